@@ -1,0 +1,47 @@
+# oomrl — `make demo` and `make test` set everything up from nothing (.venv, packages).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EXTRAS ?= dev,dask
+
+.PHONY: demo test venv server server-down bench lint clean-venv browser
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip wheel setuptools
+
+# Reinstall only when the dependency list or the lock changes, so a second run is quick.
+$(STAMP): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install -q -c constraints.txt -e '.[$(EXTRAS)]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: venv
+	$(VENV)/bin/oomrl demo
+
+test: venv browser
+	$(PY) -m pytest -q -p no:cacheprovider --cov --cov-branch --cov-report=term --cov-fail-under=90 $(PYTEST_ARGS)
+
+# The browser test needs Debian's chromium; install it when missing (root, package registry only).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "chromium not installed: the browser test will skip"; }
+
+server: venv
+	$(VENV)/bin/oomrl server up
+
+server-down: venv
+	$(VENV)/bin/oomrl server down
+
+bench: venv
+	$(PY) -m pip install -q -r bench/requirements.txt
+	for script in bench/bench_*.py; do $(PY) $$script || exit 1; done
+
+lint: venv
+	$(PY) -m ruff check oomrl guardrails strategies flows tasks tests bench
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,5 @@
+"""Allows `python -m oomrl`."""
+
+from oomrl.cli import main
+
+main()

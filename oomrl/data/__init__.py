@@ -1,0 +1,1 @@
+"""Market data: sources, validation and the parquet store."""

@@ -1,0 +1,103 @@
+"""Test session set-up: offline (loopback-only sockets), isolated OOMRL_HOME and PREFECT_HOME, one Prefect harness."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Isolate Prefect and oomrl state before anything imports prefect.
+_SESSION_ROOT = Path(tempfile.mkdtemp(prefix="oomrl-test-"))
+os.environ["PREFECT_HOME"] = str(_SESSION_ROOT / "prefect")
+os.environ.pop("PREFECT_API_URL", None)
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ["OOMRL_HOME"] = str(_SESSION_ROOT / "home")
+os.environ.pop("OOMRL_LLM_BASE_URL", None)
+os.environ.pop("OOMRL_LLM_API_KEY", None)
+os.environ.pop("OPENAI_API_KEY", None)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+class NetworkBlockedError(RuntimeError):
+    """A test tried to reach a non-loopback address."""
+
+
+def _is_loopback(address: Any) -> bool:
+    if not isinstance(address, tuple) or not address:
+        return True  # AF_UNIX paths and the like
+    host = address[0]
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(ipaddress.ip_address(info[4][0]).is_loopback
+                       for info in _real_getaddrinfo(host, None))
+        except OSError:
+            return False
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address):
+        raise NetworkBlockedError(f"network access blocked in tests: {address!r}")
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> Any:
+    if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address):
+        raise NetworkBlockedError(f"network access blocked in tests: {address!r}")
+    return _real_connect_ex(self, address)
+
+
+def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    if host not in (None, "localhost", "") and isinstance(host, (str, bytes)):
+        name = host.decode() if isinstance(host, bytes) else host
+        try:
+            if not ipaddress.ip_address(name).is_loopback:
+                raise NetworkBlockedError(f"network access blocked in tests: {name}")
+        except ValueError:
+            raise NetworkBlockedError(f"DNS lookup blocked in tests: {name}") from None
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+socket.getaddrinfo = _guarded_getaddrinfo
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One Prefect test harness (temporary server and database) for the whole session."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture()
+def oomrl_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh OOMRL_HOME for one test."""
+    home = tmp_path / "oomrl-home"
+    monkeypatch.setenv("OOMRL_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str | None:
+    """The PostgreSQL URL for tests that also run on PostgreSQL, or None when not configured."""
+    return os.environ.get("OOMRL_TEST_POSTGRES_URL") or None
