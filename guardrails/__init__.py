@@ -1,0 +1,1 @@
+"""STDAW guardrails: the deterministic judge of agent patches (imports nothing it judges)."""
