@@ -1,0 +1,217 @@
+"""One chat-completions client for every OpenAI-compatible server: retries, budget, JSON answers, transcript."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from oomrl.agent.budget import AgentSettings, Budget, Usage
+from oomrl.errors import OomrlError
+
+Model = TypeVar("Model", bound=BaseModel)
+Messages = list[dict[str, str]]
+
+
+class AgentError(OomrlError):
+    """The agent could not produce a usable answer."""
+
+
+class LLMUnavailableError(AgentError):
+    """The endpoint failed: retries exhausted on a transient error, or a permanent error."""
+
+
+class InvalidAnswerError(AgentError):
+    """The model answered, but the answer is unusable (not the JSON asked for, or too large)."""
+
+
+class ChatReply(BaseModel):
+    """One completion: the text, what it cost, and why it stopped."""
+
+    content: str
+    usage: Usage = Usage()
+    model: str = ""
+    finish_reason: str | None = None
+
+
+class ChatBackend(Protocol):
+    """Something that answers a list of chat messages (a server, or a recorded transcript)."""
+
+    def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply: ...
+
+
+class Transcript:
+    """Append-only JSONL log of every request and response of one run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._seq = 0
+
+    def append(self, kind: str, role: str, **fields: Any) -> None:
+        """Write one record and flush it, so a crash loses nothing already answered."""
+        with self._lock:
+            self._seq += 1
+            record = {"seq": self._seq, "ts": datetime.now(UTC).isoformat(), "kind": kind,
+                      "role": role, **fields}
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record, default=str) + "\n")
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every record written so far."""
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line]
+
+    def digest(self) -> str:
+        """SHA-256 of the transcript file, recorded with the version it produced."""
+        data = self.path.read_bytes() if self.path.exists() else b""
+        return hashlib.sha256(data).hexdigest()
+
+
+class OpenAIBackend:
+    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL (SDK retries off)."""
+
+    def __init__(self, base_url: str | None, api_key: str | None, model: str, timeout_s: float) -> None:
+        # max_retries=0: retry policy is ours (LLMClient), so behaviour is explicit and logged.
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
+                                    timeout=timeout_s, max_retries=0)
+        self.model = model
+
+    def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply:
+        extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
+        response = self.client.chat.completions.create(
+            model=self.model, messages=messages, max_tokens=max_tokens, temperature=0, **extra)  # type: ignore[arg-type]
+        choice = response.choices[0] if response.choices else None
+        usage = response.usage
+        return ChatReply(
+            content=(choice.message.content or "") if choice else "",
+            usage=Usage(prompt_tokens=usage.prompt_tokens if usage else 0,
+                        completion_tokens=usage.completion_tokens if usage else 0),
+            model=response.model or self.model,
+            finish_reason=choice.finish_reason if choice else None)
+
+
+def is_transient(exc: Exception) -> bool:
+    """429, 5xx and connection errors (timeouts included) are worth retrying; nothing else is."""
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The server's Retry-After in seconds, when it sent one."""
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*)\n\s*```\s*$", re.DOTALL)
+
+
+def parse_json_answer(content: str, model: type[Model]) -> Model:
+    """Parse an answer into `model`, tolerating one surrounding Markdown code fence."""
+    fenced = _FENCE.match(content)
+    return model.model_validate_json(fenced.group(1) if fenced else content)
+
+
+class LLMClient:
+    """Asks a backend, retrying transient failures with backoff, charging the budget, logging the transcript."""
+
+    def __init__(self, backend: ChatBackend, budget: Budget, transcript: Transcript,
+                 settings: AgentSettings | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.backend = backend
+        self.budget = budget
+        self.transcript = transcript
+        self.settings = settings or AgentSettings()
+        self.sleep = sleep
+
+    def ask(self, role: str, messages: Messages, json_mode: bool = False) -> str:
+        """One answer's text; raises OutOfMoneyError, LLMUnavailableError or InvalidAnswerError."""
+        self.budget.ensure_available()
+        max_tokens = max(1, min(self.settings.max_output_tokens, self.budget.tokens_left))
+        self.transcript.append("request", role, messages=messages, max_tokens=max_tokens)
+        reply = self._complete_with_retries(role, messages, max_tokens, json_mode)
+        self.transcript.append("response", role, content=reply.content,
+                               usage=reply.usage.model_dump(), model=reply.model,
+                               finish_reason=reply.finish_reason)
+        self.budget.charge(reply.usage)  # may raise OutOfMoneyError: the answer is logged, not used
+        if len(reply.content) > self.settings.max_answer_chars:
+            raise InvalidAnswerError(f"{role}: answer of {len(reply.content)} characters exceeds "
+                                     f"the limit of {self.settings.max_answer_chars}")
+        return reply.content
+
+    def ask_json(self, role: str, messages: Messages, model: type[Model]) -> Model:
+        """An answer parsed into `model`, with one repair round-trip when it is not valid JSON for it."""
+        content = self.ask(role, messages, json_mode=self.settings.json_mode)
+        try:
+            return parse_json_answer(content, model)
+        except ValidationError as first:
+            self.transcript.append("invalid", role, error=_short(first))
+            repair = messages + [
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": (
+                    f"Your reply was not valid: {_short(first)}\nReply again with only one JSON "
+                    f"object matching this JSON Schema:\n{json.dumps(model.model_json_schema())}")}]
+            second = self.ask(role, repair, json_mode=self.settings.json_mode)
+            try:
+                return parse_json_answer(second, model)
+            except ValidationError as again:
+                self.transcript.append("invalid", role, error=_short(again))
+                raise InvalidAnswerError(
+                    f"{role}: answer still not valid {model.__name__} JSON after one repair: "
+                    f"{_short(again)}") from again
+
+    def _complete_with_retries(self, role: str, messages: Messages, max_tokens: int,
+                               json_mode: bool) -> ChatReply:
+        attempts = self.settings.retries + 1
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.monotonic()
+            try:
+                return self.backend.complete(role, messages, max_tokens, json_mode)
+            except Exception as exc:  # classified below: only transient errors are retried
+                transient = is_transient(exc)
+                self.transcript.append("error", role, attempt=attempt, transient=transient,
+                                       error=f"{type(exc).__name__}: {exc}",
+                                       elapsed_s=round(time.monotonic() - started, 3))
+                if not transient:
+                    if isinstance(exc, openai.OpenAIError):
+                        raise LLMUnavailableError(f"{role}: request refused: {exc}") from exc
+                    raise
+                if attempt == attempts:
+                    raise LLMUnavailableError(
+                        f"{role}: endpoint failed {attempts} times, last: "
+                        f"{type(exc).__name__}: {exc}") from exc
+                self.sleep(self._delay(attempt, exc))
+
+    def _delay(self, attempt: int, exc: Exception) -> float:
+        """Exponential backoff with jitter; a server's Retry-After wins when it is longer."""
+        base = self.settings.backoff_s * 2 ** (attempt - 1)
+        delay = base * (1 + random.random() * 0.25)
+        hinted = _retry_after(exc)
+        return min(max(delay, hinted or 0.0), 60.0)
+
+
+def _short(exc: ValidationError) -> str:
+    """A compact, model-friendly description of what was wrong with the JSON."""
+    errors = exc.errors(include_url=False)[:5]
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors)
