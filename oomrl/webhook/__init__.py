@@ -1,0 +1,1 @@
+"""The loss-alert webhook: signed HTTP alerts in, `repair` flow runs (or `oomrl.loss.alert` events) out."""

@@ -1,0 +1,67 @@
+"""Fixtures for the webhook tests: a recording launcher, a store on a temporary SQLite file, a client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from oomrl.webhook.app import create_app
+from oomrl.webhook.deliveries import DeliveryStore
+from oomrl.webhook.launch import Launch, LaunchError
+from oomrl.webhook.settings import WebhookSettings
+from oomrl.webhook.signing import sign
+
+SECRET = "test-secret-0123456789abcdef"
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ops" / "autopsy.json"
+
+
+class RecordingLauncher:
+    """Stands in for the Prefect API at this level; the e2e suite uses the real one."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.fail_with: str | None = None
+
+    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
+        if self.fail_with:
+            raise LaunchError(self.fail_with)
+        self.calls.append((alert_id, autopsy))
+        return Launch(flow_run_id=f"run-{len(self.calls)}", event_id=None)
+
+
+@pytest.fixture()
+def autopsy() -> dict[str, Any]:
+    return json.loads(FIXTURE.read_text())
+
+
+@pytest.fixture()
+def launcher() -> RecordingLauncher:
+    return RecordingLauncher()
+
+
+@pytest.fixture()
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'state' / 'webhook.db'}"
+
+
+@pytest.fixture()
+def config(store_url: str) -> WebhookSettings:
+    return WebhookSettings(secret=SECRET, db_url=store_url, max_body_bytes=4096,
+                           alertmanager_token="am-token-abcdefghijkl")
+
+
+@pytest.fixture()
+def client(config: WebhookSettings, launcher: RecordingLauncher, store_url: str) -> Iterator[TestClient]:
+    app = create_app(config, launcher=launcher, store=DeliveryStore(store_url))
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def signed(body: bytes, secret: str = SECRET, timestamp: int | None = None) -> dict[str, str]:
+    """Headers for a correctly signed JSON delivery."""
+    return {"Content-Type": "application/json", **sign(body, secret, timestamp)}

@@ -1,0 +1,78 @@
+"""The launchers against a real (test-harness) Prefect API: one run per alert id, clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+from oomrl.webhook.launch import DeploymentLauncher, EventLauncher, LaunchError, launcher_for
+
+
+def _make_deployment(flow_name: str) -> None:
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+
+    @flow(name=flow_name)
+    def stand_in(autopsy: dict[str, Any], auto_approve: bool = False) -> None:
+        """Never run here: only its deployment is needed."""
+
+    async def create() -> None:
+        async with get_client() as client:
+            flow_id = await client.create_flow(stand_in)
+            await client.create_deployment(flow_id=flow_id, name="repair")
+
+    asyncio.run(create())
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_deployment_launcher_is_idempotent_per_alert_id() -> None:
+    from prefect.client.orchestration import get_client
+
+    _make_deployment("repair-launch-test")
+    launcher = DeploymentLauncher("repair-launch-test/repair", auto_approve=True)
+    first = asyncio.run(launcher.launch({"alert_id": "idem-1"}, "idem-1"))
+    second = asyncio.run(launcher.launch({"alert_id": "idem-1"}, "idem-1"))
+    other = asyncio.run(launcher.launch({"alert_id": "idem-2"}, "idem-2"))
+    assert first.flow_run_id == second.flow_run_id != other.flow_run_id
+
+    async def parameters() -> dict[str, Any]:
+        async with get_client() as client:
+            run = await client.read_flow_run(uuid.UUID(first.flow_run_id))
+            return run.parameters
+
+    assert asyncio.run(parameters()) == {"autopsy": {"alert_id": "idem-1"}, "auto_approve": True}
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_missing_deployment_is_a_launch_error() -> None:
+    with pytest.raises(LaunchError, match="not found"):
+        asyncio.run(DeploymentLauncher("nope/repair", auto_approve=False).launch({}, "a"))
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_event_launcher_emits_with_a_stable_id() -> None:
+    first = asyncio.run(EventLauncher().launch({"alert_id": "ev-1", "account": "paper"}, "ev-1"))
+    again = asyncio.run(EventLauncher().launch({"alert_id": "ev-1", "account": "paper"}, "ev-1"))
+    assert first.event_id == again.event_id and first.flow_run_id is None
+
+
+def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port with nobody listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
+        with pytest.raises(LaunchError, match="could not start"):
+            asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch({}, "b"))
+
+
+def test_launcher_for_mode() -> None:
+    assert isinstance(launcher_for("event", "repair/repair", False), EventLauncher)
+    chosen = launcher_for("deployment", "x/y", True)
+    assert isinstance(chosen, DeploymentLauncher) and chosen.deployment == "x/y" and chosen.auto_approve

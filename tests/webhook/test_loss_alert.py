@@ -1,0 +1,176 @@
+"""POST /hooks/loss-alert: every status code of DESIGN §4.5, and no run for any rejected request."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from oomrl.webhook.app import create_app
+from oomrl.webhook.deliveries import DeliveryStore
+from oomrl.webhook.settings import WebhookConfigError, WebhookSettings
+from tests.webhook.conftest import SECRET, RecordingLauncher, signed
+
+URL = "/hooks/loss-alert"
+
+
+def post(client: TestClient, payload: Any, **kwargs: Any) -> Any:
+    body = json.dumps(payload).encode()
+    return client.post(URL, content=body, headers=signed(body, **kwargs))
+
+
+def test_signed_alert_starts_one_repair(client: TestClient, launcher: RecordingLauncher,
+                                        autopsy: dict[str, Any]) -> None:
+    response = post(client, autopsy)
+    assert response.status_code == 202
+    assert response.json() == {"alert_id": "e2e-alert-0001", "duplicate": False, "flow_run_id": "run-1",
+                               "event_id": None, "mode": "deployment"}
+    assert launcher.calls == [("e2e-alert-0001", autopsy)]
+
+
+def test_minimal_body_with_alert_id_is_accepted(client: TestClient, launcher: RecordingLauncher) -> None:
+    assert post(client, {"alert_id": "min-1"}).status_code == 202
+    assert launcher.calls[0][0] == "min-1"
+
+
+def test_replayed_alert_returns_existing_run(client: TestClient, launcher: RecordingLauncher,
+                                             autopsy: dict[str, Any]) -> None:
+    first = post(client, autopsy).json()
+    again = post(client, autopsy)
+    assert again.status_code == 200
+    assert again.json()["duplicate"] is True
+    assert again.json()["flow_run_id"] == first["flow_run_id"]
+    assert len(launcher.calls) == 1
+
+
+def test_seen_ids_survive_a_restart(config: WebhookSettings, store_url: str,
+                                    autopsy: dict[str, Any]) -> None:
+    first_launcher, second_launcher = RecordingLauncher(), RecordingLauncher()
+    with TestClient(create_app(config, first_launcher, DeliveryStore(store_url))) as first:
+        assert post(first, autopsy).status_code == 202
+    with TestClient(create_app(config, second_launcher, DeliveryStore(store_url))) as second:
+        response = post(second, autopsy)
+    assert response.status_code == 200 and response.json()["flow_run_id"] == "run-1"
+    assert second_launcher.calls == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        ({}, "missing X-OOMRL-Timestamp"),
+        ({"X-OOMRL-Timestamp": "{now}"}, "missing X-OOMRL-Signature"),
+        ({"X-OOMRL-Timestamp": "{now}", "X-OOMRL-Signature": "sha256=" + "a" * 64}, "does not match"),
+    ],
+)
+def test_missing_or_forged_signature_is_401(client: TestClient, launcher: RecordingLauncher,
+                                            headers: dict[str, str], message: str) -> None:
+    now = str(int(time.time()))
+    filled = {key: value.replace("{now}", now) for key, value in headers.items()}
+    response = client.post(URL, content=b'{"alert_id": "x1"}', headers=filled)
+    assert response.status_code == 401
+    assert message in response.json()["detail"]
+    assert launcher.calls == []
+
+
+def test_wrong_secret_is_401(client: TestClient, launcher: RecordingLauncher) -> None:
+    response = post(client, {"alert_id": "x2"}, secret="another-secret-entirely")
+    assert response.status_code == 401 and launcher.calls == []
+
+
+def test_stale_signature_is_401(client: TestClient, launcher: RecordingLauncher) -> None:
+    response = post(client, {"alert_id": "x3"}, timestamp=int(time.time()) - 301)
+    assert response.status_code == 401 and "stale" in response.json()["detail"]
+    assert launcher.calls == []
+
+
+def test_body_tampered_after_signing_is_401(client: TestClient, launcher: RecordingLauncher) -> None:
+    headers = signed(b'{"alert_id": "x4"}')
+    response = client.post(URL, content=b'{"alert_id": "x5"}', headers=headers)
+    assert response.status_code == 401 and launcher.calls == []
+
+
+def test_oversized_by_content_length_is_413(client: TestClient, launcher: RecordingLauncher) -> None:
+    body = json.dumps({"alert_id": "big", "pad": "x" * 5000}).encode()
+    response = client.post(URL, content=body, headers=signed(body))
+    assert response.status_code == 413 and "4096" in response.json()["detail"]
+    assert launcher.calls == []
+
+
+def test_oversized_streamed_body_is_413(client: TestClient, launcher: RecordingLauncher) -> None:
+    """A chunked body has no Content-Length: the bytes themselves are counted."""
+    chunks = [b'{"alert_id": "big", "pad": "', b"x" * 3000, b"x" * 3000, b'"}']
+    body = b"".join(chunks)
+    headers = signed(body)
+    response = client.post(URL, content=iter(chunks), headers=headers)
+    assert response.status_code == 413 and launcher.calls == []
+
+
+def test_bad_content_length_is_400(config: WebhookSettings, launcher: RecordingLauncher) -> None:
+    import asyncio
+
+    app = create_app(config, launcher=launcher)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": URL, "raw_path": URL.encode(), "query_string": b"",
+             "headers": [(b"content-length", b"12abc")], "http_version": "1.1", "scheme": "http",
+             "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 1), "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 400 and launcher.calls == []
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"not json", "not JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'{"account": "paper"}', "alert_id"),
+        (b'{"alert_id": ""}', "alert_id"),
+        (b'{"alert_id": "../../etc"}', "alert_id"),
+        (b'{"alert_id": "ok-1", "account": ""}', "account"),
+        (b"\xff\xfe", "not JSON"),
+    ],
+)
+def test_malformed_signed_body_is_422(client: TestClient, launcher: RecordingLauncher,
+                                      body: bytes, message: str) -> None:
+    response = client.post(URL, content=body, headers=signed(body))
+    assert response.status_code == 422
+    assert message in response.json()["detail"]
+    assert launcher.calls == []
+
+
+def test_prefect_unavailable_is_503_and_the_alert_can_be_retried(
+        client: TestClient, launcher: RecordingLauncher) -> None:
+    launcher.fail_with = "server down"
+    assert post(client, {"alert_id": "retry-1"}).status_code == 503
+    launcher.fail_with = None
+    response = post(client, {"alert_id": "retry-1"})
+    assert response.status_code == 202 and len(launcher.calls) == 1
+
+
+def test_healthz(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok", "mode": "deployment"}
+
+
+@pytest.mark.parametrize(("secret", "message"), [(None, "not set"), ("short", "at least 16")])
+def test_refuses_to_start_without_a_real_secret(store_url: str, secret: str | None, message: str) -> None:
+    with pytest.raises(WebhookConfigError, match=message):
+        create_app(WebhookSettings(secret=secret, db_url=store_url), launcher=RecordingLauncher())
+
+
+def test_secret_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
+    monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", SECRET)
+    monkeypatch.setenv("OOMRL_WEBHOOK_DB_URL", store_url)
+    monkeypatch.setenv("OOMRL_WEBHOOK_MAX_BODY_BYTES", "100")
+    app = create_app(launcher=RecordingLauncher())
+    with TestClient(app) as client:
+        body = json.dumps({"alert_id": "env-1", "pad": "y" * 200}).encode()
+        assert client.post(URL, content=body, headers=signed(body)).status_code == 413
