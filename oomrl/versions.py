@@ -1,0 +1,270 @@
+"""Strategy versions as commits and tags in the OOMRL_HOME workspace git repo; the active one lives in the ledger."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from oomrl.errors import OomrlError
+
+GUARD_PYPROJECT = """\
+[project]
+name = "oomrl-workspace"
+version = "0"
+
+# The workspace contract of DESIGN.md section 4.2: S is strategies/, T is tests/.
+[tool.oomrl.guard]
+source = ["strategies"]
+tests = ["tests"]
+coverage_min = 95
+"""
+NOTES_REF = "refs/notes/oomrl"
+TAG_PREFIX = "v"
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".coverage*")
+
+
+class VersionError(OomrlError):
+    """A version operation failed (unknown ref, git failure, nothing to roll back to)."""
+
+
+class VersionLedger(Protocol):
+    """The part of the ledger that records which version an account trades."""
+
+    def active_version(self, account: str) -> str | None: ...
+
+    def set_active_version(self, account: str, sha: str, name: str) -> None: ...
+
+
+class VersionInfo(BaseModel):
+    """One tagged version: its tag, commit, when, what it says, the strategy it is about."""
+
+    tag: str
+    sha: str
+    date: str
+    subject: str
+    strategy: str | None = None
+    active: bool = False
+
+
+def repo_root() -> Path:
+    """The oomrl source checkout holding the bundled strategies/ and tests/strategies/."""
+    return Path(__file__).resolve().parent.parent
+
+
+class StrategyVersions:
+    """The workspace repo: init from the bundled strategies, commit with metadata, tag, activate, roll back."""
+
+    author = ("oomrl", "oomrl@localhost")
+
+    def __init__(self, workspace_dir: Path, ledger: VersionLedger | None = None,
+                 exports_dir: Path | None = None) -> None:
+        self.workspace = Path(workspace_dir)
+        self.ledger = ledger
+        self.exports = exports_dir or self.workspace.parent / "versions"
+
+    # -- git plumbing -------------------------------------------------------------------------
+    def git(self, *args: str, cwd: Path | None = None, input_bytes: bytes | None = None) -> str:
+        """Run git with a fixed identity and no user or system configuration."""
+        env = {**os.environ, "GIT_AUTHOR_NAME": self.author[0], "GIT_AUTHOR_EMAIL": self.author[1],
+               "GIT_COMMITTER_NAME": self.author[0], "GIT_COMMITTER_EMAIL": self.author[1],
+               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+        done = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false",
+                               "-c", "init.defaultBranch=main", *args],
+                              cwd=cwd or self.workspace, env=env, input=input_bytes,
+                              capture_output=True, check=False)
+        if done.returncode != 0:
+            raise VersionError(f"git {' '.join(args)} failed: "
+                               f"{done.stderr.decode(errors='replace').strip()}")
+        return done.stdout.decode(errors="replace").strip()
+
+    @property
+    def initialized(self) -> bool:
+        return (self.workspace / ".git").is_dir()
+
+    def _require_init(self) -> None:
+        if not self.initialized:
+            raise VersionError(f"no strategy workspace at {self.workspace}: run `oomrl versions init`")
+
+    def head(self) -> str:
+        """The commit the workspace branch points at."""
+        self._require_init()
+        return self.git("rev-parse", "HEAD")
+
+    def resolve(self, ref: str) -> str:
+        """The full commit SHA of a tag, a SHA or a prefix of one."""
+        self._require_init()
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+        except VersionError:
+            raise VersionError(f"unknown strategy version {ref!r}") from None
+
+    # -- life cycle -----------------------------------------------------------------------------
+    def init(self, source_root: Path | None = None) -> str:
+        """Create the workspace from the bundled strategies and tag it v1; a no-op when it exists."""
+        if self.initialized:
+            return self.head()
+        root = source_root or repo_root()
+        for part in ("strategies", "tests/strategies"):
+            if not (root / part).is_dir():
+                raise VersionError(f"cannot initialise the workspace: {root / part} does not exist")
+        staging = Path(tempfile.mkdtemp(prefix=".ws-", dir=self._parent()))
+        try:
+            shutil.copytree(root / "strategies", staging / "strategies", ignore=_IGNORED)
+            shutil.copytree(root / "tests" / "strategies", staging / "tests" / "strategies",
+                            ignore=_IGNORED)
+            (staging / "tests" / "__init__.py").touch()
+            (staging / "pyproject.toml").write_text(GUARD_PYPROJECT)
+            (staging / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n.coverage*\n")
+            self.git("init", "-q", cwd=staging)
+            self.git("add", "-A", cwd=staging)
+            self.git("commit", "-q", "-m", "Bundled strategies\n\nOomrl-Origin: bundled", cwd=staging)
+            self.git("tag", f"{TAG_PREFIX}1", cwd=staging)
+            staging.rename(self.workspace)  # appears whole or not at all
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return self.head()
+
+    def _parent(self) -> Path:
+        self.workspace.parent.mkdir(parents=True, exist_ok=True)
+        return self.workspace.parent
+
+    def clone_to(self, dest: Path) -> Path:
+        """A scratch clone of the current head, where a repair prepares its candidate."""
+        self._require_init()
+        self.git("clone", "-q", "--no-hardlinks", str(self.workspace), str(dest), cwd=self._parent())
+        return dest
+
+    def next_tag(self) -> str:
+        numbers = [int(t[len(TAG_PREFIX):]) for t in self.git("tag", "-l", f"{TAG_PREFIX}*").split()
+                   if t[len(TAG_PREFIX):].isdigit()]
+        return f"{TAG_PREFIX}{max(numbers, default=0) + 1}"
+
+    def promote(self, candidate: Path, message: str, metadata: dict[str, Any], account: str,
+                strategy: str) -> VersionInfo:
+        """Commit the candidate clone, fast-forward the workspace, tag, attach metadata, activate.
+
+        One transaction: if any step fails, branch, tag, notes and the ledger pointer are restored."""
+        self._require_init()
+        old_head = self.head()
+        old_active = self.ledger.active_version(account) if self.ledger else None
+        self.git("add", "-A", cwd=candidate)
+        trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
+        self.git("commit", "-q", "-m", message + trailers, cwd=candidate)
+        sha = self.git("rev-parse", "HEAD", cwd=candidate)
+        tag = self.next_tag()
+        try:
+            self.git("fetch", "-q", str(candidate), "HEAD")
+            self.git("merge", "-q", "--ff-only", sha)
+            self.git("tag", tag, sha)
+            self._write_notes(sha, {**metadata, "strategy": strategy, "tag": tag})
+            self.activate(tag, account, strategy)
+        except BaseException:
+            self._undo_promotion(old_head, tag, sha, account, old_active, strategy)
+            raise
+        return self.info(tag, account)
+
+    def _undo_promotion(self, old_head: str, tag: str, sha: str, account: str,
+                        old_active: str | None, strategy: str) -> None:
+        self.git("reset", "-q", "--hard", old_head)
+        if tag in self.git("tag", "-l", tag).split():
+            self.git("tag", "-d", tag)
+        try:
+            self.git("notes", f"--ref={NOTES_REF}", "remove", sha)
+        except VersionError:
+            pass  # no notes were written
+        if self.ledger and old_active and self.ledger.active_version(account) != old_active:
+            self.ledger.set_active_version(account, old_active, strategy)
+
+    def _write_notes(self, sha: str, metadata: dict[str, Any]) -> None:
+        blob = json.dumps(metadata, sort_keys=True, default=str, indent=1).encode()
+        self.git("notes", f"--ref={NOTES_REF}", "add", "-f", "-F", "-", sha, input_bytes=blob)
+
+    def metadata(self, ref: str) -> dict[str, Any]:
+        """The metadata attached at promotion (autopsy, diffs, verdicts, cross-validation, digest)."""
+        sha = self.resolve(ref)
+        try:
+            return json.loads(self.git("notes", f"--ref={NOTES_REF}", "show", sha))
+        except VersionError:
+            return {}
+
+    # -- reading ----------------------------------------------------------------------------------
+    def info(self, tag: str, account: str | None = None) -> VersionInfo:
+        """One version; `active` says whether `account` trades it."""
+        sha = self.resolve(tag)
+        date, subject = self.git("log", "-1", "--format=%cI%x00%s", sha).split("\x00", 1)
+        active = self.ledger.active_version(account) if self.ledger and account else None
+        return VersionInfo(tag=tag, sha=sha, date=date, subject=subject,
+                           strategy=self.metadata(sha).get("strategy"), active=active == sha)
+
+    def list(self, account: str | None = None) -> list[VersionInfo]:
+        """Every tagged version, oldest first."""
+        self._require_init()
+        tags = self.git("tag", "-l", f"{TAG_PREFIX}*", "--sort=version:refname").split()
+        return [self.info(tag, account) for tag in tags]
+
+    def show(self, ref: str, account: str | None = None) -> dict[str, Any]:
+        """A version's info, metadata and the files it changed against its parent."""
+        sha = self.resolve(ref)
+        tags = self.git("tag", "--points-at", sha).split()
+        info = self.info(tags[0], account) if tags else None
+        parents = self.git("log", "-1", "--format=%P", sha).split()
+        stat = self.git("diff", "--stat", parents[0], sha) if parents else "(initial version)"
+        return {"sha": sha, "info": info.model_dump() if info else None,
+                "metadata": self.metadata(sha), "diffstat": stat,
+                "message": self.git("log", "-1", "--format=%B", sha)}
+
+    # -- activation --------------------------------------------------------------------------------
+    def activate(self, ref: str, account: str, strategy: str | None = None) -> str:
+        """Point the account at a version in the ledger; the rebalance then loads exactly that commit."""
+        if self.ledger is None:
+            raise VersionError("activating a version needs a ledger")
+        sha = self.resolve(ref)
+        name = strategy or self.metadata(sha).get("strategy")
+        if not name:
+            raise VersionError(f"version {ref} names no strategy; say which one to activate")
+        self.ledger.set_active_version(account, sha, name)
+        return sha
+
+    def rollback(self, account: str, strategy: str | None = None) -> str:
+        """Activate the version tagged just before the account's active one."""
+        if self.ledger is None:
+            raise VersionError("rolling back needs a ledger")
+        active = self.ledger.active_version(account)
+        if active is None:
+            raise VersionError(f"account {account!r} has no active version to roll back from")
+        shas = [v.sha for v in self.list()]
+        if active not in shas:
+            raise VersionError(f"active version {active[:12]} of {account!r} is not a tagged version")
+        position = shas.index(active)
+        if position == 0:
+            raise VersionError(f"{account!r} runs the first version; there is nothing to roll back to")
+        return self.activate(shas[position - 1], account,
+                             strategy or self.metadata(active).get("strategy"))
+
+    def materialize(self, ref: str) -> Path:
+        """The files of one commit, exported once to exports/<sha>/ (what rebalance and replay load)."""
+        sha = self.resolve(ref)
+        target = self.exports / sha
+        if target.is_dir():
+            return target
+        self.exports.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=self.exports))
+        archive = subprocess.run(["git", "archive", "--format=tar", sha], cwd=self.workspace,
+                                 capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=BytesIO(archive)) as tar:
+            tar.extractall(staging, filter="data")
+        try:
+            staging.rename(target)
+        except OSError:  # another process exported it first
+            shutil.rmtree(staging, ignore_errors=True)
+        return target
