@@ -1,0 +1,1 @@
+"""Trading strategies the agent maintains (S): pure pandas/numpy/pydantic, no I/O, no oomrl imports."""

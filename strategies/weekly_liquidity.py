@@ -1,0 +1,69 @@
+"""The mature design: weekly, liquid names only, trades capped by ADV participation and a turnover budget."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import date
+from typing import ClassVar
+
+import pandas as pd
+from pydantic import Field
+
+from .base import MarketView, StrategyParams, equal_weights, iso_week, momentum
+
+
+class WeeklyLiquidityParams(StrategyParams):
+    """Knobs of the mature strategy; the last two are the mandate's machine-checkable constraints."""
+
+    top_k: int = Field(30, ge=1)
+    lookback: int = Field(60, ge=1)
+    skip: int = Field(5, ge=0)
+    adv_window: int = Field(20, ge=1)
+    min_adv: float = Field(2e8, ge=0.0)
+    gross_exposure: float = Field(0.95, gt=0.0, le=1.0)
+    max_adv_participation: float = Field(0.05, gt=0.0, le=1.0)
+    max_weekly_turnover: float = Field(0.3, gt=0.0, le=2.0)
+
+
+class WeeklyLiquidity:
+    """Medium-horizon momentum among liquid names, traded gently once a week."""
+
+    name: ClassVar[str] = "weekly_liquidity"
+    Params: ClassVar[type[WeeklyLiquidityParams]] = WeeklyLiquidityParams
+
+    def rebalance_due(self, day: date, last_rebalance: date | None) -> bool:
+        """Trades on the first session it sees in each ISO week."""
+        return last_rebalance is None or iso_week(day) != iso_week(last_rebalance)
+
+    def target_weights(self, view: MarketView, holdings: Mapping[str, float],
+                       params: StrategyParams) -> dict[str, float]:
+        """Momentum top-K among liquid names, then ADV-capped, then scaled to the turnover budget."""
+        if not isinstance(params, WeeklyLiquidityParams):
+            raise TypeError(f"{self.name} needs WeeklyLiquidityParams, got {type(params).__name__}")
+        adv = view.traded_value(params.adv_window).reindex(view.universe())
+        liquid = adv[adv >= params.min_adv].index
+        scores = momentum(view, params.lookback, params.skip).reindex(liquid).dropna()
+        picks = sorted(scores.sort_values(ascending=False, kind="mergesort").index[: params.top_k])
+        ideal = pd.Series(equal_weights(picks, params.gross_exposure), dtype=float)
+        current = pd.Series(dict(holdings), dtype=float)
+        symbols = ideal.index.union(current.index)
+        current = current.reindex(symbols, fill_value=0.0)
+        change = ideal.reindex(symbols, fill_value=0.0) - current
+        change = _cap_participation(change, adv.reindex(symbols), view.portfolio_value,
+                                    params.max_adv_participation)
+        traded = float(change.abs().sum())
+        if traded > params.max_weekly_turnover:
+            change = change * (params.max_weekly_turnover / traded)
+        target = (current + change).clip(lower=0.0)
+        return {symbol: float(weight) for symbol, weight in target.items() if weight > 0.0}
+
+
+def _cap_participation(change: pd.Series, adv: pd.Series, portfolio_value: float,
+                       max_participation: float) -> pd.Series:
+    """Clip each weight change so its traded value stays within max_participation x ADV."""
+    # A name with unknown ADV (no recent trading) is frozen: no trade is the safe reading.
+    limit = (adv.fillna(0.0) * max_participation / max(portfolio_value, 1.0)).clip(lower=0.0)
+    return change.clip(lower=-limit, upper=limit)
+
+
+STRATEGY = WeeklyLiquidity()

@@ -1,0 +1,150 @@
+"""Behaviour of MarketView and the shared helpers: truncation, history, universe, traded value, weights."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from strategies.base import (
+    MarketView,
+    StrategyParams,
+    check_weights,
+    equal_weights,
+    iso_week,
+    momentum,
+)
+
+
+def make_panels(days: int = 10, symbols: tuple[str, ...] = ("A", "B", "C")) -> dict[str, pd.DataFrame]:
+    """Closes rising 1 %, 2 %, 3 % ... a day per symbol; volume 1000 shares; amount left NaN."""
+    index = pd.bdate_range("2024-01-01", periods=days)
+    growth = {s: (1 + 0.01 * (i + 1)) ** np.arange(days) * 10.0 for i, s in enumerate(symbols)}
+    close = pd.DataFrame(growth, index=index)
+    volume = pd.DataFrame(1000.0, index=index, columns=list(symbols))
+    amount = pd.DataFrame(np.nan, index=index, columns=list(symbols))
+    return {"close": close, "volume": volume, "amount": amount}
+
+
+def test_view_hides_rows_after_the_decision_date() -> None:
+    panels = make_panels()
+    as_of = panels["close"].index[4]
+    view = MarketView(panels, as_of, portfolio_value=5.0)
+    assert view.as_of == as_of
+    assert view.panel("close").index.max() == as_of
+    assert len(view.panel("close")) == 5
+    assert view.portfolio_value == 5.0
+    assert set(view.fields) == {"close", "volume", "amount"}
+
+
+def test_view_panel_is_a_copy_so_a_strategy_cannot_mutate_the_market() -> None:
+    panels = make_panels()
+    view = MarketView(panels, panels["close"].index[-1])
+    copy = view.panel("close")
+    copy.iloc[:, :] = -1.0
+    assert (view.panel("close") > 0).all().all()
+
+
+def test_view_rejects_missing_close_and_unknown_fields() -> None:
+    panels = make_panels()
+    with pytest.raises(ValueError, match="close"):
+        MarketView({"volume": panels["volume"]}, date(2024, 1, 5))
+    with pytest.raises(ValueError, match="unknown panel fields"):
+        MarketView({**panels, "future_close": panels["close"]}, date(2024, 1, 5))
+
+
+def test_unknown_field_and_bad_history_length_are_errors() -> None:
+    view = MarketView(make_panels(), date(2024, 1, 5))
+    with pytest.raises(KeyError, match="high"):
+        view.panel("high")
+    with pytest.raises(ValueError, match="rows"):
+        view.history("close", 0)
+
+
+def test_history_returns_the_last_rows_up_to_as_of() -> None:
+    panels = make_panels()
+    view = MarketView(panels, panels["close"].index[6])
+    tail = view.history("close", 3)
+    assert list(tail.index) == list(panels["close"].index[4:7])
+
+
+def test_universe_lists_only_names_traded_on_the_decision_date() -> None:
+    panels = make_panels()
+    panels["close"].loc[panels["close"].index[5], "B"] = np.nan
+    view = MarketView(panels, panels["close"].index[5])
+    assert view.universe() == ["A", "C"]
+
+
+def test_universe_is_empty_when_the_decision_date_is_not_a_session() -> None:
+    panels = make_panels()
+    assert MarketView(panels, date(2024, 1, 6)).universe() == []  # a Saturday
+    assert MarketView(panels, date(2023, 12, 1)).universe() == []  # before any data
+
+
+def test_traded_value_prefers_amount_and_falls_back_to_close_times_volume() -> None:
+    panels = make_panels(days=3)
+    panels["amount"].loc[:, "A"] = 5000.0
+    view = MarketView(panels, panels["close"].index[-1])
+    value = view.traded_value(2)
+    assert value["A"] == pytest.approx(5000.0)
+    expected_b = (panels["close"]["B"].iloc[1:] * 1000.0).mean()
+    assert value["B"] == pytest.approx(expected_b)
+
+
+def test_traded_value_without_amount_panel_and_without_volume() -> None:
+    panels = make_panels(days=3)
+    no_amount = MarketView({"close": panels["close"], "volume": panels["volume"]}, date(2024, 1, 3))
+    assert no_amount.traded_value(1)["C"] == pytest.approx(panels["close"]["C"].iloc[-1] * 1000.0)
+    with pytest.raises(KeyError, match="volume"):
+        MarketView({"close": panels["close"]}, date(2024, 1, 3)).traded_value(1)
+
+
+def test_momentum_measures_change_over_lookback_and_skips_recent_days() -> None:
+    panels = make_panels()
+    view = MarketView(panels, panels["close"].index[-1])
+    plain = momentum(view, 2)
+    assert plain["A"] == pytest.approx(1.01**2 - 1)
+    assert plain["C"] == pytest.approx(1.03**2 - 1)
+    skipped = momentum(view, 2, skip=3)
+    close = panels["close"]
+    assert skipped["B"] == pytest.approx(close["B"].iloc[-4] / close["B"].iloc[-6] - 1)
+
+
+def test_momentum_is_empty_without_enough_history_and_drops_bad_values() -> None:
+    panels = make_panels(days=3)
+    view = MarketView(panels, panels["close"].index[-1])
+    assert momentum(view, 5).empty
+    panels["close"].iloc[0, 0] = 0.0  # a zero start price gives inf, which is dropped
+    view = MarketView(panels, panels["close"].index[-1])
+    assert "A" not in momentum(view, 2).index
+    with pytest.raises(ValueError, match="lookback"):
+        momentum(view, 0)
+    with pytest.raises(ValueError, match="skip"):
+        momentum(view, 1, skip=-1)
+
+
+def test_equal_weights_and_check_weights() -> None:
+    assert equal_weights([], 0.9) == {}
+    assert equal_weights(["A", "B"], 0.5) == {"A": 0.25, "B": 0.25}
+    assert check_weights({"A": 0.5, "B": 0.0, "C": 0.5}) == {"A": 0.5, "C": 0.5}
+    with pytest.raises(ValueError, match="sum"):
+        check_weights({"A": 0.7, "B": 0.4})
+    with pytest.raises(ValueError, match="B"):
+        check_weights({"A": 0.5, "B": -0.1})
+    with pytest.raises(ValueError, match="finite"):
+        check_weights({"A": float("nan")})
+
+
+def test_iso_week_and_params_are_strict() -> None:
+    assert iso_week(date(2024, 12, 30)) == (2025, 1)
+    assert iso_week(date(2024, 7, 5)) == (2024, 27)
+
+    class Knobs(StrategyParams):
+        size: int = 1
+
+    with pytest.raises(ValueError):
+        Knobs(sise=2)  # a typo is rejected, not silently ignored
+    with pytest.raises(ValueError):
+        Knobs().size = 3  # type: ignore[misc]
