@@ -111,6 +111,16 @@ def rolling_information_ratio(returns: pd.Series, benchmark: pd.Series,
     return (mean / std.where(std > 1e-15)).rename("rolling_ir")
 
 
+def standalone_metrics(returns: pd.Series, rf: float = 0.0) -> dict[str, float | int | None]:
+    """The keys of DESIGN §4.3 that need no benchmark (a plain series, e.g. the index itself)."""
+    r = validate_returns(returns, "returns")
+    mdd = max_drawdown(r)
+    growth = cagr(r)
+    return {"trading_days": len(r), "annualized_return": annualized_return(r), "cagr": growth,
+            "volatility": volatility(r), "sharpe": sharpe(r, rf), "sortino": sortino(r, rf),
+            "max_drawdown": mdd, "calmar": _ratio(growth, abs(mdd))}
+
+
 def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
                     hac_maxlags: int | None = None) -> dict[str, float | int | None]:
     """Every key of DESIGN §4.3, in its order, as fractions (not percent)."""
@@ -118,20 +128,11 @@ def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
         raise MetricsInputError(f"rf must be a finite annual rate, got {rf}")
     r, b = align(returns, benchmark)
     daily_rf = rf / PERIODS_PER_YEAR
-    mdd = max_drawdown(r)
-    growth = cagr(r)
     regression = capm(r - daily_rf, b - daily_rf, hac_maxlags)
     values: dict[str, float | int | None] = {
-        "trading_days": len(r),
-        "annualized_return": annualized_return(r),
-        "cagr": growth,
+        **standalone_metrics(r, rf),
         "benchmark_annualized_return": annualized_return(b),
         "benchmark_cagr": cagr(b),
-        "volatility": volatility(r),
-        "sharpe": sharpe(r, rf),
-        "sortino": sortino(r, rf),
-        "max_drawdown": mdd,
-        "calmar": _ratio(growth, abs(mdd)),
         "tracking_error": tracking_error(r, b),
         "information_ratio": information_ratio(r, b),
         "beta": float(regression.params["beta"]),
@@ -141,7 +142,7 @@ def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
         "alpha_tstat_hac": float(regression.tstats_hac["alpha"]),
         "r_squared": regression.r_squared,
     }
-    return values
+    return {key: values[key] for key in METRIC_KEYS}
 
 
 @dataclass(frozen=True)

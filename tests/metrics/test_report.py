@@ -1,0 +1,102 @@
+"""Charts and the tearsheet: files are written, the HTML is self-contained and names its benchmark."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+
+from oomrl.metrics import charts, factors
+from oomrl.metrics.io import read_returns_csv
+from oomrl.metrics.performance import Phase, read_phases
+from oomrl.metrics.tearsheet import build_report, format_value
+from tests.metrics.conftest import CSI300_PRICE, CSI300_TOTAL_RETURN, TABLE1_PHASES
+
+
+class _References(HTMLParser):
+    """Collects every URL an HTML page would fetch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+        self.images = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("src", "href") and value:
+                self.urls.append(value)
+        self.images += tag == "img"
+
+
+def _portfolio(bench: pd.Series) -> pd.Series:
+    rng = np.random.default_rng(11)
+    return (0.9 * bench + rng.normal(0.0002, 0.005, len(bench))).rename("portfolio")
+
+
+def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
+    bench = read_returns_csv(CSI300_TOTAL_RETURN)
+    port = _portfolio(bench)
+    phases = read_phases(TABLE1_PHASES)[1:]
+    report = build_report(port, tmp_path / "r", benchmark=bench, benchmark_kind="total_return",
+                          phases=phases, title="Paper account")
+    assert [p.name for p in report.pngs] == ["equity.png", "underwater.png", "rolling_ir.png"]
+    for png in report.pngs:
+        height, width = mpimg.imread(png).shape[:2]
+        assert (width, height) == (1100, 528)  # 10 × 4.8 inches at 110 dpi
+    page = report.html.read_text()
+    refs = _References()
+    refs.feed(page)
+    assert refs.images == 3
+    assert refs.urls and all(url.startswith("data:image/png;base64,") for url in refs.urls)
+    assert "<link" not in page and "<script" not in page and "http" not in page
+    assert "CSI 300 total-return index (H00300)" in page
+    summary = report.markdown.read_text()
+    assert "Benchmark: CSI 300 total-return index (H00300)" in summary
+    assert "| Phase 2 | 2024-10-21 | 2025-09-30 | 235 |" in summary
+    assert "![rolling_ir](rolling_ir.png)" in summary
+    assert report.metrics["trading_days"] == len(port)
+
+
+def test_plain_series_report_has_no_benchmark_sections(tmp_path: Path) -> None:
+    csi300 = read_returns_csv(CSI300_PRICE)
+    report = build_report(csi300, tmp_path, phases=read_phases(TABLE1_PHASES), title="CSI 300")
+    assert [p.name for p in report.pngs] == ["equity.png", "underwater.png"]
+    assert "beta" not in report.metrics
+    summary = report.markdown.read_text()
+    assert "Benchmark: none" in summary
+    assert "| Whole study | 2024-07-01 | 2026-02-27 | 402 | 21.16 % |" in summary
+    assert "| Phase 3 | 2025-10-09 | 2026-02-27 | 94 | 5.04 % |" in summary
+
+
+def test_style_table_in_report(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    dates = pd.bdate_range("2024-07-01", periods=120)
+    cols = [f"S{i}" for i in range(30)]
+    close = 10 * (1 + pd.DataFrame(rng.normal(0, 0.02, (120, 30)), index=dates, columns=cols)).cumprod()
+    volume = pd.DataFrame(rng.lognormal(12, 1, (120, 30)), index=dates, columns=cols)
+    styles = factors.style_factor_returns(close, factors.traded_value(close, volume))
+    bench = close.pct_change().mean(axis=1).fillna(0.0).rename("benchmark")
+    port = (bench + 0.3 * styles["volatility"].fillna(0) + rng.normal(0, 0.001, 120)).rename("p")
+    attribution = factors.style_attribution(port, bench, styles)
+    report = build_report(port, tmp_path, benchmark=bench, attribution=attribution)
+    assert "## Style attribution" in report.markdown.read_text()
+    assert "Style attribution (market + High-Low factors)" in report.html.read_text()
+
+
+def test_bad_benchmark_kind(tmp_path: Path) -> None:
+    r = read_returns_csv(CSI300_PRICE)
+    with pytest.raises(ValueError, match="benchmark kind"):
+        build_report(r, tmp_path, benchmark=r, benchmark_kind="dividends")
+
+
+def test_rolling_chart_without_phases_and_value_format(tmp_path: Path) -> None:
+    r = read_returns_csv(CSI300_PRICE)
+    path = charts.rolling_ir_chart(r * 1.1, r, tmp_path / "ir.png", [Phase("v1", r.index[0], r.index[-1])])
+    assert path.stat().st_size > 10_000
+    assert format_value("sharpe", None) == "—" and format_value("cagr", 0.1234) == "12.34 %"
+    assert format_value("beta", 1.23456) == "1.235" and format_value("sessions", 5) == "5"
+    assert format_value("phase", "x") == "x" and format_value("sharpe", float("nan")) == "—"
