@@ -149,7 +149,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8787, config: WebhookSettings | None = None) -> None:
+def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | None = None) -> None:
     """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails fast)."""
     import uvicorn
 

@@ -1,0 +1,1 @@
+"""Prefect @flow definitions that read like the DAG: ingest, rebalance, replay, attribution, repair, cycle."""

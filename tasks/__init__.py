@@ -1,0 +1,1 @@
+"""Prefect @task wrappers: thin; retries, caching, artifacts and events live here."""
