@@ -129,6 +129,7 @@ def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
     r, b = align(returns, benchmark)
     daily_rf = rf / PERIODS_PER_YEAR
     regression = capm(r - daily_rf, b - daily_rf, hac_maxlags)
+    exact = regression.r_squared > 1.0 - 1e-12
     values: dict[str, float | int | None] = {
         **standalone_metrics(r, rf),
         "benchmark_annualized_return": annualized_return(b),
@@ -137,9 +138,10 @@ def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
         "information_ratio": information_ratio(r, b),
         "beta": float(regression.params["beta"]),
         "alpha_annualized": float(regression.params["alpha"]) * PERIODS_PER_YEAR,
-        "alpha_tstat": float(regression.tstats["alpha"]),
-        "alpha_pvalue": float(regression.pvalues["alpha"]),
-        "alpha_tstat_hac": float(regression.tstats_hac["alpha"]),
+        # a perfect fit leaves no residual variance: its t-statistics would be rounding noise
+        "alpha_tstat": None if exact else float(regression.tstats["alpha"]),
+        "alpha_pvalue": None if exact else float(regression.pvalues["alpha"]),
+        "alpha_tstat_hac": None if exact else float(regression.tstats_hac["alpha"]),
         "r_squared": regression.r_squared,
     }
     return {key: values[key] for key in METRIC_KEYS}

@@ -150,3 +150,11 @@ def test_phase_table_with_benchmark_reports_excess(pair: tuple[pd.Series, pd.Ser
     assert table.loc["one day", "sessions"] == 1 and pd.isna(table.loc["one day", "sharpe"])
     assert table.loc["all", "excess_return"] == pytest.approx((r.mean() - b.mean()) * 252)
     assert table.loc["all", "information_ratio"] == pytest.approx(perf.information_ratio(r, b))
+
+
+def test_perfect_fit_has_no_alpha_inference(pair: tuple[pd.Series, pd.Series]) -> None:
+    _, b = pair
+    m = perf.compute_metrics(b.rename("returns"), b)
+    assert m["beta"] == pytest.approx(1.0) and m["r_squared"] == pytest.approx(1.0)
+    assert m["alpha_tstat"] is None and m["alpha_pvalue"] is None and m["alpha_tstat_hac"] is None
+    assert m["tracking_error"] == 0.0 and m["information_ratio"] is None
