@@ -1,0 +1,98 @@
+"""prefect.yaml against the flows: entrypoints import, parameters exist, anchors, pool, triggers, schedules."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+PREFECT_YAML = REPO / "prefect.yaml"
+EXPECTED = {"ingest-daily", "rebalance-weekly", "attribution-daily", "cycle", "repair"}
+
+
+def _config() -> dict[str, Any]:
+    return yaml.safe_load(PREFECT_YAML.read_text())
+
+
+def _deployments() -> dict[str, dict[str, Any]]:
+    return {item["name"]: item for item in _config()["deployments"]}
+
+
+def _flow_for(entrypoint: str) -> Any:
+    from prefect.flows import load_flow_from_entrypoint
+
+    path, name = entrypoint.rsplit(":", 1)
+    return load_flow_from_entrypoint(f"{REPO / path}:{name}")
+
+
+def test_all_deployments_are_declared() -> None:
+    assert set(_deployments()) == EXPECTED
+
+
+def test_anchors_are_defined_and_used() -> None:
+    text = PREFECT_YAML.read_text()
+    for anchor in ("local_pool", "common", "after_close", "daily_tags"):
+        assert f"&{anchor}" in text and f"*{anchor}" in text, anchor
+    assert text.count("<<: *common") == len(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_entrypoint_imports_and_parameters_exist(name: str) -> None:
+    deployment = _deployments()[name]
+    flow = _flow_for(deployment["entrypoint"])
+    accepted = set(inspect.signature(flow.fn).parameters)
+    given = set(deployment.get("parameters") or {})
+    for trigger in deployment.get("triggers") or []:
+        given |= set(trigger.get("parameters") or {})
+    assert given <= accepted, f"{name}: {sorted(given - accepted)} not parameters of {flow.name}"
+    # Parameters without defaults must be supplied by the deployment or its trigger.
+    required = {p.name for p in inspect.signature(flow.fn).parameters.values()
+                if p.default is inspect.Parameter.empty}
+    if name != "repair":
+        assert required <= given, f"{name}: required {sorted(required - given)} not given"
+    else:
+        assert required <= given | {"autopsy"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_pool_version_tags_description(name: str) -> None:
+    deployment = _deployments()[name]
+    assert deployment["work_pool"]["name"] == "oomrl-local"
+    assert deployment["version"] == "{{ git-sha.stdout }}"
+    assert "oomrl" in deployment["tags"]
+    assert len(deployment["description"]) > 40
+
+
+def test_version_comes_from_a_git_build_step() -> None:
+    (step,) = _config()["build"]
+    shell = step["prefect.deployments.steps.run_shell_script"]
+    assert shell["id"] == "git-sha" and "git rev-parse" in shell["script"]
+
+
+def test_schedules_are_after_the_close_in_shanghai() -> None:
+    from prefect.client.schemas.schedules import construct_schedule
+
+    deployments = _deployments()
+    ingest = deployments["ingest-daily"]["schedules"][0]
+    assert ingest["cron"] == "30 16 * * 1-5" and ingest["timezone"] == "Asia/Shanghai"
+    for name, deployment in deployments.items():
+        for schedule in deployment.get("schedules") or []:
+            construct_schedule(cron=schedule["cron"], timezone=schedule["timezone"])
+    assert "schedules" not in deployments["repair"]
+
+
+def test_repair_is_serial_and_triggered_by_loss_alerts() -> None:
+    from pydantic import TypeAdapter
+    from prefect.events.schemas.deployment_triggers import DeploymentTriggerTypes
+
+    repair = _deployments()["repair"]
+    assert repair["concurrency_limit"]["limit"] == 1
+    assert repair["parameters"]["auto_approve"] is False
+    (trigger,) = [TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]]
+    assert trigger.expect == {"oomrl.loss.alert"}
+    assert trigger.parameters == {"autopsy": "{{ event.payload }}"}
+    assert trigger.match.model_dump()["prefect.resource.id"] == "oomrl.account.*"
