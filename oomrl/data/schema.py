@@ -1,6 +1,14 @@
-"""The one bar schema every source produces and the store keeps."""
+"""The one bar schema every source produces and the store keeps, and helpers to conform frames to it."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from oomrl.errors import DataValidationError
 
 BAR_COLUMNS: tuple[str, ...] = (
     "date",        # datetime64[ns], tz-naive session date
@@ -19,3 +27,83 @@ INDEX_COLUMNS: tuple[str, ...] = ("date", "code", "close", "kind")  # kind: "pri
 MEMBERSHIP_COLUMNS: tuple[str, ...] = ("effective_date", "symbol", "name")
 
 BENCHMARK_CODE = "000300"
+ADJUSTMENTS: frozenset[str] = frozenset({"none", "qfq", "hfq"})
+INDEX_KINDS: frozenset[str] = frozenset({"price", "total_return"})
+PRICE_FIELDS: tuple[str, ...] = ("open", "high", "low", "close")
+FLOAT_FIELDS: tuple[str, ...] = (*PRICE_FIELDS, "volume", "amount", "prev_close_raw")
+SHARES_PER_LOT = 100
+
+
+def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    missing = [name for name in columns if name not in frame.columns]
+    if missing:
+        raise DataValidationError(
+            f"{what} frame is missing column(s) {', '.join(missing)}; has {', '.join(map(str, frame.columns))}"
+        )
+
+
+def _dates(values: pd.Series) -> pd.Series:
+    """Tz-naive normalized datetime64[ns]; unparseable values become NaT (rejected per row later)."""
+    parsed = pd.to_datetime(values, errors="coerce")
+    if getattr(parsed.dt, "tz", None) is not None:
+        parsed = parsed.dt.tz_localize(None)
+    return parsed.dt.normalize().astype("datetime64[ns]")
+
+
+def _floats(values: pd.Series) -> np.ndarray:
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+
+
+def _strings(values: pd.Series) -> np.ndarray:
+    return values.astype(str).to_numpy()
+
+
+def _conform(frame: pd.DataFrame, columns: tuple[str, ...], what: str,
+             converters: dict[str, Callable[[pd.Series], Any]]) -> pd.DataFrame:
+    _require_columns(frame, columns, what)
+    source = frame.reset_index(drop=True)
+    return pd.DataFrame({name: converters.get(name, _floats)(source[name]) for name in columns})
+
+
+def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
+    """Bars in schema order and dtypes; non-numeric values become NaN so validation can name the row.
+
+    Raises DataValidationError when a required column is missing (the whole batch is unusable).
+    """
+    return _conform(frame, BAR_COLUMNS, "bar", {"date": _dates, "symbol": _strings, "adjustment": _strings})
+
+
+def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
+    """Index levels in schema order and dtypes (date, code, close, kind)."""
+    code = lambda values: values.astype(str).str.zfill(6).to_numpy()  # noqa: E731
+    return _conform(frame, INDEX_COLUMNS, "index", {"date": _dates, "code": code, "kind": _strings})
+
+
+def conform_membership(frame: pd.DataFrame) -> pd.DataFrame:
+    """Membership rows (effective_date, symbol, name) with parsed dates."""
+    name = lambda values: values.fillna("").astype(str).to_numpy()  # noqa: E731
+    return _conform(frame, MEMBERSHIP_COLUMNS, "membership",
+                    {"effective_date": _dates, "symbol": _strings, "name": name})
+
+
+def empty_bars() -> pd.DataFrame:
+    """A zero-row bar frame with the schema's dtypes."""
+    frame = pd.DataFrame({name: pd.Series(dtype="float64") for name in BAR_COLUMNS})
+    frame["date"] = frame["date"].astype("datetime64[ns]")
+    frame["symbol"] = frame["symbol"].astype(object)
+    frame["adjustment"] = frame["adjustment"].astype(object)
+    return frame
+
+
+def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fill missing prev_close_raw with the previous bar's close of the same symbol (same basis).
+
+    Used where a source has no unadjusted prices: on a qfq basis the previous close is the ex-rights
+    reference the exchange applies limits to, so limit checks on returns stay right up to tick rounding.
+    """
+    ordered = frame.sort_values(["symbol", "date"], kind="mergesort")
+    previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
+    filled = ordered["prev_close_raw"].where(ordered["prev_close_raw"].notna(), previous)
+    out = frame.copy()
+    out.loc[ordered.index, "prev_close_raw"] = filled.to_numpy(dtype=np.float64)
+    return out

@@ -22,13 +22,13 @@ ST_LIMIT_PCT = 0.05
 
 
 def exchange_of(code: str) -> str:
-    """Exchange suffix for a 6-digit code: SH for 6xxxxx (and 9xxxxx B), BJ for 4/8xxxxx, else SZ."""
+    """Exchange suffix for a 6-digit code: SH for 6xxxxx (and 9xxxxx B), BJ for 4/8xxxxx and 920xxx, else SZ."""
     if not re.fullmatch(r"\d{6}", code):
         raise ValueError(f"not a 6-digit A-share code: {code!r}")
+    if code[0] in "48" or code.startswith("920"):
+        return "BJ"
     if code[0] in "69":
         return "SH"
-    if code[0] in "48":
-        return "BJ"
     return "SZ"
 
 
@@ -47,13 +47,13 @@ def to_symbol(code: str) -> str:
 
 
 def board_of(symbol: str) -> Board:
-    """The board a symbol is listed on: 300/301 ChiNext, 688/689 STAR, 4/8 BSE, else main."""
+    """The board a symbol is listed on: 300/301/302 ChiNext, 688/689 STAR, 4/8/920 BSE, else main."""
     code = to_symbol(symbol)[:6]
-    if code.startswith(("300", "301")):
+    if code.startswith(("300", "301", "302")):
         return Board.CHINEXT
     if code.startswith(("688", "689")):
         return Board.STAR
-    if code[0] in "48":
+    if code[0] in "48" or code.startswith("920"):
         return Board.BSE
     return Board.MAIN
 

@@ -8,12 +8,14 @@ import exchange_calendars as xcals
 import pandas as pd
 
 CALENDAR_NAME = "XSHG"
+CALENDAR_START = "2000-01-01"
+"""exchange_calendars defaults to the last 20 years; the CSI 300 history starts in 2005."""
 
 
 @lru_cache(maxsize=1)
 def xshg() -> xcals.ExchangeCalendar:
     """The XSHG calendar (loaded once; construction takes a while)."""
-    return xcals.get_calendar(CALENDAR_NAME)
+    return xcals.get_calendar(CALENDAR_NAME, start=CALENDAR_START)
 
 
 def sessions(start: str | pd.Timestamp, end: str | pd.Timestamp) -> pd.DatetimeIndex:

@@ -1,0 +1,195 @@
+"""Ingestion: fetch benchmark, membership and bars from a source, validate, quarantine bad rows, store the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import pandas as pd
+
+from oomrl.data.schema import BAR_COLUMNS, BENCHMARK_CODE, INDEX_COLUMNS, conform_bars
+from oomrl.data.sources import MarketSource
+from oomrl.data.store import MarketStore
+from oomrl.data.validation import count_reasons, validate_bars, validate_index
+from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
+from oomrl.market.boards import to_symbol
+from oomrl.market.universe import members_between
+
+Progress = Callable[[int, int, str], None]
+"""progress(done, total, symbol) after each symbol is fetched."""
+BATCH_SYMBOLS = 500
+"""Symbols validated and written together: bounds memory on big universes, few rewrites of year files."""
+
+
+class MissingBenchmarkError(DataValidationError):
+    """The source has no CSI 300 levels for the range: nothing can be measured against it."""
+
+
+@dataclass
+class IngestReport:
+    """What an ingestion did; `stale` says the store was not refreshed because the source was unreachable."""
+
+    source: str
+    universe: str
+    start: date
+    end: date
+    symbols: list[str] = field(default_factory=list)
+    symbols_without_data: list[str] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    rows_fetched: int = 0
+    rows_written: int = 0
+    index_rows: int = 0
+    membership_rows: int = 0
+    quarantined: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=[*BAR_COLUMNS, "reason"]))
+    index_quarantined: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=[*INDEX_COLUMNS, "reason"]))
+    stale: bool = False
+    stale_reason: str | None = None
+    stored: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def quarantine_reasons(self) -> dict[str, int]:
+        """Quarantined rows (bars and index levels) per rule."""
+        return count_reasons(pd.concat([self.quarantined[["reason"]], self.index_quarantined[["reason"]]]))
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-friendly summary (for the CLI, artifacts and the store manifest)."""
+        return {
+            "source": self.source, "universe": self.universe,
+            "start": str(self.start), "end": str(self.end),
+            "symbols": len(self.symbols), "symbols_without_data": len(self.symbols_without_data),
+            "failures": len(self.failures), "rows_fetched": self.rows_fetched,
+            "rows_written": self.rows_written, "index_rows": self.index_rows,
+            "membership_rows": self.membership_rows, "quarantined_rows": len(self.quarantined),
+            "index_quarantined_rows": len(self.index_quarantined),
+            "quarantine_reasons": self.quarantine_reasons, "stale": self.stale,
+            "stale_reason": self.stale_reason,
+            "stored": {key: str(value) for key, value in self.stored.items()},
+        }
+
+
+def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, date]:
+    """The ingest range: explicit dates, else what an offline source holds, else 2024-01-01..today."""
+    coverage = source.coverage()
+    lo = pd.Timestamp(start).date() if start else (coverage[0] if coverage else date(2024, 1, 1))
+    hi = pd.Timestamp(end).date() if end else (coverage[1] if coverage else date.today())
+    if lo > hi:
+        raise OomrlError(f"start {lo} is after end {hi}")
+    return lo, hi
+
+
+def load_reference(source: MarketSource, start: date, end: date, store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+    """Fetch and store the benchmark levels and membership; returns (index rows, membership rows, quarantined).
+
+    The CSI 300 price index is required (MissingBenchmarkError); the total-return index is stored when the
+    source has it.
+    """
+    frames = [source.index_levels(BENCHMARK_CODE, "price", start, end)]
+    if frames[0].empty:
+        raise MissingBenchmarkError(
+            f"source {source.name!r} has no CSI 300 ({BENCHMARK_CODE}) levels for {start}..{end}: missing benchmark")
+    frames.append(source.index_levels(BENCHMARK_CODE, "total_return", start, end))
+    checked = validate_index(pd.concat(frames, ignore_index=True))
+    index_rows = store.write_index(checked.valid)
+    membership = source.membership()
+    membership_rows = store.write_membership(membership) if len(membership) else 0
+    return index_rows, membership_rows, checked.quarantined
+
+
+def resolve_universe(universe: str, source: MarketSource, store: MarketStore, start: date, end: date) -> list[str]:
+    """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source has), or a list."""
+    name = universe.strip().lower()
+    if name == "csi300":
+        symbols = members_between(store.read_membership(), start, end)
+        if not symbols:
+            raise OomrlError(f"no CSI 300 membership covers {start}..{end} (source {source.name!r} and the store)")
+        return symbols
+    if name == "all":
+        lister = getattr(source, "symbols", None)
+        if lister is None:
+            raise OomrlError(f"source {source.name!r} cannot list its symbols; name them or use --universe csi300")
+        return list(lister())
+    return sorted({to_symbol(part) for part in universe.split(",") if part.strip()})
+
+
+def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.DataFrame:
+    """One symbol's bars in schema form (a source returning malformed frames fails here, naming the symbol)."""
+    frame = source.bars(symbol, start, end)
+    try:
+        return conform_bars(frame)
+    except DataValidationError as exc:
+        raise DataValidationError(f"{source.name} bars for {symbol}: {exc}") from exc
+
+
+def store_batch(frames: Iterable[pd.DataFrame], store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+    """Validate a batch of bar frames and store the valid rows; returns (rows in, rows added, quarantined)."""
+    parts = [frame for frame in frames if len(frame)]
+    if not parts:
+        return 0, 0, pd.DataFrame(columns=[*BAR_COLUMNS, "reason"])
+    batch = pd.concat(parts, ignore_index=True)
+    checked = validate_bars(batch)
+    written = store.write_bars(checked.valid) if len(checked.valid) else 0
+    return len(batch), written, checked.quarantined
+
+
+def _fallback(report: IngestReport, store: MarketStore, error: Exception) -> IngestReport:
+    """Keep what the store has, flagged stale; with nothing stored there is nothing to fall back to."""
+    summary = store.bar_summary()
+    if store.is_empty():
+        raise SourceUnavailableError(f"{report.source} is unreachable ({error}) and the store is empty") from error
+    report.stale = True
+    report.stale_reason = (f"{report.source} unreachable ({error}); kept the stored data, last bar "
+                           f"{summary['last_date']:%Y-%m-%d}" if summary["last_date"] is not None
+                           else f"{report.source} unreachable ({error}); kept the stored data")
+    report.stored = summary
+    return report
+
+
+def ingest(
+    source: MarketSource,
+    universe: str,
+    start: Any,
+    end: Any,
+    store: MarketStore,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest `universe` bars for [start, end] from `source` into `store`.
+
+    Bad rows are quarantined (in the report), never stored. A missing benchmark fails the ingestion. When
+    a live source is unreachable the report is flagged stale and the store is left as it was.
+    """
+    lo, hi = resolve_range(source, start, end)
+    report = IngestReport(source=source.name, universe=universe, start=lo, end=hi)
+    try:
+        report.index_rows, report.membership_rows, report.index_quarantined = load_reference(source, lo, hi, store)
+    except SourceUnavailableError as exc:
+        return _fallback(report, store, exc)
+    report.symbols = resolve_universe(universe, source, store, lo, hi)
+    quarantined: list[pd.DataFrame] = []
+    batch: list[pd.DataFrame] = []
+    for done, symbol in enumerate(report.symbols, start=1):
+        try:
+            frame = fetch_bars(source, symbol, lo, hi)
+        except SourceUnavailableError as exc:
+            report.failures[symbol] = str(exc)
+            frame = pd.DataFrame()
+        if frame.empty and symbol not in report.failures:
+            report.symbols_without_data.append(symbol)
+        batch.append(frame)
+        if len(batch) >= BATCH_SYMBOLS or done == len(report.symbols):
+            rows, written, bad = store_batch(batch, store)
+            report.rows_fetched += rows
+            report.rows_written += written
+            if len(bad):
+                quarantined.append(bad)
+            batch = []
+        if progress:
+            progress(done, len(report.symbols), symbol)
+    if quarantined:
+        report.quarantined = pd.concat(quarantined, ignore_index=True)
+    if report.symbols and len(report.failures) == len(report.symbols):
+        return _fallback(report, store, SourceUnavailableError(next(iter(report.failures.values()))))
+    report.stored = store.bar_summary()
+    store.record_ingest(report.summary())
+    return report

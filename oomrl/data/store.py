@@ -1,0 +1,260 @@
+"""The parquet market store under OOMRL_HOME/data: bars by year, index levels, membership; atomic, incremental writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from oomrl.data.schema import BAR_COLUMNS, INDEX_COLUMNS, MEMBERSHIP_COLUMNS, empty_bars
+from oomrl.data.validation import validate_bars, validate_index, validate_membership
+from oomrl.errors import DataValidationError
+
+BAR_KEY = ["date", "symbol"]
+INDEX_KEY = ["date", "code", "kind"]
+COMPRESSION = "zstd"
+
+
+def _atomic_write_bytes(path: Path, write: Any) -> None:
+    """Write via a temp file in the same folder, fsync, then os.replace: readers see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        write(temp_name)
+        with open(temp_name, "rb+") as stream:
+            os.fsync(stream.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    _atomic_write_bytes(path, lambda name: pq.write_table(table, name, compression=COMPRESSION))
+
+
+BAR_SCHEMA = pa.schema([
+    ("date", pa.timestamp("ns")), ("symbol", pa.string()),
+    *[(name, pa.float64()) for name in ("open", "high", "low", "close", "volume", "amount")],
+    ("adjustment", pa.string()), ("prev_close_raw", pa.float64()),
+])
+
+
+def _drop_keys(table: pa.Table, incoming: pd.DataFrame) -> tuple[pa.Table, int]:
+    """Remove stored rows whose (date, symbol) is in `incoming`; returns (table, rows removed).
+
+    Only rows of symbols present in both are compared, so appending new symbols or new days stays cheap.
+    """
+    overlap = set(incoming["symbol"].unique()) & set(table.column("symbol").unique().to_pylist())
+    if not overlap:
+        return table, 0
+    stored = table.select(["date", "symbol"]).to_pandas()
+    candidates = stored["symbol"].isin(overlap).to_numpy()
+    keys = pd.MultiIndex.from_frame(incoming[BAR_KEY])
+    hit = np.zeros(len(stored), dtype=bool)
+    hit[candidates] = pd.MultiIndex.from_frame(stored.loc[candidates, BAR_KEY]).isin(keys)
+    return table.filter(pa.array(~hit)), int(hit.sum())
+
+
+def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
+    first = quarantined.iloc[0]
+    label = f"{first.get('symbol', first.get('code', ''))} {first['date']:%Y-%m-%d}" if pd.notna(first["date"]) else "?"
+    return DataValidationError(
+        f"refusing to store {what}: {len(quarantined)} row(s) fail validation, e.g. {label}: {first['reason']}"
+    )
+
+
+class MarketStore:
+    """Bars, index levels and CSI 300 membership as parquet files under `root`.
+
+    Bars are partitioned by calendar year (bars/YYYY.parquet, rows in arrival order): a new day rewrites
+    one year's file, and a full panel read is one scan per year. Every file write goes to a temp file
+    then os.replace, so a crash leaves the previous version intact.
+    """
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    # -- paths ---------------------------------------------------------------------------------
+    @property
+    def bars_dir(self) -> Path:
+        return self.root / "bars"
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / "index.parquet"
+
+    @property
+    def membership_path(self) -> Path:
+        return self.root / "membership.parquet"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / "manifest.json"
+
+    def _year_files(self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None) -> list[Path]:
+        if not self.bars_dir.exists():
+            return []
+        files = sorted(self.bars_dir.glob("[0-9][0-9][0-9][0-9].parquet"))
+        lo = start.year if start is not None else 0
+        hi = end.year if end is not None else 9999
+        return [path for path in files if lo <= int(path.stem) <= hi]
+
+    def is_empty(self) -> bool:
+        """True when the store holds no bars and no benchmark levels."""
+        return not self._year_files() and not self.index_path.exists()
+
+    # -- bars ----------------------------------------------------------------------------------
+    def write_bars(self, frame: pd.DataFrame) -> int:
+        """Merge validated bars in; returns the number of (date, symbol) rows that were not stored before.
+
+        Refuses (DataValidationError) if any row fails validation: callers quarantine first. A row
+        for an existing (date, symbol) replaces the stored one, so re-ingesting adds no duplicates.
+        """
+        result = validate_bars(frame)
+        if len(result.quarantined):
+            raise _rejection("bars", result.quarantined)
+        bars = result.valid
+        added = 0
+        for year, part in bars.groupby(bars["date"].dt.year):
+            path = self.bars_dir / f"{int(year)}.parquet"
+            new = pa.Table.from_pandas(part, schema=BAR_SCHEMA, preserve_index=False)
+            if path.exists():
+                old = pq.read_table(path, schema=BAR_SCHEMA)
+                old, replaced = _drop_keys(old, part)
+                added += len(part) - replaced
+                new = pa.concat_tables([old, new])
+            else:
+                added += len(part)
+            _atomic_write_bytes(path, lambda name, table=new: pq.write_table(table, name, compression=COMPRESSION))
+        return added
+
+    def _read_bar_columns(
+        self, columns: Sequence[str], start: Any, end: Any, symbols: Iterable[str] | None
+    ) -> pd.DataFrame:
+        lo = pd.Timestamp(start) if start is not None else None
+        hi = pd.Timestamp(end) if end is not None else None
+        filters: list[tuple[str, str, Any]] = []
+        if lo is not None:
+            filters.append(("date", ">=", lo))
+        if hi is not None:
+            filters.append(("date", "<=", hi))
+        wanted = sorted(set(symbols)) if symbols is not None else None
+        if wanted is not None:
+            filters.append(("symbol", "in", wanted))
+        tables = [pq.read_table(path, columns=list(columns), filters=filters or None, schema=BAR_SCHEMA)
+                  for path in self._year_files(lo, hi)]
+        if not tables:
+            return empty_bars()[list(columns)]
+        return pa.concat_tables(tables).to_pandas()
+
+    def read_bars(self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None) -> pd.DataFrame:
+        """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by date, symbol."""
+        bars = self._read_bar_columns(BAR_COLUMNS, start, end, symbols)
+        return bars.sort_values(BAR_KEY, kind="mergesort").reset_index(drop=True)
+
+    def read_panel(
+        self, field: str, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None
+    ) -> pd.DataFrame:
+        """One field as a (date x symbol) frame; missing bars (suspensions) are NaN."""
+        if field not in BAR_COLUMNS or field in ("date", "symbol", "adjustment"):
+            raise ValueError(f"read_panel needs a numeric bar field, not {field!r}")
+        long = self._read_bar_columns(["date", "symbol", field], start, end, symbols)
+        # Scatter into a dense array: far cheaper than DataFrame.pivot on millions of rows.
+        date_codes, dates = pd.factorize(long["date"], sort=True)
+        sym_codes, syms = pd.factorize(long["symbol"].astype(str), sort=True)
+        grid = np.full((len(dates), len(syms)), np.nan)
+        grid[date_codes, sym_codes] = long[field].to_numpy(dtype=np.float64)
+        index = pd.DatetimeIndex(dates, name="date")
+        return pd.DataFrame(grid, index=index, columns=pd.Index(syms, name="symbol"))
+
+    def symbols(self) -> list[str]:
+        """Every symbol with at least one stored bar."""
+        seen: set[str] = set()
+        for path in self._year_files():
+            seen.update(pq.read_table(path, columns=["symbol"]).column("symbol").unique().to_pylist())
+        return sorted(seen)
+
+    def bar_summary(self) -> dict[str, Any]:
+        """Rows, symbols and date range of the stored bars."""
+        rows, first, last, seen = 0, None, None, set()
+        for path in self._year_files():
+            table = pq.read_table(path, columns=["date", "symbol"])
+            rows += table.num_rows
+            dates = table.column("date").to_pandas()
+            first = dates.min() if first is None else min(first, dates.min())
+            last = dates.max() if last is None else max(last, dates.max())
+            seen.update(table.column("symbol").unique().to_pylist())
+        return {"rows": rows, "symbols": len(seen), "first_date": first, "last_date": last}
+
+    # -- index levels --------------------------------------------------------------------------
+    def write_index(self, frame: pd.DataFrame) -> int:
+        """Merge validated index levels (date, code, close, kind); returns rows not stored before."""
+        result = validate_index(frame)
+        if len(result.quarantined):
+            raise _rejection("index levels", result.quarantined)
+        new = result.valid
+        old = pq.read_table(self.index_path).to_pandas() if self.index_path.exists() else new.iloc[:0]
+        known = pd.MultiIndex.from_frame(old[INDEX_KEY])
+        added = int((~pd.MultiIndex.from_frame(new[INDEX_KEY]).isin(known)).sum())
+        merged = pd.concat([old, new], ignore_index=True).drop_duplicates(INDEX_KEY, keep="last")
+        _write_parquet(merged.sort_values(["code", "kind", "date"]).reset_index(drop=True), self.index_path)
+        return added
+
+    def read_index(self, code: str = "000300", kind: str = "price") -> pd.Series:
+        """Index closes as a Series (DatetimeIndex date -> close); empty when not stored."""
+        if not self.index_path.exists():
+            return pd.Series(dtype="float64", name="close", index=pd.DatetimeIndex([], name="date"))
+        table = pq.read_table(self.index_path, filters=[("code", "=", code), ("kind", "=", kind)])
+        frame = table.to_pandas()
+        return frame.set_index("date")["close"].sort_index()
+
+    # -- membership ----------------------------------------------------------------------------
+    def write_membership(self, frame: pd.DataFrame) -> int:
+        """Store membership snapshots; an effective date present in `frame` replaces that whole snapshot."""
+        new = validate_membership(frame)
+        old = self.read_membership()
+        kept = old[~old["effective_date"].isin(new["effective_date"].unique())]
+        merged = pd.concat([kept, new], ignore_index=True).sort_values(["effective_date", "symbol"])
+        _write_parquet(merged.reset_index(drop=True), self.membership_path)
+        return len(new)
+
+    def read_membership(self) -> pd.DataFrame:
+        """All membership rows (effective_date, symbol, name); members on d = latest effective_date <= d."""
+        if not self.membership_path.exists():
+            frame = pd.DataFrame({name: pd.Series(dtype=object) for name in MEMBERSHIP_COLUMNS})
+            frame["effective_date"] = frame["effective_date"].astype("datetime64[ns]")
+            return frame
+        return pq.read_table(self.membership_path).to_pandas()
+
+    def members_on(self, date: Any) -> list[str]:
+        """CSI 300 members on `date` (point in time); empty before the first stored snapshot."""
+        from oomrl.market.universe import members_on
+
+        return members_on(self.read_membership(), date)
+
+    # -- manifest ------------------------------------------------------------------------------
+    def record_ingest(self, entry: dict[str, Any]) -> None:
+        """Append an ingest record (source, range, rows, when) to manifest.json, atomically."""
+        manifest = self.manifest()
+        stamped = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **entry}
+        manifest.setdefault("ingests", []).append(stamped)
+        payload = json.dumps(manifest, indent=2, default=str).encode()
+        _atomic_write_bytes(self.manifest_path, lambda name: Path(name).write_bytes(payload))
+
+    def manifest(self) -> dict[str, Any]:
+        """The ingest history ({"ingests": [...]}); empty for a new store."""
+        if not self.manifest_path.exists():
+            return {}
+        return json.loads(self.manifest_path.read_text())
