@@ -1,0 +1,135 @@
+"""Shared AST plumbing for the sanitizer and the test-quality rules: imports, dotted names, new findings."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections import Counter
+from dataclasses import dataclass
+
+from guardrails.verdict import Violation
+
+_PRAGMA = re.compile(r"pragma\s*:?\s*no\s*[-_]?\s*(cover|branch)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule hit before it becomes a Violation; `snippet` identifies it across old and new text."""
+
+    rule: str
+    line: int
+    snippet: str
+    message: str
+
+
+def parse(path: str, text: str, rule: str) -> tuple[ast.Module | None, list[Violation]]:
+    """The module's AST, or None and a `<prefix>.syntax_error` violation naming the line."""
+    try:
+        return ast.parse(text, filename=path), []
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        message = getattr(exc, "msg", str(exc))
+        return None, [Violation(rule=rule, path=path, line=line,
+                                message=f"cannot parse {path}: {message}")]
+
+
+def import_map(tree: ast.AST) -> dict[str, str]:
+    """Local name -> dotted module or object it is bound to by import statements anywhere in the file."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    names[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+    return names
+
+
+def dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
+    """`a.b.c` with the head resolved through imports (`np.x` -> `numpy.x`), or None if not a chain."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(imports.get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
+def under(name: str, prefixes: frozenset[str] | tuple[str, ...]) -> str | None:
+    """The prefix `name` equals or lies below (`os.path.join` is under `os.path`), else None."""
+    for prefix in prefixes:
+        if name == prefix or name.startswith(prefix + "."):
+            return prefix
+    return None
+
+
+def parents(tree: ast.AST) -> dict[int, ast.AST]:
+    """id(child) -> parent for every node."""
+    links: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            links[id(child)] = node
+    return links
+
+
+def docstring_ids(tree: ast.AST) -> set[int]:
+    """ids of the Constant nodes that are docstrings (never flagged as string literals)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def snippet(node: ast.AST) -> str:
+    """Normalized source of a node, used to match a finding in the old text to the new one."""
+    text = ast.unparse(node)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def pragma_findings(text: str, rule: str) -> list[Finding]:
+    """Comments that exclude code from coverage (`pragma: no cover`, `no branch`); text must parse."""
+    found: list[Finding] = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT and _PRAGMA.search(token.string):
+            found.append(Finding(rule, token.start[0], token.string.strip(),
+                                 f"coverage exclusion comment {token.string.strip()!r}"))
+    return found
+
+
+def only_new(new: list[Finding], old: list[Finding]) -> list[Finding]:
+    """Findings of the new text not already present in the old text (multiset by rule and snippet)."""
+    budget = Counter((f.rule, f.snippet) for f in old)
+    fresh: list[Finding] = []
+    for finding in new:
+        key = (finding.rule, finding.snippet)
+        if budget[key] > 0:
+            budget[key] -= 1
+        else:
+            fresh.append(finding)
+    return fresh
+
+
+def to_violations(findings: list[Finding], path: str, allow: set[str]) -> list[Violation]:
+    """One Violation per (rule, line), skipping rules the workspace allows, sorted by line."""
+    seen: set[tuple[str, int]] = set()
+    out: list[Violation] = []
+    for finding in sorted(findings, key=lambda f: (f.line, f.rule)):
+        if finding.rule in allow or (finding.rule, finding.line) in seen:
+            continue
+        seen.add((finding.rule, finding.line))
+        out.append(Violation(rule=finding.rule, path=path, line=finding.line,
+                             message=finding.message))
+    return out

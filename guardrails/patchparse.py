@@ -1,0 +1,239 @@
+"""Strict unified-diff parsing: every line must belong to an entry, then unidiff parses each entry."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from unidiff import PatchedFile, PatchSet
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import Hunk
+
+DEV_NULL = "/dev/null"
+SYMLINK_MODE = "120000"
+GITLINK_MODE = "160000"
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_GIT_HEADER = re.compile(r"^diff --git (\S+) (\S+)$")
+_EXTENDED = re.compile(
+    r"^(index [0-9a-fA-F]+\.\.[0-9a-fA-F]+( \d+)?|old mode \d+|new mode \d+|deleted file mode \d+"
+    r"|new file mode \d+|similarity index \d+%|dissimilarity index \d+%|rename from .+|rename to .+"
+    r"|copy from .+|copy to .+)$"
+)
+_HEADER_KEYS = ("old mode", "new mode", "deleted file mode", "new file mode", "similarity index",
+                "dissimilarity index", "rename from", "rename to", "copy from", "copy to")
+_BINARY_MARKERS = ("GIT binary patch", "Binary files ")
+
+
+class PatchError(ValueError):
+    """The patch text is not a well-formed unified diff (the message names the line)."""
+
+
+@dataclass
+class FileChange:
+    """One file entry of a patch: normalized names (a/ and b/ stripped, None for /dev/null) and flags."""
+
+    patched: PatchedFile
+    raw_source: str
+    raw_target: str
+    headers: dict[str, str] = field(default_factory=dict)
+    is_binary: bool = False
+    is_git: bool = False
+    size: int = 0
+    first_line: int = 1
+
+    @property
+    def source_path(self) -> str | None:
+        return _strip_prefix(self.raw_source, "a/")
+
+    @property
+    def target_path(self) -> str | None:
+        return _strip_prefix(self.raw_target, "b/")
+
+    @property
+    def path(self) -> str:
+        """The path the entry writes: the target, or the source for deletions."""
+        return self.target_path or self.source_path or ""
+
+    @property
+    def paths(self) -> list[str]:
+        """Every distinct path the entry names (both sides)."""
+        return sorted({p for p in (self.source_path, self.target_path) if p})
+
+    @property
+    def is_added(self) -> bool:
+        return self.raw_source == DEV_NULL
+
+    @property
+    def is_removed(self) -> bool:
+        return self.raw_target == DEV_NULL
+
+    @property
+    def is_rename(self) -> bool:
+        return "rename from" in self.headers or "rename to" in self.headers
+
+    @property
+    def is_copy(self) -> bool:
+        return "copy from" in self.headers or "copy to" in self.headers
+
+    @property
+    def modes(self) -> list[str]:
+        keys = ("old mode", "new mode", "new file mode", "deleted file mode")
+        return [self.headers[k] for k in keys if k in self.headers]
+
+    @property
+    def is_symlink(self) -> bool:
+        return SYMLINK_MODE in self.modes
+
+    @property
+    def mode_change(self) -> tuple[str, str] | None:
+        """(old, new) when the entry changes or sets a non-regular mode, else None."""
+        if "old mode" in self.headers or "new mode" in self.headers:
+            return self.headers.get("old mode", ""), self.headers.get("new mode", "")
+        created = self.headers.get("new file mode")
+        if created is not None and created != "100644":
+            return "", created
+        return None
+
+    @property
+    def hunks(self) -> list[Hunk]:
+        return list(self.patched)
+
+
+def _strip_prefix(name: str, prefix: str) -> str | None:
+    if name == DEV_NULL:
+        return None
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
+@dataclass
+class _Entry:
+    start: int  # 0-based index of the entry's first line
+    end: int = 0
+    git_names: tuple[str, str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    binary: bool = False
+
+
+def _header_item(line: str) -> tuple[str, str]:
+    """Split an extended git header line into (key, value), e.g. ("rename from", "a.py")."""
+    for key in _HEADER_KEYS:
+        if line.startswith(key + " "):
+            return key, line[len(key) + 1:]
+    return "index", line[len("index "):]
+
+
+def _hunk_length(lines: list[str], i: int) -> int:
+    """Number of lines of the hunk whose header is lines[i] (header and trailing markers included)."""
+    match = _HUNK_HEADER.match(lines[i])
+    if match is None:
+        raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
+    old_left = int(match.group(2) or "1")
+    new_left = int(match.group(4) or "1")
+    j = i + 1
+    while old_left or new_left:
+        if j >= len(lines):
+            raise PatchError(f"line {i + 1}: hunk ends early (missing {old_left} old and "
+                             f"{new_left} new lines)")
+        kind = lines[j][:1]
+        if kind in (" ", ""):
+            old_left, new_left = old_left - 1, new_left - 1
+        elif kind == "-":
+            old_left -= 1
+        elif kind == "+":
+            new_left -= 1
+        elif kind != "\\":
+            raise PatchError(f"line {j + 1}: {lines[j]!r} is not a hunk line")
+        if old_left < 0 or new_left < 0:
+            raise PatchError(f"line {j + 1}: hunk is longer than its header {lines[i]!r} says")
+        j += 1
+    while j < len(lines) and lines[j].startswith("\\"):
+        j += 1
+    return j - i
+
+
+def _scan_entries(lines: list[str]) -> list[_Entry]:
+    """Split the patch into entries; any text that belongs to no entry raises PatchError."""
+    entries: list[_Entry] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() == "" and all(not rest.strip() for rest in lines[i:]):
+            break  # trailing blank lines only
+        git = _GIT_HEADER.match(line)
+        if git is None and not (line.startswith("--- ") and i + 1 < len(lines)
+                                and lines[i + 1].startswith("+++ ")):
+            where = "before the first entry" if not entries else "between or after entries"
+            raise PatchError(f"line {i + 1}: unexpected text {where}: {line[:80]!r}")
+        entry = _Entry(start=i)
+        if git is not None:
+            entry.git_names = (git.group(1), git.group(2))
+            i += 1
+            while i < len(lines) and _EXTENDED.match(lines[i]):
+                entry.headers.update([_header_item(lines[i])])
+                i += 1
+            if i < len(lines) and lines[i].startswith(_BINARY_MARKERS):
+                entry.binary = True
+                i += 1
+                while i < len(lines) and not _GIT_HEADER.match(lines[i]):
+                    i += 1
+                entry.end = i
+                entries.append(entry)
+                continue
+            if not (i < len(lines) and lines[i].startswith("--- ")):
+                entry.end = i  # header-only entry: rename, copy, mode change or empty file
+                entries.append(entry)
+                continue
+        if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+            raise PatchError(f"line {i + 1}: '---' line without a following '+++' line")
+        i += 2
+        if i >= len(lines) or not lines[i].startswith("@@"):
+            raise PatchError(f"line {i + 1}: file entry without any hunk")
+        while i < len(lines) and lines[i].startswith("@@"):
+            i += _hunk_length(lines, i)
+        entry.end = i
+        entries.append(entry)
+    return entries
+
+
+def _names_of(entry: _Entry, patched: PatchedFile | None) -> tuple[str, str]:
+    if patched is not None and patched.source_file and patched.target_file:
+        return patched.source_file, patched.target_file
+    assert entry.git_names is not None  # header-only entries always come from a git header
+    source, target = entry.git_names
+    if "new file mode" in entry.headers:
+        source = DEV_NULL
+    if "deleted file mode" in entry.headers:
+        target = DEV_NULL
+    return source, target
+
+
+def parse_patch(text: str) -> list[FileChange]:
+    """Parse a unified diff strictly; raise PatchError on any text that is not part of an entry."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not any(line.strip() for line in lines):
+        raise PatchError("the patch is empty")
+    changes: list[FileChange] = []
+    for entry in _scan_entries(lines):
+        body = lines[entry.start:entry.end]
+        chunk = "\n".join(body) + "\n"
+        patched: PatchedFile | None = None
+        if not entry.binary:
+            try:
+                parsed = PatchSet(chunk)
+            except UnidiffParseError as exc:
+                raise PatchError(f"line {entry.start + 1}: {exc}") from None
+            if len(parsed) > 1:
+                raise PatchError(f"line {entry.start + 1}: the 'diff --git' names and the "
+                                 "'---'/'+++' names of this entry disagree")
+            patched = parsed[0] if parsed else None
+        source, target = _names_of(entry, patched)
+        if patched is None:
+            patched = PatchedFile(None, source, target, is_binary_file=entry.binary)
+        changes.append(FileChange(patched=patched, raw_source=source, raw_target=target,
+                                  headers=entry.headers, is_binary=entry.binary,
+                                  is_git=entry.git_names is not None,
+                                  size=len(chunk.encode()), first_line=entry.start + 1))
+    return changes

@@ -1,0 +1,321 @@
+"""AST sanitizer: named rules that flag code which could fool the gate, on what a patch adds to S."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from guardrails.astscan import (Finding, docstring_ids, dotted, import_map, only_new, parents,
+                                parse, pragma_findings, snippet, to_violations, under)
+from guardrails.verdict import Violation
+
+# Modules (and dotted names) whose mere use is a finding, by rule.
+BANNED: dict[str, tuple[str, ...]] = {
+    "sanitizer.test_framework": ("pytest", "_pytest", "unittest", "coverage", "doctest", "pytest_cov",
+                                 "pluggy", "nose", "hypothesis", "py"),
+    "sanitizer.dynamic_import": ("importlib", "imp", "pkgutil", "runpy", "zipimport", "modulefinder",
+                                 "__import__"),
+    "sanitizer.ctypes": ("ctypes", "_ctypes", "cffi"),
+    "sanitizer.frame": ("inspect", "linecache", "traceback", "gc", "sys._getframe",
+                        "sys._current_frames", "sys.exc_info", "sys.exception", "sys.last_traceback"),
+    "sanitizer.exit": ("atexit", "signal", "faulthandler", "os._exit", "os.abort", "os.kill",
+                       "os.killpg", "sys.exit", "exit", "quit", "SystemExit", "KeyboardInterrupt"),
+    "sanitizer.subprocess": ("subprocess", "pty", "multiprocessing", "os.system", "os.popen",
+                             "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp",
+                             "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell",
+                             "concurrent.futures.ProcessPoolExecutor"),
+    "sanitizer.network": ("socket", "http", "urllib", "urllib3", "requests", "httpx", "aiohttp",
+                          "ftplib", "smtplib", "poplib", "imaplib", "telnetlib", "ssl", "xmlrpc",
+                          "websocket", "websockets", "socketserver", "asyncio.open_connection",
+                          "asyncio.start_server"),
+    "sanitizer.serialization": ("pickle", "_pickle", "cPickle", "marshal", "shelve", "dill",
+                                "cloudpickle", "joblib", "copyreg"),
+    "sanitizer.trace": ("sys.settrace", "sys.setprofile", "sys.gettrace", "sys.getprofile",
+                        "sys.monitoring", "sys.addaudithook", "sys.call_tracing", "threading.settrace",
+                        "threading.setprofile", "threading.settrace_all_threads",
+                        "threading.setprofile_all_threads", "trace", "bdb", "pdb", "tracemalloc"),
+    "sanitizer.import_hook": ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path",
+                              "sys.dont_write_bytecode", "sys.pycache_prefix", "site"),
+    "sanitizer.test_env": ("sys.modules", "sys.argv", "sys.orig_argv", "sys.flags"),
+    "sanitizer.builtins": ("builtins", "__builtins__", "__builtin__"),
+    "sanitizer.exec": ("exec", "eval", "compile", "code", "codeop", "types.FunctionType",
+                       "types.CodeType", "breakpoint"),
+    "sanitizer.namespace": ("globals", "vars"),
+    "sanitizer.file_write": ("shutil", "tempfile", "os.remove", "os.unlink", "os.rename",
+                             "os.renames", "os.replace", "os.mkdir", "os.makedirs", "os.rmdir",
+                             "os.removedirs", "os.chmod", "os.chown", "os.lchown", "os.link",
+                             "os.symlink", "os.truncate", "os.utime", "os.write", "os.open",
+                             "os.ftruncate", "os.mkfifo", "os.mknod", "numpy.save", "numpy.savez",
+                             "numpy.savetxt", "fileinput"),
+    "sanitizer.file_read": ("glob", "os.listdir", "os.scandir", "os.walk", "os.fwalk", "__file__",
+                            "numpy.load", "numpy.loadtxt", "numpy.fromfile", "pandas.read_csv",
+                            "pandas.read_parquet", "pandas.read_json", "pandas.read_pickle",
+                            "pandas.read_excel", "pandas.read_table"),
+}
+ENVIRON = ("os.environ", "os.environb", "os.getenv", "os.getenvb", "os.putenv", "os.unsetenv")
+# Attribute names that are findings on any object (their base is rarely resolvable statically).
+ATTRIBUTE_RULES: dict[str, str] = {
+    **dict.fromkeys(("f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace",
+                     "tb_frame", "tb_next", "gi_frame", "cr_frame", "ag_frame", "f_lineno"),
+                    "sanitizer.frame"),
+    **dict.fromkeys(("settrace", "setprofile", "settrace_all_threads"), "sanitizer.trace"),
+    **dict.fromkeys(("__setattr__", "__delattr__", "__getattribute__", "__dict__", "__globals__",
+                     "__subclasses__", "__closure__", "__code__", "__loader__", "__spec__",
+                     "__mro__", "__bases__", "__import__"), "sanitizer.reflection"),
+    "__builtins__": "sanitizer.builtins",
+    "read_pickle": "sanitizer.serialization",
+}
+WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir",
+                           "symlink_to", "hardlink_to", "chmod", "lchmod",
+                           "link_to", "to_csv", "to_parquet", "to_pickle", "to_json", "to_excel",
+                           "to_hdf", "to_feather", "to_sql", "savefig"})
+READ_METHODS = frozenset({"read_text", "read_bytes", "glob", "rglob", "iterdir"})
+OPENERS = ("open", "io.open", "codecs.open")
+# Unimported names that are checked like modules: the builtins the rules care about.
+BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "globals", "vars", "exit", "quit",
+                           "breakpoint", "__file__", "__builtins__", "__builtin__", "SystemExit",
+                           "KeyboardInterrupt"})
+_TEST_STRING = re.compile(r"^(_?pytest|unittest|coverage|doctest|pytest_cov|pluggy)(\.|$)"
+                          r"|PYTEST|^COV_|COV_CORE|COVERAGE_|__builtins__|__import__")
+SOURCE_MESSAGES: dict[str, str] = {
+    "sanitizer.test_framework": "source code may not use the test framework or coverage",
+    "sanitizer.dynamic_import": "dynamic imports hide what the code loads",
+    "sanitizer.ctypes": "native calls can patch the interpreter",
+    "sanitizer.frame": "frame and stack inspection can read the caller (the test)",
+    "sanitizer.exit": "exits, signals and exit hooks can end the run before results are written",
+    "sanitizer.subprocess": "source code may not start processes",
+    "sanitizer.network": "source code may not use the network",
+    "sanitizer.serialization": "pickle-like loaders run arbitrary code",
+    "sanitizer.trace": "tracing and profiling hooks interfere with coverage",
+    "sanitizer.import_hook": "import machinery changes can rewrite other modules",
+    "sanitizer.test_env": "the code reads the test environment",
+    "sanitizer.builtins": "builtins may not be touched",
+    "sanitizer.exec": "exec/eval/compile run code the gate cannot see",
+    "sanitizer.namespace": "writing module namespaces by reflection is not allowed",
+    "sanitizer.file_write": "source code may not write, move or delete files",
+    "sanitizer.file_read": "source code may not read files or probe its own location",
+    "sanitizer.reflection": "computed-name reflection hides what is accessed",
+    "sanitizer.module_attr_write": "assigning attributes of imported modules patches them globally",
+    "sanitizer.always_equal": "an object that equals anything defeats every assertion",
+    "sanitizer.import_time_call": "calling own functions at import time fakes coverage",
+    "sanitizer.pragma": "new coverage exclusion comments are not allowed",
+}
+
+
+class SourceScanner:
+    """Collects findings over one parsed module; `disabled` rules and `allowed_modules` are skipped."""
+
+    def __init__(self, tree: ast.Module, disabled: frozenset[str] = frozenset(),
+                 allowed_modules: frozenset[str] = frozenset()) -> None:
+        self.tree = tree
+        self.imports = import_map(tree)
+        self.parent = parents(tree)
+        self.docstrings = docstring_ids(tree)
+        self.disabled = disabled
+        self.allowed = allowed_modules
+        self.found: list[Finding] = []
+
+    def add(self, rule: str, node: ast.AST, detail: str) -> None:
+        if rule not in self.disabled:
+            line = getattr(node, "lineno", 1)
+            self.found.append(Finding(rule, line, detail, f"{SOURCE_MESSAGES[rule]}: {detail}"))
+
+    def banned(self, name: str, node: ast.AST) -> None:
+        if under(name, tuple(self.allowed)):
+            return
+        for rule, prefixes in BANNED.items():
+            if under(name, prefixes):
+                self.add(rule, node, name)
+                return
+        if under(name, ENVIRON):
+            self.environment(name, node)
+
+    def environment(self, name: str, node: ast.AST) -> None:
+        """os.environ / getenv reads are fine for a literal, unrelated key; anything else is flagged."""
+        holder = self.parent.get(id(node))
+        key: ast.AST | None = None
+        if isinstance(holder, ast.Subscript) and holder.value is node:
+            key = holder.slice
+        elif isinstance(holder, ast.Call) and holder.func is node and holder.args:
+            key = holder.args[0]
+        literal = isinstance(key, ast.Constant) and isinstance(key.value, str)
+        if not literal or _TEST_STRING.search(key.value):  # type: ignore[union-attr]
+            self.add("sanitizer.test_env", node, snippet(holder or node))
+
+    def run(self) -> list[Finding]:
+        for node in ast.walk(self.tree):
+            handler = getattr(self, f"visit_{type(node).__name__}", None)
+            if handler is not None:
+                handler(node)
+        self.module_level_calls()
+        return self.found
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.banned(alias.name, node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level == 0 and module != "__future__":
+            self.banned(module, node)
+            for alias in node.names:
+                self.banned(f"{module}.{alias.name}", node)
+
+    def imported_root(self, node: ast.AST) -> bool:
+        """True when the chain `node` starts at a name bound by an import."""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.imports
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(self.parent.get(id(node)), ast.Attribute):
+            return
+        if node.id in self.imports:
+            self.banned(self.imports[node.id], node)
+        elif node.id in BUILTIN_NAMES:
+            self.banned(node.id, node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        rule = ATTRIBUTE_RULES.get(node.attr)
+        if rule is not None:
+            self.add(rule, node, snippet(node))
+        if isinstance(self.parent.get(id(node)), ast.Attribute):
+            return  # only the longest chain is checked against the banned names
+        name = dotted(node, self.imports)
+        if name is not None and (self.imported_root(node) or name.split(".")[0] in BUILTIN_NAMES):
+            self.banned(name, node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if (isinstance(node.value, str) and id(node) not in self.docstrings
+                and _TEST_STRING.search(node.value)):
+            self.add("sanitizer.test_env", node, repr(node.value))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        name = dotted(node.func, self.imports)
+        if name in ("getattr", "setattr", "delattr", "hasattr") and node.args:
+            computed = len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)
+            if computed or self.imported_root(node.args[0]):
+                self.add("sanitizer.reflection", node, snippet(node))
+        elif name == "locals" and isinstance(self.parent.get(id(node)), (ast.Subscript, ast.Attribute)):
+            self.add("sanitizer.namespace", node, snippet(self.parent[id(node)]))
+        elif name in OPENERS or (isinstance(node.func, ast.Attribute) and node.func.attr == "open"):
+            position = 1 if name in OPENERS else 0  # Path.open(mode) vs open(file, mode)
+            mode = node.args[position] if len(node.args) > position else next(
+                (k.value for k in node.keywords if k.arg == "mode"), None)
+            writes = mode is not None and not (isinstance(mode, ast.Constant) and isinstance(
+                mode.value, str) and not set(mode.value) & set("wax+"))
+            self.add("sanitizer.file_write" if writes else "sanitizer.file_read", node, snippet(node))
+        if isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            if method in WRITE_METHODS and (node.args or node.keywords or not method.startswith("to_")):
+                self.add("sanitizer.file_write", node, snippet(node.func))
+            elif method in READ_METHODS:
+                self.add("sanitizer.file_read", node, snippet(node.func))
+            elif name is not None and under(name, ("os",)) and re.match(r"os\.(exec|spawn)", name):
+                self.add("sanitizer.subprocess", node, name)
+
+    def _attribute_targets(self, targets: list[ast.expr], node: ast.AST) -> None:
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Attribute):
+                    root = sub
+                    while isinstance(root, ast.Attribute):
+                        root = root.value  # type: ignore[assignment]
+                    if isinstance(root, ast.Name) and root.id in self.imports:
+                        self.add("sanitizer.module_attr_write", node, snippet(target))
+                        break
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._attribute_targets(node.targets, node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._attribute_targets([node.target], node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._attribute_targets([node.target], node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        self._attribute_targets(node.targets, node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return)]
+                last = item.body[-1]
+                falls_to = last.value if isinstance(last, ast.Return) else None
+                self._equality(item.name, returns, falls_to, item)
+            elif isinstance(item, ast.Assign) and isinstance(item.value, ast.Lambda):
+                for target in item.targets:
+                    if isinstance(target, ast.Name):
+                        self._equality(target.id, [item.value.body], item.value.body, item)
+
+    def _equality(self, name: str, returns: list[ast.expr | None], last: ast.expr | None,
+                  node: ast.AST) -> None:
+        constants = [r.value if isinstance(r, ast.Constant) else "?" for r in returns]
+        wanted = {"__eq__": True, "__ne__": False}.get(name)
+        if wanted is not None and returns and (all(c is wanted for c in constants) or (
+                isinstance(last, ast.Constant) and last.value is wanted)):
+            self.add("sanitizer.always_equal", node, f"{name} returns {wanted}")
+        elif name == "__hash__" and returns and all(c != "?" for c in constants):
+            self.add("sanitizer.always_equal", node, "__hash__ returns a constant")
+
+    def module_level_calls(self) -> None:
+        """Calls at import time to functions this module defines (they fake coverage of the body)."""
+        own = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for statement in self.tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(statement, ast.If) and "__main__" in ast.unparse(statement.test):
+                continue
+            for node in _walk_outside_lambdas(statement):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                        and node.func.id in own):
+                    self.add("sanitizer.import_time_call", node, snippet(node))
+
+
+def _walk_outside_lambdas(node: ast.AST) -> list[ast.AST]:
+    """Nodes below `node` that run when it runs (lambda bodies do not)."""
+    nodes: list[ast.AST] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        nodes.append(current)
+        if not isinstance(current, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(current))
+    return nodes
+
+
+def source_findings(text: str, disabled: frozenset[str] = frozenset(),
+                    allowed_modules: frozenset[str] = frozenset()) -> list[Finding]:
+    """All findings of a parseable module (AST rules plus coverage-exclusion comments)."""
+    tree = ast.parse(text)
+    found = SourceScanner(tree, disabled, allowed_modules).run()
+    if "sanitizer.pragma" not in disabled:
+        found += pragma_findings(text, "sanitizer.pragma")
+    return found
+
+
+def scan_source(path: str, new_text: str, old_text: str | None, allow: set[str]) -> list[Violation]:
+    """Violations the change from old_text to new_text introduces (non-.py paths: see diffs)."""
+    if not path.endswith(".py"):
+        return []  # non-Python files in S are rejected by diffs.check_patch (diff.non_python_source)
+    tree, errors = parse(path, new_text, "sanitizer.syntax_error")
+    if tree is None:
+        return [e for e in errors if e.rule not in allow]
+    new = source_findings(new_text)
+    old: list[Finding] = []
+    if old_text is not None and parse(path, old_text, "sanitizer.syntax_error")[0] is not None:
+        old = source_findings(old_text)
+    return to_violations(only_new(new, old), path, allow)
+
+
+def scan_tree(root: Path) -> tuple[int, list[Violation]]:
+    """Scan every .py file below root as if newly added: (lines scanned, violations). For bench/."""
+    lines = 0
+    violations: list[Violation] = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines += text.count("\n")
+        violations += scan_source(str(path.relative_to(root)), text, None, set())
+    return lines, violations

@@ -1,0 +1,322 @@
+"""Test-quality rules for test-gen patches: new tests must assert something real and must not cheat."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from guardrails.astscan import (Finding, dotted, import_map, only_new, parse, pragma_findings,
+                                snippet, to_violations, under)
+from guardrails.sanitizer import SourceScanner
+from guardrails.verdict import Violation
+
+SOURCE_PACKAGES = ("strategies",)
+SKIPS = ("pytest.mark.skip", "pytest.mark.skipif", "pytest.mark.xfail", "pytest.skip", "pytest.xfail",
+         "pytest.importorskip", "pytest.exit", "unittest.skip", "unittest.skipIf",
+         "unittest.skipUnless", "unittest.expectedFailure", "unittest.SkipTest",
+         "unittest.case.SkipTest")
+SKIP_ATTRIBUTES = frozenset({"skipTest", "applymarker", "add_marker"})
+RAISES = ("pytest.raises", "pytest.warns", "pytest.deprecated_call")
+PATCHERS = frozenset({"patch", "object", "dict", "multiple", "setattr", "delattr", "setitem",
+                      "delitem", "setenv", "patch.object"})
+BROAD = frozenset({"Exception", "BaseException", "AssertionError"})
+WRITES = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir", "symlink_to",
+                    "hardlink_to", "chmod", "to_csv", "to_parquet", "to_pickle", "to_json", "savefig"})
+WRITE_FUNCTIONS = ("os.remove", "os.unlink", "os.rename", "os.replace", "os.mkdir", "os.makedirs",
+                   "os.rmdir", "os.removedirs", "os.chmod", "os.symlink", "os.link", "os.truncate",
+                   "shutil", "numpy.save", "numpy.savetxt")
+TMP_NAMES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+WEAK_CALLS = frozenset({"isinstance", "callable", "hasattr", "type"})
+# Sanitizer rules that do not apply to tests (tests read fixtures, patch via fixtures, use getattr).
+TEST_DISABLED = frozenset({"sanitizer.test_env", "sanitizer.file_read", "sanitizer.file_write",
+                           "sanitizer.module_attr_write", "sanitizer.import_time_call",
+                           "sanitizer.reflection"})
+TEST_MODULES = frozenset({"pytest", "unittest", "doctest", "hypothesis"})
+MESSAGES = {
+    "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",
+    "tests.tautology": "the assertion cannot fail",
+    "tests.swallowed_assertion": "an except clause swallows assertion failures",
+    "tests.skip": "skips, xfails and collection switches are not allowed",
+    "tests.pytest_hook": "tests may not define pytest hooks or plugins",
+    "tests.autouse_patch": "autouse fixtures may not patch anything",
+    "tests.mock_unit": "tests may not mock or patch the code under test",
+    "tests.io_outside_tmp": "tests may write files only below tmp_path",
+}
+
+
+class TestScanner:
+    """Findings over one parsed test module; `source_packages` name the code under test."""
+
+    def __init__(self, tree: ast.Module, source_packages: tuple[str, ...]) -> None:
+        self.tree = tree
+        self.imports = import_map(tree)
+        self.sources = source_packages
+        self.found: list[Finding] = []
+        self.helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def add(self, rule: str, node: ast.AST, detail: str) -> None:
+        line = getattr(node, "lineno", 1)
+        self.found.append(Finding(rule, line, detail, f"{MESSAGES[rule]}: {detail}"))
+
+    def name(self, node: ast.AST) -> str:
+        return dotted(node.func if isinstance(node, ast.Call) else node, self.imports) or ""
+
+    def is_source(self, node: ast.AST) -> bool:
+        """True for a string naming the code under test or a chain rooted in an import of it."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return under(node.value, self.sources) is not None
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        bound = self.imports.get(node.id, "") if isinstance(node, ast.Name) else ""
+        return under(bound, self.sources) is not None
+
+    # --- assertions -----------------------------------------------------------------------
+    def tautology(self, test: ast.AST) -> str | None:
+        text = snippet(test)
+        if isinstance(test, ast.Constant):
+            return text if test.value else None
+        if isinstance(test, ast.BoolOp):
+            constant = [v for v in test.values if isinstance(v, ast.Constant)]
+            if isinstance(test.op, ast.Or) and any(c.value for c in constant):
+                return text
+            parts = [self.tautology(v) for v in test.values]
+            return text if isinstance(test.op, ast.And) and all(parts) else None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return text if isinstance(test.operand, ast.Constant) and not test.operand.value else None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, right, op = test.left, test.comparators[0], test.ops[0]
+            if any(self.name(side).endswith("ANY") for side in (left, right)):
+                return text
+            if snippet(left) == snippet(right) and isinstance(op, (ast.Eq, ast.Is, ast.LtE, ast.GtE)):
+                return text
+            if isinstance(left, ast.Constant) and isinstance(right, ast.Constant):
+                return text
+            floor = 0 if isinstance(op, ast.GtE) else -1 if isinstance(op, ast.Gt) else None
+            if (self.name(left) == "len" and floor is not None and isinstance(right, ast.Constant)
+                    and isinstance(right.value, int) and right.value <= floor):
+                return text
+        if isinstance(test, ast.Call) and self.name(test) == "isinstance" and len(test.args) == 2:
+            return text if snippet(test.args[1]) == "object" else None
+        return None
+
+    def weak(self, test: ast.AST) -> bool:
+        """Type and None checks say nothing about behaviour."""
+        if isinstance(test, ast.Call):
+            return self.name(test) in WEAK_CALLS
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return isinstance(test.ops[0], ast.IsNot) and snippet(test.comparators[0]) == "None"
+        if isinstance(test, ast.BoolOp):
+            return all(self.weak(v) for v in test.values)
+        return False
+
+    def call_tautology(self, call: ast.Call) -> bool:
+        """unittest-style assertions that cannot fail: assertTrue(True), assertEqual(x, x)."""
+        method = self.name(call).rsplit(".", 1)[-1]
+        if method == "assertTrue" and call.args:
+            return self.tautology(call.args[0]) is not None
+        if method in ("assertEqual", "assertIs", "assertAlmostEqual") and len(call.args) >= 2:
+            return snippet(call.args[0]) == snippet(call.args[1])
+        return False
+
+    def assertion_calls(self, call: ast.Call, depth: int) -> bool:
+        name = self.name(call)
+        if under(name, RAISES):
+            return True
+        method = name.rsplit(".", 1)[-1]
+        if method in self.helpers and depth < 2:
+            return self.asserts_something(self.helpers[method], depth + 1)
+        if not method.startswith(("assert", "fail")) or self.call_tautology(call):
+            return False
+        if method == "assertTrue" and call.args:
+            return not self.weak(call.args[0])
+        return method not in ("assertIsNotNone", "assertIsInstance")
+
+    def asserts_something(self, function: ast.AST, depth: int = 0) -> bool:
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assert) and not self.tautology(node.test) and not self.weak(node.test):
+                return True
+            if isinstance(node, ast.Call) and self.assertion_calls(node, depth):
+                return True
+        return False
+
+    def check_test(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if not self.asserts_something(function):
+            self.add("tests.no_assert", function, f"{function.name} has no real assertion")
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assert) and self.tautology(node.test):
+                self.add("tests.tautology", node, snippet(node))
+            elif isinstance(node, ast.Call) and self.call_tautology(node):
+                self.add("tests.tautology", node, snippet(node))
+
+    # --- whole-file rules -----------------------------------------------------------------
+    def broad(self, handler: ast.ExceptHandler) -> bool:
+        if handler.type is None:
+            return True
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        return any(self.name(k) in BROAD for k in kinds)
+
+    def check_try(self, node: ast.Try) -> None:
+        guarded = ast.Module(body=node.body, type_ignores=[])
+        if not self.asserts_something(guarded):
+            return
+        for handler in node.handlers:
+            if self.broad(handler) and not any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+                self.add("tests.swallowed_assertion", handler, snippet(handler)[:80])
+
+    def check_with(self, node: ast.With) -> None:
+        for item in node.items:
+            call = item.context_expr
+            if isinstance(call, ast.Call) and self.name(call).endswith("suppress") and any(
+                    self.name(a) in BROAD for a in call.args) and self.asserts_something(
+                    ast.Module(body=node.body, type_ignores=[])):
+                self.add("tests.swallowed_assertion", node, snippet(call))
+
+    def check_call(self, node: ast.Call) -> None:
+        name = self.name(node)
+        method = name.rsplit(".", 1)[-1]
+        if method in PATCHERS and node.args and ("patch" in name or "monkeypatch" in name
+                                                 or "mocker" in name) and self.is_source(node.args[0]):
+            self.add("tests.mock_unit", node, snippet(node)[:100])
+
+    def check_writes(self, scope: ast.AST, tainted: set[str]) -> None:
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and _mentions(node.value, tainted):
+                tainted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            if not isinstance(node, ast.Call):
+                continue
+            name = self.name(node)
+            target: ast.AST | None = None
+            if name in ("open", "io.open") and node.args:
+                mode = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "mode"), ast.Constant("r"))
+                if not (isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+")):
+                    target = node.args[0]
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
+                target = node.func.value
+            elif isinstance(node.func, ast.Attribute) and node.func.attr == "open":
+                target = node.func.value
+            elif under(name, WRITE_FUNCTIONS):
+                target = node.args[0] if node.args else node
+            if target is not None and not _mentions(target, tainted):
+                self.add("tests.io_outside_tmp", node, snippet(node)[:100])
+
+    def run(self) -> list[Finding]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.check_function(node)
+            elif isinstance(node, ast.Try):
+                self.check_try(node)
+            elif isinstance(node, ast.With):
+                self.check_with(node)
+            elif isinstance(node, ast.Call):
+                self.check_call(node)
+            elif isinstance(node, (ast.Attribute, ast.Name)):
+                self.check_reference(node)
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                self.check_assignment(node)
+        module_level = ast.Module(body=[n for n in self.tree.body if not isinstance(
+            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))], type_ignores=[])
+        self.check_writes(module_level, set())
+        return self.found
+
+    def check_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name.startswith("pytest_"):
+            self.add("tests.pytest_hook", node, node.name)
+        for decorator in node.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            if call is not None and self.name(call) == "pytest.fixture" and any(
+                    k.arg == "autouse" and getattr(k.value, "value", False) for k in call.keywords):
+                if any(isinstance(n, ast.Call) and self.name(n).rsplit(".", 1)[-1] in PATCHERS
+                       for n in ast.walk(node)) or _assigns_attribute(node):
+                    self.add("tests.autouse_patch", node, node.name)
+        if node.name.startswith("test"):
+            self.check_test(node)
+        params = {a.arg for a in node.args.args + node.args.kwonlyargs}
+        self.check_writes(ast.Module(body=node.body, type_ignores=[]), params & TMP_NAMES)
+
+    def check_reference(self, node: ast.Attribute | ast.Name) -> None:
+        name = dotted(node, self.imports) or ""
+        if under(name, SKIPS) or (isinstance(node, ast.Attribute) and node.attr in SKIP_ATTRIBUTES):
+            self.add("tests.skip", node, name or snippet(node))
+        elif under(name, ("pytest.hookimpl", "pytest.hookspec", "pluggy")):
+            self.add("tests.pytest_hook", node, name)
+
+    def check_assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            text = snippet(target)
+            if text in ("__test__", "pytestmark") or text.endswith(".__test__"):
+                self.add("tests.skip", node, text)
+            elif text == "pytest_plugins":
+                self.add("tests.pytest_hook", node, text)
+            elif isinstance(target, (ast.Attribute, ast.Subscript)) and (
+                    self.is_source(target) or text.startswith("sys.modules")):
+                self.add("tests.mock_unit", node, text)
+
+
+def _mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _assigns_attribute(function: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
+        isinstance(t, ast.Attribute) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+        for n in ast.walk(function))
+
+
+def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    for node in tree.body:
+        if isinstance(node, functions) and node.name.startswith("test"):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, functions) and item.name.startswith("test"):
+                    yield f"{node.name}.{item.name}", item
+
+
+def _findings(text: str, source_packages: tuple[str, ...]) -> list[Finding]:
+    tree = ast.parse(text)
+    found = TestScanner(tree, source_packages).run()
+    found += SourceScanner(tree, TEST_DISABLED, TEST_MODULES).run()
+    return found + pragma_findings(text, "sanitizer.pragma")
+
+
+def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
+               source_packages: tuple[str, ...] = SOURCE_PACKAGES) -> list[Violation]:
+    """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged)."""
+    tree, errors = parse(path, new_text, "tests.syntax_error")
+    if tree is None:
+        return [e for e in errors if e.rule not in allow]
+    old_tree = parse(path, old_text, "tests.syntax_error")[0] if old_text is not None else None
+    old = _findings(old_text, source_packages) if old_tree is not None and old_text else []
+    found = only_new(_findings(new_text, source_packages), old)
+    if old_tree is not None:
+        kept = {function.name for _, function in _tests_in(tree)}  # moving into a class is fine
+        found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
+                          "test-gen may add and strengthen tests, never drop them")
+                  for name, function in _tests_in(old_tree) if function.name not in kept]
+    return to_violations(found, path, allow)
+
+
+def _multiplicity(function: ast.AST) -> int:
+    count = 1
+    for decorator in getattr(function, "decorator_list", []):
+        if (isinstance(decorator, ast.Call) and snippet(decorator.func).endswith("mark.parametrize")
+                and len(decorator.args) > 1 and isinstance(decorator.args[1], (ast.List, ast.Tuple))):
+            count *= max(len(decorator.args[1].elts), 1)
+    return count
+
+
+def count_tests(text: str) -> int:
+    """Number of test items in a test module, parametrize cases counted; 0 if it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return 0
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    total = 0
+    for qualified, function in _tests_in(tree):
+        owner = classes.get(qualified.split(".")[0]) if "." in qualified else None
+        total += _multiplicity(function) * (_multiplicity(owner) if owner is not None else 1)
+    return total
