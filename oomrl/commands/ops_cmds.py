@@ -1,9 +1,106 @@
-"""CLI commands for the ops area (filled in by the issue that owns it)."""
+"""CLI commands of the ops area: `oomrl server up|down|status`, `oomrl webhook serve`, `oomrl demo`."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
 import typer
+
+from oomrl.errors import OomrlError
+
+T = TypeVar("T")
+
+server_app = typer.Typer(help="A local Prefect server, the oomrl-local pool and worker, deployments, webhook.",
+                         no_args_is_help=True)
+webhook_app = typer.Typer(help="The signed loss-alert webhook (DESIGN §4.5).", no_args_is_help=True)
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Run a command body; an oomrl error becomes its message on stderr and exit code 1."""
+    try:
+        return action()
+    except (OomrlError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+
+@server_app.command("up")
+def server_up(
+    host: str = typer.Option("127.0.0.1", help="Interface the server and webhook listen on."),
+    port: int = typer.Option(4200, help="Prefect server (API and UI) port."),
+    webhook_port: int = typer.Option(8765, "--webhook-port", help="Webhook port."),
+    database_url: str | None = typer.Option(
+        None, "--database-url", envvar="PREFECT_API_DATABASE_CONNECTION_URL",
+        help="Prefect database (e.g. postgresql+asyncpg://...); SQLite under OOMRL_HOME by default."),
+    no_deploy: bool = typer.Option(False, "--no-deploy", help="Skip `prefect deploy --all`."),
+    no_webhook: bool = typer.Option(False, "--no-webhook", help="Do not start the webhook."),
+) -> None:
+    """Start the stack and print where it is; `oomrl server down` stops it."""
+    from oomrl.config import get_settings
+    from oomrl.server import StackConfig, up
+
+    config = StackConfig(home=get_settings().home, host=host, port=port, webhook_port=webhook_port,
+                         database_url=database_url, deploy=not no_deploy, webhook=not no_webhook)
+    state = _run(lambda: up(config, say=typer.echo))
+    typer.echo(f"Prefect UI:  {state['ui_url']}")
+    typer.echo(f"API:         {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
+    if state["webhook_url"]:
+        typer.echo(f"Webhook:     {state['webhook_url']}/hooks/loss-alert")
+    typer.echo(f"Logs:        {config.log_dir}   state: {config.state_file}")
+
+
+@server_app.command("down")
+def server_down() -> None:
+    """Stop what `oomrl server up` started."""
+    from oomrl.config import get_settings
+    from oomrl.server import down
+
+    stopped = down(get_settings().home, say=typer.echo)
+    typer.echo("stopped: " + ", ".join(stopped) if stopped else "nothing was running")
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """What `oomrl server up` started and whether it still runs."""
+    from oomrl.config import get_settings
+    from oomrl.server import alive, read_state
+
+    state = read_state(get_settings().home)
+    if state is None:
+        typer.echo("nothing was started (no server.json)")
+        raise typer.Exit(1)
+    pids = {name: {"pid": pid, "alive": alive(int(pid))} for name, pid in dict(state["pids"]).items()}  # type: ignore[arg-type]
+    typer.echo(json.dumps({**state, "pids": pids}, indent=2))
+
+
+@webhook_app.command("serve")
+def webhook_serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
+    port: int = typer.Option(8765, help="Port to listen on."),
+) -> None:
+    """Serve POST /hooks/loss-alert and /hooks/alertmanager; needs OOMRL_WEBHOOK_SECRET."""
+    from oomrl.webhook.app import serve
+
+    _run(lambda: serve(host=host, port=port))
+
+
+def demo_command(
+    home: Path | None = typer.Option(None, "--home", help="OOMRL_HOME for the demo (default: the usual)."),
+    start: str = typer.Option("2024-07-01", help="First session of the replay."),
+    end: str = typer.Option("2026-02-27", help="Last session of the replay."),
+    strategy: str = typer.Option("daily_momentum", help="The strategy the agent starts with."),
+) -> None:
+    """The whole loop offline on the bundled sample: replay, alert, repair, promote, Table 1, tearsheet."""
+    from oomrl.demo import run_demo
+
+    _run(lambda: run_demo(home=home, start=start, end=end, strategy=strategy))
 
 
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the `oomrl` app."""
+    app.add_typer(server_app, name="server")
+    app.add_typer(webhook_app, name="webhook")
+    app.command("demo")(demo_command)

@@ -1,0 +1,271 @@
+"""A local oomrl stack: Prefect server, the `oomrl-local` process pool and worker, deployments, webhook.
+
+Everything runs as child processes recorded (with their pids) in OOMRL_HOME/server.json, so
+`oomrl server down` stops exactly what `up` started. Prefect is driven through its CLI and HTTP API
+only: this module never imports Prefect (DESIGN §2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from oomrl.errors import OomrlError
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+POOL = "oomrl-local"
+Say = Callable[[str], None]
+
+
+class StackError(OomrlError):
+    """The local stack could not be started or stopped."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class StackConfig:
+    """Where and how the stack runs."""
+
+    home: Path
+    host: str = "127.0.0.1"
+    port: int = 4200
+    webhook_port: int = 8765
+    database_url: str | None = None  # PREFECT_API_DATABASE_CONNECTION_URL; SQLite under home when None
+    project_dir: Path = PROJECT_DIR
+    deploy: bool = True
+    worker: bool = True
+    webhook: bool = True
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.host}:{self.port}/api"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def webhook_url(self) -> str:
+        return f"http://{self.host}:{self.webhook_port}"
+
+    @property
+    def state_file(self) -> Path:
+        return self.home / "server.json"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def database(self) -> str:
+        return self.database_url or f"sqlite+aiosqlite:///{self.home / 'prefect' / 'prefect.db'}"
+
+
+def webhook_secret(home: Path) -> str:
+    """OOMRL_WEBHOOK_SECRET, else a random one kept (mode 0600) in OOMRL_HOME, never in the repo."""
+    if os.environ.get("OOMRL_WEBHOOK_SECRET"):
+        return os.environ["OOMRL_WEBHOOK_SECRET"]
+    path = home / "webhook.secret"
+    if not path.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_hex(32))
+    return path.read_text().strip()
+
+
+def stack_env(config: StackConfig) -> dict[str, str]:
+    """The environment every child process shares: one Prefect API, one OOMRL_HOME."""
+    env = dict(os.environ)
+    env.update({
+        "OOMRL_HOME": str(config.home),
+        "PREFECT_HOME": str(config.home / "prefect"),
+        "PREFECT_API_URL": config.api_url,
+        "PREFECT_API_DATABASE_CONNECTION_URL": config.database,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
+        "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(config.extra_env)
+    return env
+
+
+def _prefect(*args: str) -> list[str]:
+    return [sys.executable, "-m", "prefect", *args]
+
+
+def start_process(name: str, argv: list[str], env: dict[str, str], config: StackConfig) -> int:
+    """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log."""
+    config.log_dir.mkdir(parents=True, exist_ok=True)
+    log = (config.log_dir / f"{name}.log").open("ab")
+    process = subprocess.Popen(argv, env=env, cwd=config.project_dir, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    log.close()
+    return process.pid
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this id exists (and is not a zombie we own)."""
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        if finished == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_process(pid: int, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> None:
+    """Signal the process group led by `pid`, then kill it if it is still there after `grace_s`."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    while alive(pid) and time.monotonic() < deadline + 5:
+        time.sleep(0.1)
+
+
+def wait_http(url: str, pid: int, name: str, timeout_s: float, config: StackConfig) -> None:
+    """Wait until `url` answers 200, failing early (with the log's tail) if the process died."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            raise StackError(f"{name} exited during start-up:\n{log_tail(config, name)}")
+        try:
+            if httpx.get(url, timeout=2.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise StackError(f"{name} did not answer {url} within {timeout_s:.0f} s:\n{log_tail(config, name)}")
+
+
+def log_tail(config: StackConfig, name: str, lines: int = 25) -> str:
+    """The last lines of a child's log."""
+    path = config.log_dir / f"{name}.log"
+    if not path.exists():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def read_state(home: Path) -> dict[str, object] | None:
+    """What `up` recorded, or None."""
+    path = home / "server.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _write_state(config: StackConfig, pids: dict[str, int]) -> dict[str, object]:
+    state: dict[str, object] = {
+        "pids": pids, "api_url": config.api_url, "ui_url": config.ui_url,
+        "webhook_url": config.webhook_url if "webhook" in pids else None,
+        "database": config.database.split("@")[-1], "started_at": time.time(),
+    }
+    config.state_file.write_text(json.dumps(state, indent=2))
+    return state
+
+
+def _run(argv: list[str], env: dict[str, str], config: StackConfig, what: str) -> str:
+    done = subprocess.run(argv, env=env, cwd=config.project_dir, capture_output=True, text=True,
+                          timeout=600)
+    if done.returncode != 0:
+        raise StackError(f"{what} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def start_worker(config: StackConfig, env: dict[str, str]) -> int:
+    """A process worker on the `oomrl-local` pool."""
+    return start_process("worker", _prefect("worker", "start", "--pool", POOL, "--type", "process",
+                                            "--name", f"oomrl-worker-{os.getpid()}"), env, config)
+
+
+def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
+    """`oomrl webhook serve` on the configured port; returns once it answers /healthz."""
+    pid = start_process("webhook", [sys.executable, "-m", "oomrl", "webhook", "serve", "--host",
+                                    config.host, "--port", str(config.webhook_port)], env, config)
+    wait_http(f"{config.webhook_url}/healthz", pid, "webhook", 60, config)
+    return pid
+
+
+def up(config: StackConfig, say: Say = print) -> dict[str, object]:
+    """Start the stack; on any failure, stop what was started and raise StackError."""
+    previous = read_state(config.home)
+    if previous and any(alive(int(pid)) for pid in dict(previous["pids"]).values()):  # type: ignore[arg-type]
+        raise StackError(f"a stack is already running ({config.state_file}); run `oomrl server down` first")
+    config.home.mkdir(parents=True, exist_ok=True)
+    (config.home / "prefect").mkdir(exist_ok=True)
+    env = stack_env(config)
+    pids: dict[str, int] = {}
+    try:
+        say(f"starting Prefect server on {config.ui_url} (database {config.database.split('@')[-1]})")
+        pids["server"] = start_process("server", _prefect("server", "start", "--host", config.host,
+                                                          "--port", str(config.port)), env, config)
+        wait_http(f"{config.api_url}/health", pids["server"], "server", 180, config)
+        _write_state(config, pids)
+        say(f"creating process work pool {POOL}")
+        _run(_prefect("work-pool", "create", POOL, "--type", "process", "--overwrite"), env, config,
+             "creating the work pool")
+        if config.deploy:
+            say("deploying prefect.yaml")
+            _run(_prefect("--no-prompt", "deploy", "--all"), env, config, "prefect deploy --all")
+        if config.worker:
+            say("starting a worker")
+            pids["worker"] = start_worker(config, env)
+        if config.webhook:
+            say(f"starting the webhook on {config.webhook_url}")
+            pids["webhook"] = start_webhook(config, env)
+    except BaseException:
+        for pid in reversed(list(pids.values())):
+            stop_process(pid)
+        config.state_file.unlink(missing_ok=True)
+        raise
+    return _write_state(config, pids)
+
+
+def down(home: Path, say: Say = print) -> list[str]:
+    """Stop what `up` started (newest first); returns the names stopped."""
+    state = read_state(home)
+    if state is None:
+        return []
+    pids = dict(state["pids"])  # type: ignore[arg-type]
+    stopped = []
+    for name in ("webhook", "worker", "server"):
+        if name in pids:
+            if alive(int(pids[name])):
+                say(f"stopping {name} (pid {pids[name]})")
+                stop_process(int(pids[name]))
+            stopped.append(name)
+    (home / "server.json").unlink(missing_ok=True)
+    return stopped
