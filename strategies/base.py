@@ -32,7 +32,8 @@ class MarketView:
             raise ValueError(f"unknown panel fields {sorted(unknown)}; allowed: {FIELDS}")
         self._as_of = pd.Timestamp(as_of).normalize()
         # Slicing here, once, is what makes look-ahead impossible through this object.
-        self._panels = {name: frame.loc[frame.index <= self._as_of] for name, frame in panels.items()}
+        self._panels = {name: frame.iloc[: frame.index.searchsorted(self._as_of, side="right")]
+                        for name, frame in panels.items()}
         self.portfolio_value = float(portfolio_value)
 
     @property
@@ -47,15 +48,18 @@ class MarketView:
 
     def panel(self, field: str) -> pd.DataFrame:
         """A copy of the whole truncated panel of one field."""
-        if field not in self._panels:
-            raise KeyError(f"no {field!r} panel in this view; available: {self.fields}")
-        return self._panels[field].copy()
+        return self._get(field).copy()
 
     def history(self, field: str, rows: int) -> pd.DataFrame:
-        """The last `rows` rows (sessions) of one field, ending at the decision date."""
+        """A copy of the last `rows` rows (sessions) of one field, ending at the decision date."""
         if rows < 1:
             raise ValueError(f"rows must be >= 1, got {rows}")
-        return self.panel(field).iloc[-rows:]
+        return self._get(field).iloc[-rows:].copy()
+
+    def _get(self, field: str) -> pd.DataFrame:
+        if field not in self._panels:
+            raise KeyError(f"no {field!r} panel in this view; available: {self.fields}")
+        return self._panels[field]
 
     def universe(self) -> list[str]:
         """Symbols with a close on the decision date (traded that day)."""

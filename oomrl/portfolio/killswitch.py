@@ -1,0 +1,53 @@
+"""The absorbing state: once principal loss reaches tau the account is HALTED until a person resumes it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from oomrl.errors import AccountHaltedError
+
+DEFAULT_THRESHOLD = 0.20
+HALTED_EVENT = "oomrl.account.halted"
+
+
+class AccountStatus(str, Enum):
+    """Trading status of an account."""
+
+    ACTIVE = "active"
+    HALTED = "halted"
+
+
+@dataclass(frozen=True)
+class KillSwitch:
+    """Trips when L_t = 1 - W_t / W_0 >= threshold; never un-trips by itself."""
+
+    threshold: float = DEFAULT_THRESHOLD
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold <= 1.0:
+            raise ValueError(f"kill-switch threshold must be in (0, 1], got {self.threshold}")
+
+    def trips(self, loss: float) -> bool:
+        """True when a principal loss reaches the threshold."""
+        return loss >= self.threshold
+
+    def next_status(self, status: AccountStatus, loss: float) -> AccountStatus:
+        """HALTED is absorbing: a halted account stays halted whatever the loss does."""
+        if status is AccountStatus.HALTED or self.trips(loss):
+            return AccountStatus.HALTED
+        return AccountStatus.ACTIVE
+
+    def reason(self, loss: float) -> str:
+        """The message recorded with a halt."""
+        return (f"principal loss {loss:.2%} reached the kill-switch threshold {self.threshold:.0%}; "
+                "trading stays halted until `oomrl account resume --confirm`")
+
+
+def require_active(account: str, status: AccountStatus, reason: str | None = None) -> None:
+    """Raise AccountHaltedError when the account is halted: the kill switch always wins."""
+    if status is AccountStatus.HALTED:
+        detail = f" ({reason})" if reason else ""
+        raise AccountHaltedError(
+            f"account {account!r} is HALTED{detail}; resume it with `oomrl account resume "
+            f"--account {account} --confirm`")

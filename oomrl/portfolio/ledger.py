@@ -1,0 +1,427 @@
+"""The SQL ledger (SQLAlchemy Core, any URL): accounts, versions, rebalances, orders, fills, NAV, alerts.
+
+A rebalance for (account, date) commits in one transaction and at most once: its row carries a
+unique constraint, cash is updated under an optimistic revision check, and a crash before COMMIT
+leaves nothing behind. Cash is kept in integer fen so it reconciles exactly with the fills.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from oomrl.errors import OomrlError
+from oomrl.portfolio.killswitch import AccountStatus
+
+FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",
+                "stamp_duty", "transfer_fee", "impact_cost", "adv_participation"]
+NAV_FIELDS = ["nav", "cash", "market_value", "frictionless_return", "realized_return",
+              "slippage_leakage", "turnover", "costs", "principal_loss"]
+
+
+class LedgerConflictError(OomrlError):
+    """The account changed between planning and committing a rebalance (another run got there first)."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
+    money = sa.BigInteger  # fen
+    t = {}
+    t["accounts"] = sa.Table(
+        "accounts", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("initial_cash_fen", money, nullable=False),
+        sa.Column("cash_fen", money, nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("halt_reason", sa.Text),
+        sa.Column("revision", sa.Integer, nullable=False),
+        sa.Column("last_date", sa.Date),
+        sa.Column("created_at", sa.DateTime, nullable=False))
+    t["account_events"] = sa.Table(
+        "account_events", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("as_of", sa.Date),
+        sa.Column("detail", sa.Text),
+        sa.Column("at", sa.DateTime, nullable=False))
+    t["strategy_versions"] = sa.Table(
+        "strategy_versions", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("sha", sa.String(64), nullable=False),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("activated_at", sa.DateTime, nullable=False))
+    t["rebalances"] = sa.Table(
+        "rebalances", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False),
+        sa.Column("as_of", sa.Date, nullable=False),
+        sa.Column("strategy", sa.String(64), nullable=False),
+        sa.Column("strategy_version", sa.String(64), nullable=False),
+        sa.Column("orders", sa.Integer, nullable=False),
+        sa.Column("fills", sa.Integer, nullable=False),
+        sa.Column("created_at", sa.DateTime, nullable=False),
+        sa.UniqueConstraint("account", "as_of", name="uq_rebalance_account_date"))
+    t["orders"] = sa.Table(
+        "orders", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
+                  index=True),
+        sa.Column("symbol", sa.String(16), nullable=False),
+        sa.Column("side", sa.String(4), nullable=False),
+        sa.Column("requested", sa.BigInteger, nullable=False),
+        sa.Column("filled", sa.BigInteger, nullable=False),
+        sa.Column("unfilled", sa.BigInteger, nullable=False),
+        sa.Column("reason", sa.String(16), nullable=False))
+    t["fills"] = sa.Table(
+        "fills", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
+                  index=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("date", sa.Date, nullable=False),
+        sa.Column("symbol", sa.String(16), nullable=False),
+        sa.Column("side", sa.String(4), nullable=False),
+        sa.Column("quantity", sa.BigInteger, nullable=False),
+        *[sa.Column(name, sa.Float, nullable=False) for name in FILL_COLUMNS[4:]],
+        sa.Column("cash_delta_fen", money, nullable=False))
+    t["positions"] = sa.Table(
+        "positions", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("symbol", sa.String(16), primary_key=True),
+        sa.Column("quantity", sa.BigInteger, nullable=False))
+    t["nav"] = sa.Table(
+        "nav", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("date", sa.Date, primary_key=True),
+        *[sa.Column(name, sa.Float, nullable=False) for name in NAV_FIELDS],
+        sa.Column("strategy_version", sa.String(64), nullable=False),
+        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id")))
+    t["rewards"] = sa.Table(
+        "rewards", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("date", sa.Date, primary_key=True),
+        sa.Column("reward", sa.Float, nullable=False),
+        sa.Column("lam", sa.Float, nullable=False),
+        sa.Column("gamma", sa.Float, nullable=False))
+    t["alerts"] = sa.Table(
+        "alerts", metadata,
+        sa.Column("alert_id", sa.String(128), primary_key=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("as_of", sa.Date, nullable=False),
+        sa.Column("rule", sa.String(64), nullable=False),
+        sa.Column("payload", sa.Text, nullable=False),
+        sa.Column("created_at", sa.DateTime, nullable=False))
+    return t
+
+
+@dataclass
+class AccountState:
+    """An account as the ledger holds it now."""
+
+    account: str
+    status: AccountStatus
+    initial_cash_fen: int
+    cash_fen: int
+    revision: int
+    last_date: date | None
+    halt_reason: str | None
+    positions: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class RebalanceRecord:
+    """Everything one rebalance writes; committed all-or-nothing by Ledger.commit_rebalance."""
+
+    account: str
+    as_of: date
+    strategy: str
+    strategy_version: str
+    expected_revision: int
+    cash_fen: int
+    positions: dict[str, int]
+    orders: pd.DataFrame
+    fills: pd.DataFrame
+    nav: pd.DataFrame  # replay.NAV_COLUMNS rows, one per session up to as_of
+    lam: float
+    gamma: float
+    halt_reason: str | None = None
+
+
+class Ledger:
+    """The ledger on any SQLAlchemy URL; `schema` places the tables in a PostgreSQL schema."""
+
+    def __init__(self, url: str, schema: str | None = None) -> None:
+        self.url = url
+        self.engine = sa.create_engine(url, future=True)
+        self.metadata = sa.MetaData(schema=schema)
+        self.t = _tables(self.metadata)
+
+    def create_schema(self) -> None:
+        """Create every table that does not exist yet."""
+        self.metadata.create_all(self.engine)
+
+    def drop_schema(self) -> None:
+        """Drop every ledger table (tests)."""
+        self.metadata.drop_all(self.engine)
+
+    # -- accounts ---------------------------------------------------------------------------
+    def open_account(self, account: str, initial_cash: float) -> AccountState:
+        """The account, created with `initial_cash` when it does not exist yet."""
+        if initial_cash <= 0:
+            raise OomrlError(f"initial cash must be > 0, got {initial_cash}")
+        fen = int(round(initial_cash * 100))
+        with self.engine.begin() as conn:
+            exists = conn.execute(sa.select(self.t["accounts"].c.account)
+                                  .where(self.t["accounts"].c.account == account)).first()
+            if exists is None:
+                conn.execute(self.t["accounts"].insert().values(
+                    account=account, initial_cash_fen=fen, cash_fen=fen,
+                    status=AccountStatus.ACTIVE.value, revision=0, created_at=_now()))
+        return self.account(account)
+
+    def account(self, account: str) -> AccountState:
+        """The account's current state with its positions; OomrlError when unknown."""
+        acc = self.t["accounts"]
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(acc).where(acc.c.account == account)).mappings().first()
+            if row is None:
+                raise OomrlError(f"no account {account!r} in the ledger {self._where()}")
+            pos = self.t["positions"]
+            held = conn.execute(sa.select(pos.c.symbol, pos.c.quantity)
+                                .where(pos.c.account == account)).all()
+        return AccountState(account, AccountStatus(row["status"]), int(row["initial_cash_fen"]),
+                            int(row["cash_fen"]), int(row["revision"]), row["last_date"],
+                            row["halt_reason"], {s: int(q) for s, q in held})
+
+    def _where(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def halt(self, account: str, as_of: date | None, reason: str) -> None:
+        """Put the account in the absorbing HALTED state and record why."""
+        with self.engine.begin() as conn:
+            self._halt(conn, account, as_of, reason)
+
+    def _halt(self, conn: Connection, account: str, as_of: date | None, reason: str) -> None:
+        acc = self.t["accounts"]
+        conn.execute(acc.update().where(acc.c.account == account).values(
+            status=AccountStatus.HALTED.value, halt_reason=reason, revision=acc.c.revision + 1))
+        conn.execute(self.t["account_events"].insert().values(
+            account=account, kind="halted", as_of=as_of, detail=reason, at=_now()))
+
+    def resume(self, account: str, by: str) -> None:
+        """A person lifts the halt; recorded as an event."""
+        state = self.account(account)
+        if state.status is not AccountStatus.HALTED:
+            raise OomrlError(f"account {account!r} is not halted")
+        acc = self.t["accounts"]
+        with self.engine.begin() as conn:
+            conn.execute(acc.update().where(acc.c.account == account).values(
+                status=AccountStatus.ACTIVE.value, halt_reason=None, revision=acc.c.revision + 1))
+            conn.execute(self.t["account_events"].insert().values(
+                account=account, kind="resumed", detail=f"resumed by {by}", at=_now()))
+
+    def events(self, account: str) -> list[dict[str, Any]]:
+        """Halts and resumes of an account, oldest first."""
+        ev = self.t["account_events"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(ev).where(ev.c.account == account).order_by(ev.c.id))
+            return [dict(r) for r in rows.mappings()]
+
+    # -- strategy versions ------------------------------------------------------------------
+    def set_active_version(self, account: str, sha: str, name: str) -> None:
+        """Record that `account` now trades strategy `name` at version `sha`."""
+        with self.engine.begin() as conn:
+            conn.execute(self.t["strategy_versions"].insert().values(
+                account=account, sha=sha, name=name, activated_at=_now()))
+
+    def active_version(self, account: str) -> str | None:
+        """The SHA of the version the account trades, or None."""
+        active = self.active_strategy(account)
+        return active[0] if active else None
+
+    def active_strategy(self, account: str) -> tuple[str, str] | None:
+        """(sha, strategy name) of the active version, or None."""
+        sv = self.t["strategy_versions"]
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(sv.c.sha, sv.c.name).where(sv.c.account == account)
+                               .order_by(sv.c.id.desc()).limit(1)).first()
+        return (row[0], row[1]) if row else None
+
+    # -- rebalances -------------------------------------------------------------------------
+    def rebalance_id(self, account: str, as_of: date) -> int | None:
+        """Id of the committed rebalance of (account, as_of), or None."""
+        rb = self.t["rebalances"]
+        with self.engine.connect() as conn:
+            return conn.execute(sa.select(rb.c.id).where(rb.c.account == account,
+                                                         rb.c.as_of == as_of)).scalar()
+
+    def commit_rebalance(self, record: RebalanceRecord) -> bool:
+        """Write one rebalance atomically; False (and nothing written) when it exists already."""
+        try:
+            with self.engine.begin() as conn:
+                rebalance_id = self._insert_rebalance(conn, record)
+                self._update_account(conn, record)
+                self._insert_orders(conn, rebalance_id, record)
+                self._insert_fills(conn, rebalance_id, record)
+                self._replace_positions(conn, record)
+                self._insert_nav(conn, rebalance_id, record)
+                if record.halt_reason:
+                    self._halt(conn, record.account, record.as_of, record.halt_reason)
+        except sa.exc.IntegrityError:
+            if self.rebalance_id(record.account, record.as_of) is not None:
+                return False
+            raise
+        return True
+
+    def _insert_rebalance(self, conn: Connection, record: RebalanceRecord) -> int:
+        result = conn.execute(self.t["rebalances"].insert().values(
+            account=record.account, as_of=record.as_of, strategy=record.strategy,
+            strategy_version=record.strategy_version, orders=len(record.orders),
+            fills=len(record.fills), created_at=_now()))
+        return int(result.inserted_primary_key[0])
+
+    def _update_account(self, conn: Connection, record: RebalanceRecord) -> None:
+        acc = self.t["accounts"]
+        result = conn.execute(acc.update().where(
+            acc.c.account == record.account, acc.c.revision == record.expected_revision,
+            acc.c.status == AccountStatus.ACTIVE.value,
+        ).values(cash_fen=record.cash_fen, revision=acc.c.revision + 1, last_date=record.as_of))
+        if result.rowcount != 1:
+            raise LedgerConflictError(
+                f"account {record.account!r} changed (or was halted) while its {record.as_of} "
+                "rebalance was being planned; nothing was written, plan again")
+
+    def _insert_orders(self, conn: Connection, rebalance_id: int, record: RebalanceRecord) -> None:
+        rows = [{"rebalance_id": rebalance_id, **{k: r[k] for k in
+                 ("symbol", "side", "requested", "filled", "unfilled", "reason")}}
+                for r in record.orders.to_dict("records")]
+        if rows:
+            conn.execute(self.t["orders"].insert(), _plain(rows))
+
+    def _insert_fills(self, conn: Connection, rebalance_id: int, record: RebalanceRecord) -> None:
+        rows = [{"rebalance_id": rebalance_id, "account": record.account, "date": record.as_of,
+                 **{k: r[k] for k in FILL_COLUMNS[1:] + ["cash_delta_fen"]}}
+                for r in record.fills.to_dict("records")]
+        if rows:
+            conn.execute(self.t["fills"].insert(), _plain(rows))
+
+    def _replace_positions(self, conn: Connection, record: RebalanceRecord) -> None:
+        pos = self.t["positions"]
+        conn.execute(pos.delete().where(pos.c.account == record.account))
+        rows = [{"account": record.account, "symbol": s, "quantity": int(q)}
+                for s, q in sorted(record.positions.items()) if q]
+        if rows:
+            conn.execute(pos.insert(), rows)
+
+    def _insert_nav(self, conn: Connection, rebalance_id: int, record: RebalanceRecord) -> None:
+        navs, rewards = [], []
+        for r in record.nav.to_dict("records"):
+            day = pd.Timestamp(r["date"]).date()
+            navs.append({"account": record.account, "date": day,
+                         "strategy_version": r["strategy_version"],
+                         "rebalance_id": rebalance_id if day == record.as_of else None,
+                         **{k: r[k] for k in NAV_FIELDS}})
+            rewards.append({"account": record.account, "date": day, "reward": r["reward"],
+                            "lam": record.lam, "gamma": record.gamma})
+        if navs:
+            conn.execute(self.t["nav"].insert(), _plain(navs))
+            conn.execute(self.t["rewards"].insert(), _plain(rewards))
+
+    # -- reading ----------------------------------------------------------------------------
+    def nav_frame(self, account: str) -> pd.DataFrame:
+        """Daily NAV rows: date, nav, cash, market_value, returns, leakage, turnover, costs, ..."""
+        nav, rw = self.t["nav"], self.t["rewards"]
+        query = (sa.select(nav.c.date, *[nav.c[k] for k in NAV_FIELDS], rw.c.reward,
+                           nav.c.strategy_version)
+                 .select_from(nav.outerjoin(rw, sa.and_(rw.c.account == nav.c.account,
+                                                        rw.c.date == nav.c.date)))
+                 .where(nav.c.account == account).order_by(nav.c.date))
+        with self.engine.connect() as conn:
+            frame = pd.DataFrame(conn.execute(query).mappings().all(),
+                                 columns=["date", *NAV_FIELDS, "reward", "strategy_version"])
+        frame["date"] = pd.to_datetime(frame["date"])
+        return frame[["date", "nav", "cash", "market_value", "frictionless_return",
+                      "realized_return", "slippage_leakage", "turnover", "costs", "reward",
+                      "principal_loss", "strategy_version"]]
+
+    def fills_frame(self, account: str, start: date | None = None, end: date | None = None
+                    ) -> pd.DataFrame:
+        """Fills of an account (optionally within [start, end]) with their cost breakdown."""
+        fl = self.t["fills"]
+        query = sa.select(*[fl.c[k] for k in FILL_COLUMNS]).where(fl.c.account == account)
+        if start is not None:
+            query = query.where(fl.c.date >= pd.Timestamp(start).date())
+        if end is not None:
+            query = query.where(fl.c.date <= pd.Timestamp(end).date())
+        with self.engine.connect() as conn:
+            frame = pd.DataFrame(conn.execute(query.order_by(fl.c.id)).mappings().all(),
+                                 columns=FILL_COLUMNS)
+        frame["date"] = pd.to_datetime(frame["date"])
+        return frame
+
+    def orders_frame(self, account: str, as_of: date) -> pd.DataFrame:
+        """Orders of one committed rebalance."""
+        od, rb = self.t["orders"], self.t["rebalances"]
+        query = (sa.select(od.c.symbol, od.c.side, od.c.requested, od.c.filled, od.c.unfilled,
+                           od.c.reason).join(rb, rb.c.id == od.c.rebalance_id)
+                 .where(rb.c.account == account, rb.c.as_of == as_of).order_by(od.c.id))
+        with self.engine.connect() as conn:
+            return pd.DataFrame(conn.execute(query).mappings().all(),
+                                columns=["symbol", "side", "requested", "filled", "unfilled", "reason"])
+
+    def reconcile(self, account: str) -> list[str]:
+        """Mismatches between cash/positions and the fills that made them (empty when consistent)."""
+        state = self.account(account)
+        fl = self.t["fills"]
+        signed = sa.case((fl.c.side == "buy", fl.c.quantity), else_=-fl.c.quantity)
+        with self.engine.connect() as conn:
+            delta = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(fl.c.cash_delta_fen), 0))
+                                 .where(fl.c.account == account)).scalar()
+            net = dict(conn.execute(sa.select(fl.c.symbol, sa.func.sum(signed))
+                                    .where(fl.c.account == account).group_by(fl.c.symbol)).all())
+        problems = []
+        if state.initial_cash_fen + int(delta) != state.cash_fen:
+            problems.append(f"cash {state.cash_fen} fen != initial {state.initial_cash_fen} "
+                            f"+ fills {int(delta)}")
+        for symbol in sorted(set(net) | set(state.positions)):
+            if int(net.get(symbol, 0)) != state.positions.get(symbol, 0):
+                problems.append(f"{symbol}: position {state.positions.get(symbol, 0)} != "
+                                f"net fills {int(net.get(symbol, 0))}")
+        return problems
+
+    # -- alerts -----------------------------------------------------------------------------
+    def insert_alert(self, account: str, alert_id: str, as_of: date, rule: str,
+                     payload: dict[str, Any]) -> bool:
+        """Store an alert once; False when its id is already there."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(self.t["alerts"].insert().values(
+                    alert_id=alert_id, account=account, as_of=pd.Timestamp(as_of).date(), rule=rule,
+                    payload=json.dumps(payload, default=str, sort_keys=True), created_at=_now()))
+        except sa.exc.IntegrityError:
+            return False
+        return True
+
+    def alerts(self, account: str) -> list[dict[str, Any]]:
+        """Alerts of an account, oldest first, payload decoded."""
+        al = self.t["alerts"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(al).where(al.c.account == account)
+                                .order_by(al.c.created_at, al.c.alert_id)).mappings().all()
+        return [{**dict(r), "payload": json.loads(r["payload"])} for r in rows]
+
+
+def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """numpy scalars to Python values, so every DB-API driver accepts them."""
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()} for row in rows]

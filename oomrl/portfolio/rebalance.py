@@ -1,0 +1,144 @@
+"""One live rebalance of an account on a session: data up to the day before, targets, fills, one commit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from oomrl.errors import DataValidationError, OomrlError
+from oomrl.market.rules import AShareRules
+from oomrl.portfolio.broker import PaperBroker
+from oomrl.portfolio.killswitch import KillSwitch, require_active
+from oomrl.portfolio.ledger import Ledger, RebalanceRecord
+from oomrl.portfolio.market import PANEL_FIELDS, MarketFrames
+from oomrl.portfolio.replay import NAV_COLUMNS, Book, Costing, decide, mark_sessions, trade_session
+from strategies.base import MarketView, Strategy, StrategyParams
+
+# Calendar days of history loaded before as_of: momentum lookbacks, ADV and volatility windows.
+HISTORY_DAYS = 200
+
+
+class PanelSource(Protocol):
+    """What the rebalance needs from the market store."""
+
+    def read_panel(self, field: str, start: Any = None, end: Any = None,
+                   symbols: Any = None) -> pd.DataFrame: ...
+
+
+def load_panels(store: PanelSource, as_of: date, history_days: int = HISTORY_DAYS
+                ) -> dict[str, pd.DataFrame]:
+    """Date x symbol panels up to and including as_of (the execution session) from the store."""
+    start = pd.Timestamp(as_of) - timedelta(days=history_days)
+    panels: dict[str, pd.DataFrame] = {}
+    for field in PANEL_FIELDS:
+        try:
+            panel = store.read_panel(field, start=start, end=pd.Timestamp(as_of))
+        except (KeyError, ValueError):
+            continue  # optional fields (amount, prev_close_raw) may be absent
+        if panel is not None and not panel.empty:
+            panels[field] = panel
+    if "close" not in panels:
+        raise DataValidationError(f"the market store has no close prices up to {as_of}")
+    return panels
+
+
+@dataclass
+class RebalanceOutcome:
+    """What a rebalance did (or, on a dry run, would do)."""
+
+    account: str
+    as_of: date
+    committed: bool
+    duplicate: bool
+    halted: bool
+    orders: pd.DataFrame
+    fills: pd.DataFrame
+    nav: pd.DataFrame
+    strategy_version: str
+
+    def summary(self) -> dict[str, Any]:
+        """A one-line account of the step: NAV, turnover, costs, leakage."""
+        last = self.nav.iloc[-1].to_dict() if len(self.nav) else {}
+        return {"account": self.account, "as_of": str(self.as_of), "committed": self.committed,
+                "duplicate": self.duplicate, "halted": self.halted, "orders": len(self.orders),
+                "fills": len(self.fills), "nav": last.get("nav"), "turnover": last.get("turnover"),
+                "costs": last.get("costs"), "slippage_leakage": last.get("slippage_leakage"),
+                "principal_loss": last.get("principal_loss"),
+                "strategy_version": self.strategy_version}
+
+
+@dataclass
+class RebalanceSetup:
+    """The strategy and friction settings a rebalance runs with."""
+
+    strategy: Strategy
+    params: StrategyParams
+    version: str
+    rules: AShareRules
+    lam: float = 0.0015
+    gamma: float = 0.0
+    kill_threshold: float = 0.20
+    view_class: type = MarketView
+
+
+def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.DataFrame],
+              setup: RebalanceSetup, dry_run: bool = False) -> RebalanceOutcome:
+    """Rebalance `account` on session `as_of`; commits once, all-or-nothing (unless dry_run)."""
+    as_of = pd.Timestamp(as_of).date()
+    state = ledger.account(account)
+    empty = pd.DataFrame()
+    if ledger.rebalance_id(account, as_of) is not None:
+        return RebalanceOutcome(account, as_of, False, True, False, ledger.orders_frame(account, as_of),
+                                ledger.fills_frame(account, as_of, as_of), empty, setup.version)
+    require_active(account, state.status, state.halt_reason)
+    if state.last_date is not None and as_of <= state.last_date:
+        raise OomrlError(f"account {account!r} is already booked up to {state.last_date}; "
+                         f"cannot rebalance on {as_of}")
+    market = MarketFrames.build(panels, setup.rules)
+    try:
+        t = market.index_of(pd.Timestamp(as_of))
+    except KeyError as exc:
+        raise DataValidationError(f"no market data on {as_of}: not a session or not ingested") from exc
+    if t < 1:
+        raise DataValidationError(f"no session before {as_of} in the data: cannot decide")
+    unknown = sorted(set(state.positions) - set(market.symbols))
+    if unknown:
+        raise DataValidationError(f"held symbols without market data: {unknown[:5]}")
+    held = np.zeros(len(market.symbols), dtype=np.int64)
+    for symbol, quantity in state.positions.items():
+        held[market.symbols.get_loc(symbol)] = quantity
+    nav_before = ledger.nav_frame(account)
+    nav_prev = float(nav_before["nav"].iloc[-1]) if len(nav_before) else state.initial_cash_fen / 100
+    book = Book(held, state.cash_fen, nav_prev, state.initial_cash_fen / 100, state.last_date)
+    costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
+                      setup.view_class)
+    first_quiet = t if state.last_date is None else int(
+        market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
+    quiet = mark_sessions(market, first_quiet, t, book, costing)
+    if len(quiet):
+        book = Book(held, state.cash_fen, float(quiet["nav"].iloc[-1]), book.initial, book.last_rebalance)
+    loss_before = float(quiet["principal_loss"].max()) if len(quiet) else -np.inf
+    orders, fills, rows = empty, empty, quiet
+    if costing.kill.trips(loss_before):
+        halted, new_book = True, book  # the loss tripped between rebalances: no trade today
+    else:
+        weights = decide(setup.strategy, setup.params, market, t, book, setup.view_class)
+        execution, row, new_book = trade_session(PaperBroker(market, setup.rules), t, weights, book,
+                                                 costing)
+        orders = execution.orders_frame(market.symbols)
+        fills = execution.fills_frame(market.symbols)
+        rows = pd.concat([quiet, pd.DataFrame([row])], ignore_index=True)[NAV_COLUMNS] \
+            if len(quiet) else pd.DataFrame([row])[NAV_COLUMNS]
+        halted = costing.kill.trips(row["principal_loss"])
+    reason = costing.kill.reason(float(rows["principal_loss"].max())) if halted else None
+    record = RebalanceRecord(
+        account, as_of, setup.strategy.name, setup.version, state.revision, new_book.cash_fen,
+        {market.symbols[i]: int(q) for i, q in enumerate(new_book.held) if q}, orders, fills, rows,
+        setup.lam, setup.gamma, reason)
+    committed = False if dry_run else ledger.commit_rebalance(record)
+    return RebalanceOutcome(account, as_of, committed, not dry_run and not committed, halted,
+                            orders, fills, rows, setup.version)

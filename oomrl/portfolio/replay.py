@@ -1,0 +1,236 @@
+"""Replay engine: paper-trades a strategy over stored data, looping only over rebalance events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from oomrl.errors import OomrlError
+from oomrl.market.rules import AShareRules
+from oomrl.portfolio.broker import Execution, PaperBroker
+from oomrl.portfolio.killswitch import DEFAULT_THRESHOLD, KillSwitch
+from oomrl.portfolio.market import MarketFrames
+from oomrl.portfolio.reward import frictionless_return, principal_loss, step_reward
+from strategies.base import MarketView, Strategy, StrategyParams, check_weights
+
+NAV_COLUMNS = ["date", "nav", "cash", "market_value", "frictionless_return", "realized_return",
+               "slippage_leakage", "turnover", "costs", "reward", "principal_loss", "strategy_version"]
+TRADING_DAYS = 252
+
+
+@dataclass
+class Book:
+    """What an account holds between sessions: shares per symbol, cash in fen, last NAV."""
+
+    held: np.ndarray
+    cash_fen: int
+    nav: float
+    initial: float
+    last_rebalance: date | None = None
+
+    @classmethod
+    def empty(cls, symbols: int, initial_cash: float) -> Book:
+        """A fresh all-cash book."""
+        return cls(np.zeros(symbols, dtype=np.int64), int(round(initial_cash * 100)), float(initial_cash),
+                   float(initial_cash))
+
+    @property
+    def cash(self) -> float:
+        return self.cash_fen / 100.0
+
+
+@dataclass
+class Costing:
+    """Reward and kill-switch settings of a run."""
+
+    lam: float = 0.0015
+    gamma: float = 0.0
+    kill: KillSwitch = field(default_factory=KillSwitch)
+    version: str = "replay"
+    view_class: type = MarketView  # a workspace strategy gets the MarketView of its own package
+
+
+def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
+                  ) -> pd.DataFrame:
+    """NAV rows for sessions [first, stop) without trades: holdings marked at the close, vectorised."""
+    if stop <= first:
+        return pd.DataFrame(columns=NAV_COLUMNS)
+    prices = np.nan_to_num(market.last_close[first:stop], nan=0.0)
+    market_value = prices @ book.held.astype(float)
+    nav = book.cash + market_value
+    previous = np.concatenate([[book.nav], nav[:-1]])
+    realized = nav / previous - 1.0
+    return pd.DataFrame({
+        "date": market.dates[first:stop], "nav": nav, "cash": book.cash, "market_value": market_value,
+        "frictionless_return": realized, "realized_return": realized, "slippage_leakage": 0.0,
+        "turnover": 0.0, "costs": 0.0, "reward": realized,
+        "principal_loss": 1.0 - nav / book.initial, "strategy_version": costing.version,
+    })
+
+
+def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: int, book: Book,
+           view_class: type = MarketView) -> np.ndarray:
+    """Target weights for session t from data up to session t-1 (the decision date)."""
+    view = view_class(market.panels, market.dates[t - 1], portfolio_value=book.nav)
+    prices = np.nan_to_num(market.last_close[t - 1], nan=0.0)
+    value = book.held * prices
+    holdings = {market.symbols[i]: float(value[i] / book.nav) for i in np.nonzero(value)[0]}
+    targets = check_weights(strategy.target_weights(view, holdings, params))
+    positions = market.symbols.get_indexer(list(targets))
+    if (positions < 0).any():
+        unknown = [s for s, p in zip(targets, positions) if p < 0]
+        raise OomrlError(f"strategy {strategy.name} targets symbols without market data: {unknown[:5]}")
+    weights = np.zeros(len(market.symbols))
+    weights[positions] = list(targets.values())
+    return weights
+
+
+def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
+                  ) -> tuple[Execution, dict[str, Any], Book]:
+    """Orders, fills and the NAV row of one rebalance session; returns the new book."""
+    market = broker.market
+    orders = broker.orders_for_weights(t, weights, book.held, book.nav)
+    execution = broker.execute(t, orders, book.held, book.cash_fen)
+    held = book.held + execution.filled
+    cash = execution.cash_after_fen / 100.0
+    market_value = float(np.nan_to_num(market.last_close[t], nan=0.0) @ held.astype(float))
+    nav = cash + market_value
+    realized = nav / book.nav - 1.0
+    ideal = frictionless_return(book.held.astype(float), book.cash, book.nav, weights,
+                                market.fill_price[t], market.close[t], market.last_close[t - 1])
+    turnover = execution.traded_value / book.nav
+    costs = execution.total_costs
+    row = {
+        "date": market.dates[t], "nav": nav, "cash": cash, "market_value": market_value,
+        "frictionless_return": ideal, "realized_return": realized,
+        "slippage_leakage": ideal - realized, "turnover": turnover, "costs": costs,
+        "reward": step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma),
+        "principal_loss": principal_loss(nav, book.initial), "strategy_version": costing.version,
+    }
+    new_book = Book(held, execution.cash_after_fen, nav, book.initial, market.dates[t].date())
+    return execution, row, new_book
+
+
+@dataclass
+class ReplayResult:
+    """A replay's daily NAV (nav_frame columns), fills, orders and where the kill switch tripped."""
+
+    strategy: str
+    nav: pd.DataFrame
+    fills: pd.DataFrame
+    orders: pd.DataFrame
+    initial_cash: float
+    halted_on: date | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for costs)."""
+        nav = self.nav
+        days = len(nav)
+        final = float(nav["nav"].iloc[-1]) if days else self.initial_cash
+        turnover = float(nav["turnover"].sum())
+        return {
+            "strategy": self.strategy, "start": nav["date"].iloc[0].date() if days else None,
+            "end": nav["date"].iloc[-1].date() if days else None, "trading_days": days,
+            "rebalances": int((nav["turnover"] > 0).sum()),
+            "turnover": turnover,
+            "turnover_annualized": turnover / days * TRADING_DAYS if days else 0.0,
+            "total_costs": float(nav["costs"].sum()),
+            "costs_fraction": float(nav["costs"].sum()) / self.initial_cash,
+            "slippage_leakage": float(nav["slippage_leakage"].sum()),
+            "frictionless_return": float((1 + nav["frictionless_return"]).prod() - 1),
+            "net_return": final / self.initial_cash - 1.0,
+            "halted_on": self.halted_on,
+        }
+
+
+def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrames, broker: PaperBroker,
+                 first: int, last: int, book: Book, costing: Costing
+                 ) -> Iterator[tuple[pd.DataFrame, Execution | None, Book]]:
+    """Walk sessions first..last: yields (NAV rows, the execution or None, book after) per chunk.
+
+    Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
+    checked on every session and ends the walk on the session it trips.
+    """
+    if first < 1:
+        raise OomrlError("a replay needs one session of history before its first trading day")
+    marked_from = first
+    for t in range(first, last + 1):
+        is_last = t == last
+        due = strategy.rebalance_due(market.dates[t].date(), book.last_rebalance)
+        if not due and not is_last:
+            continue
+        quiet = mark_sessions(market, marked_from, t if due else t + 1, book, costing)
+        tripped = _first_trip(quiet, costing.kill)
+        if tripped is not None:
+            yield quiet.iloc[: tripped + 1], None, book
+            return
+        if len(quiet):
+            book = Book(book.held, book.cash_fen, float(quiet["nav"].iloc[-1]), book.initial,
+                        book.last_rebalance)
+            if not due:
+                yield quiet, None, book
+                return
+        weights = decide(strategy, params, market, t, book, costing.view_class)
+        execution, row, book = trade_session(broker, t, weights, book, costing)
+        yield pd.concat([quiet, pd.DataFrame([row])], ignore_index=True) if len(quiet) else \
+            pd.DataFrame([row]), execution, book
+        if costing.kill.trips(row["principal_loss"]):
+            return
+        marked_from = t + 1
+
+
+def _first_trip(rows: pd.DataFrame, kill: KillSwitch) -> int | None:
+    hits = np.nonzero(rows["principal_loss"].to_numpy(dtype=float) >= kill.threshold)[0]
+    return int(hits[0]) if len(hits) else None
+
+
+def session_range(market: MarketFrames, start: date | str, end: date | str) -> tuple[int, int]:
+    """First and last session index within [start, end]; the first keeps one session of history."""
+    first = int(market.dates.searchsorted(pd.Timestamp(start)))
+    last = int(market.dates.searchsorted(pd.Timestamp(end), side="right")) - 1
+    first = max(first, 1)
+    if last < first:
+        raise OomrlError(f"no sessions to replay between {start} and {end} (data covers "
+                         f"{market.dates[0].date()}..{market.dates[-1].date()})")
+    return first, last
+
+
+def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None,
+           bars_panel: Mapping[str, pd.DataFrame] | MarketFrames, start: date | str, end: date | str,
+           rules: AShareRules | None = None, initial_cash: float = 10_000_000.0,
+           lam: float = 0.0015, gamma: float = 0.0, kill_threshold: float = DEFAULT_THRESHOLD,
+           st_symbols: Iterable[str] = (), version: str = "replay",
+           view_class: type = MarketView) -> ReplayResult:
+    """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker."""
+    rules = rules or AShareRules()
+    if not isinstance(params, StrategyParams):
+        params = strategy.Params(**(params or {}))
+    market = bars_panel if isinstance(bars_panel, MarketFrames) else \
+        MarketFrames.build(bars_panel, rules, st_symbols)
+    broker = PaperBroker(market, rules)
+    first, last = session_range(market, start, end)
+    costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class)
+    book = Book.empty(len(market.symbols), initial_cash)
+    navs: list[pd.DataFrame] = []
+    fills: list[pd.DataFrame] = []
+    orders: list[pd.DataFrame] = []
+    for rows, execution, book in run_sessions(strategy, params, market, broker, first, last, book,
+                                              costing):
+        navs.append(rows)
+        if execution is not None:
+            fills.append(execution.fills_frame(market.symbols))
+            orders.append(execution.orders_frame(market.symbols))
+    nav = pd.concat(navs, ignore_index=True)[NAV_COLUMNS]
+    halted = nav["principal_loss"].iloc[-1] >= kill_threshold
+    return ReplayResult(strategy.name, nav, _concat(fills), _concat(orders), initial_cash,
+                        nav["date"].iloc[-1].date() if halted else None)
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
