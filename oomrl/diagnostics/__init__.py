@@ -1,0 +1,1 @@
+"""Loss diagnostics: alert rules, the Autopsy model and the deterministic critic."""

@@ -1,0 +1,129 @@
+"""The Autopsy: a loss diagnosis with its mandate and machine-checkable constraints (DESIGN §4.4)."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "autopsy.schema.json"
+EVENT = "FINANCIAL_DEGRADATION_DETECTED"
+
+Severity = Literal["warning", "critical"]
+Rebalance = Literal["daily", "weekly", "biweekly", "monthly"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AutopsyMetrics(_Strict):
+    """The account's state on the alert date; fractions of NAV unless said otherwise."""
+
+    daily_pnl: float = Field(description="Realized (net) return of the alert date.")
+    slippage_leakage: float = Field(description="Frictionless minus realized return, summed over the window.")
+    drawdown: float = Field(le=0, description="NAV over its high-water mark (starting capital included) − 1.")
+    cumulative_principal_loss: float = Field(description="L = 1 − W/W₀.")
+    turnover_annualized: float = Field(ge=0, description="Mean daily turnover over the window × 252.")
+    rolling_ir_60d: float | None = Field(description="60-session information ratio vs the CSI 300; null "
+                                         "when there is no benchmark or fewer than 60 sessions.")
+
+
+class Trigger(_Strict):
+    """Which rule fired, on what value, against which threshold."""
+
+    rule: str
+    value: float
+    threshold: float
+    window_start: date
+    message: str
+
+
+class CostBreakdown(_Strict):
+    """Execution costs over the evidence window, in CNY."""
+
+    commission: float
+    stamp_duty: float
+    transfer_fee: float
+    impact_cost: float
+    total: float
+
+
+class Evidence(_Strict):
+    """What the ledger shows over the evidence window: fills, costs, participation, returns."""
+
+    window_start: date
+    window_end: date
+    sessions: int = Field(ge=1)
+    fills: int = Field(ge=0)
+    traded_value: float = Field(ge=0, description="Σ |quantity × price| in CNY.")
+    costs: CostBreakdown
+    costs_over_nav: float = Field(description="Total costs / mean NAV over the window.")
+    impact_share_of_costs: float | None = Field(description="Impact / total costs; null without costs.")
+    adv_participation_median: float | None
+    adv_participation_max: float | None
+    fills_over_participation_cap: int = Field(ge=0)
+    frictionless_return: float = Field(description="Compounded frictionless return over the window.")
+    realized_return: float = Field(description="Compounded realized return over the window.")
+
+
+class Diagnostics(_Strict):
+    """Where the loss comes from: the module and version live, the root cause and its evidence."""
+
+    module: str
+    strategy_version: str | None
+    root_cause: str
+    execution_log: str | None = Field(description="Path or artifact key of the execution log.")
+    evidence: Evidence
+    findings: list[str] = Field(default_factory=list)
+
+
+class Constraints(_Strict):
+    """The mandate as numbers the Test Author encodes and cross-validation checks before promotion."""
+
+    rebalance: Rebalance
+    max_adv_participation: float = Field(gt=0, le=1, description="Cap on one order's share of ADV.")
+    max_weekly_turnover: float = Field(gt=0, description="Cap on Σ|Δw| traded per week, fraction of NAV.")
+    max_position_weight: float | None = Field(default=None, gt=0, le=1)
+    max_drawdown: float | None = Field(default=None, gt=0, le=1,
+                                       description="Largest drawdown tolerated in the validation replay.")
+    min_information_ratio: float | None = Field(default=None,
+                                                description="Floor on the validation replay's IR vs the CSI 300.")
+
+
+class Autopsy(_Strict):
+    """A financial degradation event: superset of the paper's autopsy example."""
+
+    event: Literal["FINANCIAL_DEGRADATION_DETECTED"] = EVENT
+    schema_version: Literal[1] = 1
+    alert_id: str = Field(min_length=8)
+    account: str
+    as_of: date
+    severity: Severity
+    trigger: Trigger
+    metrics: AutopsyMetrics
+    diagnostics: Diagnostics
+    mandate: str
+    constraints: Constraints
+
+
+def autopsy_schema() -> dict[str, Any]:
+    """The JSON Schema of the Autopsy (draft 2020-12, as pydantic generates it)."""
+    schema = Autopsy.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://oomrl.dev/schemas/autopsy.schema.json"
+    return schema
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> Path:
+    """Write the exported schema file (committed in the repo; a test keeps it in sync)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(autopsy_schema(), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m oomrl.diagnostics.autopsy` refreshes the file
+    print(write_schema())

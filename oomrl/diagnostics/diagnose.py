@@ -1,0 +1,69 @@
+"""Loss diagnostics of one account: evaluate the rules, write each new alert's autopsy to the ledger."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from oomrl.config import Settings
+from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics.critic import autopsy_for
+from oomrl.diagnostics.rules import AlertConfig, evaluate, load_config
+
+
+class AlertLedger(Protocol):
+    """The part of the ledger diagnostics reads and writes."""
+
+    def nav_frame(self, account: str) -> pd.DataFrame: ...
+
+    def fills_frame(self, account: str, start: date | None = None, end: date | None = None) -> pd.DataFrame: ...
+
+    def insert_alert(self, account: str, alert_id: str, as_of: date, rule: str, payload: dict[str, Any]) -> bool: ...
+
+    def active_strategy(self, account: str) -> tuple[str, str] | None: ...
+
+
+def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: AlertConfig | None = None, *,
+             benchmark: pd.Series | None = None, log_dir: Path | None = None) -> list[Autopsy]:
+    """Autopsies of the alerts first raised on as_of; alerts the ledger already holds are skipped.
+
+    With `log_dir`, the fills behind each autopsy are written there as CSV and named as its
+    execution log. The autopsy is stored as the alert's payload, so the ledger keeps the full story.
+    """
+    config = config or AlertConfig()
+    nav, fills = ledger.nav_frame(account), ledger.fills_frame(account)
+    active = ledger.active_strategy(account)
+    module = f"strategies.{active[1]}" if active else "strategies"
+    new: list[Autopsy] = []
+    for alert in evaluate(nav, fills, config, as_of, account, benchmark):
+        log = None
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            log = log_dir / f"fills-{alert.alert_id}.csv"
+            dated = fills.assign(date=pd.to_datetime(fills["date"]))
+            dated[dated["date"] <= pd.Timestamp(alert.as_of)].to_csv(log, index=False)
+        autopsy = autopsy_for(alert, nav, fills, config, module=module,
+                              fallback_version=active[0] if active else None,
+                              execution_log=str(log) if log else None, benchmark=benchmark)
+        if ledger.insert_alert(account, alert.alert_id, alert.as_of, alert.rule, autopsy.model_dump(mode="json")):
+            new.append(autopsy)
+    return new
+
+
+def diagnose_account(settings: Settings, account: str, as_of: str, config_path: Path | None = None
+                     ) -> list[Autopsy]:
+    """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file."""
+    from oomrl.data.sample import ensure_sample
+    from oomrl.metrics.attribution import benchmark_returns
+    from oomrl.portfolio.ledger import Ledger
+
+    config = load_config(config_path)
+    ledger = Ledger(settings.ledger)
+    ledger.create_schema()
+    benchmark = benchmark_returns(ensure_sample(settings), "price")
+    stamp = pd.Timestamp(as_of).date().isoformat()
+    return diagnose(ledger, account, as_of, config, benchmark=benchmark,
+                    log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}")

@@ -1,0 +1,45 @@
+"""Builders of ledger-shaped NAV and fills frames for the diagnostics tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+START_CASH = 10_000_000.0
+FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",
+                "stamp_duty", "transfer_fee", "impact_cost", "adv_participation"]
+
+
+def nav_frame(returns: Sequence[float], *, leakage: float | Sequence[float] = 0.0,
+              turnover: float | Sequence[float] = 0.0, start: str = "2025-01-02",
+              version: str = "a1b2c3d4e5f6") -> pd.DataFrame:
+    """A nav_frame (ledger columns) whose realized returns are `returns`."""
+    r = np.asarray(returns, dtype=float)
+    n = len(r)
+    dates = pd.bdate_range(start, periods=n)
+    nav = START_CASH * np.cumprod(1 + r)
+    leak = np.broadcast_to(np.asarray(leakage, dtype=float), (n,))
+    turn = np.broadcast_to(np.asarray(turnover, dtype=float), (n,))
+    return pd.DataFrame({
+        "date": dates, "nav": nav, "cash": nav * 0.05, "market_value": nav * 0.95,
+        "frictionless_return": r + leak, "realized_return": r, "slippage_leakage": leak,
+        "turnover": turn, "costs": leak * nav, "reward": r, "principal_loss": 1 - nav / START_CASH,
+        "strategy_version": version,
+    })
+
+
+def fills_frame(dates: Sequence[pd.Timestamp], *, participation: float = 0.01, impact: float = 50.0,
+                commission: float = 100.0) -> pd.DataFrame:
+    """One buy fill per date with the given ADV participation and costs (CNY)."""
+    rows = [{"date": d, "symbol": "600519.SH", "side": "buy", "quantity": 1000, "price": 1500.0,
+             "frictionless_price": 1499.0, "commission": commission, "stamp_duty": 0.0,
+             "transfer_fee": 15.0, "impact_cost": impact, "adv_participation": participation}
+            for d in dates]
+    return pd.DataFrame(rows, columns=FILL_COLUMNS)
+
+
+def quiet_returns(n: int, seed: int = 0, scale: float = 0.004) -> np.ndarray:
+    """Small positive-drift noise: no rule fires on it."""
+    return np.random.default_rng(seed).normal(0.0005, scale, n)
