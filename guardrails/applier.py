@@ -157,6 +157,8 @@ def _safe_path(root: Path, rel: str) -> Path:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
             break
+        except NotADirectoryError:
+            raise _HunkFailed(f"{rel}: a parent of it is a file, not a folder") from None
         if stat.S_ISLNK(mode):
             raise PermissionError(f"{current.relative_to(root)} is a symbolic link; the gate never "
                                   "writes through links")
@@ -257,8 +259,8 @@ def apply_patch(changes: list[FileChange], root: Path) -> ApplyResult:
             continue
         try:
             _write(root, rel, doc)
-        except OSError as exc:  # a link or a file where a folder must go
-            result.violations.append(_refuse("diff.symlink_write", rel, f"cannot write {rel}: {exc}"))
+        except (OSError, _HunkFailed) as exc:  # entries of this patch that clash with each other
+            result.violations.append(_refuse("diff.write_failed", rel, f"cannot write {rel}: {exc}"))
             continue
         result.written.append(rel)
         result.added_lines[rel] = {i + 1 for i, added in enumerate(doc.added) if added}
@@ -269,7 +271,7 @@ def added_lines(changes: list[FileChange]) -> dict[str, set[int]]:
     """Target line numbers each entry adds as the hunk headers state them (before any drift)."""
     lines: dict[str, set[int]] = {}
     for change in changes:
-        if change.is_removed or change.target_path is None:
+        if change.target_path is None:  # a deletion adds nothing
             continue
         numbers = lines.setdefault(change.target_path, set())
         numbers.update(line.target_line_no for hunk in change.hunks for line in hunk
