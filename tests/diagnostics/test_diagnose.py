@@ -1,0 +1,52 @@
+"""diagnose() on the real ledger (SQLite, and PostgreSQL when configured): stores each alert once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+
+from oomrl.diagnostics.autopsy import SCHEMA_PATH
+from oomrl.diagnostics.diagnose import diagnose
+from oomrl.portfolio.ledger import Ledger, RebalanceRecord
+from tests.diagnostics.conftest import START_CASH, fills_frame, nav_frame, quiet_returns
+from tests.portfolio.conftest import ledger  # noqa: F401  (the shared SQLite/PostgreSQL fixture)
+
+ORDER_COLUMNS = ["symbol", "side", "requested", "filled", "unfilled", "reason"]
+
+
+def book_history(book: Ledger, account: str, nav: pd.DataFrame, fills: pd.DataFrame) -> None:
+    """Write the NAV history and fills into the ledger as one committed rebalance."""
+    book.open_account(account, START_CASH)
+    book.set_active_version(account, "feedbeef" * 5, "daily_momentum")
+    as_of = nav["date"].iloc[-1].date()
+    record = RebalanceRecord(
+        account=account, as_of=as_of, strategy="daily_momentum", strategy_version="a1b2c3d4e5f6",
+        expected_revision=0, cash_fen=int(START_CASH * 100), positions={},
+        orders=pd.DataFrame(columns=ORDER_COLUMNS), fills=fills.assign(cash_delta_fen=0),
+        nav=nav, lam=0.0015, gamma=0.0)
+    assert book.commit_rebalance(record)
+
+
+def test_diagnose_stores_new_alerts_once(ledger: Ledger, tmp_path: Path) -> None:  # noqa: F811
+    nav = nav_frame(list(quiet_returns(30)) + [-0.035], leakage=0.0008, turnover=0.4)
+    fills = fills_frame(nav["date"].iloc[-10:], participation=0.12, impact=5000.0)
+    book_history(ledger, "acct-1", nav, fills)
+    as_of = nav["date"].iloc[-1].date().isoformat()
+
+    first = diagnose(ledger, "acct-1", as_of, log_dir=tmp_path / "logs")
+    rules = sorted(a.trigger.rule for a in first)
+    assert rules == ["daily_loss", "execution_decay", "turnover_spike"]
+    stored = ledger.alerts("acct-1")
+    assert sorted(row["alert_id"] for row in stored) == sorted(a.alert_id for a in first)
+    schema = json.loads(SCHEMA_PATH.read_text())
+    for row in stored:
+        jsonschema.validate(row["payload"], schema)
+        assert row["payload"]["diagnostics"]["module"] == "strategies.daily_momentum"
+    log = Path(first[0].diagnostics.execution_log or "")
+    assert log.exists() and len(pd.read_csv(log)) == 10
+
+    assert diagnose(ledger, "acct-1", as_of) == []  # the same alerts are never raised twice
+    assert len(ledger.alerts("acct-1")) == 3
