@@ -10,7 +10,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 ALERT_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,199}$"
-LOSS_EVENT = "FINANCIAL_DEGRADATION_DETECTED"
 
 
 class InvalidAlertError(ValueError):
@@ -118,8 +117,8 @@ def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) ->
         autopsy.setdefault("alert_id", _alertmanager_alert_id(alert))
         return parse_loss_alert(json.dumps(autopsy).encode())
     labels, notes = alert.labels, alert.annotations
+    # Not a full autopsy (no "event" key): the repair completes it from the ledger via the critic.
     return {
-        "event": LOSS_EVENT,
         "alert_id": _alertmanager_alert_id(alert),
         "account": labels.get("account", default_account),
         "as_of": alert.startsAt[:10],

@@ -137,6 +137,7 @@ def test_bad_content_length_is_400(config: WebhookSettings, launcher: RecordingL
         (b'{"alert_id": "../../etc"}', "alert_id"),
         (b'{"alert_id": "ok-1", "account": ""}', "account"),
         (b"\xff\xfe", "not JSON"),
+        (b'{"alert_id": "ok-12345", "event": "FINANCIAL_DEGRADATION_DETECTED"}', "not a valid autopsy"),
     ],
 )
 def test_malformed_signed_body_is_422(client: TestClient, launcher: RecordingLauncher,
