@@ -246,9 +246,8 @@ class SourceScanner:
                 falls_to = last.value if isinstance(last, ast.Return) else None
                 self._equality(item.name, returns, falls_to, item)
             elif isinstance(item, ast.Assign) and isinstance(item.value, ast.Lambda):
-                for target in item.targets:
-                    if isinstance(target, ast.Name):
-                        self._equality(target.id, [item.value.body], item.value.body, item)
+                for name in [t.id for t in item.targets if isinstance(t, ast.Name)]:
+                    self._equality(name, [item.value.body], item.value.body, item)
 
     def _equality(self, name: str, returns: list[ast.expr | None], last: ast.expr | None,
                   node: ast.AST) -> None:
@@ -290,10 +289,8 @@ def source_findings(text: str, disabled: frozenset[str] = frozenset(),
                     allowed_modules: frozenset[str] = frozenset()) -> list[Finding]:
     """All findings of a parseable module (AST rules plus coverage-exclusion comments)."""
     tree = ast.parse(text)
-    found = SourceScanner(tree, disabled, allowed_modules).run()
-    if "sanitizer.pragma" not in disabled:
-        found += pragma_findings(text, "sanitizer.pragma")
-    return found
+    return SourceScanner(tree, disabled, allowed_modules).run() + pragma_findings(
+        text, "sanitizer.pragma")
 
 
 def scan_source(path: str, new_text: str, old_text: str | None, allow: set[str]) -> list[Violation]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from guardrails.astscan import (Finding, dotted, import_map, only_new, parse, pragma_findings,
-                                snippet, to_violations, under)
-from guardrails.sanitizer import SourceScanner
+from guardrails.astscan import (Finding, dotted, import_map, only_new, parse, snippet,
+                                to_violations, under)
+from guardrails.sanitizer import source_findings
 from guardrails.verdict import Violation
 
 SOURCE_PACKAGES = ("strategies",)
@@ -92,8 +92,7 @@ class TestScanner:
             if isinstance(left, ast.Constant) and isinstance(right, ast.Constant):
                 return text
             floor = 0 if isinstance(op, ast.GtE) else -1 if isinstance(op, ast.Gt) else None
-            if (self.name(left) == "len" and floor is not None and isinstance(right, ast.Constant)
-                    and isinstance(right.value, int) and right.value <= floor):
+            if self.name(left) == "len" and floor is not None and _number(right) <= floor:
                 return text
         if isinstance(test, ast.Call) and self.name(test) == "isinstance" and len(test.args) == 2:
             return text if snippet(test.args[1]) == "object" else None
@@ -254,6 +253,15 @@ class TestScanner:
                 self.add("tests.mock_unit", node, text)
 
 
+def _number(node: ast.AST) -> float:
+    """The value of a numeric literal (`3`, `-1`), or +inf for anything else."""
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return float("inf")
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else float("inf")
+
+
 def _mentions(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
@@ -276,10 +284,8 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
 
 
 def _findings(text: str, source_packages: tuple[str, ...]) -> list[Finding]:
-    tree = ast.parse(text)
-    found = TestScanner(tree, source_packages).run()
-    found += SourceScanner(tree, TEST_DISABLED, TEST_MODULES).run()
-    return found + pragma_findings(text, "sanitizer.pragma")
+    return (TestScanner(ast.parse(text), source_packages).run()
+            + source_findings(text, TEST_DISABLED, TEST_MODULES))
 
 
 def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
