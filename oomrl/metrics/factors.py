@@ -85,7 +85,7 @@ class StyleAttribution:
 
     def table(self) -> pd.DataFrame:
         """Table 2 layout: one row per exposure with coefficient, t (plain, HAC), p and annual contribution."""
-        table = self.regression.as_table().rename(index={"const": "alpha"})
+        table = self.regression.as_table().rename(index={"const": "alpha"}).rename_axis("exposure")
         contributions = {"alpha": self.decomposition["alpha"], "market": self.decomposition["beta_return"]}
         contributions.update({name: self.decomposition[f"style_{name}"] for name in FACTOR_NAMES
                               if f"style_{name}" in self.decomposition})

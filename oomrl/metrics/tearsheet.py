@@ -48,7 +48,9 @@ def format_value(key: str, value: object) -> str:
     if isinstance(value, (int,)) and not isinstance(value, bool):
         return str(value)
     if isinstance(value, float):
-        return f"{value * 100:.2f} %" if key in PERCENT_KEYS else f"{value:.3f}"
+        if key in PERCENT_KEYS:
+            return f"{value * 100:.2f} %"
+        return f"{value:.5f}" if key == "coef" else f"{value:.3f}"  # daily coefficients are small
     return str(value)
 
 

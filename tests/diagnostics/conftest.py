@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from oomrl.portfolio.ledger import Ledger, RebalanceRecord
+
 START_CASH = 10_000_000.0
 FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",
                 "stamp_duty", "transfer_fee", "impact_cost", "adv_participation"]
@@ -43,3 +45,17 @@ def fills_frame(dates: Sequence[pd.Timestamp], *, participation: float = 0.01, i
 def quiet_returns(n: int, seed: int = 0, scale: float = 0.004) -> np.ndarray:
     """Small positive-drift noise: no rule fires on it."""
     return np.random.default_rng(seed).normal(0.0005, scale, n)
+
+
+def book_history(book: Ledger, account: str, nav: pd.DataFrame, fills: pd.DataFrame,
+                 strategy: str = "daily_momentum") -> None:
+    """Write a NAV history and its fills into the real ledger as one committed rebalance."""
+    book.open_account(account, START_CASH)
+    book.set_active_version(account, "feedbeef" * 5, strategy)
+    record = RebalanceRecord(
+        account=account, as_of=nav["date"].iloc[-1].date(), strategy=strategy,
+        strategy_version=str(nav["strategy_version"].iloc[-1]), expected_revision=0,
+        cash_fen=int(START_CASH * 100), positions={},
+        orders=pd.DataFrame(columns=["symbol", "side", "requested", "filled", "unfilled", "reason"]),
+        fills=fills.assign(cash_delta_fen=0), nav=nav, lam=0.0015, gamma=0.0)
+    assert book.commit_rebalance(record)

@@ -10,25 +10,9 @@ import pandas as pd
 
 from oomrl.diagnostics.autopsy import SCHEMA_PATH
 from oomrl.diagnostics.diagnose import diagnose
-from oomrl.portfolio.ledger import Ledger, RebalanceRecord
-from tests.diagnostics.conftest import START_CASH, fills_frame, nav_frame, quiet_returns
+from oomrl.portfolio.ledger import Ledger
+from tests.diagnostics.conftest import book_history, fills_frame, nav_frame, quiet_returns
 from tests.portfolio.conftest import ledger  # noqa: F401  (the shared SQLite/PostgreSQL fixture)
-
-ORDER_COLUMNS = ["symbol", "side", "requested", "filled", "unfilled", "reason"]
-
-
-def book_history(book: Ledger, account: str, nav: pd.DataFrame, fills: pd.DataFrame) -> None:
-    """Write the NAV history and fills into the ledger as one committed rebalance."""
-    book.open_account(account, START_CASH)
-    book.set_active_version(account, "feedbeef" * 5, "daily_momentum")
-    as_of = nav["date"].iloc[-1].date()
-    record = RebalanceRecord(
-        account=account, as_of=as_of, strategy="daily_momentum", strategy_version="a1b2c3d4e5f6",
-        expected_revision=0, cash_fen=int(START_CASH * 100), positions={},
-        orders=pd.DataFrame(columns=ORDER_COLUMNS), fills=fills.assign(cash_delta_fen=0),
-        nav=nav, lam=0.0015, gamma=0.0)
-    assert book.commit_rebalance(record)
-
 
 def test_diagnose_stores_new_alerts_once(ledger: Ledger, tmp_path: Path) -> None:  # noqa: F811
     nav = nav_frame(list(quiet_returns(30)) + [-0.035], leakage=0.0008, turnover=0.4)

@@ -1,0 +1,103 @@
+"""`oomrl report --account` and `oomrl diagnose` over the real ledger and the bundled sample store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from oomrl.cli import app
+from oomrl.config import get_settings
+from oomrl.data.sample import ensure_sample
+from oomrl.data.store import MarketStore
+from oomrl.metrics.attribution import (
+    account_returns,
+    benchmark_returns,
+    store_style_factors,
+    universe_panel,
+)
+from oomrl.metrics.io import MetricsInputError
+from oomrl.portfolio.ledger import Ledger
+from tests.diagnostics.conftest import book_history, fills_frame, nav_frame
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An OOMRL_HOME with the sample store and one account trading two versions over 2024-07..2025-06."""
+    root = tmp_path_factory.mktemp("acct-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OOMRL_HOME", str(root))
+        settings = get_settings()
+        store = ensure_sample(settings)
+        bench = benchmark_returns(store).loc["2024-07-01":"2025-06-30"]
+        rng = np.random.default_rng(0)
+        returns = 0.9 * bench.to_numpy() + rng.normal(0.0002, 0.004, len(bench))
+        returns[-1] = -0.06  # a loss on the last day for the diagnosis
+        nav = nav_frame(returns, leakage=0.0001, turnover=0.02)
+        nav["date"] = bench.index
+        nav["strategy_version"] = ["aaaa1111"] * 120 + ["bbbb2222"] * (len(bench) - 120)
+        ledger = Ledger(settings.ledger)
+        ledger.create_schema()
+        book_history(ledger, "demo", nav, fills_frame(bench.index[-5:], participation=0.02))
+        yield root
+
+
+def test_report_for_an_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_HOME", str(home))
+    result = runner.invoke(app, ["report", "--account", "demo"])
+    assert result.exit_code == 0, result.output
+    paths = [Path(p) for p in result.stdout.split()]
+    assert paths[0].name == "tearsheet.html" and paths[0].parent.parent == home / "runs"
+    assert [p.name for p in paths[2:]] == ["equity.png", "underwater.png", "rolling_ir.png"]
+    summary = paths[1].read_text()
+    assert "Benchmark: CSI 300 price index (000300)" in summary
+    assert "| aaaa1111 | 2024-07-01 |" in summary and "| bbbb2222 |" in summary  # versions as phases
+    assert "## Style attribution" in summary and "| momentum |" in summary
+    tr = runner.invoke(app, ["report", "--account", "demo", "--benchmark", "total_return",
+                             "--out", str(home / "tr")])
+    assert tr.exit_code == 0, tr.output
+    assert "CSI 300 total-return index (H00300)" in (home / "tr" / "summary.md").read_text()
+
+
+def test_report_for_an_unknown_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_HOME", str(home))
+    result = runner.invoke(app, ["report", "--account", "nobody"])
+    assert result.exit_code == 1 and "no NAV history" in result.stderr
+
+
+def test_diagnose_prints_autopsies_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_HOME", str(home))
+    result = runner.invoke(app, ["diagnose", "--account", "demo", "--as-of", "2025-06-30"])
+    assert result.exit_code == 0, result.output
+    autopsies = json.loads(result.stdout)
+    assert "daily_loss" in {a["trigger"]["rule"] for a in autopsies}
+    assert all(a["diagnostics"]["strategy_version"] == "bbbb2222" for a in autopsies)
+    again = runner.invoke(app, ["diagnose", "--account", "demo", "--as-of", "2025-06-30"])
+    assert again.exit_code == 0 and json.loads(again.stdout) == []
+    bad = runner.invoke(app, ["diagnose", "--account", "nobody", "--as-of", "2025-06-30"])
+    assert bad.exit_code == 1 and "lacks column" not in bad.stderr and "no NAV" in bad.stderr
+
+
+def test_store_helpers(home: Path, tmp_path: Path) -> None:
+    store = MarketStore(home / "data")
+    with pytest.raises(MetricsInputError, match="benchmark must be one of"):
+        benchmark_returns(store, "gross")
+    with pytest.raises(MetricsInputError, match="no price levels"):
+        benchmark_returns(MarketStore(tmp_path / "empty"))
+    with pytest.raises(MetricsInputError, match="no bars"):
+        store_style_factors(MarketStore(tmp_path / "empty"), pd.Timestamp("2025-01-02"),
+                            pd.Timestamp("2025-02-03"))
+    with pytest.raises(MetricsInputError, match="no NAV history"):
+        account_returns(pd.DataFrame(columns=["date", "realized_return"]), "x")
+    dates = pd.DatetimeIndex(["2024-06-14", "2024-06-17", "2024-06-18"])
+    members = pd.DataFrame({"effective_date": pd.to_datetime(["2023-12-11", "2023-12-11", "2024-06-17"]),
+                            "symbol": ["A", "B", "B"]})
+    flags = universe_panel(members, dates, pd.Index(["A", "B", "C"]))
+    assert flags.to_numpy().tolist() == [[True, True, False], [False, True, False], [False, True, False]]
