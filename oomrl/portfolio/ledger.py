@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pandas as pd
@@ -18,11 +18,7 @@ from sqlalchemy.engine import Connection
 
 from oomrl.errors import OomrlError
 from oomrl.portfolio.killswitch import AccountStatus
-
-FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",
-                "stamp_duty", "transfer_fee", "impact_cost", "adv_participation"]
-NAV_FIELDS = ["nav", "cash", "market_value", "frictionless_return", "realized_return",
-              "slippage_leakage", "turnover", "costs", "principal_loss"]
+from oomrl.portfolio.ledger_tables import FILL_COLUMNS, NAV_FIELDS, driver_url, ledger_tables
 
 
 class LedgerConflictError(OomrlError):
@@ -30,99 +26,7 @@ class LedgerConflictError(OomrlError):
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
-    money = sa.BigInteger  # fen
-    t = {}
-    t["accounts"] = sa.Table(
-        "accounts", metadata,
-        sa.Column("account", sa.String(64), primary_key=True),
-        sa.Column("initial_cash_fen", money, nullable=False),
-        sa.Column("cash_fen", money, nullable=False),
-        sa.Column("status", sa.String(16), nullable=False),
-        sa.Column("halt_reason", sa.Text),
-        sa.Column("revision", sa.Integer, nullable=False),
-        sa.Column("last_date", sa.Date),
-        sa.Column("created_at", sa.DateTime, nullable=False))
-    t["account_events"] = sa.Table(
-        "account_events", metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("account", sa.String(64), nullable=False, index=True),
-        sa.Column("kind", sa.String(16), nullable=False),
-        sa.Column("as_of", sa.Date),
-        sa.Column("detail", sa.Text),
-        sa.Column("at", sa.DateTime, nullable=False))
-    t["strategy_versions"] = sa.Table(
-        "strategy_versions", metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("account", sa.String(64), nullable=False, index=True),
-        sa.Column("sha", sa.String(64), nullable=False),
-        sa.Column("name", sa.String(64), nullable=False),
-        sa.Column("activated_at", sa.DateTime, nullable=False))
-    t["rebalances"] = sa.Table(
-        "rebalances", metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("account", sa.String(64), nullable=False),
-        sa.Column("as_of", sa.Date, nullable=False),
-        sa.Column("strategy", sa.String(64), nullable=False),
-        sa.Column("strategy_version", sa.String(64), nullable=False),
-        sa.Column("orders", sa.Integer, nullable=False),
-        sa.Column("fills", sa.Integer, nullable=False),
-        sa.Column("created_at", sa.DateTime, nullable=False),
-        sa.UniqueConstraint("account", "as_of", name="uq_rebalance_account_date"))
-    t["orders"] = sa.Table(
-        "orders", metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
-                  index=True),
-        sa.Column("symbol", sa.String(16), nullable=False),
-        sa.Column("side", sa.String(4), nullable=False),
-        sa.Column("requested", sa.BigInteger, nullable=False),
-        sa.Column("filled", sa.BigInteger, nullable=False),
-        sa.Column("unfilled", sa.BigInteger, nullable=False),
-        sa.Column("reason", sa.String(16), nullable=False))
-    t["fills"] = sa.Table(
-        "fills", metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
-                  index=True),
-        sa.Column("account", sa.String(64), nullable=False, index=True),
-        sa.Column("date", sa.Date, nullable=False),
-        sa.Column("symbol", sa.String(16), nullable=False),
-        sa.Column("side", sa.String(4), nullable=False),
-        sa.Column("quantity", sa.BigInteger, nullable=False),
-        *[sa.Column(name, sa.Float, nullable=False) for name in FILL_COLUMNS[4:]],
-        sa.Column("cash_delta_fen", money, nullable=False))
-    t["positions"] = sa.Table(
-        "positions", metadata,
-        sa.Column("account", sa.String(64), primary_key=True),
-        sa.Column("symbol", sa.String(16), primary_key=True),
-        sa.Column("quantity", sa.BigInteger, nullable=False))
-    t["nav"] = sa.Table(
-        "nav", metadata,
-        sa.Column("account", sa.String(64), primary_key=True),
-        sa.Column("date", sa.Date, primary_key=True),
-        *[sa.Column(name, sa.Float, nullable=False) for name in NAV_FIELDS],
-        sa.Column("strategy_version", sa.String(64), nullable=False),
-        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id")))
-    t["rewards"] = sa.Table(
-        "rewards", metadata,
-        sa.Column("account", sa.String(64), primary_key=True),
-        sa.Column("date", sa.Date, primary_key=True),
-        sa.Column("reward", sa.Float, nullable=False),
-        sa.Column("lam", sa.Float, nullable=False),
-        sa.Column("gamma", sa.Float, nullable=False))
-    t["alerts"] = sa.Table(
-        "alerts", metadata,
-        sa.Column("alert_id", sa.String(128), primary_key=True),
-        sa.Column("account", sa.String(64), nullable=False, index=True),
-        sa.Column("as_of", sa.Date, nullable=False),
-        sa.Column("rule", sa.String(64), nullable=False),
-        sa.Column("payload", sa.Text, nullable=False),
-        sa.Column("created_at", sa.DateTime, nullable=False))
-    return t
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass
@@ -162,10 +66,10 @@ class Ledger:
     """The ledger on any SQLAlchemy URL; `schema` places the tables in a PostgreSQL schema."""
 
     def __init__(self, url: str, schema: str | None = None) -> None:
-        self.url = url
-        self.engine = sa.create_engine(url, future=True)
+        self.url = driver_url(url)
+        self.engine = sa.create_engine(self.url, future=True)
         self.metadata = sa.MetaData(schema=schema)
-        self.t = _tables(self.metadata)
+        self.t = ledger_tables(self.metadata)
 
     def create_schema(self) -> None:
         """Create every table that does not exist yet."""
@@ -180,7 +84,7 @@ class Ledger:
         """The account, created with `initial_cash` when it does not exist yet."""
         if initial_cash <= 0:
             raise OomrlError(f"initial cash must be > 0, got {initial_cash}")
-        fen = int(round(initial_cash * 100))
+        fen = round(initial_cash * 100)
         with self.engine.begin() as conn:
             exists = conn.execute(sa.select(self.t["accounts"].c.account)
                                   .where(self.t["accounts"].c.account == account)).first()

@@ -67,7 +67,7 @@ def load_strategy(root: Path, name: str) -> LoadedStrategy:
     strategy = getattr(module, "STRATEGY", None)
     if strategy is None or getattr(strategy, "name", None) != name:
         raise StrategyLoadError(f"{package_dir / (name + '.py')} must define STRATEGY named {name!r}")
-    return LoadedStrategy(strategy, package, getattr(base, "MarketView"), Path(root))
+    return LoadedStrategy(strategy, package, base.MarketView, Path(root))
 
 
 def _import_package(alias: str, package_dir: Path) -> ModuleType:

@@ -36,7 +36,7 @@ class Book:
     @classmethod
     def empty(cls, symbols: int, initial_cash: float) -> Book:
         """A fresh all-cash book."""
-        return cls(np.zeros(symbols, dtype=np.int64), int(round(initial_cash * 100)), float(initial_cash),
+        return cls(np.zeros(symbols, dtype=np.int64), round(initial_cash * 100), float(initial_cash),
                    float(initial_cash))
 
     @property
@@ -215,12 +215,12 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     broker = PaperBroker(market, rules)
     first, last = session_range(market, start, end)
     costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class)
-    book = Book.empty(len(market.symbols), initial_cash)
     navs: list[pd.DataFrame] = []
     fills: list[pd.DataFrame] = []
     orders: list[pd.DataFrame] = []
-    for rows, execution, book in run_sessions(strategy, params, market, broker, first, last, book,
-                                              costing):
+    start_book = Book.empty(len(market.symbols), initial_cash)
+    for rows, execution, _ in run_sessions(strategy, params, market, broker, first, last, start_book,
+                                           costing):
         navs.append(rows)
         if execution is not None:
             fills.append(execution.fills_frame(market.symbols))

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from oomrl.portfolio.ledger import Ledger
+from oomrl.portfolio.ledger_tables import driver_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -24,7 +25,7 @@ def ledger(request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | N
     if not postgres_url:
         pytest.skip("OOMRL_TEST_POSTGRES_URL is not set")
     schema = f"oomrl_test_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(postgres_url)
+    engine = sa.create_engine(driver_url(postgres_url))
     with engine.begin() as conn:
         conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
     book = Ledger(postgres_url, schema=schema)

@@ -24,8 +24,9 @@ def market(rates: dict[str, float], values: dict[str, float], days: int = 30) ->
 
 def loose(**overrides: float) -> WeeklyLiquidityParams:
     """Params with caps wide open, so one behaviour at a time can be tested."""
-    base = dict(top_k=2, lookback=5, skip=0, adv_window=5, min_adv=1e8, gross_exposure=1.0,
-                max_adv_participation=1.0, max_weekly_turnover=2.0)
+    base: dict[str, float] = {"top_k": 2, "lookback": 5, "skip": 0, "adv_window": 5, "min_adv": 1e8,
+                              "gross_exposure": 1.0, "max_adv_participation": 1.0,
+                              "max_weekly_turnover": 2.0}
     base.update(overrides)
     return WeeklyLiquidityParams(**base)
 

@@ -1,0 +1,115 @@
+"""Table definitions of the ledger (SQLAlchemy Core) and the database URL normalisation."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",
+                "stamp_duty", "transfer_fee", "impact_cost", "adv_participation"]
+NAV_FIELDS = ["nav", "cash", "market_value", "frictionless_return", "realized_return",
+              "slippage_leakage", "turnover", "costs", "principal_loss"]
+
+
+def driver_url(url: str) -> str:
+    """A plain postgresql:// URL names the driver that is installed (psycopg 3, else psycopg2)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return url
+    rest = url.split("://", 1)[1]
+    try:
+        import psycopg  # noqa: F401
+
+        return f"postgresql+psycopg://{rest}"
+    except ImportError:
+        return f"postgresql+psycopg2://{rest}"
+
+
+def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
+    money = sa.BigInteger  # fen
+    t = {}
+    t["accounts"] = sa.Table(
+        "accounts", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("initial_cash_fen", money, nullable=False),
+        sa.Column("cash_fen", money, nullable=False),
+        sa.Column("status", sa.String(16), nullable=False),
+        sa.Column("halt_reason", sa.Text),
+        sa.Column("revision", sa.Integer, nullable=False),
+        sa.Column("last_date", sa.Date),
+        sa.Column("created_at", sa.DateTime, nullable=False))
+    t["account_events"] = sa.Table(
+        "account_events", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("as_of", sa.Date),
+        sa.Column("detail", sa.Text),
+        sa.Column("at", sa.DateTime, nullable=False))
+    t["strategy_versions"] = sa.Table(
+        "strategy_versions", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("sha", sa.String(64), nullable=False),
+        sa.Column("name", sa.String(64), nullable=False),
+        sa.Column("activated_at", sa.DateTime, nullable=False))
+    t["rebalances"] = sa.Table(
+        "rebalances", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False),
+        sa.Column("as_of", sa.Date, nullable=False),
+        sa.Column("strategy", sa.String(64), nullable=False),
+        sa.Column("strategy_version", sa.String(64), nullable=False),
+        sa.Column("orders", sa.Integer, nullable=False),
+        sa.Column("fills", sa.Integer, nullable=False),
+        sa.Column("created_at", sa.DateTime, nullable=False),
+        sa.UniqueConstraint("account", "as_of", name="uq_rebalance_account_date"))
+    t["orders"] = sa.Table(
+        "orders", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
+                  index=True),
+        sa.Column("symbol", sa.String(16), nullable=False),
+        sa.Column("side", sa.String(4), nullable=False),
+        sa.Column("requested", sa.BigInteger, nullable=False),
+        sa.Column("filled", sa.BigInteger, nullable=False),
+        sa.Column("unfilled", sa.BigInteger, nullable=False),
+        sa.Column("reason", sa.String(16), nullable=False))
+    t["fills"] = sa.Table(
+        "fills", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
+                  index=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("date", sa.Date, nullable=False),
+        sa.Column("symbol", sa.String(16), nullable=False),
+        sa.Column("side", sa.String(4), nullable=False),
+        sa.Column("quantity", sa.BigInteger, nullable=False),
+        *[sa.Column(name, sa.Float, nullable=False) for name in FILL_COLUMNS[4:]],
+        sa.Column("cash_delta_fen", money, nullable=False))
+    t["positions"] = sa.Table(
+        "positions", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("symbol", sa.String(16), primary_key=True),
+        sa.Column("quantity", sa.BigInteger, nullable=False))
+    t["nav"] = sa.Table(
+        "nav", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("date", sa.Date, primary_key=True),
+        *[sa.Column(name, sa.Float, nullable=False) for name in NAV_FIELDS],
+        sa.Column("strategy_version", sa.String(64), nullable=False),
+        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id")))
+    t["rewards"] = sa.Table(
+        "rewards", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        sa.Column("date", sa.Date, primary_key=True),
+        sa.Column("reward", sa.Float, nullable=False),
+        sa.Column("lam", sa.Float, nullable=False),
+        sa.Column("gamma", sa.Float, nullable=False))
+    t["alerts"] = sa.Table(
+        "alerts", metadata,
+        sa.Column("alert_id", sa.String(128), primary_key=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("as_of", sa.Date, nullable=False),
+        sa.Column("rule", sa.String(64), nullable=False),
+        sa.Column("payload", sa.Text, nullable=False),
+        sa.Column("created_at", sa.DateTime, nullable=False))
+    return t
