@@ -187,6 +187,15 @@ def read_state(home: Path) -> dict[str, object] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def record_pid(home: Path, name: str, pid: int) -> None:
+    """Record a process started after `up` (e.g. a restarted worker) so `down` stops it too."""
+    state = read_state(home)
+    if state is None:
+        raise StackError(f"no stack recorded in {home / 'server.json'}")
+    state["pids"] = {**dict(state["pids"]), name: pid}  # type: ignore[arg-type]
+    (home / "server.json").write_text(json.dumps(state, indent=2))
+
+
 def _write_state(config: StackConfig, pids: dict[str, int]) -> dict[str, object]:
     state: dict[str, object] = {
         "pids": pids, "api_url": config.api_url, "ui_url": config.ui_url,

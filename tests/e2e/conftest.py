@@ -1,0 +1,144 @@
+"""One real stack for the end-to-end suite: Prefect server (SQLite, or PostgreSQL when
+OOMRL_TEST_POSTGRES_URL is set), the oomrl-local pool and a worker, prefect.yaml deployed, the webhook."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from oomrl.server import (
+    StackConfig,
+    down,
+    free_port,
+    record_pid,
+    stack_env,
+    start_worker,
+    stop_process,
+    up,
+)
+from oomrl.webhook.signing import sign
+
+FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _fresh_postgres_database(url: str) -> tuple[str, Callable[[], None]]:
+    """CREATE a database of our own on the server of `url`; returns its asyncpg URL and a dropper."""
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    admin_url = make_url(url).set(drivername="postgresql+psycopg2")
+    name = f"oomrl_e2e_{secrets.token_hex(4)}"
+    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with engine.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
+
+    server_url = admin_url.set(drivername="postgresql+asyncpg", database=name)
+    return server_url.render_as_string(hide_password=False), drop
+
+
+@dataclass
+class Stack:
+    """The running stack and helpers to talk to it over HTTP (never through in-process Prefect)."""
+
+    config: StackConfig
+    secret: str
+    pids: dict[str, int]
+    env: dict[str, str]
+    api: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.api = httpx.Client(base_url=self.config.api_url, timeout=30)
+
+    def post_signed(self, path: str, body: bytes, *, secret: str | None = None,
+                    timestamp: int | None = None) -> httpx.Response:
+        headers = {"Content-Type": "application/json", **sign(body, secret or self.secret, timestamp)}
+        return httpx.post(f"{self.config.webhook_url}{path}", content=body, headers=headers, timeout=60)
+
+    def flow_run_count(self) -> int:
+        return int(self.api.post("/flow_runs/count", json={}).json())
+
+    def flow_runs(self, deployment: str | None = None) -> list[dict[str, Any]]:
+        body: dict[str, Any] = {"sort": "START_TIME_DESC", "limit": 200}
+        if deployment:
+            found = self.deployment(deployment)
+            body["deployments"] = {"id": {"any_": [found["id"]]}}
+        return list(self.api.post("/flow_runs/filter", json=body).json())
+
+    def deployment(self, full_name: str) -> dict[str, Any]:
+        flow_name, name = full_name.split("/")
+        response = self.api.get(f"/deployments/name/{flow_name}/{name}")
+        response.raise_for_status()
+        return dict(response.json())
+
+    def deployments(self) -> list[dict[str, Any]]:
+        return list(self.api.post("/deployments/filter", json={}).json())
+
+    def flow_run(self, run_id: str) -> dict[str, Any]:
+        response = self.api.get(f"/flow_runs/{run_id}")
+        response.raise_for_status()
+        return dict(response.json())
+
+    def wait_for(self, run_id: str, states: set[str] = FINAL_STATES, timeout_s: float = 180) -> dict[str, Any]:
+        """Poll until the run reaches one of `states`; fail with the worker log's tail otherwise."""
+        deadline = time.monotonic() + timeout_s
+        run = self.flow_run(run_id)
+        while time.monotonic() < deadline:
+            run = self.flow_run(run_id)
+            if run["state_type"] in states:
+                return run
+            time.sleep(0.5)
+        from oomrl.server import log_tail
+
+        pytest.fail(f"flow run {run_id} is {run['state_type']} after {timeout_s:.0f} s; worker log:\n"
+                    f"{log_tail(self.config, 'worker', 60)}")
+
+    def restart_worker(self) -> int:
+        self.pids["worker"] = start_worker(self.config, self.env)
+        record_pid(self.config.home, "worker", self.pids["worker"])
+        return self.pids["worker"]
+
+    def kill_worker(self) -> None:
+        import signal
+
+        stop_process(self.pids.pop("worker"), grace_s=0, sig=signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Start everything once for the session; stop it and drop the database afterwards."""
+    home = tmp_path_factory.mktemp("e2e") / "home"
+    postgres = os.environ.get("OOMRL_TEST_POSTGRES_URL")
+    database_url, drop = _fresh_postgres_database(postgres) if postgres else (None, lambda: None)
+    secret = "e2e-" + secrets.token_hex(24)
+    config = StackConfig(
+        home=home, port=free_port(), webhook_port=free_port(), database_url=database_url,
+        project_dir=REPO,
+        extra_env={
+            "OOMRL_WEBHOOK_SECRET": secret,
+            "OOMRL_WEBHOOK_AUTO_APPROVE": "true",
+            "OOMRL_WEBHOOK_MAX_BODY_BYTES": "65536",
+            "OOMRL_LLM_PROVIDER": "offline",
+            "PREFECT_LOGGING_LEVEL": "INFO",
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        })
+    try:
+        state = up(config, say=lambda line: print(f"[e2e] {line}"))
+        yield Stack(config, secret, dict(state["pids"]), stack_env(config))  # type: ignore[arg-type]
+    finally:
+        down(home, say=lambda line: print(f"[e2e] {line}"))
+        drop()

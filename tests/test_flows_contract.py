@@ -1,0 +1,54 @@
+"""Every flow in flows/ declares retries and a version and publishes at least one artifact."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FLOW_MODULES = sorted(p.stem for p in (REPO / "flows").glob("*.py") if p.stem != "__init__")
+
+
+def _artifact_calls(path: Path) -> set[str]:
+    """Names of create_*_artifact functions called in a module."""
+    calls = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", "")
+            if name.startswith("create_") and name.endswith("_artifact"):
+                calls.add(name)
+    return calls
+
+
+def _imported_task_modules(path: Path) -> list[Path]:
+    """tasks/*.py modules the flow module imports from (artifacts may be published there)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tasks."):
+            candidate = REPO / Path(*node.module.split(".")).with_suffix(".py")
+            if candidate.exists():
+                found.append(candidate)
+    return found
+
+
+def test_there_are_flows() -> None:
+    assert {"grid", "ingest"} <= set(FLOW_MODULES)
+
+
+@pytest.mark.parametrize("module_name", FLOW_MODULES)
+def test_flow_declares_retries_version_and_artifacts(module_name: str) -> None:
+    from prefect.flows import Flow
+
+    module = importlib.import_module(f"flows.{module_name}")
+    flows = [obj for obj in vars(module).values()
+             if isinstance(obj, Flow) and obj.fn.__module__ == module.__name__]
+    assert flows, f"flows/{module_name}.py defines no @flow"
+    for flow in flows:
+        assert isinstance(flow.retries, int) and flow.retries >= 1, f"{flow.name}: retries={flow.retries}"
+        assert flow.version, f"{flow.name} declares no version"
+    path = REPO / "flows" / f"{module_name}.py"
+    published = _artifact_calls(path).union(*(_artifact_calls(p) for p in _imported_task_modules(path)))
+    assert published, f"flows/{module_name}.py (and its tasks) publish no artifact"
