@@ -1,0 +1,122 @@
+"""Wiring for the CLI and flows: settings -> ledger, store, the account's strategy version, rebalance, replay."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from oomrl.config import Settings
+from oomrl.errors import OomrlError
+from oomrl.market import calendar
+from oomrl.market.rules import AShareRules
+from oomrl.portfolio.ledger import Ledger
+from oomrl.portfolio.loader import load_strategy
+from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceOutcome, RebalanceSetup, load_panels, rebalance
+from oomrl.portfolio.replay import ReplayResult, replay
+from strategies import registry
+from strategies.base import MarketView
+
+DEFAULT_STRATEGY = "daily_momentum"  # the Phase-1 baseline every fresh account starts with
+
+
+@dataclass(frozen=True)
+class ResolvedStrategy:
+    """The strategy an account trades, where it came from, and its MarketView class."""
+
+    strategy: Any
+    name: str
+    version: str  # git SHA of the workspace commit, or "builtin"
+    view_class: type = MarketView
+
+
+def open_ledger(settings: Settings) -> Ledger:
+    """The ledger of `settings` with its tables created."""
+    settings.ensure_dirs()
+    ledger = Ledger(settings.ledger)
+    ledger.create_schema()
+    return ledger
+
+
+def resolve_strategy(settings: Settings, ledger: Ledger, account: str,
+                     default: str = DEFAULT_STRATEGY) -> ResolvedStrategy:
+    """The account's active version loaded from its workspace commit, else the bundled strategy."""
+    active = ledger.active_strategy(account)
+    if active is None:
+        strategy = registry.get(default)
+        return ResolvedStrategy(strategy, strategy.name, "builtin")
+    sha, name = active
+    from oomrl.versions import StrategyVersions  # versions needs git; imported only when used
+
+    root = StrategyVersions(settings.workspace_dir).materialize(sha)
+    loaded = load_strategy(root, name)
+    return ResolvedStrategy(loaded.strategy, name, sha, loaded.view_class)
+
+
+def parse_params(strategy: Any, params: str | dict[str, Any] | None) -> Any:
+    """The strategy's Params model from a JSON string or dict; a clear error when invalid."""
+    if isinstance(params, str):
+        try:
+            params = json.loads(params) if params.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise OomrlError(f"--params is not valid JSON: {exc}") from exc
+    if params is not None and not isinstance(params, dict):
+        raise OomrlError("--params must be a JSON object")
+    try:
+        return strategy.Params(**(params or {}))
+    except ValueError as exc:
+        raise OomrlError(f"invalid params for {strategy.name}: {exc}") from exc
+
+
+def last_session(on_or_before: date | None = None) -> date:
+    """The latest XSHG session on or before a date (today by default)."""
+    day = pd.Timestamp(on_or_before or date.today())
+    found = calendar.sessions(day - timedelta(days=20), day)
+    if not len(found):
+        raise OomrlError(f"no XSHG session on or before {day.date()}")
+    return found[-1].date()
+
+
+def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool = False,
+                  store: Any = None) -> RebalanceOutcome:
+    """One rebalance of `account` on `as_of` with its active strategy version and the stored data."""
+    ledger = open_ledger(settings)
+    ledger.open_account(account, settings.initial_cash)
+    resolved = resolve_strategy(settings, ledger, account)
+    if store is None:
+        from oomrl.data.sample import ensure_sample
+
+        store = ensure_sample(settings)
+    panels = load_panels(store, as_of)
+    setup = RebalanceSetup(resolved.strategy, resolved.strategy.Params(), resolved.version,
+                           AShareRules(), settings.reward_lambda, settings.reward_gamma,
+                           settings.kill_threshold, resolved.view_class)
+    return rebalance(ledger, account, as_of, panels, setup, dry_run=dry_run)
+
+
+def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
+               params: str | dict[str, Any] | None = None, workspace: Path | None = None,
+               store: Any = None, kill_threshold: float | None = None) -> ReplayResult:
+    """Replay a strategy (bundled, or from a workspace directory) on the stored data."""
+    if workspace is not None:
+        loaded = load_strategy(workspace, strategy_name)
+        strategy, view_class = loaded.strategy, loaded.view_class
+    else:
+        try:
+            strategy, view_class = registry.get(strategy_name), MarketView
+        except KeyError as exc:
+            raise OomrlError(str(exc.args[0])) from exc
+    if store is None:
+        from oomrl.data.sample import ensure_sample
+
+        store = ensure_sample(settings)
+    panels = load_panels(store, end, history_days=(pd.Timestamp(end) - pd.Timestamp(start)).days
+                         + HISTORY_DAYS)
+    return replay(strategy, parse_params(strategy, params), panels, start, end, AShareRules(),
+                  settings.initial_cash, settings.reward_lambda, settings.reward_gamma,
+                  settings.kill_threshold if kill_threshold is None else kill_threshold,
+                  view_class=view_class)
