@@ -7,6 +7,7 @@ import io
 import re
 import tokenize
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from guardrails.verdict import Violation
@@ -35,10 +36,10 @@ def parse(path: str, text: str, rule: str) -> tuple[ast.Module | None, list[Viol
                                 message=f"cannot parse {path}: {message}")]
 
 
-def import_map(tree: ast.AST) -> dict[str, str]:
-    """Local name -> dotted module or object it is bound to by import statements anywhere in the file."""
+def import_map(nodes: Iterable[ast.AST]) -> dict[str, str]:
+    """Local name -> dotted module or object it is bound to by import statements among `nodes`."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -73,19 +74,24 @@ def under(name: str, prefixes: frozenset[str] | tuple[str, ...]) -> str | None:
     return None
 
 
-def parents(tree: ast.AST) -> dict[int, ast.AST]:
-    """id(child) -> parent for every node."""
+def index(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
+    """Every node (breadth first) and id(child) -> parent, in one pass over the tree."""
+    nodes: list[ast.AST] = [tree]
     links: dict[int, ast.AST] = {}
-    for node in ast.walk(tree):
+    position = 0
+    while position < len(nodes):
+        node = nodes[position]
+        position += 1
         for child in ast.iter_child_nodes(node):
             links[id(child)] = node
-    return links
+            nodes.append(child)
+    return nodes, links
 
 
-def docstring_ids(tree: ast.AST) -> set[int]:
+def docstring_ids(nodes: Iterable[ast.AST]) -> set[int]:
     """ids of the Constant nodes that are docstrings (never flagged as string literals)."""
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):

@@ -6,8 +6,8 @@ import ast
 import re
 from pathlib import Path
 
-from guardrails.astscan import (Finding, docstring_ids, dotted, import_map, only_new, parents,
-                                parse, pragma_findings, snippet, to_violations, under)
+from guardrails.astscan import (Finding, docstring_ids, dotted, import_map, index, only_new,
+                                parse, pragma_findings, snippet, to_violations)
 from guardrails.verdict import Violation
 
 # Modules (and dotted names) whose mere use is a finding, by rule.
@@ -53,6 +53,7 @@ BANNED: dict[str, tuple[str, ...]] = {
                             "pandas.read_parquet", "pandas.read_json", "pandas.read_pickle",
                             "pandas.read_excel", "pandas.read_table"),
 }
+RULE_OF_NAME = {prefix: rule for rule, prefixes in BANNED.items() for prefix in prefixes}
 ENVIRON = ("os.environ", "os.environb", "os.getenv", "os.getenvb", "os.putenv", "os.unsetenv")
 # Attribute names that are findings on any object (their base is rarely resolvable statically).
 ATTRIBUTE_RULES: dict[str, str] = {
@@ -109,9 +110,9 @@ class SourceScanner:
     def __init__(self, tree: ast.Module, disabled: frozenset[str] = frozenset(),
                  allowed_modules: frozenset[str] = frozenset()) -> None:
         self.tree = tree
-        self.imports = import_map(tree)
-        self.parent = parents(tree)
-        self.docstrings = docstring_ids(tree)
+        self.nodes, self.parent = index(tree)
+        self.imports = import_map(self.nodes)
+        self.docstrings = docstring_ids(self.nodes)
         self.disabled = disabled
         self.allowed = allowed_modules
         self.found: list[Finding] = []
@@ -122,13 +123,15 @@ class SourceScanner:
             self.found.append(Finding(rule, line, detail, f"{SOURCE_MESSAGES[rule]}: {detail}"))
 
     def banned(self, name: str, node: ast.AST) -> None:
-        if under(name, tuple(self.allowed)):
+        parts = name.split(".")
+        heads = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        if any(head in self.allowed for head in heads):
             return
-        for rule, prefixes in BANNED.items():
-            if under(name, prefixes):
-                self.add(rule, node, name)
+        for head in heads:
+            if head in RULE_OF_NAME:
+                self.add(RULE_OF_NAME[head], node, name)
                 return
-        if under(name, ENVIRON):
+        if any(head in ENVIRON for head in heads):
             self.environment(name, node)
 
     def environment(self, name: str, node: ast.AST) -> None:
@@ -144,7 +147,7 @@ class SourceScanner:
             self.add("sanitizer.test_env", node, snippet(holder or node))
 
     def run(self) -> list[Finding]:
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             handler = getattr(self, f"visit_{type(node).__name__}", None)
             if handler is not None:
                 handler(node)
@@ -212,7 +215,7 @@ class SourceScanner:
                 self.add("sanitizer.file_write", node, snippet(node.func))
             elif method in READ_METHODS:
                 self.add("sanitizer.file_read", node, snippet(node.func))
-            elif name is not None and under(name, ("os",)) and re.match(r"os\.(exec|spawn)", name):
+            elif re.match(r"os\.(exec|spawn)", name or ""):
                 self.add("sanitizer.subprocess", node, name)
 
     def _attribute_targets(self, targets: list[ast.expr], node: ast.AST) -> None:
@@ -286,9 +289,10 @@ def _walk_outside_lambdas(node: ast.AST) -> list[ast.AST]:
 
 
 def source_findings(text: str, disabled: frozenset[str] = frozenset(),
-                    allowed_modules: frozenset[str] = frozenset()) -> list[Finding]:
+                    allowed_modules: frozenset[str] = frozenset(),
+                    tree: ast.Module | None = None) -> list[Finding]:
     """All findings of a parseable module (AST rules plus coverage-exclusion comments)."""
-    tree = ast.parse(text)
+    tree = tree or ast.parse(text)
     return SourceScanner(tree, disabled, allowed_modules).run() + pragma_findings(
         text, "sanitizer.pragma")
 
@@ -300,10 +304,9 @@ def scan_source(path: str, new_text: str, old_text: str | None, allow: set[str])
     tree, errors = parse(path, new_text, "sanitizer.syntax_error")
     if tree is None:
         return [e for e in errors if e.rule not in allow]
-    new = source_findings(new_text)
-    old: list[Finding] = []
-    if old_text is not None and parse(path, old_text, "sanitizer.syntax_error")[0] is not None:
-        old = source_findings(old_text)
+    new = source_findings(new_text, tree=tree)
+    old_tree = parse(path, old_text, "sanitizer.syntax_error")[0] if old_text is not None else None
+    old = source_findings(old_text or "", tree=old_tree) if old_tree is not None else []
     return to_violations(only_new(new, old), path, allow)
 
 

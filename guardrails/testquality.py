@@ -49,7 +49,7 @@ class TestScanner:
 
     def __init__(self, tree: ast.Module, source_packages: tuple[str, ...]) -> None:
         self.tree = tree
-        self.imports = import_map(tree)
+        self.imports = import_map(ast.walk(tree))
         self.sources = source_packages
         self.found: list[Finding] = []
         self.helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -283,9 +283,9 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
                     yield f"{node.name}.{item.name}", item
 
 
-def _findings(text: str, source_packages: tuple[str, ...]) -> list[Finding]:
-    return (TestScanner(ast.parse(text), source_packages).run()
-            + source_findings(text, TEST_DISABLED, TEST_MODULES))
+def _findings(text: str, tree: ast.Module, source_packages: tuple[str, ...]) -> list[Finding]:
+    return (TestScanner(tree, source_packages).run()
+            + source_findings(text, TEST_DISABLED, TEST_MODULES, tree))
 
 
 def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
@@ -295,8 +295,8 @@ def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
     if tree is None:
         return [e for e in errors if e.rule not in allow]
     old_tree = parse(path, old_text, "tests.syntax_error")[0] if old_text is not None else None
-    old = _findings(old_text, source_packages) if old_tree is not None and old_text else []
-    found = only_new(_findings(new_text, source_packages), old)
+    old = _findings(old_text or "", old_tree, source_packages) if old_tree is not None else []
+    found = only_new(_findings(new_text, tree, source_packages), old)
     if old_tree is not None:
         kept = {function.name for _, function in _tests_in(tree)}  # moving into a class is fine
         found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
