@@ -117,6 +117,9 @@ def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) ->
         autopsy.setdefault("alert_id", _alertmanager_alert_id(alert))
         return parse_loss_alert(json.dumps(autopsy).encode())
     labels, notes = alert.labels, alert.annotations
+    if not labels.get("module", "").startswith("strategies."):
+        raise InvalidAlertError("an Alertmanager alert needs a `module` label naming the strategy "
+                                "(e.g. strategies.daily_momentum) or an `autopsy` annotation")
     # Not a full autopsy (no "event" key): the repair completes it from the ledger via the critic.
     return {
         "alert_id": _alertmanager_alert_id(alert),
@@ -125,7 +128,7 @@ def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) ->
         "severity": labels.get("severity", "warning"),
         "rule": labels.get("alertname", "alertmanager"),
         "diagnostics": {"root_cause": notes.get("summary") or notes.get("description") or "",
-                        "module": labels.get("module"), "source": alert.generatorURL},
+                        "module": labels["module"], "source": alert.generatorURL},
         "mandate": notes.get("mandate") or notes.get("description") or "",
         "source": "alertmanager",
     }

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 from oomrl.errors import OomrlError
 
 LOSS_ALERT_EVENT = "oomrl.loss.alert"
-# Fixed namespace so the same alert id always maps to the same event id (Prefect de-duplicates by id).
-_EVENT_NAMESPACE = uuid.UUID("6f1c9b7e-3d0a-4d8e-9a55-0c0e6f1a2b71")
+# The namespace tasks/attribution.py uses too: one alert id is one event id whichever path emits it.
+_EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")
 
 
 class LaunchError(OomrlError):

@@ -23,7 +23,8 @@ def notification(*alerts: dict[str, Any]) -> dict[str, Any]:
 def firing(fingerprint: str = "abc123", status: str = "firing", **annotations: str) -> dict[str, Any]:
     return {"status": status, "fingerprint": fingerprint, "startsAt": "2024-10-18T07:00:00.000Z",
             "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "http://prometheus/graph",
-            "labels": {"alertname": "PrincipalLoss", "account": "paper", "severity": "critical"},
+            "labels": {"alertname": "PrincipalLoss", "account": "paper", "severity": "critical",
+                       "module": "strategies.daily_momentum"},
             "annotations": {"summary": "drawdown beyond 10 %", **annotations}}
 
 
@@ -39,6 +40,7 @@ def test_firing_alerts_start_repairs_resolved_are_ignored(client: TestClient,
     assert autopsy["account"] == "paper" and autopsy["severity"] == "critical"
     assert autopsy["rule"] == "PrincipalLoss" and autopsy["as_of"] == "2024-10-18"
     assert autopsy["diagnostics"]["root_cause"] == "drawdown beyond 10 %"
+    assert autopsy["diagnostics"]["module"] == "strategies.daily_momentum"
 
 
 def test_repeated_notification_is_a_duplicate(client: TestClient, launcher: RecordingLauncher) -> None:
@@ -100,6 +102,14 @@ def test_alert_id_label_and_missing_fingerprint() -> None:
     anonymous["labels"].pop("account")
     mapped = autopsy_from_alertmanager(AlertmanagerAlert.model_validate(anonymous), "default-acct")
     assert mapped["alert_id"].startswith("am-") and mapped["account"] == "default-acct"
+
+
+def test_alert_without_module_is_422(client: TestClient, launcher: RecordingLauncher) -> None:
+    alert = firing()
+    alert["labels"].pop("module")
+    response = client.post(URL, json=notification(alert), headers=TOKEN)
+    assert response.status_code == 422 and "module" in response.json()["detail"]
+    assert launcher.calls == []
 
 
 def test_launch_failure_is_503(client: TestClient, launcher: RecordingLauncher) -> None:
