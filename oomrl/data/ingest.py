@@ -101,9 +101,15 @@ def resolve_universe(universe: str, source: MarketSource, store: MarketStore, st
     """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source has), or a list."""
     name = universe.strip().lower()
     if name == "csi300":
-        symbols = members_between(store.read_membership(), start, end)
+        membership = store.read_membership()
+        symbols = members_between(membership, start, end)
+        if not symbols and len(membership):
+            # Only a later snapshot is known (a live source gives today's list): use the earliest one,
+            # which carries survivorship bias for past ranges, rather than nothing.
+            first = membership["effective_date"].min()
+            symbols = sorted(membership.loc[membership["effective_date"] == first, "symbol"])
         if not symbols:
-            raise OomrlError(f"no CSI 300 membership covers {start}..{end} (source {source.name!r} and the store)")
+            raise OomrlError(f"no CSI 300 membership for {start}..{end} from source {source.name!r} or the store")
         return symbols
     if name == "all":
         lister = getattr(source, "symbols", None)
@@ -133,7 +139,7 @@ def store_batch(frames: Iterable[pd.DataFrame], store: MarketStore) -> tuple[int
     return len(batch), written, checked.quarantined
 
 
-def _fallback(report: IngestReport, store: MarketStore, error: Exception) -> IngestReport:
+def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exception) -> IngestReport:
     """Keep what the store has, flagged stale; with nothing stored there is nothing to fall back to."""
     summary = store.bar_summary()
     if store.is_empty():
@@ -164,7 +170,7 @@ def ingest(
     try:
         report.index_rows, report.membership_rows, report.index_quarantined = load_reference(source, lo, hi, store)
     except SourceUnavailableError as exc:
-        return _fallback(report, store, exc)
+        return fall_back_to_store(report, store, exc)
     report.symbols = resolve_universe(universe, source, store, lo, hi)
     quarantined: list[pd.DataFrame] = []
     batch: list[pd.DataFrame] = []
@@ -186,10 +192,15 @@ def ingest(
             batch = []
         if progress:
             progress(done, len(report.symbols), symbol)
+    return finish(report, store, quarantined)
+
+
+def finish(report: IngestReport, store: MarketStore, quarantined: list[pd.DataFrame]) -> IngestReport:
+    """Collect quarantined rows; when every symbol failed, fall back to the store (stale); record the ingest."""
     if quarantined:
         report.quarantined = pd.concat(quarantined, ignore_index=True)
     if report.symbols and len(report.failures) == len(report.symbols):
-        return _fallback(report, store, SourceUnavailableError(next(iter(report.failures.values()))))
+        return fall_back_to_store(report, store, SourceUnavailableError(next(iter(report.failures.values()))))
     report.stored = store.bar_summary()
     store.record_ingest(report.summary())
     return report

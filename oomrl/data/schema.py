@@ -20,7 +20,9 @@ BAR_COLUMNS: tuple[str, ...] = (
     "volume",      # float64, SHARES (sources in lots are multiplied by 100 at the boundary)
     "amount",      # float64, CNY traded; NaN when the source has none
     "adjustment",  # str: "none" | "qfq" | "hfq"
-    "prev_close_raw",  # float64, unadjusted previous close where known (price limits), else NaN
+    "prev_close_raw",  # float64, the previous close the price limit applies to, on this row's price basis
+    #                    (unadjusted for adjustment "none"; for qfq/hfq the adjusted previous close, which
+    #                    keeps the day's return and hence limit moves); NaN when unknown
 )
 
 INDEX_COLUMNS: tuple[str, ...] = ("date", "code", "close", "kind")  # kind: "price" | "total_return"
@@ -44,7 +46,7 @@ def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> 
 
 def _dates(values: pd.Series) -> pd.Series:
     """Tz-naive normalized datetime64[ns]; unparseable values become NaT (rejected per row later)."""
-    parsed = pd.to_datetime(values, errors="coerce")
+    parsed = values if pd.api.types.is_datetime64_dtype(values) else pd.to_datetime(values, errors="coerce")
     if getattr(parsed.dt, "tz", None) is not None:
         parsed = parsed.dt.tz_localize(None)
     return parsed.dt.normalize().astype("datetime64[ns]")
@@ -93,6 +95,11 @@ def empty_bars() -> pd.DataFrame:
     frame["symbol"] = frame["symbol"].astype(object)
     frame["adjustment"] = frame["adjustment"].astype(object)
     return frame
+
+
+def empty_index() -> pd.DataFrame:
+    """A zero-row index-level frame with the schema's dtypes."""
+    return conform_index(pd.DataFrame(columns=list(INDEX_COLUMNS)))
 
 
 def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:

@@ -63,7 +63,7 @@ class _Reasons:
     """Collects per-row reasons; messages are built only for flagged rows (cheap on clean data)."""
 
     def __init__(self, length: int) -> None:
-        self.parts: list[list[str]] = [[] for _ in range(length)]
+        self.parts: dict[int, list[str]] = {}
         self.any = np.zeros(length, dtype=bool)
 
     def add(self, mask: np.ndarray, rule: str, detail: Detail = None) -> None:
@@ -72,13 +72,20 @@ class _Reasons:
         self.any[rows] = True
         for row in rows:
             text = detail(int(row)) if callable(detail) else detail
-            self.parts[row].append(f"{rule}: {text}" if text else rule)
+            self.parts.setdefault(int(row), []).append(f"{rule}: {text}" if text else rule)
 
     def split(self, frame: pd.DataFrame) -> ValidationResult:
         bad = frame.loc[self.any].copy()
         bad["reason"] = ["; ".join(self.parts[i]) for i in np.flatnonzero(self.any)]
         return ValidationResult(valid=frame.loc[~self.any].reset_index(drop=True),
                                 quarantined=bad.reset_index(drop=True))
+
+
+def _not_in(values: pd.Series, accept: Callable[[str], bool]) -> np.ndarray:
+    """Rows whose value fails `accept`, testing each distinct value once (symbols repeat thousands of times)."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    verdicts = np.array([not accept(str(value)) for value in uniques], dtype=bool)
+    return verdicts[codes] if len(uniques) else np.zeros(len(values), dtype=bool)
 
 
 def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -155,9 +162,9 @@ def validate_bars(frame: pd.DataFrame) -> ValidationResult:
     nan_cols = bars[["date", "symbol", *PRICE_FIELDS, "volume"]].isna()
     nan_any = nan_cols.any(axis=1).to_numpy()
     reasons.add(nan_any, "missing_value", lambda row: ",".join(nan_cols.columns[nan_cols.iloc[row]]))
-    bad_symbol = ~bars["symbol"].str.fullmatch(boards.SYMBOL_PATTERN.pattern).to_numpy()
+    bad_symbol = _not_in(bars["symbol"], lambda value: bool(boards.SYMBOL_PATTERN.fullmatch(value)))
     reasons.add(bad_symbol, "bad_symbol", lambda row: repr(bars.at[row, "symbol"]))
-    reasons.add(~bars["adjustment"].isin(ADJUSTMENTS).to_numpy(), "bad_adjustment",
+    reasons.add(_not_in(bars["adjustment"], ADJUSTMENTS.__contains__), "bad_adjustment",
                 lambda row: repr(bars.at[row, "adjustment"]))
     non_positive = (bars[list(PRICE_FIELDS)] <= 0).any(axis=1).to_numpy()
     reasons.add(non_positive, "non_positive_price")

@@ -46,6 +46,14 @@ def to_symbol(code: str) -> str:
     raise ValueError(f"cannot read an A-share symbol from {code!r}")
 
 
+def symbol_or_text(code: object) -> str:
+    """The canonical symbol when `code` reads as one, else the text unchanged (validation then names it)."""
+    try:
+        return to_symbol(str(code))
+    except ValueError:
+        return str(code)
+
+
 def board_of(symbol: str) -> Board:
     """The board a symbol is listed on: 300/301/302 ChiNext, 688/689 STAR, 4/8/920 BSE, else main."""
     code = to_symbol(symbol)[:6]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from oomrl.data.schema import conform_bars, conform_index, conform_membership
+from oomrl.data.schema import conform_bars, conform_index, conform_membership, empty_bars
 from oomrl.errors import DataValidationError
 
 SAMPLE_DIR = Path(__file__).resolve().parents[3] / "data" / "sample"
@@ -46,8 +46,9 @@ class SampleSource:
         return conform_index(_read(self.root / "index.parquet", "parquet"))
 
     def coverage(self) -> tuple[date, date]:
-        first = min(part["date"].iloc[0] for part in self._bars.values())
-        last = max(part["date"].iloc[-1] for part in self._bars.values())
+        """From the first index level (2005) to the last bar: the whole bundle."""
+        first = min(self._index["date"].min(), *(part["date"].iloc[0] for part in self._bars.values()))
+        last = max(self._index["date"].max(), *(part["date"].iloc[-1] for part in self._bars.values()))
         return first.date(), last.date()
 
     def symbols(self) -> list[str]:
@@ -57,7 +58,7 @@ class SampleSource:
     def bars(self, symbol: str, start: date, end: date) -> pd.DataFrame:
         part = self._bars.get(symbol)
         if part is None:
-            return conform_bars(pd.DataFrame(columns=list(next(iter(self._bars.values())).columns)))
+            return empty_bars()
         mask = (part["date"] >= pd.Timestamp(start)) & (part["date"] <= pd.Timestamp(end))
         return part.loc[mask].reset_index(drop=True)
 

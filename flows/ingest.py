@@ -1,0 +1,105 @@
+"""The ingest flow: reference data, per-symbol fetch mapped over the universe, validation and storage, artifacts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from prefect import flow, get_run_logger, unmapped
+from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
+from prefect.tasks import exponential_backoff
+
+from oomrl.config import get_settings
+from oomrl.data import ingest as domain
+from oomrl.data.store import MarketStore
+from oomrl.errors import SourceUnavailableError
+from tasks.market_data import (
+    BACKOFF_SECONDS,
+    fetch_symbol_bars,
+    load_reference_data,
+    source_for,
+    validate_and_store,
+)
+
+FLOW_VERSION = "2024.2"
+QUARANTINE_ROWS_SHOWN = 200
+
+
+def publish_report(report: domain.IngestReport) -> None:
+    """Table artifacts: a one-row summary and the quarantined rows with their reasons."""
+    summary = report.summary()
+    create_table_artifact(
+        [{key: str(value) for key, value in summary.items() if key != "stored"}],
+        key="ingest-summary",
+        description=("STALE: " + str(report.stale_reason)) if report.stale else f"ingest from {report.source}",
+    )
+    rows = [{"date": f"{row.date:%Y-%m-%d}" if row.date == row.date else "?", "symbol": str(row.symbol),
+             "reason": str(row.reason)} for row in report.quarantined.head(QUARANTINE_ROWS_SHOWN).itertuples()]
+    rows += [{"date": f"{row.date:%Y-%m-%d}" if row.date == row.date else "?", "symbol": f"index {row.code}",
+              "reason": str(row.reason)} for row in report.index_quarantined.itertuples()]
+    rows += [{"date": "", "symbol": symbol, "reason": f"fetch failed: {error}"}
+             for symbol, error in report.failures.items()]
+    create_table_artifact(rows or [{"date": "", "symbol": "", "reason": "no rows quarantined"}],
+                          key="ingest-quarantine", description=f"{len(report.quarantined)} bar rows quarantined")
+
+
+@flow(name="ingest-market-data", version=FLOW_VERSION, retries=1, retry_delay_seconds=60, log_prints=True)
+def ingest_market_data(
+    source: str = "sample",
+    universe: str = "csi300",
+    start: str | None = None,
+    end: str | None = None,
+    home: str | None = None,
+    batch_symbols: int = domain.BATCH_SYMBOLS,
+    backoff_seconds: float = BACKOFF_SECONDS,
+) -> dict[str, Any]:
+    """Ingest bars of `universe` for [start, end] from `source` into OOMRL_HOME/data (or `home`/data).
+
+    A live source that cannot be reached leaves the store as it was and the result says `stale`.
+    """
+    logger = get_run_logger()
+    settings = get_settings(**({"home": home} if home else {}))
+    root = Path(settings.data_dir)
+    store = MarketStore(root)
+    lo, hi = domain.resolve_range(source_for(source), start, end)
+    report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
+    progress = create_progress_artifact(0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}")
+
+    try:
+        report.index_rows, report.membership_rows, report.index_quarantined = load_reference_data(
+            source, lo, hi, root)
+    except SourceUnavailableError as exc:
+        report = domain.fall_back_to_store(report, store, exc)
+        logger.warning("source %s unreachable; using the stored data, which is stale: %s", source, report.stale_reason)
+        publish_report(report)
+        update_progress_artifact(progress, 100.0)
+        return report.summary()
+
+    report.symbols = domain.resolve_universe(universe, source_for(source), store, lo, hi)
+    fetch = fetch_symbol_bars.with_options(retry_delay_seconds=exponential_backoff(backoff_seconds))
+    quarantined: list[pd.DataFrame] = []
+    for first in range(0, len(report.symbols), batch_symbols):
+        symbols = report.symbols[first:first + batch_symbols]
+        futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
+        frames = []
+        for symbol, future in zip(symbols, futures):
+            future.wait()
+            if future.state.is_failed():
+                report.failures[symbol] = str(future.result(raise_on_failure=False))
+                continue
+            frame = future.result()
+            if frame.empty:
+                report.symbols_without_data.append(symbol)
+            frames.append(frame)
+        rows, written, bad = validate_and_store(frames, root)
+        report.rows_fetched += rows
+        report.rows_written += written
+        quarantined += [bad] if len(bad) else []
+        update_progress_artifact(progress, 100.0 * (first + len(symbols)) / len(report.symbols))
+
+    report = domain.finish(report, store, quarantined)
+    if report.stale:
+        logger.warning("every fetch from %s failed; the store is unchanged and stale: %s", source, report.stale_reason)
+    publish_report(report)
+    return report.summary()

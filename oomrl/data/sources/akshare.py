@@ -1,0 +1,111 @@
+"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents); lots become shares here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import requests
+
+from oomrl.data.schema import (
+    SHARES_PER_LOT,
+    conform_bars,
+    conform_index,
+    conform_membership,
+    empty_bars,
+    empty_index,
+)
+from oomrl.errors import SourceUnavailableError
+from oomrl.market.boards import symbol_or_text, to_symbol
+
+NETWORK_ERRORS: tuple[type[BaseException], ...] = (requests.RequestException, OSError)
+"""Transport failures: the task layer retries these with backoff."""
+RESPONSE_ERRORS: tuple[type[BaseException], ...] = (KeyError, TypeError, ValueError, IndexError)
+"""akshare parses JSON/Excel without checks; a changed or empty payload surfaces as one of these."""
+TOTAL_RETURN_CODES = {"000300": "H00300"}
+ADJUST_NAMES = {"qfq": "qfq", "hfq": "hfq", "": "none", "none": "none"}
+
+
+def _ymd(day: date) -> str:
+    return pd.Timestamp(day).strftime("%Y%m%d")
+
+
+class AkshareSource:
+    """stock_zh_a_hist (qfq/hfq/raw) for bars, index_zh_a_hist for CSI 300, the csindex pages for H00300 and members.
+
+    `api` is the akshare module (injected in tests); it is imported on first use otherwise.
+    """
+
+    name = "akshare"
+    live = True
+
+    def __init__(self, adjust: str = "qfq", api: ModuleType | Any = None) -> None:
+        if adjust not in ADJUST_NAMES:
+            raise ValueError(f"akshare adjust must be qfq, hfq or none, not {adjust!r}")
+        self.adjust = "" if adjust == "none" else adjust
+        self._api = api
+
+    @property
+    def api(self) -> Any:
+        if self._api is None:
+            import akshare
+
+            self._api = akshare
+        return self._api
+
+    def _call(self, what: str, function: Callable[..., pd.DataFrame], **kwargs: Any) -> pd.DataFrame:
+        try:
+            return function(**kwargs)
+        except NETWORK_ERRORS as exc:
+            raise SourceUnavailableError(f"akshare {what}: network error: {exc}") from exc
+        except RESPONSE_ERRORS as exc:
+            raise SourceUnavailableError(f"akshare {what}: unexpected response ({type(exc).__name__}: {exc})") from exc
+
+    def coverage(self) -> None:
+        return None
+
+    def bars(self, symbol: str, start: date, end: date) -> pd.DataFrame:
+        """Daily bars; 成交量 is in lots (x100 to shares), 成交额 in CNY, prev close = 收盘 - 涨跌额 (same basis)."""
+        code = to_symbol(symbol)[:6]
+        raw = self._call(f"stock_zh_a_hist({code})", self.api.stock_zh_a_hist, symbol=code, period="daily",
+                         start_date=_ymd(start), end_date=_ymd(end), adjust=self.adjust)
+        if raw.empty:
+            return empty_bars()
+        frame = pd.DataFrame({
+            "date": pd.to_datetime(raw["日期"]),
+            "symbol": to_symbol(code),
+            "open": raw["开盘"], "high": raw["最高"], "low": raw["最低"], "close": raw["收盘"],
+            "volume": raw["成交量"].astype("float64") * SHARES_PER_LOT,
+            "amount": raw["成交额"].astype("float64"),
+            "adjustment": ADJUST_NAMES[self.adjust],
+            "prev_close_raw": raw["收盘"] - raw["涨跌额"],
+        })
+        return conform_bars(frame)
+
+    def index_levels(self, code: str, kind: str, start: date, end: date) -> pd.DataFrame:
+        """CSI 300 price levels (Eastmoney) or its total-return index H00300 (csindex.com.cn)."""
+        if kind == "total_return":
+            tr_code = TOTAL_RETURN_CODES.get(code)
+            if tr_code is None:
+                return empty_index()
+            raw = self._call(f"stock_zh_index_hist_csindex({tr_code})", self.api.stock_zh_index_hist_csindex,
+                             symbol=tr_code, start_date=_ymd(start), end_date=_ymd(end))
+        else:
+            raw = self._call(f"index_zh_a_hist({code})", self.api.index_zh_a_hist, symbol=code, period="daily",
+                             start_date=_ymd(start), end_date=_ymd(end))
+        if raw.empty:
+            return empty_index()
+        return conform_index(pd.DataFrame({"date": raw["日期"], "code": code, "close": raw["收盘"], "kind": kind}))
+
+    def membership(self) -> pd.DataFrame:
+        """Today's CSI 300 constituents (csindex closeweight file); effective as of the file's 日期."""
+        raw = self._call("index_stock_cons_weight_csindex(000300)", self.api.index_stock_cons_weight_csindex,
+                         symbol="000300")
+        return conform_membership(pd.DataFrame({
+            "effective_date": raw["日期"],
+            "symbol": raw["成分券代码"].map(symbol_or_text),
+            "name": raw["成分券名称"],
+        }))
