@@ -75,6 +75,9 @@ class TestScanner:
         text = snippet(test)
         if isinstance(test, ast.Constant):
             return text if test.value else None
+        if isinstance(test, (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.JoinedStr, ast.Lambda)):
+            return text if not isinstance(test, (ast.Tuple, ast.List, ast.Set, ast.Dict)) or (
+                test.keys if isinstance(test, ast.Dict) else test.elts) else None
         if isinstance(test, ast.BoolOp):
             constant = [v for v in test.values if isinstance(v, ast.Constant)]
             if isinstance(test.op, ast.Or) and any(c.value for c in constant):
@@ -131,7 +134,7 @@ class TestScanner:
         return method not in ("assertIsNotNone", "assertIsInstance")
 
     def asserts_something(self, function: ast.AST, depth: int = 0) -> bool:
-        for node in ast.walk(function):
+        for node in _live_nodes(function):
             if isinstance(node, ast.Assert) and not self.tautology(node.test) and not self.weak(node.test):
                 return True
             if isinstance(node, ast.Call) and self.assertion_calls(node, depth):
@@ -173,8 +176,9 @@ class TestScanner:
     def check_call(self, node: ast.Call) -> None:
         name = self.name(node)
         method = name.rsplit(".", 1)[-1]
-        if method in PATCHERS and node.args and ("patch" in name or "monkeypatch" in name
-                                                 or "mocker" in name) and self.is_source(node.args[0]):
+        targets = node.args[:2]  # the object patched, or sys.modules and a module name
+        if method in PATCHERS and targets and ("patch" in name or "monkeypatch" in name
+                                               or "mocker" in name) and any(map(self.is_source, targets)):
             self.add("tests.mock_unit", node, snippet(node)[:100])
 
     def check_writes(self, scope: ast.AST, tainted: set[str]) -> None:
@@ -237,7 +241,8 @@ class TestScanner:
         name = dotted(node, self.imports) or ""
         if under(name, SKIPS) or (isinstance(node, ast.Attribute) and node.attr in SKIP_ATTRIBUTES):
             self.add("tests.skip", node, name or snippet(node))
-        elif under(name, ("pytest.hookimpl", "pytest.hookspec", "pluggy")):
+        elif under(name, ("pytest.hookimpl", "pytest.hookspec", "pluggy", "request.config",
+                          "request.session", "pytestconfig")):
             self.add("tests.pytest_hook", node, name)
 
     def check_assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
@@ -251,6 +256,22 @@ class TestScanner:
             elif isinstance(target, (ast.Attribute, ast.Subscript)) and (
                     self.is_source(target) or text.startswith("sys.modules")):
                 self.add("tests.mock_unit", node, text)
+
+
+def _live_nodes(function: ast.AST) -> list[ast.AST]:
+    """Nodes of a function that can run when it runs: not nested defs, lambdas or `if False:` blocks."""
+    nodes: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        nodes.append(node)
+        if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.Constant) and not node.test.value:
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return nodes
 
 
 def _number(node: ast.AST) -> float:

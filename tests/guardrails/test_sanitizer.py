@@ -45,6 +45,7 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import math\nsetattr(math, 'pi', 3)\n", "def f(o):\n    setattr(o, 'x', 1)\n"),
         ("type.__setattr__(C, 'x', 1)\n", "C.x = 1\n"),
         ("def f(g):\n    return g.__globals__\n", "def f(g):\n    return g.__name__\n"),
+        ("import operator\nG = operator.attrgetter('modules')\n", "import operator\nG = operator.itemgetter(0)\n"),
     ],
     "sanitizer.dynamic_import": [
         ("M = __import__('os')\n", "import os\n"),
@@ -62,6 +63,7 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import inspect\n", "import dataclasses\n"),
         ("def f(fr):\n    return fr.f_back.f_locals\n", "def f(fr):\n    return fr.back.locals\n"),
         ("def f(tb):\n    return tb.tb_frame\n", "def f(tb):\n    return tb.frame\n"),
+        ("def f(e):\n    return e.__traceback__\n", "def f(e):\n    return e.args\n"),
     ],
     "sanitizer.exit": [
         ("import os\nos._exit(0)\n", "import os\nS = os.sep\n"),
@@ -76,6 +78,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import shutil\nshutil.rmtree('x')\n", "import math\nmath.floor(1.5)\n"),
         ("def f(df):\n    df.to_csv('out.csv')\n", "def f(df):\n    return df.to_json()\n"),
         ("def f(p):\n    return p.open(mode='a')\n", "def f(p):\n    return p.name\n"),
+        ("import io\nF = io.FileIO('x', 'w')\n", "import io\nB = io.BytesIO()\n"),
+        ("import os\nos.chdir('/')\n", "import os\nD = os.getcwd\n"),
     ],
     "sanitizer.file_read": [
         ("T = open('grader.json').read()\n", "T = '{}'\n"),
@@ -87,6 +91,7 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import subprocess\n", "import string\n"),
         ("import os\nos.system('ls')\n", "import os\nC = os.cpu_count()\n"),
         ("import os\nos.execv('/bin/sh', [])\n", "import os\nE = os.extsep\n"),
+        ("import threading\nthreading.Thread(target=print).start()\n", "import threading\nL = threading.RLock()\n"),
     ],
     "sanitizer.network": [
         ("import socket\n", "import secrets\n"),

@@ -31,6 +31,12 @@ CASES: dict[str, list[tuple[str, str]]] = {
          "        self.assertTrue(isinstance(target_weights({}, 1), dict))\n",
          "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
          "        self.assertTrue(target_weights({'A': 1.0}, 1)['A'] > 0)\n"),
+        ("def test_a():\n    def inner():\n        assert target_weights({}, 1) == {}\n",
+         "def test_a():\n    def inner():\n        return target_weights({}, 1)\n    assert inner() == {}\n"),
+        ("def test_a():\n    if False:\n        assert target_weights({}, 1) == {}\n",
+         "def test_a():\n    if False:\n        pass\n    else:\n        assert target_weights({}, 1) == {}\n"),
+        ("def test_a():\n    check = lambda: target_weights({}, 1) == {}\n",
+         "def test_a():\n    check = lambda: target_weights({}, 1)\n    assert check() == {}\n"),
         ("def test_a():\n    print(pytest.__name__)\n",
          "def test_a():\n    with pytest.warns(UserWarning):\n        target_weights({}, 1)\n"),
     ],
@@ -47,6 +53,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def test_a():\n    assert 1 == 1\n", "def test_a():\n    assert target_weights({}, 1) != 1\n"),
         ("def test_a():\n    assert 1 < 2\n", "def test_a(k=1):\n    assert len(target_weights({}, k)) >= k\n"),
         ("def test_a():\n    assert not False\n", "def test_a():\n    assert not target_weights({}, 1)\n"),
+        ("def test_a():\n    assert (target_weights({}, 1) == {'A': 1.0}, 'message')\n",
+         "def test_a():\n    assert target_weights({}, 1) == {'A': 1.0}, 'message'\n"),
+        ("def test_a():\n    assert [target_weights({}, 1)]\n", "def test_a():\n    assert [] == target_weights({}, 1).keys() - {'A'}\n"),
+        ("def test_a():\n    assert f'{target_weights({}, 1)}'\n", "def test_a():\n    assert not {}\n    assert target_weights({}, 1) == {}\n"),
         ("def test_a():\n    assert 'x' and 1\n", "def test_a():\n    assert target_weights({}, 1) and 1\n"),
         ("from unittest import mock\n\n\ndef test_a():\n    assert target_weights({}, 1) == mock.ANY\n",
          "from unittest import mock\n\n\ndef test_a():\n    m = mock.Mock()\n    assert m.call_count == 0\n"),
@@ -96,6 +106,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def pytest_runtest_makereport(item, call):\n    pass\n", "def make_report(item):\n    return item\n"),
         ("@pytest.hookimpl(tryfirst=True)\ndef helper():\n    pass\n", "@pytest.fixture\ndef helper():\n    return 1\n"),
         ("pytest_plugins = ['evil']\n", "plugins = ['fine']\n"),
+        ("def test_a(request):\n    request.config.option.maxfail = 0\n    assert target_weights({}, 1) == {}\n",
+         "def test_a(request):\n    assert request.node.name == 'test_a'\n    assert target_weights({}, 1) == {}\n"),
     ],
     "tests.autouse_patch": [
         ("@pytest.fixture(autouse=True)\ndef fx(monkeypatch):\n    monkeypatch.setattr('math.pi', 3)\n",
@@ -115,6 +127,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import strategies.momentum as m\n\n\ndef test_a():\n    m.target_weights = dict\n"
          "    assert m.target_weights() == {}\n",
          "import strategies.momentum as m\n\n\ndef test_a():\n    w = m.target_weights({}, 1)\n    assert w == {}\n"),
+        ("import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'strategies.momentum', None)\n"
+         "    assert target_weights({}, 1) == {}\n",
+         "import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'numpy', None)\n"
+         "    assert target_weights({}, 1) == {}\n"),
         ("import sys\n\n\ndef test_a():\n    sys.modules['strategies.momentum'] = None\n    assert target_weights({}, 1) == {}\n",
          "import sys\n\n\ndef test_a():\n    assert 'strategies.momentum' in sys.modules\n"),
     ],
