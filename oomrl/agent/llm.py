@@ -28,7 +28,11 @@ class AgentError(OomrlError):
 
 
 class LLMUnavailableError(AgentError):
-    """The endpoint failed: retries exhausted on a transient error, or a permanent error."""
+    """The endpoint failed: retries exhausted on a transient error (`transient`), or a permanent error."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class InvalidAnswerError(AgentError):
@@ -200,7 +204,7 @@ class LLMClient:
                 if attempt == attempts:
                     raise LLMUnavailableError(
                         f"{role}: endpoint failed {attempts} times, last: "
-                        f"{type(exc).__name__}: {exc}") from exc
+                        f"{type(exc).__name__}: {exc}", transient=True) from exc
                 self.sleep(self._delay(attempt, exc))
 
     def _delay(self, attempt: int, exc: Exception) -> float:

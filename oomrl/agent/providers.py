@@ -1,0 +1,172 @@
+"""Providers of role answers: `openai` (a live endpoint), `offline` (deterministic rules), `replay` (a transcript)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from oomrl.agent.budget import AgentSettings, Budget, Usage
+from oomrl.agent.llm import ChatReply, LLMClient, Messages, OpenAIBackend, Transcript
+from oomrl.agent.offline_code import (
+    contradicted_tests,
+    mandate_tests,
+    reference_change,
+    supersede,
+    unified_diff,
+)
+from oomrl.agent.roles import (
+    Constraints,
+    CoderView,
+    CriticView,
+    LLMProvider,
+    Mandate,
+    Patch,
+    Provider,
+    TestAuthorView,
+)
+from oomrl.config import Settings
+from oomrl.errors import OomrlError
+
+PROVIDERS = ("offline", "openai", "replay")
+
+# The offline Critic's table: alert type -> (mandate text, constraints). Evidence in the autopsy wins.
+ALERT_MANDATES: dict[str, tuple[str, dict[str, Any]]] = {
+    "execution_decay": ("Enforce volume limits and reduce turnover frequency",
+                        {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
+    "turnover_spike": ("Reduce turnover: rebalance weekly within a turnover budget",
+                       {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
+    "loss": ("Cut the cost drag: trade weekly, cap ADV participation and weekly turnover",
+             {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
+}
+ALERT_ALIASES = {"slippage": "execution_decay", "execution": "execution_decay", "turnover": "turnover_spike"}
+
+
+class ProviderError(OomrlError):
+    """A provider cannot be built or cannot answer (unknown name, missing transcript)."""
+
+
+def alert_type(autopsy: dict[str, Any]) -> str:
+    """The kind of alert an autopsy reports, from its rule name, else from its metrics."""
+    diagnostics = autopsy.get("diagnostics") or {}
+    trigger = autopsy.get("trigger") or {}
+    rule = str(trigger.get("rule") or autopsy.get("rule") or diagnostics.get("rule") or "")
+    for key in ALERT_MANDATES:
+        if key in rule:
+            return key
+    for alias, key in ALERT_ALIASES.items():
+        if alias in rule:
+            return key
+    metrics = autopsy.get("metrics") or {}
+    if float(metrics.get("slippage_leakage") or 0.0) > 0.005:
+        return "execution_decay"
+    if float(metrics.get("turnover_annualized") or 0.0) > 20.0:
+        return "turnover_spike"
+    return "loss"
+
+
+class OfflineProvider:
+    """Deterministic rules standing in for a model (no network, no key); honest about being rules."""
+
+    name = "offline"
+
+    def critic(self, view: CriticView) -> Mandate:
+        """Map the alert type to a mandate; constraints the autopsy already derived take precedence."""
+        autopsy = view.autopsy
+        kind = alert_type(autopsy)
+        text, constraints = ALERT_MANDATES[kind]
+        given = {k: v for k, v in (autopsy.get("constraints") or {}).items() if v is not None}
+        module = (autopsy.get("diagnostics") or {}).get("module") or "strategies.daily_momentum"
+        return Mandate(module=module, text=autopsy.get("mandate") or text,
+                       constraints=Constraints.model_validate({**constraints, **given}),
+                       alert_id=autopsy.get("alert_id"),
+                       rationale=f"offline rules: alert type {kind!r}; "
+                                 f"metrics {json.dumps(autopsy.get('metrics') or {}, sort_keys=True)}")
+
+    def test_author(self, view: TestAuthorView) -> Patch:
+        """New tests from the constraints, plus new bodies for old tests the mandate contradicts."""
+        mandate = view.mandate
+        module_path = mandate.module.replace(".", "/") + ".py"
+        target = _new_test_path(view.tests, mandate.strategy)
+        diffs = [unified_diff(target, None, mandate_tests(mandate))]
+        contradicted = self._contradicted(view, module_path)
+        for path, names in sorted(contradicted.items()):
+            if path in view.tests:
+                diffs.append(unified_diff(path, view.tests[path],
+                                          supersede(view.tests[path], names, mandate)))
+        notes = (f"offline rules: tests for constraints {mandate.constraints.model_dump(exclude_none=True)}"
+                 f" in {target}; superseded {sum(len(n) for n in contradicted.values())} old tests")
+        return Patch(diff="".join(diffs), notes=notes)
+
+    def _contradicted(self, view: TestAuthorView, module_path: str) -> dict[str, list[str]]:
+        if module_path not in view.source:
+            return {}
+        scratch = Path(tempfile.mkdtemp(prefix="oomrl-author-"))
+        try:
+            for path, text in {**view.source, **view.tests}.items():
+                (scratch / path).parent.mkdir(parents=True, exist_ok=True)
+                (scratch / path).write_text(text, encoding="utf-8")
+            new_source = reference_change(view.source[module_path], view.mandate)
+            return contradicted_tests(scratch, module_path, new_source)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def coder(self, view: CoderView) -> Patch:
+        """The mandate's reference change to the strategy module, as a diff."""
+        module_path = view.mandate.module.replace(".", "/") + ".py"
+        if module_path not in view.source:
+            raise ProviderError(f"offline coder: {module_path} is not in the workspace")
+        old = view.source[module_path]
+        return Patch(diff=unified_diff(module_path, old, reference_change(old, view.mandate)),
+                     notes="offline rules: constraint params, schedule, ADV-capped and "
+                           "turnover-budgeted trading toward the old targets")
+
+
+def _new_test_path(tests: dict[str, str], strategy: str) -> str:
+    """tests/strategies/test_<strategy>_mandate[_n].py, the first name not taken."""
+    base = f"tests/strategies/test_{strategy}_mandate"
+    n = 1
+    while (candidate := f"{base}{'' if n == 1 else f'_{n}'}.py") in tests:
+        n += 1
+    return candidate
+
+
+class ReplayBackend:
+    """Answers from a recorded transcript, in order, role by role (no network)."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise ProviderError(f"replay transcript {path} does not exist")
+        self.replies: dict[str, list[ChatReply]] = {}
+        for record in Transcript(path).records():
+            if record.get("kind") == "response":
+                self.replies.setdefault(record["role"], []).append(ChatReply(
+                    content=record.get("content", ""), usage=Usage(**record.get("usage", {})),
+                    model=record.get("model", "replay"), finish_reason=record.get("finish_reason")))
+
+    def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply:
+        queue = self.replies.get(role) or []
+        if not queue:
+            raise ProviderError(f"replay transcript has no more {role} responses")
+        return queue.pop(0)
+
+
+def get_provider(name: str | None, settings: Settings, budget: Budget, transcript: Transcript,
+                 agent_settings: AgentSettings | None = None,
+                 replay_from: Path | None = None) -> Provider:
+    """The provider by name (default: Settings.llm_provider_name)."""
+    chosen = name or settings.llm_provider_name
+    agent = agent_settings or AgentSettings()
+    if chosen == "offline":
+        return OfflineProvider()
+    if chosen == "openai":
+        backend = OpenAIBackend(settings.llm_base_url, settings.llm_api_key, settings.llm_model,
+                                agent.timeout_s)
+        return LLMProvider(LLMClient(backend, budget, transcript, agent), "openai")
+    if chosen == "replay":
+        if replay_from is None:
+            raise ProviderError("the replay provider needs a transcript (--transcript FILE)")
+        return LLMProvider(LLMClient(ReplayBackend(replay_from), budget, transcript, agent), "replay")
+    raise ProviderError(f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDERS)}")

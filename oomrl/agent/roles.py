@@ -1,0 +1,119 @@
+"""The agent's roles, each with its own view and prompt: Critic -> mandate, Test Author -> tests, Coder -> source."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from oomrl.agent import PROMPTS_DIR
+from oomrl.agent.llm import LLMClient
+
+ROLES = ("critic", "test_author", "coder")
+
+
+class Constraints(BaseModel):
+    """The machine-checkable form of a mandate (DESIGN §4.4): tests encode it, cross-validation checks it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = None
+    max_adv_participation: float | None = Field(default=None, gt=0, le=1)
+    max_weekly_turnover: float | None = Field(default=None, gt=0, le=2)
+
+
+class Mandate(BaseModel):
+    """What the repair must achieve, for which strategy module; a person approves or edits it."""
+
+    module: str = Field(pattern=r"^strategies\.[a-z_][a-z0-9_]*$")
+    text: str = Field(min_length=1)
+    constraints: Constraints
+    rationale: str = ""
+    alert_id: str | None = None
+
+    @property
+    def strategy(self) -> str:
+        return self.module.split(".", 1)[1]
+
+
+class Patch(BaseModel):
+    """A role's answer: one unified diff against the workspace, and a note on what it does."""
+
+    diff: str
+    notes: str = ""
+
+
+class CriticView(BaseModel):
+    """What the Critic sees: the autopsy, its metrics, and evidence from the ledger."""
+
+    autopsy: dict[str, Any]
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class TestAuthorView(BaseModel):
+    """What the Test Author sees: the mandate, S read-only, T (which it may change), earlier rejections."""
+
+    mandate: Mandate
+    source: dict[str, str]
+    tests: dict[str, str]
+    feedback: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CoderView(BaseModel):
+    """What the Coder sees: the mandate, T read-only, S (which it may change), failing tests, last verdict."""
+
+    mandate: Mandate
+    tests: dict[str, str]
+    source: dict[str, str]
+    failing_tests: list[str] = Field(default_factory=list)
+    last_verdict: dict[str, Any] | None = None
+    feedback: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Provider(Protocol):
+    """Answers for the three roles; the Judge is never a provider, it is the gate."""
+
+    name: str
+
+    def critic(self, view: CriticView) -> Mandate: ...
+
+    def test_author(self, view: TestAuthorView) -> Patch: ...
+
+    def coder(self, view: CoderView) -> Patch: ...
+
+
+def read_tree(workspace: Path, top: str) -> dict[str, str]:
+    """Every Python file under workspace/top, by workspace-relative POSIX path."""
+    root = workspace / top
+    return {p.relative_to(workspace).as_posix(): p.read_text(encoding="utf-8")
+            for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
+
+
+def prompt_text(role: str) -> str:
+    """The system prompt of a role, from oomrl/agent/prompts/<role>.md."""
+    return (PROMPTS_DIR / f"{role}.md").read_text(encoding="utf-8")
+
+
+class LLMProvider:
+    """Roles answered by a chat model (a live endpoint or a replayed transcript) through LLMClient."""
+
+    def __init__(self, client: LLMClient, name: str = "openai") -> None:
+        self.client = client
+        self.name = name
+
+    def _messages(self, role: str, view: BaseModel, answer: type[BaseModel]) -> list[dict[str, str]]:
+        schema = json.dumps(answer.model_json_schema())
+        return [{"role": "system", "content": prompt_text(role) + f"\n\nAnswer JSON Schema:\n{schema}"},
+                {"role": "user", "content": view.model_dump_json(indent=1)}]
+
+    def critic(self, view: CriticView) -> Mandate:
+        return self.client.ask_json("critic", self._messages("critic", view, Mandate), Mandate)
+
+    def test_author(self, view: TestAuthorView) -> Patch:
+        return self.client.ask_json("test_author", self._messages("test_author", view, Patch), Patch)
+
+    def coder(self, view: CoderView) -> Patch:
+        return self.client.ask_json("coder", self._messages("coder", view, Patch), Patch)

@@ -1,0 +1,88 @@
+"""Prefect tasks of the repair: each domain step with retries for transient errors only, and its artifacts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import TaskRun
+from prefect.states import State
+from prefect.tasks import Task, exponential_backoff
+
+from oomrl import repair as domain
+from oomrl.agent.llm import LLMUnavailableError
+
+STEP_RETRIES = 2
+BACKOFF_SECONDS = 5.0
+
+
+def transient_only(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
+    """Retry when the model endpoint was down after the client's own retries; nothing else repeats."""
+    try:
+        state.result()
+    except LLMUnavailableError as exc:
+        return exc.transient
+    except Exception:  # noqa: BLE001 - gate rejections, budget, bad answers: final
+        return False
+    return False
+
+
+def _step_task(name: str) -> Task[..., Any]:
+    """A task that runs one domain step; the context is in-process state, so nothing is cached."""
+
+    @task(name=f"repair-{name}", retries=STEP_RETRIES, retry_condition_fn=transient_only,
+          retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS), cache_policy=NO_CACHE,
+          persist_result=False)
+    def run(function: Any, *args: Any) -> Any:
+        return function(*args)
+
+    return run
+
+
+STEP_TASKS: dict[str, Task[..., Any]] = {name: _step_task(name) for name in domain.STEPS}
+
+
+def run_step_as_task(step: str, function: Any, *args: Any) -> Any:
+    """The StepRunner the flow gives run_repair: each step becomes its own task run."""
+    return STEP_TASKS[step](function, *args)
+
+
+def _code(text: str, language: str = "") -> str:
+    return f"```{language}\n{text.strip()}\n```"
+
+
+def publish_autopsy(autopsy: dict[str, Any]) -> None:
+    """The autopsy that started the repair, as a markdown artifact."""
+    create_markdown_artifact(key="repair-autopsy", description="The loss autopsy",
+                             markdown="# Autopsy\n\n" + _code(json.dumps(autopsy, indent=1, default=str), "json"))
+
+
+def publish_outcome(outcome: domain.RepairOutcome) -> None:
+    """Every diff and verdict, the cross-validation table, and the outcome."""
+    for record in outcome.attempts:
+        verdict = json.dumps(record.verdict, indent=1, default=str)
+        create_markdown_artifact(
+            key=f"repair-{record.phase}-{record.attempt}",
+            description=f"{record.phase} attempt {record.attempt}: "
+                        f"{'accepted' if record.accepted else 'rejected'}",
+            markdown=(f"# {record.phase}, attempt {record.attempt}\n\n{record.notes}\n\n## Diff\n\n"
+                      f"{_code(record.diff or '(no diff)', 'diff')}\n\n## Verdict\n\n"
+                      f"{_code(verdict, 'json')}"))
+    if outcome.cross_validation is not None:
+        cross = outcome.cross_validation
+        create_table_artifact(key="repair-cross-validation", table=cross.table(),
+                              description=f"{cross.start}..{cross.end}: "
+                                          + ("passed" if cross.passed else "; ".join(cross.failures())))
+    lines = [f"# Repair {outcome.status}", "", f"- step: {outcome.step or '-'}",
+             f"- reason: {outcome.reason}", f"- run folder: `{outcome.run_dir}`",
+             f"- budget: {json.dumps(outcome.budget)}"]
+    if outcome.mandate is not None:
+        lines.append(f"- mandate: {outcome.mandate.text} "
+                     f"`{outcome.mandate.constraints.model_dump_json(exclude_none=True)}`")
+    if outcome.version is not None:
+        lines.append(f"- version: {outcome.version.tag} `{outcome.version.sha}`")
+    create_markdown_artifact(key="repair-outcome", markdown="\n".join(lines),
+                             description=f"repair {outcome.status}")

@@ -1,0 +1,55 @@
+"""Fixtures of the agent tests: a sample-data home shared by the module, an autopsy from a real replay."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oomrl.config import get_settings
+
+
+@pytest.fixture(scope="session")
+def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OOMRL_HOME/data holding the bundled sample, ingested once per session."""
+    from oomrl.data.sample import ensure_sample
+
+    home = tmp_path_factory.mktemp("agent-sample-home")
+    ensure_sample(get_settings(home=home))
+    return home / "data"
+
+
+@pytest.fixture()
+def repair_home(tmp_path: Path, sample_data: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh OOMRL_HOME with a copy of the sample data."""
+    home = tmp_path / "home"
+    shutil.copytree(sample_data, home / "data")
+    monkeypatch.setenv("OOMRL_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
+    """The first autopsy the diagnostics raise on a replay of daily_momentum from 2024-07-01."""
+    from oomrl.data.store import MarketStore
+    from oomrl.diagnostics.critic import autopsy_for
+    from oomrl.diagnostics.rules import AlertConfig, evaluate
+    from oomrl.metrics.io import returns_from_levels
+    from oomrl.portfolio.market import panels_from_bars
+    from oomrl.portfolio.replay import replay
+    from strategies.registry import get
+
+    store = MarketStore(sample_data)
+    panels = panels_from_bars(store.read_bars("2024-03-01", "2024-08-30"))
+    result = replay(get("daily_momentum"), None, panels, "2024-07-01", "2024-08-30", version="bundled")
+    benchmark = returns_from_levels(store.read_index("000300"))
+    config = AlertConfig()
+    for day in result.nav["date"].dt.date.iloc[10:]:  # execution rules need a few sessions
+        alerts = evaluate(result.nav, result.fills, config, day, "paper", benchmark)
+        if alerts:
+            autopsy = autopsy_for(alerts[0], result.nav, result.fills, config,
+                                  module="strategies.daily_momentum", benchmark=benchmark)
+            return autopsy.model_dump(mode="json")
+    raise AssertionError("the daily_momentum replay raised no alert")

@@ -1,0 +1,71 @@
+"""`oomrl repair` with the offline provider, end to end with the real gate, replay and ledger."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from oomrl.cli import app
+from oomrl.config import get_settings
+from oomrl.portfolio.ledger import Ledger
+from oomrl.portfolio.loader import load_strategy
+from oomrl.versions import StrategyVersions
+
+
+def test_offline_repair_promotes_a_tested_weekly_capped_version(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any], tmp_path: Path) -> None:
+    autopsy_file = tmp_path / "autopsy.json"
+    autopsy_file.write_text(json.dumps(daily_momentum_autopsy))
+    runner = CliRunner()
+    result = runner.invoke(app, ["repair", "--autopsy", str(autopsy_file), "--provider", "offline",
+                                 "--auto-approve"])
+    assert result.exit_code == 0, result.output
+    assert "repair promoted: promoted v2" in result.output
+
+    settings = get_settings()
+    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    v2 = versions.resolve("v2")
+    assert versions.ledger.active_version("paper") == v2 == versions.head()
+    # Tests first: one commit touching only tests (red), then one touching only the strategy.
+    assert versions.git("log", "-1", "--format=%s", "v2~1").startswith("Tests for mandate")
+    assert set(versions.git("diff", "--name-only", "v1", "v2~1").split()) == {
+        "tests/strategies/test_daily_momentum.py", "tests/strategies/test_daily_momentum_mandate.py"}
+    assert versions.git("diff", "--name-only", "v2~1", "v2").split() == ["strategies/daily_momentum.py"]
+
+    meta = versions.metadata("v2")
+    assert meta["autopsy"]["alert_id"] == daily_momentum_autopsy["alert_id"]
+    assert len(meta["transcript_sha256"]) == 64 and meta["provider"] == "offline"
+    test_gen, code_patch = meta["verdicts"]
+    assert test_gen["phase"] == "test-gen" and test_gen["accepted"] and test_gen["tests"]["failed"] > 0
+    assert code_patch["phase"] == "code-patch" and code_patch["accepted"]
+    assert code_patch["tests"]["failed"] == 0 and code_patch["coverage"]["percent"] >= 95
+    assert [d["phase"] for d in meta["diffs"]] == ["test-gen", "code-patch"]
+
+    rows = {row["version"]: row for row in meta["cross_validation"]["rows"]}
+    candidate, active = rows["candidate"], rows["active"]
+    assert candidate["max_rebalances_per_period"] == 1
+    assert candidate["max_weekly_turnover"] <= 0.3 * 1.05
+    assert candidate["max_adv_participation"] <= 0.05
+    assert candidate["costs_fraction"] < active["costs_fraction"] / 5
+    assert candidate["turnover"] < active["turnover"] / 5
+    assert all(check["passed"] for check in meta["cross_validation"]["checks"])
+
+    # The rebalance loads exactly the active commit: weekly now, the old version stays daily.
+    new = load_strategy(versions.materialize(v2), "daily_momentum").strategy
+    old = load_strategy(versions.materialize("v1"), "daily_momentum").strategy
+    assert not new.rebalance_due(date(2024, 7, 2), date(2024, 7, 1))  # type: ignore[attr-defined]
+    assert old.rebalance_due(date(2024, 7, 2), date(2024, 7, 1))  # type: ignore[attr-defined]
+
+    listing = runner.invoke(app, ["versions", "list"])
+    assert listing.exit_code == 0 and "* v2" in listing.output
+    shown = json.loads(runner.invoke(app, ["versions", "show", "v2"]).output)
+    assert shown["metadata"]["mandate"]["constraints"]["max_weekly_turnover"] == 0.3
+    back = runner.invoke(app, ["versions", "rollback"])
+    assert back.exit_code == 0 and versions.resolve("v1") in back.output
+    assert versions.ledger.active_version("paper") == versions.resolve("v1")
+    again = runner.invoke(app, ["versions", "activate", "v2"])
+    assert again.exit_code == 0 and versions.ledger.active_version("paper") == v2
