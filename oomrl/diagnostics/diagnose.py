@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,22 +24,30 @@ class AlertLedger(Protocol):
 
     def insert_alert(self, account: str, alert_id: str, as_of: date, rule: str, payload: dict[str, Any]) -> bool: ...
 
+    def alerts(self, account: str) -> list[dict[str, Any]]: ...
+
     def active_strategy(self, account: str) -> tuple[str, str] | None: ...
 
 
 def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: AlertConfig | None = None, *,
-             benchmark: pd.Series | None = None, log_dir: Path | None = None) -> list[Autopsy]:
+             benchmark: pd.Series | None = None, log_dir: Path | None = None,
+             publish: Callable[[Autopsy], None] | None = None) -> list[Autopsy]:
     """Autopsies of the alerts first raised on as_of; alerts the ledger already holds are skipped.
 
     With `log_dir`, the fills behind each autopsy are written there as CSV and named as its
     execution log. The autopsy is stored as the alert's payload, so the ledger keeps the full story.
+    `publish` (e.g. emit an event) runs before the alert is stored: if it fails, the alert stays
+    new and the next run raises it again (at-least-once; consumers de-duplicate by alert_id).
     """
     config = config or AlertConfig()
     nav, fills = ledger.nav_frame(account), ledger.fills_frame(account)
     active = ledger.active_strategy(account)
     module = f"strategies.{active[1]}" if active else "strategies"
+    known = {row["alert_id"] for row in ledger.alerts(account)}
     new: list[Autopsy] = []
     for alert in evaluate(nav, fills, config, as_of, account, benchmark):
+        if alert.alert_id in known:
+            continue
         log = None
         if log_dir is not None:
             log_dir.mkdir(parents=True, exist_ok=True)
@@ -48,13 +57,15 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
         autopsy = autopsy_for(alert, nav, fills, config, module=module,
                               fallback_version=active[0] if active else None,
                               execution_log=str(log) if log else None, benchmark=benchmark)
+        if publish is not None:
+            publish(autopsy)
         if ledger.insert_alert(account, alert.alert_id, alert.as_of, alert.rule, autopsy.model_dump(mode="json")):
             new.append(autopsy)
     return new
 
 
-def diagnose_account(settings: Settings, account: str, as_of: str, config_path: Path | None = None
-                     ) -> list[Autopsy]:
+def diagnose_account(settings: Settings, account: str, as_of: str, config_path: Path | None = None,
+                     publish: Callable[[Autopsy], None] | None = None) -> list[Autopsy]:
     """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file."""
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.attribution import benchmark_returns
@@ -66,4 +77,4 @@ def diagnose_account(settings: Settings, account: str, as_of: str, config_path: 
     benchmark = benchmark_returns(ensure_sample(settings), "price")
     stamp = pd.Timestamp(as_of).date().isoformat()
     return diagnose(ledger, account, as_of, config, benchmark=benchmark,
-                    log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}")
+                    log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}", publish=publish)

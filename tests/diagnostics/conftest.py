@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from oomrl.config import get_settings
 from oomrl.portfolio.ledger import Ledger, RebalanceRecord
 
 START_CASH = 10_000_000.0
@@ -59,3 +61,22 @@ def book_history(book: Ledger, account: str, nav: pd.DataFrame, fills: pd.DataFr
         orders=pd.DataFrame(columns=["symbol", "side", "requested", "filled", "unfilled", "reason"]),
         fills=fills.assign(cash_delta_fen=0), nav=nav, lam=0.0015, gamma=0.0)
     assert book.commit_rebalance(record)
+
+
+def seed_account_home(root: Path, account: str = "demo") -> None:
+    """OOMRL_HOME `root` with the bundled sample store and `account` trading two versions over
+    2024-07..2025-06 at beta 0.9 to the CSI 300, with a 6 % loss on the last day."""
+    from oomrl.data.sample import ensure_sample
+    from oomrl.metrics.attribution import benchmark_returns
+
+    settings = get_settings(home=root)
+    bench = benchmark_returns(ensure_sample(settings)).loc["2024-07-01":"2025-06-30"]
+    rng = np.random.default_rng(0)
+    returns = 0.9 * bench.to_numpy() + rng.normal(0.0002, 0.004, len(bench))
+    returns[-1] = -0.06
+    nav = nav_frame(returns, leakage=0.0001, turnover=0.02)
+    nav["date"] = bench.index
+    nav["strategy_version"] = ["aaaa1111"] * 120 + ["bbbb2222"] * (len(bench) - 120)
+    ledger = Ledger(settings.ledger)
+    ledger.create_schema()
+    book_history(ledger, account, nav, fills_frame(bench.index[-5:], participation=0.02))

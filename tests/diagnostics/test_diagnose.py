@@ -7,6 +7,7 @@ from pathlib import Path
 
 import jsonschema
 import pandas as pd
+import pytest
 
 from oomrl.diagnostics.autopsy import SCHEMA_PATH
 from oomrl.diagnostics.diagnose import diagnose
@@ -34,3 +35,21 @@ def test_diagnose_stores_new_alerts_once(ledger: Ledger, tmp_path: Path) -> None
 
     assert diagnose(ledger, "acct-1", as_of) == []  # the same alerts are never raised twice
     assert len(ledger.alerts("acct-1")) == 3
+
+
+def test_a_failed_publish_leaves_the_alert_new(ledger: Ledger) -> None:  # noqa: F811
+    nav = nav_frame(list(quiet_returns(30)) + [-0.035])
+    book_history(ledger, "acct-2", nav, fills_frame(nav["date"].iloc[-2:]))
+    as_of = nav["date"].iloc[-1].date()
+    sent: list[str] = []
+
+    def broken(autopsy: object) -> None:
+        raise ConnectionError("event bus down")
+
+    with pytest.raises(ConnectionError, match="event bus down"):
+        diagnose(ledger, "acct-2", as_of, publish=broken)
+    assert ledger.alerts("acct-2") == []  # nothing stored, so the next run raises it again
+    again = diagnose(ledger, "acct-2", as_of, publish=lambda a: sent.append(a.alert_id))
+    assert [a.alert_id for a in again] == sent and len(sent) == 1
+    assert diagnose(ledger, "acct-2", as_of, publish=lambda a: sent.append(a.alert_id)) == []
+    assert len(sent) == 1

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
-from oomrl.config import get_settings
-from oomrl.data.sample import ensure_sample
 from oomrl.data.store import MarketStore
 from oomrl.metrics.attribution import (
     account_returns,
@@ -22,31 +18,17 @@ from oomrl.metrics.attribution import (
     universe_panel,
 )
 from oomrl.metrics.io import MetricsInputError
-from oomrl.portfolio.ledger import Ledger
-from tests.diagnostics.conftest import book_history, fills_frame, nav_frame
+from tests.diagnostics.conftest import seed_account_home
 
 runner = CliRunner()
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """An OOMRL_HOME with the sample store and one account trading two versions over 2024-07..2025-06."""
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An OOMRL_HOME with the sample store and one account (see seed_account_home)."""
     root = tmp_path_factory.mktemp("acct-home")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OOMRL_HOME", str(root))
-        settings = get_settings()
-        store = ensure_sample(settings)
-        bench = benchmark_returns(store).loc["2024-07-01":"2025-06-30"]
-        rng = np.random.default_rng(0)
-        returns = 0.9 * bench.to_numpy() + rng.normal(0.0002, 0.004, len(bench))
-        returns[-1] = -0.06  # a loss on the last day for the diagnosis
-        nav = nav_frame(returns, leakage=0.0001, turnover=0.02)
-        nav["date"] = bench.index
-        nav["strategy_version"] = ["aaaa1111"] * 120 + ["bbbb2222"] * (len(bench) - 120)
-        ledger = Ledger(settings.ledger)
-        ledger.create_schema()
-        book_history(ledger, "demo", nav, fills_frame(bench.index[-5:], participation=0.02))
-        yield root
+    seed_account_home(root)
+    return root
 
 
 def test_report_for_an_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,105 @@
+"""Prefect tasks of attribution and loss diagnostics: the report, its artifacts, the diagnosis and its event."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import (
+    create_image_artifact,
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
+from prefect.cache_policies import NO_CACHE
+from prefect.events import emit_event
+
+from oomrl.config import get_settings
+from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics.diagnose import diagnose_account
+from oomrl.metrics.attribution import account_report, report_dir
+from oomrl.metrics.performance import read_phases
+from oomrl.metrics.tearsheet import format_value
+
+LOSS_ALERT_EVENT = "oomrl.loss.alert"
+REPORT_RETRIES = 2
+EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")  # event ids derive from alert ids
+
+
+def artifact_key(*parts: str) -> str:
+    """Prefect artifact keys allow lowercase letters, digits and dashes only."""
+    return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
+
+
+@task(name="build-account-report", retries=REPORT_RETRIES, retry_delay_seconds=10, cache_policy=NO_CACHE)
+def build_account_report(account: str, benchmark: str = "price", phases_file: str | None = None,
+                         rf: float = 0.0, home: str | None = None) -> dict[str, Any]:
+    """Write the account's report under OOMRL_HOME/runs; return its paths, metrics and phase rows."""
+    from oomrl.data.sample import ensure_sample
+    from oomrl.portfolio.ledger import Ledger
+
+    settings = get_settings(**({"home": home} if home else {}))
+    phases = read_phases(Path(phases_file)) if phases_file else None
+    report = account_report(Ledger(settings.ledger), ensure_sample(settings), account,
+                            report_dir(settings.runs_dir, account), phases=phases,
+                            benchmark_kind=benchmark, rf=rf)
+    return {
+        "account": account, "benchmark": benchmark, "html": str(report.html),
+        "markdown": str(report.markdown), "pngs": [str(p) for p in report.pngs], "metrics": report.metrics,
+        "phases": [] if report.phases is None else report.phases.to_dict("records"),
+    }
+
+
+@task(name="publish-report-artifacts", cache_policy=NO_CACHE)
+def publish_report_artifacts(summary: dict[str, Any]) -> None:
+    """Markdown summary, metrics table, a link to the tearsheet and the equity chart as artifacts."""
+    account = summary["account"]
+    create_markdown_artifact(markdown=Path(summary["markdown"]).read_text(),
+                             key=artifact_key("attribution", account), description=f"Report of {account}")
+    rows = [{"metric": key, "value": format_value(key, value)} for key, value in summary["metrics"].items()]
+    create_table_artifact(rows, key=artifact_key("attribution-metrics", account),
+                          description=f"Metrics of {account} vs CSI 300 ({summary['benchmark']} index)")
+    create_link_artifact(Path(summary["html"]).resolve().as_uri(), link_text="HTML tearsheet (self-contained)",
+                         key=artifact_key("attribution-tearsheet", account))
+    create_image_artifact(Path(summary["pngs"][0]).resolve().as_uri(), key=artifact_key("attribution-equity", account),
+                          description="Cumulative return vs CSI 300")
+
+
+def emit_loss_alert(autopsy: Autopsy) -> None:
+    """Emit `oomrl.loss.alert` for the account with the autopsy as payload; the event id is the
+    alert's, so a repeated emission of one alert is recognisably the same event."""
+    event = emit_event(
+        event=LOSS_ALERT_EVENT,
+        resource={"prefect.resource.id": f"oomrl.account.{autopsy.account}",
+                  "prefect.resource.name": autopsy.account},
+        related=[{"prefect.resource.id": f"oomrl.alert.{autopsy.alert_id}",
+                  "prefect.resource.role": "alert"}],
+        payload=autopsy.model_dump(mode="json"),
+        id=uuid.uuid5(EVENT_NAMESPACE, autopsy.alert_id),
+    )
+    if event is None:
+        raise RuntimeError("Prefect events are not available: the loss alert was not emitted")
+
+
+@task(name="diagnose-account", retries=REPORT_RETRIES, retry_delay_seconds=10, cache_policy=NO_CACHE)
+def diagnose_and_alert(account: str, as_of: str, config_file: str | None = None,
+                       home: str | None = None) -> list[dict[str, Any]]:
+    """Run the rules; each new alert is emitted as an event, then stored (see diagnose())."""
+    settings = get_settings(**({"home": home} if home else {}))
+    autopsies = diagnose_account(settings, account, as_of, Path(config_file) if config_file else None,
+                                 publish=emit_loss_alert)
+    return [a.model_dump(mode="json") for a in autopsies]
+
+
+@task(name="publish-diagnosis", cache_policy=NO_CACHE)
+def publish_diagnosis(account: str, as_of: str, autopsies: list[dict[str, Any]]) -> None:
+    """A table of the new alerts (or a note that there are none)."""
+    rows = [{"alert_id": a["alert_id"], "rule": a["trigger"]["rule"], "severity": a["severity"],
+             "root_cause": a["diagnostics"]["root_cause"], "mandate": a["mandate"]} for a in autopsies]
+    create_table_artifact(rows or [{"alert_id": "", "rule": "no new alert", "severity": "", "root_cause": "",
+                                    "mandate": ""}],
+                          key=artifact_key("loss-diagnostics", account),
+                          description=f"Loss diagnostics of {account} on {as_of}: {len(rows)} new alert(s)")

@@ -1,0 +1,75 @@
+"""The attribution and loss-diagnostics flows on a real Prefect test server: artifacts and the loss event."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.diagnostics.conftest import seed_account_home
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def _artifacts(prefix: str) -> dict[str, object]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return {a.key: a for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
+
+
+def _loss_events(account: str, wait_s: float = 30.0) -> list[object]:
+    """Events reach the server asynchronously: poll until one arrives or the wait ends."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all(timeout=10)
+    query = EventFilter(event=EventNameFilter(name=["oomrl.loss.alert"]),
+                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while True:
+            events = client.read_events(filter=query, limit=50).events  # the server caps at 50
+            if events or time.monotonic() > deadline:
+                return list(events)
+            time.sleep(0.5)
+
+
+def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
+    from flows.attribution import attribution
+    from flows.diagnostics import loss_diagnostics
+
+    home = tmp_path / "home"
+    seed_account_home(home, account="flowacct")
+
+    summary = attribution(account="flowacct", home=str(home))
+    assert Path(summary["html"]).exists() and summary["metrics"]["trading_days"] == 242
+    assert {p["phase"] for p in summary["phases"]} == {"aaaa1111", "bbbb2222"}
+    artifacts = _artifacts("attribution-")
+    assert {"attribution-flowacct", "attribution-metrics-flowacct", "attribution-tearsheet-flowacct",
+            "attribution-equity-flowacct"} <= set(artifacts)
+    assert artifacts["attribution-flowacct"].type == "markdown"
+    assert "information_ratio" in str(artifacts["attribution-metrics-flowacct"].data)
+    assert str(artifacts["attribution-tearsheet-flowacct"].data).startswith("[HTML tearsheet")
+
+    autopsies = loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home))
+    assert "daily_loss" in {a["trigger"]["rule"] for a in autopsies}
+    events = _loss_events("flowacct")
+    assert {e.payload["alert_id"] for e in events} == {a["alert_id"] for a in autopsies}
+    assert all(e.payload["account"] == "flowacct" for e in events)
+    assert "loss-diagnostics-flowacct" in _artifacts("loss-diagnostics-")
+
+    assert loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home)) == []  # never twice
+
+
+def test_flow_declarations() -> None:
+    from flows.attribution import attribution
+    from flows.diagnostics import loss_diagnostics
+    from tasks.attribution import artifact_key, build_account_report, diagnose_and_alert
+
+    for declared in (attribution, loss_diagnostics):
+        assert declared.version and declared.retries >= 1
+    assert build_account_report.retries >= 1 and diagnose_and_alert.retries >= 1
+    assert artifact_key("Attribution", "Paper_01") == "attribution-paper-01"
