@@ -36,6 +36,7 @@ MESSAGES = {
     "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",
     "tests.tautology": "the assertion cannot fail",
     "tests.swallowed_assertion": "an except clause swallows assertion failures",
+    "tests.early_return": "a return in a test skips the checks after it",
     "tests.skip": "skips, xfails and collection switches are not allowed",
     "tests.pytest_hook": "tests may not define pytest hooks or plugins",
     "tests.autouse_patch": "autouse fixtures may not patch anything",
@@ -144,6 +145,9 @@ class TestScanner:
     def check_test(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if not self.asserts_something(function):
             self.add("tests.no_assert", function, f"{function.name} has no real assertion")
+        for node in _live_nodes(function):
+            if isinstance(node, ast.Return):
+                self.add("tests.early_return", node, f"{function.name}: {snippet(node)}")
         for node in ast.walk(function):
             if isinstance(node, ast.Assert) and self.tautology(node.test):
                 self.add("tests.tautology", node, snippet(node))

@@ -84,6 +84,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
          "import contextlib\n\n\ndef test_a():\n    with contextlib.suppress(KeyError):\n"
          "        assert target_weights({}, 1) == {}\n"),
     ],
+    "tests.early_return": [
+        ("def test_a():\n    w = target_weights({}, 1)\n    if w:\n        return\n    assert w == {'A': 1.0}\n",
+         "def test_a():\n    def helper():\n        return target_weights({}, 1)\n    assert helper() == {}\n"),
+    ],
     "tests.skip": [
         ("@pytest.mark.skip\ndef test_a():\n    assert target_weights({}, 1) == {}\n",
          "@pytest.mark.parametrize('k', [1])\ndef test_a(k):\n    assert target_weights({}, k) == {}\n"),
