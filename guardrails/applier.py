@@ -85,7 +85,9 @@ def _locate(lines: list[str], old: list[str], expected: int, header: str) -> int
     for loose in (False, True):
         if _matches(lines, old, expected, loose):
             return expected
-        found = [i for i in range(len(lines) - len(old) + 1) if _matches(lines, old, i, loose)]
+        first = old[0].rstrip() if loose else old[0]
+        starts = [i for i, line in enumerate(lines) if (line.rstrip() if loose else line) == first]
+        found = [i for i in starts if _matches(lines, old, i, loose)]
         if len(found) == 1:
             return found[0]
         if found:

@@ -38,7 +38,14 @@ BANNED: dict[str, tuple[str, ...]] = {
                         "threading.setprofile_all_threads", "trace", "bdb", "pdb", "tracemalloc"),
     "sanitizer.import_hook": ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path",
                               "sys.dont_write_bytecode", "sys.pycache_prefix", "site"),
-    "sanitizer.test_env": ("sys.modules", "sys.argv", "sys.orig_argv", "sys.flags"),
+    # Anything that tells the gate's run from production: the environment, the command line, the
+    # interpreter, the working folder, the process and the host.
+    "sanitizer.test_env": ("sys.modules", "sys.argv", "sys.orig_argv", "sys.flags", "os.environ",
+                           "os.environb", "os.getenv", "os.getenvb", "os.putenv", "os.unsetenv",
+                           "os.getcwd", "os.getcwdb", "os.getpid", "os.getppid", "os.uname",
+                           "os.getlogin", "sys.executable", "sys.prefix", "sys.base_prefix",
+                           "sys.exec_prefix", "getpass", "platform.node", "platform.uname", "psutil",
+                           "__main__", "pathlib.Path.cwd", "pathlib.Path.home"),
     "sanitizer.builtins": ("builtins", "__builtins__", "__builtin__"),
     "sanitizer.exec": ("exec", "eval", "compile", "code", "codeop", "types.FunctionType",
                        "types.CodeType", "breakpoint"),
@@ -57,7 +64,6 @@ BANNED: dict[str, tuple[str, ...]] = {
                             "pandas.read_excel", "pandas.read_table"),
 }
 RULE_OF_NAME = {prefix: rule for rule, prefixes in BANNED.items() for prefix in prefixes}
-ENVIRON = ("os.environ", "os.environb", "os.getenv", "os.getenvb", "os.putenv", "os.unsetenv")
 # Attribute names that are findings on any object (their base is rarely resolvable statically).
 ATTRIBUTE_RULES: dict[str, str] = {
     **dict.fromkeys(("f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace",
@@ -94,7 +100,7 @@ SOURCE_MESSAGES: dict[str, str] = {
     "sanitizer.serialization": "pickle-like loaders run arbitrary code",
     "sanitizer.trace": "tracing and profiling hooks interfere with coverage",
     "sanitizer.import_hook": "import machinery changes can rewrite other modules",
-    "sanitizer.test_env": "the code reads the test environment",
+    "sanitizer.test_env": "the code inspects the environment it runs in (tests, gate, host)",
     "sanitizer.builtins": "builtins may not be touched",
     "sanitizer.exec": "exec/eval/compile run code the gate cannot see",
     "sanitizer.namespace": "writing module namespaces by reflection is not allowed",
@@ -135,20 +141,6 @@ class SourceScanner:
             if head in RULE_OF_NAME:
                 self.add(RULE_OF_NAME[head], node, name)
                 return
-        if any(head in ENVIRON for head in heads):
-            self.environment(name, node)
-
-    def environment(self, name: str, node: ast.AST) -> None:
-        """os.environ / getenv reads are fine for a literal, unrelated key; anything else is flagged."""
-        holder = self.parent.get(id(node))
-        key: ast.AST | None = None
-        if isinstance(holder, ast.Subscript) and holder.value is node:
-            key = holder.slice
-        elif isinstance(holder, ast.Call) and holder.func is node and holder.args:
-            key = holder.args[0]
-        literal = isinstance(key, ast.Constant) and isinstance(key.value, str)
-        if not literal or _TEST_STRING.search(key.value):  # type: ignore[union-attr]
-            self.add("sanitizer.test_env", node, snippet(holder or node))
 
     def run(self) -> list[Finding]:
         for node in self.nodes:

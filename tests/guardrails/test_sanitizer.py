@@ -17,9 +17,12 @@ CASES: dict[str, list[tuple[str, str]]] = {
     "sanitizer.test_env": [
         ("import sys\nX = 'pytest' in sys.modules\n", "import sys\nX = sys.maxsize\n"),
         ("import sys\nARGS = sys.argv[1:]\n", "import sys\nV = sys.version_info\n"),
-        ("import os\nX = os.environ.get('PYTEST_CURRENT_TEST')\n", "import os\nX = os.environ.get('HOME')\n"),
-        ("import os\nX = os.getenv(name)\n", "import os\nX = os.getenv('TZ')\n"),
-        ("import os\nX = 'COV_CORE_SOURCE' in os.environ\n", "import os\nX = os.environ['LANG']\n"),
+        ("import os\nX = os.environ.get('PYTEST_CURRENT_TEST')\n", "import os\nX = os.path.sep\n"),
+        ("import os\nX = os.getenv('HOME')\n", "import os\nX = os.linesep\n"),
+        ("from os import environ\nX = 'COV_CORE_SOURCE' in environ\n", "from os import sep\nX = sep\n"),
+        ("import os\nX = os.getcwd()\n", "import os\nX = os.curdir\n"),
+        ("from pathlib import Path\nX = Path.cwd()\n", "from pathlib import Path\nX = Path('a')\n"),
+        ("import sys\nX = sys.executable\n", "import sys\nX = sys.float_info\n"),
         ("NAME = '_pytest.reports'\n", "NAME = 'momentum reports'\n"),
     ],
     "sanitizer.test_framework": [
