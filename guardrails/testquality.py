@@ -316,6 +316,8 @@ def _findings(text: str, tree: ast.Module, source_packages: tuple[str, ...]) -> 
 def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
                source_packages: tuple[str, ...] = SOURCE_PACKAGES) -> list[Violation]:
     """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged)."""
+    if not path.endswith(".py"):
+        return []  # data files in T (json, csv) are not code; diffs.check_patch guards their names
     tree, errors = parse(path, new_text, "tests.syntax_error")
     if tree is None:
         return [e for e in errors if e.rule not in allow]

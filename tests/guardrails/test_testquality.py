@@ -188,6 +188,10 @@ def test_syntax_errors_and_allow() -> None:
     assert {v.rule for v in scan_tests("t.py", taut, "broken (", {"tests.tautology"})} == {"tests.no_assert"}
 
 
+def test_data_files_in_t_are_not_parsed_as_python() -> None:
+    assert scan_tests("tests/data/cases.json", '{"a": 1}', None, set()) == []
+
+
 def test_source_packages_are_configurable() -> None:
     text = HEAD + "import mylib\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setattr(mylib, 'f', 1)\n" \
                   "    assert target_weights({}, 1) == {}\n"
