@@ -110,7 +110,7 @@ def pragma_findings(text: str, rule: str) -> list[Finding]:
     found: list[Finding] = []
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type == tokenize.COMMENT and _PRAGMA.search(token.string):
-            found.append(Finding(rule, token.start[0], token.string.strip(),
+            found.append(Finding(rule, token.start[0], token.line.strip(),
                                  f"coverage exclusion comment {token.string.strip()!r}"))
     return found
 

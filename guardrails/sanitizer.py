@@ -130,7 +130,19 @@ class SourceScanner:
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         if rule not in self.disabled:
             line = getattr(node, "lineno", 1)
-            self.found.append(Finding(rule, line, detail, f"{SOURCE_MESSAGES[rule]}: {detail}"))
+            key = f"{detail} in {self.statement_key(node)}"
+            self.found.append(Finding(rule, line, key, f"{SOURCE_MESSAGES[rule]}: {detail}"))
+
+    def statement_key(self, node: ast.AST) -> str:
+        """The statement a finding sits in (or the header part of a compound statement), so that an
+        old finding moved into new code counts as new."""
+        child = node
+        while not isinstance(child, ast.stmt):  # every expression lies inside some statement
+            parent = self.parent[id(child)]
+            if isinstance(parent, ast.stmt) and hasattr(parent, "body"):
+                return f"{type(parent).__name__}: {snippet(child)}"
+            child = parent
+        return type(child).__name__ if hasattr(child, "body") else snippet(child)
 
     def banned(self, name: str, node: ast.AST) -> None:
         parts = name.split(".")

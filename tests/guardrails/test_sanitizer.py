@@ -165,6 +165,16 @@ def test_existing_findings_are_not_reflagged_but_new_copies_are() -> None:
     assert scan_source("s.py", old, "this is not python (", set())[0].line == 2
 
 
+def test_old_findings_moved_into_new_code_count_as_new() -> None:
+    old = "import sys\nA = sys.argv\n\n\ndef f(x):\n    if x:\n        return 1\n    return 2\n"
+    assert scan_source("s.py", old.replace("return 1", "return 3"), old, set()) == []
+    moved = old.replace("A = sys.argv\n", "").replace("if x:", "if sys.argv:")
+    assert [(v.rule, v.line) for v in scan_source("s.py", moved, old, set())] == [("sanitizer.test_env", 5)]
+    pragma = "def g():  # pragma: no cover\n    pass\n"
+    assert scan_source("s.py", pragma.replace("g()", "f()"), pragma, set())[0].rule == "sanitizer.pragma"
+    assert scan_source("s.py", pragma + "X = 1\n", pragma, set()) == []
+
+
 def test_unparseable_source_is_a_syntax_error_with_line() -> None:
     [violation] = scan_source("strategies/m.py", "x = 1\ndef broken(:\n", None, set())
     assert (violation.rule, violation.line) == ("sanitizer.syntax_error", 2)
