@@ -6,7 +6,7 @@ import getpass
 import json
 from datetime import date
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 import typer
@@ -60,8 +60,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("rebalance")
     def rebalance_command(
-        account: Optional[str] = typer.Option(None, help="account (default: OOMRL_ACCOUNT)"),
-        as_of: Optional[str] = typer.Option(None, "--as-of", help="session date (default: latest)"),
+        account: str | None = typer.Option(None, help="account (default: OOMRL_ACCOUNT)"),
+        as_of: str | None = typer.Option(None, "--as-of", help="session date (default: latest)"),
         dry_run: bool = typer.Option(False, "--dry-run", help="print the orders, write nothing"),
     ) -> None:
         """Rebalance an account on one session with its active strategy version (commits once)."""
@@ -94,9 +94,9 @@ def register(app: typer.Typer) -> None:
         strategy: list[str] = typer.Option(..., help="strategy name (repeat to compare)"),
         start: str = typer.Option(..., help="first session"),
         end: str = typer.Option(..., help="last session"),
-        params: Optional[str] = typer.Option(None, help="strategy params as a JSON object"),
-        workspace: Optional[Path] = typer.Option(None, help="load strategies/ from this directory"),
-        kill_threshold: Optional[float] = typer.Option(None, help="override the kill switch (1 = off)"),
+        params: str | None = typer.Option(None, help="strategy params as a JSON object"),
+        workspace: Path | None = typer.Option(None, help="load strategies/ from this directory"),
+        kill_threshold: float | None = typer.Option(None, help="override the kill switch (1 = off)"),
         as_json: bool = typer.Option(False, "--json", help="print the summaries as JSON"),
     ) -> None:
         """Paper-trade strategies over stored data and print turnover, costs, leakage and net return."""
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(account_app, name="account")
 
     @account_app.command("show")
-    def account_show(account: Optional[str] = typer.Option(None, help="account")) -> None:
+    def account_show(account: str | None = typer.Option(None, help="account")) -> None:
         """Status, cash, positions, last NAV rows and the active strategy version."""
         from oomrl.portfolio.service import open_ledger
 
@@ -147,7 +147,7 @@ def register(app: typer.Typer) -> None:
 
     @account_app.command("resume")
     def account_resume(
-        account: Optional[str] = typer.Option(None, help="account"),
+        account: str | None = typer.Option(None, help="account"),
         confirm: bool = typer.Option(False, "--confirm", help="a person confirms the resume"),
     ) -> None:
         """Lift the kill switch's halt (needs --confirm; recorded in the ledger with who did it)."""

@@ -16,7 +16,13 @@ from oomrl.market import calendar
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.loader import load_strategy
-from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceOutcome, RebalanceSetup, load_panels, rebalance
+from oomrl.portfolio.rebalance import (
+    HISTORY_DAYS,
+    RebalanceOutcome,
+    RebalanceSetup,
+    load_panels,
+    rebalance,
+)
 from oomrl.portfolio.replay import ReplayResult, replay
 from strategies import registry
 from strategies.base import MarketView
