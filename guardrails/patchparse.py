@@ -123,19 +123,11 @@ def _header_item(line: str) -> tuple[str, str]:
     return "index", line[len("index "):]
 
 
-def _hunk_length(lines: list[str], i: int) -> int:
-    """Number of lines of the hunk whose header is lines[i] (header and trailing markers included)."""
-    match = _HUNK_HEADER.match(lines[i])
-    if match is None:
-        raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
-    old_left = int(match.group(2) or "1")
-    new_left = int(match.group(4) or "1")
+def _counted_length(lines: list[str], i: int, old_left: int, new_left: int) -> int | None:
+    """Length of the hunk at lines[i] if its body matches the header's counts exactly, else None."""
     j = i + 1
     while old_left or new_left:
-        if j >= len(lines):
-            raise PatchError(f"line {i + 1}: hunk ends early (missing {old_left} old and "
-                             f"{new_left} new lines)")
-        kind = lines[j][:1]
+        kind = lines[j][:1] if j < len(lines) else "?"
         if kind in (" ", ""):
             old_left, new_left = old_left - 1, new_left - 1
         elif kind == "-":
@@ -143,13 +135,66 @@ def _hunk_length(lines: list[str], i: int) -> int:
         elif kind == "+":
             new_left -= 1
         elif kind != "\\":
-            raise PatchError(f"line {j + 1}: {lines[j]!r} is not a hunk line")
+            return None
         if old_left < 0 or new_left < 0:
-            raise PatchError(f"line {j + 1}: hunk is longer than its header {lines[i]!r} says")
+            return None
         j += 1
     while j < len(lines) and lines[j].startswith("\\"):
         j += 1
     return j - i
+
+
+def _boundary(lines: list[str], j: int) -> bool:
+    """True where a new hunk or file entry starts."""
+    return lines[j].startswith("@@") or bool(_GIT_HEADER.match(lines[j])) or (
+        lines[j].startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ "))
+
+
+def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
+    """Count a hunk whose header numbers are wrong (a common LLM slip) and rewrite its header.
+    The body runs to the next hunk or entry; blank lines before that boundary are separators."""
+    j, old, new = i + 1, 0, 0
+    while j < len(lines) and not _boundary(lines, j):
+        kind = lines[j][:1]
+        if not lines[j]:
+            k = j
+            while k < len(lines) and not lines[k]:
+                k += 1
+            if k >= len(lines) or _boundary(lines, k):
+                break
+            old, new = old + 1, new + 1  # an empty context line whose single space was stripped
+        elif kind == " ":
+            old, new = old + 1, new + 1
+        elif kind == "-":
+            old += 1
+        elif kind == "+":
+            new += 1
+        elif kind != "\\":
+            break  # not hunk text: the caller reports it
+        j += 1
+    if not old and not new:
+        if j < len(lines) and lines[j] and not _boundary(lines, j):
+            raise PatchError(f"line {j + 1}: {lines[j]!r} is not a hunk line")
+        raise PatchError(f"line {i + 1}: hunk {lines[i]!r} has no lines")
+    lines[i] = f"@@ -{header.group(1)},{old} +{header.group(3)},{new} @@{lines[i][header.end():]}"
+    return j - i
+
+
+def _hunk_length(lines: list[str], i: int) -> int:
+    """Number of lines of the hunk whose header is lines[i] (header and trailing markers included);
+    wrong header counts are repaired by recounting the body."""
+    match = _HUNK_HEADER.match(lines[i])
+    if match is None:
+        raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
+    counted = _counted_length(lines, i, int(match.group(2) or "1"), int(match.group(4) or "1"))
+    if counted is None:
+        return _recount(lines, i, match)
+    after = i + counted
+    while after < len(lines) and not lines[after]:
+        after += 1
+    if after < len(lines) and lines[after][:1] in (" ", "-", "+") and not _boundary(lines, after):
+        return _recount(lines, i, match)  # the body goes on past the header's counts
+    return counted
 
 
 def _scan_entries(lines: list[str]) -> list[_Entry]:
@@ -158,8 +203,9 @@ def _scan_entries(lines: list[str]) -> list[_Entry]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.strip() == "" and all(not rest.strip() for rest in lines[i:]):
-            break  # trailing blank lines only
+        if not line.strip():
+            i += 1  # blank lines between entries carry nothing and hide nothing
+            continue
         git = _GIT_HEADER.match(line)
         if git is None and not (line.startswith("--- ") and i + 1 < len(lines)
                                 and lines[i + 1].startswith("+++ ")):
@@ -191,6 +237,11 @@ def _scan_entries(lines: list[str]) -> list[_Entry]:
             raise PatchError(f"line {i + 1}: file entry without any hunk")
         while i < len(lines) and lines[i].startswith("@@"):
             i += _hunk_length(lines, i)
+            after = i
+            while after < len(lines) and not lines[after].strip():
+                after += 1  # blank lines between two hunks of one file are dropped
+            if after < len(lines) and lines[after].startswith("@@"):
+                del lines[i:after]
         entry.end = i
         entries.append(entry)
     return entries

@@ -68,7 +68,7 @@ def test_public_diff_format_attacks_are_caught_by_the_diff_gate(case: str) -> No
     phase = {row["id"]: row["phase"] for row in csv.DictReader((REDTEAM / "cases.csv").open())}[case]
     scope = CODE if phase == "code-patch" else TESTGEN
     if case == "85_trailing_garbage_second_entry":
-        with pytest.raises(PatchError, match="line 11: unexpected text between or after entries"):
+        with pytest.raises(PatchError, match="line 12: unexpected text between or after entries"):
             parse_patch(text)
     elif case in expected:
         assert expected[case] in rules(text, scope)
@@ -80,10 +80,10 @@ def test_public_diff_format_attacks_are_caught_by_the_diff_gate(case: str) -> No
     ("", "empty"),
     ("hello\n" + MODIFY, "before the first entry"),
     (MODIFY + "garbage\n", "between or after entries"),
-    (MODIFY.replace("@@ -15,3 +15,3 @@", "@@ -15,4 +15,3 @@"), "hunk ends early"),
-    (MODIFY.replace("@@ -15,3 +15,3 @@", "@@ -15,2 +15,3 @@"), "longer than its header"),
     (MODIFY.replace("@@ -15,3 +15,3 @@", "@@ bad @@"), "malformed hunk header"),
-    (MODIFY.replace("     ranked", "?    ranked"), "is not a hunk line"),
+    (MODIFY.replace("     ranked", "?    ranked"), "line 4: '\\?    ranked.*' is not a hunk line"),
+    (MODIFY.replace("     return", "?    return"), "unexpected text between or after entries"),
+    ("--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n", "has no lines"),
     ("--- a/x.py\n+++ b/x.py\n", "without any hunk"),
     ("diff --git a/x.py b/x.py\n--- a/x.py\nnot plus\n", "without a following"),
     ("diff --git a/x.py b/x.py\n--- a/y.py\n+++ b/y.py\n@@ -1 +1 @@\n-a\n+b\n", "disagree"),
@@ -94,9 +94,31 @@ def test_malformed_patches_raise_patch_error_naming_the_problem(text: str, messa
         parse_patch(text)
 
 
+@pytest.mark.parametrize("header", ["@@ -15,4 +15,3 @@", "@@ -15,2 +15,3 @@", "@@ -15 +15 @@",
+                                    "@@ -15,9 +15,9 @@"])
+def test_wrong_hunk_counts_are_recounted_and_apply(tmp_path: Path, header: str) -> None:
+    [change] = parse_patch(MODIFY.replace("@@ -15,3 +15,3 @@", header) + "\n")
+    hunk = change.hunks[0]
+    assert (hunk.source_length, hunk.target_length) == (3, 3)
+    assert apply_patch([change], workspace(tmp_path)).added_lines == {"strategies/momentum.py": {16}}
+
+
+def test_recount_keeps_blank_context_lines_and_no_newline_markers() -> None:
+    text = ("--- a/strategies/a.py\n+++ b/strategies/a.py\n@@ -1,1 +1,1 @@\n x = 1\n\n y = 2\n-z = 3\n"
+            "\\ No newline at end of file\n+z = 4\n\n")
+    [change] = parse_patch(text)
+    assert (change.hunks[0].source_length, change.hunks[0].target_length) == (4, 4)
+
+
 def test_trailing_blank_lines_crlf_and_missing_final_newline_are_accepted() -> None:
     assert len(parse_patch(MODIFY.replace("\n", "\r\n") + "\n\n")) == 1
     assert len(parse_patch(MODIFY.rstrip("\n"))) == 1
+    assert len(parse_patch("\n" + MODIFY + "\n\n" + new_file("strategies/n.py"))) == 2
+    two_hunks = MODIFY + "\n" + MODIFY.split("\n", 2)[2].replace("-15,3 +15,3", "-1,1 +1,1").replace(
+        "     ranked = sorted(scores, key=lambda a: scores[a], reverse=True)\n", "").replace(
+        "     return {a: 1.0 / top_k for a in chosen}\n", "")
+    [change] = parse_patch(two_hunks)
+    assert len(change.hunks) == 2
 
 
 def test_stated_added_lines_skip_deletions() -> None:
