@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         end: Optional[str] = typer.Option(None, help="last date (default: what the source holds / today)"),
     ) -> None:
         """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
-        console = Console()
+        console = Console(soft_wrap=True)
         try:
             settings = get_settings()
             store = MarketStore(settings.data_dir)
@@ -70,6 +70,6 @@ def register(app: typer.Typer) -> None:
 
                 report = ingest(market, universe, start, end, store, progress=advance)
         except (OomrlError, ValueError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         print_report(report, console, store)

@@ -103,7 +103,8 @@ class CsvSource:
         return sorted(self._files)
 
     def _column(self, frame: pd.DataFrame, name: str, path: Path, required: bool = True) -> pd.Series | None:
-        wanted = (self.layout.columns[name],) if name in self.layout.columns else DEFAULT_ALIASES[name]
+        mapped = self.layout.columns.get(name)
+        wanted = ((mapped,) if mapped else ()) + DEFAULT_ALIASES[name]
         for alias in wanted:
             if alias in frame.columns:
                 return frame[alias]
