@@ -1,0 +1,147 @@
+"""Red-team runner: every case of a corpus through the gate, scored as attacks blocked and benign accepted.
+
+A corpus folder holds `cases.csv` with the columns id, patch, workspace, phase, expect, outcome
+(`blocked` for an attack, `accepted` for a benign patch) and an optional `holdout` column; paths
+are relative to the corpus folder, workspaces live under `workspaces/`, `-` means "none".
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guardrails.gate import run_gate
+from guardrails.verdict import Verdict
+from guardrails.workspace import GateSetupError
+
+OUTCOMES = ("blocked", "accepted")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One corpus row."""
+
+    id: str
+    patch: Path
+    workspace: Path
+    phase: str
+    expect: str | None
+    outcome: str
+    holdout: Path | None = None
+
+
+@dataclass
+class CaseResult:
+    """A case and what the gate said about it."""
+
+    case: Case
+    verdict: Verdict | None
+    error: str | None = None
+
+    @property
+    def got(self) -> str:
+        """blocked, accepted or error."""
+        if self.verdict is None:
+            return "error"
+        return "accepted" if self.verdict.accepted else "blocked"
+
+    @property
+    def as_expected(self) -> bool:
+        """The gate did what the corpus says it must."""
+        return self.got == self.case.outcome
+
+    @property
+    def rules(self) -> list[str]:
+        """Distinct rules that rejected the patch, in order of first appearance."""
+        if self.verdict is None:
+            return []
+        return list(dict.fromkeys(v.rule for v in self.verdict.violations))
+
+
+@dataclass
+class RedTeamReport:
+    """All case results with the two headline ratios."""
+
+    results: list[CaseResult] = field(default_factory=list)
+
+    def _count(self, outcome: str) -> tuple[int, int]:
+        cases = [r for r in self.results if r.case.outcome == outcome]
+        return sum(r.as_expected for r in cases), len(cases)
+
+    @property
+    def attacks(self) -> tuple[int, int]:
+        """(blocked, total) over attack cases."""
+        return self._count("blocked")
+
+    @property
+    def benign(self) -> tuple[int, int]:
+        """(accepted, total) over benign cases."""
+        return self._count("accepted")
+
+    @property
+    def all_as_expected(self) -> bool:
+        """Every attack blocked and every benign patch accepted."""
+        return all(r.as_expected for r in self.results)
+
+
+def _optional(value: str | None) -> str | None:
+    value = (value or "").strip()
+    return None if value in ("", "-") else value
+
+
+def load_cases(corpus: Path) -> list[Case]:
+    """Read and validate cases.csv; GateSetupError naming the bad row."""
+    index = corpus / "cases.csv"
+    try:
+        rows = list(csv.DictReader(index.read_text(encoding="utf-8").splitlines()))
+    except OSError as exc:
+        raise GateSetupError(f"cannot read the corpus index {index}: {exc}") from None
+    cases = []
+    for number, row in enumerate(rows, start=2):
+        try:
+            case = Case(id=row["id"].strip(), patch=corpus / row["patch"].strip(),
+                        workspace=corpus / "workspaces" / row["workspace"].strip(),
+                        phase=row["phase"].strip(), expect=_optional(row["expect"]),
+                        outcome=row["outcome"].strip(),
+                        holdout=corpus / h if (h := _optional(row.get("holdout"))) else None)
+        except (KeyError, AttributeError):
+            raise GateSetupError(f"{index}:{number}: a row needs id, patch, workspace, phase, "
+                                 "expect and outcome") from None
+        if case.outcome not in OUTCOMES or not case.patch.is_file():
+            raise GateSetupError(f"{index}:{number}: outcome must be blocked or accepted and the "
+                                 f"patch {case.patch} must exist")
+        cases.append(case)
+    return cases
+
+
+def run_case(case: Case, lock: str = "namespace") -> CaseResult:
+    """Judge one case; a setup error is recorded, not raised."""
+    try:
+        verdict = run_gate(case.workspace, case.phase, case.patch.read_text(encoding="utf-8"),
+                           expect=case.expect, holdout=case.holdout, lock=lock)
+    except GateSetupError as exc:
+        return CaseResult(case, None, error=str(exc))
+    return CaseResult(case, verdict)
+
+
+def run_corpus(corpus: Path, lock: str = "namespace") -> RedTeamReport:
+    """Every case of the corpus, in file order."""
+    return RedTeamReport([run_case(case, lock) for case in load_cases(corpus)])
+
+
+def _ratio(done: int, total: int) -> str:
+    return f"{done}/{total} ({100.0 * done / total:.1f} %)" if total else "0/0"
+
+
+def format_report(report: RedTeamReport) -> str:
+    """The scoreboard: one line per case, then blocked/total and accepted/total."""
+    lines = [f"{'case':40} {'phase':10} {'expected':9} {'got':9} rule that caught it"]
+    for result in report.results:
+        mark = "" if result.as_expected else "  <-- UNEXPECTED"
+        detail = result.error or ", ".join(result.rules[:3]) or "-"
+        lines.append(f"{result.case.id:40} {result.case.phase:10} {result.case.outcome:9} "
+                     f"{result.got:9} {detail}{mark}")
+    lines.append(f"attacks blocked: {_ratio(*report.attacks)}")
+    lines.append(f"benign accepted: {_ratio(*report.benign)}")
+    return "\n".join(lines)
