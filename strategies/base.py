@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import ClassVar, Protocol
 
@@ -24,7 +24,7 @@ class MarketView:
     """Daily panels (date x symbol) cut at `as_of`: rows after the decision date are never stored."""
 
     def __init__(self, panels: Mapping[str, pd.DataFrame], as_of: date | pd.Timestamp,
-                 portfolio_value: float = 1.0) -> None:
+                 portfolio_value: float = 1.0, members: Iterable[str] | None = None) -> None:
         if "close" not in panels:
             raise ValueError("a MarketView needs at least a 'close' panel")
         unknown = set(panels) - set(FIELDS)
@@ -35,6 +35,8 @@ class MarketView:
         self._panels = {name: frame.iloc[: frame.index.searchsorted(self._as_of, side="right")]
                         for name, frame in panels.items()}
         self.portfolio_value = float(portfolio_value)
+        # Index members on the decision date (point in time); None means every symbol with data.
+        self._members = None if members is None else frozenset(members)
 
     @property
     def as_of(self) -> pd.Timestamp:
@@ -62,12 +64,15 @@ class MarketView:
         return self._panels[field]
 
     def universe(self) -> list[str]:
-        """Symbols with a close on the decision date (traded that day)."""
+        """Index members (when known) with a close on the decision date (traded that day)."""
         close = self._panels["close"]
         if close.empty or close.index[-1] != self._as_of:
             return []
         last = close.iloc[-1]
-        return sorted(last.index[last.notna()])
+        traded = last.index[last.notna()]
+        if self._members is not None:
+            traded = traded[traded.isin(self._members)]
+        return sorted(traded)
 
     def traded_value(self, window: int) -> pd.Series:
         """Average daily traded value (CNY) over the last `window` sessions: amount, else close x volume."""

@@ -51,6 +51,7 @@ class WeeklyLiquidity:
         change = ideal.reindex(symbols, fill_value=0.0) - current
         change = _cap_participation(change, adv.reindex(symbols), view.portfolio_value,
                                     params.max_adv_participation)
+        change = _fit_exposure(change, current, params.gross_exposure)
         traded = float(change.abs().sum())
         if traded > params.max_weekly_turnover:
             change = change * (params.max_weekly_turnover / traded)
@@ -64,6 +65,17 @@ def _cap_participation(change: pd.Series, adv: pd.Series, portfolio_value: float
     # A name with unknown ADV (no recent trading) is frozen: no trade is the safe reading.
     limit = (adv.fillna(0.0) * max_participation / max(portfolio_value, 1.0)).clip(lower=0.0)
     return change.clip(lower=-limit, upper=limit)
+
+
+def _fit_exposure(change: pd.Series, current: pd.Series, gross: float) -> pd.Series:
+    """Shrink the buys so that what stays held after capped or frozen sells plus the buys <= gross."""
+    buys = change.clip(lower=0.0)
+    sells = change.clip(upper=0.0)
+    room = max(gross - float((current + sells).sum()), 0.0)
+    bought = float(buys.sum())
+    if bought > room:
+        buys = buys * (room / bought)
+    return buys + sells
 
 
 STRATEGY = WeeklyLiquidity()

@@ -79,8 +79,8 @@ def publish_rebalance_artifacts(result: dict[str, Any], home: str | None = None)
                           description=f"fills of {summary['account']} on {summary['as_of']}")
     nav = open_ledger(_settings(home)).nav_frame(summary["account"]).tail(SHOWN_NAV_ROWS)
     lines = [f"# {summary['account']} on {summary['as_of']}", "",
-             f"strategy version `{summary['strategy_version']}`; committed={summary['committed']}, "
-             f"duplicate={summary['duplicate']}, halted={summary['halted']}", "",
+             (f"strategy version `{summary['strategy_version']}`; committed={summary['committed']}, "
+              f"duplicate={summary['duplicate']}, halted={summary['halted']}"), "",
              "| date | NAV | realized | frictionless | leakage | turnover | costs | principal loss |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [(f"| {r.date:%Y-%m-%d} | {r.nav:,.2f} | {r.realized_return:.4%} "

@@ -83,6 +83,7 @@ class RebalanceSetup:
     gamma: float = 0.0
     kill_threshold: float = 0.20
     view_class: type = MarketView
+    membership: pd.DataFrame | None = None
 
 
 def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.DataFrame],
@@ -115,7 +116,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
     nav_prev = float(nav_before["nav"].iloc[-1]) if len(nav_before) else state.initial_cash_fen / 100
     book = Book(held, state.cash_fen, nav_prev, state.initial_cash_fen / 100, state.last_date)
     costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
-                      setup.view_class)
+                      setup.view_class, setup.membership)
     first_quiet = t if state.last_date is None else int(
         market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
     quiet = mark_sessions(market, first_quiet, t, book, costing)
@@ -126,7 +127,8 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
     if costing.kill.trips(loss_before):
         halted, new_book = True, book  # the loss tripped between rebalances: no trade today
     else:
-        weights = decide(setup.strategy, setup.params, market, t, book, setup.view_class)
+        weights = decide(setup.strategy, setup.params, market, t, book, setup.view_class,
+                         setup.membership)
         execution, row, new_book = trade_session(PaperBroker(market, setup.rules), t, weights, book,
                                                  costing)
         orders = execution.orders_frame(market.symbols)

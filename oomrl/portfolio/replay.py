@@ -53,6 +53,7 @@ class Costing:
     kill: KillSwitch = field(default_factory=KillSwitch)
     version: str = "replay"
     view_class: type = MarketView  # a workspace strategy gets the MarketView of its own package
+    membership: pd.DataFrame | None = None  # point-in-time index members (effective_date, symbol)
 
 
 def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
@@ -73,14 +74,32 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     })
 
 
+def members_on(membership: pd.DataFrame | None, day: pd.Timestamp) -> list[str] | None:
+    """Index members on `day`: the block with the latest effective date <= day (None if unknown)."""
+    if membership is None or membership.empty:
+        return None
+    effective = pd.to_datetime(membership["effective_date"])
+    known = effective[effective <= day]
+    if known.empty:
+        return None
+    return membership.loc[effective == known.max(), "symbol"].astype(str).tolist()
+
+
 def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: int, book: Book,
-           view_class: type = MarketView) -> np.ndarray:
+           view_class: type = MarketView, membership: pd.DataFrame | None = None) -> np.ndarray:
     """Target weights for session t from data up to session t-1 (the decision date)."""
-    view = view_class(market.panels, market.dates[t - 1], portfolio_value=book.nav)
+    as_of = market.dates[t - 1]
+    members = members_on(membership, as_of)
+    extra = {} if members is None else {"members": members}
+    view = view_class(market.panels, as_of, portfolio_value=book.nav, **extra)
     prices = np.nan_to_num(market.last_close[t - 1], nan=0.0)
     value = book.held * prices
     holdings = {market.symbols[i]: float(value[i] / book.nav) for i in np.nonzero(value)[0]}
-    targets = check_weights(strategy.target_weights(view, holdings, params))
+    try:
+        targets = check_weights(strategy.target_weights(view, holdings, params))
+    except ValueError as exc:
+        raise OomrlError(f"strategy {strategy.name} returned invalid weights for {as_of.date()}: "
+                         f"{exc}") from exc
     positions = market.symbols.get_indexer(list(targets))
     if (positions < 0).any():
         unknown = [s for s, p in zip(targets, positions) if p < 0]
@@ -175,7 +194,7 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
             if not due:
                 yield quiet, None, book
                 return
-        weights = decide(strategy, params, market, t, book, costing.view_class)
+        weights = decide(strategy, params, market, t, book, costing.view_class, costing.membership)
         execution, row, book = trade_session(broker, t, weights, book, costing)
         yield pd.concat([quiet, pd.DataFrame([row])], ignore_index=True) if len(quiet) else \
             pd.DataFrame([row]), execution, book
@@ -205,7 +224,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
            rules: AShareRules | None = None, initial_cash: float = 10_000_000.0,
            lam: float = 0.0015, gamma: float = 0.0, kill_threshold: float = DEFAULT_THRESHOLD,
            st_symbols: Iterable[str] = (), version: str = "replay",
-           view_class: type = MarketView) -> ReplayResult:
+           view_class: type = MarketView, membership: pd.DataFrame | None = None) -> ReplayResult:
     """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker."""
     rules = rules or AShareRules()
     if not isinstance(params, StrategyParams):
@@ -214,7 +233,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
         MarketFrames.build(bars_panel, rules, st_symbols)
     broker = PaperBroker(market, rules)
     first, last = session_range(market, start, end)
-    costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class)
+    costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class, membership)
     navs: list[pd.DataFrame] = []
     fills: list[pd.DataFrame] = []
     orders: list[pd.DataFrame] = []

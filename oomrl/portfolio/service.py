@@ -78,6 +78,13 @@ def parse_params(strategy: Any, params: str | dict[str, Any] | None) -> Any:
         raise OomrlError(f"invalid params for {strategy.name}: {exc}") from exc
 
 
+def membership(store: Any) -> pd.DataFrame | None:
+    """Point-in-time index membership from the store, or None when it holds none."""
+    reader = getattr(store, "read_membership", None)
+    frame = reader() if reader else None
+    return frame if frame is not None and len(frame) else None
+
+
 def last_session(on_or_before: date | None = None) -> date:
     """The latest XSHG session on or before a date (today by default)."""
     day = pd.Timestamp(on_or_before or date.today())
@@ -100,7 +107,7 @@ def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool =
     panels = load_panels(store, as_of)
     setup = RebalanceSetup(resolved.strategy, resolved.strategy.Params(), resolved.version,
                            AShareRules(), settings.reward_lambda, settings.reward_gamma,
-                           settings.kill_threshold, resolved.view_class)
+                           settings.kill_threshold, resolved.view_class, membership(store))
     return rebalance(ledger, account, as_of, panels, setup, dry_run=dry_run)
 
 
@@ -125,4 +132,4 @@ def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
     return replay(strategy, parse_params(strategy, params), panels, start, end, AShareRules(),
                   settings.initial_cash, settings.reward_lambda, settings.reward_gamma,
                   settings.kill_threshold if kill_threshold is None else kill_threshold,
-                  view_class=view_class)
+                  view_class=view_class, membership=membership(store))

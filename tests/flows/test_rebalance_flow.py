@@ -96,7 +96,7 @@ def test_kill_switch_halt_emits_the_event_and_refuses_later_runs(tmp_path: Path)
     home = tmp_path / "home"
     days = seed_store(home, crash_from="2024-03-11")
     weekly_rebalance(account="haltacct", as_of=days[40], home=str(home))
-    crashed = [d for d in days if d >= date(2024, 3, 18)][0]
+    crashed = next(d for d in days if d >= date(2024, 3, 18))
     summary = weekly_rebalance(account="haltacct", as_of=crashed, home=str(home))
     assert summary["halted"]
     events = _halted_events("haltacct")

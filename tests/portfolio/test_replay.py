@@ -120,6 +120,13 @@ def test_bad_ranges_and_unknown_targets_are_errors() -> None:
     with pytest.raises(OomrlError, match="without market data"):
         replay(Rogue(), None, panels, "2024-01-10", "2024-02-01")
 
+    class Leveraged(Rogue):
+        def target_weights(self, view, holdings, params):  # noqa: ANN001, ANN201
+            return {SYMBOLS[0]: 0.8, SYMBOLS[1]: 0.8}
+
+    with pytest.raises(OomrlError, match="invalid weights"):
+        replay(Leveraged(), None, panels, "2024-01-10", "2024-02-01")
+
 
 def test_an_idle_strategy_keeps_its_cash() -> None:
     panels = random_panels(SYMBOLS, days=200)

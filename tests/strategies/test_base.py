@@ -77,6 +77,20 @@ def test_universe_lists_only_names_traded_on_the_decision_date() -> None:
     assert view.universe() == ["A", "C"]
 
 
+def test_universe_keeps_only_index_members_when_membership_is_given() -> None:
+    panels = make_panels()
+    view = MarketView(panels, panels["close"].index[5], members=["C", "A", "Z"])
+    assert view.universe() == ["A", "C"]
+
+
+def test_history_is_a_copy_too() -> None:
+    panels = make_panels()
+    view = MarketView(panels, panels["close"].index[-1])
+    tail = view.history("close", 2)
+    tail.iloc[:, :] = 0.0
+    assert (view.history("close", 2) > 0).all().all()
+
+
 def test_universe_is_empty_when_the_decision_date_is_not_a_session() -> None:
     panels = make_panels()
     assert MarketView(panels, date(2024, 1, 6)).universe() == []  # a Saturday

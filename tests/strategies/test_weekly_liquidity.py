@@ -85,7 +85,18 @@ def test_names_without_recent_trading_are_frozen() -> None:
     panels["close"].iloc[-1, 1] = np.nan  # SUS has no bar on the decision date
     view = MarketView(panels, panels["close"].index[-1], portfolio_value=1e7)
     weights = STRATEGY.target_weights(view, {"SUS": 0.2}, loose(top_k=1, gross_exposure=0.5))
-    assert weights == {"A": pytest.approx(0.5), "SUS": pytest.approx(0.2)}
+    assert weights == {"A": pytest.approx(0.3), "SUS": pytest.approx(0.2)}  # 0.5 in all
+
+
+def test_buys_never_push_the_book_past_gross_exposure_when_sells_are_capped() -> None:
+    panels = market({"A": 0.02, "B": 0.01, "OLD": -0.02}, {"A": 1e9, "B": 1e9, "OLD": 2e8})
+    view = MarketView(panels, panels["close"].index[-1], portfolio_value=1e9)
+    weights = STRATEGY.target_weights(view, {"OLD": 0.9}, loose(max_adv_participation=0.05,
+                                                                gross_exposure=0.95))
+    assert weights["OLD"] == pytest.approx(0.89)  # only 1 % of the book may be sold
+    assert sum(weights.values()) == pytest.approx(0.95)
+    assert weights["A"] == pytest.approx(weights["B"]) == pytest.approx(0.03)
+    assert check_weights(weights) == weights
 
 
 def test_skip_ignores_the_most_recent_sessions() -> None:
