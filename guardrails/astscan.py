@@ -29,11 +29,19 @@ def parse(path: str, text: str, rule: str) -> tuple[ast.Module | None, list[Viol
     """The module's AST, or None and a `<prefix>.syntax_error` violation naming the line."""
     try:
         return ast.parse(text, filename=path), []
+    except RecursionError:
+        return None, too_deep(path, rule)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         message = getattr(exc, "msg", str(exc))
         return None, [Violation(rule=rule, path=path, line=line,
                                 message=f"cannot parse {path}: {message}")]
+
+
+def too_deep(path: str, rule: str) -> list[Violation]:
+    """The violation for code nested too deeply for the checks to walk (rejected, never skipped)."""
+    return [Violation(rule=rule, path=path, line=None,
+                      message=f"cannot check {path}: its code nests too deeply")]
 
 
 def import_map(nodes: Iterable[ast.AST]) -> dict[str, str]:

@@ -129,7 +129,7 @@ def generate_mutants(source_text: str, lines: set[int] | None, limit: int) -> li
     """Up to `limit` compilable mutants on `lines` (all lines if None), in source order, spread evenly."""
     try:
         tree = ast.parse(source_text)
-    except SyntaxError:
+    except (SyntaxError, RecursionError):
         return []
     data = source_text.encode("utf-8")
     edits = sorted({(e.line, e.start, e.description): e for e in _edits(tree, data)}.values(),
@@ -141,7 +141,7 @@ def generate_mutants(source_text: str, lines: set[int] | None, limit: int) -> li
         text = (data[:edit.start] + edit.replacement.encode("utf-8") + data[edit.end:]).decode("utf-8")
         try:
             compile(text, "<mutant>", "exec")
-        except SyntaxError:
+        except (SyntaxError, RecursionError):
             continue
         mutants.append(Mutant(edit.description, edit.line, text))
     if limit <= 0:

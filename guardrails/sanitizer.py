@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from guardrails.astscan import (Finding, docstring_ids, dotted, import_map, index, only_new,
-                                parse, pragma_findings, snippet, to_violations)
+                                parse, pragma_findings, snippet, to_violations, too_deep)
 from guardrails.verdict import Violation
 
 # Modules (and dotted names) whose mere use is a finding, by rule.
@@ -312,9 +312,12 @@ def scan_source(path: str, new_text: str, old_text: str | None, allow: set[str])
     tree, errors = parse(path, new_text, "sanitizer.syntax_error")
     if tree is None:
         return [e for e in errors if e.rule not in allow]
-    new = source_findings(new_text, tree=tree)
     old_tree = parse(path, old_text, "sanitizer.syntax_error")[0] if old_text is not None else None
-    old = source_findings(old_text or "", tree=old_tree) if old_tree is not None else []
+    try:
+        new = source_findings(new_text, tree=tree)
+        old = source_findings(old_text or "", tree=old_tree) if old_tree is not None else []
+    except RecursionError:
+        return [v for v in too_deep(path, "sanitizer.syntax_error") if v.rule not in allow]
     return to_violations(only_new(new, old), path, allow)
 
 

@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from guardrails.astscan import (Finding, dotted, import_map, only_new, parse, snippet,
-                                to_violations, under)
+                                to_violations, too_deep, under)
 from guardrails.sanitizer import source_findings
 from guardrails.verdict import Violation
 
@@ -322,8 +322,11 @@ def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
     if tree is None:
         return [e for e in errors if e.rule not in allow]
     old_tree = parse(path, old_text, "tests.syntax_error")[0] if old_text is not None else None
-    old = _findings(old_text or "", old_tree, source_packages) if old_tree is not None else []
-    found = only_new(_findings(new_text, tree, source_packages), old)
+    try:
+        old = _findings(old_text or "", old_tree, source_packages) if old_tree is not None else []
+        found = only_new(_findings(new_text, tree, source_packages), old)
+    except RecursionError:
+        return [v for v in too_deep(path, "tests.syntax_error") if v.rule not in allow]
     if old_tree is not None:
         kept = {function.name for _, function in _tests_in(tree)}  # moving into a class is fine
         found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "

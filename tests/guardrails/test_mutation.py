@@ -76,6 +76,7 @@ def test_lines_filter_limit_and_determinism() -> None:
     assert len(three) == 3 and three[0] == everything[0] and set(three) <= set(everything)
     assert generate_mutants(source, None, 0) == []
     assert generate_mutants("def broken(:\n", None, 10) == []
+    assert generate_mutants("x = " + "+".join(["1"] * 5000) + "\n", None, 10) == []  # too deep to parse
 
 
 def test_every_mutant_compiles_and_differs() -> None:

@@ -181,6 +181,14 @@ def test_unparseable_source_is_a_syntax_error_with_line() -> None:
     assert scan_source("strategies/m.py", "def broken(:\n", None, {"sanitizer.syntax_error"}) == []
 
 
+@pytest.mark.parametrize("terms", [900, 5000])
+def test_code_nested_too_deeply_to_check_is_rejected(terms: int) -> None:
+    deep = "import sys\nx = sys.argv + " + "+".join(["1"] * terms) + "\n"
+    [violation] = scan_source("s.py", deep, None, set())
+    assert violation.rule == "sanitizer.syntax_error" and "nests too deeply" in violation.message
+    assert scan_source("s.py", deep, None, {"sanitizer.syntax_error"}) == []
+
+
 def test_non_python_paths_are_left_to_the_diff_gate() -> None:
     assert scan_source("strategies/data.txt", "import pickle", None, set()) == []
 

@@ -188,6 +188,14 @@ def test_syntax_errors_and_allow() -> None:
     assert {v.rule for v in scan_tests("t.py", taut, "broken (", {"tests.tautology"})} == {"tests.no_assert"}
 
 
+@pytest.mark.parametrize("terms", [900, 5000])
+def test_tests_nested_too_deeply_to_check_are_rejected(terms: int) -> None:
+    deep = "import sys\nx = sys.settrace(None) + " + "+".join(["1"] * terms) + "\n"
+    [violation] = scan_tests("tests/test_deep.py", deep, None, set())
+    assert violation.rule == "tests.syntax_error" and "nests too deeply" in violation.message
+    assert scan_tests("tests/test_deep.py", deep, None, {"tests.syntax_error"}) == []
+
+
 def test_data_files_in_t_are_not_parsed_as_python() -> None:
     assert scan_tests("tests/data/cases.json", '{"a": 1}', None, set()) == []
 
