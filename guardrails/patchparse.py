@@ -10,6 +10,7 @@ from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk
 
 DEV_NULL = "/dev/null"
+MAX_PATCH_CHARS = 4_000_000  # far above diffs.PatchLimits; bounds the parser's own work
 SYMLINK_MODE = "120000"
 GITLINK_MODE = "160000"
 
@@ -162,8 +163,10 @@ def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
                 k += 1
             if k >= len(lines) or _boundary(lines, k):
                 break
-            old, new = old + 1, new + 1  # an empty context line whose single space was stripped
-        elif kind == " ":
+            old, new = old + k - j, new + k - j  # empty context lines whose single space was stripped
+            j = k
+            continue
+        if kind == " ":
             old, new = old + 1, new + 1
         elif kind == "-":
             old += 1
@@ -261,6 +264,8 @@ def _names_of(entry: _Entry, patched: PatchedFile | None) -> tuple[str, str]:
 
 def parse_patch(text: str) -> list[FileChange]:
     """Parse a unified diff strictly; raise PatchError on any text that is not part of an entry."""
+    if len(text) > MAX_PATCH_CHARS:
+        raise PatchError(f"the patch has {len(text)} characters; at most {MAX_PATCH_CHARS} are read")
     lines = text.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()

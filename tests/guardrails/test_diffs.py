@@ -110,6 +110,13 @@ def test_recount_keeps_blank_context_lines_and_no_newline_markers() -> None:
     assert (change.hunks[0].source_length, change.hunks[0].target_length) == (4, 4)
 
 
+def test_huge_patches_are_refused_before_parsing_and_blank_runs_stay_linear() -> None:
+    with pytest.raises(PatchError, match="at most"):
+        parse_patch(MODIFY + "+x\n" * 2_000_000)
+    blanks = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n a\n" + "\n" * 30_000 + " b\n-c\n+d\n"
+    assert parse_patch(blanks)[0].hunks[0].source_length == 30_003
+
+
 def test_trailing_blank_lines_crlf_and_missing_final_newline_are_accepted() -> None:
     assert len(parse_patch(MODIFY.replace("\n", "\r\n") + "\n\n")) == 1
     assert len(parse_patch(MODIFY.rstrip("\n"))) == 1
