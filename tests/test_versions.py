@@ -6,24 +6,20 @@ from pathlib import Path
 
 import pytest
 
+from oomrl.portfolio.ledger import Ledger
 from oomrl.versions import GUARD_PYPROJECT, StrategyVersions, VersionError
 
 
-class DictLedger:
-    """The version pointer of a ledger, in memory; `fail_next` makes the next write fail."""
+class FlakyLedger(Ledger):
+    """The real SQL ledger; `fail_next` makes the next version write fail (a crash mid-promotion)."""
 
-    def __init__(self) -> None:
-        self.active: dict[str, tuple[str, str]] = {}
-        self.fail_next = False
-
-    def active_version(self, account: str) -> str | None:
-        return self.active.get(account, (None, ""))[0]
+    fail_next = False
 
     def set_active_version(self, account: str, sha: str, name: str) -> None:
         if self.fail_next:
             self.fail_next = False
             raise RuntimeError("ledger write failed")
-        self.active[account] = (sha, name)
+        super().set_active_version(account, sha, name)
 
 
 def make_bundle(root: Path) -> Path:
@@ -40,7 +36,9 @@ def make_bundle(root: Path) -> Path:
 
 @pytest.fixture()
 def versions(tmp_path: Path) -> StrategyVersions:
-    store = StrategyVersions(tmp_path / "home" / "workspace", DictLedger())
+    ledger = FlakyLedger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    ledger.create_schema()
+    store = StrategyVersions(tmp_path / "home" / "workspace", ledger)
     store.init(make_bundle(tmp_path / "bundle"))
     return store
 

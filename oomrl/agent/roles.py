@@ -56,6 +56,8 @@ class CriticView(BaseModel):
 class TestAuthorView(BaseModel):
     """What the Test Author sees: the mandate, S read-only, T (which it may change), earlier rejections."""
 
+    __test__ = False  # a name starting with "Test" is not a pytest test class
+
     mandate: Mandate
     source: dict[str, str]
     tests: dict[str, str]

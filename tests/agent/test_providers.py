@@ -1,0 +1,163 @@
+"""Providers: the offline rules (critic table, test author, coder), the replay transcript, the factory."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from oomrl.agent.budget import Budget
+from oomrl.agent.llm import Transcript
+from oomrl.agent.offline_code import mandate_tests, reference_change, supersede, unified_diff
+from oomrl.agent.providers import (
+    OfflineProvider,
+    ProviderError,
+    ReplayBackend,
+    alert_type,
+    get_provider,
+)
+from oomrl.agent.roles import Constraints, CoderView, CriticView, LLMProvider, Mandate, prompt_text
+from oomrl.config import get_settings
+from oomrl.versions import repo_root
+
+WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
+
+
+def mandate(**constraints: object) -> Mandate:
+    return Mandate(module="strategies.daily_momentum", text="m", alert_id="a-1",
+                   constraints=Constraints.model_validate(constraints))
+
+
+@pytest.mark.parametrize(("autopsy", "kind"), [
+    ({"trigger": {"rule": "execution_decay"}}, "execution_decay"),
+    ({"diagnostics": {"rule": "turnover_spike"}}, "turnover_spike"),
+    ({"rule": "slippage-alarm"}, "execution_decay"),
+    ({"metrics": {"slippage_leakage": 0.02}}, "execution_decay"),
+    ({"metrics": {"turnover_annualized": 60.0}}, "turnover_spike"),
+    ({"trigger": {"rule": "principal_loss"}}, "loss"),
+])
+def test_alert_types_come_from_the_rule_else_the_metrics(autopsy: dict, kind: str) -> None:
+    assert alert_type(autopsy) == kind
+
+
+def test_offline_critic_maps_the_alert_and_keeps_the_autopsys_constraints() -> None:
+    critic = OfflineProvider().critic
+    plain = critic(CriticView(autopsy={"trigger": {"rule": "turnover_spike"}, "alert_id": "x1",
+                                       "diagnostics": {"module": "strategies.weekly_liquidity"}}))
+    assert plain.module == "strategies.weekly_liquidity" and plain.alert_id == "x1"
+    assert plain.constraints.rebalance == "weekly" and plain.constraints.max_weekly_turnover == 0.3
+    assert "turnover_spike" in plain.rationale
+    given = critic(CriticView(autopsy={"mandate": "Be gentle", "constraints": {
+        "rebalance": "monthly", "max_adv_participation": 0.02, "max_weekly_turnover": 0.1,
+        "max_drawdown": None}}))
+    assert given.text == "Be gentle" and given.module == "strategies.daily_momentum"
+    assert (given.constraints.rebalance, given.constraints.max_adv_participation) == ("monthly", 0.02)
+
+
+def test_offline_coder_writes_a_real_diff_that_only_touches_the_module() -> None:
+    source = (repo_root() / "strategies" / "daily_momentum.py").read_text()
+    view = CoderView(mandate=mandate(rebalance="weekly", max_adv_participation=0.05,
+                                     max_weekly_turnover=0.3),
+                     tests={}, source={"strategies/daily_momentum.py": source})
+    diff = OfflineProvider().coder(view).diff
+    assert diff.startswith("--- a/strategies/daily_momentum.py\n+++ b/strategies/daily_momentum.py\n")
+    assert "+        return last_rebalance is None or iso_week(day) != iso_week(last_rebalance)" in diff
+    assert "+    max_weekly_turnover: float = Field(0.3" in diff
+    with pytest.raises(ProviderError, match="not in the workspace"):
+        OfflineProvider().coder(view.model_copy(update={"source": {}}))
+
+
+def test_reference_change_is_idempotent_on_a_compliant_module() -> None:
+    source = (repo_root() / "strategies" / "daily_momentum.py").read_text()
+    once = reference_change(source, mandate(rebalance="monthly", max_adv_participation=0.1))
+    assert "(day.year, day.month) != (last_rebalance.year, last_rebalance.month)" in once
+    assert "max_weekly_turnover: float = Field(2.0" in once  # no limit given: an open one
+    twice = reference_change(once, mandate(rebalance="monthly", max_adv_participation=0.1))
+    assert twice.count("def _limit_trading(") == 1 and twice.count("adv_window: int") == 1
+    ast.parse(twice)
+
+
+def test_reference_change_refuses_a_module_without_the_protocol() -> None:
+    with pytest.raises(ValueError, match="cannot change it"):
+        reference_change("X = 1\n", mandate(rebalance="weekly"))
+
+
+@pytest.mark.parametrize("rebalance", ["weekly", "biweekly", "monthly"])
+def test_mandate_tests_compile_for_each_schedule(rebalance: str) -> None:
+    text = mandate_tests(mandate(rebalance=rebalance, max_weekly_turnover=0.2))
+    tree = ast.parse(text)
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    period = {"weekly": "week", "biweekly": "fortnight", "monthly": "month"}[rebalance]
+    assert f"test_mandate_rebalances_at_most_once_per_{period}" in names
+    assert "MAX_WEEKLY_TURNOVER = 0.2" in text and "MAX_ADV_PARTICIPATION" not in text
+
+
+def test_schedule_only_mandate_needs_no_market() -> None:
+    text = mandate_tests(mandate(rebalance="weekly"))
+    assert "mandate_market" not in text and "import pandas" not in text
+    ast.parse(text)
+
+
+def test_supersede_keeps_names_and_signatures() -> None:
+    old = ('def test_daily(x) -> None:\n    """Trades daily."""\n    assert STRATEGY.rebalance_due(1, 0)\n\n\n'
+           'def test_weights() -> None:\n    assert 1 + 1 == 2\n\n\ndef test_kept() -> None:\n    assert True\n')
+    new = supersede(old, ["test_daily", "test_weights"], mandate(rebalance="weekly", max_weekly_turnover=0.3))
+    tree = ast.parse(new)
+    assert [n.name for n in tree.body] == ["test_daily", "test_weights", "test_kept"]
+    assert "def test_daily(x) -> None:" in new and "It used to pin: Trades daily." in new
+    assert "<= 0.3 + 1e-9" in new and "<= 1.0 * 1e9" in new  # no ADV limit given: an open one
+    assert new.endswith("def test_kept() -> None:\n    assert True\n")
+
+
+def test_unified_diff_marks_new_files_and_missing_newlines() -> None:
+    assert unified_diff("tests/t.py", None, "a\n").startswith("--- /dev/null\n+++ b/tests/t.py\n")
+    assert "\\ No newline at end of file" in unified_diff("s.py", "a\n", "b")
+
+
+def test_offline_test_author_adds_a_new_file_next_to_an_existing_one(tmp_path: Path) -> None:
+    view_tests = {"tests/strategies/test_daily_momentum_mandate.py": "def test_x():\n    assert 1\n"}
+    from oomrl.agent.roles import TestAuthorView
+
+    patch = OfflineProvider().test_author(TestAuthorView(
+        mandate=mandate(rebalance="weekly"), source={}, tests=view_tests))
+    assert "+++ b/tests/strategies/test_daily_momentum_mandate_2.py" in patch.diff
+    assert "superseded 0 old tests" in patch.notes
+
+
+def test_replay_provider_answers_from_a_recorded_transcript(tmp_path: Path) -> None:
+    recorded = Transcript(tmp_path / "recorded.jsonl")
+    recorded.append("request", "critic", messages=[])
+    recorded.append("response", "critic", content=json.dumps(mandate(rebalance="weekly").model_dump()),
+                    usage={"prompt_tokens": 10, "completion_tokens": 5})
+    settings = get_settings(home=tmp_path / "home")
+    budget = Budget(max_tokens=100, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
+    provider = get_provider("replay", settings, budget, Transcript(tmp_path / "new.jsonl"),
+                            replay_from=recorded.path)
+    assert isinstance(provider, LLMProvider) and provider.name == "replay"
+    assert provider.critic(CriticView(autopsy={})).constraints.rebalance == "weekly"
+    assert budget.tokens_spent == 15
+    with pytest.raises(ProviderError, match="no more critic responses"):
+        provider.critic(CriticView(autopsy={}))
+    with pytest.raises(ProviderError, match="does not exist"):
+        ReplayBackend(tmp_path / "missing.jsonl")
+
+
+def test_get_provider_defaults_and_errors(tmp_path: Path) -> None:
+    settings = get_settings(home=tmp_path)
+    budget = Budget(max_tokens=1, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
+    transcript = Transcript(tmp_path / "t.jsonl")
+    assert get_provider(None, settings, budget, transcript).name == "offline"
+    live = get_provider(None, get_settings(home=tmp_path, llm_base_url="http://127.0.0.1:9/v1"),
+                        budget, transcript)
+    assert live.name == "openai"
+    with pytest.raises(ProviderError, match="needs a transcript"):
+        get_provider("replay", settings, budget, transcript)
+    with pytest.raises(ProviderError, match="unknown provider 'gpt'"):
+        get_provider("gpt", settings, budget, transcript)
+
+
+def test_every_role_has_its_prompt_file() -> None:
+    for role in ("critic", "test_author", "coder"):
+        assert prompt_text(role).startswith("# Role:")

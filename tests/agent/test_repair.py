@@ -1,0 +1,233 @@
+"""Repair orchestration: gate rejections reach the agent as feedback; every failure leaves nothing half-done."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guardrails.gate import run_gate
+from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
+from oomrl.agent.offline_code import unified_diff
+from oomrl.agent.roles import (
+    CoderView,
+    Constraints,
+    CriticView,
+    LLMProvider,
+    Mandate,
+    Patch,
+    TestAuthorView,
+)
+from oomrl.crossval import CrossValidation
+from oomrl.portfolio.ledger import Ledger
+from oomrl.repair import (
+    AttemptRecord,
+    Decision,
+    RepairContext,
+    RepairStepError,
+    logic_genesis,
+    prepare_candidate,
+    run_repair,
+)
+from oomrl.versions import StrategyVersions
+from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
+
+MANDATE = Mandate(module="strategies.daily_momentum", text="Trade weekly within ADV and turnover limits",
+                  constraints=Constraints(rebalance="weekly", max_adv_participation=0.05,
+                                          max_weekly_turnover=0.3), alert_id="alert-0001")
+AUTOPSY = {"account": "paper", "alert_id": "alert-0001",
+           "diagnostics": {"module": "strategies.daily_momentum"}}
+SOURCE = "strategies/daily_momentum.py"
+TESTS = "tests/strategies/test_daily_momentum.py"
+
+
+class ScriptedProvider:
+    """Answers from lists, recording every view it was shown (what the agent saw as feedback)."""
+
+    name = "scripted"
+
+    def __init__(self, test_author: list[Callable[[TestAuthorView], str]] | None = None,
+                 coder: list[Callable[[CoderView], str]] | None = None) -> None:
+        self.author_answers = list(test_author or [])
+        self.coder_answers = list(coder or [])
+        self.author_views: list[TestAuthorView] = []
+        self.coder_views: list[CoderView] = []
+
+    def critic(self, view: CriticView) -> Mandate:
+        return MANDATE
+
+    def test_author(self, view: TestAuthorView) -> Patch:
+        self.author_views.append(view)
+        return Patch(diff=self.author_answers.pop(0)(view), notes="scripted")
+
+    def coder(self, view: CoderView) -> Patch:
+        self.coder_views.append(view)
+        return Patch(diff=self.coder_answers.pop(0)(view), notes="scripted")
+
+
+def no_cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
+    raise AssertionError("cross-validation must not run after a failed genesis")
+
+
+def make_context(tmp_path: Path, provider: Any, budget: Budget | None = None,
+                 transcript: Transcript | None = None) -> RepairContext:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    ledger.create_schema()
+    versions = StrategyVersions(tmp_path / "workspace", ledger)
+    versions.init()
+    versions.activate("v1", "paper", "daily_momentum")
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    agent = AgentSettings(attempts=2, retries=1, backoff_s=0.01, timeout_s=5.0)
+    return RepairContext(versions=versions, provider=provider,
+                         budget=budget or Budget.from_settings(agent),
+                         transcript=transcript or Transcript(run_dir / "transcript.jsonl"),
+                         run_dir=run_dir, account="paper", gate=run_gate,
+                         cross_validator=no_cross_validation, agent=agent, lock="namespace")
+
+
+def approve(mandate: Mandate) -> Decision:
+    return Decision(action="approve")
+
+
+def assert_untouched(ctx: RepairContext, head: str) -> None:
+    """Nothing half-done: same head and tags, clean tree, same active version, no candidate left."""
+    assert ctx.versions.head() == head
+    assert [v.tag for v in ctx.versions.list()] == ["v1"]
+    assert ctx.versions.git("status", "--porcelain") == ""
+    assert ctx.versions.ledger.active_version("paper") == head  # type: ignore[union-attr]
+    assert not ctx.candidate.exists()
+    assert json.loads((ctx.run_dir / "outcome.json").read_text())["status"] == "failed"
+
+
+def edit_source(view: TestAuthorView | CoderView) -> str:
+    old = view.source[SOURCE]
+    return unified_diff(SOURCE, old, old.replace("top_k: int = Field(10", "top_k: int = Field(5"))
+
+
+def edit_tests(view: CoderView) -> str:
+    old = view.tests[TESTS]
+    return unified_diff(TESTS, old, old.replace("assert not STRATEGY", "assert STRATEGY", 1))
+
+
+def test_test_author_editing_source_is_rejected_and_told_why(tmp_path: Path) -> None:
+    provider = ScriptedProvider(test_author=[edit_source, edit_source])
+    ctx = make_context(tmp_path, provider)
+    head = ctx.versions.head()
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.status == "failed" and outcome.step == "test-genesis"
+    assert "diff.locked_path" in outcome.reason
+    assert provider.author_views[0].feedback == []
+    gradient = provider.author_views[1].feedback[0]  # the gate's verdict, as JSON, on attempt 1
+    assert gradient["attempt"] == 1 and gradient["accepted"] is False
+    assert gradient["violations"][0]["rule"] == "diff.locked_path"
+    assert gradient["violations"][0]["path"] == SOURCE
+    assert (ctx.run_dir / "attempts" / "test-gen-1.verdict.json").exists()
+    assert_untouched(ctx, head)
+
+
+def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Path) -> None:
+    provider = ScriptedProvider(coder=[edit_tests, lambda view: "--- a/x.py\n+++ b/x.py\n@@ garbage"])
+    ctx = make_context(tmp_path, provider)
+    prepare_candidate(ctx)
+    red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict={"accepted": True, "phase": "test-gen"})
+    with pytest.raises(RepairStepError, match="logic-genesis failed: .*diff.malformed"):
+        logic_genesis(ctx, MANDATE, red)
+    first, second = provider.coder_views
+    assert first.last_verdict == red.verdict and first.feedback == []
+    assert second.last_verdict is not None
+    assert second.last_verdict["violations"][0]["rule"] == "diff.locked_path"
+    assert second.last_verdict["violations"][0]["path"] == TESTS
+    assert [r.verdict["violations"][0]["rule"] for r in ctx.attempts] == ["diff.locked_path",
+                                                                          "diff.malformed"]
+    assert ctx.attempts[1].verdict["judge"] == "pre-gate"  # unparseable: no gate run spent on it
+
+
+def test_a_rejected_mandate_changes_nothing(tmp_path: Path) -> None:
+    ctx = make_context(tmp_path, ScriptedProvider())
+    head = ctx.versions.head()
+    outcome = run_repair(AUTOPSY, ctx, lambda m: Decision(action="reject", reason="not now"))
+    assert (outcome.status, outcome.step, outcome.reason) == ("rejected", "approval", "not now")
+    assert ctx.versions.head() == head and not ctx.candidate.exists()
+
+
+def test_a_mandate_for_an_unknown_module_fails_at_the_critic(tmp_path: Path) -> None:
+    class Lost(ScriptedProvider):
+        def critic(self, view: CriticView) -> Mandate:
+            return MANDATE.model_copy(update={"module": "strategies.nowhere"})
+
+    ctx = make_context(tmp_path, Lost())
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.status == "failed" and outcome.step == "critic"
+    assert "strategies.nowhere" in outcome.reason
+
+
+# -- the openai provider against a loopback server ---------------------------------------------------
+@pytest.fixture()
+def server() -> Iterator[FakeOpenAI]:
+    with serve_fake_openai() as state:
+        yield state
+
+
+def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None) -> RepairContext:
+    agent = AgentSettings(attempts=2, retries=1, backoff_s=0.01, timeout_s=0.5, max_answer_chars=4000)
+    transcript = Transcript(tmp_path / "transcript.jsonl")
+    budget = budget or Budget.from_settings(agent)
+    client = LLMClient(OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s), budget,
+                       transcript, agent, sleep=lambda s: None)
+    ctx = make_context(tmp_path, LLMProvider(client), budget, transcript)
+    ctx.agent = agent
+    return ctx
+
+
+def answer(payload: dict[str, Any], **kw: Any) -> Scripted:
+    return Scripted(content=json.dumps(payload), **kw)
+
+
+def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: FakeOpenAI) -> None:
+    server.queue(
+        Scripted(content="slow", delay_s=1.5),                      # critic: times out, retried
+        answer(MANDATE.model_dump()),                               # critic: the mandate
+        answer({"diff": "x" * 5000, "notes": "too long"}),          # test author: oversized
+        answer({"diff": "this is not a diff", "notes": "oops"}))    # test author: malformed
+    ctx = llm_context(tmp_path, server)
+    head = ctx.versions.head()
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.status == "failed" and outcome.step == "test-genesis"
+    assert "diff.malformed" in outcome.reason
+    rules = [r.verdict["violations"][0]["rule"] for r in outcome.attempts]
+    assert rules == ["answer.invalid", "diff.malformed"]
+    # the first rejection went back to the model with the second request
+    assert "answer.invalid" in server.requests[3]["messages"][-1]["content"]
+    assert "Test Author" in server.requests[3]["messages"][0]["content"]  # its prompt file
+    kinds = [r["kind"] for r in ctx.transcript.records()]
+    assert kinds.count("error") == 1 and kinds.count("response") == 3
+    assert outcome.transcript_digest == ctx.transcript.digest()
+    assert_untouched(ctx, head)
+
+
+def test_llm_repair_out_of_money_ends_cleanly(tmp_path: Path, server: FakeOpenAI) -> None:
+    server.queue(answer(MANDATE.model_dump(), prompt_tokens=100, completion_tokens=50),
+                 answer({"diff": "", "notes": ""}, prompt_tokens=300, completion_tokens=50))
+    budget = Budget(max_tokens=400, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
+                    price_completion_per_mtok=1.0)
+    ctx = llm_context(tmp_path, server, budget)
+    head = ctx.versions.head()
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.status == "failed" and outcome.step == "test-genesis"
+    assert outcome.reason.startswith("out of money") and "tokens 500/400" in outcome.reason
+    assert outcome.budget["tokens_spent"] == 500 and len(server.requests) == 2
+    assert_untouched(ctx, head)
+
+
+def test_llm_repair_endpoint_down_fails_at_the_critic(tmp_path: Path, server: FakeOpenAI) -> None:
+    server.queue(Scripted(status=500, content="boom"), Scripted(status=502, content="boom"))
+    ctx = llm_context(tmp_path, server)
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.status == "failed" and outcome.step == "critic"
+    assert "LLMUnavailableError" in outcome.reason and "failed 2 times" in outcome.reason
+    assert ctx.versions.head() == ctx.versions.resolve("v1")

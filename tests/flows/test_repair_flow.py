@@ -1,0 +1,108 @@
+"""The repair flow on a Prefect test server: unattended promotion, a person's decision through run input, timeout."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oomrl.config import get_settings
+from oomrl.portfolio.ledger import Ledger
+from oomrl.versions import StrategyVersions
+from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def _artifact_keys(prefix: str) -> set[str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return {a.key for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
+
+
+def _promoted_events(account: str, wait_s: float = 30.0) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all(timeout=10)
+    query = EventFilter(event=EventNameFilter(name=["oomrl.strategy.promoted"]),
+                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while True:
+            events = client.read_events(filter=query, limit=10).events
+            if events or time.monotonic() > deadline:
+                return list(events)
+            time.sleep(0.5)
+
+
+def test_auto_approved_repair_promotes_publishes_and_emits(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from flows.repair import repair
+
+    outcome = repair(daily_momentum_autopsy, auto_approve=True, provider="offline")
+    assert outcome["status"] == "promoted", outcome["reason"]
+    assert outcome["version"]["tag"] == "v2"
+    settings = get_settings()
+    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
+    assert {"repair-autopsy", "repair-test-gen-1", "repair-code-patch-1", "repair-cross-validation",
+            "repair-outcome"} <= _artifact_keys("repair-")
+    events = _promoted_events("paper")
+    assert events and events[0].payload["sha"] == outcome["version"]["sha"]
+    assert events[0].payload["alert_id"] == daily_momentum_autopsy["alert_id"]
+
+
+def _paused_run_id(wait_s: float = 60.0) -> Any:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateName,
+    )
+
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
+            if runs:
+                return runs[0].id
+            time.sleep(0.5)
+    raise AssertionError("the repair flow never paused for approval")
+
+
+def _run_in_thread(autopsy: dict[str, Any], **params: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    from flows.repair import repair
+
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.update(repair(autopsy, **params)), daemon=True)
+    thread.start()
+    return thread, box
+
+
+def test_a_person_rejects_the_mandate_in_the_ui(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from prefect.flow_runs import resume_flow_run
+
+    thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
+    resume_flow_run(_paused_run_id(), run_input={"decision": "reject", "reason": "too strict"})
+    thread.join(60)
+    assert box["status"] == "rejected" and box["step"] == "approval"
+    assert box["reason"] == "too strict"
+    settings = get_settings()
+    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    assert [v.tag for v in versions.list()] == ["v1"]
+
+
+def test_no_decision_before_the_timeout_rejects(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from flows.repair import repair
+
+    outcome = repair(daily_momentum_autopsy, provider="offline", approval_timeout_s=2)
+    assert outcome["status"] == "rejected" and "timeout rejects" in outcome["reason"]
