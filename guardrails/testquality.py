@@ -27,10 +27,9 @@ WRITE_FUNCTIONS = ("os.remove", "os.unlink", "os.rename", "os.replace", "os.mkdi
                    "shutil", "numpy.save", "numpy.savetxt")
 TMP_NAMES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
 WEAK_CALLS = frozenset({"isinstance", "callable", "hasattr", "type"})
-# Sanitizer rules that do not apply to tests (tests read fixtures, patch via fixtures, use getattr).
+# Sanitizer rules that do not apply to tests (tests read fixtures and patch through fixtures).
 TEST_DISABLED = frozenset({"sanitizer.test_env", "sanitizer.file_read", "sanitizer.file_write",
-                           "sanitizer.module_attr_write", "sanitizer.import_time_call",
-                           "sanitizer.reflection"})
+                           "sanitizer.module_attr_write", "sanitizer.import_time_call"})
 TEST_MODULES = frozenset({"pytest", "unittest", "doctest", "hypothesis"})
 MESSAGES = {
     "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",
@@ -181,31 +180,44 @@ class TestScanner:
         name = self.name(node)
         method = name.rsplit(".", 1)[-1]
         targets = node.args[:2]  # the object patched, or sys.modules and a module name
-        if method in PATCHERS and targets and ("patch" in name or "monkeypatch" in name
-                                               or "mocker" in name) and any(map(self.is_source, targets)):
+        patcher = any(word in name for word in ("patch", "mocker")) or name in ("setattr", "delattr")
+        if method in PATCHERS and targets and patcher and any(map(self.is_source, targets)):
             self.add("tests.mock_unit", node, snippet(node)[:100])
 
     def check_writes(self, scope: ast.AST, tainted: set[str]) -> None:
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Assign) and _mentions(node.value, tainted):
-                tainted |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-            if not isinstance(node, ast.Call):
-                continue
-            name = self.name(node)
-            target: ast.AST | None = None
-            if name in ("open", "io.open") and node.args:
-                mode = node.args[1] if len(node.args) > 1 else next(
-                    (k.value for k in node.keywords if k.arg == "mode"), ast.Constant("r"))
-                if not (isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+")):
-                    target = node.args[0]
-            elif isinstance(node.func, ast.Attribute) and node.func.attr in WRITES:
-                target = node.func.value
-            elif isinstance(node.func, ast.Attribute) and node.func.attr == "open":
-                target = node.func.value
-            elif under(name, WRITE_FUNCTIONS):
-                target = node.args[0] if node.args else node
-            if target is not None and not _mentions(target, tainted):
+        """Writes are allowed only to paths built from tmp_path (and not climbing out of it)."""
+        nodes = list(ast.walk(scope))
+        assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+        grown = True
+        while grown:  # names derived from tmp_path, in any order of assignment
+            grown = False
+            for node in assigns:
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)} - tainted
+                if names and _inside_tmp(node.value, tainted):
+                    tainted |= names
+                    grown = True
+        for node in nodes:
+            target = self.write_target(node) if isinstance(node, ast.Call) else None
+            if target is not None and not _inside_tmp(target, tainted):
                 self.add("tests.io_outside_tmp", node, snippet(node)[:100])
+
+    def write_target(self, node: ast.Call) -> ast.AST | None:
+        """The path a call writes to, or None when it does not write."""
+        name = self.name(node)
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if name in ("open", "io.open") or method == "open":
+            position = 1 if name in ("open", "io.open") else 0
+            mode = node.args[position] if len(node.args) > position else next(
+                (k.value for k in node.keywords if k.arg == "mode"), ast.Constant("r"))
+            reads = isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+")
+            if reads:
+                return None
+            return node.func.value if method == "open" else (node.args[0] if node.args else node)
+        if method in WRITES:
+            return node.func.value  # type: ignore[union-attr]
+        if under(name, WRITE_FUNCTIONS):
+            return node.args[0] if node.args else node
+        return None
 
     def run(self) -> list[Finding]:
         for node in ast.walk(self.tree):
@@ -289,6 +301,17 @@ def _number(node: ast.AST) -> float:
 
 def _mentions(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _inside_tmp(path: ast.AST, tainted: set[str]) -> bool:
+    """True for a path built from tmp_path names that does not climb out with '..', '/x' or .parent."""
+    for node in ast.walk(path):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                ".." in node.value or node.value.startswith(("/", "~"))):
+            return False
+        if isinstance(node, ast.Attribute) and node.attr in ("parent", "parents", "home", "cwd"):
+            return False
+    return _mentions(path, tainted)
 
 
 def _assigns_attribute(function: ast.AST) -> bool:

@@ -135,6 +135,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
          "    assert target_weights({}, 1) == {}\n",
          "import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'numpy', None)\n"
          "    assert target_weights({}, 1) == {}\n"),
+        ("import strategies.momentum as m\n\n\ndef test_a():\n    setattr(m, 'target_weights', dict)\n"
+         "    assert m.target_weights() == {}\n",
+         "import strategies.momentum as m\n\n\ndef test_a():\n    obj = type('O', (), {})()\n    setattr(obj, 'x', 1)\n"
+         "    assert m.target_weights({}, obj.x) == {}\n"),
         ("import sys\n\n\ndef test_a():\n    sys.modules['strategies.momentum'] = None\n    assert target_weights({}, 1) == {}\n",
          "import sys\n\n\ndef test_a():\n    assert 'strategies.momentum' in sys.modules\n"),
     ],
@@ -150,8 +154,18 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import shutil\nshutil.rmtree('strategies')\n", "import shutil\nWHICH = shutil.which\n"),
         ("def test_a(p):\n    with p.open('w') as fh:\n        fh.write('1')\n    assert target_weights({}, 1) == {}\n",
          "def test_a():\n    with open('tests/data.json') as fh:\n        assert fh.read() != ''\n"),
+        ("def test_a(tmp_path):\n    (tmp_path / '..' / 'x.py').write_text('')\n    assert target_weights({}, 1) == {}\n",
+         "from pathlib import Path\n\n\ndef test_a():\n    with (Path('tests') / 'data.json').open() as fh:\n"
+         "        assert fh.read() != ''\n"),
+        ("def test_a(tmp_path):\n    up = tmp_path.parent\n    (up / 'x').write_text('')\n    assert target_weights({}, 1) == {}\n",
+         "def test_a(tmp_path):\n    with (tmp_path / 'w').open(mode='w') as fh:\n        fh.write('1')\n"
+         "    assert target_weights({}, 1) == {}\n"),
+        ("def test_a(tmp_path):\n    open('/etc/x', 'w')\n    assert target_weights({}, 1) == {}\n",
+         "def test_a(tmp_path):\n    if True:\n        out = d / 'x'\n    d = tmp_path\n    out.write_text('')\n"
+         "    assert target_weights({}, 1) == {}\n"),
     ],
     "sanitizer.trace": [("import sys\nsys.settrace(None)\n", "import sys\nV = sys.version\n")],
+    "sanitizer.reflection": [("M = getattr(pytest.mark, 'sk' + 'ip')\n", "M = getattr(object(), 'x', None)\n")],
     "sanitizer.test_framework": [("import _pytest.reports\n", "import pytest\n"),
                                  ("import coverage\n", "import unittest.mock\n")],
     "sanitizer.always_equal": [("class Anything:\n    def __eq__(self, other):\n        return True\n",
