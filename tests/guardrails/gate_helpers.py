@@ -1,0 +1,65 @@
+"""Shared helpers of the gate's runtime tests: toy workspaces from the corpus, diffs, tree hashes."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+MOMENTUM = "strategies/momentum.py"
+
+
+def tree_digest(root: Path) -> str:
+    """SHA-256 over every path, mode and content below `root`."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(str(path.lstat().st_mode).encode())
+        if path.is_file() and not path.is_symlink():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@contextmanager
+def unchanged(*roots: Path) -> Iterator[None]:
+    """Assert that nothing below `roots` changes inside the block (the gate never writes there)."""
+    before = [tree_digest(root) for root in roots]
+    yield
+    assert [tree_digest(root) for root in roots] == before, "the gate modified its input"
+
+
+def make_workspace(tmp_path: Path, base: str = "honest", guard_extra: str = "",
+                   name: str = "ws") -> Path:
+    """A writable copy of a corpus workspace with extra `[tool.oomrl.guard]` lines."""
+    target = tmp_path / name
+    shutil.copytree(CORPUS / "workspaces" / base, target)
+    for path in target.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    pyproject = target / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text.replace("coverage_min = 95\n", "coverage_min = 95\n" + guard_extra, 1),
+                         encoding="utf-8")
+    return target
+
+
+def diff_for(workspace: Path, changes: dict[str, str | None]) -> str:
+    """A unified diff (a/ b/ prefixes) turning the workspace's files into `changes`."""
+    out = []
+    for rel, new in changes.items():
+        path = workspace / rel
+        old = path.read_text(encoding="utf-8") if path.exists() else None
+        out += difflib.unified_diff(
+            old.splitlines(keepends=True) if old is not None else [],
+            new.splitlines(keepends=True) if new is not None else [],
+            f"a/{rel}" if old is not None else "/dev/null",
+            f"b/{rel}" if new is not None else "/dev/null")
+    return "".join(out)
+
+
+def fixed_momentum() -> str:
+    """The honest implementation of the toy strategy."""
+    return (CORPUS / "workspaces" / "honest" / MOMENTUM).read_text(encoding="utf-8")
