@@ -29,6 +29,9 @@ class Unfilled(IntEnum):
     CASH = 8
 
 
+REASON_NAMES = np.array([code.name.lower() for code in Unfilled])
+
+
 @dataclass
 class Execution:
     """One day's fills for every symbol (arrays aligned to MarketFrames.symbols)."""
@@ -66,29 +69,37 @@ class Execution:
 
     def fills_frame(self, symbols: pd.Index) -> pd.DataFrame:
         """One row per fill, the columns of Ledger.fills_frame."""
+        return pd.DataFrame(self.fill_columns(symbols))
+
+    def fill_columns(self, symbols: pd.Index) -> dict[str, np.ndarray]:
+        """The fills as column arrays (cheap to collect over many sessions)."""
         rows = np.nonzero(self.filled)[0]
-        return pd.DataFrame({
-            "date": self.date, "symbol": symbols[rows].astype(str),
+        return {
+            "date": np.full(len(rows), self.date), "symbol": symbols[rows].astype(str),
             "side": np.where(self.filled[rows] > 0, "buy", "sell"),
             "quantity": np.abs(self.filled[rows]).astype(np.int64), "price": self.price[rows],
             "frictionless_price": self.frictionless_price[rows], "commission": self.commission[rows],
             "stamp_duty": self.stamp_duty[rows], "transfer_fee": self.transfer_fee[rows],
             "impact_cost": self.impact_cost[rows], "adv_participation": self.adv_participation[rows],
             "cash_delta_fen": _cash_delta_fen(self)[rows],
-        })
+        }
 
     def orders_frame(self, symbols: pd.Index) -> pd.DataFrame:
         """One row per order: requested, filled and unfilled shares with the reason."""
+        return pd.DataFrame(self.order_columns(symbols))
+
+    def order_columns(self, symbols: pd.Index) -> dict[str, np.ndarray]:
+        """The orders as column arrays."""
         rows = np.nonzero(self.requested)[0]
         requested = self.requested[rows]
-        return pd.DataFrame({
-            "date": self.date, "symbol": symbols[rows].astype(str),
+        return {
+            "date": np.full(len(rows), self.date), "symbol": symbols[rows].astype(str),
             "side": np.where(requested > 0, "buy", "sell"),
             "requested": np.abs(requested).astype(np.int64),
             "filled": np.abs(self.filled[rows]).astype(np.int64),
             "unfilled": (np.abs(requested) - np.abs(self.filled[rows])).astype(np.int64),
-            "reason": [Unfilled(int(code)).name.lower() for code in self.reason[rows]],
-        })
+            "reason": REASON_NAMES[self.reason[rows]],
+        }
 
 
 def _cash_delta_fen(execution: Execution) -> np.ndarray:

@@ -15,7 +15,15 @@ from oomrl.portfolio.broker import PaperBroker
 from oomrl.portfolio.killswitch import KillSwitch, require_active
 from oomrl.portfolio.ledger import Ledger, RebalanceRecord
 from oomrl.portfolio.market import PANEL_FIELDS, MarketFrames
-from oomrl.portfolio.replay import NAV_COLUMNS, Book, Costing, decide, mark_sessions, trade_session
+from oomrl.portfolio.replay import (
+    NAV_COLUMNS,
+    Book,
+    Costing,
+    Membership,
+    decide,
+    mark_sessions,
+    trade_session,
+)
 from strategies.base import MarketView, Strategy, StrategyParams
 
 # Calendar days of history loaded before as_of: momentum lookbacks, ADV and volatility windows.
@@ -115,8 +123,9 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
     nav_before = ledger.nav_frame(account)
     nav_prev = float(nav_before["nav"].iloc[-1]) if len(nav_before) else state.initial_cash_fen / 100
     book = Book(held, state.cash_fen, nav_prev, state.initial_cash_fen / 100, state.last_date)
+    membership = Membership.of(setup.membership)
     costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
-                      setup.view_class, setup.membership)
+                      setup.view_class, membership)
     first_quiet = t if state.last_date is None else int(
         market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
     quiet = mark_sessions(market, first_quiet, t, book, costing)
@@ -128,7 +137,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
         halted, new_book = True, book  # the loss tripped between rebalances: no trade today
     else:
         weights = decide(setup.strategy, setup.params, market, t, book, setup.view_class,
-                         setup.membership)
+                         membership)
         execution, row, new_book = trade_session(PaperBroker(market, setup.rules), t, weights, book,
                                                  costing)
         orders = execution.orders_frame(market.symbols)

@@ -53,7 +53,7 @@ class Costing:
     kill: KillSwitch = field(default_factory=KillSwitch)
     version: str = "replay"
     view_class: type = MarketView  # a workspace strategy gets the MarketView of its own package
-    membership: pd.DataFrame | None = None  # point-in-time index members (effective_date, symbol)
+    membership: Membership | None = None  # point-in-time index members
 
 
 def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
@@ -74,22 +74,32 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     })
 
 
-def members_on(membership: pd.DataFrame | None, day: pd.Timestamp) -> list[str] | None:
-    """Index members on `day`: the block with the latest effective date <= day (None if unknown)."""
-    if membership is None or membership.empty:
-        return None
-    effective = pd.to_datetime(membership["effective_date"])
-    known = effective[effective <= day]
-    if known.empty:
-        return None
-    return membership.loc[effective == known.max(), "symbol"].astype(str).tolist()
+class Membership:
+    """Point-in-time index members: the block with the latest effective date <= a day."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        effective = pd.to_datetime(frame["effective_date"])
+        self.dates = pd.DatetimeIndex(sorted(effective.unique()))
+        self.blocks = [frame.loc[effective == d, "symbol"].astype(str).tolist() for d in self.dates]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame | Membership | None) -> Membership | None:
+        """Wrap a membership frame (None or empty stays None: every symbol is eligible)."""
+        if frame is None or isinstance(frame, Membership):
+            return frame
+        return cls(frame) if len(frame) else None
+
+    def on(self, day: pd.Timestamp) -> list[str] | None:
+        """Members on `day`, or None before the first known effective date."""
+        position = int(self.dates.searchsorted(day, side="right")) - 1
+        return self.blocks[position] if position >= 0 else None
 
 
 def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: int, book: Book,
-           view_class: type = MarketView, membership: pd.DataFrame | None = None) -> np.ndarray:
+           view_class: type = MarketView, membership: Membership | None = None) -> np.ndarray:
     """Target weights for session t from data up to session t-1 (the decision date)."""
     as_of = market.dates[t - 1]
-    members = members_on(membership, as_of)
+    members = membership.on(as_of) if membership is not None else None
     extra = {} if members is None else {"members": members}
     view = view_class(market.panels, as_of, portfolio_value=book.nav, **extra)
     prices = np.nan_to_num(market.last_close[t - 1], nan=0.0)
@@ -167,10 +177,12 @@ class ReplayResult:
         }
 
 
+Step = tuple[pd.DataFrame | None, dict[str, Any] | None, Execution | None, Book]
+
+
 def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrames, broker: PaperBroker,
-                 first: int, last: int, book: Book, costing: Costing
-                 ) -> Iterator[tuple[pd.DataFrame, Execution | None, Book]]:
-    """Walk sessions first..last: yields (NAV rows, the execution or None, book after) per chunk.
+                 first: int, last: int, book: Book, costing: Costing) -> Iterator[Step]:
+    """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after).
 
     Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
     checked on every session and ends the walk on the session it trips.
@@ -179,25 +191,24 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
     for t in range(first, last + 1):
-        is_last = t == last
         due = strategy.rebalance_due(market.dates[t].date(), book.last_rebalance)
-        if not due and not is_last:
+        if not due and t != last:
             continue
-        quiet = mark_sessions(market, marked_from, t if due else t + 1, book, costing)
-        tripped = _first_trip(quiet, costing.kill)
-        if tripped is not None:
-            yield quiet.iloc[: tripped + 1], None, book
-            return
-        if len(quiet):
+        stop = t if due else t + 1
+        quiet = mark_sessions(market, marked_from, stop, book, costing) if stop > marked_from else None
+        if quiet is not None:
+            tripped = _first_trip(quiet, costing.kill)
+            if tripped is not None:
+                yield quiet.iloc[: tripped + 1], None, None, book
+                return
             book = Book(book.held, book.cash_fen, float(quiet["nav"].iloc[-1]), book.initial,
                         book.last_rebalance)
             if not due:
-                yield quiet, None, book
+                yield quiet, None, None, book
                 return
         weights = decide(strategy, params, market, t, book, costing.view_class, costing.membership)
         execution, row, book = trade_session(broker, t, weights, book, costing)
-        yield pd.concat([quiet, pd.DataFrame([row])], ignore_index=True) if len(quiet) else \
-            pd.DataFrame([row]), execution, book
+        yield quiet, row, execution, book
         if costing.kill.trips(row["principal_loss"]):
             return
         marked_from = t + 1
@@ -233,23 +244,31 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
         MarketFrames.build(bars_panel, rules, st_symbols)
     broker = PaperBroker(market, rules)
     first, last = session_range(market, start, end)
-    costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class, membership)
-    navs: list[pd.DataFrame] = []
-    fills: list[pd.DataFrame] = []
-    orders: list[pd.DataFrame] = []
+    costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class,
+                      Membership.of(membership))
+    quiet_frames: list[pd.DataFrame] = []
+    rows: list[dict[str, Any]] = []
+    fills: list[dict[str, np.ndarray]] = []
+    orders: list[dict[str, np.ndarray]] = []
     start_book = Book.empty(len(market.symbols), initial_cash)
-    for rows, execution, _ in run_sessions(strategy, params, market, broker, first, last, start_book,
-                                           costing):
-        navs.append(rows)
-        if execution is not None:
-            fills.append(execution.fills_frame(market.symbols))
-            orders.append(execution.orders_frame(market.symbols))
-    nav = pd.concat(navs, ignore_index=True)[NAV_COLUMNS]
+    for quiet, row, execution, _ in run_sessions(strategy, params, market, broker, first, last,
+                                                 start_book, costing):
+        if quiet is not None:
+            quiet_frames.append(quiet)
+        if row is not None and execution is not None:
+            rows.append(row)
+            fills.append(execution.fill_columns(market.symbols))
+            orders.append(execution.order_columns(market.symbols))
+    nav = pd.concat([*quiet_frames, pd.DataFrame(rows, columns=NAV_COLUMNS)], ignore_index=True)
+    nav = nav[NAV_COLUMNS].sort_values("date", kind="mergesort").reset_index(drop=True)
     halted = nav["principal_loss"].iloc[-1] >= kill_threshold
-    return ReplayResult(strategy.name, nav, _concat(fills), _concat(orders), initial_cash,
-                        nav["date"].iloc[-1].date() if halted else None)
+    return ReplayResult(strategy.name, nav, _columns_frame(fills), _columns_frame(orders),
+                        initial_cash, nav["date"].iloc[-1].date() if halted else None)
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+def _columns_frame(chunks: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """One frame from many column dicts (one per session), concatenated column by column."""
+    chunks = [c for c in chunks if len(c["symbol"])]
+    if not chunks:
+        return pd.DataFrame()
+    return pd.DataFrame({k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})

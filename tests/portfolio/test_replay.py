@@ -121,7 +121,7 @@ def test_bad_ranges_and_unknown_targets_are_errors() -> None:
         replay(Rogue(), None, panels, "2024-01-10", "2024-02-01")
 
     class Leveraged(Rogue):
-        def target_weights(self, view, holdings, params):  # noqa: ANN001, ANN201
+        def target_weights(self, view, holdings, params):
             return {SYMBOLS[0]: 0.8, SYMBOLS[1]: 0.8}
 
     with pytest.raises(OomrlError, match="invalid weights"):
