@@ -23,7 +23,14 @@ from oomrl.diagnostics.autopsy import (
     Evidence,
     Trigger,
 )
-from oomrl.diagnostics.rules import Alert, AlertConfig, RuleBook, drawdown, prepare_nav, turnover_annualized
+from oomrl.diagnostics.rules import (
+    Alert,
+    AlertConfig,
+    RuleBook,
+    drawdown,
+    prepare_nav,
+    turnover_annualized,
+)
 from oomrl.errors import DataValidationError
 
 COST_COLUMNS = ("commission", "stamp_duty", "transfer_fee", "impact_cost")
@@ -66,10 +73,10 @@ def _diagnosis(alert: Alert, ev: Evidence, metrics: AutopsyMetrics, config: Aler
     """(root cause, mandate, constraints, findings) from the evidence, first matching cause wins."""
     base = config.mandate_defaults
     findings = [
-        f"{ev.fills} fills, {ev.costs.total:,.0f} CNY costs ({ev.costs_over_nav:.2%} of NAV) "
-        f"over {ev.sessions} sessions",
-        f"frictionless {ev.frictionless_return:.2%} vs realized {ev.realized_return:.2%}; "
-        f"leakage {metrics.slippage_leakage:.2%}",
+        (f"{ev.fills} fills, {ev.costs.total:,.0f} CNY costs ({ev.costs_over_nav:.2%} of NAV) "
+         f"over {ev.sessions} sessions"),
+        (f"frictionless {ev.frictionless_return:.2%} vs realized {ev.realized_return:.2%}; "
+         f"leakage {metrics.slippage_leakage:.2%}"),
         f"turnover {metrics.turnover_annualized:.1f}× a year",
     ]
     if ev.adv_participation_max is not None:

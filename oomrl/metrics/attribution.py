@@ -5,7 +5,7 @@ The pure work lives in performance, factors and tearsheet; this module only fetc
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -86,18 +86,18 @@ def store_style_factors(store: IndexSource, start: pd.Timestamp, end: pd.Timesta
 
 
 def account_attribution(returns: pd.Series, benchmark: pd.Series, store: IndexSource,
-                        rf: float = 0.0) -> StyleAttribution | None:
-    """Style attribution when the store has enough bars; None when it does not (the report then omits it)."""
+                        rf: float = 0.0) -> tuple[StyleAttribution | None, str | None]:
+    """Style attribution, or None and the reason when the store cannot support it (the report says so)."""
     try:
         styles = store_style_factors(store, returns.index[0], returns.index[-1])
-        return style_attribution(returns, benchmark, styles[list(FACTOR_NAMES)], rf)
-    except MetricsInputError:
-        return None
+        return style_attribution(returns, benchmark, styles[list(FACTOR_NAMES)], rf), None
+    except MetricsInputError as exc:
+        return None, f"Style attribution unavailable: {exc}"
 
 
 def report_dir(runs_dir: Path, label: str) -> Path:
     """A fresh folder for one report under OOMRL_HOME/runs."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)
     return runs_dir / f"report-{safe}-{stamp}"
 
@@ -109,6 +109,7 @@ def account_report(ledger: NavSource, store: IndexSource, account: str, out_dir:
     returns, versions = account_returns(ledger.nav_frame(account), account)
     benchmark = benchmark_returns(store, benchmark_kind)
     live_phases = phases if phases is not None else (phases_from_versions(versions) or None)
-    attribution = account_attribution(returns, benchmark.loc[: returns.index[-1]], store, rf)
+    attribution, note = account_attribution(returns, benchmark.loc[: returns.index[-1]], store, rf)
     return build_report(returns, out_dir, benchmark=benchmark, benchmark_kind=benchmark_kind,
-                        phases=live_phases, title=f"Account {account}", rf=rf, attribution=attribution)
+                        phases=live_phases, title=f"Account {account}", rf=rf, attribution=attribution,
+                        notes=[note] if note else None)

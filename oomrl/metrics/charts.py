@@ -8,12 +8,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, never a display
 
-import matplotlib.dates as mdates  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import PercentFormatter  # noqa: E402
+import matplotlib.dates as mdates
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
-from oomrl.metrics.performance import (  # noqa: E402
+from oomrl.metrics.performance import (
     ROLLING_IR_WINDOW,
     Phase,
     drawdown_series,
@@ -29,7 +29,7 @@ LOSS_COLOR = "#c0392b"
 PHASE_COLORS = ("#e8f0fb", "#fdf2e3", "#eaf6ec", "#f6e9f3", "#fbfbe3")
 
 
-def _figure(title: str) -> tuple[Figure, "matplotlib.axes.Axes"]:
+def _figure(title: str) -> tuple[Figure, matplotlib.axes.Axes]:
     fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     ax.set_title(title, fontsize=13, loc="left")

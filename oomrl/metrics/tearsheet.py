@@ -6,7 +6,7 @@ import base64
 import html
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -81,7 +81,7 @@ class Report:
     metrics: dict[str, float | int | None]
     phases: pd.DataFrame | None = None
     style: pd.DataFrame | None = None
-    extra: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
         return [self.html, self.markdown, *self.pngs]
@@ -90,7 +90,7 @@ class Report:
 def build_report(returns: pd.Series, out_dir: Path, *, benchmark: pd.Series | None = None,
                  benchmark_kind: str = "price", phases: list[Phase] | None = None,
                  title: str = "Portfolio", rf: float = 0.0,
-                 attribution: StyleAttribution | None = None) -> Report:
+                 attribution: StyleAttribution | None = None, notes: list[str] | None = None) -> Report:
     """Write the charts, tearsheet.html and summary.md into out_dir and return their paths."""
     if benchmark is not None and benchmark_kind not in BENCHMARK_LABELS:
         raise ValueError(f"benchmark kind must be one of {sorted(BENCHMARK_LABELS)}, got {benchmark_kind!r}")
@@ -110,7 +110,7 @@ def build_report(returns: pd.Series, out_dir: Path, *, benchmark: pd.Series | No
     table = phase_table(returns, phases, benchmark, rf) if phases else None
     style = attribution.table() if attribution is not None else None
     report = Report(html=out_dir / "tearsheet.html", markdown=out_dir / "summary.md", pngs=pngs,
-                    metrics=metrics, phases=table, style=style)
+                    metrics=metrics, phases=table, style=style, notes=list(notes or []))
     span = f"{returns.index[0].date()} .. {returns.index[-1].date()}"
     report.markdown.write_text(_markdown(report, title, bench_label, span, rf))
     report.html.write_text(_html(report, title, bench_label, span, rf))
@@ -127,6 +127,8 @@ def _markdown(report: Report, title: str, bench_label: str, span: str, rf: float
         lines += ["", "## Phases", "", _markdown_table(report.phases)]
     if report.style is not None:
         lines += ["", "## Style attribution", "", _markdown_table(report.style, index=True)]
+    if report.notes:
+        lines += ["", "## Notes", "", *[f"- {note}" for note in report.notes]]
     lines += ["", "## Charts", ""] + [f"![{p.stem}]({p.name})" for p in report.pngs]
     return "\n".join(lines) + "\n"
 
@@ -152,8 +154,11 @@ def _html(report: Report, title: str, bench_label: str, span: str, rf: float) ->
         sections.append(f"<h2>Phases</h2>{_html_table(report.phases)}")
     if report.style is not None:
         sections.append(f"<h2>Style attribution (market + High-Low factors)</h2>{_html_table(report.style, True)}")
+    if report.notes:
+        items = "".join(f"<li>{html.escape(note)}</li>" for note in report.notes)
+        sections.append(f"<h2>Notes</h2><ul>{items}</ul>")
     sections.append(f"<h2>Charts</h2>{images}")
-    created = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(title)} — oomrl report</title><style>{_CSS}</style></head><body>"
             f"<h1>{html.escape(title)}</h1><p class=\"meta\">Period {span} · "

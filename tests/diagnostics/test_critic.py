@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.diagnostics.autopsy import SCHEMA_PATH, Autopsy, autopsy_schema
+from oomrl.diagnostics.autopsy import SCHEMA_PATH, Autopsy, autopsy_schema, write_schema
 from oomrl.diagnostics.critic import autopsy_for
 from oomrl.diagnostics.rules import AlertConfig, evaluate
 from oomrl.errors import DataValidationError
@@ -108,3 +109,8 @@ def test_fills_without_cost_columns_are_rejected() -> None:
     nav = nav_frame(list(quiet_returns(30)) + [-0.035])
     with pytest.raises(DataValidationError, match="fills frame lacks column"):
         _autopsy(nav, pd.DataFrame({"date": nav["date"]}), "daily_loss")
+
+
+def test_write_schema_writes_the_model_schema(tmp_path: Path) -> None:
+    path = write_schema(tmp_path / "autopsy.schema.json")
+    assert json.loads(path.read_text()) == autopsy_schema()

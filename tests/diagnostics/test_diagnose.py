@@ -15,6 +15,7 @@ from oomrl.portfolio.ledger import Ledger
 from tests.diagnostics.conftest import book_history, fills_frame, nav_frame, quiet_returns
 from tests.portfolio.conftest import ledger  # noqa: F401  (the shared SQLite/PostgreSQL fixture)
 
+
 def test_diagnose_stores_new_alerts_once(ledger: Ledger, tmp_path: Path) -> None:  # noqa: F811
     nav = nav_frame(list(quiet_returns(30)) + [-0.035], leakage=0.0008, turnover=0.4)
     fills = fills_frame(nav["date"].iloc[-10:], participation=0.12, impact=5000.0)
@@ -53,3 +54,19 @@ def test_a_failed_publish_leaves_the_alert_new(ledger: Ledger) -> None:  # noqa:
     assert [a.alert_id for a in again] == sent and len(sent) == 1
     assert diagnose(ledger, "acct-2", as_of, publish=lambda a: sent.append(a.alert_id)) == []
     assert len(sent) == 1
+
+
+def test_an_alert_stored_by_a_concurrent_run_is_not_returned(ledger: Ledger) -> None:  # noqa: F811
+    nav = nav_frame(list(quiet_returns(30)) + [-0.035])
+    book_history(ledger, "acct-3", nav, fills_frame(nav["date"].iloc[-2:]))
+    as_of = nav["date"].iloc[-1].date()
+    assert len(diagnose(ledger, "acct-3", as_of)) == 1
+
+    class StaleRead(Ledger):
+        """A run that read the alert list before another run stored its alert."""
+
+        def alerts(self, account: str) -> list[dict[str, object]]:
+            return []
+
+    stale = StaleRead(ledger.url, schema=ledger.metadata.schema)
+    assert diagnose(stale, "acct-3", as_of) == []  # insert_alert said "exists": not new

@@ -19,8 +19,8 @@ def _artifacts(prefix: str) -> dict[str, object]:
         return {a.key: a for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
 
 
-def _loss_events(account: str, wait_s: float = 30.0) -> list[object]:
-    """Events reach the server asynchronously: poll until one arrives or the wait ends."""
+def _loss_events(account: str, expected: int, wait_s: float = 30.0) -> list[object]:
+    """Events reach the server asynchronously: poll until `expected` arrived or the wait ends."""
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
     from prefect.events.worker import EventsWorker
@@ -32,7 +32,7 @@ def _loss_events(account: str, wait_s: float = 30.0) -> list[object]:
     with get_client(sync_client=True) as client:
         while True:
             events = client.read_events(filter=query, limit=50).events  # the server caps at 50
-            if events or time.monotonic() > deadline:
+            if len(events) >= expected or time.monotonic() > deadline:
                 return list(events)
             time.sleep(0.5)
 
@@ -56,7 +56,7 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
 
     autopsies = loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home))
     assert "daily_loss" in {a["trigger"]["rule"] for a in autopsies}
-    events = _loss_events("flowacct")
+    events = _loss_events("flowacct", len(autopsies))
     assert {e.payload["alert_id"] for e in events} == {a["alert_id"] for a in autopsies}
     assert all(e.payload["account"] == "flowacct" for e in events)
     assert "loss-diagnostics-flowacct" in _artifacts("loss-diagnostics-")

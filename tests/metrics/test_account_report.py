@@ -83,3 +83,30 @@ def test_store_helpers(home: Path, tmp_path: Path) -> None:
                             "symbol": ["A", "B", "B"]})
     flags = universe_panel(members, dates, pd.Index(["A", "B", "C"]))
     assert flags.to_numpy().tolist() == [[True, True, False], [False, True, False], [False, True, False]]
+
+
+def test_report_says_why_style_attribution_is_missing(home: Path, tmp_path: Path) -> None:
+    from oomrl.metrics.attribution import account_report
+    from oomrl.portfolio.ledger import Ledger
+
+    class IndexOnly:
+        """The real store's index, but no bars (e.g. a store holding only benchmark levels)."""
+
+        def __init__(self, store: MarketStore) -> None:
+            self.store = store
+
+        def read_index(self, code: str = "000300", kind: str = "price") -> pd.Series:
+            return self.store.read_index(code, kind)
+
+        def read_panel(self, field: str, start: object = None, end: object = None,
+                       symbols: object = None) -> pd.DataFrame:
+            return pd.DataFrame()
+
+        def read_membership(self) -> pd.DataFrame:
+            return self.store.read_membership()
+
+    ledger = Ledger(f"sqlite:///{home / 'ledger.db'}")
+    report = account_report(ledger, IndexOnly(MarketStore(home / "data")), "demo", tmp_path / "r")
+    assert report.style is None
+    assert "- Style attribution unavailable: the market store has no bars" in report.markdown.read_text()
+    assert "<h2>Notes</h2>" in report.html.read_text()

@@ -10,7 +10,14 @@ import pytest
 
 from oomrl.errors import DataValidationError
 from oomrl.metrics import performance as perf
-from oomrl.metrics.io import MetricsInputError, align, read_returns_csv, returns_from_levels, window
+from oomrl.metrics.io import (
+    MetricsInputError,
+    align,
+    read_returns_csv,
+    returns_from_levels,
+    validate_returns,
+    window,
+)
 from tests.metrics.conftest import CSI300_PRICE
 
 
@@ -121,3 +128,27 @@ def test_phase_files(tmp_path: Path) -> None:
     r = pd.Series([0.01, 0.02], index=pd.bdate_range("2025-01-02", periods=2))
     with pytest.raises(MetricsInputError, match="has no returns"):
         perf.phase_table(r, [perf.Phase("late", pd.Timestamp("2026-01-01"), pd.Timestamp("2026-02-01"))])
+
+
+def test_timezone_aware_dates_become_session_dates() -> None:
+    stamps = pd.DatetimeIndex(["2025-01-02 15:00", "2025-01-03 15:00"]).tz_localize("Asia/Shanghai")
+    r = validate_returns(pd.Series([0.01, 0.02], index=stamps))
+    assert list(r.index) == [pd.Timestamp("2025-01-02"), pd.Timestamp("2025-01-03")]
+
+
+def test_regression_input_errors() -> None:
+    from oomrl.metrics.regression import ols
+
+    y = pd.Series([0.01, 0.02, 0.03], index=pd.bdate_range("2025-01-02", periods=3))
+    with pytest.raises(MetricsInputError, match="contain NaN"):
+        ols(y, pd.DataFrame({"x": [0.01, np.nan, 0.02]}, index=y.index))
+    with pytest.raises(MetricsInputError, match="more than 3 observations"):
+        ols(y, pd.DataFrame({"x": [0.01, 0.03, 0.02], "z": [0.0, 0.1, 0.3]}, index=y.index))
+
+
+def test_yaml_phase_list_without_wrapper(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[{"name": "a", "start": "2025-01-02", "end": "2025-01-03"}]', "p.json")
+    assert [p.name for p in perf.read_phases(path)] == ["a"]
+    wrapped = _write(tmp_path, "other: 1\n", "q.yml")
+    with pytest.raises(MetricsInputError, match="lists no phases"):
+        perf.read_phases(wrapped)
