@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from guardrails.astscan import (Finding, dotted, import_map, only_new, parse, snippet,
                                 to_violations, too_deep, under)
 from guardrails.sanitizer import source_findings
+from guardrails.testio import TMP_NAMES, inside_tmp, tainted_names, tmp_fixtures, write_targets
 from guardrails.verdict import Violation
 
 SOURCE_PACKAGES = ("strategies",)
@@ -20,13 +21,9 @@ RAISES = ("pytest.raises", "pytest.warns", "pytest.deprecated_call")
 PATCHERS = frozenset({"patch", "object", "dict", "multiple", "setattr", "delattr", "setitem",
                       "delitem", "setenv", "patch.object"})
 BROAD = frozenset({"Exception", "BaseException", "AssertionError"})
-WRITES = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir", "symlink_to",
-                    "hardlink_to", "chmod", "to_csv", "to_parquet", "to_pickle", "to_json", "savefig"})
-WRITE_FUNCTIONS = ("os.remove", "os.unlink", "os.rename", "os.replace", "os.mkdir", "os.makedirs",
-                   "os.rmdir", "os.removedirs", "os.chmod", "os.symlink", "os.link", "os.truncate",
-                   "shutil", "numpy.save", "numpy.savetxt")
-TMP_NAMES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
-WEAK_CALLS = frozenset({"isinstance", "callable", "hasattr", "type"})
+WEAK_CALLS = frozenset({"callable", "hasattr", "type"})
+BUILTIN_TYPES = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int", "float",
+                           "bool", "complex", "object", "Mapping", "Sequence", "Iterable"})
 # Sanitizer rules that do not apply to tests (tests read fixtures and patch through fixtures).
 TEST_DISABLED = frozenset({"sanitizer.test_env", "sanitizer.file_read", "sanitizer.file_write",
                            "sanitizer.module_attr_write", "sanitizer.import_time_call"})
@@ -53,6 +50,8 @@ class TestScanner:
         self.sources = source_packages
         self.found: list[Finding] = []
         self.helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        self.collected = {id(function) for _, function in _tests_in(tree)}
+        self.tmp_fixtures = tmp_fixtures(tree, self.is_fixture)
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         line = getattr(node, "lineno", 1)
@@ -103,6 +102,9 @@ class TestScanner:
 
     def weak(self, test: ast.AST) -> bool:
         """Type and None checks say nothing about behaviour."""
+        if isinstance(test, ast.Call) and self.name(test) == "isinstance" and len(test.args) == 2:
+            return all(snippet(kind) in BUILTIN_TYPES for kind in (
+                test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]))
         if isinstance(test, ast.Call):
             return self.name(test) in WEAK_CALLS
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -184,40 +186,16 @@ class TestScanner:
         if method in PATCHERS and targets and patcher and any(map(self.is_source, targets)):
             self.add("tests.mock_unit", node, snippet(node)[:100])
 
-    def check_writes(self, scope: ast.AST, tainted: set[str]) -> None:
+    def check_writes(self, scope: ast.AST, seed: set[str]) -> None:
         """Writes are allowed only to paths built from tmp_path (and not climbing out of it)."""
-        nodes = list(ast.walk(scope))
-        assigns = [n for n in nodes if isinstance(n, ast.Assign)]
-        grown = True
-        while grown:  # names derived from tmp_path, in any order of assignment
-            grown = False
-            for node in assigns:
-                names = {t.id for t in node.targets if isinstance(t, ast.Name)} - tainted
-                if names and _inside_tmp(node.value, tainted):
-                    tainted |= names
-                    grown = True
-        for node in nodes:
-            target = self.write_target(node) if isinstance(node, ast.Call) else None
-            if target is not None and not _inside_tmp(target, tainted):
+        tainted = tainted_names(scope, seed)
+        for node in ast.walk(scope):
+            targets = write_targets(node, self.name(node)) if isinstance(node, ast.Call) else []
+            if any(not inside_tmp(target, tainted) for target in targets):
                 self.add("tests.io_outside_tmp", node, snippet(node)[:100])
 
-    def write_target(self, node: ast.Call) -> ast.AST | None:
-        """The path a call writes to, or None when it does not write."""
-        name = self.name(node)
-        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
-        if name in ("open", "io.open") or method == "open":
-            position = 1 if name in ("open", "io.open") else 0
-            mode = node.args[position] if len(node.args) > position else next(
-                (k.value for k in node.keywords if k.arg == "mode"), ast.Constant("r"))
-            reads = isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+")
-            if reads:
-                return None
-            return node.func.value if method == "open" else (node.args[0] if node.args else node)
-        if method in WRITES:
-            return node.func.value  # type: ignore[union-attr]
-        if under(name, WRITE_FUNCTIONS):
-            return node.args[0] if node.args else node
-        return None
+    def is_fixture(self, decorator: ast.AST) -> bool:
+        return self.name(decorator) == "pytest.fixture"
 
     def run(self) -> list[Finding]:
         for node in ast.walk(self.tree):
@@ -248,10 +226,11 @@ class TestScanner:
                 if any(isinstance(n, ast.Call) and self.name(n).rsplit(".", 1)[-1] in PATCHERS
                        for n in ast.walk(node)) or _assigns_attribute(node):
                     self.add("tests.autouse_patch", node, node.name)
-        if node.name.startswith("test"):
+        if id(node) in self.collected:
             self.check_test(node)
         params = {a.arg for a in node.args.args + node.args.kwonlyargs}
-        self.check_writes(ast.Module(body=node.body, type_ignores=[]), params & TMP_NAMES)
+        self.check_writes(ast.Module(body=node.body, type_ignores=[]),
+                          params & (TMP_NAMES | self.tmp_fixtures))
 
     def check_reference(self, node: ast.Attribute | ast.Name) -> None:
         name = dotted(node, self.imports) or ""
@@ -299,21 +278,6 @@ def _number(node: ast.AST) -> float:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else float("inf")
 
 
-def _mentions(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
-
-
-def _inside_tmp(path: ast.AST, tainted: set[str]) -> bool:
-    """True for a path built from tmp_path names that does not climb out with '..', '/x' or .parent."""
-    for node in ast.walk(path):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
-                ".." in node.value or node.value.startswith(("/", "~"))):
-            return False
-        if isinstance(node, ast.Attribute) and node.attr in ("parent", "parents", "home", "cwd"):
-            return False
-    return _mentions(path, tainted)
-
-
 def _assigns_attribute(function: ast.AST) -> bool:
     return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
         isinstance(t, ast.Attribute) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
@@ -325,7 +289,8 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
     for node in tree.body:
         if isinstance(node, functions) and node.name.startswith("test"):
             yield node.name, node
-        elif isinstance(node, ast.ClassDef):
+        elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or any(
+                snippet(base).endswith("TestCase") for base in node.bases)):
             for item in node.body:
                 if isinstance(item, functions) and item.name.startswith("test"):
                     yield f"{node.name}.{item.name}", item

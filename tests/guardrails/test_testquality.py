@@ -17,6 +17,11 @@ HEAD = "import pytest\nfrom strategies.momentum import target_weights\n\n\n"
 CASES: dict[str, list[tuple[str, str]]] = {
     "tests.no_assert": [
         ("def test_a():\n    target_weights({}, 1)\n", "def test_a():\n    assert target_weights({}, 1) == {}\n"),
+        ("def test_a():\n    assert isinstance(target_weights({}, 1), (dict, list))\n",
+         "from decimal import Decimal\n\n\ndef test_a():\n    assert isinstance(target_weights({}, 1), Decimal)\n"),
+        ("class TestX:\n    def test_a(self):\n        target_weights({}, 1)\n",
+         "class FakeRole:\n    def test_author(self):\n        return target_weights({}, 1)\n\n\n"
+         "def test_a():\n    assert FakeRole().test_author() == {}\n"),
         ("def test_a():\n    assert isinstance(target_weights({}, 1), dict)\n",
          "def test_a():\n    with pytest.raises(ValueError):\n        target_weights({}, 0)\n"),
         ("def test_a():\n    w = target_weights({}, 1)\n    assert w is not None and callable(f)\n",
@@ -152,6 +157,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
          "import os\n\n\ndef test_a(tmp_path):\n    (tmp_path / 'f').touch()\n    os.remove(tmp_path / 'f')\n"
          "    assert target_weights({}, 1) == {}\n"),
         ("import shutil\nshutil.rmtree('strategies')\n", "import shutil\nWHICH = shutil.which\n"),
+        ("def test_a(df):\n    df.to_csv('out.csv')\n    assert target_weights({}, 1) == {}\n",
+         "def test_a(df):\n    assert df.to_json() == '{}'\n"),
         ("def test_a(p):\n    with p.open('w') as fh:\n        fh.write('1')\n    assert target_weights({}, 1) == {}\n",
          "def test_a():\n    with open('tests/data.json') as fh:\n        assert fh.read() != ''\n"),
         ("def test_a(tmp_path):\n    (tmp_path / '..' / 'x.py').write_text('')\n    assert target_weights({}, 1) == {}\n",
@@ -160,6 +167,19 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def test_a(tmp_path):\n    up = tmp_path.parent\n    (up / 'x').write_text('')\n    assert target_weights({}, 1) == {}\n",
          "def test_a(tmp_path):\n    with (tmp_path / 'w').open(mode='w') as fh:\n        fh.write('1')\n"
          "    assert target_weights({}, 1) == {}\n"),
+        ("import shutil\n\n\ndef test_a(tmp_path):\n    shutil.copytree(tmp_path / 'a', 'strategies/b')\n"
+         "    assert target_weights({}, 1) == {}\n",
+         "import shutil\n\n\ndef test_a(tmp_path):\n    shutil.copytree('tests/data', tmp_path / 'data')\n"
+         "    assert target_weights({}, 1) == {}\n"),
+        ("import os\n\n\ndef test_a(tmp_path):\n    os.rename('strategies/momentum.py', tmp_path / 'b')\n"
+         "    assert target_weights({}, 1) == {}\n",
+         "import os\n\n\ndef test_a(tmp_path):\n    os.rename(tmp_path / 'a', tmp_path / 'b')\n"
+         "    assert target_weights({}, 1) == {}\n"),
+        ("from pathlib import Path\n\n\n@pytest.fixture\ndef ws():\n    return Path('strategies')\n\n\n"
+         "def test_a(ws):\n    (ws / 'f.py').write_text('')\n    assert target_weights({}, 1) == {}\n",
+         "@pytest.fixture\ndef ws(tmp_path):\n    root = tmp_path / 'w'\n    root.mkdir()\n    yield root\n\n\n"
+         "@pytest.fixture\ndef inner(ws):\n    return ws / 'inner'\n\n\n"
+         "def test_a(inner):\n    inner.write_text('')\n    assert target_weights({}, 1) == {}\n"),
         ("def test_a(tmp_path):\n    open('/etc/x', 'w')\n    assert target_weights({}, 1) == {}\n",
          "def test_a(tmp_path):\n    if True:\n        out = d / 'x'\n    d = tmp_path\n    out.write_text('')\n"
          "    assert target_weights({}, 1) == {}\n"),
