@@ -8,6 +8,7 @@ from pathlib import Path
 
 from guardrails.astscan import (Finding, docstring_ids, dotted, import_map, index, only_new,
                                 parse, pragma_findings, snippet, to_violations, too_deep)
+from guardrails.testio import WRITE_METHODS
 from guardrails.verdict import Violation
 
 # Modules (and dotted names) whose mere use is a finding, by rule.
@@ -77,10 +78,6 @@ ATTRIBUTE_RULES: dict[str, str] = {
     "__builtins__": "sanitizer.builtins",
     "read_pickle": "sanitizer.serialization",
 }
-WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir",
-                           "symlink_to", "hardlink_to", "chmod", "lchmod",
-                           "link_to", "to_csv", "to_parquet", "to_pickle", "to_json", "to_excel",
-                           "to_hdf", "to_feather", "to_sql", "savefig"})
 READ_METHODS = frozenset({"read_text", "read_bytes", "glob", "rglob", "iterdir"})
 OPENERS = ("open", "io.open", "codecs.open")
 # Unimported names that are checked like modules: the builtins the rules care about.

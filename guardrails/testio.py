@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
+# Methods that write a file, on any object (pathlib, pandas, matplotlib); shared with the sanitizer.
 WRITE_METHODS = frozenset({"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir",
-                           "symlink_to", "hardlink_to", "chmod", "to_csv", "to_parquet", "to_pickle",
-                           "to_json", "savefig"})
+                           "symlink_to", "hardlink_to", "chmod", "lchmod", "link_to", "to_csv",
+                           "to_parquet", "to_pickle", "to_json", "to_excel", "to_hdf", "to_feather",
+                           "to_sql", "savefig"})
 # Functions whose first argument is written (or removed) ...
 FIRST_ARGUMENT = ("os.remove", "os.unlink", "os.mkdir", "os.makedirs", "os.rmdir", "os.removedirs",
                   "os.chmod", "os.truncate", "shutil.rmtree", "shutil.chown", "numpy.save",
