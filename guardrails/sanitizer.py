@@ -107,6 +107,7 @@ SOURCE_MESSAGES: dict[str, str] = {
     "sanitizer.module_attr_write": "assigning attributes of imported modules patches them globally",
     "sanitizer.always_equal": "an object that equals anything defeats every assertion",
     "sanitizer.import_time_call": "calling own functions at import time fakes coverage",
+    "sanitizer.answer_table": "hard-coded outputs for specific inputs special-case the tests",
     "sanitizer.pragma": "new coverage exclusion comments are not allowed",
 }
 
@@ -245,6 +246,13 @@ class SourceScanner:
 
     def visit_Delete(self, node: ast.Delete) -> None:
         self._attribute_targets(node.targets, node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        """A table keyed on whole literal inputs (tuples of tuples) is a list of memorised answers."""
+        keys = [k for k in node.keys if isinstance(k, ast.Tuple)]
+        if len(keys) >= 2 and len(keys) == len(node.keys) and any(
+                isinstance(e, ast.Tuple) for k in keys for e in k.elts):
+            self.add("sanitizer.answer_table", node, f"{len(keys)} answers keyed on literal inputs")
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for item in node.body:

@@ -24,9 +24,10 @@ BROAD = frozenset({"Exception", "BaseException", "AssertionError"})
 WEAK_CALLS = frozenset({"callable", "hasattr", "type"})
 BUILTIN_TYPES = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int", "float",
                            "bool", "complex", "object", "Mapping", "Sequence", "Iterable"})
-# Sanitizer rules that do not apply to tests (tests read fixtures and patch through fixtures).
+# Sanitizer rules that do not apply to tests (they read fixtures, patch via fixtures, tabulate cases).
 TEST_DISABLED = frozenset({"sanitizer.test_env", "sanitizer.file_read", "sanitizer.file_write",
-                           "sanitizer.module_attr_write", "sanitizer.import_time_call"})
+                           "sanitizer.module_attr_write", "sanitizer.import_time_call",
+                           "sanitizer.answer_table"})
 TEST_MODULES = frozenset({"pytest", "unittest", "doctest", "hypothesis"})
 MESSAGES = {
     "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",

@@ -230,6 +230,13 @@ def test_tests_nested_too_deeply_to_check_are_rejected(terms: int) -> None:
     assert scan_tests("tests/test_deep.py", deep, None, {"tests.syntax_error"}) == []
 
 
+def test_expected_value_tables_are_fine_in_tests() -> None:
+    table = HEAD + "CASES = {(('A', 1.0), 1): {'A': 1.0}, (('B', 2.0), 1): {'B': 1.0}}\n\n\n" \
+                   "def test_a():\n    for (scores, k), want in CASES.items():\n" \
+                   "        assert target_weights(dict(scores), k) == want\n"
+    assert scan_tests("tests/test_t.py", table, None, set()) == []
+
+
 def test_data_files_in_t_are_not_parsed_as_python() -> None:
     assert scan_tests("tests/data/cases.json", '{"a": 1}', None, set()) == []
 
