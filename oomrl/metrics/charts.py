@@ -43,6 +43,18 @@ def _figure(title: str) -> tuple[Figure, matplotlib.axes.Axes]:
     return fig, ax
 
 
+def _shade(ax: matplotlib.axes.Axes, phases: list[Phase] | None) -> None:
+    """Shade each phase (strategy version or user window) in its own colour, named in the legend.
+
+    A phase that contains another one (e.g. "whole study") is an aggregate and is not shaded.
+    """
+    spans = phases or []
+    shown = [p for p in spans if not any(o is not p and p.start <= o.start and o.end <= p.end for o in spans)]
+    for number, phase in enumerate(shown):
+        ax.axvspan(phase.start, phase.end, color=PHASE_COLORS[number % len(PHASE_COLORS)],
+                   alpha=0.9, zorder=0, label=phase.name)
+
+
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
@@ -50,10 +62,12 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def equity_chart(returns: pd.Series, benchmark: pd.Series | None, path: Path,
-                 label: str = "Portfolio", benchmark_label: str = "CSI 300") -> Path:
+                 label: str = "Portfolio", benchmark_label: str = "CSI 300",
+                 phases: list[Phase] | None = None) -> Path:
     """Cumulative return of the portfolio and the benchmark from the same starting capital."""
     fig, ax = _figure(f"Cumulative return: {label} vs {benchmark_label}" if benchmark is not None
                       else f"Cumulative return: {label}")
+    _shade(ax, phases)
     ax.plot(returns.index, wealth(returns) - 1.0, color=PORTFOLIO_COLOR, linewidth=1.8, label=label)
     if benchmark is not None:
         ax.plot(benchmark.index, wealth(benchmark) - 1.0, color=BENCHMARK_COLOR, linewidth=1.5,
@@ -61,7 +75,8 @@ def equity_chart(returns: pd.Series, benchmark: pd.Series | None, path: Path,
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_ylabel("Cumulative return")
-    ax.legend(loc="upper left", frameon=False)
+    ax.set_xlim(returns.index[0], returns.index[-1])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=9)
     return _save(fig, path)
 
 
@@ -84,9 +99,7 @@ def rolling_ir_chart(returns: pd.Series, benchmark: pd.Series, path: Path,
     """Rolling information ratio, with each phase (strategy version) shaded and named (paper Fig. 3)."""
     rolling = rolling_information_ratio(returns, benchmark, window)
     fig, ax = _figure(f"Rolling {window}-day information ratio vs {benchmark_label}")
-    for number, phase in enumerate(phases or []):
-        ax.axvspan(phase.start, phase.end, color=PHASE_COLORS[number % len(PHASE_COLORS)],
-                   alpha=0.9, zorder=0, label=phase.name)
+    _shade(ax, phases)
     ax.plot(rolling.index, rolling, color=PORTFOLIO_COLOR, linewidth=1.6, label=f"{window}-day IR", zorder=3)
     ax.axhline(0.0, color="black", linewidth=0.8, zorder=2)
     ax.set_xlim(returns.index[0], returns.index[-1])

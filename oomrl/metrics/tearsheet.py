@@ -102,7 +102,7 @@ def build_report(returns: pd.Series, out_dir: Path, *, benchmark: pd.Series | No
         benchmark = benchmark.loc[returns.index]
     else:
         metrics = standalone_metrics(returns, rf=rf)
-    pngs = [charts.equity_chart(returns, benchmark, out_dir / "equity.png", title, short_bench),
+    pngs = [charts.equity_chart(returns, benchmark, out_dir / "equity.png", title, short_bench, phases),
             charts.underwater_chart(returns, out_dir / "underwater.png", title)]
     if benchmark is not None and len(returns) > ROLLING_IR_WINDOW:
         pngs.append(charts.rolling_ir_chart(returns, benchmark, out_dir / "rolling_ir.png", phases,

@@ -100,3 +100,12 @@ def test_rolling_chart_without_phases_and_value_format(tmp_path: Path) -> None:
     assert format_value("sharpe", None) == "—" and format_value("cagr", 0.1234) == "12.34 %"
     assert format_value("beta", 1.23456) == "1.235" and format_value("sessions", 5) == "5"
     assert format_value("phase", "x") == "x" and format_value("sharpe", float("nan")) == "—"
+
+
+def test_aggregate_phases_are_not_shaded() -> None:
+    from matplotlib.figure import Figure
+
+    phases = read_phases(TABLE1_PHASES)  # "Whole study" contains the three phases
+    ax = Figure().add_subplot()
+    charts._shade(ax, phases)
+    assert [patch.get_label() for patch in ax.patches] == ["Phase 1", "Phase 2", "Phase 3"]
