@@ -33,13 +33,7 @@ def source_for(spec: str) -> MarketSource:
 
 def network_error_only(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
     """Retry transport failures (SourceUnavailableError); malformed data would fail the same way again."""
-    try:
-        state.result()
-    except SourceUnavailableError:
-        return True
-    except Exception:  # noqa: BLE001 - any other failure is final
-        return False
-    return False
+    return isinstance(state.result(raise_on_failure=False), SourceUnavailableError)
 
 
 def fetch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:

@@ -141,7 +141,8 @@ class MarketStore:
         return added
 
     def _read_bar_columns(
-        self, columns: Sequence[str], start: Any, end: Any, symbols: Iterable[str] | None
+        self, columns: Sequence[str], start: Any, end: Any, symbols: Iterable[str] | None,
+        categorical: bool = False,
     ) -> pd.DataFrame:
         lo = pd.Timestamp(start) if start is not None else None
         hi = pd.Timestamp(end) if end is not None else None
@@ -153,7 +154,9 @@ class MarketStore:
         wanted = sorted(set(symbols)) if symbols is not None else None
         if wanted is not None:
             filters.append(("symbol", "in", wanted))
-        tables = [pq.read_table(path, columns=list(columns), filters=filters or None, schema=BAR_SCHEMA)
+        # Symbols as a dictionary column: one string per symbol instead of one per row (12.5M rows -> 5k strings).
+        tables = [pq.read_table(path, columns=list(columns), filters=filters or None,
+                                read_dictionary=["symbol"] if categorical else None)
                   for path in self._year_files(lo, hi)]
         if not tables:
             return empty_bars()[list(columns)]
@@ -170,10 +173,12 @@ class MarketStore:
         """One field as a (date x symbol) frame; missing bars (suspensions) are NaN."""
         if field not in BAR_COLUMNS or field in ("date", "symbol", "adjustment"):
             raise ValueError(f"read_panel needs a numeric bar field, not {field!r}")
-        long = self._read_bar_columns(["date", "symbol", field], start, end, symbols)
+        long = self._read_bar_columns(["date", "symbol", field], start, end, symbols, categorical=True)
         # Scatter into a dense array: far cheaper than DataFrame.pivot on millions of rows.
         date_codes, dates = pd.factorize(long["date"], sort=True)
-        sym_codes, syms = pd.factorize(long["symbol"].astype(str), sort=True)
+        symbol = long["symbol"].astype("category").cat.remove_unused_categories()
+        symbol = symbol.cat.reorder_categories(sorted(symbol.cat.categories))
+        sym_codes, syms = symbol.cat.codes.to_numpy(), symbol.cat.categories
         grid = np.full((len(dates), len(syms)), np.nan)
         grid[date_codes, sym_codes] = long[field].to_numpy(dtype=np.float64)
         index = pd.DatetimeIndex(dates, name="date")

@@ -19,7 +19,7 @@ from oomrl.data.sources.akshare import AkshareSource
 from oomrl.data.sources.csv import CsvSource
 from oomrl.data.sources.synthetic import SyntheticSource
 from oomrl.data.store import MarketStore
-from oomrl.errors import OomrlError, SourceUnavailableError
+from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
 from tests.conftest import FIXTURES
 
 AKSHARE_STYLE = FIXTURES / "data" / "csv_akshare_style"
@@ -70,6 +70,15 @@ def test_csi300_universe_comes_from_the_source_membership(tmp_path: Path) -> Non
     assert store.members_on("2024-07-02") == report.symbols
     again = ingest(CsvSource(AKSHARE_STYLE), "csi300", "2024-07-01", "2024-07-05", store)
     assert again.rows_written == 0 and len(store.read_bars()) == 15
+
+
+def test_symbols_without_data_and_malformed_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = CsvSource(AKSHARE_STYLE)
+    report = ingest(source, "600519,601318", None, None, MarketStore(tmp_path))
+    assert report.symbols_without_data == ["601318.SH"] and report.rows_written == 5
+    monkeypatch.setattr(source, "bars", lambda *args: pd.DataFrame({"date": ["2024-07-01"], "close": [1.0]}))
+    with pytest.raises(DataValidationError, match="csv bars for 600519.SH: bar frame is missing column"):
+        ingest(source, "600519", None, None, MarketStore(tmp_path / "other"))
 
 
 def test_missing_benchmark_fails_naming_the_problem(tmp_path: Path) -> None:

@@ -119,6 +119,15 @@ def test_price_and_total_return_index(http: dict[str, Any]) -> None:
     assert source.coverage() is None
 
 
+def test_an_empty_index_answer_is_an_empty_frame() -> None:
+    class NoRows:
+        @staticmethod
+        def index_zh_a_hist(**kwargs: Any) -> pd.DataFrame:
+            return pd.DataFrame()
+
+    assert AkshareSource(api=NoRows()).index_levels("000300", "price", date(2024, 7, 1), date(2024, 7, 2)).empty
+
+
 def test_membership_from_the_closeweight_file(http: dict[str, Any]) -> None:
     members = AkshareSource(api=akshare).membership()
     assert members["symbol"].tolist() == ["600519.SH", "000001.SZ"]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from oomrl.data.sources import SOURCES, MarketSource, get_source
-from oomrl.data.sources.csv import CsvSource
+from oomrl.data.sources.csv import CsvSource, read_csv_file
 from oomrl.data.sources.sample import SampleSource
 from oomrl.data.sources.synthetic import SyntheticSource, synthetic_symbols
 from oomrl.data.validation import validate_bars
@@ -59,6 +59,11 @@ def test_csv_unreadable_file_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "600519.csv").write_bytes(b"\xff\xfe\x00garbage\x00\x81")
     with pytest.raises(DataValidationError, match=r"600519\.csv: unreadable CSV"):
         CsvSource(tmp_path).bars("600519.SH", *WEEK)
+
+
+def test_csv_file_gone_between_listing_and_reading(tmp_path: Path) -> None:
+    with pytest.raises(DataValidationError, match=r"600519\.csv: file not found"):
+        read_csv_file(tmp_path / "600519.csv")
 
 
 def test_csv_missing_column_and_bad_names(tmp_path: Path) -> None:

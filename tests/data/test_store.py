@@ -60,6 +60,7 @@ def test_years_are_separate_files(tmp_path: Path, bars: BarsFactory) -> None:
     store.write_bars(bars(start="2024-12-26", days=6))
     assert sorted(p.name for p in (tmp_path / "bars").iterdir()) == ["2024.parquet", "2025.parquet"]
     assert len(store.read_bars(start="2025-01-01")) == 2 * 2
+    assert len(store.read_bars(end="2024-12-31")) == 4 * 2
     assert store.bar_summary()["first_date"] == pd.Timestamp("2024-12-26")
 
 

@@ -40,6 +40,14 @@ def test_nan_and_non_numeric_values_are_quarantined(bars: BarsFactory) -> None:
     assert _only_bad(frame, 2).startswith("missing_value: close")
 
 
+def test_timezone_aware_dates_become_session_dates(bars: BarsFactory) -> None:
+    frame = bars()
+    frame["date"] = pd.to_datetime(frame["date"]).dt.tz_localize("Asia/Shanghai")
+    result = validate_bars(frame)
+    assert result.quarantined.empty and result.valid["date"].dt.tz is None
+    assert result.valid["date"].iloc[0] == pd.Timestamp("2024-07-01")
+
+
 def test_unparseable_date_is_quarantined(bars: BarsFactory) -> None:
     frame = bars()
     frame["date"] = frame["date"].astype(object)

@@ -84,10 +84,11 @@ def test_only_network_errors_are_retried() -> None:
 
 
 def test_sample_ingest_publishes_tables_and_progress(prefect_harness: None, tmp_path: Path) -> None:
-    state = ingest_market_data(source="sample", universe="600519,300750,000001", start="2025-01-01",
+    state = ingest_market_data(source="sample", universe="600519,300750,000001,600837", start="2025-01-01",
                                end="2025-01-31", home=str(tmp_path), return_state=True)
     summary = state.result()
-    assert summary["symbols"] == 3 and summary["rows_written"] == summary["rows_fetched"] > 0
+    assert summary["symbols"] == 4 and summary["symbols_without_data"] == 1  # 600837: no panel has it
+    assert summary["rows_written"] == summary["rows_fetched"] > 0
     assert summary["quarantined_rows"] == 0 and not summary["stale"]
     artifacts = _artifacts(state.state_details.flow_run_id)
     assert {"ingest-summary", "ingest-quarantine", "ingest-progress"} <= set(artifacts)
