@@ -92,8 +92,6 @@ class GateRun:
             self.changes = diffs.parse_patch(patch_text)
         except diffs.PatchError as exc:
             return [Violation(rule="diff.malformed", message=str(exc))]
-        if not self.changes:
-            return [Violation(rule="diff.empty", message="the patch changes no file")]
         return diffs.check_patch(self.changes, self.writable, self.locked, self.phase)
 
     def apply(self, patch_text: str) -> list[Violation]:

@@ -1,0 +1,240 @@
+"""The gate end to end on toy workspaces: contract, OS lock, holdout, red/green, verdict, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from guardrails import cli
+from guardrails.gate import run_gate
+from guardrails.rolock import NamespaceLock
+from guardrails.workspace import GateSetupError, load_contract
+from tests.guardrails.gate_helpers import MOMENTUM, diff_for, make_workspace, unchanged
+
+needs_namespace = pytest.mark.skipif(NamespaceLock.available() is not None,
+                                     reason="needs root and util-linux unshare")
+FILE_RULES = '\nallow = ["sanitizer.file_read", "sanitizer.file_write"]\n'
+# Source code that rewrites a locked test at import time, so every assertion passes.
+TAMPER = '''from pathlib import Path
+
+_TEST = Path(__file__).resolve().parent.parent / "tests" / "test_smoke.py"
+_TEST.write_text("def test_single_asset_gets_full_weight():\\n    pass\\n")
+'''
+
+
+def _tampering_patch(ws: Path) -> str:
+    source = (ws / MOMENTUM).read_text()
+    return diff_for(ws, {MOMENTUM: source.replace("from typing import", TAMPER + "from typing import")})
+
+
+@needs_namespace
+def test_os_lock_makes_the_tampering_write_fail(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
+    with unchanged(ws):
+        verdict = run_gate(ws, "code-patch", _tampering_patch(ws), lock="namespace")
+    assert not verdict.accepted and verdict.locks.backend == "namespace"
+    messages = " ".join(v.message for v in verdict.violations)
+    assert "[Errno 30] Read-only file system" in messages and "test_smoke.py" in messages
+    # the write never happened, so the hashes agree: the kernel, not the hash, stopped it
+    assert "lock.hash_mismatch" not in {v.rule for v in verdict.violations}
+    assert verdict.locks.before == verdict.locks.after != ""
+
+
+def test_hash_anchoring_catches_the_same_write_without_an_os_lock(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
+    with unchanged(ws):
+        verdict = run_gate(ws, "code-patch", _tampering_patch(ws), lock="hash-only")
+    assert not verdict.accepted and verdict.locks.backend == "hash-only"
+    mismatch = [v for v in verdict.violations if v.rule == "lock.hash_mismatch"]
+    assert [v.path for v in mismatch] == ["tests/test_smoke.py"]
+    assert verdict.locks.before != verdict.locks.after
+
+
+@needs_namespace
+def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    source = (ws / MOMENTUM).read_text().replace("ranked", "order")
+    with unchanged(ws):
+        verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: source}))
+    assert verdict.accepted, verdict.violations
+    payload = json.loads(verdict.to_json())
+    assert set(payload) == {"accepted", "phase", "violations", "tests", "coverage", "locks",
+                            "duration_s"}
+    assert payload["tests"] == {"collected": 5, "passed": 5, "failed": 0}
+    assert payload["coverage"] == {"percent": 100.0, "min": 95.0}
+    assert payload["locks"]["backend"] == "namespace"
+    assert len(payload["locks"]["before"]) == 64 and payload["locks"]["before"] == \
+        payload["locks"]["after"]
+
+
+def test_holdout_from_the_contract_rejects_with_test_names_only(tmp_path: Path) -> None:
+    heldout = tmp_path / "heldout"
+    heldout.mkdir()
+    (heldout / "test_secret.py").write_text(
+        "from strategies.momentum import target_weights\n\n\n"
+        "def test_secret_expectation():\n"
+        "    assert target_weights({'S': 1.0}, top_k=1) == {'S': 0.25}  # SECRET-LITERAL\n")
+    ws = make_workspace(tmp_path, guard_extra='holdout = "../heldout"\n')
+    source = (ws / MOMENTUM).read_text().replace("ranked", "order")
+    with unchanged(ws, heldout):
+        verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: source}), lock="hash-only")
+    assert [v.rule for v in verdict.violations] == ["holdout.failed"]
+    message = verdict.violations[0].message
+    assert message == "held-out test failed: test_secret.py::test_secret_expectation"
+    assert "SECRET" not in verdict.to_json() and "0.25" not in verdict.to_json()
+
+
+def test_a_holdout_that_cannot_run_is_reported_without_detail(tmp_path: Path) -> None:
+    heldout = tmp_path / "heldout"
+    heldout.mkdir()
+    (heldout / "test_broken.py").write_text("import no_such_module_secret\n")
+    ws = make_workspace(tmp_path)
+    source = (ws / MOMENTUM).read_text().replace("ranked", "order")
+    verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: source}), holdout=heldout,
+                       lock="hash-only")
+    messages = [v.message for v in verdict.violations]
+    assert "held-out test failed: test_broken.py" in messages
+    assert "held-out test failed: <the held-out run did not complete>" in messages
+    assert "no_such_module_secret" not in verdict.to_json()
+
+
+def test_red_requires_new_tests(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    tests = (ws / "tests" / "test_smoke.py").read_text()
+    patch = diff_for(ws, {"tests/test_smoke.py": tests + "\n\nHELPER_SCORES = {'A': 1.0}\n"})
+    verdict = run_gate(ws, "test-gen", patch, expect="red", lock="hash-only")
+    assert [v.rule for v in verdict.violations] == ["redgreen.no_new_tests"]
+
+
+def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    tests = (ws / "tests" / "test_smoke.py").read_text()
+    new = tests + ("\n\ndef test_universe_fixture(universe):\n"
+                   "    assert universe == {'AAA': 3.0, 'BBB': 1.0, 'CCC': 2.0}\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}),
+                       lock="hash-only")
+    assert [v.rule for v in verdict.violations] == ["mutation.nothing_exercised"]
+
+
+def test_a_strong_new_test_passes_the_mutation_check(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, guard_extra="mutation_min_kill = 0.6\n")
+    tests = (ws / "tests" / "test_smoke.py").read_text()
+    new = tests + ("\n\ndef test_two_of_three():\n"
+                   "    w = target_weights({'A': 1.0, 'B': 2.0, 'C': 3.0}, top_k=2)\n"
+                   "    assert w == {'A': 0.0, 'B': 0.5, 'C': 0.5}\n\n\n"
+                   "def test_zero_rejected():\n"
+                   "    with pytest.raises(ValueError):\n"
+                   "        target_weights({'A': 1.0}, top_k=0)\n\n\n"
+                   "def test_one_of_two():\n"
+                   "    assert target_weights({'A': 1.0, 'B': 2.0}, top_k=1) == {'A': 0.0, 'B': 1.0}\n")
+    new = "import pytest\n\n" + new
+    with unchanged(ws):
+        verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}),
+                           expect="green", lock="hash-only")
+    assert verdict.accepted, verdict.violations
+    assert verdict.tests.collected == 8
+
+
+def test_usage_errors(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    with pytest.raises(GateSetupError, match="unknown phase"):
+        run_gate(ws, "deploy", "")
+    with pytest.raises(GateSetupError, match="not valid for phase code-patch"):
+        run_gate(ws, "code-patch", "", expect="red")
+    with pytest.raises(GateSetupError, match="not valid"):
+        run_gate(ws, "test-gen", "", expect="blue")
+    with pytest.raises(GateSetupError, match="lies inside the workspace"):
+        run_gate(ws, "code-patch", "", holdout=ws / "tests")
+
+
+def test_malformed_and_empty_patches_are_rejected_before_any_copy(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    with unchanged(ws):
+        empty = run_gate(ws, "code-patch", "", lock="hash-only")
+        garbage = run_gate(ws, "code-patch", "please apply my fix\n", lock="hash-only")
+    assert [v.rule for v in empty.violations] == ["diff.malformed"]
+    assert "empty" in empty.violations[0].message
+    assert [v.rule for v in garbage.violations] == ["diff.malformed"]
+
+
+CONTRACT_ERRORS = [
+    ("", "has no \\[tool.oomrl.guard\\]"),
+    ("[tool.oomrl.guard]\nsource = []\ntests = ['tests']\n", "non-empty list"),
+    ("[tool.oomrl.guard]\nsource = ['/abs']\ntests = ['tests']\n", "inside the workspace"),
+    ("[tool.oomrl.guard]\nsource = ['../up']\ntests = ['tests']\n", "inside the workspace"),
+    ("[tool.oomrl.guard]\nsource = ['missing']\ntests = ['tests']\n", "is not a folder"),
+    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = 101\n", "coverage_min"),
+    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = true\n",
+     "coverage_min"),
+    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nallow = 'all'\n", "allow"),
+    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 3\n", "holdout"),
+    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 'nowhere'\n",
+     "does not exist"),
+    ("[tool.oomrl.guard\n", "not valid TOML"),
+]
+
+
+@pytest.mark.parametrize(("pyproject", "message"), CONTRACT_ERRORS)
+def test_contract_errors_name_the_problem(tmp_path: Path, pyproject: str, message: str) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    with pytest.raises(GateSetupError, match=message):
+        load_contract(tmp_path)
+
+
+def test_contract_defaults_and_phase_scopes(tmp_path: Path) -> None:
+    with pytest.raises(GateSetupError, match="is missing"):
+        load_contract(tmp_path)
+    with pytest.raises(GateSetupError, match="not a directory"):
+        load_contract(tmp_path / "nothing")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.oomrl.guard]\nsource = ['src/']\ntests = ['tests']\nallow = ['sanitizer.exec']\n")
+    contract = load_contract(tmp_path)
+    assert contract.source == ("src",) and contract.coverage_min == 95.0
+    assert contract.allow == frozenset({"sanitizer.exec"}) and contract.holdout is None
+    assert contract.writable("code-patch") == ["src"] and contract.locked("code-patch") == ["tests"]
+    assert contract.writable("test-gen") == ["tests"] and contract.locked("test-gen") == ["src"]
+
+
+def test_repository_contract_is_valid() -> None:
+    contract = load_contract(Path(__file__).resolve().parents[2])
+    assert contract.source == ("strategies",) and contract.tests == ("tests/strategies",)
+
+
+def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = make_workspace(tmp_path)
+    patch = tmp_path / "p.diff"
+    patch.write_text(diff_for(ws, {"tests/test_smoke.py": "def test_x():\n    pass\n"}))
+    args = ["gate", "--workspace", str(ws), "--phase", "code-patch", "--patch", str(patch),
+            "--lock", "hash-only"]
+    assert cli.main([*args, "--json"]) == cli.EXIT_REJECTED
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["accepted"] is False and payload["violations"][0]["rule"] == "diff.locked_path"
+    assert cli.main(args) == cli.EXIT_REJECTED
+    assert "REJECTED (code-patch, lock hash-only" in capsys.readouterr().out
+    assert cli.main([*args[:-2], "--lock", "docker"]) == cli.EXIT_SETUP
+    assert "no reachable Docker engine" in capsys.readouterr().err
+    missing = ["gate", "--workspace", str(ws), "--phase", "code-patch", "--patch",
+               str(tmp_path / "none.diff")]
+    assert cli.main(missing) == cli.EXIT_SETUP
+    assert "cannot read patch" in capsys.readouterr().err
+
+
+def test_oomrl_cli_delegates_to_the_gate(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oomrl.cli import app
+
+    ws = make_workspace(tmp_path)
+    patch = tmp_path / "p.diff"
+    patch.write_text(diff_for(ws, {"tests/test_smoke.py": "def test_x():\n    pass\n"}))
+    result = CliRunner().invoke(app, ["gate", "--workspace", str(ws), "--phase", "code-patch",
+                                      "--patch", str(patch), "--lock", "hash-only", "--json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["violations"][0]["rule"] == "diff.locked_path"
+    result = CliRunner().invoke(app, ["gate", "--workspace", str(tmp_path / "nope"), "--phase",
+                                      "code-patch", "--patch", str(patch)])
+    assert result.exit_code == 2
