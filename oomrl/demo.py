@@ -1,24 +1,69 @@
-"""`oomrl demo`: the whole OOM-RL loop offline on the bundled real sample, with visible progress."""
+"""`oomrl demo`: the whole OOM-RL loop offline on the bundled real sample, with visible progress.
+
+Week by week the account trades its active strategy version on the paper broker; at each week's
+last session the loss diagnostics run; a new alert of the chosen severity starts a STDAW repair
+(offline provider, mandate auto-approved); a promoted version trades from the next week on. At the
+end: Table 1 per strategy version, the tearsheet, and where everything was written.
+"""
 
 from __future__ import annotations
 
-import os
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import pandas as pd
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from oomrl.config import Settings, get_settings
+from oomrl.errors import OomrlError
+
+DEMO_ACCOUNT = "demo"
+SEVERITY_RANK = {"warning": 1, "critical": 2}
+# "friction": the slippage-leakage alert (the paper's friction shock) or anything critical.
+REPAIR_POLICIES = ("friction", "critical", "warning")
+FRICTION_RULES = frozenset({"execution_decay"})
+TABLE1_COLUMNS = [("trading_days", "days"), ("annualized_return", "ann. return"),
+                  ("benchmark_annualized_return", "CSI 300"), ("sharpe", "Sharpe"),
+                  ("max_drawdown", "max DD"), ("information_ratio", "IR"), ("beta", "beta"),
+                  ("alpha_annualized", "alpha")]
 
 
-def _settings_for(home: Path | None) -> Settings:
-    """The demo's settings; `--home` replaces OOMRL_HOME for this process and its children."""
-    if home is not None:
-        os.environ["OOMRL_HOME"] = str(Path(home).expanduser().resolve())
-    settings = get_settings()
-    settings.ensure_dirs()
-    return settings
+@dataclass
+class DemoConfig:
+    """What the demo replays and when it repairs."""
+
+    home: Path
+    start: date = date(2024, 7, 1)
+    end: date = date(2026, 2, 27)
+    strategy: str = "daily_momentum"
+    account: str = DEMO_ACCOUNT
+    repair_on: Literal["friction", "critical", "warning"] = "friction"
+    max_repairs: int = 2
+    cooldown_weeks: int = 4  # weeks a promoted version trades before its alerts may start a repair
+    lock: str = "namespace"
+    provider: str = "offline"
+
+
+@dataclass
+class DemoLog:
+    """What happened, for the summary file and the caller."""
+
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    halted_on: str | None = None
+    rebalances: int = 0
+    refused: list[dict[str, str]] = field(default_factory=list)
+
+
+def _day(value: Any) -> str:
+    return "—" if value is None else str(value)[:10]
 
 
 def stage_market_data(settings: Settings, console: Console) -> Any:
@@ -30,10 +75,9 @@ def stage_market_data(settings: Settings, console: Console) -> Any:
     summary = store.bar_summary()
     index = store.read_index()
     members = store.read_membership()
-    table = Table(title=f"Market data in {settings.data_dir}", show_header=True)
-    table.add_column("dataset")
-    table.add_column("rows", justify="right")
-    table.add_column("coverage")
+    table = Table(title=f"Market data in {settings.data_dir}")
+    for column, justify in (("dataset", "left"), ("rows", "right"), ("coverage", "left")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
     table.add_row("daily bars", f"{summary['rows']:,}",
                   f"{summary['symbols']} symbols, {_day(summary['first_date'])} → {_day(summary['last_date'])}")
     table.add_row("CSI 300 (000300)", f"{len(index):,}",
@@ -44,16 +88,229 @@ def stage_market_data(settings: Settings, console: Console) -> Any:
     return store
 
 
-def _day(value: Any) -> str:
-    return "—" if value is None else str(value)[:10]
+def fresh_state(settings: Settings) -> None:
+    """Start the demo account from scratch: its ledger and workspace go, the market data stays."""
+    (settings.home / "ledger.db").unlink(missing_ok=True)
+    shutil.rmtree(settings.workspace_dir, ignore_errors=True)
+
+
+def weeks_between(start: date, end: date) -> list[list[date]]:
+    """XSHG sessions in [start, end], grouped by ISO week."""
+    from oomrl.market import calendar
+
+    grouped: dict[tuple[int, int], list[date]] = {}
+    for session in calendar.sessions(pd.Timestamp(start), pd.Timestamp(end)):
+        grouped.setdefault(calendar.week_key(session), []).append(session.date())
+    if not grouped:
+        raise OomrlError(f"no XSHG sessions between {start} and {end}")
+    return list(grouped.values())
+
+
+def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
+    """The new alert that should start a repair under `policy` (most severe first), or None."""
+    def eligible(autopsy: Any) -> bool:
+        if policy == "friction":
+            return autopsy.trigger.rule in FRICTION_RULES or autopsy.severity == "critical"
+        return SEVERITY_RANK[autopsy.severity] >= SEVERITY_RANK[policy]
+
+    chosen = [a for a in autopsies if eligible(a)]
+    return max(chosen, key=lambda a: SEVERITY_RANK[a.severity]) if chosen else None
+
+
+def run_repair_inline(settings: Settings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+    """One STDAW repair in this process: offline provider, mandate auto-approved."""
+    from oomrl import repair as domain
+
+    ctx = domain.open_context(settings, domain.load_autopsy(autopsy), provider=config.provider,
+                              account=config.account, lock=config.lock)
+    outcome = domain.run_repair(autopsy, ctx, lambda mandate: domain.Decision(
+        action="approve", reason="auto-approved by `oomrl demo`"))
+    return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": outcome.status,
+            "step": outcome.step, "reason": outcome.reason, "run_dir": outcome.run_dir,
+            "version": outcome.version.tag if outcome.version else None}
+
+
+Repairer = Callable[[Settings, DemoConfig, dict[str, Any]], dict[str, Any]]
+
+
+def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Console,
+                 repairer: Repairer = run_repair_inline) -> DemoLog:
+    """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
+    from oomrl.diagnostics.diagnose import diagnose
+    from oomrl.market.rules import AShareRules
+    from oomrl.metrics.attribution import benchmark_returns
+    from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceSetup, load_panels, rebalance
+    from oomrl.portfolio.service import open_ledger, resolve_strategy
+    from oomrl.versions import StrategyVersions
+
+    ledger = open_ledger(settings)
+    ledger.open_account(config.account, settings.initial_cash)
+    versions = StrategyVersions(settings.workspace_dir, ledger)
+    versions.init()
+    versions.activate("v1", config.account, config.strategy)
+    panels = load_panels(store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS)
+    benchmark = benchmark_returns(store, "price")
+    weeks = weeks_between(config.start, config.end)
+    log, last_promotion = DemoLog(), -config.cooldown_weeks
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("replaying weeks", total=len(weeks))
+        for number, week in enumerate(weeks):
+            resolved = resolve_strategy(settings, ledger, config.account)
+            setup = RebalanceSetup(resolved.strategy, resolved.strategy.Params(), resolved.version,
+                                   AShareRules(), settings.reward_lambda, settings.reward_gamma,
+                                   settings.kill_threshold, resolved.view_class)
+            for day in week:
+                final = day == weeks[-1][-1]  # book the window's last session, due or not
+                if not (final or resolved.strategy.rebalance_due(day, ledger.account(config.account).last_date)):
+                    continue
+                try:
+                    outcome = rebalance(ledger, config.account, day, panels, setup)
+                except OomrlError as exc:  # a version whose decision is invalid trades nothing (fail closed)
+                    if not any(item["version"] == resolved.version for item in log.refused):
+                        console.print(f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
+                                      "this version trades nothing until it is replaced")
+                    log.refused.append({"date": day.isoformat(), "version": resolved.version, "error": str(exc)})
+                    continue
+                log.rebalances += 1
+                if outcome.halted:
+                    log.halted_on = day.isoformat()
+                    break
+            progress.update(bar, advance=1, description=f"week of {week[0]} · {resolved.name} "
+                                                         f"{resolved.version[:8]}")
+            new = diagnose(ledger, config.account, week[-1], benchmark=benchmark,
+                           log_dir=settings.runs_dir / "demo-execution-logs")
+            for autopsy in new:
+                log.alerts.append({"as_of": str(autopsy.as_of), "severity": autopsy.severity,
+                                   "rule": autopsy.trigger.rule, "alert_id": autopsy.alert_id})
+                console.print(f"[yellow]alert[/] {autopsy.as_of} {autopsy.severity:<8} {autopsy.trigger.message}")
+            if log.halted_on:
+                console.print(f"[red]account halted on {log.halted_on}[/]: the kill switch wins; "
+                              "a person must resume it (`oomrl account resume`)")
+                break
+            chosen = pick_alert(new, config.repair_on)
+            if chosen is None or len(log.repairs) >= config.max_repairs \
+                    or number - last_promotion < config.cooldown_weeks:
+                continue
+            console.print(f"[cyan]repair[/] for alert {chosen.alert_id[:12]} ({chosen.trigger.rule}): "
+                          f"{chosen.mandate}")
+            progress.update(bar, description=f"repairing after {chosen.as_of} (STDAW, offline provider)")
+            result = repairer(settings, config, chosen.model_dump(mode="json"))
+            log.repairs.append(result)
+            style = "green" if result["status"] == "promoted" else "red"
+            console.print(f"[{style}]repair {result['status']}[/]: {result['reason']}")
+            if result["status"] == "promoted":
+                last_promotion = number
+    return log
+
+
+def version_phases(settings: Settings, config: DemoConfig, returns_index: pd.DatetimeIndex,
+                   live_versions: pd.Series) -> list[Any]:
+    """One phase per contiguous span of a version, named by its tag and strategy."""
+    from oomrl.metrics.performance import phases_from_versions
+    from oomrl.versions import StrategyVersions
+
+    names = {info.sha: f"{info.tag} {info.strategy or config.strategy}"
+             for info in StrategyVersions(settings.workspace_dir).list()}
+    phases = phases_from_versions(live_versions.reindex(returns_index))
+    full = {sha[:12]: name for sha, name in names.items()}
+    return [type(phase)(full.get(phase.name, phase.name), phase.start, phase.end) for phase in phases]
+
+
+def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any]) -> pd.DataFrame:
+    """The paper's Table 1: per version, and for the whole window."""
+    from oomrl.metrics.performance import compute_metrics
+
+    rows = []
+    spans = [(p.name, p.start, p.end) for p in phases] + [("whole window", returns.index[0], returns.index[-1])]
+    for name, start, end in spans:
+        part = returns.loc[start:end]
+        metrics = compute_metrics(part, benchmark) if len(part) > 2 else {"trading_days": len(part)}
+        rows.append({"version": name, "start": part.index[0].date().isoformat(),
+                     "end": part.index[-1].date().isoformat(),
+                     **{key: metrics.get(key) for key, _ in TABLE1_COLUMNS}})
+    return pd.DataFrame(rows)
+
+
+def print_table1(frame: pd.DataFrame, console: Console) -> None:
+    """Table 1 with rich: percentages for returns and drawdown, ratios to two decimals."""
+    table = Table(title="Table 1 — performance per strategy version (vs CSI 300 price index)")
+    for column in ("version", "span"):
+        table.add_column(column)
+    for _, label in TABLE1_COLUMNS:
+        table.add_column(label, justify="right")
+    percent = {"annualized_return", "benchmark_annualized_return", "max_drawdown", "alpha_annualized"}
+    for row in frame.to_dict("records"):
+        cells = []
+        for key, _ in TABLE1_COLUMNS:
+            value = row[key]
+            if value is None or (isinstance(value, float) and pd.isna(value)):
+                cells.append("—")
+            elif key == "trading_days":
+                cells.append(str(int(value)))
+            else:
+                cells.append(f"{value:.2%}" if key in percent else f"{value:.2f}")
+        table.add_row(row["version"], f"{row['start']} → {row['end']}", *cells)
+    console.print(table, width=max(console.width, 150))
+
+
+def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoLog,
+                  console: Console) -> dict[str, Any]:
+    """Table 1 (printed, CSV, markdown), the tearsheet, and a JSON summary of the run."""
+    from oomrl.metrics.attribution import account_report, account_returns, benchmark_returns, report_dir
+    from oomrl.portfolio.service import open_ledger
+
+    ledger = open_ledger(settings)
+    returns, live_versions = account_returns(ledger.nav_frame(config.account), config.account)
+    benchmark = benchmark_returns(store, "price")
+    phases = version_phases(settings, config, returns.index, live_versions)
+    frame = table1(returns, benchmark, phases)
+    print_table1(frame, console)
+    out = report_dir(settings.runs_dir, f"demo-{config.account}")
+    with console.status("writing the tearsheet ..."):
+        report = account_report(ledger, store, config.account, out, phases=phases)
+    frame.to_csv(out / "table1.csv", index=False)
+    (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
+    summary = {"account": config.account, "strategy": config.strategy, "start": str(config.start),
+               "end": str(config.end), "rebalances": log.rebalances, "halted_on": log.halted_on, "refused": log.refused,
+               "alerts": log.alerts, "repairs": log.repairs, "table1": frame.to_dict("records"),
+               "tearsheet": str(report.html), "summary_md": str(report.markdown),
+               "table1_csv": str(out / "table1.csv"), "home": str(settings.home)}
+    (out / "demo.json").write_text(json.dumps(summary, indent=2, default=str))
+    summary["demo_json"] = str(out / "demo.json")
+    return summary
 
 
 def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "2026-02-27",
-             strategy: str = "daily_momentum", console: Console | None = None) -> dict[str, Any]:
-    """Run the demo; returns what it produced (paths, per-version metrics)."""
+             strategy: str = "daily_momentum", console: Console | None = None,
+             repair_on: str = "friction", max_repairs: int = 2, lock: str = "namespace",
+             repairer: Repairer = run_repair_inline) -> dict[str, Any]:
+    """Run the demo in its own OOMRL_HOME (default: <OOMRL_HOME>/demo); returns what it produced."""
     console = console or Console()
-    settings = _settings_for(home)
-    console.rule(f"oomrl demo — {strategy} from {start} to {end}, offline")
+    base = get_settings()
+    demo_home = Path(home).expanduser().resolve() if home else base.home / "demo"
+    # The demo's own SQLite ledger, whatever OOMRL_LEDGER_URL says: it starts from scratch each time.
+    settings = get_settings(home=demo_home, ledger_url=f"sqlite:///{demo_home / 'ledger.db'}")
+    settings.ensure_dirs()
+    if repair_on not in REPAIR_POLICIES:
+        raise OomrlError(f"--repair-on must be one of {', '.join(REPAIR_POLICIES)}, got {repair_on!r}")
+    config = DemoConfig(home=demo_home, start=date.fromisoformat(start), end=date.fromisoformat(end),
+                        strategy=strategy, repair_on=repair_on, max_repairs=max_repairs,  # type: ignore[arg-type]
+                        lock=lock)
+    if config.start >= config.end:
+        raise OomrlError(f"--start {start} must be before --end {end}")
+    console.rule(f"oomrl demo — {strategy} from {start} to {end}, offline, in {demo_home}")
     store = stage_market_data(settings, console)
-    return {"home": str(settings.home), "data_dir": str(settings.data_dir),
-            "bars": store.bar_summary()["rows"]}
+    fresh_state(settings)
+    log = replay_weeks(settings, config, store, console, repairer)
+    summary = write_reports(settings, config, store, log, console)
+    if log.refused:
+        console.print(f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never traded); "
+                      f"first on {log.refused[0]['date']}: see {summary['demo_json']}")
+    console.rule("reports")
+    for label, key in (("tearsheet", "tearsheet"), ("summary", "summary_md"), ("Table 1", "table1_csv"),
+                       ("run log", "demo_json")):
+        console.print(f"{label:>10}: {summary[key]}")
+    for repair in log.repairs:
+        console.print(f"{'repair':>10}: {repair['run_dir']} ({repair['status']})")
+    return summary

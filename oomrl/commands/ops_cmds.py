@@ -88,15 +88,21 @@ def webhook_serve(
 
 
 def demo_command(
-    home: Path | None = typer.Option(None, "--home", help="OOMRL_HOME for the demo (default: the usual)."),
+    home: Path | None = typer.Option(None, "--home", help="Where the demo keeps its state "
+                                     "(default: <OOMRL_HOME>/demo; its ledger and workspace start fresh)."),
     start: str = typer.Option("2024-07-01", help="First session of the replay."),
     end: str = typer.Option("2026-02-27", help="Last session of the replay."),
     strategy: str = typer.Option("daily_momentum", help="The strategy the agent starts with."),
+    repair_on: str = typer.Option("friction", "--repair-on", help="Which new alert starts a repair: "
+                                  "friction (slippage leakage, or anything critical), critical, warning."),
+    max_repairs: int = typer.Option(2, "--max-repairs", min=0, help="Repairs at most (0: never repair)."),
+    lock: str = typer.Option("namespace", help="RO-Lock backend of the gate: namespace, docker or hash-only."),
 ) -> None:
     """The whole loop offline on the bundled sample: replay, alert, repair, promote, Table 1, tearsheet."""
     from oomrl.demo import run_demo
 
-    _run(lambda: run_demo(home=home, start=start, end=end, strategy=strategy))
+    _run(lambda: run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on,
+                          max_repairs=max_repairs, lock=lock))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,135 @@
+"""`oomrl demo`: the interim data stage, the weekly loop (alerts, repair policy, cool-down, kill switch,
+fail-closed rebalances), Table 1 and the report files — on the real bundled sample."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from oomrl.cli import app
+from oomrl.config import Settings
+from oomrl.demo import DemoConfig, pick_alert, run_demo, weeks_between
+from oomrl.errors import OomrlError
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One demo home for the module: the sample is ingested once, each run resets ledger and workspace."""
+    return tmp_path_factory.mktemp("demo") / "home"
+
+
+def quiet() -> Console:
+    return Console(width=160, record=True, force_terminal=False)
+
+
+class RecordingRepairer:
+    """Stands in for the 60-second STDAW repair (the e2e suite runs the real one through Prefect)."""
+
+    def __init__(self, status: str = "promoted") -> None:
+        self.status = status
+        self.autopsies: list[dict[str, Any]] = []
+
+    def __call__(self, settings: Settings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+        self.autopsies.append(autopsy)
+        return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": self.status,
+                "step": None, "reason": "recorded", "run_dir": str(settings.runs_dir), "version": None}
+
+
+def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
+    result = CliRunner().invoke(app, ["demo", "--home", str(demo_home), "--start", "2024-07-01",
+                                      "--end", "2024-08-09", "--max-repairs", "0"],
+                                env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    assert "daily bars" in result.output and "501,149" in result.output and "CSI 300 (000300)" in result.output
+    assert "Table 1" in result.output and "v1 daily_momentum" in result.output
+    tearsheet = Path(result.output.split("tearsheet:")[1].split()[0])
+    assert tearsheet.exists() and tearsheet.name == "tearsheet.html"
+    summary = json.loads((tearsheet.parent / "demo.json").read_text())
+    assert summary["repairs"] == [] and summary["halted_on"] is None
+    assert {a["rule"] for a in summary["alerts"]} >= {"execution_decay"}
+    (row_v1, whole) = summary["table1"]
+    assert row_v1["trading_days"] == whole["trading_days"] == 30
+    # daily momentum bleeds under friction in this window: that is the loss the demo repairs
+    assert row_v1["end"] == "2024-08-09" and whole["annualized_return"] < 0 and whole["max_drawdown"] < -0.1
+    assert whole["beta"] > 0
+
+
+def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Path) -> None:
+    repairer = RecordingRepairer()
+    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-10-31", console=quiet(),
+                       max_repairs=2, repairer=repairer)
+    first, second = (date.fromisoformat(a["as_of"]) for a in repairer.autopsies)
+    assert repairer.autopsies[0]["trigger"]["rule"] == "execution_decay"
+    assert (second - first).days >= 4 * 7 - 4  # four weeks of cool-down after a promotion
+    assert [r["status"] for r in summary["repairs"]] == ["promoted", "promoted"]
+
+
+def test_critical_policy_waits_for_a_critical_alert(demo_home: Path) -> None:
+    repairer = RecordingRepairer(status="failed")
+    run_demo(home=demo_home, start="2024-07-01", end="2024-08-16", console=quiet(), repair_on="critical",
+             max_repairs=1, repairer=repairer)
+    assert [a["severity"] for a in repairer.autopsies] == ["critical"]
+
+
+def test_kill_switch_stops_the_replay(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.05")
+    console = quiet()
+    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-12-31", console=console,
+                       max_repairs=0, repairer=RecordingRepairer())
+    assert summary["halted_on"] is not None and summary["halted_on"] < "2024-12-31"
+    assert "the kill switch wins" in console.export_text()
+
+
+def test_invalid_decisions_are_refused_not_traded(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import oomrl.portfolio.rebalance as rebalance_module
+
+    real = rebalance_module.rebalance
+
+    def refuse_in_july(ledger: Any, account: str, as_of: date, *args: Any, **kwargs: Any) -> Any:
+        if date(2024, 7, 8) <= as_of <= date(2024, 7, 10):
+            raise OomrlError("weights sum to 1.01 > 1 (long-only, no leverage)")
+        return real(ledger, account, as_of, *args, **kwargs)
+
+    monkeypatch.setattr(rebalance_module, "rebalance", refuse_in_july)
+    console = quiet()
+    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-07-19", console=console,
+                       max_repairs=0, repairer=RecordingRepairer())
+    assert [r["date"] for r in summary["refused"]] == ["2024-07-08", "2024-07-09", "2024-07-10"]
+    text = console.export_text()
+    assert text.count("rebalance refused") == 1 and "3 rebalance(s) refused" in text
+    assert summary["table1"][-1]["trading_days"] == 15  # the refused days are marked by the next rebalance
+
+
+def test_pick_alert_policies() -> None:
+    from types import SimpleNamespace as NS
+
+    friction = NS(severity="warning", trigger=NS(rule="execution_decay"))
+    drawdown = NS(severity="warning", trigger=NS(rule="drawdown"))
+    critical = NS(severity="critical", trigger=NS(rule="drawdown"))
+    assert pick_alert([drawdown, friction], "friction") is friction
+    assert pick_alert([drawdown], "friction") is None
+    assert pick_alert([friction, critical], "friction") is critical
+    assert pick_alert([drawdown, friction], "critical") is None
+    assert pick_alert([drawdown], "warning") is drawdown
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"repair_on": "sometimes"}, "--repair-on"), ({"start": "2025-01-01", "end": "2024-01-01"}, "before")],
+)
+def test_bad_arguments_are_named(demo_home: Path, kwargs: dict[str, str], message: str) -> None:
+    with pytest.raises(OomrlError, match=message):
+        run_demo(home=demo_home, console=quiet(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_weeks_between_groups_sessions() -> None:
+    weeks = weeks_between(date(2024, 9, 30), date(2024, 10, 11))  # National Day holiday week
+    assert [len(week) for week in weeks] == [1, 4]  # 30 Sep; then 8-11 Oct
+    with pytest.raises(OomrlError, match="no XSHG sessions"):
+        weeks_between(date(2024, 10, 1), date(2024, 10, 7))
