@@ -42,7 +42,7 @@ class _Doc:
     def from_text(cls, text: str) -> _Doc:
         eol = "\r\n" if "\r\n" in text.split("\n", 1)[0] + "\n" else "\n"
         final = text.endswith("\n") or text == ""
-        body = text[:-1] if text.endswith("\n") else text
+        body = text.removesuffix("\n")
         lines = [line.rstrip("\r") for line in body.split("\n")] if text else []
         return cls(lines=lines, added=[False] * len(lines), eol=eol, final_newline=final)
 
@@ -224,8 +224,8 @@ def _apply_change(change: FileChange, root: Path, docs: dict[str, _Doc | None]) 
         return failures
     if change.is_removed:
         if doc.lines:
-            return [f"deleting {source} requires removing all of its lines; "
-                    f"{len(doc.lines)} would remain"]
+            return [(f"deleting {source} requires removing all of its lines; "
+                    f"{len(doc.lines)} would remain")]
         docs[source or ""] = None
         return []
     if change.is_rename and source != target:

@@ -54,7 +54,7 @@ def _path_violations(raw: str, prefix: str, where: int) -> list[Violation]:
     if raw == DEV_NULL:
         return []
     found: list[Violation] = []
-    name = raw[len(prefix):] if raw.startswith(prefix) else raw
+    name = raw.removeprefix(prefix)
     if not raw.startswith(prefix):
         found.append(_violation("diff.path_prefix", name, f"name {raw!r} lacks the {prefix!r} "
                                 "prefix of a git-style diff", where))

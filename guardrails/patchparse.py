@@ -104,7 +104,7 @@ class FileChange:
 def _strip_prefix(name: str, prefix: str) -> str | None:
     if name == DEV_NULL:
         return None
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return name.removeprefix(prefix)
 
 
 @dataclass

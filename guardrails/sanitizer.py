@@ -6,8 +6,19 @@ import ast
 import re
 from pathlib import Path
 
-from guardrails.astscan import (Finding, docstring_ids, dotted, import_map, index, only_new,
-                                parse, pragma_findings, snippet, to_violations, too_deep)
+from guardrails.astscan import (
+    Finding,
+    docstring_ids,
+    dotted,
+    import_map,
+    index,
+    only_new,
+    parse,
+    pragma_findings,
+    snippet,
+    to_violations,
+    too_deep,
+)
 from guardrails.testio import WRITE_METHODS
 from guardrails.verdict import Violation
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from guardrails.astscan import (Finding, dotted, import_map, only_new, parse, snippet,
-                                to_violations, too_deep, under)
+from guardrails.astscan import (
+    Finding,
+    dotted,
+    import_map,
+    only_new,
+    parse,
+    snippet,
+    to_violations,
+    too_deep,
+    under,
+)
 from guardrails.sanitizer import source_findings
 from guardrails.testio import TMP_NAMES, inside_tmp, tainted_names, tmp_fixtures, write_targets
 from guardrails.verdict import Violation
@@ -151,9 +160,7 @@ class TestScanner:
             if isinstance(node, ast.Return):
                 self.add("tests.early_return", node, f"{function.name}: {snippet(node)}")
         for node in ast.walk(function):
-            if isinstance(node, ast.Assert) and self.tautology(node.test):
-                self.add("tests.tautology", node, snippet(node))
-            elif isinstance(node, ast.Call) and self.call_tautology(node):
+            if isinstance(node, ast.Assert) and self.tautology(node.test) or isinstance(node, ast.Call) and self.call_tautology(node):
                 self.add("tests.tautology", node, snippet(node))
 
     # --- whole-file rules -----------------------------------------------------------------
@@ -222,11 +229,12 @@ class TestScanner:
             self.add("tests.pytest_hook", node, node.name)
         for decorator in node.decorator_list:
             call = decorator if isinstance(decorator, ast.Call) else None
-            if call is not None and self.name(call) == "pytest.fixture" and any(
-                    k.arg == "autouse" and getattr(k.value, "value", False) for k in call.keywords):
-                if any(isinstance(n, ast.Call) and self.name(n).rsplit(".", 1)[-1] in PATCHERS
-                       for n in ast.walk(node)) or _assigns_attribute(node):
-                    self.add("tests.autouse_patch", node, node.name)
+            autouse = call is not None and self.name(call) == "pytest.fixture" and any(
+                k.arg == "autouse" and getattr(k.value, "value", False) for k in call.keywords)
+            patches = any(isinstance(n, ast.Call) and self.name(n).rsplit(".", 1)[-1] in PATCHERS
+                          for n in ast.walk(node)) or _assigns_attribute(node)
+            if autouse and patches:
+                self.add("tests.autouse_patch", node, node.name)
         if id(node) in self.collected:
             self.check_test(node)
         params = {a.arg for a in node.args.args + node.args.kwonlyargs}

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.diffs import PatchError, PatchLimits, added_lines, apply_patch, check_patch, parse_patch
+from guardrails.diffs import (
+    PatchError,
+    PatchLimits,
+    added_lines,
+    apply_patch,
+    check_patch,
+    parse_patch,
+)
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"
 REDTEAM = STATIC / "redteam"
@@ -166,8 +173,8 @@ def test_git_headers_are_read_modes_renames_copies() -> None:
     (new_file("strategies/evil.pth"), "diff.forbidden_file"),
     (new_file("strategies/__pycache__/m.py"), "diff.forbidden_file"),
     (new_file("strategies/notes.txt"), "diff.non_python_source"),
-    ("diff --git a/strategies/link b/strategies/link\nnew file mode 120000\n--- /dev/null\n"
-     "+++ b/strategies/link\n@@ -0,0 +1 @@\n+../tests\n", "diff.symlink"),
+    (("diff --git a/strategies/link b/strategies/link\nnew file mode 120000\n--- /dev/null\n"
+     "+++ b/strategies/link\n@@ -0,0 +1 @@\n+../tests\n"), "diff.symlink"),
     ("diff --git a/x.png b/x.png\nBinary files a/x.png and b/x.png differ\n", "diff.binary"),
 ])
 def test_each_diff_rule_rejects_its_attack(text: str, rule: str) -> None:
@@ -249,10 +256,10 @@ def test_create_delete_rename_copy(tmp_path: Path) -> None:
     (new_file("strategies/momentum.py"), "already exists"),
     ("--- a/strategies/gone.py\n+++ b/strategies/gone.py\n@@ -1 +1 @@\n-a\n+b\n", "does not exist"),
     ("--- a/strategies/__init__.py\n+++ /dev/null\n@@ -0,0 +0,0 @@\n", "requires removing all"),
-    ("diff --git a/strategies/__init__.py b/strategies/momentum.py\nrename from strategies/__init__.py\n"
-     "rename to strategies/momentum.py\n", "cannot overwrite"),
-    ("--- a/strategies/__init__.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-\"\"\"Toy strategies package.\"\"\"\n"
-     "--- a/strategies/__init__.py\n+++ b/strategies/__init__.py\n@@ -1 +1 @@\n-a\n+b\n",
+    (("diff --git a/strategies/__init__.py b/strategies/momentum.py\nrename from strategies/__init__.py\n"
+     "rename to strategies/momentum.py\n"), "cannot overwrite"),
+    (("--- a/strategies/__init__.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-\"\"\"Toy strategies package.\"\"\"\n"
+     "--- a/strategies/__init__.py\n+++ b/strategies/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"),
      "deleted by an earlier entry"),
 ])
 def test_apply_refuses_impossible_entries(tmp_path: Path, text: str, reason: str) -> None:

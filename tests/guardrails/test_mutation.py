@@ -94,7 +94,7 @@ def test_honest_tests_kill_mutants_of_the_honest_strategy() -> None:
     def passes(text: str) -> bool:
         module = types.ModuleType("momentum_mutant")
         try:
-            exec(compile(text, "momentum_mutant", "exec"), module.__dict__)
+            exec(compile(text, "momentum_mutant", "exec"), module.__dict__)  # noqa: S102 - running mutants is the point
             weights = module.target_weights
             ok = weights({"AAA": 3.0, "BBB": 1.0, "CCC": 2.0}, top_k=2) == {"AAA": 0.5, "BBB": 0.0, "CCC": 0.5}
             ok = ok and weights({"B": 1.0, "A": 1.0, "C": 0.0}, top_k=1) == {"A": 1.0, "B": 0.0, "C": 0.0}
@@ -103,7 +103,7 @@ def test_honest_tests_kill_mutants_of_the_honest_strategy() -> None:
                 return False
             except ValueError:
                 return ok
-        except Exception:
+        except (ArithmeticError, LookupError, TypeError, AttributeError, ValueError):  # crash = killed
             return False
 
     assert passes(source)
@@ -114,7 +114,7 @@ def test_honest_tests_kill_mutants_of_the_honest_strategy() -> None:
 
 def test_mutants_equal_to_the_source_or_not_compiling_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     assert generate_mutants("x = 1e300\n", None, 10) == []  # 1e300 + 1 prints as 1e300
-    import guardrails.mutation as mutation
+    from guardrails import mutation
 
     def refuse(text: str, name: str, mode: str) -> None:
         raise SyntaxError("pretend the mutant does not compile")

@@ -20,22 +20,22 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def test_a():\n    assert isinstance(target_weights({}, 1), (dict, list))\n",
          "from decimal import Decimal\n\n\ndef test_a():\n    assert isinstance(target_weights({}, 1), Decimal)\n"),
         ("class TestX:\n    def test_a(self):\n        target_weights({}, 1)\n",
-         "class FakeRole:\n    def test_author(self):\n        return target_weights({}, 1)\n\n\n"
-         "def test_a():\n    assert FakeRole().test_author() == {}\n"),
+         ("class FakeRole:\n    def test_author(self):\n        return target_weights({}, 1)\n\n\n"
+         "def test_a():\n    assert FakeRole().test_author() == {}\n")),
         ("def test_a():\n    assert isinstance(target_weights({}, 1), dict)\n",
          "def test_a():\n    with pytest.raises(ValueError):\n        target_weights({}, 0)\n"),
         ("def test_a():\n    w = target_weights({}, 1)\n    assert w is not None and callable(f)\n",
          "def test_a():\n    assert sum(target_weights({'A': 1.0}, 1).values()) == pytest.approx(1.0)\n"),
         ("def _check(w):\n    print(w)\n\n\ndef test_a():\n    _check(target_weights({}, 1))\n",
          "def _check(w):\n    assert w == {}\n\n\ndef test_a():\n    _check(target_weights({}, 1))\n"),
-        ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        self.assertIsNotNone(target_weights({}, 1))\n",
-         "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        self.assertEqual(target_weights({}, 1), {})\n"),
-        ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        self.assertTrue(isinstance(target_weights({}, 1), dict))\n",
-         "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        self.assertTrue(target_weights({'A': 1.0}, 1)['A'] > 0)\n"),
+        (("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertIsNotNone(target_weights({}, 1))\n"),
+         ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertEqual(target_weights({}, 1), {})\n")),
+        (("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertTrue(isinstance(target_weights({}, 1), dict))\n"),
+         ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertTrue(target_weights({'A': 1.0}, 1)['A'] > 0)\n")),
         ("def test_a():\n    def inner():\n        assert target_weights({}, 1) == {}\n",
          "def test_a():\n    def inner():\n        return target_weights({}, 1)\n    assert inner() == {}\n"),
         ("def test_a():\n    if False:\n        assert target_weights({}, 1) == {}\n",
@@ -68,26 +68,26 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def test_a():\n    assert isinstance(target_weights({}, 1), object)\n",
          "def test_a():\n    assert isinstance(target_weights({}, 1), dict) and target_weights({}, 1) == {}\n"),
         ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertTrue(True)\n",
-         "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        self.assertTrue(target_weights({'A': 1.0}, 1))\n"),
-        ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        w = target_weights({}, 1)\n        self.assertEqual(w, w)\n",
-         "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
-         "        self.assertAlmostEqual(target_weights({'A': 1.0}, 1)['A'], 1.0)\n"),
+         ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertTrue(target_weights({'A': 1.0}, 1))\n")),
+        (("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        w = target_weights({}, 1)\n        self.assertEqual(w, w)\n"),
+         ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertAlmostEqual(target_weights({'A': 1.0}, 1)['A'], 1.0)\n")),
     ],
     "tests.swallowed_assertion": [
         ("def test_a():\n    try:\n        assert target_weights({}, 1) == {}\n    except Exception:\n        pass\n",
          "def test_a():\n    try:\n        assert target_weights({}, 1) == {}\n    except Exception:\n        raise\n"),
         ("def test_a():\n    try:\n        assert target_weights({}, 1) == {}\n    except:\n        pass\n",
          "def test_a():\n    try:\n        assert target_weights({}, 1) == {}\n    except KeyError:\n        pass\n"),
-        ("def test_a():\n    try:\n        assert target_weights({}, 1) == {}\n    except (KeyError, AssertionError):\n"
-         "        pass\n",
-         "def test_a():\n    try:\n        w = target_weights({}, 1)\n    except Exception:\n        w = {}\n"
-         "    assert w == {}\n"),
-        ("import contextlib\n\n\ndef test_a():\n    with contextlib.suppress(AssertionError):\n"
-         "        assert target_weights({}, 1) == {}\n",
-         "import contextlib\n\n\ndef test_a():\n    with contextlib.suppress(KeyError):\n"
+        (("def test_a():\n    try:\n        assert target_weights({}, 1) == {}\n    except (KeyError, AssertionError):\n"
+         "        pass\n"),
+         ("def test_a():\n    try:\n        w = target_weights({}, 1)\n    except Exception:\n        w = {}\n"
+         "    assert w == {}\n")),
+        (("import contextlib\n\n\ndef test_a():\n    with contextlib.suppress(AssertionError):\n"
          "        assert target_weights({}, 1) == {}\n"),
+         ("import contextlib\n\n\ndef test_a():\n    with contextlib.suppress(KeyError):\n"
+         "        assert target_weights({}, 1) == {}\n")),
     ],
     "tests.early_return": [
         ("def test_a():\n    w = target_weights({}, 1)\n    if w:\n        return\n    assert w == {'A': 1.0}\n",
@@ -102,10 +102,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
          "def test_a():\n    assert target_weights({}, 1) == {}\n"),
         ("np = pytest.importorskip('numpy')\n\n\ndef test_a():\n    assert target_weights({}, 1) == {}\n",
          "import math\n\n\ndef test_a():\n    assert target_weights({}, 1) == {}\n"),
-        ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.skipTest('x')\n"
-         "        self.assertEqual(target_weights({}, 1), {})\n",
-         "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+        (("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.skipTest('x')\n"
          "        self.assertEqual(target_weights({}, 1), {})\n"),
+         ("import unittest\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+         "        self.assertEqual(target_weights({}, 1), {})\n")),
         ("pytestmark = pytest.mark.skipif(True, reason='x')\n\n\ndef test_a():\n    assert target_weights({}, 1) == {}\n",
          "UNIVERSE = {'A': 1.0}\n\n\ndef test_a():\n    assert target_weights(UNIVERSE, 1) == {'A': 1.0}\n"),
         ("__test__ = False\n\n\ndef test_a():\n    assert target_weights({}, 1) == {}\n",
@@ -125,64 +125,64 @@ CASES: dict[str, list[tuple[str, str]]] = {
          "import math\n\n\n@pytest.fixture\ndef fx(monkeypatch):\n    monkeypatch.setattr(math, 'tau', 1)\n"),
     ],
     "tests.mock_unit": [
-        ("import strategies.momentum as m\n\n\ndef test_a(monkeypatch):\n"
-         "    monkeypatch.setattr(m, 'target_weights', lambda s, k: {})\n    assert m.target_weights({}, 1) == {}\n",
-         "import math\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setattr(math, 'pi', 3)\n"
+        (("import strategies.momentum as m\n\n\ndef test_a(monkeypatch):\n"
+         "    monkeypatch.setattr(m, 'target_weights', lambda s, k: {})\n    assert m.target_weights({}, 1) == {}\n"),
+         ("import math\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setattr(math, 'pi', 3)\n"
+         "    assert target_weights({}, 1) == {}\n")),
+        (("from unittest import mock\n\n\n@mock.patch('strategies.momentum.target_weights')\ndef test_a(p):\n"
          "    assert target_weights({}, 1) == {}\n"),
-        ("from unittest import mock\n\n\n@mock.patch('strategies.momentum.target_weights')\ndef test_a(p):\n"
-         "    assert target_weights({}, 1) == {}\n",
-         "from unittest import mock\n\n\n@mock.patch('time.time')\ndef test_a(p):\n"
-         "    assert target_weights({}, 1) == {}\n"),
-        ("import strategies.momentum as m\n\n\ndef test_a():\n    m.target_weights = dict\n"
-         "    assert m.target_weights() == {}\n",
+         ("from unittest import mock\n\n\n@mock.patch('time.time')\ndef test_a(p):\n"
+         "    assert target_weights({}, 1) == {}\n")),
+        (("import strategies.momentum as m\n\n\ndef test_a():\n    m.target_weights = dict\n"
+         "    assert m.target_weights() == {}\n"),
          "import strategies.momentum as m\n\n\ndef test_a():\n    w = m.target_weights({}, 1)\n    assert w == {}\n"),
-        ("import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'strategies.momentum', None)\n"
-         "    assert target_weights({}, 1) == {}\n",
-         "import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'numpy', None)\n"
+        (("import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'strategies.momentum', None)\n"
          "    assert target_weights({}, 1) == {}\n"),
-        ("import strategies.momentum as m\n\n\ndef test_a():\n    setattr(m, 'target_weights', dict)\n"
-         "    assert m.target_weights() == {}\n",
-         "import strategies.momentum as m\n\n\ndef test_a():\n    obj = type('O', (), {})()\n    setattr(obj, 'x', 1)\n"
-         "    assert m.target_weights({}, obj.x) == {}\n"),
+         ("import sys\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setitem(sys.modules, 'numpy', None)\n"
+         "    assert target_weights({}, 1) == {}\n")),
+        (("import strategies.momentum as m\n\n\ndef test_a():\n    setattr(m, 'target_weights', dict)\n"
+         "    assert m.target_weights() == {}\n"),
+         ("import strategies.momentum as m\n\n\ndef test_a():\n    obj = type('O', (), {})()\n    setattr(obj, 'x', 1)\n"
+         "    assert m.target_weights({}, obj.x) == {}\n")),
         ("import sys\n\n\ndef test_a():\n    sys.modules['strategies.momentum'] = None\n    assert target_weights({}, 1) == {}\n",
          "import sys\n\n\ndef test_a():\n    assert 'strategies.momentum' in sys.modules\n"),
     ],
     "tests.io_outside_tmp": [
         ("def test_a():\n    open('out.txt', 'w').write('x')\n    assert target_weights({}, 1) == {}\n",
          "def test_a(tmp_path):\n    open(tmp_path / 'out.txt', 'w').write('x')\n    assert target_weights({}, 1) == {}\n"),
-        ("from pathlib import Path\n\n\ndef test_a():\n    Path('tests/x.py').write_text('')\n"
-         "    assert target_weights({}, 1) == {}\n",
+        (("from pathlib import Path\n\n\ndef test_a():\n    Path('tests/x.py').write_text('')\n"
+         "    assert target_weights({}, 1) == {}\n"),
          "def test_a(tmp_path):\n    p = tmp_path / 'x.py'\n    p.write_text('')\n    assert p.read_text() == ''\n"),
         ("import os\n\n\ndef test_a():\n    os.remove('strategies/momentum.py')\n    assert target_weights({}, 1) == {}\n",
-         "import os\n\n\ndef test_a(tmp_path):\n    (tmp_path / 'f').touch()\n    os.remove(tmp_path / 'f')\n"
-         "    assert target_weights({}, 1) == {}\n"),
+         ("import os\n\n\ndef test_a(tmp_path):\n    (tmp_path / 'f').touch()\n    os.remove(tmp_path / 'f')\n"
+         "    assert target_weights({}, 1) == {}\n")),
         ("import shutil\nshutil.rmtree('strategies')\n", "import shutil\nWHICH = shutil.which\n"),
         ("def test_a(df):\n    df.to_csv('out.csv')\n    assert target_weights({}, 1) == {}\n",
          "def test_a(df):\n    assert df.to_json() == '{}'\n"),
         ("def test_a(p):\n    with p.open('w') as fh:\n        fh.write('1')\n    assert target_weights({}, 1) == {}\n",
          "def test_a():\n    with open('tests/data.json') as fh:\n        assert fh.read() != ''\n"),
         ("def test_a(tmp_path):\n    (tmp_path / '..' / 'x.py').write_text('')\n    assert target_weights({}, 1) == {}\n",
-         "from pathlib import Path\n\n\ndef test_a():\n    with (Path('tests') / 'data.json').open() as fh:\n"
-         "        assert fh.read() != ''\n"),
+         ("from pathlib import Path\n\n\ndef test_a():\n    with (Path('tests') / 'data.json').open() as fh:\n"
+         "        assert fh.read() != ''\n")),
         ("def test_a(tmp_path):\n    up = tmp_path.parent\n    (up / 'x').write_text('')\n    assert target_weights({}, 1) == {}\n",
-         "def test_a(tmp_path):\n    with (tmp_path / 'w').open(mode='w') as fh:\n        fh.write('1')\n"
+         ("def test_a(tmp_path):\n    with (tmp_path / 'w').open(mode='w') as fh:\n        fh.write('1')\n"
+         "    assert target_weights({}, 1) == {}\n")),
+        (("import shutil\n\n\ndef test_a(tmp_path):\n    shutil.copytree(tmp_path / 'a', 'strategies/b')\n"
          "    assert target_weights({}, 1) == {}\n"),
-        ("import shutil\n\n\ndef test_a(tmp_path):\n    shutil.copytree(tmp_path / 'a', 'strategies/b')\n"
-         "    assert target_weights({}, 1) == {}\n",
-         "import shutil\n\n\ndef test_a(tmp_path):\n    shutil.copytree('tests/data', tmp_path / 'data')\n"
+         ("import shutil\n\n\ndef test_a(tmp_path):\n    shutil.copytree('tests/data', tmp_path / 'data')\n"
+         "    assert target_weights({}, 1) == {}\n")),
+        (("import os\n\n\ndef test_a(tmp_path):\n    os.rename('strategies/momentum.py', tmp_path / 'b')\n"
          "    assert target_weights({}, 1) == {}\n"),
-        ("import os\n\n\ndef test_a(tmp_path):\n    os.rename('strategies/momentum.py', tmp_path / 'b')\n"
-         "    assert target_weights({}, 1) == {}\n",
-         "import os\n\n\ndef test_a(tmp_path):\n    os.rename(tmp_path / 'a', tmp_path / 'b')\n"
-         "    assert target_weights({}, 1) == {}\n"),
-        ("from pathlib import Path\n\n\n@pytest.fixture\ndef ws():\n    return Path('strategies')\n\n\n"
-         "def test_a(ws):\n    (ws / 'f.py').write_text('')\n    assert target_weights({}, 1) == {}\n",
-         "@pytest.fixture\ndef ws(tmp_path):\n    root = tmp_path / 'w'\n    root.mkdir()\n    yield root\n\n\n"
+         ("import os\n\n\ndef test_a(tmp_path):\n    os.rename(tmp_path / 'a', tmp_path / 'b')\n"
+         "    assert target_weights({}, 1) == {}\n")),
+        (("from pathlib import Path\n\n\n@pytest.fixture\ndef ws():\n    return Path('strategies')\n\n\n"
+         "def test_a(ws):\n    (ws / 'f.py').write_text('')\n    assert target_weights({}, 1) == {}\n"),
+         ("@pytest.fixture\ndef ws(tmp_path):\n    root = tmp_path / 'w'\n    root.mkdir()\n    yield root\n\n\n"
          "@pytest.fixture\ndef inner(ws):\n    return ws / 'inner'\n\n\n"
-         "def test_a(inner):\n    inner.write_text('')\n    assert target_weights({}, 1) == {}\n"),
+         "def test_a(inner):\n    inner.write_text('')\n    assert target_weights({}, 1) == {}\n")),
         ("def test_a(tmp_path):\n    open('/etc/x', 'w')\n    assert target_weights({}, 1) == {}\n",
-         "def test_a(tmp_path):\n    if True:\n        out = d / 'x'\n    d = tmp_path\n    out.write_text('')\n"
-         "    assert target_weights({}, 1) == {}\n"),
+         ("def test_a(tmp_path):\n    if True:\n        out = d / 'x'\n    d = tmp_path\n    out.write_text('')\n"
+         "    assert target_weights({}, 1) == {}\n")),
     ],
     "sanitizer.trace": [("import sys\nsys.settrace(None)\n", "import sys\nV = sys.version\n")],
     "sanitizer.reflection": [("M = getattr(pytest.mark, 'sk' + 'ip')\n", "M = getattr(object(), 'x', None)\n")],
