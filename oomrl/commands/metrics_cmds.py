@@ -93,7 +93,9 @@ def report_command(
 
         folder = out or report_dir(settings.runs_dir, str(account))
         store = ensure_sample(settings)
-        return account_report(Ledger(settings.ledger), store, str(account), folder, phases=windows,
+        ledger = Ledger(settings.ledger)
+        ledger.create_schema()  # a fresh OOMRL_HOME has no tables yet: say "no NAV", not a SQL error
+        return account_report(ledger, store, str(account), folder, phases=windows,
                               benchmark_kind=benchmark, rf=rf).paths()
 
     for path in _run(body):

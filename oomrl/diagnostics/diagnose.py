@@ -13,6 +13,7 @@ from oomrl.config import Settings
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.critic import autopsy_for
 from oomrl.diagnostics.rules import AlertConfig, evaluate, load_config
+from oomrl.errors import DataValidationError
 
 
 class AlertLedger(Protocol):
@@ -71,6 +72,10 @@ def diagnose_account(settings: Settings, account: str, as_of: str, config_path: 
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.ledger import Ledger
 
+    try:
+        pd.Timestamp(as_of)
+    except ValueError as exc:
+        raise DataValidationError(f"--as-of {as_of!r} is not a date (use YYYY-MM-DD)") from exc
     config = load_config(config_path)
     ledger = Ledger(settings.ledger)
     ledger.create_schema()

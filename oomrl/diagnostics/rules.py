@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from oomrl.diagnostics.autopsy import Constraints, Severity
 from oomrl.errors import DataValidationError
-from oomrl.metrics.io import align
+from oomrl.metrics.io import validate_returns
 from oomrl.metrics.performance import PERIODS_PER_YEAR, ROLLING_IR_WINDOW, rolling_information_ratio
 
 NAV_COLUMNS = ("date", "nav", "realized_return", "frictionless_return", "slippage_leakage", "turnover",
@@ -193,10 +193,17 @@ class RuleBook:
                            f"rolling {self.config.ir_window}-day IR {ir.iloc[-1]:.2f} is at or below {threshold:g}")
 
     def rolling_ir(self) -> pd.Series:
+        """Rolling IR on the dates the benchmark covers; all NaN (rule skipped) when it misses the
+        alert date, so a stale benchmark never blocks the loss rules."""
+        blank = pd.Series(np.nan, index=self.frame.index)
         if self.benchmark is None:
-            return pd.Series(np.nan, index=self.frame.index)
-        r, b = align(self.frame["realized_return"].rename("account returns"), self.benchmark.rename("benchmark"))
-        return rolling_information_ratio(r, b, self.config.ir_window)
+            return blank
+        bench = validate_returns(self.benchmark, "benchmark")
+        common = self.frame.index.intersection(bench.index)
+        if self.day not in common:
+            return blank
+        r = self.frame["realized_return"].loc[common]
+        return rolling_information_ratio(r, bench.loc[common], self.config.ir_window).reindex(self.frame.index)
 
     def execution_decay(self) -> list[Alert]:
         c = self.config

@@ -131,3 +131,13 @@ def test_config_files(tmp_path: Path) -> None:
         load_config(bad)
     with pytest.raises(DataValidationError, match="does not exist"):
         load_config(tmp_path / "none.toml")
+
+
+def test_a_benchmark_that_misses_the_alert_date_skips_only_the_ir_rule() -> None:
+    rng = np.random.default_rng(3)
+    bench_values = rng.normal(0.002, 0.01, 80)
+    nav = nav_frame(list(bench_values[:-1] - 0.003) + [-0.05])
+    stale = pd.Series(bench_values, index=nav["date"]).iloc[:-1]  # not updated for the last day
+    rules = _rules(nav, stale)
+    assert "ir_decay" not in rules and "daily_loss" in rules
+    assert "ir_decay" in _rules(nav, pd.Series(bench_values, index=nav["date"]))

@@ -64,7 +64,14 @@ def test_diagnose_prints_autopsies_once(home: Path, monkeypatch: pytest.MonkeyPa
     again = runner.invoke(app, ["diagnose", "--account", "demo", "--as-of", "2025-06-30"])
     assert again.exit_code == 0 and json.loads(again.stdout) == []
     bad = runner.invoke(app, ["diagnose", "--account", "nobody", "--as-of", "2025-06-30"])
-    assert bad.exit_code == 1 and "lacks column" not in bad.stderr and "no NAV" in bad.stderr
+    assert bad.exit_code == 1 and "account nobody has no NAV on or before 2025-06-30" in bad.stderr
+    bad_date = runner.invoke(app, ["diagnose", "--account", "demo", "--as-of", "someday"])
+    assert bad_date.exit_code == 1 and "is not a date" in bad_date.stderr
+
+
+def test_report_on_a_fresh_home_says_there_is_no_nav(oomrl_home: Path) -> None:
+    result = runner.invoke(app, ["report", "--account", "x"])
+    assert result.exit_code == 1 and "account 'x' has no NAV history in the ledger" in result.stderr
 
 
 def test_store_helpers(home: Path, tmp_path: Path) -> None:
