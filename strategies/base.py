@@ -32,8 +32,10 @@ class MarketView:
             raise ValueError(f"unknown panel fields {sorted(unknown)}; allowed: {FIELDS}")
         self._as_of = pd.Timestamp(as_of).normalize()
         # Slicing here, once, is what makes look-ahead impossible through this object.
-        self._panels = {name: frame.iloc[: frame.index.searchsorted(self._as_of, side="right")]
-                        for name, frame in panels.items()}
+        self._panels = dict(panels)
+        # Rows visible per panel; every accessor slices to them, so later rows are unreachable.
+        self._rows = {name: int(frame.index.searchsorted(self._as_of, side="right"))
+                      for name, frame in panels.items()}
         self.portfolio_value = float(portfolio_value)
         # Index members on the decision date (point in time); None means every symbol with data.
         self._members = None if members is None else frozenset(members)
@@ -61,11 +63,11 @@ class MarketView:
     def _get(self, field: str) -> pd.DataFrame:
         if field not in self._panels:
             raise KeyError(f"no {field!r} panel in this view; available: {self.fields}")
-        return self._panels[field]
+        return self._panels[field].iloc[: self._rows[field]]
 
     def universe(self) -> list[str]:
         """Index members (when known) with a close on the decision date (traded that day)."""
-        close = self._panels["close"]
+        close = self._get("close")
         if close.empty or close.index[-1] != self._as_of:
             return []
         last = close.iloc[-1]
@@ -107,9 +109,11 @@ def momentum(view: MarketView, lookback: int, skip: int = 0) -> pd.Series:
     close = view.history("close", lookback + skip + 1)
     if len(close) < lookback + skip + 1:
         return pd.Series(dtype=float)
-    end = close.iloc[-1 - skip]
-    start = close.iloc[0]
-    return (end / start - 1.0).replace([np.inf, -np.inf], np.nan).dropna()
+    end = close.iloc[-1 - skip].to_numpy(dtype=float)
+    start = close.iloc[0].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = pd.Series(end / start - 1.0, index=close.columns)
+    return change[np.isfinite(change.to_numpy())]
 
 
 def equal_weights(symbols: list[str], gross: float) -> dict[str, float]:

@@ -154,15 +154,16 @@ class PaperBroker:
         qty = self._lots(reason, qty, buys, sells, sellable)
         cash_in = self._sell_proceeds_fen(t, qty, sells)
         available = cash_fen + cash_in
-        for _ in range(CASH_PASSES):
-            cost = self._buy_cost_fen(t, qty, buys)
-            if cost <= available:
-                break
+        cost = self._buy_cost_fen(t, qty, buys)
+        passes = 0
+        while cost > available and passes < CASH_PASSES:
             shrunk = np.floor(qty * (available / cost) * 0.999 / rules.lot_size) * rules.lot_size
             shrunk = np.where(buys, shrunk, qty).astype(np.int64)
             reason[buys & (shrunk < qty)] = Unfilled.CASH
             qty = shrunk
-        if self._buy_cost_fen(t, qty, buys) > available:
+            cost = self._buy_cost_fen(t, qty, buys)
+            passes += 1
+        if cost > available:
             # Fixed minimum commissions can defeat proportional shrinking: then no buy at all.
             reason[buys & (qty > 0)] = Unfilled.CASH
             qty = np.where(buys, 0, qty)

@@ -128,7 +128,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
                       setup.view_class, membership)
     first_quiet = t if state.last_date is None else int(
         market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
-    quiet = mark_sessions(market, first_quiet, t, book, costing)
+    quiet = pd.DataFrame(mark_sessions(market, first_quiet, t, book, costing), columns=NAV_COLUMNS)
     if len(quiet):
         book = Book(held, state.cash_fen, float(quiet["nav"].iloc[-1]), book.initial, book.last_rebalance)
     loss_before = float(quiet["principal_loss"].max()) if len(quiet) else -np.inf

@@ -57,21 +57,21 @@ class Costing:
 
 
 def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
-                  ) -> pd.DataFrame:
-    """NAV rows for sessions [first, stop) without trades: holdings marked at the close, vectorised."""
-    if stop <= first:
-        return pd.DataFrame(columns=NAV_COLUMNS)
+                  ) -> dict[str, np.ndarray]:
+    """NAV columns for sessions [first, stop) without trades: holdings marked at the close, vectorised."""
     prices = np.nan_to_num(market.last_close[first:stop], nan=0.0)
     market_value = prices @ book.held.astype(float)
     nav = book.cash + market_value
     previous = np.concatenate([[book.nav], nav[:-1]])
     realized = nav / previous - 1.0
-    return pd.DataFrame({
-        "date": market.dates[first:stop], "nav": nav, "cash": book.cash, "market_value": market_value,
-        "frictionless_return": realized, "realized_return": realized, "slippage_leakage": 0.0,
-        "turnover": 0.0, "costs": 0.0, "reward": realized,
-        "principal_loss": 1.0 - nav / book.initial, "strategy_version": costing.version,
-    })
+    zeros = np.zeros(len(nav))
+    return {
+        "date": market.dates[first:stop].to_numpy(), "nav": nav, "cash": zeros + book.cash,
+        "market_value": market_value, "frictionless_return": realized, "realized_return": realized,
+        "slippage_leakage": zeros, "turnover": zeros, "costs": zeros, "reward": realized,
+        "principal_loss": 1.0 - nav / book.initial,
+        "strategy_version": np.full(len(nav), costing.version, dtype=object),
+    }
 
 
 class Membership:
@@ -177,7 +177,8 @@ class ReplayResult:
         }
 
 
-Step = tuple[pd.DataFrame | None, dict[str, Any] | None, Execution | None, Book]
+Columns = dict[str, np.ndarray]
+Step = tuple[Columns | None, dict[str, Any] | None, Execution | None, Book]
 
 
 def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrames, broker: PaperBroker,
@@ -190,8 +191,9 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
     if first < 1:
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
+    days = [stamp.date() for stamp in market.dates[first: last + 1]]
     for t in range(first, last + 1):
-        due = strategy.rebalance_due(market.dates[t].date(), book.last_rebalance)
+        due = strategy.rebalance_due(days[t - first], book.last_rebalance)
         if not due and t != last:
             continue
         stop = t if due else t + 1
@@ -199,9 +201,9 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
         if quiet is not None:
             tripped = _first_trip(quiet, costing.kill)
             if tripped is not None:
-                yield quiet.iloc[: tripped + 1], None, None, book
+                yield {k: v[: tripped + 1] for k, v in quiet.items()}, None, None, book
                 return
-            book = Book(book.held, book.cash_fen, float(quiet["nav"].iloc[-1]), book.initial,
+            book = Book(book.held, book.cash_fen, float(quiet["nav"][-1]), book.initial,
                         book.last_rebalance)
             if not due:
                 yield quiet, None, None, book
@@ -214,8 +216,8 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
         marked_from = t + 1
 
 
-def _first_trip(rows: pd.DataFrame, kill: KillSwitch) -> int | None:
-    hits = np.nonzero(rows["principal_loss"].to_numpy(dtype=float) >= kill.threshold)[0]
+def _first_trip(rows: Columns, kill: KillSwitch) -> int | None:
+    hits = np.nonzero(np.asarray(rows["principal_loss"], dtype=float) >= kill.threshold)[0]
     return int(hits[0]) if len(hits) else None
 
 
@@ -246,7 +248,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     first, last = session_range(market, start, end)
     costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class,
                       Membership.of(membership))
-    quiet_frames: list[pd.DataFrame] = []
+    quiet_chunks: list[Columns] = []
     rows: list[dict[str, Any]] = []
     fills: list[dict[str, np.ndarray]] = []
     orders: list[dict[str, np.ndarray]] = []
@@ -254,21 +256,22 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     for quiet, row, execution, _ in run_sessions(strategy, params, market, broker, first, last,
                                                  start_book, costing):
         if quiet is not None:
-            quiet_frames.append(quiet)
+            quiet_chunks.append(quiet)
         if row is not None and execution is not None:
             rows.append(row)
             fills.append(execution.fill_columns(market.symbols))
             orders.append(execution.order_columns(market.symbols))
-    nav = pd.concat([*quiet_frames, pd.DataFrame(rows, columns=NAV_COLUMNS)], ignore_index=True)
+    parts = [_columns_frame(quiet_chunks, "date"), pd.DataFrame(rows, columns=NAV_COLUMNS)]
+    nav = pd.concat([p for p in parts if len(p)], ignore_index=True)
     nav = nav[NAV_COLUMNS].sort_values("date", kind="mergesort").reset_index(drop=True)
     halted = nav["principal_loss"].iloc[-1] >= kill_threshold
     return ReplayResult(strategy.name, nav, _columns_frame(fills), _columns_frame(orders),
                         initial_cash, nav["date"].iloc[-1].date() if halted else None)
 
 
-def _columns_frame(chunks: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+def _columns_frame(chunks: list[Columns], key: str = "symbol") -> pd.DataFrame:
     """One frame from many column dicts (one per session), concatenated column by column."""
-    chunks = [c for c in chunks if len(c["symbol"])]
+    chunks = [c for c in chunks if len(c[key])]
     if not chunks:
-        return pd.DataFrame()
+        return pd.DataFrame(columns=NAV_COLUMNS) if key == "date" else pd.DataFrame()
     return pd.DataFrame({k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})

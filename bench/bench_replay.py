@@ -1,0 +1,223 @@
+"""W1 of BENCH.md: weekly top-K rebalance, the oomrl replay engine vs vectorbt, bt and backtrader.
+
+Run: `python bench/bench_replay.py [--n 300 3000] [--peer-python /tmp/benchvenv/bin/python]`.
+Peers run in a subprocess of `--peer-python` (default: this interpreter), so they can live in a
+separate environment; a peer that is not installed prints "not installed". Prints seconds and the
+ratio peer / oomrl (> 1: oomrl is faster). Times are measured after imports; never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+T_DAYS = 2500
+FEE = 0.0015
+CASH = 1e8
+LOOKBACK = 20
+FIRST_REBALANCE = 25
+EVERY = 5
+K_FOR_N = {300: 50, 3000: 300}
+PEERS = ("vectorbt", "bt", "backtrader")
+
+
+def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
+    """Closes (T x N), rebalance day indices and K, exactly as BENCH.md W1 specifies."""
+    rng = np.random.default_rng(0)
+    returns = rng.normal(0.0003, 0.02, (T_DAYS, n))
+    dates = pd.bdate_range("2010-01-01", periods=T_DAYS)
+    close = pd.DataFrame(100 * np.exp(np.cumsum(returns, axis=0)), dates,
+                         [f"S{i:04d}" for i in range(n)])
+    return close, list(range(FIRST_REBALANCE, T_DAYS, EVERY)), K_FOR_N[n]
+
+
+def targets(close: pd.DataFrame, days: list[int], k: int) -> pd.DataFrame:
+    """Target weights on rebalance days (NaN elsewhere): top-K by 20-day change, equal weight."""
+    signal = close.pct_change(LOOKBACK).to_numpy()
+    weights = np.full(close.shape, np.nan)
+    for t in days:
+        top = np.argsort(-np.nan_to_num(signal[t], nan=-np.inf), kind="stable")[:k]
+        weights[t] = 0.0
+        weights[t, top] = 1.0 / k
+    return pd.DataFrame(weights, close.index, close.columns)
+
+
+def numpy_floor(close: pd.DataFrame, weights: pd.DataFrame) -> float:
+    """Frictionless floor: weights held between rebalances, flat fee on |dw|, pure numpy."""
+    start = time.perf_counter()
+    prices = close.to_numpy()
+    w = weights.ffill().fillna(0.0).to_numpy()
+    growth = prices[1:] / prices[:-1] - 1
+    turnover = np.abs(np.diff(np.vstack([np.zeros(prices.shape[1]), w]), axis=0)).sum(axis=1)
+    nav = np.cumprod(1 + (w[:-1] * growth).sum(axis=1) - FEE * turnover[1:])
+    assert np.isfinite(nav[-1])
+    return time.perf_counter() - start
+
+
+def run_oomrl(close: pd.DataFrame, days: list[int], k: int, friction: bool) -> float:
+    """The replay engine on the same signal: full A-share friction, or friction cut to the flat fee."""
+    from oomrl.market.rules import AShareRules, FillPrice
+    from oomrl.portfolio.market import MarketFrames
+    from oomrl.portfolio.replay import replay
+
+    rules = AShareRules() if friction else AShareRules(
+        commission_rate=FEE, commission_min=0.0, stamp_duty_rate=0.0, stamp_duty_rate_before=0.0,
+        transfer_fee_rate=0.0, lot_size=1, impact_k=0.0, half_spread=0.0, max_adv_participation=1.0,
+        fill_price=FillPrice.CLOSE, price_limits=False, t_plus_one=False)
+    volume = pd.DataFrame(1e9, close.index, close.columns)  # deep books: the ADV cap never binds
+    panels = {"open": close, "high": close, "low": close, "close": close, "volume": volume}
+    start = time.perf_counter()
+    market = MarketFrames.build(panels, rules, limit_pct={s: 0.10 for s in close.columns})
+    strategy = _bench_strategy(close, days, k)
+    result = replay(strategy, None, market, close.index[1], close.index[-1], rules, CASH,
+                    kill_threshold=1.0)
+    assert len(result.nav) == len(close) - 1
+    return time.perf_counter() - start
+
+
+def _bench_strategy(close: pd.DataFrame, days: list[int], k: int) -> Any:
+    """Decides on day d (data up to d) and trades on d+1, the engine's no-look-ahead timing."""
+    from pydantic import ConfigDict
+
+    from strategies.base import StrategyParams, equal_weights, momentum
+
+    trade_days = {close.index[t + 1].date() for t in days if t + 1 < len(close)}
+
+    class Params(StrategyParams):
+        model_config = ConfigDict(frozen=True)
+
+    class TopK:
+        name = "bench_topk"
+
+        def __init__(self) -> None:
+            self.Params = Params
+
+        def rebalance_due(self, day: Any, last: Any) -> bool:
+            return day in trade_days
+
+        def target_weights(self, view: Any, holdings: Any, params: Any) -> dict[str, float]:
+            scores = momentum(view, LOOKBACK).sort_values(ascending=False, kind="stable")
+            return equal_weights(list(scores.index[:k]), 1.0)
+
+    return TopK()
+
+
+def run_peer(name: str, n: int) -> dict[str, Any]:
+    """Time one peer in this process (called as `--peer NAME --n N` in the peer environment)."""
+    close, days, k = workload(n)
+    weights = targets(close, days, k)
+    runner = {"vectorbt": _vectorbt, "bt": _bt, "backtrader": _backtrader}[name]
+    try:
+        return runner(close, weights)
+    except ImportError:
+        return {"peer": name, "status": "not installed"}
+
+
+def _vectorbt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
+    import vectorbt as vbt
+
+    def once() -> float:
+        start = time.perf_counter()
+        vbt.Portfolio.from_orders(close, size=weights, size_type="targetpercent", group_by=True,
+                                  cash_sharing=True, call_seq="auto", fees=FEE,
+                                  init_cash=CASH).value()
+        return time.perf_counter() - start
+
+    first = once()
+    return {"peer": "vectorbt", "seconds": once(), "first_run": first}
+
+
+def _bt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
+    import bt
+
+    start = time.perf_counter()
+    dates = list(weights.dropna(how="all").index)
+    strategy = bt.Strategy("w1", [bt.algos.RunOnDate(*dates), bt.algos.WeighTarget(weights),
+                                  bt.algos.Rebalance()])
+    test = bt.Backtest(strategy, close, initial_capital=CASH,
+                       commissions=lambda q, p: abs(q) * p * FEE, integer_positions=False)
+    bt.run(test)
+    return {"peer": "bt", "seconds": time.perf_counter() - start}
+
+
+def _backtrader(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
+    import backtrader as btr
+
+    rebalance = {d.date(): row.dropna() for d, row in weights.dropna(how="all").iterrows()}
+
+    class TopK(btr.Strategy):
+        def next(self) -> None:
+            row = rebalance.get(self.datas[0].datetime.date(0))
+            if row is None:
+                return
+            for data in self.datas:
+                self.order_target_percent(data, target=float(row.get(data._name, 0.0)))
+
+    start = time.perf_counter()
+    cerebro = btr.Cerebro(stdstats=False)
+    for symbol in close.columns:
+        frame = pd.DataFrame({c: close[symbol] for c in ("open", "high", "low", "close")})
+        frame["volume"] = 1e9
+        cerebro.adddata(btr.feeds.PandasData(dataname=frame), name=symbol)
+    cerebro.broker.setcash(CASH)
+    cerebro.broker.setcommission(commission=FEE)
+    cerebro.addstrategy(TopK)
+    cerebro.run()
+    return {"peer": "backtrader", "seconds": time.perf_counter() - start}
+
+
+def peer_subprocess(python: str, name: str, n: int, timeout: float) -> dict[str, Any]:
+    """Run one peer in `python`; 'not installed' / 'timeout' / 'error' instead of a crash."""
+    try:
+        done = subprocess.run([python, __file__, "--peer", name, "--n", str(n)], capture_output=True,
+                              text=True, timeout=timeout, check=False,
+                              cwd=Path(__file__).resolve().parent.parent)
+    except subprocess.TimeoutExpired:
+        return {"peer": name, "status": f"timeout after {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return {"peer": name, "status": f"error: {(done.stderr or done.stdout).strip()[-300:]}"}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, nargs="+", default=[300, 3000])
+    parser.add_argument("--peer", choices=PEERS)
+    parser.add_argument("--peers", nargs="*", default=list(PEERS))
+    parser.add_argument("--peer-python", default=sys.executable)
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args()
+    if args.peer:
+        print(json.dumps(run_peer(args.peer, args.n[0])))
+        return
+    for n in args.n:
+        close, days, k = workload(n)
+        floor = numpy_floor(close, targets(close, days, k))
+        full = run_oomrl(close, days, k, friction=True)
+        flat = run_oomrl(close, days, k, friction=False)
+        print(f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}")
+        print(f"  numpy frictionless floor      {floor:8.3f} s")
+        print(f"  oomrl full A-share friction   {full:8.3f} s")
+        print(f"  oomrl flat fee (like-for-like){flat:8.3f} s")
+        for name in args.peers:
+            result = peer_subprocess(args.peer_python, name, n, args.timeout)
+            if "seconds" not in result:
+                print(f"  {name:<30}{result['status']}")
+                continue
+            extra = f" (first run {result['first_run']:.3f} s)" if "first_run" in result else ""
+            print(f"  {name:<30}{result['seconds']:8.3f} s{extra}  ratio peer/oomrl-flat "
+                  f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    main()
