@@ -95,10 +95,12 @@ OPENERS = ("open", "io.open", "codecs.open")
 BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "globals", "vars", "exit", "quit",
                            "breakpoint", "__file__", "__builtins__", "__builtin__", "SystemExit",
                            "KeyboardInterrupt"})
+_TEST_MODULE = re.compile(r"^(tests?|testing|conftest|test_\w*|\w*_tests?)$")
 _TEST_STRING = re.compile(r"^(_?pytest|unittest|coverage|doctest|pytest_cov|pluggy)(\.|$)"
                           r"|PYTEST|^COV_|COV_CORE|COVERAGE_|__builtins__|__import__")
 SOURCE_MESSAGES: dict[str, str] = {
     "sanitizer.test_framework": "source code may not use the test framework or coverage",
+    "sanitizer.imports_tests": "source code may not import test modules",
     "sanitizer.dynamic_import": "dynamic imports hide what the code loads",
     "sanitizer.ctypes": "native calls can patch the interpreter",
     "sanitizer.frame": "frame and stack inspection can read the caller (the test)",
@@ -174,6 +176,7 @@ class SourceScanner:
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             self.banned(alias.name, node)
+            self.test_code(alias.name.split("."), node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -181,6 +184,13 @@ class SourceScanner:
             self.banned(module, node)
             for alias in node.names:
                 self.banned(f"{module}.{alias.name}", node)
+        parts = module.split(".") if module else []
+        self.test_code(parts + [alias.name for alias in node.names], node)
+
+    def test_code(self, parts: list[str], node: ast.AST) -> None:
+        """Importing test modules (absolute or relative) lets source read what the tests expect."""
+        if any(_TEST_MODULE.match(part) for part in parts):
+            self.add("sanitizer.imports_tests", node, snippet(node))
 
     def imported_root(self, node: ast.AST) -> bool:
         """True when the chain `node` starts at a name bound by an import."""

@@ -36,7 +36,7 @@ BUILTIN_TYPES = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "
 # Sanitizer rules that do not apply to tests (they read fixtures, patch via fixtures, tabulate cases).
 TEST_DISABLED = frozenset({"sanitizer.test_env", "sanitizer.file_read", "sanitizer.file_write",
                            "sanitizer.module_attr_write", "sanitizer.import_time_call",
-                           "sanitizer.answer_table"})
+                           "sanitizer.answer_table", "sanitizer.imports_tests"})
 TEST_MODULES = frozenset({"pytest", "unittest", "doctest", "hypothesis"})
 MESSAGES = {
     "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",

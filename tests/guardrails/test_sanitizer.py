@@ -29,6 +29,12 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import pytest\n", "import math\n"),
         ("from coverage import Coverage\n", "from collections import Counter\n"),
         ("import unittest.mock as m\n", "import statistics as m\n"),
+
+    ],
+    "sanitizer.imports_tests": [
+        ("from ..tests import test_momentum\n", "from . import base\n"),
+        ("import tests.test_momentum as t\n", "import strategies.attest as t\n"),
+        ("from .. import conftest\n", "from .contest import rules\n"),
     ],
     "sanitizer.trace": [
         ("import sys\nsys.settrace(None)\n", "import sys\nsys.getsizeof(1)\n"),
