@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from oomrl.metrics import performance as perf
 from oomrl.metrics.io import read_returns_csv
@@ -158,3 +160,16 @@ def test_perfect_fit_has_no_alpha_inference(pair: tuple[pd.Series, pd.Series]) -
     assert m["beta"] == pytest.approx(1.0) and m["r_squared"] == pytest.approx(1.0)
     assert m["alpha_tstat"] is None and m["alpha_pvalue"] is None and m["alpha_tstat_hac"] is None
     assert m["tracking_error"] == 0.0 and m["information_ratio"] is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=-0.2, max_value=0.2, allow_nan=False), min_size=3, max_size=80))
+def test_drawdown_and_sharpe_match_empyrical_on_any_series(values: list[float]) -> None:
+    r = _series(values)
+    assert perf.max_drawdown(r) == pytest.approx(empyrical.max_drawdown(r), abs=1e-12)
+    expected = empyrical.sharpe_ratio(r)
+    got = perf.sharpe(r)
+    if got is None:  # zero dispersion: we say undefined, empyrical says nan or inf
+        assert not np.isfinite(expected) or r.std(ddof=1) < 1e-15
+    else:
+        assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)

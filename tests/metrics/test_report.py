@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -109,3 +111,20 @@ def test_aggregate_phases_are_not_shaded() -> None:
     ax = Figure().add_subplot()
     charts._shade(ax, phases)
     assert [patch.get_label() for patch in ax.patches] == ["Phase 1", "Phase 2", "Phase 3"]
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                    reason="chromium is not installed")
+def test_tearsheet_renders_in_a_browser_with_the_network_cut(tmp_path: Path) -> None:
+    """Headless chromium, every request sent to a dead proxy: the page still shows its charts."""
+    bench = read_returns_csv(CSI300_PRICE)
+    report = build_report(_portfolio(bench), tmp_path / "r", benchmark=bench, title="Offline")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    shot = tmp_path / "shot.png"
+    subprocess.run([str(browser), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--proxy-server=127.0.0.1:9", "--window-size=1000,1600", f"--screenshot={shot}",
+                    report.html.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    pixels = mpimg.imread(shot)[:, :, :3]
+    # the equity line's blue must be on screen: the inlined PNGs rendered without any network
+    blue = (abs(pixels[:, :, 0] - 0x1F / 255) < 0.08) & (abs(pixels[:, :, 2] - 0x9C / 255) < 0.08)
+    assert blue.sum() > 500
