@@ -135,12 +135,9 @@ def prepare_candidate(ctx: RepairContext) -> Path:
 def _precheck(diff: str) -> list[dict[str, Any]]:
     """Violations found without running the gate: an unparseable or empty diff (saves a gate run)."""
     try:
-        changes = parse_patch(diff)
+        parse_patch(diff)
     except PatchError as exc:
         return [{"rule": "diff.malformed", "path": None, "line": None, "message": str(exc)}]
-    if not changes:
-        return [{"rule": "diff.empty", "path": None, "line": None,
-                 "message": "the answer holds no unified diff"}]
     return []
 
 

@@ -153,10 +153,10 @@ class StrategyVersions:
                 strategy: str) -> VersionInfo:
         """Commit the candidate clone, fast-forward the workspace, tag, attach metadata, activate.
 
-        One transaction: if any step fails, branch, tag, notes and the ledger pointer are restored."""
+        One transaction: the ledger write comes last, and if any step fails, branch, tag and notes
+        are restored, so the workspace and the active version stay as they were."""
         self._require_init()
         old_head = self.head()
-        old_active = self.ledger.active_version(account) if self.ledger else None
         self.git("add", "-A", cwd=candidate)
         trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
         self.git("commit", "-q", "-m", message + trailers, cwd=candidate)
@@ -169,21 +169,17 @@ class StrategyVersions:
             self._write_notes(sha, {**metadata, "strategy": strategy, "tag": tag})
             self.activate(tag, account, strategy)
         except BaseException:
-            self._undo_promotion(old_head, tag, sha, account, old_active, strategy)
+            self._undo_promotion(old_head, tag, sha)
             raise
         return self.info(tag, account)
 
-    def _undo_promotion(self, old_head: str, tag: str, sha: str, account: str,
-                        old_active: str | None, strategy: str) -> None:
+    def _undo_promotion(self, old_head: str, tag: str, sha: str) -> None:
+        """Put branch, tag and notes back; the ledger needs nothing, its write is the last step."""
         self.git("reset", "-q", "--hard", old_head)
         if tag in self.git("tag", "-l", tag).split():
             self.git("tag", "-d", tag)
-        try:
+        if sha in self.git("notes", f"--ref={NOTES_REF}", "list").split():
             self.git("notes", f"--ref={NOTES_REF}", "remove", sha)
-        except VersionError:
-            pass  # no notes were written
-        if self.ledger and old_active and self.ledger.active_version(account) != old_active:
-            self.ledger.set_active_version(account, old_active, strategy)
 
     def _write_notes(self, sha: str, metadata: dict[str, Any]) -> None:
         blob = json.dumps(metadata, sort_keys=True, default=str, indent=1).encode()

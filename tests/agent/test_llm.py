@@ -156,3 +156,11 @@ def test_money_limit_is_enforced_too(server: FakeOpenAI, tmp_path: Path) -> None
 
 def test_fenced_json_is_accepted() -> None:
     assert parse_json_answer('```json\n{"verdict": "v", "score": 1}\n```', Answer).score == 1
+
+
+def test_transcript_of_nothing_and_a_garbled_retry_after(server: FakeOpenAI, tmp_path: Path) -> None:
+    assert Transcript(tmp_path / "none.jsonl").records() == []
+    server.queue(Scripted(status=429, headers={"retry-after": "soon"}), ok({"verdict": "v", "score": 1}))
+    client, sleeps = make_client(server, tmp_path)
+    assert client.ask("critic", [{"role": "user", "content": "x"}])
+    assert 0.01 <= sleeps[0] < 1.0  # our own backoff, since the hint was unreadable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -231,3 +232,47 @@ def test_llm_repair_endpoint_down_fails_at_the_critic(tmp_path: Path, server: Fa
     assert outcome.status == "failed" and outcome.step == "critic"
     assert "LLMUnavailableError" in outcome.reason and "failed 2 times" in outcome.reason
     assert ctx.versions.head() == ctx.versions.resolve("v1")
+
+
+def test_an_edited_mandate_is_what_the_test_author_gets(tmp_path: Path) -> None:
+    provider = ScriptedProvider(test_author=[lambda view: "", edit_source])
+    ctx = make_context(tmp_path, provider)
+    edited = MANDATE.model_copy(update={"text": "Monthly, please",
+                                        "constraints": Constraints(rebalance="monthly")})
+    outcome = run_repair(AUTOPSY, ctx, lambda m: Decision(action="edit", mandate=edited, reason="r"))
+    assert outcome.mandate == edited and provider.author_views[0].mandate == edited
+    assert json.loads((ctx.run_dir / "decision.json").read_text())["action"] == "edit"
+    rejected = [r.verdict["violations"][0] for r in outcome.attempts]
+    assert [v["rule"] for v in rejected] == ["diff.malformed", "diff.locked_path"]
+    assert rejected[0]["message"] == "the patch is empty"
+
+
+def test_a_failing_cross_validation_names_its_checks_and_is_kept(tmp_path: Path) -> None:
+    from oomrl.crossval import Check
+    from oomrl.repair import cross_validation, finish
+
+    table = CrossValidation(start=date(2024, 7, 1), end=date(2024, 9, 30), rows=[], checks=[
+        Check(name="max_weekly_turnover", passed=False, detail="busiest week traded 0.9")])
+    ctx = make_context(tmp_path, ScriptedProvider())
+    ctx.cross_validator = lambda c, m: table
+    prepare_candidate(ctx)
+    prepare_candidate(ctx)  # a retried step starts from a fresh clone
+    with pytest.raises(RepairStepError, match="cross-validation failed: max_weekly_turnover: busiest"):
+        cross_validation(ctx, MANDATE)
+    outcome = finish(ctx, "failed", "cross-validation", "see table", MANDATE)
+    assert outcome.cross_validation == table and not ctx.candidate.exists()
+
+
+def test_load_autopsy_accepts_full_or_partial_and_names_problems(
+        daily_momentum_autopsy: dict[str, Any]) -> None:
+    from oomrl.errors import OomrlError
+    from oomrl.repair import as_of_of, load_autopsy
+
+    full = load_autopsy(daily_momentum_autopsy)
+    assert full["alert_id"] == daily_momentum_autopsy["alert_id"]
+    assert as_of_of(full) == date.fromisoformat(full["as_of"]) and as_of_of(AUTOPSY) is None
+    assert load_autopsy(AUTOPSY) is AUTOPSY
+    with pytest.raises(OomrlError, match="invalid autopsy: .*alert_id"):
+        load_autopsy({"account": "paper", "diagnostics": {"module": "os.path"}})
+    with pytest.raises(OomrlError, match="must be a JSON object, got list"):
+        load_autopsy([1])
