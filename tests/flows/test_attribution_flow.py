@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.diagnostics.conftest import seed_account_home
+from tests.diagnostics.conftest import fills_frame, nav_frame, quiet_returns, seed_account_home
 
-pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def _artifacts(prefix: str) -> dict[str, object]:
@@ -37,6 +36,7 @@ def _loss_events(account: str, expected: int, wait_s: float = 30.0) -> list[obje
             time.sleep(0.5)
 
 
+@pytest.mark.usefixtures("prefect_harness")
 def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     from flows.attribution import attribution
     from flows.diagnostics import loss_diagnostics
@@ -73,3 +73,20 @@ def test_flow_declarations() -> None:
         assert declared.version and declared.retries >= 1
     assert build_account_report.retries >= 1 and diagnose_and_alert.retries >= 1
     assert artifact_key("Attribution", "Paper_01") == "attribution-paper-01"
+
+
+def test_an_alert_that_cannot_be_emitted_is_an_error() -> None:
+    """With events switched off (an API key but no API URL), emission fails loudly, so the alert stays new."""
+    from prefect.settings import PREFECT_API_KEY, PREFECT_API_URL, temporary_settings
+
+    from oomrl.diagnostics.critic import autopsy_for
+    from oomrl.diagnostics.rules import AlertConfig, evaluate
+    from tasks.attribution import emit_loss_alert
+
+    nav = nav_frame(list(quiet_returns(30)) + [-0.05])
+    fills = fills_frame(nav["date"].iloc[-2:])
+    alert = evaluate(nav, fills, AlertConfig(), nav["date"].iloc[-1], "offline")[0]
+    autopsy = autopsy_for(alert, nav, fills, AlertConfig(), module="strategies.daily_momentum")
+    with temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}):
+        with pytest.raises(RuntimeError, match="loss alert was not emitted"):
+            emit_loss_alert(autopsy)
