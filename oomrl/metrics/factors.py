@@ -93,6 +93,16 @@ class StyleAttribution:
         return table
 
 
+    def split_table(self) -> pd.DataFrame:
+        """The annual return split (risk-free + beta + style + pure alpha) and the risk it took."""
+        d = self.decomposition
+        rows = [("annualized return", d["annualized_return"]), ("risk-free", d["risk_free"]),
+                ("beta return (market)", d["beta_return"]), ("style return", d["style_return"]),
+                ("pure idiosyncratic alpha", d["alpha"]), ("tracking error", self.tracking_error),
+                ("idiosyncratic volatility", self.idiosyncratic_volatility)]
+        return pd.DataFrame(rows, columns=["component", "annual"])
+
+
 def style_attribution(returns: pd.Series, benchmark: pd.Series, factors: pd.DataFrame,
                       rf: float = 0.0, hac_maxlags: int | None = None) -> StyleAttribution:
     """Regress excess returns on the market and style factors over the dates all of them cover."""

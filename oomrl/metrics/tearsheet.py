@@ -28,7 +28,7 @@ BENCHMARK_LABELS = {
 PERCENT_KEYS = frozenset({
     "annualized_return", "cagr", "benchmark_annualized_return", "benchmark_cagr", "volatility",
     "max_drawdown", "tracking_error", "alpha_annualized", "excess_return", "cumulative_return",
-    "annual_contribution", "beta_return", "style_return", "alpha", "risk_free",
+    "annual_contribution", "beta_return", "style_return", "alpha", "risk_free", "annual",
 })
 
 _CSS = """
@@ -81,6 +81,7 @@ class Report:
     metrics: dict[str, float | int | None]
     phases: pd.DataFrame | None = None
     style: pd.DataFrame | None = None
+    style_split: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
@@ -108,9 +109,10 @@ def build_report(returns: pd.Series, out_dir: Path, *, benchmark: pd.Series | No
         pngs.append(charts.rolling_ir_chart(returns, benchmark, out_dir / "rolling_ir.png", phases,
                                             benchmark_label=short_bench))
     table = phase_table(returns, phases, benchmark, rf) if phases else None
-    style = attribution.table() if attribution is not None else None
     report = Report(html=out_dir / "tearsheet.html", markdown=out_dir / "summary.md", pngs=pngs,
-                    metrics=metrics, phases=table, style=style, notes=list(notes or []))
+                    metrics=metrics, phases=table, notes=list(notes or []),
+                    style=attribution.table() if attribution is not None else None,
+                    style_split=attribution.split_table() if attribution is not None else None)
     span = f"{returns.index[0].date()} .. {returns.index[-1].date()}"
     report.markdown.write_text(_markdown(report, title, bench_label, span, rf))
     report.html.write_text(_html(report, title, bench_label, span, rf))
@@ -127,6 +129,8 @@ def _markdown(report: Report, title: str, bench_label: str, span: str, rf: float
         lines += ["", "## Phases", "", _markdown_table(report.phases)]
     if report.style is not None:
         lines += ["", "## Style attribution", "", _markdown_table(report.style, index=True)]
+    if report.style_split is not None:
+        lines += ["", _markdown_table(report.style_split)]
     if report.notes:
         lines += ["", "## Notes", "", *[f"- {note}" for note in report.notes]]
     lines += ["", "## Charts", ""] + [f"![{p.stem}]({p.name})" for p in report.pngs]
@@ -138,9 +142,9 @@ def _metrics_markdown(metrics: dict[str, float | int | None]) -> str:
     return "\n".join(["| metric | value |", "|---|---|", *rows])
 
 
-def _html_table(table: pd.DataFrame, index: bool = False) -> str:
+def _html_table(table: pd.DataFrame) -> str:
     shown = _formatted(table).rename(columns=lambda c: str(c).replace("_", " "))
-    return f'<div class="wide">{shown.to_html(index=index, border=0, escape=True)}</div>'
+    return f'<div class="wide">{shown.to_html(index=False, border=0, escape=True)}</div>'
 
 
 def _html(report: Report, title: str, bench_label: str, span: str, rf: float) -> str:
@@ -153,7 +157,10 @@ def _html(report: Report, title: str, bench_label: str, span: str, rf: float) ->
     if report.phases is not None:
         sections.append(f"<h2>Phases</h2>{_html_table(report.phases)}")
     if report.style is not None:
-        sections.append(f"<h2>Style attribution (market + High-Low factors)</h2>{_html_table(report.style, True)}")
+        style = _html_table(report.style.reset_index())
+        sections.append(f"<h2>Style attribution (market + High-Low factors)</h2>{style}")
+    if report.style_split is not None:
+        sections.append(_html_table(report.style_split))
     if report.notes:
         items = "".join(f"<li>{html.escape(note)}</li>" for note in report.notes)
         sections.append(f"<h2>Notes</h2><ul>{items}</ul>")

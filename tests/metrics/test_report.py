@@ -85,7 +85,11 @@ def test_style_table_in_report(tmp_path: Path) -> None:
     port = (bench + 0.3 * styles["volatility"].fillna(0) + rng.normal(0, 0.001, 120)).rename("p")
     attribution = factors.style_attribution(port, bench, styles)
     report = build_report(port, tmp_path, benchmark=bench, attribution=attribution)
-    assert "## Style attribution" in report.markdown.read_text()
+    summary = report.markdown.read_text()
+    assert "## Style attribution" in summary
+    split = attribution.split_table().set_index("component")["annual"]
+    assert f"| pure idiosyncratic alpha | {split['pure idiosyncratic alpha'] * 100:.2f} % |" in summary
+    assert split["tracking error"] == pytest.approx(attribution.tracking_error)
     assert "Style attribution (market + High-Low factors)" in report.html.read_text()
 
 
