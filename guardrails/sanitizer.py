@@ -49,7 +49,7 @@ BANNED: dict[str, tuple[str, ...]] = {
                         "threading.setprofile", "threading.settrace_all_threads",
                         "threading.setprofile_all_threads", "trace", "bdb", "pdb", "tracemalloc"),
     "sanitizer.import_hook": ("sys.meta_path", "sys.path_hooks", "sys.path_importer_cache", "sys.path",
-                              "sys.dont_write_bytecode", "sys.pycache_prefix", "site"),
+                              "sys.dont_write_bytecode", "sys.pycache_prefix", "site", "__path__"),
     # Anything that tells the gate's run from production: the environment, the command line, the
     # interpreter, the working folder, the process and the host.
     "sanitizer.test_env": ("sys.modules", "sys.argv", "sys.orig_argv", "sys.flags", "os.environ",
@@ -62,7 +62,7 @@ BANNED: dict[str, tuple[str, ...]] = {
     "sanitizer.exec": ("exec", "eval", "compile", "code", "codeop", "types.FunctionType",
                        "types.CodeType", "breakpoint"),
     "sanitizer.namespace": ("globals", "vars"),
-    "sanitizer.reflection": ("operator.attrgetter", "operator.methodcaller"),
+    "sanitizer.reflection": ("operator.attrgetter", "operator.methodcaller", "__spec__", "__loader__"),
     "sanitizer.file_write": ("shutil", "tempfile", "os.remove", "os.unlink", "os.rename",
                              "os.renames", "os.replace", "os.mkdir", "os.makedirs", "os.rmdir",
                              "os.removedirs", "os.chmod", "os.chown", "os.lchown", "os.link",
@@ -87,6 +87,7 @@ ATTRIBUTE_RULES: dict[str, str] = {
                      "__subclasses__", "__closure__", "__code__", "__loader__", "__spec__",
                      "__mro__", "__bases__", "__import__"), "sanitizer.reflection"),
     "__builtins__": "sanitizer.builtins",
+    "__path__": "sanitizer.import_hook",
     "read_pickle": "sanitizer.serialization",
 }
 READ_METHODS = frozenset({"read_text", "read_bytes", "glob", "rglob", "iterdir"})
@@ -94,7 +95,10 @@ OPENERS = ("open", "io.open", "codecs.open")
 # Unimported names that are checked like modules: the builtins the rules care about.
 BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "globals", "vars", "exit", "quit",
                            "breakpoint", "__file__", "__builtins__", "__builtin__", "SystemExit",
-                           "KeyboardInterrupt"})
+                           "KeyboardInterrupt", "__path__", "__spec__", "__loader__"})
+# Dunders whose constant answer makes any object pass a check: value -> the answer that cheats.
+ANSWERS_EVERYTHING = {"__eq__": True, "__ne__": False, "__instancecheck__": True,
+                      "__subclasscheck__": True, "__contains__": True}
 _TEST_MODULE = re.compile(r"^(tests?|testing|conftest|test_\w*|\w*_tests?)$")
 _TEST_STRING = re.compile(r"^(_?pytest|unittest|coverage|doctest|pytest_cov|pluggy)(\.|$)"
                           r"|PYTEST|^COV_|COV_CORE|COVERAGE_|__builtins__|__import__")
@@ -288,12 +292,13 @@ class SourceScanner:
 
     def _equality(self, name: str, returns: list[ast.expr | None], last: ast.expr | None,
                   node: ast.AST) -> None:
-        constants = [r.value if isinstance(r, ast.Constant) else "?" for r in returns]
-        wanted = {"__eq__": True, "__ne__": False}.get(name)
-        if wanted is not None and returns and (all(c is wanted for c in constants) or (
-                isinstance(last, ast.Constant) and last.value is wanted)):
+        constants = [_constant(r) for r in returns]
+        wanted = ANSWERS_EVERYTHING.get(name)
+        if wanted is not None and returns and (
+                all(c is not _UNKNOWN and bool(c) is wanted for c in constants)
+                or (last is not None and _constant(last) is not _UNKNOWN and bool(_constant(last)) is wanted)):
             self.add("sanitizer.always_equal", node, f"{name} returns {wanted}")
-        elif name == "__hash__" and returns and all(c != "?" for c in constants):
+        elif name == "__hash__" and returns and _UNKNOWN not in constants:
             self.add("sanitizer.always_equal", node, "__hash__ returns a constant")
 
     def module_level_calls(self) -> None:
@@ -308,6 +313,19 @@ class SourceScanner:
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                         and node.func.id in own):
                     self.add("sanitizer.import_time_call", node, snippet(node))
+
+
+_UNKNOWN = object()
+
+
+def _constant(node: ast.AST | None) -> object:
+    """The value of a constant expression (`True`, `1`, `not False`), else _UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _constant(node.operand)
+        return _UNKNOWN if inner is _UNKNOWN else not inner
+    return _UNKNOWN
 
 
 def _walk_outside_lambdas(node: ast.AST) -> list[ast.AST]:

@@ -44,6 +44,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
     "sanitizer.import_hook": [
         ("import sys\nsys.meta_path.insert(0, F())\n", "import sys\nN = sys.platform\n"),
         ("import sys\nsys.path.append('x')\n", "import os.path\nP = os.path.join('a', 'b')\n"),
+        ("__path__.append('../tests')\n", "__all__ = ['x']\n"),
+        ("import strategies\nstrategies.__path__.append('t')\n", "import strategies\nN = strategies.__name__\n"),
     ],
     "sanitizer.builtins": [
         ("import builtins\n", "import math\n"),
@@ -54,6 +56,7 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import math\nsetattr(math, 'pi', 3)\n", "def f(o):\n    setattr(o, 'x', 1)\n"),
         ("type.__setattr__(C, 'x', 1)\n", "C.x = 1\n"),
         ("def f(g):\n    return g.__globals__\n", "def f(g):\n    return g.__name__\n"),
+        ("S = __spec__\n", "S = __doc__\n"),
         ("import operator\nG = operator.attrgetter('modules')\n", "import operator\nG = operator.itemgetter(0)\n"),
     ],
     "sanitizer.dynamic_import": [
@@ -131,6 +134,12 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("class A:\n    __eq__ = lambda self, other: True\n", "class A:\n    __hash__ = None\n"),
         ("class A:\n    def __eq__(self, o):\n        if o is None:\n            return False\n        return True\n",
          "class A:\n    def __eq__(self, o):\n        if self is o:\n            return True\n        return self.v == o.v\n"),
+        ("class A:\n    def __eq__(self, other):\n        return 1\n",
+         "class A:\n    def __eq__(self, other):\n        return not self.v\n"),
+        ("class A:\n    def __ne__(self, other):\n        return not True\n",
+         "class A:\n    def __ne__(self, other):\n        return not (self == other)\n"),
+        ("class M(type):\n    def __instancecheck__(cls, obj):\n        return True\n",
+         "class M(type):\n    def __instancecheck__(cls, obj):\n        return hasattr(obj, 'v')\n"),
         ("class A:\n    def __hash__(self):\n        return 1\n",
          "class A:\n    def __hash__(self):\n        return hash(self.v)\n"),
     ],
