@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +20,15 @@ from guardrails.verdict import Verdict
 from oomrl.agent.budget import AgentSettings, Budget
 from oomrl.agent.llm import InvalidAnswerError, Transcript
 from oomrl.agent.providers import get_provider
-from oomrl.agent.roles import CoderView, CriticView, Mandate, Patch, Provider, TestAuthorView, read_tree
+from oomrl.agent.roles import (
+    CoderView,
+    CriticView,
+    Mandate,
+    Patch,
+    Provider,
+    TestAuthorView,
+    read_tree,
+)
 from oomrl.config import Settings
 from oomrl.crossval import CrossValidation, cross_validate, window_for
 from oomrl.data.store import MarketStore
@@ -195,7 +204,7 @@ def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
         view = TestAuthorView(mandate=mandate, source=read_tree(ctx.candidate, "strategies"),
                               tests=read_tree(ctx.candidate, "tests"),
                               feedback=_feedback(ctx, "test-gen"))
-        record = _attempt(ctx, "test-gen", n, lambda: ctx.provider.test_author(view), "red")
+        record = _attempt(ctx, "test-gen", n, partial(ctx.provider.test_author, view), "red")
         if record.accepted:
             _apply_accepted(ctx, "test-genesis", record)
             ctx.versions.git("add", "-A", cwd=ctx.candidate)
@@ -216,7 +225,7 @@ def logic_genesis(ctx: RepairContext, mandate: Mandate, tests: AttemptRecord) ->
         view = CoderView(mandate=mandate, tests=read_tree(ctx.candidate, "tests"),
                          source=read_tree(ctx.candidate, "strategies"), failing_tests=failing,
                          last_verdict=feedback[-1] if feedback else tests.verdict, feedback=feedback)
-        record = _attempt(ctx, "code-patch", n, lambda: ctx.provider.coder(view), None)
+        record = _attempt(ctx, "code-patch", n, partial(ctx.provider.coder, view), None)
         if record.accepted:
             _apply_accepted(ctx, "logic-genesis", record)
             return record

@@ -18,8 +18,8 @@ from oomrl.agent.offline_code import (
     unified_diff,
 )
 from oomrl.agent.roles import (
-    Constraints,
     CoderView,
+    Constraints,
     CriticView,
     LLMProvider,
     Mandate,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -65,13 +65,18 @@ def register(app: typer.Typer) -> None:
 
     @app.command("repair")
     def repair_cmd(
-        autopsy: Path = typer.Option(..., "--autopsy", help="Autopsy JSON file (DESIGN §4.4)."),
-        provider: str = typer.Option(None, "--provider", help="offline | openai | replay "
-                                     "(default: openai when an endpoint is configured, else offline)"),
-        auto_approve: bool = typer.Option(False, "--auto-approve", help="Approve the mandate unattended."),
-        transcript: Path = typer.Option(None, "--transcript", help="Recorded transcript (replay provider)."),
-        account: str = typer.Option(None, "--account", help="Account (default: the autopsy's)."),
-        lock: str = typer.Option("namespace", "--lock", help="Gate RO-Lock: namespace | docker | hash-only."),
+        autopsy: Annotated[Path, typer.Option("--autopsy", help="Autopsy JSON file (DESIGN §4.4).")],
+        provider: Annotated[str | None, typer.Option(
+            "--provider", help="offline | openai | replay (default: openai when an endpoint is "
+                               "configured, else offline)")] = None,
+        auto_approve: Annotated[bool, typer.Option(
+            "--auto-approve", help="Approve the mandate unattended.")] = False,
+        transcript: Annotated[Path | None, typer.Option(
+            "--transcript", help="Recorded transcript (replay provider).")] = None,
+        account: Annotated[str | None, typer.Option(
+            "--account", help="Account (default: the autopsy's).")] = None,
+        lock: Annotated[str, typer.Option(
+            "--lock", help="Gate RO-Lock: namespace | docker | hash-only.")] = "namespace",
     ) -> None:
         """Repair the strategy an autopsy names: mandate, tests first, patch, cross-validation, promotion."""
         from oomrl import repair as domain

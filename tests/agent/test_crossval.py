@@ -14,10 +14,11 @@ WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_
 
 
 def measures(**values: object) -> VersionMeasures:
-    base: dict[str, object] = dict(
-        version="candidate", sha="c", trading_days=60, rebalances=12, max_rebalances_per_period=1,
-        max_adv_participation=0.01, max_weekly_turnover=0.25, turnover=3.0, costs_fraction=0.005,
-        net_return=0.02, information_ratio=0.1, max_drawdown=-0.05)
+    base: dict[str, object] = {
+        "version": "candidate", "sha": "c", "trading_days": 60, "rebalances": 12,
+        "max_rebalances_per_period": 1, "max_adv_participation": 0.01, "max_weekly_turnover": 0.25,
+        "turnover": 3.0, "costs_fraction": 0.005, "net_return": 0.02, "information_ratio": 0.1,
+        "max_drawdown": -0.05}
     base.update(values)
     return VersionMeasures(**base)  # type: ignore[arg-type]
 

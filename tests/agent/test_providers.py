@@ -18,7 +18,7 @@ from oomrl.agent.providers import (
     alert_type,
     get_provider,
 )
-from oomrl.agent.roles import Constraints, CoderView, CriticView, LLMProvider, Mandate, prompt_text
+from oomrl.agent.roles import CoderView, Constraints, CriticView, LLMProvider, Mandate, prompt_text
 from oomrl.config import get_settings
 from oomrl.versions import repo_root
 

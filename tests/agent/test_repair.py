@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import date
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 

@@ -106,3 +106,35 @@ def test_no_decision_before_the_timeout_rejects(
 
     outcome = repair(daily_momentum_autopsy, provider="offline", approval_timeout_s=2)
     assert outcome["status"] == "rejected" and "timeout rejects" in outcome["reason"]
+
+
+def test_steps_retry_only_when_the_endpoint_was_down() -> None:
+    from prefect.states import Completed, Failed
+
+    from oomrl.agent.llm import LLMUnavailableError
+    from oomrl.errors import OutOfMoneyError
+    from tasks.repair import transient_only
+
+    def retried(state: Any) -> bool:
+        return transient_only(None, None, state)  # type: ignore[arg-type]
+
+    assert retried(Failed(data=LLMUnavailableError("down", transient=True)))
+    assert not retried(Failed(data=LLMUnavailableError("401 refused")))
+    assert not retried(Failed(data=OutOfMoneyError("spent")))
+    assert not retried(Completed(data=1))
+
+
+def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
+    from flows.repair import MandateReview
+    from oomrl.agent.roles import Constraints, Mandate
+
+    proposed = Mandate(module="strategies.daily_momentum", text="weekly", alert_id="a-9",
+                       constraints=Constraints(rebalance="weekly", max_adv_participation=0.05))
+    edit = MandateReview(decision="edit", text="monthly", rebalance="monthly",
+                         max_adv_participation=0.02, max_weekly_turnover=0.2, reason="slower")
+    decision = edit.to_decision(proposed)
+    assert decision.action == "edit" and decision.mandate is not None
+    assert decision.mandate.module == proposed.module and decision.mandate.alert_id == "a-9"
+    assert decision.mandate.constraints.rebalance == "monthly"
+    assert decision.mandate.constraints.max_weekly_turnover == 0.2
+    assert MandateReview().to_decision(proposed).action == "approve"
