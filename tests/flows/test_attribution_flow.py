@@ -10,7 +10,6 @@ import pytest
 from tests.diagnostics.conftest import fills_frame, nav_frame, quiet_returns, seed_account_home
 
 
-
 def _artifacts(prefix: str) -> dict[str, object]:
     from prefect.client.orchestration import get_client
 
@@ -87,6 +86,6 @@ def test_an_alert_that_cannot_be_emitted_is_an_error() -> None:
     fills = fills_frame(nav["date"].iloc[-2:])
     alert = evaluate(nav, fills, AlertConfig(), nav["date"].iloc[-1], "offline")[0]
     autopsy = autopsy_for(alert, nav, fills, AlertConfig(), module="strategies.daily_momentum")
-    with temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}):
-        with pytest.raises(RuntimeError, match="loss alert was not emitted"):
-            emit_loss_alert(autopsy)
+    with (temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}),
+          pytest.raises(RuntimeError, match="loss alert was not emitted")):
+        emit_loss_alert(autopsy)
