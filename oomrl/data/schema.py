@@ -77,13 +77,13 @@ def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
 
 def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     """Index levels in schema order and dtypes (date, code, close, kind)."""
-    code = lambda values: values.astype(str).str.zfill(6).to_numpy()  # noqa: E731
+    code = lambda values: values.astype(str).str.zfill(6).to_numpy()
     return _conform(frame, INDEX_COLUMNS, "index", {"date": _dates, "code": code, "kind": _strings})
 
 
 def conform_membership(frame: pd.DataFrame) -> pd.DataFrame:
     """Membership rows (effective_date, symbol, name) with parsed dates."""
-    name = lambda values: values.fillna("").astype(str).to_numpy()  # noqa: E731
+    name = lambda values: values.fillna("").astype(str).to_numpy()
     return _conform(frame, MEMBERSHIP_COLUMNS, "membership",
                     {"effective_date": _dates, "symbol": _strings, "name": name})
 

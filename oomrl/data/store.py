@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,56 +13,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oomrl.data.schema import BAR_COLUMNS, INDEX_COLUMNS, MEMBERSHIP_COLUMNS, empty_bars
+from oomrl.data.parts import BAR_KEY, YearPartition, atomic_write, write_parquet
+from oomrl.data.schema import BAR_COLUMNS, MEMBERSHIP_COLUMNS, empty_bars
 from oomrl.data.validation import validate_bars, validate_index, validate_membership
 from oomrl.errors import DataValidationError
 
-BAR_KEY = ["date", "symbol"]
 INDEX_KEY = ["date", "code", "kind"]
-COMPRESSION = "zstd"
-
-
-def _atomic_write_bytes(path: Path, write: Any) -> None:
-    """Write via a temp file in the same folder, fsync, then os.replace: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        write(temp_name)
-        with open(temp_name, "rb+") as stream:
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    _atomic_write_bytes(path, lambda name: pq.write_table(table, name, compression=COMPRESSION))
-
-
-BAR_SCHEMA = pa.schema([
-    ("date", pa.timestamp("ns")), ("symbol", pa.string()),
-    *[(name, pa.float64()) for name in ("open", "high", "low", "close", "volume", "amount")],
-    ("adjustment", pa.string()), ("prev_close_raw", pa.float64()),
-])
-
-
-def _drop_keys(table: pa.Table, incoming: pd.DataFrame) -> tuple[pa.Table, int]:
-    """Remove stored rows whose (date, symbol) is in `incoming`; returns (table, rows removed).
-
-    Only rows of symbols present in both are compared, so appending new symbols or new days stays cheap.
-    """
-    overlap = set(incoming["symbol"].unique()) & set(table.column("symbol").unique().to_pylist())
-    if not overlap:
-        return table, 0
-    stored = table.select(["date", "symbol"]).to_pandas()
-    candidates = stored["symbol"].isin(overlap).to_numpy()
-    keys = pd.MultiIndex.from_frame(incoming[BAR_KEY])
-    hit = np.zeros(len(stored), dtype=bool)
-    hit[candidates] = pd.MultiIndex.from_frame(stored.loc[candidates, BAR_KEY]).isin(keys)
-    return table.filter(pa.array(~hit)), int(hit.sum())
+    write_parquet(pa.Table.from_pandas(frame, preserve_index=False), path)
 
 
 def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
@@ -78,9 +36,9 @@ def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
 class MarketStore:
     """Bars, index levels and CSI 300 membership as parquet files under `root`.
 
-    Bars are partitioned by calendar year (bars/YYYY.parquet, rows in arrival order): a new day rewrites
-    one year's file, and a full panel read is one scan per year. Every file write goes to a temp file
-    then os.replace, so a crash leaves the previous version intact.
+    Bars are partitioned by calendar year (bars/YYYY/, see oomrl.data.parts): appending new days or new
+    symbols adds a part file without rewriting stored ones, and a full panel read is a few scans per
+    year. Every file write goes to a temp file then os.replace, so a crash leaves the previous state.
     """
 
     def __init__(self, root: Path | str) -> None:
@@ -106,10 +64,10 @@ class MarketStore:
     def _year_files(self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None) -> list[Path]:
         if not self.bars_dir.exists():
             return []
-        files = sorted(self.bars_dir.glob("[0-9][0-9][0-9][0-9].parquet"))
         lo = start.year if start is not None else 0
         hi = end.year if end is not None else 9999
-        return [path for path in files if lo <= int(path.stem) <= hi]
+        years = sorted(path for path in self.bars_dir.glob("[0-9][0-9][0-9][0-9]") if lo <= int(path.name) <= hi)
+        return [file for year in years for file in YearPartition(year).files()]
 
     def is_empty(self) -> bool:
         """True when the store holds no bars and no benchmark levels."""
@@ -128,16 +86,7 @@ class MarketStore:
         bars = result.valid
         added = 0
         for year, part in bars.groupby(bars["date"].dt.year):
-            path = self.bars_dir / f"{int(year)}.parquet"
-            new = pa.Table.from_pandas(part, schema=BAR_SCHEMA, preserve_index=False)
-            if path.exists():
-                old = pq.read_table(path, schema=BAR_SCHEMA)
-                old, replaced = _drop_keys(old, part)
-                added += len(part) - replaced
-                new = pa.concat_tables([old, new])
-            else:
-                added += len(part)
-            _atomic_write_bytes(path, lambda name, table=new: pq.write_table(table, name, compression=COMPRESSION))
+            added += YearPartition(self.bars_dir / str(int(year))).merge(part)
         return added
 
     def _read_bar_columns(
@@ -253,10 +202,10 @@ class MarketStore:
     def record_ingest(self, entry: dict[str, Any]) -> None:
         """Append an ingest record (source, range, rows, when) to manifest.json, atomically."""
         manifest = self.manifest()
-        stamped = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), **entry}
+        stamped = {"at": datetime.now(UTC).isoformat(timespec="seconds"), **entry}
         manifest.setdefault("ingests", []).append(stamped)
         payload = json.dumps(manifest, indent=2, default=str).encode()
-        _atomic_write_bytes(self.manifest_path, lambda name: Path(name).write_bytes(payload))
+        atomic_write(self.manifest_path, lambda name: Path(name).write_bytes(payload))
 
     def manifest(self) -> dict[str, Any]:
         """The ingest history ({"ingests": [...]}); empty for a new store."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -29,8 +29,8 @@ HISTORY = {  # what Ticker.history(auto_adjust=True, actions=False) returns: flo
 class FakeTicker:
     """Stands in for yfinance.Ticker inside yf.download: returns HISTORY, or fails like a dropped connection."""
 
-    requests: list[dict[str, Any]] = []
-    fail = False
+    requests: ClassVar[list[dict[str, Any]]] = []
+    fail: ClassVar[bool] = False
 
     def __init__(self, ticker: str) -> None:
         self.ticker, self._price_history = ticker, None

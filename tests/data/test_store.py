@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from oomrl.data import parts
 from oomrl.data.store import MarketStore
 from oomrl.errors import DataValidationError
 from tests.data.conftest import BarsFactory
@@ -58,7 +59,7 @@ def test_new_symbols_append_without_touching_others(tmp_path: Path, bars: BarsFa
 def test_years_are_separate_files(tmp_path: Path, bars: BarsFactory) -> None:
     store = MarketStore(tmp_path)
     store.write_bars(bars(start="2024-12-26", days=6))
-    assert sorted(p.name for p in (tmp_path / "bars").iterdir()) == ["2024.parquet", "2025.parquet"]
+    assert sorted(p.name for p in (tmp_path / "bars").iterdir()) == ["2024", "2025"]
     assert len(store.read_bars(start="2025-01-01")) == 2 * 2
     assert len(store.read_bars(end="2024-12-31")) == 4 * 2
     assert store.bar_summary()["first_date"] == pd.Timestamp("2024-12-26")
@@ -73,11 +74,16 @@ def test_invalid_rows_are_refused_and_nothing_is_written(tmp_path: Path, bars: B
     assert store.is_empty() and store.read_bars().empty
 
 
-def test_a_crash_mid_write_leaves_the_old_file(tmp_path: Path, bars: BarsFactory,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def _year_state(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def test_a_crash_mid_write_leaves_the_old_state(tmp_path: Path, bars: BarsFactory,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     store = MarketStore(tmp_path)
     store.write_bars(bars(days=3))
-    before = (tmp_path / "bars" / "2024.parquet").read_bytes()
+    year = tmp_path / "bars" / "2024"
+    before = _year_state(year)
 
     def broken_write(table: object, where: str, **kwargs: object) -> None:
         Path(where).write_bytes(b"PAR1 half a file")
@@ -86,10 +92,45 @@ def test_a_crash_mid_write_leaves_the_old_file(tmp_path: Path, bars: BarsFactory
     monkeypatch.setattr(pq, "write_table", broken_write)
     with pytest.raises(OSError, match="disk full"):
         store.write_bars(bars(days=5))
-    assert (tmp_path / "bars" / "2024.parquet").read_bytes() == before
-    assert [p.name for p in (tmp_path / "bars").iterdir()] == ["2024.parquet"]  # no temp file left
+    assert _year_state(year) == before  # same manifest, same part, no temp file left
     monkeypatch.undo()
     assert len(store.read_bars()) == 6
+
+
+def test_a_crash_before_the_manifest_commit_hides_the_new_part(tmp_path: Path, bars: BarsFactory,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarketStore(tmp_path)
+    store.write_bars(bars(days=3))
+    real_replace = parts.os.replace
+
+    def crash_on_manifest(src: str, dst: str) -> None:
+        if str(dst).endswith(parts.PART_MANIFEST):
+            raise OSError("power cut")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(parts.os, "replace", crash_on_manifest)
+    with pytest.raises(OSError, match="power cut"):
+        store.write_bars(bars(days=5))
+    monkeypatch.undo()
+    assert len(store.read_bars()) == 6  # the orphan part is invisible
+    assert store.write_bars(bars(days=5)) == 4  # and the next write cleans it up
+    year = tmp_path / "bars" / "2024"
+    assert len(list(year.glob("part-*.parquet"))) == len(parts.YearPartition(year).parts())
+
+
+def test_new_days_add_parts_and_many_parts_compact(tmp_path: Path, bars: BarsFactory,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarketStore(tmp_path)
+    full = bars(days=8)
+    year = parts.YearPartition(tmp_path / "bars" / "2024")
+    store.write_bars(full.iloc[:4])
+    first_part = year.parts()[0].file
+    store.write_bars(full.iloc[4:8])  # a later day: the stored part is not rewritten
+    assert [p.file for p in year.parts()][0] == first_part and len(year.parts()) == 2
+    monkeypatch.setattr(parts, "MAX_PARTS", 2)
+    store.write_bars(full.iloc[8:12])
+    assert len(year.parts()) == 1 and year.parts()[0].rows == 12
+    assert len(store.read_bars()) == 12
 
 
 def test_read_panel_is_date_by_symbol_with_gaps(tmp_path: Path, bars: BarsFactory) -> None:
