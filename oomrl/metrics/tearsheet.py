@@ -105,12 +105,15 @@ def build_report(returns: pd.Series, out_dir: Path, *, benchmark: pd.Series | No
         metrics = standalone_metrics(returns, rf=rf)
     pngs = [charts.equity_chart(returns, benchmark, out_dir / "equity.png", title, short_bench, phases),
             charts.underwater_chart(returns, out_dir / "underwater.png", title)]
+    notes = list(notes or [])
     if benchmark is not None and len(returns) > ROLLING_IR_WINDOW:
         pngs.append(charts.rolling_ir_chart(returns, benchmark, out_dir / "rolling_ir.png", phases,
                                             benchmark_label=short_bench))
+    elif benchmark is not None:
+        notes.append(f"No rolling {ROLLING_IR_WINDOW}-day IR chart: only {len(returns)} sessions.")
     table = phase_table(returns, phases, benchmark, rf) if phases else None
     report = Report(html=out_dir / "tearsheet.html", markdown=out_dir / "summary.md", pngs=pngs,
-                    metrics=metrics, phases=table, notes=list(notes or []),
+                    metrics=metrics, phases=table, notes=notes,
                     style=attribution.table() if attribution is not None else None,
                     style_split=attribution.split_table() if attribution is not None else None)
     span = f"{returns.index[0].date()} .. {returns.index[-1].date()}"

@@ -132,3 +132,10 @@ def test_tearsheet_renders_in_a_browser_with_the_network_cut(tmp_path: Path) -> 
     # the equity line's blue must be on screen: the inlined PNGs rendered without any network
     blue = (abs(pixels[:, :, 0] - 0x1F / 255) < 0.08) & (abs(pixels[:, :, 2] - 0x9C / 255) < 0.08)
     assert blue.sum() > 500
+
+
+def test_short_history_says_why_there_is_no_rolling_ir(tmp_path: Path) -> None:
+    bench = read_returns_csv(CSI300_PRICE).iloc[:40]
+    report = build_report(_portfolio(bench), tmp_path, benchmark=bench)
+    assert [p.name for p in report.pngs] == ["equity.png", "underwater.png"]
+    assert "No rolling 60-day IR chart: only 40 sessions." in report.markdown.read_text()
