@@ -114,3 +114,13 @@ def test_accounts_validate(ledger: Ledger) -> None:
         ledger.open_account("acc", 0)
     assert ledger.open_account("acc", 5.0).cash_fen == 500
     assert ledger.open_account("acc", 9.0).cash_fen == 500  # opening again changes nothing
+
+
+def test_plain_postgres_urls_name_an_installed_driver() -> None:
+    from oomrl.portfolio.ledger_tables import driver_url
+
+    assert driver_url("sqlite:///x.db") == "sqlite:///x.db"
+    assert driver_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
+    chosen = driver_url("postgres://u@h:5432/db")
+    assert chosen.endswith("://u@h:5432/db") and chosen.startswith(("postgresql+psycopg://",
+                                                                   "postgresql+psycopg2://"))
