@@ -82,8 +82,9 @@ BUILTIN_NAMES = frozenset({"exec", "eval", "compile", "__import__", "globals", "
 ANSWERS_EVERYTHING = {"__eq__": True, "__ne__": False, "__instancecheck__": True,
                       "__subclasscheck__": True, "__contains__": True}
 TEST_MODULE = re.compile(r"^(tests?|testing|conftest|test_\w*|\w*_tests?)$")
-TEST_STRING = re.compile(r"^(_?pytest|unittest|coverage|doctest|pytest_cov|pluggy)(\.|$)"
-                          r"|PYTEST|^COV_|COV_CORE|COVERAGE_|__builtins__|__import__")
+# Strings naming the test machinery ("coverage" alone is an ordinary word in finance; "coverage.x" is not).
+TEST_STRING = re.compile(r"^(_?pytest|unittest|doctest|pytest_cov|pluggy)(\.|$)|^coverage\."
+                         r"|PYTEST|^COV_|COV_CORE|COVERAGE_|__builtins__|__import__")
 SOURCE_MESSAGES: dict[str, str] = {
     "sanitizer.test_framework": "source code may not use the test framework or coverage",
     "sanitizer.imports_tests": "source code may not import test modules",

@@ -24,6 +24,7 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("from pathlib import Path\nX = Path.cwd()\n", "from pathlib import Path\nX = Path('a')\n"),
         ("import sys\nX = sys.executable\n", "import sys\nX = sys.float_info\n"),
         ("NAME = '_pytest.reports'\n", "NAME = 'momentum reports'\n"),
+        ("NAME = 'coverage.control'\n", "FIELDS = ['coverage', 'turnover']\n"),
     ],
     "sanitizer.test_framework": [
         ("import pytest\n", "import math\n"),
