@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pydantic import BaseModel
 
 from guardrails.diffs import PatchError, apply_patch, parse_patch
 from guardrails.verdict import Verdict
+from guardrails.workspace import GateSetupError
 from oomrl.agent.budget import AgentSettings, Budget
 from oomrl.agent.llm import InvalidAnswerError, Transcript
 from oomrl.agent.providers import get_provider
@@ -291,8 +293,14 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
         return finish(ctx, "failed", exc.step, exc.reason, mandate)
     except OutOfMoneyError as exc:
         return finish(ctx, "failed", step, str(exc), mandate)
+    except GateSetupError as exc:
+        return finish(ctx, "failed", step, f"the gate could not judge: {exc}", mandate)
     except OomrlError as exc:
         return finish(ctx, "failed", step, f"{type(exc).__name__}: {exc}", mandate)
+    except Exception as exc:  # noqa: BLE001 - a defect: still clean up, say where, keep the traceback
+        (ctx.run_dir / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
+        return finish(ctx, "failed", step, f"unexpected {type(exc).__name__}: {exc} "
+                                           f"(traceback in {ctx.run_dir / 'error.txt'})", mandate)
     return finish(ctx, "promoted", None, f"promoted {version.tag} ({version.sha[:12]})", mandate,
                   version=version, cross=cross)
 

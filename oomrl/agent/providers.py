@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from oomrl.agent.budget import AgentSettings, Budget, Usage
 from oomrl.agent.llm import ChatReply, LLMClient, Messages, OpenAIBackend, Transcript
 from oomrl.agent.offline_code import (
@@ -68,12 +70,39 @@ def alert_type(autopsy: dict[str, Any]) -> str:
 
 
 class OfflineProvider:
-    """Deterministic rules standing in for a model (no network, no key); honest about being rules."""
+    """Deterministic rules standing in for a model (no network, no key); honest about being rules.
+
+    Each answer is logged to the transcript like a model's, so `replay` can reproduce an offline run."""
 
     name = "offline"
 
+    def __init__(self, transcript: Transcript | None = None) -> None:
+        self.transcript = transcript
+
+    def _log(self, role: str, view: BaseModel, answer: BaseModel) -> None:
+        if self.transcript is not None:
+            self.transcript.append("request", role, view=view.model_dump(mode="json"))
+            self.transcript.append("response", role, content=answer.model_dump_json(),
+                                   usage={"prompt_tokens": 0, "completion_tokens": 0},
+                                   model="offline-rules")
+
     def critic(self, view: CriticView) -> Mandate:
         """Map the alert type to a mandate; constraints the autopsy already derived take precedence."""
+        mandate = self._critic(view)
+        self._log("critic", view, mandate)
+        return mandate
+
+    def test_author(self, view: TestAuthorView) -> Patch:
+        patch = self._test_author(view)
+        self._log("test_author", view, patch)
+        return patch
+
+    def coder(self, view: CoderView) -> Patch:
+        patch = self._coder(view)
+        self._log("coder", view, patch)
+        return patch
+
+    def _critic(self, view: CriticView) -> Mandate:
         autopsy = view.autopsy
         kind = alert_type(autopsy)
         text, constraints = ALERT_MANDATES[kind]
@@ -85,7 +114,7 @@ class OfflineProvider:
                        rationale=f"offline rules: alert type {kind!r}; "
                                  f"metrics {json.dumps(autopsy.get('metrics') or {}, sort_keys=True)}")
 
-    def test_author(self, view: TestAuthorView) -> Patch:
+    def _test_author(self, view: TestAuthorView) -> Patch:
         """New tests from the constraints, plus new bodies for old tests the mandate contradicts."""
         mandate = view.mandate
         module_path = mandate.module.replace(".", "/") + ".py"
@@ -113,7 +142,7 @@ class OfflineProvider:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def coder(self, view: CoderView) -> Patch:
+    def _coder(self, view: CoderView) -> Patch:
         """The mandate's reference change to the strategy module, as a diff."""
         module_path = view.mandate.module.replace(".", "/") + ".py"
         if module_path not in view.source:
@@ -160,7 +189,7 @@ def get_provider(name: str | None, settings: Settings, budget: Budget, transcrip
     chosen = name or settings.llm_provider_name
     agent = agent_settings or AgentSettings()
     if chosen == "offline":
-        return OfflineProvider()
+        return OfflineProvider(transcript)
     if chosen == "openai":
         backend = OpenAIBackend(settings.llm_base_url, settings.llm_api_key, settings.llm_model,
                                 agent.timeout_s)

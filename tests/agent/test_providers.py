@@ -161,3 +161,20 @@ def test_get_provider_defaults_and_errors(tmp_path: Path) -> None:
 def test_every_role_has_its_prompt_file() -> None:
     for role in ("critic", "test_author", "coder"):
         assert prompt_text(role).startswith("# Role:")
+
+
+def test_an_offline_run_replays_answer_for_answer(tmp_path: Path) -> None:
+    source = (repo_root() / "strategies" / "daily_momentum.py").read_text()
+    settings = get_settings(home=tmp_path / "home")
+    budget = Budget(max_tokens=10, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
+    recorded = Transcript(tmp_path / "offline.jsonl")
+    offline = get_provider("offline", settings, budget, recorded)
+    critic_view = CriticView(autopsy={"trigger": {"rule": "execution_decay"}, "alert_id": "r1"})
+    coder_view = CoderView(mandate=mandate(rebalance="weekly"), tests={},
+                           source={"strategies/daily_momentum.py": source})
+    first = (offline.critic(critic_view), offline.coder(coder_view))
+    assert [r["kind"] for r in recorded.records()] == ["request", "response"] * 2
+    replayed = get_provider("replay", settings, budget, Transcript(tmp_path / "again.jsonl"),
+                            replay_from=recorded.path)
+    assert (replayed.critic(critic_view), replayed.coder(coder_view)) == first
+    assert budget.tokens_spent == 0

@@ -276,3 +276,25 @@ def test_load_autopsy_accepts_full_or_partial_and_names_problems(
         load_autopsy({"account": "paper", "diagnostics": {"module": "os.path"}})
     with pytest.raises(OomrlError, match="must be a JSON object, got list"):
         load_autopsy([1])
+
+
+def test_a_gate_that_cannot_judge_fails_the_step_cleanly(tmp_path: Path) -> None:
+    ctx = make_context(tmp_path, ScriptedProvider(test_author=[edit_source]))
+    ctx.lock = "no-such-lock"
+    head = ctx.versions.head()
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.step == "test-genesis"
+    assert outcome.reason.startswith("the gate could not judge: unknown lock backend 'no-such-lock'")
+    assert_untouched(ctx, head)
+
+
+def test_a_defect_still_reports_the_step_and_keeps_the_traceback(tmp_path: Path) -> None:
+    class Broken(ScriptedProvider):
+        def critic(self, view: CriticView) -> Mandate:
+            raise RuntimeError("bug in a provider")
+
+    ctx = make_context(tmp_path, Broken())
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert (outcome.status, outcome.step) == ("failed", "critic")
+    assert outcome.reason.startswith("unexpected RuntimeError: bug in a provider")
+    assert "Traceback" in (ctx.run_dir / "error.txt").read_text()
