@@ -21,6 +21,7 @@ if __name__ == "__main__":  # started with -S: the interpreter's site folders co
 
 import coverage  # noqa: E402  (imported before any workspace path is on sys.path)
 import pytest  # noqa: E402
+from _pytest.reports import TestReport  # noqa: E402
 
 
 def _meta_path_modules() -> list[str]:
@@ -39,11 +40,8 @@ class GatePlugin:
         self.tamper: list[str] = []
         self._builtins = dict(vars(builtins))
         self._meta_path = list(sys.meta_path)
-        self._report_factory: Any = None
-
-    def pytest_configure(self, config: pytest.Config) -> None:
-        from _pytest.reports import TestReport
-
+        # Taken before pytest starts: initial conftests (and what they import) load before
+        # pytest_configure, so a snapshot there could already be tampered with.
         self._report_factory = TestReport.__dict__["from_item_and_call"]
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -78,8 +76,6 @@ class GatePlugin:
             entry.setdefault("outcome", "passed")
 
     def pytest_sessionfinish(self) -> None:
-        from _pytest.reports import TestReport
-
         if TestReport.__dict__["from_item_and_call"] is not self._report_factory:
             self.tamper.append("pytest's TestReport.from_item_and_call was replaced")
         for name, value in self._builtins.items():
