@@ -99,6 +99,14 @@ def _edits(tree: ast.Module, data: bytes) -> list[_Edit]:
         elif isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC_FLIPS:
             edits.append(_operator_edit(data, offsets, node.left, node.right,
                                         ARITHMETIC_FLIPS[type(node.op)], "arithmetic"))
+        elif isinstance(node, ast.AugAssign) and type(node.op) in ARITHMETIC_FLIPS:
+            old, new = ARITHMETIC_FLIPS[type(node.op)]
+            edits.append(_operator_edit(data, offsets, node.target, node.value,
+                                        (old + "=", new + "="), "arithmetic"))
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)) and not isinstance(
+                node.test, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
+            test = ast.get_source_segment(data.decode("utf-8"), node.test) or ""
+            edits.append(_node_edit(offsets, node.test, f"(not ({test}))", "condition: negated"))
         elif isinstance(node, ast.BoolOp):
             flip = BOOL_FLIPS[type(node.op)]
             edits.append(_operator_edit(data, offsets, node.values[0], node.values[1], flip,
