@@ -307,8 +307,8 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
 
 def finish(ctx: RepairContext, status: str, step: str | None, reason: str, mandate: Mandate | None,
            version: VersionInfo | None = None, cross: CrossValidation | None = None) -> RepairOutcome:
-    """The outcome, written to the run folder; a failed repair's candidate clone is removed."""
-    if status != "promoted" and ctx.candidate.exists():
+    """The outcome, written to the run folder; the candidate clone goes (a promotion lives in the workspace)."""
+    if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate, ignore_errors=True)
     if cross is None and (ctx.run_dir / "cross_validation.json").exists():
         cross = CrossValidation.model_validate_json((ctx.run_dir / "cross_validation.json").read_text())

@@ -97,9 +97,10 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"run folder: {outcome.run_dir}")
         if outcome.cross_validation is not None:
             for row in outcome.cross_validation.rows:
+                ir = "n/a" if row.information_ratio is None else f"{row.information_ratio:+.2f}"
                 typer.echo(f"  {row.version:<9} turnover {row.turnover:7.3f}  max weekly "
                            f"{row.max_weekly_turnover:.3f}  max ADV {row.max_adv_participation:.4f}  "
-                           f"costs {row.costs_fraction:.4%}  net {row.net_return:+.2%}  IR {row.information_ratio}")
+                           f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}")
         if outcome.status == "failed":
             raise _fail(f"repair failed at {outcome.step}: {outcome.reason}")
         typer.echo(f"repair {outcome.status}: {outcome.reason}")
