@@ -58,7 +58,9 @@ def content_violations(contract: GuardContract, phase: str, ws: Path,
         if phase == "code-patch" and in_trees(path, contract.source):
             found += sanitizer.scan_source(path, new_text, old_text, allow)
         elif phase == "test-gen" and in_trees(path, contract.tests):
-            found += testquality.scan_tests(path, new_text, old_text, allow)
+            packages = tuple(tree.replace("/", ".") for tree in contract.source)
+            found += testquality.scan_tests(path, new_text, old_text, allow,
+                                            source_packages=packages)
     if phase == "test-gen":
         before, after = collected_count(contract.root, contract.tests), collected_count(
             ws, contract.tests)

@@ -1,0 +1,143 @@
+"""W2 of BENCH.md: gate wall time / plain `pytest --cov --cov-branch` on the same workspace, and sanitizer lines/s.
+
+Workspaces: this repo's strategies/ + tests/strategies (skipped when absent) and a generated
+workspace of about 8,000 source lines with tests at full branch coverage. The gate judges a small
+benign code-patch (one added comment line) so it runs the whole pipeline: scope check, locked
+apply, sanitizer, two locked test runs (forward with coverage, reversed), coverage checks.
+Prints figures; asserts nothing. Usage: .venv/bin/python bench/bench_gate.py [--lock hash-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from guardrails.gate import run_gate  # noqa: E402
+from guardrails.sanitizer import scan_source  # noqa: E402
+
+GUARD = "[tool.oomrl.guard]\nsource = [\"{source}\"]\ntests = [\"{tests}\"]\ncoverage_min = 95\n"
+MODULE_FUNCTIONS = 12  # each generated function is 8 lines with two branches
+
+
+def repo_workspace(root: Path) -> Path | None:
+    """A copy of this repo's S and T with its own contract, or None when they do not exist yet."""
+    if not (REPO / "strategies").is_dir() or not (REPO / "tests" / "strategies").is_dir():
+        return None
+    ws = root / "repo_ws"
+    shutil.copytree(REPO / "strategies", ws / "strategies",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "tests" / "strategies", ws / "tests" / "strategies",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (ws / "pyproject.toml").write_text(GUARD.format(source="strategies", tests="tests/strategies"))
+    return ws
+
+
+def _function(index: int) -> str:
+    return (f"def f{index}(x: int, y: int) -> int:\n"
+            f"    \"\"\"Generated function {index}.\"\"\"\n"
+            f"    if x > y:\n"
+            f"        z = x - y + {index}\n"
+            f"    else:\n"
+            f"        z = y - x * {index % 7 + 1}\n"
+            f"    return z % {index + 3}\n\n\n")
+
+
+def _test(module: int, index: int) -> str:
+    return (f"def test_m{module}_f{index}():\n"
+            f"    assert m{module}.f{index}(5, 2) == (5 - 2 + {index}) % {index + 3}\n"
+            f"    assert m{module}.f{index}(2, 5) == (5 - 2 * {index % 7 + 1}) % {index + 3}\n\n\n")
+
+
+def generated_workspace(root: Path, lines: int = 8000) -> Path:
+    """A package of about `lines` source lines and one test module per source module."""
+    ws = root / "gen_ws"
+    (ws / "genpkg").mkdir(parents=True)
+    (ws / "tests").mkdir()
+    (ws / "genpkg" / "__init__.py").write_text('"""Generated package."""\n')
+    per_module = MODULE_FUNCTIONS * 10
+    for module in range(max(1, lines // per_module)):
+        body = '"""Generated module."""\n\n\n' + "".join(
+            _function(i) for i in range(MODULE_FUNCTIONS))
+        (ws / "genpkg" / f"m{module}.py").write_text(body)
+        tests = f"from genpkg import m{module}\n\n\n" + "".join(
+            _test(module, i) for i in range(MODULE_FUNCTIONS))
+        (ws / "tests" / f"test_m{module}.py").write_text(tests)
+    (ws / "pyproject.toml").write_text(GUARD.format(source="genpkg", tests="tests"))
+    return ws
+
+
+def comment_patch(ws: Path, source: str) -> str:
+    """A benign patch: one comment line appended to the first source module."""
+    target = sorted((ws / source).glob("*.py"))[-1]
+    rel = target.relative_to(ws).as_posix()
+    lines = target.read_text().splitlines()
+    start = max(1, len(lines) - 2)
+    context = lines[start - 1:]
+    body = "".join(f" {line}\n" for line in context)
+    return (f"--- a/{rel}\n+++ b/{rel}\n@@ -{start},{len(context)} +{start},{len(context) + 1} @@\n"
+            f"{body}+# benchmark: a benign added comment\n")
+
+
+def plain_pytest_seconds(ws: Path, source: str, tests: str) -> float:
+    """Wall time of `pytest --cov --cov-branch` run directly on the workspace."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--cov={source}", "--cov-branch", "--cov-report=", tests],
+                   cwd=ws, check=False, capture_output=True)
+    return time.perf_counter() - started
+
+
+def gate_seconds(ws: Path, source: str, lock: str) -> tuple[float, bool, list[str]]:
+    """Wall time of the gate judging the benign comment patch."""
+    started = time.perf_counter()
+    verdict = run_gate(ws, "code-patch", comment_patch(ws, source), lock=lock)
+    return time.perf_counter() - started, verdict.accepted, [v.rule for v in verdict.violations]
+
+
+def sanitizer_lines_per_second(ws: Path, source: str) -> tuple[int, float]:
+    """Lines scanned per second by the AST sanitizer over every source file (as new files)."""
+    files = sorted((ws / source).rglob("*.py"))
+    texts = [(f.relative_to(ws).as_posix(), f.read_text()) for f in files]
+    total = sum(text.count("\n") for _, text in texts)
+    started = time.perf_counter()
+    for rel, text in texts:
+        scan_source(rel, text, None, set())
+    return total, total / (time.perf_counter() - started)
+
+
+def main() -> None:
+    """Print W2 figures for both workspaces."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lock", default="namespace", choices=["namespace", "hash-only"])
+    lock = parser.parse_args().lock
+    root = Path(tempfile.mkdtemp(prefix="bench-gate-"))
+    try:
+        cases = [("repo strategies", repo_workspace(root), "strategies", "tests/strategies"),
+                 ("generated ~8k lines", generated_workspace(root), "genpkg", "tests")]
+        print(f"W2 gate overhead (lock {lock})")
+        for name, ws, source, tests in cases:
+            if ws is None:
+                print(f"  {name}: skipped (strategies/ or tests/strategies missing)")
+                continue
+            src_lines = sum(f.read_text().count("\n") for f in (ws / source).rglob("*.py"))
+            plain = plain_pytest_seconds(ws, source, tests)
+            gate, accepted, rules = gate_seconds(ws, source, lock)
+            print(f"  {name}: {src_lines} source lines; plain pytest --cov {plain:.2f} s; "
+                  f"gate {gate:.2f} s ({'accepted' if accepted else 'REJECTED ' + ','.join(rules)})"
+                  f"; ratio {gate / plain:.2f}x")
+        total, rate = sanitizer_lines_per_second(cases[1][1], "genpkg")  # type: ignore[arg-type]
+        print(f"  sanitizer: {total} lines at {rate:,.0f} lines/s")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
