@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 import shutil
 import traceback
 import uuid
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from guardrails.diffs import PatchError, apply_patch, parse_patch
+from guardrails.diffs import PatchError, added_lines, apply_patch, parse_patch
 from guardrails.verdict import Verdict
 from guardrails.workspace import GateSetupError
 from oomrl.agent.budget import AgentSettings, Budget
@@ -216,12 +216,25 @@ def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
     raise _exhausted(ctx, "test-genesis", "test-gen")
 
 
-_TEST_DEF = re.compile(r"^\+\s*def (test_\w+)\(", re.MULTILINE)
+def changed_tests(root: Path, diff: str) -> list[str]:
+    """`path::test_name` of every test function the accepted test diff added or changed."""
+    if not diff:
+        return []
+    found = []
+    for path, lines in sorted(added_lines(parse_patch(diff)).items()):
+        file = root / path
+        if not (path.endswith(".py") and file.is_file()):
+            continue
+        for node in ast.parse(file.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+                    and lines & set(range(node.lineno, (node.end_lineno or node.lineno) + 1))):
+                found.append(f"{path}::{node.name}")
+    return found
 
 
 def logic_genesis(ctx: RepairContext, mandate: Mandate, tests: AttemptRecord) -> AttemptRecord:
     """Source changes, tests locked (phase code-patch), up to K attempts, each seeing the last verdict."""
-    failing = _TEST_DEF.findall(tests.diff)
+    failing = changed_tests(ctx.candidate, tests.diff)
     for n in range(1, ctx.agent.attempts + 1):
         feedback = _feedback(ctx, "code-patch")
         view = CoderView(mandate=mandate, tests=read_tree(ctx.candidate, "tests"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable, Iterator
 from datetime import date
@@ -298,3 +299,23 @@ def test_a_defect_still_reports_the_step_and_keeps_the_traceback(tmp_path: Path)
     assert (outcome.status, outcome.step) == ("failed", "critic")
     assert outcome.reason.startswith("unexpected RuntimeError: bug in a provider")
     assert "Traceback" in (ctx.run_dir / "error.txt").read_text()
+
+
+def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_path: Path) -> None:
+    from guardrails.diffs import apply_patch, parse_patch
+    from oomrl.repair import changed_tests
+
+    ctx = make_context(tmp_path, ScriptedProvider())
+    prepare_candidate(ctx)
+    old = (ctx.candidate / TESTS).read_text()
+    first = next(n for n in ast.parse(old).body
+                 if isinstance(n, ast.FunctionDef) and n.name.startswith("test_"))
+    lines = old.splitlines(keepends=True)
+    lines.insert(first.lineno, "    # the mandate changed this test\n")
+    new_file = "def test_new_one():\n    assert 1 < 2\n\n\ndef helper():\n    return 1\n"
+    diff = (unified_diff(TESTS, old, "".join(lines))
+            + unified_diff("tests/strategies/test_extra.py", None, new_file))
+    assert apply_patch(parse_patch(diff), ctx.candidate).ok
+    assert changed_tests(ctx.candidate, diff) == [f"{TESTS}::{first.name}",
+                                                  "tests/strategies/test_extra.py::test_new_one"]
+    assert changed_tests(ctx.candidate, "") == []
