@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -28,10 +26,9 @@ def print_report(report: IngestReport, console: Console, store: MarketStore) -> 
                   f"{summary['failures']} failed")
     console.print(f"  rows: {summary['rows_fetched']} fetched, {summary['rows_written']} new in store; "
                   f"index levels +{summary['index_rows']}, membership rows {summary['membership_rows']}")
-    if stored:
-        console.print(f"  store now: {stored['rows']} bars, {stored['symbols']} symbols, "
-                      f"{stored['first_date']:%Y-%m-%d}..{stored['last_date']:%Y-%m-%d}"
-                      if stored.get("last_date") is not None else f"  store now: {stored['rows']} bars")
+    span = (f", {stored['first_date']:%Y-%m-%d}..{stored['last_date']:%Y-%m-%d}"
+            if stored.get("last_date") is not None else "")
+    console.print(f"  store now: {stored.get('rows', 0)} bars, {stored.get('symbols', 0)} symbols{span}")
     quarantined = len(report.quarantined) + len(report.index_quarantined)
     console.print(f"  quarantined: {quarantined} rows {summary['quarantine_reasons'] or ''}")
     if len(report.quarantined):
@@ -52,8 +49,8 @@ def register(app: typer.Typer) -> None:
     def ingest_command(
         source: str = typer.Option("sample", help="sample | akshare[:qfq|hfq|none] | yfinance | csv:DIR | synthetic[:N]"),
         universe: str = typer.Option("csi300", help="csi300 (point-in-time members), all, or a comma list of codes"),
-        start: Optional[str] = typer.Option(None, help="first date (default: what the source holds)"),
-        end: Optional[str] = typer.Option(None, help="last date (default: what the source holds / today)"),
+        start: str | None = typer.Option(None, help="first date (default: what the source holds)"),
+        end: str | None = typer.Option(None, help="last date (default: what the source holds / today)"),
     ) -> None:
         """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
         console = Console(soft_wrap=True)

@@ -61,7 +61,8 @@ class MarketStore:
     def manifest_path(self) -> Path:
         return self.root / "manifest.json"
 
-    def _year_files(self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None) -> list[Path]:
+    def bar_files(self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None) -> list[Path]:
+        """The live part files of the years overlapping [start, end]."""
         if not self.bars_dir.exists():
             return []
         lo = start.year if start is not None else 0
@@ -71,7 +72,7 @@ class MarketStore:
 
     def is_empty(self) -> bool:
         """True when the store holds no bars and no benchmark levels."""
-        return not self._year_files() and not self.index_path.exists()
+        return not self.bar_files() and not self.index_path.exists()
 
     # -- bars ----------------------------------------------------------------------------------
     def write_bars(self, frame: pd.DataFrame) -> int:
@@ -106,7 +107,7 @@ class MarketStore:
         # Symbols as a dictionary column: one string per symbol instead of one per row (12.5M rows -> 5k strings).
         tables = [pq.read_table(path, columns=list(columns), filters=filters or None,
                                 read_dictionary=["symbol"] if categorical else None)
-                  for path in self._year_files(lo, hi)]
+                  for path in self.bar_files(lo, hi)]
         if not tables:
             return empty_bars()[list(columns)]
         return pa.concat_tables(tables).to_pandas()
@@ -136,14 +137,14 @@ class MarketStore:
     def symbols(self) -> list[str]:
         """Every symbol with at least one stored bar."""
         seen: set[str] = set()
-        for path in self._year_files():
+        for path in self.bar_files():
             seen.update(pq.read_table(path, columns=["symbol"]).column("symbol").unique().to_pylist())
         return sorted(seen)
 
     def bar_summary(self) -> dict[str, Any]:
         """Rows, symbols and date range of the stored bars."""
         rows, first, last, seen = 0, None, None, set()
-        for path in self._year_files():
+        for path in self.bar_files():
             table = pq.read_table(path, columns=["date", "symbol"])
             rows += table.num_rows
             dates = table.column("date").to_pandas()
