@@ -200,9 +200,15 @@ def _exhausted(ctx: RepairContext, step: str, phase: str) -> RepairStepError:
                                  f"last rejection: {', '.join(rules) or 'unknown'}")
 
 
+def _numbers(ctx: RepairContext, phase: str) -> range:
+    """Attempt numbers for K more tries (a retried step continues the count and keeps the feedback)."""
+    done = sum(1 for r in ctx.attempts if r.phase == phase)
+    return range(done + 1, done + ctx.agent.attempts + 1)
+
+
 def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
     """Tests first, source locked (phase test-gen, expect red), up to K attempts; committed in the candidate."""
-    for n in range(1, ctx.agent.attempts + 1):
+    for n in _numbers(ctx, "test-gen"):
         view = TestAuthorView(mandate=mandate, source=read_tree(ctx.candidate, "strategies"),
                               tests=read_tree(ctx.candidate, "tests"),
                               feedback=_feedback(ctx, "test-gen"))
@@ -235,7 +241,7 @@ def changed_tests(root: Path, diff: str) -> list[str]:
 def logic_genesis(ctx: RepairContext, mandate: Mandate, tests: AttemptRecord) -> AttemptRecord:
     """Source changes, tests locked (phase code-patch), up to K attempts, each seeing the last verdict."""
     failing = changed_tests(ctx.candidate, tests.diff)
-    for n in range(1, ctx.agent.attempts + 1):
+    for n in _numbers(ctx, "code-patch"):
         feedback = _feedback(ctx, "code-patch")
         view = CoderView(mandate=mandate, tests=read_tree(ctx.candidate, "tests"),
                          source=read_tree(ctx.candidate, "strategies"), failing_tests=failing,

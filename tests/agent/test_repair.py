@@ -319,3 +319,18 @@ def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_pa
     assert changed_tests(ctx.candidate, diff) == [f"{TESTS}::{first.name}",
                                                   "tests/strategies/test_extra.py::test_new_one"]
     assert changed_tests(ctx.candidate, "") == []
+
+
+def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Path) -> None:
+    from oomrl.repair import test_genesis as run_test_genesis
+
+    provider = ScriptedProvider(test_author=[edit_source] * 4)
+    ctx = make_context(tmp_path, provider)
+    prepare_candidate(ctx)
+    for _ in range(2):  # as a Prefect task retry would run the step again
+        with pytest.raises(RepairStepError, match="no accepted patch in 2 attempt"):
+            run_test_genesis(ctx, MANDATE)
+    assert [r.attempt for r in ctx.attempts] == [1, 2, 3, 4]
+    assert len(provider.author_views[3].feedback) == 3
+    assert sorted(p.name for p in (ctx.run_dir / "attempts").glob("*.diff")) == [
+        f"test-gen-{n}.diff" for n in range(1, 5)]
