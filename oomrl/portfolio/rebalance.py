@@ -94,8 +94,9 @@ class RebalanceSetup:
     membership: pd.DataFrame | None = None
 
 
-def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.DataFrame],
-              setup: RebalanceSetup, dry_run: bool = False) -> RebalanceOutcome:
+def rebalance(ledger: Ledger, account: str, as_of: date,
+              panels: dict[str, pd.DataFrame] | MarketFrames, setup: RebalanceSetup,
+              dry_run: bool = False) -> RebalanceOutcome:
     """Rebalance `account` on session `as_of`; commits once, all-or-nothing (unless dry_run)."""
     as_of = pd.Timestamp(as_of).date()
     state = ledger.account(account)
@@ -107,7 +108,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
     if state.last_date is not None and as_of <= state.last_date:
         raise OomrlError(f"account {account!r} is already booked up to {state.last_date}; "
                          f"cannot rebalance on {as_of}")
-    market = MarketFrames.build(panels, setup.rules)
+    market = panels if isinstance(panels, MarketFrames) else MarketFrames.build(panels, setup.rules)
     try:
         t = market.index_of(pd.Timestamp(as_of))
     except KeyError as exc:
@@ -153,3 +154,26 @@ def rebalance(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.Da
     committed = False if dry_run else ledger.commit_rebalance(record)
     return RebalanceOutcome(account, as_of, committed, not dry_run and not committed, halted,
                             orders, fills, rows, setup.version)
+
+
+def advance(ledger: Ledger, account: str, start: date, end: date,
+            panels: dict[str, pd.DataFrame] | MarketFrames, setup: RebalanceSetup
+            ) -> list[RebalanceOutcome]:
+    """Run every rebalance the strategy wants in [start, end], one commit each (the live loop, replayed).
+
+    Stops at the first halt; dates already committed are skipped, so a re-run continues where the
+    last one stopped. NAV rows after the last rebalance are written by the next one.
+    """
+    market = panels if isinstance(panels, MarketFrames) else MarketFrames.build(panels, setup.rules)
+    outcomes: list[RebalanceOutcome] = []
+    lo, hi = pd.Timestamp(start), pd.Timestamp(end)
+    for stamp in market.dates[(market.dates >= lo) & (market.dates <= hi)]:
+        day = stamp.date()
+        last = ledger.account(account).last_date
+        if (last is not None and day <= last) or not setup.strategy.rebalance_due(day, last):
+            continue
+        outcome = rebalance(ledger, account, day, market, setup)
+        outcomes.append(outcome)
+        if outcome.halted:
+            break
+    return outcomes

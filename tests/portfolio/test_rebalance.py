@@ -168,3 +168,24 @@ def test_sigkill_mid_commit_leaves_a_consistent_ledger_and_rerun_completes_once(
     assert outcome.committed and len(ledger.fills_frame("acc")) == len(outcome.fills) > 0
     assert not rebalance(ledger, "acc", day, panels, setup(top_k=3)).committed
     assert ledger.reconcile("acc") == []
+
+
+def test_advance_books_the_same_nav_as_the_replay_engine(ledger: Ledger) -> None:
+    from oomrl.portfolio.rebalance import advance
+    from oomrl.portfolio.replay import replay
+
+    panels = random_panels(SYMBOLS, days=80)
+    days = sessions(panels)
+    ledger.open_account("acc", 1_000_000)
+    weekly = setup("weekly_liquidity", lookback=10, skip=1, top_k=3, min_adv=1e6)
+    outcomes = advance(ledger, "acc", days[30], days[70], panels, weekly)
+    booked = [o.as_of for o in outcomes]
+    assert len(booked) == len({(d.isocalendar()[0], d.isocalendar()[1]) for d in booked}) >= 7
+    assert advance(ledger, "acc", days[30], days[70], panels, weekly) == []  # nothing left to do
+    result = replay(weekly.strategy, weekly.params, panels, days[30], booked[-1],
+                    initial_cash=1_000_000, version="v1")
+    ours = ledger.nav_frame("acc")
+    theirs = result.nav[result.nav["date"] >= ours["date"].iloc[0]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(ours.drop(columns=["reward"]), theirs.drop(columns=["reward"]),
+                                  check_dtype=False, atol=1e-6)
+    assert len(ledger.fills_frame("acc")) == len(result.fills)
