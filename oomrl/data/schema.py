@@ -34,6 +34,7 @@ INDEX_KINDS: frozenset[str] = frozenset({"price", "total_return"})
 PRICE_FIELDS: tuple[str, ...] = ("open", "high", "low", "close")
 FLOAT_FIELDS: tuple[str, ...] = (*PRICE_FIELDS, "volume", "amount", "prev_close_raw")
 SHARES_PER_LOT = 100
+NANOS_PER_DAY = 86_400 * 10**9
 
 
 def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
@@ -67,11 +68,25 @@ def _conform(frame: pd.DataFrame, columns: tuple[str, ...], what: str,
     return pd.DataFrame({name: converters.get(name, _floats)(source[name]) for name in columns})
 
 
+def _already_bars(frame: pd.DataFrame) -> bool:
+    """True when the frame already has exactly the schema columns and dtypes (sources conform once)."""
+    if tuple(frame.columns) != BAR_COLUMNS or not isinstance(frame.index, pd.RangeIndex):
+        return False
+    dtypes = frame.dtypes
+    if not (dtypes["date"] == "datetime64[ns]" and dtypes["symbol"] == object and dtypes["adjustment"] == object
+            and all(dtypes[name] == np.float64 for name in FLOAT_FIELDS)):
+        return False
+    nanos = frame["date"].to_numpy().view("int64")
+    return bool((nanos % NANOS_PER_DAY == 0).all())  # midnight dates only (no NaT, no intraday times)
+
+
 def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
     """Bars in schema order and dtypes; non-numeric values become NaN so validation can name the row.
 
     Raises DataValidationError when a required column is missing (the whole batch is unusable).
     """
+    if _already_bars(frame):
+        return frame
     return _conform(frame, BAR_COLUMNS, "bar", {"date": _dates, "symbol": _strings, "adjustment": _strings})
 
 

@@ -48,6 +48,14 @@ def test_timezone_aware_dates_become_session_dates(bars: BarsFactory) -> None:
     assert result.valid["date"].iloc[0] == pd.Timestamp("2024-07-01")
 
 
+def test_intraday_timestamps_are_normalized_to_the_session(bars: BarsFactory) -> None:
+    frame = bars()
+    frame["date"] = pd.to_datetime(frame["date"]) + pd.Timedelta(hours=15)
+    frame["prev_close_raw"] = frame["prev_close_raw"].astype("float64")
+    result = validate_bars(frame)
+    assert result.quarantined.empty and (result.valid["date"] == result.valid["date"].dt.normalize()).all()
+
+
 def test_unparseable_date_is_quarantined(bars: BarsFactory) -> None:
     frame = bars()
     frame["date"] = frame["date"].astype(object)
