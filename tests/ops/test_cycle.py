@@ -1,0 +1,43 @@
+"""The `cycle` flow on the real sample: one session of the loop, idempotent on a retry or a re-run."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_cycle_books_a_session_once_and_diagnoses(oomrl_home: Path) -> None:
+    from flows.cycle import cycle
+    from oomrl.config import get_settings
+    from oomrl.data.sample import ensure_sample
+    from oomrl.portfolio.service import open_ledger
+
+    ensure_sample(get_settings())
+    first = cycle(account="cyc", as_of=date(2024, 7, 5), ingest=False, repair_mode="off")
+    assert first["ingest"] == {"skipped": "ingest=False"}
+    assert first["rebalance"]["committed"] is True and first["rebalance"]["as_of"] == "2024-07-05"
+    assert first["attribution"] == {"skipped": "fewer than 3 booked sessions"}
+    assert isinstance(first["diagnostics"], list) and first["repair"]["route"] in ("off",)
+    again = cycle(account="cyc", as_of=date(2024, 7, 5), ingest=False, repair_mode="off")
+    assert again["rebalance"] == {"skipped": "not due for the active strategy, or already booked"}
+    cycle(account="cyc", as_of=date(2024, 7, 8), ingest=False, repair_mode="off")
+    third = cycle(account="cyc", as_of=date(2024, 7, 9), ingest=False, repair_mode="off")
+    assert third["rebalance"]["committed"] is True
+    assert third["attribution"]["html"].endswith("tearsheet.html")
+    holiday = cycle(account="cyc", as_of=date(2024, 10, 1), ingest=False, repair_mode="off")
+    assert "not an XSHG session" in holiday["rebalance"]["skipped"]
+    fills = open_ledger(get_settings()).fills_frame("cyc")
+    assert len(fills) > 0 and set(fills["date"].astype(str)) == {"2024-07-05", "2024-07-08", "2024-07-09"}
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_repair_route() -> None:
+    from tasks.cycle import repair_route
+
+    assert repair_route.fn("inline") == "inline" and repair_route.fn("off") == "off"
+    assert repair_route.fn("auto") == "inline"  # the harness has no `repair` deployment
+    with pytest.raises(ValueError, match="repair_mode"):
+        repair_route.fn("sometimes")
