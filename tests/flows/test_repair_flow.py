@@ -41,16 +41,44 @@ def _promoted_events(account: str, wait_s: float = 30.0) -> list[Any]:
             time.sleep(0.5)
 
 
-def test_auto_approved_repair_promotes_publishes_and_emits(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
-    from flows.repair import repair
+def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
+    """What a model would answer, produced by the offline rules on a copy of the bundled workspace."""
+    from guardrails.diffs import apply_patch, parse_patch
+    from oomrl.agent.providers import OfflineProvider
+    from oomrl.agent.roles import CoderView, CriticView, TestAuthorView, read_tree
 
-    outcome = repair(daily_momentum_autopsy, auto_approve=True, provider="offline")
+    versions = StrategyVersions(workspace)
+    versions.init()
+    rules = OfflineProvider()
+    mandate = rules.critic(CriticView(autopsy=autopsy))
+    tests = rules.test_author(TestAuthorView(mandate=mandate, source=read_tree(workspace, "strategies"),
+                                             tests=read_tree(workspace, "tests")))
+    assert apply_patch(parse_patch(tests.diff), workspace).ok
+    code = rules.coder(CoderView(mandate=mandate, tests=read_tree(workspace, "tests"),
+                                 source=read_tree(workspace, "strategies")))
+    return [answer.model_dump_json() for answer in (mandate, tests, code)]
+
+
+def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emits(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.repair import repair
+    from tests.agent.fake_openai import Scripted, serve_fake_openai
+
+    answers = offline_answers(tmp_path / "scratch-workspace", daily_momentum_autopsy)
+    with serve_fake_openai() as server:
+        server.queue(*[Scripted(content=text) for text in answers])
+        monkeypatch.setenv("OOMRL_LLM_BASE_URL", server.url)  # an endpoint: the default is openai
+        outcome = repair(daily_momentum_autopsy, auto_approve=True)
     assert outcome["status"] == "promoted", outcome["reason"]
-    assert outcome["version"]["tag"] == "v2"
+    assert outcome["version"]["tag"] == "v2" and outcome["budget"]["calls"] == 3
+    assert [r["messages"][0]["content"].splitlines()[0] for r in server.requests] == [
+        "# Role: Critic", "# Role: Test Author (test genesis, source locked)",
+        "# Role: Coder (logic genesis, tests locked)"]
     settings = get_settings()
     versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
     assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
+    assert versions.metadata("v2")["provider"] == "openai"
     assert {"repair-autopsy", "repair-test-gen-1", "repair-code-patch-1", "repair-cross-validation",
             "repair-outcome"} <= _artifact_keys("repair-")
     events = _promoted_events("paper")
