@@ -98,13 +98,15 @@ class OpenAIBackend:
         response = self.client.chat.completions.create(
             model=self.model, messages=messages, max_tokens=max_tokens, temperature=0, **extra)  # type: ignore[arg-type]
         choice = response.choices[0] if response.choices else None
+        content = (choice.message.content or "") if choice else ""
         usage = response.usage
-        return ChatReply(
-            content=(choice.message.content or "") if choice else "",
-            usage=Usage(prompt_tokens=usage.prompt_tokens if usage else 0,
-                        completion_tokens=usage.completion_tokens if usage else 0),
-            model=response.model or self.model,
-            finish_reason=choice.finish_reason if choice else None)
+        if usage is None:  # some servers omit it; charge an estimate (~4 characters a token), not zero
+            spent = Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4 + 1,
+                          completion_tokens=len(content) // 4 + 1)
+        else:
+            spent = Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+        return ChatReply(content=content, usage=spent, model=response.model or self.model,
+                         finish_reason=choice.finish_reason if choice else None)
 
 
 def is_transient(exc: Exception) -> bool:

@@ -22,6 +22,7 @@ class Scripted:
     prompt_tokens: int = 100
     completion_tokens: int = 50
     headers: dict[str, str] = field(default_factory=dict)
+    with_usage: bool = True
 
 
 class FakeOpenAI:
@@ -70,7 +71,8 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                              "message": {"role": "assistant", "content": reply.content}}],
                 "usage": {"prompt_tokens": reply.prompt_tokens,
                           "completion_tokens": reply.completion_tokens,
-                          "total_tokens": reply.prompt_tokens + reply.completion_tokens}})
+                          "total_tokens": reply.prompt_tokens + reply.completion_tokens}
+                if reply.with_usage else None})
 
         def _send(self, status: int, payload: dict[str, Any],
                   headers: dict[str, str] | None = None) -> None:

@@ -164,3 +164,10 @@ def test_transcript_of_nothing_and_a_garbled_retry_after(server: FakeOpenAI, tmp
     client, sleeps = make_client(server, tmp_path)
     assert client.ask("critic", [{"role": "user", "content": "x"}])
     assert 0.01 <= sleeps[0] < 1.0  # our own backoff, since the hint was unreadable
+
+
+def test_a_server_without_usage_is_charged_an_estimate(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.queue(Scripted(content="y" * 400, with_usage=False))
+    client, _ = make_client(server, tmp_path)
+    client.ask("coder", [{"role": "user", "content": "x" * 800}])
+    assert client.budget.tokens_spent == (800 // 4 + 1) + (400 // 4 + 1)
