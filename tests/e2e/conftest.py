@@ -21,7 +21,6 @@ from oomrl.server import (
     record_pid,
     stack_env,
     start_worker,
-    stop_process,
     up,
 )
 from oomrl.webhook.signing import sign
@@ -111,10 +110,33 @@ class Stack:
         record_pid(self.config.home, "worker", self.pids["worker"])
         return self.pids["worker"]
 
-    def kill_worker(self) -> None:
-        import signal
+    def kill_worker(self) -> list[int]:
+        """SIGKILL the worker and every process under it (its flow runs), like a machine dying."""
+        import psutil
 
-        stop_process(self.pids.pop("worker"), grace_s=0, sig=signal.SIGKILL)
+        worker = psutil.Process(self.pids.pop("worker"))
+        victims = [worker, *worker.children(recursive=True)]
+        for process in victims:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(victims, timeout=10)
+        return [process.pid for process in victims]
+
+    def set_state(self, run_id: str, state_type: str, name: str, message: str = "") -> None:
+        body = {"state": {"type": state_type, "name": name, "message": message}, "force": True}
+        self.api.post(f"/flow_runs/{run_id}/set_state", json=body).raise_for_status()
+
+    def run_deployment(self, full_name: str, parameters: dict[str, Any]) -> str:
+        found = self.deployment(full_name)
+        response = self.api.post(f"/deployments/{found['id']}/create_flow_run",
+                                 json={"parameters": parameters})
+        response.raise_for_status()
+        return str(response.json()["id"])
+
+
+AUTOPSY = REPO / "tests" / "fixtures" / "ops" / "autopsy.json"
 
 
 @pytest.fixture(scope="session")
@@ -142,3 +164,17 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     finally:
         down(home, say=lambda line: print(f"[e2e] {line}"))
         drop()
+
+
+@pytest.fixture(scope="session")
+def completed_repair(stack: Stack) -> dict[str, Any]:
+    """A correctly signed loss alert posted to the webhook, and the `repair` run it started, finished."""
+    import json
+
+    autopsy = json.loads(AUTOPSY.read_text())
+    autopsy["alert_id"] = f"e2e-{secrets.token_hex(6)}"
+    body = json.dumps(autopsy).encode()
+    response = stack.post_signed("/hooks/loss-alert", body)
+    assert response.status_code == 202, response.text
+    run = stack.wait_for(response.json()["flow_run_id"], timeout_s=240)
+    return {"response": response.json(), "run": run, "body": body, "autopsy": autopsy}
