@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel
 
 from oomrl.errors import OomrlError
 from oomrl.market.rules import AShareRules
@@ -240,7 +241,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
            view_class: type = MarketView, membership: pd.DataFrame | None = None) -> ReplayResult:
     """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker."""
     rules = rules or AShareRules()
-    if not isinstance(params, StrategyParams):
+    if not isinstance(params, BaseModel):  # a workspace's Params is its own StrategyParams class
         params = strategy.Params(**(params or {}))
     market = bars_panel if isinstance(bars_panel, MarketFrames) else \
         MarketFrames.build(bars_panel, rules, st_symbols)

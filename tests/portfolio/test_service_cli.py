@@ -139,3 +139,22 @@ def test_cli_refusals_exit_1_with_the_reason(oomrl_home: Path) -> None:
     bad_params = runner.invoke(app, ["replay", "--strategy", "daily_momentum", "--start",
                                      "2024-03-01", "--end", "2024-04-30", "--params", "{x"])
     assert bad_params.exit_code == 1 and "JSON" in bad_params.output
+
+
+def test_replay_of_a_candidate_workspace_uses_its_code(oomrl_home: Path, tmp_path: Path) -> None:
+    import shutil
+
+    seed(oomrl_home)
+    root = tmp_path / "candidate"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "strategies", root / "strategies",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = root / "strategies" / "daily_momentum.py"
+    module.write_text(module.read_text().replace("top_k: int = Field(10", "top_k: int = Field(1"))
+    candidate = run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 3, 29),
+                           workspace=root)
+    bundled = run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 3, 29))
+    def buys_per_day(fills: pd.DataFrame) -> int:
+        return int(fills[fills["side"] == "buy"].groupby("date")["symbol"].nunique().max())
+
+    assert buys_per_day(candidate.fills) == 1  # the candidate's top_k = 1
+    assert buys_per_day(bundled.fills) > 1
