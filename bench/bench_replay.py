@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--peers", nargs="*", default=list(PEERS))
     parser.add_argument("--peer-python", default=sys.executable)
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--all-peers", action="store_true",
+                        help="also run backtrader at N > 1000 (it takes well over 30 minutes)")
     args = parser.parse_args()
     if args.peer:
         print(json.dumps(run_peer(args.peer, args.n[0])))
@@ -209,6 +211,9 @@ def main() -> None:
         print(f"  oomrl full A-share friction   {full:8.3f} s")
         print(f"  oomrl flat fee (like-for-like){flat:8.3f} s")
         for name in args.peers:
+            if name == "backtrader" and n > 1000 and not args.all_peers:
+                print(f"  {name:<30}skipped at N={n} (--all-peers to run it)")
+                continue
             result = peer_subprocess(args.peer_python, name, n, args.timeout)
             if "seconds" not in result:
                 print(f"  {name:<30}{result['status']}")
