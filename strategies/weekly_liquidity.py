@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import ClassVar
 
+import numpy as np
 import pandas as pd
 from pydantic import Field
 
@@ -55,27 +56,28 @@ class WeeklyLiquidity:
         traded = float(change.abs().sum())
         if traded > params.max_weekly_turnover:
             change = change * (params.max_weekly_turnover / traded)
-        target = (current + change).clip(lower=0.0)
-        return {symbol: float(weight) for symbol, weight in target.items() if weight > 0.0}
+        target = np.maximum(current.to_numpy() + change.to_numpy(), 0.0)
+        return {symbol: float(weight) for symbol, weight in zip(symbols, target) if weight > 0.0}
 
 
 def _cap_participation(change: pd.Series, adv: pd.Series, portfolio_value: float,
                        max_participation: float) -> pd.Series:
     """Clip each weight change so its traded value stays within max_participation x ADV."""
     # A name with unknown ADV (no recent trading) is frozen: no trade is the safe reading.
-    limit = (adv.fillna(0.0) * max_participation / max(portfolio_value, 1.0)).clip(lower=0.0)
-    return change.clip(lower=-limit, upper=limit)
+    limit = np.maximum(np.nan_to_num(adv.to_numpy(dtype=float), nan=0.0) * max_participation
+                       / max(portfolio_value, 1.0), 0.0)
+    return pd.Series(np.clip(change.to_numpy(), -limit, limit), index=change.index)
 
 
 def _fit_exposure(change: pd.Series, current: pd.Series, gross: float) -> pd.Series:
     """Shrink the buys so that what stays held after capped or frozen sells plus the buys <= gross."""
-    buys = change.clip(lower=0.0)
-    sells = change.clip(upper=0.0)
-    room = max(gross - float((current + sells).sum()), 0.0)
+    buys = np.maximum(change.to_numpy(), 0.0)
+    sells = np.minimum(change.to_numpy(), 0.0)
+    room = max(gross - float((current.to_numpy() + sells).sum()), 0.0)
     bought = float(buys.sum())
     if bought > room:
         buys = buys * (room / bought)
-    return buys + sells
+    return pd.Series(buys + sells, index=change.index)
 
 
 STRATEGY = WeeklyLiquidity()
