@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from oomrl.data.parts import BAR_KEY, YearPartition, atomic_write, write_parquet
-from oomrl.data.schema import BAR_COLUMNS, MEMBERSHIP_COLUMNS, empty_bars
+from oomrl.data.schema import BAR_COLUMNS, MEMBERSHIP_COLUMNS, NANOS_PER_DAY, empty_bars
 from oomrl.data.validation import validate_bars, validate_index, validate_membership
 from oomrl.errors import DataValidationError
 
@@ -31,6 +31,34 @@ def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
     return DataValidationError(
         f"refusing to store {what}: {len(quarantined)} row(s) fail validation, e.g. {label}: {first['reason']}"
     )
+
+
+def _scatter(long: pd.DataFrame, field: str) -> pd.DataFrame:
+    """Long (date, symbol, field) rows into a dense (date x symbol) frame with O(n) integer indexing.
+
+    Far cheaper than DataFrame.pivot or sorting factorizations on millions of rows: dates become day
+    offsets, symbols keep their dictionary codes, and only the few distinct values are sorted.
+    """
+    if long.empty:
+        return pd.DataFrame(index=pd.DatetimeIndex([], name="date"), columns=pd.Index([], name="symbol"),
+                            dtype="float64")
+    symbol = long["symbol"].astype("category")
+    names = np.asarray(symbol.cat.categories, dtype=object)
+    codes = symbol.cat.codes.to_numpy()
+    used = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+    ordered = used[np.argsort(names[used])]
+    column_of = np.full(len(names), -1)
+    column_of[ordered] = np.arange(len(ordered))
+    day = long["date"].to_numpy().view("int64") // NANOS_PER_DAY
+    offset = day - day.min()
+    present = np.zeros(int(offset.max()) + 1, dtype=bool)
+    present[offset] = True
+    row_of = np.cumsum(present) - 1
+    grid = np.full((int(present.sum()), len(ordered)), np.nan)
+    grid[row_of[offset], column_of[codes]] = long[field].to_numpy(dtype=np.float64)
+    dates = pd.to_datetime((np.flatnonzero(present) + day.min()) * NANOS_PER_DAY)
+    return pd.DataFrame(grid, index=pd.DatetimeIndex(dates, name="date"),
+                        columns=pd.Index(names[ordered], name="symbol"))
 
 
 class MarketStore:
@@ -110,7 +138,8 @@ class MarketStore:
                   for path in self.bar_files(lo, hi)]
         if not tables:
             return empty_bars()[list(columns)]
-        return pa.concat_tables(tables).to_pandas()
+        table = pa.concat_tables(tables)
+        return (table.unify_dictionaries() if categorical else table).to_pandas()
 
     def read_bars(self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None) -> pd.DataFrame:
         """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by date, symbol."""
@@ -124,15 +153,7 @@ class MarketStore:
         if field not in BAR_COLUMNS or field in ("date", "symbol", "adjustment"):
             raise ValueError(f"read_panel needs a numeric bar field, not {field!r}")
         long = self._read_bar_columns(["date", "symbol", field], start, end, symbols, categorical=True)
-        # Scatter into a dense array: far cheaper than DataFrame.pivot on millions of rows.
-        date_codes, dates = pd.factorize(long["date"], sort=True)
-        symbol = long["symbol"].astype("category").cat.remove_unused_categories()
-        symbol = symbol.cat.reorder_categories(sorted(symbol.cat.categories))
-        sym_codes, syms = symbol.cat.codes.to_numpy(), symbol.cat.categories
-        grid = np.full((len(dates), len(syms)), np.nan)
-        grid[date_codes, sym_codes] = long[field].to_numpy(dtype=np.float64)
-        index = pd.DatetimeIndex(dates, name="date")
-        return pd.DataFrame(grid, index=index, columns=pd.Index(syms, name="symbol"))
+        return _scatter(long, field)
 
     def symbols(self) -> list[str]:
         """Every symbol with at least one stored bar."""

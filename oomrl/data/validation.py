@@ -75,6 +75,8 @@ class _Reasons:
             self.parts.setdefault(int(row), []).append(f"{rule}: {text}" if text else rule)
 
     def split(self, frame: pd.DataFrame) -> ValidationResult:
+        if not self.any.any():  # the common case: no copies of a clean batch
+            return ValidationResult(valid=frame, quarantined=frame.iloc[:0].assign(reason=pd.Series(dtype=object)))
         bad = frame.loc[self.any].copy()
         bad["reason"] = ["; ".join(self.parts[i]) for i in np.flatnonzero(self.any)]
         return ValidationResult(valid=frame.loc[~self.any].reset_index(drop=True),
@@ -111,7 +113,8 @@ def _limit_breaches(frame: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray
     The previous close is prev_close_raw when the source gave one, else the previous bar's close of
     the same symbol (same adjustment basis, so returns and hence limit moves are preserved).
     """
-    ordered = frame.loc[usable].sort_values(["symbol", "date"], kind="mergesort")
+    needed = ["symbol", "date", "close", "high", "low", "prev_close_raw"]
+    ordered = frame.loc[usable, needed].sort_values(["symbol", "date"], kind="mergesort")
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
     prev = ordered["prev_close_raw"].where(ordered["prev_close_raw"].notna(), previous)
     pct = _limit_pct(ordered["symbol"])
