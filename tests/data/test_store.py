@@ -126,7 +126,7 @@ def test_new_days_add_parts_and_many_parts_compact(tmp_path: Path, bars: BarsFac
     store.write_bars(full.iloc[:4])
     first_part = year.parts()[0].file
     store.write_bars(full.iloc[4:8])  # a later day: the stored part is not rewritten
-    assert [p.file for p in year.parts()][0] == first_part and len(year.parts()) == 2
+    assert year.parts()[0].file == first_part and len(year.parts()) == 2
     monkeypatch.setattr(parts, "MAX_PARTS", 2)
     store.write_bars(full.iloc[8:12])
     assert len(year.parts()) == 1 and year.parts()[0].rows == 12
