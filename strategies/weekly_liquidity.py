@@ -12,6 +12,10 @@ from pydantic import Field
 
 from .base import MarketView, StrategyParams, equal_weights, iso_week, momentum
 
+# Targets use 97 % of each cap: prices move between the decision close and the fill, and the
+# realized turnover and ADV participation must still meet the mandate.
+FILL_SLACK = 0.97
+
 
 class WeeklyLiquidityParams(StrategyParams):
     """Knobs of the mature strategy; the last two are the mandate's machine-checkable constraints."""
@@ -51,11 +55,12 @@ class WeeklyLiquidity:
         current = current.reindex(symbols, fill_value=0.0)
         change = ideal.reindex(symbols, fill_value=0.0) - current
         change = _cap_participation(change, adv.reindex(symbols), view.portfolio_value,
-                                    params.max_adv_participation)
+                                    params.max_adv_participation * FILL_SLACK)
         change = _fit_exposure(change, current, params.gross_exposure)
         traded = float(change.abs().sum())
-        if traded > params.max_weekly_turnover:
-            change = change * (params.max_weekly_turnover / traded)
+        budget = params.max_weekly_turnover * FILL_SLACK
+        if traded > budget:
+            change = change * (budget / traded)
         target = np.maximum(current.to_numpy() + change.to_numpy(), 0.0)
         return {symbol: float(weight) for symbol, weight in zip(symbols, target) if weight > 0.0}
 

@@ -10,7 +10,7 @@ import pytest
 
 from strategies.base import MarketView, check_weights
 from strategies.daily_momentum import DailyMomentumParams
-from strategies.weekly_liquidity import STRATEGY, WeeklyLiquidityParams
+from strategies.weekly_liquidity import FILL_SLACK, STRATEGY, WeeklyLiquidityParams
 
 
 def market(rates: dict[str, float], values: dict[str, float], days: int = 30) -> dict[str, pd.DataFrame]:
@@ -51,15 +51,17 @@ def test_participation_cap_limits_each_trade_to_a_share_of_adv() -> None:
     view = MarketView(panels, panels["close"].index[-1], portfolio_value=1e9)
     weights = STRATEGY.target_weights(view, {}, loose(max_adv_participation=0.05))
     # 5 % of 2e8 is 1e7 CNY, 1 % of a 1e9 book; B's cap (5e7, 5 %) also binds below 50 %.
-    assert weights["A"] == pytest.approx(0.01)
-    assert weights["B"] == pytest.approx(0.05)
+    # Targets keep 3 % slack under each cap for price moves before the fill.
+    assert FILL_SLACK == 0.97
+    assert weights["A"] == pytest.approx(0.01 * 0.97)
+    assert weights["B"] == pytest.approx(0.05 * 0.97)
 
 
 def test_participation_cap_also_slows_down_selling() -> None:
     panels = market({"A": 0.02, "B": 0.01, "OLD": -0.02}, {"A": 1e9, "B": 1e9, "OLD": 2e8})
     view = MarketView(panels, panels["close"].index[-1], portfolio_value=1e9)
     weights = STRATEGY.target_weights(view, {"OLD": 0.3}, loose(max_adv_participation=0.05))
-    assert weights["OLD"] == pytest.approx(0.29)  # only 1e7 of OLD may be sold this week
+    assert weights["OLD"] == pytest.approx(0.3 - 0.01 * 0.97)  # about 1e7 of OLD may be sold
 
 
 def test_turnover_budget_scales_the_whole_trade() -> None:
@@ -67,9 +69,9 @@ def test_turnover_budget_scales_the_whole_trade() -> None:
     view = MarketView(panels, panels["close"].index[-1], portfolio_value=1e7)
     weights = STRATEGY.target_weights(view, {"OLD": 1.0}, loose(max_weekly_turnover=0.3))
     assert sum(abs(weights.get(s, 0.0) - w) for s, w in {"OLD": 1.0, "A": 0.0, "B": 0.0}.items()) \
-        == pytest.approx(0.3)
-    assert weights["OLD"] == pytest.approx(0.85)
-    assert weights["A"] == pytest.approx(0.075)
+        == pytest.approx(0.3 * 0.97)
+    assert weights["OLD"] == pytest.approx(1 - 0.291 / 2)  # the 2.0 of wanted trades scaled to 0.291
+    assert weights["A"] == pytest.approx(0.5 * 0.291 / 2)
     assert check_weights(weights) == weights
 
 
@@ -93,9 +95,9 @@ def test_buys_never_push_the_book_past_gross_exposure_when_sells_are_capped() ->
     view = MarketView(panels, panels["close"].index[-1], portfolio_value=1e9)
     weights = STRATEGY.target_weights(view, {"OLD": 0.9}, loose(max_adv_participation=0.05,
                                                                 gross_exposure=0.95))
-    assert weights["OLD"] == pytest.approx(0.89)  # only 1 % of the book may be sold
+    assert weights["OLD"] == pytest.approx(0.9 - 0.0097)  # only ~1 % of the book may be sold
     assert sum(weights.values()) == pytest.approx(0.95)
-    assert weights["A"] == pytest.approx(weights["B"]) == pytest.approx(0.03)
+    assert weights["A"] == pytest.approx(weights["B"]) == pytest.approx((0.95 - 0.8903) / 2)
     assert check_weights(weights) == weights
 
 
