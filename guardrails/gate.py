@@ -53,11 +53,7 @@ Path(sys.argv[4]).write_text(json.dumps({
 
 
 def _py_files(root: Path, trees: list[str]) -> list[Path]:
-    files: list[Path] = []
-    for tree in trees:
-        base = root / tree
-        files += sorted(base.rglob("*.py")) if base.is_dir() else [base] if base.exists() else []
-    return files
+    return [path for tree in trees for path in sorted((root / tree).rglob("*.py"))]
 
 
 class GateRun:

@@ -53,36 +53,43 @@ def readonly_plan(mountinfo: str, writable: list[str]) -> list[tuple[str, int]]:
     return plan
 
 
-def _mount(libc: Any, source: str, target: str, fstype: str | None, flags: int,
-           data: str | None = None) -> None:
-    code = libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
-                      ctypes.c_ulong(flags), data.encode() if data else None)
-    if code != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
+MountOp = tuple[str, str, "str | None", int, "str | None"]  # source, target, fstype, flags, data
 
 
-def _bind_readonly(libc: Any, path: str, flags: int = 0) -> None:
-    _mount(libc, path, path, None, MS_BIND)
-    _mount(libc, path, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+def _bind_readonly(path: str, flags: int = 0) -> list[MountOp]:
+    return [(path, path, None, MS_BIND, None),
+            (path, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags, None)]
+
+
+def mount_plan(spec: dict[str, Any], mountinfo: str) -> list[MountOp]:
+    """Every mount(2) call, in order: writable binds, read-only remounts, hidden, locked trees."""
+    writable = [os.path.realpath(p) for p in spec["rw"]]
+    ops: list[MountOp] = [(path, path, None, MS_BIND, None) for path in writable]
+    ops += [(point, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags, None)
+            for point, flags in readonly_plan(mountinfo, writable)]
+    ops += _bind_readonly("/proc/sys")
+    ops += [("none", os.path.realpath(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+             "size=4k,mode=0555") for path in spec["hide"]]
+    for path in spec["ro"]:
+        ops += _bind_readonly(os.path.realpath(path))
+    return ops
+
+
+def run_mounts(libc: Any, ops: list[MountOp]) -> None:
+    """Perform the mount calls; the first failure raises OSError naming the mount."""
+    for source, target, fstype, flags, data in ops:
+        code = libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
+                          ctypes.c_ulong(flags), data.encode() if data else None)
+        if code != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
 
 
 def lock_filesystem(spec: dict[str, Any]) -> None:
     """Apply the spec's mounts in this (new) mount namespace."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    writable = [os.path.realpath(p) for p in spec["rw"]]
-    for path in writable:
-        _mount(libc, path, path, None, MS_BIND)
     with open("/proc/self/mountinfo", encoding="utf-8") as handle:
-        plan = readonly_plan(handle.read(), writable)
-    for point, flags in plan:
-        _mount(libc, point, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
-    _bind_readonly(libc, "/proc/sys")
-    for path in spec["hide"]:
-        _mount(libc, "none", os.path.realpath(path), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-               "size=4k,mode=0555")
-    for path in spec["ro"]:
-        _bind_readonly(libc, os.path.realpath(path))
+        ops = mount_plan(spec, handle.read())
+    run_mounts(ctypes.CDLL(None, use_errno=True), ops)
 
 
 def main() -> None:

@@ -147,7 +147,10 @@ def _pytest_args(dirs: GateDirs, request: SuiteRequest) -> list[str]:
             "--confcutdir", commonpath([str(p) for p in folders]), "-p", "no:cacheprovider",
             "-q", "--basetemp", str(dirs.tmp / f"basetemp-{request.tag}"),
             "--junitxml", str(dirs.results / f"junit-{request.tag}.xml"),
-            *request.extra_args, *(request.select or [str(p) for p in existing])]
+            *request.extra_args,
+            # no test folder at all: name the missing one so pytest fails loudly, never collecting
+            # from the workspace root instead
+            *(request.select or [str(p) for p in existing] or [str(request.targets[0])])]
 
 
 def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s: float,

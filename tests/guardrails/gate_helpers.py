@@ -11,6 +11,8 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MOMENTUM = "strategies/momentum.py"
+# Workspaces handed to the gate, with their digest when created (see `check_created_untouched`).
+CREATED: dict[Path, str] = {}
 
 
 def tree_digest(root: Path) -> str:
@@ -43,7 +45,18 @@ def make_workspace(tmp_path: Path, base: str = "honest", guard_extra: str = "",
     text = pyproject.read_text(encoding="utf-8")
     pyproject.write_text(text.replace("coverage_min = 95\n", "coverage_min = 95\n" + guard_extra, 1),
                          encoding="utf-8")
+    CREATED[target] = tree_digest(target)
     return target
+
+
+@contextmanager
+def created_workspaces_untouched() -> Iterator[None]:
+    """Every workspace made by `make_workspace` inside the block is unchanged at its end."""
+    CREATED.clear()
+    yield
+    changed = [path for path, digest in CREATED.items() if tree_digest(path) != digest]
+    CREATED.clear()
+    assert not changed, f"the gate modified {changed}"
 
 
 def diff_for(workspace: Path, changes: dict[str, str | None]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,14 @@ from guardrails import cli
 from guardrails.gate import run_gate
 from guardrails.rolock import NamespaceLock
 from guardrails.workspace import GateSetupError, load_contract
-from tests.guardrails.gate_helpers import MOMENTUM, diff_for, make_workspace, unchanged
+from tests.guardrails.gate_helpers import (
+    CORPUS,
+    MOMENTUM,
+    created_workspaces_untouched,
+    diff_for,
+    make_workspace,
+    unchanged,
+)
 
 needs_namespace = pytest.mark.skipif(NamespaceLock.available() is not None,
                                      reason="needs root and util-linux unshare")
@@ -22,6 +30,13 @@ TAMPER = '''from pathlib import Path
 _TEST = Path(__file__).resolve().parent.parent / "tests" / "test_smoke.py"
 _TEST.write_text("def test_single_asset_gets_full_weight():\\n    pass\\n")
 '''
+
+
+@pytest.fixture(autouse=True)
+def _workspaces_untouched() -> Iterator[None]:
+    """The gate never modifies what it is given: every workspace and the corpus are hashed."""
+    with created_workspaces_untouched(), unchanged(CORPUS):
+        yield
 
 
 def _tampering_patch(ws: Path) -> str:

@@ -245,3 +245,45 @@ def test_docker_backend_kills_a_container_that_overruns(tmp_path: Path) -> None:
     result = DockerLock(client).run(["sleep", "9"], cwd=tmp_path, env={}, rw=[], ro=[], hide=[],
                                     timeout_s=1, memory_mb=512, spec_dir=tmp_path)
     assert result.timed_out and client.container.killed and client.container.removed
+
+
+def test_mount_plan_orders_binds_remounts_hides_and_locks(tmp_path: Path) -> None:
+    info = ("22 1 8:1 / / rw,relatime - ext4 /dev/vda rw\n"
+            "23 22 0:5 / /proc rw - proc proc rw\n")
+    spec = {"rw": [str(tmp_path / "results")], "hide": [str(tmp_path / "held")],
+            "ro": [str(tmp_path / "ws" / "tests")]}
+    ops = nsexec.mount_plan(spec, info)
+    ro = nsexec.MS_BIND | nsexec.MS_REMOUNT | nsexec.MS_RDONLY
+    assert ops == [
+        (str(tmp_path / "results"), str(tmp_path / "results"), None, nsexec.MS_BIND, None),
+        ("/", "/", None, ro | nsexec.MS_RELATIME, None),
+        ("/proc/sys", "/proc/sys", None, nsexec.MS_BIND, None),
+        ("/proc/sys", "/proc/sys", None, ro, None),
+        ("none", str(tmp_path / "held"), "tmpfs", nsexec.MS_RDONLY | nsexec.MS_NOSUID
+         | nsexec.MS_NODEV, "size=4k,mode=0555"),
+        (str(tmp_path / "ws" / "tests"), str(tmp_path / "ws" / "tests"), None, nsexec.MS_BIND,
+         None),
+        (str(tmp_path / "ws" / "tests"), str(tmp_path / "ws" / "tests"), None, ro, None)]
+
+
+class _Libc:
+    """Records mount(2) calls; fails the one named in `fail_on` (no mount happens in-process)."""
+
+    def __init__(self, fail_on: str = "") -> None:
+        self.calls: list[tuple[bytes, bytes, bytes | None, int, bytes | None]] = []
+        self.fail_on = fail_on
+
+    def mount(self, source: bytes, target: bytes, fstype: bytes | None, flags: Any,
+              data: bytes | None) -> int:
+        self.calls.append((source, target, fstype, flags.value, data))
+        return -1 if target.decode() == self.fail_on else 0
+
+
+def test_run_mounts_passes_flags_and_stops_at_the_first_failure() -> None:
+    libc = _Libc(fail_on="/b")
+    ops = [("/a", "/a", None, nsexec.MS_BIND, None), ("none", "/b", "tmpfs", 1, "size=4k"),
+           ("/c", "/c", None, nsexec.MS_BIND, None)]
+    with pytest.raises(OSError, match="mount none on /b"):
+        nsexec.run_mounts(libc, ops)
+    assert libc.calls == [(b"/a", b"/a", None, nsexec.MS_BIND, None),
+                          (b"none", b"/b", b"tmpfs", 1, b"size=4k")]

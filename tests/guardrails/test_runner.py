@@ -254,3 +254,37 @@ def test_clean_env_is_minimal_and_disables_plugin_autoload(dirs: GateDirs) -> No
     assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1" and env["PYTHONNOUSERSITE"] == "1"
     assert env["HOME"].startswith(str(dirs.tmp)) and (dirs.tmp / "home").is_dir()
     assert not any(key.startswith(("COV", "OOMRL", "PREFECT")) for key in env)
+
+
+def test_a_missing_test_folder_fails_loudly(tmp_path: Path, dirs: GateDirs) -> None:
+    ws = make_workspace(tmp_path)
+    _prepare(dirs, ws, ["strategies"])
+    request = SuiteRequest(rootdir=dirs.ws, targets=[dirs.ws / "no_tests"], paths=[dirs.ws],
+                           tag="m")
+    suite = run_suite(HashOnlyLock(), dirs, request, timeout_s=120, memory_mb=2048)
+    assert suite.collected == []
+    assert "run.pytest_error" in [p.rule for p in suite.problems]
+    assert "no_tests" in " ".join(p.message for p in suite.problems)
+
+
+def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path) -> None:
+    import json
+
+    from guardrails import childrun
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_one.py").write_text("def test_one():\n    assert 2 * 2 == 4\n")
+    results = tmp_path / "results.json"
+    spec = {"paths": [str(tmp_path)], "workspace": str(tmp_path), "order": "forward",
+            "results": str(results), "coverage": None,
+            "args": ["-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path),
+                     str(tmp_path / "tests")]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    path_before = list(sys.path)
+    try:
+        assert childrun.main(str(tmp_path / "spec.json")) == 0
+    finally:
+        sys.path[:] = path_before
+    recorded = json.loads(results.read_text())
+    assert recorded["finished"] and recorded["collected"] == ["tests/test_one.py::test_one"]
+    assert recorded["outcomes"]["tests/test_one.py::test_one"]["outcome"] == "passed"
