@@ -30,7 +30,8 @@ def print_report(report: IngestReport, console: Console, store: MarketStore) -> 
             if stored.get("last_date") is not None else "")
     console.print(f"  store now: {stored.get('rows', 0)} bars, {stored.get('symbols', 0)} symbols{span}")
     quarantined = len(report.quarantined) + len(report.index_quarantined)
-    console.print(f"  quarantined: {quarantined} rows {summary['quarantine_reasons'] or ''}")
+    reasons = ", ".join(f"{rule} {count}" for rule, count in summary["quarantine_reasons"].items())
+    console.print(f"  quarantined: {quarantined} rows" + (f" ({reasons})" if reasons else ""))
     if len(report.quarantined):
         table = Table("date", "symbol", "reason", title="quarantined bars (not stored)")
         for row in report.quarantined.head(SHOWN_QUARANTINE_ROWS).itertuples():
