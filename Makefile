@@ -36,9 +36,17 @@ server: venv
 server-down: venv
 	$(VENV)/bin/oomrl server down
 
-bench: venv
-	$(PY) -m pip install -q -r bench/requirements.txt
-	for script in bench/bench_*.py; do $(PY) $$script || exit 1; done
+# Peers (vectorbt, bt, backtrader) live in their own venv, never in the project's.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: bench/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install -q -r bench/requirements.txt
+	touch $@
+
+bench: venv $(BENCH_VENV)/.installed
+	$(PY) bench/bench_ingest.py
+	$(PY) bench/bench_gate.py
+	$(PY) bench/bench_replay.py --peer-python $(BENCH_VENV)/bin/python
 
 lint: venv
 	$(PY) -m ruff check oomrl guardrails strategies flows tasks tests bench
