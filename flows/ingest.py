@@ -7,7 +7,11 @@ from typing import Any
 
 import pandas as pd
 from prefect import flow, get_run_logger, unmapped
-from prefect.artifacts import create_progress_artifact, create_table_artifact, update_progress_artifact
+from prefect.artifacts import (
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
 from prefect.tasks import exponential_backoff
 
 from oomrl.config import get_settings
@@ -66,9 +70,10 @@ def ingest_market_data(
     report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
     progress = create_progress_artifact(0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}")
 
+    backoff = exponential_backoff(backoff_seconds)
     try:
-        report.index_rows, report.membership_rows, report.index_quarantined = load_reference_data(
-            source, lo, hi, root)
+        report.index_rows, report.membership_rows, report.index_quarantined = load_reference_data.with_options(
+            retry_delay_seconds=backoff)(source, lo, hi, root)
     except SourceUnavailableError as exc:
         report = domain.fall_back_to_store(report, store, exc)
         logger.warning("source %s unreachable; using the stored data, which is stale: %s", source, report.stale_reason)
@@ -77,7 +82,7 @@ def ingest_market_data(
         return report.summary()
 
     report.symbols = domain.resolve_universe(universe, source_for(source), store, lo, hi)
-    fetch = fetch_symbol_bars.with_options(retry_delay_seconds=exponential_backoff(backoff_seconds))
+    fetch = fetch_symbol_bars.with_options(retry_delay_seconds=backoff)
     quarantined: list[pd.DataFrame] = []
     for first in range(0, len(report.symbols), batch_symbols):
         symbols = report.symbols[first:first + batch_symbols]
