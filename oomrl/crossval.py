@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import inspect
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from oomrl.market.rules import AShareRules
 from oomrl.metrics.io import align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
 from oomrl.portfolio.loader import load_strategy
-from oomrl.portfolio.market import panels_from_bars
+from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.replay import ReplayResult, replay
+from oomrl.portfolio.service import membership
 
 # Fills happen at other prices than the decision close and in 100-share lots, so measured
 # participation and turnover may exceed the strategy's own caps a little; this relative slack is
@@ -156,20 +158,23 @@ def window_for(store: MarketStore, as_of: date | None, sessions: int) -> tuple[d
 
 def cross_validate(candidate_root: Path, active_root: Path, strategy: str, constraints: Constraints,
                    store: MarketStore, start: date, end: date, *, candidate_sha: str = "candidate",
-                   active_sha: str = "active", ir_tolerance: float = 0.25,
+                   active_sha: str = "active", ir_tolerance: float = 0.5,
                    rules: AShareRules | None = None, initial_cash: float = 10_000_000.0
                    ) -> CrossValidation:
     """Replay both versions over [start, end] with the paper broker and judge the candidate."""
-    bars = store.read_bars(start - timedelta(days=HISTORY_DAYS), end)
-    panels = panels_from_bars(bars)
+    panels = load_panels(store, end, history_days=(end - start).days + HISTORY_DAYS)
+    universe = membership(store)  # point-in-time CSI 300 members, as `oomrl replay` uses them
     benchmark = returns_from_levels(store.read_index("000300")).rename("benchmark")
     rebalance = constraints.rebalance or "daily"
     rows = []
     for label, root, sha in (("active", active_root, active_sha),
                              ("candidate", candidate_root, candidate_sha)):
         loaded = load_strategy(root, strategy)
+        # A workspace from before point-in-time membership has a MarketView without `members`.
+        knows_members = "members" in inspect.signature(loaded.view_class).parameters
         result = replay(loaded.strategy, None, panels, start, end, rules=rules,  # type: ignore[arg-type]
-                        initial_cash=initial_cash, version=sha, view_class=loaded.view_class)
+                        initial_cash=initial_cash, version=sha, view_class=loaded.view_class,
+                        membership=universe if knows_members else None)
         rows.append(measure(result, label, sha, benchmark, rebalance))
     active, candidate = rows
     return CrossValidation(start=start, end=end, rows=rows,

@@ -35,6 +35,7 @@ from oomrl.config import Settings
 from oomrl.crossval import CrossValidation, cross_validate, window_for
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
+from oomrl.repair_inputs import as_of_of, complete_autopsy, load_autopsy
 from oomrl.versions import StrategyVersions, VersionInfo
 
 STEPS = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion")
@@ -288,9 +289,11 @@ def run_inline(step: str, function: Callable[..., Any], *args: Any) -> Any:
 def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
                run_step: StepRunner = run_inline) -> RepairOutcome:
     """The whole repair; any failure leaves the workspace and the active version as they were."""
-    write_json(ctx.run_dir / "autopsy.json", autopsy)
     step, mandate = "critic", None
     try:
+        if ctx.versions.ledger is not None:
+            autopsy = complete_autopsy(autopsy, ctx.versions.ledger)
+        write_json(ctx.run_dir / "autopsy.json", autopsy)
         mandate = run_step(step, critique, ctx, autopsy)
         step = "approval"
         decision = approve(mandate)
@@ -339,32 +342,6 @@ def finish(ctx: RepairContext, status: str, step: str | None, reason: str, manda
     return outcome
 
 
-def load_autopsy(data: Any) -> dict[str, Any]:
-    """A validated autopsy as JSON data: the full Autopsy model, or at least an account and a module."""
-    from pydantic import ValidationError
-
-    from oomrl.diagnostics.autopsy import Autopsy
-
-    if not isinstance(data, dict):
-        raise OomrlError(f"an autopsy must be a JSON object, got {type(data).__name__}")
-    try:
-        return Autopsy.model_validate(data).model_dump(mode="json")
-    except ValidationError as exc:
-        module = (data.get("diagnostics") or {}).get("module") if isinstance(
-            data.get("diagnostics"), dict) else None
-        if data.get("account") and isinstance(module, str) and module.startswith("strategies."):
-            return data  # a partial autopsy (e.g. from an external alert): enough to repair
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                             for e in exc.errors()[:5])
-        raise OomrlError(f"invalid autopsy: {problems}") from exc
-
-
-def as_of_of(autopsy: dict[str, Any]) -> date | None:
-    """The autopsy's as-of date, when it has one."""
-    value = autopsy.get("as_of")
-    return date.fromisoformat(str(value)) if value else None
-
-
 # -- wiring --------------------------------------------------------------------------------------------
 def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash: float) -> CrossValidator:
     """Cross-validation by replay on stored data over the sessions up to the autopsy's date."""
@@ -406,3 +383,7 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
         account=account or str(autopsy.get("account") or settings.account), gate=gate or run_gate,
         cross_validator=replay_cross_validator(store, as_of_of(autopsy), settings.initial_cash),
         agent=agent, lock=lock)
+
+
+__all__ = ["Decision", "RepairContext", "RepairOutcome", "as_of_of", "complete_autopsy",
+           "load_autopsy", "open_context", "run_repair"]

@@ -25,7 +25,10 @@ class AgentSettings(BaseSettings):
     max_output_tokens: int = 8_000
     json_mode: bool = True
     attempts: int = 3
-    ir_tolerance: float = 0.25
+    # An annualized IR measured over n sessions has a standard error of about sqrt(252 / n): 1.45
+    # over the default 120. A tolerance of 0.5 (a third of that) rejects clearly worse candidates
+    # without rejecting on noise.
+    ir_tolerance: float = 0.5
     cross_validation_days: int = 120
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+from datetime import date
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -92,3 +96,25 @@ def test_measure_reads_turnover_participation_and_schedule_from_a_replay() -> No
     empty = measure(ReplayResult("s", nav.assign(turnover=0.0), pd.DataFrame(), pd.DataFrame(), 1e7),
                     "active", "x", bench, "weekly")
     assert (empty.rebalances, empty.max_rebalances_per_period, empty.max_adv_participation) == (0, 0, 0.0)
+
+
+def test_cross_validate_replays_both_versions_even_from_an_older_workspace(
+        repair_home: Path, tmp_path: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.crossval import cross_validate, window_for
+    from oomrl.data.sample import ensure_sample
+    from oomrl.versions import repo_root
+
+    old = tmp_path / "old"
+    shutil.copytree(repo_root() / "strategies", old / "strategies")
+    base = old / "strategies" / "base.py"
+    signature = "portfolio_value: float = 1.0, members: Iterable[str] | None = None) -> None:"
+    assert signature in base.read_text()
+    base.write_text(base.read_text().replace(  # a MarketView from before point-in-time membership
+        signature, "portfolio_value: float = 1.0) -> None:\n        members = None"))
+    store = ensure_sample(get_settings())
+    start, end = window_for(store, date(2024, 7, 15), 20)
+    result = cross_validate(repo_root(), old, "weekly_liquidity", WEEKLY, store, start, end)
+    assert [row.version for row in result.rows] == ["active", "candidate"]
+    assert all(row.trading_days == 20 for row in result.rows)
+    assert result.rows[1].max_rebalances_per_period == 1 and result.passed
