@@ -12,10 +12,10 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from oomrl.data.schema import BAR_COLUMNS, SHARES_PER_LOT, with_prev_close  # noqa: E402
-from oomrl.data.validation import validate_bars, validate_index  # noqa: E402
-from oomrl.market.boards import to_symbol  # noqa: E402
-from oomrl.market.universe import membership_from_changes  # noqa: E402
+from oomrl.data.schema import BAR_COLUMNS, SHARES_PER_LOT, with_prev_close
+from oomrl.data.validation import validate_bars, validate_index
+from oomrl.market.boards import to_symbol
+from oomrl.market.universe import membership_from_changes
 
 SAMPLE_END = pd.Timestamp("2026-02-27")  # last session of the paper's study window
 BARS_START = pd.Timestamp("2019-01-01")  # main-board history for look-backs; ChiNext/STAR start 2024-01-02
