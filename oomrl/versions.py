@@ -77,10 +77,13 @@ class StrategyVersions:
         env = {**os.environ, "GIT_AUTHOR_NAME": self.author[0], "GIT_AUTHOR_EMAIL": self.author[1],
                "GIT_COMMITTER_NAME": self.author[0], "GIT_COMMITTER_EMAIL": self.author[1],
                "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
-        done = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false",
-                               "-c", "init.defaultBranch=main", *args],
-                              cwd=cwd or self.workspace, env=env, input=input_bytes,
-                              capture_output=True, check=False)
+        try:
+            done = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false",
+                                   "-c", "init.defaultBranch=main", *args],
+                                  cwd=cwd or self.workspace, env=env, input=input_bytes,
+                                  capture_output=True, check=False)
+        except FileNotFoundError as exc:
+            raise VersionError(f"cannot run git ({exc}); strategy versions need git on PATH") from exc
         if done.returncode != 0:
             raise VersionError(f"git {' '.join(args)} failed: "
                                f"{done.stderr.decode(errors='replace').strip()}")

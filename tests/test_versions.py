@@ -142,3 +142,24 @@ def test_nothing_to_commit_changes_nothing(versions: StrategyVersions, tmp_path:
     with pytest.raises(VersionError, match="commit"):
         versions.promote(clone, "No change", {}, "acct", "alpha")
     assert [v.tag for v in versions.list()] == ["v1"]
+
+
+def test_rollback_refuses_an_untagged_active_commit(versions: StrategyVersions, tmp_path: Path) -> None:
+    clone = versions.clone_to(tmp_path / "two-commits")
+    (clone / "tests" / "strategies" / "test_more.py").write_text("def test_more():\n    assert 2 > 1\n")
+    versions.git("add", "-A", cwd=clone)
+    versions.git("commit", "-q", "-m", "Tests first", cwd=clone)
+    (clone / "strategies" / "alpha.py").write_text("def weight() -> float:\n    return 0.1\n")
+    versions.promote(clone, "Repair", {}, "acct", "alpha")
+    versions.activate("v2~1", "acct", "alpha")  # the tests-first commit carries no tag
+    with pytest.raises(VersionError, match="is not a tagged version"):
+        versions.rollback("acct")
+
+
+def test_a_failed_init_leaves_no_workspace_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = make_bundle(tmp_path / "bundle")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    store = StrategyVersions(tmp_path / "home" / "workspace")
+    with pytest.raises(VersionError, match="need git on PATH"):
+        store.init(bundle)
+    assert list((tmp_path / "home").iterdir()) == []
