@@ -20,8 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from guardrails.gate import run_gate  # noqa: E402
-from guardrails.sanitizer import scan_source  # noqa: E402
+from guardrails.gate import run_gate
+from guardrails.sanitizer import scan_source
 
 GUARD = "[tool.oomrl.guard]\nsource = [\"{source}\"]\ntests = [\"{tests}\"]\ncoverage_min = 95\n"
 MODULE_FUNCTIONS = 12  # each generated function is 8 lines with two branches
@@ -76,7 +76,7 @@ def generated_workspace(root: Path, lines: int = 8000) -> Path:
 
 def comment_patch(ws: Path, source: str) -> str:
     """A benign patch: one comment line appended to the first source module."""
-    target = sorted((ws / source).glob("*.py"))[-1]
+    target = max((ws / source).glob("*.py"))
     rel = target.relative_to(ws).as_posix()
     lines = target.read_text().splitlines()
     start = max(1, len(lines) - 2)

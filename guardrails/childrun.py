@@ -19,9 +19,9 @@ from typing import Any
 if __name__ == "__main__":  # started with -S: the interpreter's site folders come from the spec
     sys.path.extend(json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))["site"])
 
-import coverage  # noqa: E402  (imported before any workspace path is on sys.path)
-import pytest  # noqa: E402
-from _pytest.reports import TestReport  # noqa: E402
+import coverage
+import pytest
+from _pytest.reports import TestReport
 
 
 def _meta_path_modules() -> list[str]:

@@ -34,9 +34,9 @@ def render(verdict: Verdict) -> str:
     """A human-readable verdict: decision, counts, then one line per violation."""
     head = "ACCEPTED" if verdict.accepted else "REJECTED"
     lines = [f"{head} ({verdict.phase}, lock {verdict.locks.backend}, {verdict.duration_s:.1f} s)",
-             f"tests: {verdict.tests.collected} collected, {verdict.tests.passed} passed, "
-             f"{verdict.tests.failed} failed; branch coverage {verdict.coverage.percent:.2f} % "
-             f"(min {verdict.coverage.min:g} %)"]
+             (f"tests: {verdict.tests.collected} collected, {verdict.tests.passed} passed, "
+              f"{verdict.tests.failed} failed; branch coverage {verdict.coverage.percent:.2f} % "
+              f"(min {verdict.coverage.min:g} %)")]
     for v in verdict.violations:
         where = f"{v.path}:{v.line}" if v.path and v.line else (v.path or "-")
         lines.append(f"  [{v.rule}] {where}: {v.message}")

@@ -16,8 +16,8 @@ from guardrails.checks import (
     in_trees,
     mutation_violations,
     new_test_ids,
-    outcome_violations,
     order_violations,
+    outcome_violations,
 )
 from guardrails.rolock import (
     RoLock,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,8 +18,8 @@ def register(app: typer.Typer) -> None:
         workspace: Annotated[Path, typer.Option(help="workspace with [tool.oomrl.guard]")],
         phase: Annotated[str, typer.Option(help="code-patch or test-gen")],
         patch: Annotated[Path, typer.Option(help="unified diff to judge")],
-        expect: Annotated[Optional[str], typer.Option(help="red or green (test-gen)")] = None,
-        holdout: Annotated[Optional[Path], typer.Option(help="held-out tests folder")] = None,
+        expect: Annotated[str | None, typer.Option(help="red or green (test-gen)")] = None,
+        holdout: Annotated[Path | None, typer.Option(help="held-out tests folder")] = None,
         lock: Annotated[str, typer.Option(help="namespace, docker or hash-only")] = "namespace",
         json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
     ) -> None:

@@ -154,13 +154,12 @@ def test_failed_lock_setup_reports_instead_of_running_unlocked(tmp_path: Path) -
 
 
 def test_mountinfo_plan_skips_kernel_trees_and_writable_binds() -> None:
-    info = "\n".join([
-        "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw",
-        "23 22 0:5 / /proc rw,nosuid - proc proc rw",
-        "24 22 0:6 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw",
-        "25 22 0:7 / /mnt/with\\040space ro,nosuid,nodev,noexec - tmpfs none ro",
-        "26 22 8:1 /tmp/x/results /tmp/x/results rw - ext4 /dev/vda rw",
-        "short line"])
+    info = ("22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+            "23 22 0:5 / /proc rw,nosuid - proc proc rw\n"
+            "24 22 0:6 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw\n"
+            "25 22 0:7 / /mnt/with\\040space ro,nosuid,nodev,noexec - tmpfs none ro\n"
+            "26 22 8:1 /tmp/x/results /tmp/x/results rw - ext4 /dev/vda rw\n"
+            "short line")
     plan = nsexec.readonly_plan(info, ["/tmp/x/results"])
     assert [point for point, _ in plan] == ["/", "/mnt/with space"]
     flags = dict(plan)

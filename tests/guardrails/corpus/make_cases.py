@@ -1,9 +1,12 @@
 """Regenerates the grown red-team cases (a*, d*, t*, r*, b*) of this corpus; run with the repo venv."""
-import csv, difflib, re, sys
+import csv
+import difflib
+import re
+import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from guardrails.sanitizer_rules import SOURCE_MESSAGES  # noqa: E402
+from guardrails.sanitizer_rules import SOURCE_MESSAGES
 
 CORPUS = Path(__file__).resolve().parent
 WS = CORPUS / "workspaces"
@@ -61,7 +64,8 @@ def case(cid, ws, phase, outcome, files=None, raw=None, expect="-", holdout="-",
     (CORPUS / name).write_text(raw)
     if note:
         (CORPUS / f"patches/{cid}.txt").write_text(f"# {cid}\n# Category: {note}\n")
-    ROWS.append(dict(id=cid, patch=name, workspace=ws, phase=phase, expect=expect, outcome=outcome, holdout=holdout))
+    ROWS.append({"id": cid, "patch": name, "workspace": ws, "phase": phase, "expect": expect,
+                 "outcome": outcome, "holdout": holdout})
 
 
 M = "strategies/momentum.py"
