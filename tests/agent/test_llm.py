@@ -171,3 +171,11 @@ def test_a_server_without_usage_is_charged_an_estimate(server: FakeOpenAI, tmp_p
     client, _ = make_client(server, tmp_path)
     client.ask("coder", [{"role": "user", "content": "x" * 800}])
     assert client.budget.tokens_spent == (800 // 4 + 1) + (400 // 4 + 1)
+
+
+def test_json_mode_can_be_switched_off_for_servers_that_refuse_it(
+        server: FakeOpenAI, tmp_path: Path) -> None:
+    server.queue(ok({"verdict": "plain", "score": 4}))
+    client, _ = make_client(server, tmp_path, json_mode=False)
+    assert client.ask_json("critic", [{"role": "user", "content": "x"}], Answer).score == 4
+    assert "response_format" not in server.requests[0]
