@@ -89,6 +89,8 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
 def _paused_run_id(wait_s: float = 60.0) -> Any:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
         FlowRunFilter,
         FlowRunFilterState,
         FlowRunFilterStateName,
@@ -97,8 +99,10 @@ def _paused_run_id(wait_s: float = 60.0) -> Any:
     deadline = time.monotonic() + wait_s
     with get_client(sync_client=True) as client:
         while time.monotonic() < deadline:
-            runs = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
+            runs = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=["repair"])),
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
             if runs:
                 return runs[0].id
             time.sleep(0.5)
