@@ -334,3 +334,24 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
     assert len(provider.author_views[3].feedback) == 3
     assert sorted(p.name for p in (ctx.run_dir / "attempts").glob("*.diff")) == [
         f"test-gen-{n}.diff" for n in range(1, 5)]
+
+
+def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(tmp_path: Path) -> None:
+    tautology = "def test_always():\n    assert True\n"
+    sniffing = ("import os\n\n\ndef in_tests() -> bool:\n"
+                "    return 'PYTEST_CURRENT_TEST' in os.environ\n")
+    provider = ScriptedProvider(
+        test_author=[lambda view: unified_diff("tests/strategies/test_always.py", None, tautology)] * 2,
+        coder=[lambda view: unified_diff("strategies/sniff.py", None, sniffing)] * 2)
+    ctx = make_context(tmp_path, provider)
+    outcome = run_repair(AUTOPSY, ctx, approve)
+    assert outcome.step == "test-genesis"
+    told = provider.author_views[1].feedback[0]["violations"]
+    assert told and all(v["path"] == "tests/strategies/test_always.py" for v in told)
+    red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict={"accepted": True})
+    prepare_candidate(ctx)
+    with pytest.raises(RepairStepError, match="logic-genesis"):
+        logic_genesis(ctx, MANDATE, red)
+    sniffed = provider.coder_views[1].last_verdict
+    assert sniffed is not None and sniffed["violations"][0]["path"] == "strategies/sniff.py"
+    assert "PYTEST_CURRENT_TEST" in json.dumps(sniffed["violations"])
