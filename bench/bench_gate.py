@@ -62,8 +62,8 @@ def generated_workspace(root: Path, lines: int = 8000) -> Path:
     (ws / "genpkg").mkdir(parents=True)
     (ws / "tests").mkdir()
     (ws / "genpkg" / "__init__.py").write_text('"""Generated package."""\n')
-    per_module = MODULE_FUNCTIONS * 10
-    for module in range(max(1, lines // per_module)):
+    per_module = MODULE_FUNCTIONS * 9 + 3  # lines of one generated module
+    for module in range(max(1, round(lines / per_module))):
         body = '"""Generated module."""\n\n\n' + "".join(
             _function(i) for i in range(MODULE_FUNCTIONS))
         (ws / "genpkg" / f"m{module}.py").write_text(body)

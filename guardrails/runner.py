@@ -165,8 +165,9 @@ def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s:
             if request.coverage else None}
     spec_file = dirs.cfg / f"spec-{request.tag}.json"
     spec_file.write_text(json.dumps(spec), encoding="utf-8")
-    argv = [sys.executable, "-I", "-S", "-B", "-X", f"pycache_prefix={dirs.root / 'pycache'}",
-            str(dirs.cfg / "childrun.py"), str(spec_file)]
+    # -B: nothing is written; the scratch copy holds no byte code and locked trees cannot gain any
+    # (read-only, or caught by the hash manifest), so only the interpreter's own caches are read.
+    argv = [sys.executable, "-I", "-S", "-B", str(dirs.cfg / "childrun.py"), str(spec_file)]
     run = lock.run(argv, cwd=request.rootdir, env=clean_env(dirs), rw=[dirs.results, dirs.tmp],
                    ro=[], hide=list(request.hide), timeout_s=timeout_s, memory_mb=memory_mb,
                    spec_dir=dirs.cfg)
