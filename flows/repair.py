@@ -13,6 +13,7 @@ from prefect.input import RunInput
 from oomrl import repair as domain
 from oomrl.agent.roles import Constraints, Mandate
 from oomrl.config import get_settings
+from oomrl.errors import OomrlError
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
 
 FLOW_VERSION = "2026.1"
@@ -70,7 +71,13 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     """Repair the strategy an autopsy names; returns the outcome (promoted, rejected or failed at a step)."""
     logger = get_run_logger()
     settings = get_settings()
-    checked = domain.load_autopsy(autopsy)
+    try:
+        checked = domain.load_autopsy(autopsy)
+    except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
+        outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
+        publish_outcome(outcome)
+        logger.error("repair refused: %s", exc)
+        return outcome.model_dump(mode="json")
     publish_autopsy(checked)
     ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
     approve = auto_approve_mandate if auto_approve else partial(ask_reviewer, timeout_s=approval_timeout_s)

@@ -170,3 +170,13 @@ def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
     assert decision.mandate.constraints.rebalance == "monthly"
     assert decision.mandate.constraints.max_weekly_turnover == 0.2
     assert MandateReview().to_decision(proposed).action == "approve"
+
+
+def test_an_invalid_autopsy_is_refused_without_a_retry(repair_home: Path) -> None:  # noqa: F811
+    from flows.repair import repair
+
+    state = repair({"account": "paper"}, auto_approve=True, return_state=True)
+    outcome = state.result()
+    assert state.is_completed() and outcome["status"] == "failed" and outcome["step"] == "autopsy"
+    assert "invalid autopsy" in outcome["reason"]
+    assert not (repair_home / "runs").exists()
