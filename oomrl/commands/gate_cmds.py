@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("gate")
     def gate(
-        workspace: Annotated[Path, typer.Option(help="workspace with [tool.oomrl.guard]")],
+        workspace: Annotated[Path, typer.Option(help="workspace with a \\[tool.oomrl.guard] table")],
         phase: Annotated[str, typer.Option(help="code-patch or test-gen")],
         patch: Annotated[Path, typer.Option(help="unified diff to judge")],
         expect: Annotated[str | None, typer.Option(help="red or green (test-gen)")] = None,
