@@ -35,6 +35,15 @@ def test_unknown_strategy_is_named() -> None:
         grid_points("nope", {"top_k": [1]})
 
 
+def test_replay_point_row(oomrl_home: Path) -> None:
+    from tasks.grid import GRID_METRICS, load_market, replay_point
+
+    panels, benchmark = load_market.fn(date(2024, 7, 1), date(2024, 8, 30))
+    row = replay_point.fn("daily_momentum", {"top_k": 5}, panels, benchmark, date(2024, 7, 1), date(2024, 8, 30))
+    assert row["top_k"] == 5 and row["trading_days"] > 30 and set(GRID_METRICS) <= set(row)
+    assert row["halted_on"] is None or row["halted_on"].startswith("2024-")
+
+
 @pytest.mark.usefixtures("prefect_harness")
 def test_replay_grid_on_two_dask_workers(oomrl_home: Path) -> None:
     from prefect.client.orchestration import get_client

@@ -122,3 +122,25 @@ def test_webhook_serve_refuses_without_secret(monkeypatch: pytest.MonkeyPatch, o
     monkeypatch.delenv("OOMRL_WEBHOOK_SECRET", raising=False)
     result = CliRunner().invoke(app, ["webhook", "serve", "--port", str(free_port())])
     assert result.exit_code == 1 and "OOMRL_WEBHOOK_SECRET is not set" in result.output
+
+
+def test_cli_server_up_and_down_for_real(oomrl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`oomrl server up --no-deploy --no-webhook` starts a real server, pool and worker; `down` stops them."""
+    import httpx
+
+    monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "s" * 32)
+    runner = CliRunner()
+    port = free_port()
+    result = runner.invoke(app, ["server", "up", "--port", str(port), "--no-deploy", "--no-webhook"])
+    try:
+        assert result.exit_code == 0, result.output
+        assert f"Prefect UI:  http://127.0.0.1:{port}" in result.output
+        state = read_state(oomrl_home)
+        assert state is not None and set(state["pids"]) == {"server", "worker"}  # type: ignore[arg-type]
+        pools = httpx.post(f"http://127.0.0.1:{port}/api/work_pools/filter", json={}).json()
+        assert [pool["type"] for pool in pools if pool["name"] == "oomrl-local"] == ["process"]
+        assert "already running" in runner.invoke(app, ["server", "up", "--port", str(port)]).output
+    finally:
+        stopped = runner.invoke(app, ["server", "down"])
+    assert "stopped: worker, server" in stopped.output
+    assert not any(alive(int(pid)) for pid in dict(state["pids"]).values())  # type: ignore[arg-type]
