@@ -208,7 +208,7 @@ def _write_state(config: StackConfig, pids: dict[str, int]) -> dict[str, object]
 
 def _run(argv: list[str], env: dict[str, str], config: StackConfig, what: str) -> str:
     done = subprocess.run(argv, env=env, cwd=config.project_dir, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, check=False)
     if done.returncode != 0:
         raise StackError(f"{what} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
     return done.stdout

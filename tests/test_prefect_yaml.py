@@ -79,15 +79,15 @@ def test_schedules_are_after_the_close_in_shanghai() -> None:
     deployments = _deployments()
     ingest = deployments["ingest-daily"]["schedules"][0]
     assert ingest["cron"] == "30 16 * * 1-5" and ingest["timezone"] == "Asia/Shanghai"
-    for name, deployment in deployments.items():
+    for deployment in deployments.values():
         for schedule in deployment.get("schedules") or []:
             construct_schedule(cron=schedule["cron"], timezone=schedule["timezone"])
     assert "schedules" not in deployments["repair"]
 
 
 def test_repair_is_serial_and_triggered_by_loss_alerts() -> None:
-    from pydantic import TypeAdapter
     from prefect.events.schemas.deployment_triggers import DeploymentTriggerTypes
+    from pydantic import TypeAdapter
 
     repair = _deployments()["repair"]
     assert repair["concurrency_limit"]["limit"] == 1

@@ -23,7 +23,7 @@ def chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProces
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1440,1000",
             "--virtual-time-budget=15000", *extra, url]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it as root: "

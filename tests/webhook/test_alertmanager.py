@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, AlertmanagerAlert
+from oomrl.webhook.alerts import AlertmanagerAlert, InvalidAlertError, autopsy_from_alertmanager
 from tests.webhook.conftest import RecordingLauncher, signed
 
 URL = "/hooks/alertmanager"
@@ -36,7 +36,7 @@ def test_firing_alerts_start_repairs_resolved_are_ignored(client: TestClient,
     body = response.json()
     assert body["ignored_resolved"] == 1
     assert [item["alert_id"] for item in body["alerts"]] == ["am-f1-20241018T070000"]
-    alert_id, autopsy = launcher.calls[0]
+    _, autopsy = launcher.calls[0]
     assert autopsy["account"] == "paper" and autopsy["severity"] == "critical"
     assert autopsy["rule"] == "PrincipalLoss" and autopsy["as_of"] == "2024-10-18"
     assert autopsy["diagnostics"]["root_cause"] == "drawdown beyond 10 %"

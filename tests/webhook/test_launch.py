@@ -67,9 +67,9 @@ def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -
         port = sock.getsockname()[1]
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
-        with pytest.raises(LaunchError, match="could not start"):
-            asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch({}, "b"))
+    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}), \
+            pytest.raises(LaunchError, match="could not start"):
+        asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch({}, "b"))
 
 
 def test_launcher_for_mode() -> None:

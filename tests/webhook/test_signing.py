@@ -7,7 +7,14 @@ import hmac
 
 import pytest
 
-from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, sign, signature, verify
+from oomrl.webhook.signing import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    SignatureError,
+    sign,
+    signature,
+    verify,
+)
 
 SECRET = "s3cret-s3cret-s3cret"
 BODY = b'{"alert_id": "a1"}'
