@@ -257,7 +257,12 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
 def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoLog,
                   console: Console) -> dict[str, Any]:
     """Table 1 (printed, CSV, markdown), the tearsheet, and a JSON summary of the run."""
-    from oomrl.metrics.attribution import account_report, account_returns, benchmark_returns, report_dir
+    from oomrl.metrics.attribution import (
+        account_report,
+        account_returns,
+        benchmark_returns,
+        report_dir,
+    )
     from oomrl.portfolio.service import open_ledger
 
     ledger = open_ledger(settings)

@@ -18,7 +18,7 @@ from oomrl.webhook.alerts import (
     parse_loss_alert,
 )
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.launch import LaunchError, Launcher, launcher_for
+from oomrl.webhook.launch import Launcher, LaunchError, launcher_for
 from oomrl.webhook.settings import WebhookSettings
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 

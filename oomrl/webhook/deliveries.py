@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -43,7 +43,7 @@ class DeliveryStore:
     def claim(self, alert_id: str, account: str | None, source: str) -> Delivery | None:
         """Reserve `alert_id`; return None when it is new, else the earlier delivery."""
         row = {"alert_id": alert_id, "account": account, "source": source,
-               "received_at": datetime.now(timezone.utc)}
+               "received_at": datetime.now(UTC)}
         try:
             with self._engine.begin() as conn:
                 conn.execute(DELIVERIES.insert().values(**row))
