@@ -31,11 +31,9 @@ def _describe(exc: ValidationError) -> str:
 
 
 def _validate_full_autopsy(body: dict[str, Any]) -> None:
-    """A body that says it is a full autopsy (has `event`) must match the Autopsy model when available."""
-    try:
-        from oomrl.diagnostics.autopsy import Autopsy
-    except ImportError:  # diagnostics not installed: the minimal check is all we can do
-        return
+    """A body that says it is a full autopsy (has `event`) must match the Autopsy model (DESIGN §4.4)."""
+    from oomrl.diagnostics.autopsy import Autopsy
+
     try:
         Autopsy.model_validate(body)
     except ValidationError as exc:

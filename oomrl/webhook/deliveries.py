@@ -73,12 +73,3 @@ class DeliveryStore:
         """Drop a claim whose run could not be started, so the sender's retry is not a 'duplicate'."""
         with self._engine.begin() as conn:
             conn.execute(DELIVERIES.delete().where(DELIVERIES.c.alert_id == alert_id))
-
-    def count(self) -> int:
-        """How many alert ids have been accepted."""
-        with self._engine.connect() as conn:
-            return int(conn.execute(sa.select(sa.func.count()).select_from(DELIVERIES)).scalar_one())
-
-    def dispose(self) -> None:
-        """Close pooled connections."""
-        self._engine.dispose()
