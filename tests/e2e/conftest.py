@@ -110,11 +110,15 @@ class Stack:
         record_pid(self.config.home, "worker", self.pids["worker"])
         return self.pids["worker"]
 
-    def kill_worker(self) -> list[int]:
-        """SIGKILL the worker and every process under it (its flow runs), like a machine dying."""
+    def kill_worker(self, once_running_a_flow_s: float = 0) -> list[int]:
+        """SIGKILL the worker and every process under it (its flow runs), like a machine dying;
+        first wait (up to `once_running_a_flow_s`) until it has started a flow-run process."""
         import psutil
 
         worker = psutil.Process(self.pids.pop("worker"))
+        deadline = time.monotonic() + once_running_a_flow_s
+        while not worker.children(recursive=True) and time.monotonic() < deadline:
+            time.sleep(0.05)
         victims = [worker, *worker.children(recursive=True)]
         for process in victims:
             try:

@@ -16,12 +16,13 @@ def test_retry_after_worker_death_books_fills_once(stack: Stack) -> None:
     from oomrl.portfolio.ledger import Ledger
 
     run_id = stack.run_deployment("weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": SESSION})
-    stack.wait_for(run_id, {"RUNNING"} | {"COMPLETED", "FAILED", "CRASHED"}, timeout_s=120)
-    killed = stack.kill_worker()
+    # Kill as soon as the worker has spawned the flow-run process: it dies before or while rebalancing.
+    killed = stack.kill_worker(once_running_a_flow_s=120)
     assert len(killed) >= 2, "the flow run process was not under the worker"
+    interrupted = stack.flow_run(run_id)
+    assert interrupted["state_type"] in ("PENDING", "RUNNING"), interrupted["state"]
     # What Prefect's missing-heartbeat automation does, then what Retry in the UI does.
-    if stack.flow_run(run_id)["state_type"] == "RUNNING":
-        stack.set_state(run_id, "CRASHED", "Crashed", "worker killed during the rebalance")
+    stack.set_state(run_id, "CRASHED", "Crashed", "worker killed during the rebalance")
     stack.set_state(run_id, "SCHEDULED", "AwaitingRetry", "retried after the worker died")
     stack.restart_worker()
     run = stack.wait_for(run_id, timeout_s=150)
