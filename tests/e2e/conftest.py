@@ -110,14 +110,22 @@ class Stack:
         record_pid(self.config.home, "worker", self.pids["worker"])
         return self.pids["worker"]
 
-    def kill_worker(self, once_running_a_flow_s: float = 0) -> list[int]:
+    def kill_worker(self, running_flow_run: str | None = None, timeout_s: float = 120) -> list[int]:
         """SIGKILL the worker and every process under it (its flow runs), like a machine dying;
-        first wait (up to `once_running_a_flow_s`) until it has started a flow-run process."""
+        with `running_flow_run`, first wait until the worker has spawned that run's process."""
         import psutil
 
+        def runs(process: psutil.Process) -> bool:
+            try:
+                return process.environ().get("PREFECT__FLOW_RUN_ID") == running_flow_run
+            except psutil.Error:
+                return False
+
         worker = psutil.Process(self.pids.pop("worker"))
-        deadline = time.monotonic() + once_running_a_flow_s
-        while not worker.children(recursive=True) and time.monotonic() < deadline:
+        deadline = time.monotonic() + timeout_s
+        while running_flow_run and time.monotonic() < deadline:
+            if any(runs(child) for child in worker.children(recursive=True)):
+                break
             time.sleep(0.05)
         victims = [worker, *worker.children(recursive=True)]
         for process in victims:
