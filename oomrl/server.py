@@ -233,6 +233,9 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
     previous = read_state(config.home)
     if previous and any(alive(int(pid)) for pid in dict(previous["pids"]).values()):  # type: ignore[arg-type]
         raise StackError(f"a stack is already running ({config.state_file}); run `oomrl server down` first")
+    if config.deploy and not (config.project_dir / "prefect.yaml").exists():
+        raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
+                         "(pip install -e .) or pass --no-deploy")
     config.home.mkdir(parents=True, exist_ok=True)
     (config.home / "prefect").mkdir(exist_ok=True)
     env = stack_env(config)

@@ -87,6 +87,12 @@ def test_failed_start_cleans_up_and_shows_the_log(tmp_path: Path, monkeypatch: p
     assert (config.log_dir / "server.log").exists()
 
 
+def test_up_needs_prefect_yaml_to_deploy(tmp_path: Path) -> None:
+    with pytest.raises(StackError, match="no prefect.yaml"):
+        up(StackConfig(home=tmp_path / "home", project_dir=tmp_path), say=lambda _: None)
+    assert not (tmp_path / "home").exists()
+
+
 def test_up_refuses_when_already_running(tmp_path: Path) -> None:
     (tmp_path / "server.json").write_text(json.dumps({"pids": {"server": os.getpid()}}))
     with pytest.raises(StackError, match="already running"):
