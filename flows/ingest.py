@@ -25,6 +25,7 @@ from tasks.market_data import (
     source_for,
     validate_and_store,
 )
+from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = "2024.2"
 QUARANTINE_ROWS_SHOWN = 200
@@ -48,7 +49,9 @@ def publish_report(report: domain.IngestReport) -> None:
                           key="ingest-quarantine", description=f"{len(report.quarantined)} bar rows quarantined")
 
 
-@flow(name="ingest-market-data", version=FLOW_VERSION, retries=1, retry_delay_seconds=60, log_prints=True)
+# Per-symbol fetches fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py), threads otherwise.
+@flow(name="ingest-market-data", version=FLOW_VERSION, retries=1, retry_delay_seconds=60, log_prints=True,
+      task_runner=task_runner_from_settings())
 def ingest_market_data(
     source: str = "sample",
     universe: str = "csi300",

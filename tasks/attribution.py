@@ -23,6 +23,7 @@ from oomrl.diagnostics.diagnose import diagnose_account
 from oomrl.metrics.attribution import account_report, report_dir
 from oomrl.metrics.performance import read_phases
 from oomrl.metrics.tearsheet import format_value
+from tasks.retry import unless_refused
 
 LOSS_ALERT_EVENT = "oomrl.loss.alert"
 REPORT_RETRIES = 2
@@ -34,7 +35,8 @@ def artifact_key(*parts: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
 
 
-@task(name="build-account-report", retries=REPORT_RETRIES, retry_delay_seconds=10, cache_policy=NO_CACHE)
+@task(name="build-account-report", retries=REPORT_RETRIES, retry_delay_seconds=10,
+      retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
 def build_account_report(account: str, benchmark: str = "price", phases_file: str | None = None,
                          rf: float = 0.0, home: str | None = None) -> dict[str, Any]:
     """Write the account's report under OOMRL_HOME/runs; return its paths, metrics and phase rows."""
@@ -84,7 +86,8 @@ def emit_loss_alert(autopsy: Autopsy) -> None:
         raise RuntimeError("Prefect events are not available: the loss alert was not emitted")
 
 
-@task(name="diagnose-account", retries=REPORT_RETRIES, retry_delay_seconds=10, cache_policy=NO_CACHE)
+@task(name="diagnose-account", retries=REPORT_RETRIES, retry_delay_seconds=10,
+      retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
 def diagnose_and_alert(account: str, as_of: str, config_file: str | None = None,
                        home: str | None = None) -> list[dict[str, Any]]:
     """Run the rules; each new alert is emitted as an event, then stored (see diagnose())."""

@@ -12,8 +12,8 @@ from prefect.client.orchestration import get_client
 from prefect.events import emit_event
 
 from oomrl.config import Settings, get_settings
-from oomrl.errors import OomrlError
 from oomrl.portfolio.killswitch import HALTED_EVENT
+from tasks.retry import unless_refused
 
 REBALANCE_RETRIES = 2  # safe: a rebalance commits at most once per (account, date)
 SHOWN_NAV_ROWS = 10
@@ -21,17 +21,6 @@ SHOWN_NAV_ROWS = 10
 
 def _settings(home: str | None) -> Settings:
     return get_settings(**({"home": home} if home else {}))
-
-
-def _transient(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry infrastructure failures, never a refusal (halted account, bad data, conflicts)."""
-    try:
-        state.result()
-    except OomrlError:
-        return False
-    except Exception:  # noqa: BLE001 - anything else may be transient (database, disk)
-        return True
-    return False
 
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
@@ -54,7 +43,7 @@ def tag_run(name: str, version: str) -> list[str]:
 
 
 @task(name="rebalance-account", retries=REBALANCE_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=_transient, cache_policy=NO_CACHE)
+      retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
 def rebalance_account(account: str, as_of: date, dry_run: bool = False,
                       home: str | None = None) -> dict[str, Any]:
     """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV rows."""
@@ -101,7 +90,7 @@ def emit_halted(summary: dict[str, Any]) -> str | None:
     return str(event.id) if event else None
 
 
-@task(name="replay-strategy", retries=1, retry_delay_seconds=5, retry_condition_fn=_transient,
+@task(name="replay-strategy", retries=1, retry_delay_seconds=5, retry_condition_fn=unless_refused,
       cache_policy=NO_CACHE)
 def replay_strategy(strategy: str, start: date, end: date, params: dict[str, Any] | None = None,
                     workspace: str | None = None, home: str | None = None) -> dict[str, Any]:

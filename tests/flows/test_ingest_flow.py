@@ -144,3 +144,17 @@ def test_missing_benchmark_fails_the_flow(prefect_harness: None, tmp_path: Path)
         (folder / name).write_text((MAPPED / name).read_text())
     with pytest.raises(DataValidationError, match="missing benchmark"):
         ingest_market_data.with_options(retries=0)(source=f"csv:{folder}", universe="all", home=str(tmp_path))
+
+
+def test_ingest_fans_out_on_a_two_worker_dask_cluster(prefect_harness: None, tmp_path: Path) -> None:
+    from prefect_dask import DaskTaskRunner
+
+    from tasks.runners import task_runner_from_settings
+
+    runner = task_runner_from_settings({"OOMRL_DASK_WORKERS": "2", "OOMRL_DASK_PROCESSES": "0"})
+    assert isinstance(runner, DaskTaskRunner)
+    summary = ingest_market_data.with_options(task_runner=runner)(
+        source="sample", universe="600519,000001,601318", start="2025-01-01", end="2025-01-31",
+        home=str(tmp_path))
+    assert summary["symbols"] == 3 and summary["rows_written"] == summary["rows_fetched"] > 40
+    assert summary["quarantined_rows"] == 0 and not summary["failures"]
