@@ -54,8 +54,6 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
-    webhook_secret: str | None = None
-    prefect_api_url: str | None = None
 
     @field_validator("home", mode="before")
     @classmethod
