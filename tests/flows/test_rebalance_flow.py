@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import date
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.market import calendar
 from oomrl.portfolio.ledger import Ledger
+from tests.flows.prefect_helpers import account_events, artifact_keys
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -41,28 +41,8 @@ def seed_store(home: Path, crash_from: str | None = None) -> list[date]:
     return [d.date() for d in days]
 
 
-def _artifact_keys(prefix: str) -> set[str]:
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        return {a.key for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
-
-
 def _halted_events(account: str, wait_s: float = 30.0) -> list[object]:
-    from prefect.client.orchestration import get_client
-    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
-    from prefect.events.worker import EventsWorker
-
-    EventsWorker.drain_all(timeout=10)
-    query = EventFilter(event=EventNameFilter(name=["oomrl.account.halted"]),
-                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
-    deadline = time.monotonic() + wait_s
-    with get_client(sync_client=True) as client:
-        while True:
-            events = client.read_events(filter=query, limit=10).events
-            if events or time.monotonic() > deadline:
-                return list(events)
-            time.sleep(0.5)
+    return account_events("oomrl.account.halted", account, wait_s)
 
 
 def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path) -> None:
@@ -81,7 +61,7 @@ def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path
     assert len(ledger.fills_frame("flowacct")) == summary["fills"]
     assert ledger.reconcile("flowacct") == []
     assert {"rebalance-flowacct-orders", "rebalance-flowacct-fills",
-            "rebalance-flowacct-nav"} <= _artifact_keys("rebalance-flowacct")
+            "rebalance-flowacct-nav"} <= artifact_keys("rebalance-flowacct")
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(state.state_details.flow_run_id)
     assert {"strategy:daily_momentum", "strategy-version:builtin"} <= set(run.tags)
@@ -118,4 +98,4 @@ def test_replay_flow_publishes_the_comparison(tmp_path: Path) -> None:
                             home=str(home))
     assert [s["strategy"] for s in summaries] == ["daily_momentum", "weekly_liquidity"]
     assert summaries[0]["turnover"] > summaries[1]["turnover"] > 0
-    assert "replay-summary" in _artifact_keys("replay-")
+    assert "replay-summary" in artifact_keys("replay-")

@@ -13,32 +13,13 @@ from oomrl.config import get_settings
 from oomrl.portfolio.ledger import Ledger
 from oomrl.versions import StrategyVersions
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
+from tests.flows.prefect_helpers import account_events, artifact_keys
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
-def _artifact_keys(prefix: str) -> set[str]:
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        return {a.key for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
-
-
-def _promoted_events(account: str, wait_s: float = 30.0) -> list[Any]:
-    from prefect.client.orchestration import get_client
-    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
-    from prefect.events.worker import EventsWorker
-
-    EventsWorker.drain_all(timeout=10)
-    query = EventFilter(event=EventNameFilter(name=["oomrl.strategy.promoted"]),
-                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
-    deadline = time.monotonic() + wait_s
-    with get_client(sync_client=True) as client:
-        while True:
-            events = client.read_events(filter=query, limit=10).events
-            if events or time.monotonic() > deadline:
-                return list(events)
-            time.sleep(0.5)
+def _promoted_events(account: str, wait_s: float = 30.0) -> list[object]:
+    return account_events("oomrl.strategy.promoted", account, wait_s)
 
 
 def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
@@ -80,7 +61,7 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
     assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
     assert versions.metadata("v2")["provider"] == "openai"
     assert {"repair-autopsy", "repair-test-gen-1", "repair-code-patch-1", "repair-cross-validation",
-            "repair-outcome"} <= _artifact_keys("repair-")
+            "repair-outcome"} <= artifact_keys("repair-")
     events = _promoted_events("paper")
     assert events and events[0].payload["sha"] == outcome["version"]["sha"]
     assert events[0].payload["alert_id"] == daily_momentum_autopsy["alert_id"]

@@ -1,0 +1,32 @@
+"""Test helpers that read back what flows published on the Prefect harness: artifacts and events."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def artifact_keys(prefix: str) -> set[str]:
+    """Keys of the stored artifacts that start with `prefix`."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return {a.key for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
+
+
+def account_events(name: str, account: str, wait_s: float = 30.0) -> list[Any]:
+    """Events called `name` about `oomrl.account.<account>`, waiting up to `wait_s` for the first."""
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+    from prefect.events.worker import EventsWorker
+
+    EventsWorker.drain_all(timeout=10)
+    query = EventFilter(event=EventNameFilter(name=[name]),
+                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while True:
+            events = client.read_events(filter=query, limit=10).events
+            if events or time.monotonic() > deadline:
+                return list(events)
+            time.sleep(0.5)
