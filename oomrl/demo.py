@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
@@ -291,7 +292,8 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
              repair_on: str = "friction", max_repairs: int = 2, lock: str = "namespace",
              repairer: Repairer = run_repair_inline) -> dict[str, Any]:
     """Run the demo in its own OOMRL_HOME (default: <OOMRL_HOME>/demo); returns what it produced."""
-    console = console or Console()
+    # Logs and CI are not terminals: give Table 1 room instead of rich's 80-column default.
+    console = console or Console(width=None if sys.stdout.isatty() else 140)
     base = get_settings()
     demo_home = Path(home).expanduser().resolve() if home else base.home / "demo"
     # The demo's own SQLite ledger, whatever OOMRL_LEDGER_URL says: it starts from scratch each time.
