@@ -88,7 +88,7 @@ def webhook_serve(
 
 
 def demo_command(
-    home: Path | None = typer.Option(None, "--home", help="Where the demo keeps its state "  # noqa: B008
+    home: Path | None = typer.Option(None, "--home", help="Where the demo keeps its state "
                                      "(default: <OOMRL_HOME>/demo; its ledger and workspace start fresh)."),
     start: str = typer.Option("2024-07-01", help="First session of the replay."),
     end: str = typer.Option("2026-02-27", help="Last session of the replay."),

@@ -91,11 +91,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command("replay")
     def replay_command(
-        strategy: list[str] = typer.Option(..., help="strategy name (repeat to compare)"),  # noqa: B008
+        strategy: list[str] = typer.Option(..., help="strategy name (repeat to compare)"),
         start: str = typer.Option(..., help="first session"),
         end: str = typer.Option(..., help="last session"),
         params: str | None = typer.Option(None, help="strategy params as a JSON object"),
-        workspace: Path | None = typer.Option(None, help="load strategies/ from this directory"),  # noqa: B008
+        workspace: Path | None = typer.Option(None, help="load strategies/ from this directory"),
         kill_threshold: float | None = typer.Option(None, help="override the kill switch (1 = off)"),
         as_json: bool = typer.Option(False, "--json", help="print the summaries as JSON"),
     ) -> None:
