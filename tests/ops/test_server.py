@@ -56,8 +56,10 @@ def test_free_port_is_bindable() -> None:
     import socket
 
     port = free_port()
+    assert 1024 < port < 65536
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
+        assert sock.getsockname() == ("127.0.0.1", port)
 
 
 def test_stop_process_ends_the_group(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import time
 
 import pytest
 
@@ -32,8 +33,10 @@ def test_sign_then_verify_round_trips() -> None:
 
 
 def test_sign_defaults_to_now() -> None:
+    before = int(time.time())
     headers = sign(BODY, SECRET)
-    verify(BODY, SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER])
+    stamp = verify(BODY, SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER])
+    assert before <= stamp <= int(time.time())
 
 
 @pytest.mark.parametrize(
