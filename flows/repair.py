@@ -14,6 +14,7 @@ from oomrl import repair as domain
 from oomrl.agent.roles import Constraints, Mandate
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
+from tasks.crossval import version_mapper_from_settings
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
 
 FLOW_VERSION = "2026.1"
@@ -80,6 +81,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
         return outcome.model_dump(mode="json")
     publish_autopsy(checked)
     ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
+    ctx.version_mapper = version_mapper_from_settings()
     approve = auto_approve_mandate if auto_approve else partial(ask_reviewer, timeout_s=approval_timeout_s)
     outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task)
     publish_outcome(outcome)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -156,26 +157,42 @@ def window_for(store: MarketStore, as_of: date | None, sessions: int) -> tuple[d
     return window[0].date(), window[-1].date()
 
 
+def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any, universe: Any,
+                   benchmark: pd.Series, rebalance: str, start: date, end: date,
+                   rules: AShareRules | None, initial_cash: float) -> VersionMeasures:
+    """Replay one version (loaded from its own folder) and measure it; runs anywhere, e.g. a Dask worker."""
+    loaded = load_strategy(root, strategy)
+    # A workspace from before point-in-time membership has a MarketView without `members`.
+    knows_members = "members" in inspect.signature(loaded.view_class).parameters
+    result = replay(loaded.strategy, None, panels, start, end, rules=rules,  # type: ignore[arg-type]
+                    initial_cash=initial_cash, version=sha, view_class=loaded.view_class,
+                    membership=universe if knows_members else None)
+    return measure(result, label, sha, benchmark, rebalance)
+
+
+# Runs replay_version over keyword-argument sets; the default runs them one after another here.
+VersionMapper = Callable[[list[dict[str, Any]]], list[VersionMeasures]]
+
+
+def run_in_process(calls: list[dict[str, Any]]) -> list[VersionMeasures]:
+    """The default VersionMapper: each replay in this process, in order."""
+    return [replay_version(**call) for call in calls]
+
+
 def cross_validate(candidate_root: Path, active_root: Path, strategy: str, constraints: Constraints,
                    store: MarketStore, start: date, end: date, *, candidate_sha: str = "candidate",
                    active_sha: str = "active", ir_tolerance: float = 0.5,
-                   rules: AShareRules | None = None, initial_cash: float = 10_000_000.0
-                   ) -> CrossValidation:
+                   rules: AShareRules | None = None, initial_cash: float = 10_000_000.0,
+                   mapper: VersionMapper = run_in_process) -> CrossValidation:
     """Replay both versions over [start, end] with the paper broker and judge the candidate."""
     panels = load_panels(store, end, history_days=(end - start).days + HISTORY_DAYS)
     universe = membership(store)  # point-in-time CSI 300 members, as `oomrl replay` uses them
     benchmark = returns_from_levels(store.read_index("000300")).rename("benchmark")
-    rebalance = constraints.rebalance or "daily"
-    rows = []
-    for label, root, sha in (("active", active_root, active_sha),
-                             ("candidate", candidate_root, candidate_sha)):
-        loaded = load_strategy(root, strategy)
-        # A workspace from before point-in-time membership has a MarketView without `members`.
-        knows_members = "members" in inspect.signature(loaded.view_class).parameters
-        result = replay(loaded.strategy, None, panels, start, end, rules=rules,  # type: ignore[arg-type]
-                        initial_cash=initial_cash, version=sha, view_class=loaded.view_class,
-                        membership=universe if knows_members else None)
-        rows.append(measure(result, label, sha, benchmark, rebalance))
+    shared = {"strategy": strategy, "panels": panels, "universe": universe, "benchmark": benchmark,
+              "rebalance": constraints.rebalance or "daily", "start": start, "end": end,
+              "rules": rules, "initial_cash": initial_cash}
+    rows = mapper([{"label": "active", "root": active_root, "sha": active_sha, **shared},
+                   {"label": "candidate", "root": candidate_root, "sha": candidate_sha, **shared}])
     active, candidate = rows
     return CrossValidation(start=start, end=end, rows=rows,
                            checks=checks_for(candidate, active, constraints, ir_tolerance))

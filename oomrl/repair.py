@@ -32,7 +32,13 @@ from oomrl.agent.roles import (
     read_tree,
 )
 from oomrl.config import Settings
-from oomrl.crossval import CrossValidation, cross_validate, window_for
+from oomrl.crossval import (
+    CrossValidation,
+    VersionMapper,
+    cross_validate,
+    run_in_process,
+    window_for,
+)
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.repair_inputs import as_of_of, complete_autopsy, load_autopsy
@@ -103,6 +109,8 @@ class RepairContext:
     agent: AgentSettings = field(default_factory=AgentSettings)
     lock: str = "namespace"
     attempts: list[AttemptRecord] = field(default_factory=list)
+    # How cross-validation runs the active and candidate replays (a flow may fan them out on Dask).
+    version_mapper: VersionMapper = run_in_process
 
     @property
     def candidate(self) -> Path:
@@ -353,7 +361,7 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
         return cross_validate(ctx.candidate, ctx.versions.materialize(active), mandate.strategy,
                               mandate.constraints, store, start, end, candidate_sha="candidate",
                               active_sha=active, ir_tolerance=ctx.agent.ir_tolerance,
-                              initial_cash=initial_cash)
+                              initial_cash=initial_cash, mapper=ctx.version_mapper)
 
     return validate
 
