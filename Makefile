@@ -21,8 +21,11 @@ venv: $(STAMP)
 demo: venv
 	$(VENV)/bin/oomrl demo
 
+# Whole project >= 90 % branch coverage; the judge (guardrails/) and the agent's S (strategies/) >= 95 %.
 test: venv browser
 	$(PY) -m pytest -q -p no:cacheprovider --cov --cov-branch --cov-report=term --cov-fail-under=90 $(PYTEST_ARGS)
+	$(PY) -m coverage report --include='guardrails/*' --fail-under=95 --skip-covered
+	$(PY) -m coverage report --include='strategies/*' --fail-under=95 --skip-covered
 
 # The browser test needs Debian's chromium; install it when missing (root, package registry only).
 browser:
