@@ -1,16 +1,25 @@
-"""Turn an accepted loss alert into work: start the `repair` deployment, or emit `oomrl.loss.alert`."""
+"""Turn an accepted loss alert into work: start the `repair` deployment, or emit `oomrl.loss.alert`.
+
+Talks to the Prefect server over its REST API with httpx, so oomrl/ never imports Prefect (DESIGN §2).
+"""
 
 from __future__ import annotations
 
+import os
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
 
 from oomrl.errors import OomrlError
 
 LOSS_ALERT_EVENT = "oomrl.loss.alert"
 # The namespace tasks/attribution.py uses too: one alert id is one event id whichever path emits it.
 _EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")
+API_TIMEOUT_S = 30.0
 
 
 class LaunchError(OomrlError):
@@ -36,49 +45,70 @@ def account_resource(account: str) -> dict[str, str]:
     return {"prefect.resource.id": f"oomrl.account.{account}", "prefect.resource.name": account}
 
 
+class PrefectApi:
+    """The few Prefect REST calls the webhook needs; URL and key from PREFECT_API_URL / PREFECT_API_KEY."""
+
+    def __init__(self, api_url: str | None = None, api_key: str | None = None) -> None:
+        self.api_url = (api_url or os.environ.get("PREFECT_API_URL") or "").rstrip("/")
+        self.api_key = api_key if api_key is not None else os.environ.get("PREFECT_API_KEY")
+
+    def client(self) -> httpx.AsyncClient:
+        if not self.api_url:
+            raise LaunchError("PREFECT_API_URL is not set: the webhook does not know which Prefect server to use")
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        return httpx.AsyncClient(base_url=self.api_url, headers=headers, timeout=API_TIMEOUT_S)
+
+
 class DeploymentLauncher:
     """Creates a run of the `repair` deployment with the alert id as the idempotency key."""
 
-    def __init__(self, deployment: str, auto_approve: bool) -> None:
+    def __init__(self, deployment: str, auto_approve: bool, api: PrefectApi | None = None) -> None:
         self.deployment = deployment
         self.auto_approve = auto_approve
+        self.api = api or PrefectApi()
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
-        from prefect.client.orchestration import get_client
-        from prefect.exceptions import ObjectNotFound
-
+        flow_name, _, name = self.deployment.partition("/")
         try:
-            async with get_client() as client:
-                deployment = await client.read_deployment_by_name(self.deployment)
-                run = await client.create_flow_run_from_deployment(
-                    deployment.id,
-                    parameters={"autopsy": autopsy, "auto_approve": self.auto_approve},
-                    idempotency_key=f"oomrl-alert-{alert_id}",
-                    tags=["oomrl", "webhook", f"alert:{alert_id}"[:100]],
-                )
-        except ObjectNotFound as exc:
-            raise LaunchError(
-                f"deployment {self.deployment!r} not found on the Prefect server "
-                "(deploy prefect.yaml, e.g. `oomrl server up`)"
-            ) from exc
+            async with self.api.client() as client:
+                found = await client.get(f"/deployments/name/{quote(flow_name, safe='')}/{quote(name, safe='')}")
+                if found.status_code == 404:
+                    raise LaunchError(f"deployment {self.deployment!r} not found on the Prefect server "
+                                      "(deploy prefect.yaml, e.g. `oomrl server up`)")
+                found.raise_for_status()
+                created = await client.post(
+                    f"/deployments/{found.json()['id']}/create_flow_run",
+                    json={"parameters": {"autopsy": autopsy, "auto_approve": self.auto_approve},
+                          "idempotency_key": f"oomrl-alert-{alert_id}",
+                          "tags": ["oomrl", "webhook", f"alert:{alert_id}"[:100]]})
+                created.raise_for_status()
+        except LaunchError:
+            raise
         except Exception as exc:  # network, HTTP 5xx: the sender should retry later
             raise LaunchError(f"could not start {self.deployment!r}: {type(exc).__name__}: {exc}") from exc
-        return Launch(flow_run_id=str(run.id), event_id=None)
+        return Launch(flow_run_id=str(created.json()["id"]), event_id=None)
 
 
 class EventLauncher:
     """Emits `oomrl.loss.alert`; the `repair` deployment's trigger starts the run."""
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
-        from prefect.events import emit_event
+    def __init__(self, api: PrefectApi | None = None) -> None:
+        self.api = api or PrefectApi()
 
+    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
         account = str(autopsy.get("account") or "unknown")
-        event_id = uuid.uuid5(_EVENT_NAMESPACE, alert_id)
-        event = emit_event(event=LOSS_ALERT_EVENT, resource=account_resource(account),
-                           payload=autopsy, id=event_id)
-        if event is None:
-            raise LaunchError("events are disabled in this Prefect configuration; cannot emit the alert")
-        return Launch(flow_run_id=None, event_id=str(event.id))
+        event_id = str(uuid.uuid5(_EVENT_NAMESPACE, alert_id))
+        event = {"id": event_id, "occurred": datetime.now(UTC).isoformat(), "event": LOSS_ALERT_EVENT,
+                 "resource": account_resource(account), "related": [], "payload": autopsy}
+        try:
+            async with self.api.client() as client:
+                sent = await client.post("/events", json=[event])
+                sent.raise_for_status()
+        except LaunchError:
+            raise
+        except Exception as exc:
+            raise LaunchError(f"could not emit {LOSS_ALERT_EVENT}: {type(exc).__name__}: {exc}") from exc
+        return Launch(flow_run_id=None, event_id=event_id)
 
 
 def launcher_for(mode: str, deployment: str, auto_approve: bool) -> Launcher:

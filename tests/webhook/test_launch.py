@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from oomrl.webhook.launch import DeploymentLauncher, EventLauncher, LaunchError, launcher_for
+from oomrl.webhook.launch import (
+    DeploymentLauncher,
+    EventLauncher,
+    LaunchError,
+    PrefectApi,
+    launcher_for,
+)
 
 
 def _make_deployment(flow_name: str) -> None:
@@ -27,12 +33,19 @@ def _make_deployment(flow_name: str) -> None:
     asyncio.run(create())
 
 
-@pytest.mark.usefixtures("prefect_harness")
-def test_deployment_launcher_is_idempotent_per_alert_id() -> None:
+@pytest.fixture()
+def harness_api(prefect_harness: None) -> PrefectApi:
+    """The REST endpoint of the session's Prefect test server."""
+    from prefect.settings import PREFECT_API_URL
+
+    return PrefectApi(api_url=PREFECT_API_URL.value(), api_key="")
+
+
+def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi) -> None:
     from prefect.client.orchestration import get_client
 
     _make_deployment("repair-launch-test")
-    launcher = DeploymentLauncher("repair-launch-test/repair", auto_approve=True)
+    launcher = DeploymentLauncher("repair-launch-test/repair", auto_approve=True, api=harness_api)
     first = asyncio.run(launcher.launch({"alert_id": "idem-1"}, "idem-1"))
     second = asyncio.run(launcher.launch({"alert_id": "idem-1"}, "idem-1"))
     other = asyncio.run(launcher.launch({"alert_id": "idem-2"}, "idem-2"))
@@ -46,17 +59,40 @@ def test_deployment_launcher_is_idempotent_per_alert_id() -> None:
     assert asyncio.run(parameters()) == {"autopsy": {"alert_id": "idem-1"}, "auto_approve": True}
 
 
-@pytest.mark.usefixtures("prefect_harness")
-def test_missing_deployment_is_a_launch_error() -> None:
+def test_missing_deployment_is_a_launch_error(harness_api: PrefectApi) -> None:
     with pytest.raises(LaunchError, match="not found"):
-        asyncio.run(DeploymentLauncher("nope/repair", auto_approve=False).launch({}, "a"))
+        asyncio.run(DeploymentLauncher("nope/repair", auto_approve=False, api=harness_api).launch({}, "a"))
 
 
-@pytest.mark.usefixtures("prefect_harness")
-def test_event_launcher_emits_with_a_stable_id() -> None:
-    first = asyncio.run(EventLauncher().launch({"alert_id": "ev-1", "account": "paper"}, "ev-1"))
-    again = asyncio.run(EventLauncher().launch({"alert_id": "ev-1", "account": "paper"}, "ev-1"))
+def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
+
+    launcher = EventLauncher(api=harness_api)
+    first = asyncio.run(launcher.launch({"alert_id": "ev-1", "account": "launch-test"}, "ev-1"))
+    again = asyncio.run(launcher.launch({"alert_id": "ev-1", "account": "launch-test"}, "ev-1"))
     assert first.event_id == again.event_id and first.flow_run_id is None
+    query = EventFilter(event=EventNameFilter(name=["oomrl.loss.alert"]),
+                        resource=EventResourceFilter(id=["oomrl.account.launch-test"]))
+    deadline = time.monotonic() + 30
+    with get_client(sync_client=True) as client:
+        while not (events := client.read_events(filter=query, limit=10).events) and time.monotonic() < deadline:
+            time.sleep(0.5)
+    assert events and str(events[0].id) == first.event_id
+    assert events[0].payload == {"alert_id": "ev-1", "account": "launch-test"}
+
+
+def test_missing_api_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with pytest.raises(LaunchError, match="PREFECT_API_URL is not set"):
+        asyncio.run(EventLauncher().launch({"account": "paper"}, "c"))
+
+
+def test_api_key_becomes_a_bearer_header() -> None:
+    client = PrefectApi(api_url="http://127.0.0.1:1/api/", api_key="k3y").client()
+    assert client.headers["Authorization"] == "Bearer k3y" and str(client.base_url) == "http://127.0.0.1:1/api/"
 
 
 def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,11 +101,11 @@ def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -
     with socket.socket() as sock:  # a loopback port with nobody listening
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}), \
-            pytest.raises(LaunchError, match="could not start"):
+    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
+    with pytest.raises(LaunchError, match="could not start"):
         asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch({}, "b"))
+    with pytest.raises(LaunchError, match="could not emit"):
+        asyncio.run(EventLauncher().launch({"account": "paper"}, "b"))
 
 
 def test_launcher_for_mode() -> None:
