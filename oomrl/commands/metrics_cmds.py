@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
 
-from oomrl.errors import OomrlError
-
-T = TypeVar("T")
-
-
-def _run(action: Callable[[], T]) -> T:
-    """Run a command body; an oomrl error becomes its message on stderr and exit code 1."""
-    try:
-        return action()
-    except (OomrlError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+from oomrl.commands import run_or_exit
 
 
 def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
@@ -56,7 +44,7 @@ def metrics_command(
         b = read_returns_csv(benchmark, "benchmark")
         return compute_metrics(r, b, rf=rf)
 
-    _print_metrics(_run(body), as_json)
+    _print_metrics(run_or_exit(body), as_json)
 
 
 def report_command(
@@ -98,7 +86,7 @@ def report_command(
         return account_report(ledger, store, str(account), folder, phases=windows,
                               benchmark_kind=benchmark, rf=rf).paths()
 
-    for path in _run(body):
+    for path in run_or_exit(body):
         typer.echo(str(path))
 
 
@@ -112,7 +100,7 @@ def diagnose_command(
     from oomrl.diagnostics.diagnose import diagnose_account
 
     settings = get_settings()
-    autopsies = _run(lambda: diagnose_account(settings, account, as_of, config))
+    autopsies = run_or_exit(lambda: diagnose_account(settings, account, as_of, config))
     typer.echo(json.dumps([a.model_dump(mode="json") for a in autopsies], indent=2))
 
 

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import typer
 
-from oomrl.errors import OomrlError
-
-T = TypeVar("T")
+from oomrl.commands import run_or_exit
 
 server_app = typer.Typer(help="A local Prefect server, the oomrl-local pool and worker, deployments, webhook.",
                          no_args_is_help=True)
 webhook_app = typer.Typer(help="The signed loss-alert webhook (DESIGN §4.5).", no_args_is_help=True)
-
-
-def _run(action: Callable[[], T]) -> T:
-    """Run a command body; an oomrl error becomes its message on stderr and exit code 1."""
-    try:
-        return action()
-    except (OomrlError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
 
 
 @server_app.command("up")
@@ -44,7 +31,7 @@ def server_up(
 
     config = StackConfig(home=get_settings().home, host=host, port=port, webhook_port=webhook_port,
                          database_url=database_url, deploy=not no_deploy, webhook=not no_webhook)
-    state = _run(lambda: up(config, say=typer.echo))
+    state = run_or_exit(lambda: up(config, say=typer.echo))
     typer.echo(f"Prefect UI:  {state['ui_url']}")
     typer.echo(f"API:         {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
     if state["webhook_url"]:
@@ -84,7 +71,7 @@ def webhook_serve(
     """Serve POST /hooks/loss-alert and /hooks/alertmanager; needs OOMRL_WEBHOOK_SECRET."""
     from oomrl.webhook.app import serve
 
-    _run(lambda: serve(host=host, port=port))
+    run_or_exit(lambda: serve(host=host, port=port))
 
 
 def demo_command(
@@ -101,7 +88,7 @@ def demo_command(
     """The whole loop offline on the bundled sample: replay, alert, repair, promote, Table 1, tearsheet."""
     from oomrl.demo import run_demo
 
-    _run(lambda: run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on,
+    run_or_exit(lambda: run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on,
                           max_repairs=max_repairs, lock=lock))
 
 
