@@ -1,8 +1,10 @@
 """A local oomrl stack: Prefect server, the `oomrl-local` process pool and worker, deployments, webhook.
 
-Everything runs as child processes recorded (with their pids) in OOMRL_HOME/server.json, so
-`oomrl server down` stops exactly what `up` started. Prefect is driven through its CLI and HTTP API
-only: this module never imports Prefect (DESIGN §2).
+Everything runs as child processes recorded in OOMRL_HOME/server.json with their pid, start time and
+command line, so `oomrl server down` stops exactly what `up` started and never a process that later
+reused a pid. Children run with umask 077: the Prefect database, logs and run folders they write under
+OOMRL_HOME are private to the user. Prefect is driven through its CLI and HTTP API only: this module
+never imports Prefect.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 
 from oomrl.errors import OomrlError
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 POOL = "oomrl-local"
+EXITED = "it has exited"
+PRIVATE_UMASK = 0o077  # files 0600, folders 0700 for everything the stack's children create
 Say = Callable[[str], None]
 
 
@@ -112,14 +117,58 @@ def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
 
+def private_dir(path: Path) -> Path:
+    """A folder only the user can enter (0700), created or tightened."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
 def start_process(name: str, argv: list[str], env: dict[str, str], config: StackConfig) -> int:
-    """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log."""
-    config.log_dir.mkdir(parents=True, exist_ok=True)
-    log = (config.log_dir / f"{name}.log").open("ab")
+    """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log (0600)."""
+    private_dir(config.log_dir)
+    log = os.fdopen(os.open(config.log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
     process = subprocess.Popen(argv, env=env, cwd=config.project_dir, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+                               stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
     log.close()
     return process.pid
+
+
+@dataclass(frozen=True)
+class ProcessRecord:
+    """Who a recorded pid was when it was started: enough to tell it from a process that reused the pid."""
+
+    pid: int
+    started: float  # psutil create_time(), seconds since the epoch
+    cmdline: tuple[str, ...]
+
+    @classmethod
+    def of(cls, pid: int) -> ProcessRecord:
+        process = psutil.Process(pid)
+        return cls(pid, process.create_time(), tuple(process.cmdline()))
+
+    def as_json(self) -> dict[str, object]:
+        return {"pid": self.pid, "started": self.started, "cmdline": list(self.cmdline)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> ProcessRecord:
+        return cls(int(data["pid"]), float(data["started"]), tuple(data["cmdline"]))  # type: ignore[arg-type]
+
+    def identity_problem(self) -> str | None:
+        """None when the pid still runs the recorded process; else why it is not ours (gone or reused)."""
+        try:
+            process = psutil.Process(self.pid)
+            started, cmdline = process.create_time(), tuple(process.cmdline())
+        except psutil.NoSuchProcess:
+            return EXITED
+        except psutil.AccessDenied:
+            return f"pid {self.pid} now belongs to a process of another user"
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return EXITED
+        if abs(started - self.started) > 0.05 or cmdline != self.cmdline:
+            return (f"pid {self.pid} now belongs to another process ({' '.join(cmdline)[:80] or '?'}, "
+                    f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})")
+        return None
 
 
 def alive(pid: int) -> bool:
@@ -158,6 +207,43 @@ def stop_process(pid: int, grace_s: float = 10.0, sig: int = signal.SIGTERM) -> 
         time.sleep(0.1)
 
 
+def group_members(record: ProcessRecord) -> list[psutil.Process]:
+    """Processes still in the recorded leader's group and started after it: its own children."""
+    members = []
+    for process in psutil.process_iter(["pid", "create_time"]):
+        try:
+            if os.getpgid(process.pid) == record.pid and process.info["create_time"] >= record.started - 0.05:
+                members.append(process)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return members
+
+
+def stop_recorded(record: ProcessRecord, grace_s: float = 10.0) -> str | None:
+    """Stop a process `up` started, with its group; None when stopped, else why it was left alone."""
+    problem = record.identity_problem()
+    if problem is None:
+        stop_process(record.pid, grace_s)
+        return None
+    # The leader died; its children may still hold ports or files. Only when the pid is free: a live
+    # process on that pid (a reuse) owns any group of that number, and is none of ours.
+    orphans = group_members(record) if problem == EXITED else []
+    if orphans:
+        for process in orphans:
+            try:
+                process.terminate()
+            except psutil.NoSuchProcess:
+                pass
+        _, alive_after = psutil.wait_procs(orphans, timeout=grace_s)
+        for process in alive_after:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        return None
+    return problem
+
+
 def wait_http(url: str, pid: int, name: str, timeout_s: float, config: StackConfig) -> None:
     """Wait until `url` answers 200, failing early (with the log's tail) if the process died."""
     deadline = time.monotonic() + timeout_s
@@ -187,22 +273,46 @@ def read_state(home: Path) -> dict[str, object] | None:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
+    """The processes of a state file; a pid recorded without its identity (older files) has none."""
+    return {name: ProcessRecord.from_json(data)
+            for name, data in dict(state.get("processes") or {}).items()}  # type: ignore[arg-type]
+
+
+def running(state: dict[str, object]) -> dict[str, bool]:
+    """For each recorded name: does its pid still run the process `up` started?"""
+    records = recorded_processes(state)
+    return {name: name in records and records[name].identity_problem() is None
+            for name in dict(state["pids"])}  # type: ignore[arg-type]
+
+
+def _save_state(home: Path, state: dict[str, object]) -> None:
+    path = home / "server.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
+
+
 def record_pid(home: Path, name: str, pid: int) -> None:
     """Record a process started after `up` (e.g. a restarted worker) so `down` stops it too."""
     state = read_state(home)
     if state is None:
         raise StackError(f"no stack recorded in {home / 'server.json'}")
     state["pids"] = {**dict(state["pids"]), name: pid}  # type: ignore[arg-type]
-    (home / "server.json").write_text(json.dumps(state, indent=2))
+    state["processes"] = {**dict(state.get("processes") or {}),  # type: ignore[arg-type]
+                          name: ProcessRecord.of(pid).as_json()}
+    _save_state(home, state)
 
 
 def _write_state(config: StackConfig, pids: dict[str, int]) -> dict[str, object]:
     state: dict[str, object] = {
-        "pids": pids, "api_url": config.api_url, "ui_url": config.ui_url,
+        "pids": pids, "processes": {name: ProcessRecord.of(pid).as_json() for name, pid in pids.items()},
+        "api_url": config.api_url, "ui_url": config.ui_url,
         "webhook_url": config.webhook_url if "webhook" in pids else None,
         "database": config.database.split("@")[-1], "started_at": time.time(),
     }
-    config.state_file.write_text(json.dumps(state, indent=2))
+    _save_state(config.home, state)
     return state
 
 
@@ -231,13 +341,16 @@ def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
 def up(config: StackConfig, say: Say = print) -> dict[str, object]:
     """Start the stack; on any failure, stop what was started and raise StackError."""
     previous = read_state(config.home)
-    if previous and any(alive(int(pid)) for pid in dict(previous["pids"]).values()):  # type: ignore[arg-type]
+    if previous and any(running(previous).values()):
         raise StackError(f"a stack is already running ({config.state_file}); run `oomrl server down` first")
     if config.deploy and not (config.project_dir / "prefect.yaml").exists():
         raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
                          "(pip install -e .) or pass --no-deploy")
     config.home.mkdir(parents=True, exist_ok=True)
-    (config.home / "prefect").mkdir(exist_ok=True)
+    private_dir(config.home / "prefect")  # the SQLite database and Prefect's own files
+    sqlite_file = config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
+    if sqlite_file and Path(sqlite_file).exists():
+        Path(sqlite_file).chmod(0o600)  # created by an older version with the default umask
     env = stack_env(config)
     pids: dict[str, int] = {}
     try:
@@ -267,17 +380,22 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
 
 
 def down(home: Path, say: Say = print) -> list[str]:
-    """Stop what `up` started (newest first); returns the names stopped."""
+    """Stop what `up` started (newest first), never a process that reused a recorded pid; returns the names."""
     state = read_state(home)
     if state is None:
         return []
-    pids = dict(state["pids"])  # type: ignore[arg-type]
+    records = recorded_processes(state)
     stopped = []
     for name in ("webhook", "worker", "server"):
-        if name in pids:
-            if alive(int(pids[name])):
-                say(f"stopping {name} (pid {pids[name]})")
-                stop_process(int(pids[name]))
-            stopped.append(name)
+        if name not in dict(state["pids"]):  # type: ignore[arg-type]
+            continue
+        record = records.get(name)
+        problem = record.identity_problem() if record else "server.json has no start time or command line for it"
+        if problem is None:
+            say(f"stopping {name} (pid {record.pid})")  # type: ignore[union-attr]
+        left_alone = stop_recorded(record) if record else problem
+        if left_alone and left_alone != EXITED:
+            say(f"not signalling {name}: {left_alone}")
+        stopped.append(name)
     (home / "server.json").unlink(missing_ok=True)
     return stopped

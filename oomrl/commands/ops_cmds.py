@@ -53,13 +53,15 @@ def server_down() -> None:
 def server_status() -> None:
     """What `oomrl server up` started and whether it still runs."""
     from oomrl.config import get_settings
-    from oomrl.server import alive, read_state
+    from oomrl.server import read_state, running
 
     state = read_state(get_settings().home)
     if state is None:
         typer.echo("nothing was started (no server.json)")
         raise typer.Exit(1)
-    pids = {name: {"pid": pid, "alive": alive(int(pid))} for name, pid in dict(state["pids"]).items()}  # type: ignore[arg-type]
+    ours = running(state)  # alive and still the process `up` started (not a reused pid)
+    pids = {name: {"pid": pid, "alive": ours[name]} for name, pid in dict(state["pids"]).items()}  # type: ignore[arg-type]
+    state.pop("processes", None)
     typer.echo(json.dumps({**state, "pids": pids}, indent=2))
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,17 +17,31 @@ from typer.testing import CliRunner
 
 from oomrl.cli import app
 from oomrl.server import (
+    ProcessRecord,
     StackConfig,
     StackError,
     alive,
     down,
     free_port,
     read_state,
+    record_pid,
+    running,
     stack_env,
+    start_process,
     stop_process,
     up,
     webhook_secret,
 )
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+def _record(home: Path, **processes: subprocess.Popen[bytes]) -> None:
+    """A server.json as `up` writes it, for already started children."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "server.json").write_text(json.dumps({
+        "pids": {name: p.pid for name, p in processes.items()},
+        "processes": {name: ProcessRecord.of(p.pid).as_json() for name, p in processes.items()}}))
 
 
 def test_config_urls_and_default_database(tmp_path: Path) -> None:
@@ -96,19 +113,143 @@ def test_up_needs_prefect_yaml_to_deploy(tmp_path: Path) -> None:
 
 
 def test_up_refuses_when_already_running(tmp_path: Path) -> None:
-    (tmp_path / "server.json").write_text(json.dumps({"pids": {"server": os.getpid()}}))
-    with pytest.raises(StackError, match="already running"):
-        up(StackConfig(home=tmp_path), say=lambda _: None)
+    child = subprocess.Popen(SLEEPER, start_new_session=True)
+    try:
+        _record(tmp_path, server=child)
+        with pytest.raises(StackError, match="already running"):
+            up(StackConfig(home=tmp_path), say=lambda _: None)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_stale_state_file_does_not_block_up(tmp_path: Path) -> None:
+    """A server.json whose pid now runs something else (here: this test) is not a running stack."""
+    forged = {"pid": os.getpid(), "started": 1.0, "cmdline": ["prefect", "server", "start"]}
+    (tmp_path / "server.json").write_text(json.dumps({"pids": {"server": os.getpid()},
+                                                      "processes": {"server": forged}}))
+    assert running(read_state(tmp_path) or {}) == {"server": False}
+    with pytest.raises(StackError, match="no prefect.yaml"):  # got past the 'already running' check
+        up(StackConfig(home=tmp_path, project_dir=tmp_path), say=lambda _: None)
 
 
 def test_down_stops_recorded_processes(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    (tmp_path / "server.json").write_text(json.dumps({"pids": {"worker": child.pid, "server": 2 ** 22 + 7}}))
+    child = subprocess.Popen(SLEEPER, start_new_session=True)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    _record(tmp_path, worker=child, server=gone)
+    gone.wait()
     said: list[str] = []
     assert down(tmp_path, say=said.append) == ["worker", "server"]
     assert not alive(child.pid) and read_state(tmp_path) is None
     assert said == [f"stopping worker (pid {child.pid})"]
     assert down(tmp_path) == []
+
+
+def test_down_never_signals_a_process_that_is_not_the_recorded_one(tmp_path: Path) -> None:
+    """Same pid, different start time or command line: another process; `down` leaves it running."""
+    stranger = subprocess.Popen(SLEEPER, start_new_session=True)
+    try:
+        real = ProcessRecord.of(stranger.pid)
+        forged = {"worker": {**real.as_json(), "started": real.started - 3600},
+                  "webhook": {**real.as_json(), "cmdline": ["oomrl", "webhook", "serve"]}}
+        (tmp_path / "server.json").write_text(json.dumps({"pids": {"worker": stranger.pid,
+                                                                   "webhook": stranger.pid,
+                                                                   "server": stranger.pid},
+                                                          "processes": forged}))
+        said: list[str] = []
+        down(tmp_path, say=said.append)
+        assert stranger.poll() is None, "down killed a process it did not start"
+        assert len(said) == 3 and all(line.startswith("not signalling") for line in said)
+        assert "another process" in said[0] and "no start time" in said[2]
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_down_stops_the_children_of_a_leader_that_died(tmp_path: Path) -> None:
+    """The recorded leader exited but left its group running (e.g. a server's subprocess)."""
+    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(60)']); print(p.pid, flush=True); time.sleep(60)")
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
+    assert leader.stdout is not None
+    child_pid = int(leader.stdout.readline())
+    _record(tmp_path, server=leader)
+    leader.kill()
+    leader.wait()
+    assert alive(child_pid)
+    down(tmp_path, say=lambda _: None)
+    deadline = time.monotonic() + 10
+    while alive(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(child_pid)
+
+
+REUSE_SCRIPT = """
+import json, subprocess, sys, time
+from pathlib import Path
+from oomrl.server import ProcessRecord, down
+home = Path(sys.argv[1]); home.mkdir(parents=True, exist_ok=True)
+sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+ours = subprocess.Popen(sleeper, start_new_session=True)
+pid = ours.pid
+(home / "server.json").write_text(json.dumps({"pids": {"worker": pid},
+                                              "processes": {"worker": ProcessRecord.of(pid).as_json()}}))
+ours.kill(); ours.wait()
+time.sleep(0.3)
+# The machine goes on: the kernel hands the same pid to an unrelated process group.
+Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+said = []
+down(home, said.append)
+time.sleep(0.5)
+print(json.dumps({"reused": stranger.pid == pid, "alive": stranger.poll() is None, "said": said}))
+stranger.kill()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root to set ns_last_pid in a private pid namespace")
+def test_down_spares_an_unrelated_process_group_that_reused_the_pid(tmp_path: Path) -> None:
+    """A real pid reuse, made deterministic in a private pid namespace (ns_last_pid), as after a reboot
+    or a long uptime: `down` must leave the new owner of the pid and its group alone."""
+    done = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", REUSE_SCRIPT,
+                           str(tmp_path / "home")], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[2], check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["reused"], "the kernel did not hand the pid out again"
+    assert result["alive"], "down signalled the process that reused the pid"
+    assert len(result["said"]) == 1 and "now belongs to another process" in result["said"][0]
+
+
+def test_children_and_their_logs_are_private(tmp_path: Path) -> None:
+    config = StackConfig(home=tmp_path / "home")
+    code = "open('made-by-child.txt', 'w').write('x')"
+    pid = start_process("probe", [sys.executable, "-c", code], dict(os.environ), replace(config, project_dir=tmp_path))
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stat.S_IMODE((tmp_path / "made-by-child.txt").stat().st_mode) == 0o600
+    assert stat.S_IMODE((config.log_dir / "probe.log").stat().st_mode) == 0o600
+    assert stat.S_IMODE(config.log_dir.stat().st_mode) == 0o700
+
+
+def test_record_pid_adds_a_verified_process(tmp_path: Path) -> None:
+    first = subprocess.Popen(SLEEPER, start_new_session=True)
+    later = subprocess.Popen(SLEEPER, start_new_session=True)
+    try:
+        _record(tmp_path, server=first)
+        record_pid(tmp_path, "worker", later.pid)
+        state = read_state(tmp_path) or {}
+        assert running(state) == {"server": True, "worker": True}
+        assert stat.S_IMODE((tmp_path / "server.json").stat().st_mode) == 0o600
+    finally:
+        for child in (first, later):
+            child.kill()
+            child.wait()
+    assert running(read_state(tmp_path) or {}) == {"server": False, "worker": False}
+    with pytest.raises(StackError, match="no stack recorded"):
+        record_pid(tmp_path / "elsewhere", "worker", os.getpid())
 
 
 def test_cli_status_and_down_without_a_stack(oomrl_home: Path) -> None:
@@ -119,11 +260,17 @@ def test_cli_status_and_down_without_a_stack(oomrl_home: Path) -> None:
 
 
 def test_cli_status_reports_liveness(oomrl_home: Path) -> None:
-    oomrl_home.mkdir(parents=True)
-    (oomrl_home / "server.json").write_text(json.dumps({"pids": {"server": os.getpid()}, "ui_url": "u"}))
-    result = CliRunner().invoke(app, ["server", "status"])
+    child = subprocess.Popen(SLEEPER, start_new_session=True)
+    try:
+        _record(oomrl_home, server=child)
+        result = CliRunner().invoke(app, ["server", "status"])
+    finally:
+        child.kill()
+        child.wait()
     assert result.exit_code == 0
-    assert json.loads(result.output)["pids"]["server"] == {"pid": os.getpid(), "alive": True}
+    assert json.loads(result.output)["pids"]["server"] == {"pid": child.pid, "alive": True}
+    again = CliRunner().invoke(app, ["server", "status"])
+    assert json.loads(again.output)["pids"]["server"] == {"pid": child.pid, "alive": False}
 
 
 def test_webhook_serve_refuses_without_secret(monkeypatch: pytest.MonkeyPatch, oomrl_home: Path) -> None:
@@ -145,6 +292,11 @@ def test_cli_server_up_and_down_for_real(oomrl_home: Path, monkeypatch: pytest.M
         assert f"Prefect UI:  http://127.0.0.1:{port}" in result.output
         state = read_state(oomrl_home)
         assert state is not None and set(state["pids"]) == {"server", "worker"}  # type: ignore[arg-type]
+        # Prefect's database, its folder and the logs are the user's alone.
+        for path, mode in ((oomrl_home / "prefect" / "prefect.db", 0o600), (oomrl_home / "prefect", 0o700),
+                           (oomrl_home / "logs", 0o700), (oomrl_home / "logs" / "server.log", 0o600),
+                           (oomrl_home / "server.json", 0o600)):
+            assert stat.S_IMODE(path.stat().st_mode) == mode, path
         pools = httpx.post(f"http://127.0.0.1:{port}/api/work_pools/filter", json={}).json()
         assert [pool["type"] for pool in pools if pool["name"] == "oomrl-local"] == ["process"]
         assert "already running" in runner.invoke(app, ["server", "up", "--port", str(port)]).output
