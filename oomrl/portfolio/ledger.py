@@ -229,18 +229,53 @@ class Ledger:
             conn.execute(pos.insert(), rows)
 
     def _insert_nav(self, conn: Connection, rebalance_id: int, record: RebalanceRecord) -> None:
+        self._write_nav(conn, record.account, record.nav, record.lam, record.gamma,
+                        rebalance_id, record.as_of)
+
+    def _write_nav(self, conn: Connection, account: str, frame: pd.DataFrame, lam: float, gamma: float,
+                   rebalance_id: int | None = None, rebalance_day: date | None = None) -> None:
+        """NAV and reward rows; a day's provisional mark (no rebalance) gives way to the new row."""
         navs, rewards = [], []
-        for r in record.nav.to_dict("records"):
+        for r in frame.to_dict("records"):
             day = pd.Timestamp(r["date"]).date()
-            navs.append({"account": record.account, "date": day,
-                         "strategy_version": r["strategy_version"],
-                         "rebalance_id": rebalance_id if day == record.as_of else None,
+            navs.append({"account": account, "date": day, "strategy_version": r["strategy_version"],
+                         "rebalance_id": rebalance_id if day == rebalance_day else None,
                          **{k: r[k] for k in NAV_FIELDS}})
-            rewards.append({"account": record.account, "date": day, "reward": r["reward"],
-                            "lam": record.lam, "gamma": record.gamma})
-        if navs:
-            conn.execute(self.t["nav"].insert(), _plain(navs))
-            conn.execute(self.t["rewards"].insert(), _plain(rewards))
+            rewards.append({"account": account, "date": day, "reward": r["reward"],
+                            "lam": lam, "gamma": gamma})
+        if not navs:
+            return
+        nav, rw = self.t["nav"], self.t["rewards"]
+        days = [row["date"] for row in navs]
+        marked = [d for (d,) in conn.execute(sa.select(nav.c.date).where(
+            nav.c.account == account, nav.c.date.in_(days), nav.c.rebalance_id.is_(None)))]
+        if marked:
+            conn.execute(nav.delete().where(nav.c.account == account, nav.c.date.in_(marked)))
+            conn.execute(rw.delete().where(rw.c.account == account, rw.c.date.in_(marked)))
+        conn.execute(nav.insert(), _plain(navs))
+        conn.execute(rw.insert(), _plain(rewards))
+
+    def commit_marks(self, account: str, expected_revision: int, nav: pd.DataFrame, lam: float,
+                     gamma: float, halt_on: date | None = None, halt_reason: str | None = None) -> None:
+        """Write mark-to-market NAV rows (no trades) in one transaction, halting the account when the
+        kill switch tripped; LedgerConflictError when the account changed since the marks were planned."""
+        acc = self.t["accounts"]
+        with self.engine.begin() as conn:
+            result = conn.execute(acc.update().where(
+                acc.c.account == account, acc.c.revision == expected_revision,
+                acc.c.status == AccountStatus.ACTIVE.value).values(revision=acc.c.revision + 1))
+            if result.rowcount != 1:
+                raise LedgerConflictError(f"account {account!r} changed (or was halted) while its marks "
+                                          "were being planned; nothing was written")
+            self._write_nav(conn, account, nav, lam, gamma)
+            if halt_reason:
+                self._halt(conn, account, halt_on, halt_reason)
+
+    def account_names(self) -> list[str]:
+        """Every account in the ledger, by name."""
+        acc = self.t["accounts"]
+        with self.engine.connect() as conn:
+            return [name for (name,) in conn.execute(sa.select(acc.c.account).order_by(acc.c.account))]
 
     # -- reading ----------------------------------------------------------------------------
     def nav_frame(self, account: str) -> pd.DataFrame:

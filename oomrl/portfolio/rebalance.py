@@ -94,6 +94,25 @@ class RebalanceSetup:
     membership: pd.DataFrame | None = None
 
 
+def session_index(market: MarketFrames, day: date) -> int:
+    """Position of session `day` in the market's dates; DataValidationError when it has no data."""
+    try:
+        return market.index_of(pd.Timestamp(day))
+    except KeyError as exc:
+        raise DataValidationError(f"no market data on {day}: not a session or not ingested") from exc
+
+
+def held_shares(market: MarketFrames, positions: dict[str, int]) -> np.ndarray:
+    """Shares per market symbol; DataValidationError when a holding has no market data."""
+    unknown = sorted(set(positions) - set(market.symbols))
+    if unknown:
+        raise DataValidationError(f"held symbols without market data: {unknown[:5]}")
+    held = np.zeros(len(market.symbols), dtype=np.int64)
+    for symbol, quantity in positions.items():
+        held[market.symbols.get_loc(symbol)] = quantity
+    return held
+
+
 def rebalance(ledger: Ledger, account: str, as_of: date,
               panels: dict[str, pd.DataFrame] | MarketFrames, setup: RebalanceSetup,
               dry_run: bool = False) -> RebalanceOutcome:
@@ -109,26 +128,24 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
         raise OomrlError(f"account {account!r} is already booked up to {state.last_date}; "
                          f"cannot rebalance on {as_of}")
     market = panels if isinstance(panels, MarketFrames) else MarketFrames.build(panels, setup.rules)
-    try:
-        t = market.index_of(pd.Timestamp(as_of))
-    except KeyError as exc:
-        raise DataValidationError(f"no market data on {as_of}: not a session or not ingested") from exc
+    t = session_index(market, as_of)
     if t < 1:
         raise DataValidationError(f"no session before {as_of} in the data: cannot decide")
-    unknown = sorted(set(state.positions) - set(market.symbols))
-    if unknown:
-        raise DataValidationError(f"held symbols without market data: {unknown[:5]}")
-    held = np.zeros(len(market.symbols), dtype=np.int64)
-    for symbol, quantity in state.positions.items():
-        held[market.symbols.get_loc(symbol)] = quantity
+    held = held_shares(market, state.positions)
+    # Daily marks (oomrl.portfolio.marking) may have valued sessions since the last rebalance; a mark
+    # on as_of itself is provisional and gives way to this rebalance's row.
     nav_before = ledger.nav_frame(account)
+    if len(nav_before) and nav_before["date"].iloc[-1] > pd.Timestamp(as_of):
+        raise OomrlError(f"account {account!r} is marked up to {nav_before['date'].iloc[-1]:%Y-%m-%d}; "
+                         f"cannot rebalance on the earlier {as_of}")
+    nav_before = nav_before[nav_before["date"] < pd.Timestamp(as_of)]
     nav_prev = float(nav_before["nav"].iloc[-1]) if len(nav_before) else state.initial_cash_fen / 100
     book = Book(held, state.cash_fen, nav_prev, state.initial_cash_fen / 100, state.last_date)
     membership = Membership.of(setup.membership)
     costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
                       setup.view_class, membership)
-    first_quiet = t if state.last_date is None else int(
-        market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
+    booked = nav_before["date"].iloc[-1] if len(nav_before) else state.last_date
+    first_quiet = t if booked is None else int(market.dates.searchsorted(pd.Timestamp(booked), side="right"))
     quiet = pd.DataFrame(mark_sessions(market, first_quiet, t, book, costing), columns=NAV_COLUMNS)
     if len(quiet):
         book = Book(held, state.cash_fen, float(quiet["nav"].iloc[-1]), book.initial, book.last_rebalance)
