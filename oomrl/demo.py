@@ -274,7 +274,8 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
     print_table1(frame, console)
     out = report_dir(settings.runs_dir, f"demo-{config.account}")
     with console.status("writing the tearsheet ..."):
-        report = account_report(ledger, store, config.account, out, phases=phases)
+        report = account_report(ledger, store, config.account, out, phases=phases,
+                                workspace_dir=settings.workspace_dir, runs_dir=settings.runs_dir)
     frame.to_csv(out / "table1.csv", index=False)
     (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
     summary = {"account": config.account, "strategy": config.strategy, "start": str(config.start),

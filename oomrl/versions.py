@@ -211,6 +211,15 @@ class StrategyVersions:
         tags = self.git("tag", "-l", f"{TAG_PREFIX}*", "--sort=version:refname").split()
         return [self.info(tag, account) for tag in tags]
 
+    def labels(self, names: dict[str, str] | None = None) -> dict[str, str]:
+        """sha -> "v2 daily_momentum" for every tagged version (`names`: strategy by sha, e.g. from the
+        ledger, where a version's notes name none). Reads only: no workspace means no labels."""
+        if not self.initialized:
+            return {}
+        known = names or {}
+        return {info.sha: " ".join(filter(None, (info.tag, info.strategy or known.get(info.sha))))
+                for info in self.list()}
+
     def show(self, ref: str, account: str | None = None) -> dict[str, Any]:
         """A version's info, metadata and the files it changed against its parent."""
         sha = self.resolve(ref)

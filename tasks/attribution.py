@@ -47,7 +47,8 @@ def build_account_report(account: str, benchmark: str = "price", phases_file: st
     phases = read_phases(Path(phases_file)) if phases_file else None
     report = account_report(Ledger(settings.ledger), ensure_sample(settings), account,
                             report_dir(settings.runs_dir, account), phases=phases,
-                            benchmark_kind=benchmark, rf=rf)
+                            benchmark_kind=benchmark, rf=rf, workspace_dir=settings.workspace_dir,
+                            runs_dir=settings.runs_dir)
     return {
         "account": account, "benchmark": benchmark, "html": str(report.html),
         "markdown": str(report.markdown), "pngs": [str(p) for p in report.pngs], "metrics": report.metrics,

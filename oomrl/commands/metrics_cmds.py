@@ -84,7 +84,8 @@ def report_command(
         ledger = Ledger(settings.ledger)
         ledger.create_schema()  # a fresh OOMRL_HOME has no tables yet: say "no NAV", not a SQL error
         return account_report(ledger, store, str(account), folder, phases=windows,
-                              benchmark_kind=benchmark, rf=rf).paths()
+                              benchmark_kind=benchmark, rf=rf, workspace_dir=settings.workspace_dir,
+                              runs_dir=settings.runs_dir).paths()
 
     for path in run_or_exit(body):
         typer.echo(str(path))

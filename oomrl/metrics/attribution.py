@@ -20,9 +20,11 @@ from oomrl.metrics.factors import (
     style_factor_returns,
     traded_value,
 )
+from oomrl.metrics.friction import account_friction
 from oomrl.metrics.io import MetricsInputError, returns_from_levels, validate_returns
+from oomrl.metrics.marks import Mark, alert_marks, promotion_marks, repair_marks
 from oomrl.metrics.performance import Phase, phases_from_versions
-from oomrl.metrics.tearsheet import Report, build_report
+from oomrl.metrics.tearsheet import Report, ReportInputs, write_report
 
 BENCHMARK_KINDS = ("price", "total_return")
 
@@ -31,6 +33,12 @@ class NavSource(Protocol):
     """The part of the ledger attribution reads."""
 
     def nav_frame(self, account: str) -> pd.DataFrame: ...
+
+    def fills_frame(self, account: str) -> pd.DataFrame: ...
+
+    def alerts(self, account: str) -> list[dict[str, Any]]: ...
+
+    def version_names(self, account: str) -> dict[str, str]: ...
 
 
 class IndexSource(Protocol):
@@ -102,14 +110,43 @@ def report_dir(runs_dir: Path, label: str) -> Path:
     return runs_dir / f"report-{safe}-{stamp}"
 
 
+def version_labels(ledger: NavSource, account: str, workspace_dir: Path | None) -> dict[str, str]:
+    """Full SHA -> "v2 daily_momentum" from the workspace tags and the ledger's strategy names;
+    a version the workspace does not know keeps its short SHA."""
+    from oomrl.versions import StrategyVersions  # git is only needed when there is a workspace
+
+    names = ledger.version_names(account)
+    labels = StrategyVersions(workspace_dir).labels(names) if workspace_dir is not None else {}
+    return labels
+
+
+def labelled(versions: pd.Series, labels: dict[str, str]) -> pd.Series:
+    """The live version of each date under its label (unknown versions: the first 12 hex digits)."""
+    return versions.map(lambda sha: sha if pd.isna(sha) else labels.get(str(sha), str(sha)[:12]))
+
+
+def account_marks(ledger: NavSource, account: str, versions: pd.Series, labels: dict[str, str],
+                  runs_dir: Path | None) -> list[Mark]:
+    """Alerts (ledger), repairs (run folders) and promotions (first session of each new version)."""
+    marks = alert_marks(ledger.alerts(account)) + promotion_marks(versions, labels)
+    return marks + (repair_marks(runs_dir, account) if runs_dir is not None else [])
+
+
 def account_report(ledger: NavSource, store: IndexSource, account: str, out_dir: Path, *,
                    phases: list[Phase] | None = None, benchmark_kind: str = "price",
-                   rf: float = 0.0) -> Report:
-    """The report of one account: metrics vs the CSI 300, phases (versions unless given), style table."""
-    returns, versions = account_returns(ledger.nav_frame(account), account)
+                   rf: float = 0.0, workspace_dir: Path | None = None,
+                   runs_dir: Path | None = None) -> Report:
+    """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction from
+    the ledger, alerts/repairs/promotions marked, style table."""
+    nav = ledger.nav_frame(account)
+    returns, versions = account_returns(nav, account)
     benchmark = benchmark_returns(store, benchmark_kind)
-    live_phases = phases if phases is not None else (phases_from_versions(versions) or None)
+    labels = version_labels(ledger, account, workspace_dir)
+    live_phases = phases if phases is not None else (phases_from_versions(labelled(versions, labels), width=None) or None)
     attribution, note = account_attribution(returns, benchmark.loc[: returns.index[-1]], store, rf)
-    return build_report(returns, out_dir, benchmark=benchmark, benchmark_kind=benchmark_kind,
-                        phases=live_phases, title=f"Account {account}", rf=rf, attribution=attribution,
-                        notes=[note] if note else None)
+    friction_phases = live_phases or [Phase("whole window", returns.index[0], returns.index[-1])]
+    inputs = ReportInputs(
+        title=f"Account {account}", benchmark_kind=benchmark_kind, rf=rf, phases=live_phases,
+        attribution=attribution, friction=account_friction(nav, ledger.fills_frame(account), friction_phases),
+        marks=account_marks(ledger, account, versions, labels, runs_dir), notes=[note] if note else [])
+    return write_report(returns, benchmark, out_dir, inputs)

@@ -183,13 +183,14 @@ def read_phases(path: str | Path) -> list[Phase]:
     return phases
 
 
-def phases_from_versions(versions: pd.Series) -> list[Phase]:
-    """One phase per contiguous live span of a strategy version (a date-indexed series of version ids)."""
+def phases_from_versions(versions: pd.Series, width: int | None = 12) -> list[Phase]:
+    """One phase per contiguous live span of a strategy version (a date-indexed series of version ids
+    or labels), named by the first `width` characters (None: the whole label)."""
     clean = versions.dropna().sort_index()
     phases: list[Phase] = []
     for _, run in clean.groupby((clean != clean.shift()).cumsum()):
         label = str(run.iloc[0])
-        phases.append(Phase(label[:12], pd.Timestamp(run.index[0]), pd.Timestamp(run.index[-1])))
+        phases.append(Phase(label[:width], pd.Timestamp(run.index[0]), pd.Timestamp(run.index[-1])))
     return phases
 
 

@@ -162,6 +162,14 @@ class Ledger:
                                .order_by(sv.c.id.desc()).limit(1)).first()
         return (row[0], row[1]) if row else None
 
+    def version_names(self, account: str) -> dict[str, str]:
+        """Strategy name of every version the account ever activated (sha -> name), for labels."""
+        sv = self.t["strategy_versions"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(sv.c.sha, sv.c.name).where(sv.c.account == account)
+                                .order_by(sv.c.id)).all()
+        return {str(sha): str(name) for sha, name in rows}
+
     # -- rebalances -------------------------------------------------------------------------
     def rebalance_id(self, account: str, as_of: date) -> int | None:
         """Id of the committed rebalance of (account, as_of), or None."""

@@ -27,3 +27,21 @@ def random_pair(seed: int, n: int = 300) -> tuple[pd.Series, pd.Series]:
 @pytest.fixture()
 def pair() -> tuple[pd.Series, pd.Series]:
     return random_pair(7)
+
+
+@pytest.fixture(scope="session")
+def traded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A real account traded by the paper broker on the bundled sample (see traded_account)."""
+    from tests.metrics.traded_account import build_traded_account
+
+    return build_traded_account(tmp_path_factory.mktemp("traded") / "home")
+
+
+@pytest.fixture(scope="session")
+def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """The account's report, as `oomrl report --account` writes it."""
+    from oomrl.metrics.attribution import account_report
+    from tests.metrics.traded_account import ACCOUNT
+
+    return account_report(traded.ledger, traded.store, ACCOUNT, tmp_path_factory.mktemp("report"),
+                          workspace_dir=traded.settings.workspace_dir, runs_dir=traded.settings.runs_dir)

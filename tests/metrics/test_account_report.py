@@ -37,10 +37,11 @@ def test_report_for_an_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert result.exit_code == 0, result.output
     paths = [Path(p) for p in result.stdout.split()]
     assert paths[0].name == "tearsheet.html" and paths[0].parent.parent == home / "runs"
-    assert [p.name for p in paths[2:]] == ["equity.png", "underwater.png", "rolling_ir.png"]
+    assert [p.name for p in paths[2:]] == ["tearsheet.png", "equity.png", "underwater.png", "rolling_ir.png",
+                                           "friction.png"]
     summary = paths[1].read_text()
     assert "Benchmark: CSI 300 price index (000300)" in summary
-    assert "| aaaa1111 | 2024-07-01 |" in summary and "| bbbb2222 |" in summary  # versions as phases
+    assert "|  | aaaa1111 | bbbb2222 |" in summary  # versions (unknown to any workspace) as phases
     assert "## Style attribution" in summary and "| momentum |" in summary
     tr = runner.invoke(app, ["report", "--account", "demo", "--benchmark", "total_return",
                              "--out", str(home / "tr")])

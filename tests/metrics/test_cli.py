@@ -56,13 +56,15 @@ def test_report_on_a_plain_series_with_phases(tmp_path: Path) -> None:
                                  "--out", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
     paths = [Path(line) for line in result.stdout.split()]
-    assert [p.name for p in paths] == ["tearsheet.html", "summary.md", "equity.png", "underwater.png"]
+    assert [p.name for p in paths] == ["tearsheet.html", "summary.md", "tearsheet.png", "equity.png",
+                                       "underwater.png"]
     assert all(p.exists() for p in paths)
     summary = paths[1].read_text()
-    for row in ("| Whole study | 2024-07-01 | 2026-02-27 | 402 | 21.16 % |",
-                "| Phase 1 | 2024-07-01 | 2024-10-18 | 73 | 48.16 % |",
-                "| Phase 2 | 2024-10-21 | 2025-09-30 | 235 | 19.22 % |",
-                "| Phase 3 | 2025-10-09 | 2026-02-27 | 94 | 5.04 % |"):
+    for row in ("|  | Whole study | Phase 1 | Phase 2 | Phase 3 |",
+                "| From | 2024-07-01 | 2024-07-01 | 2024-10-21 | 2025-10-09 |",
+                "| To | 2026-02-27 | 2024-10-18 | 2025-09-30 | 2026-02-27 |",
+                "| Sessions | 402 | 73 | 235 | 94 |",
+                "| Annualized return (% a year) | 21.16 % | 48.16 % | 19.22 % | 5.04 % |"):
         assert row in summary
 
 

@@ -58,7 +58,7 @@ def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
     assert "CSI 300 total-return index (H00300)" in page
     summary = report.markdown.read_text()
     assert "Benchmark: CSI 300 total-return index (H00300)" in summary
-    assert "| Phase 2 | 2024-10-21 | 2025-09-30 | 235 |" in summary
+    assert "|  | Phase 1 | Phase 2 | Phase 3 |" in summary and "| Sessions | 73 | 235 | 94 |" in summary
     assert "![rolling_ir](rolling_ir.png)" in summary
     assert report.metrics["trading_days"] == len(port)
 
@@ -70,8 +70,8 @@ def test_plain_series_report_has_no_benchmark_sections(tmp_path: Path) -> None:
     assert "beta" not in report.metrics
     summary = report.markdown.read_text()
     assert "Benchmark: none" in summary
-    assert "| Whole study | 2024-07-01 | 2026-02-27 | 402 | 21.16 % |" in summary
-    assert "| Phase 3 | 2025-10-09 | 2026-02-27 | 94 | 5.04 % |" in summary
+    assert "| Annualized return (% a year) | 21.16 % | 48.16 % | 19.22 % | 5.04 % |" in summary
+    assert "| To | 2026-02-27 | 2024-10-18 | 2025-09-30 | 2026-02-27 |" in summary
 
 
 def test_style_table_in_report(tmp_path: Path) -> None:

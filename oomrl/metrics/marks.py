@@ -1,0 +1,82 @@
+"""Events drawn on the charts: loss alerts, repairs and promotions (version switches), with their dates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+MarkKind = Literal["alert", "repair", "promotion"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One event on one session: what it was and a short label (e.g. "v2 daily_momentum")."""
+
+    date: pd.Timestamp
+    kind: MarkKind
+    label: str
+    severity: str = ""
+
+    def row(self) -> dict[str, str]:
+        return {"date": self.date.date().isoformat(), "event": self.kind,
+                "detail": f"{self.severity} {self.label}".strip()}
+
+
+def alert_marks(alerts: Iterable[Mapping[str, Any]]) -> list[Mark]:
+    """One mark per stored alert, on its `as_of` session (ledger.alerts rows)."""
+    marks = []
+    for alert in alerts:
+        payload = alert.get("payload") or {}
+        marks.append(Mark(pd.Timestamp(alert["as_of"]), "alert", str(alert["rule"]),
+                          str(payload.get("severity", ""))))
+    return marks
+
+
+def promotion_marks(versions: pd.Series, labels: Mapping[str, str] | None = None) -> list[Mark]:
+    """A mark on the first session each newly live version traded (a promotion, or a rollback).
+
+    `versions` is the date-indexed strategy version of each NAV row; the first version is where the
+    account started, not a switch, so it has no mark.
+    """
+    names = labels or {}
+    clean = versions.dropna().sort_index().astype(str)
+    switched = clean[clean != clean.shift()].iloc[1:]
+    return [Mark(pd.Timestamp(day), "promotion", names.get(sha, sha[:12])) for day, sha in switched.items()]
+
+
+def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
+    """One mark per repair run of `account` (runs/repair-*/): on its autopsy's date, with its outcome.
+
+    Unreadable or foreign run folders are skipped: a report never fails on another run's leftovers.
+    """
+    import json
+
+    marks = []
+    for folder in sorted(runs_dir.glob("repair-*")):
+        try:
+            autopsy = json.loads((folder / "autopsy.json").read_text())
+            outcome = json.loads((folder / "outcome.json").read_text()) \
+                if (folder / "outcome.json").exists() else {}
+            if autopsy.get("account", account) != account:
+                continue
+            day = pd.Timestamp(str(autopsy["as_of"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        status = str(outcome.get("status", "unfinished"))
+        tag = (outcome.get("version") or {}).get("tag")
+        marks.append(Mark(day, "repair", f"{status}{' → ' + tag if tag else ''}"))
+    return marks
+
+
+def within(marks: Iterable[Mark], start: pd.Timestamp, end: pd.Timestamp) -> list[Mark]:
+    """The marks dated inside [start, end], in date order."""
+    return sorted((m for m in marks if start <= m.date <= end), key=lambda m: (m.date, m.kind))
+
+
+def marks_table(marks: Iterable[Mark]) -> pd.DataFrame:
+    """The marks as a date / event / detail table."""
+    return pd.DataFrame([m.row() for m in marks], columns=["date", "event", "detail"])
