@@ -21,7 +21,7 @@ GUARD_PYPROJECT = """\
 name = "oomrl-workspace"
 version = "0"
 
-# The workspace contract of DESIGN.md section 4.2: S is strategies/, T is tests/.
+# The gate's workspace contract (docs/gate.md): S is strategies/, T is tests/
 [tool.oomrl.guard]
 source = ["strategies"]
 tests = ["tests"]

@@ -1,4 +1,4 @@
-"""Performance of a daily return series against a benchmark, with exactly the conventions of DESIGN §4.3.
+"""Performance of a daily return series against a benchmark, with the conventions of `oomrl metrics` (docs/metrics.md).
 
 Conventions (pinned by tests):
 - 252 periods a year; `annualized_return` = mean daily simple return × 252 (the paper's
@@ -112,7 +112,7 @@ def rolling_information_ratio(returns: pd.Series, benchmark: pd.Series,
 
 
 def standalone_metrics(returns: pd.Series, rf: float = 0.0) -> dict[str, float | int | None]:
-    """The keys of DESIGN §4.3 that need no benchmark (a plain series, e.g. the index itself)."""
+    """The metric keys that need no benchmark (a plain series, e.g. the index itself)."""
     r = validate_returns(returns, "returns")
     mdd = max_drawdown(r)
     growth = cagr(r)
@@ -123,7 +123,7 @@ def standalone_metrics(returns: pd.Series, rf: float = 0.0) -> dict[str, float |
 
 def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
                     hac_maxlags: int | None = None) -> dict[str, float | int | None]:
-    """Every key of DESIGN §4.3, in its order, as fractions (not percent)."""
+    """Every metric key (METRIC_KEYS), in its order, as fractions (not percent)."""
     if not math.isfinite(rf):
         raise MetricsInputError(f"rf must be a finite annual rate, got {rf}")
     r, b = align(returns, benchmark)
