@@ -74,39 +74,43 @@ def ingest_market_data(
     progress = create_progress_artifact(0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}")
 
     backoff = exponential_backoff(backoff_seconds)
-    try:
-        report.index_rows, report.membership_rows, report.index_quarantined = load_reference_data.with_options(
-            retry_delay_seconds=backoff)(source, lo, hi, root)
-    except SourceUnavailableError as exc:
-        report = domain.fall_back_to_store(report, store, exc)
-        logger.warning("source %s unreachable; using the stored data, which is stale: %s", source, report.stale_reason)
-        publish_report(report)
-        update_progress_artifact(progress, 100.0)
-        return report.summary()
+    # One store transaction for the whole run: its writes commit together at the end, or not at all.
+    with store.transaction() as tx:
+        report.recovered = tx.recovery_note()
+        try:
+            report.index_rows, report.membership_rows, report.index_quarantined = load_reference_data.with_options(
+                retry_delay_seconds=backoff)(source, lo, hi, tx)
+        except SourceUnavailableError as exc:
+            report = domain.fall_back_to_store(report, tx, exc)
+            logger.warning("source %s unreachable; using the stored data, which is stale: %s", source,
+                           report.stale_reason)
+            publish_report(report)
+            update_progress_artifact(progress, 100.0)
+            return report.summary()
 
-    report.symbols = domain.resolve_universe(universe, source_for(source), store, lo, hi)
-    fetch = fetch_symbol_bars.with_options(retry_delay_seconds=backoff)
-    quarantined: list[pd.DataFrame] = []
-    for first in range(0, len(report.symbols), batch_symbols):
-        symbols = report.symbols[first:first + batch_symbols]
-        futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
-        frames = []
-        for symbol, future in zip(symbols, futures):
-            future.wait()
-            if future.state.is_failed():
-                report.failures[symbol] = str(future.result(raise_on_failure=False))
-                continue
-            frame = future.result()
-            if frame.empty:
-                report.symbols_without_data.append(symbol)
-            frames.append(frame)
-        rows, written, bad = validate_and_store(frames, root)
-        report.rows_fetched += rows
-        report.rows_written += written
-        quarantined += [bad] if len(bad) else []
-        update_progress_artifact(progress, 100.0 * (first + len(symbols)) / len(report.symbols))
+        report.symbols = domain.resolve_universe(universe, source_for(source), tx, lo, hi)
+        fetch = fetch_symbol_bars.with_options(retry_delay_seconds=backoff)
+        quarantined: list[pd.DataFrame] = []
+        for first in range(0, len(report.symbols), batch_symbols):
+            symbols = report.symbols[first:first + batch_symbols]
+            futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
+            frames = []
+            for symbol, future in zip(symbols, futures):
+                future.wait()
+                if future.state.is_failed():
+                    report.failures[symbol] = str(future.result(raise_on_failure=False))
+                    continue
+                frame = future.result()
+                if frame.empty:
+                    report.symbols_without_data.append(symbol)
+                frames.append(frame)
+            rows, written, bad = validate_and_store(frames, tx)
+            report.rows_fetched += rows
+            report.rows_written += written
+            quarantined += [bad] if len(bad) else []
+            update_progress_artifact(progress, 100.0 * (first + len(symbols)) / len(report.symbols))
 
-    report = domain.finish(report, store, quarantined)
+        report = domain.finish(report, tx, quarantined)
     if report.stale:
         logger.warning("every fetch from %s failed; the store is unchanged and stale: %s", source, report.stale_reason)
     publish_report(report)

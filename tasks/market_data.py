@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
 from prefect.context import TaskRunContext
 from prefect.states import State
@@ -49,14 +49,16 @@ def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.Da
     return domain.fetch_bars(source_for(source), symbol, start, end)
 
 
+# The writing tasks take the flow's open store transaction and are never cached: a cached result would
+# skip its write in a retried flow run's new transaction.
 @task(name="load-reference-data", retries=FETCH_RETRIES, retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS),
-      retry_jitter_factor=JITTER_FACTOR, retry_condition_fn=network_error_only)
-def load_reference_data(source: str, start: date, end: date, store_root: Path) -> tuple[int, int, pd.DataFrame]:
-    """Benchmark levels and membership into the store (a missing benchmark fails the flow)."""
-    return domain.load_reference(source_for(source), start, end, MarketStore(store_root))
+      retry_jitter_factor=JITTER_FACTOR, retry_condition_fn=network_error_only, cache_policy=NO_CACHE)
+def load_reference_data(source: str, start: date, end: date, store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+    """Benchmark levels and membership into the store transaction (a missing benchmark fails the flow)."""
+    return domain.load_reference(source_for(source), start, end, store)
 
 
-@task(name="validate-and-store")
-def validate_and_store(frames: list[pd.DataFrame], store_root: Path) -> tuple[int, int, pd.DataFrame]:
-    """Validate a batch of bar frames and store the valid rows: (rows in, rows added, quarantined)."""
-    return domain.store_batch(frames, MarketStore(store_root))
+@task(name="validate-and-store", cache_policy=NO_CACHE)
+def validate_and_store(frames: list[pd.DataFrame], store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+    """Validate a batch of bar frames and stage the valid rows: (rows in, rows added, quarantined)."""
+    return domain.store_batch(frames, store)

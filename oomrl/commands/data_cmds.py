@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -10,6 +11,7 @@ from rich.table import Table
 from oomrl.config import get_settings
 from oomrl.data.ingest import IngestReport, ingest
 from oomrl.data.sources import get_source
+from oomrl.data.lock import DEFAULT_WAIT_S
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError
 
@@ -41,6 +43,8 @@ def print_report(report: IngestReport, console: Console, store: MarketStore) -> 
         console.print(f"  [red]failed[/red] {symbol}: {error}")
     if report.stale:
         console.print(f"[yellow]STALE[/yellow]: {report.stale_reason}")
+    if report.recovered:
+        console.print(f"[yellow]recovered[/yellow]: {report.recovered}")
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +56,7 @@ def register(app: typer.Typer) -> None:
         universe: str = typer.Option("csi300", help="csi300 (point-in-time members), all, or a comma list of codes"),
         start: str | None = typer.Option(None, help="first date (default: what the source holds)"),
         end: str | None = typer.Option(None, help="last date (default: what the source holds / today)"),
+        wait: float = typer.Option(DEFAULT_WAIT_S, help="seconds to wait for another writer of the store (0: refuse)"),
     ) -> None:
         """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
         console = Console(soft_wrap=True)
@@ -66,8 +71,53 @@ def register(app: typer.Typer) -> None:
                 def advance(done: int, total: int, symbol: str) -> None:
                     bar.update(task, completed=done, total=total, description=f"{market.name} {symbol}")
 
-                report = ingest(market, universe, start, end, store, progress=advance)
+                report = ingest(market, universe, start, end, store, progress=advance, wait=wait,
+                                on_wait=lambda note: typer.echo(note, err=True))
         except (OomrlError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc
         print_report(report, console, store)
+
+    register_data(app)
+
+
+def print_quarantine(rows: pd.DataFrame, console: Console, limit: int) -> None:
+    """Quarantined rows as a table: ingest, table, date, symbol or index code, reason."""
+    table = Table("ingest", "table", "date", "symbol", "reason", title=f"{len(rows)} quarantined row(s)")
+    for row in rows.head(limit).to_dict("records"):
+        when = row.get("date")
+        label = row.get("symbol") if row.get("table") == "bars" else f"index {row.get('code')} {row.get('kind')}"
+        table.add_row(str(row["ingest"]), str(row["table"]), f"{when:%Y-%m-%d}" if pd.notna(when) else "?",
+                      str(label), str(row["reason"]))
+    console.print(table)
+    if len(rows) > limit:
+        console.print(f"  ... {len(rows) - limit} more (--limit, or --json for all)")
+
+
+def register_data(app: typer.Typer) -> None:
+    """`oomrl data ...`: read what the market store keeps besides bars."""
+    data_app = typer.Typer(help="Inspect the market store under OOMRL_HOME/data.", no_args_is_help=True)
+    app.add_typer(data_app, name="data")
+
+    @data_app.command("quarantine")
+    def quarantine_command(
+        ingest_id: str = typer.Option("last", "--ingest", help="an ingest id, `last` (default) or `all`"),
+        limit: int = typer.Option(SHOWN_QUARANTINE_ROWS * 5, help="rows shown in the table"),
+        as_json: bool = typer.Option(False, "--json", help="every row as JSON records (all columns)"),
+    ) -> None:
+        """Rows that ingests quarantined (not stored as data), with their reasons."""
+        try:
+            store = MarketStore(get_settings().data_dir)
+            known = [entry.get("id") for entry in store.manifest().get("ingests", [])]
+            if ingest_id not in ("last", "all") and ingest_id not in known:
+                raise OomrlError(f"no ingest {ingest_id!r} in {store.root}; known: {', '.join(map(str, known[-5:])) or 'none'}")
+            rows = store.quarantine(None if ingest_id == "all" else ingest_id)
+        except OomrlError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        if as_json:
+            typer.echo(rows.to_json(orient="records", date_format="iso"))
+        elif rows.empty:
+            typer.echo(f"no quarantined rows kept for ingest {ingest_id} in {store.root}")
+        else:
+            print_quarantine(rows, Console(soft_wrap=True), limit)

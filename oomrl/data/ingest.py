@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import pandas as pd
 
 from oomrl.data.schema import BAR_COLUMNS, BENCHMARK_CODE, INDEX_COLUMNS, conform_bars
 from oomrl.data.sources import MarketSource
-from oomrl.data.store import MarketStore
+from oomrl.data.store import MarketStore, StoreTransaction
 from oomrl.data.validation import count_reasons, validate_bars, validate_index
 from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
 from oomrl.market.boards import to_symbol
@@ -47,6 +47,10 @@ class IngestReport:
     stale: bool = False
     stale_reason: str | None = None
     stored: dict[str, Any] = field(default_factory=dict)
+    recovered: str | None = None
+    """What the store's start-up check cleared of an earlier write that did not finish (None: nothing)."""
+    ingest_id: str | None = None
+    """The id of this ingest's record in the store (its quarantined rows are kept under it)."""
 
     @property
     def quarantine_reasons(self) -> dict[str, int]:
@@ -64,7 +68,7 @@ class IngestReport:
             "membership_rows": self.membership_rows, "quarantined_rows": len(self.quarantined),
             "index_quarantined_rows": len(self.index_quarantined),
             "quarantine_reasons": self.quarantine_reasons, "stale": self.stale,
-            "stale_reason": self.stale_reason,
+            "stale_reason": self.stale_reason, "recovered": self.recovered, "ingest_id": self.ingest_id,
             "stored": {key: str(value) for key, value in self.stored.items()},
         }
 
@@ -79,7 +83,8 @@ def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, dat
     return lo, hi
 
 
-def load_reference(source: MarketSource, start: date, end: date, store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+def load_reference(source: MarketSource, start: date, end: date, store: MarketStore,
+                   now: datetime | None = None) -> tuple[int, int, pd.DataFrame]:
     """Fetch and store the benchmark levels and membership; returns (index rows, membership rows, quarantined).
 
     The CSI 300 price index is required (MissingBenchmarkError); the total-return index is stored when the
@@ -90,7 +95,7 @@ def load_reference(source: MarketSource, start: date, end: date, store: MarketSt
         raise MissingBenchmarkError(
             f"source {source.name!r} has no CSI 300 ({BENCHMARK_CODE}) levels for {start}..{end}: missing benchmark")
     frames.append(source.index_levels(BENCHMARK_CODE, "total_return", start, end))
-    checked = validate_index(pd.concat(frames, ignore_index=True))
+    checked = validate_index(pd.concat(frames, ignore_index=True), now=now)
     index_rows = store.write_index(checked.valid)
     membership = source.membership()
     membership_rows = store.write_membership(membership) if len(membership) else 0
@@ -128,21 +133,27 @@ def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.
         raise DataValidationError(f"{source.name} bars for {symbol}: {exc}") from exc
 
 
-def store_batch(frames: Iterable[pd.DataFrame], store: MarketStore) -> tuple[int, int, pd.DataFrame]:
-    """Validate a batch of bar frames and store the valid rows; returns (rows in, rows added, quarantined)."""
+def store_batch(frames: Iterable[pd.DataFrame], store: MarketStore,
+                now: datetime | None = None) -> tuple[int, int, pd.DataFrame]:
+    """Validate a batch of bar frames (as of `now`) and store the valid rows; returns (rows in, rows added,
+    quarantined)."""
     parts = [frame for frame in frames if len(frame)]
     if not parts:
         return 0, 0, pd.DataFrame(columns=[*BAR_COLUMNS, "reason"])
     batch = pd.concat(parts, ignore_index=True)
-    checked = validate_bars(batch)
+    checked = validate_bars(batch, now=now)
     written = store.write_bars(checked.valid) if len(checked.valid) else 0
     return len(batch), written, checked.quarantined
 
 
 def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exception) -> IngestReport:
-    """Keep what the store has, flagged stale; with nothing stored there is nothing to fall back to."""
-    summary = store.bar_summary()
-    if store.is_empty():
+    """Keep what the store has, flagged stale: an open transaction is discarded, so nothing of this ingest is
+    kept. With nothing stored there is nothing to fall back to."""
+    if isinstance(store, StoreTransaction):
+        store.discard()
+    committed = MarketStore(store.root)
+    summary = committed.bar_summary()
+    if committed.is_empty():
         raise SourceUnavailableError(f"{report.source} is unreachable ({error}) and the store is empty") from error
     report.stale = True
     report.stale_reason = (f"{report.source} unreachable ({error}); kept the stored data, last bar "
@@ -159,48 +170,59 @@ def ingest(
     end: Any,
     store: MarketStore,
     progress: Progress | None = None,
+    *,
+    wait: float | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    now: datetime | None = None,
 ) -> IngestReport:
-    """Ingest `universe` bars for [start, end] from `source` into `store`.
+    """Ingest `universe` bars for [start, end] from `source` into `store`, as one transaction.
 
-    Bad rows are quarantined (in the report), never stored. A missing benchmark fails the ingestion. When
-    a live source is unreachable the report is flagged stale and the store is left as it was.
+    Bad rows (including bars after the last completed session as of `now`) are quarantined: kept with
+    their reasons in the report and on disk, never stored as bars. A missing benchmark fails the ingestion.
+    When a live source is unreachable the report is flagged stale and the store is left as it was. Any
+    failure leaves the store as it was; a second writer waits up to `wait` s for the store's lock.
     """
     lo, hi = resolve_range(source, start, end)
     report = IngestReport(source=source.name, universe=universe, start=lo, end=hi)
-    try:
-        report.index_rows, report.membership_rows, report.index_quarantined = load_reference(source, lo, hi, store)
-    except SourceUnavailableError as exc:
-        return fall_back_to_store(report, store, exc)
-    report.symbols = resolve_universe(universe, source, store, lo, hi)
-    quarantined: list[pd.DataFrame] = []
-    batch: list[pd.DataFrame] = []
-    for done, symbol in enumerate(report.symbols, start=1):
+    with store.transaction(wait, on_wait) as tx:
+        report.recovered = tx.recovery_note()
         try:
-            frame = fetch_bars(source, symbol, lo, hi)
+            report.index_rows, report.membership_rows, report.index_quarantined = load_reference(
+                source, lo, hi, tx, now)
         except SourceUnavailableError as exc:
-            report.failures[symbol] = str(exc)
-            frame = pd.DataFrame()
-        if frame.empty and symbol not in report.failures:
-            report.symbols_without_data.append(symbol)
-        batch.append(frame)
-        if len(batch) >= BATCH_SYMBOLS or done == len(report.symbols):
-            rows, written, bad = store_batch(batch, store)
-            report.rows_fetched += rows
-            report.rows_written += written
-            if len(bad):
-                quarantined.append(bad)
-            batch = []
-        if progress:
-            progress(done, len(report.symbols), symbol)
-    return finish(report, store, quarantined)
+            return fall_back_to_store(report, tx, exc)
+        report.symbols = resolve_universe(universe, source, tx, lo, hi)
+        quarantined: list[pd.DataFrame] = []
+        batch: list[pd.DataFrame] = []
+        for done, symbol in enumerate(report.symbols, start=1):
+            try:
+                frame = fetch_bars(source, symbol, lo, hi)
+            except SourceUnavailableError as exc:
+                report.failures[symbol] = str(exc)
+                frame = pd.DataFrame()
+            if frame.empty and symbol not in report.failures:
+                report.symbols_without_data.append(symbol)
+            batch.append(frame)
+            if len(batch) >= BATCH_SYMBOLS or done == len(report.symbols):
+                rows, written, bad = store_batch(batch, tx, now)
+                report.rows_fetched += rows
+                report.rows_written += written
+                if len(bad):
+                    quarantined.append(bad)
+                batch = []
+            if progress:
+                progress(done, len(report.symbols), symbol)
+        return finish(report, tx, quarantined)
 
 
 def finish(report: IngestReport, store: MarketStore, quarantined: list[pd.DataFrame]) -> IngestReport:
-    """Collect quarantined rows; when every symbol failed, fall back to the store (stale); record the ingest."""
+    """Collect quarantined rows; when every symbol failed, fall back to the store (stale); else record the
+    ingest with its quarantined rows (in the same transaction as its data)."""
     if quarantined:
         report.quarantined = pd.concat(quarantined, ignore_index=True)
     if report.symbols and len(report.failures) == len(report.symbols):
         return fall_back_to_store(report, store, SourceUnavailableError(next(iter(report.failures.values()))))
     report.stored = store.bar_summary()
-    store.record_ingest(report.summary())
+    report.ingest_id = store.record_ingest(report.summary(), {"bars": report.quarantined,
+                                                              "index": report.index_quarantined})
     return report

@@ -1,35 +1,44 @@
-"""One year of stored bars: immutable parquet part files, listed by a manifest that is replaced atomically."""
+"""Immutable parquet files of the store: atomic writes, and one year of bars as part files merged by key."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-PART_MANIFEST = "_parts.json"
+from oomrl.files import private_dir
+
 MAX_PARTS = 12
 """Beyond this many parts a write compacts the year into one file (reads stay a handful of scans)."""
 COMPRESSION = "zstd"
 BAR_KEY = ["date", "symbol"]
-BAR_SCHEMA = pa.schema([
-    ("date", pa.timestamp("ns")), ("symbol", pa.string()),
-    *[(name, pa.float64()) for name in ("open", "high", "low", "close", "volume", "amount")],
-    ("adjustment", pa.string()), ("prev_close_raw", pa.float64()),
-])
 
 
-def atomic_write(path: Path, write: Callable[[str], object]) -> None:
-    """Write via a temp file in the same folder, fsync, then os.replace: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (a power cut after os.replace must not undo it)."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def atomic_write(path: Path, write: Callable[[str], object], durable: bool = False) -> None:
+    """Write via a private temp file in the same folder, fsync, then os.replace: readers see old or new, never half.
+
+    mkstemp creates the file 0600 and os.replace keeps that mode. `durable` also fsyncs the folder, for
+    commit points whose rename must survive a power cut.
+    """
+    private_dir(path.parent)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
     try:
@@ -40,10 +49,32 @@ def atomic_write(path: Path, write: Callable[[str], object]) -> None:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+    if durable:
+        fsync_dir(path.parent)
 
 
 def write_parquet(table: pa.Table, path: Path) -> None:
     atomic_write(path, lambda name: pq.write_table(table, name, compression=COMPRESSION))
+
+
+def table_of(frame: pd.DataFrame) -> pa.Table:
+    """A frame as an arrow table with its own columns: the store keeps whatever columns the schema has."""
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def concat(tables: Sequence[pa.Table]) -> pa.Table:
+    """Tables of files written under different schema versions: a column one lacks is null there."""
+    return pa.concat_tables(tables, promote_options="default")
+
+
+def read_columns(path: Path, columns: Sequence[str], **options: Any) -> pa.Table:
+    """`columns` of a parquet file; a column the file predates comes back null (filled by concat's promotion)."""
+    present = set(pq.read_schema(path).names)
+    table = pq.read_table(path, columns=[name for name in columns if name in present], **options)
+    for position, name in enumerate(columns):
+        if name not in present:
+            table = table.add_column(position, name, pa.nulls(table.num_rows))
+    return table
 
 
 def drop_keys(table: pa.Table, incoming: pd.DataFrame) -> tuple[pa.Table, int]:
@@ -61,7 +92,8 @@ def drop_keys(table: pa.Table, incoming: pd.DataFrame) -> tuple[pa.Table, int]:
 
 @dataclass
 class Part:
-    """A part file and what it holds, so writes can skip parts that cannot contain the incoming keys."""
+    """A part file (named relative to its year folder) and what it holds, so writes skip parts that cannot
+    contain the incoming keys."""
 
     file: str
     first: str
@@ -73,51 +105,35 @@ class Part:
         return self.first <= last and first <= self.last and not symbols.isdisjoint(self.symbols)
 
 
-class YearPartition:
-    """bars/YYYY/: part-*.parquet plus _parts.json. The manifest is the commit point of every write:
-    a new part is written first, then the manifest naming it replaces the old one, then replaced parts
-    are deleted. A crash at any step leaves the previous manifest and its parts readable. One writer
-    at a time; files not in the manifest are leftovers and are removed by the next write."""
+@dataclass
+class YearMerge:
+    """The outcome of merging bars into one year: its new part list, the file written and the parts it replaces."""
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    parts: list[Part]
+    written: str
+    replaced: list[Part] = field(default_factory=list)
+    added: int = 0
 
-    def parts(self) -> list[Part]:
-        path = self.folder / PART_MANIFEST
-        if not path.exists():
-            return []
-        return [Part(**entry) for entry in json.loads(path.read_text())["parts"]]
 
-    def files(self) -> list[Path]:
-        return [self.folder / part.file for part in self.parts()]
-
-    def _read(self, part: Part) -> pa.Table:
-        return pq.read_table(self.folder / part.file, schema=BAR_SCHEMA)
-
-    def merge(self, incoming: pd.DataFrame) -> int:
-        """Add validated bars of this year; rows for stored (date, symbol) keys replace them. Returns rows added."""
-        parts = self.parts()
-        first, last = f"{incoming['date'].min():%Y-%m-%d}", f"{incoming['date'].max():%Y-%m-%d}"
-        symbols = set(incoming["symbol"].unique())
-        touched = [part for part in parts if part.may_hold(first, last, symbols)]
-        kept = [part for part in parts if part not in touched]
-        if len(kept) + 1 > MAX_PARTS:
-            touched, kept = parts, []
-        tables, replaced = [pa.Table.from_pandas(incoming, schema=BAR_SCHEMA, preserve_index=False)], 0
-        for part in touched:
-            remaining, dropped = drop_keys(self._read(part), incoming)
-            tables.append(remaining)
-            replaced += dropped
-        table = pa.concat_tables(tables)
-        name = f"part-{uuid.uuid4().hex[:12]}.parquet"
-        write_parquet(table, self.folder / name)
-        dates = table.column("date").to_pandas()
-        new = Part(file=name, first=f"{dates.min():%Y-%m-%d}", last=f"{dates.max():%Y-%m-%d}", rows=table.num_rows,
-                   symbols=sorted(set(table.column("symbol").unique().to_pylist())))
-        payload = json.dumps({"parts": [asdict(part) for part in [*kept, new]]}).encode()
-        atomic_write(self.folder / PART_MANIFEST, lambda temp: Path(temp).write_bytes(payload))
-        live = {part.file for part in kept} | {name, PART_MANIFEST}
-        for leftover in self.folder.iterdir():
-            if leftover.name not in live:
-                leftover.unlink(missing_ok=True)
-        return len(incoming) - replaced
+def merge_year(folder: Path, parts: list[Part], incoming: pd.DataFrame) -> YearMerge:
+    """Write one new part holding `incoming` (validated bars of this year) plus the stored rows of the parts
+    it overlaps; rows for a stored (date, symbol) replace it. Nothing existing is modified: the caller
+    commits the returned part list, then deletes the replaced parts."""
+    first, last = f"{incoming['date'].min():%Y-%m-%d}", f"{incoming['date'].max():%Y-%m-%d}"
+    symbols = set(incoming["symbol"].unique())
+    touched = [part for part in parts if part.may_hold(first, last, symbols)]
+    kept = [part for part in parts if part not in touched]
+    if len(kept) + 1 > MAX_PARTS:
+        touched, kept = parts, []
+    tables, replaced_rows = [table_of(incoming)], 0
+    for part in touched:
+        remaining, dropped = drop_keys(pq.read_table(folder / part.file), incoming)
+        tables.append(remaining)
+        replaced_rows += dropped
+    table = concat(tables)
+    name = f"part-{uuid.uuid4().hex[:12]}.parquet"
+    write_parquet(table, folder / name)
+    dates = table.column("date").to_pandas()
+    new = Part(file=name, first=f"{dates.min():%Y-%m-%d}", last=f"{dates.max():%Y-%m-%d}", rows=table.num_rows,
+               symbols=sorted(set(table.column("symbol").unique().to_pylist())))
+    return YearMerge(parts=[*kept, new], written=name, replaced=touched, added=len(incoming) - replaced_rows)

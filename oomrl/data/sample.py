@@ -8,9 +8,15 @@ from oomrl.data.sources.sample import SampleSource
 from oomrl.data.store import MarketStore
 
 
-def ensure_sample(settings: Settings) -> MarketStore:
-    """The market store of `settings`; when it is empty, ingest the whole bundled sample into it first."""
+def ensure_sample(settings: Settings, wait: float | None = None) -> MarketStore:
+    """The market store of `settings`; when it is empty, ingest the whole bundled sample into it first.
+
+    Several processes may start on an empty store at once: each takes the writer lock (waiting up to
+    `wait` s) and checks again, so the sample is ingested once and the others find it there.
+    """
     store = MarketStore(settings.data_dir)
     if store.is_empty():
-        ingest(SampleSource(), "all", None, None, store)
+        with store.transaction(wait) as tx:
+            if tx.is_empty():
+                ingest(SampleSource(), "all", None, None, tx)
     return store

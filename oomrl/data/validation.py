@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from oomrl.data.schema import (
 )
 from oomrl.errors import DataValidationError
 from oomrl.market import boards
-from oomrl.market.calendar import non_sessions
+from oomrl.market.calendar import last_completed_session, non_sessions
 
 LIMIT_TOLERANCE = 0.005
 """Slack on the price-limit rule (fraction of prev close) on top of two 0.01 CNY ticks: qfq prices are
@@ -153,10 +154,27 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
     return bad.fillna(False).to_numpy()
 
 
-def validate_bars(frame: pd.DataFrame) -> ValidationResult:
+def _dated_checks(reasons: _Reasons, dates: pd.Series, now: datetime | None) -> None:
+    """Calendar rules: a date after the last session that had closed as of `now` (its data cannot be final),
+    or an earlier date that is not an XSHG session."""
+    clock = now or datetime.now(UTC)
+    last = last_completed_session(clock)
+    dated = dates.notna().to_numpy()
+    future = dated & (dates > last).to_numpy()
+    reasons.add(future, "future_session", lambda row: (
+        f"{dates.iat[row]:%Y-%m-%d} is after the last completed XSHG session {last:%Y-%m-%d} "
+        f"(close 15:00 Asia/Shanghai) as of {pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"))
+    past = dated & ~future
+    off = np.zeros(len(dates), dtype=bool)
+    off[past] = non_sessions(dates[past]).to_numpy()
+    reasons.add(off, "non_session", lambda row: f"{dates.iat[row]:%Y-%m-%d} is not an XSHG session")
+
+
+def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
     """Split bars into valid and quarantined rows; every quarantined row names the rule(s) it broke.
 
-    Raises DataValidationError when the frame lacks a schema column (nothing in it can be trusted).
+    `now` is the clock (default: the current time): bars of sessions that had not closed by then are
+    quarantined. Raises DataValidationError when the frame lacks a schema column (nothing in it can be trusted).
     """
     bars = conform_bars(frame)
     reasons = _Reasons(len(bars))
@@ -179,10 +197,7 @@ def validate_bars(frame: pd.DataFrame) -> ValidationResult:
     extra, conflicting = _duplicate_masks(bars, ["date", "symbol"])
     reasons.add(extra, "duplicate", "identical copy of another (date, symbol) row")
     reasons.add(conflicting, "duplicate", "conflicting rows for the same (date, symbol)")
-    dated = bars["date"].notna().to_numpy()
-    off = np.zeros(len(bars), dtype=bool)
-    off[dated] = non_sessions(bars.loc[dated, "date"]).to_numpy()
-    reasons.add(off, "non_session", lambda row: f"{bars.at[row, 'date']:%Y-%m-%d} is not an XSHG session")
+    _dated_checks(reasons, bars["date"], now)
     reasons.add(_volume_amount(bars), "volume_amount", lambda row: (
         f"volume {bars.at[row, 'volume']:.6g} shares, amount {bars.at[row, 'amount']:.6g} CNY "
         f"inconsistent with each other or the range [{bars.at[row, 'low']}, {bars.at[row, 'high']}]"))
@@ -193,8 +208,9 @@ def validate_bars(frame: pd.DataFrame) -> ValidationResult:
     return reasons.split(bars)
 
 
-def validate_index(frame: pd.DataFrame) -> ValidationResult:
-    """Split index levels into valid and quarantined rows (NaN, non-positive, duplicates, non-sessions, jumps)."""
+def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
+    """Split index levels into valid and quarantined rows (NaN, non-positive, duplicates, non-sessions,
+    sessions not closed as of `now`, jumps)."""
     levels = conform_index(frame)
     reasons = _Reasons(len(levels))
     if levels.empty:
@@ -204,10 +220,7 @@ def validate_index(frame: pd.DataFrame) -> ValidationResult:
     reasons.add(~levels["kind"].isin(INDEX_KINDS).to_numpy(), "bad_kind", lambda row: repr(levels.at[row, "kind"]))
     extra, conflicting = _duplicate_masks(levels, ["date", "code", "kind"])
     reasons.add(extra | conflicting, "duplicate")
-    dated = levels["date"].notna().to_numpy()
-    off = np.zeros(len(levels), dtype=bool)
-    off[dated] = non_sessions(levels.loc[dated, "date"]).to_numpy()
-    reasons.add(off, "non_session", lambda row: f"{levels.at[row, 'date']:%Y-%m-%d} is not an XSHG session")
+    _dated_checks(reasons, levels["date"], now)
     ordered = levels.loc[~reasons.any].sort_values(["code", "kind", "date"])
     move = ordered.groupby(["code", "kind"])["close"].pct_change().abs()
     jump = np.zeros(len(levels), dtype=bool)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import lru_cache
 
 import exchange_calendars as xcals
@@ -48,3 +49,24 @@ def week_key(day: pd.Timestamp) -> tuple[int, int]:
     """ISO (year, week) of a date: weekly rebalances happen on the first session of each key."""
     iso = pd.Timestamp(day).isocalendar()
     return (int(iso[0]), int(iso[1]))
+
+
+XSHG_TIMEZONE = "Asia/Shanghai"
+
+
+def last_completed_session(now: datetime) -> pd.Timestamp:
+    """The latest XSHG session whose close (15:00 Asia/Shanghai) is at or before `now` (tz-aware; naive is UTC).
+
+    Bars dated after it cannot be final: a session still trading, or one that has not happened yet.
+    """
+    cal = xshg()
+    stamp = pd.Timestamp(now)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    local_day = stamp.tz_convert(XSHG_TIMEZONE).normalize().tz_localize(None)
+    day = min(max(local_day, cal.first_session), cal.last_session)
+    session = cal.date_to_session(day, direction="previous")
+    if cal.session_close(session) > stamp:
+        if session == cal.first_session:
+            return pd.Timestamp(session) - pd.Timedelta(days=1)  # before the calendar: no session has completed
+        session = cal.previous_session(session)
+    return pd.Timestamp(session)

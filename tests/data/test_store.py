@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+import stat
+import threading
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from oomrl.data import parts
-from oomrl.data.store import MarketStore
+from oomrl.data.catalog import CATALOG_FILE, StoreDamagedError
+from oomrl.data.lock import HOLDER_FILE, LOCK_FILE, StoreBusyError
+from oomrl.data.store import MarketStore, StoreWriteError
 from oomrl.errors import DataValidationError
 from tests.data.conftest import BarsFactory
 
@@ -74,63 +82,164 @@ def test_invalid_rows_are_refused_and_nothing_is_written(tmp_path: Path, bars: B
     assert store.is_empty() and store.read_bars().empty
 
 
-def _year_state(folder: Path) -> dict[str, bytes]:
-    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file of the store but the lock file, by relative path, with its bytes."""
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*"))
+            if path.is_file() and path.name != LOCK_FILE}
 
 
 def test_a_crash_mid_write_leaves_the_old_state(tmp_path: Path, bars: BarsFactory,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     store = MarketStore(tmp_path)
     store.write_bars(bars(days=3))
-    year = tmp_path / "bars" / "2024"
-    before = _year_state(year)
+    before = _files(tmp_path)
 
     def broken_write(table: object, where: str, **kwargs: object) -> None:
         Path(where).write_bytes(b"PAR1 half a file")
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "Error writing bytes to file")
 
     monkeypatch.setattr(pq, "write_table", broken_write)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StoreWriteError, match="cannot write the market store .*No space left on device.*"
+                                              "nothing was changed"):
         store.write_bars(bars(days=5))
-    assert _year_state(year) == before  # same manifest, same part, no temp file left
+    assert _files(tmp_path) == before  # same catalog, same part, no temp file left
     monkeypatch.undo()
     assert len(store.read_bars()) == 6
 
 
-def test_a_crash_before_the_manifest_commit_hides_the_new_part(tmp_path: Path, bars: BarsFactory,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crash_before_the_catalog_commit_hides_everything_written(tmp_path: Path, bars: BarsFactory,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     store = MarketStore(tmp_path)
     store.write_bars(bars(days=3))
     real_replace = parts.os.replace
 
-    def crash_on_manifest(src: str, dst: str) -> None:
-        if str(dst).endswith(parts.PART_MANIFEST):
-            raise OSError("power cut")
+    def crash_on_commit(src: str, dst: str) -> None:
+        if str(dst).endswith(CATALOG_FILE):
+            raise OSError(errno.EIO, "power cut")
         real_replace(src, dst)
 
-    monkeypatch.setattr(parts.os, "replace", crash_on_manifest)
-    with pytest.raises(OSError, match="power cut"):
-        store.write_bars(bars(days=5))
+    monkeypatch.setattr(parts.os, "replace", crash_on_commit)
+    with pytest.raises(StoreWriteError, match="Input/output error"), store.transaction() as tx:
+        tx.write_bars(bars(days=5))
+        tx.write_index(_levels("price", [3400.0, 3410.0]))
     monkeypatch.undo()
-    assert len(store.read_bars()) == 6  # the orphan part is invisible
-    assert store.write_bars(bars(days=5)) == 4  # and the next write cleans it up
-    year = tmp_path / "bars" / "2024"
-    assert len(list(year.glob("part-*.parquet"))) == len(parts.YearPartition(year).parts())
+    assert len(store.read_bars()) == 6 and store.read_index().empty
+    assert store.write_bars(bars(days=5)) == 4
+    live = {f"bars/2024/{part.file}" for part in store.catalog().years["2024"]}
+    assert {path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*.parquet")} == live
+
+
+def test_a_transaction_commits_all_its_writes_or_none(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    with pytest.raises(RuntimeError, match="boom"), store.transaction() as tx:
+        tx.write_bars(bars(days=3))
+        tx.write_index(_levels("price", [3400.0, 3410.0]))
+        assert len(tx.read_bars()) == 6 and len(tx.read_index()) == 2  # the transaction sees its own writes
+        assert store.is_empty()  # others do not, until it commits
+        raise RuntimeError("boom")
+    assert store.is_empty() and not list(tmp_path.rglob("*.parquet")) and store.catalog().generation == 0
+    with store.transaction() as tx:
+        tx.write_bars(bars(days=3))
+        tx.write_bars(bars(days=5))  # replaces the part it wrote a moment ago: that one is deleted at once
+        tx.write_index(_levels("price", [3400.0, 3410.0]))
+        tx.record_ingest({"source": "test"})
+    assert len(store.read_bars()) == 10 and len(store.read_index()) == 2
+    assert store.catalog().generation == 1 and len(list(tmp_path.rglob("*.parquet"))) == 2
+
+
+def test_a_reader_whose_files_were_replaced_retries_on_the_new_catalog(tmp_path: Path, bars: BarsFactory,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarketStore(tmp_path)
+    store.write_bars(bars(days=3))
+    reader = MarketStore(tmp_path)
+    old = reader.catalog()
+    store.write_bars(bars(days=5))  # commits a new part and deletes the one `old` names
+    served = iter([old])
+    real_catalog = MarketStore.catalog
+    monkeypatch.setattr(MarketStore, "catalog", lambda self: next(served, None) or real_catalog(self))
+    assert len(reader.read_bars()) == 10
+
+
+def test_a_file_removed_behind_the_stores_back_is_reported(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    store.write_bars(bars(days=3))
+    next(tmp_path.rglob("part-*.parquet")).unlink()
+    with pytest.raises(StoreDamagedError, match="part-.*names is missing.*ingest again"):
+        store.read_bars()
+    (tmp_path / CATALOG_FILE).write_text("{not json")
+    with pytest.raises(StoreDamagedError, match="store.json is unreadable"):
+        store.read_bars()
+
+
+def test_the_next_writer_clears_what_a_killed_writer_left(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    store.write_bars(bars(days=3))
+    before = store.read_bars()
+    # What a writer killed mid-ingest leaves: new parts and a temp file no catalog names, and its lock note.
+    orphan = tmp_path / "bars" / "2024" / "part-deadbeef0000.parquet"
+    orphan.write_bytes(b"PAR1 partial")
+    (tmp_path / "index-deadbeef0000.parquet").write_bytes(b"PAR1")
+    (tmp_path / ".store.json.x1y2.tmp").write_bytes(b"{")
+    (tmp_path / "notes.txt").write_text("a user's file is never touched")
+    (tmp_path / HOLDER_FILE).write_text(json.dumps({"pid": 4242, "command": "oomrl ingest", "since": "then"}))
+    pd.testing.assert_frame_equal(store.read_bars(), before)  # readers never see them
+    with store.transaction() as tx:
+        assert tx.interrupted is not None and tx.interrupted["pid"] == 4242
+        assert sorted(tx.cleared) == [".store.json.x1y2.tmp", "bars/2024/part-deadbeef0000.parquet",
+                                      "index-deadbeef0000.parquet"]
+        assert "pid 4242 (oomrl ingest) since then did not finish" in str(tx.recovery_note())
+    assert not orphan.exists() and (tmp_path / "notes.txt").exists() and not (tmp_path / HOLDER_FILE).exists()
+    pd.testing.assert_frame_equal(store.read_bars(), before)
+    with store.transaction() as tx:
+        assert tx.recovery_note() is None
+
+
+def test_one_writer_at_a_time(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    waits: list[str] = []
+    holding, release = threading.Event(), threading.Event()
+
+    def first_writer() -> None:
+        with store.transaction() as tx:
+            tx.write_bars(bars(days=3))
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=first_writer)
+    thread.start()
+    assert holding.wait(10)
+    with pytest.raises(StoreBusyError, match=f"being written by pid {os.getpid()} .*not waiting"), \
+            store.transaction(wait=0):
+        pass
+    with pytest.raises(StoreBusyError, match="still being written by pid .* after 0 s"), \
+            store.transaction(wait=0.2, on_wait=waits.append):
+        pass
+    assert waits and "waiting up to 0 s for pid" in waits[0]
+    threading.Timer(0.3, release.set).start()
+    with store.transaction(wait=10, on_wait=waits.append) as tx:  # waits for the first, then writes
+        assert len(tx.read_bars()) == 6
+        tx.write_bars(bars(days=5))
+    thread.join()
+    assert len(store.read_bars()) == 10
 
 
 def test_new_days_add_parts_and_many_parts_compact(tmp_path: Path, bars: BarsFactory,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     store = MarketStore(tmp_path)
     full = bars(days=8)
-    year = parts.YearPartition(tmp_path / "bars" / "2024")
+
+    def year() -> list[parts.Part]:
+        return store.catalog().years["2024"]
+
     store.write_bars(full.iloc[:4])
-    first_part = year.parts()[0].file
+    first_part = year()[0].file
     store.write_bars(full.iloc[4:8])  # a later day: the stored part is not rewritten
-    assert year.parts()[0].file == first_part and len(year.parts()) == 2
+    assert year()[0].file == first_part and len(year()) == 2
     monkeypatch.setattr(parts, "MAX_PARTS", 2)
     store.write_bars(full.iloc[8:12])
-    assert len(year.parts()) == 1 and year.parts()[0].rows == 12
+    assert len(year()) == 1 and year()[0].rows == 12
     assert len(store.read_bars()) == 12
+    assert len(list((tmp_path / "bars" / "2024").glob("part-*.parquet"))) == 1  # replaced parts are deleted
 
 
 def test_read_panel_is_date_by_symbol_with_gaps(tmp_path: Path, bars: BarsFactory) -> None:
@@ -193,3 +302,63 @@ def test_manifest_records_ingests(tmp_path: Path) -> None:
     store.record_ingest({"source": "akshare", "rows": 0})
     entries = store.manifest()["ingests"]
     assert [entry["source"] for entry in entries] == ["sample", "akshare"] and "at" in entries[0]
+
+
+def _legacy_store(root: Path, frame: pd.DataFrame) -> None:
+    """A store as the previous layout wrote it: per-year _parts.json, index/membership/manifest files, and a
+    part written before prev_close_raw existed (a column the schema gained since)."""
+    year = root / "bars" / "2024"
+    year.mkdir(parents=True)
+    old = frame.drop(columns=["prev_close_raw"])
+    pq.write_table(pa.Table.from_pandas(old, preserve_index=False), year / "part-0123456789ab.parquet")
+    (year / "_parts.json").write_text(json.dumps({"parts": [{
+        "file": "part-0123456789ab.parquet", "first": f"{frame['date'].min():%Y-%m-%d}",
+        "last": f"{frame['date'].max():%Y-%m-%d}", "rows": len(frame), "symbols": sorted(frame["symbol"].unique())}]}))
+    pq.write_table(pa.Table.from_pandas(_levels("price", [3400.0, 3410.0])), root / "index.parquet")
+    pq.write_table(pa.Table.from_pandas(pd.DataFrame({"effective_date": pd.to_datetime(["2024-06-17"]),
+                                                      "symbol": ["600519.SH"], "name": [""]})),
+                   root / "membership.parquet")
+    (root / "manifest.json").write_text(json.dumps({"ingests": [{"source": "sample", "at": "2026-01-01"}]}))
+
+
+def test_a_store_of_the_previous_layout_reads_and_migrates_on_the_next_write(tmp_path: Path,
+                                                                             bars: BarsFactory) -> None:
+    frame = bars(days=3)
+    _legacy_store(tmp_path, frame)
+    store = MarketStore(tmp_path)
+    back = store.read_bars()
+    assert len(back) == 6 and back["prev_close_raw"].isna().all()  # the column the old part lacks reads as NaN
+    assert len(store.read_index()) == 2 and store.members_on("2024-07-01") == ["600519.SH"]
+    assert store.manifest()["ingests"][0]["source"] == "sample"
+    assert store.write_bars(bars(days=5)) == 4
+    assert (tmp_path / CATALOG_FILE).exists()
+    assert not (tmp_path / "manifest.json").exists() and not (tmp_path / "bars" / "2024" / "_parts.json").exists()
+    assert len(store.read_bars()) == 10 and len(store.read_index()) == 2
+    assert [entry["source"] for entry in store.manifest()["ingests"]] == ["sample"]
+
+
+def test_store_files_and_folders_are_private(tmp_path: Path, bars: BarsFactory) -> None:
+    root = tmp_path / "home" / "data"
+    store = MarketStore(root)
+    with store.transaction() as tx:
+        tx.write_bars(bars(days=3))
+        tx.write_index(_levels("price", [3400.0, 3410.0]))
+        tx.record_ingest({"source": "test"}, {"bars": bars(days=1).assign(reason="test")})
+    paths = [root.parent, root, *root.rglob("*")]
+    assert len(paths) >= 7
+    modes = {path.relative_to(tmp_path).as_posix(): stat.S_IMODE(path.stat().st_mode) for path in paths}
+    assert {name: mode for name, mode in modes.items() if mode not in (0o600, 0o700)} == {}
+    assert modes["home"] == 0o700
+
+
+def test_quarantined_rows_are_kept_with_their_ingest(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    assert store.quarantine("last").empty
+    bad = bars(days=2).assign(reason="high_below_low: made up")
+    first = store.record_ingest({"source": "a"}, {"bars": bad, "index": _levels("price", [1.0]).assign(reason="x")})
+    second = store.record_ingest({"source": "b"}, {"bars": bad.iloc[:1]})
+    assert set(store.quarantine(first)["table"]) == {"bars", "index"} and len(store.quarantine(first)) == 5
+    last = store.quarantine("last")
+    assert len(last) == 1 and last.at[0, "ingest"] == second and last.at[0, "reason"] == "high_below_low: made up"
+    assert last.at[0, "symbol"] == bad.at[0, "symbol"] and last.at[0, "close"] == bad.at[0, "close"]
+    assert len(store.quarantine()) == 6

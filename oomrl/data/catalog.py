@@ -1,0 +1,124 @@
+"""The market store's commit point: store.json names every live file, so replacing it commits a whole write.
+
+Files are immutable once written. A write adds new files, then replaces store.json (the catalog) in one
+os.replace, then deletes the files the old catalog named and the new one does not. Readers load the
+catalog and read only what it names, so they always see one complete state. A file the catalog does
+not name is an orphan of a write that never committed (a killed or failed ingest): `orphans` finds them
+and the next writer, holding the lock, deletes them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oomrl.data.parts import Part, atomic_write
+from oomrl.errors import OomrlError
+
+CATALOG_FILE = "store.json"
+FORMAT = 2
+MAX_INGEST_RECORDS = 500
+"""Ingest records kept in the catalog (with their quarantined rows); older ones are dropped."""
+LEGACY_PARTS = "_parts.json"
+LEGACY_MANIFEST = "manifest.json"
+OURS = (".parquet", ".tmp", LEGACY_PARTS, LEGACY_MANIFEST)
+"""Name endings of files the store writes: only these are ever removed as orphans."""
+
+
+class StoreDamagedError(OomrlError):
+    """The store's catalog is unreadable or names a file that is gone (outside interference, not a crash)."""
+
+
+@dataclass
+class Catalog:
+    """What the store holds: bar parts by year, the index and membership files, and the ingest history."""
+
+    generation: int = 0
+    years: dict[str, list[Part]] = field(default_factory=dict)
+    index: str | None = None
+    membership: str | None = None
+    ingests: list[dict[str, Any]] = field(default_factory=list)
+    legacy_files: list[str] = field(default_factory=list)
+    """Metadata of the layout before store.json (per-year _parts.json, manifest.json): live until replaced."""
+
+    def part_paths(self, first_year: int = 0, last_year: int = 9999) -> list[str]:
+        """Relative paths of the bar parts of the years in [first_year, last_year], in year order."""
+        return [f"bars/{year}/{part.file}" for year in sorted(self.years)
+                if first_year <= int(year) <= last_year for part in self.years[year]]
+
+    def quarantine_files(self) -> list[str]:
+        return [path for entry in self.ingests for path in entry.get("quarantine_files", {}).values()]
+
+    def live_files(self) -> set[str]:
+        """Every file (relative to the store root) this catalog needs."""
+        named = [self.index, self.membership, *self.part_paths(), *self.quarantine_files(), *self.legacy_files]
+        return {path for path in named if path}
+
+    def copy(self) -> Catalog:
+        return copy.deepcopy(self)
+
+    def to_json(self) -> bytes:
+        payload = {"format": FORMAT, "generation": self.generation,
+                   "years": {year: [asdict(part) for part in parts] for year, parts in sorted(self.years.items())},
+                   "index": self.index, "membership": self.membership,
+                   "ingests": self.ingests[-MAX_INGEST_RECORDS:]}
+        return json.dumps(payload, indent=1, default=str).encode()
+
+
+def _parse(root: Path, raw: bytes) -> Catalog:
+    try:
+        data = json.loads(raw)
+        return Catalog(generation=int(data["generation"]),
+                       years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
+                       index=data["index"], membership=data["membership"], ingests=list(data["ingests"]))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreDamagedError(f"the market store catalog {root / CATALOG_FILE} is unreadable ({exc}); "
+                                f"restore it from a backup or move {root} away and ingest again") from exc
+
+
+def _legacy(root: Path) -> Catalog:
+    """The catalog of a store written before store.json existed (per-year _parts.json, manifest.json)."""
+    catalog = Catalog()
+    bars = root / "bars"
+    for meta in sorted(bars.glob(f"[0-9][0-9][0-9][0-9]/{LEGACY_PARTS}")) if bars.exists() else []:
+        catalog.years[meta.parent.name] = [Part(**entry) for entry in json.loads(meta.read_text())["parts"]]
+        catalog.legacy_files.append(meta.relative_to(root).as_posix())
+    for name in ("index", "membership"):
+        if (root / f"{name}.parquet").exists():
+            setattr(catalog, name, f"{name}.parquet")
+    if (root / LEGACY_MANIFEST).exists():
+        catalog.ingests = list(json.loads((root / LEGACY_MANIFEST).read_text()).get("ingests", []))
+        catalog.legacy_files.append(LEGACY_MANIFEST)
+    return catalog
+
+
+def load_catalog(root: Path) -> Catalog:
+    """The last committed catalog of the store at `root` (empty for a new store)."""
+    try:
+        return _parse(root, (root / CATALOG_FILE).read_bytes())
+    except FileNotFoundError:
+        return _legacy(root)
+
+
+def save_catalog(root: Path, catalog: Catalog) -> None:
+    """Commit `catalog`: one durable os.replace of store.json."""
+    payload = catalog.to_json()
+    atomic_write(root / CATALOG_FILE, lambda temp: Path(temp).write_bytes(payload), durable=True)
+
+
+def orphans(root: Path, catalog: Catalog, keep: set[str]) -> list[Path]:
+    """Files under `root` that the store wrote but `catalog` does not name (and not in `keep`): leftovers
+    of writes that never committed. Only meaningful while holding the writer lock."""
+    live = catalog.live_files() | keep
+    found: list[Path] = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            relative = path.relative_to(root).as_posix()
+            if relative not in live and name.endswith(OURS):
+                found.append(path)
+    return sorted(found)
