@@ -81,17 +81,17 @@ def register(app: typer.Typer) -> None:
     register_data(app)
 
 
-def print_quarantine(rows: pd.DataFrame, console: Console, limit: int) -> None:
-    """Quarantined rows as a table: ingest, table, date, symbol or index code, reason."""
-    table = Table("ingest", "table", "date", "symbol", "reason", title=f"{len(rows)} quarantined row(s)")
-    for row in rows.head(limit).to_dict("records"):
-        when = row.get("date")
-        label = row.get("symbol") if row.get("table") == "bars" else f"index {row.get('code')} {row.get('kind')}"
-        table.add_row(str(row["ingest"]), str(row["table"]), f"{when:%Y-%m-%d}" if pd.notna(when) else "?",
-                      str(label), str(row["reason"]))
-    console.print(table)
+def print_quarantine(rows: pd.DataFrame, limit: int) -> None:
+    """Quarantined rows, one line each (date, symbol or index, reason) under a heading per ingest."""
+    shown = rows.head(limit)
+    for ingest_id, group in shown.groupby("ingest", sort=False):
+        typer.echo(f"ingest {ingest_id}: {int((rows['ingest'] == ingest_id).sum())} quarantined row(s)")
+        for row in group.to_dict("records"):
+            when = f"{row['date']:%Y-%m-%d}" if pd.notna(row.get("date")) else "?"
+            label = row.get("symbol") if row["table"] == "bars" else f"index {row.get('code')} {row.get('kind')}"
+            typer.echo(f"  {when}  {label!s:<20} {row['reason']}")
     if len(rows) > limit:
-        console.print(f"  ... {len(rows) - limit} more (--limit, or --json for all)")
+        typer.echo(f"... {len(rows) - limit} more (raise --limit, or --json for every row and column)")
 
 
 def register_data(app: typer.Typer) -> None:
@@ -102,7 +102,7 @@ def register_data(app: typer.Typer) -> None:
     @data_app.command("quarantine")
     def quarantine_command(
         ingest_id: str = typer.Option("last", "--ingest", help="an ingest id, `last` (default) or `all`"),
-        limit: int = typer.Option(SHOWN_QUARANTINE_ROWS * 5, help="rows shown in the table"),
+        limit: int = typer.Option(SHOWN_QUARANTINE_ROWS * 5, help="rows shown (not with --json)"),
         as_json: bool = typer.Option(False, "--json", help="every row as JSON records (all columns)"),
     ) -> None:
         """Rows that ingests quarantined (not stored as data), with their reasons."""
@@ -120,4 +120,4 @@ def register_data(app: typer.Typer) -> None:
         elif rows.empty:
             typer.echo(f"no quarantined rows kept for ingest {ingest_id} in {store.root}")
         else:
-            print_quarantine(rows, Console(soft_wrap=True), limit)
+            print_quarantine(rows, limit)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +178,62 @@ def test_cli_reports_stale_data(oomrl_home: Path, monkeypatch: pytest.MonkeyPatc
                         lambda arg: Unreachable(down=None))
     result = runner.invoke(app, ["ingest", "--source", "flaky", "--start", "2024-07-01", "--end", "2024-07-26"])
     assert result.exit_code == 0 and "STALE" in result.output and "failed 600000.SH: flaky: timeout" in result.output
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """The store's files (but the lock file) by relative path: equal before and after means nothing changed."""
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in sorted(root.rglob("*"))
+            if path.is_file() and path.name != ".writer.lock"}
+
+
+def test_a_bad_file_mid_folder_leaves_the_store_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarketStore(tmp_path / "store")
+    ingest(CsvSource(AKSHARE_STYLE), "600519", None, None, store)
+    before = _files(store.root)
+    folder = tmp_path / "csv"
+    shutil.copytree(AKSHARE_STYLE, folder)
+    (folder / "300750.SZ.csv").write_bytes(b"\x00\xff\xfe broken")
+    monkeypatch.setattr("oomrl.data.ingest.BATCH_SYMBOLS", 1)  # 000001.SZ is staged before 300750.SZ fails
+    with pytest.raises(DataValidationError, match="300750.SZ.csv: unreadable CSV"):
+        ingest(CsvSource(folder), "all", None, None, store)
+    assert _files(store.root) == before  # no bars of 000001.SZ, no new index levels or membership, no record
+
+
+def test_every_fetch_failing_keeps_nothing_of_the_ingest(tmp_path: Path) -> None:
+    store = MarketStore(tmp_path)
+    ingest(CsvSource(AKSHARE_STYLE), "csi300", None, None, store)
+    before = _files(tmp_path)
+    report = ingest(Unreachable(down=None), "all", "2024-07-01", "2024-07-26", store)  # index fine, every bar down
+    assert report.stale and len(report.failures) == 4
+    assert _files(tmp_path) == before  # the flaky source's index levels and membership were not kept either
+
+
+def test_bars_after_the_last_closed_session_are_quarantined_and_kept(oomrl_home: Path) -> None:
+    store = MarketStore(get_settings().data_dir)
+    now = datetime(2024, 7, 3, 6, 0, tzinfo=UTC)  # 14:00 in Shanghai: the 07-03 session is still trading
+    report = ingest(CsvSource(AKSHARE_STYLE), "csi300", None, None, store, now=now)
+    # 07-03..07-05 of 3 symbols and of the price and total-return index
+    assert report.quarantine_reasons == {"future_session": 3 * 3 + 2 * 3}
+    assert store.bar_summary()["last_date"] == pd.Timestamp("2024-07-02")
+    assert store.read_index().index.max() == pd.Timestamp("2024-07-02")
+    kept = store.quarantine("last")
+    assert len(kept) == 15 and set(kept["table"]) == {"bars", "index"} and kept["ingest"].eq(report.ingest_id).all()
+    assert kept["reason"].str.startswith("future_session: 2024-07-0").all()
+    shown = CliRunner().invoke(app, ["data", "quarantine"])
+    assert shown.exit_code == 0, shown.output
+    assert f"ingest {report.ingest_id}: 15 quarantined row(s)" in shown.output
+    assert "2024-07-03  600519.SH            future_session: 2024-07-03 is after" in shown.output
+    assert "600519.SH" in shown.output and "index 000300 price" in shown.output
+    as_json = CliRunner().invoke(app, ["data", "quarantine", "--json", "--ingest", str(report.ingest_id)])
+    assert len(json.loads(as_json.output)) == 15
+    unknown = CliRunner().invoke(app, ["data", "quarantine", "--ingest", "nope"])
+    assert unknown.exit_code == 1 and "no ingest 'nope'" in unknown.output
+
+
+def test_cli_ingest_waits_for_another_writer_or_refuses(oomrl_home: Path) -> None:
+    store = MarketStore(get_settings().data_dir)
+    with store.transaction():
+        refused = CliRunner().invoke(app, ["ingest", "--source", f"csv:{MAPPED}", "--universe", "600519",
+                                           "--wait", "0"])
+    assert refused.exit_code == 1 and "is being written by pid" in refused.output
+    assert "Traceback" not in refused.output and store.is_empty()

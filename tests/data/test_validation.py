@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta, timezone
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from oomrl.data.validation import validate_bars, validate_index, validate_membership
 from oomrl.errors import DataValidationError
+from oomrl.market.calendar import last_completed_session
 from tests.data.conftest import BarsFactory
 
 
@@ -110,6 +113,42 @@ def test_holiday_is_not_a_session(bars: BarsFactory) -> None:
     frame = bars(symbols=("600519.SH",), start="2024-09-26", days=3)
     frame.at[2, "date"] = pd.Timestamp("2024-10-01")  # National Day
     assert "non_session" in _only_bad(frame, 2)
+
+
+# Wednesday 2024-07-03 in Shanghai (UTC+8): the session closes at 15:00 local, 07:00 UTC.
+BEFORE_CLOSE = datetime(2024, 7, 3, 6, 59, tzinfo=UTC)
+AT_CLOSE = datetime(2024, 7, 3, 7, 0, tzinfo=UTC)
+
+
+def test_sessions_not_closed_yet_are_quarantined(bars: BarsFactory) -> None:
+    frame = bars(symbols=("600519.SH",), start="2024-07-01", days=5)  # 07-01 .. 07-05
+    early = validate_bars(frame, now=BEFORE_CLOSE)
+    assert list(early.valid["date"].dt.day) == [1, 2]  # 07-03 is still trading, 07-04 and 07-05 are to come
+    assert early.reasons == {"future_session": 3}
+    assert early.quarantined.at[0, "reason"] == (
+        "future_session: 2024-07-03 is after the last completed XSHG session 2024-07-02 "
+        "(close 15:00 Asia/Shanghai) as of 2024-07-03 06:59 UTC")
+    assert list(validate_bars(frame, now=AT_CLOSE).valid["date"].dt.day) == [1, 2, 3]
+    weekend = datetime(2024, 7, 6, 12, 0, tzinfo=timezone(timedelta(hours=8)))  # Saturday noon in Shanghai
+    assert validate_bars(frame, now=weekend).quarantined.empty
+
+
+def test_a_future_date_off_the_calendar_is_quarantined_as_future(bars: BarsFactory) -> None:
+    frame = bars(symbols=("600519.SH",), days=3)
+    frame.at[2, "date"] = pd.Timestamp("2031-01-06")  # beyond the calendar exchange_calendars ships
+    assert _only_bad(frame, 2).startswith("future_session: 2031-01-06 is after the last completed XSHG session")
+
+
+def test_index_levels_of_sessions_not_closed_are_quarantined() -> None:
+    result = validate_index(_levels([3500.0, 3510.0, 3520.0]), now=BEFORE_CLOSE)
+    assert result.reasons == {"future_session": 1} and len(result.valid) == 2
+
+
+def test_last_completed_session_by_calendar_and_close_time() -> None:
+    assert last_completed_session(BEFORE_CLOSE) == pd.Timestamp("2024-07-02")
+    assert last_completed_session(AT_CLOSE) == pd.Timestamp("2024-07-03")
+    assert last_completed_session(datetime(2024, 10, 5, 12, 0)) == pd.Timestamp("2024-09-30")  # naive = UTC; Golden Week
+    assert last_completed_session(datetime(1999, 1, 1, tzinfo=UTC)) < pd.Timestamp("2000-01-04")
 
 
 @pytest.mark.parametrize(("symbol", "move", "bad"), [
