@@ -83,6 +83,7 @@ def test_schedules_are_after_the_close_in_shanghai() -> None:
         for schedule in deployment.get("schedules") or []:
             construct_schedule(cron=schedule["cron"], timezone=schedule["timezone"])
     assert "schedules" not in deployments["repair"]
+    assert deployments["ingest-daily"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
 
 
 def test_repair_is_serial_and_triggered_by_loss_alerts() -> None:
