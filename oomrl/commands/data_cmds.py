@@ -99,6 +99,31 @@ def register_data(app: typer.Typer) -> None:
     data_app = typer.Typer(help="Inspect the market store under OOMRL_HOME/data.", no_args_is_help=True)
     app.add_typer(data_app, name="data")
 
+    @data_app.command("check")
+    def check_command(
+        wait: float = typer.Option(DEFAULT_WAIT_S, help="seconds to wait for another writer of the store (0: refuse)"),
+    ) -> None:
+        """Clear what an interrupted write left (under the writer lock) and check every stored file reads."""
+        try:
+            store = MarketStore(get_settings().data_dir)
+            with store.transaction(wait, on_wait=lambda note: typer.echo(note, err=True)) as tx:
+                note, problems, summary = tx.recovery_note(), tx.verify(), tx.bar_summary()
+                generation = tx.catalog().generation
+        except OomrlError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        if note:
+            typer.echo(f"recovered: {note}")
+        for problem in problems:
+            typer.echo(f"damaged: {problem}", err=True)
+        if problems:
+            typer.echo(f"error: {len(problems)} file(s) of {store.root} are damaged: move it away and ingest again",
+                       err=True)
+            raise typer.Exit(1)
+        span = f", {summary['first_date']:%Y-%m-%d}..{summary['last_date']:%Y-%m-%d}" if summary["rows"] else ""
+        typer.echo(f"store {store.root} is sound: generation {generation}, {summary['rows']} bars, "
+                   f"{summary['symbols']} symbols{span}")
+
     @data_app.command("quarantine")
     def quarantine_command(
         ingest_id: str = typer.Option("last", "--ingest", help="an ingest id, `last` (default) or `all`"),

@@ -180,6 +180,18 @@ class StoreReader:
 
         return members_on(self.read_membership(), date)
 
+    def verify(self) -> list[str]:
+        """Problems with the files the catalog names (missing, unreadable); empty when every one reads."""
+        problems = []
+        for relative in sorted(self.catalog().live_files()):
+            try:
+                pq.read_metadata(self.root / relative)
+            except FileNotFoundError:
+                problems.append(f"{relative}: missing")
+            except (OSError, ValueError) as exc:  # pyarrow: ArrowInvalid (a ValueError) for a corrupt file
+                problems.append(f"{relative}: unreadable ({exc})")
+        return problems
+
     # -- history -------------------------------------------------------------------------------
     def manifest(self) -> dict[str, Any]:
         """The ingest history ({"ingests": [...], "generation": n}); empty for a new store."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -237,3 +239,37 @@ def test_cli_ingest_waits_for_another_writer_or_refuses(oomrl_home: Path) -> Non
                                            "--wait", "0"])
     assert refused.exit_code == 1 and "is being written by pid" in refused.output
     assert "Traceback" not in refused.output and store.is_empty()
+
+
+def test_cli_data_check_recovers_and_names_damaged_files(oomrl_home: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", "--source", f"csv:{AKSHARE_STYLE}"]).exit_code == 0
+    root = get_settings().data_dir
+    sound = runner.invoke(app, ["data", "check"])
+    assert sound.exit_code == 0 and "is sound: generation 1, 15 bars, 3 symbols, 2024-07-01..2024-07-05" in sound.output
+    (root / "bars" / "2024" / "part-0000deadbeef.parquet").write_bytes(b"half")  # as a killed ingest leaves
+    (root / ".writer.json").write_text(json.dumps({"pid": 99, "command": "oomrl ingest", "since": "09:00"}))
+    recovered = runner.invoke(app, ["data", "check"])
+    assert recovered.exit_code == 0 and "recovered: an earlier write by pid 99" in recovered.output
+    assert "1 leftover file(s) were removed" in recovered.output
+    next(root.glob("membership-*.parquet")).unlink()
+    next(root.glob("index-*.parquet")).write_bytes(b"not parquet")
+    damaged = runner.invoke(app, ["data", "check"])
+    assert damaged.exit_code == 1 and "damaged: membership-" in damaged.output and ": missing" in damaged.output
+    assert "damaged: index-" in damaged.output and "unreadable" in damaged.output
+    assert "Traceback" not in damaged.output
+
+
+def test_ensure_sample_waits_for_a_writer_and_finds_its_data(oomrl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = get_settings()
+    store = MarketStore(settings.data_dir)
+    calls: list[Any] = []
+    monkeypatch.setattr("oomrl.data.sample.ingest", lambda *a, **k: calls.append(a))
+    result: list[MarketStore] = []
+    with store.transaction() as tx:  # another process is filling the empty store
+        worker = threading.Thread(target=lambda: result.append(ensure_sample(settings, wait=30)))
+        worker.start()
+        time.sleep(0.3)  # it finds the store empty and waits for the lock
+        ingest(CsvSource(AKSHARE_STYLE), "600519", None, None, tx)
+    worker.join(30)
+    assert result and not result[0].is_empty() and calls == []  # it found the data: no second ingest

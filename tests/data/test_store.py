@@ -362,3 +362,54 @@ def test_quarantined_rows_are_kept_with_their_ingest(tmp_path: Path, bars: BarsF
     assert len(last) == 1 and last.at[0, "ingest"] == second and last.at[0, "reason"] == "high_below_low: made up"
     assert last.at[0, "symbol"] == bad.at[0, "symbol"] and last.at[0, "close"] == bad.at[0, "close"]
     assert len(store.quarantine()) == 6
+
+
+def test_bar_files_are_the_live_parts_of_the_years_asked(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    store.write_bars(bars(start="2024-12-26", days=6))
+    assert [path.parent.name for path in store.bar_files()] == ["2024", "2025"]
+    assert [path.parent.name for path in store.bar_files(start=pd.Timestamp("2025-01-01"))] == ["2025"]
+    assert all(path.exists() for path in store.bar_files(end=pd.Timestamp("2024-12-31")))
+
+
+def test_a_read_racing_endless_commits_gives_up_with_a_message(tmp_path: Path, bars: BarsFactory,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarketStore(tmp_path)
+    store.write_bars(bars(days=3))
+    catalog = store.catalog()
+    gone = catalog.copy()
+    gone.years["2024"][0].file = "part-gone00000000.parquet"
+    generations = iter(range(1, 100))
+
+    def ever_newer(self: MarketStore) -> object:
+        fresh = gone.copy()
+        fresh.generation = next(generations)
+        return fresh
+
+    monkeypatch.setattr(MarketStore, "catalog", ever_newer)
+    with pytest.raises(StoreDamagedError, match="changed 5 times during one read"):
+        store.read_bars()
+
+
+def test_an_unreadable_lock_note_still_names_the_holder_as_best_it_can(tmp_path: Path) -> None:
+    store = MarketStore(tmp_path)
+    with store.transaction():
+        (tmp_path / HOLDER_FILE).write_text("{garbage")
+        with pytest.raises(StoreBusyError, match=r"written by pid \? \(\(unreadable note\)\)"), \
+                store.transaction(wait=0):
+            pass
+
+
+def test_a_lock_note_that_cannot_be_written_releases_the_lock(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarketStore(tmp_path)
+
+    def full_disk(path: Path, write: object, durable: bool = False) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr("oomrl.data.lock.atomic_write", full_disk)
+    with pytest.raises(StoreWriteError, match=r"No space left on device \(.*\.writer\.json\)"), store.transaction():
+        pass
+    monkeypatch.undo()
+    with store.transaction(wait=0) as tx:  # not left locked
+        assert tx.recovery_note() is None
