@@ -96,9 +96,12 @@ class Settings(BaseSettings):
         return "openai" if self.llm_base_url or self.llm_api_key else "offline"
 
     def ensure_dirs(self) -> None:
-        """Create the OOMRL_HOME folders."""
-        for path in (self.home, self.data_dir, self.runs_dir):
-            path.mkdir(parents=True, exist_ok=True)
+        """Create the OOMRL_HOME folders, private to the user (0700)."""
+        from oomrl.files import private_dir
+
+        private_dir(self.home)
+        for path in (self.data_dir, self.runs_dir):
+            private_dir(path, tighten=True)
 
 
 def get_settings(**overrides: Any) -> Settings:

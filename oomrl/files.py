@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+SHARED_BITS = stat.S_IRWXG | stat.S_IRWXO
 
 
-def private_dir(path: Path | str) -> Path:
-    """Create `path` and its missing parents as 0700 folders (existing folders keep their mode); returns it."""
+def _tighten(path: Path, mode: int) -> None:
+    """Drop group and other permissions from a path this user owns (one an older version left open)."""
+    info = path.stat()
+    if info.st_mode & SHARED_BITS and info.st_uid == os.getuid():
+        os.chmod(path, mode)
+
+
+def private_dir(path: Path | str, tighten: bool = False) -> Path:
+    """Create `path` and its missing parents as 0700 folders; returns it.
+
+    Existing folders keep their mode unless `tighten` (then `path` itself loses group/other access): a
+    user's OOMRL_HOME may be a folder they chose to share, but data/ and runs/ are oomrl's own.
+    """
     folder = Path(path)
     missing: list[Path] = []
     probe = folder
@@ -25,21 +38,38 @@ def private_dir(path: Path | str) -> Path:
         except FileExistsError:  # created by a concurrent process in the meantime: fine, keep going
             continue
         os.chmod(created, PRIVATE_DIR)  # mkdir's mode is masked by the umask; chmod is not
+    if tighten and not missing:
+        _tighten(folder, PRIVATE_DIR)
     return folder
 
 
-def private_file(path: Path | str) -> Path:
+def private_file(path: Path | str, tighten: bool = False) -> Path:
     """Create `path` empty as a 0600 file if it does not exist (parents as 0700 folders); returns it.
 
     Used before a library creates the file itself (SQLite copies the database file's mode to its
-    journal and WAL files, so a private ledger.db keeps them private too).
+    journal and WAL files, so a private ledger.db keeps them private too). `tighten` also drops
+    group/other access from an existing file.
     """
     target = Path(path)
     private_dir(target.parent)
     try:
         handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
     except FileExistsError:
+        if tighten:
+            _tighten(target, PRIVATE_FILE)
         return target
     os.fchmod(handle, PRIVATE_FILE)
     os.close(handle)
     return target
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a `sqlite:///...` URL (None for other databases and in-memory SQLite)."""
+    if not url.startswith("sqlite"):
+        return None
+    from sqlalchemy.engine import make_url
+
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)

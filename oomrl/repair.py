@@ -41,6 +41,7 @@ from oomrl.crossval import (
 )
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
+from oomrl.files import private_dir
 from oomrl.repair_inputs import as_of_of, complete_autopsy, load_autopsy
 from oomrl.versions import StrategyVersions, VersionInfo
 
@@ -121,8 +122,7 @@ def new_run_dir(runs_dir: Path, label: str = "repair") -> Path:
     """runs/<label>-<UTC time>-<short id>/, created."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = runs_dir / f"{label}-{stamp}-{uuid.uuid4().hex[:6]}"
-    path.mkdir(parents=True)
-    return path
+    return private_dir(path)  # 0700: transcripts, diffs and verdicts are the user's alone
 
 
 def write_json(path: Path, payload: Any) -> Path:

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from oomrl.errors import OomrlError
+from oomrl.files import private_dir
 
 GUARD_PYPROJECT = """\
 [project]
@@ -138,7 +139,7 @@ class StrategyVersions:
         return self.head()
 
     def _parent(self) -> Path:
-        self.workspace.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.workspace.parent)
         return self.workspace.parent
 
     def clone_to(self, dest: Path) -> Path:

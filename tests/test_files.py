@@ -49,3 +49,48 @@ def test_private_dir_tolerates_a_concurrent_creator(tmp_path: Path, monkeypatch:
 
     monkeypatch.setattr(Path, "mkdir", raced)
     assert private_dir(target).is_dir()
+
+
+def test_what_oomrl_creates_under_a_new_home_is_private(oomrl_home: Path, open_umask: object) -> None:
+    from typer.testing import CliRunner
+
+    from oomrl.cli import app
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+    from oomrl.repair import new_run_dir
+    from tests.conftest import FIXTURES
+
+    result = CliRunner().invoke(app, ["ingest", "--source", f"csv:{FIXTURES / 'data' / 'csv_mapped'}",
+                                      "--universe", "600519"])
+    assert result.exit_code == 0, result.output
+    settings = get_settings()
+    settings.ensure_dirs()
+    Ledger(settings.ledger).create_schema()
+    run = new_run_dir(settings.runs_dir)
+    created = [oomrl_home, *oomrl_home.rglob("*")]
+    assert oomrl_home / "ledger.db" in created and run in created and len(created) > 8
+    assert {path.relative_to(oomrl_home.parent).as_posix(): oct(mode(path)) for path in created
+            if mode(path) != (0o700 if path.is_dir() else 0o600)} == {}
+
+
+def test_a_ledger_and_folders_an_older_version_left_open_are_tightened(oomrl_home: Path, open_umask: object) -> None:
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+
+    settings = get_settings()
+    for folder in (oomrl_home, settings.data_dir, settings.runs_dir):
+        folder.mkdir(mode=0o755, exist_ok=True)
+    (oomrl_home / "ledger.db").touch(mode=0o644)
+    settings.ensure_dirs()
+    Ledger(settings.ledger).create_schema()
+    assert mode(oomrl_home / "ledger.db") == 0o600
+    assert mode(settings.data_dir) == mode(settings.runs_dir) == 0o700
+    assert mode(oomrl_home) == 0o755  # OOMRL_HOME itself may be a folder the user chose to share
+
+
+def test_sqlite_file_names_only_a_real_database_file(tmp_path: Path) -> None:
+    from oomrl.files import sqlite_file
+
+    assert sqlite_file(f"sqlite:///{tmp_path}/ledger.db") == tmp_path / "ledger.db"
+    assert sqlite_file("sqlite://") is None and sqlite_file("sqlite:///:memory:") is None
+    assert sqlite_file("postgresql://localhost/test") is None

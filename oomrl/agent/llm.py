@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from oomrl.agent.budget import AgentSettings, Budget, Usage
 from oomrl.errors import OomrlError
+from oomrl.files import private_dir
 
 Model = TypeVar("Model", bound=BaseModel)
 Messages = list[dict[str, str]]
@@ -68,7 +69,7 @@ class Transcript:
             self._seq += 1
             record = {"seq": self._seq, "ts": datetime.now(UTC).isoformat(), "kind": kind,
                       "role": role, **fields}
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, default=str) + "\n")
 

@@ -14,6 +14,7 @@ from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.critic import autopsy_for
 from oomrl.diagnostics.rules import AlertConfig, evaluate, load_config
 from oomrl.errors import DataValidationError
+from oomrl.files import private_dir
 
 
 class AlertLedger(Protocol):
@@ -51,7 +52,7 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
             continue
         log = None
         if log_dir is not None:
-            log_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(log_dir)
             log = log_dir / f"fills-{alert.alert_id}.csv"
             dated = fills.assign(date=pd.to_datetime(fills["date"]))
             dated[dated["date"] <= pd.Timestamp(alert.as_of)].to_csv(log, index=False)

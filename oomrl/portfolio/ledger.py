@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from oomrl.errors import OomrlError
+from oomrl.files import private_file, sqlite_file
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger_tables import FILL_COLUMNS, NAV_FIELDS, driver_url, ledger_tables
 
@@ -67,6 +68,8 @@ class Ledger:
 
     def __init__(self, url: str, schema: str | None = None) -> None:
         self.url = driver_url(url)
+        if (database := sqlite_file(self.url)) is not None:
+            private_file(database, tighten=True)  # 0600 before SQLite creates it (its journals copy the mode)
         self.engine = sa.create_engine(self.url, future=True)
         self.metadata = sa.MetaData(schema=schema)
         self.t = ledger_tables(self.metadata)
