@@ -25,6 +25,7 @@ import httpx
 import psutil
 
 from oomrl.errors import OomrlError
+from oomrl.files import private_dir
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 POOL = "oomrl-local"
@@ -117,16 +118,9 @@ def _prefect(*args: str) -> list[str]:
     return [sys.executable, "-m", "prefect", *args]
 
 
-def private_dir(path: Path) -> Path:
-    """A folder only the user can enter (0700), created or tightened."""
-    path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
-    return path
-
-
 def start_process(name: str, argv: list[str], env: dict[str, str], config: StackConfig) -> int:
     """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log (0600)."""
-    private_dir(config.log_dir)
+    private_dir(config.log_dir, tighten=True)
     log = os.fdopen(os.open(config.log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
     process = subprocess.Popen(argv, env=env, cwd=config.project_dir, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
@@ -347,7 +341,7 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
         raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
                          "(pip install -e .) or pass --no-deploy")
     config.home.mkdir(parents=True, exist_ok=True)
-    private_dir(config.home / "prefect")  # the SQLite database and Prefect's own files
+    private_dir(config.home / "prefect", tighten=True)  # the SQLite database and Prefect's own files
     sqlite_file = config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
     if sqlite_file and Path(sqlite_file).exists():
         Path(sqlite_file).chmod(0o600)  # created by an older version with the default umask
