@@ -1,18 +1,22 @@
 """Child-side test run: the gate's pytest plugin and the launcher that runs pytest under coverage.
 
-The gate starts `python -I -S -B childrun.py SPEC.json` in a separate, locked process. The
-launcher puts only the paths the spec names on sys.path, starts coverage with the gate's own
-rcfile, runs pytest with this module as its one extra plugin, saves the coverage data, and only
-then writes the results file. A run that exits early therefore leaves no results, which the judge
-rejects. The plugin records every collected id and every outcome by node id, can reverse the test
-order, and notes tampering with pytest's report factory, the import system or builtins.
+The gate starts `python -I -S -B /gate/childrun.py /spec.json` in a fresh sandbox. The launcher
+imports everything it needs first (so nothing in the workspace can shadow it), puts only the
+paths the spec names on sys.path, starts coverage, imports every source module (so module bodies
+run only now, at import time, in the import context), runs pytest with this module as its one
+extra plugin, saves the coverage data and only then writes the results file: a run that exits
+early leaves no results, which the judge rejects. The plugin records every collected id and
+outcome by node id, where a failing test failed, can reverse the order, switches the coverage
+context at test boundaries, and in a held-out run calls the behaviour cases inside the session.
 """
 
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +28,43 @@ import pytest
 from _pytest.reports import TestReport
 
 
-def _meta_path_modules() -> list[str]:
-    return [type(finder).__module__ for finder in sys.meta_path]
+def _load_sibling(name: str) -> Any:
+    """A module next to this file, loaded by path under a private name (never from sys.path)."""
+    spec = importlib.util.spec_from_file_location(f"oomrl_gate_{name}",
+                                                  Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+behaviour = _load_sibling("behaviour")
+IMPORT_CONTEXT, SESSION_CONTEXT = "", "session"
+HYPOTHESIS_PROFILE = "oomrl-gate"
 
 
 class GatePlugin:
-    """Collects outcomes by node id and notices tampering; written out by `write`."""
+    """Collects outcomes by node id, switches coverage contexts, notices tampering."""
 
-    def __init__(self, order: str, workspace: str) -> None:
-        self.order = order
-        self.workspace = workspace
+    def __init__(self, order: str, workspace: str, cov: coverage.Coverage | None = None,
+                 behaviour_spec: dict[str, Any] | None = None, tests_root: str = "",
+                 rootdir: str = "") -> None:
+        self.order, self.workspace, self.cov = order, workspace, cov
+        self.behaviour_spec = behaviour_spec
+        self.tests_root, self.rootdir = tests_root.rstrip("/") + "/", rootdir.rstrip("/") + "/"
         self.collected: list[str] = []
         self.collect_errors: dict[str, str] = {}
         self.outcomes: dict[str, dict[str, Any]] = {}
         self.tamper: list[str] = []
+        self.behaviour: list[dict[str, Any]] | None = None
         self._builtins = dict(vars(builtins))
         self._meta_path = list(sys.meta_path)
-        # Taken before pytest starts: initial conftests (and what they import) load before
-        # pytest_configure, so a snapshot there could already be tampered with.
+        # Taken before pytest starts: initial conftests load before pytest_configure.
         self._report_factory = TestReport.__dict__["from_item_and_call"]
+
+    def _context(self, name: str) -> None:
+        if self.cov is not None:
+            self.cov.switch_context(name)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -53,6 +75,26 @@ class GatePlugin:
         if self.order == "reverse":
             items.reverse()
         self.collected = [item.nodeid for item in items]
+        if "hypothesis" in sys.modules:  # only when the tests use it: deterministic, no database
+            _hypothesis_profile()
+
+    def pytest_collection_finish(self) -> None:
+        self._context(SESSION_CONTEXT)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Iterator[None]:
+        self._context(item.nodeid)
+        try:
+            return (yield)
+        finally:
+            self._context(SESSION_CONTEXT)
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_runtestloop(self) -> Iterator[object]:
+        result = yield
+        if self.behaviour_spec is not None:  # still inside the session, pytest's capture active
+            self.behaviour = behaviour.run_cases(self.behaviour_spec)
+        return result
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -62,6 +104,15 @@ class GatePlugin:
             entry["assertion"] = bool(
                 call.excinfo.errisinstance(AssertionError)
                 or (call.excinfo.typename == "Failed" and "DID NOT RAISE" in str(call.excinfo.value)))
+            entry["where"] = self._where(call.excinfo.traceback)
+
+    def _where(self, traceback: Any) -> list[Any] | None:
+        """(path, line) of the deepest frame in the test files: where the test itself failed."""
+        for frame in reversed(list(traceback)):
+            path = str(frame.path)
+            if path.startswith(self.tests_root) and path.startswith(self.rootdir):
+                return [path[len(self.rootdir):], frame.lineno + 1]
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         entry = self.outcomes.setdefault(report.nodeid, {})
@@ -81,8 +132,7 @@ class GatePlugin:
         for name, value in self._builtins.items():
             if vars(builtins).get(name, None) is not value:
                 self.tamper.append(f"builtins.{name} was replaced")
-        added = [finder for finder in sys.meta_path if finder not in self._meta_path]
-        for finder in added:
+        for finder in [f for f in sys.meta_path if f not in self._meta_path]:
             module = sys.modules.get(type(finder).__module__)
             origin = str(getattr(module, "__file__", "") or "")
             if origin.startswith(self.workspace):
@@ -92,7 +142,24 @@ class GatePlugin:
         """Everything the judge needs, marked finished."""
         return {"finished": True, "exit_code": exit_code, "collected": self.collected,
                 "collect_errors": self.collect_errors, "outcomes": self.outcomes,
-                "tamper": self.tamper}
+                "tamper": self.tamper, "behaviour": self.behaviour}
+
+
+def _hypothesis_profile() -> None:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(HYPOTHESIS_PROFILE, derandomize=True, database=None, deadline=None,
+                              print_blob=False, suppress_health_check=list(HealthCheck))
+    settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def preimport(modules: list[str]) -> None:
+    """Import every source module now, so their bodies never run inside a test."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a module that fails here fails in its tests as well
+            pass
 
 
 def main(spec_path: str) -> int:
@@ -102,10 +169,13 @@ def main(spec_path: str) -> int:
     cov = None
     if spec["coverage"]:
         cov = coverage.Coverage(data_file=spec["coverage"]["data_file"],
-                                config_file=spec["coverage"]["rcfile"])
+                                config_file=spec["coverage"]["rcfile"],
+                                source=spec["coverage"]["source"])
         cov.start()
-    plugin = GatePlugin(spec["order"], spec["workspace"])
+    plugin = GatePlugin(spec["order"], spec["workspace"], cov, spec.get("behaviour"),
+                        spec.get("tests_root", ""), spec.get("rootdir", ""))
     try:
+        preimport(spec.get("preimport", []))
         code = int(pytest.main(spec["args"], plugins=[plugin]))
     finally:
         if cov is not None:

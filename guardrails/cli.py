@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from guardrails.locks import LOCKS
 from guardrails.verdict import Verdict
 from guardrails.workspace import GateSetupError
 
@@ -22,11 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--patch", required=True, type=Path)
     gate.add_argument("--expect", choices=["red", "green"])
     gate.add_argument("--holdout", type=Path)
-    gate.add_argument("--lock", default="namespace", choices=["namespace", "docker", "hash-only"])
+    gate.add_argument("--lock", choices=LOCKS,
+                      help="sandbox (default: the strongest available, bwrap; hash-only only "
+                           "when named)")
     gate.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     redteam = commands.add_parser("redteam", help="run every case of a red-team corpus")
     redteam.add_argument("--corpus", required=True, type=Path)
-    redteam.add_argument("--lock", default="namespace", choices=["namespace", "docker", "hash-only"])
+    redteam.add_argument("--lock", choices=LOCKS)
     return parser
 
 
@@ -40,11 +43,12 @@ def render(verdict: Verdict) -> str:
     for v in verdict.violations:
         where = f"{v.path}:{v.line}" if v.path and v.line else (v.path or "-")
         lines.append(f"  [{v.rule}] {where}: {v.message}")
+    lines += [f"  note: {note}" for note in verdict.notes]
     return "\n".join(lines)
 
 
 def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
-                 holdout: Path | None, lock: str, as_json: bool) -> int:
+                 holdout: Path | None, lock: str | None, as_json: bool) -> int:
     """Run the gate and print the verdict; the exit code says accepted, rejected or error."""
     from guardrails.gate import run_gate
 
@@ -62,7 +66,7 @@ def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
     return EXIT_ACCEPTED if verdict.accepted else EXIT_REJECTED
 
 
-def redteam_command(corpus: Path, lock: str) -> int:
+def redteam_command(corpus: Path, lock: str | None) -> int:
     """Run a corpus and print its scoreboard; exit 0 only when every case behaved as expected."""
     from guardrails.redteam import format_report, run_corpus
 

@@ -1,13 +1,17 @@
 """Red-team runner: every case of a corpus through the gate, scored as attacks blocked and benign accepted.
 
 A corpus folder holds `cases.csv` with the columns id, patch, workspace, phase, expect, outcome
-(`blocked` for an attack, `accepted` for a benign patch) and an optional `holdout` column; paths
-are relative to the corpus folder, workspaces live under `workspaces/`, `-` means "none".
+(`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column and an
+optional `mechanism` column: the part of the gate that stops the attack (diff, sanitizer, tests,
+sandbox, outcomes, behaviour, holdout, coverage, redgreen, mutation ...), shown in the scoreboard.
+Paths are relative to the corpus folder, workspaces live under `workspaces/`, `-` means "none".
+Cases run two at a time (each gate run uses up to two sandboxes at once).
 """
 
 from __future__ import annotations
 
 import csv
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +33,7 @@ class Case:
     expect: str | None
     outcome: str
     holdout: Path | None = None
+    mechanism: str = "-"
 
 
 @dataclass
@@ -104,7 +109,8 @@ def load_cases(corpus: Path) -> list[Case]:
                         workspace=corpus / "workspaces" / row["workspace"].strip(),
                         phase=row["phase"].strip(), expect=_optional(row["expect"]),
                         outcome=row["outcome"].strip(),
-                        holdout=corpus / h if (h := _optional(row.get("holdout"))) else None)
+                        holdout=corpus / h if (h := _optional(row.get("holdout"))) else None,
+                        mechanism=_optional(row.get("mechanism")) or "-")
         except (KeyError, AttributeError):
             raise GateSetupError(f"{index}:{number}: a row needs id, patch, workspace, phase, "
                                  "expect and outcome") from None
@@ -115,7 +121,7 @@ def load_cases(corpus: Path) -> list[Case]:
     return cases
 
 
-def run_case(case: Case, lock: str = "namespace") -> CaseResult:
+def run_case(case: Case, lock: str | None = None) -> CaseResult:
     """Judge one case; a setup error is recorded, not raised."""
     try:
         verdict = run_gate(case.workspace, case.phase, case.patch.read_text(encoding="utf-8"),
@@ -125,9 +131,11 @@ def run_case(case: Case, lock: str = "namespace") -> CaseResult:
     return CaseResult(case, verdict)
 
 
-def run_corpus(corpus: Path, lock: str = "namespace") -> RedTeamReport:
-    """Every case of the corpus, in file order."""
-    return RedTeamReport([run_case(case, lock) for case in load_cases(corpus)])
+def run_corpus(corpus: Path, lock: str | None = None, jobs: int = 2) -> RedTeamReport:
+    """Every case of the corpus (`jobs` at a time), reported in file order."""
+    cases = load_cases(corpus)
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        return RedTeamReport(list(pool.map(lambda case: run_case(case, lock), cases)))
 
 
 def _ratio(done: int, total: int) -> str:
@@ -136,12 +144,13 @@ def _ratio(done: int, total: int) -> str:
 
 def format_report(report: RedTeamReport) -> str:
     """The scoreboard: one line per case, then blocked/total and accepted/total."""
-    lines = [f"{'case':40} {'phase':10} {'expected':9} {'got':9} rule that caught it"]
+    lines = [f"{'case':40} {'phase':10} {'mechanism':11} {'expected':9} {'got':9} "
+             "rule that caught it"]
     for result in report.results:
         mark = "" if result.as_expected else "  <-- UNEXPECTED"
         detail = result.error or ", ".join(result.rules[:3]) or "-"
-        lines.append(f"{result.case.id:40} {result.case.phase:10} {result.case.outcome:9} "
-                     f"{result.got:9} {detail}{mark}")
+        lines.append(f"{result.case.id:40} {result.case.phase:10} {result.case.mechanism:11} "
+                     f"{result.case.outcome:9} {result.got:9} {detail}{mark}")
     lines.append(f"attacks blocked: {_ratio(*report.attacks)}")
     lines.append(f"benign accepted: {_ratio(*report.benign)}")
     return "\n".join(lines)

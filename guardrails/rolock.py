@@ -1,25 +1,16 @@
-"""RO-Lock: scratch copies, SHA-256 manifests of locked trees, and the OS-level lock backends."""
+"""RO-Lock anchoring: scratch copies of a workspace and SHA-256 manifests of its locked trees."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import tempfile
+import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from guardrails.verdict import Violation
-from guardrails.workspace import GateSetupError
 
-NSEXEC = Path(__file__).with_name("nsexec.py")
 # Files that configure Python start-up, pytest or coverage: anchored wherever they are.
 CONFIG_FILE_NAMES = frozenset({
     "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
@@ -45,14 +36,19 @@ def _skipped(name: str) -> bool:
 
 
 def scratch_copy(source: Path, target: Path) -> None:
-    """Copy a workspace without VCS data or caches; symlinks leaving the workspace are dropped."""
+    """Copy a workspace without VCS data, caches or special files (sockets, fifos, devices);
+    symlinks leaving the workspace are dropped."""
     root = source.resolve()
 
     def ignore(folder: str, names: list[str]) -> set[str]:
         dropped = {name for name in names if _skipped(name)}
         for name in names:
             path = Path(folder, name)
-            if path.is_symlink() and root not in path.resolve().parents:
+            mode = path.lstat().st_mode
+            if path.is_symlink():
+                if root not in path.resolve().parents:
+                    dropped.add(name)
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
                 dropped.add(name)
         return dropped
 
@@ -112,149 +108,3 @@ def _change_kind(before: dict[str, str], after: dict[str, str], path: str) -> st
     if path not in before:
         return "created"
     return "deleted" if path not in after else "modified"
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """What a locked child process did."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-    timed_out: bool
-
-
-class RoLock:
-    """Runs a command with the workspace locked; subclasses decide how strongly."""
-
-    backend = "abstract"
-    os_level = False
-
-    def _launcher(self, spec_path: Path) -> list[str]:
-        return [sys.executable, "-I", "-S", str(NSEXEC), str(spec_path)]
-
-    def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], rw: list[Path],
-            ro: list[Path], hide: list[Path], timeout_s: float, memory_mb: int,
-            spec_dir: Path) -> RunResult:
-        """Run `argv` with only `rw` writable (OS backends), `hide` invisible, `ro` read-only."""
-        spec = {"namespace": self.os_level, "argv": argv, "cwd": str(cwd), "memory_mb": memory_mb,
-                "rw": [str(p) for p in rw], "ro": [str(p) for p in ro],
-                "hide": [str(p) for p in hide], "setpriv": shutil.which("setpriv") or "setpriv"}
-        handle, name = tempfile.mkstemp(prefix="lock-", suffix=".json", dir=spec_dir)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(spec, out)
-        return run_process(self._launcher(Path(name)), env=env, timeout_s=timeout_s)
-
-
-def run_process(command: list[str], *, env: dict[str, str], timeout_s: float) -> RunResult:
-    """Run a command in its own session; on timeout kill the whole session."""
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True, text=True,
-                            errors="replace")
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        return RunResult(proc.returncode, out, err, timed_out=False)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return RunResult(proc.returncode, out, err, timed_out=True)
-
-
-class HashOnlyLock(RoLock):
-    """No OS lock: only hash anchoring and scope checks protect the locked trees."""
-
-    backend = "hash-only"
-
-
-class NamespaceLock(RoLock):
-    """Linux mount namespace: read-only binds, hidden folders, no network, no capabilities."""
-
-    backend = "namespace"
-    os_level = True
-
-    def _launcher(self, spec_path: Path) -> list[str]:
-        return ["unshare", "--mount", "--net", "--", *super()._launcher(spec_path)]
-
-    @staticmethod
-    def available() -> str | None:
-        """None when usable, else why not."""
-        return _namespace_problem()
-
-
-@functools.cache
-def _namespace_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "the namespace lock needs root (read-only bind mounts in a mount namespace)"
-    for tool in ("unshare", "setpriv"):
-        if shutil.which(tool) is None:
-            return f"the namespace lock needs util-linux `{tool}` on PATH"
-    probe = subprocess.run(["unshare", "--mount", "--net", "true"], capture_output=True, text=True,
-                           check=False)
-    if probe.returncode != 0:
-        return f"`unshare --mount --net` failed here: {probe.stderr.strip()}"
-    return None
-
-
-class DockerLock(RoLock):
-    """Docker engine: the run in a container with read-only volumes and network none."""
-
-    backend = "docker"
-    os_level = True
-    image = os.environ.get("OOMRL_GATE_IMAGE", "python:3.11-slim")
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    @staticmethod
-    def connect() -> Any:
-        """A docker SDK client for a reachable engine; GateSetupError when there is none."""
-        try:
-            import docker
-
-            client = docker.from_env(timeout=5)
-            client.ping()
-        except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds; any means "no engine"
-            raise GateSetupError(f"--lock docker: no reachable Docker engine ({exc})") from None
-        return client
-
-    def container_spec(self, argv: list[str], *, cwd: Path, env: dict[str, str], rw: list[Path],
-                       ro: list[Path], memory_mb: int) -> dict[str, Any]:
-        """Arguments of `containers.run`: the interpreter and workspace read-only, no network."""
-        volumes = {str(p): {"bind": str(p), "mode": "ro"}
-                   for p in {Path(sys.prefix), Path(sys.base_prefix), *ro}}
-        volumes.update({str(p): {"bind": str(p), "mode": "rw"} for p in rw})
-        return {"image": self.image, "command": argv, "working_dir": str(cwd),
-                "environment": env, "volumes": volumes, "network_mode": "none",
-                "mem_limit": f"{memory_mb}m", "read_only": True, "detach": True}
-
-    def run(self, argv: list[str], *, cwd: Path, env: dict[str, str], rw: list[Path],
-            ro: list[Path], hide: list[Path], timeout_s: float, memory_mb: int,
-            spec_dir: Path) -> RunResult:
-        # `hide` needs nothing here: only the mounted folders exist in the container.
-        spec = self.container_spec(argv, cwd=cwd, env=env, rw=rw, ro=[*ro, cwd],
-                                   memory_mb=memory_mb)
-        container = self.client.containers.run(**spec)
-        try:
-            status = container.wait(timeout=timeout_s)
-            logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
-            return RunResult(int(status.get("StatusCode", 1)), logs, "", timed_out=False)
-        except Exception:  # noqa: BLE001 - a read timeout or a lost engine: stop the container
-            container.kill()
-            return RunResult(-9, "", "timed out", timed_out=True)
-        finally:
-            container.remove(force=True)
-
-
-def select_lock(name: str) -> RoLock:
-    """The backend asked for; refuse when an OS-level backend is not available."""
-    if name == "hash-only":
-        return HashOnlyLock()
-    if name == "namespace":
-        problem = NamespaceLock.available()
-        if problem:
-            raise GateSetupError(f"--lock namespace unavailable: {problem}; "
-                                 "use --lock hash-only to run without an OS-level lock")
-        return NamespaceLock()
-    if name == "docker":
-        return DockerLock(DockerLock.connect())
-    raise GateSetupError(f"unknown lock backend {name!r}: choose namespace, docker or hash-only")

@@ -1,13 +1,16 @@
-"""The coverage gate's runner: pytest + coverage in a separate locked process, with gate settings only."""
+"""Locked runs: each pytest (or behaviour) run in a fresh sandbox with a fresh results folder.
+
+Every run binds the same paths inside the sandbox: its workspace copy at /workspace (read-only),
+the gate's files at /gate, its own spec at /spec.json, a results folder made empty for it alone
+at /results, and for the held-out run only the held-out tests at /heldout. The judge reads the
+results once, after the process is gone, and removes them; a run that wrote none is rejected.
+"""
 
 from __future__ import annotations
 
-import ast
-import io
 import json
+import os
 import shutil
-import site
-import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -15,14 +18,12 @@ from os.path import commonpath
 from pathlib import Path
 from typing import Any
 
-import coverage
-
-from guardrails import childrun
-from guardrails.nsexec import SETUP_FAILED
-from guardrails.rolock import RoLock
+from guardrails import behaviour, childrun
+from guardrails.coverage_data import RCFILE
+from guardrails.locks import Bind, RoLock, RunResult
 from guardrails.verdict import Violation
-from guardrails.workspace import GateSetupError
 
+WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
 # The gate's own pytest settings: nothing from the workspace's configuration is read.
 GATE_INI = """[pytest]
 python_files = test_*.py *_test.py
@@ -32,34 +33,28 @@ xfail_strict = true
 junit_family = xunit2
 console_output_style = classic
 """
-# Pragmas are not honoured: the exclusion patterns never match real code.
-RCFILE = """[run]
-branch = True
-dynamic_context = test_function
-source =
-{source}
-[report]
-exclude_lines = oomrl-gate-never-excluded-4b1d
-partial_branches = oomrl-gate-never-partial-4b1d
-"""
 # Interrupted, internal error, usage error (e.g. a conftest.py that fails to import).
 PYTEST_STARTUP_ERRORS = (2, 3, 4)
 
 
 @dataclass(frozen=True)
 class GateDirs:
-    """The gate's private area: scratch workspace, its own configuration, results, temp space."""
+    """The gate's private area (0700): scratch workspace, its own files, one folder per run."""
 
     root: Path
 
     @classmethod
     def create(cls) -> GateDirs:
-        """A fresh private area under the system temp folder, readable by the locked child."""
-        root = Path(tempfile.mkdtemp(prefix="oomrl-gate-"))
-        root.chmod(0o755)
-        for name in ("cfg", "results", "tmp"):
-            (root / name).mkdir()
-        return cls(root)
+        """A fresh private area under the system temp folder, with the gate's files written."""
+        dirs = cls(Path(tempfile.mkdtemp(prefix="oomrl-gate-")))
+        for name in ("cfg", "runs"):
+            (dirs.root / name).mkdir()
+        (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")
+        (dirs.cfg / "coverage.rc").write_text(RCFILE, encoding="utf-8")
+        for module in (childrun, behaviour):
+            shutil.copyfile(str(module.__file__), dirs.cfg / Path(str(module.__file__)).name)
+        make_readable(dirs.cfg)
+        return dirs
 
     @property
     def ws(self) -> Path:
@@ -68,41 +63,42 @@ class GateDirs:
 
     @property
     def cfg(self) -> Path:
-        """The gate-owned ini, rcfile and launcher (read-only for the child)."""
+        """The gate-owned ini, rcfile and child programs (read-only in every run)."""
         return self.root / "cfg"
 
-    @property
-    def results(self) -> Path:
-        """Where the child writes JUnit XML, the results file and coverage data."""
-        return self.root / "results"
-
-    @property
-    def tmp(self) -> Path:
-        """Temp space for the tests (tmp_path, HOME, TMPDIR)."""
-        return self.root / "tmp"
+    def run_dir(self, tag: str) -> Path:
+        """A new, empty folder for one run (its spec, results and, unsandboxed, its HOME)."""
+        folder = self.root / "runs" / tag
+        if folder.exists():
+            shutil.rmtree(folder)
+        (folder / "results").mkdir(parents=True)
+        (folder / "home").mkdir()
+        return folder
 
     def remove(self) -> None:
         """Delete the private area."""
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def write_gate_config(dirs: GateDirs, measured: list[Path]) -> None:
-    """Write the gate's ini and rcfile and a frozen copy of the child launcher."""
-    (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")
-    source = "\n".join(f"    {path}" for path in measured)
-    (dirs.cfg / "coverage.rc").write_text(RCFILE.format(source=source), encoding="utf-8")
-    shutil.copyfile(childrun.__file__, dirs.cfg / "childrun.py")
+def make_readable(root: Path) -> None:
+    """Folders 0755 and files 0644 below `root`: the sandbox uid must read the copies it runs."""
+    root.chmod(0o755)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            (Path(folder) / name).chmod(0o755)
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                path.chmod(0o644)
 
 
-def clean_env(dirs: GateDirs) -> dict[str, str]:
-    """The only environment the tested code sees."""
-    (dirs.tmp / "home").mkdir(exist_ok=True)
-    (dirs.tmp / "tmp").mkdir(exist_ok=True)
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(dirs.tmp / "home"),
-            "TMPDIR": str(dirs.tmp / "tmp"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
-            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "OPENBLAS_NUM_THREADS": "1",
-            "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+def hand_over(lock: RoLock, results: Path) -> None:
+    """Make a run's results folder writable by the sandbox uid (and nobody else)."""
+    if lock.os_level and os.geteuid() == 0:
+        from guardrails.sandbox import SANDBOX_UID
+
+        os.chown(results, SANDBOX_UID, SANDBOX_UID)
+    results.chmod(0o700)
 
 
 @dataclass
@@ -115,6 +111,7 @@ class SuiteResult:
     tamper: list[str] = field(default_factory=list)
     problems: list[Violation] = field(default_factory=list)
     data_file: Path | None = None
+    behaviour: list[dict[str, Any]] | None = None
 
     def outcome(self, nodeid: str) -> str:
         """passed, failed, error, skipped, xfail or missing."""
@@ -127,79 +124,133 @@ class SuiteResult:
 
 @dataclass(frozen=True)
 class SuiteRequest:
-    """What to run: targets below `rootdir`, import paths, order, coverage on or off."""
+    """What to run: a workspace copy, test trees in it (or held-out tests), order, coverage."""
 
-    rootdir: Path
-    targets: list[Path]
-    paths: list[Path]
+    workspace: Path
+    tests: tuple[str, ...]
+    tag: str
     order: str = "forward"
-    coverage: bool = False
-    tag: str = "run"
-    extra_args: tuple[str, ...] = ()
-    select: tuple[str, ...] = ()
-    hide: tuple[Path, ...] = ()
+    coverage: tuple[str, ...] = ()
+    heldout: Path | None = None
+    preimport: tuple[str, ...] = ()
+    behaviour: dict[str, Any] | None = None
 
 
-def _pytest_args(dirs: GateDirs, request: SuiteRequest) -> list[str]:
-    existing = [p for p in request.targets if p.exists()]
-    folders = [p if p.is_dir() else p.parent for p in existing] or [request.rootdir]
-    return ["-c", str(dirs.cfg / "pytest.ini"), "--rootdir", str(request.rootdir),
-            "--confcutdir", commonpath([str(p) for p in folders]), "-p", "no:cacheprovider",
-            "-q", "--basetemp", str(dirs.tmp / f"basetemp-{request.tag}"),
-            "--junitxml", str(dirs.results / f"junit-{request.tag}.xml"),
-            *request.extra_args,
-            # no test folder at all: name the missing one so pytest fails loudly, never collecting
-            # from the workspace root instead
-            *(request.select or [str(p) for p in existing] or [str(request.targets[0])])]
+class LockedRun:
+    """One run's binds and paths as the locked process sees them."""
+
+    def __init__(self, lock: RoLock, dirs: GateDirs, workspace: Path, tag: str,
+                 heldout: Path | None = None) -> None:
+        self.lock, self.folder = lock, dirs.run_dir(tag)
+        self.results = self.folder / "results"
+        hand_over(lock, self.results)
+        self.binds = [Bind(workspace, WORKSPACE), Bind(dirs.cfg, GATE),
+                      Bind(self.folder / "spec.json", SPEC), Bind(self.results, RESULTS, True)]
+        if heldout is not None:
+            self.binds.append(Bind(heldout, HELDOUT))
+        self.seen = {bind.inside: lock.inside(bind) for bind in self.binds}
+        self.tmp = lock.env(self.folder / "home").get("TMPDIR", "/tmp")
+
+    def path(self, inside: str, *parts: str) -> str:
+        """An inside path (e.g. WORKSPACE, "strategies") as the locked process sees it."""
+        return "/".join([self.seen[inside], *parts])
+
+    def start(self, program: str, spec: dict[str, Any], timeout_s: float,
+              memory_mb: int) -> RunResult:
+        """Write the spec, run `python -I -S -B /gate/<program> /spec.json` locked."""
+        spec = {**spec, "site": self.lock.site_paths()}
+        (self.folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        (self.folder / "spec.json").chmod(0o644)
+        argv = [self.lock.python(), "-I", "-S", "-B", self.path(GATE, program), self.path(SPEC)]
+        return self.lock.run(argv, binds=self.binds, cwd=self.path(WORKSPACE),
+                             env=self.lock.env(self.folder / "home"), timeout_s=timeout_s,
+                             memory_mb=memory_mb)
+
+    def read(self, name: str) -> Any:
+        """A JSON file the run wrote in its results folder, or None (read once, then removed)."""
+        try:
+            return json.loads((self.results / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        """Remove the run's folder: nothing of it can serve a later run."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _pytest_args(run: LockedRun, request: SuiteRequest) -> tuple[list[str], str]:
+    """pytest's arguments (the gate's ini, no cache, no plugin autoload) and the tests' root."""
+    inside = HELDOUT if request.heldout is not None else WORKSPACE
+    host = request.heldout or request.workspace
+    present = [tree for tree in request.tests if (host / tree).exists()]
+    folders = [run.path(inside, tree if (host / tree).is_dir() else os.path.dirname(tree))
+               for tree in present] or [run.path(inside)]
+    # no test folder at all: name the missing one so pytest fails loudly, never collecting
+    # from the workspace root instead
+    targets = [run.path(inside, tree) for tree in present or request.tests[:1]] or \
+        [run.path(inside)]
+    tests_root = commonpath(folders)
+    return ["-c", run.path(GATE, "pytest.ini"), "--rootdir", run.path(inside),
+            "--confcutdir", tests_root, "-p", "no:cacheprovider", "--disable-plugin-autoload",
+            "-q", "--basetemp", f"{run.tmp}/pytest", "--junitxml", run.path(RESULTS, "junit.xml"),
+            *targets], tests_root
 
 
 def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s: float,
               memory_mb: int) -> SuiteResult:
-    """Run pytest in a locked child; read outcomes from the gate's own results, never exit status."""
-    results_file = dirs.results / f"results-{request.tag}.json"
-    data_file = dirs.results / f"coverage-{request.tag}"
-    spec = {"site": site.getsitepackages(), "paths": [str(p) for p in request.paths],
-            "workspace": str(request.rootdir), "order": request.order,
-            "results": str(results_file), "args": _pytest_args(dirs, request),
-            "coverage": {"data_file": str(data_file), "rcfile": str(dirs.cfg / "coverage.rc")}
-            if request.coverage else None}
-    spec_file = dirs.cfg / f"spec-{request.tag}.json"
-    spec_file.write_text(json.dumps(spec), encoding="utf-8")
-    # -B: nothing is written; the scratch copy holds no byte code and locked trees cannot gain any
-    # (read-only, or caught by the hash manifest), so only the interpreter's own caches are read.
-    argv = [sys.executable, "-I", "-S", "-B", str(dirs.cfg / "childrun.py"), str(spec_file)]
-    run = lock.run(argv, cwd=request.rootdir, env=clean_env(dirs), rw=[dirs.results, dirs.tmp],
-                   ro=[], hide=list(request.hide), timeout_s=timeout_s, memory_mb=memory_mb,
-                   spec_dir=dirs.cfg)
-    if run.returncode == SETUP_FAILED and "oomrl-gate-lock-failed" in run.stderr:
-        raise GateSetupError(f"the {lock.backend} lock could not be set up: {run.stderr.strip()}")
-    suite = SuiteResult(data_file=data_file if request.coverage else None)
-    if run.timed_out:
+    """Run pytest in a fresh sandbox; read outcomes from the gate's own results, once."""
+    run = LockedRun(lock, dirs, request.workspace, request.tag, request.heldout)
+    try:
+        args, tests_root = _pytest_args(run, request)
+        spec = {"paths": [run.path(WORKSPACE)], "workspace": run.path(WORKSPACE),
+                "order": request.order, "results": run.path(RESULTS, "results.json"),
+                "args": args, "tests_root": tests_root,
+                "rootdir": run.path(HELDOUT if request.heldout is not None else WORKSPACE), "preimport": list(request.preimport),
+                "behaviour": request.behaviour,
+                "coverage": {"data_file": run.path(RESULTS, "coverage"),
+                             "rcfile": run.path(GATE, "coverage.rc"),
+                             "source": [run.path(WORKSPACE, tree) for tree in request.coverage]}
+                if request.coverage else None}
+        result = run.start("childrun.py", spec, timeout_s, memory_mb)
+        return _suite_result(run, request, result, timeout_s, dirs)
+    finally:
+        run.close()
+
+
+def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, timeout_s: float,
+                  dirs: GateDirs) -> SuiteResult:
+    suite = SuiteResult()
+    if result.timed_out:
         suite.problems.append(Violation(rule="run.timeout", message=(
             f"the test run ({request.tag}) exceeded the time limit of {timeout_s:g} s")))
         return suite
-    try:
-        recorded = json.loads(results_file.read_text(encoding="utf-8"))
-        assert recorded.get("finished") is True
-    except (OSError, ValueError, AssertionError):
+    recorded = run.read("results.json")
+    if not isinstance(recorded, dict) or recorded.get("finished") is not True:
         suite.problems.append(Violation(rule="run.incomplete", message=(
-            f"the test run ({request.tag}) ended (exit code {run.returncode}) before the gate's "
-            f"results were written: an early exit or a crash. {run.stderr.strip()[-400:]}")))
+            f"the test run ({request.tag}) ended (exit code {result.returncode}) before the "
+            f"gate's results were written: an early exit or a crash. "
+            f"{result.stderr.strip()[-400:]}")))
         return suite
     suite.collected = list(recorded["collected"])
     suite.outcomes = dict(recorded["outcomes"])
     suite.collect_errors = dict(recorded["collect_errors"])
     suite.tamper = list(recorded["tamper"])
-    suite.problems += _consistency(suite, recorded["exit_code"],
-                                   dirs.results / f"junit-{request.tag}.xml", request.tag)
+    suite.behaviour = recorded.get("behaviour")
+    suite.problems += consistency(suite, recorded["exit_code"], run.results / "junit.xml",
+                                  request.tag)
     if recorded["exit_code"] in PYTEST_STARTUP_ERRORS:
-        output = "\n".join((run.stdout + run.stderr).strip().splitlines()[-15:])[-1500:]
+        output = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])[-1500:]
         suite.problems.append(Violation(rule="run.pytest_error", message=(
             f"pytest stopped with exit code {recorded['exit_code']} in {request.tag}:\n{output}")))
+    if request.coverage and (run.results / "coverage").is_file():
+        from guardrails.coverage_data import map_data
+
+        suite.data_file = map_data(run.results / "coverage", dirs.root / f"coverage-{request.tag}",
+                                   run.path(WORKSPACE), request.workspace)
     return suite
 
 
-def _consistency(suite: SuiteResult, exit_code: int, junit: Path, tag: str) -> list[Violation]:
+def consistency(suite: SuiteResult, exit_code: int, junit: Path, tag: str) -> list[Violation]:
     """Cross-check the plugin's record, the JUnit XML and the exit status against each other."""
     problems = []
     try:
@@ -220,51 +271,3 @@ def _consistency(suite: SuiteResult, exit_code: int, junit: Path, tag: str) -> l
             f"results of {tag} disagree: {len(suite.collected)} collected, {len(cases)} JUnit "
             f"cases ({junit_bad} not passed), exit code {exit_code}")))
     return problems
-
-
-def function_body_lines(text: str) -> set[int]:
-    """Lines inside function bodies: they must run under a test, not only at import time."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            lines.update(range(node.body[0].lineno, (node.end_lineno or node.lineno) + 1))
-    return lines
-
-
-class CoverageReader:
-    """Reads the child's coverage data in the judging process, with the gate's rcfile."""
-
-    def __init__(self, data_file: Path, rcfile: Path) -> None:
-        self.cov = coverage.Coverage(data_file=str(data_file), config_file=str(rcfile))
-        self.cov.load()
-        self.data = self.cov.get_data()
-
-    def branch_percent(self, files: list[Path]) -> float:
-        """Branch coverage over `files`; files never imported count as not covered at all."""
-        if not files:
-            return 100.0
-        return float(self.cov.report(morfs=[str(f) for f in files], file=io.StringIO()))
-
-    def missing_lines(self, path: Path) -> set[int]:
-        """Statements of `path` never executed."""
-        return set(self.cov.analysis2(str(path))[3])
-
-    def contexts(self, path: Path) -> dict[int, list[str]]:
-        """For each executed line, the test contexts it ran in ('' = import/collection time)."""
-        return dict(self.data.contexts_by_lineno(str(path)))
-
-    def import_time_only(self, path: Path, lines: set[int]) -> set[int]:
-        """Of `lines` inside function bodies, those executed only outside any test."""
-        body = function_body_lines(path.read_text(encoding="utf-8"))
-        contexts = self.contexts(path)
-        return {line for line in lines & body
-                if line in contexts and not any(contexts[line])}
-
-    def lines_run_by(self, path: Path, test_names: set[str]) -> set[int]:
-        """Lines of `path` executed in the context of one of `test_names` (qualified names)."""
-        return {line for line, names in self.contexts(path).items()
-                if any(_context_matches(name, test_names) for name in names)}
-
-
-def _context_matches(context: str, test_names: set[str]) -> bool:
-    return any(context == name or context.endswith("." + name) for name in test_names)

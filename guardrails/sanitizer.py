@@ -1,281 +1,441 @@
-"""AST sanitizer: named rules that flag code which could fool the gate, on what a patch adds to S."""
+"""The capability sanitizer: S (and T) may reach only what the allow-lists of `capabilities` give.
+
+One pass over the AST checks imports against the allowed modules, resolves every attribute chain
+that starts at an imported module, keeps module objects out of values, limits dunders and
+reflection to their ordinary literal uses, and resolves bare names through Python's scopes so a
+builtin outside the safe list (`open`, `eval`, `__import__` ...) is refused however it is
+reached. Source files additionally keep import-time code to definitions and constants
+(`importtime`). Findings present in the old text are not reported again.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
+import gc
 import re
 from pathlib import Path
 
-from guardrails.astscan import (
-    Finding,
-    docstring_ids,
-    dotted,
-    import_map,
-    index,
-    only_new,
-    parse,
-    pragma_findings,
-    snippet,
-    to_violations,
-    too_deep,
+from guardrails.astscan import Finding, only_new, parse, snippet, to_violations, too_deep
+from guardrails.capabilities import (
+    ESCAPE_ATTRIBUTES,
+    HOOK_DEFINITIONS,
+    IO_METHODS,
+    PATH_WRITERS,
+    REFLECTION,
+    Policy,
+    is_dunder,
 )
-from guardrails.sanitizer_rules import (
-    ANSWERS_EVERYTHING,
-    ATTRIBUTE_RULES,
-    BUILTIN_NAMES,
-    OPENERS,
-    READ_METHODS,
-    RULE_OF_NAME,
-    SOURCE_MESSAGES,
-    TEST_MODULE,
-    TEST_STRING,
-)
-from guardrails.testio import WRITE_METHODS
+from guardrails.importtime import import_time_findings, main_guard
+from guardrails.sourcetext import read_source
 from guardrails.verdict import Violation
 
+MESSAGES: dict[str, str] = {
+    "sanitizer.import_not_allowed": "this module is not on the workspace's import allow-list",
+    "sanitizer.module_escape": "this reaches beyond the allowed modules",
+    "sanitizer.module_value": "a module may only be used as `module.name`, never as a value",
+    "sanitizer.dunder": "only the ordinary dunders may be used or defined",
+    "sanitizer.reflection": "reflection needs a literal, non-dunder name and never a module",
+    "sanitizer.builtin_not_allowed": "this builtin is not available to judged code",
+    "sanitizer.io": "strategy code may not read or write files",
+    "sanitizer.module_attr_write": "assigning attributes of imported modules patches them",
+    "sanitizer.always_equal": "an object that equals anything defeats every assertion",
+    "sanitizer.answer_table": "hard-coded outputs for specific inputs special-case the tests",
+    "sanitizer.code_in_string": "a string that libraries may evaluate holds code",
+    "sanitizer.type_checking": "TYPE_CHECKING must be typing's constant, with no else branch",
+    "sanitizer.import_time": "import-time code is limited to definitions and constants",
+}
+_FORMAT_DUNDER = re.compile(r"\{[^{}:!]*__")
+_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
+                          ast.SetComp, ast.DictComp, ast.GeneratorExp})
+# Fields that may hold child nodes, per node type (contexts and leaves have none to visit).
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Name: (), ast.Constant: (), ast.alias: ()}
 
-class SourceScanner:
-    """Collects findings over one parsed module; `disabled` rules and `allowed_modules` are skipped."""
 
-    def __init__(self, tree: ast.Module, disabled: frozenset[str] = frozenset(),
-                 allowed_modules: frozenset[str] = frozenset()) -> None:
-        self.tree = tree
-        self.nodes, self.parent = index(tree)
-        self.imports = import_map(self.nodes)
-        self.docstrings = docstring_ids(self.nodes)
-        self.disabled = disabled
-        self.allowed = allowed_modules
+def _children(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of `node` (a faster ast.iter_child_nodes that skips contexts)."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
+    out: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            out += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
+
+
+@functools.cache
+def _handlers(kind: type) -> dict[type, object]:
+    """visit_<NodeType> methods of a scanner class, keyed by node type."""
+    return {getattr(ast, name[6:]): getattr(kind, name) for name in dir(kind)
+            if name.startswith("visit_") and hasattr(ast, name[6:])}
+# Dunders whose constant answer makes any object pass a check: name -> the answer that cheats.
+ANSWERS_EVERYTHING = {"__eq__": True, "__ne__": False, "__contains__": True}
+
+
+class Scanner:
+    """Findings over one parsed module under one policy (`role` source or tests)."""
+
+    def __init__(self, tree: ast.Module, policy: Policy, package: str = "") -> None:
+        self.tree, self.policy, self.package = tree, policy, package
         self.found: list[Finding] = []
+        self.imports: dict[str, tuple[str, str]] = {}  # local name -> (target, module|object)
+        self.heads: set[int] = set()  # Name nodes heading an attribute chain or a call
+        self.inner: set[int] = set()  # Attribute nodes inside a longer chain
+        self.blessed: set[int] = set()  # `object.__setattr__` in the frozen-dataclass idiom
+        # scopes: (kind, parent index, bound names, declared global)
+        self.scopes: list[tuple[str, int, set[str], set[str]]] = [("module", -1, set(), set())]
+        self.builtins: list[tuple[str, int, ast.AST]] = []
+        self.functions: set[str] = set()
+        self.classes: set[str] = set()
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
-        if rule not in self.disabled:
-            line = getattr(node, "lineno", 1)
-            key = f"{detail} in {self.statement_key(node)}"
-            self.found.append(Finding(rule, line, key, f"{SOURCE_MESSAGES[rule]}: {detail}"))
+        self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
+                                  f"{MESSAGES.get(rule, rule)}: {detail}"))
 
-    def statement_key(self, node: ast.AST) -> str:
-        """The statement a finding sits in (or the header part of a compound statement), so that an
-        old finding moved into new code counts as new."""
-        child = node
-        while not isinstance(child, ast.stmt):  # every expression lies inside some statement
-            parent = self.parent[id(child)]
-            if isinstance(parent, ast.stmt) and hasattr(parent, "body"):
-                return f"{type(parent).__name__}: {snippet(child)}"
-            child = parent
-        return type(child).__name__ if hasattr(child, "body") else snippet(child)
-
-    def banned(self, name: str, node: ast.AST) -> None:
-        parts = name.split(".")
-        heads = [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-        if any(head in self.allowed for head in heads):
-            return
-        for head in heads:
-            if head in RULE_OF_NAME:
-                self.add(RULE_OF_NAME[head], node, name)
-                return
-
+    # -- traversal ---------------------------------------------------------------------------
     def run(self) -> list[Finding]:
-        for node in self.nodes:
-            handler = getattr(self, f"visit_{type(node).__name__}", None)
+        stack: list[tuple[ast.AST, int]] = [(self.tree, 0)]
+        handlers = _handlers(type(self))
+        while stack:
+            node, scope = stack.pop()
+            kind = type(node)
+            handler = handlers.get(kind)
             if handler is not None:
-                handler(node)
-        self.module_level_calls()
+                handler(self, node, scope)
+            # children pushed in reverse: nodes are visited in source order, parents first
+            if kind in _SCOPE_TYPES:
+                stack += reversed(self._scope_children(node, scope))
+            elif kind is ast.ClassDef:
+                body = self._new_scope("class", scope)
+                stack += [(child, body) for child in reversed(node.body)]  # type: ignore[attr-defined]
+                stack += [(child, scope) for child in reversed(
+                    [*node.decorator_list, *node.bases, *node.keywords])]  # type: ignore[attr-defined]
+            else:
+                stack += [(child, scope) for child in reversed(_children(node))]
+        self._resolve_builtins()
         return self.found
 
-    def visit_Import(self, node: ast.Import) -> None:
+    def _new_scope(self, kind: str, parent: int) -> int:
+        self.scopes.append((kind, parent, set(), set()))
+        return len(self.scopes) - 1
+
+    def _scope_children(self, node: ast.AST, scope: int) -> list[tuple[ast.AST, int]]:
+        own = self._new_scope("function", scope)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d)]
+            if not isinstance(node, ast.Lambda):
+                outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                      *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+            for param in params:
+                self.scopes[own][2].add(param.arg)
+                if param.annotation is not None:
+                    outer.append(param.annotation)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            return [(child, scope) for child in outer] + [(child, own) for child in body]
+        generators = node.generators  # type: ignore[attr-defined]
+        first = [(generators[0].iter, scope)]
+        rest: list[ast.AST] = [generators[0].target, *generators[0].ifs, *generators[1:]]
+        rest += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]  # type: ignore[attr-defined]
+        return first + [(child, own) for child in rest]
+
+    def _resolve_builtins(self) -> None:
+        for name, scope, node in self.builtins:
+            while scope > 0:
+                kind, parent, bound, declared = self.scopes[scope]
+                if kind == "function" and name in bound and name not in declared:
+                    break
+                scope = parent
+            else:
+                self.add("sanitizer.builtin_not_allowed", node, name)
+
+    def _bind(self, name: str, scope: int) -> None:
+        self.scopes[scope][2].add(name)
+
+    # -- imports -----------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import, scope: int) -> None:
         for alias in node.names:
-            self.banned(alias.name, node)
-            self.test_code(alias.name.split("."), node)
+            if not self.policy.allows(alias.name):
+                self.add("sanitizer.import_not_allowed", node, alias.name)
+            local = alias.asname or alias.name.split(".")[0]
+            self.imports[local] = (alias.name if alias.asname else local, "module")
+            self._bind(local, scope)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        module = node.module or ""
-        if node.level == 0 and module != "__future__":
-            self.banned(module, node)
-            for alias in node.names:
-                self.banned(f"{module}.{alias.name}", node)
-        parts = module.split(".") if module else []
-        self.test_code(parts + [alias.name for alias in node.names], node)
-
-    def test_code(self, parts: list[str], node: ast.AST) -> None:
-        """Importing test modules (absolute or relative) lets source read what the tests expect."""
-        if any(TEST_MODULE.match(part) for part in parts):
-            self.add("sanitizer.imports_tests", node, snippet(node))
-
-    def imported_root(self, node: ast.AST) -> bool:
-        """True when the chain `node` starts at a name bound by an import."""
-        while isinstance(node, ast.Attribute):
-            node = node.value
-        return isinstance(node, ast.Name) and node.id in self.imports
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if isinstance(self.parent.get(id(node)), ast.Attribute):
+    def visit_ImportFrom(self, node: ast.ImportFrom, scope: int) -> None:
+        module = self._absolute(node)
+        if module == "__future__":
             return
-        if node.id in self.imports:
-            self.banned(self.imports[node.id], node)
-        elif node.id in BUILTIN_NAMES:
-            self.banned(node.id, node)
+        if module is None or not self.policy.allows(module):
+            self.add("sanitizer.import_not_allowed", node, module or "." * node.level)
+            return
+        for alias in node.names:
+            if alias.name == "*":
+                self.add("sanitizer.import_not_allowed", node, f"from {module} import *")
+                continue
+            problem = self.policy.chain_problem(module, [alias.name])
+            if problem:
+                self.add("sanitizer.module_escape", node, problem)
+            local = alias.asname or alias.name
+            self.imports[local] = self.policy.imported(module, alias.name)
+            self._bind(local, scope)
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        rule = ATTRIBUTE_RULES.get(node.attr)
-        if rule is not None:
-            self.add(rule, node, snippet(node))
-        if isinstance(self.parent.get(id(node)), ast.Attribute):
-            return  # only the longest chain is checked against the banned names
-        name = dotted(node, self.imports)
-        if name is not None and (self.imported_root(node) or name.split(".")[0] in BUILTIN_NAMES):
-            self.banned(name, node)
+    def _absolute(self, node: ast.ImportFrom) -> str | None:
+        if node.level == 0:
+            return node.module or ""
+        parts = self.package.split(".") if self.package else []
+        if node.level > len(parts):
+            return None  # climbs out of the package tree
+        base = parts[:len(parts) - node.level + 1]
+        return ".".join([*base, *([node.module] if node.module else [])])
 
-    def visit_Constant(self, node: ast.Constant) -> None:
-        if (isinstance(node.value, str) and id(node) not in self.docstrings
-                and TEST_STRING.search(node.value)):
-            self.add("sanitizer.test_env", node, repr(node.value))
+    # -- names and attributes ----------------------------------------------------------------
+    def visit_Name(self, node: ast.Name, scope: int) -> None:
+        name = node.id
+        if not isinstance(node.ctx, ast.Load):
+            self._bind(name, scope)
+            if name == "TYPE_CHECKING":
+                self.add("sanitizer.type_checking", node, "TYPE_CHECKING is assigned")
+            return
+        target = self.imports.get(name)
+        if target is not None and target[1] == "module" and id(node) not in self.heads:
+            self.add("sanitizer.module_value", node, name)
+        if is_dunder(name) and name not in self.policy.dunders:
+            self.add("sanitizer.dunder", node, name)
+        if name in self.policy.denied_builtins:
+            self.builtins.append((name, scope, node))
+        elif name in REFLECTION and id(node) not in self.heads:
+            self.add("sanitizer.reflection", node, f"{name} used as a value")
+        if name == "TYPE_CHECKING" and self.imports.get(name, ("", ""))[0] not in (
+                "typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"):
+            self.add("sanitizer.type_checking", node, "TYPE_CHECKING is not typing's")
 
-    def visit_Call(self, node: ast.Call) -> None:
-        name = dotted(node.func, self.imports)
-        if name in ("getattr", "setattr", "delattr", "hasattr") and node.args:
-            computed = len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)
-            if computed or self.imported_root(node.args[0]):
-                self.add("sanitizer.reflection", node, snippet(node))
-        elif name == "locals" and isinstance(self.parent.get(id(node)), (ast.Subscript, ast.Attribute)):
-            self.add("sanitizer.namespace", node, snippet(self.parent[id(node)]))
-        elif name in OPENERS or (isinstance(node.func, ast.Attribute) and node.func.attr == "open"):
-            position = 1 if name in OPENERS else 0  # Path.open(mode) vs open(file, mode)
-            mode = node.args[position] if len(node.args) > position else next(
-                (k.value for k in node.keywords if k.arg == "mode"), None)
-            writes = mode is not None and not (isinstance(mode, ast.Constant) and isinstance(
-                mode.value, str) and not set(mode.value) & set("wax+"))
-            self.add("sanitizer.file_write" if writes else "sanitizer.file_read", node, snippet(node))
-        if isinstance(node.func, ast.Attribute):
-            method = node.func.attr
-            if method in WRITE_METHODS and (node.args or node.keywords or not method.startswith("to_")):
-                self.add("sanitizer.file_write", node, snippet(node.func))
-            elif method in READ_METHODS:
-                self.add("sanitizer.file_read", node, snippet(node.func))
-            elif re.match(r"os\.(exec|spawn)", name or ""):
-                self.add("sanitizer.subprocess", node, name)
+    def visit_Attribute(self, node: ast.Attribute, scope: int) -> None:
+        attribute = node.attr
+        if is_dunder(attribute) and (attribute not in self.policy.dunders or (
+                attribute == "__setattr__" and id(node) not in self.blessed)):
+            self.add("sanitizer.dunder", node, snippet(node))
+        if attribute in ESCAPE_ATTRIBUTES:
+            self.add("sanitizer.module_escape", node, snippet(node))
+        if attribute in IO_METHODS and self.policy.role == "source":
+            self.add("sanitizer.io", node, snippet(node))
+        if id(node) in self.inner:
+            return
+        parts = [attribute]
+        base: ast.AST = node.value
+        while isinstance(base, ast.Attribute):
+            self.inner.add(id(base))
+            parts.append(base.attr)
+            base = base.value
+        if isinstance(base, ast.Name):
+            self.heads.add(id(base))
+            target = self.imports.get(base.id)
+            if target is not None and target[1] == "module":
+                problem = self.policy.chain_problem(target[0], parts[::-1])
+                if problem:
+                    self.add("sanitizer.module_escape", node, problem)
 
-    def _attribute_targets(self, targets: list[ast.expr], node: ast.AST) -> None:
-        for target in targets:
-            for sub in ast.walk(target):
-                if isinstance(sub, ast.Attribute):
-                    root = sub
-                    while isinstance(root, ast.Attribute):
-                        root = root.value  # type: ignore[assignment]
-                    if isinstance(root, ast.Name) and root.id in self.imports:
-                        self.add("sanitizer.module_attr_write", node, snippet(target))
-                        break
+    # -- calls -------------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call, scope: int) -> None:
+        func = node.func
+        if isinstance(func, ast.Name):
+            self.heads.add(id(func))
+        name = self._callee(func)
+        if name in REFLECTION:
+            self._literal_reflection(node, name, node.args[1:2], node.args[:1])
+        elif name in ("operator.attrgetter", "operator.methodcaller"):
+            names = node.args if name.endswith("attrgetter") else node.args[:1]
+            self._literal_reflection(node, name, names, [], dotted=True)
+        elif isinstance(func, ast.Attribute) and func.attr == "__setattr__":
+            self._setattr_idiom(node, func)
+        elif isinstance(func, ast.Attribute) and func.attr in ("format", "format_map"):
+            template = func.value
+            if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
+                self.add("sanitizer.reflection", node, f"{snippet(func)} on a computed template")
+        if isinstance(func, ast.Attribute) and func.attr in PATH_WRITERS and (
+                node.args or node.keywords) and self.policy.role == "source":
+            self.add("sanitizer.io", node, snippet(func))
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        self._attribute_targets(node.targets, node)
+    def _callee(self, func: ast.AST) -> str:
+        if isinstance(func, ast.Name):
+            return self.imports.get(func.id, (func.id, ""))[0]
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            head = self.imports.get(func.value.id, (func.value.id, ""))[0]
+            return f"{head}.{func.attr}"
+        return ""
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._attribute_targets([node.target], node)
+    def _literal_reflection(self, node: ast.Call, name: str, names: list[ast.expr],
+                            objects: list[ast.expr], dotted: bool = False) -> None:
+        literal = bool(names) and all(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) and not any(
+                is_dunder(part) or not part for part in (n.value.split(".") if dotted else [n.value]))
+            for n in names)
+        on_module = any(isinstance(o, ast.Name) and self.imports.get(o.id, ("", ""))[1] == "module"
+                        for o in objects)
+        if not literal or on_module or node.keywords:
+            self.add("sanitizer.reflection", node, snippet(node))
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._attribute_targets([node.target], node)
+    def _setattr_idiom(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`object.__setattr__(self, "x", v)` / `super().__setattr__("x", v)` only."""
+        owner = func.value
+        if isinstance(owner, ast.Name) and owner.id == "object":
+            names, first = node.args[1:2], node.args[:1]
+            ok = bool(first) and isinstance(first[0], ast.Name) and first[0].id == "self"
+        else:
+            names = node.args[:1]
+            ok = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) \
+                and owner.func.id == "super"
+        literal = bool(names) and isinstance(names[0], ast.Constant) and isinstance(
+            names[0].value, str) and not is_dunder(names[0].value)
+        if ok and literal and len(node.args) == (3 if isinstance(owner, ast.Name) else 2):
+            self.blessed.add(id(func))
 
-    def visit_Delete(self, node: ast.Delete) -> None:
-        self._attribute_targets(node.targets, node)
+    # -- constants, definitions, writes -------------------------------------------------------
+    def visit_Constant(self, node: ast.Constant, scope: int) -> None:
+        value = node.value
+        if not isinstance(value, str):
+            return
+        if is_dunder(value) and value not in ("__main__", "__init__", "__post_init__"):
+            self.add("sanitizer.dunder", node, repr(value))
+        elif _FORMAT_DUNDER.search(value):
+            self.add("sanitizer.dunder", node, f"format field in {value[:40]!r}")
+        elif "(" in value or "__" in value:
+            self._code_in_string(node, value)
 
-    def visit_Dict(self, node: ast.Dict) -> None:
-        """A table keyed on whole literal inputs (tuples of tuples) is a list of memorised answers."""
-        keys = [k for k in node.keys if isinstance(k, ast.Tuple)]
-        if len(keys) >= 2 and len(keys) == len(node.keys) and any(
-                isinstance(e, ast.Tuple) for k in keys for e in k.elts):
-            self.add("sanitizer.answer_table", node, f"{len(keys)} answers keyed on literal inputs")
+    def _code_in_string(self, node: ast.Constant, value: str) -> None:
+        try:
+            expression = ast.parse(value.replace("@", "").replace("`", ""), mode="eval")
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        inner = Scanner(ast.Module(body=[ast.Expr(expression.body)], type_ignores=[]),
+                        self.policy, self.package)
+        inner.imports = dict(self.imports)
+        if inner.run():
+            self.add("sanitizer.code_in_string", node, repr(value[:60]))
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+    def visit_If(self, node: ast.If, scope: int) -> None:
+        test = node.test
+        guard = isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or isinstance(
+            test, ast.Attribute) and test.attr == "TYPE_CHECKING" or main_guard(test)
+        if guard and node.orelse:
+            self.add("sanitizer.type_checking", node,
+                     f"`if {snippet(test)}:` has an else branch, which coverage would not count")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef, scope: int) -> None:
+        self._bind(node.name, scope)
+        self.functions.add(node.name)
+        if node.name in HOOK_DEFINITIONS:
+            self.add("sanitizer.dunder", node, f"defines {node.name}")
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.ClassDef, scope: int) -> None:
+        self._bind(node.name, scope)
+        self.classes.add(node.name)
         for item in node.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return)]
-                last = item.body[-1]
-                falls_to = last.value if isinstance(last, ast.Return) else None
-                self._equality(item.name, returns, falls_to, item)
-            elif isinstance(item, ast.Assign) and isinstance(item.value, ast.Lambda):
-                for name in [t.id for t in item.targets if isinstance(t, ast.Name)]:
-                    self._equality(name, [item.value.body], item.value.body, item)
+                self._equality(item)
 
-    def _equality(self, name: str, returns: list[ast.expr | None], last: ast.expr | None,
-                  node: ast.AST) -> None:
-        constants = [_constant(r) for r in returns]
-        wanted = ANSWERS_EVERYTHING.get(name)
-        if wanted is not None and returns and (
-                all(c is not _UNKNOWN and bool(c) is wanted for c in constants)
-                or (last is not None and _constant(last) is not _UNKNOWN and bool(_constant(last)) is wanted)):
-            self.add("sanitizer.always_equal", node, f"{name} returns {wanted}")
-        elif name == "__hash__" and returns and _UNKNOWN not in constants:
-            self.add("sanitizer.always_equal", node, "__hash__ returns a constant")
+    def _equality(self, item: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        wanted = ANSWERS_EVERYTHING.get(item.name)
+        if wanted is None and item.name != "__hash__":
+            return
+        returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return)]
+        constants = [n.value for n in returns if isinstance(n, ast.Constant)]
+        if returns and len(constants) == len(returns) and (
+                item.name == "__hash__" or all(bool(c) is wanted for c in constants)):
+            self.add("sanitizer.always_equal", item, f"{item.name} returns a constant")
 
-    def module_level_calls(self) -> None:
-        """Calls at import time to functions this module defines (they fake coverage of the body)."""
-        own = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        for statement in self.tree.body:
-            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(statement, ast.If) and "__main__" in ast.unparse(statement.test):
-                continue
-            for node in _walk_outside_lambdas(statement):
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                        and node.func.id in own):
-                    self.add("sanitizer.import_time_call", node, snippet(node))
+    def visit_Global(self, node: ast.Global, scope: int) -> None:
+        self.scopes[scope][3].update(node.names)
 
+    visit_Nonlocal = visit_Global
 
-_UNKNOWN = object()
+    def visit_arg(self, node: ast.arg, scope: int) -> None:
+        self._bind(node.arg, scope)
 
+    def visit_ExceptHandler(self, node: ast.ExceptHandler, scope: int) -> None:
+        if node.name:
+            self._bind(node.name, scope)
 
-def _constant(node: ast.AST | None) -> object:
-    """The value of a constant expression (`True`, `1`, `not False`), else _UNKNOWN."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = _constant(node.operand)
-        return _UNKNOWN if inner is _UNKNOWN else not inner
-    return _UNKNOWN
+    def _writes(self, targets: list[ast.expr], node: ast.AST) -> None:
+        for target in targets:
+            base = target
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if base is not target and isinstance(base, ast.Name) and \
+                    self.imports.get(base.id, ("", ""))[1] == "module":
+                self.add("sanitizer.module_attr_write", node, snippet(target))
 
+    def visit_Assign(self, node: ast.Assign, scope: int) -> None:
+        self._writes(node.targets, node)
 
-def _walk_outside_lambdas(node: ast.AST) -> list[ast.AST]:
-    """Nodes below `node` that run when it runs (lambda bodies do not)."""
-    nodes: list[ast.AST] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        nodes.append(current)
-        if not isinstance(current, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(current))
-    return nodes
+    def visit_AugAssign(self, node: ast.AugAssign | ast.AnnAssign, scope: int) -> None:
+        self._writes([node.target], node)
+
+    visit_AnnAssign = visit_AugAssign
+
+    def visit_Delete(self, node: ast.Delete, scope: int) -> None:
+        self._writes(node.targets, node)
+
+    def visit_Dict(self, node: ast.Dict, scope: int) -> None:
+        keys = [k for k in node.keys if isinstance(k, ast.Tuple)]
+        if self.policy.role == "source" and len(keys) >= 2 and len(keys) == len(node.keys) \
+                and any(isinstance(e, ast.Tuple) for k in keys for e in k.elts):
+            self.add("sanitizer.answer_table", node, f"{len(keys)} answers keyed on literal inputs")
 
 
-def source_findings(text: str, disabled: frozenset[str] = frozenset(),
-                    allowed_modules: frozenset[str] = frozenset(),
-                    tree: ast.Module | None = None) -> list[Finding]:
-    """All findings of a parseable module (AST rules plus coverage-exclusion comments)."""
-    tree = tree or ast.parse(text)
-    return SourceScanner(tree, disabled, allowed_modules).run() + pragma_findings(
-        text, "sanitizer.pragma")
+def module_package(path: str) -> str:
+    """The package a file of the workspace belongs to ('strategies/x.py' -> 'strategies')."""
+    return ".".join(Path(path).parts[:-1])
 
 
-def scan_source(path: str, new_text: str, old_text: str | None, allow: set[str]) -> list[Violation]:
-    """Violations the change from old_text to new_text introduces (non-.py paths: see diffs)."""
-    if not path.endswith(".py"):
-        return []  # non-Python files in S are rejected by diffs.check_patch (diff.non_python_source)
-    tree, errors = parse(path, new_text, "sanitizer.syntax_error")
-    if tree is None:
-        return [e for e in errors if e.rule not in allow]
-    old_tree = parse(path, old_text, "sanitizer.syntax_error")[0] if old_text is not None else None
+def findings(path: str, tree: ast.Module, policy: Policy) -> list[Finding]:
+    """Every finding of one parsed module (capability rules, and import-time rules for S)."""
+    scanner = Scanner(tree, policy, module_package(path))
+    found = scanner.run()
+    if policy.role == "source":
+        found += import_time_findings(tree, scanner.imports, policy, scanner.functions,
+                                      scanner.classes)
+    return found
+
+
+def scan_source(path: str, new: bytes, old: bytes | None, policy: Policy,
+                allow: frozenset[str] = frozenset(), prefix: str = "sanitizer") -> list[Violation]:
+    """Violations the change from `old` to `new` introduces in one S file."""
+    text, refused = read_source(path, new, prefix)
+    if text is None:
+        return [v for v in refused if v.rule not in allow]
+    enabled = gc.isenabled()
+    gc.disable()  # the AST is a large burst of small objects: collecting midway only costs time
     try:
-        new = source_findings(new_text, tree=tree)
-        old = source_findings(old_text or "", tree=old_tree) if old_tree is not None else []
+        tree, errors = parse(path, text, f"{prefix}.syntax_error")
+        if tree is None:
+            return [v for v in errors if v.rule not in allow]
+        old_text = read_source(path, old, prefix)[0] if old is not None else None
+        old_tree = parse(path, old_text, prefix)[0] if old_text is not None else None
+        new_found = findings(path, tree, policy)
+        old_found = findings(path, old_tree, policy) if old_tree is not None else []
     except RecursionError:
-        return [v for v in too_deep(path, "sanitizer.syntax_error") if v.rule not in allow]
-    return to_violations(only_new(new, old), path, allow)
+        return too_deep(path, f"{prefix}.syntax_error")
+    finally:
+        if enabled:
+            gc.enable()
+    return to_violations(only_new(new_found, old_found), path, set(allow))
 
 
-def scan_tree(root: Path) -> tuple[int, list[Violation]]:
+def scan_tree(root: Path, policy: Policy | None = None) -> tuple[int, list[Violation]]:
     """Scan every .py file below root as if newly added: (lines scanned, violations). For bench/."""
+    policy = policy or Policy.of("source")
     lines = 0
     violations: list[Violation] = []
     for path in sorted(root.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        lines += text.count("\n")
-        violations += scan_source(str(path.relative_to(root)), text, None, set())
+        data = path.read_bytes()
+        lines += data.count(b"\n")
+        violations += scan_source(str(path.relative_to(root)), data, None, policy)
     return lines, violations

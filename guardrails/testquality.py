@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+import gc
+
 from guardrails.astscan import (
     Finding,
     dotted,
@@ -16,8 +18,11 @@ from guardrails.astscan import (
     too_deep,
     under,
 )
-from guardrails.sanitizer import source_findings
+from guardrails.capabilities import Policy
+from guardrails.sanitizer import findings as capability_findings
+from guardrails.sourcetext import read_source
 from guardrails.testio import TMP_NAMES, inside_tmp, tainted_names, tmp_fixtures, write_targets
+from guardrails.testrules import discipline_findings
 from guardrails.verdict import Violation
 
 SOURCE_PACKAGES = ("strategies",)
@@ -33,11 +38,6 @@ BROAD = frozenset({"Exception", "BaseException", "AssertionError"})
 WEAK_CALLS = frozenset({"callable", "hasattr", "type"})
 BUILTIN_TYPES = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int", "float",
                            "bool", "complex", "object", "Mapping", "Sequence", "Iterable"})
-# Sanitizer rules that do not apply to tests (they read fixtures, patch via fixtures, tabulate cases).
-TEST_DISABLED = frozenset({"sanitizer.test_env", "sanitizer.file_read", "sanitizer.file_write",
-                           "sanitizer.module_attr_write", "sanitizer.import_time_call",
-                           "sanitizer.answer_table", "sanitizer.imports_tests"})
-TEST_MODULES = frozenset({"pytest", "unittest", "doctest", "hypothesis"})
 MESSAGES = {
     "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",
     "tests.tautology": "the assertion cannot fail",
@@ -305,31 +305,40 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
                     yield f"{node.name}.{item.name}", item
 
 
-def _findings(text: str, tree: ast.Module, source_packages: tuple[str, ...]) -> list[Finding]:
-    return (TestScanner(tree, source_packages).run()
-            + source_findings(text, TEST_DISABLED, TEST_MODULES, tree))
+def _findings(tree: ast.Module, path: str, policy: Policy) -> list[Finding]:
+    packages = tuple(sorted(policy.own))
+    return (TestScanner(tree, packages).run() + capability_findings(path, tree, policy)
+            + discipline_findings(tree))
 
 
-def scan_tests(path: str, new_text: str, old_text: str | None, allow: set[str],
-               source_packages: tuple[str, ...] = SOURCE_PACKAGES) -> list[Violation]:
+def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None = None,
+               allow: frozenset[str] = frozenset()) -> list[Violation]:
     """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged)."""
-    if not path.endswith(".py"):
-        return []  # data files in T (json, csv) are not code; diffs.check_patch guards their names
-    tree, errors = parse(path, new_text, "tests.syntax_error")
-    if tree is None:
-        return [e for e in errors if e.rule not in allow]
-    old_tree = parse(path, old_text, "tests.syntax_error")[0] if old_text is not None else None
+    policy = policy or Policy.of("tests")
+    text, refused = read_source(path, new, "tests")
+    if text is None:
+        return [v for v in refused if v.rule not in allow]
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        old = _findings(old_text or "", old_tree, source_packages) if old_tree is not None else []
-        found = only_new(_findings(new_text, tree, source_packages), old)
+        tree, errors = parse(path, text, "tests.syntax_error")
+        if tree is None:
+            return [e for e in errors if e.rule not in allow]
+        old_text = read_source(path, old, "tests")[0] if old is not None else None
+        old_tree = parse(path, old_text, "tests.syntax_error")[0] if old_text is not None else None
+        old_found = _findings(old_tree, path, policy) if old_tree is not None else []
+        found = only_new(_findings(tree, path, policy), old_found)
     except RecursionError:
         return [v for v in too_deep(path, "tests.syntax_error") if v.rule not in allow]
+    finally:
+        if enabled:
+            gc.enable()
     if old_tree is not None:
         kept = {function.name for _, function in _tests_in(tree)}  # moving into a class is fine
         found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
                           "test-gen may add and strengthen tests, never drop them")
                   for name, function in _tests_in(old_tree) if function.name not in kept]
-    return to_violations(found, path, allow)
+    return to_violations(found, path, set(allow))
 
 
 def _multiplicity(function: ast.AST) -> int:
@@ -341,10 +350,10 @@ def _multiplicity(function: ast.AST) -> int:
     return count
 
 
-def count_tests(text: str) -> int:
+def count_tests(data: bytes | str) -> int:
     """Number of test items in a test module, parametrize cases counted; 0 if it does not parse."""
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(data)
     except (SyntaxError, ValueError):
         return 0
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}

@@ -52,6 +52,8 @@ class Verdict(BaseModel):
     coverage: CoverageResult = Field(default_factory=CoverageResult)
     locks: LockInfo
     duration_s: float = 0.0
+    # Remarks for people (e.g. pre-existing failures); not part of the JSON verdict.
+    notes: list[str] = Field(default_factory=list, exclude=True)
 
     def to_json(self) -> str:
         """The single JSON object `oomrl gate --json` prints."""

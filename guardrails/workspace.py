@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 PHASES = ("code-patch", "test-gen")
+CONVENTIONS = ("call", "strategy")
+PROPERTIES = ("weights", "known_symbols", "deterministic")
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
 class GateSetupError(Exception):
     """A usage or infrastructure problem (exit 2): the gate could not judge at all."""
+
+
+@dataclass(frozen=True)
+class BehaviourContract:
+    """How the judge calls the candidate outside pytest: `[tool.oomrl.guard.behaviour]`."""
+
+    convention: str
+    entry: str
+    view: str = "strategies.base:MarketView"
+    properties: tuple[str, ...] = ()
+    inputs: str = "behaviour.json"
 
 
 @dataclass(frozen=True)
@@ -23,7 +39,9 @@ class GuardContract:
     tests: tuple[str, ...]
     coverage_min: float = 95.0
     allow: frozenset[str] = field(default_factory=frozenset)
+    allow_imports: frozenset[str] = field(default_factory=frozenset)
     holdout: Path | None = None
+    behaviour: BehaviourContract | None = None
     time_limit_s: float = 300.0
     memory_limit_mb: int = 4096
     mutation_min_kill: float = 0.5
@@ -82,6 +100,41 @@ def check_holdout(holdout: Path, root: Path) -> Path:
     return holdout
 
 
+def _behaviour(table: dict[str, Any], pyproject: Path) -> BehaviourContract | None:
+    raw = table.get("behaviour")
+    if raw is None:
+        return None
+    where = f"{pyproject}: [tool.oomrl.guard.behaviour]"
+    if not isinstance(raw, dict):
+        raise GateSetupError(f"{where} must be a table")
+    unknown = set(raw) - {"convention", "entry", "view", "properties", "inputs"}
+    convention, entry = raw.get("convention", "call"), raw.get("entry")
+    view = raw.get("view", "strategies.base:MarketView")
+    properties, inputs = raw.get("properties", []), raw.get("inputs", "behaviour.json")
+    problems = [f"unknown keys {sorted(unknown)}"] if unknown else []
+    if convention not in CONVENTIONS:
+        problems.append(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    for key, value in (("entry", entry), ("view", view)):
+        if not isinstance(value, str) or not _TARGET.match(value):
+            problems.append(f"{key} must name 'module:attribute', got {value!r}")
+    if not isinstance(properties, list) or not set(properties) <= set(PROPERTIES):
+        problems.append(f"properties must be a list drawn from {PROPERTIES}, got {properties!r}")
+    if not isinstance(inputs, str) or not inputs or "/" in inputs or inputs.startswith("."):
+        problems.append(f"inputs must be a file name in the held-out folder, got {inputs!r}")
+    if problems:
+        raise GateSetupError(f"{where}: " + "; ".join(problems))
+    return BehaviourContract(convention, str(entry), str(view), tuple(properties), str(inputs))
+
+
+def _modules(table: dict[str, Any], pyproject: Path) -> frozenset[str]:
+    value = table.get("allow_imports", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and _MODULE.match(v)
+                                              for v in value):
+        raise GateSetupError(f"{pyproject}: [tool.oomrl.guard] allow_imports must be a list of "
+                             f"module names, got {value!r}")
+    return frozenset(value)
+
+
 def load_contract(workspace: Path) -> GuardContract:
     """Read and validate `[tool.oomrl.guard]`; raise GateSetupError naming what is wrong."""
     root = workspace.resolve()
@@ -110,7 +163,9 @@ def load_contract(workspace: Path) -> GuardContract:
         tests=_tree_list(table, "tests", pyproject),
         coverage_min=_number(table, "coverage_min", 95.0, 0.0, 100.0, pyproject),
         allow=frozenset(allow),
+        allow_imports=_modules(table, pyproject),
         holdout=_holdout(table, root, pyproject),
+        behaviour=_behaviour(table, pyproject),
         time_limit_s=_number(table, "time_limit_s", 300.0, 1.0, 86_400.0, pyproject),
         memory_limit_mb=int(_number(table, "memory_limit_mb", 4096, 256, 1_048_576, pyproject)),
         mutation_min_kill=_number(table, "mutation_min_kill", 0.5, 0.0, 1.0, pyproject),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-LOCKS = ("namespace", "docker", "hash-only")
+LOCK_HELP = "bwrap (default when available), docker, namespace (= bwrap) or hash-only"
 
 
 def register(app: typer.Typer) -> None:
@@ -20,14 +20,14 @@ def register(app: typer.Typer) -> None:
         patch: Annotated[Path, typer.Option(help="unified diff to judge")],
         expect: Annotated[str | None, typer.Option(help="red or green (test-gen)")] = None,
         holdout: Annotated[Path | None, typer.Option(help="held-out tests folder")] = None,
-        lock: Annotated[str, typer.Option(help="namespace, docker or hash-only")] = "namespace",
+        lock: Annotated[str | None, typer.Option(help=LOCK_HELP)] = None,
         json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
     ) -> None:
         """Judge a patch on a scratch copy of the workspace; exit 0 accepted, 1 rejected, 2 error."""
         from guardrails import cli
 
-        args = ["gate", "--workspace", str(workspace), "--phase", phase, "--patch", str(patch),
-                "--lock", lock]
+        args = ["gate", "--workspace", str(workspace), "--phase", phase, "--patch", str(patch)]
+        args += ["--lock", lock] if lock else []
         args += ["--expect", expect] if expect else []
         args += ["--holdout", str(holdout)] if holdout else []
         args += ["--json"] if json else []
@@ -36,12 +36,13 @@ def register(app: typer.Typer) -> None:
     @app.command("redteam")
     def redteam(
         corpus: Annotated[Path, typer.Option(help="folder with cases.csv, patches, workspaces")],
-        lock: Annotated[str, typer.Option(help="namespace, docker or hash-only")] = "namespace",
+        lock: Annotated[str | None, typer.Option(help=LOCK_HELP)] = None,
     ) -> None:
         """Run every red-team case; print attacks blocked and benign patches accepted."""
         from guardrails import cli
 
-        raise typer.Exit(_run(cli, ["redteam", "--corpus", str(corpus), "--lock", lock]))
+        args = ["redteam", "--corpus", str(corpus)] + (["--lock", lock] if lock else [])
+        raise typer.Exit(_run(cli, args))
 
 
 def _run(cli: object, args: list[str]) -> int:

@@ -1,0 +1,178 @@
+"""RO-Lock backends: how a locked run is started (bubblewrap, docker, or hash-only on the host)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import site
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from guardrails.workspace import GateSetupError
+
+# The environment of every locked process, pytest or not: nothing in it tells a test run from the
+# behaviour run (HOME and TMPDIR are the sandbox's fresh /tmp).
+RUN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+           "TZ": "UTC", "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+LOCKS = ("bwrap", "docker", "namespace", "hash-only")
+
+
+@dataclass(frozen=True)
+class Bind:
+    """A host path made visible to the locked process at `inside` (read-only unless writable)."""
+
+    host: Path
+    inside: str
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a locked child process did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool
+
+
+def run_process(command: list[str], *, env: dict[str, str], timeout_s: float,
+                cwd: str | None = None) -> RunResult:
+    """Run a command in its own session; on timeout kill the whole session."""
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            start_new_session=True, text=True, errors="replace")
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        return RunResult(proc.returncode, out, err, timed_out=False)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return RunResult(proc.returncode, out, err, timed_out=True)
+
+
+def memory_limit(memory_mb: int) -> list[str]:
+    """`prlimit` prefix capping the address space (and core dumps) of what it starts."""
+    tool = shutil.which("prlimit")
+    return [tool, f"--as={memory_mb * 1024 * 1024}", "--core=0", "--"] if tool else []
+
+
+class RoLock:
+    """hash-only: a plain child process on the host; only scope checks and hashes protect."""
+
+    backend = "hash-only"
+    os_level = False
+
+    def python(self) -> str:
+        """The interpreter the locked process runs (the venv's base interpreter, never the venv)."""
+        return os.path.realpath(sys.executable)
+
+    def site_paths(self) -> list[str]:
+        """Where the locked process finds installed packages (given to it as import paths)."""
+        return list(site.getsitepackages())
+
+    def inside(self, bind: Bind) -> str:
+        """The path under which the locked process sees `bind` (here: the host path itself)."""
+        return str(bind.host)
+
+    def env(self, scratch: Path) -> dict[str, str]:
+        """The locked process's environment; `scratch` is a private host folder for HOME/TMPDIR."""
+        return {**RUN_ENV, "HOME": str(scratch), "TMPDIR": str(scratch)}
+
+    def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
+            timeout_s: float, memory_mb: int) -> RunResult:
+        """Run `argv` (binds are only a description here: nothing is hidden or read-only)."""
+        return run_process([*memory_limit(memory_mb), *argv], env=env, timeout_s=timeout_s,
+                           cwd=cwd)
+
+
+HashOnlyLock = RoLock
+
+
+class DockerLock(RoLock):
+    """Docker engine: the run in a container with only the binds, read-only, network none."""
+
+    backend = "docker"
+    os_level = True
+    image = os.environ.get("OOMRL_GATE_IMAGE", "python:3.11-slim")
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    @staticmethod
+    def connect() -> Any:
+        """A docker SDK client for a reachable engine; GateSetupError when there is none."""
+        try:
+            import docker
+
+            client = docker.from_env(timeout=5)
+            client.ping()
+        except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds; any means "no engine"
+            raise GateSetupError(f"--lock docker: no reachable Docker engine ({exc})") from None
+        return client
+
+    def inside(self, bind: Bind) -> str:
+        return bind.inside
+
+    def site_paths(self) -> list[str]:
+        return [f"/site{i}" for i, _ in enumerate(site.getsitepackages())]
+
+    def env(self, scratch: Path) -> dict[str, str]:
+        return dict(RUN_ENV)
+
+    def container_spec(self, argv: list[str], *, binds: list[Bind], cwd: str,
+                       env: dict[str, str], memory_mb: int) -> dict[str, Any]:
+        """Arguments of `containers.run`: interpreter, packages and binds, nothing else."""
+        volumes = {str(Path(sys.base_prefix).resolve()): {"bind": str(Path(
+            sys.base_prefix).resolve()), "mode": "ro"}}
+        volumes.update({path: {"bind": f"/site{i}", "mode": "ro"}
+                        for i, path in enumerate(site.getsitepackages())})
+        volumes.update({str(b.host): {"bind": b.inside, "mode": "rw" if b.writable else "ro"}
+                        for b in binds})
+        return {"image": self.image, "command": argv, "working_dir": cwd, "environment": env,
+                "volumes": volumes, "network_mode": "none", "mem_limit": f"{memory_mb}m",
+                "read_only": True, "tmpfs": {"/tmp": "", "/dev/shm": ""}, "user": "65534:65534",
+                "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512,
+                "detach": True}
+
+    def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
+            timeout_s: float, memory_mb: int) -> RunResult:
+        spec = self.container_spec(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
+        container = self.client.containers.run(**spec)
+        try:
+            status = container.wait(timeout=timeout_s)
+            logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
+            return RunResult(int(status.get("StatusCode", 1)), logs, "", timed_out=False)
+        except Exception:  # noqa: BLE001 - a read timeout or a lost engine: stop the container
+            container.kill()
+            return RunResult(-9, "", "timed out", timed_out=True)
+        finally:
+            container.remove(force=True)
+
+
+def select_lock(name: str | None) -> RoLock:
+    """The backend asked for (None: the strongest available); refuse what is not available."""
+    from guardrails.sandbox import BwrapLock
+
+    if name is None:
+        problem = BwrapLock.available()
+        if problem is None:
+            return BwrapLock()
+        raise GateSetupError(f"no OS-level sandbox available ({problem}); install bubblewrap, or "
+                             "ask for --lock docker or --lock hash-only by name")
+    if name == "hash-only":
+        return HashOnlyLock()
+    if name in ("bwrap", "namespace"):  # `namespace`: the former hand-made backend's name
+        problem = BwrapLock.available()
+        if problem:
+            raise GateSetupError(f"--lock {name} unavailable: {problem}; "
+                                 "use --lock hash-only to run without an OS-level lock")
+        return BwrapLock()
+    if name == "docker":
+        return DockerLock(DockerLock.connect())
+    raise GateSetupError(f"unknown lock backend {name!r}: choose one of {', '.join(LOCKS)}")

@@ -1,0 +1,103 @@
+"""Mutation check for green test-gen: the new tests must kill simple mutants of the code they run.
+
+Each mutant is a copy of the workspace (hard links, the mutated file rewritten) bound at the same
+/workspace path as the original run, in a fresh sandbox, running the same whole suite in the same
+order: nothing in the run tells it from the original. A mutant counts as killed only when one of
+the new tests, which passed on the original, fails by an assertion.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from guardrails import mutation
+from guardrails.coverage_data import CoverageReader
+from guardrails.runner import SuiteRequest, SuiteResult, make_readable, run_suite
+from guardrails.verdict import Violation
+
+if TYPE_CHECKING:
+    from guardrails.gate import GateRun
+
+MUTANT_TIME_LIMIT_S = 60.0
+PARALLEL = 2
+
+
+def _link_copy(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, copy_function=os.link, symlinks=True)
+
+
+def _mutant_workspace(gate: GateRun, index: int, rel: str, text: str) -> Path:
+    copy = gate.dirs.root / "mutants" / str(index)
+    _link_copy(gate.dirs.ws, copy)
+    target = copy / rel
+    target.unlink()  # a new file: the hard link to the original stays untouched
+    target.write_text(text, encoding="utf-8")
+    make_readable(copy)
+    return copy
+
+
+def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> bool:
+    """A new test that passed on the original fails here by an assertion."""
+    return any(original.outcome(n) == "passed" and suite.outcome(n) == "failed"
+               and suite.outcomes.get(n, {}).get("assertion") for n in new_ids)
+
+
+def mutation_violations(gate: GateRun, reader: CoverageReader,
+                        new_ids: list[str]) -> list[Violation]:
+    """Run the whole suite against simple mutants of the source lines the new tests execute."""
+    contract, ws = gate.contract, gate.dirs.ws
+    assert gate.first is not None
+    mutants: list[tuple[str, mutation.Mutant]] = []
+    exercised = False
+    for tree in contract.source:
+        for path in sorted((ws / tree).rglob("*.py")):
+            lines = reader.lines_run_by(path, set(new_ids))
+            exercised = exercised or bool(lines)
+            room = contract.mutation_max - len(mutants)
+            if lines and room > 0:
+                rel = path.relative_to(ws).as_posix()
+                text = path.read_text(encoding="utf-8")
+                mutants += [(rel, m) for m in mutation.generate_mutants(text, lines, room)]
+    if not exercised:
+        return [Violation(rule="mutation.nothing_exercised", message=(
+            "the new tests execute no line of the source trees, so they cannot catch a change"))]
+    if not mutants:
+        return []
+    required = math.ceil(contract.mutation_min_kill * len(mutants))
+    survivors: list[str] = []
+    done = 0
+
+    def run(index: int) -> bool:
+        rel, mutant = mutants[index]
+        copy = _mutant_workspace(gate, index, rel, mutant.text)
+        try:
+            request = SuiteRequest(workspace=copy, tests=contract.tests, tag=f"mutant-{index}",
+                                   preimport=gate.modules)
+            suite = run_suite(gate.lock, gate.dirs, request, memory_mb=contract.memory_limit_mb,
+                              timeout_s=min(contract.time_limit_s, MUTANT_TIME_LIMIT_S))
+            return killed(suite, new_ids, gate.first)  # type: ignore[arg-type]
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        while done < len(mutants):
+            kills = done - len(survivors)
+            if kills >= required or len(survivors) > len(mutants) - required:
+                break  # the outcome is decided: spare the remaining runs
+            batch = list(range(done, min(done + PARALLEL, len(mutants))))
+            for index, dead in zip(batch, pool.map(run, batch)):
+                if not dead:
+                    rel, mutant = mutants[index]
+                    survivors.append(f"{rel}:{mutant.line} {mutant.description}")
+            done += len(batch)
+    if len(survivors) > len(mutants) - required:
+        return [Violation(rule="mutation.low_kill", message=(
+            f"{len(survivors)} of {done} mutants run survived the new tests; they must kill at "
+            f"least {required} of {len(mutants)} (share {contract.mutation_min_kill:.0%}); "
+            f"surviving: {'; '.join(survivors[:5])}"))]
+    return []

@@ -1,0 +1,151 @@
+"""Red tests must fail by an assertion about values S returns, not by any assertion at all.
+
+The gate's plugin records where each failing test failed (the deepest frame in the test files).
+The statement there must assert on S's output: it calls S, or names a value computed from a call
+into S (assigned in the test, or given by a fixture of the same file or of a conftest.py above it),
+or it sits in a helper that asserts on its arguments, or it is a `pytest.raises` block around a
+call into S ("DID NOT RAISE").
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from guardrails.astscan import import_map, under
+from guardrails.runner import SuiteResult
+from guardrails.verdict import Violation
+
+
+class SourceValues:
+    """Which expressions of one test module carry values computed by S."""
+
+    def __init__(self, tree: ast.Module, packages: tuple[str, ...],
+                 fixtures: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.imports = import_map(ast.walk(tree))
+        self.packages = packages
+        self.fixtures = set(fixtures) | source_fixtures(tree, packages)
+
+    def from_source(self, name: str) -> bool:
+        return under(self.imports.get(name, ""), self.packages) is not None
+
+    def calls_source(self, node: ast.AST, tainted: set[str]) -> bool:
+        """True when `node` calls into S or reads a value computed by S."""
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):
+                return True
+        return False
+
+    def tainted(self, function: ast.AST) -> set[str]:
+        """Names in `function` bound (transitively) to values that came from S."""
+        args = getattr(function, "args", None)
+        params = {a.arg for a in (args.args + args.kwonlyargs)} if args else set()
+        names = params & self.fixtures
+        assigns = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AnnAssign,
+                                                                   ast.For, ast.With))]
+        grown = True
+        while grown:
+            grown = False
+            for node in assigns:
+                for target, value in _bindings(node):
+                    bound = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} - names
+                    if bound and self.calls_source(value, names):
+                        names |= bound
+                        grown = True
+        return names
+
+
+def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    if isinstance(node, ast.Assign):
+        return [(target, node.value) for target in node.targets]
+    if isinstance(node, ast.AnnAssign):
+        return [(node.target, node.value)] if node.value is not None else []
+    if isinstance(node, ast.For):
+        return [(node.target, node.iter)]
+    return [(item.optional_vars, item.context_expr) for item in node.items  # type: ignore[attr-defined]
+            if item.optional_vars is not None]
+
+
+def source_fixtures(tree: ast.Module, packages: tuple[str, ...]) -> set[str]:
+    """Functions of a module that return or yield something computed by S (its fixtures)."""
+    values = SourceValues.__new__(SourceValues)
+    values.imports, values.packages, values.fixtures = import_map(ast.walk(tree)), packages, set()
+    found = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            tainted = values.tainted(node)
+            if any(isinstance(n, (ast.Return, ast.Yield)) and n.value is not None
+                   and values.calls_source(n.value, tainted) for n in ast.walk(node)):
+                found.add(node.name)
+    return found
+
+
+def _enclosing(tree: ast.Module, line: int) -> tuple[list[ast.AST], ast.AST | None]:
+    """Ancestors (outermost first) of the innermost statement spanning `line`."""
+    chain: list[ast.AST] = []
+    node: ast.AST = tree
+    while True:
+        inner = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)
+                 and c.lineno <= line <= (c.end_lineno or c.lineno)]
+        if not inner:
+            return chain, chain[-1] if chain else None
+        node = inner[0]
+        chain.append(node)
+
+
+def about_source(tree: ast.Module, line: int, values: SourceValues) -> bool:
+    """Does the statement at `line` assert on a value S computed?"""
+    chain, statement = _enclosing(tree, line)
+    if statement is None:
+        return False
+    function = next((n for n in reversed(chain) if isinstance(n, (ast.FunctionDef,
+                                                                    ast.AsyncFunctionDef))), None)
+    tainted = values.tainted(function) if function is not None else set()
+    if function is not None and not function.name.startswith("test"):
+        args = function.args
+        tainted |= {a.arg for a in args.args + args.kwonlyargs}  # a helper asserting on arguments
+    for node in reversed(chain):
+        if isinstance(node, ast.With) and any(
+                "raises" in ast.unparse(item.context_expr) for item in node.items):
+            return any(values.calls_source(child, tainted) for child in node.body)
+    return values.calls_source(statement, tainted)
+
+
+def _conftest_fixtures(ws: Path, test_file: str, packages: tuple[str, ...]) -> set[str]:
+    found: set[str] = set()
+    folder = (ws / test_file).parent
+    while folder == ws or ws in folder.parents:
+        conftest = folder / "conftest.py"
+        if conftest.is_file():
+            try:
+                found |= source_fixtures(ast.parse(conftest.read_bytes()), packages)
+            except (SyntaxError, ValueError):
+                pass
+        if folder == ws:
+            break
+        folder = folder.parent
+    return found
+
+
+def red_violations(suite: SuiteResult, new_ids: list[str], ws: Path,
+                   packages: tuple[str, ...]) -> list[Violation]:
+    """New tests that failed by an assertion which does not involve S's values."""
+    found: list[Violation] = []
+    for nodeid in new_ids:
+        entry = suite.outcomes.get(nodeid, {})
+        if entry.get("outcome") != "failed" or not entry.get("assertion"):
+            continue  # judged by outcome_violations
+        where = entry.get("where")
+        ok = False
+        if isinstance(where, list) and len(where) == 2:
+            try:
+                tree = ast.parse((ws / where[0]).read_bytes())
+                values = SourceValues(tree, packages, _conftest_fixtures(ws, where[0], packages))
+                ok = about_source(tree, int(where[1]), values)
+            except (OSError, SyntaxError, ValueError):
+                ok = False
+        if not ok:
+            found.append(Violation(rule="redgreen.not_about_source", path=nodeid.split("::")[0],
+                                   message=(f"{nodeid}: fails by an assertion that does not "
+                                            "involve any value the source code returns")))
+    return found

@@ -1,0 +1,261 @@
+"""Test discipline for test-gen patches: no pytest hooks however spelled, no reading of S, no
+behaviour that depends on where or how often a test runs.
+
+- hooks: any name bound (def, class, assignment, import-as, argument, loop target), attribute or
+  string literal starting with `pytest_` is refused, so no file under T can register a hook.
+- reads: a file may be read only through a path built from the test file's own folder
+  (`Path(__file__).parent / "data" / "x.json"`, literal segments, no `..`, one `.parent` at most)
+  or from tmp_path; `__file__` serves only as that root.
+- state: no `global`/`nonlocal`, no mutation of module-level objects from a function.
+- determinism: no wall clock and no unseeded or global random state.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from guardrails.astscan import Finding, dotted, import_map, snippet
+from guardrails.testio import TMP_NAMES
+
+MESSAGES = {
+    "tests.pytest_hook": "tests may not define pytest hooks or plugins",
+    "tests.reads_source": "tests may read only data below their own folder or tmp_path",
+    "tests.stateful": "tests may not keep state between runs or tests",
+    "tests.nondeterministic": "tests may not depend on the clock or on unseeded randomness",
+}
+READ_FUNCTIONS = frozenset({"open", "io.open", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt",
+                            "numpy.fromfile"})
+READ_METHODS = frozenset({"read_text", "read_bytes", "open", "iterdir", "glob", "rglob"})
+ITERATORS = frozenset({"iterdir", "glob", "rglob"})
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
+                      "setdefault", "add", "discard", "appendleft", "extendleft", "sort"})
+MUTABLE_CALLS = frozenset({"list", "dict", "set", "defaultdict", "Counter", "deque",
+                           "OrderedDict", "collections.defaultdict", "collections.Counter",
+                           "collections.deque", "collections.OrderedDict"})
+CLOCK = frozenset({"datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+                   "datetime.date.today", "pandas.Timestamp.now", "pandas.Timestamp.today",
+                   "pandas.Timestamp.utcnow", "pandas.Timestamp.utcnow"})
+SEEDED = frozenset({"numpy.random.seed", "numpy.random.default_rng", "numpy.random.Generator",
+                    "numpy.random.RandomState", "numpy.random.PCG64", "numpy.random.SeedSequence"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+class Discipline:
+    """The test-discipline rules over one parsed test module."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.imports = import_map(ast.walk(tree))
+        self.found: list[Finding] = []
+        self.path_roots: set[int] = set()  # `Path(__file__)` calls
+
+    def add(self, rule: str, node: ast.AST, detail: str) -> None:
+        self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
+                                  f"{MESSAGES[rule]}: {detail}"))
+
+    def name(self, node: ast.AST) -> str:
+        return dotted(node.func if isinstance(node, ast.Call) else node, self.imports) or ""
+
+    # -- paths -----------------------------------------------------------------------------
+    def is_file_root(self, node: ast.AST) -> bool:
+        """`Path(__file__)` (pathlib's Path, the bare `__file__` as its one argument)."""
+        return isinstance(node, ast.Call) and self.name(node) == "pathlib.Path" and len(
+            node.args) == 1 and isinstance(node.args[0], ast.Name) and \
+            node.args[0].id == "__file__" and not node.keywords
+
+    def rooted(self, node: ast.AST, tainted: set[str], parents: int = 0) -> bool:
+        """A path built from the test's folder or tmp_path with literal segments only."""
+        if isinstance(node, ast.Name):
+            return node.id in tainted or node.id in TMP_NAMES
+        if self.is_file_root(node):
+            self.path_roots.add(id(node))
+            return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return self.rooted(node.left, tainted, parents) and _segment(node.right)
+        if isinstance(node, ast.Attribute) and node.attr == "parent":
+            inner = node.value
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
+                    inner.func.attr == "resolve" and not inner.args:
+                inner = inner.func.value
+            return parents == 0 and self.is_file_root(inner) and self.rooted(inner, tainted, 1)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method, receiver = node.func.attr, node.func.value
+            if method in ("resolve", "absolute") and not node.args:
+                return self.rooted(receiver, tainted, parents)
+            if method in ("with_name", "with_suffix", "joinpath", "with_stem"):
+                return all(map(_segment, node.args)) and self.rooted(receiver, tainted, parents)
+        return False
+
+    def tainted(self, scope: ast.AST, seed: set[str]) -> set[str]:
+        """Names every assignment of which (in this scope) is a rooted path."""
+        bindings: dict[str, list[ast.AST]] = {}
+        for node in _scope_nodes(scope):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        bindings.setdefault(target.id, []).append(node.value)
+            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+                bindings.setdefault(node.target.id, []).append(node.iter)
+        tainted = set(seed)
+        grown = True
+        while grown:
+            grown = False
+            for name, values in bindings.items():
+                if name not in tainted and all(self.rooted(v, tainted) or self.listing(v, tainted)
+                                               for v in values):
+                    tainted.add(name)
+                    grown = True
+        return tainted
+
+    def listing(self, node: ast.AST, tainted: set[str]) -> bool:
+        """`root.glob("*.json")` and friends over a rooted folder (their items are rooted too)."""
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ITERATORS and self.rooted(node.func.value, tainted)
+
+    def reads(self, scope: ast.AST, seed: set[str]) -> None:
+        tainted = self.tainted(scope, seed)
+        for node in _scope_nodes(scope):
+            if not isinstance(node, ast.Call):
+                continue
+            name = self.name(node)
+            if name in READ_FUNCTIONS or name.startswith("pandas.read_"):
+                first = node.args[0] if node.args else None
+                if first is None or not (self.rooted(first, tainted) or _in_memory(first, self)):
+                    self.add("tests.reads_source", node, snippet(node)[:80])
+            elif isinstance(node.func, ast.Attribute) and node.func.attr in READ_METHODS \
+                    and name not in ("io.StringIO.open",) \
+                    and not self.rooted(node.func.value, tainted):
+                self.add("tests.reads_source", node, snippet(node)[:80])
+
+    # -- the rules ---------------------------------------------------------------------------
+    def run(self) -> list[Finding]:
+        fixtures = self.path_fixtures()
+        module_paths = self.tainted(self.tree, set())
+        self.reads(self.tree, module_paths)
+        module_state = _module_mutables(self.tree)
+        for node in ast.walk(self.tree):
+            if isinstance(node, _SCOPES) and not isinstance(node, ast.Lambda):
+                params = {a.arg for a in node.args.args + node.args.kwonlyargs}
+                assigned = {n.id for n in _scope_nodes(node)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                self.reads(node, (params & (TMP_NAMES | fixtures))
+                           | (module_paths - params - assigned))
+                self.state(node, module_state)
+            self.hooks(node)
+            self.clock(node)
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id == "__file__" and not any(
+                    id(root) in self.path_roots for root in [self.parent_call(node)]):
+                self.add("tests.reads_source", node, "__file__ outside Path(__file__)")
+        return self.found
+
+    def parent_call(self, name: ast.Name) -> ast.AST | None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and name in node.args:
+                return node
+        return None
+
+    def path_fixtures(self) -> set[str]:
+        """Functions of this module (fixtures) that return a rooted path."""
+        found: set[str] = set()
+        for node in self.tree.body:
+            if isinstance(node, ast.FunctionDef):
+                values = [n.value for n in _scope_nodes(node)
+                          if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
+                tainted = self.tainted(node, set(TMP_NAMES))
+                if values and all(self.rooted(v, tainted) for v in values):
+                    found.add(node.name)
+        return found
+
+    def hooks(self, node: ast.AST) -> None:
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.append(node.id)
+        elif isinstance(node, ast.alias):
+            names.append(node.asname or node.name.split(".")[-1])
+        elif isinstance(node, ast.arg):
+            names.append(node.arg)
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.append(node.value)
+        for name in names:
+            if name.startswith("pytest_"):
+                self.add("tests.pytest_hook", node, name)
+
+    def state(self, function: ast.AST, module_state: set[str]) -> None:
+        local = {a.arg for a in function.args.args + function.args.kwonlyargs}  # type: ignore[attr-defined]
+        local |= {n.id for n in _scope_nodes(function)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        shared = module_state - local
+        for node in _scope_nodes(function):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                self.add("tests.stateful", node, snippet(node))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr in MUTATORS and _base_name(node.func.value) in shared:
+                self.add("tests.stateful", node, snippet(node)[:80])
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                for target in targets:
+                    if isinstance(target, (ast.Subscript, ast.Attribute)) and \
+                            _base_name(target) in shared:
+                        self.add("tests.stateful", node, snippet(target))
+
+    def clock(self, node: ast.AST) -> None:
+        if not isinstance(node, ast.Call):
+            return
+        name = self.name(node)
+        if name in CLOCK or (name == "numpy.random.default_rng" and not node.args) or (
+                name.startswith("numpy.random.") and name not in SEEDED
+                and name.count(".") == 2):
+            self.add("tests.nondeterministic", node, snippet(node)[:80])
+
+
+def _segment(node: ast.AST) -> bool:
+    """A literal path segment that stays below where it is joined."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value) \
+        and ".." not in node.value.split("/") and not node.value.startswith(("/", "~")) \
+        and "\\" not in node.value
+
+
+def _in_memory(node: ast.AST, rules: Discipline) -> bool:
+    return isinstance(node, ast.Call) and rules.name(node) in ("io.StringIO", "io.BytesIO")
+
+
+def _base_name(node: ast.AST) -> str:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
+    """Nodes of a scope's body without descending into nested functions."""
+    nodes: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _module_mutables(tree: ast.Module) -> set[str]:
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            value = node.value
+            mutable = isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                                         ast.SetComp)) or (isinstance(value, ast.Call) and snippet(
+                                             value.func) in MUTABLE_CALLS)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {t.id for t in targets if isinstance(t, ast.Name)} if mutable else set()
+    return found
+
+
+def discipline_findings(tree: ast.Module) -> list[Finding]:
+    """Every test-discipline finding of one test module."""
+    return Discipline(tree).run()
