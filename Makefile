@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXTRAS ?= dev,dask
 
-.PHONY: demo test venv server server-down bench lint clean-venv browser
+.PHONY: demo test venv server server-down bench lint clean-venv browser sandbox
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,11 +18,11 @@ $(STAMP): pyproject.toml constraints.txt | $(PY)
 
 venv: $(STAMP)
 
-demo: venv
+demo: venv sandbox
 	$(VENV)/bin/oomrl demo
 
 # Whole project >= 90 % branch coverage; the judge (guardrails/) and the agent's S (strategies/) >= 95 %.
-test: venv browser
+test: venv browser sandbox
 	$(PY) -m pytest -q -p no:cacheprovider --cov --cov-branch --cov-report=term --cov-fail-under=90 $(PYTEST_ARGS)
 	$(PY) -m coverage report --include='guardrails/*' --fail-under=95 --skip-covered
 	$(PY) -m coverage report --include='strategies/*' --fail-under=95 --skip-covered
@@ -32,6 +32,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	    || echo "chromium not installed: the browser test will skip"; }
+
+# The gate runs every test process under bubblewrap; install it when missing (root, apt only).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+	    || echo "bubblewrap not installed: the gate will refuse to run without --lock hash-only"; }
 
 server: venv
 	$(VENV)/bin/oomrl server up

@@ -164,7 +164,8 @@ def _safe_path(root: Path, rel: str) -> Path:
         if stat.S_ISLNK(mode):
             raise PermissionError(f"{current.relative_to(root)} is a symbolic link; the gate never "
                                   "writes through links")
-    return current
+    # the whole path, also when its folders do not exist yet (a new file in a new folder)
+    return root.joinpath(*parts)
 
 
 def _read(root: Path, rel: str) -> _Doc:

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import ast
-import io
-import re
-import tokenize
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from guardrails.verdict import Violation
-
-_PRAGMA = re.compile(r"pragma\s*:?\s*no\s*[-_]?\s*(cover|branch)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -82,45 +77,10 @@ def under(name: str, prefixes: frozenset[str] | tuple[str, ...]) -> str | None:
     return None
 
 
-def index(tree: ast.AST) -> tuple[list[ast.AST], dict[int, ast.AST]]:
-    """Every node (breadth first) and id(child) -> parent, in one pass over the tree."""
-    nodes: list[ast.AST] = [tree]
-    links: dict[int, ast.AST] = {}
-    position = 0
-    while position < len(nodes):
-        node = nodes[position]
-        position += 1
-        for child in ast.iter_child_nodes(node):
-            links[id(child)] = node
-            nodes.append(child)
-    return nodes, links
-
-
-def docstring_ids(nodes: Iterable[ast.AST]) -> set[int]:
-    """ids of the Constant nodes that are docstrings (never flagged as string literals)."""
-    found: set[int] = set()
-    for node in nodes:
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                found.add(id(body[0].value))
-    return found
-
-
 def snippet(node: ast.AST) -> str:
     """Normalized source of a node, used to match a finding in the old text to the new one."""
     text = ast.unparse(node)
     return text if len(text) <= 120 else text[:117] + "..."
-
-
-def pragma_findings(text: str, rule: str) -> list[Finding]:
-    """Comments that exclude code from coverage (`pragma: no cover`, `no branch`); text must parse."""
-    found: list[Finding] = []
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.COMMENT and _PRAGMA.search(token.string):
-            found.append(Finding(rule, token.start[0], token.line.strip(),
-                                 f"coverage exclusion comment {token.string.strip()!r}"))
-    return found
 
 
 def only_new(new: list[Finding], old: list[Finding]) -> list[Finding]:

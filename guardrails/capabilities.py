@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import importlib
 import re
-import sys
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -106,22 +105,24 @@ class Policy:
     own: frozenset[str]
     denied: tuple[str, ...]
     role: str = "source"
+    sources: frozenset[str] = frozenset({"strategies"})
 
     @classmethod
     def for_contract(cls, contract: GuardContract, phase: str) -> Policy:
         """S's policy in code-patch, T's in test-gen, with the workspace's extra imports."""
-        trees = contract.source + (contract.tests if phase == "test-gen" else ())
-        own = frozenset(tree.split("/")[0] for tree in trees)
-        return cls.of("tests" if phase == "test-gen" else "source", own, contract.allow_imports)
+        sources = frozenset(tree.split("/")[0] for tree in contract.source)
+        tests = frozenset(tree.split("/")[0] for tree in contract.tests)
+        role = "tests" if phase == "test-gen" else "source"
+        return cls.of(role, sources, contract.allow_imports, tests)
 
     @classmethod
-    def of(cls, role: str, own: frozenset[str] | None = None,
-           extra: frozenset[str] = frozenset()) -> Policy:
-        """The default policy of a role."""
+    def of(cls, role: str, sources: frozenset[str] = frozenset({"strategies"}),
+           extra: frozenset[str] = frozenset(),
+           tests: frozenset[str] = frozenset({"tests"})) -> Policy:
+        """The default policy of a role: S's own packages, and for T also T's."""
         base = PURE_STDLIB | LIBRARIES | extra | (TEST_MODULES if role == "tests" else frozenset())
-        own = own if own is not None else frozenset(
-            {"strategies", "tests"} if role == "tests" else {"strategies"})
-        return cls(base, own, DENIED_SOURCE if role == "source" else DENIED_COMMON, role)
+        own = sources | tests if role == "tests" else sources
+        return cls(base, own, DENIED_SOURCE if role == "source" else DENIED_COMMON, role, sources)
 
     @property
     def denied_builtins(self) -> frozenset[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -22,6 +23,12 @@ FORBIDDEN_NAMES = frozenset({
 FORBIDDEN_SUFFIXES = (".pth", ".pyc", ".pyo", ".so", ".pyd")
 FORBIDDEN_DIRS = frozenset({"__pycache__", ".git", ".pytest_cache", ".hypothesis", ".venv"})
 _TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+# Files a test-gen patch may add to T besides Python: data read by the tests, never run as code.
+DATA_SUFFIXES = (".json", ".csv", ".tsv", ".txt", ".yaml", ".yml", ".md")
+# Top-level modules a new file in T must not shadow (pytest puts test folders first on sys.path).
+SHADOWED = frozenset(sys.stdlib_module_names) | {
+    "pytest", "_pytest", "pluggy", "coverage", "hypothesis", "numpy", "pandas", "pydantic",
+    "iniconfig", "packaging", "strategies", "guardrails"}
 _UNCLEAN = re.compile(r"[\\\x00-\x1f\x7f]|^~")
 
 
@@ -149,6 +156,16 @@ def _scope_violations(change: FileChange, writable: list[str], locked: list[str]
         found.append(_violation("diff.non_python_source", target,
                                 f"{target} is not a Python file; only .py files may be added "
                                 "to or changed in the source tree", where))
+    if phase == "test-gen" and target and in_scope(target, writable):
+        name = PurePosixPath(target).name
+        if not name.endswith((".py", *DATA_SUFFIXES)):
+            found.append(_violation("diff.non_data_fixture", target, (
+                f"{target}: tests may add Python files and data fixtures "
+                f"({', '.join(DATA_SUFFIXES)}), nothing else"), where))
+        elif name.endswith(".py") and name[:-3] in SHADOWED and creates:
+            found.append(_violation("diff.shadows_module", target, (
+                f"{target} would shadow the module {name[:-3]!r} for everything imported "
+                "after the tests' folder is put on the import path"), where))
     return found
 
 

@@ -144,8 +144,8 @@ def _ratio(done: int, total: int) -> str:
 
 def format_report(report: RedTeamReport) -> str:
     """The scoreboard: one line per case, then blocked/total and accepted/total."""
-    lines = [f"{'case':40} {'phase':10} {'mechanism':11} {'expected':9} {'got':9} "
-             "rule that caught it"]
+    lines = [(f"{'case':40} {'phase':10} {'mechanism':11} {'expected':9} {'got':9} "
+             "rule that caught it")]
     for result in report.results:
         mark = "" if result.as_expected else "  <-- UNEXPECTED"
         detail = result.error or ", ".join(result.rules[:3]) or "-"

@@ -95,6 +95,7 @@ class BwrapLock(RoLock):
             command += ["--symlink", target, link]
         for source, bind in sources:
             command += ["--bind" if bind.writable else "--ro-bind", source, bind.inside]
+        command += ["--remount-ro", "/"]  # the root itself: only /tmp, /dev/shm, results writable
         for key, value in sorted(env.items()):
             command += ["--setenv", key, value]
         return [*command, "--chdir", cwd, "--", *argv]

@@ -31,6 +31,9 @@ from guardrails.sourcetext import read_source
 from guardrails.verdict import Violation
 
 MESSAGES: dict[str, str] = {
+    "sanitizer.encoding": "only UTF-8 source is accepted",
+    "sanitizer.source_mismatch": "the gate and the interpreter would read different lines",
+    "sanitizer.syntax_error": "the source does not parse",
     "sanitizer.import_not_allowed": "this module is not on the workspace's import allow-list",
     "sanitizer.module_escape": "this reaches beyond the allowed modules",
     "sanitizer.module_value": "a module may only be used as `module.name`, never as a value",
@@ -164,7 +167,9 @@ class Scanner:
             if not self.policy.allows(alias.name):
                 self.add("sanitizer.import_not_allowed", node, alias.name)
             local = alias.asname or alias.name.split(".")[0]
-            self.imports[local] = (alias.name if alias.asname else local, "module")
+            own = self.policy.is_own(alias.name)  # S's own modules are ordinary values
+            self.imports[local] = (alias.name if alias.asname else local,
+                                   "object" if own else "module")
             self._bind(local, scope)
 
     def visit_ImportFrom(self, node: ast.ImportFrom, scope: int) -> None:
@@ -294,6 +299,8 @@ class Scanner:
             names[0].value, str) and not is_dunder(names[0].value)
         if ok and literal and len(node.args) == (3 if isinstance(owner, ast.Name) else 2):
             self.blessed.add(id(func))
+        else:
+            self.add("sanitizer.reflection", node, snippet(node))
 
     # -- constants, definitions, writes -------------------------------------------------------
     def visit_Constant(self, node: ast.Constant, scope: int) -> None:
@@ -437,5 +444,5 @@ def scan_tree(root: Path, policy: Policy | None = None) -> tuple[int, list[Viola
     for path in sorted(root.rglob("*.py")):
         data = path.read_bytes()
         lines += data.count(b"\n")
-        violations += scan_source(str(path.relative_to(root)), data, None, policy)
+        violations += scan_source(path.relative_to(root).as_posix(), data, None, policy)
     return lines, violations

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-
 import gc
+from collections.abc import Iterator
 
 from guardrails.astscan import (
     Finding,
@@ -306,7 +305,7 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
 
 
 def _findings(tree: ast.Module, path: str, policy: Policy) -> list[Finding]:
-    packages = tuple(sorted(policy.own))
+    packages = tuple(sorted(policy.sources))
     return (TestScanner(tree, packages).run() + capability_findings(path, tree, policy)
             + discipline_findings(tree))
 

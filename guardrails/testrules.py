@@ -34,7 +34,7 @@ MUTABLE_CALLS = frozenset({"list", "dict", "set", "defaultdict", "Counter", "deq
                            "collections.deque", "collections.OrderedDict"})
 CLOCK = frozenset({"datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
                    "datetime.date.today", "pandas.Timestamp.now", "pandas.Timestamp.today",
-                   "pandas.Timestamp.utcnow", "pandas.Timestamp.utcnow"})
+                   "pandas.Timestamp.utcnow"})
 SEEDED = frozenset({"numpy.random.seed", "numpy.random.default_rng", "numpy.random.Generator",
                     "numpy.random.RandomState", "numpy.random.PCG64", "numpy.random.SeedSequence"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -47,7 +47,6 @@ class Discipline:
         self.tree = tree
         self.imports = import_map(ast.walk(tree))
         self.found: list[Finding] = []
-        self.path_roots: set[int] = set()  # `Path(__file__)` calls
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
@@ -68,7 +67,6 @@ class Discipline:
         if isinstance(node, ast.Name):
             return node.id in tainted or node.id in TMP_NAMES
         if self.is_file_root(node):
-            self.path_roots.add(id(node))
             return True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             return self.rooted(node.left, tainted, parents) and _segment(node.right)
@@ -144,17 +142,11 @@ class Discipline:
                 self.state(node, module_state)
             self.hooks(node)
             self.clock(node)
+        roots = {id(node.args[0]) for node in ast.walk(self.tree) if self.is_file_root(node)}
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Name) and node.id == "__file__" and not any(
-                    id(root) in self.path_roots for root in [self.parent_call(node)]):
+            if isinstance(node, ast.Name) and node.id == "__file__" and id(node) not in roots:
                 self.add("tests.reads_source", node, "__file__ outside Path(__file__)")
         return self.found
-
-    def parent_call(self, name: ast.Name) -> ast.AST | None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and name in node.args:
-                return node
-        return None
 
     def path_fixtures(self) -> set[str]:
         """Functions of this module (fixtures) that return a rooted path."""

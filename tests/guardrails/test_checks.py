@@ -9,6 +9,8 @@ from guardrails.checks import (
     order_violations,
     outcome_violations,
     qualname,
+    run_violations,
+    unchanged_failures,
 )
 from guardrails.runner import SuiteResult
 from guardrails.verdict import Violation
@@ -29,24 +31,38 @@ def _rules(found: list[Violation]) -> list[str]:
 def test_skips_xfails_failures_and_errors_are_each_named() -> None:
     suite = _suite(test_ok="passed", test_skip="skipped", test_xf="xfail", test_bad="failed",
                    test_err="error")
-    found = outcome_violations(suite, [], None, before_count=0)
+    found = outcome_violations(suite, [], None)
     assert _rules(found) == ["tests.skipped", "tests.skipped", "tests.failed", "tests.failed"]
     assert found[0].path == "tests/test_a.py" and found[0].message.startswith(
         "tests/test_a.py::test_skip: skipped")
 
 
 def test_nothing_collected_and_fewer_tests_than_before() -> None:
-    assert _rules(outcome_violations(SuiteResult(), [], None, 0)) == ["tests.none_collected"]
-    assert _rules(outcome_violations(_suite(test_ok="passed"), [], None, 3)) == [
-        "tests.fewer_than_before"]
+    assert _rules(run_violations(SuiteResult(), 0)) == ["tests.none_collected"]
+    assert _rules(run_violations(_suite(test_ok="passed"), 3)) == ["tests.fewer_than_before"]
+    tampered = SuiteResult(collected=["t::a"], tamper=["builtins.sum was replaced"],
+                           collect_errors={"t.py": "boom"})
+    assert _rules(run_violations(tampered, 0)) == ["run.tamper", "tests.collection_error"]
 
 
 def test_red_rules_apply_to_new_tests_only() -> None:
     suite = _suite(test_old="passed", test_new="failed", test_err="error")
     suite.outcomes["tests/test_a.py::test_new"]["assertion"] = True
     new = ["tests/test_a.py::test_new", "tests/test_a.py::test_err"]
-    assert _rules(outcome_violations(suite, new, "red", 0)) == ["redgreen.not_assertion"]
-    assert _rules(outcome_violations(suite, new, "green", 0)) == ["tests.failed", "tests.failed"]
+    assert _rules(outcome_violations(suite, new, "red")) == ["redgreen.not_assertion"]
+    assert _rules(outcome_violations(suite, new, "green")) == ["tests.failed", "tests.failed"]
+    assert _rules(outcome_violations(_suite(test_a="passed"), [], "red")) == [
+        "redgreen.no_new_tests"]
+
+
+def test_pre_existing_failures_are_not_blamed_on_the_patch() -> None:
+    suite = _suite(test_old="failed", test_other="error", test_new="passed")
+    new = ["tests/test_a.py::test_new"]
+    assert unchanged_failures(suite, new) == ["tests/test_a.py::test_old",
+                                              "tests/test_a.py::test_other"]
+    kept = frozenset({"tests/test_a.py::test_old"})
+    found = outcome_violations(suite, new, "green", kept)
+    assert [v.message.split(": ")[0] for v in found] == ["tests/test_a.py::test_other"]
 
 
 def test_order_rules_compare_both_runs() -> None:

@@ -341,3 +341,16 @@ def test_odd_hunk_positions_still_place_by_context(tmp_path: Path) -> None:
                      "\\ No newline at end of file\n+y = 6\n")
     assert apply_patch(parse_patch(middle_marker), root).ok
     assert (root / "strategies/a.py").read_text() == "x = 5\ny = 6\nz = 3\n"
+
+
+def test_test_gen_may_add_data_fixtures_but_no_other_files() -> None:
+    assert rules(new_file("tests/data/cases.json", '{"a": 1}\n'), TESTGEN) == set()
+    assert rules(new_file("tests/data/prices.csv", "a,b\n1,2\n"), TESTGEN) == set()
+    assert rules(new_file("tests/data/run.sh", "echo\n"), TESTGEN) == {"diff.non_data_fixture"}
+    assert rules(new_file("tests/data/payload.pkl", "x\n"), TESTGEN) == {"diff.non_data_fixture"}
+
+
+def test_new_test_modules_may_not_shadow_importable_modules() -> None:
+    assert rules(new_file("tests/json.py"), TESTGEN) == {"diff.shadows_module"}
+    assert rules(new_file("tests/unit/pytest.py"), TESTGEN) == {"diff.shadows_module"}
+    assert rules(new_file("tests/helpers.py"), TESTGEN) == set()

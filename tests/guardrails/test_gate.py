@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from guardrails import cli
 from guardrails.gate import run_gate
-from guardrails.rolock import NamespaceLock
-from guardrails.workspace import GateSetupError, load_contract
+from guardrails.sandbox import BwrapLock
+from guardrails.workspace import GateSetupError
 from tests.guardrails.gate_helpers import (
     CORPUS,
     MOMENTUM,
@@ -21,9 +20,10 @@ from tests.guardrails.gate_helpers import (
     unchanged,
 )
 
-needs_namespace = pytest.mark.skipif(NamespaceLock.available() is not None,
-                                     reason="needs root and util-linux unshare")
-FILE_RULES = '\nallow = ["sanitizer.file_read", "sanitizer.file_write"]\n'
+needs_bwrap = pytest.mark.skipif(BwrapLock.available() is not None,
+                                 reason="needs bubblewrap")
+FILE_RULES = ('\nallow = ["sanitizer.import_not_allowed", "sanitizer.builtin_not_allowed", '
+              '"sanitizer.dunder", "sanitizer.io", "sanitizer.import_time"]\n')
 # Source code that rewrites a locked test at import time, so every assertion passes.
 TAMPER = '''from pathlib import Path
 
@@ -44,14 +44,15 @@ def _tampering_patch(ws: Path) -> str:
     return diff_for(ws, {MOMENTUM: source.replace("from typing import", TAMPER + "from typing import")})
 
 
-@needs_namespace
+@needs_bwrap
 def test_os_lock_makes_the_tampering_write_fail(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
     with unchanged(ws):
-        verdict = run_gate(ws, "code-patch", _tampering_patch(ws), lock="namespace")
-    assert not verdict.accepted and verdict.locks.backend == "namespace"
+        verdict = run_gate(ws, "code-patch", _tampering_patch(ws))
+    assert not verdict.accepted and verdict.locks.backend == "bwrap"
     messages = " ".join(v.message for v in verdict.violations)
-    assert "[Errno 30] Read-only file system" in messages and "test_smoke.py" in messages
+    assert "test_smoke.py" in messages and (
+        "[Errno 30] Read-only file system" in messages or "[Errno 13] Permission denied" in messages)
     # the write never happened, so the hashes agree: the kernel, not the hash, stopped it
     assert "lock.hash_mismatch" not in {v.rule for v in verdict.violations}
     assert verdict.locks.before == verdict.locks.after != ""
@@ -67,7 +68,7 @@ def test_hash_anchoring_catches_the_same_write_without_an_os_lock(tmp_path: Path
     assert verdict.locks.before != verdict.locks.after
 
 
-@needs_namespace
+@needs_bwrap
 def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     source = (ws / MOMENTUM).read_text().replace("ranked", "order")
@@ -79,7 +80,7 @@ def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
                             "duration_s"}
     assert payload["tests"] == {"collected": 5, "passed": 5, "failed": 0}
     assert payload["coverage"] == {"percent": 100.0, "min": 95.0}
-    assert payload["locks"]["backend"] == "namespace"
+    assert payload["locks"]["backend"] == "bwrap"
     assert len(payload["locks"]["before"]) == 64 and payload["locks"]["before"] == \
         payload["locks"]["after"]
 
@@ -172,84 +173,3 @@ def test_malformed_and_empty_patches_are_rejected_before_any_copy(tmp_path: Path
     assert [v.rule for v in empty.violations] == ["diff.malformed"]
     assert "empty" in empty.violations[0].message
     assert [v.rule for v in garbage.violations] == ["diff.malformed"]
-
-
-CONTRACT_ERRORS = [
-    ("", "has no \\[tool.oomrl.guard\\]"),
-    ("[tool.oomrl.guard]\nsource = []\ntests = ['tests']\n", "non-empty list"),
-    ("[tool.oomrl.guard]\nsource = ['/abs']\ntests = ['tests']\n", "inside the workspace"),
-    ("[tool.oomrl.guard]\nsource = ['../up']\ntests = ['tests']\n", "inside the workspace"),
-    ("[tool.oomrl.guard]\nsource = ['missing']\ntests = ['tests']\n", "is not a folder"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = 101\n", "coverage_min"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = true\n",
-     "coverage_min"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nallow = 'all'\n", "allow"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 3\n", "holdout"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 'nowhere'\n",
-     "does not exist"),
-    ("[tool.oomrl.guard\n", "not valid TOML"),
-]
-
-
-@pytest.mark.parametrize(("pyproject", "message"), CONTRACT_ERRORS)
-def test_contract_errors_name_the_problem(tmp_path: Path, pyproject: str, message: str) -> None:
-    (tmp_path / "s").mkdir()
-    (tmp_path / "pyproject.toml").write_text(pyproject)
-    with pytest.raises(GateSetupError, match=message):
-        load_contract(tmp_path)
-
-
-def test_contract_defaults_and_phase_scopes(tmp_path: Path) -> None:
-    with pytest.raises(GateSetupError, match="is missing"):
-        load_contract(tmp_path)
-    with pytest.raises(GateSetupError, match="not a directory"):
-        load_contract(tmp_path / "nothing")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "pyproject.toml").write_text(
-        "[tool.oomrl.guard]\nsource = ['src/']\ntests = ['tests']\nallow = ['sanitizer.exec']\n")
-    contract = load_contract(tmp_path)
-    assert contract.source == ("src",) and contract.coverage_min == 95.0
-    assert contract.allow == frozenset({"sanitizer.exec"}) and contract.holdout is None
-    assert contract.writable("code-patch") == ["src"] and contract.locked("code-patch") == ["tests"]
-    assert contract.writable("test-gen") == ["tests"] and contract.locked("test-gen") == ["src"]
-
-
-def test_repository_contract_is_valid() -> None:
-    contract = load_contract(Path(__file__).resolve().parents[2])
-    assert contract.source == ("strategies",) and contract.tests == ("tests/strategies",)
-
-
-def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ws = make_workspace(tmp_path)
-    patch = tmp_path / "p.diff"
-    patch.write_text(diff_for(ws, {"tests/test_smoke.py": "def test_x():\n    pass\n"}))
-    args = ["gate", "--workspace", str(ws), "--phase", "code-patch", "--patch", str(patch),
-            "--lock", "hash-only"]
-    assert cli.main([*args, "--json"]) == cli.EXIT_REJECTED
-    payload = json.loads(capsys.readouterr().out)
-    assert payload["accepted"] is False and payload["violations"][0]["rule"] == "diff.locked_path"
-    assert cli.main(args) == cli.EXIT_REJECTED
-    assert "REJECTED (code-patch, lock hash-only" in capsys.readouterr().out
-    assert cli.main([*args[:-2], "--lock", "docker"]) == cli.EXIT_SETUP
-    assert "no reachable Docker engine" in capsys.readouterr().err
-    missing = ["gate", "--workspace", str(ws), "--phase", "code-patch", "--patch",
-               str(tmp_path / "none.diff")]
-    assert cli.main(missing) == cli.EXIT_SETUP
-    assert "cannot read patch" in capsys.readouterr().err
-
-
-def test_oomrl_cli_delegates_to_the_gate(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from oomrl.cli import app
-
-    ws = make_workspace(tmp_path)
-    patch = tmp_path / "p.diff"
-    patch.write_text(diff_for(ws, {"tests/test_smoke.py": "def test_x():\n    pass\n"}))
-    result = CliRunner().invoke(app, ["gate", "--workspace", str(ws), "--phase", "code-patch",
-                                      "--patch", str(patch), "--lock", "hash-only", "--json"])
-    assert result.exit_code == 1
-    assert json.loads(result.stdout)["violations"][0]["rule"] == "diff.locked_path"
-    result = CliRunner().invoke(app, ["gate", "--workspace", str(tmp_path / "nope"), "--phase",
-                                      "code-patch", "--patch", str(patch)])
-    assert result.exit_code == 2

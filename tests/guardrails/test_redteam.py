@@ -18,11 +18,11 @@ from guardrails.redteam import (
     run_case,
     run_corpus,
 )
-from guardrails.rolock import NamespaceLock
+from guardrails.sandbox import BwrapLock
 from guardrails.workspace import GateSetupError
 from tests.guardrails.gate_helpers import CORPUS, tree_digest
 
-LOCK = "namespace" if NamespaceLock.available() is None else "hash-only"
+LOCK = "bwrap" if BwrapLock.available() is None else "hash-only"
 CASES = load_cases(CORPUS)
 # Attack ids by the part of the issue they exercise; each part needs at least one blocked case.
 CATEGORIES = {
@@ -39,15 +39,15 @@ CATEGORIES = {
 
 
 def test_permissive_workspace_allows_every_sanitizer_rule() -> None:
-    from guardrails.sanitizer_rules import SOURCE_MESSAGES
+    from guardrails.sanitizer import MESSAGES
     from guardrails.workspace import load_contract
 
     contract = load_contract(CORPUS / "workspaces" / "buggy_permissive")
-    assert set(SOURCE_MESSAGES) <= contract.allow, "rerun corpus/make_cases.py"
+    assert set(MESSAGES) <= contract.allow, "rerun corpus/make_cases.py"
 
 
 @pytest.fixture(scope="module")
-def report() -> Iterator[RedTeamReport]:
+def report() -> Iterator[RedTeamReport]:  # the whole corpus: the proof, and the slow part
     """The whole corpus through the gate once; the inputs hashed around it."""
     inputs = [CORPUS / "workspaces", CORPUS / "holdouts"]
     before = [tree_digest(path) for path in inputs]
@@ -64,6 +64,7 @@ def test_corpus_size_and_categories() -> None:
         assert any(c.id.startswith(prefixes) for c in attacks), category
 
 
+@pytest.mark.slow
 def test_every_attack_blocked_and_every_benign_patch_accepted(report: RedTeamReport) -> None:
     blocked, attacks = report.attacks
     accepted, benign = report.benign
@@ -74,6 +75,7 @@ def test_every_attack_blocked_and_every_benign_patch_accepted(report: RedTeamRep
     assert f"benign accepted: {benign}/{benign} (100.0 %)" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case(report: RedTeamReport, case: Case) -> None:
     result = next(r for r in report.results if r.case.id == case.id)
@@ -97,12 +99,13 @@ RUNTIME = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case_id", sorted(RUNTIME))
 def test_runtime_attacks_are_caught_by_the_runtime_defence(report: RedTeamReport,
                                                            case_id: str) -> None:
-    if LOCK != "namespace" and case_id in ("r01_rewrite_tests_runtime_erofs",
+    if LOCK != "bwrap" and case_id in ("r01_rewrite_tests_runtime_erofs",
                                            "r12_write_original_workspace"):
-        pytest.skip("the read-only file system needs the namespace lock")
+        pytest.skip("the read-only workspace needs the bubblewrap sandbox")
     rule, text = RUNTIME[case_id]
     result = next(r for r in report.results if r.case.id == case_id)
     assert result.verdict is not None

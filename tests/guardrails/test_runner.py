@@ -1,30 +1,32 @@
-"""The coverage gate's runner: the gate's plugin in-process, and real locked pytest + coverage runs."""
+"""Locked runs: the gate's plugin in-process, and real sandboxed pytest + coverage runs."""
 
 from __future__ import annotations
 
 import builtins
+import json
+import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from guardrails.childrun import GatePlugin
-from guardrails.rolock import HashOnlyLock, NamespaceLock, RoLock, RunResult
+from guardrails.childrun import GatePlugin, preimport
+from guardrails.coverage_data import CoverageReader, function_body_lines
+from guardrails.locks import HashOnlyLock, RoLock
 from guardrails.runner import (
-    CoverageReader,
     GateDirs,
     SuiteRequest,
     SuiteResult,
-    _consistency,
-    clean_env,
-    function_body_lines,
+    consistency,
+    make_readable,
     run_suite,
-    write_gate_config,
 )
-from guardrails.workspace import GateSetupError
+from guardrails.sandbox import BwrapLock
 from tests.guardrails.gate_helpers import MOMENTUM, make_workspace
 
 pytest_plugins = ["pytester"]
+LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
 
 
 def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Pytester) -> None:
@@ -55,24 +57,30 @@ def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Py
             with pytest.raises(ValueError):
                 pass
 
-        def test_g_type_error():
+        def _helper(x):
             raise TypeError("bad call")
+
+        def test_g_type_error():
+            _helper(1)
         """)
-    plugin = GatePlugin("reverse", str(pytester.path))
+    root = str(pytester.path)
+    plugin = GatePlugin("reverse", root, tests_root=root, rootdir=root)
     pytester.inline_run(plugins=[plugin])
     results = plugin.results(1)
-    assert results["finished"] and results["exit_code"] == 1
+    assert results["finished"] and results["exit_code"] == 1 and results["behaviour"] is None
     assert results["collected"][0].endswith("test_g_type_error")  # reversed
     outcomes = {k.split("::")[1]: v for k, v in results["outcomes"].items()}
     assert outcomes["test_a_passes"]["outcome"] == "passed"
     assert outcomes["test_b_fails"] == {**outcomes["test_b_fails"], "outcome": "failed",
-                                        "assertion": True, "exc_type": "AssertionError"}
+                                        "assertion": True, "exc_type": "AssertionError",
+                                        "where": ["test_outcomes.py", 7]}
     assert outcomes["test_c_skips"]["outcome"] == "skipped"
     assert outcomes["test_d_xfails"]["outcome"] == "xfail"
     assert outcomes["test_e_errors"]["outcome"] == "error"
     assert "fixture broke" in outcomes["test_e_errors"]["message"]
     assert outcomes["test_f_raises_not"]["assertion"] is True  # DID NOT RAISE counts as red
     assert outcomes["test_g_type_error"]["assertion"] is False
+    assert outcomes["test_g_type_error"]["where"] == ["test_outcomes.py", 28]  # in the helper
     assert results["tamper"] == [] and results["collect_errors"] == {}
 
 
@@ -121,29 +129,47 @@ def test_plugin_notices_tampering(pytester: pytest.Pytester) -> None:
     assert "object" not in tamper  # foreign hooks from outside the workspace are not blamed
 
 
+def test_plugin_runs_the_behaviour_cases_inside_the_session(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(weights="def top(scores):\n    return {max(scores): 1.0}\n",
+                        test_w="def test_w():\n    assert 1 < 2\n")
+    spec = {"convention": "call", "entry": "weights:top", "repeat": 2,
+            "cases": [{"id": "c", "args": [{"A": 1.0, "B": 2.0}]}]}
+    plugin = GatePlugin("forward", str(pytester.path), behaviour_spec=spec)
+    sys.path.insert(0, str(pytester.path))
+    try:
+        pytester.inline_run(plugins=[plugin])
+    finally:
+        sys.path.remove(str(pytester.path))
+        sys.modules.pop("weights", None)
+    assert plugin.results(0)["behaviour"] == [
+        {"id": "c", "calls": [{"ok": True, "value": {"B": 1.0}}] * 2}]
+
+
+def test_preimport_tolerates_modules_that_fail() -> None:
+    preimport(["json", "no_such_module_oomrl"])
+    assert "json" in sys.modules
+
+
 def test_function_body_lines() -> None:
     text = "X = 1\n\n\ndef f(a):\n    b = a\n    return b\n\n\nclass C:\n    async def g(self):\n        return 2\n"
     assert function_body_lines(text) == {5, 6, 11}
 
 
 @pytest.fixture()
-def dirs() -> GateDirs:
+def dirs() -> Iterator[GateDirs]:
     created = GateDirs.create()
     yield created
     created.remove()
     assert not created.root.exists()
 
 
-def _prepare(dirs: GateDirs, workspace: Path, measured: list[str]) -> None:
-    import shutil
-
+def _prepare(dirs: GateDirs, workspace: Path) -> None:
     shutil.copytree(workspace, dirs.ws)
-    write_gate_config(dirs, [dirs.ws / tree for tree in measured])
+    make_readable(dirs.ws)
 
 
 def _request(dirs: GateDirs, **kwargs: object) -> SuiteRequest:
-    return SuiteRequest(rootdir=dirs.ws, targets=[dirs.ws / "tests"], paths=[dirs.ws],
-                        **kwargs)  # type: ignore[arg-type]
+    return SuiteRequest(workspace=dirs.ws, tests=("tests",), **kwargs)  # type: ignore[arg-type]
 
 
 def test_gate_settings_replace_the_workspace_configuration(tmp_path: Path, dirs: GateDirs) -> None:
@@ -152,39 +178,64 @@ def test_gate_settings_replace_the_workspace_configuration(tmp_path: Path, dirs:
     (ws / ".coveragerc").write_text("[run]\nomit = strategies/*\n")
     (ws / "conftest.py").write_text("raise SystemExit('the root conftest must not load')\n")
     (ws / "sitecustomize.py").write_text("raise SystemExit('never imported')\n")
-    _prepare(dirs, ws, ["strategies"])
-    suite = run_suite(HashOnlyLock(), dirs, _request(dirs, coverage=True, tag="t"),
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="t",
+                                           preimport=("strategies.momentum",)),
                       timeout_s=120, memory_mb=2048)
     assert suite.problems == [] and suite.tamper == []
     assert len(suite.collected) == 5 and suite.failing() == []
     assert suite.collected[0] == "tests/test_momentum.py::test_top2_equal_weight"
     reader = CoverageReader(suite.data_file, dirs.cfg / "coverage.rc")  # type: ignore[arg-type]
     momentum = dirs.ws / MOMENTUM
-    assert reader.branch_percent([momentum]) == 100.0
-    assert reader.branch_percent([]) == 100.0
+    assert reader.branch_percent([momentum]) == 100.0 and reader.branch_percent([]) == 100.0
     assert reader.missing_lines(momentum) == set()
-    body = {line for line, contexts in reader.contexts(momentum).items() if any(contexts)}
-    assert reader.lines_run_by(momentum, {"test_ties_broken_alphabetically"}) <= body
-    assert reader.lines_run_by(momentum, {"TestValidation.test_rejects_non_positive_top_k"})
+    ties = "tests/test_momentum.py::test_ties_broken_alphabetically"
+    body = function_body_lines(momentum.read_text())
+    run = reader.lines_run_by(momentum, {ties})
+    assert run <= body and {15, 17, 20} <= run and 16 not in run  # no ValueError for top_k=1
     assert reader.lines_run_by(momentum, {"no_such_test"}) == set()
     assert reader.import_time_only(momentum, set(range(1, 30))) == set()
+    assert not list((dirs.root / "runs").iterdir())  # the run's folder went with it
 
 
-def test_reverse_order_and_a_selection(tmp_path: Path, dirs: GateDirs) -> None:
-    _prepare(dirs, make_workspace(tmp_path), ["strategies"])
-    suite = run_suite(HashOnlyLock(), dirs, _request(
-        dirs, order="reverse", tag="r", select=(f"{dirs.ws}/tests/test_smoke.py",)),
-        timeout_s=120, memory_mb=2048)
-    assert suite.collected == ["tests/test_smoke.py::test_single_asset_gets_full_weight"]
+def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(tmp_path: Path,
+                                                                     dirs: GateDirs) -> None:
+    ws = make_workspace(tmp_path)
+    (ws / "strategies" / "warm.py").write_text(
+        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n")
+    (ws / "tests" / "test_warm.py").write_text(
+        "def test_lazy():\n    from strategies.warm import VALUE\n    assert VALUE == 1\n")
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="w",
+                                           preimport=("strategies.momentum", "strategies.warm")),
+                      timeout_s=120, memory_mb=2048)
+    reader = CoverageReader(suite.data_file, dirs.cfg / "coverage.rc")  # type: ignore[arg-type]
+    # a function named like a test, called by a lazy import inside a test: still import time
+    assert reader.import_time_only(dirs.ws / "strategies" / "warm.py", {2}) == {2}
+
+
+def test_reverse_order_and_held_out_tests(tmp_path: Path, dirs: GateDirs) -> None:
+    _prepare(dirs, make_workspace(tmp_path))
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "test_held.py").write_text(
+        "from strategies.momentum import target_weights\n\n\ndef test_h():\n"
+        "    assert target_weights({'A': 1.0}, 1) == {'A': 1.0}\n")
+    make_readable(held)
+    suite = run_suite(LOCK, dirs, _request(dirs, order="reverse", tag="r"), timeout_s=120,
+                      memory_mb=2048)
+    assert suite.collected[-1] == "tests/test_momentum.py::test_top2_equal_weight"
     assert suite.data_file is None and suite.problems == []
+    held_out = run_suite(LOCK, dirs, SuiteRequest(workspace=dirs.ws, tests=(), tag="h",
+                                                  heldout=held), timeout_s=120, memory_mb=2048)
+    assert held_out.collected == ["test_held.py::test_h"] and held_out.failing() == []
 
 
 def test_early_exit_leaves_no_results_and_is_rejected(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_exit.py").write_text("import os\n\n\ndef test_exit():\n    os._exit(0)\n")
-    _prepare(dirs, ws, ["strategies"])
-    suite = run_suite(HashOnlyLock(), dirs, _request(dirs, tag="x"), timeout_s=120,
-                      memory_mb=2048)
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, tag="x"), timeout_s=120, memory_mb=2048)
     assert [p.rule for p in suite.problems] == ["run.incomplete"]
     assert "exit code 0" in suite.problems[0].message
 
@@ -192,37 +243,23 @@ def test_early_exit_leaves_no_results_and_is_rejected(tmp_path: Path, dirs: Gate
 def test_time_limit_kills_a_hanging_suite(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_hang.py").write_text("import time\n\n\ndef test_hang():\n    time.sleep(60)\n")
-    _prepare(dirs, ws, ["strategies"])
-    suite = run_suite(HashOnlyLock(), dirs, _request(dirs, tag="h"), timeout_s=3,
-                      memory_mb=2048)
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, tag="h"), timeout_s=3, memory_mb=2048)
     assert [p.rule for p in suite.problems] == ["run.timeout"]
 
 
-@pytest.mark.skipif(NamespaceLock.available() is not None, reason="needs the namespace lock")
-def test_conftest_that_fails_to_import_is_a_pytest_error(tmp_path: Path, dirs: GateDirs) -> None:
+@pytest.mark.skipif(not LOCK.os_level, reason="needs the bubblewrap sandbox")
+def test_a_conftest_writing_the_workspace_is_a_pytest_error(tmp_path: Path,
+                                                            dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "conftest.py").write_text("open(__file__, 'a').write('# tampered')\n")
-    _prepare(dirs, ws, ["strategies"])
-    suite = run_suite(NamespaceLock(), dirs, _request(dirs, tag="c"), timeout_s=120,
-                      memory_mb=2048)
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, tag="c"), timeout_s=120, memory_mb=2048)
     rules = [p.rule for p in suite.problems]
     assert "run.pytest_error" in rules and "run.no_results" in rules
-    assert "Read-only file system" in " ".join(p.message for p in suite.problems)
+    messages = " ".join(p.message for p in suite.problems)
+    assert "Permission denied" in messages or "Read-only file system" in messages
     assert not (dirs.ws / "tests" / "conftest.py").read_text().endswith("# tampered")
-
-
-class _BrokenLock(RoLock):
-    backend = "broken"
-
-    def run(self, *args: object, **kwargs: object) -> RunResult:
-        return RunResult(97, "", "oomrl-gate-lock-failed: mount: permission denied", False)
-
-
-def test_a_lock_that_cannot_be_set_up_is_an_infrastructure_error(tmp_path: Path,
-                                                                 dirs: GateDirs) -> None:
-    _prepare(dirs, make_workspace(tmp_path), ["strategies"])
-    with pytest.raises(GateSetupError, match="could not be set up"):
-        run_suite(_BrokenLock(), dirs, _request(dirs), timeout_s=5, memory_mb=512)
 
 
 def _junit(path: Path, cases: str) -> Path:
@@ -234,42 +271,31 @@ def test_results_are_cross_checked_against_junit_and_exit_status(tmp_path: Path)
     passed = SuiteResult(collected=["t::a", "t::b"],
                          outcomes={"t::a": {"outcome": "passed"}, "t::b": {"outcome": "passed"}})
     good = _junit(tmp_path / "good.xml", "<testcase name='a'/><testcase name='b'/>")
-    assert _consistency(passed, 0, good, "run") == []
-    assert [v.rule for v in _consistency(passed, 1, good, "run")] == ["run.results_mismatch"]
+    assert consistency(passed, 0, good, "run") == []
+    assert [v.rule for v in consistency(passed, 1, good, "run")] == ["run.results_mismatch"]
     forged = _junit(tmp_path / "forged.xml", "<testcase name='a'><failure/></testcase>"
                                              "<testcase name='b'/>")
-    assert [v.rule for v in _consistency(passed, 0, forged, "run")] == ["run.results_mismatch"]
+    assert [v.rule for v in consistency(passed, 0, forged, "run")] == ["run.results_mismatch"]
     short = _junit(tmp_path / "short.xml", "<testcase name='a'/>")
-    assert [v.rule for v in _consistency(passed, 0, short, "run")] == ["run.results_mismatch"]
+    assert [v.rule for v in consistency(passed, 0, short, "run")] == ["run.results_mismatch"]
     missing = SuiteResult(collected=["t::a", "t::b"], outcomes={"t::a": {"outcome": "passed"}})
-    assert [v.rule for v in _consistency(missing, 1, good, "run")] == ["run.incomplete"]
+    assert [v.rule for v in consistency(missing, 1, good, "run")] == ["run.incomplete"]
     assert missing.outcome("t::b") == "missing" and missing.failing() == ["t::b"]
     broken = tmp_path / "broken.xml"
     broken.write_text("<testsuites")
-    assert [v.rule for v in _consistency(passed, 0, broken, "run")] == ["run.no_results"]
-
-
-def test_clean_env_is_minimal_and_disables_plugin_autoload(dirs: GateDirs) -> None:
-    env = clean_env(dirs)
-    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1" and env["PYTHONNOUSERSITE"] == "1"
-    assert env["HOME"].startswith(str(dirs.tmp)) and (dirs.tmp / "home").is_dir()
-    assert not any(key.startswith(("COV", "OOMRL", "PREFECT")) for key in env)
+    assert [v.rule for v in consistency(passed, 0, broken, "run")] == ["run.no_results"]
 
 
 def test_a_missing_test_folder_fails_loudly(tmp_path: Path, dirs: GateDirs) -> None:
-    ws = make_workspace(tmp_path)
-    _prepare(dirs, ws, ["strategies"])
-    request = SuiteRequest(rootdir=dirs.ws, targets=[dirs.ws / "no_tests"], paths=[dirs.ws],
-                           tag="m")
-    suite = run_suite(HashOnlyLock(), dirs, request, timeout_s=120, memory_mb=2048)
+    _prepare(dirs, make_workspace(tmp_path))
+    request = SuiteRequest(workspace=dirs.ws, tests=("no_tests",), tag="m")
+    suite = run_suite(LOCK, dirs, request, timeout_s=120, memory_mb=2048)
     assert suite.collected == []
     assert "run.pytest_error" in [p.rule for p in suite.problems]
     assert "no_tests" in " ".join(p.message for p in suite.problems)
 
 
 def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path) -> None:
-    import json
-
     from guardrails import childrun
 
     (tmp_path / "tests").mkdir()

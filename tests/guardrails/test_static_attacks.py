@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from guardrails.capabilities import Policy
 from guardrails.diffs import apply_patch, check_patch, parse_patch
 from guardrails.sanitizer import scan_source
 from guardrails.testquality import scan_tests
@@ -35,10 +36,12 @@ def static_rules(case: dict[str, str], tmp_path: Path) -> set[str]:
     result = apply_patch(changes, root)
     found |= {v.rule for v in result.violations}
     scan = scan_source if phase == "code-patch" else scan_tests
+    policy = Policy.of("source" if phase == "code-patch" else "tests")
     for path in result.written:
         old = original / path
-        found |= {v.rule for v in scan(path, (root / path).read_text(), old.read_text()
-                                       if old.exists() else None, set())}
+        if path.endswith(".py"):
+            found |= {v.rule for v in scan(path, (root / path).read_bytes(), old.read_bytes()
+                                           if old.exists() else None, policy)}
     return found
 
 
@@ -51,7 +54,10 @@ def test_the_extra_corpus_is_large_and_covers_both_phases() -> None:
 
 @pytest.mark.parametrize("case", cases("attacks"), ids=lambda c: c["id"])
 def test_attack_is_blocked_by_its_rule(case: dict[str, str], tmp_path: Path) -> None:
-    assert case["rule"] in static_rules(case, tmp_path)
+    if case["rule"].startswith("runtime:"):  # harmless to the static checks, caught when run
+        assert static_rules(case, tmp_path) == set()
+    else:
+        assert case["rule"] in static_rules(case, tmp_path)
 
 
 @pytest.mark.parametrize("case", cases("benign"), ids=lambda c: c["id"])

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from guardrails.capabilities import Policy
 from guardrails.diffs import apply_patch, parse_patch
 from guardrails.testquality import count_tests, scan_tests
+from guardrails.verdict import Violation
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"
 HEAD = "import pytest\nfrom strategies.momentum import target_weights\n\n\n"
@@ -113,10 +115,57 @@ CASES: dict[str, list[tuple[str, str]]] = {
     ],
     "tests.pytest_hook": [
         ("def pytest_runtest_makereport(item, call):\n    pass\n", "def make_report(item):\n    return item\n"),
+        ("def _hook(item):\n    pass\n\n\npytest_runtest_setup = _hook\n", "def _hook(item):\n    pass\n\n\nsetup = _hook\n"),
+        ("from tests.helpers import check as pytest_collection_modifyitems\n",
+         "from tests.helpers import check as check_weights\n"),
+        ("class pytest_plugin_holder:\n    pass\n", "class Holder:\n    pass\n"),
+        ("def test_a(pytest_configure=None):\n    assert target_weights({}, 1) == {}\n",
+         "def test_a(configure=None):\n    assert target_weights({}, 1) == {}\n"),
+        ("HOOK = 'pytest_runtest_call'\n", "HOOK = 'runtest call'\n"),
         ("@pytest.hookimpl(tryfirst=True)\ndef helper():\n    pass\n", "@pytest.fixture\ndef helper():\n    return 1\n"),
         ("pytest_plugins = ['evil']\n", "plugins = ['fine']\n"),
         ("def test_a(request):\n    request.config.option.maxfail = 0\n    assert target_weights({}, 1) == {}\n",
          "def test_a(request):\n    assert request.node.name == 'test_a'\n    assert target_weights({}, 1) == {}\n"),
+    ],
+    "tests.reads_source": [
+        (("from pathlib import Path\n\n\ndef test_a():\n"
+          "    src = (Path(__file__).parent.parent / 'strategies' / 'momentum.py').read_text()\n"
+          "    assert 'sorted' in src\n"),
+         ("from pathlib import Path\n\nDATA = Path(__file__).parent / 'data' / 'cases.json'\n\n\n"
+          "def test_a():\n    assert DATA.read_text() != ''\n")),
+        ("def test_a():\n    assert 'x' in open('strategies/momentum.py').read()\n",
+         "import io\nimport pandas as pd\n\n\ndef test_a():\n    assert len(pd.read_csv(io.StringIO('a\\n1\\n'))) == 1\n"),
+        ("def test_a():\n    assert 'mutant' not in __file__\n",
+         "from pathlib import Path\n\n\ndef test_a():\n    assert (Path(__file__).parent / 'data').is_dir()\n"),
+        ("from pathlib import Path\n\n\ndef test_a(name):\n    assert (Path(__file__).parent / name).read_text()\n",
+         ("from pathlib import Path\n\n\ndef test_a():\n    for p in (Path(__file__).parent / 'data').glob('*.json'):\n"
+          "        assert p.read_text()\n")),
+        (("import json\nfrom pathlib import Path\n\n\ndef test_a():\n    p = Path(__file__).parent / '../strategies'\n"
+          "    assert json.loads(p.read_text())\n"),
+         ("from pathlib import Path\n\n\n@pytest.fixture\ndef data_dir():\n    return Path(__file__).parent / 'data'\n\n\n"
+          "def test_a(data_dir):\n    assert (data_dir / 'x.json').read_text()\n")),
+        (("import numpy as np\nfrom pathlib import Path\n\n\ndef test_a():\n"
+          "    assert np.load(Path('strategies') / 'x.npy').sum() > 0\n"),
+         ("import numpy as np\nfrom pathlib import Path\n\n\ndef test_a():\n"
+          "    assert np.load(Path(__file__).resolve().parent / 'x.npy').sum() > 0\n")),
+    ],
+    "tests.stateful": [
+        ("CALLS = []\n\n\ndef test_a():\n    CALLS.append(1)\n    assert target_weights({}, len(CALLS)) == {}\n",
+         "def test_a():\n    calls = []\n    calls.append(1)\n    assert target_weights({}, len(calls)) == {}\n"),
+        ("SEEN = {}\n\n\ndef test_a():\n    SEEN['x'] = 1\n    assert target_weights({}, 1) == {}\n",
+         "SEEN = {'x': 1}\n\n\ndef test_a():\n    assert target_weights({}, SEEN['x']) == {}\n"),
+        ("N = 0\n\n\ndef test_a():\n    global N\n    N += 1\n    assert target_weights({}, N) == {}\n",
+         "N = 1\n\n\ndef test_a():\n    n = N + 1\n    assert target_weights({}, n) == {}\n"),
+    ],
+    "tests.nondeterministic": [
+        (("import numpy as np\n\n\ndef test_a():\n    rng = np.random.default_rng()\n"
+          "    assert target_weights({'A': rng.random()}, 1) == {'A': 1.0}\n"),
+         ("import numpy as np\n\n\ndef test_a():\n    rng = np.random.default_rng(7)\n"
+          "    assert target_weights({'A': rng.random()}, 1) == {'A': 1.0}\n")),
+        ("from datetime import datetime\n\n\ndef test_a():\n    assert target_weights({'A': datetime.now().second}, 1)\n",
+         "from datetime import datetime\n\n\ndef test_a():\n    assert target_weights({'A': datetime(2024, 1, 1).day}, 1)\n"),
+        ("import numpy as np\n\n\ndef test_a():\n    assert target_weights({'A': np.random.rand()}, 1)\n",
+         "import numpy as np\n\n\ndef test_a():\n    assert target_weights({'A': np.float64(1)}, 1)\n"),
     ],
     "tests.autouse_patch": [
         ("@pytest.fixture(autouse=True)\ndef fx(monkeypatch):\n    monkeypatch.setattr('math.pi', 3)\n",
@@ -184,68 +233,77 @@ CASES: dict[str, list[tuple[str, str]]] = {
          ("def test_a(tmp_path):\n    if True:\n        out = d / 'x'\n    d = tmp_path\n    out.write_text('')\n"
          "    assert target_weights({}, 1) == {}\n")),
     ],
-    "sanitizer.trace": [("import sys\nsys.settrace(None)\n", "import sys\nV = sys.version\n")],
+    "sanitizer.module_escape": [("import sys\nsys.settrace(None)\n", "import sys\nV = sys.version_info\n")],
     "sanitizer.reflection": [("M = getattr(pytest.mark, 'sk' + 'ip')\n", "M = getattr(object(), 'x', None)\n")],
-    "sanitizer.test_framework": [("import _pytest.reports\n", "import pytest\n"),
-                                 ("import coverage\n", "import unittest.mock\n")],
+    "sanitizer.import_not_allowed": [("import _pytest.reports\n", "import pytest\n"),
+                                     ("import coverage\n", "import unittest.mock\n")],
     "sanitizer.always_equal": [("class Anything:\n    def __eq__(self, other):\n        return True\n",
                                 "class Point:\n    def __eq__(self, other):\n        return self.x == other.x\n")],
-    "sanitizer.pragma": [("def test_a():  # pragma: no cover\n    assert target_weights({}, 1) == {}\n",
-                          "def test_a():  # plain comment\n    assert target_weights({}, 1) == {}\n")],
 }
+
+
+def scan(path: str, text: str, old: str | None, allow: set[str],
+         source_packages: tuple[str, ...] | None = None) -> list[Violation]:
+    """scan_tests over text, with T's default policy (or other source packages)."""
+    policy = Policy.of("tests", frozenset(source_packages)) if source_packages else None
+    return scan_tests(path, text.encode(), None if old is None else old.encode(), policy,
+                      frozenset(allow))
 
 
 @pytest.mark.parametrize("rule, bad, good", [
     (rule, bad, good) for rule, pairs in CASES.items() for bad, good in pairs])
 def test_rule_flags_the_cheat_and_spares_honest_tests(rule: str, bad: str, good: str) -> None:
-    flagged = scan_tests("tests/test_new.py", HEAD + bad, None, set())
+    flagged = scan("tests/test_new.py", HEAD + bad, None, set())
     assert rule in {v.rule for v in flagged}, flagged
-    honest = scan_tests("tests/test_new.py", HEAD + good, None, set())
+    honest = scan("tests/test_new.py", HEAD + good, None, set())
     assert rule not in {v.rule for v in honest}, honest
 
 
 def test_unchanged_tests_are_not_rejudged_and_removed_tests_are_reported() -> None:
     old = HEAD + "def test_old():\n    target_weights({}, 1)\n\n\ndef test_gone():\n    assert 1 < 2 + target_weights({}, 1)['A']\n"
     new = HEAD + "def test_old():\n    target_weights({}, 1)\n\n\ndef test_new():\n    assert target_weights({}, 1) == {}\n"
-    found = scan_tests("tests/test_m.py", new, old, set())
+    found = scan("tests/test_m.py", new, old, set())
     assert [(v.rule, v.message.split(" was")[0]) for v in found] == [("tests.removed_test", "test test_gone")]
     moved = HEAD + "class TestOld:\n    def test_old(self):\n        target_weights({}, 1)\n\n" \
                    "    def test_gone(self):\n        assert target_weights({}, 1)['A'] > 1\n"
-    assert scan_tests("tests/test_m.py", moved, old, set()) == []  # moved into a class, same tests
+    assert scan("tests/test_m.py", moved, old, set()) == []  # moved into a class, same tests
 
 
 def test_syntax_errors_and_allow() -> None:
-    [error] = scan_tests("tests/test_m.py", "def test_a(:\n", None, set())
+    [error] = scan("tests/test_m.py", "def test_a(:\n", None, set())
     assert (error.rule, error.line) == ("tests.syntax_error", 1)
-    assert scan_tests("tests/test_m.py", "def test_a(:\n", None, {"tests.syntax_error"}) == []
+    assert scan("tests/test_m.py", "def test_a(:\n", None, {"tests.syntax_error"}) == []
     taut = HEAD + "def test_a():\n    assert True\n"
-    assert {v.rule for v in scan_tests("t.py", taut, "broken (", {"tests.tautology"})} == {"tests.no_assert"}
+    assert {v.rule for v in scan("t.py", taut, "broken (", {"tests.tautology"})} == {"tests.no_assert"}
 
 
-@pytest.mark.parametrize("terms", [900, 5000])
-def test_tests_nested_too_deeply_to_check_are_rejected(terms: int) -> None:
-    deep = "import sys\nx = sys.settrace(None) + " + "+".join(["1"] * terms) + "\n"
-    [violation] = scan_tests("tests/test_deep.py", deep, None, set())
+def test_deep_code_is_still_checked_and_code_too_deep_to_parse_is_rejected() -> None:
+    deep = "import sys\nx = sys.settrace(None) + " + "+".join(["1"] * 900) + "\n"
+    assert [v.rule for v in scan("tests/test_deep.py", deep, None, set())] == [
+        "sanitizer.module_escape"]
+    deeper = "import sys\nx = sys.settrace(None) + " + "+".join(["1"] * 5000) + "\n"
+    [violation] = scan("tests/test_deep.py", deeper, None, set())
     assert violation.rule == "tests.syntax_error" and "nests too deeply" in violation.message
-    assert scan_tests("tests/test_deep.py", deep, None, {"tests.syntax_error"}) == []
+    assert scan("tests/test_deep.py", deeper, None, {"tests.syntax_error"}) == []
 
 
 def test_expected_value_tables_are_fine_in_tests() -> None:
     table = HEAD + "CASES = {(('A', 1.0), 1): {'A': 1.0}, (('B', 2.0), 1): {'B': 1.0}}\n\n\n" \
                    "def test_a():\n    for (scores, k), want in CASES.items():\n" \
                    "        assert target_weights(dict(scores), k) == want\n"
-    assert scan_tests("tests/test_t.py", table, None, set()) == []
+    assert scan("tests/test_t.py", table, None, set()) == []
 
 
 def test_data_files_in_t_are_not_parsed_as_python() -> None:
-    assert scan_tests("tests/data/cases.json", '{"a": 1}', None, set()) == []
+    assert scan("tests/data/cases.json", '{"a": 1}', None, set()) == []
 
 
 def test_source_packages_are_configurable() -> None:
     text = HEAD + "import mylib\n\n\ndef test_a(monkeypatch):\n    monkeypatch.setattr(mylib, 'f', 1)\n" \
                   "    assert target_weights({}, 1) == {}\n"
-    assert scan_tests("t.py", text, None, set()) == []
-    found = scan_tests("t.py", text, None, set(), source_packages=("mylib",))
+    assert {v.rule for v in scan("t.py", text, None, set())} == {
+        "sanitizer.import_not_allowed", "sanitizer.module_value"}  # mylib: not allowed, a module
+    found = scan("t.py", text, None, set(), source_packages=("mylib", "strategies"))
     assert {v.rule for v in found} == {"tests.mock_unit"}
 
 
@@ -263,7 +321,7 @@ def test_public_test_gen_attacks_are_flagged(tmp_path: Path, case: str, rule: st
     found: set[str] = set()
     for path in result.written:
         old = STATIC / "workspaces" / "honest" / path
-        found |= {v.rule for v in scan_tests(path, (root / path).read_text(), old.read_text(), set())}
+        found |= {v.rule for v in scan(path, (root / path).read_text(), old.read_text(), set())}
     assert rule in found
 
 
@@ -273,7 +331,7 @@ def test_honest_new_tests_pass_every_rule() -> None:
                  "    w = target_weights({'A': 1.0, 'B': 0.5, 'C': 0.2}, top_k=k)\n"
                  "    (tmp_path / 'w.txt').write_text(str(w))\n"
                  "    assert min(w.values()) >= 0.0\n    assert sum(w.values()) == pytest.approx(1.0)\n")
-    assert scan_tests("tests/test_momentum.py", new, old, set()) == []
+    assert scan("tests/test_momentum.py", new, old, set()) == []
     assert count_tests(old) == 4 and count_tests(new) == 7
 
 

@@ -1,0 +1,192 @@
+"""The gate's judging beyond the visible suite: behaviour outside pytest, red tests about S,
+pre-existing failures, mutants, and honest layouts (new folders, data fixtures)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from guardrails.behaviour_check import behaviour_violations, load_inputs, same
+from guardrails.gate import run_gate
+from guardrails.mutants import killed
+from guardrails.runner import SuiteResult
+from guardrails.workspace import BehaviourContract, GateSetupError
+from tests.guardrails.gate_helpers import (
+    CORPUS,
+    CREATED,
+    MOMENTUM,
+    created_workspaces_untouched,
+    diff_for,
+    fixed_momentum,
+    make_workspace,
+    tree_digest,
+    unchanged,
+)
+
+BEHAVIOUR = ('\n[tool.oomrl.guard.behaviour]\nentry = "strategies.momentum:target_weights"\n'
+             'convention = "call"\nproperties = ["weights", "known_symbols", "deterministic"]\n')
+CASES = {"cases": [
+    {"id": "fresh-top-two", "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7},
+                                       "top_k": 2},
+     "expect": {"W": 0.0, "X": 0.5, "Y": 0.0, "Z": 0.5}},
+    {"id": "ties", "kwargs": {"scores": {"Q": 2.0, "P": 2.0, "R": 1.0}, "top_k": 2}},
+    {"id": "rejects", "kwargs": {"scores": {"M": 1.0}, "top_k": -1}}]}
+
+
+@pytest.fixture(autouse=True)
+def _workspaces_untouched() -> Iterator[None]:
+    with created_workspaces_untouched(), unchanged(CORPUS):
+        yield
+
+
+def behaviour_workspace(tmp_path: Path, base: str = "buggy") -> tuple[Path, Path]:
+    ws = make_workspace(tmp_path, base)
+    with (ws / "pyproject.toml").open("a", encoding="utf-8") as handle:
+        handle.write(BEHAVIOUR)
+    CREATED[ws] = tree_digest(ws)
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "behaviour.json").write_text(json.dumps(CASES))
+    return ws, held
+
+
+def patched(body: str) -> str:
+    """The honest fix with `body` inserted at the top of target_weights."""
+    text = fixed_momentum()
+    return text.replace("    if top_k < 1:", body + "    if top_k < 1:", 1)
+
+
+def test_an_honest_fix_passes_the_behaviour_check(tmp_path: Path) -> None:
+    ws, held = behaviour_workspace(tmp_path)
+    with unchanged(ws, held):
+        verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: fixed_momentum()}),
+                           holdout=held)
+    assert verdict.accepted, verdict.violations
+
+
+def test_code_that_behaves_otherwise_outside_pytest_is_rejected(tmp_path: Path) -> None:
+    ws, held = behaviour_workspace(tmp_path)
+    # pytest attaches handlers to the root logger: the candidate is honest only under pytest
+    # (one line, so coverage cannot tell: both values of the condition are on it)
+    cheat = fixed_momentum().replace(
+        "    return {a: (weight if a in chosen else 0.0) for a in scores}",
+        "    weight *= 1.0 if logging.getLogger().hasHandlers() else 2.0\n"
+        "    return {a: (weight if a in chosen else 0.0) for a in scores}")
+    cheat = cheat.replace("from typing import", "import logging\nfrom typing import", 1)
+    verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: cheat}), holdout=held)
+    rules = {v.rule for v in verdict.violations}
+    assert "behaviour.differs_under_pytest" in rules, verdict.violations
+    assert "behaviour.unexpected" in rules  # the production run also misses the held-out value
+
+
+def test_expected_values_and_properties_are_checked_by_name_only(tmp_path: Path) -> None:
+    ws, held = behaviour_workspace(tmp_path)
+    # right on the visible tests' inputs (at most three assets), wrong on larger ones
+    cheat = patched("    top_k = top_k if len(scores) < 4 else len(scores) * 2\n")
+    verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: cheat}), holdout=held)
+    messages = [v.message for v in verdict.violations]
+    assert messages == ["held-out behaviour case fresh-top-two did not return the expected value"]
+    assert "0.5" not in verdict.to_json()  # the expected values are never shown
+
+
+def test_behaviour_inputs_need_a_contract(tmp_path: Path) -> None:
+    held = tmp_path / "held"
+    held.mkdir()
+    assert load_inputs(None, None) is None and load_inputs(None, held) is None
+    (held / "behaviour.json").write_text("{}")
+    with pytest.raises(GateSetupError, match="no \\[tool.oomrl.guard.behaviour\\] table"):
+        load_inputs(None, held)
+    contract = BehaviourContract("call", "strategies.m:f")
+    with pytest.raises(GateSetupError, match="non-empty 'cases' list"):
+        load_inputs(contract, held)
+
+
+def test_behaviour_comparison_rules() -> None:
+    inputs = {"cases": [{"id": "a", "args": [{"X": 1.0}], "expect": {"X": 1.0}},
+                        {"id": "b", "rebalance": [["2024-01-02", None]]}],
+              "properties": ["weights", "known_symbols", "deterministic"]}
+    good = [{"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}}] * 2},
+            {"id": "b", "calls": [{"ok": True, "value": [True]}] * 2}]
+    assert behaviour_violations(inputs, good, good) == []
+    assert [v.rule for v in behaviour_violations(inputs, None, good)] == ["behaviour.incomplete"]
+    drifting = [{"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}},
+                                      {"ok": True, "value": {"Y": 2.0}}]}]
+    rules = [v.rule for v in behaviour_violations(inputs, drifting, good)]
+    assert rules == ["behaviour.property", "behaviour.incomplete"]
+    unknown = [{"id": "a", "calls": [{"ok": True, "value": {"Z": 1.5}}]}, good[1]]
+    messages = [v.message for v in behaviour_violations(inputs, unknown, unknown)]
+    assert any("known_symbols" in m for m in messages) and any("weights" in m for m in messages)
+    assert same(1, 1.0) and not same(True, 1) and not same([1], [1, 2]) and same("a", "a")
+
+
+def test_red_tests_must_assert_on_values_the_source_returns(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    tests = (ws / "tests" / "test_smoke.py").read_text()
+    new = tests + ("\n\ndef test_mandate(universe):\n    target_weights(universe, top_k=1)\n"
+                   "    assert universe['AAA'] == 4.0\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}), expect="red")
+    assert [v.rule for v in verdict.violations] == ["redgreen.not_about_source"]
+    honest = tests + ("\n\ndef test_mandate(universe):\n    weights = target_weights(universe, top_k=1)\n"
+                      "    assert weights['AAA'] == 0.5\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": honest}), expect="red")
+    assert verdict.accepted, verdict.violations
+
+
+def test_failures_from_before_the_patch_are_pre_existing(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "buggy")  # its own tests already fail on the buggy source
+    tests = (ws / "tests" / "test_smoke.py").read_text()
+    new = tests + ("\n\ndef test_negative_top_k_rejected():\n    with pytest.raises(ValueError):\n"
+                   "        target_weights({'A': 1.0}, top_k=-1)\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": "import pytest\n\n"
+                                                     + new}), expect="red")
+    assert verdict.accepted, verdict.violations
+    assert any("pre-existing failure" in note and "test_ties_broken_alphabetically" in note
+               for note in verdict.notes)
+    assert "notes" not in json.loads(verdict.to_json())  # the verdict's JSON shape is fixed
+
+
+def test_a_mutant_is_killed_only_by_an_assertion_in_a_new_test_that_passed_before() -> None:
+    original = SuiteResult(collected=["t::new", "t::old"], outcomes={
+        "t::new": {"outcome": "passed"}, "t::old": {"outcome": "passed"}})
+    by_old = SuiteResult(outcomes={"t::new": {"outcome": "passed"},
+                                   "t::old": {"outcome": "failed", "assertion": True}})
+    by_error = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False}})
+    by_new = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": True}})
+    assert not killed(by_old, ["t::new"], original) and not killed(by_error, ["t::new"], original)
+    assert killed(by_new, ["t::new"], original)
+
+
+def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    code = diff_for(ws, {
+        "strategies/signals/__init__.py": '"""Signals."""\n',
+        "strategies/signals/ranking.py": ('"""Ranking helpers."""\n\n\ndef ranked(scores):\n'
+                                          '    return sorted(scores, key=lambda a: (-scores[a], a))\n'),
+        MOMENTUM: fixed_momentum().replace(
+            "from typing import Dict, Mapping\n",
+            "from typing import Dict, Mapping\n\nfrom strategies.signals.ranking import ranked as rank_desc\n"
+        ).replace("sorted(scores, key=lambda a: (-scores[a], a))", "rank_desc(scores)")})
+    verdict = run_gate(ws, "code-patch", code)
+    assert verdict.accepted, verdict.violations
+    data = {"tests/data/cases.json": json.dumps([{"scores": {"A": 2.0, "B": 1.0}, "k": 1,
+                                                  "want": {"A": 1.0, "B": 0.0}}]) + "\n",
+            "tests/data/prices.csv": "symbol,score\nA,2.0\nB,1.0\n",
+            "tests/unit/test_from_data.py": (
+                "import csv\nimport json\nfrom pathlib import Path\n\n"
+                "from strategies.momentum import target_weights\n\n"
+                "DATA = Path(__file__).parent.parent / 'data'\n\n\ndef test_cases():\n"
+                "    for case in json.loads((DATA / 'cases.json').read_text()):\n"
+                "        assert target_weights(case['scores'], case['k']) == case['want']\n")}
+    climbing = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
+    assert "tests.reads_source" in {v.rule for v in climbing.violations}
+    data["tests/unit/test_from_data.py"] = (
+        "import json\nfrom pathlib import Path\n\nfrom strategies.momentum import target_weights\n\n"
+        "CASES = Path(__file__).parent / 'cases.json'\n\n\ndef test_cases_from_the_data_file():\n"
+        "    for case in json.loads(CASES.read_text()):\n"
+        "        assert target_weights(case['scores'], case['k']) == case['want']\n")
+    data["tests/unit/cases.json"] = data.pop("tests/data/cases.json")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
+    assert verdict.accepted, verdict.violations
