@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,10 @@ LEGACY_PARTS = "_parts.json"
 LEGACY_MANIFEST = "manifest.json"
 OURS = (".parquet", ".tmp", LEGACY_PARTS, LEGACY_MANIFEST)
 """Name endings of files the store writes: only these are ever removed as orphans."""
+
+
+STORE_FILE = re.compile(r"(bars/\d{4}/part-[0-9a-f]+|(index|membership)(-[0-9a-f]+)?|quarantine/[0-9A-Za-z-]+)\.parquet")
+"""The only names a catalog may give: a tampered catalog cannot make a commit delete a file elsewhere."""
 
 
 class StoreDamagedError(OomrlError):
@@ -72,10 +77,14 @@ class Catalog:
 def _parse(root: Path, raw: bytes) -> Catalog:
     try:
         data = json.loads(raw)
-        return Catalog(generation=int(data["generation"]),
-                       years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
-                       index=data["index"], membership=data["membership"], ingests=list(data["ingests"]))
-    except (ValueError, KeyError, TypeError) as exc:
+        catalog = Catalog(generation=int(data["generation"]),
+                          years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
+                          index=data["index"], membership=data["membership"], ingests=list(data["ingests"]))
+        strange = sorted(name for name in catalog.live_files() if not STORE_FILE.fullmatch(name))
+        if strange:
+            raise ValueError(f"it names {strange[0]!r}, not a store file")
+        return catalog
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise StoreDamagedError(f"the market store catalog {root / CATALOG_FILE} is unreadable ({exc}); "
                                 f"restore it from a backup or move {root} away and ingest again") from exc
 

@@ -171,6 +171,19 @@ def test_a_file_removed_behind_the_stores_back_is_reported(tmp_path: Path, bars:
         store.read_bars()
 
 
+def test_a_tampered_catalog_cannot_point_outside_the_store(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path / "data")
+    store.write_index(_levels("price", [3400.0, 3410.0]))
+    victim = tmp_path / "ledger.db"
+    victim.write_bytes(b"precious")
+    catalog = json.loads((store.root / CATALOG_FILE).read_text())
+    catalog["index"] = "../ledger.db"  # a commit replacing the index would delete the file it names
+    (store.root / CATALOG_FILE).write_text(json.dumps(catalog))
+    with pytest.raises(StoreDamagedError, match="it names '../ledger.db', not a store file"):
+        store.write_index(_levels("price", [3400.0, 3420.0]))
+    assert victim.read_bytes() == b"precious"
+
+
 def test_the_next_writer_clears_what_a_killed_writer_left(tmp_path: Path, bars: BarsFactory) -> None:
     store = MarketStore(tmp_path)
     store.write_bars(bars(days=3))
