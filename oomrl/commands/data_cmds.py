@@ -127,7 +127,7 @@ def register_data(app: typer.Typer) -> None:
     @data_app.command("quarantine")
     def quarantine_command(
         ingest_id: str = typer.Option("last", "--ingest", help="an ingest id, `last` (default) or `all`"),
-        limit: int = typer.Option(SHOWN_QUARANTINE_ROWS * 5, help="rows shown (not with --json)"),
+        limit: int = typer.Option(SHOWN_QUARANTINE_ROWS * 5, min=1, help="rows shown (not with --json)"),
         as_json: bool = typer.Option(False, "--json", help="every row as JSON records (all columns)"),
     ) -> None:
         """Rows that ingests quarantined (not stored as data), with their reasons."""
