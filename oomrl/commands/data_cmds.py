@@ -10,8 +10,8 @@ from rich.table import Table
 
 from oomrl.config import get_settings
 from oomrl.data.ingest import IngestReport, ingest
-from oomrl.data.sources import get_source
 from oomrl.data.lock import DEFAULT_WAIT_S
+from oomrl.data.sources import get_source
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError
 

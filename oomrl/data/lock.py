@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from filelock import FileLock, Timeout
 
@@ -63,7 +63,7 @@ class WriterLock:
         """The note of a previous writer that died holding the lock (found on acquiring), if any."""
         self._lock: FileLock | None = None
 
-    def __enter__(self) -> WriterLock:
+    def __enter__(self) -> Self:
         private_dir(self.root)
         lock = FileLock(self.root / LOCK_FILE, mode=PRIVATE_FILE, thread_local=False, fallback_to_soft=False)
         try:
