@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +34,16 @@ POLL_S = 0.1
 
 class StoreBusyError(OomrlError):
     """Another process is writing the market store and did not finish within the wait."""
+
+
+_held = threading.local()
+"""Stores whose lock this thread holds: taking one again would wait for itself until the timeout."""
+
+
+def _held_roots() -> set[Path]:
+    if not hasattr(_held, "roots"):
+        _held.roots = set()
+    return _held.roots
 
 
 def read_holder(root: Path) -> dict[str, Any] | None:
@@ -64,6 +75,9 @@ class WriterLock:
         self._lock: FileLock | None = None
 
     def __enter__(self) -> Self:
+        if self.root.resolve() in _held_roots():
+            raise OomrlError(f"this thread already holds the writer lock of {self.root}: write through its open "
+                             "transaction (store.transaction() on the transaction joins it)")
         private_dir(self.root)
         lock = FileLock(self.root / LOCK_FILE, mode=PRIVATE_FILE, thread_local=False, fallback_to_soft=False)
         try:
@@ -91,6 +105,7 @@ class WriterLock:
         except BaseException:
             lock.release()
             raise
+        _held_roots().add(self.root.resolve())
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -99,5 +114,6 @@ class WriterLock:
         try:
             (self.root / HOLDER_FILE).unlink(missing_ok=True)
         finally:
+            _held_roots().discard(self.root.resolve())
             self._lock.release()
             self._lock = None

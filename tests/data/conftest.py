@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -35,3 +38,25 @@ def make_bars(symbols: tuple[str, ...] = ("600519.SH", "300750.SZ"), start: str 
 def bars() -> BarsFactory:
     """The make_bars builder."""
     return make_bars
+
+
+@contextmanager
+def writer_elsewhere(root: Path) -> Iterator[None]:
+    """Hold the store's writer lock from another thread (as another process would) for the block."""
+    from oomrl.data.store import MarketStore
+
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with MarketStore(root).transaction():
+            holding.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert holding.wait(30)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(30)

@@ -24,6 +24,7 @@ from oomrl.data.sources.synthetic import SyntheticSource
 from oomrl.data.store import MarketStore
 from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
 from tests.conftest import FIXTURES
+from tests.data.conftest import writer_elsewhere
 
 AKSHARE_STYLE = FIXTURES / "data" / "csv_akshare_style"
 MAPPED = FIXTURES / "data" / "csv_mapped"
@@ -234,7 +235,7 @@ def test_bars_after_the_last_closed_session_are_quarantined_and_kept(oomrl_home:
 
 def test_cli_ingest_waits_for_another_writer_or_refuses(oomrl_home: Path) -> None:
     store = MarketStore(get_settings().data_dir)
-    with store.transaction():
+    with writer_elsewhere(store.root):
         refused = CliRunner().invoke(app, ["ingest", "--source", f"csv:{MAPPED}", "--universe", "600519",
                                            "--wait", "0"])
     assert refused.exit_code == 1 and "is being written by pid" in refused.output

@@ -18,8 +18,8 @@ from oomrl.data import parts
 from oomrl.data.catalog import CATALOG_FILE, StoreDamagedError
 from oomrl.data.lock import HOLDER_FILE, LOCK_FILE, StoreBusyError
 from oomrl.data.store import MarketStore, StoreWriteError
-from oomrl.errors import DataValidationError
-from tests.data.conftest import BarsFactory
+from oomrl.errors import DataValidationError, OomrlError
+from tests.data.conftest import BarsFactory, writer_elsewhere
 
 
 def test_write_then_read_round_trip(tmp_path: Path, bars: BarsFactory) -> None:
@@ -406,7 +406,7 @@ def test_a_read_racing_endless_commits_gives_up_with_a_message(tmp_path: Path, b
 
 def test_an_unreadable_lock_note_still_names_the_holder_as_best_it_can(tmp_path: Path) -> None:
     store = MarketStore(tmp_path)
-    with store.transaction():
+    with writer_elsewhere(tmp_path):
         (tmp_path / HOLDER_FILE).write_text("{garbage")
         with pytest.raises(StoreBusyError, match=r"written by pid \? \(\(unreadable note\)\)"), \
                 store.transaction(wait=0):
@@ -426,3 +426,14 @@ def test_a_lock_note_that_cannot_be_written_releases_the_lock(tmp_path: Path,
     monkeypatch.undo()
     with store.transaction(wait=0) as tx:  # not left locked
         assert tx.recovery_note() is None
+
+
+def test_a_second_transaction_in_the_same_thread_fails_at_once(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    with store.transaction() as tx:
+        with pytest.raises(OomrlError, match="this thread already holds the writer lock"):
+            MarketStore(tmp_path / ".").write_bars(bars(days=3))  # would otherwise wait for itself
+        with tx.transaction() as joined:  # the way to nest: join the open transaction
+            joined.write_bars(bars(days=3))
+    assert len(store.read_bars()) == 6
+    store.write_bars(bars(days=5))  # released: the thread may write again
