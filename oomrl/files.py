@@ -1,9 +1,11 @@
-"""Private paths under OOMRL_HOME: folders 0700 and files 0600, whatever the process umask."""
+"""Private paths under OOMRL_HOME (folders 0700, files 0600, whatever the umask) and atomic file writes."""
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 PRIVATE_DIR = 0o700
@@ -73,3 +75,33 @@ def sqlite_file(url: str) -> Path | None:
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
     return Path(database)
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (a power cut after os.replace must not undo it)."""
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def atomic_write(path: Path, write: Callable[[str], object], durable: bool = False) -> None:
+    """Write via a private temp file in the same folder, fsync, then os.replace: readers see old or new, never half.
+
+    mkstemp creates the file 0600 and os.replace keeps that mode. `durable` also fsyncs the folder, for
+    commit points whose rename must survive a power cut.
+    """
+    private_dir(path.parent)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        write(temp_name)
+        with open(temp_name, "rb+") as stream:
+            os.fsync(stream.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(path.parent)

@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oomrl.data.parts import Part, atomic_write
+from oomrl.data.parts import Part
 from oomrl.errors import OomrlError
+from oomrl.files import atomic_write
 
 CATALOG_FILE = "store.json"
 FORMAT = 2

@@ -21,9 +21,8 @@ from typing import Any, Self
 
 from filelock import FileLock, Timeout
 
-from oomrl.data.parts import atomic_write
 from oomrl.errors import OomrlError
-from oomrl.files import PRIVATE_FILE, private_dir
+from oomrl.files import PRIVATE_FILE, atomic_write, private_dir
 
 LOCK_FILE = ".writer.lock"
 HOLDER_FILE = ".writer.json"

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,42 +13,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oomrl.files import private_dir
+from oomrl.files import atomic_write
 
 MAX_PARTS = 12
 """Beyond this many parts a write compacts the year into one file (reads stay a handful of scans)."""
 COMPRESSION = "zstd"
 BAR_KEY = ["date", "symbol"]
-
-
-def fsync_dir(folder: Path) -> None:
-    """Make a rename in `folder` durable (a power cut after os.replace must not undo it)."""
-    handle = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
-
-
-def atomic_write(path: Path, write: Callable[[str], object], durable: bool = False) -> None:
-    """Write via a private temp file in the same folder, fsync, then os.replace: readers see old or new, never half.
-
-    mkstemp creates the file 0600 and os.replace keeps that mode. `durable` also fsyncs the folder, for
-    commit points whose rename must survive a power cut.
-    """
-    private_dir(path.parent)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        write(temp_name)
-        with open(temp_name, "rb+") as stream:
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    if durable:
-        fsync_dir(path.parent)
 
 
 def write_parquet(table: pa.Table, path: Path) -> None:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from oomrl import files
 from oomrl.data import parts
 from oomrl.data.catalog import CATALOG_FILE, StoreDamagedError
 from oomrl.data.lock import HOLDER_FILE, LOCK_FILE, StoreBusyError
@@ -111,14 +112,14 @@ def test_a_crash_before_the_catalog_commit_hides_everything_written(tmp_path: Pa
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     store = MarketStore(tmp_path)
     store.write_bars(bars(days=3))
-    real_replace = parts.os.replace
+    real_replace = files.os.replace
 
     def crash_on_commit(src: str, dst: str) -> None:
         if str(dst).endswith(CATALOG_FILE):
             raise OSError(errno.EIO, "power cut")
         real_replace(src, dst)
 
-    monkeypatch.setattr(parts.os, "replace", crash_on_commit)
+    monkeypatch.setattr(files.os, "replace", crash_on_commit)
     with pytest.raises(StoreWriteError, match="Input/output error"), store.transaction() as tx:
         tx.write_bars(bars(days=5))
         tx.write_index(_levels("price", [3400.0, 3410.0]))
