@@ -266,7 +266,7 @@ class StrategyVersions:
         target = self.exports / sha
         if target.is_dir():
             return target
-        self.exports.mkdir(parents=True, exist_ok=True)
+        private_dir(self.exports)
         staging = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=self.exports))
         archive = subprocess.run(["git", "archive", "--format=tar", sha], cwd=self.workspace,
                                  capture_output=True, check=True).stdout

@@ -14,7 +14,7 @@ from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.critic import autopsy_for
 from oomrl.diagnostics.rules import AlertConfig, evaluate, load_config
 from oomrl.errors import DataValidationError
-from oomrl.files import private_dir
+from oomrl.files import private_dir, private_file
 
 
 class AlertLedger(Protocol):
@@ -52,8 +52,7 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
             continue
         log = None
         if log_dir is not None:
-            private_dir(log_dir)
-            log = log_dir / f"fills-{alert.alert_id}.csv"
+            log = private_file(private_dir(log_dir) / f"fills-{alert.alert_id}.csv")  # to_csv keeps the 0600
             dated = fills.assign(date=pd.to_datetime(fills["date"]))
             dated[dated["date"] <= pd.Timestamp(alert.as_of)].to_csv(log, index=False)
         autopsy = autopsy_for(alert, nav, fills, config, module=module,
