@@ -78,6 +78,9 @@ class StoreReader:
                         f"{exc.filename or exc}: a file the market store at {self.root} names is missing; "
                         "something outside oomrl removed it. Move the store away and ingest again") from exc
                 catalog = latest
+            except (OSError, pa.ArrowInvalid) as exc:  # permissions, I/O errors, a file that is not parquet
+                raise StoreDamagedError(f"cannot read the market store at {self.root}: {exc}; `oomrl data check` "
+                                        "lists the damaged files") from exc
         raise StoreDamagedError(f"the market store at {self.root} changed {READ_ATTEMPTS} times during one read")
 
     # -- bars ----------------------------------------------------------------------------------

@@ -19,7 +19,14 @@ from typing import Any
 
 import pandas as pd
 
-from oomrl.data.catalog import CATALOG_FILE, Catalog, load_catalog, orphans, save_catalog
+from oomrl.data.catalog import (
+    CATALOG_FILE,
+    Catalog,
+    StoreDamagedError,
+    load_catalog,
+    orphans,
+    save_catalog,
+)
 from oomrl.data.lock import HOLDER_FILE, LOCK_FILE, WriterLock, describe
 from oomrl.data.parts import merge_year, table_of, write_parquet
 from oomrl.data.reader import StoreReader
@@ -47,6 +54,9 @@ def _store_io(root: Path) -> Iterator[None]:
     """File-system failures of store writes (disk full, read-only, permissions) as one clear StoreWriteError."""
     try:
         yield
+    except FileNotFoundError as exc:  # a write reads the parts it merges with: one is gone
+        raise StoreDamagedError(f"{exc.filename or exc}: a file the market store at {root} names is missing; "
+                                "`oomrl data check` lists the damaged files") from exc
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
         reason = os.strerror(exc.errno) if isinstance(exc.errno, int) else str(exc)  # pyarrow puts detail in strerror

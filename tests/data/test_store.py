@@ -167,6 +167,13 @@ def test_a_file_removed_behind_the_stores_back_is_reported(tmp_path: Path, bars:
     next(tmp_path.rglob("part-*.parquet")).unlink()
     with pytest.raises(StoreDamagedError, match="part-.*names is missing.*ingest again"):
         store.read_bars()
+    with pytest.raises(StoreDamagedError, match="part-.*names is missing.*oomrl data check"):
+        store.write_bars(bars(days=3))  # the write merges with the missing part
+    other = MarketStore(tmp_path / "other")
+    other.write_bars(bars(days=3))
+    next(other.root.rglob("part-*.parquet")).write_bytes(b"not parquet at all")
+    with pytest.raises(StoreDamagedError, match="cannot read the market store .*oomrl data check"):
+        other.read_bars()
     (tmp_path / CATALOG_FILE).write_text("{not json")
     with pytest.raises(StoreDamagedError, match="store.json is unreadable"):
         store.read_bars()
