@@ -10,6 +10,8 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY
+
 
 def _config_file_values() -> dict[str, Any]:
     """Values from the TOML file named by OOMRL_CONFIG, or OOMRL_HOME/config.toml when present."""
@@ -48,8 +50,10 @@ class Settings(BaseSettings):
     account: str = "paper"
     initial_cash: float = 10_000_000.0
     kill_threshold: float = 0.20
-    reward_lambda: float = 0.0015
-    reward_gamma: float = 0.0
+    reward_lambda: float = DEFAULT_LAMBDA
+    reward_gamma: float = DEFAULT_GAMMA  # calibrated from the impact model (docs/portfolio.md)
+    reward_terminal_penalty: float = DEFAULT_TERMINAL_PENALTY  # Eq. 2's P_terminal
+    market_rules: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-market rule overrides
     llm_provider: str | None = None
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"

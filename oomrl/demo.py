@@ -138,10 +138,10 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
                  repairer: Repairer = run_repair_inline) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
-    from oomrl.market.rules import AShareRules
     from oomrl.metrics.attribution import benchmark_returns
-    from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceSetup, load_panels, rebalance
-    from oomrl.portfolio.service import open_ledger, resolve_strategy
+    from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance
+    from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
+    from oomrl.portfolio.setup import rebalance_setup
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
@@ -151,6 +151,7 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     versions.activate("v1", config.account, config.strategy)
     panels = load_panels(store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS)
     benchmark = benchmark_returns(store, "price")
+    members = membership(store)  # point-in-time CSI 300: the demo trades only members on the day
     weeks = weeks_between(config.start, config.end)
     log, last_promotion = DemoLog(), -config.cooldown_weeks
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -158,9 +159,8 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
         bar = progress.add_task("replaying weeks", total=len(weeks))
         for number, week in enumerate(weeks):
             resolved = resolve_strategy(settings, ledger, config.account)
-            setup = RebalanceSetup(resolved.strategy, resolved.strategy.Params(), resolved.version,
-                                   AShareRules(), settings.reward_lambda, settings.reward_gamma,
-                                   settings.kill_threshold, resolved.view_class)
+            setup = rebalance_setup(resolved.strategy, resolved.version, settings, members,
+                                    view_class=resolved.view_class)
             for day in week:
                 final = day == weeks[-1][-1]  # book the window's last session, due or not
                 if not (final or resolved.strategy.rebalance_due(day, ledger.account(config.account).last_date)):

@@ -22,7 +22,14 @@ BAR_COLUMNS: tuple[str, ...] = (
     "adjustment",  # str: "none" | "qfq" | "hfq"
     "prev_close_raw",  # float64, the previous close the price limit applies to, on this row's price basis
     #                    (unadjusted for adjustment "none"; for qfq/hfq the adjusted previous close, which
-    #                    keeps the day's return and hence limit moves); NaN when unknown
+    #                    keeps the day's return and hence limit moves); NaN when unknown. Divided by
+    #                    `factor` it is the exchange's reference price (the ex-rights price on an ex-date)
+    "factor",      # float64, Qlib's adjustment factor: adjusted price = raw price x factor, so the raw
+    #                (traded) price is open/high/low/close / factor; 1.0 for unadjusted rows; NaN unknown
+    "st",          # float64, 1.0 when the security is under risk warning (ST or *ST) that day, 0.0 when
+    #                not, NaN when unknown (treated as not ST)
+    "list_date",   # float64, the listing (or relisting) date as the number YYYYMMDD; NaN when unknown
+    #                (treated as long listed). The first sessions after it may trade without limits
 )
 
 INDEX_COLUMNS: tuple[str, ...] = ("date", "code", "close", "kind")  # kind: "price" | "total_return"
@@ -32,7 +39,10 @@ BENCHMARK_CODE = "000300"
 ADJUSTMENTS: frozenset[str] = frozenset({"none", "qfq", "hfq"})
 INDEX_KINDS: frozenset[str] = frozenset({"price", "total_return"})
 PRICE_FIELDS: tuple[str, ...] = ("open", "high", "low", "close")
-FLOAT_FIELDS: tuple[str, ...] = (*PRICE_FIELDS, "volume", "amount", "prev_close_raw")
+FLOAT_FIELDS: tuple[str, ...] = (*PRICE_FIELDS, "volume", "amount", "prev_close_raw", "factor", "st",
+                                  "list_date")
+STATUS_FIELDS: tuple[str, ...] = ("factor", "st", "list_date")
+"""Columns a source may not know: absent from a frame they are NaN (unknown), never an error."""
 SHARES_PER_LOT = 100
 NANOS_PER_DAY = 86_400 * 10**9
 
@@ -62,9 +72,12 @@ def _strings(values: pd.Series) -> np.ndarray:
 
 
 def _conform(frame: pd.DataFrame, columns: tuple[str, ...], what: str,
-             converters: dict[str, Callable[[pd.Series], Any]]) -> pd.DataFrame:
-    _require_columns(frame, columns, what)
+             converters: dict[str, Callable[[pd.Series], Any]], optional: tuple[str, ...] = ()) -> pd.DataFrame:
+    _require_columns(frame, [name for name in columns if name not in optional], what)
     source = frame.reset_index(drop=True)
+    for name in optional:
+        if name not in source.columns:
+            source = source.assign(**{name: np.nan})
     return pd.DataFrame({name: converters.get(name, _floats)(source[name]) for name in columns})
 
 
@@ -87,12 +100,14 @@ def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
     """
     if _already_bars(frame):
         return frame
-    return _conform(frame, BAR_COLUMNS, "bar", {"date": _dates, "symbol": _strings, "adjustment": _strings})
+    return _conform(frame, BAR_COLUMNS, "bar", {"date": _dates, "symbol": _strings, "adjustment": _strings},
+                    optional=STATUS_FIELDS)
 
 
 def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     """Index levels in schema order and dtypes (date, code, close, kind)."""
-    code = lambda values: values.astype(str).str.zfill(6).to_numpy()
+    # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay as given.
+    code = lambda values: values.astype(str).map(lambda text: text.zfill(6) if text.isdigit() else text).to_numpy()
     return _conform(frame, INDEX_COLUMNS, "index", {"date": _dates, "code": code, "kind": _strings})
 
 
@@ -110,6 +125,25 @@ def empty_bars() -> pd.DataFrame:
     frame["symbol"] = frame["symbol"].astype(object)
     frame["adjustment"] = frame["adjustment"].astype(object)
     return frame
+
+
+def yyyymmdd(values: Any) -> np.ndarray:
+    """Dates as the float YYYYMMDD the `list_date` column holds (NaT -> NaN)."""
+    stamps = pd.DatetimeIndex(pd.to_datetime(np.ravel(np.asarray(values, dtype=object)), errors="coerce"))
+    numbers = (stamps.year * 10000 + stamps.month * 100 + stamps.day).to_numpy(dtype=np.float64)
+    return np.where(stamps.isna(), np.nan, numbers).reshape(np.shape(values))
+
+
+def from_yyyymmdd(values: Any) -> np.ndarray:
+    """The `list_date` numbers back to datetime64[ns] (NaN -> NaT)."""
+    numbers = np.asarray(values, dtype=np.float64)
+    flat = np.ravel(numbers)
+    known = np.isfinite(flat)
+    out = np.full(flat.shape, np.datetime64("NaT"), dtype="datetime64[ns]")
+    if known.any():
+        text = pd.Series(flat[known].astype(np.int64).astype(str))
+        out[known] = pd.to_datetime(text, format="%Y%m%d", errors="coerce").to_numpy()
+    return out.reshape(numbers.shape)
 
 
 def empty_index() -> pd.DataFrame:

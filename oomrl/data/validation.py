@@ -17,10 +17,11 @@ from oomrl.data.schema import (
     conform_bars,
     conform_index,
     conform_membership,
+    from_yyyymmdd,
 )
 from oomrl.errors import DataValidationError
-from oomrl.market import boards
-from oomrl.market.calendar import last_completed_session, non_sessions
+from oomrl.market import boards, markets
+from oomrl.market.calendar import CALENDAR_NAME, last_completed_session, non_sessions
 
 LIMIT_TOLERANCE = 0.005
 """Slack on the price-limit rule (fraction of prev close) on top of two 0.01 CNY ticks: qfq prices are
@@ -91,6 +92,13 @@ def _not_in(values: pd.Series, accept: Callable[[str], bool]) -> np.ndarray:
     return verdicts[codes] if len(uniques) else np.zeros(len(values), dtype=bool)
 
 
+def _per_value(values: pd.Series, function: Callable[[str], object]) -> np.ndarray:
+    """`function` of each row's value, computed once per distinct value (symbols repeat thousands of times)."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    return np.array([function(str(value)) for value in uniques], dtype=object)[codes] if len(uniques) else \
+        np.array([], dtype=object)
+
+
 def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(identical extra copies, conflicting rows) for rows sharing `key`."""
     dup_any = frame.duplicated(key, keep=False).to_numpy()
@@ -103,9 +111,10 @@ def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, n
     return identical_extra, (conflicting == "both").to_numpy()
 
 
-def _limit_pct(symbols: pd.Series) -> np.ndarray:
-    by_symbol = {sym: boards.price_limit_pct(sym) for sym in pd.unique(symbols)}
-    return symbols.map(by_symbol).to_numpy(dtype=np.float64)
+def _limit_pct(rows: pd.DataFrame) -> np.ndarray:
+    """Limit fraction per row by board, date, ST flag and listing age; NaN where no limit applies."""
+    return markets.row_limit_fractions(rows["symbol"].to_numpy(), rows["date"].to_numpy(), rows["st"].to_numpy(),
+                                       from_yyyymmdd(rows["list_date"].to_numpy()))
 
 
 def _limit_breaches(frame: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray, Callable[[int], str]]:
@@ -114,13 +123,14 @@ def _limit_breaches(frame: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray
     The previous close is prev_close_raw when the source gave one, else the previous bar's close of
     the same symbol (same adjustment basis, so returns and hence limit moves are preserved).
     """
-    needed = ["symbol", "date", "close", "high", "low", "prev_close_raw"]
+    needed = ["symbol", "date", "close", "high", "low", "prev_close_raw", "st", "list_date"]
     ordered = frame.loc[usable, needed].sort_values(["symbol", "date"], kind="mergesort")
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
     prev = ordered["prev_close_raw"].where(ordered["prev_close_raw"].notna(), previous)
-    pct = _limit_pct(ordered["symbol"])
+    pct = pd.Series(_limit_pct(ordered), index=ordered.index)
     slack = pct + LIMIT_TOLERANCE + 2 * TICK / prev
     breach = ((ordered["high"] / prev - 1 > slack) | (ordered["low"] / prev - 1 < -slack)).to_numpy()
+    pct_of = pct.to_dict()
     mask = np.zeros(len(frame), dtype=bool)
     mask[ordered.index[breach]] = True
 
@@ -128,7 +138,7 @@ def _limit_breaches(frame: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray
         sym, base = frame.at[row, "symbol"], prev[row]
         return (f"close {frame.at[row, 'close']:.4g} (high {frame.at[row, 'high']:.4g}, low "
                 f"{frame.at[row, 'low']:.4g}) vs prev close {base:.4g}: {frame.at[row, 'close'] / base - 1:+.1%}, "
-                f"beyond the ±{boards.price_limit_pct(sym):.0%} {boards.board_of(sym).value}-board limit")
+                f"beyond the ±{pct_of[row]:.0%} {boards.board_of(sym).value}-board limit on that date")
 
     return mask, detail
 
@@ -154,20 +164,29 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
     return bad.fillna(False).to_numpy()
 
 
-def _dated_checks(reasons: _Reasons, dates: pd.Series, now: datetime | None) -> None:
-    """Calendar rules: a date after the last session that had closed as of `now` (its data cannot be final),
-    or an earlier date that is not an XSHG session."""
+def _dated_checks(reasons: _Reasons, dates: pd.Series, now: datetime | None,
+                  calendars: np.ndarray | None = None) -> None:
+    """Calendar rules: a date after the last session of its exchange that had closed as of `now` (its data
+    cannot be final), or an earlier date that is not a session. `calendars` names each row's exchange
+    calendar (default XSHG; None for a row skips the rules)."""
     clock = now or datetime.now(UTC)
-    last = last_completed_session(clock)
+    names = np.full(len(dates), CALENDAR_NAME, dtype=object) if calendars is None else np.asarray(calendars, object)
     dated = dates.notna().to_numpy()
-    future = dated & (dates > last).to_numpy()
-    reasons.add(future, "future_session", lambda row: (
-        f"{dates.iat[row]:%Y-%m-%d} is after the last completed XSHG session {last:%Y-%m-%d} "
-        f"(close 15:00 Asia/Shanghai) as of {pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"))
-    past = dated & ~future
+    future = np.zeros(len(dates), dtype=bool)
     off = np.zeros(len(dates), dtype=bool)
-    off[past] = non_sessions(dates[past]).to_numpy()
-    reasons.add(off, "non_session", lambda row: f"{dates.iat[row]:%Y-%m-%d} is not an XSHG session")
+    last_of: dict[str, pd.Timestamp] = {}
+    for name in sorted({n for n in names[dated] if n}):
+        rows = dated & (names == name)
+        last_of[name] = last = last_completed_session(clock, name)
+        late = rows & (dates > last).to_numpy()
+        future |= late
+        past = rows & ~late
+        off[past] = non_sessions(dates[past], name).to_numpy()
+    close = {"XSHG": " (close 15:00 Asia/Shanghai)"}
+    reasons.add(future, "future_session", lambda row: (
+        f"{dates.iat[row]:%Y-%m-%d} is after the last completed {names[row]} session "
+        f"{last_of[names[row]]:%Y-%m-%d}{close.get(names[row], '')} as of {pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"))
+    reasons.add(off, "non_session", lambda row: f"{dates.iat[row]:%Y-%m-%d} is not an {names[row]} session")
 
 
 def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
@@ -183,7 +202,7 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
     nan_cols = bars[["date", "symbol", *PRICE_FIELDS, "volume"]].isna()
     nan_any = nan_cols.any(axis=1).to_numpy()
     reasons.add(nan_any, "missing_value", lambda row: ",".join(nan_cols.columns[nan_cols.iloc[row]]))
-    bad_symbol = _not_in(bars["symbol"], lambda value: bool(boards.SYMBOL_PATTERN.fullmatch(value)))
+    bad_symbol = _not_in(bars["symbol"], markets.is_symbol)
     reasons.add(bad_symbol, "bad_symbol", lambda row: repr(bars.at[row, "symbol"]))
     reasons.add(_not_in(bars["adjustment"], ADJUSTMENTS.__contains__), "bad_adjustment",
                 lambda row: repr(bars.at[row, "adjustment"]))
@@ -197,7 +216,9 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
     extra, conflicting = _duplicate_masks(bars, ["date", "symbol"])
     reasons.add(extra, "duplicate", "identical copy of another (date, symbol) row")
     reasons.add(conflicting, "duplicate", "conflicting rows for the same (date, symbol)")
-    _dated_checks(reasons, bars["date"], now)
+    _dated_checks(reasons, bars["date"], now, _per_value(bars["symbol"], markets.calendar_of))
+    reasons.add(_bad_status(bars), "bad_status", lambda row: (
+        f"factor {bars.at[row, 'factor']}, st {bars.at[row, 'st']}, list_date {bars.at[row, 'list_date']}"))
     reasons.add(_volume_amount(bars), "volume_amount", lambda row: (
         f"volume {bars.at[row, 'volume']:.6g} shares, amount {bars.at[row, 'amount']:.6g} CNY "
         f"inconsistent with each other or the range [{bars.at[row, 'low']}, {bars.at[row, 'high']}]"))
@@ -206,6 +227,14 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
     limit_mask, limit_detail = _limit_breaches(bars, usable)
     reasons.add(limit_mask, "limit_breach", limit_detail)
     return reasons.split(bars)
+
+
+def _bad_status(bars: pd.DataFrame) -> np.ndarray:
+    """A factor that is not positive, an ST flag other than 0/1, a list_date that is not a YYYYMMDD date."""
+    factor, st, listed = bars["factor"], bars["st"], bars["list_date"]
+    bad = (factor.notna() & ~(factor > 0)) | (st.notna() & ~st.isin([0.0, 1.0]))
+    bad |= listed.notna() & pd.isna(from_yyyymmdd(listed.to_numpy()))
+    return bad.to_numpy()
 
 
 def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
@@ -220,7 +249,8 @@ def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> Validati
     reasons.add(~levels["kind"].isin(INDEX_KINDS).to_numpy(), "bad_kind", lambda row: repr(levels.at[row, "kind"]))
     extra, conflicting = _duplicate_masks(levels, ["date", "code", "kind"])
     reasons.add(extra | conflicting, "duplicate")
-    _dated_checks(reasons, levels["date"], now)
+    _dated_checks(reasons, levels["date"], now,
+                  _per_value(levels["code"], lambda code: markets.market_of_index(code).calendar))
     ordered = levels.loc[~reasons.any].sort_values(["code", "kind", "date"])
     move = ordered.groupby(["code", "kind"])["close"].pct_change().abs()
     jump = np.zeros(len(levels), dtype=bool)

@@ -1,11 +1,16 @@
-"""Boards and price-limit classes of A-share codes (main board, ChiNext, STAR, ST), from the code alone."""
+"""Boards of A-share codes (main board, ChiNext, STAR, BSE) from the code alone, and single-symbol limit helpers."""
 
 from __future__ import annotations
 
 import re
+from datetime import date
 from enum import Enum
 
+import numpy as np
+
 SYMBOL_PATTERN = re.compile(r"^(\d{6})\.(SH|SZ|BJ)$")
+# Risk-warning names carry ST, *ST (or, before the 2006 share reform, S*ST / SST) as a prefix.
+RISK_WARNING_NAME = re.compile(r"^\s*(\*|S\*|S)?ST(?![A-Za-z])")
 
 
 class Board(str, Enum):
@@ -15,10 +20,6 @@ class Board(str, Enum):
     CHINEXT = "chinext"
     STAR = "star"
     BSE = "bse"
-
-
-LIMIT_PCT: dict[Board, float] = {Board.MAIN: 0.10, Board.CHINEXT: 0.20, Board.STAR: 0.20, Board.BSE: 0.30}
-ST_LIMIT_PCT = 0.05
 
 
 def exchange_of(code: str) -> str:
@@ -66,21 +67,24 @@ def board_of(symbol: str) -> Board:
     return Board.MAIN
 
 
-def price_limit_pct(symbol: str, is_st: bool = False) -> float:
-    """Daily price-limit fraction: ±10 % main, ±20 % ChiNext/STAR, ±30 % BSE, ±5 % ST on the main board."""
-    board = board_of(symbol)
-    if is_st and board == Board.MAIN:
-        return ST_LIMIT_PCT
-    return LIMIT_PCT[board]
+def price_limit_pct(symbol: str, is_st: bool = False, on: date | None = None) -> float:
+    """Daily price-limit fraction of one symbol on a date (default today); see oomrl.market.limits."""
+    from oomrl.market import limits
+
+    day = np.array([on or date.today()], dtype="datetime64[D]")
+    return float(limits.limit_fraction(limits.BOARD_CODE[board_of(symbol)], day, is_st)[0])
 
 
-def limit_prices(prev_close: float, symbol: str, is_st: bool = False) -> tuple[float, float]:
-    """(limit-down, limit-up) prices from the unadjusted previous close, rounded to the 0.01 CNY tick."""
-    pct = price_limit_pct(symbol, is_st)
-    # Exchanges round the limit price half-up to the tick; Decimal avoids binary rounding surprises.
-    from decimal import ROUND_HALF_UP, Decimal
+def limit_prices(prev_close: float, symbol: str, is_st: bool = False, on: date | None = None
+                 ) -> tuple[float, float]:
+    """(limit-down, limit-up) prices from the exchange's reference (unadjusted previous close)."""
+    from oomrl.market import limits
 
-    base = Decimal(str(prev_close))
-    up = (base * (1 + Decimal(str(pct)))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    down = (base * (1 - Decimal(str(pct)))).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    return float(down), float(up)
+    pct = price_limit_pct(symbol, is_st, on)
+    down, up = limits.limit_prices_fen(np.array([round(prev_close * 100)]), np.array([pct]))
+    return int(down[0]) / 100, int(up[0]) / 100
+
+
+def risk_warning(name: str) -> bool:
+    """True when a security's name on a date marks it as under risk warning (ST, *ST)."""
+    return bool(RISK_WARNING_NAME.match(str(name)))

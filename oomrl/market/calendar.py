@@ -1,4 +1,4 @@
-"""The XSHG (Shanghai/Shenzhen A-share) trading calendar, from exchange_calendars."""
+"""Trading calendars from exchange_calendars: XSHG (Shanghai/Shenzhen A-shares) by default, any other by name."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datetime import datetime
 from functools import lru_cache
 
 import exchange_calendars as xcals
+import numpy as np
 import pandas as pd
 
 CALENDAR_NAME = "XSHG"
@@ -13,15 +14,21 @@ CALENDAR_START = "2000-01-01"
 """exchange_calendars defaults to the last 20 years; the CSI 300 history starts in 2005."""
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=8)
+def get(name: str = CALENDAR_NAME) -> xcals.ExchangeCalendar:
+    """A calendar by exchange_calendars name (loaded once; construction takes a while)."""
+    return xcals.get_calendar(name, start=CALENDAR_START)
+
+
 def xshg() -> xcals.ExchangeCalendar:
-    """The XSHG calendar (loaded once; construction takes a while)."""
-    return xcals.get_calendar(CALENDAR_NAME, start=CALENDAR_START)
+    """The XSHG calendar."""
+    return get(CALENDAR_NAME)
 
 
-def sessions(start: str | pd.Timestamp, end: str | pd.Timestamp) -> pd.DatetimeIndex:
-    """XSHG sessions in [start, end], tz-naive dates, clipped to the calendar's bounds."""
-    cal = xshg()
+def sessions(start: str | pd.Timestamp, end: str | pd.Timestamp, name: str = CALENDAR_NAME
+             ) -> pd.DatetimeIndex:
+    """Sessions in [start, end], tz-naive dates, clipped to the calendar's bounds."""
+    cal = get(name)
     lo = max(pd.Timestamp(start).normalize(), cal.first_session)
     hi = min(pd.Timestamp(end).normalize(), cal.last_session)
     if lo > hi:
@@ -29,20 +36,40 @@ def sessions(start: str | pd.Timestamp, end: str | pd.Timestamp) -> pd.DatetimeI
     return pd.DatetimeIndex(cal.sessions_in_range(lo, hi)).tz_localize(None)
 
 
-def is_session(day: str | pd.Timestamp) -> bool:
-    """True when the date is an XSHG trading session."""
-    cal = xshg()
+def is_session(day: str | pd.Timestamp, name: str = CALENDAR_NAME) -> bool:
+    """True when the date is a session of the calendar."""
+    cal = get(name)
     stamp = pd.Timestamp(day).normalize()
     if stamp < cal.first_session or stamp > cal.last_session:
         return False
     return bool(cal.is_session(stamp))
 
 
-def non_sessions(dates: pd.Series | pd.DatetimeIndex) -> pd.Series:
-    """Boolean mask (aligned to `dates`) marking the dates that are not XSHG sessions."""
+def non_sessions(dates: pd.Series | pd.DatetimeIndex, name: str = CALENDAR_NAME) -> pd.Series:
+    """Boolean mask (aligned to `dates`) marking the dates that are not sessions of the calendar."""
     stamps = pd.DatetimeIndex(pd.to_datetime(dates)).normalize()
-    valid = sessions(stamps.min(), stamps.max()) if len(stamps) else pd.DatetimeIndex([])
+    valid = sessions(stamps.min(), stamps.max(), name) if len(stamps) else pd.DatetimeIndex([])
     return pd.Series(~stamps.isin(valid), index=getattr(dates, "index", None))
+
+
+def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_NAME) -> np.ndarray:
+    """1-based session count from `since` (a listing date) to `dates`, elementwise; NaN where `since` is NaT.
+
+    Counts the calendar's sessions in [first session on or after `since`, date]; a date before
+    `since` gives a number below 1.
+    """
+    days = pd.DatetimeIndex(np.ravel(np.asarray(dates, dtype="datetime64[ns]")))
+    start = pd.DatetimeIndex(np.ravel(np.asarray(since, dtype="datetime64[ns]")))
+    known = ~start.isna()
+    out = np.full(len(days), np.nan)
+    if known.any():
+        lo = min(days[known].min(), start[known].min())
+        hi = max(days[known].max(), start[known].max())
+        grid = sessions(lo - pd.Timedelta(days=10), hi + pd.Timedelta(days=10), name).values
+        position = np.searchsorted(grid, days[known].values, side="right")
+        first = np.searchsorted(grid, start[known].values, side="left")
+        out[known] = position - first
+    return out.reshape(np.shape(dates))
 
 
 def week_key(day: pd.Timestamp) -> tuple[int, int]:
@@ -54,15 +81,16 @@ def week_key(day: pd.Timestamp) -> tuple[int, int]:
 XSHG_TIMEZONE = "Asia/Shanghai"
 
 
-def last_completed_session(now: datetime) -> pd.Timestamp:
-    """The latest XSHG session whose close (15:00 Asia/Shanghai) is at or before `now` (tz-aware; naive is UTC).
+def last_completed_session(now: datetime, name: str = CALENDAR_NAME) -> pd.Timestamp:
+    """The latest session whose close is at or before `now` (tz-aware; naive is UTC), XSHG by default
+    (close 15:00 Asia/Shanghai).
 
     Bars dated after it cannot be final: a session still trading, or one that has not happened yet.
     """
-    cal = xshg()
+    cal = get(name)
     stamp = pd.Timestamp(now)
     stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    local_day = stamp.tz_convert(XSHG_TIMEZONE).normalize().tz_localize(None)
+    local_day = stamp.tz_convert(str(cal.tz)).normalize().tz_localize(None)
     day = min(max(local_day, cal.first_session), cal.last_session)
     session = cal.date_to_session(day, direction="previous")
     if cal.session_close(session) > stamp:

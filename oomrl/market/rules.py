@@ -1,13 +1,17 @@
-"""A-share trading rules and fees (DESIGN §5): one pydantic config, exact per-order fee arithmetic."""
+"""Trading rules and fees: the A-share set (board lots, dated limits, stamp duty) and what every market shares."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from enum import Enum
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from oomrl.market import limits, lots
+from oomrl.market.boards import Board, board_of
 
 CENT = Decimal("0.01")
 
@@ -38,18 +42,14 @@ def cents_array(values: np.ndarray) -> np.ndarray:
     return np.floor(np.asarray(values, dtype=float) * 100.0 + 0.5 + 1e-9) / 100.0
 
 
-class AShareRules(BaseModel):
-    """Friction and market-structure rules of the A-share paper broker; defaults follow DESIGN §5."""
+class FrictionRules(BaseModel):
+    """What every market's rule set has: impact model, ADV cap, fill price, lot and limit hooks."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     commission_rate: float = Field(0.00025, ge=0.0)
     commission_min: float = Field(5.0, ge=0.0)
-    stamp_duty_rate: float = Field(0.0005, ge=0.0)  # on sells, from `stamp_duty_change`
-    stamp_duty_rate_before: float = Field(0.001, ge=0.0)
-    stamp_duty_change: date = date(2023, 8, 28)
     transfer_fee_rate: float = Field(0.00001, ge=0.0)  # both sides
-    lot_size: int = Field(100, ge=1)
     impact_k: float = Field(1.0, ge=0.0)  # impact = k * sigma_daily * sqrt(order / ADV)
     half_spread: float = Field(0.0005, ge=0.0)
     max_adv_participation: float = Field(0.10, gt=0.0, le=1.0)
@@ -58,6 +58,75 @@ class AShareRules(BaseModel):
     fill_price: FillPrice = FillPrice.VWAP
     price_limits: bool = True
     t_plus_one: bool = True
+    tick: float = Field(0.01, gt=0.0)  # raw prices are rounded to it
+
+    def lot_rules(self, symbols: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(minimum, step) in shares per symbol."""
+        raise NotImplementedError
+
+    def limit_fractions(self, symbols: Sequence[str], dates: np.ndarray, st: np.ndarray,
+                        listing_session: np.ndarray, list_dates: np.ndarray) -> np.ndarray:
+        """(T x N) daily limit fractions, NaN where no limit applies."""
+        raise NotImplementedError
+
+    def tax_rates(self, day: date) -> tuple[float, float]:
+        """(buy, sell) tax rates on traded value for orders executed on `day`."""
+        raise NotImplementedError
+
+    def fees(self, value: float | np.ndarray, sells: bool | np.ndarray, day: date
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Vector form of the three fees for many orders: (commission, taxes, transfer fee)."""
+        value = np.asarray(value, dtype=float)
+        sells = np.broadcast_to(np.asarray(sells, dtype=bool), value.shape)
+        traded = value > 0
+        buy_tax, sell_tax = self.tax_rates(day)
+        commission = np.where(traded, np.maximum(cents_array(value * self.commission_rate),
+                                                 self.commission_min), 0.0)
+        tax = np.where(traded, cents_array(value * np.where(sells, sell_tax, buy_tax)), 0.0)
+        transfer = np.where(traded, cents_array(value * self.transfer_fee_rate), 0.0)
+        return commission, tax, transfer
+
+    def impact_rate(self, sigma: np.ndarray, participation: np.ndarray) -> np.ndarray:
+        """Price concession as a fraction: half-spread plus k * sigma * sqrt(order / ADV)."""
+        sigma = np.nan_to_num(np.asarray(sigma, dtype=float), nan=0.0)
+        share = np.clip(np.nan_to_num(np.asarray(participation, dtype=float), nan=0.0), 0.0, None)
+        return self.half_spread + self.impact_k * sigma * np.sqrt(share)
+
+
+BOARD_LOTS: dict[Board, lots.LotRule] = {Board.MAIN: lots.ROUND_LOT, Board.CHINEXT: lots.ROUND_LOT,
+                                         Board.STAR: lots.STAR_LOT, Board.BSE: lots.BSE_LOT}
+
+
+class AShareRules(FrictionRules):
+    """Friction and market-structure rules of the A-share paper broker; defaults follow DESIGN §5."""
+
+    stamp_duty_rate: float = Field(0.0005, ge=0.0)  # on sells, from `stamp_duty_change`
+    stamp_duty_rate_before: float = Field(0.001, ge=0.0)
+    stamp_duty_change: date = date(2023, 8, 28)
+    # None: the board's own lot rule (oomrl.market.lots); a number forces one round lot everywhere.
+    lot_size: int | None = Field(None, ge=1)
+
+    def lot_rules(self, symbols: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(minimum, step) per symbol: 100/100 main and ChiNext, 200/1 STAR, 100/1 BSE."""
+        if self.lot_size is not None:
+            size = np.full(len(symbols), self.lot_size, dtype=np.int64)
+            return size, size.copy()
+        rules = [BOARD_LOTS[board_of(symbol)] for symbol in symbols]
+        return (np.array([r.minimum for r in rules], dtype=np.int64),
+                np.array([r.step for r in rules], dtype=np.int64))
+
+    def limit_fractions(self, symbols: Sequence[str], dates: np.ndarray, st: np.ndarray,
+                        listing_session: np.ndarray, list_dates: np.ndarray) -> np.ndarray:
+        """Per board, date, ST status and listing age (oomrl.market.limits)."""
+        codes = np.array([limits.BOARD_CODE[board_of(symbol)] for symbol in symbols], dtype=np.int64)
+        days = np.asarray(dates, dtype="datetime64[ns]")
+        if days.ndim == 1 and np.ndim(st) == 2:
+            days = np.broadcast_to(days[:, None], np.shape(st))
+        return limits.limit_fractions(codes, days, st, listing_session, list_dates)
+
+    def tax_rates(self, day: date) -> tuple[float, float]:
+        """No tax on buys; stamp duty on sells at the rate in force on `day`."""
+        return 0.0, self.stamp_rate(day)
 
     def stamp_rate(self, day: date) -> float:
         """Stamp duty rate on a sell executed on `day`."""
@@ -79,21 +148,3 @@ class AShareRules(BaseModel):
     def transfer_fee(self, value: Decimal | float) -> Decimal:
         """Transfer fee of one order (both sides)."""
         return to_cents(Decimal(str(value)) * Decimal(str(self.transfer_fee_rate)))
-
-    def fees(self, value: float | np.ndarray, sells: bool | np.ndarray, day: date
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Vector form of the three fees for many orders: (commission, stamp duty, transfer fee)."""
-        value = np.asarray(value, dtype=float)
-        sells = np.broadcast_to(np.asarray(sells, dtype=bool), value.shape)
-        traded = value > 0
-        commission = np.where(traded, np.maximum(cents_array(value * self.commission_rate),
-                                                 self.commission_min), 0.0)
-        stamp = np.where(sells & traded, cents_array(value * self.stamp_rate(day)), 0.0)
-        transfer = np.where(traded, cents_array(value * self.transfer_fee_rate), 0.0)
-        return commission, stamp, transfer
-
-    def impact_rate(self, sigma: np.ndarray, participation: np.ndarray) -> np.ndarray:
-        """Price concession as a fraction: half-spread plus k * sigma * sqrt(order / ADV)."""
-        sigma = np.nan_to_num(np.asarray(sigma, dtype=float), nan=0.0)
-        share = np.clip(np.nan_to_num(np.asarray(participation, dtype=float), nan=0.0), 0.0, None)
-        return self.half_spread + self.impact_k * sigma * np.sqrt(share)

@@ -1,4 +1,4 @@
-"""The paper broker: turns orders into fills under A-share friction, vectorised over all symbols of a day."""
+"""The paper broker: turns orders into fills under a market's friction and lot rules, vectorised over a day's symbols."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from enum import IntEnum
 import numpy as np
 import pandas as pd
 
-from oomrl.market.rules import AShareRules, cents_array
+from oomrl.market.lots import round_buy, round_sell
+from oomrl.market.rules import FrictionRules, cents_array
 from oomrl.portfolio.market import MarketFrames
 
 # At most this many passes shrink the buys until they fit the cash (each pass is exact; 2 suffice).
@@ -97,7 +98,8 @@ class Execution:
             "side": np.where(requested > 0, "buy", "sell"),
             "requested": np.abs(requested).astype(np.int64),
             "filled": np.abs(self.filled[rows]).astype(np.int64),
-            "unfilled": (np.abs(requested) - np.abs(self.filled[rows])).astype(np.int64),
+            # A sell may take a little more than asked (a remainder under the minimum goes with it).
+            "unfilled": np.maximum(np.abs(requested) - np.abs(self.filled[rows]), 0).astype(np.int64),
             "reason": REASON_NAMES[self.reason[rows]],
         }
 
@@ -111,15 +113,15 @@ def _cash_delta_fen(execution: Execution) -> np.ndarray:
 
 
 class PaperBroker:
-    """Fills orders on one session of a MarketFrames under the AShareRules; cash never goes negative."""
+    """Fills orders on one session of a MarketFrames under its market's rules; cash never goes negative."""
 
-    def __init__(self, market: MarketFrames, rules: AShareRules) -> None:
+    def __init__(self, market: MarketFrames, rules: FrictionRules) -> None:
         self.market = market
         self.rules = rules
 
     def orders_for_weights(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
                            ) -> np.ndarray:
-        """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's close."""
+        """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's raw close."""
         reference = self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
         with np.errstate(invalid="ignore", divide="ignore"):
             target = np.where(np.isfinite(reference) & (reference > 0),
@@ -150,14 +152,16 @@ class PaperBroker:
         self._cap(reason, qty, sells, sellable, Unfilled.T_PLUS_ONE)
         with np.errstate(invalid="ignore", divide="ignore"):
             adv_shares = np.floor(np.nan_to_num(rules.max_adv_participation * adv / price, nan=0.0))
-        self._cap(reason, qty, orders != 0, adv_shares.astype(np.int64), Unfilled.ADV_CAP)
-        qty = self._lots(reason, qty, buys, sells, sellable)
+        adv_shares = adv_shares.astype(np.int64)
+        self._cap(reason, qty, orders != 0, adv_shares, Unfilled.ADV_CAP)
+        qty = self._lots(reason, qty, buys, sells, np.minimum(sellable, adv_shares), sellable)
         cash_in = self._sell_proceeds_fen(t, qty, sells)
         available = cash_fen + cash_in
         cost = self._buy_cost_fen(t, qty, buys)
         passes = 0
         while cost > available and passes < CASH_PASSES:
-            shrunk = np.floor(qty * (available / cost) * 0.999 / rules.lot_size) * rules.lot_size
+            fitting = np.floor(qty * (available / cost) * 0.999).astype(np.int64)
+            shrunk = round_buy(fitting, m.lot_minimum, m.lot_step)
             shrunk = np.where(buys, shrunk, qty).astype(np.int64)
             reason[buys & (shrunk < qty)] = Unfilled.CASH
             qty = shrunk
@@ -184,12 +188,16 @@ class PaperBroker:
         qty[hit] = np.maximum(cap[hit], 0)
 
     def _lots(self, reason: np.ndarray, qty: np.ndarray, buys: np.ndarray, sells: np.ndarray,
-              sellable: np.ndarray) -> np.ndarray:
-        """Buys in whole lots; sells in whole lots unless they clear the whole sellable holding."""
-        lot = self.rules.lot_size
-        rounded = (qty // lot) * lot
-        keep_odd = sells & (qty == sellable)
-        shaped = np.where(keep_odd, qty, np.where(buys | sells, rounded, qty))
+              cap: np.ndarray, sellable: np.ndarray) -> np.ndarray:
+        """Legal sizes per board (oomrl.market.lots): buys round down; a sell that would leave less
+        than the minimum takes the whole sellable position when the caps allow, else leaves >= minimum."""
+        m = self.market
+        bought = round_buy(qty, m.lot_minimum, m.lot_step)
+        sold = round_sell(qty, sellable, m.lot_minimum, m.lot_step)
+        too_big = sold > cap
+        keep = round_buy(np.minimum(qty, np.maximum(sellable - m.lot_minimum, 0)), m.lot_minimum, m.lot_step)
+        sold = np.where(too_big, keep, sold)
+        shaped = np.where(buys, bought, np.where(sells, sold, qty))
         reason[(shaped < qty) & (reason == Unfilled.NONE)] = Unfilled.LOT
         return shaped
 

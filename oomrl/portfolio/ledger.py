@@ -61,6 +61,7 @@ class RebalanceRecord:
     lam: float
     gamma: float
     halt_reason: str | None = None
+    actions: pd.DataFrame = field(default_factory=pd.DataFrame)  # corporate actions (ACTION_COLUMNS)
 
 
 class Ledger:
@@ -191,6 +192,7 @@ class Ledger:
                 self._insert_fills(conn, rebalance_id, record)
                 self._replace_positions(conn, record)
                 self._insert_nav(conn, rebalance_id, record)
+                self._insert_actions(conn, rebalance_id, record)
                 if record.halt_reason:
                     self._halt(conn, record.account, record.as_of, record.halt_reason)
         except sa.exc.IntegrityError:
@@ -288,6 +290,23 @@ class Ledger:
         with self.engine.connect() as conn:
             return [name for (name,) in conn.execute(sa.select(acc.c.account).order_by(acc.c.account))]
 
+    def _insert_actions(self, conn: Connection, rebalance_id: int, record: RebalanceRecord) -> None:
+        rows = [{"rebalance_id": rebalance_id, "account": record.account,
+                 "date": pd.Timestamp(r["date"]).date(), "symbol": r["symbol"], "kind": r["kind"],
+                 "ratio": float(r["ratio"]), "shares_delta": int(r["shares_delta"]),
+                 "cash_fen": int(r["cash_fen"])} for r in record.actions.to_dict("records")]
+        if rows:
+            conn.execute(self.t["corporate_actions"].insert(), _plain(rows))
+
+    def actions_frame(self, account: str) -> pd.DataFrame:
+        """Corporate actions booked for an account: date, symbol, kind, ratio, shares_delta, cash_fen."""
+        ca = self.t["corporate_actions"]
+        columns = ["date", "symbol", "kind", "ratio", "shares_delta", "cash_fen"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(*[ca.c[c] for c in columns]).where(ca.c.account == account)
+                                .order_by(ca.c.date, ca.c.symbol)).mappings().all()
+        return pd.DataFrame(rows, columns=columns)
+
     # -- reading ----------------------------------------------------------------------------
     def nav_frame(self, account: str) -> pd.DataFrame:
         """Daily NAV rows: date, nav, cash, market_value, returns, leakage, turnover, costs, ..."""
@@ -331,23 +350,28 @@ class Ledger:
                                 columns=["symbol", "side", "requested", "filled", "unfilled", "reason"])
 
     def reconcile(self, account: str) -> list[str]:
-        """Mismatches between cash/positions and the fills that made them (empty when consistent)."""
+        """Mismatches between cash/positions and the fills and corporate actions that made them."""
         state = self.account(account)
-        fl = self.t["fills"]
+        fl, ca = self.t["fills"], self.t["corporate_actions"]
         signed = sa.case((fl.c.side == "buy", fl.c.quantity), else_=-fl.c.quantity)
         with self.engine.connect() as conn:
             delta = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(fl.c.cash_delta_fen), 0))
                                  .where(fl.c.account == account)).scalar()
+            income = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(ca.c.cash_fen), 0))
+                                  .where(ca.c.account == account)).scalar()
             net = dict(conn.execute(sa.select(fl.c.symbol, sa.func.sum(signed))
                                     .where(fl.c.account == account).group_by(fl.c.symbol)).all())
+            for symbol, shares in conn.execute(sa.select(ca.c.symbol, sa.func.sum(ca.c.shares_delta))
+                                               .where(ca.c.account == account).group_by(ca.c.symbol)):
+                net[symbol] = int(net.get(symbol, 0)) + int(shares)
         problems = []
-        if state.initial_cash_fen + int(delta) != state.cash_fen:
+        if state.initial_cash_fen + int(delta) + int(income) != state.cash_fen:
             problems.append(f"cash {state.cash_fen} fen != initial {state.initial_cash_fen} "
-                            f"+ fills {int(delta)}")
+                            f"+ fills {int(delta)} + corporate actions {int(income)}")
         for symbol in sorted(set(net) | set(state.positions)):
             if int(net.get(symbol, 0)) != state.positions.get(symbol, 0):
                 problems.append(f"{symbol}: position {state.positions.get(symbol, 0)} != "
-                                f"net fills {int(net.get(symbol, 0))}")
+                                f"net fills and share changes {int(net.get(symbol, 0))}")
         return problems
 
     # -- alerts -----------------------------------------------------------------------------

@@ -23,6 +23,15 @@ def driver_url(url: str) -> str:
         return f"postgresql+psycopg2://{rest}"
 
 
+def _booked_per_symbol() -> list[sa.Column]:
+    """The leading columns of a row a rebalance books for one symbol on one date (fills, corporate actions)."""
+    return [sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False, index=True),
+            sa.Column("account", sa.String(64), nullable=False, index=True),
+            sa.Column("date", sa.Date, nullable=False),
+            sa.Column("symbol", sa.String(16), nullable=False)]
+
+
 def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
     money = sa.BigInteger  # fen
     t = {}
@@ -74,13 +83,7 @@ def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
         sa.Column("unfilled", sa.BigInteger, nullable=False),
         sa.Column("reason", sa.String(16), nullable=False))
     t["fills"] = sa.Table(
-        "fills", metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("rebalance_id", sa.Integer, sa.ForeignKey("rebalances.id"), nullable=False,
-                  index=True),
-        sa.Column("account", sa.String(64), nullable=False, index=True),
-        sa.Column("date", sa.Date, nullable=False),
-        sa.Column("symbol", sa.String(16), nullable=False),
+        "fills", metadata, *_booked_per_symbol(),
         sa.Column("side", sa.String(4), nullable=False),
         sa.Column("quantity", sa.BigInteger, nullable=False),
         *[sa.Column(name, sa.Float, nullable=False) for name in FILL_COLUMNS[4:]],
@@ -104,6 +107,12 @@ def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
         sa.Column("reward", sa.Float, nullable=False),
         sa.Column("lam", sa.Float, nullable=False),
         sa.Column("gamma", sa.Float, nullable=False))
+    t["corporate_actions"] = sa.Table(
+        "corporate_actions", metadata, *_booked_per_symbol(),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("ratio", sa.Float, nullable=False),
+        sa.Column("shares_delta", sa.BigInteger, nullable=False),
+        sa.Column("cash_fen", money, nullable=False))
     t["alerts"] = sa.Table(
         "alerts", metadata,
         sa.Column("alert_id", sa.String(128), primary_key=True),

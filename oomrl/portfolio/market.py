@@ -1,4 +1,12 @@
-"""Market arrays the broker needs, computed once per panel: fill prices, limit flags, ADV, volatility."""
+"""Market arrays the broker needs, computed once per panel: raw prices, limits, lots, ADV, volatility, corporate actions.
+
+Prices arrive adjusted (Qlib's convention: adjusted = raw x factor) with a `factor` panel. The broker
+trades, sizes lots, charges fees and checks limits on raw prices (adjusted / factor, rounded to the
+tick); strategies see the adjusted panels; a change of factor between two sessions is a corporate
+action (dividend or share change) that keeps the book's value on adjusted returns. Where the factor
+is unknown the nearest known one of the same symbol is used (so an unknown stretch has no spurious
+corporate action) and `factor_known` says where that happened; without any factor, raw = adjusted.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from oomrl.data.schema import from_yyyymmdd
 from oomrl.errors import DataValidationError
-from oomrl.market import boards
-from oomrl.market.rules import AShareRules, FillPrice, cents_array
+from oomrl.market import calendar, limits
+from oomrl.market.rules import AShareRules, FillPrice, FrictionRules
 
-PANEL_FIELDS = ("open", "high", "low", "close", "volume", "amount", "prev_close_raw")
+PANEL_FIELDS = ("open", "high", "low", "close", "volume", "amount", "prev_close_raw", "factor", "st",
+                "list_date")
 STRATEGY_FIELDS = ("open", "high", "low", "close", "volume", "amount")
-# Prices this close to a computed limit are re-checked with the exact Decimal rule of boards.
-NEAR_LIMIT = 0.02
+NO_ACTION = 1e-9  # factor ratios closer to 1 than this are float noise, not a corporate action
 
 
 def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -34,26 +43,35 @@ def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return panels
 
 
+def to_tick(prices: np.ndarray, tick: float) -> np.ndarray:
+    """Round prices to the market's tick (half away from zero, as prices are positive)."""
+    return np.floor(np.asarray(prices, dtype=float) / tick + 0.5 + 1e-9) * tick
+
+
 @dataclass
 class MarketFrames:
-    """Aligned (T x N) arrays of one market; index t is a session, column i a symbol."""
+    """Aligned (T x N) arrays of one market; index t is a session, column i a symbol. Prices are raw."""
 
     dates: pd.DatetimeIndex
     symbols: pd.Index
-    panels: dict[str, pd.DataFrame]
-    close: np.ndarray
-    last_close: np.ndarray  # close carried forward over suspensions (valuation)
+    panels: dict[str, pd.DataFrame]  # adjusted panels for strategies
+    close: np.ndarray  # raw close (NaN when suspended)
+    last_close: np.ndarray  # raw close carried forward over suspensions (valuation)
     tradable: np.ndarray
-    fill_price: np.ndarray
-    limit_up: np.ndarray  # limit prices on the panel's price basis
+    fill_price: np.ndarray  # raw frictionless fill price
+    limit_up: np.ndarray  # raw limit prices (inf / 0 when no limit)
     limit_down: np.ndarray
     at_limit_up: np.ndarray
     at_limit_down: np.ndarray
-    adv: np.ndarray  # mean traded value (CNY) of the `adv_window` sessions before t
-    sigma: np.ndarray  # std of daily returns over the `sigma_window` sessions before t
+    adv: np.ndarray  # mean traded value of the `adv_window` sessions before t
+    sigma: np.ndarray  # std of daily adjusted returns over the `sigma_window` sessions before t
+    action_ratio: np.ndarray  # factor[t] / factor[t-1]: != 1 on an ex-date
+    factor_known: np.ndarray  # True where the raw price level comes from a known factor
+    lot_minimum: np.ndarray  # (N,) smallest legal order per symbol
+    lot_step: np.ndarray  # (N,) increment above it
 
     @classmethod
-    def build(cls, panels: Mapping[str, pd.DataFrame], rules: AShareRules,
+    def build(cls, panels: Mapping[str, pd.DataFrame], rules: FrictionRules,
               st_symbols: Iterable[str] = (), limit_pct: Mapping[str, float] | None = None
               ) -> MarketFrames:
         """Align the panels and precompute every per-cell quantity the broker and replay use."""
@@ -62,29 +80,42 @@ class MarketFrames:
         close_df = panels["close"].sort_index()
         dates, symbols = pd.DatetimeIndex(close_df.index), close_df.columns
         aligned = {f: p.reindex(index=dates, columns=symbols).astype(float) for f, p in panels.items()}
-        close = aligned["close"].to_numpy()
-        if np.any(close[np.isfinite(close)] <= 0):
+        adjusted = aligned["close"].to_numpy()
+        if np.any(adjusted[np.isfinite(adjusted)] <= 0):
             raise DataValidationError("close prices must be positive")
+        factor_df = aligned.get("factor", pd.DataFrame(np.nan, dates, symbols))
+        if np.any(factor_df.to_numpy()[np.isfinite(factor_df.to_numpy())] <= 0):
+            raise DataValidationError("adjustment factors must be positive")
+        factor = factor_df.bfill().ffill().fillna(1.0).to_numpy()
+        raw = {f: to_tick(aligned[f].to_numpy() / factor, rules.tick)
+               for f in ("open", "high", "low", "close") if f in aligned}
         volume = aligned.get("volume", pd.DataFrame(np.nan, dates, symbols)).to_numpy()
+        close = raw["close"]
         tradable = np.isfinite(close) & ~(np.isfinite(volume) & (volume <= 0))
-        last_close_df = aligned["close"].ffill()
-        last_close = last_close_df.to_numpy()
-        prev_close = last_close_df.shift(1).to_numpy()
-        fill = _fill_prices(aligned, rules.fill_price)
-        pct = _limit_pcts(symbols, set(st_symbols), limit_pct)
-        exact = np.array([limit_pct is None or s not in limit_pct for s in symbols], dtype=bool)
-        up, down, at_up, at_down = _limits(aligned, prev_close, fill, pct, exact, symbols,
-                                           set(st_symbols))
-        traded_value = aligned["close"] * aligned.get("volume", np.nan)
+        last_close = pd.DataFrame(close).ffill().to_numpy()
+        adjusted_last = aligned["close"].ffill()
+        fill = _fill_prices(raw, aligned, rules.fill_price)
+        try:
+            minimum, step = rules.lot_rules(list(symbols))
+        except ValueError as exc:
+            raise DataValidationError(f"cannot tell the lot size or price limit of a symbol under "
+                                      f"{type(rules).__name__}: {exc}") from exc
+        up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
+                                           limit_pct, dates, symbols)
+        traded_value = pd.DataFrame(close * volume, dates, symbols)
         if "amount" in aligned:
             traded_value = aligned["amount"].fillna(traded_value)
         window = rules.adv_window
         adv = traded_value.rolling(window, min_periods=min(5, window)).mean().shift(1).to_numpy()
-        returns = last_close_df.pct_change(fill_method=None)
+        returns = adjusted_last.pct_change(fill_method=None)
         sigma = returns.rolling(rules.sigma_window, min_periods=2).std().shift(1).to_numpy()
+        ratio = np.ones_like(factor)
+        ratio[1:] = factor[1:] / factor[:-1]
+        ratio[np.abs(ratio - 1.0) < NO_ACTION] = 1.0
         strategy_panels = {f: aligned[f] for f in STRATEGY_FIELDS if f in aligned}
-        return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill,
-                   up, down, at_up & rules.price_limits, at_down & rules.price_limits, adv, sigma)
+        return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
+                   at_up & rules.price_limits, at_down & rules.price_limits, adv, sigma, ratio,
+                   np.isfinite(factor_df.to_numpy()), minimum, step)
 
     def index_of(self, day: pd.Timestamp) -> int:
         """Row of a session date; KeyError when the market has no row for it."""
@@ -95,56 +126,57 @@ class MarketFrames:
         return int(position)
 
 
-def _fill_prices(aligned: Mapping[str, pd.DataFrame], policy: FillPrice) -> np.ndarray:
-    """Frictionless fill price per cell under the configured policy."""
-    close = aligned["close"]
+def _fill_prices(raw: Mapping[str, np.ndarray], aligned: Mapping[str, pd.DataFrame],
+                 policy: FillPrice) -> np.ndarray:
+    """Frictionless raw fill price per cell under the configured policy."""
+    close = raw["close"]
     if policy is FillPrice.CLOSE:
-        return close.to_numpy()
+        return close
     if policy is FillPrice.OPEN:
-        return aligned.get("open", close).fillna(close).to_numpy()
-    high = aligned.get("high", close).fillna(close)
-    low = aligned.get("low", close).fillna(close)
+        opened = raw.get("open", close)
+        return np.where(np.isfinite(opened), opened, close)
+    high = np.where(np.isfinite(raw.get("high", close)), raw.get("high", close), close)
+    low = np.where(np.isfinite(raw.get("low", close)), raw.get("low", close), close)
     typical = (high + low + close) / 3.0
     if "amount" in aligned and "volume" in aligned:
-        vwap = aligned["amount"] / aligned["volume"].where(aligned["volume"] > 0)
-        # amount may be on another price basis than adjusted prices: trust it only inside the range.
+        volume = aligned["volume"].to_numpy()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vwap = aligned["amount"].to_numpy() / np.where(volume > 0, volume, np.nan)
+        # amount/volume is a raw VWAP; trust it only inside the day's raw range.
         inside = (vwap >= low * 0.999) & (vwap <= high * 1.001)
-        typical = vwap.where(inside, typical)
-    return typical.to_numpy()
+        typical = np.where(inside, vwap, typical)
+    return typical
 
 
-def _limit_pcts(symbols: pd.Index, st: set[str], override: Mapping[str, float] | None) -> np.ndarray:
-    """Price-limit fraction per symbol from its board (or an explicit override)."""
-    pcts = []
-    for symbol in symbols:
-        if override is not None and symbol in override:
-            pcts.append(float(override[symbol]))
-            continue
-        try:
-            pcts.append(boards.price_limit_pct(symbol, symbol in st))
-        except ValueError as exc:
-            raise DataValidationError(f"cannot tell the price limit of {symbol!r}: {exc}") from exc
-    return np.asarray(pcts, dtype=float)
-
-
-def _limits(aligned: Mapping[str, pd.DataFrame], prev_close: np.ndarray, fill: np.ndarray,
-            pct: np.ndarray, exact: np.ndarray, symbols: pd.Index, st: set[str]
+def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: pd.DataFrame, factor: np.ndarray,
+            fill: np.ndarray, rules: FrictionRules, st_symbols: Iterable[str],
+            override: Mapping[str, float] | None, dates: pd.DatetimeIndex, symbols: pd.Index
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Limit prices on the panel basis and whether the fill price sits at limit-up / limit-down."""
-    raw_prev = aligned["prev_close_raw"].to_numpy() if "prev_close_raw" in aligned else prev_close
-    raw_prev = np.where(np.isfinite(raw_prev) & (raw_prev > 0), raw_prev, prev_close)
-    # Limits are set on unadjusted prices; `scale` maps the panel's (maybe adjusted) basis to raw.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        scale = raw_prev / prev_close
-        up_raw = cents_array(raw_prev * (1 + pct))
-        down_raw = cents_array(raw_prev * (1 - pct))
-        fill_raw = np.round(fill * scale, 2)
-        near = np.isfinite(fill_raw) & ((np.abs(fill_raw - up_raw) < NEAR_LIMIT)
-                                        | (np.abs(fill_raw - down_raw) < NEAR_LIMIT)) & exact
-    for t, i in zip(*np.nonzero(near)):
-        down_raw[t, i], up_raw[t, i] = boards.limit_prices(float(raw_prev[t, i]), symbols[i],
-                                                          symbols[i] in st)
-    with np.errstate(invalid="ignore"):
-        at_up = fill_raw >= up_raw - 1e-9
-        at_down = fill_raw <= down_raw + 1e-9
-        return up_raw / scale, down_raw / scale, at_up, at_down
+    """Raw limit prices from the exchange's reference price, and whether the fill sits at a limit."""
+    shape = factor.shape
+    if not rules.price_limits:
+        return (np.full(shape, np.inf), np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool))
+    previous = adjusted_last.shift(1).to_numpy()
+    given = aligned["prev_close_raw"].to_numpy() if "prev_close_raw" in aligned else previous
+    reference_adjusted = np.where(np.isfinite(given) & (given > 0), given, previous)
+    # The exchange's reference on an ex-date is the ex-rights price: the adjusted previous close / today's factor.
+    reference = to_tick(reference_adjusted / factor, 0.01)
+    st = np.nan_to_num(aligned.get("st", pd.DataFrame(np.nan, dates, symbols)).to_numpy(), nan=0.0) > 0
+    st |= np.isin(np.asarray(symbols, dtype=object), list(st_symbols))[None, :]
+    list_dates = from_yyyymmdd(aligned.get("list_date", pd.DataFrame(np.nan, dates, symbols)).to_numpy())
+    grid = np.broadcast_to(dates.values[:, None], shape)
+    listing = calendar.session_numbers(grid, list_dates) if isinstance(rules, AShareRules) \
+        else np.full(shape, np.nan)
+    fraction = rules.limit_fractions(list(symbols), dates.values, st, listing, list_dates)
+    if override is not None:
+        for i, symbol in enumerate(symbols):
+            if symbol in override:
+                fraction[:, i] = float(override[symbol])
+    known = np.isfinite(reference)
+    ref_fen = np.where(known, np.rint(np.nan_to_num(reference) * 100), 0).astype(np.int64)
+    down_fen, up_fen = limits.limit_prices_fen(ref_fen, np.where(known, fraction, np.nan))
+    limited = known & np.isfinite(fraction)
+    up = np.where(limited, up_fen / 100.0, np.inf)
+    down = np.where(limited, down_fen / 100.0, 0.0)
+    fill_fen = np.rint(np.nan_to_num(fill, nan=-1.0) * 100)
+    return up, down, limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)

@@ -15,12 +15,14 @@ import pandas as pd
 
 from oomrl.config import Settings
 from oomrl.errors import DataValidationError
-from oomrl.market.rules import AShareRules
+from oomrl.market.rules import FrictionRules
 from oomrl.portfolio.killswitch import AccountStatus, KillSwitch
 from oomrl.portfolio.ledger import Ledger, LedgerConflictError
 from oomrl.portfolio.market import MarketFrames
-from oomrl.portfolio.rebalance import HISTORY_DAYS, held_shares, load_panels, session_index
-from oomrl.portfolio.replay import NAV_COLUMNS, Book, Costing, mark_sessions
+from oomrl.portfolio.rebalance import HISTORY_DAYS, book_at, held_shares, load_panels, session_index
+from oomrl.portfolio.replay import NAV_COLUMNS, Costing, mark_sessions
+from oomrl.portfolio.reward import DEFAULT_TERMINAL_PENALTY
+from oomrl.portfolio.setup import market_rules
 
 CONFLICT_ATTEMPTS = 3  # a rebalance committing in between changes the revision: plan the marks again
 BUILTIN = "builtin"
@@ -72,8 +74,12 @@ def active_accounts(ledger: Ledger) -> list[str]:
 
 
 def plan_marks(ledger: Ledger, account: str, as_of: date, market: MarketFrames, kill: KillSwitch,
-               version: str) -> tuple[pd.DataFrame, int]:
-    """NAV rows for the sessions after the last NAV row up to `as_of`, and the revision they rest on."""
+               version: str, terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> tuple[pd.DataFrame, int]:
+    """NAV rows for the sessions after the last NAV row up to `as_of`, and the revision they rest on.
+
+    The walk starts at the last rebalance, as corporate actions since then (booked by the next
+    rebalance) already move the book's cash and shares on the sessions marked before.
+    """
     state = ledger.account(account)
     nav = ledger.nav_frame(account)
     t = session_index(market, as_of)
@@ -82,17 +88,18 @@ def plan_marks(ledger: Ledger, account: str, as_of: date, market: MarketFrames, 
     if first > t:
         return pd.DataFrame(columns=NAV_COLUMNS), state.revision
     held = held_shares(market, state.positions)
-    initial = state.initial_cash_fen / 100
-    book = Book(held, state.cash_fen, float(nav["nav"].iloc[-1]) if last is not None else initial, initial,
-                state.last_date)
-    rows = pd.DataFrame(mark_sessions(market, first, t + 1, book, Costing(kill=kill, version=version)),
-                        columns=NAV_COLUMNS)
+    start = first if state.last_date is None else min(
+        first, int(market.dates.searchsorted(pd.Timestamp(state.last_date), side="right")))
+    costing = Costing(kill=kill, version=version, terminal_penalty=terminal_penalty)
+    columns, _, _ = mark_sessions(market, start, t + 1, book_at(nav, state, held), costing)
+    rows = pd.DataFrame(columns, columns=NAV_COLUMNS)
+    rows = rows[rows["date"] >= market.dates[first]].reset_index(drop=True)
     return rows, state.revision
 
 
 def mark_account(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.DataFrame] | MarketFrames,
-                 rules: AShareRules, kill_threshold: float, lam: float = 0.0, gamma: float = 0.0
-                 ) -> MarkOutcome:
+                 rules: FrictionRules, kill_threshold: float, lam: float = 0.0, gamma: float = 0.0,
+                 terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> MarkOutcome:
     """Mark `account` at the close of every session up to `as_of` it has no NAV for; one commit.
 
     A halted account is left as it is (its halt already stands). When a marked session's principal
@@ -108,7 +115,7 @@ def mark_account(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd
         if state.status is AccountStatus.HALTED:
             outcome.note = f"halted ({state.halt_reason}): not marked"
             return outcome
-        rows, revision = plan_marks(ledger, account, as_of, market, kill, version)
+        rows, revision = plan_marks(ledger, account, as_of, market, kill, version, terminal_penalty)
         if rows.empty:
             outcome.note = f"already marked through {marked_through(ledger, account)}"
             return outcome
@@ -140,8 +147,8 @@ def run_marking(settings: Settings, account: str, as_of: date, store: Any = None
     # History before the first unmarked session too: a suspended holding is valued at its last close.
     days = HISTORY_DAYS + (0 if since is None else max((as_of - since).days, 0))
     panels = load_panels(store, as_of, history_days=days)
-    return mark_account(ledger, account, as_of, panels, AShareRules(), settings.kill_threshold,
-                        settings.reward_lambda, settings.reward_gamma)
+    return mark_account(ledger, account, as_of, panels, market_rules(settings), settings.kill_threshold,
+                        settings.reward_lambda, settings.reward_gamma, settings.reward_terminal_penalty)
 
 
 def last_stored_session(store: Any) -> date:

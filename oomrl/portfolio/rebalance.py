@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 
 from oomrl.errors import DataValidationError, OomrlError
-from oomrl.market.rules import AShareRules
+from oomrl.market.markets import market_name
+from oomrl.portfolio.actions import ACTION_COLUMNS
+from oomrl.portfolio.book import concat_columns
 from oomrl.portfolio.broker import PaperBroker
 from oomrl.portfolio.killswitch import KillSwitch, require_active
-from oomrl.portfolio.ledger import Ledger, RebalanceRecord
+from oomrl.portfolio.ledger import AccountState, Ledger, RebalanceRecord
 from oomrl.portfolio.market import PANEL_FIELDS, MarketFrames
 from oomrl.portfolio.replay import (
     NAV_COLUMNS,
@@ -24,7 +26,9 @@ from oomrl.portfolio.replay import (
     mark_sessions,
     trade_session,
 )
-from strategies.base import MarketView, Strategy, StrategyParams
+from oomrl.portfolio.setup import RebalanceSetup
+
+__all__ = ["HISTORY_DAYS", "RebalanceOutcome", "RebalanceSetup", "advance", "load_panels", "rebalance"]
 
 # Calendar days of history loaded before as_of: momentum lookbacks, ADV and volatility windows.
 HISTORY_DAYS = 200
@@ -37,20 +41,29 @@ class PanelSource(Protocol):
                    symbols: Any = None) -> pd.DataFrame: ...
 
 
-def load_panels(store: PanelSource, as_of: date, history_days: int = HISTORY_DAYS
-                ) -> dict[str, pd.DataFrame]:
-    """Date x symbol panels up to and including as_of (the execution session) from the store."""
+def load_panels(store: PanelSource, as_of: date, history_days: int = HISTORY_DAYS,
+                market: str | None = "cn") -> dict[str, pd.DataFrame]:
+    """Date x symbol panels up to and including as_of (the execution session) from the store.
+
+    Only the symbols of `market` are kept (a store may hold several markets; a book trades one);
+    None keeps every symbol.
+    """
     start = pd.Timestamp(as_of) - timedelta(days=history_days)
     panels: dict[str, pd.DataFrame] = {}
     for field in PANEL_FIELDS:
         try:
             panel = store.read_panel(field, start=start, end=pd.Timestamp(as_of))
         except (KeyError, ValueError):
-            continue  # optional fields (amount, prev_close_raw) may be absent
+            continue  # optional fields (amount, prev_close_raw, factor, ...) may be absent
         if panel is not None and not panel.empty:
             panels[field] = panel
     if "close" not in panels:
         raise DataValidationError(f"the market store has no close prices up to {as_of}")
+    if market is not None:
+        keep = [s for s in panels["close"].columns if market_name(str(s)) == market]
+        if not keep:
+            raise DataValidationError(f"the market store has no {market} symbols up to {as_of}")
+        panels = {field: panel.reindex(columns=keep) for field, panel in panels.items()}
     return panels
 
 
@@ -79,21 +92,6 @@ class RebalanceOutcome:
                 "strategy_version": self.strategy_version}
 
 
-@dataclass
-class RebalanceSetup:
-    """The strategy and friction settings a rebalance runs with."""
-
-    strategy: Strategy
-    params: StrategyParams
-    version: str
-    rules: AShareRules
-    lam: float = 0.0015
-    gamma: float = 0.0
-    kill_threshold: float = 0.20
-    view_class: type = MarketView
-    membership: pd.DataFrame | None = None
-
-
 def session_index(market: MarketFrames, day: date) -> int:
     """Position of session `day` in the market's dates; DataValidationError when it has no data."""
     try:
@@ -111,6 +109,14 @@ def held_shares(market: MarketFrames, positions: dict[str, int]) -> np.ndarray:
     for symbol, quantity in positions.items():
         held[market.symbols.get_loc(symbol)] = quantity
     return held
+
+
+def book_at(nav: pd.DataFrame, state: AccountState, held: np.ndarray) -> Book:
+    """The book as the last rebalance left it: its cash and shares, and the NAV booked that day."""
+    initial = state.initial_cash_fen / 100
+    upto = nav[nav["date"] <= pd.Timestamp(state.last_date)] if state.last_date is not None else nav.iloc[:0]
+    return Book(held, state.cash_fen, float(upto["nav"].iloc[-1]) if len(upto) else initial, initial,
+                state.last_date)
 
 
 def rebalance(ledger: Ledger, account: str, as_of: date,
@@ -139,25 +145,27 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
         raise OomrlError(f"account {account!r} is marked up to {nav_before['date'].iloc[-1]:%Y-%m-%d}; "
                          f"cannot rebalance on the earlier {as_of}")
     nav_before = nav_before[nav_before["date"] < pd.Timestamp(as_of)]
-    nav_prev = float(nav_before["nav"].iloc[-1]) if len(nav_before) else state.initial_cash_fen / 100
-    book = Book(held, state.cash_fen, nav_prev, state.initial_cash_fen / 100, state.last_date)
     membership = Membership.of(setup.membership)
     costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
-                      setup.view_class, membership)
-    booked = nav_before["date"].iloc[-1] if len(nav_before) else state.last_date
-    first_quiet = t if booked is None else int(market.dates.searchsorted(pd.Timestamp(booked), side="right"))
-    quiet = pd.DataFrame(mark_sessions(market, first_quiet, t, book, costing), columns=NAV_COLUMNS)
-    if len(quiet):
-        book = Book(held, state.cash_fen, float(quiet["nav"].iloc[-1]), book.initial, book.last_rebalance)
+                      setup.view_class, membership, setup.terminal_penalty)
+    # Corporate actions since the last rebalance change the book (cash, shares) even on sessions a
+    # daily mark already valued: walk from the last rebalance, keep the rows after the last NAV row.
+    first_quiet = t if state.last_date is None else int(
+        market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
+    columns, book, actions = mark_sessions(market, first_quiet, t, book_at(nav_before, state, held), costing)
+    quiet = pd.DataFrame(columns, columns=NAV_COLUMNS)
+    if len(nav_before):
+        quiet = quiet[quiet["date"] > nav_before["date"].iloc[-1]].reset_index(drop=True)
     loss_before = float(quiet["principal_loss"].max()) if len(quiet) else -np.inf
-    orders, fills, rows = empty, empty, quiet
+    orders, fills, rows, new_book = empty, empty, quiet, book
     if costing.kill.trips(loss_before):
-        halted, new_book = True, book  # the loss tripped between rebalances: no trade today
+        halted = True  # the loss tripped between rebalances: no trade today
     else:
         weights = decide(setup.strategy, setup.params, market, t, book, setup.view_class,
                          membership)
-        execution, row, new_book = trade_session(PaperBroker(market, setup.rules), t, weights, book,
-                                                 costing)
+        execution, row, new_book, traded = trade_session(PaperBroker(market, setup.rules), t, weights,
+                                                         book, costing)
+        actions = concat_columns([actions, traded])
         orders = execution.orders_frame(market.symbols)
         fills = execution.fills_frame(market.symbols)
         rows = pd.concat([quiet, pd.DataFrame([row])], ignore_index=True)[NAV_COLUMNS] \
@@ -167,7 +175,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
     record = RebalanceRecord(
         account, as_of, setup.strategy.name, setup.version, state.revision, new_book.cash_fen,
         {market.symbols[i]: int(q) for i, q in enumerate(new_book.held) if q}, orders, fills, rows,
-        setup.lam, setup.gamma, reason)
+        setup.lam, setup.gamma, reason, pd.DataFrame(actions, columns=ACTION_COLUMNS))
     committed = False if dry_run else ledger.commit_rebalance(record)
     return RebalanceOutcome(account, as_of, committed, not dry_run and not committed, halted,
                             orders, fills, rows, setup.version)

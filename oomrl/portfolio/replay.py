@@ -12,88 +12,47 @@ import pandas as pd
 from pydantic import BaseModel
 
 from oomrl.errors import OomrlError
-from oomrl.market.rules import AShareRules
+from oomrl.market.rules import FrictionRules
+from oomrl.portfolio.actions import ACTION_COLUMNS, apply_actions
+from oomrl.portfolio.book import (
+    Book,
+    Columns,
+    Costing,
+    Membership,
+    concat_columns,
+    mark_sessions,
+    no_actions,
+)
 from oomrl.portfolio.broker import Execution, PaperBroker
 from oomrl.portfolio.killswitch import DEFAULT_THRESHOLD, KillSwitch
 from oomrl.portfolio.market import MarketFrames
-from oomrl.portfolio.reward import frictionless_return, principal_loss, step_reward
+from oomrl.portfolio.reward import (
+    DEFAULT_GAMMA,
+    DEFAULT_LAMBDA,
+    DEFAULT_TERMINAL_PENALTY,
+    frictionless_return,
+    principal_loss,
+    step_reward,
+)
+from oomrl.portfolio.setup import RebalanceSetup
 from strategies.base import MarketView, Strategy, StrategyParams, check_weights
 
 NAV_COLUMNS = ["date", "nav", "cash", "market_value", "frictionless_return", "realized_return",
                "slippage_leakage", "turnover", "costs", "reward", "principal_loss", "strategy_version"]
 TRADING_DAYS = 252
-
-
-@dataclass
-class Book:
-    """What an account holds between sessions: shares per symbol, cash in fen, last NAV."""
-
-    held: np.ndarray
-    cash_fen: int
-    nav: float
-    initial: float
-    last_rebalance: date | None = None
-
-    @classmethod
-    def empty(cls, symbols: int, initial_cash: float) -> Book:
-        """A fresh all-cash book."""
-        return cls(np.zeros(symbols, dtype=np.int64), round(initial_cash * 100), float(initial_cash),
-                   float(initial_cash))
-
-    @property
-    def cash(self) -> float:
-        return self.cash_fen / 100.0
-
-
-@dataclass
-class Costing:
-    """Reward and kill-switch settings of a run."""
-
-    lam: float = 0.0015
-    gamma: float = 0.0
-    kill: KillSwitch = field(default_factory=KillSwitch)
-    version: str = "replay"
-    view_class: type = MarketView  # a workspace strategy gets the MarketView of its own package
-    membership: Membership | None = None  # point-in-time index members
-
-
-def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
-                  ) -> dict[str, np.ndarray]:
-    """NAV columns for sessions [first, stop) without trades: holdings marked at the close, vectorised."""
-    prices = np.nan_to_num(market.last_close[first:stop], nan=0.0)
-    market_value = prices @ book.held.astype(float)
-    nav = book.cash + market_value
-    previous = np.concatenate([[book.nav], nav[:-1]])
-    realized = nav / previous - 1.0
-    zeros = np.zeros(len(nav))
-    return {
-        "date": market.dates[first:stop].to_numpy(), "nav": nav, "cash": zeros + book.cash,
-        "market_value": market_value, "frictionless_return": realized, "realized_return": realized,
-        "slippage_leakage": zeros, "turnover": zeros, "costs": zeros, "reward": realized,
-        "principal_loss": 1.0 - nav / book.initial,
-        "strategy_version": np.full(len(nav), costing.version, dtype=object),
-    }
-
-
-class Membership:
-    """Point-in-time index members: the block with the latest effective date <= a day."""
-
-    def __init__(self, frame: pd.DataFrame) -> None:
-        effective = pd.to_datetime(frame["effective_date"])
-        self.dates = pd.DatetimeIndex(sorted(effective.unique()))
-        self.blocks = [frame.loc[effective == d, "symbol"].astype(str).tolist() for d in self.dates]
-
-    @classmethod
-    def of(cls, frame: pd.DataFrame | Membership | None) -> Membership | None:
-        """Wrap a membership frame (None or empty stays None: every symbol is eligible)."""
-        if frame is None or isinstance(frame, Membership):
-            return frame
-        return cls(frame) if len(frame) else None
-
-    def on(self, day: pd.Timestamp) -> list[str] | None:
-        """Members on `day`, or None before the first known effective date."""
-        position = int(self.dates.searchsorted(day, side="right")) - 1
-        return self.blocks[position] if position >= 0 else None
+__all__ = [
+    "NAV_COLUMNS",
+    "Book",
+    "Costing",
+    "Membership",
+    "ReplayResult",
+    "decide",
+    "mark_sessions",
+    "replay",
+    "run_sessions",
+    "session_range",
+    "trade_session",
+]
 
 
 def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: int, book: Book,
@@ -121,9 +80,16 @@ def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: 
 
 
 def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
-                  ) -> tuple[Execution, dict[str, Any], Book]:
-    """Orders, fills and the NAV row of one rebalance session; returns the new book."""
+                  ) -> tuple[Execution, dict[str, Any], Book, Columns]:
+    """Corporate actions at the open, then orders, fills and the NAV row of one rebalance session.
+
+    Returns the execution, the NAV row, the new book and the session's corporate actions.
+    """
     market = broker.market
+    done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
+    actions = done.rows(market.dates[t], market.symbols, book.held)
+    book = Book(done.held, book.cash_fen + int(done.cash_fen.sum()), book.nav, book.initial,
+                book.last_rebalance)
     orders = broker.orders_for_weights(t, weights, book.held, book.nav)
     execution = broker.execute(t, orders, book.held, book.cash_fen)
     held = book.held + execution.filled
@@ -135,20 +101,22 @@ def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, 
                                 market.fill_price[t], market.close[t], market.last_close[t - 1])
     turnover = execution.traded_value / book.nav
     costs = execution.total_costs
+    loss = principal_loss(nav, book.initial)
+    reward = step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma)
     row = {
         "date": market.dates[t], "nav": nav, "cash": cash, "market_value": market_value,
         "frictionless_return": ideal, "realized_return": realized,
         "slippage_leakage": ideal - realized, "turnover": turnover, "costs": costs,
-        "reward": step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma),
-        "principal_loss": principal_loss(nav, book.initial), "strategy_version": costing.version,
+        "reward": reward - (costing.terminal_penalty if costing.kill.trips(loss) else 0.0),
+        "principal_loss": loss, "strategy_version": costing.version,
     }
     new_book = Book(held, execution.cash_after_fen, nav, book.initial, market.dates[t].date())
-    return execution, row, new_book
+    return execution, row, new_book, actions
 
 
 @dataclass
 class ReplayResult:
-    """A replay's daily NAV (nav_frame columns), fills, orders and where the kill switch tripped."""
+    """A replay's daily NAV (nav_frame columns), fills, orders, corporate actions and where it halted."""
 
     strategy: str
     nav: pd.DataFrame
@@ -156,6 +124,8 @@ class ReplayResult:
     orders: pd.DataFrame
     initial_cash: float
     halted_on: date | None = None
+    actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
+    raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
 
     def summary(self) -> dict[str, Any]:
         """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for costs)."""
@@ -175,16 +145,17 @@ class ReplayResult:
             "frictionless_return": float((1 + nav["frictionless_return"]).prod() - 1),
             "net_return": final / self.initial_cash - 1.0,
             "halted_on": self.halted_on,
+            "dividends": float(self.actions["cash_fen"].sum()) / 100 if len(self.actions) else 0.0,
+            "raw_prices_known": self.raw_prices_known,
         }
 
 
-Columns = dict[str, np.ndarray]
-Step = tuple[Columns | None, dict[str, Any] | None, Execution | None, Book]
+Step = tuple[Columns | None, dict[str, Any] | None, Execution | None, Book, Columns]
 
 
 def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrames, broker: PaperBroker,
                  first: int, last: int, book: Book, costing: Costing) -> Iterator[Step]:
-    """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after).
+    """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after, actions).
 
     Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
     checked on every session and ends the walk on the session it trips.
@@ -198,20 +169,23 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
         if not due and t != last:
             continue
         stop = t if due else t + 1
-        quiet = mark_sessions(market, marked_from, stop, book, costing) if stop > marked_from else None
-        if quiet is not None:
+        quiet, actions = None, no_actions()
+        if stop > marked_from:
+            quiet, after, actions = mark_sessions(market, marked_from, stop, book, costing)
             tripped = _first_trip(quiet, costing.kill)
             if tripped is not None:
-                yield {k: v[: tripped + 1] for k, v in quiet.items()}, None, None, book
+                cut = quiet["date"][tripped]
+                kept = {k: v[actions["date"] <= cut] for k, v in actions.items()} if len(actions["date"]) \
+                    else actions
+                yield {k: v[: tripped + 1] for k, v in quiet.items()}, None, None, book, kept
                 return
-            book = Book(book.held, book.cash_fen, float(quiet["nav"][-1]), book.initial,
-                        book.last_rebalance)
+            book = after
             if not due:
-                yield quiet, None, None, book
+                yield quiet, None, None, book, actions
                 return
         weights = decide(strategy, params, market, t, book, costing.view_class, costing.membership)
-        execution, row, book = trade_session(broker, t, weights, book, costing)
-        yield quiet, row, execution, book
+        execution, row, book, traded_actions = trade_session(broker, t, weights, book, costing)
+        yield quiet, row, execution, book, concat_columns([actions, traded_actions])
         if costing.kill.trips(row["principal_loss"]):
             return
         marked_from = t + 1
@@ -235,11 +209,15 @@ def session_range(market: MarketFrames, start: date | str, end: date | str) -> t
 
 def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None,
            bars_panel: Mapping[str, pd.DataFrame] | MarketFrames, start: date | str, end: date | str,
-           rules: AShareRules | None = None, initial_cash: float = 10_000_000.0,
-           lam: float = 0.0015, gamma: float = 0.0, kill_threshold: float = DEFAULT_THRESHOLD,
-           st_symbols: Iterable[str] = (), version: str = "replay",
-           view_class: type = MarketView, membership: pd.DataFrame | None = None) -> ReplayResult:
+           rules: FrictionRules | None = None, initial_cash: float = 10_000_000.0,
+           lam: float = DEFAULT_LAMBDA, gamma: float = DEFAULT_GAMMA,
+           kill_threshold: float = DEFAULT_THRESHOLD, st_symbols: Iterable[str] = (),
+           version: str = "replay", view_class: type = MarketView,
+           membership: pd.DataFrame | None = None,
+           terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> ReplayResult:
     """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker."""
+    from oomrl.market.rules import AShareRules
+
     rules = rules or AShareRules()
     if not isinstance(params, BaseModel):  # a workspace's Params is its own StrategyParams class
         params = strategy.Params(**(params or {}))
@@ -248,16 +226,18 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     broker = PaperBroker(market, rules)
     first, last = session_range(market, start, end)
     costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class,
-                      Membership.of(membership))
+                      Membership.of(membership), terminal_penalty)
     quiet_chunks: list[Columns] = []
     rows: list[dict[str, Any]] = []
-    fills: list[dict[str, np.ndarray]] = []
-    orders: list[dict[str, np.ndarray]] = []
+    fills: list[Columns] = []
+    orders: list[Columns] = []
+    actions: list[Columns] = []
     start_book = Book.empty(len(market.symbols), initial_cash)
-    for quiet, row, execution, _ in run_sessions(strategy, params, market, broker, first, last,
-                                                 start_book, costing):
+    for quiet, row, execution, _, done in run_sessions(strategy, params, market, broker, first, last,
+                                                       start_book, costing):
         if quiet is not None:
             quiet_chunks.append(quiet)
+        actions.append(done)
         if row is not None and execution is not None:
             rows.append(row)
             fills.append(execution.fill_columns(market.symbols))
@@ -266,8 +246,20 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     nav = pd.concat([p for p in parts if len(p)], ignore_index=True)
     nav = nav[NAV_COLUMNS].sort_values("date", kind="mergesort").reset_index(drop=True)
     halted = nav["principal_loss"].iloc[-1] >= kill_threshold
-    return ReplayResult(strategy.name, nav, _columns_frame(fills), _columns_frame(orders),
-                        initial_cash, nav["date"].iloc[-1].date() if halted else None)
+    fill_frame = _columns_frame(fills)
+    return ReplayResult(strategy.name, nav, fill_frame, _columns_frame(orders), initial_cash,
+                        nav["date"].iloc[-1].date() if halted else None,
+                        pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
+                        raw_known_share(market, fill_frame))
+
+
+def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
+    """Share of fills whose raw price came from a known adjustment factor (1.0 when there are none)."""
+    if not len(fills):
+        return 1.0
+    rows = market.dates.get_indexer(pd.to_datetime(fills["date"]))
+    cols = market.symbols.get_indexer(fills["symbol"])
+    return float(market.factor_known[rows, cols].mean())
 
 
 def _columns_frame(chunks: list[Columns], key: str = "symbol") -> pd.DataFrame:
@@ -276,3 +268,12 @@ def _columns_frame(chunks: list[Columns], key: str = "symbol") -> pd.DataFrame:
     if not chunks:
         return pd.DataFrame(columns=NAV_COLUMNS) if key == "date" else pd.DataFrame()
     return pd.DataFrame({k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})
+
+
+def replay_setup(setup: RebalanceSetup, panels: Mapping[str, pd.DataFrame] | MarketFrames,
+                 start: date | str, end: date | str, initial_cash: float) -> ReplayResult:
+    """Replay with a RebalanceSetup (the factory's output): the one way service, demo and cross-validation replay."""
+    return replay(setup.strategy, setup.params, panels, start, end, setup.rules, initial_cash,
+                  setup.lam, setup.gamma, setup.kill_threshold, version=setup.version,
+                  view_class=setup.view_class, membership=setup.membership,
+                  terminal_penalty=setup.terminal_penalty)

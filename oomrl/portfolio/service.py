@@ -13,17 +13,11 @@ import pandas as pd
 from oomrl.config import Settings
 from oomrl.errors import OomrlError
 from oomrl.market import calendar
-from oomrl.market.rules import AShareRules
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.loader import load_strategy
-from oomrl.portfolio.rebalance import (
-    HISTORY_DAYS,
-    RebalanceOutcome,
-    RebalanceSetup,
-    load_panels,
-    rebalance,
-)
-from oomrl.portfolio.replay import ReplayResult, replay
+from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceOutcome, load_panels, rebalance
+from oomrl.portfolio.replay import ReplayResult, replay_setup
+from oomrl.portfolio.setup import rebalance_setup
 from strategies import registry
 from strategies.base import MarketView
 
@@ -105,16 +99,16 @@ def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool =
 
         store = ensure_sample(settings)
     panels = load_panels(store, as_of)
-    setup = RebalanceSetup(resolved.strategy, resolved.strategy.Params(), resolved.version,
-                           AShareRules(), settings.reward_lambda, settings.reward_gamma,
-                           settings.kill_threshold, resolved.view_class, membership(store))
+    setup = rebalance_setup(resolved.strategy, resolved.version, settings, membership(store),
+                            view_class=resolved.view_class)
     return rebalance(ledger, account, as_of, panels, setup, dry_run=dry_run)
 
 
 def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
                params: str | dict[str, Any] | None = None, workspace: Path | None = None,
-               store: Any = None, kill_threshold: float | None = None) -> ReplayResult:
-    """Replay a strategy (bundled, or from a workspace directory) on the stored data."""
+               store: Any = None, kill_threshold: float | None = None,
+               market: str = "cn") -> ReplayResult:
+    """Replay a strategy (bundled, or from a workspace directory) on the stored data of one market."""
     if workspace is not None:
         loaded = load_strategy(workspace, strategy_name)
         strategy, view_class = loaded.strategy, loaded.view_class
@@ -128,8 +122,8 @@ def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
 
         store = ensure_sample(settings)
     panels = load_panels(store, end, history_days=(pd.Timestamp(end) - pd.Timestamp(start)).days
-                         + HISTORY_DAYS)
-    return replay(strategy, parse_params(strategy, params), panels, start, end, AShareRules(),
-                  settings.initial_cash, settings.reward_lambda, settings.reward_gamma,
-                  settings.kill_threshold if kill_threshold is None else kill_threshold,
-                  view_class=view_class, membership=membership(store))
+                         + HISTORY_DAYS, market=market)
+    setup = rebalance_setup(strategy, "replay", settings, membership(store) if market == "cn" else None,
+                            view_class=view_class, params=parse_params(strategy, params),
+                            kill_threshold=kill_threshold, market=market)
+    return replay_setup(setup, panels, start, end, settings.initial_cash)

@@ -29,7 +29,7 @@ def make_bars(symbols: tuple[str, ...] = ("600519.SH", "300750.SZ"), start: str 
             rows.append({"date": day, "symbol": symbol, "open": close, "high": max(close, new_close) + 0.05,
                          "low": min(close, new_close) - 0.05, "close": new_close, "volume": 1_000_000.0,
                          "amount": 1_000_000.0 * (close + new_close) / 2, "adjustment": adjustment,
-                         "prev_close_raw": prev})
+                         "prev_close_raw": prev, "factor": 1.0, "st": 0.0, "list_date": np.nan})
             prev, close = new_close, new_close
     return pd.DataFrame(rows)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pandas as pd
 import pytest
 
@@ -47,11 +49,12 @@ def test_symbols_boards_and_limits(code: str, symbol: str, board: Board, limit: 
 
 
 def test_st_limit_and_limit_prices() -> None:
-    assert boards.price_limit_pct("600000.SH", is_st=True) == 0.05
-    assert boards.price_limit_pct("300001.SZ", is_st=True) == 0.20  # ST on ChiNext keeps 20 %
+    day = date(2025, 1, 2)
+    assert boards.price_limit_pct("600000.SH", is_st=True, on=day) == 0.05
+    assert boards.price_limit_pct("300001.SZ", is_st=True, on=day) == 0.20  # ST on ChiNext keeps 20 %
     assert boards.limit_prices(10.0, "600000.SH") == (9.0, 11.0)
     assert boards.limit_prices(12.35, "600000.SH") == (11.12, 13.59)  # 13.585 rounds half up
-    assert boards.limit_prices(10.0, "600000.SH", is_st=True) == (9.5, 10.5)
+    assert boards.limit_prices(10.0, "600000.SH", is_st=True, on=day) == (9.5, 10.5)
 
 
 def test_bad_codes() -> None:

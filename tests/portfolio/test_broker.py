@@ -98,12 +98,15 @@ def test_no_sell_at_limit_down_per_board(symbol: str, is_st: bool, blocked_at: f
     assert (fill["filled"], fill["reason"]) == (0, Unfilled.LIMIT_DOWN)
 
 
-def test_limits_come_from_the_unadjusted_previous_close() -> None:
-    panels = flat_panels([MAIN])  # adjusted closes at 10.00, raw previous close 20.00
-    set_cell(panels, DAY, MAIN, close=11.0, prev_close_raw=20.0)
-    assert one(broker_for(panels), MAIN, 1000)["reason"] is Unfilled.LIMIT_UP  # raw 22.00 = limit
-    set_cell(panels, DAY, MAIN, close=10.9)
-    assert one(broker_for(panels), MAIN, 1000)["filled"] == 1000
+def test_limits_lots_and_fees_act_on_raw_prices_from_the_factor() -> None:
+    panels = flat_panels([MAIN])  # adjusted closes at 10.00; factor 0.5 (adjusted = raw x factor): raw 20.00
+    panels["factor"] = panels["close"] * 0 + 0.5
+    set_cell(panels, DAY, MAIN, close=11.0)  # raw 22.00 = 20.00 + 10 %: the limit
+    assert one(broker_for(panels), MAIN, 1000)["reason"] is Unfilled.LIMIT_UP
+    set_cell(panels, DAY, MAIN, close=10.99)  # raw 21.98
+    fill = one(broker_for(panels), MAIN, 1000)
+    assert (fill["filled"], fill["frictionless"]) == (1000, 21.98)
+    assert fill["value"] == pytest.approx(round(1000 * 21.98 * 1.0005, 2))
 
 
 def test_suspended_day_blocks_both_sides() -> None:

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from oomrl.data.schema import conform_bars, conform_index, conform_membership, empty_bars
+from oomrl.data.schema import (
+    conform_bars,
+    conform_index,
+    conform_membership,
+    empty_bars,
+    with_prev_close,
+)
 from oomrl.errors import DataValidationError
 
 SAMPLE_DIR = Path(__file__).resolve().parents[3] / "data" / "sample"
@@ -38,7 +44,8 @@ class SampleSource:
 
     @cached_property
     def _bars(self) -> dict[str, pd.DataFrame]:
-        frame = conform_bars(_read(self.root / "bars.parquet", "parquet"))
+        # The file leaves prev_close_raw to the previous bar's close (same basis): derived here.
+        frame = with_prev_close(conform_bars(_read(self.root / "bars.parquet", "parquet")))
         return {str(sym): part.reset_index(drop=True) for sym, part in frame.groupby("symbol", sort=True)}
 
     @cached_property

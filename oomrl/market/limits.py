@@ -1,0 +1,105 @@
+"""Daily price limits of A-shares as a function of board, date, risk-warning status and listing age.
+
+Vectorised: arrays of board codes, dates, ST flags and listing sessions in, limit fractions out
+(NaN = no limit that day). Limit prices are computed in integer fen from the exchange's reference
+price (the previous close, or the ex-rights reference on an ex-date), rounded half up to the tick.
+Each rule, with its source:
+
+- Main board ±10 %; risk-warning (ST, *ST) main-board stocks ±5 % until the SSE and SZSE Trading
+  Rules (2026 revision) take effect on 2026-07-06, ±10 % from then. The change was first published
+  on 2025-06-27 as the consultation notice 《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知
+  （征求意见稿）》 and enacted by folding it into the 2026 revisions of both exchanges' trading rules.
+- ChiNext ±10 % (ST ±5 %) before 2020-08-24; ±20 % for every ChiNext stock, ST included, from
+  2020-08-24, the first trading day under the ChiNext reform (SZSE ChiNext Trading Special
+  Provisions, 2020).
+- STAR Market ±20 %, ST included (SSE STAR Market Stock Trading Special Provisions, 2019; the board
+  opened on 2019-07-22).
+- Beijing Stock Exchange ±30 % (BSE Trading Rules, 2021; opened 2021-11-15).
+- Listing days (IPO or relisting): no limit on the first 5 sessions on STAR; on ChiNext for listings
+  from 2020-08-24; on the main board for listings from 2023-04-10 (the first registration-based
+  main-board IPOs). Before those dates ChiNext and main-board IPOs had, on the first day only, a band
+  of +44 % / -36 % around the issue price, which daily bars cannot check (no issue price): that day
+  counts as unlimited here. BSE: the first day has no limit.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from oomrl.market.boards import Board
+
+CHINEXT_REFORM = date(2020, 8, 24)
+MAIN_REGISTRATION = date(2023, 4, 10)
+MAIN_ST_TEN_PERCENT = date(2026, 7, 6)
+
+# Board codes for the vectorised functions (index into BOARD_ORDER).
+BOARD_ORDER: tuple[Board, ...] = (Board.MAIN, Board.CHINEXT, Board.STAR, Board.BSE)
+BOARD_CODE = {board: code for code, board in enumerate(BOARD_ORDER)}
+MAIN, CHINEXT, STAR, BSE = range(4)
+FREE_SESSIONS_REGISTRATION = 5
+
+
+def _day(value: date) -> np.datetime64:
+    return np.datetime64(value, "D")
+
+
+def _days(dates: np.ndarray | pd.DatetimeIndex | pd.Series) -> np.ndarray:
+    return np.asarray(pd.DatetimeIndex(np.ravel(np.asarray(dates, dtype="datetime64[ns]"))).values,
+                      dtype="datetime64[D]").reshape(np.shape(dates))
+
+
+def limit_fraction(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool
+                   ) -> np.ndarray:
+    """The ± limit fraction of a board on a date (ST flag where True), ignoring listing days."""
+    board = np.asarray(board)
+    days = _days(dates)
+    st = np.asarray(st, dtype=bool)
+    main_st = np.where(days < _day(MAIN_ST_TEN_PERCENT), 0.05, 0.10)
+    main = np.where(st, main_st, 0.10)
+    before_reform = days < _day(CHINEXT_REFORM)
+    chinext = np.where(before_reform, np.where(st, 0.05, 0.10), 0.20)
+    return np.select([board == MAIN, board == CHINEXT, board == STAR, board == BSE],
+                     [main, chinext, np.full(np.shape(main), 0.20), np.full(np.shape(main), 0.30)],
+                     np.nan)
+
+
+def free_sessions(board: np.ndarray | int, list_dates: np.ndarray) -> np.ndarray:
+    """How many sessions from a listing (IPO or relisting) trade without a price limit."""
+    board = np.asarray(board)
+    listed = _days(list_dates)
+    registration = np.select(
+        [board == STAR, board == CHINEXT, board == MAIN, board == BSE],
+        [True, listed >= _day(CHINEXT_REFORM), listed >= _day(MAIN_REGISTRATION), False], False)
+    return np.where(registration, FREE_SESSIONS_REGISTRATION, 1)
+
+
+def limit_fractions(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool,
+                    listing_session: np.ndarray | float, list_dates: np.ndarray) -> np.ndarray:
+    """Limit fraction per cell, NaN where no limit applies (the free sessions after a listing).
+
+    `listing_session` counts sessions from the listing date (1 = listing day; NaN = unknown, which
+    is treated as long listed).
+    """
+    fraction = limit_fraction(board, dates, st)
+    session = np.asarray(listing_session, dtype=float)
+    free = np.isfinite(session) & (session >= 1) & (session <= free_sessions(board, list_dates))
+    return np.where(free, np.nan, fraction)
+
+
+def limit_prices_fen(reference_fen: np.ndarray, fraction: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(limit-down, limit-up) in fen: reference x (1 -/+ fraction), rounded half up to the fen.
+
+    Integer arithmetic on basis points, so x.xx5 rounds up exactly as the exchanges publish it;
+    NaN fractions (no limit) give (0, a very large number).
+    """
+    ref = np.asarray(reference_fen, dtype=np.int64)
+    frac = np.asarray(fraction, dtype=float)
+    bp = np.rint(np.nan_to_num(frac, nan=0.0) * 10_000).astype(np.int64)
+    up = (ref * (10_000 + bp) + 5_000) // 10_000
+    down = (ref * (10_000 - bp) + 5_000) // 10_000
+    unlimited = ~np.isfinite(frac)
+    return np.where(unlimited, 0, down), np.where(unlimited, np.iinfo(np.int64).max // 4, up)

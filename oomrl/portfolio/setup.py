@@ -1,0 +1,63 @@
+"""The one factory of run settings (RebalanceSetup) shared by the service, the demo, replay and cross-validation.
+
+Every path that trades builds its setup here, so none can drop the point-in-time membership, the
+market's rules or the reward settings: membership is a required argument (the store's snapshots,
+or None only when the store holds none), the rules come from the market with the settings'
+overrides, and lambda, gamma, P_terminal and tau come from the settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from oomrl.config import Settings
+from oomrl.errors import OomrlError
+from oomrl.market.markets import get_market
+from oomrl.market.rules import FrictionRules
+from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY
+from strategies.base import MarketView, Strategy, StrategyParams
+
+
+@dataclass
+class RebalanceSetup:
+    """The strategy and friction settings a rebalance runs with."""
+
+    strategy: Strategy
+    params: StrategyParams
+    version: str
+    rules: FrictionRules
+    lam: float = DEFAULT_LAMBDA
+    gamma: float = DEFAULT_GAMMA
+    kill_threshold: float = 0.20
+    view_class: type = MarketView
+    membership: pd.DataFrame | None = None
+    terminal_penalty: float = DEFAULT_TERMINAL_PENALTY
+
+
+def market_rules(settings: Settings, market: str = "cn") -> FrictionRules:
+    """The market's rule set with the settings' overrides (`market_rules = {"us": {...}}`)."""
+    overrides = settings.market_rules.get(market, {})
+    try:
+        return get_market(market).rules(overrides)
+    except ValueError as exc:
+        raise OomrlError(f"invalid market rules for {market!r}: {exc}") from exc
+
+
+def rebalance_setup(strategy: Strategy, version: str, settings: Settings,
+                    membership: pd.DataFrame | None, *, view_class: type = MarketView,
+                    params: StrategyParams | dict[str, Any] | None = None,
+                    kill_threshold: float | None = None, market: str = "cn") -> RebalanceSetup:
+    """A RebalanceSetup from settings; `membership` is the store's point-in-time snapshots (None: none stored)."""
+    if params is None or isinstance(params, dict):
+        try:
+            params = strategy.Params(**(params or {}))
+        except ValueError as exc:
+            raise OomrlError(f"invalid params for {strategy.name}: {exc}") from exc
+    frame = membership if membership is not None and len(membership) else None
+    return RebalanceSetup(
+        strategy, params, version, market_rules(settings, market), settings.reward_lambda,
+        settings.reward_gamma, settings.kill_threshold if kill_threshold is None else kill_threshold,
+        view_class, frame, settings.reward_terminal_penalty)
