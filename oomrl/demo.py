@@ -33,7 +33,7 @@ FRICTION_RULES = frozenset({"execution_decay"})
 TABLE1_COLUMNS = [("trading_days", "days"), ("annualized_return", "ann. return"),
                   ("benchmark_annualized_return", "CSI 300"), ("sharpe", "Sharpe"),
                   ("max_drawdown", "max DD"), ("information_ratio", "IR"), ("beta", "beta"),
-                  ("alpha_annualized", "alpha")]
+                  ("alpha_annualized", "alpha"), ("reward", "reward Σ")]
 
 
 @dataclass
@@ -218,16 +218,20 @@ def version_phases(settings: Settings, config: DemoConfig, returns_index: pd.Dat
     return [type(phase)(full.get(phase.name, phase.name), phase.start, phase.end) for phase in phases]
 
 
-def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any]) -> pd.DataFrame:
-    """The paper's Table 1: per version, and for the whole window."""
-    from oomrl.metrics.performance import compute_metrics
+def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any],
+           nav: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The paper's Table 1: per version, and for the whole window; with the reward (Eq. 1-2) per span."""
+    from oomrl.metrics.attribution import version_rewards
+    from oomrl.metrics.performance import Phase, compute_metrics
 
     rows = []
-    spans = [(p.name, p.start, p.end) for p in phases] + [("whole window", returns.index[0], returns.index[-1])]
-    for name, start, end in spans:
-        part = returns.loc[start:end]
+    spans = [*phases, Phase("whole window", returns.index[0], returns.index[-1])]
+    rewards = version_rewards(nav, spans) if nav is not None and "reward" in nav else {}
+    for span in spans:
+        part = returns.loc[span.start:span.end]
         metrics = compute_metrics(part, benchmark) if len(part) > 2 else {"trading_days": len(part)}
-        rows.append({"version": name, "start": part.index[0].date().isoformat(),
+        metrics = {**metrics, "reward": rewards.get(span.name)}
+        rows.append({"version": span.name, "start": part.index[0].date().isoformat(),
                      "end": part.index[-1].date().isoformat(),
                      **{key: metrics.get(key) for key, _ in TABLE1_COLUMNS}})
     return pd.DataFrame(rows)
@@ -267,10 +271,11 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
     from oomrl.portfolio.service import open_ledger
 
     ledger = open_ledger(settings)
-    returns, live_versions = account_returns(ledger.nav_frame(config.account), config.account)
+    nav = ledger.nav_frame(config.account)
+    returns, live_versions = account_returns(nav, config.account)
     benchmark = benchmark_returns(store, "price")
     phases = version_phases(settings, config, returns.index, live_versions)
-    frame = table1(returns, benchmark, phases)
+    frame = table1(returns, benchmark, phases, nav)
     print_table1(frame, console)
     out = report_dir(settings.runs_dir, f"demo-{config.account}")
     with console.status("writing the tearsheet ..."):

@@ -35,6 +35,7 @@ from oomrl.config import Settings
 from oomrl.crossval import (
     CrossValidation,
     VersionMapper,
+    baseline_of,
     cross_validate,
     run_in_process,
     window_for,
@@ -360,8 +361,8 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
         start, end = window_for(store, as_of, ctx.agent.cross_validation_days)
         return cross_validate(ctx.candidate, ctx.versions.materialize(active), mandate.strategy,
                               mandate.constraints, store, start, end, candidate_sha="candidate",
-                              active_sha=active, ir_tolerance=ctx.agent.ir_tolerance,
-                              initial_cash=initial_cash, mapper=ctx.version_mapper)
+                              active_sha=active, initial_cash=initial_cash, mapper=ctx.version_mapper,
+                              baseline=baseline_of(ctx.versions, active), run_dir=ctx.run_dir)
 
     return validate
 

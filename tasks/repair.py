@@ -76,6 +76,8 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
         create_table_artifact(key="repair-cross-validation", table=cross.table(),
                               description=f"{cross.start}..{cross.end}: "
                                           + ("passed" if cross.passed else "; ".join(cross.failures())))
+        create_markdown_artifact(key="repair-cross-validation-decision", markdown=cross.decision_markdown(),
+                                 description="promotion evidence: measures per window, checks, tolerance")
     lines = [f"# Repair {outcome.status}", "", f"- step: {outcome.step or '-'}",
              f"- reason: {outcome.reason}", f"- run folder: `{outcome.run_dir}`",
              f"- budget: {json.dumps(outcome.budget)}"]

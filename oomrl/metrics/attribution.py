@@ -61,6 +61,13 @@ def account_returns(nav: pd.DataFrame, account: str) -> tuple[pd.Series, pd.Seri
     return returns, versions.reindex(returns.index)
 
 
+def version_rewards(nav: pd.DataFrame, phases: list[Phase]) -> dict[str, float]:
+    """The paper's reward (Eq. 1-2) summed per phase (strategy version), from the ledger's NAV rows."""
+    dates = pd.to_datetime(nav["date"])
+    return {phase.name: float(nav.loc[(dates >= phase.start) & (dates <= phase.end), "reward"].sum())
+            for phase in phases}
+
+
 def benchmark_returns(store: IndexSource, kind: str = "price", code: str = BENCHMARK_CODE) -> pd.Series:
     """Daily returns of the CSI 300 price or total-return index held in the store."""
     if kind not in BENCHMARK_KINDS:

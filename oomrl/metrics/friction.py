@@ -53,6 +53,8 @@ def friction_row(nav: pd.DataFrame, fills: pd.DataFrame) -> dict[str, float | in
         "adv_participation_mean": float(participation.mean()) if len(fills) else None,
         "adv_participation_max": float(participation.max()) if len(fills) else None,
         "fills_over_cap": float((participation > ADV_CAP).mean()) if len(fills) else None,
+        # the paper's reward (Eq. 1-2), summed: what the outer loop optimises, terminal penalty included
+        "reward_total": float(nav["reward"].sum()) if "reward" in nav and sessions else None,
     }
     return row
 

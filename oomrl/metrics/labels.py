@@ -87,6 +87,9 @@ GLOSSARY: dict[str, Label] = {
     "fills": Label("Fills", "count", "Executed orders (one per symbol and session)."),
     "fills_over_cap": Label("Fills over 5 % of ADV", "percent",
                             "Share of fills above the repair mandate's usual 5 % ADV cap."),
+    "reward_total": Label("Reward Σ (Eq. 1-2)", "ratio",
+                          "Sum of the paper's step rewards: return before costs − λ‖Δw‖₁ − γ√‖Δw‖₁, "
+                          "and −P_terminal on the step the kill switch trips."),
     # style attribution (Table 2)
     "coef": Label("Coefficient (daily)", "coef", "Regression coefficient on daily returns."),
     "t": Label("t (OLS)", "ratio", "Coefficient ÷ plain OLS standard error."),

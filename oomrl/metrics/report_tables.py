@@ -21,7 +21,7 @@ PHASE_ROWS = ("sessions", "annualized_return", "benchmark_annualized_return", "e
 FRICTION_ROWS = ("rebalances", "turnover_annualized", "turnover_per_rebalance", "costs_total", "cost_drag",
                  "commission", "stamp_duty", "transfer_fee", "impact_cost", "slippage_leakage",
                  "slippage_leakage_annualized", "fills", "adv_participation_mean", "adv_participation_max",
-                 "fills_over_cap")
+                 "fills_over_cap", "reward_total")
 
 
 @dataclass(frozen=True)

@@ -150,8 +150,9 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
                       setup.view_class, membership, setup.terminal_penalty)
     # Corporate actions since the last rebalance change the book (cash, shares) even on sessions a
     # daily mark already valued: walk from the last rebalance, keep the rows after the last NAV row.
-    first_quiet = t if state.last_date is None else int(
-        market.dates.searchsorted(pd.Timestamp(state.last_date), side="right"))
+    since = state.last_date if state.last_date is not None else (
+        nav_before["date"].iloc[-1] if len(nav_before) else None)  # a fresh account may have marks
+    first_quiet = t if since is None else int(market.dates.searchsorted(pd.Timestamp(since), side="right"))
     columns, book, actions = mark_sessions(market, first_quiet, t, book_at(nav_before, state, held), costing)
     quiet = pd.DataFrame(columns, columns=NAV_COLUMNS)
     if len(nav_before):

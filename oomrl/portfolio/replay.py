@@ -126,6 +126,8 @@ class ReplayResult:
     halted_on: date | None = None
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
     raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
+    max_weight: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))  # largest position / NAV
+    #                                                          at the close of each rebalance session
 
     def summary(self) -> dict[str, Any]:
         """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for costs)."""
@@ -233,13 +235,16 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     orders: list[Columns] = []
     actions: list[Columns] = []
     start_book = Book.empty(len(market.symbols), initial_cash)
-    for quiet, row, execution, _, done in run_sessions(strategy, params, market, broker, first, last,
-                                                       start_book, costing):
+    heaviest: dict[pd.Timestamp, float] = {}
+    for quiet, row, execution, book, done in run_sessions(strategy, params, market, broker, first, last,
+                                                          start_book, costing):
         if quiet is not None:
             quiet_chunks.append(quiet)
         actions.append(done)
         if row is not None and execution is not None:
             rows.append(row)
+            value = book.held * np.nan_to_num(market.last_close[execution.t], nan=0.0)
+            heaviest[row["date"]] = float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
             fills.append(execution.fill_columns(market.symbols))
             orders.append(execution.order_columns(market.symbols))
     parts = [_columns_frame(quiet_chunks, "date"), pd.DataFrame(rows, columns=NAV_COLUMNS)]
@@ -250,7 +255,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
     return ReplayResult(strategy.name, nav, fill_frame, _columns_frame(orders), initial_cash,
                         nav["date"].iloc[-1].date() if halted else None,
                         pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
-                        raw_known_share(market, fill_frame))
+                        raw_known_share(market, fill_frame), pd.Series(heaviest, dtype=float))
 
 
 def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:

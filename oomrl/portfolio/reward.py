@@ -17,8 +17,8 @@ DEFAULT_TERMINAL_PENALTY = 1.0  # one unit of starting capital: ruin outweighs a
 # Reference values of the calibration, measured on the bundled sample (CSI 300 point-in-time members,
 # 2024-07-01..2026-02-27): median daily volatility and median 20-session ADV (CNY) of a member-day;
 # the default book (10 M CNY) and a typical number of names held. See docs/portfolio.md.
-REFERENCE_SIGMA = 0.0198
-REFERENCE_ADV = 6.5e8
+REFERENCE_SIGMA = 0.0177
+REFERENCE_ADV = 6.8e8
 REFERENCE_NAV = 10_000_000.0
 REFERENCE_NAMES = 20
 REFERENCE_TURNOVER = 1.0

@@ -1,84 +1,93 @@
-"""The yfinance adapter on frames assembled by the real yf.download from canned per-ticker histories (no network)."""
+"""The yfinance adapter running the real yf.download over canned Yahoo HTTP payloads (no network), any market."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import date
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 import yfinance
-import yfinance.multi
+from yfinance.data import YfData
 
 from oomrl.data.sources.yfinance import YFinanceSource, yahoo_ticker
 from oomrl.data.validation import validate_bars
 from oomrl.errors import SourceUnavailableError
-
-DATES = pd.DatetimeIndex(["2025-03-03", "2025-03-04", "2025-03-05"], name="Date").tz_localize("Asia/Shanghai")
-HISTORY = {  # what Ticker.history(auto_adjust=True, actions=False) returns: float prices, int64 volume in shares
-    "600519.SS": pd.DataFrame({"Open": [1488.1, 1490.2, 1501.0], "High": [1495.0, 1502.3, 1512.8],
-                               "Low": [1480.5, 1485.0, 1496.1], "Close": [1490.0, 1500.1, 1510.2],
-                               "Volume": np.array([3_012_345, 2_800_000, 3_500_000], dtype=np.int64)}, index=DATES),
-    "000300.SS": pd.DataFrame({"Open": [3900.0, 3910.0, 3905.0], "High": [3920.0, 3930.0, 3925.0],
-                               "Low": [3890.0, 3900.0, 3895.0], "Close": [3915.3, 3905.1, 3920.7],
-                               "Volume": np.array([10**10, 10**10, 10**10], dtype=np.int64)}, index=DATES),
-}
-
-
-class FakeTicker:
-    """Stands in for yfinance.Ticker inside yf.download: returns HISTORY, or fails like a dropped connection."""
-
-    requests: ClassVar[list[dict[str, Any]]] = []
-    fail: ClassVar[bool] = False
-
-    def __init__(self, ticker: str) -> None:
-        self.ticker, self._price_history = ticker, None
-
-    def history(self, **kwargs: Any) -> pd.DataFrame:
-        FakeTicker.requests.append({"ticker": self.ticker, **kwargs})
-        if FakeTicker.fail:
-            raise ConnectionError("Failed to perform, curl: (7) Couldn't connect to server")
-        return HISTORY[self.ticker].copy()
+from tests.data.yahoo_http import FakeYahoo, chart
 
 
 @pytest.fixture()
-def yahoo(monkeypatch: pytest.MonkeyPatch) -> type[FakeTicker]:
-    FakeTicker.requests, FakeTicker.fail = [], False
-    monkeypatch.setattr(yfinance.multi, "Ticker", FakeTicker)
-    return FakeTicker
+def yahoo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[FakeYahoo]]:
+    """yf.download through FakeYahoo; yfinance's caches in a temporary folder."""
+    yfinance.set_tz_cache_location(str(tmp_path / "yf-cache"))
+    YfData.cache_get.cache_clear()  # yfinance memoizes past date ranges in-process
+    FakeYahoo.requests_seen, FakeYahoo.down = [], False
+    monkeypatch.setattr(YFinanceSource, "default_session", FakeYahoo)
+    yield FakeYahoo
 
 
-def test_download_shape_is_price_by_ticker(yahoo: type[FakeTicker]) -> None:
+def chart_requests(yahoo: type[FakeYahoo]) -> list[dict[str, Any]]:
+    return [r for r in yahoo.requests_seen if "/v8/finance/chart/" in r["url"] and "period1" in r["params"]]
+
+
+def test_download_goes_through_yahoo_http_and_keeps_the_price_by_ticker_shape(yahoo: type[FakeYahoo]) -> None:
     frame = YFinanceSource(api=yfinance).download(["600519.SS"], date(2025, 3, 3), date(2025, 3, 5))
     assert frame.columns.names == ["Price", "Ticker"]
-    assert ("Close", "600519.SS") in frame.columns
-    assert yahoo.requests[0]["auto_adjust"] is True
-    assert (yahoo.requests[0]["start"], yahoo.requests[0]["end"]) == ("2025-03-03", "2025-03-06")  # end exclusive
+    assert {("Close", "600519.SS"), ("Adj Close", "600519.SS")} <= set(frame.columns)
+    sent = chart_requests(yahoo)[0]
+    assert sent["url"].endswith("/v8/finance/chart/600519.SS") and sent["params"]["crumb"] == "canned-crumb"
+    assert pd.Timestamp(sent["params"]["period2"], unit="s") > pd.Timestamp("2025-03-05")  # end made inclusive
 
 
-def test_bars_are_qfq_in_shares_with_prev_close(yahoo: type[FakeTicker]) -> None:
+def test_a_shares_are_stored_adjusted_with_the_factor(yahoo: type[FakeYahoo]) -> None:
     bars = YFinanceSource(api=yfinance).bars("600519.SH", date(2025, 3, 3), date(2025, 3, 5))
+    raw = chart("600519.SS", {})["chart"]["result"][0]["indicators"]["quote"][0]
     assert bars["symbol"].unique().tolist() == ["600519.SH"]
     assert bars["date"].tolist() == list(pd.to_datetime(["2025-03-03", "2025-03-04", "2025-03-05"]))
-    assert bars["volume"].tolist() == [3_012_345.0, 2_800_000.0, 3_500_000.0]
+    assert bars["volume"].tolist() == [float(v) for v in raw["volume"]]
     assert bars["amount"].isna().all() and bars["adjustment"].unique().tolist() == ["qfq"]
-    assert np.isnan(bars["prev_close_raw"].iloc[0]) and bars["prev_close_raw"].iloc[1] == 1490.0
+    np.testing.assert_allclose(bars["close"] / bars["factor"], raw["close"])  # traded = adjusted / factor
+    assert np.isnan(bars["prev_close_raw"].iloc[0]) and bars["prev_close_raw"].iloc[1] == bars["close"].iloc[0]
     assert validate_bars(bars).quarantined.empty
 
 
-def test_index_levels_price_only(yahoo: type[FakeTicker]) -> None:
+def test_us_bars_carry_the_dividend_in_the_factor(yahoo: type[FakeYahoo]) -> None:
+    bars = YFinanceSource(api=yfinance).bars("aapl", date(2025, 1, 2), date(2025, 4, 30))
+    assert bars["symbol"].unique().tolist() == ["AAPL"] and len(bars) > 70
+    before, after = bars.loc[bars["date"] < "2025-02-10", "factor"], bars.loc[bars["date"] >= "2025-02-10", "factor"]
+    assert after.round(6).eq(1.0).all() and (before < 1.0).all() and before.round(5).nunique() == 1
+    assert validate_bars(bars).quarantined.empty  # XNYS sessions, no price limits, a Yahoo ticker
+
+
+def test_index_levels_per_market(yahoo: type[FakeYahoo]) -> None:
     source = YFinanceSource(api=yfinance)
-    levels = source.index_levels("000300", "price", date(2025, 3, 3), date(2025, 3, 5))
-    assert levels["close"].tolist() == [3915.3, 3905.1, 3920.7]
+    csi = source.index_levels("000300", "price", date(2025, 3, 3), date(2025, 3, 5))
+    assert csi["close"].tolist() == chart("000300.SS", {})["chart"]["result"][0]["indicators"]["quote"][0]["close"]
+    spx = source.index_levels("^GSPC", "price", date(2025, 1, 2), date(2025, 4, 30))
+    hsi = source.index_levels("^HSI", "price", date(2025, 1, 2), date(2025, 4, 30))
+    assert spx["code"].unique().tolist() == ["^GSPC"] and hsi["code"].unique().tolist() == ["^HSI"]
     assert source.index_levels("000300", "total_return", date(2025, 3, 3), date(2025, 3, 5)).empty
+    assert source.index_levels("^N225", "price", date(2025, 3, 3), date(2025, 3, 5)).empty
     assert source.membership().empty and source.coverage() is None
 
 
-def test_connection_failure_is_source_unavailable(yahoo: type[FakeTicker]) -> None:
-    yahoo.fail = True
+def test_hong_kong_bars(yahoo: type[FakeYahoo]) -> None:
+    bars = YFinanceSource(api=yfinance).bars("0700.hk", date(2025, 1, 2), date(2025, 4, 30))
+    assert bars["symbol"].unique().tolist() == ["0700.HK"] and validate_bars(bars).quarantined.empty
+
+
+def test_connection_failure_is_source_unavailable(yahoo: type[FakeYahoo]) -> None:
+    yahoo.down = True
     with pytest.raises(SourceUnavailableError, match="yfinance returned nothing"):
         YFinanceSource(api=yfinance).bars("600519.SH", date(2025, 3, 3), date(2025, 3, 5))
+
+
+def test_an_unknown_ticker_is_source_unavailable(yahoo: type[FakeYahoo]) -> None:
+    with pytest.raises(SourceUnavailableError):
+        YFinanceSource(api=yfinance).bars("NOSUCH", date(2025, 3, 3), date(2025, 3, 5))
 
 
 def test_exceptions_from_download_are_source_unavailable() -> None:
@@ -91,15 +100,14 @@ def test_exceptions_from_download_are_source_unavailable() -> None:
         YFinanceSource(api=Broken()).bars("600519.SH", date(2025, 3, 3), date(2025, 3, 5))
 
 
-def test_a_frame_without_the_ticker_or_trades(yahoo: type[FakeTicker], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_frame_without_the_ticker_or_trades(yahoo: type[FakeYahoo], monkeypatch: pytest.MonkeyPatch) -> None:
     source = YFinanceSource(api=yfinance)
     other = source.download(["000300.SS"], date(2025, 3, 3), date(2025, 3, 5))
     monkeypatch.setattr(source, "download", lambda *args: other)
     with pytest.raises(SourceUnavailableError, match="no column for 600519.SS"):
         source.bars("600519.SH", date(2025, 3, 3), date(2025, 3, 5))
     blank = other.copy()
-    blank.loc[:, ("Close", "000300.SS")] = np.nan
-    for column in ("Open", "High", "Low"):
+    for column in ("Open", "High", "Low", "Close"):
         blank.loc[:, (column, "000300.SS")] = np.nan
     blank.columns = pd.MultiIndex.from_tuples([(p, "600519.SS") for p, _ in blank.columns], names=["Price", "Ticker"])
     monkeypatch.setattr(source, "download", lambda *args: blank)
@@ -108,5 +116,6 @@ def test_a_frame_without_the_ticker_or_trades(yahoo: type[FakeTicker], monkeypat
 
 def test_ticker_spelling_and_lazy_import() -> None:
     assert yahoo_ticker("600519") == "600519.SS" and yahoo_ticker("000001.SZ") == "000001.SZ"
+    assert yahoo_ticker("aapl") == "AAPL" and yahoo_ticker("0700.HK") == "0700.HK"
     source = YFinanceSource()
     assert source._api is None and source.api is yfinance

@@ -8,6 +8,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -46,7 +47,7 @@ def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
                                       "--end", "2024-08-09", "--max-repairs", "0"],
                                 env={"COLUMNS": "160"})
     assert result.exit_code == 0, result.output
-    assert "daily bars" in result.output and "501,149" in result.output and "CSI 300 (000300)" in result.output
+    assert "daily bars" in result.output and "501,155" in result.output and "CSI 300 (000300)" in result.output
     assert "Table 1" in result.output and "v1 daily_momentum" in result.output
     tearsheet = Path(result.output.split("tearsheet:")[1].split()[0])
     assert tearsheet.exists() and tearsheet.name == "tearsheet.html"
@@ -58,6 +59,25 @@ def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
     # daily momentum bleeds under friction in this window: that is the loss the demo repairs
     assert row_v1["end"] == "2024-08-09" and whole["annualized_return"] < 0 and whole["max_drawdown"] < -0.1
     assert whole["beta"] > 0
+    assert_point_in_time_members_only(demo_home)
+
+
+def assert_point_in_time_members_only(home: Path) -> None:
+    """Every buy in the demo's ledger is of a CSI 300 member on its decision date (the session before)."""
+    from oomrl.data.sources.sample import SampleSource
+    from oomrl.market import calendar
+    from oomrl.market.universe import members_on
+    from oomrl.portfolio.ledger import Ledger
+
+    fills = Ledger(f"sqlite:///{home / 'ledger.db'}").fills_frame("demo")
+    buys = fills[fills["side"] == "buy"]
+    assert len(buys) > 50
+    membership = SampleSource().membership()
+    sessions = calendar.sessions("2024-06-01", "2026-03-31")
+    for day, symbols in buys.groupby(pd.to_datetime(buys["date"]))["symbol"]:
+        decided = sessions[sessions.searchsorted(day) - 1]
+        outside = set(symbols) - set(members_on(membership, decided))
+        assert not outside, f"{day:%Y-%m-%d}: bought non-members {sorted(outside)}"
 
 
 def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Path) -> None:

@@ -134,3 +134,27 @@ def test_the_ledger_books_corporate_actions_and_reconciles(ledger: Ledger) -> No
                     version="v1")
     assert len(result.actions) == len(booked)
     assert result.actions["cash_fen"].sum() == booked["cash_fen"].sum()
+
+
+def test_daily_marks_over_an_ex_date_and_the_next_rebalance_book_the_dividend_once(ledger: Ledger) -> None:
+    from oomrl.portfolio.marking import mark_account
+    from oomrl.portfolio.rebalance import rebalance
+
+    panels = random_panels(SYMBOLS, days=70)
+    factor = pd.DataFrame(0.97, index=panels["close"].index, columns=panels["close"].columns)
+    factor.iloc[45:] = 1.0  # every name pays a 3 % dividend on session 45
+    panels["factor"] = factor
+    days = [d.date() for d in panels["close"].index]
+    setup = RebalanceSetup(registry.get("daily_momentum"), registry.get("daily_momentum").Params(top_k=6),
+                           "v1", AShareRules())
+    ledger.open_account("acc", 1_000_000)
+    rebalance(ledger, "acc", days[40], panels, setup)
+    mark_account(ledger, "acc", days[50], panels, AShareRules(), 0.2)
+    marks = ledger.nav_frame("acc").set_index("date")
+    assert marks.loc[pd.Timestamp(days[45]), "cash"] > marks.loc[pd.Timestamp(days[44]), "cash"]  # paid in NAV
+    assert ledger.actions_frame("acc").empty  # booked with the next rebalance
+    rebalance(ledger, "acc", days[55], panels, setup)
+    booked = ledger.actions_frame("acc")
+    assert len(booked) == 6 and (booked["kind"] == "dividend").all() and ledger.reconcile("acc") == []
+    nav = ledger.nav_frame("acc")
+    assert nav["date"].is_unique and len(nav) == 16  # sessions 40..55, each once

@@ -12,6 +12,7 @@ from oomrl.portfolio.reward import (
     frictionless_return,
     principal_loss,
     step_reward,
+    terminal,
 )
 
 
@@ -58,3 +59,73 @@ def test_require_active_refuses_a_halted_account() -> None:
     require_active("acc", AccountStatus.ACTIVE)
     with pytest.raises(AccountHaltedError, match="--confirm"):
         require_active("acc", AccountStatus.HALTED, "loss 25%")
+
+
+def test_the_terminal_penalty_lands_on_the_first_step_at_or_beyond_tau() -> None:
+    rewards = terminal(np.array([0.01, -0.02, -0.05, -0.01]), np.array([0.05, 0.15, 0.21, 0.25]), 0.2, 1.0)
+    assert rewards.tolist() == pytest.approx([0.01, -0.02, -1.05, -0.01])
+    assert terminal(np.array([0.01]), np.array([0.1]), 0.2, 1.0).tolist() == [0.01]
+
+
+def test_the_reward_on_a_halt_day_includes_minus_p_terminal() -> None:
+    from oomrl.market.rules import AShareRules, FillPrice
+    from oomrl.portfolio.replay import replay
+    from strategies import registry
+    from tests.portfolio.factories import flat_panels
+
+    panels = flat_panels(["600000.SH", "600036.SH"], days=40)
+    crash = panels["close"].index[31]
+    for field in ("open", "high", "low", "close"):
+        panels[field].loc[crash:] = 7.0  # -30 % (a resumption gap: validation is not the broker's job)
+    panels["prev_close_raw"].loc[crash:] = np.nan
+    rules = AShareRules(fill_price=FillPrice.CLOSE, price_limits=False)
+    lam, gamma = 0.0015, 0.0005
+    result = replay(registry.get("daily_momentum"), {"top_k": 2}, panels, panels["close"].index[25],
+                    panels["close"].index[39], rules, 1_000_000, lam, gamma, terminal_penalty=2.5)
+    halt = result.nav.iloc[-1]
+    assert result.halted_on == crash.date() and halt["principal_loss"] >= 0.2
+    expected = step_reward(halt["realized_return"] + halt["costs"] / (halt["nav"] / (1 + halt["realized_return"])),
+                           halt["turnover"], lam, gamma) - 2.5
+    assert halt["reward"] == pytest.approx(expected)
+    assert (result.nav["reward"].iloc[:-1] > -1).all()  # only the absorbing step carries the penalty
+
+
+def test_gamma_is_calibrated_from_the_impact_model_and_the_sample() -> None:
+    from oomrl.config import Settings
+    from oomrl.market.rules import AShareRules
+    from oomrl.portfolio.reward import (
+        DEFAULT_GAMMA,
+        REFERENCE_ADV,
+        REFERENCE_NAMES,
+        REFERENCE_NAV,
+        REFERENCE_SIGMA,
+        calibrated_gamma,
+    )
+
+    k = AShareRules().impact_k
+    assert calibrated_gamma(k) == pytest.approx(k * REFERENCE_SIGMA * np.sqrt(REFERENCE_NAV / (REFERENCE_NAMES
+                                                                                               * REFERENCE_ADV)))
+    assert DEFAULT_GAMMA == pytest.approx(calibrated_gamma(k), abs=5e-7) and Settings().reward_gamma == DEFAULT_GAMMA
+    assert DEFAULT_GAMMA > 0 and calibrated_gamma(k, turnover=0.5) == pytest.approx(DEFAULT_GAMMA / 2, rel=1e-3)
+    with pytest.raises(ValueError):
+        calibrated_gamma(k, sigma=0.0)
+
+
+def test_the_calibration_references_are_the_samples_medians() -> None:
+    import pandas as pd
+
+    from oomrl.portfolio.book import Membership
+    from oomrl.portfolio.reward import REFERENCE_ADV, REFERENCE_SIGMA
+    from tests.portfolio.test_sample_replay import sample_market
+
+    market, membership = sample_market()
+    pit = Membership.of(membership)
+    assert pit is not None
+    sigma, adv = [], []
+    for t, day in enumerate(market.dates):
+        if day >= pd.Timestamp("2024-07-01"):
+            cols = market.symbols.get_indexer(pit.on(day))
+            sigma.append(market.sigma[t, cols[cols >= 0]])
+            adv.append(market.adv[t, cols[cols >= 0]])
+    assert np.nanmedian(np.concatenate(sigma)) == pytest.approx(REFERENCE_SIGMA, rel=0.02)
+    assert np.nanmedian(np.concatenate(adv)) == pytest.approx(REFERENCE_ADV, rel=0.02)

@@ -1,35 +1,45 @@
-"""Live bars through yfinance (yf.download, MultiIndex columns Price x Ticker, `.SS`/`.SZ` tickers, volume in shares)."""
+"""Live bars through yfinance for any Yahoo ticker: A-shares (`.SS`/`.SZ`), US (`AAPL`), Hong Kong (`0700.HK`), ...
+
+yf.download(auto_adjust=False) gives Yahoo's traded prices (Open/High/Low/Close; split-adjusted only)
+and Adj Close (dividends too). The adapter stores the adjusted prices with Qlib's factor
+(adjusted = raw x factor, factor = Adj Close / Close), volume in shares, no amount. Benchmarks per
+market: 000300 (CSI 300, `000300.SS`), ^GSPC (S&P 500), ^HSI (Hang Seng).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, timedelta
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from oomrl.data.schema import conform_bars, conform_index, empty_bars, empty_index, with_prev_close
 from oomrl.errors import SourceUnavailableError
-from oomrl.market.boards import to_symbol
+from oomrl.market import markets
 
-INDEX_TICKERS = {"000300": "000300.SS"}
-"""Yahoo carries the CSI 300 price index; it has no total-return series and no constituents."""
+INDEX_TICKERS = {"000300": "000300.SS", "^GSPC": "^GSPC", "^HSI": "^HSI"}
+"""Yahoo carries these price indices; it has no total-return series and no constituents."""
 
 
 def yahoo_ticker(symbol: str) -> str:
-    """600519.SH -> 600519.SS, 000001.SZ -> 000001.SZ (Yahoo spells Shanghai `.SS`)."""
-    return to_symbol(symbol).replace(".SH", ".SS")
+    """600519.SH -> 600519.SS, 000001.SZ -> 000001.SZ, AAPL -> AAPL, 0700.HK -> 0700.HK."""
+    return markets.yahoo_ticker(markets.normalize(symbol))
 
 
 class YFinanceSource:
-    """Daily bars from yf.download(auto_adjust=True): prices dividend/split-adjusted back from the latest day (qfq)."""
+    """Daily bars from yf.download(auto_adjust=False): adjusted prices with the factor Adj Close / Close."""
 
     name = "yfinance"
     live = True
+    # A requests/curl_cffi session factory for yf.download (None: yfinance's own); tests and proxies set it.
+    default_session: ClassVar[Callable[[], Any] | None] = None
 
-    def __init__(self, api: ModuleType | Any = None) -> None:
+    def __init__(self, api: ModuleType | Any = None, session: Any = None) -> None:
         self._api = api
+        self._session = session
 
     @property
     def api(self) -> Any:
@@ -44,11 +54,13 @@ class YFinanceSource:
 
     def download(self, tickers: list[str], start: date, end: date) -> pd.DataFrame:
         """yf.download with columns grouped (Price, Ticker); `end` is inclusive here (yfinance's is exclusive)."""
+        session = self._session or (self.default_session() if self.default_session else None)
+        extra = {"session": session} if session is not None else {}
         try:
             frame = self.api.download(tickers, start=pd.Timestamp(start).strftime("%Y-%m-%d"),
                                       end=(pd.Timestamp(end) + timedelta(days=1)).strftime("%Y-%m-%d"),
-                                      auto_adjust=True, group_by="column", progress=False, threads=False,
-                                      multi_level_index=True)
+                                      auto_adjust=False, group_by="column", progress=False, threads=False,
+                                      multi_level_index=True, **extra)
         except Exception as exc:  # yfinance wraps transport errors in its own and curl_cffi's types
             raise SourceUnavailableError(f"yfinance download {tickers}: {exc}") from exc
         if frame is None or frame.empty:
@@ -64,15 +76,22 @@ class YFinanceSource:
         return one.dropna(subset=["Open", "High", "Low", "Close"], how="all")
 
     def bars(self, symbol: str, start: date, end: date) -> pd.DataFrame:
-        ticker = yahoo_ticker(symbol)
+        canonical = markets.normalize(symbol)
+        ticker = markets.yahoo_ticker(canonical)
         one = self._columns(self.download([ticker], start, end), ticker)
         if one.empty:
             return empty_bars()
+        close = one["Close"].to_numpy(dtype=np.float64)
+        adjusted = one["Adj Close"].to_numpy(dtype=np.float64) if "Adj Close" in one else close
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(close > 0, adjusted / close, np.nan)
         frame = pd.DataFrame({
-            "date": one.index, "symbol": to_symbol(symbol),
-            "open": one["Open"].to_numpy(), "high": one["High"].to_numpy(), "low": one["Low"].to_numpy(),
-            "close": one["Close"].to_numpy(), "volume": one["Volume"].to_numpy(dtype=np.float64),
-            "amount": np.nan, "adjustment": "qfq", "prev_close_raw": np.nan,
+            "date": pd.DatetimeIndex(one.index).tz_localize(None) if getattr(one.index, "tz", None) else one.index,
+            "symbol": canonical,
+            **{column.lower(): one[column].to_numpy(dtype=np.float64) * factor
+               for column in ("Open", "High", "Low", "Close")},
+            "volume": one["Volume"].to_numpy(dtype=np.float64), "amount": np.nan, "adjustment": "qfq",
+            "prev_close_raw": np.nan, "factor": factor,
         })
         return with_prev_close(conform_bars(frame))
 
