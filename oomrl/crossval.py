@@ -108,11 +108,11 @@ class CrossValidation(BaseModel):
         lines = [f"# Cross-validation: {verdict}", "",
                  f"- alert window: {self.start}..{self.end}",
                  f"- long window: {self.long_start or self.start}..{self.end}",
-                 f"- tolerance: the candidate's mean daily return, net of friction, may trail by at most "
-                 f"{self.tolerance_z:g} standard error of the paired difference (annualized)",
+                 (f"- tolerance: the candidate's mean daily return, net of friction, may trail by at most "
+                  f"{self.tolerance_z:g} standard error of the paired difference (annualized)"),
                  f"- ranking by total reward (Eq. 1-2) over the long window: {', '.join(self.ranking) or '-'}",
-                 "", "| window | version | sha | days | net return | IR | reward Σ | max DD | turnover | "
-                 "costs/W₀ | max ADV part. | max weekly turnover | max weight | halted |",
+                 "", ("| window | version | sha | days | net return | IR | reward Σ | max DD | turnover | "
+                      "costs/W₀ | max ADV part. | max weekly turnover | max weight | halted |"),
                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         for r in self.rows:
             ir = "-" if r.information_ratio is None else f"{r.information_ratio:.2f}"

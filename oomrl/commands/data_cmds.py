@@ -57,22 +57,24 @@ def register(app: typer.Typer) -> None:
         start: str | None = typer.Option(None, help="first date (default: what the source holds)"),
         end: str | None = typer.Option(None, help="last date (default: what the source holds / today)"),
         wait: float = typer.Option(DEFAULT_WAIT_S, help="seconds to wait for another writer of the store (0: refuse)"),
+        market: str = typer.Option("cn", help="cn (A-shares, CSI 300) | us (^GSPC) | hk (^HSI): symbols, "
+                                               "benchmark and trading rules"),
     ) -> None:
         """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
         console = Console(soft_wrap=True)
         try:
             settings = get_settings()
             store = MarketStore(settings.data_dir)
-            market = get_source(source)
+            market_source = get_source(source)
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=console, transient=True) as bar:
-                task = bar.add_task(f"{market.name}", total=None)
+                task = bar.add_task(f"{market_source.name}", total=None)
 
                 def advance(done: int, total: int, symbol: str) -> None:
-                    bar.update(task, completed=done, total=total, description=f"{market.name} {symbol}")
+                    bar.update(task, completed=done, total=total, description=f"{market_source.name} {symbol}")
 
-                report = ingest(market, universe, start, end, store, progress=advance, wait=wait,
-                                on_wait=lambda note: typer.echo(note, err=True))
+                report = ingest(market_source, universe, start, end, store, progress=advance, wait=wait,
+                                on_wait=lambda note: typer.echo(note, err=True), market=market)
         except (OomrlError, ValueError) as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from exc

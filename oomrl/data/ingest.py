@@ -14,7 +14,7 @@ from oomrl.data.sources import MarketSource
 from oomrl.data.store import MarketStore, StoreTransaction
 from oomrl.data.validation import count_reasons, validate_bars, validate_index
 from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
-from oomrl.market.boards import to_symbol
+from oomrl.market.markets import get_market, normalize
 from oomrl.market.universe import members_between
 
 Progress = Callable[[int, int, str], None]
@@ -84,17 +84,18 @@ def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, dat
 
 
 def load_reference(source: MarketSource, start: date, end: date, store: MarketStore,
-                   now: datetime | None = None) -> tuple[int, int, pd.DataFrame]:
+                   now: datetime | None = None, benchmark: str = BENCHMARK_CODE) -> tuple[int, int, pd.DataFrame]:
     """Fetch and store the benchmark levels and membership; returns (index rows, membership rows, quarantined).
 
-    The CSI 300 price index is required (MissingBenchmarkError); the total-return index is stored when the
-    source has it.
+    The market's benchmark price index (CSI 300 for A-shares) is required (MissingBenchmarkError); the
+    total-return index is stored when the source has it.
     """
-    frames = [source.index_levels(BENCHMARK_CODE, "price", start, end)]
+    frames = [source.index_levels(benchmark, "price", start, end)]
     if frames[0].empty:
         raise MissingBenchmarkError(
-            f"source {source.name!r} has no CSI 300 ({BENCHMARK_CODE}) levels for {start}..{end}: missing benchmark")
-    frames.append(source.index_levels(BENCHMARK_CODE, "total_return", start, end))
+            f"source {source.name!r} has no {BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) levels for "
+            f"{start}..{end}: missing benchmark")
+    frames.append(source.index_levels(benchmark, "total_return", start, end))
     checked = validate_index(pd.concat(frames, ignore_index=True), now=now)
     index_rows = store.write_index(checked.valid)
     membership = source.membership()
@@ -102,9 +103,26 @@ def load_reference(source: MarketSource, start: date, end: date, store: MarketSt
     return index_rows, membership_rows, checked.quarantined
 
 
-def resolve_universe(universe: str, source: MarketSource, store: MarketStore, start: date, end: date) -> list[str]:
-    """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source has), or a list."""
+BENCHMARK_NAMES = {"000300": "CSI 300", "^GSPC": "S&P 500", "^HSI": "Hang Seng"}
+
+
+def benchmark_of(market: str) -> str:
+    """The benchmark index code of a market (cn: 000300, us: ^GSPC, hk: ^HSI); a clear error otherwise."""
+    try:
+        benchmark = get_market(market).benchmark
+    except ValueError as exc:
+        raise OomrlError(str(exc)) from exc
+    assert benchmark is not None  # every named market has one
+    return benchmark
+
+
+def resolve_universe(universe: str, source: MarketSource, store: MarketStore, start: date, end: date,
+                     market: str = "cn") -> list[str]:
+    """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source has), or a
+    list of the market's symbols (`600519,000001` for cn, `AAPL,MSFT` for us, `0700.HK` for hk)."""
     name = universe.strip().lower()
+    if name == "csi300" and market != "cn":
+        raise OomrlError(f"--universe csi300 is an A-share universe; name the {market} symbols instead")
     if name == "csi300":
         membership = store.read_membership()
         symbols = members_between(membership, start, end)
@@ -121,7 +139,10 @@ def resolve_universe(universe: str, source: MarketSource, store: MarketStore, st
         if lister is None:
             raise OomrlError(f"source {source.name!r} cannot list its symbols; name them or use --universe csi300")
         return list(lister())
-    return sorted({to_symbol(part) for part in universe.split(",") if part.strip()})
+    try:
+        return sorted({normalize(part, market) for part in universe.split(",") if part.strip()})
+    except ValueError as exc:
+        raise OomrlError(f"--universe for market {market}: {exc}") from exc
 
 
 def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.DataFrame:
@@ -174,6 +195,7 @@ def ingest(
     wait: float | None = None,
     on_wait: Callable[[str], None] | None = None,
     now: datetime | None = None,
+    market: str = "cn",
 ) -> IngestReport:
     """Ingest `universe` bars for [start, end] from `source` into `store`, as one transaction.
 
@@ -188,10 +210,10 @@ def ingest(
         report.recovered = tx.recovery_note()
         try:
             report.index_rows, report.membership_rows, report.index_quarantined = load_reference(
-                source, lo, hi, tx, now)
+                source, lo, hi, tx, now, benchmark_of(market))
         except SourceUnavailableError as exc:
             return fall_back_to_store(report, tx, exc)
-        report.symbols = resolve_universe(universe, source, tx, lo, hi)
+        report.symbols = resolve_universe(universe, source, tx, lo, hi, market)
         quarantined: list[pd.DataFrame] = []
         batch: list[pd.DataFrame] = []
         for done, symbol in enumerate(report.symbols, start=1):

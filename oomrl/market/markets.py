@@ -25,7 +25,6 @@ from datetime import date
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from pydantic import Field
 
 from oomrl.market import boards

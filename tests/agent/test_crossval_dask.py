@@ -10,7 +10,7 @@ import pytest
 from oomrl.agent.roles import Constraints
 from oomrl.crossval import run_in_process
 from tasks.crossval import on_task_runner, version_mapper_from_settings
-from tests.agent.conftest import repair_home, sample_data  # noqa: F401
+from tests.agent.conftest import repair_home, sample_data  # noqa: F401 - fixtures
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
 
@@ -24,7 +24,7 @@ def test_mapper_follows_the_dask_settings(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_home: Path) -> None:
+def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_home: Path) -> None:  # noqa: F811
     from prefect_dask import DaskTaskRunner
 
     from oomrl.config import get_settings
@@ -38,7 +38,8 @@ def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_ho
     store = ensure_sample(get_settings())
     start, end = window_for(store, date(2024, 7, 15), 20)
     args = (repo_root(), repo_root(), "weekly_liquidity", WEEKLY, store, start, end)
-    on_dask = cross_validate(*args, mapper=lambda calls: on_task_runner(calls, runner=runner))
-    in_process = cross_validate(*args)
-    assert [row.version for row in on_dask.rows] == ["active", "candidate"]
+    on_dask = cross_validate(*args, mapper=lambda calls: on_task_runner(calls, runner=runner), long_sessions=40)
+    in_process = cross_validate(*args, long_sessions=40)
+    assert [(row.version, row.window) for row in on_dask.rows] == [
+        ("active", "long"), ("active", "alert"), ("candidate", "long"), ("candidate", "alert")]
     assert on_dask.rows == in_process.rows and on_dask.passed == in_process.passed

@@ -22,6 +22,16 @@ STOCK_KLINES = [
     "2024-07-02,1449.00,1440.50,1455.00,1436.00,25000,3610000000.00,1.31,-0.66,-9.50,0.20",
     "2024-07-03,1441.00,1480.00,1488.00,1440.00,40000,5860000000.00,3.33,2.74,39.50,0.32",
 ]
+RAW_KLINES = [  # the same days unadjusted (fqt=0): a 24.81 CNY dividend after them makes qfq lower
+    "2024-07-01,1484.81,1474.81,1494.81,1464.81,30000,4370000000.00,2.05,-0.68,-10.00,0.24",
+    "2024-07-02,1473.81,1465.31,1479.81,1460.81,25000,3610000000.00,1.31,-0.66,-9.50,0.20",
+    "2024-07-03,1465.81,1504.81,1512.81,1464.81,40000,5860000000.00,3.33,2.74,39.50,0.32",
+]
+# push2.eastmoney.com/api/qt/stock/get, what stock_individual_info_em reads (f58 name, f189 listing date)
+INFO = {"1.600519": {"f57": "600519", "f58": "贵州茅台", "f84": 1256197800.0, "f85": 1256197800.0,
+                     "f127": "酿酒行业", "f116": 1.86e12, "f117": 1.86e12, "f189": 20010827, "f43": 1480.0},
+        "0.000004": {"f57": "000004", "f58": "*ST国华", "f84": 1.3e8, "f85": 1.2e8, "f127": "软件开发",
+                     "f116": 1.0e9, "f117": 1.0e9, "f189": 19910114, "f43": 7.5}}
 INDEX_KLINES = [
     "2024-07-01,3461.88,3478.18,3480.00,3450.00,120000000,200000000000.00,0.87,0.48,16.61,0.50",
     "2024-07-02,3475.00,3470.00,3482.00,3465.00,110000000,190000000000.00,0.49,-0.24,-8.18,0.45",
@@ -68,9 +78,13 @@ def http(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     def fake_get(url: str, params: dict[str, Any] | None = None, **kwargs: Any) -> FakeResponse:
         calls["params"].append(params or {})
         if "kline" in url:
-            secid = (params or {})["secid"]
-            klines = {"1.600519": STOCK_KLINES, "1.000300": INDEX_KLINES}.get(secid, [])
+            secid, fqt = (params or {})["secid"], (params or {}).get("fqt")
+            klines = {"1.600519": RAW_KLINES if fqt == "0" else STOCK_KLINES, "1.000300": INDEX_KLINES,
+                      "0.000004": STOCK_KLINES}.get(secid, [])
             return FakeResponse({"data": {"klines": klines} if klines else None})
+        if "qt/stock/get" in url:
+            data = INFO.get((params or {})["secid"])
+            return FakeResponse({"rc": 0, "rt": 4, "svr": 181669437, "lt": 1, "full": 1, "dlmkts": "", "data": data})
         if "index-perf" in url:
             return FakeResponse({"data": CSINDEX_ROWS})
         if "closeweight" in url:
@@ -93,12 +107,34 @@ def test_stock_bars_lots_become_shares_and_prev_close_comes_from_the_change(http
     assert bars["prev_close_raw"].tolist() == [1460.0, 1450.0, 1440.5]  # 收盘 - 涨跌额
     assert bars["date"].dtype == "datetime64[ns]"
     assert validate_bars(bars).quarantined.empty
+    # Both series are fetched: the factor is qfq close / raw close; the listing date comes from the info call.
+    assert [p.get("fqt") for p in http["params"] if "fqt" in p] == ["1", "0"]
+    assert bars["factor"].round(6).tolist() == [round(1450.0 / 1474.81, 6), round(1440.5 / 1465.31, 6),
+                                                round(1480.0 / 1504.81, 6)]
+    assert bars["list_date"].unique().tolist() == [20010827.0] and bars["st"].isna().all()  # a past window
+
+
+def test_todays_name_sets_the_st_flag_of_the_latest_session(http: dict[str, Any],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import oomrl.data.sources.akshare as adapter
+
+    monkeypatch.setattr(adapter, "last_completed_session", lambda now: pd.Timestamp("2024-07-03"))
+    bars = AkshareSource(adjust="none", api=akshare).bars("000004.SZ", date(2024, 7, 1), date(2024, 7, 3))
+    assert bars["st"].isna().tolist() == [True, True, False] and bars["st"].iloc[-1] == 1.0  # *ST国华 today
+    assert bars["factor"].eq(1.0).all() and bars["list_date"].iloc[0] == 19910114.0
+    moutai = AkshareSource(adjust="qfq", api=akshare).bars("600519.SH", date(2024, 7, 1), date(2024, 7, 3))
+    assert moutai["st"].iloc[-1] == 0.0
+
+
+def test_a_missing_info_answer_leaves_listing_and_status_unknown(http: dict[str, Any]) -> None:
+    source = AkshareSource(adjust="none", api=akshare)
+    assert "0.000001" not in INFO and source.info("000001") == {}  # Eastmoney answered without data
 
 
 def test_unadjusted_and_hfq_requests(http: dict[str, Any]) -> None:
     AkshareSource(adjust="none", api=akshare).bars("600519", date(2024, 7, 1), date(2024, 7, 3))
     raw = AkshareSource(adjust="hfq", api=akshare).bars("600519.SH", date(2024, 7, 1), date(2024, 7, 3))
-    assert [p["fqt"] for p in http["params"]] == ["0", "2"]
+    assert [p["fqt"] for p in http["params"] if "fqt" in p] == ["0", "2", "0"]
     assert raw["adjustment"].iloc[0] == "hfq"
     with pytest.raises(ValueError, match="qfq, hfq or none"):
         AkshareSource(adjust="forward")

@@ -119,3 +119,46 @@ def test_ticker_spelling_and_lazy_import() -> None:
     assert yahoo_ticker("aapl") == "AAPL" and yahoo_ticker("0700.HK") == "0700.HK"
     source = YFinanceSource()
     assert source._api is None and source.api is yfinance
+
+
+def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules(
+        yahoo: type[FakeYahoo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from oomrl.cli import app
+    from oomrl.config import get_settings
+    from oomrl.data.store import MarketStore
+    from oomrl.portfolio.service import run_replay
+
+    monkeypatch.setenv("OOMRL_HOME", str(tmp_path / "home"))
+    result = CliRunner().invoke(app, ["ingest", "--source", "yfinance", "--universe", "AAPL,MSFT", "--market", "us",
+                                      "--start", "2025-01-02", "--end", "2025-04-30"])
+    assert result.exit_code == 0, result.output
+    assert "quarantined: 0 rows" in result.output
+    store = MarketStore(get_settings().data_dir)
+    bars = store.read_bars()
+    assert sorted(bars["symbol"].unique()) == ["AAPL", "MSFT"] and len(bars) > 140
+    assert len(store.read_index("^GSPC")) > 70 and bars["factor"].notna().all()
+    replayed = run_replay(get_settings(), "daily_momentum", date(2025, 2, 3), date(2025, 4, 30), store=store,
+                          params={"top_k": 2}, market="us")
+    fills = replayed.fills
+    assert len(fills) > 20 and (fills["quantity"] % 100 != 0).any()  # one-share lots, not A-share lots
+    buys, sells = fills[fills["side"] == "buy"], fills[fills["side"] == "sell"]
+    assert (buys["stamp_duty"] == 0).all() and (fills["commission"] == 0).all()
+    sale_value = sells["quantity"] * sells["price"]
+    np.testing.assert_allclose(sells["stamp_duty"], (sale_value * 0.0000278).round(2), atol=0.011)  # SEC fee
+    assert replayed.summary()["dividends"] > 0  # AAPL's and MSFT's dividends, from Adj Close / Close
+
+
+def test_a_us_ingest_refuses_the_csi300_universe_and_a_bad_market(yahoo: type[FakeYahoo], tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from oomrl.cli import app
+
+    monkeypatch.setenv("OOMRL_HOME", str(tmp_path / "home"))
+    refused = CliRunner().invoke(app, ["ingest", "--source", "yfinance", "--market", "us", "--start", "2025-01-02",
+                                       "--end", "2025-04-30"])
+    assert refused.exit_code == 1 and "csi300 is an A-share universe" in refused.output
+    unknown = CliRunner().invoke(app, ["ingest", "--source", "yfinance", "--universe", "AAPL", "--market", "mars"])
+    assert unknown.exit_code == 1 and "unknown market 'mars'" in unknown.output

@@ -1,12 +1,18 @@
-"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents); lots become shares here."""
+"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents); lots become shares here.
+
+With adjust qfq/hfq the adapter also fetches the unadjusted bars, so each row carries Qlib's factor
+(adjusted = raw x factor); `stock_individual_info_em` gives the listing date and today's name, whose
+ST/*ST prefix sets the risk-warning flag of the latest session (earlier sessions' status is unknown).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
+from datetime import UTC, date, datetime
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import requests
 
@@ -19,7 +25,8 @@ from oomrl.data.schema import (
     empty_index,
 )
 from oomrl.errors import SourceUnavailableError
-from oomrl.market.boards import symbol_or_text, to_symbol
+from oomrl.market.boards import risk_warning, symbol_or_text, to_symbol
+from oomrl.market.calendar import last_completed_session
 
 NETWORK_ERRORS: tuple[type[BaseException], ...] = (requests.RequestException, OSError)
 """Transport failures: the task layer retries these with backoff."""
@@ -67,23 +74,54 @@ class AkshareSource:
     def coverage(self) -> None:
         return None
 
+    def _hist(self, code: str, start: date, end: date, adjust: str) -> pd.DataFrame:
+        label = f"stock_zh_a_hist({code})" if adjust == self.adjust else f"stock_zh_a_hist({code}, unadjusted)"
+        return self._call(label, self.api.stock_zh_a_hist, symbol=code,
+                          period="daily", start_date=_ymd(start), end_date=_ymd(end), adjust=adjust)
+
     def bars(self, symbol: str, start: date, end: date) -> pd.DataFrame:
         """Daily bars; 成交量 is in lots (x100 to shares), 成交额 in CNY, prev close = 收盘 - 涨跌额 (same basis)."""
         code = to_symbol(symbol)[:6]
-        raw = self._call(f"stock_zh_a_hist({code})", self.api.stock_zh_a_hist, symbol=code, period="daily",
-                         start_date=_ymd(start), end_date=_ymd(end), adjust=self.adjust)
+        raw = self._hist(code, start, end, self.adjust)
         if raw.empty:
             return empty_bars()
+        dates = pd.to_datetime(raw["日期"])
+        if self.adjust:
+            traded = self._hist(code, start, end, "")
+            unadjusted = pd.Series(traded["收盘"].to_numpy(dtype=float), index=pd.to_datetime(traded["日期"])) \
+                if len(traded) else pd.Series(dtype=float)
+            factor = raw["收盘"].to_numpy(dtype=float) / unadjusted.reindex(dates).to_numpy()
+        else:
+            factor = 1.0
+        info = self.info(code)
         frame = pd.DataFrame({
-            "date": pd.to_datetime(raw["日期"]),
+            "date": dates,
             "symbol": to_symbol(code),
             "open": raw["开盘"], "high": raw["最高"], "low": raw["最低"], "close": raw["收盘"],
             "volume": raw["成交量"].astype("float64") * SHARES_PER_LOT,
             "amount": raw["成交额"].astype("float64"),
             "adjustment": ADJUST_NAMES[self.adjust],
             "prev_close_raw": raw["收盘"] - raw["涨跌额"],
+            "factor": factor, "st": np.nan, "list_date": info.get("list_date", np.nan),
         })
+        if "name" in info and frame["date"].iloc[-1] == last_completed_session(datetime.now(UTC)):
+            frame.loc[frame.index[-1], "st"] = 1.0 if risk_warning(info["name"]) else 0.0  # today's name
         return conform_bars(frame)
+
+    def info(self, code: str) -> dict[str, Any]:
+        """Listing date (YYYYMMDD) and today's name from stock_individual_info_em; {} when it cannot say."""
+        try:
+            raw = self._call(f"stock_individual_info_em({code})", self.api.stock_individual_info_em, symbol=code)
+        except SourceUnavailableError:
+            return {}  # the bars stand without it: listing age and ST status stay unknown
+        items = dict(zip(raw["item"], raw["value"]))
+        found: dict[str, Any] = {}
+        listed = pd.to_numeric(pd.Series([items.get("上市时间")]), errors="coerce").iloc[0]
+        if pd.notna(listed) and 19_900_101 <= listed <= 21_000_101:
+            found["list_date"] = float(listed)
+        if isinstance(items.get("股票简称"), str):
+            found["name"] = items["股票简称"]
+        return found
 
     def index_levels(self, code: str, kind: str, start: date, end: date) -> pd.DataFrame:
         """CSI 300 price levels (Eastmoney) or its total-return index H00300 (csindex.com.cn)."""
