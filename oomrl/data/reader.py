@@ -117,7 +117,15 @@ class StoreReader:
         if not tables:
             return empty_bars().reindex(columns=list(columns))
         table = concat(tables)
-        return (table.unify_dictionaries() if categorical else table).to_pandas()
+        frame = (table.unify_dictionaries() if categorical else table).to_pandas()
+        template = empty_bars()
+        for name in table.column_names:  # a column no stored file has yet: the schema's dtype, all missing
+            if pa.types.is_null(table.schema.field(name).type) and name in template:
+                dtype = template[name].dtype
+                # Floats and dates hold NaN/NaT; a flag is unknown (NA), never a silent False.
+                frame[name] = pd.Series(np.nan, index=frame.index).astype(
+                    "boolean" if dtype.kind == "b" else dtype if dtype.kind in "fmM" else object)
+        return frame
 
     def read_bars(self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None) -> pd.DataFrame:
         """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by date, symbol."""

@@ -445,3 +445,13 @@ def test_a_second_transaction_in_the_same_thread_fails_at_once(tmp_path: Path, b
             joined.write_bars(bars(days=3))
     assert len(store.read_bars()) == 6
     store.write_bars(bars(days=5))  # released: the thread may write again
+
+
+def test_a_schema_column_no_stored_file_has_reads_as_missing_values(tmp_path: Path, bars: BarsFactory,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = bars(days=3)
+    _legacy_store(tmp_path, frame)  # its only part predates prev_close_raw
+    store = MarketStore(tmp_path)
+    back = store.read_bars()
+    assert back["prev_close_raw"].dtype == "float64" and back["prev_close_raw"].isna().all()
+    assert store.read_panel("prev_close_raw").isna().all().all()
