@@ -73,7 +73,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     logger = get_run_logger()
     settings = get_settings()
     try:
-        checked = domain.load_autopsy(autopsy)
+        checked = domain.admit(autopsy, settings, account)  # the same door as the CLI and the webhook
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
         outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
         publish_outcome(outcome)

@@ -1,17 +1,65 @@
-"""The `oomrl` command line (typer): each area registers its commands from oomrl/commands/."""
+"""The `oomrl` command (typer): one error path for every command; each area registers its commands.
+
+Importing this module must stay cheap (`oomrl --help` answers in well under a second): command
+modules import pandas, Prefect, SQLAlchemy and rich inside the commands, never at module level.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+from typer.core import TyperGroup
 
 from oomrl.commands import agent_cmds, data_cmds, gate_cmds, metrics_cmds, ops_cmds, portfolio_cmds
+from oomrl.errors import user_message
+
+DEBUG_KEY = "oomrl.debug"
+EXIT_FAILURE = 1
+
+
+class OomrlGroup(TyperGroup):
+    """The top-level group: an expected failure is one line on stderr and exit 1; --debug re-raises."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # typer's own exits and usage errors (exit 2) already say what is wrong
+        except Exception as exc:
+            if ctx.meta.get(DEBUG_KEY):
+                raise
+            message = user_message(exc)
+            if message is None:
+                message = (f"unexpected {type(exc).__name__}: {exc} (a defect in oomrl; run again with "
+                           "--debug for the traceback)")
+            typer.echo(f"error: {message}", err=True)
+            raise typer.Exit(EXIT_FAILURE) from None
+
 
 app = typer.Typer(
     name="oomrl",
+    cls=OomrlGroup,
     help="Out-of-Money RL: the market judges the strategy, a deterministic gate judges the repair.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+@app.callback()
+def options(
+    ctx: typer.Context,
+    debug: Annotated[bool, typer.Option(
+        "--debug", help="Show the full traceback when a command fails.")] = False,
+) -> None:
+    """Out-of-Money RL: the market judges the strategy, a deterministic gate judges the repair.
+
+    Settings come from OOMRL_* environment variables and OOMRL_HOME/config.toml.
+    """
+    ctx.meta[DEBUG_KEY] = debug
+
 
 @app.command("version")
 def version() -> None:

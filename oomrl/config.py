@@ -1,33 +1,65 @@
-"""Settings for oomrl, read from the environment (prefix OOMRL_) and an optional TOML config file."""
+"""Settings for oomrl, read from the environment (prefix OOMRL_) and an optional TOML config file.
+
+Every value is validated when read; a bad one is a SettingsError naming the variable (or the
+config file key) and what is wrong with it, never a traceback from deep inside a command.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from oomrl.errors import OomrlError
+from oomrl.names import check_account
 from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY
+
+ENV_PREFIX = "OOMRL_"
+
+
+class SettingsError(OomrlError):
+    """A setting (environment variable or config file key) is missing, malformed or out of range."""
+
+
+def _config_path() -> tuple[Path, bool]:
+    """The config file to read and whether OOMRL_CONFIG named it explicitly."""
+    named = os.environ.get("OOMRL_CONFIG")
+    if named is not None:
+        if not named.strip():
+            raise SettingsError("OOMRL_CONFIG is set but empty: name a TOML file or unset it")
+        return Path(named).expanduser(), True
+    home = Path(os.environ.get("OOMRL_HOME") or Path.home() / ".oomrl").expanduser()
+    return home / "config.toml", False
 
 
 def _config_file_values() -> dict[str, Any]:
     """Values from the TOML file named by OOMRL_CONFIG, or OOMRL_HOME/config.toml when present."""
-    named = os.environ.get("OOMRL_CONFIG")
-    home = Path(os.environ.get("OOMRL_HOME", Path.home() / ".oomrl")).expanduser()
-    path = Path(named).expanduser() if named else home / "config.toml"
+    path, named = _config_path()
     if not path.exists():
         if named:
-            raise FileNotFoundError(f"OOMRL_CONFIG names {path}, which does not exist")
+            raise SettingsError(f"OOMRL_CONFIG names {path}, which does not exist")
         return {}
     try:
         with path.open("rb") as handle:
             data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {path} is not valid TOML: {exc}") from exc
-    return data.get("oomrl", data)
+        raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    table = data.get("oomrl", data)
+    if not isinstance(table, dict):
+        raise SettingsError(f"config file {path}: [oomrl] must be a table")
+    # Other tables may configure other tools; a misspelt scalar key here would be silently ignored.
+    unknown = sorted(k for k, v in table.items() if not isinstance(v, dict) and k not in Settings.model_fields)
+    if unknown:
+        raise SettingsError(f"config file {path}: unknown setting(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(Settings.model_fields)}")
+    return {k: v for k, v in table.items() if k in Settings.model_fields}
 
 
 class _TomlSource(PydanticBaseSettingsSource):
@@ -43,26 +75,46 @@ class _TomlSource(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     """All runtime settings; paths default to folders under OOMRL_HOME."""
 
-    model_config = SettingsConfigDict(env_prefix="OOMRL_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", allow_inf_nan=False)
 
     home: Path = Field(default_factory=lambda: Path.home() / ".oomrl")
     ledger_url: str | None = None
     account: str = "paper"
-    initial_cash: float = 10_000_000.0
-    kill_threshold: float = 0.20
-    reward_lambda: float = DEFAULT_LAMBDA
-    reward_gamma: float = DEFAULT_GAMMA  # calibrated from the impact model (docs/portfolio.md)
-    reward_terminal_penalty: float = DEFAULT_TERMINAL_PENALTY  # Eq. 2's P_terminal
+    initial_cash: float = Field(default=10_000_000.0, gt=0)
+    # The principal loss at which the account halts; 1 means never.
+    kill_threshold: float = Field(default=0.20, gt=0, le=1)
+    reward_lambda: float = Field(default=DEFAULT_LAMBDA, ge=0)
+    reward_gamma: float = Field(default=DEFAULT_GAMMA, ge=0)  # calibrated from the impact model (docs/portfolio.md)
+    reward_terminal_penalty: float = Field(default=DEFAULT_TERMINAL_PENALTY, ge=0)  # Eq. 2's P_terminal
     market_rules: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-market rule overrides
-    llm_provider: str | None = None
-    llm_base_url: str | None = None
-    llm_model: str = "gpt-4o-mini"
+    llm_provider: Literal["offline", "openai", "replay"] | None = None
+    llm_base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    llm_model: str = Field(default="gpt-4o-mini", min_length=1)
     llm_api_key: str | None = None
 
     @field_validator("home", mode="before")
     @classmethod
     def _expand_home(cls, value: Any) -> Path:
+        if not str(value).strip():
+            raise ValueError("must name a folder, not be empty")
         return Path(value).expanduser()
+
+    @field_validator("account")
+    @classmethod
+    def _account_name(cls, value: str) -> str:
+        return check_account(value)
+
+    @field_validator("ledger_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return check_database_url(value)
+
+    @field_validator("llm_provider", "llm_base_url", "llm_api_key", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @classmethod
     def settings_customise_sources(
@@ -108,6 +160,50 @@ class Settings(BaseSettings):
             private_dir(path, tighten=True)
 
 
+def check_database_url(value: str) -> str:
+    """`value` when SQLAlchemy can parse it and knows its dialect, else ValueError saying why."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        make_url(value).get_dialect()
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise ValueError(f"not a database URL SQLAlchemy understands ({exc})") from None
+    return value
+
+
+def _source_of(field: str, init: dict[str, Any], prefix: str) -> str:
+    """Where a setting's value came from, as the user would name it."""
+    if field in init:
+        return field
+    env_name = prefix + field.upper()
+    if env_name in os.environ:
+        return env_name
+    path, _ = _config_path()
+    return f"{field} in {path}"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def describe(exc: ValidationError, init: dict[str, Any] | None = None, prefix: str = ENV_PREFIX) -> str:
+    """One line per invalid setting: the variable, the value given, and what is wrong."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "settings"
+        value = error.get("input")
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if isinstance(value, float) and not math.isfinite(value):
+            message = "must be a finite number"
+        lines.append(f"{_source_of(field, init or {}, prefix)}={_shown(value)}: {message}")
+    return "invalid setting: " + "; ".join(lines)
+
+
 def get_settings(**overrides: Any) -> Settings:
     """Fresh settings from the current environment (never cached, so tests can change it)."""
-    return Settings(**overrides)
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(describe(exc, overrides)) from None

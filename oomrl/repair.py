@@ -43,7 +43,7 @@ from oomrl.crossval import (
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
-from oomrl.repair_inputs import as_of_of, complete_autopsy, load_autopsy
+from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
 from oomrl.versions import StrategyVersions, VersionInfo
 
 STEPS = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion")
@@ -394,5 +394,5 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
         agent=agent, lock=lock)
 
 
-__all__ = ["Decision", "RepairContext", "RepairOutcome", "as_of_of", "complete_autopsy",
+__all__ = ["Decision", "RepairContext", "RepairOutcome", "admit", "as_of_of", "complete_autopsy",
            "load_autopsy", "open_context", "run_repair"]

@@ -1,62 +1,203 @@
-"""Autopsies as repair input: validation, and completion of partial (external) alerts from the ledger."""
+"""The one door for repair inputs (CLI, flow, webhook): bounded JSON, a full autopsy or a loss alert, a
+known account and strategy; and the completion of a loss alert into an autopsy from the ledger.
+
+Everything here runs before anything is written: a refused input leaves no run folder, no ledger
+row and no workspace behind.
+"""
 
 from __future__ import annotations
 
 import uuid
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from oomrl.errors import OomrlError
 
+MAX_AUTOPSY_BYTES = 256 * 1024
+# Files of the strategies package that are not strategies.
+_NOT_STRATEGIES = frozenset({"__init__", "base", "registry"})
+
+
+class InvalidInputError(OomrlError, ValueError):
+    """A file or body given to the repair is unusable; the message names the problem."""
+
+
+class InvalidAutopsyError(InvalidInputError):
+    """The input is not a repair input the loop can act on; the message names the problem."""
+
+
+class UnknownAccountError(InvalidAutopsyError):
+    """The input names an account the ledger does not hold."""
+
+
+class UnknownStrategyError(InvalidAutopsyError):
+    """The input names a strategy module the workspace does not hold."""
+
+
+def parse_json(raw: bytes, what: str = "autopsy", limit: int = MAX_AUTOPSY_BYTES) -> Any:
+    """JSON from bytes, refusing what would hurt downstream: over `limit` bytes, NaN/Infinity,
+    integers beyond 4300 digits, nesting deeper than 200, invalid UTF-8 (pydantic-core's parser)."""
+    from pydantic_core import from_json
+
+    if len(raw) > limit:
+        raise InvalidAutopsyError(f"{what} is {len(raw)} bytes; at most {limit} are accepted")
+    try:
+        return from_json(raw, allow_inf_nan=False)
+    except ValueError as exc:
+        raise InvalidAutopsyError(f"{what} is not valid JSON: {exc}") from None
+
+
+def read_autopsy_file(path: Path) -> dict[str, Any]:
+    """A validated repair input from a file; the size is checked before the file is read."""
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_AUTOPSY_BYTES + 1)
+    except OSError as exc:
+        raise InvalidAutopsyError(f"cannot read autopsy {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_AUTOPSY_BYTES:
+        raise InvalidAutopsyError(f"autopsy {path} is larger than {MAX_AUTOPSY_BYTES} bytes")
+    return load_autopsy(parse_json(raw, f"autopsy {path}"))
+
+
+def _problems(exc: Any) -> str:
+    """Pydantic errors as `field: message`, inputs not echoed (they may be megabytes)."""
+    shown = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5]]
+    more = exc.error_count() - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
 
 def load_autopsy(data: Any) -> dict[str, Any]:
-    """A validated autopsy as JSON data: the full Autopsy model, or at least an account and a module."""
+    """The repair input as JSON data: a full Autopsy (it has `event`) or a LossAlert
+    (`alert_id`, `account`, optional `as_of`); anything else is InvalidAutopsyError naming why."""
     from pydantic import ValidationError
 
-    from oomrl.diagnostics.autopsy import Autopsy
+    from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 
     if not isinstance(data, dict):
-        raise OomrlError(f"an autopsy must be a JSON object, got {type(data).__name__}")
+        raise InvalidAutopsyError(f"an autopsy must be a JSON object, got {type(data).__name__}")
+    model = Autopsy if "event" in data else LossAlert
     try:
-        return Autopsy.model_validate(data).model_dump(mode="json")
+        return model.model_validate(data).model_dump(mode="json", exclude_none=model is LossAlert)
     except ValidationError as exc:
-        module = (data.get("diagnostics") or {}).get("module") if isinstance(
-            data.get("diagnostics"), dict) else None
-        if data.get("account") and isinstance(module, str) and module.startswith("strategies."):
-            return data  # a partial autopsy (e.g. from an external alert): enough to repair
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                             for e in exc.errors()[:5])
-        raise OomrlError(f"invalid autopsy: {problems}") from exc
+        kind = "autopsy" if model is Autopsy else "loss alert (alert_id, account, optional as_of)"
+        raise InvalidAutopsyError(f"invalid {kind}: {_problems(exc)}") from None
+
+
+def account_exists(ledger_url: str, account: str) -> bool:
+    """Whether the ledger holds `account`, read without creating the database or its tables."""
+    import sqlalchemy as sa
+
+    from oomrl.portfolio.ledger import Ledger
+
+    url = sa.engine.make_url(ledger_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and not Path(url.database).is_file():
+        return False
+    ledger = Ledger(ledger_url)
+    try:
+        accounts = ledger.t["accounts"]
+        if not sa.inspect(ledger.engine).has_table(accounts.name, schema=accounts.schema):
+            return False
+        with ledger.engine.connect() as conn:
+            found = conn.execute(sa.select(accounts.c.account).where(accounts.c.account == account))
+            return found.first() is not None
+    finally:
+        ledger.engine.dispose()
+
+
+def strategy_exists(workspace_dir: Path, module: str) -> bool:
+    """Whether `strategies.<name>` is a strategy of the workspace (the bundled ones before its first use)."""
+    from oomrl.versions import repo_root
+
+    name = module.removeprefix("strategies.")
+    root = workspace_dir if (workspace_dir / ".git").is_dir() else repo_root()
+    return name not in _NOT_STRATEGIES and (root / "strategies" / f"{name}.py").is_file()
+
+
+def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
+                account: str | None = None) -> None:
+    """Refuse an input whose account (or the `account` override) or strategy module is unknown."""
+    name = account or str(autopsy["account"])
+    if not account_exists(ledger_url, name):
+        raise UnknownAccountError(f"unknown account {name!r}: the ledger holds no such account "
+                                  "(accounts are opened by their first rebalance)")
+    module = (autopsy.get("diagnostics") or {}).get("module")
+    if module and not strategy_exists(workspace_dir, str(module)):
+        raise UnknownStrategyError(f"unknown strategy {module!r}: the strategy workspace has no "
+                                   f"{str(module).replace('.', '/')}.py")
+
+
+def admit(data: Any, settings: Any, account: str | None = None) -> dict[str, Any]:
+    """The door every entry point uses: a validated input whose account and strategy exist."""
+    checked = load_autopsy(data)
+    check_known(checked, settings.ledger, settings.workspace_dir, account)
+    return checked
 
 
 def complete_autopsy(autopsy: dict[str, Any], ledger: Any) -> dict[str, Any]:
-    """A partial autopsy (an external alert) completed by the diagnostics critic from the ledger.
+    """A loss alert completed into an autopsy by the diagnostics critic from the ledger.
 
-    Full autopsies, and accounts without NAV history up to the alert date, are returned as they are."""
+    The strategy is the one the account trades (its active version, else the bundled default);
+    the date is the alert's, else the account's last NAV date. Full autopsies are returned as
+    they are; without NAV history the critic works from what the alert says."""
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import Alert, AlertConfig
 
-    if autopsy.get("event") or not autopsy.get("as_of"):
+    if autopsy.get("event"):
         return autopsy
     account = str(autopsy["account"])
     diagnostics = autopsy.get("diagnostics") or {}
+    module = diagnostics.get("module") or f"strategies.{_traded_strategy(ledger, account)}"
+    nav = ledger.nav_frame(account)
+    as_of = as_of_of(autopsy) or (nav["date"].max() if len(nav) and "date" in nav else None)
+    if as_of is None:
+        return {**autopsy, "diagnostics": {**diagnostics, "module": module}}
+    as_of = date.fromisoformat(str(as_of)[:10])
     severity = autopsy.get("severity") if autopsy.get("severity") in ("warning", "critical") else "warning"
     alert = Alert(alert_id=str(autopsy.get("alert_id") or f"external-{uuid.uuid4().hex[:12]}"),
                   account=account, rule=str(autopsy.get("rule") or "external"), severity=severity,
-                  as_of=as_of_of(autopsy), window_start=as_of_of(autopsy), value=0.0, threshold=0.0,
+                  as_of=as_of, window_start=as_of, value=0.0, threshold=0.0,
                   message=str(diagnostics.get("root_cause") or "external loss alert"))
     try:
-        full = autopsy_for(alert, ledger.nav_frame(account), ledger.fills_frame(account), AlertConfig(),
-                           module=diagnostics["module"], fallback_version=ledger.active_version(account))
+        full = autopsy_for(alert, nav, ledger.fills_frame(account), AlertConfig(), module=module,
+                           fallback_version=ledger.active_version(account))
     except OomrlError:
-        return autopsy  # no usable history: the critic works from what the alert says
+        return {**autopsy, "diagnostics": {**diagnostics, "module": module}}
     data = full.model_dump(mode="json")
     if autopsy.get("mandate"):
         data["mandate"] = autopsy["mandate"]
     return data
 
 
+def _traded_strategy(ledger: Any, account: str) -> str:
+    from oomrl.portfolio.service import DEFAULT_STRATEGY
+
+    active = ledger.active_strategy(account)
+    return active[1] if active else DEFAULT_STRATEGY
+
+
 def as_of_of(autopsy: dict[str, Any]) -> date | None:
     """The autopsy's as-of date, when it has one."""
     value = autopsy.get("as_of")
     return date.fromisoformat(str(value)) if value else None
+
+
+def check_transcript(path: Path) -> None:
+    """Refuse a replay transcript that is missing or not JSONL (one JSON object per line)."""
+    import json
+
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError as exc:
+                    raise InvalidInputError(f"transcript {path} is not JSONL: line {number}: {exc}") from None
+                if not isinstance(record, dict):
+                    raise InvalidInputError(f"transcript {path} is not JSONL: line {number} is not "
+                                              "a JSON object")
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read transcript {path}: {exc.strerror or exc}") from None

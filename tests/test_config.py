@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.config import get_settings
+from oomrl.config import SettingsError, get_settings
 
 
 @pytest.fixture()
@@ -48,14 +48,14 @@ def test_named_config_file_without_table(clean_env: Path, monkeypatch: pytest.Mo
 def test_missing_named_config_file_is_named(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
                                             tmp_path: Path) -> None:
     monkeypatch.setenv("OOMRL_CONFIG", str(tmp_path / "absent.toml"))
-    with pytest.raises(FileNotFoundError, match="absent.toml"):
+    with pytest.raises(SettingsError, match="OOMRL_CONFIG names .*absent.toml, which does not exist"):
         get_settings()
 
 
 def test_invalid_toml_is_named(clean_env: Path) -> None:
     clean_env.mkdir(parents=True)
     (clean_env / "config.toml").write_text("kill_threshold = = 1\n")
-    with pytest.raises(ValueError, match="config.toml is not valid TOML"):
+    with pytest.raises(SettingsError, match="config.toml is not valid TOML"):
         get_settings()
 
 
@@ -66,3 +66,55 @@ def test_provider_is_offline_unless_an_endpoint_is_configured(clean_env: Path,
     assert get_settings().llm_provider_name == "openai"
     monkeypatch.setenv("OOMRL_LLM_PROVIDER", "replay")
     assert get_settings().llm_provider_name == "replay"
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("OOMRL_KILL_THRESHOLD", "abc", "OOMRL_KILL_THRESHOLD='abc': Input should be a valid number"),
+    ("OOMRL_KILL_THRESHOLD", "1.5", "OOMRL_KILL_THRESHOLD='1.5': Input should be less than or equal to 1"),
+    ("OOMRL_INITIAL_CASH", "nan", "OOMRL_INITIAL_CASH='nan': Input should be a finite number"),
+    ("OOMRL_INITIAL_CASH", "-5", "OOMRL_INITIAL_CASH='-5': Input should be greater than 0"),
+    ("OOMRL_REWARD_LAMBDA", "inf", "OOMRL_REWARD_LAMBDA='inf': Input should be a finite number"),
+    ("OOMRL_LEDGER_URL", "garbage", "OOMRL_LEDGER_URL='garbage': not a database URL"),
+    ("OOMRL_LEDGER_URL", "nosuchdb://h/db", "OOMRL_LEDGER_URL='nosuchdb://h/db': not a database URL"),
+    ("OOMRL_ACCOUNT", "", "OOMRL_ACCOUNT='': account name must not be empty"),
+    ("OOMRL_ACCOUNT", "a" * 65, "account name is 65 characters; at most 64"),
+    ("OOMRL_ACCOUNT", "../etc", "may only use letters, digits"),
+    ("OOMRL_LLM_PROVIDER", "gpt", "OOMRL_LLM_PROVIDER='gpt': Input should be 'offline', 'openai' or 'replay'"),
+    ("OOMRL_LLM_BASE_URL", "ftp://x", "OOMRL_LLM_BASE_URL='ftp://x'"),
+    ("OOMRL_HOME", " ", "OOMRL_HOME=' ': must name a folder"),
+])
+def test_bad_settings_name_the_variable_and_the_problem(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        variable: str, value: str, message: str) -> None:
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    assert message in str(caught.value)
+
+
+def test_bad_config_file_values_name_the_file_and_key(clean_env: Path) -> None:
+    clean_env.mkdir(parents=True)
+    (clean_env / "config.toml").write_text("[oomrl]\ninitial_cash = nan\n")
+    with pytest.raises(SettingsError, match=r"initial_cash in .*config.toml=nan: must be a finite number"):
+        get_settings()
+    (clean_env / "config.toml").write_text("[oomrl]\nkill_treshold = 0.3\n[alerts]\nx = 1\n")
+    with pytest.raises(SettingsError, match="unknown setting.s. kill_treshold"):
+        get_settings()
+    (clean_env / "config.toml").write_text("oomrl = 3\n")
+    with pytest.raises(SettingsError, match=r"\[oomrl\] must be a table"):
+        get_settings()
+
+
+def test_config_file_that_cannot_be_read_or_is_empty_named(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    monkeypatch.setenv("OOMRL_CONFIG", str(tmp_path))  # a folder, not a file
+    with pytest.raises(SettingsError, match="cannot read config file"):
+        get_settings()
+    monkeypatch.setenv("OOMRL_CONFIG", " ")
+    with pytest.raises(SettingsError, match="OOMRL_CONFIG is set but empty"):
+        get_settings()
+
+
+def test_empty_optional_settings_mean_unset(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_LLM_PROVIDER", "")
+    monkeypatch.setenv("OOMRL_LLM_API_KEY", " ")
+    assert get_settings().llm_provider_name == "offline"

@@ -1,21 +1,104 @@
-"""CLI command groups, one module per area; each exposes `register(app)`."""
+"""CLI command groups, one module per area (each exposes `register(app)`), and what they share.
+
+Shared here: the fixed choices as enums (so help lists them and typos are usage errors), the
+`--account` option (validated like every other door: non-empty, at most 64 characters), and a
+progress bar for long steps. Nothing heavy is imported at module level.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import enum
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from oomrl.errors import OomrlError
+if TYPE_CHECKING:
+    from oomrl.config import Settings
 
-T = TypeVar("T")
+
+class Lock(enum.StrEnum):
+    """RO-Lock backends of the gate (`hash-only` must be asked for by name)."""
+
+    namespace = "namespace"
+    docker = "docker"
+    hash_only = "hash-only"
 
 
-def run_or_exit(action: Callable[[], T]) -> T:
-    """Run a command body; an oomrl error becomes its message on stderr and exit code 1."""
+class Provider(enum.StrEnum):
+    """Where the agent's answers come from."""
+
+    offline = "offline"
+    openai = "openai"
+    replay = "replay"
+
+
+class Benchmark(enum.StrEnum):
+    """Which CSI 300 series a report compares against."""
+
+    price = "price"
+    total_return = "total_return"
+
+
+class Market(enum.StrEnum):
+    """Which market's symbols, benchmark and trading rules."""
+
+    cn = "cn"
+    us = "us"
+    hk = "hk"
+
+
+class RepairOn(enum.StrEnum):
+    """Which new alert starts a repair in the demo."""
+
+    friction = "friction"
+    critical = "critical"
+    warning = "warning"
+
+
+def valid_account(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from oomrl.names import InvalidNameError, check_account
+
     try:
-        return action()
-    except (OomrlError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        return check_account(value)
+    except InvalidNameError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def non_empty(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("must not be empty")
+    return value
+
+
+AccountOption = Annotated[str | None, typer.Option(
+    "--account", metavar="NAME", callback=valid_account,
+    help="Ledger account (default: OOMRL_ACCOUNT, else paper).")]
+StrategyOption = Annotated[str | None, typer.Option(
+    "--strategy", metavar="NAME", callback=non_empty,
+    help="Strategy name (default: the one the account trades).")]
+
+
+def account_or_default(account: str | None, settings: Settings) -> str:
+    """The account a command acts on: the option when given, else the configured one."""
+    return settings.account if account is None else account
+
+
+@contextmanager
+def progress(description: str, total: int | None = None) -> Iterator[Any]:
+    """A transient rich progress bar on stderr; yields `advance(done, total, label)`."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(done: int, total: int | None = None, label: str = "") -> None:
+            bar.update(task, completed=done, total=total,
+                       description=f"{description} {label}".rstrip())
+
+        yield advance

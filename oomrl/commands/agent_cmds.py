@@ -8,19 +8,17 @@ from typing import Annotated, Any
 
 import typer
 
-from oomrl.config import get_settings
-from oomrl.errors import OomrlError
+from oomrl.commands import AccountOption, Lock, Provider, StrategyOption, account_or_default
 
 versions_app = typer.Typer(help="Strategy versions: commits and tags in OOMRL_HOME/workspace.",
                            no_args_is_help=True)
 
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
+RefArgument = Annotated[str, typer.Argument(
+    metavar="REF", help="A version tag (v2), a commit SHA or a unique prefix of one.")]
 
 
 def _versions() -> Any:
+    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
     from oomrl.versions import StrategyVersions
 
@@ -60,99 +58,106 @@ def _review(mandate: Any) -> Any:
     return Decision(action="approve", reason="approved at the terminal")
 
 
+def _step_status() -> Any:
+    """A run_step for the repair that shows the running step (spinner and elapsed time) on stderr."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+
+    def run_step(step: str, function: Any, *args: Any) -> Any:
+        with console.status(f"repair: {step} ..."):
+            return function(*args)
+
+    return run_step
+
+
+def repair_command(
+    autopsy: Annotated[Path, typer.Option(
+        "--autopsy", metavar="FILE",
+        help="Autopsy JSON, or a loss alert {alert_id, account, as_of?} completed from the ledger.")],
+    provider: Annotated[Provider | None, typer.Option(
+        "--provider", help="Where the agent's answers come from (default: openai when an endpoint "
+                           "is configured, else offline).")] = None,
+    auto_approve: Annotated[bool, typer.Option(
+        "--auto-approve", help="Approve the mandate unattended.")] = False,
+    transcript: Annotated[Path | None, typer.Option(
+        "--transcript", metavar="FILE", help="Recorded JSONL transcript for the replay provider.")] = None,
+    account: AccountOption = None,
+    lock: Annotated[Lock, typer.Option("--lock", help="RO-Lock backend of the gate.")] = Lock.namespace,
+) -> None:
+    """Repair the strategy an autopsy names: mandate, tests first, patch, cross-validation, promotion."""
+    from oomrl import repair as domain
+    from oomrl.config import get_settings
+    from oomrl.errors import OomrlError
+    from oomrl.repair_inputs import check_known, check_transcript, read_autopsy_file
+
+    settings = get_settings()
+    checked = read_autopsy_file(autopsy)  # everything is checked before anything is written
+    check_known(checked, settings.ledger, settings.workspace_dir, account)
+    if provider is Provider.replay or transcript is not None:
+        if transcript is None:
+            raise OomrlError("the replay provider needs a transcript (--transcript FILE)")
+        check_transcript(transcript)
+    ctx = domain.open_context(settings, checked, provider=provider and provider.value, account=account,
+                              lock=lock.value, replay_from=transcript)
+    approve = (lambda m: domain.Decision(action="approve", reason="auto-approved")) \
+        if auto_approve else _review
+    outcome = domain.run_repair(checked, ctx, approve, run_step=_step_status())
+    typer.echo(f"run folder: {outcome.run_dir}")
+    if outcome.cross_validation is not None:
+        for row in outcome.cross_validation.rows:
+            ir = "n/a" if row.information_ratio is None else f"{row.information_ratio:+.2f}"
+            typer.echo(f"  {row.version:<9} turnover {row.turnover:7.3f}  max weekly "
+                       f"{row.max_weekly_turnover:.3f}  max ADV {row.max_adv_participation:.4f}  "
+                       f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}")
+    if outcome.status == "failed":
+        raise OomrlError(f"repair failed at {outcome.step}: {outcome.reason}")
+    typer.echo(f"repair {outcome.status}: {outcome.reason}")
+
+
+@versions_app.command("init")
+def init_cmd() -> None:
+    """Create the workspace from the bundled strategies (tag v1), if it does not exist."""
+    store, _ = _versions()
+    typer.echo(store.init())
+
+
+@versions_app.command("list")
+def list_cmd(account: AccountOption = None) -> None:
+    """Every tagged version; `*` marks the account's active one."""
+    store, settings = _versions()
+    store.init()
+    for v in store.list(account_or_default(account, settings)):
+        typer.echo(f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  "
+                   f"{v.strategy or '-':<18} {v.subject}")
+
+
+@versions_app.command("show")
+def show_cmd(ref: RefArgument, account: AccountOption = None) -> None:
+    """One version as JSON: info, metadata (autopsy, diffs, verdicts, cross-validation), diffstat."""
+    store, settings = _versions()
+    typer.echo(json.dumps(store.show(ref, account_or_default(account, settings)), indent=1, default=str))
+
+
+@versions_app.command("activate")
+def activate_cmd(ref: RefArgument, account: AccountOption = None, strategy: StrategyOption = None) -> None:
+    """Make the account trade this version (recorded in the ledger)."""
+    store, settings = _versions()
+    name = account_or_default(account, settings)
+    sha = store.activate(ref, name, strategy)
+    typer.echo(f"{name} now trades {sha}")
+
+
+@versions_app.command("rollback")
+def rollback_cmd(account: AccountOption = None, strategy: StrategyOption = None) -> None:
+    """Activate the version tagged before the account's active one."""
+    store, settings = _versions()
+    name = account_or_default(account, settings)
+    sha = store.rollback(name, strategy)
+    typer.echo(f"{name} rolled back to {sha}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the `oomrl` app."""
-
-    @app.command("repair")
-    def repair_cmd(
-        autopsy: Annotated[Path, typer.Option("--autopsy", help="Autopsy JSON file (DESIGN §4.4).")],
-        provider: Annotated[str | None, typer.Option(
-            "--provider", help="offline | openai | replay (default: openai when an endpoint is "
-                               "configured, else offline)")] = None,
-        auto_approve: Annotated[bool, typer.Option(
-            "--auto-approve", help="Approve the mandate unattended.")] = False,
-        transcript: Annotated[Path | None, typer.Option(
-            "--transcript", help="Recorded transcript (replay provider).")] = None,
-        account: Annotated[str | None, typer.Option(
-            "--account", help="Account (default: the autopsy's).")] = None,
-        lock: Annotated[str, typer.Option(
-            "--lock", help="Gate RO-Lock: namespace | docker | hash-only.")] = "namespace",
-    ) -> None:
-        """Repair the strategy an autopsy names: mandate, tests first, patch, cross-validation, promotion."""
-        from oomrl import repair as domain
-
-        try:
-            data = json.loads(autopsy.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise _fail(f"cannot read autopsy {autopsy}: {exc}") from exc
-        try:
-            checked = domain.load_autopsy(data)
-            ctx = domain.open_context(get_settings(), checked, provider=provider, account=account,
-                                      lock=lock, replay_from=transcript)
-            approve = (lambda m: domain.Decision(action="approve", reason="auto-approved")) \
-                if auto_approve else _review
-            outcome = domain.run_repair(checked, ctx, approve)
-        except OomrlError as exc:
-            raise _fail(str(exc)) from exc
-        typer.echo(f"run folder: {outcome.run_dir}")
-        if outcome.cross_validation is not None:
-            for row in outcome.cross_validation.rows:
-                ir = "n/a" if row.information_ratio is None else f"{row.information_ratio:+.2f}"
-                typer.echo(f"  {row.version:<9} turnover {row.turnover:7.3f}  max weekly "
-                           f"{row.max_weekly_turnover:.3f}  max ADV {row.max_adv_participation:.4f}  "
-                           f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}")
-        if outcome.status == "failed":
-            raise _fail(f"repair failed at {outcome.step}: {outcome.reason}")
-        typer.echo(f"repair {outcome.status}: {outcome.reason}")
-
-    @versions_app.command("init")
-    def init_cmd() -> None:
-        """Create the workspace from the bundled strategies (tag v1), if it does not exist."""
-        store, _ = _versions()
-        typer.echo(store.init())
-
-    @versions_app.command("list")
-    def list_cmd(account: str = typer.Option(None, "--account")) -> None:
-        """Every tagged version; `*` marks the account's active one."""
-        store, settings = _versions()
-        try:
-            store.init()
-            rows = store.list(account or settings.account)
-        except OomrlError as exc:
-            raise _fail(str(exc)) from exc
-        for v in rows:
-            typer.echo(f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  "
-                       f"{v.strategy or '-':<18} {v.subject}")
-
-    @versions_app.command("show")
-    def show_cmd(ref: str, account: str = typer.Option(None, "--account")) -> None:
-        """One version as JSON: info, metadata (autopsy, diffs, verdicts, cross-validation), diffstat."""
-        store, settings = _versions()
-        try:
-            typer.echo(json.dumps(store.show(ref, account or settings.account), indent=1, default=str))
-        except OomrlError as exc:
-            raise _fail(str(exc)) from exc
-
-    @versions_app.command("activate")
-    def activate_cmd(ref: str, account: str = typer.Option(None, "--account"),
-                     strategy: str = typer.Option(None, "--strategy")) -> None:
-        """Make the account trade this version (recorded in the ledger)."""
-        store, settings = _versions()
-        try:
-            sha = store.activate(ref, account or settings.account, strategy)
-        except OomrlError as exc:
-            raise _fail(str(exc)) from exc
-        typer.echo(f"{account or settings.account} now trades {sha}")
-
-    @versions_app.command("rollback")
-    def rollback_cmd(account: str = typer.Option(None, "--account"),
-                     strategy: str = typer.Option(None, "--strategy")) -> None:
-        """Activate the version tagged before the account's active one."""
-        store, settings = _versions()
-        try:
-            sha = store.rollback(account or settings.account, strategy)
-        except OomrlError as exc:
-            raise _fail(str(exc)) from exc
-        typer.echo(f"{account or settings.account} rolled back to {sha}")
-
+    app.command("repair")(repair_command)
     app.add_typer(versions_app, name="versions")

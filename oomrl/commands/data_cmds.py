@@ -1,25 +1,37 @@
-"""CLI commands for market data: `oomrl ingest` (any source into the OOMRL_HOME store) with a progress bar."""
+"""CLI commands for market data: `oomrl ingest` (any source into the OOMRL_HOME store) with a progress bar,
+and `oomrl data check|quarantine` to inspect the store."""
 
 from __future__ import annotations
 
-import pandas as pd
-import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Annotated
 
-from oomrl.config import get_settings
-from oomrl.data.ingest import IngestReport, ingest
-from oomrl.data.lock import DEFAULT_WAIT_S
-from oomrl.data.sources import get_source
-from oomrl.data.store import MarketStore
-from oomrl.errors import OomrlError
+import typer
+
+from oomrl.commands import Market, progress
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from rich.console import Console
+
+    from oomrl.data.ingest import IngestReport
+    from oomrl.data.store import MarketStore
 
 SHOWN_QUARANTINE_ROWS = 10
+WaitOption = Annotated[float | None, typer.Option(
+    metavar="SECONDS", min=0, help="How long to wait for another writer of the store (default: 900; 0 refuses "
+                                   "at once).")]
+
+
+def _wait(seconds: float | None) -> float:
+    from oomrl.data.lock import DEFAULT_WAIT_S
+
+    return DEFAULT_WAIT_S if seconds is None else seconds
 
 
 def print_report(report: IngestReport, console: Console, store: MarketStore) -> None:
     """What was stored: symbols, rows, date range, quarantined rows with reasons, staleness."""
+    from rich.table import Table
+
     summary = report.summary()
     stored = report.stored
     console.print(f"[bold]ingest[/bold] source={report.source} universe={report.universe} "
@@ -47,44 +59,47 @@ def print_report(report: IngestReport, console: Console, store: MarketStore) -> 
         console.print(f"[yellow]recovered[/yellow]: {report.recovered}")
 
 
+def ingest_command(
+    source: Annotated[str, typer.Option(
+        metavar="SOURCE", help="sample, akshare[:qfq|hfq|none], yfinance, csv:DIR or synthetic[:N].")] = "sample",
+    universe: Annotated[str, typer.Option(
+        metavar="UNIVERSE", help="csi300 (point-in-time members), all, or a comma list of codes.")] = "csi300",
+    start: Annotated[str | None, typer.Option(
+        metavar="DATE", help="First date, YYYY-MM-DD (default: what the source holds).")] = None,
+    end: Annotated[str | None, typer.Option(
+        metavar="DATE", help="Last date, YYYY-MM-DD (default: what the source holds, or today).")] = None,
+    wait: WaitOption = None,
+    market: Annotated[Market, typer.Option(
+        help="cn (A-shares, CSI 300), us (^GSPC) or hk (^HSI): symbols, benchmark and trading rules.")] = Market.cn,
+) -> None:
+    """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
+    from rich.console import Console
+
+    from oomrl.config import get_settings
+    from oomrl.data.ingest import ingest
+    from oomrl.data.sources import get_source
+    from oomrl.data.store import MarketStore
+
+    settings = get_settings()
+    store = MarketStore(settings.data_dir)
+    market_source = get_source(source)
+    with progress(market_source.name) as advance:
+        report = ingest(market_source, universe, start, end, store, wait=_wait(wait),
+                        progress=lambda done, total, symbol: advance(done, total, symbol),
+                        on_wait=lambda note: typer.echo(note, err=True), market=market.value)
+    print_report(report, Console(soft_wrap=True), store)
+
+
 def register(app: typer.Typer) -> None:
     """Add this area's commands to the `oomrl` app."""
-
-    @app.command("ingest")
-    def ingest_command(
-        source: str = typer.Option("sample", help="sample | akshare[:qfq|hfq|none] | yfinance | csv:DIR | synthetic[:N]"),
-        universe: str = typer.Option("csi300", help="csi300 (point-in-time members), all, or a comma list of codes"),
-        start: str | None = typer.Option(None, help="first date (default: what the source holds)"),
-        end: str | None = typer.Option(None, help="last date (default: what the source holds / today)"),
-        wait: float = typer.Option(DEFAULT_WAIT_S, help="seconds to wait for another writer of the store (0: refuse)"),
-        market: str = typer.Option("cn", help="cn (A-shares, CSI 300) | us (^GSPC) | hk (^HSI): symbols, "
-                                               "benchmark and trading rules"),
-    ) -> None:
-        """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
-        console = Console(soft_wrap=True)
-        try:
-            settings = get_settings()
-            store = MarketStore(settings.data_dir)
-            market_source = get_source(source)
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=console, transient=True) as bar:
-                task = bar.add_task(f"{market_source.name}", total=None)
-
-                def advance(done: int, total: int, symbol: str) -> None:
-                    bar.update(task, completed=done, total=total, description=f"{market_source.name} {symbol}")
-
-                report = ingest(market_source, universe, start, end, store, progress=advance, wait=wait,
-                                on_wait=lambda note: typer.echo(note, err=True), market=market)
-        except (OomrlError, ValueError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from exc
-        print_report(report, console, store)
-
-    register_data(app)
+    app.command("ingest")(ingest_command)
+    app.add_typer(data_app, name="data")
 
 
 def print_quarantine(rows: pd.DataFrame, limit: int) -> None:
     """Quarantined rows, one line each (date, symbol or index, reason) under a heading per ingest."""
+    import pandas as pd
+
     shown = rows.head(limit)
     for ingest_id, group in shown.groupby("ingest", sort=False):
         typer.echo(f"ingest {ingest_id}: {int((rows['ingest'] == ingest_id).sum())} quarantined row(s)")
@@ -96,55 +111,51 @@ def print_quarantine(rows: pd.DataFrame, limit: int) -> None:
         typer.echo(f"... {len(rows) - limit} more (raise --limit, or --json for every row and column)")
 
 
-def register_data(app: typer.Typer) -> None:
-    """`oomrl data ...`: read what the market store keeps besides bars."""
-    data_app = typer.Typer(help="Inspect the market store under OOMRL_HOME/data.", no_args_is_help=True)
-    app.add_typer(data_app, name="data")
+data_app = typer.Typer(help="Inspect the market store under OOMRL_HOME/data.", no_args_is_help=True)
 
-    @data_app.command("check")
-    def check_command(
-        wait: float = typer.Option(DEFAULT_WAIT_S, help="seconds to wait for another writer of the store (0: refuse)"),
-    ) -> None:
-        """Clear what an interrupted write left (under the writer lock) and check every stored file reads."""
-        try:
-            store = MarketStore(get_settings().data_dir)
-            with store.transaction(wait, on_wait=lambda note: typer.echo(note, err=True)) as tx:
-                note, problems, summary = tx.recovery_note(), tx.verify(), tx.bar_summary()
-                generation = tx.catalog().generation
-        except OomrlError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from exc
-        if note:
-            typer.echo(f"recovered: {note}")
-        for problem in problems:
-            typer.echo(f"damaged: {problem}", err=True)
-        if problems:
-            typer.echo(f"error: {len(problems)} file(s) of {store.root} are damaged: move it away and ingest again",
-                       err=True)
-            raise typer.Exit(1)
-        span = f", {summary['first_date']:%Y-%m-%d}..{summary['last_date']:%Y-%m-%d}" if summary["rows"] else ""
-        typer.echo(f"store {store.root} is sound: generation {generation}, {summary['rows']} bars, "
-                   f"{summary['symbols']} symbols{span}")
 
-    @data_app.command("quarantine")
-    def quarantine_command(
-        ingest_id: str = typer.Option("last", "--ingest", help="an ingest id, `last` (default) or `all`"),
-        limit: int = typer.Option(SHOWN_QUARANTINE_ROWS * 5, min=1, help="rows shown (not with --json)"),
-        as_json: bool = typer.Option(False, "--json", help="every row as JSON records (all columns)"),
-    ) -> None:
-        """Rows that ingests quarantined (not stored as data), with their reasons."""
-        try:
-            store = MarketStore(get_settings().data_dir)
-            known = [entry.get("id") for entry in store.manifest().get("ingests", [])]
-            if ingest_id not in ("last", "all") and ingest_id not in known:
-                raise OomrlError(f"no ingest {ingest_id!r} in {store.root}; known: {', '.join(map(str, known[-5:])) or 'none'}")
-            rows = store.quarantine(None if ingest_id == "all" else ingest_id)
-        except OomrlError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(1) from exc
-        if as_json:
-            typer.echo(rows.to_json(orient="records", date_format="iso"))
-        elif rows.empty:
-            typer.echo(f"no quarantined rows kept for ingest {ingest_id} in {store.root}")
-        else:
-            print_quarantine(rows, limit)
+@data_app.command("check")
+def check_command(wait: WaitOption = None) -> None:
+    """Clear what an interrupted write left (under the writer lock) and check every stored file reads."""
+    from oomrl.config import get_settings
+    from oomrl.data.store import MarketStore
+    from oomrl.errors import OomrlError
+
+    store = MarketStore(get_settings().data_dir)
+    with store.transaction(_wait(wait), on_wait=lambda note: typer.echo(note, err=True)) as tx:
+        note, problems, summary = tx.recovery_note(), tx.verify(), tx.bar_summary()
+        generation = tx.catalog().generation
+    if note:
+        typer.echo(f"recovered: {note}")
+    for problem in problems:
+        typer.echo(f"damaged: {problem}", err=True)
+    if problems:
+        raise OomrlError(f"{len(problems)} file(s) of {store.root} are damaged: move it away and ingest again")
+    span = f", {summary['first_date']:%Y-%m-%d}..{summary['last_date']:%Y-%m-%d}" if summary["rows"] else ""
+    typer.echo(f"store {store.root} is sound: generation {generation}, {summary['rows']} bars, "
+               f"{summary['symbols']} symbols{span}")
+
+
+@data_app.command("quarantine")
+def quarantine_command(
+    ingest_id: Annotated[str, typer.Option(
+        "--ingest", metavar="ID", help="An ingest id, `last` or `all`.")] = "last",
+    limit: Annotated[int, typer.Option(min=1, help="Rows shown (not with --json).")] = SHOWN_QUARANTINE_ROWS * 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Every row as JSON records (all columns).")] = False,
+) -> None:
+    """Rows that ingests quarantined (not stored as data), with their reasons."""
+    from oomrl.config import get_settings
+    from oomrl.data.store import MarketStore
+    from oomrl.errors import OomrlError
+
+    store = MarketStore(get_settings().data_dir)
+    known = [entry.get("id") for entry in store.manifest().get("ingests", [])]
+    if ingest_id not in ("last", "all") and ingest_id not in known:
+        raise OomrlError(f"no ingest {ingest_id!r} in {store.root}; known: {', '.join(map(str, known[-5:])) or 'none'}")
+    rows = store.quarantine(None if ingest_id == "all" else ingest_id)
+    if as_json:
+        typer.echo(rows.to_json(orient="records", date_format="iso"))
+    elif rows.empty:
+        typer.echo(f"no quarantined rows kept for ingest {ingest_id} in {store.root}")
+    else:
+        print_quarantine(rows, limit)

@@ -7,20 +7,21 @@ from pathlib import Path
 
 import typer
 
-from oomrl.commands import run_or_exit
+from oomrl.commands import Lock, RepairOn, non_empty
 
 server_app = typer.Typer(help="A local Prefect server, the oomrl-local pool and worker, deployments, webhook.",
                          no_args_is_help=True)
-webhook_app = typer.Typer(help="The signed loss-alert webhook (DESIGN §4.5).", no_args_is_help=True)
+webhook_app = typer.Typer(help="The signed loss-alert webhook: POST /hooks/loss-alert and /hooks/alertmanager.",
+                          no_args_is_help=True)
 
 
 @server_app.command("up")
 def server_up(
-    host: str = typer.Option("127.0.0.1", help="Interface the server and webhook listen on."),
-    port: int = typer.Option(4200, help="Prefect server (API and UI) port."),
-    webhook_port: int = typer.Option(8765, "--webhook-port", help="Webhook port."),
+    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Interface the server and webhook listen on."),
+    port: int = typer.Option(4200, min=1, max=65535, help="Prefect server (API and UI) port."),
+    webhook_port: int = typer.Option(8765, "--webhook-port", min=1, max=65535, help="Webhook port."),
     database_url: str | None = typer.Option(
-        None, "--database-url", envvar="PREFECT_API_DATABASE_CONNECTION_URL",
+        None, "--database-url", metavar="URL", envvar="PREFECT_API_DATABASE_CONNECTION_URL",
         help="Prefect database (e.g. postgresql+asyncpg://...); SQLite under OOMRL_HOME by default."),
     no_deploy: bool = typer.Option(False, "--no-deploy", help="Skip `prefect deploy --all`."),
     no_webhook: bool = typer.Option(False, "--no-webhook", help="Do not start the webhook."),
@@ -31,7 +32,7 @@ def server_up(
 
     config = StackConfig(home=get_settings().home, host=host, port=port, webhook_port=webhook_port,
                          database_url=database_url, deploy=not no_deploy, webhook=not no_webhook)
-    state = run_or_exit(lambda: up(config, say=typer.echo))
+    state = up(config, say=typer.echo)
     typer.echo(f"Prefect UI:  {state['ui_url']}")
     typer.echo(f"API:         {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
     if state["webhook_url"]:
@@ -67,31 +68,33 @@ def server_status() -> None:
 
 @webhook_app.command("serve")
 def webhook_serve(
-    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
-    port: int = typer.Option(8765, help="Port to listen on."),
+    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Interface to listen on."),
+    port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
 ) -> None:
     """Serve POST /hooks/loss-alert and /hooks/alertmanager; needs OOMRL_WEBHOOK_SECRET."""
     from oomrl.webhook.app import serve
 
-    run_or_exit(lambda: serve(host=host, port=port))
+    serve(host=host, port=port)
 
 
 def demo_command(
-    home: Path | None = typer.Option(None, "--home", help="Where the demo keeps its state "
-                                     "(default: <OOMRL_HOME>/demo; its ledger and workspace start fresh)."),
-    start: str = typer.Option("2024-07-01", help="First session of the replay."),
-    end: str = typer.Option("2026-02-27", help="Last session of the replay."),
-    strategy: str = typer.Option("daily_momentum", help="The strategy the agent starts with."),
-    repair_on: str = typer.Option("friction", "--repair-on", help="Which new alert starts a repair: "
-                                  "friction (slippage leakage, or anything critical), critical, warning."),
+    home: Path | None = typer.Option(None, "--home", metavar="DIR", help="Where the demo keeps its state "
+                                     "(default: OOMRL_HOME/demo; its ledger and workspace start fresh)."),
+    start: str = typer.Option("2024-07-01", metavar="DATE", help="First session of the replay."),
+    end: str = typer.Option("2026-02-27", metavar="DATE", help="Last session of the replay."),
+    strategy: str = typer.Option("daily_momentum", metavar="NAME", callback=non_empty,
+                                 help="The strategy the agent starts with."),
+    repair_on: RepairOn = typer.Option(RepairOn.friction, "--repair-on", help="Which new alert starts a "
+                                       "repair: friction (slippage leakage, or anything critical), "
+                                       "critical or warning."),
     max_repairs: int = typer.Option(2, "--max-repairs", min=0, help="Repairs at most (0: never repair)."),
-    lock: str = typer.Option("namespace", help="RO-Lock backend of the gate: namespace, docker or hash-only."),
+    lock: Lock = typer.Option(Lock.namespace, help="RO-Lock backend of the gate."),
 ) -> None:
     """The whole loop offline on the bundled sample: replay, alert, repair, promote, Table 1, tearsheet."""
     from oomrl.demo import run_demo
 
-    run_or_exit(lambda: run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on,
-                          max_repairs=max_repairs, lock=lock))
+    run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on.value,
+             max_repairs=max_repairs, lock=lock.value)
 
 
 def register(app: typer.Typer) -> None:

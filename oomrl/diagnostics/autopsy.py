@@ -1,23 +1,34 @@
-"""The Autopsy: a loss diagnosis with its mandate and machine-checkable constraints (DESIGN §4.4)."""
+"""The Autopsy (a loss diagnosis with its mandate and machine-checkable constraints) and the loss alert.
+
+These two models are the only repair inputs any door accepts (CLI, flow, webhook): every number is
+finite, every string and list is bounded, and names use the limits of oomrl.names.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from oomrl.names import ACCOUNT_MAX, ACCOUNT_PATTERN, ALERT_ID_MAX, ALERT_ID_PATTERN
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "autopsy.schema.json"
 EVENT = "FINANCIAL_DEGRADATION_DETECTED"
 
 Severity = Literal["warning", "critical"]
 Rebalance = Literal["daily", "weekly", "biweekly", "monthly"]
+MODULE_PATTERN = r"^strategies\.[a-z_][a-z0-9_]*$"
+
+AlertId = Annotated[str, Field(min_length=1, max_length=ALERT_ID_MAX, pattern=ALERT_ID_PATTERN)]
+AccountName = Annotated[str, Field(min_length=1, max_length=ACCOUNT_MAX, pattern=ACCOUNT_PATTERN)]
+ShortText = Annotated[str, Field(max_length=2_000)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class AutopsyMetrics(_Strict):
@@ -35,11 +46,11 @@ class AutopsyMetrics(_Strict):
 class Trigger(_Strict):
     """Which rule fired, on what value, against which threshold."""
 
-    rule: str
+    rule: str = Field(min_length=1, max_length=64)
     value: float
     threshold: float
     window_start: date
-    message: str
+    message: ShortText
 
 
 class CostBreakdown(_Strict):
@@ -73,12 +84,12 @@ class Evidence(_Strict):
 class Diagnostics(_Strict):
     """Where the loss comes from: the module and version live, the root cause and its evidence."""
 
-    module: str
-    strategy_version: str | None
-    root_cause: str
-    execution_log: str | None = Field(description="Path or artifact key of the execution log.")
+    module: str = Field(max_length=100, pattern=MODULE_PATTERN)
+    strategy_version: str | None = Field(max_length=64)
+    root_cause: ShortText
+    execution_log: str | None = Field(max_length=1_024, description="Path or artifact key of the execution log.")
     evidence: Evidence
-    findings: list[str] = Field(default_factory=list)
+    findings: list[ShortText] = Field(default_factory=list, max_length=50)
 
 
 class Constraints(_Strict):
@@ -99,15 +110,25 @@ class Autopsy(_Strict):
 
     event: Literal["FINANCIAL_DEGRADATION_DETECTED"] = EVENT
     schema_version: Literal[1] = 1
-    alert_id: str = Field(min_length=8)
-    account: str
+    alert_id: AlertId
+    account: AccountName
     as_of: date
     severity: Severity
     trigger: Trigger
     metrics: AutopsyMetrics
     diagnostics: Diagnostics
-    mandate: str
+    mandate: str = Field(min_length=1, max_length=4_000)
     constraints: Constraints
+
+
+class LossAlert(_Strict):
+    """The least a sender may post: which account lost money, the alert's id, and optionally when.
+
+    The repair completes it from the ledger (the account's active strategy and its NAV history)."""
+
+    alert_id: AlertId
+    account: AccountName
+    as_of: date | None = None
 
 
 def autopsy_schema() -> dict[str, Any]:

@@ -1,34 +1,58 @@
-"""The FastAPI webhook of DESIGN §4.5: signed loss alerts start exactly one repair each."""
+"""The FastAPI webhook: signed loss alerts start exactly one repair each, through the repair's own door.
+
+Status codes: 202 started; 200 duplicate (the alert's run exists and did not crash); 400 a broken
+Content-Length; 401 bad signature or token; 413 oversized; 422 anything that is not a full autopsy
+or a loss alert for a known account and strategy (hostile JSON included); 503 the repair could not
+be started now (Prefect or the ledger unavailable) — the sender should retry. Refusals are logged.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+import logging
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from oomrl.config import get_settings
-from oomrl.webhook.alerts import (
-    InvalidAlertError,
-    autopsy_from_alertmanager,
-    parse_alertmanager,
-    parse_loss_alert,
-)
-from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.launch import Launcher, LaunchError, launcher_for
-from oomrl.webhook.settings import WebhookSettings
+from oomrl.config import Settings, get_settings
+from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
+from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, parse_alertmanager
+from oomrl.webhook.deliveries import Delivery, DeliveryStore
+from oomrl.webhook.launch import API_TIMEOUT_S, Launcher, LaunchError, launcher_for
+from oomrl.webhook.settings import WebhookSettings, webhook_settings
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
+
+logger = logging.getLogger("oomrl.webhook")
+# Prefect states after which a re-delivered alert starts a new run (the first one did not finish).
+RELAUNCH_STATES = frozenset({"CRASHED", "FAILED", "CANCELLED"})
+# A launch makes two Prefect calls of at most API_TIMEOUT_S each; a claim older than that is orphaned.
+LAUNCH_WAIT = timedelta(seconds=2 * API_TIMEOUT_S + 5)
+POLL_S = 0.1
 
 
 class _BodyTooLarge(Exception):
     """The request body exceeds the configured limit."""
 
 
-def _problem(status: int, detail: str, **extra: Any) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"detail": detail, **extra})
+class _Refused(Exception):
+    """A request refused with a status and a reason (logged)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def _refusal(request: Request, status: int, detail: str) -> JSONResponse:
+    client = request.client.host if request.client else "?"
+    logger.warning("%s %s from %s refused with %d: %s", request.method, request.url.path, client, status,
+                   detail[:500])
+    return JSONResponse(status_code=status, content={"detail": detail})
 
 
 async def _read_bounded(request: Request, limit: int) -> bytes:
@@ -48,52 +72,117 @@ async def _read_bounded(request: Request, limit: int) -> bytes:
 
 
 def create_app(config: WebhookSettings | None = None, launcher: Launcher | None = None,
-               store: DeliveryStore | None = None) -> FastAPI:
+               store: DeliveryStore | None = None, settings: Settings | None = None) -> FastAPI:
     """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET)."""
-    config = config or WebhookSettings()
+    config = config or webhook_settings()
     secret = config.required_secret()
+    token = config.required_token()
+    settings = settings or get_settings()
     launcher = launcher or launcher_for(config.mode, config.deployment, config.auto_approve)
     store = store or DeliveryStore(config.store_url())
-    default_account = get_settings().account
     app = FastAPI(title="oomrl webhook", version="1",
                   description="Signed loss alerts in; one `repair` flow run per alert id out.")
     app.state.store = store
     app.state.config = config
 
+    async def admit(data: Any) -> dict[str, Any]:
+        """The repair's door: a full autopsy or a loss alert, for an account and strategy that exist."""
+        try:
+            checked = load_autopsy(data)
+            await run_in_threadpool(check_known, checked, settings.ledger, settings.workspace_dir)
+        except InvalidAutopsyError as exc:
+            raise _Refused(422, str(exc)) from None
+        except Exception as exc:  # the ledger is unreachable: not the sender's fault, retry later
+            raise LaunchError(f"cannot check the alert against the ledger: {type(exc).__name__}: {exc}") \
+                from exc
+        return checked
+
+    async def launch_claimed(autopsy: dict[str, Any], alert_id: str, after: str | None) -> tuple[int, dict[str, Any]]:
+        try:
+            launched = await launcher.launch(autopsy, alert_id, attempt=after)
+        except Exception as exc:
+            await run_in_threadpool(store.release, alert_id)
+            if isinstance(exc, LaunchError):
+                raise
+            raise LaunchError(f"could not start the repair: {type(exc).__name__}: {exc}") from exc
+        await run_in_threadpool(store.record, alert_id, launched.flow_run_id, launched.event_id)
+        content = {"alert_id": alert_id, "duplicate": False, "flow_run_id": launched.flow_run_id,
+                   "event_id": launched.event_id, "mode": config.mode}
+        return 202, {**content, "replaces": after} if after else content
+
+    async def wait_for_launch(alert_id: str) -> Delivery | None:
+        """Wait while another delivery starts this alert's run; None when this one may start it."""
+        if await run_in_threadpool(store.take_over, alert_id, LAUNCH_WAIT):
+            return None  # its owner died mid-launch
+        deadline = time.monotonic() + LAUNCH_WAIT.total_seconds()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            latest = await run_in_threadpool(store.get, alert_id)
+            if latest is None:
+                raise LaunchError(f"starting the repair of alert {alert_id} failed; retry the delivery")
+            if not latest.pending:
+                return latest
+        raise LaunchError(f"the repair of alert {alert_id} is still being started; retry the delivery")
+
     async def start_repair(autopsy: dict[str, Any], source: str) -> tuple[int, dict[str, Any]]:
-        alert_id = str(autopsy["alert_id"])
+        alert_id, after = str(autopsy["alert_id"]), None
         earlier = await run_in_threadpool(store.claim, alert_id, autopsy.get("account"), source)
-        if earlier is not None:
+        while earlier is not None:
+            if earlier.pending:
+                earlier = await wait_for_launch(alert_id)
+                continue
+            if earlier.flow_run_id and await launcher.run_state(earlier.flow_run_id) in RELAUNCH_STATES:
+                if await run_in_threadpool(store.reopen, alert_id, earlier.flow_run_id):
+                    after, earlier = earlier.flow_run_id, None
+                    continue
+                earlier = await wait_for_launch(alert_id)  # another delivery is relaunching it
+                continue
             return 200, {"alert_id": alert_id, "duplicate": True,
                          "flow_run_id": earlier.flow_run_id, "event_id": earlier.event_id}
-        try:
-            launched = await launcher.launch(autopsy, alert_id)
-        except LaunchError:
-            await run_in_threadpool(store.release, alert_id)
-            raise
-        await run_in_threadpool(store.record, alert_id, launched.flow_run_id, launched.event_id)
-        return 202, {"alert_id": alert_id, "duplicate": False, "flow_run_id": launched.flow_run_id,
-                     "event_id": launched.event_id, "mode": config.mode}
+        return await launch_claimed(autopsy, alert_id, after)
 
-    def signature_problem(request: Request, raw: bytes) -> JSONResponse | None:
+    def signature_problem(request: Request, raw: bytes) -> str | None:
         try:
             verify(raw, secret, request.headers.get(TIMESTAMP_HEADER),
                    request.headers.get(SIGNATURE_HEADER), tolerance_s=config.tolerance_s)
         except SignatureError as exc:
-            return _problem(401, str(exc))
+            return str(exc)
         return None
 
-    async def authenticated_body(
-            request: Request, check: Callable[[Request, bytes], JSONResponse | None]) -> bytes | JSONResponse:
-        """The bounded raw body once `check` accepts it, else the error response (413, 400, 401)."""
+    def alertmanager_auth_problem(request: Request, raw: bytes) -> str | None:
+        """Alertmanager cannot sign bodies, so a bearer token also works here (when configured)."""
+        auth = request.headers.get("authorization", "")
+        if token and auth.lower().startswith("bearer "):
+            given = auth[7:].strip().encode()
+            if hmac.compare_digest(given, token.encode()):
+                return None
+            return "bearer token does not match OOMRL_WEBHOOK_ALERTMANAGER_TOKEN"
+        return signature_problem(request, raw)
+
+    async def authenticated_body(request: Request, check: Callable[[Request, bytes], str | None]) -> bytes:
+        """The bounded raw body once `check` accepts it; _Refused with 413, 400 or 401 otherwise."""
         try:
             raw = await _read_bounded(request, config.max_body_bytes)
         except _BodyTooLarge as exc:
-            return _problem(413, str(exc))
+            raise _Refused(413, str(exc)) from None
         except InvalidAlertError as exc:
-            return _problem(400, str(exc))
+            raise _Refused(400, str(exc)) from None
         problem = check(request, raw)
-        return raw if problem is None else problem
+        if problem is not None:
+            raise _Refused(401, problem)
+        return raw
+
+    async def answer(request: Request, handle: Callable[[], Any]) -> JSONResponse:
+        """Run a route body; refusals and launch failures become their status, logged."""
+        try:
+            status, content = await handle()
+        except _Refused as exc:
+            return _refusal(request, exc.status, exc.detail)
+        except InvalidAlertError as exc:
+            return _refusal(request, 422, str(exc))
+        except LaunchError as exc:
+            return _refusal(request, 503, str(exc))
+        return JSONResponse(status_code=status, content=content)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -101,50 +190,29 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
 
     @app.post("/hooks/loss-alert", status_code=202)
     async def loss_alert(request: Request) -> JSONResponse:
-        raw = await authenticated_body(request, signature_problem)
-        if isinstance(raw, JSONResponse):
-            return raw
-        try:
-            autopsy = parse_loss_alert(raw)
-            status, content = await start_repair(autopsy, "loss-alert")
-        except InvalidAlertError as exc:
-            return _problem(422, str(exc))
-        except LaunchError as exc:
-            return _problem(503, str(exc))
-        return JSONResponse(status_code=status, content=content)
+        async def handle() -> tuple[int, dict[str, Any]]:
+            raw = await authenticated_body(request, signature_problem)
+            try:
+                data = parse_json(raw, "body", limit=config.max_body_bytes)
+            except InvalidAutopsyError as exc:
+                raise _Refused(422, str(exc)) from None
+            return await start_repair(await admit(data), "loss-alert")
 
-    def alertmanager_auth_problem(request: Request, raw: bytes) -> JSONResponse | None:
-        """Alertmanager cannot sign bodies, so a bearer token also works here (when configured)."""
-        auth = request.headers.get("authorization", "")
-        token = config.alertmanager_token
-        if token and auth.lower().startswith("bearer "):
-            given = auth[7:].strip().encode()
-            if hmac.compare_digest(given, token.encode()):
-                return None
-            return _problem(401, "bearer token does not match OOMRL_WEBHOOK_ALERTMANAGER_TOKEN")
-        return signature_problem(request, raw)
+        return await answer(request, handle)
 
     @app.post("/hooks/alertmanager", status_code=202)
     async def alertmanager(request: Request) -> JSONResponse:
-        raw = await authenticated_body(request, alertmanager_auth_problem)
-        if isinstance(raw, JSONResponse):
-            return raw
-        try:
+        async def handle() -> tuple[int, dict[str, Any]]:
+            raw = await authenticated_body(request, alertmanager_auth_problem)
             notification = parse_alertmanager(raw)
-            firing = [autopsy_from_alertmanager(alert, default_account)
+            firing = [await admit(autopsy_from_alertmanager(alert, settings.account))
                       for alert in notification.alerts if alert.status == "firing"]
-            results = []
-            for autopsy in firing:
-                _, content = await start_repair(autopsy, "alertmanager")
-                results.append(content)
-        except InvalidAlertError as exc:
-            return _problem(422, str(exc))
-        except LaunchError as exc:
-            return _problem(503, str(exc))
-        started = any(not item["duplicate"] for item in results)
-        return JSONResponse(status_code=202 if started else 200,
-                            content={"alerts": results, "ignored_resolved":
-                                     len(notification.alerts) - len(firing)})
+            results = [(await start_repair(autopsy, "alertmanager"))[1] for autopsy in firing]
+            started = any(not item["duplicate"] for item in results)
+            return 202 if started else 200, {"alerts": results,
+                                             "ignored_resolved": len(notification.alerts) - len(firing)}
+
+        return await answer(request, handle)
 
     return app
 
@@ -153,4 +221,5 @@ def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | N
     """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails fast)."""
     import uvicorn
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(create_app(config), host=host, port=port, log_level="info")

@@ -1,20 +1,29 @@
-"""Durable record of alert ids already accepted, so a replay or a restart never starts a second repair."""
+"""Durable record of alert ids already accepted, so a replay or a restart never starts a second repair.
+
+A row is first a claim (no run yet) while its delivery starts the repair, then records what was
+started. A claim whose launch fails is dropped, so the sender's retry starts it again; a claim left
+by a process that died mid-launch may be taken over once it is stale; a run that crashed, failed or
+was cancelled may be reopened by the next delivery. Every transition is one conditional statement,
+so concurrent deliveries (in one process or several) agree on who launches.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from oomrl.names import ACCOUNT_MAX, ALERT_ID_MAX
+
 _METADATA = sa.MetaData()
 DELIVERIES = sa.Table(
     "webhook_deliveries",
     _METADATA,
-    sa.Column("alert_id", sa.String(200), primary_key=True),
-    sa.Column("account", sa.String(200), nullable=True),
+    sa.Column("alert_id", sa.String(ALERT_ID_MAX), primary_key=True),
+    sa.Column("account", sa.String(ACCOUNT_MAX), nullable=True),
     sa.Column("source", sa.String(40), nullable=False),
     sa.Column("flow_run_id", sa.String(64), nullable=True),
     sa.Column("event_id", sa.String(64), nullable=True),
@@ -22,13 +31,23 @@ DELIVERIES = sa.Table(
 )
 
 
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)  # naive UTC: compares alike on SQLite and PostgreSQL
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """One accepted alert and what it started."""
+    """One accepted alert and what it started (nothing yet while its launch is pending)."""
 
     alert_id: str
     flow_run_id: str | None
     event_id: str | None
+    received_at: datetime | None = None
+
+    @property
+    def pending(self) -> bool:
+        """Claimed, but the run is not started (or not recorded) yet."""
+        return self.flow_run_id is None and self.event_id is None
 
 
 class DeliveryStore:
@@ -41,27 +60,26 @@ class DeliveryStore:
         _METADATA.create_all(self._engine, tables=[DELIVERIES])
 
     def claim(self, alert_id: str, account: str | None, source: str) -> Delivery | None:
-        """Reserve `alert_id`; return None when it is new, else the earlier delivery."""
-        row = {"alert_id": alert_id, "account": account, "source": source,
-               "received_at": datetime.now(UTC)}
+        """Reserve `alert_id`: None when this caller now owns it, else the row already there."""
+        row = {"alert_id": alert_id, "account": account, "source": source, "received_at": _now()}
         try:
             with self._engine.begin() as conn:
                 conn.execute(DELIVERIES.insert().values(**row))
             return None
         except IntegrityError:
             existing = self.get(alert_id)
-            if existing is None:  # released between our insert and read: the caller may retry
-                return Delivery(alert_id, None, None)
+            if existing is None:  # released between our insert and read: the caller may claim again
+                return Delivery(alert_id, None, None, None)
             return existing
 
     def get(self, alert_id: str) -> Delivery | None:
         """The delivery recorded for `alert_id`, if any."""
         with self._engine.connect() as conn:
             row = conn.execute(
-                sa.select(DELIVERIES.c.flow_run_id, DELIVERIES.c.event_id)
+                sa.select(DELIVERIES.c.flow_run_id, DELIVERIES.c.event_id, DELIVERIES.c.received_at)
                 .where(DELIVERIES.c.alert_id == alert_id)
             ).first()
-        return None if row is None else Delivery(alert_id, row.flow_run_id, row.event_id)
+        return None if row is None else Delivery(alert_id, row.flow_run_id, row.event_id, row.received_at)
 
     def record(self, alert_id: str, flow_run_id: str | None, event_id: str | None) -> None:
         """Attach what the alert started to its claim."""
@@ -72,4 +90,22 @@ class DeliveryStore:
     def release(self, alert_id: str) -> None:
         """Drop a claim whose run could not be started, so the sender's retry is not a 'duplicate'."""
         with self._engine.begin() as conn:
-            conn.execute(DELIVERIES.delete().where(DELIVERIES.c.alert_id == alert_id))
+            conn.execute(DELIVERIES.delete().where(DELIVERIES.c.alert_id == alert_id,
+                                                   DELIVERIES.c.flow_run_id.is_(None),
+                                                   DELIVERIES.c.event_id.is_(None)))
+
+    def take_over(self, alert_id: str, older_than: timedelta) -> bool:
+        """Own a pending claim older than `older_than` (its process died mid-launch); True when won."""
+        return self._update_if(alert_id, DELIVERIES.c.flow_run_id.is_(None), DELIVERIES.c.event_id.is_(None),
+                               DELIVERIES.c.received_at < _now() - older_than)
+
+    def reopen(self, alert_id: str, flow_run_id: str) -> bool:
+        """Turn a delivery whose run ended without success back into a claim; True for the one winner."""
+        return self._update_if(alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None,
+                               event_id=None)
+
+    def _update_if(self, alert_id: str, *conditions: sa.ColumnElement[bool], **values: object) -> bool:
+        with self._engine.begin() as conn:
+            done = conn.execute(DELIVERIES.update().where(DELIVERIES.c.alert_id == alert_id, *conditions)
+                                .values(received_at=_now(), **values))
+        return done.rowcount == 1

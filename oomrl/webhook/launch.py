@@ -35,9 +35,11 @@ class Launch:
 
 
 class Launcher(Protocol):
-    """Starts the repair for one loss alert."""
+    """Starts the repair for one loss alert, and says how a run it started ended."""
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch: ...
+    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch: ...
+
+    async def run_state(self, flow_run_id: str) -> str | None: ...
 
 
 def account_resource(account: str) -> dict[str, str]:
@@ -67,8 +69,10 @@ class DeploymentLauncher:
         self.auto_approve = auto_approve
         self.api = api or PrefectApi()
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
+    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+        """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a crash)."""
         flow_name, _, name = self.deployment.partition("/")
+        key = f"oomrl-alert-{alert_id}" + (f"-after-{attempt}" if attempt else "")
         try:
             async with self.api.client() as client:
                 found = await client.get(f"/deployments/name/{quote(flow_name, safe='')}/{quote(name, safe='')}")
@@ -79,7 +83,7 @@ class DeploymentLauncher:
                 created = await client.post(
                     f"/deployments/{found.json()['id']}/create_flow_run",
                     json={"parameters": {"autopsy": autopsy, "auto_approve": self.auto_approve},
-                          "idempotency_key": f"oomrl-alert-{alert_id}",
+                          "idempotency_key": key,
                           "tags": ["oomrl", "webhook", f"alert:{alert_id}"[:100]]})
                 created.raise_for_status()
         except LaunchError:
@@ -88,6 +92,21 @@ class DeploymentLauncher:
             raise LaunchError(f"could not start {self.deployment!r}: {type(exc).__name__}: {exc}") from exc
         return Launch(flow_run_id=str(created.json()["id"]), event_id=None)
 
+    async def run_state(self, flow_run_id: str) -> str | None:
+        """The run's state type (COMPLETED, CRASHED, ...), None when Prefect does not know the run."""
+        try:
+            async with self.api.client() as client:
+                found = await client.get(f"/flow_runs/{quote(flow_run_id, safe='')}")
+                if found.status_code == 404:
+                    return None
+                found.raise_for_status()
+        except LaunchError:
+            raise
+        except Exception as exc:
+            raise LaunchError(f"could not read flow run {flow_run_id}: {type(exc).__name__}: {exc}") from exc
+        state = found.json().get("state") or {}
+        return str(state.get("type")) if state.get("type") else None
+
 
 class EventLauncher:
     """Emits `oomrl.loss.alert`; the `repair` deployment's trigger starts the run."""
@@ -95,7 +114,7 @@ class EventLauncher:
     def __init__(self, api: PrefectApi | None = None) -> None:
         self.api = api or PrefectApi()
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
+    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
         account = str(autopsy.get("account") or "unknown")
         event_id = str(uuid.uuid5(_EVENT_NAMESPACE, alert_id))
         event = {"id": event_id, "occurred": datetime.now(UTC).isoformat(), "event": LOSS_ALERT_EVENT,
@@ -109,6 +128,10 @@ class EventLauncher:
         except Exception as exc:
             raise LaunchError(f"could not emit {LOSS_ALERT_EVENT}: {type(exc).__name__}: {exc}") from exc
         return Launch(flow_run_id=None, event_id=event_id)
+
+    async def run_state(self, flow_run_id: str) -> str | None:
+        """Unknown: the deployment's trigger starts the run, so no run id is recorded here."""
+        return None
 
 
 def launcher_for(mode: str, deployment: str, auto_approve: bool) -> Launcher:

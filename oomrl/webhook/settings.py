@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from oomrl.config import get_settings
+from oomrl.config import SettingsError, describe, get_settings
 from oomrl.errors import OomrlError
+from oomrl.repair_inputs import MAX_AUTOPSY_BYTES
 
 MIN_SECRET_LENGTH = 16
+ENV_PREFIX = "OOMRL_WEBHOOK_"
 
 
 class WebhookConfigError(OomrlError):
@@ -20,11 +22,11 @@ class WebhookConfigError(OomrlError):
 class WebhookSettings(BaseSettings):
     """How the webhook authenticates, bounds and forwards loss alerts."""
 
-    model_config = SettingsConfigDict(env_prefix="OOMRL_WEBHOOK_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     secret: str | None = None
     alertmanager_token: str | None = None
-    max_body_bytes: int = Field(default=256 * 1024, gt=0)
+    max_body_bytes: int = Field(default=MAX_AUTOPSY_BYTES, gt=0)
     tolerance_s: int = Field(default=300, gt=0)
     # "deployment": start the `repair` deployment through the Prefect API (returns a flow run id);
     # "event": emit `oomrl.loss.alert` and let the deployment's trigger start the run.
@@ -42,12 +44,28 @@ class WebhookSettings(BaseSettings):
                 "OOMRL_WEBHOOK_SECRET is not set: the webhook refuses to start without a shared secret "
                 "(generate one with `python -c 'import secrets; print(secrets.token_hex(32))'`)"
             )
-        if len(self.secret) < MIN_SECRET_LENGTH:
-            raise WebhookConfigError(
-                f"OOMRL_WEBHOOK_SECRET is {len(self.secret)} characters; use at least {MIN_SECRET_LENGTH}"
-            )
+        if len(self.secret.strip()) < MIN_SECRET_LENGTH:
+            raise WebhookConfigError(f"OOMRL_WEBHOOK_SECRET is {len(self.secret.strip())} characters; "
+                                     f"use at least {MIN_SECRET_LENGTH}")
         return self.secret
+
+    def required_token(self) -> str | None:
+        """The Alertmanager bearer token when configured; refused when too short to be a secret."""
+        token = self.alertmanager_token
+        if token is not None and len(token.strip()) < MIN_SECRET_LENGTH:
+            raise WebhookConfigError(
+                f"OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is {len(token.strip())} characters; use at least "
+                f"{MIN_SECRET_LENGTH} (or unset it to require HMAC signatures on /hooks/alertmanager)")
+        return token.strip() if token else None
 
     def store_url(self) -> str:
         """The SQLAlchemy URL of the delivery store."""
         return self.db_url or get_settings().ledger
+
+
+def webhook_settings() -> WebhookSettings:
+    """The webhook's settings from the environment; a bad value is a SettingsError naming its variable."""
+    try:
+        return WebhookSettings()
+    except ValidationError as exc:
+        raise SettingsError(describe(exc, prefix=ENV_PREFIX)) from None

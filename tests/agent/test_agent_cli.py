@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from oomrl.agent.llm import Transcript
 from oomrl.cli import app
 
-AUTOPSY = {"account": "paper", "alert_id": "alert-cli-1",
-           "diagnostics": {"module": "strategies.daily_momentum"}}
+AUTOPSY = {"account": "paper", "alert_id": "alert-cli-1"}
 MANDATE = {"module": "strategies.daily_momentum", "text": "Weekly, capped",
            "constraints": {"rebalance": "weekly", "max_adv_participation": 0.05,
                            "max_weekly_turnover": 0.3}}
@@ -29,6 +29,16 @@ def recorded_critic(tmp_path: Path) -> Path:
     transcript.append("response", "critic", content=json.dumps(MANDATE),
                       usage={"prompt_tokens": 1, "completion_tokens": 1})
     return transcript.path
+
+
+@pytest.fixture()
+def repair_home(repair_home: Path) -> Path:
+    """The agent tests' home, with the account `paper` opened (a repair refuses unknown accounts)."""
+    from oomrl.config import get_settings
+    from oomrl.portfolio.service import open_ledger
+
+    open_ledger(get_settings()).open_account("paper", 1_000_000)
+    return repair_home
 
 
 def repair(tmp_path: Path, *extra: str, stdin: str | None = None) -> Any:
@@ -71,7 +81,7 @@ def test_unreadable_or_invalid_autopsies_exit_1(repair_home: Path, tmp_path: Pat
     assert missing.exit_code == 1 and "cannot read autopsy" in missing.output
     bad = write(tmp_path / "bad.json", {"account": "paper"})
     invalid = CliRunner().invoke(app, ["repair", "--autopsy", str(bad), "--auto-approve"])
-    assert invalid.exit_code == 1 and "invalid autopsy" in invalid.output
+    assert invalid.exit_code == 1 and "invalid loss alert" in invalid.output and "alert_id" in invalid.output
 
 
 def test_versions_commands_report_errors(repair_home: Path) -> None:

@@ -272,9 +272,12 @@ def test_load_autopsy_accepts_full_or_partial_and_names_problems(
     full = load_autopsy(daily_momentum_autopsy)
     assert full["alert_id"] == daily_momentum_autopsy["alert_id"]
     assert as_of_of(full) == date.fromisoformat(full["as_of"]) and as_of_of(AUTOPSY) is None
-    assert load_autopsy(AUTOPSY) is AUTOPSY
+    alert = {"alert_id": "alert-0001", "account": "paper"}
+    assert load_autopsy(alert) == alert  # a loss alert: the repair completes it from the ledger
+    with pytest.raises(OomrlError, match="invalid loss alert .*diagnostics: Extra inputs"):
+        load_autopsy(AUTOPSY)
     with pytest.raises(OomrlError, match="invalid autopsy: .*alert_id"):
-        load_autopsy({"account": "paper", "diagnostics": {"module": "os.path"}})
+        load_autopsy({"event": "FINANCIAL_DEGRADATION_DETECTED", "account": "paper"})
     with pytest.raises(OomrlError, match="must be a JSON object, got list"):
         load_autopsy([1])
 

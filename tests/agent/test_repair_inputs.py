@@ -1,4 +1,4 @@
-"""Autopsies as repair input: a partial external alert is completed from the account's ledger."""
+"""Repair inputs: a loss alert (or a partial external alert) is completed from the account's ledger."""
 
 from __future__ import annotations
 
@@ -30,11 +30,22 @@ def test_a_partial_alert_is_completed_from_the_ledger(repair_home: Path) -> None
     assert autopsy.constraints.rebalance == "weekly"
 
 
-def test_full_autopsies_and_accounts_without_history_are_left_as_they_are(
+def test_a_loss_alert_gets_the_traded_strategy_and_the_last_nav_date(repair_home: Path) -> None:
+    settings = get_settings()
+    for day in calendar.sessions("2024-07-01", "2024-07-12"):
+        run_rebalance(settings, "paper", day.date())
+    autopsy = Autopsy.model_validate(complete_autopsy({"alert_id": "am-1", "account": "paper"},
+                                                      open_ledger(settings)))
+    assert autopsy.as_of.isoformat() == "2024-07-12" and autopsy.alert_id == "am-1"
+    assert autopsy.diagnostics.module == "strategies.daily_momentum"
+    assert autopsy.diagnostics.evidence.fills > 0
+
+
+def test_full_autopsies_pass_and_accounts_without_history_keep_the_alert(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:
     ledger = open_ledger(get_settings())
     assert complete_autopsy(daily_momentum_autopsy, ledger) is daily_momentum_autopsy
     stranger = {**PARTIAL, "account": "nobody", "severity": "loud"}
-    assert complete_autopsy(stranger, ledger) is stranger
-    undated = {k: v for k, v in PARTIAL.items() if k != "as_of"}
-    assert complete_autopsy(undated, ledger) is undated
+    assert complete_autopsy(stranger, ledger) == stranger  # no NAV on that date: the alert as it is
+    assert complete_autopsy({"alert_id": "a-1", "account": "nobody"}, ledger) == {
+        "alert_id": "a-1", "account": "nobody", "diagnostics": {"module": "strategies.daily_momentum"}}

@@ -179,7 +179,20 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="session")
-def completed_repair(stack: Stack) -> dict[str, Any]:
+def alert_account(stack: Stack) -> str:
+    """The fixture autopsy's account, opened in the stack's ledger (the webhook refuses unknown accounts)."""
+    import json
+
+    from oomrl.config import get_settings
+    from oomrl.portfolio.service import open_ledger
+
+    account = str(json.loads(AUTOPSY.read_text())["account"])
+    open_ledger(get_settings(home=stack.config.home)).open_account(account, 10_000_000)
+    return account
+
+
+@pytest.fixture(scope="session")
+def completed_repair(stack: Stack, alert_account: str) -> dict[str, Any]:
     """A correctly signed loss alert posted to the webhook, and the `repair` run it started, finished."""
     import json
 

@@ -1,4 +1,5 @@
-"""Fixtures for the webhook tests: a recording launcher, a store on a temporary SQLite file, a client."""
+"""Fixtures for the webhook tests: a recording launcher, a store on a temporary SQLite file, a ledger
+holding the account `paper`, a client."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from oomrl.config import Settings, get_settings
+from oomrl.portfolio.ledger import Ledger
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
 from oomrl.webhook.launch import Launch, LaunchError
@@ -25,13 +28,19 @@ class RecordingLauncher:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.attempts: list[str | None] = []
         self.fail_with: str | None = None
+        self.states: dict[str, str | None] = {}
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str) -> Launch:
+    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
         if self.fail_with:
             raise LaunchError(self.fail_with)
         self.calls.append((alert_id, autopsy))
+        self.attempts.append(attempt)
         return Launch(flow_run_id=f"run-{len(self.calls)}", event_id=None)
+
+    async def run_state(self, flow_run_id: str) -> str | None:
+        return self.states.get(flow_run_id, "RUNNING")
 
 
 @pytest.fixture()
@@ -56,8 +65,20 @@ def config(store_url: str) -> WebhookSettings:
 
 
 @pytest.fixture()
-def client(config: WebhookSettings, launcher: RecordingLauncher, store_url: str) -> Iterator[TestClient]:
-    app = create_app(config, launcher=launcher, store=DeliveryStore(store_url))
+def settings(oomrl_home: Path) -> Settings:
+    """OOMRL settings whose ledger holds the account `paper` (the webhook refuses unknown accounts)."""
+    settings = get_settings()
+    settings.ensure_dirs()
+    ledger = Ledger(settings.ledger)
+    ledger.create_schema()
+    ledger.open_account("paper", 1_000_000)
+    return settings
+
+
+@pytest.fixture()
+def client(config: WebhookSettings, launcher: RecordingLauncher, store_url: str,
+           settings: Settings) -> Iterator[TestClient]:
+    app = create_app(config, launcher=launcher, store=DeliveryStore(store_url), settings=settings)
     with TestClient(app) as test_client:
         yield test_client
 

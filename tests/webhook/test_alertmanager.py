@@ -36,11 +36,9 @@ def test_firing_alerts_start_repairs_resolved_are_ignored(client: TestClient,
     body = response.json()
     assert body["ignored_resolved"] == 1
     assert [item["alert_id"] for item in body["alerts"]] == ["am-f1-20241018T070000"]
-    _, autopsy = launcher.calls[0]
-    assert autopsy["account"] == "paper" and autopsy["severity"] == "critical"
-    assert autopsy["rule"] == "PrincipalLoss" and autopsy["as_of"] == "2024-10-18"
-    assert autopsy["diagnostics"]["root_cause"] == "drawdown beyond 10 %"
-    assert autopsy["diagnostics"]["module"] == "strategies.daily_momentum"
+    # A loss alert the repair completes from the ledger (the account's strategy and NAV history).
+    assert launcher.calls[0][1] == {"alert_id": "am-f1-20241018T070000", "account": "paper",
+                                    "as_of": "2024-10-18"}
 
 
 def test_repeated_notification_is_a_duplicate(client: TestClient, launcher: RecordingLauncher) -> None:
@@ -82,11 +80,13 @@ def test_embedded_autopsy_annotation_wins(client: TestClient, launcher: Recordin
     embedded = {key: value for key, value in autopsy.items() if key != "alert_id"}
     response = client.post(URL, json=notification(firing("f3", autopsy=json.dumps(embedded))), headers=TOKEN)
     assert response.status_code == 202
-    assert launcher.calls[0][1]["constraints"] == autopsy["constraints"]
+    assert launcher.calls[0][1]["constraints"] == {**autopsy["constraints"], "max_drawdown": None,
+                                                   "max_position_weight": None, "min_information_ratio": None}
     assert launcher.calls[0][0] == "am-f3-20241018T070000"
 
 
-@pytest.mark.parametrize(("annotation", "message"), [("{not json", "not JSON"), ("[1]", "JSON object")])
+@pytest.mark.parametrize(("annotation", "message"), [("{not json", "not valid JSON"), ("[1]", "JSON object"),
+                                                     ("[" * 5000 + "]" * 5000, "recursion limit")])
 def test_bad_embedded_autopsy_is_rejected(annotation: str, message: str) -> None:
     alert = AlertmanagerAlert.model_validate(firing(autopsy=annotation))
     with pytest.raises(InvalidAlertError, match=message):
@@ -104,11 +104,19 @@ def test_alert_id_label_and_missing_fingerprint() -> None:
     assert mapped["alert_id"].startswith("am-") and mapped["account"] == "default-acct"
 
 
-def test_alert_without_module_is_422(client: TestClient, launcher: RecordingLauncher) -> None:
+def test_alert_for_an_unknown_account_is_422(client: TestClient, launcher: RecordingLauncher) -> None:
     alert = firing()
-    alert["labels"].pop("module")
+    alert["labels"]["account"] = "ghost"
     response = client.post(URL, json=notification(alert), headers=TOKEN)
-    assert response.status_code == 422 and "module" in response.json()["detail"]
+    assert response.status_code == 422 and "unknown account 'ghost'" in response.json()["detail"]
+    assert launcher.calls == []
+
+
+def test_embedded_autopsy_is_held_to_the_same_door(client: TestClient, launcher: RecordingLauncher,
+                                                   autopsy: dict[str, Any]) -> None:
+    bad = {**autopsy, "metrics": {**autopsy["metrics"], "daily_pnl": "NaN"}}
+    response = client.post(URL, json=notification(firing("f4", autopsy=json.dumps(bad))), headers=TOKEN)
+    assert response.status_code == 422 and "metrics.daily_pnl" in response.json()["detail"]
     assert launcher.calls == []
 
 

@@ -106,9 +106,52 @@ def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -
         asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch({}, "b"))
     with pytest.raises(LaunchError, match="could not emit"):
         asyncio.run(EventLauncher().launch({"account": "paper"}, "b"))
+    with pytest.raises(LaunchError, match="could not read flow run"):
+        asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).run_state("some-run"))
 
 
 def test_launcher_for_mode() -> None:
     assert isinstance(launcher_for("event", "repair/repair", False), EventLauncher)
     chosen = launcher_for("deployment", "x/y", True)
     assert isinstance(chosen, DeploymentLauncher) and chosen.deployment == "x/y" and chosen.auto_approve
+
+
+def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
+        harness_api: PrefectApi, config: Any, store_url: str, settings: Any) -> None:
+    """The webhook reads the run's state from Prefect's REST API and relaunches only a crashed run."""
+    import json
+
+    from fastapi.testclient import TestClient
+    from prefect.client.orchestration import get_client
+    from prefect.states import Crashed
+
+    from oomrl.webhook.app import create_app
+    from oomrl.webhook.deliveries import DeliveryStore
+    from tests.webhook.conftest import signed
+
+    _make_deployment("repair-relaunch-test")
+    launcher = DeploymentLauncher("repair-relaunch-test/repair", auto_approve=False, api=harness_api)
+    body = json.dumps({"alert_id": "crash-1", "account": "paper"}).encode()
+    app = create_app(config, launcher, DeliveryStore(store_url), settings)
+    with TestClient(app) as client:
+        first = client.post("/hooks/loss-alert", content=body, headers=signed(body)).json()
+        assert asyncio.run(launcher.run_state(first["flow_run_id"])) == "SCHEDULED"
+        duplicate = client.post("/hooks/loss-alert", content=body, headers=signed(body))
+        assert duplicate.status_code == 200 and duplicate.json()["flow_run_id"] == first["flow_run_id"]
+
+        async def crash() -> None:
+            async with get_client() as prefect:
+                await prefect.set_flow_run_state(uuid.UUID(first["flow_run_id"]), Crashed(), force=True)
+
+        asyncio.run(crash())
+        again = client.post("/hooks/loss-alert", content=body, headers=signed(body))
+    assert again.status_code == 202, again.text
+    assert again.json()["replaces"] == first["flow_run_id"] != again.json()["flow_run_id"]
+
+    async def key(run_id: str) -> str | None:
+        async with get_client() as prefect:
+            return (await prefect.read_flow_run(uuid.UUID(run_id))).idempotency_key
+
+    assert asyncio.run(key(again.json()["flow_run_id"])) == f"oomrl-alert-crash-1-after-{first['flow_run_id']}"
+    assert asyncio.run(launcher.run_state(str(uuid.uuid4()))) is None
+    assert asyncio.run(EventLauncher(api=harness_api).run_state("anything")) is None

@@ -1,4 +1,4 @@
-"""POST /hooks/loss-alert: every status code of DESIGN §4.5, and no run for any rejected request."""
+"""POST /hooks/loss-alert: every status code of the webhook contract, and no run for any rejected request."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from oomrl.config import Settings
+from oomrl.repair_inputs import load_autopsy
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
 from oomrl.webhook.settings import WebhookConfigError, WebhookSettings
@@ -28,12 +30,14 @@ def test_signed_alert_starts_one_repair(client: TestClient, launcher: RecordingL
     assert response.status_code == 202
     assert response.json() == {"alert_id": "e2e-alert-0001", "duplicate": False, "flow_run_id": "run-1",
                                "event_id": None, "mode": "deployment"}
-    assert launcher.calls == [("e2e-alert-0001", autopsy)]
+    assert launcher.calls == [("e2e-alert-0001", load_autopsy(autopsy))]
 
 
-def test_minimal_body_with_alert_id_is_accepted(client: TestClient, launcher: RecordingLauncher) -> None:
-    assert post(client, {"alert_id": "min-1"}).status_code == 202
-    assert launcher.calls[0][0] == "min-1"
+def test_loss_alert_with_account_is_accepted(client: TestClient, launcher: RecordingLauncher) -> None:
+    assert post(client, {"alert_id": "min-1", "account": "paper"}).status_code == 202
+    assert post(client, {"alert_id": "min-2", "account": "paper", "as_of": "2024-10-18"}).status_code == 202
+    assert launcher.calls == [("min-1", {"alert_id": "min-1", "account": "paper"}),
+                              ("min-2", {"alert_id": "min-2", "account": "paper", "as_of": "2024-10-18"})]
 
 
 def test_replayed_alert_returns_existing_run(client: TestClient, launcher: RecordingLauncher,
@@ -46,12 +50,12 @@ def test_replayed_alert_returns_existing_run(client: TestClient, launcher: Recor
     assert len(launcher.calls) == 1
 
 
-def test_seen_ids_survive_a_restart(config: WebhookSettings, store_url: str,
+def test_seen_ids_survive_a_restart(config: WebhookSettings, store_url: str, settings: Settings,
                                     autopsy: dict[str, Any]) -> None:
     first_launcher, second_launcher = RecordingLauncher(), RecordingLauncher()
-    with TestClient(create_app(config, first_launcher, DeliveryStore(store_url))) as first:
+    with TestClient(create_app(config, first_launcher, DeliveryStore(store_url), settings)) as first:
         assert post(first, autopsy).status_code == 202
-    with TestClient(create_app(config, second_launcher, DeliveryStore(store_url))) as second:
+    with TestClient(create_app(config, second_launcher, DeliveryStore(store_url), settings)) as second:
         response = post(second, autopsy)
     assert response.status_code == 200 and response.json()["flow_run_id"] == "run-1"
     assert second_launcher.calls == []
@@ -108,10 +112,11 @@ def test_oversized_streamed_body_is_413(client: TestClient, launcher: RecordingL
     assert response.status_code == 413 and launcher.calls == []
 
 
-def test_bad_content_length_is_400(config: WebhookSettings, launcher: RecordingLauncher) -> None:
+def test_bad_content_length_is_400(config: WebhookSettings, launcher: RecordingLauncher,
+                                   settings: Settings) -> None:
     import asyncio
 
-    app = create_app(config, launcher=launcher)
+    app = create_app(config, launcher=launcher, settings=settings)
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
@@ -130,14 +135,17 @@ def test_bad_content_length_is_400(config: WebhookSettings, launcher: RecordingL
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b"not json", "not JSON"),
+        (b"not json", "not valid JSON"),
         (b"[1, 2]", "JSON object"),
         (b'{"account": "paper"}', "alert_id"),
-        (b'{"alert_id": ""}', "alert_id"),
-        (b'{"alert_id": "../../etc"}', "alert_id"),
+        (b'{"alert_id": "", "account": "paper"}', "alert_id"),
+        (b'{"alert_id": "../../etc", "account": "paper"}', "alert_id"),
         (b'{"alert_id": "ok-1", "account": ""}', "account"),
-        (b"\xff\xfe", "not JSON"),
-        (b'{"alert_id": "ok-12345", "event": "FINANCIAL_DEGRADATION_DETECTED"}', "not a valid autopsy"),
+        (b'{"alert_id": "ok-1"}', "account: Field required"),
+        (b'{"alert_id": "ok-1", "account": "paper", "as_of": "2024-13-45"}', "as_of"),
+        (b'{"alert_id": "ok-1", "account": "paper", "mandate": "x"}', "mandate: Extra inputs"),
+        (b"\xff\xfe", "not valid JSON"),
+        (b'{"alert_id": "ok-12345", "event": "FINANCIAL_DEGRADATION_DETECTED"}', "invalid autopsy"),
     ],
 )
 def test_malformed_signed_body_is_422(client: TestClient, launcher: RecordingLauncher,
@@ -151,9 +159,9 @@ def test_malformed_signed_body_is_422(client: TestClient, launcher: RecordingLau
 def test_prefect_unavailable_is_503_and_the_alert_can_be_retried(
         client: TestClient, launcher: RecordingLauncher) -> None:
     launcher.fail_with = "server down"
-    assert post(client, {"alert_id": "retry-1"}).status_code == 503
+    assert post(client, {"alert_id": "retry-1", "account": "paper"}).status_code == 503
     launcher.fail_with = None
-    response = post(client, {"alert_id": "retry-1"})
+    response = post(client, {"alert_id": "retry-1", "account": "paper"})
     assert response.status_code == 202 and len(launcher.calls) == 1
 
 
@@ -161,17 +169,26 @@ def test_healthz(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok", "mode": "deployment"}
 
 
-@pytest.mark.parametrize(("secret", "message"), [(None, "not set"), ("short", "at least 16")])
-def test_refuses_to_start_without_a_real_secret(store_url: str, secret: str | None, message: str) -> None:
+@pytest.mark.parametrize(("secret", "token", "message"), [
+    (None, None, "OOMRL_WEBHOOK_SECRET is not set"),
+    ("short", None, "OOMRL_WEBHOOK_SECRET is 5 characters; use at least 16"),
+    (" " * 20 + "x", None, "OOMRL_WEBHOOK_SECRET is 1 characters"),
+    (SECRET, "tok", "OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is 3 characters; use at least 16"),
+    (SECRET, "", "OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is 0 characters"),
+])
+def test_refuses_to_start_without_real_secrets(store_url: str, settings: Settings, secret: str | None,
+                                               token: str | None, message: str) -> None:
     with pytest.raises(WebhookConfigError, match=message):
-        create_app(WebhookSettings(secret=secret, db_url=store_url), launcher=RecordingLauncher())
+        create_app(WebhookSettings(secret=secret, alertmanager_token=token, db_url=store_url),
+                   launcher=RecordingLauncher(), settings=settings)
 
 
-def test_secret_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, store_url: str) -> None:
+def test_secret_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, store_url: str,
+                                           settings: Settings) -> None:
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", SECRET)
     monkeypatch.setenv("OOMRL_WEBHOOK_DB_URL", store_url)
     monkeypatch.setenv("OOMRL_WEBHOOK_MAX_BODY_BYTES", "100")
-    app = create_app(launcher=RecordingLauncher())
+    app = create_app(launcher=RecordingLauncher(), settings=settings)
     with TestClient(app) as client:
         body = json.dumps({"alert_id": "env-1", "pad": "y" * 200}).encode()
         assert client.post(URL, content=body, headers=signed(body)).status_code == 413

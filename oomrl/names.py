@@ -1,0 +1,41 @@
+"""Names every entry point accepts (accounts, alert ids): one length limit and alphabet per kind.
+
+The limits are the ledger's column widths (accounts String(64), alerts.alert_id String(128)), so a
+name the CLI, the webhook or a settings file accepts always fits the ledger on any database.
+"""
+
+from __future__ import annotations
+
+import re
+
+from oomrl.errors import OomrlError
+
+ACCOUNT_MAX = 64
+ALERT_ID_MAX = 128
+# Accounts end up in file names (reports), Prefect resource ids and SQL: letters, digits, . _ - only.
+ACCOUNT_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._\-]{{0,{ACCOUNT_MAX - 1}}}$"
+ALERT_ID_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{ALERT_ID_MAX - 1}}}$"
+
+
+class InvalidNameError(OomrlError, ValueError):
+    """A name is empty, too long or uses characters it may not."""
+
+
+def _check(value: str, kind: str, pattern: str, limit: int, alphabet: str) -> str:
+    if not value:
+        raise InvalidNameError(f"{kind} must not be empty")
+    if len(value) > limit:
+        raise InvalidNameError(f"{kind} is {len(value)} characters; at most {limit} are allowed")
+    if not re.fullmatch(pattern, value):
+        raise InvalidNameError(f"{kind} {value[:80]!r} may only use {alphabet}, starting with a letter or digit")
+    return value
+
+
+def check_account(value: str, kind: str = "account name") -> str:
+    """`value` when it is a valid account name, else InvalidNameError saying what is wrong."""
+    return _check(value, kind, ACCOUNT_PATTERN, ACCOUNT_MAX, "letters, digits, '.', '_' and '-'")
+
+
+def check_alert_id(value: str, kind: str = "alert id") -> str:
+    """`value` when it is a valid alert id, else InvalidNameError saying what is wrong."""
+    return _check(value, kind, ALERT_ID_PATTERN, ALERT_ID_MAX, "letters, digits, '.', '_', ':' and '-'")

@@ -1,0 +1,113 @@
+"""One error path for the CLI: every expected failure is one line on stderr naming the problem, a
+non-zero exit, no traceback (unless --debug), and nothing written to OOMRL_HOME (ledger, store,
+workspace, versions, run folders are hashed before and after)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.helpers import closed_port, invoke, refused
+
+
+# -- settings ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("variable", "value", "fragment"), [
+    ("OOMRL_KILL_THRESHOLD", "abc", "OOMRL_KILL_THRESHOLD='abc': Input should be a valid number"),
+    ("OOMRL_INITIAL_CASH", "nan", "OOMRL_INITIAL_CASH='nan': Input should be a finite number"),
+    ("OOMRL_LEDGER_URL", "garbage", "OOMRL_LEDGER_URL='garbage': not a database URL"),
+    ("OOMRL_ACCOUNT", "x" * 65, "OOMRL_ACCOUNT='xxxx"),
+    ("OOMRL_ACCOUNT", "", "OOMRL_ACCOUNT='': account name must not be empty"),
+    ("OOMRL_CONFIG", "/no/such/oomrl.toml", "OOMRL_CONFIG names /no/such/oomrl.toml, which does not exist"),
+])
+def test_bad_settings_are_named(home: Path, unchanged: None, variable: str, value: str, fragment: str) -> None:
+    for command in (["rebalance", "--as-of", "2024-07-02"], ["account", "show"]):
+        refused(invoke(*command, env={variable: value}), 1, fragment)
+
+
+def test_invalid_config_file_is_named(home: Path, unchanged: None, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("kill_threshold = = 0.2\n")
+    refused(invoke("rebalance", env={"OOMRL_CONFIG": str(bad)}), 1, f"config file {bad} is not valid TOML")
+
+
+def test_unreachable_ledger_is_named(home: Path, unchanged: None) -> None:
+    url = f"postgresql://oomrl@127.0.0.1:{closed_port()}/oomrl"
+    for command in (["rebalance", "--as-of", "2024-07-02"], ["account", "show"]):
+        out = refused(invoke(*command, env={"OOMRL_LEDGER_URL": url}), 1,
+                      "cannot use the database", "check OOMRL_LEDGER_URL")
+        assert "Connection refused" in out or "connection" in out.lower()
+
+
+def test_debug_shows_the_traceback(home: Path) -> None:
+    result = invoke("--debug", "rebalance", env={"OOMRL_KILL_THRESHOLD": "abc"})
+    assert result.exit_code == 1 and type(result.exception).__name__ == "SettingsError"
+    done = subprocess.run([sys.executable, "-m", "oomrl", "--debug", "account", "show"], capture_output=True,
+                          text=True, env={**os.environ, "OOMRL_KILL_THRESHOLD": "abc"}, check=False)
+    assert done.returncode == 1 and "Traceback" in done.stderr and "OOMRL_KILL_THRESHOLD" in done.stderr
+    plain = subprocess.run([sys.executable, "-m", "oomrl", "account", "show"], capture_output=True,
+                           text=True, env={**os.environ, "OOMRL_KILL_THRESHOLD": "abc"}, check=False)
+    assert plain.returncode == 1 and "Traceback" not in plain.stderr
+    assert plain.stderr.startswith("error: invalid setting: OOMRL_KILL_THRESHOLD='abc'")
+    assert plain.stdout == ""
+
+
+def test_a_defect_says_so_without_a_traceback(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomrl.portfolio import service
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("nav")
+
+    monkeypatch.setattr(service, "run_rebalance", broken)
+    refused(invoke("rebalance", "--as-of", "2024-07-02"), 1, "unexpected KeyError: 'nav'",
+            "run again with --debug")
+
+
+# -- names -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("command", [["rebalance"], ["account", "show"], ["account", "resume", "--confirm"],
+                                     ["versions", "list"], ["report"], ["diagnose", "--as-of", "2024-07-02"]])
+@pytest.mark.parametrize(("account", "fragment"), [("", "must not be empty"),
+                                                   ("a" * 65, "65 characters; at most 64"),
+                                                   ("../x", "may only use letters")])
+def test_account_names_are_checked_at_the_door(home: Path, unchanged: None, command: list[str],
+                                               account: str, fragment: str) -> None:
+    refused(invoke(*command, "--account", account), 2, "Invalid value for '--account'", fragment)
+
+
+def test_a_64_character_account_fits_the_ledger(home: Path, postgres_url: str | None) -> None:
+    """The longest name every door accepts fits the ledger's account column (on PostgreSQL too)."""
+    longest = "a" * 64
+    env = {}
+    if postgres_url:
+        import sqlalchemy as sa
+
+        schema = f"cli_{os.getpid()}"
+        with sa.create_engine(postgres_url).begin() as conn:
+            conn.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+        env["OOMRL_LEDGER_URL"] = f"{postgres_url}?options=-csearch_path%3D{schema}"
+    try:
+        ok = invoke("rebalance", "--account", longest, "--as-of", "2024-07-02", env=env)
+        assert ok.exit_code == 0, ok.output
+        refused(invoke("rebalance", "--account", longest + "a", "--as-of", "2024-07-02", env=env), 2,
+                "at most 64")
+        assert invoke("account", "show", "--account", longest, env=env).exit_code == 0
+        if postgres_url:  # the rows really went to PostgreSQL
+            with sa.create_engine(postgres_url).connect() as conn:
+                assert conn.execute(sa.text(f"SELECT account FROM {schema}.accounts")).scalar() == longest
+    finally:
+        if postgres_url:
+            with sa.create_engine(postgres_url).begin() as conn:
+                conn.execute(sa.text(f"DROP SCHEMA {schema} CASCADE"))
+
+
+def test_dates_and_choices_are_checked(home: Path, unchanged: None) -> None:
+    refused(invoke("rebalance", "--as-of", "2024-02-30"), 1, "--as-of '2024-02-30' is not a date")
+    refused(invoke("replay", "--strategy", "daily_momentum", "--start", "July", "--end", "2024-08-01"), 1,
+            "--start 'July' is not a date")
+    refused(invoke("replay", "--strategy", "", "--start", "2024-07-01", "--end", "2024-08-01"), 1,
+            "--strategy must not be empty")
+    refused(invoke("report", "--account", "paper", "--benchmark", "gross"), 2, "'gross' is not one of")

@@ -1,0 +1,139 @@
+"""`oomrl repair` holds every input to the repair's door before anything is written, and the file
+system's own failures (a read-only OOMRL_HOME, a full disk) are one clear line, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.helpers import invoke, refused, snapshot, write_json
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ops" / "autopsy.json"
+AUTOPSY: dict[str, Any] = json.loads(FIXTURE.read_text())
+
+
+def repair(autopsy: Path, *extra: str) -> Any:
+    return invoke("repair", "--autopsy", str(autopsy), "--auto-approve", "--provider", "offline", *extra)
+
+
+@pytest.mark.parametrize(("payload", "fragments"), [
+    ({**AUTOPSY, "account": "ghost"}, ["unknown account 'ghost'", "no such account"]),
+    ({"alert_id": "ghost-1", "account": "ghost"}, ["unknown account 'ghost'"]),
+    ({**AUTOPSY, "diagnostics": {**AUTOPSY["diagnostics"], "module": "strategies.nope"}},
+     ["unknown strategy 'strategies.nope'"]),
+    ({**AUTOPSY, "as_of": "2024-13-45"}, ["invalid autopsy", "as_of"]),
+    ({"alert_id": "bad-date-1", "account": "paper", "as_of": "18/10/2024"}, ["invalid loss alert", "as_of"]),
+    ({**AUTOPSY, "metrics": {**AUTOPSY["metrics"], "daily_pnl": "nan"}},
+     ["metrics.daily_pnl: Input should be a finite number"]),
+    ({**AUTOPSY, "metrics": {**AUTOPSY["metrics"], "drawdown": 1e308 * 10}}, ["not valid JSON"]),
+    ({"account": "paper", "diagnostics": {"module": "strategies.daily_momentum"}}, ["alert_id: Field required"]),
+    ({**AUTOPSY, "account": "p" * 65}, ["account: String should have at most 64"]),
+    ([AUTOPSY], ["must be a JSON object, got list"]),
+])
+def test_refused_autopsies_write_nothing(home: Path, unchanged: None, tmp_path: Path, payload: Any,
+                                        fragments: list[str]) -> None:
+    refused(repair(write_json(tmp_path / "autopsy.json", payload)), 1, *fragments)
+    assert not (home / "workspace").exists() and list((home / "runs").iterdir()) == []
+
+
+def test_an_override_account_must_exist_too(home: Path, unchanged: None, tmp_path: Path) -> None:
+    refused(repair(write_json(tmp_path / "a.json", AUTOPSY), "--account", "ghost"), 1, "unknown account 'ghost'")
+
+
+@pytest.mark.parametrize(("raw", "fragment"), [
+    (b'{"alert_id": "n-1", "account": "paper", "as_of": NaN}', "not valid JSON"),
+    (b'{"alert_id": ' + b"9" * 100_000 + b', "account": "paper"}', "number out of range"),
+    (b'{"alert_id": "n-1", "account": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "recursion limit exceeded"),
+    (b"\xff\xfe{}", "not valid JSON"),
+])
+def test_hostile_json_files_are_refused(home: Path, unchanged: None, tmp_path: Path, raw: bytes,
+                                        fragment: str) -> None:
+    path = tmp_path / "hostile.json"
+    path.write_bytes(raw)
+    refused(repair(path), 1, f"autopsy {path} is not valid JSON", fragment)
+
+
+def test_a_10_mb_mandate_is_refused_before_it_is_read_or_printed(home: Path, unchanged: None,
+                                                                 tmp_path: Path) -> None:
+    huge = write_json(tmp_path / "huge.json", {**AUTOPSY, "mandate": "m" * 10_000_000})
+    output = refused(repair(huge), 1, f"autopsy {huge} is larger than 262144 bytes")
+    assert len(output) < 500
+    long = write_json(tmp_path / "long.json", {**AUTOPSY, "mandate": "m" * 5_000})  # small file, long field
+    assert len(refused(repair(long), 1, "mandate: String should have at most 4000 characters")) < 500
+
+
+def test_a_transcript_that_is_not_jsonl_is_refused(home: Path, unchanged: None, tmp_path: Path) -> None:
+    autopsy = write_json(tmp_path / "a.json", AUTOPSY)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text('{"kind": "response", "role": "critic"}\nthis is not json\n')
+    refused(invoke("repair", "--autopsy", str(autopsy), "--provider", "replay", "--transcript", str(transcript)),
+            1, f"transcript {transcript} is not JSONL: line 2")
+    transcript.write_text("[1, 2]\n")
+    refused(invoke("repair", "--autopsy", str(autopsy), "--provider", "replay", "--transcript", str(transcript)),
+            1, "line 1 is not a JSON object")
+    refused(invoke("repair", "--autopsy", str(autopsy), "--provider", "replay"), 1, "needs a transcript")
+    refused(invoke("repair", "--autopsy", str(autopsy), "--provider", "replay", "--transcript",
+                   str(tmp_path / "absent.jsonl")), 1, "cannot read transcript")
+
+
+# -- the file system fails under the command ----------------------------------------------------------
+def _sandbox_available() -> bool:
+    if shutil.which("bwrap") is None:
+        return False
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "true"], capture_output=True,
+                           check=False)
+    return probe.returncode == 0
+
+
+needs_bwrap = pytest.mark.skipif(not _sandbox_available(), reason="bubblewrap cannot make mounts here")
+
+
+def run_sandboxed(mounts: list[str], script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`sh -c script` with the whole file system read-only except `mounts` (bubblewrap)."""
+    command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", *mounts, "sh", "-c", script]
+    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env}, timeout=300,
+                          check=False)
+
+
+def ledger_dump(path: Path) -> str:
+    with sqlite3.connect(path) as conn:
+        return "\n".join(conn.iterdump())
+
+
+@needs_bwrap
+def test_a_read_only_home_is_named(home: Path, tmp_path: Path) -> None:
+    before = snapshot(home)
+    autopsy = write_json(tmp_path / "a.json", {"alert_id": "ro-1", "account": "paper"})
+    oomrl = f"{sys.executable} -m oomrl"
+    for command, fragment in ((f"{oomrl} rebalance --as-of 2024-07-02", "the database is read-only"),
+                              (f"{oomrl} repair --auto-approve --autopsy {autopsy}", "cannot write")):
+        done = run_sandboxed(["--bind", str(tmp_path), str(tmp_path), "--ro-bind", str(home), str(home)],
+                             command, {"OOMRL_HOME": str(home)})
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr and done.stderr.startswith("error: ") and fragment in done.stderr
+    assert snapshot(home) == before
+
+
+@needs_bwrap
+def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "full").mkdir(parents=True)
+    size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file()) + 4 * 1024 * 1024
+    script = ('mkdir "$OUT/full/home" && cp -a "$PREP/." "$OUT/full/home/" && '
+              'dd if=/dev/zero of="$OUT/full/filler" bs=4k >/dev/null 2>&1; '
+              'OOMRL_HOME="$OUT/full/home" "$PYTHON" -m oomrl rebalance --as-of 2024-07-02; '
+              'echo "rc=$?" >"$OUT/rc"; rm -f "$OUT/full/filler"; cp "$OUT/full/home/ledger.db" "$OUT/ledger.db"')
+    done = run_sandboxed(["--bind", str(out), str(out), "--size", str(size), "--tmpfs", str(out / "full")],
+                         script, {"OUT": str(out), "PREP": str(home), "PYTHON": sys.executable})
+    assert (out / "rc").read_text().strip() == "rc=1", done.stderr
+    assert done.stderr.startswith("error: disk full") and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert ledger_dump(out / "ledger.db") == ledger_dump(home / "ledger.db")

@@ -1,0 +1,136 @@
+"""Concurrent deliveries of one alert: one launch, and a launch failure is a 503 for every one of them;
+a claim orphaned by a dead process is taken over; a run that crashed, failed or was cancelled is
+started again by the next delivery."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from oomrl.config import Settings
+from oomrl.webhook import app as webhook_app
+from oomrl.webhook.app import create_app
+from oomrl.webhook.deliveries import DELIVERIES, DeliveryStore
+from oomrl.webhook.launch import Launch, LaunchError
+from oomrl.webhook.settings import WebhookSettings
+from tests.webhook.conftest import RecordingLauncher, signed
+
+URL = "/hooks/loss-alert"
+ALERT = {"alert_id": "conc-1", "account": "paper"}
+
+
+class SlowLauncher(RecordingLauncher):
+    """Takes a while to start a run (as a busy Prefect server does), then succeeds or fails."""
+
+    def __init__(self, fail: bool) -> None:
+        super().__init__()
+        self.fail = fail
+        self.started = 0
+
+    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+        self.started += 1
+        await asyncio.sleep(0.4)
+        if self.fail:
+            raise LaunchError("Prefect answered 500")
+        return await super().launch(autopsy, alert_id, attempt)
+
+
+async def deliver_together(app: Any, body: bytes, copies: int) -> list[httpx.Response]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://webhook") as client:
+        return await asyncio.gather(*[client.post(URL, content=body, headers=signed(body))
+                                      for _ in range(copies)])
+
+
+def deliver(app: Any, payload: dict[str, Any], copies: int = 1) -> list[httpx.Response]:
+    return asyncio.run(deliver_together(app, json.dumps(payload).encode(), copies))
+
+
+@pytest.fixture()
+def make_app(config: WebhookSettings, store_url: str, settings: Settings) -> Any:
+    return lambda launcher: create_app(config, launcher, DeliveryStore(store_url), settings)
+
+
+def test_a_failed_launch_is_503_for_every_concurrent_delivery(make_app: Any, store_url: str) -> None:
+    failing = SlowLauncher(fail=True)
+    responses = deliver(make_app(failing), ALERT, copies=5)
+    assert [r.status_code for r in responses] == [503] * 5
+    assert failing.started == 1  # one delivery launched, the others waited for its outcome
+    assert sum("Prefect answered 500" in r.json()["detail"] for r in responses) == 1
+    assert sum("failed; retry the delivery" in r.json()["detail"] for r in responses) == 4
+    assert DeliveryStore(store_url).get("conc-1") is None
+    working = RecordingLauncher()
+    retried = deliver(make_app(working), ALERT)[0]  # the next delivery after a failure starts it
+    assert retried.status_code == 202 and retried.json()["flow_run_id"] == "run-1"
+
+
+def test_concurrent_deliveries_share_one_run(make_app: Any) -> None:
+    slow = SlowLauncher(fail=False)
+    responses = deliver(make_app(slow), ALERT, copies=5)
+    assert sorted(r.status_code for r in responses) == [200, 200, 200, 200, 202]
+    assert {r.json()["flow_run_id"] for r in responses} == {"run-1"}
+    assert slow.started == 1
+
+
+def test_a_claim_orphaned_mid_launch_is_taken_over(make_app: Any, store_url: str) -> None:
+    store = DeliveryStore(store_url)
+    assert store.claim("conc-1", "paper", "loss-alert") is None  # a process that then died
+    launcher = RecordingLauncher()
+    with sa.create_engine(store_url).begin() as conn:
+        conn.execute(DELIVERIES.update().values(received_at=datetime.now(UTC).replace(tzinfo=None)
+                                                - timedelta(hours=1)))
+    response = deliver(make_app(launcher), ALERT)[0]
+    assert response.status_code == 202 and len(launcher.calls) == 1
+
+
+def test_a_recent_pending_claim_is_waited_for_then_503(make_app: Any, store_url: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(webhook_app, "LAUNCH_WAIT", timedelta(seconds=0.5))
+    assert DeliveryStore(store_url).claim("conc-1", "paper", "loss-alert") is None
+    launcher = RecordingLauncher()
+    response = deliver(make_app(launcher), ALERT)[0]
+    assert response.status_code == 503 and "still being started" in response.json()["detail"]
+    assert launcher.calls == []
+
+
+@pytest.mark.parametrize("state", ["CRASHED", "FAILED", "CANCELLED"])
+def test_redelivery_after_a_run_ended_badly_starts_a_new_run(make_app: Any, state: str) -> None:
+    launcher = RecordingLauncher()
+    app = make_app(launcher)
+    assert deliver(app, ALERT)[0].status_code == 202
+    launcher.states["run-1"] = state
+    again = deliver(app, ALERT, copies=3)
+    assert sorted(r.status_code for r in again) == [200, 200, 202]
+    started = next(r.json() for r in again if r.status_code == 202)
+    assert started["flow_run_id"] == "run-2" and started["replaces"] == "run-1"
+    assert launcher.attempts == [None, "run-1"]
+    assert {r.json()["flow_run_id"] for r in again} == {"run-2"}
+
+
+@pytest.mark.parametrize("state", ["COMPLETED", "RUNNING", "PAUSED", None])
+def test_redelivery_of_a_live_or_finished_run_is_a_duplicate(make_app: Any, state: str | None) -> None:
+    launcher = RecordingLauncher()
+    app = make_app(launcher)
+    deliver(app, ALERT)
+    launcher.states["run-1"] = state  # None: Prefect does not know the run
+    again = deliver(app, ALERT)[0]
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+    assert len(launcher.calls) == 1
+
+
+def test_prefect_down_while_checking_a_redelivery_is_503(make_app: Any) -> None:
+    class Flaky(RecordingLauncher):
+        async def run_state(self, flow_run_id: str) -> str | None:
+            raise LaunchError("could not read flow run: ConnectError")
+
+    launcher = Flaky()
+    app = make_app(launcher)
+    assert deliver(app, ALERT)[0].status_code == 202
+    again = deliver(app, ALERT)[0]
+    assert again.status_code == 503 and "could not read flow run" in again.json()["detail"]

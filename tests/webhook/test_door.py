@@ -1,0 +1,128 @@
+"""The webhook's door under hostile input: never a 5xx for a bad body, the repair's own validation,
+unknown accounts and strategies refused, every refusal logged, nothing claimed or launched."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from oomrl.config import Settings, get_settings
+from oomrl.repair_inputs import MAX_AUTOPSY_BYTES
+from oomrl.webhook.app import create_app
+from oomrl.webhook.deliveries import DeliveryStore
+from oomrl.webhook.settings import WebhookSettings
+from tests.webhook.conftest import SECRET, RecordingLauncher, signed
+
+URL = "/hooks/loss-alert"
+
+
+@pytest.fixture()
+def roomy(store_url: str, launcher: RecordingLauncher, settings: Settings) -> Iterator[TestClient]:
+    """A client with the production body limit, so hostile bodies reach the JSON parser."""
+    config = WebhookSettings(secret=SECRET, db_url=store_url)
+    with TestClient(create_app(config, launcher, DeliveryStore(store_url), settings)) as client:
+        yield client
+
+
+def deliver(client: TestClient, body: bytes) -> Any:
+    return client.post(URL, content=body, headers=signed(body))
+
+
+def nothing_claimed(store_url: str, *alert_ids: str) -> bool:
+    store = DeliveryStore(store_url)
+    return all(store.get(alert_id) is None for alert_id in alert_ids)
+
+
+def with_metric(autopsy: dict[str, Any], raw_value: str) -> bytes:
+    """The autopsy with metrics.daily_pnl replaced by a raw JSON token (NaN, 1e999, huge integers)."""
+    text = json.dumps({**autopsy, "metrics": {**autopsy["metrics"], "daily_pnl": "@@"}})
+    return text.replace('"@@"', raw_value).encode()
+
+
+HUGE = "9" * 100_000
+
+
+@pytest.mark.parametrize(("name", "make", "message"), [
+    ("huge integer field", lambda a: with_metric(a, HUGE), "not valid JSON: number out of range"),
+    ("huge integer id", lambda a: f'{{"alert_id": {HUGE}, "account": "paper"}}'.encode(), "number out of range"),
+    ("deep nesting", lambda a: b'{"alert_id": "d-1", "account": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "recursion limit exceeded"),
+    ("NaN", lambda a: with_metric(a, "NaN"), "not valid JSON"),
+    ("Infinity", lambda a: with_metric(a, "Infinity"), "not valid JSON"),
+    ("-Infinity", lambda a: with_metric(a, "-Infinity"), "not valid JSON"),
+    ("overflowing float", lambda a: with_metric(a, "1e999"), "metrics.daily_pnl: Input should be a finite number"),
+    ("NaN as a string", lambda a: with_metric(a, '"nan"'), "metrics.daily_pnl: Input should be a finite number"),
+    ("4000-digit integer", lambda a: with_metric(a, "9" * 4000), "metrics.daily_pnl"),
+    ("long mandate", lambda a: json.dumps({**a, "mandate": "m" * 5000}).encode(), "mandate: String should have at most 4000"),
+    ("many findings", lambda a: json.dumps({**a, "diagnostics": {**a["diagnostics"], "findings": ["f"] * 60}}).encode(),
+     "diagnostics.findings: List should have at most 50"),
+    ("bad date", lambda a: json.dumps({**a, "as_of": "2024-02-30"}).encode(), "as_of"),
+    ("account over the ledger's width", lambda a: json.dumps({**a, "account": "a" * 65}).encode(),
+     "account: String should have at most 64"),
+    ("alert id over the ledger's width", lambda a: json.dumps({**a, "alert_id": "a" * 129}).encode(),
+     "alert_id: String should have at most 128"),
+    ("unknown field", lambda a: json.dumps({**a, "extra": 1}).encode(), "extra: Extra inputs are not permitted"),
+])
+def test_hostile_or_invalid_bodies_are_422(roomy: TestClient, launcher: RecordingLauncher, store_url: str,
+                                           autopsy: dict[str, Any], name: str, make: Any, message: str) -> None:
+    body = make(autopsy)
+    assert len(body) <= MAX_AUTOPSY_BYTES, name
+    response = deliver(roomy, body)
+    assert response.status_code == 422, (name, response.text[:300])
+    assert message in response.json()["detail"], name
+    assert len(response.content) < 2_000  # the refusal never echoes the body
+    assert launcher.calls == [] and nothing_claimed(store_url, autopsy["alert_id"], "d-1")
+
+
+def test_unknown_account_is_refused(client: TestClient, launcher: RecordingLauncher, store_url: str,
+                                    autopsy: dict[str, Any]) -> None:
+    full = deliver(client, json.dumps({**autopsy, "account": "ghost"}).encode())
+    alert = deliver(client, json.dumps({"alert_id": "ghost-1", "account": "ghost"}).encode())
+    for response in (full, alert):
+        assert response.status_code == 422
+        assert "unknown account 'ghost'" in response.json()["detail"]
+    assert launcher.calls == [] and nothing_claimed(store_url, autopsy["alert_id"], "ghost-1")
+
+
+def test_unknown_strategy_is_refused(client: TestClient, launcher: RecordingLauncher,
+                                     autopsy: dict[str, Any]) -> None:
+    for module in ("strategies.no_such_thing", "strategies.registry"):
+        body = json.dumps({**autopsy, "diagnostics": {**autopsy["diagnostics"], "module": module}}).encode()
+        response = deliver(client, body)
+        assert response.status_code == 422 and f"unknown strategy '{module}'" in response.json()["detail"]
+    assert launcher.calls == []
+
+
+def test_a_ledger_that_cannot_be_reached_is_503(config: WebhookSettings, launcher: RecordingLauncher,
+                                               store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port with nobody listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("OOMRL_LEDGER_URL", f"postgresql://nobody@127.0.0.1:{port}/oomrl")
+    app = create_app(config, launcher, DeliveryStore(store_url), get_settings())
+    with TestClient(app) as client:
+        response = deliver(client, b'{"alert_id": "db-down-1", "account": "paper"}')
+    assert response.status_code == 503 and "cannot check the alert against the ledger" in response.json()["detail"]
+    assert launcher.calls == [] and nothing_claimed(store_url, "db-down-1")
+
+
+def test_refusals_leave_a_log_line(client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="oomrl.webhook")
+    unsigned = client.post(URL, content=b'{"alert_id": "l-1", "account": "paper"}')
+    big = json.dumps({"alert_id": "l-2", "pad": "x" * 5000}).encode()
+    oversized = client.post(URL, content=big, headers=signed(big))
+    invalid = deliver(client, b'{"alert_id": "l-3"}')
+    assert [r.status_code for r in (unsigned, oversized, invalid)] == [401, 413, 422]
+    lines = [r.getMessage() for r in caplog.records if r.name == "oomrl.webhook"]
+    assert any("refused with 401: missing X-OOMRL-Timestamp" in line for line in lines)
+    assert any("refused with 413: body of" in line for line in lines)
+    assert any("refused with 422: invalid loss alert" in line and "account: Field required" in line
+               for line in lines)
+    assert all(line.startswith("POST /hooks/loss-alert from ") for line in lines)
