@@ -8,7 +8,7 @@ progress bar for long steps. Nothing heavy is imported at module level.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -57,28 +57,36 @@ class RepairOn(enum.StrEnum):
     warning = "warning"
 
 
-def valid_account(value: str | None) -> str | None:
+def _checked(value: str | None, check: Callable[[str], str]) -> str | None:
+    from oomrl.names import InvalidNameError
+
     if value is None:
         return None
-    from oomrl.names import InvalidNameError, check_account
-
     try:
-        return check_account(value)
+        return check(value)
     except InvalidNameError as exc:
         raise typer.BadParameter(str(exc)) from None
 
 
-def non_empty(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("must not be empty")
-    return value
+def valid_account(value: str | None) -> str | None:
+    """Option callback: an account name every door accepts (non-empty, at most 64 characters)."""
+    from oomrl.names import check_account
+
+    return _checked(value, check_account)
+
+
+def valid_strategy(value: str | None) -> str | None:
+    """Option callback: a name that can be a strategy module (non-empty, at most 64 characters)."""
+    from oomrl.names import check_strategy
+
+    return _checked(value, check_strategy)
 
 
 AccountOption = Annotated[str | None, typer.Option(
     "--account", metavar="NAME", callback=valid_account,
     help="Ledger account (default: OOMRL_ACCOUNT, else paper).")]
 StrategyOption = Annotated[str | None, typer.Option(
-    "--strategy", metavar="NAME", callback=non_empty,
+    "--strategy", metavar="NAME", callback=valid_strategy,
     help="Strategy name (default: the one the account trades).")]
 
 

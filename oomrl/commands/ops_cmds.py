@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from oomrl.commands import Lock, RepairOn, non_empty
+from oomrl.commands import Lock, RepairOn, valid_strategy
 
 server_app = typer.Typer(help="A local Prefect server, the oomrl-local pool and worker, deployments, webhook.",
                          no_args_is_help=True)
@@ -82,7 +82,7 @@ def demo_command(
                                      "(default: OOMRL_HOME/demo; its ledger and workspace start fresh)."),
     start: str = typer.Option("2024-07-01", metavar="DATE", help="First session of the replay."),
     end: str = typer.Option("2026-02-27", metavar="DATE", help="Last session of the replay."),
-    strategy: str = typer.Option("daily_momentum", metavar="NAME", callback=non_empty,
+    strategy: str = typer.Option("daily_momentum", metavar="NAME", callback=valid_strategy,
                                  help="The strategy the agent starts with."),
     repair_on: RepairOn = typer.Option(RepairOn.friction, "--repair-on", help="Which new alert starts a "
                                        "repair: friction (slippage leakage, or anything critical), "

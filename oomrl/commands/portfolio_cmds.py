@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, account_or_default, progress
+from oomrl.commands import AccountOption, account_or_default, progress, valid_strategy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,7 +92,8 @@ def rebalance_command(
 
 def replay_command(
     strategy: Annotated[list[str], typer.Option(
-        metavar="NAME", help="Strategy to replay; repeat the option to compare several.")],
+        metavar="NAME", callback=lambda names: [valid_strategy(n) for n in names],
+        help="Strategy to replay; repeat the option to compare several.")],
     start: Annotated[str, typer.Option(metavar="DATE", help="First session, YYYY-MM-DD.")],
     end: Annotated[str, typer.Option(metavar="DATE", help="Last session, YYYY-MM-DD.")],
     params: Annotated[str | None, typer.Option(
@@ -106,11 +107,8 @@ def replay_command(
 ) -> None:
     """Paper-trade strategies over stored data and print turnover, costs, leakage and net return."""
     from oomrl.config import get_settings
-    from oomrl.errors import OomrlError
     from oomrl.portfolio.service import run_replay
 
-    if any(not name.strip() for name in strategy):
-        raise OomrlError("--strategy must not be empty")
     settings = get_settings()
     first, last = _day(start, "--start"), _day(end, "--end")
     summaries = []

@@ -43,8 +43,10 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
     """
     config = config or AlertConfig()
     nav, fills = ledger.nav_frame(account), ledger.fills_frame(account)
+    from oomrl.portfolio.service import DEFAULT_STRATEGY
+
     active = ledger.active_strategy(account)
-    module = f"strategies.{active[1]}" if active else "strategies"
+    module = f"strategies.{active[1] if active else DEFAULT_STRATEGY}"  # what the account trades
     known = {row["alert_id"] for row in ledger.alerts(account)}
     new: list[Autopsy] = []
     for alert in evaluate(nav, fills, config, as_of, account, benchmark):

@@ -23,10 +23,16 @@ def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def repair_home(tmp_path: Path, sample_data: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh OOMRL_HOME with a copy of the sample data."""
+    """A fresh OOMRL_HOME with a copy of the sample data and the account `paper` in its ledger
+    (every door refuses repairs for accounts the ledger does not hold)."""
+    from oomrl.portfolio.ledger import Ledger
+
     home = tmp_path / "home"
     shutil.copytree(sample_data, home / "data")
     monkeypatch.setenv("OOMRL_HOME", str(home))
+    ledger = Ledger(get_settings().ledger)
+    ledger.create_schema()
+    ledger.open_account("paper", 10_000_000)
     return home
 
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from oomrl.agent.llm import Transcript
@@ -29,16 +28,6 @@ def recorded_critic(tmp_path: Path) -> Path:
     transcript.append("response", "critic", content=json.dumps(MANDATE),
                       usage={"prompt_tokens": 1, "completion_tokens": 1})
     return transcript.path
-
-
-@pytest.fixture()
-def repair_home(repair_home: Path) -> Path:
-    """The agent tests' home, with the account `paper` opened (a repair refuses unknown accounts)."""
-    from oomrl.config import get_settings
-    from oomrl.portfolio.service import open_ledger
-
-    open_ledger(get_settings()).open_account("paper", 1_000_000)
-    return repair_home
 
 
 def repair(tmp_path: Path, *extra: str, stdin: str | None = None) -> Any:

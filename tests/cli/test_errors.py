@@ -108,6 +108,8 @@ def test_dates_and_choices_are_checked(home: Path, unchanged: None) -> None:
     refused(invoke("rebalance", "--as-of", "2024-02-30"), 1, "--as-of '2024-02-30' is not a date")
     refused(invoke("replay", "--strategy", "daily_momentum", "--start", "July", "--end", "2024-08-01"), 1,
             "--start 'July' is not a date")
-    refused(invoke("replay", "--strategy", "", "--start", "2024-07-01", "--end", "2024-08-01"), 1,
-            "--strategy must not be empty")
+    refused(invoke("replay", "--strategy", "", "--start", "2024-07-01", "--end", "2024-08-01"), 2,
+            "Invalid value for '--strategy'", "strategy name must not be empty")
+    refused(invoke("versions", "activate", "v1", "--strategy", "x" * 65), 2, "at most 64")
+    refused(invoke("demo", "--strategy", "Daily-Momentum"), 2, "may only use lower-case letters")
     refused(invoke("report", "--account", "paper", "--benchmark", "gross"), 2, "'gross' is not one of")

@@ -159,5 +159,15 @@ def test_an_invalid_autopsy_is_refused_without_a_retry(repair_home: Path) -> Non
     state = repair({"account": "paper"}, auto_approve=True, return_state=True)
     outcome = state.result()
     assert state.is_completed() and outcome["status"] == "failed" and outcome["step"] == "autopsy"
-    assert "invalid autopsy" in outcome["reason"]
+    assert "invalid loss alert" in outcome["reason"] and "alert_id" in outcome["reason"]
     assert not (repair_home / "runs").exists()
+
+
+def test_an_unknown_account_is_refused_like_at_every_door(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from flows.repair import repair
+
+    outcome = repair({**daily_momentum_autopsy, "account": "ghost"}, auto_approve=True)
+    assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
+    assert "unknown account 'ghost'" in outcome["reason"]
+    assert not (repair_home / "runs").exists() and not (repair_home / "workspace").exists()

@@ -25,17 +25,20 @@ def test_cycle_books_a_session_once_and_diagnoses(oomrl_home: Path) -> None:
     assert [a["rule"] for a in first["diagnostics"]] == ["turnover_spike"]
     assert first["repair"]["route"] == "inline"
     assert first["repair"]["alert_id"] == first["diagnostics"][0]["alert_id"]
-    assert first["repair"]["status"] in ("promoted", "failed") and Path(first["repair"]["run_dir"]).exists()
+    # The autopsy names the strategy the account trades, so the offline repair promotes a weekly v2.
+    assert first["repair"]["status"] == "promoted" and Path(first["repair"]["run_dir"]).exists()
     again = cycle(account="cyc", as_of=date(2024, 7, 5), ingest=False, repair_mode="off")
     assert again["rebalance"] == {"skipped": "not due for the active strategy, or already booked"}
-    cycle(account="cyc", as_of=date(2024, 7, 8), ingest=False, repair_mode="off")
-    third = cycle(account="cyc", as_of=date(2024, 7, 9), ingest=False, repair_mode="off")
+    cycle(account="cyc", as_of=date(2024, 7, 8), ingest=False, repair_mode="off")  # a new week: due
+    not_due = cycle(account="cyc", as_of=date(2024, 7, 9), ingest=False, repair_mode="off")
+    assert not_due["rebalance"] == {"skipped": "not due for the active strategy, or already booked"}
+    third = cycle(account="cyc", as_of=date(2024, 7, 15), ingest=False, repair_mode="off")
     assert third["rebalance"]["committed"] is True
     assert third["attribution"]["html"].endswith("tearsheet.html")
     holiday = cycle(account="cyc", as_of=date(2024, 10, 1), ingest=False, repair_mode="off")
     assert "not an XSHG session" in holiday["rebalance"]["skipped"]
     fills = open_ledger(get_settings()).fills_frame("cyc")
-    assert len(fills) > 0 and set(fills["date"].astype(str)) == {"2024-07-05", "2024-07-08", "2024-07-09"}
+    assert len(fills) > 0 and set(fills["date"].astype(str)) == {"2024-07-05", "2024-07-08", "2024-07-15"}
 
 
 @pytest.mark.usefixtures("prefect_harness")
