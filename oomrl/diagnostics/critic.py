@@ -128,7 +128,7 @@ def autopsy_for(alert: Alert, nav: pd.DataFrame, fills: pd.DataFrame, config: Al
         drawdown=min(0.0, float(drawdown(frame).iloc[-1])),
         cumulative_principal_loss=float(frame["principal_loss"].iloc[-1]),
         turnover_annualized=float(turnover_annualized(frame, config.turnover_window).iloc[-1]),
-        rolling_ir_60d=None if math.isnan(ir) else float(ir))
+        rolling_ir_60d=float(ir) if math.isfinite(ir) else None)  # an autopsy holds finite numbers only
     evidence = _evidence(frame, fills, start, config.mandate_defaults.max_adv_participation)
     cause, mandate, constraints, findings = _diagnosis(alert, evidence, metrics, config)
     live = frame["strategy_version"].iloc[-1] if "strategy_version" in frame else None
