@@ -49,13 +49,15 @@ def summary_table(summaries: list[dict[str, Any]]) -> Table:
 
     table = Table("strategy", "period", "rebalances", "turnover (sum |dw|)", "turnover / yr",
                   "total costs (CNY)", "costs / W0", "slippage leakage", "frictionless",
-                  "net return", "halted on", title="replay")
+                  "net return", "dividends", "raw prices known", "halted on", title="replay")
     for s in summaries:
         table.add_row(s["strategy"], f"{s['start']}..{s['end']}", str(s["rebalances"]),
                       f"{s['turnover']:.2f}", f"{s['turnover_annualized']:.1f}",
                       f"{s['total_costs']:,.0f}", f"{s['costs_fraction']:.2%}",
                       f"{s['slippage_leakage']:.2%}", f"{s['frictionless_return']:.2%}",
-                      f"{s['net_return']:.2%}", str(s["halted_on"] or "-"))
+                      f"{s['net_return']:.2%}", f"{s.get('dividends', 0.0):,.0f}",
+                      # fills priced from a known adjustment factor (the rest: the nearest known factor)
+                      f"{s.get('raw_prices_known', 1.0):.0%}", str(s["halted_on"] or "-"))
     return table
 
 
@@ -103,6 +105,8 @@ def replay_command(
     kill_threshold: Annotated[float | None, typer.Option(
         metavar="FRACTION", min=0.0, max=1.0,
         help="Principal loss that halts the replay (default: OOMRL_KILL_THRESHOLD; 1 = never).")] = None,
+    market: Annotated[str, typer.Option(
+        metavar="MARKET", help="cn | us | hk: which stored symbols to trade, under that market's rules.")] = "cn",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
 ) -> None:
     """Paper-trade strategies over stored data and print turnover, costs, leakage and net return."""
@@ -116,7 +120,7 @@ def replay_command(
         for done, name in enumerate(strategy):
             advance(done, len(strategy), name)
             summaries.append(run_replay(settings, name, first, last, params, workspace,
-                                        kill_threshold=kill_threshold).summary())
+                                        kill_threshold=kill_threshold, market=market).summary())
     if as_json:
         typer.echo(json.dumps(summaries, default=str, indent=2))
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -148,6 +149,11 @@ def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules
     sale_value = sells["quantity"] * sells["price"]
     np.testing.assert_allclose(sells["stamp_duty"], (sale_value * 0.0000278).round(2), atol=0.011)  # SEC fee
     assert replayed.summary()["dividends"] > 0  # AAPL's and MSFT's dividends, from Adj Close / Close
+    cli = CliRunner().invoke(app, ["replay", "--strategy", "daily_momentum", "--start", "2025-02-03",
+                                   "--end", "2025-04-30", "--params", '{"top_k": 2}', "--market", "us", "--json"])
+    assert cli.exit_code == 0, cli.output
+    summary = json.loads(cli.output)[0]
+    assert summary["net_return"] == pytest.approx(replayed.summary()["net_return"]) and summary["rebalances"] > 20
 
 
 def test_a_us_ingest_refuses_the_csi300_universe_and_a_bad_market(yahoo: type[FakeYahoo], tmp_path: Path,
