@@ -167,4 +167,4 @@ def test_a_us_ingest_refuses_the_csi300_universe_and_a_bad_market(yahoo: type[Fa
                                        "--end", "2025-04-30"])
     assert refused.exit_code == 1 and "csi300 is an A-share universe" in refused.output
     unknown = CliRunner().invoke(app, ["ingest", "--source", "yfinance", "--universe", "AAPL", "--market", "mars"])
-    assert unknown.exit_code == 1 and "unknown market 'mars'" in unknown.output
+    assert unknown.exit_code == 2 and "'mars' is not one of 'cn', 'us', 'hk'" in unknown.output  # a usage error
