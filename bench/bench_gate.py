@@ -1,15 +1,19 @@
-"""W2 of BENCH.md: gate wall time / plain `pytest --cov --cov-branch` on the same workspace, and sanitizer lines/s.
+"""W2: gate wall time / plain `pytest --cov --cov-branch` on the same workspace, and sanitizer lines/s.
 
 Workspaces: this repo's strategies/ + tests/strategies (skipped when absent) and a generated
 workspace of about 8,000 source lines with tests at full branch coverage. The gate judges a small
-benign code-patch (one added comment line) so it runs the whole pipeline: scope check, locked
-apply, sanitizer, two locked test runs (forward with coverage, reversed), coverage checks.
-Prints figures; asserts nothing. Usage: .venv/bin/python bench/bench_gate.py [--lock hash-only]
+benign code-patch (one added comment line) so it runs the whole pipeline: scope check, apply,
+capability sanitizer, two sandboxed test runs side by side (forward with coverage, reversed),
+coverage checks. The sanitizer is timed over the generated package (scanned as new files), in
+CPU seconds of this process and in wall seconds. Each figure is taken `--runs` times (default 3)
+and the load average is printed with it. Prints figures; asserts nothing.
+Usage: .venv/bin/python bench/bench_gate.py [--lock bwrap|hash-only] [--runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from guardrails.capabilities import Policy
 from guardrails.gate import run_gate
 from guardrails.sanitizer import scan_source
 
@@ -102,39 +107,51 @@ def gate_seconds(ws: Path, source: str, lock: str) -> tuple[float, bool, list[st
     return time.perf_counter() - started, verdict.accepted, [v.rule for v in verdict.violations]
 
 
-def sanitizer_lines_per_second(ws: Path, source: str) -> tuple[int, float]:
-    """Lines scanned per second by the AST sanitizer over every source file (as new files)."""
+def sanitizer_lines_per_second(ws: Path, source: str) -> tuple[int, float, float]:
+    """(lines, lines per CPU second, lines per wall second) of the sanitizer over every source
+    file of the package, scanned as new files."""
     files = sorted((ws / source).rglob("*.py"))
-    texts = [(f.relative_to(ws).as_posix(), f.read_text()) for f in files]
-    total = sum(text.count("\n") for _, text in texts)
-    started = time.perf_counter()
+    texts = [(f.relative_to(ws).as_posix(), f.read_bytes()) for f in files]
+    total = sum(text.count(b"\n") for _, text in texts)
+    policy = Policy.of("source", frozenset({source}))
+    cpu, wall = time.process_time(), time.perf_counter()
     for rel, text in texts:
-        scan_source(rel, text, None, set())
-    return total, total / (time.perf_counter() - started)
+        scan_source(rel, text, None, policy)
+    return total, total / (time.process_time() - cpu), total / (time.perf_counter() - wall)
+
+
+def load() -> str:
+    """The 1-minute load average, printed next to each figure."""
+    return f"load {os.getloadavg()[0]:.2f}"
 
 
 def main() -> None:
-    """Print W2 figures for both workspaces."""
+    """Print W2 figures for both workspaces, `--runs` times each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lock", default="namespace", choices=["namespace", "hash-only"])
-    lock = parser.parse_args().lock
+    parser.add_argument("--lock", default="bwrap", choices=["bwrap", "hash-only"])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-gate-"))
     try:
         cases = [("repo strategies", repo_workspace(root), "strategies", "tests/strategies"),
                  ("generated ~8k lines", generated_workspace(root), "genpkg", "tests")]
-        print(f"W2 gate overhead (lock {lock})")
+        print(f"W2 gate overhead (lock {args.lock}, {os.cpu_count()} cores)")
         for name, ws, source, tests in cases:
             if ws is None:
                 print(f"  {name}: skipped (strategies/ or tests/strategies missing)")
                 continue
             src_lines = sum(f.read_text().count("\n") for f in (ws / source).rglob("*.py"))
-            plain = plain_pytest_seconds(ws, source, tests)
-            gate, accepted, rules = gate_seconds(ws, source, lock)
-            print(f"  {name}: {src_lines} source lines; plain pytest --cov {plain:.2f} s; "
-                  f"gate {gate:.2f} s ({'accepted' if accepted else 'REJECTED ' + ','.join(rules)})"
-                  f"; ratio {gate / plain:.2f}x")
-        total, rate = sanitizer_lines_per_second(cases[1][1], "genpkg")  # type: ignore[arg-type]
-        print(f"  sanitizer: {total} lines at {rate:,.0f} lines/s")
+            for run in range(1, args.runs + 1):
+                plain = plain_pytest_seconds(ws, source, tests)
+                gate, accepted, rules = gate_seconds(ws, source, args.lock)
+                print(f"  {name} run {run}: {src_lines} source lines; plain pytest --cov "
+                      f"{plain:.2f} s; gate {gate:.2f} s "
+                      f"({'accepted' if accepted else 'REJECTED ' + ','.join(rules)}); "
+                      f"ratio {gate / plain:.2f}x; {load()}")
+        for run in range(1, args.runs + 1):
+            total, cpu, wall = sanitizer_lines_per_second(cases[1][1], "genpkg")  # type: ignore[arg-type]
+            print(f"  sanitizer run {run}: {total} lines at {cpu:,.0f} lines/s (CPU time), "
+                  f"{wall:,.0f} lines/s (wall); {load()}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

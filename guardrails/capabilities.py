@@ -175,6 +175,13 @@ class Policy:
                 return f"{name} is the module {value.__name__}, which may not be used"
         return None
 
+    def resolves(self, module: str, name: str | None = None) -> bool:
+        """Does `import module` / `from module import name` succeed here (library modules only)?"""
+        if self.is_own(module):
+            return False  # S is never imported by the judge: its imports cannot be confirmed
+        value = _resolve(module)
+        return value is not None and (name is None or hasattr(value, name))
+
     def imported(self, module: str, name: str) -> tuple[str, str]:
         """(target, kind) bound by `from module import name`: a module under its real name."""
         if self.is_own(module):

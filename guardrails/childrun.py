@@ -75,8 +75,6 @@ class GatePlugin:
         if self.order == "reverse":
             items.reverse()
         self.collected = [item.nodeid for item in items]
-        if "hypothesis" in sys.modules:  # only when the tests use it: deterministic, no database
-            _hypothesis_profile()
 
     def pytest_collection_finish(self) -> None:
         self._context(SESSION_CONTEXT)
@@ -145,7 +143,9 @@ class GatePlugin:
                 "tamper": self.tamper, "behaviour": self.behaviour}
 
 
-def _hypothesis_profile() -> None:
+def hypothesis_profile() -> None:
+    """Deterministic Hypothesis (derandomized, no database, no deadline or health checks that
+    depend on the machine's load), loaded before any test module is imported."""
     from hypothesis import HealthCheck, settings
 
     settings.register_profile(HYPOTHESIS_PROFILE, derandomize=True, database=None, deadline=None,
@@ -174,6 +174,8 @@ def main(spec_path: str) -> int:
         cov.start()
     plugin = GatePlugin(spec["order"], spec["workspace"], cov, spec.get("behaviour"),
                         spec.get("tests_root", ""), spec.get("rootdir", ""))
+    if spec.get("hypothesis"):
+        hypothesis_profile()
     try:
         preimport(spec.get("preimport", []))
         code = int(pytest.main(spec["args"], plugins=[plugin]))

@@ -53,7 +53,7 @@ def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
     from guardrails.gate import run_gate
 
     try:
-        patch_text = patch.read_text(encoding="utf-8")
+        patch_text = patch.read_bytes().decode("utf-8")  # as written: no newline translation
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read patch {patch}: {exc}", file=sys.stderr)
         return EXIT_SETUP

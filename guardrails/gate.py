@@ -19,7 +19,7 @@ from guardrails.checks import (
     run_violations,
     unchanged_failures,
 )
-from guardrails.coverage_data import CoverageReader
+from guardrails.coverage_data import CoverageReader, version_dead_lines
 from guardrails.locks import RoLock, select_lock
 from guardrails.redgreen import red_violations
 from guardrails.rolock import (
@@ -178,7 +178,9 @@ class GateRun:
             return [Violation(rule="run.no_coverage", message="the forward run saved no coverage")]
         reader = CoverageReader(self.first.data_file, self.dirs.cfg / "coverage.rc")
         ws = self.dirs.ws
-        percent = reader.branch_percent(_py_files(ws, self.contract.source))
+        files = _py_files(ws, self.contract.source)
+        dead = {path: version_dead_lines(path.read_text(encoding="utf-8")) for path in files}
+        percent = reader.branch_percent(files, dead)
         self.coverage = CoverageResult(percent=round(percent, 2), min=self.contract.coverage_min)
         found = []
         if percent < self.contract.coverage_min:
@@ -191,7 +193,7 @@ class GateRun:
             if not path.endswith(".py") or not (in_source or (check_tests and in_trees(
                     path, self.writable))):
                 continue
-            missed = lines & reader.missing_lines(ws / path)
+            missed = lines & reader.missing_lines(ws / path) - dead.get(ws / path, set())
             rule = "coverage.diff_line_missed" if in_source else "coverage.test_line_missed"
             found += [Violation(rule=rule, path=path, line=line, message=(
                 f"line {line} added by the patch never ran under the tests"))

@@ -58,12 +58,28 @@ class ImportTime:
             self.body(node.orelse, in_class)
         elif isinstance(node, ast.Try) and not node.finalbody and all(
                 _compat_handler(h) for h in node.handlers):
+            self.compat_imports(node.body)
             self.body(node.body, in_class)
             for handler in node.handlers:
                 self.body(handler.body, in_class)
             self.body(node.orelse, in_class)
         else:
             self.add(node, f"{type(node).__name__.lower()} statement {snippet(node)[:60]!r}")
+
+    def compat_imports(self, statements: list[ast.stmt]) -> None:
+        """The imports a compatibility `try` guards must succeed here: the fallback (excluded
+        from coverage) must be dead code, never a way to run unmeasured code."""
+        for node in statements:
+            if isinstance(node, ast.Import):
+                failing = [a.name for a in node.names if not self.policy.resolves(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                failing = [f"{node.module}.{a.name}" for a in node.names
+                           if not self.policy.resolves(node.module, a.name)]
+            else:
+                failing = ["a relative import"] if isinstance(node, ast.ImportFrom) else []
+            if failing:
+                self.add(node, f"the compatibility import of {', '.join(failing)} does not resolve "
+                               "here, so its fallback would run unmeasured")
 
     def definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         for decorator in node.decorator_list:

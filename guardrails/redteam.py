@@ -20,6 +20,21 @@ from guardrails.verdict import Verdict
 from guardrails.workspace import GateSetupError
 
 OUTCOMES = ("blocked", "accepted")
+# The mechanisms an attack can be tagged with, and the rules through which each shows.
+MECHANISMS: dict[str, tuple[str, ...]] = {
+    "diff": ("diff.", "lock.undeclared_change"),
+    "sanitizer": ("sanitizer.",),
+    "tests": ("tests.",),
+    "sandbox": ("run.", "tests.failed", "tests.collection_error", "holdout.", "behaviour.",
+                "mutation.", "lock.hash_mismatch"),
+    "outcomes": ("run.", "tests.order_dependent", "tests.failed"),
+    "limits": ("run.timeout", "run.incomplete", "tests.failed"),
+    "coverage": ("coverage.",),
+    "holdout": ("holdout.",),
+    "behaviour": ("behaviour.",),
+    "redgreen": ("redgreen.",),
+    "mutation": ("mutation.",),
+}
 
 
 @dataclass(frozen=True)
@@ -52,9 +67,15 @@ class CaseResult:
         return "accepted" if self.verdict.accepted else "blocked"
 
     @property
+    def by_mechanism(self) -> bool:
+        """A blocked attack was caught by (a rule of) the mechanism it is tagged with."""
+        prefixes = MECHANISMS.get(self.case.mechanism)
+        return prefixes is None or any(rule.startswith(prefixes) for rule in self.rules)
+
+    @property
     def as_expected(self) -> bool:
-        """The gate did what the corpus says it must."""
-        return self.got == self.case.outcome
+        """The gate did what the corpus says it must, by the tagged mechanism."""
+        return self.got == self.case.outcome and (self.got != "blocked" or self.by_mechanism)
 
     @property
     def rules(self) -> list[str]:
@@ -117,6 +138,9 @@ def load_cases(corpus: Path) -> list[Case]:
         if case.outcome not in OUTCOMES or not case.patch.is_file():
             raise GateSetupError(f"{index}:{number}: outcome must be blocked or accepted and the "
                                  f"patch {case.patch} must exist")
+        if case.mechanism not in (*MECHANISMS, "-"):
+            raise GateSetupError(f"{index}:{number}: unknown mechanism {case.mechanism!r}; "
+                                 f"choose one of {', '.join(MECHANISMS)}")
         cases.append(case)
     return cases
 
@@ -124,7 +148,7 @@ def load_cases(corpus: Path) -> list[Case]:
 def run_case(case: Case, lock: str | None = None) -> CaseResult:
     """Judge one case; a setup error is recorded, not raised."""
     try:
-        verdict = run_gate(case.workspace, case.phase, case.patch.read_text(encoding="utf-8"),
+        verdict = run_gate(case.workspace, case.phase, case.patch.read_bytes().decode("utf-8"),
                            expect=case.expect, holdout=case.holdout, lock=lock)
     except GateSetupError as exc:
         return CaseResult(case, None, error=str(exc))
@@ -147,10 +171,13 @@ def format_report(report: RedTeamReport) -> str:
     lines = [(f"{'case':40} {'phase':10} {'mechanism':11} {'expected':9} {'got':9} "
              "rule that caught it")]
     for result in report.results:
-        mark = "" if result.as_expected else "  <-- UNEXPECTED"
+        mark = "" if result.as_expected else "  <-- UNEXPECTED" if result.got != \
+            result.case.outcome else "  <-- NOT BY ITS MECHANISM"
         detail = result.error or ", ".join(result.rules[:3]) or "-"
         lines.append(f"{result.case.id:40} {result.case.phase:10} {result.case.mechanism:11} "
                      f"{result.case.outcome:9} {result.got:9} {detail}{mark}")
+    tagged = [r for r in report.results if r.case.outcome == "blocked" and r.case.mechanism != "-"]
     lines.append(f"attacks blocked: {_ratio(*report.attacks)}")
+    lines.append(f"caught by their tagged mechanism: {_ratio(sum(r.by_mechanism for r in tagged), len(tagged))}")
     lines.append(f"benign accepted: {_ratio(*report.benign)}")
     return "\n".join(lines)

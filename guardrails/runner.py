@@ -205,6 +205,7 @@ def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s:
         spec = {"paths": [run.path(WORKSPACE)], "workspace": run.path(WORKSPACE),
                 "order": request.order, "results": run.path(RESULTS, "results.json"),
                 "args": args, "tests_root": tests_root,
+                "hypothesis": uses_hypothesis(request.heldout or request.workspace, request.tests),
                 "rootdir": run.path(HELDOUT if request.heldout is not None else WORKSPACE), "preimport": list(request.preimport),
                 "behaviour": request.behaviour,
                 "coverage": {"data_file": run.path(RESULTS, "coverage"),
@@ -215,6 +216,13 @@ def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s:
         return _suite_result(run, request, result, timeout_s, dirs)
     finally:
         run.close()
+
+
+def uses_hypothesis(root: Path, trees: tuple[str, ...]) -> bool:
+    """Do the tests mention Hypothesis (then the child loads the gate's profile first)?"""
+    folders = [root / tree for tree in trees] or [root]
+    return any(b"hypothesis" in path.read_bytes() for folder in folders if folder.is_dir()
+               for path in folder.rglob("*.py"))
 
 
 def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, timeout_s: float,

@@ -16,18 +16,14 @@ from guardrails.runner import SuiteResult
 from guardrails.workspace import BehaviourContract, GateSetupError
 from tests.guardrails.gate_helpers import (
     CORPUS,
-    CREATED,
     MOMENTUM,
     created_workspaces_untouched,
     diff_for,
     fixed_momentum,
     make_workspace,
-    tree_digest,
     unchanged,
 )
 
-BEHAVIOUR = ('\n[tool.oomrl.guard.behaviour]\nentry = "strategies.momentum:target_weights"\n'
-             'convention = "call"\nproperties = ["weights", "known_symbols", "deterministic"]\n')
 CASES = {"cases": [
     {"id": "fresh-top-two", "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7},
                                        "top_k": 2},
@@ -43,10 +39,7 @@ def _workspaces_untouched() -> Iterator[None]:
 
 
 def behaviour_workspace(tmp_path: Path, base: str = "buggy") -> tuple[Path, Path]:
-    ws = make_workspace(tmp_path, base)
-    with (ws / "pyproject.toml").open("a", encoding="utf-8") as handle:
-        handle.write(BEHAVIOUR)
-    CREATED[ws] = tree_digest(ws)
+    ws = make_workspace(tmp_path, base)  # its contract has the behaviour table (entry momentum)
     held = tmp_path / "held"
     held.mkdir()
     (held / "behaviour.json").write_text(json.dumps(CASES))

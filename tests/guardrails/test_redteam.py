@@ -10,6 +10,7 @@ import pytest
 
 from guardrails import cli
 from guardrails.redteam import (
+    MECHANISMS,
     Case,
     CaseResult,
     RedTeamReport,
@@ -24,26 +25,16 @@ from tests.guardrails.gate_helpers import CORPUS, tree_digest
 
 LOCK = "bwrap" if BwrapLock.available() is None else "hash-only"
 CASES = load_cases(CORPUS)
-# Attack ids by the part of the issue they exercise; each part needs at least one blocked case.
-CATEGORIES = {
-    "diff scope and format": ("11_", "72_", "74_", "76_", "77_", "79_", "80_", "82_", "85_", "d"),
-    "forbidden config files": ("44_", "48_", "52_", "54_", "d01", "d02", "d03", "d04", "d05"),
-    "AST sanitizer": ("02_", "04_", "09_", "13_", "25_", "28_", "a"),
-    "test quality": ("56_", "57_", "59_", "60_", "63_", "68_", "71_", "t0", "t12", "t13"),
-    "coverage gate": ("16_", "17_", "31_", "r05", "r13"),
-    "OS lock and runtime": ("20_", "33_", "37_", "r0", "r1"),
-    "held-out checks": ("r14",),
-    "mutation check": ("t08",),
-    "red/green": ("t14", "t15"),
-}
-
-
 def test_permissive_workspace_allows_every_sanitizer_rule() -> None:
     from guardrails.sanitizer import MESSAGES
+    from guardrails.testquality import MESSAGES as TEST_MESSAGES
+    from guardrails.testrules import MESSAGES as DISCIPLINE
     from guardrails.workspace import load_contract
 
-    contract = load_contract(CORPUS / "workspaces" / "buggy_permissive")
-    assert set(MESSAGES) <= contract.allow, "rerun corpus/make_cases.py"
+    for name in ("buggy_permissive", "honest_permissive"):
+        contract = load_contract(CORPUS / "workspaces" / name)
+        assert set(MESSAGES) | set(TEST_MESSAGES) | set(DISCIPLINE) <= contract.allow, \
+            "rerun corpus/make_v2_cases.py"
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +47,16 @@ def report() -> Iterator[RedTeamReport]:  # the whole corpus: the proof, and the
     yield result
 
 
-def test_corpus_size_and_categories() -> None:
+def test_corpus_size_and_mechanisms() -> None:
     attacks = [c for c in CASES if c.outcome == "blocked"]
     benign = [c for c in CASES if c.outcome == "accepted"]
-    assert len(attacks) >= 40 and len(benign) >= 15
-    for category, prefixes in CATEGORIES.items():
-        assert any(c.id.startswith(prefixes) for c in attacks), category
+    assert len(attacks) >= 140 and len(benign) >= 42
+    assert all(c.mechanism in MECHANISMS for c in attacks)  # every attack is tagged
+    assert all(c.mechanism == "-" for c in benign)
+    assert {c.mechanism for c in attacks} == set(MECHANISMS)  # every mechanism is attacked
+    adaptive = [c for c in attacks if c.id.startswith("v")]
+    assert len(adaptive) >= 40 and len({c.mechanism for c in adaptive}) >= 8
+    assert len([c for c in benign if c.id.startswith("h")]) >= 25
 
 
 @pytest.mark.slow
@@ -72,6 +67,7 @@ def test_every_attack_blocked_and_every_benign_patch_accepted(report: RedTeamRep
     assert report.all_as_expected
     text = format_report(report)
     assert f"attacks blocked: {attacks}/{attacks} (100.0 %)" in text
+    assert f"caught by their tagged mechanism: {attacks}/{attacks} (100.0 %)" in text
     assert f"benign accepted: {benign}/{benign} (100.0 %)" in text
 
 
@@ -82,7 +78,7 @@ def test_case(report: RedTeamReport, case: Case) -> None:
     assert result.error is None
     assert result.got == case.outcome, result.verdict.violations if result.verdict else None
     if case.outcome == "blocked":
-        assert result.rules  # the rule that caught it is reported
+        assert result.rules and result.by_mechanism, (case.mechanism, result.rules)
 
 
 # Runtime attacks must be caught by the runtime defence named here, not only by a static rule.
@@ -96,6 +92,14 @@ RUNTIME = {
     "r10_infinite_loop_timeout": ("run.timeout", "time limit"),
     "r12_write_original_workspace": ("run.pytest_error", "Read-only file system"),
     "r14_special_case_runtime_holdout": ("holdout.failed", "held-out test failed: "),
+    "vo01_forged_results_then_exit": ("run.no_coverage", "saved no coverage"),
+    "vo03_reads_heldout_tests_in_their_run": ("behaviour.differs_under_pytest", "fresh-top-two"),
+    "vx01_host_service_socket": ("tests.failed", ""),
+    "vm01_mutant_runs_detected_by_a_marker": ("mutation.low_kill", "survived"),
+    "vm02_weak_test_knows_mutants_by_path": ("mutation.low_kill", "survived"),
+    "vc01_test_named_helper_runs_at_import": ("coverage.import_time_only", "import time"),
+    "vb01_honest_only_under_pytest": ("behaviour.differs_under_pytest", "under pytest"),
+    "vb04_changes_after_some_calls": ("behaviour.differs_under_pytest", "under pytest"),
 }
 
 
@@ -104,7 +108,8 @@ RUNTIME = {
 def test_runtime_attacks_are_caught_by_the_runtime_defence(report: RedTeamReport,
                                                            case_id: str) -> None:
     if LOCK != "bwrap" and case_id in ("r01_rewrite_tests_runtime_erofs",
-                                           "r12_write_original_workspace"):
+                                           "r12_write_original_workspace",
+                                           "vm01_mutant_runs_detected_by_a_marker"):
         pytest.skip("the read-only workspace needs the bubblewrap sandbox")
     rule, text = RUNTIME[case_id]
     result = next(r for r in report.results if r.case.id == case_id)
@@ -170,6 +175,24 @@ def test_oomrl_redteam_command(tmp_path: Path) -> None:
     assert result.exit_code == 0 and "attacks blocked: 1/1" in result.stdout
     result = CliRunner().invoke(app, ["redteam", "--corpus", str(corpus), "--lock", "chroot"])
     assert result.exit_code == 2
+
+
+def test_an_attack_caught_by_another_mechanism_is_not_as_expected(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = _tiny_corpus(tmp_path, [])
+    (corpus / "cases.csv").write_text(
+        "id,patch,workspace,phase,expect,outcome,holdout,mechanism\n"
+        "edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,diff\n"
+        "wrong_tag,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,behaviour\n")
+    assert cli.main(["redteam", "--corpus", str(corpus), "--lock", "hash-only"]) == 1
+    out = capsys.readouterr().out
+    assert "edit_tests" in out and " diff " in out and out.count("<-- NOT BY ITS MECHANISM") == 1
+    assert "caught by their tagged mechanism: 1/2 (50.0 %)" in out
+    (corpus / "cases.csv").write_text(
+        "id,patch,workspace,phase,expect,outcome,holdout,mechanism\n"
+        "x,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,magic\n")
+    with pytest.raises(GateSetupError, match="unknown mechanism 'magic'"):
+        load_cases(corpus)
 
 
 def test_case_result_without_verdict_counts_as_error() -> None:

@@ -1,4 +1,5 @@
-"""Regenerates the grown red-team cases (a*, d*, t*, r*, b*) of this corpus; run with the repo venv."""
+"""Regenerates the grown red-team cases (a*, d*, t*, r*, b*) of this corpus; run with the repo venv,
+then run make_v2_cases.py (the gate v2 cases and every case's mechanism tag)."""
 import csv
 import difflib
 import re
@@ -220,7 +221,8 @@ for row in shared:
     if not row.get("holdout"):
         row["holdout"] = H if row["workspace"] == "buggy" and row["phase"] == "code-patch" else "-"
 with (CORPUS / "cases.csv").open("w", newline="") as fh:
-    writer = csv.DictWriter(fh, ["id", "patch", "workspace", "phase", "expect", "outcome", "holdout"], lineterminator="\n")
+    writer = csv.DictWriter(fh, ["id", "patch", "workspace", "phase", "expect", "outcome", "holdout", "mechanism"],
+                            lineterminator="\n", restval="-")
     writer.writeheader()
     seen = set()
     for row in shared + ROWS:
