@@ -39,6 +39,7 @@ DENIED_COMMON = (
     "numpy.memmap", "numpy.show_config", "numpy.show_runtime", "numpy.test", "pandas.test",
     "pandas.eval", "pandas.show_versions", "pandas.set_option", "pandas.options",
     "pydantic.v1", "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
+    "string.Formatter", "pytest.register_assert_rewrite",
     "io.open", "io.open_code", "io.FileIO", "pytest.main", "pytest.hookimpl", "pytest.hookspec",
     "pytest.Config", "pytest.PytestPluginManager", "unittest.main", "hypothesis.extra.ghostwriter",
     "hypothesis.database", "pathlib.Path.home", "pathlib.Path.cwd")
@@ -55,8 +56,11 @@ ESCAPE_ATTRIBUTES = frozenset({
     "os", "sys", "builtins", "subprocess", "inspect", "gc", "ctypes", "importlib", "socket",
     "pathlib", "shutil", "tempfile", "threading", "_thread", "multiprocessing", "atexit", "pickle",
     "marshal", "traceback", "linecache", "runpy", "pkgutil", "posix", "site", "sysconfig",
-    "faulthandler", "tracemalloc", "mmap", "_io", "_imp", "handlers", "manager", "loggerDict",
-    "strides"})
+    "faulthandler", "tracemalloc", "mmap", "_io", "_imp", "_ctypes", "handlers", "manager",
+    "loggerDict", "strides",
+    # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
+    "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "f_lineno", "tb_frame",
+    "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code"})
 # Methods that read or write files on any object (pandas, numpy, pydantic, matplotlib).
 IO_METHODS = frozenset({
     "to_csv", "to_pickle", "to_parquet", "to_feather", "to_hdf", "to_sql", "to_excel", "to_stata",
@@ -91,6 +95,10 @@ HOOK_DEFINITIONS = frozenset({"__init_subclass__", "__set_name__", "__class_geti
                               "__getattr__", "__getattribute__", "__del__", "__dir__",
                               "__instancecheck__", "__subclasscheck__", "__prepare__"})
 REFLECTION = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# Library callables that reach attributes by a name given as data: called directly, literal names.
+NAMED_REFLECTION = frozenset({"operator.attrgetter", "operator.methodcaller"})
+# Methods that evaluate an expression string (pandas): the string must be a literal.
+EVALUATING_METHODS = frozenset({"eval", "query"})
 
 
 def is_dunder(name: str) -> bool:

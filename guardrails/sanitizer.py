@@ -20,7 +20,9 @@ from guardrails.astscan import Finding, only_new, parse, snippet, to_violations,
 from guardrails.capabilities import (
     ESCAPE_ATTRIBUTES,
     HOOK_DEFINITIONS,
+    EVALUATING_METHODS,
     IO_METHODS,
+    NAMED_REFLECTION,
     PATH_WRITERS,
     REFLECTION,
     Policy,
@@ -90,6 +92,7 @@ class Scanner:
         self.heads: set[int] = set()  # Name nodes heading an attribute chain or a call
         self.inner: set[int] = set()  # Attribute nodes inside a longer chain
         self.blessed: set[int] = set()  # `object.__setattr__` in the frozen-dataclass idiom
+        self.called: set[int] = set()  # function expressions of calls
         # scopes: (kind, parent index, bound names, declared global)
         self.scopes: list[tuple[str, int, set[str], set[str]]] = [("module", -1, set(), set())]
         self.builtins: list[tuple[str, int, ast.AST]] = []
@@ -210,6 +213,8 @@ class Scanner:
         target = self.imports.get(name)
         if target is not None and target[1] == "module" and id(node) not in self.heads:
             self.add("sanitizer.module_value", node, name)
+        if target is not None and target[0] in NAMED_REFLECTION and id(node) not in self.called:
+            self.add("sanitizer.reflection", node, f"{name} used as a value")
         if is_dunder(name) and name not in self.policy.dunders:
             self.add("sanitizer.dunder", node, name)
         if name in self.policy.denied_builtins:
@@ -240,6 +245,9 @@ class Scanner:
         if isinstance(base, ast.Name):
             self.heads.add(id(base))
             target = self.imports.get(base.id)
+            if target is not None and f"{target[0]}.{attribute}" in NAMED_REFLECTION \
+                    and len(parts) == 1 and id(node) not in self.called:
+                self.add("sanitizer.reflection", node, f"{snippet(node)} used as a value")
             if target is not None and target[1] == "module":
                 problem = self.policy.chain_problem(target[0], parts[::-1])
                 if problem:
@@ -248,12 +256,13 @@ class Scanner:
     # -- calls -------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call, scope: int) -> None:
         func = node.func
+        self.called.add(id(func))
         if isinstance(func, ast.Name):
             self.heads.add(id(func))
         name = self._callee(func)
         if name in REFLECTION:
             self._literal_reflection(node, name, node.args[1:2], node.args[:1])
-        elif name in ("operator.attrgetter", "operator.methodcaller"):
+        elif name in NAMED_REFLECTION:
             names = node.args if name.endswith("attrgetter") else node.args[:1]
             self._literal_reflection(node, name, names, [], dotted=True)
         elif isinstance(func, ast.Attribute) and func.attr == "__setattr__":
@@ -262,6 +271,10 @@ class Scanner:
             template = func.value
             if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
                 self.add("sanitizer.reflection", node, f"{snippet(func)} on a computed template")
+        elif isinstance(func, ast.Attribute) and func.attr in EVALUATING_METHODS and not (
+                node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            self.add("sanitizer.reflection", node, f"{snippet(func)} of a computed expression")
         if isinstance(func, ast.Attribute) and func.attr in PATH_WRITERS and (
                 node.args or node.keywords) and self.policy.role == "source":
             self.add("sanitizer.io", node, snippet(func))

@@ -38,6 +38,11 @@ CLOCK = frozenset({"datetime.datetime.now", "datetime.datetime.utcnow", "datetim
 SEEDED = frozenset({"numpy.random.seed", "numpy.random.default_rng", "numpy.random.Generator",
                     "numpy.random.RandomState", "numpy.random.PCG64", "numpy.random.SeedSequence"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# Ways into pytest's machinery from a test: the plugin manager, hook callers, the config.
+MACHINERY = frozenset({"pluginmanager", "ihook", "hook", "config", "session", "_hookimpl"})
+MACHINERY_MODULES = ("_pytest", "pytest", "pluggy", "coverage", "builtins", "sys", "os",
+                     "importlib", "guardrails", "hypothesis.internal")
+PATCHERS = frozenset({"setattr", "delattr", "setitem", "delitem", "patch", "object", "dict"})
 
 
 class Discipline:
@@ -177,6 +182,20 @@ class Discipline:
         for name in names:
             if name.startswith("pytest_"):
                 self.add("tests.pytest_hook", node, name)
+        if isinstance(node, ast.Attribute) and node.attr in MACHINERY and self.pytest_object(node):
+            self.add("tests.pytest_hook", node, snippet(node))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in PATCHERS and node.args and isinstance(node.args[0], ast.Constant) \
+                and str(node.args[0].value).startswith(MACHINERY_MODULES):
+            self.add("tests.pytest_hook", node, f"patches {node.args[0].value}")
+
+    def pytest_object(self, node: ast.Attribute) -> bool:
+        """`request.node.config`, `item.session.config`, `pytestconfig.x`: pytest's own objects."""
+        base: ast.AST = node.value
+        while isinstance(base, (ast.Attribute, ast.Call, ast.Subscript)):
+            base = base.func if isinstance(base, ast.Call) else base.value
+        return isinstance(base, ast.Name) and base.id in ("request", "pytestconfig", "item",
+                                                           "session", "config", "pytest")
 
     def state(self, function: ast.AST, module_state: set[str]) -> None:
         local = {a.arg for a in function.args.args + function.args.kwonlyargs}  # type: ignore[attr-defined]
