@@ -93,6 +93,7 @@ RUNTIME = {
     "r12_write_original_workspace": ("run.pytest_error", "Read-only file system"),
     "r14_special_case_runtime_holdout": ("holdout.failed", "held-out test failed: "),
     "vo01_forged_results_then_exit": ("run.no_coverage", "saved no coverage"),
+    "vh01_exit_in_the_heldout_run": ("holdout.failed", "did not complete"),
     "vo03_reads_heldout_tests_in_their_run": ("behaviour.differs_under_pytest", "fresh-top-two"),
     "vx01_host_service_socket": ("tests.failed", ""),
     "vm01_mutant_runs_detected_by_a_marker": ("mutation.low_kill", "survived"),
