@@ -11,16 +11,16 @@ reached. Source files additionally keep import-time code to definitions and cons
 from __future__ import annotations
 
 import ast
-import functools
 import gc
 import re
 from pathlib import Path
 
 from guardrails.astscan import Finding, only_new, parse, snippet, to_violations, too_deep
+from guardrails.astwalk import ScopedWalker
 from guardrails.capabilities import (
     ESCAPE_ATTRIBUTES,
-    HOOK_DEFINITIONS,
     EVALUATING_METHODS,
+    HOOK_DEFINITIONS,
     IO_METHODS,
     NAMED_REFLECTION,
     PATH_WRITERS,
@@ -51,51 +51,22 @@ MESSAGES: dict[str, str] = {
     "sanitizer.import_time": "import-time code is limited to definitions and constants",
 }
 _FORMAT_DUNDER = re.compile(r"\{[^{}:!]*__")
-_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
-                          ast.SetComp, ast.DictComp, ast.GeneratorExp})
-# Fields that may hold child nodes, per node type (contexts and leaves have none to visit).
-_FIELDS: dict[type, tuple[str, ...]] = {ast.Name: (), ast.Constant: (), ast.alias: ()}
-
-
-def _children(node: ast.AST) -> list[ast.AST]:
-    """The child nodes of `node` (a faster ast.iter_child_nodes that skips contexts)."""
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
-    out: list[ast.AST] = []
-    for name in fields:
-        value = getattr(node, name, None)
-        if type(value) is list:
-            out += [item for item in value if isinstance(item, ast.AST)]
-        elif isinstance(value, ast.AST):
-            out.append(value)
-    return out
-
-
-@functools.cache
-def _handlers(kind: type) -> dict[type, object]:
-    """visit_<NodeType> methods of a scanner class, keyed by node type."""
-    return {getattr(ast, name[6:]): getattr(kind, name) for name in dir(kind)
-            if name.startswith("visit_") and hasattr(ast, name[6:])}
 # Dunders whose constant answer makes any object pass a check: name -> the answer that cheats.
 ANSWERS_EVERYTHING = {"__eq__": True, "__ne__": False, "__contains__": True}
 
 
-class Scanner:
+class Scanner(ScopedWalker):
     """Findings over one parsed module under one policy (`role` source or tests)."""
 
     def __init__(self, tree: ast.Module, policy: Policy, package: str = "") -> None:
-        self.tree, self.policy, self.package = tree, policy, package
+        super().__init__(tree)
+        self.policy, self.package = policy, package
         self.found: list[Finding] = []
         self.imports: dict[str, tuple[str, str]] = {}  # local name -> (target, module|object)
         self.heads: set[int] = set()  # Name nodes heading an attribute chain or a call
         self.inner: set[int] = set()  # Attribute nodes inside a longer chain
         self.blessed: set[int] = set()  # `object.__setattr__` in the frozen-dataclass idiom
         self.called: set[int] = set()  # function expressions of calls
-        # scopes: (kind, parent index, bound names, declared global)
-        self.scopes: list[tuple[str, int, set[str], set[str]]] = [("module", -1, set(), set())]
-        self.builtins: list[tuple[str, int, ast.AST]] = []
         self.functions: set[str] = set()
         self.classes: set[str] = set()
 
@@ -105,66 +76,11 @@ class Scanner:
 
     # -- traversal ---------------------------------------------------------------------------
     def run(self) -> list[Finding]:
-        stack: list[tuple[ast.AST, int]] = [(self.tree, 0)]
-        handlers = _handlers(type(self))
-        while stack:
-            node, scope = stack.pop()
-            kind = type(node)
-            handler = handlers.get(kind)
-            if handler is not None:
-                handler(self, node, scope)
-            # children pushed in reverse: nodes are visited in source order, parents first
-            if kind in _SCOPE_TYPES:
-                stack += reversed(self._scope_children(node, scope))
-            elif kind is ast.ClassDef:
-                body = self._new_scope("class", scope)
-                stack += [(child, body) for child in reversed(node.body)]  # type: ignore[attr-defined]
-                stack += [(child, scope) for child in reversed(
-                    [*node.decorator_list, *node.bases, *node.keywords])]  # type: ignore[attr-defined]
-            else:
-                stack += [(child, scope) for child in reversed(_children(node))]
-        self._resolve_builtins()
+        self.walk()
+        for name, node in self.unbound_builtins():
+            self.add("sanitizer.builtin_not_allowed", node, name)
         return self.found
 
-    def _new_scope(self, kind: str, parent: int) -> int:
-        self.scopes.append((kind, parent, set(), set()))
-        return len(self.scopes) - 1
-
-    def _scope_children(self, node: ast.AST, scope: int) -> list[tuple[ast.AST, int]]:
-        own = self._new_scope("function", scope)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            args = node.args
-            outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d)]
-            if not isinstance(node, ast.Lambda):
-                outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
-            params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
-                      *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
-            for param in params:
-                self.scopes[own][2].add(param.arg)
-                if param.annotation is not None:
-                    outer.append(param.annotation)
-            body = node.body if isinstance(node.body, list) else [node.body]
-            return [(child, scope) for child in outer] + [(child, own) for child in body]
-        generators = node.generators  # type: ignore[attr-defined]
-        first = [(generators[0].iter, scope)]
-        rest: list[ast.AST] = [generators[0].target, *generators[0].ifs, *generators[1:]]
-        rest += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]  # type: ignore[attr-defined]
-        return first + [(child, own) for child in rest]
-
-    def _resolve_builtins(self) -> None:
-        for name, scope, node in self.builtins:
-            while scope > 0:
-                kind, parent, bound, declared = self.scopes[scope]
-                if kind == "function" and name in bound and name not in declared:
-                    break
-                scope = parent
-            else:
-                self.add("sanitizer.builtin_not_allowed", node, name)
-
-    def _bind(self, name: str, scope: int) -> None:
-        self.scopes[scope][2].add(name)
-
-    # -- imports -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import, scope: int) -> None:
         for alias in node.names:
             if not self.policy.allows(alias.name):
@@ -370,18 +286,6 @@ class Scanner:
         if returns and len(constants) == len(returns) and (
                 item.name == "__hash__" or all(bool(c) is wanted for c in constants)):
             self.add("sanitizer.always_equal", item, f"{item.name} returns a constant")
-
-    def visit_Global(self, node: ast.Global, scope: int) -> None:
-        self.scopes[scope][3].update(node.names)
-
-    visit_Nonlocal = visit_Global
-
-    def visit_arg(self, node: ast.arg, scope: int) -> None:
-        self._bind(node.arg, scope)
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler, scope: int) -> None:
-        if node.name:
-            self._bind(node.name, scope)
 
     def _writes(self, targets: list[ast.expr], node: ast.AST) -> None:
         for target in targets:

@@ -1,0 +1,125 @@
+"""Scope-aware AST walking for the sanitizer: source order, parents first, Python's scopes.
+
+The walk visits every node once (iteratively, so deep code does not exhaust the stack) and
+keeps, per scope, the names bound in it. A bare name that no enclosing function binds is a
+global or a builtin at run time: Python falls back to the builtins when a module-level or
+class-level binding never ran, so only function-local bindings count as hiding a builtin.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
+                          ast.SetComp, ast.DictComp, ast.GeneratorExp})
+# Fields that may hold child nodes, per node type (contexts and leaves have none to visit).
+_FIELDS: dict[type, tuple[str, ...]] = {ast.Name: (), ast.Constant: (), ast.alias: ()}
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """The child nodes of `node` (a faster ast.iter_child_nodes that skips contexts)."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
+    out: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            out += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
+            out.append(value)
+    return out
+
+
+@functools.cache
+def _handlers(kind: type) -> dict[type, object]:
+    """visit_<NodeType> methods of a scanner class, keyed by node type."""
+    return {getattr(ast, name[6:]): getattr(kind, name) for name in dir(kind)
+            if name.startswith("visit_") and hasattr(ast, name[6:])}
+
+
+class ScopedWalker:
+    """Calls visit_<NodeType>(node, scope) on every node; subclasses add the rules."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        # scopes: (kind, parent index, bound names, declared global)
+        self.scopes: list[tuple[str, int, set[str], set[str]]] = [("module", -1, set(), set())]
+        self.builtins: list[tuple[str, int, ast.AST]] = []
+
+    def walk(self) -> None:
+        """Visit every node in source order, each with the index of its scope."""
+        stack: list[tuple[ast.AST, int]] = [(self.tree, 0)]
+        handlers = _handlers(type(self))
+        while stack:
+            node, scope = stack.pop()
+            kind = type(node)
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(self, node, scope)
+            # children pushed in reverse: nodes are visited in source order, parents first
+            if kind in _SCOPE_TYPES:
+                stack += reversed(self._scope_children(node, scope))
+            elif kind is ast.ClassDef:
+                body = self._new_scope("class", scope)
+                stack += [(child, body) for child in reversed(node.body)]  # type: ignore[attr-defined]
+                stack += [(child, scope) for child in reversed(
+                    [*node.decorator_list, *node.bases, *node.keywords])]  # type: ignore[attr-defined]
+            else:
+                stack += [(child, scope) for child in reversed(_children(node))]
+
+    def _new_scope(self, kind: str, parent: int) -> int:
+        self.scopes.append((kind, parent, set(), set()))
+        return len(self.scopes) - 1
+
+    def _scope_children(self, node: ast.AST, scope: int) -> list[tuple[ast.AST, int]]:
+        own = self._new_scope("function", scope)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d)]
+            if not isinstance(node, ast.Lambda):
+                outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                      *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+            for param in params:
+                self.scopes[own][2].add(param.arg)
+                if param.annotation is not None:
+                    outer.append(param.annotation)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            return [(child, scope) for child in outer] + [(child, own) for child in body]
+        generators = node.generators  # type: ignore[attr-defined]
+        first = [(generators[0].iter, scope)]
+        rest: list[ast.AST] = [generators[0].target, *generators[0].ifs, *generators[1:]]
+        rest += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]  # type: ignore[attr-defined]
+        return first + [(child, own) for child in rest]
+
+    def _bind(self, name: str, scope: int) -> None:
+        self.scopes[scope][2].add(name)
+
+    def unbound_builtins(self) -> list[tuple[str, ast.AST]]:
+        """Recorded builtin names that no enclosing function scope binds."""
+        found = []
+        for name, scope, node in self.builtins:
+            while scope > 0:
+                kind, parent, bound, declared = self.scopes[scope]
+                if kind == "function" and name in bound and name not in declared:
+                    break
+                scope = parent
+            else:
+                found.append((name, node))
+        return found
+
+    def visit_Global(self, node: ast.Global, scope: int) -> None:
+        self.scopes[scope][3].update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_arg(self, node: ast.arg, scope: int) -> None:
+        self._bind(node.arg, scope)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler, scope: int) -> None:
+        if node.name:
+            self._bind(node.name, scope)
+
