@@ -42,9 +42,8 @@ def function_body_lines(text: str) -> set[int]:
     lines: set[int] = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = node.body[0].lineno
-            if first > node.lineno or len(node.body) > 1:
-                lines.update(range(max(first, node.lineno + 1), (node.end_lineno or node.lineno) + 1))
+            first = max(node.body[0].lineno, node.lineno + 1)
+            lines.update(range(first, (node.end_lineno or node.lineno) + 1))
     return lines
 
 

@@ -161,6 +161,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("import logging\nif logging.getLogger().handlers:\n    X = 1\n",
          "import sys\nif sys.version_info >= (3, 11):\n    X = 1\n"),
         ("X = (y := 3)\n", "X = 3\n"),
+        ("try:\n    from math import no_such\nexcept ImportError:\n    def no_such():\n        return 1\n",
+         "try:\n    from typing import Self\nexcept ImportError:\n    Self = None\n"),
+        ("try:\n    from .fast import f\nexcept ImportError:\n    f = None\n",
+         "try:\n    import math\nexcept ModuleNotFoundError:\n    math = None\n"),
     ],
 }
 
