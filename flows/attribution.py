@@ -6,10 +6,11 @@ from typing import Any
 
 from prefect import flow
 
+from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from tasks.attribution import build_account_report, publish_report_artifacts
 
-FLOW_VERSION = "2026.1"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 
 
 @flow(name="attribution", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)

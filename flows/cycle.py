@@ -12,11 +12,12 @@ from flows.diagnostics import loss_diagnostics
 from flows.ingest import ingest_market_data
 from flows.rebalance import weekly_rebalance
 from flows.repair import repair
+from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.market import calendar
 from tasks.cycle import booked_sessions, publish_cycle, rebalance_is_due, repair_route
 
-FLOW_VERSION = "2026.1"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 MIN_REPORT_SESSIONS = 3  # the CAPM regression of the report needs more than two observations
 
 

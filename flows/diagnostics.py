@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo
 
 from prefect import flow
 
+from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
 
-FLOW_VERSION = "2026.1"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 MARKET_TZ = ZoneInfo("Asia/Shanghai")
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from prefect import flow, unmapped
 
+from oomrl.build_info import flow_version
 from tasks.grid import grid_points, load_market, publish_grid, replay_point
 from tasks.runners import task_runner_from_settings
 
-FLOW_VERSION = "1.0"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 
 
 @flow(name="replay-grid", version=FLOW_VERSION, retries=1, retry_delay_seconds=10,

@@ -14,6 +14,7 @@ from prefect.artifacts import (
 )
 from prefect.tasks import exponential_backoff
 
+from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.data import ingest as domain
 from oomrl.data.store import MarketStore
@@ -27,7 +28,7 @@ from tasks.market_data import (
 )
 from tasks.runners import task_runner_from_settings
 
-FLOW_VERSION = "2024.2"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 QUARANTINE_ROWS_SHOWN = 200
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from prefect import flow
 
+from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.market import calendar
 from tasks.portfolio import (
@@ -17,7 +18,7 @@ from tasks.portfolio import (
     tag_run,
 )
 
-FLOW_VERSION = "2026.1"  # replaced at run time by the strategy version's git SHA (see tag_run)
+FLOW_VERSION = flow_version()  # the code's version; the strategy version is the run's tag
 
 
 @flow(name="weekly-rebalance", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)
@@ -31,10 +32,10 @@ def weekly_rebalance(account: str | None = None, as_of: date | None = None, dry_
     if not calendar.is_session(day):
         print(f"{day} is not an XSHG session: nothing to do")
         return {"account": name, "as_of": str(day), "skipped": "not a session"}
-    strategy = resolve_version(name, home)
-    tag_run(strategy["name"], strategy["version"])
+    strategy = resolve_version(name, home, dry_run)
+    tag_run(strategy["name"], strategy["label"])
     result = rebalance_account(name, day, dry_run, home)
-    publish_rebalance_artifacts(result, home)
+    publish_rebalance_artifacts(result, home, strategy["label"])
     summary = result["summary"]
     if summary["halted"] and summary["committed"]:
         emit_halted(summary)

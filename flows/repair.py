@@ -12,12 +12,15 @@ from prefect.input import RunInput
 
 from oomrl import repair as domain
 from oomrl.agent.roles import Constraints, Mandate
+from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
+from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
+from tasks.run_tags import add_run_tags
 
-FLOW_VERSION = "2026.1"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 PROMOTED_EVENT = "oomrl.strategy.promoted"
 
 
@@ -72,6 +75,8 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     """Repair the strategy an autopsy names; returns the outcome (promoted, rejected or failed at a step)."""
     logger = get_run_logger()
     settings = get_settings()
+    if isinstance(autopsy, dict) and autopsy.get("alert_id"):  # however the run was started
+        add_run_tags([alert_tag(autopsy["alert_id"])])
     try:
         checked = domain.admit(autopsy, settings, account)  # the same door as the CLI and the webhook
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run

@@ -7,9 +7,10 @@ from typing import Any
 
 from prefect import flow
 
+from oomrl.build_info import flow_version
 from tasks.portfolio import publish_replay_artifact, replay_strategy
 
-FLOW_VERSION = "2026.1"
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 
 
 @flow(name="replay", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)

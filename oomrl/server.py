@@ -108,6 +108,8 @@ def stack_env(config: StackConfig) -> dict[str, str]:
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
         "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
+        # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set its own)
+        "OOMRL_REPORTS_URL": os.environ.get("OOMRL_REPORTS_URL") or config.webhook_url,
         "PYTHONUNBUFFERED": "1",
     })
     env.update(config.extra_env)

@@ -277,3 +277,16 @@ class StrategyVersions:
         except OSError:  # another process exported it first
             shutil.rmtree(staging, ignore_errors=True)
         return target
+
+
+def start_on_v1(versions: StrategyVersions, account: str, strategy: str) -> str:
+    """The account's active version; an account that has none starts on v1 (the bundled strategies,
+    created on first use), so every trade it books names a version."""
+    if versions.ledger is None:
+        raise VersionError("starting an account on v1 needs a ledger")
+    active = versions.ledger.active_version(account)
+    if active is not None:
+        return active
+    versions.init()
+    return versions.activate(f"{TAG_PREFIX}1", account, strategy)
+

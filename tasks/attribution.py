@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,13 @@ from prefect.artifacts import (
 from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
 
+from oomrl.artifacts import report_artifacts
 from oomrl.config import get_settings
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.diagnose import diagnose_account
 from oomrl.metrics.attribution import account_report, report_dir
 from oomrl.metrics.performance import read_phases
-from oomrl.metrics.tearsheet import format_value
+from oomrl.report_links import ReportLinks
 from tasks.retry import unless_refused
 
 LOSS_ALERT_EVENT = "oomrl.loss.alert"
@@ -53,22 +55,24 @@ def build_account_report(account: str, benchmark: str = "price", phases_file: st
         "account": account, "benchmark": benchmark, "html": str(report.html),
         "markdown": str(report.markdown), "pngs": [str(p) for p in report.pngs], "metrics": report.metrics,
         "phases": [] if report.phases is None else report.phases.to_dict("records"),
+        "artifacts": asdict(report_artifacts(report, ReportLinks.from_env())),
     }
 
 
 @task(name="publish-report-artifacts", cache_policy=NO_CACHE)
 def publish_report_artifacts(summary: dict[str, Any]) -> None:
-    """Markdown summary, metrics table, a link to the tearsheet and the equity chart as artifacts."""
-    account = summary["account"]
-    create_markdown_artifact(markdown=Path(summary["markdown"]).read_text(),
-                             key=artifact_key("attribution", account), description=f"Report of {account}")
-    rows = [{"metric": key, "value": format_value(key, value)} for key, value in summary["metrics"].items()]
-    create_table_artifact(rows, key=artifact_key("attribution-metrics", account),
+    """The report's summary with its charts, the metrics table, the tearsheet link (over HTTP) and
+    the equity chart, as artifacts the Prefect UI displays."""
+    account, shown = summary["account"], summary["artifacts"]
+    create_markdown_artifact(markdown=shown["markdown"], key=artifact_key("attribution", account),
+                             description=f"Report of {account}")
+    create_table_artifact(shown["metrics_rows"], key=artifact_key("attribution-metrics", account),
                           description=f"Metrics of {account} vs CSI 300 ({summary['benchmark']} index)")
-    create_link_artifact(Path(summary["html"]).resolve().as_uri(), link_text="HTML tearsheet (self-contained)",
-                         key=artifact_key("attribution-tearsheet", account))
-    create_image_artifact(Path(summary["pngs"][0]).resolve().as_uri(), key=artifact_key("attribution-equity", account),
-                          description="Cumulative return vs CSI 300")
+    if shown["tearsheet_url"]:
+        create_link_artifact(shown["tearsheet_url"], link_text="Open the HTML tearsheet",
+                             key=artifact_key("attribution-tearsheet", account))
+    create_image_artifact(shown["image_url"], key=artifact_key("attribution-equity", account),
+                          description=shown["image_description"])
 
 
 def emit_loss_alert(autopsy: Autopsy) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from prefect import runtime, task
+from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.client.orchestration import get_client
 from prefect.events import emit_event
 
+from oomrl.artifacts import fills_rows, nav_markdown, orders_rows, replay_rows
 from oomrl.config import Settings, get_settings
 from oomrl.portfolio.killswitch import HALTED_EVENT
+from oomrl.run_tags import strategy_tags
 from tasks.retry import unless_refused
+from tasks.run_tags import add_run_tags
 
 REBALANCE_RETRIES = 2  # safe: a rebalance commits at most once per (account, date)
 SHOWN_NAV_ROWS = 10
@@ -24,22 +26,26 @@ def _settings(home: str | None) -> Settings:
 
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
-def resolve_version(account: str, home: str | None = None) -> dict[str, str]:
-    """The account's active strategy name and version (git SHA, or "builtin")."""
-    from oomrl.portfolio.service import open_ledger, resolve_strategy
+def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> dict[str, str]:
+    """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum"); an account
+    without one starts on v1 (unless this is a dry run, which changes nothing)."""
+    from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger, resolve_strategy
+    from oomrl.versions import StrategyVersions, start_on_v1
 
     settings = _settings(home)
-    resolved = resolve_strategy(settings, open_ledger(settings), account)
-    return {"name": resolved.name, "version": resolved.version}
+    ledger = open_ledger(settings)
+    versions = StrategyVersions(settings.workspace_dir, ledger)
+    if not dry_run:
+        start_on_v1(versions, account, DEFAULT_STRATEGY)
+    resolved = resolve_strategy(settings, ledger, account)
+    label = versions.labels(ledger.version_names(account)).get(resolved.version, resolved.version[:12])
+    return {"name": resolved.name, "version": resolved.version, "label": label}
 
 
 @task(name="tag-run-with-strategy-version", cache_policy=NO_CACHE)
-def tag_run(name: str, version: str) -> list[str]:
-    """Tag the current flow run with the strategy and its version, and set the run's version."""
-    tags = sorted(set(runtime.flow_run.tags or []) | {f"strategy:{name}", f"strategy-version:{version[:12]}"})
-    with get_client(sync_client=True) as client:
-        client.update_flow_run(runtime.flow_run.id, flow_version=version, tags=tags)
-    return tags
+def tag_run(name: str, label: str) -> list[str]:
+    """Tag the current flow run with the strategy and its version by name (`strategy-version:v1`)."""
+    return add_run_tags.fn(strategy_tags(name, label))
 
 
 @task(name="rebalance-account", retries=REBALANCE_RETRIES, retry_delay_seconds=5,
@@ -56,26 +62,20 @@ def rebalance_account(account: str, as_of: date, dry_run: bool = False,
 
 
 @task(name="publish-rebalance-artifacts", cache_policy=NO_CACHE)
-def publish_rebalance_artifacts(result: dict[str, Any], home: str | None = None) -> None:
-    """Orders and fills as table artifacts; the account's recent NAV as a markdown artifact."""
+def publish_rebalance_artifacts(result: dict[str, Any], home: str | None = None,
+                                version_label: str | None = None) -> None:
+    """Orders and fills as table artifacts (rounded, units in the headers); the recent NAV as markdown."""
     from oomrl.portfolio.service import open_ledger
 
     summary = result["summary"]
     key = f"rebalance-{summary['account']}".lower().replace("_", "-")
-    create_table_artifact(table=_jsonable(result["orders"]) or [{"orders": "none"}], key=f"{key}-orders",
+    create_table_artifact(table=orders_rows(result["orders"]) or [{"orders": "none"}], key=f"{key}-orders",
                           description=f"orders of {summary['account']} on {summary['as_of']}")
-    create_table_artifact(table=_jsonable(result["fills"]) or [{"fills": "none"}], key=f"{key}-fills",
+    create_table_artifact(table=fills_rows(result["fills"]) or [{"fills": "none"}], key=f"{key}-fills",
                           description=f"fills of {summary['account']} on {summary['as_of']}")
     nav = open_ledger(_settings(home)).nav_frame(summary["account"]).tail(SHOWN_NAV_ROWS)
-    lines = [f"# {summary['account']} on {summary['as_of']}", "",
-             (f"strategy version `{summary['strategy_version']}`; committed={summary['committed']}, "
-              f"duplicate={summary['duplicate']}, halted={summary['halted']}"), "",
-             "| date | NAV | realized | frictionless | leakage | turnover | costs | principal loss |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [(f"| {r.date:%Y-%m-%d} | {r.nav:,.2f} | {r.realized_return:.4%} "
-               f"| {r.frictionless_return:.4%} | {r.slippage_leakage:.4%} | {r.turnover:.3f} "
-               f"| {r.costs:,.2f} | {r.principal_loss:.2%} |") for r in nav.itertuples()]
-    create_markdown_artifact(markdown="\n".join(lines), key=f"{key}-nav",
+    label = version_label or str(summary["strategy_version"])[:12]
+    create_markdown_artifact(markdown=nav_markdown(summary, nav, label), key=f"{key}-nav",
                              description="NAV, sim-to-real gap and principal loss")
 
 
@@ -107,10 +107,6 @@ def replay_strategy(strategy: str, start: date, end: date, params: dict[str, Any
 @task(name="publish-replay-artifact", cache_policy=NO_CACHE)
 def publish_replay_artifact(summaries: list[dict[str, Any]]) -> None:
     """The replay comparison as a table artifact."""
-    create_table_artifact(table=_jsonable(summaries), key="replay-summary",
+    create_table_artifact(table=replay_rows(summaries), key="replay-summary",
                           description="turnover, total costs, slippage leakage and net return")
 
-
-def _jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
-             for k, v in row.items()} for row in rows]

@@ -14,6 +14,7 @@ from prefect.tasks import Task, exponential_backoff
 
 from oomrl import repair as domain
 from oomrl.agent.llm import LLMUnavailableError
+from oomrl.artifacts import crossval_rows
 
 STEP_RETRIES = 2
 BACKOFF_SECONDS = 5.0
@@ -73,7 +74,7 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
                       f"{_code(verdict, 'json')}"))
     if outcome.cross_validation is not None:
         cross = outcome.cross_validation
-        create_table_artifact(key="repair-cross-validation", table=cross.table(),
+        create_table_artifact(key="repair-cross-validation", table=crossval_rows(cross.table()),
                               description=f"{cross.start}..{cross.end}: "
                                           + ("passed" if cross.passed else "; ".join(cross.failures())))
         create_markdown_artifact(key="repair-cross-validation-decision", markdown=cross.decision_markdown(),

@@ -68,9 +68,17 @@ def test_pool_version_tags_description(name: str) -> None:
 
 
 def test_version_comes_from_a_git_build_step() -> None:
+    """The deployments' version is the flows' version: package version + git SHA, one scheme."""
+    import shlex
+    import subprocess
+
+    from oomrl.build_info import flow_version
+
     (step,) = _config()["build"]
     shell = step["prefect.deployments.steps.run_shell_script"]
-    assert shell["id"] == "git-sha" and "git rev-parse" in shell["script"]
+    assert shell["id"] == "git-sha"
+    printed = subprocess.run(shlex.split(shell["script"]), cwd=REPO, capture_output=True, text=True, check=True)
+    assert printed.stdout.strip() == flow_version()
 
 
 def test_schedules_are_after_the_close_in_shanghai() -> None:

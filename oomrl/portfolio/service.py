@@ -93,6 +93,10 @@ def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool =
     """One rebalance of `account` on `as_of` with its active strategy version and the stored data."""
     ledger = open_ledger(settings)
     ledger.open_account(account, settings.initial_cash)
+    if not dry_run:  # every booked trade names a version: a fresh account starts on v1
+        from oomrl.versions import StrategyVersions, start_on_v1
+
+        start_on_v1(StrategyVersions(settings.workspace_dir, ledger), account, DEFAULT_STRATEGY)
     resolved = resolve_strategy(settings, ledger, account)
     if store is None:
         from oomrl.data.sample import ensure_sample

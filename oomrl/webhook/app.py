@@ -25,6 +25,7 @@ from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, 
 from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, parse_alertmanager
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
 from oomrl.webhook.launch import API_TIMEOUT_S, Launcher, LaunchError, launcher_for
+from oomrl.webhook.reports import reports_router
 from oomrl.webhook.settings import WebhookSettings, webhook_settings
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 
@@ -84,6 +85,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
                   description="Signed loss alerts in; one `repair` flow run per alert id out.")
     app.state.store = store
     app.state.config = config
+    app.include_router(reports_router(get_settings().runs_dir, secret))  # read-only report files
 
     async def admit(data: Any) -> dict[str, Any]:
         """The repair's door: a full autopsy or a loss alert, for an account and strategy that exist."""

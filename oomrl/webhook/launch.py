@@ -15,6 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from oomrl.errors import OomrlError
+from oomrl.run_tags import alert_tag
 
 LOSS_ALERT_EVENT = "oomrl.loss.alert"
 # The namespace tasks/attribution.py uses too: one alert id is one event id whichever path emits it.
@@ -84,7 +85,7 @@ class DeploymentLauncher:
                     f"/deployments/{found.json()['id']}/create_flow_run",
                     json={"parameters": {"autopsy": autopsy, "auto_approve": self.auto_approve},
                           "idempotency_key": key,
-                          "tags": ["oomrl", "webhook", f"alert:{alert_id}"[:100]]})
+                          "tags": ["oomrl", "webhook", alert_tag(alert_id)]})
                 created.raise_for_status()
         except LaunchError:
             raise

@@ -1,51 +1,97 @@
-"""Headless Debian chromium opens the Prefect UI of the e2e server: the deployments and the completed runs are there."""
+"""Headless Debian chromium on the real stack's Prefect UI: deployments and completed runs are listed,
+a run's chart artifacts load over HTTP from the webhook's /reports route, its tearsheet opens from the
+run page, and nothing overflows a 1280-px laptop screen. Screenshots are kept in test-artifacts/."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import REPO, Stack
+from tests.browser import browser_page, layout, needs_chromium, screenshot, wait_for_images
+from tests.diagnostics.conftest import seed_account_home
+from tests.e2e.conftest import Stack
 
-pytestmark = pytest.mark.e2e
-ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def chromium(url: str, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """One headless chromium page load; the UI is a JS app, so give it virtual time to render."""
-    assert CHROMIUM is not None
-    argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1440,1000",
-            "--virtual-time-budget=15000", *extra, url]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+pytestmark = [pytest.mark.e2e, needs_chromium]
+ACCOUNT = "browser"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it as root: "
-                                             "apt-get install chromium)")
-def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair: dict[str, Any],
-                                                 tmp_path: Path) -> None:
-    deployments = chromium(f"{stack.config.ui_url}/deployments", tmp_path / "p1", "--dump-dom")
-    assert deployments.returncode == 0, deployments.stderr[-2000:]
-    for name in ("ingest-daily", "rebalance-weekly", "attribution-daily", "cycle", "repair"):
-        assert name in deployments.stdout, f"deployment {name} not shown in the UI"
+def _ui(page: Any, url: str, settle_on: str) -> str:
+    """Open a UI page and wait until the JS app has rendered `settle_on`; returns the page's text."""
+    page.goto(url)
+    page.wait_for_selector(f"text={settle_on}", timeout=60_000)
+    return str(page.inner_text("body"))
 
+
+@pytest.fixture(scope="module")
+def attribution_run(stack: Stack) -> dict[str, Any]:
+    """The `attribution-daily` deployment, run by the stack's worker for an account with two versions."""
+    seed_account_home(stack.config.home, account=ACCOUNT)
+    run_id = stack.run_deployment("attribution/attribution-daily", {"account": ACCOUNT})
+    run = stack.wait_for(run_id, timeout_s=300)
+    assert run["state_type"] == "COMPLETED", run["state"]
+    found = stack.api.post("/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [run_id]}}}).json()
+    return {"run": run, "artifacts": {a["type"]: a for a in found if a["key"]}}
+
+
+def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair: dict[str, Any]) -> None:
     completed = [run for run in stack.flow_runs("repair/repair") if run["state_type"] == "COMPLETED"]
     assert completed, "no completed repair run on the server"
-    runs = chromium(f"{stack.config.ui_url}/runs", tmp_path / "p2", "--dump-dom")
-    assert runs.returncode == 0, runs.stderr[-2000:]
-    assert any(run["name"] in runs.stdout for run in completed), "the completed repair run is not listed"
-    assert "Completed" in runs.stdout
+    with browser_page() as page:
+        text = _ui(page, f"{stack.config.ui_url}/deployments", "rebalance-weekly")
+        for name in ("ingest-daily", "rebalance-weekly", "attribution-daily", "cycle", "repair"):
+            assert name in text, f"deployment {name} not shown in the UI"
+        screenshot(page, "prefect-ui-deployments.png")
+        text = _ui(page, f"{stack.config.ui_url}/runs", completed[0]["name"])
+        assert "Completed" in text
+        screenshot(page, "prefect-ui-runs.png")
+        alert = completed_repair["autopsy"]["alert_id"]
+        text = _ui(page, f"{stack.config.ui_url}/runs/flow-run/{completed_repair['run']['id']}", alert)
+        assert f"alert:{alert}" in text  # the repair run carries its alert, shown as a tag
+        screenshot(page, "prefect-ui-repair-run.png")
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    for page, url in (("deployments", "/deployments"), ("runs", "/runs"),
-                      ("repair-run", f"/runs/flow-run/{completed[0]['id']}")):
-        shot = ARTIFACTS / f"prefect-ui-{page}.png"
-        shot.unlink(missing_ok=True)
-        result = chromium(f"{stack.config.ui_url}{url}", tmp_path / f"s-{page}", f"--screenshot={shot}")
-        assert result.returncode == 0 and shot.exists() and shot.stat().st_size > 10_000, result.stderr[-2000:]
+
+def test_run_artifacts_show_their_charts_and_fit_a_laptop(stack: Stack, attribution_run: dict[str, Any]) -> None:
+    artifacts = attribution_run["artifacts"]
+    image, markdown, link = artifacts["image"], artifacts["markdown"], artifacts["link"]
+    reports = f"{stack.config.webhook_url}/reports/"
+    assert str(image["data"]).startswith(reports)  # an http URL the browser can load, not file://
+    with browser_page() as page:
+        page.goto(f"{stack.config.ui_url}/artifacts/artifact/{image['id']}")
+        page.wait_for_selector(f"img[src^='{reports}']", timeout=60_000)
+        wait_for_images(page, 1)
+        found = layout(page)
+        charts = [i for i in found["images"] if i["src"].startswith(reports)]
+        assert charts and all(i["natural"] > 0 for i in charts), found["images"]
+        screenshot(page, "prefect-ui-image-artifact.png")
+
+        page.goto(f"{stack.config.ui_url}/artifacts/artifact/{markdown['id']}")
+        page.wait_for_selector("text=Key figures", timeout=60_000)
+        wait_for_images(page, 3)
+        found = layout(page)
+        charts = [i for i in found["images"] if i["src"].startswith(reports)]
+        assert len(charts) == 3 and all(i["natural"] > 0 for i in charts), found["images"]
+        assert found["overflowing"] == [], found["overflowing"]
+        assert found["scrollWidth"] <= found["width"] == 1280, found
+        screenshot(page, "prefect-ui-report-artifact.png")
+
+
+def test_the_tearsheet_opens_from_the_run_page(stack: Stack, attribution_run: dict[str, Any]) -> None:
+    run = attribution_run["run"]
+    tearsheet = str(attribution_run["artifacts"]["link"]["data"])
+    url = tearsheet[tearsheet.index("(") + 1: -1]  # the link artifact is "[text](url)"
+    assert url.startswith(f"{stack.config.webhook_url}/reports/") and "tearsheet.html?sig=" in url
+    with browser_page() as page:
+        page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}?tab=Artifacts")
+        page.wait_for_selector("text=attribution-tearsheet-browser", timeout=60_000)
+        screenshot(page, "prefect-ui-attribution-run.png")
+        page.goto(f"{stack.config.ui_url}/artifacts/artifact/{attribution_run['artifacts']['link']['id']}")
+        assert page.wait_for_selector(f"a[href='{url}']", timeout=60_000) is not None  # the link is there
+        page.goto(url)  # follow it (the UI may open links in a new tab)
+        wait_for_images(page, 3)
+        found = layout(page)
+        assert all(i["natural"] > 0 for i in found["images"]) and len(found["images"]) >= 3, found["images"]
+        assert found["overflowing"] == [] and found["scrollWidth"] <= 1280, found
+        assert "Friction: turnover, costs, slippage leakage, ADV participation" in page.inner_text("body")
+        screenshot(page, "tearsheet-from-prefect.png")

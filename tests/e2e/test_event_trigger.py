@@ -64,6 +64,7 @@ def test_loss_alert_event_triggers_repair_that_waits_for_a_person(stack: Stack, 
     assert run["parameters"].get("auto_approve", False) is False
     paused = stack.wait_for(run["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 150)
     assert paused["state_type"] == "PAUSED", paused["state"]
+    assert f"alert:{autopsy['alert_id']}" in paused["tags"]  # the trigger sets none; the flow tags itself
 
     answer = stack.api.post(f"/flow_runs/{run['id']}/resume",
                             json={"run_input": {"decision": "reject", "reason": "e2e reviewer says no"}})

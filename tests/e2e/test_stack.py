@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 
+from oomrl import __version__
 from oomrl.server import read_state
 from tests.e2e.conftest import REPO, Stack
 
@@ -29,8 +30,9 @@ def test_deployments_carry_the_git_sha_pool_and_trigger(stack: Stack) -> None:
     found = {d["name"]: d for d in stack.deployments()}
     assert set(found) == {"ingest-daily", "rebalance-weekly", "attribution-daily", "cycle", "repair"}
     for deployment in found.values():
-        sha = deployment["version"]
-        assert re.fullmatch(r"[0-9a-f]{12}", sha), sha
+        version = re.fullmatch(re.escape(__version__) + r"\+([0-9a-f]{12})", deployment["version"])  # package+SHA
+        assert version, deployment["version"]
+        sha = version.group(1)
         # The checkout's SHA when it was deployed: HEAD, or an ancestor if commits landed since.
         assert subprocess.run(["git", "merge-base", "--is-ancestor", sha, "HEAD"], cwd=REPO, check=False).returncode == 0
         assert deployment["work_pool_name"] == "oomrl-local"

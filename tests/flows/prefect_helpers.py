@@ -30,3 +30,16 @@ def account_events(name: str, account: str, wait_s: float = 30.0) -> list[Any]:
             if events or time.monotonic() > deadline:
                 return list(events)
             time.sleep(0.5)
+
+
+def read_artifact(key: str) -> Any:
+    """The latest data of an artifact by key (tables come back as JSON text)."""
+    import json
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        (artifact,) = client.read_latest_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+    data = artifact.data
+    return json.loads(data) if isinstance(data, str) and data.startswith("[") else data

@@ -47,11 +47,12 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     assert Path(summary["html"]).exists() and summary["metrics"]["trading_days"] == 242
     assert {p["phase"] for p in summary["phases"]} == {"aaaa1111", "bbbb2222"}
     artifacts = _artifacts("attribution-")
-    assert {"attribution-flowacct", "attribution-metrics-flowacct", "attribution-tearsheet-flowacct",
-            "attribution-equity-flowacct"} <= set(artifacts)
+    assert {"attribution-flowacct", "attribution-metrics-flowacct", "attribution-equity-flowacct"} <= set(artifacts)
     assert artifacts["attribution-flowacct"].type == "markdown"
-    assert "information_ratio" in str(artifacts["attribution-metrics-flowacct"].data)
-    assert str(artifacts["attribution-tearsheet-flowacct"].data).startswith("[HTML tearsheet")
+    assert "Information ratio" in str(artifacts["attribution-metrics-flowacct"].data)
+    # no HTTP route configured here: the images are embedded, and no broken file:// link is published
+    assert str(artifacts["attribution-equity-flowacct"].data).startswith("data:image/png;base64,")
+    assert "file://" not in str(artifacts["attribution-flowacct"].data)
 
     autopsies = loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home))
     assert "daily_loss" in {a["trigger"]["rule"] for a in autopsies}
@@ -89,3 +90,22 @@ def test_an_alert_that_cannot_be_emitted_is_an_error() -> None:
     with (temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}),
           pytest.raises(RuntimeError, match="loss alert was not emitted")):
         emit_loss_alert(autopsy)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_with_a_reports_url_the_artifacts_link_signed_http_urls(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.attribution import attribution
+
+    home = tmp_path / "home"
+    seed_account_home(home, account="linked")
+    monkeypatch.setenv("OOMRL_REPORTS_URL", "http://127.0.0.1:4299")
+    monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "links-secret-0123456789abcdef")
+    summary = attribution(account="linked", home=str(home))
+    folder = Path(summary["html"]).parent.name
+    artifacts = _artifacts("attribution-")
+    prefix = f"http://127.0.0.1:4299/reports/{folder}/"
+    assert str(artifacts["attribution-tearsheet-linked"].data).startswith(f"[Open the HTML tearsheet]({prefix}")
+    assert str(artifacts["attribution-equity-linked"].data).startswith(prefix + "equity.png?sig=")
+    assert f"]({prefix}rolling_ir.png?sig=" in str(artifacts["attribution-linked"].data)
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.market import calendar
 from oomrl.portfolio.ledger import Ledger
-from tests.flows.prefect_helpers import account_events, artifact_keys
+from oomrl.versions import StrategyVersions
+from tests.flows.prefect_helpers import account_events, artifact_keys, read_artifact
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -49,12 +51,14 @@ def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path
     from prefect.client.orchestration import get_client
 
     from flows.rebalance import weekly_rebalance
+    from oomrl.build_info import flow_version
 
     home = tmp_path / "home"
     days = seed_store(home)
     state = weekly_rebalance(account="flowacct", as_of=days[40], home=str(home), return_state=True)
     summary = state.result()
-    assert summary["committed"] and summary["fills"] > 0 and summary["strategy_version"] == "builtin"
+    v1 = StrategyVersions(home / "workspace").resolve("v1")  # a fresh account starts on v1, not "builtin"
+    assert summary["committed"] and summary["fills"] > 0 and summary["strategy_version"] == v1
     again = weekly_rebalance(account="flowacct", as_of=days[40], home=str(home))
     assert again["duplicate"] and not again["committed"]
     ledger = Ledger(f"sqlite:///{home / 'ledger.db'}")
@@ -64,8 +68,11 @@ def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path
             "rebalance-flowacct-nav"} <= artifact_keys("rebalance-flowacct")
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(state.state_details.flow_run_id)
-    assert {"strategy:daily_momentum", "strategy-version:builtin"} <= set(run.tags)
-    assert run.flow_version == "builtin"
+    assert {"strategy:daily_momentum", "strategy-version:v1"} <= set(run.tags)
+    assert run.flow_version == flow_version() == weekly_rebalance.version  # package + git SHA, as every flow
+    fills = read_artifact("rebalance-flowacct-fills")
+    assert "price (CNY)" in fills[0] and re.fullmatch(r"[\d,]+\.\d\d", fills[0]["price (CNY)"])
+    assert "**v1 daily_momentum**" in str(read_artifact("rebalance-flowacct-nav"))
     skipped = weekly_rebalance(account="flowacct", as_of=date(2024, 2, 12), home=str(home))
     assert skipped["skipped"] == "not a session"  # Spring Festival holiday
 

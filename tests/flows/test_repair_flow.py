@@ -101,10 +101,14 @@ def _run_in_thread(autopsy: dict[str, Any], **params: Any) -> tuple[threading.Th
 
 def test_a_person_rejects_the_mandate_in_the_ui(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
     thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
-    resume_flow_run(_paused_run_id(), run_input={"decision": "reject", "reason": "too strict"})
+    paused = _paused_run_id()
+    with get_client(sync_client=True) as client:  # tagged by the flow itself, however it was started
+        assert f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(paused).tags
+    resume_flow_run(paused, run_input={"decision": "reject", "reason": "too strict"})
     thread.join(60)
     assert box["status"] == "rejected" and box["step"] == "approval"
     assert box["reason"] == "too strict"

@@ -1,0 +1,168 @@
+"""What the Prefect artifacts of a run say: rounded numbers with units, version labels, charts the
+Prefect UI can load. Pure text and rows; the tasks only hand them to Prefect.
+
+Charts are linked over HTTP through the webhook's signed /reports route when the stack has one
+(`ReportLinks`); without it they are embedded as data URIs, which the UI's markdown and image
+artifacts render too. A `file://` link is never published: browsers refuse to open them from a page.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from oomrl.metrics import report_tables as rt
+from oomrl.metrics.labels import format_value, label
+from oomrl.metrics.tearsheet_md import grid_markdown
+from oomrl.report_links import ReportLinks
+
+if TYPE_CHECKING:
+    from oomrl.metrics.tearsheet import Report
+
+
+@dataclass(frozen=True)
+class ReportArtifacts:
+    """The report's artifacts: a markdown summary, a metrics table, the tearsheet link, one image."""
+
+    markdown: str
+    metrics_rows: list[dict[str, str]]
+    tearsheet_url: str | None
+    image_url: str
+    image_description: str
+
+
+def data_uri(path: Path) -> str:
+    """A PNG as a data URI (the fallback when no HTTP route serves the report)."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _chart(report: Report, stem: str) -> Path | None:
+    return next((p for p in report.pngs if p.stem == stem), None)
+
+
+def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifacts:
+    """The artifacts of an account report; `links` None embeds the images."""
+    def image(path: Path) -> str:
+        return links.url(path) if links is not None else data_uri(path)
+
+    tearsheet_url = links.url(report.html) if links is not None else None
+    where = (f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown periods, friction "
+             "month by month, style attribution, glossary)" if tearsheet_url else
+             f"The full tearsheet is `{report.html}` on the worker (set OOMRL_REPORTS_URL, as "
+             "`oomrl server up` does, to open it from here).")
+    lines = [f"# {report.title}: {report.span}", "", f"Benchmark: {report.benchmark_label}. {where}", ""]
+    figures = rt.key_figures(report.metrics, report.benchmark_metrics,
+                             "CSI 300" if report.benchmark_metrics is not None else "")
+    lines += ["## Key figures", "", grid_markdown(figures), ""]
+    for stem, title in (("equity", "Cumulative return, with alerts, repairs and promotions"),
+                        ("rolling_ir", "Rolling 60-day information ratio")):
+        chart = _chart(report, stem)
+        if chart is not None:
+            lines += [f"## {title}", "", f"![{stem}]({image(chart)})", ""]
+    if report.phases is not None:
+        lines += ["## Per strategy version", "", grid_markdown(rt.transposed(report.phases, "phase", rt.PHASE_ROWS)), ""]
+    if report.friction is not None:
+        friction = rt.transposed(report.friction.by_version, "version", rt.FRICTION_ROWS, span=None)
+        lines += ["## Friction", "", grid_markdown(friction), ""]
+        chart = _chart(report, "friction")
+        if chart is not None:
+            lines += [f"![friction]({image(chart)})", ""]
+    alphas = rt.two_alphas(report.metrics, report.attribution)
+    if alphas is not None:
+        lines += ["## Two alphas", "", grid_markdown(alphas), "", rt.TWO_ALPHAS_NOTE, ""]
+    equity = _chart(report, "equity") or report.pngs[0]
+    return ReportArtifacts(
+        markdown="\n".join(lines), metrics_rows=metric_rows(report.metrics, report.benchmark_metrics),
+        tearsheet_url=tearsheet_url, image_url=image(equity),
+        image_description=f"{report.title}: cumulative return vs the CSI 300, with alerts, repairs and promotions")
+
+
+def metric_rows(metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+    """One row per metric: its label with unit, the portfolio's value, the CSI 300's, the definition."""
+    rows = []
+    for key, value in metrics.items():
+        row = {"metric": label(key).heading, "portfolio": format_value(key, value)}
+        if benchmark is not None:
+            row["CSI 300"] = format_value(key, benchmark[key]) if key in benchmark else ""
+        row["meaning"] = label(key).definition
+        rows.append(row)
+    return rows
+
+
+# -- rebalance artifacts ----------------------------------------------------------------------------
+FILL_COLUMNS = (("symbol", "symbol", None), ("side", "side", None), ("quantity", "shares", "{:,.0f}"),
+                ("price", "price (CNY)", "{:,.2f}"), ("frictionless_price", "frictionless price (CNY)", "{:,.2f}"),
+                ("commission", "commission (CNY)", "{:,.2f}"), ("stamp_duty", "stamp duty (CNY)", "{:,.2f}"),
+                ("transfer_fee", "transfer fee (CNY)", "{:,.2f}"), ("impact_cost", "impact (CNY)", "{:,.2f}"),
+                ("adv_participation", "ADV participation (%)", "pct3"))
+ORDER_COLUMNS = (("symbol", "symbol", None), ("side", "side", None), ("requested", "requested (shares)", "{:,.0f}"),
+                 ("filled", "filled (shares)", "{:,.0f}"), ("unfilled", "unfilled (shares)", "{:,.0f}"),
+                 ("reason", "reason", None))
+REPLAY_COLUMNS = (("strategy", "strategy", None), ("start", "from", None), ("end", "to", None),
+                  ("trading_days", "sessions", "{:,.0f}"), ("rebalances", "rebalances", "{:,.0f}"),
+                  ("turnover_annualized", "turnover (× NAV a year)", "{:.2f}"),
+                  ("total_costs", "costs (CNY)", "{:,.0f}"), ("costs_fraction", "costs (% of capital)", "pct2"),
+                  ("slippage_leakage", "slippage leakage (%)", "pct2"),
+                  ("frictionless_return", "frictionless return (%)", "pct2"),
+                  ("net_return", "net return (%)", "pct2"), ("halted_on", "halted on", None))
+CROSSVAL_COLUMNS = (("version", "version", None), ("sha", "commit", "short"), ("trading_days", "sessions", "{:,.0f}"),
+                    ("rebalances", "rebalances", "{:,.0f}"),
+                    ("max_rebalances_per_period", "max rebalances a period", "{:,.0f}"),
+                    ("max_adv_participation", "max ADV participation (%)", "pct3"),
+                    ("max_weekly_turnover", "max weekly turnover (× NAV)", "{:.3f}"),
+                    ("turnover", "turnover (× NAV)", "{:.2f}"), ("costs_fraction", "costs (% of capital)", "pct2"),
+                    ("net_return", "net return (%)", "pct2"), ("information_ratio", "information ratio", "{:.2f}"),
+                    ("max_drawdown", "max drawdown (%)", "pct2"), ("halted_on", "halted on", None))
+
+
+def _cell(value: Any, style: str | None) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "—"
+    if style == "short":
+        return str(value)[:12]
+    if style is None or isinstance(value, str):
+        return str(value)
+    if style.startswith("pct"):
+        return f"{float(value) * 100:.{style[3:]}f} %"
+    return style.format(float(value))
+
+
+def formatted_rows(rows: Iterable[Mapping[str, Any]], columns: tuple[tuple[str, str, str | None], ...]
+                   ) -> list[dict[str, str]]:
+    """Rows with renamed columns (units in the names) and rounded values, in the columns' order."""
+    return [{title: _cell(row.get(key), style) for key, title, style in columns if key in row} for row in rows]
+
+
+def fills_rows(fills: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    return formatted_rows(fills, FILL_COLUMNS)
+
+
+def orders_rows(orders: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    return formatted_rows(orders, ORDER_COLUMNS)
+
+
+def replay_rows(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    return formatted_rows(summaries, REPLAY_COLUMNS)
+
+
+def crossval_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    return formatted_rows(rows, CROSSVAL_COLUMNS)
+
+
+def nav_markdown(summary: Mapping[str, Any], nav: pd.DataFrame, version_label: str) -> str:
+    """The account's recent NAV with the sim-to-real gap, under the version's name."""
+    header = ("| date | NAV (CNY) | realized | frictionless | slippage leakage | turnover (× NAV) | costs (CNY) "
+              "| principal loss |")
+    status = (f"Strategy version **{version_label}**; committed: {summary['committed']}, "
+              f"duplicate: {summary['duplicate']}, halted: {summary['halted']}.")
+    lines = [f"# {summary['account']} on {summary['as_of']}", "", status, "", header,
+             "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [(f"| {r.date:%Y-%m-%d} | {r.nav:,.2f} | {r.realized_return:.3%} | {r.frictionless_return:.3%} "
+               f"| {r.slippage_leakage:.3%} | {r.turnover:.3f} | {r.costs:,.2f} | {r.principal_loss:.2%} |")
+              for r in nav.itertuples()]
+    return "\n".join(lines)
