@@ -70,7 +70,8 @@ def publish_report_artifacts(summary: dict[str, Any]) -> None:
                           description=f"Metrics of {account} vs CSI 300 ({summary['benchmark']} index)")
     if shown["tearsheet_url"]:
         create_link_artifact(shown["tearsheet_url"], link_text="Open the HTML tearsheet",
-                             key=artifact_key("attribution-tearsheet", account))
+                             key=artifact_key("attribution-tearsheet", account),
+                             description=f"The full tearsheet of {account}, served read-only by the webhook")
     create_image_artifact(shown["image_url"], key=artifact_key("attribution-equity", account),
                           description=shown["image_description"])
 

@@ -67,3 +67,17 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / name
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def wait_for(page: Any, selector: str, shot: str, timeout_ms: int = 60_000) -> Any:
+    """A locator of the first match, once visible (it re-finds the element when the app re-renders);
+    on a timeout the page is kept as `shot` (PNG and HTML) for the post-mortem."""
+    locator = page.locator(selector).first
+    try:
+        locator.wait_for(timeout=timeout_ms)
+        return locator
+    except Exception:
+        screenshot(page, shot)
+        (ARTIFACTS / shot).with_suffix(".html").write_text(page.content())
+        raise
+

@@ -4,12 +4,18 @@ run page, and nothing overflows a 1280-px laptop screen. Screenshots are kept in
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser import browser_page, layout, needs_chromium, screenshot, wait_for_images
+from tests.browser import (
+    browser_page,
+    layout,
+    needs_chromium,
+    screenshot,
+    wait_for,
+    wait_for_images,
+)
 from tests.diagnostics.conftest import seed_account_home
 from tests.e2e.conftest import Stack
 
@@ -32,7 +38,10 @@ def attribution_run(stack: Stack) -> dict[str, Any]:
     run = stack.wait_for(run_id, timeout_s=300)
     assert run["state_type"] == "COMPLETED", run["state"]
     found = stack.api.post("/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [run_id]}}}).json()
-    return {"run": run, "artifacts": {a["type"]: a for a in found if a["key"]}}
+    by_key = {a["key"]: a for a in found if a["key"]}
+    return {"run": run, "artifacts": {"markdown": by_key[f"attribution-{ACCOUNT}"],
+                                      "image": by_key[f"attribution-equity-{ACCOUNT}"],
+                                      "link": by_key[f"attribution-tearsheet-{ACCOUNT}"]}}
 
 
 def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair: dict[str, Any]) -> None:
@@ -54,7 +63,8 @@ def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair:
 
 def test_run_artifacts_show_their_charts_and_fit_a_laptop(stack: Stack, attribution_run: dict[str, Any]) -> None:
     artifacts = attribution_run["artifacts"]
-    image, markdown, link = artifacts["image"], artifacts["markdown"], artifacts["link"]
+    image, markdown = artifacts["image"], artifacts["markdown"]
+    assert image["type"] == "image" and markdown["type"] == "markdown"
     reports = f"{stack.config.webhook_url}/reports/"
     assert str(image["data"]).startswith(reports)  # an http URL the browser can load, not file://
     with browser_page() as page:
@@ -82,12 +92,17 @@ def test_the_tearsheet_opens_from_the_run_page(stack: Stack, attribution_run: di
     tearsheet = str(attribution_run["artifacts"]["link"]["data"])
     url = tearsheet[tearsheet.index("(") + 1: -1]  # the link artifact is "[text](url)"
     assert url.startswith(f"{stack.config.webhook_url}/reports/") and "tearsheet.html?sig=" in url
-    with browser_page() as page:
-        page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}?tab=Artifacts")
-        page.wait_for_selector("text=attribution-tearsheet-browser", timeout=60_000)
+    # a tall window: the Artifacts tab lists task-run artifacts in a virtual scroller that renders what is in view
+    with browser_page({"width": 1280, "height": 2400}) as page:
+        page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}")
+        wait_for(page, "text=Artifacts", "prefect-ui-attribution-run-failed.png").click()  # the run's tab
+        card = f"a[href$='/artifacts/artifact/{attribution_run['artifacts']['link']['id']}']"
+        wait_for(page, card, "prefect-ui-attribution-run-failed.png")  # the run's Artifacts tab lists the link
+        href = page.wait_for_function("s => document.querySelector(s)?.getAttribute('href')", arg=card,
+                                      timeout=60_000).json_value()  # the list re-renders as it polls
         screenshot(page, "prefect-ui-attribution-run.png")
-        page.goto(f"{stack.config.ui_url}/artifacts/artifact/{attribution_run['artifacts']['link']['id']}")
-        assert page.wait_for_selector(f"a[href='{url}']", timeout=60_000) is not None  # the link is there
+        page.goto(stack.config.ui_url + str(href))  # follow the card, as a click would
+        wait_for(page, f"a[href='{url}']", "prefect-ui-link-artifact-failed.png")  # the tearsheet link is there
         page.goto(url)  # follow it (the UI may open links in a new tab)
         wait_for_images(page, 3)
         found = layout(page)
