@@ -85,7 +85,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
                   description="Signed loss alerts in; one `repair` flow run per alert id out.")
     app.state.store = store
     app.state.config = config
-    app.include_router(reports_router(get_settings().runs_dir, secret))  # read-only report files
+    app.include_router(reports_router(settings.runs_dir, secret))  # read-only report files
 
     async def admit(data: Any) -> dict[str, Any]:
         """The repair's door: a full autopsy or a loss alert, for an account and strategy that exist."""
