@@ -11,6 +11,8 @@ Cases run two at a time (each gate run uses up to two sandboxes at once).
 from __future__ import annotations
 
 import csv
+import itertools
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,11 +157,21 @@ def run_case(case: Case, lock: str | None = None) -> CaseResult:
     return CaseResult(case, verdict)
 
 
-def run_corpus(corpus: Path, lock: str | None = None, jobs: int = 2) -> RedTeamReport:
-    """Every case of the corpus (`jobs` at a time), reported in file order."""
+def run_corpus(corpus: Path, lock: str | None = None, jobs: int = 2,
+               progress: Callable[[int, int, str], None] | None = None) -> RedTeamReport:
+    """Every case of the corpus (`jobs` at a time), reported in file order; `progress(done, total,
+    case id)` is called as each case finishes (from the worker threads)."""
     cases = load_cases(corpus)
+    finished = itertools.count(1)
+
+    def judged(case: Case) -> CaseResult:
+        result = run_case(case, lock)
+        if progress is not None:
+            progress(next(finished), len(cases), case.id)
+        return result
+
     with ThreadPoolExecutor(max(1, jobs)) as pool:
-        return RedTeamReport(list(pool.map(lambda case: run_case(case, lock), cases)))
+        return RedTeamReport(list(pool.map(judged, cases)))
 
 
 def _ratio(done: int, total: int) -> str:

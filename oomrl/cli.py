@@ -40,7 +40,6 @@ class OomrlGroup(TyperGroup):
 app = typer.Typer(
     name="oomrl",
     cls=OomrlGroup,
-    help="Out-of-Money RL: the market judges the strategy, a deterministic gate judges the repair.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -56,7 +55,8 @@ def options(
 ) -> None:
     """Out-of-Money RL: the market judges the strategy, a deterministic gate judges the repair.
 
-    Settings come from OOMRL_* environment variables and OOMRL_HOME/config.toml.
+    Settings come from OOMRL_* environment variables and OOMRL_HOME/config.toml; every command
+    fails with one `error:` line on stderr (exit 1, or 2 for a usage error).
     """
     ctx.meta[DEBUG_KEY] = debug
 

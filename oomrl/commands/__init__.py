@@ -19,10 +19,11 @@ if TYPE_CHECKING:
 
 
 class Lock(enum.StrEnum):
-    """RO-Lock backends of the gate (`hash-only` must be asked for by name)."""
+    """RO-Lock backends of the gate (`namespace` is bwrap; `hash-only` must be asked for by name)."""
 
-    namespace = "namespace"
+    bwrap = "bwrap"
     docker = "docker"
+    namespace = "namespace"
     hash_only = "hash-only"
 
 
@@ -96,17 +97,23 @@ def account_or_default(account: str | None, settings: Settings) -> str:
 
 
 @contextmanager
-def progress(description: str, total: int | None = None) -> Iterator[Any]:
-    """A transient rich progress bar on stderr; yields `advance(done, total, label)`."""
+def progress(description: str, total: int | None = None, console: Any = None) -> Iterator[Any]:
+    """A transient rich progress bar (on stderr by default); yields `advance(done, total, label)`.
+
+    Drawn only on a terminal, so piped output and logs stay clean."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = console or Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda done, total=None, label="": None
+        return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*columns, console=console, transient=True, redirect_stdout=False,
+                  redirect_stderr=False) as bar:
         task = bar.add_task(description, total=total)
 
         def advance(done: int, total: int | None = None, label: str = "") -> None:
-            bar.update(task, completed=done, total=total,
-                       description=f"{description} {label}".rstrip())
+            bar.update(task, completed=done, total=total, description=f"{description} {label}".rstrip())
 
         yield advance

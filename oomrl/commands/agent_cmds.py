@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, Lock, Provider, StrategyOption, account_or_default
+from oomrl.commands import AccountOption, Lock, Provider, StrategyOption, account_or_default, valid_account
 
 versions_app = typer.Typer(help="Strategy versions: commits and tags in OOMRL_HOME/workspace.",
                            no_args_is_help=True)
@@ -58,13 +58,15 @@ def _review(mandate: Any) -> Any:
     return Decision(action="approve", reason="approved at the terminal")
 
 
-def _step_status() -> Any:
-    """A run_step for the repair that shows the running step (spinner and elapsed time) on stderr."""
+def _step_status(console: Any = None) -> Any:
+    """A run_step for the repair that shows the running step with a spinner (on a terminal only)."""
     from rich.console import Console
 
-    console = Console(stderr=True)
+    console = console or Console(stderr=True)
 
     def run_step(step: str, function: Any, *args: Any) -> Any:
+        if not console.is_terminal:
+            return function(*args)
         with console.status(f"repair: {step} ..."):
             return function(*args)
 
@@ -82,10 +84,15 @@ def repair_command(
         "--auto-approve", help="Approve the mandate unattended.")] = False,
     transcript: Annotated[Path | None, typer.Option(
         "--transcript", metavar="FILE", help="Recorded JSONL transcript for the replay provider.")] = None,
-    account: AccountOption = None,
+    account: Annotated[str | None, typer.Option(
+        "--account", metavar="NAME", callback=valid_account,
+        help="Repair this ledger account (default: the autopsy's).")] = None,
     lock: Annotated[Lock, typer.Option("--lock", help="RO-Lock backend of the gate.")] = Lock.namespace,
 ) -> None:
-    """Repair the strategy an autopsy names: mandate, tests first, patch, cross-validation, promotion."""
+    """Repair the strategy an autopsy names.
+
+    Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion.
+    """
     from oomrl import repair as domain
     from oomrl.config import get_settings
     from oomrl.errors import OomrlError
@@ -117,14 +124,20 @@ def repair_command(
 
 @versions_app.command("init")
 def init_cmd() -> None:
-    """Create the workspace from the bundled strategies (tag v1), if it does not exist."""
+    """Create the strategy workspace (tag v1).
+
+    From the bundled strategies; nothing happens when the workspace exists.
+    """
     store, _ = _versions()
     typer.echo(store.init())
 
 
 @versions_app.command("list")
 def list_cmd(account: AccountOption = None) -> None:
-    """Every tagged version; `*` marks the account's active one."""
+    """List the tagged versions.
+
+    `*` marks the account's active one.
+    """
     store, settings = _versions()
     store.init()
     for v in store.list(account_or_default(account, settings)):
@@ -134,14 +147,20 @@ def list_cmd(account: AccountOption = None) -> None:
 
 @versions_app.command("show")
 def show_cmd(ref: RefArgument, account: AccountOption = None) -> None:
-    """One version as JSON: info, metadata (autopsy, diffs, verdicts, cross-validation), diffstat."""
+    """Show one version as JSON.
+
+    Info, metadata (autopsy, diffs, verdicts, cross-validation) and the diffstat.
+    """
     store, settings = _versions()
     typer.echo(json.dumps(store.show(ref, account_or_default(account, settings)), indent=1, default=str))
 
 
 @versions_app.command("activate")
 def activate_cmd(ref: RefArgument, account: AccountOption = None, strategy: StrategyOption = None) -> None:
-    """Make the account trade this version (recorded in the ledger)."""
+    """Make the account trade this version.
+
+    The ledger records the switch.
+    """
     store, settings = _versions()
     name = account_or_default(account, settings)
     sha = store.activate(ref, name, strategy)
@@ -150,7 +169,7 @@ def activate_cmd(ref: RefArgument, account: AccountOption = None, strategy: Stra
 
 @versions_app.command("rollback")
 def rollback_cmd(account: AccountOption = None, strategy: StrategyOption = None) -> None:
-    """Activate the version tagged before the account's active one."""
+    """Activate the version tagged before the active one."""
     store, settings = _versions()
     name = account_or_default(account, settings)
     sha = store.rollback(name, strategy)

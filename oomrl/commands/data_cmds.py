@@ -61,18 +61,24 @@ def print_report(report: IngestReport, console: Console, store: MarketStore) -> 
 
 def ingest_command(
     source: Annotated[str, typer.Option(
-        metavar="SOURCE", help="sample, akshare[:qfq|hfq|none], yfinance, csv:DIR or synthetic[:N].")] = "sample",
+        metavar="SOURCE", help="Where the data comes from: sample, akshare[:qfq|hfq|none], yfinance, csv:DIR "
+                                "or synthetic[:N].")] = "sample",
     universe: Annotated[str, typer.Option(
-        metavar="UNIVERSE", help="csi300 (point-in-time members), all, or a comma list of codes.")] = "csi300",
+        metavar="UNIVERSE", help="Which symbols: csi300 (point-in-time members), all, or a comma list of "
+                                  "codes.")] = "csi300",
     start: Annotated[str | None, typer.Option(
         metavar="DATE", help="First date, YYYY-MM-DD (default: what the source holds).")] = None,
     end: Annotated[str | None, typer.Option(
         metavar="DATE", help="Last date, YYYY-MM-DD (default: what the source holds, or today).")] = None,
     wait: WaitOption = None,
     market: Annotated[Market, typer.Option(
-        help="cn (A-shares, CSI 300), us (^GSPC) or hk (^HSI): symbols, benchmark and trading rules.")] = Market.cn,
+        help="Market of the symbols, benchmark and trading rules: cn (A-shares, CSI 300), us (^GSPC) "
+             "or hk (^HSI).")] = Market.cn,
 ) -> None:
-    """Fetch, validate and store daily bars, CSI 300 levels and membership; bad rows are quarantined."""
+    """Fetch, validate and store daily bars.
+
+    CSI 300 levels and membership are stored too; bad rows are quarantined, never stored.
+    """
     from rich.console import Console
 
     from oomrl.config import get_settings
@@ -116,7 +122,10 @@ data_app = typer.Typer(help="Inspect the market store under OOMRL_HOME/data.", n
 
 @data_app.command("check")
 def check_command(wait: WaitOption = None) -> None:
-    """Clear what an interrupted write left (under the writer lock) and check every stored file reads."""
+    """Check the store and clear interrupted writes.
+
+    What an interrupted write left is cleared under the writer lock; every stored file is read.
+    """
     from oomrl.config import get_settings
     from oomrl.data.store import MarketStore
     from oomrl.errors import OomrlError
@@ -140,10 +149,13 @@ def check_command(wait: WaitOption = None) -> None:
 def quarantine_command(
     ingest_id: Annotated[str, typer.Option(
         "--ingest", metavar="ID", help="An ingest id, `last` or `all`.")] = "last",
-    limit: Annotated[int, typer.Option(min=1, help="Rows shown (not with --json).")] = SHOWN_QUARANTINE_ROWS * 5,
+    limit: Annotated[int, typer.Option(min=1, metavar="N", help="Rows shown (not with --json).")] = SHOWN_QUARANTINE_ROWS * 5,
     as_json: Annotated[bool, typer.Option("--json", help="Every row as JSON records (all columns).")] = False,
 ) -> None:
-    """Rows that ingests quarantined (not stored as data), with their reasons."""
+    """Show the rows ingests quarantined, with their reasons.
+
+    Quarantined rows are kept on disk for reading here, never stored as data.
+    """
     from oomrl.config import get_settings
     from oomrl.data.store import MarketStore
     from oomrl.errors import OomrlError

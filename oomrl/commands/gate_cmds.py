@@ -1,48 +1,70 @@
-"""CLI commands of the gate area: `oomrl gate` and `oomrl redteam`, delegating to guardrails.cli."""
+"""CLI commands of the gate area: `oomrl gate` (delegating to guardrails.cli) and `oomrl redteam`."""
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-LOCK_HELP = "bwrap (default when available), docker, namespace (= bwrap) or hash-only"
+from oomrl.commands import Lock, progress
+
+LOCK_HELP = "Sandbox of the test runs (default: the strongest available, bwrap; hash-only only when named)."
 
 
-def register(app: typer.Typer) -> None:
-    """Add this area's commands to the `oomrl` app."""
+class Phase(enum.StrEnum):
+    """What the patch may change: source (tests locked) or tests (source locked)."""
 
-    @app.command("gate")
-    def gate(
-        workspace: Annotated[Path, typer.Option(help="workspace with a \\[tool.oomrl.guard] table")],
-        phase: Annotated[str, typer.Option(help="code-patch or test-gen")],
-        patch: Annotated[Path, typer.Option(help="unified diff to judge")],
-        expect: Annotated[str | None, typer.Option(help="red or green (test-gen)")] = None,
-        holdout: Annotated[Path | None, typer.Option(help="held-out tests folder")] = None,
-        lock: Annotated[str | None, typer.Option(help=LOCK_HELP)] = None,
-        json: Annotated[bool, typer.Option("--json", help="print the verdict as JSON")] = False,
-    ) -> None:
-        """Judge a patch on a scratch copy of the workspace; exit 0 accepted, 1 rejected, 2 error."""
-        from guardrails import cli
+    code_patch = "code-patch"
+    test_gen = "test-gen"
 
-        args = ["gate", "--workspace", str(workspace), "--phase", phase, "--patch", str(patch)]
-        args += ["--lock", lock] if lock else []
-        args += ["--expect", expect] if expect else []
-        args += ["--holdout", str(holdout)] if holdout else []
-        args += ["--json"] if json else []
-        raise typer.Exit(_run(cli, args))
 
-    @app.command("redteam")
-    def redteam(
-        corpus: Annotated[Path, typer.Option(help="folder with cases.csv, patches, workspaces")],
-        lock: Annotated[str | None, typer.Option(help=LOCK_HELP)] = None,
-    ) -> None:
-        """Run every red-team case; print attacks blocked and benign patches accepted."""
-        from guardrails import cli
+class Expect(enum.StrEnum):
+    """What new tests must do on the unchanged source."""
 
-        args = ["redteam", "--corpus", str(corpus)] + (["--lock", lock] if lock else [])
-        raise typer.Exit(_run(cli, args))
+    red = "red"
+    green = "green"
+
+
+def gate(
+    workspace: Annotated[Path, typer.Option(metavar="DIR", help="Workspace with a [tool.oomrl.guard] table.")],
+    phase: Annotated[Phase, typer.Option(help="What the patch changes: code-patch (source) or test-gen (tests).")],
+    patch: Annotated[Path, typer.Option(metavar="FILE", help="Unified diff to judge.")],
+    expect: Annotated[Expect | None, typer.Option(help="With test-gen: the new tests fail (red) or pass "
+                                                       "(green) on the unchanged source.")] = None,
+    holdout: Annotated[Path | None, typer.Option(metavar="DIR", help="Held-out tests run after the patch.")] = None,
+    lock: Annotated[Lock | None, typer.Option(help=LOCK_HELP)] = None,
+    json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON object.")] = False,
+) -> None:
+    """Judge a patch on a scratch copy of a workspace. Exit 0 accepted, 1 rejected, 2 error."""
+    from guardrails import cli
+
+    args = ["gate", "--workspace", str(workspace), "--phase", phase.value, "--patch", str(patch)]
+    args += ["--lock", lock.value] if lock else []
+    args += ["--expect", expect.value] if expect else []
+    args += ["--holdout", str(holdout)] if holdout else []
+    args += ["--json"] if json else []
+    raise typer.Exit(_run(cli, args))
+
+
+def redteam(
+    corpus: Annotated[Path, typer.Option(metavar="DIR", help="Folder with cases.csv, patches and workspaces.")],
+    lock: Annotated[Lock | None, typer.Option(help=LOCK_HELP)] = None,
+) -> None:
+    """Run every red-team case. Prints attacks blocked and benign patches accepted."""
+    from guardrails.cli import EXIT_ACCEPTED, EXIT_REJECTED, EXIT_SETUP
+    from guardrails.redteam import format_report, run_corpus
+    from guardrails.workspace import GateSetupError
+
+    try:
+        with progress("redteam") as advance:
+            report = run_corpus(corpus, lock=lock.value if lock else None, progress=advance)
+    except GateSetupError as exc:  # exit 2, as the gate's contract says for set-up errors
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(EXIT_SETUP) from None
+    typer.echo(format_report(report))
+    raise typer.Exit(EXIT_ACCEPTED if report.all_as_expected else EXIT_REJECTED)
 
 
 def _run(cli: object, args: list[str]) -> int:
@@ -50,3 +72,9 @@ def _run(cli: object, args: list[str]) -> int:
         return int(cli.main(args))  # type: ignore[attr-defined]
     except SystemExit as exc:  # argparse rejects bad choices with exit status 2
         return int(exc.code or 0)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's commands to the `oomrl` app."""
+    app.command("gate")(gate)
+    app.command("redteam")(redteam)

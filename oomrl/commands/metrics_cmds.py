@@ -37,7 +37,10 @@ def metrics_command(
                                      "(returns of a `close` file still use the previous session's close)."),
     end: str | None = typer.Option(None, "--end", metavar="DATE", help="Last date to include."),
 ) -> None:
-    """Performance of a daily return series against a benchmark (fractions, 252 sessions a year)."""
+    """Compute performance against a benchmark.
+
+    Daily returns in, metrics out as fractions, 252 sessions a year.
+    """
     from oomrl.metrics.io import read_returns_csv, window
     from oomrl.metrics.performance import compute_metrics
 
@@ -58,7 +61,10 @@ def report_command(
     out: Path | None = typer.Option(None, "--out", metavar="DIR",
                                     help="Folder for the report (default: a new folder under OOMRL_HOME/runs)."),
 ) -> None:
-    """Write the HTML tearsheet, PNG charts and Markdown summary, and print their paths."""
+    """Write the tearsheet (HTML, PNG, Markdown).
+
+    Prints the paths of the files written.
+    """
     from oomrl.config import get_settings
     from oomrl.metrics.attribution import account_report, report_dir
     from oomrl.metrics.io import MetricsInputError, read_returns_csv
@@ -97,7 +103,10 @@ def diagnose_command(
     config: Path | None = typer.Option(None, "--config", metavar="FILE",
                                        help="Alert thresholds as TOML, YAML or JSON (default: built in)."),
 ) -> None:
-    """Evaluate the loss alert rules and print each new autopsy as JSON (one array)."""
+    """Evaluate the loss-alert rules on one session.
+
+    Prints each new autopsy as JSON, all in one array.
+    """
     from oomrl.config import get_settings
     from oomrl.diagnostics.diagnose import diagnose_account
 

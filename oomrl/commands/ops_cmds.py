@@ -9,24 +9,28 @@ import typer
 
 from oomrl.commands import Lock, RepairOn, valid_strategy
 
-server_app = typer.Typer(help="A local Prefect server, the oomrl-local pool and worker, deployments, webhook.",
+server_app = typer.Typer(help="Start, stop or inspect a local stack.\n\nPrefect server, the oomrl-local pool and "
+                              "worker, the deployments and the webhook.",
                          no_args_is_help=True)
-webhook_app = typer.Typer(help="The signed loss-alert webhook: POST /hooks/loss-alert and /hooks/alertmanager.",
+webhook_app = typer.Typer(help="The signed loss-alert webhook.",
                           no_args_is_help=True)
 
 
 @server_app.command("up")
 def server_up(
     host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Interface the server and webhook listen on."),
-    port: int = typer.Option(4200, min=1, max=65535, help="Prefect server (API and UI) port."),
-    webhook_port: int = typer.Option(8765, "--webhook-port", min=1, max=65535, help="Webhook port."),
+    port: int = typer.Option(4200, min=1, max=65535, metavar="PORT", help="Prefect server (API and UI) port."),
+    webhook_port: int = typer.Option(8765, "--webhook-port", min=1, max=65535, metavar="PORT", help="Webhook port."),
     database_url: str | None = typer.Option(
         None, "--database-url", metavar="URL", envvar="PREFECT_API_DATABASE_CONNECTION_URL",
-        help="Prefect database (e.g. postgresql+asyncpg://...); SQLite under OOMRL_HOME by default."),
+        help="Prefect database, e.g. postgresql+asyncpg://... (default: SQLite under OOMRL_HOME)."),
     no_deploy: bool = typer.Option(False, "--no-deploy", help="Skip `prefect deploy --all`."),
     no_webhook: bool = typer.Option(False, "--no-webhook", help="Do not start the webhook."),
 ) -> None:
-    """Start the stack and print where it is; `oomrl server down` stops it."""
+    """Start the stack and print where it is.
+
+    `oomrl server down` stops it.
+    """
     from oomrl.config import get_settings
     from oomrl.server import StackConfig, up
 
@@ -52,7 +56,10 @@ def server_down() -> None:
 
 @server_app.command("status")
 def server_status() -> None:
-    """What `oomrl server up` started and whether it still runs."""
+    """Show what `oomrl server up` started.
+
+    And whether each process still runs.
+    """
     from oomrl.config import get_settings
     from oomrl.server import read_state, running
 
@@ -69,9 +76,12 @@ def server_status() -> None:
 @webhook_app.command("serve")
 def webhook_serve(
     host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Interface to listen on."),
-    port: int = typer.Option(8765, min=1, max=65535, help="Port to listen on."),
+    port: int = typer.Option(8765, min=1, max=65535, metavar="PORT", help="Port to listen on."),
 ) -> None:
-    """Serve POST /hooks/loss-alert and /hooks/alertmanager; needs OOMRL_WEBHOOK_SECRET."""
+    """Serve the loss-alert webhook.
+
+    POST /hooks/loss-alert and /hooks/alertmanager; needs OOMRL_WEBHOOK_SECRET.
+    """
     from oomrl.webhook.app import serve
 
     serve(host=host, port=port)
@@ -87,10 +97,13 @@ def demo_command(
     repair_on: RepairOn = typer.Option(RepairOn.friction, "--repair-on", help="Which new alert starts a "
                                        "repair: friction (slippage leakage, or anything critical), "
                                        "critical or warning."),
-    max_repairs: int = typer.Option(2, "--max-repairs", min=0, help="Repairs at most (0: never repair)."),
+    max_repairs: int = typer.Option(2, "--max-repairs", min=0, metavar="N", help="Repairs at most (0: never repair)."),
     lock: Lock = typer.Option(Lock.namespace, help="RO-Lock backend of the gate."),
 ) -> None:
-    """The whole loop offline on the bundled sample: replay, alert, repair, promote, Table 1, tearsheet."""
+    """Run the whole loop offline on the bundled sample.
+
+    Replay, alert, repair, promote, Table 1 and the tearsheet.
+    """
     from oomrl.demo import run_demo
 
     run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on.value,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, account_or_default, progress, valid_strategy
+from oomrl.commands import AccountOption, Market, account_or_default, progress, valid_strategy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 SHOWN_ROWS = 20
 
-account_app = typer.Typer(help="Show an account, or resume it after the kill switch halted it.",
+account_app = typer.Typer(help="Show an account, or resume it after a halt.",
                           no_args_is_help=True)
 
 
@@ -67,7 +67,10 @@ def rebalance_command(
         "--as-of", metavar="DATE", help="Session to rebalance on, YYYY-MM-DD (default: the latest).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the orders; write nothing.")] = False,
 ) -> None:
-    """Rebalance an account on one session with its active strategy version (commits once)."""
+    """Rebalance an account on one session.
+
+    The account trades its active strategy version; a session is committed at most once.
+    """
     from rich.console import Console
 
     from oomrl.config import get_settings
@@ -105,11 +108,14 @@ def replay_command(
     kill_threshold: Annotated[float | None, typer.Option(
         metavar="FRACTION", min=0.0, max=1.0,
         help="Principal loss that halts the replay (default: OOMRL_KILL_THRESHOLD; 1 = never).")] = None,
-    market: Annotated[str, typer.Option(
-        metavar="MARKET", help="cn | us | hk: which stored symbols to trade, under that market's rules.")] = "cn",
+    market: Annotated[Market, typer.Option(
+        help="Which stored symbols to trade, under that market's rules.")] = Market.cn,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
 ) -> None:
-    """Paper-trade strategies over stored data and print turnover, costs, leakage and net return."""
+    """Paper-trade strategies over stored data.
+
+    Prints turnover, costs, slippage leakage and net return per strategy.
+    """
     from oomrl.config import get_settings
     from oomrl.portfolio.service import run_replay
 
@@ -120,7 +126,7 @@ def replay_command(
         for done, name in enumerate(strategy):
             advance(done, len(strategy), name)
             summaries.append(run_replay(settings, name, first, last, params, workspace,
-                                        kill_threshold=kill_threshold, market=market).summary())
+                                        kill_threshold=kill_threshold, market=market.value).summary())
     if as_json:
         typer.echo(json.dumps(summaries, default=str, indent=2))
         return
@@ -131,7 +137,10 @@ def replay_command(
 
 @account_app.command("show")
 def account_show(account: AccountOption = None) -> None:
-    """Status, cash, positions, last NAV rows and the active strategy version."""
+    """Show an account.
+
+    Status, cash, positions, the last NAV rows and the active strategy version.
+    """
     import pandas as pd
     from rich.console import Console
 
@@ -162,7 +171,10 @@ def account_resume(
     account: AccountOption = None,
     confirm: Annotated[bool, typer.Option("--confirm", help="A person confirms the resume.")] = False,
 ) -> None:
-    """Lift the kill switch's halt (needs --confirm; recorded in the ledger with who did it)."""
+    """Lift the kill switch's halt.
+
+    Needs --confirm: a person decides, and the ledger records who.
+    """
     import getpass
 
     from oomrl.config import get_settings

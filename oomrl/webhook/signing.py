@@ -1,4 +1,4 @@
-"""HMAC-SHA256 signing and verification of webhook deliveries (DESIGN §4.5), for the server and for senders."""
+"""HMAC-SHA256 signing and verification of webhook deliveries, for the server and for senders."""
 
 from __future__ import annotations
 
