@@ -8,7 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, Lock, Provider, StrategyOption, account_or_default, valid_account
+from oomrl.commands import (
+    AccountOption,
+    Lock,
+    Provider,
+    StrategyOption,
+    account_or_default,
+    valid_account,
+)
 
 versions_app = typer.Typer(help="Strategy versions: commits and tags in OOMRL_HOME/workspace.",
                            no_args_is_help=True)
