@@ -153,7 +153,7 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     benchmark = benchmark_returns(store, "price")
     members = membership(store)  # point-in-time CSI 300: the demo trades only members on the day
     weeks = weeks_between(config.start, config.end)
-    log, last_promotion = DemoLog(), -config.cooldown_weeks
+    log, last_promotion, told_budget = DemoLog(), -config.cooldown_weeks, False
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("replaying weeks", total=len(weeks))
@@ -190,8 +190,20 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
                               "a person must resume it (`oomrl account resume`)")
                 break
             chosen = pick_alert(new, config.repair_on)
-            if chosen is None or len(log.repairs) >= config.max_repairs \
-                    or number - last_promotion < config.cooldown_weeks:
+            if chosen is None:
+                continue
+            if len(log.repairs) >= config.max_repairs:
+                if not told_budget:  # say it once: the alerts that follow are still diagnosed and stored
+                    console.print(f"[yellow]no more repairs[/]: --max-repairs {config.max_repairs} reached; "
+                                  "later alerts are diagnosed and recorded in the ledger, not repaired "
+                                  "(raise --max-repairs to let them start repairs)")
+                    told_budget = True
+                continue
+            if number - last_promotion < config.cooldown_weeks:
+                console.print(f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
+                              f"({chosen.trigger.rule}): the version promoted {number - last_promotion} "
+                              f"week(s) ago trades {config.cooldown_weeks} weeks before its alerts may start "
+                              "a repair")
                 continue
             console.print(f"[cyan]repair[/] for alert {chosen.alert_id[:12]} ({chosen.trigger.rule}): "
                           f"{chosen.mandate}")
@@ -326,4 +338,17 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
         console.print(f"{label:>10}: {summary[key]}")
     for repair in log.repairs:
         console.print(f"{'repair':>10}: {repair['run_dir']} ({repair['status']})")
+    console.rule("inspect the demo's state")
+    for line in inspect_commands(settings.home, config.account):
+        console.print(line, soft_wrap=True)
     return summary
+
+
+def inspect_commands(home: Path, account: str) -> list[str]:
+    """How to look at what the demo left in its own OOMRL_HOME (the next demo run starts it afresh)."""
+    prefix = f"OOMRL_HOME={home}"
+    return [f"{prefix} oomrl versions list --account {account}     # v1, the promoted versions, * = active",
+            f"{prefix} oomrl versions show v2                      # a promotion's autopsy, diffs, verdicts",
+            f"{prefix} oomrl account show --account {account}      # cash, positions, last NAV rows",
+            f"{prefix} oomrl report --account {account}            # the tearsheet again, as of now",
+            "(the demo's ledger and workspace are replaced by the next `oomrl demo`; the market data stays)"]

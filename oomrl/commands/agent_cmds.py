@@ -36,6 +36,16 @@ def _versions() -> Any:
     return StrategyVersions(settings.workspace_dir, ledger), settings
 
 
+def _read_versions() -> Any:
+    """The workspace and ledger for reading: nothing is created (no folder, no database, no repo)."""
+    from oomrl.config import get_settings
+    from oomrl.portfolio.service import existing_ledger
+    from oomrl.versions import StrategyVersions
+
+    settings = get_settings()
+    return StrategyVersions(settings.workspace_dir, existing_ledger(settings)), settings
+
+
 def _review(mandate: Any) -> Any:
     """Ask the person at the terminal to approve, edit or reject the mandate."""
     from oomrl.agent.roles import Constraints
@@ -143,10 +153,13 @@ def init_cmd() -> None:
 def list_cmd(account: AccountOption = None) -> None:
     """List the tagged versions.
 
-    `*` marks the account's active one.
+    `*` marks the account's active one. A read: it creates nothing.
     """
-    store, settings = _versions()
-    store.init()
+    store, settings = _read_versions()
+    if not store.initialized:
+        typer.echo(f"no strategy versions yet: {store.workspace} does not exist (v1 is created by "
+                   "`oomrl versions init`, an account's first rebalance, a repair or the demo)")
+        return
     for v in store.list(account_or_default(account, settings)):
         typer.echo(f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  "
                    f"{v.strategy or '-':<18} {v.subject}")
@@ -158,7 +171,7 @@ def show_cmd(ref: RefArgument, account: AccountOption = None) -> None:
 
     Info, metadata (autopsy, diffs, verdicts, cross-validation) and the diffstat.
     """
-    store, settings = _versions()
+    store, settings = _read_versions()
     typer.echo(json.dumps(store.show(ref, account_or_default(account, settings)), indent=1, default=str))
 
 

@@ -145,11 +145,15 @@ def account_show(account: AccountOption = None) -> None:
     from rich.console import Console
 
     from oomrl.config import get_settings
-    from oomrl.portfolio.service import open_ledger
+    from oomrl.errors import OomrlError
+    from oomrl.portfolio.service import existing_ledger
 
     settings = get_settings()
     name = account_or_default(account, settings)
-    ledger = open_ledger(settings)
+    ledger = existing_ledger(settings)  # a read: never creates the ledger
+    if ledger is None:
+        raise OomrlError(f"no account {name!r}: nothing was ever booked with OOMRL_HOME={settings.home} "
+                         "(the ledger does not exist yet)")
     state = ledger.account(name)
     active = ledger.active_strategy(name)
     console = Console()

@@ -42,6 +42,19 @@ def open_ledger(settings: Settings) -> Ledger:
     return ledger
 
 
+def existing_ledger(settings: Settings) -> Ledger | None:
+    """The ledger for reading, or None when none was ever created: a read command never creates one."""
+    import sqlalchemy as sa
+
+    from oomrl.files import sqlite_file
+
+    database = sqlite_file(settings.ledger)
+    if database is not None and not database.is_file():
+        return None
+    ledger = Ledger(settings.ledger)
+    return ledger if sa.inspect(ledger.engine).has_table("accounts", schema=ledger.metadata.schema) else None
+
+
 def resolve_strategy(settings: Settings, ledger: Ledger, account: str,
                      default: str = DEFAULT_STRATEGY) -> ResolvedStrategy:
     """The account's active version loaded from its workspace commit, else the bundled strategy."""

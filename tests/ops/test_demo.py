@@ -60,6 +60,13 @@ def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
     assert row_v1["end"] == "2024-08-09" and whole["annualized_return"] < 0 and whole["max_drawdown"] < -0.1
     assert whole["beta"] > 0
     assert_point_in_time_members_only(demo_home)
+    # it says why no repair ran, and how to look at what it left
+    assert "no more repairs: --max-repairs 0 reached" in " ".join(result.output.split())
+    inspect = f"OOMRL_HOME={demo_home.resolve()} oomrl versions list --account demo"
+    assert inspect in result.output
+    listed = CliRunner().invoke(app, ["versions", "list", "--account", "demo"],
+                                env={"OOMRL_HOME": str(demo_home.resolve())})
+    assert listed.exit_code == 0 and listed.output.startswith("* v1 "), listed.output
 
 
 def assert_point_in_time_members_only(home: Path) -> None:
