@@ -346,9 +346,10 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
 
 def inspect_commands(home: Path, account: str) -> list[str]:
     """How to look at what the demo left in its own OOMRL_HOME (the next demo run starts it afresh)."""
-    prefix = f"OOMRL_HOME={home}"
-    return [f"{prefix} oomrl versions list --account {account}     # v1, the promoted versions, * = active",
-            f"{prefix} oomrl versions show v2                      # a promotion's autopsy, diffs, verdicts",
-            f"{prefix} oomrl account show --account {account}      # cash, positions, last NAV rows",
-            f"{prefix} oomrl report --account {account}            # the tearsheet again, as of now",
+    steps = [(f"versions list --account {account}", "v1, the promoted versions, * = active"),
+             ("versions show v2", "a promotion's autopsy, diffs, verdicts"),
+             (f"account show --account {account}", "cash, positions, last NAV rows"),
+             (f"report --account {account}", "the tearsheet again, as of now")]
+    width = max(len(command) for command, _ in steps)
+    return [*(f"OOMRL_HOME={home} oomrl {command:<{width}}  # {why}" for command, why in steps),
             "(the demo's ledger and workspace are replaced by the next `oomrl demo`; the market data stays)"]

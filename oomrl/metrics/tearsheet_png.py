@@ -22,6 +22,7 @@ DPI = 100
 HEADLINE = (("annualized_return", "Ann. return"), ("max_drawdown", "Max drawdown"), ("sharpe", "Sharpe"),
             ("information_ratio", "IR vs CSI 300"), ("beta", "Beta"), ("alpha_annualized", "CAPM alpha"))
 PER_ROW = 7
+FRICTION_ROWS = ("turnover_annualized", "cost_drag", "slippage_leakage_annualized", "adv_participation_mean")
 FRICTION_HEADLINE = (("turnover_annualized", "Turnover a year"), ("cost_drag", "Cost drag a year"),
                      ("slippage_leakage_annualized", "Slippage leakage a year"),
                      ("adv_participation_mean", "Mean ADV participation"))
@@ -35,6 +36,20 @@ def _headline(report: Report) -> list[tuple[str, str]]:
         whole = report.friction.by_version.iloc[-1]
         figures += [(name, format_value(key, whole[key])) for key, name in FRICTION_HEADLINE]
     return figures
+
+
+def _version_table(report: Report) -> rt.Grid | None:
+    """Per version: performance, then the friction that explains it (same columns, same order)."""
+    if report.phases is None:
+        return None
+    table = rt.transposed(report.phases, "phase", rt.PHASE_ROWS)
+    if report.friction is not None:
+        names = list(report.phases["phase"])
+        by_version = report.friction.by_version.set_index("version")
+        if set(names) <= set(by_version.index):
+            rows = by_version.loc[names].reset_index()
+            table.rows += rt.transposed(rows, "version", FRICTION_ROWS, span=None).rows
+    return table
 
 
 def _table(ax: object, grid: rt.Grid) -> None:
@@ -59,7 +74,7 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
     """Draw the page and write it to `path`."""
     panels = ["equity"] + (["rolling_ir"] if benchmark is not None and len(returns) > ROLLING_IR_WINDOW else [])
     panels += ["underwater"] + (["friction"] if report.friction is not None else [])
-    table = rt.transposed(report.phases, "phase", rt.PHASE_ROWS) if report.phases is not None else None
+    table = _version_table(report)
     figures = _headline(report)
     rows = [figures[i:i + PER_ROW] for i in range(0, len(figures), PER_ROW)]
     head_in = 0.8 + 0.6 * len(rows)

@@ -106,3 +106,19 @@ def test_an_account_that_never_traded_has_no_friction_section() -> None:
     assert friction.by_version.loc[0, "rebalances"] == 0 and friction.by_version.loc[0, "fills"] == 0
     assert friction.by_version.loc[0, "adv_participation_mean"] is None
     assert friction_row(nav.iloc[:0], pd.DataFrame(columns=[*KINDS, "adv_participation"]))["turnover_annualized"] is None
+
+
+def test_the_one_page_png_puts_friction_under_each_versions_performance(traded_report: Any) -> None:
+    import matplotlib.image as mpimg
+
+    from oomrl.metrics.tearsheet_png import _version_table
+
+    grid = _version_table(traded_report)
+    assert grid is not None and [c.text for c in grid.header] == ["", "v1 daily_momentum", "v2 daily_momentum"]
+    names = [row[0].text for row in grid.rows]
+    assert names.index("Information ratio") < names.index("Turnover (× NAV a year)")
+    v1 = _by_version(traded_report)["v1 daily_momentum"]
+    turnover = grid.rows[names.index("Turnover (× NAV a year)")]
+    assert turnover[1].text == format_value("turnover_annualized", v1["turnover_annualized"])
+    height, width = mpimg.imread(traded_report.summary_png).shape[:2]
+    assert width == 1400 and height > 1200
