@@ -89,3 +89,19 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
         lines.append(f"- version: {outcome.version.tag} `{outcome.version.sha}`")
     create_markdown_artifact(key="repair-outcome", markdown="\n".join(lines),
                              description=f"repair {outcome.status}")
+    publish_agent_records(outcome)
+
+
+def publish_agent_records(outcome: domain.RepairOutcome) -> None:
+    """The transcript, the budget (this repair and the account's ledger balance) and the state trail."""
+    from oomrl.agent.records import budget_rows, trail_rows, transcript_rows
+
+    if outcome.run_dir:
+        create_table_artifact(key="repair-transcript", table=transcript_rows(outcome.run_dir),
+                              description=f"Every model request and answer ({outcome.run_dir}/transcript.jsonl)")
+    if outcome.budget:
+        create_table_artifact(key="repair-budget", table=budget_rows(outcome.budget),
+                              description="LLM budget: this repair and the account (ledger)")
+    if outcome.trail:
+        create_table_artifact(key="repair-trail", table=trail_rows(outcome.trail),
+                              description="The repair's state machine transitions")

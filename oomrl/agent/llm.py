@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
-from oomrl.agent.budget import AgentSettings, Budget, Usage
+from oomrl.agent.budget import AgentSettings, Budget, Usage, prompt_token_bound
 from oomrl.errors import OomrlError
 from oomrl.files import private_dir
 
@@ -151,15 +151,23 @@ class LLMClient:
         self.sleep = sleep
 
     def ask(self, role: str, messages: Messages, json_mode: bool = False) -> str:
-        """One answer's text; raises OutOfMoneyError, LLMUnavailableError or InvalidAnswerError."""
-        self.budget.ensure_available()
-        max_tokens = max(1, min(self.settings.max_output_tokens, self.budget.tokens_left))
-        self.transcript.append("request", role, messages=messages, max_tokens=max_tokens)
-        reply = self._complete_with_retries(role, messages, max_tokens, json_mode)
+        """One answer's text; raises OutOfMoneyError, LLMUnavailableError or InvalidAnswerError.
+
+        The most the call may cost is reserved first (nothing is sent if it cannot be afforded);
+        what it did cost is debited before the answer is used."""
+        held = self.budget.reserve(role, prompt_token_bound(messages), self.settings.max_output_tokens,
+                                   min(self.settings.min_output_tokens, self.settings.max_output_tokens))
+        self.transcript.append("request", role, messages=messages, max_tokens=held.max_tokens,
+                               reserved_tokens=held.tokens)
+        try:
+            reply = self._complete_with_retries(role, messages, held.max_tokens, json_mode)
+        except BaseException as exc:
+            self.budget.release(held, f"{type(exc).__name__}: {exc}")
+            raise
         self.transcript.append("response", role, content=reply.content,
                                usage=reply.usage.model_dump(), model=reply.model,
                                finish_reason=reply.finish_reason)
-        self.budget.charge(reply.usage)  # may raise OutOfMoneyError: the answer is logged, not used
+        self.budget.settle(held, reply.usage, reply.model)  # may raise: the answer is logged, not used
         if len(reply.content) > self.settings.max_answer_chars:
             raise InvalidAnswerError(f"{role}: answer of {len(reply.content)} characters exceeds "
                                      f"the limit of {self.settings.max_answer_chars}")

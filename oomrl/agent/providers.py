@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from oomrl.agent.budget import AgentSettings, Budget, Usage
 from oomrl.agent.llm import ChatReply, LLMClient, Messages, OpenAIBackend, Transcript
-from oomrl.agent.offline_code import (
-    contradicted_tests,
-    mandate_tests,
-    reference_change,
-    supersede,
-    unified_diff,
-)
+from oomrl.agent.offline_author import mandate_tests, missed_tests, pinned_tests, supersede
+from oomrl.agent.offline_coder import reference_change
+from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import (
     CoderView,
     Constraints,
@@ -72,19 +67,34 @@ def alert_type(autopsy: dict[str, Any]) -> str:
 class OfflineProvider:
     """Deterministic rules standing in for a model (no network, no key); honest about being rules.
 
-    Each answer is logged to the transcript like a model's, so `replay` can reproduce an offline run."""
+    Each answer is logged to the transcript like a model's, so `replay` can reproduce an offline run;
+    each is booked in the budget at no cost. The rules of each role read only that role's view."""
 
     name = "offline"
+    MODEL = "offline-rules"
+    # What the rules of each role read: a view that differs elsewhere (e.g. in feedback, which
+    # rules do not read) gets the same answer, so asking again is pointless.
+    READS: ClassVar[dict[str, set[str]]] = {"critic": {"autopsy"},
+                                  "test_author": {"mandate", "source", "tests", "missed"},
+                                  "coder": {"mandate", "source", "tests"}}
 
-    def __init__(self, transcript: Transcript | None = None) -> None:
+    def __init__(self, transcript: Transcript | None = None, budget: Budget | None = None) -> None:
         self.transcript = transcript
+        self.budget = budget
 
     def _log(self, role: str, view: BaseModel, answer: BaseModel) -> None:
+        if self.budget is not None:
+            self.budget.record_free(role, self.MODEL)
         if self.transcript is not None:
             self.transcript.append("request", role, view=view.model_dump(mode="json"))
             self.transcript.append("response", role, content=answer.model_dump_json(),
                                    usage={"prompt_tokens": 0, "completion_tokens": 0},
-                                   model="offline-rules")
+                                   model=self.MODEL)
+
+    def answer_key(self, role: str, view: BaseModel) -> str | None:
+        """Rules are a function of what they read: a digest of exactly that."""
+        read = view.model_dump(mode="json", include=self.READS[role])
+        return hashlib.sha256(json.dumps(read, sort_keys=True).encode()).hexdigest()
 
     def critic(self, view: CriticView) -> Mandate:
         """Map the alert type to a mandate; constraints the autopsy already derived take precedence."""
@@ -115,32 +125,31 @@ class OfflineProvider:
                                  f"metrics {json.dumps(autopsy.get('metrics') or {}, sort_keys=True)}")
 
     def _test_author(self, view: TestAuthorView) -> Patch:
-        """New tests from the constraints, plus new bodies for old tests the mandate contradicts."""
+        """Tests for the whole mandate, new bodies for old tests that watch the unchanged source do
+        what the mandate forbids, and after a failed replay, tests for what the replay found."""
         mandate = view.mandate
-        module_path = mandate.module.replace(".", "/") + ".py"
+        extra = ""
+        if view.missed:
+            checks = ", ".join(str(m.get("check")) for m in view.missed)
+            text = missed_tests(mandate, view.missed)
+            if text is None:
+                return Patch(diff="", notes=f"offline rules have no test for what cross-validation "
+                                            f"found missing ({checks})")
+            missed_path = _new_test_path(view.tests, mandate.strategy, "missed")
+            extra = unified_diff(missed_path, None, text)
         target = _new_test_path(view.tests, mandate.strategy)
         diffs = [unified_diff(target, None, mandate_tests(mandate))]
-        contradicted = self._contradicted(view, module_path)
-        for path, names in sorted(contradicted.items()):
+        module_path = mandate.module.replace(".", "/") + ".py"
+        pinned = pinned_tests(view.source, view.tests, mandate) if module_path in view.source else {}
+        for path, names in sorted(pinned.items()):
             if path in view.tests:
                 diffs.append(unified_diff(path, view.tests[path],
                                           supersede(view.tests[path], names, mandate)))
         notes = (f"offline rules: tests for constraints {mandate.constraints.model_dump(exclude_none=True)}"
-                 f" in {target}; superseded {sum(len(n) for n in contradicted.values())} old tests")
-        return Patch(diff="".join(diffs), notes=notes)
-
-    def _contradicted(self, view: TestAuthorView, module_path: str) -> dict[str, list[str]]:
-        if module_path not in view.source:
-            return {}
-        scratch = Path(tempfile.mkdtemp(prefix="oomrl-author-"))
-        try:
-            for path, text in {**view.source, **view.tests}.items():
-                (scratch / path).parent.mkdir(parents=True, exist_ok=True)
-                (scratch / path).write_text(text, encoding="utf-8")
-            new_source = reference_change(view.source[module_path], view.mandate)
-            return contradicted_tests(scratch, module_path, new_source)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+                 f" in {target}; superseded {sum(len(n) for n in pinned.values())} old tests that "
+                 "pin what the mandate forbids" + ("; tests for what the replay found missing"
+                                                   if extra else ""))
+        return Patch(diff="".join(diffs) + extra, notes=notes)
 
     def _coder(self, view: CoderView) -> Patch:
         """The mandate's reference change to the strategy module, as a diff."""
@@ -153,9 +162,9 @@ class OfflineProvider:
                            "turnover-budgeted trading toward the old targets")
 
 
-def _new_test_path(tests: dict[str, str], strategy: str) -> str:
-    """tests/strategies/test_<strategy>_mandate[_n].py, the first name not taken."""
-    base = f"tests/strategies/test_{strategy}_mandate"
+def _new_test_path(tests: dict[str, str], strategy: str, kind: str = "mandate") -> str:
+    """tests/strategies/test_<strategy>_<kind>[_n].py, the first name not taken."""
+    base = f"tests/strategies/test_{strategy}_{kind}"
     n = 1
     while (candidate := f"{base}{'' if n == 1 else f'_{n}'}.py") in tests:
         n += 1
@@ -189,7 +198,7 @@ def get_provider(name: str | None, settings: Settings, budget: Budget, transcrip
     chosen = name or settings.llm_provider_name
     agent = agent_settings or AgentSettings()
     if chosen == "offline":
-        return OfflineProvider(transcript)
+        return OfflineProvider(transcript, budget)
     if chosen == "openai":
         backend = OpenAIBackend(settings.llm_base_url, settings.llm_api_key, settings.llm_model,
                                 agent.timeout_s)

@@ -54,20 +54,27 @@ class CriticView(BaseModel):
 
 
 class TestAuthorView(BaseModel):
-    """What the Test Author sees: the mandate, S read-only, T (which it may change), earlier rejections."""
+    """What the Test Author sees: the mandate, the autopsy's evidence, S read-only, T, its own verdicts,
+    and after a failed replay, what the tests missed and its own tests of earlier rounds.
+    Never the Coder's plan or output."""
 
     __test__ = False  # a name starting with "Test" is not a pytest test class
 
     mandate: Mandate
+    evidence: dict[str, Any] = Field(default_factory=dict)
     source: dict[str, str]
     tests: dict[str, str]
     feedback: list[dict[str, Any]] = Field(default_factory=list)
+    missed: list[dict[str, Any]] = Field(default_factory=list)
+    earlier_tests: list[str] = Field(default_factory=list)
 
 
 class CoderView(BaseModel):
-    """What the Coder sees: the mandate, T read-only, S (which it may change), failing tests, last verdict."""
+    """What the Coder sees: the mandate, the evidence, T read-only, S, the failing tests and the verdicts
+    on its own patches (gate and cross-validation). Never the held-out tests."""
 
     mandate: Mandate
+    evidence: dict[str, Any] = Field(default_factory=dict)
     tests: dict[str, str]
     source: dict[str, str]
     failing_tests: list[str] = Field(default_factory=list)
@@ -85,6 +92,10 @@ class Provider(Protocol):
     def test_author(self, view: TestAuthorView) -> Patch: ...
 
     def coder(self, view: CoderView) -> Patch: ...
+
+    def answer_key(self, role: str, view: BaseModel) -> str | None:
+        """For a deterministic provider, a digest of what its answer depends on; None otherwise."""
+        ...
 
 
 def read_tree(workspace: Path, top: str) -> dict[str, str]:
@@ -119,3 +130,7 @@ class LLMProvider:
 
     def coder(self, view: CoderView) -> Patch:
         return self.client.ask_json("coder", self._messages("coder", view, Patch), Patch)
+
+    def answer_key(self, role: str, view: BaseModel) -> str | None:
+        """A model may answer differently when asked again: no key, every retry is worth asking."""
+        return None

@@ -155,5 +155,23 @@ def account_report(ledger: NavSource, store: IndexSource, account: str, out_dir:
     inputs = ReportInputs(
         title=f"Account {account}", benchmark_kind=benchmark_kind, rf=rf, phases=live_phases,
         attribution=attribution, friction=account_friction(nav, ledger.fills_frame(account), friction_phases),
-        marks=account_marks(ledger, account, versions, labels, runs_dir), notes=[note] if note else [])
+        marks=account_marks(ledger, account, versions, labels, runs_dir),
+        notes=[text for text in (note, alignment_cost_note(ledger, account, nav)) if text])
     return write_report(returns, benchmark, out_dir, inputs)
+
+
+def alignment_cost_note(ledger: object, account: str, nav: pd.DataFrame) -> str | None:
+    """The cost of alignment (the model calls of the account's repairs) beside its trading PnL."""
+    from oomrl.agent.capital import read_cost_of_alignment
+
+    cost = read_cost_of_alignment(ledger, account) if hasattr(ledger, "engine") else None
+    if cost is None:
+        return None
+    first = nav.iloc[0]
+    start = float(first["nav"]) / (1.0 + float(first["realized_return"]))
+    pnl = float(nav["nav"].iloc[-1]) - start
+    costs = float(nav["costs"].sum()) if "costs" in nav else 0.0
+    return (f"Cost of alignment: {cost['repairs']} repair(s), {cost['calls']} model call(s), "
+            f"{cost['tokens']:,} tokens, ${cost['cost_usd']:.4f} (LLM budget left: "
+            f"{cost['tokens_left']:,} tokens, ${cost['usd_left']:.4f}); trading PnL over the "
+            f"account's history: {pnl:+,.0f} CNY after {costs:,.0f} CNY of trading costs.")

@@ -1,15 +1,20 @@
-"""A scripted OpenAI-compatible HTTP server on loopback: serves /v1/chat/completions from a queue of replies."""
+"""A scripted OpenAI-compatible HTTP server on loopback: serves /v1/chat/completions from a queue of
+replies, or from a scripted agent that answers each role in turn and bills like a real server."""
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
+
+# Usage a real server would bill: ~4 bytes a token (measured), or the request's whole max_tokens.
+Billing = int | Literal["measured", "max"]
 
 
 @dataclass
@@ -19,20 +24,60 @@ class Scripted:
     content: str | None = None
     status: int = 200
     delay_s: float = 0.0
-    prompt_tokens: int = 100
-    completion_tokens: int = 50
+    prompt_tokens: Billing = 100
+    completion_tokens: Billing = 50
     headers: dict[str, str] = field(default_factory=dict)
     with_usage: bool = True
 
 
+def billed(body: dict[str, Any], reply: Scripted) -> tuple[int, int]:
+    """The usage the server reports for `reply` to request `body`."""
+    prompt_bytes = sum(len(str(m.get("content", "")).encode()) for m in body.get("messages", []))
+    prompt = math.ceil(prompt_bytes / 4) if reply.prompt_tokens in ("measured", "max") else reply.prompt_tokens
+    if reply.completion_tokens == "max":
+        completion = int(body.get("max_tokens") or 0)
+    elif reply.completion_tokens == "measured":
+        completion = math.ceil(len((reply.content or "").encode()) / 4)
+    else:
+        completion = int(reply.completion_tokens)
+    return int(prompt), completion
+
+
+ROLE_TITLES = {"# Role: Critic": "critic", "# Role: Test Author": "test_author", "# Role: Coder": "coder"}
+
+
+def role_of(body: dict[str, Any]) -> str:
+    """The role a request is for, from the first line of its system prompt."""
+    first = str(body["messages"][0]["content"]).splitlines()[0]
+    return next(role for title, role in ROLE_TITLES.items() if first.startswith(title))
+
+
+class ScriptedAgent:
+    """Plays an agent: each role's next scripted answer, in order; keeps what each role was shown."""
+
+    def __init__(self, answers: dict[str, list[str]], billing: Billing = "measured") -> None:
+        self.answers = {role: list(texts) for role, texts in answers.items()}
+        self.shown: dict[str, list[dict[str, Any]]] = {role: [] for role in ROLE_TITLES.values()}
+        self.billing = billing
+
+    def __call__(self, body: dict[str, Any]) -> Scripted:
+        role = role_of(body)
+        self.shown[role].append(json.loads(body["messages"][-1]["content"]))
+        if not self.answers.get(role):
+            return Scripted(status=500, content=f"the scripted agent has no more {role} answers")
+        return Scripted(content=self.answers[role].pop(0), prompt_tokens="measured",
+                        completion_tokens=self.billing)
+
+
 class FakeOpenAI:
-    """The server state: replies still to serve and requests received."""
+    """The server state: replies still to serve (or an agent that answers), and requests received."""
 
     def __init__(self) -> None:
         self.script: list[Scripted] = []
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.url = ""
+        self.agent: Callable[[dict[str, Any]], Scripted] | None = None
 
     def queue(self, *replies: Scripted) -> None:
         with self.lock:
@@ -41,9 +86,11 @@ class FakeOpenAI:
     def next_reply(self, body: dict[str, Any]) -> Scripted:
         with self.lock:
             self.requests.append(body)
-            if not self.script:
-                return Scripted(status=500, content="script exhausted")
-            return self.script.pop(0)
+            if self.script:
+                return self.script.pop(0)
+            if self.agent is not None:
+                return self.agent(body)
+            return Scripted(status=500, content="script exhausted")
 
 
 def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
@@ -64,15 +111,14 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(reply.status, {"error": {"message": reply.content or "error",
                                                     "type": "server_error"}}, reply.headers)
                 return
+            prompt, completion = billed(body, reply)
             self._send(200, {
                 "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion",
                 "created": int(time.time()), "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": reply.content}}],
-                "usage": {"prompt_tokens": reply.prompt_tokens,
-                          "completion_tokens": reply.completion_tokens,
-                          "total_tokens": reply.prompt_tokens + reply.completion_tokens}
-                if reply.with_usage else None})
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion} if reply.with_usage else None})
 
         def _send(self, status: int, payload: dict[str, Any],
                   headers: dict[str, str] | None = None) -> None:

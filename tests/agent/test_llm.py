@@ -131,18 +131,43 @@ def test_oversized_answer_is_refused_but_paid_for(server: FakeOpenAI, tmp_path: 
     assert client.budget.tokens_spent == 150
 
 
-def test_budget_exhaustion_raises_and_stops_further_calls(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.queue(ok({"verdict": "a", "score": 1}), ok({"verdict": "b", "score": 2}))
-    budget = Budget(max_tokens=200, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
+def test_each_call_asks_only_for_what_is_left_and_none_is_sent_unaffordable(
+        server: FakeOpenAI, tmp_path: Path) -> None:
+    server.queue(*[ok({"verdict": "a", "score": 1}, prompt_tokens=100, completion_tokens=500)] * 3)
+    budget = Budget(max_tokens=1500, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
+                    price_completion_per_mtok=1.0)
+    client, _ = make_client(server, tmp_path, budget=budget, max_output_tokens=1000,
+                            min_output_tokens=400)
+    bound = 1 + 8 * 2  # one byte of prompt, two messages' worth of chat format
+    client.ask("critic", [{"role": "user", "content": "1"}])
+    client.ask("critic", [{"role": "user", "content": "2"}])
+    assert [r["max_tokens"] for r in server.requests] == [1000, 1500 - 600 - bound]
+    with pytest.raises(OutOfMoneyError, match=r"cannot afford the next step \(critic: a prompt of "
+                                              r"up to 17 tokens and an answer of at least 400; left: 300"):
+        client.ask("critic", [{"role": "user", "content": "3"}])
+    assert len(server.requests) == 2 and budget.tokens_spent == 1200
+    assert [r["reserved_tokens"] for r in client.transcript.records() if r["kind"] == "request"] == [
+        1000 + bound, 900]
+
+
+def test_a_server_billing_past_the_reservation_ends_the_repair(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.queue(ok({"verdict": "a", "score": 1}, prompt_tokens=100, completion_tokens=2000))
+    budget = Budget(max_tokens=1500, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
+                    price_completion_per_mtok=1.0)
+    client, _ = make_client(server, tmp_path, budget=budget, max_output_tokens=1000,
+                            min_output_tokens=400)
+    with pytest.raises(OutOfMoneyError, match="budget exceeded .*tokens 2100/1500"):
+        client.ask("critic", [{"role": "user", "content": "1"}])
+    assert server.requests[0]["max_tokens"] == 1000  # the server billed past what it was allowed
+
+
+def test_the_money_left_bounds_the_answer_too(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.queue(ok({"verdict": "a", "score": 1}, prompt_tokens=10, completion_tokens=10))
+    budget = Budget(max_tokens=10_000_000, max_cost_usd=0.003, price_prompt_per_mtok=0.0,
                     price_completion_per_mtok=1.0)
     client, _ = make_client(server, tmp_path, budget=budget)
     client.ask("critic", [{"role": "user", "content": "1"}])
-    assert server.requests[0]["max_tokens"] == 200  # never ask for more than is left
-    with pytest.raises(OutOfMoneyError, match="tokens 300/200"):
-        client.ask("critic", [{"role": "user", "content": "2"}])
-    with pytest.raises(OutOfMoneyError, match="no budget left"):
-        client.ask("critic", [{"role": "user", "content": "3"}])
-    assert len(server.requests) == 2
+    assert server.requests[0]["max_tokens"] == 3000  # $0.003 buys 3000 answer tokens
 
 
 def test_money_limit_is_enforced_too(server: FakeOpenAI, tmp_path: Path) -> None:

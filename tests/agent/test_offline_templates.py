@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from oomrl.agent.offline_code import template
+from oomrl.agent.offline_common import template
 
 
 class _View:

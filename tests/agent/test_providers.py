@@ -10,7 +10,9 @@ import pytest
 
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
-from oomrl.agent.offline_code import mandate_tests, reference_change, supersede, unified_diff
+from oomrl.agent.offline_author import mandate_tests, supersede
+from oomrl.agent.offline_coder import reference_change
+from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import (
     OfflineProvider,
     ProviderError,
@@ -132,7 +134,7 @@ def test_replay_provider_answers_from_a_recorded_transcript(tmp_path: Path) -> N
     recorded.append("response", "critic", content=json.dumps(mandate(rebalance="weekly").model_dump()),
                     usage={"prompt_tokens": 10, "completion_tokens": 5})
     settings = get_settings(home=tmp_path / "home")
-    budget = Budget(max_tokens=100, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
+    budget = Budget(max_tokens=100_000, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
     provider = get_provider("replay", settings, budget, Transcript(tmp_path / "new.jsonl"),
                             replay_from=recorded.path)
     assert isinstance(provider, LLMProvider) and provider.name == "replay"
@@ -166,7 +168,7 @@ def test_every_role_has_its_prompt_file() -> None:
 def test_an_offline_run_replays_answer_for_answer(tmp_path: Path) -> None:
     source = (repo_root() / "strategies" / "daily_momentum.py").read_text()
     settings = get_settings(home=tmp_path / "home")
-    budget = Budget(max_tokens=10, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
+    budget = Budget(max_tokens=100_000, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
     recorded = Transcript(tmp_path / "offline.jsonl")
     offline = get_provider("offline", settings, budget, recorded)
     critic_view = CriticView(autopsy={"trigger": {"rule": "execution_decay"}, "alert_id": "r1"})

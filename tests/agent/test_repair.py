@@ -4,28 +4,24 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from guardrails.gate import run_gate
 from oomrl.agent.budget import AgentSettings, Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
-from oomrl.agent.offline_code import unified_diff
+from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import (
-    CoderView,
     Constraints,
     CriticView,
     LLMProvider,
     Mandate,
-    Patch,
     TestAuthorView,
 )
 from oomrl.crossval import CrossValidation
-from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import (
     AttemptRecord,
     Decision,
@@ -35,85 +31,21 @@ from oomrl.repair import (
     prepare_candidate,
     run_repair,
 )
-from oomrl.versions import StrategyVersions
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
-
-MANDATE = Mandate(module="strategies.daily_momentum", text="Trade weekly within ADV and turnover limits",
-                  constraints=Constraints(rebalance="weekly", max_adv_participation=0.05,
-                                          max_weekly_turnover=0.3), alert_id="alert-0001")
-AUTOPSY = {"account": "paper", "alert_id": "alert-0001",
-           "diagnostics": {"module": "strategies.daily_momentum"}}
-SOURCE = "strategies/daily_momentum.py"
-TESTS = "tests/strategies/test_daily_momentum.py"
-
-
-class ScriptedProvider:
-    """Answers from lists, recording every view it was shown (what the agent saw as feedback)."""
-
-    name = "scripted"
-
-    def __init__(self, test_author: list[Callable[[TestAuthorView], str]] | None = None,
-                 coder: list[Callable[[CoderView], str]] | None = None) -> None:
-        self.author_answers = list(test_author or [])
-        self.coder_answers = list(coder or [])
-        self.author_views: list[TestAuthorView] = []
-        self.coder_views: list[CoderView] = []
-
-    def critic(self, view: CriticView) -> Mandate:
-        return MANDATE
-
-    def test_author(self, view: TestAuthorView) -> Patch:
-        self.author_views.append(view)
-        return Patch(diff=self.author_answers.pop(0)(view), notes="scripted")
-
-    def coder(self, view: CoderView) -> Patch:
-        self.coder_views.append(view)
-        return Patch(diff=self.coder_answers.pop(0)(view), notes="scripted")
-
-
-def no_cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
-    raise AssertionError("cross-validation must not run after a failed genesis")
-
-
-def make_context(tmp_path: Path, provider: Any, budget: Budget | None = None,
-                 transcript: Transcript | None = None) -> RepairContext:
-    ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
-    ledger.create_schema()
-    versions = StrategyVersions(tmp_path / "workspace", ledger)
-    versions.init()
-    versions.activate("v1", "paper", "daily_momentum")
-    run_dir = tmp_path / "runs" / "r1"
-    run_dir.mkdir(parents=True)
-    agent = AgentSettings(attempts=2, retries=1, backoff_s=0.01, timeout_s=5.0)
-    return RepairContext(versions=versions, provider=provider,
-                         budget=budget or Budget.from_settings(agent),
-                         transcript=transcript or Transcript(run_dir / "transcript.jsonl"),
-                         run_dir=run_dir, account="paper", gate=run_gate,
-                         cross_validator=no_cross_validation, agent=agent, lock="namespace")
-
-
-def approve(mandate: Mandate) -> Decision:
-    return Decision(action="approve")
-
-
-def assert_untouched(ctx: RepairContext, head: str) -> None:
-    """Nothing half-done: same head and tags, clean tree, same active version, no candidate left."""
-    assert ctx.versions.head() == head
-    assert [v.tag for v in ctx.versions.list()] == ["v1"]
-    assert ctx.versions.git("status", "--porcelain") == ""
-    assert ctx.versions.ledger.active_version("paper") == head  # type: ignore[union-attr]
-    assert not ctx.candidate.exists()
-    assert json.loads((ctx.run_dir / "outcome.json").read_text())["status"] == "failed"
-
-
-def edit_source(view: TestAuthorView | CoderView) -> str:
-    old = view.source[SOURCE]
-    return unified_diff(SOURCE, old, old.replace("top_k: int = Field(10", "top_k: int = Field(5"))
-
-
-def edit_tests(view: CoderView) -> str:
-    old = view.tests[TESTS]
-    return unified_diff(TESTS, old, old.replace("assert not STRATEGY", "assert STRATEGY", 1))
+from tests.agent.repair_helpers import (
+    AUTOPSY,
+    MANDATE,
+    SOURCE,
+    TESTS,
+    ScriptedProvider,
+    approve,
+    assert_untouched,
+    at_step,
+    edges,
+    edit_source,
+    edit_tests,
+    make_context,
+)
 
 
 def test_test_author_editing_source_is_rejected_and_told_why(tmp_path: Path) -> None:
@@ -124,17 +56,21 @@ def test_test_author_editing_source_is_rejected_and_told_why(tmp_path: Path) -> 
     assert outcome.status == "failed" and outcome.step == "test-genesis"
     assert "diff.locked_path" in outcome.reason
     assert provider.author_views[0].feedback == []
-    gradient = provider.author_views[1].feedback[0]  # the gate's verdict, as JSON, on attempt 1
+    gradient = provider.author_views[1].feedback[0]  # the gate's verdict, encoded, on attempt 1
     assert gradient["attempt"] == 1 and gradient["accepted"] is False
     assert gradient["violations"][0]["rule"] == "diff.locked_path"
-    assert gradient["violations"][0]["path"] == SOURCE
+    assert gradient["violations"][0]["file"] == SOURCE
+    assert gradient["summary"].startswith("rejected: 1 violation(s) of diff.locked_path")
     assert (ctx.run_dir / "attempts" / "test-gen-1.verdict.json").exists()
+    assert edges(outcome) == [("critic", "approval"), ("approval", "test-genesis"),
+                              ("test-genesis", "test-genesis"), ("test-genesis", "failed")]
+    assert len((ctx.run_dir / "trail.jsonl").read_text().splitlines()) == 4
     assert_untouched(ctx, head)
 
 
 def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Path) -> None:
     provider = ScriptedProvider(coder=[edit_tests, lambda view: "--- a/x.py\n+++ b/x.py\n@@ garbage"])
-    ctx = make_context(tmp_path, provider)
+    ctx = at_step(make_context(tmp_path, provider), "logic-genesis")
     prepare_candidate(ctx)
     red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict={"accepted": True, "phase": "test-gen"})
     with pytest.raises(RepairStepError, match="logic-genesis failed: .*diff.malformed"):
@@ -143,7 +79,7 @@ def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Pa
     assert first.last_verdict == red.verdict and first.feedback == []
     assert second.last_verdict is not None
     assert second.last_verdict["violations"][0]["rule"] == "diff.locked_path"
-    assert second.last_verdict["violations"][0]["path"] == TESTS
+    assert second.last_verdict["violations"][0]["file"] == TESTS
     assert [r.verdict["violations"][0]["rule"] for r in ctx.attempts] == ["diff.locked_path",
                                                                           "diff.malformed"]
     assert ctx.attempts[1].verdict["judge"] == "pre-gate"  # unparseable: no gate run spent on it
@@ -154,6 +90,7 @@ def test_a_rejected_mandate_changes_nothing(tmp_path: Path) -> None:
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, lambda m: Decision(action="reject", reason="not now"))
     assert (outcome.status, outcome.step, outcome.reason) == ("rejected", "approval", "not now")
+    assert edges(outcome) == [("critic", "approval"), ("approval", "rejected")]
     assert ctx.versions.head() == head and not ctx.candidate.exists()
 
 
@@ -166,6 +103,7 @@ def test_a_mandate_for_an_unknown_module_fails_at_the_critic(tmp_path: Path) -> 
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "failed" and outcome.step == "critic"
     assert "strategies.nowhere" in outcome.reason
+    assert edges(outcome) == [("critic", "failed")]
 
 
 # -- the openai provider against a loopback server ---------------------------------------------------
@@ -176,7 +114,7 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None) -> RepairContext:
-    agent = AgentSettings(attempts=2, retries=1, backoff_s=0.01, timeout_s=0.5, max_answer_chars=4000)
+    agent = AgentSettings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=0.5, max_answer_chars=4000)
     transcript = Transcript(tmp_path / "transcript.jsonl")
     budget = budget or Budget.from_settings(agent)
     client = LLMClient(OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s), budget,
@@ -212,17 +150,20 @@ def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: F
     assert_untouched(ctx, head)
 
 
-def test_llm_repair_out_of_money_ends_cleanly(tmp_path: Path, server: FakeOpenAI) -> None:
+def test_llm_repair_that_cannot_afford_its_next_step_stops_before_asking(
+        tmp_path: Path, server: FakeOpenAI) -> None:
     server.queue(answer(MANDATE.model_dump(), prompt_tokens=100, completion_tokens=50),
-                 answer({"diff": "", "notes": ""}, prompt_tokens=300, completion_tokens=50))
-    budget = Budget(max_tokens=400, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
+                 answer({"diff": "", "notes": ""}))
+    # Enough for the Critic's short prompt, not for the Test Author's view of S and T.
+    budget = Budget(max_tokens=8_000, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
                     price_completion_per_mtok=1.0)
     ctx = llm_context(tmp_path, server, budget)
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "failed" and outcome.step == "test-genesis"
-    assert outcome.reason.startswith("out of money") and "tokens 500/400" in outcome.reason
-    assert outcome.budget["tokens_spent"] == 500 and len(server.requests) == 2
+    assert outcome.reason.startswith("out of money: cannot afford the next step (test_author")
+    assert "tokens 150/8000" in outcome.reason
+    assert outcome.budget["tokens_spent"] == 150 and len(server.requests) == 1  # never sent
     assert_untouched(ctx, head)
 
 
@@ -248,20 +189,21 @@ def test_an_edited_mandate_is_what_the_test_author_gets(tmp_path: Path) -> None:
     assert rejected[0]["message"] == "the patch is empty"
 
 
-def test_a_failing_cross_validation_names_its_checks_and_is_kept(tmp_path: Path) -> None:
+def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path: Path) -> None:
     from oomrl.crossval import Check
     from oomrl.repair import cross_validation, finish
 
     table = CrossValidation(start=date(2024, 7, 1), end=date(2024, 9, 30), rows=[], checks=[
         Check(name="max_weekly_turnover", passed=False, detail="busiest week traded 0.9")])
-    ctx = make_context(tmp_path, ScriptedProvider())
+    ctx = at_step(make_context(tmp_path, ScriptedProvider()), "cross-validation")
     ctx.cross_validator = lambda c, m: table
     prepare_candidate(ctx)
     prepare_candidate(ctx)  # a retried step starts from a fresh clone
-    with pytest.raises(RepairStepError, match="cross-validation failed: max_weekly_turnover: busiest"):
-        cross_validation(ctx, MANDATE)
+    assert cross_validation(ctx, MANDATE) == table
+    assert (ctx.run_dir / "cross_validation-1.json").exists()
     outcome = finish(ctx, "failed", "cross-validation", "see table", MANDATE)
     assert outcome.cross_validation == table and not ctx.candidate.exists()
+    assert outcome.trail[-1]["target"] == "failed"
 
 
 def test_load_autopsy_accepts_full_or_partial_and_names_problems(
@@ -325,18 +267,25 @@ def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_pa
 
 
 def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Path) -> None:
+    from oomrl.agent.llm import LLMUnavailableError
     from oomrl.repair import test_genesis as run_test_genesis
 
-    provider = ScriptedProvider(test_author=[edit_source] * 4)
-    ctx = make_context(tmp_path, provider)
+    def endpoint_down(view: TestAuthorView) -> str:
+        raise LLMUnavailableError("down", transient=True)
+
+    provider = ScriptedProvider(test_author=[edit_source, endpoint_down, lambda v: "", edit_source])
+    ctx = at_step(make_context(tmp_path, provider), "test-genesis")
+    ctx.agent = AgentSettings(max_attempts=3)
     prepare_candidate(ctx)
-    for _ in range(2):  # as a Prefect task retry would run the step again
-        with pytest.raises(RepairStepError, match="no accepted patch in 2 attempt"):
-            run_test_genesis(ctx, MANDATE)
-    assert [r.attempt for r in ctx.attempts] == [1, 2, 3, 4]
-    assert len(provider.author_views[3].feedback) == 3
+    with pytest.raises(LLMUnavailableError):  # as a Prefect task retry would then run the step again
+        run_test_genesis(ctx, MANDATE)
+    with pytest.raises(RepairStepError, match="ceiling of 3 role answers"):
+        run_test_genesis(ctx, MANDATE)
+    assert [r.attempt for r in ctx.attempts] == [1, 2, 3]
+    assert [len(v.feedback) for v in provider.author_views] == [0, 1, 1, 2]
+    assert provider.author_views[2].feedback[0]["violations"][0]["rule"] == "diff.locked_path"
     assert sorted(p.name for p in (ctx.run_dir / "attempts").glob("*.diff")) == [
-        f"test-gen-{n}.diff" for n in range(1, 5)]
+        f"test-gen-{n}.diff" for n in range(1, 4)]
 
 
 def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(tmp_path: Path) -> None:
@@ -350,12 +299,26 @@ def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(t
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.step == "test-genesis"
     told = provider.author_views[1].feedback[0]["violations"]
-    assert told and all(v["path"] == "tests/strategies/test_always.py" for v in told)
+    assert told and all(v["file"] == "tests/strategies/test_always.py" for v in told)
+    assert outcome.attempts[1].verdict["judge"] == "repeat"  # the same answer is not judged twice
+    assert outcome.attempts[1].verdict["violations"][0]["rule"] == "answer.repeated"
     red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict={"accepted": True})
+    (tmp_path / "again").mkdir()
+    ctx = at_step(make_context(tmp_path / "again", provider), "logic-genesis")
     prepare_candidate(ctx)
     with pytest.raises(RepairStepError, match="logic-genesis"):
         logic_genesis(ctx, MANDATE, red)
     sniffed = provider.coder_views[1].last_verdict
-    assert sniffed is not None and sniffed["violations"][0]["path"] == "strategies/sniff.py"
+    assert sniffed is not None and sniffed["violations"][0]["file"] == "strategies/sniff.py"
     # the gate's capability allow-list refuses `os`, the way into the environment
     assert "sanitizer.import_not_allowed" in json.dumps(sniffed["violations"])
+
+
+def test_a_missing_held_out_folder_is_refused_before_the_repair_starts(repair_home: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.errors import OomrlError
+    from oomrl.repair import open_context
+
+    with pytest.raises(OomrlError, match="OOMRL_AGENT_HOLDOUT_DIR .*nowhere is not a folder"):
+        open_context(get_settings(), AUTOPSY, agent=AgentSettings(holdout_dir=repair_home / "nowhere"))
+    assert not (repair_home / "runs").exists()

@@ -25,6 +25,12 @@ def test_offline_repair_promotes_a_tested_weekly_capped_version(
                                  "--auto-approve"])
     assert result.exit_code == 0, result.output
     assert "repair promoted: promoted v2" in result.output
+    outcome = json.loads(next((repair_home / "runs").glob("repair-*/outcome.json")).read_text())
+    assert [(m["source"], m["target"]) for m in outcome["trail"]] == [
+        ("critic", "approval"), ("approval", "test-genesis"), ("test-genesis", "logic-genesis"),
+        ("logic-genesis", "cross-validation"), ("cross-validation", "promotion"),
+        ("promotion", "promoted")]
+    assert [i["role"] for i in outcome["inputs"]] == ["critic", "test_author", "coder"]
 
     settings = get_settings()
     versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))

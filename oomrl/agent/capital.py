@@ -1,0 +1,245 @@
+"""The LLM budget per account, kept in the ledger: a balance of tokens and money, and a journal of every call.
+
+Tables `llm_budgets` (one row per account: limits, spent, held by calls in flight) and `llm_calls`
+(one row per model call: reserved, then settled or released). Money is integer nano-USD, so prices
+per million tokens stay exact. A reservation is one conditional UPDATE, so two repairs of one
+account at once can never both take the last of its budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_CEILING, Decimal
+from typing import Any
+
+import sqlalchemy as sa
+
+from oomrl.errors import OomrlError, OutOfMoneyError
+
+NANO = 1_000_000_000
+
+
+class BudgetBookError(OomrlError):
+    """A budget operation named an account or call the ledger does not hold, or bad amounts."""
+
+
+def to_nano(usd: float) -> int:
+    """USD as integer nano-USD, rounded up (a cost is never booked below what it was)."""
+    return int((Decimal(repr(float(usd))) * NANO).to_integral_value(rounding=ROUND_CEILING))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
+    """The two tables on `metadata` (defined once; later calls return the same tables)."""
+    prefix = f"{metadata.schema}." if metadata.schema else ""
+    if f"{prefix}llm_budgets" in metadata.tables:
+        return {name: metadata.tables[f"{prefix}{name}"] for name in ("llm_budgets", "llm_calls")}
+    big = sa.BigInteger
+    budgets = sa.Table(
+        "llm_budgets", metadata,
+        sa.Column("account", sa.String(64), primary_key=True),
+        *[sa.Column(name, big, nullable=False) for name in (
+            "tokens_limit", "nusd_limit", "tokens_spent", "nusd_spent", "tokens_held", "nusd_held")],
+        sa.Column("updated_at", sa.DateTime, nullable=False))
+    calls = sa.Table(
+        "llm_calls", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("run", sa.String(160), nullable=False),
+        sa.Column("role", sa.String(32), nullable=False),
+        sa.Column("status", sa.String(12), nullable=False),  # reserved|settled|released|abandoned
+        sa.Column("held_tokens", big, nullable=False),
+        sa.Column("held_nusd", big, nullable=False),
+        sa.Column("prompt_tokens", big, nullable=False, default=0),
+        sa.Column("completion_tokens", big, nullable=False, default=0),
+        sa.Column("cost_nusd", big, nullable=False, default=0),
+        sa.Column("tokens_left_after", big),
+        sa.Column("nusd_left_after", big),
+        sa.Column("model", sa.String(128), nullable=False, default=""),
+        sa.Column("detail", sa.Text),
+        sa.Column("reserved_at", sa.DateTime, nullable=False),
+        sa.Column("settled_at", sa.DateTime))
+    return {"llm_budgets": budgets, "llm_calls": calls}
+
+
+@dataclass(frozen=True)
+class Balance:
+    """An account's LLM budget now; `*_left` goes below zero only if a server bills past a reservation."""
+
+    account: str
+    tokens_limit: int
+    tokens_spent: int
+    tokens_held: int
+    usd_limit: float
+    usd_spent: float
+    usd_held: float
+
+    @property
+    def tokens_left(self) -> int:
+        return self.tokens_limit - self.tokens_spent - self.tokens_held
+
+    @property
+    def usd_left(self) -> float:
+        return self.usd_limit - self.usd_spent - self.usd_held
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tokens_left": self.tokens_left, "usd_left": round(self.usd_left, 9)}
+
+
+class LLMBudgetBook:
+    """The per-account LLM budget on a ledger's database (any SQLAlchemy URL)."""
+
+    def __init__(self, ledger: Any) -> None:
+        self.engine: sa.Engine = ledger.engine
+        self.t = budget_tables(ledger.metadata)
+        ledger.metadata.create_all(self.engine, tables=list(self.t.values()))
+
+    def open_account(self, account: str, tokens: int, usd: float) -> Balance:
+        """The account's budget, created with these limits when it has none yet."""
+        if not account:
+            raise BudgetBookError("an LLM budget needs an account name")
+        if tokens <= 0 or usd <= 0:
+            raise BudgetBookError(f"an LLM budget needs positive limits, got {tokens} tokens, ${usd}")
+        b = self.t["llm_budgets"]
+        try:
+            with self.engine.begin() as conn:
+                if conn.execute(sa.select(b.c.account).where(b.c.account == account)).first() is None:
+                    conn.execute(b.insert().values(
+                        account=account, tokens_limit=tokens, nusd_limit=to_nano(usd), tokens_spent=0,
+                        nusd_spent=0, tokens_held=0, nusd_held=0, updated_at=_now()))
+        except sa.exc.IntegrityError:
+            pass  # another process opened it first: its limits stand
+        return self.balance(account)
+
+    def fund(self, account: str, tokens: int = 0, usd: float = 0.0) -> Balance:
+        """Add capital to an account's budget (negative amounts withdraw unspent capital)."""
+        b = self.t["llm_budgets"]
+        with self.engine.begin() as conn:
+            done = conn.execute(b.update().where(b.c.account == account).values(
+                tokens_limit=b.c.tokens_limit + tokens,
+                nusd_limit=b.c.nusd_limit + (to_nano(usd) if usd >= 0 else -to_nano(-usd)),
+                updated_at=_now()))
+            if done.rowcount == 0:
+                raise BudgetBookError(f"account {account!r} has no LLM budget to fund")
+        return self.balance(account)
+
+    def balance(self, account: str) -> Balance:
+        b = self.t["llm_budgets"]
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(b).where(b.c.account == account)).mappings().first()
+        if row is None:
+            raise BudgetBookError(f"account {account!r} has no LLM budget in the ledger")
+        return Balance(account=account, tokens_limit=row["tokens_limit"],
+                       tokens_spent=row["tokens_spent"], tokens_held=row["tokens_held"],
+                       usd_limit=row["nusd_limit"] / NANO, usd_spent=row["nusd_spent"] / NANO,
+                       usd_held=row["nusd_held"] / NANO)
+
+    def reserve(self, account: str, run: str, role: str, tokens: int, usd: float) -> int:
+        """Hold `tokens` and `usd` for one call, atomically, or raise OutOfMoneyError; the call's id."""
+        if tokens < 0 or usd < 0:
+            raise BudgetBookError("a reservation cannot be negative")
+        b, c = self.t["llm_budgets"], self.t["llm_calls"]
+        nusd = to_nano(usd)
+        with self.engine.begin() as conn:
+            held = conn.execute(b.update().where(
+                b.c.account == account,
+                b.c.tokens_limit - b.c.tokens_spent - b.c.tokens_held >= tokens,
+                b.c.nusd_limit - b.c.nusd_spent - b.c.nusd_held >= nusd,
+            ).values(tokens_held=b.c.tokens_held + tokens, nusd_held=b.c.nusd_held + nusd,
+                     updated_at=_now()))
+            if held.rowcount == 1:
+                return int(conn.execute(c.insert().values(
+                    account=account, run=run, role=role, status="reserved", held_tokens=tokens,
+                    held_nusd=nusd, prompt_tokens=0, completion_tokens=0, cost_nusd=0, model="",
+                    reserved_at=_now())).inserted_primary_key[0])
+        left = self.balance(account)  # raises when the account has no budget at all
+        raise OutOfMoneyError(
+            f"out of money: account {account!r} cannot afford the next step ({role} needs up to "
+            f"{tokens} tokens, ${usd:.4f}; the account has {left.tokens_left} tokens, "
+            f"${left.usd_left:.4f} left)")
+
+    def settle(self, call_id: int, prompt_tokens: int, completion_tokens: int, usd: float,
+               model: str) -> Balance:
+        """Debit what a call cost and free its reservation, in one transaction; the balance after."""
+        return self._close(call_id, "settled", prompt_tokens, completion_tokens, to_nano(usd), model, None)
+
+    def release(self, call_id: int, why: str) -> Balance:
+        """Free a reservation whose call ended without an answer; nothing is debited."""
+        return self._close(call_id, "released", 0, 0, 0, "", why[:2000])
+
+    def _close(self, call_id: int, status: str, prompt: int | None, completion: int, nusd: int | None,
+               model: str, detail: str | None) -> Balance:
+        """Close a reservation; `prompt` and `nusd` None charge what was held."""
+        b, c = self.t["llm_budgets"], self.t["llm_calls"]
+        with self.engine.begin() as conn:
+            call = conn.execute(sa.select(c).where(c.c.id == call_id)).mappings().first()
+            if call is None or call["status"] != "reserved":
+                raise BudgetBookError(f"LLM call {call_id} is not an open reservation")
+            prompt = call["held_tokens"] if prompt is None else prompt
+            nusd = call["held_nusd"] if nusd is None else nusd
+            conn.execute(b.update().where(b.c.account == call["account"]).values(
+                tokens_held=b.c.tokens_held - call["held_tokens"],
+                nusd_held=b.c.nusd_held - call["held_nusd"],
+                tokens_spent=b.c.tokens_spent + prompt + completion, nusd_spent=b.c.nusd_spent + nusd,
+                updated_at=_now()))
+            row = conn.execute(sa.select(b).where(b.c.account == call["account"])).mappings().one()
+            conn.execute(c.update().where(c.c.id == call_id).values(
+                status=status, prompt_tokens=prompt, completion_tokens=completion, cost_nusd=nusd,
+                model=model, detail=detail, settled_at=_now(),
+                tokens_left_after=row["tokens_limit"] - row["tokens_spent"] - row["tokens_held"],
+                nusd_left_after=row["nusd_limit"] - row["nusd_spent"] - row["nusd_held"]))
+        return self.balance(call["account"])
+
+    def settle_abandoned(self, account: str, older_than_s: float = 3600.0) -> int:
+        """Charge reservations no call settled within `older_than_s` (its repair was killed): the
+        request may have been billed, so the reservation is what it cost. How many there were."""
+        c = self.t["llm_calls"]
+        cutoff = _now() - timedelta(seconds=older_than_s)
+        with self.engine.connect() as conn:
+            stale = [row["id"] for row in conn.execute(sa.select(c.c.id).where(
+                c.c.account == account, c.c.status == "reserved", c.c.reserved_at <= cutoff)).mappings()]
+        for call_id in stale:
+            with contextlib.suppress(BudgetBookError):  # another process closed it meanwhile
+                self._close(call_id, "abandoned", None, 0, None, "",
+                            "abandoned: the repair ended without settling; charged its reservation")
+        return len(stale)
+
+    def calls(self, account: str) -> list[dict[str, Any]]:
+        """The account's call journal, oldest first."""
+        c = self.t["llm_calls"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(c).where(c.c.account == account).order_by(c.c.id)).mappings()
+            return [dict(row) for row in rows]
+
+    def cost_of_alignment(self, account: str) -> dict[str, Any] | None:
+        """What repairs have cost the account in model calls, or None when it has no LLM budget."""
+        return _cost_of_alignment(self.engine, self.t, account)
+
+
+def read_cost_of_alignment(ledger: Any, account: str) -> dict[str, Any] | None:
+    """The account's cost of alignment from a ledger, creating nothing (None without a budget)."""
+    tables = budget_tables(ledger.metadata)
+    schema = ledger.metadata.schema
+    if not sa.inspect(ledger.engine).has_table("llm_budgets", schema=schema):
+        return None
+    return _cost_of_alignment(ledger.engine, tables, account)
+
+
+def _cost_of_alignment(engine: sa.Engine, t: dict[str, sa.Table], account: str) -> dict[str, Any] | None:
+    b, c = t["llm_budgets"], t["llm_calls"]
+    with engine.connect() as conn:
+        budget = conn.execute(sa.select(b).where(b.c.account == account)).mappings().first()
+        if budget is None:
+            return None
+        settled = list(conn.execute(sa.select(c).where(
+            c.c.account == account, c.c.status.in_(("settled", "abandoned")))).mappings())
+    return {"repairs": len({row["run"] for row in settled}), "calls": len(settled),
+            "tokens": sum(row["prompt_tokens"] + row["completion_tokens"] for row in settled),
+            "cost_usd": sum(row["cost_nusd"] for row in settled) / NANO,
+            "tokens_left": budget["tokens_limit"] - budget["tokens_spent"] - budget["tokens_held"],
+            "usd_left": (budget["nusd_limit"] - budget["nusd_spent"] - budget["nusd_held"]) / NANO}

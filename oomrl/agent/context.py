@@ -1,0 +1,105 @@
+"""What one repair carries from step to step: its parts, its attempts, its trail, and the audit of each role's inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.llm import Transcript
+from oomrl.agent.machine import Trail
+from oomrl.agent.roles import Mandate, Provider
+from oomrl.errors import OomrlError
+
+if TYPE_CHECKING:
+    from guardrails.verdict import Verdict
+    from oomrl.crossval import CrossValidation, VersionMapper
+    from oomrl.versions import StrategyVersions
+
+GateFn = Callable[..., "Verdict"]
+CrossValidator = Callable[["RepairContext", Mandate], "CrossValidation"]
+
+
+class RepairStepError(OomrlError):
+    """A repair step failed; `step` names it and the message says why."""
+
+    def __init__(self, step: str, reason: str) -> None:
+        super().__init__(f"{step} failed: {reason}")
+        self.step, self.reason = step, reason
+
+
+class AttemptRecord(BaseModel):
+    """One role answer, the gate's verdict on it (or why it never reached the gate), and its encoding."""
+
+    phase: str
+    attempt: int
+    round: int = 1
+    diff: str
+    notes: str = ""
+    verdict: dict[str, Any]
+    feedback: dict[str, Any] = {}
+    answer_key: str | None = None  # what a deterministic provider's answer depended on
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.verdict.get("accepted"))
+
+
+def write_json(path: Path, payload: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=1, sort_keys=True, default=str), encoding="utf-8")
+    return path
+
+
+def _default_mapper() -> VersionMapper:
+    from oomrl.crossval import run_in_process
+
+    return run_in_process
+
+
+@dataclass
+class RepairContext:
+    """Everything one repair uses; the candidate is a scratch clone in the run folder."""
+
+    versions: StrategyVersions
+    provider: Provider
+    budget: Budget
+    transcript: Transcript
+    run_dir: Path
+    account: str
+    gate: GateFn
+    cross_validator: CrossValidator
+    agent: AgentSettings = field(default_factory=AgentSettings)
+    lock: str = "namespace"
+    holdout: Path | None = None  # held-out tests: the gate runs them on code patches, no role reads them
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    # How cross-validation runs the active and candidate replays (a flow may fan them out on Dask).
+    version_mapper: VersionMapper = field(default_factory=_default_mapper)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    round: int = 1
+    missed: list[dict[str, Any]] = field(default_factory=list)  # what the last replay found
+    cross_feedback: list[dict[str, Any]] = field(default_factory=list)  # replays of the Coder's patches
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    trail: Trail = field(default_factory=Trail)
+
+    @property
+    def candidate(self) -> Path:
+        return self.run_dir / "candidate"
+
+    def record_inputs(self, role: str, view: BaseModel, label: str) -> dict[str, Any]:
+        """Write exactly what a role is shown to inputs/<role>-<label>.json, for audit; its digest."""
+        payload = view.model_dump(mode="json")
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        path = write_json(self.run_dir / "inputs" / f"{role}-{label}.json",
+                          {"role": role, "label": label, "round": self.round, "sha256": digest,
+                           "view": payload})
+        entry = {"role": role, "label": label, "round": self.round, "sha256": digest,
+                 "file": str(path.relative_to(self.run_dir))}
+        self.inputs.append(entry)
+        return entry

@@ -1,0 +1,148 @@
+"""The offline Test Author's rules: tests from a mandate's constraints, written from S and T alone.
+
+It never sees the Coder's work: old tests that pin behaviour the mandate forbids are found by running
+them against the unchanged source under a probe (`mandate_probe`), and tests for what cross-validation
+found missing come from the failed checks' names. This module imports nothing of the offline Coder.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from oomrl.agent.offline_common import SCHEDULES, LineEdits, limits, template
+from oomrl.agent.roles import Mandate
+from oomrl.errors import OomrlError
+
+PROBE_PLUGIN = "oomrl_mandate_probe"
+PROBE_FILE = Path(__file__).resolve().parent / "mandate_probe.py"
+# Checks that tests written from their names can catch; the others (IR, drawdown) need a replay.
+MISSED_TEMPLATES = {"rebalance": "weeks", "max_weekly_turnover": "weeks",
+                    "max_adv_participation": "adv"}
+PERIOD_KEYS = {"weekly": "tuple(day.isocalendar()[:2])",
+               "biweekly": "(day.isocalendar()[0], (day.isocalendar()[1] - 1) // 2)",
+               "monthly": "(day.year, day.month)"}
+
+
+def _imports(mandate: Mandate, market: bool, schedule: bool) -> str:
+    lines = ([f"from {mandate.module} import STRATEGY"] if not market else
+             ["import numpy as np", "import pandas as pd", "",
+              "from strategies.base import MarketView", f"from {mandate.module} import STRATEGY"])
+    return "\n".join((["from datetime import date", ""] if schedule else []) + lines)
+
+
+def mandate_tests(mandate: Mandate) -> str:
+    """A new test module encoding every constraint of the mandate (red on the old code)."""
+    c = mandate.constraints
+    schedule = SCHEDULES.get(c.rebalance or "")
+    market = c.max_adv_participation is not None or c.max_weekly_turnover is not None
+    parts = [template("tests_header.py.txt", mandate_id=mandate.alert_id or "manual",
+                      module=mandate.module, text=mandate.text,
+                      imports=_imports(mandate, market, bool(schedule)))]
+    if schedule:
+        parts.append(template("tests_schedule.py.txt", **schedule))
+    if market:
+        parts.append(template("tests_market.py.txt"))
+    if c.max_adv_participation is not None:
+        parts.append(template("tests_adv.py.txt", max_adv_participation=c.max_adv_participation))
+    if c.max_weekly_turnover is not None:
+        parts.append(template("tests_turnover.py.txt", max_weekly_turnover=c.max_weekly_turnover))
+    return "".join(parts)
+
+
+def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
+    """A test module for the failed cross-validation checks the rules can encode, or None."""
+    c = mandate.constraints
+    kinds = {MISSED_TEMPLATES[m["check"]] for m in missed if m.get("check") in MISSED_TEMPLATES}
+    if "adv" in kinds and c.max_adv_participation is None:
+        kinds.discard("adv")
+    if "weeks" in kinds and c.rebalance in (None, "daily") and c.max_weekly_turnover is None:
+        kinds.discard("weeks")
+    if not kinds:
+        return None
+    found = "; ".join(f"{m['check']}: {m.get('detail', '')}" for m in missed).replace('"', "'")
+    parts = [template("tests_header.py.txt", mandate_id=mandate.alert_id or "manual",
+                      module=mandate.module, imports=_imports(mandate, True, False),
+                      text=f"{mandate.text}\nCross-validation found what the first tests missed: "
+                           f"{found}"), template("tests_market.py.txt")]
+    if "weeks" in kinds:
+        scheduled = c.rebalance in PERIOD_KEYS
+        parts.append(template("tests_missed_weeks.py.txt", missed=found,
+                              max_weekly_turnover=limits(mandate)["max_weekly_turnover"],
+                              period=(SCHEDULES[c.rebalance]["period"] if scheduled else "session"),
+                              period_key=PERIOD_KEYS[c.rebalance] if scheduled else "day",
+                              max_trades=1))
+    if "adv" in kinds:
+        parts.append(template("tests_missed_adv.py.txt", missed=found,
+                              max_adv_participation=c.max_adv_participation))
+    return "".join(parts)
+
+
+def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate,
+                 timeout_s: float = 300.0) -> dict[str, list[str]]:
+    """Old tests that watch the unchanged strategy do what the mandate forbids: file -> test names.
+
+    Runs the tests of `tests` against `source` in a scratch folder with the mandate probe loaded."""
+    scratch = Path(tempfile.mkdtemp(prefix="oomrl-author-"))
+    try:
+        ws, plugins, report = scratch / "ws", scratch / "plugins", scratch / "probe.json"
+        for path, text in {**source, **tests}.items():
+            (ws / path).parent.mkdir(parents=True, exist_ok=True)
+            (ws / path).write_text(text, encoding="utf-8")
+        plugins.mkdir()
+        shutil.copyfile(PROBE_FILE, plugins / f"{PROBE_PLUGIN}.py")
+        probe = {"module": mandate.module, "report": str(report),
+                 "constraints": mandate.constraints.model_dump(exclude_none=True)}
+        try:
+            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "-p", PROBE_PLUGIN, "-o", "addopts=", "--rootdir", str(ws), "tests"],
+                           cwd=ws, capture_output=True, timeout=timeout_s, check=False,
+                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                                "PYTHONPATH": f"{ws}{os.pathsep}{plugins}",
+                                "PYTHONDONTWRITEBYTECODE": "1",
+                                "OOMRL_MANDATE_PROBE": json.dumps(probe)})
+        except subprocess.TimeoutExpired:
+            raise OomrlError(f"offline Test Author: the workspace's tests did not finish within "
+                             f"{timeout_s:g} s under the mandate probe") from None
+        if not report.exists():
+            return {}
+        pinned: dict[str, list[str]] = {}
+        for nodeid in sorted(json.loads(report.read_text(encoding="utf-8"))):
+            path, _, name = nodeid.partition("::")
+            name = name.split("[")[0].split("::")[-1]
+            if name not in pinned.get(path, []):
+                pinned.setdefault(path, []).append(name)
+        return pinned
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def supersede(test_source: str, names: list[str], mandate: Mandate) -> str:
+    """Give the named tests new bodies that check the mandate; their names and signatures stay."""
+    tree = ast.parse(test_source)
+    edits = LineEdits(test_source)
+    schedule = SCHEDULES.get(mandate.constraints.rebalance or "")
+    bounds = limits(mandate)
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name not in names:
+            continue
+        old_doc = (ast.get_docstring(node) or "the behaviour the mandate forbids").splitlines()[0]
+        old_doc = old_doc.replace('"', "'").replace("\\", "/")
+        segment = ast.get_source_segment(test_source, node) or ""
+        common = {"mandate_id": mandate.alert_id or "manual", "module": mandate.module,
+                  "old_doc": old_doc}
+        if schedule and "rebalance_due" in segment:
+            body = template("superseded_schedule.py.txt", **common, **schedule)
+        else:
+            body = template("superseded_weights.py.txt", **common,
+                            turnover_limit=bounds["max_weekly_turnover"],
+                            adv_limit=bounds["max_adv_participation"])
+        edits.replace(node.body[0].lineno - 1, node.end_lineno or node.lineno, body)
+    return edits.result()
