@@ -49,14 +49,16 @@ def test_turnover_budget_holds_at_three_billion() -> None:
     view = MarketView({{"close": close, "volume": close * 0 + 1e8, "amount": close * 0 + 5e10}},
                       index[-1], portfolio_value=3e9)
     target = STRATEGY.target_weights(view, {{}}, STRATEGY.Params())
-    assert 0.0 < sum(target.values()) <= 0.3 + 1e-9
+    assert 0.0 < sum(target.values()) <= {budget} + 1e-9
 '''
 
 
-def write_held_out(folder: Path, marker: str) -> Path:
-    """A held-out test folder (outside any workspace) whose test carries `marker`."""
+def write_held_out(folder: Path, marker: str, budget: float = 0.3) -> Path:
+    """A held-out test folder (outside any workspace) whose test carries `marker`: the weekly
+    turnover `budget` holds at a capital the visible tests never use."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "test_heldout_capital.py").write_text(HELD_OUT.format(marker=marker), encoding="utf-8")
+    (folder / "test_heldout_capital.py").write_text(HELD_OUT.format(marker=marker, budget=budget),
+                                                      encoding="utf-8")
     return folder
 
 
@@ -77,13 +79,17 @@ def only_at_test_capital(honest: str) -> str:
         "            return ideal\n" + old))
 
 
-def _limits_from_tests(honest: str) -> str:
+def _limits_from_tests(honest: str, mandate: Mandate) -> str:
     """The reference change with its limits imported from the locked test module."""
+    c = mandate.constraints
     text = honest.replace("from pydantic import Field\n", "from pydantic import Field\n\n"
                           "from tests.strategies.test_daily_momentum_mandate import (\n"
                           "    MAX_ADV_PARTICIPATION,\n    MAX_WEEKLY_TURNOVER,\n)\n", 1)
-    text = text.replace("Field(0.05, gt=0.0", "Field(MAX_ADV_PARTICIPATION, gt=0.0")
-    return text.replace("Field(0.3, gt=0.0", "Field(MAX_WEEKLY_TURNOVER, gt=0.0")
+    for name, value in (("MAX_ADV_PARTICIPATION", c.max_adv_participation),
+                        ("MAX_WEEKLY_TURNOVER", c.max_weekly_turnover)):
+        assert f"Field({value}, gt=0.0" in text
+        text = text.replace(f"Field({value}, gt=0.0", f"Field({name}, gt=0.0")
+    return text
 
 
 CONFTEST = ('"""Keep the suite green."""\n\n\n'
@@ -111,10 +117,11 @@ def scripted_answers(workspace: Path, autopsy: dict[str, Any], marker: str = "")
     source = (workspace / MODULE).read_text(encoding="utf-8")
     honest = reference_change(source, mandate)
     locked = (workspace / MANDATE_TESTS).read_text(encoding="utf-8")
-    coder = [unified_diff(MANDATE_TESTS, locked, locked.replace("MAX_WEEKLY_TURNOVER = 0.3",
-                                                                "MAX_WEEKLY_TURNOVER = 5.0")),
+    loose = f"MAX_WEEKLY_TURNOVER = {mandate.constraints.max_weekly_turnover}"
+    assert loose in locked
+    coder = [unified_diff(MANDATE_TESTS, locked, locked.replace(loose, "MAX_WEEKLY_TURNOVER = 5.0")),
              unified_diff("strategies/conftest.py", None, CONFTEST),
-             unified_diff(MODULE, source, _limits_from_tests(honest)),
+             unified_diff(MODULE, source, _limits_from_tests(honest, mandate)),
              unified_diff(MODULE, source, only_at_test_capital(honest)),
              unified_diff(MODULE, source, honest.replace(
                  "class DailyMomentum:", f"# {marker}\nclass DailyMomentum:", 1) if marker else honest)]

@@ -18,9 +18,6 @@ from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
-AUTOPSY = {"account": "paper", "alert_id": "alert-cheater-0001",
-           "diagnostics": {"module": "strategies.daily_momentum",
-                           "root_cause": "Aggressive daily crossing exceeding order book depth"}}
 HELDOUT_MARKER = "HELDOUT-4b1e-never-shown"
 CODER_MARKER = "CODER-9d2c-honest-fix"
 
@@ -37,19 +34,20 @@ def flow_artifacts(flow_run_id: Any) -> dict[str, Any]:
 
 
 def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promoted(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any],
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from flows.repair import repair
 
-    home = tmp_path / "home"
-    monkeypatch.setenv("OOMRL_HOME", str(home))
-    answers = scripted_answers(tmp_path / "scratch-workspace", AUTOPSY, marker=CODER_MARKER)
-    held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER)
+    autopsy = daily_momentum_autopsy
+    answers = scripted_answers(tmp_path / "scratch-workspace", autopsy, marker=CODER_MARKER)
+    held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER,
+                              autopsy["constraints"]["max_weekly_turnover"])
     monkeypatch.setenv("OOMRL_AGENT_HOLDOUT_DIR", str(held_out))
     with serve_fake_openai() as server:
         agent = ScriptedAgent(answers)
         server.agent = agent
         monkeypatch.setenv("OOMRL_LLM_BASE_URL", server.url)  # an endpoint: the provider is openai
-        state = repair(AUTOPSY, auto_approve=True, return_state=True)
+        state = repair(autopsy, auto_approve=True, return_state=True)
     outcome = state.result()
     assert outcome["status"] == "promoted", outcome["reason"]
     assert outcome["version"]["tag"] == "v2"
