@@ -18,6 +18,7 @@ from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
+ACCOUNT = "cheater"
 HELDOUT_MARKER = "HELDOUT-4b1e-never-shown"
 CODER_MARKER = "CODER-9d2c-honest-fix"
 
@@ -43,11 +44,12 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
     held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER,
                               autopsy["constraints"]["max_weekly_turnover"])
     monkeypatch.setenv("OOMRL_AGENT_HOLDOUT_DIR", str(held_out))
+    Ledger(get_settings().ledger).open_account(ACCOUNT, 10_000_000)  # its own account and events
     with serve_fake_openai() as server:
         agent = ScriptedAgent(answers)
         server.agent = agent
         monkeypatch.setenv("OOMRL_LLM_BASE_URL", server.url)  # an endpoint: the provider is openai
-        state = repair(autopsy, auto_approve=True, return_state=True)
+        state = repair(autopsy, auto_approve=True, account=ACCOUNT, return_state=True)
     outcome = state.result()
     assert outcome["status"] == "promoted", outcome["reason"]
     assert outcome["version"]["tag"] == "v2"
@@ -82,7 +84,7 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
     settings = get_settings()
     ledger = Ledger(settings.ledger)
     versions = StrategyVersions(settings.workspace_dir, ledger)
-    assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
+    assert versions.ledger.active_version(ACCOUNT) == outcome["version"]["sha"]
     assert CODER_MARKER in versions.git("show", "v2:strategies/daily_momentum.py")
     meta = versions.metadata("v2")
     assert [v["accepted"] for v in meta["verdicts"]] == [False, True, False, False, False, False, True]
@@ -90,7 +92,7 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
     assert [m["target"] for m in outcome["trail"]][-1] == "promoted"
 
     # Every call was debited in the ledger before its answer was used.
-    calls = LLMBudgetBook(ledger).calls("paper")
+    calls = LLMBudgetBook(ledger).calls(ACCOUNT)
     assert [c["role"] for c in calls] == ["critic", "test_author", "test_author", *["coder"] * 5]
     assert all(c["status"] == "settled" and c["cost_nusd"] > 0 for c in calls)
     spent = sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls)
@@ -106,4 +108,4 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
     transcript = json.loads(artifacts["repair-transcript"].data)
     assert [row["kind"] for row in transcript].count("response") == 8
     budget = json.loads(artifacts["repair-budget"].data)
-    assert budget[0]["tokens"] == spent and budget[1]["scope"] == "account paper"
+    assert budget[0]["tokens"] == spent and budget[1]["scope"] == f"account {ACCOUNT}"
