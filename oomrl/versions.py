@@ -133,6 +133,11 @@ class StrategyVersions:
             self.git("commit", "-q", "-m", "Bundled strategies\n\nOomrl-Origin: bundled", cwd=staging)
             self.git("tag", f"{TAG_PREFIX}1", cwd=staging)
             staging.rename(self.workspace)  # appears whole or not at all
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+            if self.initialized:  # another process (a concurrent first rebalance) got there first
+                return self.head()
+            raise
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

@@ -163,3 +163,38 @@ def test_a_failed_init_leaves_no_workspace_behind(tmp_path: Path, monkeypatch: p
     with pytest.raises(VersionError, match="need git on PATH"):
         store.init(bundle)
     assert list((tmp_path / "home").iterdir()) == []
+
+
+def _first_rebalance_start(home: str, barrier: object) -> str:
+    """One process's start_on_v1 on a shared home, released together with the others."""
+    from oomrl.versions import start_on_v1
+
+    ledger = Ledger(f"sqlite:///{home}/ledger.db")
+    barrier.wait()  # type: ignore[attr-defined]
+    return start_on_v1(StrategyVersions(Path(home) / "workspace", ledger), "acc", "daily_momentum")
+
+
+def test_concurrent_first_rebalances_share_one_v1(tmp_path: Path) -> None:
+    """Four processes start a fresh account at once: one workspace is created, all of them trade its v1."""
+    import multiprocessing
+
+    Ledger(f"sqlite:///{tmp_path}/ledger.db").create_schema()
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        barrier = manager.Barrier(4)
+        with context.Pool(4) as pool:
+            shas = pool.starmap(_first_rebalance_start, [(str(tmp_path), barrier)] * 4)
+    workspace = StrategyVersions(tmp_path / "workspace")
+    assert set(shas) == {workspace.resolve("v1")}
+    assert [v.tag for v in workspace.list()] == ["v1"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ws-")] == []  # no staging left
+
+
+def test_start_on_v1_keeps_an_active_version_and_needs_a_ledger(versions: StrategyVersions) -> None:
+    from oomrl.versions import start_on_v1
+
+    versions.init()
+    sha = versions.activate("v1", "acc", "alpha")
+    assert start_on_v1(versions, "acc", "alpha") == sha
+    with pytest.raises(VersionError, match="needs a ledger"):
+        start_on_v1(StrategyVersions(versions.workspace), "acc", "alpha")
