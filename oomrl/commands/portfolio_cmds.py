@@ -156,10 +156,13 @@ def account_show(account: AccountOption = None) -> None:
                          "(the ledger does not exist yet)")
     state = ledger.account(name)
     active = ledger.active_strategy(name)
+    from oomrl.versions import StrategyVersions
+
+    labels = StrategyVersions(settings.workspace_dir).labels(ledger.version_names(name))
+    version = (f"{labels.get(active[0], active[1])} ({active[0][:12]})" if active else "none yet (starts on v1)")
     console = Console()
     console.print(f"[bold]{name}[/bold] status={state.status.value.upper()} "
-                  f"cash={state.cash_fen / 100:,.2f} booked-to={state.last_date} "
-                  f"version={active[1] + '@' + active[0][:12] if active else 'builtin'}")
+                  f"cash={state.cash_fen / 100:,.2f} booked-to={state.last_date} version={version}")
     if state.halt_reason:
         console.print(f"[red]halted:[/red] {state.halt_reason}")
     if state.positions:

@@ -59,3 +59,4 @@ def test_reads_leave_a_traded_home_unchanged(traded: TradedAccount, monkeypatch:
     listed = outputs["versions list"].splitlines()
     assert listed[0].split()[:2] == ["v1", traded.v1[:12]] and listed[1].split()[:3] == ["*", "v2", traded.v2[:12]]
     assert traded.v1 in outputs["versions show"] and f"{ACCOUNT} status=ACTIVE" in outputs["account show"]
+    assert f"version=v2 daily_momentum ({traded.v2[:12]})" in " ".join(outputs["account show"].split())
