@@ -14,7 +14,7 @@ EXIT_ACCEPTED, EXIT_REJECTED, EXIT_SETUP = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `gate` and `redteam` subcommands with the arguments of DESIGN.md §4.2."""
+    """The `gate` and `redteam` subcommands with the arguments docs/gate.md lists."""
     parser = argparse.ArgumentParser(prog="guardrails", description="STDAW gate: the judge.")
     commands = parser.add_subparsers(dest="command", required=True)
     gate = commands.add_parser("gate", help="judge one patch on a scratch copy of a workspace")

@@ -69,6 +69,8 @@ class Scanner(ScopedWalker):
         self.called: set[int] = set()  # function expressions of calls
         self.functions: set[str] = set()
         self.classes: set[str] = set()
+        # the policy's sets, computed once: visit_Name runs for every name in the module
+        self.denied, self.dunders = policy.denied_builtins, policy.dunders
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
@@ -127,13 +129,14 @@ class Scanner(ScopedWalker):
                 self.add("sanitizer.type_checking", node, "TYPE_CHECKING is assigned")
             return
         target = self.imports.get(name)
-        if target is not None and target[1] == "module" and id(node) not in self.heads:
-            self.add("sanitizer.module_value", node, name)
-        if target is not None and target[0] in NAMED_REFLECTION and id(node) not in self.called:
-            self.add("sanitizer.reflection", node, f"{name} used as a value")
-        if is_dunder(name) and name not in self.policy.dunders:
+        if target is not None:
+            if target[1] == "module" and id(node) not in self.heads:
+                self.add("sanitizer.module_value", node, name)
+            if target[0] in NAMED_REFLECTION and id(node) not in self.called:
+                self.add("sanitizer.reflection", node, f"{name} used as a value")
+        if is_dunder(name) and name not in self.dunders:
             self.add("sanitizer.dunder", node, name)
-        if name in self.policy.denied_builtins:
+        if name in self.denied:
             self.builtins.append((name, scope, node))
         elif name in REFLECTION and id(node) not in self.heads:
             self.add("sanitizer.reflection", node, f"{name} used as a value")
@@ -143,7 +146,7 @@ class Scanner(ScopedWalker):
 
     def visit_Attribute(self, node: ast.Attribute, scope: int) -> None:
         attribute = node.attr
-        if is_dunder(attribute) and (attribute not in self.policy.dunders or (
+        if is_dunder(attribute) and (attribute not in self.dunders or (
                 attribute == "__setattr__" and id(node) not in self.blessed)):
             self.add("sanitizer.dunder", node, snippet(node))
         if attribute in ESCAPE_ATTRIBUTES:

@@ -1,4 +1,4 @@
-"""The gate verdict and its violations, exactly as DESIGN.md §4.2 specifies the `--json` output."""
+"""The gate verdict and its violations: the one JSON object `oomrl gate --json` prints."""
 
 from __future__ import annotations
 

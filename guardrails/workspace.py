@@ -1,4 +1,4 @@
-"""The workspace contract of DESIGN.md §4.2: `[tool.oomrl.guard]` in DIR/pyproject.toml, validated."""
+"""The workspace contract: `[tool.oomrl.guard]` in DIR/pyproject.toml, validated (docs/gate.md, Contract)."""
 
 from __future__ import annotations
 
