@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from guardrails.verdict import Verdict
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MOMENTUM = "strategies/momentum.py"
@@ -76,3 +80,11 @@ def diff_for(workspace: Path, changes: dict[str, str | None]) -> str:
 def fixed_momentum() -> str:
     """The honest implementation of the toy strategy."""
     return (CORPUS / "workspaces" / "honest" / MOMENTUM).read_text(encoding="utf-8")
+
+
+def shown(verdict: Verdict) -> dict[str, Any]:
+    """The verdict's JSON without its wall-clock duration, which differs between any two runs
+    (and grows under load): compare verdicts through this, never their `duration_s`."""
+    payload = json.loads(verdict.to_json())
+    assert isinstance(payload.pop("duration_s"), float)
+    return payload

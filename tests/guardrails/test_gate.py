@@ -17,6 +17,7 @@ from tests.guardrails.gate_helpers import (
     created_workspaces_untouched,
     diff_for,
     make_workspace,
+    shown,
     unchanged,
 )
 
@@ -75,14 +76,20 @@ def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
     with unchanged(ws):
         verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: source}))
     assert verdict.accepted, verdict.violations
-    payload = json.loads(verdict.to_json())
-    assert set(payload) == {"accepted", "phase", "violations", "tests", "coverage", "locks",
-                            "duration_s"}
-    assert payload["tests"] == {"collected": 5, "passed": 5, "failed": 0}
-    assert payload["coverage"] == {"percent": 100.0, "min": 95.0}
-    assert payload["locks"]["backend"] == "bwrap"
-    assert len(payload["locks"]["before"]) == 64 and payload["locks"]["before"] == \
-        payload["locks"]["after"]
+    digest = verdict.locks.before
+    assert len(digest) == 64 and set(json.loads(verdict.to_json())) - set(shown(verdict)) == \
+        {"duration_s"}
+    assert shown(verdict) == {"accepted": True, "phase": "code-patch", "violations": [],
+                              "tests": {"collected": 5, "passed": 5, "failed": 0},
+                              "coverage": {"percent": 100.0, "min": 95.0},
+                              "locks": {"backend": "bwrap", "before": digest, "after": digest}}
+
+
+def test_the_same_patch_gets_the_same_verdict_every_time(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
+    patch = _tampering_patch(ws)
+    first, second = (run_gate(ws, "code-patch", patch, lock="hash-only") for _ in range(2))
+    assert not first.accepted and shown(first) == shown(second)  # all but the wall time
 
 
 def test_holdout_from_the_contract_rejects_with_test_names_only(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ so none of these tests can pass with the sandbox gone.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import secrets
@@ -269,3 +270,21 @@ def test_memory_and_time_limits_apply_inside_the_sandbox(dirs: GateDirs) -> None
     slow = lock.run([lock.python(), "-I", "-S", "-c", "import time; time.sleep(30)"],
                     binds=[], cwd="/", env=lock.env(dirs.root), timeout_s=1, memory_mb=512)
     assert slow.timed_out
+
+
+# The Done list of the sandbox: each property test, run once per lock (bwrap and hash-only).
+PROPERTIES = (test_a_test_process_cannot_write_outside_its_copy,
+              test_the_run_cannot_write_its_own_workspace_copy,
+              test_a_root_only_file_is_unreadable_even_when_bound,
+              test_nothing_of_root_run_home_or_the_project_is_visible,
+              test_no_host_socket_is_reachable,
+              test_files_in_the_host_tmp_and_dev_shm_are_invisible,
+              test_a_run_cannot_leave_anything_for_a_later_run,
+              test_processes_and_host_name_of_the_host_are_hidden)
+
+
+def test_every_property_is_also_proven_to_break_with_the_sandbox_off() -> None:
+    # a property test without the `lock` parameter would never run with the sandbox switched off
+    assert [test.__name__ for test in PROPERTIES
+            if "lock" not in inspect.signature(test).parameters] == []
+    assert sorted(lock().os_level for lock in LOCKS.values()) == [False, True]
