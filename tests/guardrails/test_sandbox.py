@@ -46,7 +46,7 @@ for key, action in spec["actions"]:
         elif key in ("tcp", "unix"):
             family = socket.AF_INET if key == "tcp" else socket.AF_UNIX
             with socket.socket(family, socket.SOCK_STREAM) as sock:
-                sock.settimeout(3)
+                sock.settimeout(30)  # generous: the host server may wait for a loaded core
                 sock.connect(tuple(action) if key == "tcp" else action)
                 report[str(action)] = sock.recv(16).decode()
         elif key == "id":
