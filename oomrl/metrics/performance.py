@@ -38,9 +38,14 @@ METRIC_KEYS: tuple[str, ...] = (
 )
 
 
+# A ratio's denominator below this is numerically zero: the ratio is undefined (None). Sharpe's
+# denominator is the daily sd / sqrt(252), so it is undefined for a daily sd under 1e-15 * sqrt(252).
+ZERO_DENOMINATOR = 1e-15
+
+
 def _ratio(numerator: float, denominator: float) -> float | None:
     """numerator / denominator, or None when the denominator is (numerically) zero."""
-    if not math.isfinite(denominator) or abs(denominator) < 1e-15:
+    if not math.isfinite(denominator) or abs(denominator) < ZERO_DENOMINATOR:
         return None
     return float(numerator / denominator)
 

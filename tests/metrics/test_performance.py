@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from oomrl.metrics import performance as perf
@@ -162,14 +162,32 @@ def test_perfect_fit_has_no_alpha_inference(pair: tuple[pd.Series, pd.Series]) -
     assert m["tracking_error"] == 0.0 and m["information_ratio"] is None
 
 
+def sharpe_is_undefined(r: pd.Series) -> bool:
+    """The product's rule: Sharpe's denominator, daily sd / sqrt(252), is under ZERO_DENOMINATOR."""
+    return bool(r.std(ddof=1) / math.sqrt(252) < perf.ZERO_DENOMINATOR)
+
+
+# Found by hypothesis: daily sd 1.15e-14 is above 1e-15 (a guard on the daily sd fails) while the
+# denominator 1.15e-14 / sqrt(252) = 7.2e-16 is under it, so perf.sharpe rightly says undefined.
+TINY_DISPERSION = [0.0, 0.0, 1.99e-14]
+
+
+def test_sharpe_is_undefined_on_the_scaled_denominator_not_the_daily_sd() -> None:
+    r = _series(TINY_DISPERSION)
+    assert r.std(ddof=1) >= 1e-15  # the old guard (daily sd under 1e-15) would not excuse this series
+    assert perf.sharpe(r) is None and sharpe_is_undefined(r)
+    assert np.isfinite(empyrical.sharpe_ratio(r))  # empyrical divides anyway: ~9.2
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(min_value=-0.2, max_value=0.2, allow_nan=False), min_size=3, max_size=80))
+@example(TINY_DISPERSION)
 def test_drawdown_and_sharpe_match_empyrical_on_any_series(values: list[float]) -> None:
     r = _series(values)
     assert perf.max_drawdown(r) == pytest.approx(empyrical.max_drawdown(r), abs=1e-12)
     expected = empyrical.sharpe_ratio(r)
     got = perf.sharpe(r)
-    if got is None:  # zero dispersion: we say undefined, empyrical says nan or inf
-        assert not np.isfinite(expected) or r.std(ddof=1) < 1e-15
+    if got is None:  # (numerically) zero dispersion: we say undefined, empyrical says nan, inf or a number
+        assert not np.isfinite(expected) or sharpe_is_undefined(r)
     else:
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)
