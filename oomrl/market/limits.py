@@ -9,6 +9,10 @@ Each rule, with its source:
   Rules (2026 revision) take effect on 2026-07-06, ±10 % from then. The change was first published
   on 2025-06-27 as the consultation notice 《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知
   （征求意见稿）》 and enacted by folding it into the 2026 revisions of both exchanges' trading rules.
+  Provenance of the date: press reports, not the exchanges' own notices (not read here): the SSE's
+  draft trading rules of 2026-04-10 folded the notice in, and reports of the final rules give
+  2026-07-06 as the first day (https://www.nashnova.com/feed/special/5176). Recheck against the
+  exchanges' published rules before relying on ST limits near that date.
 - ChiNext ±10 % (ST ±5 %) before 2020-08-24; ±20 % for every ChiNext stock, ST included, from
   2020-08-24, the first trading day under the ChiNext reform (SZSE ChiNext Trading Special
   Provisions, 2020).
