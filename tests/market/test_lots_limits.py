@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from oomrl.market import calendar, limits, lots
-from oomrl.market.boards import risk_warning
+from oomrl.market.boards import board_of, risk_warning
 from oomrl.market.lots import BSE_LOT, ROUND_LOT, STAR_LOT
 from oomrl.market.rules import AShareRules
 
@@ -81,6 +81,22 @@ def test_main_board_st_is_5_percent_until_the_2026_rules_take_effect() -> None:
 def test_an_st_name_on_a_date_sets_the_flag() -> None:
     names = ["ST东时", "*ST天茂", "S*ST前锋", "SST中纺", "贵州茅台", "STAR", "万科Ａ"]
     assert [risk_warning(name) for name in names] == [True, True, True, True, False, False, False]
+
+
+def test_an_st_name_on_a_date_sets_that_days_limit() -> None:
+    """The name a security carries on a date (as akshare reports it) decides the day's limit.
+
+    *ST国华 is the name in the akshare fixture; the ChiNext and STAR names are made up for the rule."""
+    def on(symbol: str, name: str, day: str) -> float:
+        board = limits.BOARD_CODE[board_of(symbol)]
+        return float(limits.limit_fractions(board, np.array([day], dtype="datetime64[ns]"), risk_warning(name),
+                                            np.array([np.nan]), np.array(["NaT"], dtype="datetime64[ns]"))[0])
+
+    assert on("000004.SZ", "*ST国华", "2024-07-03") == 0.05  # main board under risk warning
+    assert on("000004.SZ", "国华网安", "2024-07-03") == 0.10  # the same code without the prefix
+    assert on("000004.SZ", "*ST国华", "2026-07-06") == 0.10  # the 2026 rules: ST trades at ±10 %
+    assert on("300001.SZ", "ST特锐", "2020-08-21") == 0.05 and on("300001.SZ", "ST特锐", "2020-08-24") == 0.20
+    assert on("688001.SH", "ST华兴", "2024-07-03") == 0.20  # STAR ST keeps the board's 20 %
 
 
 def listing_fraction(board: int, listed: str, day: str) -> float:
