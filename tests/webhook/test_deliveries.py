@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,29 +18,50 @@ import sqlalchemy as sa
 from oomrl.config import Settings
 from oomrl.webhook import app as webhook_app
 from oomrl.webhook.app import create_app
-from oomrl.webhook.deliveries import DELIVERIES, DeliveryStore
+from oomrl.webhook.deliveries import DELIVERIES, Delivery, DeliveryStore
 from oomrl.webhook.launch import Launch, LaunchError
 from oomrl.webhook.settings import WebhookSettings
 from tests.webhook.conftest import RecordingLauncher, signed
 
 URL = "/hooks/loss-alert"
 ALERT = {"alert_id": "conc-1", "account": "paper"}
+CLAIM_DEADLINE_S = 60
 
 
 class SlowLauncher(RecordingLauncher):
-    """Takes a while to start a run (as a busy Prefect server does), then succeeds or fails."""
+    """Starts a run only once every concurrent delivery has claimed the alert (as a busy Prefect server
+    would be slow to answer), then succeeds or fails: the others are sure to be waiting on its claim."""
 
-    def __init__(self, fail: bool) -> None:
+    def __init__(self, fail: bool, store: CountingStore, deliveries: int) -> None:
         super().__init__()
-        self.fail = fail
+        self.fail, self.store, self.deliveries = fail, store, deliveries
         self.started = 0
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
         self.started += 1
-        await asyncio.sleep(0.4)
+        deadline = time.monotonic() + CLAIM_DEADLINE_S
+        while self.store.claims < self.deliveries and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert self.store.claims == self.deliveries, "the other deliveries never tried to claim the alert"
         if self.fail:
             raise LaunchError("Prefect answered 500")
         return await super().launch(autopsy, alert_id, attempt)
+
+
+class CountingStore(DeliveryStore):
+    """The real delivery store, counting claims (how the launcher knows every delivery has arrived)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.claims = 0
+        self._lock = threading.Lock()  # claims run on the server's worker threads
+
+    def claim(self, alert_id: str, account: str | None, source: str) -> Delivery | None:
+        try:
+            return super().claim(alert_id, account, source)
+        finally:
+            with self._lock:
+                self.claims += 1
 
 
 async def deliver_together(app: Any, body: bytes, copies: int) -> list[httpx.Response]:
@@ -54,12 +77,16 @@ def deliver(app: Any, payload: dict[str, Any], copies: int = 1) -> list[httpx.Re
 
 @pytest.fixture()
 def make_app(config: WebhookSettings, store_url: str, settings: Settings) -> Any:
-    return lambda launcher: create_app(config, launcher, DeliveryStore(store_url), settings)
+    def make(launcher: Any, store: DeliveryStore | None = None) -> Any:
+        return create_app(config, launcher, store or DeliveryStore(store_url), settings)
+
+    return make
 
 
 def test_a_failed_launch_is_503_for_every_concurrent_delivery(make_app: Any, store_url: str) -> None:
-    failing = SlowLauncher(fail=True)
-    responses = deliver(make_app(failing), ALERT, copies=5)
+    store = CountingStore(store_url)
+    failing = SlowLauncher(fail=True, store=store, deliveries=5)
+    responses = deliver(make_app(failing, store), ALERT, copies=5)
     assert [r.status_code for r in responses] == [503] * 5
     assert failing.started == 1  # one delivery launched, the others waited for its outcome
     assert sum("Prefect answered 500" in r.json()["detail"] for r in responses) == 1
@@ -70,9 +97,10 @@ def test_a_failed_launch_is_503_for_every_concurrent_delivery(make_app: Any, sto
     assert retried.status_code == 202 and retried.json()["flow_run_id"] == "run-1"
 
 
-def test_concurrent_deliveries_share_one_run(make_app: Any) -> None:
-    slow = SlowLauncher(fail=False)
-    responses = deliver(make_app(slow), ALERT, copies=5)
+def test_concurrent_deliveries_share_one_run(make_app: Any, store_url: str) -> None:
+    store = CountingStore(store_url)
+    slow = SlowLauncher(fail=False, store=store, deliveries=5)
+    responses = deliver(make_app(slow, store), ALERT, copies=5)
     assert sorted(r.status_code for r in responses) == [200, 200, 200, 200, 202]
     assert {r.json()["flow_run_id"] for r in responses} == {"run-1"}
     assert slow.started == 1
@@ -91,10 +119,13 @@ def test_a_claim_orphaned_mid_launch_is_taken_over(make_app: Any, store_url: str
 
 def test_a_recent_pending_claim_is_waited_for_then_503(make_app: Any, store_url: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(webhook_app, "LAUNCH_WAIT", timedelta(seconds=0.5))
-    assert DeliveryStore(store_url).claim("conc-1", "paper", "loss-alert") is None
+    # LAUNCH_WAIT is also the age at which a pending claim counts as abandoned: the claim is made after
+    # the app is built and must stay younger than that until the delivery looks at it, on a busy machine too.
+    monkeypatch.setattr(webhook_app, "LAUNCH_WAIT", timedelta(seconds=3))
     launcher = RecordingLauncher()
-    response = deliver(make_app(launcher), ALERT)[0]
+    app = make_app(launcher)
+    assert DeliveryStore(store_url).claim("conc-1", "paper", "loss-alert") is None
+    response = deliver(app, ALERT)[0]
     assert response.status_code == 503 and "still being started" in response.json()["detail"]
     assert launcher.calls == []
 
