@@ -89,7 +89,7 @@ class Settings(BaseSettings):
     market_rules: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-market rule overrides
     llm_provider: Literal["offline", "openai", "replay"] | None = None
     llm_base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
-    llm_model: str = Field(default="gpt-4o-mini", min_length=1)
+    llm_model: str = Field(default="gpt-4o-mini", min_length=1, max_length=128)  # the ledger's llm_calls.model
     llm_api_key: str | None = None
 
     @field_validator("home", mode="before")
@@ -97,7 +97,10 @@ class Settings(BaseSettings):
     def _expand_home(cls, value: Any) -> Path:
         if not str(value).strip():
             raise ValueError("must name a folder, not be empty")
-        return Path(value).expanduser()
+        home = Path(value).expanduser()
+        if home.exists() and not home.is_dir():
+            raise ValueError("is a file, not a folder")
+        return home
 
     @field_validator("account")
     @classmethod

@@ -264,15 +264,37 @@ def log_tail(config: StackConfig, name: str, lines: int = 25) -> str:
 
 
 def read_state(home: Path) -> dict[str, object] | None:
-    """What `up` recorded, or None."""
+    """What `up` recorded, or None; StackError when the file is not what `up` writes (nothing is signalled)."""
     path = home / "server.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise StackError(_unusable(path, str(exc))) from None
+    pids = state.get("pids") if isinstance(state, dict) else None
+    # pid 0 or 1 would make killpg signal our own group or init's: no pid `up` records is either.
+    if not isinstance(pids, dict) or not all(type(pid) is int and pid > 1 for pid in pids.values()):
+        raise StackError(_unusable(path, 'no "pids" of processes'))
+    return state
+
+
+def _unusable(path: Path, detail: str) -> str:
+    return (f"{path} is not a state file `oomrl server up` wrote ({detail}); no process was signalled: "
+            "stop what still runs by hand, then delete the file")
 
 
 def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
-    """The processes of a state file; a pid recorded without its identity (older files) has none."""
-    return {name: ProcessRecord.from_json(data)
-            for name, data in dict(state.get("processes") or {}).items()}  # type: ignore[arg-type]
+    """The processes of a state file; a pid recorded without a usable identity (older or edited files) has
+    none, and is never signalled."""
+    processes = state.get("processes")
+    records = {}
+    for name, data in (processes.items() if isinstance(processes, dict) else ()):
+        try:
+            records[name] = ProcessRecord.from_json(data)
+        except (KeyError, TypeError, ValueError):
+            continue
+    return records
 
 
 def running(state: dict[str, object]) -> dict[str, bool]:
@@ -376,7 +398,8 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
 
 
 def down(home: Path, say: Say = print) -> list[str]:
-    """Stop what `up` started (newest first), never a process that reused a recorded pid; returns the names."""
+    """Stop what `up` started (newest first), never a process that reused a recorded pid; returns the names
+    stopped (or found exited), not those left alone."""
     state = read_state(home)
     if state is None:
         return []
@@ -392,6 +415,7 @@ def down(home: Path, say: Say = print) -> list[str]:
         left_alone = stop_recorded(record) if record else problem
         if left_alone and left_alone != EXITED:
             say(f"not signalling {name}: {left_alone}")
-        stopped.append(name)
+        else:
+            stopped.append(name)
     (home / "server.json").unlink(missing_ok=True)
     return stopped

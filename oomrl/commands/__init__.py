@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -56,6 +57,18 @@ class RepairOn(enum.StrEnum):
     friction = "friction"
     critical = "critical"
     warning = "warning"
+
+
+def parse_day(text: str | None, what: str) -> date | None:
+    """A YYYY-MM-DD option as a date (None stays None); a clear error naming the option otherwise."""
+    from oomrl.errors import OomrlError
+
+    if text is None:
+        return None
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise OomrlError(f"{what} {text!r} is not a date (YYYY-MM-DD)") from None
 
 
 def _checked(value: str | None, check: Callable[[str], str]) -> str | None:

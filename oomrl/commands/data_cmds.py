@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oomrl.commands import Market, progress
+from oomrl.commands import Market, parse_day, progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,11 +86,12 @@ def ingest_command(
     from oomrl.data.sources import get_source
     from oomrl.data.store import MarketStore
 
+    first, last = parse_day(start, "--start"), parse_day(end, "--end")
     settings = get_settings()
     store = MarketStore(settings.data_dir)
     market_source = get_source(source)
     with progress(market_source.name) as advance:
-        report = ingest(market_source, universe, start, end, store, wait=_wait(wait),
+        report = ingest(market_source, universe, first, last, store, wait=_wait(wait),
                         progress=lambda done, total, symbol: advance(done, total, symbol),
                         on_wait=lambda note: typer.echo(note, err=True), market=market.value)
     print_report(report, Console(soft_wrap=True), store)

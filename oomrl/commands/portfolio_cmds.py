@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, Market, account_or_default, progress, valid_strategy
+from oomrl.commands import (
+    AccountOption,
+    Market,
+    account_or_default,
+    parse_day,
+    progress,
+    valid_strategy,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,18 +25,6 @@ SHOWN_ROWS = 20
 
 account_app = typer.Typer(help="Show an account, or resume it after a halt.",
                           no_args_is_help=True)
-
-
-def _day(text: str | None, what: str) -> date | None:
-    """A YYYY-MM-DD option as a date; a clear error naming the option otherwise."""
-    from oomrl.errors import OomrlError
-
-    if text is None:
-        return None
-    try:
-        return date.fromisoformat(text.strip())
-    except ValueError:
-        raise OomrlError(f"{what} {text!r} is not a date (YYYY-MM-DD)") from None
 
 
 def frame_table(frame: pd.DataFrame, title: str, rows: int = SHOWN_ROWS) -> Table:
@@ -77,7 +71,7 @@ def rebalance_command(
     from oomrl.portfolio.service import last_session, run_rebalance
 
     settings = get_settings()
-    day = _day(as_of, "--as-of") or last_session()
+    day = parse_day(as_of, "--as-of") or last_session()
     outcome = run_rebalance(settings, account_or_default(account, settings), day, dry_run=dry_run)
     console = Console()
     if dry_run:
@@ -120,7 +114,7 @@ def replay_command(
     from oomrl.portfolio.service import run_replay
 
     settings = get_settings()
-    first, last = _day(start, "--start"), _day(end, "--end")
+    first, last = parse_day(start, "--start"), parse_day(end, "--end")
     summaries = []
     with progress("replay", total=len(strategy)) as advance:
         for done, name in enumerate(strategy):

@@ -73,11 +73,22 @@ class IngestReport:
         }
 
 
+def _day(value: Any, what: str) -> date:
+    """A date given as a date or text (flow parameters are text); a clear error naming it otherwise."""
+    try:
+        stamp = pd.Timestamp(value)
+    except (ValueError, TypeError, OverflowError):
+        stamp = pd.NaT
+    if pd.isna(stamp):
+        raise OomrlError(f"{what} {value!r} is not a date (YYYY-MM-DD)")
+    return stamp.date()
+
+
 def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, date]:
     """The ingest range: explicit dates, else what an offline source holds, else 2024-01-01..today."""
     coverage = source.coverage()
-    lo = pd.Timestamp(start).date() if start else (coverage[0] if coverage else date(2024, 1, 1))
-    hi = pd.Timestamp(end).date() if end else (coverage[1] if coverage else date.today())
+    lo = _day(start, "start") if start else (coverage[0] if coverage else date(2024, 1, 1))
+    hi = _day(end, "end") if end else (coverage[1] if coverage else date.today())
     if lo > hi:
         raise OomrlError(f"start {lo} is after end {hi}")
     return lo, hi
@@ -140,9 +151,12 @@ def resolve_universe(universe: str, source: MarketSource, store: MarketStore, st
             raise OomrlError(f"source {source.name!r} cannot list its symbols; name them or use --universe csi300")
         return list(lister())
     try:
-        return sorted({normalize(part, market) for part in universe.split(",") if part.strip()})
+        symbols = sorted({normalize(part, market) for part in universe.split(",") if part.strip()})
     except ValueError as exc:
         raise OomrlError(f"--universe for market {market}: {exc}") from exc
+    if not symbols:  # an empty name must not pass for "nothing to do"
+        raise OomrlError(f"--universe {universe!r} names no symbols: give csi300, all, or a comma list of codes")
+    return symbols
 
 
 def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.DataFrame:

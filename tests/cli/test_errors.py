@@ -23,10 +23,30 @@ from tests.cli.helpers import closed_port, invoke, refused
     ("OOMRL_ACCOUNT", "x" * 65, "OOMRL_ACCOUNT='xxxx"),
     ("OOMRL_ACCOUNT", "", "OOMRL_ACCOUNT='': account name must not be empty"),
     ("OOMRL_CONFIG", "/no/such/oomrl.toml", "OOMRL_CONFIG names /no/such/oomrl.toml, which does not exist"),
+    ("OOMRL_LLM_MODEL", "m" * 129, "OOMRL_LLM_MODEL='mmm"),
 ])
 def test_bad_settings_are_named(home: Path, unchanged: None, variable: str, value: str, fragment: str) -> None:
-    for command in (["rebalance", "--as-of", "2024-07-02"], ["account", "show"]):
+    for command in (["rebalance", "--as-of", "2024-07-02"], ["account", "show"], ["ingest", "--universe", "600519"]):
         refused(invoke(*command, env={variable: value}), 1, fragment)
+
+
+def test_a_home_that_is_a_file_is_named(home: Path, unchanged: None) -> None:
+    not_a_folder = home / "ledger.db"
+    for command in (["rebalance", "--as-of", "2024-07-02"], ["ingest", "--universe", "600519"], ["versions", "list"]):
+        refused(invoke(*command, env={"OOMRL_HOME": str(not_a_folder)}), 1,
+                "error: invalid setting: OOMRL_HOME=", ": is a file, not a folder")
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--universe", ""], "--universe '' names no symbols"),
+    (["--universe", " , ,"], "--universe ' , ,' names no symbols"),
+    (["--universe", "600519", "--end", "abc"], "--end 'abc' is not a date (YYYY-MM-DD)"),
+    (["--universe", "600519", "--start", "2024-02-30"], "--start '2024-02-30' is not a date"),
+    (["--universe", "600519", "--start", "2024-07-10", "--end", "2024-07-01"], "start 2024-07-10 is after end"),
+])
+def test_ingest_arguments_are_checked_before_the_store_is_touched(home: Path, unchanged: None, args: list[str],
+                                                                  fragment: str) -> None:
+    refused(invoke("ingest", *args), 1, fragment)
 
 
 def test_invalid_config_file_is_named(home: Path, unchanged: None, tmp_path: Path) -> None:

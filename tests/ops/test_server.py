@@ -166,6 +166,39 @@ def test_down_never_signals_a_process_that_is_not_the_recorded_one(tmp_path: Pat
         stranger.wait()
 
 
+@pytest.mark.parametrize(("content", "detail"), [
+    ("garbage", "Expecting value"), ("[]", 'no "pids"'), ("{}", 'no "pids"'),
+    ('{"pids": {"server": "abc"}}', 'no "pids"'), ('{"pids": {"server": 0}}', 'no "pids"'),
+])
+def test_a_damaged_state_file_is_named_and_nothing_is_signalled(oomrl_home: Path, content: str,
+                                                                 detail: str) -> None:
+    oomrl_home.mkdir(parents=True, exist_ok=True)
+    path = oomrl_home / "server.json"
+    for command in (["server", "status"], ["server", "down"]):
+        path.write_text(content)
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+        assert result.output.startswith(f"error: {path} is not a state file `oomrl server up` wrote ({detail}")
+        assert "no process was signalled" in result.output and "Traceback" not in result.output
+        assert path.read_text() == content  # kept for the user to look at
+
+
+def test_a_record_without_a_usable_identity_is_left_alone(tmp_path: Path) -> None:
+    """An edited server.json (a record missing its start time): the pid is not signalled, nor said stopped."""
+    child = subprocess.Popen(SLEEPER, start_new_session=True)
+    try:
+        (tmp_path / "server.json").write_text(json.dumps({"pids": {"worker": child.pid},
+                                                          "processes": {"worker": {"pid": child.pid}}}))
+        said: list[str] = []
+        assert running(read_state(tmp_path) or {}) == {"worker": False}
+        assert down(tmp_path, say=said.append) == []
+        assert child.poll() is None
+        assert said == ["not signalling worker: server.json has no start time or command line for it"]
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_down_stops_the_children_of_a_leader_that_died(tmp_path: Path) -> None:
     """The recorded leader exited but left its group running (e.g. a server's subprocess)."""
     code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
