@@ -13,6 +13,7 @@ import copy
 import json
 import os
 import re
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,24 @@ MAX_INGEST_RECORDS = 500
 """Ingest records kept in the catalog (with their quarantined rows); older ones are dropped."""
 LEGACY_PARTS = "_parts.json"
 LEGACY_MANIFEST = "manifest.json"
-OURS = (".parquet", ".tmp", LEGACY_PARTS, LEGACY_MANIFEST)
-"""Name endings of files the store writes: only these are ever removed as orphans."""
-
-
 STORE_FILE = re.compile(r"(bars/\d{4}/part-[0-9a-f]+|(index|membership)(-[0-9a-f]+)?|quarantine/[0-9A-Za-z-]+)\.parquet")
 """The only names a catalog may give: a tampered catalog cannot make a commit delete a file elsewhere."""
+LEGACY_FILE = re.compile(rf"bars/\d{{4}}/{re.escape(LEGACY_PARTS)}|{re.escape(LEGACY_MANIFEST)}")
+TEMP_FILE = re.compile(r"(?P<folder>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+\.tmp")
+"""oomrl.files.atomic_write's temp file for `folder/name`: `folder/.name.<random>.tmp`."""
+
+
+def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
+    """Whether a path (relative to the store root) is one the store writes: a store file, legacy metadata, or
+    the temp file of one of those or of `keep`'s files. Only these are ever removed as orphans: anything
+    else a user put under data/ (notes, a backup.parquet) is left alone."""
+    if STORE_FILE.fullmatch(relative) or LEGACY_FILE.fullmatch(relative):
+        return True
+    temp = TEMP_FILE.fullmatch(relative)
+    if temp is None:
+        return False
+    target = temp["folder"] + temp["name"]
+    return target in keep or bool(STORE_FILE.fullmatch(target) or LEGACY_FILE.fullmatch(target))
 
 
 class StoreDamagedError(OomrlError):
@@ -129,6 +142,6 @@ def orphans(root: Path, catalog: Catalog, keep: set[str]) -> list[Path]:
         for name in names:
             path = Path(folder) / name
             relative = path.relative_to(root).as_posix()
-            if relative not in live and name.endswith(OURS):
+            if relative not in live and written_by_store(relative, keep):
                 found.append(path)
     return sorted(found)

@@ -201,15 +201,21 @@ def test_the_next_writer_clears_what_a_killed_writer_left(tmp_path: Path, bars: 
     orphan.write_bytes(b"PAR1 partial")
     (tmp_path / "index-deadbeef0000.parquet").write_bytes(b"PAR1")
     (tmp_path / ".store.json.x1y2.tmp").write_bytes(b"{")
-    (tmp_path / "notes.txt").write_text("a user's file is never touched")
+    (tmp_path / "bars" / "2024" / ".part-0123456789ab.parquet.k2j3_x.tmp").write_bytes(b"PAR1")
+    # A user's files are never touched, whatever their names end with.
+    users = [tmp_path / "notes.txt", tmp_path / "backup.parquet", tmp_path / "bars" / "2024" / "mine.parquet",
+             tmp_path / "old" / "index.parquet", tmp_path / ".notes.txt.abc.tmp"]
+    for path in users:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("a user's file")
     (tmp_path / HOLDER_FILE).write_text(json.dumps({"pid": 4242, "command": "oomrl ingest", "since": "then"}))
     pd.testing.assert_frame_equal(store.read_bars(), before)  # readers never see them
     with store.transaction() as tx:
         assert tx.interrupted is not None and tx.interrupted["pid"] == 4242
-        assert sorted(tx.cleared) == [".store.json.x1y2.tmp", "bars/2024/part-deadbeef0000.parquet",
-                                      "index-deadbeef0000.parquet"]
+        assert sorted(tx.cleared) == [".store.json.x1y2.tmp", "bars/2024/.part-0123456789ab.parquet.k2j3_x.tmp",
+                                      "bars/2024/part-deadbeef0000.parquet", "index-deadbeef0000.parquet"]
         assert "pid 4242 (oomrl ingest) since then did not finish" in str(tx.recovery_note())
-    assert not orphan.exists() and (tmp_path / "notes.txt").exists() and not (tmp_path / HOLDER_FILE).exists()
+    assert not orphan.exists() and all(path.exists() for path in users) and not (tmp_path / HOLDER_FILE).exists()
     pd.testing.assert_frame_equal(store.read_bars(), before)
     with store.transaction() as tx:
         assert tx.recovery_note() is None
