@@ -6,6 +6,9 @@ modules import pandas, Prefect, SQLAlchemy and rich inside the commands, never a
 
 from __future__ import annotations
 
+import io
+import os
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -26,6 +29,10 @@ class OomrlGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # typer's own exits and usage errors (exit 2) already say what is wrong
+        except BrokenPipeError:
+            # Whoever read the output went away (`oomrl data quarantine | head`): nothing to tell them.
+            _silence_stdout()
+            raise typer.Exit(EXIT_FAILURE) from None
         except Exception as exc:
             if ctx.meta.get(DEBUG_KEY):
                 raise
@@ -35,6 +42,15 @@ class OomrlGroup(TyperGroup):
                            "--debug for the traceback)")
             typer.echo(f"error: {message}", err=True)
             raise typer.Exit(EXIT_FAILURE) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so flushing it at exit does not raise BrokenPipeError again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):  # no real stdout (tests capture it)
+        pass
 
 
 app = typer.Typer(

@@ -133,3 +133,15 @@ def test_dates_and_choices_are_checked(home: Path, unchanged: None) -> None:
     refused(invoke("versions", "activate", "v1", "--strategy", "x" * 65), 2, "at most 64")
     refused(invoke("demo", "--strategy", "Daily-Momentum"), 2, "may only use lower-case letters")
     refused(invoke("report", "--account", "paper", "--benchmark", "gross"), 2, "'gross' is not one of")
+
+
+def test_a_reader_that_goes_away_is_not_an_error_line() -> None:
+    """`oomrl ... | head`: the pipe closes under the command; it stops quietly (no `error: Broken pipe`)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "oomrl", "version"], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, check=False)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == ""
