@@ -270,7 +270,7 @@ def read_state(home: Path) -> dict[str, object] | None:
         state = json.loads(path.read_text())
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting too deep for json
         raise StackError(_unusable(path, str(exc))) from None
     pids = state.get("pids") if isinstance(state, dict) else None
     # pid 0 or 1 would make killpg signal our own group or init's: no pid `up` records is either.

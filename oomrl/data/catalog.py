@@ -88,19 +88,25 @@ class Catalog:
         return json.dumps(payload, indent=1, default=str).encode()
 
 
-def _parse(root: Path, raw: bytes) -> Catalog:
-    try:
-        data = json.loads(raw)
-        catalog = Catalog(generation=int(data["generation"]),
-                          years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
-                          index=data["index"], membership=data["membership"], ingests=list(data["ingests"]))
-        strange = sorted(name for name in catalog.live_files() if not STORE_FILE.fullmatch(name))
-        if strange:
-            raise ValueError(f"it names {strange[0]!r}, not a store file")
-        return catalog
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise StoreDamagedError(f"the market store catalog {root / CATALOG_FILE} is unreadable ({exc}); "
-                                f"restore it from a backup or move {root} away and ingest again") from exc
+UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
+"""What parsing damaged metadata raises (RecursionError: JSON nested too deep)."""
+
+
+def _checked(catalog: Catalog) -> Catalog:
+    """The catalog, unless it names a file the store never writes: a tampered catalog (or legacy _parts.json)
+    must not make a commit delete a file elsewhere."""
+    strange = sorted(name for name in catalog.live_files()
+                     if not (STORE_FILE.fullmatch(name) or LEGACY_FILE.fullmatch(name)))
+    if strange:
+        raise ValueError(f"it names {strange[0]!r}, not a store file")
+    return catalog
+
+
+def _parse(raw: bytes) -> Catalog:
+    data = json.loads(raw)
+    return _checked(Catalog(generation=int(data["generation"]),
+                            years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
+                            index=data["index"], membership=data["membership"], ingests=list(data["ingests"])))
 
 
 def _legacy(root: Path) -> Catalog:
@@ -116,15 +122,22 @@ def _legacy(root: Path) -> Catalog:
     if (root / LEGACY_MANIFEST).exists():
         catalog.ingests = list(json.loads((root / LEGACY_MANIFEST).read_text()).get("ingests", []))
         catalog.legacy_files.append(LEGACY_MANIFEST)
-    return catalog
+    return _checked(catalog)
 
 
 def load_catalog(root: Path) -> Catalog:
     """The last committed catalog of the store at `root` (empty for a new store)."""
+    where = root / CATALOG_FILE
     try:
-        return _parse(root, (root / CATALOG_FILE).read_bytes())
-    except FileNotFoundError:
-        return _legacy(root)
+        try:
+            raw = where.read_bytes()
+        except FileNotFoundError:
+            where = root  # its metadata: bars/<year>/_parts.json and manifest.json
+            return _legacy(root)
+        return _parse(raw)
+    except UNREADABLE as exc:
+        raise StoreDamagedError(f"the market store catalog {where} is unreadable ({exc}); "
+                                f"restore it from a backup or move {root} away and ingest again") from exc
 
 
 def save_catalog(root: Path, catalog: Catalog) -> None:

@@ -51,7 +51,7 @@ def read_holder(root: Path) -> dict[str, Any] | None:
         return dict(json.loads((root / HOLDER_FILE).read_text()))
     except FileNotFoundError:
         return None
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return {"pid": "?", "command": "(unreadable note)", "since": "?"}
 
 

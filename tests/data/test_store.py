@@ -331,6 +331,31 @@ def test_manifest_records_ingests(tmp_path: Path) -> None:
     assert [entry["source"] for entry in entries] == ["sample", "akshare"] and "at" in entries[0]
 
 
+def test_damaged_metadata_of_either_layout_is_named(tmp_path: Path, bars: BarsFactory) -> None:
+    nested = MarketStore(tmp_path / "nested")
+    nested.write_bars(bars(days=3))
+    (nested.root / CATALOG_FILE).write_text("[" * 100_000)  # deeper than json can parse
+    with pytest.raises(StoreDamagedError, match="store.json is unreadable .*ingest again"):
+        nested.read_bars()
+    legacy = tmp_path / "legacy"
+    _legacy_store(legacy, bars(days=3))
+    (legacy / "manifest.json").write_text("{not json")
+    with pytest.raises(StoreDamagedError, match=f"catalog {legacy} is unreadable"):
+        MarketStore(legacy).read_bars()
+
+
+def test_a_tampered_legacy_part_list_cannot_point_outside_the_store(tmp_path: Path, bars: BarsFactory) -> None:
+    root = tmp_path / "data"
+    _legacy_store(root, bars(days=3))
+    victim = tmp_path / "ledger.db"
+    victim.write_bytes(b"precious")
+    meta = root / "bars" / "2024" / "_parts.json"
+    meta.write_text(meta.read_text().replace("part-0123456789ab.parquet", "../../../ledger.db"))
+    with pytest.raises(StoreDamagedError, match="it names 'bars/2024/../../../ledger.db', not a store file"):
+        MarketStore(root).write_bars(bars(days=5))  # a migrating write would retire (delete) the part it names
+    assert victim.read_bytes() == b"precious"
+
+
 def _legacy_store(root: Path, frame: pd.DataFrame) -> None:
     """A store as the previous layout wrote it: per-year _parts.json, index/membership/manifest files, and a
     part written before prev_close_raw existed (a column the schema gained since)."""

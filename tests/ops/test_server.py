@@ -169,7 +169,8 @@ def test_down_never_signals_a_process_that_is_not_the_recorded_one(tmp_path: Pat
 @pytest.mark.parametrize(("content", "detail"), [
     ("garbage", "Expecting value"), ("[]", 'no "pids"'), ("{}", 'no "pids"'),
     ('{"pids": {"server": "abc"}}', 'no "pids"'), ('{"pids": {"server": 0}}', 'no "pids"'),
-])
+    ("[" * 100_000, "maximum recursion depth"),
+], ids=["not-json", "a-list", "no-pids", "pid-not-a-number", "pid-0", "deep-nesting"])
 def test_a_damaged_state_file_is_named_and_nothing_is_signalled(oomrl_home: Path, content: str,
                                                                  detail: str) -> None:
     oomrl_home.mkdir(parents=True, exist_ok=True)
