@@ -25,7 +25,7 @@ import httpx
 import psutil
 
 from oomrl.errors import OomrlError
-from oomrl.files import private_dir
+from oomrl.files import atomic_write, private_dir, private_file
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 POOL = "oomrl-local"
@@ -91,8 +91,7 @@ def webhook_secret(home: Path) -> str:
         return os.environ["OOMRL_WEBHOOK_SECRET"]
     path = home / "webhook.secret"
     if not path.exists():
-        home.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600)
+        private_file(path)  # 0600 before the secret is in it (OOMRL_HOME 0700 when created here)
         path.write_text(secrets.token_hex(32))
     return path.read_text().strip()
 
@@ -305,11 +304,8 @@ def running(state: dict[str, object]) -> dict[str, bool]:
 
 
 def _save_state(home: Path, state: dict[str, object]) -> None:
-    path = home / "server.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    tmp.chmod(0o600)
-    os.replace(tmp, path)
+    payload = json.dumps(state, indent=2)
+    atomic_write(home / "server.json", lambda temp: Path(temp).write_text(payload))  # 0600 from the start
 
 
 def record_pid(home: Path, name: str, pid: int) -> None:
@@ -364,7 +360,7 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
     if config.deploy and not (config.project_dir / "prefect.yaml").exists():
         raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
                          "(pip install -e .) or pass --no-deploy")
-    config.home.mkdir(parents=True, exist_ok=True)
+    private_dir(config.home)
     private_dir(config.home / "prefect", tighten=True)  # the SQLite database and Prefect's own files
     sqlite_file = config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
     if sqlite_file and Path(sqlite_file).exists():

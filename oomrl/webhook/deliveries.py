@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from oomrl.files import private_file, sqlite_file
 from oomrl.names import ACCOUNT_MAX, ALERT_ID_MAX
 
 _METADATA = sa.MetaData()
@@ -54,8 +54,9 @@ class DeliveryStore:
     """Claims alert ids atomically (primary key) in any SQLAlchemy database."""
 
     def __init__(self, url: str) -> None:
-        if url.startswith("sqlite:///"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        database = sqlite_file(url)
+        if database is not None:  # often the ledger itself: private before SQLite creates it (0600, folder 0700)
+            private_file(database, tighten=True)
         self._engine = sa.create_engine(url, future=True)
         _METADATA.create_all(self._engine, tables=[DELIVERIES])
 

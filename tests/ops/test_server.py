@@ -54,11 +54,17 @@ def test_config_urls_and_default_database(tmp_path: Path) -> None:
 
 def test_generated_secret_is_private_and_stable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OOMRL_WEBHOOK_SECRET", raising=False)
-    first = webhook_secret(tmp_path)
-    assert len(first) == 64 and webhook_secret(tmp_path) == first
-    assert stat.S_IMODE((tmp_path / "webhook.secret").stat().st_mode) == 0o600
+    home = tmp_path / "home"
+    old = os.umask(0o022)  # a permissive umask: what oomrl creates must be private regardless
+    try:
+        first = webhook_secret(home)
+    finally:
+        os.umask(old)
+    assert len(first) == 64 and webhook_secret(home) == first
+    assert stat.S_IMODE((home / "webhook.secret").stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700  # OOMRL_HOME, created here
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "from-the-environment-123")
-    assert webhook_secret(tmp_path) == "from-the-environment-123"
+    assert webhook_secret(home) == "from-the-environment-123"
 
 
 def test_stack_env_points_every_child_at_one_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -328,6 +334,7 @@ def test_cli_server_up_and_down_for_real(oomrl_home: Path, monkeypatch: pytest.M
         assert state is not None and set(state["pids"]) == {"server", "worker"}  # type: ignore[arg-type]
         # Prefect's database, its folder and the logs are the user's alone.
         for path, mode in ((oomrl_home / "prefect" / "prefect.db", 0o600), (oomrl_home / "prefect", 0o700),
+                           (oomrl_home, 0o700),
                            (oomrl_home / "logs", 0o700), (oomrl_home / "logs" / "server.log", 0o600),
                            (oomrl_home / "server.json", 0o600)):
             assert stat.S_IMODE(path.stat().st_mode) == mode, path

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -165,3 +168,15 @@ def test_prefect_down_while_checking_a_redelivery_is_503(make_app: Any) -> None:
     assert deliver(app, ALERT)[0].status_code == 202
     again = deliver(app, ALERT)[0]
     assert again.status_code == 503 and "could not read flow run" in again.json()["detail"]
+
+
+def test_the_delivery_database_is_created_private(tmp_path: Path) -> None:
+    """Often the ledger itself: created 0600 in a 0700 folder before SQLite writes a byte, whatever the umask."""
+    database = tmp_path / "fresh" / "ledger.db"
+    old = os.umask(0o022)
+    try:
+        DeliveryStore(f"sqlite:///{database}").claim("private-1", "paper", "loss-alert")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
+    assert stat.S_IMODE(database.parent.stat().st_mode) == 0o700
