@@ -19,8 +19,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 
 from oomrl.config import Settings, get_settings
+from oomrl.errors import user_message
 from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
 from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, parse_alertmanager
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
@@ -184,6 +186,8 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             return _refusal(request, 422, str(exc))
         except LaunchError as exc:
             return _refusal(request, 503, str(exc))
+        except SQLAlchemyError as exc:  # the delivery store's database failed under us: not the sender's fault
+            return _refusal(request, 503, f"cannot record the delivery: {user_message(exc)}; retry the delivery")
         return JSONResponse(status_code=status, content=content)
 
     @app.get("/healthz")

@@ -126,3 +126,15 @@ def test_refusals_leave_a_log_line(client: TestClient, caplog: pytest.LogCapture
     assert any("refused with 422: invalid loss alert" in line and "account: Field required" in line
                for line in lines)
     assert all(line.startswith("POST /hooks/loss-alert from ") for line in lines)
+
+
+def test_a_delivery_database_failing_under_the_webhook_is_503(client: TestClient, launcher: RecordingLauncher,
+                                                             store_url: str) -> None:
+    import sqlalchemy as sa
+
+    with sa.create_engine(store_url).begin() as conn:  # the table is gone under the running webhook
+        conn.execute(sa.text("DROP TABLE webhook_deliveries"))
+    response = deliver(client, b'{"alert_id": "db-gone-1", "account": "paper"}')
+    assert response.status_code == 503, response.text
+    assert response.json()["detail"].startswith("cannot record the delivery: cannot use the database")
+    assert "retry the delivery" in response.json()["detail"] and launcher.calls == []
