@@ -164,14 +164,22 @@ class Settings(BaseSettings):
 
 
 def check_database_url(value: str) -> str:
-    """`value` when SQLAlchemy can parse it and knows its dialect, else ValueError saying why."""
+    """`value` when SQLAlchemy can parse it and its driver is installed, else ValueError saying why."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+    from oomrl.portfolio.ledger_tables import driver_url
+
     try:
-        make_url(value).get_dialect()
+        dialect = make_url(driver_url(value)).get_dialect()
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:
         raise ValueError(f"not a database URL SQLAlchemy understands ({exc})") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:  # e.g. postgresql+asyncpg:// without asyncpg: found now, not mid-command
+        raise ValueError(f"its database driver is not installed ({exc})") from None
+    if getattr(dialect, "is_async", False):  # oomrl's engines are synchronous
+        raise ValueError(f"{dialect.driver} is an async driver; name a synchronous one (e.g. postgresql+psycopg2://)")
     return value
 
 

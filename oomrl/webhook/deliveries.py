@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from oomrl.files import private_file, sqlite_file
 from oomrl.names import ACCOUNT_MAX, ALERT_ID_MAX
+from oomrl.portfolio.ledger_tables import driver_url
 
 _METADATA = sa.MetaData()
 DELIVERIES = sa.Table(
@@ -57,7 +58,7 @@ class DeliveryStore:
         database = sqlite_file(url)
         if database is not None:  # often the ledger itself: private before SQLite creates it (0600, folder 0700)
             private_file(database, tighten=True)
-        self._engine = sa.create_engine(url, future=True)
+        self._engine = sa.create_engine(driver_url(url), future=True)
         _METADATA.create_all(self._engine, tables=[DELIVERIES])
 
     def claim(self, alert_id: str, account: str | None, source: str) -> Delivery | None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from oomrl.config import SettingsError, describe, get_settings
+from oomrl.config import SettingsError, check_database_url, describe, get_settings
 from oomrl.errors import OomrlError
 from oomrl.repair_inputs import MAX_AUTOPSY_BYTES
 
@@ -36,6 +36,11 @@ class WebhookSettings(BaseSettings):
     auto_approve: bool = False
     # Where seen alert ids are kept; defaults to the ledger database (SQLite under OOMRL_HOME).
     db_url: str | None = None
+
+    @field_validator("db_url")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_database_url(value)
 
     def required_secret(self) -> str:
         """The shared HMAC secret, or a clear error when it is missing or too short to be one."""

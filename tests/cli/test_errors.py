@@ -4,6 +4,7 @@ workspace, versions, run folders are hashed before and after)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from tests.cli.helpers import closed_port, invoke, refused
     ("OOMRL_KILL_THRESHOLD", "abc", "OOMRL_KILL_THRESHOLD='abc': Input should be a valid number"),
     ("OOMRL_INITIAL_CASH", "nan", "OOMRL_INITIAL_CASH='nan': Input should be a finite number"),
     ("OOMRL_LEDGER_URL", "garbage", "OOMRL_LEDGER_URL='garbage': not a database URL"),
+    ("OOMRL_LEDGER_URL", "postgresql+asyncpg://x@127.0.0.1/x", "asyncpg is an async driver; name a synchronous"),
     ("OOMRL_ACCOUNT", "x" * 65, "OOMRL_ACCOUNT='xxxx"),
     ("OOMRL_ACCOUNT", "", "OOMRL_ACCOUNT='': account name must not be empty"),
     ("OOMRL_CONFIG", "/no/such/oomrl.toml", "OOMRL_CONFIG names /no/such/oomrl.toml, which does not exist"),
@@ -47,6 +49,13 @@ def test_a_home_that_is_a_file_is_named(home: Path, unchanged: None) -> None:
 def test_ingest_arguments_are_checked_before_the_store_is_touched(home: Path, unchanged: None, args: list[str],
                                                                   fragment: str) -> None:
     refused(invoke("ingest", *args), 1, fragment)
+
+
+def test_a_ledger_url_whose_driver_is_missing_is_named(home: Path, unchanged: None) -> None:
+    if importlib.util.find_spec("pymssql") is not None:
+        pytest.skip("pymssql is installed here")
+    refused(invoke("account", "show", env={"OOMRL_LEDGER_URL": "mssql+pymssql://x@127.0.0.1/x"}), 1,
+            "OOMRL_LEDGER_URL='mssql+pymssql://x@127.0.0.1/x': its database driver is not installed")
 
 
 def test_invalid_config_file_is_named(home: Path, unchanged: None, tmp_path: Path) -> None:

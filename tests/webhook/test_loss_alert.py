@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.config import Settings
+from oomrl.config import Settings, SettingsError
 from oomrl.repair_inputs import load_autopsy
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.settings import WebhookConfigError, WebhookSettings
+from oomrl.webhook.settings import WebhookConfigError, WebhookSettings, webhook_settings
 from tests.webhook.conftest import SECRET, RecordingLauncher, signed
 
 URL = "/hooks/loss-alert"
@@ -181,6 +182,16 @@ def test_refuses_to_start_without_real_secrets(store_url: str, settings: Setting
     with pytest.raises(WebhookConfigError, match=message):
         create_app(WebhookSettings(secret=secret, alertmanager_token=token, db_url=store_url),
                    launcher=RecordingLauncher(), settings=settings)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("garbage", "OOMRL_WEBHOOK_DB_URL='garbage': not a database URL SQLAlchemy understands"),
+    ("postgresql+asyncpg://x@127.0.0.1/x", "asyncpg is an async driver"),
+])
+def test_a_bad_delivery_database_url_is_named(monkeypatch: pytest.MonkeyPatch, value: str, message: str) -> None:
+    monkeypatch.setenv("OOMRL_WEBHOOK_DB_URL", value)
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        webhook_settings()
 
 
 def test_secret_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, store_url: str,
