@@ -32,6 +32,7 @@ from oomrl.data.parts import merge_year, table_of, write_parquet
 from oomrl.data.reader import StoreReader
 from oomrl.data.validation import validate_bars, validate_index, validate_membership
 from oomrl.errors import DataValidationError, OomrlError
+from oomrl.files import fsync_dir
 
 INDEX_KEY = ["date", "code", "kind"]
 KEEP = {CATALOG_FILE, LOCK_FILE, HOLDER_FILE}
@@ -233,6 +234,8 @@ class StoreTransaction(MarketStore):
             return
         self.staged.generation = self.base.generation + 1
         self.staged.legacy_files = []
+        for folder in sorted({(self.root / relative).parent for relative in self._new}):
+            fsync_dir(folder)  # the new files' names must survive a power cut before the catalog names them
         save_catalog(self.root, self.staged)
         self._new.clear()
         for relative in sorted(self.base.live_files() - self.staged.live_files()):
