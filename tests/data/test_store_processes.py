@@ -6,6 +6,7 @@ every write is one transaction committed by one catalog swap under one lock.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -76,6 +77,11 @@ def clean_ingests(root: Path, *subsets: dict[str, str]) -> State:
     return State.of(root)
 
 
+def generation(root: Path) -> int:
+    """The committed catalog's generation (store.json is replaced atomically, so it is always whole)."""
+    return int(json.loads((root / CATALOG_FILE).read_text())["generation"])
+
+
 def assert_no_orphans(root: Path) -> None:
     live = MarketStore(root).catalog().live_files()
     stored = {path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file()}
@@ -107,6 +113,7 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
     assert not before.same_data(after)
     pristine = tmp_path / "pristine"
     shutil.copytree(tmp_path / "first", pristine / "data")
+    assert generation(pristine / "data") == 1  # an ingest of SECOND commits generation 2
 
     def start(round_: int) -> tuple[Path, subprocess.Popen[str], float]:
         """A copy of the store after FIRST, an ingest of SECOND into it, and when it took the lock."""
@@ -117,18 +124,25 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
             time.sleep(0.002)
         return home, process, time.monotonic()
 
-    home, process, locked = start(-1)  # an undisturbed run measures the writing window
-    assert finish(process)[0] == 0
+    home, process, locked = start(-1)  # an undisturbed run measures the writing window: lock to commit
+    while generation(home / "data") == 1 and process.poll() is None:
+        time.sleep(0.002)
     window = time.monotonic() - locked
+    assert finish(process)[0] == 0 and generation(home / "data") == 2
     shutil.rmtree(home)
 
     rng = random.Random(12)
     outcomes = {"unchanged": 0, "complete": 0}
     for round_ in range(ROUNDS):
         home, process, locked = start(round_)
-        # Stratified over 1.5 x the window: early kills, kills around the commit, and some after it.
+        # Stratified over 1.5 x the window: kills while writing, around the commit, and after it.
         delay = (round_ + rng.random()) / ROUNDS * 1.5 * window
-        time.sleep(max(0.0, locked + delay - time.monotonic()))
+        if delay < window:
+            time.sleep(max(0.0, locked + delay - time.monotonic()))
+        else:  # after the commit, whenever a loaded machine lets it happen: while it retires files or exits
+            while generation(home / "data") == 1 and process.poll() is None:
+                time.sleep(0.002)
+            time.sleep((delay - window) / 10)
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=PROCESS_TIMEOUT_S)
         root = home / "data"
