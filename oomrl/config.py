@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 from oomrl.errors import OomrlError
 from oomrl.names import check_account
@@ -101,6 +103,22 @@ class Settings(BaseSettings):
         if home.exists() and not home.is_dir():
             raise ValueError("is a file, not a folder")
         return home
+
+    @field_validator("market_rules")
+    @classmethod
+    def _known_rules(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each market's overrides build its rule set now, not mid-rebalance (one line per problem)."""
+        for market, overrides in value.items():
+            from oomrl.market.markets import get_market
+
+            try:
+                get_market(market).rules(overrides)
+            except ValidationError as exc:
+                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+                raise ValueError(f"{market}: {problems}") from None
+            except ValueError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("account")
     @classmethod
@@ -218,3 +236,7 @@ def get_settings(**overrides: Any) -> Settings:
         return Settings(**overrides)
     except ValidationError as exc:
         raise SettingsError(describe(exc, overrides)) from None
+    except PydanticSettingsError as exc:  # a structured value (OOMRL_MARKET_RULES) that is not JSON
+        found = re.search(r'field "(\w+)"', str(exc))
+        name = ENV_PREFIX + found.group(1).upper() if found else "a setting"
+        raise SettingsError(f"invalid setting: {name} is not valid JSON ({exc.__cause__ or exc})") from None

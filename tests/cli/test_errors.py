@@ -26,6 +26,8 @@ from tests.cli.helpers import closed_port, invoke, refused
     ("OOMRL_ACCOUNT", "", "OOMRL_ACCOUNT='': account name must not be empty"),
     ("OOMRL_CONFIG", "/no/such/oomrl.toml", "OOMRL_CONFIG names /no/such/oomrl.toml, which does not exist"),
     ("OOMRL_LLM_MODEL", "m" * 129, "OOMRL_LLM_MODEL='mmm"),
+    ("OOMRL_MARKET_RULES", "garbage", "OOMRL_MARKET_RULES is not valid JSON"),
+    ("OOMRL_MARKET_RULES", '{"cn": {"lot": 1}}', "OOMRL_MARKET_RULES={'cn': {'lot': 1}}: cn: lot: Extra inputs"),
 ])
 def test_bad_settings_are_named(home: Path, unchanged: None, variable: str, value: str, fragment: str) -> None:
     for command in (["rebalance", "--as-of", "2024-07-02"], ["account", "show"], ["ingest", "--universe", "600519"]):
