@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, Benchmark, valid_account
+from oomrl.commands import AccountOption, Benchmark, parse_day, valid_account
+
+
+def _finite_rate(value: float) -> float:
+    """Option callback: NaN or infinity is no rate (a report would be written full of NaN)."""
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite annual rate, got {value}")
+    return value
+
+
+RfOption = Annotated[float, typer.Option("--rf", metavar="RATE", callback=_finite_rate,
+                                         help="Annual risk-free rate, as a fraction.")]
 
 
 def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
@@ -31,7 +43,7 @@ def metrics_command(
                                  help="Daily series: a `date` column and `return` (or `close`)."),
     benchmark: Path = typer.Option(..., "--benchmark", metavar="CSV",
                                    help="Benchmark series: a `date` column and `return` (or `close`)."),
-    rf: float = typer.Option(0.0, "--rf", metavar="RATE", help="Annual risk-free rate, as a fraction."),
+    rf: RfOption = 0.0,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (fractions)."),
     start: str | None = typer.Option(None, "--start", metavar="DATE", help="First date to include "
                                      "(returns of a `close` file still use the previous session's close)."),
@@ -41,10 +53,14 @@ def metrics_command(
 
     Daily returns in, metrics out as fractions, 252 sessions a year.
     """
+    import pandas as pd
+
     from oomrl.metrics.io import read_returns_csv, window
     from oomrl.metrics.performance import compute_metrics
 
-    series = window(read_returns_csv(returns, "returns"), start, end, "returns")
+    first, last = parse_day(start, "--start"), parse_day(end, "--end")
+    series = window(read_returns_csv(returns, "returns"), first and pd.Timestamp(first),
+                    last and pd.Timestamp(last), "returns")
     _print_metrics(compute_metrics(series, read_returns_csv(benchmark, "benchmark"), rf=rf), as_json)
 
 
@@ -57,7 +73,7 @@ def report_command(
     benchmark: Benchmark = typer.Option(Benchmark.price, "--benchmark", help="Which CSI 300 series to compare with."),
     benchmark_csv: Path | None = typer.Option(None, "--benchmark-csv", metavar="CSV",
                                               help="With --returns: a benchmark series (default: none)."),
-    rf: float = typer.Option(0.0, "--rf", metavar="RATE", help="Annual risk-free rate, as a fraction."),
+    rf: RfOption = 0.0,
     out: Path | None = typer.Option(None, "--out", metavar="DIR",
                                     help="Folder for the report (default: a new folder under OOMRL_HOME/runs)."),
 ) -> None:

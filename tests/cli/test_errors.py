@@ -156,3 +156,15 @@ def test_a_reader_that_goes_away_is_not_an_error_line() -> None:
     finally:
         os.close(write_end)
     assert done.returncode == 1 and done.stderr == ""
+
+
+def test_metrics_and_report_options_are_checked(home: Path, unchanged: None, tmp_path: Path) -> None:
+    returns = tmp_path / "r.csv"
+    returns.write_text("date,return\n2024-01-02,0.01\n2024-01-03,-0.01\n2024-01-04,0.02\n")
+    for rf in ("nan", "inf", "-inf"):
+        refused(invoke("report", "--returns", str(returns), "--rf", rf), 2, "Invalid value for '--rf'",
+                f"must be a finite annual rate, got {float(rf)}")  # no report folder full of NaN
+        refused(invoke("metrics", "--returns", str(returns), "--benchmark", str(returns), "--rf", rf), 2,
+                "must be a finite annual rate")
+    refused(invoke("metrics", "--returns", str(returns), "--benchmark", str(returns), "--start", "July"), 1,
+            "--start 'July' is not a date (YYYY-MM-DD)")
