@@ -96,6 +96,16 @@ def webhook_secret(home: Path) -> str:
     return path.read_text().strip()
 
 
+def check_webhook(config: StackConfig) -> None:
+    """The webhook child's settings as it will read them; a named error when it would refuse to start."""
+    from oomrl.webhook.settings import webhook_settings
+
+    webhook = webhook_settings()
+    webhook.secret = webhook_secret(config.home)
+    webhook.required_secret()
+    webhook.required_token()
+
+
 def stack_env(config: StackConfig) -> dict[str, str]:
     """The environment every child process shares: one Prefect API, one OOMRL_HOME."""
     env = dict(os.environ)
@@ -361,6 +371,8 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
         raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
                          "(pip install -e .) or pass --no-deploy")
     private_dir(config.home)
+    if config.webhook:  # its settings (the secret's length, the token, the database URL) fail now, not
+        check_webhook(config)  # after the server and the worker have started
     private_dir(config.home / "prefect", tighten=True)  # the SQLite database and Prefect's own files
     sqlite_file = config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
     if sqlite_file and Path(sqlite_file).exists():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
+from oomrl.errors import OomrlError
 from oomrl.server import (
     ProcessRecord,
     StackConfig,
@@ -127,6 +129,20 @@ def test_up_refuses_when_already_running(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("OOMRL_WEBHOOK_SECRET", "short", "OOMRL_WEBHOOK_SECRET is 5 characters"),
+    ("OOMRL_WEBHOOK_ALERTMANAGER_TOKEN", "tok", "OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is 3 characters"),
+    ("OOMRL_WEBHOOK_DB_URL", "garbage", "OOMRL_WEBHOOK_DB_URL='garbage': not a database URL"),
+])
+def test_up_refuses_webhook_settings_before_starting_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             variable: str, value: str, message: str) -> None:
+    # Shaped like tests/test_config.py's settings refusals, but of `up`: what it must not have started.
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(OomrlError, match=re.escape(message)):
+        up(StackConfig(home=tmp_path, project_dir=tmp_path, deploy=False), say=lambda _: None)
+    assert not (tmp_path / "server.json").exists() and not (tmp_path / "logs").exists()
 
 
 def test_a_stale_state_file_does_not_block_up(tmp_path: Path) -> None:
