@@ -158,3 +158,6 @@ def test_registry_builds_every_source(tmp_path: Path) -> None:
         get_source("bloomberg")
     with pytest.raises(OomrlError, match="needs a folder"):
         get_source("csv")
+    with pytest.raises(OomrlError, match="the synthetic source takes a number of symbols: --source synthetic:N, "
+                                         "not 'abc'"):
+        get_source("synthetic:abc")

@@ -67,6 +67,8 @@ def _csv(arg: str | None) -> MarketSource:
 def _synthetic(arg: str | None) -> MarketSource:
     from oomrl.data.sources.synthetic import SyntheticSource
 
+    if arg and not arg.strip().isdigit():
+        raise OomrlError(f"the synthetic source takes a number of symbols: --source synthetic:N, not {arg!r}")
     return SyntheticSource(symbols=int(arg) if arg else 300)
 
 
