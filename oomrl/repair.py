@@ -83,19 +83,20 @@ def critique(ctx: RepairContext, autopsy: dict[str, Any]) -> Mandate:
     view = CriticView(autopsy=autopsy, metrics=autopsy.get("metrics") or {}, evidence=evidence)
     ctx.record_inputs("critic", view, "1")
     mandate = ctx.provider.critic(view)
-    module_file = ctx.versions.workspace / (mandate.module.replace(".", "/") + ".py")
-    if not module_file.is_file():
+    module_file = mandate.module.replace(".", "/") + ".py"
+    if not ctx.versions.holds(ctx.base or ctx.versions.base_for(ctx.account), module_file):
         raise RepairStepError("critic", f"the mandate names {mandate.module}, which is not in the "
-                                        "strategy workspace")
+                                        "account's strategy version")
     write_json(ctx.run_dir / "mandate.proposed.json", mandate.model_dump())
     return mandate
 
 
 def prepare_candidate(ctx: RepairContext) -> Path:
-    """A fresh scratch clone of the workspace head: every change of the repair happens there."""
+    """A fresh scratch clone at the account's version (`ctx.base`): every change of the repair happens there."""
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate)
-    return ctx.versions.clone_to(ctx.candidate)
+    ctx.base = ctx.base or ctx.versions.base_for(ctx.account)
+    return ctx.versions.clone_to(ctx.candidate, at=ctx.base)
 
 
 def cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
@@ -166,6 +167,7 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
             autopsy = complete_autopsy(autopsy, ctx.versions.ledger)
         write_json(ctx.run_dir / "autopsy.json", autopsy)
         ctx.evidence = ctx.evidence or role_evidence(autopsy)
+        ctx.base = ctx.base or ctx.versions.base_for(ctx.account)  # fixed for the whole repair
         mandate = run_step("critic", critique, ctx, autopsy)
         ctx.trail.move("approval", f"mandate for {mandate.module}: {mandate.text}")
         decision = approve(mandate)
@@ -219,8 +221,7 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
     """Cross-validation by replay on stored data over the sessions up to the autopsy's date."""
 
     def validate(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
-        ledger = ctx.versions.ledger
-        active = (ledger.active_version(ctx.account) if ledger else None) or ctx.versions.head()
+        active = ctx.base or ctx.versions.base_for(ctx.account)
         start, end = window_for(store, as_of, ctx.agent.cross_validation_days)
         return cross_validate(ctx.candidate, ctx.versions.materialize(active), mandate.strategy,
                               mandate.constraints, store, start, end, candidate_sha="candidate",

@@ -12,6 +12,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, Protocol
 
+from filelock import FileLock
 from pydantic import BaseModel
 
 from oomrl.errors import OomrlError
@@ -29,6 +30,7 @@ tests = ["tests"]
 coverage_min = 95
 """
 NOTES_REF = "refs/notes/oomrl"
+PROMOTE_LOCK = "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
 TAG_PREFIX = "v"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".coverage*")
 
@@ -37,12 +39,18 @@ class VersionError(OomrlError):
     """A version operation failed (unknown ref, git failure, nothing to roll back to)."""
 
 
+class UnknownActiveVersionError(VersionError):
+    """The ledger says an account trades a commit the strategy workspace does not hold."""
+
+
 class VersionLedger(Protocol):
     """The part of the ledger that records which version an account trades."""
 
     def active_version(self, account: str) -> str | None: ...
 
     def set_active_version(self, account: str, sha: str, name: str) -> None: ...
+
+    def active_strategy(self, account: str) -> tuple[str, str] | None: ...
 
 
 class VersionInfo(BaseModel):
@@ -147,11 +155,43 @@ class StrategyVersions:
         private_dir(self.workspace.parent)
         return self.workspace.parent
 
-    def clone_to(self, dest: Path) -> Path:
-        """A scratch clone of the current head, where a repair prepares its candidate."""
+    def clone_to(self, dest: Path, at: str | None = None) -> Path:
+        """A scratch clone checked out at `at` (default: the branch head), where a repair prepares its
+        candidate; a repair passes its account's active version (`base_for`), not the branch head."""
         self._require_init()
         self.git("clone", "-q", "--no-hardlinks", str(self.workspace), str(dest), cwd=self._parent())
+        if at is not None:
+            # Every version is tagged or an ancestor of a tag, so the clone holds it.
+            self.git("checkout", "-q", "-B", "candidate", self.resolve(at), cwd=dest)
         return dest
+
+    def base_for(self, account: str) -> str:
+        """The commit a repair of `account` starts from: its active version, else v1 (what its first
+        rebalance would trade). Another account's promotion since then does not change it."""
+        self._require_init()
+        active = self.ledger.active_version(account) if self.ledger is not None else None
+        if active is None:
+            return self.resolve(f"{TAG_PREFIX}1")
+        return self.known(active, account)
+
+    def holds(self, ref: str, path: str) -> bool:
+        """Whether version `ref` has a file at workspace-relative `path`."""
+        try:
+            self.git("cat-file", "-e", f"{ref}:{path}")
+        except VersionError:
+            return False
+        return True
+
+    def known(self, sha: str, account: str) -> str:
+        """`sha` when the workspace holds that commit; else UnknownActiveVersionError naming the account."""
+        try:
+            self.git("cat-file", "-e", f"{sha}^{{commit}}")
+        except VersionError:
+            raise UnknownActiveVersionError(
+                f"account {account!r} trades version {sha[:12]}, which the strategy workspace "
+                f"{self.workspace} does not hold (was the workspace replaced?); activate a version "
+                "it holds with `oomrl versions activate vN`") from None
+        return sha
 
     def next_tag(self) -> str:
         numbers = [int(t[len(TAG_PREFIX):]) for t in self.git("tag", "-l", f"{TAG_PREFIX}*").split()
@@ -160,31 +200,45 @@ class StrategyVersions:
 
     def promote(self, candidate: Path, message: str, metadata: dict[str, Any], account: str,
                 strategy: str) -> VersionInfo:
-        """Commit the candidate clone, fast-forward the workspace, tag, attach metadata, activate.
+        """Commit the candidate clone, tag, attach metadata, activate; the branch moves only forward.
 
-        One transaction: the ledger write comes last, and if any step fails, branch, tag and notes
-        are restored, so the workspace and the active version stay as they were."""
+        Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
+        based on the branch head fast-forwards it; one based on an older version (its account had
+        not taken a later promotion of another account) becomes a tagged commit off the branch,
+        which stays where it was. One transaction: the ledger write comes last, and if any step
+        fails, branch, tag and notes are restored, so the workspace and the active version stay."""
         self._require_init()
-        old_head = self.head()
         self.git("add", "-A", cwd=candidate)
         trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
         self.git("commit", "-q", "-m", message + trailers, cwd=candidate)
         sha = self.git("rev-parse", "HEAD", cwd=candidate)
-        tag = self.next_tag()
-        try:
-            self.git("fetch", "-q", str(candidate), "HEAD")
-            self.git("merge", "-q", "--ff-only", sha)
-            self.git("tag", tag, sha)
-            self._write_notes(sha, {**metadata, "strategy": strategy, "tag": tag})
-            self.activate(tag, account, strategy)
-        except BaseException:
-            self._undo_promotion(old_head, tag, sha)
-            raise
+        with FileLock(self.workspace / ".git" / PROMOTE_LOCK, thread_local=False):
+            old_head = self.head()
+            tag = self.next_tag()
+            try:
+                self.git("fetch", "-q", str(candidate), "HEAD")
+                if self.is_ancestor(old_head, sha):
+                    self.git("merge", "-q", "--ff-only", sha)
+                self.git("tag", tag, sha)  # the tag keeps an off-branch version reachable
+                self._write_notes(sha, {**metadata, "strategy": strategy, "tag": tag})
+                self.activate(tag, account, strategy)
+            except BaseException:
+                self._undo_promotion(old_head, tag, sha)
+                raise
         return self.info(tag, account)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether `older` is `newer` or one of its ancestors."""
+        try:
+            self.git("merge-base", "--is-ancestor", older, newer)
+        except VersionError:
+            return False
+        return True
 
     def _undo_promotion(self, old_head: str, tag: str, sha: str) -> None:
         """Put branch, tag and notes back; the ledger needs nothing, its write is the last step."""
-        self.git("reset", "-q", "--hard", old_head)
+        if self.head() != old_head:
+            self.git("reset", "-q", "--hard", old_head)
         if tag in self.git("tag", "-l", tag).split():
             self.git("tag", "-d", tag)
         if sha in self.git("notes", f"--ref={NOTES_REF}", "list").split():
@@ -250,20 +304,24 @@ class StrategyVersions:
         return sha
 
     def rollback(self, account: str, strategy: str | None = None) -> str:
-        """Activate the version tagged just before the account's active one."""
+        """Activate the nearest tagged ancestor of the account's active version (versions may branch:
+        the version tagged just before it may be another account's)."""
         if self.ledger is None:
             raise VersionError("rolling back needs a ledger")
+        self._require_init()
         active = self.ledger.active_version(account)
         if active is None:
             raise VersionError(f"account {account!r} has no active version to roll back from")
-        shas = [v.sha for v in self.list()]
-        if active not in shas:
-            raise VersionError(f"active version {active[:12]} of {account!r} is not a tagged version")
-        position = shas.index(active)
-        if position == 0:
-            raise VersionError(f"{account!r} runs the first version; there is nothing to roll back to")
-        return self.activate(shas[position - 1], account,
-                             strategy or self.metadata(active).get("strategy"))
+        self.known(active, account)
+        tagged = {v.sha: v.tag for v in self.list()}
+        ancestors = self.git("rev-list", "--first-parent", active).split()[1:]
+        target = next((sha for sha in ancestors if sha in tagged), None)
+        if target is None:
+            raise VersionError(f"{account!r} runs {tagged.get(active, active[:12])}, which has no "
+                               "tagged ancestor; there is nothing to roll back to")
+        current = self.ledger.active_strategy(account)
+        name = strategy or self.metadata(active).get("strategy") or (current[1] if current else None)
+        return self.activate(tagged[target], account, name)
 
     def materialize(self, ref: str) -> Path:
         """The files of one commit, exported once to exports/<sha>/ (what rebalance and replay load)."""

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from oomrl.portfolio.ledger import Ledger
-from oomrl.versions import GUARD_PYPROJECT, StrategyVersions, VersionError
+from oomrl.versions import (
+    GUARD_PYPROJECT,
+    StrategyVersions,
+    UnknownActiveVersionError,
+    VersionError,
+)
 
 
 class FlakyLedger(Ledger):
@@ -43,10 +48,15 @@ def versions(tmp_path: Path) -> StrategyVersions:
     return store
 
 
-def candidate_with(versions: StrategyVersions, tmp_path: Path, body: str) -> Path:
-    clone = versions.clone_to(tmp_path / "candidate")
+def candidate_with(versions: StrategyVersions, tmp_path: Path, body: str, at: str | None = None,
+                   name: str = "candidate") -> Path:
+    clone = versions.clone_to(tmp_path / name, at=at)
     (clone / "strategies" / "alpha.py").write_text(body)
     return clone
+
+
+def weight_of(versions: StrategyVersions, ref: str) -> str:
+    return versions.git("show", f"{ref}:strategies/alpha.py").split("return ")[1].strip()
 
 
 def test_init_copies_bundle_with_guard_and_tags_v1(versions: StrategyVersions) -> None:
@@ -144,7 +154,8 @@ def test_nothing_to_commit_changes_nothing(versions: StrategyVersions, tmp_path:
     assert [v.tag for v in versions.list()] == ["v1"]
 
 
-def test_rollback_refuses_an_untagged_active_commit(versions: StrategyVersions, tmp_path: Path) -> None:
+def test_rollback_of_an_untagged_active_commit_goes_to_its_nearest_tagged_ancestor(
+        versions: StrategyVersions, tmp_path: Path) -> None:
     clone = versions.clone_to(tmp_path / "two-commits")
     (clone / "tests" / "strategies" / "test_more.py").write_text("def test_more():\n    assert 2 > 1\n")
     versions.git("add", "-A", cwd=clone)
@@ -152,8 +163,99 @@ def test_rollback_refuses_an_untagged_active_commit(versions: StrategyVersions, 
     (clone / "strategies" / "alpha.py").write_text("def weight() -> float:\n    return 0.1\n")
     versions.promote(clone, "Repair", {}, "acct", "alpha")
     versions.activate("v2~1", "acct", "alpha")  # the tests-first commit carries no tag
-    with pytest.raises(VersionError, match="is not a tagged version"):
+    assert versions.rollback("acct") == versions.resolve("v1")
+    assert versions.ledger.active_strategy("acct") == (versions.resolve("v1"), "alpha")  # type: ignore[union-attr]
+
+
+def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_other(
+        versions: StrategyVersions, tmp_path: Path) -> None:
+    """A promotes v2; B, still on v1, repairs from v1 and its v3 does not move A's version."""
+    v1 = versions.activate("v1", "a", "alpha")
+    versions.activate("v1", "b", "alpha")
+    a_base = versions.base_for("a")
+    v2 = versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.5\n",
+                                         at=a_base, name="a"), "A's repair", {}, "a", "alpha")
+    b_base = versions.base_for("b")
+    assert (a_base, b_base, versions.head()) == (v1, v1, v2.sha)  # B trades v1 still
+    b_clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.25\n",
+                             at=b_base, name="b")
+    assert versions.git("rev-parse", "HEAD", cwd=b_clone) == v1  # not the branch tip
+    v3 = versions.promote(b_clone, "B's repair", {}, "b", "alpha")
+    assert v3.tag == "v3" and versions.git("rev-parse", "v3^") == v1
+    assert versions.head() == v2.sha  # the branch moves only on fast-forward
+    assert "0.5" in (versions.workspace / "strategies" / "alpha.py").read_text()
+    assert (weight_of(versions, "v2"), weight_of(versions, "v3")) == ("0.5", "0.25")
+    assert versions.ledger.active_version("a") == v2.sha  # type: ignore[union-attr]
+    assert versions.ledger.active_version("b") == v3.sha  # type: ignore[union-attr]
+    assert [(v.tag, v.active) for v in versions.list("b")] == [("v1", False), ("v2", False), ("v3", True)]
+    # B's next repair builds on its own v3; promoting it leaves the branch on A's v2.
+    v4 = versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.2\n",
+                                         at=versions.base_for("b"), name="b2"), "B again", {}, "b", "alpha")
+    assert versions.git("rev-parse", "v4^") == v3.sha and versions.head() == v2.sha
+    # Rollback goes to the nearest tagged ancestor, never to another account's branch.
+    assert versions.rollback("b") == v3.sha
+    assert versions.rollback("b") == v1
+    assert versions.rollback("a") == v1
+    assert versions.materialize(v4.sha) != versions.materialize("v2")
+
+
+def test_a_promotion_based_on_the_head_fast_forwards_and_a_failed_off_branch_one_restores(
+        versions: StrategyVersions, tmp_path: Path) -> None:
+    v1 = versions.activate("v1", "a", "alpha")
+    versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.5\n",
+                                    at=v1, name="a"), "A", {}, "a", "alpha")
+    head = versions.head()
+    versions.ledger.fail_next = True  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match="ledger write failed"):
+        versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.1\n",
+                                        at=v1, name="b"), "B", {}, "b", "alpha")
+    assert versions.head() == head and [v.tag for v in versions.list()] == ["v1", "v2"]
+    assert versions.ledger.active_version("b") is None  # type: ignore[union-attr]
+    assert len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 1  # v2's only
+
+
+def test_an_active_version_the_workspace_does_not_hold_is_named(versions: StrategyVersions) -> None:
+    versions.ledger.set_active_version("acct", "0123456789ab" * 3 + "0123", "alpha")  # type: ignore[union-attr]
+    for operation in (versions.base_for, versions.rollback):
+        with pytest.raises(UnknownActiveVersionError,
+                           match="account 'acct' trades version 0123456789ab, which the strategy workspace"):
+            operation("acct")
+    assert versions.base_for("nobody") == versions.resolve("v1")  # no version yet: its first is v1
+    versions.activate("v1", "acct", "alpha")
+    with pytest.raises(VersionError, match="has no tagged ancestor; there is nothing to roll back to"):
         versions.rollback("acct")
+
+
+def _promote_from_v1(home: str, account: str, weight: str, barrier: object) -> str:
+    """One process's repair of `account` from v1, promoted together with the others."""
+    ledger = Ledger(f"sqlite:///{home}/ledger.db")
+    store = StrategyVersions(Path(home) / "home" / "workspace", ledger)
+    clone = store.clone_to(Path(home) / f"candidate-{account}", at=store.base_for(account))
+    (clone / "strategies" / "alpha.py").write_text(f"def weight() -> float:\n    return {weight}\n")
+    barrier.wait()  # type: ignore[attr-defined]
+    return store.promote(clone, f"Repair of {account}", {}, account, "alpha").tag
+
+
+def test_concurrent_promotions_land_with_distinct_versions(versions: StrategyVersions, tmp_path: Path) -> None:
+    """Two processes promote at once from v1: both land, as v2 and v3, each active for its account."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        barrier = manager.Barrier(2)
+        with context.Pool(2) as pool:
+            tags = pool.starmap(_promote_from_v1, [(str(tmp_path), "a", "0.5", barrier),
+                                                   (str(tmp_path), "b", "0.25", barrier)])
+    assert sorted(tags) == ["v2", "v3"]
+    by_account = dict(zip("ab", tags, strict=True))
+    for account, weight in (("a", "0.5"), ("b", "0.25")):
+        tag = by_account[account]
+        assert weight_of(versions, tag) == weight
+        assert versions.git("rev-parse", f"{tag}^") == versions.resolve("v1")
+        assert versions.ledger.active_version(account) == versions.resolve(tag)  # type: ignore[union-attr]
+    assert versions.head() in {versions.resolve("v2"), versions.resolve("v3")}
+    assert versions.git("status", "--porcelain") == ""
+    assert len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 2
 
 
 def test_a_failed_init_leaves_no_workspace_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

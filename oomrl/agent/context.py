@@ -87,6 +87,9 @@ class RepairContext:
     cross_feedback: list[dict[str, Any]] = field(default_factory=list)  # replays of the Coder's patches
     inputs: list[dict[str, Any]] = field(default_factory=list)
     trail: Trail = field(default_factory=Trail)
+    # The account's active version when the repair began: every candidate is cloned at it, and the
+    # replay compares with it, whatever another account promoted meanwhile.
+    base: str | None = None
 
     @property
     def candidate(self) -> Path:
