@@ -87,3 +87,18 @@ def test_versions_commands_report_errors(repair_home: Path) -> None:
     named = runner.invoke(app, ["versions", "activate", "v1", "--strategy", "daily_momentum"])
     assert named.exit_code == 0 and "paper now trades" in named.output
     assert runner.invoke(app, ["versions", "list"]).output.startswith("* v1 ")
+
+
+def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(repair_home: Path, tmp_path: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["versions", "init"]).exit_code == 0
+    Ledger(get_settings().ledger).set_active_version("paper", "ab" * 20, "daily_momentum")
+    said = "account 'paper' trades version abababababab, which the strategy workspace"
+    rollback = runner.invoke(app, ["versions", "rollback"])
+    assert rollback.exit_code == 1 and said in rollback.output and "Traceback" not in rollback.output
+    failed = repair(tmp_path, "--auto-approve")
+    assert failed.exit_code == 1 and "Traceback" not in failed.output
+    assert f"repair failed at critic: UnknownActiveVersionError: {said}" in failed.output
