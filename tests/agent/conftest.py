@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from oomrl.config import get_settings
+from tests.agent.doc_edges import edges_of_test, takes_documented_edges
+
+
+@pytest.fixture(autouse=True)
+def takes_the_transitions_the_docs_name(request: pytest.FixtureRequest,
+                                        monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A test docs/agent.md names for a transition fails unless it takes that transition."""
+    if request.node.originalname not in edges_of_test():
+        yield
+        return
+    with takes_documented_edges(request.node.originalname, monkeypatch):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,13 @@ from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import CoderView, Mandate, TestAuthorView
 from oomrl.crossval import CrossValidation
 from oomrl.repair import Decision, RepairContext, run_repair
-from oomrl.versions import repo_root
+from tests.agent.doc_edges import (
+    doc_text,
+    drawn_edges,
+    edges_of_test,
+    takes_documented_edges,
+    tested_by,
+)
 from tests.agent.repair_helpers import (
     AUTOPSY,
     ScriptedProvider,
@@ -54,21 +59,34 @@ def test_the_machine_refuses_a_transition_it_does_not_have() -> None:
 
 
 def test_docs_draw_every_transition_and_name_a_test_that_takes_it() -> None:
-    doc = (repo_root() / "docs" / "agent.md").read_text(encoding="utf-8")
-    diagram = doc.split("```mermaid", 1)[1].split("```", 1)[0]
-    names = {"critic": "critic", "approval": "approval", "tests": "test-genesis",
-             "logic": "logic-genesis", "crossval": "cross-validation", "promotion": "promotion",
-             "promoted": "promoted", "rejected": "rejected", "failed": "failed"}
-    drawn = {(names[a], names[b]) for a, b in re.findall(r"^\s*(\w+) --> (\w+)", diagram, re.MULTILINE)}
-    assert drawn == set(TRANSITIONS)
+    """The Mermaid diagram and the table of docs/agent.md are the machine's TRANSITIONS, and every edge
+    names existing tests; the agent tests' conftest fails a named test that does not take its edge."""
+    doc = doc_text()
+    assert drawn_edges(doc) == set(TRANSITIONS)
+    table = tested_by(doc)
+    assert set(table) == set(TRANSITIONS)
     here = Path(__file__).parent
     sources = "".join(p.read_text(encoding="utf-8") for p in here.glob("test_*.py"))
-    table = doc.split("| transition | taken when | tested by |", 1)[1].split("\n\n", 1)[0]
-    rows = re.findall(r"^\| `([\w-]+) → ([\w-]+)` \| [^|]+ \| ([^|]+) \|$", table, re.MULTILINE)
-    assert {(a, b) for a, b, _ in rows} == set(TRANSITIONS)
-    for _, _, tests in rows:
-        for name in re.findall(r"`(test_\w+)`", tests):
+    for edge, tests in table.items():
+        assert tests, f"docs/agent.md names no test for {edge}"
+        for name in tests:
             assert f"def {name}(" in sources, f"docs/agent.md names {name}, which does not exist"
+
+
+def test_the_edge_check_fails_a_test_that_does_not_take_its_documented_edge(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conftest's check is real: a named test that takes its edges passes it, one that does not fails."""
+    test, named = min(edges_of_test().items())
+    with pytest.raises(AssertionError, match=f"docs/agent.md says {test} takes"), \
+            takes_documented_edges(test, monkeypatch):
+        pass
+    with takes_documented_edges(test, monkeypatch) as taken:
+        for source, target in sorted(named):
+            trail = Trail()
+            trail.state = source
+            trail.move(target, "taken")
+    assert taken == named
+    assert Trail.move.__name__ == "move"  # the real method is back on leaving
 
 
 def test_an_approval_that_cannot_be_asked_fails_cleanly(tmp_path: Path) -> None:
