@@ -30,7 +30,7 @@ def drawn_edges(doc: str) -> set[Edge]:
             for a, b in re.findall(r"^\s*(\w+) --> (\w+)", diagram, re.MULTILINE)}
 
 
-def tested_by(doc: str) -> dict[Edge, list[str]]:
+def edge_table(doc: str) -> dict[Edge, list[str]]:
     """The transition table: each edge and the tests it names as taking it."""
     table = doc.split("| transition | taken when | tested by |", 1)[1].split("\n\n", 1)[0]
     rows = re.findall(r"^\| `([\w-]+) → ([\w-]+)` \| [^|]+ \| ([^|]+) \|$", table, re.MULTILINE)
@@ -41,7 +41,7 @@ def tested_by(doc: str) -> dict[Edge, list[str]]:
 def edges_of_test() -> dict[str, set[Edge]]:
     """test name -> the edges docs/agent.md says it takes (each such test checks it does)."""
     named: dict[str, set[Edge]] = {}
-    for edge, tests in tested_by(doc_text()).items():
+    for edge, tests in edge_table(doc_text()).items():
         for test in tests:
             named.setdefault(test, set()).add(edge)
     return named

@@ -43,6 +43,10 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
     monkeypatch.setenv("OOMRL_AGENT_MAX_OUTPUT_TOKENS", str(MAX_OUTPUT))
     ledger = Ledger(get_settings().ledger)
     ledger.create_schema()
+    # The seeded history names made-up versions; the repair starts from one the workspace holds.
+    versions = StrategyVersions(get_settings().workspace_dir, ledger)
+    versions.init()
+    versions.activate("v1", "demo", "daily_momentum")
     book = LLMBudgetBook(ledger)
     book.open_account("demo", 70_000, 1.0)  # the account's capital: less than a whole repair needs
     answers = honest_answers(tmp_path / "scratch")
@@ -68,8 +72,10 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
         assert call["completion_tokens"] == request["max_tokens"]  # billed the most it could
         assert call["prompt_tokens"] + call["completion_tokens"] <= call["held_tokens"]
         assert call["tokens_left_after"] >= -request["max_tokens"] and call["tokens_left_after"] >= 0
+        assert 0 < call["cost_nusd"] <= call["held_nusd"] and call["nusd_left_after"] >= 0  # money too
     balance = book.balance("demo")
     assert balance.tokens_held == 0 and 0 <= balance.tokens_left < 70_000 // 10
+    assert balance.usd_held == 0 and 0 < balance.usd_left < 1.0
     assert outcome.budget["account_balance"]["tokens_left"] == balance.tokens_left
     assert AgentSettings().max_output_tokens == MAX_OUTPUT
 

@@ -17,9 +17,9 @@ from oomrl.repair import Decision, RepairContext, run_repair
 from tests.agent.doc_edges import (
     doc_text,
     drawn_edges,
+    edge_table,
     edges_of_test,
     takes_documented_edges,
-    tested_by,
 )
 from tests.agent.repair_helpers import (
     AUTOPSY,
@@ -63,7 +63,7 @@ def test_docs_draw_every_transition_and_name_a_test_that_takes_it() -> None:
     names existing tests; the agent tests' conftest fails a named test that does not take its edge."""
     doc = doc_text()
     assert drawn_edges(doc) == set(TRANSITIONS)
-    table = tested_by(doc)
+    table = edge_table(doc)
     assert set(table) == set(TRANSITIONS)
     here = Path(__file__).parent
     sources = "".join(p.read_text(encoding="utf-8") for p in here.glob("test_*.py"))
