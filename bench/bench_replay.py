@@ -34,8 +34,9 @@ def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
     rng = np.random.default_rng(0)
     returns = rng.normal(0.0003, 0.02, (T_DAYS, n))
     dates = pd.bdate_range("2010-01-01", periods=T_DAYS)
+    # Main-board Shanghai codes (600000.SH, ...): the A-share rules read board lots and limits from them.
     close = pd.DataFrame(100 * np.exp(np.cumsum(returns, axis=0)), dates,
-                         [f"S{i:04d}" for i in range(n)])
+                         [f"{600000 + i:06d}.SH" for i in range(n)])
     return close, list(range(FIRST_REBALANCE, T_DAYS, EVERY)), K_FOR_N[n]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import ClassVar, Protocol
@@ -20,6 +21,23 @@ class StrategyParams(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class Panels(dict):  # type: ignore[type-arg]
+    """Panels aligned to one date index and one symbol order (a replay's), with their arrays read once.
+
+    A MarketView over them finds its visible rows with one search instead of one per panel, and the
+    helpers below read rows as arrays instead of building frames.
+    """
+
+    def __init__(self, frames: Mapping[str, pd.DataFrame]) -> None:
+        super().__init__(frames)
+        first = next(iter(frames.values()))
+        self.index, self.columns = first.index, first.columns
+        for name, frame in frames.items():
+            if not (frame.index.equals(self.index) and frame.columns.equals(self.columns)):
+                raise ValueError(f"panel {name!r} is not aligned with the others")
+        self.arrays = {name: frame.to_numpy() for name, frame in frames.items()}
+
+
 class MarketView:
     """Daily panels (date x symbol) cut at `as_of`: rows after the decision date are never stored."""
 
@@ -33,9 +51,13 @@ class MarketView:
         self._as_of = pd.Timestamp(as_of).normalize()
         # Slicing here, once, is what makes look-ahead impossible through this object.
         self._panels = dict(panels)
+        self._shared = panels if isinstance(panels, Panels) else None
         # Rows visible per panel; every accessor slices to them, so later rows are unreachable.
-        self._rows = {name: int(frame.index.searchsorted(self._as_of, side="right"))
-                      for name, frame in panels.items()}
+        if self._shared is not None:
+            self._rows = dict.fromkeys(panels, int(self._shared.index.searchsorted(self._as_of, side="right")))
+        else:
+            self._rows = {name: int(frame.index.searchsorted(self._as_of, side="right"))
+                          for name, frame in panels.items()}
         self.portfolio_value = float(portfolio_value)
         # Index members on the decision date (point in time); None means every symbol with data.
         self._members = None if members is None else frozenset(members)
@@ -58,20 +80,37 @@ class MarketView:
         """A copy of the last `rows` rows (sessions) of one field, ending at the decision date."""
         if rows < 1:
             raise ValueError(f"rows must be >= 1, got {rows}")
-        return self._get(field).iloc[-rows:].copy()
+        visible = self._visible(field)
+        return self._panels[field].iloc[max(visible - rows, 0): visible].copy()
 
-    def _get(self, field: str) -> pd.DataFrame:
+    def _visible(self, field: str) -> int:
         if field not in self._panels:
             raise KeyError(f"no {field!r} panel in this view; available: {self.fields}")
-        return self._panels[field].iloc[: self._rows[field]]
+        return self._rows[field]
+
+    def _get(self, field: str) -> pd.DataFrame:
+        return self._panels[field].iloc[: self._visible(field)]
+
+    def values(self, field: str) -> np.ndarray:
+        """The truncated panel of one field as a read-only float array (rows: sessions, columns: `symbols`)."""
+        visible = self._visible(field)
+        whole = self._shared.arrays[field] if self._shared is not None else self._panels[field].to_numpy()
+        rows = np.asarray(whole[:visible], dtype=float).view()
+        rows.flags.writeable = False  # a view of the market's own data: reading only
+        return rows
+
+    @property
+    def symbols(self) -> pd.Index:
+        """The symbols (columns) of the panels, in the order of `values`' columns."""
+        return self._shared.columns if self._shared is not None else self._panels["close"].columns
 
     def universe(self) -> list[str]:
         """Index members (when known) with a close on the decision date (traded that day)."""
-        close = self._get("close")
-        if close.empty or close.index[-1] != self._as_of:
+        visible = self._visible("close")
+        close = self._panels["close"]
+        if not visible or close.empty or close.index[visible - 1] != self._as_of:
             return []
-        last = close.iloc[-1]
-        traded = last.index[last.notna()]
+        traded = close.columns[~np.isnan(self.values("close")[visible - 1])]
         if self._members is not None:
             traded = traded[traded.isin(self._members)]
         return sorted(traded)
@@ -106,14 +145,14 @@ def momentum(view: MarketView, lookback: int, skip: int = 0) -> pd.Series:
     """Percentage change of close over `lookback` sessions, ending `skip` sessions before as_of."""
     if lookback < 1 or skip < 0:
         raise ValueError(f"need lookback >= 1 and skip >= 0, got {lookback}, {skip}")
-    close = view.history("close", lookback + skip + 1)
-    if len(close) < lookback + skip + 1:
+    rows = lookback + skip + 1
+    close = view.values("close")
+    if len(close) < rows:
         return pd.Series(dtype=float)
-    end = close.iloc[-1 - skip].to_numpy(dtype=float)
-    start = close.iloc[0].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        change = pd.Series(end / start - 1.0, index=close.columns)
-    return change[np.isfinite(change.to_numpy())]
+        change = close[-1 - skip] / close[-rows] - 1.0
+    finite = np.isfinite(change)
+    return pd.Series(change[finite], index=view.symbols[finite])
 
 
 def equal_weights(symbols: list[str], gross: float) -> dict[str, float]:
@@ -128,7 +167,8 @@ def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
     """Validate long-only weights (>= 0, finite, sum <= 1) and drop zeros."""
     cleaned: dict[str, float] = {}
     for symbol, weight in weights.items():
-        if not np.isfinite(weight) or weight < -WEIGHT_TOLERANCE:
+        finite = math.isfinite(weight) if isinstance(weight, float) else np.isfinite(weight)
+        if not finite or weight < -WEIGHT_TOLERANCE:
             raise ValueError(f"weight of {symbol} must be finite and >= 0, got {weight}")
         if weight > WEIGHT_TOLERANCE:
             cleaned[symbol] = float(weight)

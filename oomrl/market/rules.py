@@ -42,6 +42,12 @@ def cents_array(values: np.ndarray) -> np.ndarray:
     return np.floor(np.asarray(values, dtype=float) * 100.0 + 0.5 + 1e-9) / 100.0
 
 
+def finite(values: np.ndarray) -> np.ndarray:
+    """np.nan_to_num of a float array, without its cost when every value is finite (then `values` itself)."""
+    values = np.asarray(values, dtype=float)
+    return values if np.isfinite(values).all() else np.nan_to_num(values)
+
+
 class FrictionRules(BaseModel):
     """What every market's rule set has: impact model, ADV cap, fill price, lot and limit hooks."""
 
@@ -78,19 +84,31 @@ class FrictionRules(BaseModel):
         """Vector form of the three fees for many orders: (commission, taxes, transfer fee)."""
         value = np.asarray(value, dtype=float)
         sells = np.broadcast_to(np.asarray(sells, dtype=bool), value.shape)
-        traded = value > 0
         buy_tax, sell_tax = self.tax_rates(day)
+        return self.fees_at(value, np.where(sells, sell_tax, buy_tax))
+
+    def fees_at(self, value: np.ndarray, tax_rate: float | np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The three fees of orders of traded `value` (float array) taxed at `tax_rate` (one side's rate)."""
+        traded = value > 0
         commission = np.where(traded, np.maximum(cents_array(value * self.commission_rate),
                                                  self.commission_min), 0.0)
-        tax = np.where(traded, cents_array(value * np.where(sells, sell_tax, buy_tax)), 0.0)
+        tax = np.where(traded, cents_array(value * tax_rate), 0.0)
         transfer = np.where(traded, cents_array(value * self.transfer_fee_rate), 0.0)
         return commission, tax, transfer
 
     def impact_rate(self, sigma: np.ndarray, participation: np.ndarray) -> np.ndarray:
         """Price concession as a fraction: half-spread plus k * sigma * sqrt(order / ADV)."""
-        sigma = np.nan_to_num(np.asarray(sigma, dtype=float), nan=0.0)
-        share = np.clip(np.nan_to_num(np.asarray(participation, dtype=float), nan=0.0), 0.0, None)
-        return self.half_spread + self.impact_k * sigma * np.sqrt(share)
+        return self.impact_at(self.impact_scale(sigma), participation)
+
+    def impact_scale(self, sigma: np.ndarray) -> np.ndarray:
+        """k * sigma (unknown volatility counts as 0): the part of the impact rate fixed for a session."""
+        return self.impact_k * finite(sigma)
+
+    def impact_at(self, scale: np.ndarray, participation: np.ndarray) -> np.ndarray:
+        """Impact rate from `impact_scale` and the order's share of ADV."""
+        share = np.maximum(finite(participation), 0.0)  # what np.clip(x, 0.0, None) computes
+        return self.half_spread + scale * np.sqrt(share)
 
 
 BOARD_LOTS: dict[Board, lots.LotRule] = {Board.MAIN: lots.ROUND_LOT, Board.CHINEXT: lots.ROUND_LOT,

@@ -86,9 +86,11 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     """
     count = max(stop - first, 0)
     held, cash = book.held.copy(), int(book.cash_fen)
-    prices = np.nan_to_num(market.last_close[first:stop], nan=0.0)
-    ratio = market.action_ratio[first:stop]
-    events = np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1)) if count else []
+    prices = market.mark_price[first:stop]
+    events: np.ndarray | list[int] = []
+    if count and market.has_action[first:stop].any():
+        ratio = market.action_ratio[first:stop]
+        events = np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1))
     market_value = np.zeros(count)
     cash_fen = np.zeros(count, dtype=np.int64)
     actions: list[Columns] = []
@@ -108,7 +110,7 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     loss = 1.0 - nav / book.initial
     zeros = np.zeros(count)
     columns = {
-        "date": market.dates[first:stop].to_numpy(), "nav": nav, "cash": cash_fen / 100.0,
+        "date": market.dates.values[first:stop], "nav": nav, "cash": cash_fen / 100.0,
         "market_value": market_value, "frictionless_return": realized, "realized_return": realized,
         "slippage_leakage": zeros, "turnover": zeros, "costs": zeros,
         "reward": terminal(realized, loss, costing.kill.threshold, costing.terminal_penalty),

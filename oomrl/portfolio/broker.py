@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from enum import IntEnum
 
 import numpy as np
 import pandas as pd
 
 from oomrl.market.lots import round_buy, round_sell
-from oomrl.market.rules import FrictionRules, cents_array
+from oomrl.market.rules import FrictionRules, cents_array, finite
 from oomrl.portfolio.market import MarketFrames
 
 # At most this many passes shrink the buys until they fit the cash (each pass is exact; 2 suffice).
@@ -53,6 +54,13 @@ class Execution:
     cash_before_fen: int
     cash_after_fen: int
 
+    @cached_property
+    def cash_delta_fen(self) -> np.ndarray:
+        """Signed cash change per symbol in fen: sells bring value less fees, buys cost value plus fees."""
+        value_fen = np.rint(self.value * 100).astype(np.int64)
+        fees_fen = np.rint(self.fees * 100).astype(np.int64)
+        return np.where(self.filled < 0, value_fen - fees_fen, np.where(self.filled > 0, -value_fen - fees_fen, 0))
+
     @property
     def fees(self) -> np.ndarray:
         """Explicit fees per symbol (commission + stamp duty + transfer fee)."""
@@ -72,29 +80,30 @@ class Execution:
         """One row per fill, the columns of Ledger.fills_frame."""
         return pd.DataFrame(self.fill_columns(symbols))
 
-    def fill_columns(self, symbols: pd.Index) -> dict[str, np.ndarray]:
-        """The fills as column arrays (cheap to collect over many sessions)."""
+    def fill_columns(self, symbols: pd.Index | np.ndarray) -> dict[str, np.ndarray]:
+        """The fills as column arrays (cheap to collect over many sessions); `symbols` as an Index or
+        as MarketFrames.symbol_names."""
         rows = np.nonzero(self.filled)[0]
         return {
-            "date": np.full(len(rows), self.date), "symbol": symbols[rows].astype(str),
+            "date": _dates(len(rows), self.date), "symbol": _names(symbols, rows),
             "side": np.where(self.filled[rows] > 0, "buy", "sell"),
             "quantity": np.abs(self.filled[rows]).astype(np.int64), "price": self.price[rows],
             "frictionless_price": self.frictionless_price[rows], "commission": self.commission[rows],
             "stamp_duty": self.stamp_duty[rows], "transfer_fee": self.transfer_fee[rows],
             "impact_cost": self.impact_cost[rows], "adv_participation": self.adv_participation[rows],
-            "cash_delta_fen": _cash_delta_fen(self)[rows],
+            "cash_delta_fen": self.cash_delta_fen[rows],
         }
 
     def orders_frame(self, symbols: pd.Index) -> pd.DataFrame:
         """One row per order: requested, filled and unfilled shares with the reason."""
         return pd.DataFrame(self.order_columns(symbols))
 
-    def order_columns(self, symbols: pd.Index) -> dict[str, np.ndarray]:
+    def order_columns(self, symbols: pd.Index | np.ndarray) -> dict[str, np.ndarray]:
         """The orders as column arrays."""
         rows = np.nonzero(self.requested)[0]
         requested = self.requested[rows]
         return {
-            "date": np.full(len(rows), self.date), "symbol": symbols[rows].astype(str),
+            "date": _dates(len(rows), self.date), "symbol": _names(symbols, rows),
             "side": np.where(requested > 0, "buy", "sell"),
             "requested": np.abs(requested).astype(np.int64),
             "filled": np.abs(self.filled[rows]).astype(np.int64),
@@ -104,12 +113,32 @@ class Execution:
         }
 
 
-def _cash_delta_fen(execution: Execution) -> np.ndarray:
-    """Signed cash change per symbol in fen: sells bring value less fees, buys cost value plus fees."""
-    value_fen = np.rint(execution.value * 100).astype(np.int64)
-    fees_fen = np.rint(execution.fees * 100).astype(np.int64)
-    return np.where(execution.filled < 0, value_fen - fees_fen,
-                    np.where(execution.filled > 0, -value_fen - fees_fen, 0))
+def _dates(count: int, day: pd.Timestamp) -> np.ndarray:
+    """The date column: datetime64 (what a frame makes of Timestamps), object when empty as before."""
+    return np.full(count, day.to_datetime64() if count else day)
+
+
+def _names(symbols: pd.Index | np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The symbol column: the names of positions `rows` as str."""
+    if isinstance(symbols, np.ndarray):
+        return symbols[rows]
+    return np.asarray(symbols[rows].astype(str), dtype=object)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One session's per-symbol fill inputs, read once per execution (rows of MarketFrames, or a subset)."""
+
+    price: np.ndarray  # frictionless raw fill price
+    adv: np.ndarray
+    scale: np.ndarray  # k x sigma of the impact model
+    ceiling: np.ndarray  # impact never pushes a buy above the limit-up price (or the price itself)
+    floor: np.ndarray  # nor a sell below the limit-down price
+
+    def take(self, rows: np.ndarray) -> Quote:
+        """The quote of some symbols only (positions `rows`)."""
+        return Quote(self.price[rows], self.adv[rows], self.scale[rows], self.ceiling[rows],
+                     self.floor[rows])
 
 
 class PaperBroker:
@@ -131,54 +160,67 @@ class PaperBroker:
         target = np.where(np.isfinite(reference) | (weights > 0), target, held)
         return (target - held).astype(np.int64)
 
+    def quote(self, t: int) -> Quote:
+        """Session t's fill prices, ADV, impact scale and the limit bounds of impact."""
+        m = self.market
+        price = m.fill_price[t]
+        up, down = m.limit_up[t], m.limit_down[t]
+        return Quote(price, m.adv[t], self.rules.impact_scale(m.sigma[t]),
+                     np.where(np.isfinite(up), np.fmax(up, price), np.inf),
+                     np.where(np.isfinite(down), np.fmin(down, price), 0.0))
+
     def execute(self, t: int, orders: np.ndarray, held: np.ndarray, cash_fen: int,
                 bought_today: np.ndarray | None = None) -> Execution:
         """Fill signed share `orders` on session t: sells first, then buys within the cash."""
         m, rules = self.market, self.rules
         orders = np.asarray(orders, dtype=np.int64)
         held = np.asarray(held, dtype=np.int64)
-        reason = np.zeros(len(orders), dtype=np.int64)
-        price = m.fill_price[t]
+        quote = self.quote(t)
         qty = np.abs(orders)
         buys, sells = orders > 0, orders < 0
-        self._block(reason, qty, orders != 0, ~m.tradable[t], Unfilled.SUSPENDED)
-        self._block(reason, qty, buys, m.at_limit_up[t], Unfilled.LIMIT_UP)
-        self._block(reason, qty, sells, m.at_limit_down[t], Unfilled.LIMIT_DOWN)
-        adv = m.adv[t]
-        self._block(reason, qty, orders != 0, ~(np.isfinite(adv) & (adv > 0)), Unfilled.NO_ADV)
+        reason = self._blocked(t, orders != 0, buys, sells, quote.adv)
+        qty[reason > 0] = 0
         # T+1: shares bought today cannot be sold today.
         sellable = held - (bought_today if bought_today is not None and rules.t_plus_one else 0)
         sellable = np.maximum(sellable, 0)
         self._cap(reason, qty, sells, sellable, Unfilled.T_PLUS_ONE)
         with np.errstate(invalid="ignore", divide="ignore"):
-            adv_shares = np.floor(np.nan_to_num(rules.max_adv_participation * adv / price, nan=0.0))
+            adv_shares = np.floor(finite(rules.max_adv_participation * quote.adv / quote.price))
         adv_shares = adv_shares.astype(np.int64)
         self._cap(reason, qty, orders != 0, adv_shares, Unfilled.ADV_CAP)
         qty = self._lots(reason, qty, buys, sells, np.minimum(sellable, adv_shares), sellable)
-        cash_in = self._sell_proceeds_fen(t, qty, sells)
-        available = cash_fen + cash_in
-        cost = self._buy_cost_fen(t, qty, buys)
+        # Cash is settled per side on that side's symbols only (integer fen: the sums are exact).
+        day = m.dates[t]
+        buy_tax, sell_tax = rules.tax_rates(day.date())
+        sold, bought = np.flatnonzero(sells), np.flatnonzero(buys)
+        available = cash_fen + self._settled_fen(quote.take(sold), qty[sold], False, sell_tax)
+        buy_quote, wanted = quote.take(bought), qty[bought]
+        minimum, step = m.lot_minimum[bought], m.lot_step[bought]
+        cost = self._settled_fen(buy_quote, wanted, True, buy_tax)
         passes = 0
         while cost > available and passes < CASH_PASSES:
-            fitting = np.floor(qty * (available / cost) * 0.999).astype(np.int64)
-            shrunk = round_buy(fitting, m.lot_minimum, m.lot_step)
-            shrunk = np.where(buys, shrunk, qty).astype(np.int64)
-            reason[buys & (shrunk < qty)] = Unfilled.CASH
-            qty = shrunk
-            cost = self._buy_cost_fen(t, qty, buys)
+            fitting = np.floor(wanted * (available / cost) * 0.999).astype(np.int64)
+            shrunk = round_buy(fitting, minimum, step)
+            reason[bought[shrunk < wanted]] = Unfilled.CASH
+            wanted = shrunk
+            cost = self._settled_fen(buy_quote, wanted, True, buy_tax)
             passes += 1
         if cost > available:
             # Fixed minimum commissions can defeat proportional shrinking: then no buy at all.
-            reason[buys & (qty > 0)] = Unfilled.CASH
-            qty = np.where(buys, 0, qty)
-        return self._fills(t, orders, np.where(buys, qty, -qty), reason, cash_fen)
+            reason[bought[wanted > 0]] = Unfilled.CASH
+            wanted = np.zeros_like(wanted)
+        qty[bought] = wanted
+        return self._fills(t, day, quote, orders, np.where(buys, qty, -qty), reason, cash_fen)
 
-    @staticmethod
-    def _block(reason: np.ndarray, qty: np.ndarray, side: np.ndarray, blocked: np.ndarray,
-               code: Unfilled) -> None:
-        hit = side & blocked & (qty > 0)
-        reason[hit] = code
-        qty[hit] = 0
+    def _blocked(self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray,
+                 adv: np.ndarray) -> np.ndarray:
+        """Unfilled code of orders that cannot trade at all; the first reason in this order wins:
+        suspended, limit-up (buys), limit-down (sells), no ADV."""
+        m = self.market
+        reason = np.where(active & ~(np.isfinite(adv) & (adv > 0)), Unfilled.NO_ADV.value, 0)
+        reason = np.where(sells & m.at_limit_down[t], Unfilled.LIMIT_DOWN.value, reason)
+        reason = np.where(buys & m.at_limit_up[t], Unfilled.LIMIT_UP.value, reason)
+        return np.where(active & ~m.tradable[t], Unfilled.SUSPENDED.value, reason)
 
     @staticmethod
     def _cap(reason: np.ndarray, qty: np.ndarray, side: np.ndarray, cap: np.ndarray,
@@ -201,45 +243,38 @@ class PaperBroker:
         reason[(shaped < qty) & (reason == Unfilled.NONE)] = Unfilled.LOT
         return shaped
 
-    def _prices(self, t: int, qty: np.ndarray, buys: np.ndarray
+    def _prices(self, quote: Quote, qty: np.ndarray, buys: np.ndarray | bool
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Realized price, traded value (to the fen) and ADV participation of each order."""
-        m = self.market
-        price = m.fill_price[t]
+        price = quote.price
         with np.errstate(invalid="ignore", divide="ignore"):
-            participation = np.where(qty > 0, qty * price / m.adv[t], 0.0)
-        rate = self.rules.impact_rate(m.sigma[t], participation)
-        # Impact never pushes a fill through the day's price limit.
-        ceiling = np.where(np.isfinite(m.limit_up[t]), np.fmax(m.limit_up[t], price), np.inf)
-        floor = np.where(np.isfinite(m.limit_down[t]), np.fmin(m.limit_down[t], price), 0.0)
-        realized = np.where(buys, np.minimum(price * (1 + rate), ceiling),
-                            np.maximum(price * (1 - rate), floor))
-        value = np.where(qty > 0, cents_array(np.nan_to_num(qty * realized)), 0.0)
-        return realized, value, np.nan_to_num(participation)
+            participation = np.where(qty > 0, qty * price / quote.adv, 0.0)
+        rate = self.rules.impact_at(quote.scale, participation)
+        if buys is True:
+            realized = np.minimum(price * (1 + rate), quote.ceiling)
+        elif buys is False:
+            realized = np.maximum(price * (1 - rate), quote.floor)
+        else:
+            realized = np.where(buys, np.minimum(price * (1 + rate), quote.ceiling),
+                                np.maximum(price * (1 - rate), quote.floor))
+        value = np.where(qty > 0, cents_array(finite(qty * realized)), 0.0)
+        return realized, value, finite(participation)
 
-    def _sell_proceeds_fen(self, t: int, qty: np.ndarray, sells: np.ndarray) -> int:
-        _, value, _ = self._prices(t, qty, ~sells)
-        value = np.where(sells, value, 0.0)
-        fees = sum(self.rules.fees(value, True, self.market.dates[t].date()))
-        return int(np.rint((value - fees) * 100).sum())
+    def _settled_fen(self, quote: Quote, qty: np.ndarray, buy: bool, tax_rate: float) -> int:
+        """Fen one side's orders settle: what buys cost (value plus fees), what sells bring (value less fees)."""
+        _, value, _ = self._prices(quote, qty, buy)
+        fees = sum(self.rules.fees_at(value, tax_rate))
+        return int(np.rint((value + fees if buy else value - fees) * 100).sum())
 
-    def _buy_cost_fen(self, t: int, qty: np.ndarray, buys: np.ndarray) -> int:
-        _, value, _ = self._prices(t, qty, buys)
-        value = np.where(buys, value, 0.0)
-        fees = sum(self.rules.fees(value, False, self.market.dates[t].date()))
-        return int(np.rint((value + fees) * 100).sum())
-
-    def _fills(self, t: int, orders: np.ndarray, filled: np.ndarray, reason: np.ndarray,
-               cash_fen: int) -> Execution:
+    def _fills(self, t: int, day: pd.Timestamp, quote: Quote, orders: np.ndarray, filled: np.ndarray,
+               reason: np.ndarray, cash_fen: int) -> Execution:
         qty = np.abs(filled)
-        buys = filled > 0
-        realized, value, participation = self._prices(t, qty, buys)
-        frictionless = self.market.fill_price[t]
-        commission, stamp, transfer = self.rules.fees(value, filled < 0, self.market.dates[t].date())
-        impact = np.where(qty > 0, cents_array(np.nan_to_num(qty * np.abs(realized - frictionless))),
-                          0.0)
-        execution = Execution(t, self.market.dates[t], orders, filled, realized, frictionless, value,
+        realized, value, participation = self._prices(quote, qty, filled > 0)
+        frictionless = quote.price
+        commission, stamp, transfer = self.rules.fees(value, filled < 0, day.date())
+        impact = np.where(qty > 0, cents_array(finite(qty * np.abs(realized - frictionless))), 0.0)
+        execution = Execution(t, day, orders, filled, realized, frictionless, value,
                               commission, stamp, transfer, impact, participation,
                               np.where(qty < np.abs(orders), reason, Unfilled.NONE), cash_fen, 0)
-        execution.cash_after_fen = cash_fen + int(_cash_delta_fen(execution).sum())
+        execution.cash_after_fen = cash_fen + int(execution.cash_delta_fen.sum())
         return execution

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -20,6 +22,8 @@ from oomrl.data.schema import from_yyyymmdd
 from oomrl.errors import DataValidationError
 from oomrl.market import calendar, limits
 from oomrl.market.rules import AShareRules, FillPrice, FrictionRules
+from oomrl.portfolio.actions import Actions
+from strategies.base import Panels
 
 PANEL_FIELDS = ("open", "high", "low", "close", "volume", "amount", "prev_close_raw", "factor", "st",
                 "list_date")
@@ -112,10 +116,47 @@ class MarketFrames:
         ratio = np.ones_like(factor)
         ratio[1:] = factor[1:] / factor[:-1]
         ratio[np.abs(ratio - 1.0) < NO_ACTION] = 1.0
-        strategy_panels = {f: aligned[f] for f in STRATEGY_FIELDS if f in aligned}
+        strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
         return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
                    at_up & rules.price_limits, at_down & rules.price_limits, adv, sigma, ratio,
                    np.isfinite(factor_df.to_numpy()), minimum, step)
+
+    # Read once per replay, so the loop over events touches arrays and lists, not pandas objects.
+    @cached_property
+    def mark_price(self) -> np.ndarray:
+        """last_close with unknown prices as 0: what a holding is marked at."""
+        return np.nan_to_num(self.last_close, nan=0.0)
+
+    @cached_property
+    def has_action(self) -> np.ndarray:
+        """(T,) True on sessions where some symbol's factor steps (a corporate action may apply)."""
+        return (self.action_ratio != 1.0).any(axis=1)
+
+    @cached_property
+    def days(self) -> list[date]:
+        """The session dates as datetime.date."""
+        return list(self.dates.date)
+
+    @cached_property
+    def positions(self) -> dict[str, int]:
+        """Column of each symbol."""
+        return {symbol: i for i, symbol in enumerate(self.symbols)}
+
+    @cached_property
+    def symbol_array(self) -> np.ndarray:
+        """The symbols as an object array."""
+        return np.asarray(self.symbols, dtype=object)
+
+    @cached_property
+    def no_action_rows(self) -> dict[str, np.ndarray]:
+        """The (empty) corporate-action rows of a session where no factor steps."""
+        none = np.zeros(len(self.symbols), dtype=np.int64)
+        return Actions(none, none, np.ones(len(self.symbols))).rows(self.dates[0], self.symbols, none)
+
+    @cached_property
+    def symbol_names(self) -> np.ndarray:
+        """The symbols as an object array of str (the symbol column of fills and orders)."""
+        return np.asarray(self.symbols.astype(str), dtype=object)
 
     def index_of(self, day: pd.Timestamp) -> int:
         """Row of a session date; KeyError when the market has no row for it."""

@@ -62,16 +62,16 @@ def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: 
     members = membership.on(as_of) if membership is not None else None
     extra = {} if members is None else {"members": members}
     view = view_class(market.panels, as_of, portfolio_value=book.nav, **extra)
-    prices = np.nan_to_num(market.last_close[t - 1], nan=0.0)
-    value = book.held * prices
-    holdings = {market.symbols[i]: float(value[i] / book.nav) for i in np.nonzero(value)[0]}
+    value = book.held * market.mark_price[t - 1]
+    held = np.flatnonzero(value)
+    holdings = dict(zip(market.symbol_array[held].tolist(), (value[held] / book.nav).tolist()))
     try:
         targets = check_weights(strategy.target_weights(view, holdings, params))
     except ValueError as exc:
         raise OomrlError(f"strategy {strategy.name} returned invalid weights for {as_of.date()}: "
                          f"{exc}") from exc
-    positions = market.symbols.get_indexer(list(targets))
-    if (positions < 0).any():
+    positions = [market.positions.get(symbol, -1) for symbol in targets]
+    if -1 in positions:
         unknown = [s for s, p in zip(targets, positions) if p < 0]
         raise OomrlError(f"strategy {strategy.name} targets symbols without market data: {unknown[:5]}")
     weights = np.zeros(len(market.symbols))
@@ -86,15 +86,19 @@ def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, 
     Returns the execution, the NAV row, the new book and the session's corporate actions.
     """
     market = broker.market
-    done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
-    actions = done.rows(market.dates[t], market.symbols, book.held)
-    book = Book(done.held, book.cash_fen + int(done.cash_fen.sum()), book.nav, book.initial,
-                book.last_rebalance)
+    day = market.dates[t]
+    if market.has_action[t]:
+        done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
+        actions = done.rows(day, market.symbols, book.held)
+        book = Book(done.held, book.cash_fen + int(done.cash_fen.sum()), book.nav, book.initial,
+                    book.last_rebalance)
+    else:
+        actions = market.no_action_rows
     orders = broker.orders_for_weights(t, weights, book.held, book.nav)
     execution = broker.execute(t, orders, book.held, book.cash_fen)
     held = book.held + execution.filled
     cash = execution.cash_after_fen / 100.0
-    market_value = float(np.nan_to_num(market.last_close[t], nan=0.0) @ held.astype(float))
+    market_value = float(market.mark_price[t] @ held.astype(float))
     nav = cash + market_value
     realized = nav / book.nav - 1.0
     ideal = frictionless_return(book.held.astype(float), book.cash, book.nav, weights,
@@ -104,13 +108,13 @@ def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, 
     loss = principal_loss(nav, book.initial)
     reward = step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma)
     row = {
-        "date": market.dates[t], "nav": nav, "cash": cash, "market_value": market_value,
+        "date": day, "nav": nav, "cash": cash, "market_value": market_value,
         "frictionless_return": ideal, "realized_return": realized,
         "slippage_leakage": ideal - realized, "turnover": turnover, "costs": costs,
         "reward": reward - (costing.terminal_penalty if costing.kill.trips(loss) else 0.0),
         "principal_loss": loss, "strategy_version": costing.version,
     }
-    new_book = Book(held, execution.cash_after_fen, nav, book.initial, market.dates[t].date())
+    new_book = Book(held, execution.cash_after_fen, nav, book.initial, market.days[t])
     return execution, row, new_book, actions
 
 
@@ -165,9 +169,9 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
     if first < 1:
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
-    days = [stamp.date() for stamp in market.dates[first: last + 1]]
+    days = market.days
     for t in range(first, last + 1):
-        due = strategy.rebalance_due(days[t - first], book.last_rebalance)
+        due = strategy.rebalance_due(days[t], book.last_rebalance)
         if not due and t != last:
             continue
         stop = t if due else t + 1
@@ -243,10 +247,10 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
         actions.append(done)
         if row is not None and execution is not None:
             rows.append(row)
-            value = book.held * np.nan_to_num(market.last_close[execution.t], nan=0.0)
+            value = book.held * market.mark_price[execution.t]
             heaviest[row["date"]] = float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
-            fills.append(execution.fill_columns(market.symbols))
-            orders.append(execution.order_columns(market.symbols))
+            fills.append(execution.fill_columns(market.symbol_names))
+            orders.append(execution.order_columns(market.symbol_names))
     parts = [_columns_frame(quiet_chunks, "date"), pd.DataFrame(rows, columns=NAV_COLUMNS)]
     nav = pd.concat([p for p in parts if len(p)], ignore_index=True)
     nav = nav[NAV_COLUMNS].sort_values("date", kind="mergesort").reset_index(drop=True)
