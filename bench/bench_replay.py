@@ -88,7 +88,7 @@ def _bench_strategy(close: pd.DataFrame, days: list[int], k: int) -> Any:
     """Decides on day d (data up to d) and trades on d+1, the engine's no-look-ahead timing."""
     from pydantic import ConfigDict
 
-    from strategies.base import StrategyParams, equal_weights, momentum
+    from strategies.base import StrategyParams, equal_weights, momentum, top_k
 
     trade_days = {close.index[t + 1].date() for t in days if t + 1 < len(close)}
 
@@ -105,8 +105,7 @@ def _bench_strategy(close: pd.DataFrame, days: list[int], k: int) -> Any:
             return day in trade_days
 
         def target_weights(self, view: Any, holdings: Any, params: Any) -> dict[str, float]:
-            scores = momentum(view, LOOKBACK).sort_values(ascending=False, kind="stable")
-            return equal_weights(list(scores.index[:k]), 1.0)
+            return equal_weights(top_k(momentum(view, LOOKBACK), k), 1.0)
 
     return TopK()
 

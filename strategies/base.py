@@ -36,6 +36,7 @@ class Panels(dict):  # type: ignore[type-arg]
             if not (frame.index.equals(self.index) and frame.columns.equals(self.columns)):
                 raise ValueError(f"panel {name!r} is not aligned with the others")
         self.arrays = {name: frame.to_numpy() for name, frame in frames.items()}
+        self.names = np.asarray(self.columns, dtype=object)
 
 
 class MarketView:
@@ -110,9 +111,10 @@ class MarketView:
         close = self._panels["close"]
         if not visible or close.empty or close.index[visible - 1] != self._as_of:
             return []
-        traded = close.columns[~np.isnan(self.values("close")[visible - 1])]
+        names = self._shared.names if self._shared is not None else np.asarray(close.columns, dtype=object)
+        traded = names[~np.isnan(self.values("close")[visible - 1])].tolist()
         if self._members is not None:
-            traded = traded[traded.isin(self._members)]
+            traded = [symbol for symbol in traded if symbol in self._members]
         return sorted(traded)
 
     def traded_value(self, window: int) -> pd.Series:
@@ -153,6 +155,24 @@ def momentum(view: MarketView, lookback: int, skip: int = 0) -> pd.Series:
         change = close[-1 - skip] / close[-rows] - 1.0
     finite = np.isfinite(change)
     return pd.Series(change[finite], index=view.symbols[finite])
+
+
+def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list[str]:
+    """Labels of the k highest scores (NaN never picked; ties keep the order of `among`, else of `scores`).
+
+    The same picks as `scores.reindex(among).dropna().sort_values(ascending=False, kind="stable")
+    .index[:k]`, without building the intermediate series.
+    """
+    if among is None:
+        labels, values = scores.index.tolist(), scores.to_numpy(dtype=float)
+    else:
+        known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist()))
+        labels = [symbol for symbol in among if symbol in known]
+        values = np.array([known[symbol] for symbol in labels], dtype=float)
+    kept = ~np.isnan(values)
+    if not kept.all():
+        labels, values = [s for s, keep in zip(labels, kept) if keep], values[kept]
+    return [labels[i] for i in np.argsort(-values, kind="stable")[:k]]
 
 
 def equal_weights(symbols: list[str], gross: float) -> dict[str, float]:

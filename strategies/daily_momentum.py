@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from .base import MarketView, StrategyParams, equal_weights, momentum
+from .base import MarketView, StrategyParams, equal_weights, momentum, top_k
 
 
 class DailyMomentumParams(StrategyParams):
@@ -34,9 +34,8 @@ class DailyMomentum:
         """Equal weight on the top-K symbols by `lookback`-day return among today's traded names."""
         if not isinstance(params, DailyMomentumParams):
             raise TypeError(f"{self.name} needs DailyMomentumParams, got {type(params).__name__}")
-        scores = momentum(view, params.lookback).reindex(view.universe()).dropna()
-        ranked = scores.sort_values(ascending=False, kind="mergesort")
-        return equal_weights(sorted(ranked.index[: params.top_k]), params.gross_exposure)
+        picks = top_k(momentum(view, params.lookback), params.top_k, among=view.universe())
+        return equal_weights(sorted(picks), params.gross_exposure)
 
 
 STRATEGY = DailyMomentum()

@@ -141,8 +141,10 @@ def from_yyyymmdd(values: Any) -> np.ndarray:
     known = np.isfinite(flat)
     out = np.full(flat.shape, np.datetime64("NaT"), dtype="datetime64[ns]")
     if known.any():
-        text = pd.Series(flat[known].astype(np.int64).astype(str))
-        out[known] = pd.to_datetime(text, format="%Y%m%d", errors="coerce").to_numpy()
+        # A panel repeats each listing date on every row: parse each distinct number once.
+        distinct, where = np.unique(flat[known].astype(np.int64), return_inverse=True)
+        text = pd.Series(distinct.astype(str))
+        out[known] = pd.to_datetime(text, format="%Y%m%d", errors="coerce").to_numpy()[where]
     return out.reshape(numbers.shape)
 
 

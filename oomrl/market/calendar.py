@@ -58,17 +58,18 @@ def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_N
     Counts the calendar's sessions in [first session on or after `since`, date]; a date before
     `since` gives a number below 1.
     """
-    days = pd.DatetimeIndex(np.ravel(np.asarray(dates, dtype="datetime64[ns]")))
     start = pd.DatetimeIndex(np.ravel(np.asarray(since, dtype="datetime64[ns]")))
     known = ~start.isna()
+    if not known.any():
+        return np.full(np.shape(dates), np.nan)
+    days = pd.DatetimeIndex(np.ravel(np.asarray(dates, dtype="datetime64[ns]")))
     out = np.full(len(days), np.nan)
-    if known.any():
-        lo = min(days[known].min(), start[known].min())
-        hi = max(days[known].max(), start[known].max())
-        grid = sessions(lo - pd.Timedelta(days=10), hi + pd.Timedelta(days=10), name).values
-        position = np.searchsorted(grid, days[known].values, side="right")
-        first = np.searchsorted(grid, start[known].values, side="left")
-        out[known] = position - first
+    lo = min(days[known].min(), start[known].min())
+    hi = max(days[known].max(), start[known].max())
+    grid = sessions(lo - pd.Timedelta(days=10), hi + pd.Timedelta(days=10), name).values
+    position = np.searchsorted(grid, days[known].values, side="right")
+    first = np.searchsorted(grid, start[known].values, side="left")
+    out[known] = position - first
     return out.reshape(np.shape(dates))
 
 

@@ -51,8 +51,7 @@ def _day(value: date) -> np.datetime64:
 
 
 def _days(dates: np.ndarray | pd.DatetimeIndex | pd.Series) -> np.ndarray:
-    return np.asarray(pd.DatetimeIndex(np.ravel(np.asarray(dates, dtype="datetime64[ns]"))).values,
-                      dtype="datetime64[D]").reshape(np.shape(dates))
+    return np.asarray(dates, dtype="datetime64[ns]").astype("datetime64[D]")
 
 
 def limit_fraction(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool

@@ -85,17 +85,17 @@ class FrictionRules(BaseModel):
         value = np.asarray(value, dtype=float)
         sells = np.broadcast_to(np.asarray(sells, dtype=bool), value.shape)
         buy_tax, sell_tax = self.tax_rates(day)
-        return self.fees_at(value, np.where(sells, sell_tax, buy_tax))
-
-    def fees_at(self, value: np.ndarray, tax_rate: float | np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The three fees of orders of traded `value` (float array) taxed at `tax_rate` (one side's rate)."""
-        traded = value > 0
-        commission = np.where(traded, np.maximum(cents_array(value * self.commission_rate),
-                                                 self.commission_min), 0.0)
-        tax = np.where(traded, cents_array(value * tax_rate), 0.0)
-        transfer = np.where(traded, cents_array(value * self.transfer_fee_rate), 0.0)
+        commission, tax, transfer = self.fee_rows(value, np.where(sells, sell_tax, buy_tax))
         return commission, tax, transfer
+
+    def fee_rows(self, value: np.ndarray, tax_rate: float | np.ndarray) -> np.ndarray:
+        """(3, n) commission, tax and transfer fee of orders of traded `value` taxed at `tax_rate` (one
+        rate, or one per order), each rounded half-up to the fen; 0 where nothing traded."""
+        rates = np.empty((3, *value.shape))
+        rates[0], rates[1], rates[2] = self.commission_rate, tax_rate, self.transfer_fee_rate
+        fees = cents_array(value * rates)
+        fees[0] = np.maximum(fees[0], self.commission_min)
+        return np.where(value > 0, fees, 0.0)
 
     def impact_rate(self, sigma: np.ndarray, participation: np.ndarray) -> np.ndarray:
         """Price concession as a fraction: half-spread plus k * sigma * sqrt(order / ADV)."""
@@ -139,7 +139,7 @@ class AShareRules(FrictionRules):
         codes = np.array([limits.BOARD_CODE[board_of(symbol)] for symbol in symbols], dtype=np.int64)
         days = np.asarray(dates, dtype="datetime64[ns]")
         if days.ndim == 1 and np.ndim(st) == 2:
-            days = np.broadcast_to(days[:, None], np.shape(st))
+            days = days[:, None]  # one row per date: the date rules broadcast over the symbols
         return limits.limit_fractions(codes, days, st, listing_session, list_dates)
 
     def tax_rates(self, day: date) -> tuple[float, float]:

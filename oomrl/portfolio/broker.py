@@ -141,6 +141,22 @@ class Quote:
                      self.floor[rows])
 
 
+@dataclass(frozen=True)
+class Side:
+    """One side's orders (buys or sells) priced on its own symbols."""
+
+    qty: np.ndarray
+    realized: np.ndarray
+    value: np.ndarray
+    participation: np.ndarray
+    fees: np.ndarray  # (3, n) commission, tax, transfer fee
+
+    def settled_fen(self, buy: bool) -> int:
+        """What the buys cost (value plus fees) or the sells bring (value less fees), in fen."""
+        fees = self.fees[0] + self.fees[1] + self.fees[2]
+        return int(np.rint((self.value + fees if buy else self.value - fees) * 100).sum())
+
+
 class PaperBroker:
     """Fills orders on one session of a MarketFrames under its market's rules; cash never goes negative."""
 
@@ -189,28 +205,29 @@ class PaperBroker:
         adv_shares = adv_shares.astype(np.int64)
         self._cap(reason, qty, orders != 0, adv_shares, Unfilled.ADV_CAP)
         qty = self._lots(reason, qty, buys, sells, np.minimum(sellable, adv_shares), sellable)
-        # Cash is settled per side on that side's symbols only (integer fen: the sums are exact).
+        # Each side is priced on its own symbols only; cash sums are integer fen, so they are exact.
         day = m.dates[t]
         buy_tax, sell_tax = rules.tax_rates(day.date())
         sold, bought = np.flatnonzero(sells), np.flatnonzero(buys)
-        available = cash_fen + self._settled_fen(quote.take(sold), qty[sold], False, sell_tax)
-        buy_quote, wanted = quote.take(bought), qty[bought]
+        sale = self._side(quote.take(sold), qty[sold], False, sell_tax)
+        available = cash_fen + sale.settled_fen(buy=False)
+        buy_quote = quote.take(bought)
         minimum, step = m.lot_minimum[bought], m.lot_step[bought]
-        cost = self._settled_fen(buy_quote, wanted, True, buy_tax)
+        purchase = self._side(buy_quote, qty[bought], True, buy_tax)
         passes = 0
-        while cost > available and passes < CASH_PASSES:
-            fitting = np.floor(wanted * (available / cost) * 0.999).astype(np.int64)
+        while (cost := purchase.settled_fen(buy=True)) > available and passes < CASH_PASSES:
+            fitting = np.floor(purchase.qty * (available / cost) * 0.999).astype(np.int64)
             shrunk = round_buy(fitting, minimum, step)
-            reason[bought[shrunk < wanted]] = Unfilled.CASH
-            wanted = shrunk
-            cost = self._settled_fen(buy_quote, wanted, True, buy_tax)
+            reason[bought[shrunk < purchase.qty]] = Unfilled.CASH
+            purchase = self._side(buy_quote, shrunk, True, buy_tax)
             passes += 1
-        if cost > available:
+        if purchase.settled_fen(buy=True) > available:
             # Fixed minimum commissions can defeat proportional shrinking: then no buy at all.
-            reason[bought[wanted > 0]] = Unfilled.CASH
-            wanted = np.zeros_like(wanted)
-        qty[bought] = wanted
-        return self._fills(t, day, quote, orders, np.where(buys, qty, -qty), reason, cash_fen)
+            reason[bought[purchase.qty > 0]] = Unfilled.CASH
+            purchase = self._side(buy_quote, np.zeros_like(purchase.qty), True, buy_tax)
+        qty[sold], qty[bought] = sale.qty, purchase.qty
+        return self._fills(t, day, quote, orders, np.where(buys, qty, -qty), reason, cash_fen,
+                           ((sold, sale), (bought, purchase)))
 
     def _blocked(self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray,
                  adv: np.ndarray) -> np.ndarray:
@@ -243,38 +260,40 @@ class PaperBroker:
         reason[(shaped < qty) & (reason == Unfilled.NONE)] = Unfilled.LOT
         return shaped
 
-    def _prices(self, quote: Quote, qty: np.ndarray, buys: np.ndarray | bool
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Realized price, traded value (to the fen) and ADV participation of each order."""
+    def _prices(self, quote: Quote, qty: np.ndarray, buy: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Realized price, traded value (to the fen) and ADV participation of one side's orders."""
         price = quote.price
-        with np.errstate(invalid="ignore", divide="ignore"):
-            participation = np.where(qty > 0, qty * price / quote.adv, 0.0)
+        participation = np.zeros(len(qty))
+        np.divide(qty * price, quote.adv, out=participation, where=qty > 0)
         rate = self.rules.impact_at(quote.scale, participation)
-        if buys is True:
+        if buy:
             realized = np.minimum(price * (1 + rate), quote.ceiling)
-        elif buys is False:
-            realized = np.maximum(price * (1 - rate), quote.floor)
         else:
-            realized = np.where(buys, np.minimum(price * (1 + rate), quote.ceiling),
-                                np.maximum(price * (1 - rate), quote.floor))
+            realized = np.maximum(price * (1 - rate), quote.floor)
         value = np.where(qty > 0, cents_array(finite(qty * realized)), 0.0)
         return realized, value, finite(participation)
 
-    def _settled_fen(self, quote: Quote, qty: np.ndarray, buy: bool, tax_rate: float) -> int:
-        """Fen one side's orders settle: what buys cost (value plus fees), what sells bring (value less fees)."""
-        _, value, _ = self._prices(quote, qty, buy)
-        fees = sum(self.rules.fees_at(value, tax_rate))
-        return int(np.rint((value + fees if buy else value - fees) * 100).sum())
+    def _side(self, quote: Quote, qty: np.ndarray, buy: bool, tax_rate: float) -> Side:
+        realized, value, participation = self._prices(quote, qty, buy)
+        return Side(qty, realized, value, participation, self.rules.fee_rows(value, tax_rate))
 
     def _fills(self, t: int, day: pd.Timestamp, quote: Quote, orders: np.ndarray, filled: np.ndarray,
-               reason: np.ndarray, cash_fen: int) -> Execution:
+               reason: np.ndarray, cash_fen: int, sides: tuple[tuple[np.ndarray, Side], ...]) -> Execution:
+        """The Execution over all symbols, from the priced sides (positions, Side)."""
+        count = len(orders)
         qty = np.abs(filled)
-        realized, value, participation = self._prices(quote, qty, filled > 0)
+        # A symbol without a fill is quoted as a sell of nothing (the price column of an unfilled order).
+        realized = np.maximum(quote.price * (1 - self.rules.impact_at(quote.scale, np.zeros(count))),
+                              quote.floor)
+        value, participation, fees = np.zeros(count), np.zeros(count), np.zeros((3, count))
+        for rows, side in sides:
+            traded = side.qty > 0
+            realized[rows[traded]] = side.realized[traded]
+            value[rows], participation[rows], fees[:, rows] = side.value, side.participation, side.fees
         frictionless = quote.price
-        commission, stamp, transfer = self.rules.fees(value, filled < 0, day.date())
         impact = np.where(qty > 0, cents_array(finite(qty * np.abs(realized - frictionless))), 0.0)
-        execution = Execution(t, day, orders, filled, realized, frictionless, value,
-                              commission, stamp, transfer, impact, participation,
-                              np.where(qty < np.abs(orders), reason, Unfilled.NONE), cash_fen, 0)
+        execution = Execution(t, day, orders, filled, realized, frictionless, value, fees[0], fees[1], fees[2],
+                              impact, participation, np.where(qty < np.abs(orders), reason, Unfilled.NONE),
+                              cash_fen, 0)
         execution.cash_after_fen = cash_fen + int(execution.cash_delta_fen.sum())
         return execution

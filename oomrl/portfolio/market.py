@@ -87,13 +87,18 @@ class MarketFrames:
         adjusted = aligned["close"].to_numpy()
         if np.any(adjusted[np.isfinite(adjusted)] <= 0):
             raise DataValidationError("close prices must be positive")
-        factor_df = aligned.get("factor", pd.DataFrame(np.nan, dates, symbols))
-        if np.any(factor_df.to_numpy()[np.isfinite(factor_df.to_numpy())] <= 0):
-            raise DataValidationError("adjustment factors must be positive")
-        factor = factor_df.bfill().ffill().fillna(1.0).to_numpy()
+        shape = adjusted.shape
+        if "factor" in aligned:
+            factor_df = aligned["factor"]
+            if np.any(factor_df.to_numpy()[np.isfinite(factor_df.to_numpy())] <= 0):
+                raise DataValidationError("adjustment factors must be positive")
+            factor = factor_df.bfill().ffill().fillna(1.0).to_numpy()
+            factor_known = np.isfinite(factor_df.to_numpy())
+        else:  # no factor at all: raw = adjusted (what filling an all-NaN factor with 1.0 gives)
+            factor, factor_known = np.ones(shape), np.zeros(shape, dtype=bool)
         raw = {f: to_tick(aligned[f].to_numpy() / factor, rules.tick)
                for f in ("open", "high", "low", "close") if f in aligned}
-        volume = aligned.get("volume", pd.DataFrame(np.nan, dates, symbols)).to_numpy()
+        volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(shape, np.nan)
         close = raw["close"]
         tradable = np.isfinite(close) & ~(np.isfinite(volume) & (volume <= 0))
         last_close = pd.DataFrame(close).ffill().to_numpy()
@@ -119,7 +124,7 @@ class MarketFrames:
         strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
         return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
                    at_up & rules.price_limits, at_down & rules.price_limits, adv, sigma, ratio,
-                   np.isfinite(factor_df.to_numpy()), minimum, step)
+                   factor_known, minimum, step)
 
     # Read once per replay, so the loop over events touches arrays and lists, not pandas objects.
     @cached_property
@@ -202,17 +207,17 @@ def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: pd.DataFrame, fa
     reference_adjusted = np.where(np.isfinite(given) & (given > 0), given, previous)
     # The exchange's reference on an ex-date is the ex-rights price: the adjusted previous close / today's factor.
     reference = to_tick(reference_adjusted / factor, 0.01)
-    st = np.nan_to_num(aligned.get("st", pd.DataFrame(np.nan, dates, symbols)).to_numpy(), nan=0.0) > 0
+    st = np.nan_to_num(aligned["st"].to_numpy(), nan=0.0) > 0 if "st" in aligned else np.zeros(shape, bool)
     st |= np.isin(np.asarray(symbols, dtype=object), list(st_symbols))[None, :]
-    list_dates = from_yyyymmdd(aligned.get("list_date", pd.DataFrame(np.nan, dates, symbols)).to_numpy())
+    list_dates = from_yyyymmdd(aligned["list_date"].to_numpy()) if "list_date" in aligned \
+        else np.full(shape, np.datetime64("NaT"), dtype="datetime64[ns]")
     grid = np.broadcast_to(dates.values[:, None], shape)
     listing = calendar.session_numbers(grid, list_dates) if isinstance(rules, AShareRules) \
         else np.full(shape, np.nan)
     fraction = rules.limit_fractions(list(symbols), dates.values, st, listing, list_dates)
     if override is not None:
-        for i, symbol in enumerate(symbols):
-            if symbol in override:
-                fraction[:, i] = float(override[symbol])
+        columns = [i for i, symbol in enumerate(symbols) if symbol in override]
+        fraction[:, columns] = [float(override[symbols[i]]) for i in columns]
     known = np.isfinite(reference)
     ref_fen = np.where(known, np.rint(np.nan_to_num(reference) * 100), 0).astype(np.int64)
     down_fen, up_fen = limits.limit_prices_fen(ref_fen, np.where(known, fraction, np.nan))
