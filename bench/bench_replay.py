@@ -1,9 +1,11 @@
-"""W1 of BENCH.md: weekly top-K rebalance, the oomrl replay engine vs vectorbt, bt and backtrader.
+"""W1 (docs/bench.md): weekly top-K rebalance, the oomrl replay engine vs vectorbt, bt and backtrader.
 
-Run: `python bench/bench_replay.py [--n 300 3000] [--peer-python /tmp/benchvenv/bin/python]`.
+Run: `python bench/bench_replay.py [--n 300 3000] [--peer-python .venv-bench/bin/python] [--sample]`.
 Peers run in a subprocess of `--peer-python` (default: this interpreter), so they can live in a
 separate environment; a peer that is not installed prints "not installed". Prints seconds and the
 ratio peer / oomrl (> 1: oomrl is faster). Times are measured after imports; never asserted.
+`--sample` also times whole-history replays of the bundled real sample through the service (store
+read included), as docs/bench.md quotes them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,8 @@ FIRST_REBALANCE = 25
 EVERY = 5
 K_FOR_N = {300: 50, 3000: 300}
 PEERS = ("vectorbt", "bt", "backtrader")
+SAMPLE_START, SAMPLE_END = "2019-03-01", "2026-02-27"
+SAMPLE_STRATEGIES = ("daily_momentum", "weekly_liquidity")
 
 
 def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
@@ -108,6 +113,20 @@ def _bench_strategy(close: pd.DataFrame, days: list[int], k: int) -> Any:
             return equal_weights(top_k(momentum(view, LOOKBACK), k), 1.0)
 
     return TopK()
+
+
+def run_sample(strategy: str, home: Path) -> tuple[float, int]:
+    """Seconds and rebalances of one whole-history replay of the sample (kill switch off), store read included."""
+    from oomrl.config import Settings
+    from oomrl.data.sample import ensure_sample
+    from oomrl.portfolio.service import run_replay
+
+    settings = Settings(home=home)
+    ensure_sample(settings)  # the first use ingests the sample: not part of a replay
+    start = time.perf_counter()
+    result = run_replay(settings, strategy, pd.Timestamp(SAMPLE_START).date(), pd.Timestamp(SAMPLE_END).date(),
+                        kill_threshold=1.0)
+    return time.perf_counter() - start, int(result.summary()["rebalances"])
 
 
 def run_peer(name: str, n: int) -> dict[str, Any]:
@@ -197,10 +216,21 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--all-peers", action="store_true",
                         help="also run backtrader at N > 1000 (it takes well over 30 minutes)")
+    parser.add_argument("--sample", action="store_true",
+                        help=f"also replay the bundled sample {SAMPLE_START}..{SAMPLE_END} with each bundled strategy")
+    parser.add_argument("--sample-home", type=Path, default=None,
+                        help="oomrl home holding (or receiving) the ingested sample; default: a temporary one")
     args = parser.parse_args()
     if args.peer:
         print(json.dumps(run_peer(args.peer, args.n[0])))
         return
+    if args.sample:
+        with tempfile.TemporaryDirectory() as scratch:
+            home = args.sample_home or Path(scratch)
+            print(f"Sample replays {SAMPLE_START}..{SAMPLE_END} (store read included)")
+            for strategy in SAMPLE_STRATEGIES:
+                seconds, rebalances = run_sample(strategy, home)
+                print(f"  {strategy:<30}{seconds:8.3f} s  ({rebalances} rebalances)")
     for n in args.n:
         close, days, k = workload(n)
         floor = numpy_floor(close, targets(close, days, k))

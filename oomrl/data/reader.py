@@ -21,31 +21,47 @@ READ_ATTEMPTS = 5
 
 
 def _scatter(long: pd.DataFrame, field: str) -> pd.DataFrame:
-    """Long (date, symbol, field) rows into a dense (date x symbol) frame with O(n) integer indexing.
+    """Long (date, symbol, field) rows into a dense (date x symbol) frame with O(n) integer indexing."""
+    return _Grid(long).frame(long, field)
+
+
+class _Grid:
+    """Where each long row lands in the dense (date x symbol) frame, worked out once for all its fields.
 
     Far cheaper than DataFrame.pivot or sorting factorizations on millions of rows: dates become day
     offsets, symbols keep their dictionary codes, and only the few distinct values are sorted.
     """
-    if long.empty:
-        return pd.DataFrame(index=pd.DatetimeIndex([], name="date"), columns=pd.Index([], name="symbol"),
-                            dtype="float64")
-    symbol = long["symbol"].astype("category")
-    names = np.asarray(symbol.cat.categories, dtype=object)
-    codes = symbol.cat.codes.to_numpy()
-    used = np.flatnonzero(np.bincount(codes, minlength=len(names)))
-    ordered = used[np.argsort(names[used])]
-    column_of = np.full(len(names), -1)
-    column_of[ordered] = np.arange(len(ordered))
-    day = long["date"].to_numpy().view("int64") // NANOS_PER_DAY
-    offset = day - day.min()
-    present = np.zeros(int(offset.max()) + 1, dtype=bool)
-    present[offset] = True
-    row_of = np.cumsum(present) - 1
-    grid = np.full((int(present.sum()), len(ordered)), np.nan)
-    grid[row_of[offset], column_of[codes]] = long[field].to_numpy(dtype=np.float64)
-    dates = pd.to_datetime((np.flatnonzero(present) + day.min()) * NANOS_PER_DAY)
-    return pd.DataFrame(grid, index=pd.DatetimeIndex(dates, name="date"),
-                        columns=pd.Index(names[ordered], name="symbol"))
+
+    def __init__(self, long: pd.DataFrame) -> None:
+        self.empty = long.empty
+        if self.empty:
+            return
+        symbol = long["symbol"].astype("category")
+        names = np.asarray(symbol.cat.categories, dtype=object)
+        codes = symbol.cat.codes.to_numpy()
+        used = np.flatnonzero(np.bincount(codes, minlength=len(names)))
+        ordered = used[np.argsort(names[used])]
+        column_of = np.full(len(names), -1)
+        column_of[ordered] = np.arange(len(ordered))
+        day = long["date"].to_numpy().view("int64") // NANOS_PER_DAY
+        offset = day - day.min()
+        present = np.zeros(int(offset.max()) + 1, dtype=bool)
+        present[offset] = True
+        row_of = np.cumsum(present) - 1
+        self.shape = (int(present.sum()), len(ordered))
+        self.rows, self.columns = row_of[offset], column_of[codes]
+        self.dates = pd.to_datetime((np.flatnonzero(present) + day.min()) * NANOS_PER_DAY)
+        self.names = names[ordered]
+
+    def frame(self, long: pd.DataFrame, field: str) -> pd.DataFrame:
+        """The dense frame of one field (NaN where a symbol has no row on a date)."""
+        if self.empty:
+            return pd.DataFrame(index=pd.DatetimeIndex([], name="date"), columns=pd.Index([], name="symbol"),
+                                dtype="float64")
+        grid = np.full(self.shape, np.nan)
+        grid[self.rows, self.columns] = long[field].to_numpy(dtype=np.float64)
+        return pd.DataFrame(grid, index=pd.DatetimeIndex(self.dates, name="date"),
+                            columns=pd.Index(self.names, name="symbol"))
 
 
 def empty_membership() -> pd.DataFrame:
@@ -140,6 +156,15 @@ class StoreReader:
             raise ValueError(f"read_panel needs a numeric bar field, not {field!r}")
         long = self._read_bar_columns(["date", "symbol", field], start, end, symbols, categorical=True)
         return _scatter(long, field)
+
+    def read_panels(self, fields: Iterable[str], start: Any = None, end: Any = None,
+                    symbols: Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
+        """Several numeric fields as read_panel gives each, from one read of the files; other fields are left out."""
+        numeric = set(empty_bars().select_dtypes("number").columns)
+        wanted = [field for field in dict.fromkeys(fields) if field in numeric]
+        long = self._read_bar_columns(["date", "symbol", *wanted], start, end, symbols, categorical=True)
+        grid = _Grid(long)
+        return {field: grid.frame(long, field) for field in wanted}
 
     def symbols(self) -> list[str]:
         """Every symbol with at least one stored bar."""

@@ -125,7 +125,7 @@ def _names(symbols: pd.Index | np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.asarray(symbols[rows].astype(str), dtype=object)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Quote:
     """One session's per-symbol fill inputs, read once per execution (rows of MarketFrames, or a subset)."""
 
@@ -141,7 +141,7 @@ class Quote:
                      self.floor[rows])
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Side:
     """One side's orders (buys or sells) priced on its own symbols."""
 

@@ -83,7 +83,8 @@ class MarketFrames:
             raise DataValidationError("market panels need a 'close' panel")
         close_df = panels["close"].sort_index()
         dates, symbols = pd.DatetimeIndex(close_df.index), close_df.columns
-        aligned = {f: p.reindex(index=dates, columns=symbols).astype(float) for f, p in panels.items()}
+        # reindex copies already: no second copy for panels that are float
+        aligned = {f: p.reindex(index=dates, columns=symbols).astype(float, copy=False) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
         if np.any(adjusted[np.isfinite(adjusted)] <= 0):
             raise DataValidationError("close prices must be positive")

@@ -50,9 +50,11 @@ def load_panels(store: PanelSource, as_of: date, history_days: int = HISTORY_DAY
     """
     start = pd.Timestamp(as_of) - timedelta(days=history_days)
     panels: dict[str, pd.DataFrame] = {}
+    together = getattr(store, "read_panels", None)  # one read of the files for every field
+    read = together(PANEL_FIELDS, start=start, end=pd.Timestamp(as_of)) if together is not None else {}
     for field in PANEL_FIELDS:
         try:
-            panel = store.read_panel(field, start=start, end=pd.Timestamp(as_of))
+            panel = read[field] if field in read else store.read_panel(field, start=start, end=pd.Timestamp(as_of))
         except (KeyError, ValueError):
             continue  # optional fields (amount, prev_close_raw, factor, ...) may be absent
         if panel is not None and not panel.empty:

@@ -283,6 +283,17 @@ def test_read_panel_is_date_by_symbol_with_gaps(tmp_path: Path, bars: BarsFactor
         store.read_panel("symbol")
 
 
+def test_read_panels_reads_once_what_read_panel_gives_per_field(tmp_path: Path, bars: BarsFactory) -> None:
+    store = MarketStore(tmp_path)
+    frame = bars(days=4)
+    store.write_bars(frame.drop(index=[1]))
+    panels = store.read_panels(["close", "volume", "symbol", "close"], start=frame.at[1, "date"])
+    assert list(panels) == ["close", "volume"]  # a non-numeric field is left out, a repeated one read once
+    for field, panel in panels.items():
+        pd.testing.assert_frame_equal(panel, store.read_panel(field, start=frame.at[1, "date"]))
+    assert MarketStore(tmp_path / "empty").read_panels(["close"])["close"].empty
+
+
 def test_reading_an_empty_store(tmp_path: Path) -> None:
     store = MarketStore(tmp_path)
     assert store.read_bars().empty and store.read_panel("close").empty

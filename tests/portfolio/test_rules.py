@@ -62,3 +62,12 @@ def test_rules_are_validated_and_frozen() -> None:
         AShareRules(fill_price="midpoint")
     with pytest.raises(ValueError):
         RULES.lot_size = 1  # type: ignore[misc]
+
+
+def test_finite_is_nan_to_num_and_returns_finite_arrays_untouched() -> None:
+    from oomrl.market.rules import finite
+
+    clean = np.array([1.0, 2.5])
+    assert finite(clean) is clean
+    dirty = np.array([np.nan, np.inf, -np.inf, 3.0])
+    assert np.array_equal(finite(dirty), np.nan_to_num(dirty))

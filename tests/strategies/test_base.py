@@ -10,11 +10,13 @@ import pytest
 
 from strategies.base import (
     MarketView,
+    Panels,
     StrategyParams,
     check_weights,
     equal_weights,
     iso_week,
     momentum,
+    top_k,
 )
 
 
@@ -162,3 +164,29 @@ def test_iso_week_and_params_are_strict() -> None:
         Knobs(sise=2)  # a typo is rejected, not silently ignored
     with pytest.raises(ValueError):
         Knobs().size = 3  # type: ignore[misc]
+
+
+def test_top_k_picks_as_the_pandas_sort_does_with_ties_and_gaps() -> None:
+    scores = pd.Series([0.1, np.nan, 0.3, 0.1, 0.3, -0.2], index=list("ABCDEF"))
+    expected = scores.sort_values(ascending=False, kind="stable").index[:4].tolist()
+    assert top_k(scores, 4) == expected == ["C", "E", "A", "D"]
+    among = ["F", "D", "Z", "B", "A", "C"]
+    expected = scores.reindex(among).dropna().sort_values(ascending=False, kind="stable").index[:3].tolist()
+    assert top_k(scores, 3, among=among) == expected == ["C", "D", "A"]
+    assert top_k(scores.iloc[:0], 2) == []
+
+
+def test_a_view_over_aligned_panels_matches_one_over_plain_frames() -> None:
+    panels = make_panels()
+    panels["close"].loc[panels["close"].index[5], "B"] = np.nan
+    as_of = panels["close"].index[5]
+    shared, plain = MarketView(Panels(panels), as_of), MarketView(panels, as_of)
+    assert shared.universe() == plain.universe() == ["A", "C"]
+    pd.testing.assert_series_equal(momentum(shared, 2), momentum(plain, 2))
+    pd.testing.assert_frame_equal(shared.history("volume", 3), plain.history("volume", 3))
+    values = shared.values("close")
+    assert values.shape == (6, 3) and list(shared.symbols) == ["A", "B", "C"]
+    with pytest.raises(ValueError, match="read-only"):
+        values[0, 0] = 1.0  # the market's own data: a view cannot write into it
+    with pytest.raises(ValueError, match="not aligned"):
+        Panels({"close": panels["close"], "volume": panels["volume"].iloc[1:]})
