@@ -36,7 +36,7 @@ SAMPLE_BEFORE = {"daily_momentum": 11.1, "weekly_liquidity": 4.7}  # seconds, me
 
 
 def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
-    """Closes (T x N), rebalance day indices and K, exactly as BENCH.md W1 specifies."""
+    """Closes (T x N), rebalance day indices and K of W1 (docs/bench.md)."""
     rng = np.random.default_rng(0)
     returns = rng.normal(0.0003, 0.02, (T_DAYS, n))
     dates = pd.bdate_range("2010-01-01", periods=T_DAYS)
