@@ -121,6 +121,10 @@ class GateRun:
 
     def both(self, first: Any, second: Any) -> tuple[Any, Any]:
         """Two independent runs side by side (two cores), each in its own sandbox."""
+        if not self.lock.os_level:
+            # Nothing stops a patch writing to the workspace the other run reads, so side by side
+            # its verdict would depend on timing; one after the other it does not.
+            return first(), second()
         with ThreadPoolExecutor(2) as pool:
             one, two = pool.submit(first), pool.submit(second)
             return one.result(), two.result()
