@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from functools import partial
 from typing import Any, Literal
 
-from prefect import flow, get_run_logger, pause_flow_run
+from prefect import flow, get_run_logger
 from prefect.events import emit_event
-from prefect.exceptions import FlowPauseTimeout
 from prefect.input import RunInput
+from prefect.states import Completed, Failed, State
 
 from oomrl import repair as domain
+from oomrl.agent.context import RepairStepError
 from oomrl.agent.roles import Constraints, Mandate
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
+from oomrl.repair_claims import AccountBusyError, ClaimBook, Heartbeat, wait_to_hold
 from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
@@ -22,6 +25,11 @@ from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 PROMOTED_EVENT = "oomrl.strategy.promoted"
+PAUSE_POLL_S = 10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
+PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
+# The state a repair ends in, by the step it stopped at: only a promotion is plain success.
+FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "test-genesis": "Tests rejected",
+                      "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
 
 
 class MandateReview(RunInput):
@@ -54,25 +62,106 @@ def ask_reviewer(mandate: Mandate, timeout_s: int) -> domain.Decision:
     review = MandateReview.with_initial_data(
         description=(f"## Proposed mandate for `{mandate.module}`\n\n{mandate.text}\n\n"
                      f"Constraints: `{c.model_dump_json(exclude_none=True)}`\n\n"
-                     f"Why: {mandate.rationale}\n\nApprove, edit the fields, or reject."),
+                     f"Why: {mandate.rationale}\n\nApprove, edit the fields, or reject "
+                     f"(no answer within {timeout_s} s rejects)."),
         text=mandate.text, rebalance=c.rebalance, max_adv_participation=c.max_adv_participation,
         max_weekly_turnover=c.max_weekly_turnover)
-    try:
-        answer = pause_flow_run(wait_for_input=review, timeout=timeout_s)
-    except FlowPauseTimeout:
+    answer = wait_for_review(review, timeout_s)
+    if answer is None:
         return domain.Decision(action="reject", reason=f"no decision within {timeout_s} s: a timeout rejects")
     return answer.to_decision(mandate)
+
+
+def wait_for_review(review: type[MandateReview], timeout_s: int,
+                    poll_s: float = PAUSE_POLL_S) -> MandateReview | None:
+    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands; None on timeout.
+
+    Prefect's own pause ends on the server at the moment the run gives up, and the server then turns
+    whatever the run proposes into Failed ("paused and never resumed"). Here the server's deadline is
+    PAUSE_GRACE_S later; at our deadline the run resumes itself and ends as rejected by timeout. The
+    process stays alive while paused, so the repair's claim heartbeat keeps beating."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import FlowRunContext
+    from prefect.input import keyset_from_paused_state
+    from prefect.input.actions import read_flow_run_input
+    from prefect.states import Paused, Running
+    from prefect.utilities.engine import propose_state_sync
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        raise RuntimeError("a mandate review needs a flow run")
+    run_id = context.flow_run.id
+    paused = Paused(timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key="mandate-review")
+    keyset = keyset_from_paused_state(paused)
+    paused.state_details.run_input_keyset = keyset
+    logger = get_run_logger()
+    with get_client(sync_client=True) as client:
+        state = propose_state_sync(client, paused, flow_run_id=run_id)
+        if state.is_paused():
+            review.save(keyset)
+            logger.info("paused for the mandate review; no answer within %d s rejects", timeout_s)
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
+                current = client.read_flow_run(run_id).state
+                if current is not None and current.is_running():
+                    break
+            else:  # nobody answered: leave the pause while the server still allows it
+                current = client.read_flow_run(run_id).state
+                if current is None or not current.is_running():
+                    propose_state_sync(client, Running(message=f"no decision within {timeout_s} s"),
+                                       flow_run_id=run_id)
+        elif not state.is_running():
+            raise RuntimeError(f"the run could not pause for the review: the server answered {state.type}")
+    answer = read_flow_run_input(keyset["response"], flow_run_id=run_id)
+    return review(**answer) if answer else None  # resumed without an answer: no decision
 
 
 def auto_approve_mandate(mandate: Mandate) -> domain.Decision:
     return domain.Decision(action="approve", reason="auto-approved (unattended run)")
 
 
-@flow(name="repair", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)
+def end_state(outcome: domain.RepairOutcome) -> State[Any]:
+    """Promoted: Completed "Promoted"; rejected by a person or the timeout: Completed "Rejected";
+    refused or failed: Failed named after the step, its data the exception that carries the outcome
+    (a Failed state's data must be an exception, or a worker cannot read the run's result)."""
+    if outcome.status == "promoted":
+        return Completed(name="Promoted", message=outcome.reason, data=outcome.model_dump(mode="json"))
+    if outcome.status == "rejected":
+        return Completed(name="Rejected", message=outcome.reason, data=outcome.model_dump(mode="json"))
+    name = FAILED_STATE_NAMES.get(outcome.step or "", "Failed")
+    return Failed(name=name, message=f"{outcome.step or 'repair'}: {outcome.reason}"[:2000],
+                  data=domain.RepairNotPromoted(outcome))
+
+
+def outcome_of(state: State[Any]) -> dict[str, Any]:
+    """The outcome dict of a finished repair run's state, whichever way it ended."""
+    if state.is_failed():
+        error = state.result(raise_on_failure=False)
+        if isinstance(error, domain.RepairNotPromoted):
+            return error.outcome.model_dump(mode="json")
+        return {"status": "failed", "step": None, "reason": state.message or "", "run_dir": ""}
+    return dict(state.result())
+
+
+def hold_account(book: ClaimBook, run_id: str, account: str) -> None:
+    """Take the account's repair claim for the gate and the promotion (waits for another repair)."""
+    try:
+        wait_to_hold(book, run_id, account, say=get_run_logger().info)
+    except AccountBusyError as exc:
+        raise RepairStepError("claim", str(exc)) from None
+
+
+@flow(name="repair", version=FLOW_VERSION, log_prints=True)
 def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | None = None,
            account: str | None = None, approval_timeout_s: int = 3600,
-           lock: str = "namespace") -> dict[str, Any]:
-    """Repair the strategy an autopsy names; returns the outcome (promoted, rejected or failed at a step)."""
+           lock: str = "namespace") -> State[Any]:
+    """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step.
+
+    No flow retries: every failure here is deterministic or already retried inside its step, and a
+    run is restarted by re-delivering its alert."""
+    from prefect.context import FlowRunContext
+
     logger = get_run_logger()
     settings = get_settings()
     if isinstance(autopsy, dict) and autopsy.get("alert_id"):  # however the run was started
@@ -83,12 +172,22 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
         outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
         publish_outcome(outcome)
         logger.error("repair refused: %s", exc)
-        return outcome.model_dump(mode="json")
+        return end_state(outcome)
     publish_autopsy(checked)
-    ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
-    ctx.version_mapper = version_mapper_from_settings()
-    approve = auto_approve_mandate if auto_approve else partial(ask_reviewer, timeout_s=approval_timeout_s)
-    outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task)
+    name = account or str(checked["account"])
+    context = FlowRunContext.get()
+    run_id = str(context.flow_run.id) if context and context.flow_run else f"local-{time.time_ns()}"
+    book = ClaimBook(settings.ledger).create()
+    book.register(run_id, name)
+    try:
+        with Heartbeat(book, run_id):  # beats while the process lives, paused or not
+            ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
+            ctx.version_mapper = version_mapper_from_settings()
+            approve = auto_approve_mandate if auto_approve else partial(ask_reviewer, timeout_s=approval_timeout_s)
+            outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task,
+                                        hold=partial(hold_account, book, run_id, name))
+    finally:
+        book.release(run_id)
     publish_outcome(outcome)
     if outcome.status == "promoted" and outcome.version is not None:
         emit_event(event=PROMOTED_EVENT, resource={"prefect.resource.id": f"oomrl.account.{ctx.account}"},
@@ -99,4 +198,4 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
                             "run_dir": outcome.run_dir})
     logger.info("repair %s%s: %s", outcome.status, f" at {outcome.step}" if outcome.step else "",
                 outcome.reason)
-    return outcome.model_dump(mode="json")
+    return end_state(outcome)

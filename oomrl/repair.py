@@ -69,6 +69,17 @@ class RepairOutcome(BaseModel):
     inputs: list[dict[str, Any]] = []
 
 
+class RepairNotPromoted(OomrlError):
+    """The data of a Failed repair run: the outcome of a repair that was refused or failed at a step."""
+
+    def __init__(self, outcome: RepairOutcome) -> None:
+        super().__init__(f"repair {outcome.status} at {outcome.step or '-'}: {outcome.reason}")
+        self.outcome = outcome
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable with its outcome (Prefect may persist results)
+        return (type(self), (self.outcome,))
+
+
 def new_run_dir(runs_dir: Path, label: str = "repair") -> Path:
     """runs/<label>-<UTC time>-<short id>/, created."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -157,9 +168,16 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
         ctx.trail.move("test-genesis", f"round {ctx.round}: the tests missed {failures}")
 
 
+def _hold_nothing() -> None:
+    return None
+
+
 def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
-               run_step: StepRunner = run_inline) -> RepairOutcome:
-    """The whole repair; any failure leaves the workspace and the active version as they were."""
+               run_step: StepRunner = run_inline, hold: Callable[[], None] = _hold_nothing) -> RepairOutcome:
+    """The whole repair; any failure leaves the workspace and the active version as they were.
+
+    `hold` runs after approval, before anything touches the candidate (the flow takes the
+    account's repair claim there, so a paused repair holds nothing)."""
     mandate = None
     ctx.trail.path = ctx.trail.path or ctx.run_dir / "trail.jsonl"
     try:
@@ -176,6 +194,7 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
             return finish(ctx, "rejected", "approval", decision.reason or "rejected by a person", mandate)
         if decision.action == "edit" and decision.mandate is not None:
             mandate = decision.mandate
+        hold()
         ctx.trail.move("test-genesis", f"{decision.action}: {decision.reason}".rstrip(": "))
         prepare_candidate(ctx)
         cross = genesis_rounds(ctx, mandate, run_step)
@@ -268,6 +287,7 @@ __all__ = [
     "AttemptRecord",
     "Decision",
     "RepairContext",
+    "RepairNotPromoted",
     "RepairOutcome",
     "RepairStepError",
     "admit",

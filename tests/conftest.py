@@ -7,6 +7,7 @@ import os
 import socket
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +102,24 @@ def oomrl_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def postgres_url() -> str | None:
     """The PostgreSQL URL for tests that also run on PostgreSQL, or None when not configured."""
     return os.environ.get("OOMRL_TEST_POSTGRES_URL") or None
+
+
+@contextmanager
+def postgres_schema(url: str, prefix: str) -> Iterator[str]:
+    """A fresh PostgreSQL schema on the server of `url`, dropped with everything in it afterwards."""
+    import uuid
+
+    import sqlalchemy as sa
+
+    from oomrl.portfolio.ledger_tables import driver_url
+
+    schema = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(driver_url(url))
+    with engine.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield schema
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()

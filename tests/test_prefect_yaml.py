@@ -94,12 +94,14 @@ def test_schedules_are_after_the_close_in_shanghai() -> None:
     assert deployments["ingest-daily"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
 
 
-def test_repair_is_serial_and_triggered_by_loss_alerts() -> None:
+def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> None:
     from prefect.events.schemas.deployment_triggers import DeploymentTriggerTypes
     from pydantic import TypeAdapter
 
     repair = _deployments()["repair"]
-    assert repair["concurrency_limit"]["limit"] == 1
+    # A deployment concurrency lease is revoked while a run waits for approval (the run then
+    # crashes); one repair per account is held in the ledger instead (oomrl.repair_claims).
+    assert "concurrency_limit" not in repair
     assert repair["parameters"]["auto_approve"] is False
     (trigger,) = [TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]]
     assert trigger.expect == {"oomrl.loss.alert"}

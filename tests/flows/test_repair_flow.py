@@ -119,10 +119,30 @@ def test_a_person_rejects_the_mandate_in_the_ui(
 
 def test_no_decision_before_the_timeout_rejects(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
-    from flows.repair import repair
+    from flows.repair import outcome_of, repair
+    from oomrl.repair_claims import ClaimBook
 
-    outcome = repair(daily_momentum_autopsy, provider="offline", approval_timeout_s=2)
+    state = repair(daily_momentum_autopsy, provider="offline", approval_timeout_s=2, return_state=True)
+    assert state.is_completed() and state.name == "Rejected", state
+    outcome = outcome_of(state)
     assert outcome["status"] == "rejected" and "timeout rejects" in outcome["reason"]
+    assert "timeout rejects" in (state.message or "")
+    with ClaimBook(get_settings().ledger).engine.connect() as conn:  # released at the end
+        assert conn.exec_driver_sql("SELECT count(*) FROM repair_claims").scalar() == 0
+
+
+def test_a_minimal_alert_is_completed_from_the_ledger_and_reaches_approval(
+        repair_home: Path) -> None:  # noqa: F811
+    from prefect.flow_runs import resume_flow_run
+
+    # The docs' example: no autopsy, no NAV history yet; the flow completes it and asks a person.
+    thread, box = _run_in_thread({"alert_id": "ops-1", "account": "paper"}, provider="offline",
+                                 approval_timeout_s=120)
+    paused = _paused_run_id()
+    resume_flow_run(paused, run_input={"decision": "reject", "reason": "only looking"})
+    thread.join(60)
+    assert box["status"] == "rejected" and box["reason"] == "only looking"
+    assert box["mandate"]["module"] == "strategies.daily_momentum"
 
 
 def test_steps_retry_only_when_the_endpoint_was_down() -> None:
@@ -158,20 +178,25 @@ def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
 
 
 def test_an_invalid_autopsy_is_refused_without_a_retry(repair_home: Path) -> None:  # noqa: F811
-    from flows.repair import repair
+    from flows.repair import outcome_of, repair
 
     state = repair({"account": "paper"}, auto_approve=True, return_state=True)
-    outcome = state.result()
-    assert state.is_completed() and outcome["status"] == "failed" and outcome["step"] == "autopsy"
+    outcome = outcome_of(state)
+    assert state.is_failed() and state.name == "Refused" and "invalid loss alert" in (state.message or "")
+    assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
     assert "invalid loss alert" in outcome["reason"] and "alert_id" in outcome["reason"]
     assert not (repair_home / "runs").exists()
+    assert "repair-outcome" in artifact_keys("repair-")  # the reason, as an artifact
 
 
 def test_an_unknown_account_is_refused_like_at_every_door(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
     from flows.repair import repair
+    from oomrl.repair import RepairNotPromoted
 
-    outcome = repair({**daily_momentum_autopsy, "account": "ghost"}, auto_approve=True)
+    with pytest.raises(RepairNotPromoted) as refused:  # called directly, a Failed run raises its data
+        repair({**daily_momentum_autopsy, "account": "ghost"}, auto_approve=True)
+    outcome = refused.value.outcome.model_dump()
     assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
     assert "unknown account 'ghost'" in outcome["reason"]
     assert not (repair_home / "runs").exists() and not (repair_home / "workspace").exists()

@@ -1,0 +1,199 @@
+"""One repair per account at a time, enforced in the ledger database (not by Prefect, whose deployment
+concurrency lease is revoked while a run is paused), and the heartbeat that tells a live repair from one
+whose process died.
+
+Every repair run registers a row (`flow_run_id`, `account`, `claimed_at`, `beat_at`) when it starts and
+beats it every CLAIM_BEAT_S seconds from a thread for as long as its process lives — also while it waits
+for approval, because `pause_flow_run` blocks inside the run's process. The account lock is the
+nullable unique column `holds`: a run sets it to its account only around the gate and the promotion
+(after approval), so a paused repair holds nothing and a second alert can reach its own approval.
+A holder silent for CLAIM_SILENT_S seconds is presumed dead and its row is taken over. The webhook
+reads the same rows to tell a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from
+a live one. Each transition is one statement guarded by a primary key or unique constraint, so
+concurrent runs on any host agree (SQLite and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Self
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from oomrl.errors import OomrlError
+from oomrl.names import ACCOUNT_MAX
+
+CLAIM_BEAT_S = 15.0
+CLAIM_SILENT_S = 120.0  # eight missed beats: a process this quiet is gone (or its host is)
+CLAIM_WAIT_S = 6 * 3600.0  # how long an approved repair waits for another repair of its account
+logger = logging.getLogger("oomrl.repair_claims")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)  # naive UTC: compares alike on SQLite and PostgreSQL
+
+
+def claims_table(metadata: sa.MetaData) -> sa.Table:
+    """The `repair_claims` table in `metadata` (its schema, if any)."""
+    return sa.Table(
+        "repair_claims", metadata,
+        sa.Column("flow_run_id", sa.String(64), primary_key=True),
+        sa.Column("account", sa.String(ACCOUNT_MAX), nullable=False),
+        # The account while this run holds its lock, else NULL (NULLs never collide in a unique column).
+        sa.Column("holds", sa.String(ACCOUNT_MAX), nullable=True, unique=True),
+        sa.Column("claimed_at", sa.DateTime(), nullable=False),
+        sa.Column("beat_at", sa.DateTime(), nullable=False),
+    )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A repair run's row: whose it is, whether it holds its account, when it last beat."""
+
+    flow_run_id: str
+    account: str
+    holds: bool
+    claimed_at: datetime
+    beat_at: datetime
+
+    def silent(self, silent_s: float = CLAIM_SILENT_S, now: datetime | None = None) -> bool:
+        """No beat for `silent_s` seconds: the process that owned it is presumed dead."""
+        return self.beat_at < (now or _now()) - timedelta(seconds=silent_s)
+
+
+class ClaimBook:
+    """The claims of one ledger database (any SQLAlchemy URL; `schema` for a PostgreSQL schema)."""
+
+    def __init__(self, url: str, schema: str | None = None) -> None:
+        from oomrl.files import private_file, sqlite_file
+        from oomrl.portfolio.ledger_tables import driver_url
+
+        url = driver_url(url)
+        if (database := sqlite_file(url)) is not None:
+            private_file(database, tighten=True)
+        self.engine = sa.create_engine(url, future=True)
+        self.table = claims_table(sa.MetaData(schema=schema))
+
+    def create(self) -> Self:
+        self.table.metadata.create_all(self.engine, tables=[self.table])
+        return self
+
+    def register(self, flow_run_id: str, account: str) -> None:
+        """This run is alive (a retried run with the same id refreshes its row)."""
+        now = _now()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(self.table.insert().values(flow_run_id=flow_run_id, account=account,
+                                                        holds=None, claimed_at=now, beat_at=now))
+        except IntegrityError:
+            with self.engine.begin() as conn:
+                conn.execute(self.table.update().where(self.table.c.flow_run_id == flow_run_id)
+                             .values(account=account, beat_at=now))
+
+    def beat(self, flow_run_id: str) -> bool:
+        """Refresh the run's heartbeat; False when its row is gone (taken over as silent)."""
+        with self.engine.begin() as conn:
+            done = conn.execute(self.table.update().where(self.table.c.flow_run_id == flow_run_id)
+                                .values(beat_at=_now()))
+        return done.rowcount == 1
+
+    def get(self, flow_run_id: str) -> Claim | None:
+        """The run's row, if it has one."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(self.table).where(self.table.c.flow_run_id == flow_run_id)).first()
+        return None if row is None else self._claim(row)
+
+    def holder(self, account: str) -> Claim | None:
+        """The run that holds `account` now, if any."""
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(self.table).where(self.table.c.holds == account)).first()
+        return None if row is None else self._claim(row)
+
+    def acquire(self, flow_run_id: str, account: str, silent_s: float = CLAIM_SILENT_S) -> Claim | None:
+        """Hold `account` for this (registered) run: None when held now, else the live holder.
+
+        A holder silent for `silent_s` seconds loses its row (one conditional delete: of two runs
+        taking over, one deletes and both then race on the unique column, which one wins)."""
+        for _ in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    done = conn.execute(self.table.update()
+                                        .where(self.table.c.flow_run_id == flow_run_id)
+                                        .values(holds=account, beat_at=_now()))
+                if done.rowcount != 1:
+                    raise LookupError(f"repair run {flow_run_id} has no claim row (register it first)")
+                return None
+            except IntegrityError:
+                pass
+            current = self.holder(account)
+            if current is None:
+                continue  # released between our update and our read
+            if current.flow_run_id == flow_run_id:
+                return None
+            if not current.silent(silent_s):
+                return current
+            logger.warning("repair run %s held %s but has been silent since %s: taking over",
+                           current.flow_run_id, account, current.beat_at)
+            with self.engine.begin() as conn:
+                conn.execute(self.table.delete().where(self.table.c.flow_run_id == current.flow_run_id,
+                                                       self.table.c.beat_at == current.beat_at))
+        return self.holder(account)
+
+    def release(self, flow_run_id: str) -> None:
+        """The run ended: drop its row (and with it any lock it held)."""
+        with self.engine.begin() as conn:
+            conn.execute(self.table.delete().where(self.table.c.flow_run_id == flow_run_id))
+
+    def _claim(self, row: sa.Row) -> Claim:
+        return Claim(flow_run_id=row.flow_run_id, account=row.account, holds=row.holds is not None,
+                     claimed_at=row.claimed_at, beat_at=row.beat_at)
+
+
+class AccountBusyError(OomrlError):
+    """Another repair of the account held it for longer than this one would wait."""
+
+
+def wait_to_hold(book: ClaimBook, flow_run_id: str, account: str, wait_s: float = CLAIM_WAIT_S,
+                 poll_s: float = CLAIM_BEAT_S, say: Callable[[str], None] = logger.info) -> None:
+    """Hold `account` for this run, waiting (and saying so) while another live repair holds it."""
+    deadline = time.monotonic() + wait_s
+    while (holder := book.acquire(flow_run_id, account)) is not None:
+        if time.monotonic() >= deadline:
+            raise AccountBusyError(f"account {account} was still being repaired by run {holder.flow_run_id} "
+                                   f"after {wait_s:.0f} s of waiting")
+        say(f"account {account} is being repaired by run {holder.flow_run_id} (last beat "
+            f"{holder.beat_at:%H:%M:%S} UTC); waiting")
+        time.sleep(poll_s)
+
+
+class Heartbeat:
+    """Beats a run's claim from a daemon thread every `interval_s` until the block ends."""
+
+    def __init__(self, book: ClaimBook, flow_run_id: str, interval_s: float = CLAIM_BEAT_S) -> None:
+        self.book, self.flow_run_id, self.interval_s = book, flow_run_id, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"claim-beat-{flow_run_id}", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                if not self.book.beat(self.flow_run_id):
+                    logger.warning("repair run %s lost its claim row (taken over as silent)", self.flow_run_id)
+            except Exception as exc:  # noqa: BLE001 - a database blip: the next beat tries again
+                logger.warning("claim heartbeat of %s failed: %s", self.flow_run_id, exc)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.interval_s + 5)

@@ -1,0 +1,102 @@
+"""One repair per account, in the ledger database: race-safe lock, heartbeats, takeover of a silent
+holder, release — on SQLite and (with OOMRL_TEST_POSTGRES_URL) PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from oomrl.repair_claims import ClaimBook, Heartbeat
+from tests.conftest import postgres_schema
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def book(request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | None) -> Iterator[ClaimBook]:
+    if request.param == "sqlite":
+        yield ClaimBook(f"sqlite:///{tmp_path / 'ledger.db'}").create()
+        return
+    if not postgres_url:
+        pytest.skip("OOMRL_TEST_POSTGRES_URL is not set")
+    with postgres_schema(postgres_url, "oomrl_claims") as schema:
+        claims = ClaimBook(postgres_url, schema=schema).create()
+        try:
+            yield claims
+        finally:
+            claims.engine.dispose()
+
+
+def _age(book: ClaimBook, flow_run_id: str, seconds: float) -> None:
+    """Move a run's last beat into the past, as if its process had died then."""
+    with book.engine.begin() as conn:
+        row = conn.execute(sa.select(book.table.c.beat_at).where(book.table.c.flow_run_id == flow_run_id)).one()
+        conn.execute(book.table.update().where(book.table.c.flow_run_id == flow_run_id)
+                     .values(beat_at=row.beat_at - timedelta(seconds=seconds)))
+
+
+def test_one_holder_per_account_and_release_frees_it(book: ClaimBook) -> None:
+    book.register("run-a", "paper")
+    book.register("run-b", "paper")
+    book.register("run-c", "other")
+    assert book.acquire("run-a", "paper") is None
+    assert book.acquire("run-a", "paper") is None  # holding it already is holding it
+    blocked = book.acquire("run-b", "paper")
+    assert blocked is not None and blocked.flow_run_id == "run-a" and blocked.holds
+    assert book.acquire("run-c", "other") is None  # other accounts are independent
+    book.release("run-a")
+    assert book.get("run-a") is None
+    assert book.acquire("run-b", "paper") is None
+    assert book.holder("paper").flow_run_id == "run-b"  # type: ignore[union-attr]
+
+
+def test_a_silent_holder_is_taken_over_and_a_beating_one_is_not(book: ClaimBook) -> None:
+    book.register("dead", "paper")
+    book.register("live", "paper")
+    assert book.acquire("dead", "paper") is None
+    _age(book, "dead", 60)
+    assert book.acquire("live", "paper", silent_s=120).flow_run_id == "dead"  # type: ignore[union-attr]
+    _age(book, "dead", 90)
+    assert book.get("dead").silent(120)  # type: ignore[union-attr]
+    assert book.acquire("live", "paper", silent_s=120) is None
+    assert book.get("dead") is None and not book.beat("dead")
+    assert book.beat("live") and not book.get("live").silent(120)  # type: ignore[union-attr]
+
+
+def test_an_unregistered_run_cannot_hold(book: ClaimBook) -> None:
+    with pytest.raises(LookupError, match="register it first"):
+        book.acquire("nobody", "paper")
+
+
+def test_racing_runs_get_exactly_one_lock(book: ClaimBook) -> None:
+    runs = [f"run-{i}" for i in range(6)]
+    for run in runs:
+        book.register(run, "paper")
+    results: dict[str, object] = {}
+    start = threading.Barrier(len(runs))
+
+    def take(run: str) -> None:
+        start.wait()
+        results[run] = book.acquire(run, "paper")
+
+    threads = [threading.Thread(target=take, args=(run,)) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    winners = [run for run, holder in results.items() if holder is None]
+    assert len(winners) == 1 and book.holder("paper").flow_run_id == winners[0]  # type: ignore[union-attr]
+
+
+def test_the_heartbeat_thread_keeps_a_claim_alive(book: ClaimBook) -> None:
+    book.register("run-a", "paper")
+    _age(book, "run-a", 600)
+    with Heartbeat(book, "run-a", interval_s=0.05):
+        for _ in range(200):
+            if not book.get("run-a").silent(120):  # type: ignore[union-attr]
+                break
+            threading.Event().wait(0.05)
+    assert not book.get("run-a").silent(120)  # type: ignore[union-attr]
