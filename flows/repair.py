@@ -181,16 +181,21 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     book.register(run_id, name)
     try:
         with Heartbeat(book, run_id):  # beats while the process lives, paused or not
-            ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
-            ctx.version_mapper = version_mapper_from_settings()
-            approve = auto_approve_mandate if auto_approve else partial(ask_reviewer, timeout_s=approval_timeout_s)
-            outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task,
-                                        hold=partial(hold_account, book, run_id, name))
+            try:
+                ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
+            except OomrlError as exc:  # an unknown provider, a missing transcript: final, say so
+                outcome = domain.RepairOutcome(status="failed", step="setup", reason=str(exc), run_dir="")
+            else:
+                ctx.version_mapper = version_mapper_from_settings()
+                approve = auto_approve_mandate if auto_approve else partial(ask_reviewer,
+                                                                            timeout_s=approval_timeout_s)
+                outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task,
+                                            hold=partial(hold_account, book, run_id, name))
     finally:
         book.release(run_id)
     publish_outcome(outcome)
     if outcome.status == "promoted" and outcome.version is not None:
-        emit_event(event=PROMOTED_EVENT, resource={"prefect.resource.id": f"oomrl.account.{ctx.account}"},
+        emit_event(event=PROMOTED_EVENT, resource={"prefect.resource.id": f"oomrl.account.{name}"},
                    related=[{"prefect.resource.id": f"oomrl.strategy.{outcome.version.strategy}",
                              "prefect.resource.role": "strategy"}],
                    payload={"tag": outcome.version.tag, "sha": outcome.version.sha,

@@ -1,6 +1,6 @@
 """The FastAPI webhook: signed loss alerts start exactly one repair each, through the repair's own door.
 
-Status codes: 202 started; 200 duplicate (the alert's run exists and did not crash); 400 a broken
+Status codes: 202 started; 200 duplicate (the alert's run exists, is alive or ended as it should); 400 a broken
 Content-Length; 401 bad signature or token; 413 oversized; 422 anything that is not a full autopsy
 or a loss alert for a known account and strategy (hostile JSON included); 503 the repair could not
 be started now (Prefect or the ledger unavailable) — the sender should retry. Refusals are logged.
@@ -13,7 +13,7 @@ import hmac
 import logging
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,10 +23,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from oomrl.config import Settings, get_settings
 from oomrl.errors import user_message
+from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
 from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, parse_alertmanager
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
-from oomrl.webhook.launch import API_TIMEOUT_S, Launcher, LaunchError, launcher_for
+from oomrl.webhook.launch import API_TIMEOUT_S, Launcher, LaunchError, RunStatus, launcher_for
 from oomrl.webhook.reports import reports_router
 from oomrl.webhook.settings import WebhookSettings, webhook_settings
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
@@ -34,6 +35,8 @@ from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureE
 logger = logging.getLogger("oomrl.webhook")
 # Prefect states after which a re-delivered alert starts a new run (the first one did not finish).
 RELAUNCH_STATES = frozenset({"CRASHED", "FAILED", "CANCELLED"})
+# States of a run that may have lost its process (worker SIGKILLed): its claim heartbeat decides.
+LIVE_STATES = frozenset({"PENDING", "RUNNING", "PAUSED"})
 # A launch makes two Prefect calls of at most API_TIMEOUT_S each; a claim older than that is orphaned.
 LAUNCH_WAIT = timedelta(seconds=2 * API_TIMEOUT_S + 5)
 POLL_S = 0.1
@@ -81,7 +84,8 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
     secret = config.required_secret()
     token = config.required_token()
     settings = settings or get_settings()
-    launcher = launcher or launcher_for(config.mode, config.deployment, config.auto_approve)
+    launcher = launcher or launcher_for(config.mode, config.deployment, config.auto_approve,
+                                       config.approval_timeout_s)
     store = store or DeliveryStore(config.store_url())
     app = FastAPI(title="oomrl webhook", version="1",
                   description="Signed loss alerts in; one `repair` flow run per alert id out.")
@@ -128,6 +132,36 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
                 return latest
         raise LaunchError(f"the repair of alert {alert_id} is still being started; retry the delivery")
 
+    claims: list[ClaimBook] = []  # opened on first use: an unreachable ledger is a 503, not a dead webhook
+
+    def silent(flow_run_id: str, status: RunStatus) -> bool:
+        """A live-looking run whose claim has not beaten for CLAIM_SILENT_S (or that never beat)."""
+        try:
+            if not claims:
+                claims.append(ClaimBook(settings.ledger).create())
+            claim = claims[0].get(flow_run_id)
+        except Exception as exc:
+            raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
+                from exc
+        if claim is not None:
+            return claim.silent(CLAIM_SILENT_S)
+        now = datetime.now(UTC).replace(tzinfo=None)  # no row: the process never got far or is gone
+        return status.since is not None and status.since < now - timedelta(seconds=CLAIM_SILENT_S)
+
+    async def ended_or_gone(flow_run_id: str) -> bool:
+        """Whether a re-delivery should start the alert's repair again: its run crashed, failed, was
+        cancelled, or went silent (then it is marked Crashed, so the runs list says so too)."""
+        status = await launcher.run_state(flow_run_id)
+        if status is None:
+            return False
+        if status.type in RELAUNCH_STATES:
+            return True
+        if status.type in LIVE_STATES and await run_in_threadpool(silent, flow_run_id, status):
+            await launcher.mark_crashed(flow_run_id, f"no heartbeat for {CLAIM_SILENT_S:.0f} s: its process is "
+                                                     "gone; the alert was delivered again")
+            return True
+        return False
+
     async def start_repair(autopsy: dict[str, Any], source: str) -> tuple[int, dict[str, Any]]:
         alert_id, after = str(autopsy["alert_id"]), None
         earlier = await run_in_threadpool(store.claim, alert_id, autopsy.get("account"), source)
@@ -135,7 +169,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             if earlier.pending:
                 earlier = await wait_for_launch(alert_id)
                 continue
-            if earlier.flow_run_id and await launcher.run_state(earlier.flow_run_id) in RELAUNCH_STATES:
+            if earlier.flow_run_id and await ended_or_gone(earlier.flow_run_id):
                 if await run_in_threadpool(store.reopen, alert_id, earlier.flow_run_id):
                     after, earlier = earlier.flow_run_id, None
                     continue

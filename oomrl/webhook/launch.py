@@ -28,6 +28,21 @@ class LaunchError(OomrlError):
 
 
 @dataclass(frozen=True)
+class RunStatus:
+    """A flow run's state type (COMPLETED, RUNNING, ...) and since when (naive UTC), as Prefect says."""
+
+    type: str
+    since: datetime | None = None
+
+
+def _naive_utc(stamp: str | None) -> datetime | None:
+    if not stamp:
+        return None
+    moment = datetime.fromisoformat(stamp)
+    return (moment.astimezone(UTC) if moment.tzinfo else moment).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
 class Launch:
     """What an alert started: a flow run (deployment mode) or an event (event mode)."""
 
@@ -40,7 +55,9 @@ class Launcher(Protocol):
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch: ...
 
-    async def run_state(self, flow_run_id: str) -> str | None: ...
+    async def run_state(self, flow_run_id: str) -> RunStatus | None: ...
+
+    async def mark_crashed(self, flow_run_id: str, message: str) -> None: ...
 
 
 def account_resource(account: str) -> dict[str, str]:
@@ -65,10 +82,12 @@ class PrefectApi:
 class DeploymentLauncher:
     """Creates a run of the `repair` deployment with the alert id as the idempotency key."""
 
-    def __init__(self, deployment: str, auto_approve: bool, api: PrefectApi | None = None) -> None:
+    def __init__(self, deployment: str, auto_approve: bool, api: PrefectApi | None = None,
+                 approval_timeout_s: int | None = None) -> None:
         self.deployment = deployment
         self.auto_approve = auto_approve
         self.api = api or PrefectApi()
+        self.approval_timeout_s = approval_timeout_s
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
         """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a crash)."""
@@ -81,9 +100,12 @@ class DeploymentLauncher:
                     raise LaunchError(f"deployment {self.deployment!r} not found on the Prefect server "
                                       "(deploy prefect.yaml, e.g. `oomrl server up`)")
                 found.raise_for_status()
+                parameters: dict[str, Any] = {"autopsy": autopsy, "auto_approve": self.auto_approve}
+                if self.approval_timeout_s is not None:
+                    parameters["approval_timeout_s"] = self.approval_timeout_s
                 created = await client.post(
                     f"/deployments/{found.json()['id']}/create_flow_run",
-                    json={"parameters": {"autopsy": autopsy, "auto_approve": self.auto_approve},
+                    json={"parameters": parameters,
                           "idempotency_key": key,
                           "tags": ["oomrl", "webhook", alert_tag(alert_id)]})
                 created.raise_for_status()
@@ -93,8 +115,8 @@ class DeploymentLauncher:
             raise LaunchError(f"could not start {self.deployment!r}: {type(exc).__name__}: {exc}") from exc
         return Launch(flow_run_id=str(created.json()["id"]), event_id=None)
 
-    async def run_state(self, flow_run_id: str) -> str | None:
-        """The run's state type (COMPLETED, CRASHED, ...), None when Prefect does not know the run."""
+    async def run_state(self, flow_run_id: str) -> RunStatus | None:
+        """The run's state type (COMPLETED, CRASHED, ...) and time, None when Prefect does not know the run."""
         try:
             async with self.api.client() as client:
                 found = await client.get(f"/flow_runs/{quote(flow_run_id, safe='')}")
@@ -106,7 +128,17 @@ class DeploymentLauncher:
         except Exception as exc:
             raise LaunchError(f"could not read flow run {flow_run_id}: {type(exc).__name__}: {exc}") from exc
         state = found.json().get("state") or {}
-        return str(state.get("type")) if state.get("type") else None
+        return RunStatus(str(state["type"]), _naive_utc(state.get("timestamp"))) if state.get("type") else None
+
+    async def mark_crashed(self, flow_run_id: str, message: str) -> None:
+        """Say in the runs list that a silent run is gone (its process died without a final state)."""
+        body = {"state": {"type": "CRASHED", "name": "Crashed", "message": message}, "force": True}
+        try:
+            async with self.api.client() as client:
+                answer = await client.post(f"/flow_runs/{quote(flow_run_id, safe='')}/set_state", json=body)
+                answer.raise_for_status()
+        except Exception as exc:
+            raise LaunchError(f"could not mark run {flow_run_id} crashed: {type(exc).__name__}: {exc}") from exc
 
 
 class EventLauncher:
@@ -130,13 +162,17 @@ class EventLauncher:
             raise LaunchError(f"could not emit {LOSS_ALERT_EVENT}: {type(exc).__name__}: {exc}") from exc
         return Launch(flow_run_id=None, event_id=event_id)
 
-    async def run_state(self, flow_run_id: str) -> str | None:
+    async def run_state(self, flow_run_id: str) -> RunStatus | None:
         """Unknown: the deployment's trigger starts the run, so no run id is recorded here."""
         return None
 
+    async def mark_crashed(self, flow_run_id: str, message: str) -> None:
+        """Nothing to mark: event mode knows no run ids."""
 
-def launcher_for(mode: str, deployment: str, auto_approve: bool) -> Launcher:
+
+def launcher_for(mode: str, deployment: str, auto_approve: bool,
+                 approval_timeout_s: int | None = None) -> Launcher:
     """The launcher for the configured mode."""
     if mode == "event":
         return EventLauncher()
-    return DeploymentLauncher(deployment, auto_approve)
+    return DeploymentLauncher(deployment, auto_approve, approval_timeout_s=approval_timeout_s)

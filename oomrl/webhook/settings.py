@@ -34,6 +34,9 @@ class WebhookSettings(BaseSettings):
     deployment: str = "repair/repair"
     # Whether runs started here skip the human approval of the mandate; off unless the operator says so.
     auto_approve: bool = False
+    # Seconds a run started here waits for the reviewer before the timeout rejects it (unset: the
+    # deployment's default, one hour).
+    approval_timeout_s: int | None = Field(default=None, gt=0)
     # Where seen alert ids are kept; defaults to the ledger database (SQLite under OOMRL_HOME).
     db_url: str | None = None
 

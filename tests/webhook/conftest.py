@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from oomrl.config import Settings, get_settings
 from oomrl.portfolio.ledger import Ledger
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.launch import Launch, LaunchError
+from oomrl.webhook.launch import Launch, LaunchError, RunStatus
 from oomrl.webhook.settings import WebhookSettings
 from oomrl.webhook.signing import sign
 
@@ -31,6 +32,8 @@ class RecordingLauncher:
         self.attempts: list[str | None] = []
         self.fail_with: str | None = None
         self.states: dict[str, str | None] = {}
+        self.since: dict[str, datetime] = {}
+        self.crashed: list[str] = []
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
         if self.fail_with:
@@ -39,8 +42,13 @@ class RecordingLauncher:
         self.attempts.append(attempt)
         return Launch(flow_run_id=f"run-{len(self.calls)}", event_id=None)
 
-    async def run_state(self, flow_run_id: str) -> str | None:
-        return self.states.get(flow_run_id, "RUNNING")
+    async def run_state(self, flow_run_id: str) -> RunStatus | None:
+        state = self.states.get(flow_run_id, "RUNNING")
+        since = self.since.get(flow_run_id, datetime.now(UTC).replace(tzinfo=None))
+        return None if state is None else RunStatus(state, since)
+
+    async def mark_crashed(self, flow_run_id: str, message: str) -> None:
+        self.crashed.append(flow_run_id)
 
 
 @pytest.fixture()

@@ -1,6 +1,6 @@
 """Concurrent deliveries of one alert: one launch, and a launch failure is a 503 for every one of them;
-a claim orphaned by a dead process is taken over; a run that crashed, failed or was cancelled is
-started again by the next delivery."""
+a claim orphaned by a dead process is taken over; a run that crashed, failed, was cancelled or went
+silent (no repair-claim heartbeat: its worker was killed) is started again by the next delivery."""
 
 from __future__ import annotations
 
@@ -19,10 +19,11 @@ import pytest
 import sqlalchemy as sa
 
 from oomrl.config import Settings
+from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.webhook import app as webhook_app
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DELIVERIES, Delivery, DeliveryStore
-from oomrl.webhook.launch import Launch, LaunchError
+from oomrl.webhook.launch import Launch, LaunchError, RunStatus
 from oomrl.webhook.settings import WebhookSettings
 from tests.webhook.conftest import RecordingLauncher, signed
 
@@ -160,7 +161,7 @@ def test_redelivery_of_a_live_or_finished_run_is_a_duplicate(make_app: Any, stat
 
 def test_prefect_down_while_checking_a_redelivery_is_503(make_app: Any) -> None:
     class Flaky(RecordingLauncher):
-        async def run_state(self, flow_run_id: str) -> str | None:
+        async def run_state(self, flow_run_id: str) -> RunStatus | None:
             raise LaunchError("could not read flow run: ConnectError")
 
     launcher = Flaky()
@@ -180,3 +181,33 @@ def test_the_delivery_database_is_created_private(tmp_path: Path) -> None:
         os.umask(old)
     assert stat.S_IMODE(database.stat().st_mode) == 0o600
     assert stat.S_IMODE(database.parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.parametrize("state", ["RUNNING", "PAUSED", "PENDING"])
+def test_redelivery_after_the_run_went_silent_starts_a_new_run(make_app: Any, settings: Settings,
+                                                               state: str) -> None:
+    launcher = RecordingLauncher()
+    app = make_app(launcher)
+    assert deliver(app, ALERT)[0].status_code == 202
+    launcher.states["run-1"] = state
+    book = ClaimBook(settings.ledger).create()
+    book.register("run-1", "paper")  # beating: alive, whatever Prefect's timestamp says
+    launcher.since["run-1"] = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=2)
+    assert deliver(app, ALERT)[0].status_code == 200 and launcher.crashed == []
+    with book.engine.begin() as conn:  # its process was SIGKILLed: the beats stopped
+        stopped = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=CLAIM_SILENT_S + 5)
+        conn.execute(book.table.update().values(beat_at=stopped))
+    again = deliver(app, ALERT)[0]
+    assert again.status_code == 202 and again.json()["replaces"] == "run-1"
+    assert launcher.crashed == ["run-1"]  # the runs list says it is gone
+
+
+def test_a_run_that_never_beat_is_silent_only_once_it_is_old(make_app: Any) -> None:
+    launcher = RecordingLauncher()
+    app = make_app(launcher)
+    assert deliver(app, ALERT)[0].status_code == 202
+    launcher.states["run-1"] = "PENDING"  # a worker took it, then died before the flow started
+    assert deliver(app, ALERT)[0].status_code == 200
+    launcher.since["run-1"] = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=CLAIM_SILENT_S + 5)
+    again = deliver(app, ALERT)[0]
+    assert again.status_code == 202 and again.json()["replaces"] == "run-1"

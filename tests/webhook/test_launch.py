@@ -22,7 +22,7 @@ def _make_deployment(flow_name: str) -> None:
     from prefect.client.orchestration import get_client
 
     @flow(name=flow_name)
-    def stand_in(autopsy: dict[str, Any], auto_approve: bool = False) -> None:
+    def stand_in(autopsy: dict[str, Any], auto_approve: bool = False, approval_timeout_s: int = 3600) -> None:
         """Never run here: only its deployment is needed."""
 
     async def create() -> None:
@@ -57,6 +57,15 @@ def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi)
             return run.parameters
 
     assert asyncio.run(parameters()) == {"autopsy": {"alert_id": "idem-1"}, "auto_approve": True}
+    timed = DeploymentLauncher("repair-launch-test/repair", auto_approve=False, api=harness_api,
+                               approval_timeout_s=90)
+    third = asyncio.run(timed.launch({"alert_id": "idem-3"}, "idem-3"))
+
+    async def timeout_of(run_id: str) -> Any:
+        async with get_client() as client:
+            return (await client.read_flow_run(uuid.UUID(run_id))).parameters.get("approval_timeout_s")
+
+    assert asyncio.run(timeout_of(third.flow_run_id)) == 90
 
 
 def test_missing_deployment_is_a_launch_error(harness_api: PrefectApi) -> None:
@@ -114,6 +123,8 @@ def test_launcher_for_mode() -> None:
     assert isinstance(launcher_for("event", "repair/repair", False), EventLauncher)
     chosen = launcher_for("deployment", "x/y", True)
     assert isinstance(chosen, DeploymentLauncher) and chosen.deployment == "x/y" and chosen.auto_approve
+    assert chosen.approval_timeout_s is None
+    assert launcher_for("deployment", "x/y", False, 90).approval_timeout_s == 90  # type: ignore[union-attr]
 
 
 def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
@@ -135,7 +146,8 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
     app = create_app(config, launcher, DeliveryStore(store_url), settings)
     with TestClient(app) as client:
         first = client.post("/hooks/loss-alert", content=body, headers=signed(body)).json()
-        assert asyncio.run(launcher.run_state(first["flow_run_id"])) == "SCHEDULED"
+        status = asyncio.run(launcher.run_state(first["flow_run_id"]))
+        assert status is not None and status.type == "SCHEDULED" and status.since is not None
         duplicate = client.post("/hooks/loss-alert", content=body, headers=signed(body))
         assert duplicate.status_code == 200 and duplicate.json()["flow_run_id"] == first["flow_run_id"]
 
