@@ -7,6 +7,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,11 @@ from oomrl.server import (
     free_port,
     record_pid,
     stack_env,
+    start_process,
     start_worker,
+    stop_process,
     up,
+    wait_http,
 )
 from oomrl.webhook.signing import sign
 
@@ -49,6 +53,19 @@ def _fresh_postgres_database(url: str) -> tuple[str, Callable[[], None]]:
     return server_url.render_as_string(hide_password=False), drop
 
 
+class PoliteClient(httpx.Client):
+    """An API client that waits and retries when the server answers 503 (a busy SQLite database)."""
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:  # type: ignore[override]
+        for attempt in range(8):
+            response = super().send(request, **kwargs)
+            if response.status_code != 503:
+                return response
+            response.close()
+            time.sleep(min(0.5 * 2 ** attempt, 8.0))
+        return super().send(request, **kwargs)
+
+
 @dataclass
 class Stack:
     """The running stack and helpers to talk to it over HTTP (never through in-process Prefect)."""
@@ -60,7 +77,7 @@ class Stack:
     api: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
-        self.api = httpx.Client(base_url=self.config.api_url, timeout=30)
+        self.api = PoliteClient(base_url=self.config.api_url, timeout=30)
 
     def post_signed(self, path: str, body: bytes, *, secret: str | None = None,
                     timestamp: int | None = None) -> httpx.Response:
@@ -139,6 +156,22 @@ class Stack:
     def set_state(self, run_id: str, state_type: str, name: str, message: str = "") -> None:
         body = {"state": {"type": state_type, "name": name, "message": message}, "force": True}
         self.api.post(f"/flow_runs/{run_id}/set_state", json=body).raise_for_status()
+
+    @contextmanager
+    def webhook(self, **env: str) -> Iterator[str]:
+        """Another webhook next to the stack's, with `env` on top of the stack's environment; its URL."""
+        import sys
+        from dataclasses import replace
+
+        config = replace(self.config, webhook_port=free_port())
+        name = f"webhook-{config.webhook_port}"
+        pid = start_process(name, [sys.executable, "-m", "oomrl", "webhook", "serve", "--host", config.host,
+                                   "--port", str(config.webhook_port)], {**self.env, **env}, config)
+        try:
+            wait_http(f"{config.webhook_url}/healthz", pid, name, 60, config)
+            yield config.webhook_url
+        finally:
+            stop_process(pid)
 
     def run_deployment(self, full_name: str, parameters: dict[str, Any]) -> str:
         found = self.deployment(full_name)

@@ -49,6 +49,9 @@ def test_compose_wires_postgres_server_worker_and_webhook() -> None:
         assert services[name]["environment"]["PREFECT_API_URL"] == "http://prefect-server:4200/api"
         assert services[name]["build"]["dockerfile"] == "infra/Dockerfile"
     assert "oomrl-local" in services["worker"]["command"]
+    # What bubblewrap needs inside a container (tests/e2e/test_container_worker.py runs the rest).
+    assert set(services["worker"]["security_opt"]) == {"seccomp=unconfined", "apparmor=unconfined",
+                                                       "systempaths=unconfined"}
     # The secret comes from the operator's environment; compose refuses to start without it.
     assert services["webhook"]["environment"]["OOMRL_WEBHOOK_SECRET"].startswith("${OOMRL_WEBHOOK_SECRET:?")
     assert (INFRA / services["postgres"]["volumes"][1].split(":")[0]).exists()
@@ -58,6 +61,7 @@ def test_dockerfile_builds_the_worker_image() -> None:
     text = (INFRA / "Dockerfile").read_text()
     assert text.startswith("# oomrl worker image")
     assert '"--pool", "oomrl-local"' in text and "constraints.txt" in text
+    assert "bubblewrap" in text and "USER oomrl" in text  # the gate's sandbox, for the non-root user
     assert "USER oomrl" in text and "ARG GIT_SHA" in text
     ignored = (INFRA / "Dockerfile.dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored
