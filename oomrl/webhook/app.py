@@ -27,7 +27,14 @@ from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
 from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, parse_alertmanager
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
-from oomrl.webhook.launch import API_TIMEOUT_S, Launcher, LaunchError, RunStatus, launcher_for
+from oomrl.webhook.launch import (
+    API_TIMEOUT_S,
+    BUSY_RETRIES_S,
+    Launcher,
+    LaunchError,
+    RunStatus,
+    launcher_for,
+)
 from oomrl.webhook.reports import reports_router
 from oomrl.webhook.settings import WebhookSettings, webhook_settings
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
@@ -37,8 +44,9 @@ logger = logging.getLogger("oomrl.webhook")
 RELAUNCH_STATES = frozenset({"CRASHED", "FAILED", "CANCELLED"})
 # States of a run that may have lost its process (worker SIGKILLed): its claim heartbeat decides.
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "PAUSED"})
-# A launch makes two Prefect calls of at most API_TIMEOUT_S each; a claim older than that is orphaned.
-LAUNCH_WAIT = timedelta(seconds=2 * API_TIMEOUT_S + 5)
+# A launch makes two Prefect calls of at most API_TIMEOUT_S each (plus its pauses while Prefect is
+# busy); a claim older than that is orphaned.
+LAUNCH_WAIT = timedelta(seconds=2 * API_TIMEOUT_S + sum(BUSY_RETRIES_S) + 5)
 POLL_S = 0.1
 
 

@@ -5,6 +5,7 @@ Talks to the Prefect server over its REST API with httpx, so oomrl/ never import
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ LOSS_ALERT_EVENT = "oomrl.loss.alert"
 # The namespace tasks/attribution.py uses too: one alert id is one event id whichever path emits it.
 _EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")
 API_TIMEOUT_S = 30.0
+BUSY_RETRIES_S = (1.0, 2.0, 4.0)
 
 
 class LaunchError(OomrlError):
@@ -79,6 +81,17 @@ class PrefectApi:
         return httpx.AsyncClient(base_url=self.api_url, headers=headers, timeout=API_TIMEOUT_S)
 
 
+async def _post_patiently(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> httpx.Response:
+    """POST, again after 1, 2 and 4 s while Prefect answers 503 (its database busy); the
+    idempotency key makes a repeated creation the same run."""
+    for pause in BUSY_RETRIES_S:
+        answer = await client.post(url, json=body)
+        if answer.status_code != 503:
+            return answer
+        await asyncio.sleep(pause)
+    return await client.post(url, json=body)
+
+
 class DeploymentLauncher:
     """Creates a run of the `repair` deployment with the alert id as the idempotency key."""
 
@@ -103,11 +116,10 @@ class DeploymentLauncher:
                 parameters: dict[str, Any] = {"autopsy": autopsy, "auto_approve": self.auto_approve}
                 if self.approval_timeout_s is not None:
                     parameters["approval_timeout_s"] = self.approval_timeout_s
-                created = await client.post(
-                    f"/deployments/{found.json()['id']}/create_flow_run",
-                    json={"parameters": parameters,
-                          "idempotency_key": key,
-                          "tags": ["oomrl", "webhook", alert_tag(alert_id)]})
+                created = await _post_patiently(
+                    client, f"/deployments/{found.json()['id']}/create_flow_run",
+                    {"parameters": parameters, "idempotency_key": key,
+                     "tags": ["oomrl", "webhook", alert_tag(alert_id)]})
                 created.raise_for_status()
         except LaunchError:
             raise
