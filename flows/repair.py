@@ -25,6 +25,9 @@ from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 PROMOTED_EVENT = "oomrl.strategy.promoted"
+NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
+                   "a flow retry would run again; transient errors are retried inside each step, and a "
+                   "repair is restarted by re-delivering its alert")
 PAUSE_POLL_S = 10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
 PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
 # The state a repair ends in, by the step it stopped at: only a promotion is plain success.
@@ -152,14 +155,12 @@ def hold_account(book: ClaimBook, run_id: str, account: str) -> None:
         raise RepairStepError("claim", str(exc)) from None
 
 
-@flow(name="repair", version=FLOW_VERSION, log_prints=True)
+@flow(name="repair", version=FLOW_VERSION, retries=0, log_prints=True)
 def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | None = None,
            account: str | None = None, approval_timeout_s: int = 3600,
            lock: str = "namespace") -> State[Any]:
-    """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step.
-
-    No flow retries: every failure here is deterministic or already retried inside its step, and a
-    run is restarted by re-delivering its alert."""
+    """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step
+    (no flow retries: NO_FLOW_RETRIES)."""
     from prefect.context import FlowRunContext
 
     logger = get_run_logger()
