@@ -83,14 +83,14 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
     for path in [container_home, *container_home.rglob("*")]:
         os.chown(path, uid, uid)
 
-    env = {key: value.replace(IMAGE_HOME, str(container_home)) for key, value in image_env().items()}
-    env.update(compose_env)
+    # The image's and compose's variables, the image's paths mapped onto this machine.
+    env = {key: value.replace(IMAGE_HOME, str(container_home))
+           for key, value in (image_env() | compose_env).items()}
     env.update({
         # Service names of the compose network, mapped onto this machine.
         "PREFECT_API_URL": compose_env["PREFECT_API_URL"].replace("http://prefect-server:4200/api",
                                                                   stack.config.api_url),
         "OOMRL_LEDGER_URL": ledger_url,
-        "OOMRL_HOME": env["OOMRL_HOME"],
         # What the image's base provides: its interpreter on PATH, the user's home.
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(container_home / "home"),
         # The health endpoint (--with-healthcheck) on a free port: the container's 8080 is private.
