@@ -334,12 +334,27 @@ class StrategyVersions:
         archive = subprocess.run(["git", "archive", "--format=tar", sha], cwd=self.workspace,
                                  capture_output=True, check=True).stdout
         with tarfile.open(fileobj=BytesIO(archive)) as tar:
-            tar.extractall(staging, filter="data")
+            safe_extract(tar, staging)
         try:
             staging.rename(target)
         except OSError:  # another process exported it first
             shutil.rmtree(staging, ignore_errors=True)
         return target
+
+
+def safe_extract(tar: tarfile.TarFile, target: Path, filters: bool = hasattr(tarfile, "data_filter")) -> None:
+    """Extract with tarfile's `data` filter; a Python without extraction filters (3.11 before
+    3.11.4, such as Debian 12's python3.11) gets the refusals that matter here by hand: absolute
+    names, `..`, and anything but plain files and folders."""
+    if filters:
+        tar.extractall(target, filter="data")
+        return
+    for member in tar.getmembers():
+        parts = Path(member.name).parts
+        if member.name.startswith("/") or ".." in parts or not (member.isfile() or member.isdir()):
+            raise VersionError(f"refusing to extract {member.name!r}: only plain files and folders "
+                               "inside the export")
+    tar.extractall(target)  # every member was checked above
 
 
 def start_on_v1(versions: StrategyVersions, account: str, strategy: str) -> str:

@@ -300,3 +300,29 @@ def test_start_on_v1_keeps_an_active_version_and_needs_a_ledger(versions: Strate
     assert start_on_v1(versions, "acc", "alpha") == sha
     with pytest.raises(VersionError, match="needs a ledger"):
         start_on_v1(StrategyVersions(versions.workspace), "acc", "alpha")
+
+
+@pytest.mark.parametrize("filters", [True, False])
+def test_exports_refuse_members_outside_plain_files(tmp_path: Path, filters: bool) -> None:
+    import io
+    import tarfile
+
+    from oomrl.versions import safe_extract
+
+    def archive(*members: tarfile.TarInfo) -> tarfile.TarFile:
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w") as tar:
+            for member in members:
+                tar.addfile(member, io.BytesIO(b"x" * member.size) if member.isfile() else None)
+        raw.seek(0)
+        return tarfile.open(fileobj=raw)
+
+    good = tarfile.TarInfo("strategies/a.py")
+    good.size = 1
+    safe_extract(archive(good), tmp_path / "ok", filters=filters)
+    assert (tmp_path / "ok" / "strategies" / "a.py").read_text() == "x"
+    escape = tarfile.TarInfo("../escaped.py")
+    escape.size = 1
+    with pytest.raises((VersionError, tarfile.FilterError)):  # by hand, or tarfile's data filter
+        safe_extract(archive(escape), tmp_path / "bad", filters=filters)
+    assert not (tmp_path / "escaped.py").exists()

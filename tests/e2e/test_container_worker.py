@@ -2,8 +2,9 @@
 of infra/Dockerfile and infra/compose.yaml — takes a repair from the real Prefect server and promotes it
 through the gate's bubblewrap sandbox.
 
-There is no Docker engine here and nothing is built or downloaded: the image's code is this checkout
-and its interpreter this virtualenv (the paths the image would hold are mapped onto them). What a
+There is no Docker engine here and nothing is built or downloaded: the image's code is this checkout,
+its interpreter Debian's python3.11 with this checkout's installed packages (the paths the image would
+hold are mapped onto them). What a
 Docker engine adds — seccomp, AppArmor, masked /proc — is not exercised; compose's `security_opt`
 for the worker is what lifts those (docs/operations.md)."""
 
@@ -15,7 +16,7 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +56,23 @@ def compose_worker() -> tuple[list[str], dict[str, str]]:
     return list(worker["command"]), env
 
 
+def image_interpreter(root: Path) -> Path:
+    """A Python 3.11 the image's user can run, with this checkout's installed packages: Debian's
+    python3.11 as a virtualenv whose site-packages is the project's (the project virtualenv's own
+    interpreter lives under /root, which no other user may enter); its `prefect` script."""
+    system = shutil.which("python3.11", path="/usr/local/bin:/usr/bin")
+    if system is None:
+        pytest.skip("no system python3.11 for the image's user")
+    subprocess.run([system, "-m", "venv", "--without-pip", str(root)], check=True)
+    site = root / "lib" / "python3.11" / "site-packages"
+    shutil.rmtree(site)
+    site.symlink_to(Path(sysconfig.get_paths()["purelib"]))
+    script = root / "bin" / "prefect"
+    script.write_text(f"#!{root / 'bin' / 'python'}\nfrom prefect.cli import app\napp()\n")
+    script.chmod(0o755)
+    return root / "bin"
+
+
 @pytest.fixture()
 def container_home() -> Iterator[Path]:
     """The worker's volume (OOMRL_HOME), owned by the image's user like a fresh named volume."""
@@ -80,8 +98,9 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
     ledger.open_account("paper", 10_000_000)
     ledger.engine.dispose()
     (container_home / "home").mkdir()
+    interpreter = image_interpreter(container_home / "python")
     for path in [container_home, *container_home.rglob("*")]:
-        os.chown(path, uid, uid)
+        os.chown(path, uid, uid, follow_symlinks=False)
 
     # The image's and compose's variables, the image's paths mapped onto this machine.
     env = {key: value.replace(IMAGE_HOME, str(container_home))
@@ -92,7 +111,7 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
                                                                   stack.config.api_url),
         "OOMRL_LEDGER_URL": ledger_url,
         # What the image's base provides: its interpreter on PATH, the user's home.
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(container_home / "home"),
+        "PATH": f"{interpreter}:/usr/bin:/bin", "HOME": str(container_home / "home"),
         # The health endpoint (--with-healthcheck) on a free port: the container's 8080 is private.
         "PREFECT_WORKER_WEBSERVER_PORT": str(free_port()),
         "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "1",
@@ -112,8 +131,9 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
         stop_process(worker.pid)
         log.close()
         stack.restart_worker()
-    tail = (container_home / "worker.log").read_text(errors="replace")[-4000:]
-    assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Promoted"), (run["state"], tail)
+    tail = (container_home / "worker.log").read_text(errors="replace")[-3000:]
+    assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Promoted"), \
+        f"{run['state_name']}: {run['state']['message']}\n{tail}"
     (outcome_file,) = (container_home / "runs").glob("repair-*/outcome.json")
     assert outcome_file.stat().st_uid == uid  # written by the image's user, not by root
     outcome = json.loads(outcome_file.read_text())
