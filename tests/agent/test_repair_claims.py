@@ -100,3 +100,18 @@ def test_the_heartbeat_thread_keeps_a_claim_alive(book: ClaimBook) -> None:
                 break
             threading.Event().wait(0.05)
     assert not book.get("run-a").silent(120)  # type: ignore[union-attr]
+
+
+def test_waiting_for_a_busy_account_says_whom_it_waits_for_and_gives_up(book: ClaimBook) -> None:
+    from oomrl.repair_claims import AccountBusyError, wait_to_hold
+
+    book.register("first", "paper")
+    book.register("second", "paper")
+    wait_to_hold(book, "first", "paper", wait_s=0)
+    said: list[str] = []
+    with pytest.raises(AccountBusyError, match="still being repaired by run first"):
+        wait_to_hold(book, "second", "paper", wait_s=0.2, poll_s=0.05, say=said.append)
+    assert said and "being repaired by run first" in said[0]
+    book.release("first")
+    wait_to_hold(book, "second", "paper", wait_s=0)
+    assert book.holder("paper").flow_run_id == "second"  # type: ignore[union-attr]
