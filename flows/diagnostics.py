@@ -1,29 +1,39 @@
-"""The loss-diagnostics flow: alert rules → autopsies → `oomrl.loss.alert` events → the ledger."""
+"""The loss-diagnostics flow: alert rules → autopsies → repair policy → `oomrl.loss.alert` events → the ledger."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from prefect import flow
 
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
+from tasks.chain import last_stored_session
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-MARKET_TZ = ZoneInfo("Asia/Shanghai")
 
 
-@flow(name="loss-diagnostics", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)
-def loss_diagnostics(account: str | None = None, as_of: str | None = None, config_file: str | None = None,
-                     home: str | None = None) -> list[dict[str, Any]]:
-    """Diagnose `account` on `as_of` (default: today in Shanghai; the last NAV on or before it is used)."""
+# retries=0: a failed diagnosis is a final answer (bad input); the tasks retry what is transient.
+@flow(name="loss-diagnostics", version=FLOW_VERSION, retries=0, log_prints=True)
+def loss_diagnostics(account: str | None = None, as_of: date | None = None, start: date | None = None,
+                     config_file: str | None = None, home: str | None = None) -> list[dict[str, Any]]:
+    """Diagnose an account's NAV; each new alert is emitted as `oomrl.loss.alert` with the repair verdict.
+
+    Args:
+        account: The paper account to diagnose (empty: OOMRL_ACCOUNT, `paper` by default).
+        as_of: The last session to diagnose, a date YYYY-MM-DD (empty: the last session in the market store;
+            the last NAV row on or before it is used).
+        start: The first session to diagnose, a date YYYY-MM-DD (empty: `as_of` only).
+        config_file: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the defaults.
+        home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
+    """
     name = account or get_settings(**({"home": home} if home else {})).account
-    day = as_of or datetime.now(MARKET_TZ).date().isoformat()
-    autopsies = diagnose_and_alert(name, day, config_file, home)
+    day = (as_of or last_stored_session(home)).isoformat()
+    autopsies = diagnose_and_alert(name, day, config_file, home, start.isoformat() if start else None)
     publish_diagnosis(name, day, autopsies)
     for autopsy in autopsies:
-        print(f"{autopsy['severity']} {autopsy['trigger']['rule']}: {autopsy['diagnostics']['root_cause']}")
+        print(f"{autopsy['as_of']} {autopsy['severity']} {autopsy['trigger']['rule']}: "
+              f"{autopsy['diagnostics']['root_cause']} (repair: {autopsy['repair']['verdict']})")
     return autopsies

@@ -51,7 +51,8 @@ def publish_report(report: domain.IngestReport) -> None:
 
 
 # Per-symbol fetches fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py), threads otherwise.
-@flow(name="ingest-market-data", version=FLOW_VERSION, retries=1, retry_delay_seconds=60, log_prints=True,
+# retries=0: bad data fails the same way again; the fetch tasks retry an unreachable source with backoff.
+@flow(name="ingest-market-data", version=FLOW_VERSION, retries=0, log_prints=True,
       task_runner=task_runner_from_settings())
 def ingest_market_data(
     source: str = "sample",
@@ -65,6 +66,17 @@ def ingest_market_data(
     """Ingest bars of `universe` for [start, end] from `source` into OOMRL_HOME/data (or `home`/data).
 
     A live source that cannot be reached leaves the store as it was and the result says `stale`.
+
+    Args:
+        source: Where bars come from: `sample` (the bundled data, offline), `akshare` or `yfinance` (live),
+            or `csv:/folder` of CSV files on the worker.
+        universe: Which symbols: `csi300` (the index members over the range), `all` (what an offline source
+            holds) or a comma-separated list of codes (600519,000001).
+        start: First date to ingest, YYYY-MM-DD (empty: the start of the source's data, or 2024-01-01 for a live source).
+        end: Last date to ingest, YYYY-MM-DD (empty: the end of the source's data, or today for a live source).
+        home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
+        batch_symbols: Symbols fetched and stored per batch (count); smaller batches use less memory.
+        backoff_seconds: First wait before retrying an unreachable source, in seconds (doubles on each retry).
     """
     logger = get_run_logger()
     settings = get_settings(**({"home": home} if home else {}))

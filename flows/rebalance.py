@@ -6,10 +6,12 @@ from datetime import date
 from typing import Any
 
 from prefect import flow
+from prefect.states import Completed, State
 
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.market import calendar
+from tasks.chain import last_stored_session
 from tasks.portfolio import (
     emit_halted,
     publish_rebalance_artifacts,
@@ -21,17 +23,22 @@ from tasks.portfolio import (
 FLOW_VERSION = flow_version()  # the code's version; the strategy version is the run's tag
 
 
-@flow(name="weekly-rebalance", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)
+# retries=0: a failed run is a final answer (halted account, bad data); the tasks retry what is transient.
+@flow(name="weekly-rebalance", version=FLOW_VERSION, retries=0, log_prints=True)
 def weekly_rebalance(account: str | None = None, as_of: date | None = None, dry_run: bool = False,
-                     home: str | None = None) -> dict[str, Any]:
-    """Rebalance `account` on `as_of` (default: the latest session) with its active strategy version."""
-    from oomrl.portfolio.service import last_session
+                     home: str | None = None) -> dict[str, Any] | State:
+    """Rebalance one paper account once on a session with its active strategy version.
 
+    Args:
+        account: The paper account to trade (empty: OOMRL_ACCOUNT, `paper` by default).
+        as_of: The session to trade on, a date YYYY-MM-DD (empty: the last session in the market store).
+        dry_run: Compute the orders and fills without writing them to the ledger.
+        home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
+    """
     name = account or get_settings(**({"home": home} if home else {})).account
-    day = as_of or last_session()
+    day = as_of or last_stored_session(home)
     if not calendar.is_session(day):
-        print(f"{day} is not an XSHG session: nothing to do")
-        return {"account": name, "as_of": str(day), "skipped": "not a session"}
+        return Completed(name="NotASession", message=f"{day} is not an XSHG session: nothing traded, nothing failed")
     strategy = resolve_version(name, home, dry_run)
     tag_run(strategy["name"], strategy["label"])
     result = rebalance_account(name, day, dry_run, home)

@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     initial_cash: float = Field(default=10_000_000.0, gt=0)
     # The principal loss at which the account halts; 1 means never.
     kill_threshold: float = Field(default=0.20, gt=0, le=1)
+    # Sessions after a repair request during which further alerts of the same account, strategy
+    # version and severity (or lower) ask for none: one cause, one repair (docs/operations.md).
+    repair_cooldown_sessions: int = Field(default=5, ge=0)
     reward_lambda: float = Field(default=DEFAULT_LAMBDA, ge=0)
     reward_gamma: float = Field(default=DEFAULT_GAMMA, ge=0)  # calibrated from the impact model (docs/portfolio.md)
     reward_terminal_penalty: float = Field(default=DEFAULT_TERMINAL_PENALTY, ge=0)  # Eq. 2's P_terminal

@@ -10,6 +10,9 @@ import sys
 class OomrlError(Exception):
     """Base class: an error whose message is fit to show a user as is."""
 
+    # A final answer (bad data, invalid input, a refusal) unless a subclass says it may pass by itself.
+    transient: bool = False
+
 
 class DataValidationError(OomrlError):
     """Market data failed validation and must not be traded on or stored."""
@@ -17,6 +20,8 @@ class DataValidationError(OomrlError):
 
 class SourceUnavailableError(OomrlError):
     """A live data source could not be reached."""
+
+    transient = True
 
 
 class AccountHaltedError(OomrlError):

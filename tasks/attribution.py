@@ -21,7 +21,9 @@ from prefect.events import emit_event
 from oomrl.artifacts import report_artifacts
 from oomrl.config import get_settings
 from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics import repair_policy
 from oomrl.diagnostics.diagnose import diagnose_account
+from oomrl.diagnostics.repair_policy import RepairDecision, alert_resource
 from oomrl.metrics.attribution import account_report, report_dir
 from oomrl.metrics.performance import read_phases
 from oomrl.report_links import ReportLinks
@@ -76,13 +78,14 @@ def publish_report_artifacts(summary: dict[str, Any]) -> None:
                           description=shown["image_description"])
 
 
-def emit_loss_alert(autopsy: Autopsy) -> None:
+def emit_loss_alert(autopsy: Autopsy, decision: RepairDecision | None = None) -> None:
     """Emit `oomrl.loss.alert` for the account with the autopsy as payload; the event id is the
-    alert's, so a repeated emission of one alert is recognisably the same event."""
+    alert's, so a repeated emission of one alert is recognisably the same event. The resource's
+    labels carry the severity and the repair policy's verdict, which the repair trigger matches."""
+    verdict = decision.verdict if decision else "requested"
     event = emit_event(
         event=LOSS_ALERT_EVENT,
-        resource={"prefect.resource.id": f"oomrl.account.{autopsy.account}",
-                  "prefect.resource.name": autopsy.account},
+        resource=alert_resource(autopsy.account, autopsy.severity, verdict),
         related=[{"prefect.resource.id": f"oomrl.alert.{autopsy.alert_id}",
                   "prefect.resource.role": "alert"}],
         payload=autopsy.model_dump(mode="json"),
@@ -95,20 +98,46 @@ def emit_loss_alert(autopsy: Autopsy) -> None:
 @task(name="diagnose-account", retries=REPORT_RETRIES, retry_delay_seconds=10,
       retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
 def diagnose_and_alert(account: str, as_of: str, config_file: str | None = None,
-                       home: str | None = None) -> list[dict[str, Any]]:
-    """Run the rules; each new alert is emitted as an event, then stored (see diagnose())."""
+                       home: str | None = None, start: str | None = None) -> list[dict[str, Any]]:
+    """Run the rules (on every NAV session from `start` to `as_of`); each new alert is judged by the
+    repair policy, emitted as an event, then stored (see diagnose()). Each autopsy comes back with
+    its verdict under `repair`."""
+    from oomrl.portfolio.ledger import Ledger
+
     settings = get_settings(**({"home": home} if home else {}))
+    ledger = Ledger(settings.ledger)
+    verdicts: dict[str, RepairDecision] = {}
+
+    def judge_and_emit(autopsy: Autopsy) -> None:
+        decision = verdicts[autopsy.alert_id] = repair_policy.judge(ledger, autopsy, settings.repair_cooldown_sessions)
+        emit_loss_alert(autopsy, decision)
+        if decision.requested:
+            repair_policy.record(ledger, autopsy)
+
     autopsies = diagnose_account(settings, account, as_of, Path(config_file) if config_file else None,
-                                 publish=emit_loss_alert)
-    return [a.model_dump(mode="json") for a in autopsies]
+                                 publish=judge_and_emit, start=start)
+    return [{**a.model_dump(mode="json"), "repair": {"verdict": verdicts[a.alert_id].verdict,
+                                                      "reason": verdicts[a.alert_id].reason}}
+            for a in autopsies]
+
+
+@task(name="report-gap", cache_policy=NO_CACHE, retries=REPORT_RETRIES, retry_delay_seconds=5,
+      retry_condition_fn=unless_refused)
+def report_gap(account: str, home: str | None = None) -> str | None:
+    """Why the account's report cannot be written yet (too few NAV sessions), or None."""
+    from oomrl.chain import report_gap as gap
+    from oomrl.portfolio.service import open_ledger
+
+    return gap(len(open_ledger(get_settings(**({"home": home} if home else {}))).nav_frame(account)))
 
 
 @task(name="publish-diagnosis", cache_policy=NO_CACHE)
 def publish_diagnosis(account: str, as_of: str, autopsies: list[dict[str, Any]]) -> None:
     """A table of the new alerts (or a note that there are none)."""
-    rows = [{"alert_id": a["alert_id"], "rule": a["trigger"]["rule"], "severity": a["severity"],
-             "root_cause": a["diagnostics"]["root_cause"], "mandate": a["mandate"]} for a in autopsies]
-    create_table_artifact(rows or [{"alert_id": "", "rule": "no new alert", "severity": "", "root_cause": "",
-                                    "mandate": ""}],
+    rows = [{"alert_id": a["alert_id"], "as_of": a["as_of"], "rule": a["trigger"]["rule"], "severity": a["severity"],
+             "repair": (a.get("repair") or {}).get("verdict", ""), "root_cause": a["diagnostics"]["root_cause"],
+             "mandate": a["mandate"]} for a in autopsies]
+    create_table_artifact(rows or [{"alert_id": "", "as_of": as_of, "rule": "no new alert", "severity": "",
+                                    "repair": "", "root_cause": "", "mandate": ""}],
                           key=artifact_key("loss-diagnostics", account),
                           description=f"Loss diagnostics of {account} on {as_of}: {len(rows)} new alert(s)")

@@ -85,8 +85,8 @@ def emit_halted(summary: dict[str, Any]) -> str | None:
     event = emit_event(event=HALTED_EVENT,
                        resource={"prefect.resource.id": f"oomrl.account.{summary['account']}",
                                  "prefect.resource.name": summary["account"]},
-                       payload={k: summary[k] for k in ("as_of", "principal_loss", "nav",
-                                                        "strategy_version")})
+                       payload={k: summary[k] for k in ("as_of", "principal_loss", "nav", "strategy_version",
+                                                        "reason") if k in summary})
     return str(event.id) if event else None
 
 

@@ -8,11 +8,12 @@ from oomrl.errors import OomrlError
 
 
 def unless_refused(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry anything but an OomrlError (halted account, bad data, conflicts): those are final answers."""
+    """Retry anything but an OomrlError (halted account, bad data, invalid input): those are final
+    answers; an OomrlError marked transient (source unreachable, a ledger conflict) is retried."""
     try:
         state.result()
-    except OomrlError:
-        return False
+    except OomrlError as exc:
+        return exc.transient
     except Exception:  # noqa: BLE001 - anything else (database, disk, network) may be transient
         return True
     return False

@@ -16,9 +16,9 @@ PACKAGES = ("oomrl", "guardrails", "strategies", "tasks", "flows")
 # One forbidden import per contract, each in a new module of the package that must not make it.
 FORBIDDEN = {
     "oomrl/_forbidden_prefect.py": "import prefect\n",
-    "strategies/_forbidden_flows.py": "import flows.cycle\n",
+    "strategies/_forbidden_flows.py": "import flows.chain\n",
     "guardrails/_forbidden_oomrl.py": "from oomrl import config\n",
-    "tasks/_forbidden_flows.py": "from flows import cycle\n",
+    "tasks/_forbidden_flows.py": "from flows import chain\n",
 }
 CONTRACTS = (
     "oomrl/ and strategies/ never import Prefect, tasks or flows",

@@ -30,3 +30,11 @@ def test_infrastructure_failures_are_retried(error: Exception) -> None:
 
 def test_a_completed_state_needs_no_retry() -> None:
     assert unless_refused(None, None, _State(None)) is False
+
+
+def test_transient_oomrl_errors_are_retried() -> None:
+    from oomrl.errors import SourceUnavailableError
+    from oomrl.portfolio.ledger import LedgerConflictError
+
+    assert unless_refused(None, None, _State(SourceUnavailableError("akshare down"))) is True
+    assert unless_refused(None, None, _State(LedgerConflictError("revision moved"))) is True

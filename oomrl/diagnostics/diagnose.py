@@ -49,7 +49,9 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
     module = f"strategies.{active[1] if active else DEFAULT_STRATEGY}"  # what the account trades
     known = {row["alert_id"] for row in ledger.alerts(account)}
     new: list[Autopsy] = []
-    for alert in evaluate(nav, fills, config, as_of, account, benchmark):
+    # Most severe first: when several alerts share a cause, the repair is asked for by the worst.
+    raised = sorted(evaluate(nav, fills, config, as_of, account, benchmark), key=lambda a: a.severity != "critical")
+    for alert in raised:
         if alert.alert_id in known:
             continue
         log = None
@@ -68,20 +70,31 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
 
 
 def diagnose_account(settings: Settings, account: str, as_of: str, config_path: Path | None = None,
-                     publish: Callable[[Autopsy], None] | None = None) -> list[Autopsy]:
-    """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file."""
+                     publish: Callable[[Autopsy], None] | None = None, start: str | None = None) -> list[Autopsy]:
+    """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file.
+
+    With `start`, every NAV session from `start` to `as_of` is diagnosed in turn (a chain catching up
+    on several newly marked sessions raises each alert on the day it first held)."""
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.ledger import Ledger
 
-    try:
-        pd.Timestamp(as_of)
-    except ValueError as exc:
-        raise DataValidationError(f"--as-of {as_of!r} is not a date (use YYYY-MM-DD)") from exc
+    for value in (as_of, start):
+        try:
+            pd.Timestamp(value)
+        except ValueError as exc:
+            raise DataValidationError(f"--as-of {value!r} is not a date (use YYYY-MM-DD)") from exc
     config = load_config(config_path)
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     benchmark = benchmark_returns(ensure_sample(settings), "price")
-    stamp = pd.Timestamp(as_of).date().isoformat()
-    return diagnose(ledger, account, as_of, config, benchmark=benchmark,
-                    log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}", publish=publish)
+    days = [pd.Timestamp(as_of)]
+    if start is not None:
+        dates = pd.to_datetime(ledger.nav_frame(account)["date"])
+        days = [d for d in dates if pd.Timestamp(start) <= d <= pd.Timestamp(as_of)] or days
+    found: list[Autopsy] = []
+    for day in days:
+        stamp = day.date().isoformat()
+        found += diagnose(ledger, account, stamp, config, benchmark=benchmark,
+                          log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}", publish=publish)
+    return found

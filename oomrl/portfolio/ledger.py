@@ -25,6 +25,8 @@ from oomrl.portfolio.ledger_tables import FILL_COLUMNS, NAV_FIELDS, driver_url, 
 class LedgerConflictError(OomrlError):
     """The account changed between planning and committing a rebalance (another run got there first)."""
 
+    transient = True  # planning again on the new revision succeeds
+
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
@@ -139,8 +141,14 @@ class Ledger:
             conn.execute(self.t["account_events"].insert().values(
                 account=account, kind="resumed", detail=f"resumed by {by}", at=_now()))
 
+    def record_event(self, account: str, kind: str, as_of: date | None, detail: str) -> None:
+        """Note something that happened to an account (e.g. a repair requested for an alert)."""
+        with self.engine.begin() as conn:
+            conn.execute(self.t["account_events"].insert().values(
+                account=account, kind=kind, as_of=as_of, detail=detail, at=_now()))
+
     def events(self, account: str) -> list[dict[str, Any]]:
-        """Halts and resumes of an account, oldest first."""
+        """Halts, resumes and repair requests of an account, oldest first."""
         ev = self.t["account_events"]
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(ev).where(ev.c.account == account).order_by(ev.c.id))

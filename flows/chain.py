@@ -1,0 +1,86 @@
+"""The daily chain: ingest → mark every active account → attribution → loss diagnostics → alerts, as subflows.
+
+Alerts that the repair policy lets through start the `repair` deployment by its event trigger; the weekly
+rebalance is its own deployment, scheduled after the day's marking.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.states import Completed, Failed, State
+
+from flows.attribution import attribution
+from flows.diagnostics import loss_diagnostics
+from flows.ingest import ingest_market_data
+from oomrl.build_info import flow_version
+from oomrl.market import calendar
+from tasks.chain import emit_halts, last_stored_session, mark_accounts, publish_chain
+
+FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+NO_NEW_SESSION = "NoNewSession"
+NOT_A_SESSION = "NotASession"
+
+
+def _ended(summary: dict[str, Any], name: str, message: str) -> State:
+    """A Completed state named for why the day needed nothing: nothing traded, nothing failed."""
+    summary["outcome"] = f"{name}: {message}"
+    publish_chain(summary)
+    return Completed(name=name, message=message, data=summary)
+
+
+# retries=0: a failed stage is a final answer (bad data, a refusal); the tasks retry what is transient.
+@flow(name="daily-chain", version=FLOW_VERSION, retries=0, log_prints=True)
+def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool = True,
+                alert_config: str | None = None, home: str | None = None) -> dict[str, Any] | State:
+    """The day after the close: ingest, mark every active account, report, diagnose, alert.
+
+    Args:
+        as_of: The session to mark, a date YYYY-MM-DD (empty: the last session in the market store after the ingest).
+        source: Where the ingest takes bars from: `sample` (the bundled data, offline), `akshare` or `yfinance` (live).
+        ingest: Ingest first (off: the store already holds the day, e.g. the ingest-daily deployment ran).
+        alert_config: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the defaults.
+        home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
+    """
+    logger = get_run_logger()
+    summary: dict[str, Any] = {}
+    summary["ingest"] = ingest_market_data(source=source, home=home) if ingest else {"skipped": "ingest=False"}
+    day = as_of or last_stored_session(home)
+    summary["as_of"] = str(day)
+    if not calendar.is_session(day):  # a holiday on the Mon–Fri schedule
+        return _ended(summary, NOT_A_SESSION, f"{day} is not an XSHG session: nothing traded, nothing failed")
+    marking = mark_accounts(day, home)
+    summary["marking"] = marking
+    emit_halts(marking["halted"])  # the kill switch tripped on a marked session: say so today
+    if marking["nothing_new"]:
+        return _ended(summary, NO_NEW_SESSION, marking["nothing_new"])
+    summary["attribution"], summary["diagnostics"], failures = {}, {}, []
+    for row in marking["accounts"]:
+        account = row["account"]
+        if not row["sessions_marked"]:
+            continue
+        report = attribution(account=account, home=home, return_state=True)
+        if report.is_completed():
+            result = report.result()
+            summary["attribution"][account] = {key: result.get(key) for key in ("html", "skipped") if key in result}
+        else:  # the report failing must not keep the alerts from being raised
+            logger.warning("attribution of %s failed: %s", account, report.message)
+            summary["attribution"][account] = {"failed": report.message}
+            failures.append(f"attribution of {account}")
+        autopsies = loss_diagnostics(account=account, as_of=day, start=date.fromisoformat(row["first"]),
+                                     config_file=alert_config, home=home)
+        summary["diagnostics"][account] = [{"alert_id": a["alert_id"], "as_of": a["as_of"], "severity": a["severity"],
+                                            "rule": a["trigger"]["rule"], "repair": a["repair"]["verdict"]}
+                                           for a in autopsies]
+    if failures:
+        summary["outcome"] = f"failed: {', '.join(failures)}"
+        publish_chain(summary)
+        return Failed(message=f"{', '.join(failures)} failed; marking and diagnostics completed", data=summary)
+    requested = sum(a["repair"] == "requested" for alerts in summary["diagnostics"].values() for a in alerts)
+    summary["outcome"] = (f"marked {len(marking['marked'])} account(s) through {day}; "
+                          f"{sum(map(len, summary['diagnostics'].values()))} new alert(s), {requested} asking for a repair; "
+                          f"{len(marking['halted'])} halted")
+    publish_chain(summary)
+    return summary

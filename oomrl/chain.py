@@ -1,0 +1,62 @@
+"""The daily chain's domain steps: which session it is about, and marking every active account on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from oomrl.config import Settings
+from oomrl.portfolio.marking import MarkOutcome, active_accounts, last_stored_session, run_marking
+
+MIN_REPORT_SESSIONS = 3  # the report regresses on the CSI 300: it needs more than two returns
+
+
+def stored_as_of(settings: Settings) -> date:
+    """The last session with bars in the market store (the bundled sample's when the store is empty)."""
+    from oomrl.data.sample import ensure_sample
+
+    return last_stored_session(ensure_sample(settings))
+
+
+@dataclass
+class Marking:
+    """What marking every active account on one session did."""
+
+    as_of: date
+    outcomes: list[MarkOutcome]
+
+    @property
+    def marked(self) -> list[MarkOutcome]:
+        """The accounts that got at least one new NAV row."""
+        return [o for o in self.outcomes if o.marked]
+
+    @property
+    def halted(self) -> list[MarkOutcome]:
+        """The accounts the kill switch halted on one of the newly marked sessions."""
+        return [o for o in self.outcomes if o.halted]
+
+    def nothing_new(self) -> str | None:
+        """Why there is nothing to do after marking, or None when some account has a new session."""
+        if self.marked:
+            return None
+        if not self.outcomes:
+            return (f"no active account to mark on {self.as_of} (a first rebalance opens one); "
+                    "nothing traded, nothing failed")
+        return (f"no new session: every active account is marked through {self.as_of}; "
+                "nothing traded, nothing failed")
+
+
+def mark_active_accounts(settings: Settings, as_of: date) -> Marking:
+    """Mark every active account at the close of each session up to `as_of` it has no NAV for."""
+    from oomrl.portfolio.service import open_ledger
+
+    names = active_accounts(open_ledger(settings))
+    return Marking(as_of, [run_marking(settings, name, as_of) for name in names])
+
+
+def report_gap(nav_rows: int) -> str | None:
+    """Why an account's report cannot be written yet, or None when it can."""
+    if nav_rows >= MIN_REPORT_SESSIONS:
+        return None
+    return (f"{nav_rows} session(s) of NAV in the ledger; a report needs {MIN_REPORT_SESSIONS} "
+            "(it will be written after the next marked session)")

@@ -1,0 +1,89 @@
+"""Which loss alerts ask for a repair: the strategy version still active, no recent request for it.
+
+The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.yaml); this module decides
+the rest and says so in the event's labels, so the trigger's match reads as the whole policy:
+
+- an alert about a strategy version the account no longer trades asks for nothing (`inactive-version`);
+- within `cooldown` sessions of a request for the same account and version, an alert of the same or
+  a lower severity asks for nothing (`cooldown`): one cause, one repair. A critical alert is never held
+  back by a warning's request, as the trigger may be set to ignore warnings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal, Protocol
+
+from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.market import calendar
+
+SEVERITY_RANK = {"warning": 1, "critical": 2}
+REPAIR_REQUEST = "repair-request"  # account_events.kind (16 characters at most)
+SEVERITY_LABEL = "oomrl.alert.severity"
+REPAIR_LABEL = "oomrl.repair"
+Verdict = Literal["requested", "cooldown", "inactive-version"]
+
+
+class RequestLedger(Protocol):
+    """The part of the ledger the policy reads and writes."""
+
+    def active_version(self, account: str) -> str | None: ...
+
+    def events(self, account: str) -> list[dict[str, Any]]: ...
+
+    def record_event(self, account: str, kind: str, as_of: date | None, detail: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RepairDecision:
+    """Whether an alert asks the `repair` deployment for a run, and why (or why not)."""
+
+    verdict: Verdict
+    reason: str
+
+    @property
+    def requested(self) -> bool:
+        return self.verdict == "requested"
+
+
+def sessions_between(earlier: date, later: date) -> int:
+    """XSHG sessions after `earlier` up to `later` (0 on the same day; symmetric)."""
+    lo, hi = sorted((earlier, later))
+    return max(len(calendar.sessions(lo, hi)) - 1, 0)
+
+
+def judge(ledger: RequestLedger, autopsy: Autopsy, cooldown: int) -> RepairDecision:
+    """The decision for one new alert of the account (alerts are judged in the order they are raised)."""
+    account, version = autopsy.account, autopsy.diagnostics.strategy_version
+    active = ledger.active_version(account)
+    if version and active and version != active:
+        return RepairDecision("inactive-version", f"the alert is about version {version[:12]}, but "
+                                                  f"{account} now trades {active[:12]}")
+    rank = SEVERITY_RANK[autopsy.severity]
+    for event in reversed(ledger.events(account)):
+        if event["kind"] != REPAIR_REQUEST:
+            continue
+        earlier = json.loads(event["detail"])
+        if earlier.get("version") != version or SEVERITY_RANK.get(earlier.get("severity"), 0) < rank:
+            continue
+        gap = sessions_between(event["as_of"], autopsy.as_of)
+        if gap < cooldown:
+            return RepairDecision("cooldown", f"alert {earlier['alert_id']} asked for a repair of this "
+                                              f"version {gap} session(s) before (cooldown {cooldown})")
+    return RepairDecision("requested", f"{autopsy.severity} alert on {autopsy.as_of} about the active version")
+
+
+def record(ledger: RequestLedger, autopsy: Autopsy) -> None:
+    """Remember that this alert asked for a repair (the cooldown of the next ones starts here)."""
+    detail = {"alert_id": autopsy.alert_id, "version": autopsy.diagnostics.strategy_version,
+              "severity": autopsy.severity}
+    ledger.record_event(autopsy.account, REPAIR_REQUEST, autopsy.as_of, json.dumps(detail, sort_keys=True))
+
+
+def alert_resource(account: str, severity: str, verdict: Verdict) -> dict[str, str]:
+    """The Prefect resource of an `oomrl.loss.alert` event: the account, labelled with what the
+    repair trigger matches on (its severity floor and this policy's verdict)."""
+    return {"prefect.resource.id": f"oomrl.account.{account}", "prefect.resource.name": account,
+            SEVERITY_LABEL: severity, REPAIR_LABEL: verdict}

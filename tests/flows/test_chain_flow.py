@@ -1,0 +1,99 @@
+"""The daily chain on the bundled sample and a real Prefect test server: marks, reports, alerts, named ends."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.flows.prefect_helpers import account_events
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One OOMRL_HOME holding the bundled sample for the module (each test uses its own accounts)."""
+    from oomrl.config import get_settings
+    from oomrl.data.sample import ensure_sample
+
+    folder = tmp_path_factory.mktemp("chain") / "home"
+    ensure_sample(get_settings(home=folder))
+    yield folder
+
+
+def _open_on(home: Path, account: str, day: date) -> None:
+    from flows.rebalance import weekly_rebalance
+
+    assert weekly_rebalance(account=account, as_of=day, home=str(home))["committed"] is True
+
+
+def _chain(home: Path, **kwargs: object) -> object:
+    from flows.chain import daily_chain
+
+    return daily_chain(ingest=False, home=str(home), return_state=True, **kwargs)
+
+
+def test_marks_every_session_reports_and_asks_for_one_repair_per_cause(home: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+
+    ledger = Ledger(get_settings(home=home).ledger)
+    _open_on(home, "chainacct", date(2026, 1, 30))
+    state = _chain(home, as_of=date(2026, 2, 5))
+    assert state.is_completed() and state.name == "Completed", state.message
+    summary = state.result()
+    nav = ledger.nav_frame("chainacct")
+    assert [f"{d:%m-%d}" for d in nav["date"]] == ["01-30", "02-02", "02-03", "02-04", "02-05"]  # a row per session
+    assert len(ledger.fills_frame("chainacct")) == len(ledger.fills_frame("chainacct", date(2026, 1, 30)))  # no trade
+    assert summary["attribution"]["chainacct"]["html"].endswith("tearsheet.html")
+    alerts = summary["diagnostics"]["chainacct"]
+    assert {(a["as_of"], a["rule"]) for a in alerts} == {("2026-02-02", "daily_loss"), ("2026-02-02", "turnover_spike"),
+                                                           ("2026-02-05", "daily_loss")}
+    assert [a["repair"] for a in alerts] == ["requested", "cooldown", "cooldown"]  # one cause, one repair
+    events = account_events("oomrl.loss.alert", "chainacct")
+    labels = {e.payload["alert_id"]: (e.resource["oomrl.alert.severity"], e.resource["oomrl.repair"]) for e in events}
+    assert labels[alerts[0]["alert_id"]] == ("warning", "requested")
+
+    again = _chain(home, as_of=date(2026, 2, 5))  # the schedule fires again with nothing new
+    assert again.is_completed() and again.name == "NoNewSession", again.name
+    assert "nothing traded, nothing failed" in again.message
+    later = _chain(home, as_of=date(2026, 2, 13))  # past the cooldown: the next cause asks again
+    assert [a["repair"] for a in later.result()["diagnostics"]["chainacct"]] == ["requested"]
+    holiday = _chain(home, as_of=date(2026, 2, 17))  # Spring Festival
+    assert holiday.is_completed() and holiday.name == "NotASession"
+
+
+def test_the_kill_switch_halts_on_the_marked_session_and_says_so(home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+
+    _open_on(home, "killacct", date(2026, 1, 30))
+    monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.08")  # the 2 February loss takes the account past 8 %
+    summary = _chain(home, as_of=date(2026, 2, 4)).result()
+    (halt,) = summary["marking"]["halted"]
+    assert halt["account"] == "killacct" and halt["halted_on"] == "2026-02-02"
+    ledger = Ledger(get_settings(home=home).ledger)
+    assert ledger.account("killacct").status.value == "halted"
+    later = _chain(home, as_of=date(2026, 2, 5)).result()
+    assert "killacct" not in [row["account"] for row in later["marking"]["accounts"]]  # halted: marked no further
+    assert ledger.nav_frame("killacct")["date"].max() == pd.Timestamp("2026-02-04")
+    (event,) = account_events("oomrl.account.halted", "killacct")
+    assert event.payload["as_of"] == "2026-02-02" and "reached the kill-switch threshold 8%" in event.payload["reason"]
+
+
+def test_defaults_and_too_early_for_a_report(home: Path) -> None:
+    from flows.attribution import attribution
+    from flows.diagnostics import loss_diagnostics
+
+    _open_on(home, "newacct", date(2026, 2, 27))  # the last session of the sample: the default as_of
+    early = attribution(account="newacct", home=str(home), return_state=True)
+    assert early.is_completed() and early.name == "NotEnoughSessions", early.message
+    assert "1 session(s) of NAV" in early.message
+    assert loss_diagnostics(account="newacct", home=str(home)) is not None  # as_of: the last stored session
+    state = _chain(home)
+    assert state.result()["as_of"] == "2026-02-27"
