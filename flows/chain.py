@@ -56,7 +56,8 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     emit_halts(marking["halted"])  # the kill switch tripped on a marked session: say so today
     if marking["nothing_new"]:
         return _ended(summary, NO_NEW_SESSION, marking["nothing_new"])
-    summary["attribution"], summary["diagnostics"], failures = {}, {}, []
+    summary["attribution"], summary["diagnostics"] = {}, {}
+    failures = [f"marking of {account} ({error})" for account, error in marking["errors"].items()]
     for row in marking["accounts"]:
         account = row["account"]
         if not row["sessions_marked"]:
@@ -77,7 +78,7 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     if failures:
         summary["outcome"] = f"failed: {', '.join(failures)}"
         publish_chain(summary)
-        return Failed(message=f"{', '.join(failures)} failed; marking and diagnostics completed", data=summary)
+        return Failed(message=f"{'; '.join(failures)} failed; the other stages completed", data=summary)
     requested = sum(a["repair"] == "requested" for alerts in summary["diagnostics"].values() for a in alerts)
     summary["outcome"] = (f"marked {len(marking['marked'])} account(s) through {day}; "
                           f"{sum(map(len, summary['diagnostics'].values()))} new alert(s), {requested} asking for a repair; "

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 
 from oomrl.config import Settings
+from oomrl.errors import OomrlError
 from oomrl.portfolio.marking import MarkOutcome, active_accounts, last_stored_session, run_marking
 
 MIN_REPORT_SESSIONS = 3  # the report regresses on the CSI 300: it needs more than two returns
@@ -24,6 +25,7 @@ class Marking:
 
     as_of: date
     outcomes: list[MarkOutcome]
+    errors: dict[str, str] = field(default_factory=dict)  # account -> why it could not be marked
 
     @property
     def marked(self) -> list[MarkOutcome]:
@@ -37,7 +39,7 @@ class Marking:
 
     def nothing_new(self) -> str | None:
         """Why there is nothing to do after marking, or None when some account has a new session."""
-        if self.marked:
+        if self.marked or self.errors:
             return None
         if not self.outcomes:
             return (f"no active account to mark on {self.as_of} (a first rebalance opens one); "
@@ -50,8 +52,15 @@ def mark_active_accounts(settings: Settings, as_of: date) -> Marking:
     """Mark every active account at the close of each session up to `as_of` it has no NAV for."""
     from oomrl.portfolio.service import open_ledger
 
-    names = active_accounts(open_ledger(settings))
-    return Marking(as_of, [run_marking(settings, name, as_of) for name in names])
+    marking = Marking(as_of, [])
+    for name in active_accounts(open_ledger(settings)):
+        try:
+            marking.outcomes.append(run_marking(settings, name, as_of))
+        except OomrlError as exc:  # bad data of one account must not leave the others unmarked
+            if exc.transient:
+                raise
+            marking.errors[name] = str(exc)
+    return marking
 
 
 def report_gap(nav_rows: int) -> str | None:

@@ -20,8 +20,8 @@ from prefect.events import emit_event
 
 from oomrl.artifacts import report_artifacts
 from oomrl.config import get_settings
-from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics import repair_policy
+from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.diagnose import diagnose_account
 from oomrl.diagnostics.repair_policy import RepairDecision, alert_resource
 from oomrl.metrics.attribution import account_report, report_dir

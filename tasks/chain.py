@@ -39,7 +39,7 @@ def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
     marking = mark_active_accounts(_settings(home), as_of)
     return {"as_of": str(as_of), "accounts": [o.summary() for o in marking.outcomes],
             "marked": [o.account for o in marking.marked], "halted": [o.summary() for o in marking.halted],
-            "nothing_new": marking.nothing_new()}
+            "errors": marking.errors, "nothing_new": marking.nothing_new()}
 
 
 def emit_halts(halted: list[dict[str, Any]]) -> list[str | None]:

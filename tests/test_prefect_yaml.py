@@ -11,7 +11,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 PREFECT_YAML = REPO / "prefect.yaml"
-EXPECTED = {"ingest-daily", "rebalance-weekly", "attribution-daily", "cycle", "repair"}
+EXPECTED = {"daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "repair"}
+OPERATIONS = REPO / "docs" / "operations.md"
 
 
 def _config() -> dict[str, Any]:
@@ -35,7 +36,7 @@ def test_all_deployments_are_declared() -> None:
 
 def test_anchors_are_defined_and_used() -> None:
     text = PREFECT_YAML.read_text()
-    for anchor in ("local_pool", "common", "after_close", "daily_tags"):
+    for anchor in ("local_pool", "common", "after_close", "friday_after_marking", "daily_tags"):
         assert f"&{anchor}" in text and f"*{anchor}" in text, anchor
     assert text.count("<<: *common") == len(EXPECTED)
 
@@ -81,17 +82,60 @@ def test_version_comes_from_a_git_build_step() -> None:
     assert printed.stdout.strip() == flow_version()
 
 
-def test_schedules_are_after_the_close_in_shanghai() -> None:
+def test_schedules_are_after_the_close_in_shanghai_and_active() -> None:
     from prefect.client.schemas.schedules import construct_schedule
 
     deployments = _deployments()
-    ingest = deployments["ingest-daily"]["schedules"][0]
-    assert ingest["cron"] == "30 16 * * 1-5" and ingest["timezone"] == "Asia/Shanghai"
+    chain = deployments["daily-chain"]["schedules"][0]
+    weekly = deployments["rebalance-weekly"]["schedules"][0]
+    assert chain["cron"] == "30 16 * * 1-5" and chain["timezone"] == "Asia/Shanghai" and chain["active"] is True
+    # Friday, after the chain has marked the day (both on Shanghai time)
+    assert weekly["cron"] == "30 17 * * 5" and weekly["timezone"] == "Asia/Shanghai" and weekly["active"] is True
+    scheduled = {name for name, d in deployments.items() if d.get("schedules")}
+    assert scheduled == {"daily-chain", "rebalance-weekly"}  # the chain runs ingest and attribution itself
     for deployment in deployments.values():
         for schedule in deployment.get("schedules") or []:
             construct_schedule(cron=schedule["cron"], timezone=schedule["timezone"])
-    assert "schedules" not in deployments["repair"]
     assert deployments["ingest-daily"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
+    assert deployments["daily-chain"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
+
+
+def _parameter_docs(flow: Any) -> dict[str, str]:
+    from prefect.utilities.callables import parameter_schema
+
+    schema = parameter_schema(flow.fn).model_dump()
+    return {name: str(spec.get("description") or "") for name, spec in schema["properties"].items()}
+
+
+# Parameters that carry a unit, and the word of their description that names it.
+UNITS = {"as_of": "YYYY-MM-DD", "start": "YYYY-MM-DD", "end": "YYYY-MM-DD", "rf": "per year",
+         "backoff_seconds": "seconds", "batch_symbols": "count", "home": "folder"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED - {"repair"}))
+def test_every_run_form_field_is_described_with_its_default_and_unit(name: str) -> None:
+    """What the UI's run form shows: a description per parameter, a unit where there is one, and no
+    required field a person must guess; `home` is explained as internal."""
+    deployment = _deployments()[name]
+    flow = _flow_for(deployment["entrypoint"])
+    docs = _parameter_docs(flow)
+    for parameter in inspect.signature(flow.fn).parameters.values():
+        described = docs.get(parameter.name, "")
+        assert len(described) > 15, f"{name}: parameter {parameter.name} has no description"
+        assert parameter.default is not inspect.Parameter.empty or parameter.name in (deployment.get("parameters") or {})
+        if parameter.name in UNITS:
+            assert UNITS[parameter.name] in described, f"{name}: {parameter.name} does not name its unit"
+    assert docs["home"].startswith("Internal:")
+
+
+def test_the_docs_state_the_repair_trigger_as_deployed() -> None:
+    """docs/operations.md quotes the trigger's severity floor and policy label exactly as prefect.yaml sets them."""
+    (trigger,) = _deployments()["repair"]["triggers"]
+    severities = trigger["match"]["oomrl.alert.severity"]
+    assert severities == ["warning", "critical"]
+    text = OPERATIONS.read_text()
+    assert f"oomrl.alert.severity: [{', '.join(severities)}]" in text
+    assert f"oomrl.repair: {trigger['match']['oomrl.repair']}" in text
 
 
 def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> None:
@@ -107,3 +151,11 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     assert trigger.expect == {"oomrl.loss.alert"}
     assert trigger.parameters == {"autopsy": "{{ event.payload }}"}
     assert trigger.match.model_dump()["prefect.resource.id"] == "oomrl.account.*"
+    from oomrl.diagnostics.repair_policy import REPAIR_LABEL, SEVERITY_LABEL, alert_resource
+
+    # what the diagnostics emit is what the trigger matches
+    assert trigger.match.matches(alert_resource("paper", "warning", "requested"))
+    assert trigger.match.matches(alert_resource("paper", "critical", "requested"))
+    assert not trigger.match.matches(alert_resource("paper", "critical", "cooldown"))
+    assert not trigger.match.matches(alert_resource("paper", "warning", "inactive-version"))
+    assert {SEVERITY_LABEL, REPAIR_LABEL} <= set(trigger.match.model_dump())

@@ -182,6 +182,18 @@ class Stack:
 
 
 AUTOPSY = REPO / "tests" / "fixtures" / "ops" / "autopsy.json"
+FIRST_MODULE = "test_chain.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The daily chain's test first: the chain marks (and diagnoses) every active account in the
+    shared stack, so it must run before the other modules open accounts of their own."""
+    e2e = [i for i, item in enumerate(items) if item.path.parent == Path(__file__).parent]
+    if not e2e:
+        return
+    first = [item for item in items if item.path.name == FIRST_MODULE and item.path.parent == Path(__file__).parent]
+    rest = [item for item in items[e2e[0]:] if item not in first]
+    items[e2e[0]:] = first + rest
 
 
 @pytest.fixture(scope="session")

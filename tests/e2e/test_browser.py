@@ -49,7 +49,7 @@ def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair:
     assert completed, "no completed repair run on the server"
     with browser_page() as page:
         text = _ui(page, f"{stack.config.ui_url}/deployments", "rebalance-weekly")
-        for name in ("ingest-daily", "rebalance-weekly", "attribution-daily", "cycle", "repair"):
+        for name in ("daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "repair"):
             assert name in text, f"deployment {name} not shown in the UI"
         screenshot(page, "prefect-ui-deployments.png")
         text = _ui(page, f"{stack.config.ui_url}/runs", completed[0]["name"])

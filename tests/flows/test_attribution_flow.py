@@ -68,10 +68,12 @@ def test_flow_declarations() -> None:
     from flows.attribution import attribution
     from flows.diagnostics import loss_diagnostics
     from tasks.attribution import artifact_key, build_account_report, diagnose_and_alert
+    from tasks.retry import unless_refused
 
     for declared in (attribution, loss_diagnostics):
-        assert declared.version and declared.retries >= 1
+        assert declared.version and declared.retries == 0  # a failure is final; the tasks retry transient ones
     assert build_account_report.retries >= 1 and diagnose_and_alert.retries >= 1
+    assert build_account_report.retry_condition_fn is unless_refused is diagnose_and_alert.retry_condition_fn
     assert artifact_key("Attribution", "Paper_01") == "attribution-paper-01"
 
 

@@ -71,7 +71,8 @@ def _artifacts(flow_run_id: UUID) -> dict[str, Any]:
 
 
 def test_flow_and_fetch_task_declare_retries_and_version() -> None:
-    assert ingest_market_data.version == FLOW_VERSION and ingest_market_data.retries == 1
+    # the flow never retries as a whole (bad data fails the same way again); the fetches retry the network
+    assert ingest_market_data.version == FLOW_VERSION and ingest_market_data.retries == 0
     assert fetch_symbol_bars.retries == 3 and fetch_symbol_bars.retry_jitter_factor == 0.5
     assert fetch_symbol_bars.retry_delay_seconds == [2.0, 4.0, 8.0]
     assert fetch_symbol_bars.retry_condition_fn is network_error_only
@@ -143,7 +144,7 @@ def test_missing_benchmark_fails_the_flow(prefect_harness: None, tmp_path: Path)
     for name in ("600519.csv", "source.toml"):
         (folder / name).write_text((MAPPED / name).read_text())
     with pytest.raises(DataValidationError, match="missing benchmark"):
-        ingest_market_data.with_options(retries=0)(source=f"csv:{folder}", universe="all", home=str(tmp_path))
+        ingest_market_data(source=f"csv:{folder}", universe="all", home=str(tmp_path))
 
 
 def test_ingest_fans_out_on_a_two_worker_dask_cluster(prefect_harness: None, tmp_path: Path) -> None:

@@ -73,11 +73,14 @@ def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path
     fills = read_artifact("rebalance-flowacct-fills")
     assert "price (CNY)" in fills[0] and re.fullmatch(r"[\d,]+\.\d\d", fills[0]["price (CNY)"])
     assert "**v1 daily_momentum**" in str(read_artifact("rebalance-flowacct-nav"))
-    skipped = weekly_rebalance(account="flowacct", as_of=date(2024, 2, 12), home=str(home))
-    assert skipped["skipped"] == "not a session"  # Spring Festival holiday
+    skipped = weekly_rebalance(account="flowacct", as_of=date(2024, 2, 12), home=str(home), return_state=True)
+    assert skipped.is_completed() and skipped.name == "NotASession"  # Spring Festival holiday
+    assert "nothing traded, nothing failed" in skipped.message
 
 
 def test_kill_switch_halt_emits_the_event_and_refuses_later_runs(tmp_path: Path) -> None:
+    from prefect.client.orchestration import get_client
+
     from flows.rebalance import weekly_rebalance
 
     home = tmp_path / "home"
@@ -89,7 +92,12 @@ def test_kill_switch_halt_emits_the_event_and_refuses_later_runs(tmp_path: Path)
     events = _halted_events("haltacct")
     assert events and events[0].payload["principal_loss"] >= 0.2
     later = weekly_rebalance(account="haltacct", as_of=days[-1], home=str(home), return_state=True)
-    assert later.is_failed()
+    assert later.is_failed() and "HALTED" in later.message
+    with get_client(sync_client=True) as client:  # a refusal is final: neither the flow nor its task retried
+        run = client.read_flow_run(later.state_details.flow_run_id)
+        assert run.run_count == 1
+        (rebalance,) = [t for t in client.read_task_runs() if t.flow_run_id == run.id and t.name.startswith("rebalance-account")]
+        assert rebalance.run_count == 1
     assert Ledger(f"sqlite:///{home / 'ledger.db'}").rebalance_id("haltacct", days[-1]) is None
 
 
