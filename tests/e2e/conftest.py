@@ -30,6 +30,7 @@ from oomrl.server import (
 from oomrl.webhook.signing import sign
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+RETRIES_ON_503 = 30
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -79,6 +80,17 @@ class Stack:
     def __post_init__(self) -> None:
         self.api = PoliteClient(base_url=self.config.api_url, timeout=30)
 
+    def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One API request; a 503 (the server's "retry me", e.g. SQLite busy under a flow's writes) is
+        retried as Prefect's own client does, anything else is returned checked."""
+        for _ in range(RETRIES_ON_503):
+            response = self.api.request(method, path, **kwargs)
+            if response.status_code != 503:
+                break
+            time.sleep(1)
+        response.raise_for_status()
+        return response
+
     def post_signed(self, path: str, body: bytes, *, secret: str | None = None,
                     timestamp: int | None = None) -> httpx.Response:
         headers = {"Content-Type": "application/json", **sign(body, secret or self.secret, timestamp)}
@@ -92,7 +104,7 @@ class Stack:
         if deployment:
             found = self.deployment(deployment)
             body["deployments"] = {"id": {"any_": [found["id"]]}}
-        return list(self.api.post("/flow_runs/filter", json=body).json())
+        return list(self.call("POST", "/flow_runs/filter", json=body).json())
 
     def deployment(self, full_name: str) -> dict[str, Any]:
         flow_name, name = full_name.split("/")
@@ -104,9 +116,7 @@ class Stack:
         return list(self.api.post("/deployments/filter", json={}).json())
 
     def flow_run(self, run_id: str) -> dict[str, Any]:
-        response = self.api.get(f"/flow_runs/{run_id}")
-        response.raise_for_status()
-        return dict(response.json())
+        return dict(self.call("GET", f"/flow_runs/{run_id}").json())
 
     def wait_for(self, run_id: str, states: set[str] = FINAL_STATES, timeout_s: float = 180) -> dict[str, Any]:
         """Poll until the run reaches one of `states`; fail with the worker log's tail otherwise."""
@@ -175,9 +185,7 @@ class Stack:
 
     def run_deployment(self, full_name: str, parameters: dict[str, Any]) -> str:
         found = self.deployment(full_name)
-        response = self.api.post(f"/deployments/{found['id']}/create_flow_run",
-                                 json={"parameters": parameters})
-        response.raise_for_status()
+        response = self.call("POST", f"/deployments/{found['id']}/create_flow_run", json={"parameters": parameters})
         return str(response.json()["id"])
 
 

@@ -97,3 +97,20 @@ def test_defaults_and_too_early_for_a_report(home: Path) -> None:
     assert loss_diagnostics(account="newacct", home=str(home)) is not None  # as_of: the last stored session
     state = _chain(home)
     assert state.result()["as_of"] == "2026-02-27"
+
+
+def test_an_account_that_cannot_be_marked_fails_the_run_by_name_and_the_others_are_marked(home: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+
+    ledger = Ledger(get_settings(home=home).ledger)
+    _open_on(home, "goodacct", date(2026, 2, 24))
+    ledger.open_account("ghost", 1_000_000)
+    with ledger.engine.begin() as conn:  # a holding the market store knows nothing about
+        conn.execute(ledger.t["positions"].insert().values(account="ghost", symbol="999999.SH", quantity=100))
+    try:
+        state = _chain(home, as_of=date(2026, 2, 25))
+        assert state.is_failed() and "marking of ghost" in state.message and "999999.SH" in state.message
+        assert ledger.nav_frame("goodacct")["date"].max() == pd.Timestamp("2026-02-25")  # the others: marked
+    finally:
+        ledger.halt("ghost", None, "test over")  # out of the other tests' chains
