@@ -36,10 +36,16 @@ def test_deployments_carry_the_git_sha_pool_and_trigger(stack: Stack) -> None:
         # The checkout's SHA when it was deployed: HEAD, or an ancestor if commits landed since.
         assert subprocess.run(["git", "merge-base", "--is-ancestor", sha, "HEAD"], cwd=REPO, check=False).returncode == 0
         assert deployment["work_pool_name"] == "oomrl-local"
+    for name, cron in (("daily-chain", "30 16 * * 1-5"), ("rebalance-weekly", "30 17 * * 5")):
+        (schedule,) = found[name]["schedules"]
+        assert schedule["active"] is True, name  # on by default, as deployed
+        assert schedule["schedule"]["cron"] == cron and schedule["schedule"]["timezone"] == "Asia/Shanghai"
     assert found["repair"]["global_concurrency_limit"]["limit"] == 1
     assert found["repair"]["concurrency_options"]["collision_strategy"] == "ENQUEUE"
     automations = stack.api.post("/automations/filter", json={}).json()
     trigger = [a for a in automations if a["name"] == "oomrl-loss-alert-starts-repair"]
     assert trigger and trigger[0]["trigger"]["expect"] == ["oomrl.loss.alert"]
+    match = trigger[0]["trigger"]["match"]
+    assert match["oomrl.alert.severity"] == ["warning", "critical"] and match["oomrl.repair"] == "requested"
     action = trigger[0]["actions"][0]
     assert action["type"] == "run-deployment" and action["deployment_id"] == found["repair"]["id"]
