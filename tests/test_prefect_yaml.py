@@ -159,3 +159,5 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     assert not trigger.match.matches(alert_resource("paper", "critical", "cooldown"))
     assert not trigger.match.matches(alert_resource("paper", "warning", "inactive-version"))
     assert {SEVERITY_LABEL, REPAIR_LABEL} <= set(trigger.match.model_dump())
+    # an event without the labels starts nothing: every emitter of oomrl.loss.alert must use alert_resource()
+    assert not trigger.match.matches({"prefect.resource.id": "oomrl.account.paper", "prefect.resource.name": "paper"})
