@@ -30,7 +30,6 @@ from oomrl.server import (
 from oomrl.webhook.signing import sign
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-RETRIES_ON_503 = 30
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -81,13 +80,8 @@ class Stack:
         self.api = PoliteClient(base_url=self.config.api_url, timeout=30)
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """One API request; a 503 (the server's "retry me", e.g. SQLite busy under a flow's writes) is
-        retried as Prefect's own client does, anything else is returned checked."""
-        for _ in range(RETRIES_ON_503):
-            response = self.api.request(method, path, **kwargs)
-            if response.status_code != 503:
-                break
-            time.sleep(1)
+        """One API request (the PoliteClient waits out 503s), checked."""
+        response = self.api.request(method, path, **kwargs)
         response.raise_for_status()
         return response
 
