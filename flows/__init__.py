@@ -1,1 +1,1 @@
-"""Prefect @flow definitions that read like the DAG: ingest, rebalance, replay, attribution, repair, cycle."""
+"""Prefect @flow definitions that read like the DAG: ingest, rebalance, replay, attribution, repair, and the daily chain."""

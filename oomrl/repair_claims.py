@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Self
 
 import sqlalchemy as sa
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from oomrl.errors import OomrlError
 from oomrl.names import ACCOUNT_MAX
@@ -82,7 +82,12 @@ class ClaimBook:
         self.table = claims_table(sa.MetaData(schema=schema))
 
     def create(self) -> Self:
-        self.table.metadata.create_all(self.engine, tables=[self.table])
+        """Create the table if it is missing (two first users at once: the loser finds it made)."""
+        try:
+            self.table.metadata.create_all(self.engine, tables=[self.table])
+        except DBAPIError:  # "already exists": another process or thread created it after our check
+            if not sa.inspect(self.engine).has_table(self.table.name, schema=self.table.schema):
+                raise
         return self
 
     def register(self, flow_run_id: str, account: str) -> None:
