@@ -159,5 +159,10 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     assert not trigger.match.matches(alert_resource("paper", "critical", "cooldown"))
     assert not trigger.match.matches(alert_resource("paper", "warning", "inactive-version"))
     assert {SEVERITY_LABEL, REPAIR_LABEL} <= set(trigger.match.model_dump())
+    # the webhook's event mode labels what it emits the same way, a minimal alert as a warning
+    from oomrl.webhook.launch import alert_event_resource
+
+    assert trigger.match.matches(alert_event_resource({"alert_id": "ops-1", "account": "paper"}))
+    assert trigger.match.matches(alert_event_resource({"account": "paper", "severity": "critical"}))
     # an event without the labels starts nothing: every emitter of oomrl.loss.alert must use alert_resource()
     assert not trigger.match.matches({"prefect.resource.id": "oomrl.account.paper", "prefect.resource.name": "paper"})

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from oomrl.diagnostics.repair_policy import SEVERITY_RANK, alert_resource
 from oomrl.errors import OomrlError
 from oomrl.run_tags import alert_tag
 
@@ -62,9 +63,12 @@ class Launcher(Protocol):
     async def mark_crashed(self, flow_run_id: str, message: str) -> None: ...
 
 
-def account_resource(account: str) -> dict[str, str]:
-    """The Prefect resource an account's events are about (DESIGN §4.5)."""
-    return {"prefect.resource.id": f"oomrl.account.{account}", "prefect.resource.name": account}
+def alert_event_resource(autopsy: dict[str, Any]) -> dict[str, str]:
+    """The event's resource, labelled as the diagnostics label theirs, so the repair trigger matches it:
+    the alert's severity (a minimal alert counts as the warning the repair completes it to) and the
+    verdict `requested` (a delivered alert is a request; the webhook already keeps it to one run)."""
+    severity = autopsy.get("severity") if autopsy.get("severity") in SEVERITY_RANK else "warning"
+    return alert_resource(str(autopsy.get("account") or "unknown"), str(severity), "requested")
 
 
 class PrefectApi:
@@ -160,10 +164,9 @@ class EventLauncher:
         self.api = api or PrefectApi()
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
-        account = str(autopsy.get("account") or "unknown")
         event_id = str(uuid.uuid5(_EVENT_NAMESPACE, alert_id))
         event = {"id": event_id, "occurred": datetime.now(UTC).isoformat(), "event": LOSS_ALERT_EVENT,
-                 "resource": account_resource(account), "related": [], "payload": autopsy}
+                 "resource": alert_event_resource(autopsy), "related": [], "payload": autopsy}
         try:
             async with self.api.client() as client:
                 sent = await client.post("/events", json=[event])

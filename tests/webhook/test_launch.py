@@ -91,6 +91,8 @@ def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
             time.sleep(0.5)
     assert events and str(events[0].id) == first.event_id
     assert events[0].payload == {"alert_id": "ev-1", "account": "launch-test"}
+    # labelled as the diagnostics label theirs: a minimal alert is a warning asking for a repair
+    assert (events[0].resource["oomrl.alert.severity"], events[0].resource["oomrl.repair"]) == ("warning", "requested")
 
 
 def test_missing_api_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
