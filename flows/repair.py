@@ -69,15 +69,18 @@ def ask_reviewer(mandate: Mandate, timeout_s: int) -> domain.Decision:
                      f"(no answer within {timeout_s} s rejects)."),
         text=mandate.text, rebalance=c.rebalance, max_adv_participation=c.max_adv_participation,
         max_weekly_turnover=c.max_weekly_turnover)
-    answer = wait_for_review(review, timeout_s)
-    if answer is None:
-        return domain.Decision(action="reject", reason=f"no decision within {timeout_s} s: a timeout rejects")
+    answer, timed_out = wait_for_review(review, timeout_s)
+    if answer is None:  # fail closed, and say which way the answer went missing
+        reason = (f"no decision within {timeout_s} s: a timeout rejects" if timed_out else
+                  "resumed without an answer (no decision in the form): no decision rejects")
+        return domain.Decision(action="reject", reason=reason)
     return answer.to_decision(mandate)
 
 
 def wait_for_review(review: type[MandateReview], timeout_s: int,
-                    poll_s: float = PAUSE_POLL_S) -> MandateReview | None:
-    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands; None on timeout.
+                    poll_s: float = PAUSE_POLL_S) -> tuple[MandateReview | None, bool]:
+    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None when
+    there is none) and whether the timeout ran out.
 
     Prefect's own pause ends on the server at the moment the run gives up, and the server then turns
     whatever the run proposes into Failed ("paused and never resumed"). Here the server's deadline is
@@ -98,6 +101,7 @@ def wait_for_review(review: type[MandateReview], timeout_s: int,
     keyset = keyset_from_paused_state(paused)
     paused.state_details.run_input_keyset = keyset
     logger = get_run_logger()
+    timed_out = False
     with get_client(sync_client=True) as client:
         state = propose_state_sync(client, paused, flow_run_id=run_id)
         if state.is_paused():
@@ -110,6 +114,7 @@ def wait_for_review(review: type[MandateReview], timeout_s: int,
                 if current is not None and current.is_running():
                     break
             else:  # nobody answered: leave the pause while the server still allows it
+                timed_out = True
                 current = client.read_flow_run(run_id).state
                 if current is None or not current.is_running():
                     propose_state_sync(client, Running(message=f"no decision within {timeout_s} s"),
@@ -117,7 +122,7 @@ def wait_for_review(review: type[MandateReview], timeout_s: int,
         elif not state.is_running():
             raise RuntimeError(f"the run could not pause for the review: the server answered {state.type}")
     answer = read_flow_run_input(keyset["response"], flow_run_id=run_id)
-    return review(**answer) if answer else None  # resumed without an answer: no decision
+    return (review(**answer) if answer else None), timed_out
 
 
 def auto_approve_mandate(mandate: Mandate) -> domain.Decision:

@@ -117,6 +117,17 @@ def test_a_person_rejects_the_mandate_in_the_ui(
     assert [v.tag for v in versions.list()] == ["v1"]
 
 
+def test_a_resume_without_an_answer_rejects_and_says_so(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from prefect.flow_runs import resume_flow_run
+
+    thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
+    resume_flow_run(_paused_run_id())  # `prefect flow-run resume` without input: no decision at all
+    thread.join(60)
+    assert box["status"] == "rejected" and box["step"] == "approval"
+    assert "resumed without an answer" in box["reason"] and "timeout" not in box["reason"]
+
+
 def test_no_decision_before_the_timeout_rejects(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
     from flows.repair import outcome_of, repair
