@@ -28,7 +28,7 @@ from oomrl.agent.roles import Constraints
 from oomrl.config import Settings
 from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
-from oomrl.metrics.io import align, returns_from_levels
+from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
 from oomrl.portfolio.loader import load_strategy
 from oomrl.portfolio.rebalance import load_panels
@@ -150,6 +150,9 @@ def measure(result: ReplayResult, label: str, sha: str, benchmark: pd.Series, re
     fills = result.fills
     if start is not None:
         nav = nav[nav["date"] >= pd.Timestamp(start)]
+        if nav.empty:  # e.g. the kill switch halted the replay before the window: say so, not "empty series"
+            halted = f": its replay was halted by the kill switch on {result.halted_on}" if result.halted_on else ""
+            raise MetricsInputError(f"{label}: no session to measure in the {window} window from {start}{halted}")
         if len(fills):
             fills = fills[pd.to_datetime(fills["date"]) >= pd.Timestamp(start)]
     traded = nav[nav["turnover"] > 0]

@@ -21,6 +21,7 @@ from oomrl.crossval import (
     not_worse,
     period_key,
 )
+from oomrl.metrics.io import MetricsInputError
 from oomrl.portfolio.replay import ReplayResult
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
@@ -164,6 +165,10 @@ def test_measure_reads_turnover_participation_weights_reward_and_schedule_from_a
     empty = measure(ReplayResult("s", nav.assign(turnover=0.0), pd.DataFrame(), pd.DataFrame(), 1e7),
                     "active", "x", bench, "weekly")
     assert (empty.rebalances, empty.max_rebalances_per_period, empty.max_adv_participation) == (0, 0, 0.0)
+    halted = ReplayResult("s", nav, fills, pd.DataFrame(), 1e7, halted_on=dates[-1].date())
+    with pytest.raises(MetricsInputError, match="kill switch on 2024-07-12") as refused:  # no "empty series"
+        measure(halted, "active", "x", bench, "weekly", start=date(2024, 8, 1))
+    assert "active: no session to measure in the alert window from 2024-08-01" in str(refused.value)
 
 
 def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older_workspace(
