@@ -10,6 +10,7 @@ from prefect import flow, get_run_logger
 from prefect.events import emit_event
 from prefect.input import RunInput
 from prefect.states import Completed, Failed, State
+from pydantic import Field
 
 from oomrl import repair as domain
 from oomrl.agent.context import RepairStepError
@@ -38,12 +39,18 @@ FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "test-genes
 class MandateReview(RunInput):
     """The reviewer's answer in the Prefect UI: approve, edit (change the fields) or reject."""
 
-    decision: Literal["approve", "edit", "reject"] = "approve"
-    text: str = ""
-    rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = None
-    max_adv_participation: float | None = None
-    max_weekly_turnover: float | None = None
-    reason: str = ""
+    decision: Literal["approve", "edit", "reject"] = Field(
+        "approve", description="approve the proposed mandate, edit it (the fields below), or reject it")
+    text: str = Field("", description="The mandate in words (edit only; empty keeps the proposal's)")
+    rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = Field(
+        None, description="How often the strategy may trade (edit only)")
+    # The bounds are the mandate's (oomrl.agent.roles.Constraints): the form refuses what a repair would.
+    max_adv_participation: float | None = Field(
+        None, gt=0, le=1, description="Largest order as a fraction of the stock's average daily volume "
+                                      "(0.05 = 5 %; edit only)")
+    max_weekly_turnover: float | None = Field(
+        None, gt=0, le=2, description="Largest turnover per week, Σ|Δw| as a fraction of NAV (0.3 = 30 %; edit only)")
+    reason: str = Field("", description="Why: kept in the run's outcome and the version's notes")
 
     def to_decision(self, proposed: Mandate) -> domain.Decision:
         """The domain decision; an edit keeps the proposal's module and alert id."""
@@ -165,7 +172,16 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
            account: str | None = None, approval_timeout_s: int = 3600,
            lock: str = "namespace") -> State[Any]:
     """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step
-    (no flow retries: NO_FLOW_RETRIES)."""
+    (no flow retries: NO_FLOW_RETRIES).
+
+    Args:
+        autopsy: The loss alert to repair (JSON): a full autopsy, or `{"alert_id", "account", "as_of"}` that the repair completes from the ledger; the trigger and the webhook fill it.
+        auto_approve: Approve the proposed mandate without asking a person (unattended runs only).
+        provider: The agent's model provider: `offline` (rules, no network), `openai` (OOMRL_LLM_BASE_URL) or `replay`; empty: the worker's setting.
+        account: The paper account whose strategy version is repaired (empty: the autopsy's account).
+        approval_timeout_s: How long the run waits Paused for a person's answer, in seconds; no answer by then rejects.
+        lock: The gate's sandbox for every test run: `namespace` (bubblewrap, default), `bwrap`, `docker` or `hash-only`.
+    """
     from prefect.context import FlowRunContext
 
     logger = get_run_logger()

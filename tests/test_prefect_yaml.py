@@ -109,10 +109,12 @@ def _parameter_docs(flow: Any) -> dict[str, str]:
 
 # Parameters that carry a unit, and the word of their description that names it.
 UNITS = {"as_of": "YYYY-MM-DD", "start": "YYYY-MM-DD", "end": "YYYY-MM-DD", "rf": "per year",
-         "backoff_seconds": "seconds", "batch_symbols": "count", "home": "folder"}
+         "backoff_seconds": "seconds", "batch_symbols": "count", "home": "folder",
+         "approval_timeout_s": "seconds"}
+FILLED_BY_TRIGGER = {"autopsy"}  # the repair's input comes from its trigger or the webhook, never a guess
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED - {"repair"}))
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_every_run_form_field_is_described_with_its_default_and_unit(name: str) -> None:
     """What the UI's run form shows: a description per parameter, a unit where there is one, and no
     required field a person must guess; `home` is explained as internal."""
@@ -122,10 +124,23 @@ def test_every_run_form_field_is_described_with_its_default_and_unit(name: str) 
     for parameter in inspect.signature(flow.fn).parameters.values():
         described = docs.get(parameter.name, "")
         assert len(described) > 15, f"{name}: parameter {parameter.name} has no description"
-        assert parameter.default is not inspect.Parameter.empty or parameter.name in (deployment.get("parameters") or {})
+        assert parameter.default is not inspect.Parameter.empty or parameter.name in (
+            (deployment.get("parameters") or {}).keys() | FILLED_BY_TRIGGER)
         if parameter.name in UNITS:
             assert UNITS[parameter.name] in described, f"{name}: {parameter.name} does not name its unit"
-    assert docs["home"].startswith("Internal:")
+    assert "home" not in docs or docs["home"].startswith("Internal:")
+
+
+def test_the_approval_form_describes_each_field_and_refuses_what_a_mandate_would() -> None:
+    from flows.repair import MandateReview
+    from oomrl.agent.roles import Constraints
+
+    schema = MandateReview.model_json_schema()["properties"]
+    assert all(len(spec.get("description", "")) > 15 for spec in schema.values()), schema
+    for field in ("max_adv_participation", "max_weekly_turnover"):
+        bounds = {k: v for k, v in Constraints.model_json_schema()["properties"][field]["anyOf"][0].items()
+                  if k in ("exclusiveMinimum", "maximum")}
+        assert bounds and bounds.items() <= schema[field]["anyOf"][0].items(), (field, bounds)
 
 
 def test_the_docs_state_the_repair_trigger_as_deployed() -> None:
