@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 EXTRAS ?= dev,dask
 
-.PHONY: demo test venv server server-down bench lint clean-venv browser sandbox
+.PHONY: demo test check types venv server server-down bench lint clean-venv browser sandbox
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -58,7 +58,15 @@ bench: venv $(BENCH_VENV)/.installed
 	$(PY) bench/bench_replay.py --peer-python $(BENCH_VENV)/bin/python
 
 lint: venv
-	$(PY) -m ruff check oomrl guardrails strategies flows tasks tests bench
+	$(PY) -m ruff check oomrl guardrails strategies flows tasks tests bench scripts
+
+# mypy on the core and the judge ([tool.mypy] in pyproject.toml).
+types: venv
+	$(PY) -m mypy
+
+# The fast loop: lint, types and every test not marked slow or e2e (make test runs them all).
+check: lint types browser sandbox
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not e2e" $(PYTEST_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -21,12 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from guardrails.capabilities import Policy
 from guardrails.gate import run_gate
 from guardrails.sanitizer import scan_source
+
+REPO = Path(__file__).resolve().parent.parent
 
 GUARD = "[tool.oomrl.guard]\nsource = [\"{source}\"]\ntests = [\"{tests}\"]\ncoverage_min = 95\n"
 MODULE_FUNCTIONS = 12  # each generated function is 8 lines with two branches

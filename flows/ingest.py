@@ -108,7 +108,7 @@ def ingest_market_data(
             symbols = report.symbols[first:first + batch_symbols]
             futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
             frames = []
-            for symbol, future in zip(symbols, futures):
+            for symbol, future in zip(symbols, futures, strict=True):
                 future.wait()
                 if future.state.is_failed():
                     report.failures[symbol] = str(future.result(raise_on_failure=False))

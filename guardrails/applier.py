@@ -74,7 +74,7 @@ def _matches(lines: list[str], old: list[str], at: int, loose: bool) -> bool:
     if at < 0 or at + len(old) > len(lines):
         return False
     if loose:
-        return all(a.rstrip() == b.rstrip() for a, b in zip(lines[at:at + len(old)], old))
+        return all(a.rstrip() == b.rstrip() for a, b in zip(lines[at:at + len(old)], old, strict=True))
     return lines[at:at + len(old)] == old
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Callable
+from typing import Any
 
 _SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
                           ast.SetComp, ast.DictComp, ast.GeneratorExp})
@@ -29,7 +31,7 @@ def _fields(kind: type) -> tuple[str, ...]:
 
 
 @functools.cache
-def _handlers(kind: type) -> dict[type, object]:
+def _handlers(kind: type) -> dict[type, Callable[[Any, Any, int], None]]:
     """visit_<NodeType> methods of a scanner class, keyed by node type."""
     return {getattr(ast, name[6:]): getattr(kind, name) for name in dir(kind)
             if name.startswith("visit_") and hasattr(ast, name[6:])}

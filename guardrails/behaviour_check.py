@@ -59,7 +59,7 @@ def same(a: Any, b: Any, tolerance: float = 1e-12) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k], tolerance) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y, tolerance) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y, tolerance) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and a == b
 
 

@@ -16,7 +16,7 @@ import builtins
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,7 @@ class GatePlugin:
             self._context(SESSION_CONTEXT)
 
     @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self) -> Iterator[object]:
+    def pytest_runtestloop(self) -> Generator[None, object, object]:
         result = yield
         if self.behaviour_spec is not None:  # still inside the session, pytest's capture active
             self.behaviour = behaviour.run_cases(self.behaviour_spec)

@@ -90,7 +90,7 @@ def mutation_violations(gate: GateRun, reader: CoverageReader,
             if kills >= required or len(survivors) > len(mutants) - required:
                 break  # the outcome is decided: spare the remaining runs
             batch = list(range(done, min(done + PARALLEL, len(mutants))))
-            for index, dead in zip(batch, pool.map(run, batch)):
+            for index, dead in zip(batch, pool.map(run, batch), strict=True):
                 if not dead:
                     rel, mutant = mutants[index]
                     survivors.append(f"{rel}:{mutant.line} {mutant.description}")

@@ -65,7 +65,7 @@ def _skipped_ids(tree: ast.Module) -> set[int]:
     return skipped
 
 
-def _operator_edit(data: bytes, offsets: _Offsets, left: ast.AST, right: ast.AST,
+def _operator_edit(data: bytes, offsets: _Offsets, left: ast.expr, right: ast.expr,
                    flip: tuple[str, str], kind: str) -> _Edit:
     """Replace the operator token that sits between `left` and `right`."""
     gap_start = offsets.at(left.end_lineno or left.lineno, left.end_col_offset or 0)
@@ -78,7 +78,7 @@ def _operator_edit(data: bytes, offsets: _Offsets, left: ast.AST, right: ast.AST
                  f"{kind}: {old} -> {new}")
 
 
-def _node_edit(offsets: _Offsets, node: ast.AST, replacement: str, description: str) -> _Edit:
+def _node_edit(offsets: _Offsets, node: ast.expr, replacement: str, description: str) -> _Edit:
     start = offsets.at(node.lineno, node.col_offset)
     end = offsets.at(node.end_lineno or node.lineno, node.end_col_offset or 0)
     return _Edit(node.lineno, start, end, replacement, description)
@@ -93,7 +93,7 @@ def _edits(tree: ast.Module, data: bytes) -> list[_Edit]:
             continue
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            for op, left, right in zip(node.ops, operands, operands[1:]):
+            for op, left, right in zip(node.ops, operands[:-1], operands[1:], strict=True):
                 edits.append(_operator_edit(data, offsets, left, right,
                                             COMPARISON_FLIPS[type(op)], "comparison"))
         elif isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC_FLIPS:

@@ -110,14 +110,14 @@ class BwrapLock(RoLock):
         stage.chmod(0o755)
         points = [stage / str(i) for i in range(len(every))]
         try:
-            for point, bind in zip(points, every):
+            for point, bind in zip(points, every, strict=True):
                 point.mkdir() if bind.host.is_dir() else point.touch()
             mounts = [f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
-                      for p, b in zip(points, every)]
+                      for p, b in zip(points, every, strict=True)]
             drop = [_tool("setpriv"), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
                     "--", *memory_limit(memory_mb)]
-            inner = self.bwrap_argv(argv, [(str(p), b) for p, b in zip(points, every)], cwd, env)
+            inner = self.bwrap_argv(argv, [(str(p), b) for p, b in zip(points, every, strict=True)], cwd, env)
             script = "set -e\n" + "\n".join(mounts) + "\nexec " + shlex.join([*drop, *inner])
             command = [_tool("unshare"), "--mount", "--propagation", "private", "--",
                        "/bin/sh", "-c", script]

@@ -44,15 +44,16 @@ def _argument(call: ast.Call, index: int) -> ast.AST:
 def write_targets(call: ast.Call, name: str) -> list[ast.AST]:
     """The paths a call writes, moves or removes (the call itself when the path is not visible)."""
     method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call  # `x` of `x.method()`
     if name in ("open", "io.open") or method == "open":
         position = 1 if name in ("open", "io.open") else 0
         mode = call.args[position] if len(call.args) > position else next(
             (k.value for k in call.keywords if k.arg == "mode"), ast.Constant("r"))
         if isinstance(mode, ast.Constant) and not set(str(mode.value)) & set("wax+"):
             return []
-        return [call.func.value if method == "open" else _argument(call, 0)]  # type: ignore[union-attr]
+        return [receiver if method == "open" else _argument(call, 0)]
     if method in WRITE_METHODS and (call.args or call.keywords or not method.startswith("to_")):
-        return [call.func.value]  # type: ignore[union-attr]  # df.to_json() alone returns text
+        return [receiver]  # df.to_json() alone returns text
     if name in FIRST_ARGUMENT:
         return [_argument(call, 0)]
     if name in SECOND_ARGUMENT:

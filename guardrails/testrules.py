@@ -13,6 +13,7 @@ behaviour that depends on where or how often a test runs.
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from guardrails.astscan import Finding, dotted, import_map, snippet
 from guardrails.testio import TMP_NAMES
@@ -61,7 +62,7 @@ class Discipline:
         return dotted(node.func if isinstance(node, ast.Call) else node, self.imports) or ""
 
     # -- paths -----------------------------------------------------------------------------
-    def is_file_root(self, node: ast.AST) -> bool:
+    def is_file_root(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """`Path(__file__)` (pathlib's Path, the bare `__file__` as its one argument)."""
         return isinstance(node, ast.Call) and self.name(node) == "pathlib.Path" and len(
             node.args) == 1 and isinstance(node.args[0], ast.Name) and \
@@ -187,7 +188,7 @@ class Discipline:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr in PATCHERS and node.args and isinstance(node.args[0], ast.Constant) \
                 and str(node.args[0].value).startswith(MACHINERY_MODULES):
-            self.add("tests.pytest_hook", node, f"patches {node.args[0].value}")
+            self.add("tests.pytest_hook", node, f"patches {node.args[0].value!s}")
 
     def pytest_object(self, node: ast.Attribute) -> bool:
         """`request.node.config`, `item.session.config`, `pytestconfig.x`: pytest's own objects."""

@@ -24,7 +24,7 @@ EXIT_FAILURE = 1
 class OomrlGroup(TyperGroup):
     """The top-level group: an expected failure is one line on stderr and exit 1; --debug re-raises."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer hands its own Context
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort, typer.TyperException):

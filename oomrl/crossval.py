@@ -279,7 +279,7 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
     settings = settings or Settings()
     # A workspace from before point-in-time membership has a MarketView without `members`.
     knows_members = "members" in inspect.signature(loaded.view_class).parameters
-    setup = rebalance_setup(loaded.strategy, sha, settings, universe if knows_members else None,  # type: ignore[arg-type]
+    setup = rebalance_setup(loaded.strategy, sha, settings, universe if knows_members else None,
                             view_class=loaded.view_class)
     if rules is not None:
         setup.rules = rules

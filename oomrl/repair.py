@@ -226,7 +226,7 @@ def finish(ctx: RepairContext, status: str, step: str | None, reason: str, manda
         shutil.rmtree(ctx.candidate, ignore_errors=True)
     if cross is None and (ctx.run_dir / "cross_validation.json").exists():
         cross = CrossValidation.model_validate_json((ctx.run_dir / "cross_validation.json").read_text())
-    outcome = RepairOutcome(status=status, step=step, reason=reason, mandate=mandate,  # type: ignore[arg-type]
+    outcome = RepairOutcome(status=status, step=step, reason=reason, mandate=mandate,
                             attempts=ctx.attempts, cross_validation=cross, version=version,
                             run_dir=str(ctx.run_dir), budget=ctx.budget.summary(),
                             transcript_digest=ctx.transcript.digest(), rounds=ctx.round,

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -156,8 +157,8 @@ class ProcessRecord:
         return {"pid": self.pid, "started": self.started, "cmdline": list(self.cmdline)}
 
     @classmethod
-    def from_json(cls, data: dict[str, object]) -> ProcessRecord:
-        return cls(int(data["pid"]), float(data["started"]), tuple(data["cmdline"]))  # type: ignore[arg-type]
+    def from_json(cls, data: dict[str, Any]) -> ProcessRecord:
+        return cls(int(data["pid"]), float(data["started"]), tuple(data["cmdline"]))
 
     def identity_problem(self) -> str | None:
         """None when the pid still runs the recorded process; else why it is not ours (gone or reused)."""
@@ -310,7 +311,7 @@ def running(state: dict[str, object]) -> dict[str, bool]:
     """For each recorded name: does its pid still run the process `up` started?"""
     records = recorded_processes(state)
     return {name: name in records and records[name].identity_problem() is None
-            for name in dict(state["pids"])}  # type: ignore[arg-type]
+            for name in dict(state["pids"])}  # type: ignore[call-overload]
 
 
 def _save_state(home: Path, state: dict[str, object]) -> None:
@@ -323,8 +324,8 @@ def record_pid(home: Path, name: str, pid: int) -> None:
     state = read_state(home)
     if state is None:
         raise StackError(f"no stack recorded in {home / 'server.json'}")
-    state["pids"] = {**dict(state["pids"]), name: pid}  # type: ignore[arg-type]
-    state["processes"] = {**dict(state.get("processes") or {}),  # type: ignore[arg-type]
+    state["pids"] = {**dict(state["pids"]), name: pid}  # type: ignore[call-overload]
+    state["processes"] = {**dict(state.get("processes") or {}),  # type: ignore[call-overload]
                           name: ProcessRecord.of(pid).as_json()}
     _save_state(home, state)
 
@@ -414,7 +415,7 @@ def down(home: Path, say: Say = print) -> list[str]:
     records = recorded_processes(state)
     stopped = []
     for name in ("webhook", "worker", "server"):
-        if name not in dict(state["pids"]):  # type: ignore[arg-type]
+        if name not in dict(state["pids"]):  # type: ignore[call-overload]
             continue
         record = records.get(name)
         problem = record.identity_problem() if record else "server.json has no start time or command line for it"

@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sample_raw import factors, raw_closes
@@ -20,6 +19,8 @@ from oomrl.data.validation import validate_bars, validate_index
 from oomrl.market.boards import risk_warning, to_symbol
 from oomrl.market.calendar import sessions
 from oomrl.market.universe import membership_from_changes
+
+REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_END = pd.Timestamp("2026-02-27")  # last session of the paper's study window
 BARS_START = pd.Timestamp("2019-01-01")  # main-board history for look-backs; ChiNext/STAR start 2024-01-02
@@ -156,7 +157,7 @@ def st_flags(src: Path, bars: pd.DataFrame) -> pd.Series:
     for month in VERIFIED_SNAPSHOTS:
         names = pd.read_csv(src / f"membership/csi300_members_{month}.csv", dtype=str)
         first = sessions(f"{month}-01", pd.Timestamp(f"{month}-01") + pd.Timedelta(days=14))[0]
-        for symbol, name in zip(names["Symbol"].map(to_symbol), names["Name"]):
+        for symbol, name in zip(names["Symbol"].map(to_symbol), names["Name"], strict=True):
             row = position.get((first, symbol))
             if row is not None:
                 flags.loc[row] = 1.0 if risk_warning(name) else 0.0

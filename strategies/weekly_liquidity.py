@@ -62,7 +62,7 @@ class WeeklyLiquidity:
         if traded > budget:
             change = change * (budget / traded)
         target = np.maximum(current.to_numpy() + change.to_numpy(), 0.0)
-        return {symbol: float(weight) for symbol, weight in zip(symbols, target) if weight > 0.0}
+        return {symbol: float(weight) for symbol, weight in zip(symbols, target, strict=True) if weight > 0.0}
 
 
 def _cap_participation(change: pd.Series, adv: pd.Series, portfolio_value: float,

@@ -33,7 +33,7 @@ def grid_points(strategy: str, grid: dict[str, list[Any]]) -> list[dict[str, Any
     if empty:
         raise ValueError(f"grid values for {', '.join(empty)} are empty")
     names = sorted(grid)
-    points = [dict(zip(names, combo)) for combo in itertools.product(*(grid[n] for n in names))]
+    points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
     for point in points:
         params_model(**point)  # pydantic names the offending value
     return points

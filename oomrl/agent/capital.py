@@ -156,7 +156,7 @@ class LLMBudgetBook:
                 return int(conn.execute(c.insert().values(
                     account=account, run=run, role=role, status="reserved", held_tokens=tokens,
                     held_nusd=nusd, prompt_tokens=0, completion_tokens=0, cost_nusd=0, model="",
-                    reserved_at=_now())).inserted_primary_key[0])
+                    reserved_at=_now())).inserted_primary_key[0])  # type: ignore[index]  # set by an INSERT
         left = self.balance(account)  # raises when the account has no budget at all
         raise OutOfMoneyError(
             f"out of money: account {account!r} cannot afford the next step ({role} needs up to "

@@ -46,7 +46,8 @@ def _of(ctx: RepairContext, phase: str) -> list[AttemptRecord]:
 def _check_ceiling(ctx: RepairContext, phase: str) -> None:
     """The repair's attempt ceiling bounds role answers over every phase and round."""
     if len(ctx.attempts) >= ctx.agent.max_attempts:
-        last = (_of(ctx, phase) or [None])[-1]
+        records = _of(ctx, phase)
+        last = records[-1] if records else None
         raise RepairStepError(STEP_OF[phase], (
             f"no accepted patch within the ceiling of {ctx.agent.max_attempts} role answers per "
             f"repair (OOMRL_AGENT_MAX_ATTEMPTS); last rejection: {_rules(last)}"))

@@ -73,11 +73,12 @@ def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
                       text=f"{mandate.text}\nCross-validation found what the first tests missed: "
                            f"{found}"), template("tests_market.py.txt")]
     if "weeks" in kinds:
-        scheduled = c.rebalance in PERIOD_KEYS
+        rebalance = c.rebalance or "daily"
+        scheduled = rebalance in PERIOD_KEYS
         parts.append(template("tests_missed_weeks.py.txt", missed=found,
                               max_weekly_turnover=limits(mandate)["max_weekly_turnover"],
-                              period=(SCHEDULES[c.rebalance]["period"] if scheduled else "session"),
-                              period_key=PERIOD_KEYS[c.rebalance] if scheduled else "day",
+                              period=(SCHEDULES[rebalance]["period"] if scheduled else "session"),
+                              period_key=PERIOD_KEYS[rebalance] if scheduled else "day",
                               max_trades=1))
     if "adv" in kinds:
         parts.append(template("tests_missed_adv.py.txt", missed=found,

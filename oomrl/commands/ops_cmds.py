@@ -68,7 +68,7 @@ def server_status() -> None:
         typer.echo("nothing was started (no server.json)")
         raise typer.Exit(1)
     ours = running(state)  # alive and still the process `up` started (not a reused pid)
-    pids = {name: {"pid": pid, "alive": ours[name]} for name, pid in dict(state["pids"]).items()}  # type: ignore[arg-type]
+    pids = {name: {"pid": pid, "alive": ours[name]} for name, pid in dict(state["pids"]).items()}  # type: ignore[call-overload]
     state.pop("processes", None)
     typer.echo(json.dumps({**state, "pids": pids}, indent=2))
 

@@ -86,7 +86,8 @@ def _already_bars(frame: pd.DataFrame) -> bool:
     if tuple(frame.columns) != BAR_COLUMNS or not isinstance(frame.index, pd.RangeIndex):
         return False
     dtypes = frame.dtypes
-    if not (dtypes["date"] == "datetime64[ns]" and dtypes["symbol"] == object and dtypes["adjustment"] == object
+    if not (dtypes["date"] == "datetime64[ns]" and dtypes["symbol"] == np.dtype(object)
+            and dtypes["adjustment"] == np.dtype(object)
             and all(dtypes[name] == np.float64 for name in FLOAT_FIELDS)):
         return False
     nanos = frame["date"].to_numpy().view("int64")
@@ -106,14 +107,18 @@ def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
 
 def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     """Index levels in schema order and dtypes (date, code, close, kind)."""
-    # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay as given.
-    code = lambda values: values.astype(str).map(lambda text: text.zfill(6) if text.isdigit() else text).to_numpy()
+    def code(values: pd.Series) -> np.ndarray:
+        # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay as given.
+        return values.astype(str).map(lambda text: text.zfill(6) if text.isdigit() else text).to_numpy()
+
     return _conform(frame, INDEX_COLUMNS, "index", {"date": _dates, "code": code, "kind": _strings})
 
 
 def conform_membership(frame: pd.DataFrame) -> pd.DataFrame:
     """Membership rows (effective_date, symbol, name) with parsed dates."""
-    name = lambda values: values.fillna("").astype(str).to_numpy()
+    def name(values: pd.Series) -> np.ndarray:
+        return values.fillna("").astype(str).to_numpy()
+
     return _conform(frame, MEMBERSHIP_COLUMNS, "membership",
                     {"effective_date": _dates, "symbol": _strings, "name": name})
 

@@ -80,7 +80,7 @@ class _Reasons:
         if not self.any.any():  # the common case: no copies of a clean batch
             return ValidationResult(valid=frame, quarantined=frame.iloc[:0].assign(reason=pd.Series(dtype=object)))
         bad = frame.loc[self.any].copy()
-        bad["reason"] = ["; ".join(self.parts[i]) for i in np.flatnonzero(self.any)]
+        bad["reason"] = ["; ".join(self.parts[int(i)]) for i in np.flatnonzero(self.any)]
         return ValidationResult(valid=frame.loc[~self.any].reset_index(drop=True),
                                 quarantined=bad.reset_index(drop=True))
 

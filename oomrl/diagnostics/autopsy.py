@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from oomrl.names import ACCOUNT_MAX, ACCOUNT_PATTERN, ALERT_ID_MAX, ALERT_ID_PATTERN
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "autopsy.schema.json"
-EVENT = "FINANCIAL_DEGRADATION_DETECTED"
+EVENT: Final = "FINANCIAL_DEGRADATION_DETECTED"
 
 Severity = Literal["warning", "critical"]
 Rebalance = Literal["daily", "weekly", "biweekly", "monthly"]

@@ -165,7 +165,8 @@ class RuleBook:
 
     def drawdown(self) -> list[Alert]:
         c, dd = self.config, drawdown(self.frame)
-        for severity, level in (("critical", c.drawdown_critical), ("warning", c.drawdown_warning)):
+        levels: tuple[tuple[Severity, float], ...] = (("critical", c.drawdown_critical), ("warning", c.drawdown_warning))
+        for severity, level in levels:
             alerts = self._state("drawdown", severity, dd <= -level, dd.iloc[-1], -level,
                                  f"drawdown {dd.iloc[-1]:.2%} is beyond −{level:.0%} ({severity})")
             if alerts:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -13,7 +13,7 @@ SYMBOL_PATTERN = re.compile(r"^(\d{6})\.(SH|SZ|BJ)$")
 RISK_WARNING_NAME = re.compile(r"^\s*(\*|S\*|S)?ST(?![A-Za-z])")
 
 
-class Board(str, Enum):
+class Board(StrEnum):
     """Listing boards with distinct price-limit rules."""
 
     MAIN = "main"

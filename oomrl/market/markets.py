@@ -170,13 +170,13 @@ def row_limit_fractions(symbols: Sequence[str], dates: np.ndarray, st: np.ndarra
     """
     from oomrl.market import calendar, limits
 
-    symbols = np.asarray(symbols, dtype=object)
-    out = np.full(len(symbols), np.nan)
-    is_cn = np.array([boards.SYMBOL_PATTERN.fullmatch(str(s)) is not None for s in symbols], dtype=bool)
+    names = np.asarray(symbols, dtype=object)
+    out = np.full(len(names), np.nan)
+    is_cn = np.array([boards.SYMBOL_PATTERN.fullmatch(str(s)) is not None for s in names], dtype=bool)
     if not is_cn.any():
         return out
     rows = np.flatnonzero(is_cn)
-    codes = np.array([limits.BOARD_CODE[boards.board_of(str(s))] for s in symbols[rows]], dtype=np.int64)
+    codes = np.array([limits.BOARD_CODE[boards.board_of(str(s))] for s in names[rows]], dtype=np.int64)
     days = np.asarray(dates, dtype="datetime64[ns]")[rows]
     listed = np.asarray(list_dates, dtype="datetime64[ns]")[rows]
     session = calendar.session_numbers(days, listed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +16,7 @@ from oomrl.market.boards import Board, board_of
 CENT = Decimal("0.01")
 
 
-class FillPrice(str, Enum):
+class FillPrice(StrEnum):
     """Which price of the execution day an order fills at (before impact)."""
 
     OPEN = "open"
@@ -24,7 +24,7 @@ class FillPrice(str, Enum):
     CLOSE = "close"
 
 
-class Side(str, Enum):
+class Side(StrEnum):
     """Order direction."""
 
     BUY = "buy"

@@ -8,6 +8,7 @@ file-writing wrapper of the same name without the prefix.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -37,7 +38,7 @@ PHASE_COLORS = ("#e8f0fb", "#fdf2e3", "#eaf6ec", "#f6e9f3", "#fbfbe3")
 ALERT_COLORS = {"critical": "#c0392b", "warning": "#e67e22"}
 REPAIR_COLOR = "#7d3c98"
 PROMOTION_COLOR = "#1e8449"
-LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "frameon": False, "fontsize": 9}
+LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "frameon": False, "fontsize": 9}
 
 
 def style_axes(ax: Axes, title: str) -> Axes:

@@ -80,7 +80,7 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
     head_in = 0.8 + 0.6 * len(rows)
     heights = [3.0 if p == "equity" else 2.2 for p in panels] + ([0.3 * (len(table.rows) + 2)] if table else [])
     fig = Figure(figsize=(WIDTH_IN, head_in + sum(heights)), dpi=DPI, layout="constrained")
-    head, body = fig.subfigures(2, 1, height_ratios=[head_in, sum(heights)])
+    head, body = fig.subfigures(2, 1, height_ratios=[head_in, sum(heights)])  # type: ignore[misc]  # 2 rows: an array
     to_fraction = 1.0 / head_in  # inches -> head subfigure fraction
     head.text(0.01, 1 - 0.15 * to_fraction, f"{report.title} — oomrl tearsheet", fontsize=17,
               weight="bold", va="top")
@@ -93,11 +93,12 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
             head.text(x, y + 0.2 * to_fraction, value, fontsize=13, weight="bold", va="bottom")
             head.text(x, y, name, fontsize=9, color="#4f5b66", va="bottom")
     axes = body.subplots(len(heights), 1, gridspec_kw={"height_ratios": heights})
-    for ax, panel in zip(axes, panels):
+    # The last axes is the version table's when there is one: it has no panel of its own.
+    for ax, panel in zip(axes, panels, strict=False):
         if panel == "equity":
             charts.draw_equity(ax, returns, benchmark, report.title, benchmark_label, phases, report.marks)
         elif panel == "rolling_ir":
-            charts.draw_rolling_ir(ax, returns, benchmark, phases, benchmark_label=benchmark_label,  # type: ignore[arg-type]
+            charts.draw_rolling_ir(ax, returns, benchmark, phases, benchmark_label=benchmark_label,
                                    marks=report.marks)
         elif panel == "underwater":
             charts.draw_underwater(ax, returns, report.title)

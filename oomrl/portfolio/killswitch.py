@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from oomrl.errors import AccountHaltedError
 
@@ -11,7 +11,7 @@ DEFAULT_THRESHOLD = 0.20
 HALTED_EVENT = "oomrl.account.halted"
 
 
-class AccountStatus(str, Enum):
+class AccountStatus(StrEnum):
     """Trading status of an account."""
 
     ACTIVE = "active"

@@ -214,7 +214,7 @@ class Ledger:
             account=record.account, as_of=record.as_of, strategy=record.strategy,
             strategy_version=record.strategy_version, orders=len(record.orders),
             fills=len(record.fills), created_at=_now()))
-        return int(result.inserted_primary_key[0])
+        return int(result.inserted_primary_key[0])  # type: ignore[index]  # set by an INSERT
 
     def _update_account(self, conn: Connection, record: RebalanceRecord) -> None:
         acc = self.t["accounts"]
@@ -364,9 +364,9 @@ class Ledger:
         signed = sa.case((fl.c.side == "buy", fl.c.quantity), else_=-fl.c.quantity)
         with self.engine.connect() as conn:
             delta = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(fl.c.cash_delta_fen), 0))
-                                 .where(fl.c.account == account)).scalar()
+                                 .where(fl.c.account == account)).scalar_one()
             income = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(ca.c.cash_fen), 0))
-                                  .where(ca.c.account == account)).scalar()
+                                  .where(ca.c.account == account)).scalar_one()
             net = dict(conn.execute(sa.select(fl.c.symbol, sa.func.sum(signed))
                                     .where(fl.c.account == account).group_by(fl.c.symbol)).all())
             for symbol, shares in conn.execute(sa.select(ca.c.symbol, sa.func.sum(ca.c.shares_delta))

@@ -19,8 +19,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from oomrl.errors import OomrlError
+
+if TYPE_CHECKING:  # only the protocol's shape: importing it here would load the main `strategies`
+    from strategies.base import Strategy
 
 _COUNTER = itertools.count()
 _LOCK = threading.Lock()
@@ -34,7 +38,7 @@ class StrategyLoadError(OomrlError):
 class LoadedStrategy:
     """A strategy instance with the package it came from (its MarketView travels with it)."""
 
-    strategy: object
+    strategy: Strategy  # the workspace's own class, matching the protocol by shape
     package: ModuleType
     view_class: type
     root: Path

@@ -48,7 +48,7 @@ def rows(candidate_drift: float = 0.0, **candidate: object) -> list[VersionMeasu
         active = measures("active", window)
         mine = measures("candidate", window, **candidate)
         mine.returns = [x + candidate_drift + e for x, e in zip(active.returns, np.random.default_rng(1).normal(
-            0, 0.002, len(DAYS)))]
+            0, 0.002, len(DAYS)), strict=True)]
         out += [active, mine]
     return out
 

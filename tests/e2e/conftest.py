@@ -253,3 +253,13 @@ def completed_repair(stack: Stack, alert_account: str) -> dict[str, Any]:
     assert response.status_code == 202, response.text
     run = stack.wait_for(response.json()["flow_run_id"], timeout_s=240)
     return {"response": response.json(), "run": run, "body": body, "autopsy": autopsy}
+
+
+E2E_TIMEOUT_S = 1200  # a stack start-up and flow runs on a loaded machine; the suite's default is 600 s
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """End-to-end tests wait on real servers: a longer time limit, unless a test sets its own."""
+    for item in items:
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))

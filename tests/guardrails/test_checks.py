@@ -20,7 +20,7 @@ from guardrails.workspace import GuardContract
 def _suite(**outcomes: str) -> SuiteResult:
     ids = [f"tests/test_a.py::{name}" for name in outcomes]
     return SuiteResult(collected=ids, outcomes={
-        nodeid: {"outcome": outcome} for nodeid, outcome in zip(ids, outcomes.values())
+        nodeid: {"outcome": outcome} for nodeid, outcome in zip(ids, outcomes.values(), strict=True)
         if outcome != "missing"})
 
 

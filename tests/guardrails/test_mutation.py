@@ -13,7 +13,7 @@ STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_stati
 
 
 def changed_line(source: str, mutant_text: str) -> str:
-    [changed] = [new for old, new in zip(source.splitlines(), mutant_text.splitlines()) if old != new]
+    [changed] = [new for old, new in zip(source.splitlines(), mutant_text.splitlines(), strict=True) if old != new]
     return changed.strip()
 
 

@@ -37,6 +37,10 @@ def test_permissive_workspace_allows_every_sanitizer_rule() -> None:
             "rerun corpus/make_v2_cases.py"
 
 
+# The first test to ask for `report` pays for the whole corpus (minutes on 2 busy cores).
+CORPUS_TIME_LIMIT = pytest.mark.timeout(3600)
+
+
 @pytest.fixture(scope="module")
 def report() -> Iterator[RedTeamReport]:  # the whole corpus: the proof, and the slow part
     """The whole corpus through the gate once; the inputs hashed around it."""
@@ -60,6 +64,7 @@ def test_corpus_size_and_mechanisms() -> None:
 
 
 @pytest.mark.slow
+@CORPUS_TIME_LIMIT
 def test_every_attack_blocked_and_every_benign_patch_accepted(report: RedTeamReport) -> None:
     blocked, attacks = report.attacks
     accepted, benign = report.benign
@@ -72,6 +77,7 @@ def test_every_attack_blocked_and_every_benign_patch_accepted(report: RedTeamRep
 
 
 @pytest.mark.slow
+@CORPUS_TIME_LIMIT
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case(report: RedTeamReport, case: Case) -> None:
     result = next(r for r in report.results if r.case.id == case.id)
@@ -105,6 +111,7 @@ RUNTIME = {
 
 
 @pytest.mark.slow
+@CORPUS_TIME_LIMIT
 @pytest.mark.parametrize("case_id", sorted(RUNTIME))
 def test_runtime_attacks_are_caught_by_the_runtime_defence(report: RedTeamReport,
                                                            case_id: str) -> None:

@@ -45,7 +45,7 @@ def test_per_version_figures_are_the_ledger_sums(traded: TradedAccount, traded_r
                  " FROM fills f JOIN rebalances r ON r.id = f.rebalance_id"
                  " WHERE r.account = :a AND r.strategy_version = :v", a=ACCOUNT, v=sha)
     assert row["fills"] == fills[0] > 0
-    for kind, total in zip(KINDS, fills[1:5]):
+    for kind, total in zip(KINDS, fills[1:5], strict=True):
         assert row[kind] == pytest.approx(total, rel=1e-9, abs=1e-9)
     assert row["adv_participation_mean"] == pytest.approx(fills[5], rel=1e-9)
     assert row["adv_participation_max"] == pytest.approx(fills[6], rel=1e-9)

@@ -224,11 +224,19 @@ def test_a_record_without_a_usable_identity_is_left_alone(tmp_path: Path) -> Non
 
 def test_down_stops_the_children_of_a_leader_that_died(tmp_path: Path) -> None:
     """The recorded leader exited but left its group running (e.g. a server's subprocess)."""
-    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
-            "'import time; time.sleep(60)']); print(p.pid, flush=True); time.sleep(60)")
-    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
-    assert leader.stdout is not None
-    child_pid = int(leader.stdout.readline())
+    # The child outlives any run of this test, so only `down` can end it; it reports its pid through a
+    # file and holds no pipe of ours, so nothing here waits for it to exit on its own.
+    pid_file = tmp_path / "child.pid"
+    code = ("import os, subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(600)'], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, "
+            f"stderr=subprocess.DEVNULL); open({str(pid_file)!r} + '.tmp', 'w').write(str(p.pid)); "
+            f"os.replace({str(pid_file)!r} + '.tmp', {str(pid_file)!r}); time.sleep(600)")
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and leader.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child_pid = int(pid_file.read_text())
     _record(tmp_path, server=leader)
     leader.kill()
     leader.wait()

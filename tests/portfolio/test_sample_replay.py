@@ -65,7 +65,7 @@ def test_a_replay_on_the_sample_places_no_illegal_order(strategy: str) -> None:
     assert pit is not None
     buys = result.fills[result.fills["side"] == "buy"]
     decided = market.dates[market.dates.get_indexer(pd.to_datetime(buys["date"])) - 1]
-    assert all(s in pit.on(d) for s, d in zip(buys["symbol"], decided))
+    assert all(s in pit.on(d) for s, d in zip(buys["symbol"], decided, strict=True))
     assert days.min() >= pd.Timestamp(START)
 
 

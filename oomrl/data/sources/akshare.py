@@ -114,7 +114,7 @@ class AkshareSource:
             raw = self._call(f"stock_individual_info_em({code})", self.api.stock_individual_info_em, symbol=code)
         except SourceUnavailableError:
             return {}  # the bars stand without it: listing age and ST status stay unknown
-        items = dict(zip(raw["item"], raw["value"]))
+        items = dict(zip(raw["item"], raw["value"], strict=True))
         found: dict[str, Any] = {}
         listed = pd.to_numeric(pd.Series([items.get("上市时间")]), errors="coerce").iloc[0]
         if pd.notna(listed) and 19_900_101 <= listed <= 21_000_101:

@@ -123,7 +123,10 @@ class CsvSource:
         if path is None:
             return empty_bars()
         raw = read_csv_file(path)
-        get = lambda name, required=True: self._column(raw, name, path, required)
+
+        def get(name: str, required: bool = True) -> pd.Series | None:
+            return self._column(raw, name, path, required)
+
         volume = pd.to_numeric(get("volume"), errors="coerce")
         amount, prev = get("amount", False), get("prev_close_raw", False)
         frame = pd.DataFrame({

@@ -54,7 +54,8 @@ class YFinanceSource:
 
     def download(self, tickers: list[str], start: date, end: date) -> pd.DataFrame:
         """yf.download with columns grouped (Price, Ticker); `end` is inclusive here (yfinance's is exclusive)."""
-        session = self._session or (self.default_session() if self.default_session else None)
+        factory = type(self).default_session  # read off the class: a plain function stays unbound
+        session = self._session or (factory() if factory else None)
         extra = {"session": session} if session is not None else {}
         try:
             frame = self.api.download(tickers, start=pd.Timestamp(start).strftime("%Y-%m-%d"),
