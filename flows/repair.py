@@ -18,6 +18,7 @@ from oomrl.agent.roles import Constraints, Mandate
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
+from oomrl.events import PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import AccountBusyError, ClaimBook, Heartbeat, wait_to_hold
 from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
@@ -25,7 +26,6 @@ from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
 from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-PROMOTED_EVENT = "oomrl.strategy.promoted"
 NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
                    "a flow retry would run again; transient errors are retried inside each step, and a "
                    "repair is restarted by re-delivering its alert")
@@ -217,7 +217,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
         book.release(run_id)
     publish_outcome(outcome)
     if outcome.status == "promoted" and outcome.version is not None:
-        emit_event(event=PROMOTED_EVENT, resource={"prefect.resource.id": f"oomrl.account.{name}"},
+        emit_event(event=PROMOTED_EVENT, resource=account_resource(name),
                    related=[{"prefect.resource.id": f"oomrl.strategy.{outcome.version.strategy}",
                              "prefect.resource.role": "strategy"}],
                    payload={"tag": outcome.version.tag, "sha": outcome.version.sha,

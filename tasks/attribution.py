@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,13 @@ from oomrl.diagnostics import repair_policy
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.diagnose import diagnose_account
 from oomrl.diagnostics.repair_policy import RepairDecision, alert_resource
+from oomrl.events import LOSS_ALERT_EVENT, event_id
 from oomrl.metrics.attribution import account_report, report_dir
 from oomrl.metrics.performance import read_phases
 from oomrl.report_links import ReportLinks
 from tasks.retry import unless_refused
 
-LOSS_ALERT_EVENT = "oomrl.loss.alert"
 REPORT_RETRIES = 2
-EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")  # event ids derive from alert ids
 
 
 def artifact_key(*parts: str) -> str:
@@ -89,7 +87,7 @@ def emit_loss_alert(autopsy: Autopsy, decision: RepairDecision | None = None) ->
         related=[{"prefect.resource.id": f"oomrl.alert.{autopsy.alert_id}",
                   "prefect.resource.role": "alert"}],
         payload=autopsy.model_dump(mode="json"),
-        id=uuid.uuid5(EVENT_NAMESPACE, autopsy.alert_id),
+        id=event_id(autopsy.alert_id),
     )
     if event is None:
         raise RuntimeError("Prefect events are not available: the loss alert was not emitted")

@@ -12,7 +12,7 @@ from prefect.events import emit_event
 
 from oomrl.artifacts import fills_rows, nav_markdown, orders_rows, replay_rows
 from oomrl.config import Settings, get_settings
-from oomrl.portfolio.killswitch import HALTED_EVENT
+from oomrl.events import HALTED_EVENT, account_resource
 from oomrl.run_tags import strategy_tags
 from tasks.retry import unless_refused
 from tasks.run_tags import add_run_tags
@@ -83,8 +83,7 @@ def publish_rebalance_artifacts(result: dict[str, Any], home: str | None = None,
 def emit_halted(summary: dict[str, Any]) -> str | None:
     """Emit `oomrl.account.halted` for an account the kill switch just halted."""
     event = emit_event(event=HALTED_EVENT,
-                       resource={"prefect.resource.id": f"oomrl.account.{summary['account']}",
-                                 "prefect.resource.name": summary["account"]},
+                       resource=account_resource(summary["account"]),
                        payload={k: summary[k] for k in ("as_of", "principal_loss", "nav", "strategy_version",
                                                         "reason") if k in summary})
     return str(event.id) if event else None

@@ -17,6 +17,7 @@ from datetime import date
 from typing import Any, Literal, Protocol
 
 from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.events import account_resource
 from oomrl.market import calendar
 
 SEVERITY_RANK = {"warning": 1, "critical": 2}
@@ -85,5 +86,4 @@ def record(ledger: RequestLedger, autopsy: Autopsy) -> None:
 def alert_resource(account: str, severity: str, verdict: Verdict) -> dict[str, str]:
     """The Prefect resource of an `oomrl.loss.alert` event: the account, labelled with what the
     repair trigger matches on (its severity floor and this policy's verdict)."""
-    return {"prefect.resource.id": f"oomrl.account.{account}", "prefect.resource.name": account,
-            SEVERITY_LABEL: severity, REPAIR_LABEL: verdict}
+    return {**account_resource(account), SEVERITY_LABEL: severity, REPAIR_LABEL: verdict}

@@ -8,7 +8,6 @@ from enum import StrEnum
 from oomrl.errors import AccountHaltedError
 
 DEFAULT_THRESHOLD = 0.20
-HALTED_EVENT = "oomrl.account.halted"
 
 
 class AccountStatus(StrEnum):

@@ -1,13 +1,12 @@
 """Turn an accepted loss alert into work: start the `repair` deployment, or emit `oomrl.loss.alert`.
 
-Talks to the Prefect server over its REST API with httpx, so oomrl/ never imports Prefect (DESIGN §2).
+Talks to the Prefect server over its REST API with httpx, so oomrl/ never imports Prefect (docs/architecture.md §2).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -17,11 +16,10 @@ import httpx
 
 from oomrl.diagnostics.repair_policy import SEVERITY_RANK, alert_resource
 from oomrl.errors import OomrlError
+from oomrl.events import LOSS_ALERT_EVENT
+from oomrl.events import event_id as alert_event_id
 from oomrl.run_tags import alert_tag
 
-LOSS_ALERT_EVENT = "oomrl.loss.alert"
-# The namespace tasks/attribution.py uses too: one alert id is one event id whichever path emits it.
-_EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")
 API_TIMEOUT_S = 30.0
 BUSY_RETRIES_S = (1.0, 2.0, 4.0)
 
@@ -164,7 +162,7 @@ class EventLauncher:
         self.api = api or PrefectApi()
 
     async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
-        event_id = str(uuid.uuid5(_EVENT_NAMESPACE, alert_id))
+        event_id = str(alert_event_id(alert_id))
         event = {"id": event_id, "occurred": datetime.now(UTC).isoformat(), "event": LOSS_ALERT_EVENT,
                  "resource": alert_event_resource(autopsy), "related": [], "payload": autopsy}
         try:

@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from oomrl.config import SettingsError, check_database_url, describe, get_settings
 from oomrl.errors import OomrlError
+from oomrl.events import REPAIR_DEPLOYMENT
 from oomrl.repair_inputs import MAX_AUTOPSY_BYTES
 
 MIN_SECRET_LENGTH = 16
@@ -31,7 +32,7 @@ class WebhookSettings(BaseSettings):
     # "deployment": start the `repair` deployment through the Prefect API (returns a flow run id);
     # "event": emit `oomrl.loss.alert` and let the deployment's trigger start the run.
     mode: Literal["deployment", "event"] = "deployment"
-    deployment: str = "repair/repair"
+    deployment: str = REPAIR_DEPLOYMENT
     # Whether runs started here skip the human approval of the mandate; off unless the operator says so.
     auto_approve: bool = False
     # Seconds a run started here waits for the reviewer before the timeout rejects it (unset: the

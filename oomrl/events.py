@@ -1,0 +1,22 @@
+"""The event contract every producer and consumer shares: names, the account resource, ids, the repair deployment."""
+
+from __future__ import annotations
+
+import uuid
+
+LOSS_ALERT_EVENT = "oomrl.loss.alert"  # payload: the autopsy; triggers the repair (prefect.yaml)
+HALTED_EVENT = "oomrl.account.halted"  # the kill switch halted an account
+PROMOTED_EVENT = "oomrl.strategy.promoted"  # a repair promoted a new strategy version
+# Event ids derive from alert ids, so one alert is one event id whichever path (flow or webhook) emits it.
+EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")
+REPAIR_DEPLOYMENT = "repair/repair"  # <flow name>/<deployment name> in prefect.yaml
+
+
+def account_resource(account: str) -> dict[str, str]:
+    """The Prefect resource an account's events are about (docs/architecture.md §4.5)."""
+    return {"prefect.resource.id": f"oomrl.account.{account}", "prefect.resource.name": account}
+
+
+def event_id(alert_id: str) -> uuid.UUID:
+    """The id of the loss-alert event for `alert_id`."""
+    return uuid.uuid5(EVENT_NAMESPACE, alert_id)
