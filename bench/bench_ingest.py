@@ -1,4 +1,4 @@
-"""W3 (shared/BENCH.md): ingest a synthetic 5,000 x 2,500 panel, read the close panel back, print rows/s and peak RSS."""
+"""W3 (docs/bench.md): ingest a synthetic 5,000 x 2,500 panel, read the close panel back, print rows/s and peak RSS."""
 
 from __future__ import annotations
 

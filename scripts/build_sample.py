@@ -1,4 +1,4 @@
-"""Build the bundled data/sample snapshot from ../shared/data/cn (run: python scripts/build_sample.py [SRC] [OUT])."""
+"""Build the bundled data/sample snapshot from a folder of raw inputs (run: python scripts/build_sample.py RAW [OUT])."""
 
 from __future__ import annotations
 
@@ -188,9 +188,9 @@ def build_membership(src: Path) -> tuple[pd.DataFrame, bool]:
 
 NOTES = """# data/sample — provenance
 
-Built by `scripts/build_sample.py` (in this repository) from `../shared/data/cn`, a byte-for-byte copy of
-data files from the public GitHub repositories listed under *Inputs* at the commits named there.
-Re-run: `.venv/bin/python scripts/build_sample.py /path/to/shared/data/cn data/sample`.
+Built by `scripts/build_sample.py` (in this repository) from a folder of raw inputs (RAW), byte-for-byte
+copies of data files from the public GitHub repositories listed under *Inputs* at the commits named there.
+Re-run: `.venv/bin/python scripts/build_sample.py RAW data/sample`, RAW holding the files at the *Inputs* paths.
 Prices are facts; only yfiua/index-constituents (Apache-2.0) and 1EchA/Volatility-Regime-Momentum (MIT)
 declare a licence. Keep this file with the data.
 
@@ -302,7 +302,7 @@ def index_cross_check(src: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("src", nargs="?", default=str(REPO.parent / "shared/data/cn"))
+    parser.add_argument("src", metavar="RAW", help="folder with the raw inputs at the paths PROVENANCE.md lists")
     parser.add_argument("out", nargs="?", default=str(REPO / "data/sample"))
     args = parser.parse_args()
     src, out = Path(args.src), Path(args.out)

@@ -15,7 +15,7 @@ ROLES = ("critic", "test_author", "coder")
 
 
 class Constraints(BaseModel):
-    """The machine-checkable form of a mandate (DESIGN §4.4): tests encode it, cross-validation checks it."""
+    """The machine-checkable form of a mandate (docs/architecture.md §4.4): tests encode it, cross-validation checks it."""
 
     model_config = ConfigDict(extra="allow")
 

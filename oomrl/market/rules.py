@@ -116,7 +116,7 @@ BOARD_LOTS: dict[Board, lots.LotRule] = {Board.MAIN: lots.ROUND_LOT, Board.CHINE
 
 
 class AShareRules(FrictionRules):
-    """Friction and market-structure rules of the A-share paper broker; defaults follow DESIGN §5."""
+    """Friction and market-structure rules of the A-share paper broker; defaults follow docs/architecture.md §5."""
 
     stamp_duty_rate: float = Field(0.0005, ge=0.0)  # on sells, from `stamp_duty_change`
     stamp_duty_rate_before: float = Field(0.001, ge=0.0)

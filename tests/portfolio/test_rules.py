@@ -1,4 +1,4 @@
-"""Hand-computed A-share fees (DESIGN §5) and the impact model."""
+"""Hand-computed A-share fees (docs/architecture.md §5) and the impact model."""
 
 from __future__ import annotations
 
