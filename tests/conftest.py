@@ -90,6 +90,13 @@ def prefect_harness() -> Iterator[None]:
         yield
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on the Prefect harness starts a server (tens of seconds on 2 cores): it is slow by definition."""
+    for item in items:
+        if "prefect_harness" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture()
 def oomrl_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh OOMRL_HOME for one test."""

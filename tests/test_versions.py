@@ -276,6 +276,7 @@ def _first_rebalance_start(home: str, barrier: object) -> str:
     return start_on_v1(StrategyVersions(Path(home) / "workspace", ledger), "acc", "daily_momentum")
 
 
+@pytest.mark.slow
 def test_concurrent_first_rebalances_share_one_v1(tmp_path: Path) -> None:
     """Four processes start a fresh account at once: one workspace is created, all of them trade its v1."""
     import multiprocessing

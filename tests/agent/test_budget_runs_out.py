@@ -35,6 +35,7 @@ def honest_answers(workspace: Path) -> dict[str, list[str]]:
             "coder": ['{"diff": "", "notes": "never asked"}']}
 
 
+@pytest.mark.slow
 def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"

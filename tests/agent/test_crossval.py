@@ -171,6 +171,7 @@ def test_measure_reads_turnover_participation_weights_reward_and_schedule_from_a
     assert "active: no session to measure in the alert window from 2024-08-01" in str(refused.value)
 
 
+@pytest.mark.slow
 def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older_workspace(
         repair_home: Path, tmp_path: Path) -> None:
     from oomrl.config import get_settings

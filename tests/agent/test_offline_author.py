@@ -30,6 +30,7 @@ def bundled(top: str) -> dict[str, str]:
             path.startswith("tests/strategies/")}
 
 
+@pytest.mark.slow
 def test_the_probe_names_the_old_tests_that_watch_the_old_code_break_the_mandate() -> None:
     pinned = pinned_tests(bundled("strategies"), bundled("tests/strategies"), MANDATE)
     assert set(pinned) == {"tests/strategies/test_daily_momentum.py"}
@@ -105,6 +106,7 @@ def test_the_offline_author_answers_missed_checks_or_says_it_cannot() -> None:
     assert nothing.diff == "" and "no test for what cross-validation found missing" in nothing.notes
 
 
+@pytest.mark.slow
 def test_the_offline_author_never_uses_the_coders_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     imported = {alias.name if isinstance(node, ast.Import) else node.module
                 for node in ast.walk(ast.parse(Path(offline_author.__file__).read_text()))

@@ -128,6 +128,7 @@ def answer(payload: dict[str, Any], **kw: Any) -> Scripted:
     return Scripted(content=json.dumps(payload), **kw)
 
 
+@pytest.mark.slow
 def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: FakeOpenAI) -> None:
     server.queue(
         Scripted(content="slow", delay_s=1.5),                      # critic: times out, retried

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from oomrl.config import get_settings
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.market import calendar
@@ -17,6 +19,7 @@ PARTIAL = {"alert_id": "am-abc-2024-07-12", "account": "paper", "as_of": "2024-0
            "source": "alertmanager"}
 
 
+@pytest.mark.slow
 def test_a_partial_alert_is_completed_from_the_ledger(repair_home: Path) -> None:
     settings = get_settings()
     for day in calendar.sessions("2024-07-01", "2024-07-12"):
@@ -30,6 +33,7 @@ def test_a_partial_alert_is_completed_from_the_ledger(repair_home: Path) -> None
     assert autopsy.constraints.rebalance == "weekly"
 
 
+@pytest.mark.slow
 def test_a_loss_alert_gets_the_traded_strategy_and_the_last_nav_date(repair_home: Path) -> None:
     settings = get_settings()
     for day in calendar.sessions("2024-07-01", "2024-07-12"):

@@ -102,6 +102,7 @@ def test_an_approval_that_cannot_be_asked_fails_cleanly(tmp_path: Path) -> None:
     assert_untouched(ctx, head)
 
 
+@pytest.mark.slow
 def test_a_coder_out_of_attempts_fails_at_logic_genesis(tmp_path: Path) -> None:
     def honest_tests(view: TestAuthorView) -> str:
         return OfflineProvider().test_author(view).diff
@@ -126,6 +127,7 @@ def test_a_coder_out_of_attempts_fails_at_logic_genesis(tmp_path: Path) -> None:
     assert_untouched(ctx, head)
 
 
+@pytest.mark.slow
 def test_a_failed_replay_sends_the_repair_back_to_the_tests_with_what_they_missed(tmp_path: Path) -> None:
     ctx = offline_context(tmp_path, "max_weekly_turnover")
     outcome = run_repair(AUTOPSY, ctx, approve)
@@ -156,6 +158,7 @@ def test_a_failed_replay_sends_the_repair_back_to_the_tests_with_what_they_misse
         "show", "--stat", "--format=", "v2~1")
 
 
+@pytest.mark.slow
 def test_a_replay_failing_in_the_last_round_fails_the_repair(tmp_path: Path) -> None:
     ctx = offline_context(tmp_path, "max_weekly_turnover", max_rounds=1)
     head = ctx.versions.head()
@@ -167,6 +170,7 @@ def test_a_replay_failing_in_the_last_round_fails_the_repair(tmp_path: Path) -> 
     assert_untouched(ctx, head)
 
 
+@pytest.mark.slow
 def test_a_deterministic_provider_is_not_asked_again_what_it_answered(tmp_path: Path) -> None:
     ctx = offline_context(tmp_path, "net_information_ratio", "net_information_ratio")
     head = ctx.versions.head()
@@ -182,6 +186,7 @@ def test_a_deterministic_provider_is_not_asked_again_what_it_answered(tmp_path: 
     assert_untouched(ctx, head)
 
 
+@pytest.mark.slow
 def test_a_failed_promotion_restores_the_workspace(tmp_path: Path) -> None:
     ctx = offline_context(tmp_path)
     passing = ctx.cross_validator

@@ -7,6 +7,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
@@ -16,6 +17,7 @@ from oomrl.portfolio.loader import load_strategy
 from oomrl.versions import StrategyVersions
 
 
+@pytest.mark.slow
 def test_offline_repair_promotes_a_tested_weekly_capped_version(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any], tmp_path: Path) -> None:
     autopsy_file = tmp_path / "autopsy.json"

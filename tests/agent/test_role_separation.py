@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from oomrl.agent.budget import AgentSettings, Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_coder import reference_change
@@ -49,6 +51,7 @@ def lines_of(text: str, before: str) -> list[str]:
             if len(line.strip()) > 30 and line.strip() not in before]
 
 
+@pytest.mark.slow
 def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_tests(tmp_path: Path) -> None:
     answers = scripted(tmp_path / "scratch")
     held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER)

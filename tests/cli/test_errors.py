@@ -74,6 +74,7 @@ def test_unreachable_ledger_is_named(home: Path, unchanged: None) -> None:
         assert "Connection refused" in out or "connection" in out.lower()
 
 
+@pytest.mark.slow
 def test_debug_shows_the_traceback(home: Path) -> None:
     result = invoke("--debug", "rebalance", env={"OOMRL_KILL_THRESHOLD": "abc"})
     assert result.exit_code == 1 and type(result.exception).__name__ == "SettingsError"

@@ -108,6 +108,7 @@ def ledger_dump(path: Path) -> str:
         return "\n".join(conn.iterdump())
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_read_only_home_is_named(home: Path, tmp_path: Path) -> None:
     before = snapshot(home)
@@ -122,6 +123,7 @@ def test_a_read_only_home_is_named(home: Path, tmp_path: Path) -> None:
     assert snapshot(home) == before
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(home: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"

@@ -144,6 +144,7 @@ def test_some_symbols_failing_is_reported_not_stale(tmp_path: Path) -> None:
     assert store.symbols() == ["600000.SH", "688001.SH", "688002.SH"]
 
 
+@pytest.mark.slow
 def test_ensure_sample_fills_an_empty_home_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = get_settings(home=tmp_path)
     store = ensure_sample(settings)

@@ -72,7 +72,7 @@ def test_public_diff_format_attacks_are_caught_by_the_diff_gate(case: str) -> No
         "80_git_binary_patch": "diff.binary", "82_old_new_name_choice": "diff.name_mismatch",
     }
     text = (REDTEAM / f"{case}.diff").read_text()
-    phase = {row["id"]: row["phase"] for row in csv.DictReader((REDTEAM / "cases.csv").open())}[case]
+    phase = {row["id"]: row["phase"] for row in csv.DictReader((REDTEAM / "cases.csv").read_text().splitlines())}[case]
     scope = CODE if phase == "code-patch" else TESTGEN
     if case == "85_trailing_garbage_second_entry":
         with pytest.raises(PatchError, match="line 12: unexpected text between or after entries"):

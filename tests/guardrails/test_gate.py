@@ -45,6 +45,7 @@ def _tampering_patch(ws: Path) -> str:
     return diff_for(ws, {MOMENTUM: source.replace("from typing import", TAMPER + "from typing import")})
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_os_lock_makes_the_tampering_write_fail(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
@@ -59,6 +60,7 @@ def test_os_lock_makes_the_tampering_write_fail(tmp_path: Path) -> None:
     assert verdict.locks.before == verdict.locks.after != ""
 
 
+@pytest.mark.slow
 def test_hash_anchoring_catches_the_same_write_without_an_os_lock(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
     with unchanged(ws):
@@ -69,6 +71,7 @@ def test_hash_anchoring_catches_the_same_write_without_an_os_lock(tmp_path: Path
     assert verdict.locks.before != verdict.locks.after
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
@@ -92,6 +95,7 @@ def test_the_same_patch_gets_the_same_verdict_every_time(tmp_path: Path) -> None
     assert not first.accepted and shown(first) == shown(second)  # all but the wall time
 
 
+@pytest.mark.slow
 def test_holdout_from_the_contract_rejects_with_test_names_only(tmp_path: Path) -> None:
     heldout = tmp_path / "heldout"
     heldout.mkdir()
@@ -109,6 +113,7 @@ def test_holdout_from_the_contract_rejects_with_test_names_only(tmp_path: Path) 
     assert "SECRET" not in verdict.to_json() and "0.25" not in verdict.to_json()
 
 
+@pytest.mark.slow
 def test_a_holdout_that_cannot_run_is_reported_without_detail(tmp_path: Path) -> None:
     heldout = tmp_path / "heldout"
     heldout.mkdir()
@@ -123,6 +128,7 @@ def test_a_holdout_that_cannot_run_is_reported_without_detail(tmp_path: Path) ->
     assert "no_such_module_secret" not in verdict.to_json()
 
 
+@pytest.mark.slow
 def test_red_requires_new_tests(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     tests = (ws / "tests" / "test_smoke.py").read_text()
@@ -131,6 +137,7 @@ def test_red_requires_new_tests(tmp_path: Path) -> None:
     assert [v.rule for v in verdict.violations] == ["redgreen.no_new_tests"]
 
 
+@pytest.mark.slow
 def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     tests = (ws / "tests" / "test_smoke.py").read_text()
@@ -141,6 +148,7 @@ def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
     assert [v.rule for v in verdict.violations] == ["mutation.nothing_exercised"]
 
 
+@pytest.mark.slow
 def test_a_strong_new_test_passes_the_mutation_check(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra="mutation_min_kill = 0.6\n")
     tests = (ws / "tests" / "test_smoke.py").read_text()

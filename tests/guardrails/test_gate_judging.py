@@ -52,6 +52,7 @@ def patched(body: str) -> str:
     return text.replace("    if top_k < 1:", body + "    if top_k < 1:", 1)
 
 
+@pytest.mark.slow
 def test_an_honest_fix_passes_the_behaviour_check(tmp_path: Path) -> None:
     ws, held = behaviour_workspace(tmp_path)
     with unchanged(ws, held):
@@ -60,6 +61,7 @@ def test_an_honest_fix_passes_the_behaviour_check(tmp_path: Path) -> None:
     assert verdict.accepted, verdict.violations
 
 
+@pytest.mark.slow
 def test_code_that_behaves_otherwise_outside_pytest_is_rejected(tmp_path: Path) -> None:
     ws, held = behaviour_workspace(tmp_path)
     # pytest attaches handlers to the root logger: the candidate is honest only under pytest
@@ -75,6 +77,7 @@ def test_code_that_behaves_otherwise_outside_pytest_is_rejected(tmp_path: Path) 
     assert "behaviour.unexpected" in rules  # the production run also misses the held-out value
 
 
+@pytest.mark.slow
 def test_expected_values_and_properties_are_checked_by_name_only(tmp_path: Path) -> None:
     ws, held = behaviour_workspace(tmp_path)
     # right on the visible tests' inputs (at most three assets), wrong on larger ones
@@ -115,6 +118,7 @@ def test_behaviour_comparison_rules() -> None:
     assert same(1, 1.0) and not same(True, 1) and not same([1], [1, 2]) and same("a", "a")
 
 
+@pytest.mark.slow
 def test_red_tests_must_assert_on_values_the_source_returns(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     tests = (ws / "tests" / "test_smoke.py").read_text()
@@ -128,6 +132,7 @@ def test_red_tests_must_assert_on_values_the_source_returns(tmp_path: Path) -> N
     assert verdict.accepted, verdict.violations
 
 
+@pytest.mark.slow
 def test_failures_from_before_the_patch_are_pre_existing(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, "buggy")  # its own tests already fail on the buggy source
     tests = (ws / "tests" / "test_smoke.py").read_text()
@@ -152,6 +157,7 @@ def test_a_mutant_is_killed_only_by_an_assertion_in_a_new_test_that_passed_befor
     assert killed(by_new, ["t::new"], original)
 
 
+@pytest.mark.slow
 def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     code = diff_for(ws, {

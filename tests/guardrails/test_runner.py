@@ -84,6 +84,7 @@ def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Py
     assert results["tamper"] == [] and results["collect_errors"] == {}
 
 
+@pytest.mark.slow
 def test_plugin_records_collection_errors(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_broken_module="import no_such_module_oomrl\n")
     plugin = GatePlugin("forward", str(pytester.path))
@@ -240,6 +241,7 @@ def test_early_exit_leaves_no_results_and_is_rejected(tmp_path: Path, dirs: Gate
     assert "exit code 0" in suite.problems[0].message
 
 
+@pytest.mark.slow
 def test_time_limit_kills_a_hanging_suite(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_hang.py").write_text("import time\n\n\ndef test_hang():\n    time.sleep(60)\n")
@@ -295,6 +297,7 @@ def test_a_missing_test_folder_fails_loudly(tmp_path: Path, dirs: GateDirs) -> N
     assert "no_tests" in " ".join(p.message for p in suite.problems)
 
 
+@pytest.mark.slow
 def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path) -> None:
     from guardrails import childrun
 

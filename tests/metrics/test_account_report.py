@@ -31,6 +31,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_report_for_an_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OOMRL_HOME", str(home))
     result = runner.invoke(app, ["report", "--account", "demo"])
@@ -55,6 +56,7 @@ def test_report_for_an_unknown_account(home: Path, monkeypatch: pytest.MonkeyPat
     assert result.exit_code == 1 and "no NAV history" in result.stderr
 
 
+@pytest.mark.slow
 def test_diagnose_prints_autopsies_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OOMRL_HOME", str(home))
     result = runner.invoke(app, ["diagnose", "--account", "demo", "--as-of", "2025-06-30"])
@@ -70,6 +72,7 @@ def test_diagnose_prints_autopsies_once(home: Path, monkeypatch: pytest.MonkeyPa
     assert bad_date.exit_code == 1 and "is not a date" in bad_date.stderr
 
 
+@pytest.mark.slow
 def test_report_on_a_fresh_home_says_there_is_no_nav(oomrl_home: Path) -> None:
     result = runner.invoke(app, ["report", "--account", "x"])
     assert result.exit_code == 1 and "account 'x' has no NAV history in the ledger" in result.stderr
@@ -93,6 +96,7 @@ def test_store_helpers(home: Path, tmp_path: Path) -> None:
     assert flags.to_numpy().tolist() == [[True, True, False], [False, True, False], [False, True, False]]
 
 
+@pytest.mark.slow
 def test_report_says_why_style_attribution_is_missing(home: Path, tmp_path: Path) -> None:
     from oomrl.metrics.attribution import account_report
     from oomrl.portfolio.ledger import Ledger

@@ -39,6 +39,7 @@ def _portfolio(bench: pd.Series) -> pd.Series:
     return (0.9 * bench + rng.normal(0.0002, 0.005, len(bench))).rename("portfolio")
 
 
+@pytest.mark.slow
 def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
     bench = read_returns_csv(CSI300_TOTAL_RETURN)
     port = _portfolio(bench)
@@ -63,6 +64,7 @@ def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
     assert report.metrics["trading_days"] == len(port)
 
 
+@pytest.mark.slow
 def test_plain_series_report_has_no_benchmark_sections(tmp_path: Path) -> None:
     csi300 = read_returns_csv(CSI300_PRICE)
     report = build_report(csi300, tmp_path, phases=read_phases(TABLE1_PHASES), title="CSI 300")
@@ -117,6 +119,7 @@ def test_aggregate_phases_are_not_shaded() -> None:
     assert [patch.get_label() for patch in ax.patches] == ["Phase 1", "Phase 2", "Phase 3"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
                     reason="chromium is not installed")
 def test_tearsheet_renders_in_a_browser_with_the_network_cut(tmp_path: Path) -> None:

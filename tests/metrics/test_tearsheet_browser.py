@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.browser import browser_page, layout, needs_chromium, screenshot, wait_for_images
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_tearsheet_fits_a_laptop_screen_with_every_image_loaded(traded_report: Any) -> None:
     with browser_page() as page:
@@ -28,6 +31,7 @@ def test_tearsheet_fits_a_laptop_screen_with_every_image_loaded(traded_report: A
     assert all(url.startswith(("file:", "data:")) for url in requests), requests
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_a_narrow_window_scrolls_tables_not_the_page(traded_report: Any) -> None:
     """Below laptop width the page still never needs a horizontal scrollbar for its text."""

@@ -42,6 +42,7 @@ class RecordingRepairer:
                 "step": None, "reason": "recorded", "run_dir": str(settings.runs_dir), "version": None}
 
 
+@pytest.mark.slow
 def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--home", str(demo_home), "--start", "2024-07-01",
                                       "--end", "2024-08-09", "--max-repairs", "0"],
@@ -87,6 +88,7 @@ def assert_point_in_time_members_only(home: Path) -> None:
         assert not outside, f"{day:%Y-%m-%d}: bought non-members {sorted(outside)}"
 
 
+@pytest.mark.slow
 def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Path) -> None:
     repairer = RecordingRepairer()
     summary = run_demo(home=demo_home, start="2024-07-01", end="2024-10-31", console=quiet(),
@@ -97,6 +99,7 @@ def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Pa
     assert [r["status"] for r in summary["repairs"]] == ["promoted", "promoted"]
 
 
+@pytest.mark.slow
 def test_critical_policy_waits_for_a_critical_alert(demo_home: Path) -> None:
     repairer = RecordingRepairer(status="failed")
     run_demo(home=demo_home, start="2024-07-01", end="2024-08-16", console=quiet(), repair_on="critical",
@@ -104,6 +107,7 @@ def test_critical_policy_waits_for_a_critical_alert(demo_home: Path) -> None:
     assert [a["severity"] for a in repairer.autopsies] == ["critical"]
 
 
+@pytest.mark.slow
 def test_kill_switch_stops_the_replay(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.05")
     console = quiet()
@@ -113,6 +117,7 @@ def test_kill_switch_stops_the_replay(demo_home: Path, monkeypatch: pytest.Monke
     assert "the kill switch wins" in console.export_text()
 
 
+@pytest.mark.slow
 def test_invalid_decisions_are_refused_not_traded(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import oomrl.portfolio.rebalance as rebalance_module
 

@@ -35,6 +35,7 @@ def test_unknown_strategy_is_named() -> None:
         grid_points("nope", {"top_k": [1]})
 
 
+@pytest.mark.slow
 def test_replay_point_row(oomrl_home: Path) -> None:
     from tasks.grid import GRID_METRICS, load_market, replay_point
 

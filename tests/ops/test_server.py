@@ -100,9 +100,11 @@ def test_stop_process_kills_what_ignores_sigterm() -> None:
     child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
     assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
     stop_process(child.pid, grace_s=0.5)
+    child.stdout.close()
     assert not alive(child.pid)
 
 
+@pytest.mark.slow
 def test_failed_start_cleans_up_and_shows_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A server that dies at once (invalid Prefect setting) fails `up` with its log, no state left."""
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "s" * 32)
@@ -222,6 +224,7 @@ def test_a_record_without_a_usable_identity_is_left_alone(tmp_path: Path) -> Non
         child.wait()
 
 
+@pytest.mark.slow
 def test_down_stops_the_children_of_a_leader_that_died(tmp_path: Path) -> None:
     """The recorded leader exited but left its group running (e.g. a server's subprocess)."""
     # The child outlives any run of this test, so only `down` can end it; it reports its pid through a
@@ -343,6 +346,7 @@ def test_webhook_serve_refuses_without_secret(monkeypatch: pytest.MonkeyPatch, o
     assert result.exit_code == 1 and "OOMRL_WEBHOOK_SECRET is not set" in result.output
 
 
+@pytest.mark.slow
 def test_cli_server_up_and_down_for_real(oomrl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`oomrl server up --no-deploy --no-webhook` starts a real server, pool and worker; `down` stops them."""
     import httpx

@@ -113,6 +113,7 @@ def test_generic_rules_one_lot_taxes_and_no_limits() -> None:
     assert sold["commission"] == 0.0
 
 
+@pytest.mark.slow
 def test_the_ledger_books_corporate_actions_and_reconciles(ledger: Ledger) -> None:
     from oomrl.portfolio.rebalance import advance
 

@@ -46,6 +46,7 @@ def sample_replay(strategy: str) -> ReplayResult:
     return replay_setup(setup, market, START, END, settings.initial_cash)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["daily_momentum", "weekly_liquidity"])
 def test_a_replay_on_the_sample_places_no_illegal_order(strategy: str) -> None:
     market, membership = sample_market()

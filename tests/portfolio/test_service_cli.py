@@ -94,6 +94,7 @@ def test_active_workspace_version_is_loaded_and_traded(oomrl_home: Path) -> None
     assert set(ledger.nav_frame("acct")["strategy_version"]) == {sha}
 
 
+@pytest.mark.slow
 def test_cli_rebalance_replay_and_account(oomrl_home: Path) -> None:
     days = seed(oomrl_home)
     day = days[40].isoformat()

@@ -41,6 +41,7 @@ def test_firing_alerts_start_repairs_resolved_are_ignored(client: TestClient,
                                     "as_of": "2024-10-18"}
 
 
+@pytest.mark.slow
 def test_repeated_notification_is_a_duplicate(client: TestClient, launcher: RecordingLauncher) -> None:
     payload = notification(firing("f1"))
     client.post(URL, json=payload, headers=TOKEN)
