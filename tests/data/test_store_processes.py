@@ -144,7 +144,7 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
                 time.sleep(0.002)
             time.sleep((delay - window) / 10)
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=PROCESS_TIMEOUT_S)
+        finish(process)  # reaps it and closes its pipes
         root = home / "data"
         state = State.of(root)
         if state.same_data(before) and state.ingests == 1:
