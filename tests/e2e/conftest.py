@@ -222,7 +222,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         })
     try:
         state = up(config, say=lambda line: print(f"[e2e] {line}"))
-        yield Stack(config, secret, dict(state["pids"]), stack_env(config))  # type: ignore[arg-type]
+        running = Stack(config, secret, dict(state["pids"]), stack_env(config))  # type: ignore[arg-type]
+        with running.api:  # closes its connections to the server before the server stops
+            yield running
     finally:
         down(home, say=lambda line: print(f"[e2e] {line}"))
         drop()
