@@ -22,7 +22,7 @@ _INERT = frozenset(kind for base in (ast.operator, ast.boolop, ast.cmpop, ast.un
                    for kind in base.__subclasses__())
 
 
-def _fields(kind: type) -> tuple[str, ...]:
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
     """The fields of a node type that may hold child nodes, last first (contexts skipped)."""
     fields = _FIELDS.get(kind)
     if fields is None:
@@ -50,7 +50,7 @@ class ScopedWalker:
         """Visit every node in source order, each with the index of its scope."""
         stack: list[tuple[ast.AST, int]] = [(self.tree, 0)]
         pop, push = stack.pop, stack.append
-        handlers = _handlers(type(self))
+        handlers = _handlers(type(self))  # type: ignore[arg-type]  # a class is hashable; mypy checks its instances
         node_type, inert, known, scopes = ast.AST, _INERT, _FIELDS, _SCOPE_TYPES  # locals: faster
         while stack:
             node, scope = pop()

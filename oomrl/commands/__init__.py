@@ -11,7 +11,7 @@ import enum
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, overload
 
 import typer
 
@@ -59,6 +59,10 @@ class RepairOn(enum.StrEnum):
     warning = "warning"
 
 
+@overload
+def parse_day(text: str, what: str) -> date: ...
+@overload
+def parse_day(text: None, what: str) -> None: ...
 def parse_day(text: str | None, what: str) -> date | None:
     """A YYYY-MM-DD option as a date (None stays None); a clear error naming the option otherwise."""
     from oomrl.errors import OomrlError
