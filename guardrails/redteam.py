@@ -39,6 +39,7 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Fields alike in shape to crossval.VersionMeasures's: different records, each field declared once.
 @dataclass(frozen=True)
 class Case:
     """One corpus row."""

@@ -56,6 +56,7 @@ class GateDirs:
         make_readable(dirs.cfg)
         return dirs
 
+    # Alike in shape to the path properties of oomrl's settings: the gate depends on nothing it judges.
     @property
     def ws(self) -> Path:
         """The scratch copy of the workspace the patch is applied to."""

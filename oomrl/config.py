@@ -151,6 +151,8 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _TomlSource(settings_cls))
 
+    # Folders and URLs derived from one root, one property each; server.StackConfig and the gate's
+    # GateDirs are alike in shape with roots and names of their own.
     @property
     def data_dir(self) -> Path:
         return self.home / "data"

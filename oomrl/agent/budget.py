@@ -31,6 +31,7 @@ class AgentSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="OOMRL_AGENT_", extra="ignore")
 
+    # Settings fields alike in shape (a number and its bound): one declaration each, nothing to fold.
     # Per repair.
     max_tokens: int = Field(400_000, gt=0)
     max_cost_usd: float = Field(2.0, gt=0)

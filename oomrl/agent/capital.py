@@ -128,6 +128,7 @@ class LLMBudgetBook:
                 raise BudgetBookError(f"account {account!r} has no LLM budget to fund")
         return self.balance(account)
 
+    # Alike ledger.Ledger.account (one row by account, or a named error): two tables, two errors.
     def balance(self, account: str) -> Balance:
         b = self.t["llm_budgets"]
         with self.engine.connect() as conn:

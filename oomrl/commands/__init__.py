@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from oomrl.config import Settings
 
 
+# Alike in shape to each other and to gate_cmds.py's enums: each lists one option's choices,
+# which typer shows in help; a table of them would hide the choices from both.
 class Lock(enum.StrEnum):
     """RO-Lock backends of the gate (`namespace` is bwrap; `hash-only` must be asked for by name)."""
 

@@ -35,6 +35,7 @@ def _booked_per_symbol() -> list[sa.Column]:
 def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
     money = sa.BigInteger  # fen
     t = {}
+    # The tables are alike in shape (an id, the account, a time): declarations, one per table.
     t["accounts"] = sa.Table(
         "accounts", metadata,
         sa.Column("account", sa.String(64), primary_key=True),

@@ -17,6 +17,7 @@ from tests.cli.helpers import closed_port, invoke, refused
 
 
 # -- settings ----------------------------------------------------------------------------------------
+# Alike tests/test_config.py's refusals: there get_settings() raises; here the CLI prints one line.
 @pytest.mark.parametrize(("variable", "value", "fragment"), [
     ("OOMRL_KILL_THRESHOLD", "abc", "OOMRL_KILL_THRESHOLD='abc': Input should be a valid number"),
     ("OOMRL_INITIAL_CASH", "nan", "OOMRL_INITIAL_CASH='nan': Input should be a finite number"),

@@ -30,6 +30,8 @@ AKSHARE_STYLE = FIXTURES / "data" / "csv_akshare_style"
 MAPPED = FIXTURES / "data" / "csv_mapped"
 
 
+# Alike tests/flows/test_ingest_flow.py's flaky source, which counts calls to fail then recover;
+# this one stays down. Each suite states its own failure.
 class Unreachable(SyntheticSource):
     """A live source whose network is down (optionally only for bars, or only for some symbols)."""
 

@@ -72,6 +72,8 @@ def test_the_plain_process_entry_point_writes_its_outputs(tmp_path: Path) -> Non
             "behaviour": {"convention": "call", "entry": "pkg.calc:double",
                           "cases": [{"id": "two", "args": [2]}]}}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
+    # Alike test_runner.py's in-process childrun test: each entry point runs in this process
+    # (for coverage) and must give sys.path back; two different programs, one call each.
     before = list(sys.path)
     try:
         assert behaviour.main(str(tmp_path / "spec.json")) == 0

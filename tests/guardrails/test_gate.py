@@ -138,6 +138,8 @@ def test_red_requires_new_tests(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+# Alike in shape to test_gate_judging.py's red-test checks (a workspace, one new test, a verdict):
+# each names one rule.
 def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     tests = (ws / "tests" / "test_smoke.py").read_text()

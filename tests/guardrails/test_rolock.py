@@ -6,6 +6,7 @@ import os
 import socket
 from pathlib import Path
 
+# The names guardrails/gate.py imports too: this file tests each of them.
 from guardrails.rolock import (
     changed_paths,
     hash_violations,

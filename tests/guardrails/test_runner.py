@@ -232,6 +232,8 @@ def test_reverse_order_and_held_out_tests(tmp_path: Path, dirs: GateDirs) -> Non
     assert held_out.collected == ["test_held.py::test_h"] and held_out.failing() == []
 
 
+# This test and the next are alike in shape (a workspace, one test file, one run): each states
+# one way a child run ends, and reads best whole.
 def test_early_exit_leaves_no_results_and_is_rejected(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_exit.py").write_text("import os\n\n\ndef test_exit():\n    os._exit(0)\n")

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import requests
 
+# The same names csv.py imports: each source conforms its frames through the one schema.
 from oomrl.data.schema import (
     SHARES_PER_LOT,
     conform_bars,
@@ -49,6 +50,7 @@ class AkshareSource:
     name = "akshare"
     live = True
 
+    # The lazy `api` below is alike yfinance.py's: each imports its own optional library on first use.
     def __init__(self, adjust: str = "qfq", api: ModuleType | Any = None) -> None:
         if adjust not in ADJUST_NAMES:
             raise ValueError(f"akshare adjust must be qfq, hfq or none, not {adjust!r}")
