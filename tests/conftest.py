@@ -90,11 +90,27 @@ def prefect_harness() -> Iterator[None]:
         yield
 
 
+def dask_extra_missing() -> str | None:
+    """Why the `dask` extra is unusable (a package of it not installed), or None when it is installed."""
+    from importlib.util import find_spec
+
+    for name in ("prefect_dask", "distributed"):
+        if find_spec(name) is None:
+            return f"{name} is not installed (pip install -e '.[dask]')"
+    return None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test on the Prefect harness starts a server (tens of seconds on 2 cores): it is slow by definition."""
+    """A test on the Prefect harness starts a server (tens of seconds on 2 cores): it is slow by definition.
+
+    A test marked `dask` needs the optional dask extra: it skips, naming the missing package, without it.
+    """
+    missing = dask_extra_missing()
     for item in items:
         if "prefect_harness" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+        if missing and item.get_closest_marker("dask") is not None:
+            item.add_marker(pytest.mark.skip(reason=f"dask extra absent: {missing}"))
 
 
 @pytest.fixture()

@@ -23,6 +23,7 @@ def test_mapper_follows_the_dask_settings(monkeypatch: pytest.MonkeyPatch) -> No
     assert version_mapper_from_settings() is on_task_runner
 
 
+@pytest.mark.dask
 @pytest.mark.usefixtures("prefect_harness")
 def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_home: Path) -> None:  # noqa: F811
     from prefect_dask import DaskTaskRunner

@@ -147,6 +147,7 @@ def test_missing_benchmark_fails_the_flow(prefect_harness: None, tmp_path: Path)
         ingest_market_data(source=f"csv:{folder}", universe="all", home=str(tmp_path))
 
 
+@pytest.mark.dask
 def test_ingest_fans_out_on_a_two_worker_dask_cluster(prefect_harness: None, tmp_path: Path) -> None:
     from prefect_dask import DaskTaskRunner
 

@@ -45,6 +45,7 @@ def test_replay_point_row(oomrl_home: Path) -> None:
     assert row["halted_on"] is None or row["halted_on"].startswith("2024-")
 
 
+@pytest.mark.dask
 @pytest.mark.usefixtures("prefect_harness")
 def test_replay_grid_on_two_dask_workers(oomrl_home: Path) -> None:
     from prefect.client.orchestration import get_client

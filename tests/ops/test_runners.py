@@ -16,6 +16,7 @@ def test_default_is_a_thread_pool() -> None:
     assert isinstance(task_runner_from_settings({"OOMRL_THREADS": "3"}), ThreadPoolTaskRunner)
 
 
+@pytest.mark.dask
 def test_address_selects_an_existing_cluster() -> None:
     from prefect_dask import DaskTaskRunner
 
@@ -52,6 +53,7 @@ def test_missing_prefect_dask_is_explained(monkeypatch: pytest.MonkeyPatch) -> N
         task_runner_from_settings({"OOMRL_DASK_WORKERS": "2"})
 
 
+@pytest.mark.dask
 @pytest.mark.usefixtures("prefect_harness")
 def test_mapped_tasks_run_on_two_dask_workers() -> None:
     from prefect import flow, task
@@ -75,3 +77,20 @@ def test_mapped_tasks_run_on_two_dask_workers() -> None:
     assert [value for value, _ in results] == [v * v for v in range(8)]
     workers = {address for _, address in results}
     assert len(workers) == 2 and all(address.startswith("tcp://127.0.0.1:") for address in workers)
+
+
+@pytest.mark.slow
+def test_dask_tests_skip_without_the_dask_extra() -> None:
+    """Without prefect-dask and distributed (the `dask` extra), a test marked `dask` skips, naming why."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    blocked = ("import sys; sys.modules['prefect_dask'] = sys.modules['distributed'] = None; import pytest; "
+               "sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
+               "'tests/ops/test_runners.py::test_address_selects_an_existing_cluster']))")
+    result = subprocess.run([sys.executable, "-c", blocked], cwd=repo, capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "1 skipped" in result.stdout and "dask extra absent: prefect_dask is not installed" in result.stdout
