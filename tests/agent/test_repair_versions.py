@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Mandate
 from oomrl.crossval import CrossValidation
@@ -15,6 +17,7 @@ from tests.agent.repair_helpers import AUTOPSY, SOURCE, approve, edges, make_con
 MARKER = "# other account's repair: 7f3a"
 
 
+@pytest.mark.slow  # two accounts, two promotions, a repair: ~9 s
 def test_a_repair_is_based_on_its_accounts_version_not_on_another_accounts_promotion(
         tmp_path: Path) -> None:
     ctx = make_context(tmp_path, OfflineProvider())  # account paper trades v1

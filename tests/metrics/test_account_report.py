@@ -50,6 +50,7 @@ def test_report_for_an_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert "CSI 300 total-return index (H00300)" in (home / "tr" / "summary.md").read_text()
 
 
+@pytest.mark.slow  # the seeded home: ~10 s to build, no other fast test uses it
 def test_report_for_an_unknown_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OOMRL_HOME", str(home))
     result = runner.invoke(app, ["report", "--account", "nobody"])

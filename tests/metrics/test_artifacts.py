@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from oomrl.artifacts import (
     crossval_rows,
@@ -78,6 +79,7 @@ def test_metric_rows_label_and_define_every_metric() -> None:
     assert rows[1]["CSI 300"] == "" and rows[2]["portfolio"] == "402"
 
 
+@pytest.mark.slow  # the traded account report: ~10 s to build, no other fast test uses it
 def test_report_artifacts_link_over_http_or_embed(traded_report: Any) -> None:
     links = ReportLinks("http://127.0.0.1:4201", "secret-0123456789abcdef")
     linked = report_artifacts(traded_report, links)

@@ -121,6 +121,7 @@ def test_a_claim_orphaned_mid_launch_is_taken_over(make_app: Any, store_url: str
     assert response.status_code == 202 and len(launcher.calls) == 1
 
 
+@pytest.mark.slow  # waits out the 3 s a pending claim lives
 def test_a_recent_pending_claim_is_waited_for_then_503(make_app: Any, store_url: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     # LAUNCH_WAIT is also the age at which a pending claim counts as abandoned: the claim is made after
