@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -270,10 +269,15 @@ def test_ensure_sample_waits_for_a_writer_and_finds_its_data(oomrl_home: Path, m
     calls: list[Any] = []
     monkeypatch.setattr("oomrl.data.sample.ingest", lambda *a, **k: calls.append(a))
     result: list[MarketStore] = []
+    asked = threading.Event()
+    opened = MarketStore.transaction
     with store.transaction() as tx:  # another process is filling the empty store
+        # It found the store empty and asks for the lock we hold (no sleep: we wait until it asks).
+        monkeypatch.setattr(MarketStore, "transaction",
+                            lambda self, *args, **kwargs: (asked.set(), opened(self, *args, **kwargs))[1])
         worker = threading.Thread(target=lambda: result.append(ensure_sample(settings, wait=30)))
         worker.start()
-        time.sleep(0.3)  # it finds the store empty and waits for the lock
+        assert asked.wait(30)
         ingest(CsvSource(AKSHARE_STYLE), "600519", None, None, tx)
     worker.join(30)
     assert result and not result[0].is_empty() and calls == []  # it found the data: no second ingest
