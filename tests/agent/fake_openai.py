@@ -19,11 +19,12 @@ Billing = int | Literal["measured", "max"]
 
 @dataclass
 class Scripted:
-    """One scripted reply: a completion text, or an HTTP error status; optionally slow."""
+    """One scripted reply: a completion text, or an HTTP error status; optionally held back until the
+    server stops (`hang`: a client's timeout fires first however loaded the machine, unlike a delay)."""
 
     content: str | None = None
     status: int = 200
-    delay_s: float = 0.0
+    hang: bool = False
     prompt_tokens: Billing = 100
     completion_tokens: Billing = 50
     headers: dict[str, str] = field(default_factory=dict)
@@ -78,6 +79,7 @@ class FakeOpenAI:
         self.lock = threading.Lock()
         self.url = ""
         self.agent: Callable[[dict[str, Any]], Scripted] | None = None
+        self.stopping = threading.Event()  # releases the replies held back by `hang`
 
     def queue(self, *replies: Scripted) -> None:
         with self.lock:
@@ -105,8 +107,8 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
                 return
             reply = state.next_reply(body)
-            if reply.delay_s:
-                time.sleep(reply.delay_s)
+            if reply.hang:
+                state.stopping.wait()
             if reply.status != 200:
                 self._send(reply.status, {"error": {"message": reply.content or "error",
                                                     "type": "server_error"}}, reply.headers)
@@ -150,5 +152,6 @@ def serve_fake_openai() -> Iterator[FakeOpenAI]:
     try:
         yield state
     finally:
+        state.stopping.set()
         server.shutdown()
         server.server_close()

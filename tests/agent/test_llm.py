@@ -90,15 +90,16 @@ def test_client_errors_are_not_retried(server: FakeOpenAI, tmp_path: Path) -> No
 
 
 def test_slow_response_times_out_then_recovers(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.queue(Scripted(content="late", delay_s=1.5), ok({"verdict": "on time", "score": 2}))
-    client, sleeps = make_client(server, tmp_path, timeout_s=0.3)
+    # The late reply never comes in time; the timeout is long enough for a prompt reply on a loaded machine.
+    server.queue(Scripted(content="late", hang=True), ok({"verdict": "on time", "score": 2}))
+    client, sleeps = make_client(server, tmp_path, timeout_s=2.0)
     assert client.ask_json("critic", [{"role": "user", "content": "x"}], Answer).verdict == "on time"
     errors = [r for r in client.transcript.records() if r["kind"] == "error"]
     assert "Timeout" in errors[0]["error"] and len(sleeps) == 1
 
 
 def test_always_slow_endpoint_fails_cleanly(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.queue(*[Scripted(content="late", delay_s=1.0)] * 2)
+    server.queue(*[Scripted(content="late", hang=True)] * 2)
     client, _ = make_client(server, tmp_path, timeout_s=0.2, retries=1)
     with pytest.raises(LLMUnavailableError, match="APITimeoutError"):
         client.ask("critic", [{"role": "user", "content": "x"}])

@@ -114,7 +114,8 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None) -> RepairContext:
-    agent = AgentSettings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=0.5, max_answer_chars=4000)
+    # Long enough for every prompt reply on a loaded machine; a late reply is held back (`hang`), not timed.
+    agent = AgentSettings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=3.0, max_answer_chars=4000)
     transcript = Transcript(tmp_path / "transcript.jsonl")
     budget = budget or Budget.from_settings(agent)
     client = LLMClient(OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s), budget,
@@ -131,7 +132,7 @@ def answer(payload: dict[str, Any], **kw: Any) -> Scripted:
 @pytest.mark.slow
 def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: FakeOpenAI) -> None:
     server.queue(
-        Scripted(content="slow", delay_s=1.5),                      # critic: times out, retried
+        Scripted(content="slow", hang=True),                        # critic: times out, retried
         answer(MANDATE.model_dump()),                               # critic: the mandate
         answer({"diff": "x" * 5000, "notes": "too long"}),          # test author: oversized
         answer({"diff": "this is not a diff", "notes": "oops"}))    # test author: malformed
