@@ -167,6 +167,7 @@ def test_rollback_of_an_untagged_active_commit_goes_to_its_nearest_tagged_ancest
     assert versions.ledger.active_strategy("acct") == (versions.resolve("v1"), "alpha")  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_other(
         versions: StrategyVersions, tmp_path: Path) -> None:
     """A promotes v2; B, still on v1, repairs from v1 and its v3 does not move A's version."""
@@ -236,6 +237,7 @@ def _promote_from_v1(home: str, account: str, weight: str, barrier: object) -> s
     return store.promote(clone, f"Repair of {account}", {}, account, "alpha").tag
 
 
+@pytest.mark.slow
 def test_concurrent_promotions_land_with_distinct_versions(versions: StrategyVersions, tmp_path: Path) -> None:
     """Two processes promote at once from v1: both land, as v2 and v3, each active for its account."""
     import multiprocessing

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from oomrl.agent.llm import Transcript
@@ -73,6 +74,7 @@ def test_unreadable_or_invalid_autopsies_exit_1(repair_home: Path, tmp_path: Pat
     assert invalid.exit_code == 1 and "invalid loss alert" in invalid.output and "alert_id" in invalid.output
 
 
+@pytest.mark.slow
 def test_versions_commands_report_errors(repair_home: Path) -> None:
     runner = CliRunner()
     init = runner.invoke(app, ["versions", "init"])

@@ -89,6 +89,7 @@ def test_client_errors_are_not_retried(server: FakeOpenAI, tmp_path: Path) -> No
     assert len(server.requests) == 1 and sleeps == []
 
 
+@pytest.mark.slow
 def test_slow_response_times_out_then_recovers(server: FakeOpenAI, tmp_path: Path) -> None:
     # The late reply never comes in time; the timeout is long enough for a prompt reply on a loaded machine.
     server.queue(Scripted(content="late", hang=True), ok({"verdict": "on time", "score": 2}))
@@ -98,6 +99,7 @@ def test_slow_response_times_out_then_recovers(server: FakeOpenAI, tmp_path: Pat
     assert "Timeout" in errors[0]["error"] and len(sleeps) == 1
 
 
+@pytest.mark.slow
 def test_always_slow_endpoint_fails_cleanly(server: FakeOpenAI, tmp_path: Path) -> None:
     server.queue(*[Scripted(content="late", hang=True)] * 2)
     client, _ = make_client(server, tmp_path, timeout_s=0.2, retries=1)

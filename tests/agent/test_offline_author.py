@@ -125,6 +125,7 @@ def test_the_offline_author_never_uses_the_coders_rules(monkeypatch: pytest.Monk
         "test_author", view.model_copy(update={"feedback": [{"any": "verdict"}]}))  # rules ignore it
 
 
+@pytest.mark.slow
 def test_a_probe_run_that_hangs_is_a_named_error() -> None:
     from oomrl.errors import OomrlError
 

@@ -290,6 +290,7 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
         f"test-gen-{n}.diff" for n in range(1, 4)]
 
 
+@pytest.mark.slow
 def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(tmp_path: Path) -> None:
     tautology = "def test_always():\n    assert True\n"
     sniffing = ("import os\n\n\ndef in_tests() -> bool:\n"

@@ -49,6 +49,7 @@ def test_a_home_that_is_a_file_is_named(home: Path, unchanged: None) -> None:
     (["--universe", "600519", "--start", "2024-02-30"], "--start '2024-02-30' is not a date"),
     (["--universe", "600519", "--start", "2024-07-10", "--end", "2024-07-01"], "start 2024-07-10 is after end"),
 ])
+@pytest.mark.slow
 def test_ingest_arguments_are_checked_before_the_store_is_touched(home: Path, unchanged: None, args: list[str],
                                                                   fragment: str) -> None:
     refused(invoke("ingest", *args), 1, fragment)

@@ -263,6 +263,7 @@ def test_cli_data_check_recovers_and_names_damaged_files(oomrl_home: Path) -> No
     assert "Traceback" not in damaged.output
 
 
+@pytest.mark.slow
 def test_ensure_sample_waits_for_a_writer_and_finds_its_data(oomrl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = get_settings()
     store = MarketStore(settings.data_dir)

@@ -125,6 +125,7 @@ def test_synthetic_symbols_cover_the_boards() -> None:
         SyntheticSource(symbols=0)
 
 
+@pytest.mark.slow
 def test_sample_source_reads_the_bundle() -> None:
     source = SampleSource()
     first, last = source.coverage()

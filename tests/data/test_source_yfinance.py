@@ -122,6 +122,7 @@ def test_ticker_spelling_and_lazy_import() -> None:
     assert source._api is None and source.api is yfinance
 
 
+@pytest.mark.slow
 def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules(
         yahoo: type[FakeYahoo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner

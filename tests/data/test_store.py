@@ -221,6 +221,7 @@ def test_the_next_writer_clears_what_a_killed_writer_left(tmp_path: Path, bars: 
         assert tx.recovery_note() is None
 
 
+@pytest.mark.slow
 def test_one_writer_at_a_time(tmp_path: Path, bars: BarsFactory) -> None:
     store = MarketStore(tmp_path)
     waits: list[str] = []

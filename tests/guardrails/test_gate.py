@@ -88,6 +88,7 @@ def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
                               "locks": {"backend": "bwrap", "before": digest, "after": digest}}
 
 
+@pytest.mark.slow
 def test_the_same_patch_gets_the_same_verdict_every_time(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra=FILE_RULES)
     patch = _tampering_patch(ws)

@@ -42,6 +42,7 @@ def test_bwrap_problem_names_the_missing_tool(monkeypatch: pytest.MonkeyPatch) -
     assert "uid map" in (probe() or "")
 
 
+@pytest.mark.slow
 def test_hash_only_runs_on_the_host_with_limits(tmp_path: Path) -> None:
     lock = HashOnlyLock()
     env = lock.env(tmp_path)

@@ -215,6 +215,7 @@ def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(tmp_path: P
     assert reader.import_time_only(dirs.ws / "strategies" / "warm.py", {2}) == {2}
 
 
+@pytest.mark.slow
 def test_reverse_order_and_held_out_tests(tmp_path: Path, dirs: GateDirs) -> None:
     _prepare(dirs, make_workspace(tmp_path))
     held = tmp_path / "held"

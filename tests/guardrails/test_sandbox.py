@@ -262,6 +262,7 @@ def test_environment_is_the_same_for_every_locked_run(dirs: GateDirs) -> None:
     assert not any(key.startswith(("PYTEST", "COV", "OOMRL", "PREFECT")) for key in env)
 
 
+@pytest.mark.slow
 def test_memory_and_time_limits_apply_inside_the_sandbox(dirs: GateDirs) -> None:
     lock = BwrapLock()
     big = lock.run([lock.python(), "-I", "-S", "-c", "x = bytearray(900 * 1024 * 1024)"],

@@ -51,6 +51,7 @@ def test_metrics_bad_input_exits_1_with_the_reason(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "does not overlap" in result.stderr
 
 
+@pytest.mark.slow
 def test_report_on_a_plain_series_with_phases(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", "--returns", str(CSI300_PRICE), "--phases", str(TABLE1_PHASES),
                                  "--out", str(tmp_path / "rep")])
@@ -68,6 +69,7 @@ def test_report_on_a_plain_series_with_phases(tmp_path: Path) -> None:
         assert row in summary
 
 
+@pytest.mark.slow
 def test_report_default_folder_and_benchmark_csv(oomrl_home: Path) -> None:
     result = runner.invoke(app, ["report", "--returns", str(CSI300_PRICE), "--benchmark-csv",
                                  str(CSI300_TOTAL_RETURN), "--benchmark", "total_return"])

@@ -30,6 +30,7 @@ def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
     return found
 
 
+@pytest.mark.slow
 def test_reads_in_a_home_that_does_not_exist_create_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "never-used"
     monkeypatch.setenv("OOMRL_HOME", str(home))

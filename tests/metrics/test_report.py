@@ -76,6 +76,7 @@ def test_plain_series_report_has_no_benchmark_sections(tmp_path: Path) -> None:
     assert "| To | 2026-02-27 | 2024-10-18 | 2025-09-30 | 2026-02-27 |" in summary
 
 
+@pytest.mark.slow
 def test_style_table_in_report(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     dates = pd.bdate_range("2024-07-01", periods=120)
@@ -137,6 +138,7 @@ def test_tearsheet_renders_in_a_browser_with_the_network_cut(tmp_path: Path) -> 
     assert blue.sum() > 500
 
 
+@pytest.mark.slow
 def test_short_history_says_why_there_is_no_rolling_ir(tmp_path: Path) -> None:
     bench = read_returns_csv(CSI300_PRICE).iloc[:40]
     report = build_report(_portfolio(bench), tmp_path, benchmark=bench)

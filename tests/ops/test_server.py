@@ -95,6 +95,7 @@ def test_stop_process_ends_the_group(tmp_path: Path) -> None:
     stop_process(child.pid)  # already gone: no error
 
 
+@pytest.mark.slow
 def test_stop_process_kills_what_ignores_sigterm() -> None:
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
     child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE)
@@ -195,6 +196,7 @@ def test_down_never_signals_a_process_that_is_not_the_recorded_one(tmp_path: Pat
     ('{"pids": {"server": "abc"}}', 'no "pids"'), ('{"pids": {"server": 0}}', 'no "pids"'),
     ("[" * 100_000, "maximum recursion depth"),
 ], ids=["not-json", "a-list", "no-pids", "pid-not-a-number", "pid-0", "deep-nesting"])
+@pytest.mark.slow
 def test_a_damaged_state_file_is_named_and_nothing_is_signalled(oomrl_home: Path, content: str,
                                                                  detail: str) -> None:
     oomrl_home.mkdir(parents=True, exist_ok=True)
@@ -276,6 +278,7 @@ stranger.kill()
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
                     reason="needs root to set ns_last_pid in a private pid namespace")
+@pytest.mark.slow
 def test_down_spares_an_unrelated_process_group_that_reused_the_pid(tmp_path: Path) -> None:
     """A real pid reuse, made deterministic in a private pid namespace (ns_last_pid), as after a reboot
     or a long uptime: `down` must leave the new owner of the pid and its group alone."""

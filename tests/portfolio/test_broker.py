@@ -191,6 +191,7 @@ def test_bad_market_data_is_refused() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(-30_000, 30_000)), min_size=1, max_size=12),
        st.integers(0, 5_000_000))
+@pytest.mark.slow
 def test_value_is_conserved_up_to_costs(orders: list[tuple[int, int]], cash: int) -> None:
     """cash + holdings at the frictionless price drop by exactly the recorded costs (to the fen)."""
     panels = random_panels([MAIN, CHINEXT, STAR, ST], days=40)

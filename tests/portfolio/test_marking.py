@@ -143,6 +143,7 @@ def test_bad_days_and_unknown_holdings_are_refused(ledger: Ledger) -> None:
         mark(ledger, "nobody", days[41], panels)
 
 
+@pytest.mark.slow
 def test_a_concurrent_change_makes_marking_plan_again(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     panels = random_panels(SYMBOLS, days=60)
     days = days_of(panels)

@@ -141,6 +141,7 @@ rebalance(ledger, "acc", __import__("datetime").date.fromisoformat(day), panels,
 """
 
 
+@pytest.mark.slow
 def test_sigkill_mid_commit_leaves_a_consistent_ledger_and_rerun_completes_once(
         ledger: Ledger, tmp_path: Path) -> None:
     import pickle

@@ -111,6 +111,7 @@ def test_gamma_is_calibrated_from_the_impact_model_and_the_sample() -> None:
         calibrated_gamma(k, sigma=0.0)
 
 
+@pytest.mark.slow
 def test_the_calibration_references_are_the_samples_medians() -> None:
     import pandas as pd
 

@@ -70,6 +70,7 @@ def test_a_replay_on_the_sample_places_no_illegal_order(strategy: str) -> None:
     assert days.min() >= pd.Timestamp(START)
 
 
+@pytest.mark.slow
 def test_the_sample_replay_books_dividends_and_reports_raw_price_coverage() -> None:
     result = sample_replay("weekly_liquidity")
     assert (result.actions["kind"] == "dividend").sum() > 10 and (result.actions["cash_fen"] > 0).all()

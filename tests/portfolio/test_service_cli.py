@@ -118,6 +118,7 @@ def test_cli_rebalance_replay_and_account(oomrl_home: Path) -> None:
     assert "net return" in table.output
 
 
+@pytest.mark.slow
 def test_cli_refusals_exit_1_with_the_reason(oomrl_home: Path) -> None:
     days = seed(oomrl_home)
     bad_date = runner.invoke(app, ["rebalance", "--account", "x", "--as-of", "someday"])

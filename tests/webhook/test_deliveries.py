@@ -87,6 +87,7 @@ def make_app(config: WebhookSettings, store_url: str, settings: Settings) -> Any
     return make
 
 
+@pytest.mark.slow
 def test_a_failed_launch_is_503_for_every_concurrent_delivery(make_app: Any, store_url: str) -> None:
     store = CountingStore(store_url)
     failing = SlowLauncher(fail=True, store=store, deliveries=5)
