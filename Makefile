@@ -64,9 +64,10 @@ lint: venv
 types: venv
 	$(PY) -m mypy
 
-# The fast loop: lint, types and every test not marked slow or e2e (make test runs them all).
+# The fast loop: lint, types and every test not marked slow or e2e (make test runs them all), on two
+# pytest-xdist workers. The PostgreSQL variants are left to make test: both workers would share its database.
 check: lint types browser sandbox
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow and not e2e" $(PYTEST_ARGS)
+	env -u OOMRL_TEST_POSTGRES_URL $(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not slow and not e2e" $(PYTEST_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)
