@@ -185,11 +185,16 @@ class Stack:
 
 AUTOPSY = REPO / "tests" / "fixtures" / "ops" / "autopsy.json"
 FIRST_MODULE = "test_chain.py"
+E2E_TIMEOUT_S = 1200  # a stack start-up and flow runs on a loaded machine; the suite's default is 600 s
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The daily chain's test first: the chain marks (and diagnoses) every active account in the
-    shared stack, so it must run before the other modules open accounts of their own."""
+    shared stack, so it must run before the other modules open accounts of their own. End-to-end
+    tests wait on real servers: a longer time limit, unless a test sets its own."""
+    for item in items:
+        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))
     e2e = [i for i, item in enumerate(items) if item.path.parent == Path(__file__).parent]
     if not e2e:
         return
@@ -255,13 +260,3 @@ def completed_repair(stack: Stack, alert_account: str) -> dict[str, Any]:
     assert response.status_code == 202, response.text
     run = stack.wait_for(response.json()["flow_run_id"], timeout_s=240)
     return {"response": response.json(), "run": run, "body": body, "autopsy": autopsy}
-
-
-E2E_TIMEOUT_S = 1200  # a stack start-up and flow runs on a loaded machine; the suite's default is 600 s
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """End-to-end tests wait on real servers: a longer time limit, unless a test sets its own."""
-    for item in items:
-        if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
-            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_S))
