@@ -166,12 +166,12 @@ def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list
     if among is None:
         labels, values = scores.index.tolist(), scores.to_numpy(dtype=float)
     else:
-        known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist()))
+        known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist(), strict=True))
         labels = [symbol for symbol in among if symbol in known]
         values = np.array([known[symbol] for symbol in labels], dtype=float)
     kept = ~np.isnan(values)
     if not kept.all():
-        labels, values = [s for s, keep in zip(labels, kept) if keep], values[kept]
+        labels, values = [s for s, keep in zip(labels, kept, strict=True) if keep], values[kept]
     return [labels[i] for i in np.argsort(-values, kind="stable")[:k]]
 
 

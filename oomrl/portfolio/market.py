@@ -97,7 +97,7 @@ class MarketFrames:
             factor_known = np.isfinite(factor_df.to_numpy())
         else:  # no factor at all: raw = adjusted (what filling an all-NaN factor with 1.0 gives)
             factor, factor_known = np.ones(shape), np.zeros(shape, dtype=bool)
-        raw = {f: to_tick(aligned[f].to_numpy() / factor, rules.tick)
+        raw: dict[str, np.ndarray] = {f: to_tick(aligned[f].to_numpy() / factor, rules.tick)
                for f in ("open", "high", "low", "close") if f in aligned}
         volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(shape, np.nan)
         close = raw["close"]

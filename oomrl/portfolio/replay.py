@@ -64,7 +64,7 @@ def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: 
     view = view_class(market.panels, as_of, portfolio_value=book.nav, **extra)
     value = book.held * market.mark_price[t - 1]
     held = np.flatnonzero(value)
-    holdings = dict(zip(market.symbol_array[held].tolist(), (value[held] / book.nav).tolist()))
+    holdings = dict(zip(market.symbol_array[held].tolist(), (value[held] / book.nav).tolist(), strict=True))
     try:
         targets = check_weights(strategy.target_weights(view, holdings, params))
     except ValueError as exc:
@@ -72,7 +72,7 @@ def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: 
                          f"{exc}") from exc
     positions = [market.positions.get(symbol, -1) for symbol in targets]
     if -1 in positions:
-        unknown = [s for s, p in zip(targets, positions) if p < 0]
+        unknown = [s for s, p in zip(targets, positions, strict=True) if p < 0]
         raise OomrlError(f"strategy {strategy.name} targets symbols without market data: {unknown[:5]}")
     weights = np.zeros(len(market.symbols))
     weights[positions] = list(targets.values())
