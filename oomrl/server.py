@@ -140,6 +140,12 @@ def start_process(name: str, argv: list[str], env: dict[str, str], config: Stack
     return process.pid
 
 
+# A start time is boot time + ticks since boot, and /proc/stat's boot time is whole seconds that move
+# when the wall clock is adjusted: the same process can read a second apart (a reused pid still differs
+# in its start, by more than this, or in its command line).
+START_TOLERANCE_S = 1.5
+
+
 @dataclass(frozen=True)
 class ProcessRecord:
     """Who a recorded pid was when it was started: enough to tell it from a process that reused the pid."""
@@ -171,7 +177,7 @@ class ProcessRecord:
             return f"pid {self.pid} now belongs to a process of another user"
         if process.status() == psutil.STATUS_ZOMBIE:
             return EXITED
-        if abs(started - self.started) > 0.05 or cmdline != self.cmdline:
+        if abs(started - self.started) > START_TOLERANCE_S or cmdline != self.cmdline:
             return (f"pid {self.pid} now belongs to another process ({' '.join(cmdline)[:80] or '?'}, "
                     f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})")
         return None
