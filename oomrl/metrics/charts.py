@@ -90,8 +90,9 @@ def _mark(ax: Axes, marks: list[Mark] | None) -> None:
     for mark in marks or []:
         if mark.kind == "alert":
             color = ALERT_COLORS.get(mark.severity, ALERT_COLORS["warning"])
+            # A critical alert is drawn above a warning of the same day whatever their ledger order.
             ax.plot([mark.date], [0.03], marker="^", markersize=7, color=color, linestyle="none",
-                    transform=transform, zorder=5, clip_on=False,
+                    transform=transform, zorder=6 if mark.severity == "critical" else 5, clip_on=False,
                     label=once(f"{mark.severity or 'warning'} alert"))
         elif mark.kind == "repair":
             ax.plot([mark.date], [0.97], marker="D", markersize=6, color=REPAIR_COLOR, linestyle="none",

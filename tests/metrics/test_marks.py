@@ -69,6 +69,16 @@ def test_the_charts_draw_each_mark_on_its_date(traded: TradedAccount, traded_rep
         assert "repair started" in legend and "new version trades" in legend
 
 
+def test_a_critical_alert_is_drawn_above_a_warning_of_the_same_day() -> None:
+    day = pd.Timestamp("2024-09-02")
+    for order in (("critical", "warning"), ("warning", "critical")):
+        marks = [Mark(date=day, kind="alert", label=f"{s} rule", severity=s) for s in order]
+        ax = Figure().add_subplot()
+        charts._mark(ax, marks)
+        drawn = sorted(ax.lines, key=lambda line: line.get_zorder())  # the order they are painted in
+        assert drawn[-1].get_color() == charts.ALERT_COLORS["critical"], order
+
+
 def test_every_mark_is_listed_in_the_tearsheet(traded_report: Any) -> None:
     page = traded_report.html.read_text()
     summary = traded_report.markdown.read_text()
