@@ -126,6 +126,23 @@ class Stack:
         pytest.fail(f"flow run {run_id} is {run['state_type']} after {timeout_s:.0f} s; worker log:\n"
                     f"{log_tail(self.config, 'worker', 60)}")
 
+    def resume(self, run_id: str, answer: dict[str, Any], timeout_s: float = 120) -> dict[str, Any]:
+        """Answer a paused run's form as the UI does, once the form exists: Prefect sets Paused before
+        the paused flow stores its input schema, and a resume in between is refused ("Run input schema
+        not found")."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            keyset = self.flow_run(run_id)["state"]["state_details"].get("run_input_keyset") or {}
+            schema = keyset.get("schema")
+            if schema and self.api.get(f"/flow_runs/{run_id}/input/{schema}").status_code == 200:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"flow run {run_id} stored no input form within {timeout_s:.0f} s")
+            time.sleep(0.5)
+        response = self.api.post(f"/flow_runs/{run_id}/resume", json={"run_input": answer})
+        assert response.status_code < 300 and response.json().get("status") == "ACCEPT", response.text
+        return dict(response.json())
+
     def restart_worker(self) -> int:
         self.pids["worker"] = start_worker(self.config, self.env)
         record_pid(self.config.home, "worker", self.pids["worker"])

@@ -57,10 +57,6 @@ def _post(stack: Stack, url: str, body: bytes) -> Any:
     return answer
 
 
-def _resume(stack: Stack, run_id: str, answer: dict[str, Any]) -> None:
-    response = stack.api.post(f"/flow_runs/{run_id}/resume", json={"run_input": answer})
-    assert response.status_code < 300 and response.json().get("status") == "ACCEPT", response.text
-
 
 def _outcome_artifact(stack: Stack, run_id: str) -> str:
     found = stack.api.post("/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [run_id]},
@@ -87,7 +83,7 @@ def test_the_docs_webhook_example_verbatim_starts_a_repair_that_reaches_approval
     assert answer["alert_id"] == "ops-1" and answer["duplicate"] is False, answer
     run = stack.wait_for(answer["flow_run_id"], ANY_END, timeout_s=300)
     assert run["state_type"] == "PAUSED", run["state"]  # the mandate waits for a person
-    _resume(stack, run["id"], {"decision": "reject", "reason": "e2e: docs example checked"})
+    stack.resume(run["id"], {"decision": "reject", "reason": "e2e: docs example checked"})
     done_run = stack.wait_for(run["id"], timeout_s=120)
     assert (done_run["state_type"], done_run["state_name"]) == ("COMPLETED", "Rejected"), done_run["state"]
 
@@ -109,7 +105,7 @@ def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
     assert asked.status_code == 202, asked.text
     rejected = asked.json()["flow_run_id"]
     assert stack.wait_for(rejected, ANY_END, timeout_s=300)["state_type"] == "PAUSED"
-    _resume(stack, rejected, {"decision": "reject", "reason": "e2e reviewer says no"})
+    stack.resume(rejected, {"decision": "reject", "reason": "e2e reviewer says no"})
 
     ends = {name: stack.wait_for(run_id, timeout_s=300) for name, run_id in
             (("refused", refused), ("failed", failing.json()["flow_run_id"]), ("rejected", rejected))}
@@ -154,7 +150,7 @@ def test_a_paused_repair_waits_six_minutes_then_promotes_and_another_times_out_r
         time.sleep(15)
         now = stack.flow_run(run_id)
         assert now["state"]["id"] == paused["state"]["id"], now["state"]
-    _resume(stack, run_id, {"decision": "approve", "reason": "e2e: approved after six minutes"})
+    stack.resume(run_id, {"decision": "approve", "reason": "e2e: approved after six minutes"})
     done = stack.wait_for(run_id, timeout_s=600)
     assert (done["state_type"], done["state_name"]) == ("COMPLETED", "Promoted"), done["state"]
     assert "promoted v" in done["state"]["message"]

@@ -60,8 +60,7 @@ def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_rep
     assert len(_repairs_of(stack, ACCOUNT)) == 1  # each alert starts at most one repair
 
     # The reviewer rejects through the API (as the UI's form does); the run ends, and says why.
-    stack.call("POST", f"/flow_runs/{repair['id']}/resume",
-               json={"run_input": {"decision": "reject", "reason": "e2e chain reviewer says no"}})
+    stack.resume(repair["id"], {"decision": "reject", "reason": "e2e chain reviewer says no"})
     done = stack.wait_for(repair["id"], timeout_s=180)
     assert done["state_type"] in ("COMPLETED", "FAILED"), done["state"]
     outcomes = [json.loads(p.read_text()) for p in (stack.config.home / "runs").glob("repair-*/outcome.json")]

@@ -66,9 +66,7 @@ def test_loss_alert_event_triggers_repair_that_waits_for_a_person(stack: Stack, 
     assert paused["state_type"] == "PAUSED", paused["state"]
     assert f"alert:{autopsy['alert_id']}" in paused["tags"]  # the trigger sets none; the flow tags itself
 
-    answer = stack.api.post(f"/flow_runs/{run['id']}/resume",
-                            json={"run_input": {"decision": "reject", "reason": "e2e reviewer says no"}})
-    assert answer.status_code < 300, answer.text
+    stack.resume(run["id"], {"decision": "reject", "reason": "e2e reviewer says no"})
     done = stack.wait_for(run["id"], timeout_s=120)
     assert done["state_type"] == "COMPLETED", done["state"]
     outcomes = [json.loads(path.read_text()) for path in (stack.config.home / "runs").glob("repair-*/outcome.json")]
