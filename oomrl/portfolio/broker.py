@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from oomrl.market.lots import round_buy, round_sell
 from oomrl.market.rules import FrictionRules, cents_array, finite
+from oomrl.portfolio import broker_kernel
 from oomrl.portfolio.market import MarketFrames
 
 # At most this many passes shrink the buys until they fit the cash (each pass is exact; 2 suffice).
@@ -32,6 +34,7 @@ class Unfilled(IntEnum):
 
 
 REASON_NAMES = np.array([code.name.lower() for code in Unfilled])
+FEE_FIELDS = ("commission", "stamp_duty", "transfer_fee")
 
 
 @dataclass
@@ -57,9 +60,7 @@ class Execution:
     @cached_property
     def cash_delta_fen(self) -> np.ndarray:
         """Signed cash change per symbol in fen: sells bring value less fees, buys cost value plus fees."""
-        value_fen = np.rint(self.value * 100).astype(np.int64)
-        fees_fen = np.rint(self.fees * 100).astype(np.int64)
-        return np.where(self.filled < 0, value_fen - fees_fen, np.where(self.filled > 0, -value_fen - fees_fen, 0))
+        return settled_fen(self.filled, self.value, self.fees)
 
     @property
     def fees(self) -> np.ndarray:
@@ -81,18 +82,10 @@ class Execution:
         return pd.DataFrame(self.fill_columns(symbols))
 
     def fill_columns(self, symbols: pd.Index | np.ndarray) -> dict[str, np.ndarray]:
-        """The fills as column arrays (cheap to collect over many sessions); `symbols` as an Index or
-        as MarketFrames.symbol_names."""
+        """The fills as column arrays; `symbols` as an Index or as MarketFrames.symbol_names."""
         rows = np.nonzero(self.filled)[0]
-        return {
-            "date": _dates(len(rows), self.date), "symbol": _names(symbols, rows),
-            "side": np.where(self.filled[rows] > 0, "buy", "sell"),
-            "quantity": np.abs(self.filled[rows]).astype(np.int64), "price": self.price[rows],
-            "frictionless_price": self.frictionless_price[rows], "commission": self.commission[rows],
-            "stamp_duty": self.stamp_duty[rows], "transfer_fee": self.transfer_fee[rows],
-            "impact_cost": self.impact_cost[rows], "adv_participation": self.adv_participation[rows],
-            "cash_delta_fen": self.cash_delta_fen[rows],
-        }
+        cells = _fill_cells([self], np.zeros(len(rows), dtype=np.int64), rows)
+        return {"date": _dates(len(rows), self.date), "symbol": _names(symbols, rows), **cells}
 
     def orders_frame(self, symbols: pd.Index) -> pd.DataFrame:
         """One row per order: requested, filled and unfilled shares with the reason."""
@@ -101,16 +94,70 @@ class Execution:
     def order_columns(self, symbols: pd.Index | np.ndarray) -> dict[str, np.ndarray]:
         """The orders as column arrays."""
         rows = np.nonzero(self.requested)[0]
-        requested = self.requested[rows]
-        return {
-            "date": _dates(len(rows), self.date), "symbol": _names(symbols, rows),
-            "side": np.where(requested > 0, "buy", "sell"),
-            "requested": np.abs(requested).astype(np.int64),
-            "filled": np.abs(self.filled[rows]).astype(np.int64),
-            # A sell may take a little more than asked (a remainder under the minimum goes with it).
-            "unfilled": np.maximum(np.abs(requested) - np.abs(self.filled[rows]), 0).astype(np.int64),
-            "reason": REASON_NAMES[self.reason[rows]],
-        }
+        cells = _order_cells([self], np.zeros(len(rows), dtype=np.int64), rows)
+        return {"date": _dates(len(rows), self.date), "symbol": _names(symbols, rows), **cells}
+
+
+# Executions stacked at a time when tabulating a replay: bounds the memory of the (events x symbols) stacks.
+TABLE_BLOCK = 128
+
+
+def session_tables(executions: list[Execution], dates: np.ndarray, names: np.ndarray
+                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fill and order columns of many executions, in session then symbol order: what concatenating each
+    one's fill_columns / order_columns gives (empty dicts when nothing filled / was ordered), in a
+    few array operations per block of executions instead of some thirty per session."""
+    fills: list[dict[str, np.ndarray]] = []
+    orders: list[dict[str, np.ndarray]] = []
+    for begin in range(0, len(executions), TABLE_BLOCK):
+        block = executions[begin: begin + TABLE_BLOCK]
+        sessions = np.array([e.t for e in block], dtype=np.int64)
+        for table, cells, field in ((fills, _fill_cells, "filled"), (orders, _order_cells, "requested")):
+            event, rows = np.nonzero(np.stack([getattr(e, field) for e in block]))
+            if len(rows):
+                table.append({"date": dates[sessions[event]], "symbol": names[rows],
+                              **cells(block, event, rows)})
+    return tuple(  # type: ignore[return-value]
+        {k: np.concatenate([c[k] for c in table]) for k in table[0]} if table else {} for table in (fills, orders))
+
+
+def _cells(block: list[Execution], field: str, event: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Values of one Execution field at (execution, symbol) pairs."""
+    if len(block) == 1:
+        return np.asarray(getattr(block[0], field))[rows]
+    return np.stack([getattr(e, field) for e in block])[event, rows]
+
+
+def _fill_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The fill columns after date and symbol, at the filled (execution, symbol) pairs."""
+    filled = _cells(block, "filled", event, rows)
+    value, fees = _cells(block, "value", event, rows), [_cells(block, f, event, rows) for f in FEE_FIELDS]
+    columns = {"side": np.where(filled > 0, "buy", "sell"), "quantity": np.abs(filled).astype(np.int64)}
+    columns.update({f: _cells(block, f, event, rows) for f in ("price", "frictionless_price")})
+    columns.update(zip(FEE_FIELDS, fees, strict=True))
+    columns.update({f: _cells(block, f, event, rows) for f in ("impact_cost", "adv_participation")})
+    columns["cash_delta_fen"] = settled_fen(filled, value, fees[0] + fees[1] + fees[2])
+    return columns
+
+
+def _order_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The order columns after date and symbol, at the ordered (execution, symbol) pairs."""
+    requested, filled = _cells(block, "requested", event, rows), _cells(block, "filled", event, rows)
+    return {
+        "side": np.where(requested > 0, "buy", "sell"),
+        "requested": np.abs(requested).astype(np.int64),
+        "filled": np.abs(filled).astype(np.int64),
+        # A sell may take a little more than asked (a remainder under the minimum goes with it).
+        "unfilled": np.maximum(np.abs(requested) - np.abs(filled), 0).astype(np.int64),
+        "reason": REASON_NAMES[_cells(block, "reason", event, rows)],
+    }
+
+
+def settled_fen(filled: np.ndarray, value: np.ndarray, fees: np.ndarray) -> np.ndarray:
+    """Signed cash change per fill in fen: sells bring value less fees, buys cost value plus fees."""
+    value_fen = np.rint(value * 100).astype(np.int64)
+    fees_fen = np.rint(fees * 100).astype(np.int64)
+    return np.where(filled < 0, value_fen - fees_fen, np.where(filled > 0, -value_fen - fees_fen, 0))
 
 
 def _dates(count: int, day: pd.Timestamp) -> np.ndarray:
@@ -158,11 +205,17 @@ class Side:
 
 
 class PaperBroker:
-    """Fills orders on one session of a MarketFrames under its market's rules; cash never goes negative."""
+    """Fills orders on one session of a MarketFrames under its market's rules; cash never goes negative.
 
-    def __init__(self, market: MarketFrames, rules: FrictionRules) -> None:
+    `execute` runs the compiled loop of oomrl.portfolio.broker_kernel when numba is there (same
+    results to the bit), else these numpy rules; `kernel=False` forces the numpy rules.
+    """
+
+    def __init__(self, market: MarketFrames, rules: FrictionRules, kernel: bool = True) -> None:
         self.market = market
         self.rules = rules
+        self.kernel = broker_kernel.COMPILED if kernel else None
+        self._no_buys = np.zeros(len(market.symbols), dtype=np.int64)
 
     def orders_for_weights(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
                            ) -> np.ndarray:
@@ -191,6 +244,9 @@ class PaperBroker:
         m, rules = self.market, self.rules
         orders = np.asarray(orders, dtype=np.int64)
         held = np.asarray(held, dtype=np.int64)
+        if self.kernel is not None:
+            fills = self.kernel["fill_session"](orders, held, *self._kernel_inputs(t, cash_fen, bought_today))
+            return self._execution(t, orders, cash_fen, fills)
         quote = self.quote(t)
         qty = np.abs(orders)
         buys, sells = orders > 0, orders < 0
@@ -228,6 +284,35 @@ class PaperBroker:
         qty[sold], qty[bought] = sale.qty, purchase.qty
         return self._fills(t, day, quote, orders, np.where(buys, qty, -qty), reason, cash_fen,
                            ((sold, sale), (bought, purchase)))
+
+    def trade(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float, cash_fen: int
+              ) -> Execution:
+        """orders_for_weights then execute (no shares bought earlier that day): one rebalance's fills."""
+        held = np.asarray(held, dtype=np.int64)
+        if self.kernel is None:
+            return self.execute(t, self.orders_for_weights(t, weights, held, nav), held, cash_fen)
+        reference = self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
+        orders, *fills = self.kernel["trade_weights"](
+            np.asarray(weights, dtype=float), float(nav), reference, held, *self._kernel_inputs(t, cash_fen))
+        return self._execution(t, orders, cash_fen, fills)
+
+    def _kernel_inputs(self, t: int, cash_fen: int,
+                       bought_today: np.ndarray | None = None) -> tuple[Any, ...]:
+        """The compiled kernel's arguments after the orders and holdings: session t's rows and the rules."""
+        m, rules = self.market, self.rules
+        buy_tax, sell_tax = rules.tax_rates(m.days[t])
+        today = self._no_buys if bought_today is None else np.asarray(bought_today, dtype=np.int64)
+        return (today, rules.t_plus_one, int(cash_fen), m.fill_price[t], m.adv[t], m.sigma[t], m.limit_up[t],
+                m.limit_down[t], m.tradable[t], m.at_limit_up[t], m.at_limit_down[t], m.lot_minimum,
+                m.lot_step, rules.max_adv_participation, rules.impact_k, rules.half_spread,
+                rules.commission_rate, rules.commission_min, rules.transfer_fee_rate, buy_tax, sell_tax)
+
+    def _execution(self, t: int, orders: np.ndarray, cash_fen: int, fills: list[Any]) -> Execution:
+        """The Execution of the compiled kernel's results."""
+        filled, realized, value, participation, fees, impact, reason, cash_after = fills
+        m = self.market
+        return Execution(t, m.dates[t], orders, filled, realized, m.fill_price[t], value, fees[0], fees[1],
+                         fees[2], impact, participation, reason, int(cash_fen), int(cash_after))
 
     def _blocked(self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray,
                  adv: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ from oomrl.portfolio.book import (
     mark_sessions,
     no_actions,
 )
-from oomrl.portfolio.broker import Execution, PaperBroker
+from oomrl.portfolio.broker import Execution, PaperBroker, session_tables
 from oomrl.portfolio.killswitch import DEFAULT_THRESHOLD, KillSwitch
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.reward import (
@@ -94,8 +94,7 @@ def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, 
                     book.last_rebalance)
     else:
         actions = market.no_action_rows
-    orders = broker.orders_for_weights(t, weights, book.held, book.nav)
-    execution = broker.execute(t, orders, book.held, book.cash_fen)
+    execution = broker.trade(t, weights, book.held, book.nav, book.cash_fen)
     held = book.held + execution.filled
     cash = execution.cash_after_fen / 100.0
     market_value = float(market.mark_price[t] @ held.astype(float))
@@ -235,8 +234,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
                       Membership.of(membership), terminal_penalty)
     quiet_chunks: list[Columns] = []
     rows: list[dict[str, Any]] = []
-    fills: list[Columns] = []
-    orders: list[Columns] = []
+    executions: list[Execution] = []
     actions: list[Columns] = []
     start_book = Book.empty(len(market.symbols), initial_cash)
     heaviest: dict[pd.Timestamp, float] = {}
@@ -249,14 +247,14 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
             rows.append(row)
             value = book.held * market.mark_price[execution.t]
             heaviest[row["date"]] = float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
-            fills.append(execution.fill_columns(market.symbol_names))
-            orders.append(execution.order_columns(market.symbol_names))
+            executions.append(execution)
     parts = [_columns_frame(quiet_chunks, "date"), pd.DataFrame(rows, columns=NAV_COLUMNS)]
     nav = pd.concat([p for p in parts if len(p)], ignore_index=True)
     nav = nav[NAV_COLUMNS].sort_values("date", kind="mergesort").reset_index(drop=True)
     halted = nav["principal_loss"].iloc[-1] >= kill_threshold
-    fill_frame = _columns_frame(fills)
-    return ReplayResult(strategy.name, nav, fill_frame, _columns_frame(orders), initial_cash,
+    fills, orders = session_tables(executions, market.dates.values, market.symbol_names)
+    fill_frame = pd.DataFrame(fills)
+    return ReplayResult(strategy.name, nav, fill_frame, pd.DataFrame(orders), initial_cash,
                         nav["date"].iloc[-1].date() if halted else None,
                         pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
                         raw_known_share(market, fill_frame), pd.Series(heaviest, dtype=float))
@@ -266,7 +264,7 @@ def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
     """Share of fills whose raw price came from a known adjustment factor (1.0 when there are none)."""
     if not len(fills):
         return 1.0
-    rows = market.dates.get_indexer(pd.to_datetime(fills["date"]))
+    rows = market.dates.get_indexer(pd.DatetimeIndex(fills["date"]))
     cols = market.symbols.get_indexer(fills["symbol"])
     return float(market.factor_known[rows, cols].mean())
 
