@@ -37,6 +37,12 @@ class Panels(dict):  # type: ignore[type-arg]
                 raise ValueError(f"panel {name!r} is not aligned with the others")
         self.arrays = {name: frame.to_numpy() for name, frame in frames.items()}
         self.names = np.asarray(self.columns, dtype=object)
+        self.days = np.asarray(self.index.values, dtype="datetime64[ns]")  # for row searches without pandas
+        self.known_fields = not set(frames) - set(FIELDS)
+
+    def visible_rows(self, as_of: pd.Timestamp) -> int:
+        """How many rows lie on or before `as_of`."""
+        return int(np.searchsorted(self.days, as_of.to_datetime64(), side="right"))
 
 
 class MarketView:
@@ -46,16 +52,17 @@ class MarketView:
                  portfolio_value: float = 1.0, members: Iterable[str] | None = None) -> None:
         if "close" not in panels:
             raise ValueError("a MarketView needs at least a 'close' panel")
-        unknown = set(panels) - set(FIELDS)
-        if unknown:
-            raise ValueError(f"unknown panel fields {sorted(unknown)}; allowed: {FIELDS}")
+        self._shared = panels if isinstance(panels, Panels) else None
+        if self._shared is None or not self._shared.known_fields:
+            unknown = set(panels) - set(FIELDS)
+            if unknown:
+                raise ValueError(f"unknown panel fields {sorted(unknown)}; allowed: {FIELDS}")
         self._as_of = pd.Timestamp(as_of).normalize()
         # Slicing here, once, is what makes look-ahead impossible through this object.
         self._panels = dict(panels)
-        self._shared = panels if isinstance(panels, Panels) else None
         # Rows visible per panel; every accessor slices to them, so later rows are unreachable.
         if self._shared is not None:
-            self._rows = dict.fromkeys(panels, int(self._shared.index.searchsorted(self._as_of, side="right")))
+            self._rows = dict.fromkeys(panels, self._shared.visible_rows(self._as_of))
         else:
             self._rows = {name: int(frame.index.searchsorted(self._as_of, side="right"))
                           for name, frame in panels.items()}
@@ -154,6 +161,8 @@ def momentum(view: MarketView, lookback: int, skip: int = 0) -> pd.Series:
     with np.errstate(divide="ignore", invalid="ignore"):
         change = close[-1 - skip] / close[-rows] - 1.0
     finite = np.isfinite(change)
+    if finite.all():  # the symbols' own index: no filtered copy to build
+        return pd.Series(change, index=view.symbols)
     return pd.Series(change[finite], index=view.symbols[finite])
 
 

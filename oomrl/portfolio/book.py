@@ -72,9 +72,17 @@ class Costing:
     terminal_penalty: float = DEFAULT_TERMINAL_PENALTY
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    values.flags.writeable = False
+    return values
+
+
+NO_ACTIONS: Columns = {name: _read_only(np.array([], dtype=object)) for name in ACTION_COLUMNS}
+
+
 def no_actions() -> Columns:
-    """An empty corporate-action column set."""
-    return {name: np.array([], dtype=object) for name in ACTION_COLUMNS}
+    """An empty corporate-action column set (one shared, read-only)."""
+    return NO_ACTIONS
 
 
 def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing

@@ -302,16 +302,19 @@ class PaperBroker:
         m, rules = self.market, self.rules
         buy_tax, sell_tax = rules.tax_rates(m.days[t])
         today = self._no_buys if bought_today is None else np.asarray(bought_today, dtype=np.int64)
-        return (today, rules.t_plus_one, int(cash_fen), m.fill_price[t], m.adv[t], m.sigma[t], m.limit_up[t],
-                m.limit_down[t], m.tradable[t], m.at_limit_up[t], m.at_limit_down[t], m.lot_minimum,
-                m.lot_step, rules.max_adv_participation, rules.impact_k, rules.half_spread,
-                rules.commission_rate, rules.commission_min, rules.transfer_fee_rate, buy_tax, sell_tax)
+        rows = (m.fill_price[t], m.adv[t], m.sigma[t], m.limit_up[t], m.limit_down[t], m.tradable[t],
+                m.at_limit_up[t], m.at_limit_down[t])
+        # Contiguous rows: the one argument layout the kernel is compiled for (and loaded with at import).
+        return (today, bool(rules.t_plus_one), int(cash_fen), *(np.ascontiguousarray(row) for row in rows),
+                m.lot_minimum, m.lot_step, *(float(x) for x in (
+                    rules.max_adv_participation, rules.impact_k, rules.half_spread, rules.commission_rate,
+                    rules.commission_min, rules.transfer_fee_rate, buy_tax, sell_tax)))
 
     def _execution(self, t: int, orders: np.ndarray, cash_fen: int, fills: list[Any]) -> Execution:
         """The Execution of the compiled kernel's results."""
         filled, realized, value, participation, fees, impact, reason, cash_after = fills
         m = self.market
-        return Execution(t, m.dates[t], orders, filled, realized, m.fill_price[t], value, fees[0], fees[1],
+        return Execution(t, m.stamps[t], orders, filled, realized, m.fill_price[t], value, fees[0], fees[1],
                          fees[2], impact, participation, reason, int(cash_fen), int(cash_after))
 
     def _blocked(self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray,

@@ -291,8 +291,21 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
                 namespace[function.__name__] = numba.njit(cache=cache, inline=inline)(clone)
         except RuntimeError:
             continue
-        return {name: namespace[name] for name in ("fill_session", "trade_weights")}
+        kernels = {name: namespace[name] for name in ("fill_session", "trade_weights")}
+        _load(kernels)
+        return kernels
     return None
+
+
+def _load(kernels: dict[str, Callable[..., Any]]) -> None:
+    """Call each kernel once on one symbol, so its machine code is loaded (or compiled, the first time
+    on a machine) when this module is imported rather than inside the first replay. The argument types
+    are the ones PaperBroker passes (C-contiguous rows), so no replay compiles a second version."""
+    prices, shares, flags = np.ones(1), np.ones(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
+    rules = (0.1, 1.0, 0.0005, 0.00025, 5.0, 0.00001, 0.0, 0.0005)
+    session = (prices, prices, prices, prices, prices, flags, flags, flags, shares, shares, *rules)
+    kernels["fill_session"](shares, shares, shares, True, 0, *session)
+    kernels["trade_weights"](prices, 1.0, prices, shares, shares, True, 0, *session)
 
 
 COMPILED = _compile()

@@ -144,6 +144,11 @@ class MarketFrames:
         return list(self.dates.date)
 
     @cached_property
+    def stamps(self) -> list[pd.Timestamp]:
+        """The session dates as Timestamps (boxed once, not on every `dates[t]`)."""
+        return list(self.dates)
+
+    @cached_property
     def positions(self) -> dict[str, int]:
         """Column of each symbol."""
         return {symbol: i for i, symbol in enumerate(self.symbols)}

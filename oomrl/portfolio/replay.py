@@ -58,7 +58,7 @@ __all__ = [
 def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: int, book: Book,
            view_class: type = MarketView, membership: Membership | None = None) -> np.ndarray:
     """Target weights for session t from data up to session t-1 (the decision date)."""
-    as_of = market.dates[t - 1]
+    as_of = market.stamps[t - 1]
     members = membership.on(as_of) if membership is not None else None
     extra = {} if members is None else {"members": members}
     view = view_class(market.panels, as_of, portfolio_value=book.nav, **extra)
@@ -86,7 +86,7 @@ def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, 
     Returns the execution, the NAV row, the new book and the session's corporate actions.
     """
     market = broker.market
-    day = market.dates[t]
+    day = market.stamps[t]
     if market.has_action[t]:
         done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
         actions = done.rows(day, market.symbols, book.held)
@@ -190,7 +190,9 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
                 return
         weights = decide(strategy, params, market, t, book, costing.view_class, costing.membership)
         execution, row, book, traded_actions = trade_session(broker, t, weights, book, costing)
-        yield quiet, row, execution, book, concat_columns([actions, traded_actions])
+        quiet_traded = actions if not len(actions["symbol"]) and not len(traded_actions["symbol"]) \
+            else concat_columns([actions, traded_actions])  # (a replay keeps only non-empty action sets)
+        yield quiet, row, execution, book, quiet_traded
         if costing.kill.trips(row["principal_loss"]):
             return
         marked_from = t + 1
