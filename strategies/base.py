@@ -45,6 +45,17 @@ class Panels(dict):  # type: ignore[type-arg]
         return int(np.searchsorted(self.days, as_of.to_datetime64(), side="right"))
 
 
+DAY_NS = 86_400_000_000_000
+
+
+def _midnight(day: date | pd.Timestamp) -> pd.Timestamp:
+    """pd.Timestamp(day).normalize(), without the call when `day` is already a naive midnight Timestamp."""
+    stamp = pd.Timestamp(day)
+    if stamp.tz is None and stamp.unit == "ns" and stamp.value % DAY_NS == 0:
+        return stamp
+    return stamp.normalize()
+
+
 class MarketView:
     """Daily panels (date x symbol) cut at `as_of`: rows after the decision date are never stored."""
 
@@ -57,7 +68,7 @@ class MarketView:
             unknown = set(panels) - set(FIELDS)
             if unknown:
                 raise ValueError(f"unknown panel fields {sorted(unknown)}; allowed: {FIELDS}")
-        self._as_of = pd.Timestamp(as_of).normalize()
+        self._as_of = _midnight(as_of)
         # Slicing here, once, is what makes look-ahead impossible through this object.
         self._panels = dict(panels)
         # Rows visible per panel; every accessor slices to them, so later rows are unreachable.
@@ -181,7 +192,18 @@ def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list
     kept = ~np.isnan(values)
     if not kept.all():
         labels, values = [s for s, keep in zip(labels, kept, strict=True) if keep], values[kept]
-    return [labels[i] for i in np.argsort(-values, kind="stable")[:k]]
+    return [labels[i] for i in _largest(values, k)]
+
+
+def _largest(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest values, largest first, ties in position order: the first k of a
+    stable argsort of -values, sorting only the values that can be among them."""
+    negated = -values
+    if not 0 < k < len(values):
+        return np.argsort(negated, kind="stable")[:k]
+    cut = np.partition(negated, k - 1)[k - 1]  # the k-th largest value: nothing below it is a pick
+    candidates = np.flatnonzero(negated <= cut)
+    return candidates[np.argsort(negated[candidates], kind="stable")[:k]]
 
 
 def equal_weights(symbols: list[str], gross: float) -> dict[str, float]:

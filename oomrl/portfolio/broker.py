@@ -216,6 +216,9 @@ class PaperBroker:
         self.rules = rules
         self.kernel = broker_kernel.COMPILED if kernel else None
         self._no_buys = np.zeros(len(market.symbols), dtype=np.int64)
+        self._rule_rates = tuple(float(x) for x in (
+            rules.max_adv_participation, rules.impact_k, rules.half_spread, rules.commission_rate,
+            rules.commission_min, rules.transfer_fee_rate))
 
     def orders_for_weights(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
                            ) -> np.ndarray:
@@ -306,9 +309,7 @@ class PaperBroker:
                 m.at_limit_up[t], m.at_limit_down[t])
         # Contiguous rows: the one argument layout the kernel is compiled for (and loaded with at import).
         return (today, bool(rules.t_plus_one), int(cash_fen), *(np.ascontiguousarray(row) for row in rows),
-                m.lot_minimum, m.lot_step, *(float(x) for x in (
-                    rules.max_adv_participation, rules.impact_k, rules.half_spread, rules.commission_rate,
-                    rules.commission_min, rules.transfer_fee_rate, buy_tax, sell_tax)))
+                m.lot_minimum, m.lot_step, *self._rule_rates, float(buy_tax), float(sell_tax))
 
     def _execution(self, t: int, orders: np.ndarray, cash_fen: int, fills: list[Any]) -> Execution:
         """The Execution of the compiled kernel's results."""

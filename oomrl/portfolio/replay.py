@@ -75,7 +75,7 @@ def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: 
         unknown = [s for s, p in zip(targets, positions, strict=True) if p < 0]
         raise OomrlError(f"strategy {strategy.name} targets symbols without market data: {unknown[:5]}")
     weights = np.zeros(len(market.symbols))
-    weights[positions] = list(targets.values())
+    weights[positions] = np.fromiter(targets.values(), dtype=float, count=len(targets))
     return weights
 
 

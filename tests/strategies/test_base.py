@@ -7,6 +7,8 @@ from datetime import date
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strategies.base import (
     MarketView,
@@ -174,6 +176,17 @@ def test_top_k_picks_as_the_pandas_sort_does_with_ties_and_gaps() -> None:
     expected = scores.reindex(among).dropna().sort_values(ascending=False, kind="stable").index[:3].tolist()
     assert top_k(scores, 3, among=among) == expected == ["C", "D", "A"]
     assert top_k(scores.iloc[:0], 2) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 0.1, 0.2, -0.1, np.nan, np.inf, -np.inf]) | st.floats(-1, 1),
+                       max_size=60),
+       k=st.integers(0, 70))
+def test_top_k_equals_the_stable_pandas_sort_for_any_size_and_ties(values: list[float], k: int) -> None:
+    # top_k sorts only the values that can be picked (a partition first); the picks must not change.
+    scores = pd.Series(values, index=[f"S{i:02d}" for i in range(len(values))], dtype=float)
+    expected = scores.dropna().sort_values(ascending=False, kind="stable").index[:k].tolist()
+    assert top_k(scores, k) == expected
 
 
 def test_a_view_over_aligned_panels_matches_one_over_plain_frames() -> None:
