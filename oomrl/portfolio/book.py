@@ -93,27 +93,31 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     changes its share count (oomrl.portfolio.actions), so the book follows adjusted returns.
     """
     count = max(stop - first, 0)
-    held, cash = book.held.copy(), int(book.cash_fen)
+    held, cash = book.held, int(book.cash_fen)
     prices = market.mark_price[first:stop]
     events: np.ndarray | list[int] = []
     if count and market.has_action[first:stop].any():
         ratio = market.action_ratio[first:stop]
-        events = np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1))
-    market_value = np.zeros(count)
-    cash_fen = np.zeros(count, dtype=np.int64)
+        events = [e for e in np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1)) if first + e >= 1]
     actions: list[Columns] = []
-    begin = 0
-    for event in [*(e for e in events if first + e >= 1), count]:
-        market_value[begin:event] = prices[begin:event] @ held.astype(float)
-        cash_fen[begin:event] = cash
-        if event == count:
-            break
-        t = first + int(event)
-        done = apply_actions(held, market.action_ratio[t], market.last_close[t - 1])
-        actions.append(done.rows(market.dates[t], market.symbols, held))
-        held, cash, begin = done.held, cash + int(done.cash_fen.sum()), int(event)
+    if not events:  # the common case: one book over the whole stretch
+        market_value = prices @ held.astype(float)
+        cash_fen = np.full(count, cash, dtype=np.int64)
+    else:
+        market_value, cash_fen = np.zeros(count), np.zeros(count, dtype=np.int64)
+        begin = 0
+        for event in [*events, count]:
+            market_value[begin:event] = prices[begin:event] @ held.astype(float)
+            cash_fen[begin:event] = cash
+            if event == count:
+                break
+            t = first + int(event)
+            done = apply_actions(held, market.action_ratio[t], market.last_close[t - 1])
+            actions.append(done.rows(market.dates[t], market.symbols, held))
+            held, cash, begin = done.held, cash + int(done.cash_fen.sum()), int(event)
     nav = cash_fen / 100.0 + market_value
-    previous = np.concatenate([[book.nav], nav[:-1]])
+    previous = np.empty(count)
+    previous[:1], previous[1:] = book.nav, nav[:-1]
     realized = nav / previous - 1.0
     loss = 1.0 - nav / book.initial
     zeros = np.zeros(count)
