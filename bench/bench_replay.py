@@ -70,7 +70,7 @@ def numpy_floor(close: pd.DataFrame, weights: pd.DataFrame) -> float:
 
 
 def run_oomrl(close: pd.DataFrame, days: list[int], k: int, friction: bool) -> float:
-    """The replay engine on the same signal: full A-share friction, or friction cut to the flat fee."""
+    """Seconds of one replay on the same signal: full A-share friction, or friction cut to the flat fee."""
     from oomrl.market.rules import AShareRules, FillPrice
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.replay import replay
@@ -227,6 +227,10 @@ def main() -> None:
     if args.peer:
         print(json.dumps(run_peer(args.peer, args.n[0])))
         return
+    start = time.perf_counter()
+    import oomrl.portfolio.service  # noqa: F401  # loads numba and the compiled broker kernel
+    print(f"imports of the replay path (numba and the compiled kernel's load included, outside every time "
+          f"below): {time.perf_counter() - start:.2f} s")
     if args.sample:
         with tempfile.TemporaryDirectory() as scratch:
             home = args.sample_home or Path(scratch)
@@ -238,12 +242,13 @@ def main() -> None:
     for n in args.n:
         close, days, k = workload(n)
         floor = numpy_floor(close, targets(close, days, k))
-        full = run_oomrl(close, days, k, friction=True)
-        flat = run_oomrl(close, days, k, friction=False)
+        # First and second run in this process, as vectorbt's first and warm runs below.
+        first_full, full = (run_oomrl(close, days, k, friction=True) for _ in range(2))
+        first_flat, flat = (run_oomrl(close, days, k, friction=False) for _ in range(2))
         print(f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}")
         print(f"  numpy frictionless floor      {floor:8.3f} s")
-        print(f"  oomrl full A-share friction   {full:8.3f} s")
-        print(f"  oomrl flat fee (like-for-like){flat:8.3f} s")
+        print(f"  oomrl full A-share friction   {full:8.3f} s (first run {first_full:.3f} s)")
+        print(f"  oomrl flat fee (like-for-like){flat:8.3f} s (first run {first_flat:.3f} s)")
         for name in args.peers:
             if name == "backtrader" and n > 1000 and not args.all_peers:
                 print(f"  {name:<30}skipped at N={n} (--all-peers to run it)")
@@ -253,8 +258,9 @@ def main() -> None:
                 print(f"  {name:<30}{result['status']}")
                 continue
             extra = f" (first run {result['first_run']:.3f} s)" if "first_run" in result else ""
+            firsts = f"  first/first {result['first_run'] / first_full:6.2f}" if "first_run" in result else ""
             print(f"  {name:<30}{result['seconds']:8.3f} s{extra}  ratio peer/oomrl-flat "
-                  f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}")
+                  f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}{firsts}")
 
 
 if __name__ == "__main__":

@@ -160,3 +160,25 @@ def test_the_kernel_can_be_switched_off_and_survives_a_missing_numba(monkeypatch
     monkeypatch.delenv("OOMRL_BROKER_KERNEL")
     monkeypatch.setitem(__import__("sys").modules, "numba", None)  # `import numba` raises ImportError
     assert broker_kernel._compile() is None
+
+
+@pytest.mark.slow
+def test_without_a_writable_cache_directory_the_kernel_compiles_in_the_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    numba = pytest.importorskip("numba")
+    real = numba.njit
+
+    def no_cache_dir(*args: object, **kwargs: object) -> object:
+        if kwargs.get("cache"):  # what numba raises when no cache locator can write
+            raise RuntimeError("cannot cache function: no locator available for file")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(numba, "njit", no_cache_dir)
+    kernels = broker_kernel._compile()
+    assert kernels is not None and set(kernels) == {"fill_session", "trade_weights"}
+    market = hostile_market(2)
+    compiled, reference = PaperBroker(market, AShareRules()), PaperBroker(market, AShareRules(), kernel=False)
+    compiled.kernel = kernels
+    orders = np.array([300, -200, 100, 250, 0, 100], dtype=np.int64)
+    held = np.array([0, 500, 0, 0, 100, 0], dtype=np.int64)
+    assert_same(compiled.execute(40, orders, held, 10**8), reference.execute(40, orders, held, 10**8))
