@@ -30,6 +30,7 @@ from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
+from oomrl.periods import period_key
 from oomrl.portfolio.loader import load_strategy
 from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.replay import ReplayResult, replay_setup
@@ -129,18 +130,6 @@ class CrossValidation(BaseModel):
         path = Path(run_dir) / "cross_validation.md"
         path.write_text(self.decision_markdown(), encoding="utf-8")
         return path
-
-
-def period_key(day: pd.Timestamp, rebalance: str) -> tuple[int, int] | pd.Timestamp:
-    """The period a trading day belongs to under a rebalance frequency."""
-    year, week, _ = day.isocalendar()
-    if rebalance == "weekly":
-        return int(year), int(week)
-    if rebalance == "biweekly":
-        return int(year), (int(week) - 1) // 2
-    if rebalance == "monthly":
-        return day.year, day.month
-    return day
 
 
 def measure(result: ReplayResult, label: str, sha: str, benchmark: pd.Series, rebalance: str,

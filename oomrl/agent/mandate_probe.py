@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from oomrl.crossval import period_key
+# From oomrl.periods, not crossval: this plugin runs inside workspace tests and must not load the replay engine.
+from oomrl.periods import period_key
 
 CONFIG: dict[str, Any] = json.loads(os.environ.get("OOMRL_MANDATE_PROBE", "{}"))
 FOUND: dict[str, list[str]] = {}
