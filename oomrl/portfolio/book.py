@@ -95,10 +95,10 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     count = max(stop - first, 0)
     held, cash = book.held, int(book.cash_fen)
     prices = market.mark_price[first:stop]
-    events: np.ndarray | list[int] = []
+    events: list[int] = []
     if count and market.has_action[first:stop].any():
         ratio = market.action_ratio[first:stop]
-        events = [e for e in np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1)) if first + e >= 1]
+        events = [int(e) for e in np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1)) if first + e >= 1]
     actions: list[Columns] = []
     if not events:  # the common case: one book over the whole stretch
         market_value = prices @ held.astype(float)
