@@ -143,6 +143,7 @@ def test_the_numpy_broker_replays_the_sample_exactly_as_the_compiled_kernel(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     if broker_kernel.COMPILED is None:
         pytest.skip("numba is not installed: only the numpy broker runs")
+    kernels = broker_kernel.COMPILED
     market, membership = sample_market()
     settings_ = Settings(home=tmp_path, kill_threshold=1.0)
     setup = rebalance_setup(registry.get("daily_momentum"), "kernel", settings_, membership)
@@ -152,6 +153,9 @@ def test_the_numpy_broker_replays_the_sample_exactly_as_the_compiled_kernel(
     for name in ("nav", "fills", "orders", "actions"):
         pd.testing.assert_frame_equal(getattr(compiled, name), getattr(numpy_only, name), check_exact=True)
     assert len(compiled.fills) > 1_000
+    # The broker passes the argument layout the kernels were loaded with at import: nothing compiled
+    # a second version inside the replay.
+    assert {name: len(kernel.signatures) for name, kernel in kernels.items()} == {"fill_session": 1, "trade_weights": 1}
 
 
 def test_the_kernel_can_be_switched_off_and_survives_a_missing_numba(monkeypatch: pytest.MonkeyPatch) -> None:
