@@ -245,8 +245,8 @@ class PaperBroker:
                 bought_today: np.ndarray | None = None) -> Execution:
         """Fill signed share `orders` on session t: sells first, then buys within the cash."""
         m, rules = self.market, self.rules
-        orders = np.asarray(orders, dtype=np.int64)
-        held = np.asarray(held, dtype=np.int64)
+        orders = np.ascontiguousarray(orders, dtype=np.int64)
+        held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is not None:
             fills = self.kernel["fill_session"](orders, held, *self._kernel_inputs(t, cash_fen, bought_today))
             return self._execution(t, orders, cash_fen, fills)
@@ -291,12 +291,13 @@ class PaperBroker:
     def trade(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float, cash_fen: int
               ) -> Execution:
         """orders_for_weights then execute (no shares bought earlier that day): one rebalance's fills."""
-        held = np.asarray(held, dtype=np.int64)
+        held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is None:
             return self.execute(t, self.orders_for_weights(t, weights, held, nav), held, cash_fen)
-        reference = self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
+        reference = self._kernel_arrays[-1][t - 1] if t > 0 else self._kernel_arrays[0][t]
         orders, *fills = self.kernel["trade_weights"](
-            np.asarray(weights, dtype=float), float(nav), reference, held, *self._kernel_inputs(t, cash_fen))
+            np.ascontiguousarray(weights, dtype=float), float(nav), reference, held,
+            *self._kernel_inputs(t, cash_fen))
         return self._execution(t, orders, cash_fen, fills)
 
     def _kernel_inputs(self, t: int, cash_fen: int,
@@ -304,12 +305,20 @@ class PaperBroker:
         """The compiled kernel's arguments after the orders and holdings: session t's rows and the rules."""
         m, rules = self.market, self.rules
         buy_tax, sell_tax = rules.tax_rates(m.days[t])
-        today = self._no_buys if bought_today is None else np.asarray(bought_today, dtype=np.int64)
-        rows = (m.fill_price[t], m.adv[t], m.sigma[t], m.limit_up[t], m.limit_down[t], m.tradable[t],
-                m.at_limit_up[t], m.at_limit_down[t])
-        # Contiguous rows: the one argument layout the kernel is compiled for (and loaded with at import).
-        return (today, bool(rules.t_plus_one), int(cash_fen), *(np.ascontiguousarray(row) for row in rows),
-                m.lot_minimum, m.lot_step, *self._rule_rates, float(buy_tax), float(sell_tax))
+        today = self._no_buys if bought_today is None else np.ascontiguousarray(bought_today, dtype=np.int64)
+        *sessions, minimum, step, _ = self._kernel_arrays
+        return (today, bool(rules.t_plus_one), int(cash_fen), *(values[t] for values in sessions), minimum, step,
+                *self._rule_rates, float(buy_tax), float(sell_tax))
+
+    @cached_property
+    def _kernel_arrays(self) -> list[np.ndarray]:
+        """The market's arrays the kernels read, as writable C-ordered arrays (copies of pandas'
+        column-major results and of read-only broadcasts): each session is then a contiguous row,
+        the one argument layout the kernels are compiled for and loaded with at import."""
+        m = self.market
+        return [np.require(values, requirements=("C", "W")) for values in (
+            m.fill_price, m.adv, m.sigma, m.limit_up, m.limit_down, m.tradable, m.at_limit_up, m.at_limit_down,
+            m.lot_minimum, m.lot_step, m.last_close)]
 
     def _execution(self, t: int, orders: np.ndarray, cash_fen: int, fills: list[Any]) -> Execution:
         """The Execution of the compiled kernel's results."""
