@@ -14,9 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
+from typing import Literal
 
 import numpy as np
 import pandas as pd
+from pandas.api.indexers import BaseIndexer
 
 from oomrl.data.schema import from_yyyymmdd
 from oomrl.errors import DataValidationError
@@ -47,9 +49,19 @@ def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return panels
 
 
-def to_tick(prices: np.ndarray, tick: float) -> np.ndarray:
-    """Round prices to the market's tick (half away from zero, as prices are positive)."""
-    return np.floor(np.asarray(prices, dtype=float) / tick + 0.5 + 1e-9) * tick
+def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -> np.ndarray:
+    """Round prices (divided by `factor` first, when given) to the market's tick (half away from zero, as prices are positive)."""
+    values = np.asarray(prices, dtype=float)
+    # floor(values / factor / tick + 0.5 + 1e-9) * tick, step by step in one new array: the same
+    # float operations in the same order, without a temporary array per step.
+    out = np.asarray(values / tick if factor is None else values / factor)
+    if factor is not None:
+        out /= tick
+    out += 0.5
+    out += 1e-9
+    np.floor(out, out=out)
+    out *= tick
+    return out
 
 
 @dataclass
@@ -81,29 +93,20 @@ class MarketFrames:
         """Align the panels and precompute every per-cell quantity the broker and replay use."""
         if "close" not in panels:
             raise DataValidationError("market panels need a 'close' panel")
-        close_df = panels["close"].sort_index()
-        dates, symbols = pd.DatetimeIndex(close_df.index), close_df.columns
+        dates, symbols = _axes(panels["close"])
         # reindex copies already: no second copy for panels that are float
         aligned = {f: p.reindex(index=dates, columns=symbols).astype(float, copy=False) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
         if np.any(adjusted[np.isfinite(adjusted)] <= 0):
             raise DataValidationError("close prices must be positive")
-        shape = adjusted.shape
-        if "factor" in aligned:
-            factor_df = aligned["factor"]
-            if np.any(factor_df.to_numpy()[np.isfinite(factor_df.to_numpy())] <= 0):
-                raise DataValidationError("adjustment factors must be positive")
-            factor = factor_df.bfill().ffill().fillna(1.0).to_numpy()
-            factor_known = np.isfinite(factor_df.to_numpy())
-        else:  # no factor at all: raw = adjusted (what filling an all-NaN factor with 1.0 gives)
-            factor, factor_known = np.ones(shape), np.zeros(shape, dtype=bool)
-        raw: dict[str, np.ndarray] = {f: to_tick(aligned[f].to_numpy() / factor, rules.tick)
-               for f in ("open", "high", "low", "close") if f in aligned}
-        volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(shape, np.nan)
+        factor, factor_known = _factors(aligned.get("factor"), adjusted.shape)
+        raw: dict[str, np.ndarray] = {f: to_tick(aligned[f].to_numpy(), rules.tick, factor)
+                                      for f in ("open", "high", "low", "close") if f in aligned}
+        volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
         close = raw["close"]
         tradable = np.isfinite(close) & ~(np.isfinite(volume) & (volume <= 0))
-        last_close = pd.DataFrame(close).ffill().to_numpy()
-        adjusted_last = aligned["close"].ffill()
+        last_close = _ffill(close, copy=True)
+        adjusted_last = _ffill(adjusted)
         fill = _fill_prices(raw, aligned, rules.fill_price)
         try:
             minimum, step = rules.lot_rules(list(symbols))
@@ -112,20 +115,17 @@ class MarketFrames:
                                       f"{type(rules).__name__}: {exc}") from exc
         up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
                                            limit_pct, dates, symbols)
-        traded_value = pd.DataFrame(close * volume, dates, symbols)
+        traded_value = close * volume
         if "amount" in aligned:
-            traded_value = aligned["amount"].fillna(traded_value)
+            amount = aligned["amount"].to_numpy()
+            traded_value = np.where(np.isnan(amount), traded_value, amount)  # DataFrame.fillna
         window = rules.adv_window
-        adv = traded_value.rolling(window, min_periods=min(5, window)).mean().shift(1).to_numpy()
-        returns = adjusted_last.pct_change(fill_method=None)
-        sigma = returns.rolling(rules.sigma_window, min_periods=2).std().shift(1).to_numpy()
-        ratio = np.ones_like(factor)
-        ratio[1:] = factor[1:] / factor[:-1]
-        ratio[np.abs(ratio - 1.0) < NO_ACTION] = 1.0
+        adv = rolling_by_column(traded_value, window, min(5, window), "mean")
+        sigma = rolling_by_column(_returns(adjusted_last), rules.sigma_window, 2, "std")
         strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
         return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
-                   at_up & rules.price_limits, at_down & rules.price_limits, adv, sigma, ratio,
-                   factor_known, minimum, step)
+                   at_up, at_down, adv, sigma, _action_ratio(factor, adjusted.shape), factor_known,
+                   minimum, step)
 
     # Read once per replay, so the loop over events touches arrays and lists, not pandas objects.
     @cached_property
@@ -200,19 +200,45 @@ def _fill_prices(raw: Mapping[str, np.ndarray], aligned: Mapping[str, pd.DataFra
     return typical
 
 
-def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: pd.DataFrame, factor: np.ndarray,
+def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, factor: np.ndarray | None,
             fill: np.ndarray, rules: FrictionRules, st_symbols: Iterable[str],
             override: Mapping[str, float] | None, dates: pd.DatetimeIndex, symbols: pd.Index
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Raw limit prices from the exchange's reference price, and whether the fill sits at a limit."""
-    shape = factor.shape
+    shape = fill.shape
     if not rules.price_limits:
         return (np.full(shape, np.inf), np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool))
-    previous = adjusted_last.shift(1).to_numpy()
-    given = aligned["prev_close_raw"].to_numpy() if "prev_close_raw" in aligned else previous
-    reference_adjusted = np.where(np.isfinite(given) & (given > 0), given, previous)
+    previous = _shifted(adjusted_last)
+    reference_adjusted = previous
+    if "prev_close_raw" in aligned:
+        given = aligned["prev_close_raw"].to_numpy()
+        reference_adjusted = np.where(np.isfinite(given) & (given > 0), given, previous)
     # The exchange's reference on an ex-date is the ex-rights price: the adjusted previous close / today's factor.
-    reference = to_tick(reference_adjusted / factor, 0.01)
+    reference = to_tick(reference_adjusted, 0.01, factor)
+    fraction = _fractions(aligned, rules, st_symbols, override, dates, symbols)
+    known = np.isfinite(reference)
+    ref_fen = np.rint(np.multiply(reference, 100, out=reference), out=reference)
+    ref_fen[~known] = 0
+    # Cells with an unknown reference keep their fraction here (main passed NaN): `limited` masks them below.
+    down_fen, up_fen = limits.limit_prices_fen(ref_fen.astype(np.int64), fraction)
+    limited = known & np.isfinite(fraction)
+    up = np.divide(up_fen, 100.0)
+    np.copyto(up, np.inf, where=~limited)
+    down = np.divide(down_fen, 100.0)
+    np.copyto(down, 0.0, where=~limited)
+    fill_fen = np.nan_to_num(fill, nan=-1.0)
+    fill_fen = np.rint(np.multiply(fill_fen, 100, out=fill_fen), out=fill_fen)
+    return up, down, limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)
+
+
+def _fractions(aligned: Mapping[str, pd.DataFrame], rules: FrictionRules, st_symbols: Iterable[str],
+               override: Mapping[str, float] | None, dates: pd.DatetimeIndex, symbols: pd.Index) -> np.ndarray:
+    """Limit fractions, (T x N) or (1 x N) when `override` gives every column's: the rules', overridden per symbol."""
+    columns = [i for i, symbol in enumerate(symbols) if symbol in override] if override is not None else []
+    values = [float(override[symbols[i]]) for i in columns] if override is not None else []
+    if len(columns) == len(symbols):  # every rule-set fraction would be overwritten: skip computing them
+        return np.array(values, dtype=float).reshape(1, len(symbols))
+    shape = (len(dates), len(symbols))
     st = np.nan_to_num(aligned["st"].to_numpy(), nan=0.0) > 0 if "st" in aligned else np.zeros(shape, bool)
     st |= np.isin(np.asarray(symbols, dtype=object), list(st_symbols))[None, :]
     list_dates = from_yyyymmdd(aligned["list_date"].to_numpy()) if "list_date" in aligned \
@@ -221,14 +247,95 @@ def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: pd.DataFrame, fa
     listing = calendar.session_numbers(grid, list_dates) if isinstance(rules, AShareRules) \
         else np.full(shape, np.nan)
     fraction = rules.limit_fractions(list(symbols), dates.values, st, listing, list_dates)
-    if override is not None:
-        columns = [i for i, symbol in enumerate(symbols) if symbol in override]
-        fraction[:, columns] = [float(override[symbols[i]]) for i in columns]
-    known = np.isfinite(reference)
-    ref_fen = np.where(known, np.rint(np.nan_to_num(reference) * 100), 0).astype(np.int64)
-    down_fen, up_fen = limits.limit_prices_fen(ref_fen, np.where(known, fraction, np.nan))
-    limited = known & np.isfinite(fraction)
-    up = np.where(limited, up_fen / 100.0, np.inf)
-    down = np.where(limited, down_fen / 100.0, 0.0)
-    fill_fen = np.rint(np.nan_to_num(fill, nan=-1.0) * 100)
-    return up, down, limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)
+    fraction[:, columns] = values
+    return fraction
+
+
+def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
+    """Sorted session dates and the symbols of the close panel (sorting a copy only when out of order)."""
+    if not close.index.is_monotonic_increasing:
+        close = close.sort_index()
+    return pd.DatetimeIndex(close.index), close.columns
+
+
+def _factors(factor_df: pd.DataFrame | None, shape: tuple[int, ...]) -> tuple[np.ndarray | None, np.ndarray]:
+    """Adjustment factor per cell, each unknown one the nearest known of its symbol, else 1 (None: no factor
+    panel, raw = adjusted); and where the factor is known."""
+    if factor_df is None:
+        return None, np.zeros(shape, dtype=bool)
+    values = factor_df.to_numpy()
+    known = np.isfinite(values)
+    if np.any(values[known] <= 0):
+        raise DataValidationError("adjustment factors must be positive")
+    if known.all():
+        return values, known
+    return factor_df.bfill().ffill().fillna(1.0).to_numpy(), known
+
+
+def _ffill(values: np.ndarray, copy: bool = False) -> np.ndarray:
+    """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when none is NaN
+    and not `copy`."""
+    if np.isnan(values).any():
+        return pd.DataFrame(values).ffill().to_numpy()
+    return values.copy() if copy else values
+
+
+def _shifted(values: np.ndarray) -> np.ndarray:
+    """Each row replaced by the one before (NaN on the first): DataFrame.shift(1)."""
+    out = np.empty_like(values)
+    out[:1] = np.nan
+    out[1:] = values[:-1]
+    return out
+
+
+def _returns(prices: np.ndarray) -> np.ndarray:
+    """prices[t] / prices[t-1] - 1, NaN on the first row: pct_change(fill_method=None)."""
+    out = np.empty_like(prices)
+    out[:1] = np.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.divide(prices[1:], prices[:-1], out=out[1:])
+    out[1:] -= 1
+    return out
+
+
+def _action_ratio(factor: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
+    """factor[t] / factor[t-1], set to exactly 1 where the step is float noise; all 1 without a factor."""
+    ratio = np.ones(shape)
+    if factor is not None:
+        ratio[1:] = factor[1:] / factor[:-1]
+        ratio[np.abs(ratio - 1.0) < NO_ACTION] = 1.0
+    return ratio
+
+
+class ColumnWindows(BaseIndexer):
+    """Trailing windows of `window_size` rows over a (T x N) panel flattened column by column (column-major);
+    a window never reaches back into the previous column."""
+
+    def __init__(self, rows: int, window_size: int) -> None:
+        super().__init__(window_size=window_size)
+        self.rows = rows
+
+    def get_window_bounds(self, num_values: int = 0, min_periods: int | None = None, center: bool | None = None,
+                          closed: str | None = None, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """[start, end) of the window ending at each flat position."""
+        end = np.arange(1, num_values + 1, dtype=np.int64)
+        column_start = np.repeat(np.arange(0, num_values, max(self.rows, 1), dtype=np.int64), self.rows)
+        return np.maximum(end - self.window_size, column_start[:num_values]), end
+
+
+def rolling_by_column(values: np.ndarray, window: int, min_periods: int, statistic: Literal["mean", "std"]
+                      ) -> np.ndarray:
+    """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit, in one pandas call.
+
+    pandas runs its rolling kernels column by column, with a Python round trip per column. Here the
+    columns are laid end to end in one Series and `ColumnWindows` keeps each window inside its column:
+    the kernels reset their running sums whenever a window starts at or after the previous window's
+    end (the first window of each column), so every column gets the same arithmetic as on its own.
+    """
+    rows, columns = values.shape
+    rolling = pd.Series(np.ravel(values, order="F")).rolling(ColumnWindows(rows, window), min_periods=min_periods)
+    result = (rolling.mean() if statistic == "mean" else rolling.std()).to_numpy().reshape(columns, rows).T
+    shifted = np.empty((rows, columns), order="F")  # the layout pandas gives: each column contiguous
+    shifted[:1] = np.nan
+    shifted[1:] = result[:-1]
+    return shifted
