@@ -102,7 +102,12 @@ def limit_prices_fen(reference_fen: np.ndarray, fraction: np.ndarray
     ref = np.asarray(reference_fen, dtype=np.int64)
     frac = np.asarray(fraction, dtype=float)
     bp = np.rint(np.nan_to_num(frac, nan=0.0) * 10_000).astype(np.int64)
-    up = (ref * (10_000 + bp) + 5_000) // 10_000
-    down = (ref * (10_000 - bp) + 5_000) // 10_000
+    # (ref * (10_000 -/+ bp) + 5_000) // 10_000, in place on one array each
+    up, down = np.asarray(ref * (10_000 + bp)), np.asarray(ref * (10_000 - bp))
+    for fen in (up, down):
+        fen += 5_000
+        fen //= 10_000
     unlimited = ~np.isfinite(frac)
+    if not unlimited.any():
+        return down, up
     return np.where(unlimited, 0, down), np.where(unlimited, np.iinfo(np.int64).max // 4, up)

@@ -52,10 +52,17 @@ def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -> np.ndarray:
     """Round prices (divided by `factor` first, when given) to the market's tick (half away from zero, as prices are positive)."""
     values = np.asarray(prices, dtype=float)
-    # floor(values / factor / tick + 0.5 + 1e-9) * tick, step by step in one new array: the same
-    # float operations in the same order, without a temporary array per step.
-    out = np.asarray(values / tick if factor is None else values / factor)
-    if factor is not None:
+    return _to_tick_in_place(np.asarray(values / tick if factor is None else values / factor), tick,
+                             divided=factor is None)
+
+
+def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np.ndarray:
+    """`out` (already / tick when `divided`) rounded to the tick in place: floor(out / tick + 0.5 + 1e-9) * tick.
+
+    Step by step in the one array: the same float operations in the same order as the one-line
+    formula, without a temporary array per step.
+    """
+    if not divided:
         out /= tick
     out += 0.5
     out += 1e-9
@@ -97,11 +104,10 @@ class MarketFrames:
         # reindex copies already: no second copy for panels that are float
         aligned = {f: p.reindex(index=dates, columns=symbols).astype(float, copy=False) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
-        if np.any(adjusted[np.isfinite(adjusted)] <= 0):
+        if np.any((adjusted <= 0) & np.isfinite(adjusted)):
             raise DataValidationError("close prices must be positive")
         factor, factor_known = _factors(aligned.get("factor"), adjusted.shape)
-        raw: dict[str, np.ndarray] = {f: to_tick(aligned[f].to_numpy(), rules.tick, factor)
-                                      for f in ("open", "high", "low", "close") if f in aligned}
+        raw = _raw_prices(panels, aligned, factor, rules.tick)
         volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
         close = raw["close"]
         tradable = np.isfinite(close) & ~(np.isfinite(volume) & (volume <= 0))
@@ -115,10 +121,11 @@ class MarketFrames:
                                       f"{type(rules).__name__}: {exc}") from exc
         up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
                                            limit_pct, dates, symbols)
-        traded_value = close * volume
+        # Column-major (order="F"): the layout rolling_by_column lays end to end, so it needs no copy.
+        traded_value = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
         if "amount" in aligned:
             amount = aligned["amount"].to_numpy()
-            traded_value = np.where(np.isnan(amount), traded_value, amount)  # DataFrame.fillna
+            np.copyto(traded_value, amount, where=~np.isnan(amount))  # amount.fillna(close * volume)
         window = rules.adv_window
         adv = rolling_by_column(traded_value, window, min(5, window), "mean")
         sigma = rolling_by_column(_returns(adjusted_last), rules.sigma_window, 2, "std")
@@ -187,17 +194,25 @@ def _fill_prices(raw: Mapping[str, np.ndarray], aligned: Mapping[str, pd.DataFra
     if policy is FillPrice.OPEN:
         opened = raw.get("open", close)
         return np.where(np.isfinite(opened), opened, close)
-    high = np.where(np.isfinite(raw.get("high", close)), raw.get("high", close), close)
-    low = np.where(np.isfinite(raw.get("low", close)), raw.get("low", close), close)
-    typical = (high + low + close) / 3.0
+    high, low = _or_close(raw.get("high", close), close), _or_close(raw.get("low", close), close)
+    typical = np.add(high, low)
+    typical += close
+    typical /= 3.0  # (high + low + close) / 3.0
     if "amount" in aligned and "volume" in aligned:
         volume = aligned["volume"].to_numpy()
         with np.errstate(invalid="ignore", divide="ignore"):
             vwap = aligned["amount"].to_numpy() / np.where(volume > 0, volume, np.nan)
         # amount/volume is a raw VWAP; trust it only inside the day's raw range.
         inside = (vwap >= low * 0.999) & (vwap <= high * 1.001)
-        typical = np.where(inside, vwap, typical)
+        np.copyto(typical, vwap, where=inside)
     return typical
+
+
+def _or_close(prices: np.ndarray, close: np.ndarray) -> np.ndarray:
+    """`prices` with close where they are not finite (no copy when all are, or when they are the close)."""
+    if prices is close or np.isfinite(prices).all():
+        return prices
+    return np.where(np.isfinite(prices), prices, close)
 
 
 def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, factor: np.ndarray | None,
@@ -208,27 +223,34 @@ def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, fact
     shape = fill.shape
     if not rules.price_limits:
         return (np.full(shape, np.inf), np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool))
-    previous = _shifted(adjusted_last)
-    reference_adjusted = previous
+    reference = _shifted(adjusted_last)  # the adjusted previous close, unless the raw one is given
     if "prev_close_raw" in aligned:
         given = aligned["prev_close_raw"].to_numpy()
-        reference_adjusted = np.where(np.isfinite(given) & (given > 0), given, previous)
+        np.copyto(reference, given, where=np.isfinite(given) & (given > 0))
     # The exchange's reference on an ex-date is the ex-rights price: the adjusted previous close / today's factor.
-    reference = to_tick(reference_adjusted, 0.01, factor)
-    fraction = _fractions(aligned, rules, st_symbols, override, dates, symbols)
+    if factor is not None:
+        reference /= factor
+    _to_tick_in_place(reference, 0.01)
     known = np.isfinite(reference)
-    ref_fen = np.rint(np.multiply(reference, 100, out=reference), out=reference)
-    ref_fen[~known] = 0
-    # Cells with an unknown reference keep their fraction here (main passed NaN): `limited` masks them below.
-    down_fen, up_fen = limits.limit_prices_fen(ref_fen.astype(np.int64), fraction)
+    reference *= 100
+    np.rint(reference, out=reference)
+    reference[~known] = 0
+    fraction = _fractions(aligned, rules, st_symbols, override, dates, symbols)
+    # An unknown reference keeps its fraction here (NaN before): `limited` masks those cells below.
+    down_fen, up_fen = limits.limit_prices_fen(reference.astype(np.int64), fraction)
+    del reference
     limited = known & np.isfinite(fraction)
-    up = np.divide(up_fen, 100.0)
-    np.copyto(up, np.inf, where=~limited)
-    down = np.divide(down_fen, 100.0)
-    np.copyto(down, 0.0, where=~limited)
     fill_fen = np.nan_to_num(fill, nan=-1.0)
-    fill_fen = np.rint(np.multiply(fill_fen, 100, out=fill_fen), out=fill_fen)
-    return up, down, limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)
+    fill_fen *= 100
+    np.rint(fill_fen, out=fill_fen)
+    at_up, at_down = limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)
+    del fill_fen
+    unlimited = ~limited
+    up = np.divide(up_fen, 100.0)
+    np.copyto(up, np.inf, where=unlimited)
+    down = np.divide(down_fen, 100.0)
+    np.copyto(down, 0.0, where=unlimited)
+    return up, down, at_up, at_down
 
 
 def _fractions(aligned: Mapping[str, pd.DataFrame], rules: FrictionRules, st_symbols: Iterable[str],
@@ -249,6 +271,17 @@ def _fractions(aligned: Mapping[str, pd.DataFrame], rules: FrictionRules, st_sym
     fraction = rules.limit_fractions(list(symbols), dates.values, st, listing, list_dates)
     fraction[:, columns] = values
     return fraction
+
+
+def _raw_prices(panels: Mapping[str, pd.DataFrame], aligned: Mapping[str, pd.DataFrame], factor: np.ndarray | None,
+                tick: float) -> dict[str, np.ndarray]:
+    """Raw open, high, low and close on the tick; fields given as one and the same panel are converted once."""
+    raw: dict[str, np.ndarray] = {}
+    for field in ("open", "high", "low", "close"):
+        if field in aligned:
+            same = next((f for f in raw if panels[f] is panels[field]), None)
+            raw[field] = raw[same] if same is not None else to_tick(aligned[field].to_numpy(), tick, factor)
+    return raw
 
 
 def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
@@ -289,8 +322,8 @@ def _shifted(values: np.ndarray) -> np.ndarray:
 
 
 def _returns(prices: np.ndarray) -> np.ndarray:
-    """prices[t] / prices[t-1] - 1, NaN on the first row: pct_change(fill_method=None)."""
-    out = np.empty_like(prices)
+    """prices[t] / prices[t-1] - 1, NaN on the first row: pct_change(fill_method=None); column-major."""
+    out = np.empty(prices.shape, order="F")
     out[:1] = np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         np.divide(prices[1:], prices[:-1], out=out[1:])
@@ -317,10 +350,13 @@ class ColumnWindows(BaseIndexer):
 
     def get_window_bounds(self, num_values: int = 0, min_periods: int | None = None, center: bool | None = None,
                           closed: str | None = None, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """[start, end) of the window ending at each flat position."""
+        """[start, end) of the window ending at each flat position (`num_values` is a multiple of `rows`)."""
         end = np.arange(1, num_values + 1, dtype=np.int64)
-        column_start = np.repeat(np.arange(0, num_values, max(self.rows, 1), dtype=np.int64), self.rows)
-        return np.maximum(end - self.window_size, column_start[:num_values]), end
+        start = end - self.window_size
+        if self.rows:  # the first windows of a column start at its top, not in the column before
+            heads = start.reshape(-1, self.rows)[:, : self.window_size]
+            np.maximum(heads, np.arange(0, num_values, self.rows, dtype=np.int64)[:, None], out=heads)
+        return start, end
 
 
 def rolling_by_column(values: np.ndarray, window: int, min_periods: int, statistic: Literal["mean", "std"]
