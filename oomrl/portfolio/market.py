@@ -101,8 +101,7 @@ class MarketFrames:
         if "close" not in panels:
             raise DataValidationError("market panels need a 'close' panel")
         dates, symbols = _axes(panels["close"])
-        # reindex copies already: no second copy for panels that are float
-        aligned = {f: p.reindex(index=dates, columns=symbols).astype(float, copy=False) for f, p in panels.items()}
+        aligned = {f: _aligned(p, dates, symbols) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
         if np.any((adjusted <= 0) & np.isfinite(adjusted)):
             raise DataValidationError("close prices must be positive")
@@ -271,6 +270,19 @@ def _fractions(aligned: Mapping[str, pd.DataFrame], rules: FrictionRules, st_sym
     fraction = rules.limit_fractions(list(symbols), dates.values, st, listing, list_dates)
     fraction[:, columns] = values
     return fraction
+
+
+def _aligned(panel: pd.DataFrame, dates: pd.DatetimeIndex, symbols: pd.Index) -> pd.DataFrame:
+    """`panel` on the sessions and symbols of the close panel, as float.
+
+    A float panel that has them already keeps its data (reindex would copy it): build only reads the
+    panels, and a frame with the same data and the very axes reindex gives is the frame it returns.
+    """
+    if panel.index.equals(dates) and panel.columns.equals(symbols):
+        values = panel.to_numpy()
+        if values.dtype == np.float64:
+            return pd.DataFrame(values, index=dates, columns=symbols, copy=False)
+    return panel.reindex(index=dates, columns=symbols).astype(float, copy=False)
 
 
 def _raw_prices(panels: Mapping[str, pd.DataFrame], aligned: Mapping[str, pd.DataFrame], factor: np.ndarray | None,
