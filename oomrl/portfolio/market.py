@@ -125,9 +125,11 @@ class MarketFrames:
         if "amount" in aligned:
             amount = aligned["amount"].to_numpy()
             np.copyto(traded_value, amount, where=~np.isnan(amount))  # amount.fillna(close * volume)
-        window = rules.adv_window
-        adv = rolling_by_column(traded_value, window, min(5, window), "mean")
-        sigma = rolling_by_column(_returns(adjusted_last), rules.sigma_window, 2, "std")
+        window = ColumnWindows(len(dates), rules.adv_window)
+        adv = rolling_by_column(traded_value, window, min(5, rules.adv_window), "mean")
+        if rules.sigma_window != rules.adv_window:
+            window = ColumnWindows(len(dates), rules.sigma_window)
+        sigma = rolling_by_column(_returns(adjusted_last), window, 2, "std")
         strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
         return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
                    at_up, at_down, adv, sigma, _action_ratio(factor, adjusted.shape), factor_known,
@@ -353,37 +355,39 @@ def _action_ratio(factor: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarr
 
 
 class ColumnWindows(BaseIndexer):
-    """Trailing windows of `window_size` rows over a (T x N) panel flattened column by column (column-major);
-    a window never reaches back into the previous column."""
+    """The `window_size` rows before each row (not the row itself) of a (T x N) panel flattened column by
+    column (column-major): a window never reaches into the column before, and a column's first row has
+    an empty one."""
 
     def __init__(self, rows: int, window_size: int) -> None:
         super().__init__(window_size=window_size)
         self.rows = rows
+        self._bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kept: ADV and sigma often share them
 
     def get_window_bounds(self, num_values: int = 0, min_periods: int | None = None, center: bool | None = None,
                           closed: str | None = None, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """[start, end) of the window ending at each flat position (`num_values` is a multiple of `rows`)."""
-        end = np.arange(1, num_values + 1, dtype=np.int64)
-        start = end - self.window_size
-        if self.rows:  # the first windows of a column start at its top, not in the column before
-            heads = start.reshape(-1, self.rows)[:, : self.window_size]
-            np.maximum(heads, np.arange(0, num_values, self.rows, dtype=np.int64)[:, None], out=heads)
-        return start, end
+        """[start, end) of the window of each flat position (`num_values` is a multiple of `rows`)."""
+        if num_values not in self._bounds:
+            end = np.arange(num_values, dtype=np.int64)
+            start = end - self.window_size
+            if self.rows:  # the first windows of a column start at its top, not in the column before
+                heads = start.reshape(-1, self.rows)[:, : self.window_size + 1]
+                np.maximum(heads, np.arange(0, num_values, self.rows, dtype=np.int64)[:, None], out=heads)
+            self._bounds = {num_values: (start, end)}
+        return self._bounds[num_values]
 
 
-def rolling_by_column(values: np.ndarray, window: int, min_periods: int, statistic: Literal["mean", "std"]
-                      ) -> np.ndarray:
+def rolling_by_column(values: np.ndarray, windows: ColumnWindows, min_periods: int,
+                      statistic: Literal["mean", "std"]) -> np.ndarray:
     """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit, in one pandas call.
 
     pandas runs its rolling kernels column by column, with a Python round trip per column. Here the
-    columns are laid end to end in one Series and `ColumnWindows` keeps each window inside its column:
-    the kernels reset their running sums whenever a window starts at or after the previous window's
-    end (the first window of each column), so every column gets the same arithmetic as on its own.
+    columns are laid end to end in one Series and `windows` keeps each window inside its column: the
+    kernels restart their running sums whenever a window starts at or after the previous window's end
+    (at each column's first two rows), so every column gets the same arithmetic as on its own. The
+    windows end one row early, which is the shift: a column's first row has an empty window (NaN).
+    The result is column-major, as pandas' own.
     """
     rows, columns = values.shape
-    rolling = pd.Series(np.ravel(values, order="F")).rolling(ColumnWindows(rows, window), min_periods=min_periods)
-    result = (rolling.mean() if statistic == "mean" else rolling.std()).to_numpy().reshape(columns, rows).T
-    shifted = np.empty((rows, columns), order="F")  # the layout pandas gives: each column contiguous
-    shifted[:1] = np.nan
-    shifted[1:] = result[:-1]
-    return shifted
+    rolling = pd.Series(np.ravel(values, order="F")).rolling(windows, min_periods=min_periods)
+    return (rolling.mean() if statistic == "mean" else rolling.std()).to_numpy().reshape(columns, rows).T

@@ -51,26 +51,26 @@ def awkward_panel(rows: int = 300, seed: int = 0) -> np.ndarray:
                                                           ("std", 2, 2), ("mean", 60, 5), ("std", 500, 2)])
 def test_rolling_by_column_is_pandas_per_column_bit_for_bit(statistic: str, window: int, min_periods: int) -> None:
     values = awkward_panel()
-    got = rolling_by_column(values, window, min_periods, statistic)  # type: ignore[arg-type]
+    got = rolling_by_column(values, ColumnWindows(len(values), window), min_periods, statistic)  # type: ignore[arg-type]
     assert identical(got, per_column(values, window, min_periods, statistic))
 
 
 def test_a_window_never_reaches_into_the_previous_column() -> None:
     # Column 1 alone has fewer values than min_periods: borrowing column 0's tail would give numbers.
     values = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, 7.0], [4.0, 8.0]])
-    got = rolling_by_column(values, 3, 3, "mean")
+    got = rolling_by_column(values, ColumnWindows(4, 3), 3, "mean")
     assert np.isnan(got[:, 1]).all()
     assert identical(got, per_column(values, 3, 3, "mean"))
-    start, end = ColumnWindows(4, 3).get_window_bounds(8)
+    start, end = ColumnWindows(4, 2).get_window_bounds(8)  # the two rows before each, in its column
     assert start.tolist() == [0, 0, 0, 1, 4, 4, 4, 5]
-    assert end.tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert end.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
 
 
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (1, 1), (3, 4)])
 def test_rolling_by_column_on_tiny_panels(shape: tuple[int, int]) -> None:
     values = np.arange(float(np.prod(shape))).reshape(shape)
     for statistic in ("mean", "std"):
-        assert identical(rolling_by_column(values, 20, 2, statistic),  # type: ignore[arg-type]
+        assert identical(rolling_by_column(values, ColumnWindows(shape[0], 20), 2, statistic),  # type: ignore[arg-type]
                          per_column(values, 20, 2, statistic))
 
 
@@ -80,7 +80,8 @@ def test_rolling_by_column_on_tiny_panels(shape: tuple[int, int]) -> None:
        window=st.integers(1, 25), statistic=st.sampled_from(["mean", "std"]))
 def test_rolling_by_column_matches_on_any_panel(values: np.ndarray, window: int, statistic: str) -> None:
     min_periods = min(2, window)
-    assert identical(rolling_by_column(values, window, min_periods, statistic),  # type: ignore[arg-type]
+    windows = ColumnWindows(len(values), window)
+    assert identical(rolling_by_column(values, windows, min_periods, statistic),  # type: ignore[arg-type]
                      per_column(values, window, min_periods, statistic))
 
 
