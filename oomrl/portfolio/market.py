@@ -110,7 +110,7 @@ class MarketFrames:
         volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
         close = raw["close"]
         tradable = np.isfinite(close) & ~(np.isfinite(volume) & (volume <= 0))
-        last_close = _ffill(close, copy=True)
+        last_close = _ffill(close)  # close itself when none is missing: nothing writes to either
         adjusted_last = _ffill(adjusted)
         fill = _fill_prices(raw, aligned, rules.fill_price)
         try:
@@ -223,7 +223,8 @@ def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, fact
     """Raw limit prices from the exchange's reference price, and whether the fill sits at a limit."""
     shape = fill.shape
     if not rules.price_limits:
-        return (np.full(shape, np.inf), np.zeros(shape), np.zeros(shape, bool), np.zeros(shape, bool))
+        no = _constant(False, shape)
+        return _constant(np.inf, shape), _constant(0.0, shape), no, no
     reference = _shifted(adjusted_last)  # the adjusted previous close, unless the raw one is given
     if "prev_close_raw" in aligned:
         given = aligned["prev_close_raw"].to_numpy()
@@ -238,20 +239,36 @@ def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, fact
     reference[~known] = 0
     fraction = _fractions(aligned, rules, st_symbols, override, dates, symbols)
     # An unknown reference keeps its fraction here (NaN before): `limited` masks those cells below.
-    down_fen, up_fen = limits.limit_prices_fen(reference.astype(np.int64), fraction)
+    down_fen, up_fen = limits.limit_prices_fen(_to_int64_in_place(reference), fraction)
     del reference
     limited = known & np.isfinite(fraction)
-    fill_fen = np.nan_to_num(fill, nan=-1.0)
-    fill_fen *= 100
+    fill_fen = np.multiply(fill, 100)
     np.rint(fill_fen, out=fill_fen)
+    np.copyto(fill_fen, -100.0, where=np.isnan(fill))  # a missing fill counts as -1 yuan
     at_up, at_down = limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)
     del fill_fen
     unlimited = ~limited
-    up = np.divide(up_fen, 100.0)
-    np.copyto(up, np.inf, where=unlimited)
-    down = np.divide(down_fen, 100.0)
-    np.copyto(down, 0.0, where=unlimited)
-    return up, down, at_up, at_down
+    return _yuan_in_place(up_fen, unlimited, np.inf), _yuan_in_place(down_fen, unlimited, 0.0), at_up, at_down
+
+
+def _constant(value: float | bool, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only array of one value (float, or bool) without the memory of one: nothing writes to the frames."""
+    return np.broadcast_to(np.array(value, dtype=bool if isinstance(value, bool) else float), shape)
+
+
+def _to_int64_in_place(values: np.ndarray) -> np.ndarray:
+    """values.astype(np.int64) in the values' own buffer (both types are 8 bytes wide); `values` is spent."""
+    out = values.view(np.int64)
+    np.copyto(out, values, casting="unsafe")
+    return out
+
+
+def _yuan_in_place(fen: np.ndarray, unlimited: np.ndarray, no_limit: float) -> np.ndarray:
+    """fen / 100.0 in fen's own buffer, `no_limit` where there is none; `fen` is spent."""
+    out = fen.view(np.float64)
+    np.divide(fen, 100.0, out=out)
+    np.copyto(out, no_limit, where=unlimited)
+    return out
 
 
 def _fractions(aligned: Mapping[str, pd.DataFrame], rules: FrictionRules, st_symbols: Iterable[str],
@@ -309,7 +326,7 @@ def _factors(factor_df: pd.DataFrame | None, shape: tuple[int, ...]) -> tuple[np
     """Adjustment factor per cell, each unknown one the nearest known of its symbol, else 1 (None: no factor
     panel, raw = adjusted); and where the factor is known."""
     if factor_df is None:
-        return None, np.zeros(shape, dtype=bool)
+        return None, _constant(False, shape)
     values = factor_df.to_numpy()
     known = np.isfinite(values)
     if np.any(values[known] <= 0):
@@ -319,12 +336,11 @@ def _factors(factor_df: pd.DataFrame | None, shape: tuple[int, ...]) -> tuple[np
     return factor_df.bfill().ffill().fillna(1.0).to_numpy(), known
 
 
-def _ffill(values: np.ndarray, copy: bool = False) -> np.ndarray:
-    """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when none is NaN
-    and not `copy`."""
+def _ffill(values: np.ndarray) -> np.ndarray:
+    """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when none is NaN."""
     if np.isnan(values).any():
         return pd.DataFrame(values).ffill().to_numpy()
-    return values.copy() if copy else values
+    return values
 
 
 def _shifted(values: np.ndarray) -> np.ndarray:
@@ -347,10 +363,11 @@ def _returns(prices: np.ndarray) -> np.ndarray:
 
 def _action_ratio(factor: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     """factor[t] / factor[t-1], set to exactly 1 where the step is float noise; all 1 without a factor."""
+    if factor is None:
+        return _constant(1.0, shape)
     ratio = np.ones(shape)
-    if factor is not None:
-        ratio[1:] = factor[1:] / factor[:-1]
-        ratio[np.abs(ratio - 1.0) < NO_ACTION] = 1.0
+    ratio[1:] = factor[1:] / factor[:-1]
+    ratio[np.abs(ratio - 1.0) < NO_ACTION] = 1.0
     return ratio
 
 
