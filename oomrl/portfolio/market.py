@@ -11,6 +11,7 @@ corporate action) and `factor_known` says where that happened; without any facto
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
@@ -103,36 +104,40 @@ class MarketFrames:
         dates, symbols = _axes(panels["close"])
         aligned = {f: _aligned(p, dates, symbols) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
-        if np.any((adjusted <= 0) & np.isfinite(adjusted)):
+        # The smallest price first (one pass, NaN skipped); cells are looked at only when it is not positive.
+        if np.fmin.reduce(adjusted, axis=None, initial=np.inf) <= 0 and np.any((adjusted <= 0) & np.isfinite(adjusted)):
             raise DataValidationError("close prices must be positive")
         factor, factor_known = _factors(aligned.get("factor"), adjusted.shape)
-        raw = _raw_prices(panels, aligned, factor, rules.tick)
-        volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
-        close = raw["close"]
-        tradable = np.isfinite(close) & ~(np.isfinite(volume) & (volume <= 0))
-        last_close = _ffill(close)  # close itself when none is missing: nothing writes to either
         adjusted_last = _ffill(adjusted)
-        fill = _fill_prices(raw, aligned, rules.fill_price)
-        try:
-            minimum, step = rules.lot_rules(list(symbols))
-        except ValueError as exc:
-            raise DataValidationError(f"cannot tell the lot size or price limit of a symbol under "
-                                      f"{type(rules).__name__}: {exc}") from exc
-        up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
-                                           limit_pct, dates, symbols)
-        # Column-major (order="F"): the layout rolling_by_column lays end to end, so it needs no copy.
-        traded_value = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
-        if "amount" in aligned:
-            amount = aligned["amount"].to_numpy()
-            np.copyto(traded_value, amount, where=~np.isnan(amount))  # amount.fillna(close * volume)
-        window = ColumnWindows(len(dates), rules.adv_window)
-        adv = rolling_by_column(traded_value, window, min(5, rules.adv_window), "mean")
-        if rules.sigma_window != rules.adv_window:
-            window = ColumnWindows(len(dates), rules.sigma_window)
-        sigma = rolling_by_column(_returns(adjusted_last), window, 2, "std")
+        adv_windows = ColumnWindows(len(dates), rules.adv_window)
+        sigma_windows = adv_windows if rules.sigma_window == rules.adv_window \
+            else ColumnWindows(len(dates), rules.sigma_window)
+        with ThreadPoolExecutor(max_workers=1) as background:
+            # Volatility needs the adjusted closes alone, and pandas' rolling kernels release the GIL:
+            # the slowest kernel runs beside the rest of the build.
+            sigma = background.submit(rolling_by_column, _returns(adjusted_last), sigma_windows, 2, "std")
+            raw = _raw_prices(panels, aligned, factor, rules.tick)
+            volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
+            close = raw["close"]
+            tradable = _tradable(close, volume)
+            last_close = _ffill(close)  # close itself when none is missing: nothing writes to either
+            fill = _fill_prices(raw, aligned, rules.fill_price)
+            try:
+                minimum, step = rules.lot_rules(list(symbols))
+            except ValueError as exc:
+                raise DataValidationError(f"cannot tell the lot size or price limit of a symbol under "
+                                          f"{type(rules).__name__}: {exc}") from exc
+            up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
+                                               limit_pct, dates, symbols)
+            # Column-major (order="F"): the layout rolling_by_column lays end to end, so it needs no copy.
+            traded_value = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
+            if "amount" in aligned:
+                amount = aligned["amount"].to_numpy()
+                np.copyto(traded_value, amount, where=~np.isnan(amount))  # amount.fillna(close * volume)
+            adv = rolling_by_column(traded_value, adv_windows, min(5, rules.adv_window), "mean")
         strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
         return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
-                   at_up, at_down, adv, sigma, _action_ratio(factor, adjusted.shape), factor_known,
+                   at_up, at_down, adv, sigma.result(), _action_ratio(factor, adjusted.shape), factor_known,
                    minimum, step)
 
     # Read once per replay, so the loop over events touches arrays and lists, not pandas objects.
@@ -184,6 +189,15 @@ class MarketFrames:
         if position >= len(self.dates) or self.dates[position] != stamp:
             raise KeyError(f"no market data on {stamp.date()}")
         return int(position)
+
+
+def _tradable(close: np.ndarray, volume: np.ndarray) -> np.ndarray:
+    """A known close and no zero (or negative) volume: isfinite(close) & ~(isfinite(volume) & (volume <= 0))."""
+    halted = volume <= 0
+    halted &= np.isfinite(volume)
+    np.logical_not(halted, out=halted)
+    halted &= np.isfinite(close)
+    return halted
 
 
 def _fill_prices(raw: Mapping[str, np.ndarray], aligned: Mapping[str, pd.DataFrame],
