@@ -113,12 +113,13 @@ class MarketFrames:
         sigma_windows = adv_windows if rules.sigma_window == rules.adv_window \
             else ColumnWindows(len(dates), rules.sigma_window)
         with ThreadPoolExecutor(max_workers=1) as background:
-            # Volatility needs the adjusted closes alone, and pandas' rolling kernels release the GIL:
-            # the slowest kernel runs beside the rest of the build.
+            # pandas' rolling kernels release the GIL: volatility, then ADV, run beside the rest of the build.
             sigma = background.submit(rolling_by_column, _returns(adjusted_last), sigma_windows, 2, "std")
             raw = _raw_prices(panels, aligned, factor, rules.tick)
             volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
             close = raw["close"]
+            adv = background.submit(rolling_by_column, _traded_value(close, volume, aligned.get("amount")),
+                                    adv_windows, min(5, rules.adv_window), "mean")
             tradable = _tradable(close, volume)
             last_close = _ffill(close)  # close itself when none is missing: nothing writes to either
             fill = _fill_prices(raw, aligned, rules.fill_price)
@@ -129,15 +130,9 @@ class MarketFrames:
                                           f"{type(rules).__name__}: {exc}") from exc
             up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
                                                limit_pct, dates, symbols)
-            # Column-major (order="F"): the layout rolling_by_column lays end to end, so it needs no copy.
-            traded_value = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
-            if "amount" in aligned:
-                amount = aligned["amount"].to_numpy()
-                np.copyto(traded_value, amount, where=~np.isnan(amount))  # amount.fillna(close * volume)
-            adv = rolling_by_column(traded_value, adv_windows, min(5, rules.adv_window), "mean")
         strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
         return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
-                   at_up, at_down, adv, sigma.result(), _action_ratio(factor, adjusted.shape), factor_known,
+                   at_up, at_down, adv.result(), sigma.result(), _action_ratio(factor, adjusted.shape), factor_known,
                    minimum, step)
 
     # Read once per replay, so the loop over events touches arrays and lists, not pandas objects.
@@ -189,6 +184,16 @@ class MarketFrames:
         if position >= len(self.dates) or self.dates[position] != stamp:
             raise KeyError(f"no market data on {stamp.date()}")
         return int(position)
+
+
+def _traded_value(close: np.ndarray, volume: np.ndarray, amount: pd.DataFrame | None) -> np.ndarray:
+    """Traded value per cell: the amount, else close x volume; column-major, the layout rolling_by_column
+    lays end to end (so it needs no copy)."""
+    traded = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
+    if amount is not None:
+        given = amount.to_numpy()
+        np.copyto(traded, given, where=~np.isnan(given))  # amount.fillna(close * volume)
+    return traded
 
 
 def _tradable(close: np.ndarray, volume: np.ndarray) -> np.ndarray:
