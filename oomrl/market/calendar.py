@@ -58,18 +58,18 @@ def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_N
     Counts the calendar's sessions in [first session on or after `since`, date]; a date before
     `since` gives a number below 1.
     """
-    start = pd.DatetimeIndex(np.ravel(np.asarray(since, dtype="datetime64[ns]")))
-    known = ~start.isna()
+    start = np.ravel(np.asarray(since, dtype="datetime64[ns]"))
+    known = ~np.isnat(start)
     if not known.any():
         return np.full(np.shape(dates), np.nan)
-    days = pd.DatetimeIndex(np.ravel(np.asarray(dates, dtype="datetime64[ns]")))
-    out = np.full(len(days), np.nan)
-    lo = min(days[known].min(), start[known].min())
-    hi = max(days[known].max(), start[known].max())
+    # numpy arrays, not DatetimeIndex: a boolean mask on a panel's worth of cells is much cheaper there.
+    days, start = np.ravel(np.asarray(dates, dtype="datetime64[ns]"))[known], start[known]
+    out = np.full(known.shape, np.nan)
+    first_day, last_day = pd.DatetimeIndex(days).min(), pd.DatetimeIndex(days).max()  # NaT skipped
+    lo = min(first_day, pd.Timestamp(start.min()))
+    hi = max(last_day, pd.Timestamp(start.max()))
     grid = sessions(lo - pd.Timedelta(days=10), hi + pd.Timedelta(days=10), name).values
-    position = np.searchsorted(grid, days[known].values, side="right")
-    first = np.searchsorted(grid, start[known].values, side="left")
-    out[known] = position - first
+    out[known] = np.searchsorted(grid, days, side="right") - np.searchsorted(grid, start, side="left")
     return out.reshape(np.shape(dates))
 
 

@@ -88,7 +88,14 @@ def limit_fractions(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray |
     """
     fraction = limit_fraction(board, dates, st)
     session = np.asarray(listing_session, dtype=float)
-    free = np.isfinite(session) & (session >= 1) & (session <= free_sessions(board, list_dates))
+    # Free sessions number 5 at most: the board and listing-date rules are looked up on those cells only.
+    free = np.isfinite(session) & (session >= 1) & (session <= FREE_SESSIONS_REGISTRATION)
+    shape = np.broadcast_shapes(np.shape(board), np.shape(list_dates), session.shape)
+    free = np.broadcast_to(free, shape)
+    if free.any():
+        free = free.copy()
+        boards, listed = np.broadcast_to(board, shape)[free], np.broadcast_to(list_dates, shape)[free]
+        free[free] = np.broadcast_to(session, shape)[free] <= free_sessions(boards, listed)
     return np.where(free, np.nan, fraction)
 
 
