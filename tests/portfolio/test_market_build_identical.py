@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from oomrl.market import calendar, limits
 from oomrl.portfolio.market import ColumnWindows, rolling_by_column, to_tick
 
 
@@ -92,3 +93,35 @@ def test_to_tick_is_the_one_line_formula() -> None:
     factor = rng.uniform(0.5, 3.0, prices.shape)
     assert identical(to_tick(prices, 0.01), np.floor(prices / 0.01 + 0.5 + 1e-9) * 0.01)
     assert identical(to_tick(prices, 0.01, factor), np.floor(prices / factor / 0.01 + 0.5 + 1e-9) * 0.01)
+
+
+def test_listing_day_limits_are_the_cellwise_rule() -> None:
+    """limit_fractions looks up free sessions only near a listing: the same as the rule on every cell."""
+    rng = np.random.default_rng(2)
+    dates = pd.bdate_range("2019-06-03", periods=60).values[:, None]
+    codes = np.array([limits.MAIN, limits.CHINEXT, limits.STAR, limits.BSE, limits.MAIN, limits.STAR])
+    st = rng.random((60, len(codes))) < 0.2
+    listed = np.array(["2019-06-05", "2020-08-24", "NaT", "2021-11-15", "2023-04-10", "2019-07-22"],
+                      dtype="datetime64[ns]")
+    list_dates = np.broadcast_to(listed, st.shape)
+    session = rng.integers(-3, 9, st.shape).astype(float)
+    session[rng.random(st.shape) < 0.2] = np.nan
+    every_cell = np.isfinite(session) & (session >= 1) & (session <= limits.free_sessions(codes, list_dates))
+    expected = np.where(every_cell, np.nan, limits.limit_fraction(codes, dates, st))
+    assert identical(limits.limit_fractions(codes, dates, st, session, list_dates), expected)
+    assert identical(limits.limit_fractions(codes, dates, st, np.nan, list_dates),
+                     limits.limit_fraction(codes, dates, st))
+
+
+def test_session_numbers_count_the_calendar_sessions() -> None:
+    days = np.broadcast_to(pd.bdate_range("2024-01-02", periods=30).values[:, None], (30, 3))
+    since = np.broadcast_to(np.array(["2024-01-10", "NaT", "2023-12-29"], dtype="datetime64[ns]"), days.shape)
+    numbers = calendar.session_numbers(days, since)
+    grid = calendar.sessions("2023-12-01", "2024-03-01").values
+    for t, i in np.ndindex(days.shape):
+        if i == 1:
+            assert np.isnan(numbers[t, i])
+        else:
+            expected = np.searchsorted(grid, days[t, i], "right") - np.searchsorted(grid, since[t, i], "left")
+            assert numbers[t, i] == expected
+    assert numbers[0, 2] == 2 and numbers[6, 0] == 1  # 2023-12-29 and 2024-01-02; 2024-01-10 itself
