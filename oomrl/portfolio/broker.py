@@ -34,6 +34,9 @@ class Unfilled(IntEnum):
 
 
 REASON_NAMES = np.array([code.name.lower() for code in Unfilled])
+# Object arrays of str, what a frame holds: a frame of numpy str arrays converts them cell by cell.
+REASON_LABELS = REASON_NAMES.astype(object)
+SIDE_LABELS = np.array(["sell", "buy"], dtype=object)
 FEE_FIELDS = ("commission", "stamp_duty", "transfer_fee")
 
 
@@ -132,7 +135,7 @@ def _fill_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> 
     """The fill columns after date and symbol, at the filled (execution, symbol) pairs."""
     filled = _cells(block, "filled", event, rows)
     value, fees = _cells(block, "value", event, rows), [_cells(block, f, event, rows) for f in FEE_FIELDS]
-    columns = {"side": np.where(filled > 0, "buy", "sell"), "quantity": np.abs(filled).astype(np.int64)}
+    columns = {"side": SIDE_LABELS[(filled > 0).view(np.int8)], "quantity": np.abs(filled).astype(np.int64)}
     columns.update({f: _cells(block, f, event, rows) for f in ("price", "frictionless_price")})
     columns.update(zip(FEE_FIELDS, fees, strict=True))
     columns.update({f: _cells(block, f, event, rows) for f in ("impact_cost", "adv_participation")})
@@ -144,12 +147,12 @@ def _order_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) ->
     """The order columns after date and symbol, at the ordered (execution, symbol) pairs."""
     requested, filled = _cells(block, "requested", event, rows), _cells(block, "filled", event, rows)
     return {
-        "side": np.where(requested > 0, "buy", "sell"),
+        "side": SIDE_LABELS[(requested > 0).view(np.int8)],
         "requested": np.abs(requested).astype(np.int64),
         "filled": np.abs(filled).astype(np.int64),
         # A sell may take a little more than asked (a remainder under the minimum goes with it).
         "unfilled": np.maximum(np.abs(requested) - np.abs(filled), 0).astype(np.int64),
-        "reason": REASON_NAMES[_cells(block, "reason", event, rows)],
+        "reason": REASON_LABELS[_cells(block, "reason", event, rows)],
     }
 
 

@@ -250,9 +250,7 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
             value = book.held * market.mark_price[execution.t]
             heaviest[row["date"]] = float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
             executions.append(execution)
-    parts = [_columns_frame(quiet_chunks, "date"), pd.DataFrame(rows, columns=NAV_COLUMNS)]
-    nav = pd.concat([p for p in parts if len(p)], ignore_index=True)
-    nav = nav[NAV_COLUMNS].sort_values("date", kind="mergesort").reset_index(drop=True)
+    nav = _nav_frame(quiet_chunks, rows)
     halted = nav["principal_loss"].iloc[-1] >= kill_threshold
     fills, orders = session_tables(executions, market.dates.values, market.symbol_names)
     fill_frame = pd.DataFrame(fills)
@@ -260,6 +258,17 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
                         nav["date"].iloc[-1].date() if halted else None,
                         pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
                         raw_known_share(market, fill_frame), pd.Series(heaviest, dtype=float))
+
+
+def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The NAV frame (NAV_COLUMNS, one row per session in date order) from the quiet stretches' columns
+    and the rebalance sessions' rows."""
+    traded: Columns = {"date": np.array([row["date"] for row in rows], dtype="datetime64[ns]"),
+                       "strategy_version": np.array([row["strategy_version"] for row in rows], dtype=object)}
+    traded.update({k: np.array([row[k] for row in rows], dtype=float) for k in NAV_COLUMNS if k not in traded})
+    columns = concat_columns([*(chunk for chunk in quiet if len(chunk["date"])), traded])
+    order = np.argsort(columns["date"], kind="mergesort")  # stable: what sorting the frame by date gives
+    return pd.DataFrame({k: columns[k][order] for k in NAV_COLUMNS})
 
 
 def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
