@@ -280,11 +280,11 @@ def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
     return float(market.factor_known[rows, cols].mean())
 
 
-def _columns_frame(chunks: list[Columns], key: str = "symbol") -> pd.DataFrame:
+def _columns_frame(chunks: list[Columns]) -> pd.DataFrame:
     """One frame from many column dicts (one per session), concatenated column by column."""
-    chunks = [c for c in chunks if len(c[key])]
+    chunks = [c for c in chunks if len(c["symbol"])]
     if not chunks:
-        return pd.DataFrame(columns=NAV_COLUMNS) if key == "date" else pd.DataFrame()
+        return pd.DataFrame()
     return pd.DataFrame({k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})
 
 
