@@ -116,7 +116,7 @@ def session_tables(executions: list[Execution], dates: np.ndarray, names: np.nda
         block = executions[begin: begin + TABLE_BLOCK]
         sessions = np.array([e.t for e in block], dtype=np.int64)
         for table, cells, field in ((fills, _fill_cells, "filled"), (orders, _order_cells, "requested")):
-            event, rows = np.nonzero(np.stack([getattr(e, field) for e in block]))
+            event, rows = np.nonzero(_stacked(block, field))
             if len(rows):
                 table.append({"date": dates[sessions[event]], "symbol": names[rows],
                               **cells(block, event, rows)})
@@ -124,11 +124,17 @@ def session_tables(executions: list[Execution], dates: np.ndarray, names: np.nda
         {k: np.concatenate([c[k] for c in table]) for k in table[0]} if table else {} for table in (fills, orders))
 
 
+def _stacked(block: list[Execution], field: str) -> np.ndarray:
+    """One Execution field of a block of executions as an (executions x symbols) array (np.stack's
+    result, by one concatenation: np.stack expands every array in Python first)."""
+    return np.concatenate([getattr(e, field) for e in block]).reshape(len(block), len(block[0].requested))
+
+
 def _cells(block: list[Execution], field: str, event: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Values of one Execution field at (execution, symbol) pairs."""
     if len(block) == 1:
         return np.asarray(getattr(block[0], field))[rows]
-    return np.stack([getattr(e, field) for e in block])[event, rows]
+    return _stacked(block, field)[event, rows]
 
 
 def _fill_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
