@@ -192,18 +192,7 @@ def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list
     kept = ~np.isnan(values)
     if not kept.all():
         labels, values = [s for s, keep in zip(labels, kept, strict=True) if keep], values[kept]
-    return [labels[i] for i in _largest(values, k)]
-
-
-def _largest(values: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k largest values, largest first, ties in position order: the first k of a
-    stable argsort of -values, sorting only the values that can be among them."""
-    negated = -values
-    if not 0 < k < len(values):
-        return np.argsort(negated, kind="stable")[:k]
-    cut = np.partition(negated, k - 1)[k - 1]  # the k-th largest value: nothing below it is a pick
-    candidates = np.flatnonzero(negated <= cut)
-    return candidates[np.argsort(negated[candidates], kind="stable")[:k]]
+    return [labels[i] for i in np.argsort(-values, kind="stable")[:k]]
 
 
 def equal_weights(symbols: list[str], gross: float) -> dict[str, float]:
