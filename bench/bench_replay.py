@@ -11,11 +11,14 @@ read included), as docs/bench.md quotes them.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,9 @@ LOOKBACK = 20
 FIRST_REBALANCE = 25
 EVERY = 5
 K_FOR_N = {300: 50, 3000: 300}
+# Warm runs whose median is reported (oomrl and vectorbt alike): a garbage collection or another job's
+# burst in one of them does not decide the figure. `--repeat` sets it (the peer subprocess gets it too).
+REPEAT = 5
 PEERS = ("vectorbt", "bt", "backtrader")
 SAMPLE_START, SAMPLE_END = "2019-03-01", "2026-02-27"
 SAMPLE_STRATEGIES = ("daily_momentum", "weekly_liquidity")
@@ -88,6 +94,12 @@ def run_oomrl(close: pd.DataFrame, days: list[int], k: int, friction: bool) -> f
                     kill_threshold=1.0)
     assert len(result.nav) == len(close) - 1
     return time.perf_counter() - start
+
+
+def first_and_warm(run: Callable[[], float]) -> tuple[float, float]:
+    """Seconds of a first run and the median of REPEAT warm runs after it."""
+    first = run()
+    return first, statistics.median(run() for _ in range(REPEAT))
 
 
 def _bench_strategy(close: pd.DataFrame, days: list[int], k: int) -> Any:
@@ -154,7 +166,7 @@ def _vectorbt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
         return time.perf_counter() - start
 
     first = once()
-    return {"peer": "vectorbt", "seconds": once(), "first_run": first}
+    return {"peer": "vectorbt", "seconds": statistics.median(once() for _ in range(REPEAT)), "first_run": first}
 
 
 def _bt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
@@ -199,8 +211,8 @@ def _backtrader(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
 def peer_subprocess(python: str, name: str, n: int, timeout: float) -> dict[str, Any]:
     """Run one peer in `python`; 'not installed' / 'timeout' / 'error' instead of a crash."""
     try:
-        done = subprocess.run([python, __file__, "--peer", name, "--n", str(n)], capture_output=True,
-                              text=True, timeout=timeout, check=False,
+        done = subprocess.run([python, __file__, "--peer", name, "--n", str(n), "--repeat", str(REPEAT)],
+                              capture_output=True, text=True, timeout=timeout, check=False,
                               cwd=Path(__file__).resolve().parent.parent)
     except subprocess.TimeoutExpired:
         return {"peer": name, "status": f"timeout after {timeout:.0f} s"}
@@ -211,11 +223,13 @@ def peer_subprocess(python: str, name: str, n: int, timeout: float) -> dict[str,
 
 
 def main() -> None:
+    global REPEAT
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, nargs="+", default=[300, 3000])
     parser.add_argument("--peer", choices=PEERS)
     parser.add_argument("--peers", nargs="*", default=list(PEERS))
     parser.add_argument("--peer-python", default=sys.executable)
+    parser.add_argument("--repeat", type=int, default=REPEAT, help="warm runs whose median is reported")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--all-peers", action="store_true",
                         help="also run backtrader at N > 1000 (it takes well over 30 minutes)")
@@ -224,6 +238,7 @@ def main() -> None:
     parser.add_argument("--sample-home", type=Path, default=None,
                         help="oomrl home holding (or receiving) the ingested sample; default: a temporary one")
     args = parser.parse_args()
+    REPEAT = max(args.repeat, 1)
     if args.peer:
         print(json.dumps(run_peer(args.peer, args.n[0])))
         return
@@ -242,9 +257,9 @@ def main() -> None:
     for n in args.n:
         close, days, k = workload(n)
         floor = numpy_floor(close, targets(close, days, k))
-        # First and second run in this process, as vectorbt's first and warm runs below.
-        first_full, full = (run_oomrl(close, days, k, friction=True) for _ in range(2))
-        first_flat, flat = (run_oomrl(close, days, k, friction=False) for _ in range(2))
+        # The first run in this process and the median of REPEAT more, as vectorbt's first and warm runs below.
+        first_full, full = first_and_warm(functools.partial(run_oomrl, close, days, k, friction=True))
+        first_flat, flat = first_and_warm(functools.partial(run_oomrl, close, days, k, friction=False))
         print(f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}")
         print(f"  numpy frictionless floor      {floor:8.3f} s")
         print(f"  oomrl full A-share friction   {full:8.3f} s (first run {first_full:.3f} s)")
