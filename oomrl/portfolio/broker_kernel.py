@@ -12,6 +12,7 @@ multiply-add unless asked to), and cash sums are integers.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import types
@@ -24,6 +25,7 @@ import numpy as np
 NONE, SUSPENDED, LIMIT_UP, LIMIT_DOWN, T_PLUS_ONE, LOT, ADV_CAP, NO_ADV, CASH = range(9)
 CASH_PASSES = 4  # as oomrl.portfolio.broker.CASH_PASSES
 FLOAT_MAX = float(np.finfo(np.float64).max)
+LOG = logging.getLogger(__name__)
 
 
 def _finite(x: float) -> float:
@@ -280,7 +282,9 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
         import numba
     except ImportError:
         return None
-    for cache in (True, False):  # no writable cache directory (a read-only sandbox): compile per process
+    # Without a writable cache directory (a read-only sandbox), or with a damaged cache file, the
+    # kernels are compiled in this process instead; when even that fails the numpy broker runs.
+    for cache in (True, False):
         namespace = dict(globals())
         try:
             for function in KERNEL_FUNCTIONS:
@@ -289,10 +293,15 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
                 inline: Literal["never", "always"] = \
                     "never" if function in (fill_session, trade_weights) else "always"
                 namespace[function.__name__] = numba.njit(cache=cache, inline=inline)(clone)
-        except RuntimeError:
+            kernels = {name: namespace[name] for name in ("fill_session", "trade_weights")}
+            _load(kernels)
+        except RuntimeError:  # numba's "cannot cache ...: no locator available"
             continue
-        kernels = {name: namespace[name] for name in ("fill_session", "trade_weights")}
-        _load(kernels)
+        except Exception as exc:  # noqa: BLE001  # e.g. an unreadable cache file: never stop the import
+            LOG.warning("the compiled broker kernel could not be loaded%s (%s: %s)",
+                        " from numba's cache; compiling it in this process" if cache else
+                        "; the numpy broker runs instead", type(exc).__name__, exc)
+            continue
         return kernels
     return None
 

@@ -8,6 +8,9 @@ source (numba's machine code reports no coverage; the source is what the compile
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -186,3 +189,24 @@ def test_without_a_writable_cache_directory_the_kernel_compiles_in_the_process(
     orders = np.array([300, -200, 100, 250, 0, 100], dtype=np.int64)
     held = np.array([0, 500, 0, 0, 100, 0], dtype=np.int64)
     assert_same(compiled.execute(40, orders, held, 10**8), reference.execute(40, orders, held, 10**8))
+
+
+@pytest.mark.slow
+def test_a_damaged_cache_file_recompiles_the_kernel_instead_of_breaking_the_import(tmp_path: Path) -> None:
+    pytest.importorskip("numba")
+    # A copy of the module (it imports only numpy and numba) with its own cache directory.
+    (tmp_path / "kernel_copy.py").write_text(Path(broker_kernel.__file__).read_text())
+    probe = "import kernel_copy; print('compiled' if kernel_copy.COMPILED else 'numpy')"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=600, check=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+
+    assert run().stdout.strip() == "compiled"
+    damaged = sorted((tmp_path / "__pycache__").glob("*.nbc"))
+    assert damaged
+    for path in damaged:
+        path.write_bytes(b"not a pickle")
+    again = run()
+    assert again.stdout.strip() == "compiled"
+    assert "could not be loaded from numba's cache; compiling it in this process" in again.stderr
