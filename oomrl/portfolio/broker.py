@@ -257,6 +257,7 @@ class PaperBroker:
         orders = np.ascontiguousarray(orders, dtype=np.int64)
         held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is not None:
+            self._check_lengths(orders=orders, held=held, bought_today=bought_today)
             fills = self.kernel["fill_session"](orders, held, *self._kernel_inputs(t, cash_fen, bought_today))
             return self._execution(t, orders, cash_fen, fills)
         quote = self.quote(t)
@@ -304,10 +305,19 @@ class PaperBroker:
         if self.kernel is None:
             return self.execute(t, self.orders_for_weights(t, weights, held, nav), held, cash_fen)
         reference = self._kernel_arrays[-1][t - 1] if t > 0 else self._kernel_arrays[0][t]
+        self._check_lengths(weights=weights, held=held)
         orders, *fills = self.kernel["trade_weights"](
             np.ascontiguousarray(weights, dtype=float), float(nav), reference, held,
             *self._kernel_inputs(t, cash_fen))
         return self._execution(t, orders, cash_fen, fills)
+
+    def _check_lengths(self, **arrays: np.ndarray | None) -> None:
+        """ValueError unless every array has one entry per symbol (the compiled loop does not check its
+        bounds: a short array would be read past its end)."""
+        count = len(self.market.symbols)
+        for name, values in arrays.items():
+            if values is not None and np.shape(values) != (count,):
+                raise ValueError(f"{name} has shape {np.shape(values)}; the market has {count} symbols")
 
     def _kernel_inputs(self, t: int, cash_fen: int,
                        bought_today: np.ndarray | None = None) -> tuple[Any, ...]:

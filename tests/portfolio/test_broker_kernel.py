@@ -210,3 +210,16 @@ def test_a_damaged_cache_file_recompiles_the_kernel_instead_of_breaking_the_impo
     again = run()
     assert again.stdout.strip() == "compiled"
     assert "could not be loaded from numba's cache; compiling it in this process" in again.stderr
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_arrays_of_the_wrong_length_are_refused_by_name(kernel: bool) -> None:
+    broker = PaperBroker(hostile_market(0), AShareRules(), kernel=kernel)
+    n = len(SYMBOLS)
+    with pytest.raises(ValueError, match="held|shape"):
+        broker.execute(30, np.ones(n, dtype=np.int64), np.zeros(n - 1, dtype=np.int64), 10**8)
+    with pytest.raises(ValueError, match="weights|shape"):
+        broker.trade(30, np.full(n + 2, 0.1), np.zeros(n, dtype=np.int64), 1e6, 10**8)
+    if kernel and broker.kernel is not None:
+        with pytest.raises(ValueError, match="bought_today has shape"):
+            broker.execute(30, np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64), 10**8, np.zeros(2))
