@@ -13,10 +13,9 @@ import pandas as pd
 from oomrl.market.lots import round_buy, round_sell
 from oomrl.market.rules import FrictionRules, cents_array, finite
 from oomrl.portfolio import broker_kernel
+from oomrl.portfolio.book import concat_columns
+from oomrl.portfolio.broker_kernel import CASH_PASSES
 from oomrl.portfolio.market import MarketFrames
-
-# At most this many passes shrink the buys until they fit the cash (each pass is exact; 2 suffice).
-CASH_PASSES = 4
 
 
 class Unfilled(IntEnum):
@@ -120,8 +119,7 @@ def session_tables(executions: list[Execution], dates: np.ndarray, names: np.nda
             if len(rows):
                 table.append({"date": dates[sessions[event]], "symbol": names[rows],
                               **cells(block, event, rows)})
-    return tuple(  # type: ignore[return-value]
-        {k: np.concatenate([c[k] for c in table]) for k in table[0]} if table else {} for table in (fills, orders))
+    return (concat_columns(fills) if fills else {}), (concat_columns(orders) if orders else {})
 
 
 def _stacked(block: list[Execution], field: str) -> np.ndarray:
@@ -167,6 +165,11 @@ def settled_fen(filled: np.ndarray, value: np.ndarray, fees: np.ndarray) -> np.n
     value_fen = np.rint(value * 100).astype(np.int64)
     fees_fen = np.rint(fees * 100).astype(np.int64)
     return np.where(filled < 0, value_fen - fees_fen, np.where(filled > 0, -value_fen - fees_fen, 0))
+
+
+def _kernel_layout(values: np.ndarray) -> np.ndarray:
+    """`values` as a writable C-ordered array (itself when it is one)."""
+    return np.require(values, requirements=("C", "W"))
 
 
 def _dates(count: int, day: pd.Timestamp) -> np.ndarray:
@@ -232,7 +235,7 @@ class PaperBroker:
     def orders_for_weights(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
                            ) -> np.ndarray:
         """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's raw close."""
-        reference = self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
+        reference = self._reference(t)
         with np.errstate(invalid="ignore", divide="ignore"):
             target = np.where(np.isfinite(reference) & (reference > 0),
                               np.floor(weights * nav / reference), 0.0)
@@ -304,12 +307,15 @@ class PaperBroker:
         held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is None:
             return self.execute(t, self.orders_for_weights(t, weights, held, nav), held, cash_fen)
-        reference = self._kernel_arrays[-1][t - 1] if t > 0 else self._kernel_arrays[0][t]
         self._check_lengths(weights=weights, held=held)
         orders, *fills = self.kernel["trade_weights"](
-            np.ascontiguousarray(weights, dtype=float), float(nav), reference, held,
+            np.ascontiguousarray(weights, dtype=float), float(nav), np.ascontiguousarray(self._reference(t)), held,
             *self._kernel_inputs(t, cash_fen))
         return self._execution(t, orders, cash_fen, fills)
+
+    def _reference(self, t: int) -> np.ndarray:
+        """The raw prices orders for session t are sized on: t-1's last close (t's fill price at t = 0)."""
+        return self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
 
     def _check_lengths(self, **arrays: np.ndarray | None) -> None:
         """ValueError unless every array has one entry per symbol (the compiled loop does not check its
@@ -325,19 +331,22 @@ class PaperBroker:
         m, rules = self.market, self.rules
         buy_tax, sell_tax = rules.tax_rates(m.days[t])
         today = self._no_buys if bought_today is None else np.ascontiguousarray(bought_today, dtype=np.int64)
-        *sessions, minimum, step, _ = self._kernel_arrays
-        return (today, bool(rules.t_plus_one), int(cash_fen), *(values[t] for values in sessions), minimum, step,
-                *self._rule_rates, float(buy_tax), float(sell_tax))
+        return (today, bool(rules.t_plus_one), int(cash_fen), *(values[t] for values in self._kernel_sessions),
+                *self._kernel_lots, *self._rule_rates, float(buy_tax), float(sell_tax))
 
     @cached_property
-    def _kernel_arrays(self) -> list[np.ndarray]:
-        """The market's arrays the kernels read, as writable C-ordered arrays (copies of pandas'
-        column-major results and of read-only broadcasts): each session is then a contiguous row,
-        the one argument layout the kernels are compiled for and loaded with at import."""
+    def _kernel_sessions(self) -> list[np.ndarray]:
+        """The (sessions x symbols) arrays the kernels read, as writable C-ordered arrays (copies of
+        column-major results and of read-only broadcasts): each session is then a contiguous row, the
+        one argument layout the kernels are compiled for and loaded with at import."""
         m = self.market
-        return [np.require(values, requirements=("C", "W")) for values in (
-            m.fill_price, m.adv, m.sigma, m.limit_up, m.limit_down, m.tradable, m.at_limit_up, m.at_limit_down,
-            m.lot_minimum, m.lot_step, m.last_close)]
+        return [_kernel_layout(values) for values in (m.fill_price, m.adv, m.sigma, m.limit_up, m.limit_down,
+                                                      m.tradable, m.at_limit_up, m.at_limit_down)]
+
+    @cached_property
+    def _kernel_lots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each symbol's lot minimum and step, in the kernels' layout."""
+        return _kernel_layout(self.market.lot_minimum), _kernel_layout(self.market.lot_step)
 
     def _execution(self, t: int, orders: np.ndarray, cash_fen: int, fills: list[Any]) -> Execution:
         """The Execution of the compiled kernel's results."""

@@ -23,7 +23,8 @@ import numpy as np
 
 # Unfilled codes (oomrl.portfolio.broker.Unfilled), as plain ints for the compiled code.
 NONE, SUSPENDED, LIMIT_UP, LIMIT_DOWN, T_PLUS_ONE, LOT, ADV_CAP, NO_ADV, CASH = range(9)
-CASH_PASSES = 4  # as oomrl.portfolio.broker.CASH_PASSES
+# At most this many passes shrink the buys until they fit the cash (each pass is exact; 2 suffice).
+CASH_PASSES = 4
 FLOAT_MAX = float(np.finfo(np.float64).max)
 LOG = logging.getLogger(__name__)
 
@@ -91,7 +92,6 @@ def _price_one(i: int, q: int, buy: bool, price: np.ndarray, adv: np.ndarray, sc
     traded = _cents(_finite(q * realized[i])) if q > 0 else 0.0
     value[i] = traded
     participation[i] = _finite(share)
-    total = 0.0
     for row in range(3):
         fee = _cents(traded * rates[row])
         if row == 0:

@@ -283,9 +283,7 @@ def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
 def _columns_frame(chunks: list[Columns]) -> pd.DataFrame:
     """One frame from many column dicts (one per session), concatenated column by column."""
     chunks = [c for c in chunks if len(c["symbol"])]
-    if not chunks:
-        return pd.DataFrame()
-    return pd.DataFrame({k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]})
+    return pd.DataFrame(concat_columns(chunks)) if chunks else pd.DataFrame()
 
 
 def replay_setup(setup: RebalanceSetup, panels: Mapping[str, pd.DataFrame] | MarketFrames,
