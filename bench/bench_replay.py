@@ -165,8 +165,8 @@ def _vectorbt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
                                   init_cash=CASH).value()
         return time.perf_counter() - start
 
-    first = once()
-    return {"peer": "vectorbt", "seconds": statistics.median(once() for _ in range(REPEAT)), "first_run": first}
+    first, warm = first_and_warm(once)
+    return {"peer": "vectorbt", "seconds": warm, "first_run": first}
 
 
 def _bt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
