@@ -41,12 +41,27 @@ class RunResult:
     timed_out: bool
 
 
+@dataclass
+class Prepared:
+    """A locked command ready to start: argv, environment, cwd, and what to undo after it ends."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    cleanup: Any = None
+
+    def done(self) -> None:
+        """Undo what preparing the command set up (a sandbox's stage folder)."""
+        if self.cleanup is not None:
+            self.cleanup()
+
+
 def run_process(command: list[str], *, env: dict[str, str], timeout_s: float,
-                cwd: str | None = None) -> RunResult:
+                cwd: str | None = None, pass_fds: tuple[int, ...] = ()) -> RunResult:
     """Run a command in its own session; on timeout kill the whole session."""
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True, errors="replace")
+                            start_new_session=True, text=True, errors="replace", pass_fds=pass_fds)
     try:
         out, err = proc.communicate(timeout=timeout_s)
         return RunResult(proc.returncode, out, err, timed_out=False)
@@ -84,11 +99,20 @@ class RoLock:
         """The locked process's environment; `scratch` is a private host folder for HOME/TMPDIR."""
         return {**RUN_ENV, "HOME": str(scratch), "TMPDIR": str(scratch)}
 
+    def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
+                memory_mb: int) -> Prepared:
+        """The command that runs `argv` locked (here: binds are only a description, nothing is hidden)."""
+        return Prepared([*memory_limit(memory_mb), *argv], env, cwd)
+
     def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-            timeout_s: float, memory_mb: int) -> RunResult:
-        """Run `argv` (binds are only a description here: nothing is hidden or read-only)."""
-        return run_process([*memory_limit(memory_mb), *argv], env=env, timeout_s=timeout_s,
-                           cwd=cwd)
+            timeout_s: float, memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
+        """Run `argv` locked until it ends (or the timeout kills its whole session)."""
+        prepared = self.prepare(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
+        try:
+            return run_process(prepared.argv, env=prepared.env, timeout_s=timeout_s,
+                               cwd=prepared.cwd, pass_fds=pass_fds)
+        finally:
+            prepared.done()
 
 
 HashOnlyLock = RoLock
@@ -140,8 +164,15 @@ class DockerLock(RoLock):
                 "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512,
                 "detach": True}
 
+    def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
+                memory_mb: int) -> Prepared:
+        raise GateSetupError("--lock docker cannot start a strategy host or pass it a channel yet: "
+                             "use bwrap (Debian bubblewrap)")
+
     def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-            timeout_s: float, memory_mb: int) -> RunResult:
+            timeout_s: float, memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
+        if pass_fds:
+            self.prepare(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
         spec = self.container_spec(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
         container = self.client.containers.run(**spec)
         try:

@@ -23,7 +23,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from guardrails.locks import RUN_ENV, Bind, RoLock, RunResult, memory_limit, run_process
+from guardrails.locks import RUN_ENV, Bind, Prepared, RoLock, memory_limit
 
 SANDBOX_UID = int(os.environ.get("OOMRL_GATE_SANDBOX_UID", "65534"))
 SITE_INSIDE = "/site"
@@ -100,31 +100,32 @@ class BwrapLock(RoLock):
             command += ["--setenv", key, value]
         return [*command, "--chdir", cwd, "--", *argv]
 
-    def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-            timeout_s: float, memory_mb: int) -> RunResult:
+    def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
+                memory_mb: int) -> Prepared:
         every = [*self.system_binds(), *binds]
         if os.geteuid() != 0:  # already an unprivileged host uid: bind the host paths directly
             command = self.bwrap_argv(argv, [(str(b.host), b) for b in every], cwd, env)
-            return run_process([*memory_limit(memory_mb), *command], env={}, timeout_s=timeout_s)
+            return Prepared([*memory_limit(memory_mb), *command], {})
         stage = Path(tempfile.mkdtemp(prefix="oomrl-sandbox-"))
         stage.chmod(0o755)
         points = [stage / str(i) for i in range(len(every))]
         try:
             for point, bind in zip(points, every, strict=True):
                 point.mkdir() if bind.host.is_dir() else point.touch()
-            mounts = [f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
-                      for p, b in zip(points, every, strict=True)]
-            drop = [_tool("setpriv"), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
-                    "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-                    "--", *memory_limit(memory_mb)]
-            inner = self.bwrap_argv(argv, [(str(p), b) for p, b in zip(points, every, strict=True)], cwd, env)
-            script = "set -e\n" + "\n".join(mounts) + "\nexec " + shlex.join([*drop, *inner])
-            command = [_tool("unshare"), "--mount", "--propagation", "private", "--",
-                       "/bin/sh", "-c", script]
-            return run_process(command, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                               timeout_s=timeout_s)
-        finally:
+        except OSError:
             _remove_stage(stage, points)
+            raise
+        mounts = [f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
+                  for p, b in zip(points, every, strict=True)]
+        drop = [_tool("setpriv"), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
+                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+                "--", *memory_limit(memory_mb)]
+        inner = self.bwrap_argv(argv, [(str(p), b) for p, b in zip(points, every, strict=True)], cwd, env)
+        script = "set -e\n" + "\n".join(mounts) + "\nexec " + shlex.join([*drop, *inner])
+        command = [_tool("unshare"), "--mount", "--propagation", "private", "--",
+                   "/bin/sh", "-c", script]
+        return Prepared(command, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                        cleanup=lambda: _remove_stage(stage, points))
 
     @staticmethod
     def available() -> str | None:

@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     llm_base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
     llm_model: str = Field(default="gpt-4o-mini", min_length=1, max_length=128)  # the ledger's llm_calls.model
     llm_api_key: str | None = None
+    # Strategy code runs only in a jail (bubblewrap); this runs it unjailed where none can be made,
+    # and every replay, rebalance and decision table then says so (docs/gate.md, "The strategy host").
+    unsafe_no_jail: bool = False
 
     @field_validator("home", mode="before")
     @classmethod

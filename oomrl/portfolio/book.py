@@ -12,7 +12,6 @@ from oomrl.portfolio.actions import ACTION_COLUMNS, apply_actions
 from oomrl.portfolio.killswitch import KillSwitch
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY, terminal
-from strategies.base import MarketView
 
 Columns = dict[str, np.ndarray]
 
@@ -67,7 +66,6 @@ class Costing:
     gamma: float = DEFAULT_GAMMA
     kill: KillSwitch = field(default_factory=KillSwitch)
     version: str = "replay"
-    view_class: type = MarketView  # a workspace strategy gets the MarketView of its own package
     membership: Membership | None = None  # point-in-time index members
     terminal_penalty: float = DEFAULT_TERMINAL_PENALTY
 

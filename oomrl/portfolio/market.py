@@ -26,7 +26,6 @@ from oomrl.errors import DataValidationError
 from oomrl.market import calendar, limits
 from oomrl.market.rules import AShareRules, FillPrice, FrictionRules
 from oomrl.portfolio.actions import Actions
-from strategies.base import Panels
 
 PANEL_FIELDS = ("open", "high", "low", "close", "volume", "amount", "prev_close_raw", "factor", "st",
                 "list_date")
@@ -70,6 +69,15 @@ def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np
     np.floor(out, out=out)
     out *= tick
     return out
+
+
+class Panels(dict):  # type: ignore[type-arg]
+    """The strategy fields' panels, aligned to the market's sessions and symbols, with their arrays read
+    once: what a strategy host is sent, row by row, up to each decision date."""
+
+    def __init__(self, frames: Mapping[str, pd.DataFrame]) -> None:
+        super().__init__(frames)
+        self.arrays = {name: frame.to_numpy() for name, frame in frames.items()}
 
 
 @dataclass

@@ -14,6 +14,7 @@ from oomrl.market.markets import market_name
 from oomrl.portfolio.actions import ACTION_COLUMNS
 from oomrl.portfolio.book import concat_columns
 from oomrl.portfolio.broker import PaperBroker
+from oomrl.portfolio.hosting import StrategyRunner
 from oomrl.portfolio.killswitch import KillSwitch, require_active
 from oomrl.portfolio.ledger import AccountState, Ledger, RebalanceRecord
 from oomrl.portfolio.market import PANEL_FIELDS, MarketFrames
@@ -82,6 +83,7 @@ class RebalanceOutcome:
     fills: pd.DataFrame
     nav: pd.DataFrame
     strategy_version: str
+    jail: str | None = None  # where the strategy's code ran; None when it was not asked
 
     def summary(self) -> dict[str, Any]:
         """A one-line account of the step: NAV, turnover, costs, leakage."""
@@ -91,7 +93,7 @@ class RebalanceOutcome:
                 "fills": len(self.fills), "nav": last.get("nav"), "turnover": last.get("turnover"),
                 "costs": last.get("costs"), "slippage_leakage": last.get("slippage_leakage"),
                 "principal_loss": last.get("principal_loss"),
-                "strategy_version": self.strategy_version}
+                "strategy_version": self.strategy_version, "jail": self.jail}
 
 
 def session_index(market: MarketFrames, day: date) -> int:
@@ -123,8 +125,12 @@ def book_at(nav: pd.DataFrame, state: AccountState, held: np.ndarray) -> Book:
 
 def rebalance(ledger: Ledger, account: str, as_of: date,
               panels: dict[str, pd.DataFrame] | MarketFrames, setup: RebalanceSetup,
-              dry_run: bool = False) -> RebalanceOutcome:
-    """Rebalance `account` on session `as_of`; commits once, all-or-nothing (unless dry_run)."""
+              dry_run: bool = False, runner: StrategyRunner | None = None) -> RebalanceOutcome:
+    """Rebalance `account` on session `as_of`; commits once, all-or-nothing (unless dry_run).
+
+    `runner` is an open StrategyRunner on the same market (a loop of rebalances keeps one host);
+    without one, the strategy's host is started for this decision and stopped after it.
+    """
     as_of = pd.Timestamp(as_of).date()
     state = ledger.account(account)
     empty = pd.DataFrame()
@@ -149,7 +155,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
     nav_before = nav_before[nav_before["date"] < pd.Timestamp(as_of)]
     membership = Membership.of(setup.membership)
     costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
-                      setup.view_class, membership, setup.terminal_penalty)
+                      membership, setup.terminal_penalty)
     # Corporate actions since the last rebalance change the book (cash, shares) even on sessions a
     # daily mark already valued: walk from the last rebalance, keep the rows after the last NAV row.
     since = state.last_date if state.last_date is not None else (
@@ -160,12 +166,17 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
     if len(nav_before):
         quiet = quiet[quiet["date"] > nav_before["date"].iloc[-1]].reset_index(drop=True)
     loss_before = float(quiet["principal_loss"].max()) if len(quiet) else -np.inf
-    orders, fills, rows, new_book = empty, empty, quiet, book
+    orders, fills, rows, new_book, jail = empty, empty, quiet, book, None
     if costing.kill.trips(loss_before):
         halted = True  # the loss tripped between rebalances: no trade today
     else:
-        weights = decide(setup.strategy, setup.params, market, t, book, setup.view_class,
-                         membership)
+        own = runner is None
+        decider = setup.strategy.open(setup.params, market) if runner is None else runner
+        try:
+            weights, jail = decide(decider, market, t, book, membership), decider.jail
+        finally:
+            if own:
+                decider.close()
         execution, row, new_book, traded = trade_session(PaperBroker(market, setup.rules), t, weights,
                                                          book, costing)
         actions = concat_columns([actions, traded])
@@ -181,7 +192,7 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
         setup.lam, setup.gamma, reason, pd.DataFrame(actions, columns=ACTION_COLUMNS))
     committed = False if dry_run else ledger.commit_rebalance(record)
     return RebalanceOutcome(account, as_of, committed, not dry_run and not committed, halted,
-                            orders, fills, rows, setup.version)
+                            orders, fills, rows, setup.version, jail)
 
 
 def advance(ledger: Ledger, account: str, start: date, end: date,
@@ -190,18 +201,26 @@ def advance(ledger: Ledger, account: str, start: date, end: date,
     """Run every rebalance the strategy wants in [start, end], one commit each (the live loop, replayed).
 
     Stops at the first halt; dates already committed are skipped, so a re-run continues where the
-    last one stopped. NAV rows after the last rebalance are written by the next one.
+    last one stopped. NAV rows after the last rebalance are written by the next one. One strategy
+    host serves the whole walk.
     """
     market = panels if isinstance(panels, MarketFrames) else MarketFrames.build(panels, setup.rules)
     outcomes: list[RebalanceOutcome] = []
     lo, hi = pd.Timestamp(start), pd.Timestamp(end)
-    for stamp in market.dates[(market.dates >= lo) & (market.dates <= hi)]:
-        day = stamp.date()
-        last = ledger.account(account).last_date
-        if (last is not None and day <= last) or not setup.strategy.rebalance_due(day, last):
-            continue
-        outcome = rebalance(ledger, account, day, market, setup)
-        outcomes.append(outcome)
-        if outcome.halted:
-            break
+    chosen = np.flatnonzero((market.dates >= lo) & (market.dates <= hi))
+    if not len(chosen):
+        return outcomes
+    runner = setup.strategy.open(setup.params, market)
+    try:
+        for t in chosen.tolist():
+            day = market.days[t]
+            last = ledger.account(account).last_date
+            if (last is not None and day <= last) or not runner.due(t, last):
+                continue
+            outcome = rebalance(ledger, account, day, market, setup, runner=runner)
+            outcomes.append(outcome)
+            if outcome.halted:
+                break
+    finally:
+        runner.close()
     return outcomes

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel
 
 from oomrl.errors import OomrlError
 from oomrl.market.rules import FrictionRules
@@ -34,8 +33,8 @@ from oomrl.portfolio.reward import (
     principal_loss,
     step_reward,
 )
+from oomrl.portfolio.hosting import StrategyRunner, StrategySource
 from oomrl.portfolio.setup import RebalanceSetup
-from strategies.base import MarketView, Strategy, StrategyParams, check_weights
 
 NAV_COLUMNS = ["date", "nav", "cash", "market_value", "frictionless_return", "realized_return",
                "slippage_leakage", "turnover", "costs", "reward", "principal_loss", "strategy_version"]
@@ -55,28 +54,13 @@ __all__ = [
 ]
 
 
-def decide(strategy: Strategy, params: StrategyParams, market: MarketFrames, t: int, book: Book,
-           view_class: type = MarketView, membership: Membership | None = None) -> np.ndarray:
+def decide(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
+           membership: Membership | None = None) -> np.ndarray:
     """Target weights for session t from data up to session t-1 (the decision date)."""
-    as_of = market.stamps[t - 1]
-    members = membership.on(as_of) if membership is not None else None
-    extra = {} if members is None else {"members": members}
-    view = view_class(market.panels, as_of, portfolio_value=book.nav, **extra)
+    members = membership.on(market.stamps[t - 1]) if membership is not None else None
     value = book.held * market.mark_price[t - 1]
     held = np.flatnonzero(value)
-    holdings = dict(zip(market.symbol_array[held].tolist(), (value[held] / book.nav).tolist(), strict=True))
-    try:
-        targets = check_weights(strategy.target_weights(view, holdings, params))
-    except ValueError as exc:
-        raise OomrlError(f"strategy {strategy.name} returned invalid weights for {as_of.date()}: "
-                         f"{exc}") from exc
-    positions = [market.positions.get(symbol, -1) for symbol in targets]
-    if -1 in positions:
-        unknown = [s for s, p in zip(targets, positions, strict=True) if p < 0]
-        raise OomrlError(f"strategy {strategy.name} targets symbols without market data: {unknown[:5]}")
-    weights = np.zeros(len(market.symbols))
-    weights[positions] = np.fromiter(targets.values(), dtype=float, count=len(targets))
-    return weights
+    return runner.weights(t, held, value[held] / book.nav, book.nav, members)
 
 
 def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
@@ -131,6 +115,7 @@ class ReplayResult:
     raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
     max_weight: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))  # largest position / NAV
     #                                                          at the close of each rebalance session
+    jail: str = "bwrap"  # where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
 
     def summary(self) -> dict[str, Any]:
         """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for costs)."""
@@ -152,13 +137,14 @@ class ReplayResult:
             "halted_on": self.halted_on,
             "dividends": float(self.actions["cash_fen"].sum()) / 100 if len(self.actions) else 0.0,
             "raw_prices_known": self.raw_prices_known,
+            "jail": self.jail,
         }
 
 
 Step = tuple[Columns | None, dict[str, Any] | None, Execution | None, Book, Columns]
 
 
-def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrames, broker: PaperBroker,
+def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBroker,
                  first: int, last: int, book: Book, costing: Costing) -> Iterator[Step]:
     """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after, actions).
 
@@ -170,7 +156,7 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
     marked_from = first
     days = market.days
     for t in range(first, last + 1):
-        due = strategy.rebalance_due(days[t], book.last_rebalance)
+        due = runner.due(t, book.last_rebalance)
         if not due and t != last:
             continue
         stop = t if due else t + 1
@@ -188,7 +174,7 @@ def run_sessions(strategy: Strategy, params: StrategyParams, market: MarketFrame
             if not due:
                 yield quiet, None, None, book, actions
                 return
-        weights = decide(strategy, params, market, t, book, costing.view_class, costing.membership)
+        weights = decide(runner, market, t, book, costing.membership)
         execution, row, book, traded_actions = trade_session(broker, t, weights, book, costing)
         quiet_traded = actions if not len(actions["symbol"]) and not len(traded_actions["symbol"]) \
             else concat_columns([actions, traded_actions])  # (a replay keeps only non-empty action sets)
@@ -214,33 +200,39 @@ def session_range(market: MarketFrames, start: date | str, end: date | str) -> t
     return first, last
 
 
-def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None,
+def replay(strategy: StrategySource, params: Mapping[str, Any] | None,
            bars_panel: Mapping[str, pd.DataFrame] | MarketFrames, start: date | str, end: date | str,
            rules: FrictionRules | None = None, initial_cash: float = 10_000_000.0,
            lam: float = DEFAULT_LAMBDA, gamma: float = DEFAULT_GAMMA,
            kill_threshold: float = DEFAULT_THRESHOLD, st_symbols: Iterable[str] = (),
-           version: str = "replay", view_class: type = MarketView,
-           membership: pd.DataFrame | None = None,
+           version: str = "replay", membership: pd.DataFrame | None = None,
            terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> ReplayResult:
     """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker."""
     from oomrl.market.rules import AShareRules
 
     rules = rules or AShareRules()
-    if not isinstance(params, BaseModel):  # a workspace's Params is its own StrategyParams class
-        params = strategy.Params(**(params or {}))
     market = bars_panel if isinstance(bars_panel, MarketFrames) else \
         MarketFrames.build(bars_panel, rules, st_symbols)
-    broker = PaperBroker(market, rules)
     first, last = session_range(market, start, end)
-    costing = Costing(lam, gamma, KillSwitch(kill_threshold), version, view_class,
-                      Membership.of(membership), terminal_penalty)
+    runner = strategy.open(params, market)
+    try:
+        return _replay(runner, market, rules, first, last, initial_cash,
+                       Costing(lam, gamma, KillSwitch(kill_threshold), version, Membership.of(membership),
+                               terminal_penalty))
+    finally:
+        runner.close()
+
+
+def _replay(runner: StrategyRunner, market: MarketFrames, rules: FrictionRules, first: int, last: int,
+            initial_cash: float, costing: Costing) -> ReplayResult:
+    broker = PaperBroker(market, rules)
     quiet_chunks: list[Columns] = []
     rows: list[dict[str, Any]] = []
     executions: list[Execution] = []
     actions: list[Columns] = []
     start_book = Book.empty(len(market.symbols), initial_cash)
     heaviest: dict[pd.Timestamp, float] = {}
-    for quiet, row, execution, book, done in run_sessions(strategy, params, market, broker, first, last,
+    for quiet, row, execution, book, done in run_sessions(runner, market, broker, first, last,
                                                           start_book, costing):
         if quiet is not None:
             quiet_chunks.append(quiet)
@@ -251,13 +243,13 @@ def replay(strategy: Strategy, params: StrategyParams | Mapping[str, Any] | None
             heaviest[row["date"]] = float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
             executions.append(execution)
     nav = _nav_frame(quiet_chunks, rows)
-    halted = nav["principal_loss"].iloc[-1] >= kill_threshold
+    halted = nav["principal_loss"].iloc[-1] >= costing.kill.threshold
     fills, orders = session_tables(executions, market.dates.values, market.symbol_names)
     fill_frame = pd.DataFrame(fills)
-    return ReplayResult(strategy.name, nav, fill_frame, pd.DataFrame(orders), initial_cash,
+    return ReplayResult(runner.name, nav, fill_frame, pd.DataFrame(orders), initial_cash,
                         nav["date"].iloc[-1].date() if halted else None,
                         pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
-                        raw_known_share(market, fill_frame), pd.Series(heaviest, dtype=float))
+                        raw_known_share(market, fill_frame), pd.Series(heaviest, dtype=float), runner.jail)
 
 
 def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -291,5 +283,4 @@ def replay_setup(setup: RebalanceSetup, panels: Mapping[str, pd.DataFrame] | Mar
     """Replay with a RebalanceSetup (the factory's output): the one way service, demo and cross-validation replay."""
     return replay(setup.strategy, setup.params, panels, start, end, setup.rules, initial_cash,
                   setup.lam, setup.gamma, setup.kill_threshold, version=setup.version,
-                  view_class=setup.view_class, membership=setup.membership,
-                  terminal_penalty=setup.terminal_penalty)
+                  membership=setup.membership, terminal_penalty=setup.terminal_penalty)

@@ -13,25 +13,29 @@ import pandas as pd
 from oomrl.config import Settings
 from oomrl.errors import OomrlError
 from oomrl.market import calendar
+from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.ledger import Ledger
-from oomrl.portfolio.loader import load_strategy
 from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceOutcome, load_panels, rebalance
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.setup import rebalance_setup
-from strategies import registry
-from strategies.base import MarketView
 
 DEFAULT_STRATEGY = "daily_momentum"  # the Phase-1 baseline every fresh account starts with
 
 
 @dataclass(frozen=True)
 class ResolvedStrategy:
-    """The strategy an account trades, where it came from, and its MarketView class."""
+    """The strategy an account trades and where it came from (run in a strategy host)."""
 
-    strategy: Any
+    strategy: WorkspaceStrategy
     name: str
     version: str  # git SHA of the workspace commit, or "builtin"
-    view_class: type = MarketView
+
+
+def bundled_strategy(settings: Settings, name: str) -> WorkspaceStrategy:
+    """A strategy of the bundled strategies/ (this installation's), run in a host like any version."""
+    from oomrl.versions import repo_root
+
+    return WorkspaceStrategy(repo_root(), name, settings.unsafe_no_jail)
 
 
 def open_ledger(settings: Settings) -> Ledger:
@@ -57,21 +61,19 @@ def existing_ledger(settings: Settings) -> Ledger | None:
 
 def resolve_strategy(settings: Settings, ledger: Ledger, account: str,
                      default: str = DEFAULT_STRATEGY) -> ResolvedStrategy:
-    """The account's active version loaded from its workspace commit, else the bundled strategy."""
+    """The account's active version (its workspace commit's folder), else the bundled strategy."""
     active = ledger.active_strategy(account)
     if active is None:
-        strategy = registry.get(default)
-        return ResolvedStrategy(strategy, strategy.name, "builtin")
+        return ResolvedStrategy(bundled_strategy(settings, default), default, "builtin")
     sha, name = active
     from oomrl.versions import StrategyVersions  # versions needs git; imported only when used
 
     root = StrategyVersions(settings.workspace_dir).materialize(sha)
-    loaded = load_strategy(root, name)
-    return ResolvedStrategy(loaded.strategy, name, sha, loaded.view_class)
+    return ResolvedStrategy(WorkspaceStrategy(root, name, settings.unsafe_no_jail), name, sha)
 
 
-def parse_params(strategy: Any, params: str | dict[str, Any] | None) -> Any:
-    """The strategy's Params model from a JSON string or dict; a clear error when invalid."""
+def parse_params(params: str | dict[str, Any] | None) -> dict[str, Any]:
+    """Strategy parameters from a JSON string or dict (the strategy's Params model checks them in its host)."""
     if isinstance(params, str):
         try:
             params = json.loads(params) if params.strip() else {}
@@ -79,10 +81,7 @@ def parse_params(strategy: Any, params: str | dict[str, Any] | None) -> Any:
             raise OomrlError(f"--params is not valid JSON: {exc}") from exc
     if params is not None and not isinstance(params, dict):
         raise OomrlError("--params must be a JSON object")
-    try:
-        return strategy.Params(**(params or {}))
-    except ValueError as exc:
-        raise OomrlError(f"invalid params for {strategy.name}: {exc}") from exc
+    return dict(params or {})
 
 
 def membership(store: Any) -> pd.DataFrame | None:
@@ -116,8 +115,7 @@ def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool =
 
         store = ensure_sample(settings)
     panels = load_panels(store, as_of)
-    setup = rebalance_setup(resolved.strategy, resolved.version, settings, membership(store),
-                            view_class=resolved.view_class)
+    setup = rebalance_setup(resolved.strategy, resolved.version, settings, membership(store))
     return rebalance(ledger, account, as_of, panels, setup, dry_run=dry_run)
 
 
@@ -126,21 +124,16 @@ def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
                store: Any = None, kill_threshold: float | None = None,
                market: str = "cn") -> ReplayResult:
     """Replay a strategy (bundled, or from a workspace directory) on the stored data of one market."""
-    if workspace is not None:
-        loaded = load_strategy(workspace, strategy_name)
-        strategy, view_class = loaded.strategy, loaded.view_class
-    else:
-        try:
-            strategy, view_class = registry.get(strategy_name), MarketView
-        except KeyError as exc:
-            raise OomrlError(str(exc.args[0])) from exc
+    if not strategy_name.isidentifier():
+        raise OomrlError(f"strategy names are identifiers (strategies/<name>.py), got {strategy_name!r}")
+    source = WorkspaceStrategy(workspace, strategy_name, settings.unsafe_no_jail) if workspace is not None \
+        else bundled_strategy(settings, strategy_name)
     if store is None:
         from oomrl.data.sample import ensure_sample
 
         store = ensure_sample(settings)
     panels = load_panels(store, end, history_days=(pd.Timestamp(end) - pd.Timestamp(start)).days
                          + HISTORY_DAYS, market=market)
-    setup = rebalance_setup(strategy, "replay", settings, membership(store) if market == "cn" else None,
-                            view_class=view_class, params=parse_params(strategy, params),
-                            kill_threshold=kill_threshold, market=market)
+    setup = rebalance_setup(source, "replay", settings, membership(store) if market == "cn" else None,
+                            params=parse_params(params), kill_threshold=kill_threshold, market=market)
     return replay_setup(setup, panels, start, end, settings.initial_cash)

@@ -17,22 +17,21 @@ from oomrl.config import Settings
 from oomrl.errors import OomrlError
 from oomrl.market.markets import get_market
 from oomrl.market.rules import FrictionRules
+from oomrl.portfolio.hosting import StrategySource
 from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY
-from strategies.base import MarketView, Strategy, StrategyParams
 
 
 @dataclass
 class RebalanceSetup:
     """The strategy and friction settings a rebalance runs with."""
 
-    strategy: Strategy
-    params: StrategyParams
+    strategy: StrategySource
+    params: dict[str, Any] | None  # validated by the strategy's Params model in its host
     version: str
     rules: FrictionRules
     lam: float = DEFAULT_LAMBDA
     gamma: float = DEFAULT_GAMMA
     kill_threshold: float = 0.20
-    view_class: type = MarketView
     membership: pd.DataFrame | None = None
     terminal_penalty: float = DEFAULT_TERMINAL_PENALTY
 
@@ -46,18 +45,12 @@ def market_rules(settings: Settings, market: str = "cn") -> FrictionRules:
         raise OomrlError(f"invalid market rules for {market!r}: {exc}") from exc
 
 
-def rebalance_setup(strategy: Strategy, version: str, settings: Settings,
-                    membership: pd.DataFrame | None, *, view_class: type = MarketView,
-                    params: StrategyParams | dict[str, Any] | None = None,
+def rebalance_setup(strategy: StrategySource, version: str, settings: Settings,
+                    membership: pd.DataFrame | None, *, params: dict[str, Any] | None = None,
                     kill_threshold: float | None = None, market: str = "cn") -> RebalanceSetup:
     """A RebalanceSetup from settings; `membership` is the store's point-in-time snapshots (None: none stored)."""
-    if params is None or isinstance(params, dict):
-        try:
-            params = strategy.Params(**(params or {}))
-        except ValueError as exc:
-            raise OomrlError(f"invalid params for {strategy.name}: {exc}") from exc
     frame = membership if membership is not None and len(membership) else None
     return RebalanceSetup(
         strategy, params, version, market_rules(settings, market), settings.reward_lambda,
         settings.reward_gamma, settings.kill_threshold if kill_threshold is None else kill_threshold,
-        view_class, frame, settings.reward_terminal_penalty)
+        frame, settings.reward_terminal_penalty)

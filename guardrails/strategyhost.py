@@ -1,0 +1,249 @@
+"""Strategy hosts: start the jailed process where S runs, talk to it, relay a test process to it.
+
+Every call into a workspace's code goes to a host started here, in the same jail as the gate's test
+runs (bubblewrap: unprivileged uid, no network, fresh tmpfs, read-only binds, memory limit) with the
+same environment (`RUN_ENV`) whoever starts it, so nothing S can observe tells the gate from
+production. The jail holds the interpreter and installed packages, `/host` (the host program and
+the strategy API, copied from this installation) and the workspace's source trees read-only under
+`/workspace`; never its tests, the caller's files, environment or sockets. The host speaks on its
+stdin and stdout; the parent decodes every answer itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import functools
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from guardrails.locks import RUN_ENV, Bind, Prepared, RoLock
+from guardrails.workspace import GateSetupError
+from strategy_host import wire
+from strategy_host.client import Channel, HostError
+
+HOST_INSIDE, WORKSPACE_INSIDE = "/host", "/workspace"
+# The packages copied into /host: the host program (with its wire format) and the strategy API.
+HOST_PACKAGES = ("strategy_host", "strategy_api")
+START_TIMEOUT_S = 120.0
+STDERR_KEPT = 16_384
+# What a test process may ask of its host through the relay (never `init` or `finish`).
+RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
+RELAY_REQUEST_LIMIT = 256 << 20
+
+
+@functools.cache
+def host_dir() -> Path:
+    """A private copy of the host program and the strategy API (0755/0644), made once per process."""
+    root = Path(tempfile.mkdtemp(prefix="oomrl-host-"))
+    atexit.register(shutil.rmtree, root, True)
+    for package in HOST_PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise GateSetupError(f"the {package} package is not installed: no strategy host can start")
+        source = Path(next(iter(spec.submodule_search_locations)))
+        shutil.copytree(source, root / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder, _, files in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(Path(folder) / name, 0o644)
+    return root
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """What a host serves: the source trees of a workspace, and whether to measure their coverage."""
+
+    workspace: Path
+    sources: tuple[str, ...] = ("strategies",)
+    coverage: bool = False
+    memory_mb: int = 4096
+    timeout_s: float = 300.0  # per request
+
+    def modules(self) -> list[str]:
+        """Importable names of every source module (imported first, in the import context)."""
+        names = []
+        for tree in self.sources:
+            for path in sorted((self.workspace / tree).rglob("*.py")):
+                parts = path.relative_to(self.workspace).with_suffix("").parts
+                parts = parts[:-1] if parts[-1] == "__init__" else parts
+                if parts and all(part.isidentifier() for part in parts):
+                    names.append(".".join(parts))
+        return names
+
+
+@dataclass
+class HostProcess:
+    """A running strategy host: its channel, the tail of its stderr, and how to end it."""
+
+    process: subprocess.Popen[bytes]
+    channel: Channel
+    prepared: Prepared
+    lock: RoLock
+    workspace_inside: str
+    stderr_tail: collections.deque[bytes] = field(default_factory=lambda: collections.deque(maxlen=64))
+    closed: bool = False
+
+    def stderr(self) -> str:
+        """What the host (or S in it) last wrote to stderr, at most STDERR_KEPT bytes."""
+        return b"".join(self.stderr_tail).decode("utf-8", "replace")[-STDERR_KEPT:]
+
+    def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """One request and its answer; HostError names the host's last words when it failed."""
+        try:
+            return self.channel.request(message, timeout_s)
+        except HostError as exc:
+            raise HostError(f"{exc}{self._last_words()}") from None
+
+    def _last_words(self) -> str:
+        if self.process.poll() is None:
+            return ""
+        tail = self.stderr().strip().splitlines()[-3:]
+        return f" (exit code {self.process.returncode}; {' / '.join(tail) or 'no output'})"
+
+    def finish(self, timeout_s: float = 60.0) -> dict[str, Any]:
+        """Ask the host to end (it saves its coverage first); its last answer."""
+        try:
+            return self.request({"op": "finish"}, timeout_s)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the host (its whole session) and undo its jail's set-up."""
+        if self.closed:
+            return
+        self.closed = True
+        for fd in (self.channel.write_fd, self.channel.read_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            _kill_session(self.process)
+        self.prepared.done()
+
+    def __enter__(self) -> HostProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _kill_session(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, 9)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _drain(stream: Any, tail: collections.deque[bytes]) -> None:
+    for chunk in iter(lambda: stream.read1(4096), b""):
+        tail.append(chunk)
+    stream.close()
+
+
+def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
+    """Start a host for `spec` under `lock` and wait until it is ready (imports done)."""
+    package = host_dir()
+    if lock.os_level:
+        binds = [Bind(package, HOST_INSIDE)] + [
+            Bind(spec.workspace / tree, f"{WORKSPACE_INSIDE}/{tree}") for tree in spec.sources
+            if (spec.workspace / tree).exists()]
+        inside_host, inside_ws = HOST_INSIDE, WORKSPACE_INSIDE
+        env = lock.env(Path("/tmp"))
+    else:  # hash-only: a plain process on the host with the same environment, nothing hidden
+        binds = []
+        inside_host, inside_ws = str(package), str(spec.workspace)
+        scratch = Path(tempfile.mkdtemp(prefix="oomrl-hosthome-"))
+        env = lock.env(scratch)
+    argv = [lock.python(), "-I", "-S", "-B", f"{inside_host}/strategy_host/serve.py"]
+    prepared = lock.prepare(argv, binds=binds, cwd=inside_ws, env=env, memory_mb=spec.memory_mb)
+    if not lock.os_level:
+        prepared.cleanup = _chain(prepared.cleanup, lambda: shutil.rmtree(scratch, True))
+    to_host, from_host = os.pipe(), os.pipe()
+    try:
+        process = subprocess.Popen(prepared.argv, env=prepared.env, cwd=prepared.cwd,
+                                   stdin=to_host[0], stdout=from_host[1], stderr=subprocess.PIPE,
+                                   start_new_session=True)
+    except OSError as exc:
+        for fd in (*to_host, *from_host):
+            os.close(fd)
+        prepared.done()
+        raise GateSetupError(f"could not start a strategy host: {exc}") from None
+    os.close(to_host[0])
+    os.close(from_host[1])
+    assert process.stderr is not None
+    channel = Channel(from_host[0], to_host[1], spec.timeout_s)
+    host = HostProcess(process, channel, prepared, lock, inside_ws)
+    threading.Thread(target=_drain, args=(process.stderr, host.stderr_tail), daemon=True).start()
+    coverage = ({"source": [f"{inside_ws}/{tree}" for tree in spec.sources],
+                 "data_file": "/tmp/oomrl-host-coverage" if lock.os_level
+                 else str(Path(env["TMPDIR"]) / "coverage")} if spec.coverage else None)
+    init = {"op": "init", "paths": [inside_host, inside_ws], "site": lock.site_paths(),
+            "packages": [tree.replace("/", ".") for tree in spec.sources],
+            "preimport": spec.modules(), "coverage": coverage}
+    try:
+        channel.send(init, START_TIMEOUT_S)
+        channel.receive(START_TIMEOUT_S)
+    except Exception as exc:
+        host.close()
+        raise HostError(f"the strategy host did not start: {exc}{host._last_words()}") from None
+    return host
+
+
+def _chain(first: Any, second: Any) -> Any:
+    def both() -> None:
+        if first is not None:
+            first()
+        second()
+    return both
+
+
+def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
+    """Forward a test process's requests (on `peer`) to `host` until the test process ends.
+
+    Only the ops a caller may use pass; the answers go back as they came. When the peer closes,
+    the host is finished (which saves its coverage) by whoever joins the returned thread.
+    """
+    def pump() -> None:
+        fd = peer.fileno()
+        try:
+            while True:
+                try:
+                    message = wire.read_frame(fd, RELAY_REQUEST_LIMIT)
+                except (EOFError, wire.WireError, OSError):
+                    return
+                if message.get("op") not in RELAYED_OPS:
+                    answer = wire.encode({"error": {"kind": "request", "type": "Refused", "builtin": "ValueError",
+                                                    "message": f"{message.get('op')!r} is not a request a test may send"}})
+                else:
+                    try:
+                        wire.write_frame(host.channel.write_fd, wire.encode(message),
+                                         time.monotonic() + host.channel.timeout_s)
+                        reply = wire.read_frame(host.channel.read_fd, host.channel.limit,
+                                                time.monotonic() + host.channel.timeout_s)
+                    except (EOFError, wire.WireError, OSError):
+                        return
+                    answer = wire.encode(reply)
+                try:
+                    wire.write_frame(fd, answer, time.monotonic() + host.channel.timeout_s)
+                except (wire.WireError, OSError):
+                    return
+        finally:
+            peer.close()
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread

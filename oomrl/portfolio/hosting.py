@@ -1,0 +1,273 @@
+"""Strategies run in a strategy host: the engine's only way to reach a workspace's code (S).
+
+A StrategySource names a strategy in a workspace; `open` starts its host (the same jail as the
+gate's) and gives a StrategyRunner bound to one market. The runner streams market rows to the host
+only up to each decision date, asks for the schedule in batches, and checks the weights it gets
+back itself (plain data: symbol positions and floats). Nothing of S is imported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from oomrl.errors import OomrlError
+from oomrl.portfolio.market import MarketFrames
+from strategy_api.helpers import WEIGHT_TOLERANCE
+from strategy_host import wire
+from strategy_host.client import HostError, StrategyError
+
+DUE_CHUNK = 32  # sessions asked about at once: the schedule's answer up to its first trade day
+UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
+
+
+class StrategyHostError(OomrlError):
+    """The strategy host could not start, broke the protocol, died or did not answer in time."""
+
+
+class StrategyFailedError(OomrlError):
+    """The strategy raised an exception or returned something that is not valid weights."""
+
+
+class StrategyRunner(Protocol):
+    """A strategy bound to one market: its schedule and its decisions, by session index."""
+
+    name: str
+    jail: str
+
+    def due(self, t: int, last: date | None) -> bool:
+        """Does the strategy want to trade on session t, having last traded on `last`?"""
+
+    def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
+                members: list[str] | None) -> np.ndarray:
+        """Target weights per market symbol for session t, from data up to session t-1."""
+
+    def close(self) -> None:
+        """Release the runner (stop its host)."""
+
+
+class StrategySource(Protocol):
+    """A strategy that can be opened on a market: a workspace's, or a test's own."""
+
+    name: str
+
+    def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> StrategyRunner:
+        """A runner for `market` with these parameters (validated by the strategy's Params)."""
+
+
+def weights_array(name: str, day: date, market: MarketFrames, idx: Any, values: Any,
+                  unknown: Any) -> np.ndarray:
+    """Validated long-only weights per market symbol from a decision's plain answer.
+
+    The rules of strategy_api.check_weights (finite, >= 0, sum <= 1, zeros dropped), applied to
+    arrays the receiving side decoded itself; symbols must be the market's.
+    """
+    count = len(market.symbols)
+    if not (isinstance(idx, np.ndarray) and isinstance(values, np.ndarray) and idx.dtype.str == "<i8"
+            and values.dtype.str == "<f8" and idx.shape == values.shape and idx.ndim == 1
+            and isinstance(unknown, list) and all(isinstance(u, str) for u in unknown)
+            and len(unknown) == int((idx < 0).sum()) and not (idx >= count).any()):
+        raise StrategyHostError(f"strategy {name}: the host answered {day} with malformed weights")
+    if len(unknown):
+        raise StrategyFailedError(f"strategy {name} targets symbols without market data: {unknown[:5]}")
+    if len(np.unique(idx)) != len(idx):
+        raise StrategyHostError(f"strategy {name}: the host answered {day} with a symbol twice")
+    bad = ~np.isfinite(values) | (values < -WEIGHT_TOLERANCE)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise StrategyFailedError(f"strategy {name} returned invalid weights for {day}: weight of "
+                                  f"{market.symbols[idx[first]]} must be finite and >= 0, got "
+                                  f"{values[first]}")
+    kept = values > WEIGHT_TOLERANCE
+    total = sum(values[kept].tolist())  # summed in order, as check_weights sums a dict
+    if total > 1.0 + WEIGHT_TOLERANCE:
+        raise StrategyFailedError(f"strategy {name} returned invalid weights for {day}: weights sum "
+                                  f"to {total:.6f} > 1 (long-only, no leverage)")
+    weights = np.zeros(count)
+    weights[idx[kept]] = values[kept]
+    return weights
+
+
+@dataclass
+class HostedRunner:
+    """A StrategyRunner over a running strategy host (one per replay or rebalance)."""
+
+    host: Any  # guardrails.strategyhost.HostProcess
+    handle: int
+    name: str
+    market: MarketFrames
+    jail: str
+    sent: int = 0  # market rows [0, sent) are in the host
+    _due: dict[str, Any] = field(default_factory=dict)
+    _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
+
+    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.host.request(message)  # type: ignore[no-any-return]
+        except StrategyError as exc:
+            raise StrategyFailedError(f"strategy {self.name} raised {exc.type_name}: {exc.message}"
+                                      + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")) from None
+        except HostError as exc:
+            raise StrategyHostError(f"strategy {self.name}: {exc}") from None
+
+    def _rows(self, stop: int) -> dict[str, Any]:
+        """The market rows [sent, stop): what the host may know before deciding on session `stop`."""
+        arrays = self.market.panels.arrays
+        rows = {"days": self.market.dates.values[self.sent:stop].astype("datetime64[ns]").astype("<i8"),
+                "values": {f: np.ascontiguousarray(a[self.sent:stop], dtype="<f8") for f, a in arrays.items()}}
+        self.sent = stop
+        return rows
+
+    def _send_rows(self, stop: int) -> None:
+        """Send rows up to `stop` ahead of the decision on session `stop` (the answer is read later)."""
+        if stop > self.sent:
+            try:
+                self.host.channel.send({"op": "append", "handle": self.handle, **self._rows(stop)})
+            except HostError as exc:
+                raise StrategyHostError(f"strategy {self.name}: {exc}") from None
+
+    def due(self, t: int, last: date | None) -> bool:
+        cached = self._due
+        if cached and cached["last"] == last and cached["from"] <= t < cached["from"] + len(cached["flags"]):
+            return bool(cached["flags"][t - cached["from"]])
+        stop = min(t + DUE_CHUNK, len(self.market.days))
+        days = self.market.dates.values[t:stop].astype("datetime64[ns]").astype("<i8")
+        answer = self._call({"op": "due", "handle": self.handle, "days": days, "first_only": True,
+                             "last": None if last is None else wire.day_ns(last)})
+        self._remember(t, last, answer.get("due"), stop - t)
+        return bool(self._due["flags"][0])
+
+    def _remember(self, start: int, last: date | None, flags: Any, asked: int) -> None:
+        if not (isinstance(flags, np.ndarray) and flags.dtype.str == "|b1" and flags.ndim == 1
+                and 1 <= len(flags) <= asked and (flags[-1] or len(flags) == asked)
+                and not flags[:-1].any()):
+            raise StrategyHostError(f"strategy {self.name}: the host answered the schedule malformed")
+        self._due = {"from": start, "last": last, "flags": flags}
+        if flags[-1]:
+            self._send_rows(start + len(flags) - 1)  # rows up to the next decision date, ahead of time
+
+    def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
+                members: list[str] | None) -> np.ndarray:
+        day = self.market.days[t - 1]
+        message: dict[str, Any] = {
+            "op": "decide", "handle": self.handle, "as_of": wire.day_ns(day), "portfolio_value": float(nav),
+            "holdings": {"idx": held.astype("<i8"), "w": held_weights.astype("<f8")},
+            "members": None if members is None else {"idx": self._member_positions(members)}}
+        if t > self.sent:
+            message["rows"] = self._rows(t)
+        stop = min(t + 1 + DUE_CHUNK, len(self.market.days))
+        if t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
+            message["due"] = {"days": self.market.dates.values[t + 1:stop].astype("datetime64[ns]").astype("<i8"),
+                              "last": wire.day_ns(self.market.days[t]), "first_only": True}
+        answer = self._call(message)
+        weights = weights_array(self.name, day, self.market, answer.get("idx"), answer.get("w"),
+                                answer.get("unknown"))
+        if "due" in message:
+            self._remember(t + 1, self.market.days[t], answer.get("due"), stop - t - 1)
+        return weights
+
+    def _member_positions(self, members: list[str]) -> np.ndarray:
+        cached = self._members.get(id(members))  # Membership.on hands out one list per effective date
+        if cached is not None and cached[0] is members:
+            return cached[1]
+        positions = self.market.positions
+        found = np.array(sorted(positions[s] for s in members if s in positions), dtype="<i8")
+        self._members[id(members)] = (members, found)
+        return found
+
+    def close(self) -> None:
+        self.host.close()
+
+
+def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:
+    """The lock strategy hosts run under, and how outputs name it; refuse when there is none."""
+    from guardrails.locks import HashOnlyLock, select_lock
+    from guardrails.workspace import GateSetupError
+
+    try:
+        lock = select_lock(None)
+        return lock, lock.backend
+    except GateSetupError as exc:
+        if unsafe_no_jail:
+            return HashOnlyLock(), UNSAFE_JAIL
+        raise StrategyHostError(f"strategy code runs only in a jail and none can be made here ({exc}); "
+                                "install bubblewrap, or set OOMRL_UNSAFE_NO_JAIL=1 to run it unjailed "
+                                "(every output then says so)") from None
+
+
+@dataclass(frozen=True)
+class WorkspaceStrategy:
+    """Strategy `name` in the source trees of the workspace at `root` (a version's folder)."""
+
+    root: Path
+    name: str
+    unsafe_no_jail: bool = False
+
+    def start(self, coverage: bool = False) -> tuple[Any, str]:
+        """A started host for this workspace and the name of its jail."""
+        from guardrails.strategyhost import HostSpec, start_host
+
+        lock, jail = jail_lock(self.unsafe_no_jail)
+        sources, memory = _contract_of(self.root)
+        try:
+            return start_host(lock, HostSpec(Path(self.root), sources, coverage, memory)), jail
+        except (HostError, OSError) as exc:
+            raise StrategyHostError(f"strategy {self.name}: {exc}") from None
+        except Exception as exc:  # GateSetupError: the jail itself could not be made
+            if type(exc).__name__ == "GateSetupError":
+                raise StrategyHostError(f"strategy {self.name}: {exc}") from None
+            raise
+
+    def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> HostedRunner:
+        host, jail = self.start()
+        try:
+            handle, _ = open_in(host, self.name, params)
+            runner = HostedRunner(host, handle, self.name, market, jail)
+            runner._call({"op": "market", "handle": handle, "symbols": [str(s) for s in market.symbols],
+                          "fields": list(market.panels.arrays), "capacity": len(market.days)})
+            return runner
+        except BaseException:
+            host.close()
+            raise
+
+    def check_params(self, params: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
+        host, _ = self.start()
+        try:
+            return [open_in(host, self.name, p)[1] for p in params]
+        finally:
+            host.close()
+
+
+def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int, dict[str, Any]]:
+    """Open strategy `name` in a started host: its handle and its normalized parameters."""
+    try:
+        answer = host.request({"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))})
+    except StrategyError as exc:
+        if exc.kind == "request" or exc.type_name in ("ModuleNotFoundError", "ImportError"):
+            raise StrategyFailedError(f"no strategy {name!r} in this workspace: {exc.message}") from None
+        raise StrategyFailedError(f"invalid params for {name}: {exc.message}"
+                                  if exc.type_name == "ValidationError" else
+                                  f"strategy {name} failed to load: {exc.type_name}: {exc.message}") from None
+    except HostError as exc:
+        raise StrategyHostError(f"strategy {name}: {exc}") from None
+    handle, normalized = answer.get("handle"), answer.get("params")
+    if not isinstance(handle, int) or not isinstance(normalized, dict):
+        raise StrategyHostError(f"strategy {name}: the host answered `open` malformed")
+    return handle, wire.from_plain(normalized)
+
+
+def _contract_of(root: Path) -> tuple[tuple[str, ...], int]:
+    """The workspace's source trees and memory limit (its contract, else the defaults)."""
+    from guardrails.workspace import GateSetupError, load_contract
+
+    try:
+        contract = load_contract(Path(root))
+        return contract.source, contract.memory_limit_mb
+    except GateSetupError:
+        return ("strategies",), 4096

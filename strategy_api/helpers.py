@@ -1,0 +1,79 @@
+"""Helpers strategies share: momentum, top-k picks, equal weights, weight checks, ISO weeks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from datetime import date
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from strategy_api.view import MarketView
+
+WEIGHT_TOLERANCE = 1e-9
+
+
+def momentum(view: MarketView, lookback: int, skip: int = 0) -> pd.Series:
+    """Percentage change of close over `lookback` sessions, ending `skip` sessions before as_of."""
+    if lookback < 1 or skip < 0:
+        raise ValueError(f"need lookback >= 1 and skip >= 0, got {lookback}, {skip}")
+    rows = lookback + skip + 1
+    close = view.values("close")
+    if len(close) < rows:
+        return pd.Series(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = close[-1 - skip] / close[-rows] - 1.0
+    finite = np.isfinite(change)
+    if finite.all():  # the symbols' own index: no filtered copy to build
+        return pd.Series(change, index=view.symbols)
+    return pd.Series(change[finite], index=view.symbols[finite])
+
+
+def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list[str]:
+    """Labels of the k highest scores (NaN never picked; ties keep the order of `among`, else of `scores`).
+
+    The same picks as `scores.reindex(among).dropna().sort_values(ascending=False, kind="stable")
+    .index[:k]`, without building the intermediate series.
+    """
+    if among is None:
+        labels, values = scores.index.tolist(), scores.to_numpy(dtype=float)
+    else:
+        known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist(), strict=True))
+        labels = [symbol for symbol in among if symbol in known]
+        values = np.array([known[symbol] for symbol in labels], dtype=float)
+    kept = ~np.isnan(values)
+    if not kept.all():
+        labels, values = [s for s, keep in zip(labels, kept, strict=True) if keep], values[kept]
+    return [labels[i] for i in np.argsort(-values, kind="stable")[:k]]
+
+
+def equal_weights(symbols: list[str], gross: float) -> dict[str, float]:
+    """Equal weights summing to `gross` over `symbols` (empty when there are none)."""
+    if not symbols:
+        return {}
+    weight = gross / len(symbols)
+    return {symbol: weight for symbol in symbols}
+
+
+def check_weights(weights: Mapping[str, float]) -> dict[str, float]:
+    """Validate long-only weights (>= 0, finite, sum <= 1) and drop zeros."""
+    cleaned: dict[str, float] = {}
+    for symbol, weight in weights.items():
+        finite = math.isfinite(weight) if isinstance(weight, float) else np.isfinite(weight)
+        if not finite or weight < -WEIGHT_TOLERANCE:
+            raise ValueError(f"weight of {symbol} must be finite and >= 0, got {weight}")
+        if weight > WEIGHT_TOLERANCE:
+            cleaned[symbol] = float(weight)
+    total = sum(cleaned.values())
+    if total > 1.0 + WEIGHT_TOLERANCE:
+        raise ValueError(f"weights sum to {total:.6f} > 1 (long-only, no leverage)")
+    return cleaned
+
+
+def iso_week(day: date) -> tuple[int, int]:
+    """ISO (year, week) of a date."""
+    year, week, _ = pd.Timestamp(day).isocalendar()
+    return int(year), int(week)

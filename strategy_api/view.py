@@ -1,0 +1,200 @@
+"""MarketView, the only market a strategy sees, and History, the append-only rows it is cut from.
+
+A view holds the sessions up to its decision date and nothing after: the strategy host appends rows
+to a History as the decision dates advance, so a later row does not exist in the host when a
+decision is asked for; a view built from whole panels copies the rows up to `as_of` and keeps no
+reference to the panels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+FIELDS = ("open", "high", "low", "close", "volume", "amount")
+DAY_NS = 86_400_000_000_000
+
+
+def midnight(day: date | pd.Timestamp | np.datetime64 | str) -> pd.Timestamp:
+    """A naive midnight Timestamp of `day` (without the normalize call when it already is one)."""
+    stamp = pd.Timestamp(day)
+    if stamp.tz is None and stamp.unit == "ns" and stamp.value % DAY_NS == 0:
+        return stamp
+    return stamp.normalize()
+
+
+class History:
+    """Sessions (rows) of every field for fixed symbols, appended in date order, never rewritten."""
+
+    def __init__(self, symbols: Iterable[str], fields: Iterable[str], capacity: int = 256) -> None:
+        self.symbols = pd.Index([str(s) for s in symbols], dtype=object)
+        if self.symbols.has_duplicates:
+            raise ValueError("symbols must be unique")
+        self.fields = tuple(fields)
+        unknown = set(self.fields) - set(FIELDS)
+        if "close" not in self.fields:
+            raise ValueError("a market needs at least a 'close' field")
+        if unknown:
+            raise ValueError(f"unknown fields {sorted(unknown)}; allowed: {FIELDS}")
+        self.rows = 0
+        self._days = np.empty(max(capacity, 1), dtype="datetime64[ns]")
+        self._data = {f: np.full((max(capacity, 1), len(self.symbols)), np.nan) for f in self.fields}
+        self.names = np.asarray(self.symbols, dtype=object)
+
+    def append(self, days: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
+        """Add sessions after the last one: `days` (datetime64) and a (rows x symbols) array per field."""
+        days = np.asarray(days, dtype="datetime64[ns]")
+        count = len(days)
+        if set(values) != set(self.fields):
+            raise ValueError(f"rows must give exactly the fields {self.fields}, got {sorted(values)}")
+        if count and ((np.diff(days) <= np.timedelta64(0)).any()
+                      or (self.rows and days[0] <= self._days[self.rows - 1])):
+            raise ValueError("sessions must be appended in strictly increasing date order")
+        for field, array in values.items():
+            if np.shape(array) != (count, len(self.symbols)):
+                raise ValueError(f"field {field!r} has shape {np.shape(array)}, expected "
+                                 f"({count}, {len(self.symbols)})")
+        self._reserve(self.rows + count)
+        self._days[self.rows:self.rows + count] = days
+        for field, array in values.items():
+            self._data[field][self.rows:self.rows + count] = np.asarray(array, dtype=float)
+        self.rows += count
+
+    def _reserve(self, rows: int) -> None:
+        if rows <= len(self._days):
+            return
+        size = max(rows, 2 * len(self._days))
+        grown = np.empty(size, dtype="datetime64[ns]")
+        grown[:self.rows] = self._days[:self.rows]
+        self._days = grown
+        for field, old in self._data.items():
+            new = np.full((size, len(self.symbols)), np.nan)
+            new[:self.rows] = old[:self.rows]
+            self._data[field] = new
+
+    def view(self, portfolio_value: float = 1.0, members: Iterable[str] | None = None,
+             as_of: date | pd.Timestamp | None = None) -> MarketView:
+        """The view over every appended session, decided on `as_of` (default: the last session).
+
+        `as_of` may be a later day than the last session (a weekend: the view then has no universe),
+        never an earlier one: a History holds no row after its decision date.
+        """
+        if not self.rows and as_of is None:
+            raise ValueError("no session appended yet: there is no decision date")
+        last = pd.Timestamp(self._days[self.rows - 1]) if self.rows else None
+        stamp = midnight(as_of) if as_of is not None else last
+        if last is not None and stamp < last:
+            raise ValueError(f"the decision date {stamp.date()} is before the last session "
+                             f"{last.date()}: a view never holds a later row")
+        return MarketView._of(self, self.rows, stamp, portfolio_value, members)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+class MarketView:
+    """Daily panels (date x symbol) up to the decision date `as_of`; nothing later is held."""
+
+    def __init__(self, panels: Mapping[str, pd.DataFrame], as_of: date | pd.Timestamp,
+                 portfolio_value: float = 1.0, members: Iterable[str] | None = None) -> None:
+        if "close" not in panels:
+            raise ValueError("a MarketView needs at least a 'close' panel")
+        unknown = set(panels) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"unknown panel fields {sorted(unknown)}; allowed: {FIELDS}")
+        stamp = midnight(as_of)
+        close = panels["close"]
+        index = pd.DatetimeIndex(close.index)
+        visible = int(index.searchsorted(stamp, side="right"))
+        history = History(close.columns, list(panels), capacity=visible)
+        # Only the rows up to as_of are copied in: the panels themselves are not kept.
+        history.append(index.values[:visible], {
+            f: p.reindex(index=index[:visible], columns=close.columns).to_numpy(dtype=float)
+            for f, p in panels.items()})
+        self._init(history, visible, stamp, portfolio_value, members)
+
+    @classmethod
+    def _of(cls, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float,
+            members: Iterable[str] | None) -> MarketView:
+        view = cls.__new__(cls)
+        view._init(history, rows, as_of, portfolio_value, members)
+        return view
+
+    def _init(self, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float,
+              members: Iterable[str] | None) -> None:
+        self._as_of = as_of
+        self._symbols = history.symbols
+        self._names = history.names
+        self._days = _read_only(history._days[:rows])
+        self._arrays = {f: _read_only(a[:rows]) for f, a in history._data.items()}
+        self.portfolio_value = float(portfolio_value)
+        # Index members on the decision date (point in time); None means every symbol with data.
+        self._members = None if members is None else frozenset(str(m) for m in members)
+
+    @property
+    def as_of(self) -> pd.Timestamp:
+        """The decision date: the last date whose data the strategy may use."""
+        return self._as_of
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Names of the available panels."""
+        return tuple(self._arrays)
+
+    @property
+    def symbols(self) -> pd.Index:
+        """The symbols (columns) of the panels, in the order of `values`' columns."""
+        return self._symbols
+
+    @property
+    def dates(self) -> pd.DatetimeIndex:
+        """The sessions of the panels (rows), the last on or before as_of."""
+        return pd.DatetimeIndex(self._days)
+
+    def _array(self, field: str) -> np.ndarray:
+        if field not in self._arrays:
+            raise KeyError(f"no {field!r} panel in this view; available: {self.fields}")
+        return self._arrays[field]
+
+    def values(self, field: str) -> np.ndarray:
+        """One field's rows up to as_of as a read-only float array (rows: sessions, columns: `symbols`)."""
+        return self._array(field)
+
+    def panel(self, field: str) -> pd.DataFrame:
+        """A copy of one field's whole panel up to as_of."""
+        return pd.DataFrame(self._array(field).copy(), index=self.dates, columns=self._symbols)
+
+    def history(self, field: str, rows: int) -> pd.DataFrame:
+        """A copy of the last `rows` rows (sessions) of one field, ending at the decision date."""
+        if rows < 1:
+            raise ValueError(f"rows must be >= 1, got {rows}")
+        array = self._array(field)
+        start = max(len(array) - rows, 0)
+        return pd.DataFrame(array[start:].copy(), index=pd.DatetimeIndex(self._days[start:]),
+                            columns=self._symbols)
+
+    def universe(self) -> list[str]:
+        """Index members (when known) with a close on the decision date (traded that day)."""
+        close = self._arrays["close"]
+        if not len(close) or self._days[-1] != self._as_of.to_datetime64():
+            return []
+        traded = self._names[~np.isnan(close[-1])].tolist()
+        if self._members is not None:
+            traded = [symbol for symbol in traded if symbol in self._members]
+        return sorted(traded)
+
+    def traded_value(self, window: int) -> pd.Series:
+        """Average daily traded value (CNY) over the last `window` sessions: amount, else close x volume."""
+        close = self.history("close", window)
+        if "volume" not in self._arrays:
+            raise KeyError("traded_value needs a 'volume' panel")
+        value = close * self.history("volume", window)
+        if "amount" in self._arrays:
+            value = self.history("amount", window).fillna(value)
+        return value.mean(axis=0, skipna=True)

@@ -1,0 +1,289 @@
+"""The strategy host: the one process where a workspace's code (S) runs, answering requests on a channel.
+
+Started in a jail (`python -I -S -B /host/strategy_host/serve.py`) with an empty environment and its
+requests on stdin, answers on stdout. The first frame (`init`, from the trusted parent) names the
+import paths, the source packages and whether to measure coverage; from then on it serves `open`,
+`append`, `decide`, `due`, `call`, `ping` and `finish`. It receives market rows only up to each
+decision date, builds every MarketView from its own copy of `strategy_api`, and sends back plain data.
+Nothing in it is trusted by the other side: the parent decodes and checks every answer itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import struct
+import sys
+import traceback
+from typing import Any
+
+REQUEST_LIMIT = 1 << 30  # the parent streams market rows; one frame may hold a long history
+_FDS: dict[str, int] = {}
+
+
+def _read_init(fd: int) -> dict[str, Any]:
+    """The first frame with the standard library alone (numpy is not importable before `site`)."""
+    def exact(count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = os.read(fd, count - len(data))
+            if not chunk:
+                raise SystemExit(3)
+            data += chunk
+        return data
+
+    (size,) = struct.unpack(">I", exact(4))
+    if size > 1 << 20:
+        raise SystemExit(3)
+    body = exact(size)
+    (length,) = struct.unpack(">I", body[:4])
+    message = json.loads(body[4:4 + length].decode("utf-8"))
+    if message.get("op") != "init":
+        raise SystemExit(3)
+    return message  # type: ignore[no-any-return]
+
+
+class Host:
+    """Dispatches requests; holds the open strategies (by handle) and their market histories."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        from strategy_host import wire
+
+        self.wire = wire
+        self.packages = tuple(spec.get("packages") or ("strategies",))
+        self.sessions: dict[int, dict[str, Any]] = {}
+        self.calls = 0
+        self.context = ""
+        self.cov: Any = None
+        measure = spec.get("coverage")
+        if measure:
+            import coverage
+
+            self.cov = coverage.Coverage(data_file=measure["data_file"], config_file=False,
+                                         branch=True, source=measure["source"])
+            self.cov.start()
+        for name in spec.get("preimport") or ():  # module bodies run now, in the import context
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001, S112 - a module failing here fails when it is opened too
+                continue
+
+    # --- requests -----------------------------------------------------------------------------
+    def handle(self, message: dict[str, Any]) -> dict[str, Any]:
+        op = message.get("op")
+        context = message.get("ctx")
+        if self.cov is not None and isinstance(context, str) and context != self.context:
+            self.cov.switch_context(context)
+            self.context = context
+        method = getattr(self, f"op_{op}", None) if isinstance(op, str) and op.isidentifier() else None
+        if method is None:
+            return {"error": {"kind": "request", "type": "UnknownOp", "builtin": "ValueError",
+                              "message": f"unknown request {op!r}"}}
+        self.calls += 1
+        return method(message)  # type: ignore[no-any-return]
+
+    def op_ping(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "pid": os.getpid(), "calls": self.calls}
+
+    def op_open(self, message: dict[str, Any]) -> dict[str, Any]:
+        name = message.get("strategy")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise RequestError(f"strategy name must be an identifier, got {name!r}")
+        module = importlib.import_module(f"{self.packages[0]}.{name}")
+        strategy = getattr(module, "STRATEGY", None)
+        if strategy is None or getattr(strategy, "name", None) != name:
+            raise RequestError(f"{self.packages[0]}/{name}.py must define STRATEGY named {name!r}")
+        raw = message.get("params") or {}
+        if not isinstance(raw, dict):
+            raise RequestError("params must be an object")
+        params = strategy.Params(**self.wire.from_plain(raw))
+        handle = len(self.sessions) + 1
+        self.sessions[handle] = {"strategy": strategy, "params": params, "history": None}
+        dump = getattr(params, "model_dump", None)
+        return {"handle": handle, "name": name,
+                "params": self.wire.to_plain(dump(mode="json")) if callable(dump) else {}}
+
+    def _session(self, message: dict[str, Any]) -> dict[str, Any]:
+        session = self.sessions.get(message.get("handle"))  # type: ignore[arg-type]
+        if session is None:
+            raise RequestError(f"no open strategy with handle {message.get('handle')!r}")
+        return session
+
+    def op_market(self, message: dict[str, Any]) -> dict[str, Any]:
+        from strategy_api import History
+
+        symbols, fields = message.get("symbols"), message.get("fields")
+        if not (isinstance(symbols, list) and all(isinstance(s, str) for s in symbols)
+                and isinstance(fields, list) and all(isinstance(f, str) for f in fields)):
+            raise RequestError("market needs lists of symbol and field names")
+        self._session(message)["history"] = History(symbols, fields, int(message.get("capacity") or 256))
+        return {"ok": True}
+
+    def _history(self, session: dict[str, Any]) -> Any:
+        if session["history"] is None:
+            raise RequestError("no market opened for this strategy (send `market` first)")
+        return session["history"]
+
+    def op_append(self, message: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        history = self._history(self._session(message))
+        days, values = message.get("days"), message.get("values")
+        if not isinstance(days, np.ndarray) or days.dtype.str != "<i8" or not isinstance(values, dict):
+            raise RequestError("append needs `days` (int64 ns) and `values` (an array per field)")
+        history.append(days.astype("datetime64[ns]"), values)
+        return {"rows": history.rows}
+
+    def op_decide(self, message: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        session = self._session(message)
+        if "market" in message:
+            self.op_market({**message["market"], "handle": message.get("handle")})
+        if "rows" in message:
+            self.op_append({**message["rows"], "handle": message.get("handle")})
+        history = self._history(session)
+        members = self._names(history, message.get("members"))
+        held = self._holdings(history, message.get("holdings"))
+        as_of = message.get("as_of")
+        view = history.view(float(message.get("portfolio_value", 1.0)), members,
+                            None if as_of is None else self.wire.ns_day(as_of))
+        answer = session["strategy"].target_weights(view, held, session["params"])
+        items = list(answer.items())  # S's own mapping: turned into plain data right here
+        positions = {s: i for i, s in enumerate(history.names.tolist())} if items else {}
+        idx = np.array([positions.get(k, -1) if isinstance(k, str) else -2 for k, _ in items], dtype="<i8")
+        if (idx == -2).any():
+            raise TypeError("target_weights must map symbols (str) to weights")
+        weights = np.array([float(v) for _, v in items], dtype="<f8")
+        reply: dict[str, Any] = {"idx": idx, "w": weights,
+                                 "unknown": [k for (k, _), i in zip(items, idx.tolist()) if i < 0]}
+        if "due" in message:
+            reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
+        return reply
+
+    def _names(self, history: Any, members: Any) -> list[str] | None:
+        import numpy as np
+
+        if members is None:
+            return None
+        if isinstance(members, dict) and isinstance(members.get("idx"), np.ndarray):
+            return history.names[members["idx"]].tolist()  # type: ignore[no-any-return]
+        if isinstance(members, list) and all(isinstance(m, str) for m in members):
+            return members
+        raise RequestError("members must be null, a list of names or {idx: int64 array}")
+
+    def _holdings(self, history: Any, holdings: Any) -> dict[str, float]:
+        if not holdings:
+            return {}
+        weights = holdings.get("w")
+        names = holdings["names"] if "names" in holdings else self._names(history, {"idx": holdings.get("idx")})
+        if names is None or weights is None or len(names) != len(weights):
+            raise RequestError("holdings need as many names (or idx) as weights")
+        return dict(zip(names, weights.tolist()))
+
+    def op_due(self, message: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        strategy = self._session(message)["strategy"]
+        days, last = message.get("days"), message.get("last")
+        if not isinstance(days, np.ndarray) or days.dtype.str != "<i8":
+            raise RequestError("due needs `days` (int64 ns)")
+        last_day = None if last is None else self.wire.ns_day(last)
+        answers = []
+        for value in days.tolist():
+            due = bool(strategy.rebalance_due(self.wire.ns_day(value), last_day))
+            answers.append(due)
+            if due and message.get("first_only"):
+                break
+        return {"due": np.array(answers, dtype="|b1")}
+
+    def op_call(self, message: dict[str, Any]) -> dict[str, Any]:
+        target = message.get("target")
+        module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+        parts = attribute.split(".")
+        inside = any(module_name == p or module_name.startswith(p + ".") for p in self.packages)
+        if not inside or not all(p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")):
+            raise RequestError(f"call target must be a public function of {', '.join(self.packages)} "
+                               f"as 'module:name', got {target!r}")
+        value: Any = importlib.import_module(module_name)
+        for part in parts:
+            value = getattr(value, part)
+        args = self.wire.from_plain(message.get("args") or [])
+        kwargs = self.wire.from_plain(message.get("kwargs") or {})
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise RequestError("call needs a list of args and an object of kwargs")
+        return {"value": self.wire.to_plain(value(*args, **kwargs))}
+
+    def op_finish(self, message: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
+
+        data = None
+        if self.cov is not None:
+            self.cov.stop()
+            self.cov.save()
+            path = self.cov.get_data().data_filename()
+            with open(path, "rb") as handle:
+                data = np.frombuffer(handle.read(), dtype="|u1")
+        return {"coverage": data, "calls": self.calls, "finished": True}
+
+
+class RequestError(Exception):
+    """A request the host cannot serve (not the strategy's fault)."""
+
+
+def _error(exc: BaseException, kind: str) -> dict[str, Any]:
+    builtin = next((c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"), "Exception")
+    where = None
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename.startswith("/workspace/"):
+            where = [frame.filename[len("/workspace/"):], frame.lineno]
+            break
+    return {"error": {"kind": kind, "type": type(exc).__name__, "builtin": builtin,
+                      "message": str(exc)[:2000], "where": where}}
+
+
+def serve(spec: dict[str, Any]) -> int:
+    """Answer requests until the channel closes or `finish` is asked."""
+    from strategy_host import wire
+
+    host = Host(spec)
+    wire.write_frame(_FDS["out"], wire.encode({"ready": True, "pid": os.getpid(),
+                                               "python": list(sys.version_info[:3])}))
+    while True:
+        try:
+            message = wire.read_frame(_FDS["in"], REQUEST_LIMIT)
+        except EOFError:
+            host.op_finish({})
+            return 0
+        except wire.WireError as exc:
+            wire.write_frame(_FDS["out"], wire.encode(_error(exc, "request")))
+            return 2
+        try:
+            reply = host.handle(message)
+        except RequestError as exc:
+            reply = _error(exc, "request")
+        except Exception as exc:  # noqa: BLE001 - whatever S raises is its answer, by type
+            reply = _error(exc, "strategy")
+        try:
+            frame = wire.encode(reply)
+        except (wire.WireError, TypeError, ValueError) as exc:
+            frame = wire.encode(_error(exc, "strategy"))
+        wire.write_frame(_FDS["out"], frame)
+        if message.get("op") == "finish":
+            return 0
+
+
+def main() -> int:
+    # The channel moves off fds 0 and 1, so what S prints goes to stderr, not into the protocol.
+    _FDS["in"], _FDS["out"] = os.dup(0), os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    os.dup2(2, 1)
+    spec = _read_init(_FDS["in"])
+    sys.path[:0] = [p for p in spec.get("paths", []) if isinstance(p, str)]
+    sys.path.extend(p for p in spec.get("site", []) if isinstance(p, str))
+    return serve(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
