@@ -5,8 +5,8 @@ runs (bubblewrap: unprivileged uid, no network, fresh tmpfs, read-only binds, me
 same environment (`RUN_ENV`) whoever starts it, so nothing S can observe tells the gate from
 production. The jail holds the interpreter and installed packages, `/host` (the host program and
 the strategy API, copied from this installation) and the workspace's source trees read-only under
-`/workspace`; never its tests, the caller's files, environment or sockets. The host speaks on its
-stdin and stdout; the parent decodes every answer itself.
+`/workspace`; never its tests, the caller's files, environment or sockets. The host speaks on one
+UNIX socket (its stdin and stdout); the parent decodes every answer itself.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,15 +121,14 @@ class HostProcess:
         if self.closed:
             return
         self.closed = True
-        for fd in (self.channel.write_fd, self.channel.read_fd):
+        if self.channel.watchdog is not None:
+            self.channel.watchdog.stop()
+        for fd in {self.channel.write_fd, self.channel.read_fd}:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            _kill_session(self.process)
+        _kill_session(self.process)  # its answers are in: nothing of it is worth waiting for
         self.prepared.done()
 
     def __enter__(self) -> HostProcess:
@@ -172,20 +170,20 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     prepared = lock.prepare(argv, binds=binds, cwd=inside_ws, env=env, memory_mb=spec.memory_mb)
     if not lock.os_level:
         prepared.cleanup = _chain(prepared.cleanup, lambda: shutil.rmtree(scratch, True))
-    to_host, from_host = os.pipe(), os.pipe()
+    parent_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         process = subprocess.Popen(prepared.argv, env=prepared.env, cwd=prepared.cwd,
-                                   stdin=to_host[0], stdout=from_host[1], stderr=subprocess.PIPE,
-                                   start_new_session=True)
+                                   stdin=host_end.fileno(), stdout=host_end.fileno(),
+                                   stderr=subprocess.PIPE, start_new_session=True)
     except OSError as exc:
-        for fd in (*to_host, *from_host):
-            os.close(fd)
+        parent_end.close()
         prepared.done()
         raise GateSetupError(f"could not start a strategy host: {exc}") from None
-    os.close(to_host[0])
-    os.close(from_host[1])
+    finally:
+        host_end.close()
     assert process.stderr is not None
-    channel = Channel(from_host[0], to_host[1], spec.timeout_s)
+    fd = parent_end.detach()
+    channel = Channel(fd, fd, spec.timeout_s, on_timeout=lambda: _kill_session(process))
     host = HostProcess(process, channel, prepared, lock, inside_ws)
     threading.Thread(target=_drain, args=(process.stderr, host.stderr_tail), daemon=True).start()
     coverage = ({"source": [f"{inside_ws}/{tree}" for tree in spec.sources],
@@ -219,26 +217,24 @@ def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
     """
     def pump() -> None:
         fd = peer.fileno()
+        reader = wire.FrameReader(fd)
         try:
             while True:
                 try:
-                    message = wire.read_frame(fd, RELAY_REQUEST_LIMIT)
+                    message = reader.read(RELAY_REQUEST_LIMIT)
                 except (EOFError, wire.WireError, OSError):
                     return
                 if message.get("op") not in RELAYED_OPS:
-                    answer = wire.encode({"error": {"kind": "request", "type": "Refused", "builtin": "ValueError",
-                                                    "message": f"{message.get('op')!r} is not a request a test may send"}})
+                    answer = wire.encode({"error": {
+                        "kind": "request", "type": "Refused", "builtin": "ValueError",
+                        "message": f"{message.get('op')!r} is not a request a test may send"}})
                 else:
                     try:
-                        wire.write_frame(host.channel.write_fd, wire.encode(message),
-                                         time.monotonic() + host.channel.timeout_s)
-                        reply = wire.read_frame(host.channel.read_fd, host.channel.limit,
-                                                time.monotonic() + host.channel.timeout_s)
-                    except (EOFError, wire.WireError, OSError):
+                        answer = wire.encode(host.channel.request_raw(message))
+                    except HostError:
                         return
-                    answer = wire.encode(reply)
                 try:
-                    wire.write_frame(fd, answer, time.monotonic() + host.channel.timeout_s)
+                    wire.write_frame(fd, answer)
                 except (wire.WireError, OSError):
                     return
         finally:

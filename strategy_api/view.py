@@ -43,18 +43,48 @@ class History:
         self._days = np.empty(max(capacity, 1), dtype="datetime64[ns]")
         self._data = {f: np.full((max(capacity, 1), len(self.symbols)), np.nan) for f in self.fields}
         self.names = np.asarray(self.symbols, dtype=object)
+        self.positions = {symbol: i for i, symbol in enumerate(self.symbols)}
+
+    @classmethod
+    def over(cls, symbols: Iterable[str], fields: Iterable[str], days: np.ndarray,
+             data: Mapping[str, np.ndarray]) -> History:
+        """A History whose rows live in memory another process fills (read-only here), row count 0.
+
+        The owner writes a session's row before it tells this side to `extend` over it; a row not
+        yet written is zeros.
+        """
+        history = cls(symbols, fields, capacity=1)
+        if days.dtype != np.dtype("datetime64[ns]") or days.ndim != 1 or set(data) != set(history.fields) \
+                or any(a.shape != (len(days), len(history.symbols)) or a.dtype != np.float64 for a in data.values()):
+            raise ValueError("shared rows must be datetime64[ns] days and one float64 (days x symbols) array a field")
+        history._days, history._data, history.shared = days, dict(data), True
+        return history
+
+    shared = False
+
+    def extend(self, rows: int) -> None:
+        """Take the shared rows up to `rows` (more than before, in increasing date order)."""
+        if not self.shared or not self.rows <= rows <= len(self._days):
+            raise ValueError(f"cannot extend {self.rows} shared rows to {rows}")
+        days = self._days[max(self.rows - 1, 0):rows]
+        if len(days) > 1 and (days[1:] <= days[:-1]).any():
+            raise ValueError("shared sessions must be in strictly increasing date order")
+        self.rows = rows
 
     def append(self, days: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         """Add sessions after the last one: `days` (datetime64) and a (rows x symbols) array per field."""
+        if self.shared:
+            raise ValueError("rows of a shared History are written by its owner: extend it instead")
         days = np.asarray(days, dtype="datetime64[ns]")
         count = len(days)
-        if set(values) != set(self.fields):
+        if len(values) != len(self.fields) or not all(f in values for f in self.fields):
             raise ValueError(f"rows must give exactly the fields {self.fields}, got {sorted(values)}")
-        if count and ((np.diff(days) <= np.timedelta64(0)).any()
+        if count and ((count > 1 and (days[1:] <= days[:-1]).any())
                       or (self.rows and days[0] <= self._days[self.rows - 1])):
             raise ValueError("sessions must be appended in strictly increasing date order")
+        shape = (count, len(self.symbols))
         for field, array in values.items():
-            if np.shape(array) != (count, len(self.symbols)):
+            if np.shape(array) != shape:
                 raise ValueError(f"field {field!r} has shape {np.shape(array)}, expected "
                                  f"({count}, {len(self.symbols)})")
         self._reserve(self.rows + count)
@@ -85,7 +115,8 @@ class History:
         if not self.rows and as_of is None:
             raise ValueError("no session appended yet: there is no decision date")
         last = pd.Timestamp(self._days[self.rows - 1]) if self.rows else None
-        stamp = midnight(as_of) if as_of is not None else last
+        stamp = midnight(as_of) if as_of is not None and not isinstance(as_of, pd.Timestamp) else (
+            as_of if as_of is not None else last)
         if last is not None and stamp < last:
             raise ValueError(f"the decision date {stamp.date()} is before the last session "
                              f"{last.date()}: a view never holds a later row")

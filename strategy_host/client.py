@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from strategy_host import wire
@@ -52,37 +54,77 @@ def remote_error(error: Any) -> StrategyError:
 
 
 class Channel:
-    """Frames to and from a host over two file descriptors, with a deadline per answer."""
+    """Frames to and from a host over two file descriptors.
+
+    With `on_timeout` (the parent's side), a request not answered within its timeout makes a
+    watchdog thread call it (to kill the host), so the blocked read ends; the error says why.
+    """
 
     def __init__(self, read_fd: int, write_fd: int, timeout_s: float = 60.0,
-                 limit: int = ANSWER_LIMIT) -> None:
+                 limit: int = ANSWER_LIMIT, on_timeout: Callable[[], None] | None = None) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
         self.timeout_s, self.limit = timeout_s, limit
         self.pending = 0
+        self.reader = wire.FrameReader(read_fd)
+        self.watchdog = Watchdog(on_timeout) if on_timeout is not None else None
 
-    def _deadline(self, timeout_s: float | None) -> float:
-        return time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+    def _guarded(self, action: Callable[[], Any], timeout_s: float | None) -> Any:
+        if self.watchdog is None:
+            return action()
+        self.watchdog.arm(self.timeout_s if timeout_s is None else timeout_s)
+        try:
+            return action()
+        finally:
+            self.watchdog.disarm()
+
+    def _failure(self, what: str) -> HostError:
+        if self.watchdog is not None and self.watchdog.expired:
+            return HostError(f"the strategy host did not answer within {self.watchdog.expired:g} s "
+                             "and was stopped")
+        return HostError(what)
 
     def send(self, message: dict[str, Any], timeout_s: float | None = None) -> None:
         """Send a request without waiting for its answer (answers come back in order)."""
+        frame = wire.encode(message)
         try:
-            wire.write_frame(self.write_fd, wire.encode(message), self._deadline(timeout_s))
+            self._guarded(lambda: wire.write_frame(self.write_fd, frame), timeout_s)
         except (wire.WireError, OSError) as exc:
-            raise HostError(f"could not send to the strategy host: {exc}") from None
+            raise self._failure(f"could not send to the strategy host: {exc}") from None
+        self.pending += 1
+
+    def send_with_fd(self, message: dict[str, Any], passed: int, timeout_s: float | None = None) -> None:
+        """Send a request with a file descriptor attached (the channel is a UNIX socket)."""
+        frame = wire.encode(message)
+        try:
+            self._guarded(lambda: wire.send_fd(self.write_fd, frame, passed), timeout_s)
+        except (wire.WireError, OSError) as exc:
+            raise self._failure(f"could not send to the strategy host: {exc}") from None
         self.pending += 1
 
     def receive(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The next answer; StrategyError when it is an error, HostError when there is none."""
         try:
-            answer = wire.read_frame(self.read_fd, self.limit, self._deadline(timeout_s))
+            answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except EOFError:
-            raise HostError("the strategy host closed its channel (it exited or was killed)") from None
+            raise self._failure("the strategy host closed its channel (it exited or was killed)") from None
         except (wire.WireError, OSError) as exc:
-            raise HostError(f"bad answer from the strategy host: {exc}") from None
+            raise self._failure(f"bad answer from the strategy host: {exc}") from None
         self.pending -= 1
         if "error" in answer:
             raise remote_error(answer["error"])
-        return answer
+        return answer  # type: ignore[no-any-return]
+
+    def request_raw(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send and return the answer as it came, an error answer included (the relay's forwarding)."""
+        self.send(message, timeout_s)
+        try:
+            answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
+        except EOFError:
+            raise self._failure("the strategy host closed its channel (it exited or was killed)") from None
+        except (wire.WireError, OSError) as exc:
+            raise self._failure(f"bad answer from the strategy host: {exc}") from None
+        self.pending -= 1
+        return answer  # type: ignore[no-any-return]
 
     def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """Send and wait for this request's answer (after any still pending)."""
@@ -90,3 +132,33 @@ class Channel:
         while self.pending > 1:
             self.receive(timeout_s)
         return self.receive(timeout_s)
+
+
+class Watchdog:
+    """Calls `on_timeout` once when an armed wait lasts longer than its timeout (checked 4 times a second:
+    arming costs no wake-up, so the hot path stays a blocking read)."""
+
+    def __init__(self, on_timeout: Callable[[], None]) -> None:
+        self.on_timeout = on_timeout
+        self.started: float | None = None
+        self.limit = 0.0
+        self.expired = 0.0
+        self.stopped = False
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def arm(self, timeout_s: float) -> None:
+        self.limit, self.started = timeout_s, time.monotonic()
+
+    def disarm(self) -> None:
+        self.started = None
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def _watch(self) -> None:
+        while not self.stopped:
+            time.sleep(0.25)
+            started = self.started
+            if started is not None and time.monotonic() - started > self.limit and not self.expired:
+                self.expired = self.limit
+                self.on_timeout()

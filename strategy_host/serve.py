@@ -1,7 +1,8 @@
 """The strategy host: the one process where a workspace's code (S) runs, answering requests on a channel.
 
 Started in a jail (`python -I -S -B /host/strategy_host/serve.py`) with an empty environment and its
-requests on stdin, answers on stdout. The first frame (`init`, from the trusted parent) names the
+requests on stdin, answers on stdout. Its channel is a UNIX socket (a shared market's read-only memory comes over it as a descriptor).
+The first frame (`init`, from the trusted parent) names the
 import paths, the source packages and whether to measure coverage; from then on it serves `open`,
 `append`, `decide`, `due`, `call`, `ping` and `finish`. It receives market rows only up to each
 decision date, builds every MarketView from its own copy of `strategy_api`, and sends back plain data.
@@ -37,8 +38,8 @@ def _read_init(fd: int) -> dict[str, Any]:
     if size > 1 << 20:
         raise SystemExit(3)
     body = exact(size)
-    (length,) = struct.unpack(">I", body[:4])
-    message = json.loads(body[4:4 + length].decode("utf-8"))
+    head, text = struct.unpack(">II", body[:8])  # an init frame holds no arrays: text after the table
+    message = json.loads(body[8 + head:8 + head + text].decode("utf-8"))
     if message.get("op") != "init":
         raise SystemExit(3)
     return message  # type: ignore[no-any-return]
@@ -47,10 +48,11 @@ def _read_init(fd: int) -> dict[str, Any]:
 class Host:
     """Dispatches requests; holds the open strategies (by handle) and their market histories."""
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], reader: Any = None) -> None:
         from strategy_host import wire
 
         self.wire = wire
+        self.reader = reader  # the channel's reader: a shared market's descriptor comes with `market`
         self.packages = tuple(spec.get("packages") or ("strategies",))
         self.sessions: dict[int, dict[str, Any]] = {}
         self.calls = 0
@@ -117,8 +119,34 @@ class Host:
         if not (isinstance(symbols, list) and all(isinstance(s, str) for s in symbols)
                 and isinstance(fields, list) and all(isinstance(f, str) for f in fields)):
             raise RequestError("market needs lists of symbol and field names")
-        self._session(message)["history"] = History(symbols, fields, int(message.get("capacity") or 256))
+        session = self._session(message)
+        shared = message.get("shared")
+        if shared is None:
+            session["history"] = History(symbols, fields, int(message.get("capacity") or 256))
+            return {"ok": True}
+        if self.reader is None or not isinstance(shared, int) or shared < 1:
+            raise RequestError("a shared market needs its capacity and a descriptor on a socket")
+        session["history"] = History.over(symbols, fields, *self._mapped(shared, len(symbols), fields))
         return {"ok": True}
+
+    def _mapped(self, capacity: int, width: int, fields: list[str]) -> tuple[Any, dict[str, Any]]:
+        """The rows another process writes, mapped read-only: days, then a (days x symbols) array a field."""
+        import mmap
+
+        import numpy as np
+
+        fd = self.reader.take_fd()
+        try:
+            size = 8 * capacity * (1 + width * len(fields))
+            if os.fstat(fd).st_size < size:
+                raise RequestError("the shared market is smaller than its description")
+            memory = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        days = np.frombuffer(memory, "<i8", capacity, 0).view("datetime64[ns]")
+        data = {f: np.frombuffer(memory, "<f8", capacity * width, 8 * capacity * (1 + i * width))
+                .reshape(capacity, width) for i, f in enumerate(fields)}
+        return days, data
 
     def _history(self, session: dict[str, Any]) -> Any:
         if session["history"] is None:
@@ -141,17 +169,22 @@ class Host:
         session = self._session(message)
         if "market" in message:
             self.op_market({**message["market"], "handle": message.get("handle")})
-        if "rows" in message:
-            self.op_append({**message["rows"], "handle": message.get("handle")})
+        rows = message.get("rows")
+        if isinstance(rows, int) and not isinstance(rows, bool):
+            self._history(session).extend(rows)
+        elif rows is not None:
+            self.op_append({**rows, "handle": message.get("handle")})
         history = self._history(session)
         members = self._names(history, message.get("members"))
         held = self._holdings(history, message.get("holdings"))
         as_of = message.get("as_of")
+        if as_of is not None and not isinstance(as_of, int):
+            raise RequestError("as_of must be an int (ns since the epoch at midnight)")
         view = history.view(float(message.get("portfolio_value", 1.0)), members,
-                            None if as_of is None else self.wire.ns_day(as_of))
+                            None if as_of is None else self._stamp(as_of))
         answer = session["strategy"].target_weights(view, held, session["params"])
         items = list(answer.items())  # S's own mapping: turned into plain data right here
-        positions = {s: i for i, s in enumerate(history.names.tolist())} if items else {}
+        positions = history.positions
         idx = np.array([positions.get(k, -1) if isinstance(k, str) else -2 for k, _ in items], dtype="<i8")
         if (idx == -2).any():
             raise TypeError("target_weights must map symbols (str) to weights")
@@ -161,6 +194,14 @@ class Host:
         if "due" in message:
             reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
         return reply
+
+    def _stamp(self, value: int) -> Any:
+        import pandas as pd
+
+        stamp = pd.Timestamp(value)
+        if value % self.wire.NS_PER_DAY:
+            raise RequestError("as_of must be a midnight")
+        return stamp
 
     def _names(self, history: Any, members: Any) -> list[str] | None:
         import numpy as np
@@ -247,12 +288,13 @@ def serve(spec: dict[str, Any]) -> int:
     """Answer requests until the channel closes or `finish` is asked."""
     from strategy_host import wire
 
-    host = Host(spec)
+    reader = wire.FrameReader(_FDS["in"], passes_fds=True)
+    host = Host(spec, reader)
     wire.write_frame(_FDS["out"], wire.encode({"ready": True, "pid": os.getpid(),
                                                "python": list(sys.version_info[:3])}))
     while True:
         try:
-            message = wire.read_frame(_FDS["in"], REQUEST_LIMIT)
+            message = reader.read(REQUEST_LIMIT)
         except EOFError:
             host.op_finish({})
             return 0
@@ -264,6 +306,7 @@ def serve(spec: dict[str, Any]) -> int:
         except RequestError as exc:
             reply = _error(exc, "request")
         except Exception as exc:  # noqa: BLE001 - whatever S raises is its answer, by type
+            traceback.print_exc()  # to stderr, which the parent keeps the tail of
             reply = _error(exc, "strategy")
         try:
             frame = wire.encode(reply)
@@ -275,7 +318,8 @@ def serve(spec: dict[str, Any]) -> int:
 
 
 def main() -> int:
-    # The channel moves off fds 0 and 1, so what S prints goes to stderr, not into the protocol.
+    # The channel (one UNIX socket on fds 0 and 1) moves off them, so what S prints goes to
+    # stderr, not into the protocol.
     _FDS["in"], _FDS["out"] = os.dup(0), os.dup(1)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)

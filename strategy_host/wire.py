@@ -1,8 +1,9 @@
 """The strategy host's wire format: length-prefixed frames of JSON plus raw arrays, never pickle.
 
-A frame is a 4-byte big-endian length, then a 4-byte length of a UTF-8 JSON header, the header,
-and the bytes of the arrays it names. An array appears in the JSON as `{"$a": i}` and is described
-in the header's `$blobs` list as `[dtype, shape]`; only a few fixed dtypes exist. Each side decodes
+A frame is a 4-byte big-endian length of the rest, the lengths of its array table and of its JSON
+text, the array table (a count, then per array a dtype code, a number of dimensions and the
+dimensions), the UTF-8 JSON text, and the bytes of the arrays. An array appears in the JSON as
+`{"$a": i}`; only a few fixed dtypes exist. Each side decodes
 what it receives itself and checks every size, so nothing crosses the boundary but plain data.
 Imports only the standard library and numpy: the file is copied into every jail.
 """
@@ -12,9 +13,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import select
+import socket
 import struct
-import time
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 DTYPES = ("<f8", "<i8", "|b1", "|u1")
+MAX_DIMS = 4
+MAX_ITEMS = 1 << 34
 NS_PER_DAY = 86_400_000_000_000
 MAX_DEPTH = 32
 
@@ -38,121 +40,151 @@ def encode(message: Mapping[str, Any]) -> bytes:
     """One frame of `message` (JSON values and numpy arrays of the DTYPES)."""
     blobs: list[np.ndarray] = []
 
-    def lift(value: Any, depth: int = 0) -> Any:
-        if depth > MAX_DEPTH:
-            raise WireError("message nested too deeply")
+    def lift(value: Any) -> Any:  # json's own walk calls this for what JSON cannot hold
         if isinstance(value, np.ndarray):
             array = np.ascontiguousarray(value)
-            if array.dtype.str not in DTYPES:
-                raise WireError(f"arrays of dtype {array.dtype.str} do not cross the wire")
+            if array.dtype.str not in DTYPES or array.ndim > MAX_DIMS:
+                raise WireError(f"arrays of dtype {array.dtype.str} and {array.ndim} dimensions "
+                                "do not cross the wire")
             blobs.append(array)
             return {"$a": len(blobs) - 1}
-        if isinstance(value, dict):
-            return {str(k): lift(v, depth + 1) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [lift(v, depth + 1) for v in value]
-        return value
+        if isinstance(value, np.bool_):
+            return bool(value)
+        if isinstance(value, np.integer):
+            return int(value)
+        raise WireError(f"a {type(value).__name__} does not cross the wire")
 
-    header = lift(dict(message))
-    header["$blobs"] = [[a.dtype.str, list(a.shape)] for a in blobs]
-    text = json.dumps(header, allow_nan=False, separators=(",", ":")).encode("utf-8")
-    body = b"".join([struct.pack(">I", len(text)), text, *(a.tobytes() for a in blobs)])
-    return struct.pack(">I", len(body)) + body
+    try:
+        text = json.dumps(message, default=lift, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise WireError(f"message cannot be encoded: {exc}") from None
+    table = [struct.pack(">I", len(blobs))]
+    for array in blobs:
+        table.append(struct.pack(f">BB{array.ndim}Q", DTYPES.index(array.dtype.str), array.ndim, *array.shape))
+    head = b"".join(table)
+    body = [struct.pack(">III", 8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
+            head, text, *(a.data for a in blobs)]
+    return b"".join(body)
 
 
 def decode(body: bytes) -> dict[str, Any]:
-    """The message of one frame's body; WireError for anything but exactly what the header says."""
-    if len(body) < 4:
-        raise WireError("frame shorter than its header length")
-    (size,) = struct.unpack(">I", body[:4])
-    if 4 + size > len(body):
-        raise WireError("frame header longer than the frame")
+    """The message of one frame's body; WireError for anything but exactly what its tables say."""
     try:
-        header = json.loads(body[4:4 + size].decode("utf-8"), parse_constant=_json_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise WireError(f"frame header is not JSON: {exc}") from None
-    if not isinstance(header, dict) or not isinstance(header.get("$blobs"), list):
-        raise WireError("frame header must be an object with a $blobs list")
+        head_size, text_size = struct.unpack_from(">II", body)
+        (count,) = struct.unpack_from(">I", body, 8)
+        offset, specs = 12, []
+        for _ in range(count):
+            code, ndim = struct.unpack_from(">BB", body, offset)
+            if code >= len(DTYPES) or ndim > MAX_DIMS:
+                raise WireError("bad array description")
+            shape = struct.unpack_from(f">{ndim}Q", body, offset + 2)
+            specs.append((np.dtype(DTYPES[code]), shape))
+            offset += 2 + 8 * ndim
+    except struct.error:
+        raise WireError("frame shorter than its tables") from None
+    if offset != 8 + head_size or offset + text_size > len(body):
+        raise WireError("frame tables do not add up")
     arrays: list[np.ndarray] = []
-    offset = 4 + size
-    for spec in header.pop("$blobs"):
-        if not (isinstance(spec, list) and len(spec) == 2 and spec[0] in DTYPES
-                and isinstance(spec[1], list) and len(spec[1]) <= 4
-                and all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**40
-                        for n in spec[1])):
-            raise WireError(f"bad array description {spec!r}")
-        dtype = np.dtype(spec[0])
-        nbytes = dtype.itemsize * math.prod(spec[1])
-        if offset + nbytes > len(body):
+    start = offset + text_size
+    for dtype, shape in specs:
+        size = math.prod(shape)
+        if size > MAX_ITEMS or start + dtype.itemsize * size > len(body):
             raise WireError("frame shorter than its arrays")
-        array = np.frombuffer(body, dtype, math.prod(spec[1]), offset).reshape(spec[1])
+        array = np.frombuffer(body, dtype, size, start).reshape(shape)
         if dtype.kind == "b" and array.size and array.view("|u1").max() > 1:
             raise WireError("a boolean array holds bytes other than 0 and 1")
         arrays.append(array)
-        offset += nbytes
-    if offset != len(body):
+        start += dtype.itemsize * size
+    if start != len(body):
         raise WireError("frame longer than its arrays")
 
-    def lower(value: Any, depth: int = 0) -> Any:
-        if depth > MAX_DEPTH:
-            raise WireError("message nested too deeply")
-        if isinstance(value, dict):
-            if set(value) == {"$a"}:
-                index = value["$a"]
-                if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(arrays):
-                    raise WireError(f"unknown array reference {index!r}")
-                return arrays[index]
-            return {k: lower(v, depth + 1) for k, v in value.items()}
-        if isinstance(value, list):
-            return [lower(v, depth + 1) for v in value]
+    def lower(value: dict[str, Any]) -> Any:
+        if len(value) == 1 and "$a" in value:
+            index = value["$a"]
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(arrays):
+                raise WireError(f"unknown array reference {index!r}")
+            return arrays[index]
         return value
 
-    return lower(header)  # type: ignore[no-any-return]
+    try:
+        message = json.loads(body[offset:offset + text_size].decode("utf-8"), parse_constant=_json_constant,
+                             object_hook=lower if arrays else None)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise WireError(f"frame header is not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise WireError("a frame must hold an object")
+    return message
 
 
-def _wait(fd: int, writable: bool, deadline: float | None) -> None:
-    remaining = None if deadline is None else deadline - time.monotonic()
-    if remaining is not None and remaining <= 0:
-        raise WireError("the other side did not answer in time")
-    ready = select.select([], [fd], [], remaining) if writable else select.select([fd], [], [], remaining)
-    if not any(ready):
-        raise WireError("the other side did not answer in time")
-
-
-def write_frame(fd: int, frame: bytes, deadline: float | None = None) -> None:
-    """Write one encoded frame to `fd` (by the deadline, a time.monotonic() value)."""
+def write_frame(fd: int, frame: bytes) -> None:
+    """Write one encoded frame to `fd`."""
     view = memoryview(frame)
     while view:
-        _wait(fd, True, deadline)
         try:
-            written = os.write(fd, view[:1 << 20])
+            written = os.write(fd, view)
         except BrokenPipeError:
             raise WireError("the other side closed the channel") from None
         view = view[written:]
 
 
-def _read_exact(fd: int, count: int, deadline: float | None) -> bytes:
-    chunks, missing = [], count
-    while missing:
-        _wait(fd, False, deadline)
-        chunk = os.read(fd, min(missing, 1 << 20))
+class FrameReader:
+    """Reads frames from `fd`, as many bytes per system call as are there.
+
+    On a UNIX socket (`passes_fds`) it also collects the file descriptors sent along with the data
+    (a market's shared memory), in order, for `take_fd`.
+    """
+
+    def __init__(self, fd: int, passes_fds: bool = False) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.fds: list[int] = []
+        self.sock = socket.socket(fileno=os.dup(fd)) if passes_fds else None
+
+    def _fill(self, inside: bool) -> None:
+        if self.sock is None:
+            chunk = os.read(self.fd, 1 << 20)
+        else:
+            chunk, ancillary, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(4 * struct.calcsize("i")))
+            for level, kind, data in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    usable = len(data) - len(data) % struct.calcsize("i")
+                    self.fds.extend(struct.unpack(f"{usable // struct.calcsize('i')}i", data[:usable]))
         if not chunk:
+            if inside:
+                raise WireError("channel closed in the middle of a frame")
             raise EOFError("channel closed")
-        chunks.append(chunk)
-        missing -= len(chunk)
-    return b"".join(chunks)
+        self.buffer += chunk
+
+    def take_fd(self) -> int:
+        """The next file descriptor that came with the frames; WireError when none did."""
+        if not self.fds:
+            raise WireError("a file descriptor was expected with this frame")
+        return self.fds.pop(0)
+
+    def read(self, limit: int) -> dict[str, Any]:
+        """Decode the next frame of at most `limit` bytes; EOFError at a clean end of the channel."""
+        while len(self.buffer) < 4:
+            self._fill(bool(self.buffer))
+        (size,) = struct.unpack_from(">I", self.buffer)
+        if size > limit:
+            raise WireError(f"frame of {size} bytes exceeds the limit of {limit}")
+        while len(self.buffer) < 4 + size:
+            self._fill(True)
+        body = bytes(self.buffer[4:4 + size])
+        del self.buffer[:4 + size]
+        return decode(body)
 
 
-def read_frame(fd: int, limit: int, deadline: float | None = None) -> dict[str, Any]:
-    """Read and decode one frame of at most `limit` bytes; EOFError at a clean end of the channel."""
-    (size,) = struct.unpack(">I", _read_exact(fd, 4, deadline))
-    if size > limit:
-        raise WireError(f"frame of {size} bytes exceeds the limit of {limit}")
+def send_fd(fd: int, frame: bytes, passed: int) -> None:
+    """Write `frame` to the UNIX socket `fd` with the descriptor `passed` attached to its first byte."""
+    sock = socket.socket(fileno=os.dup(fd))
     try:
-        body = _read_exact(fd, size, deadline)
-    except EOFError:
-        raise WireError("channel closed in the middle of a frame") from None
-    return decode(body)
+        sent = sock.sendmsg([frame[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", passed))])
+        if sent != 1:
+            raise WireError("could not send a file descriptor")
+    finally:
+        sock.close()
+    write_frame(fd, frame[1:])
 
 
 def day_ns(day: date | datetime | Any) -> int:

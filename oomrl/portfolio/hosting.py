@@ -1,14 +1,16 @@
 """Strategies run in a strategy host: the engine's only way to reach a workspace's code (S).
 
 A StrategySource names a strategy in a workspace; `open` starts its host (the same jail as the
-gate's) and gives a StrategyRunner bound to one market. The runner streams market rows to the host
-only up to each decision date, asks for the schedule in batches, and checks the weights it gets
-back itself (plain data: symbol positions and floats). Nothing of S is imported here.
+gate's) and gives a StrategyRunner bound to one market. The runner writes market rows into memory
+the host maps read-only, only up to each decision date (a later row is not written yet when S
+decides), asks for the schedule in batches, and checks the weights it gets back itself (plain
+data: symbol positions and floats). Nothing of S is imported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+import os
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -93,6 +95,54 @@ def weights_array(name: str, day: date, market: MarketFrames, idx: Any, values: 
     return weights
 
 
+class SharedMarket:
+    """The market rows a host may read: a memory file this side fills row by row, up to a decision date.
+
+    Layout: the session days (int64 ns) then one (sessions x symbols) float64 array per field. The
+    host gets a read-only descriptor, so it can neither write the rows nor see one not written yet.
+    """
+
+    def __init__(self, market: MarketFrames) -> None:
+        import mmap
+
+        self.market = market
+        self.fields = list(market.panels.arrays)
+        capacity, width = len(market.days), len(market.symbols)
+        self.size = 8 * capacity * (1 + width * len(self.fields))
+        fd = os.memfd_create("oomrl-market", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(fd, self.size)
+            self.memory = mmap.mmap(fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            self.readonly = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+        finally:
+            os.close(fd)
+        self.days = np.frombuffer(self.memory, "<i8", capacity, 0)
+        self.data = {f: np.frombuffer(self.memory, "<f8", capacity * width, 8 * capacity * (1 + i * width))
+                     .reshape(capacity, width) for i, f in enumerate(self.fields)}
+        self.written = 0
+
+    def write(self, stop: int) -> None:
+        """Write the rows [written, stop)."""
+        if stop <= self.written:
+            return
+        lo = self.written
+        self.days[lo:stop] = self.market.dates.values[lo:stop].astype("datetime64[ns]").astype("<i8")
+        for field, array in self.market.panels.arrays.items():
+            self.data[field][lo:stop] = array[lo:stop]
+        self.written = stop
+
+    def close(self) -> None:
+        try:
+            os.close(self.readonly)
+        except OSError:
+            pass
+        self.days = self.data = None  # type: ignore[assignment]
+        try:
+            self.memory.close()
+        except BufferError:  # a view still alive: the mapping goes with it
+            pass
+
+
 @dataclass
 class HostedRunner:
     """A StrategyRunner over a running strategy host (one per replay or rebalance)."""
@@ -102,7 +152,8 @@ class HostedRunner:
     name: str
     market: MarketFrames
     jail: str
-    sent: int = 0  # market rows [0, sent) are in the host
+    shared: SharedMarket | None = None
+    sent: int = 0  # market rows [0, sent) are written for the host
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
 
@@ -115,21 +166,11 @@ class HostedRunner:
         except HostError as exc:
             raise StrategyHostError(f"strategy {self.name}: {exc}") from None
 
-    def _rows(self, stop: int) -> dict[str, Any]:
-        """The market rows [sent, stop): what the host may know before deciding on session `stop`."""
-        arrays = self.market.panels.arrays
-        rows = {"days": self.market.dates.values[self.sent:stop].astype("datetime64[ns]").astype("<i8"),
-                "values": {f: np.ascontiguousarray(a[self.sent:stop], dtype="<f8") for f, a in arrays.items()}}
-        self.sent = stop
-        return rows
-
     def _send_rows(self, stop: int) -> None:
-        """Send rows up to `stop` ahead of the decision on session `stop` (the answer is read later)."""
-        if stop > self.sent:
-            try:
-                self.host.channel.send({"op": "append", "handle": self.handle, **self._rows(stop)})
-            except HostError as exc:
-                raise StrategyHostError(f"strategy {self.name}: {exc}") from None
+        """Write rows up to `stop` ahead of the decision on session `stop` (the host is told then)."""
+        assert self.shared is not None
+        self.shared.write(stop)
+        self.sent = max(self.sent, stop)
 
     def due(self, t: int, last: date | None) -> bool:
         cached = self._due
@@ -158,8 +199,8 @@ class HostedRunner:
             "op": "decide", "handle": self.handle, "as_of": wire.day_ns(day), "portfolio_value": float(nav),
             "holdings": {"idx": held.astype("<i8"), "w": held_weights.astype("<f8")},
             "members": None if members is None else {"idx": self._member_positions(members)}}
-        if t > self.sent:
-            message["rows"] = self._rows(t)
+        self._send_rows(t)
+        message["rows"] = t
         stop = min(t + 1 + DUE_CHUNK, len(self.market.days))
         if t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
             message["due"] = {"days": self.market.dates.values[t + 1:stop].astype("datetime64[ns]").astype("<i8"),
@@ -182,6 +223,8 @@ class HostedRunner:
 
     def close(self) -> None:
         self.host.close()
+        if self.shared is not None:
+            self.shared.close()
 
 
 def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:
@@ -227,9 +270,16 @@ class WorkspaceStrategy:
         host, jail = self.start()
         try:
             handle, _ = open_in(host, self.name, params)
-            runner = HostedRunner(host, handle, self.name, market, jail)
-            runner._call({"op": "market", "handle": handle, "symbols": [str(s) for s in market.symbols],
-                          "fields": list(market.panels.arrays), "capacity": len(market.days)})
+            shared = SharedMarket(market)
+            runner = HostedRunner(host, handle, self.name, market, jail, shared)
+            try:
+                host.channel.send_with_fd({"op": "market", "handle": handle, "shared": len(market.days),
+                                           "symbols": [str(s) for s in market.symbols],
+                                           "fields": shared.fields}, shared.readonly)
+                host.channel.receive()
+            except (HostError, StrategyError) as exc:
+                shared.close()
+                raise StrategyHostError(f"strategy {self.name}: the host could not map the market: {exc}") from None
             return runner
         except BaseException:
             host.close()
