@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from .base import MarketView, StrategyParams, equal_weights, momentum, top_k
+from strategy_api import MarketView, StrategyParams, equal_weights, momentum, top_k
 
 
 class DailyMomentumParams(StrategyParams):
@@ -32,8 +32,6 @@ class DailyMomentum:
     def target_weights(self, view: MarketView, holdings: Mapping[str, float],
                        params: StrategyParams) -> dict[str, float]:
         """Equal weight on the top-K symbols by `lookback`-day return among today's traded names."""
-        if not isinstance(params, DailyMomentumParams):
-            raise TypeError(f"{self.name} needs DailyMomentumParams, got {type(params).__name__}")
         picks = top_k(momentum(view, params.lookback), params.top_k, among=view.universe())
         return equal_weights(sorted(picks), params.gross_exposure)
 

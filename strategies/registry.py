@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import daily_momentum, weekly_liquidity
-from .base import Strategy
+from strategy_api import Strategy
 
 _STRATEGIES: dict[str, Strategy] = {
     daily_momentum.STRATEGY.name: daily_momentum.STRATEGY,

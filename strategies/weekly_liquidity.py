@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from .base import MarketView, StrategyParams, equal_weights, iso_week, momentum
+from strategy_api import MarketView, StrategyParams, equal_weights, iso_week, momentum
 
 # Targets use 97 % of each cap: prices move between the decision close and the fill, and the
 # realized turnover and ADV participation must still meet the mandate.
@@ -43,8 +43,6 @@ class WeeklyLiquidity:
     def target_weights(self, view: MarketView, holdings: Mapping[str, float],
                        params: StrategyParams) -> dict[str, float]:
         """Momentum top-K among liquid names, then ADV-capped, then scaled to the turnover budget."""
-        if not isinstance(params, WeeklyLiquidityParams):
-            raise TypeError(f"{self.name} needs WeeklyLiquidityParams, got {type(params).__name__}")
         adv = view.traded_value(params.adv_window).reindex(view.universe())
         liquid = adv[adv >= params.min_adv].index
         scores = momentum(view, params.lookback, params.skip).reindex(liquid).dropna()

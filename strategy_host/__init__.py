@@ -11,19 +11,24 @@ The gate (or the project's own test plugin) connects the channel before the test
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from typing import Any
 
 from strategy_host.client import Channel, HostError, StrategyError
 
 __all__ = ["HostError", "HostedStrategy", "StrategyError", "call", "connect", "open_strategy"]
-_STATE: dict[str, Any] = {"channel": None, "context": ""}
+_STATE: dict[str, Any] = {"channel": None, "context": "", "factory": None}
 
 
 def connect(channel: Channel | None) -> None:
     """Use `channel` for every later call (None disconnects)."""
     _STATE["channel"] = channel
+
+
+def connect_lazily(factory: Callable[[], Channel] | None) -> None:
+    """Call `factory` for a channel when the first request needs one (a host starts only if used)."""
+    _STATE["factory"] = factory
 
 
 def set_context(name: str) -> None:
@@ -33,6 +38,8 @@ def set_context(name: str) -> None:
 
 def _request(message: dict[str, Any]) -> dict[str, Any]:
     channel = _STATE["channel"]
+    if channel is None and _STATE["factory"] is not None:
+        channel = _STATE["channel"] = _STATE["factory"]()
     if channel is None:
         raise HostError("no strategy host is connected: run these tests through the gate "
                         "(`oomrl gate`) or the project's test suite, which connect one")

@@ -92,10 +92,9 @@ class Host:
         name = message.get("strategy")
         if not isinstance(name, str) or not name.isidentifier():
             raise RequestError(f"strategy name must be an identifier, got {name!r}")
-        module = importlib.import_module(f"{self.packages[0]}.{name}")
-        strategy = getattr(module, "STRATEGY", None)
-        if strategy is None or getattr(strategy, "name", None) != name:
-            raise RequestError(f"{self.packages[0]}/{name}.py must define STRATEGY named {name!r}")
+        strategy = self._strategy(name)
+        if getattr(strategy, "name", None) != name:
+            raise RequestError(f"the strategy registered as {name!r} must be named {name!r}")
         raw = message.get("params") or {}
         if not isinstance(raw, dict):
             raise RequestError("params must be an object")
@@ -105,6 +104,22 @@ class Host:
         dump = getattr(params, "model_dump", None)
         return {"handle": handle, "name": name,
                 "params": self.wire.to_plain(dump(mode="json")) if callable(dump) else {}}
+
+    def _strategy(self, name: str) -> Any:
+        """The workspace's registry's `get(name)` when it has one, else `<package>/<name>.py`'s STRATEGY."""
+        package = self.packages[0]
+        try:
+            registry = importlib.import_module(f"{package}.registry")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.registry":
+                raise
+            registry = None
+        if registry is not None and callable(getattr(registry, "get", None)):
+            return registry.get(name)
+        strategy = getattr(importlib.import_module(f"{package}.{name}"), "STRATEGY", None)
+        if strategy is None:
+            raise RequestError(f"{package}/{name}.py must define STRATEGY")
+        return strategy
 
     def _session(self, message: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.get(message.get("handle"))  # type: ignore[arg-type]

@@ -299,7 +299,7 @@ def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int
     try:
         answer = host.request({"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))})
     except StrategyError as exc:
-        if exc.kind == "request" or exc.type_name in ("ModuleNotFoundError", "ImportError"):
+        if exc.kind == "request" or exc.type_name in ("ModuleNotFoundError", "ImportError", "KeyError"):
             raise StrategyFailedError(f"no strategy {name!r} in this workspace: {exc.message}") from None
         raise StrategyFailedError(f"invalid params for {name}: {exc.message}"
                                   if exc.type_name == "ValidationError" else

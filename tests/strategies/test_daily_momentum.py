@@ -1,4 +1,7 @@
-"""The Phase-1 baseline: daily schedule, top-K by short momentum, equal weight, no liquidity checks."""
+"""The Phase-1 baseline: daily schedule, top-K by short momentum, equal weight, no liquidity checks.
+
+Called through the strategy host (`strategy_host`), the way the engine calls it: S never runs here.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from strategies.base import MarketView, check_weights
-from strategies.daily_momentum import STRATEGY, DailyMomentumParams
-from strategies.weekly_liquidity import WeeklyLiquidityParams
+from strategy_host import open_strategy
 
 
 def ramp_panels(rates: dict[str, float], days: int = 12) -> dict[str, pd.DataFrame]:
@@ -22,51 +23,57 @@ def ramp_panels(rates: dict[str, float], days: int = 12) -> dict[str, pd.DataFra
 
 
 def test_trades_every_new_session() -> None:
-    assert STRATEGY.rebalance_due(date(2024, 3, 4), None)
-    assert STRATEGY.rebalance_due(date(2024, 3, 5), date(2024, 3, 4))
-    assert not STRATEGY.rebalance_due(date(2024, 3, 4), date(2024, 3, 4))
+    strategy = open_strategy("daily_momentum")
+    assert strategy.rebalance_due(date(2024, 3, 4), None)
+    assert strategy.rebalance_due(date(2024, 3, 5), date(2024, 3, 4))
+    assert not strategy.rebalance_due(date(2024, 3, 4), date(2024, 3, 4))
 
 
 def test_picks_the_top_k_movers_with_equal_weight_even_when_illiquid() -> None:
     panels = ramp_panels({"A": 0.01, "B": 0.03, "C": -0.02, "D": 0.02})
-    view = MarketView(panels, panels["close"].index[-1])
-    params = DailyMomentumParams(top_k=2, lookback=3, gross_exposure=0.9)
-    weights = STRATEGY.target_weights(view, {}, params)
+    strategy = open_strategy("daily_momentum", top_k=2, lookback=3, gross_exposure=0.9)
+    weights = strategy.target_weights(panels)
     assert weights == {"B": pytest.approx(0.45), "D": pytest.approx(0.45)}
-    assert check_weights(weights) == weights
+
+
+def test_only_index_members_are_picked() -> None:
+    panels = ramp_panels({"A": 0.01, "B": 0.03, "C": -0.02, "D": 0.02})
+    weights = open_strategy("daily_momentum", top_k=2, lookback=3).target_weights(panels, members=["A", "C"])
+    assert weights == {"A": pytest.approx(0.49), "C": pytest.approx(0.49)}
 
 
 def test_ignores_names_without_a_bar_on_the_decision_date() -> None:
     panels = ramp_panels({"A": 0.01, "B": 0.03, "C": 0.02})
     panels["close"].iloc[-1, 1] = np.nan  # B is suspended on the decision date
-    view = MarketView(panels, panels["close"].index[-1])
-    weights = STRATEGY.target_weights(view, {"B": 0.5}, DailyMomentumParams(top_k=1, lookback=2))
+    weights = open_strategy("daily_momentum", top_k=1, lookback=2).target_weights(panels, holdings={"B": 0.5})
     assert list(weights) == ["C"]
+
+
+def test_decides_on_as_of_with_only_the_rows_up_to_it() -> None:
+    panels = ramp_panels({"A": 0.03, "B": 0.0}, days=12)
+    panels["close"].iloc[-2:, 1] = 100.0  # B leaps after the decision date
+    strategy = open_strategy("daily_momentum", top_k=1, lookback=3)
+    assert list(strategy.target_weights(panels, as_of=panels["close"].index[-3])) == ["A"]
+    assert list(strategy.target_weights(panels)) == ["B"]
 
 
 def test_rotates_the_whole_book_when_leadership_changes() -> None:
     panels = ramp_panels({"A": 0.03, "B": 0.0}, days=12)
     panels["close"].iloc[-3:, 1] = panels["close"].iloc[-4, 1] * np.array([1.1, 1.2, 1.3])
-    view = MarketView(panels, panels["close"].index[-1])
-    weights = STRATEGY.target_weights(view, {"A": 0.98}, DailyMomentumParams(top_k=1, lookback=3))
+    weights = open_strategy("daily_momentum", top_k=1, lookback=3).target_weights(panels, holdings={"A": 0.98})
     assert weights == {"B": pytest.approx(0.98)}
 
 
 def test_too_little_history_means_no_position() -> None:
     panels = ramp_panels({"A": 0.01}, days=3)
-    view = MarketView(panels, panels["close"].index[-1])
-    assert STRATEGY.target_weights(view, {}, DailyMomentumParams(lookback=5)) == {}
+    assert open_strategy("daily_momentum", lookback=5).target_weights(panels) == {}
 
 
-def test_rejects_another_strategys_params() -> None:
-    panels = ramp_panels({"A": 0.01})
-    view = MarketView(panels, panels["close"].index[-1])
-    with pytest.raises(TypeError, match="DailyMomentumParams"):
-        STRATEGY.target_weights(view, {}, WeeklyLiquidityParams())
-
-
-def test_params_validate_their_ranges() -> None:
-    with pytest.raises(ValueError):
-        DailyMomentumParams(top_k=0)
-    with pytest.raises(ValueError):
-        DailyMomentumParams(gross_exposure=1.5)
+def test_params_have_valid_defaults_and_validate_their_ranges() -> None:
+    assert open_strategy("daily_momentum").params == {"top_k": 10, "lookback": 5, "gross_exposure": 0.98}
+    with pytest.raises(ValueError, match="top_k"):
+        open_strategy("daily_momentum", top_k=0)
+    with pytest.raises(ValueError, match="gross_exposure"):
+        open_strategy("daily_momentum", gross_exposure=1.5)
+    with pytest.raises(ValueError, match="topk"):
+        open_strategy("daily_momentum", topk=3)  # a typo is refused, not ignored

@@ -1,4 +1,5 @@
-"""Behaviour of MarketView and the shared helpers: truncation, history, universe, traded value, weights."""
+"""The strategy API: MarketView (nothing after as_of), History (append-only, shared rows read-only) and
+the shared helpers."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strategies.base import (
+from strategy_api import (
+    History,
     MarketView,
-    Panels,
     StrategyParams,
     check_weights,
     equal_weights,
@@ -189,17 +190,57 @@ def test_top_k_equals_the_stable_pandas_sort_for_any_size_and_ties(values: list[
     assert top_k(scores, k) == expected
 
 
-def test_a_view_over_aligned_panels_matches_one_over_plain_frames() -> None:
+def test_a_view_from_a_history_matches_one_from_panels_and_cannot_write_the_market() -> None:
     panels = make_panels()
     panels["close"].loc[panels["close"].index[5], "B"] = np.nan
+    history = History(["A", "B", "C"], list(panels))
+    history.append(panels["close"].index.values[:6], {f: p.to_numpy()[:6] for f, p in panels.items()})
     as_of = panels["close"].index[5]
-    shared, plain = MarketView(Panels(panels), as_of), MarketView(panels, as_of)
-    assert shared.universe() == plain.universe() == ["A", "C"]
-    pd.testing.assert_series_equal(momentum(shared, 2), momentum(plain, 2))
-    pd.testing.assert_frame_equal(shared.history("volume", 3), plain.history("volume", 3))
-    values = shared.values("close")
-    assert values.shape == (6, 3) and list(shared.symbols) == ["A", "B", "C"]
+    streamed, plain = history.view(), MarketView(panels, as_of)
+    assert streamed.as_of == plain.as_of == as_of
+    assert streamed.universe() == plain.universe() == ["A", "C"]
+    pd.testing.assert_series_equal(momentum(streamed, 2), momentum(plain, 2))
+    pd.testing.assert_frame_equal(streamed.history("volume", 3), plain.history("volume", 3))
+    values = streamed.values("close")
+    assert values.shape == (6, 3) and list(streamed.symbols) == ["A", "B", "C"]
     with pytest.raises(ValueError, match="read-only"):
         values[0, 0] = 1.0  # the market's own data: a view cannot write into it
-    with pytest.raises(ValueError, match="not aligned"):
-        Panels({"close": panels["close"], "volume": panels["volume"].iloc[1:]})
+
+
+def test_a_view_from_panels_keeps_no_row_after_as_of_anywhere() -> None:
+    panels = make_panels()
+    view = MarketView(panels, panels["close"].index[3])
+    for array in (view.values("close"), view.values("close").base):
+        assert len(array) == 4  # not a window on the whole panel: the later rows were never copied
+    assert view.dates.max() == panels["close"].index[3]
+
+
+def test_a_history_refuses_rows_out_of_order_or_of_the_wrong_shape_and_an_earlier_decision() -> None:
+    panels = make_panels()
+    history = History(["A", "B", "C"], ["close"])
+    history.append(panels["close"].index.values[2:4], {"close": panels["close"].to_numpy()[2:4]})
+    with pytest.raises(ValueError, match="increasing"):
+        history.append(panels["close"].index.values[:1], {"close": panels["close"].to_numpy()[:1]})
+    with pytest.raises(ValueError, match="shape"):
+        history.append(panels["close"].index.values[5:6], {"close": np.zeros((1, 2))})
+    with pytest.raises(ValueError, match="exactly the fields"):
+        history.append(panels["close"].index.values[5:6], {"volume": np.zeros((1, 3))})
+    with pytest.raises(ValueError, match="never holds a later row"):
+        history.view(as_of=panels["close"].index[2])
+    assert history.view(as_of=date(2024, 1, 6)).universe() == []  # a Saturday after the last session
+
+
+def test_a_shared_history_is_read_only_and_extends_only_forward() -> None:
+    days = pd.bdate_range("2024-01-01", periods=4).values.astype("datetime64[ns]")
+    memory = np.arange(12, dtype=float).reshape(4, 3)
+    days.flags.writeable = memory.flags.writeable = False
+    history = History.over(["A", "B", "C"], ["close"], days, {"close": memory})
+    history.extend(2)
+    view = history.view()
+    assert view.as_of == pd.Timestamp(days[1]) and view.values("close").shape == (2, 3)
+    with pytest.raises(ValueError, match="extend"):
+        history.extend(1)
+    with pytest.raises(ValueError, match="written by its owner"):
+        history.append(days[2:3], {"close": memory[2:3]})
+    with pytest.raises(ValueError, match="float64"):
+        History.over(["A"], ["close"], days, {"close": memory})
