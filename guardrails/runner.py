@@ -24,6 +24,7 @@ from os.path import commonpath
 from pathlib import Path
 from typing import Any
 
+import strategy_api
 import strategy_host
 from guardrails import childrun
 from guardrails.coverage_data import RCFILE
@@ -31,6 +32,7 @@ from guardrails.locks import Bind, RoLock, RunResult
 from guardrails.verdict import Violation
 
 WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
+PLUGINS = "/plugins"
 # The gate's own pytest settings: nothing from the workspace's configuration is read.
 GATE_INI = """[pytest]
 python_files = test_*.py *_test.py
@@ -59,9 +61,9 @@ class GateDirs:
         (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")
         (dirs.cfg / "coverage.rc").write_text(RCFILE, encoding="utf-8")
         shutil.copyfile(str(childrun.__file__), dirs.cfg / Path(str(childrun.__file__)).name)
-        client = Path(str(strategy_host.__file__)).parent
-        shutil.copytree(client, dirs.cfg / "client" / "strategy_host",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "serve.py"))
+        for package in (strategy_host, strategy_api):  # the client, and the API a probe may share
+            shutil.copytree(Path(str(package.__file__)).parent, dirs.cfg / "client" / package.__name__,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "serve.py"))
         make_readable(dirs.cfg)
         return dirs
 
@@ -121,6 +123,7 @@ class SuiteResult:
     tamper: list[str] = field(default_factory=list)
     problems: list[Violation] = field(default_factory=list)
     data_file: Path | None = None
+    reports: dict[str, Any] = field(default_factory=dict)  # what each extra plugin wrote
 
     def outcome(self, nodeid: str) -> str:
         """passed, failed, error, skipped, xfail or missing."""
@@ -142,16 +145,21 @@ class SuiteRequest:
     coverage: tuple[str, ...] = ()  # trees to measure: S's in the host, T's in the test process
     heldout: Path | None = None
     sources: tuple[str, ...] = ("strategies",)
+    # Extra pytest plugins of a trusted caller (name, source, config): each runs in the test
+    # process, reads its config from `<name>.json` next to it and may write `/results/<name>.json`.
+    plugins: tuple[tuple[str, str, dict[str, Any]], ...] = ()
 
 
 class LockedRun:
     """One run's binds and paths as the locked process sees them."""
 
     def __init__(self, lock: RoLock, dirs: GateDirs, workspace: Path, tag: str,
-                 heldout: Path | None = None, trees: tuple[str, ...] = ()) -> None:
+                 heldout: Path | None = None, trees: tuple[str, ...] = (),
+                 plugins: tuple[tuple[str, str, dict[str, Any]], ...] = ()) -> None:
         self.lock, self.folder = lock, dirs.run_dir(tag)
         self.results = self.folder / "results"
         hand_over(lock, self.results)
+        self.plugins = [name for name, _, _ in plugins]
         # Only the test trees of the workspace: S is not in the test process's jail at all.
         self.binds = [Bind(workspace / tree, f"{WORKSPACE}/{tree}") for tree in trees
                       if (workspace / tree).exists()]
@@ -159,8 +167,18 @@ class LockedRun:
                        Bind(self.results, RESULTS, True)]
         if heldout is not None:
             self.binds.append(Bind(heldout, HELDOUT))
+        if plugins:
+            (self.folder / "plugins").mkdir()
+            self.binds.append(Bind(self.folder / "plugins", PLUGINS))
         self.seen = {bind.inside: lock.inside(bind) for bind in self.binds}
         self.seen[WORKSPACE] = lock.inside(Bind(workspace, WORKSPACE))
+        for name, source, config in plugins:
+            (self.folder / "plugins" / f"{name}.py").write_text(source, encoding="utf-8")
+            report = self.path(RESULTS, f"{name}.json")
+            (self.folder / "plugins" / f"{name}.json").write_text(
+                json.dumps({**config, "report": report}), encoding="utf-8")
+        if plugins:
+            make_readable(self.folder / "plugins")
         self.tmp = lock.env(self.folder / "home").get("TMPDIR", "/tmp")
 
     def path(self, inside: str, *parts: str) -> str:
@@ -203,8 +221,9 @@ def _pytest_args(run: LockedRun, request: SuiteRequest) -> tuple[list[str], str]
     targets = [run.path(inside, tree) for tree in present or request.tests[:1]] or \
         [run.path(inside)]
     tests_root = commonpath(folders)
+    extra = [arg for name in run.plugins for arg in ("-p", name)]
     return ["-c", run.path(GATE, "pytest.ini"), "--rootdir", run.path(inside),
-            "--confcutdir", tests_root, "-p", "no:cacheprovider", "--disable-plugin-autoload",
+            "--confcutdir", tests_root, "-p", "no:cacheprovider", "--disable-plugin-autoload", *extra,
             "-q", "--basetemp", f"{run.tmp}/pytest", "--junitxml", run.path(RESULTS, "junit.xml"),
             *targets], tests_root
 
@@ -215,7 +234,7 @@ def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s:
     from guardrails.strategyhost import HostSpec, relay, start_host
 
     run = LockedRun(lock, dirs, request.workspace, request.tag, request.heldout,
-                    request.tests if request.heldout is None else ())
+                    request.tests if request.heldout is None else (), request.plugins)
     measured_source = tuple(t for t in request.coverage if t in request.sources)
     measured_tests = tuple(t for t in request.coverage if t not in request.sources)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -224,7 +243,8 @@ def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s:
             request.workspace, request.sources, bool(measured_source), memory_mb, timeout_s))
         try:
             args, tests_root = _pytest_args(run, request)
-            spec = {"paths": [run.path(GATE, "client"), run.path(WORKSPACE)],
+            spec = {"paths": [run.path(GATE, "client"), run.path(WORKSPACE),
+                              *([run.path(PLUGINS)] if request.plugins else [])],
                     "workspace": run.path(WORKSPACE),
                     "order": request.order, "results": run.path(RESULTS, "results.json"),
                     "args": args, "tests_root": tests_root, "host_fd": theirs.fileno(),
@@ -308,6 +328,7 @@ def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, time
     suite.outcomes = dict(recorded["outcomes"])
     suite.collect_errors = dict(recorded["collect_errors"])
     suite.tamper = list(recorded["tamper"])
+    suite.reports = {name: run.read(f"{name}.json") for name in run.plugins}
     suite.problems += consistency(suite, recorded["exit_code"], run.results / "junit.xml",
                                   request.tag)
     if recorded["exit_code"] in PYTEST_STARTUP_ERRORS:

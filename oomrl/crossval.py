@@ -30,7 +30,7 @@ from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
-from oomrl.periods import period_key
+from strategy_api.periods import period_key
 from oomrl.portfolio.loader import load_strategy
 from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.replay import ReplayResult, replay_setup
