@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from coverage import CoverageData
 
 from guardrails.coverage_data import map_data
@@ -23,3 +26,31 @@ def test_coverage_parts_of_one_run_are_joined_not_replaced(tmp_path: Path) -> No
     joined.read()
     assert sorted(joined.measured_files()) == [str(tmp_path / "ws/strategies/a.py"),
                                                str(tmp_path / "ws/tests/t.py")]
+
+
+def _host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> Any:
+    """The host program's dispatcher in this process, serving the package `toyhost` of `tmp_path`."""
+    from strategy_host.serve import Host
+
+    (tmp_path / "toyhost").mkdir()
+    (tmp_path / "toyhost" / "__init__.py").write_text("")
+    (tmp_path / "toyhost" / "momentum.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "toyhost", raising=False)
+    monkeypatch.delitem(sys.modules, "toyhost.momentum", raising=False)
+    return Host({"packages": ["toyhost"], "preimport": []})
+
+
+def test_a_call_reaches_only_functions_defined_in_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # T called library functions through S's imports (`np.fromfile` read S's own source in the host)
+    from strategy_host.serve import RequestError
+
+    host = _host(tmp_path, monkeypatch, "import numpy as np\nfrom math import fsum\n\n\n"
+                 "def total(values):\n    return fsum(values)\n\n\nclass Box:\n    def size(self):\n"
+                 "        return 1\n\n\nBOX = Box()\n")
+    assert host.op_call({"target": "toyhost.momentum:total", "args": [[1.0, 2.0]]}) == {"value": 3.0}
+    assert host.op_call({"target": "toyhost.momentum:BOX.size"}) == {"value": 1}
+    for target in ("toyhost.momentum:np.fromfile", "toyhost.momentum:np.zeros", "toyhost.momentum:fsum",
+                   "toyhost.momentum:BOX", "os:system"):
+        with pytest.raises(RequestError):
+            host.op_call({"target": target, "args": [str(tmp_path / "toyhost" / "momentum.py")]})
