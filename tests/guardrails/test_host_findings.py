@@ -54,3 +54,29 @@ def test_a_call_reaches_only_functions_defined_in_s(tmp_path: Path, monkeypatch:
                    "toyhost.momentum:BOX", "os:system"):
         with pytest.raises(RequestError):
             host.op_call({"target": target, "args": [str(tmp_path / "toyhost" / "momentum.py")]})
+
+
+HOSTED_TEST = ('from strategy_host import call\n\nMOMENTUM = "strategies.momentum:target_weights"\n\n\n'
+               'def test_top_one():\n    assert call(MOMENTUM, {"A": 1.0, "B": 2.0}, top_k=1) == {"A": 0.0, "B": 1.0}\n')
+
+
+@pytest.mark.parametrize("fake", [
+    'import strategy_host\n\n\ndef test_x(monkeypatch):\n    monkeypatch.setattr(strategy_host, "call", lambda *a, **k: {"A": 1.0})\n'
+    '    assert strategy_host.call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
+    'def test_x(monkeypatch):\n    monkeypatch.setattr("strategy_host.call", lambda *a, **k: {"A": 1.0})\n'
+    '    assert call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
+    'from unittest import mock\n\nfrom strategy_host.client import Channel\n\n\n'
+    '@mock.patch.object(Channel, "request", return_value={"value": {"A": 1.0}})\ndef test_x(mocked):\n'
+    '    assert call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
+    'import strategy_host\n\n\nclass _Fake:\n    def request(self, message):\n        return {"value": {"A": 1.0}}\n\n\n'
+    'def test_x():\n    strategy_host.connect(_Fake())\n    assert call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
+], ids=["setattr-module", "setattr-string", "patch-channel", "fake-channel"])
+def test_replacing_the_host_client_mocks_the_unit(fake: str) -> None:
+    # a test that answers its own calls never reaches S: it is mocking S
+    from guardrails.capabilities import Policy
+    from guardrails.testquality import scan_tests
+
+    text = HOSTED_TEST + "\n\n" + fake
+    rules = {v.rule for v in scan_tests("tests/test_m.py", text.encode(), HOSTED_TEST.encode(), Policy.of("tests"))}
+    assert "tests.mock_unit" in rules
+    assert scan_tests("tests/test_m.py", HOSTED_TEST.encode(), None, Policy.of("tests")) == []
