@@ -80,3 +80,26 @@ def test_replacing_the_host_client_mocks_the_unit(fake: str) -> None:
     rules = {v.rule for v in scan_tests("tests/test_m.py", text.encode(), HOSTED_TEST.encode(), Policy.of("tests"))}
     assert "tests.mock_unit" in rules
     assert scan_tests("tests/test_m.py", HOSTED_TEST.encode(), None, Policy.of("tests")) == []
+
+
+STRATEGY_MODULE = ('"""A strategy."""\nimport numpy as np\nimport operator\n\n\ndef decide(view):\n'
+                   '    close = view.values("close")\n    return {"A": float(close[-1, 0])}\n')
+
+
+@pytest.mark.parametrize("reach, rule", [
+    # a replay's buffer holds every session (zeros after the decision date); the gate's ends at it
+    ('    cap = close.base.shape[0]\n', "sanitizer.module_escape"),
+    ('    cap = getattr(close, "base").shape[0]\n', "sanitizer.module_escape"),
+    ('    cap = operator.attrgetter("base.shape")(close)\n', "sanitizer.module_escape"),
+    # a literal name given to getattr is the attribute itself
+    ('    probe = (i for i in [0])\n    frame = getattr(probe, "gi_frame")\n', "sanitizer.module_escape"),
+    ('    getattr(close, "tofile")("rows.bin")\n', "sanitizer.io"),
+], ids=["base", "getattr-base", "attrgetter-base", "getattr-frame", "getattr-io"])
+def test_what_an_attribute_refuses_getattr_refuses(reach: str, rule: str) -> None:
+    from guardrails.capabilities import Policy
+    from guardrails.sanitizer import scan_source
+
+    text = STRATEGY_MODULE.replace('    return {"A"', reach + '    return {"A"')
+    rules = {v.rule for v in scan_source("strategies/s.py", text.encode(), None, Policy.of("source"))}
+    assert rule in rules
+    assert scan_source("strategies/s.py", STRATEGY_MODULE.encode(), None, Policy.of("source")) == []
