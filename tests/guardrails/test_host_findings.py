@@ -103,3 +103,47 @@ def test_what_an_attribute_refuses_getattr_refuses(reach: str, rule: str) -> Non
     rules = {v.rule for v in scan_source("strategies/s.py", text.encode(), None, Policy.of("source"))}
     assert rule in rules
     assert scan_source("strategies/s.py", STRATEGY_MODULE.encode(), None, Policy.of("source")) == []
+
+
+DECIDE = ('"""A strategy."""\nfrom datetime import date\nimport itertools\n\nimport numpy as np\nimport pandas as pd\n\n'
+          '_LOG = []\n_MEMO = {}\n_PUT = _MEMO.setdefault\n_CALLS = itertools.count()\n\n\n'
+          'def decide(scores, top_k=1):\n    """Pick today\'s best."""\n    rng = np.random.default_rng(7)\n'
+          '    picks = sorted(scores, key=lambda a: (-scores[a], a))\n    return picks[:top_k]\n')
+
+
+@pytest.mark.parametrize("line, rule", [
+    # the clock in the spellings numpy and pandas accept beyond the constructors' string argument
+    ('    stamp = np.array(["now"], dtype="datetime64[s]")\n', "sanitizer.clock"),
+    ('    stamp = pd.to_datetime(pd.Series(["today"]))\n', "sanitizer.clock"),
+    ('    stamp = pd.Timestamp("no" + "w")\n', "sanitizer.clock"),
+    ('    stamp = pd.Period.now("D")\n', "sanitizer.clock"),
+    ('    clock = date.today\n    stamp = clock()\n', "sanitizer.clock"),
+    # generators that draw OS entropy, and pandas' sample on numpy's global generator
+    ('    rng = np.random.Generator(np.random.PCG64())\n', "sanitizer.clock"),
+    ('    rng = np.random.RandomState()\n', "sanitizer.clock"),
+    ('    rng = np.random.default_rng(seed=None)\n', "sanitizer.clock"),
+    ('    picks = list(pd.Series(scores).sample(top_k).index)\n', "sanitizer.clock"),
+    # state across calls behind a function, a tuple default, an alias, a bound method, an iterator
+    ('    decide.calls = 1\n', "sanitizer.stateful"),
+    ('    log = _LOG\n    log.append(picks)\n', "sanitizer.stateful"),
+    ('    _PUT("first", picks)\n', "sanitizer.stateful"),
+    ('    calls = next(_CALLS)\n', "sanitizer.stateful"),
+], ids=["array-now", "series-today", "concatenated", "period-now", "clock-alias", "bit-generator",
+        "random-state", "seed-none", "sample", "function-attribute", "alias", "bound-method", "iterator"])
+def test_clock_randomness_and_state_in_other_spellings(line: str, rule: str) -> None:
+    from guardrails.capabilities import Policy
+    from guardrails.sanitizer import scan_source
+
+    text = DECIDE.replace("    return picks[:top_k]\n", line + "    return picks[:top_k]\n")
+    assert rule in {v.rule for v in scan_source("strategies/s.py", text.encode(), None, Policy.of("source"))}
+    # seeded generators, a docstring saying "today" and reading the module's names stay fine
+    assert scan_source("strategies/s.py", DECIDE.encode(), None, Policy.of("source")) == []
+
+
+def test_a_mutable_default_inside_a_tuple_is_state() -> None:
+    from guardrails.capabilities import Policy
+    from guardrails.sanitizer import scan_source
+
+    text = DECIDE.replace("def decide(scores, top_k=1):", "def decide(scores, top_k=1, _seen=([],)):")
+    assert "sanitizer.stateful" in {v.rule for v in scan_source("strategies/s.py", text.encode(), None,
+                                                                 Policy.of("source"))}
