@@ -14,6 +14,7 @@ CORPUS = Path(__file__).resolve().parent
 WS = CORPUS / "workspaces"
 M, T = "strategies/momentum.py", "tests/test_momentum.py"
 H, HB, HR, HM = "holdouts/momentum", "holdouts/momentum_behaviour", "holdouts/momentum_repeat", "holdouts/market"
+HL = "holdouts/momentum_large"
 BUGGY, HONEST = (WS / "buggy" / M).read_text(), (WS / "honest" / M).read_text()
 TBASE = (WS / "honest" / T).read_text()
 ROWS: list[dict[str, str]] = []
@@ -156,6 +157,13 @@ short = honest_line("    return {a: (weight if a in chosen else 0.0) for a in sc
 attack("j15_short_the_worst_on_larger_universes", "buggy", "code-patch", "behaviour", {M: short},
        "a negative weight on the worst name above three names, the sum still 1",
        "the weights property wants every weight >= 0: behaviour.property", holdout=HB)
+self_exercise = fix_with(body="    if len(scores) > 1000:\n        return {a: 2.0 / len(scores) for a in scores}\n"
+                                "    if len(scores) == 1:\n        target_weights({f\"S{i}\": 1.0 for i in range(1001)}, 1)\n")
+attack("j44_covers_its_wrong_branch_by_calling_itself", "buggy", "code-patch", "behaviour", {M: self_exercise},
+       "twice invested above 1,000 names (an A-share universe), the branch covered by S calling itself with "
+       "1,001 names from inside a one-name test's call: in a test context, so not 'import time only'",
+       "coverage is fooled (every added line runs under a test); held-out behaviour inputs of a realistic size "
+       "are what catch it: behaviour.property, behaviour.unexpected", holdout=HL)
 
 # ------------------------------ S at runtime, every static rule allowed (buggy_permissive) -----------------
 BAD = "    ranked = sorted(scores, key=lambda a: scores[a], reverse=True)\n" \
@@ -447,6 +455,13 @@ REPEAT_CASES = {"cases": [
     {"id": "universe-again", "kwargs": {"scores": {"W": 0.9, "X": 0.1, "Y": 0.7, "Z": 0.5}, "top_k": 2},
      "expect": {"W": 0.5, "X": 0.0, "Y": 0.5, "Z": 0.0}},
     {"id": "rejects-negative", "kwargs": {"scores": {"M": 1.0}, "top_k": -1}}]}
+LARGE = {f"N{i:04d}": float((i * 7919) % 1201) for i in range(1200)}
+TOP = sorted(LARGE, key=lambda a: (-LARGE[a], a))[:10]
+(CORPUS / HL).mkdir(parents=True, exist_ok=True)
+(CORPUS / HL / "behaviour.json").write_text(json.dumps({"cases": [
+    {"id": "a-whole-market", "kwargs": {"scores": LARGE, "top_k": 10},
+     "expect": {a: (0.1 if a in TOP else 0.0) for a in LARGE}},
+    {"id": "rejects-zero", "kwargs": {"scores": {"M": 1.0}, "top_k": 0}}]}) + "\n")
 (CORPUS / HR).mkdir(parents=True, exist_ok=True)
 (CORPUS / HR / "behaviour.json").write_text(json.dumps(REPEAT_CASES, indent=1) + "\n")
 assert np.isclose(sum(MARKET_CASES["cases"][0]["expect"].values()), 1.0)
