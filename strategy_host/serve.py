@@ -254,17 +254,25 @@ class Host:
                 break
         return {"due": np.array(answers, dtype="|b1")}
 
+    def _inside(self, module: str) -> bool:
+        return any(module == p or module.startswith(p + ".") for p in self.packages)
+
     def op_call(self, message: dict[str, Any]) -> dict[str, Any]:
         target = message.get("target")
         module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
         parts = attribute.split(".")
-        inside = any(module_name == p or module_name.startswith(p + ".") for p in self.packages)
-        if not inside or not all(p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")):
+        if not self._inside(module_name) or not all(p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")):
             raise RequestError(f"call target must be a public function of {', '.join(self.packages)} "
                                f"as 'module:name', got {target!r}")
         value: Any = importlib.import_module(module_name)
         for part in parts:
             value = getattr(value, part)
+            if isinstance(value, type(sys)) and not self._inside(value.__name__):
+                raise RequestError(f"call target {target!r} goes through the module {value.__name__}, "
+                                   "which is not strategy code")
+        if not callable(value) or not self._inside(str(getattr(value, "__module__", "") or "")):
+            raise RequestError(f"call target {target!r} is not a function or class defined in "
+                               f"{', '.join(self.packages)}")
         args = self.wire.from_plain(message.get("args") or [])
         kwargs = self.wire.from_plain(message.get("kwargs") or {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
