@@ -30,12 +30,12 @@ from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
-from strategy_api.periods import period_key
 from oomrl.portfolio.loader import load_strategy
 from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import membership
 from oomrl.portfolio.setup import rebalance_setup
+from strategy_api.periods import period_key
 
 # Fills happen at other prices than the decision close and in board lots, so measured
 # participation, turnover and weights may exceed the strategy's own caps a little; this relative

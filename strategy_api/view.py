@@ -117,6 +117,7 @@ class History:
         last = pd.Timestamp(self._days[self.rows - 1]) if self.rows else None
         stamp = midnight(as_of) if as_of is not None and not isinstance(as_of, pd.Timestamp) else (
             as_of if as_of is not None else last)
+        assert stamp is not None  # as_of or a last session: checked above
         if last is not None and stamp < last:
             raise ValueError(f"the decision date {stamp.date()} is before the last session "
                              f"{last.date()}: a view never holds a later row")

@@ -9,8 +9,8 @@ data: symbol positions and floats). Nothing of S is imported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -56,7 +56,9 @@ class StrategyRunner(Protocol):
 class StrategySource(Protocol):
     """A strategy that can be opened on a market: a workspace's, or a test's own."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The strategy's name."""
 
     def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> StrategyRunner:
         """A runner for `market` with these parameters (validated by the strategy's Params)."""
@@ -127,8 +129,8 @@ class SharedMarket:
             return
         lo = self.written
         self.days[lo:stop] = self.market.dates.values[lo:stop].astype("datetime64[ns]").astype("<i8")
-        for field, array in self.market.panels.arrays.items():
-            self.data[field][lo:stop] = array[lo:stop]
+        for name, array in self.market.panels.arrays.items():
+            self.data[name][lo:stop] = array[lo:stop]
         self.written = stop
 
     def close(self) -> None:
@@ -159,7 +161,7 @@ class HostedRunner:
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.host.request(message)  # type: ignore[no-any-return]
+            return self.host.request(message)
         except StrategyError as exc:
             raise StrategyFailedError(f"strategy {self.name} raised {exc.type_name}: {exc.message}"
                                       + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")) from None

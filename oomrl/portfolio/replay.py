@@ -23,6 +23,7 @@ from oomrl.portfolio.book import (
     no_actions,
 )
 from oomrl.portfolio.broker import Execution, PaperBroker, session_tables
+from oomrl.portfolio.hosting import StrategyRunner, StrategySource
 from oomrl.portfolio.killswitch import DEFAULT_THRESHOLD, KillSwitch
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.reward import (
@@ -33,7 +34,6 @@ from oomrl.portfolio.reward import (
     principal_loss,
     step_reward,
 )
-from oomrl.portfolio.hosting import StrategyRunner, StrategySource
 from oomrl.portfolio.setup import RebalanceSetup
 
 NAV_COLUMNS = ["date", "nav", "cash", "market_value", "frictionless_return", "realized_return",
@@ -154,7 +154,6 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
     if first < 1:
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
-    days = market.days
     for t in range(first, last + 1):
         due = runner.due(t, book.last_rebalance)
         if not due and t != last:
