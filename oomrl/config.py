@@ -88,6 +88,8 @@ class Settings(BaseSettings):
     # Sessions after a repair request during which further alerts of the same account, strategy
     # version and severity (or lower) ask for none: one cause, one repair (docs/operations.md).
     repair_cooldown_sessions: int = Field(default=5, ge=0)
+    # Repair runs (live processes, paused or not) a flow may start beside; each holds a few hundred MB.
+    repair_max_running: int = Field(default=4, ge=1, le=1000)
     reward_lambda: float = Field(default=DEFAULT_LAMBDA, ge=0)
     reward_gamma: float = Field(default=DEFAULT_GAMMA, ge=0)  # calibrated from the impact model (docs/portfolio.md)
     reward_terminal_penalty: float = Field(default=DEFAULT_TERMINAL_PENALTY, ge=0)  # Eq. 2's P_terminal

@@ -27,6 +27,7 @@ import psutil
 
 from oomrl.errors import OomrlError
 from oomrl.files import atomic_write, private_dir, private_file
+from oomrl.owners import START_TOLERANCE_S
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 POOL = "oomrl-local"
@@ -138,12 +139,6 @@ def start_process(name: str, argv: list[str], env: dict[str, str], config: Stack
                                stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
     log.close()
     return process.pid
-
-
-# A start time is boot time + ticks since boot, and /proc/stat's boot time is whole seconds that move
-# when the wall clock is adjusted: the same process can read a second apart (a reused pid still differs
-# in its start, by more than this, or in its command line).
-START_TOLERANCE_S = 1.5
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
                 from exc
         if claim is not None:
-            return claim.silent(CLAIM_SILENT_S)
+            return claim.gone(CLAIM_SILENT_S)
         now = datetime.now(UTC).replace(tzinfo=None)  # no row: the process never got far or is gone
         return status.since is not None and status.since < now - timedelta(seconds=CLAIM_SILENT_S)
 
