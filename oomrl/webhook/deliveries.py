@@ -106,6 +106,13 @@ class DeliveryStore:
         return self._update_if(alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None,
                                event_id=None)
 
+    def recent(self, account: str, seconds: float) -> int:
+        """Deliveries of `account` claimed, started or restarted in the last `seconds`."""
+        with self._engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(DELIVERIES).where(
+                DELIVERIES.c.account == account,
+                DELIVERIES.c.received_at >= _now() - timedelta(seconds=seconds))).scalar_one())
+
     def _update_if(self, alert_id: str, *conditions: sa.ColumnElement[bool], **values: object) -> bool:
         with self._engine.begin() as conn:
             done = conn.execute(DELIVERIES.update().where(DELIVERIES.c.alert_id == alert_id, *conditions)
