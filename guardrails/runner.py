@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from os.path import commonpath
@@ -47,6 +48,9 @@ class GateDirs:
     def create(cls) -> GateDirs:
         """A fresh private area under the system temp folder, with the gate's files written."""
         dirs = cls(Path(tempfile.mkdtemp(prefix="oomrl-gate-")))
+        # Whose it is: a caller killed mid-gate leaves it behind, and this tells its next run the
+        # folder is an orphan once this process has gone ("<pid> <unix time>").
+        (dirs.root / "owner").write_text(f"{os.getpid()} {time.time():.3f}", encoding="utf-8")
         for name in ("cfg", "runs"):
             (dirs.root / name).mkdir()
         (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")

@@ -38,8 +38,9 @@ from oomrl.crossval import CrossValidation, baseline_of, cross_validate, window_
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
-from oomrl.repair_claims import CLAIM_WAIT_S, AccountBusyError, ClaimBook, RepairClaim
+from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
+from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.versions import StrategyVersions, VersionInfo
 
 logger = logging.getLogger("oomrl.repair")
@@ -171,7 +172,7 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
         ctx.trail.move("test-genesis", f"round {ctx.round}: the tests missed {failures}")
 
 
-def claim_for(ctx: RepairContext, prefix: str = "local", wait_s: float = CLAIM_WAIT_S,
+def claim_for(ctx: RepairContext, prefix: str = "local", wait_s: float | None = None,
               say: Callable[[str], None] | None = None, limit: int | None = None) -> RepairClaim:
     """The repair claim of a repair run in this process (the CLI, the demo): named after its run
     folder, in the ledger's database, like the flow's."""
@@ -179,8 +180,8 @@ def claim_for(ctx: RepairContext, prefix: str = "local", wait_s: float = CLAIM_W
     if ledger is None:
         raise OomrlError("a repair needs a ledger to claim its account in")
     book = ClaimBook(str(getattr(ledger, "url", ""))).create()
-    return RepairClaim(book, f"{prefix}-{ctx.run_dir.name}", ctx.account, wait_s,
-                       say=say or logger.info, limit=limit)
+    return RepairClaim(book, f"{prefix}-{ctx.run_dir.name}", ctx.account,
+                       ctx.claim_wait_s if wait_s is None else wait_s, say=say or logger.info, limit=limit)
 
 
 def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
@@ -262,6 +263,7 @@ def finish(ctx: RepairContext, status: str, step: str | None, reason: str, manda
                             transcript_digest=ctx.transcript.digest(), rounds=ctx.round,
                             trail=[m.__dict__ for m in ctx.trail.moves], inputs=ctx.inputs)
     write_json(ctx.run_dir / "outcome.json", outcome.model_dump(mode="json"))
+    (ctx.run_dir / RUN_NOTE).unlink(missing_ok=True)  # ended: nothing of it is an orphan
     return outcome
 
 
@@ -298,8 +300,9 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     versions = StrategyVersions(settings.workspace_dir, ledger)
-    versions.init()
-    run_dir = new_run_dir(settings.runs_dir)
+    versions.init()  # finishes or undoes a promotion whose process was killed
+    clear_orphans(settings.runs_dir)  # and what a killed repair left: its candidate, its gate's scratch
+    run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
     name = account or str(autopsy.get("account") or settings.account)
     budget = Budget.from_settings(agent, LLMBudgetBook(ledger), name, run_dir.name)
     transcript = Transcript(run_dir / "transcript.jsonl")

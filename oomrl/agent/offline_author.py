@@ -13,13 +13,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from oomrl.agent.offline_common import SCHEDULES, LineEdits, limits, template
 from oomrl.agent.roles import Mandate
 from oomrl.errors import OomrlError
+from oomrl.scratch import scratch_dir
 
 PROBE_PLUGIN = "oomrl_mandate_probe"
 PROBE_FILE = Path(__file__).resolve().parent / "mandate_probe.py"
@@ -91,7 +91,7 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
     """Old tests that watch the unchanged strategy do what the mandate forbids: file -> test names.
 
     Runs the tests of `tests` against `source` in a scratch folder with the mandate probe loaded."""
-    scratch = Path(tempfile.mkdtemp(prefix="oomrl-author-"))
+    scratch = scratch_dir("oomrl-author-")  # with its owner's note: a killed repair's is cleared later
     try:
         ws, plugins, report = scratch / "ws", scratch / "plugins", scratch / "probe.json"
         for path, text in {**source, **tests}.items():
