@@ -125,12 +125,16 @@ class _ClosingClient(httpx.Client):
 
 
 def deadline_client(timeout_s: float) -> httpx.Client:
-    """An httpx client (as the openai SDK builds one) whose requests honour `deadline(...)`."""
-    transport = httpx.HTTPTransport()
-    # httpx builds its connection pool itself and offers no way to pass a network backend: set the
-    # pool's before its first connection (tests/agent/test_llm.py proves a dripping server is cut off).
-    pool = transport._pool
-    if not hasattr(pool, "_network_backend"):
-        raise RuntimeError("this httpx has no connection pool to bound: pin httpx < 1")
-    pool._network_backend = DeadlineBackend()
-    return _ClosingClient(transport=transport, timeout=timeout_s, follow_redirects=True)
+    """An httpx client (as the openai SDK builds one, environment proxies included) whose requests
+    honour `deadline(...)`."""
+    client = _ClosingClient(timeout=timeout_s, follow_redirects=True)
+    # httpx builds its connection pools itself and offers no way to pass a network backend: set each
+    # pool's (the direct one, and a proxy's) before its first connection. tests/agent/test_llm_faults.py
+    # proves a dripping server is cut off, so an httpx that changes this fails there, not in production.
+    for transport in [client._transport, *client._mounts.values()]:
+        pool = getattr(transport, "_pool", None)
+        if transport is not None and not hasattr(pool, "_network_backend"):
+            raise RuntimeError("this httpx has no connection pool to bound: pin httpx < 1")
+        if pool is not None:
+            pool._network_backend = DeadlineBackend()
+    return client
