@@ -13,13 +13,12 @@ from prefect.states import Completed, Failed, State
 from pydantic import Field
 
 from oomrl import repair as domain
-from oomrl.agent.context import RepairStepError
 from oomrl.agent.roles import Constraints, Mandate
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
 from oomrl.events import PROMOTED_EVENT, account_resource
-from oomrl.repair_claims import AccountBusyError, ClaimBook, Heartbeat, wait_to_hold
+from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
 from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
@@ -32,7 +31,8 @@ NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cr
 PAUSE_POLL_S = 10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
 PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
 # The state a repair ends in, by the step it stopped at: only a promotion is plain success.
-FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "test-genesis": "Tests rejected",
+FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "superseded": "Superseded",
+                      "capacity": "Too many repairs", "test-genesis": "Tests rejected",
                       "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
 
 
@@ -159,14 +159,6 @@ def outcome_of(state: State[Any]) -> dict[str, Any]:
     return dict(state.result())
 
 
-def hold_account(book: ClaimBook, run_id: str, account: str) -> None:
-    """Take the account's repair claim for the gate and the promotion (waits for another repair)."""
-    try:
-        wait_to_hold(book, run_id, account, say=get_run_logger().info)
-    except AccountBusyError as exc:
-        raise RepairStepError("claim", str(exc)) from None
-
-
 @flow(name="repair", version=FLOW_VERSION, retries=0, log_prints=True)
 def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | None = None,
            account: str | None = None, approval_timeout_s: int = 3600,
@@ -199,10 +191,13 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     name = account or str(checked["account"])
     context = FlowRunContext.get()
     run_id = str(context.flow_run.id) if context and context.flow_run else f"local-{time.time_ns()}"
-    book = ClaimBook(settings.ledger).create()
-    book.register(run_id, name)
+    # Registered now and beating while the process lives, paused or not (the webhook reads the beat);
+    # the account itself is held only after approval. Beyond OOMRL_REPAIR_MAX_RUNNING live repairs, on
+    # any path, the run does not start (Prefect's deployment limit crashes paused runs: docs/operations.md).
+    claim = RepairClaim(ClaimBook(settings.ledger).create(), run_id, name, say=logger.info,
+                        limit=settings.repair_max_running)
     try:
-        with Heartbeat(book, run_id):  # beats while the process lives, paused or not
+        with claim:
             try:
                 ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
             except OomrlError as exc:  # an unknown provider, a missing transcript: final, say so
@@ -211,10 +206,9 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
                 ctx.version_mapper = version_mapper_from_settings()
                 approve = auto_approve_mandate if auto_approve else partial(ask_reviewer,
                                                                             timeout_s=approval_timeout_s)
-                outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task,
-                                            hold=partial(hold_account, book, run_id, name))
-    finally:
-        book.release(run_id)
+                outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task, hold=claim.hold)
+    except TooManyRepairsError as exc:
+        outcome = domain.RepairOutcome(status="failed", step="capacity", reason=str(exc), run_dir="")
     publish_outcome(outcome)
     if outcome.status == "promoted" and outcome.version is not None:
         emit_event(event=PROMOTED_EVENT, resource=account_resource(name),

@@ -17,6 +17,7 @@ import shutil
 import socket
 import tempfile
 import threading
+import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +57,9 @@ class GateDirs:
     def create(cls) -> GateDirs:
         """A fresh private area under the system temp folder, with the gate's files written."""
         dirs = cls(Path(tempfile.mkdtemp(prefix="oomrl-gate-")))
+        # Whose it is: a caller killed mid-gate leaves it behind, and this tells its next run the
+        # folder is an orphan once this process has gone ("<pid> <unix time>").
+        (dirs.root / "owner").write_text(f"{os.getpid()} {time.time():.3f}", encoding="utf-8")
         for name in ("cfg", "runs"):
             (dirs.root / name).mkdir()
         (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")

@@ -24,6 +24,10 @@ from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMIN
 ENV_PREFIX = "OOMRL_"
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+TABLE_SETTINGS = frozenset({"market_rules"})  # the settings whose value is itself a table
+
+
 class SettingsError(OomrlError):
     """A setting (environment variable or config file key) is missing, malformed or out of range."""
 
@@ -39,6 +43,18 @@ def _config_path() -> tuple[Path, bool]:
     return home / "config.toml", False
 
 
+def _read_config(path: Path) -> str:
+    """The config file's text: a regular file of at most MAX_CONFIG_BYTES of UTF-8, else SettingsError
+    naming it."""
+    from oomrl.files import read_bounded
+
+    raw = read_bounded(path, MAX_CONFIG_BYTES, f"config file {path}", SettingsError)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"config file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+
+
 def _config_file_values() -> dict[str, Any]:
     """Values from the TOML file named by OOMRL_CONFIG, or OOMRL_HOME/config.toml when present."""
     path, named = _config_path()
@@ -47,21 +63,30 @@ def _config_file_values() -> dict[str, Any]:
             raise SettingsError(f"OOMRL_CONFIG names {path}, which does not exist")
         return {}
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        data = tomllib.loads(_read_config(path))
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
-    except OSError as exc:
-        raise SettingsError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
-    table = data.get("oomrl", data)
-    if not isinstance(table, dict):
+    if "oomrl" not in data:  # the whole file is oomrl's; its tables may configure other tools
+        return _known_values(path, {k: v for k, v in data.items() if not isinstance(v, dict)
+                                    or k in TABLE_SETTINGS}, "")
+    if not isinstance(data["oomrl"], dict):
         raise SettingsError(f"config file {path}: [oomrl] must be a table")
-    # Other tables may configure other tools; a misspelt scalar key here would be silently ignored.
-    unknown = sorted(k for k, v in table.items() if not isinstance(v, dict) and k not in Settings.model_fields)
+    return _known_values(path, data["oomrl"], "oomrl.")
+
+
+def _known_values(path: Path, table: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """The settings of `table`; a misspelt key, or a table where a value belongs, is named (it would be
+    silently ignored otherwise)."""
+    unknown = sorted(f"[{prefix}{k}]" if isinstance(v, dict) else k for k, v in table.items()
+                     if k not in Settings.model_fields)
     if unknown:
         raise SettingsError(f"config file {path}: unknown setting(s) {', '.join(unknown)}; "
                             f"known: {', '.join(Settings.model_fields)}")
-    return {k: v for k, v in table.items() if k in Settings.model_fields}
+    misplaced = sorted(k for k, v in table.items() if isinstance(v, dict) and k not in TABLE_SETTINGS)
+    if misplaced:
+        raise SettingsError(f"config file {path}: [{prefix}{misplaced[0]}] is a table, but {misplaced[0]} "
+                            "takes a value (`key = value` under [oomrl])")
+    return table
 
 
 class _TomlSource(PydanticBaseSettingsSource):
@@ -82,12 +107,15 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=lambda: Path.home() / ".oomrl")
     ledger_url: str | None = None
     account: str = "paper"
-    initial_cash: float = Field(default=10_000_000.0, gt=0)
+    # CNY; the ledger keeps fen in 64-bit integers, so a trillion leaves room for every sum it books.
+    initial_cash: float = Field(default=10_000_000.0, gt=0, le=1e12)
     # The principal loss at which the account halts; 1 means never.
     kill_threshold: float = Field(default=0.20, gt=0, le=1)
     # Sessions after a repair request during which further alerts of the same account, strategy
     # version and severity (or lower) ask for none: one cause, one repair (docs/operations.md).
     repair_cooldown_sessions: int = Field(default=5, ge=0)
+    # Repair runs (live processes, paused or not) a flow may start beside; each holds a few hundred MB.
+    repair_max_running: int = Field(default=4, ge=1, le=1000)
     reward_lambda: float = Field(default=DEFAULT_LAMBDA, ge=0)
     reward_gamma: float = Field(default=DEFAULT_GAMMA, ge=0)  # calibrated from the impact model (docs/portfolio.md)
     reward_terminal_penalty: float = Field(default=DEFAULT_TERMINAL_PENALTY, ge=0)  # Eq. 2's P_terminal

@@ -105,3 +105,20 @@ def atomic_write(path: Path, write: Callable[[str], object], durable: bool = Fal
         raise
     if durable:
         fsync_dir(path.parent)
+
+
+def read_bounded(path: Path, limit: int, what: str, error: Callable[[str], Exception],
+                 regular: bool = True) -> bytes:
+    """The bytes of the file at `path`, reading at most `limit` (+1 to tell it is larger); `error`
+    with a message naming `what` when the file cannot be read, is larger, or (with `regular`) is not
+    a regular file: a device such as /dev/zero never ends, a FIFO never opens without a writer."""
+    if regular and path.exists() and not path.is_file():
+        raise error(f"{what} is not a regular file")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(limit + 1)
+    except OSError as exc:
+        raise error(f"cannot read {what}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise error(f"{what} is larger than {limit} bytes")
+    return raw

@@ -6,6 +6,7 @@ Every move is one of `oomrl.agent.machine.TRANSITIONS` and is written to the run
 
 from __future__ import annotations
 
+import logging
 import shutil
 import traceback
 import uuid
@@ -37,9 +38,12 @@ from oomrl.crossval import CrossValidation, baseline_of, cross_validate, window_
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
+from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
+from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.versions import StrategyVersions, VersionInfo
 
+logger = logging.getLogger("oomrl.repair")
 STEPS = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion")
 
 
@@ -168,16 +172,43 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
         ctx.trail.move("test-genesis", f"round {ctx.round}: the tests missed {failures}")
 
 
-def _hold_nothing() -> None:
-    return None
+def claim_for(ctx: RepairContext, prefix: str = "local", wait_s: float | None = None,
+              say: Callable[[str], None] | None = None, limit: int | None = None) -> RepairClaim:
+    """The repair claim of a repair run in this process (the CLI, the demo): named after its run
+    folder, in the ledger's database, like the flow's."""
+    ledger = ctx.versions.ledger
+    if ledger is None:
+        raise OomrlError("a repair needs a ledger to claim its account in")
+    book = ClaimBook(str(getattr(ledger, "url", ""))).create()
+    return RepairClaim(book, f"{prefix}-{ctx.run_dir.name}", ctx.account,
+                       ctx.claim_wait_s if wait_s is None else wait_s, say=say or logger.info, limit=limit)
+
+
+def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
+    """Take the account's claim; a repair that waited while another promoted for the account is
+    stale (its alert was about a version the account no longer trades) and stops here."""
+    try:
+        hold()
+    except AccountBusyError as exc:
+        raise RepairStepError("claim", str(exc)) from None
+    now = ctx.versions.base_for(ctx.account)
+    if ctx.base is not None and now != ctx.base:
+        raise RepairStepError("superseded", f"account {ctx.account} now trades {ctx.versions.label(now)}, "
+                                       f"promoted while this repair waited; this repair started from "
+                                       f"{ctx.versions.label(ctx.base)}, which its alert was about: "
+                                       "nothing to promote")
 
 
 def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
-               run_step: StepRunner = run_inline, hold: Callable[[], None] = _hold_nothing) -> RepairOutcome:
+               run_step: StepRunner = run_inline, hold: Callable[[], None] | None = None) -> RepairOutcome:
     """The whole repair; any failure leaves the workspace and the active version as they were.
 
-    `hold` runs after approval, before anything touches the candidate (the flow takes the
-    account's repair claim there, so a paused repair holds nothing)."""
+    `hold` runs after approval, before anything touches the candidate: it takes the account's
+    repair claim, so one repair per account works on a candidate at a time and a paused repair holds
+    nothing. Without one, the repair claims its account in the ledger itself (`claim_for`)."""
+    if hold is None:
+        with claim_for(ctx) as claim:
+            return run_repair(autopsy, ctx, approve, run_step, claim.hold)
     mandate = None
     ctx.trail.path = ctx.trail.path or ctx.run_dir / "trail.jsonl"
     try:
@@ -194,7 +225,7 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
             return finish(ctx, "rejected", "approval", decision.reason or "rejected by a person", mandate)
         if decision.action == "edit" and decision.mandate is not None:
             mandate = decision.mandate
-        hold()
+        hold_account(ctx, hold)
         ctx.trail.move("test-genesis", f"{decision.action}: {decision.reason}".rstrip(": "))
         prepare_candidate(ctx)
         cross = genesis_rounds(ctx, mandate, run_step)
@@ -232,6 +263,7 @@ def finish(ctx: RepairContext, status: str, step: str | None, reason: str, manda
                             transcript_digest=ctx.transcript.digest(), rounds=ctx.round,
                             trail=[m.__dict__ for m in ctx.trail.moves], inputs=ctx.inputs)
     write_json(ctx.run_dir / "outcome.json", outcome.model_dump(mode="json"))
+    (ctx.run_dir / RUN_NOTE).unlink(missing_ok=True)  # ended: nothing of it is an orphan
     return outcome
 
 
@@ -268,8 +300,9 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     versions = StrategyVersions(settings.workspace_dir, ledger)
-    versions.init()
-    run_dir = new_run_dir(settings.runs_dir)
+    versions.init()  # finishes or undoes a promotion whose process was killed
+    clear_orphans(settings.runs_dir)  # and what a killed repair left: its candidate, its gate's scratch
+    run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
     name = account or str(autopsy.get("account") or settings.account)
     budget = Budget.from_settings(agent, LLMBudgetBook(ledger), name, run_dir.name)
     transcript = Transcript(run_dir / "transcript.jsonl")

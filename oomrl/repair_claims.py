@@ -7,7 +7,9 @@ beats it every CLAIM_BEAT_S seconds from a thread for as long as its process liv
 for approval, because `pause_flow_run` blocks inside the run's process. The account lock is the
 nullable unique column `holds`: a run sets it to its account only around the gate and the promotion
 (after approval), so a paused repair holds nothing and a second alert can reach its own approval.
-A holder silent for CLAIM_SILENT_S seconds is presumed dead and its row is taken over. The webhook
+A holder whose process is gone (its `owner`, host:pid:start time, checked on the same host) or that
+has been silent for CLAIM_SILENT_S seconds (another host) is presumed dead and its row is taken over;
+so is, when it is needed, a dead non-holder's row. The webhook
 reads the same rows to tell a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from
 a live one. Each transition is one statement guarded by a primary key or unique constraint, so
 concurrent runs on any host agree (SQLite and PostgreSQL).
@@ -29,10 +31,13 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from oomrl.errors import OomrlError
 from oomrl.names import ACCOUNT_MAX
+from oomrl.owners import Owner, dead
+from oomrl.portfolio.ledger_tables import create_tables, driver_url
 
 CLAIM_BEAT_S = 15.0
 CLAIM_SILENT_S = 120.0  # eight missed beats: a process this quiet is gone (or its host is)
 CLAIM_WAIT_S = 6 * 3600.0  # how long an approved repair waits for another repair of its account
+OWNER_MAX = 255
 logger = logging.getLogger("oomrl.repair_claims")
 
 
@@ -50,6 +55,8 @@ def claims_table(metadata: sa.MetaData) -> sa.Table:
         sa.Column("holds", sa.String(ACCOUNT_MAX), nullable=True, unique=True),
         sa.Column("claimed_at", sa.DateTime(), nullable=False),
         sa.Column("beat_at", sa.DateTime(), nullable=False),
+        # host:pid:start time of the process that registered it (oomrl.owners); NULL in older rows.
+        sa.Column("owner", sa.String(OWNER_MAX), nullable=True),
     )
 
 
@@ -62,10 +69,21 @@ class Claim:
     holds: bool
     claimed_at: datetime
     beat_at: datetime
+    owner: str | None = None
 
     def silent(self, silent_s: float = CLAIM_SILENT_S, now: datetime | None = None) -> bool:
         """No beat for `silent_s` seconds: the process that owned it is presumed dead."""
         return self.beat_at < (now or _now()) - timedelta(seconds=silent_s)
+
+    def gone(self, silent_s: float = CLAIM_SILENT_S) -> bool:
+        """Its process died (seen on this host), or it has not beaten for `silent_s` seconds."""
+        return dead(self.owner) or self.silent(silent_s)
+
+    def describe(self) -> str:
+        """`run X (pid 123 on host h, last beat 09:00:00 UTC)`, for messages."""
+        owner = Owner.parse(self.owner)
+        who = f"{owner.describe()}, " if owner else ""
+        return f"run {self.flow_run_id} ({who}last beat {self.beat_at:%H:%M:%S} UTC)"
 
 
 class ClaimBook:
@@ -73,7 +91,6 @@ class ClaimBook:
 
     def __init__(self, url: str, schema: str | None = None) -> None:
         from oomrl.files import private_file, sqlite_file
-        from oomrl.portfolio.ledger_tables import driver_url
 
         url = driver_url(url)
         if (database := sqlite_file(url)) is not None:
@@ -82,25 +99,39 @@ class ClaimBook:
         self.table = claims_table(sa.MetaData(schema=schema))
 
     def create(self) -> Self:
-        """Create the table if it is missing (two first users at once: the loser finds it made)."""
-        try:
-            self.table.metadata.create_all(self.engine, tables=[self.table])
-        except DBAPIError:  # "already exists": another process or thread created it after our check
-            if not sa.inspect(self.engine).has_table(self.table.name, schema=self.table.schema):
-                raise
+        """Create the table if it is missing (two first users at once: the loser finds it made), and
+        add the `owner` column to a table an older version created."""
+        create_tables(self.engine, self.table.metadata, [self.table])
+        columns = {c["name"] for c in sa.inspect(self.engine).get_columns(self.table.name,
+                                                                          schema=self.table.schema)}
+        if "owner" not in columns:
+            name = self.engine.dialect.identifier_preparer.format_table(self.table)
+            try:
+                with self.engine.begin() as conn:
+                    conn.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN owner VARCHAR({OWNER_MAX})"))
+            except DBAPIError:  # another process added it first
+                pass
         return self
 
-    def register(self, flow_run_id: str, account: str) -> None:
-        """This run is alive (a retried run with the same id refreshes its row)."""
-        now = _now()
+    def register(self, flow_run_id: str, account: str, owner: Owner | None = None) -> None:
+        """This run is alive (a retried run with the same id refreshes its row); `owner` is the
+        process that beats it (default: this one)."""
+        now, who = _now(), str(owner or Owner.me())[:OWNER_MAX]
         try:
             with self.engine.begin() as conn:
                 conn.execute(self.table.insert().values(flow_run_id=flow_run_id, account=account,
-                                                        holds=None, claimed_at=now, beat_at=now))
+                                                        holds=None, claimed_at=now, beat_at=now, owner=who))
         except IntegrityError:
             with self.engine.begin() as conn:
                 conn.execute(self.table.update().where(self.table.c.flow_run_id == flow_run_id)
-                             .values(account=account, beat_at=now))
+                             .values(account=account, beat_at=now, owner=who))
+
+    def live(self, silent_s: float = CLAIM_SILENT_S) -> list[Claim]:
+        """Every registered run whose process is not known to be gone: the repairs running now,
+        paused or not, on any path (CLI, flow, demo)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(self.table)).all()
+        return [claim for claim in map(self._claim, rows) if not claim.gone(silent_s)]
 
     def beat(self, flow_run_id: str) -> bool:
         """Refresh the run's heartbeat; False when its row is gone (taken over as silent)."""
@@ -142,10 +173,10 @@ class ClaimBook:
                 continue  # released between our update and our read
             if current.flow_run_id == flow_run_id:
                 return None
-            if not current.silent(silent_s):
+            if not current.gone(silent_s):
                 return current
-            logger.warning("repair run %s held %s but has been silent since %s: taking over",
-                           current.flow_run_id, account, current.beat_at)
+            logger.warning("repair %s held %s but its process is gone: taking over",
+                           current.describe(), account)
             with self.engine.begin() as conn:
                 conn.execute(self.table.delete().where(self.table.c.flow_run_id == current.flow_run_id,
                                                        self.table.c.beat_at == current.beat_at))
@@ -158,11 +189,15 @@ class ClaimBook:
 
     def _claim(self, row: sa.Row) -> Claim:
         return Claim(flow_run_id=row.flow_run_id, account=row.account, holds=row.holds is not None,
-                     claimed_at=row.claimed_at, beat_at=row.beat_at)
+                     claimed_at=row.claimed_at, beat_at=row.beat_at, owner=row.owner)
 
 
 class AccountBusyError(OomrlError):
     """Another repair of the account held it for longer than this one would wait."""
+
+
+class TooManyRepairsError(OomrlError):
+    """As many repairs as the limit allows are running already (OOMRL_REPAIR_MAX_RUNNING)."""
 
 
 def wait_to_hold(book: ClaimBook, flow_run_id: str, account: str, wait_s: float = CLAIM_WAIT_S,
@@ -171,11 +206,58 @@ def wait_to_hold(book: ClaimBook, flow_run_id: str, account: str, wait_s: float 
     deadline = time.monotonic() + wait_s
     while (holder := book.acquire(flow_run_id, account)) is not None:
         if time.monotonic() >= deadline:
-            raise AccountBusyError(f"account {account} was still being repaired by run {holder.flow_run_id} "
-                                   f"after {wait_s:.0f} s of waiting")
-        say(f"account {account} is being repaired by run {holder.flow_run_id} (last beat "
-            f"{holder.beat_at:%H:%M:%S} UTC); waiting")
-        time.sleep(poll_s)
+            waited = f"after {wait_s:.0f} s of waiting" if wait_s > 0 else "not waiting (wait is 0)"
+            raise AccountBusyError(f"account {account} is being repaired by {holder.describe()}; {waited}")
+        say(f"account {account} is being repaired by {holder.describe()}; waiting up to "
+            f"{max(0.0, deadline - time.monotonic()):.0f} s")
+        time.sleep(min(poll_s, max(0.05, deadline - time.monotonic())))
+
+
+def check_room(book: ClaimBook, flow_run_id: str, limit: int | None) -> None:
+    """TooManyRepairsError when `limit` other repairs are running already (this run registered)."""
+    if limit is None:
+        return
+    others = [claim for claim in book.live() if claim.flow_run_id != flow_run_id]
+    if len(others) >= limit:
+        raise TooManyRepairsError(f"{len(others)} repairs are running already, the most "
+                                  f"OOMRL_REPAIR_MAX_RUNNING={limit} allows (runs "
+                                  f"{', '.join(sorted(c.flow_run_id for c in others)[:5])}); start it again "
+                                  "when one has ended (re-deliver its alert)")
+
+
+class RepairClaim:
+    """A repair's row for as long as the block runs: registered, beating, released at the end;
+    `hold()` takes the account for the gate and the promotion (waiting up to `wait_s`).
+
+    `limit` (the flow's OOMRL_REPAIR_MAX_RUNNING) refuses to start beyond that many live repairs:
+    counted once registered, so two starting at once may both refuse, never both exceed it."""
+
+    def __init__(self, book: ClaimBook, run_id: str, account: str, wait_s: float = CLAIM_WAIT_S,
+                 say: Callable[[str], None] = logger.info, limit: int | None = None) -> None:
+        self.book, self.run_id, self.account = book, run_id, account
+        self.wait_s, self.say, self.limit = wait_s, say, limit
+        self._beat = Heartbeat(book, run_id)
+
+    def __enter__(self) -> Self:
+        self.book.register(self.run_id, self.account)
+        try:
+            check_room(self.book, self.run_id, self.limit)
+        except BaseException:
+            self.book.release(self.run_id)
+            raise
+        self._beat.__enter__()
+        return self
+
+    def hold(self) -> None:
+        """Take the account; AccountBusyError when another live repair kept it for `wait_s`."""
+        wait_to_hold(self.book, self.run_id, self.account, self.wait_s, say=self.say)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        try:
+            self._beat.__exit__(kind, error, trace)
+        finally:
+            self.book.release(self.run_id)
 
 
 class Heartbeat:

@@ -8,13 +8,15 @@ row and no workspace behind.
 from __future__ import annotations
 
 import uuid
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from oomrl.errors import OomrlError
 
 MAX_AUTOPSY_BYTES = 256 * 1024
+FIRST_SESSION = date(1990, 12, 19)  # the Shanghai exchange's first session
+SHANGHAI = "Asia/Shanghai"
 # Files of the strategies package that are not strategies.
 _NOT_STRATEGIES = frozenset({"__init__", "base", "registry"})
 
@@ -50,13 +52,9 @@ def parse_json(raw: bytes, what: str = "autopsy", limit: int = MAX_AUTOPSY_BYTES
 
 def read_autopsy_file(path: Path) -> dict[str, Any]:
     """A validated repair input from a file; the size is checked before the file is read."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_AUTOPSY_BYTES + 1)
-    except OSError as exc:
-        raise InvalidAutopsyError(f"cannot read autopsy {path}: {exc.strerror or exc}") from None
-    if len(raw) > MAX_AUTOPSY_BYTES:
-        raise InvalidAutopsyError(f"autopsy {path} is larger than {MAX_AUTOPSY_BYTES} bytes")
+    from oomrl.files import read_bounded
+
+    raw = read_bounded(path, MAX_AUTOPSY_BYTES, f"autopsy {path}", InvalidAutopsyError, regular=False)
     return load_autopsy(parse_json(raw, f"autopsy {path}"))
 
 
@@ -77,11 +75,28 @@ def load_autopsy(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidAutopsyError(f"an autopsy must be a JSON object, got {type(data).__name__}")
     model = Autopsy if "event" in data else LossAlert
+    kind = "autopsy" if model is Autopsy else "loss alert (alert_id, account, optional as_of)"
     try:
-        return model.model_validate(data).model_dump(mode="json", exclude_none=model is LossAlert)
+        checked = model.model_validate(data)
     except ValidationError as exc:
-        kind = "autopsy" if model is Autopsy else "loss alert (alert_id, account, optional as_of)"
         raise InvalidAutopsyError(f"invalid {kind}: {_problems(exc)}") from None
+    if checked.as_of is not None:
+        check_as_of(checked.as_of, kind)
+    return checked.model_dump(mode="json", exclude_none=model is LossAlert)
+
+
+def check_as_of(as_of: date, kind: str) -> None:
+    """An alert is about a session that has happened: from the first XSHG session to today in Shanghai
+    (a date the market store could hold; the critic has nothing to read about any other)."""
+    from zoneinfo import ZoneInfo
+
+    today = datetime.now(ZoneInfo(SHANGHAI)).date()
+    if as_of < FIRST_SESSION:
+        raise InvalidAutopsyError(f"invalid {kind}: as_of {as_of} is before the first XSHG session "
+                                  f"({FIRST_SESSION})")
+    if as_of > today:
+        raise InvalidAutopsyError(f"invalid {kind}: as_of {as_of} is after today ({today}, {SHANGHAI}): "
+                                  "an alert is about a session that has happened")
 
 
 def account_exists(ledger_url: str, account: str) -> bool:

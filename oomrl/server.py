@@ -17,7 +17,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,14 @@ import psutil
 
 from oomrl.errors import OomrlError
 from oomrl.files import atomic_write, private_dir, private_file
+from oomrl.owners import START_TOLERANCE_S
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 POOL = "oomrl-local"
 EXITED = "it has exited"
 PRIVATE_UMASK = 0o077  # files 0600, folders 0700 for everything the stack's children create
+STARTING_LOCK = "server.lock"
+STARTING_NOTE = "server.starting"  # who holds the lock, for the message of a second `up`
 Say = Callable[[str], None]
 
 
@@ -138,12 +142,6 @@ def start_process(name: str, argv: list[str], env: dict[str, str], config: Stack
                                stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
     log.close()
     return process.pid
-
-
-# A start time is boot time + ticks since boot, and /proc/stat's boot time is whole seconds that move
-# when the wall clock is adjusted: the same process can read a second apart (a reused pid still differs
-# in its start, by more than this, or in its command line).
-START_TOLERANCE_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -369,15 +367,48 @@ def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
     return pid
 
 
+@contextmanager
+def starting(config: StackConfig) -> Iterator[None]:
+    """One `up` at a time in a home (two at once would migrate one Prefect database together): an
+    OS file lock, free again when its holder exits however it exits; a second `up` is refused at once,
+    naming the first."""
+    from filelock import FileLock, Timeout
+
+    private_dir(config.home)
+    note = config.home / STARTING_NOTE
+    lock = FileLock(config.home / STARTING_LOCK, mode=0o600, thread_local=False, fallback_to_soft=False)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        try:
+            holder = note.read_text().strip()
+        except OSError:
+            holder = "another process"
+        raise StackError(f"another `oomrl server up` ({holder}) is starting the stack in {config.home}; wait "
+                         "for it, then `oomrl server status`") from None
+    try:
+        atomic_write(note, lambda temp: Path(temp).write_text(
+            f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}"))
+        yield
+    finally:
+        note.unlink(missing_ok=True)
+        lock.release()
+
+
 def up(config: StackConfig, say: Say = print) -> dict[str, object]:
     """Start the stack; on any failure, stop what was started and raise StackError."""
-    previous = read_state(config.home)
-    if previous and any(running(previous).values()):
-        raise StackError(f"a stack is already running ({config.state_file}); run `oomrl server down` first")
     if config.deploy and not (config.project_dir / "prefect.yaml").exists():
         raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
                          "(pip install -e .) or pass --no-deploy")
-    private_dir(config.home)
+    with starting(config):
+        previous = read_state(config.home)
+        if previous and any(running(previous).values()):
+            raise StackError(f"a stack is already running ({config.state_file}); run `oomrl server down` first")
+        return _start(config, say)
+
+
+def _start(config: StackConfig, say: Say) -> dict[str, object]:
+    """Start the children in order, each waited for; on a failure the ones started are stopped."""
     if config.webhook:  # its settings (the secret's length, the token, the database URL) fail now, not
         check_webhook(config)  # after the server and the worker have started
     private_dir(config.home / "prefect", tighten=True)  # the SQLite database and Prefect's own files

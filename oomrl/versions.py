@@ -12,11 +12,12 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, Protocol
 
-from filelock import FileLock
 from pydantic import BaseModel
 
+from oomrl import promotion
 from oomrl.errors import OomrlError
 from oomrl.files import private_dir
+from oomrl.promotion import NOTES_REF
 
 GUARD_PYPROJECT = """\
 [project]
@@ -29,8 +30,6 @@ source = ["strategies"]
 tests = ["tests"]
 coverage_min = 95
 """
-NOTES_REF = "refs/notes/oomrl"
-PROMOTE_LOCK = "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
 TAG_PREFIX = "v"
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".coverage*")
 
@@ -123,6 +122,7 @@ class StrategyVersions:
     def init(self, source_root: Path | None = None) -> str:
         """Create the workspace from the bundled strategies and tag it v1; a no-op when it exists."""
         if self.initialized:
+            self.recover()  # every command that writes versions opens the workspace here
             return self.head()
         root = source_root or repo_root()
         for part in ("strategies", "tests/strategies"):
@@ -205,27 +205,23 @@ class StrategyVersions:
         Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
         based on the branch head fast-forwards it; one based on an older version (its account had
         not taken a later promotion of another account) becomes a tagged commit off the branch,
-        which stays where it was. One transaction: the ledger write comes last, and if any step
-        fails, branch, tag and notes are restored, so the workspace and the active version stay."""
+        which stays where it was. One transaction, journalled (`oomrl.promotion`): the ledger write
+        comes last; a failed step restores branch, tag and notes, and a killed promotion is finished
+        or undone by the next command that opens the workspace."""
         self._require_init()
-        self.git("add", "-A", cwd=candidate)
-        trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
-        self.git("commit", "-q", "-m", message + trailers, cwd=candidate)
-        sha = self.git("rev-parse", "HEAD", cwd=candidate)
-        with FileLock(self.workspace / ".git" / PROMOTE_LOCK, thread_local=False):
-            old_head = self.head()
-            tag = self.next_tag()
-            try:
-                self.git("fetch", "-q", str(candidate), "HEAD")
-                if self.is_ancestor(old_head, sha):
-                    self.git("merge", "-q", "--ff-only", sha)
-                self.git("tag", tag, sha)  # the tag keeps an off-branch version reachable
-                self._write_notes(sha, {**metadata, "strategy": strategy, "tag": tag})
-                self.activate(tag, account, strategy)
-            except BaseException:
-                self._undo_promotion(old_head, tag, sha)
-                raise
-        return self.info(tag, account)
+        return promotion.promote(self, candidate, message, metadata, account, strategy)
+
+    def recover(self) -> str | None:
+        """Finish or undo a promotion whose process died (see `oomrl.promotion`); what was done."""
+        return promotion.recover(self)
+
+    def check(self) -> list[str]:
+        """After recovering: what keeps branch, tags, notes and the ledger's active versions from
+        agreeing (empty when they agree)."""
+        self._require_init()
+        self.recover()
+        actives: dict[str, str] = getattr(self.ledger, "active_versions", dict)()
+        return promotion.problems(self, actives)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether `older` is `newer` or one of its ancestors."""
@@ -234,19 +230,6 @@ class StrategyVersions:
         except VersionError:
             return False
         return True
-
-    def _undo_promotion(self, old_head: str, tag: str, sha: str) -> None:
-        """Put branch, tag and notes back; the ledger needs nothing, its write is the last step."""
-        if self.head() != old_head:
-            self.git("reset", "-q", "--hard", old_head)
-        if tag in self.git("tag", "-l", tag).split():
-            self.git("tag", "-d", tag)
-        if sha in self.git("notes", f"--ref={NOTES_REF}", "list").split():
-            self.git("notes", f"--ref={NOTES_REF}", "remove", sha)
-
-    def _write_notes(self, sha: str, metadata: dict[str, Any]) -> None:
-        blob = json.dumps(metadata, sort_keys=True, default=str, indent=1).encode()
-        self.git("notes", f"--ref={NOTES_REF}", "add", "-f", "-F", "-", sha, input_bytes=blob)
 
     def metadata(self, ref: str) -> dict[str, Any]:
         """The metadata attached at promotion (autopsy, diffs, verdicts, cross-validation, digest)."""
@@ -270,6 +253,11 @@ class StrategyVersions:
         self._require_init()
         tags = self.git("tag", "-l", f"{TAG_PREFIX}*", "--sort=version:refname").split()
         return [self.info(tag, account) for tag in tags]
+
+    def label(self, sha: str) -> str:
+        """`v2 (1a2b3c4d5e6f)`, or the short SHA of an untagged commit, for messages."""
+        tags = self.git("tag", "--points-at", sha, "-l", f"{TAG_PREFIX}*").split()
+        return f"{tags[0]} ({sha[:12]})" if tags else sha[:12]
 
     def labels(self, names: dict[str, str] | None = None) -> dict[str, str]:
         """sha -> "v2 daily_momentum" for every tagged version (`names`: strategy by sha, e.g. from the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -107,8 +108,15 @@ def test_bad_config_file_values_name_the_file_and_key(clean_env: Path) -> None:
 def test_config_file_that_cannot_be_read_or_is_empty_named(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
     monkeypatch.setenv("OOMRL_CONFIG", str(tmp_path))  # a folder, not a file
-    with pytest.raises(SettingsError, match="cannot read config file"):
+    with pytest.raises(SettingsError, match=f"config file {tmp_path} is not a regular file"):
         get_settings()
+    unreadable = tmp_path / "locked.toml"
+    unreadable.write_text("[oomrl]\n")
+    monkeypatch.setenv("OOMRL_CONFIG", str(unreadable))
+    monkeypatch.setattr(Path, "open", _refuse)
+    with pytest.raises(SettingsError, match=f"cannot read config file {unreadable}: Permission denied"):
+        get_settings()
+    monkeypatch.undo()
     monkeypatch.setenv("OOMRL_CONFIG", " ")
     with pytest.raises(SettingsError, match="OOMRL_CONFIG is set but empty"):
         get_settings()
@@ -118,3 +126,51 @@ def test_empty_optional_settings_mean_unset(clean_env: Path, monkeypatch: pytest
     monkeypatch.setenv("OOMRL_LLM_PROVIDER", "")
     monkeypatch.setenv("OOMRL_LLM_API_KEY", " ")
     assert get_settings().llm_provider_name == "offline"
+
+
+def _refuse(self: Path, *args: object, **kwargs: object) -> None:
+    raise PermissionError(13, "Permission denied")
+
+
+@pytest.mark.parametrize(("name", "content", "message"), [
+    ("latin1.toml", "[oomrl]\naccount = 'caf\xe9'\n".encode("latin-1"), "is not UTF-8 text (byte 22: invalid continuation byte)"),
+    ("big.toml", b"# " + b"x" * (1024 * 1024) + b"\n", "is larger than 1048576 bytes"),
+    ("nested.toml", b"[oomrl]\naccount = 'a'\n[oomrl.alerts]\nx = 1\n", "unknown setting(s) [oomrl.alerts]"),
+    ("misplaced.toml", b"[oomrl.account]\nname = 'a'\n", "[oomrl.account] is a table, but account takes a value"),
+])
+def test_config_files_that_would_be_misread_are_named(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path, name: str, content: bytes,
+                                                      message: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    monkeypatch.setenv("OOMRL_CONFIG", str(path))
+    with pytest.raises(SettingsError) as caught:
+        get_settings()
+    assert str(caught.value).startswith(f"config file {path}") and message in str(caught.value)
+
+
+def test_a_device_as_config_file_is_refused_at_once(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    """/dev/zero never ends and a FIFO never opens without a writer: neither is read."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for device in ("/dev/zero", str(fifo)):
+        monkeypatch.setenv("OOMRL_CONFIG", device)
+        with pytest.raises(SettingsError, match=f"config file {device} is not a regular file"):
+            get_settings()
+
+
+def test_other_tools_tables_and_market_rules_tables_are_kept(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    path = tmp_path / "shared.toml"
+    path.write_text("kill_threshold = 0.3\n[market_rules.cn]\nimpact_k = 0.2\n[tool.black]\nline-length = 1\n")
+    monkeypatch.setenv("OOMRL_CONFIG", str(path))
+    settings = get_settings()
+    assert settings.kill_threshold == 0.3 and settings.market_rules == {"cn": {"impact_k": 0.2}}
+
+
+def test_initial_cash_beyond_what_the_ledger_can_book_is_named(clean_env: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_INITIAL_CASH", "1e17")
+    with pytest.raises(SettingsError, match=r"OOMRL_INITIAL_CASH='1e17': Input should be less than or equal to 1000000000000"):
+        get_settings()

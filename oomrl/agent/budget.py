@@ -41,7 +41,9 @@ class AgentSettings(BaseSettings):
     # USD per million tokens; defaults are gpt-4o-mini list prices.
     price_prompt_per_mtok: float = Field(0.15, ge=0)
     price_completion_per_mtok: float = Field(0.60, ge=0)
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0)  # per socket operation (httpx): a dripping server never trips it
+    request_deadline_s: float = Field(300.0, gt=0)  # one request, whole: connect, send, the entire answer
+    repair_llm_deadline_s: float = Field(3600.0, gt=0)  # every model call of one repair, retries included
     retries: int = Field(4, ge=0)
     backoff_s: float = Field(1.0, ge=0)
     max_answer_chars: int = Field(200_000, gt=0)

@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from oomrl.errors import OomrlError, OutOfMoneyError
+from oomrl.portfolio.ledger_tables import create_tables
 
 NANO = 1_000_000_000
 
@@ -97,7 +98,7 @@ class LLMBudgetBook:
     def __init__(self, ledger: Any) -> None:
         self.engine: sa.Engine = ledger.engine
         self.t = budget_tables(ledger.metadata)
-        ledger.metadata.create_all(self.engine, tables=list(self.t.values()))
+        create_tables(self.engine, ledger.metadata, list(self.t.values()))
 
     def open_account(self, account: str, tokens: int, usd: float) -> Balance:
         """The account's budget, created with these limits when it has none yet."""

@@ -90,6 +90,8 @@ class RepairContext:
     # The account's active version when the repair began: every candidate is cloned at it, and the
     # replay compares with it, whatever another account promoted meanwhile.
     base: str | None = None
+    # How long a repair that claims its account itself (run_repair without `hold`) waits for another.
+    claim_wait_s: float = 6 * 3600.0
 
     @property
     def candidate(self) -> Path:

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import openai
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from oomrl.agent.budget import AgentSettings, Budget, Usage, prompt_token_bound
+from oomrl.agent.deadline import deadline, deadline_client
 from oomrl.errors import OomrlError
 from oomrl.files import private_dir
 
@@ -38,6 +40,25 @@ class LLMUnavailableError(AgentError):
 
 class InvalidAnswerError(AgentError):
     """The model answered, but the answer is unusable (not the JSON asked for, or too large)."""
+
+
+class MalformedReplyError(AgentError):
+    """The endpoint answered 200 with something that is not a chat completion (truncated JSON, a
+    wrong shape); `raw` is what it sent."""
+
+    def __init__(self, reason: str, raw: str) -> None:
+        super().__init__(reason)
+        self.reason, self.raw = reason, raw
+
+
+class RequestDeadlineError(openai.APITimeoutError):
+    """One request was not answered whole within its total deadline (retried like any timeout)."""
+
+    def __init__(self, request: Any, seconds: float) -> None:
+        super().__init__(request=request)
+        self.message = (f"no complete answer within {seconds:g} s (OOMRL_AGENT_REQUEST_DEADLINE_S): the "
+                        "server is too slow or drips its answer")
+        self.args = (self.message,)
 
 
 class ChatReply(BaseModel):
@@ -86,28 +107,59 @@ class Transcript:
 
 
 class OpenAIBackend:
-    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL (SDK retries off)."""
+    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL (SDK retries off).
 
-    def __init__(self, base_url: str | None, api_key: str | None, model: str, timeout_s: float) -> None:
+    `timeout_s` bounds each socket operation, `deadline_s` the whole request; a 200 reply that is not
+    a chat completion is a MalformedReplyError carrying what was sent."""
+
+    def __init__(self, base_url: str | None, api_key: str | None, model: str, timeout_s: float,
+                 deadline_s: float | None = None) -> None:
         # max_retries=0: retry policy is ours (LLMClient), so behaviour is explicit and logged.
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                    timeout=timeout_s, max_retries=0)
+                                    timeout=timeout_s, max_retries=0, http_client=deadline_client(timeout_s))
         self.model = model
+        self.deadline_s = deadline_s or AgentSettings().request_deadline_s
 
     def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply:
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
-        response = self.client.chat.completions.create(
-            model=self.model, messages=messages, max_tokens=max_tokens, temperature=0, **extra)  # type: ignore[arg-type]
-        choice = response.choices[0] if response.choices else None
-        content = (choice.message.content or "") if choice else ""
+        started = time.monotonic()
+        try:
+            with deadline(self.deadline_s):
+                raw = self.client.chat.completions.with_raw_response.create(
+                    model=self.model, messages=messages, max_tokens=max_tokens, temperature=0, **extra)  # type: ignore[arg-type]
+                text = raw.http_response.text
+        except openai.APITimeoutError as exc:
+            if time.monotonic() - started >= self.deadline_s:  # not one slow read: the whole request
+                raise RequestDeadlineError(exc.request, self.deadline_s) from exc
+            raise
+        response = chat_completion(text)
+        choice = response.choices[0]
+        content = choice.message.content or ""
         usage = response.usage
-        if usage is None:  # some servers omit it; charge an estimate (~4 characters a token), not zero
-            spent = Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4 + 1,
-                          completion_tokens=len(content) // 4 + 1)
+        if usage is None:  # some servers omit it; charge an estimate, not zero
+            spent = estimated_usage(messages, content)
         else:
             spent = Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
         return ChatReply(content=content, usage=spent, model=response.model or self.model,
-                         finish_reason=choice.finish_reason if choice else None)
+                         finish_reason=choice.finish_reason)
+
+
+def chat_completion(text: str) -> ChatCompletion:
+    """The reply body as a chat completion with at least one choice, checked field by field (the SDK
+    builds its objects without checking, so a wrong shape would fail later as a defect)."""
+    try:
+        response = ChatCompletion.model_validate_json(text)
+    except ValidationError as exc:
+        raise MalformedReplyError(f"the reply is not a chat completion: {_short(exc)}", text) from None
+    if not response.choices:
+        raise MalformedReplyError("the reply is a chat completion without choices", text)
+    return response
+
+
+def estimated_usage(messages: Messages, answer: str) -> Usage:
+    """What a call cost when the server does not say (~4 characters a token)."""
+    return Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4 + 1,
+                 completion_tokens=len(answer) // 4 + 1)
 
 
 def is_transient(exc: Exception) -> bool:
@@ -149,18 +201,30 @@ class LLMClient:
         self.transcript = transcript
         self.settings = settings or AgentSettings()
         self.sleep = sleep
+        self.seconds_spent = 0.0  # waiting for the endpoint, over every call of this repair
 
-    def ask(self, role: str, messages: Messages, json_mode: bool = False) -> str:
+    def ask(self, role: str, messages: Messages, json_mode: bool = False, again: bool = False) -> str:
         """One answer's text; raises OutOfMoneyError, LLMUnavailableError or InvalidAnswerError.
 
         The most the call may cost is reserved first (nothing is sent if it cannot be afforded);
         what it did cost is debited before the answer is used."""
+        self._time_left(role)  # a repair whose model time is spent asks nothing more
         held = self.budget.reserve(role, prompt_token_bound(messages), self.settings.max_output_tokens,
                                    min(self.settings.min_output_tokens, self.settings.max_output_tokens))
         self.transcript.append("request", role, messages=messages, max_tokens=held.max_tokens,
                                reserved_tokens=held.tokens)
         try:
             reply = self._complete_with_retries(role, messages, held.max_tokens, json_mode)
+        except MalformedReplyError as exc:
+            # An answer that is no answer: charged at an estimate (it was sent and billed), kept
+            # whole in the run folder's transcript, asked once more like an answer that is not the
+            # JSON asked for, then given up as an invalid answer.
+            self.transcript.append("malformed", role, error=exc.reason, reply=exc.raw[:self.settings.max_answer_chars])
+            self.budget.settle(held, estimated_usage(messages, exc.raw), "")
+            if again:
+                raise InvalidAnswerError(f"{role}: the endpoint's reply was not a chat completion twice "
+                                         f"({exc.reason}); the reply is kept in {self.transcript.path}") from None
+            return self.ask(role, messages, json_mode, again=True)
         except BaseException as exc:
             self.budget.release(held, f"{type(exc).__name__}: {exc}")
             raise
@@ -194,6 +258,17 @@ class LLMClient:
                     f"{role}: answer still not valid {model.__name__} JSON after one repair: "
                     f"{_short(again)}") from again
 
+    def _time_left(self, role: str, running_s: float = 0.0) -> float:
+        """What is left of the repair's model time (`running_s`: of a call not counted yet);
+        LLMUnavailableError, final, once it is spent."""
+        spent = self.seconds_spent + running_s
+        left = self.settings.repair_llm_deadline_s - spent
+        if left <= 0:
+            raise LLMUnavailableError(
+                f"{role}: this repair has waited {spent:.1f} s for model answers, all of "
+                f"OOMRL_AGENT_REPAIR_LLM_DEADLINE_S={self.settings.repair_llm_deadline_s:g}")
+        return left
+
     def _complete_with_retries(self, role: str, messages: Messages, max_tokens: int,
                                json_mode: bool) -> ChatReply:
         attempts = self.settings.retries + 1
@@ -202,7 +277,10 @@ class LLMClient:
             attempt += 1
             started = time.monotonic()
             try:
-                return self.backend.complete(role, messages, max_tokens, json_mode)
+                with deadline(self._time_left(role)):
+                    return self.backend.complete(role, messages, max_tokens, json_mode)
+            except (LLMUnavailableError, MalformedReplyError):
+                raise
             except Exception as exc:  # classified below: only transient errors are retried
                 transient = is_transient(exc)
                 self.transcript.append("error", role, attempt=attempt, transient=transient,
@@ -212,11 +290,14 @@ class LLMClient:
                     if isinstance(exc, openai.OpenAIError):
                         raise LLMUnavailableError(f"{role}: request refused: {exc}") from exc
                     raise
+                self._time_left(role, time.monotonic() - started)  # a timeout may have been the repair's
                 if attempt == attempts:
                     raise LLMUnavailableError(
                         f"{role}: endpoint failed {attempts} times, last: "
                         f"{type(exc).__name__}: {exc}", transient=True) from exc
-                self.sleep(self._delay(attempt, exc))
+                self.sleep(min(self._delay(attempt, exc), self._time_left(role, time.monotonic() - started)))
+            finally:
+                self.seconds_spent += time.monotonic() - started  # the backoff counts too
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter; a server's Retry-After wins when it is longer."""

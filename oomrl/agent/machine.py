@@ -18,7 +18,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("critic", "failed"): "no usable mandate (unknown module, endpoint down, out of money)",
     ("approval", "test-genesis"): "a person approved or edited the mandate",
     ("approval", "rejected"): "a person rejected it, or did not answer in time",
-    ("approval", "failed"): "the approval could not be asked",
+    ("approval", "failed"): "the approval could not be asked, or the account stayed busy or was repaired meanwhile",
     ("test-genesis", "test-genesis"): "the gate rejected the tests: the verdict, encoded, goes back",
     ("test-genesis", "logic-genesis"): "the gate accepted tests that fail on the old source",
     ("test-genesis", "failed"): "attempt ceiling, out of money, a deterministic repeat, or no judge",

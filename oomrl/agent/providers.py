@@ -201,7 +201,7 @@ def get_provider(name: str | None, settings: Settings, budget: Budget, transcrip
         return OfflineProvider(transcript, budget)
     if chosen == "openai":
         backend = OpenAIBackend(settings.llm_base_url, settings.llm_api_key, settings.llm_model,
-                                agent.timeout_s)
+                                agent.timeout_s, agent.request_deadline_s)
         return LLMProvider(LLMClient(backend, budget, transcript, agent), "openai")
     if chosen == "replay":
         if replay_from is None:

@@ -8,6 +8,7 @@ progress bar for long steps. Nothing heavy is imported at module level.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
@@ -100,6 +101,13 @@ def valid_strategy(value: str | None) -> str | None:
     from oomrl.names import check_strategy
 
     return _checked(value, check_strategy)
+
+
+def finite_seconds(value: float | None) -> float | None:
+    """Option callback: a finite number of seconds (`--wait inf` or `nan` would wait for ever)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"must be a finite number of seconds, got {value}")
+    return value
 
 
 AccountOption = Annotated[str | None, typer.Option(

@@ -14,6 +14,7 @@ from oomrl.commands import (
     Provider,
     StrategyOption,
     account_or_default,
+    finite_seconds,
     valid_account,
 )
 
@@ -33,17 +34,25 @@ def _versions() -> Any:
     settings.ensure_dirs()
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
-    return StrategyVersions(settings.workspace_dir, ledger), settings
+    return _recovered(StrategyVersions(settings.workspace_dir, ledger)), settings
 
 
 def _read_versions() -> Any:
-    """The workspace and ledger for reading: nothing is created (no folder, no database, no repo)."""
+    """The workspace and ledger for reading: nothing is created (no folder, no database, no repo);
+    a promotion whose process died is finished or undone first, and said so."""
     from oomrl.config import get_settings
     from oomrl.portfolio.service import existing_ledger
     from oomrl.versions import StrategyVersions
 
     settings = get_settings()
-    return StrategyVersions(settings.workspace_dir, existing_ledger(settings)), settings
+    return _recovered(StrategyVersions(settings.workspace_dir, existing_ledger(settings))), settings
+
+
+def _recovered(store: Any) -> Any:
+    note = store.recover()
+    if note:
+        typer.echo(note, err=True)
+    return store
 
 
 def _review(mandate: Any) -> Any:
@@ -105,10 +114,14 @@ def repair_command(
         "--account", metavar="NAME", callback=valid_account,
         help="Repair this ledger account (default: the autopsy's).")] = None,
     lock: Annotated[Lock, typer.Option("--lock", help="RO-Lock backend of the gate.")] = Lock.namespace,
+    wait: Annotated[float, typer.Option(
+        "--wait", metavar="SECONDS", min=0, callback=finite_seconds,
+        help="How long to wait for another repair of the account to finish (0: refuse at once).")] = 900.0,
 ) -> None:
     """Repair the strategy an autopsy names.
 
-    Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion.
+    Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion. One
+    repair per account at a time, whatever started it (this command, the flow, the demo).
     """
     from oomrl import repair as domain
     from oomrl.config import get_settings
@@ -126,7 +139,8 @@ def repair_command(
                               lock=lock.value, replay_from=transcript)
     approve = (lambda m: domain.Decision(action="approve", reason="auto-approved")) \
         if auto_approve else _review
-    outcome = domain.run_repair(checked, ctx, approve, run_step=_step_status())
+    with domain.claim_for(ctx, "cli", wait_s=wait, say=lambda line: typer.echo(line, err=True)) as claim:
+        outcome = domain.run_repair(checked, ctx, approve, run_step=_step_status(), hold=claim.hold)
     typer.echo(f"run folder: {outcome.run_dir}")
     if outcome.cross_validation is not None:
         for row in outcome.cross_validation.rows:
@@ -137,6 +151,28 @@ def repair_command(
     if outcome.status == "failed":
         raise OomrlError(f"repair failed at {outcome.step}: {outcome.reason}")
     typer.echo(f"repair {outcome.status}: {outcome.reason}")
+
+
+@versions_app.command("check")
+def check_cmd() -> None:
+    """Recover an interrupted promotion; check the versions agree.
+
+    Branch, tags, notes and every account's active version in the ledger; exit 1 naming what does
+    not agree.
+    """
+    from oomrl.errors import OomrlError
+
+    store, _ = _read_versions()
+    if not store.initialized:
+        typer.echo(f"no strategy versions yet: {store.workspace} does not exist")
+        return
+    found = store.check()
+    if found:
+        raise OomrlError(f"the strategy versions in {store.workspace} do not agree: " + "; ".join(found))
+    versions = store.list()
+    actives: dict[str, str] = getattr(store.ledger, "active_versions", dict)()
+    typer.echo(f"versions consistent: branch at {store.label(store.head())}, {len(versions)} tagged "
+               f"version(s), {len(actives)} account(s) on tagged versions")
 
 
 @versions_app.command("init")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oomrl.commands import Market, parse_day, progress
+from oomrl.commands import Market, finite_seconds, parse_day, progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 SHOWN_QUARANTINE_ROWS = 10
 WaitOption = Annotated[float | None, typer.Option(
-    metavar="SECONDS", min=0, help="How long to wait for another writer of the store (default: 900; 0 refuses "
+    metavar="SECONDS", min=0, callback=finite_seconds, help="How long to wait for another writer of the store (default: 900; 0 refuses "
                                    "at once).")]
 
 

@@ -120,10 +120,13 @@ def replay_command(
     Prints turnover, costs, slippage leakage and net return per strategy.
     """
     from oomrl.config import get_settings
+    from oomrl.errors import OomrlError
     from oomrl.portfolio.service import run_replay
 
     settings = get_settings()
     first, last = parse_day(start, "--start"), parse_day(end, "--end")
+    if first > last:  # said before any data is loaded (which would describe a range of its own)
+        raise OomrlError(f"--start {first} is after --end {last}")
     summaries = []
     with progress("replay", total=len(strategy)) as advance:
         for done, name in enumerate(strategy):

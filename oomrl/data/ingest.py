@@ -108,7 +108,15 @@ def load_reference(source: MarketSource, start: date, end: date, store: MarketSt
             f"{start}..{end}: missing benchmark")
     frames.append(source.index_levels(benchmark, "total_return", start, end))
     checked = validate_index(pd.concat(frames, ignore_index=True), now=now)
-    index_rows = store.write_index(checked.valid)
+    valid = checked.valid
+    if not ((valid["code"] == benchmark) & (valid["kind"] == "price")).any():  # as good as a missing file
+        reasons = ", ".join(f"{rule} {n}" for rule, n in count_reasons(checked.quarantined).items())
+        example = checked.quarantined.iloc[0]
+        raise MissingBenchmarkError(
+            f"source {source.name!r} has no valid {BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) "
+            f"level for {start}..{end}: every one of its {len(frames[0])} rows is invalid ({reasons}; e.g. "
+            f"{str(example['date'])[:10]}: {example['reason']}): missing benchmark")
+    index_rows = store.write_index(valid)
     membership = source.membership()
     membership_rows = store.write_membership(membership) if len(membership) else 0
     return index_rows, membership_rows, checked.quarantined

@@ -55,9 +55,21 @@ def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> 
         )
 
 
+def parse_dates(values: Any) -> pd.Series:
+    """Dates from text or datetimes, unparseable ones NaT: ISO 8601 (and what pandas reads as such) at
+    vector speed, anything else one by one. Never pandas' "could not infer format" warning, which a
+    single bad first row of a CSV would otherwise print to stderr."""
+    series = values if isinstance(values, pd.Series) else pd.Series(np.ravel(np.asarray(values, dtype=object)))
+    parsed = pd.to_datetime(series, errors="coerce", format="ISO8601")
+    retry = parsed.isna().to_numpy() & series.notna().to_numpy()
+    if retry.any():
+        parsed = parsed.where(~retry, pd.to_datetime(series.where(retry), errors="coerce", format="mixed"))
+    return parsed
+
+
 def _dates(values: pd.Series) -> pd.Series:
     """Tz-naive normalized datetime64[ns]; unparseable values become NaT (rejected per row later)."""
-    parsed = values if pd.api.types.is_datetime64_dtype(values) else pd.to_datetime(values, errors="coerce")
+    parsed = values if pd.api.types.is_datetime64_dtype(values) else parse_dates(values)
     if getattr(parsed.dt, "tz", None) is not None:
         parsed = parsed.dt.tz_localize(None)
     return parsed.dt.normalize().astype("datetime64[ns]")
@@ -134,7 +146,7 @@ def empty_bars() -> pd.DataFrame:
 
 def yyyymmdd(values: Any) -> np.ndarray:
     """Dates as the float YYYYMMDD the `list_date` column holds (NaT -> NaN)."""
-    stamps = pd.DatetimeIndex(pd.to_datetime(np.ravel(np.asarray(values, dtype=object)), errors="coerce"))
+    stamps = pd.DatetimeIndex(parse_dates(values))
     numbers = (stamps.year * 10000 + stamps.month * 100 + stamps.day).to_numpy(dtype=np.float64)
     return np.where(stamps.isna(), np.nan, numbers).reshape(np.shape(values))
 
@@ -166,6 +178,11 @@ def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:
     """
     ordered = frame.sort_values(["symbol", "date"], kind="mergesort")
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
+    # A second row of the same symbol and date takes the previous *session's* close, as the first
+    # does: identical copies stay identical, so validation keeps one of them (not neither).
+    copy = (ordered["symbol"].eq(ordered["symbol"].shift()) & ordered["date"].eq(ordered["date"].shift())).to_numpy()
+    if copy.any():
+        previous = previous.mask(copy).groupby([ordered["symbol"], ordered["date"]], sort=False, dropna=False).ffill()
     filled = ordered["prev_close_raw"].where(ordered["prev_close_raw"].notna(), previous)
     out = frame.copy()
     out.loc[ordered.index, "prev_close_raw"] = filled.to_numpy(dtype=np.float64)

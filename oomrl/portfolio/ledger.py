@@ -19,7 +19,13 @@ from sqlalchemy.engine import Connection
 from oomrl.errors import OomrlError
 from oomrl.files import private_file, sqlite_file
 from oomrl.portfolio.killswitch import AccountStatus
-from oomrl.portfolio.ledger_tables import FILL_COLUMNS, NAV_FIELDS, driver_url, ledger_tables
+from oomrl.portfolio.ledger_tables import (
+    FILL_COLUMNS,
+    NAV_FIELDS,
+    create_tables,
+    driver_url,
+    ledger_tables,
+)
 
 
 class LedgerConflictError(OomrlError):
@@ -78,8 +84,8 @@ class Ledger:
         self.t = ledger_tables(self.metadata)
 
     def create_schema(self) -> None:
-        """Create every table that does not exist yet."""
-        self.metadata.create_all(self.engine)
+        """Create every table that does not exist yet (safe when several processes start at once)."""
+        create_tables(self.engine, self.metadata)
 
     def drop_schema(self) -> None:
         """Drop every ledger table (tests)."""
@@ -173,6 +179,13 @@ class Ledger:
             row = conn.execute(sa.select(sv.c.sha, sv.c.name).where(sv.c.account == account)
                                .order_by(sv.c.id.desc()).limit(1)).first()
         return (row[0], row[1]) if row else None
+
+    def active_versions(self) -> dict[str, str]:
+        """The version every account trades now (account -> sha): the last activation of each."""
+        sv = self.t["strategy_versions"]
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(sv.c.account, sv.c.sha).order_by(sv.c.id)).all()
+        return {str(account): str(sha) for account, sha in rows}  # later rows win
 
     def version_names(self, account: str) -> dict[str, str]:
         """Strategy name of every version the account ever activated (sha -> name), for labels."""

@@ -23,6 +23,36 @@ def driver_url(url: str) -> str:
         return f"postgresql+psycopg2://{rest}"
 
 
+# The key of the PostgreSQL advisory lock that serialises table creation (b"oomrl" as an integer).
+SCHEMA_LOCK_KEY = int.from_bytes(b"oomrl", "big")
+CREATE_RETRIES = 5
+
+
+def create_tables(engine: sa.Engine, metadata: sa.MetaData, tables: list[sa.Table] | None = None) -> None:
+    """Create the tables of `metadata` that do not exist yet, also when several processes use a
+    database for the first time at once (four first rebalances, two first repairs).
+
+    CREATE TABLE checks and creates in two steps, so two creators race: on PostgreSQL the loser hits
+    a unique violation in pg_type, on SQLite "table ... already exists". PostgreSQL's DDL is
+    transactional, so there creation runs under a transaction-scoped advisory lock and the second
+    creator finds the tables made; elsewhere a loser's "already exists" is retried (the check sees
+    what the winner made)."""
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            metadata.create_all(conn, tables=tables)
+        return
+    for attempt in range(CREATE_RETRIES):
+        try:
+            metadata.create_all(engine, tables=tables)
+            return
+        except (OperationalError, ProgrammingError) as exc:
+            if "already exists" not in str(exc) or attempt == CREATE_RETRIES - 1:
+                raise
+
+
 def _booked_per_symbol() -> list[sa.Column]:
     """The leading columns of a row a rebalance books for one symbol on one date (fills, corporate actions)."""
     return [sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),

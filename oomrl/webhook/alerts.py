@@ -53,9 +53,11 @@ def parse_alertmanager(raw: bytes) -> AlertmanagerNotification:
         raise InvalidAlertError(_describe(exc)) from exc
 
 
-def _alertmanager_alert_id(alert: AlertmanagerAlert) -> str:
-    """Stable per alert instance: Alertmanager's fingerprint (labels) plus when it started firing."""
-    if "alert_id" in alert.labels and re.match(ALERT_ID_PATTERN, alert.labels["alert_id"]):
+def alertmanager_alert_id(alert: AlertmanagerAlert) -> str:
+    """The `alert_id` label, else one stable per alert instance: Alertmanager's fingerprint (labels)
+    plus when it started firing. A label that is no valid id is returned as it is, for the door to
+    refuse that alert by name (`re.fullmatch`: `$` would also take a trailing newline)."""
+    if "alert_id" in alert.labels:
         return alert.labels["alert_id"]
     fingerprint = alert.fingerprint or hashlib.sha256(
         json.dumps(alert.labels, sort_keys=True).encode()).hexdigest()[:16]
@@ -77,7 +79,10 @@ def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) ->
             raise InvalidAlertError(str(exc)) from None
         if not isinstance(autopsy, dict):
             raise InvalidAlertError("annotation 'autopsy' must be a JSON object")
-        autopsy.setdefault("alert_id", _alertmanager_alert_id(alert))
+        autopsy.setdefault("alert_id", alertmanager_alert_id(alert))
         return autopsy
-    return {"alert_id": _alertmanager_alert_id(alert), "account": alert.labels.get("account", default_account),
+    if "alert_id" in alert.labels and not re.fullmatch(ALERT_ID_PATTERN, alert.labels["alert_id"]):
+        raise InvalidAlertError(f"label alert_id {alert.labels['alert_id'][:80]!r} is no alert id: it may only "
+                                "use letters, digits, '.', '_', ':' and '-', starting with a letter or digit")
+    return {"alert_id": alertmanager_alert_id(alert), "account": alert.labels.get("account", default_account),
             "as_of": alert.startsAt[:10]}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -25,7 +26,13 @@ from oomrl.config import Settings, get_settings
 from oomrl.errors import user_message
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
-from oomrl.webhook.alerts import InvalidAlertError, autopsy_from_alertmanager, parse_alertmanager
+from oomrl.webhook.alerts import (
+    AlertmanagerAlert,
+    InvalidAlertError,
+    alertmanager_alert_id,
+    autopsy_from_alertmanager,
+    parse_alertmanager,
+)
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
 from oomrl.webhook.launch import (
     API_TIMEOUT_S,
@@ -48,6 +55,8 @@ LIVE_STATES = frozenset({"PENDING", "RUNNING", "PAUSED"})
 # busy); a claim older than that is orphaned.
 LAUNCH_WAIT = timedelta(seconds=2 * API_TIMEOUT_S + sum(BUSY_RETRIES_S) + 5)
 POLL_S = 0.1
+RATE_WINDOW_S = 60.0  # OOMRL_WEBHOOK_MAX_RUNS_PER_MINUTE counts the runs started in this window
+ASCII_DIGITS = re.compile(r"[0-9]{1,20}")
 
 
 class _BodyTooLarge(Exception):
@@ -55,25 +64,41 @@ class _BodyTooLarge(Exception):
 
 
 class _Refused(Exception):
-    """A request refused with a status and a reason (logged)."""
+    """A request (or one alert of it) refused with a status and a reason (logged)."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(self, status: int, detail: str, retry_after: int | None = None) -> None:
         super().__init__(detail)
-        self.status, self.detail = status, detail
+        self.status, self.detail, self.retry_after = status, detail, retry_after
 
 
-def _refusal(request: Request, status: int, detail: str) -> JSONResponse:
+def _log_refusal(request: Request, status: int, detail: str) -> None:
     client = request.client.host if request.client else "?"
     logger.warning("%s %s from %s refused with %d: %s", request.method, request.url.path, client, status,
                    detail[:500])
-    return JSONResponse(status_code=status, content={"detail": detail})
+
+
+def _refusal(request: Request, status: int, detail: str, retry_after: int | None = None) -> JSONResponse:
+    _log_refusal(request, status, detail)
+    headers = {"Retry-After": str(retry_after)} if retry_after else None
+    return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
+
+
+def overall_status(results: list[dict[str, Any]]) -> int:
+    """One answer for a notification's alerts: retry (503) if any could not be started now, else
+    202 if any started, 429 if any was over its account's rate, 422 if every one was refused, else
+    200 (duplicates, or refusals beside them)."""
+    statuses = {item["status"] for item in results}
+    for status in (503, 202, 429):
+        if status in statuses:
+            return status
+    return 422 if statuses == {422} else 200
 
 
 async def _read_bounded(request: Request, limit: int) -> bytes:
     """The raw body, refusing early on Content-Length and again on the bytes actually sent."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not ASCII_DIGITS.fullmatch(declared.strip()):  # isdigit() also takes "²", which int() refuses
             raise InvalidAlertError("Content-Length is not a number")
         if int(declared) > limit:
             raise _BodyTooLarge(f"body of {declared} bytes exceeds the limit of {limit}")
@@ -142,26 +167,57 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
 
     claims: list[ClaimBook] = []  # opened on first use: an unreachable ledger is a 503, not a dead webhook
 
-    def silent(flow_run_id: str, status: RunStatus) -> bool:
-        """A live-looking run whose claim has not beaten for CLAIM_SILENT_S (or that never beat)."""
+    def claim_book() -> ClaimBook:
         try:
             if not claims:
                 claims.append(ClaimBook(settings.ledger).create())
-            claim = claims[0].get(flow_run_id)
+        except Exception as exc:
+            raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
+                from exc
+        return claims[0]
+
+    def silent(flow_run_id: str, status: RunStatus) -> bool:
+        """A live-looking run whose claim has not beaten for CLAIM_SILENT_S (or that never beat)."""
+        book = claim_book()
+        try:
+            claim = book.get(flow_run_id)
         except Exception as exc:
             raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
                 from exc
         if claim is not None:
-            return claim.silent(CLAIM_SILENT_S)
+            return claim.gone(CLAIM_SILENT_S)
         now = datetime.now(UTC).replace(tzinfo=None)  # no row: the process never got far or is gone
         return status.since is not None and status.since < now - timedelta(seconds=CLAIM_SILENT_S)
 
+    def running_repairs() -> int:
+        book = claim_book()
+        try:
+            return len(book.live())
+        except Exception as exc:
+            raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
+                from exc
+
+    async def check_floods(account: str, counted: int) -> None:
+        """The flood limits before a run starts: `account`'s runs this minute (`counted`: whether its
+        own claim is among them already) and the repairs running on every path."""
+        recent = await run_in_threadpool(store.recent, account, RATE_WINDOW_S)
+        if recent - counted >= config.max_runs_per_minute:
+            raise _Refused(429, f"account {account} started {recent - counted} repair run(s) in the last "
+                                f"{RATE_WINDOW_S:.0f} s, the most OOMRL_WEBHOOK_MAX_RUNS_PER_MINUTE="
+                                f"{config.max_runs_per_minute} allows; retry later", int(RATE_WINDOW_S))
+        running = await run_in_threadpool(running_repairs)
+        if running >= settings.repair_max_running:
+            raise _Refused(503, f"{running} repairs are running, the most OOMRL_REPAIR_MAX_RUNNING="
+                                f"{settings.repair_max_running} allows; retry the delivery later",
+                           int(CLAIM_SILENT_S))
+
     async def ended_or_gone(flow_run_id: str) -> bool:
         """Whether a re-delivery should start the alert's repair again: its run crashed, failed, was
-        cancelled, or went silent (then it is marked Crashed, so the runs list says so too)."""
+        cancelled, is gone from Prefect (deleted, or another server's), or went silent (then it is
+        marked Crashed, so the runs list says so too)."""
         status = await launcher.run_state(flow_run_id)
         if status is None:
-            return False
+            return True
         if status.type in RELAUNCH_STATES:
             return True
         if status.type in LIVE_STATES and await run_in_threadpool(silent, flow_run_id, status):
@@ -171,13 +227,20 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         return False
 
     async def start_repair(autopsy: dict[str, Any], source: str) -> tuple[int, dict[str, Any]]:
-        alert_id, after = str(autopsy["alert_id"]), None
-        earlier = await run_in_threadpool(store.claim, alert_id, autopsy.get("account"), source)
+        alert_id, after, account = str(autopsy["alert_id"]), None, str(autopsy["account"])
+        earlier = await run_in_threadpool(store.claim, alert_id, account, source)
+        if earlier is None:  # a new alert: its claim counts with the others, strict under a flood
+            try:
+                await check_floods(account, counted=1)
+            except _Refused:
+                await run_in_threadpool(store.release, alert_id)
+                raise
         while earlier is not None:
             if earlier.pending:
                 earlier = await wait_for_launch(alert_id)
                 continue
             if earlier.flow_run_id and await ended_or_gone(earlier.flow_run_id):
+                await check_floods(account, counted=0)  # before the row changes: nothing to undo
                 if await run_in_threadpool(store.reopen, alert_id, earlier.flow_run_id):
                     after, earlier = earlier.flow_run_id, None
                     continue
@@ -223,7 +286,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         try:
             status, content = await handle()
         except _Refused as exc:
-            return _refusal(request, exc.status, exc.detail)
+            return _refusal(request, exc.status, exc.detail, exc.retry_after)
         except InvalidAlertError as exc:
             return _refusal(request, 422, str(exc))
         except LaunchError as exc:
@@ -248,17 +311,42 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
 
         return await answer(request, handle)
 
+    async def one_alert(request: Request, alert: AlertmanagerAlert) -> dict[str, Any]:
+        """One firing alert of a notification through the door: started, duplicate, or refused alone
+        with its status and reason (the others go on)."""
+        alert_id = alertmanager_alert_id(alert)
+        try:
+            status, content = await start_repair(await admit(autopsy_from_alertmanager(alert, settings.account)),
+                                                 "alertmanager")
+        except _Refused as exc:
+            status, detail = exc.status, exc.detail
+        except InvalidAlertError as exc:
+            status, detail = 422, str(exc)
+        except LaunchError as exc:
+            status, detail = 503, str(exc)
+        else:
+            return {**content, "status": status}
+        _log_refusal(request, status, f"alert {alert_id}: {detail}")
+        return {"alert_id": alert_id, "status": status, "refused": detail}
+
     @app.post("/hooks/alertmanager", status_code=202)
     async def alertmanager(request: Request) -> JSONResponse:
         async def handle() -> tuple[int, dict[str, Any]]:
             raw = await authenticated_body(request, alertmanager_auth_problem)
             notification = parse_alertmanager(raw)
-            firing = [await admit(autopsy_from_alertmanager(alert, settings.account))
-                      for alert in notification.alerts if alert.status == "firing"]
-            results = [(await start_repair(autopsy, "alertmanager"))[1] for autopsy in firing]
-            started = any(not item["duplicate"] for item in results)
-            return 202 if started else 200, {"alerts": results,
-                                             "ignored_resolved": len(notification.alerts) - len(firing)}
+            firing = [alert for alert in notification.alerts if alert.status == "firing"]
+            if len(firing) > config.max_alerts:
+                raise _Refused(413, f"the notification carries {len(firing)} firing alerts, more than "
+                                    f"OOMRL_WEBHOOK_MAX_ALERTS={config.max_alerts}; set `max_alerts: "
+                                    f"{config.max_alerts}` in Alertmanager's webhook_config")
+            results = [await one_alert(request, alert) for alert in firing]
+            status = overall_status(results)
+            content: dict[str, Any] = {"alerts": results,
+                                       "ignored_resolved": len(notification.alerts) - len(firing)}
+            if status >= 400:  # what to fix (or wait for), in one line as every refusal has
+                content["detail"] = "; ".join(f"alert {r['alert_id']}: {r['refused']}" for r in results
+                                              if "refused" in r)
+            return status, content
 
         return await answer(request, handle)
 

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 
 from oomrl.files import private_file, sqlite_file
 from oomrl.names import ACCOUNT_MAX, ALERT_ID_MAX
-from oomrl.portfolio.ledger_tables import driver_url
+from oomrl.portfolio.ledger_tables import create_tables, driver_url
 
 _METADATA = sa.MetaData()
 DELIVERIES = sa.Table(
@@ -59,7 +59,7 @@ class DeliveryStore:
         if database is not None:  # often the ledger itself: private before SQLite creates it (0600, folder 0700)
             private_file(database, tighten=True)
         self._engine = sa.create_engine(driver_url(url), future=True)
-        _METADATA.create_all(self._engine, tables=[DELIVERIES])
+        create_tables(self._engine, _METADATA, [DELIVERIES])
 
     def claim(self, alert_id: str, account: str | None, source: str) -> Delivery | None:
         """Reserve `alert_id`: None when this caller now owns it, else the row already there."""
@@ -105,6 +105,13 @@ class DeliveryStore:
         """Turn a delivery whose run ended without success back into a claim; True for the one winner."""
         return self._update_if(alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None,
                                event_id=None)
+
+    def recent(self, account: str, seconds: float) -> int:
+        """Deliveries of `account` claimed, started or restarted in the last `seconds`."""
+        with self._engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(DELIVERIES).where(
+                DELIVERIES.c.account == account,
+                DELIVERIES.c.received_at >= _now() - timedelta(seconds=seconds))).scalar_one())
 
     def _update_if(self, alert_id: str, *conditions: sa.ColumnElement[bool], **values: object) -> bool:
         with self._engine.begin() as conn:

@@ -40,6 +40,10 @@ class WebhookSettings(BaseSettings):
     approval_timeout_s: int | None = Field(default=None, gt=0)
     # Where seen alert ids are kept; defaults to the ledger database (SQLite under OOMRL_HOME).
     db_url: str | None = None
+    # Firing alerts one Alertmanager notification may carry (set `max_alerts` in its webhook_config).
+    max_alerts: int = Field(default=20, ge=1, le=10_000)
+    # New repair runs one account may start per minute, whatever the door (a flood of distinct alerts).
+    max_runs_per_minute: int = Field(default=3, ge=1, le=10_000)
 
     @field_validator("db_url")
     @classmethod

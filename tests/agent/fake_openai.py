@@ -29,6 +29,12 @@ class Scripted:
     completion_tokens: Billing = 50
     headers: dict[str, str] = field(default_factory=dict)
     with_usage: bool = True
+    # A 200 whose body is these bytes, not a chat completion (truncated JSON, a wrong shape).
+    body: bytes | None = None
+    # Send the whole answer, status line and headers too, one byte every `drip_s` seconds, after
+    # `padding` bytes of headers (a read timeout never fires; only a total deadline stops it).
+    drip_s: float | None = None
+    padding: int = 0
 
 
 def billed(body: dict[str, Any], reply: Scripted) -> tuple[int, int]:
@@ -109,18 +115,45 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             reply = state.next_reply(body)
             if reply.hang:
                 state.stopping.wait()
+            if reply.body is not None:
+                self._send_raw(200, reply.body, reply)
+                return
             if reply.status != 200:
                 self._send(reply.status, {"error": {"message": reply.content or "error",
                                                     "type": "server_error"}}, reply.headers)
                 return
             prompt, completion = billed(body, reply)
-            self._send(200, {
+            self._send_or_drip(reply, {
                 "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion",
                 "created": int(time.time()), "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": reply.content}}],
                 "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                           "total_tokens": prompt + completion} if reply.with_usage else None})
+
+        def _send_or_drip(self, reply: Scripted, payload: dict[str, Any]) -> None:
+            if reply.drip_s is None:
+                self._send(200, payload, reply.headers)
+            else:
+                self._send_raw(200, json.dumps(payload).encode(), reply)
+
+        def _send_raw(self, status: int, data: bytes, reply: Scripted) -> None:
+            head = (f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(data)}\r\n" + (f"x-pad: {'a' * reply.padding}\r\n" if reply.padding else "")
+                    + "\r\n").encode()
+            try:
+                if reply.drip_s is None:
+                    self.wfile.write(head + data)
+                    return
+                for byte in head + data:
+                    if state.stopping.wait(reply.drip_s):
+                        return
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up and left
+            finally:
+                self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any],
                   headers: dict[str, str] | None = None) -> None:

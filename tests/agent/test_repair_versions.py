@@ -12,7 +12,15 @@ from oomrl.agent.roles import Mandate
 from oomrl.crossval import CrossValidation
 from oomrl.repair import RepairContext, run_repair
 from oomrl.versions import UnknownActiveVersionError
-from tests.agent.repair_helpers import AUTOPSY, SOURCE, approve, edges, make_context, replays
+from tests.agent.repair_helpers import (
+    AUTOPSY,
+    SOURCE,
+    ScriptedProvider,
+    approve,
+    edges,
+    make_context,
+    replays,
+)
 
 MARKER = "# other account's repair: 7f3a"
 
@@ -63,3 +71,36 @@ def test_a_repair_of_an_account_whose_version_the_workspace_lacks_fails_by_name(
     assert edges(outcome) == [("critic", "failed")] and not outcome.inputs  # no role was asked
     assert ctx.versions.head() == head and [v.tag for v in ctx.versions.list()] == ["v1"]
     assert not ctx.candidate.exists()
+
+
+def _promote_for_paper_meanwhile(ctx: RepairContext, tmp_path: Path) -> None:
+    """What another repair of the same account does while this one waits for the claim."""
+    other = ctx.versions.clone_to(tmp_path / "meanwhile", at="v1")
+    (other / SOURCE).write_text(MARKER + "\n" + (other / SOURCE).read_text())
+    ctx.versions.promote(other, "The other repair", {}, "paper", "daily_momentum")
+
+
+def test_a_repair_whose_account_was_repaired_while_it_waited_stops_by_name(tmp_path: Path) -> None:
+    ctx = make_context(tmp_path, ScriptedProvider())
+    outcome = run_repair(AUTOPSY, ctx, approve, hold=lambda: _promote_for_paper_meanwhile(ctx, tmp_path))
+    assert (outcome.status, outcome.step) == ("failed", "superseded")
+    assert outcome.reason.startswith("account paper now trades v2 (") and "promoted while this repair waited" \
+        in outcome.reason and "started from v1 (" in outcome.reason
+    assert edges(outcome) == [("critic", "approval"), ("approval", "failed")]
+    assert [v.tag for v in ctx.versions.list()] == ["v1", "v2"]  # only the other repair's version
+    assert ctx.versions.ledger.active_version("paper") == ctx.versions.resolve("v2")  # type: ignore[union-attr]
+    assert not ctx.candidate.exists()
+
+
+def test_a_repair_that_cannot_take_its_account_fails_at_the_claim(tmp_path: Path) -> None:
+    from oomrl.repair import claim_for
+
+    ctx = make_context(tmp_path, ScriptedProvider())
+    ctx.claim_wait_s = 0.0  # `oomrl repair --wait 0`
+    with claim_for(ctx, "holder") as holder:  # another repair of paper holds it through the gate
+        holder.hold()
+        outcome = run_repair(AUTOPSY, ctx, approve)  # its own claim, as the CLI and the demo take it
+    assert (outcome.status, outcome.step) == ("failed", "claim")
+    assert outcome.reason.startswith(f"account paper is being repaired by run holder-{ctx.run_dir.name} (pid ")
+    assert edges(outcome) == [("critic", "approval"), ("approval", "failed")]
+    assert [v.tag for v in ctx.versions.list()] == ["v1"]

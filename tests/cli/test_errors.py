@@ -29,6 +29,8 @@ from tests.cli.helpers import closed_port, invoke, refused
     ("OOMRL_LLM_MODEL", "m" * 129, "OOMRL_LLM_MODEL='mmm"),
     ("OOMRL_MARKET_RULES", "garbage", "OOMRL_MARKET_RULES is not valid JSON"),
     ("OOMRL_MARKET_RULES", '{"cn": {"lot": 1}}', "OOMRL_MARKET_RULES={'cn': {'lot': 1}}: cn: lot: Extra inputs"),
+    ("OOMRL_INITIAL_CASH", "1e17", "OOMRL_INITIAL_CASH='1e17': Input should be less than or equal to 1000000000000"),
+    ("OOMRL_CONFIG", "/dev/zero", "config file /dev/zero is not a regular file"),  # it would be read for ever
 ])
 def test_bad_settings_are_named(home: Path, unchanged: None, variable: str, value: str, fragment: str) -> None:
     for command in (["rebalance", "--as-of", "2024-07-02"], ["account", "show"], ["ingest", "--universe", "600519"]):

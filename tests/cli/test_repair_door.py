@@ -31,6 +31,11 @@ def repair(autopsy: Path, *extra: str) -> Any:
      ["unknown strategy 'strategies.nope'"]),
     ({**AUTOPSY, "as_of": "2024-13-45"}, ["invalid autopsy", "as_of"]),
     ({"alert_id": "bad-date-1", "account": "paper", "as_of": "18/10/2024"}, ["invalid loss alert", "as_of"]),
+    ({"alert_id": "old-1", "account": "paper", "as_of": "0001-01-01"},
+     ["invalid loss alert", "as_of 0001-01-01 is before the first XSHG session (1990-12-19)"]),
+    ({"alert_id": "late-1", "account": "paper", "as_of": "2099-01-01"},
+     ["invalid loss alert", "as_of 2099-01-01 is after today", "a session that has happened"]),
+    ({**AUTOPSY, "as_of": "2099-01-01"}, ["invalid autopsy", "as_of 2099-01-01 is after today"]),
     ({**AUTOPSY, "metrics": {**AUTOPSY["metrics"], "daily_pnl": "nan"}},
      ["metrics.daily_pnl: Input should be a finite number"]),
     ({**AUTOPSY, "metrics": {**AUTOPSY["metrics"], "drawdown": 1e308 * 10}}, ["not valid JSON"]),
@@ -139,3 +144,28 @@ def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(home:
     assert done.stderr.startswith("error: disk full") and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
     assert ledger_dump(out / "ledger.db") == ledger_dump(home / "ledger.db")
+
+
+@pytest.mark.slow  # a repair up to its approval
+def test_a_repair_of_an_account_another_repair_holds_is_refused_by_name(home: Path, tmp_path: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.repair_claims import ClaimBook
+
+    book = ClaimBook(get_settings().ledger).create()
+    book.register("flow-run-1", "paper")  # a live repair (this process) through its gate
+    assert book.acquire("flow-run-1", "paper") is None
+    workspace = {k: v for k, v in snapshot(home).items() if k.startswith("workspace")}
+    result = repair(write_json(tmp_path / "alert.json", {"alert_id": "busy-1", "account": "paper"}), "--wait", "0")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    (run,) = (home / "runs").glob("repair-*")
+    run_line, error = result.output.splitlines()
+    assert run_line == f"run folder: {run}" and "Traceback" not in result.output
+    assert error.startswith("error: repair failed at claim: account paper is being repaired by run flow-run-1 "
+                            f"(pid {os.getpid()} on "), (error, os.getpid())
+    assert error.endswith("; not waiting (wait is 0)"), error
+    assert {k: v for k, v in snapshot(home).items() if k.startswith("workspace")} == workspace
+    assert [c.flow_run_id for c in book.live()] == ["flow-run-1"]  # its own claim went with it
+    refused(invoke("repair", "--autopsy", str(tmp_path / "alert.json"), "--wait", "inf"), 2,
+            "Invalid value for '--wait'", "must be a finite number of seconds, got inf")
+    refused(invoke("repair", "--autopsy", str(tmp_path / "alert.json"), "--wait", "nan"), 2,
+            "Invalid value for '--wait'")

@@ -121,7 +121,7 @@ def test_synthetic_is_seeded_valid_and_realistic() -> None:
 def test_synthetic_symbols_cover_the_boards() -> None:
     boards = [board_of(sym) for sym in synthetic_symbols(10)]
     assert boards.count(Board.MAIN) == 7 and boards.count(Board.CHINEXT) == 2 and boards.count(Board.STAR) == 1
-    with pytest.raises(ValueError, match="at least one symbol"):
+    with pytest.raises(ValueError, match="the synthetic source has 1 to 5000 symbols, not 0"):
         SyntheticSource(symbols=0)
 
 

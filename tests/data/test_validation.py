@@ -273,3 +273,20 @@ def test_membership_is_all_or_nothing() -> None:
     message = str(info.value)
     assert "without a valid effective_date" in message and "bad symbol(s) 600519" in message
     assert "duplicate (effective_date, symbol) 600519.SH" in message
+
+
+def test_identical_copies_keep_one_after_the_previous_close_is_derived() -> None:
+    """A source without prev_close_raw derives it from the previous row; a row and its exact copy must
+    get the same one (the previous *session's* close), or validation sees a conflict and drops both."""
+    from oomrl.data.schema import conform_bars, with_prev_close
+
+    rows = [("2024-07-01", 100.0), ("2024-07-02", 101.0), ("2024-07-02", 101.0), ("2024-07-03", 102.0)]
+    frame = pd.DataFrame({"date": [d for d, _ in rows], "symbol": "600519.SH", "open": [c for _, c in rows],
+                          "high": [c + 1 for _, c in rows], "low": [c - 1 for _, c in rows],
+                          "close": [c for _, c in rows], "volume": 1000.0, "amount": np.nan, "adjustment": "none",
+                          "prev_close_raw": np.nan})
+    bars = with_prev_close(conform_bars(frame))
+    assert bars["prev_close_raw"].tolist()[1:] == [100.0, 100.0, 101.0]
+    checked = validate_bars(bars, now=datetime(2024, 7, 10, tzinfo=UTC))
+    assert checked.valid["date"].dt.strftime("%m-%d").tolist() == ["07-01", "07-02", "07-03"]
+    assert checked.quarantined["reason"].tolist() == ["duplicate: identical copy of another (date, symbol) row"]

@@ -211,3 +211,24 @@ def test_an_unknown_account_is_refused_like_at_every_door(
     assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
     assert "unknown account 'ghost'" in outcome["reason"]
     assert not (repair_home / "runs").exists() and not (repair_home / "workspace").exists()
+
+
+def test_a_repair_beyond_the_running_limit_does_not_start(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """However it was started (deployment, trigger, UI), a run beyond OOMRL_REPAIR_MAX_RUNNING live
+    repairs (paused ones count: each holds its process) ends at once, naming the limit."""
+    from flows.repair import outcome_of, repair
+    from oomrl.repair_claims import ClaimBook
+
+    monkeypatch.setenv("OOMRL_REPAIR_MAX_RUNNING", "2")
+    book = ClaimBook(get_settings().ledger).create()
+    for n in range(2):
+        book.register(f"paused-{n}", f"account-{n}")  # two repairs waiting for approval, beating
+    state = repair(daily_momentum_autopsy, auto_approve=True, provider="offline", return_state=True)
+    assert state.is_failed() and state.name == "Too many repairs", state
+    outcome = outcome_of(state)
+    assert outcome["step"] == "capacity" and "2 repairs are running already, the most " \
+        "OOMRL_REPAIR_MAX_RUNNING=2 allows (runs paused-0, paused-1)" in outcome["reason"]
+    assert not (repair_home / "runs").exists()  # nothing was started
+    assert sorted(c.flow_run_id for c in book.live()) == ["paused-0", "paused-1"]

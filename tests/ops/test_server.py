@@ -30,6 +30,7 @@ from oomrl.server import (
     running,
     stack_env,
     start_process,
+    starting,
     stop_process,
     up,
     webhook_secret,
@@ -132,6 +133,35 @@ def test_up_refuses_when_already_running(tmp_path: Path) -> None:
     finally:
         child.kill()
         child.wait()
+
+
+HOLD_THE_START = ("import sys\nfrom pathlib import Path\nfrom oomrl.server import StackConfig, starting\n"
+                  "with starting(StackConfig(home=Path(sys.argv[1]))):\n"
+                  "    print('holding', flush=True)\n    sys.stdin.read()\n")
+
+
+@pytest.mark.slow  # a second Python process holds the lock
+def test_a_second_up_at_once_is_refused_naming_the_first(tmp_path: Path) -> None:
+    """Two `up` in one home would migrate one Prefect database together: the second is refused."""
+    first = subprocess.Popen([sys.executable, "-c", HOLD_THE_START, str(tmp_path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "holding"
+        with pytest.raises(StackError, match=rf"another `oomrl server up` \(pid {first.pid}, since [-0-9: ]+\) "
+                                             rf"is starting the stack in {re.escape(str(tmp_path))}; wait for it"):
+            up(StackConfig(home=tmp_path, project_dir=tmp_path, deploy=False), say=lambda _: None)
+        assert not (tmp_path / "server.json").exists() and not (tmp_path / "logs").exists()
+        assert not (tmp_path / "prefect").exists()  # nothing of Prefect's was touched
+    finally:
+        first.kill()  # SIGKILL: the lock is freed by its holder's death, not by its age
+        first.wait()
+        if first.stdout:
+            first.stdout.close()
+        if first.stdin:
+            first.stdin.close()
+    with starting(StackConfig(home=tmp_path)):
+        assert (tmp_path / "server.starting").read_text().startswith(f"pid {os.getpid()}, since ")
+    assert not (tmp_path / "server.starting").exists()
 
 
 @pytest.mark.parametrize(("variable", "value", "message"), [

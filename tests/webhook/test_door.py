@@ -62,6 +62,10 @@ HUGE = "9" * 100_000
     ("many findings", lambda a: json.dumps({**a, "diagnostics": {**a["diagnostics"], "findings": ["f"] * 60}}).encode(),
      "diagnostics.findings: List should have at most 50"),
     ("bad date", lambda a: json.dumps({**a, "as_of": "2024-02-30"}).encode(), "as_of"),
+    ("date before the market", lambda a: json.dumps({**a, "as_of": "0001-01-01"}).encode(),
+     "as_of 0001-01-01 is before the first XSHG session (1990-12-19)"),
+    ("date in the future", lambda a: json.dumps({"alert_id": "d-1", "account": "paper", "as_of": "2099-01-01"})
+     .encode(), "as_of 2099-01-01 is after today"),
     ("account over the ledger's width", lambda a: json.dumps({**a, "account": "a" * 65}).encode(),
      "account: String should have at most 64"),
     ("alert id over the ledger's width", lambda a: json.dumps({**a, "alert_id": "a" * 129}).encode(),

@@ -169,3 +169,36 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
     assert asyncio.run(key(again.json()["flow_run_id"])) == f"oomrl-alert-crash-1-after-{first['flow_run_id']}"
     assert asyncio.run(launcher.run_state(str(uuid.uuid4()))) is None
     assert asyncio.run(EventLauncher(api=harness_api).run_state("anything")) is None
+
+
+def test_redelivery_after_the_run_was_deleted_starts_a_new_run_on_prefect(
+        harness_api: PrefectApi, config: Any, store_url: str, settings: Any) -> None:
+    """A run deleted in the UI is gone (Prefect answers 404): the next delivery of its alert starts a new
+    one, instead of answering "duplicate" for ever with the id of a run that no longer exists."""
+    import json
+
+    from fastapi.testclient import TestClient
+    from prefect.client.orchestration import get_client
+
+    from oomrl.webhook.app import create_app
+    from oomrl.webhook.deliveries import DeliveryStore
+    from tests.webhook.conftest import signed
+
+    _make_deployment("repair-deleted-test")
+    launcher = DeploymentLauncher("repair-deleted-test/repair", auto_approve=False, api=harness_api)
+    body = json.dumps({"alert_id": "deleted-1", "account": "paper"}).encode()
+    with TestClient(create_app(config, launcher, DeliveryStore(store_url), settings)) as client:
+        first = client.post("/hooks/loss-alert", content=body, headers=signed(body)).json()
+
+        async def delete() -> None:
+            async with get_client() as prefect:
+                await prefect.delete_flow_run(uuid.UUID(first["flow_run_id"]))
+
+        asyncio.run(delete())
+        assert asyncio.run(launcher.run_state(first["flow_run_id"])) is None
+        again = client.post("/hooks/loss-alert", content=body, headers=signed(body))
+        assert again.status_code == 202, again.text
+        assert again.json()["replaces"] == first["flow_run_id"] != again.json()["flow_run_id"]
+        status = asyncio.run(launcher.run_state(again.json()["flow_run_id"]))
+        assert status is not None and status.type == "SCHEDULED"  # a real run, on the real server
+        assert client.post("/hooks/loss-alert", content=body, headers=signed(body)).status_code == 200

@@ -46,6 +46,8 @@ def test_sign_defaults_to_now() -> None:
         ("1700000000", None, "missing X-OOMRL-Signature"),
         ("17e8", "sha256=00", "unix seconds"),
         ("-5", "sha256=00", "unix seconds"),
+        ("²", "sha256=00", "unix seconds"),  # a digit to str.isdigit(), not to int()
+        ("１７００００００００", "sha256=00", "unix seconds"),
         ("1699999000", "sha256=00", "stale"),
         ("1700000400", "sha256=00", "stale"),
         ("1700000000", "md5=00", "must start with"),

@@ -67,9 +67,12 @@ def _csv(arg: str | None) -> MarketSource:
 def _synthetic(arg: str | None) -> MarketSource:
     from oomrl.data.sources.synthetic import SyntheticSource
 
-    if arg and not arg.strip().isdigit():
+    if arg and not (arg.strip().isascii() and arg.strip().isdigit()):
         raise OomrlError(f"the synthetic source takes a number of symbols: --source synthetic:N, not {arg!r}")
-    return SyntheticSource(symbols=int(arg) if arg else 300)
+    try:
+        return SyntheticSource(symbols=int(arg) if arg else 300)
+    except ValueError as exc:  # out of bounds: refused before a single series is drawn
+        raise OomrlError(f"--source synthetic:{arg}: {exc}") from None
 
 
 SOURCES: dict[str, SourceFactory] = {

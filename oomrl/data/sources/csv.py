@@ -19,6 +19,7 @@ from oomrl.data.schema import (
     conform_membership,
     empty_bars,
     empty_index,
+    parse_dates,
     with_prev_close,
 )
 from oomrl.errors import DataValidationError
@@ -55,13 +56,30 @@ class CsvLayout:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise DataValidationError(f"cannot read {path}: {exc}") from exc
+        unknown = sorted(set(data) - {"volume_unit", "adjustment", "columns"})
+        if unknown:
+            raise DataValidationError(f"{path}: unknown key(s) {', '.join(unknown)}; known: volume_unit, "
+                                      "adjustment, [columns]")
         layout = cls(volume_unit=data.get("volume_unit", "shares"), adjustment=data.get("adjustment", "none"),
-                     columns=dict(data.get("columns", {})))
+                     columns=_columns(path, data.get("columns", {})))
         if layout.volume_unit not in ("shares", "lots") or layout.adjustment not in ADJUSTMENTS:
             raise DataValidationError(
                 f"{path}: volume_unit must be shares|lots and adjustment none|qfq|hfq "
                 f"(got {layout.volume_unit!r}, {layout.adjustment!r})")
         return layout
+
+
+def _columns(path: Path, given: object) -> dict[str, str]:
+    """`[columns]` as schema name -> CSV column name, both text, the names ones the source reads."""
+    if not isinstance(given, dict):
+        raise DataValidationError(f"{path}: columns must be a table `[columns]` of schema_name = \"csv column\" "
+                                  f"(got {type(given).__name__} {str(given)[:60]})")
+    wrong = sorted(str(name) for name, column in given.items()
+                   if name not in DEFAULT_ALIASES or not isinstance(column, str) or not column)
+    if wrong:
+        raise DataValidationError(f"{path}: [columns] {', '.join(wrong)}: each key must be one of "
+                                  f"{', '.join(DEFAULT_ALIASES)} and each value the name of a CSV column (text)")
+    return dict(given)
 
 
 def read_csv_file(path: Path) -> pd.DataFrame:
@@ -114,7 +132,7 @@ class CsvSource:
         return None
 
     def coverage(self) -> tuple[date, date] | None:
-        dates = [pd.to_datetime(self._column(read_csv_file(p), "date", p), errors="coerce") for p in self._files.values()]
+        dates = [parse_dates(self._column(read_csv_file(p), "date", p)) for p in self._files.values()]
         stamps = pd.concat(dates).dropna() if dates else pd.Series(dtype="datetime64[ns]")
         return (stamps.min().date(), stamps.max().date()) if len(stamps) else None
 

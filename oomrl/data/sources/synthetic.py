@@ -17,6 +17,8 @@ DIVIDEND_YIELD = 0.02    # annual, the gap between the price and total-return in
 SUSPENSION_RATE = 0.002  # chance a suspension starts on a given day
 BOARD_SHARE = ((0.70, "main"), (0.20, "chinext"), (0.10, "star"))
 SAMPLE_END = "2026-02-27"
+MAX_SYMBOLS = 5000  # the codes its boards hold stay valid up to here (600000+, 000001+, 300001+, 688001+)
+MAX_DAYS = 5000
 
 
 def synthetic_symbols(count: int) -> list[str]:
@@ -36,8 +38,10 @@ class SyntheticSource:
     live = False
 
     def __init__(self, symbols: int = 300, start: str = "2016-01-04", days: int | None = None, seed: int = 7) -> None:
-        if symbols < 1:
-            raise ValueError("synthetic source needs at least one symbol")
+        if not 1 <= symbols <= MAX_SYMBOLS:
+            raise ValueError(f"the synthetic source has 1 to {MAX_SYMBOLS} symbols, not {symbols}")
+        if days is not None and not 1 <= days <= MAX_DAYS:
+            raise ValueError(f"the synthetic source has 1 to {MAX_DAYS} sessions, not {days}")
         self.seed = seed
         dates = sessions(start, SAMPLE_END) if days is None else sessions(start, "2026-12-31")[:days]
         self.dates = dates

@@ -1,0 +1,280 @@
+"""Promotion as a recoverable transaction: commit, tag, notes and the ledger's active pointer land
+together, or the next command that opens the workspace puts them back together.
+
+Before the first git or ledger step a journal (`.git/oomrl-promotion.json`: tag, commit, the branch
+head before, account, strategy, notes, owner) is written atomically; it is removed after the last.
+The ledger write is the commit point: a journal found with the account active on its commit is
+finished (branch fast-forwarded, tag and notes made where missing), any other is undone (branch
+back, tag and notes removed). The promote lock is flock(2), released by the kernel when its owner
+dies, never cleared by age; holding it proves no live promotion is half way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from filelock import FileLock, Timeout
+
+from oomrl.files import PRIVATE_FILE, atomic_write
+from oomrl.owners import Owner
+
+if TYPE_CHECKING:
+    from oomrl.versions import StrategyVersions, VersionInfo
+
+PROMOTE_LOCK = "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
+JOURNAL = "oomrl-promotion.json"
+NOTES_REF = "refs/notes/oomrl"
+LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this long means a stuck one
+# Where git keeps the locks of the refs and the index a promotion writes: a git killed with its
+# promotion leaves them, and every later git command on that ref would refuse.
+GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", f"{NOTES_REF}.lock")
+STEPS = ("commit", "journal", "fetch", "merge", "tag", "notes", "ledger", "done")
+logger = logging.getLogger("oomrl.promotion")
+
+
+def reached(step: str) -> None:
+    """A named point of a promotion (STEPS). Nothing happens here; the recovery tests end the process
+    at each one to prove that the next command puts the versions back together."""
+
+
+@dataclass
+class Journal:
+    """What a promotion is about to do, and who does it."""
+
+    tag: str
+    sha: str
+    old_head: str
+    branch: str
+    account: str
+    strategy: str
+    notes: dict[str, Any]
+    owner: str
+    since: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def who(self) -> str:
+        owner = Owner.parse(self.owner)
+        return f"{owner.describe() if owner else self.owner} since {self.since}"
+
+
+def journal_path(versions: StrategyVersions) -> Path:
+    return versions.workspace / ".git" / JOURNAL
+
+
+def read_journal(versions: StrategyVersions) -> Journal | None:
+    """The pending journal, if any; a file that is not one is named (it is only ever written whole)."""
+    from oomrl.versions import VersionError
+
+    path = journal_path(versions)
+    try:
+        return Journal(**json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError) as exc:
+        raise VersionError(f"{path} is not a promotion journal oomrl wrote ({exc}); move it away and "
+                           "run `oomrl versions check`") from None
+
+
+@contextmanager
+def promote_lock(versions: StrategyVersions, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+    """Hold the promote lock (flock: a dead holder's lock is free at once), naming a live holder."""
+    from oomrl.versions import VersionError
+
+    lock = FileLock(versions.workspace / ".git" / PROMOTE_LOCK, mode=PRIVATE_FILE, thread_local=False,
+                    fallback_to_soft=False)  # an existence lock would outlive a killed holder
+    try:
+        lock.acquire(timeout=wait_s)
+    except Timeout:
+        pending = read_journal(versions)
+        holder = pending.who() if pending else "another process"
+        raise VersionError(f"the strategy workspace {versions.workspace} is being promoted to by "
+                           f"{holder}; still busy after {wait_s:.0f} s") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def promote(versions: StrategyVersions, candidate: Path, message: str, metadata: dict[str, Any],
+            account: str, strategy: str) -> VersionInfo:
+    """Commit the candidate, fetch it, fast-forward the branch when it is based on the head, tag it,
+    attach the notes, activate it for `account`: journalled, so a kill at any step is recovered."""
+    versions.git("add", "-A", cwd=candidate)
+    trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
+    versions.git("commit", "-q", "-m", message + trailers, cwd=candidate)
+    sha = versions.git("rev-parse", "HEAD", cwd=candidate)
+    reached("commit")
+    with promote_lock(versions):
+        recover_locked(versions)  # a dead promotion's leftovers go first, so tags stay in sequence
+        tag = versions.next_tag()
+        journal = Journal(tag=tag, sha=sha, old_head=versions.head(), branch=branch_of(versions),
+                          account=account, strategy=strategy, notes={**metadata, "strategy": strategy, "tag": tag},
+                          owner=str(Owner.me()))
+        payload = json.dumps(asdict(journal), sort_keys=True, default=str)
+        atomic_write(journal_path(versions), lambda temp: Path(temp).write_text(payload, encoding="utf-8"),
+                     durable=True)
+        reached("journal")
+        try:
+            versions.git("fetch", "-q", str(candidate), "HEAD")
+            reached("fetch")
+            if versions.is_ancestor(journal.old_head, sha):
+                versions.git("merge", "-q", "--ff-only", sha)
+                reached("merge")
+            versions.git("tag", journal.tag, sha)  # the tag keeps an off-branch version reachable
+            reached("tag")
+            write_notes(versions, sha, journal.notes)
+            reached("notes")
+            versions.activate(journal.tag, account, strategy)  # the commit point
+            reached("ledger")
+        except BaseException:
+            abandon(versions, journal)
+            raise
+        journal_path(versions).unlink()
+        reached("done")
+    return versions.info(journal.tag, account)
+
+
+def branch_of(versions: StrategyVersions) -> str:
+    return versions.git("symbolic-ref", "--short", "HEAD")
+
+
+def write_notes(versions: StrategyVersions, sha: str, notes: dict[str, Any]) -> None:
+    blob = json.dumps(notes, sort_keys=True, default=str, indent=1).encode()
+    versions.git("notes", f"--ref={NOTES_REF}", "add", "-f", "-F", "-", sha, input_bytes=blob)
+
+
+def recover(versions: StrategyVersions) -> str | None:
+    """Finish or undo a promotion whose process died; what was done (None when nothing was pending).
+
+    Needs the ledger (it decides which way); waits for a live promotion to end."""
+    if versions.ledger is None or not versions.initialized or not journal_path(versions).exists():
+        return None
+    with promote_lock(versions):
+        return recover_locked(versions)
+
+
+def recover_locked(versions: StrategyVersions) -> str | None:
+    """`recover` for a caller that holds the promote lock."""
+    journal = read_journal(versions)
+    if journal is None:
+        return None
+    done = settle(versions, journal)
+    note = (f"recovered: the promotion of {journal.tag} ({journal.sha[:12]}) to account {journal.account} "
+            f"by {journal.who()} did not finish; {done}")
+    logger.warning(note)
+    return note
+
+
+def settle(versions: StrategyVersions, journal: Journal) -> str:
+    """Bring branch, tag and notes in line with the ledger, the commit point; drop the journal."""
+    active = versions.ledger.active_version(journal.account) if versions.ledger is not None else None
+    done = align(versions, journal, active)
+    journal_path(versions).unlink(missing_ok=True)
+    return done
+
+
+def abandon(versions: StrategyVersions, journal: Journal) -> None:
+    """A step raised: undo branch, tag and notes at once. When the ledger cannot be read to say
+    whether its write landed, the journal stays for the next command to decide."""
+    try:
+        active = versions.ledger.active_version(journal.account) if versions.ledger is not None else None
+    except Exception:  # noqa: BLE001 - the step's own error is what the caller sees
+        logger.warning("promotion of %s failed and the ledger cannot be read; the next command that "
+                       "opens %s settles it", journal.tag, versions.workspace)
+        align(versions, journal, None)
+        return
+    align(versions, journal, active)
+    journal_path(versions).unlink(missing_ok=True)
+
+
+def align(versions: StrategyVersions, journal: Journal, active: str | None) -> str:
+    """Finish the promotion when the ledger trades its commit (`active`), else undo it."""
+    git_dir = versions.workspace / ".git"
+    for name in (*GIT_LOCKS, f"refs/heads/{journal.branch}.lock", f"refs/tags/{journal.tag}.lock"):
+        (git_dir / name).unlink(missing_ok=True)  # we hold the promote lock: their git is dead
+    for temp in git_dir.glob(f".{JOURNAL}.*.tmp"):
+        temp.unlink(missing_ok=True)
+    held = has_commit(versions, journal.sha)
+    if held and active == journal.sha:
+        return finish(versions, journal)
+    return undo(versions, journal, held)
+
+
+def finish(versions: StrategyVersions, journal: Journal) -> str:
+    """The ledger already trades the commit: make the branch, tag and notes say so too."""
+    made = []
+    head = versions.head()
+    if head == journal.old_head and versions.is_ancestor(journal.old_head, journal.sha):
+        versions.git("merge", "-q", "--ff-only", journal.sha)
+        made.append("branch fast-forwarded")
+    versions.git("reset", "-q", "--hard", "HEAD")  # an index or work tree a killed git left half way
+    if not tag_points_at(versions, journal.tag, journal.sha):
+        versions.git("tag", "-f", journal.tag, journal.sha)
+        made.append(f"tag {journal.tag} made")
+    if not has_notes(versions, journal.sha):
+        write_notes(versions, journal.sha, journal.notes)
+        made.append("notes attached")
+    return "finished it: the ledger had activated it" + (f" ({', '.join(made)})" if made else "")
+
+
+def undo(versions: StrategyVersions, journal: Journal, held: bool) -> str:
+    """The ledger never activated the commit: branch, tag and notes go back to before."""
+    undone = []
+    if versions.head() != journal.old_head:
+        undone.append("branch moved back")
+    versions.git("reset", "-q", "--hard", journal.old_head)
+    if tag_points_at(versions, journal.tag, journal.sha):
+        versions.git("tag", "-d", journal.tag)
+        undone.append(f"tag {journal.tag} removed")
+    if held and has_notes(versions, journal.sha):
+        versions.git("notes", f"--ref={NOTES_REF}", "remove", journal.sha)
+        undone.append("notes removed")
+    return "rolled it back: the ledger never activated it" + (f" ({', '.join(undone)})" if undone else "")
+
+
+def has_commit(versions: StrategyVersions, sha: str) -> bool:
+    """Whether the workspace holds the commit (the fetch may not have happened)."""
+    from oomrl.versions import VersionError
+
+    try:
+        versions.git("cat-file", "-e", f"{sha}^{{commit}}")
+    except VersionError:
+        return False
+    return True
+
+
+def tag_points_at(versions: StrategyVersions, tag: str, sha: str) -> bool:
+    return tag in versions.git("tag", "-l", "--points-at", sha, tag).split()
+
+
+def has_notes(versions: StrategyVersions, sha: str) -> bool:
+    return any(line.split()[-1] == sha for line in versions.git("notes", f"--ref={NOTES_REF}", "list").splitlines())
+
+
+def problems(versions: StrategyVersions, actives: dict[str, str]) -> list[str]:
+    """What keeps branch, tags, notes and the ledger's active pointers (`actives`, account -> sha)
+    from agreeing; empty when they do."""
+    found = []
+    if read_journal(versions) is not None:
+        found.append(f"a promotion is in progress or unrecovered ({journal_path(versions)})")
+    tags = {tag: versions.resolve(tag) for tag in versions.git("tag", "-l", "v*").split()}
+    tagged = set(tags.values())
+    head = versions.head()
+    if head not in tagged:
+        found.append(f"branch {branch_of(versions)} is on {head[:12]}, which is no version (no tag)")
+    noted = {line.split()[-1] for line in versions.git("notes", f"--ref={NOTES_REF}", "list").splitlines()}
+    found += [f"version {tag} ({sha[:12]}) has no notes" for tag, sha in sorted(tags.items())
+              if tag != "v1" and sha not in noted]
+    found += [f"notes on {sha[:12]}, which no tag names" for sha in sorted(noted - tagged)]
+    for account, sha in sorted(actives.items()):
+        if sha not in tagged:
+            found.append(f"account {account} trades {sha[:12]}, which is no tagged version")
+    if versions.git("status", "--porcelain"):
+        found.append(f"the work tree of {versions.workspace} has changes git does not hold")
+    return found
