@@ -83,13 +83,13 @@ def report_command(
     """
     from oomrl.config import get_settings
     from oomrl.metrics.attribution import account_report, report_dir
-    from oomrl.metrics.io import MetricsInputError, read_returns_csv
+    from oomrl.metrics.io import read_returns_csv
     from oomrl.metrics.performance import read_phases
     from oomrl.metrics.tearsheet import build_report
 
     settings = get_settings()
-    if (account is None) == (returns is None):
-        raise MetricsInputError("give exactly one of --account or --returns")
+    if (account is None) == (returns is None):  # a usage error: exit 2, like typer's own
+        raise typer.BadParameter("give exactly one of --account or --returns", param_hint="--account / --returns")
     windows = read_phases(phases) if phases else None
     if returns is not None:
         folder = out or report_dir(settings.runs_dir, returns.stem)

@@ -15,6 +15,7 @@ from oomrl.artifacts import (
     fills_rows,
     metric_rows,
     nav_markdown,
+    nav_rows,
     orders_rows,
     replay_rows,
     report_artifacts,
@@ -68,7 +69,18 @@ def test_nav_markdown_names_the_version_and_rounds() -> None:
     text = nav_markdown({"account": "demo", "as_of": "2025-01-02", "committed": True, "duplicate": False,
                          "halted": False}, nav, "v1 daily_momentum")
     assert "Strategy version **v1 daily_momentum**" in text
-    assert "| 2025-01-02 | 10,012,345.68 | 0.123% | 0.235% | 0.111% | 0.988 | 16,225.36 | -0.12% |" in text
+    assert ("| date | NAV (CNY) | realized return (%) | frictionless return (%) | slippage leakage (%) "
+            "| turnover (× NAV) | costs (CNY) | principal loss (%) | vs initial capital (%) |") in text
+    # a gain of 0.12 % on the initial capital is no principal loss: 0 %, and +0.12 % beside it
+    assert "| 2025-01-02 | 10,012,345.68 | 0.123 % | 0.235 % | 0.111 % | 0.988 | 16,225.36 | 0.00 % | +0.12 % |" in text
+
+
+def test_nav_rows_show_dates_as_dates_and_a_loss_as_a_loss() -> None:
+    nav = pd.DataFrame({"date": pd.to_datetime(["2026-02-10", "2026-02-11"]), "principal_loss": [0.0312, -0.004]})
+    rows = nav_rows(nav)
+    assert [row["date"] for row in rows] == ["2026-02-10", "2026-02-11"]  # never 2026-02-10 00:00:00
+    assert [(row["principal loss (%)"], row["vs initial capital (%)"]) for row in rows] == [
+        ("3.12 %", "-3.12 %"), ("0.00 %", "+0.40 %")]
 
 
 def test_metric_rows_label_and_define_every_metric() -> None:
