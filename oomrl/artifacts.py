@@ -55,7 +55,8 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
              "month by month, style attribution, glossary)" if tearsheet_url else
              f"The full tearsheet is `{report.html}` on the worker (set OOMRL_REPORTS_URL, as "
              "`oomrl server up` does, to open it from here).")
-    lines = [f"# {report.title}: {report.span}", "", f"Benchmark: {report.benchmark_label}. {where}", ""]
+    lines = [f"# {report.title}: {report.span}", "", f"Benchmark: {report.benchmark_label}. {where}", "",
+             *[f"> **Too short to annualize.** {text}\n" for text in report.caveats]]
     figures = rt.key_figures(report.metrics, report.benchmark_metrics,
                              "CSI 300" if report.benchmark_metrics is not None else "")
     lines += ["## Key figures", "", grid_markdown(figures), ""]
