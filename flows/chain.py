@@ -18,8 +18,10 @@ from flows.ingest import ingest_market_data
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
 from tasks.chain import emit_halts, last_stored_session, mark_accounts, publish_chain
+from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 NO_NEW_SESSION = "NoNewSession"
 NOT_A_SESSION = "NotASession"
 

@@ -19,6 +19,7 @@ from oomrl.config import get_settings
 from oomrl.data import ingest as domain
 from oomrl.data.store import MarketStore
 from oomrl.errors import SourceUnavailableError
+from tasks.expected_ends import quiet_expected_ends
 from tasks.market_data import (
     BACKOFF_SECONDS,
     fetch_symbol_bars,
@@ -29,6 +30,7 @@ from tasks.market_data import (
 from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 QUARANTINE_ROWS_SHOWN = 200
 
 

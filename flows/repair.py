@@ -22,10 +22,12 @@ from oomrl.events import PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import AccountBusyError, ClaimBook, Heartbeat, wait_to_hold
 from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
+from tasks.expected_ends import quiet_expected_ends
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
 from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
                    "a flow retry would run again; transient errors are retried inside each step, and a "
                    "repair is restarted by re-delivering its alert")
@@ -193,7 +195,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
         outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
         publish_outcome(outcome)
-        logger.error("repair refused: %s", exc)
+        logger.warning("repair refused: %s", exc)
         return end_state(outcome)
     publish_autopsy(checked)
     name = account or str(checked["account"])
