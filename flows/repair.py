@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import time
 from functools import partial
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
-from prefect.input import RunInput
 from prefect.states import Completed, Failed, State
-from pydantic import Field
 
 from oomrl import repair as domain
 from oomrl.agent.context import RepairStepError
-from oomrl.agent.roles import Constraints, Mandate
+from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
@@ -24,6 +24,7 @@ from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
 from tasks.expected_ends import quiet_expected_ends
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
+from tasks.review import MandateReview, review_form
 from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
@@ -38,47 +39,14 @@ FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "test-genes
                       "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
 
 
-class MandateReview(RunInput):
-    """The reviewer's answer in the Prefect UI: approve, edit (change the fields) or reject."""
+def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) -> domain.Decision:
+    """Pause the run until a person answers in the UI; no answer within the timeout rejects.
 
-    decision: Literal["approve", "edit", "reject"] = Field(
-        "approve", description="approve the proposed mandate, edit it (the fields below), or reject it")
-    text: str = Field("", description="The mandate in words (edit only; empty keeps the proposal's)")
-    rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = Field(
-        None, description="How often the strategy may trade (edit only)")
-    # The bounds are the mandate's (oomrl.agent.roles.Constraints): the form refuses what a repair would.
-    max_adv_participation: float | None = Field(
-        None, gt=0, le=1, description="Largest order as a fraction of the stock's average daily volume "
-                                      "(0.05 = 5 %; edit only)")
-    max_weekly_turnover: float | None = Field(
-        None, gt=0, le=2, description="Largest turnover per week, Σ|Δw| as a fraction of NAV (0.3 = 30 %; edit only)")
-    reason: str = Field("", description="Why: kept in the run's outcome and the version's notes")
-
-    def to_decision(self, proposed: Mandate) -> domain.Decision:
-        """The domain decision; an edit keeps the proposal's module and alert id."""
-        if self.decision != "edit":
-            return domain.Decision(action=self.decision, reason=self.reason)
-        constraints = {**proposed.constraints.model_dump(), "rebalance": self.rebalance,
-                       "max_adv_participation": self.max_adv_participation,
-                       "max_weekly_turnover": self.max_weekly_turnover}
-        edited = proposed.model_copy(update={
-            "text": self.text or proposed.text,
-            "constraints": Constraints.model_validate(constraints),
-            "rationale": f"{proposed.rationale} | edited by a reviewer: {self.reason}"})
-        return domain.Decision(action="edit", mandate=edited, reason=self.reason)
-
-
-def ask_reviewer(mandate: Mandate, timeout_s: int) -> domain.Decision:
-    """Pause the run until a person answers in the UI; no answer within the timeout rejects."""
-    c = mandate.constraints
-    review = MandateReview.with_initial_data(
-        description=(f"## Proposed mandate for `{mandate.module}`\n\n{mandate.text}\n\n"
-                     f"Constraints: `{c.model_dump_json(exclude_none=True)}`\n\n"
-                     f"Why: {mandate.rationale}\n\nApprove, edit the fields, or reject "
-                     f"(no answer within {timeout_s} s rejects)."),
-        text=mandate.text, rebalance=c.rebalance, max_adv_participation=c.max_adv_participation,
-        max_weekly_turnover=c.max_weekly_turnover)
-    answer, timed_out = wait_for_review(review, timeout_s)
+    The form shows the alert's metrics from the run folder's autopsy.json (the completed autopsy,
+    which run_repair writes before the Critic runs)."""
+    autopsy_file = run_dir / "autopsy.json" if run_dir is not None else None
+    autopsy = json.loads(autopsy_file.read_text()) if autopsy_file is not None and autopsy_file.exists() else {}
+    answer, timed_out = wait_for_review(review_form(mandate, autopsy, timeout_s), timeout_s)
     if answer is None:  # fail closed, and say which way the answer went missing
         reason = (f"no decision within {timeout_s} s: a timeout rejects" if timed_out else
                   "resumed without an answer (no decision in the form): no decision rejects")
@@ -211,8 +179,8 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
                 outcome = domain.RepairOutcome(status="failed", step="setup", reason=str(exc), run_dir="")
             else:
                 ctx.version_mapper = version_mapper_from_settings()
-                approve = auto_approve_mandate if auto_approve else partial(ask_reviewer,
-                                                                            timeout_s=approval_timeout_s)
+                approve = auto_approve_mandate if auto_approve else partial(
+                    ask_reviewer, timeout_s=approval_timeout_s, run_dir=ctx.run_dir)
                 outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task,
                                             hold=partial(hold_account, book, run_id, name))
     finally:

@@ -41,6 +41,11 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def image_link(path: Path, links: ReportLinks | None) -> str:
+    """A chart's URL: signed over HTTP when the stack serves reports, else the PNG as a data URI."""
+    return links.url(path) if links is not None else data_uri(path)
+
+
 def _chart(report: Report, stem: str) -> Path | None:
     return next((p for p in report.pngs if p.stem == stem), None)
 
@@ -48,7 +53,7 @@ def _chart(report: Report, stem: str) -> Path | None:
 def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifacts:
     """The artifacts of an account report; `links` None embeds the images."""
     def image(path: Path) -> str:
-        return links.url(path) if links is not None else data_uri(path)
+        return image_link(path, links)
 
     tearsheet_url = links.url(report.html) if links is not None else None
     where = (f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown periods, friction "
@@ -121,17 +126,10 @@ NAV_COLUMNS = (("date", "date", "date"), ("nav", "NAV (CNY)", "{:,.2f}"), ("cash
                ("slippage_leakage", "slippage leakage (%)", "pct3"), ("turnover", "turnover (× NAV)", "{:.3f}"),
                ("costs", "costs (CNY)", "{:,.2f}"), ("reward", "reward (Eq. 1-2)", "{:.5f}"),
                ("principal_loss", "principal loss (%)", "loss2"), ("principal_loss", "vs initial capital (%)", "gain2"))
-CROSSVAL_COLUMNS = (("version", "version", None), ("sha", "commit", "short"), ("trading_days", "sessions", "{:,.0f}"),
-                    ("rebalances", "rebalances", "{:,.0f}"),
-                    ("max_rebalances_per_period", "max rebalances a period", "{:,.0f}"),
-                    ("max_adv_participation", "max ADV participation (%)", "pct3"),
-                    ("max_weekly_turnover", "max weekly turnover (× NAV)", "{:.3f}"),
-                    ("turnover", "turnover (× NAV)", "{:.2f}"), ("costs_fraction", "costs (% of capital)", "pct2"),
-                    ("net_return", "net return (%)", "pct2"), ("information_ratio", "information ratio", "{:.2f}"),
-                    ("max_drawdown", "max drawdown (%)", "pct2"), ("halted_on", "halted on", None))
 
 
-def _cell(value: Any, style: str | None) -> str:
+def cell_text(value: Any, style: str | None) -> str:
+    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN`, `date`, `short`), — for none."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
     if style == "short":
@@ -154,7 +152,7 @@ Columns = tuple[tuple[str, str, str | None], ...]
 
 def formatted_rows(rows: Iterable[Mapping[str, Any]], columns: Columns) -> list[dict[str, str]]:
     """Rows with renamed columns (units in the names) and rounded values, in the columns' order."""
-    return [{title: _cell(row.get(key), style) for key, title, style in columns if key in row} for row in rows]
+    return [{title: cell_text(row.get(key), style) for key, title, style in columns if key in row} for row in rows]
 
 
 def numeric_titles(columns: Columns) -> set[str]:
@@ -187,10 +185,6 @@ def orders_rows(orders: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def replay_rows(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
     return formatted_rows(summaries, REPLAY_COLUMNS)
-
-
-def crossval_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    return formatted_rows(rows, CROSSVAL_COLUMNS)
 
 
 def nav_markdown(summary: Mapping[str, Any], nav: pd.DataFrame, version_label: str) -> str:

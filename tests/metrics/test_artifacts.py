@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,6 @@ import pandas as pd
 import pytest
 
 from oomrl.artifacts import (
-    crossval_rows,
     data_uri,
     fills_rows,
     metric_rows,
@@ -20,6 +20,8 @@ from oomrl.artifacts import (
     replay_rows,
     report_artifacts,
 )
+from oomrl.crossval import CrossValidation, VersionMeasures
+from oomrl.repair_artifacts import crossval_rows
 from oomrl.report_links import ReportLinks
 from oomrl.run_tags import alert_tag, strategy_tags
 
@@ -53,12 +55,19 @@ def test_replay_and_crossval_rows_have_no_raw_floats() -> None:
                 "max_rebalances_per_period": 1, "max_adv_participation": 0.04123456,
                 "max_weekly_turnover": 0.2987654, "turnover": 3.4567891, "costs_fraction": 0.00412345,
                 "net_return": -0.0123456, "information_ratio": None, "max_drawdown": -0.0812345,
-                "halted_on": None}
-    (row,) = crossval_rows([measures])
-    assert row["commit"] == "0123456789ab" and row["information ratio"] == "—"
-    assert row["max ADV participation (%)"] == "4.123 %"
-    for table in (rows, [row]):
-        assert not any(RAW_FLOAT.search(value) for value in table[0].values())
+                "halted_on": None, "dates": [date(2024, 7, 1), date(2024, 9, 27)], "returns": [0.01, -0.02]}
+    cross = CrossValidation(start=date(2024, 9, 2), end=date(2024, 9, 27), checks=[], rows=[
+        VersionMeasures(**{**measures, "window": window, "version": version})  # type: ignore[arg-type]
+        for window in ("alert", "long") for version in ("candidate", "active")])
+    table = {row["measure"]: row for row in crossval_rows(cross)}
+    assert list(table["commit"]) == ["measure", "candidate, alert window", "active, alert window",
+                                     "candidate, long window", "active, long window"]
+    assert table["commit"]["active, long window"] == "0123456789ab"
+    assert table["information ratio vs CSI 300"]["candidate, alert window"] == "—"
+    assert table["max ADV participation (%)"]["candidate, long window"] == "4.123 %"
+    assert table["from"]["active, alert window"] == "2024-07-01"
+    for shown in (rows[0], *table.values()):
+        assert not any(RAW_FLOAT.search(value) for value in shown.values())
 
 
 def test_nav_markdown_names_the_version_and_rounds() -> None:
