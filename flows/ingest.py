@@ -17,6 +17,7 @@ from prefect.tasks import exponential_backoff
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.data import ingest as domain
+from oomrl.data.sample_clock import clocked_end
 from oomrl.data.store import MarketStore
 from oomrl.errors import SourceUnavailableError
 from tasks.expected_ends import quiet_expected_ends
@@ -75,7 +76,8 @@ def ingest_market_data(
         universe: Which symbols: `csi300` (the index members over the range), `all` (what an offline source
             holds) or a comma-separated list of codes (600519,000001).
         start: First date to ingest, YYYY-MM-DD (empty: the start of the source's data, or 2024-01-01 for a live source).
-        end: Last date to ingest, YYYY-MM-DD (empty: the end of the source's data, or today for a live source).
+        end: Last date to ingest, YYYY-MM-DD (empty: the end of the source's data, or today for a live source;
+            with OOMRL_SAMPLE_CLOCK, the sample's next session after the store's last).
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
         batch_symbols: Symbols fetched and stored per batch (count); smaller batches use less memory.
         backoff_seconds: First wait before retrying an unreachable source, in seconds (doubles on each retry).
@@ -84,7 +86,9 @@ def ingest_market_data(
     settings = get_settings(**({"home": home} if home else {}))
     root = Path(settings.data_dir)
     store = MarketStore(root)
-    lo, hi = domain.resolve_range(source_for(source), start, end)
+    # With OOMRL_SAMPLE_CLOCK, an ingest of the sample without `end` adds the next session only.
+    lo, hi = domain.resolve_range(source_for(source), start,
+                                  clocked_end(source_for(source), end, settings.sample_clock, store))
     report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
     progress = create_progress_artifact(0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}")
 

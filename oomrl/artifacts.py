@@ -89,13 +89,14 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
 
 
 def metric_rows(metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
-    """One row per metric: its label with unit, the portfolio's value, the CSI 300's, the definition."""
+    """One row per metric: its label with unit, the portfolio's value, the CSI 300's. The definitions
+    are the tearsheet's glossary: the Prefect UI never wraps a table cell, and a sentence per row
+    would push the values out of a laptop's window."""
     rows = []
     for key, value in metrics.items():
         row = {"metric": label(key).heading, "portfolio": format_value(key, value)}
         if benchmark is not None:
             row["CSI 300"] = format_value(key, benchmark[key]) if key in benchmark else ""
-        row["meaning"] = label(key).definition
         rows.append(row)
     return rows
 
@@ -129,7 +130,8 @@ NAV_COLUMNS = (("date", "date", "date"), ("nav", "NAV (CNY)", "{:,.2f}"), ("cash
 
 
 def cell_text(value: Any, style: str | None) -> str:
-    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN`, `date`, `short`), — for none."""
+    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN` with an optional unit
+    after a space, `date`, `short`), — for none."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
     if style == "short":
@@ -138,12 +140,14 @@ def cell_text(value: Any, style: str | None) -> str:
         return f"{pd.Timestamp(value):%Y-%m-%d}"
     if style is None or isinstance(value, str):
         return str(value)
-    if style.startswith("pct"):
-        return f"{float(value) * 100:.{style[3:]}f} %"
-    if style.startswith("loss"):  # a principal loss: never negative (a gain is no loss)
-        return f"{max(float(value), 0.0) * 100:.{style[4:]}f} %"
-    if style.startswith("gain"):  # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
-        return f"{-float(value) * 100:+.{style[4:]}f} %"
+    kind, _, unit = style.partition(" ")  # "pct2 of NAV": two decimals, then the unit
+    after = f" {unit}" if unit else ""
+    if kind.startswith("pct"):
+        return f"{float(value) * 100:.{kind[3:]}f} %{after}"
+    if kind.startswith("loss"):  # a principal loss: never negative (a gain is no loss)
+        return f"{max(float(value), 0.0) * 100:.{kind[4:]}f} %{after}"
+    if kind.startswith("gain"):  # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
+        return f"{-float(value) * 100:+.{kind[4:]}f} %{after}"
     return style.format(float(value))
 
 

@@ -18,29 +18,30 @@ if TYPE_CHECKING:
 
 VERSIONS = ("candidate", "active", "baseline")
 WINDOWS = ("alert", "long")
-# The measures of one replay over one window, a row each (the columns are versions × windows).
+# The measures of one replay over one window, a row each (the columns are the versions); labels short
+# enough that a row fits the Prefect UI, whose tables never wrap a cell (708 px of a 1280-px window).
 MEASURE_ROWS: Columns = (
     ("sha", "commit", "short"), ("first", "from", "date"), ("last", "to", "date"),
     ("trading_days", "sessions", "{:,.0f}"), ("net_return", "net return (%)", "pct2"),
-    ("information_ratio", "information ratio vs CSI 300", "{:.2f}"), ("reward", "reward Σ (Eq. 1-2)", "{:+.4f}"),
+    ("information_ratio", "IR vs CSI 300", "{:.2f}"), ("reward", "reward Σ (Eq. 1-2)", "{:+.4f}"),
     ("max_drawdown", "max drawdown (%)", "pct2"), ("turnover", "turnover (× NAV)", "{:.2f}"),
     ("costs_fraction", "costs (% of capital)", "pct2"), ("rebalances", "rebalances", "{:,.0f}"),
-    ("max_rebalances_per_period", "most rebalances in one period", "{:,.0f}"),
-    ("max_adv_participation", "max ADV participation (%)", "pct3"),
+    ("max_rebalances_per_period", "max rebalances a period", "{:,.0f}"),
+    ("max_adv_participation", "max ADV part. (%)", "pct3"),
     ("max_weekly_turnover", "max weekly turnover (× NAV)", "{:.3f}"),
-    ("max_position_weight", "max position weight (%)", "pct2"), ("halted_on", "halted on", None))
-# The autopsy's metrics as the form shows them.
+    ("max_position_weight", "max weight (% of NAV)", "pct2"), ("halted_on", "halted on", None))
+# The autopsy's metrics as the form shows them: a short name, the unit with the value.
 ALERT_METRICS: Columns = (
-    ("daily_pnl", "daily P&L (% of NAV)", "pct2"), ("slippage_leakage", "slippage leakage (% of NAV)", "pct2"),
-    ("drawdown", "drawdown from peak (%)", "pct2"),
-    ("cumulative_principal_loss", "principal loss (% of initial capital)", "loss2"),
-    ("turnover_annualized", "turnover (× NAV a year)", "{:.1f}"), ("rolling_ir_60d", "rolling 60-day IR", "{:.2f}"))
+    ("daily_pnl", "daily P&L", "pct2 of NAV"), ("slippage_leakage", "slippage leakage", "pct2 of NAV"),
+    ("drawdown", "drawdown", "pct2 from peak"),
+    ("cumulative_principal_loss", "principal loss", "loss2 of initial capital"),
+    ("turnover_annualized", "turnover", "{:.1f}× NAV a year"), ("rolling_ir_60d", "rolling 60-day IR", "{:.2f}"))
 CONSTRAINTS: Columns = (
-    ("rebalance", "rebalance (at most one per period)", None),
-    ("max_adv_participation", "max ADV participation (% of the stock's average daily volume)", "pct1"),
-    ("max_weekly_turnover", "max weekly turnover (% of NAV traded a week)", "pct1"),
-    ("max_position_weight", "max position weight (% of NAV)", "pct1"),
-    ("max_drawdown", "max drawdown (%)", "pct1"), ("min_information_ratio", "min information ratio", "{:.2f}"))
+    ("rebalance", "rebalance", None),
+    ("max_adv_participation", "max ADV participation", "pct1 of ADV"),
+    ("max_weekly_turnover", "max weekly turnover", "pct1 of NAV"),
+    ("max_position_weight", "max position weight", "pct1 of NAV"),
+    ("max_drawdown", "max drawdown", "pct1"), ("min_information_ratio", "min information ratio", "{:.2f}"))
 LONG_FLOAT = re.compile(r"-?\d+\.\d{4,}(?:e-?\d+)?")
 
 
@@ -49,22 +50,19 @@ def rounded_text(text: str) -> str:
     return LONG_FLOAT.sub(lambda m: f"{float(m.group(0)):.4g}", text)
 
 
-def column_name(version: str, window: str) -> str:
-    return f"{version}, {window} window"
-
-
 def _measures(row: VersionMeasures) -> dict[str, Any]:
     values = row.model_dump(exclude={"dates", "returns"})
     return {**values, "first": row.dates[0] if row.dates else None, "last": row.dates[-1] if row.dates else None}
 
 
 def crossval_rows(cross: CrossValidation) -> list[dict[str, str]]:
-    """The evidence as a table: a row per measure, a column per version and window (windows named,
-    each with its dates), so it stays narrow however many measures there are."""
+    """The evidence as a table: a row per window and measure (each window's rows start with its dates),
+    a column per version, so two `active` rows never look alike and the table stays narrow."""
     by = {(r.version, r.window): _measures(r) for r in cross.rows}
-    columns = [(v, w) for w in WINDOWS for v in VERSIONS if (v, w) in by]
-    return [{"measure": title, **{column_name(v, w): cell_text(by[(v, w)].get(key), style) for v, w in columns}}
-            for key, title, style in MEASURE_ROWS]
+    versions = [v for v in VERSIONS if any(version == v for version, _ in by)]
+    return [{"window": window, "measure": title,
+             **{v: cell_text(by[(v, window)].get(key), style) if (v, window) in by else "—" for v in versions}}
+            for window in WINDOWS if any(w == window for _, w in by) for key, title, style in MEASURE_ROWS]
 
 
 def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> str:
@@ -79,11 +77,10 @@ def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> s
     if image_url:
         lines += [f"![Cumulative return of each version over the long window]({image_url})", ""]
     rows = crossval_rows(cross)
-    lines += ["## Measures", "", markdown_table(rows, set(rows[0]) - {"measure"}), "", "## Checks", ""]
-    checks = [{"check": c.name, "passed": "yes" if c.passed else "NO", "detail": c.detail}
-              for c in cross.checks]
-    lines.append(markdown_table(checks) if checks else "(no check)")
-    return "\n".join(lines) + "\n"
+    lines += ["## Measures", "", markdown_table(rows, set(rows[0]) - {"window", "measure"}), "", "## Checks", ""]
+    # a list, not a table: a check's numbers are a sentence, and the UI's table cells never wrap
+    lines += [f"- **{c.name}**: {'passed' if c.passed else 'FAILED'} — {c.detail}" for c in cross.checks]
+    return "\n".join(lines if cross.checks else [*lines, "(no check)"]) + "\n"
 
 
 def not_measured_rows(reason: str) -> list[dict[str, str]]:
@@ -104,13 +101,14 @@ def mandate_markdown(mandate: Mandate, autopsy: Mapping[str, Any], timeout_s: in
              for key, title, style in ALERT_METRICS + extra if key in metrics]
     limits = [{"constraint": title, "proposed": cell_text(constraints[key], style)}
               for key, title, style in CONSTRAINTS if key in constraints]
+    numbers = {"value", "proposed"}
     hours = f" ({timeout_s / 3600:g} h)" if timeout_s >= 3600 else ""
     lines = [f"## Proposed mandate for `{mandate.module}`", "", mandate.text, "",
-             markdown_table(limits) if limits else "No machine-checked constraint.", "",
+             markdown_table(limits, numbers) if limits else "No machine-checked constraint.", "",
              f"### The alert: {trigger.get('rule', '?')} ({autopsy.get('severity', '?')}) on {autopsy.get('as_of', '?')}",
              "", rounded_text(str(trigger.get("message", ""))), ""]
     if shown:
-        lines += [markdown_table(shown, {"value"}), ""]
+        lines += [markdown_table(shown, numbers), ""]
     lines += [f"Why: {rounded_text(mandate.rationale)}" if mandate.rationale else "", "",
               f"Approve, edit the fields, or reject; no answer within {timeout_s:,} s{hours} rejects."]
     return "\n".join(lines)

@@ -124,7 +124,7 @@ def evidence_dir(run_dir: Path) -> Path:
 
 def publish_agent_records(outcome: domain.RepairOutcome) -> None:
     """The transcript, the budget (this repair and the account's ledger balance) and the state trail."""
-    from oomrl.agent.records import budget_rows, trail_rows, transcript_rows
+    from oomrl.agent.records import budget_rows, trail_markdown, transcript_rows
 
     if outcome.run_dir:
         create_table_artifact(key="repair-transcript", table=transcript_rows(outcome.run_dir),
@@ -133,5 +133,5 @@ def publish_agent_records(outcome: domain.RepairOutcome) -> None:
         create_table_artifact(key="repair-budget", table=budget_rows(outcome.budget),
                               description="LLM budget: this repair and the account (ledger)")
     if outcome.trail:
-        create_table_artifact(key="repair-trail", table=trail_rows(outcome.trail),
-                              description="The repair's state machine transitions")
+        create_markdown_artifact(key="repair-trail", markdown=trail_markdown(outcome.trail),
+                                 description="The repair's state machine transitions")

@@ -83,6 +83,7 @@ def ingest_command(
 
     from oomrl.config import get_settings
     from oomrl.data.ingest import ingest
+    from oomrl.data.sample_clock import clocked_end
     from oomrl.data.sources import get_source
     from oomrl.data.store import MarketStore
 
@@ -90,6 +91,7 @@ def ingest_command(
     settings = get_settings()
     store = MarketStore(settings.data_dir)
     market_source = get_source(source)
+    last = clocked_end(market_source, last, settings.sample_clock, store)  # OOMRL_SAMPLE_CLOCK: one session
     with progress(market_source.name) as advance:
         report = ingest(market_source, universe, first, last, store, wait=_wait(wait),
                         progress=lambda done, total, symbol: advance(done, total, symbol),

@@ -133,10 +133,10 @@ def test_the_decision_table_prints_measures_checks_and_verdict(tmp_path: Path) -
     text = cross.write(tmp_path).read_text()
     assert text.startswith("# Cross-validation: REFUSE")
     # versions × windows as columns, each window named: two "active" columns never look alike
-    assert ("| measure | candidate, alert window | active, alert window | candidate, long window "
-            "| active, long window |") in text
-    assert f"| from | {DAYS[0]} | {DAYS[0]} | {DAYS[0]} | {DAYS[0]} |" in text and "| sessions | 120 |" in text
-    assert "| net_of_friction_vs_active_long | NO |" in text and "ranking by total reward" in text
+    assert "| window | measure | candidate | active |" in text
+    assert f"| alert | from | {DAYS[0]} | {DAYS[0]} |" in text and "| long | sessions | 120 | 120 |" in text
+    assert "- **net_of_friction_vs_active_long**: FAILED — candidate - active" in text
+    assert "ranking by total reward" in text
     assert not re.search(r"\d\.\d{6,}", text)  # every number rounded
     assert all("dates" not in row for row in cross.table())
 

@@ -47,11 +47,10 @@ def test_every_field_of_the_prefilled_form_is_titled_described_and_bounded() -> 
 def test_the_form_text_rounds_every_number_and_names_its_unit() -> None:
     text = mandate_markdown(MANDATE, AUTOPSY, 3600)
     assert not RAW_FLOAT.search(text), text
-    for shown in ("| max ADV participation (% of the stock's average daily volume) | 5.0 % |",
-                  "| max weekly turnover (% of NAV traded a week) | 30.0 % |",
-                  "| daily P&L (% of NAV) | -0.11 % |", "| turnover (× NAV a year) | 276.4 |",
-                  "| principal loss (% of initial capital) | 0.00 % |", "| rolling 60-day IR | — |",
-                  "| sessions seen | 10 |", "no answer within 3,600 s (1 h) rejects"):
+    for shown in ("| rebalance | weekly |", "| max ADV participation | 5.0 % of ADV |",
+                  "| max weekly turnover | 30.0 % of NAV |", "| daily P&L | -0.11 % of NAV |",
+                  "| turnover | 276.4× NAV a year |", "| principal loss | 0.00 % of initial capital |",
+                  "| rolling 60-day IR | — |", "| sessions seen | 10 |", "no answer within 3,600 s (1 h) rejects"):
         assert shown in text, shown
     assert rounded_text("x 0.020212345 y -1.5e-07 z 3.25") == "x 0.02021 y -1.5e-07 z 3.25"
 
@@ -94,8 +93,10 @@ def test_every_ending_at_cross_validation_publishes_its_table(tmp_path: Path, me
         assert table == [{"measure": "result", "value": "not measured"},
                          {"measure": "reason", "value": outcome.reason}]
         return
-    assert [row["measure"] for row in table][:4] == ["commit", "from", "to", "sessions"]
-    assert "candidate, long window" in table[0] and not any(RAW_FLOAT.search(str(v)) for r in table for v in r.values())
+    assert [(row["window"], row["measure"]) for row in table][:4] == [
+        ("alert", "commit"), ("alert", "from"), ("alert", "to"), ("alert", "sessions")]
+    assert {row["window"] for row in table} == {"alert", "long"} and list(table[0])[2:] == ["candidate", "active"]
+    assert not any(RAW_FLOAT.search(str(v)) for r in table for v in r.values())
     chart = run_dir.parent / f"report-{run_dir.name}" / "evidence.png"
     assert chart.stat().st_size > 10_000
     assert str(read_artifact("repair-evidence")).startswith("data:image/png;base64,")  # no stack: embedded

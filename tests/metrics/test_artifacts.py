@@ -59,13 +59,12 @@ def test_replay_and_crossval_rows_have_no_raw_floats() -> None:
     cross = CrossValidation(start=date(2024, 9, 2), end=date(2024, 9, 27), checks=[], rows=[
         VersionMeasures(**{**measures, "window": window, "version": version})  # type: ignore[arg-type]
         for window in ("alert", "long") for version in ("candidate", "active")])
-    table = {row["measure"]: row for row in crossval_rows(cross)}
-    assert list(table["commit"]) == ["measure", "candidate, alert window", "active, alert window",
-                                     "candidate, long window", "active, long window"]
-    assert table["commit"]["active, long window"] == "0123456789ab"
-    assert table["information ratio vs CSI 300"]["candidate, alert window"] == "—"
-    assert table["max ADV participation (%)"]["candidate, long window"] == "4.123 %"
-    assert table["from"]["active, alert window"] == "2024-07-01"
+    table = {(row["window"], row["measure"]): row for row in crossval_rows(cross)}
+    assert list(table[("alert", "commit")]) == ["window", "measure", "candidate", "active"]  # windows named
+    assert table[("long", "commit")]["active"] == "0123456789ab"
+    assert table[("alert", "IR vs CSI 300")]["candidate"] == "—"
+    assert table[("long", "max ADV part. (%)")]["candidate"] == "4.123 %"
+    assert table[("alert", "from")]["active"] == "2024-07-01"
     for shown in (rows[0], *table.values()):
         assert not any(RAW_FLOAT.search(value) for value in shown.values())
 
@@ -92,11 +91,10 @@ def test_nav_rows_show_dates_as_dates_and_a_loss_as_a_loss() -> None:
         ("3.12 %", "-3.12 %"), ("0.00 %", "+0.40 %")]
 
 
-def test_metric_rows_label_and_define_every_metric() -> None:
+def test_metric_rows_label_every_metric_with_its_unit() -> None:
     rows = metric_rows({"annualized_return": 0.30104, "information_ratio": 0.5401, "trading_days": 402},
                        {"annualized_return": 0.2116})
-    assert rows[0] == {"metric": "Annualized return (% a year)", "portfolio": "30.10 %", "CSI 300": "21.16 %",
-                       "meaning": "Mean daily return × 252 (arithmetic; the paper's convention)."}
+    assert rows[0] == {"metric": "Annualized return (% a year)", "portfolio": "30.10 %", "CSI 300": "21.16 %"}
     assert rows[1]["CSI 300"] == "" and rows[2]["portfolio"] == "402"
 
 
