@@ -23,6 +23,7 @@ from oomrl.errors import SourceUnavailableError
 from tasks.expected_ends import quiet_expected_ends
 from tasks.market_data import (
     BACKOFF_SECONDS,
+    fetch_offline_bars,
     fetch_symbol_bars,
     load_reference_data,
     source_for,
@@ -53,7 +54,8 @@ def publish_report(report: domain.IngestReport) -> None:
                           key="ingest-quarantine", description=f"{len(report.quarantined)} bar rows quarantined")
 
 
-# Per-symbol fetches fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py), threads otherwise.
+# Per-symbol fetches of a live source fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py),
+# threads otherwise; an offline source (the sample, csv, synthetic) is read in one task per batch.
 # retries=0: bad data fails the same way again; the fetch tasks retry an unreachable source with backoff.
 @flow(name="ingest-market-data", version=FLOW_VERSION, retries=0, log_prints=True,
       task_runner=task_runner_from_settings())
@@ -112,17 +114,20 @@ def ingest_market_data(
         quarantined: list[pd.DataFrame] = []
         for first in range(0, len(report.symbols), batch_symbols):
             symbols = report.symbols[first:first + batch_symbols]
-            futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
-            frames = []
-            for symbol, future in zip(symbols, futures, strict=True):
-                future.wait()
-                if future.state.is_failed():
-                    report.failures[symbol] = str(future.result(raise_on_failure=False))
-                    continue
-                frame = future.result()
-                if frame.empty:
-                    report.symbols_without_data.append(symbol)
-                frames.append(frame)
+            fetched: dict[str, pd.DataFrame] = {}
+            if source_for(source).live:  # one task per symbol: each retries the network on its own
+                futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
+                for symbol, future in zip(symbols, futures, strict=True):
+                    future.wait()
+                    if future.state.is_failed():
+                        report.failures[symbol] = str(future.result(raise_on_failure=False))
+                    else:
+                        fetched[symbol] = future.result()
+            else:  # files on this machine: one task per batch, not hundreds of task runs on the API
+                fetched, failed = fetch_offline_bars(source, symbols, lo, hi)
+                report.failures.update(failed)
+            report.symbols_without_data += [symbol for symbol, frame in fetched.items() if frame.empty]
+            frames = list(fetched.values())
             rows, written, bad = validate_and_store(frames, tx)
             report.rows_fetched += rows
             report.rows_written += written
