@@ -29,7 +29,8 @@ def evidence_chart(cross: CrossValidation, path: Path) -> Path:
     for row in longs:
         returns = pd.Series(row.returns, index=pd.DatetimeIndex(row.dates))
         curve = charts.with_gaps((1.0 + returns).cumprod() - 1.0)
-        ax.plot(curve.index, curve, label=f"{row.version} ({row.sha[:8]}): {row.net_return:+.1%}",
+        commit = f" ({row.sha[:8]})" if row.sha != row.version else ""  # the candidate has no commit yet
+        ax.plot(curve.index, curve, label=f"{row.version}{commit}: {row.net_return:+.1%}",
                 **VERSION_STYLES.get(row.version, {}))  # type: ignore[arg-type]
     ax.axhline(0.0, color="black", linewidth=0.8)
     if len(dates):
