@@ -34,9 +34,6 @@ NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cr
                    "repair is restarted by re-delivering its alert")
 PAUSE_POLL_S = 10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
 PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
-# The state a repair ends in, by the step it stopped at: only a promotion is plain success.
-FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "test-genesis": "Tests rejected",
-                      "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
 
 
 def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) -> domain.Decision:
@@ -110,11 +107,9 @@ def end_state(outcome: domain.RepairOutcome) -> State[Any]:
     """Promoted: Completed "Promoted"; rejected by a person or the timeout: Completed "Rejected";
     refused or failed: Failed named after the step, its data the exception that carries the outcome
     (a Failed state's data must be an exception, or a worker cannot read the run's result)."""
-    if outcome.status == "promoted":
-        return Completed(name="Promoted", message=outcome.reason, data=outcome.model_dump(mode="json"))
-    if outcome.status == "rejected":
-        return Completed(name="Rejected", message=outcome.reason, data=outcome.model_dump(mode="json"))
-    name = FAILED_STATE_NAMES.get(outcome.step or "", "Failed")
+    name = domain.ending_name(outcome.status, outcome.step)
+    if outcome.status in ("promoted", "rejected"):
+        return Completed(name=name, message=outcome.reason, data=outcome.model_dump(mode="json"))
     return Failed(name=name, message=f"{outcome.step or 'repair'}: {outcome.reason}"[:2000],
                   data=domain.RepairNotPromoted(outcome))
 

@@ -139,6 +139,7 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
+    from oomrl.repair import ending_name
     from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance
     from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
     from oomrl.portfolio.setup import rebalance_setup
@@ -211,7 +212,9 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
             result = repairer(settings, config, chosen.model_dump(mode="json"))
             log.repairs.append(result)
             style = "green" if result["status"] == "promoted" else "red"
-            console.print(f"[{style}]repair {result['status']}[/]: {result['reason']}")
+            step = f" at {result['step']}" if result.get("step") else ""  # the name a flow run's state has
+            console.print(f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
+                          f"{result['reason']}")
             if result["status"] == "promoted":
                 last_promotion = number
     return log
