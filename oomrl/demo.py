@@ -139,10 +139,10 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
-    from oomrl.repair import ending_name
     from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance
     from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
     from oomrl.portfolio.setup import rebalance_setup
+    from oomrl.repair import ending_name
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
