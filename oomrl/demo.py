@@ -24,6 +24,7 @@ from rich.table import Table
 
 from oomrl.config import Settings, get_settings
 from oomrl.errors import OomrlError
+from oomrl.repair_endings import ending_name
 
 DEMO_ACCOUNT = "demo"
 SEVERITY_RANK = {"warning": 1, "critical": 2}
@@ -142,7 +143,6 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance
     from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
     from oomrl.portfolio.setup import rebalance_setup
-    from oomrl.repair import ending_name
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
@@ -351,7 +351,7 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
                        ("run log", "demo_json")):
         console.print(f"{label:>10}: {summary[key]}")
     for repair in log.repairs:
-        console.print(f"{'repair':>10}: {repair['run_dir']} ({repair['status']})")
+        console.print(f"{'repair':>10}: {repair['run_dir']} ({ending_name(repair['status'], repair.get('step'))})")
     console.rule("inspect the demo's state")
     for line in inspect_commands(settings.home, config.account):
         console.print(line, soft_wrap=True)

@@ -37,21 +37,11 @@ from oomrl.crossval import CrossValidation, baseline_of, cross_validate, window_
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
+from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
 from oomrl.versions import StrategyVersions, VersionInfo
 
 STEPS = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion")
-# The name a repair's ending goes by (the flow run's state, the demo's and the CLI's line), by the step
-# it stopped at: only a promotion is plain success.
-FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "test-genesis": "Tests rejected",
-                      "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
-
-
-def ending_name(status: str, step: str | None) -> str:
-    """`Promoted`, `Rejected`, or the failed step's name (`Tests rejected`, `Patch rejected`, ...)."""
-    if status in ("promoted", "rejected"):
-        return status.capitalize()
-    return FAILED_STATE_NAMES.get(step or "", "Failed")
 
 
 class Decision(BaseModel):

@@ -27,15 +27,13 @@ def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(values))
         return
-    from rich.console import Console
-    from rich.table import Table
-
+    from oomrl.commands.tables import output_console, rows_table
+    from oomrl.metrics.labels import label
     from oomrl.metrics.tearsheet import format_value
 
-    table = Table("metric", "value")
-    for key, value in values.items():
-        table.add_row(key, format_value(key, value))
-    Console().print(table)
+    rows = [{"metric": key, "label": label(key).heading, "value": format_value(key, value)}
+            for key, value in values.items()]
+    output_console().print(rows_table(rows, None, {"value"}))
 
 
 def metrics_command(

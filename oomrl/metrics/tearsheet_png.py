@@ -24,7 +24,9 @@ HEADLINE = (("cumulative_return", "Return over the window"), ("annualized_return
             ("information_ratio", "IR vs CSI 300"), ("beta", "Beta"), ("alpha_annualized", "CAPM alpha"))
 PER_ROW = 7
 CAVEAT_WIDTH = 170  # characters a line of the short-window caveat holds at 9.5 pt across the page
-FRICTION_ROWS = ("turnover_annualized", "cost_drag", "slippage_leakage_annualized", "adv_participation_mean")
+# Each friction figure summed and a year (a version too short to annualize keeps its sums).
+FRICTION_ROWS = ("turnover", "turnover_annualized", "costs_total", "cost_drag", "slippage_leakage",
+                 "slippage_leakage_annualized", "adv_participation_mean")
 FRICTION_HEADLINE = (("turnover_annualized", "Turnover a year"), ("cost_drag", "Cost drag a year"),
                      ("slippage_leakage_annualized", "Slippage leakage a year"),
                      ("adv_participation_mean", "Mean ADV participation"))
