@@ -10,8 +10,10 @@ from prefect.states import Completed, State
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from tasks.attribution import build_account_report, publish_report_artifacts, report_gap
+from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 NOT_ENOUGH_SESSIONS = "NotEnoughSessions"
 
 

@@ -1,4 +1,4 @@
-"""The daily chain: ingest → mark every active account → attribution → loss diagnostics → alerts, as subflows.
+"""The daily chain: ingest → mark every active account → loss diagnostics → alerts → attribution, as subflows.
 
 Alerts that the repair policy lets through start the `repair` deployment by its event trigger; the weekly
 rebalance is its own deployment, scheduled after the day's marking.
@@ -18,8 +18,10 @@ from flows.ingest import ingest_market_data
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
 from tasks.chain import emit_halts, last_stored_session, mark_accounts, publish_chain
+from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 NO_NEW_SESSION = "NoNewSession"
 NOT_A_SESSION = "NotASession"
 
@@ -35,7 +37,7 @@ def _ended(summary: dict[str, Any], name: str, message: str) -> State:
 @flow(name="daily-chain", version=FLOW_VERSION, retries=0, log_prints=True)
 def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool = True,
                 alert_config: str | None = None, home: str | None = None) -> dict[str, Any] | State:
-    """The day after the close: ingest, mark every active account, report, diagnose, alert.
+    """The day after the close: ingest, mark every active account, diagnose and alert, report.
 
     Args:
         as_of: The session to mark, a date YYYY-MM-DD (empty: the last session in the market store after the ingest).
@@ -62,19 +64,20 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
         account = row["account"]
         if not row["sessions_marked"]:
             continue
-        report = attribution(account=account, home=home, return_state=True)
-        if report.is_completed():
-            result = report.result()
-            summary["attribution"][account] = {key: result.get(key) for key in ("html", "skipped") if key in result}
-        else:  # the report failing must not keep the alerts from being raised
-            logger.warning("attribution of %s failed: %s", account, report.message)
-            summary["attribution"][account] = {"failed": report.message}
-            failures.append(f"attribution of {account}")
+        # Diagnostics first, so the report draws and lists the alerts this very run raised.
         autopsies = loss_diagnostics(account=account, as_of=day, start=date.fromisoformat(row["first"]),
                                      config_file=alert_config, home=home)
         summary["diagnostics"][account] = [{"alert_id": a["alert_id"], "as_of": a["as_of"], "severity": a["severity"],
                                             "rule": a["trigger"]["rule"], "repair": a["repair"]["verdict"]}
                                            for a in autopsies]
+        report = attribution(account=account, home=home, return_state=True)
+        if report.is_completed():
+            result = report.result()
+            summary["attribution"][account] = {key: result.get(key) for key in ("html", "skipped") if key in result}
+        else:  # a report that fails is said, and the alerts are already out
+            logger.warning("attribution of %s failed: %s", account, report.message)
+            summary["attribution"][account] = {"failed": report.message}
+            failures.append(f"attribution of {account}")
     if failures:
         summary["outcome"] = f"failed: {', '.join(failures)}"
         publish_chain(summary)

@@ -11,8 +11,10 @@ from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
 from tasks.chain import last_stored_session
+from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 
 
 # retries=0: a failed diagnosis is a final answer (bad input); the tasks retry what is transient.

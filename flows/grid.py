@@ -8,10 +8,12 @@ from typing import Any
 from prefect import flow, unmapped
 
 from oomrl.build_info import flow_version
+from tasks.expected_ends import quiet_expected_ends
 from tasks.grid import grid_points, load_market, publish_grid, replay_point
 from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 
 
 @flow(name="replay-grid", version=FLOW_VERSION, retries=1, retry_delay_seconds=10,

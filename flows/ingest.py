@@ -17,10 +17,13 @@ from prefect.tasks import exponential_backoff
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.data import ingest as domain
+from oomrl.data.sample_clock import clocked_end
 from oomrl.data.store import MarketStore
 from oomrl.errors import SourceUnavailableError
+from tasks.expected_ends import quiet_expected_ends
 from tasks.market_data import (
     BACKOFF_SECONDS,
+    fetch_offline_bars,
     fetch_symbol_bars,
     load_reference_data,
     source_for,
@@ -29,6 +32,7 @@ from tasks.market_data import (
 from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 QUARANTINE_ROWS_SHOWN = 200
 
 
@@ -50,7 +54,8 @@ def publish_report(report: domain.IngestReport) -> None:
                           key="ingest-quarantine", description=f"{len(report.quarantined)} bar rows quarantined")
 
 
-# Per-symbol fetches fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py), threads otherwise.
+# Per-symbol fetches of a live source fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py),
+# threads otherwise; an offline source (the sample, csv, synthetic) is read in one task per batch.
 # retries=0: bad data fails the same way again; the fetch tasks retry an unreachable source with backoff.
 @flow(name="ingest-market-data", version=FLOW_VERSION, retries=0, log_prints=True,
       task_runner=task_runner_from_settings())
@@ -73,7 +78,8 @@ def ingest_market_data(
         universe: Which symbols: `csi300` (the index members over the range), `all` (what an offline source
             holds) or a comma-separated list of codes (600519,000001).
         start: First date to ingest, YYYY-MM-DD (empty: the start of the source's data, or 2024-01-01 for a live source).
-        end: Last date to ingest, YYYY-MM-DD (empty: the end of the source's data, or today for a live source).
+        end: Last date to ingest, YYYY-MM-DD (empty: the end of the source's data, or today for a live source;
+            with OOMRL_SAMPLE_CLOCK, the sample's next session after the store's last).
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
         batch_symbols: Symbols fetched and stored per batch (count); smaller batches use less memory.
         backoff_seconds: First wait before retrying an unreachable source, in seconds (doubles on each retry).
@@ -82,7 +88,9 @@ def ingest_market_data(
     settings = get_settings(**({"home": home} if home else {}))
     root = Path(settings.data_dir)
     store = MarketStore(root)
-    lo, hi = domain.resolve_range(source_for(source), start, end)
+    # With OOMRL_SAMPLE_CLOCK, an ingest of the sample without `end` adds the next session only.
+    lo, hi = domain.resolve_range(source_for(source), start,
+                                  clocked_end(source_for(source), end, settings.sample_clock, store))
     report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
     progress = create_progress_artifact(0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}")
 
@@ -106,17 +114,20 @@ def ingest_market_data(
         quarantined: list[pd.DataFrame] = []
         for first in range(0, len(report.symbols), batch_symbols):
             symbols = report.symbols[first:first + batch_symbols]
-            futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
-            frames = []
-            for symbol, future in zip(symbols, futures, strict=True):
-                future.wait()
-                if future.state.is_failed():
-                    report.failures[symbol] = str(future.result(raise_on_failure=False))
-                    continue
-                frame = future.result()
-                if frame.empty:
-                    report.symbols_without_data.append(symbol)
-                frames.append(frame)
+            fetched: dict[str, pd.DataFrame] = {}
+            if source_for(source).live:  # one task per symbol: each retries the network on its own
+                futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
+                for symbol, future in zip(symbols, futures, strict=True):
+                    future.wait()
+                    if future.state.is_failed():
+                        report.failures[symbol] = str(future.result(raise_on_failure=False))
+                    else:
+                        fetched[symbol] = future.result()
+            else:  # files on this machine: one task per batch, not hundreds of task runs on the API
+                fetched, failed = fetch_offline_bars(source, symbols, lo, hi)
+                report.failures.update(failed)
+            report.symbols_without_data += [symbol for symbol, frame in fetched.items() if frame.empty]
+            frames = list(fetched.values())
             rows, written, bad = validate_and_store(frames, tx)
             report.rows_fetched += rows
             report.rows_written += written

@@ -12,6 +12,7 @@ from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.market import calendar
 from tasks.chain import last_stored_session
+from tasks.expected_ends import quiet_expected_ends
 from tasks.portfolio import (
     emit_halted,
     publish_rebalance_artifacts,
@@ -21,6 +22,7 @@ from tasks.portfolio import (
 )
 
 FLOW_VERSION = flow_version()  # the code's version; the strategy version is the run's tag
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 
 
 # retries=0: a failed run is a final answer (halted account, bad data); the tasks retry what is transient.

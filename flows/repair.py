@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import time
 from functools import partial
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
-from prefect.input import RunInput
 from prefect.states import Completed, Failed, State
-from pydantic import Field
 
 from oomrl import repair as domain
-from oomrl.agent.roles import Constraints, Mandate
+from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
@@ -21,62 +21,28 @@ from oomrl.events import PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
 from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
+from tasks.expected_ends import quiet_expected_ends
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
+from tasks.review import MandateReview, review_form
 from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
+quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
                    "a flow retry would run again; transient errors are retried inside each step, and a "
                    "repair is restarted by re-delivering its alert")
 PAUSE_POLL_S = 10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
 PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
-# The state a repair ends in, by the step it stopped at: only a promotion is plain success.
-FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "superseded": "Superseded",
-                      "capacity": "Too many repairs", "test-genesis": "Tests rejected",
-                      "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
 
 
-class MandateReview(RunInput):
-    """The reviewer's answer in the Prefect UI: approve, edit (change the fields) or reject."""
+def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) -> domain.Decision:
+    """Pause the run until a person answers in the UI; no answer within the timeout rejects.
 
-    decision: Literal["approve", "edit", "reject"] = Field(
-        "approve", description="approve the proposed mandate, edit it (the fields below), or reject it")
-    text: str = Field("", description="The mandate in words (edit only; empty keeps the proposal's)")
-    rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = Field(
-        None, description="How often the strategy may trade (edit only)")
-    # The bounds are the mandate's (oomrl.agent.roles.Constraints): the form refuses what a repair would.
-    max_adv_participation: float | None = Field(
-        None, gt=0, le=1, description="Largest order as a fraction of the stock's average daily volume "
-                                      "(0.05 = 5 %; edit only)")
-    max_weekly_turnover: float | None = Field(
-        None, gt=0, le=2, description="Largest turnover per week, Σ|Δw| as a fraction of NAV (0.3 = 30 %; edit only)")
-    reason: str = Field("", description="Why: kept in the run's outcome and the version's notes")
-
-    def to_decision(self, proposed: Mandate) -> domain.Decision:
-        """The domain decision; an edit keeps the proposal's module and alert id."""
-        if self.decision != "edit":
-            return domain.Decision(action=self.decision, reason=self.reason)
-        constraints = {**proposed.constraints.model_dump(), "rebalance": self.rebalance,
-                       "max_adv_participation": self.max_adv_participation,
-                       "max_weekly_turnover": self.max_weekly_turnover}
-        edited = proposed.model_copy(update={
-            "text": self.text or proposed.text,
-            "constraints": Constraints.model_validate(constraints),
-            "rationale": f"{proposed.rationale} | edited by a reviewer: {self.reason}"})
-        return domain.Decision(action="edit", mandate=edited, reason=self.reason)
-
-
-def ask_reviewer(mandate: Mandate, timeout_s: int) -> domain.Decision:
-    """Pause the run until a person answers in the UI; no answer within the timeout rejects."""
-    c = mandate.constraints
-    review = MandateReview.with_initial_data(
-        description=(f"## Proposed mandate for `{mandate.module}`\n\n{mandate.text}\n\n"
-                     f"Constraints: `{c.model_dump_json(exclude_none=True)}`\n\n"
-                     f"Why: {mandate.rationale}\n\nApprove, edit the fields, or reject "
-                     f"(no answer within {timeout_s} s rejects)."),
-        text=mandate.text, rebalance=c.rebalance, max_adv_participation=c.max_adv_participation,
-        max_weekly_turnover=c.max_weekly_turnover)
-    answer, timed_out = wait_for_review(review, timeout_s)
+    The form shows the alert's metrics from the run folder's autopsy.json (the completed autopsy,
+    which run_repair writes before the Critic runs)."""
+    autopsy_file = run_dir / "autopsy.json" if run_dir is not None else None
+    autopsy = json.loads(autopsy_file.read_text()) if autopsy_file is not None and autopsy_file.exists() else {}
+    answer, timed_out = wait_for_review(review_form(mandate, autopsy, timeout_s), timeout_s)
     if answer is None:  # fail closed, and say which way the answer went missing
         reason = (f"no decision within {timeout_s} s: a timeout rejects" if timed_out else
                   "resumed without an answer (no decision in the form): no decision rejects")
@@ -140,11 +106,9 @@ def end_state(outcome: domain.RepairOutcome) -> State[Any]:
     """Promoted: Completed "Promoted"; rejected by a person or the timeout: Completed "Rejected";
     refused or failed: Failed named after the step, its data the exception that carries the outcome
     (a Failed state's data must be an exception, or a worker cannot read the run's result)."""
-    if outcome.status == "promoted":
-        return Completed(name="Promoted", message=outcome.reason, data=outcome.model_dump(mode="json"))
-    if outcome.status == "rejected":
-        return Completed(name="Rejected", message=outcome.reason, data=outcome.model_dump(mode="json"))
-    name = FAILED_STATE_NAMES.get(outcome.step or "", "Failed")
+    name = domain.ending_name(outcome.status, outcome.step)
+    if outcome.status in ("promoted", "rejected"):
+        return Completed(name=name, message=outcome.reason, data=outcome.model_dump(mode="json"))
     return Failed(name=name, message=f"{outcome.step or 'repair'}: {outcome.reason}"[:2000],
                   data=domain.RepairNotPromoted(outcome))
 
@@ -185,7 +149,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
         outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
         publish_outcome(outcome)
-        logger.error("repair refused: %s", exc)
+        logger.warning("repair refused: %s", exc)
         return end_state(outcome)
     publish_autopsy(checked)
     name = account or str(checked["account"])
@@ -204,8 +168,8 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
                 outcome = domain.RepairOutcome(status="failed", step="setup", reason=str(exc), run_dir="")
             else:
                 ctx.version_mapper = version_mapper_from_settings()
-                approve = auto_approve_mandate if auto_approve else partial(ask_reviewer,
-                                                                            timeout_s=approval_timeout_s)
+                approve = auto_approve_mandate if auto_approve else partial(
+                    ask_reviewer, timeout_s=approval_timeout_s, run_dir=ctx.run_dir)
                 outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task, hold=claim.hold)
     except TooManyRepairsError as exc:
         outcome = domain.RepairOutcome(status="failed", step="capacity", reason=str(exc), run_dir="")

@@ -41,6 +41,11 @@ def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def image_link(path: Path, links: ReportLinks | None) -> str:
+    """A chart's URL: signed over HTTP when the stack serves reports, else the PNG as a data URI."""
+    return links.url(path) if links is not None else data_uri(path)
+
+
 def _chart(report: Report, stem: str) -> Path | None:
     return next((p for p in report.pngs if p.stem == stem), None)
 
@@ -48,14 +53,15 @@ def _chart(report: Report, stem: str) -> Path | None:
 def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifacts:
     """The artifacts of an account report; `links` None embeds the images."""
     def image(path: Path) -> str:
-        return links.url(path) if links is not None else data_uri(path)
+        return image_link(path, links)
 
     tearsheet_url = links.url(report.html) if links is not None else None
     where = (f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown periods, friction "
              "month by month, style attribution, glossary)" if tearsheet_url else
              f"The full tearsheet is `{report.html}` on the worker (set OOMRL_REPORTS_URL, as "
              "`oomrl server up` does, to open it from here).")
-    lines = [f"# {report.title}: {report.span}", "", f"Benchmark: {report.benchmark_label}. {where}", ""]
+    lines = [f"# {report.title}: {report.span}", "", f"Benchmark: {report.benchmark_label}. {where}", "",
+             *[f"> **Too short to annualize.** {text}\n" for text in report.caveats]]
     figures = rt.key_figures(report.metrics, report.benchmark_metrics,
                              "CSI 300" if report.benchmark_metrics is not None else "")
     lines += ["## Key figures", "", grid_markdown(figures), ""]
@@ -83,13 +89,14 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
 
 
 def metric_rows(metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
-    """One row per metric: its label with unit, the portfolio's value, the CSI 300's, the definition."""
+    """One row per metric: its label with unit, the portfolio's value, the CSI 300's. The definitions
+    are the tearsheet's glossary: the Prefect UI never wraps a table cell, and a sentence per row
+    would push the values out of a laptop's window."""
     rows = []
     for key, value in metrics.items():
         row = {"metric": label(key).heading, "portfolio": format_value(key, value)}
         if benchmark is not None:
             row["CSI 300"] = format_value(key, benchmark[key]) if key in benchmark else ""
-        row["meaning"] = label(key).definition
         rows.append(row)
     return rows
 
@@ -109,33 +116,67 @@ REPLAY_COLUMNS = (("strategy", "strategy", None), ("start", "from", None), ("end
                   ("total_costs", "costs (CNY)", "{:,.0f}"), ("costs_fraction", "costs (% of capital)", "pct2"),
                   ("slippage_leakage", "slippage leakage (%)", "pct2"),
                   ("frictionless_return", "frictionless return (%)", "pct2"),
-                  ("net_return", "net return (%)", "pct2"), ("halted_on", "halted on", None))
-CROSSVAL_COLUMNS = (("version", "version", None), ("sha", "commit", "short"), ("trading_days", "sessions", "{:,.0f}"),
-                    ("rebalances", "rebalances", "{:,.0f}"),
-                    ("max_rebalances_per_period", "max rebalances a period", "{:,.0f}"),
-                    ("max_adv_participation", "max ADV participation (%)", "pct3"),
-                    ("max_weekly_turnover", "max weekly turnover (× NAV)", "{:.3f}"),
-                    ("turnover", "turnover (× NAV)", "{:.2f}"), ("costs_fraction", "costs (% of capital)", "pct2"),
-                    ("net_return", "net return (%)", "pct2"), ("information_ratio", "information ratio", "{:.2f}"),
-                    ("max_drawdown", "max drawdown (%)", "pct2"), ("halted_on", "halted on", None))
+                  ("net_return", "net return (%)", "pct2"), ("dividends", "dividends (CNY)", "{:,.0f}"),
+                  # fills priced from a known adjustment factor (the rest: the nearest known factor)
+                  ("raw_prices_known", "raw prices known (%)", "pct0"), ("halted_on", "halted on", None))
+# principal loss = 1 − NAV / initial capital: shown as a loss (0 on a gain), the gain in its own column.
+NAV_COLUMNS = (("date", "date", "date"), ("nav", "NAV (CNY)", "{:,.2f}"), ("cash", "cash (CNY)", "{:,.2f}"),
+               ("market_value", "market value (CNY)", "{:,.2f}"),
+               ("realized_return", "realized return (%)", "pct3"),
+               ("frictionless_return", "frictionless return (%)", "pct3"),
+               ("slippage_leakage", "slippage leakage (%)", "pct3"), ("turnover", "turnover (× NAV)", "{:.3f}"),
+               ("costs", "costs (CNY)", "{:,.2f}"), ("reward", "reward (Eq. 1-2)", "{:.5f}"),
+               ("principal_loss", "principal loss (%)", "loss2"), ("principal_loss", "vs initial capital (%)", "gain2"))
 
 
-def _cell(value: Any, style: str | None) -> str:
+def cell_text(value: Any, style: str | None) -> str:
+    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN` with an optional unit
+    after a space, `date`, `short`), — for none."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
     if style == "short":
         return str(value)[:12]
+    if style == "date":
+        return f"{pd.Timestamp(value):%Y-%m-%d}"
     if style is None or isinstance(value, str):
         return str(value)
-    if style.startswith("pct"):
-        return f"{float(value) * 100:.{style[3:]}f} %"
+    kind, _, unit = style.partition(" ")  # "pct2 of NAV": two decimals, then the unit
+    after = f" {unit}" if unit else ""
+    if kind.startswith("pct"):
+        return f"{float(value) * 100:.{kind[3:]}f} %{after}"
+    if kind.startswith("loss"):  # a principal loss: never negative (a gain is no loss)
+        return f"{max(float(value), 0.0) * 100:.{kind[4:]}f} %{after}"
+    if kind.startswith("gain"):  # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
+        return f"{-float(value) * 100:+.{kind[4:]}f} %{after}"
     return style.format(float(value))
 
 
-def formatted_rows(rows: Iterable[Mapping[str, Any]], columns: tuple[tuple[str, str, str | None], ...]
-                   ) -> list[dict[str, str]]:
+Columns = tuple[tuple[str, str, str | None], ...]
+
+
+def formatted_rows(rows: Iterable[Mapping[str, Any]], columns: Columns) -> list[dict[str, str]]:
     """Rows with renamed columns (units in the names) and rounded values, in the columns' order."""
-    return [{title: _cell(row.get(key), style) for key, title, style in columns if key in row} for row in rows]
+    return [{title: cell_text(row.get(key), style) for key, title, style in columns if key in row} for row in rows]
+
+
+def numeric_titles(columns: Columns) -> set[str]:
+    """The titles of the columns that hold numbers (right-aligned wherever they are shown)."""
+    return {title for _, title, style in columns if style not in (None, "date", "short")}
+
+
+def markdown_table(rows: list[dict[str, str]], numeric: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+    """Formatted rows as a pipe table, numbers right-aligned."""
+    if not rows:
+        return ""
+    titles = list(rows[0])
+    rule = "|" + "|".join("---:" if title in numeric else ":---" for title in titles) + "|"
+    lines = ["| " + " | ".join(titles) + " |", rule]
+    return "\n".join(lines + ["| " + " | ".join(row[t] for t in titles) + " |" for row in rows])
+
+
+def nav_rows(nav: pd.DataFrame) -> list[dict[str, str]]:
+    """NAV rows with units, dates as dates, fractions as labelled percentages."""
+    return formatted_rows(nav.to_dict("records"), NAV_COLUMNS)
 
 
 def fills_rows(fills: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
@@ -150,19 +191,10 @@ def replay_rows(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
     return formatted_rows(summaries, REPLAY_COLUMNS)
 
 
-def crossval_rows(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    return formatted_rows(rows, CROSSVAL_COLUMNS)
-
-
 def nav_markdown(summary: Mapping[str, Any], nav: pd.DataFrame, version_label: str) -> str:
     """The account's recent NAV with the sim-to-real gap, under the version's name."""
-    header = ("| date | NAV (CNY) | realized | frictionless | slippage leakage | turnover (× NAV) | costs (CNY) "
-              "| principal loss |")
     status = (f"Strategy version **{version_label}**; committed: {summary['committed']}, "
               f"duplicate: {summary['duplicate']}, halted: {summary['halted']}.")
-    lines = [f"# {summary['account']} on {summary['as_of']}", "", status, "", header,
-             "|:---|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [(f"| {r.date:%Y-%m-%d} | {r.nav:,.2f} | {r.realized_return:.3%} | {r.frictionless_return:.3%} "
-               f"| {r.slippage_leakage:.3%} | {r.turnover:.3f} | {r.costs:,.2f} | {r.principal_loss:.2%} |")
-              for r in nav.itertuples()]
-    return "\n".join(lines)
+    table = markdown_table(nav_rows(nav.drop(columns=["cash", "market_value", "reward"], errors="ignore")),
+                           numeric_titles(NAV_COLUMNS))
+    return "\n".join([f"# {summary['account']} on {summary['as_of']}", "", status, "", table])

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import tomllib
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -127,6 +128,9 @@ class Settings(BaseSettings):
     # Strategy code runs only in a jail (bubblewrap); this runs it unjailed where none can be made,
     # and every replay, rebalance and decision table then says so (docs/gate.md, "The strategy host").
     unsafe_no_jail: bool = False
+    # The bundled sample played forward (oomrl/data/sample_clock.py): an empty store is filled up to
+    # this session, and each later ingest of the sample adds the next one. None (`off`): all at once.
+    sample_clock: date | None = None
 
     @field_validator("home", mode="before")
     @classmethod
@@ -170,6 +174,12 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("sample_clock", mode="before")
+    @classmethod
+    def _clock_off(cls, value: Any) -> Any:
+        """`off` (or empty) turns the sample clock off; anything else must be a date."""
+        return None if isinstance(value, str) and value.strip().lower() in ("", "off") else value
 
     @classmethod
     def settings_customise_sources(
@@ -264,6 +274,11 @@ def describe(exc: ValidationError, init: dict[str, Any] | None = None, prefix: s
             message = "must be a finite number"
         lines.append(f"{_source_of(field, init or {}, prefix)}={_shown(value)}: {message}")
     return "invalid setting: " + "; ".join(lines)
+
+
+def configured(name: str) -> bool:
+    """Whether a setting is given, by the environment or the config file, rather than left to its default."""
+    return f"{ENV_PREFIX}{name.upper()}" in os.environ or name in _config_file_values()
 
 
 def get_settings(**overrides: Any) -> Settings:

@@ -104,26 +104,10 @@ class CrossValidation(BaseModel):
         return [row.model_dump(mode="json", exclude={"dates", "returns"}) for row in self.rows]
 
     def decision_markdown(self) -> str:
-        """The decision table as markdown: windows, measures, checks with their numbers, verdict."""
-        verdict = "PROMOTE" if self.passed else "REFUSE"
-        lines = [f"# Cross-validation: {verdict}", "",
-                 f"- alert window: {self.start}..{self.end}",
-                 f"- long window: {self.long_start or self.start}..{self.end}",
-                 (f"- tolerance: the candidate's mean daily return, net of friction, may trail by at most "
-                  f"{self.tolerance_z:g} standard error of the paired difference (annualized)"),
-                 f"- ranking by total reward (Eq. 1-2) over the long window: {', '.join(self.ranking) or '-'}",
-                 "", ("| window | version | sha | days | net return | IR | reward Σ | max DD | turnover | "
-                      "costs/W₀ | max ADV part. | max weekly turnover | max weight | halted |"),
-                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for r in self.rows:
-            ir = "-" if r.information_ratio is None else f"{r.information_ratio:.2f}"
-            lines.append(f"| {r.window} | {r.version} | {r.sha[:10]} | {r.trading_days} | {r.net_return:+.2%} | "
-                         f"{ir} | {r.reward:+.4f} | {r.max_drawdown:.2%} | {r.turnover:.2f} | "
-                         f"{r.costs_fraction:.2%} | {r.max_adv_participation:.4f} | {r.max_weekly_turnover:.3f} | "
-                         f"{r.max_position_weight:.3f} | {r.halted_on or '-'} |")
-        lines += ["", "| check | passed | detail |", "|---|---|---|"]
-        lines += [f"| {c.name} | {'yes' if c.passed else 'NO'} | {c.detail} |" for c in self.checks]
-        return "\n".join(lines) + "\n"
+        """The decision as markdown: windows, measures (versions × windows as columns), checks, verdict."""
+        from oomrl.repair_artifacts import crossval_markdown
+
+        return crossval_markdown(self)
 
     def write(self, run_dir: Path) -> Path:
         """The decision table as `cross_validation.md` in the run folder (what the flow publishes)."""

@@ -24,13 +24,14 @@ from rich.table import Table
 
 from oomrl.config import Settings, get_settings
 from oomrl.errors import OomrlError
+from oomrl.repair_endings import ending_name
 
 DEMO_ACCOUNT = "demo"
 SEVERITY_RANK = {"warning": 1, "critical": 2}
 # "friction": the slippage-leakage alert (the paper's friction shock) or anything critical.
 REPAIR_POLICIES = ("friction", "critical", "warning")
 FRICTION_RULES = frozenset({"execution_decay"})
-TABLE1_COLUMNS = [("trading_days", "days"), ("annualized_return", "ann. return"),
+TABLE1_COLUMNS = [("trading_days", "days"), ("cumulative_return", "return"), ("annualized_return", "ann. return"),
                   ("benchmark_annualized_return", "CSI 300"), ("sharpe", "Sharpe"),
                   ("max_drawdown", "max DD"), ("information_ratio", "IR"), ("beta", "beta"),
                   ("alpha_annualized", "alpha"), ("reward", "reward Σ")]
@@ -211,7 +212,9 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
             result = repairer(settings, config, chosen.model_dump(mode="json"))
             log.repairs.append(result)
             style = "green" if result["status"] == "promoted" else "red"
-            console.print(f"[{style}]repair {result['status']}[/]: {result['reason']}")
+            step = f" at {result['step']}" if result.get("step") else ""  # the name a flow run's state has
+            console.print(f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
+                          f"{result['reason']}")
             if result["status"] == "promoted":
                 last_promotion = number
     return log
@@ -235,6 +238,7 @@ def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any],
     """The paper's Table 1: per version, and for the whole window; with the reward (Eq. 1-2) per span."""
     from oomrl.metrics.attribution import version_rewards
     from oomrl.metrics.performance import Phase, compute_metrics
+    from oomrl.metrics.short_window import without_annualized
 
     rows = []
     spans = [*phases, Phase("whole window", returns.index[0], returns.index[-1])]
@@ -242,7 +246,8 @@ def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any],
     for span in spans:
         part = returns.loc[span.start:span.end]
         metrics = compute_metrics(part, benchmark) if len(part) > 2 else {"trading_days": len(part)}
-        metrics = {**metrics, "reward": rewards.get(span.name)}
+        metrics = without_annualized({**metrics, "cumulative_return": float((1.0 + part).prod() - 1.0),
+                                      "reward": rewards.get(span.name)}, len(part))
         rows.append({"version": span.name, "start": part.index[0].date().isoformat(),
                      "end": part.index[-1].date().isoformat(),
                      **{key: metrics.get(key) for key, _ in TABLE1_COLUMNS}})
@@ -250,13 +255,17 @@ def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any],
 
 
 def print_table1(frame: pd.DataFrame, console: Console) -> None:
-    """Table 1 with rich: percentages for returns and drawdown, ratios to two decimals."""
+    """Table 1 with rich: percentages for returns and drawdown, ratios to two decimals; a span too
+    short to annualize shows — and a line saying so."""
+    from oomrl.metrics.short_window import MIN_ANNUALIZED_SESSIONS, too_short
+
     table = Table(title="Table 1 — performance per strategy version (vs CSI 300 price index)")
     for column in ("version", "span"):
         table.add_column(column)
     for _, label in TABLE1_COLUMNS:
         table.add_column(label, justify="right")
-    percent = {"annualized_return", "benchmark_annualized_return", "max_drawdown", "alpha_annualized"}
+    percent = {"cumulative_return", "annualized_return", "benchmark_annualized_return", "max_drawdown",
+               "alpha_annualized"}
     for row in frame.to_dict("records"):
         cells = []
         for key, _ in TABLE1_COLUMNS:
@@ -269,6 +278,11 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
                 cells.append(f"{value:.2%}" if key in percent else f"{value:.2f}")
         table.add_row(row["version"], f"{row['start']} → {row['end']}", *cells)
     console.print(table, width=max(console.width, 150))
+    short = [row["version"] for row in frame.to_dict("records") if too_short(row["trading_days"])]
+    if short:
+        console.print(f"— : {', '.join(short)} traded fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short "
+                      "to annualize (ann. return, CSI 300, Sharpe, IR and alpha are left out; return is over "
+                      "the span)")
 
 
 def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoLog,
@@ -337,7 +351,7 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
                        ("run log", "demo_json")):
         console.print(f"{label:>10}: {summary[key]}")
     for repair in log.repairs:
-        console.print(f"{'repair':>10}: {repair['run_dir']} ({repair['status']})")
+        console.print(f"{'repair':>10}: {repair['run_dir']} ({ending_name(repair['status'], repair.get('step'))})")
     console.rule("inspect the demo's state")
     for line in inspect_commands(settings.home, config.account):
         console.print(line, soft_wrap=True)

@@ -78,12 +78,26 @@ def user_message(exc: BaseException) -> str | None:
         return _os_message(exc)
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(exc, pydantic.ValidationError):
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                             for e in exc.errors()[:5])
-        return f"invalid {exc.title}: {problems}"
+        return f"invalid {exc.title}: {validation_problems(exc)}"
     if isinstance(exc, ValueError | UnicodeError):
         return str(exc) or type(exc).__name__
     return None
+
+
+def validation_problems(exc: Exception, most: int = 5, with_input: bool = False) -> str:
+    """A pydantic ValidationError in one line, `field: what is wrong` (and `(got value)` with
+    `with_input`: never for settings, whose values may be secrets); pydantic's own text spans lines
+    and ends with a documentation URL."""
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return " ".join(str(exc).split())
+    problems = []
+    for error in errors()[:most]:
+        where = ".".join(str(part) for part in error["loc"]) or "value"
+        shown = with_input and "input" in error and not isinstance(error["input"], dict)
+        given = f" (got {error['input']!r})" if shown else ""
+        problems.append(f"{where}: {error['msg']}{given}")
+    return "; ".join(problems)
 
 
 def _hide_passwords(text: str) -> str:

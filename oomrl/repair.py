@@ -39,6 +39,7 @@ from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
 from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
+from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
 from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.versions import StrategyVersions, VersionInfo
@@ -316,6 +317,7 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
 
 
 __all__ = [
+    "FAILED_STATE_NAMES",
     "STEPS",
     "AttemptRecord",
     "Decision",
@@ -328,6 +330,7 @@ __all__ = [
     "changed_tests",
     "complete_autopsy",
     "cross_validation",
+    "ending_name",
     "finish",
     "load_autopsy",
     "logic_genesis",

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import psutil
 
+from oomrl.config import configured
 from oomrl.errors import OomrlError
 from oomrl.files import atomic_write, private_dir, private_file
 from oomrl.owners import START_TOLERANCE_S
@@ -112,7 +113,9 @@ def check_webhook(config: StackConfig) -> None:
 
 
 def stack_env(config: StackConfig) -> dict[str, str]:
-    """The environment every child process shares: one Prefect API, one OOMRL_HOME."""
+    """The environment every child process shares: one Prefect API, one OOMRL_HOME; the sample clock
+    at DAY_ONE unless OOMRL_SAMPLE_CLOCK (or the config file) says otherwise, `off` included, so a
+    fresh stack's deployments tell the loop's story on their defaults (oomrl/data/sample_clock.py)."""
     env = dict(os.environ)
     env.update({
         "OOMRL_HOME": str(config.home),
@@ -126,6 +129,10 @@ def stack_env(config: StackConfig) -> dict[str, str]:
         "OOMRL_REPORTS_URL": os.environ.get("OOMRL_REPORTS_URL") or config.webhook_url,
         "PYTHONUNBUFFERED": "1",
     })
+    if not configured("sample_clock"):  # day one: the sample played forward from its first session on
+        from oomrl.data.sample_clock import DAY_ONE
+
+        env["OOMRL_SAMPLE_CLOCK"] = DAY_ONE.isoformat()
     env.update(config.extra_env)
     return env
 

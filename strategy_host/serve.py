@@ -306,7 +306,21 @@ def _error(exc: BaseException, kind: str) -> dict[str, Any]:
             where = [frame.filename[len("/workspace/"):], frame.lineno]
             break
     return {"error": {"kind": kind, "type": type(exc).__name__, "builtin": builtin,
-                      "message": str(exc)[:2000], "where": where}}
+                      "message": _one_line(exc)[:2000], "where": where}}
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message in one line; a pydantic ValidationError as `field: problem (got value)`, the way
+    oomrl.errors.validation_problems says it (this file imports nothing of oomrl)."""
+    errors = getattr(exc, "errors", None)
+    if type(exc).__name__ != "ValidationError" or not callable(errors):
+        return str(exc)
+    problems = []
+    for error in errors()[:5]:
+        where = ".".join(str(part) for part in error.get("loc", ())) or "value"
+        given = f" (got {error['input']!r})" if "input" in error and not isinstance(error["input"], dict) else ""
+        problems.append(f"{where}: {error.get('msg', '')}{given}")
+    return "; ".join(problems)
 
 
 def serve(spec: dict[str, Any]) -> int:

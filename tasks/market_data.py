@@ -17,7 +17,7 @@ from prefect.tasks import Task, exponential_backoff
 from oomrl.data import ingest as domain
 from oomrl.data.sources import MarketSource, get_source
 from oomrl.data.store import MarketStore
-from oomrl.errors import SourceUnavailableError
+from oomrl.errors import OomrlError, SourceUnavailableError
 
 FETCH_RETRIES = 3
 BACKOFF_SECONDS = 2.0     # 2 s, 4 s, 8 s between attempts
@@ -47,6 +47,22 @@ def fetch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
 def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.DataFrame:
     """One symbol's bars from `source` in schema form."""
     return domain.fetch_bars(source_for(source), symbol, start, end)
+
+
+# An offline source reads local files: no network to retry, and one task run per symbol would be hundreds
+# of task runs (each a few API writes) per ingest, which a SQLite Prefect server serialises.
+@task(name="fetch-offline-bars", cache_policy=NO_CACHE, persist_result=False)
+def fetch_offline_bars(source: str, symbols: list[str], start: date, end: date
+                       ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """Every symbol's bars from an offline source, in one task: the frames, and why a symbol failed."""
+    frames: dict[str, pd.DataFrame] = {}
+    failures: dict[str, str] = {}
+    for symbol in symbols:
+        try:
+            frames[symbol] = domain.fetch_bars(source_for(source), symbol, start, end)
+        except OomrlError as exc:  # a malformed file of one symbol: the others are stored
+            failures[symbol] = str(exc)
+    return frames, failures
 
 
 # The writing tasks take the flow's open store transaction and are never cached: a cached result would

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_image_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
@@ -14,7 +15,9 @@ from prefect.tasks import Task, exponential_backoff
 
 from oomrl import repair as domain
 from oomrl.agent.llm import LLMUnavailableError
-from oomrl.artifacts import crossval_rows
+from oomrl.artifacts import image_link
+from oomrl.repair_artifacts import crossval_markdown, crossval_rows, not_measured_rows
+from oomrl.report_links import ReportLinks
 
 STEP_RETRIES = 2
 BACKOFF_SECONDS = 5.0
@@ -72,13 +75,7 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
             markdown=(f"# {record.phase}, attempt {record.attempt}\n\n{record.notes}\n\n## Diff\n\n"
                       f"{_code(record.diff or '(no diff)', 'diff')}\n\n## Verdict\n\n"
                       f"{_code(verdict, 'json')}"))
-    if outcome.cross_validation is not None:
-        cross = outcome.cross_validation
-        create_table_artifact(key="repair-cross-validation", table=crossval_rows(cross.table()),
-                              description=f"{cross.start}..{cross.end}: "
-                                          + ("passed" if cross.passed else "; ".join(cross.failures())))
-        create_markdown_artifact(key="repair-cross-validation-decision", markdown=cross.decision_markdown(),
-                                 description="promotion evidence: measures per window, checks, tolerance")
+    publish_evidence(outcome)
     lines = [f"# Repair {outcome.status}", "", f"- step: {outcome.step or '-'}",
              f"- reason: {outcome.reason}", f"- run folder: `{outcome.run_dir}`",
              f"- budget: {json.dumps(outcome.budget)}"]
@@ -92,9 +89,42 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
     publish_agent_records(outcome)
 
 
+def publish_evidence(outcome: domain.RepairOutcome) -> None:
+    """The cross-validation table (versions × windows), the decision with the evidence chart, the chart
+    as an image; a cross-validation that could not be measured still gets its table, saying why."""
+    cross = outcome.cross_validation
+    if cross is None:
+        if outcome.step == "cross-validation":
+            create_table_artifact(key="repair-cross-validation", table=not_measured_rows(outcome.reason),
+                                  description=f"cross-validation not measured: {outcome.reason}"[:500])
+        return
+    image = None
+    if outcome.run_dir and any(row.dates for row in cross.rows):
+        # matplotlib is imported only when there is a chart to draw
+        from oomrl.metrics.evidence import evidence_chart
+
+        chart = evidence_chart(cross, evidence_dir(Path(outcome.run_dir)) / "evidence.png")
+        image = image_link(chart, ReportLinks.from_env())
+        create_image_artifact(image, key="repair-evidence",
+                              description="Cumulative return net of friction of each version over the long "
+                                          "window, the alert window shaded")
+    verdict = "passed" if cross.passed else "; ".join(cross.failures())
+    create_table_artifact(key="repair-cross-validation", table=crossval_rows(cross),
+                          description=f"alert window {cross.start}..{cross.end}: {verdict}"[:500])
+    create_markdown_artifact(key="repair-cross-validation-decision", markdown=crossval_markdown(cross, image),
+                             description="promotion evidence: measures per version and window, checks, tolerance")
+
+
+def evidence_dir(run_dir: Path) -> Path:
+    """runs/report-<repair folder>/: where the evidence chart goes, so the webhook's report route serves it."""
+    from oomrl.files import private_dir
+
+    return private_dir(run_dir.parent / f"report-{run_dir.name}")
+
+
 def publish_agent_records(outcome: domain.RepairOutcome) -> None:
     """The transcript, the budget (this repair and the account's ledger balance) and the state trail."""
-    from oomrl.agent.records import budget_rows, trail_rows, transcript_rows
+    from oomrl.agent.records import budget_rows, trail_markdown, transcript_rows
 
     if outcome.run_dir:
         create_table_artifact(key="repair-transcript", table=transcript_rows(outcome.run_dir),
@@ -103,5 +133,5 @@ def publish_agent_records(outcome: domain.RepairOutcome) -> None:
         create_table_artifact(key="repair-budget", table=budget_rows(outcome.budget),
                               description="LLM budget: this repair and the account (ledger)")
     if outcome.trail:
-        create_table_artifact(key="repair-trail", table=trail_rows(outcome.trail),
-                              description="The repair's state machine transitions")
+        create_markdown_artifact(key="repair-trail", markdown=trail_markdown(outcome.trail),
+                                 description="The repair's state machine transitions")

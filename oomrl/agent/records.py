@@ -7,7 +7,7 @@ from typing import Any
 
 from oomrl.agent.llm import Transcript
 
-PREVIEW_CHARS = 160
+PREVIEW_CHARS = 40  # the Prefect UI never wraps a table cell: the whole text is in transcript.jsonl
 
 
 def _preview(text: str) -> str:
@@ -15,8 +15,13 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS] + " …"
 
 
+def _tokens(used: int | None, limit: int | None) -> str:
+    shown = "—" if used is None else f"{used:,}"
+    return f"{shown} of {limit:,}" if limit else shown
+
+
 def transcript_rows(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per transcript record: who asked or answered, what it cost, and a preview."""
+    """One row per transcript record: who asked or answered, what it cost (of its limit), a preview."""
     rows = []
     for record in Transcript(Path(run_dir) / "transcript.jsonl").records():
         usage = record.get("usage") or {}
@@ -25,11 +30,9 @@ def transcript_rows(run_dir: str | Path) -> list[dict[str, Any]]:
                 else str(record.get("view", ""))
         else:
             text = str(record.get("content") or record.get("error") or "")
+        used = usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0) if usage else None
         rows.append({"seq": record.get("seq"), "kind": record["kind"], "role": record.get("role"),
-                     "max_tokens": record.get("max_tokens"),
-                     "tokens": (usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
-                     if usage else None,
-                     "model": record.get("model"), "preview": _preview(text)})
+                     "tokens": _tokens(used, record.get("max_tokens")), "preview": _preview(text)})
     return rows
 
 
@@ -46,6 +49,9 @@ def budget_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def trail_rows(trail: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The transitions the repair took, in order."""
-    return [{"from": m["source"], "to": m["target"], "why": m["reason"], "at": m["at"]} for m in trail]
+def trail_markdown(trail: list[dict[str, str]]) -> str:
+    """The transitions the repair took, in order, as a numbered list (a reason is a sentence)."""
+    lines = ["# The repair's transitions", ""]
+    lines += [f"{number}. **{m['source']} → {m['target']}** ({m['at']}): {m['reason']}"
+              for number, m in enumerate(trail, start=1)]
+    return "\n".join(lines) + "\n"

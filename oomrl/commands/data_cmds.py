@@ -79,10 +79,10 @@ def ingest_command(
 
     CSI 300 levels and membership are stored too; bad rows are quarantined, never stored.
     """
-    from rich.console import Console
-
+    from oomrl.commands.tables import output_console
     from oomrl.config import get_settings
     from oomrl.data.ingest import ingest
+    from oomrl.data.sample_clock import clocked_end
     from oomrl.data.sources import get_source
     from oomrl.data.store import MarketStore
 
@@ -90,11 +90,12 @@ def ingest_command(
     settings = get_settings()
     store = MarketStore(settings.data_dir)
     market_source = get_source(source)
+    last = clocked_end(market_source, last, settings.sample_clock, store)  # OOMRL_SAMPLE_CLOCK: one session
     with progress(market_source.name) as advance:
         report = ingest(market_source, universe, first, last, store, wait=_wait(wait),
                         progress=lambda done, total, symbol: advance(done, total, symbol),
                         on_wait=lambda note: typer.echo(note, err=True), market=market.value)
-    print_report(report, Console(soft_wrap=True), store)
+    print_report(report, output_console(), store)  # a quarantine table's reasons whole on a pipe too
 
 
 def register(app: typer.Typer) -> None:

@@ -27,15 +27,13 @@ def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(values))
         return
-    from rich.console import Console
-    from rich.table import Table
-
+    from oomrl.commands.tables import output_console, rows_table
+    from oomrl.metrics.labels import label
     from oomrl.metrics.tearsheet import format_value
 
-    table = Table("metric", "value")
-    for key, value in values.items():
-        table.add_row(key, format_value(key, value))
-    Console().print(table)
+    rows = [{"metric": key, "label": label(key).heading, "value": format_value(key, value)}
+            for key, value in values.items()]
+    output_console().print(rows_table(rows, None, {"value"}))
 
 
 def metrics_command(
@@ -83,13 +81,13 @@ def report_command(
     """
     from oomrl.config import get_settings
     from oomrl.metrics.attribution import account_report, report_dir
-    from oomrl.metrics.io import MetricsInputError, read_returns_csv
+    from oomrl.metrics.io import read_returns_csv
     from oomrl.metrics.performance import read_phases
     from oomrl.metrics.tearsheet import build_report
 
     settings = get_settings()
-    if (account is None) == (returns is None):
-        raise MetricsInputError("give exactly one of --account or --returns")
+    if (account is None) == (returns is None):  # a usage error: exit 2, like typer's own
+        raise typer.BadParameter("give exactly one of --account or --returns", param_hint="--account / --returns")
     windows = read_phases(phases) if phases else None
     if returns is not None:
         folder = out or report_dir(settings.runs_dir, returns.stem)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -17,42 +17,29 @@ from oomrl.commands import (
     valid_strategy,
 )
 
-if TYPE_CHECKING:
-    import pandas as pd
-    from rich.table import Table
-
 SHOWN_ROWS = 20
 
 account_app = typer.Typer(help="Show an account, or resume it after a halt.",
                           no_args_is_help=True)
 
 
-def frame_table(frame: pd.DataFrame, title: str, rows: int = SHOWN_ROWS) -> Table:
-    """A rich table of the first rows of a frame (floats rounded)."""
-    from rich.table import Table
+def print_shown(console: Any, rows: list[dict[str, str]], columns: Any, title: str) -> None:
+    """The first SHOWN_ROWS formatted rows (units in the titles), never cut: wrapped into parts on a
+    narrow terminal, whole on a pipe."""
+    from oomrl.artifacts import numeric_titles
+    from oomrl.commands.tables import print_rows
 
-    table = Table(*[str(c) for c in frame.columns], title=f"{title} ({len(frame)} rows)")
-    for row in frame.head(rows).itertuples(index=False):
-        table.add_row(*[f"{v:,.4f}" if isinstance(v, float) else str(v) for v in row])
-    return table
+    print_rows(console, rows[:SHOWN_ROWS], f"{title} ({len(rows)} rows)", numeric_titles(columns))
 
 
-def summary_table(summaries: list[dict[str, Any]]) -> Table:
-    """Turnover, total costs, slippage leakage and net return per replay."""
-    from rich.table import Table
+def rebalance_line(summary: dict[str, Any]) -> str:
+    """The rebalance's outcome in words, with units (the --json output keeps the fractions)."""
+    from oomrl.artifacts import NAV_COLUMNS, formatted_rows
 
-    table = Table("strategy", "period", "rebalances", "turnover (sum |dw|)", "turnover / yr",
-                  "total costs (CNY)", "costs / W0", "slippage leakage", "frictionless",
-                  "net return", "dividends", "raw prices known", "halted on", title="replay")
-    for s in summaries:
-        table.add_row(s["strategy"], f"{s['start']}..{s['end']}", str(s["rebalances"]),
-                      f"{s['turnover']:.2f}", f"{s['turnover_annualized']:.1f}",
-                      f"{s['total_costs']:,.0f}", f"{s['costs_fraction']:.2%}",
-                      f"{s['slippage_leakage']:.2%}", f"{s['frictionless_return']:.2%}",
-                      f"{s['net_return']:.2%}", f"{s.get('dividends', 0.0):,.0f}",
-                      # fills priced from a known adjustment factor (the rest: the nearest known factor)
-                      f"{s.get('raw_prices_known', 1.0):.0%}", str(s["halted_on"] or "-"))
-    return table
+    (nav,) = formatted_rows([summary], NAV_COLUMNS)
+    shown = ", ".join(f"{title} {value}" for title, value in nav.items() if title != "date" and value != "—")
+    return (f"{summary['account']} on {summary['as_of']}: {summary['orders']} order(s), {summary['fills']} "
+            f"fill(s){'; ' + shown if shown else ''}; version {str(summary['strategy_version'])[:12]}")
 
 
 def warn_unjailed(jails: list[str | None]) -> None:
@@ -68,13 +55,14 @@ def rebalance_command(
     as_of: Annotated[str | None, typer.Option(
         "--as-of", metavar="DATE", help="Session to rebalance on, YYYY-MM-DD (default: the latest).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the orders; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the summary, as JSON (fractions).")] = False,
 ) -> None:
     """Rebalance an account on one session.
 
     The account trades its active strategy version; a session is committed at most once.
     """
-    from rich.console import Console
-
+    from oomrl.artifacts import FILL_COLUMNS, ORDER_COLUMNS, fills_rows, orders_rows
+    from oomrl.commands.tables import output_console
     from oomrl.config import get_settings
     from oomrl.portfolio.service import last_session, run_rebalance
 
@@ -82,17 +70,20 @@ def rebalance_command(
     day = parse_day(as_of, "--as-of") or last_session()
     outcome = run_rebalance(settings, account_or_default(account, settings), day, dry_run=dry_run)
     warn_unjailed([outcome.jail])
-    console = Console()
+    if as_json:
+        typer.echo(json.dumps(outcome.summary(), default=str))
+        return
+    console = output_console()
     if dry_run:
         console.print("[yellow]dry run[/yellow]: nothing was written")
     elif outcome.duplicate:
         console.print(f"rebalance of {outcome.account} on {day} was already committed; "
                       "nothing new was written")
     if len(outcome.orders):
-        console.print(frame_table(outcome.orders, "orders"))
+        print_shown(console, orders_rows(outcome.orders.to_dict("records")), ORDER_COLUMNS, "orders")
     if len(outcome.fills):
-        console.print(frame_table(outcome.fills.drop(columns=["cash_delta_fen"], errors="ignore"), "fills"))
-    console.print(json.dumps(outcome.summary(), default=str))
+        print_shown(console, fills_rows(outcome.fills.to_dict("records")), FILL_COLUMNS, "fills")
+    console.print(rebalance_line(outcome.summary()))
     if outcome.halted:
         console.print("[red]HALTED[/red]: the kill switch tripped; `oomrl account resume "
                       f"--account {outcome.account} --confirm` to trade again")
@@ -137,23 +128,28 @@ def replay_command(
     if as_json:
         typer.echo(json.dumps(summaries, default=str, indent=2))
         return
-    from rich.console import Console
+    from oomrl.artifacts import REPLAY_COLUMNS, replay_rows
+    from oomrl.commands.tables import output_console
 
-    Console(width=170).print(summary_table(summaries))  # the table is wide; never squeeze it into 80 columns
+    print_shown(output_console(), replay_rows(summaries), REPLAY_COLUMNS, "replay")
 
 
 @account_app.command("show")
-def account_show(account: AccountOption = None) -> None:
+def account_show(
+    account: AccountOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the account as one JSON object "
+                                                          "(dates ISO, fractions as fractions).")] = False,
+) -> None:
     """Show an account.
 
     Status, cash, positions, the last NAV rows and the active strategy version.
     """
-    import pandas as pd
-    from rich.console import Console
-
+    from oomrl.artifacts import NAV_COLUMNS, nav_rows
+    from oomrl.commands.tables import output_console, rows_table
     from oomrl.config import get_settings
     from oomrl.errors import OomrlError
     from oomrl.portfolio.service import existing_ledger
+    from oomrl.versions import StrategyVersions
 
     settings = get_settings()
     name = account_or_default(account, settings)
@@ -163,21 +159,26 @@ def account_show(account: AccountOption = None) -> None:
                          "(the ledger does not exist yet)")
     state = ledger.account(name)
     active = ledger.active_strategy(name)
-    from oomrl.versions import StrategyVersions
-
     labels = StrategyVersions(settings.workspace_dir).labels(ledger.version_names(name))
     version = (f"{labels.get(active[0], active[1])} ({active[0][:12]})" if active else "none yet (starts on v1)")
-    console = Console()
+    nav = ledger.nav_frame(name).tail(10).drop(columns=["strategy_version"])
+    if as_json:
+        typer.echo(json.dumps({"account": name, "status": state.status.value, "cash": state.cash_fen / 100,
+                               "booked_to": state.last_date, "version": version, "halt_reason": state.halt_reason,
+                               "positions": dict(sorted(state.positions.items())),
+                               "nav": json.loads(nav.to_json(orient="records", date_format="iso"))},
+                              default=str))
+        return
+    console = output_console()
     console.print(f"[bold]{name}[/bold] status={state.status.value.upper()} "
-                  f"cash={state.cash_fen / 100:,.2f} booked-to={state.last_date} version={version}")
+                  f"cash={state.cash_fen / 100:,.2f} CNY booked-to={state.last_date} version={version}")
     if state.halt_reason:
         console.print(f"[red]halted:[/red] {state.halt_reason}")
     if state.positions:
-        console.print(frame_table(pd.DataFrame(sorted(state.positions.items()),
-                                               columns=["symbol", "quantity"]), "positions"))
-    nav = ledger.nav_frame(name)
+        positions = [{"symbol": symbol, "shares": f"{quantity:,}"} for symbol, quantity in sorted(state.positions.items())]
+        console.print(rows_table(positions, f"positions ({len(positions)})", {"shares"}))
     if len(nav):
-        console.print(frame_table(nav.tail(10).drop(columns=["strategy_version"]), "nav (last 10)"))
+        print_shown(console, nav_rows(nav), NAV_COLUMNS, "NAV, last sessions")
 
 
 @account_app.command("resume")

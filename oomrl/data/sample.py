@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from oomrl.config import Settings
 from oomrl.data.ingest import ingest
+from oomrl.data.sample_clock import clocked_end
 from oomrl.data.sources.sample import SampleSource
 from oomrl.data.store import MarketStore
 
 
 def ensure_sample(settings: Settings, wait: float | None = None) -> MarketStore:
-    """The market store of `settings`; when it is empty, ingest the whole bundled sample into it first.
+    """The market store of `settings`; when it is empty, ingest the bundled sample into it first (the
+    whole of it, or up to OOMRL_SAMPLE_CLOCK's session: oomrl/data/sample_clock.py).
 
     Several processes may start on an empty store at once: each takes the writer lock (waiting up to
     `wait` s) and checks again, so the sample is ingested once and the others find it there.
@@ -18,5 +20,6 @@ def ensure_sample(settings: Settings, wait: float | None = None) -> MarketStore:
     if store.is_empty():
         with store.transaction(wait) as tx:
             if tx.is_empty():
-                ingest(SampleSource(), "all", None, None, tx)
+                source = SampleSource()  # with the sample clock on, up to its session only
+                ingest(source, "all", None, clocked_end(source, None, settings.sample_clock, tx), tx)
     return store

@@ -2,7 +2,11 @@
 with strategy versions shaded and alerts, repairs and promotions marked.
 
 Each chart is a `draw_*` function onto given axes (the one-page tearsheet.png reuses them) and a
-file-writing wrapper of the same name without the prefix.
+file-writing wrapper of the same name without the prefix. Rules every chart keeps (tests/metrics/
+test_chart_rules.py): no two tick labels of an axis alike; a stretch of more than MAX_JOIN_DAYS
+calendar days without a session (a holiday, a halt) is a break in the line, never a straight segment
+across it; marks closer than MIN_MARK_SPACING of the axis are drawn as one, with their count, so
+they stay legible over hundreds of sessions.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ import matplotlib
 matplotlib.use("Agg")  # files only, never a display
 
 import matplotlib.dates as mdates
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import FixedLocator, PercentFormatter
 
 from oomrl.metrics.marks import Mark
 from oomrl.metrics.performance import (
@@ -39,15 +44,78 @@ ALERT_COLORS = {"critical": "#c0392b", "warning": "#e67e22"}
 REPAIR_COLOR = "#7d3c98"
 PROMOTION_COLOR = "#1e8449"
 LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "frameon": False, "fontsize": 9}
+MAX_JOIN_DAYS = 4  # a weekend and one holiday: sessions further apart than this are not joined by a line
+MIN_MARK_SPACING = 0.015  # of the axis width: about a marker's width on the narrowest chart (the 10-inch PNG)
+MAX_TICK_DECIMALS = 4
+DATE_FORMATS = ("%Y", "%b %Y", "%d %b", "%d %b %Y")  # shortest first
+FEW_SESSIONS = 12  # up to this many sessions, each gets its own date tick
+SEVERITY_ORDER = {"critical": 0, "warning": 1}
 
 
-def style_axes(ax: Axes, title: str) -> Axes:
-    """Title, light grid, concise date ticks, no top/right spines."""
+class DistinctPercentFormatter(PercentFormatter):
+    """PercentFormatter with as few decimals as keep every tick label of the axis distinct: ticks
+    0 %, −0.5 %, −1 % are never shown as 0 %, 0 %, −1 %."""
+
+    def format_ticks(self, values: Any) -> list[str]:
+        labels: list[str] = []
+        for decimals in range(MAX_TICK_DECIMALS + 1):
+            self.decimals = decimals
+            labels = [self(value, number) for number, value in enumerate(values)]
+            if len(set(labels)) == len(labels):
+                break
+        return labels
+
+
+def percent_axis(ax: Axes) -> None:
+    """Fractions on the y axis shown as percentages whose labels never repeat."""
+    ax.yaxis.set_major_formatter(DistinctPercentFormatter(1.0, decimals=0))
+
+
+def with_gaps(series: pd.Series, max_days: int = MAX_JOIN_DAYS) -> pd.Series:
+    """The series with a NaN inside every stretch of more than `max_days` calendar days without a
+    point, so a line (or a fill) breaks there instead of bridging a holiday or a halt."""
+    if len(series) < 2:
+        return series
+    index = pd.DatetimeIndex(series.index)
+    far = np.flatnonzero((index[1:] - index[:-1]) > pd.Timedelta(days=max_days))
+    if not len(far):
+        return series
+    holes = pd.Series(np.nan, index=index[far] + pd.Timedelta(days=1))
+    return pd.concat([series, holes]).sort_index()
+
+
+class DistinctDateFormatter(mdates.DateFormatter):
+    """Date tick labels in the shortest of DATE_FORMATS that names every tick differently: `2025`,
+    `Jul 2024`, `15 Jul`, never `Jul` for two Julys or `15` for every month's middle."""
+
+    def __init__(self) -> None:
+        super().__init__(DATE_FORMATS[-1])
+
+    def format_ticks(self, values: Any) -> list[str]:
+        labels: list[str] = []
+        for fmt in DATE_FORMATS:
+            labels = [mdates.num2date(value).strftime(fmt) for value in values]
+            if len(set(labels)) == len(labels):
+                break
+        return labels
+
+
+def date_axis(ax: Axes, dates: pd.DatetimeIndex | None = None) -> None:
+    """Daily data never gets intraday ticks: a window of few sessions is ticked on its sessions, a
+    longer one by matplotlib's date locator; labels from DistinctDateFormatter."""
+    if dates is not None and 0 < len(dates) <= FEW_SESSIONS:
+        locator: Any = FixedLocator(mdates.date2num(dates))
+    else:
+        locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(DistinctDateFormatter())
+
+
+def style_axes(ax: Axes, title: str, dates: pd.DatetimeIndex | None = None) -> Axes:
+    """Title, light grid, date ticks that never repeat a label, no top/right spines."""
     ax.set_title(title, fontsize=12, loc="left")
     ax.grid(True, color="#dddddd", linewidth=0.7)
-    locator = mdates.AutoDateLocator(minticks=4, maxticks=10)
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    date_axis(ax, dates)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
@@ -76,32 +144,60 @@ def _shade(ax: Axes, phases: list[Phase] | None) -> None:
                    alpha=0.9, zorder=0, label=phase.name)
 
 
+def clusters(marks: list[Mark], start: float, end: float, spacing: float = MIN_MARK_SPACING) -> list[list[Mark]]:
+    """Marks in date order, grouped while within `spacing` of the axis (from `start` to `end`, in
+    matplotlib date numbers) of their group's first mark: the groups' first marks, where their markers
+    stand, are then at least `spacing` apart."""
+    width = max(end - start, 1e-9)
+    groups: list[list[Mark]] = []
+    for mark in sorted(marks, key=lambda m: m.date):
+        if groups and (mdates.date2num(mark.date) - mdates.date2num(groups[-1][0].date)) / width < spacing:
+            groups[-1].append(mark)
+        else:
+            groups.append([mark])
+    return groups
+
+
+def _marker(ax: Axes, group: list[Mark], y: float, style: dict[str, Any], label: str) -> None:
+    """One marker for a group of marks, on its first mark's date; its count beside it when it stands
+    for more than one."""
+    first = group[0]
+    transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    ax.plot([first.date], [y], linestyle="none", transform=transform, clip_on=False, label=label, **style)
+    if len(group) > 1:
+        ax.annotate(str(len(group)), (mdates.date2num(first.date), y), xycoords=transform,
+                    xytext=(0, 5 if y < 0.5 else -12), textcoords="offset points", ha="center",
+                    fontsize=7, color=style["color"], zorder=style["zorder"])
+
+
 def _mark(ax: Axes, marks: list[Mark] | None) -> None:
     """Alerts as triangles along the bottom, repairs as diamonds along the top, promotions as labelled
-    dashed lines; each kind appears once in the legend."""
+    dashed lines; each kind appears once in the legend. Alerts (and repairs) closer than
+    MIN_MARK_SPACING of the axis share one marker, in the most severe alert's colour and labelled with
+    their count. Call after set_xlim."""
     seen: set[str] = set()
-    transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
 
     def once(name: str) -> str:
         shown = name not in seen
         seen.add(name)
         return name if shown else "_nolegend_"
 
-    for mark in marks or []:
-        if mark.kind == "alert":
-            color = ALERT_COLORS.get(mark.severity, ALERT_COLORS["warning"])
-            # A critical alert is drawn above a warning of the same day whatever their ledger order.
-            ax.plot([mark.date], [0.03], marker="^", markersize=7, color=color, linestyle="none",
-                    transform=transform, zorder=6 if mark.severity == "critical" else 5, clip_on=False,
-                    label=once(f"{mark.severity or 'warning'} alert"))
-        elif mark.kind == "repair":
-            ax.plot([mark.date], [0.97], marker="D", markersize=6, color=REPAIR_COLOR, linestyle="none",
-                    transform=transform, zorder=5, clip_on=False, label=once("repair started"))
-        else:
-            ax.axvline(mark.date, color=PROMOTION_COLOR, linestyle="--", linewidth=1.3, zorder=4,
-                       label=once("new version trades"))
-            ax.text(mark.date, 0.90, f" {mark.label}", transform=transform, color=PROMOTION_COLOR,
-                    fontsize=8.5, va="top", ha="left", zorder=6)
+    start, end = ax.get_xlim()
+    for group in clusters([m for m in marks or [] if m.kind == "alert"], start, end):
+        # A group is drawn in the colour of its most severe alert, whatever the ledger's order.
+        severity = min((m.severity or "warning" for m in group), key=lambda s: SEVERITY_ORDER.get(s, 1))
+        style = {"marker": "^", "markersize": 7, "color": ALERT_COLORS.get(severity, ALERT_COLORS["warning"]),
+                 "zorder": 6 if severity == "critical" else 5}
+        _marker(ax, group, 0.03, style, once(f"{severity} alert"))
+    repairs = [m for m in marks or [] if m.kind == "repair"]
+    for group in clusters(repairs, start, end):
+        _marker(ax, group, 0.97, {"marker": "D", "markersize": 6, "color": REPAIR_COLOR, "zorder": 5},
+                once("repair started"))
+    for mark in (m for m in marks or [] if m.kind == "promotion"):
+        ax.axvline(mark.date, color=PROMOTION_COLOR, linestyle="--", linewidth=1.3, zorder=4,
+                   label=once("new version trades"))
+        ax.text(mark.date, 0.90, f" {mark.label}", transform=ax.get_xaxis_transform(), color=PROMOTION_COLOR,
+                fontsize=8.5, va="top", ha="left", zorder=6)
 
 
 def draw_equity(ax: Axes, returns: pd.Series, benchmark: pd.Series | None, label: str = "Portfolio",
@@ -109,27 +205,30 @@ def draw_equity(ax: Axes, returns: pd.Series, benchmark: pd.Series | None, label
                 marks: list[Mark] | None = None) -> None:
     """Cumulative return of the portfolio and the benchmark from the same starting capital."""
     style_axes(ax, f"Cumulative return: {label} vs {benchmark_label}" if benchmark is not None
-               else f"Cumulative return: {label}")
+               else f"Cumulative return: {label}", returns.index)
     _shade(ax, phases)
-    ax.plot(returns.index, wealth(returns) - 1.0, color=PORTFOLIO_COLOR, linewidth=1.8, label=label)
+    curve = with_gaps(wealth(returns) - 1.0)
+    ax.plot(curve.index, curve, color=PORTFOLIO_COLOR, linewidth=1.8, label=label)
     if benchmark is not None:
-        ax.plot(benchmark.index, wealth(benchmark) - 1.0, color=BENCHMARK_COLOR, linewidth=1.5,
-                linestyle="--", label=benchmark_label)
+        index_curve = with_gaps(wealth(benchmark) - 1.0)
+        ax.plot(index_curve.index, index_curve, color=BENCHMARK_COLOR, linewidth=1.5, linestyle="--",
+                label=benchmark_label)
     ax.axhline(0.0, color="black", linewidth=0.8)
-    _mark(ax, marks)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    ax.set_ylabel("Cumulative return")
     ax.set_xlim(returns.index[0], returns.index[-1])
+    _mark(ax, marks)
+    percent_axis(ax)
+    ax.set_ylabel("Cumulative return")
     ax.legend(**LEGEND)
 
 
 def draw_underwater(ax: Axes, returns: pd.Series, label: str = "Portfolio") -> None:
     """Drawdown from the running high-water mark (the starting capital counts as the first mark)."""
     drawdown = drawdown_series(returns)
-    style_axes(ax, f"Underwater curve: {label} (max drawdown {drawdown.min():.1%})")
-    ax.fill_between(drawdown.index, drawdown, 0.0, color=LOSS_COLOR, alpha=0.35, linewidth=0)
-    ax.plot(drawdown.index, drawdown, color=LOSS_COLOR, linewidth=1.2, label="Drawdown")
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    style_axes(ax, f"Underwater curve: {label} (max drawdown {drawdown.min():.1%})", returns.index)
+    shown = with_gaps(drawdown)
+    ax.fill_between(shown.index, shown, 0.0, color=LOSS_COLOR, alpha=0.35, linewidth=0)
+    ax.plot(shown.index, shown, color=LOSS_COLOR, linewidth=1.2, label="Drawdown")
+    percent_axis(ax)
     ax.set_ylabel("Drawdown from peak")
     ax.set_ylim(top=0.005)
     ax.set_xlim(returns.index[0], returns.index[-1])
@@ -140,13 +239,13 @@ def draw_rolling_ir(ax: Axes, returns: pd.Series, benchmark: pd.Series, phases: 
                     window: int = ROLLING_IR_WINDOW, benchmark_label: str = "CSI 300",
                     marks: list[Mark] | None = None) -> None:
     """Rolling information ratio, with each phase (strategy version) shaded and named (paper Fig. 3)."""
-    rolling = rolling_information_ratio(returns, benchmark, window)
-    style_axes(ax, f"Rolling {window}-day information ratio vs {benchmark_label}")
+    rolling = with_gaps(rolling_information_ratio(returns, benchmark, window))
+    style_axes(ax, f"Rolling {window}-day information ratio vs {benchmark_label}", returns.index)
     _shade(ax, phases)
     ax.plot(rolling.index, rolling, color=PORTFOLIO_COLOR, linewidth=1.6, label=f"{window}-day IR", zorder=3)
     ax.axhline(0.0, color="black", linewidth=0.8, zorder=2)
-    _mark(ax, marks)
     ax.set_xlim(returns.index[0], returns.index[-1])
+    _mark(ax, marks)
     ax.set_ylabel("Information ratio (annualized)")
     ax.legend(**LEGEND, title="Strategy version" if phases and not marks else None)
 
@@ -168,11 +267,11 @@ def draw_friction(ax: Axes, by_month: pd.DataFrame, marks: list[Mark] | None = N
     turnover.set_ylabel("Turnover (× NAV a month)")
     turnover.set_ylim(bottom=0)
     turnover.spines["top"].set_visible(False)
+    ax.set_xlim(centers.min() - pd.Timedelta(days=20), centers.max() + pd.Timedelta(days=20))
     _mark(ax, [m for m in marks or [] if m.kind == "promotion"])
     bars, names = ax.get_legend_handles_labels()
     line, line_names = turnover.get_legend_handles_labels()
     ax.legend(bars + line, names + line_names, **{**LEGEND, "bbox_to_anchor": (1.07, 1.0)})
-    ax.set_xlim(centers.min() - pd.Timedelta(days=20), centers.max() + pd.Timedelta(days=20))
 
 
 def equity_chart(returns: pd.Series, benchmark: pd.Series | None, path: Path,

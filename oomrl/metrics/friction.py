@@ -41,6 +41,7 @@ def friction_row(nav: pd.DataFrame, fills: pd.DataFrame) -> dict[str, float | in
     row: dict[str, float | int | None] = {
         "sessions": sessions,
         "rebalances": int(traded.sum()),
+        "turnover": float(nav["turnover"].sum()),
         "turnover_annualized": float(nav["turnover"].sum()) / sessions * PERIODS_PER_YEAR if sessions else None,
         "turnover_per_rebalance": float(nav.loc[traded, "turnover"].mean()) if traded.any() else None,
         "costs_total": float(nav["costs"].sum()),

@@ -13,12 +13,12 @@ import pandas as pd
 
 from oomrl.metrics.labels import format_value, label
 
-KEY_FIGURES = ("annualized_return", "cagr", "volatility", "sharpe", "sortino", "max_drawdown", "calmar",
+KEY_FIGURES = ("cumulative_return", "annualized_return", "cagr", "volatility", "sharpe", "sortino", "max_drawdown", "calmar",
                "tracking_error", "information_ratio", "beta", "alpha_annualized", "alpha_tstat_hac",
                "r_squared", "trading_days")
 PHASE_ROWS = ("sessions", "annualized_return", "benchmark_annualized_return", "excess_return", "cagr",
               "cumulative_return", "volatility", "sharpe", "max_drawdown", "information_ratio")
-FRICTION_ROWS = ("rebalances", "turnover_annualized", "turnover_per_rebalance", "costs_total", "cost_drag",
+FRICTION_ROWS = ("sessions", "rebalances", "turnover", "turnover_annualized", "turnover_per_rebalance", "costs_total", "cost_drag",
                  "commission", "stamp_duty", "transfer_fee", "impact_cost", "slippage_leakage",
                  "slippage_leakage_annualized", "fills", "adv_participation_mean", "adv_participation_max",
                  "fills_over_cap", "reward_total")

@@ -21,6 +21,13 @@ from oomrl.metrics.performance import (
     standalone_metrics,
 )
 from oomrl.metrics.periods import drawdown_periods, monthly_returns, yearly_returns
+from oomrl.metrics.short_window import (
+    MIN_ANNUALIZED_SESSIONS,
+    caveat,
+    rows_without_annualized,
+    short_windows,
+    without_annualized,
+)
 
 __all__ = ["BENCHMARK_LABELS", "Report", "ReportInputs", "build_report", "format_value"]
 
@@ -64,6 +71,7 @@ class Report:
     friction: Friction | None = None
     marks: list[Mark] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)  # shown above the figures: windows too short to annualize
     title: str = "Portfolio"
     benchmark_label: str = "none"
     span: str = ""
@@ -113,30 +121,53 @@ def _short_benchmark(kind: str) -> str:
 
 
 def _tables(returns: pd.Series, benchmark: pd.Series | None, out_dir: Path, inputs: ReportInputs) -> Report:
-    rf = inputs.rf
+    rf, sessions = inputs.rf, len(returns)
     if benchmark is not None:
         metrics = compute_metrics(returns, benchmark, rf=rf)
         benchmark = benchmark.loc[returns.index]
-        bench_metrics: dict[str, float | int | None] | None = standalone_metrics(benchmark, rf=rf)
+        bench_metrics: dict[str, float | int | None] | None = cumulative(benchmark) | standalone_metrics(benchmark, rf=rf)
     else:
         metrics, bench_metrics = standalone_metrics(returns, rf=rf), None
+    metrics = without_annualized(cumulative(returns) | metrics, sessions)
+    bench_metrics = without_annualized(bench_metrics, sessions) if bench_metrics is not None else None
     friction = inputs.friction if inputs.friction is not None and not friction_is_empty(inputs.friction) \
         else None
+    if friction is not None:
+        friction = Friction(rows_without_annualized(friction.by_version), friction.by_month)
+    phases = (rows_without_annualized(phase_table(returns, inputs.phases, benchmark, rf))
+              if inputs.phases else None)
     notes = list(inputs.notes)
     if benchmark is not None and len(returns) <= ROLLING_IR_WINDOW:
         notes.append(f"No rolling {ROLLING_IR_WINDOW}-day IR chart: only {len(returns)} sessions.")
     attribution = inputs.attribution
     return Report(
         html=out_dir / "tearsheet.html", markdown=out_dir / "summary.md", pngs=[], metrics=metrics,
-        benchmark_metrics=bench_metrics,
-        phases=phase_table(returns, inputs.phases, benchmark, rf) if inputs.phases else None,
+        benchmark_metrics=bench_metrics, phases=phases,
         style=attribution.table() if attribution is not None else None,
         style_split=attribution.split_table() if attribution is not None else None,
         attribution=attribution, monthly=monthly_returns(returns), yearly=yearly_returns(returns, benchmark),
         drawdowns=drawdown_periods(returns, DRAWDOWNS_SHOWN), friction=friction,
-        marks=within(inputs.marks, returns.index[0], returns.index[-1]), notes=notes, title=inputs.title,
+        marks=within(inputs.marks, returns.index[0], returns.index[-1]), notes=notes,
+        caveats=report_caveats(sessions, phases), title=inputs.title,
         benchmark_label=BENCHMARK_LABELS[inputs.benchmark_kind] if benchmark is not None else "none",
         span=f"{returns.index[0].date()} .. {returns.index[-1].date()}", rf=rf)
+
+
+def cumulative(returns: pd.Series) -> dict[str, float | int | None]:
+    """The return over the whole window: the headline figure a window too short to annualize keeps."""
+    return {"cumulative_return": float((1.0 + returns).prod() - 1.0)}
+
+
+def report_caveats(sessions: int, phases: pd.DataFrame | None) -> list[str]:
+    """The whole window's short-window caveat, or one naming the versions too short to annualize."""
+    whole = caveat(sessions, "The report's window")
+    if whole is not None:
+        return [whole]
+    short = short_windows(phases, "phase") if phases is not None else []
+    if not short:
+        return []
+    return [f"{', '.join(short)}: fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short to annualize; "
+            "its annualized figures are left out (—), its cumulative ones are shown."]
 
 
 def _charts(returns: pd.Series, benchmark: pd.Series | None, out_dir: Path, report: Report,

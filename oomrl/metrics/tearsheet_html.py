@@ -23,6 +23,7 @@ padding:0 1rem;color:#1d2733;line-height:1.4}
 h1{font-size:1.6rem;margin:0 0 .2rem} h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dbe3}
 h3{font-size:1rem;margin:1.2rem 0 .3rem}
 .meta{color:#4f5b66;font-size:.9rem} .note{color:#4f5b66;font-size:.88rem;max-width:60rem}
+.caveat{background:#fff4e0;border-left:4px solid #e67e22;padding:.4rem .7rem;max-width:60rem}
 .chips span{display:inline-block;background:#eef3fa;border-radius:3px;padding:.05rem .45rem;margin:.1rem .2rem 0 0;
 font-size:.85rem}
 table{border-collapse:collapse;font-size:.86rem;margin:.4rem 0;max-width:100%}
@@ -140,11 +141,12 @@ def render_html(report: Report) -> str:
     chips = ('<p class="chips">' + "".join(f"<span>{html.escape(v)}</span>" for v in versions) + "</p>"
              if versions else "")
     created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    caveats = "".join(f'<p class="caveat">{html.escape(text)}</p>' for text in report.caveats)
     sessions = report.metrics["trading_days"]
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{html.escape(report.title)} — oomrl tearsheet</title><style>{CSS}</style></head><body>"
             f"<h1>{html.escape(report.title)}</h1><p class=\"meta\">Period {report.span} · {sessions} sessions · "
             f"Benchmark: <b>{html.escape(report.benchmark_label)}</b> · risk-free {report.rf:.2%} a year · "
-            f"annualized return = mean daily return × 252 · generated {created}</p>{chips}{body}"
+            f"annualized return = mean daily return × 252 · generated {created}</p>{caveats}{chips}{body}"
             f"<section><h2>Glossary</h2>{glossary_html(used)}</section></body></html>")

@@ -39,6 +39,7 @@ def render_markdown(report: Report, image_links: dict[str, str] | None = None) -
              f"- Period: {report.span} ({report.metrics['trading_days']} sessions)",
              f"- Benchmark: {report.benchmark_label}", f"- Risk-free rate: {report.rf:.2%} a year",
              "- Conventions: annualized return = mean daily return × 252; CAGR alongside; std ddof=1.", "",
+             *[f"> **Too short to annualize.** {text}\n" for text in report.caveats],
              "## Key figures", "", grid_markdown(figures)]
     if report.phases is not None:
         grid = rt.transposed(report.phases, "phase", rt.PHASE_ROWS)

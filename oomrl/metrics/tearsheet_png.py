@@ -3,6 +3,7 @@ for a README, a chat message or a Prefect image artifact."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,10 +20,13 @@ if TYPE_CHECKING:
 
 WIDTH_IN = 14.0
 DPI = 100
-HEADLINE = (("annualized_return", "Ann. return"), ("max_drawdown", "Max drawdown"), ("sharpe", "Sharpe"),
+HEADLINE = (("cumulative_return", "Return over the window"), ("annualized_return", "Ann. return"), ("max_drawdown", "Max drawdown"), ("sharpe", "Sharpe"),
             ("information_ratio", "IR vs CSI 300"), ("beta", "Beta"), ("alpha_annualized", "CAPM alpha"))
 PER_ROW = 7
-FRICTION_ROWS = ("turnover_annualized", "cost_drag", "slippage_leakage_annualized", "adv_participation_mean")
+CAVEAT_WIDTH = 170  # characters a line of the short-window caveat holds at 9.5 pt across the page
+# Each friction figure summed and a year (a version too short to annualize keeps its sums).
+FRICTION_ROWS = ("turnover", "turnover_annualized", "costs_total", "cost_drag", "slippage_leakage",
+                 "slippage_leakage_annualized", "adv_participation_mean")
 FRICTION_HEADLINE = (("turnover_annualized", "Turnover a year"), ("cost_drag", "Cost drag a year"),
                      ("slippage_leakage_annualized", "Slippage leakage a year"),
                      ("adv_participation_mean", "Mean ADV participation"))
@@ -77,7 +81,9 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
     table = _version_table(report)
     figures = _headline(report)
     rows = [figures[i:i + PER_ROW] for i in range(0, len(figures), PER_ROW)]
-    head_in = 0.8 + 0.6 * len(rows)
+    caveat = "\n".join(textwrap.wrap(" ".join(report.caveats), CAVEAT_WIDTH))
+    caveat_in = 0.2 * (caveat.count("\n") + 1) + 0.1 if caveat else 0.0
+    head_in = 0.8 + caveat_in + 0.6 * len(rows)
     heights = [3.0 if p == "equity" else 2.2 for p in panels] + ([0.3 * (len(table.rows) + 2)] if table else [])
     fig = Figure(figsize=(WIDTH_IN, head_in + sum(heights)), dpi=DPI, layout="constrained")
     head, body = fig.subfigures(2, 1, height_ratios=[head_in, sum(heights)])  # type: ignore[misc]  # 2 rows: an array
@@ -86,6 +92,8 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
               weight="bold", va="top")
     head.text(0.01, 1 - 0.5 * to_fraction, f"{report.span} · {report.metrics['trading_days']} sessions · "
               f"benchmark {report.benchmark_label}", fontsize=10.5, color="#4f5b66", va="top")
+    if caveat:
+        head.text(0.01, 1 - 0.8 * to_fraction, caveat, fontsize=9.5, color="#a04000", va="top")
     for number, row in enumerate(rows):
         y = (0.05 + 0.6 * (len(rows) - 1 - number)) * to_fraction
         for column, (name, value) in enumerate(row):

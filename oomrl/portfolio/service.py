@@ -119,6 +119,16 @@ def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool =
     return rebalance(ledger, account, as_of, panels, setup, dry_run=dry_run)
 
 
+def within_store(store: Any, start: date) -> None:
+    """A replay starting after the store's last session is refused naming the span the store holds
+    (the panels' own error would name only the end of the requested window)."""
+    summary = store.bar_summary() if hasattr(store, "bar_summary") else {}
+    first, last = summary.get("first_date"), summary.get("last_date")
+    if last is not None and pd.Timestamp(start) > last:
+        raise OomrlError(f"start {start} is after the last session in the market store: it holds "
+                         f"{first:%Y-%m-%d}..{last:%Y-%m-%d} (ingest more, or start inside it)")
+
+
 def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
                params: str | dict[str, Any] | None = None, workspace: Path | None = None,
                store: Any = None, kill_threshold: float | None = None,
@@ -132,6 +142,7 @@ def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
         from oomrl.data.sample import ensure_sample
 
         store = ensure_sample(settings)
+    within_store(store, start)
     panels = load_panels(store, end, history_days=(pd.Timestamp(end) - pd.Timestamp(start)).days
                          + HISTORY_DAYS, market=market)
     setup = rebalance_setup(source, "replay", settings, membership(store) if market == "cn" else None,

@@ -41,7 +41,7 @@ def test_rejecting_at_the_terminal_changes_nothing(repair_home: Path, tmp_path: 
     result = repair(tmp_path, stdin="reject\nnot this week\n")
     assert result.exit_code == 0, result.output
     assert '"max_weekly_turnover": 0.3' in result.output  # the mandate is shown first
-    assert "repair rejected: not this week" in result.output
+    assert "repair ended Rejected: not this week" in result.output
 
 
 def test_no_answer_at_the_terminal_rejects(repair_home: Path, tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_an_unknown_answer_counts_as_a_rejection(repair_home: Path, tmp_path: Pa
 def test_editing_then_failing_reports_the_step(repair_home: Path, tmp_path: Path) -> None:
     result = repair(tmp_path, stdin="edit\nMonthly instead\nmonthly\n0.02\n0.1\n")
     assert result.exit_code == 1
-    assert "repair failed at test-genesis" in result.output
+    assert "repair ended Tests rejected at test-genesis" in result.output
     assert "no more test_author responses" in result.output
     run_dir = Path(result.output.split("run folder: ")[1].split()[0])
     decision = json.loads((run_dir / "decision.json").read_text())
@@ -103,4 +103,4 @@ def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(repair_h
     assert rollback.exit_code == 1 and said in rollback.output and "Traceback" not in rollback.output
     failed = repair(tmp_path, "--auto-approve")
     assert failed.exit_code == 1 and "Traceback" not in failed.output
-    assert f"repair failed at critic: UnknownActiveVersionError: {said}" in failed.output
+    assert f"repair ended Failed at critic: UnknownActiveVersionError: {said}" in failed.output

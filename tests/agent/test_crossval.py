@@ -3,6 +3,7 @@ tolerance in two windows, baseline B alongside, and the decision table in the ru
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import date, timedelta
 from pathlib import Path
@@ -130,8 +131,13 @@ def test_the_decision_table_prints_measures_checks_and_verdict(tmp_path: Path) -
     cross = CrossValidation(start=DAYS[60], end=DAYS[-1], rows=found, checks=checks_for(found, WEEKLY),
                             long_start=DAYS[0], ranking=["active", "candidate"])
     text = cross.write(tmp_path).read_text()
-    assert text.startswith("# Cross-validation: REFUSE") and "| long | candidate |" in text
-    assert "net_of_friction_vs_active_long | NO |" in text and "ranking by total reward" in text
+    assert text.startswith("# Cross-validation: REFUSE")
+    # versions × windows as columns, each window named: two "active" columns never look alike
+    assert "| window | measure | candidate | active |" in text
+    assert f"| alert | from | {DAYS[0]} | {DAYS[0]} |" in text and "| long | sessions | 120 | 120 |" in text
+    assert "- **net_of_friction_vs_active_long**: FAILED — candidate - active" in text
+    assert "ranking by total reward" in text
+    assert not re.search(r"\d\.\d{6,}", text)  # every number rounded
     assert all("dates" not in row for row in cross.table())
 
 

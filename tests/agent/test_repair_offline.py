@@ -26,7 +26,7 @@ def test_offline_repair_promotes_a_tested_weekly_capped_version(
     result = runner.invoke(app, ["repair", "--autopsy", str(autopsy_file), "--provider", "offline",
                                  "--auto-approve"])
     assert result.exit_code == 0, result.output
-    assert "repair promoted: promoted v2" in result.output
+    assert "repair ended Promoted: promoted v2" in result.output
     outcome = json.loads(next((repair_home / "runs").glob("repair-*/outcome.json")).read_text())
     assert [(m["source"], m["target"]) for m in outcome["trail"]] == [
         ("critic", "approval"), ("approval", "test-genesis"), ("test-genesis", "logic-genesis"),

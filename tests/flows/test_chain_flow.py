@@ -54,6 +54,10 @@ def test_marks_every_session_reports_and_asks_for_one_repair_per_cause(home: Pat
     assert {(a["as_of"], a["rule"]) for a in alerts} == {("2026-02-02", "daily_loss"), ("2026-02-02", "turnover_spike"),
                                                            ("2026-02-05", "daily_loss")}
     assert [a["repair"] for a in alerts] == ["requested", "cooldown", "cooldown"]  # one cause, one repair
+    # the run's report draws and lists the alerts this very run raised (diagnostics run before it)
+    listed = (Path(summary["attribution"]["chainacct"]["html"]).parent / "summary.md").read_text()
+    for alert in alerts:
+        assert f"| {alert['as_of']} | alert | {alert['severity']} {alert['rule']} |" in listed, alert
     events = account_events("oomrl.loss.alert", "chainacct")
     labels = {e.payload["alert_id"]: (e.resource["oomrl.alert.severity"], e.resource["oomrl.repair"]) for e in events}
     assert labels[alerts[0]["alert_id"]] == ("warning", "requested")

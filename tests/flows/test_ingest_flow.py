@@ -10,7 +10,12 @@ from uuid import UUID
 import pandas as pd
 import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterId,
+)
 from prefect.states import Failed
 
 from flows.ingest import FLOW_VERSION, ingest_market_data
@@ -95,6 +100,10 @@ def test_sample_ingest_publishes_tables_and_progress(prefect_harness: None, tmp_
     assert {"ingest-summary", "ingest-quarantine", "ingest-progress"} <= set(artifacts)
     assert artifacts["ingest-progress"].data == 100.0
     assert '"rows_written": "' in artifacts["ingest-summary"].data
+    with get_client(sync_client=True) as client:  # the files are read in one task, not one per symbol
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
+            id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+    assert [run.name.rsplit("-", 1)[0] for run in runs if run.name.startswith("fetch")] == ["fetch-offline-bars"]
     again = ingest_market_data(source="sample", universe="600519,300750,000001", start="2025-01-01",
                                end="2025-01-31", home=str(tmp_path))
     assert again["rows_written"] == 0

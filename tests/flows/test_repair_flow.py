@@ -61,7 +61,7 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
     assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
     assert versions.metadata("v2")["provider"] == "openai"
     assert {"repair-autopsy", "repair-test-gen-1", "repair-code-patch-1", "repair-cross-validation",
-            "repair-outcome"} <= artifact_keys("repair-")
+            "repair-cross-validation-decision", "repair-evidence", "repair-outcome"} <= artifact_keys("repair-")
     events = _promoted_events("paper")
     assert events and events[0].payload["sha"] == outcome["version"]["sha"]
     assert events[0].payload["alert_id"] == daily_momentum_autopsy["alert_id"]

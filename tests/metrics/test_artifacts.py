@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +11,17 @@ import pandas as pd
 import pytest
 
 from oomrl.artifacts import (
-    crossval_rows,
     data_uri,
     fills_rows,
     metric_rows,
     nav_markdown,
+    nav_rows,
     orders_rows,
     replay_rows,
     report_artifacts,
 )
+from oomrl.crossval import CrossValidation, VersionMeasures
+from oomrl.repair_artifacts import crossval_rows
 from oomrl.report_links import ReportLinks
 from oomrl.run_tags import alert_tag, strategy_tags
 
@@ -52,12 +55,18 @@ def test_replay_and_crossval_rows_have_no_raw_floats() -> None:
                 "max_rebalances_per_period": 1, "max_adv_participation": 0.04123456,
                 "max_weekly_turnover": 0.2987654, "turnover": 3.4567891, "costs_fraction": 0.00412345,
                 "net_return": -0.0123456, "information_ratio": None, "max_drawdown": -0.0812345,
-                "halted_on": None}
-    (row,) = crossval_rows([measures])
-    assert row["commit"] == "0123456789ab" and row["information ratio"] == "—"
-    assert row["max ADV participation (%)"] == "4.123 %"
-    for table in (rows, [row]):
-        assert not any(RAW_FLOAT.search(value) for value in table[0].values())
+                "halted_on": None, "dates": [date(2024, 7, 1), date(2024, 9, 27)], "returns": [0.01, -0.02]}
+    cross = CrossValidation(start=date(2024, 9, 2), end=date(2024, 9, 27), checks=[], rows=[
+        VersionMeasures(**{**measures, "window": window, "version": version})  # type: ignore[arg-type]
+        for window in ("alert", "long") for version in ("candidate", "active")])
+    table = {(row["window"], row["measure"]): row for row in crossval_rows(cross)}
+    assert list(table[("alert", "commit")]) == ["window", "measure", "candidate", "active"]  # windows named
+    assert table[("long", "commit")]["active"] == "0123456789ab"
+    assert table[("alert", "IR vs CSI 300")]["candidate"] == "—"
+    assert table[("long", "max ADV part. (%)")]["candidate"] == "4.123 %"
+    assert table[("alert", "from")]["active"] == "2024-07-01"
+    for shown in (rows[0], *table.values()):
+        assert not any(RAW_FLOAT.search(value) for value in shown.values())
 
 
 def test_nav_markdown_names_the_version_and_rounds() -> None:
@@ -68,14 +77,24 @@ def test_nav_markdown_names_the_version_and_rounds() -> None:
     text = nav_markdown({"account": "demo", "as_of": "2025-01-02", "committed": True, "duplicate": False,
                          "halted": False}, nav, "v1 daily_momentum")
     assert "Strategy version **v1 daily_momentum**" in text
-    assert "| 2025-01-02 | 10,012,345.68 | 0.123% | 0.235% | 0.111% | 0.988 | 16,225.36 | -0.12% |" in text
+    assert ("| date | NAV (CNY) | realized return (%) | frictionless return (%) | slippage leakage (%) "
+            "| turnover (× NAV) | costs (CNY) | principal loss (%) | vs initial capital (%) |") in text
+    # a gain of 0.12 % on the initial capital is no principal loss: 0 %, and +0.12 % beside it
+    assert "| 2025-01-02 | 10,012,345.68 | 0.123 % | 0.235 % | 0.111 % | 0.988 | 16,225.36 | 0.00 % | +0.12 % |" in text
 
 
-def test_metric_rows_label_and_define_every_metric() -> None:
+def test_nav_rows_show_dates_as_dates_and_a_loss_as_a_loss() -> None:
+    nav = pd.DataFrame({"date": pd.to_datetime(["2026-02-10", "2026-02-11"]), "principal_loss": [0.0312, -0.004]})
+    rows = nav_rows(nav)
+    assert [row["date"] for row in rows] == ["2026-02-10", "2026-02-11"]  # never 2026-02-10 00:00:00
+    assert [(row["principal loss (%)"], row["vs initial capital (%)"]) for row in rows] == [
+        ("3.12 %", "-3.12 %"), ("0.00 %", "+0.40 %")]
+
+
+def test_metric_rows_label_every_metric_with_its_unit() -> None:
     rows = metric_rows({"annualized_return": 0.30104, "information_ratio": 0.5401, "trading_days": 402},
                        {"annualized_return": 0.2116})
-    assert rows[0] == {"metric": "Annualized return (% a year)", "portfolio": "30.10 %", "CSI 300": "21.16 %",
-                       "meaning": "Mean daily return × 252 (arithmetic; the paper's convention)."}
+    assert rows[0] == {"metric": "Annualized return (% a year)", "portfolio": "30.10 %", "CSI 300": "21.16 %"}
     assert rows[1]["CSI 300"] == "" and rows[2]["portfolio"] == "402"
 
 

@@ -80,4 +80,4 @@ def test_report_default_folder_and_benchmark_csv(oomrl_home: Path) -> None:
 
 def test_report_needs_exactly_one_source() -> None:
     result = runner.invoke(app, ["report"])
-    assert result.exit_code == 1 and "exactly one of --account or --returns" in result.stderr
+    assert result.exit_code == 2 and "exactly one of --account or --returns" in result.stderr

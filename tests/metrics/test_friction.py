@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from oomrl.metrics.friction import account_friction, friction_row
 from oomrl.metrics.labels import format_value
 from oomrl.metrics.performance import Phase
+from oomrl.metrics.short_window import too_short
 from tests.metrics.traded_account import ACCOUNT, TradedAccount
 
 KINDS = ("commission", "stamp_duty", "transfer_fee", "impact_cost")
@@ -34,11 +35,15 @@ def test_per_version_figures_are_the_ledger_sums(traded: TradedAccount, traded_r
                 "sum(costs * (1 + realized_return) / nav) FROM nav WHERE account = :a AND strategy_version = :v",
         a=ACCOUNT, v=sha)
     assert row["sessions"] == sessions and row["rebalances"] == rebalances > 0
-    assert row["turnover_annualized"] == pytest.approx(turnover / sessions * 252, rel=1e-9)
+    assert row["turnover"] == pytest.approx(turnover, rel=1e-9)
     assert row["costs_total"] == pytest.approx(costs, rel=1e-9)
     assert row["slippage_leakage"] == pytest.approx(leakage, rel=1e-9, abs=1e-12)
-    assert row["slippage_leakage_annualized"] == pytest.approx(leakage / sessions * 252, rel=1e-9, abs=1e-12)
-    assert row["cost_drag"] == pytest.approx(drag / sessions * 252, rel=1e-9)
+    annualized = {"turnover_annualized": turnover, "slippage_leakage_annualized": leakage, "cost_drag": drag}
+    for key, total in annualized.items():
+        if too_short(sessions):  # the report leaves a too-short version's annualized figures out
+            assert row[key] is None, key
+        else:
+            assert row[key] == pytest.approx(total / sessions * 252, rel=1e-9, abs=1e-12), key
     # fills are attributed through their rebalance's version: a path independent of the date spans
     fills = _sql(traded, "SELECT count(*), " + ", ".join(f"sum(f.{k})" for k in KINDS)
                  + ", avg(f.adv_participation), max(f.adv_participation), avg(f.adv_participation > 0.05)"
@@ -62,7 +67,8 @@ def test_whole_window_and_the_story_it_tells(traded: TradedAccount, traded_repor
     fill_costs = _sql(traded, "SELECT sum(" + " + ".join(KINDS) + ") FROM fills WHERE account = :a", a=ACCOUNT)
     assert total_costs == pytest.approx(fill_costs[0], rel=1e-9)
     # daily trading (v1) turns the book over far faster than weekly trading (v2)
-    assert rows["v1 daily_momentum"]["turnover_annualized"] > 1.5 * rows["v2 daily_momentum"]["turnover_annualized"]
+    v1, v2 = rows["v1 daily_momentum"], rows["v2 daily_momentum"]
+    assert v1["turnover"] / v1["sessions"] > 1.5 * v2["turnover"] / v2["sessions"]
 
 
 def test_month_by_month_matches_the_ledger(traded: TradedAccount, traded_report: Any) -> None:

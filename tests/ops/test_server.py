@@ -78,6 +78,20 @@ def test_stack_env_points_every_child_at_one_api(tmp_path: Path, monkeypatch: py
     assert env["EXTRA"] == "1" and env["OOMRL_WEBHOOK_SECRET"] == "s" * 32
 
 
+def test_the_stack_plays_the_sample_forward_unless_told_otherwise(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "s" * 32)
+    monkeypatch.setenv("OOMRL_HOME", str(tmp_path))
+    monkeypatch.delenv("OOMRL_SAMPLE_CLOCK", raising=False)
+    config = StackConfig(home=tmp_path)
+    assert stack_env(config)["OOMRL_SAMPLE_CLOCK"] == "2024-07-01"  # day one: the sample's first session
+    monkeypatch.setenv("OOMRL_SAMPLE_CLOCK", "off")  # the user's word wins, `off` included
+    assert stack_env(config)["OOMRL_SAMPLE_CLOCK"] == "off"
+    monkeypatch.delenv("OOMRL_SAMPLE_CLOCK")
+    (tmp_path / "config.toml").write_text('[oomrl]\nsample_clock = "off"\n')  # and so does the config file's
+    assert "OOMRL_SAMPLE_CLOCK" not in stack_env(config)
+
+
 def test_free_port_is_bindable() -> None:
     import socket
 

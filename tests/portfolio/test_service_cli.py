@@ -56,6 +56,9 @@ def test_replay_uses_point_in_time_members_and_params(oomrl_home: Path) -> None:
     assert len(result.nav) > 30
     with pytest.raises(OomrlError, match="unknown strategy"):
         run_replay(get_settings(), "nope", date(2024, 3, 1), date(2024, 4, 30))
+    with pytest.raises(OomrlError, match=r"start 2030-01-01 is after the last session in the market store: "
+                                         r"it holds 2024-01-02\.\.2024-04-30"):
+        run_replay(get_settings(), "daily_momentum", date(2030, 1, 1), date(2030, 2, 1))
 
 
 def test_params_are_parsed_with_clear_errors() -> None:
@@ -66,8 +69,11 @@ def test_params_are_parsed_with_clear_errors() -> None:
         parse_params(strategy, "{top_k")
     with pytest.raises(OomrlError, match="JSON object"):
         parse_params(strategy, "[1]")
-    with pytest.raises(OomrlError, match="invalid params"):
-        parse_params(strategy, '{"top_k": 0}')
+    with pytest.raises(OomrlError, match="invalid params") as refused:
+        parse_params(strategy, '{"top_k": 0, "lookback": "x"}')
+    message = str(refused.value)  # one line, every problem named, no pydantic URL
+    assert "\n" not in message and "http" not in message
+    assert "top_k: Input should be greater than or equal to 1 (got 0)" in message and "lookback:" in message
 
 
 def test_last_session_skips_weekends_and_holidays() -> None:

@@ -1,0 +1,46 @@
+"""The sample clock: the bundled sample played forward one session per ingest, so a fresh stack tells
+its story on its defaults (a first report, an alert, a repair) instead of starting at the sample's end.
+
+With OOMRL_SAMPLE_CLOCK set to a session, an empty store is filled with the sample up to that session,
+and each later ingest of the sample adds the next session (bars and CSI 300 levels; membership, which
+is point in time, whole). Every consumer's default `as_of` is the store's last session, so the daily
+chain then marks, diagnoses and reports one new session per run. Once the store holds the sample's
+last session the clock has nothing to add and the chain ends `NoNewSession`. Live sources, an explicit
+`end`, and the clock `off` (the default outside `oomrl server up`) ingest as they always did.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+import pandas as pd
+
+from oomrl.market import calendar
+
+SAMPLE = "sample"
+DAY_ONE = date(2024, 7, 1)  # what `oomrl server up` sets: the demo's first session
+
+
+def next_session(day: date) -> date:
+    """The first XSHG session after `day`."""
+    found = calendar.sessions(pd.Timestamp(day + timedelta(days=1)), pd.Timestamp(day + timedelta(days=30)))
+    return found[0].date()
+
+
+def clock_end(clock: date | None, store: Any, sample_last: date) -> date | None:
+    """The last session the next ingest of the sample may write: the clock's session into an empty
+    store, else the session after the store's last one; never past the sample's end. None: no clock."""
+    if clock is None:
+        return None
+    last = store.bar_summary()["last_date"] if not store.is_empty() else None
+    end = clock if last is None else max(clock, next_session(pd.Timestamp(last).date()))
+    return min(end, sample_last)
+
+
+def clocked_end(source: Any, end: Any, clock: date | None, store: Any) -> Any:
+    """`end` for an ingest from `source`: as given, unless the sample clock decides it (the sample
+    source, no explicit end)."""
+    if clock is None or end or getattr(source, "name", None) != SAMPLE:
+        return end
+    return clock_end(clock, store, source.coverage()[1])

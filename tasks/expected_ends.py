@@ -1,0 +1,55 @@
+"""Expected ends are not errors: a run that ends on a refusal logs one line, never a traceback.
+
+A repair the gate rejects ends Failed as `Patch rejected` on purpose (its data is RepairNotPromoted),
+and a rebalance of a halted account is refused on purpose (AccountHaltedError). Prefect logs either at
+ERROR with a traceback: the task engine ("Task run failed with exception ...") and the worker's flow
+engine ("Engine execution exited with unexpected exception", raised again from the run's own Failed
+state). This filter, on Prefect's run loggers, turns those records into one WARNING line when the
+exception is a final answer: an OomrlError that is not transient, or FailedRun (Prefect's wrapper for
+a Failed state a flow returned on purpose); the engine's "unexpected exception" record, which repeats
+what the run's state already names, is dropped. Anything else (a defect, a transient failure that
+ran out of retries) keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from oomrl.errors import OomrlError
+
+RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
+ENGINE_EXIT = "Engine execution exited with unexpected exception"
+
+
+def is_expected(exc: BaseException | None) -> bool:
+    """A final answer on purpose: a refusal, bad input, or a Failed state a flow returned."""
+    from prefect.exceptions import FailedRun
+
+    if isinstance(exc, OomrlError):
+        return not exc.transient
+    return isinstance(exc, FailedRun)
+
+
+class ExpectedEnds(logging.Filter):
+    """Drops the engine's repeat of an expected end; makes other records of one a traceback-free warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if not is_expected(exc):
+            return True
+        if record.getMessage() == ENGINE_EXIT:
+            return False
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+FILTER = ExpectedEnds()
+
+
+def quiet_expected_ends() -> None:
+    """Install the filter on Prefect's run loggers (once per process; flows call it when imported)."""
+    for name in RUN_LOGGERS:
+        logger = logging.getLogger(name)
+        if FILTER not in logger.filters:
+            logger.addFilter(FILTER)
