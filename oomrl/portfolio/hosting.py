@@ -9,8 +9,8 @@ data: symbol positions and floats). Nothing of S is imported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -36,6 +36,18 @@ class StrategyFailedError(OomrlError):
     """The strategy raised an exception or returned something that is not valid weights."""
 
 
+@dataclass(frozen=True)
+class Decision:
+    """One decision as a runner was asked it (session t, book, members) and the weights it returned."""
+
+    t: int
+    held: np.ndarray  # market positions of the held symbols
+    held_weights: np.ndarray  # their weights of the NAV
+    nav: float
+    members: list[str] | None
+    weights: np.ndarray  # the validated target weight of every market symbol
+
+
 class StrategyRunner(Protocol):
     """A strategy bound to one market: its schedule and its decisions, by session index."""
 
@@ -56,7 +68,9 @@ class StrategyRunner(Protocol):
 class StrategySource(Protocol):
     """A strategy that can be opened on a market: a workspace's, or a test's own."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The strategy's name (strategies/<name>.py)."""
 
     def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> StrategyRunner:
         """A runner for `market` with these parameters (validated by the strategy's Params)."""
@@ -127,8 +141,8 @@ class SharedMarket:
             return
         lo = self.written
         self.days[lo:stop] = self.market.dates.values[lo:stop].astype("datetime64[ns]").astype("<i8")
-        for field, array in self.market.panels.arrays.items():
-            self.data[field][lo:stop] = array[lo:stop]
+        for name, array in self.market.panels.arrays.items():
+            self.data[name][lo:stop] = array[lo:stop]
         self.written = stop
 
     def close(self) -> None:
@@ -154,12 +168,14 @@ class HostedRunner:
     jail: str
     shared: SharedMarket | None = None
     sent: int = 0  # market rows [0, sent) are written for the host
+    decisions: list[Decision] | None = None  # when a list, every decision is appended to it
+    schedule_ahead: bool = True  # ask for the schedule after each decision along with it
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.host.request(message)  # type: ignore[no-any-return]
+            return self.host.request(message)
         except StrategyError as exc:
             raise StrategyFailedError(f"strategy {self.name} raised {exc.type_name}: {exc.message}"
                                       + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")) from None
@@ -202,7 +218,7 @@ class HostedRunner:
         self._send_rows(t)
         message["rows"] = t
         stop = min(t + 1 + DUE_CHUNK, len(self.market.days))
-        if t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
+        if self.schedule_ahead and t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
             message["due"] = {"days": self.market.dates.values[t + 1:stop].astype("datetime64[ns]").astype("<i8"),
                               "last": wire.day_ns(self.market.days[t]), "first_only": True}
         answer = self._call(message)
@@ -210,6 +226,9 @@ class HostedRunner:
                                 answer.get("unknown"))
         if "due" in message:
             self._remember(t + 1, self.market.days[t], answer.get("due"), stop - t - 1)
+        if self.decisions is not None:
+            self.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
+                                           None if members is None else list(members), weights))
         return weights
 
     def _member_positions(self, members: list[str]) -> np.ndarray:
@@ -266,12 +285,16 @@ class WorkspaceStrategy:
                 raise StrategyHostError(f"strategy {self.name}: {exc}") from None
             raise
 
-    def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> HostedRunner:
+    def open(self, params: Mapping[str, Any] | None, market: MarketFrames, *,
+             record: bool = False, schedule_ahead: bool = True) -> HostedRunner:
+        """A runner in a new host; `record` keeps its decisions (`runner.decisions`), `schedule_ahead`
+        False asks nothing along with a decision (the host then sees no row after it)."""
         host, jail = self.start()
         try:
             handle, _ = open_in(host, self.name, params)
             shared = SharedMarket(market)
-            runner = HostedRunner(host, handle, self.name, market, jail, shared)
+            runner = HostedRunner(host, handle, self.name, market, jail, shared,
+                                  decisions=[] if record else None, schedule_ahead=schedule_ahead)
             try:
                 host.channel.send_with_fd({"op": "market", "handle": handle, "shared": len(market.days),
                                            "symbols": [str(s) for s in market.symbols],
