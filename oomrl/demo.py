@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 from rich.console import Console
@@ -24,6 +24,11 @@ from rich.table import Table
 
 from oomrl.config import Settings, get_settings
 from oomrl.errors import OomrlError
+
+if TYPE_CHECKING:
+    from oomrl.portfolio.hosting import StrategyRunner
+    from oomrl.portfolio.market import MarketFrames
+    from oomrl.portfolio.setup import RebalanceSetup
 
 DEMO_ACCOUNT = "demo"
 SEVERITY_RANK = {"warning": 1, "critical": 2}
@@ -134,14 +139,43 @@ def run_repair_inline(settings: Settings, config: DemoConfig, autopsy: dict[str,
 Repairer = Callable[[Settings, DemoConfig, dict[str, Any]], dict[str, Any]]
 
 
+class ActiveVersion:
+    """The runner of the version trading now: one strategy host kept across the weekly rebalances,
+    replaced when another version becomes active."""
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.open: StrategyRunner | None = None  # the runner of `version`
+
+    def runner(self, version: str, setup: RebalanceSetup, market: MarketFrames) -> StrategyRunner:
+        """The open runner of `version` on `market`; the previous version's host is stopped."""
+        if self.version != version or self.open is None:
+            self.close()
+            self.open = setup.strategy.open(setup.params, market)
+            self.version = version
+        return self.open
+
+    def close(self) -> None:
+        if self.open is not None:
+            self.open.close()
+        self.open = None
+
+    def __enter__(self) -> ActiveVersion:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Console,
                  repairer: Repairer = run_repair_inline) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
-    from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance
+    from oomrl.portfolio.market import MarketFrames
+    from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance, session_index
     from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
-    from oomrl.portfolio.setup import rebalance_setup
+    from oomrl.portfolio.setup import market_rules, rebalance_setup
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
@@ -150,23 +184,26 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     versions.init()
     versions.activate("v1", config.account, config.strategy)
     panels = load_panels(store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS)
+    market = MarketFrames.build(panels, market_rules(settings))  # once: every version trades this market
     benchmark = benchmark_returns(store, "price")
     members = membership(store)  # point-in-time CSI 300: the demo trades only members on the day
     weeks = weeks_between(config.start, config.end)
     log, last_promotion, told_budget = DemoLog(), -config.cooldown_weeks, False
+    trading = ActiveVersion()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
+    with trading, Progress(*columns, console=console) as progress:
         bar = progress.add_task("replaying weeks", total=len(weeks))
         for number, week in enumerate(weeks):
             resolved = resolve_strategy(settings, ledger, config.account)
-            setup = rebalance_setup(resolved.strategy, resolved.version, settings, members,
-                                    view_class=resolved.view_class)
+            setup = rebalance_setup(resolved.strategy, resolved.version, settings, members)
             for day in week:
                 final = day == weeks[-1][-1]  # book the window's last session, due or not
-                if not (final or resolved.strategy.rebalance_due(day, ledger.account(config.account).last_date)):
-                    continue
                 try:
-                    outcome = rebalance(ledger, config.account, day, panels, setup)
+                    runner = trading.runner(resolved.version, setup, market)
+                    t = session_index(market, day)
+                    if not (final or runner.due(t, ledger.account(config.account).last_date)):
+                        continue
+                    outcome = rebalance(ledger, config.account, day, market, setup, runner=runner)
                 except OomrlError as exc:  # a version whose decision is invalid trades nothing (fail closed)
                     if not any(item["version"] == resolved.version for item in log.refused):
                         console.print(f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
