@@ -312,7 +312,13 @@ class WorkspaceStrategy:
         """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
         host, _ = self.start()
         try:
-            return [open_in(host, self.name, p)[1] for p in params]
+            normalized = []
+            for one in params:
+                try:
+                    normalized.append(open_in(host, self.name, one)[1])
+                except StrategyFailedError as exc:
+                    raise StrategyFailedError(f"{exc} (parameters {dict(one)})") from None
+            return normalized
         finally:
             host.close()
 
@@ -324,7 +330,7 @@ def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int
     except StrategyError as exc:
         if exc.kind == "request" or exc.type_name in ("ModuleNotFoundError", "ImportError", "KeyError"):
             raise StrategyFailedError(f"no strategy {name!r} in this workspace: {exc.message}") from None
-        raise StrategyFailedError(f"invalid params for {name}: {exc.message}"
+        raise StrategyFailedError(f"invalid params for {name}: {validation_line(exc.message)}"
                                   if exc.type_name == "ValidationError" else
                                   f"strategy {name} failed to load: {exc.type_name}: {exc.message}") from None
     except HostError as exc:
@@ -333,6 +339,19 @@ def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int
     if not isinstance(handle, int) or not isinstance(normalized, dict):
         raise StrategyHostError(f"strategy {name}: the host answered `open` malformed")
     return handle, wire.from_plain(normalized)
+
+
+def validation_line(message: str) -> str:
+    """pydantic's multi-line ValidationError text as one line: `field: problem; field: problem`."""
+    parts, where = [], ""
+    for line in message.splitlines()[1:]:
+        if line.strip() and not line.startswith(" "):
+            where = line.strip()  # the field (location) the next problem is about
+        elif line.startswith("  ") and not line.startswith("    ") and line.strip():
+            problem = line.strip().split(" [type=")[0]
+            parts.append(f"{where}: {problem}" if where else problem)
+            where = ""
+    return "; ".join(parts) or " ".join(message.split())
 
 
 def _contract_of(root: Path) -> tuple[tuple[str, ...], int]:
