@@ -1,10 +1,10 @@
 """Behaviour judged outside pytest: held-out inputs through the production calling convention.
 
 The inputs live in the held-out folder (`<holdout>/<inputs>`, a JSON object with a `cases`
-list), so the agent never sees them. Each case runs twice in fresh sandboxes: once inside the
-held-out pytest session (from the gate's plugin) and once in a plain process with no pytest
-loaded. The trusted parent compares the two outputs, the expected values when a case has them
-(never shown to the candidate) and the declared properties.
+list), so the agent never sees them. The cases run in a fresh strategy host with the gate as the
+caller, exactly as production calls S (S never shares a process with pytest, so there is no second
+"under pytest" run to compare). The trusted parent compares the outputs with the expected values
+when a case has them (never shown to the candidate) and checks the declared properties.
 """
 
 from __future__ import annotations
@@ -38,15 +38,15 @@ def load_inputs(contract: BehaviourContract | None, holdout: Path | None) -> dic
     except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
         raise GateSetupError(f"behaviour inputs {path}: need a JSON object with a non-empty "
                              f"'cases' list of objects with an 'id' ({exc})") from None
-    return {"convention": contract.convention, "entry": contract.entry, "view": contract.view,
+    return {"convention": contract.convention, "entry": contract.entry,
             "repeat": 2 if "deterministic" in contract.properties else 1, "cases": cases,
             "properties": list(contract.properties)}
 
 
 def child_spec(inputs: dict[str, Any]) -> dict[str, Any]:
-    """What the locked process receives: the calls, never the expected values."""
+    """What the host is asked: the calls, never the expected values."""
     cases = [{k: v for k, v in case.items() if k != "expect"} for case in inputs["cases"]]
-    return {"convention": inputs["convention"], "entry": inputs["entry"], "view": inputs["view"],
+    return {"convention": inputs["convention"], "entry": inputs["entry"],
             "repeat": inputs["repeat"], "cases": cases}
 
 
@@ -94,29 +94,20 @@ def _property_problems(case: dict[str, Any], calls: list[dict[str, Any]],
     return problems
 
 
-def behaviour_violations(inputs: dict[str, Any], plain: Any,
-                         under_pytest: Any) -> list[Violation]:
-    """Compare the production run with the run under pytest, expectations and properties."""
-    runs = {"production": plain, "held-out pytest": under_pytest}
-    missing = [name for name, outputs in runs.items() if not isinstance(outputs, list)]
-    if missing:
+def behaviour_violations(inputs: dict[str, Any], plain: Any) -> list[Violation]:
+    """The production run's outputs against the expectations and the declared properties."""
+    if not isinstance(plain, list):
         return [Violation(rule="behaviour.incomplete", message=(
-            f"the {name} run of the behaviour cases wrote no outputs")) for name in missing]
-    by_id = {name: {o.get("id"): o.get("calls") for o in outputs if isinstance(o, dict)}
-             for name, outputs in runs.items()}
+            "the production run of the behaviour cases wrote no outputs (its host failed)"))]
+    by_id = {o.get("id"): o.get("calls") for o in plain if isinstance(o, dict)}
     found: list[Violation] = []
     for case in inputs["cases"]:
         cid = case["id"]
-        calls, pytest_calls = by_id["production"].get(cid), by_id["held-out pytest"].get(cid)
-        if not (isinstance(calls, list) and calls and isinstance(pytest_calls, list)
-                and pytest_calls):
+        calls = by_id.get(cid)
+        if not (isinstance(calls, list) and calls):
             found.append(Violation(rule="behaviour.incomplete", message=(
-                f"behaviour case {cid} has no output from both runs")))
+                f"behaviour case {cid} has no output")))
             continue
-        if not same(calls[0], pytest_calls[0]):
-            found.append(Violation(rule="behaviour.differs_under_pytest", message=(
-                f"behaviour case {cid}: the candidate returns something else under pytest "
-                "than in a plain process")))
         if "expect" in case and not (calls[0].get("ok") and same(
                 calls[0].get("value"), case["expect"], TOLERANCE)):
             found.append(Violation(rule="behaviour.unexpected", message=(

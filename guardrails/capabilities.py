@@ -25,12 +25,14 @@ PURE_STDLIB = frozenset({
     "decimal", "enum", "fractions", "functools", "heapq", "itertools", "logging", "math",
     "numbers", "operator", "re", "statistics", "string", "typing", "typing_extensions"})
 LIBRARIES = frozenset({"numpy", "pandas", "pydantic"})
+# The strategy API S builds on (MarketView, helpers): trusted, outside S, in every host's jail.
+SOURCE_LIBRARIES = frozenset({"strategy_api"})
 # Modules allowed for a few constants only (version-compatibility checks and numeric limits).
 RESTRICTED = {"sys": frozenset({"version_info", "hexversion", "maxsize", "float_info",
                                 "int_info", "byteorder"})}
 # Tests may also use the test tools and read their own data fixtures.
 TEST_MODULES = frozenset({"pytest", "hypothesis", "unittest", "json", "csv", "io", "pathlib",
-                          "textwrap", "contextlib"})
+                          "textwrap", "contextlib", "strategy_host"})
 # Members of allowed modules that reach files, native memory, processes, the environment or
 # string evaluation (matched by object, so every alias of them is caught too).
 DENIED_COMMON = (
@@ -127,9 +129,10 @@ class Policy:
     def of(cls, role: str, sources: frozenset[str] = frozenset({"strategies"}),
            extra: frozenset[str] = frozenset(),
            tests: frozenset[str] = frozenset({"tests"})) -> Policy:
-        """The default policy of a role: S's own packages, and for T also T's."""
-        base = PURE_STDLIB | LIBRARIES | extra | (TEST_MODULES if role == "tests" else frozenset())
-        own = sources | tests if role == "tests" else sources
+        """The default policy of a role: S's own packages for S; T's own (never S's) for T, which
+        reaches S only through strategy_host."""
+        base = PURE_STDLIB | LIBRARIES | extra | (TEST_MODULES if role == "tests" else SOURCE_LIBRARIES)
+        own = tests if role == "tests" else sources
         return cls(base, own, DENIED_SOURCE if role == "source" else DENIED_COMMON, role, sources)
 
     @property

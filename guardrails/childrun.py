@@ -1,22 +1,22 @@
 """Child-side test run: the gate's pytest plugin and the launcher that runs pytest under coverage.
 
-The gate starts `python -I -S -B /gate/childrun.py /spec.json` in a fresh sandbox. The launcher
-imports everything it needs first (so nothing in the workspace can shadow it), puts only the
-paths the spec names on sys.path, starts coverage, imports every source module (so module bodies
-run only now, at import time, in the import context), runs pytest with this module as its one
-extra plugin, saves the coverage data and only then writes the results file: a run that exits
-early leaves no results, which the judge rejects. The plugin records every collected id and
-outcome by node id, where a failing test failed, can reverse the order, switches the coverage
-context at test boundaries, and in a held-out run calls the behaviour cases inside the session.
+The gate starts `python -I -S -B /gate/childrun.py /spec.json` in a fresh sandbox that holds the
+tests and not S. The launcher imports everything it needs first (so nothing in the workspace can
+shadow it), puts only the paths the spec names on sys.path, connects `strategy_host` to the channel
+the gate handed over (S runs in its host, which imported every source module before the first
+test, in the import context), starts coverage of the test trees when asked, runs pytest with this
+module as its one extra plugin, saves the coverage data and only then writes the results file: a
+run that exits early leaves no results, which the judge rejects. The plugin records every collected
+id and outcome by node id, where a failing test failed, can reverse the order, and switches the
+coverage context at test boundaries, here and in the host (each call names the running test).
 """
 
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import json
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +28,6 @@ import pytest
 from _pytest.reports import TestReport
 
 
-def _load_sibling(name: str) -> Any:
-    """A module next to this file, loaded by path under a private name (never from sys.path)."""
-    spec = importlib.util.spec_from_file_location(f"oomrl_gate_{name}",
-                                                  Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-behaviour = _load_sibling("behaviour")
 IMPORT_CONTEXT, SESSION_CONTEXT = "", "session"
 HYPOTHESIS_PROFILE = "oomrl-gate"
 
@@ -47,16 +36,13 @@ class GatePlugin:
     """Collects outcomes by node id, switches coverage contexts, notices tampering."""
 
     def __init__(self, order: str, workspace: str, cov: coverage.Coverage | None = None,
-                 behaviour_spec: dict[str, Any] | None = None, tests_root: str = "",
-                 rootdir: str = "") -> None:
-        self.order, self.workspace, self.cov = order, workspace, cov
-        self.behaviour_spec = behaviour_spec
+                 tests_root: str = "", rootdir: str = "", host: Any = None) -> None:
+        self.order, self.workspace, self.cov, self.host = order, workspace, cov, host
         self.tests_root, self.rootdir = tests_root.rstrip("/") + "/", rootdir.rstrip("/") + "/"
         self.collected: list[str] = []
         self.collect_errors: dict[str, str] = {}
         self.outcomes: dict[str, dict[str, Any]] = {}
         self.tamper: list[str] = []
-        self.behaviour: list[dict[str, Any]] | None = None
         self._builtins = dict(vars(builtins))
         self._meta_path = list(sys.meta_path)
         # Taken before pytest starts: initial conftests load before pytest_configure.
@@ -65,6 +51,8 @@ class GatePlugin:
     def _context(self, name: str) -> None:
         if self.cov is not None:
             self.cov.switch_context(name)
+        if self.host is not None:
+            self.host.set_context(name)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -86,13 +74,6 @@ class GatePlugin:
             return (yield)
         finally:
             self._context(SESSION_CONTEXT)
-
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self) -> Generator[None, object, object]:
-        result = yield
-        if self.behaviour_spec is not None:  # still inside the session, pytest's capture active
-            self.behaviour = behaviour.run_cases(self.behaviour_spec)
-        return result
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
@@ -140,7 +121,7 @@ class GatePlugin:
         """Everything the judge needs, marked finished."""
         return {"finished": True, "exit_code": exit_code, "collected": self.collected,
                 "collect_errors": self.collect_errors, "outcomes": self.outcomes,
-                "tamper": self.tamper, "behaviour": self.behaviour}
+                "tamper": self.tamper}
 
 
 def hypothesis_profile() -> None:
@@ -153,31 +134,22 @@ def hypothesis_profile() -> None:
     settings.load_profile(HYPOTHESIS_PROFILE)
 
 
-def preimport(modules: list[str]) -> None:
-    """Import every source module now, so their bodies never run inside a test."""
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001, S110 - a module failing here fails in its tests too
-            pass
-
-
 def main(spec_path: str) -> int:
     """Run pytest as the spec says; write the results file last."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     sys.path[:0] = spec["paths"]
+    host = _connect(spec.get("host_fd"))
     cov = None
     if spec["coverage"]:
         cov = coverage.Coverage(data_file=spec["coverage"]["data_file"],
                                 config_file=spec["coverage"]["rcfile"],
                                 source=spec["coverage"]["source"])
         cov.start()
-    plugin = GatePlugin(spec["order"], spec["workspace"], cov, spec.get("behaviour"),
-                        spec.get("tests_root", ""), spec.get("rootdir", ""))
+    plugin = GatePlugin(spec["order"], spec["workspace"], cov, spec.get("tests_root", ""),
+                        spec.get("rootdir", ""), host)
     if spec.get("hypothesis"):
         hypothesis_profile()
     try:
-        preimport(spec.get("preimport", []))
         code = int(pytest.main(spec["args"], plugins=[plugin]))
     finally:
         if cov is not None:
@@ -185,6 +157,17 @@ def main(spec_path: str) -> int:
             cov.save()
     Path(spec["results"]).write_text(json.dumps(plugin.results(code)), encoding="utf-8")
     return code
+
+
+def _connect(fd: int | None) -> Any:
+    """`strategy_host` (the client the tests import) on the channel to this run's host."""
+    if fd is None:
+        return None
+    import strategy_host
+    from strategy_host.client import Channel
+
+    strategy_host.connect(Channel(fd, fd, timeout_s=24 * 3600.0))  # the gate's relay enforces time
+    return strategy_host
 
 
 if __name__ == "__main__":

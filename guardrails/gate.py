@@ -117,7 +117,7 @@ class GateRun:
     def request(self, tag: str, **kwargs: Any) -> SuiteRequest:
         """A visible-suite run over the scratch workspace."""
         return SuiteRequest(workspace=self.dirs.ws, tests=self.contract.tests, tag=tag,
-                            preimport=self.modules, **kwargs)
+                            sources=self.contract.source, **kwargs)
 
     def both(self, first: Any, second: Any) -> tuple[Any, Any]:
         """Two independent runs side by side (two cores), each in its own sandbox."""
@@ -147,7 +147,8 @@ class GateRun:
             found += run_violations(suite, before_count)
             found += outcome_violations(suite, self.new_ids, self.expect, preexisting)
         if self.expect == "red" and not found:
-            packages = tuple(tree.replace("/", ".") for tree in self.contract.source)
+            # values S computes reach a test only through strategy_host's calls
+            packages = (*(tree.replace("/", ".") for tree in self.contract.source), "strategy_host")
             found += red_violations(first, self.new_ids, self.dirs.ws, packages)
         locked_after = lock_manifest(self.dirs.ws, self.locked)
         self.digests = (manifest_digest(locked_before), manifest_digest(locked_after))
@@ -167,7 +168,7 @@ class GateRun:
         make_readable(original)
         before = run_suite(self.lock, self.dirs, SuiteRequest(
             workspace=original, tests=self.contract.tests, tag="original",
-            preimport=self.modules), **self.limits())
+            sources=self.contract.source), **self.limits())
         old = {nodeid for nodeid in before.failing() if before.outcome(nodeid) in ("failed",
                                                                                   "error")}
         kept = frozenset(c for c in candidates if c in old)
@@ -210,16 +211,17 @@ class GateRun:
         return found
 
     def held_out(self) -> list[Violation]:
-        """Held-out tests and the behaviour cases, each in a sandbox of its own, side by side."""
-        spec = child_spec(self.behaviour) if self.behaviour else None
+        """Held-out tests (their own sandbox and host) and the behaviour cases (a fresh host called
+        by the gate itself, as production calls it), side by side."""
         tests = self.holdout is not None and any(self.holdout.rglob("test_*.py"))
         heldout = self.dirs.root / "heldout"
         scratch_copy(self.holdout, heldout)  # type: ignore[arg-type]
         make_readable(heldout)
         request = SuiteRequest(workspace=self.dirs.ws, tests=(), tag="holdout", heldout=heldout,
-                               preimport=self.modules, behaviour=spec)
-        suite, plain = self.both(lambda: run_suite(self.lock, self.dirs, request, **self.limits()),
-                                 lambda: self.production(spec))
+                               sources=self.contract.source)
+        suite, plain = self.both(
+            lambda: run_suite(self.lock, self.dirs, request, **self.limits()) if tests else None,
+            lambda: self.production(child_spec(self.behaviour) if self.behaviour else None))
         found: list[Violation] = []
         if tests:
             names = suite.failing() + sorted(suite.collect_errors)
@@ -228,21 +230,28 @@ class GateRun:
             found += [Violation(rule="holdout.failed", message=f"held-out test failed: {name}")
                       for name in names]
         if self.behaviour is not None:
-            found += behaviour_violations(self.behaviour, plain, suite.behaviour)
+            found += behaviour_violations(self.behaviour, plain)
         return found
 
     def production(self, spec: dict[str, Any] | None) -> Any:
-        """The behaviour cases in a plain process (no pytest), fresh sandbox; outputs or None."""
+        """The behaviour cases through a fresh strategy host, the gate as the caller; outputs or None."""
         if spec is None:
             return None
-        run = LockedRun(self.lock, self.dirs, self.dirs.ws, "behaviour")
+        from guardrails.behaviour import run_cases
+        from guardrails.strategyhost import HostSpec, start_host
+
         try:
-            run.start("behaviour.py", {"paths": [run.path(WORKSPACE)], "behaviour": spec,
-                                       "output": run.path("/results", "behaviour.json")},
-                      **self.limits())
-            return run.read("behaviour.json")
+            host = start_host(self.lock, HostSpec(self.dirs.ws, self.contract.source, False,
+                                                  self.contract.memory_limit_mb,
+                                                  self.contract.time_limit_s))
+        except Exception:  # noqa: BLE001 - S broke its host: no outputs, behaviour.incomplete
+            return None
+        try:
+            return run_cases(host.request, spec)
+        except Exception:  # noqa: BLE001 - the host died or broke the protocol mid-way
+            return None
         finally:
-            run.close()
+            host.close()
 
     def mutation(self) -> list[Violation]:
         """New tests must kill enough simple mutants of the source code they exercise."""

@@ -77,7 +77,7 @@ def mutation_violations(gate: GateRun, reader: CoverageReader,
         copy = _mutant_workspace(gate, index, rel, mutant.text)
         try:
             request = SuiteRequest(workspace=copy, tests=contract.tests, tag=f"mutant-{index}",
-                                   preimport=gate.modules)
+                                   sources=contract.source)
             suite = run_suite(gate.lock, gate.dirs, request, memory_mb=contract.memory_limit_mb,
                               timeout_s=min(contract.time_limit_s, MUTANT_TIME_LIMIT_S))
             return killed(suite, new_ids, gate.first)  # type: ignore[arg-type]

@@ -1,9 +1,12 @@
-"""Locked runs: each pytest (or behaviour) run in a fresh sandbox with a fresh results folder.
+"""Locked runs: each pytest run in a fresh sandbox, S in a strategy host of its own, fresh results.
 
-Every run binds the same paths inside the sandbox: its workspace copy at /workspace (read-only),
-the gate's files at /gate, its own spec at /spec.json, a results folder made empty for it alone
-at /results, and for the held-out run only the held-out tests at /heldout. The judge reads the
-results once, after the process is gone, and removes them; a run that wrote none is rejected.
+A run is two jails. The test process binds only the tests of its workspace copy under /workspace
+(read-only; S is physically absent), the gate's files at /gate (the `strategy_host` client among
+them), its own spec at /spec.json, a results folder made empty for it alone at /results, and for
+the held-out run only the held-out tests at /heldout. S runs in a strategy host (the jail every
+caller of S uses), which measures S's coverage; the parent relays the test process's requests to it
+and reads the host's coverage when the tests are done. The judge reads the results once, after
+the processes are gone, and removes them; a run that wrote none is rejected.
 """
 
 from __future__ import annotations
@@ -11,19 +14,25 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import tempfile
+import threading
 import xml.etree.ElementTree as ET
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from os.path import commonpath
 from pathlib import Path
 from typing import Any
 
-from guardrails import behaviour, childrun
+import strategy_api
+import strategy_host
+from guardrails import childrun
 from guardrails.coverage_data import RCFILE
 from guardrails.locks import Bind, RoLock, RunResult
 from guardrails.verdict import Violation
 
 WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
+PLUGINS = "/plugins"
 # The gate's own pytest settings: nothing from the workspace's configuration is read.
 GATE_INI = """[pytest]
 python_files = test_*.py *_test.py
@@ -51,8 +60,10 @@ class GateDirs:
             (dirs.root / name).mkdir()
         (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")
         (dirs.cfg / "coverage.rc").write_text(RCFILE, encoding="utf-8")
-        for module in (childrun, behaviour):
-            shutil.copyfile(str(module.__file__), dirs.cfg / Path(str(module.__file__)).name)
+        shutil.copyfile(str(childrun.__file__), dirs.cfg / Path(str(childrun.__file__)).name)
+        for package in (strategy_host, strategy_api):  # the client, and the API a probe may share
+            shutil.copytree(Path(str(package.__file__)).parent, dirs.cfg / "client" / package.__name__,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "serve.py"))
         make_readable(dirs.cfg)
         return dirs
 
@@ -112,7 +123,7 @@ class SuiteResult:
     tamper: list[str] = field(default_factory=list)
     problems: list[Violation] = field(default_factory=list)
     data_file: Path | None = None
-    behaviour: list[dict[str, Any]] | None = None
+    reports: dict[str, Any] = field(default_factory=dict)  # what each extra plugin wrote
 
     def outcome(self, nodeid: str) -> str:
         """passed, failed, error, skipped, xfail or missing."""
@@ -125,31 +136,49 @@ class SuiteResult:
 
 @dataclass(frozen=True)
 class SuiteRequest:
-    """What to run: a workspace copy, test trees in it (or held-out tests), order, coverage."""
+    """What to run: a workspace copy, its S and test trees (or held-out tests), order, coverage."""
 
     workspace: Path
     tests: tuple[str, ...]
     tag: str
     order: str = "forward"
-    coverage: tuple[str, ...] = ()
+    coverage: tuple[str, ...] = ()  # trees to measure: S's in the host, T's in the test process
     heldout: Path | None = None
-    preimport: tuple[str, ...] = ()
-    behaviour: dict[str, Any] | None = None
+    sources: tuple[str, ...] = ("strategies",)
+    # Extra pytest plugins of a trusted caller (name, source, config): each runs in the test
+    # process, reads its config from `<name>.json` next to it and may write `/results/<name>.json`.
+    plugins: tuple[tuple[str, str, dict[str, Any]], ...] = ()
 
 
 class LockedRun:
     """One run's binds and paths as the locked process sees them."""
 
     def __init__(self, lock: RoLock, dirs: GateDirs, workspace: Path, tag: str,
-                 heldout: Path | None = None) -> None:
+                 heldout: Path | None = None, trees: tuple[str, ...] = (),
+                 plugins: tuple[tuple[str, str, dict[str, Any]], ...] = ()) -> None:
         self.lock, self.folder = lock, dirs.run_dir(tag)
         self.results = self.folder / "results"
         hand_over(lock, self.results)
-        self.binds = [Bind(workspace, WORKSPACE), Bind(dirs.cfg, GATE),
-                      Bind(self.folder / "spec.json", SPEC), Bind(self.results, RESULTS, True)]
+        self.plugins = [name for name, _, _ in plugins]
+        # Only the test trees of the workspace: S is not in the test process's jail at all.
+        self.binds = [Bind(workspace / tree, f"{WORKSPACE}/{tree}") for tree in trees
+                      if (workspace / tree).exists()]
+        self.binds += [Bind(dirs.cfg, GATE), Bind(self.folder / "spec.json", SPEC),
+                       Bind(self.results, RESULTS, True)]
         if heldout is not None:
             self.binds.append(Bind(heldout, HELDOUT))
+        if plugins:
+            (self.folder / "plugins").mkdir()
+            self.binds.append(Bind(self.folder / "plugins", PLUGINS))
         self.seen = {bind.inside: lock.inside(bind) for bind in self.binds}
+        self.seen[WORKSPACE] = lock.inside(Bind(workspace, WORKSPACE))
+        for name, source, config in plugins:
+            (self.folder / "plugins" / f"{name}.py").write_text(source, encoding="utf-8")
+            report = self.path(RESULTS, f"{name}.json")
+            (self.folder / "plugins" / f"{name}.json").write_text(
+                json.dumps({**config, "report": report}), encoding="utf-8")
+        if plugins:
+            make_readable(self.folder / "plugins")
         self.tmp = lock.env(self.folder / "home").get("TMPDIR", "/tmp")
 
     def path(self, inside: str, *parts: str) -> str:
@@ -157,15 +186,16 @@ class LockedRun:
         return "/".join([self.seen[inside], *parts])
 
     def start(self, program: str, spec: dict[str, Any], timeout_s: float,
-              memory_mb: int) -> RunResult:
+              memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
         """Write the spec, run `python -I -S -B /gate/<program> /spec.json` locked."""
         spec = {**spec, "site": self.lock.site_paths()}
         (self.folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         (self.folder / "spec.json").chmod(0o644)
         argv = [self.lock.python(), "-I", "-S", "-B", self.path(GATE, program), self.path(SPEC)]
-        return self.lock.run(argv, binds=self.binds, cwd=self.path(WORKSPACE),
+        cwd = self.path(HELDOUT) if HELDOUT in self.seen else self.path(WORKSPACE)
+        return self.lock.run(argv, binds=self.binds, cwd=cwd,
                              env=self.lock.env(self.folder / "home"), timeout_s=timeout_s,
-                             memory_mb=memory_mb)
+                             memory_mb=memory_mb, pass_fds=pass_fds)
 
     def read(self, name: str) -> Any:
         """A JSON file the run wrote in its results folder, or None (read once, then removed)."""
@@ -191,32 +221,86 @@ def _pytest_args(run: LockedRun, request: SuiteRequest) -> tuple[list[str], str]
     targets = [run.path(inside, tree) for tree in present or request.tests[:1]] or \
         [run.path(inside)]
     tests_root = commonpath(folders)
+    extra = [arg for name in run.plugins for arg in ("-p", name)]
     return ["-c", run.path(GATE, "pytest.ini"), "--rootdir", run.path(inside),
-            "--confcutdir", tests_root, "-p", "no:cacheprovider", "--disable-plugin-autoload",
+            "--confcutdir", tests_root, "-p", "no:cacheprovider", "--disable-plugin-autoload", *extra,
             "-q", "--basetemp", f"{run.tmp}/pytest", "--junitxml", run.path(RESULTS, "junit.xml"),
             *targets], tests_root
 
 
 def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s: float,
               memory_mb: int) -> SuiteResult:
-    """Run pytest in a fresh sandbox; read outcomes from the gate's own results, once."""
-    run = LockedRun(lock, dirs, request.workspace, request.tag, request.heldout)
+    """Run pytest in a fresh sandbox against S in a fresh strategy host; read outcomes once."""
+    from guardrails.strategyhost import HostSpec, relay, start_host
+
+    run = LockedRun(lock, dirs, request.workspace, request.tag, request.heldout,
+                    request.tests if request.heldout is None else (), request.plugins)
+    measured_source = tuple(t for t in request.coverage if t in request.sources)
+    measured_tests = tuple(t for t in request.coverage if t not in request.sources)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ThreadPoolExecutor(1) as starter:  # the host starts while the test process does
+        pending = starter.submit(start_host, lock, HostSpec(
+            request.workspace, request.sources, bool(measured_source), memory_mb, timeout_s))
+        try:
+            args, tests_root = _pytest_args(run, request)
+            spec = {"paths": [run.path(GATE, "client"), run.path(WORKSPACE),
+                              *([run.path(PLUGINS)] if request.plugins else [])],
+                    "workspace": run.path(WORKSPACE),
+                    "order": request.order, "results": run.path(RESULTS, "results.json"),
+                    "args": args, "tests_root": tests_root, "host_fd": theirs.fileno(),
+                    "hypothesis": uses_hypothesis(request.heldout or request.workspace, request.tests),
+                    "rootdir": run.path(HELDOUT if request.heldout is not None else WORKSPACE),
+                    "coverage": {"data_file": run.path(RESULTS, "coverage"),
+                                 "rcfile": run.path(GATE, "coverage.rc"),
+                                 "source": [run.path(WORKSPACE, tree) for tree in measured_tests]}
+                    if measured_tests else None}
+            pump = _relay_when_started(pending, ours, relay)
+            try:
+                result = run.start("childrun.py", spec, timeout_s, memory_mb, pass_fds=(theirs.fileno(),))
+            finally:
+                theirs.close()
+            pump.join(timeout_s)
+            host_data, host_problem = _finish_host(pending, request.tag)
+            suite = _suite_result(run, request, result, timeout_s, dirs, host_data)
+            if host_problem is not None and not suite.problems:
+                suite.problems.append(host_problem)
+            return suite
+        finally:
+            ours.close()
+            if pending.done() and pending.exception() is None:
+                pending.result().close()
+            run.close()
+
+
+def _relay_when_started(pending: Future[Any], ours: socket.socket, relay: Any) -> threading.Thread:
+    """A thread that relays the test process to the host once it has started (or closes on failure)."""
+    def pump() -> None:
+        try:
+            host = pending.result()
+        except Exception:  # noqa: BLE001 - the run then fails its calls, and _finish_host says why
+            ours.close()
+            return
+        relay(host, ours).join()
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return thread
+
+
+def _finish_host(pending: Future[Any], tag: str) -> tuple[bytes | None, Violation | None]:
+    """The host's coverage data, or the problem that kept it from serving the run."""
     try:
-        args, tests_root = _pytest_args(run, request)
-        spec = {"paths": [run.path(WORKSPACE)], "workspace": run.path(WORKSPACE),
-                "order": request.order, "results": run.path(RESULTS, "results.json"),
-                "args": args, "tests_root": tests_root,
-                "hypothesis": uses_hypothesis(request.heldout or request.workspace, request.tests),
-                "rootdir": run.path(HELDOUT if request.heldout is not None else WORKSPACE), "preimport": list(request.preimport),
-                "behaviour": request.behaviour,
-                "coverage": {"data_file": run.path(RESULTS, "coverage"),
-                             "rcfile": run.path(GATE, "coverage.rc"),
-                             "source": [run.path(WORKSPACE, tree) for tree in request.coverage]}
-                if request.coverage else None}
-        result = run.start("childrun.py", spec, timeout_s, memory_mb)
-        return _suite_result(run, request, result, timeout_s, dirs)
-    finally:
-        run.close()
+        host = pending.result()
+    except Exception as exc:  # noqa: BLE001 - S broke its host's start (e.g. exits at import)
+        return None, Violation(rule="run.host_failed", message=(
+            f"the strategy host of the test run ({tag}) did not start: {str(exc)[-600:]}"))
+    try:
+        answer = host.finish()
+    except Exception as exc:  # noqa: BLE001 - a host that dies or hangs at the end forfeits the run
+        return None, Violation(rule="run.host_failed", message=(
+            f"the strategy host of the test run ({tag}) did not finish: {str(exc)[-600:]}"))
+    data = answer.get("coverage")
+    return (bytes(data) if data is not None else None), None
 
 
 def uses_hypothesis(root: Path, trees: tuple[str, ...]) -> bool:
@@ -227,7 +311,7 @@ def uses_hypothesis(root: Path, trees: tuple[str, ...]) -> bool:
 
 
 def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, timeout_s: float,
-                  dirs: GateDirs) -> SuiteResult:
+                  dirs: GateDirs, host_data: bytes | None = None) -> SuiteResult:
     suite = SuiteResult()
     if result.timed_out:
         suite.problems.append(Violation(rule="run.timeout", message=(
@@ -244,19 +328,36 @@ def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, time
     suite.outcomes = dict(recorded["outcomes"])
     suite.collect_errors = dict(recorded["collect_errors"])
     suite.tamper = list(recorded["tamper"])
-    suite.behaviour = recorded.get("behaviour")
+    suite.reports = {name: run.read(f"{name}.json") for name in run.plugins}
     suite.problems += consistency(suite, recorded["exit_code"], run.results / "junit.xml",
                                   request.tag)
     if recorded["exit_code"] in PYTEST_STARTUP_ERRORS:
         output = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])[-1500:]
         suite.problems.append(Violation(rule="run.pytest_error", message=(
             f"pytest stopped with exit code {recorded['exit_code']} in {request.tag}:\n{output}")))
-    if request.coverage and (run.results / "coverage").is_file():
-        from guardrails.coverage_data import map_data
-
-        suite.data_file = map_data(run.results / "coverage", dirs.root / f"coverage-{request.tag}",
-                                   run.path(WORKSPACE), request.workspace)
+    if request.coverage:
+        suite.data_file = _join_coverage(run, request, dirs, host_data)
     return suite
+
+
+def _join_coverage(run: LockedRun, request: SuiteRequest, dirs: GateDirs,
+                   host_data: bytes | None) -> Path | None:
+    """S's coverage (from the host) and T's (from the test process), mapped to the scratch copy."""
+    from guardrails.coverage_data import map_data
+
+    parts = []
+    if host_data is not None:
+        raw = dirs.root / f"coverage-host-{request.tag}"
+        raw.write_bytes(host_data)
+        parts.append(raw)
+    if (run.results / "coverage").is_file():
+        parts.append(run.results / "coverage")
+    if not parts:
+        return None
+    target = dirs.root / f"coverage-{request.tag}"
+    for part in parts:  # both saw the workspace at the same inside path
+        map_data(part, target, run.path(WORKSPACE), request.workspace)
+    return target
 
 
 def consistency(suite: SuiteResult, exit_code: int, junit: Path, tag: str) -> list[Violation]:

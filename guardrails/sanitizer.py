@@ -29,6 +29,8 @@ from guardrails.capabilities import (
     is_dunder,
 )
 from guardrails.importtime import import_time_findings, main_guard
+from guardrails.sourcestate import MESSAGES as STATE_MESSAGES
+from guardrails.sourcestate import state_findings
 from guardrails.sourcetext import read_source
 from guardrails.verdict import Violation
 
@@ -49,6 +51,9 @@ MESSAGES: dict[str, str] = {
     "sanitizer.code_in_string": "a string that libraries may evaluate holds code",
     "sanitizer.type_checking": "TYPE_CHECKING must be typing's constant, with no else branch",
     "sanitizer.import_time": "import-time code is limited to definitions and constants",
+    "sanitizer.source_import": "tests reach strategy code only through strategy_host: S never runs "
+                               "in the test process",
+    **STATE_MESSAGES,
 }
 _FORMAT_DUNDER = re.compile(r"\{[^{}:!]*__")
 # Dunders whose constant answer makes any object pass a check: name -> the answer that cheats.
@@ -83,8 +88,17 @@ class Scanner(ScopedWalker):
             self.add("sanitizer.builtin_not_allowed", node, name)
         return self.found
 
+    def _source_import(self, node: ast.AST, module: str | None) -> bool:
+        """Tests importing S (it is not in their process: they call it through strategy_host)."""
+        if self.policy.role != "tests" or not module or module.split(".")[0] not in self.policy.sources:
+            return False
+        self.add("sanitizer.source_import", node, module)
+        return True
+
     def visit_Import(self, node: ast.Import, scope: int) -> None:
         for alias in node.names:
+            if self._source_import(node, alias.name):
+                continue
             if not self.policy.allows(alias.name):
                 self.add("sanitizer.import_not_allowed", node, alias.name)
             local = alias.asname or alias.name.split(".")[0]
@@ -95,7 +109,7 @@ class Scanner(ScopedWalker):
 
     def visit_ImportFrom(self, node: ast.ImportFrom, scope: int) -> None:
         module = self._absolute(node)
-        if module == "__future__":
+        if module == "__future__" or self._source_import(node, module):
             return
         if module is None or not self.policy.allows(module):
             self.add("sanitizer.import_not_allowed", node, module or "." * node.level)
@@ -329,6 +343,7 @@ def findings(path: str, tree: ast.Module, policy: Policy) -> list[Finding]:
     if policy.role == "source":
         found += import_time_findings(tree, scanner.imports, policy, scanner.functions,
                                       scanner.classes)
+        found += state_findings(tree)
     return found
 
 

@@ -32,7 +32,6 @@ from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
-from oomrl.periods import period_key
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.rebalance import load_panels
@@ -40,6 +39,7 @@ from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fre
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import membership
 from oomrl.portfolio.setup import rebalance_setup
+from strategy_api.periods import period_key
 
 # Fills happen at other prices than the decision close and in board lots, so measured
 # participation, turnover and weights may exceed the strategy's own caps a little; this relative

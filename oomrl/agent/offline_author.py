@@ -8,12 +8,6 @@ found missing come from the failed checks' names. This module imports nothing of
 from __future__ import annotations
 
 import ast
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +26,8 @@ PERIOD_KEYS = {"weekly": "tuple(day.isocalendar()[:2])",
 
 
 def _imports(mandate: Mandate, market: bool, schedule: bool) -> str:
-    lines = ([f"from {mandate.module} import STRATEGY"] if not market else
-             ["import numpy as np", "import pandas as pd", "",
-              "from strategies.base import MarketView", f"from {mandate.module} import STRATEGY"])
+    lines = ["from strategy_host import open_strategy"] if not market else \
+        ["import numpy as np", "import pandas as pd", "", "from strategy_host import open_strategy"]
     return "\n".join((["from datetime import date", ""] if schedule else []) + lines)
 
 
@@ -44,7 +37,7 @@ def mandate_tests(mandate: Mandate) -> str:
     schedule = SCHEDULES.get(c.rebalance or "")
     market = c.max_adv_participation is not None or c.max_weekly_turnover is not None
     parts = [template("tests_header.py.txt", mandate_id=mandate.alert_id or "manual",
-                      module=mandate.module, text=mandate.text,
+                      module=mandate.module, text=mandate.text, strategy=mandate.strategy,
                       imports=_imports(mandate, market, bool(schedule)))]
     if schedule:
         parts.append(template("tests_schedule.py.txt", **schedule))
@@ -70,6 +63,7 @@ def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
     found = "; ".join(f"{m['check']}: {m.get('detail', '')}" for m in missed).replace('"', "'")
     parts = [template("tests_header.py.txt", mandate_id=mandate.alert_id or "manual",
                       module=mandate.module, imports=_imports(mandate, True, False),
+                      strategy=mandate.strategy,
                       text=f"{mandate.text}\nCross-validation found what the first tests missed: "
                            f"{found}"), template("tests_market.py.txt")]
     if "weeks" in kinds:
@@ -87,42 +81,47 @@ def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
 
 
 def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate,
-                 timeout_s: float = 300.0) -> dict[str, list[str]]:
+                 timeout_s: float = 300.0, unsafe_no_jail: bool = False) -> dict[str, list[str]]:
     """Old tests that watch the unchanged strategy do what the mandate forbids: file -> test names.
 
-    Runs the tests of `tests` against `source` in a scratch folder with the mandate probe loaded."""
-    scratch = Path(tempfile.mkdtemp(prefix="oomrl-author-"))
+    Runs the tests of `tests` against `source` as the gate runs tests (the test process and S's host
+    each in their jail) with the mandate probe loaded into the test process."""
+    from guardrails.runner import GateDirs, SuiteRequest, run_suite
+
+    from oomrl.portfolio.hosting import jail_lock
+
+    lock, _ = jail_lock(unsafe_no_jail)
+    dirs = GateDirs.create()
     try:
-        ws, plugins, report = scratch / "ws", scratch / "plugins", scratch / "probe.json"
+        ws = dirs.root / "author"
         for path, text in {**source, **tests}.items():
             (ws / path).parent.mkdir(parents=True, exist_ok=True)
             (ws / path).write_text(text, encoding="utf-8")
-        plugins.mkdir()
-        shutil.copyfile(PROBE_FILE, plugins / f"{PROBE_PLUGIN}.py")
-        probe = {"module": mandate.module, "report": str(report),
-                 "constraints": mandate.constraints.model_dump(exclude_none=True)}
-        try:
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "-p", PROBE_PLUGIN, "-o", "addopts=", "--rootdir", str(ws), "tests"],
-                           cwd=ws, capture_output=True, timeout=timeout_s, check=False,
-                           env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                                "PYTHONPATH": f"{ws}{os.pathsep}{plugins}",
-                                "PYTHONDONTWRITEBYTECODE": "1",
-                                "OOMRL_MANDATE_PROBE": json.dumps(probe)})
-        except subprocess.TimeoutExpired:
+        from guardrails.runner import make_readable
+
+        make_readable(ws)
+        trees = tuple(sorted({path.split("/")[0] for path in tests}))
+        sources = tuple(sorted({path.split("/")[0] for path in source}))
+        probe = {"strategy": mandate.strategy, "constraints": mandate.constraints.model_dump(exclude_none=True)}
+        suite = run_suite(lock, dirs, SuiteRequest(
+            workspace=ws, tests=trees, tag="mandate-probe", sources=sources,
+            plugins=((PROBE_PLUGIN, PROBE_FILE.read_text(encoding="utf-8"), probe),)),
+            timeout_s=timeout_s, memory_mb=4096)
+        if any(problem.rule == "run.timeout" for problem in suite.problems):
             raise OomrlError(f"offline Test Author: the workspace's tests did not finish within "
-                             f"{timeout_s:g} s under the mandate probe") from None
-        if not report.exists():
+                             f"{timeout_s:g} s under the mandate probe")
+        report = suite.reports.get(PROBE_PLUGIN)
+        if not isinstance(report, dict):
             return {}
         pinned: dict[str, list[str]] = {}
-        for nodeid in sorted(json.loads(report.read_text(encoding="utf-8"))):
+        for nodeid in sorted(report):
             path, _, name = nodeid.partition("::")
             name = name.split("[")[0].split("::")[-1]
             if name not in pinned.get(path, []):
                 pinned.setdefault(path, []).append(name)
         return pinned
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        dirs.remove()
 
 
 def supersede(test_source: str, names: list[str], mandate: Mandate) -> str:
@@ -137,7 +136,7 @@ def supersede(test_source: str, names: list[str], mandate: Mandate) -> str:
         old_doc = (ast.get_docstring(node) or "the behaviour the mandate forbids").splitlines()[0]
         old_doc = old_doc.replace('"', "'").replace("\\", "/")
         segment = ast.get_source_segment(test_source, node) or ""
-        common = {"mandate_id": mandate.alert_id or "manual", "module": mandate.module,
+        common = {"mandate_id": mandate.alert_id or "manual", "strategy": mandate.strategy,
                   "old_doc": old_doc}
         if schedule and "rebalance_due" in segment:
             body = template("superseded_schedule.py.txt", **common, **schedule)

@@ -23,6 +23,9 @@ def _classes(tree: ast.Module) -> tuple[ast.ClassDef | None, ast.ClassDef | None
     return params, strategy
 
 
+API_IMPORT = "from strategy_api import"
+
+
 def _imported(tree: ast.Module) -> set[str]:
     names: set[str] = set()
     for node in tree.body:
@@ -34,15 +37,16 @@ def _imported(tree: ast.Module) -> set[str]:
 def _ensure_imports(tree: ast.Module, edits: LineEdits, needed: dict[str, str]) -> None:
     """Add import lines for the names in `needed` (name -> import statement) not yet bound."""
     missing = [stmt for name, stmt in needed.items() if name not in _imported(tree)]
-    base = next((n for n in tree.body if isinstance(n, ast.ImportFrom)
-                 and (n.module or "").endswith("base") and n.lineno == n.end_lineno), None)
+    # The strategy API's import line (`from strategy_api import ...`; `.base` in older versions).
+    base = next((n for n in tree.body if isinstance(n, ast.ImportFrom) and n.lineno == n.end_lineno
+                 and (n.module == "strategy_api" or (n.module or "").endswith("base"))), None)
     extra_base = [name for name, stmt in needed.items()
-                  if name not in _imported(tree) and stmt.startswith("from .base")]
+                  if name not in _imported(tree) and stmt.startswith(API_IMPORT)]
     if base is not None and extra_base:
         names = sorted({a.name for a in base.names} | set(extra_base))
         prefix = "." * base.level + (base.module or "")
         edits.replace(base.lineno - 1, base.lineno, f"from {prefix} import {', '.join(names)}\n")
-        missing = [s for s in missing if not s.startswith("from .base")]
+        missing = [s for s in missing if not s.startswith(API_IMPORT)]
     if missing:
         # After the last absolute import, so third-party imports stay above the package's own.
         absolute = [n for n in tree.body if isinstance(n, ast.Import)
@@ -77,7 +81,7 @@ def reference_change(source: str, mandate: Mandate) -> str:
         edits.replace(due.body[0].lineno - 1, due.end_lineno or due.lineno,
                       template("coder_schedule.py.txt", mandate_id=mandate_id, **schedule))
         if "iso_week" in schedule["day_key"]:
-            needed["iso_week"] = "from .base import iso_week"
+            needed["iso_week"] = f"{API_IMPORT} iso_week"
     target = methods["target_weights"]
     if "_ideal_weights" not in methods:
         first = min([target.lineno] + [d.lineno for d in target.decorator_list]) - 1

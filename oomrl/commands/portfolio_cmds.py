@@ -55,6 +55,14 @@ def summary_table(summaries: list[dict[str, Any]]) -> Table:
     return table
 
 
+def warn_unjailed(jails: list[str | None]) -> None:
+    """One line on stderr when strategy code ran outside a jail (OOMRL_UNSAFE_NO_JAIL=1)."""
+    from oomrl.portfolio.hosting import UNSAFE_JAIL
+
+    if UNSAFE_JAIL in jails:
+        typer.echo(f"warning: strategy code ran unjailed: jail {UNSAFE_JAIL}", err=True)
+
+
 def rebalance_command(
     account: AccountOption = None,
     as_of: Annotated[str | None, typer.Option(
@@ -73,6 +81,7 @@ def rebalance_command(
     settings = get_settings()
     day = parse_day(as_of, "--as-of") or last_session()
     outcome = run_rebalance(settings, account_or_default(account, settings), day, dry_run=dry_run)
+    warn_unjailed([outcome.jail])
     console = Console()
     if dry_run:
         console.print("[yellow]dry run[/yellow]: nothing was written")
@@ -121,6 +130,7 @@ def replay_command(
             advance(done, len(strategy), name)
             summaries.append(run_replay(settings, name, first, last, params, workspace,
                                         kill_threshold=kill_threshold, market=market.value).summary())
+    warn_unjailed([s.get("jail") for s in summaries])
     if as_json:
         typer.echo(json.dumps(summaries, default=str, indent=2))
         return

@@ -1,4 +1,8 @@
-"""Rebalance periods: which period (ISO week, fortnight, month, day) a trading day belongs to."""
+"""Rebalance periods: which period (ISO week, fortnight, month, day) a trading day belongs to.
+
+Part of the strategy API because the mandate probe (inside a test run's jail) and cross-validation
+(in the engine) must agree on it to the day.
+"""
 
 from __future__ import annotations
 
