@@ -66,6 +66,7 @@ class DemoLog:
     halted_on: str | None = None
     rebalances: int = 0
     refused: list[dict[str, str]] = field(default_factory=list)
+    jails: list[str] = field(default_factory=list)  # where the versions' strategy code ran
 
 
 def _day(value: Any) -> str:
@@ -211,6 +212,8 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
                     log.refused.append({"date": day.isoformat(), "version": resolved.version, "error": str(exc)})
                     continue
                 log.rebalances += 1
+                if runner.jail not in log.jails:
+                    log.jails.append(runner.jail)
                 if outcome.halted:
                     log.halted_on = day.isoformat()
                     break
@@ -334,6 +337,7 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
     (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
     summary = {"account": config.account, "strategy": config.strategy, "start": str(config.start),
                "end": str(config.end), "rebalances": log.rebalances, "halted_on": log.halted_on, "refused": log.refused,
+               "jails": log.jails,
                "alerts": log.alerts, "repairs": log.repairs, "table1": frame.to_dict("records"),
                "tearsheet": str(report.html), "summary_md": str(report.markdown),
                "table1_csv": str(out / "table1.csv"), "home": str(settings.home)}
@@ -366,6 +370,10 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
     fresh_state(settings)
     log = replay_weeks(settings, config, store, console, repairer)
     summary = write_reports(settings, config, store, log, console)
+    from oomrl.portfolio.hosting import UNSAFE_JAIL
+
+    if UNSAFE_JAIL in log.jails:
+        console.print(f"[red]strategy code ran unjailed[/]: jail {UNSAFE_JAIL}")
     if log.refused:
         console.print(f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never traded); "
                       f"first on {log.refused[0]['date']}: see {summary['demo_json']}")

@@ -53,7 +53,7 @@ def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
     tearsheet = Path(result.output.split("tearsheet:")[1].split()[0])
     assert tearsheet.exists() and tearsheet.name == "tearsheet.html"
     summary = json.loads((tearsheet.parent / "demo.json").read_text())
-    assert summary["repairs"] == [] and summary["halted_on"] is None
+    assert summary["repairs"] == [] and summary["halted_on"] is None and summary["jails"] == ["bwrap"]
     assert {a["rule"] for a in summary["alerts"]} >= {"execution_decay"}
     (row_v1, whole) = summary["table1"]
     assert row_v1["trading_days"] == whole["trading_days"] == 30
@@ -143,6 +143,24 @@ def test_invalid_decisions_are_refused_not_traded(demo_home: Path, monkeypatch: 
     text = console.export_text()
     assert text.count("rebalance refused") == 1 and "3 rebalance(s) refused" in text
     assert summary["table1"][-1]["trading_days"] == 15  # the refused days are marked by the next rebalance
+
+
+@pytest.mark.slow
+def test_a_demo_without_a_jail_says_its_strategy_code_ran_unjailed(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from oomrl.portfolio.hosting import UNSAFE_JAIL
+    from tests.cli.test_no_jail import without_bwrap
+
+    if os.geteuid() != 0 or shutil.which("bwrap") is None or shutil.which("unshare") is None:
+        pytest.skip("hiding bubblewrap needs root, unshare and an installed bwrap")
+    done = without_bwrap(tmp_path / "base", "demo", "--home", str(tmp_path / "home"), "--start", "2024-07-01",
+                         "--end", "2024-07-12", "--max-repairs", "0", unsafe=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "strategy code ran unjailed" in done.stdout
+    summary = json.loads(next((tmp_path / "home" / "runs").glob("report-demo-*/demo.json")).read_text())
+    assert summary["jails"] == [UNSAFE_JAIL]
 
 
 def test_the_active_version_keeps_its_runner_until_another_version_trades() -> None:
