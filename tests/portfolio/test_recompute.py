@@ -96,6 +96,13 @@ def test_a_decision_that_counts_earlier_calls_differs_in_a_fresh_host(tmp_path: 
     source = WorkspaceStrategy(workspace(tmp_path / "ws", market), "counting")
     decisions = recorded(source, market)
     assert len(decisions) == 15 and [d.t for d in decisions] == sorted(d.t for d in decisions)
+    fresh = source.open(None, market, schedule_ahead=False)  # as recompute_fresh opens each host
+    try:
+        middle = decisions[7]
+        fresh.weights(middle.t, middle.held, middle.held_weights, middle.nav, middle.members)
+        assert fresh.shared is not None and fresh.shared.written == middle.t  # rows up to t-1 only
+    finally:
+        fresh.close()
     found = recompute_fresh(source, None, market, decisions, count=3)
     assert found.total == 15 and len(found.checked) == 3
     # The first decision is every fresh host's first call too; the later ones are not.
