@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from guardrails.locks import RUN_ENV, Bind, Prepared, RoLock
+from guardrails.locks import Bind, Prepared, RoLock
 from guardrails.workspace import GateSetupError
 from strategy_host import wire
 from strategy_host.client import Channel, HostError

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from . import daily_momentum, weekly_liquidity
 from strategy_api import Strategy
+
+from . import daily_momentum, weekly_liquidity
 
 _STRATEGIES: dict[str, Strategy] = {
     daily_momentum.STRATEGY.name: daily_momentum.STRATEGY,

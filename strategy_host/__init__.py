@@ -43,7 +43,7 @@ def _request(message: dict[str, Any]) -> dict[str, Any]:
     if channel is None:
         raise HostError("no strategy host is connected: run these tests through the gate "
                         "(`oomrl gate`) or the project's test suite, which connect one")
-    return channel.request({**message, "ctx": _STATE["context"]})  # type: ignore[no-any-return]
+    return channel.request({**message, "ctx": _STATE["context"]})
 
 
 def _day(value: date | str | Any) -> int:

@@ -112,7 +112,7 @@ class Channel:
         self.pending -= 1
         if "error" in answer:
             raise remote_error(answer["error"])
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def request_raw(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """Send and return the answer as it came, an error answer included (the relay's forwarding)."""
@@ -124,7 +124,7 @@ class Channel:
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
         self.pending -= 1
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
         """Send and wait for this request's answer (after any still pending)."""

@@ -62,7 +62,7 @@ def encode(message: Mapping[str, Any]) -> bytes:
     for array in blobs:
         table.append(struct.pack(f">BB{array.ndim}Q", DTYPES.index(array.dtype.str), array.ndim, *array.shape))
     head = b"".join(table)
-    body = [struct.pack(">III", 8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
+    body: list[bytes | memoryview] = [struct.pack(">III", 8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
             head, text, *(a.data for a in blobs)]
     return b"".join(body)
 
