@@ -8,13 +8,15 @@ long window. The candidate is promoted only when
   turnover, position weight, drawdown, IR floor), measured over the long window, and
 - net of friction it is not worse than the active version, nor than B, by more than a tolerance in
   either window: the mean daily return difference (paired, annualized) must be >= -z x its standard
-  error, the tolerance printed with the decision.
+  error, the tolerance printed with the decision, and
+- it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread),
+  each recomputed in a fresh strategy host from the rows up to its date, gives the same weights
+  as its sequential replay (`crossval.stateful`).
 The decision table (`decision_markdown`) is written to the run folder for the flow to publish.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable
 from datetime import date
@@ -30,8 +32,10 @@ from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
-from oomrl.portfolio.loader import load_strategy
+from oomrl.portfolio.hosting import WorkspaceStrategy
+from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.rebalance import load_panels
+from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fresh
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import membership
 from oomrl.portfolio.setup import rebalance_setup
@@ -47,6 +51,15 @@ HISTORY_DAYS = 150  # calendar days of bars before the window, for lookbacks and
 LONG_SESSIONS = 250  # the longer window: about a year of sessions up to the alert
 TOLERANCE_Z = 1.0  # the candidate may trail by at most one standard error of the paired difference
 TRADING_DAYS = 252
+STATEFUL = "crossval.stateful"  # the no-memory-across-decisions check's name
+
+
+class Check(BaseModel):
+    """One pass/fail rule of cross-validation, with the numbers behind it."""
+
+    name: str
+    passed: bool
+    detail: str
 
 
 class VersionMeasures(BaseModel):
@@ -71,14 +84,7 @@ class VersionMeasures(BaseModel):
     raw_prices_known: float = 1.0
     dates: list[date] = []
     returns: list[float] = []
-
-
-class Check(BaseModel):
-    """One pass/fail rule of cross-validation, with the numbers behind it."""
-
-    name: str
-    passed: bool
-    detail: str
+    checks: list[Check] = []  # what its replay itself showed (crossval.stateful), on the long window
 
 
 class CrossValidation(BaseModel):
@@ -101,7 +107,7 @@ class CrossValidation(BaseModel):
 
     def table(self) -> list[dict[str, Any]]:
         """Rows for a table artifact: one per version and window (daily series left out)."""
-        return [row.model_dump(mode="json", exclude={"dates", "returns"}) for row in self.rows]
+        return [row.model_dump(mode="json", exclude={"dates", "returns", "checks"}) for row in self.rows]
 
     def decision_markdown(self) -> str:
         """The decision as markdown: windows, measures (versions × windows as columns), checks, verdict."""
@@ -212,7 +218,7 @@ def _ir(row: VersionMeasures) -> str:
 def checks_for(rows: list[VersionMeasures], constraints: Constraints, z: float = TOLERANCE_Z) -> list[Check]:
     """Constraints on the candidate's long window, then non-inferiority vs active and B in both windows."""
     by = {(r.version, r.window): r for r in rows}
-    found = constraint_checks(by[("candidate", "long")], constraints)
+    found = constraint_checks(by[("candidate", "long")], constraints) + by[("candidate", "long")].checks
     for window in ("alert", "long"):
         for other in ("active", "baseline"):
             if (other, window) in by:
@@ -243,23 +249,45 @@ def long_window_start(store: MarketStore, start: date, end: date, sessions: int)
 def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any, universe: Any,
                    benchmark: pd.Series, rebalance: str, start: date, end: date,
                    rules: FrictionRules | None, initial_cash: float, settings: Settings | None = None,
-                   alert_start: date | None = None) -> list[VersionMeasures]:
-    """Replay one version (loaded from its own folder) and measure it over the long and the alert window.
+                   alert_start: date | None = None, fresh_decisions: int = 0) -> list[VersionMeasures]:
+    """Replay one version (its own folder, in a strategy host) and measure it over the long and the alert window.
 
+    With `fresh_decisions`, that many of its decisions (evenly spread) are recomputed each in a
+    fresh host and must give the same weights: the `crossval.stateful` check on the long row.
     Runs anywhere (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
     """
-    loaded = load_strategy(root, strategy)
     settings = settings or Settings()
-    # A workspace from before point-in-time membership has a MarketView without `members`.
-    knows_members = "members" in inspect.signature(loaded.view_class).parameters
-    setup = rebalance_setup(loaded.strategy, sha, settings, universe if knows_members else None,
-                            view_class=loaded.view_class)
+    source = WorkspaceStrategy(root, strategy, settings.unsafe_no_jail)
+    setup = rebalance_setup(source, sha, settings, universe)
     if rules is not None:
         setup.rules = rules
-    result = replay_setup(setup, panels, start, end, initial_cash)
+    market = MarketFrames.build(panels, setup.rules)
+    runner = source.open(setup.params, market, record=fresh_decisions > 0)
+    try:
+        result = replay_setup(setup, market, start, end, initial_cash, runner=runner)
+    finally:
+        runner.close()
     rows = [measure(result, label, sha, benchmark, rebalance, None, "long")]
     rows.append(measure(result, label, sha, benchmark, rebalance, alert_start or start, "alert"))
+    if fresh_decisions:
+        recomputed = recompute_fresh(source, setup.params, market, runner.decisions or [], fresh_decisions)
+        rows[0].checks.append(stateful_check(recomputed))
     return rows
+
+
+def stateful_check(recomputed: Recomputed) -> Check:
+    """`crossval.stateful`: the sampled decisions, each recomputed in a fresh host, gave the same weights."""
+    checked, differences = recomputed.checked, recomputed.differences
+    where = f"{len(checked)} of {recomputed.total} decisions" + (
+        f" ({checked[0]}..{checked[-1]})" if checked else "")
+    if not checked:
+        return Check(name=STATEFUL, passed=True, detail="the candidate made no decision to recompute")
+    if not differences:
+        return Check(name=STATEFUL, passed=True,
+                     detail=f"{where} recomputed each in a fresh host gave the same weights")
+    return Check(name=STATEFUL, passed=False, detail=(
+        f"{where} recomputed each in a fresh host: {len(differences)} gave other weights than in the "
+        f"replay (a decision depended on earlier calls): " + "; ".join(d.describe() for d in differences)))
 
 
 # Runs replay_version over keyword-argument sets; the default runs them one after another here.
@@ -300,7 +328,8 @@ def cross_validate(candidate_root: Path, active_root: Path, strategy: str, const
               "rebalance": constraints.rebalance or "daily", "start": long_start, "end": end,
               "rules": rules, "initial_cash": initial_cash, "settings": settings, "alert_start": start}
     calls = [{"label": "active", "root": active_root, "sha": active_sha, **shared},
-             {"label": "candidate", "root": candidate_root, "sha": candidate_sha, **shared}]
+             {"label": "candidate", "root": candidate_root, "sha": candidate_sha, **shared,
+              "fresh_decisions": FRESH_DECISIONS}]
     if baseline is not None:
         calls.append({"label": "baseline", "root": baseline[0], "sha": baseline[1], **shared})
     rows = [row for rows in mapper(calls) for row in rows]
@@ -314,4 +343,5 @@ def cross_validate(candidate_root: Path, active_root: Path, strategy: str, const
 
 
 __all__ = ["Check", "CrossValidation", "VersionMeasures", "baseline_of", "checks_for", "cross_validate",
-           "measure", "not_worse", "period_key", "replay_version", "run_in_process", "window_for"]
+           "measure", "not_worse", "period_key", "replay_version", "run_in_process", "stateful_check",
+           "window_for"]

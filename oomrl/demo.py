@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 from rich.console import Console
@@ -25,6 +25,11 @@ from rich.table import Table
 from oomrl.config import Settings, get_settings
 from oomrl.errors import OomrlError
 from oomrl.repair_endings import ending_name
+
+if TYPE_CHECKING:
+    from oomrl.portfolio.hosting import StrategyRunner
+    from oomrl.portfolio.market import MarketFrames
+    from oomrl.portfolio.setup import RebalanceSetup
 
 DEMO_ACCOUNT = "demo"
 SEVERITY_RANK = {"warning": 1, "critical": 2}
@@ -62,6 +67,7 @@ class DemoLog:
     halted_on: str | None = None
     rebalances: int = 0
     refused: list[dict[str, str]] = field(default_factory=list)
+    jails: list[str] = field(default_factory=list)  # where the versions' strategy code ran
 
 
 def _day(value: Any) -> str:
@@ -135,14 +141,43 @@ def run_repair_inline(settings: Settings, config: DemoConfig, autopsy: dict[str,
 Repairer = Callable[[Settings, DemoConfig, dict[str, Any]], dict[str, Any]]
 
 
+class ActiveVersion:
+    """The runner of the version trading now: one strategy host kept across the weekly rebalances,
+    replaced when another version becomes active."""
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.open: StrategyRunner | None = None  # the runner of `version`
+
+    def runner(self, version: str, setup: RebalanceSetup, market: MarketFrames) -> StrategyRunner:
+        """The open runner of `version` on `market`; the previous version's host is stopped."""
+        if self.version != version or self.open is None:
+            self.close()
+            self.open = setup.strategy.open(setup.params, market)
+            self.version = version
+        return self.open
+
+    def close(self) -> None:
+        if self.open is not None:
+            self.open.close()
+        self.open = None
+
+    def __enter__(self) -> ActiveVersion:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Console,
                  repairer: Repairer = run_repair_inline) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
-    from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance
+    from oomrl.portfolio.market import MarketFrames
+    from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance, session_index
     from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
-    from oomrl.portfolio.setup import rebalance_setup
+    from oomrl.portfolio.setup import market_rules, rebalance_setup
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
@@ -151,23 +186,26 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     versions.init()
     versions.activate("v1", config.account, config.strategy)
     panels = load_panels(store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS)
+    market = MarketFrames.build(panels, market_rules(settings))  # once: every version trades this market
     benchmark = benchmark_returns(store, "price")
     members = membership(store)  # point-in-time CSI 300: the demo trades only members on the day
     weeks = weeks_between(config.start, config.end)
     log, last_promotion, told_budget = DemoLog(), -config.cooldown_weeks, False
+    trading = ActiveVersion()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress:
+    with trading, Progress(*columns, console=console) as progress:
         bar = progress.add_task("replaying weeks", total=len(weeks))
         for number, week in enumerate(weeks):
             resolved = resolve_strategy(settings, ledger, config.account)
-            setup = rebalance_setup(resolved.strategy, resolved.version, settings, members,
-                                    view_class=resolved.view_class)
+            setup = rebalance_setup(resolved.strategy, resolved.version, settings, members)
             for day in week:
                 final = day == weeks[-1][-1]  # book the window's last session, due or not
-                if not (final or resolved.strategy.rebalance_due(day, ledger.account(config.account).last_date)):
-                    continue
                 try:
-                    outcome = rebalance(ledger, config.account, day, panels, setup)
+                    runner = trading.runner(resolved.version, setup, market)
+                    t = session_index(market, day)
+                    if not (final or runner.due(t, ledger.account(config.account).last_date)):
+                        continue
+                    outcome = rebalance(ledger, config.account, day, market, setup, runner=runner)
                 except OomrlError as exc:  # a version whose decision is invalid trades nothing (fail closed)
                     if not any(item["version"] == resolved.version for item in log.refused):
                         console.print(f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
@@ -175,6 +213,8 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
                     log.refused.append({"date": day.isoformat(), "version": resolved.version, "error": str(exc)})
                     continue
                 log.rebalances += 1
+                if runner.jail not in log.jails:
+                    log.jails.append(runner.jail)
                 if outcome.halted:
                     log.halted_on = day.isoformat()
                     break
@@ -311,6 +351,7 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
     (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
     summary = {"account": config.account, "strategy": config.strategy, "start": str(config.start),
                "end": str(config.end), "rebalances": log.rebalances, "halted_on": log.halted_on, "refused": log.refused,
+               "jails": log.jails,
                "alerts": log.alerts, "repairs": log.repairs, "table1": frame.to_dict("records"),
                "tearsheet": str(report.html), "summary_md": str(report.markdown),
                "table1_csv": str(out / "table1.csv"), "home": str(settings.home)}
@@ -343,6 +384,10 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
     fresh_state(settings)
     log = replay_weeks(settings, config, store, console, repairer)
     summary = write_reports(settings, config, store, log, console)
+    from oomrl.portfolio.hosting import UNSAFE_JAIL
+
+    if UNSAFE_JAIL in log.jails:
+        console.print(f"[red]strategy code ran unjailed[/]: jail {UNSAFE_JAIL}")
     if log.refused:
         console.print(f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never traded); "
                       f"first on {log.refused[0]['date']}: see {summary['demo_json']}")

@@ -12,30 +12,25 @@ from prefect.artifacts import create_table_artifact
 
 from oomrl.config import get_settings
 from oomrl.data.sample import ensure_sample
+from oomrl.errors import OomrlError
 from oomrl.metrics.attribution import benchmark_returns
 from oomrl.metrics.performance import compute_metrics
 from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels
 from oomrl.portfolio.replay import replay
-from strategies.registry import get
+from oomrl.portfolio.service import bundled_strategy
 
 GRID_METRICS = ("annualized_return", "benchmark_annualized_return", "sharpe", "max_drawdown",
                 "information_ratio", "beta", "alpha_annualized")
 
 
 def grid_points(strategy: str, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Every combination of the grid, each checked against the strategy's Params (clear error if not)."""
-    params_model = get(strategy).Params
-    unknown = sorted(set(grid) - set(params_model.model_fields))
-    if unknown:
-        raise ValueError(f"{strategy} has no parameter(s) {', '.join(unknown)}; "
-                         f"it has {', '.join(sorted(params_model.model_fields))}")
+    """Every combination of the grid, each checked by the strategy's Params in its host (clear error if not)."""
     empty = [name for name, values in grid.items() if not values]
     if empty:
-        raise ValueError(f"grid values for {', '.join(empty)} are empty")
+        raise OomrlError(f"grid values for {', '.join(empty)} are empty")
     names = sorted(grid)
     points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
-    for point in points:
-        params_model(**point)  # pydantic names the offending value
+    bundled_strategy(get_settings(), strategy).check_params(points)  # names the offending point
     return points
 
 
@@ -51,7 +46,7 @@ def load_market(start: date, end: date) -> tuple[dict[str, pd.DataFrame], pd.Ser
 def replay_point(strategy: str, params: dict[str, Any], panels: dict[str, pd.DataFrame],
                  benchmark: pd.Series, start: date, end: date) -> dict[str, Any]:
     """Replay one grid point; its summary and Table 1 metrics, one flat row."""
-    result = replay(get(strategy), params, panels, start, end)
+    result = replay(bundled_strategy(get_settings(), strategy), params, panels, start, end)
     returns = result.nav.set_index(pd.to_datetime(result.nav["date"]))["realized_return"].astype(float)
     metrics = compute_metrics(returns, benchmark) if len(returns) > 2 else {}
     summary = result.summary()

@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / ".importlinter"
-PACKAGES = ("oomrl", "guardrails", "strategies", "tasks", "flows")
+PACKAGES = ("oomrl", "guardrails", "strategies", "tasks", "flows", "strategy_api", "strategy_host")
 
 # One forbidden import per contract, each in a new module of the package that must not make it.
 FORBIDDEN = {
@@ -19,11 +19,15 @@ FORBIDDEN = {
     "strategies/_forbidden_flows.py": "import flows.chain\n",
     "guardrails/_forbidden_oomrl.py": "from oomrl import config\n",
     "tasks/_forbidden_flows.py": "from flows import chain\n",
+    "oomrl/_forbidden_strategies.py": "from strategies import registry\n",
+    "strategy_host/_forbidden_oomrl.py": "from oomrl import errors\n",
 }
 CONTRACTS = (
     "oomrl/ and strategies/ never import Prefect, tasks or flows",
     "guardrails/ imports nothing it judges, nor Prefect",
     "tasks/ never import flows/",
+    "oomrl/, tasks/ and flows/ never import strategies/ (S)",
+    "strategy_api/, strategy_host/ import no oomrl, guardrails, S, Prefect",
 )
 
 

@@ -36,6 +36,18 @@ class StrategyFailedError(OomrlError):
     """The strategy raised an exception or returned something that is not valid weights."""
 
 
+@dataclass(frozen=True)
+class Decision:
+    """One decision as a runner was asked it (session t, book, members) and the weights it returned."""
+
+    t: int
+    held: np.ndarray  # market positions of the held symbols
+    held_weights: np.ndarray  # their weights of the NAV
+    nav: float
+    members: list[str] | None
+    weights: np.ndarray  # the validated target weight of every market symbol
+
+
 class StrategyRunner(Protocol):
     """A strategy bound to one market: its schedule and its decisions, by session index."""
 
@@ -58,7 +70,7 @@ class StrategySource(Protocol):
 
     @property
     def name(self) -> str:
-        """The strategy's name."""
+        """The strategy's name (strategies/<name>.py)."""
 
     def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> StrategyRunner:
         """A runner for `market` with these parameters (validated by the strategy's Params)."""
@@ -156,6 +168,8 @@ class HostedRunner:
     jail: str
     shared: SharedMarket | None = None
     sent: int = 0  # market rows [0, sent) are written for the host
+    decisions: list[Decision] | None = None  # when a list, every decision is appended to it
+    schedule_ahead: bool = True  # ask for the schedule after each decision along with it
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
 
@@ -204,7 +218,7 @@ class HostedRunner:
         self._send_rows(t)
         message["rows"] = t
         stop = min(t + 1 + DUE_CHUNK, len(self.market.days))
-        if t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
+        if self.schedule_ahead and t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
             message["due"] = {"days": self.market.dates.values[t + 1:stop].astype("datetime64[ns]").astype("<i8"),
                               "last": wire.day_ns(self.market.days[t]), "first_only": True}
         answer = self._call(message)
@@ -212,6 +226,9 @@ class HostedRunner:
                                 answer.get("unknown"))
         if "due" in message:
             self._remember(t + 1, self.market.days[t], answer.get("due"), stop - t - 1)
+        if self.decisions is not None:
+            self.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
+                                           None if members is None else list(members), weights))
         return weights
 
     def _member_positions(self, members: list[str]) -> np.ndarray:
@@ -268,12 +285,16 @@ class WorkspaceStrategy:
                 raise StrategyHostError(f"strategy {self.name}: {exc}") from None
             raise
 
-    def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> HostedRunner:
+    def open(self, params: Mapping[str, Any] | None, market: MarketFrames, *,
+             record: bool = False, schedule_ahead: bool = True) -> HostedRunner:
+        """A runner in a new host; `record` keeps its decisions (`runner.decisions`), `schedule_ahead`
+        False asks nothing along with a decision (the host then sees no row after it)."""
         host, jail = self.start()
         try:
             handle, _ = open_in(host, self.name, params)
             shared = SharedMarket(market)
-            runner = HostedRunner(host, handle, self.name, market, jail, shared)
+            runner = HostedRunner(host, handle, self.name, market, jail, shared,
+                                  decisions=[] if record else None, schedule_ahead=schedule_ahead)
             try:
                 host.channel.send_with_fd({"op": "market", "handle": handle, "shared": len(market.days),
                                            "symbols": [str(s) for s in market.symbols],
@@ -291,7 +312,13 @@ class WorkspaceStrategy:
         """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
         host, _ = self.start()
         try:
-            return [open_in(host, self.name, p)[1] for p in params]
+            normalized = []
+            for one in params:
+                try:
+                    normalized.append(open_in(host, self.name, one)[1])
+                except StrategyFailedError as exc:
+                    raise StrategyFailedError(f"{exc} (parameters {dict(one)})") from None
+            return normalized
         finally:
             host.close()
 
@@ -303,7 +330,7 @@ def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int
     except StrategyError as exc:
         if exc.kind == "request" or exc.type_name in ("ModuleNotFoundError", "ImportError", "KeyError"):
             raise StrategyFailedError(f"no strategy {name!r} in this workspace: {exc.message}") from None
-        raise StrategyFailedError(f"invalid params for {name}: {exc.message}"
+        raise StrategyFailedError(f"invalid params for {name}: {validation_line(exc.message)}"
                                   if exc.type_name == "ValidationError" else
                                   f"strategy {name} failed to load: {exc.type_name}: {exc.message}") from None
     except HostError as exc:
@@ -312,6 +339,19 @@ def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int
     if not isinstance(handle, int) or not isinstance(normalized, dict):
         raise StrategyHostError(f"strategy {name}: the host answered `open` malformed")
     return handle, wire.from_plain(normalized)
+
+
+def validation_line(message: str) -> str:
+    """pydantic's multi-line ValidationError text as one line: `field: problem; field: problem`."""
+    parts, where = [], ""
+    for line in message.splitlines()[1:]:
+        if line.strip() and not line.startswith(" "):
+            where = line.strip()  # the field (location) the next problem is about
+        elif line.startswith("  ") and not line.startswith("    ") and line.strip():
+            problem = line.strip().split(" [type=")[0]
+            parts.append(f"{where}: {problem}" if where else problem)
+            where = ""
+    return "; ".join(parts) or " ".join(message.split())
 
 
 def _contract_of(root: Path) -> tuple[tuple[str, ...], int]:

@@ -205,21 +205,28 @@ def replay(strategy: StrategySource, params: Mapping[str, Any] | None,
            lam: float = DEFAULT_LAMBDA, gamma: float = DEFAULT_GAMMA,
            kill_threshold: float = DEFAULT_THRESHOLD, st_symbols: Iterable[str] = (),
            version: str = "replay", membership: pd.DataFrame | None = None,
-           terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> ReplayResult:
-    """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker."""
+           terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
+           runner: StrategyRunner | None = None) -> ReplayResult:
+    """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker.
+
+    `runner` is `strategy` already open on the same MarketFrames (its caller closes it); without
+    one, the strategy's host is started for this replay and stopped after it.
+    """
     from oomrl.market.rules import AShareRules
 
     rules = rules or AShareRules()
     market = bars_panel if isinstance(bars_panel, MarketFrames) else \
         MarketFrames.build(bars_panel, rules, st_symbols)
     first, last = session_range(market, start, end)
-    runner = strategy.open(params, market)
+    own = runner is None
+    runner = strategy.open(params, market) if runner is None else runner
     try:
         return _replay(runner, market, rules, first, last, initial_cash,
                        Costing(lam, gamma, KillSwitch(kill_threshold), version, Membership.of(membership),
                                terminal_penalty))
     finally:
-        runner.close()
+        if own:
+            runner.close()
 
 
 def _replay(runner: StrategyRunner, market: MarketFrames, rules: FrictionRules, first: int, last: int,
@@ -278,8 +285,9 @@ def _columns_frame(chunks: list[Columns]) -> pd.DataFrame:
 
 
 def replay_setup(setup: RebalanceSetup, panels: Mapping[str, pd.DataFrame] | MarketFrames,
-                 start: date | str, end: date | str, initial_cash: float) -> ReplayResult:
+                 start: date | str, end: date | str, initial_cash: float,
+                 runner: StrategyRunner | None = None) -> ReplayResult:
     """Replay with a RebalanceSetup (the factory's output): the one way service, demo and cross-validation replay."""
     return replay(setup.strategy, setup.params, panels, start, end, setup.rules, initial_cash,
                   setup.lam, setup.gamma, setup.kill_threshold, version=setup.version,
-                  membership=setup.membership, terminal_penalty=setup.terminal_penalty)
+                  membership=setup.membership, terminal_penalty=setup.terminal_penalty, runner=runner)

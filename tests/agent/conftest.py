@@ -56,13 +56,15 @@ def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import AlertConfig, evaluate
     from oomrl.metrics.io import returns_from_levels
+    from oomrl.portfolio.hosting import WorkspaceStrategy
     from oomrl.portfolio.market import panels_from_bars
     from oomrl.portfolio.replay import replay
-    from strategies.registry import get
+    from oomrl.versions import repo_root
 
     store = MarketStore(sample_data)
     panels = panels_from_bars(store.read_bars("2024-03-01", "2024-08-30"))
-    result = replay(get("daily_momentum"), None, panels, "2024-07-01", "2024-08-30", version="bundled")
+    result = replay(WorkspaceStrategy(repo_root(), "daily_momentum"), None, panels, "2024-07-01", "2024-08-30",
+                    version="bundled")
     benchmark = returns_from_levels(store.read_index("000300"))
     config = AlertConfig()
     for day in result.nav["date"].dt.date.iloc[10:]:  # execution rules need a few sessions

@@ -185,13 +185,8 @@ def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older
     from oomrl.data.sample import ensure_sample
     from oomrl.versions import repo_root
 
-    old = tmp_path / "old"
-    shutil.copytree(repo_root() / "strategies", old / "strategies")
-    base = old / "strategies" / "base.py"
-    signature = "portfolio_value: float = 1.0, members: Iterable[str] | None = None) -> None:"
-    assert signature in base.read_text()
-    base.write_text(base.read_text().replace(  # a MarketView from before point-in-time membership
-        signature, "portfolio_value: float = 1.0) -> None:\n        members = None"))
+    old = tmp_path / "old"  # a version from before strategy_api: its own strategies/base.py
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "old_workspace", old)
     store = ensure_sample(get_settings())
     start, end = window_for(store, date(2024, 7, 15), 20)
     result = cross_validate(repo_root(), old, "weekly_liquidity", WEEKLY, store, start, end,
@@ -204,8 +199,72 @@ def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older
     assert all(row.trading_days == 60 for row in result.rows if row.window == "long")
     assert result.long_start is not None and result.long_start < start
     assert result.rows[2].max_rebalances_per_period == 1 and result.passed, result.failures()
-    assert (tmp_path / "cross_validation.md").read_text().startswith("# Cross-validation: PROMOTE")
+    stateful = next(c for c in result.checks if c.name == "crossval.stateful")
+    assert stateful.passed and f"10 of {result.rows[2].rebalances} decisions" in stateful.detail
+    # The old version makes the same decisions as today's code: the same rows, but for the label.
+    for mine, theirs in ((result.rows[0], result.rows[2]), (result.rows[1], result.rows[3])):
+        assert mine.returns == theirs.returns and mine.turnover == theirs.turnover
+    text = (tmp_path / "cross_validation.md").read_text()
+    assert text.startswith("# Cross-validation: PROMOTE") and "| crossval.stateful | yes |" in text
     assert sorted(result.ranking) == ["active", "baseline", "candidate"]
+
+
+# weekly_liquidity that leaves out its first pick from its fourth decision on in one process.
+COUNTS_CALLS = ("\n_CALLS: list[int] = []\n", """
+        _CALLS.append(1)
+        if len(_CALLS) > 3 and picks:
+            picks = picks[1:]
+""")
+
+
+@pytest.mark.slow
+def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(repair_home: Path,
+                                                                       tmp_path: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.crossval import cross_validate, window_for
+    from oomrl.data.sample import ensure_sample
+    from oomrl.versions import repo_root
+
+    candidate = tmp_path / "candidate"
+    shutil.copytree(repo_root() / "strategies", candidate / "strategies",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = candidate / "strategies" / "weekly_liquidity.py"
+    anchor = "        ideal = pd.Series(equal_weights(picks"
+    text = module.read_text()
+    assert anchor in text
+    module.write_text(text.replace("\n\nclass WeeklyLiquidityParams", COUNTS_CALLS[0] + "\n\nclass WeeklyLiquidityParams")
+                      .replace(anchor, COUNTS_CALLS[1].lstrip("\n") + anchor))
+    store = ensure_sample(get_settings())
+    start, end = window_for(store, date(2024, 7, 15), 20)
+    result = cross_validate(candidate, repo_root(), "weekly_liquidity", Constraints(rebalance="weekly"),
+                            store, start, end, long_sessions=60, run_dir=tmp_path)
+    stateful = next(c for c in result.checks if c.name == "crossval.stateful")
+    assert not stateful.passed and not result.passed
+    candidate_days = next(r for r in result.rows if (r.version, r.window) == ("candidate", "long"))
+    assert stateful.detail.startswith(f"10 of {candidate_days.rebalances} decisions (")
+    assert "gave other weights" in stateful.detail and ".S" in stateful.detail  # dates and symbols named
+    assert "| crossval.stateful | NO |" in (tmp_path / "cross_validation.md").read_text()
+
+
+def test_the_stateful_check_names_the_dates_and_symbols_that_differ() -> None:
+    from oomrl.crossval import stateful_check
+    from oomrl.portfolio.recompute import Difference, Recomputed
+
+    days = [date(2024, 7, d) for d in (1, 8, 15)]
+    same = stateful_check(Recomputed(days, 12, []))
+    assert same.name == "crossval.stateful" and same.passed
+    assert same.detail == ("3 of 12 decisions (2024-07-01..2024-07-15) recomputed each in a fresh host "
+                           "gave the same weights")
+    changed = stateful_check(Recomputed(days, 12, [
+        Difference(days[1], ["600519.SH", "000001.SZ"]), Difference(days[2], [], "strategy x raised KeyError")]))
+    assert not changed.passed
+    assert changed.detail.endswith("2024-07-08: 600519.SH, 000001.SZ; 2024-07-15: strategy x raised KeyError")
+    assert changed.detail.startswith("3 of 12 decisions (2024-07-01..2024-07-15) recomputed each in a "
+                                     "fresh host: 2 gave other weights")
+    assert stateful_check(Recomputed([], 0, [])).passed  # nothing decided, nothing to recompute
+    found = rows()
+    found[3].checks = [changed]  # the candidate's long row carries what its replay showed
+    assert failed(checks_for(found, WEEKLY)) == ["crossval.stateful"]
 
 
 def test_baseline_is_the_human_reference_or_the_last_promoted_version(tmp_path: Path) -> None:

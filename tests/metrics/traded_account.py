@@ -18,7 +18,7 @@ from oomrl.metrics.attribution import benchmark_returns
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceSetup, load_panels, rebalance
 from oomrl.versions import StrategyVersions
-from strategies import registry
+from tests.portfolio.inprocess import InProcessStrategy
 
 ACCOUNT = "quant"
 START, SWITCH, END = date(2025, 1, 2), date(2025, 2, 17), date(2025, 5, 30)
@@ -69,7 +69,7 @@ def build_traded_account(root: Path) -> TradedAccount:
     versions.activate("v1", ACCOUNT, "daily_momentum")
     panels = load_panels(store, END, history_days=(END - START).days + HISTORY_DAYS)
     benchmark = benchmark_returns(store)
-    strategy = registry.get("daily_momentum")
+    strategy = InProcessStrategy.bundled("daily_momentum")
     sessions = [s.date() for s in calendar.sessions(pd.Timestamp(START), pd.Timestamp(END))]
     v2 = ""
     week: tuple[int, int] | None = None
@@ -80,7 +80,7 @@ def build_traded_account(root: Path) -> TradedAccount:
         week = calendar.week_key(pd.Timestamp(day))
         if v2 and not new_week and day != sessions[-1]:
             continue
-        setup = RebalanceSetup(strategy, strategy.Params(), v2 or v1, AShareRules())
+        setup = RebalanceSetup(strategy, {}, v2 or v1, AShareRules())
         rebalance(ledger, ACCOUNT, day, panels, setup)
         diagnose(ledger, ACCOUNT, day, benchmark=benchmark)
     _write_repair_folder(settings.runs_dir, SWITCH, "promoted", "v2")

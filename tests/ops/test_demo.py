@@ -53,7 +53,7 @@ def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
     tearsheet = Path(result.output.split("tearsheet:")[1].split()[0])
     assert tearsheet.exists() and tearsheet.name == "tearsheet.html"
     summary = json.loads((tearsheet.parent / "demo.json").read_text())
-    assert summary["repairs"] == [] and summary["halted_on"] is None
+    assert summary["repairs"] == [] and summary["halted_on"] is None and summary["jails"] == ["bwrap"]
     assert {a["rule"] for a in summary["alerts"]} >= {"execution_decay"}
     (row_v1, whole) = summary["table1"]
     assert row_v1["trading_days"] == whole["trading_days"] == 30
@@ -132,13 +132,56 @@ def test_invalid_decisions_are_refused_not_traded(demo_home: Path, monkeypatch: 
         return real(ledger, account, as_of, *args, **kwargs)
 
     monkeypatch.setattr(rebalance_module, "rebalance", refuse_in_july)
+    from oomrl.portfolio.hosting import WorkspaceStrategy
+
+    opened: list[Path] = []
+    real_open = WorkspaceStrategy.open
+    monkeypatch.setattr(WorkspaceStrategy, "open", lambda self, *a, **k: opened.append(self.root)
+                        or real_open(self, *a, **k))
     console = quiet()
     summary = run_demo(home=demo_home, start="2024-07-01", end="2024-07-19", console=console,
                        max_repairs=0, repairer=RecordingRepairer())
+    assert len(opened) == 1  # one strategy host served v1's three weeks of rebalances
     assert [r["date"] for r in summary["refused"]] == ["2024-07-08", "2024-07-09", "2024-07-10"]
     text = console.export_text()
     assert text.count("rebalance refused") == 1 and "3 rebalance(s) refused" in text
     assert summary["table1"][-1]["trading_days"] == 15  # the refused days are marked by the next rebalance
+
+
+@pytest.mark.slow
+def test_a_demo_without_a_jail_says_its_strategy_code_ran_unjailed(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from oomrl.portfolio.hosting import UNSAFE_JAIL
+    from tests.cli.test_no_jail import without_bwrap
+
+    if os.geteuid() != 0 or shutil.which("bwrap") is None or shutil.which("unshare") is None:
+        pytest.skip("hiding bubblewrap needs root, unshare and an installed bwrap")
+    done = without_bwrap(tmp_path / "base", "demo", "--home", str(tmp_path / "home"), "--start", "2024-07-01",
+                         "--end", "2024-07-12", "--max-repairs", "0", unsafe=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "strategy code ran unjailed" in done.stdout
+    summary = json.loads(next((tmp_path / "home" / "runs").glob("report-demo-*/demo.json")).read_text())
+    assert summary["jails"] == [UNSAFE_JAIL]
+
+
+def test_the_active_version_keeps_its_runner_until_another_version_trades() -> None:
+    from oomrl.demo import ActiveVersion
+    from oomrl.market.rules import AShareRules
+    from oomrl.portfolio.market import MarketFrames
+    from oomrl.portfolio.setup import RebalanceSetup
+    from tests.portfolio.factories import random_panels
+    from tests.portfolio.inprocess import InProcessStrategy
+
+    market = MarketFrames.build(random_panels(["600000.SH", "600036.SH"], days=30), AShareRules())
+    setup = RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {}, "v1", AShareRules())
+    with ActiveVersion() as trading:
+        first = trading.runner("sha-1", setup, market)
+        assert trading.runner("sha-1", setup, market) is first
+        second = trading.runner("sha-2", setup, market)
+        assert second is not first and trading.version == "sha-2"
+    assert trading.open is None
 
 
 def test_pick_alert_policies() -> None:

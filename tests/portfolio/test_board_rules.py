@@ -15,8 +15,8 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import replay
 from oomrl.portfolio.setup import RebalanceSetup
-from strategies import registry
 from tests.portfolio.factories import flat_panels, random_panels, set_cell
+from tests.portfolio.inprocess import InProcessStrategy
 from tests.portfolio.test_broker import DAY, broker_for, one
 
 MAIN, CHINEXT, STAR, BSE = "600000.SH", "300750.SZ", "688981.SH", "830799.BJ"
@@ -82,7 +82,7 @@ def test_a_replay_follows_adjusted_returns_through_an_ex_date() -> None:
     panels["factor"] = panels["close"] * 0 + factor.to_numpy()[:, None]
     rules = AShareRules(fill_price=FillPrice.CLOSE, half_spread=0.0, impact_k=0.0, commission_min=0.0,
                         commission_rate=0.0, transfer_fee_rate=0.0, stamp_duty_rate=0.0)
-    result = replay(registry.get("daily_momentum"), {"top_k": 1}, panels,
+    result = replay(InProcessStrategy.bundled("daily_momentum"), {"top_k": 1}, panels,
                     panels["close"].index[25], panels["close"].index[39], rules, initial_cash=1e6)
     assert len(result.actions) == 1 and result.actions["kind"].iloc[0] == "dividend"
     nav = result.nav.set_index("date")["nav"]
@@ -124,7 +124,7 @@ def test_the_ledger_books_corporate_actions_and_reconciles(ledger: Ledger) -> No
     panels["factor"] = factor
     days = [d.date() for d in panels["close"].index]
     ledger.open_account("acc", 1_000_000)
-    weekly = RebalanceSetup(registry.get("daily_momentum"), registry.get("daily_momentum").Params(top_k=6),
+    weekly = RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 6},
                             "v1", AShareRules())
     advance(ledger, "acc", days[30], days[70], panels, weekly)
     booked = ledger.actions_frame("acc")
@@ -146,7 +146,7 @@ def test_daily_marks_over_an_ex_date_and_the_next_rebalance_book_the_dividend_on
     factor.iloc[45:] = 1.0  # every name pays a 3 % dividend on session 45
     panels["factor"] = factor
     days = [d.date() for d in panels["close"].index]
-    setup = RebalanceSetup(registry.get("daily_momentum"), registry.get("daily_momentum").Params(top_k=6),
+    setup = RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 6},
                            "v1", AShareRules())
     ledger.open_account("acc", 1_000_000)
     rebalance(ledger, "acc", days[40], panels, setup)

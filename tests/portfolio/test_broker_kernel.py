@@ -26,8 +26,8 @@ from oomrl.portfolio.broker import Execution, PaperBroker, Unfilled, session_tab
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import replay_setup
 from oomrl.portfolio.setup import rebalance_setup
-from strategies import registry
 from tests.portfolio.factories import flat_panels, random_panels, set_cell
+from tests.portfolio.inprocess import InProcessStrategy
 from tests.portfolio.test_sample_replay import START, sample_market
 
 SYMBOLS = ["600000.SH", "600001.SH", "300750.SZ", "688981.SH", "830799.BJ", "000001.SZ"]
@@ -149,7 +149,7 @@ def test_the_numpy_broker_replays_the_sample_exactly_as_the_compiled_kernel(
     kernels = broker_kernel.COMPILED
     market, membership = sample_market()
     settings_ = Settings(home=tmp_path, kill_threshold=1.0)
-    setup = rebalance_setup(registry.get("daily_momentum"), "kernel", settings_, membership)
+    setup = rebalance_setup(InProcessStrategy.bundled("daily_momentum"), "kernel", settings_, membership)
     compiled = replay_setup(setup, market, START, "2025-03-31", settings_.initial_cash)
     monkeypatch.setattr(broker_kernel, "COMPILED", None)
     numpy_only = replay_setup(setup, market, START, "2025-03-31", settings_.initial_cash)

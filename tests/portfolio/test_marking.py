@@ -19,15 +19,15 @@ from oomrl.portfolio.marking import (
     marked_through,
 )
 from oomrl.portfolio.rebalance import RebalanceSetup, rebalance
-from strategies import registry
 from tests.portfolio.factories import random_panels
+from tests.portfolio.inprocess import InProcessStrategy
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "300750.SZ", "688981.SH", "601318.SH"]
 
 
 def setup() -> RebalanceSetup:
-    strategy = registry.get("daily_momentum")
-    return RebalanceSetup(strategy, strategy.Params(top_k=3, lookback=5), "v1", AShareRules())
+    return RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 3, "lookback": 5}, "v1",
+                          AShareRules())
 
 
 def mark(ledger: Ledger, account: str, day: date, panels: dict[str, pd.DataFrame], kill: float = 0.2) -> Any:
@@ -112,7 +112,7 @@ def test_the_kill_switch_trips_on_the_marked_session_and_wins_afterwards(ledger:
     days = days_of(panels)
     ledger.open_account("acc", 1_000_000)
     rebalance(ledger, "acc", days[40], panels, RebalanceSetup(
-        registry.get("daily_momentum"), registry.get("daily_momentum").Params(top_k=6, gross_exposure=1.0),
+        InProcessStrategy.bundled("daily_momentum"), {"top_k": 6, "gross_exposure": 1.0},
         "v1", AShareRules()))
     for field in ("open", "high", "low", "close"):  # everything held loses 40 % from D42 on
         panels[field].iloc[42:] *= 0.6
@@ -135,7 +135,7 @@ def test_bad_days_and_unknown_holdings_are_refused(ledger: Ledger) -> None:
     with pytest.raises(DataValidationError, match="no market data"):
         mark(ledger, "acc", date(2024, 1, 6), panels)  # a Saturday
     rebalance(ledger, "acc", days[40], panels, RebalanceSetup(
-        registry.get("daily_momentum"), registry.get("daily_momentum").Params(top_k=6), "v1", AShareRules()))
+        InProcessStrategy.bundled("daily_momentum"), {"top_k": 6}, "v1", AShareRules()))
     smaller = {k: v.drop(columns=SYMBOLS[:3]) for k, v in panels.items()}
     with pytest.raises(DataValidationError, match="held symbols"):
         mark(ledger, "acc", days[41], smaller)

@@ -18,16 +18,15 @@ from oomrl.market.rules import AShareRules
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import RebalanceSetup, load_panels, rebalance
-from strategies import registry
 from tests.portfolio.factories import random_panels
+from tests.portfolio.inprocess import InProcessStrategy
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "300750.SZ", "688981.SH", "601318.SH"]
 REPO = Path(__file__).resolve().parents[2]
 
 
 def setup(name: str = "daily_momentum", **params: float) -> RebalanceSetup:
-    strategy = registry.get(name)
-    return RebalanceSetup(strategy, strategy.Params(**params), "v1", AShareRules())
+    return RebalanceSetup(InProcessStrategy.bundled(name), dict(params), "v1", AShareRules())
 
 
 def sessions(panels: dict[str, pd.DataFrame]) -> list[date]:
@@ -125,7 +124,7 @@ import sys, time, pathlib, pickle
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import rebalance, RebalanceSetup
 from oomrl.market.rules import AShareRules
-from strategies import registry
+from tests.portfolio.inprocess import InProcessStrategy
 url, panels_path, day, marker, schema = sys.argv[1:6]
 ledger = Ledger(url, schema=schema or None)
 original = Ledger._insert_fills
@@ -135,9 +134,8 @@ def slow_insert(self, conn, rebalance_id, record):
     time.sleep(60)
 Ledger._insert_fills = slow_insert
 panels = pickle.loads(pathlib.Path(panels_path).read_bytes())
-strategy = registry.get("daily_momentum")
 rebalance(ledger, "acc", __import__("datetime").date.fromisoformat(day), panels,
-          RebalanceSetup(strategy, strategy.Params(top_k=3), "v1", AShareRules()))
+          RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 3}, "v1", AShareRules()))
 """
 
 

@@ -11,15 +11,15 @@ from oomrl.market.rules import AShareRules
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import NAV_COLUMNS, replay
 from strategies import registry
-from strategies.base import MarketView
 from tests.portfolio.factories import random_panels
+from tests.portfolio.inprocess import InProcessStrategy
 
 SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(30)]
 
 
 def run(name: str, panels: dict[str, pd.DataFrame], **kwargs: object):
-    return replay(registry.get(name), kwargs.pop("params", None), panels, "2024-03-01", "2024-09-30",
-                  **kwargs)
+    return replay(InProcessStrategy.bundled(name), kwargs.pop("params", None), panels, "2024-03-01",
+                  "2024-09-30", **kwargs)
 
 
 def test_nav_and_fills_are_consistent() -> None:
@@ -86,20 +86,17 @@ def test_kill_switch_also_trips_between_weekly_rebalances() -> None:
     assert result.nav["turnover"].iloc[-1] == 0
 
 
-def test_prepared_market_params_model_and_view_class_are_accepted() -> None:
+def test_a_prepared_market_and_an_open_runner_are_used_as_given() -> None:
     panels = random_panels(SYMBOLS, days=200, volume=2e7)
     market = MarketFrames.build(panels, AShareRules())
-    strategy = registry.get("daily_momentum")
-    seen: list[type] = []
-
-    class SpyView(MarketView):
-        def universe(self) -> list[str]:
-            seen.append(type(self))
-            return super().universe()
-
-    result = replay(strategy, strategy.Params(top_k=2), market, "2024-03-01", "2024-03-08",
-                    view_class=SpyView)
-    assert seen and set(seen) == {SpyView} and len(result.nav) == 6
+    source = InProcessStrategy.bundled("daily_momentum")
+    runner = source.open({"top_k": 2}, market)
+    first = replay(source, None, market, "2024-03-01", "2024-03-08", runner=runner)
+    assert len(first.nav) == 6 and runner.history.rows == market.dates.get_loc(pd.Timestamp("2024-03-08"))
+    assert first.jail == runner.jail  # outputs name where the strategy ran
+    # The runner stays open for its caller: a later replay goes on with the same rows.
+    later = replay(source, None, market, "2024-03-11", "2024-03-15", runner=runner)
+    assert len(later.nav) == 5 and later.max_weight.min() > 0.4  # the runner's top_k=2, not the default 10
 
 
 def test_bad_ranges_and_unknown_targets_are_errors() -> None:
@@ -118,14 +115,14 @@ def test_bad_ranges_and_unknown_targets_are_errors() -> None:
             return {"999999.SH": 0.5}
 
     with pytest.raises(OomrlError, match="without market data"):
-        replay(Rogue(), None, panels, "2024-01-10", "2024-02-01")
+        replay(InProcessStrategy(Rogue()), None, panels, "2024-01-10", "2024-02-01")
 
     class Leveraged(Rogue):
         def target_weights(self, view, holdings, params):
             return {SYMBOLS[0]: 0.8, SYMBOLS[1]: 0.8}
 
     with pytest.raises(OomrlError, match="invalid weights"):
-        replay(Leveraged(), None, panels, "2024-01-10", "2024-02-01")
+        replay(InProcessStrategy(Leveraged()), None, panels, "2024-01-10", "2024-02-01")
 
 
 def test_an_idle_strategy_keeps_its_cash() -> None:

@@ -70,8 +70,8 @@ def test_the_terminal_penalty_lands_on_the_first_step_at_or_beyond_tau() -> None
 def test_the_reward_on_a_halt_day_includes_minus_p_terminal() -> None:
     from oomrl.market.rules import AShareRules, FillPrice
     from oomrl.portfolio.replay import replay
-    from strategies import registry
     from tests.portfolio.factories import flat_panels
+    from tests.portfolio.inprocess import InProcessStrategy
 
     panels = flat_panels(["600000.SH", "600036.SH"], days=40)
     crash = panels["close"].index[31]
@@ -80,8 +80,8 @@ def test_the_reward_on_a_halt_day_includes_minus_p_terminal() -> None:
     panels["prev_close_raw"].loc[crash:] = np.nan
     rules = AShareRules(fill_price=FillPrice.CLOSE, price_limits=False)
     lam, gamma = 0.0015, 0.0005
-    result = replay(registry.get("daily_momentum"), {"top_k": 2}, panels, panels["close"].index[25],
-                    panels["close"].index[39], rules, 1_000_000, lam, gamma, terminal_penalty=2.5)
+    result = replay(InProcessStrategy.bundled("daily_momentum"), {"top_k": 2}, panels,
+                    panels["close"].index[25], panels["close"].index[39], rules, 1_000_000, lam, gamma, terminal_penalty=2.5)
     halt = result.nav.iloc[-1]
     assert result.halted_on == crash.date() and halt["principal_loss"] >= 0.2
     expected = step_reward(halt["realized_return"] + halt["costs"] / (halt["nav"] / (1 + halt["realized_return"])),

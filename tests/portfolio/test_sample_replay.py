@@ -1,5 +1,7 @@
 """Replays on the bundled real sample: no illegal order in the ledger, and a pinned ledger to the fen.
 
+The replays run the bundled strategies in their strategy host (the production path).
+
 The pinned ledger (tests/fixtures/ledger/) is the regression fixture of the replay engine: fills and
 NAV of weekly_liquidity over the demo window, in integer fen. Regenerate it only for a deliberate
 change of the rules: `OOMRL_REGEN_LEDGER=1 .venv/bin/python -m pytest tests/portfolio/test_sample_replay.py`.
@@ -22,8 +24,8 @@ from oomrl.market.rules import AShareRules
 from oomrl.portfolio.audit import audit_fills
 from oomrl.portfolio.market import MarketFrames, panels_from_bars
 from oomrl.portfolio.replay import ReplayResult, replay_setup
+from oomrl.portfolio.service import bundled_strategy
 from oomrl.portfolio.setup import rebalance_setup
-from strategies import registry
 
 START, END = "2024-07-01", "2026-02-27"
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ledger"
@@ -42,7 +44,7 @@ def sample_market() -> tuple[MarketFrames, pd.DataFrame]:
 def sample_replay(strategy: str) -> ReplayResult:
     market, membership = sample_market()
     settings = Settings(home=Path("/nonexistent-oomrl-home"), kill_threshold=1.0)
-    setup = rebalance_setup(registry.get(strategy), "pinned", settings, membership)
+    setup = rebalance_setup(bundled_strategy(settings, strategy), "pinned", settings, membership)  # jailed
     return replay_setup(setup, market, START, END, settings.initial_cash)
 
 

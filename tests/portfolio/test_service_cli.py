@@ -25,7 +25,7 @@ from oomrl.portfolio.service import (
     run_rebalance,
     run_replay,
 )
-from strategies import registry
+from oomrl.versions import repo_root
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "601318.SH", "600519.SH", "000002.SZ"]
 runner = CliRunner()
@@ -53,27 +53,27 @@ def test_replay_uses_point_in_time_members_and_params(oomrl_home: Path) -> None:
     result = run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 4, 30),
                         '{"top_k": 2}')
     assert set(result.fills["symbol"]) <= set(SYMBOLS[:4])  # only index members are bought
-    assert len(result.nav) > 30
+    assert len(result.nav) > 30 and result.jail == "bwrap"  # the bundled strategy ran in its jail
     with pytest.raises(OomrlError, match="unknown strategy"):
         run_replay(get_settings(), "nope", date(2024, 3, 1), date(2024, 4, 30))
     with pytest.raises(OomrlError, match=r"start 2030-01-01 is after the last session in the market store: "
                                          r"it holds 2024-01-02\.\.2024-04-30"):
         run_replay(get_settings(), "daily_momentum", date(2030, 1, 1), date(2030, 2, 1))
+    with pytest.raises(OomrlError, match="invalid params for daily_momentum") as refused:
+        run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 4, 30),
+                   '{"top_k": 0, "lookback": "x"}')
+    message = str(refused.value)  # one line, every problem named, no pydantic URL (said by the host)
+    assert "\n" not in message and "http" not in message
+    assert "top_k: Input should be greater than or equal to 1 (got 0)" in message and "lookback:" in message
 
 
 def test_params_are_parsed_with_clear_errors() -> None:
-    strategy = registry.get("daily_momentum")
-    assert parse_params(strategy, '{"top_k": 3}').top_k == 3
-    assert parse_params(strategy, "").top_k == 10
+    assert parse_params('{"top_k": 3}') == {"top_k": 3}
+    assert parse_params("") == {} and parse_params(None) == {} and parse_params({"a": 1}) == {"a": 1}
     with pytest.raises(OomrlError, match="not valid JSON"):
-        parse_params(strategy, "{top_k")
+        parse_params("{top_k")
     with pytest.raises(OomrlError, match="JSON object"):
-        parse_params(strategy, "[1]")
-    with pytest.raises(OomrlError, match="invalid params") as refused:
-        parse_params(strategy, '{"top_k": 0, "lookback": "x"}')
-    message = str(refused.value)  # one line, every problem named, no pydantic URL
-    assert "\n" not in message and "http" not in message
-    assert "top_k: Input should be greater than or equal to 1 (got 0)" in message and "lookback:" in message
+        parse_params("[1]")
 
 
 def test_last_session_skips_weekends_and_holidays() -> None:
@@ -94,9 +94,9 @@ def test_active_workspace_version_is_loaded_and_traded(oomrl_home: Path) -> None
     versions.activate(sha, "acct", "weekly_liquidity")
     resolved = resolve_strategy(settings, ledger, "acct")
     assert (resolved.name, resolved.version) == ("weekly_liquidity", sha)
-    assert resolved.strategy is not registry.get("weekly_liquidity")  # loaded from the commit
+    assert resolved.strategy.root == versions.materialize(sha) != repo_root()  # the commit's own folder
     outcome = run_rebalance(settings, "acct", days[60])
-    assert outcome.committed and outcome.strategy_version == sha
+    assert outcome.committed and outcome.strategy_version == sha and outcome.jail == "bwrap"
     assert set(ledger.nav_frame("acct")["strategy_version"]) == {sha}
 
 
@@ -166,3 +166,22 @@ def test_replay_of_a_candidate_workspace_uses_its_code(oomrl_home: Path, tmp_pat
 
     assert buys_per_day(candidate.fills) == 1  # the candidate's top_k = 1
     assert buys_per_day(bundled.fills) > 1
+
+
+def test_a_version_from_before_the_strategy_api_still_replays_in_the_host(oomrl_home: Path,
+                                                                            tmp_path: Path) -> None:
+    """A version committed before strategy_api (its own strategies/base.py, `from .base import ...`)."""
+    import shutil
+
+    seed(oomrl_home)
+    old = tmp_path / "old"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "old_workspace", old)
+    assert "from .base import" in (old / "strategies" / "weekly_liquidity.py").read_text()
+    params = '{"lookback": 10, "skip": 1, "top_k": 3, "min_adv": 1e6}'
+    then = run_replay(get_settings(), "weekly_liquidity", date(2024, 2, 1), date(2024, 4, 30), params,
+                      workspace=old)
+    now = run_replay(get_settings(), "weekly_liquidity", date(2024, 2, 1), date(2024, 4, 30), params)
+    assert len(then.fills) > 10 and then.jail == "bwrap"
+    pd.testing.assert_frame_equal(then.fills, now.fills)  # the same rules, then as now
+    pd.testing.assert_frame_equal(then.nav.drop(columns="strategy_version"),
+                                  now.nav.drop(columns="strategy_version"))
