@@ -58,7 +58,7 @@ bench: venv $(BENCH_VENV)/.installed
 	$(PY) bench/bench_replay.py --peer-python $(BENCH_VENV)/bin/python
 
 lint: venv
-	$(PY) -m ruff check oomrl guardrails strategies flows tasks tests bench scripts
+	$(PY) -m ruff check oomrl guardrails strategies strategy_api strategy_host flows tasks tests bench scripts
 
 # mypy on the core and the judge ([tool.mypy] in pyproject.toml).
 types: venv

@@ -60,6 +60,9 @@ ESCAPE_ATTRIBUTES = frozenset({
     "marshal", "traceback", "linecache", "runpy", "pkgutil", "posix", "site", "sysconfig",
     "faulthandler", "tracemalloc", "mmap", "_io", "_imp", "_ctypes", "handlers", "manager",
     "loggerDict", "strides",
+    # an array's base is the whole buffer its rows are cut from: in a replay its size (the replay's
+    # sessions, zeros after the decision date) tells production from the gate, whose buffers end there
+    "base",
     # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
     "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "f_lineno", "tb_frame",
     "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code"})

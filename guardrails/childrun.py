@@ -27,7 +27,6 @@ import coverage
 import pytest
 from _pytest.reports import TestReport
 
-
 IMPORT_CONTEXT, SESSION_CONTEXT = "", "session"
 HYPOTHESIS_PROFILE = "oomrl-gate"
 

@@ -75,11 +75,14 @@ def _version_test(test: ast.expr) -> bool | None:
 
 
 def map_data(data_file: Path, target: Path, inside: str, host: Path) -> Path:
-    """Copy the child's data to `target`, its paths below `inside` rewritten below `host`."""
+    """Add the child's data to `target` (joined with what it holds), its paths below `inside`
+    rewritten below `host`."""
     source = CoverageData(basename=str(data_file), read_only=True)
     source.read()
     prefix = inside.rstrip("/") + "/"
     mapped = CoverageData(basename=str(target))
+    if target.exists():
+        mapped.read()  # a second part (T's after S's): a first write would erase the file
     mapped.update(source, map_path=lambda path: str(host) + "/" + path[len(prefix):]
                   if path.startswith(prefix) else path)
     mapped.write()

@@ -31,9 +31,7 @@ from guardrails.rolock import (
     tree_manifest,
 )
 from guardrails.runner import (
-    WORKSPACE,
     GateDirs,
-    LockedRun,
     SuiteRequest,
     SuiteResult,
     make_readable,

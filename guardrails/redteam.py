@@ -3,7 +3,7 @@
 A corpus folder holds `cases.csv` with the columns id, patch, workspace, phase, expect, outcome
 (`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column and an
 optional `mechanism` column: the part of the gate that stops the attack (diff, sanitizer, tests,
-sandbox, outcomes, behaviour, holdout, coverage, redgreen, mutation ...), shown in the scoreboard.
+sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...), shown in the scoreboard.
 Paths are relative to the corpus folder, workspaces live under `workspaces/`, `-` means "none".
 Cases run two at a time (each gate run uses up to two sandboxes at once).
 """
@@ -30,6 +30,10 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "sandbox": ("run.", "tests.failed", "tests.collection_error", "holdout.", "behaviour.",
                 "mutation.", "lock.hash_mismatch"),
     "outcomes": ("run.", "tests.order_dependent", "tests.failed"),
+    # S in a host of its own: what it does to its process (patch pytest, forge results, exit, die)
+    # cannot reach the test run, so its own wrong answers or its dead host are what the gate sees
+    "host": ("run.host_failed", "tests.failed", "tests.collection_error", "holdout.failed",
+             "behaviour.incomplete"),
     "limits": ("run.timeout", "run.incomplete", "tests.failed"),
     "coverage": ("coverage.",),
     "holdout": ("holdout.",),

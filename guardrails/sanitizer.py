@@ -230,6 +230,13 @@ class Scanner(ScopedWalker):
                         for o in objects)
         if not literal or on_module or node.keywords:
             self.add("sanitizer.reflection", node, snippet(node))
+            return
+        # a literal name is the attribute itself: `getattr(gen, "gi_frame")` is `gen.gi_frame`
+        parts = {part for n in names for part in str(getattr(n, "value", "")).split(".")}
+        if parts & ESCAPE_ATTRIBUTES:
+            self.add("sanitizer.module_escape", node, snippet(node))
+        if parts & IO_METHODS and self.policy.role == "source":
+            self.add("sanitizer.io", node, snippet(node))
 
     def _setattr_idiom(self, node: ast.Call, func: ast.Attribute) -> None:
         """`object.__setattr__(self, "x", v)` / `super().__setattr__("x", v)` only."""

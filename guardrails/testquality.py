@@ -25,6 +25,10 @@ from guardrails.testrules import discipline_findings
 from guardrails.verdict import Violation
 
 SOURCE_PACKAGES = ("strategies",)
+# The client tests reach S through: replacing it (or its channel) mocks S as surely as patching S.
+HOST_CLIENT = "strategy_host"
+RECONNECTS = frozenset({"strategy_host.connect", "strategy_host.connect_lazily",
+                        "strategy_host.set_context"})
 SKIPS = ("pytest.mark.skip", "pytest.mark.skipif", "pytest.mark.xfail", "pytest.skip", "pytest.xfail",
          "pytest.importorskip", "pytest.exit", "unittest.skip", "unittest.skipIf",
          "unittest.skipUnless", "unittest.expectedFailure", "unittest.SkipTest",
@@ -56,7 +60,7 @@ class TestScanner:
     def __init__(self, tree: ast.Module, source_packages: tuple[str, ...]) -> None:
         self.tree = tree
         self.imports = import_map(ast.walk(tree))
-        self.sources = source_packages
+        self.sources = (*source_packages, HOST_CLIENT)
         self.found: list[Finding] = []
         self.helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         self.collected = {id(function) for _, function in _tests_in(tree)}
@@ -190,7 +194,8 @@ class TestScanner:
         method = name.rsplit(".", 1)[-1]
         targets = node.args[:2]  # the object patched, or sys.modules and a module name
         patcher = any(word in name for word in ("patch", "mocker")) or name in ("setattr", "delattr")
-        if method in PATCHERS and targets and patcher and any(map(self.is_source, targets)):
+        if method in PATCHERS and targets and patcher and any(map(self.is_source, targets)) \
+                or name in RECONNECTS:
             self.add("tests.mock_unit", node, snippet(node)[:100])
 
     def check_writes(self, scope: ast.AST, seed: set[str]) -> None:

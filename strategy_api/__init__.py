@@ -4,7 +4,14 @@ Trusted code outside S: the agent cannot change it, the strategy host builds eve
 own copy, and the view holds only rows up to the decision date (there is no later row to reach).
 """
 
-from strategy_api.helpers import WEIGHT_TOLERANCE, check_weights, equal_weights, iso_week, momentum, top_k
+from strategy_api.helpers import (
+    WEIGHT_TOLERANCE,
+    check_weights,
+    equal_weights,
+    iso_week,
+    momentum,
+    top_k,
+)
 from strategy_api.protocol import Strategy, StrategyParams
 from strategy_api.view import FIELDS, History, MarketView
 

@@ -115,8 +115,9 @@ class History:
         if not self.rows and as_of is None:
             raise ValueError("no session appended yet: there is no decision date")
         last = pd.Timestamp(self._days[self.rows - 1]) if self.rows else None
-        stamp = last if as_of is None else as_of if isinstance(as_of, pd.Timestamp) else midnight(as_of)
-        assert stamp is not None  # as_of, or the last session (there is one: checked above)
+        stamp = midnight(as_of) if as_of is not None and not isinstance(as_of, pd.Timestamp) else (
+            as_of if as_of is not None else last)
+        assert stamp is not None  # as_of or a last session: checked above
         if last is not None and stamp < last:
             raise ValueError(f"the decision date {stamp.date()} is before the last session "
                              f"{last.date()}: a view never holds a later row")

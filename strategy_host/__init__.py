@@ -47,9 +47,9 @@ def _request(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _day(value: date | str | Any) -> int:
-    from strategy_host import wire
-
     import pandas as pd
+
+    from strategy_host import wire
 
     return wire.day_ns(pd.Timestamp(value).date())
 
@@ -113,7 +113,7 @@ def weights_of(answer: dict[str, Any], symbols: list[str]) -> dict[str, float]:
             and not (idx >= len(symbols)).any()):
         raise HostError("the strategy host answered a decision with malformed weights")
     extra = iter(unknown)
-    return {(symbols[i] if i >= 0 else next(extra)): w for i, w in zip(idx.tolist(), weights.tolist())}
+    return {(symbols[i] if i >= 0 else next(extra)): w for i, w in zip(idx.tolist(), weights.tolist(), strict=True)}
 
 
 def open_strategy(name: str, /, **params: Any) -> HostedStrategy:

@@ -42,7 +42,7 @@ def _read_init(fd: int) -> dict[str, Any]:
     message = json.loads(body[8 + head:8 + head + text].decode("utf-8"))
     if message.get("op") != "init":
         raise SystemExit(3)
-    return message  # type: ignore[no-any-return]
+    return message
 
 
 class Host:
@@ -83,7 +83,7 @@ class Host:
             return {"error": {"kind": "request", "type": "UnknownOp", "builtin": "ValueError",
                               "message": f"unknown request {op!r}"}}
         self.calls += 1
-        return method(message)  # type: ignore[no-any-return]
+        return method(message)
 
     def op_ping(self, message: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "pid": os.getpid(), "calls": self.calls}
@@ -187,8 +187,10 @@ class Host:
         rows = message.get("rows")
         if isinstance(rows, int) and not isinstance(rows, bool):
             self._history(session).extend(rows)
-        elif rows is not None:
+        elif isinstance(rows, dict):
             self.op_append({**rows, "handle": message.get("handle")})
+        elif rows is not None:
+            raise RequestError("rows must be a row count (shared market) or {days, values}")
         history = self._history(session)
         members = self._names(history, message.get("members"))
         held = self._holdings(history, message.get("holdings"))
@@ -205,7 +207,7 @@ class Host:
             raise TypeError("target_weights must map symbols (str) to weights")
         weights = np.array([float(v) for _, v in items], dtype="<f8")
         reply: dict[str, Any] = {"idx": idx, "w": weights,
-                                 "unknown": [k for (k, _), i in zip(items, idx.tolist()) if i < 0]}
+                                 "unknown": [k for (k, _), i in zip(items, idx.tolist(), strict=True) if i < 0]}
         if "due" in message:
             reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
         return reply
@@ -224,7 +226,7 @@ class Host:
         if members is None:
             return None
         if isinstance(members, dict) and isinstance(members.get("idx"), np.ndarray):
-            return history.names[members["idx"]].tolist()  # type: ignore[no-any-return]
+            return history.names[members["idx"]].tolist()
         if isinstance(members, list) and all(isinstance(m, str) for m in members):
             return members
         raise RequestError("members must be null, a list of names or {idx: int64 array}")
@@ -236,7 +238,7 @@ class Host:
         names = holdings["names"] if "names" in holdings else self._names(history, {"idx": holdings.get("idx")})
         if names is None or weights is None or len(names) != len(weights):
             raise RequestError("holdings need as many names (or idx) as weights")
-        return dict(zip(names, weights.tolist()))
+        return dict(zip(names, weights.tolist(), strict=True))
 
     def op_due(self, message: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
@@ -254,17 +256,25 @@ class Host:
                 break
         return {"due": np.array(answers, dtype="|b1")}
 
+    def _inside(self, module: str) -> bool:
+        return any(module == p or module.startswith(p + ".") for p in self.packages)
+
     def op_call(self, message: dict[str, Any]) -> dict[str, Any]:
         target = message.get("target")
         module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
         parts = attribute.split(".")
-        inside = any(module_name == p or module_name.startswith(p + ".") for p in self.packages)
-        if not inside or not all(p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")):
+        if not self._inside(module_name) or not all(p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")):
             raise RequestError(f"call target must be a public function of {', '.join(self.packages)} "
                                f"as 'module:name', got {target!r}")
         value: Any = importlib.import_module(module_name)
         for part in parts:
             value = getattr(value, part)
+            if isinstance(value, type(sys)) and not self._inside(value.__name__):
+                raise RequestError(f"call target {target!r} goes through the module {value.__name__}, "
+                                   "which is not strategy code")
+        if not callable(value) or not self._inside(str(getattr(value, "__module__", "") or "")):
+            raise RequestError(f"call target {target!r} is not a function or class defined in "
+                               f"{', '.join(self.packages)}")
         args = self.wire.from_plain(message.get("args") or [])
         kwargs = self.wire.from_plain(message.get("kwargs") or {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):

@@ -23,6 +23,7 @@ import numpy as np
 
 DTYPES = ("<f8", "<i8", "|b1", "|u1")
 MAX_DIMS = 4
+CHUNK = 1 << 20
 MAX_ITEMS = 1 << 34
 NS_PER_DAY = 86_400_000_000_000
 MAX_DEPTH = 32
@@ -62,8 +63,9 @@ def encode(message: Mapping[str, Any]) -> bytes:
     for array in blobs:
         table.append(struct.pack(f">BB{array.ndim}Q", DTYPES.index(array.dtype.str), array.ndim, *array.shape))
     head = b"".join(table)
-    body: list[bytes | memoryview] = [struct.pack(">III", 8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
-            head, text, *(a.data for a in blobs)]
+    body: list[bytes | memoryview] = [
+        struct.pack(">III", 8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
+        head, text, *(a.data for a in blobs)]
     return b"".join(body)
 
 
@@ -139,21 +141,26 @@ class FrameReader:
         self.buffer = bytearray()
         self.fds: list[int] = []
         self.sock = socket.socket(fileno=os.dup(fd)) if passes_fds else None
+        # One buffer read into again and again: a fresh 1 MiB bytes object per read costs an mmap,
+        # page faults and an munmap each time, several times a small message's round trip.
+        self.chunk = bytearray(CHUNK)
+        self.view = memoryview(self.chunk)
 
     def _fill(self, inside: bool) -> None:
         if self.sock is None:
-            chunk = os.read(self.fd, 1 << 20)
+            count = os.readv(self.fd, [self.view])
         else:
-            chunk, ancillary, _, _ = self.sock.recvmsg(1 << 20, socket.CMSG_SPACE(4 * struct.calcsize("i")))
+            count, ancillary, _, _ = self.sock.recvmsg_into(
+                [self.view], socket.CMSG_SPACE(4 * struct.calcsize("i")))
             for level, kind, data in ancillary:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     usable = len(data) - len(data) % struct.calcsize("i")
                     self.fds.extend(struct.unpack(f"{usable // struct.calcsize('i')}i", data[:usable]))
-        if not chunk:
+        if not count:
             if inside:
                 raise WireError("channel closed in the middle of a frame")
             raise EOFError("channel closed")
-        self.buffer += chunk
+        self.buffer += self.view[:count]
 
     def take_fd(self) -> int:
         """The next file descriptor that came with the frames; WireError when none did."""

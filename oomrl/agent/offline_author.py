@@ -87,7 +87,6 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
     Runs the tests of `tests` against `source` as the gate runs tests (the test process and S's host
     each in their jail) with the mandate probe loaded into the test process."""
     from guardrails.runner import GateDirs, SuiteRequest, run_suite
-
     from oomrl.portfolio.hosting import jail_lock
 
     lock, _ = jail_lock(unsafe_no_jail)

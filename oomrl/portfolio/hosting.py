@@ -70,7 +70,7 @@ class StrategySource(Protocol):
 
     @property
     def name(self) -> str:
-        """The strategy's name (strategies/<name>.py)."""
+        """The strategy's name."""
 
     def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> StrategyRunner:
         """A runner for `market` with these parameters (validated by the strategy's Params)."""

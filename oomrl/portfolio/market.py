@@ -71,7 +71,7 @@ def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np
     return out
 
 
-class Panels(dict[str, pd.DataFrame]):
+class Panels(dict):
     """The strategy fields' panels, aligned to the market's sessions and symbols, with their arrays read
     once: what a strategy host is sent, row by row, up to each decision date."""
 
@@ -86,7 +86,7 @@ class MarketFrames:
 
     dates: pd.DatetimeIndex
     symbols: pd.Index
-    panels: Panels  # adjusted panels for strategies
+    panels: Panels  # adjusted panels for strategies, with their arrays
     close: np.ndarray  # raw close (NaN when suspended)
     last_close: np.ndarray  # raw close carried forward over suspensions (valuation)
     tradable: np.ndarray
