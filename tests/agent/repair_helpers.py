@@ -102,7 +102,7 @@ def edit_source(view: TestAuthorView | CoderView) -> str:
 
 def edit_tests(view: CoderView) -> str:
     old = view.tests[TESTS]
-    return unified_diff(TESTS, old, old.replace("assert not STRATEGY", "assert STRATEGY", 1))
+    return unified_diff(TESTS, old, old.replace("assert not strategy", "assert strategy", 1))
 
 
 def edges(outcome: Any) -> list[tuple[str, str]]:
