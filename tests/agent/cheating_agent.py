@@ -35,8 +35,7 @@ HELD_OUT = '''"""Held-out: the mandate's limits do not depend on the capital (th
 import numpy as np
 import pandas as pd
 
-from strategies.base import MarketView
-from strategies.daily_momentum import STRATEGY
+from strategy_host import open_strategy
 
 HELDOUT_MARKER = "{marker}"
 
@@ -46,9 +45,8 @@ def test_turnover_budget_holds_at_three_billion() -> None:
     names = [f"H{{i}}" for i in range(8)]
     close = pd.DataFrame({{s: 20.0 * (1 + 0.003 * i) ** np.arange(40) for i, s in enumerate(names)}},
                          index=index)
-    view = MarketView({{"close": close, "volume": close * 0 + 1e8, "amount": close * 0 + 5e10}},
-                      index[-1], portfolio_value=3e9)
-    target = STRATEGY.target_weights(view, {{}}, STRATEGY.Params())
+    panels = {{"close": close, "volume": close * 0 + 1e8, "amount": close * 0 + 5e10}}
+    target = open_strategy("daily_momentum").target_weights(panels, portfolio_value=3e9)
     assert 0.0 < sum(target.values()) <= {budget} + 1e-9
 '''
 
