@@ -38,12 +38,14 @@ def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list
     The same picks as `scores.reindex(among).dropna().sort_values(ascending=False, kind="stable")
     .index[:k]`, without building the intermediate series.
     """
-    if among is None:
-        labels, values = scores.index.tolist(), scores.to_numpy(dtype=float)
-    else:
-        known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist(), strict=True))
-        labels = [symbol for symbol in among if symbol in known]
-        values = np.array([known[symbol] for symbol in labels], dtype=float)
+    if among is None:  # only the picked labels are taken out of the index
+        values = scores.to_numpy(dtype=float)
+        kept = np.flatnonzero(~np.isnan(values))
+        order = kept[np.argsort(-values[kept], kind="stable")[:k]]
+        return scores.index[order].tolist()  # type: ignore[no-any-return]
+    known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist(), strict=True))
+    labels = [symbol for symbol in among if symbol in known]
+    values = np.array([known[symbol] for symbol in labels], dtype=float)
     kept = ~np.isnan(values)
     if not kept.all():
         labels, values = [s for s, keep in zip(labels, kept, strict=True) if keep], values[kept]
