@@ -105,7 +105,7 @@ class History:
             new[:self.rows] = old[:self.rows]
             self._data[field] = new
 
-    def view(self, portfolio_value: float = 1.0, members: Iterable[str] | None = None,
+    def view(self, portfolio_value: float = 1.0, members: Iterable[str] | np.ndarray | None = None,
              as_of: date | pd.Timestamp | None = None) -> MarketView:
         """The view over every appended session, decided on `as_of` (default: the last session).
 
@@ -152,21 +152,30 @@ class MarketView:
 
     @classmethod
     def _of(cls, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float,
-            members: Iterable[str] | None) -> MarketView:
+            members: Iterable[str] | np.ndarray | None) -> MarketView:
         view = cls.__new__(cls)
         view._init(history, rows, as_of, portfolio_value, members)
         return view
 
     def _init(self, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float,
-              members: Iterable[str] | None) -> None:
+              members: Iterable[str] | np.ndarray | None) -> None:
         self._as_of = as_of
         self._symbols = history.symbols
         self._names = history.names
         self._days = _read_only(history._days[:rows])
         self._arrays = {f: _read_only(a[:rows]) for f, a in history._data.items()}
         self.portfolio_value = float(portfolio_value)
-        # Index members on the decision date (point in time); None means every symbol with data.
-        self._members = None if members is None else frozenset(str(m) for m in members)
+        # Index members on the decision date (point in time), as a mask over the symbols; None means
+        # every symbol with data. Positions (an int array) come from a host, names from anyone.
+        self._members: np.ndarray | None = None
+        if members is not None:
+            mask = np.zeros(len(history.symbols), dtype=bool)
+            if isinstance(members, np.ndarray) and members.dtype.kind == "i":
+                mask[members[(members >= 0) & (members < len(mask))]] = True
+            else:
+                known = history.positions
+                mask[[known[m] for m in map(str, members) if m in known]] = True
+            self._members = mask
 
     @property
     def as_of(self) -> pd.Timestamp:
@@ -215,10 +224,10 @@ class MarketView:
         close = self._arrays["close"]
         if not len(close) or self._days[-1] != self._as_of.to_datetime64():
             return []
-        traded = self._names[~np.isnan(close[-1])].tolist()
+        traded = ~np.isnan(close[-1])
         if self._members is not None:
-            traded = [symbol for symbol in traded if symbol in self._members]
-        return sorted(traded)
+            traded &= self._members
+        return sorted(self._names[traded].tolist())
 
     def traded_value(self, window: int) -> pd.Series:
         """Average daily traded value (CNY) over the last `window` sessions: amount, else close x volume."""

@@ -192,7 +192,7 @@ class Host:
         elif rows is not None:
             raise RequestError("rows must be a row count (shared market) or {days, values}")
         history = self._history(session)
-        members = self._names(history, message.get("members"))
+        members = self._members(history, message.get("members"))
         held = self._holdings(history, message.get("holdings"))
         as_of = message.get("as_of")
         if as_of is not None and not isinstance(as_of, int):
@@ -219,6 +219,15 @@ class Host:
         if value % self.wire.NS_PER_DAY:
             raise RequestError("as_of must be a midnight")
         return stamp
+
+    def _members(self, history: Any, members: Any) -> Any:
+        """Members as positions (from the engine) or names (from a test); None: every symbol."""
+        import numpy as np
+
+        if isinstance(members, dict) and isinstance(members.get("idx"), np.ndarray) \
+                and members["idx"].dtype.str == "<i8":
+            return members["idx"]
+        return self._names(history, members)
 
     def _names(self, history: Any, members: Any) -> list[str] | None:
         import numpy as np
