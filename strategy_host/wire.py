@@ -15,6 +15,7 @@ import math
 import os
 import socket
 import struct
+import threading
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -23,6 +24,7 @@ import numpy as np
 
 DTYPES = ("<f8", "<i8", "|b1", "|u1")
 MAX_DIMS = 4
+DTYPE_OBJECTS = tuple(np.dtype(d) for d in ("<f8", "<i8", "|b1", "|u1"))
 CHUNK = 1 << 20
 MAX_ITEMS = 1 << 34
 NS_PER_DAY = 86_400_000_000_000
@@ -37,34 +39,60 @@ def _json_constant(name: str) -> Any:
     raise WireError(f"non-finite number {name} in a frame header (floats that may be NaN travel as arrays)")
 
 
+_LOCAL = threading.local()  # the arrays of the frame this thread is encoding or decoding
+_SHAPES = [struct.Struct(f">{n}Q") for n in range(MAX_DIMS + 1)]
+_SIZES = struct.Struct(">III")
+
+
+def _lift(value: Any) -> Any:
+    """What JSON cannot hold, called by json's own walk: arrays become references."""
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        if array.dtype.str not in DTYPES or array.ndim > MAX_DIMS:
+            raise WireError(f"arrays of dtype {array.dtype.str} and {array.ndim} dimensions "
+                            "do not cross the wire")
+        _LOCAL.blobs.append(array)
+        return {"$a": len(_LOCAL.blobs) - 1}
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    raise WireError(f"a {type(value).__name__} does not cross the wire")
+
+
+def _lower(value: dict[str, Any]) -> Any:
+    """A `{"$a": i}` reference back to its array (json's decoder calls this for every object)."""
+    if len(value) == 1 and "$a" in value:
+        arrays = _LOCAL.arrays
+        index = value["$a"]
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(arrays):
+            raise WireError(f"unknown array reference {index!r}")
+        return arrays[index]
+    return value
+
+
+# Made once: json.dumps and json.loads build a new encoder or decoder per call when given options.
+_ENCODER = json.JSONEncoder(default=_lift, allow_nan=False, separators=(",", ":"))
+_DECODER = json.JSONDecoder(parse_constant=_json_constant)
+_DECODER_WITH_ARRAYS = json.JSONDecoder(parse_constant=_json_constant, object_hook=_lower)
+
+
 def encode(message: Mapping[str, Any]) -> bytes:
     """One frame of `message` (JSON values and numpy arrays of the DTYPES)."""
     blobs: list[np.ndarray] = []
-
-    def lift(value: Any) -> Any:  # json's own walk calls this for what JSON cannot hold
-        if isinstance(value, np.ndarray):
-            array = np.ascontiguousarray(value)
-            if array.dtype.str not in DTYPES or array.ndim > MAX_DIMS:
-                raise WireError(f"arrays of dtype {array.dtype.str} and {array.ndim} dimensions "
-                                "do not cross the wire")
-            blobs.append(array)
-            return {"$a": len(blobs) - 1}
-        if isinstance(value, np.bool_):
-            return bool(value)
-        if isinstance(value, np.integer):
-            return int(value)
-        raise WireError(f"a {type(value).__name__} does not cross the wire")
-
+    _LOCAL.blobs = blobs
     try:
-        text = json.dumps(message, default=lift, allow_nan=False, separators=(",", ":")).encode("utf-8")
+        text = _ENCODER.encode(message).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
         raise WireError(f"message cannot be encoded: {exc}") from None
+    finally:
+        _LOCAL.blobs = None
     table = [struct.pack(">I", len(blobs))]
     for array in blobs:
-        table.append(struct.pack(f">BB{array.ndim}Q", DTYPES.index(array.dtype.str), array.ndim, *array.shape))
+        table.append(bytes((DTYPES.index(array.dtype.str), array.ndim)) + _SHAPES[array.ndim].pack(*array.shape))
     head = b"".join(table)
     body: list[bytes | memoryview] = [
-        struct.pack(">III", 8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
+        _SIZES.pack(8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
         head, text, *(a.data for a in blobs)]
     return b"".join(body)
 
@@ -76,13 +104,12 @@ def decode(body: bytes) -> dict[str, Any]:
         (count,) = struct.unpack_from(">I", body, 8)
         offset, specs = 12, []
         for _ in range(count):
-            code, ndim = struct.unpack_from(">BB", body, offset)
+            code, ndim = body[offset], body[offset + 1]
             if code >= len(DTYPES) or ndim > MAX_DIMS:
                 raise WireError("bad array description")
-            shape = struct.unpack_from(f">{ndim}Q", body, offset + 2)
-            specs.append((np.dtype(DTYPES[code]), shape))
+            specs.append((DTYPE_OBJECTS[code], _SHAPES[ndim].unpack_from(body, offset + 2)))
             offset += 2 + 8 * ndim
-    except struct.error:
+    except (struct.error, IndexError):
         raise WireError("frame shorter than its tables") from None
     if offset != 8 + head_size or offset + text_size > len(body):
         raise WireError("frame tables do not add up")
@@ -92,25 +119,22 @@ def decode(body: bytes) -> dict[str, Any]:
         size = math.prod(shape)
         if size > MAX_ITEMS or start + dtype.itemsize * size > len(body):
             raise WireError("frame shorter than its arrays")
-        array = np.frombuffer(body, dtype, size, start).reshape(shape)
-        if dtype.kind == "b" and array.size and array.view("|u1").max() > 1:
+        if dtype.kind == "b" and body[start:start + size].translate(None, b"\x00\x01"):
             raise WireError("a boolean array holds bytes other than 0 and 1")
-        arrays.append(array)
+        arrays.append(np.frombuffer(body, dtype, size, start).reshape(shape))
         start += dtype.itemsize * size
     if start != len(body):
         raise WireError("frame longer than its arrays")
-
-    def lower(value: dict[str, Any]) -> Any:
-        if len(value) == 1 and "$a" in value:
-            index = value["$a"]
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(arrays):
-                raise WireError(f"unknown array reference {index!r}")
-            return arrays[index]
-        return value
-
     try:
-        message = json.loads(body[offset:offset + text_size].decode("utf-8"), parse_constant=_json_constant,
-                             object_hook=lower if arrays else None)
+        text = body[offset:offset + text_size].decode("utf-8")
+        if arrays:
+            _LOCAL.arrays = arrays
+            try:
+                message = _DECODER_WITH_ARRAYS.decode(text)
+            finally:
+                _LOCAL.arrays = None
+        else:
+            message = _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise WireError(f"frame header is not JSON: {exc}") from None
     if not isinstance(message, dict):
