@@ -109,7 +109,7 @@ class Channel:
         """The next answer; StrategyError when it is an error, HostError when there is none."""
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
-        except EOFError:
+        except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
             raise self._failure("the strategy host closed its channel (it exited or was killed)", True) from None
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
@@ -123,7 +123,7 @@ class Channel:
         self.send(message, timeout_s)
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
-        except EOFError:
+        except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
             raise self._failure("the strategy host closed its channel (it exited or was killed)", True) from None
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
