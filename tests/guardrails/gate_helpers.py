@@ -184,3 +184,19 @@ def servers() -> Iterator[Servers]:
         running.close()
         Path(running.path).unlink(missing_ok=True)
         folder.rmdir()
+
+
+@contextmanager
+def own_host_state() -> Iterator[None]:
+    """This session's strategy_host channel and hostplugin hosts set aside while code under test
+    (a child launcher, an inner pytest session) connects strategy_host in this process."""
+    import strategy_host
+    from guardrails import hostplugin
+
+    state, hosts = dict(strategy_host._STATE), list(hostplugin._HOSTS)
+    hostplugin._HOSTS.clear()
+    try:
+        yield
+    finally:
+        strategy_host._STATE.update(state)
+        hostplugin._HOSTS[:] = hosts

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import json
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from guardrails.runner import (
     run_suite,
 )
 from guardrails.sandbox import BwrapLock
-from tests.guardrails.gate_helpers import MOMENTUM, make_workspace
+from tests.guardrails.gate_helpers import MOMENTUM, make_workspace, own_host_state, plant
 
 pytest_plugins = ["pytester"]
 LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
@@ -333,3 +334,36 @@ def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path)
     recorded = json.loads(results.read_text())
     assert recorded["finished"] and recorded["collected"] == ["tests/test_one.py::test_one"]
     assert recorded["outcomes"]["tests/test_one.py::test_one"]["outcome"] == "passed"
+
+
+@pytest.mark.slow
+def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Path) -> None:
+    from coverage import CoverageData
+
+    from guardrails import childrun
+    from guardrails.strategyhost import HostSpec, relay, start_host
+
+    ws = plant(tmp_path / "ws", {
+        "strategies/__init__.py": "", "strategies/m.py": "def one():\n    return 1\n",
+        "tests/test_handed.py": "from strategy_host import call\n\n\ndef test_one():\n"
+                             "    assert call('strategies.m:one') == 1\n"})
+    spec = {"paths": [str(ws)], "workspace": str(ws), "order": "forward", "coverage": None,
+            "results": str(tmp_path / "results.json"), "args": ["-p", "no:cacheprovider", "-q", "--rootdir",
+                                                                 str(ws), str(ws / "tests")]}
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    path_before = list(sys.path)
+    with start_host(LOCK, HostSpec(ws, coverage=True)) as host, own_host_state():
+        pump = relay(host, ours)
+        (tmp_path / "spec.json").write_text(json.dumps({**spec, "host_fd": theirs.fileno()}))
+        try:
+            assert childrun.main(str(tmp_path / "spec.json")) == 0
+        finally:
+            sys.path[:] = path_before
+            theirs.close()
+        pump.join(60)
+        (tmp_path / "host-coverage").write_bytes(bytes(host.finish()["coverage"]))
+    data = CoverageData(basename=str(tmp_path / "host-coverage"))
+    data.read()
+    contexts = data.contexts_by_lineno(f"{host.workspace_inside}/strategies/m.py")
+    assert contexts[2] == ["tests/test_handed.py::test_one"]  # the host recorded the running test
+    assert contexts[1] == [""]  # the def ran at import, before any test
