@@ -28,7 +28,7 @@ from guardrails.runner import GateDirs, SuiteRequest, make_readable, run_suite
 from guardrails.sandbox import SANDBOX_UID, BwrapLock
 from guardrails.strategyhost import HostProcess, HostSpec, host_dir, relay, start_host
 from strategy_host import wire
-from strategy_host.client import Channel, HostError, StrategyError
+from strategy_host.client import Channel, HostError, HostGone, StrategyError
 from tests.guardrails.gate_helpers import REPORT_PLUGIN, plant, servers
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
@@ -260,6 +260,23 @@ def test_a_relayed_request_over_the_limit_ends_the_test_process_channel(
     with pytest.raises(HostError, match="closed its channel"):
         client.request(request)
     assert host.request({"op": "ping"})["ok"] is True  # the host itself serves on
+
+
+def test_the_relay_drops_a_test_process_that_breaks_the_protocol(
+        relayed: tuple[HostProcess, Channel]) -> None:
+    host, client = relayed
+    wire.write_frame(client.write_fd, b"\x00\x00\x00\x03abc")  # a body too short for its tables
+    client.pending += 1
+    with pytest.raises(HostGone):
+        client.receive()
+    assert host.request({"op": "ping"})["ok"] is True  # its host is not disturbed
+
+
+def test_a_test_process_whose_host_dies_sees_its_channel_close(relayed: tuple[HostProcess, Channel]) -> None:
+    host, client = relayed
+    with pytest.raises(HostGone, match="closed its channel"):
+        client.request({"op": "call", "target": "strategies.probe:die", "args": [7]})
+    assert host.process.wait(60) == 7
 
 
 def test_the_host_refuses_a_frame_over_its_limit(tmp_path: Path) -> None:
