@@ -50,7 +50,9 @@ DENIED_SOURCE = DENIED_COMMON + (
     "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "numpy.lib.npyio",
     "numpy.lib.format", "numpy.testing", "numpy.DataSource", "pandas.io", "pandas.testing",
     "pandas.plotting", "pandas.util", "pandas.HDFStore", "pandas.ExcelFile",
-    "pandas.ExcelWriter", "pandas.to_pickle")
+    "pandas.ExcelWriter", "pandas.to_pickle",
+    # byte_bounds: a view's addresses (page-aligned in a replay's mapping, heap ones in a test)
+    "numpy.lib.array_utils")
 _READERS = re.compile(r"^pandas\.read_")
 # Attribute names refused on any object: they name modules that give the host away, or logging
 # state that tells a test run from production.
@@ -66,6 +68,10 @@ ESCAPE_ATTRIBUTES = frozenset({
     # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
     "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "f_lineno", "tb_frame",
     "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code"})
+# Attribute names refused on any object in S only: a view's arrays are cut from the host's own
+# writable buffers when a test or the gate asks and from the read-only shared mapping in a replay,
+# so making one writable succeeds in the one and fails in the other (and tells them apart).
+VIEW_WRITES = frozenset({"setflags", "writeable"})
 # Methods that read or write files on any object (pandas, numpy, pydantic, matplotlib).
 IO_METHODS = frozenset({
     "to_csv", "to_pickle", "to_parquet", "to_feather", "to_hdf", "to_sql", "to_excel", "to_stata",

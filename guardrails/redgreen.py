@@ -30,9 +30,12 @@ class SourceValues:
         return under(self.imports.get(name, ""), self.packages) is not None
 
     def calls_source(self, node: ast.AST, tainted: set[str]) -> bool:
-        """True when `node` calls into S or reads a value computed by S."""
+        """True when `node` calls into S (directly or through a helper of the module that returns
+        S's values, as `def weights(...): return call(...)`) or reads a value computed by S."""
         for child in ast.walk(node):
             if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):
+                return True
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in self.fixtures:
                 return True
         return False
 
@@ -70,14 +73,14 @@ def source_fixtures(tree: ast.Module, packages: tuple[str, ...]) -> set[str]:
     """Functions of a module that return or yield something computed by S (its fixtures)."""
     values = SourceValues.__new__(SourceValues)
     values.imports, values.packages, values.fixtures = import_map(ast.walk(tree)), packages, set()
-    found = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            tainted = values.tainted(node)
-            if any(isinstance(n, (ast.Return, ast.Yield)) and n.value is not None
-                   and values.calls_source(n.value, tainted) for n in ast.walk(node)):
-                found.add(node.name)
-    return found
+    functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    while True:  # until no more: a fixture may return what a helper got from S
+        found = {node.name for node in functions if any(
+            isinstance(n, (ast.Return, ast.Yield)) and n.value is not None
+            and values.calls_source(n.value, values.tainted(node)) for n in ast.walk(node))}
+        if found == values.fixtures:
+            return found
+        values.fixtures = found
 
 
 def _enclosing(tree: ast.Module, line: int) -> tuple[list[ast.AST], ast.AST | None]:

@@ -167,6 +167,9 @@ class LockedRun:
         # Only the test trees of the workspace: S is not in the test process's jail at all.
         self.binds = [Bind(workspace / tree, f"{WORKSPACE}/{tree}") for tree in trees
                       if (workspace / tree).exists()]
+        if not self.binds and heldout is None:  # no test tree at all: an empty /workspace to start in
+            (self.folder / "empty").mkdir()
+            self.binds.append(Bind(self.folder / "empty", WORKSPACE))
         self.binds += [Bind(dirs.cfg, GATE), Bind(self.folder / "spec.json", SPEC),
                        Bind(self.results, RESULTS, True)]
         if heldout is not None:

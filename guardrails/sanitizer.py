@@ -25,6 +25,7 @@ from guardrails.capabilities import (
     NAMED_REFLECTION,
     PATH_WRITERS,
     REFLECTION,
+    VIEW_WRITES,
     Policy,
     is_dunder,
 )
@@ -163,7 +164,7 @@ class Scanner(ScopedWalker):
         if is_dunder(attribute) and (attribute not in self.dunders or (
                 attribute == "__setattr__" and id(node) not in self.blessed)):
             self.add("sanitizer.dunder", node, snippet(node))
-        if attribute in ESCAPE_ATTRIBUTES:
+        if attribute in ESCAPE_ATTRIBUTES or (attribute in VIEW_WRITES and self.policy.role == "source"):
             self.add("sanitizer.module_escape", node, snippet(node))
         if attribute in IO_METHODS and self.policy.role == "source":
             self.add("sanitizer.io", node, snippet(node))
@@ -233,7 +234,7 @@ class Scanner(ScopedWalker):
             return
         # a literal name is the attribute itself: `getattr(gen, "gi_frame")` is `gen.gi_frame`
         parts = {part for n in names for part in str(getattr(n, "value", "")).split(".")}
-        if parts & ESCAPE_ATTRIBUTES:
+        if parts & ESCAPE_ATTRIBUTES or (parts & VIEW_WRITES and self.policy.role == "source"):
             self.add("sanitizer.module_escape", node, snippet(node))
         if parts & IO_METHODS and self.policy.role == "source":
             self.add("sanitizer.io", node, snippet(node))

@@ -20,9 +20,11 @@ Cross-validation recomputes sampled decisions in fresh hosts, for what static ru
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from guardrails.astscan import Finding, dotted, import_map, snippet
-from guardrails.testrules import CLOCK, MUTATORS, SEEDED, _base_name, _module_mutables, _scope_nodes
+from guardrails.astwalk import _FIELDS, _INERT, _fields
+from guardrails.testrules import _SCOPES, CLOCK, MUTATORS, SEEDED, _base_name, _module_mutables
 
 MESSAGES = {
     "sanitizer.clock": "strategy code may not read the clock or unseeded randomness",
@@ -41,6 +43,45 @@ ENTROPY = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "nu
                      "numpy.random.Philox", "numpy.random.SFC64"})
 INITIALIZERS = frozenset({"__init__", "__post_init__", "__new__"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
+_TEXTS = (ast.Constant, ast.BinOp, ast.JoinedStr)
+
+
+_BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
+
+
+def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+    """Every node once, parents first in source order; each function's own nodes (what
+    `_scope_nodes` gives: its children, nested functions included but not their insides); and the
+    imports, classes, functions and the module by type."""
+    nodes: list[ast.AST] = []
+    own: dict[int, list[ast.AST]] = {}
+    buckets: dict[type, list[ast.AST]] = {kind: [] for kind in _BUCKETS}
+    buckets[ast.ImportFrom] = buckets[ast.Import]  # one list: both kinds in source order
+    stack: list[tuple[ast.AST, list[ast.AST] | None]] = [(tree, None)]
+    pop, push, keep = stack.pop, stack.append, nodes.append
+    scopes, inert, node_type, known = frozenset(_SCOPES), _INERT, ast.AST, _FIELDS  # locals: faster
+    while stack:
+        node, owner = pop()
+        keep(node)
+        if owner is not None:
+            owner.append(node)
+        kind = type(node)
+        inner = owner
+        if kind in _BUCKETS:
+            buckets[kind].append(node)
+        if kind in scopes:
+            inner = own[id(node)] = []
+        fields = known.get(kind)
+        for name in fields if fields is not None else _fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in reversed(value):
+                    if isinstance(item, node_type) and type(item) not in inert:
+                        push((item, inner))
+            elif isinstance(value, node_type) and type(value) not in inert:
+                push((value, inner))
+    return nodes, own, buckets
 
 
 def _text(node: ast.AST) -> str | None:
@@ -62,9 +103,9 @@ def _clock_string(node: ast.AST) -> bool:
     return text is not None and text.strip().lower() in CLOCK_WORDS
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, *_FUNCTIONS)) and node.body
+def _docstrings(holders: list[Any]) -> set[int]:
+    """The modules', classes' and functions' docstrings (by id): the clock words may be prose there."""
+    return {id(node.body[0].value) for node in holders if node.body
             and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
 
 
@@ -87,7 +128,8 @@ class StateRules:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        self.imports = import_map(ast.walk(tree))
+        self.nodes, self.own, self.kinds = _index(tree)  # one walk, shared by every rule below
+        self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
         # module-level names, functions among them (an attribute set on a function outlives the call)
         self.module_names = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
@@ -98,7 +140,8 @@ class StateRules:
         self.mutators = {t.id for n in tree.body if isinstance(n, ast.Assign)
                          and isinstance(n.value, ast.Attribute) and n.value.attr in MUTATORS
                          for t in n.targets if isinstance(t, ast.Name)}
-        self.classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+        classes: list[Any] = self.kinds[ast.ClassDef]
+        self.classes = {n.name for n in classes}
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
         self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
@@ -108,18 +151,22 @@ class StateRules:
         return dotted(node, self.imports) or ""
 
     def run(self) -> list[Finding]:
-        docstrings = _docstrings(self.tree)
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call):
+        docstrings = _docstrings([n for kind in (ast.Module, ast.ClassDef, *_FUNCTIONS) for n in self.kinds[kind]])
+        imports, tails = self.imports, _CLOCK_TAILS
+        node: Any
+        for node in self.nodes:  # by exact type first: this loop sees every node of S
+            kind = type(node)
+            if kind is ast.Call:
                 self.clock(node)
-            elif isinstance(node, (ast.Attribute, ast.Name)) and self.name(node) in CLOCK_FUNCTIONS:
+            elif (kind is ast.Attribute and node.attr in tails or kind is ast.Name and node.id in imports) \
+                    and self.name(node) in CLOCK_FUNCTIONS:
                 self.add("sanitizer.clock", node, snippet(node)[:80])
-            elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)) and id(node) not in docstrings \
-                    and _clock_string(node):  # "now" and "today" are the clock to numpy and pandas
-                self.add("sanitizer.clock", node, f"the string {_text(node)!r}")
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            elif kind in _TEXTS and (kind is not ast.Constant or type(node.value) is str) \
+                    and id(node) not in docstrings and _clock_string(node):
+                self.add("sanitizer.clock", node, f"the string {_text(node)!r}")  # numpy and pandas' clock
+            elif kind is ast.Global or kind is ast.Nonlocal:
                 self.add("sanitizer.stateful", node, snippet(node))
-            if isinstance(node, _FUNCTIONS):
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
                 self.defaults(node)
                 if node.name not in INITIALIZERS:
                     self.writes(node)
@@ -162,37 +209,46 @@ class StateRules:
 
     def writes(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         args = function.args
+        scope = self.own[id(function)]
         local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self", "cls"}
-        local |= {n.id for n in _scope_nodes(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        aliases = self.aliases(function, local)
+        local |= {n.id for n in scope if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        aliases = self.aliases(scope, local)
         local -= aliases
-        for node in _scope_nodes(function):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and (
-                    (node.func.id in self.mutators and node.func.id not in local) or (
-                        node.func.id == "next" and node.args and self._shared(node.args[0], local, aliases))):
-                self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
+        node: Any
+        for node in scope:
+            kind = type(node)
+            if kind is ast.Call:
+                self._call_writes(node, function, local, aliases)
+                continue
             targets: list[ast.AST] = []
-            if isinstance(node, (ast.Assign, ast.Delete)):
+            if kind is ast.Assign or kind is ast.Delete:
                 targets = list(node.targets)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            elif kind is ast.AugAssign or kind is ast.AnnAssign:
                 targets = [node.target]
             for target in targets:
                 if isinstance(target, (ast.Attribute, ast.Subscript)) and self._shared(target, local, aliases):
                     self.add("sanitizer.stateful", node, f"{snippet(target)[:60]} in {function.name}")
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in MUTATORS and self._shared(node.func.value, local, aliases) and \
-                    not isinstance(node.func.value, ast.Call):
-                self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
-            if isinstance(node, ast.Call) and self.name(node.func) in ("setattr", "delattr",
-                                                                        "object.__setattr__") \
-                    and node.args and self._shared(node.args[0], local, aliases):
-                self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
 
+    def _call_writes(self, node: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef,
+                     local: set[str], aliases: frozenset[str]) -> None:
+        """A call that mutates shared state: a module-level bound mutator, next() on a module-level
+        iterator, a mutating method or setattr on something shared."""
+        func = node.func
+        if isinstance(func, ast.Name) and (
+                (func.id in self.mutators and func.id not in local) or (
+                    func.id == "next" and node.args and self._shared(node.args[0], local, aliases))):
+            self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS and \
+                self._shared(func.value, local, aliases) and not isinstance(func.value, ast.Call):
+            self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
+        if node.args and self.name(func) in ("setattr", "delattr", "object.__setattr__") \
+                and self._shared(node.args[0], local, aliases):
+            self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
 
-    def aliases(self, function: ast.AST, local: set[str]) -> frozenset[str]:
+    def aliases(self, scope: list[ast.AST], local: set[str]) -> frozenset[str]:
         """Local names bound to shared state (`log = _LOG`): writing through them writes it."""
         found: set[str] = set()
-        for node in _scope_nodes(function):
+        for node in scope:
             if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)) \
                     and self._shared(node.value, local - found, frozenset(found)):
                 found |= {t.id for t in node.targets if isinstance(t, ast.Name)}

@@ -28,13 +28,14 @@ from typing import Any
 from guardrails.locks import Bind, Prepared, RoLock
 from guardrails.workspace import GateSetupError
 from strategy_host import wire
-from strategy_host.client import Channel, HostError
+from strategy_host.client import Channel, HostError, HostGone
 
 HOST_INSIDE, WORKSPACE_INSIDE = "/host", "/workspace"
 # The packages copied into /host: the host program (with its wire format) and the strategy API.
 HOST_PACKAGES = ("strategy_host", "strategy_api")
 START_TIMEOUT_S = 120.0
 STDERR_KEPT = 16_384
+EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error names the exit code
 # What a test process may ask of its host through the relay (never `init` or `finish`).
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
 RELAY_REQUEST_LIMIT = 256 << 20
@@ -91,6 +92,7 @@ class HostProcess:
     workspace_inside: str
     stderr_tail: collections.deque[bytes] = field(default_factory=lambda: collections.deque(maxlen=64))
     closed: bool = False
+    drain: threading.Thread | None = None
 
     def stderr(self) -> str:
         """What the host (or S in it) last wrote to stderr, at most STDERR_KEPT bytes."""
@@ -100,12 +102,22 @@ class HostProcess:
         """One request and its answer; HostError names the host's last words when it failed."""
         try:
             return self.channel.request(message, timeout_s)
+        except HostGone as exc:
+            raise HostGone(f"{exc}{self._last_words(True)}") from None
         except HostError as exc:
             raise HostError(f"{exc}{self._last_words()}") from None
 
-    def _last_words(self) -> str:
+    def _last_words(self, gone: bool = False) -> str:
+        """Its exit code and the last lines of its stderr, once it has exited (`gone`: wait for that)."""
+        if gone:
+            try:
+                self.process.wait(EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                pass
         if self.process.poll() is None:
             return ""
+        if self.drain is not None:
+            self.drain.join(2.0)  # the rest of what it wrote (unless a child of S still holds stderr)
         tail = self.stderr().strip().splitlines()[-3:]
         return f" (exit code {self.process.returncode}; {' / '.join(tail) or 'no output'})"
 
@@ -185,7 +197,8 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     fd = parent_end.detach()
     channel = Channel(fd, fd, spec.timeout_s, on_timeout=lambda: _kill_session(process))
     host = HostProcess(process, channel, prepared, lock, inside_ws)
-    threading.Thread(target=_drain, args=(process.stderr, host.stderr_tail), daemon=True).start()
+    host.drain = threading.Thread(target=_drain, args=(process.stderr, host.stderr_tail), daemon=True)
+    host.drain.start()
     coverage = ({"source": [f"{inside_ws}/{tree}" for tree in spec.sources],
                  "data_file": "/tmp/oomrl-host-coverage" if lock.os_level
                  else str(Path(env["TMPDIR"]) / "coverage")} if spec.coverage else None)
@@ -196,8 +209,9 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
         channel.send(init, START_TIMEOUT_S)
         channel.receive(START_TIMEOUT_S)
     except Exception as exc:
+        words = host._last_words(isinstance(exc, HostGone))  # before close() kills what is left
         host.close()
-        raise HostError(f"the strategy host did not start: {exc}{host._last_words()}") from None
+        raise HostError(f"the strategy host did not start: {exc}{words}") from None
     return host
 
 

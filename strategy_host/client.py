@@ -23,6 +23,10 @@ class HostError(Exception):
     """The host broke the protocol, died, or did not answer in time."""
 
 
+class HostGone(HostError):
+    """The host's end of the channel is closed: it exited, was killed or was stopped."""
+
+
 class StrategyError(Exception):
     """An exception raised by strategy code in the host (its type name and where it was raised)."""
 
@@ -77,11 +81,11 @@ class Channel:
         finally:
             self.watchdog.disarm()
 
-    def _failure(self, what: str) -> HostError:
+    def _failure(self, what: str, gone: bool = False) -> HostError:
         if self.watchdog is not None and self.watchdog.expired:
-            return HostError(f"the strategy host did not answer within {self.watchdog.expired:g} s "
-                             "and was stopped")
-        return HostError(what)
+            return HostGone(f"the strategy host did not answer within {self.watchdog.expired:g} s "
+                            "and was stopped")
+        return HostGone(what) if gone else HostError(what)
 
     def send(self, message: dict[str, Any], timeout_s: float | None = None) -> None:
         """Send a request without waiting for its answer (answers come back in order)."""
@@ -89,7 +93,7 @@ class Channel:
         try:
             self._guarded(lambda: wire.write_frame(self.write_fd, frame), timeout_s)
         except (wire.WireError, OSError) as exc:
-            raise self._failure(f"could not send to the strategy host: {exc}") from None
+            raise self._failure(f"could not send to the strategy host: {exc}", True) from None
         self.pending += 1
 
     def send_with_fd(self, message: dict[str, Any], passed: int, timeout_s: float | None = None) -> None:
@@ -98,15 +102,15 @@ class Channel:
         try:
             self._guarded(lambda: wire.send_fd(self.write_fd, frame, passed), timeout_s)
         except (wire.WireError, OSError) as exc:
-            raise self._failure(f"could not send to the strategy host: {exc}") from None
+            raise self._failure(f"could not send to the strategy host: {exc}", True) from None
         self.pending += 1
 
     def receive(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The next answer; StrategyError when it is an error, HostError when there is none."""
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
-        except EOFError:
-            raise self._failure("the strategy host closed its channel (it exited or was killed)") from None
+        except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
+            raise self._failure("the strategy host closed its channel (it exited or was killed)", True) from None
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
         self.pending -= 1
@@ -119,8 +123,8 @@ class Channel:
         self.send(message, timeout_s)
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
-        except EOFError:
-            raise self._failure("the strategy host closed its channel (it exited or was killed)") from None
+        except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
+            raise self._failure("the strategy host closed its channel (it exited or was killed)", True) from None
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
         self.pending -= 1

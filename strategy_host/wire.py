@@ -262,7 +262,8 @@ def to_plain(value: Any, depth: int = 0) -> Any:
     if type(value).__module__.startswith("pandas") and kind in ("Series", "DataFrame", "Timestamp"):
         return _pandas_plain(value, kind, depth)
     if isinstance(value, dict):
-        if all(isinstance(k, str) for k in value):
+        # a lone "$..." key would read back as a tagged value ({"$date": ...} as a date): kept as pairs
+        if all(isinstance(k, str) for k in value) and not (len(value) == 1 and next(iter(value)).startswith("$")):
             return {k: to_plain(v, depth + 1) for k, v in value.items()}
         return {"$dict": [[to_plain(k, depth + 1), to_plain(v, depth + 1)] for k, v in value.items()]}
     if isinstance(value, (list, tuple)):

@@ -1,19 +1,30 @@
-"""The behaviour runner (production calling convention) and the red-test 'about S' analysis."""
+"""The behaviour runner (the gate calls a fresh strategy host, as production does) and the red-test
+'about S' analysis (S's values reach a test through strategy_host)."""
 
 from __future__ import annotations
 
 import ast
 import json
 import math
-import sys
+from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from guardrails import behaviour
+from guardrails.locks import HashOnlyLock
 from guardrails.redgreen import SourceValues, about_source, red_violations, source_fixtures
 from guardrails.runner import SuiteResult
+from guardrails.sandbox import BwrapLock
+from guardrails.strategyhost import HostProcess, HostSpec, start_host
+from strategy_host import wire
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ("strategies", "strategy_host")  # what the gate passes: S's packages and the client
 
 
 def _panel(frame: pd.DataFrame) -> dict[str, object]:
@@ -34,60 +45,69 @@ def strategy_case() -> dict[str, object]:
             "params": {"top_k": 2, "lookback": 5, "skip": 0, "adv_window": 5}}
 
 
-def test_the_production_convention_calls_the_repository_strategy() -> None:
+@pytest.fixture(scope="module")
+def repository_host() -> Iterator[HostProcess]:
+    """A host over the repository's strategies, in the jail the gate's behaviour run uses."""
+    lock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
+    with start_host(lock, HostSpec(REPO)) as host:
+        yield host
+
+
+@pytest.mark.slow
+def test_the_production_convention_calls_the_repository_strategy(repository_host: HostProcess) -> None:
     spec = {"convention": "strategy", "entry": "strategies.registry:get", "repeat": 2,
             "cases": [strategy_case(),
                       {"id": "due", "strategy": "weekly_liquidity",
                        "rebalance": [["2024-07-08", "2024-07-05"], ["2024-07-05", "2024-07-01"],
                                      ["2024-07-01", None]]},
-                      {"id": "bad", "strategy": "no_such_strategy"}]}
-    outputs = {o["id"]: o["calls"] for o in behaviour.run_cases(spec)}
+                      {"id": "bad", "strategy": "no_such_strategy"},
+                      {"id": "params", "strategy": "weekly_liquidity", "params": {"top_k": 0},
+                       "rebalance": [["2024-07-08", None]]}]}
+    outputs = {o["id"]: o["calls"] for o in behaviour.run_cases(repository_host.request, spec)}
     weights = outputs["weekly"][0]["value"]
     assert outputs["weekly"][0]["ok"] and outputs["weekly"][0] == outputs["weekly"][1]
     assert set(weights) <= {"A", "B", "C"} and 0 < sum(weights.values()) <= 1
     assert outputs["due"][0]["value"] == [True, False, True]
     assert outputs["bad"][0] == {"ok": False, "error": "KeyError"}
+    assert outputs["params"][0] == {"ok": False, "error": "ValidationError"}  # S's Params refuse it
+
+
+@pytest.mark.slow
+def test_the_call_convention_gets_plain_values_back(repository_host: HostProcess) -> None:
+    spec = {"convention": "call", "entry": "strategies.registry:names", "repeat": 1,
+            "cases": [{"id": "names"}, {"id": "wrong", "args": [1, 2, 3]}]}
+    outputs = {o["id"]: o["calls"] for o in behaviour.run_cases(repository_host.request, spec)}
+    assert outputs["names"] == [{"ok": True, "value": ["daily_momentum", "weekly_liquidity"]}]
+    assert outputs["wrong"] == [{"ok": False, "error": "TypeError"}]
 
 
 def test_outputs_are_normalised_to_json() -> None:
-    value = {"b": np.float64(0.5), "a": [np.int64(2), float("nan"), True, None, "x"],
-             "s": pd.Series({"Z": 1.0}), "o": object()}
+    # what the host sends, as the gate decodes it (arrays, tables, dates, non-finite floats)
+    sent: dict[str, Any] = {"b": np.float64(0.5), "a": [np.int64(2), float("nan"), True, None, "x"],
+                            "s": pd.Series({"Z": 1.0}), "d": date(2024, 7, 1), "arr": np.array([1.5, np.inf]),
+                            "ints": np.array([3, 4]), "f": pd.DataFrame({"c": [1.0]})}
+    value = wire.from_plain(wire.decode(wire.encode({"v": wire.to_plain(sent)})[4:])["v"])
     assert behaviour.normalise(value) == {
-        "a": [2, "nan", True, None, "x"], "b": 0.5, "o": {"<unserialisable>": "object"},
-        "s": {"Z": 1.0}}
+        "a": [2, "nan", True, None, "x"], "arr": [1.5, "inf"], "b": 0.5, "d": "2024-07-01",
+        "f": {"<unserialisable>": "DataFrame"}, "ints": [3, 4], "s": {"Z": 1.0}}
     deep: list[object] = []
     cursor = deep
     for _ in range(30):
         cursor.append([])
         cursor = cursor[0]  # type: ignore[assignment]
     assert "<too deep>" in json.dumps(behaviour.normalise(deep))
-    assert math.isnan(float(behaviour.normalise(np.float32("nan"))))
-
-
-def test_the_plain_process_entry_point_writes_its_outputs(tmp_path: Path) -> None:
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "calc.py").write_text("def double(x):\n    return {'v': 2 * x}\n")
-    spec = {"paths": [str(tmp_path)], "output": str(tmp_path / "out.json"),
-            "behaviour": {"convention": "call", "entry": "pkg.calc:double",
-                          "cases": [{"id": "two", "args": [2]}]}}
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    # Alike test_runner.py's in-process childrun test: each entry point runs in this process
-    # (for coverage) and must give sys.path back; two different programs, one call each.
-    before = list(sys.path)
-    try:
-        assert behaviour.main(str(tmp_path / "spec.json")) == 0
-    finally:
-        sys.path[:] = before
-        for name in ("pkg", "pkg.calc"):
-            sys.modules.pop(name, None)
-    assert json.loads((tmp_path / "out.json").read_text()) == [
-        {"id": "two", "calls": [{"ok": True, "value": {"v": 4}}]}]
+    assert math.isnan(float(behaviour.normalise(float("nan"))))
 
 
 TESTS = '''import pytest
-from strategies.momentum import target_weights
-from strategies import momentum
+import strategy_host
+from strategy_host import call
+
+MOMENTUM = "strategies.momentum:target_weights"
+
+
+def target_weights(scores, k):
+    return call(MOMENTUM, scores, k)
 
 
 @pytest.fixture
@@ -104,7 +124,7 @@ def test_direct():
 
 
 def test_via_name():
-    w = momentum.target_weights({"A": 1.0}, 1)
+    w = strategy_host.call(MOMENTUM, {"A": 1.0}, 1)
     scaled = {k: v * 2 for k, v in w.items()}
     assert scaled["A"] == 1.0
 
@@ -130,7 +150,7 @@ def test_other(universe):
 
 def test_red_assertions_must_involve_values_from_the_source() -> None:
     tree = ast.parse(TESTS)
-    values = SourceValues(tree, ("strategies",), {"universe_from_s"})
+    values = SourceValues(tree, PACKAGES, {"universe_from_s"})
     lines = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     line = {name: lines[name].body[-1].lineno for name in lines}
     assert about_source(tree, line["test_direct"], values)
@@ -141,14 +161,14 @@ def test_red_assertions_must_involve_values_from_the_source() -> None:
     assert about_source(tree, line["test_raises"] + 1, values)  # DID NOT RAISE: the with body
     assert not about_source(tree, line["test_other"], values)
     assert not about_source(tree, 1000, values)
-    assert source_fixtures(tree, ("strategies",)) == {"weights"}
+    assert source_fixtures(tree, PACKAGES) == {"weights", "target_weights"}
 
 
 def test_red_violations_read_the_failing_line_and_conftest_fixtures(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "conftest.py").write_text(
-        "import pytest\nfrom strategies.momentum import target_weights\n\n\n@pytest.fixture\n"
-        "def chosen():\n    return target_weights({'A': 1.0}, 1)\n")
+        "import pytest\nfrom strategy_host import call\n\n\n@pytest.fixture\n"
+        "def chosen():\n    return call('strategies.momentum:target_weights', {'A': 1.0}, 1)\n")
     (tmp_path / "tests" / "test_r.py").write_text(
         "def test_a(chosen):\n    assert chosen == {}\n\n\ndef test_b(universe):\n"
         "    assert universe == {}\n")
@@ -161,6 +181,6 @@ def test_red_violations_read_the_failing_line_and_conftest_fixtures(tmp_path: Pa
         "tests/test_r.py::test_d": {"outcome": "error"}})
     ids = ["tests/test_r.py::test_a", "tests/test_r.py::test_b", "tests/test_r.py::test_c",
            "tests/test_r.py::test_d"]
-    found = red_violations(suite, ids, tmp_path, ("strategies",))
+    found = red_violations(suite, ids, tmp_path, PACKAGES)
     assert [v.message.split(":")[2] for v in found] == ["test_b", "test_c"]
     assert all(v.rule == "redgreen.not_about_source" for v in found)

@@ -25,7 +25,8 @@ needs_bwrap = pytest.mark.skipif(BwrapLock.available() is not None,
                                  reason="needs bubblewrap")
 FILE_RULES = ('\nallow = ["sanitizer.import_not_allowed", "sanitizer.builtin_not_allowed", '
               '"sanitizer.dunder", "sanitizer.io", "sanitizer.import_time"]\n')
-# Source code that rewrites a locked test at import time, so every assertion passes.
+# Source code that rewrites a locked test at import time, so every assertion passes (in its
+# strategy host, where the tests are not even there under bwrap).
 TAMPER = '''from pathlib import Path
 
 _TEST = Path(__file__).resolve().parent.parent / "tests" / "test_smoke.py"
@@ -53,8 +54,8 @@ def test_os_lock_makes_the_tampering_write_fail(tmp_path: Path) -> None:
         verdict = run_gate(ws, "code-patch", _tampering_patch(ws))
     assert not verdict.accepted and verdict.locks.backend == "bwrap"
     messages = " ".join(v.message for v in verdict.violations)
-    assert "test_smoke.py" in messages and (
-        "[Errno 30] Read-only file system" in messages or "[Errno 13] Permission denied" in messages)
+    assert "test_smoke.py" in messages and any(error in messages for error in (
+        "[Errno 2] No such file or directory", "[Errno 30] Read-only file system"))
     # the write never happened, so the hashes agree: the kernel, not the hash, stopped it
     assert "lock.hash_mismatch" not in {v.rule for v in verdict.violations}
     assert verdict.locks.before == verdict.locks.after != ""
@@ -101,9 +102,10 @@ def test_holdout_from_the_contract_rejects_with_test_names_only(tmp_path: Path) 
     heldout = tmp_path / "heldout"
     heldout.mkdir()
     (heldout / "test_secret.py").write_text(
-        "from strategies.momentum import target_weights\n\n\n"
+        "from strategy_host import call\n\n\n"
         "def test_secret_expectation():\n"
-        "    assert target_weights({'S': 1.0}, top_k=1) == {'S': 0.25}  # SECRET-LITERAL\n")
+        "    assert call('strategies.momentum:target_weights', {'S': 1.0}, top_k=1) == {'S': 0.25}"
+        "  # SECRET-LITERAL\n")
     ws = make_workspace(tmp_path, guard_extra='holdout = "../heldout"\n')
     source = (ws / MOMENTUM).read_text().replace("ranked", "order")
     with unchanged(ws, heldout):
@@ -155,14 +157,14 @@ def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
 def test_a_strong_new_test_passes_the_mutation_check(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra="mutation_min_kill = 0.6\n")
     tests = (ws / "tests" / "test_smoke.py").read_text()
-    new = tests + ("\n\ndef test_two_of_three():\n"
-                   "    w = target_weights({'A': 1.0, 'B': 2.0, 'C': 3.0}, top_k=2)\n"
+    new = tests + ("\n\nMOMENTUM = 'strategies.momentum:target_weights'\n\n\ndef test_two_of_three():\n"
+                   "    w = call(MOMENTUM, {'A': 1.0, 'B': 2.0, 'C': 3.0}, top_k=2)\n"
                    "    assert w == {'A': 0.0, 'B': 0.5, 'C': 0.5}\n\n\n"
                    "def test_zero_rejected():\n"
                    "    with pytest.raises(ValueError):\n"
-                   "        target_weights({'A': 1.0}, top_k=0)\n\n\n"
+                   "        call(MOMENTUM, {'A': 1.0}, top_k=0)\n\n\n"
                    "def test_one_of_two():\n"
-                   "    assert target_weights({'A': 1.0, 'B': 2.0}, top_k=1) == {'A': 0.0, 'B': 1.0}\n")
+                   "    assert call(MOMENTUM, {'A': 1.0, 'B': 2.0}, top_k=1) == {'A': 0.0, 'B': 1.0}\n")
     new = "import pytest\n\n" + new
     with unchanged(ws):
         verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}),

@@ -1,5 +1,6 @@
-"""The gate's judging beyond the visible suite: behaviour outside pytest, red tests about S,
-pre-existing failures, mutants, and honest layouts (new folders, data fixtures)."""
+"""The gate's judging beyond the visible suite: behaviour as production calls S (a fresh host, the
+gate as the caller), red tests about S, pre-existing failures, mutants, and honest layouts (new
+folders, data fixtures). Every added test reaches S through strategy_host."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.guardrails.gate_helpers import (
     unchanged,
 )
 
+TARGET = "strategies.momentum:target_weights"  # how a test calls S (through strategy_host)
 CASES = {"cases": [
     {"id": "fresh-top-two", "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7},
                                        "top_k": 2},
@@ -62,10 +64,11 @@ def test_an_honest_fix_passes_the_behaviour_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_code_that_behaves_otherwise_outside_pytest_is_rejected(tmp_path: Path) -> None:
+def test_code_that_would_behave_otherwise_under_pytest_behaves_alike_everywhere(tmp_path: Path) -> None:
     ws, held = behaviour_workspace(tmp_path)
-    # pytest attaches handlers to the root logger: the candidate is honest only under pytest
-    # (one line, so coverage cannot tell: both values of the condition are on it)
+    # pytest attaches handlers to the root logger: honest only under pytest. S never runs under
+    # pytest now (it runs in its host in every test run, as in production), so the visible tests
+    # see the same cheat the behaviour cases do (one line, so coverage cannot tell)
     cheat = fixed_momentum().replace(
         "    return {a: (weight if a in chosen else 0.0) for a in scores}",
         "    weight *= 1.0 if logging.getLogger().hasHandlers() else 2.0\n"
@@ -73,8 +76,8 @@ def test_code_that_behaves_otherwise_outside_pytest_is_rejected(tmp_path: Path) 
     cheat = cheat.replace("from typing import", "import logging\nfrom typing import", 1)
     verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: cheat}), holdout=held)
     rules = {v.rule for v in verdict.violations}
-    assert "behaviour.differs_under_pytest" in rules, verdict.violations
-    assert "behaviour.unexpected" in rules  # the production run also misses the held-out value
+    assert "tests.failed" in rules and "behaviour.differs_under_pytest" not in rules, verdict.violations
+    assert verdict.tests.failed > 0
 
 
 @pytest.mark.slow
@@ -106,14 +109,16 @@ def test_behaviour_comparison_rules() -> None:
               "properties": ["weights", "known_symbols", "deterministic"]}
     good = [{"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}}] * 2},
             {"id": "b", "calls": [{"ok": True, "value": [True]}] * 2}]
-    assert behaviour_violations(inputs, good, good) == []
-    assert [v.rule for v in behaviour_violations(inputs, None, good)] == ["behaviour.incomplete"]
+    assert behaviour_violations(inputs, good) == []
+    assert [v.rule for v in behaviour_violations(inputs, None)] == ["behaviour.incomplete"]
     drifting = [{"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}},
                                       {"ok": True, "value": {"Y": 2.0}}]}]
-    rules = [v.rule for v in behaviour_violations(inputs, drifting, good)]
+    rules = [v.rule for v in behaviour_violations(inputs, drifting)]
     assert rules == ["behaviour.property", "behaviour.incomplete"]
+    wrong = [{"id": "a", "calls": [{"ok": False, "error": "KeyError"}]}, good[1]]
+    assert [v.rule for v in behaviour_violations(inputs, wrong)] == ["behaviour.unexpected"]
     unknown = [{"id": "a", "calls": [{"ok": True, "value": {"Z": 1.5}}]}, good[1]]
-    messages = [v.message for v in behaviour_violations(inputs, unknown, unknown)]
+    messages = [v.message for v in behaviour_violations(inputs, unknown)]
     assert any("known_symbols" in m for m in messages) and any("weights" in m for m in messages)
     assert same(1, 1.0) and not same(True, 1) and not same([1], [1, 2]) and same("a", "a")
 
@@ -121,12 +126,12 @@ def test_behaviour_comparison_rules() -> None:
 @pytest.mark.slow
 def test_red_tests_must_assert_on_values_the_source_returns(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    tests = (ws / "tests" / "test_smoke.py").read_text()
-    new = tests + ("\n\ndef test_mandate(universe):\n    target_weights(universe, top_k=1)\n"
+    tests = (ws / "tests" / "test_smoke.py").read_text() + f"\n\nMOMENTUM = {TARGET!r}\n"
+    new = tests + ("\n\ndef test_mandate(universe):\n    call(MOMENTUM, universe, top_k=1)\n"
                    "    assert universe['AAA'] == 4.0\n")
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}), expect="red")
     assert [v.rule for v in verdict.violations] == ["redgreen.not_about_source"]
-    honest = tests + ("\n\ndef test_mandate(universe):\n    weights = target_weights(universe, top_k=1)\n"
+    honest = tests + ("\n\ndef test_mandate(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
                       "    assert weights['AAA'] == 0.5\n")
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": honest}), expect="red")
     assert verdict.accepted, verdict.violations
@@ -137,7 +142,7 @@ def test_failures_from_before_the_patch_are_pre_existing(tmp_path: Path) -> None
     ws = make_workspace(tmp_path, "buggy")  # its own tests already fail on the buggy source
     tests = (ws / "tests" / "test_smoke.py").read_text()
     new = tests + ("\n\ndef test_negative_top_k_rejected():\n    with pytest.raises(ValueError):\n"
-                   "        target_weights({'A': 1.0}, top_k=-1)\n")
+                   f"        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n")
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": "import pytest\n\n"
                                                      + new}), expect="red")
     assert verdict.accepted, verdict.violations
@@ -175,17 +180,17 @@ def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path)
             "tests/data/prices.csv": "symbol,score\nA,2.0\nB,1.0\n",
             "tests/unit/test_from_data.py": (
                 "import csv\nimport json\nfrom pathlib import Path\n\n"
-                "from strategies.momentum import target_weights\n\n"
+                "from strategy_host import call\n\n"
                 "DATA = Path(__file__).parent.parent / 'data'\n\n\ndef test_cases():\n"
                 "    for case in json.loads((DATA / 'cases.json').read_text()):\n"
-                "        assert target_weights(case['scores'], case['k']) == case['want']\n")}
+                f"        assert call({TARGET!r}, case['scores'], case['k']) == case['want']\n")}
     climbing = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
     assert "tests.reads_source" in {v.rule for v in climbing.violations}
     data["tests/unit/test_from_data.py"] = (
-        "import json\nfrom pathlib import Path\n\nfrom strategies.momentum import target_weights\n\n"
+        "import json\nfrom pathlib import Path\n\nfrom strategy_host import call\n\n"
         "CASES = Path(__file__).parent / 'cases.json'\n\n\ndef test_cases_from_the_data_file():\n"
         "    for case in json.loads(CASES.read_text()):\n"
-        "        assert target_weights(case['scores'], case['k']) == case['want']\n")
+        f"        assert call({TARGET!r}, case['scores'], case['k']) == case['want']\n")
     data["tests/unit/cases.json"] = data.pop("tests/data/cases.json")
     verdict = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
     assert verdict.accepted, verdict.violations

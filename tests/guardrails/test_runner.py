@@ -1,17 +1,19 @@
-"""Locked runs: the gate's plugin in-process, and real sandboxed pytest + coverage runs."""
+"""Locked runs: the gate's plugin in-process, and real sandboxed pytest + coverage runs, each with S
+in a strategy host of its own (its coverage measured there, joined to the test process's)."""
 
 from __future__ import annotations
 
 import builtins
 import json
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from guardrails.childrun import GatePlugin, preimport
+from guardrails.childrun import GatePlugin
 from guardrails.coverage_data import CoverageReader, function_body_lines
 from guardrails.locks import HashOnlyLock, RoLock
 from guardrails.runner import (
@@ -23,7 +25,7 @@ from guardrails.runner import (
     run_suite,
 )
 from guardrails.sandbox import BwrapLock
-from tests.guardrails.gate_helpers import MOMENTUM, make_workspace
+from tests.guardrails.gate_helpers import MOMENTUM, make_workspace, own_host_state, plant
 
 pytest_plugins = ["pytester"]
 LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
@@ -67,7 +69,7 @@ def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Py
     plugin = GatePlugin("reverse", root, tests_root=root, rootdir=root)
     pytester.inline_run(plugins=[plugin])
     results = plugin.results(1)
-    assert results["finished"] and results["exit_code"] == 1 and results["behaviour"] is None
+    assert results["finished"] and results["exit_code"] == 1
     assert results["collected"][0].endswith("test_g_type_error")  # reversed
     outcomes = {k.split("::")[1]: v for k, v in results["outcomes"].items()}
     assert outcomes["test_a_passes"]["outcome"] == "passed"
@@ -130,27 +132,6 @@ def test_plugin_notices_tampering(pytester: pytest.Pytester) -> None:
     assert "object" not in tamper  # foreign hooks from outside the workspace are not blamed
 
 
-def test_plugin_runs_the_behaviour_cases_inside_the_session(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(weights="def top(scores):\n    return {max(scores): 1.0}\n",
-                        test_w="def test_w():\n    assert 1 < 2\n")
-    spec = {"convention": "call", "entry": "weights:top", "repeat": 2,
-            "cases": [{"id": "c", "args": [{"A": 1.0, "B": 2.0}]}]}
-    plugin = GatePlugin("forward", str(pytester.path), behaviour_spec=spec)
-    sys.path.insert(0, str(pytester.path))
-    try:
-        pytester.inline_run(plugins=[plugin])
-    finally:
-        sys.path.remove(str(pytester.path))
-        sys.modules.pop("weights", None)
-    assert plugin.results(0)["behaviour"] == [
-        {"id": "c", "calls": [{"ok": True, "value": {"B": 1.0}}] * 2}]
-
-
-def test_preimport_tolerates_modules_that_fail() -> None:
-    preimport(["json", "no_such_module_oomrl"])
-    assert "json" in sys.modules
-
-
 def test_function_body_lines() -> None:
     text = "X = 1\n\n\ndef f(a):\n    b = a\n    return b\n\n\nclass C:\n    async def g(self):\n        return 2\n"
     assert function_body_lines(text) == {5, 6, 11}
@@ -180,8 +161,7 @@ def test_gate_settings_replace_the_workspace_configuration(tmp_path: Path, dirs:
     (ws / "conftest.py").write_text("raise SystemExit('the root conftest must not load')\n")
     (ws / "sitecustomize.py").write_text("raise SystemExit('never imported')\n")
     _prepare(dirs, ws)
-    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="t",
-                                           preimport=("strategies.momentum",)),
+    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="t"),
                       timeout_s=120, memory_mb=2048)
     assert suite.problems == [] and suite.tamper == []
     assert len(suite.collected) == 5 and suite.failing() == []
@@ -192,7 +172,7 @@ def test_gate_settings_replace_the_workspace_configuration(tmp_path: Path, dirs:
     assert reader.missing_lines(momentum) == set()
     ties = "tests/test_momentum.py::test_ties_broken_alphabetically"
     body = function_body_lines(momentum.read_text())
-    run = reader.lines_run_by(momentum, {ties})
+    run = reader.lines_run_by(momentum, {ties})  # the host records each call under its test's id
     assert run <= body and {15, 17, 20} <= run and 16 not in run  # no ValueError for top_k=1
     assert reader.lines_run_by(momentum, {"no_such_test"}) == set()
     assert reader.import_time_only(momentum, set(range(1, 30))) == set()
@@ -203,16 +183,50 @@ def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(tmp_path: P
                                                                      dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "strategies" / "warm.py").write_text(
-        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n")
+        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n\n\ndef value():\n    return VALUE\n")
     (ws / "tests" / "test_warm.py").write_text(
-        "def test_lazy():\n    from strategies.warm import VALUE\n    assert VALUE == 1\n")
+        "from strategy_host import call\n\n\ndef test_lazy():\n    assert call('strategies.warm:value') == 1\n")
     _prepare(dirs, ws)
-    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="w",
-                                           preimport=("strategies.momentum", "strategies.warm")),
+    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="w"),
                       timeout_s=120, memory_mb=2048)
     reader = CoverageReader(suite.data_file, dirs.cfg / "coverage.rc")  # type: ignore[arg-type]
-    # a function named like a test, called by a lazy import inside a test: still import time
-    assert reader.import_time_only(dirs.ws / "strategies" / "warm.py", {2}) == {2}
+    warm = dirs.ws / "strategies" / "warm.py"
+    # a function named like a test, run by the host's imports before any test: still import time
+    assert reader.import_time_only(warm, {2, 9}) == {2}
+    assert reader.lines_run_by(warm, {"tests/test_warm.py::test_lazy"}) == {9}
+
+
+def test_s_and_t_coverage_of_one_run_are_joined(tmp_path: Path, dirs: GateDirs) -> None:
+    # test-gen measures S (in the host) and T (in the test process) in the same run
+    _prepare(dirs, make_workspace(tmp_path))
+    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies", "tests"), tag="j"),
+                      timeout_s=120, memory_mb=2048)
+    reader = CoverageReader(suite.data_file, dirs.cfg / "coverage.rc")  # type: ignore[arg-type]
+    assert reader.missing_lines(dirs.ws / MOMENTUM) == set()
+    assert reader.missing_lines(dirs.ws / "tests" / "test_smoke.py") == set()
+    assert reader.lines_run_by(dirs.ws / "tests" / "test_smoke.py",
+                               {"tests/test_smoke.py::test_single_asset_gets_full_weight"}) == {5}
+
+
+@pytest.mark.skipif(not LOCK.os_level, reason="needs the bubblewrap sandbox")
+def test_s_is_not_in_the_test_process(tmp_path: Path, dirs: GateDirs) -> None:
+    ws = make_workspace(tmp_path)
+    (ws / "tests" / "test_reach.py").write_text(
+        "import importlib.util\n\n\ndef test_s_is_absent():\n"
+        "    assert importlib.util.find_spec('strategies') is None\n")
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, tag="a"), timeout_s=120, memory_mb=2048)
+    assert suite.problems == [] and suite.failing() == [] and len(suite.collected) == 6
+
+
+def test_a_host_that_cannot_start_fails_the_run(tmp_path: Path, dirs: GateDirs) -> None:
+    ws = make_workspace(tmp_path)
+    (ws / "strategies" / "exit.py").write_text("raise SystemExit(3)\n")  # at import, in the host
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, tag="s"), timeout_s=120, memory_mb=2048)
+    assert [p.rule for p in suite.problems] == ["run.host_failed"]
+    assert "did not start" in suite.problems[0].message and "exit code 3" in suite.problems[0].message
+    assert suite.failing() == suite.collected != []  # every call into S failed
 
 
 @pytest.mark.slow
@@ -221,8 +235,8 @@ def test_reverse_order_and_held_out_tests(tmp_path: Path, dirs: GateDirs) -> Non
     held = tmp_path / "held"
     held.mkdir()
     (held / "test_held.py").write_text(
-        "from strategies.momentum import target_weights\n\n\ndef test_h():\n"
-        "    assert target_weights({'A': 1.0}, 1) == {'A': 1.0}\n")
+        "from strategy_host import call\n\n\ndef test_h():\n"
+        "    assert call('strategies.momentum:target_weights', {'A': 1.0}, 1) == {'A': 1.0}\n")
     make_readable(held)
     suite = run_suite(LOCK, dirs, _request(dirs, order="reverse", tag="r"), timeout_s=120,
                       memory_mb=2048)
@@ -320,3 +334,36 @@ def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path)
     recorded = json.loads(results.read_text())
     assert recorded["finished"] and recorded["collected"] == ["tests/test_one.py::test_one"]
     assert recorded["outcomes"]["tests/test_one.py::test_one"]["outcome"] == "passed"
+
+
+@pytest.mark.slow
+def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Path) -> None:
+    from coverage import CoverageData
+
+    from guardrails import childrun
+    from guardrails.strategyhost import HostSpec, relay, start_host
+
+    ws = plant(tmp_path / "ws", {
+        "strategies/__init__.py": "", "strategies/m.py": "def one():\n    return 1\n",
+        "tests/test_handed.py": "from strategy_host import call\n\n\ndef test_one():\n"
+                             "    assert call('strategies.m:one') == 1\n"})
+    spec = {"paths": [str(ws)], "workspace": str(ws), "order": "forward", "coverage": None,
+            "results": str(tmp_path / "results.json"), "args": ["-p", "no:cacheprovider", "-q", "--rootdir",
+                                                                 str(ws), str(ws / "tests")]}
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    path_before = list(sys.path)
+    with start_host(LOCK, HostSpec(ws, coverage=True)) as host, own_host_state():
+        pump = relay(host, ours)
+        (tmp_path / "spec.json").write_text(json.dumps({**spec, "host_fd": theirs.fileno()}))
+        try:
+            assert childrun.main(str(tmp_path / "spec.json")) == 0
+        finally:
+            sys.path[:] = path_before
+            theirs.close()
+        pump.join(60)
+        (tmp_path / "host-coverage").write_bytes(bytes(host.finish()["coverage"]))
+    data = CoverageData(basename=str(tmp_path / "host-coverage"))
+    data.read()
+    contexts = data.contexts_by_lineno(f"{host.workspace_inside}/strategies/m.py")
+    assert contexts[2] == ["tests/test_handed.py::test_one"]  # the host recorded the running test
+    assert contexts[1] == [""]  # the def ran at import, before any test

@@ -1,7 +1,8 @@
 """Sandbox properties, each proven directly, and each shown to fail with the sandbox switched off.
 
-Every probe runs exactly like a gate run (`runner.LockedRun`: the run's workspace copy at
-/workspace, the gate's files, a fresh results folder, the same environment) once under bwrap,
+Every probe runs exactly like a gate's test process (`runner.LockedRun`: the test trees of the run's
+workspace copy at /workspace, S absent, the gate's files, a fresh results folder, the same
+environment) once under bwrap,
 where the property must hold, and once under hash-only, where the same probe must break it:
 so none of these tests can pass with the sandbox gone.
 """
@@ -12,8 +13,6 @@ import inspect
 import json
 import os
 import secrets
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 from guardrails.locks import HashOnlyLock, RoLock
 from guardrails.runner import GateDirs, LockedRun
 from guardrails.sandbox import SANDBOX_UID, BwrapLock
+from tests.guardrails.gate_helpers import servers
 
 pytestmark = pytest.mark.skipif(BwrapLock.available() is not None,
                                 reason=f"bubblewrap unavailable: {BwrapLock.available()}")
@@ -64,8 +64,9 @@ def dirs(tmp_path: Path) -> Iterator[GateDirs]:
     (created.cfg / "probe.py").write_text(PROBE)
     (created.cfg / "probe.py").chmod(0o644)
     created.ws.mkdir()
-    (created.ws / "strategies").mkdir()
-    (created.ws / "strategies" / "a.py").write_text("A = 1\n")
+    for tree, text in (("strategies", "A = 1\n"), ("tests", "def test_a():\n    assert 1\n")):
+        (created.ws / tree).mkdir()
+        (created.ws / tree / "a.py").write_text(text)
     from guardrails.runner import make_readable
 
     make_readable(created.ws)
@@ -76,7 +77,7 @@ def dirs(tmp_path: Path) -> Iterator[GateDirs]:
 def probe(lock: RoLock, dirs: GateDirs, actions: list[tuple[str, Any]], tag: str = "probe",
           heldout: Path | None = None) -> dict[str, Any]:
     """Run the probe as the gate runs a test process; its report (or {} when it wrote none)."""
-    run = LockedRun(lock, dirs, dirs.ws, tag, heldout)
+    run = LockedRun(lock, dirs, dirs.ws, tag, heldout, ("tests",) if heldout is None else ())
     try:
         result = run.start("probe.py", {"actions": actions,
                                         "output": run.path("/results", "probe.json")},
@@ -111,12 +112,26 @@ def test_a_test_process_cannot_write_outside_its_copy(lock: RoLock, dirs: GateDi
 
 
 def test_the_run_cannot_write_its_own_workspace_copy(lock: RoLock, dirs: GateDirs) -> None:
-    run = LockedRun(lock, dirs, dirs.ws, "copy")
-    inside = run.path("/workspace", "strategies", "a.py")
+    run = LockedRun(lock, dirs, dirs.ws, "copy", trees=("tests",))
+    inside = run.path("/workspace", "tests", "a.py")
     run.close()
     report = probe(lock, dirs, [("write", inside)])
-    assert (dirs.ws / "strategies" / "a.py").read_text() == ("A = 1\n" if lock.os_level else "x")
+    text = (dirs.ws / "tests" / "a.py").read_text()
+    assert text == ("def test_a():\n    assert 1\n" if lock.os_level else "x")
     assert report[inside].startswith("error 30") if lock.os_level else report[inside] == "written"
+
+
+def test_strategy_code_is_absent_from_the_test_process(lock: RoLock, dirs: GateDirs) -> None:
+    # S runs in its strategy host: the test process's jail holds the test trees and not S
+    run = LockedRun(lock, dirs, dirs.ws, "absent", trees=("tests",))
+    source, tests = run.path("/workspace", "strategies"), run.path("/workspace", "tests", "a.py")
+    run.close()
+    report = probe(lock, dirs, [("exists", source), ("exists", tests), ("listdir", run.path("/workspace"))])
+    assert report[tests] is True
+    if lock.os_level:
+        assert report[source] is False and report[run.path("/workspace")] == ["tests"]
+    else:
+        assert report[source] is True and "strategies" in report[run.path("/workspace")]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the 0600 file")
@@ -153,54 +168,11 @@ def test_nothing_of_root_run_home_or_the_project_is_visible(lock: RoLock, dirs: 
         assert report[str(marker)] and report[str(REPO)] and report["/etc/passwd"]
 
 
-class _Servers:
-    """A TCP server on loopback, a UNIX socket in the host /tmp and an abstract UNIX socket."""
-
-    def __init__(self, folder: Path) -> None:
-        self.tcp = socket.create_server(("127.0.0.1", 0))
-        self.path = str(folder / "host.sock")
-        self.unix = socket.socket(socket.AF_UNIX)
-        self.unix.bind(self.path)
-        os.chmod(self.path, 0o777)
-        self.abstract = socket.socket(socket.AF_UNIX)
-        self.abstract_name = f"\0oomrl-probe-{secrets.token_hex(4)}"
-        self.abstract.bind(self.abstract_name)
-        self.threads = [threading.Thread(target=self.serve, args=(s,), daemon=True)
-                        for s in (self.tcp, self.unix, self.abstract)]
-        for sock in (self.unix, self.abstract):
-            sock.listen()
-        for thread in self.threads:
-            thread.start()
-
-    @staticmethod
-    def serve(server: socket.socket) -> None:
-        try:
-            while True:
-                connection, _ = server.accept()
-                connection.sendall(b"host")
-                connection.close()
-        except OSError:
-            return
-
-    def close(self) -> None:
-        for sock in (self.tcp, self.unix, self.abstract):
-            sock.close()
-
-
-def test_no_host_socket_is_reachable(lock: RoLock, dirs: GateDirs, tmp_path: Path) -> None:
-    folder = Path("/tmp") / f"oomrl-probe-{secrets.token_hex(4)}"
-    folder.mkdir()
-    folder.chmod(0o777)
-    servers = _Servers(folder)
-    try:
-        tcp = ["127.0.0.1", servers.tcp.getsockname()[1]]
-        report = probe(lock, dirs, [("tcp", tcp), ("unix", servers.path),
-                                    ("unix", servers.abstract_name)])
-    finally:
-        servers.close()
-        Path(servers.path).unlink(missing_ok=True)
-        folder.rmdir()
-    answers = [report[str(tcp)], report[servers.path], report[servers.abstract_name]]
+def test_no_host_socket_is_reachable(lock: RoLock, dirs: GateDirs) -> None:
+    with servers() as running:
+        targets = running.targets
+        report = probe(lock, dirs, targets)
+    answers = [report[str(address)] for _, address in targets]
     if lock.os_level:
         assert all(answer.startswith("error") for answer in answers), report
     else:
@@ -227,7 +199,7 @@ def test_files_in_the_host_tmp_and_dev_shm_are_invisible(lock: RoLock, dirs: Gat
 
 def test_a_run_cannot_leave_anything_for_a_later_run(lock: RoLock, dirs: GateDirs) -> None:
     name = f"oomrl-left-{secrets.token_hex(4)}"
-    run = LockedRun(lock, dirs, dirs.ws, "first")
+    run = LockedRun(lock, dirs, dirs.ws, "first", trees=("tests",))
     places = [f"{run.tmp}/{name}", f"/dev/shm/{name}", run.path("/results", name),
               run.path("/workspace", name), f"{run.lock.env(run.folder / 'home')['HOME']}/{name}"]
     run.close()
@@ -276,6 +248,7 @@ def test_memory_and_time_limits_apply_inside_the_sandbox(dirs: GateDirs) -> None
 # The Done list of the sandbox: each property test, run once per lock (bwrap and hash-only).
 PROPERTIES = (test_a_test_process_cannot_write_outside_its_copy,
               test_the_run_cannot_write_its_own_workspace_copy,
+              test_strategy_code_is_absent_from_the_test_process,
               test_a_root_only_file_is_unreadable_even_when_bound,
               test_nothing_of_root_run_home_or_the_project_is_visible,
               test_no_host_socket_is_reachable,

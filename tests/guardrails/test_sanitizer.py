@@ -56,6 +56,21 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def f():\n    g = (i for i in [0])\n    return g.gi_frame.f_back.f_locals\n",
          "def f():\n    g = (i for i in [0])\n    return next(g)\n"),
         ("def f(a):\n    return a.ctypes.data\n", "def f(a):\n    return a.data.nbytes\n"),
+        # a literal name through reflection is the attribute itself
+        ("def f():\n    g = (i for i in [0])\n    return getattr(getattr(g, 'gi_frame'), 'f_back')\n",
+         "def f():\n    g = (i for i in [0])\n    return getattr(g, '__name__', None) or getattr(g, 'x', 1)\n"),
+        ("import operator\ndef f(o):\n    return operator.attrgetter('gi_frame.f_back')(o)\n",
+         "import operator\ndef f(o):\n    return operator.attrgetter('params.lookback')(o)\n"),
+        # where a view's arrays come from (the shared mapping in a replay, the host's own writable
+        # buffers in a test) is the one runtime difference of the two: S may not look
+        ("def f(view):\n    return view.values('close').base is None\n",
+         "def f(view):\n    return view.values('close').shape\n"),
+        ("def f(view):\n    return getattr(view.values('close'), 'base')\n",
+         "def f(view):\n    return getattr(view, 'portfolio_value')\n"),
+        ("def f(a):\n    a.setflags(write=True)\n", "def f(a):\n    return a.copy()\n"),
+        ("def f(a):\n    a.flags.writeable = True\n", "def f(a):\n    return a.flags.c_contiguous\n"),
+        ("import numpy as np\ndef f(a):\n    return np.lib.array_utils.byte_bounds(a)\n",
+         "import numpy as np\ndef f(a):\n    return np.lib.stride_tricks.sliding_window_view(a, 2)\n"),
         ("import string\ndef f(o, n):\n    return string.Formatter().get_field(n, (o,), {})\n",
          "import string\ndef f():\n    return string.ascii_uppercase\n"),
     ],
@@ -288,6 +303,12 @@ def test_workspace_allow_imports_extend_the_list() -> None:
     assert [v.rule for v in scan("import scipy\n")] == ["sanitizer.import_not_allowed"]
 
 
+def test_making_an_array_writable_is_refused_in_s_only() -> None:
+    text = "def test_a(w):\n    assert w.flags.writeable and w.setflags\n"
+    assert scan(text, path="tests/test_a.py", policy=Policy.of("tests")) == []
+    assert {v.rule for v in scan(text)} == {"sanitizer.module_escape"}
+
+
 def test_tests_may_use_their_tools_and_files_but_not_the_host() -> None:
     tests = Policy.of("tests")
     assert scan("import pytest\nimport json\nfrom pathlib import Path\nP = Path(__file__)\n",
@@ -379,7 +400,7 @@ def test_the_repository_strategies_pass(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[2]
     shutil.copytree(repo / "strategies", tmp_path / "strategies")
     lines, violations = scan_tree(tmp_path)
-    assert lines > 200 and violations == []
+    assert lines > 100 and violations == []  # strategy_api (outside S) holds the shared helpers
 
 
 def test_scan_tree_counts_lines_and_finds_violations(tmp_path: Path) -> None:

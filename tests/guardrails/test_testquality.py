@@ -13,7 +13,9 @@ from guardrails.testquality import count_tests, scan_tests
 from guardrails.verdict import Violation
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"
-HEAD = "import pytest\nfrom strategies.momentum import target_weights\n\n\n"
+# Tests reach S through strategy_host (never an import of S): a helper in the idiom of the workspaces.
+HEAD = ("import pytest\nfrom strategy_host import call\n\nMOMENTUM = 'strategies.momentum:target_weights'\n\n\n"
+        "def target_weights(scores, top_k):\n    return call(MOMENTUM, scores, top_k=top_k)\n\n\n")
 
 # rule -> (test module that must be flagged, honest module that must pass)
 CASES: dict[str, list[tuple[str, str]]] = {
@@ -308,6 +310,10 @@ def test_source_packages_are_configurable() -> None:
     assert {v.rule for v in scan("t.py", text, None, set())} == {
         "sanitizer.import_not_allowed", "sanitizer.module_value"}  # mylib: not allowed, a module
     found = scan("t.py", text, None, set(), source_packages=("mylib", "strategies"))
+    # mylib is S now: T may not import it (S is not in its process), and patching it mocks the unit
+    assert {v.rule for v in found} == {"sanitizer.source_import", "tests.mock_unit"}
+    by_name = text.replace("import mylib\n", "").replace("setattr(mylib, 'f', 1)", "setattr('mylib.f', 1)")
+    found = scan("t.py", by_name, None, set(), source_packages=("mylib", "strategies"))
     assert {v.rule for v in found} == {"tests.mock_unit"}
 
 
