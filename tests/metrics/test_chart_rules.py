@@ -101,6 +101,7 @@ def data_lines(fig: Figure) -> list[Line2D]:
     return [line for ax in fig.axes for line in ax.lines if len(line.get_xdata()) > 2]
 
 
+@pytest.mark.slow  # draws every chart of half a year
 @pytest.mark.parametrize("gap", ["holiday", "halt"])
 def test_a_stretch_without_sessions_is_a_gap_in_every_line(gap: str) -> None:
     returns, bench = window("2024-07-01", "2024-12-31")
@@ -118,12 +119,14 @@ def test_a_stretch_without_sessions_is_a_gap_in_every_line(gap: str) -> None:
                 assert not (left <= hole[0] and hole[1] <= right), (chart, left, right)
 
 
+@pytest.mark.slow  # draws every chart of a month
 def test_a_weekend_is_not_a_gap() -> None:
     returns, bench = window("2024-07-01", "2024-07-31")
     (line, *_) = data_lines(every_chart(returns, bench)["equity"])
     assert len(joined_spans(line)) == len(returns) - 1  # one unbroken line through every weekend
 
 
+@pytest.mark.slow  # draws two charts of 402 sessions
 def test_alert_markers_stay_apart_over_400_sessions() -> None:
     returns, bench = WINDOWS["400+ sessions"]
     days = returns.index
