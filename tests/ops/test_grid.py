@@ -21,10 +21,10 @@ def test_grid_points_are_the_cartesian_product() -> None:
     ("grid", "message"),
     [
         ({"window": [1]}, "invalid params for daily_momentum: window: Extra inputs are not permitted "
-                          "(parameters {'window': 1})"),
+                          "(got 1) (parameters {'window': 1})"),
         ({"top_k": []}, "grid values for top_k are empty"),
         ({"top_k": [5, 0]}, "invalid params for daily_momentum: top_k: Input should be greater than or "
-                            "equal to 1 (parameters {'top_k': 0})"),
+                            "equal to 1 (got 0) (parameters {'top_k': 0})"),
     ],
 )
 def test_bad_grids_are_named_in_one_line(grid: dict, message: str) -> None:
