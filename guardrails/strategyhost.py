@@ -18,10 +18,11 @@ import importlib.util
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error name
 # What a test process may ask of its host through the relay (never `init` or `finish`).
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
 RELAY_REQUEST_LIMIT = 256 << 20
+SNAPSHOT_LIMIT_BYTES = 64 << 20  # a workspace's source trees are code: far less than this
 
 
 @functools.cache
@@ -56,6 +58,46 @@ def host_dir() -> Path:
         os.chmod(folder, 0o755)
         for name in files:
             os.chmod(Path(folder) / name, 0o644)
+    return root
+
+
+def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
+    """A private copy of the workspace's source trees that the jail's uid can read (0755/0644).
+
+    The jail's uid reads only what is world-readable, and a workspace folder written under a private
+    umask (the server's children use 077) is not; a copy made now is also what the host sees for its
+    whole life, whatever happens to the workspace meanwhile. Only folders and regular files with one
+    link are copied: a symlink or a hard link could name a file this process may read and the jail
+    may not, and copying it would hand its content over.
+    """
+    root = Path(tempfile.mkdtemp(prefix="oomrl-hostws-"))
+    try:
+        total = 0
+        for tree in sources:
+            source = workspace / tree
+            if not source.is_dir() or source.is_symlink():
+                continue
+            for folder, dirs, files in os.walk(source):
+                relative = Path(folder).relative_to(workspace)
+                (root / relative).mkdir(parents=True, exist_ok=True)
+                dirs[:] = [d for d in dirs if d != "__pycache__" and not (Path(folder) / d).is_symlink()]
+                for name in files:
+                    path = Path(folder) / name
+                    info = path.lstat()
+                    if name.endswith(".pyc") or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                        continue
+                    total += info.st_size
+                    if total > SNAPSHOT_LIMIT_BYTES:
+                        raise GateSetupError(f"the workspace's {', '.join(sources)} hold more than "
+                                             f"{SNAPSHOT_LIMIT_BYTES >> 20} MiB: no strategy host serves them")
+                    shutil.copyfile(path, root / relative / name, follow_symlinks=False)
+        for folder, _, files in os.walk(root):
+            os.chmod(folder, 0o755)
+            for name in files:
+                os.chmod(Path(folder) / name, 0o644)
+    except BaseException:
+        shutil.rmtree(root, True)
+        raise
     return root
 
 
@@ -168,20 +210,24 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     """Start a host for `spec` under `lock` and wait until it is ready (imports done)."""
     package = host_dir()
     if lock.os_level:
+        private = readable_snapshot(spec.workspace, spec.sources)
         binds = [Bind(package, HOST_INSIDE)] + [
-            Bind(spec.workspace / tree, f"{WORKSPACE_INSIDE}/{tree}") for tree in spec.sources
-            if (spec.workspace / tree).exists()]
+            Bind(private / tree, f"{WORKSPACE_INSIDE}/{tree}") for tree in spec.sources
+            if (private / tree).exists()]
         inside_host, inside_ws = HOST_INSIDE, WORKSPACE_INSIDE
         env = lock.env(Path("/tmp"))
     else:  # hash-only: a plain process on the host with the same environment, nothing hidden
         binds = []
         inside_host, inside_ws = str(package), str(spec.workspace)
-        scratch = Path(tempfile.mkdtemp(prefix="oomrl-hosthome-"))
-        env = lock.env(scratch)
+        private = Path(tempfile.mkdtemp(prefix="oomrl-hosthome-"))
+        env = lock.env(private)
     argv = [lock.python(), "-I", "-S", "-B", f"{inside_host}/strategy_host/serve.py"]
-    prepared = lock.prepare(argv, binds=binds, cwd=inside_ws, env=env, memory_mb=spec.memory_mb)
-    if not lock.os_level:
-        prepared.cleanup = _chain(prepared.cleanup, lambda: shutil.rmtree(scratch, True))
+    try:
+        prepared = lock.prepare(argv, binds=binds, cwd=inside_ws, env=env, memory_mb=spec.memory_mb)
+    except BaseException:
+        shutil.rmtree(private, True)
+        raise
+    prepared.cleanup = _chain(prepared.cleanup, lambda: shutil.rmtree(private, True))
     parent_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         process = subprocess.Popen(prepared.argv, env=prepared.env, cwd=prepared.cwd,
@@ -204,7 +250,8 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
                  else str(Path(env["TMPDIR"]) / "coverage")} if spec.coverage else None)
     init = {"op": "init", "paths": [inside_host, inside_ws], "site": lock.site_paths(),
             "packages": [tree.replace("/", ".") for tree in spec.sources],
-            "preimport": spec.modules(), "coverage": coverage}
+            "preimport": (replace(spec, workspace=private) if lock.os_level else spec).modules(),
+            "coverage": coverage}
     try:
         channel.send(init, START_TIMEOUT_S)
         channel.receive(START_TIMEOUT_S)

@@ -205,7 +205,7 @@ def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older
     for mine, theirs in ((result.rows[0], result.rows[2]), (result.rows[1], result.rows[3])):
         assert mine.returns == theirs.returns and mine.turnover == theirs.turnover
     text = (tmp_path / "cross_validation.md").read_text()
-    assert text.startswith("# Cross-validation: PROMOTE") and "| crossval.stateful | yes |" in text
+    assert text.startswith("# Cross-validation: PROMOTE") and "- **crossval.stateful**: passed — 10 of 14 decisions" in text
     assert sorted(result.ranking) == ["active", "baseline", "candidate"]
 
 
@@ -243,7 +243,7 @@ def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(repair_h
     candidate_days = next(r for r in result.rows if (r.version, r.window) == ("candidate", "long"))
     assert stateful.detail.startswith(f"10 of {candidate_days.rebalances} decisions (")
     assert "gave other weights" in stateful.detail and ".S" in stateful.detail  # dates and symbols named
-    assert "| crossval.stateful | NO |" in (tmp_path / "cross_validation.md").read_text()
+    assert "- **crossval.stateful**: FAILED — 10 of" in (tmp_path / "cross_validation.md").read_text()
 
 
 def test_the_stateful_check_names_the_dates_and_symbols_that_differ() -> None:

@@ -171,6 +171,52 @@ def test_the_host_runs_as_the_sandbox_uid_without_capabilities(planted: Planted)
         assert seen["uid"] == 0 and caps["CapEff"] != 0
 
 
+def _private(root: Path) -> Path:
+    """`root` as a process with umask 077 leaves it (the server's children do): root-only."""
+    for folder, _, files in os.walk(root):
+        os.chmod(folder, 0o700)
+        for name in files:
+            os.chmod(Path(folder) / name, 0o600)
+    return root
+
+
+@pytest.mark.parametrize("snapshot", [True, False], ids=["snapshot", "workspace-bound-as-is"])
+def test_a_workspace_written_under_a_private_umask_is_served(snapshot: bool, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = _private(plant(tmp_path / "ws", WORKSPACE))
+    if not snapshot:  # the host's uid cannot read a root-only folder: it cannot import S
+        monkeypatch.setattr(strategyhost, "readable_snapshot", lambda root, sources: root)
+    with start_host(BwrapLock(), HostSpec(workspace)) as host:
+        if not snapshot:
+            with pytest.raises(StrategyError, match="No module named 'strategies.probe'"):
+                call(host, "exists", [])
+            return
+        assert call(host, "exists", ["/workspace/strategies/probe.py"]) == {
+            "/workspace/strategies/probe.py": True}
+    assert (workspace / "strategies").stat().st_mode & 0o777 == 0o700  # the workspace itself is untouched
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["links-left-out", "links-followed"])
+def test_a_link_in_the_workspace_hands_no_file_of_the_host_over(checked: bool, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = tmp_path / "root-only.txt"
+    secret.write_text("the host's")
+    secret.chmod(0o600)
+    workspace = plant(tmp_path / "ws", WORKSPACE)
+    os.link(secret, workspace / "strategies" / "hard.txt")
+    (workspace / "strategies" / "soft.txt").symlink_to(secret)
+    if not checked:  # a plain copy as this (root) process reads both links and makes them readable
+        def copied(root: Path, sources: tuple[str, ...]) -> Path:
+            target = tmp_path / "plain-copy"
+            shutil.copytree(root / "strategies", target / "strategies")
+            return make_readable(target) or target
+        monkeypatch.setattr(strategyhost, "readable_snapshot", copied)
+    inside = ["/workspace/strategies/hard.txt", "/workspace/strategies/soft.txt"]
+    with start_host(BwrapLock(), HostSpec(workspace)) as host:
+        seen = call(host, "exists", inside)
+    assert seen == dict.fromkeys(inside, not checked)
+
+
 def _without_fd_move(tmp_path: Path) -> Path:
     """A copy of the host program that leaves its channel on fd 1 (a weakened launch)."""
     copy = tmp_path / "host-program"
