@@ -44,7 +44,10 @@ def _os_message(exc: OSError) -> str:
         return (f"cannot write{where}: {exc.strerror} (is OOMRL_HOME on a read-only or foreign-owned "
                 "file system?)")
     if isinstance(exc, FileNotFoundError):
-        return f"no such file or folder:{where}"
+        if where or not exc.strerror:
+            return f"no such file or folder:{where}"
+        hint = " (set TMPDIR to a writable folder)" if "temporary directory" in exc.strerror else ""
+        return f"{exc.strerror}{hint}"  # tempfile's: no file to name, its reason says what is missing
     return f"{exc.strerror or type(exc).__name__}:{where}" if exc.strerror else f"{type(exc).__name__}: {exc}"
 
 

@@ -98,7 +98,7 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
     done = subprocess.run([sys.executable, "-m", "oomrl", *_repair_argv(autopsy)], cwd=REPO_ROOT,
                           env=_env(home, tmp), capture_output=True, text=True, timeout=1800, check=False)
     assert done.returncode == 0, done.stderr
-    assert "repair promoted: promoted v2" in done.stdout and "Traceback" not in done.stderr
+    assert "repair ended Promoted: promoted v2" in done.stdout and "Traceback" not in done.stderr
     assert "recovered: the promotion of v2" in done.stderr and "rolled it back" in done.stderr
     versions = _versions()
     v2 = versions.resolve("v2")

@@ -119,10 +119,15 @@ def test_a_read_only_home_is_named(home: Path, tmp_path: Path) -> None:
     before = snapshot(home)
     autopsy = write_json(tmp_path / "a.json", {"alert_id": "ro-1", "account": "paper"})
     oomrl = f"{sys.executable} -m oomrl"
-    for command, fragment in ((f"{oomrl} rebalance --as-of 2024-07-02", "the database is read-only"),
-                              (f"{oomrl} repair --auto-approve --autopsy {autopsy}", "cannot write")):
+    (tmp_path / "tmp").mkdir()
+    # No jail can be made inside this sandbox, and the strategy host needs a writable temporary folder.
+    hosted = {"OOMRL_UNSAFE_NO_JAIL": "1", "TMPDIR": str(tmp_path / "tmp")}
+    for command, fragment, env in (
+            (f"{oomrl} rebalance --as-of 2024-07-02", "the database is read-only", hosted),
+            (f"{oomrl} repair --auto-approve --autopsy {autopsy}", "cannot write", hosted),
+            (f"{oomrl} rebalance --as-of 2024-07-02", "No usable temporary directory", {})):
         done = run_sandboxed(["--bind", str(tmp_path), str(tmp_path), "--ro-bind", str(home), str(home)],
-                             command, {"OOMRL_HOME": str(home)})
+                             command, {"OOMRL_HOME": str(home), **env})
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr and done.stderr.startswith("error: ") and fragment in done.stderr
     assert snapshot(home) == before
@@ -138,8 +143,10 @@ def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(home:
               'dd if=/dev/zero of="$OUT/full/filler" bs=4k >/dev/null 2>&1; '
               'OOMRL_HOME="$OUT/full/home" "$PYTHON" -m oomrl rebalance --as-of 2024-07-02; '
               'echo "rc=$?" >"$OUT/rc"; rm -f "$OUT/full/filler"; cp "$OUT/full/home/ledger.db" "$OUT/ledger.db"')
+    (out / "tmp").mkdir()
     done = run_sandboxed(["--bind", str(out), str(out), "--size", str(size), "--tmpfs", str(out / "full")],
-                         script, {"OUT": str(out), "PREP": str(home), "PYTHON": sys.executable})
+                         script, {"OUT": str(out), "PREP": str(home), "PYTHON": sys.executable,
+                                  "OOMRL_UNSAFE_NO_JAIL": "1", "TMPDIR": str(out / "tmp")})
     assert (out / "rc").read_text().strip() == "rc=1", done.stderr
     assert done.stderr.startswith("error: disk full") and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
@@ -160,7 +167,7 @@ def test_a_repair_of_an_account_another_repair_holds_is_refused_by_name(home: Pa
     (run,) = (home / "runs").glob("repair-*")
     run_line, error = result.output.splitlines()
     assert run_line == f"run folder: {run}" and "Traceback" not in result.output
-    assert error.startswith("error: repair failed at claim: account paper is being repaired by run flow-run-1 "
+    assert error.startswith("error: repair ended Account busy at claim: account paper is being repaired by run flow-run-1 "
                             f"(pid {os.getpid()} on "), (error, os.getpid())
     assert error.endswith("; not waiting (wait is 0)"), error
     assert {k: v for k, v in snapshot(home).items() if k.startswith("workspace")} == workspace
