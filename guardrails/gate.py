@@ -20,7 +20,7 @@ from guardrails.checks import (
     unchanged_failures,
 )
 from guardrails.coverage_data import CoverageReader, version_dead_lines
-from guardrails.locks import RoLock, select_lock
+from guardrails.locks import RoLock, make_readable, select_lock
 from guardrails.redgreen import red_violations
 from guardrails.rolock import (
     changed_paths,
@@ -34,7 +34,6 @@ from guardrails.runner import (
     GateDirs,
     SuiteRequest,
     SuiteResult,
-    make_readable,
     run_suite,
 )
 from guardrails.verdict import PHASES, CoverageResult, LockInfo, TestCounts, Verdict, Violation

@@ -71,6 +71,18 @@ def run_process(command: list[str], *, env: dict[str, str], timeout_s: float,
         return RunResult(proc.returncode, out, err, timed_out=True)
 
 
+def make_readable(root: Path) -> None:
+    """Folders 0755 and files 0644 below `root`: the sandbox uid must read the copies it runs."""
+    root.chmod(0o755)
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            (Path(folder) / name).chmod(0o755)
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                path.chmod(0o644)
+
+
 def memory_limit(memory_mb: int) -> list[str]:
     """`prlimit` prefix capping the address space (and core dumps) of what it starts."""
     tool = shutil.which("prlimit")

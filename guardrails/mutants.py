@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from guardrails import mutation
 from guardrails.coverage_data import CoverageReader
-from guardrails.runner import SuiteRequest, SuiteResult, make_readable, run_suite
+from guardrails.locks import make_readable
+from guardrails.runner import SuiteRequest, SuiteResult, run_suite
 from guardrails.verdict import Violation
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ import strategy_api
 import strategy_host
 from guardrails import childrun
 from guardrails.coverage_data import RCFILE
-from guardrails.locks import Bind, RoLock, RunResult
+from guardrails.locks import Bind, RoLock, RunResult, make_readable
 from guardrails.verdict import Violation
 
 WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
@@ -94,18 +94,6 @@ class GateDirs:
     def remove(self) -> None:
         """Delete the private area."""
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def make_readable(root: Path) -> None:
-    """Folders 0755 and files 0644 below `root`: the sandbox uid must read the copies it runs."""
-    root.chmod(0o755)
-    for folder, dirs, files in os.walk(root):
-        for name in dirs:
-            (Path(folder) / name).chmod(0o755)
-        for name in files:
-            path = Path(folder) / name
-            if not path.is_symlink():
-                path.chmod(0o644)
 
 
 def hand_over(lock: RoLock, results: Path) -> None:

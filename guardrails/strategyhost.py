@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from guardrails.locks import Bind, Prepared, RoLock
+from guardrails.locks import Bind, Prepared, RoLock, make_readable
 from guardrails.workspace import GateSetupError
 from strategy_host import wire
 from strategy_host.client import Channel, HostError, HostGone
@@ -54,10 +54,7 @@ def host_dir() -> Path:
             raise GateSetupError(f"the {package} package is not installed: no strategy host can start")
         source = Path(next(iter(spec.submodule_search_locations)))
         shutil.copytree(source, root / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for folder, _, files in os.walk(root):
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(Path(folder) / name, 0o644)
+    make_readable(root)
     return root
 
 
@@ -91,10 +88,7 @@ def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
                         raise GateSetupError(f"the workspace's {', '.join(sources)} hold more than "
                                              f"{SNAPSHOT_LIMIT_BYTES >> 20} MiB: no strategy host serves them")
                     shutil.copyfile(path, root / relative / name, follow_symlinks=False)
-        for folder, _, files in os.walk(root):
-            os.chmod(folder, 0o755)
-            for name in files:
-                os.chmod(Path(folder) / name, 0o644)
+        make_readable(root)
     except BaseException:
         shutil.rmtree(root, True)
         raise

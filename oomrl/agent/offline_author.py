@@ -96,7 +96,7 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
         for path, text in {**source, **tests}.items():
             (ws / path).parent.mkdir(parents=True, exist_ok=True)
             (ws / path).write_text(text, encoding="utf-8")
-        from guardrails.runner import make_readable
+        from guardrails.locks import make_readable
 
         make_readable(ws)
         trees = tuple(sorted({path.split("/")[0] for path in tests}))

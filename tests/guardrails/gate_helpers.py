@@ -97,7 +97,7 @@ def shown(verdict: Verdict) -> dict[str, Any]:
 
 def plant(root: Path, files: dict[str, str]) -> Path:
     """A workspace at `root` holding `files` (relative path -> text), readable by the sandbox uid."""
-    from guardrails.runner import make_readable
+    from guardrails.locks import make_readable
 
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,7 @@ def dirs(tmp_path: Path) -> Iterator[GateDirs]:
     for tree, text in (("strategies", "A = 1\n"), ("tests", "def test_a():\n    assert 1\n")):
         (created.ws / tree).mkdir()
         (created.ws / tree / "a.py").write_text(text)
-    from guardrails.runner import make_readable
+    from guardrails.locks import make_readable
 
     make_readable(created.ws)
     yield created

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from guardrails import strategyhost
-from guardrails.locks import RUN_ENV, HashOnlyLock, RoLock
-from guardrails.runner import GateDirs, SuiteRequest, make_readable, run_suite
+from guardrails.locks import RUN_ENV, HashOnlyLock, RoLock, make_readable
+from guardrails.runner import GateDirs, SuiteRequest, run_suite
 from guardrails.sandbox import SANDBOX_UID, BwrapLock
 from guardrails.strategyhost import HostProcess, HostSpec, host_dir, relay, start_host
 from strategy_host import wire
@@ -209,7 +209,8 @@ def test_a_link_in_the_workspace_hands_no_file_of_the_host_over(checked: bool, t
         def copied(root: Path, sources: tuple[str, ...]) -> Path:
             target = tmp_path / "plain-copy"
             shutil.copytree(root / "strategies", target / "strategies")
-            return make_readable(target) or target
+            make_readable(target)
+            return target
         monkeypatch.setattr(strategyhost, "readable_snapshot", copied)
     inside = ["/workspace/strategies/hard.txt", "/workspace/strategies/soft.txt"]
     with start_host(BwrapLock(), HostSpec(workspace)) as host:
