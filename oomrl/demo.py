@@ -40,6 +40,8 @@ TABLE1_COLUMNS = [("trading_days", "days"), ("cumulative_return", "return"), ("a
                   ("benchmark_annualized_return", "CSI 300"), ("sharpe", "Sharpe"),
                   ("max_drawdown", "max DD"), ("information_ratio", "IR"), ("beta", "beta"),
                   ("alpha_annualized", "alpha"), ("reward", "reward Σ")]
+PERCENT_COLUMNS = frozenset({"cumulative_return", "annualized_return", "benchmark_annualized_return",
+                             "max_drawdown", "alpha_annualized"})  # printed as percentages
 
 
 @dataclass
@@ -304,8 +306,6 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
         table.add_column(column)
     for _, label in TABLE1_COLUMNS:
         table.add_column(label, justify="right")
-    percent = {"cumulative_return", "annualized_return", "benchmark_annualized_return", "max_drawdown",
-               "alpha_annualized"}
     for row in frame.to_dict("records"):
         cells = []
         for key, _ in TABLE1_COLUMNS:
@@ -315,7 +315,7 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
             elif key == "trading_days":
                 cells.append(str(int(value)))
             else:
-                cells.append(f"{value:.2%}" if key in percent else f"{value:.2f}")
+                cells.append(f"{value:.2%}" if key in PERCENT_COLUMNS else f"{value:.2f}")
         table.add_row(row["version"], f"{row['start']} → {row['end']}", *cells)
     console.print(table, width=max(console.width, 150))
     short = [row["version"] for row in frame.to_dict("records") if too_short(row["trading_days"])]

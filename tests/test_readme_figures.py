@@ -1,14 +1,16 @@
 """The README's and docs' figures that a test can keep, read from the pages themselves and measured
-again: the paper-trading table of the README and the CSI 300 phases table of docs/metrics.md. (The
-demo's Table 1 needs the whole demo, two repairs included: `make demo` prints it, to the digit.)"""
+again: the paper-trading table of the README and the CSI 300 phases table of docs/metrics.md, and the demo's Table 1 and friction story (one whole default
+`oomrl demo`, both repairs included)."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import date
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -62,3 +64,63 @@ def test_the_phases_table_of_docs_metrics(tmp_path: Path) -> None:
     for first in ("From", "To", "Sessions", "Annualized return (% a year)", "CAGR (% a year)",
                   "Cumulative return (%)", "Volatility (% a year)", "Sharpe ratio", "Max drawdown (%)"):
         assert table_row(written, first) == table_row(METRICS, first), first
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report folder of one `oomrl demo` on its defaults (offline author, both repairs)."""
+    from oomrl.demo import run_demo
+
+    summary = run_demo(home=tmp_path_factory.mktemp("demo") / "home",
+                       console=Console(width=160, record=True, force_terminal=False))
+    return Path(summary["demo_json"]).parent
+
+
+def readme_cell(cell: str) -> float | None:
+    """A README Table 1 cell as a number; — is a figure left out."""
+    return None if cell == "—" else number(cell)
+
+
+def demo_cell(key: str, value: float | None) -> float | None:
+    """A demo Table 1 value rounded as the README prints it (percentages to 0.01 %, ratios to 0.01)."""
+    from oomrl.demo import PERCENT_COLUMNS
+
+    if value is None or value != value:  # None or NaN: left out
+        return None
+    if key == "trading_days":
+        return float(int(value))
+    return round(value * 100, 2) if key in PERCENT_COLUMNS else round(value, 2)
+
+
+@pytest.mark.slow  # the whole demo: 402 sessions, two repairs (~1-4 min)
+@pytest.mark.parametrize("row", ["v1 daily_momentum", "v2 daily_momentum (repaired)", "whole window"])
+def test_the_readmes_table_1_is_what_the_demo_prints(row: str, demo_report: Path) -> None:
+    from oomrl.demo import TABLE1_COLUMNS
+
+    records = {record["version"]: record
+               for record in json.loads((demo_report / "demo.json").read_text())["table1"]}
+    record = records[row.removesuffix(" (repaired)")]
+    version, span, *cells = table_row(README, row)
+    assert span == f"{record['start']} → {record['end']}", row
+    for (key, label), cell in zip(TABLE1_COLUMNS, cells, strict=True):
+        assert demo_cell(key, record[key]) == readme_cell(cell), f"{row}: {label}"
+
+
+@pytest.mark.slow  # shares the demo above
+def test_the_readmes_friction_story_is_the_demos_tearsheet(demo_report: Path) -> None:
+    story = re.search(r"v1 traded ([\d.]+)× its NAV \((\d+) % of it on each rebalance\) and paid\s+"
+                      r"([\d,]+) CNY in costs, ([\d.]+) % of NAV lost to slippage; the repaired v2 trades "
+                      r"([\d.]+)× a year and loses\s+([\d.]+) % a year to costs", README)
+    assert story, "the README's friction sentence changed: keep this test with it"
+    written = (demo_report / "summary.md").read_text(encoding="utf-8")
+    friction = written.split("## Friction", 1)[1].split("\n## ", 1)[0]
+    v1, v2 = 1, 2  # the cells of the version columns
+    kept = [(table_row(friction, "Turnover (× NAV)")[v1], story.group(1)),
+            (table_row(friction, "Turnover per rebalance (%)")[v1], story.group(2)),
+            (table_row(friction, "Costs paid (CNY)")[v1], story.group(3)),
+            (table_row(friction, "Slippage leakage (%)")[v1], story.group(4)),
+            (table_row(friction, "Turnover (× NAV a year)")[v2], story.group(5)),
+            (table_row(friction, "Cost drag (% a year)")[v2], story.group(6))]
+    for written_cell, readme_figure in kept:  # to the README's precision (110 % is 109.68 % rounded)
+        decimals = len(readme_figure.partition(".")[2])
+        assert round(number(written_cell.rstrip("×")), decimals) == number(readme_figure), readme_figure

@@ -14,7 +14,7 @@ from oomrl.metrics.io import MetricsInputError
 def newey_west_maxlags(nobs: int) -> int:
     """The HAC lag truncation: floor(4·(T/100)^(2/9)) (Newey and West 1994), at least 1.
 
-    For daily data this is 5 lags for one to two years (T = 250..500), a week of sessions.
+    For daily data: 4 lags for a year of 252 sessions, 5 for 273..620 sessions (about a week).
     """
     return max(1, math.floor(4.0 * (nobs / 100.0) ** (2.0 / 9.0)))
 
