@@ -22,6 +22,7 @@ import stat
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ HOST_INSIDE, WORKSPACE_INSIDE = "/host", "/workspace"
 HOST_PACKAGES = ("strategy_host", "strategy_api")
 START_TIMEOUT_S = 120.0
 STDERR_KEPT = 16_384
+# A decision takes the host a few hundred microseconds: the engine polls for its answer that long
+# before it sleeps in a read, so it does not wait for the scheduler to wake it on every decision.
+ANSWER_POLL_S = 0.002
+HOST_POLL_S = 0.0  # and the host for the next request (0: it sleeps in a read at once)
 EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error names the exit code
 # What a test process may ask of its host through the relay (never `init` or `finish`).
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
@@ -134,10 +139,12 @@ class HostProcess:
         """What the host (or S in it) last wrote to stderr, at most STDERR_KEPT bytes."""
         return b"".join(self.stderr_tail).decode("utf-8", "replace")[-STDERR_KEPT:]
 
-    def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        """One request and its answer; HostError names the host's last words when it failed."""
+    def request(self, message: dict[str, Any], timeout_s: float | None = None,
+                meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+        """One request and its answer (`meanwhile` runs while the host works on it); HostError
+        names the host's last words when it failed."""
         try:
-            return self.channel.request(message, timeout_s)
+            return self.channel.request(message, timeout_s, meanwhile)
         except HostGone as exc:
             raise HostGone(f"{exc}{self._last_words(True)}") from None
         except HostError as exc:
@@ -171,6 +178,7 @@ class HostProcess:
         self.closed = True
         if self.channel.watchdog is not None:
             self.channel.watchdog.stop()
+        self.channel.reader.close()
         for fd in {self.channel.write_fd, self.channel.read_fd}:
             try:
                 os.close(fd)
@@ -235,7 +243,7 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
         host_end.close()
     assert process.stderr is not None
     fd = parent_end.detach()
-    channel = Channel(fd, fd, spec.timeout_s, on_timeout=lambda: _kill_session(process))
+    channel = Channel(fd, fd, spec.timeout_s, on_timeout=lambda: _kill_session(process), poll_s=ANSWER_POLL_S)
     host = HostProcess(process, channel, prepared, lock, inside_ws)
     host.drain = threading.Thread(target=_drain, args=(process.stderr, host.stderr_tail), daemon=True)
     host.drain.start()
@@ -245,7 +253,7 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     init = {"op": "init", "paths": [inside_host, inside_ws], "site": lock.site_paths(),
             "packages": [tree.replace("/", ".") for tree in spec.sources],
             "preimport": (replace(spec, workspace=private) if lock.os_level else spec).modules(),
-            "coverage": coverage}
+            "coverage": coverage, "poll_s": HOST_POLL_S}
     try:
         channel.send(init, START_TIMEOUT_S)
         channel.receive(START_TIMEOUT_S)

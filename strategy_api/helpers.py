@@ -42,7 +42,7 @@ def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list
         values = scores.to_numpy(dtype=float)
         kept = np.flatnonzero(~np.isnan(values))
         order = kept[np.argsort(-values[kept], kind="stable")[:k]]
-        return scores.index[order].tolist()
+        return scores.index.to_numpy()[order].tolist()
     known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist(), strict=True))
     labels = [symbol for symbol in among if symbol in known]
     values = np.array([known[symbol] for symbol in labels], dtype=float)

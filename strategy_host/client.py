@@ -62,14 +62,16 @@ class Channel:
 
     With `on_timeout` (the parent's side), a request not answered within its timeout makes a
     watchdog thread call it (to kill the host), so the blocked read ends; the error says why.
+    `poll_s`: how long to wait for an answer by polling before a blocking read (see FrameReader).
     """
 
     def __init__(self, read_fd: int, write_fd: int, timeout_s: float = 60.0,
-                 limit: int = ANSWER_LIMIT, on_timeout: Callable[[], None] | None = None) -> None:
+                 limit: int = ANSWER_LIMIT, on_timeout: Callable[[], None] | None = None,
+                 poll_s: float = 0.0) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
         self.timeout_s, self.limit = timeout_s, limit
         self.pending = 0
-        self.reader = wire.FrameReader(read_fd)
+        self.reader = wire.FrameReader(read_fd, spin_s=poll_s)
         self.watchdog = Watchdog(on_timeout) if on_timeout is not None else None
 
     def _guarded(self, action: Callable[[], Any], timeout_s: float | None) -> Any:
@@ -130,9 +132,13 @@ class Channel:
         self.pending -= 1
         return answer
 
-    def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        """Send and wait for this request's answer (after any still pending)."""
+    def request(self, message: dict[str, Any], timeout_s: float | None = None,
+                meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Send and wait for this request's answer (after any still pending); `meanwhile` runs
+        between the two, while the host works."""
         self.send(message, timeout_s)
+        if meanwhile is not None:
+            meanwhile()
         while self.pending > 1:
             self.receive(timeout_s)
         return self.receive(timeout_s)

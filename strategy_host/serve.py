@@ -12,6 +12,7 @@ Nothing in it is trusted by the other side: the parent decodes and checks every 
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import struct
@@ -20,6 +21,7 @@ import traceback
 from typing import Any
 
 REQUEST_LIMIT = 1 << 30  # the parent streams market rows; one frame may hold a long history
+MAX_POLL_S = 0.01  # the longest the host polls for the next request before it sleeps in a read
 _FDS: dict[str, int] = {}
 
 
@@ -201,13 +203,13 @@ class Host:
                             None if as_of is None else self._stamp(as_of))
         answer = session["strategy"].target_weights(view, held, session["params"])
         items = list(answer.items())  # S's own mapping: turned into plain data right here
-        positions = history.positions
-        idx = np.array([positions.get(k, -1) if isinstance(k, str) else -2 for k, _ in items], dtype="<i8")
-        if (idx == -2).any():
+        keys = [k for k, _ in items]
+        if not all(isinstance(k, str) for k in keys):
             raise TypeError("target_weights must map symbols (str) to weights")
-        weights = np.array([float(v) for _, v in items], dtype="<f8")
-        reply: dict[str, Any] = {"idx": idx, "w": weights,
-                                 "unknown": [k for (k, _), i in zip(items, idx.tolist(), strict=True) if i < 0]}
+        found = list(map(history.positions.get, keys, itertools.repeat(-1)))
+        weights = np.fromiter((float(v) for _, v in items), dtype="<f8", count=len(items))
+        reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights,
+                                 "unknown": [k for k, i in zip(keys, found, strict=True) if i < 0]}
         if "due" in message:
             reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
         return reply
@@ -336,7 +338,9 @@ def serve(spec: dict[str, Any]) -> int:
     """Answer requests until the channel closes or `finish` is asked."""
     from strategy_host import wire
 
-    reader = wire.FrameReader(_FDS["in"], passes_fds=True)
+    poll = spec.get("poll_s")
+    reader = wire.FrameReader(_FDS["in"], passes_fds=True,
+                              spin_s=min(float(poll), MAX_POLL_S) if isinstance(poll, (int, float)) and poll > 0 else 0.0)
     host = Host(spec, reader)
     wire.write_frame(_FDS["out"], wire.encode({"ready": True, "pid": os.getpid(),
                                                "python": list(sys.version_info[:3])}))

@@ -16,6 +16,7 @@ import os
 import socket
 import struct
 import threading
+import time
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
@@ -26,6 +27,8 @@ DTYPES = ("<f8", "<i8", "|b1", "|u1")
 MAX_DIMS = 4
 DTYPE_OBJECTS = tuple(np.dtype(d) for d in ("<f8", "<i8", "|b1", "|u1"))
 CHUNK = 1 << 20
+FD_SIZE = struct.calcsize("i")
+FD_SPACE = socket.CMSG_SPACE(4 * FD_SIZE)  # room for the descriptors one read may carry
 MAX_ITEMS = 1 << 34
 NS_PER_DAY = 86_400_000_000_000
 MAX_DEPTH = 32
@@ -160,31 +163,66 @@ class FrameReader:
     (a market's shared memory), in order, for `take_fd`.
     """
 
-    def __init__(self, fd: int, passes_fds: bool = False) -> None:
+    def __init__(self, fd: int, passes_fds: bool = False, spin_s: float = 0.0) -> None:
         self.fd = fd
         self.buffer = bytearray()
         self.fds: list[int] = []
+        self.passes_fds = passes_fds
+        self.spin_ns = int(spin_s * 1e9)
         self.sock = socket.socket(fileno=os.dup(fd)) if passes_fds else None
+        if self.spin_ns and self.sock is None:
+            copy = os.dup(fd)
+            try:
+                self.sock = socket.socket(fileno=copy)
+            except OSError:  # not a socket (a pipe): blocking reads only
+                os.close(copy)
+                self.spin_ns = 0
         # One buffer read into again and again: a fresh 1 MiB bytes object per read costs an mmap,
         # page faults and an munmap each time, several times a small message's round trip.
         self.chunk = bytearray(CHUNK)
         self.view = memoryview(self.chunk)
 
     def _fill(self, inside: bool) -> None:
-        if self.sock is None:
-            count = os.readv(self.fd, [self.view])
-        else:
-            count, ancillary, _, _ = self.sock.recvmsg_into(
-                [self.view], socket.CMSG_SPACE(4 * struct.calcsize("i")))
-            for level, kind, data in ancillary:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    usable = len(data) - len(data) % struct.calcsize("i")
-                    self.fds.extend(struct.unpack(f"{usable // struct.calcsize('i')}i", data[:usable]))
+        count = self._poll() if self.spin_ns else None
+        if count is None:
+            count = self._receive(0)
         if not count:
             if inside:
                 raise WireError("channel closed in the middle of a frame")
             raise EOFError("channel closed")
         self.buffer += self.view[:count]
+
+    def _receive(self, flags: int) -> int:
+        """One read into the chunk (descriptors that came with it kept for take_fd): its size."""
+        if self.sock is None:
+            return os.readv(self.fd, [self.view])
+        if not self.passes_fds:
+            return self.sock.recv_into(self.view, 0, flags)
+        count, ancillary, _, _ = self.sock.recvmsg_into([self.view], FD_SPACE, flags)
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(data) - len(data) % FD_SIZE
+                self.fds.extend(struct.unpack(f"{usable // FD_SIZE}i", data[:usable]))
+        return count
+
+    def _poll(self) -> int | None:
+        """The size of a read that found bytes within spin_ns, polling without blocking; None when
+        none came (then a blocking read waits). A reader that polls sees a frame microseconds after
+        it is written, where a sleeping one waits for the scheduler to wake it; it gives up its
+        core on every turn, so other work on a busy machine still runs."""
+        deadline = time.monotonic_ns() + self.spin_ns
+        while True:
+            try:
+                return self._receive(socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if time.monotonic_ns() > deadline:
+                    return None
+                os.sched_yield()
+
+    def close(self) -> None:
+        """Close the reader's own duplicate of the descriptor (the descriptor stays its owner's)."""
+        if self.sock is not None:
+            self.sock.close()
 
     def take_fd(self) -> int:
         """The next file descriptor that came with the frames; WireError when none did."""

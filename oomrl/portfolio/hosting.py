@@ -10,7 +10,7 @@ data: symbol positions and floats). Nothing of S is imported here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -25,6 +25,9 @@ from strategy_host import wire
 from strategy_host.client import HostError, StrategyError
 
 DUE_CHUNK = 32  # sessions asked about at once: the schedule's answer up to its first trade day
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MADV_POPULATE_WRITE = 23  # linux/mman.h (Python's mmap module does not name it)
+PREFAULT_ROWS = DUE_CHUNK  # rows whose pages are mapped in ahead of the rows written
 UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
 
 
@@ -87,11 +90,13 @@ def weights_array(name: str, day: date, market: MarketFrames, idx: Any, values: 
     if not (isinstance(idx, np.ndarray) and isinstance(values, np.ndarray) and idx.dtype.str == "<i8"
             and values.dtype.str == "<f8" and idx.shape == values.shape and idx.ndim == 1
             and isinstance(unknown, list) and all(isinstance(u, str) for u in unknown)
-            and len(unknown) == int((idx < 0).sum()) and not (idx >= count).any()):
+            and len(unknown) == int(np.count_nonzero(idx < 0)) and not (idx >= count).any()):
         raise StrategyHostError(f"strategy {name}: the host answered {day} with malformed weights")
     if len(unknown):
         raise StrategyFailedError(f"strategy {name} targets symbols without market data: {unknown[:5]}")
-    if len(np.unique(idx)) != len(idx):
+    seen = np.zeros(count, dtype=bool)
+    seen[idx] = True  # a symbol given twice marks one place for two answers
+    if np.count_nonzero(seen) != len(idx):
         raise StrategyHostError(f"strategy {name}: the host answered {day} with a symbol twice")
     bad = ~np.isfinite(values) | (values < -WEIGHT_TOLERANCE)
     if bad.any():
@@ -121,8 +126,8 @@ class SharedMarket:
 
         self.market = market
         self.fields = list(market.panels.arrays)
-        capacity, width = len(market.days), len(market.symbols)
-        self.size = 8 * capacity * (1 + width * len(self.fields))
+        capacity, self.width = len(market.days), len(market.symbols)
+        self.size = 8 * capacity * (1 + self.width * len(self.fields))
         fd = os.memfd_create("oomrl-market", os.MFD_CLOEXEC)
         try:
             os.ftruncate(fd, self.size)
@@ -131,19 +136,47 @@ class SharedMarket:
         finally:
             os.close(fd)
         self.days = np.frombuffer(self.memory, "<i8", capacity, 0)
-        self.data = {f: np.frombuffer(self.memory, "<f8", capacity * width, 8 * capacity * (1 + i * width))
-                     .reshape(capacity, width) for i, f in enumerate(self.fields)}
+        self.data = {f: np.frombuffer(self.memory, "<f8", capacity * self.width, self._offset(i, 0))
+                     .reshape(capacity, self.width) for i, f in enumerate(self.fields)}
         self.written = 0
+        self.faulted = 0  # rows [0, faulted) have their pages mapped in; -1: the kernel cannot
+
+    def _offset(self, field: int, row: int) -> int:
+        """Byte offset of `row` of the field at position `field` in the memory file."""
+        return 8 * (len(self.days) * (1 + field * self.width) + row * self.width)
 
     def write(self, stop: int) -> None:
         """Write the rows [written, stop)."""
         if stop <= self.written:
             return
         lo = self.written
-        self.days[lo:stop] = self.market.dates.values[lo:stop].astype("datetime64[ns]").astype("<i8")
+        self.days[lo:stop] = self.market.day_ns[lo:stop]
         for name, array in self.market.panels.arrays.items():
             self.data[name][lo:stop] = array[lo:stop]
         self.written = stop
+
+    def prefault(self, stop: int) -> None:
+        """Map in the pages of the rows up to `stop` without writing them (they stay zeros, as any
+        unwritten row is), so a later write finds them ready: called while the host works.
+
+        A fresh memory file's pages are allocated on first touch, one fault each, which is most of
+        the cost of writing a replay's rows. MADV_POPULATE_WRITE (Linux 5.14) allocates a range
+        in one call without changing what it holds; where the kernel lacks it, pages fault in when
+        they are first written, as before.
+        """
+        stop = min(stop, len(self.days))
+        if stop <= self.faulted or self.faulted < 0:
+            return
+        lo = self.faulted
+        spans = [(8 * lo, 8 * stop)] + [(self._offset(i, lo), self._offset(i, stop)) for i in range(len(self.fields))]
+        try:
+            for start, end in spans:
+                start -= start % PAGE
+                self.memory.madvise(MADV_POPULATE_WRITE, start, end - start)
+        except OSError:
+            self.faulted = -1
+            return
+        self.faulted = stop
 
     def close(self) -> None:
         try:
@@ -173,9 +206,9 @@ class HostedRunner:
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
 
-    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
         try:
-            return self.host.request(message)
+            return self.host.request(message, meanwhile=meanwhile)
         except StrategyError as exc:
             raise StrategyFailedError(f"strategy {self.name} raised {exc.type_name}: {exc.message}"
                                       + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")) from None
@@ -193,9 +226,8 @@ class HostedRunner:
         if cached and cached["last"] == last and cached["from"] <= t < cached["from"] + len(cached["flags"]):
             return bool(cached["flags"][t - cached["from"]])
         stop = min(t + DUE_CHUNK, len(self.market.days))
-        days = self.market.dates.values[t:stop].astype("datetime64[ns]").astype("<i8")
-        answer = self._call({"op": "due", "handle": self.handle, "days": days, "first_only": True,
-                             "last": None if last is None else wire.day_ns(last)})
+        answer = self._call({"op": "due", "handle": self.handle, "days": self.market.day_ns[t:stop],
+                             "first_only": True, "last": None if last is None else wire.day_ns(last)})
         self._remember(t, last, answer.get("due"), stop - t)
         return bool(self._due["flags"][0])
 
@@ -210,22 +242,24 @@ class HostedRunner:
 
     def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
                 members: list[str] | None) -> np.ndarray:
-        day = self.market.days[t - 1]
+        market = self.market
+        day_ns = market.day_ns
         message: dict[str, Any] = {
-            "op": "decide", "handle": self.handle, "as_of": wire.day_ns(day), "portfolio_value": float(nav),
-            "holdings": {"idx": held.astype("<i8"), "w": held_weights.astype("<f8")},
+            "op": "decide", "handle": self.handle, "as_of": int(day_ns[t - 1]), "portfolio_value": float(nav),
+            "holdings": {"idx": np.asarray(held, dtype="<i8"), "w": np.asarray(held_weights, dtype="<f8")},
             "members": None if members is None else {"idx": self._member_positions(members)}}
         self._send_rows(t)
         message["rows"] = t
-        stop = min(t + 1 + DUE_CHUNK, len(self.market.days))
+        stop = min(t + 1 + DUE_CHUNK, len(day_ns))
         if self.schedule_ahead and t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
-            message["due"] = {"days": self.market.dates.values[t + 1:stop].astype("datetime64[ns]").astype("<i8"),
-                              "last": wire.day_ns(self.market.days[t]), "first_only": True}
-        answer = self._call(message)
-        weights = weights_array(self.name, day, self.market, answer.get("idx"), answer.get("w"),
+            message["due"] = {"days": day_ns[t + 1:stop], "last": int(day_ns[t]), "first_only": True}
+        shared = self.shared
+        answer = self._call(message, None if shared is None else lambda: shared.prefault(t + PREFAULT_ROWS))
+        day = market.days[t - 1]
+        weights = weights_array(self.name, day, market, answer.get("idx"), answer.get("w"),
                                 answer.get("unknown"))
         if "due" in message:
-            self._remember(t + 1, self.market.days[t], answer.get("due"), stop - t - 1)
+            self._remember(t + 1, market.days[t], answer.get("due"), stop - t - 1)
         if self.decisions is not None:
             self.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
                                            None if members is None else list(members), weights))

@@ -160,6 +160,11 @@ class MarketFrames:
         return list(self.dates.date)
 
     @cached_property
+    def day_ns(self) -> np.ndarray:
+        """The session dates as int64 nanoseconds since the epoch (what the strategy host's wire carries)."""
+        return self.dates.values.astype("datetime64[ns]").astype("<i8")
+
+    @cached_property
     def stamps(self) -> list[pd.Timestamp]:
         """The session dates as Timestamps (boxed once, not on every `dates[t]`)."""
         return list(self.dates)
