@@ -28,6 +28,7 @@ DUE_CHUNK = 32  # sessions asked about at once: the schedule's answer up to its 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23  # linux/mman.h (Python's mmap module does not name it)
 PREFAULT_ROWS = DUE_CHUNK  # rows whose pages are mapped in ahead of the rows written
+PREFAULT_CHUNK = 256  # rows mapped in at once
 UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
 
 
@@ -164,10 +165,11 @@ class SharedMarket:
         in one call without changing what it holds; where the kernel lacks it, pages fault in when
         they are first written, as before.
         """
-        stop = min(stop, len(self.days))
         if stop <= self.faulted or self.faulted < 0:
             return
         lo = self.faulted
+        stop = min(max(stop, lo + PREFAULT_CHUNK), len(self.days))  # few large calls: the kernel
+        #                                                   maps a range of pages cheaper than one by one
         spans = [(8 * lo, 8 * stop)] + [(self._offset(i, lo), self._offset(i, stop)) for i in range(len(self.fields))]
         try:
             for start, end in spans:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import socket
 import struct
+import threading
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
@@ -99,10 +101,11 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
 
 
 @pytest.mark.parametrize("passes_fds", [False, True], ids=["pipe-like", "socket"])
+@pytest.mark.parametrize("spin_s", [0.0, 0.001], ids=["blocking", "polling"])
 def test_frames_are_read_whole_however_they_arrive(pair: tuple[socket.socket, socket.socket],
-                                                   passes_fds: bool) -> None:
+                                                   passes_fds: bool, spin_s: float) -> None:
     ours, theirs = pair
-    reader = wire.FrameReader(theirs.fileno(), passes_fds)
+    reader = wire.FrameReader(theirs.fileno(), passes_fds, spin_s)
     two = wire.encode({"n": 1}) + wire.encode({"n": 2, "a": np.arange(3.0)})
     ours.sendall(two[:3])  # a length split across reads, then the rest with a second frame in it
     ours.sendall(two[3:])
@@ -130,16 +133,61 @@ def test_a_clean_end_a_frame_over_the_limit_and_a_missing_descriptor(
         fresh.read(1 << 20)
 
 
+@pytest.mark.parametrize("spin_s", [0.0, 0.001], ids=["blocking", "polling"])
 def test_a_descriptor_travels_with_its_frame(pair: tuple[socket.socket, socket.socket],
-                                             tmp_path: Path) -> None:
+                                             tmp_path: Path, spin_s: float) -> None:
     ours, theirs = pair
     (tmp_path / "f").write_text("shared")
     with open(tmp_path / "f", "rb") as handle:
         wire.send_fd(ours.fileno(), wire.encode({"op": "market"}), handle.fileno())
-    reader = wire.FrameReader(theirs.fileno(), passes_fds=True)
+    reader = wire.FrameReader(theirs.fileno(), passes_fds=True, spin_s=spin_s)
     assert reader.read(1 << 20) == {"op": "market"}
     with open(reader.take_fd(), "rb") as passed:
         assert passed.read() == b"shared"
+
+
+def test_a_polling_reader_takes_what_is_there_and_otherwise_blocks(
+        pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, theirs = pair
+    reader = wire.FrameReader(theirs.fileno(), spin_s=0.0005)
+    assert reader._poll() is None  # nothing came within its spin: the caller then blocks in a read
+    ours.sendall(wire.encode({"n": 1}))
+    assert reader._poll() == len(wire.encode({"n": 1}))  # bytes already there: taken without blocking
+    reader.buffer.clear()
+    late = threading.Timer(0.05, lambda: ours.sendall(wire.encode({"n": 2})))  # after the spin is over
+    late.start()
+    assert reader.read(1 << 20) == {"n": 2}
+    late.join()
+    ours.shutdown(socket.SHUT_WR)
+    with pytest.raises(EOFError):  # a closed channel ends a poll as it ends a blocking read
+        reader.read(1 << 20)
+    reader.close()
+
+
+def test_a_reader_on_a_pipe_does_not_poll() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        reader = wire.FrameReader(read_end, spin_s=0.001)
+        assert reader.spin_ns == 0 and reader.sock is None
+        os.write(write_end, wire.encode({"n": 1}))
+        assert reader.read(1 << 20) == {"n": 1}
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_request_runs_its_meanwhile_after_sending(pair: tuple[socket.socket, socket.socket]) -> None:
+    ours, theirs = pair
+    channel = Channel(theirs.fileno(), theirs.fileno(), timeout_s=30, poll_s=0.001)
+    seen: list[dict] = []  # type: ignore[type-arg]
+
+    def meanwhile() -> None:  # the request is on its way before this runs: the peer can read it
+        seen.append(wire.FrameReader(ours.fileno()).read(1 << 20))
+        ours.sendall(wire.encode({"ok": True}))
+
+    assert channel.request({"op": "ping"}, meanwhile=meanwhile) == {"ok": True}
+    assert seen == [{"op": "ping"}]
+    channel.reader.close()
 
 
 def test_plain_values_round_trip_by_type() -> None:
