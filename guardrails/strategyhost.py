@@ -139,12 +139,21 @@ class HostProcess:
         """What the host (or S in it) last wrote to stderr, at most STDERR_KEPT bytes."""
         return b"".join(self.stderr_tail).decode("utf-8", "replace")[-STDERR_KEPT:]
 
-    def request(self, message: dict[str, Any], timeout_s: float | None = None,
-                meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
-        """One request and its answer (`meanwhile` runs while the host works on it); HostError
-        names the host's last words when it failed."""
+    def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """One request and its answer; HostError names the host's last words when it failed."""
+        return self._named(lambda: self.channel.request(message, timeout_s))
+
+    def send(self, message: dict[str, Any]) -> None:
+        """A request whose answer `receive` takes later (the caller works meanwhile)."""
+        self._named(lambda: self.channel.send(message))
+
+    def receive(self) -> dict[str, Any]:
+        """The answer to the oldest request sent and not yet answered."""
+        return self._named(self.channel.receive)
+
+    def _named(self, exchange: Callable[[], Any]) -> Any:
         try:
-            return self.channel.request(message, timeout_s, meanwhile)
+            return exchange()
         except HostGone as exc:
             raise HostGone(f"{exc}{self._last_words(True)}") from None
         except HostError as exc:

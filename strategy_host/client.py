@@ -132,13 +132,9 @@ class Channel:
         self.pending -= 1
         return answer
 
-    def request(self, message: dict[str, Any], timeout_s: float | None = None,
-                meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
-        """Send and wait for this request's answer (after any still pending); `meanwhile` runs
-        between the two, while the host works."""
+    def request(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send and wait for this request's answer (after any still pending)."""
         self.send(message, timeout_s)
-        if meanwhile is not None:
-            meanwhile()
         while self.pending > 1:
             self.receive(timeout_s)
         return self.receive(timeout_s)

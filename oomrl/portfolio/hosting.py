@@ -208,9 +208,13 @@ class HostedRunner:
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
 
-    def _call(self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None) -> dict[str, Any]:
+    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+        return self._guard(lambda: self.host.request(message))
+
+    def _guard(self, exchange: Callable[[], Any]) -> Any:
+        """What `exchange` with the host returns; its failures as this strategy's errors."""
         try:
-            return self.host.request(message, meanwhile=meanwhile)
+            return exchange()
         except StrategyError as exc:
             raise StrategyFailedError(f"strategy {self.name} raised {exc.type_name}: {exc.message}"
                                       + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")) from None
@@ -244,6 +248,12 @@ class HostedRunner:
 
     def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
                 members: list[str] | None) -> np.ndarray:
+        return self.ask(t, held, held_weights, nav, members)()
+
+    def ask(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
+            members: list[str] | None) -> Callable[[], np.ndarray]:
+        """Send the question of `weights` and return what takes its answer: the caller works
+        meanwhile, while the host decides (the answer is checked when taken, as `weights` checks it)."""
         market = self.market
         day_ns = market.day_ns
         message: dict[str, Any] = {
@@ -255,17 +265,22 @@ class HostedRunner:
         stop = min(t + 1 + DUE_CHUNK, len(day_ns))
         if self.schedule_ahead and t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
             message["due"] = {"days": day_ns[t + 1:stop], "last": int(day_ns[t]), "first_only": True}
-        shared = self.shared
-        answer = self._call(message, None if shared is None else lambda: shared.prefault(t + PREFAULT_ROWS))
-        day = market.days[t - 1]
-        weights = weights_array(self.name, day, market, answer.get("idx"), answer.get("w"),
-                                answer.get("unknown"))
-        if "due" in message:
-            self._remember(t + 1, market.days[t], answer.get("due"), stop - t - 1)
-        if self.decisions is not None:
-            self.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
-                                           None if members is None else list(members), weights))
-        return weights
+        self._guard(lambda: self.host.send(message))
+        if self.shared is not None:
+            self.shared.prefault(t + PREFAULT_ROWS)
+
+        def answer() -> np.ndarray:
+            reply = self._guard(self.host.receive)
+            weights = weights_array(self.name, market.days[t - 1], market, reply.get("idx"), reply.get("w"),
+                                    reply.get("unknown"))
+            if "due" in message:
+                self._remember(t + 1, market.days[t], reply.get("due"), stop - t - 1)
+            if self.decisions is not None:
+                self.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
+                                               None if members is None else list(members), weights))
+            return weights
+
+        return answer
 
     def _member_positions(self, members: list[str]) -> np.ndarray:
         cached = self._members.get(id(members))  # Membership.on hands out one list per effective date

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -57,10 +57,20 @@ __all__ = [
 def decide(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
            membership: Membership | None = None) -> np.ndarray:
     """Target weights for session t from data up to session t-1 (the decision date)."""
+    return ask(runner, market, t, book, membership)()
+
+
+def ask(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
+        membership: Membership | None = None) -> Callable[[], np.ndarray]:
+    """`decide`'s question asked now, its answer taken by calling what this returns: a runner that
+    can (a strategy host) decides while the caller works; any other answers when called."""
     members = membership.on(market.stamps[t - 1]) if membership is not None else None
     value = book.held * market.mark_price[t - 1]
     held = np.flatnonzero(value)
-    return runner.weights(t, held, value[held] / book.nav, book.nav, members)
+    asking = getattr(runner, "ask", None)
+    if asking is not None:
+        return asking(t, held, value[held] / book.nav, book.nav, members)
+    return lambda: runner.weights(t, held, value[held] / book.nav, book.nav, members)
 
 
 def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
@@ -69,36 +79,60 @@ def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, 
 
     Returns the execution, the NAV row, the new book and the session's corporate actions.
     """
+    traded = trade(broker, t, weights, book)
+    return traded.execution, traded.row(costing), traded.after, traded.actions
+
+
+@dataclass(frozen=True)
+class Traded:
+    """One rebalance session traded: the fills and the book after them, and what its NAV row needs."""
+
+    market: MarketFrames
+    t: int
+    weights: np.ndarray
+    before: Book  # after the session's corporate actions, before its trades
+    execution: Execution
+    after: Book
+    market_value: float
+    actions: Columns
+
+    def row(self, costing: Costing) -> dict[str, Any]:
+        """The session's NAV row (NAV_COLUMNS but the strategy version's place)."""
+        market, t, book, execution = self.market, self.t, self.before, self.execution
+        nav = self.after.nav
+        realized = nav / book.nav - 1.0
+        ideal = frictionless_return(book.held.astype(float), book.cash, book.nav, self.weights,
+                                    market.fill_price[t], market.close[t], market.last_close[t - 1])
+        turnover = execution.traded_value / book.nav
+        costs = execution.total_costs
+        loss = principal_loss(nav, book.initial)
+        reward = step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma)
+        return {
+            "date": market.stamps[t], "nav": nav, "cash": self.after.cash, "market_value": self.market_value,
+            "frictionless_return": ideal, "realized_return": realized,
+            "slippage_leakage": ideal - realized, "turnover": turnover, "costs": costs,
+            "reward": reward - (costing.terminal_penalty if costing.kill.trips(loss) else 0.0),
+            "principal_loss": loss, "strategy_version": costing.version,
+        }
+
+
+def trade(broker: PaperBroker, t: int, weights: np.ndarray, book: Book) -> Traded:
+    """Corporate actions at the open, then the orders and fills of rebalance session t: the book
+    after them (its NAV row is built from the result, which can wait)."""
     market = broker.market
-    day = market.stamps[t]
     if market.has_action[t]:
         done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
-        actions = done.rows(day, market.symbols, book.held)
+        actions = done.rows(market.stamps[t], market.symbols, book.held)
         book = Book(done.held, book.cash_fen + int(done.cash_fen.sum()), book.nav, book.initial,
                     book.last_rebalance)
     else:
         actions = market.no_action_rows
     execution = broker.trade(t, weights, book.held, book.nav, book.cash_fen)
     held = book.held + execution.filled
-    cash = execution.cash_after_fen / 100.0
     market_value = float(market.mark_price[t] @ held.astype(float))
-    nav = cash + market_value
-    realized = nav / book.nav - 1.0
-    ideal = frictionless_return(book.held.astype(float), book.cash, book.nav, weights,
-                                market.fill_price[t], market.close[t], market.last_close[t - 1])
-    turnover = execution.traded_value / book.nav
-    costs = execution.total_costs
-    loss = principal_loss(nav, book.initial)
-    reward = step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma)
-    row = {
-        "date": day, "nav": nav, "cash": cash, "market_value": market_value,
-        "frictionless_return": ideal, "realized_return": realized,
-        "slippage_leakage": ideal - realized, "turnover": turnover, "costs": costs,
-        "reward": reward - (costing.terminal_penalty if costing.kill.trips(loss) else 0.0),
-        "principal_loss": loss, "strategy_version": costing.version,
-    }
-    new_book = Book(held, execution.cash_after_fen, nav, book.initial, market.days[t])
-    return execution, row, new_book, actions
+    nav = execution.cash_after_fen / 100.0 + market_value
+    after = Book(held, execution.cash_after_fen, nav, book.initial, market.days[t])
+    return Traded(market, t, weights, book, execution, after, market_value, actions)
 
 
 @dataclass
@@ -149,11 +183,20 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
     """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after, actions).
 
     Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
-    checked on every session and ends the walk on the session it trips.
+    checked on every session and ends the walk on the session it trips. A rebalance's step is
+    finished and yielded once the next decision is asked, so its NAV row and the caller's work on
+    it are done while a strategy host decides.
     """
     if first < 1:
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
+    pending: tuple[Columns | None, Traded, Columns] | None = None  # the last rebalance, not yet yielded
+
+    def finished() -> Step:
+        assert pending is not None
+        quiet, traded, actions = pending
+        return quiet, traded.row(costing), traded.execution, traded.after, actions
+
     for t in range(first, last + 1):
         due = runner.due(t, book.last_rebalance)
         if not due and t != last:
@@ -164,6 +207,8 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
             quiet, after, actions = mark_sessions(market, marked_from, stop, book, costing)
             tripped = _first_trip(quiet, costing.kill)
             if tripped is not None:
+                if pending is not None:
+                    yield finished()
                 cut = quiet["date"][tripped]
                 kept = {k: v[actions["date"] <= cut] for k, v in actions.items()} if len(actions["date"]) \
                     else actions
@@ -171,16 +216,23 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
                 return
             book = after
             if not due:
+                if pending is not None:
+                    yield finished()
                 yield quiet, None, None, book, actions
                 return
-        weights = decide(runner, market, t, book, costing.membership)
-        execution, row, book, traded_actions = trade_session(broker, t, weights, book, costing)
-        quiet_traded = actions if not len(actions["symbol"]) and not len(traded_actions["symbol"]) \
-            else concat_columns([actions, traded_actions])  # (a replay keeps only non-empty action sets)
-        yield quiet, row, execution, book, quiet_traded
-        if costing.kill.trips(row["principal_loss"]):
-            return
+        answer = ask(runner, market, t, book, costing.membership)
+        if pending is not None:
+            yield finished()
+        traded = trade(broker, t, answer(), book)
+        book = traded.after
+        quiet_traded = actions if not len(actions["symbol"]) and not len(traded.actions["symbol"]) \
+            else concat_columns([actions, traded.actions])  # (a replay keeps only non-empty action sets)
+        pending = (quiet, traded, quiet_traded)
+        if costing.kill.trips(principal_loss(book.nav, book.initial)):
+            break
         marked_from = t + 1
+    if pending is not None:
+        yield finished()
 
 
 def _first_trip(rows: Columns, kill: KillSwitch) -> int | None:

@@ -14,7 +14,7 @@ import os
 import secrets
 import shutil
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -411,13 +411,18 @@ class Recorded:
         runner = self.source.open(params, market)
         if self.ahead:
             runner.shared.write(len(market.days))
-        decide, close = runner.weights, runner.close
+        ask, close = runner.ask, runner.close
 
-        def weights(t: int, *args: Any) -> np.ndarray:
-            chosen = decide(t, *args)
-            self.decisions[str(market.days[t - 1])] = {
-                str(market.symbols[i]): float(chosen[i]) for i in np.flatnonzero(chosen)}
-            return chosen
+        def asking(t: int, *args: Any) -> Callable[[], np.ndarray]:  # the replay asks, then takes the answer
+            answer = ask(t, *args)
+
+            def recorded() -> np.ndarray:
+                chosen = answer()
+                self.decisions[str(market.days[t - 1])] = {
+                    str(market.symbols[i]): float(chosen[i]) for i in np.flatnonzero(chosen)}
+                return chosen
+
+            return recorded
 
         def closing() -> None:
             answer = runner.host.request({"op": "call", "target": "strategies.probe:seen"})
@@ -425,7 +430,7 @@ class Recorded:
             self.first_day = int(runner.shared.days[0])
             close()
 
-        runner.weights, runner.close = weights, closing
+        runner.ask, runner.close = asking, closing
         return runner
 
 
