@@ -40,7 +40,7 @@ STDERR_KEPT = 16_384
 # A decision takes the host a few hundred microseconds: the engine polls for its answer that long
 # before it sleeps in a read, so it does not wait for the scheduler to wake it on every decision.
 ANSWER_POLL_S = 0.002
-HOST_POLL_S = 0.0  # and the host for the next request (0: it sleeps in a read at once)
+HOST_POLL_S = 0.002  # and the host for the next request (0: it sleeps in a read at once)
 EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error names the exit code
 # What a test process may ask of its host through the relay (never `init` or `finish`).
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
@@ -143,9 +143,10 @@ class HostProcess:
         """One request and its answer; HostError names the host's last words when it failed."""
         return self._named(lambda: self.channel.request(message, timeout_s))
 
-    def send(self, message: dict[str, Any]) -> None:
-        """A request whose answer `receive` takes later (the caller works meanwhile)."""
-        self._named(lambda: self.channel.send(message))
+    def send(self, message: dict[str, Any], answered: bool = True) -> None:
+        """A request whose answer `receive` takes later (the caller works meanwhile); `answered`
+        False: the book of the decision asked just before, which has no answer of its own."""
+        self._named(lambda: self.channel.send(message, answered=answered))
 
     def receive(self) -> dict[str, Any]:
         """The answer to the oldest request sent and not yet answered."""
@@ -281,6 +282,16 @@ def _chain(first: Any, second: Any) -> Any:
     return both
 
 
+def _refusal(message: dict[str, Any]) -> str:
+    """Why the relay refuses a test process's request ('' when it passes): only the ops a caller may
+    use, and a decision carries its own book (one that follows in another frame is the engine's)."""
+    if message.get("op") not in RELAYED_OPS:
+        return f"{message.get('op')!r} is not a request a test may send"
+    if "book" in message:
+        return "a test's decision carries its book (holdings, portfolio_value) in the request"
+    return ""
+
+
 def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
     """Forward a test process's requests (on `peer`) to `host` until the test process ends.
 
@@ -296,10 +307,10 @@ def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
                     message = reader.read(RELAY_REQUEST_LIMIT)
                 except (EOFError, wire.WireError, OSError):
                     return
-                if message.get("op") not in RELAYED_OPS:
+                refused = _refusal(message)
+                if refused:
                     answer = wire.encode({"error": {
-                        "kind": "request", "type": "Refused", "builtin": "ValueError",
-                        "message": f"{message.get('op')!r} is not a request a test may send"}})
+                        "kind": "request", "type": "Refused", "builtin": "ValueError", "message": refused}})
                 else:
                     try:
                         answer = wire.encode(host.channel.request_raw(message))

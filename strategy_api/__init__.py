@@ -13,12 +13,13 @@ from strategy_api.helpers import (
     top_k,
 )
 from strategy_api.protocol import Strategy, StrategyParams
-from strategy_api.view import FIELDS, History, MarketView
+from strategy_api.view import FIELDS, History, Holdings, MarketView
 
 __all__ = [
     "FIELDS",
     "WEIGHT_TOLERANCE",
     "History",
+    "Holdings",
     "MarketView",
     "Strategy",
     "StrategyParams",

@@ -8,7 +8,7 @@ reference to the panels.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import date
 
 import numpy as np
@@ -24,6 +24,46 @@ def midnight(day: date | pd.Timestamp | np.datetime64 | str) -> pd.Timestamp:
     if stamp.tz is None and stamp.unit == "ns" and stamp.value % DAY_NS == 0:
         return stamp
     return stamp.normalize()
+
+
+class Holdings(Mapping[str, float]):
+    """The book a decision starts from: weight of the NAV per held symbol, read-only, read on first use.
+
+    A strategy host may still be receiving the book when the strategy starts to decide (the engine
+    sends it after the question, while the host works); every caller gives S this same type, filled
+    on first read, so nothing S can see tells one caller from another.
+    """
+
+    __slots__ = ("_weights",)
+    _weights: Callable[[], dict[str, float]]
+
+    def __init__(self, source: Mapping[str, float] | Callable[[], Mapping[str, float]] | None = None) -> None:
+        fixed = dict(source or {}) if not callable(source) else {}
+        fetch: Callable[[], Mapping[str, float]] = source if callable(source) else (lambda: fixed)
+        kept: list[dict[str, float]] = []  # the weights once fetched (held in the closure alone)
+
+        def weights() -> dict[str, float]:
+            if not kept:
+                kept.append({str(k): float(v) for k, v in fetch().items()})
+            return kept[0]
+
+        object.__setattr__(self, "_weights", weights)
+
+    def __getitem__(self, symbol: str) -> float:
+        return self._weights()[symbol]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._weights())
+
+    def __len__(self) -> int:
+        return len(self._weights())
+
+    def __repr__(self) -> str:
+        return f"Holdings({self._weights()!r})"
+
+    def copy(self) -> dict[str, float]:
+        """A plain dict of the weights (what `dict.copy` gave when holdings were a dict)."""
+        return dict(self._weights())
 
 
 class History:
@@ -105,7 +145,8 @@ class History:
             new[:self.rows] = old[:self.rows]
             self._data[field] = new
 
-    def view(self, portfolio_value: float = 1.0, members: Iterable[str] | np.ndarray | None = None,
+    def view(self, portfolio_value: float | Callable[[], float] = 1.0,
+             members: Iterable[str] | np.ndarray | None = None,
              as_of: date | pd.Timestamp | None = None) -> MarketView:
         """The view over every appended session, decided on `as_of` (default: the last session).
 
@@ -123,17 +164,34 @@ class History:
         return MarketView._of(self, self.rows, stamp, portfolio_value, members)
 
 
+def _value_on_first_use(value: float | Callable[[], float]) -> Callable[[], float]:
+    """A function giving `value` as a float (a callable's answer, fetched once)."""
+    if not callable(value):
+        fixed = float(value)
+        return lambda: fixed
+    fetch = value
+    kept: list[float] = []
+
+    def read() -> float:
+        if not kept:
+            kept.append(float(fetch()))
+        return kept[0]
+
+    return read
+
+
 def _read_only(array: np.ndarray) -> np.ndarray:
-    view = array.view()
-    view.flags.writeable = False
-    return view
+    """`array` (a fresh slice, so the History's own array is untouched) made read-only."""
+    if array.flags.writeable:  # a slice of shared memory mapped read-only is already
+        array.flags.writeable = False
+    return array
 
 
 class MarketView:
     """Daily panels (date x symbol) up to the decision date `as_of`; nothing later is held."""
 
     def __init__(self, panels: Mapping[str, pd.DataFrame], as_of: date | pd.Timestamp,
-                 portfolio_value: float = 1.0, members: Iterable[str] | None = None) -> None:
+                 portfolio_value: float | Callable[[], float] = 1.0, members: Iterable[str] | None = None) -> None:
         if "close" not in panels:
             raise ValueError("a MarketView needs at least a 'close' panel")
         unknown = set(panels) - set(FIELDS)
@@ -151,20 +209,21 @@ class MarketView:
         self._init(history, visible, stamp, portfolio_value, members)
 
     @classmethod
-    def _of(cls, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float,
+    def _of(cls, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float | Callable[[], float],
             members: Iterable[str] | np.ndarray | None) -> MarketView:
         view = cls.__new__(cls)
         view._init(history, rows, as_of, portfolio_value, members)
         return view
 
-    def _init(self, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float,
+    def _init(self, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float | Callable[[], float],
               members: Iterable[str] | np.ndarray | None) -> None:
         self._as_of = as_of
         self._symbols = history.symbols
         self._names = history.names
         self._days = _read_only(history._days[:rows])
         self._arrays = {f: _read_only(a[:rows]) for f, a in history._data.items()}
-        self.portfolio_value = float(portfolio_value)
+        # Read on first use, like Holdings: the engine's book may arrive after the question.
+        self._portfolio_value = _value_on_first_use(portfolio_value)
         # Index members on the decision date (point in time), as a mask over the symbols; None means
         # every symbol with data. Positions (an int array) come from a host, names from anyone.
         self._members: np.ndarray | None = None
@@ -176,6 +235,11 @@ class MarketView:
                 known = history.positions
                 mask[[known[m] for m in map(str, members) if m in known]] = True
             self._members = mask
+
+    @property
+    def portfolio_value(self) -> float:
+        """The account's NAV (CNY) at the decision date's close."""
+        return self._portfolio_value()
 
     @property
     def as_of(self) -> pd.Timestamp:

@@ -89,14 +89,15 @@ class Channel:
                             "and was stopped")
         return HostGone(what) if gone else HostError(what)
 
-    def send(self, message: dict[str, Any], timeout_s: float | None = None) -> None:
-        """Send a request without waiting for its answer (answers come back in order)."""
+    def send(self, message: dict[str, Any], timeout_s: float | None = None, answered: bool = True) -> None:
+        """Send a request without waiting for its answer (answers come back in order); `answered`
+        False: a frame the host reads inside the request before it (a decision's book), no answer."""
         frame = wire.encode(message)
         try:
             self._guarded(lambda: wire.write_frame(self.write_fd, frame), timeout_s)
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"could not send to the strategy host: {exc}", True) from None
-        self.pending += 1
+        self.pending += answered
 
     def send_with_fd(self, message: dict[str, Any], passed: int, timeout_s: float | None = None) -> None:
         """Send a request with a file descriptor attached (the channel is a UNIX socket)."""

@@ -183,6 +183,8 @@ class Host:
     def op_decide(self, message: dict[str, Any]) -> dict[str, Any]:
         import numpy as np
 
+        from strategy_api import Holdings
+
         session = self._session(message)
         if "market" in message:
             self.op_market({**message["market"], "handle": message.get("handle")})
@@ -195,13 +197,15 @@ class Host:
             raise RequestError("rows must be a row count (shared market) or {days, values}")
         history = self._history(session)
         members = self._members(history, message.get("members"))
-        held = self._holdings(history, message.get("holdings"))
         as_of = message.get("as_of")
         if as_of is not None and not isinstance(as_of, int):
             raise RequestError("as_of must be an int (ns since the epoch at midnight)")
-        view = history.view(float(message.get("portfolio_value", 1.0)), members,
-                            None if as_of is None else self._stamp(as_of))
-        answer = session["strategy"].target_weights(view, held, session["params"])
+        book = self._book(history, message)
+        try:
+            view = history.view(lambda: book()[1], members, None if as_of is None else self._stamp(as_of))
+            answer = session["strategy"].target_weights(view, Holdings(lambda: book()[0]), session["params"])
+        finally:
+            book()  # the book's frame is read whether S looked at it or not (the channel stays in step)
         items = list(answer.items())  # S's own mapping: turned into plain data right here
         keys = [k for k, _ in items]
         if not all(isinstance(k, str) for k in keys):
@@ -213,6 +217,41 @@ class Host:
         if "due" in message:
             reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
         return reply
+
+    def _book(self, history: Any, message: dict[str, Any]) -> Any:
+        """What gives the decision's (holdings, portfolio value), read once: from the request, or
+        (`"book": "next"`) from the next frame, which the engine sends while this host decides."""
+        kept: list[Any] = []
+
+        def book() -> tuple[dict[str, float], float]:
+            if not kept:
+                try:
+                    kept.append(self._book_of(history, self._next_book(message) if message.get("book") == "next"
+                                              else message))
+                except BaseException as exc:  # noqa: BLE001 - kept: every later read fails alike
+                    kept.append(exc)
+            if isinstance(kept[0], BaseException):
+                raise kept[0]
+            return kept[0]
+
+        return book
+
+    def _next_book(self, question: dict[str, Any]) -> dict[str, Any]:
+        if self.reader is None:
+            raise RequestError("a decision whose book follows needs a channel")
+        try:
+            message = self.reader.read(REQUEST_LIMIT)
+        except (EOFError, self.wire.WireError) as exc:
+            raise ChannelLost(str(exc)) from None
+        if message.get("op") != "book" or message.get("handle") != question.get("handle"):
+            raise ChannelLost(f"expected the book of this decision, got {message.get('op')!r}")
+        return message
+
+    def _book_of(self, history: Any, message: dict[str, Any]) -> tuple[dict[str, float], float]:
+        value = message.get("portfolio_value", 1.0)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise RequestError("portfolio_value must be a number")
+        return self._holdings(history, message.get("holdings")), float(value)
 
     def _stamp(self, value: int) -> Any:
         import pandas as pd
@@ -309,6 +348,11 @@ class RequestError(Exception):
     """A request the host cannot serve (not the strategy's fault)."""
 
 
+class ChannelLost(BaseException):
+    """The channel closed or went out of step inside a request: the host stops (S cannot catch it
+    as an Exception, and a later read of the book raises it again)."""
+
+
 def _error(exc: BaseException, kind: str) -> dict[str, Any]:
     builtin = next((c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"), "Exception")
     where = None
@@ -355,6 +399,12 @@ def serve(spec: dict[str, Any]) -> int:
             return 2
         try:
             reply = host.handle(message)
+        except ChannelLost as exc:
+            try:
+                wire.write_frame(_FDS["out"], wire.encode(_error(exc, "request")))
+            except wire.WireError:  # the other side is gone
+                pass
+            return 2
         except RequestError as exc:
             reply = _error(exc, "request")
         except Exception as exc:  # noqa: BLE001 - whatever S raises is its answer, by type

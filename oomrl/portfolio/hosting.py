@@ -207,9 +207,17 @@ class HostedRunner:
     schedule_ahead: bool = True  # ask for the schedule after each decision along with it
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
+    waiting: Question | None = None  # a question whose book the host still waits for
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
+        self._in_step()
         return self._guard(lambda: self.host.request(message))
+
+    def _in_step(self) -> None:
+        """Refuse a request while the host waits for a question's book (it would read it as the book)."""
+        if self.waiting is not None and not self.waiting.sent:
+            raise StrategyHostError(f"strategy {self.name}: a request was made before the book of "
+                                    f"session {self.waiting.t} was sent")
 
     def _guard(self, exchange: Callable[[], Any]) -> Any:
         """What `exchange` with the host returns; its failures as this strategy's errors."""
@@ -254,33 +262,40 @@ class HostedRunner:
             members: list[str] | None) -> Callable[[], np.ndarray]:
         """Send the question of `weights` and return what takes its answer: the caller works
         meanwhile, while the host decides (the answer is checked when taken, as `weights` checks it)."""
+        return self.question(t, members, book_follows=False).book(held, held_weights, nav)
+
+    def next_due(self, t: int, last: date | None) -> int | None:
+        """The first session >= t the schedule already answered as due after `last`, or None when
+        the answer in hand does not reach that far (nothing is asked of the host)."""
+        cached = self._due
+        if not cached or cached["last"] != last or not cached["flags"][-1]:
+            return None
+        due = cached["from"] + len(cached["flags"]) - 1
+        return due if due >= t else None
+
+    def question(self, t: int, members: list[str] | None, book_follows: bool = True) -> Question:
+        """Write the rows up to session t and ask for its weights; the book follows (`Question.book`).
+
+        With `book_follows` the question goes now and the host starts deciding while the caller
+        trades and marks its way to the decision date; the host reads the book when S first needs it.
+        """
+        self._in_step()
         market = self.market
         day_ns = market.day_ns
         message: dict[str, Any] = {
-            "op": "decide", "handle": self.handle, "as_of": int(day_ns[t - 1]), "portfolio_value": float(nav),
-            "holdings": {"idx": np.asarray(held, dtype="<i8"), "w": np.asarray(held_weights, dtype="<f8")},
+            "op": "decide", "handle": self.handle, "as_of": int(day_ns[t - 1]),
             "members": None if members is None else {"idx": self._member_positions(members)}}
         self._send_rows(t)
         message["rows"] = t
         stop = min(t + 1 + DUE_CHUNK, len(day_ns))
         if self.schedule_ahead and t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
             message["due"] = {"days": day_ns[t + 1:stop], "last": int(day_ns[t]), "first_only": True}
-        self._guard(lambda: self.host.send(message))
-        if self.shared is not None:
-            self.shared.prefault(t + PREFAULT_ROWS)
-
-        def answer() -> np.ndarray:
-            reply = self._guard(self.host.receive)
-            weights = weights_array(self.name, market.days[t - 1], market, reply.get("idx"), reply.get("w"),
-                                    reply.get("unknown"))
-            if "due" in message:
-                self._remember(t + 1, market.days[t], reply.get("due"), stop - t - 1)
-            if self.decisions is not None:
-                self.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
-                                               None if members is None else list(members), weights))
-            return weights
-
-        return answer
+        question = Question(self, t, members, message, stop)
+        if book_follows:
+            message["book"] = "next"
+            self._guard(lambda: self.host.send(message))
+            self.waiting = question
+        return question
 
     def _member_positions(self, members: list[str]) -> np.ndarray:
         cached = self._members.get(id(members))  # Membership.on hands out one list per effective date
@@ -295,6 +310,62 @@ class HostedRunner:
         self.host.close()
         if self.shared is not None:
             self.shared.close()
+
+
+@dataclass
+class Question:
+    """A decision asked of a host whose book (holdings, NAV) is still to be sent: `book` sends it
+    and returns what takes the answer; `drop` answers it with any book and forgets the weights."""
+
+    runner: HostedRunner
+    t: int
+    members: list[str] | None
+    message: dict[str, Any]
+    stop: int  # the schedule's question runs up to this session
+    sent: bool = False
+
+    def book(self, held: np.ndarray, held_weights: np.ndarray, nav: float) -> Callable[[], np.ndarray]:
+        """Send the book the decision starts from; calling the result takes the checked weights."""
+        runner, t, message = self.runner, self.t, self.message
+        market = runner.market
+        if self.sent:
+            raise StrategyHostError(f"strategy {runner.name}: the book of session {t} was sent already")
+        self.sent = True
+        book = {"portfolio_value": float(nav),
+                "holdings": {"idx": np.asarray(held, dtype="<i8"), "w": np.asarray(held_weights, dtype="<f8")}}
+        if message.get("book") == "next":
+            runner._guard(lambda: runner.host.send({"op": "book", "handle": runner.handle, **book}, answered=False))
+        else:
+            runner._guard(lambda: runner.host.send({**message, **book}))
+        if runner.shared is not None:
+            runner.shared.prefault(t + PREFAULT_ROWS)
+
+        def answer() -> np.ndarray:
+            reply = runner._guard(runner.host.receive)
+            weights = weights_array(runner.name, market.days[t - 1], market, reply.get("idx"), reply.get("w"),
+                                    reply.get("unknown"))
+            if "due" in message:
+                runner._remember(t + 1, market.days[t], reply.get("due"), self.stop - t - 1)
+            if runner.decisions is not None:
+                runner.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
+                                                 None if self.members is None else list(self.members), weights))
+            return weights
+
+        return answer
+
+    def drop(self) -> None:
+        """Answer a question the caller no longer needs (its replay halted first): the host gets an
+        empty book and its weights are read and forgotten, so the channel stays in step."""
+        if self.sent:
+            return
+        self.sent = True
+        runner = self.runner
+        try:
+            runner._guard(lambda: runner.host.send({"op": "book", "handle": runner.handle,
+                                                    "portfolio_value": 1.0, "holdings": {}}, answered=False))
+            runner._guard(runner.host.receive)
+        except StrategyFailedError:  # what S made of a question nobody needs is nobody's error
+            pass
 
 
 def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:

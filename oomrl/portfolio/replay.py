@@ -61,16 +61,40 @@ def decide(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
 
 
 def ask(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
-        membership: Membership | None = None) -> Callable[[], np.ndarray]:
+        membership: Membership | None = None, question: Any = None) -> Callable[[], np.ndarray]:
     """`decide`'s question asked now, its answer taken by calling what this returns: a runner that
-    can (a strategy host) decides while the caller works; any other answers when called."""
-    members = membership.on(market.stamps[t - 1]) if membership is not None else None
+    can (a strategy host) decides while the caller works; any other answers when called.
+
+    `question`: the same decision already asked of the host (`ask_early`), whose book this sends.
+    """
     value = book.held * market.mark_price[t - 1]
     held = np.flatnonzero(value)
+    if question is not None:
+        return question.book(held, value[held] / book.nav, book.nav)
+    members = membership.on(market.stamps[t - 1]) if membership is not None else None
     asking = getattr(runner, "ask", None)
     if asking is not None:
         return asking(t, held, value[held] / book.nav, book.nav, members)
     return lambda: runner.weights(t, held, value[held] / book.nav, book.nav, members)
+
+
+def ask_early(runner: StrategyRunner, market: MarketFrames, after: int, last: int, traded_on: date,
+              membership: Membership | None) -> Any:
+    """The next decision asked of a strategy host before the book it starts from is known, or None.
+
+    Right after the weights of session `after` come back, the schedule in hand names the next
+    rebalance; its question (the rows up to the day before, the members) goes at once, so the host
+    decides while this side trades `after` and marks up to it. Only the past is sent: the rows end
+    on the next decision's own date. None when the runner cannot, or the schedule does not say.
+    """
+    next_due = getattr(runner, "next_due", None)
+    if next_due is None:
+        return None
+    t = next_due(after + 1, traded_on)
+    if t is None or t > last:
+        return None
+    members = membership.on(market.stamps[t - 1]) if membership is not None else None
+    return runner.question(t, members)  # type: ignore[attr-defined]
 
 
 def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
@@ -191,48 +215,56 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
     pending: tuple[Columns | None, Traded, Columns] | None = None  # the last rebalance, not yet yielded
+    early: Any = None  # the next rebalance's question, asked before its book is known (ask_early)
 
     def finished() -> Step:
         assert pending is not None
         quiet, traded, actions = pending
         return quiet, traded.row(costing), traded.execution, traded.after, actions
 
-    for t in range(first, last + 1):
-        due = runner.due(t, book.last_rebalance)
-        if not due and t != last:
-            continue
-        stop = t if due else t + 1
-        quiet, actions = None, no_actions()
-        if stop > marked_from:
-            quiet, after, actions = mark_sessions(market, marked_from, stop, book, costing)
-            tripped = _first_trip(quiet, costing.kill)
-            if tripped is not None:
-                if pending is not None:
-                    yield finished()
-                cut = quiet["date"][tripped]
-                kept = {k: v[actions["date"] <= cut] for k, v in actions.items()} if len(actions["date"]) \
-                    else actions
-                yield {k: v[: tripped + 1] for k, v in quiet.items()}, None, None, book, kept
-                return
-            book = after
-            if not due:
-                if pending is not None:
-                    yield finished()
-                yield quiet, None, None, book, actions
-                return
-        answer = ask(runner, market, t, book, costing.membership)
+    try:
+        for t in range(first, last + 1):
+            due = runner.due(t, book.last_rebalance)
+            if not due and t != last:
+                continue
+            stop = t if due else t + 1
+            quiet, actions = None, no_actions()
+            if stop > marked_from:
+                quiet, after, actions = mark_sessions(market, marked_from, stop, book, costing)
+                tripped = _first_trip(quiet, costing.kill)
+                if tripped is not None:
+                    if pending is not None:
+                        yield finished()
+                    cut = quiet["date"][tripped]
+                    kept = {k: v[actions["date"] <= cut] for k, v in actions.items()} if len(actions["date"]) \
+                        else actions
+                    yield {k: v[: tripped + 1] for k, v in quiet.items()}, None, None, book, kept
+                    return
+                book = after
+                if not due:
+                    if pending is not None:
+                        yield finished()
+                    yield quiet, None, None, book, actions
+                    return
+            question, early = (early, None) if early is not None and early.t == t else (None, early)
+            answer = ask(runner, market, t, book, costing.membership, question)
+            if pending is not None:
+                yield finished()
+            weights = answer()
+            early = ask_early(runner, market, t, last, market.days[t], costing.membership)
+            traded = trade(broker, t, weights, book)
+            book = traded.after
+            quiet_traded = actions if not len(actions["symbol"]) and not len(traded.actions["symbol"]) \
+                else concat_columns([actions, traded.actions])  # (a replay keeps only non-empty action sets)
+            pending = (quiet, traded, quiet_traded)
+            if costing.kill.trips(principal_loss(book.nav, book.initial)):
+                break
+            marked_from = t + 1
         if pending is not None:
             yield finished()
-        traded = trade(broker, t, answer(), book)
-        book = traded.after
-        quiet_traded = actions if not len(actions["symbol"]) and not len(traded.actions["symbol"]) \
-            else concat_columns([actions, traded.actions])  # (a replay keeps only non-empty action sets)
-        pending = (quiet, traded, quiet_traded)
-        if costing.kill.trips(principal_loss(book.nav, book.initial)):
-            break
-        marked_from = t + 1
-    if pending is not None:
-        yield finished()
+    finally:
+        if early is not None:
+            early.drop()  # the replay ended before that rebalance: its question is answered and forgotten
 
 
 def _first_trip(rows: Columns, kill: KillSwitch) -> int | None:

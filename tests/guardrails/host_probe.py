@@ -259,6 +259,17 @@ def seen():
     return SEEN
 
 
+def _book_shape(view, holdings):
+    """What S can tell of the book it was handed, beyond its numbers: types and the names on them
+    (the engine sends the book after the question, a test within it: S must not tell which)."""
+    def names(value):
+        return sorted(a for a in dir(value) if not a.startswith("__"))
+
+    return {"holdings": [type(holdings).__name__, names(holdings), type(holdings._weights).__name__],
+            "value": [type(view.portfolio_value).__name__, type(view._portfolio_value).__name__],
+            "view": names(view)}
+
+
 class Probe:
     """Records what it observes at each decision, and decides on momentum alone."""
 
@@ -272,7 +283,8 @@ class Probe:
     def target_weights(self, view, holdings, params):
         close = view.values("close")
         SEEN.append({"as_of": int(view.as_of.value), **fingerprint(),
-                     "view": {"close": _origin(close), "days": _origin(view.dates.values)}})
+                     "view": {"close": _origin(close), "days": _origin(view.dates.values)},
+                     "book": _book_shape(view, holdings)})
         if len(close) < 4:
             return {}
         score = close[-1] / close[-4]

@@ -14,8 +14,9 @@ import os
 import secrets
 import shutil
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +273,28 @@ def test_the_relay_refuses_the_parents_ops(relayed: tuple[HostProcess, Channel],
         assert host.process.wait(60) == 0
 
 
+@pytest.mark.parametrize("refusing", [True, False], ids=["relay", "switched-off"])
+def test_a_test_process_cannot_hold_its_host_waiting_for_a_book(
+        relayed: tuple[HostProcess, Channel], refusing: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    host, client = relayed
+    question = {"op": "decide", "handle": 1, "book": "next"}  # the engine's form: the book follows
+    if refusing:
+        with pytest.raises(StrategyError, match="carries its book"):
+            client.request(question)
+        assert client.request({"op": "ping"})["ok"] is True and host.process.poll() is None
+        return
+    monkeypatch.setattr(strategyhost, "_refusal", lambda message: "")
+    host.channel.timeout_s = 3  # without the rule the host waits for a book that never comes
+    opened = client.request({"op": "open", "strategy": "probe"})["handle"]
+    client.send({**question, "handle": opened, "members": None,
+                 "market": {"symbols": ["600000.SH"], "fields": ["close"], "capacity": 1},
+                 "rows": {"days": np.array([wire.day_ns(date(2024, 1, 2))], dtype="<i8"),
+                          "values": {"close": np.array([[10.0]])}}})
+    with pytest.raises(HostError):
+        client.receive(10)
+    assert host.process.poll() is not None
+
+
 @pytest.mark.parametrize("sources", [("strategies",), ("strategies", "os", "posix")], ids=["S", "S-and-os"])
 def test_calls_reach_only_public_functions_of_s(sources: tuple[str, ...], tmp_path: Path) -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -408,29 +431,21 @@ class Recorded:
         return str(self.source.name)
 
     def open(self, params: Mapping[str, Any] | None, market: Any) -> Any:
-        runner = self.source.open(params, market)
+        runner = self.source.open(params, market, record=True)  # the runner keeps every decision
         if self.ahead:
             runner.shared.write(len(market.days))
-        ask, close = runner.ask, runner.close
-
-        def asking(t: int, *args: Any) -> Callable[[], np.ndarray]:  # the replay asks, then takes the answer
-            answer = ask(t, *args)
-
-            def recorded() -> np.ndarray:
-                chosen = answer()
-                self.decisions[str(market.days[t - 1])] = {
-                    str(market.symbols[i]): float(chosen[i]) for i in np.flatnonzero(chosen)}
-                return chosen
-
-            return recorded
+        close = runner.close
 
         def closing() -> None:
             answer = runner.host.request({"op": "call", "target": "strategies.probe:seen"})
             self.seen = wire.from_plain(answer["value"])
             self.first_day = int(runner.shared.days[0])
+            self.decisions = {str(market.days[d.t - 1]): {str(market.symbols[i]): float(d.weights[i])
+                                                          for i in np.flatnonzero(d.weights)}
+                              for d in runner.decisions}
             close()
 
-        runner.ask, runner.close = asking, closing
+        runner.close = closing
         return runner
 
 

@@ -244,3 +244,53 @@ def test_a_shared_history_is_read_only_and_extends_only_forward() -> None:
         history.append(days[2:3], {"close": memory[2:3]})
     with pytest.raises(ValueError, match="float64"):
         History.over(["A"], ["close"], days, {"close": memory})
+
+
+def test_holdings_are_a_read_only_mapping_fetched_once_on_first_read() -> None:
+    from strategy_api import Holdings
+
+    fetched: list[int] = []
+
+    def book() -> dict[str, float]:
+        fetched.append(1)
+        return {"600000.SH": 0.25, "600001.SH": 0.5}
+
+    holdings = Holdings(book)
+    assert fetched == []  # nothing is read before S looks
+    assert holdings["600001.SH"] == 0.5 and len(holdings) == 2 and "600000.SH" in holdings
+    assert dict(holdings) == holdings.copy() == {"600000.SH": 0.25, "600001.SH": 0.5}
+    assert holdings.get("600002.SH", 0.0) == 0.0 and fetched == [1]
+    with pytest.raises(TypeError):
+        holdings["600000.SH"] = 1.0  # type: ignore[index]
+    assert Holdings({"A": 1}) == {"A": 1.0} and Holdings() == {} and repr(Holdings({"A": 1})) == "Holdings({'A': 1.0})"
+
+
+def test_a_failing_book_fails_every_read_alike() -> None:
+    from strategy_api import Holdings
+
+    def broken() -> dict[str, float]:
+        raise LookupError("no book")
+
+    holdings = Holdings(broken)
+    for _ in range(2):
+        with pytest.raises(LookupError, match="no book"):
+            len(holdings)
+
+
+def test_the_portfolio_value_is_read_on_first_use() -> None:
+    history = History(["600000.SH"], ["close"])
+    history.append(np.array(["2024-01-02"], dtype="datetime64[ns]"), {"close": np.array([[10.0]])})
+    asked: list[int] = []
+
+    def value() -> float:
+        asked.append(1)
+        return 2e7
+
+    view = history.view(value)
+    assert asked == []
+    assert view.portfolio_value == 2e7 and view.portfolio_value == 2e7 and asked == [1]
+    assert history.view(3).portfolio_value == 3.0
+    with pytest.raises(ValueError):
+        history.view("a lot")  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        view.portfolio_value = 1.0  # type: ignore[misc]
