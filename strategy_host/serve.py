@@ -204,18 +204,19 @@ class Host:
         try:
             view = history.view(lambda: book()[1], members, None if as_of is None else self._stamp(as_of))
             answer = session["strategy"].target_weights(view, Holdings(lambda: book()[0]), session["params"])
+            # S's own mapping, turned into plain data right here (the parent checks it again)
+            keys, values = (list(answer), list(answer.values())) if type(answer) is dict else \
+                map(list, zip(*answer.items(), strict=True)) if len(answer) else ([], [])
+            found = list(map(history.positions.get, keys, itertools.repeat(-1)))
+            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0]  # a found key is a symbol
+            if not all(isinstance(k, str) for k in unknown):
+                raise TypeError("target_weights must map symbols (str) to weights")
+            weights = np.fromiter(map(float, values), dtype="<f8", count=len(values))
+            reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights, "unknown": unknown}
+            if "due" in message:  # answered before the book is waited for: it may still be on its way
+                reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
         finally:
             book()  # the book's frame is read whether S looked at it or not (the channel stays in step)
-        items = list(answer.items())  # S's own mapping: turned into plain data right here
-        keys = [k for k, _ in items]
-        if not all(isinstance(k, str) for k in keys):
-            raise TypeError("target_weights must map symbols (str) to weights")
-        found = list(map(history.positions.get, keys, itertools.repeat(-1)))
-        weights = np.fromiter((float(v) for _, v in items), dtype="<f8", count=len(items))
-        reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights,
-                                 "unknown": [k for k, i in zip(keys, found, strict=True) if i < 0]}
-        if "due" in message:
-            reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
         return reply
 
     def _book(self, history: Any, message: dict[str, Any]) -> Any:

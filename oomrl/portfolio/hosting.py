@@ -10,6 +10,7 @@ data: symbol positions and floats). Nothing of S is imported here.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -123,24 +124,17 @@ class SharedMarket:
     """
 
     def __init__(self, market: MarketFrames) -> None:
-        import mmap
-
         self.market = market
         self.fields = list(market.panels.arrays)
         capacity, self.width = len(market.days), len(market.symbols)
         self.size = 8 * capacity * (1 + self.width * len(self.fields))
-        fd = os.memfd_create("oomrl-market", os.MFD_CLOEXEC)
-        try:
-            os.ftruncate(fd, self.size)
-            self.memory = mmap.mmap(fd, self.size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            self.readonly = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
-        finally:
-            os.close(fd)
+        self.memory, self.readonly, reused = _acquire(self.size)
         self.days = np.frombuffer(self.memory, "<i8", capacity, 0)
         self.data = {f: np.frombuffer(self.memory, "<f8", capacity * self.width, self._offset(i, 0))
                      .reshape(capacity, self.width) for i, f in enumerate(self.fields)}
         self.written = 0
-        self.faulted = 0  # rows [0, faulted) have their pages mapped in; -1: the kernel cannot
+        # rows [0, faulted) have their pages mapped in; -1: the kernel cannot. A reused file's are all.
+        self.faulted = capacity if reused else 0
 
     def _offset(self, field: int, row: int) -> int:
         """Byte offset of `row` of the field at position `field` in the memory file."""
@@ -180,14 +174,62 @@ class SharedMarket:
             return
         self.faulted = stop
 
-    def close(self) -> None:
+    def close(self, reuse: bool = True) -> None:
+        """Give the memory back: kept for the next market of its size (zeroed before it is handed
+        out again) once the host that mapped it has stopped; `reuse` False (a host that may still
+        run holds it) unmaps it."""
+        self.days = self.data = None  # type: ignore[assignment]
+        _release(self.size, self.memory, self.readonly, reuse)
+
+
+# Memory files of closed markets, kept for the next market of the same size: a fresh file's pages
+# are allocated as its rows are first written (~1 ms per MiB, a tenth of a W1 replay), a kept
+# one's are in place. A kept file is zeroed whole before it is handed out again, so no row of an
+# earlier market (a later date, another window) reaches the next host; only exact sizes are reused,
+# so a host can map nothing beyond the market it is given.
+POOL_FILES = 2
+POOL_BYTES = 512 << 20
+_POOL: list[tuple[int, Any, int]] = []  # (size, mapping, read-only descriptor)
+_POOL_LOCK = threading.Lock()
+
+
+def _acquire(size: int) -> tuple[Any, int, bool]:
+    """A writable mapping of a memory file of `size` zero bytes, its read-only descriptor, and
+    whether it was kept from an earlier market."""
+    import mmap
+
+    with _POOL_LOCK:
+        kept = next((entry for entry in _POOL if entry[0] == size), None)
+        if kept is not None:
+            _POOL.remove(kept)
+    if kept is not None:
+        np.frombuffer(kept[1], np.uint8)[:] = 0  # in place: the pages stay mapped
+        return kept[1], kept[2], True
+    fd = os.memfd_create("oomrl-market", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+        memory = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        readonly = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(fd)
+    return memory, readonly, False
+
+
+def _release(size: int, memory: Any, readonly: int, reuse: bool) -> None:
+    with _POOL_LOCK:
+        if reuse and size <= POOL_BYTES - sum(entry[0] for entry in _POOL):
+            _POOL.append((size, memory, readonly))
+            dropped = _POOL[:-POOL_FILES] if len(_POOL) > POOL_FILES else []
+            del _POOL[:len(dropped)]
+        else:
+            dropped = [(size, memory, readonly)]
+    for _, mapping, descriptor in dropped:
         try:
-            os.close(self.readonly)
+            os.close(descriptor)
         except OSError:
             pass
-        self.days = self.data = None  # type: ignore[assignment]
         try:
-            self.memory.close()
+            mapping.close()
         except BufferError:  # a view still alive: the mapping goes with it
             pass
 
@@ -423,7 +465,7 @@ class WorkspaceStrategy:
                                            "fields": shared.fields}, shared.readonly)
                 host.channel.receive()
             except (HostError, StrategyError) as exc:
-                shared.close()
+                shared.close(reuse=False)  # the host got the descriptor and is not stopped yet
                 raise StrategyHostError(f"strategy {self.name}: the host could not map the market: {exc}") from None
             return runner
         except BaseException:

@@ -279,3 +279,11 @@ def test_a_channel_raises_what_its_answers_say(pair: tuple[socket.socket, socket
     ours.close()
     with pytest.raises(HostGone, match="closed its channel"):
         Channel(theirs.fileno(), theirs.fileno()).receive()
+
+
+@pytest.mark.parametrize("text", ["", "x", "xyz" * 7])
+def test_arrays_of_eight_byte_items_arrive_aligned(text: str) -> None:
+    frame = wire.encode({"note": text, "idx": np.arange(5), "w": np.ones(5) / 3, "flags": np.ones(3, bool)})
+    decoded = wire.decode(bytes(frame[4:]))  # a bytes object's data starts 16-aligned
+    assert decoded["idx"].flags.aligned and decoded["w"].flags.aligned
+    assert decoded["note"] == text and (decoded["w"] == np.ones(5) / 3).all()

@@ -49,6 +49,7 @@ def test_rows_mapped_in_ahead_stay_unwritten_until_written(market: MarketFrames)
 def test_without_the_kernels_prefault_rows_are_written_all_the_same(market: MarketFrames,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hosting, "MADV_POPULATE_WRITE", 0x7FFF)  # an advice no kernel knows: EINVAL
+    monkeypatch.setattr(hosting, "_POOL", [])  # a fresh memory file (a kept one is mapped in already)
     shared = SharedMarket(market)
     shared.prefault(50)
     assert shared.faulted == -1  # given up for this market, never retried
@@ -64,3 +65,33 @@ def test_session_days_cross_as_midnight_nanoseconds(market: MarketFrames) -> Non
     assert market.day_ns.dtype.str == "<i8"
     assert (market.day_ns == market.dates.values.astype("datetime64[ns]").astype("<i8")).all()
     assert (market.day_ns % 86_400_000_000_000 == 0).all()
+
+
+def test_a_kept_memory_file_holds_no_row_of_the_market_before(market: MarketFrames,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hosting, "_POOL", [])
+    first = SharedMarket(market)
+    first.write(len(market.days))  # every row, the latest dates included
+    first.close()
+    again = SharedMarket(market)
+    assert again.faulted == len(market.days)  # the same file, its pages in place
+    days, data = host_view(again)
+    assert not days.any() and all(not array.any() for array in data.values())
+    again.write(5)
+    assert (days[:5] == market.day_ns[:5]).all() and not days[5:].any()
+    again.close()
+
+
+def test_only_a_file_of_the_exact_size_is_kept_and_a_host_that_may_run_gives_its_file_up(
+        market: MarketFrames, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hosting, "_POOL", [])
+    smaller = MarketFrames.build(random_panels([f"{600000 + i}.SH" for i in range(39)], days=400), AShareRules())
+    SharedMarket(market).close()
+    other = SharedMarket(smaller)
+    assert other.faulted == 0 and len(hosting._POOL) == 1  # not the larger file: nothing beyond its own rows
+    other.close(reuse=False)
+    assert [entry[0] for entry in hosting._POOL] == [8 * len(market.days) * (1 + len(market.symbols)
+                                                                             * len(market.panels.arrays))]
+    for _ in range(hosting.POOL_FILES + 1):
+        SharedMarket(smaller).close()
+    assert len(hosting._POOL) <= hosting.POOL_FILES
