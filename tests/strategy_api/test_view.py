@@ -294,3 +294,28 @@ def test_the_portfolio_value_is_read_on_first_use() -> None:
         history.view("a lot")  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         view.portfolio_value = 1.0  # type: ignore[misc]
+
+
+def test_momentum_series_are_the_constructors_series() -> None:
+    from strategy_api import helpers
+
+    values, labels = np.array([0.1, -0.2, np.inf, 0.0]), pd.Index(["A", "B", "C", "D"], dtype=object)
+    made, expected = helpers._series(values, labels), pd.Series(values, index=labels)
+    pd.testing.assert_series_equal(made, expected)
+    assert vars(made).keys() == vars(expected).keys() and made.name is None and made.index is labels
+    assert repr(made) == repr(expected) and made.sort_values().index.tolist() == ["B", "D", "A", "C"]
+
+
+def test_a_pandas_whose_manager_builds_another_series_gets_the_constructor(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pandas.core import internals
+
+    from strategy_api import helpers
+
+    assert helpers._series_maker().__name__ == "fast"  # this pandas: through its block manager
+    monkeypatch.setattr(internals.SingleBlockManager, "from_array",
+                        classmethod(lambda cls, values, index: (_ for _ in ()).throw(TypeError("gone"))))
+    assert helpers._series_maker().__name__ == "plain"
+    monkeypatch.undo()
+    monkeypatch.setattr(pd.Series, "_from_mgr", classmethod(lambda cls, mgr, axes: pd.Series([1.0])))
+    assert helpers._series_maker().__name__ == "plain"
