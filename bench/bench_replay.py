@@ -220,6 +220,52 @@ def _backtrader(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
     return {"peer": "backtrader", "seconds": time.perf_counter() - start}
 
 
+def serve_vectorbt(n: int) -> None:
+    """Answer each line on stdin with the seconds of one warm vectorbt run (`--serve-vectorbt`): the
+    paired measure alternates its runs with oomrl's, so both see the same load."""
+    import vectorbt as vbt
+
+    close, days, k = workload(n)
+    weights = targets(close, days, k)
+
+    def once() -> float:
+        start = time.perf_counter()
+        vbt.Portfolio.from_orders(close, size=weights, size_type="targetpercent", group_by=True,
+                                  cash_sharing=True, call_seq="auto", fees=FEE, init_cash=CASH).value()
+        return time.perf_counter() - start
+
+    once()  # the first run compiles
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        print(json.dumps(once()), flush=True)
+
+
+def paired(python: str, n: int, rounds: int) -> None:
+    """Rounds of one warm oomrl replay (full friction) then one warm vectorbt run, side by side."""
+    close, days, k = workload(n)
+    peer = subprocess.Popen([python, __file__, "--serve-vectorbt", "--n", str(n)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    assert peer.stdin is not None and peer.stdout is not None
+    try:
+        if peer.stdout.readline().strip() != "ready":
+            print("  vectorbt (paired)             not installed")
+            return
+        run_oomrl(close, days, k, True, False)  # the first run in this process
+        ours, theirs = [], []
+        for _ in range(rounds):
+            ours.append(run_oomrl(close, days, k, True, True))
+            peer.stdin.write("run\n")
+            peer.stdin.flush()
+            theirs.append(float(peer.stdout.readline()))
+        ratios = sorted(v / o for o, v in zip(ours, theirs, strict=True))
+        print(f"W1 N={n} paired, {rounds} rounds (oomrl full then vectorbt, warm): oomrl median "
+              f"{statistics.median(ours):.3f} s, vectorbt median {statistics.median(theirs):.3f} s; vectorbt / oomrl "
+              f"per round: median {statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
+    finally:
+        peer.kill()
+        peer.wait()
+
+
 def peer_subprocess(python: str, name: str, n: int, timeout: float) -> dict[str, Any]:
     """Run one peer in `python`; 'not installed' / 'timeout' / 'error' instead of a crash."""
     try:
@@ -249,8 +295,14 @@ def main() -> None:
                         help=f"also replay the bundled sample {SAMPLE_START}..{SAMPLE_END} with each bundled strategy")
     parser.add_argument("--sample-home", type=Path, default=None,
                         help="oomrl home holding (or receiving) the ingested sample; default: a temporary one")
+    parser.add_argument("--paired", type=int, default=0, metavar="ROUNDS",
+                        help="also alternate warm oomrl and vectorbt runs this many rounds (ratio per round)")
+    parser.add_argument("--serve-vectorbt", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     REPEAT = max(args.repeat, 1)
+    if args.serve_vectorbt:
+        serve_vectorbt(args.n[0])
+        return
     if args.peer:
         print(json.dumps(run_peer(args.peer, args.n[0])))
         return
@@ -293,6 +345,8 @@ def main() -> None:
             firsts = f"  first/first {result['first_run'] / first_full:6.2f}" if "first_run" in result else ""
             print(f"  {name:<30}{result['seconds']:8.3f} s{extra}  ratio peer/oomrl-flat "
                   f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}{firsts}")
+        if args.paired:
+            paired(args.peer_python, n, args.paired)
 
 
 if __name__ == "__main__":
