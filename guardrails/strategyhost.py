@@ -40,7 +40,9 @@ STDERR_KEPT = 16_384
 # A decision takes the host a few hundred microseconds: the engine polls for its answer that long
 # before it sleeps in a read, so it does not wait for the scheduler to wake it on every decision.
 ANSWER_POLL_S = 0.002
-HOST_POLL_S = 0.002  # and the host for the next request (0: it sleeps in a read at once)
+# How long an engine's host polls for its next request before it sleeps in a read: a replay's next
+# request comes within a rebalance's work. A test's host (HostSpec's default) sleeps at once.
+HOST_POLL_S = 0.002
 EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error names the exit code
 # What a test process may ask of its host through the relay (never `init` or `finish`).
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
@@ -109,6 +111,7 @@ class HostSpec:
     coverage: bool = False
     memory_mb: int = 4096
     timeout_s: float = 300.0  # per request
+    poll_s: float = 0.0  # how long the host polls for its next request before it sleeps (HOST_POLL_S)
 
     def modules(self) -> list[str]:
         """Importable names of every source module (imported first, in the import context)."""
@@ -263,7 +266,7 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     init = {"op": "init", "paths": [inside_host, inside_ws], "site": lock.site_paths(),
             "packages": [tree.replace("/", ".") for tree in spec.sources],
             "preimport": (replace(spec, workspace=private) if lock.os_level else spec).modules(),
-            "coverage": coverage, "poll_s": HOST_POLL_S}
+            "coverage": coverage, "poll_s": spec.poll_s}
     try:
         channel.send(init, START_TIMEOUT_S)
         channel.receive(START_TIMEOUT_S)

@@ -436,12 +436,13 @@ class WorkspaceStrategy:
 
     def start(self, coverage: bool = False) -> tuple[Any, str]:
         """A started host for this workspace and the name of its jail."""
-        from guardrails.strategyhost import HostSpec, start_host
+        from guardrails.strategyhost import HOST_POLL_S, HostSpec, start_host
 
         lock, jail = jail_lock(self.unsafe_no_jail)
         sources, memory = _contract_of(self.root)
         try:
-            return start_host(lock, HostSpec(Path(self.root), sources, coverage, memory)), jail
+            return start_host(lock, HostSpec(Path(self.root), sources, coverage, memory,
+                                             poll_s=HOST_POLL_S)), jail
         except (HostError, OSError) as exc:
             raise StrategyHostError(f"strategy {self.name}: {exc}") from None
         except Exception as exc:  # GateSetupError: the jail itself could not be made
