@@ -151,6 +151,9 @@ def start_process(name: str, argv: list[str], env: dict[str, str], config: Stack
     return process.pid
 
 
+EXEC_WAIT_S = 5.0  # how long a just-forked child may take to start its program before it is recorded
+
+
 @dataclass(frozen=True)
 class ProcessRecord:
     """Who a recorded pid was when it was started: enough to tell it from a process that reused the pid."""
@@ -160,9 +163,18 @@ class ProcessRecord:
     cmdline: tuple[str, ...]
 
     @classmethod
-    def of(cls, pid: int) -> ProcessRecord:
+    def of(cls, pid: int, exec_wait_s: float = EXEC_WAIT_S) -> ProcessRecord:
+        """The record of `pid`. A child this process has just forked may not have run its program
+        yet (its command line is still this process's, or empty while it execs): it is waited for up to `exec_wait_s`, or
+        the record would name a program the pid soon stops being, and read as another process."""
         process = psutil.Process(pid)
-        return cls(pid, process.create_time(), tuple(process.cmdline()))
+        cmdline = tuple(process.cmdline())
+        if pid != os.getpid():
+            own, deadline = tuple(psutil.Process().cmdline()), time.monotonic() + exec_wait_s
+            while (cmdline == own or not cmdline) and time.monotonic() < deadline:  # () while it execs
+                time.sleep(0.005)
+                cmdline = tuple(process.cmdline())
+        return cls(pid, process.create_time(), cmdline)
 
     def as_json(self) -> dict[str, object]:
         return {"pid": self.pid, "started": self.started, "cmdline": list(self.cmdline)}

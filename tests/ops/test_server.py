@@ -9,6 +9,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -420,3 +421,28 @@ def test_cli_server_up_and_down_for_real(oomrl_home: Path, monkeypatch: pytest.M
         stopped = runner.invoke(app, ["server", "down"])
     assert "stopped: worker, server" in stopped.output
     assert not any(alive(int(pid)) for pid in dict(state["pids"]).values())  # type: ignore[arg-type]
+
+
+def test_a_child_recorded_before_it_runs_its_program_is_recorded_as_that_program(tmp_path: Path) -> None:
+    import psutil
+
+    from oomrl.server import ProcessRecord
+
+    # fork without exec yet: the child's command line is this process's until it runs SLEEPER
+    ready, go = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.close(go)
+        os.read(ready, 1)
+        os.execv(SLEEPER[0], SLEEPER)
+    os.close(ready)
+    try:
+        assert tuple(psutil.Process(pid).cmdline()) == tuple(psutil.Process().cmdline())
+        threading.Timer(0.3, os.write, (go, b"x")).start()
+        record = ProcessRecord.of(pid)
+        assert record.cmdline == tuple(SLEEPER) and record.identity_problem() is None
+        assert ProcessRecord.of(os.getpid(), exec_wait_s=60).cmdline == tuple(psutil.Process().cmdline())
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(go)
