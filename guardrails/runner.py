@@ -15,9 +15,7 @@ import json
 import os
 import shutil
 import socket
-import tempfile
 import threading
-import time
 import xml.etree.ElementTree as ET
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ import strategy_host
 from guardrails import childrun
 from guardrails.coverage_data import RCFILE
 from guardrails.locks import Bind, RoLock, RunResult, make_readable
+from guardrails.tempdirs import owned_temp_dir
 from guardrails.verdict import Violation
 
 WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
@@ -56,10 +55,9 @@ class GateDirs:
     @classmethod
     def create(cls) -> GateDirs:
         """A fresh private area under the system temp folder, with the gate's files written."""
-        dirs = cls(Path(tempfile.mkdtemp(prefix="oomrl-gate-")))
-        # Whose it is: a caller killed mid-gate leaves it behind, and this tells its next run the
-        # folder is an orphan once this process has gone ("<pid> <unix time>").
-        (dirs.root / "owner").write_text(f"{os.getpid()} {time.time():.3f}", encoding="utf-8")
+        # Whose it is: a caller killed mid-gate leaves it behind, and its note tells the next run
+        # the folder is an orphan once this process has gone.
+        dirs = cls(owned_temp_dir("oomrl-gate-"))
         for name in ("cfg", "runs"):
             (dirs.root / name).mkdir()
         (dirs.cfg / "pytest.ini").write_text(GATE_INI, encoding="utf-8")

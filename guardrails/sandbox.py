@@ -20,10 +20,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
 
 from guardrails.locks import RUN_ENV, Bind, Prepared, RoLock, memory_limit
+from guardrails.tempdirs import OWNER_NOTE, owned_temp_dir
 
 SANDBOX_UID = int(os.environ.get("OOMRL_GATE_SANDBOX_UID", "65534"))
 SITE_INSIDE = "/site"
@@ -106,7 +106,7 @@ class BwrapLock(RoLock):
         if os.geteuid() != 0:  # already an unprivileged host uid: bind the host paths directly
             command = self.bwrap_argv(argv, [(str(b.host), b) for b in every], cwd, env)
             return Prepared([*memory_limit(memory_mb), *command], {})
-        stage = Path(tempfile.mkdtemp(prefix="oomrl-sandbox-"))
+        stage = owned_temp_dir("oomrl-sandbox-")
         stage.chmod(0o755)
         points = [stage / str(i) for i in range(len(every))]
         try:
@@ -147,7 +147,7 @@ def _tool(name: str) -> str:
 def _remove_stage(stage: Path, points: list[Path]) -> None:
     """Remove the stage one mount point at a time, never recursively: if a bind were still
     mounted there, rmdir fails on it instead of deleting what it shows."""
-    for point in points:
+    for point in [*points, stage / OWNER_NOTE]:
         try:
             point.rmdir() if point.is_dir() else point.unlink()
         except OSError:

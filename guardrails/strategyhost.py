@@ -20,7 +20,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from guardrails.locks import Bind, Prepared, RoLock, make_readable
+from guardrails.tempdirs import owned_temp_dir
 from guardrails.workspace import GateSetupError
 from strategy_host import wire
 from strategy_host.client import Channel, HostError, HostGone
@@ -53,7 +53,7 @@ SNAPSHOT_LIMIT_BYTES = 64 << 20  # a workspace's source trees are code: far less
 @functools.cache
 def host_dir() -> Path:
     """A private copy of the host program and the strategy API (0755/0644), made once per process."""
-    root = Path(tempfile.mkdtemp(prefix="oomrl-host-"))
+    root = owned_temp_dir("oomrl-host-")  # its packages are bound into jails, its owner note is not
     atexit.register(shutil.rmtree, root, True)
     for package in HOST_PACKAGES:
         spec = importlib.util.find_spec(package)
@@ -74,7 +74,7 @@ def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
     link are copied: a symlink or a hard link could name a file this process may read and the jail
     may not, and copying it would hand its content over.
     """
-    root = Path(tempfile.mkdtemp(prefix="oomrl-hostws-"))
+    root = owned_temp_dir("oomrl-hostws-")  # its trees are bound into a jail, its owner note is not
     try:
         total = 0
         for tree in sources:
@@ -226,7 +226,7 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     package = host_dir()
     if lock.os_level:
         private = readable_snapshot(spec.workspace, spec.sources)
-        binds = [Bind(package, HOST_INSIDE)] + [
+        binds = [Bind(package / name, f"{HOST_INSIDE}/{name}") for name in HOST_PACKAGES] + [
             Bind(private / tree, f"{WORKSPACE_INSIDE}/{tree}") for tree in spec.sources
             if (private / tree).exists()]
         inside_host, inside_ws = HOST_INSIDE, WORKSPACE_INSIDE
@@ -234,7 +234,7 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     else:  # hash-only: a plain process on the host with the same environment, nothing hidden
         binds = []
         inside_host, inside_ws = str(package), str(spec.workspace)
-        private = Path(tempfile.mkdtemp(prefix="oomrl-hosthome-"))
+        private = owned_temp_dir("oomrl-hosthome-")
         env = lock.env(private)
     argv = [lock.python(), "-I", "-S", "-B", f"{inside_host}/strategy_host/serve.py"]
     try:

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import psutil
 
+from guardrails.tempdirs import OWNER_NOTE
 from oomrl.owners import START_TOLERANCE_S
 
-OWNER_NOTE = "owner"  # the name guardrails.runner.GateDirs writes too
 RUN_NOTE = ".owner"  # in a repair's run folder while its process works in it
-SCRATCH_PREFIXES = ("oomrl-gate-", "oomrl-author-")
+# the gate's runs, the offline author, and the strategy hosts' copies, homes and jail stages
+SCRATCH_PREFIXES = ("oomrl-gate-", "oomrl-author-", "oomrl-host-", "oomrl-hostws-", "oomrl-hosthome-",
+                    "oomrl-sandbox-")
 logger = logging.getLogger("oomrl.scratch")
 
 

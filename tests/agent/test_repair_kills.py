@@ -106,3 +106,5 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
     assert versions.check() == [] and [v.tag for v in versions.list()] == ["v1", "v2"]
     assert not [run for run in (home / "runs").glob("repair-*") if (run / "candidate").exists()]
     assert not list(tmp.glob("oomrl-gate-*")) and not list((home / "runs").glob("*/.owner"))
+    # nor the strategy hosts' copies and the jails' stages of the two killed repairs
+    assert not [p.name for p in tmp.iterdir() if p.name.startswith(("oomrl-host", "oomrl-sandbox-"))]
