@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -263,8 +265,12 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
         if pending is not None:
             yield finished()
     finally:
-        if early is not None:
-            early.drop()  # the replay ended before that rebalance: its question is answered and forgotten
+        if early is not None:  # the replay ended before that rebalance: its question is answered and forgotten
+            if sys.exc_info()[0] is None:
+                early.drop()
+            else:  # already failing (or closed by its consumer): that error is the one to see
+                with contextlib.suppress(OomrlError):
+                    early.drop()
 
 
 def _first_trip(rows: Columns, kill: KillSwitch) -> int | None:

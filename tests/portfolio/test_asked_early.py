@@ -116,3 +116,33 @@ def test_a_host_handed_something_else_than_the_book_stops_and_says_so(market: Ma
             runner.host.request({"op": "ping"})
     finally:
         runner.close()
+
+
+def test_a_replay_failing_with_a_question_out_fails_with_its_own_error(
+        market: MarketFrames, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import signal
+
+    from oomrl.portfolio import replay as engine
+
+    source = WorkspaceStrategy(REPO, "weekly_liquidity")
+    runner = source.open(PARAMS, market)
+    trades = 0
+    real_trade = engine.trade
+
+    def trade(*args: Any) -> Any:
+        nonlocal trades
+        trades += 1
+        if trades == 3:  # the next question is out: the host dies and this side fails
+            os.killpg(runner.host.process.pid, signal.SIGKILL)
+            runner.host.process.wait()
+            raise RuntimeError("the broker failed")
+        return real_trade(*args)
+
+    monkeypatch.setattr(engine, "trade", trade)
+    try:
+        with pytest.raises(RuntimeError, match="the broker failed"):  # not the dropped question's error
+            replay(source, None, market, START, END, runner=runner)
+        assert runner.waiting is not None and runner.waiting.sent
+    finally:
+        runner.close()
