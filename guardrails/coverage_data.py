@@ -1,7 +1,7 @@
 """Coverage as the judge reads it: the gate's own rcfile and exclusions, data mapped to host paths.
 
-The child measures with `RCFILE` (branch coverage, no pragma honoured, only the standard
-exclusions below, which no workspace file can extend) and the gate's plugin switches the
+The child measures with `RCFILE` (branch coverage, no pragma honoured, nothing excluded: no
+workspace file can extend it); the judge leaves out only the exact AST forms of `exact_exclusions`; the gate's plugin switches the
 coverage context itself: "" while modules are imported and tests collected, the test's node id
 while it runs, "session" in between. So "ran only at import time" comes from the gate's own
 context switching, which code under test cannot reach.
@@ -10,7 +10,6 @@ context switching, which code under test cannot reach.
 from __future__ import annotations
 
 import ast
-import io
 import sys
 from pathlib import Path
 
@@ -18,22 +17,111 @@ import coverage
 from coverage.sqldata import CoverageData
 
 IMPORT_CONTEXT, SESSION_CONTEXT = "", "session"
-# Standard exclusions, fixed by the gate: type-checking-only imports, `...` bodies of overloads and
-# protocols, abstract stubs, script entry points, the fallback of a version-compatibility import
-# (the sanitizer makes sure the import it guards resolves, so the fallback never runs). Pragmas
-# never match (nothing else is excluded).
-RCFILE = r"""[run]
+# coverage.py excludes by regular expression only (`exclude_lines`, a pattern matched against any
+# line's text), so a pattern such as `raise NotImplementedError` also excluded an untested wrong
+# branch anywhere in a function. The rcfile therefore excludes nothing (its only pattern matches no
+# line, which also switches off coverage's default `# pragma: no cover`), and the gate computes the
+# exact excluded lines itself from the AST (`exact_exclusions`) and leaves them out of the measured
+# data when it judges (CoverageReader), per file, line by line.
+NEVER = "oomrl-gate-never-4b1d"
+RCFILE = f"""[run]
 branch = True
 [report]
-exclude_lines =
-    ^\s*if\s+(typing\.)?TYPE_CHECKING\s*:
-    ^\s*raise\s+NotImplementedError\b
-    ^\s*if\s+__name__\s*==\s*['"]__main__['"]\s*:
-    ^\s*except\s+\(?\s*(ImportError|ModuleNotFoundError)\b
-    ^\s*\.\.\.\s*$
-    ^\s*(async\s+)?def\s+\w+\s*\([^;]*\)\s*(->\s*[^:;=]+)?:\s*\.\.\.\s*(\#.*)?$
-partial_branches = oomrl-gate-never-partial-4b1d
+exclude_lines = {NEVER}
+partial_branches = {NEVER}
 """
+_COMPAT_ERRORS = {"ImportError", "ModuleNotFoundError"}
+_STUB_DECORATORS = {"overload", "typing.overload", "typing_extensions.overload", "abstractmethod",
+                    "abc.abstractmethod"}
+_ABSTRACT = {"abstractmethod", "abc.abstractmethod"}
+
+
+def exact_exclusions(text: str) -> set[int]:
+    """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage"):
+    module-level `if TYPE_CHECKING:` of imports, module-level `if __name__ == "__main__":`, the
+    handler of a module-level `try:` of imports with one bare `except ImportError:` (or
+    ModuleNotFoundError) holding imports or constant assignments, the `raise NotImplementedError`
+    that is the whole body of an `@abstractmethod`, the `...` that is the whole body of an
+    `@overload`, an `@abstractmethod` or a Protocol's method; and version branches never taken."""
+    tree = ast.parse(text)
+    rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    lines = version_dead_lines(text)
+    for node in tree.body:
+        if isinstance(node, ast.If) and not node.orelse and (
+                (_main_guard(node.test) and "__name__" not in rebound)
+                or (_type_checking(node.test, tree, rebound) and _only_imports(node.body))):
+            lines |= _span(node)
+        elif isinstance(node, ast.Try) and _compat_try(node):
+            lines |= _span(node.handlers[0])
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        protocol = any(ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] == "Protocol" for b in cls.bases)
+        for method in cls.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines |= _stub_lines(method, protocol)
+    for function in (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        lines |= _stub_lines(function, False)
+    return lines
+
+
+def _span(node: ast.AST) -> set[int]:
+    return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))  # type: ignore[attr-defined]
+
+
+def _main_guard(test: ast.expr) -> bool:
+    return ast.unparse(test).replace("'", '"') == '__name__ == "__main__"'
+
+
+def _type_checking(test: ast.expr, tree: ast.Module, rebound: set[str]) -> bool:
+    """`typing.TYPE_CHECKING`, or `TYPE_CHECKING` imported from typing and never assigned."""
+    if ast.unparse(test) in ("typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"):
+        return True
+    bound = [(n.module if isinstance(n, ast.ImportFrom) else None, a) for n in ast.walk(tree)
+             if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names
+             if (a.asname or a.name) == "TYPE_CHECKING"]
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" and "TYPE_CHECKING" not in rebound \
+        and bool(bound) and all(m in ("typing", "typing_extensions") and a.asname is None for m, a in bound)
+
+
+def _only_imports(body: list[ast.stmt]) -> bool:
+    return all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in body)
+
+
+def _compat_try(node: ast.Try) -> bool:
+    """`try:` imports, then one bare `except ImportError:` whose fallback only imports or binds
+    constants (the sanitizer checks the guarded imports resolve, so the fallback never runs)."""
+    if node.orelse or node.finalbody or len(node.handlers) != 1 or not _only_imports(node.body):
+        return False
+    handler = node.handlers[0]
+    return isinstance(handler.type, ast.Name) and handler.type.id in _COMPAT_ERRORS \
+        and handler.name is None and all(
+            isinstance(s, (ast.Import, ast.ImportFrom)) or (
+                isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)
+                and all(isinstance(t, ast.Name) for t in s.targets)) for s in handler.body)
+
+
+def _stub_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool) -> set[int]:
+    """The whole body of a stub: `...` of an overload, abstract or Protocol method; the bare
+    `raise NotImplementedError` of an abstract method. Nothing for any other function."""
+    body = function.body
+    if len(body) == 2 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]  # the docstring
+    if len(body) != 1:
+        return set()
+    decorators = {ast.unparse(d) for d in function.decorator_list}
+    statement = body[0]
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+            and statement.value.value is Ellipsis and (decorators & _STUB_DECORATORS or protocol):
+        # `def f(x: int) -> int: ...`: the `def` line itself, whose exit into the body never runs
+        return _span(function) if statement.lineno == function.lineno else _span(statement)
+    if isinstance(statement, ast.Raise) and statement.cause is None and decorators & _ABSTRACT:
+        raised = statement.exc
+        if isinstance(raised, ast.Call) and not raised.keywords and all(
+                isinstance(a, ast.Constant) for a in raised.args):
+            raised = raised.func  # `raise NotImplementedError("a message")`
+        if isinstance(raised, ast.Name) and raised.id == "NotImplementedError":
+            return _span(statement)
+    return set()
 
 
 def function_body_lines(text: str) -> set[int]:
@@ -96,17 +184,22 @@ class CoverageReader:
         self.cov = coverage.Coverage(data_file=str(data_file), config_file=str(rcfile))
         self.cov.load()
         self.data = self.cov.get_data()
+        self._excluded: dict[Path, set[int]] = {}
+
+    def excluded(self, path: Path) -> set[int]:
+        """The gate's exact exclusions in `path` (read once)."""
+        if path not in self._excluded:
+            self._excluded[path] = exact_exclusions(path.read_text(encoding="utf-8"))
+        return self._excluded[path]
 
     def branch_percent(self, files: list[Path], dead: dict[Path, set[int]] | None = None) -> float:
         """Branch coverage over `files` (never-imported files count as not covered at all),
-        leaving out the `dead` lines: version branches this interpreter never takes."""
+        leaving out the gate's exclusions and the `dead` lines (version branches never taken)."""
         if not files:
             return 100.0
-        if not any((dead or {}).values()):
-            return float(self.cov.report(morfs=[str(f) for f in files], file=io.StringIO()))
         done = total = 0
         for path in files:
-            numbers = self._numbers(path, (dead or {}).get(path, set()))
+            numbers = self._numbers(path, (dead or {}).get(path, set()) | self.excluded(path))
             done += numbers[0]
             total += numbers[1]
         return 100.0 * done / total if total else 100.0
@@ -130,8 +223,8 @@ class CoverageReader:
         return len(statements) - len(missing) + branches - missed, len(statements) + branches
 
     def missing_lines(self, path: Path) -> set[int]:
-        """Statements of `path` never executed (excluded lines are not statements)."""
-        return set(self.cov.analysis2(str(path))[3])
+        """Statements of `path` never executed, the gate's exclusions left out."""
+        return set(self.cov.analysis2(str(path))[3]) - self.excluded(path)
 
     def contexts(self, path: Path) -> dict[int, list[str]]:
         """For each executed line, the contexts it ran in ("" = import/collection time)."""
