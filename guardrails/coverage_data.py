@@ -40,7 +40,7 @@ def exact_exclusions(text: str) -> set[int]:
     """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage"):
     module-level `if TYPE_CHECKING:` of imports, module-level `if __name__ == "__main__":`, the
     handler of a module-level `try:` of imports with one bare `except ImportError:` (or
-    ModuleNotFoundError) holding imports or constant assignments, the `raise NotImplementedError`
+    ModuleNotFoundError) holding imports or `name = constant / other name`, the `raise NotImplementedError`
     that is the whole body of an `@abstractmethod`, the `...` that is the whole body of an
     `@overload`, an `@abstractmethod` or a Protocol's method; and version branches never taken."""
     tree = ast.parse(text)
@@ -88,14 +88,14 @@ def _only_imports(body: list[ast.stmt]) -> bool:
 
 def _compat_try(node: ast.Try) -> bool:
     """`try:` imports, then one bare `except ImportError:` whose fallback only imports or binds
-    constants (the sanitizer checks the guarded imports resolve, so the fallback never runs)."""
+    constants or names (`fsum = sum`; the sanitizer checks the guarded imports resolve, so the fallback never runs)."""
     if node.orelse or node.finalbody or len(node.handlers) != 1 or not _only_imports(node.body):
         return False
     handler = node.handlers[0]
     return isinstance(handler.type, ast.Name) and handler.type.id in _COMPAT_ERRORS \
         and handler.name is None and all(
             isinstance(s, (ast.Import, ast.ImportFrom)) or (
-                isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant)
+                isinstance(s, ast.Assign) and isinstance(s.value, (ast.Constant, ast.Name, ast.Attribute))
                 and all(isinstance(t, ast.Name) for t in s.targets)) for s in handler.body)
 
 

@@ -128,6 +128,7 @@ def test_the_standard_forms_people_write() -> None:
     compat = "try:\n    import tomllib\nexcept ModuleNotFoundError:\n    import tomli as tomllib\n"
     assert exact_exclusions(compat) == {3, 4}
     assert exact_exclusions("try:\n    import x\nexcept ImportError:\n    x = None\n") == {3, 4}
+    assert exact_exclusions("try:\n    from math import fsum\nexcept ImportError:\n    fsum = sum\n") == {3, 4}
     protocol = ("from typing import Protocol\nclass P(Protocol):\n    def f(self) -> int:\n"
                 "        ...\n")
     assert exact_exclusions(protocol) == {4}
