@@ -33,7 +33,6 @@ partial_branches = {NEVER}
 _COMPAT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 _STUB_DECORATORS = {"overload", "typing.overload", "typing_extensions.overload", "abstractmethod",
                     "abc.abstractmethod"}
-_ABSTRACT = {"abstractmethod", "abc.abstractmethod"}
 
 
 def exact_exclusions(text: str) -> set[int]:
@@ -41,7 +40,7 @@ def exact_exclusions(text: str) -> set[int]:
     module-level `if TYPE_CHECKING:` of imports, module-level `if __name__ == "__main__":`, the
     handler of a module-level `try:` of imports with one bare `except ImportError:` (or
     ModuleNotFoundError) holding imports or `name = constant / other name`, the `raise NotImplementedError`
-    that is the whole body of an `@abstractmethod`, the `...` that is the whole body of an
+    that is the whole body of a method (abstract), the `...` that is the whole body of an
     `@overload`, an `@abstractmethod` or a Protocol's method; and version branches never taken."""
     tree = ast.parse(text)
     rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
@@ -59,7 +58,7 @@ def exact_exclusions(text: str) -> set[int]:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines |= _stub_lines(method, protocol)
     for function in (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        lines |= _stub_lines(function, False)
+        lines |= _stub_lines(function, None)
     return lines
 
 
@@ -99,9 +98,9 @@ def _compat_try(node: ast.Try) -> bool:
                 and all(isinstance(t, ast.Name) for t in s.targets)) for s in handler.body)
 
 
-def _stub_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool) -> set[int]:
+def _stub_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool | None) -> set[int]:
     """The whole body of a stub: `...` of an overload, abstract or Protocol method; the bare
-    `raise NotImplementedError` of an abstract method. Nothing for any other function."""
+    `raise NotImplementedError` of a method (`protocol` None: not a method). Nothing else."""
     body = function.body
     if len(body) == 2 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
@@ -114,7 +113,7 @@ def _stub_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool
             and statement.value.value is Ellipsis and (decorators & _STUB_DECORATORS or protocol):
         # `def f(x: int) -> int: ...`: the `def` line itself, whose exit into the body never runs
         return _span(function) if statement.lineno == function.lineno else _span(statement)
-    if isinstance(statement, ast.Raise) and statement.cause is None and decorators & _ABSTRACT:
+    if isinstance(statement, ast.Raise) and statement.cause is None and protocol is not None:
         raised = statement.exc
         if isinstance(raised, ast.Call) and not raised.keywords and all(
                 isinstance(a, ast.Constant) for a in raised.args):

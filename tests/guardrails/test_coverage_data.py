@@ -94,7 +94,7 @@ def test_pragmas_and_workspace_config_exclude_nothing(tmp_path: Path) -> None:
 # Each attack hides a wrong branch in a form the old regular expressions excluded anywhere.
 WRONG_BRANCHES = {
     "raise in a branch": "def f(n):\n    if n > 50:\n        raise NotImplementedError\n    return 1\n",
-    "raise in a non-abstract method": "class A:\n    def f(self):\n        raise NotImplementedError\n",
+    "raise as a whole function": "def f(n):\n    raise NotImplementedError\n",
     "except tuple in a function": "def f(n):\n    try:\n        return 1 / n\n"
                                   "    except (ImportError, ZeroDivisionError):\n        return 2.0\n",
     "except ImportError in a function": "def f(n):\n    try:\n        import x\n"
@@ -134,6 +134,7 @@ def test_the_standard_forms_people_write() -> None:
     assert exact_exclusions(protocol) == {4}
     assert exact_exclusions("import abc\nclass A(abc.ABC):\n    @abc.abstractmethod\n"
                             "    def f(self):\n        raise NotImplementedError\n") == {5}
+    assert exact_exclusions("class A:\n    def f(self):\n        raise NotImplementedError\n") == {3}
     assert exact_exclusions("if __name__ == '__main__':\n    main()\n") == {1, 2}
 
 
