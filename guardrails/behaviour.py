@@ -15,7 +15,7 @@ Every case is called `repeat` times in a row. Outputs are built from the plain d
 from __future__ import annotations
 
 import math
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
@@ -25,26 +25,28 @@ from strategy_host.client import StrategyError
 
 
 def normalise(value: Any, depth: int = 0) -> Any:
-    """JSON-safe copy of a decoded output: mappings, sequences, numbers (non-finite as text), text."""
+    """JSON-safe copy of a decoded output: mappings, sequences, numbers (non-finite as text), text.
+
+    Exact types only (`type(x) is ...`, never isinstance): the judge builds the plain values
+    itself from what the wire decoder made, and anything else is reported by its type name."""
     if depth > 20:
         return "<too deep>"
-    if value is None or isinstance(value, (bool, str)):
+    kind = type(value)
+    if value is None or kind in (bool, str, int):
         return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
+    if kind is float:
         return value if math.isfinite(value) else repr(value)
-    if isinstance(value, np.ndarray):
+    if kind is np.ndarray and value.dtype.str in ("<f8", "<i8", "|b1"):
         return [normalise(v, depth + 1) for v in value.tolist()]
-    if type(value).__name__ == "Series":
-        value = dict(zip(value.index.tolist(), value.tolist(), strict=True))
-    if isinstance(value, dict):
+    if kind.__name__ == "Series" and kind.__module__.startswith("pandas"):  # the decoder's own
+        value, kind = dict(zip(value.index.tolist(), value.tolist(), strict=True)), dict
+    if kind is dict:
         return {str(k): normalise(v, depth + 1) for k, v in sorted(value.items(), key=lambda i: str(i[0]))}
-    if isinstance(value, (list, tuple)):
+    if kind is list:
         return [normalise(v, depth + 1) for v in value]
-    if isinstance(value, date):
+    if kind in (date, datetime):
         return value.isoformat()
-    return {"<unserialisable>": type(value).__name__}
+    return {"<unserialisable>": kind.__name__}
 
 
 def _panels(raw: dict[str, Any]) -> dict[str, Any]:

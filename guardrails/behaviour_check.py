@@ -82,9 +82,10 @@ def _property_problems(case: dict[str, Any], calls: list[dict[str, Any]],
         return problems
     value = first.get("value")
     if "weights" in properties:
-        numbers = list(value.values()) if isinstance(value, dict) else None
-        if numbers is None or not all(isinstance(w, (int, float)) and not isinstance(w, bool)
-                                      and math.isfinite(w) and w >= -TOLERANCE for w in numbers) \
+        # exact types: a bool is no weight, a non-finite float arrives as text ("nan")
+        numbers = list(value.values()) if type(value) is dict else None
+        if numbers is None or not all(type(w) in (int, float) and math.isfinite(w) and w >= -TOLERANCE
+                                      for w in numbers) \
                 or sum(numbers) > 1 + TOLERANCE:
             problems.append("weights: not a mapping of finite weights >= 0 summing to <= 1")
     symbols = _symbols(case)

@@ -47,6 +47,11 @@ def _read_init(fd: int) -> dict[str, Any]:
     return message
 
 
+def _number(value: Any) -> float:
+    """A weight as the float it holds (a float subclass's `__float__` is never called)."""
+    return float.__float__(value) if isinstance(value, float) else float(value)
+
+
 class Host:
     """Dispatches requests; holds the open strategies (by handle) and their market histories."""
 
@@ -205,13 +210,16 @@ class Host:
             view = history.view(lambda: book()[1], members, None if as_of is None else self._stamp(as_of))
             answer = session["strategy"].target_weights(view, Holdings(lambda: book()[0]), session["params"])
             # S's own mapping, turned into plain data right here (the parent checks it again)
+            # a dict subclass is read through dict's own methods, a float subclass through float's:
+            # never an override reporting other weights than those the object holds
+            pairs = dict.items(answer) if isinstance(answer, dict) else answer.items()
             keys, values = (list(answer), list(answer.values())) if type(answer) is dict else \
-                map(list, zip(*answer.items(), strict=True)) if len(answer) else ([], [])
+                map(list, zip(*pairs, strict=True)) if len(pairs) else ([], [])
             found = list(map(history.positions.get, keys, itertools.repeat(-1)))
             unknown = [k for k, i in zip(keys, found, strict=True) if i < 0]  # a found key is a symbol
             if not all(isinstance(k, str) for k in unknown):
                 raise TypeError("target_weights must map symbols (str) to weights")
-            weights = np.fromiter(map(float, values), dtype="<f8", count=len(values))
+            weights = np.fromiter(map(_number, values), dtype="<f8", count=len(values))
             reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights, "unknown": unknown}
             if "due" in message:  # answered before the book is waited for: it may still be on its way
                 reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]

@@ -278,14 +278,21 @@ def to_plain(value: Any, depth: int = 0) -> Any:
     arrays, dates; numpy and pandas values converted; anything else is refused."""
     if depth > MAX_DEPTH:
         raise TypeError("value nested too deeply to cross the wire")
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (int, np.integer)) and not isinstance(value, np.bool_):
+    # Values are read through the base types' own methods (`str.__str__`, `int.__index__`,
+    # `float.__float__`, `dict.items`, `list.copy`), never a subclass's override: what crosses is
+    # what the object holds, never what its methods report.
+    if value is None or isinstance(value, bool):
+        return bool(value) if value is not None else None
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int.__index__(value)
+    if isinstance(value, np.integer) and not isinstance(value, np.bool_):
         return int(value)
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, (float, np.floating)):
-        number = float(value)
+        number = float.__float__(value) if isinstance(value, float) else float(value)
         return number if math.isfinite(number) else {"$float": repr(number)}
     if isinstance(value, datetime):
         return {"$datetime": value.isoformat()}
@@ -303,12 +310,14 @@ def to_plain(value: Any, depth: int = 0) -> Any:
     if type(value).__module__.startswith("pandas") and kind in ("Series", "DataFrame", "Timestamp"):
         return _pandas_plain(value, kind, depth)
     if isinstance(value, dict):
+        items = [(to_plain(k, depth + 1), v) for k, v in dict.items(value)]
         # a lone "$..." key would read back as a tagged value ({"$date": ...} as a date): kept as pairs
-        if all(isinstance(k, str) for k in value) and not (len(value) == 1 and next(iter(value)).startswith("$")):
-            return {k: to_plain(v, depth + 1) for k, v in value.items()}
-        return {"$dict": [[to_plain(k, depth + 1), to_plain(v, depth + 1)] for k, v in value.items()]}
+        if all(isinstance(k, str) for k, _ in items) and not (len(items) == 1 and items[0][0].startswith("$")):
+            return {k: to_plain(v, depth + 1) for k, v in items}
+        return {"$dict": [[k, to_plain(v, depth + 1)] for k, v in items]}
     if isinstance(value, (list, tuple)):
-        return [to_plain(v, depth + 1) for v in value]
+        return [to_plain(v, depth + 1) for v in (list.copy(value) if isinstance(value, list)
+                                                  else tuple.__getitem__(value, slice(None)))]
     raise TypeError(f"a {type(value).__name__} cannot cross the wire (plain data only)")
 
 

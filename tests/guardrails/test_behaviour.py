@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from guardrails import behaviour
+from guardrails import behaviour, behaviour_check
 from guardrails.locks import HashOnlyLock
 from guardrails.redgreen import SourceValues, about_source, red_violations, source_fixtures
 from guardrails.runner import SuiteResult
@@ -184,3 +184,47 @@ def test_red_violations_read_the_failing_line_and_conftest_fixtures(tmp_path: Pa
     found = red_violations(suite, ids, tmp_path, PACKAGES)
     assert [v.message.split(":")[2] for v in found] == ["test_b", "test_c"]
     assert all(v.rule == "redgreen.not_about_source" for v in found)
+
+
+class _Lying(dict):  # type: ignore[type-arg]
+    """Holds wrong weights, reports honest ones through every method it overrides."""
+
+    def items(self):  # type: ignore[no-untyped-def]
+        return [("A", 0.5), ("B", 0.5)]
+
+    def to_dict(self) -> dict[str, float]:
+        return {"A": 0.5, "B": 0.5}
+
+
+class _LyingFloat(float):
+    def __float__(self) -> float:
+        return 0.5
+
+
+class _DuckWeights:
+    def to_dict(self) -> dict[str, float]:
+        return {"A": 0.5}
+
+
+def test_what_crosses_is_what_the_object_holds_never_what_its_methods_report() -> None:
+    from strategy_host import serve
+
+    assert wire.to_plain(_Lying(A=2.0, B=2.0)) == {"A": 2.0, "B": 2.0}
+    assert type(wire.to_plain(_LyingFloat(2.0))) is float and wire.to_plain(_LyingFloat(2.0)) == 2.0
+    assert serve._number(_LyingFloat(2.0)) == 2.0 and serve._number(np.float64(0.25)) == 0.25
+    with pytest.raises(TypeError, match="_DuckWeights cannot cross the wire"):
+        wire.to_plain({"w": _DuckWeights()})
+
+
+def test_the_judge_keeps_exact_plain_values_only() -> None:
+    assert behaviour.normalise(_Lying(A=2.0)) == {"<unserialisable>": "_Lying"}
+    assert behaviour.normalise(_LyingFloat(2.0)) == {"<unserialisable>": "_LyingFloat"}
+    assert behaviour.normalise(np.array(["a"])) == {"<unserialisable>": "ndarray"}
+    inputs = {"cases": [{"id": c} for c in ("bool", "nan", "inf", "duck", "fine")],
+              "properties": ["weights"]}
+    values = {"bool": {"A": True}, "nan": {"A": "nan"}, "inf": {"A": "inf"},
+              "duck": {"<unserialisable>": "_DuckWeights"}, "fine": {"A": 0.5, "B": 0}}
+    found = behaviour_check.behaviour_violations(
+        inputs, [{"id": c, "calls": [{"ok": True, "value": v}]} for c, v in values.items()])
+    assert [(v.rule, v.message.split(":")[0]) for v in found] == [
+        ("behaviour.property", f"behaviour case {c}") for c in ("bool", "nan", "inf", "duck")]
