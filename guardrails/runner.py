@@ -296,6 +296,12 @@ def _finish_host(pending: Future[Any], tag: str) -> tuple[bytes | None, Violatio
     return (bytes(data) if data is not None else None), None
 
 
+def results_bytes(folder: Path) -> int:
+    """Bytes of the files below `folder` (links not followed)."""
+    return sum(os.lstat(os.path.join(top, name)).st_size
+               for top, _, names in os.walk(folder) for name in names)
+
+
 def uses_hypothesis(root: Path, trees: tuple[str, ...]) -> bool:
     """Do the tests mention Hypothesis (then the child loads the gate's profile first)?"""
     folders = [root / tree for tree in trees] or [root]
@@ -309,6 +315,14 @@ def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, time
     if result.timed_out:
         suite.problems.append(Violation(rule="run.timeout", message=(
             f"the test run ({request.tag}) exceeded the time limit of {timeout_s:g} s")))
+        return suite
+    from guardrails.sandbox import MIB, WRITABLE_BYTES
+
+    used = results_bytes(run.results)
+    if used >= WRITABLE_BYTES - MIB:  # the results tmpfs is full: what the run wrote may be cut short
+        suite.problems.append(Violation(rule="run.results_too_large", message=(
+            f"the test run ({request.tag}) wrote {used / MIB:.0f} MiB to its results folder, "
+            f"whose limit is {WRITABLE_BYTES // MIB} MiB")))
         return suite
     recorded = run.read("results.json")
     if not isinstance(recorded, dict) or recorded.get("finished") is not True:

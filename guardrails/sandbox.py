@@ -30,10 +30,24 @@ SITE_INSIDE = "/site"
 # Top-level links of a merged-/usr system, recreated so the dynamic loader finds its libraries.
 TOP_LINKS = ("/bin", "/lib", "/lib32", "/lib64", "/libx32")
 ZONEINFO = "/usr/share/zoneinfo"
+MIB = 1024 * 1024
+# Size limits of every place a run can write (docs/gate.md "Limits"): its /tmp (HOME, pytest's
+# tmp_path) and /dev/shm are tmpfs of a fixed size (bwrap `--size`, since 0.5), a writable bind (a
+# run's results) is a tmpfs of its own copied back to the host folder when the run ends (as root),
+# and no file may grow past FILE_BYTES (RLIMIT_FSIZE). A write past any of them fails (ENOSPC,
+# EFBIG) inside the sandbox; the host's disk never sees more.
+TMP_BYTES, SHM_BYTES, WRITABLE_BYTES, FILE_BYTES = 512 * MIB, 64 * MIB, 128 * MIB, 128 * MIB
 # bwrap options: every namespace new, no nested user namespaces, own session (no TIOCSTI).
 ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-             "--tmpfs", "/dev/shm", "--clearenv"]
+             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
+             "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--clearenv"]
+
+
+def file_limit() -> list[str]:
+    """`prlimit` prefix capping the size of any file what it starts writes (RLIMIT_FSIZE)."""
+    tool = shutil.which("prlimit")
+    return [tool, f"--fsize={FILE_BYTES}", "--"] if tool else []
 
 
 def _nested(paths: list[str]) -> list[str]:
@@ -103,9 +117,10 @@ class BwrapLock(RoLock):
     def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
                 memory_mb: int) -> Prepared:
         every = [*self.system_binds(), *binds]
+        limits = [*memory_limit(memory_mb), *file_limit()]
         if os.geteuid() != 0:  # already an unprivileged host uid: bind the host paths directly
             command = self.bwrap_argv(argv, [(str(b.host), b) for b in every], cwd, env)
-            return Prepared([*memory_limit(memory_mb), *command], {})
+            return Prepared([*limits, *command], {})
         stage = owned_temp_dir("oomrl-sandbox-")
         stage.chmod(0o755)
         points = [stage / str(i) for i in range(len(every))]
@@ -115,13 +130,19 @@ class BwrapLock(RoLock):
         except OSError:
             _remove_stage(stage, points)
             raise
-        mounts = [f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
+        mounts = [(f"mount -t tmpfs -o size={WRITABLE_BYTES},mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID} "
+                   f"tmpfs {shlex.quote(str(p))}") if b.writable else
+                  f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
                   for p, b in zip(points, every, strict=True)]
+        # a writable bind's tmpfs back into its host folder once the run is over (links kept as links)
+        back = [f"cp -R -P -- {shlex.quote(str(p))}/. {shlex.quote(str(b.host))}/ || rc=1"
+                for p, b in zip(points, every, strict=True) if b.writable]
         drop = [_tool("setpriv"), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
-                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-                "--", *memory_limit(memory_mb)]
+                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *limits]
         inner = self.bwrap_argv(argv, [(str(p), b) for p, b in zip(points, every, strict=True)], cwd, env)
-        script = "set -e\n" + "\n".join(mounts) + "\nexec " + shlex.join([*drop, *inner])
+        run = shlex.join([*drop, *inner])
+        script = "set -e\n" + "\n".join(mounts) + (
+            f"\nrc=0\n{run} || rc=$?\n" + "\n".join(back) + "\nexit $rc" if back else "\nexec " + run)
         command = [_tool("unshare"), "--mount", "--propagation", "private", "--",
                    "/bin/sh", "-c", script]
         return Prepared(command, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},

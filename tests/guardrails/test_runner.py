@@ -367,3 +367,15 @@ def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Pa
     contexts = data.contexts_by_lineno(f"{host.workspace_inside}/strategies/m.py")
     assert contexts[2] == ["tests/test_handed.py::test_one"]  # the host recorded the running test
     assert contexts[1] == [""]  # the def ran at import, before any test
+
+
+def test_a_run_that_fills_its_results_folder_is_rejected_by_name(tmp_path: Path, dirs: GateDirs) -> None:
+    from guardrails.sandbox import MIB, WRITABLE_BYTES
+
+    ws = make_workspace(tmp_path)
+    (ws / "tests" / "test_fill.py").write_text(  # written as a test process can: 1 MiB at a time
+        f"def test_fill():\n    for i in range({WRITABLE_BYTES // MIB + 8}):\n"
+        f"        with open(f'/results/f{{i}}', 'wb') as h:\n            h.write(b'x' * {MIB})\n")
+    _prepare(dirs, ws)
+    suite = run_suite(LOCK, dirs, _request(dirs, tag="x"), timeout_s=120, memory_mb=2048)
+    assert [p.rule for p in suite.problems] == ["run.results_too_large"]

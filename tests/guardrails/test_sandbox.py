@@ -262,3 +262,52 @@ def test_every_property_is_also_proven_to_break_with_the_sandbox_off() -> None:
     assert [test.__name__ for test in PROPERTIES
             if "lock" not in inspect.signature(test).parameters] == []
     assert sorted(lock().os_level for lock in LOCKS.values()) == [False, True]
+
+
+FILL = '''
+import os, sys
+report = {}
+for place, count in (("/tmp", 600), ("/dev/shm", 80), ("/results", 150)):
+    written = 0
+    try:
+        for i in range(count):
+            with open(f"{place}/fill{i}", "wb") as handle:
+                handle.write(b"x" * (1024 * 1024))
+            written += 1
+    except OSError as exc:
+        report[place] = (written, exc.errno)
+    else:
+        report[place] = (written, 0)
+try:
+    with open("/tmp/big", "wb") as handle:
+        handle.truncate(200 * 1024 * 1024)
+        report["big"] = 0
+except OSError as exc:
+    report["big"] = exc.errno
+print(report)
+'''
+
+
+def test_every_writable_place_has_a_size_limit(dirs: GateDirs) -> None:
+    import ast
+    import errno
+
+    from guardrails.runner import results_bytes
+    from guardrails.sandbox import FILE_BYTES, MIB, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
+
+    run = LockedRun(BwrapLock(), dirs, dirs.ws, "fill", trees=("tests",))
+    (dirs.cfg / "fill.py").write_text(FILL)
+    (dirs.cfg / "fill.py").chmod(0o644)
+    try:
+        result = run.start("fill.py", {}, timeout_s=120, memory_mb=1024)
+        report = ast.literal_eval(result.stdout.strip() or repr(result.stderr))
+        used = results_bytes(run.results)
+    finally:
+        run.close()
+    # each place takes what fits (less what it already holds) and no more: ENOSPC past it
+    assert report["/tmp"][1] == report["/dev/shm"][1] == errno.ENOSPC, report
+    assert report["/tmp"][0] <= TMP_BYTES // MIB and report["/dev/shm"][0] <= SHM_BYTES // MIB
+    assert report["big"] == errno.EFBIG and 200 * MIB > FILE_BYTES
+    if os.geteuid() == 0:  # the results tmpfs (root starts the sandbox): never more on the host
+        assert report["/results"][1] == errno.ENOSPC and report["/results"][0] <= WRITABLE_BYTES // MIB
+        assert WRITABLE_BYTES - MIB <= used <= WRITABLE_BYTES
