@@ -24,27 +24,25 @@ from typing import Any
 
 from guardrails.astscan import Finding, dotted, import_map, snippet
 from guardrails.astwalk import _FIELDS, _INERT, _fields
-from guardrails.testrules import _SCOPES, CLOCK, MUTATORS, SEEDED, _base_name, _module_mutables
+from guardrails.testrules import (
+    _SCOPES,
+    _TEXTS,
+    CLOCK_FUNCTIONS,
+    MUTATORS,
+    _base_name,
+    _module_mutables,
+    clock_string,
+    text_value,
+    unseeded_call,
+)
 
 MESSAGES = {
     "sanitizer.clock": "strategy code may not read the clock or unseeded randomness",
     "sanitizer.stateful": "strategy code may not keep state between calls",
 }
-# Constructors that read the clock when given one of these strings.
-CLOCK_PARSERS = frozenset({"pandas.Timestamp", "pandas.to_datetime", "pandas.Period", "numpy.datetime64",
-                           "datetime.datetime.fromisoformat", "pandas.DatetimeIndex",
-                           "pandas.date_range", "pandas.bdate_range"})
-CLOCK_WORDS = frozenset({"now", "today", "tomorrow", "yesterday"})
-# Clock functions beyond the tests' list; referring to one (not only calling it) is reading the clock.
-CLOCK_FUNCTIONS = CLOCK | {"pandas.Period.now"}
-# Generators and bit generators that draw OS entropy when given no seed (or None).
-ENTROPY = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.SeedSequence",
-                     "numpy.random.PCG64", "numpy.random.PCG64DXSM", "numpy.random.MT19937",
-                     "numpy.random.Philox", "numpy.random.SFC64"})
 INITIALIZERS = frozenset({"__init__", "__post_init__", "__new__"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
-_TEXTS = (ast.Constant, ast.BinOp, ast.JoinedStr)
 
 
 _BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
@@ -84,35 +82,10 @@ def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], d
     return nodes, own, buckets
 
 
-def _text(node: ast.AST) -> str | None:
-    """The value of a string literal, or of `+` and f-strings made of literals only."""
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _text(node.left), _text(node.right)
-        return None if left is None or right is None else left + right
-    if isinstance(node, ast.JoinedStr):
-        parts = [_text(v.value if isinstance(v, ast.FormattedValue) and v.conversion == -1
-                       and v.format_spec is None else v) for v in node.values]
-        return None if None in parts else "".join(p for p in parts if p is not None)
-    return None
-
-
-def _clock_string(node: ast.AST) -> bool:
-    text = _text(node)
-    return text is not None and text.strip().lower() in CLOCK_WORDS
-
-
 def _docstrings(holders: list[Any]) -> set[int]:
-    """The modules', classes' and functions' docstrings (by id): the clock words may be prose there."""
+    """The modules', classes' and functions' docstrings (by id), from the index's buckets."""
     return {id(node.body[0].value) for node in holders if node.body
             and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-
-
-def _unseeded(node: ast.Call) -> bool:
-    """A generator built without a seed (none given, or None)."""
-    seeds = [*node.args[:1], *(k.value for k in node.keywords if k.arg in ("seed", "entropy"))]
-    return not seeds or all(isinstance(s, ast.Constant) and s.value is None for s in seeds)
 
 
 def _mutable_default(node: ast.AST) -> bool:
@@ -162,8 +135,8 @@ class StateRules:
                     and self.name(node) in CLOCK_FUNCTIONS:
                 self.add("sanitizer.clock", node, snippet(node)[:80])
             elif kind in _TEXTS and (kind is not ast.Constant or type(node.value) is str) \
-                    and id(node) not in docstrings and _clock_string(node):
-                self.add("sanitizer.clock", node, f"the string {_text(node)!r}")  # numpy and pandas' clock
+                    and id(node) not in docstrings and clock_string(node):
+                self.add("sanitizer.clock", node, f"the string {text_value(node)!r}")  # numpy and pandas' clock
             elif kind is ast.Global or kind is ast.Nonlocal:
                 self.add("sanitizer.stateful", node, snippet(node))
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
@@ -173,16 +146,7 @@ class StateRules:
         return self.found
 
     def clock(self, node: ast.Call) -> None:
-        name = self.name(node.func)
-        reads_clock = name in CLOCK_PARSERS and any(
-            _clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)])
-        unseeded = (name in ENTROPY and _unseeded(node)) or (
-            name.startswith("numpy.random.") and name not in SEEDED | ENTROPY and name.count(".") == 2)
-        # pandas' sample() without a random_state draws from numpy's global generator
-        sampled = isinstance(node.func, ast.Attribute) and node.func.attr == "sample" and len(node.args) < 5 \
-            and not any(k.arg == "random_state" and not (isinstance(k.value, ast.Constant) and k.value.value is None)
-                        for k in node.keywords)
-        if reads_clock or unseeded or sampled:
+        if unseeded_call(node, self.name(node.func)):
             self.add("sanitizer.clock", node, snippet(node)[:80])
 
     def defaults(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
