@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from guardrails.members import MEMBERS
+
 if TYPE_CHECKING:
     from guardrails.workspace import GuardContract
 
@@ -187,8 +189,10 @@ class Policy:
         head = module.split(".")[0]
         if head not in self.modules and module not in self.modules:
             return False
-        return not any(part.startswith("_") and not is_dunder(part)
-                       for part in module.split(".")[1:]) and not self.denies(module)
+        parts = module.split(".")
+        return not any(part.startswith("_") and not is_dunder(part) for part in parts[1:]) \
+            and not self.denies(module) and all(
+                parts[i] in MEMBERS.get(".".join(parts[:i]), {parts[i]}) for i in range(1, len(parts)))
 
     def denies(self, dotted: str) -> bool:
         """A denied member or module (by name; objects are compared in `chain_problem`)."""
@@ -212,7 +216,13 @@ class Policy:
                 return f"{name} is private to the library"
             if self.denies(name) or id(getattr(value, attribute, None)) in _denied_ids(
                     self.denied):
-                return f"{name} reaches files, native memory or string evaluation"
+                return (f"{name} is refused by name (it reads or writes files, imports by name, "
+                        "evaluates strings, exposes native memory or changes process-wide state)")
+            members = MEMBERS.get(value.__name__)
+            if members is not None and attribute not in members and not is_dunder(attribute) \
+                    and not _is_ufunc(getattr(value, attribute, None)):
+                return (f"{name} is not one of the members of {value.__name__} judged code may "
+                        "use (pure computation only)")
             value = getattr(value, attribute, None)
             if isinstance(value, ModuleType) and not self.allows(value.__name__):
                 return f"{name} is the module {value.__name__}, which may not be used"
@@ -233,6 +243,11 @@ class Policy:
         if isinstance(value, ModuleType):
             return value.__name__, "module"
         return f"{module}.{name}", "object"
+
+
+def _is_ufunc(value: Any) -> bool:
+    """A numpy ufunc (element-wise arithmetic): allowed without a list."""
+    return type(value).__name__ == "ufunc" and type(value).__module__ == "numpy"
 
 
 @functools.cache
