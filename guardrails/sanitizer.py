@@ -361,7 +361,7 @@ def findings(path: str, tree: ast.Module, policy: Policy) -> list[Finding]:
     if policy.role == "source":
         found += import_time_findings(tree, scanner.imports, policy, scanner.functions,
                                       scanner.classes)
-        found += state_findings(tree)
+        found += state_findings(tree, scanner)
     return found
 
 

@@ -46,6 +46,7 @@ _CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
 
 
 _BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
+_SCOPE_KINDS = frozenset(_SCOPES)
 
 
 def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
@@ -82,6 +83,36 @@ def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], d
     return nodes, own, buckets
 
 
+def index_of_walk(visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
+                  ) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+    """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead of a
+    walk of its own: each node belongs to the nearest enclosing function or lambda (a comprehension or
+    class body to its enclosing one), as Python runs it (defaults and decorators run outside)."""
+    owners: list[list[ast.AST] | None] = []
+    own: dict[int, list[ast.AST]] = {}
+    for index, (_kind, parent, _bound, _declared) in enumerate(scopes):
+        opener = openers.get(index)
+        if opener is not None and type(opener) in _SCOPE_KINDS:
+            owners.append(own.setdefault(id(opener), []))
+        else:
+            owners.append(owners[parent] if index else None)
+    buckets: dict[type, list[ast.AST]] = {kind: [] for kind in _BUCKETS}
+    buckets[ast.ImportFrom] = buckets[ast.Import]
+    nodes: list[ast.AST] = []
+    keep, kinds = nodes.append, _BUCKETS
+    for node, scope in visited:
+        keep(node)
+        owner = owners[scope]
+        if owner is not None:
+            owner.append(node)
+        kind = type(node)
+        if kind in kinds:
+            buckets[kind].append(node)
+        if kind in _SCOPE_KINDS and id(node) not in own:
+            own[id(node)] = []
+    return nodes, own, buckets
+
+
 def _docstrings(holders: list[Any]) -> set[int]:
     """The modules', classes' and functions' docstrings (by id), from the index's buckets."""
     return {id(node.body[0].value) for node in holders if node.body
@@ -99,9 +130,11 @@ def _mutable_default(node: ast.AST) -> bool:
 class StateRules:
     """The clock, randomness and state rules over one parsed S module."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, walker: Any = None) -> None:
         self.tree = tree
-        self.nodes, self.own, self.kinds = _index(tree)  # one walk, shared by every rule below
+        # one walk, shared by every rule below: the capability scan's when it ran, else its own
+        self.nodes, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers) \
+            if walker is not None else _index(tree)
         self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
         # module-level names, functions among them (an attribute set on a function outlives the call)
@@ -219,6 +252,7 @@ class StateRules:
         return frozenset(found)
 
 
-def state_findings(tree: ast.Module) -> list[Finding]:
-    """Every clock, randomness and state finding of one S module."""
-    return StateRules(tree).run()
+def state_findings(tree: ast.Module, walker: Any = None) -> list[Finding]:
+    """Every clock, randomness and state finding of one S module (`walker`: the capability scan that
+    already walked it, whose visit order is reused)."""
+    return StateRules(tree, walker).run()
