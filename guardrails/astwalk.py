@@ -45,15 +45,21 @@ class ScopedWalker:
         # scopes: (kind, parent index, bound names, declared global)
         self.scopes: list[tuple[str, int, set[str], set[str]]] = [("module", -1, set(), set())]
         self.builtins: list[tuple[str, int, ast.AST]] = []
+        # every visited node with its scope, in visiting order, and the node that opened each scope:
+        # S's clock and state rules index the module from these instead of walking it again
+        self.visited: list[tuple[ast.AST, int]] = []
+        self.openers: dict[int, ast.AST] = {}
 
     def walk(self) -> None:
         """Visit every node in source order, each with the index of its scope."""
         stack: list[tuple[ast.AST, int]] = [(self.tree, 0)]
-        pop, push = stack.pop, stack.append
+        pop, push, keep = stack.pop, stack.append, self.visited.append
         handlers = _handlers(type(self))  # type: ignore[arg-type]  # a class is hashable; mypy checks its instances
         node_type, inert, known, scopes = ast.AST, _INERT, _FIELDS, _SCOPE_TYPES  # locals: faster
         while stack:
-            node, scope = pop()
+            item = pop()
+            keep(item)
+            node, scope = item
             kind = type(node)
             handler = handlers.get(kind)
             if handler is not None:
@@ -63,6 +69,7 @@ class ScopedWalker:
                 stack += reversed(self._scope_children(node, scope))
             elif kind is ast.ClassDef:
                 body = self._new_scope("class", scope)
+                self.openers[body] = node
                 stack += [(child, body) for child in reversed(node.body)]  # type: ignore[attr-defined]
                 stack += [(child, scope) for child in reversed(
                     [*node.decorator_list, *node.bases, *node.keywords])]  # type: ignore[attr-defined]
@@ -83,6 +90,7 @@ class ScopedWalker:
 
     def _scope_children(self, node: ast.AST, scope: int) -> list[tuple[ast.AST, int]]:
         own = self._new_scope("function", scope)
+        self.openers[own] = node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             args = node.args
             outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d)]

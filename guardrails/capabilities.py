@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from guardrails.members import MEMBERS
+
 if TYPE_CHECKING:
     from guardrails.workspace import GuardContract
 
@@ -33,26 +35,47 @@ RESTRICTED = {"sys": frozenset({"version_info", "hexversion", "maxsize", "float_
 # Tests may also use the test tools and read their own data fixtures.
 TEST_MODULES = frozenset({"pytest", "hypothesis", "unittest", "json", "csv", "io", "pathlib",
                           "textwrap", "contextlib", "strategy_host"})
-# Members of allowed modules that reach files, native memory, processes, the environment or
-# string evaluation (matched by object, so every alias of them is caught too).
+# Members of allowed modules refused by name, one family a line-group (matched by object too, so
+# every alias, re-export and `from x import y as z` of them is caught). The principle: pure
+# computation needs none of what reads or writes files, imports by name, evaluates strings, exposes
+# native memory or changes the process's global state.
 DENIED_COMMON = (
+    # reads or writes files, or probes the file system when a value is validated
+    "numpy.fromregex", "pydantic.FilePath", "pydantic.DirectoryPath", "pydantic.NewPath",
+    "pydantic.SocketPath", "pandas.read_pickle", "pandas.read_clipboard", "pandas.read_sql",
+    "pandas.read_sql_query", "pandas.read_sql_table", "pandas.read_gbq", "pandas.read_html",
+    "pandas.read_xml", "pandas.to_pickle", "io.open", "io.open_code", "io.FileIO",
     "logging.config", "logging.handlers", "logging.FileHandler", "logging.basicConfig",
-    "logging.root", "numpy.ctypeslib", "numpy.f2py", "numpy.lib.stride_tricks.as_strided",
-    "numpy.memmap", "numpy.show_config", "numpy.show_runtime", "numpy.test", "pandas.test",
-    "pandas.eval", "pandas.show_versions", "pandas.set_option", "pandas.options",
-    "pydantic.v1", "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
-    "string.Formatter", "pytest.register_assert_rewrite",
-    "io.open", "io.open_code", "io.FileIO", "pytest.main", "pytest.hookimpl", "pytest.hookspec",
-    "pytest.Config", "pytest.PytestPluginManager", "unittest.main", "hypothesis.extra.ghostwriter",
-    "hypothesis.database", "pathlib.Path.home", "pathlib.Path.cwd")
+    "logging.root", "logging.lastResort", "pathlib.Path.home", "pathlib.Path.cwd",
+    "hypothesis.extra.ghostwriter", "hypothesis.database", "numpy.info", "numpy.get_include",
+    # imports a module or an object by name
+    "pydantic.ImportString", "pydantic.deprecated", "pydantic.tools", "pydantic.parse",
+    "pydantic.v1", "pytest.register_assert_rewrite", "pytest.importorskip",
+    # evaluates strings (forward references are `eval`, format fields reach attributes)
+    "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
+    "typing_extensions.get_annotations", "typing_extensions.evaluate_forward_ref",
+    "typing_extensions.ForwardRef", "pandas.eval", "string.Formatter",
+    # exposes native memory
+    "numpy.ctypeslib", "numpy.f2py", "numpy.lib.stride_tricks.as_strided", "numpy.memmap",
+    # changes or reports the process's global state (options, logging classes, decimal context)
+    "numpy.show_config", "numpy.show_runtime", "numpy.test", "pandas.test",
+    "pandas.show_versions", "pandas.set_option", "pandas.options", "logging.setLoggerClass",
+    "logging.setLogRecordFactory", "logging.captureWarnings", "logging.shutdown",
+    "decimal.setcontext", "decimal.getcontext", "decimal.DefaultContext",
+    # the test runner's own machinery
+    "pytest.main", "pytest.hookimpl", "pytest.hookspec", "pytest.Config",
+    "pytest.PytestPluginManager", "unittest.main")
 DENIED_SOURCE = DENIED_COMMON + (
-    "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "numpy.fromregex",
+    # S reads no file at all (T may read its own data through a rooted path: testrules)
+    "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile",
     "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "numpy.lib.npyio",
     "numpy.lib.format", "numpy.testing", "numpy.DataSource", "pandas.io", "pandas.testing",
     "pandas.plotting", "pandas.util", "pandas.HDFStore", "pandas.ExcelFile",
-    "pandas.ExcelWriter", "pandas.to_pickle",
+    "pandas.ExcelWriter",
     # byte_bounds: a view's addresses (page-aligned in a replay's mapping, heap ones in a test)
     "numpy.lib.array_utils")
+# Keywords that turn a reader into code execution (a pickle is a program), refused in S and T.
+PICKLE_KEYWORDS = frozenset({"allow_pickle"})
 _READERS = re.compile(r"^pandas\.read_")
 # Attribute names refused on any object: they name modules that give the host away, or logging
 # state that tells a test run from production.
@@ -67,7 +90,9 @@ ESCAPE_ATTRIBUTES = frozenset({
     "base",
     # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
     "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "f_lineno", "tb_frame",
-    "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code"})
+    "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code",
+    # pydantic's deprecated readers: `parse_raw(..., proto="pickle", allow_pickle=True)` unpickles
+    "parse_raw", "parse_obj_as", "parse_file_as"})
 # Attribute names refused on any object in S only: a view's arrays are cut from the host's own
 # writable buffers when a test or the gate asks and from the read-only shared mapping in a replay,
 # so making one writable succeeds in the one and fails in the other (and tells them apart).
@@ -164,8 +189,10 @@ class Policy:
         head = module.split(".")[0]
         if head not in self.modules and module not in self.modules:
             return False
-        return not any(part.startswith("_") and not is_dunder(part)
-                       for part in module.split(".")[1:]) and not self.denies(module)
+        parts = module.split(".")
+        return not any(part.startswith("_") and not is_dunder(part) for part in parts[1:]) \
+            and not self.denies(module) and all(
+                parts[i] in MEMBERS.get(".".join(parts[:i]), {parts[i]}) for i in range(1, len(parts)))
 
     def denies(self, dotted: str) -> bool:
         """A denied member or module (by name; objects are compared in `chain_problem`)."""
@@ -189,7 +216,13 @@ class Policy:
                 return f"{name} is private to the library"
             if self.denies(name) or id(getattr(value, attribute, None)) in _denied_ids(
                     self.denied):
-                return f"{name} reaches files, native memory or string evaluation"
+                return (f"{name} is refused by name (it reads or writes files, imports by name, "
+                        "evaluates strings, exposes native memory or changes process-wide state)")
+            members = MEMBERS.get(value.__name__)
+            if members is not None and attribute not in members and not is_dunder(attribute) \
+                    and not _is_ufunc(getattr(value, attribute, None)):
+                return (f"{name} is not one of the members of {value.__name__} judged code may "
+                        "use (pure computation only)")
             value = getattr(value, attribute, None)
             if isinstance(value, ModuleType) and not self.allows(value.__name__):
                 return f"{name} is the module {value.__name__}, which may not be used"
@@ -210,6 +243,11 @@ class Policy:
         if isinstance(value, ModuleType):
             return value.__name__, "module"
         return f"{module}.{name}", "object"
+
+
+def _is_ufunc(value: Any) -> bool:
+    """A numpy ufunc (element-wise arithmetic): allowed without a list."""
+    return type(value).__name__ == "ufunc" and type(value).__module__ == "numpy"
 
 
 @functools.cache

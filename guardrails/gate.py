@@ -21,6 +21,7 @@ from guardrails.checks import (
 )
 from guardrails.coverage_data import CoverageReader, version_dead_lines
 from guardrails.locks import RoLock, make_readable, select_lock
+from guardrails.recheck import recheck_tests
 from guardrails.redgreen import red_violations
 from guardrails.rolock import (
     changed_paths,
@@ -108,8 +109,10 @@ class GateRun:
         return found
 
     def scan(self) -> list[Violation]:
-        """Capability sanitizer on changed source (code-patch), test discipline on changed tests."""
-        return content_violations(self.contract, self.phase, self.dirs.ws, self.changed)
+        """Capability sanitizer on changed source (code-patch), test discipline on changed tests;
+        in every phase, hooks and capabilities over all of T."""
+        return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed)
+                       + recheck_tests(self.contract, self.dirs.ws))
 
     def request(self, tag: str, **kwargs: Any) -> SuiteRequest:
         """A visible-suite run over the scratch workspace."""

@@ -24,6 +24,7 @@ from guardrails.capabilities import (
     IO_METHODS,
     NAMED_REFLECTION,
     PATH_WRITERS,
+    PICKLE_KEYWORDS,
     REFLECTION,
     VIEW_WRITES,
     Policy,
@@ -209,6 +210,10 @@ class Scanner(ScopedWalker):
                 node.args and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)):
             self.add("sanitizer.reflection", node, f"{snippet(func)} of a computed expression")
+        for keyword in node.keywords:
+            if keyword.arg in PICKLE_KEYWORDS and not (
+                    isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
+                self.add("sanitizer.module_escape", node, f"{keyword.arg}= runs a pickle's code")
         if isinstance(func, ast.Attribute) and func.attr in PATH_WRITERS and (
                 node.args or node.keywords) and self.policy.role == "source":
             self.add("sanitizer.io", node, snippet(func))
@@ -265,7 +270,12 @@ class Scanner(ScopedWalker):
             self.add("sanitizer.dunder", node, repr(value))
         elif _FORMAT_DUNDER.search(value):
             self.add("sanitizer.dunder", node, f"format field in {value[:40]!r}")
-        elif "(" in value or "__" in value:
+        elif value in PICKLE_KEYWORDS:
+            self.add("sanitizer.module_escape", node, f"{value!r} runs a pickle's code")
+        elif "(" in value or "__" in value or (
+                "." in value and value.partition(".")[0] in self.imports):
+            # pydantic and typing evaluate string annotations and forward references in the
+            # module's namespace: "pydantic.ImportString" is that member
             self._code_in_string(node, value)
 
     def _code_in_string(self, node: ast.Constant, value: str) -> None:
@@ -351,7 +361,7 @@ def findings(path: str, tree: ast.Module, policy: Policy) -> list[Finding]:
     if policy.role == "source":
         found += import_time_findings(tree, scanner.imports, policy, scanner.functions,
                                       scanner.classes)
-        found += state_findings(tree)
+        found += state_findings(tree, scanner)
     return found
 
 

@@ -24,30 +24,29 @@ from typing import Any
 
 from guardrails.astscan import Finding, dotted, import_map, snippet
 from guardrails.astwalk import _FIELDS, _INERT, _fields
-from guardrails.testrules import _SCOPES, CLOCK, MUTATORS, SEEDED, _base_name, _module_mutables
+from guardrails.testrules import (
+    _SCOPES,
+    _TEXTS,
+    CLOCK_FUNCTIONS,
+    MUTATORS,
+    _base_name,
+    _module_mutables,
+    clock_string,
+    text_value,
+    unseeded_call,
+)
 
 MESSAGES = {
     "sanitizer.clock": "strategy code may not read the clock or unseeded randomness",
     "sanitizer.stateful": "strategy code may not keep state between calls",
 }
-# Constructors that read the clock when given one of these strings.
-CLOCK_PARSERS = frozenset({"pandas.Timestamp", "pandas.to_datetime", "pandas.Period", "numpy.datetime64",
-                           "datetime.datetime.fromisoformat", "pandas.DatetimeIndex",
-                           "pandas.date_range", "pandas.bdate_range"})
-CLOCK_WORDS = frozenset({"now", "today", "tomorrow", "yesterday"})
-# Clock functions beyond the tests' list; referring to one (not only calling it) is reading the clock.
-CLOCK_FUNCTIONS = CLOCK | {"pandas.Period.now"}
-# Generators and bit generators that draw OS entropy when given no seed (or None).
-ENTROPY = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.SeedSequence",
-                     "numpy.random.PCG64", "numpy.random.PCG64DXSM", "numpy.random.MT19937",
-                     "numpy.random.Philox", "numpy.random.SFC64"})
 INITIALIZERS = frozenset({"__init__", "__post_init__", "__new__"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
-_TEXTS = (ast.Constant, ast.BinOp, ast.JoinedStr)
 
 
 _BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
+_SCOPE_KINDS = frozenset(_SCOPES)
 
 
 def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
@@ -84,35 +83,40 @@ def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], d
     return nodes, own, buckets
 
 
-def _text(node: ast.AST) -> str | None:
-    """The value of a string literal, or of `+` and f-strings made of literals only."""
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _text(node.left), _text(node.right)
-        return None if left is None or right is None else left + right
-    if isinstance(node, ast.JoinedStr):
-        parts = [_text(v.value if isinstance(v, ast.FormattedValue) and v.conversion == -1
-                       and v.format_spec is None else v) for v in node.values]
-        return None if None in parts else "".join(p for p in parts if p is not None)
-    return None
-
-
-def _clock_string(node: ast.AST) -> bool:
-    text = _text(node)
-    return text is not None and text.strip().lower() in CLOCK_WORDS
+def index_of_walk(visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
+                  ) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+    """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead of a
+    walk of its own: each node belongs to the nearest enclosing function or lambda (a comprehension or
+    class body to its enclosing one), as Python runs it (defaults and decorators run outside)."""
+    owners: list[list[ast.AST] | None] = []
+    own: dict[int, list[ast.AST]] = {}
+    for index, (_kind, parent, _bound, _declared) in enumerate(scopes):
+        opener = openers.get(index)
+        if opener is not None and type(opener) in _SCOPE_KINDS:
+            owners.append(own.setdefault(id(opener), []))
+        else:
+            owners.append(owners[parent] if index else None)
+    buckets: dict[type, list[ast.AST]] = {kind: [] for kind in _BUCKETS}
+    buckets[ast.ImportFrom] = buckets[ast.Import]
+    nodes: list[ast.AST] = []
+    keep, kinds = nodes.append, _BUCKETS
+    for node, scope in visited:
+        keep(node)
+        owner = owners[scope]
+        if owner is not None:
+            owner.append(node)
+        kind = type(node)
+        if kind in kinds:
+            buckets[kind].append(node)
+        if kind in _SCOPE_KINDS and id(node) not in own:
+            own[id(node)] = []
+    return nodes, own, buckets
 
 
 def _docstrings(holders: list[Any]) -> set[int]:
-    """The modules', classes' and functions' docstrings (by id): the clock words may be prose there."""
+    """The modules', classes' and functions' docstrings (by id), from the index's buckets."""
     return {id(node.body[0].value) for node in holders if node.body
             and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-
-
-def _unseeded(node: ast.Call) -> bool:
-    """A generator built without a seed (none given, or None)."""
-    seeds = [*node.args[:1], *(k.value for k in node.keywords if k.arg in ("seed", "entropy"))]
-    return not seeds or all(isinstance(s, ast.Constant) and s.value is None for s in seeds)
 
 
 def _mutable_default(node: ast.AST) -> bool:
@@ -126,9 +130,11 @@ def _mutable_default(node: ast.AST) -> bool:
 class StateRules:
     """The clock, randomness and state rules over one parsed S module."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, walker: Any = None) -> None:
         self.tree = tree
-        self.nodes, self.own, self.kinds = _index(tree)  # one walk, shared by every rule below
+        # one walk, shared by every rule below: the capability scan's when it ran, else its own
+        self.nodes, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers) \
+            if walker is not None else _index(tree)
         self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
         # module-level names, functions among them (an attribute set on a function outlives the call)
@@ -162,8 +168,8 @@ class StateRules:
                     and self.name(node) in CLOCK_FUNCTIONS:
                 self.add("sanitizer.clock", node, snippet(node)[:80])
             elif kind in _TEXTS and (kind is not ast.Constant or type(node.value) is str) \
-                    and id(node) not in docstrings and _clock_string(node):
-                self.add("sanitizer.clock", node, f"the string {_text(node)!r}")  # numpy and pandas' clock
+                    and id(node) not in docstrings and clock_string(node):
+                self.add("sanitizer.clock", node, f"the string {text_value(node)!r}")  # numpy and pandas' clock
             elif kind is ast.Global or kind is ast.Nonlocal:
                 self.add("sanitizer.stateful", node, snippet(node))
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
@@ -173,16 +179,7 @@ class StateRules:
         return self.found
 
     def clock(self, node: ast.Call) -> None:
-        name = self.name(node.func)
-        reads_clock = name in CLOCK_PARSERS and any(
-            _clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)])
-        unseeded = (name in ENTROPY and _unseeded(node)) or (
-            name.startswith("numpy.random.") and name not in SEEDED | ENTROPY and name.count(".") == 2)
-        # pandas' sample() without a random_state draws from numpy's global generator
-        sampled = isinstance(node.func, ast.Attribute) and node.func.attr == "sample" and len(node.args) < 5 \
-            and not any(k.arg == "random_state" and not (isinstance(k.value, ast.Constant) and k.value.value is None)
-                        for k in node.keywords)
-        if reads_clock or unseeded or sampled:
+        if unseeded_call(node, self.name(node.func)):
             self.add("sanitizer.clock", node, snippet(node)[:80])
 
     def defaults(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -255,6 +252,7 @@ class StateRules:
         return frozenset(found)
 
 
-def state_findings(tree: ast.Module) -> list[Finding]:
-    """Every clock, randomness and state finding of one S module."""
-    return StateRules(tree).run()
+def state_findings(tree: ast.Module, walker: Any = None) -> list[Finding]:
+    """Every clock, randomness and state finding of one S module (`walker`: the capability scan that
+    already walked it, whose visit order is reused)."""
+    return StateRules(tree, walker).run()

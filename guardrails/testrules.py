@@ -38,6 +38,18 @@ CLOCK = frozenset({"datetime.datetime.now", "datetime.datetime.utcnow", "datetim
                    "pandas.Timestamp.utcnow"})
 SEEDED = frozenset({"numpy.random.seed", "numpy.random.default_rng", "numpy.random.Generator",
                     "numpy.random.RandomState", "numpy.random.PCG64", "numpy.random.SeedSequence"})
+# The clock and randomness rules S and T share (one place; sourcestate adds S's state rules).
+# Constructors that read the clock when given one of the clock words.
+CLOCK_PARSERS = frozenset({"pandas.Timestamp", "pandas.to_datetime", "pandas.Period", "numpy.datetime64",
+                           "datetime.datetime.fromisoformat", "pandas.DatetimeIndex",
+                           "pandas.date_range", "pandas.bdate_range"})
+CLOCK_WORDS = frozenset({"now", "today", "tomorrow", "yesterday"})
+# Clock functions: referring to one (not only calling it) is reading the clock.
+CLOCK_FUNCTIONS = CLOCK | {"pandas.Period.now"}
+# Generators and bit generators that draw OS entropy when given no seed (or None).
+ENTROPY = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.SeedSequence",
+                     "numpy.random.PCG64", "numpy.random.PCG64DXSM", "numpy.random.MT19937",
+                     "numpy.random.Philox", "numpy.random.SFC64"})
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 # Ways into pytest's machinery from a test: the plugin manager, hook callers, the config.
 MACHINERY = frozenset({"pluginmanager", "ihook", "hook", "config", "session", "_hookimpl"})
@@ -138,6 +150,7 @@ class Discipline:
         module_paths = self.tainted(self.tree, set())
         self.reads(self.tree, module_paths)
         module_state = _module_mutables(self.tree)
+        docstrings = docstring_ids(self.tree)
         for node in ast.walk(self.tree):
             if isinstance(node, _SCOPES) and not isinstance(node, ast.Lambda):
                 params = {a.arg for a in node.args.args + node.args.kwonlyargs}
@@ -147,7 +160,7 @@ class Discipline:
                            | (module_paths - params - assigned))
                 self.state(node, module_state)
             self.hooks(node)
-            self.clock(node)
+            self.clock(node, docstrings)
         roots = {id(node.args[0]) for node in ast.walk(self.tree) if self.is_file_root(node)}
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and node.id == "__file__" and id(node) not in roots:
@@ -216,14 +229,67 @@ class Discipline:
                             _base_name(target) in shared:
                         self.add("tests.stateful", node, snippet(target))
 
-    def clock(self, node: ast.AST) -> None:
-        if not isinstance(node, ast.Call):
-            return
-        name = self.name(node)
-        if name in CLOCK or (name == "numpy.random.default_rng" and not node.args) or (
-                name.startswith("numpy.random.") and name not in SEEDED
-                and name.count(".") == 2):
+    def clock(self, node: ast.AST, docstrings: set[int]) -> None:
+        """The same clock and randomness rules as S's (`clock_problem`), every spelling."""
+        if isinstance(node, ast.Call):
+            if unseeded_call(node, self.name(node)):
+                self.add("tests.nondeterministic", node, snippet(node)[:80])
+        elif isinstance(node, (ast.Attribute, ast.Name)) and self.name(node) in CLOCK_FUNCTIONS:
             self.add("tests.nondeterministic", node, snippet(node)[:80])
+        elif isinstance(node, _TEXTS) and id(node) not in docstrings and clock_string(node):
+            self.add("tests.nondeterministic", node, f"the string {text_value(node)!r}")
+
+
+_TEXTS = (ast.Constant, ast.BinOp, ast.JoinedStr)
+
+
+def text_value(node: ast.AST) -> str | None:
+    """The value of a string literal, or of `+` and f-strings made of literals only."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = text_value(node.left), text_value(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [text_value(v.value if isinstance(v, ast.FormattedValue) and v.conversion == -1
+                            and v.format_spec is None else v) for v in node.values]
+        return None if None in parts else "".join(p for p in parts if p is not None)
+    return None
+
+
+def clock_string(node: ast.AST) -> bool:
+    """"now", "today" ...: numpy and pandas read the clock for them wherever they are parsed."""
+    text = text_value(node)
+    return text is not None and text.strip().lower() in CLOCK_WORDS
+
+
+def docstring_ids(tree: ast.Module) -> set[int]:
+    """The module's, classes' and functions' docstrings (by id): the clock words may be prose there."""
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _unseeded(node: ast.Call) -> bool:
+    """A generator built without a seed (none given, or None)."""
+    seeds = [*node.args[:1], *(k.value for k in node.keywords if k.arg in ("seed", "entropy"))]
+    return not seeds or all(isinstance(s, ast.Constant) and s.value is None for s in seeds)
+
+
+def unseeded_call(node: ast.Call, name: str) -> bool:
+    """A call that reads the clock or draws unseeded randomness (clock functions are refused where
+    they are named, call or not): a parser given a clock word, a generator without a seed (`default_rng()`, `default_rng(None)`), a function of
+    numpy's global generator, pandas' `.sample()` without a `random_state`."""
+    if name in CLOCK_PARSERS and any(clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+        return True
+    if (name in ENTROPY and _unseeded(node)) or (
+            name.startswith("numpy.random.") and name not in SEEDED | ENTROPY and name.count(".") == 2):
+        return True
+    # pandas' sample() without a random_state draws from numpy's global generator
+    return isinstance(node.func, ast.Attribute) and node.func.attr == "sample" and len(node.args) < 5 \
+        and not any(k.arg == "random_state" and not (isinstance(k.value, ast.Constant) and k.value.value is None)
+                    for k in node.keywords)
 
 
 def _segment(node: ast.AST) -> bool:

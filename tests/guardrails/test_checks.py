@@ -92,3 +92,23 @@ def test_new_tests_are_those_added_or_changed(tmp_path: Path) -> None:
                                                   "strategies/x.py"])
     assert ids == ["tests/test_a.py::test_edit", "tests/test_a.py::TestNew::test_m[1]"]
     assert qualname("tests/test_a.py::TestNew::test_m[1]") == "TestNew.test_m"
+
+
+def test_every_phase_rechecks_all_of_t_for_hooks_and_capabilities(tmp_path: Path) -> None:
+    from guardrails.recheck import recheck_tests
+
+    contract = GuardContract(root=tmp_path, source=("strategies",), tests=("tests",))
+    (tmp_path / "tests" / "deep").mkdir(parents=True)
+    (tmp_path / "tests" / "test_ok.py").write_text("def test_a():\n    assert 1 + 1 == 2\n")
+    assert recheck_tests(contract, tmp_path) == []
+    # planted by an earlier patch, in a file no later patch touches
+    (tmp_path / "tests" / "deep" / "conftest.py").write_text(
+        "def pytest_collection_modifyitems(items):\n    items.clear()\n")
+    (tmp_path / "tests" / "deep" / "test_x.py").write_text(
+        "from pydantic import ImportString\ndef test_b():\n    assert ImportString\n")
+    found = recheck_tests(contract, tmp_path)
+    assert {(v.path, v.rule) for v in found} == {
+        ("tests/deep/conftest.py", "tests.pytest_hook"), ("tests/deep/test_x.py", "sanitizer.module_escape")}
+    allowed = GuardContract(root=tmp_path, source=("strategies",), tests=("tests",),
+                            allow=frozenset({"tests.pytest_hook", "sanitizer.module_escape"}))
+    assert recheck_tests(allowed, tmp_path) == []

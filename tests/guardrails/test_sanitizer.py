@@ -11,6 +11,7 @@ from guardrails.capabilities import Policy
 from guardrails.diffs import apply_patch, parse_patch
 from guardrails.sanitizer import module_package, scan_source, scan_tree
 from guardrails.sourcetext import declared_encoding, read_source
+from guardrails.testquality import scan_tests
 from guardrails.verdict import Violation
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"
@@ -411,3 +412,94 @@ def test_scan_tree_counts_lines_and_finds_violations(tmp_path: Path) -> None:
     assert lines == 3
     assert [(v.path, v.rule) for v in violations] == [("strategies/a.py",
                                                        "sanitizer.import_not_allowed")]
+
+
+TESTS = Policy.of("tests")
+# Every spelling of a member outside the lists (or refused by name): chains, aliases, from-imports
+# with `as`, a member of a submodule re-exported elsewhere, a string annotation naming it.
+MEMBER_SPELLINGS = [
+    "import pydantic\nclass M(pydantic.BaseModel):\n    target: pydantic.ImportString\n",
+    "from pydantic import ImportString as Loader\n",
+    "import pydantic.types as pt\nX = pt.ImportString\n",
+    "from pydantic import DirectoryPath\n",
+    "import pydantic as p\nclass M(p.BaseModel):\n    where: p.FilePath\n",
+    "import pydantic\nclass M(pydantic.BaseModel):\n    target: 'pydantic.ImportString'\n",
+    "import typing_extensions as te\ndef f(o):\n    return te.get_annotations(o, eval_str=True)\n",
+    "import numpy as np\ndef f(p):\n    return np.fromregex(p, 'x', float)\n",
+    "import numpy as np\ndef f(a):\n    return np.ctypeslib.as_array(a)\n",
+    "from numpy import memmap as m\n",
+    "import numpy as np\ndef f():\n    np.seterr(all='ignore')\n",  # process-wide state: not listed
+    "import numpy as np\ndef f(s):\n    return np.char.add(s, s)\n",  # a family left out of the list
+    "import pandas as pd\ndef f():\n    pd.set_option('mode.copy_on_write', True)\n",
+    "import pandas as pd\ndef f(p):\n    return pd.read_pickle(p)\n",
+    "import logging\nlogging.setLoggerClass(object)\n",
+    "from decimal import getcontext\n",
+]
+
+
+@pytest.mark.parametrize("text", MEMBER_SPELLINGS)
+def test_members_outside_the_lists_are_refused_in_s_and_t(text: str) -> None:
+    for policy, path in ((SOURCE, "strategies/m.py"), (TESTS, "tests/test_m.py")):
+        rules = {v.rule for v in scan(text, policy=policy, path=path)}
+        assert rules & {"sanitizer.module_escape", "sanitizer.code_in_string",
+                        "sanitizer.import_not_allowed"}, (path, text)
+
+
+def test_a_refused_member_is_named_in_the_finding() -> None:
+    found = scan("from pydantic import BaseModel, ImportString\n")
+    assert [v.rule for v in found] == ["sanitizer.module_escape"]
+    assert "pydantic.ImportString" in found[0].message and "imports by name" in found[0].message
+    listed = scan("import numpy as np\ndef f(s):\n    return np.char.add(s, s)\n")
+    assert "numpy.char is not one of the members of numpy" in listed[0].message
+
+
+def test_plain_numpy_and_pandas_computation_passes_the_member_lists() -> None:
+    text = ("import numpy as np\nimport pandas as pd\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+            "def f(close: pd.DataFrame) -> dict[str, float]:\n"
+            "    r = np.log(close).diff().iloc[1:]\n"
+            "    w = sliding_window_view(r.to_numpy(), 3, axis=0).mean(axis=-1)\n"
+            "    z = np.nan_to_num(np.clip(w[-1], -1, 1)) + np.linalg.norm(w[-1])\n"
+            "    ranked = pd.Series(z, index=close.columns).rank(ascending=False)\n"
+            "    top = ranked[ranked <= 2].index\n"
+            "    return {str(k): float(np.float64(1.0) / len(top)) for k in top}\n")
+    assert scan(text) == []
+
+
+def test_tests_may_read_their_data_but_never_unpickle() -> None:
+    good = ("import numpy as np\nimport pandas as pd\nfrom pathlib import Path\n"
+            "DATA = Path(__file__).parent / 'data'\n"
+            "def test_a():\n    assert np.load(DATA / 'a.npy').sum() == pd.read_csv(DATA / 'a.csv').x.sum()\n")
+    assert scan(good, policy=TESTS, path="tests/test_a.py") == []
+    bad = good.replace("'a.npy')", "'a.npy', allow_pickle=True)")
+    assert {v.rule for v in scan(bad, policy=TESTS, path="tests/test_a.py")} == {"sanitizer.module_escape"}
+    spread = good.replace("'a.npy')", "'a.npy', **{'allow_pickle': True})")
+    assert {v.rule for v in scan(spread, policy=TESTS, path="tests/test_a.py")} == {"sanitizer.module_escape"}
+
+
+# The clock and randomness rules hold in T as in S, every spelling.
+CLOCK_SPELLINGS = [
+    "import pandas as pd\ndef test_a():\n    assert pd.Timestamp('now').year > 2000\n",
+    "import numpy as np\ndef test_a():\n    assert np.datetime64('to' + 'day') > np.datetime64('2000-01-01')\n",
+    "import pandas as pd\nWHEN = f'{\"now\"}'\ndef test_a():\n    assert pd.to_datetime(WHEN).year\n",
+    "import numpy as np\ndef test_a():\n    assert np.array(['today'], dtype='datetime64[D]')[0]\n",
+    "from datetime import date\nTODAY = date.today\ndef test_a():\n    assert TODAY().year\n",
+    "import numpy as np\ndef test_a():\n    assert np.random.default_rng(None).random() < 1\n",
+    "import numpy as np\ndef test_a():\n    assert np.random.default_rng(seed=None).random() < 1\n",
+    "from numpy.random import Generator, PCG64\ndef test_a():\n    assert Generator(PCG64()).random() < 1\n",
+    "import numpy as np\ndef test_a():\n    assert np.random.rand() < 1\n",
+    "import pandas as pd\ndef test_a():\n    assert len(pd.Series([1, 2]).sample(1)) == 1\n",
+]
+
+
+@pytest.mark.parametrize("text", CLOCK_SPELLINGS)
+def test_clock_and_randomness_are_refused_in_t_and_s_alike(text: str) -> None:
+    assert "tests.nondeterministic" in {v.rule for v in scan_tests("tests/test_a.py", text.encode(), None, TESTS)}
+    assert "sanitizer.clock" in {v.rule for v in scan(text)}
+
+
+def test_seeded_randomness_and_fixed_dates_pass_in_t() -> None:
+    text = ('"""Dates known today stay fixed."""\nimport numpy as np\nimport pandas as pd\n'
+            "def test_a():\n    rng = np.random.default_rng(7)\n"
+            "    days = pd.bdate_range('2024-01-02', periods=3)\n"
+            "    assert len(pd.Series(rng.random(3), index=days).sample(2, random_state=1)) == 2\n")
+    assert scan_tests("tests/test_a.py", text.encode(), None, TESTS) == []
