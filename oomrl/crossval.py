@@ -6,9 +6,10 @@ long window ending at the alert; each is measured over the alert window (its las
 long window. The candidate is promoted only when
 - it satisfies every constraint the mandate states (rebalance schedule, ADV participation, weekly
   turnover, position weight, drawdown, IR floor), measured over the long window, and
-- net of friction it is not worse than the active version, nor than B, by more than a tolerance in
-  either window: the mean daily return difference (paired, annualized) must be >= -z x its standard
-  error, the tolerance printed with the decision, and
+- net of friction it meets the promotion rule (`PromotionRule`: non-inferiority with a stated margin,
+  or superiority) against the active version and against B in either window, on the mean paired daily
+  return difference (annualized) and its standard error, the rule printed with the decision; a
+  version the kill switch halted lost its capital: its returns after the halt are 0 (`after_halt`), and
 - it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread),
   each recomputed in a fresh strategy host from the rows up to its date, gives the same weights
   as its sequential replay (`crossval.stateful`).
@@ -19,12 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from oomrl.agent.roles import Constraints
 from oomrl.config import Settings
@@ -49,9 +51,35 @@ TURNOVER_SLACK = 0.05
 WEIGHT_SLACK = 0.05
 HISTORY_DAYS = 150  # calendar days of bars before the window, for lookbacks and ADV
 LONG_SESSIONS = 250  # the longer window: about a year of sessions up to the alert
-TOLERANCE_Z = 1.0  # the candidate may trail by at most one standard error of the paired difference
 TRADING_DAYS = 252
+ROUNDING = 1e-9  # annualized: a mean difference this small is float rounding, not evidence
 STATEFUL = "crossval.stateful"  # the no-memory-across-decisions check's name
+
+
+class PromotionRule(BaseModel):
+    """How the candidate is compared with the active version and B, net of friction (paired daily differences).
+
+    non-inferiority: the mean difference less z standard errors is >= -margin; superiority: it is > margin.
+    Margin and mean are annualized fractions (0.05 = 5 % a year)."""
+
+    test: Literal["non-inferiority", "superiority"] = "non-inferiority"
+    margin: float = Field(0.0, ge=0.0)
+    z: float = Field(0.0, ge=0.0)
+
+    def bound(self, error: float) -> float:
+        """The lowest annualized mean difference that passes, for this standard error."""
+        return self.z * error + (self.margin if self.test == "superiority" else -self.margin)
+
+    def passes(self, mean: float, error: float) -> bool:
+        low = mean - self.z * error + ROUNDING  # floating-point sums of equal returns differ in the last bits
+        return low > self.margin if self.test == "superiority" else low >= -self.margin
+
+    def describe(self) -> str:
+        sign = "> +" if self.test == "superiority" else ">= -"
+        return f"{self.test}: mean - {self.z:g} SE {sign}{self.margin:.2%} a year"
+
+
+DEFAULT_RULE = PromotionRule()
 
 
 class Check(BaseModel):
@@ -95,7 +123,7 @@ class CrossValidation(BaseModel):
     rows: list[VersionMeasures]
     checks: list[Check]
     long_start: date | None = None
-    tolerance_z: float = TOLERANCE_Z
+    rule: PromotionRule = Field(default_factory=lambda: DEFAULT_RULE)
     ranking: list[str] = []  # versions by total reward over the long window, best first
 
     @property
@@ -120,6 +148,23 @@ class CrossValidation(BaseModel):
         path = Path(run_dir) / "cross_validation.md"
         path.write_text(self.decision_markdown(), encoding="utf-8")
         return path
+
+
+def after_halt(result: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
+    """A halted replay carried to the window's end: the version lost its capital, so every later session
+    returns 0 at the NAV it halted on (its drawdown counts; it trades no more)."""
+    if result.halted_on is None or result.nav.empty:
+        return result
+    dates = pd.to_datetime(result.nav["date"])
+    later = sessions[sessions > dates.max()]
+    if not len(later):
+        return result
+    last = result.nav.iloc[-1]
+    idle = {"frictionless_return": 0.0, "realized_return": 0.0, "slippage_leakage": 0.0, "turnover": 0.0,
+            "costs": 0.0, "reward": 0.0}
+    tail = pd.DataFrame([{**last.to_dict(), **idle, "date": day} for day in later], columns=result.nav.columns)
+    nav = pd.concat([result.nav.assign(date=dates), tail], ignore_index=True)
+    return replace(result, nav=nav)
 
 
 def measure(result: ReplayResult, label: str, sha: str, benchmark: pd.Series, rebalance: str,
@@ -192,8 +237,8 @@ def constraint_checks(candidate: VersionMeasures, constraints: Constraints) -> l
     return found
 
 
-def not_worse(candidate: VersionMeasures, other: VersionMeasures, z: float = TOLERANCE_Z) -> Check:
-    """Non-inferiority net of friction: mean paired daily return difference >= -z x its standard error."""
+def not_worse(candidate: VersionMeasures, other: VersionMeasures, rule: PromotionRule = DEFAULT_RULE) -> Check:
+    """The promotion rule net of friction on the mean paired daily return difference and its standard error."""
     mine = pd.Series(candidate.returns, index=pd.DatetimeIndex(candidate.dates))
     theirs = pd.Series(other.returns, index=pd.DatetimeIndex(other.dates))
     diff = (mine - theirs).dropna()
@@ -202,27 +247,29 @@ def not_worse(candidate: VersionMeasures, other: VersionMeasures, z: float = TOL
         return Check(name=name, passed=True, detail=f"fewer than 2 common sessions with {other.version}: no comparison")
     mean = float(diff.mean()) * TRADING_DAYS
     error = float(diff.std(ddof=1)) * TRADING_DAYS / math.sqrt(len(diff))
-    tolerance = z * error
-    passed = bool(mean >= -tolerance)
-    return Check(name=name, passed=passed, detail=(
-        f"candidate - {other.version} ({other.sha[:10]}) over {len(diff)} sessions: {mean:+.2%} a year, "
-        f"standard error {error:.2%}, tolerance {z:g} SE = {tolerance:.2%} "
-        f"(candidate net return {candidate.net_return:+.2%} vs {other.net_return:+.2%}; "
-        f"IR {_ir(candidate)} vs {_ir(other)})"))
+    first, last = diff.index[0].date(), diff.index[-1].date()
+    return Check(name=name, passed=rule.passes(mean, error), detail=(
+        f"candidate - {other.version} ({other.sha[:10]}) over {len(diff)} sessions {first}..{last}: "
+        f"{mean:+.2%} a year, standard error {error:.2%}; rule {rule.describe()} "
+        f"(needs {rule.bound(error):+.2%}; candidate net return {candidate.net_return:+.2%} vs "
+        f"{other.net_return:+.2%}; IR {_ir(candidate)} vs {_ir(other)}"
+        + (f"; {other.version} halted by the kill switch on {other.halted_on}, 0 after" if other.halted_on else "")
+        + ")"))
 
 
 def _ir(row: VersionMeasures) -> str:
     return "-" if row.information_ratio is None else f"{row.information_ratio:.2f}"
 
 
-def checks_for(rows: list[VersionMeasures], constraints: Constraints, z: float = TOLERANCE_Z) -> list[Check]:
-    """Constraints on the candidate's long window, then non-inferiority vs active and B in both windows."""
+def checks_for(rows: list[VersionMeasures], constraints: Constraints,
+               rule: PromotionRule = DEFAULT_RULE) -> list[Check]:
+    """Constraints on the candidate's long window, then the promotion rule vs active and B in both windows."""
     by = {(r.version, r.window): r for r in rows}
     found = constraint_checks(by[("candidate", "long")], constraints) + by[("candidate", "long")].checks
     for window in ("alert", "long"):
         for other in ("active", "baseline"):
             if (other, window) in by:
-                found.append(not_worse(by[("candidate", window)], by[(other, window)], z))
+                found.append(not_worse(by[("candidate", window)], by[(other, window)], rule))
     return found
 
 
@@ -267,6 +314,8 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
         result = replay_setup(setup, market, start, end, initial_cash, runner=runner)
     finally:
         runner.close()
+    in_window = (market.dates >= pd.Timestamp(start)) & (market.dates <= pd.Timestamp(end))
+    result = after_halt(result, market.dates[in_window])
     rows = [measure(result, label, sha, benchmark, rebalance, None, "long")]
     rows.append(measure(result, label, sha, benchmark, rebalance, alert_start or start, "alert"))
     if fresh_decisions:
@@ -299,17 +348,23 @@ def run_in_process(calls: list[dict[str, Any]]) -> list[list[VersionMeasures]]:
     return [replay_version(**call) for call in calls]
 
 
-def baseline_of(versions: Any, active_sha: str) -> tuple[Path, str] | None:
-    """Baseline B: a human reference (`reference/strategies/` in the workspace), else the last promoted
-    version when it is not the active one; None when B is the active version itself."""
+def baseline_of(versions: Any, active_sha: str, account: str | None = None) -> tuple[Path, str] | None:
+    """Baseline B: a human reference (`reference/strategies/` in the workspace), else the last version
+    promoted to `account` (its commit's `Oomrl-Account` trailer; another account's never counts) when it
+    is not the active one; None when B is the active version itself or nothing was promoted."""
     reference = Path(versions.workspace) / "reference"
     if (reference / "strategies" / "__init__.py").is_file():
         return reference, "reference"
-    tags = versions.list()
-    if len(tags) < 2:  # only the initial version: nothing was promoted yet
+    promoted = [info.sha for info in versions.list()[1:]  # the first is the initial version, never promoted
+                if account is None or promoted_to(versions, info.sha) == account]
+    if not promoted or promoted[-1] == active_sha:
         return None
-    last = tags[-1].sha
-    return None if last == active_sha else (versions.materialize(last), last)
+    return versions.materialize(promoted[-1]), promoted[-1]
+
+
+def promoted_to(versions: Any, sha: str) -> str:
+    """The account a version was promoted to, from its commit's `Oomrl-Account` trailer ("" when none)."""
+    return str(versions.git("log", "-1", "--format=%(trailers:key=Oomrl-Account,valueonly)", sha)).strip()
 
 
 def cross_validate(candidate_root: Path, active_root: Path, strategy: str, constraints: Constraints,
@@ -317,7 +372,7 @@ def cross_validate(candidate_root: Path, active_root: Path, strategy: str, const
                    active_sha: str = "active", rules: FrictionRules | None = None,
                    initial_cash: float = 10_000_000.0, mapper: VersionMapper = run_in_process,
                    settings: Settings | None = None, baseline: tuple[Path, str] | None = None,
-                   long_sessions: int = LONG_SESSIONS, tolerance_z: float = TOLERANCE_Z,
+                   long_sessions: int = LONG_SESSIONS, rule: PromotionRule = DEFAULT_RULE,
                    run_dir: Path | None = None) -> CrossValidation:
     """Replay candidate, active and baseline B over the long window and judge the candidate."""
     long_start = long_window_start(store, start, end, long_sessions)
@@ -335,13 +390,13 @@ def cross_validate(candidate_root: Path, active_root: Path, strategy: str, const
     rows = [row for rows in mapper(calls) for row in rows]
     long_rows = [r for r in rows if r.window == "long"]
     ranking = [r.version for r in sorted(long_rows, key=lambda r: r.reward, reverse=True)]
-    result = CrossValidation(start=start, end=end, rows=rows, checks=checks_for(rows, constraints, tolerance_z),
-                             long_start=long_start, tolerance_z=tolerance_z, ranking=ranking)
+    result = CrossValidation(start=start, end=end, rows=rows, checks=checks_for(rows, constraints, rule),
+                             long_start=long_start, rule=rule, ranking=ranking)
     if run_dir is not None:
         result.write(run_dir)
     return result
 
 
-__all__ = ["Check", "CrossValidation", "VersionMeasures", "baseline_of", "checks_for", "cross_validate",
+__all__ = ["DEFAULT_RULE", "Check", "CrossValidation", "PromotionRule", "after_halt", "promoted_to", "VersionMeasures", "baseline_of", "checks_for", "cross_validate",
            "measure", "not_worse", "period_key", "replay_version", "run_in_process", "stateful_check",
            "window_for"]

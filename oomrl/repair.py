@@ -34,7 +34,7 @@ from oomrl.agent.machine import Trail
 from oomrl.agent.providers import get_provider
 from oomrl.agent.roles import CriticView, Mandate
 from oomrl.config import Settings
-from oomrl.crossval import CrossValidation, baseline_of, cross_validate, window_for
+from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_validate, window_for
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
@@ -278,7 +278,9 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
         return cross_validate(ctx.candidate, ctx.versions.materialize(active), mandate.strategy,
                               mandate.constraints, store, start, end, candidate_sha="candidate",
                               active_sha=active, initial_cash=initial_cash, mapper=ctx.version_mapper,
-                              baseline=baseline_of(ctx.versions, active), run_dir=ctx.run_dir)
+                              baseline=baseline_of(ctx.versions, active, ctx.account), run_dir=ctx.run_dir,
+                              rule=PromotionRule(test=ctx.agent.promotion_test, margin=ctx.agent.promotion_margin,
+                                                 z=ctx.agent.promotion_z))
 
     return validate
 

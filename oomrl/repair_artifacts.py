@@ -71,8 +71,8 @@ def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> s
     lines = [f"# Cross-validation: {verdict}", "",
              f"- alert window: {cross.start} .. {cross.end}",
              f"- long window: {cross.long_start or cross.start} .. {cross.end}",
-             (f"- tolerance: net of friction, the candidate's mean daily return may trail by at most "
-              f"{cross.tolerance_z:g} standard error of the paired difference (annualized)"),
+             (f"- promotion rule, net of friction on the paired daily return difference (annualized): "
+              f"{cross.rule.describe()}"),
              f"- ranking by total reward (Eq. 1-2) over the long window: {', '.join(cross.ranking) or '—'}", ""]
     if image_url:
         lines += [f"![Cumulative return of each version over the long window]({image_url})", ""]

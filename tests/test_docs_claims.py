@@ -763,7 +763,11 @@ def test_the_cross_validation_figures_are_the_code() -> None:
     assert int(find("portfolio", r"`LONG_SESSIONS` = (\d+)").group(1)) == crossval.LONG_SESSIONS
     assert int(find("portfolio", r"`cross_validation_days` = (\d+)").group(1)) == \
         AgentSettings.model_fields["cross_validation_days"].default
-    assert float(find("portfolio", r"≥ −z × its standard error \(z = ([\d.]+);").group(1)) == crossval.TOLERANCE_Z
+    test, margin, z = find("portfolio", r"The default is (\S+) with margin ([\d.]+) and z = ([\d.]+)").groups()
+    assert (test, float(margin), float(z)) == (crossval.DEFAULT_RULE.test, crossval.DEFAULT_RULE.margin,
+                                               crossval.DEFAULT_RULE.z), "the default promotion rule"
+    assert all(AgentSettings.model_fields[f"promotion_{key}"].default == getattr(crossval.DEFAULT_RULE, key)
+               for key in ("test", "margin", "z")), "the settings' default is the rule's"
     assert int(find("portfolio", r"(\d+) of them, evenly\s+spread").group(1)) == \
         inspect.signature(recompute_fresh).parameters["count"].default, "decisions recomputed"
     assert int(find("agent", r"long window \((\d+)\s+sessions up to the autopsy date\)").group(1)) == crossval.LONG_SESSIONS

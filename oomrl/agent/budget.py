@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -58,6 +58,10 @@ class AgentSettings(BaseSettings):
     # Held-out tests the gate runs on every code patch; the Coder never sees them.
     holdout_dir: Path | None = None
     cross_validation_days: int = Field(120, ge=2)
+    # The promotion rule (oomrl/crossval.py PromotionRule; README: why this default).
+    promotion_test: Literal["non-inferiority", "superiority"] = "non-inferiority"
+    promotion_margin: float = Field(0.0, ge=0)  # annualized, 0.05 = 5 % a year
+    promotion_z: float = Field(0.0, ge=0)  # standard errors taken off the mean difference
 
 
 class Usage(BaseModel):

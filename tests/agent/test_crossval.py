@@ -1,5 +1,5 @@
-"""Promotion evidence: every mandate constraint, non-inferiority net of friction with a standard-error
-tolerance in two windows, baseline B alongside, and the decision table in the run folder."""
+"""Promotion evidence: every mandate constraint, a configurable promotion rule net of friction in two windows,
+baseline B alongside, halted versions counted, and the decision table in the run folder."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ import pytest
 from oomrl.agent.roles import Constraints
 from oomrl.crossval import (
     CrossValidation,
+    PromotionRule,
     VersionMeasures,
+    after_halt,
     baseline_of,
     checks_for,
     measure,
@@ -48,8 +50,9 @@ def rows(candidate_drift: float = 0.0, **candidate: object) -> list[VersionMeasu
     for window in ("alert", "long"):
         active = measures("active", window)
         mine = measures("candidate", window, **candidate)
-        mine.returns = [x + candidate_drift + e for x, e in zip(active.returns, np.random.default_rng(1).normal(
-            0, 0.002, len(DAYS)), strict=True)]
+        noise = np.random.default_rng(1).normal(0, 0.002, len(DAYS))
+        noise -= noise.mean()  # paired noise around 0: the candidate earns what the active does, on average
+        mine.returns = [x + candidate_drift + e for x, e in zip(active.returns, noise, strict=True)]
         out += [active, mine]
     return out
 
@@ -75,15 +78,31 @@ def test_a_candidate_worse_net_of_friction_is_refused_with_the_numbers() -> None
     mean, error = diff.mean() * 252, diff.std(ddof=1) * 252 / np.sqrt(len(diff))
     detail = refused[0].detail
     assert f"{mean:+.2%} a year" in detail and f"standard error {error:.2%}" in detail
-    assert f"tolerance 1 SE = {error:.2%}" in detail and mean < -error  # the tolerance is the sample's SE
-    # The boundary is one standard error: a shortfall of 0.5 SE passes (noise is not evidence), 1.5 SE fails.
+    assert "rule non-inferiority: mean - 0 SE >= -0.00% a year" in detail and mean < 0
+    assert f"sessions {DAYS[0]}..{DAYS[-1]}" in detail  # the window's dates are named
+
+
+@pytest.mark.parametrize(("rule", "shortfalls"), [
+    # The default: non-inferiority at margin 0 on the mean: any measured shortfall is refused.
+    (PromotionRule(), {-0.5: False, 0.5: True}),
+    # Non-inferiority with a stated margin of 2 SE at one SE: trailing by 0.5 SE passes, by 1.5 SE fails.
+    ("margin-2se", {0.5: True, -0.5: True, -1.5: False}),
+    # Superiority at one SE: leading by 0.5 SE is not enough, by 1.5 SE is.
+    (PromotionRule(test="superiority", z=1.0), {0.5: False, 1.5: True, -0.5: False}),
+])
+def test_the_promotion_rule_is_configurable_and_its_boundary_sits_where_it_says(
+        rule: PromotionRule | str, shortfalls: dict[float, bool]) -> None:
     base = rows()
     noise = np.array(base[1].returns) - np.array(base[0].returns)
     se_daily = noise.std(ddof=1) / np.sqrt(len(noise))
-    for multiple, passes in ((0.5, True), (1.5, False)):
-        drift = -noise.mean() - multiple * se_daily
-        check = checks_for(rows(candidate_drift=drift), WEEKLY)[3]
-        assert check.name == "net_of_friction_vs_active_alert" and check.passed is passes, check.detail
+    if rule == "margin-2se":
+        rule = PromotionRule(margin=2 * se_daily * 252, z=1.0)
+    assert isinstance(rule, PromotionRule)
+    for multiple, passes in shortfalls.items():
+        drift = -noise.mean() + multiple * se_daily
+        check = checks_for(rows(candidate_drift=drift), WEEKLY, rule)[3]
+        assert check.name == "net_of_friction_vs_active_alert" and check.passed is passes, (multiple, check.detail)
+        assert rule.describe() in check.detail
 
 
 def test_a_candidate_breaking_max_position_weight_is_refused() -> None:
@@ -177,6 +196,65 @@ def test_measure_reads_turnover_participation_weights_reward_and_schedule_from_a
     assert "active: no session to measure in the alert window from 2024-08-01" in str(refused.value)
 
 
+def test_a_halted_replay_is_data_its_returns_after_the_halt_are_0_and_its_drawdown_counts() -> None:
+    dates = pd.bdate_range("2024-07-01", periods=10)
+    returns = np.array([0.0, -0.05, -0.1, -0.08, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])[:4]  # halted on its 4th session
+    nav = pd.DataFrame({"date": dates[:4], "nav": 1e7 * np.cumprod(1 + returns), "cash": 0.0,
+                        "market_value": 0.0, "turnover": 0.5, "costs": 100.0, "realized_return": returns,
+                        "slippage_leakage": 0.0, "frictionless_return": returns, "reward": -0.1,
+                        "principal_loss": 0.21, "strategy_version": "v1"})
+    halted = ReplayResult("s", nav, pd.DataFrame(), pd.DataFrame(), 1e7, halted_on=dates[3].date())
+    carried = after_halt(halted, dates)
+    assert len(carried.nav) == 10 and carried.halted_on == dates[3].date()
+    tail = carried.nav.iloc[4:]
+    assert (tail["realized_return"] == 0).all() and (tail["turnover"] == 0).all() and (tail["costs"] == 0).all()
+    assert (tail["nav"] == nav["nav"].iloc[-1]).all()  # the capital lost stays lost
+    bench = pd.Series(0.001, index=pd.bdate_range("2024-06-20", periods=30))
+    late = measure(carried, "active", "x", bench, "weekly", start=dates[6].date())  # a window after the halt
+    assert late.trading_days == 4 and late.returns == [0.0] * 4 and late.halted_on == dates[3].date()
+    whole = measure(carried, "active", "x", bench, "weekly")
+    assert whole.max_drawdown == pytest.approx(float(np.cumprod(1 + returns)[-1] - 1))
+    assert after_halt(ReplayResult("s", nav, pd.DataFrame(), pd.DataFrame(), 1e7), dates).nav is nav  # not halted
+    # The halted version is compared over every session: a flat candidate beats it net of friction.
+    flat = whole.model_copy(update={"version": "candidate", "returns": [0.0] * 10, "halted_on": None})
+    check = not_worse(flat, whole)
+    assert check.passed and f"active halted by the kill switch on {dates[3].date()}, 0 after" in check.detail
+    assert "over 10 sessions" in check.detail
+
+
+# weekly_liquidity that holds cash: it never loses its capital.
+HOLDS_CASH = ("        adv = view.traded_value(params.adv_window)", "        return {}\n")
+
+
+@pytest.mark.slow
+def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate_promoted_over_it(
+        repair_home: Path, tmp_path: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.crossval import cross_validate, window_for
+    from oomrl.data.sample import ensure_sample
+    from oomrl.versions import repo_root
+
+    candidate = tmp_path / "candidate"
+    shutil.copytree(repo_root() / "strategies", candidate / "strategies",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = candidate / "strategies" / "weekly_liquidity.py"
+    text = module.read_text()
+    assert HOLDS_CASH[0] in text
+    module.write_text(text.replace(HOLDS_CASH[0], HOLDS_CASH[1] + HOLDS_CASH[0]))
+    settings = get_settings().model_copy(update={"kill_threshold": 0.01})  # 1 % of principal lost halts
+    store = ensure_sample(settings)
+    start, end = window_for(store, date(2024, 7, 15), 20)
+    result = cross_validate(candidate, repo_root(), "weekly_liquidity", WEEKLY, store, start, end,
+                            long_sessions=60, settings=settings, run_dir=tmp_path)
+    active = {row.window: row for row in result.rows if row.version == "active"}
+    assert active["long"].halted_on is not None and active["long"].halted_on < start, active["long"]
+    assert active["alert"].trading_days == 20 and set(active["alert"].returns) == {0.0}  # its capital was lost
+    assert active["long"].trading_days == 60 and active["long"].max_drawdown <= -0.01
+    assert result.passed, result.failures()
+    text = (tmp_path / "cross_validation.md").read_text()
+    assert text.startswith("# Cross-validation: PROMOTE") and "halted by the kill switch on" in text
+
+
 @pytest.mark.slow
 def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older_workspace(
         repair_home: Path, tmp_path: Path) -> None:
@@ -267,11 +345,12 @@ def test_the_stateful_check_names_the_dates_and_symbols_that_differ() -> None:
     assert failed(checks_for(found, WEEKLY)) == ["crossval.stateful"]
 
 
-def test_baseline_is_the_human_reference_or_the_last_promoted_version(tmp_path: Path) -> None:
+def test_baseline_is_the_human_reference_or_the_last_version_promoted_to_the_account(tmp_path: Path) -> None:
     class Versions:
-        def __init__(self, shas: list[str]) -> None:
+        def __init__(self, shas: list[str], accounts: dict[str, str] | None = None) -> None:
             self.workspace = tmp_path
             self.shas = shas
+            self.accounts = accounts or {}
 
         def list(self) -> list:
             return [type("Info", (), {"sha": sha}) for sha in self.shas]
@@ -279,9 +358,18 @@ def test_baseline_is_the_human_reference_or_the_last_promoted_version(tmp_path: 
         def materialize(self, sha: str) -> Path:
             return tmp_path / "exports" / sha
 
+        def git(self, *args: str) -> str:
+            assert args[:3] == ("log", "-1", "--format=%(trailers:key=Oomrl-Account,valueonly)")
+            return self.accounts.get(args[3], "") + "\n"
+
     assert baseline_of(Versions(["v1"]), "v1") is None  # nothing promoted yet
     assert baseline_of(Versions(["v1", "v2"]), "v2") is None  # B is the active version
     assert baseline_of(Versions(["v1", "v2"]), "v1") == (tmp_path / "exports" / "v2", "v2")  # after a rollback
+    # Per account: another account's later version is never this account's B.
+    shared = Versions(["v1", "v2", "v3"], {"v2": "paper", "v3": "other"})
+    assert baseline_of(shared, "v1", "paper") == (tmp_path / "exports" / "v2", "v2")
+    assert baseline_of(shared, "v2", "paper") is None  # its own last promotion is the active version
+    assert baseline_of(shared, "v1", "fresh") is None  # nothing was promoted to it
     (tmp_path / "reference" / "strategies").mkdir(parents=True)
     (tmp_path / "reference" / "strategies" / "__init__.py").write_text("")
     assert baseline_of(Versions(["v1"]), "v1") == (tmp_path / "reference", "reference")

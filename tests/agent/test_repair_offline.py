@@ -18,6 +18,8 @@ from oomrl.portfolio.market import MarketFrames
 from oomrl.versions import StrategyVersions
 from tests.portfolio.factories import random_panels
 
+KILL_THRESHOLD = "0.10"  # 10 % of principal lost halts
+
 
 def trades_the_next_day(root: Path) -> bool:
     """Does the daily_momentum of the version at `root`, run in its host, trade on 2024-07-02 after 07-01?"""
@@ -87,3 +89,30 @@ def test_offline_repair_promotes_a_tested_weekly_capped_version(
     assert versions.ledger.active_version("paper") == versions.resolve("v1")
     again = runner.invoke(app, ["versions", "activate", "v2"])
     assert again.exit_code == 0 and versions.ledger.active_version("paper") == v2
+
+
+@pytest.mark.slow
+def test_a_loss_whose_active_version_the_kill_switch_halted_is_repaired_on_evidence_that_counts_the_halt(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kill switch trips at a principal loss the churning daily_momentum reaches in the long window
+    # and the weekly, capped repair does not: cross-validation measures the halted active version.
+    monkeypatch.setenv("OOMRL_KILL_THRESHOLD", KILL_THRESHOLD)
+    autopsy_file = tmp_path / "autopsy.json"
+    autopsy_file.write_text(json.dumps(daily_momentum_autopsy))
+    result = CliRunner().invoke(app, ["repair", "--autopsy", str(autopsy_file), "--provider", "offline",
+                                      "--auto-approve"])
+    outcome = json.loads(next((repair_home / "runs").glob("repair-*/outcome.json")).read_text())
+    rows = {(row["version"], row["window"]): row for row in outcome["cross_validation"]["rows"]}
+    assert result.exit_code == 0, result.output
+    assert "repair ended Promoted: promoted v2" in result.output
+    halted = rows[("active", "long")]["halted_on"]
+    assert halted is not None and rows[("candidate", "long")]["halted_on"] is None
+    long_days = rows[("candidate", "long")]["trading_days"]
+    assert rows[("active", "long")]["trading_days"] == long_days  # measured over every session, halt or not
+    after = [r for d, r in zip(rows[("active", "long")]["dates"], rows[("active", "long")]["returns"], strict=True)
+             if d > halted]
+    assert after and set(after) == {0.0}  # its capital was lost: 0 after the halt
+    checks = {check["name"]: check for check in outcome["cross_validation"]["checks"]}
+    assert f"active halted by the kill switch on {halted}" in checks["net_of_friction_vs_active_long"]["detail"]
+    assert all(check["passed"] for check in checks.values())
