@@ -494,7 +494,7 @@ def test_the_red_team_corpus_counts_are_the_corpus() -> None:
     attacks = [row for row in rows if row["outcome"] == "blocked"]
     total, blocked, honest = map(int, find("gate", r"\*\*(\d+) cases: (\d+) attacks\*\*.*?\*\*and (\d+) honest").groups())
     assert (total, blocked, honest) == (len(rows), len(attacks), len(rows) - len(attacks)), "docs/gate.md corpus size"
-    by_mechanism = find("gate", r"Attacks by mechanism: (.*?)\. Seven toy").group(1)
+    by_mechanism = find("gate", r"Attacks by mechanism: (.*?)\. Eight toy").group(1)
     said = {mechanism: int(n) for mechanism, n in re.findall(r"(\w+) (\d+)", by_mechanism)}
     assert said == Counter(row["mechanism"] for row in attacks), "docs/gate.md attacks by mechanism"
     for prefix, header in (("j", r"\(`j\*`, (\d+) attacks\)"), ("v", r"\(`v\*`, (\d+) attacks\)")):
@@ -510,7 +510,7 @@ def test_the_red_team_corpus_counts_are_the_corpus() -> None:
     assert v2_honest == len([r for r in rows if re.match(r"h(0\d|[12]\d|30)_", r["id"])]), "gate v2 honest patches"
     count, named = find("gate", r"(\w+) toy workspaces: (.*?) the strategy convention").groups()
     folders = {p.name for p in (corpus / "workspaces").iterdir()}
-    assert count == "Seven" and len(folders) == 7, "docs/gate.md: seven toy workspaces"
+    assert count == "Eight" and len(folders) == 8, "docs/gate.md: eight toy workspaces"
     assert set(re.findall(r"`(\w+)`", named.split(" use the ")[0] + named.split(";")[1])) <= folders
     holdouts = find("gate", r"Held-out folders: (.*?)\. \*\*Written").group(1)
     assert set(re.findall(r"`(\w+)` \(", holdouts)) == {p.name for p in (corpus / "holdouts").iterdir()}
