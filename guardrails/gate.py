@@ -19,7 +19,7 @@ from guardrails.checks import (
     run_violations,
     unchanged_failures,
 )
-from guardrails.coverage_data import CoverageReader, version_dead_lines
+from guardrails.coverage_data import CoverageReader
 from guardrails.locks import RoLock, make_readable, select_lock
 from guardrails.recheck import recheck_tests
 from guardrails.redgreen import red_violations
@@ -184,8 +184,7 @@ class GateRun:
         reader = CoverageReader(self.first.data_file, self.dirs.cfg / "coverage.rc")
         ws = self.dirs.ws
         files = _py_files(ws, self.contract.source)
-        dead = {path: version_dead_lines(path.read_text(encoding="utf-8")) for path in files}
-        percent = reader.branch_percent(files, dead)
+        percent = reader.branch_percent(files)  # its exact exclusions hold the version branches never taken
         self.coverage = CoverageResult(percent=round(percent, 2), min=self.contract.coverage_min)
         found = []
         if percent < self.contract.coverage_min:
@@ -198,7 +197,7 @@ class GateRun:
             if not path.endswith(".py") or not (in_source or (check_tests and in_trees(
                     path, self.writable))):
                 continue
-            missed = lines & reader.missing_lines(ws / path) - dead.get(ws / path, set())
+            missed = lines & reader.missing_lines(ws / path)  # without the gate's exact exclusions
             rule = "coverage.diff_line_missed" if in_source else "coverage.test_line_missed"
             found += [Violation(rule=rule, path=path, line=line, message=(
                 f"line {line} added by the patch never ran under the tests"))

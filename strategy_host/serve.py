@@ -47,11 +47,6 @@ def _read_init(fd: int) -> dict[str, Any]:
     return message
 
 
-def _number(value: Any) -> float:
-    """A weight as the float it holds (a float subclass's `__float__` is never called)."""
-    return float.__float__(value) if isinstance(value, float) else float(value)
-
-
 class Host:
     """Dispatches requests; holds the open strategies (by handle) and their market histories."""
 
@@ -219,7 +214,7 @@ class Host:
             unknown = [k for k, i in zip(keys, found, strict=True) if i < 0]  # a found key is a symbol
             if not all(isinstance(k, str) for k in unknown):
                 raise TypeError("target_weights must map symbols (str) to weights")
-            weights = np.fromiter(map(_number, values), dtype="<f8", count=len(values))
+            weights = np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
             reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights, "unknown": unknown}
             if "due" in message:  # answered before the book is waited for: it may still be on its way
                 reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]

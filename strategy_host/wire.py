@@ -273,6 +273,11 @@ def ns_day(value: int) -> date:
     return date.fromordinal(int(value) // NS_PER_DAY + 719_163)
 
 
+def held_float(value: Any) -> float:
+    """The float a value holds: a float subclass through `float.__float__`, never its own override."""
+    return float.__float__(value) if isinstance(value, float) else float(value)
+
+
 def to_plain(value: Any, depth: int = 0) -> Any:
     """A copy of a value as wire data: None, bool, int, finite float, str, lists, string-keyed dicts,
     arrays, dates; numpy and pandas values converted; anything else is refused."""
@@ -292,7 +297,7 @@ def to_plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, (float, np.floating)):
-        number = float.__float__(value) if isinstance(value, float) else float(value)
+        number = held_float(value)
         return number if math.isfinite(number) else {"$float": repr(number)}
     if isinstance(value, datetime):
         return {"$datetime": value.isoformat()}
