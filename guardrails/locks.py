@@ -14,6 +14,15 @@ from typing import Any
 
 from guardrails.workspace import GateSetupError
 
+MIB = 1024 * 1024
+# Size limits of every place a run can write (docs/gate.md "Limits"): its /tmp (HOME, pytest's
+# tmp_path) and /dev/shm are tmpfs of a fixed size (bwrap `--size`, since 0.5; docker's tmpfs
+# `size=`), a writable bind (a run's results) is a tmpfs of its own copied back to the host folder
+# when the run ends (bwrap: as root; docker: a tmpfs volume read back as an archive), and no file
+# may grow past FILE_BYTES (RLIMIT_FSIZE). A write past any of them fails (ENOSPC, EFBIG) inside
+# the sandbox; the host's disk never sees more.
+TMP_BYTES, SHM_BYTES, WRITABLE_BYTES, FILE_BYTES = 512 * MIB, 64 * MIB, 128 * MIB, 128 * MIB
+
 # The environment of every locked process, pytest or not: nothing in it tells a test run from the
 # behaviour run (HOME and TMPDIR are the sandbox's fresh /tmp).
 RUN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
@@ -162,19 +171,58 @@ class DockerLock(RoLock):
         return dict(RUN_ENV)
 
     def container_spec(self, argv: list[str], *, binds: list[Bind], cwd: str,
-                       env: dict[str, str], memory_mb: int) -> dict[str, Any]:
-        """Arguments of `containers.run`: interpreter, packages and binds, nothing else."""
-        volumes = {str(Path(sys.base_prefix).resolve()): {"bind": str(Path(
+                       env: dict[str, str], memory_mb: int, volumes: dict[str, str] | None = None
+                       ) -> dict[str, Any]:
+        """Arguments of `containers.run`: interpreter, packages and binds, nothing else; every place
+        the run can write has a size (`volumes`: the tmpfs volume standing in for each writable bind,
+        by its inside path)."""
+        from docker.types import Ulimit
+
+        mounts = {str(Path(sys.base_prefix).resolve()): {"bind": str(Path(
             sys.base_prefix).resolve()), "mode": "ro"}}
-        volumes.update({path: {"bind": f"/site{i}", "mode": "ro"}
-                        for i, path in enumerate(site.getsitepackages())})
-        volumes.update({str(b.host): {"bind": b.inside, "mode": "rw" if b.writable else "ro"}
-                        for b in binds})
+        mounts.update({path: {"bind": f"/site{i}", "mode": "ro"}
+                       for i, path in enumerate(site.getsitepackages())})
+        for b in binds:  # a writable bind is never the host folder itself: its sized volume
+            source = (volumes or {}).get(b.inside) if b.writable else str(b.host)
+            if source is None:
+                raise GateSetupError(f"--lock docker: the writable bind {b.inside} has no sized volume")
+            mounts[source] = {"bind": b.inside, "mode": "rw" if b.writable else "ro"}
         return {"image": self.image, "command": argv, "working_dir": cwd, "environment": env,
-                "volumes": volumes, "network_mode": "none", "mem_limit": f"{memory_mb}m",
-                "read_only": True, "tmpfs": {"/tmp": "", "/dev/shm": ""}, "user": "65534:65534",
-                "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "pids_limit": 512,
-                "detach": True}
+                "volumes": mounts, "network_mode": "none", "mem_limit": f"{memory_mb}m",
+                "read_only": True, "tmpfs": {"/tmp": f"size={TMP_BYTES},mode=1777", "/dev/shm": f"size={SHM_BYTES}"},
+                "ulimits": [Ulimit(name="fsize", soft=FILE_BYTES, hard=FILE_BYTES)],
+                "user": "65534:65534", "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"],
+                "pids_limit": 512, "detach": True}
+
+    def _sized_volumes(self, binds: list[Bind]) -> dict[str, Any]:
+        """A tmpfs volume of WRITABLE_BYTES per writable bind, by its inside path."""
+        return {b.inside: self.client.volumes.create(driver="local", driver_opts={
+            "type": "tmpfs", "device": "tmpfs", "o": f"size={WRITABLE_BYTES},uid=65534,gid=65534,mode=0700"})
+            for b in binds if b.writable}
+
+    def _copy_back(self, container: Any, bind: Bind) -> None:
+        """What the run wrote to a writable bind, into its host folder: the volume read as a tar
+        archive, unpacked with tarfile's `data` filter (no absolute paths, no way out of the folder,
+        no devices; links stay links inside it, one pointing out is left behind)."""
+        import tarfile
+        import tempfile
+
+        stream, _ = container.get_archive(bind.inside)
+        with tempfile.TemporaryFile() as archive:
+            for chunk in stream:
+                archive.write(chunk)
+            archive.seek(0)
+            with tarfile.open(fileobj=archive) as tar:
+                top = Path(bind.inside).name
+                members = []
+                for member in tar.getmembers():  # the archive holds the folder itself: strip it
+                    parts = Path(member.name).parts
+                    if not parts or parts[0] != top or len(parts) == 1:
+                        continue
+                    member.name = str(Path(*parts[1:]))
+                    members.append(member)
+                Path(bind.host).mkdir(parents=True, exist_ok=True)
+                tar.extractall(bind.host, members=members, filter=_kept)
 
     def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
                 memory_mb: int) -> Prepared:
@@ -185,17 +233,38 @@ class DockerLock(RoLock):
             timeout_s: float, memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
         if pass_fds:
             self.prepare(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
-        spec = self.container_spec(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
-        container = self.client.containers.run(**spec)
+        volumes = self._sized_volumes(binds)
         try:
-            status = container.wait(timeout=timeout_s)
-            logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
-            return RunResult(int(status.get("StatusCode", 1)), logs, "", timed_out=False)
-        except Exception:  # noqa: BLE001 - a read timeout or a lost engine: stop the container
-            container.kill()
-            return RunResult(-9, "", "timed out", timed_out=True)
+            spec = self.container_spec(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb,
+                                       volumes={inside: v.name for inside, v in volumes.items()})
+            container = self.client.containers.run(**spec)
+            try:
+                try:
+                    status = container.wait(timeout=timeout_s)
+                except Exception:  # noqa: BLE001 - a read timeout or a lost engine: stop the container
+                    container.kill()
+                    return RunResult(-9, "", "timed out", timed_out=True)
+                logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
+                for bind in binds:
+                    if bind.writable:
+                        self._copy_back(container, bind)
+                return RunResult(int(status.get("StatusCode", 1)), logs, "", timed_out=False)
+            finally:
+                container.remove(force=True)
         finally:
-            container.remove(force=True)
+            for volume in volumes.values():
+                volume.remove(force=True)
+
+
+def _kept(member: Any, path: str) -> Any:
+    """tarfile's `data` filter, skipping (not failing on) a member it refuses: a link out of the
+    folder the run made is left behind, as nothing outside the folder is the run's to write."""
+    import tarfile
+
+    try:
+        return tarfile.data_filter(member, path)
+    except tarfile.FilterError:
+        return None
 
 
 def select_lock(name: str | None) -> RoLock:

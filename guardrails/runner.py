@@ -316,7 +316,7 @@ def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, time
         suite.problems.append(Violation(rule="run.timeout", message=(
             f"the test run ({request.tag}) exceeded the time limit of {timeout_s:g} s")))
         return suite
-    from guardrails.sandbox import MIB, WRITABLE_BYTES
+    from guardrails.locks import MIB, WRITABLE_BYTES
 
     used = results_bytes(run.results)
     if used >= WRITABLE_BYTES - MIB:  # the results tmpfs is full: what the run wrote may be cut short

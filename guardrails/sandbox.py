@@ -22,7 +22,17 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from guardrails.locks import RUN_ENV, Bind, Prepared, RoLock, memory_limit
+from guardrails.locks import (
+    FILE_BYTES,
+    RUN_ENV,
+    SHM_BYTES,
+    TMP_BYTES,
+    WRITABLE_BYTES,
+    Bind,
+    Prepared,
+    RoLock,
+    memory_limit,
+)
 from guardrails.tempdirs import OWNER_NOTE, owned_temp_dir
 
 SANDBOX_UID = int(os.environ.get("OOMRL_GATE_SANDBOX_UID", "65534"))
@@ -30,13 +40,6 @@ SITE_INSIDE = "/site"
 # Top-level links of a merged-/usr system, recreated so the dynamic loader finds its libraries.
 TOP_LINKS = ("/bin", "/lib", "/lib32", "/lib64", "/libx32")
 ZONEINFO = "/usr/share/zoneinfo"
-MIB = 1024 * 1024
-# Size limits of every place a run can write (docs/gate.md "Limits"): its /tmp (HOME, pytest's
-# tmp_path) and /dev/shm are tmpfs of a fixed size (bwrap `--size`, since 0.5), a writable bind (a
-# run's results) is a tmpfs of its own copied back to the host folder when the run ends (as root),
-# and no file may grow past FILE_BYTES (RLIMIT_FSIZE). A write past any of them fails (ENOSPC,
-# EFBIG) inside the sandbox; the host's disk never sees more.
-TMP_BYTES, SHM_BYTES, WRITABLE_BYTES, FILE_BYTES = 512 * MIB, 64 * MIB, 128 * MIB, 128 * MIB
 # bwrap options: every namespace new, no nested user namespaces, own session (no TIOCSTI).
 ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
              "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",

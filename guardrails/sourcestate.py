@@ -46,6 +46,8 @@ _CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
 
 
 _BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
+# The node types StateRules.run has a rule for: the rest (most of a module) are skipped at once.
+_RULED = frozenset({ast.Call, ast.Attribute, ast.Name, *_TEXTS, ast.Global, ast.Nonlocal, *_FUNCTIONS})
 _SCOPE_KINDS = frozenset(_SCOPES)
 
 
@@ -84,7 +86,7 @@ def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], d
 
 
 def index_of_walk(visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
-                  ) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+                  ) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
     """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead of a
     walk of its own: each node belongs to the nearest enclosing function or lambda (a comprehension or
     class body to its enclosing one), as Python runs it (defaults and decorators run outside)."""
@@ -98,19 +100,15 @@ def index_of_walk(visited: list[tuple[ast.AST, int]], scopes: list[Any], openers
             owners.append(owners[parent] if index else None)
     buckets: dict[type, list[ast.AST]] = {kind: [] for kind in _BUCKETS}
     buckets[ast.ImportFrom] = buckets[ast.Import]
-    nodes: list[ast.AST] = []
-    keep, kinds = nodes.append, _BUCKETS
-    for node, scope in visited:
-        keep(node)
+    kinds = _BUCKETS
+    for node, scope in visited:  # the walk's own pairs are the node list: no copy of 10^4 nodes
         owner = owners[scope]
         if owner is not None:
             owner.append(node)
         kind = type(node)
         if kind in kinds:
             buckets[kind].append(node)
-        if kind in _SCOPE_KINDS and id(node) not in own:
-            own[id(node)] = []
-    return nodes, own, buckets
+    return visited, own, buckets
 
 
 def _docstrings(holders: list[Any]) -> set[int]:
@@ -133,8 +131,11 @@ class StateRules:
     def __init__(self, tree: ast.Module, walker: Any = None) -> None:
         self.tree = tree
         # one walk, shared by every rule below: the capability scan's when it ran, else its own
-        self.nodes, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers) \
-            if walker is not None else _index(tree)
+        if walker is not None:
+            self.visited, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers)
+        else:
+            nodes, self.own, self.kinds = _index(tree)
+            self.visited = [(node, 0) for node in nodes]
         self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
         # module-level names, functions among them (an attribute set on a function outlives the call)
@@ -160,8 +161,11 @@ class StateRules:
         docstrings = _docstrings([n for kind in (ast.Module, ast.ClassDef, *_FUNCTIONS) for n in self.kinds[kind]])
         imports, tails = self.imports, _CLOCK_TAILS
         node: Any
-        for node in self.nodes:  # by exact type first: this loop sees every node of S
+        relevant = _RULED
+        for node, _ in self.visited:  # by exact type first: this loop sees every node of S
             kind = type(node)
+            if kind not in relevant:
+                continue
             if kind is ast.Call:
                 self.clock(node)
             elif (kind is ast.Attribute and node.attr in tails or kind is ast.Name and node.id in imports) \

@@ -93,8 +93,12 @@ def test_the_stage_is_removed_one_mount_point_at_a_time(tmp_path: Path) -> None:
 
 
 class _Container:
-    def __init__(self, status: dict[str, int] | None) -> None:
+    """A container whose writable volume holds `written` (name -> bytes, or -> a link's target)."""
+
+    def __init__(self, status: dict[str, int] | None, written: dict[str, bytes | str] | None = None) -> None:
         self.status, self.killed, self.removed = status, False, False
+        self.written = written or {}
+        self.archived: list[str] = []
 
     def wait(self, timeout: float) -> dict[str, int]:
         if self.status is None:
@@ -104,6 +108,29 @@ class _Container:
     def logs(self, stdout: bool, stderr: bool) -> bytes:
         return b"3 passed"
 
+    def get_archive(self, path: str) -> tuple[list[bytes], dict[str, Any]]:
+        """What the engine sends: a tar of the folder itself (its name first), in chunks."""
+        import io
+        import tarfile
+
+        self.archived.append(path)
+        top = Path(path).name
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            folder = tarfile.TarInfo(top)
+            folder.type = tarfile.DIRTYPE
+            tar.addfile(folder)
+            for name, content in self.written.items():
+                info = tarfile.TarInfo(f"{top}/{name}")
+                if isinstance(content, str):
+                    info.type, info.linkname = tarfile.SYMTYPE, content
+                    tar.addfile(info)
+                else:
+                    info.size = len(content)
+                    tar.addfile(info, io.BytesIO(content))
+        data = buffer.getvalue()
+        return [data[:100], data[100:]], {"name": top}
+
     def kill(self) -> None:
         self.killed = True
 
@@ -111,17 +138,31 @@ class _Container:
         self.removed = force
 
 
-class _Client:
-    """The two docker SDK calls the backend makes, recorded (no engine runs here)."""
+class _Volume:
+    def __init__(self, name: str, options: dict[str, str]) -> None:
+        self.name, self.options, self.removed = name, options, False
 
-    def __init__(self, status: dict[str, int] | None) -> None:
-        self.container = _Container(status)
-        self.containers = self
+    def remove(self, force: bool) -> None:
+        self.removed = force
+
+
+class _Client:
+    """The docker SDK calls the backend makes, recorded (no engine runs here)."""
+
+    def __init__(self, status: dict[str, int] | None, written: dict[str, bytes | str] | None = None) -> None:
+        self.container = _Container(status, written)
+        self.containers = self.volumes = self
         self.spec: dict[str, Any] = {}
+        self.made: list[_Volume] = []
 
     def run(self, **spec: Any) -> _Container:
         self.spec = spec
         return self.container
+
+    def create(self, driver: str, driver_opts: dict[str, str]) -> _Volume:
+        assert driver == "local"
+        self.made.append(_Volume(f"vol{len(self.made)}", driver_opts))
+        return self.made[-1]
 
 
 def test_docker_backend_mounts_only_the_binds_read_only_without_network(tmp_path: Path) -> None:
@@ -135,9 +176,33 @@ def test_docker_backend_mounts_only_the_binds_read_only_without_network(tmp_path
     assert spec["network_mode"] == "none" and spec["read_only"] and spec["mem_limit"] == "512m"
     assert spec["user"] == "65534:65534" and spec["cap_drop"] == ["ALL"]
     assert spec["volumes"][str(tmp_path / "ws")] == {"bind": "/workspace", "mode": "ro"}
-    assert spec["volumes"][str(tmp_path / "results")] == {"bind": "/results", "mode": "rw"}
+    assert str(tmp_path / "results") not in spec["volumes"]  # the host folder is never the run's to write
+    assert spec["volumes"]["vol0"] == {"bind": "/results", "mode": "rw"}
     assert set(spec["tmpfs"]) == {"/tmp", "/dev/shm"} and spec["environment"]["HOME"] == "/tmp"
     assert lock.inside(binds[0]) == "/workspace" and lock.site_paths() == ["/site0"]
+
+
+def test_docker_backend_gives_every_writable_place_a_size(tmp_path: Path) -> None:
+    from guardrails.locks import FILE_BYTES, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
+
+    client = _Client({"StatusCode": 0}, {"results.json": b'{"ok": 1}', "out": "/etc/passwd", "in": "results.json"})
+    binds = [Bind(tmp_path / "ws", "/workspace"), Bind(tmp_path / "results", "/results", True)]
+    DockerLock(client).run(["python", "-V"], binds=binds, cwd="/workspace", env={}, timeout_s=5, memory_mb=512)
+    spec = client.spec
+    assert spec["tmpfs"] == {"/tmp": f"size={TMP_BYTES},mode=1777", "/dev/shm": f"size={SHM_BYTES}"}
+    assert [dict(u) for u in spec["ulimits"]] == [{"Name": "fsize", "Soft": FILE_BYTES, "Hard": FILE_BYTES}]
+    (volume,) = client.made
+    assert volume.options["type"] == "tmpfs" and f"size={WRITABLE_BYTES}," in volume.options["o"]
+    assert volume.removed and client.container.archived == ["/results"]
+    # what the run wrote comes back into the host folder; a link out of it is left behind
+    assert (tmp_path / "results" / "results.json").read_bytes() == b'{"ok": 1}'
+    assert (tmp_path / "results" / "in").is_symlink() and not (tmp_path / "results" / "out").exists()
+
+
+def test_docker_backend_refuses_a_writable_bind_without_a_sized_volume(tmp_path: Path) -> None:
+    lock = DockerLock(_Client({"StatusCode": 0}))
+    with pytest.raises(GateSetupError, match="/results has no sized volume"):
+        lock.container_spec(["python"], binds=[Bind(tmp_path, "/results", True)], cwd="/", env={}, memory_mb=64)
 
 
 def test_docker_backend_kills_a_container_that_overruns(tmp_path: Path) -> None:

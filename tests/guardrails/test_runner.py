@@ -370,7 +370,7 @@ def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Pa
 
 
 def test_a_run_that_fills_its_results_folder_is_rejected_by_name(tmp_path: Path, dirs: GateDirs) -> None:
-    from guardrails.sandbox import MIB, WRITABLE_BYTES
+    from guardrails.locks import MIB, WRITABLE_BYTES
 
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_fill.py").write_text(  # written as a test process can: 1 MiB at a time

@@ -292,8 +292,8 @@ def test_every_writable_place_has_a_size_limit(dirs: GateDirs) -> None:
     import ast
     import errno
 
+    from guardrails.locks import FILE_BYTES, MIB, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
     from guardrails.runner import results_bytes
-    from guardrails.sandbox import FILE_BYTES, MIB, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
 
     run = LockedRun(BwrapLock(), dirs, dirs.ws, "fill", trees=("tests",))
     (dirs.cfg / "fill.py").write_text(FILL)
