@@ -40,8 +40,8 @@ from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.market import MarketFrames
-from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.probes import MEMORIZED, ProbeResult, run_probes
+from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fresh
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import membership
