@@ -40,7 +40,7 @@ from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.market import MarketFrames
-from oomrl.portfolio.probes import MEMORIZED, ProbeResult, run_probes
+from oomrl.portfolio.probes import MEMORIZED, ProbeResult, run_probes, seed_of
 from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fresh
 from oomrl.portfolio.replay import ReplayResult, replay_setup
@@ -332,7 +332,7 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
         rows[0].checks.append(stateful_check(recomputed))
     if probes:
         found = run_probes(source, setup.params, market, runner.decisions or [], alert_start or start,
-                           runner.calendar)
+                           runner.calendar, seed_of(source.digest()))
         rows[0].checks.append(memorized_check(found))
     return rows
 

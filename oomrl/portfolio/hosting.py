@@ -476,6 +476,18 @@ class WorkspaceStrategy:
             host.close()
             raise
 
+    def digest(self) -> str:
+        """sha256 of the workspace's source trees (paths and bytes): what this version's code is."""
+        import hashlib
+
+        sources, _ = _contract_of(self.root)
+        digest = hashlib.sha256()
+        for tree in sources:
+            for path in sorted((Path(self.root) / tree).rglob("*.py")):
+                if "__pycache__" not in path.parts:
+                    digest.update(f"{path.relative_to(self.root)}\0".encode() + path.read_bytes() + b"\0")
+        return digest.hexdigest()
+
     def check_params(self, params: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
         host, _ = self.start()

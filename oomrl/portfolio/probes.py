@@ -18,6 +18,7 @@ like any other (the probe errs on the side of refusing).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
@@ -34,7 +35,6 @@ from oomrl.portfolio.recompute import Difference
 MEMORIZED = "crossval.memorized"
 TOLERANCE = 1e-9  # weight difference that is float rounding (sums in another order), not another decision
 MONTHS = 48  # a monthly shift is a multiple of 4 years: month lengths, leap days and month ends are kept
-SEED = 26  # the probes are reproducible: the same candidate gets the same transforms
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,12 @@ class ProbeResult:
     differences: list[Difference]
 
 
+def seed_of(digest: str) -> int:
+    """The probes' seed for a version's code (`WorkspaceStrategy.digest`): the same code meets the same
+    probes, and a patch cannot know its probes before it is written."""
+    return int.from_bytes(hashlib.sha256(digest.encode()).digest()[:8], "big")
+
+
 def family(symbol: str) -> tuple[str, str]:
     """A symbol's board family: its exchange suffix and board (a relabelling keeps both)."""
     return symbol.rsplit(".", 1)[-1] if "." in symbol else "", board_of(symbol).value
@@ -73,7 +79,7 @@ def transformed(market: MarketFrames, name: str, source: np.ndarray, dates: pd.D
     return Probe(name, replace(market, dates=dates, panels=Panels(frames)), source)
 
 
-def relabelled(market: MarketFrames, seed: int = SEED) -> Probe:
+def relabelled(market: MarketFrames, seed: int) -> Probe:
     """Symbols permuted at random within each board family."""
     rng = np.random.default_rng(seed)
     groups: dict[tuple[str, str], list[int]] = {}
@@ -85,7 +91,7 @@ def relabelled(market: MarketFrames, seed: int = SEED) -> Probe:
     return transformed(market, "symbols relabelled at random within each board", source, market.dates)
 
 
-def shifted(market: MarketFrames, calendar: str = "weekly", seed: int = SEED) -> Probe:
+def shifted(market: MarketFrames, seed: int, calendar: str = "weekly") -> Probe:
     """Session dates moved back by a random whole number of weeks (1-5 years), or of 4-year spans of months."""
     rng = np.random.default_rng(seed)
     if calendar == "monthly":
@@ -156,9 +162,10 @@ def _members(members: list[str] | None, market: MarketFrames, the_probe: Probe) 
 
 
 def run_probes(source: WorkspaceStrategy, params: Mapping[str, object] | None, market: MarketFrames,
-               decisions: Sequence[Decision], since: date, calendar: str = "weekly") -> list[ProbeResult]:
+               decisions: Sequence[Decision], since: date, calendar: str = "weekly",
+               seed: int = 0) -> list[ProbeResult]:
     """Both probes over the decisions taken on sessions from `since` on (the relabelling, then the
-    shift by the declared calendar)."""
+    shift by the declared calendar), transformed with `seed` (`seed_of(source.digest())`)."""
     first = next((i for i, d in enumerate(decisions) if market.days[d.t] >= since), len(decisions))
-    return [probe(source, params, market, decisions, first, relabelled(market)),
-            probe(source, params, market, decisions, first, shifted(market, calendar))]
+    return [probe(source, params, market, decisions, first, relabelled(market, seed)),
+            probe(source, params, market, decisions, first, shifted(market, seed, calendar))]

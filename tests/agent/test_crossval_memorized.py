@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from oomrl.agent.roles import Constraints
+from oomrl.crossval import Check
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.market import MarketFrames
-from oomrl.portfolio.probes import MONTHS, family, relabelled, shifted
+from oomrl.portfolio.probes import MONTHS, family, relabelled, seed_of, shifted
 
 WEEKLY = Constraints(rebalance="weekly")
 ANCHOR = "        ideal = pd.Series(equal_weights(picks"
@@ -30,7 +31,7 @@ def toy_market(days: pd.DatetimeIndex) -> MarketFrames:
 
 def test_the_relabelling_permutes_symbols_within_each_board_family_and_carries_their_data() -> None:
     market = toy_market(pd.bdate_range("2024-01-02", periods=30))
-    probe = relabelled(market)
+    probe = relabelled(market, seed_of("a1b2c3"))
     assert sorted(probe.source) == list(range(len(SYMBOLS))) and list(probe.source) != list(range(len(SYMBOLS)))
     for label, origin in enumerate(probe.source):
         assert family(SYMBOLS[label]) == family(SYMBOLS[origin])  # same exchange and board: same limits, lots
@@ -38,17 +39,19 @@ def test_the_relabelling_permutes_symbols_within_each_board_family_and_carries_t
                 == market.panels["close"].iloc[:, origin].to_numpy()).all()
     assert list(probe.relabel(probe.source)) == list(range(len(SYMBOLS)))  # the inverse
     assert family("688001.SH") != family("600000.SH") != family("000001.SZ")
+    assert list(relabelled(market, seed_of("a1b2c3")).source) == list(probe.source)  # one commit, one probe
+    assert list(relabelled(market, seed_of("d4e5f6")).source) != list(probe.source)
 
 
 def test_the_date_shift_keeps_weekdays_and_weeks_and_a_monthly_one_keeps_month_ends() -> None:
     days = pd.bdate_range("2024-01-02", "2024-04-30")
     market = toy_market(days)
-    weekly = shifted(market)
+    weekly = shifted(market, seed_of("a1b2c3"))
     moved = weekly.market.dates
     assert (moved < days).all() and ((days - moved).days % 7 == 0).all()
     assert list(moved.weekday) == list(days.weekday)
     assert list(weekly.market.days) == [d.date() for d in moved] and "weeks" in weekly.name
-    monthly = shifted(market, "monthly").market.dates
+    monthly = shifted(market, seed_of("a1b2c3"), "monthly").market.dates
     assert list(monthly.day) == list(days.day) and list(monthly.month) == list(days.month)
     assert all((d.year - m.year) * 12 % MONTHS == 0 and d.year != m.year for d, m in zip(days, monthly, strict=True))
     def month_ends(dates: pd.DatetimeIndex) -> list[int]:  # positions of each month's last session
@@ -102,7 +105,7 @@ def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(repair_
     table = best_names_per_date(repair_home)
     candidate = workspace_with(tmp_path, "memorizer", {
         "\n\nclass WeeklyLiquidityParams": f"\n_BEST = {table!r}\n\n\nclass WeeklyLiquidityParams",
-        ANCHOR: MEMORIZER.lstrip("\n") + ANCHOR.replace("picks", "picks")})
+        ANCHOR: MEMORIZER.lstrip("\n") + ANCHOR})
     store = ensure_sample(get_settings())
     start, end = window_for(store, date(2024, 7, 15), 20)
     result = cross_validate(candidate, repo_root(), "weekly_liquidity", WEEKLY, store, start, end,
@@ -126,7 +129,7 @@ def test_the_bundled_strategies_pass_the_probes(strategy: str, repair_home: Path
     assert "decisions of the alert window asked again" in memorized.detail
 
 
-def probe_check(strategy: str, repair_home: Path, root: Path | None, as_of: date = date(2024, 7, 15)) -> object:
+def probe_check(strategy: str, repair_home: Path, root: Path | None, as_of: date = date(2024, 7, 15)) -> Check:
     """The crossval.memorized check of one replay of `strategy` (from `root`, else the repository)."""
     from oomrl.config import get_settings
     from oomrl.crossval import HISTORY_DAYS, replay_version, window_for
@@ -169,3 +172,17 @@ def test_an_unknown_calendar_declaration_is_refused_by_name(repair_home: Path, t
                                               '    name: ClassVar[str] = "weekly_liquidity"\n    calendar = "daily"'})
     with pytest.raises(StrategyFailedError, match="declares calendar 'daily'; known: weekly, monthly"):
         probe_check("weekly_liquidity", repair_home, root)
+
+
+def test_the_probes_seed_is_the_candidates_code(tmp_path: Path) -> None:
+    from oomrl.portfolio.hosting import WorkspaceStrategy
+    from oomrl.versions import repo_root
+
+    same = workspace_with(tmp_path, "same", {})
+    patched = workspace_with(tmp_path, "patched", {"top_k: int = Field(30": "top_k: int = Field(31"})
+    (same / "strategies" / "__pycache__").mkdir(exist_ok=True)
+    (same / "strategies" / "__pycache__" / "x.py").write_text("compiled = 1\n")  # not the code
+    digest = WorkspaceStrategy(repo_root(), "weekly_liquidity").digest()
+    assert WorkspaceStrategy(same, "weekly_liquidity").digest() == digest
+    assert WorkspaceStrategy(patched, "weekly_liquidity").digest() != digest
+    assert seed_of(digest) != seed_of(WorkspaceStrategy(patched, "weekly_liquidity").digest())
