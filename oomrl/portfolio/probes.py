@@ -39,7 +39,7 @@ MONTHS = 48  # a monthly shift is a multiple of 4 years: month lengths, leap day
 
 @dataclass(frozen=True)
 class Probe:
-    """A transformed market: column j holds the original column `source[j]`; `days` its shifted dates."""
+    """A transformed market as a host sees it: its column j holds the original column `source[j]`."""
 
     name: str
     market: MarketFrames
