@@ -12,7 +12,11 @@ long window. The candidate is promoted only when
   version the kill switch halted lost its capital: its returns after the halt are 0 (`after_halt`), and
 - it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread),
   each recomputed in a fresh strategy host from the rows up to its date, gives the same weights
-  as its sequential replay (`crossval.stateful`).
+  as its sequential replay (`crossval.stateful`), and
+- it does not know which stock or date it trades: its decisions in the alert window, asked again on
+  the market with symbols relabelled within each board and with dates shifted by whole weeks (whole
+  months for a strategy that declares a monthly calendar), are the same (`crossval.memorized`,
+  oomrl.portfolio.probes).
 The decision table (`decision_markdown`) is written to the run folder for the flow to publish.
 """
 
@@ -36,6 +40,7 @@ from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.market import MarketFrames
+from oomrl.portfolio.probes import MEMORIZED, ProbeResult, run_probes, seed_of
 from oomrl.portfolio.rebalance import load_panels
 from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fresh
 from oomrl.portfolio.replay import ReplayResult, replay_setup
@@ -54,6 +59,7 @@ LONG_SESSIONS = 250  # the longer window: about a year of sessions up to the ale
 TRADING_DAYS = 252
 ROUNDING = 1e-9  # annualized: a mean difference this small is float rounding, not evidence
 STATEFUL = "crossval.stateful"  # the no-memory-across-decisions check's name
+SHOWN = 3  # differences named per failed probe
 
 
 class PromotionRule(BaseModel):
@@ -296,11 +302,14 @@ def long_window_start(store: MarketStore, start: date, end: date, sessions: int)
 def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any, universe: Any,
                    benchmark: pd.Series, rebalance: str, start: date, end: date,
                    rules: FrictionRules | None, initial_cash: float, settings: Settings | None = None,
-                   alert_start: date | None = None, fresh_decisions: int = 0) -> list[VersionMeasures]:
+                   alert_start: date | None = None, fresh_decisions: int = 0,
+                   probes: bool = False) -> list[VersionMeasures]:
     """Replay one version (its own folder, in a strategy host) and measure it over the long and the alert window.
 
     With `fresh_decisions`, that many of its decisions (evenly spread) are recomputed each in a
-    fresh host and must give the same weights: the `crossval.stateful` check on the long row.
+    fresh host and must give the same weights: the `crossval.stateful` check on the long row. With
+    `probes`, its decisions in the alert window are asked again on relabelled and date-shifted markets
+    and must be the same: the `crossval.memorized` check on the long row.
     Runs anywhere (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
     """
     settings = settings or Settings()
@@ -309,7 +318,7 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
     if rules is not None:
         setup.rules = rules
     market = MarketFrames.build(panels, setup.rules)
-    runner = source.open(setup.params, market, record=fresh_decisions > 0)
+    runner = source.open(setup.params, market, record=fresh_decisions > 0 or probes)
     try:
         result = replay_setup(setup, market, start, end, initial_cash, runner=runner)
     finally:
@@ -321,7 +330,25 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
     if fresh_decisions:
         recomputed = recompute_fresh(source, setup.params, market, runner.decisions or [], fresh_decisions)
         rows[0].checks.append(stateful_check(recomputed))
+    if probes:
+        found = run_probes(source, setup.params, market, runner.decisions or [], alert_start or start,
+                           runner.calendar, seed_of(source.digest()))
+        rows[0].checks.append(memorized_check(found))
     return rows
+
+
+def memorized_check(found: list[ProbeResult]) -> Check:
+    """`crossval.memorized`: on every probe's market the decisions were the same (the first few differences named)."""
+    failed = [result for result in found if result.differences]
+    asked = ", ".join(f"{result.name}" for result in found)
+    checked = found[0].checked if found else 0
+    if not failed:
+        return Check(name=MEMORIZED, passed=True, detail=(
+            f"{checked} decisions of the alert window asked again ({asked}) were the same"))
+    return Check(name=MEMORIZED, passed=False, detail="; ".join(
+        f"{result.name}: {len(result.differences)} of {result.checked} decisions differ (the strategy "
+        f"knows which stock or date it is, not only what the market shows): "
+        + "; ".join(d.describe() for d in result.differences[:SHOWN]) for result in failed))
 
 
 def stateful_check(recomputed: Recomputed) -> Check:
@@ -384,7 +411,7 @@ def cross_validate(candidate_root: Path, active_root: Path, strategy: str, const
               "rules": rules, "initial_cash": initial_cash, "settings": settings, "alert_start": start}
     calls = [{"label": "active", "root": active_root, "sha": active_sha, **shared},
              {"label": "candidate", "root": candidate_root, "sha": candidate_sha, **shared,
-              "fresh_decisions": FRESH_DECISIONS}]
+              "fresh_decisions": FRESH_DECISIONS, "probes": True}]
     if baseline is not None:
         calls.append({"label": "baseline", "root": baseline[0], "sha": baseline[1], **shared})
     rows = [row for rows in mapper(calls) for row in rows]

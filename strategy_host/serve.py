@@ -104,7 +104,8 @@ class Host:
         handle = len(self.sessions) + 1
         self.sessions[handle] = {"strategy": strategy, "params": params, "history": None}
         dump = getattr(params, "model_dump", None)
-        return {"handle": handle, "name": name,
+        calendar = getattr(strategy, "calendar", None)  # a declared calendar dependence, checked by the engine
+        return {"handle": handle, "name": name, "calendar": calendar if isinstance(calendar, str) else None,
                 "params": self.wire.to_plain(dump(mode="json")) if callable(dump) else {}}
 
     def _strategy(self, name: str) -> Any:

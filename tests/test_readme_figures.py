@@ -107,6 +107,17 @@ def test_the_readmes_table_1_is_what_the_demo_prints(row: str, demo_report: Path
 
 
 @pytest.mark.slow  # shares the demo above
+def test_the_demos_repaired_version_passed_the_memorization_probes(demo_report: Path) -> None:
+    repairs = json.loads((demo_report / "demo.json").read_text())["repairs"]
+    promoted = [r for r in repairs if r["version"]]
+    assert promoted, repairs
+    for repair in promoted:
+        checks = json.loads((Path(repair["run_dir"]) / "cross_validation.json").read_text())["checks"]
+        (memorized,) = [c for c in checks if c["name"] == "crossval.memorized"]
+        assert memorized["passed"] and "were the same" in memorized["detail"], memorized
+
+
+@pytest.mark.slow  # shares the demo above
 def test_the_readmes_friction_story_is_the_demos_tearsheet(demo_report: Path) -> None:
     story = re.search(r"v1 traded ([\d.]+)× its NAV \((\d+) % of it on each rebalance\) and paid\s+"
                       r"([\d,]+) CNY in costs, ([\d.]+) % of NAV lost to slippage; the repaired v2 trades "

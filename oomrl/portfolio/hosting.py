@@ -30,6 +30,7 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23  # linux/mman.h (Python's mmap module does not name it)
 PREFAULT_ROWS = DUE_CHUNK  # rows whose pages are mapped in ahead of the rows written
 PREFAULT_CHUNK = 256  # rows mapped in at once
+CALENDARS = ("weekly", "monthly")  # calendar dependences a strategy may declare (oomrl.portfolio.probes)
 UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
 
 
@@ -250,6 +251,7 @@ class HostedRunner:
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
     waiting: Question | None = None  # a question whose book the host still waits for
+    calendar: str = "weekly"  # the calendar dependence S declares (its `calendar`): what the date probe keeps
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         self._in_step()
@@ -456,10 +458,11 @@ class WorkspaceStrategy:
         False asks nothing along with a decision (the host then sees no row after it)."""
         host, jail = self.start()
         try:
-            handle, _ = open_in(host, self.name, params)
+            handle, _, calendar = open_in(host, self.name, params)
             shared = SharedMarket(market)
             runner = HostedRunner(host, handle, self.name, market, jail, shared,
-                                  decisions=[] if record else None, schedule_ahead=schedule_ahead)
+                                  decisions=[] if record else None, schedule_ahead=schedule_ahead,
+                                  calendar=calendar)
             try:
                 host.channel.send_with_fd({"op": "market", "handle": handle, "shared": len(market.days),
                                            "symbols": [str(s) for s in market.symbols],
@@ -472,6 +475,18 @@ class WorkspaceStrategy:
         except BaseException:
             host.close()
             raise
+
+    def digest(self) -> str:
+        """sha256 of the workspace's source trees (paths and bytes): what this version's code is."""
+        import hashlib
+
+        sources, _ = _contract_of(self.root)
+        digest = hashlib.sha256()
+        for tree in sources:
+            for path in sorted((Path(self.root) / tree).rglob("*.py")):
+                if "__pycache__" not in path.parts:
+                    digest.update(f"{path.relative_to(self.root)}\0".encode() + path.read_bytes() + b"\0")
+        return digest.hexdigest()
 
     def check_params(self, params: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
@@ -488,8 +503,9 @@ class WorkspaceStrategy:
             host.close()
 
 
-def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int, dict[str, Any]]:
-    """Open strategy `name` in a started host: its handle and its normalized parameters."""
+def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int, dict[str, Any], str]:
+    """Open strategy `name` in a started host: its handle, its normalized parameters and the calendar
+    it declares ("weekly" unless it says "monthly")."""
     try:
         answer = host.request({"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))})
     except StrategyError as exc:
@@ -500,10 +516,12 @@ def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int
                                   f"strategy {name} failed to load: {exc.type_name}: {exc.message}") from None
     except HostError as exc:
         raise StrategyHostError(f"strategy {name}: {exc}") from None
-    handle, normalized = answer.get("handle"), answer.get("params")
+    handle, normalized, calendar = answer.get("handle"), answer.get("params"), answer.get("calendar") or "weekly"
     if not isinstance(handle, int) or not isinstance(normalized, dict):
         raise StrategyHostError(f"strategy {name}: the host answered `open` malformed")
-    return handle, wire.from_plain(normalized)
+    if calendar not in CALENDARS:
+        raise StrategyFailedError(f"strategy {name} declares calendar {calendar!r}; known: {', '.join(CALENDARS)}")
+    return handle, wire.from_plain(normalized), calendar
 
 
 def validation_line(message: str) -> str:
