@@ -232,3 +232,18 @@ def test_a_repair_beyond_the_running_limit_does_not_start(
         "OOMRL_REPAIR_MAX_RUNNING=2 allows (runs paused-0, paused-1)" in outcome["reason"]
     assert not (repair_home / "runs").exists()  # nothing was started
     assert sorted(c.flow_run_id for c in book.live()) == ["paused-0", "paused-1"]
+
+
+def test_an_alert_dated_before_the_accounts_first_session_is_refused_like_at_every_door(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    from flows.repair import repair
+    from oomrl.repair import RepairNotPromoted
+    from tests.agent.repair_helpers import mark_account
+
+    mark_account(get_settings().ledger, "paper", ["2026-02-27"])  # the issue's account, the issue's alert
+    with pytest.raises(RepairNotPromoted) as refused:
+        repair({**daily_momentum_autopsy, "as_of": "2024-07-12"}, auto_approve=True)
+    outcome = refused.value.outcome.model_dump()
+    assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
+    assert "alert dated 2024-07-12 is before account 'paper''s first session (2026-02-27" in outcome["reason"]
+    assert not (repair_home / "runs").exists() and not (repair_home / "workspace").exists()

@@ -142,3 +142,18 @@ def test_a_delivery_database_failing_under_the_webhook_is_503(client: TestClient
     assert response.status_code == 503, response.text
     assert response.json()["detail"].startswith("cannot record the delivery: cannot use the database")
     assert "retry the delivery" in response.json()["detail"] and launcher.calls == []
+
+
+def test_an_alert_dated_before_the_accounts_first_session_is_refused(
+        client: TestClient, launcher: RecordingLauncher, store_url: str, settings: Settings,
+        autopsy: dict[str, Any]) -> None:
+    from tests.agent.repair_helpers import mark_account
+
+    mark_account(settings.ledger, "paper", ["2026-02-27", "2026-03-02"])  # opened long after the alert
+    full = deliver(client, json.dumps({**autopsy, "as_of": "2024-07-12"}).encode())
+    alert = deliver(client, json.dumps({"alert_id": "early-1", "account": "paper", "as_of": "2024-07-12"}).encode())
+    for response in (full, alert):
+        assert response.status_code == 422, response.text
+        assert response.json()["detail"].endswith("alert dated 2024-07-12 is before account 'paper''s first "
+                                                  "session (2026-02-27; marked 2026-02-27..2026-03-02)")
+    assert launcher.calls == [] and nothing_claimed(store_url, autopsy["alert_id"], "early-1")
