@@ -147,14 +147,46 @@ def account_exists(ledger_url: str, account: str) -> bool:
 
 
 def check_dates(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
-    """An input dated no earlier than its account's first marked session (an undated one takes the last).
-    An account with no marked session yet has nothing to bound by: its inputs go on as they are."""
+    """An input dated inside its account's marked sessions (an undated one takes the last), so the
+    critic reads the sessions the alert is about. An account with no marked session yet has nothing to
+    bound by: a full autopsy (it carries its own metrics) goes on as it is."""
     as_of = as_of_of(autopsy)
     if sessions.first is None or sessions.last is None:
         return
+    span = f"marked {sessions.first}..{sessions.last}"
     if as_of is not None and as_of < sessions.first:
         raise InvalidAutopsyError(f"alert dated {as_of} is before account {account!r}'s first session "
-                                  f"({sessions.first}; marked {sessions.first}..{sessions.last})")
+                                  f"({sessions.first}; {span})")
+    if as_of is not None and as_of > sessions.last:
+        raise InvalidAutopsyError(f"alert dated {as_of} is after account {account!r}'s last marked session "
+                                  f"({sessions.last}; {span}): mark the account through the alert date first")
+
+
+# The metric each rule of oomrl.diagnostics.rules fires on, which the critic reads to diagnose it.
+RULE_METRICS = {"daily_loss": "daily_pnl", "drawdown": "drawdown", "principal_loss": "cumulative_principal_loss",
+                "ir_decay": "rolling_ir_60d", "execution_decay": "slippage_leakage",
+                "turnover_spike": "turnover_annualized"}
+
+
+def check_metrics(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
+    """Refuse an input without the metrics its rule reads: a full autopsy whose rule's metric is null
+    (rolling_ir_60d, with fewer than 60 sessions or no benchmark), or a loss alert (it has none; the
+    critic's rule computes them from the account's marks) for an account with no marked session."""
+    as_of = as_of_of(autopsy)
+    dated = f"alert dated {as_of}" if as_of else "undated alert"
+    if "event" not in autopsy:
+        if sessions.first is None:
+            raise InvalidAutopsyError(f"{dated} carries no metrics and account {account!r} has no marked "
+                                      "session to compute them from (marked: none): send a full autopsy "
+                                      "with metrics, or alert after the account's first marked session")
+        return
+    rule = str((autopsy.get("trigger") or {}).get("rule") or "")
+    metric = RULE_METRICS.get(rule)
+    if metric and (autopsy.get("metrics") or {}).get(metric) is None:
+        window = (autopsy.get("trigger") or {}).get("window_start")
+        marked = f"{sessions.first}..{sessions.last}" if sessions.first else "none"
+        raise InvalidAutopsyError(f"{dated} (window from {window}) has no metrics.{metric}, which rule "
+                                  f"{rule!r} reads (account {account!r} marked: {marked})")
 
 
 def strategy_exists(workspace_dir: Path, module: str) -> bool:
@@ -168,8 +200,9 @@ def strategy_exists(workspace_dir: Path, module: str) -> bool:
 
 def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
                 account: str | None = None) -> None:
-    """Refuse an input whose account (or the `account` override) or strategy module is unknown, or whose
-    date its account's marked sessions cannot explain (`check_dates`)."""
+    """Refuse an input whose account (or the `account` override) or strategy module is unknown, whose
+    date its account's marked sessions cannot explain (`check_dates`), or that lacks the metrics its
+    rule reads (`check_metrics`)."""
     name = account or str(autopsy["account"])
     sessions = marked_sessions(ledger_url, name)
     if sessions is None:
@@ -180,6 +213,7 @@ def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
         raise UnknownStrategyError(f"unknown strategy {module!r}: the strategy workspace has no "
                                    f"{str(module).replace('.', '/')}.py")
     check_dates(autopsy, name, sessions)
+    check_metrics(autopsy, name, sessions)
 
 
 def admit(data: Any, settings: Any, account: str | None = None) -> dict[str, Any]:
