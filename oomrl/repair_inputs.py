@@ -163,9 +163,10 @@ def check_dates(autopsy: dict[str, Any], account: str, sessions: MarkedSessions)
 
 
 # The metric each rule of oomrl.diagnostics.rules fires on, which the critic reads to diagnose it.
-RULE_METRICS = {"daily_loss": "daily_pnl", "drawdown": "drawdown", "principal_loss": "cumulative_principal_loss",
-                "ir_decay": "rolling_ir_60d", "execution_decay": "slippage_leakage",
-                "turnover_spike": "turnover_annualized"}
+RULE_METRICS = {"daily_loss": "daily_pnl", "drawdown": "drawdown",
+                "principal_loss_approaching": "cumulative_principal_loss",
+                "principal_loss_reached": "cumulative_principal_loss", "ir_decay": "rolling_ir_60d",
+                "execution_decay": "slippage_leakage", "turnover_spike": "turnover_annualized"}
 
 
 def check_metrics(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
