@@ -8,6 +8,7 @@ row and no workspace behind.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -99,8 +100,17 @@ def check_as_of(as_of: date, kind: str) -> None:
                                   "an alert is about a session that has happened")
 
 
-def account_exists(ledger_url: str, account: str) -> bool:
-    """Whether the ledger holds `account`, read without creating the database or its tables."""
+@dataclass(frozen=True)
+class MarkedSessions:
+    """An account's first and last marked session in the ledger (None, None before its first)."""
+
+    first: date | None
+    last: date | None
+
+
+def marked_sessions(ledger_url: str, account: str) -> MarkedSessions | None:
+    """The account's marked sessions, None when the ledger does not hold it; read without creating
+    the database or its tables."""
     import sqlalchemy as sa
 
     from oomrl.portfolio.ledger import Ledger
@@ -108,17 +118,76 @@ def account_exists(ledger_url: str, account: str) -> bool:
     url = sa.engine.make_url(ledger_url)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
             and not Path(url.database).is_file():
-        return False
+        return None
     ledger = Ledger(ledger_url)
     try:
-        accounts = ledger.t["accounts"]
-        if not sa.inspect(ledger.engine).has_table(accounts.name, schema=accounts.schema):
-            return False
+        accounts, nav = ledger.t["accounts"], ledger.t["nav"]
+        inspector = sa.inspect(ledger.engine)
+        if not inspector.has_table(accounts.name, schema=accounts.schema):
+            return None
         with ledger.engine.connect() as conn:
-            found = conn.execute(sa.select(accounts.c.account).where(accounts.c.account == account))
-            return found.first() is not None
+            if conn.execute(sa.select(accounts.c.account).where(accounts.c.account == account)).first() is None:
+                return None
+            if not inspector.has_table(nav.name, schema=nav.schema):
+                return MarkedSessions(None, None)
+            first, last = conn.execute(sa.select(sa.func.min(nav.c.date), sa.func.max(nav.c.date))
+                                       .where(nav.c.account == account)).one()
+            return MarkedSessions(_day(first), _day(last))
     finally:
         ledger.engine.dispose()
+
+
+def _day(value: Any) -> date | None:
+    return None if value is None else date.fromisoformat(str(value)[:10])
+
+
+def account_exists(ledger_url: str, account: str) -> bool:
+    """Whether the ledger holds `account`, read without creating the database or its tables."""
+    return marked_sessions(ledger_url, account) is not None
+
+
+def check_dates(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
+    """An input dated inside its account's marked sessions (an undated one takes the last), so the
+    critic reads the sessions the alert is about. An account with no marked session yet has nothing to
+    bound by: a full autopsy (it carries its own metrics) goes on as it is."""
+    as_of = as_of_of(autopsy)
+    if sessions.first is None or sessions.last is None:
+        return
+    span = f"marked {sessions.first}..{sessions.last}"
+    if as_of is not None and as_of < sessions.first:
+        raise InvalidAutopsyError(f"alert dated {as_of} is before account {account!r}'s first session "
+                                  f"({sessions.first}; {span})")
+    if as_of is not None and as_of > sessions.last:
+        raise InvalidAutopsyError(f"alert dated {as_of} is after account {account!r}'s last marked session "
+                                  f"({sessions.last}; {span}): mark the account through the alert date first")
+
+
+# The metric each rule of oomrl.diagnostics.rules fires on, which the critic reads to diagnose it.
+RULE_METRICS = {"daily_loss": "daily_pnl", "drawdown": "drawdown",
+                "principal_loss_approaching": "cumulative_principal_loss",
+                "principal_loss_reached": "cumulative_principal_loss", "ir_decay": "rolling_ir_60d",
+                "execution_decay": "slippage_leakage", "turnover_spike": "turnover_annualized"}
+
+
+def check_metrics(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
+    """Refuse an input without the metrics its rule reads: a full autopsy whose rule's metric is null
+    (rolling_ir_60d, with fewer than 60 sessions or no benchmark), or a loss alert (it has none; the
+    critic's rule computes them from the account's marks) for an account with no marked session."""
+    as_of = as_of_of(autopsy)
+    dated = f"alert dated {as_of}" if as_of else "undated alert"
+    if "event" not in autopsy:
+        if sessions.first is None:
+            raise InvalidAutopsyError(f"{dated} carries no metrics and account {account!r} has no marked "
+                                      "session to compute them from (marked: none): send a full autopsy "
+                                      "with metrics, or alert after the account's first marked session")
+        return
+    rule = str((autopsy.get("trigger") or {}).get("rule") or "")
+    metric = RULE_METRICS.get(rule)
+    if metric and (autopsy.get("metrics") or {}).get(metric) is None:
+        window = (autopsy.get("trigger") or {}).get("window_start")
+        marked = f"{sessions.first}..{sessions.last}" if sessions.first else "none"
+        raise InvalidAutopsyError(f"{dated} (window from {window}) has no metrics.{metric}, which rule "
+                                  f"{rule!r} reads (account {account!r} marked: {marked})")
 
 
 def strategy_exists(workspace_dir: Path, module: str) -> bool:
@@ -132,15 +201,20 @@ def strategy_exists(workspace_dir: Path, module: str) -> bool:
 
 def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
                 account: str | None = None) -> None:
-    """Refuse an input whose account (or the `account` override) or strategy module is unknown."""
+    """Refuse an input whose account (or the `account` override) or strategy module is unknown, whose
+    date its account's marked sessions cannot explain (`check_dates`), or that lacks the metrics its
+    rule reads (`check_metrics`)."""
     name = account or str(autopsy["account"])
-    if not account_exists(ledger_url, name):
+    sessions = marked_sessions(ledger_url, name)
+    if sessions is None:
         raise UnknownAccountError(f"unknown account {name!r}: the ledger holds no such account "
                                   "(accounts are opened by their first rebalance)")
     module = (autopsy.get("diagnostics") or {}).get("module")
     if module and not strategy_exists(workspace_dir, str(module)):
         raise UnknownStrategyError(f"unknown strategy {module!r}: the strategy workspace has no "
                                    f"{str(module).replace('.', '/')}.py")
+    check_dates(autopsy, name, sessions)
+    check_metrics(autopsy, name, sessions)
 
 
 def admit(data: Any, settings: Any, account: str | None = None) -> dict[str, Any]:

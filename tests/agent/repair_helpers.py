@@ -132,3 +132,19 @@ def strings(value: object) -> str:
     if isinstance(value, list):
         return "\n".join(strings(v) for v in value)
     return str(value)
+
+
+def mark_account(ledger_url: str, account: str, days: list[str], nav: float = 1_000_000.0) -> None:
+    """Flat mark-to-market NAV rows for `account` on `days` through the ledger's own marking write."""
+    import pandas as pd
+
+    from oomrl.portfolio.ledger import Ledger
+    from oomrl.portfolio.ledger_tables import NAV_FIELDS
+
+    ledger = Ledger(ledger_url)
+    try:
+        rows = pd.DataFrame({"date": pd.to_datetime(days), **dict.fromkeys(NAV_FIELDS, 0.0), "nav": nav,
+                             "cash": nav, "reward": 0.0, "strategy_version": "v1"})
+        ledger.commit_marks(account, ledger.account(account).revision, rows, 0.0, 0.0)
+    finally:
+        ledger.engine.dispose()

@@ -18,6 +18,16 @@ MANDATE = {"module": "strategies.daily_momentum", "text": "Weekly, capped",
                            "max_weekly_turnover": 0.3}}
 
 
+@pytest.fixture(autouse=True)
+def marked_paper(repair_home: Path) -> None:
+    """paper marked on two sessions: the loss alert AUTOPSY is completed from them (the door refuses a
+    loss alert for an account with no marked session: nothing to compute its metrics from)."""
+    from oomrl.config import get_settings
+    from tests.agent.repair_helpers import mark_account
+
+    mark_account(get_settings().ledger, "paper", ["2024-08-29", "2024-08-30"])
+
+
 def write(path: Path, payload: Any) -> Path:
     path.write_text(json.dumps(payload))
     return path

@@ -53,3 +53,16 @@ def test_full_autopsies_pass_and_accounts_without_history_keep_the_alert(
     assert complete_autopsy(stranger, ledger) == stranger  # no NAV on that date: the alert as it is
     assert complete_autopsy({"alert_id": "a-1", "account": "nobody"}, ledger) == {
         "alert_id": "a-1", "account": "nobody", "diagnostics": {"module": "strategies.daily_momentum"}}
+
+
+def test_every_rule_of_the_diagnostics_names_the_metric_the_door_checks() -> None:
+    import inspect
+    import re
+
+    from oomrl.diagnostics import rules
+    from oomrl.diagnostics.autopsy import AutopsyMetrics
+    from oomrl.repair_inputs import RULE_METRICS
+
+    raised = set(re.findall(r'(?:_state|_alert)\(\s*"([a-z_]+)"', inspect.getsource(rules)))
+    assert raised and raised == set(RULE_METRICS)  # a new rule names the metric it reads
+    assert set(RULE_METRICS.values()) <= set(AutopsyMetrics.model_fields)

@@ -17,7 +17,10 @@ import pytest
 from tests.cli.helpers import invoke, refused, snapshot, write_json
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ops" / "autopsy.json"
-AUTOPSY: dict[str, Any] = json.loads(FIXTURE.read_text())
+# The fixture alert dated on the one session the prepared home has marked for paper (2024-07-01).
+AUTOPSY: dict[str, Any] = {**json.loads(FIXTURE.read_text()), "as_of": "2024-07-01"}
+NO_IR = {**AUTOPSY, "trigger": {**AUTOPSY["trigger"], "rule": "ir_decay"},
+         "metrics": {**AUTOPSY["metrics"], "rolling_ir_60d": None}}
 
 
 def repair(autopsy: Path, *extra: str) -> Any:
@@ -36,6 +39,14 @@ def repair(autopsy: Path, *extra: str) -> Any:
     ({"alert_id": "late-1", "account": "paper", "as_of": "2099-01-01"},
      ["invalid loss alert", "as_of 2099-01-01 is after today", "a session that has happened"]),
     ({**AUTOPSY, "as_of": "2099-01-01"}, ["invalid autopsy", "as_of 2099-01-01 is after today"]),
+    ({"alert_id": "early-1", "account": "paper", "as_of": "2024-06-28"},
+     ["alert dated 2024-06-28 is before account 'paper''s first session (2024-07-01; marked 2024-07-01.."]),
+    ({**AUTOPSY, "as_of": "2024-06-28"}, ["alert dated 2024-06-28 is before account 'paper''s first session"]),
+    ({"alert_id": "late-2", "account": "paper", "as_of": "2024-07-02"},
+     ["alert dated 2024-07-02 is after account 'paper''s last marked session (2024-07-01; marked 2024-07-01..2024-07-01)"]),
+    ({**AUTOPSY, "as_of": "2024-07-02"}, ["alert dated 2024-07-02 is after account 'paper''s last marked session"]),
+    (NO_IR, ["alert dated 2024-07-01 (window from 2026-01-23) has no metrics.rolling_ir_60d, which rule 'ir_decay' "
+             "reads (account 'paper' marked: 2024-07-01..2024-07-01)"]),
     ({**AUTOPSY, "metrics": {**AUTOPSY["metrics"], "daily_pnl": "nan"}},
      ["metrics.daily_pnl: Input should be a finite number"]),
     ({**AUTOPSY, "metrics": {**AUTOPSY["metrics"], "drawdown": 1e308 * 10}}, ["not valid JSON"]),
@@ -47,6 +58,19 @@ def test_refused_autopsies_write_nothing(home: Path, unchanged: None, tmp_path: 
                                         fragments: list[str]) -> None:
     refused(repair(write_json(tmp_path / "autopsy.json", payload)), 1, *fragments)
     assert list((home / "runs").iterdir()) == []  # no run folder (and `unchanged`: workspace, ledger as they were)
+
+
+def test_a_loss_alert_for_an_account_never_marked_is_refused(home: Path, tmp_path: Path) -> None:
+    from oomrl.config import get_settings
+    from oomrl.portfolio.ledger import Ledger
+
+    ledger = Ledger(get_settings().ledger)
+    ledger.open_account("fresh", 1_000_000)  # opened, never marked: no metrics to complete the alert with
+    ledger.engine.dispose()
+    refused(repair(write_json(tmp_path / "a.json", {"alert_id": "bare-1", "account": "fresh", "as_of": "2024-07-01"})),
+            1, "alert dated 2024-07-01 carries no metrics and account 'fresh' has no marked session to compute "
+               "them from (marked: none)")
+    assert list((home / "runs").iterdir()) == []
 
 
 def test_an_override_account_must_exist_too(home: Path, unchanged: None, tmp_path: Path) -> None:

@@ -146,7 +146,11 @@ def test_a_minimal_alert_is_completed_from_the_ledger_and_reaches_approval(
         repair_home: Path) -> None:  # noqa: F811
     from prefect.flow_runs import resume_flow_run
 
-    # The docs' example: no autopsy, no NAV history yet; the flow completes it and asks a person.
+    from tests.agent.repair_helpers import mark_account
+
+    # The docs' example: no autopsy, an account with marked sessions; the flow completes the alert
+    # from its NAV history (the metrics of the last session) and asks a person.
+    mark_account(get_settings().ledger, "paper", ["2024-08-29", "2024-08-30"])
     thread, box = _run_in_thread({"alert_id": "ops-1", "account": "paper"}, provider="offline",
                                  approval_timeout_s=120)
     paused = _paused_run_id()
@@ -232,3 +236,37 @@ def test_a_repair_beyond_the_running_limit_does_not_start(
         "OOMRL_REPAIR_MAX_RUNNING=2 allows (runs paused-0, paused-1)" in outcome["reason"]
     assert not (repair_home / "runs").exists()  # nothing was started
     assert sorted(c.flow_run_id for c in book.live()) == ["paused-0", "paused-1"]
+
+
+NO_IR = {"trigger": {"rule": "ir_decay", "value": -1.2, "threshold": -1.0, "window_start": "2026-02-24",
+                     "message": "rolling IR"}}
+
+
+@pytest.mark.parametrize(("marks", "alert", "reason"), [
+    (["2026-02-27"], {"as_of": "2024-07-12"},  # the issue's account, the issue's alert
+     "alert dated 2024-07-12 is before account 'paper''s first session (2026-02-27; marked 2026-02-27..2026-02-27)"),
+    (["2024-07-01", "2024-07-02"], {"as_of": "2024-07-12"},
+     "alert dated 2024-07-12 is after account 'paper''s last marked session (2024-07-02; marked 2024-07-01..2024-07-02)"),
+    (["2026-02-27"], {**NO_IR, "as_of": "2026-02-27", "metrics": None},
+     "alert dated 2026-02-27 (window from 2026-02-24) has no metrics.rolling_ir_60d, which rule 'ir_decay' reads"),
+    ([], {"alert_id": "bare-1", "account": "paper"},
+     "undated alert carries no metrics and account 'paper' has no marked session to compute them from"),
+])
+def test_an_alert_its_accounts_marked_sessions_cannot_explain_is_refused_like_at_every_door(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any], marks: list[str],  # noqa: F811
+        alert: dict[str, Any], reason: str) -> None:
+    from flows.repair import repair
+    from oomrl.repair import RepairNotPromoted
+    from tests.agent.repair_helpers import mark_account
+
+    if marks:
+        mark_account(get_settings().ledger, "paper", marks)
+    body = dict(alert) if "alert_id" in alert else {**daily_momentum_autopsy, **alert}
+    if "metrics" in alert:
+        body["metrics"] = {**daily_momentum_autopsy["metrics"], "rolling_ir_60d": None}
+    with pytest.raises(RepairNotPromoted) as refused:
+        repair(body, auto_approve=True)
+    outcome = refused.value.outcome.model_dump()
+    assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
+    assert reason in outcome["reason"]
+    assert not (repair_home / "runs").exists() and not (repair_home / "workspace").exists()

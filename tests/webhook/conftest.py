@@ -22,6 +22,7 @@ from oomrl.webhook.signing import sign
 
 SECRET = "test-secret-0123456789abcdef"
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ops" / "autopsy.json"
+MARKED = ("2026-02-26", "2026-02-27")  # paper's marked sessions: the fixture alert is dated on the last
 
 
 class RecordingLauncher:
@@ -74,12 +75,17 @@ def config(store_url: str) -> WebhookSettings:
 
 @pytest.fixture()
 def settings(oomrl_home: Path) -> Settings:
-    """OOMRL settings whose ledger holds the account `paper` (the webhook refuses unknown accounts)."""
+    """OOMRL settings whose ledger holds the account `paper`, marked on MARKED (the webhook refuses
+    unknown accounts, and alerts dated outside the account's marked sessions)."""
+    from tests.agent.repair_helpers import mark_account
+
     settings = get_settings()
     settings.ensure_dirs()
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     ledger.open_account("paper", 1_000_000)
+    ledger.engine.dispose()
+    mark_account(settings.ledger, "paper", list(MARKED))
     return settings
 
 

@@ -21,7 +21,7 @@ def notification(*alerts: dict[str, Any]) -> dict[str, Any]:
 
 
 def firing(fingerprint: str = "abc123", status: str = "firing", **annotations: str) -> dict[str, Any]:
-    return {"status": status, "fingerprint": fingerprint, "startsAt": "2024-10-18T07:00:00.000Z",
+    return {"status": status, "fingerprint": fingerprint, "startsAt": "2026-02-27T07:00:00.000Z",
             "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "http://prometheus/graph",
             "labels": {"alertname": "PrincipalLoss", "account": "paper", "severity": "critical",
                        "module": "strategies.daily_momentum"},
@@ -35,10 +35,10 @@ def test_firing_alerts_start_repairs_resolved_are_ignored(client: TestClient,
     assert response.status_code == 202
     body = response.json()
     assert body["ignored_resolved"] == 1
-    assert [item["alert_id"] for item in body["alerts"]] == ["am-f1-20241018T070000"]
+    assert [item["alert_id"] for item in body["alerts"]] == ["am-f1-20260227T070000"]
     # A loss alert the repair completes from the ledger (the account's strategy and NAV history).
-    assert launcher.calls[0][1] == {"alert_id": "am-f1-20241018T070000", "account": "paper",
-                                    "as_of": "2024-10-18"}
+    assert launcher.calls[0][1] == {"alert_id": "am-f1-20260227T070000", "account": "paper",
+                                    "as_of": "2026-02-27"}
 
 
 @pytest.mark.slow
@@ -83,7 +83,7 @@ def test_embedded_autopsy_annotation_wins(client: TestClient, launcher: Recordin
     assert response.status_code == 202
     assert launcher.calls[0][1]["constraints"] == {**autopsy["constraints"], "max_drawdown": None,
                                                    "max_position_weight": None, "min_information_ratio": None}
-    assert launcher.calls[0][0] == "am-f3-20241018T070000"
+    assert launcher.calls[0][0] == "am-f3-20260227T070000"
 
 
 @pytest.mark.parametrize(("annotation", "message"), [("{not json", "not valid JSON"), ("[1]", "JSON object"),

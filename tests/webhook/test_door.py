@@ -142,3 +142,46 @@ def test_a_delivery_database_failing_under_the_webhook_is_503(client: TestClient
     assert response.status_code == 503, response.text
     assert response.json()["detail"].startswith("cannot record the delivery: cannot use the database")
     assert "retry the delivery" in response.json()["detail"] and launcher.calls == []
+
+
+SPAN = "marked 2026-02-26..2026-02-27"  # the conftest's marks of paper
+
+
+@pytest.mark.parametrize(("as_of", "reason"), [
+    ("2024-07-12", f"alert dated 2024-07-12 is before account 'paper''s first session (2026-02-26; {SPAN})"),
+    ("2026-03-02", f"alert dated 2026-03-02 is after account 'paper''s last marked session (2026-02-27; {SPAN})"),
+])
+def test_an_alert_dated_outside_the_accounts_marked_sessions_is_refused(
+        client: TestClient, launcher: RecordingLauncher, store_url: str, autopsy: dict[str, Any],
+        as_of: str, reason: str) -> None:
+    full = deliver(client, json.dumps({**autopsy, "as_of": as_of}).encode())
+    alert = deliver(client, json.dumps({"alert_id": "out-1", "account": "paper", "as_of": as_of}).encode())
+    for response in (full, alert):
+        assert response.status_code == 422, response.text
+        assert reason in response.json()["detail"]
+    assert launcher.calls == [] and nothing_claimed(store_url, autopsy["alert_id"], "out-1")
+
+
+def test_an_alert_without_the_metrics_its_rule_reads_is_refused(
+        client: TestClient, launcher: RecordingLauncher, store_url: str, settings: Settings,
+        autopsy: dict[str, Any]) -> None:
+    from oomrl.portfolio.ledger import Ledger
+
+    ledger = Ledger(settings.ledger)
+    ledger.open_account("fresh", 1_000_000)  # opened, never marked: nothing to compute metrics from
+    ledger.engine.dispose()
+    no_ir = {**autopsy, "trigger": {**autopsy["trigger"], "rule": "ir_decay"},
+             "metrics": {**autopsy["metrics"], "rolling_ir_60d": None}}
+    cases = [(no_ir, f"alert dated 2026-02-27 (window from 2026-01-23) has no metrics.rolling_ir_60d, which "
+                     f"rule 'ir_decay' reads (account 'paper' {SPAN.replace('marked', 'marked:')})"),
+             ({"alert_id": "bare-1", "account": "fresh", "as_of": "2026-02-27"},
+              "alert dated 2026-02-27 carries no metrics and account 'fresh' has no marked session to compute "
+              "them from (marked: none)")]
+    for body, reason in cases:
+        response = deliver(client, json.dumps(body).encode())
+        assert response.status_code == 422, response.text
+        assert reason in response.json()["detail"]
+    assert launcher.calls == [] and nothing_claimed(store_url, autopsy["alert_id"], "bare-1")
+    # The same full autopsy for an account never marked carries its own metrics: accepted.
+    accepted = deliver(client, json.dumps({**autopsy, "account": "fresh"}).encode())
+    assert accepted.status_code == 202, accepted.text

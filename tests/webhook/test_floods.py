@@ -113,7 +113,7 @@ def test_each_bad_alert_is_refused_alone_with_its_reason(client: TestClient, lau
     assert response.status_code == 202
     results = response.json()["alerts"]
     assert [(r["alert_id"], r["status"]) for r in results] == [
-        ("good-1", 202), ("bad-1\n", 422), ("am-fp3-20241018T070000", 422), ("good-2", 202)]
+        ("good-1", 202), ("bad-1\n", 422), ("am-fp3-20260227T070000", 422), ("good-2", 202)]
     assert "label alert_id 'bad-1\\n' is no alert id" in results[1]["refused"]
     assert "unknown account 'ghost'" in results[2]["refused"]
     assert [call[0] for call in launcher.calls] == ["good-1", "good-2"]

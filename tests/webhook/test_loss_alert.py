@@ -36,9 +36,9 @@ def test_signed_alert_starts_one_repair(client: TestClient, launcher: RecordingL
 
 def test_loss_alert_with_account_is_accepted(client: TestClient, launcher: RecordingLauncher) -> None:
     assert post(client, {"alert_id": "min-1", "account": "paper"}).status_code == 202
-    assert post(client, {"alert_id": "min-2", "account": "paper", "as_of": "2024-10-18"}).status_code == 202
+    assert post(client, {"alert_id": "min-2", "account": "paper", "as_of": "2026-02-27"}).status_code == 202
     assert launcher.calls == [("min-1", {"alert_id": "min-1", "account": "paper"}),
-                              ("min-2", {"alert_id": "min-2", "account": "paper", "as_of": "2024-10-18"})]
+                              ("min-2", {"alert_id": "min-2", "account": "paper", "as_of": "2026-02-27"})]
 
 
 def test_replayed_alert_returns_existing_run(client: TestClient, launcher: RecordingLauncher,
