@@ -3,7 +3,9 @@
 Each mutant is a copy of the workspace (hard links, the mutated file rewritten) bound at the same
 /workspace path as the original run, in a fresh sandbox, running the same whole suite in the same
 order: nothing in the run tells it from the original. A mutant counts as killed only when one of
-the new tests, which passed on the original, fails by an assertion.
+the new tests, which passed on the original, fails by an assertion or by an exception raised from
+S's code (reported by the host, raised by its client); an exception of the test's own code does
+not count.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ def _mutant_workspace(gate: GateRun, index: int, rel: str, text: str) -> Path:
 
 
 def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> bool:
-    """A new test that passed on the original fails here by an assertion."""
-    return any(original.outcome(n) == "passed" and suite.outcome(n) == "failed"
-               and suite.outcomes.get(n, {}).get("assertion") for n in new_ids)
+    """A new test that passed on the original fails here by an assertion or by an exception S
+    raised (the mutant broke S); an error in the test's own code kills nothing."""
+    return any(original.outcome(n) == "passed" and suite.outcome(n) == "failed" and (
+        suite.outcomes.get(n, {}).get("assertion") or suite.outcomes.get(n, {}).get("source_raised"))
+        for n in new_ids)
 
 
 def mutation_violations(gate: GateRun, reader: CoverageReader,

@@ -5,6 +5,7 @@ folders, data fixtures). Every added test reaches S through strategy_host."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,10 @@ import pytest
 
 from guardrails.behaviour_check import behaviour_violations, load_inputs, same
 from guardrails.gate import run_gate
+from guardrails.locks import HashOnlyLock, RoLock, make_readable
 from guardrails.mutants import killed
-from guardrails.runner import SuiteResult
+from guardrails.runner import GateDirs, SuiteRequest, SuiteResult, run_suite
+from guardrails.sandbox import BwrapLock
 from guardrails.workspace import BehaviourContract, GateSetupError
 from tests.guardrails.gate_helpers import (
     CORPUS,
@@ -25,6 +28,7 @@ from tests.guardrails.gate_helpers import (
     unchanged,
 )
 
+LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
 TARGET = "strategies.momentum:target_weights"  # how a test calls S (through strategy_host)
 CASES = {"cases": [
     {"id": "fresh-top-two", "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7},
@@ -151,15 +155,42 @@ def test_failures_from_before_the_patch_are_pre_existing(tmp_path: Path) -> None
     assert "notes" not in json.loads(verdict.to_json())  # the verdict's JSON shape is fixed
 
 
-def test_a_mutant_is_killed_only_by_an_assertion_in_a_new_test_that_passed_before() -> None:
+def test_a_mutant_is_killed_by_an_assertion_or_by_s_raising_in_a_new_test_that_passed_before() -> None:
     original = SuiteResult(collected=["t::new", "t::old"], outcomes={
         "t::new": {"outcome": "passed"}, "t::old": {"outcome": "passed"}})
     by_old = SuiteResult(outcomes={"t::new": {"outcome": "passed"},
                                    "t::old": {"outcome": "failed", "assertion": True}})
-    by_error = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False}})
+    by_error = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False,
+                                                "source_raised": False}})
     by_new = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": True}})
+    by_source = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False,
+                                                 "source_raised": True}})
     assert not killed(by_old, ["t::new"], original) and not killed(by_error, ["t::new"], original)
-    assert killed(by_new, ["t::new"], original)
+    assert killed(by_new, ["t::new"], original) and killed(by_source, ["t::new"], original)
+    failing_before = SuiteResult(outcomes={"t::new": {"outcome": "failed"}})
+    assert not killed(by_source, ["t::new"], failing_before)
+
+
+@pytest.mark.slow
+def test_the_run_tells_exceptions_s_raised_from_the_tests_own(tmp_path: Path) -> None:
+    dirs = GateDirs.create()
+    shutil.copytree(make_workspace(tmp_path), dirs.ws)
+    (dirs.ws / "tests" / "test_origin.py").write_text(
+        "from strategy_host import StrategyError, call\n\n\n"
+        f"def test_s_raises():\n    call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n\n"
+        "def test_own_code_raises():\n"
+        f"    weights = call({TARGET!r}, {{'A': 1.0}}, top_k=1)\n    1 / (weights['A'] - 1.0)\n\n\n"
+        "def test_forged_strategy_error():\n    raise StrategyError('forged', 'ValueError')\n")
+    try:
+        make_readable(dirs.ws)
+        suite = run_suite(LOCK, dirs, SuiteRequest(workspace=dirs.ws, tests=("tests",), tag="o"),
+                          timeout_s=120, memory_mb=2048)
+    finally:
+        dirs.remove()
+    raised = {nodeid.rsplit("::", 1)[-1]: entry.get("source_raised")
+              for nodeid, entry in suite.outcomes.items() if nodeid.startswith("tests/test_origin")}
+    assert raised == {"test_s_raises": True, "test_own_code_raises": False,
+                      "test_forged_strategy_error": False}
 
 
 @pytest.mark.slow
