@@ -23,6 +23,7 @@ from guardrails.sourcetext import read_source
 from guardrails.testio import TMP_NAMES, inside_tmp, tainted_names, tmp_fixtures, write_targets
 from guardrails.testrules import discipline_findings
 from guardrails.verdict import Violation
+from guardrails.weakening import weakened_findings
 
 SOURCE_PACKAGES = ("strategies",)
 # The client tests reach S through: replacing it (or its channel) mocks S as surely as patching S.
@@ -342,6 +343,7 @@ def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None =
         found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
                           "test-gen may add and strengthen tests, never drop them")
                   for name, function in _tests_in(old_tree) if function.name not in kept]
+        found += weakened_findings(old_tree, tree)
     return to_violations(found, path, set(allow))
 
 

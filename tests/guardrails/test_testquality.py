@@ -271,7 +271,7 @@ def test_unchanged_tests_are_not_rejudged_and_removed_tests_are_reported() -> No
     found = scan("tests/test_m.py", new, old, set())
     assert [(v.rule, v.message.split(" was")[0]) for v in found] == [("tests.removed_test", "test test_gone")]
     moved = HEAD + "class TestOld:\n    def test_old(self):\n        target_weights({}, 1)\n\n" \
-                   "    def test_gone(self):\n        assert target_weights({}, 1)['A'] > 1\n"
+                   "    def test_gone(self):\n        assert 1 < 2 + target_weights({}, 1)['A']\n"
     assert scan("tests/test_m.py", moved, old, set()) == []  # moved into a class, same tests
 
 
@@ -353,3 +353,37 @@ def test_count_tests_counts_parametrize_and_classes() -> None:
             "        assert 1 < 2\n\n\nasync def test_async():\n    assert 1 < 2\n\n\ndef helper():\n    pass\n")
     assert count_tests(text) == 6 + 1 + 2 + 1 + 1
     assert count_tests("def test_a(:\n") == 0
+
+
+OLD_TESTS = HEAD + (
+    "def _close(w, want):\n    assert w == pytest.approx(want, abs=1e-9)\n\n\n"
+    "@pytest.mark.parametrize('k', [1, 2])\ndef test_top(k):\n    w = target_weights({'A': 2.0, 'B': 1.0}, k)\n"
+    "    assert len(w) == 2\n    assert w['A'] == 1.0 / k\n\n\n"
+    "def test_rejects():\n    with pytest.raises(ValueError):\n        target_weights({'A': 1.0}, 0)\n")
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    assert w['A'] == 1.0 / k\n", ""),  # an assertion removed
+    ("    assert w['A'] == 1.0 / k\n", "    assert w['A'] in (1.0 / k, 0.0)\n"),  # `in` for `==`
+    ("abs=1e-9", "abs=1e-3"),  # a tolerance loosened in a helper that asserts
+    ("[1, 2]", "[1]"),  # fewer parametrized cases
+    ("    w = target_weights({'A': 2.0, 'B': 1.0}, k)\n", "    w = {'A': 1.0 / k, 'B': 0.0}\n"),
+    ("        target_weights({'A': 1.0}, 0)\n", "        raise ValueError\n"),  # inside a block
+    ("def test_top(k):", "def test_top(k, top=3):"),
+])
+def test_weakening_an_existing_test_is_refused(old: str, new: str) -> None:
+    assert old in OLD_TESTS
+    found = scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set())
+    assert [v.rule for v in found] == ["tests.weakened"], found
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    assert w['A'] == 1.0 / k\n", "    assert w['A'] == 1.0 / k\n    assert w['B'] == 1.0 - w['A']\n"),
+    ("[1, 2]", "[1, 2, 3]"),  # more cases
+    ("        target_weights({'A': 1.0}, 0)\n",  # a check added inside the block
+     "        target_weights({'A': 1.0}, 0)\n    with pytest.raises(ValueError):\n        target_weights({}, -1)\n"),
+    ("    assert len(w) == 2\n", "    assert len(w) == 2  # both names are listed\n"),  # comments only
+])
+def test_adding_to_an_existing_test_is_not_weakening(old: str, new: str) -> None:
+    assert old in OLD_TESTS
+    assert scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set()) == []
