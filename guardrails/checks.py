@@ -53,7 +53,8 @@ def content_violations(contract: GuardContract, phase: str, ws: Path,
         if phase == "code-patch" and in_trees(path, contract.source):
             found += sanitizer.scan_source(path, new, old, policy, contract.allow)
         elif phase == "test-gen" and in_trees(path, contract.tests):
-            found += testquality.scan_tests(path, new, old, policy, contract.allow)
+            found += testquality.scan_tests(path, new, old, testquality.with_siblings(
+                policy, ws, path), contract.allow)
     if phase == "test-gen":
         before, after = collected_count(contract.root, contract.tests), collected_count(
             ws, contract.tests)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gc
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from guardrails.astscan import (
     Finding,
@@ -368,3 +371,26 @@ def count_tests(data: bytes | str) -> int:
         owner = classes.get(qualified.split(".")[0]) if "." in qualified else None
         total += _multiplicity(function) * (_multiplicity(owner) if owner is not None else 1)
     return total
+
+
+def sibling_modules(ws: Path, path: str, policy: Policy) -> frozenset[str]:
+    """Modules a test file imports as pytest resolves them: pytest (prepend mode) puts the test
+    file's base folder (the first folder upward without an __init__.py) on sys.path, so `import
+    helpers` finds helpers.py there. Names of the standard library or of an allowed library are
+    left to the library (a sibling never widens what such a name may do)."""
+    folder = (ws / path).parent
+    while (folder / "__init__.py").is_file() and folder != ws and ws in folder.parents:
+        folder = folder.parent
+    if folder == ws or ws not in folder.parents or not folder.is_dir():
+        return frozenset()  # the workspace root: its own packages are T's already
+    names = {entry.stem for entry in folder.glob("*.py")} | {
+        entry.name for entry in folder.iterdir() if (entry / "__init__.py").is_file()}
+    return frozenset(name for name in names if name.isidentifier() and name != "conftest"
+                     and name not in sys.stdlib_module_names and name not in policy.modules
+                     and name not in policy.sources)
+
+
+def with_siblings(policy: Policy, ws: Path, path: str) -> Policy:
+    """T's policy for one test file, its sibling modules counted as T's own."""
+    siblings = sibling_modules(ws, path, policy)
+    return dataclasses.replace(policy, own=policy.own | siblings) if siblings else policy

@@ -225,3 +225,26 @@ def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path)
     data["tests/unit/cases.json"] = data.pop("tests/data/cases.json")
     verdict = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
     assert verdict.accepted, verdict.violations
+
+
+@pytest.mark.slow
+def test_a_helper_module_of_a_new_test_folder_is_imported_as_pytest_resolves_it(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    files = {"tests/unit/helpers.py": (
+                 '"""Shared checks."""\n\n\ndef normalised(weights):\n'
+                 "    return {k: round(v, 9) for k, v in weights.items() if v}\n"),
+             "tests/unit/test_helped.py": (
+                 "import helpers\nfrom strategy_host import call\n\n\ndef test_top_one():\n"
+                 f"    weights = call({TARGET!r}, {{'A': 2.0, 'B': 1.0}}, top_k=1)\n"
+                 "    assert helpers.normalised(weights) == {'A': 1.0}\n")}
+    verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
+    assert verdict.accepted, verdict.violations
+    elsewhere = {"tests/other/helpers.py": files["tests/unit/helpers.py"],
+                 "tests/unit/test_helped.py": files["tests/unit/test_helped.py"]}
+    verdict = run_gate(ws, "test-gen", diff_for(ws, elsewhere), expect="green")
+    assert [(v.rule, v.path) for v in verdict.violations] == [
+        ("sanitizer.import_not_allowed", "tests/unit/test_helped.py")]  # not a sibling there
+    files["tests/unit/helpers.py"] += "\n\nimport os\n\nHOME = os.environ\n"  # still judged as T
+    verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
+    assert [(v.rule, v.path) for v in verdict.violations] == [
+        ("sanitizer.import_not_allowed", "tests/unit/helpers.py")]

@@ -387,3 +387,18 @@ def test_weakening_an_existing_test_is_refused(old: str, new: str) -> None:
 def test_adding_to_an_existing_test_is_not_weakening(old: str, new: str) -> None:
     assert old in OLD_TESTS
     assert scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set()) == []
+
+
+def test_sibling_modules_are_those_of_the_test_files_base_folder(tmp_path: Path) -> None:
+    from guardrails.testquality import sibling_modules
+
+    unit = tmp_path / "tests" / "unit"
+    (unit / "shared").mkdir(parents=True)
+    for name in ("test_a.py", "helpers.py", "json.py", "numpy.py", "conftest.py", "shared/__init__.py"):
+        (unit / name).write_text("")
+    policy = Policy.of("tests")
+    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == {"test_a", "helpers", "shared"}
+    (unit / "__init__.py").write_text("")  # a package: pytest puts the folder above on sys.path
+    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == {"unit"}
+    (tmp_path / "tests" / "__init__.py").write_text("")  # up to the root: nothing new
+    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == frozenset()
