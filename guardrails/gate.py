@@ -252,6 +252,14 @@ class GateRun:
         finally:
             host.close()
 
+    def trivial(self) -> list[Violation]:
+        """Red mode: the new failing tests must also fail on trivial candidates in place of S."""
+        from guardrails.trivial import trivial_violations
+
+        assert self.first is not None
+        red = [n for n in self.new_ids if self.first.outcome(n) == "failed"]
+        return trivial_violations(self, red) if red else []
+
     def mutation(self) -> list[Violation]:
         """New tests must kill enough simple mutants of the source code they exercise."""
         from guardrails.mutants import mutation_violations
@@ -299,6 +307,8 @@ def run_gate(workspace: Path, phase: str, patch_text: str, expect: str | None = 
             steps.append(gate.held_out)
         if phase == "test-gen" and expect != "red":
             steps.append(gate.mutation)
+        if expect == "red":
+            steps.append(gate.trivial)
         for step in steps:
             found = step()
             if found:

@@ -34,12 +34,14 @@ def _link_copy(source: Path, target: Path) -> None:
     shutil.copytree(source, target, copy_function=os.link, symlinks=True)
 
 
-def _mutant_workspace(gate: GateRun, index: int, rel: str, text: str) -> Path:
-    copy = gate.dirs.root / "mutants" / str(index)
+def variant_workspace(gate: GateRun, name: str, texts: dict[str, str]) -> Path:
+    """A hard-linked copy of the workspace with the files of `texts` rewritten."""
+    copy = gate.dirs.root / "mutants" / name
     _link_copy(gate.dirs.ws, copy)
-    target = copy / rel
-    target.unlink()  # a new file: the hard link to the original stays untouched
-    target.write_text(text, encoding="utf-8")
+    for rel, text in texts.items():
+        target = copy / rel
+        target.unlink()  # a new file: the hard link to the original stays untouched
+        target.write_text(text, encoding="utf-8")
     make_readable(copy)
     return copy
 
@@ -79,7 +81,7 @@ def mutation_violations(gate: GateRun, reader: CoverageReader,
 
     def run(index: int) -> bool:
         rel, mutant = mutants[index]
-        copy = _mutant_workspace(gate, index, rel, mutant.text)
+        copy = variant_workspace(gate, str(index), {rel: mutant.text})
         try:
             request = SuiteRequest(workspace=copy, tests=contract.tests, tag=f"mutant-{index}",
                                    sources=contract.source)

@@ -248,3 +248,23 @@ def test_a_helper_module_of_a_new_test_folder_is_imported_as_pytest_resolves_it(
     verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
     assert [(v.rule, v.path) for v in verdict.violations] == [
         ("sanitizer.import_not_allowed", "tests/unit/helpers.py")]
+
+
+@pytest.mark.slow
+def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "buggy")  # one name per selected stock, ties by input order
+    tests = "import pytest\n\n" + (ws / "tests" / "test_smoke.py").read_text() + f"\n\nMOMENTUM = {TARGET!r}\n"
+    differs = tests + ("\n\ndef test_not_today(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
+                       "    assert weights != {'AAA': 1.0}\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": differs}), expect="red")
+    assert [(v.rule, "empty weights" in v.message) for v in verdict.violations] == [
+        ("redgreen.trivial", True)]
+    any_name = tests + ("\n\ndef test_one_name():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+                        "    assert sorted(weights.values()) == [0.0, 1.0]\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": any_name}), expect="red")
+    assert [(v.rule, "first name" in v.message) for v in verdict.violations] == [
+        ("redgreen.trivial", True)]
+    named = tests + ("\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+                     "    assert weights == {'A': 1.0, 'B': 0.0}\n")  # the mandate's one name
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": named}), expect="red")
+    assert verdict.accepted, verdict.violations
