@@ -3,7 +3,8 @@
 Each candidate is a copy of the workspace whose source modules end with a few lines the gate
 appends: every public function the module defines is wrapped so that a weights answer (a dict of
 names to numbers) is replaced by a trivial one built from it: no weights, equal weights over the
-universe (the names of the answer and of the mapping it was asked about), or all weight on one
+universe (the names of the answer and of the mapping it was asked about; not where today's answer
+already holds every name, as when the mandate's slots outnumber the names), or all weight on one
 name (the first, and in a second candidate the last, name in sorted order). Other answers pass
 through. A new red test that passes on a candidate encodes nothing that candidate lacks:
 `redgreen.trivial`. One-name candidates come in pairs and a test is refused only when it passes on
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 # candidate -> the expression that replaces a weights answer `out` over the names `names`
 CANDIDATES = {
     "empty weights": "{}",
-    "equal weights over the universe": "{n: 1.0 / len(names) for n in names}",
+    # where today's S already holds every name, equal weights may well be the mandate's answer
+    "equal weights over the universe": ("out if all(out.get(n, 0) > 0 for n in names) "
+                                        "else {n: 1.0 / len(names) for n in names}"),
     "all weight on the first name": "{n: float(n == names[0]) for n in names}",
     "all weight on the last name": "{n: float(n == names[-1]) for n in names}",
 }
