@@ -17,6 +17,7 @@ from guardrails.checks import (
     order_violations,
     outcome_violations,
     run_violations,
+    superseded_ids,
     unchanged_failures,
 )
 from guardrails.coverage_data import CoverageReader
@@ -111,7 +112,8 @@ class GateRun:
     def scan(self) -> list[Violation]:
         """Capability sanitizer on changed source (code-patch), test discipline on changed tests;
         in every phase, hooks and capabilities over all of T."""
-        return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed)
+        return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed,
+                                          self.expect)
                        + recheck_tests(self.contract, self.dirs.ws))
 
     def request(self, tag: str, **kwargs: Any) -> SuiteRequest:
@@ -150,6 +152,8 @@ class GateRun:
             # values S computes reach a test only through strategy_host's calls
             packages = (*(tree.replace("/", ".") for tree in self.contract.source), "strategy_host")
             found += red_violations(first, self.new_ids, self.dirs.ws, packages)
+            self.notes += [f"superseded old test (judged as a red test): {nodeid}"
+                           for nodeid in superseded_ids(self.contract, self.new_ids)]
         locked_after = lock_manifest(self.dirs.ws, self.locked)
         self.digests = (manifest_digest(locked_before), manifest_digest(locked_after))
         found += hash_violations(locked_before, locked_after, "during the test run")

@@ -117,15 +117,21 @@ def _asserts(function: ast.AST) -> bool:
         ".", 1)[-1].startswith(("assert", "fail")) for n in ast.walk(function))
 
 
-def weakened_findings(old_tree: ast.Module, new_tree: ast.Module) -> list[Finding]:
+def weakened_findings(old_tree: ast.Module, new_tree: ast.Module,
+                      superseding: bool = False) -> list[Finding]:
     """`tests.weakened` for every old test or asserting helper the new text weakens. A test moved
-    into a class (or out of one) is found by its own name; a removed one is `tests.removed_test`."""
+    into a class (or out of one) is found by its own name; a removed one is `tests.removed_test`.
+    `superseding` (red mode): a changed old test is judged as a new red test instead (it must fail
+    on today's S by an assertion about S's value and on every trivial candidate), so a mandate can
+    retire what an old test pinned; asserting helpers, which unchanged tests call, stay kept."""
     new_by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for _, function in _functions(new_tree):
         new_by_name.setdefault(function.name, []).append(function)
     found: list[Finding] = []
     for qualified, old in _functions(old_tree):
         if not (old.name.startswith("test") or _asserts(old)) or old.name not in new_by_name:
+            continue
+        if superseding and old.name.startswith("test"):
             continue
         problems = [_problem(old, new) for new in new_by_name[old.name]]
         if all(problems):

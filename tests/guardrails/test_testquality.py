@@ -389,6 +389,17 @@ def test_adding_to_an_existing_test_is_not_weakening(old: str, new: str) -> None
     assert scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set()) == []
 
 
+def test_red_mode_judges_a_changed_old_test_as_red_but_keeps_asserting_helpers() -> None:
+    # A mandate may retire what an old test pinned: under --expect red the changed test is judged
+    # by the red run (red on S, by an assertion on S's value, red on trivial candidates) instead.
+    retired = OLD_TESTS.replace("    assert w['A'] == 1.0 / k\n", "    assert w['A'] == 0.5\n", 1)
+    assert scan_tests("tests/test_m.py", retired.encode(), OLD_TESTS.encode(), superseding=True) == []
+    assert [v.rule for v in scan("tests/test_m.py", retired, OLD_TESTS, set())] == ["tests.weakened"]
+    helper = OLD_TESTS.replace("abs=1e-9", "abs=1e-3")  # unchanged tests call it: still refused
+    assert [v.rule for v in scan_tests("tests/test_m.py", helper.encode(), OLD_TESTS.encode(),
+                                       superseding=True)] == ["tests.weakened"]
+
+
 def test_sibling_modules_are_those_of_the_test_files_base_folder(tmp_path: Path) -> None:
     from guardrails.testquality import sibling_modules
 
