@@ -180,17 +180,24 @@ def test_the_run_tells_exceptions_s_raised_from_the_tests_own(tmp_path: Path) ->
         f"def test_s_raises():\n    call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n\n"
         "def test_own_code_raises():\n"
         f"    weights = call({TARGET!r}, {{'A': 1.0}}, top_k=1)\n    1 / (weights['A'] - 1.0)\n\n\n"
-        "def test_forged_strategy_error():\n    raise StrategyError('forged', 'ValueError')\n")
+        "def test_forged_strategy_error():\n    raise StrategyError('forged', 'ValueError')\n\n\n"
+        # pytest's unittest plugin hands a TestCase's failure over late: the judge must still see it
+        "import unittest\n\n\nclass TestCaseStyle(unittest.TestCase):\n"
+        f"    def test_s_raises_in_a_test_case(self):\n        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n"
+        "    def test_assert_equal_fails(self):\n"
+        f"        self.assertEqual(call({TARGET!r}, {{'A': 1.0}}, top_k=1), {{'A': 0.5}})\n")
     try:
         make_readable(dirs.ws)
         suite = run_suite(LOCK, dirs, SuiteRequest(workspace=dirs.ws, tests=("tests",), tag="o"),
                           timeout_s=120, memory_mb=2048)
     finally:
         dirs.remove()
-    raised = {nodeid.rsplit("::", 1)[-1]: entry.get("source_raised")
+    raised = {nodeid.rsplit("::", 1)[-1]: (entry.get("source_raised"), entry.get("assertion"))
               for nodeid, entry in suite.outcomes.items() if nodeid.startswith("tests/test_origin")}
-    assert raised == {"test_s_raises": True, "test_own_code_raises": False,
-                      "test_forged_strategy_error": False}
+    assert raised == {"test_s_raises": (True, False), "test_own_code_raises": (False, False),
+                      "test_forged_strategy_error": (False, False),
+                      "test_s_raises_in_a_test_case": (True, False),
+                      "test_assert_equal_fails": (False, True)}
 
 
 @pytest.mark.slow
