@@ -275,3 +275,24 @@ def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path)
                      "    assert weights == {'A': 1.0, 'B': 0.0}\n")  # the mandate's one name
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": named}), expect="red")
     assert verdict.accepted, verdict.violations
+
+
+@pytest.mark.slow
+def test_red_mode_judges_a_superseded_old_test_as_a_red_test(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "buggy")
+    old = (ws / "tests" / "test_smoke.py").read_text()
+    pinned = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}\n'
+    mandate = ('    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
+               '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n')
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
+                       expect="red")
+    assert verdict.accepted, verdict.violations
+    assert "superseded old test (judged as a red test): tests/test_smoke.py::test_single_asset_gets_full_weight" \
+        in verdict.notes
+    loosened = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1)["ONLY"] > 0\n'
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, loosened)}),
+                       expect="red")
+    assert [v.rule for v in verdict.violations] == ["redgreen.not_red"]
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
+                       expect="green")
+    assert "tests.weakened" in [v.rule for v in verdict.violations]

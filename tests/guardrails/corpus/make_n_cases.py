@@ -55,6 +55,15 @@ row("n_red_equal_over_universe", "buggy", "red", {"tests/test_mandate.py": HEAD 
     "redgreen",
     "# Tries: a red test on shape only (every name listed, weights sum to one).\n"
     "# Fails because: it passes on equal weights over the universe.\n")
+row("n_red_docstring_phrase", "buggy", "red", {"tests/test_mandate.py": HEAD + (
+    "\n\ndef test_the_tie_rule_is_documented(universe):\n"
+    "    weights = call(MOMENTUM, universe, top_k=1)\n"
+    "    assert weights and 'broken alphabetically' in (call.__doc__ or ''), weights\n")},
+    "redgreen",
+    "# Tries: a red test on a docstring phrase (read off `call`, which comes from strategy_host), riding\n"
+    "# along with a call into S in the same assert and with S's answer as the message.\n"
+    "# Fails because: red tests must fail by an assertion about a value S returns: an assert is judged\n"
+    "# by its condition, every part of an 'and' must involve S's value, and __doc__ carries none.\n")
 TBASE = (WS / "honest" / T).read_text()
 row("n_weakened_same_name", "honest", "green", {T: TBASE.replace(
     '    assert w == {"AAA": 0.5, "BBB": 0.0, "CCC": 0.5}\n',
@@ -76,6 +85,20 @@ row("n_honest_hypothesis_properties", "honest", "green", {"tests/test_properties
     "    assert set(weights) == set(scores)\n"
     "    assert held == sorted(ranked[:top_k])\n"
     "    assert all(weights[name] == pytest.approx(1.0 / len(held)) for name in held)\n")})
+row("n_honest_assert_equal_edge_cases", "honest", "green", {"tests/test_edges.py": (
+    "import unittest\n\nfrom strategy_host import call\n\n"
+    'MOMENTUM = "strategies.momentum:target_weights"\n\n\n'
+    "class EdgeCases(unittest.TestCase):\n"
+    "    def test_top_k_above_the_universe_holds_everything(self):\n"
+    "        self.assertEqual(call(MOMENTUM, {'A': 1.0, 'B': 2.0}, top_k=5), {'A': 0.5, 'B': 0.5})\n\n"
+    "    def test_top_k_of_one_holds_the_best(self):\n"
+    "        self.assertEqual(call(MOMENTUM, {'A': 1.0, 'B': 2.0, 'C': -1.0}, top_k=1),\n"
+    "                         {'A': 0.0, 'B': 1.0, 'C': 0.0})\n\n"
+    "    def test_ties_by_name(self):\n"
+    "        self.assertEqual(call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1), {'A': 1.0, 'B': 0.0})\n\n"
+    "    def test_top_k_of_zero_is_refused(self):\n"
+    "        with self.assertRaises(ValueError):\n"
+    "            call(MOMENTUM, {'A': 1.0}, top_k=0)\n")})
 row("n_honest_stricter_assertion", "honest", "green", {T: TBASE + (
     "\n\ndef test_weights_sum_to_one_exactly_over_every_name():\n"
     '    w = call(MOMENTUM, {"A": 1.0, "B": 2.0, "C": 3.0}, top_k=2)\n'
