@@ -1,9 +1,10 @@
 """Red tests must also fail on trivial candidates the gate writes itself, served in place of S.
 
 Each candidate is a copy of the workspace whose source modules end with a few lines the gate
-appends: every public function the module defines is wrapped so that a weights answer (a dict of
-names to numbers) is replaced by a trivial one built from it: no weights, equal weights over the
-universe (the names of the answer and of the mapping it was asked about; not where today's answer
+appends: every public function the module defines, and every public method of a class it defines
+(a strategy's `target_weights`), is wrapped so that a weights answer (a dict of names to numbers)
+is replaced by a trivial one built from it: no weights, equal weights over the universe (the names
+of the answer, of the scores or holdings it was given and of a MarketView's symbols; not where today's answer
 already holds every name, as when the mandate's slots outnumber the names), or all weight on one
 name (the first, and in a second candidate the last, name in sorted order). Other answers pass
 through. A new red test that passes on a candidate encodes nothing that candidate lacks:
@@ -37,14 +38,22 @@ CANDIDATES = {
 PAIRED = ("all weight on the first name", "all weight on the last name")
 WRAPPER = '''
 
+from collections.abc import Mapping as _gate_Mapping
+
+from strategy_api import MarketView as _gate_MarketView
+
+
 def _gate_trivial_answer(out, args, kwargs):
     if not isinstance(out, dict) or not all(isinstance(k, str) and isinstance(v, (int, float))
                                             and not isinstance(v, bool) for k, v in out.items()):
         return out
     names = set(out)
     for value in (*args, *kwargs.values()):
-        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-            names |= set(value)
+        if isinstance(value, _gate_Mapping) and all(isinstance(k, str) and (v is None or isinstance(
+                v, (int, float)) and not isinstance(v, bool)) for k, v in value.items()):
+            names |= set(value)  # scores or holdings, not panels keyed by field
+        elif isinstance(value, _gate_MarketView):
+            names |= {str(s) for s in value.symbols}
     names = sorted(names)
     if not names:
         return out
@@ -59,9 +68,17 @@ def _gate_trivial_wrap(function):
 
 
 for _gate_name, _gate_value in list(globals().items()):
-    if (not _gate_name.startswith("_") and type(_gate_value).__name__ == "function"
-            and _gate_value.__module__ == __name__):
+    if _gate_name.startswith("_") or getattr(_gate_value, "__module__", None) != __name__:
+        continue
+    if type(_gate_value).__name__ == "function":
         globals()[_gate_name] = _gate_trivial_wrap(_gate_value)
+    elif isinstance(_gate_value, type):  # a strategy class: its public methods
+        for _gate_method, _gate_code in list(vars(_gate_value).items()):
+            if not _gate_method.startswith("_") and type(_gate_code).__name__ == "function":
+                try:
+                    setattr(_gate_value, _gate_method, _gate_trivial_wrap(_gate_code))
+                except (AttributeError, TypeError):  # a class that refuses it stays as it is
+                    pass
 '''
 
 

@@ -296,3 +296,16 @@ def test_red_mode_judges_a_superseded_old_test_as_a_red_test(tmp_path: Path) -> 
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
                        expect="green")
     assert "tests.weakened" in [v.rule for v in verdict.violations]
+
+
+@pytest.mark.slow
+def test_trivial_candidates_replace_a_strategy_classes_weights(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "market")  # S's weights come from STRATEGY's method
+    old = (ws / "tests" / "test_momentum.py").read_text()
+    red = ("\n\ndef test_all_four_names_listed():\n"
+           "    panels = ramp({'A': 0.01, 'B': 0.03, 'C': -0.02, 'D': 0.02})\n"
+           "    weights = open_strategy('momentum').target_weights(panels)\n"
+           "    assert sorted(weights) == ['A', 'B', 'C', 'D'] and sum(weights.values()) == pytest.approx(1.0)\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_momentum.py": old + red}), expect="red")
+    assert [(v.rule, "equal weights" in v.message) for v in verdict.violations] == [
+        ("redgreen.trivial", True)]

@@ -64,6 +64,15 @@ row("n_red_docstring_phrase", "buggy", "red", {"tests/test_mandate.py": HEAD + (
     "# along with a call into S in the same assert and with S's answer as the message.\n"
     "# Fails because: red tests must fail by an assertion about a value S returns: an assert is judged\n"
     "# by its condition, every part of an 'and' must involve S's value, and __doc__ carries none.\n")
+MBASE = (WS / "market" / T).read_text()
+row("n_red_strategy_differs_from_today", "market", "red", {T: MBASE + (
+    "\n\ndef test_not_todays_answer():\n"
+    "    panels = ramp({'A': 0.01, 'B': 0.03, 'C': -0.02, 'D': 0.02})\n"
+    "    assert open_strategy('momentum').target_weights(panels) != {'B': 0.5, 'D': 0.5}\n")},
+    "redgreen",
+    "# Tries: 'not today's answer' in the strategy convention, where S's weights come from a method\n"
+    "# of the STRATEGY's class, not from a module function the candidates used to wrap.\n"
+    "# Fails because: the candidates wrap the public methods of S's classes too (empty weights).\n")
 TBASE = (WS / "honest" / T).read_text()
 row("n_weakened_same_name", "honest", "green", {T: TBASE.replace(
     '    assert w == {"AAA": 0.5, "BBB": 0.0, "CCC": 0.5}\n',
