@@ -40,9 +40,10 @@ def collected_count(root: Path, trees: tuple[str, ...]) -> int:
     return total
 
 
-def content_violations(contract: GuardContract, phase: str, ws: Path,
-                       changed: list[str]) -> list[Violation]:
-    """Capability sanitizer on changed S files (code-patch); test discipline on changed T files."""
+def content_violations(contract: GuardContract, phase: str, ws: Path, changed: list[str],
+                       expect: str | None = None) -> list[Violation]:
+    """Capability sanitizer on changed S files (code-patch); test discipline on changed T files
+    (under --expect red a changed old test is judged as a red test, not by tests.weakened)."""
     found: list[Violation] = []
     policy = Policy.for_contract(contract, phase)
     for path in changed:
@@ -53,7 +54,8 @@ def content_violations(contract: GuardContract, phase: str, ws: Path,
         if phase == "code-patch" and in_trees(path, contract.source):
             found += sanitizer.scan_source(path, new, old, policy, contract.allow)
         elif phase == "test-gen" and in_trees(path, contract.tests):
-            found += testquality.scan_tests(path, new, old, policy, contract.allow)
+            found += testquality.scan_tests(path, new, old, testquality.with_siblings(
+                policy, ws, path), contract.allow, superseding=expect == "red")
     if phase == "test-gen":
         before, after = collected_count(contract.root, contract.tests), collected_count(
             ws, contract.tests)
@@ -97,6 +99,13 @@ def new_test_ids(contract: GuardContract, ws: Path, collected: list[str],
             names[path] = {name for name, code in new.items() if old.get(name) != code}
     return [nodeid for nodeid in collected
             if qualname(nodeid) in names.get(nodeid.split("::", 1)[0], set())]
+
+
+def superseded_ids(contract: GuardContract, new_ids: list[str]) -> list[str]:
+    """The changed tests among `new_ids` that existed before the patch (red mode supersedes them)."""
+    old = {path: _test_definitions(read_bytes(contract.root / path))
+           for path in {nodeid.split("::", 1)[0] for nodeid in new_ids}}
+    return [nodeid for nodeid in new_ids if qualname(nodeid) in old[nodeid.split("::", 1)[0]]]
 
 
 def _failure(nodeid: str, rule: str, text: str, detail: str = "") -> Violation:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +74,13 @@ class GatePlugin:
         finally:
             self._context(SESSION_CONTEXT)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item,
+                                  call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        # After the other implementations: pytest's unittest plugin only then puts a TestCase's
+        # failure (an assertEqual) into call.excinfo, which is None before it.
+        report = yield
         if call.excinfo is not None and call.when == "call":
             entry = self.outcomes.setdefault(item.nodeid, {})
             entry["exc_type"] = call.excinfo.typename
@@ -83,6 +88,8 @@ class GatePlugin:
                 call.excinfo.errisinstance(AssertionError)
                 or (call.excinfo.typename == "Failed" and "DID NOT RAISE" in str(call.excinfo.value)))
             entry["where"] = self._where(call.excinfo.traceback)
+            entry["source_raised"] = _raised_by_source(call.excinfo)
+        return report
 
     def _where(self, traceback: Any) -> list[Any] | None:
         """(path, line) of the deepest frame in the test files: where the test itself failed."""
@@ -121,6 +128,19 @@ class GatePlugin:
         return {"finished": True, "exit_code": exit_code, "collected": self.collected,
                 "collect_errors": self.collect_errors, "outcomes": self.outcomes,
                 "tamper": self.tamper}
+
+
+def _raised_by_source(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
+    """Did S raise this (a StrategyError the client raised on the host's error answer), rather than
+    the test's own code? The deepest frame must be the client's: a test that builds and raises a
+    StrategyError itself is its own deepest frame."""
+    client = sys.modules.get("strategy_host.client")
+    error_type = getattr(client, "StrategyError", None)
+    if client is None or error_type is None or not excinfo.errisinstance(error_type):
+        return False
+    if getattr(excinfo.value, "kind", "") != "strategy" or not len(excinfo.traceback):
+        return False
+    return str(excinfo.traceback[-1].path) == str(Path(str(client.__file__)))
 
 
 def hypothesis_profile() -> None:

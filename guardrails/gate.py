@@ -17,6 +17,7 @@ from guardrails.checks import (
     order_violations,
     outcome_violations,
     run_violations,
+    superseded_ids,
     unchanged_failures,
 )
 from guardrails.coverage_data import CoverageReader
@@ -111,7 +112,8 @@ class GateRun:
     def scan(self) -> list[Violation]:
         """Capability sanitizer on changed source (code-patch), test discipline on changed tests;
         in every phase, hooks and capabilities over all of T."""
-        return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed)
+        return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed,
+                                          self.expect)
                        + recheck_tests(self.contract, self.dirs.ws))
 
     def request(self, tag: str, **kwargs: Any) -> SuiteRequest:
@@ -150,6 +152,8 @@ class GateRun:
             # values S computes reach a test only through strategy_host's calls
             packages = (*(tree.replace("/", ".") for tree in self.contract.source), "strategy_host")
             found += red_violations(first, self.new_ids, self.dirs.ws, packages)
+            self.notes += [f"superseded old test (judged as a red test): {nodeid}"
+                           for nodeid in superseded_ids(self.contract, self.new_ids)]
         locked_after = lock_manifest(self.dirs.ws, self.locked)
         self.digests = (manifest_digest(locked_before), manifest_digest(locked_after))
         found += hash_violations(locked_before, locked_after, "during the test run")
@@ -252,6 +256,14 @@ class GateRun:
         finally:
             host.close()
 
+    def trivial(self) -> list[Violation]:
+        """Red mode: the new failing tests must also fail on trivial candidates in place of S."""
+        from guardrails.trivial import trivial_violations
+
+        assert self.first is not None
+        red = [n for n in self.new_ids if self.first.outcome(n) == "failed"]
+        return trivial_violations(self, red) if red else []
+
     def mutation(self) -> list[Violation]:
         """New tests must kill enough simple mutants of the source code they exercise."""
         from guardrails.mutants import mutation_violations
@@ -299,6 +311,8 @@ def run_gate(workspace: Path, phase: str, patch_text: str, expect: str | None = 
             steps.append(gate.held_out)
         if phase == "test-gen" and expect != "red":
             steps.append(gate.mutation)
+        if expect == "red":
+            steps.append(gate.trivial)
         for step in steps:
             found = step()
             if found:

@@ -3,7 +3,9 @@
 Each mutant is a copy of the workspace (hard links, the mutated file rewritten) bound at the same
 /workspace path as the original run, in a fresh sandbox, running the same whole suite in the same
 order: nothing in the run tells it from the original. A mutant counts as killed only when one of
-the new tests, which passed on the original, fails by an assertion.
+the new tests, which passed on the original, fails by an assertion or by an exception raised from
+S's code (reported by the host, raised by its client); an exception of the test's own code does
+not count.
 """
 
 from __future__ import annotations
@@ -32,20 +34,24 @@ def _link_copy(source: Path, target: Path) -> None:
     shutil.copytree(source, target, copy_function=os.link, symlinks=True)
 
 
-def _mutant_workspace(gate: GateRun, index: int, rel: str, text: str) -> Path:
-    copy = gate.dirs.root / "mutants" / str(index)
+def variant_workspace(gate: GateRun, name: str, texts: dict[str, str]) -> Path:
+    """A hard-linked copy of the workspace with the files of `texts` rewritten."""
+    copy = gate.dirs.root / "mutants" / name
     _link_copy(gate.dirs.ws, copy)
-    target = copy / rel
-    target.unlink()  # a new file: the hard link to the original stays untouched
-    target.write_text(text, encoding="utf-8")
+    for rel, text in texts.items():
+        target = copy / rel
+        target.unlink()  # a new file: the hard link to the original stays untouched
+        target.write_text(text, encoding="utf-8")
     make_readable(copy)
     return copy
 
 
 def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> bool:
-    """A new test that passed on the original fails here by an assertion."""
-    return any(original.outcome(n) == "passed" and suite.outcome(n) == "failed"
-               and suite.outcomes.get(n, {}).get("assertion") for n in new_ids)
+    """A new test that passed on the original fails here by an assertion or by an exception S
+    raised (the mutant broke S); an error in the test's own code kills nothing."""
+    return any(original.outcome(n) == "passed" and suite.outcome(n) == "failed" and (
+        suite.outcomes.get(n, {}).get("assertion") or suite.outcomes.get(n, {}).get("source_raised"))
+        for n in new_ids)
 
 
 def mutation_violations(gate: GateRun, reader: CoverageReader,
@@ -75,7 +81,7 @@ def mutation_violations(gate: GateRun, reader: CoverageReader,
 
     def run(index: int) -> bool:
         rel, mutant = mutants[index]
-        copy = _mutant_workspace(gate, index, rel, mutant.text)
+        copy = variant_workspace(gate, str(index), {rel: mutant.text})
         try:
             request = SuiteRequest(workspace=copy, tests=contract.tests, tag=f"mutant-{index}",
                                    sources=contract.source)

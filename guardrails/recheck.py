@@ -13,6 +13,7 @@ from guardrails.astscan import parse, to_violations, too_deep
 from guardrails.capabilities import Policy
 from guardrails.sanitizer import findings as capability_findings
 from guardrails.sourcetext import read_source
+from guardrails.testquality import with_siblings
 from guardrails.testrules import discipline_findings
 from guardrails.verdict import Violation
 from guardrails.workspace import GuardContract
@@ -45,6 +46,7 @@ def recheck_tests(contract: GuardContract, ws: Path) -> list[Violation]:
         base = ws / tree
         for file in sorted(base.rglob("*.py")) if base.is_dir() else []:
             if file.is_file() and not file.is_symlink():
-                found += recheck_file(file.relative_to(ws).as_posix(), file.read_bytes(), policy,
+                path = file.relative_to(ws).as_posix()  # sibling helpers are T's own, as in the patch
+                found += recheck_file(path, file.read_bytes(), with_siblings(policy, ws, path),
                                       contract.allow)
     return found

@@ -4,17 +4,24 @@ The gate's plugin records where each failing test failed (the deepest frame in t
 The statement there must assert on S's output: it calls S, or names a value computed from a call
 into S (assigned in the test, or given by a fixture of the same file or of a conftest.py above it),
 or it sits in a helper that asserts on its arguments, or it is a `pytest.raises` block around a
-call into S ("DID NOT RAISE").
+call into S ("DID NOT RAISE"). An `assert` is judged by its condition (not its message), and each
+part of a top-level `and` must involve S's value, so a docstring phrase cannot ride along with a
+call into S. Dunder attributes (`__doc__`, `__class__`...) and the opened strategy's own
+attributes (`name`, `params`, `handle`: what the test asked for, not what S computes) carry nothing.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
-from guardrails.astscan import import_map, under
+from guardrails.astscan import dotted, import_map, under
 from guardrails.runner import SuiteResult
 from guardrails.verdict import Violation
+
+# HostedStrategy's own data: the name and params the test opened it with, and a counter
+PROXY_ATTRIBUTES = ("name", "params", "handle")
 
 
 class SourceValues:
@@ -25,6 +32,39 @@ class SourceValues:
         self.imports = import_map(ast.walk(tree))
         self.packages = packages
         self.fixtures = set(fixtures) | source_fixtures(tree, packages)
+        self.proxies = self._proxies(tree)
+
+    def _opens(self, node: ast.AST) -> bool:
+        """Is `node` an `open_strategy(...)` call (the host's handle on a strategy)?"""
+        return isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and (
+            dotted(node.func, self.imports) == "strategy_host.open_strategy")
+
+    def _proxies(self, tree: ast.Module) -> set[str]:
+        """Names anywhere in the module bound to an opened strategy, and fixtures returning one."""
+        found = {target.id for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 for target, value in _bindings(node) if isinstance(target, ast.Name)
+                 and value is not None and self._opens(value)}
+        return found | {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+                        and any(isinstance(n, ast.Return) and n.value is not None
+                                and self._opens(n.value) for n in ast.walk(node))}
+
+    def _opaque(self, node: ast.AST) -> bool:
+        """An attribute that says nothing about what S computes: a dunder, or the opened
+        strategy's own name, params or handle."""
+        if not isinstance(node, ast.Attribute):
+            return False
+        if node.attr.startswith("__") and node.attr.endswith("__"):
+            return True
+        return node.attr in PROXY_ATTRIBUTES and (self._opens(node.value) or (
+            isinstance(node.value, ast.Name) and node.value.id in self.proxies))
+
+    def _walk(self, node: ast.AST) -> Iterator[ast.AST]:
+        """ast.walk without the subtrees of opaque attributes."""
+        if self._opaque(node):
+            return
+        yield node
+        for child in ast.iter_child_nodes(node):
+            yield from self._walk(child)
 
     def from_source(self, name: str) -> bool:
         return under(self.imports.get(name, ""), self.packages) is not None
@@ -32,7 +72,7 @@ class SourceValues:
     def calls_source(self, node: ast.AST, tainted: set[str]) -> bool:
         """True when `node` calls into S (directly or through a helper of the module that returns
         S's values, as `def weights(...): return call(...)`) or reads a value computed by S."""
-        for child in ast.walk(node):
+        for child in self._walk(node):
             if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):
                 return True
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in self.fixtures:
@@ -73,6 +113,7 @@ def source_fixtures(tree: ast.Module, packages: tuple[str, ...]) -> set[str]:
     """Functions of a module that return or yield something computed by S (its fixtures)."""
     values = SourceValues.__new__(SourceValues)
     values.imports, values.packages, values.fixtures = import_map(ast.walk(tree)), packages, set()
+    values.proxies = values._proxies(tree)
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     while True:  # until no more: a fixture may return what a helper got from S
         found = {node.name for node in functions if any(
@@ -111,7 +152,16 @@ def about_source(tree: ast.Module, line: int, values: SourceValues) -> bool:
         if isinstance(node, ast.With) and any(
                 "raises" in ast.unparse(item.context_expr) for item in node.items):
             return any(values.calls_source(child, tainted) for child in node.body)
+    if isinstance(statement, ast.Assert):
+        return all(values.calls_source(part, tainted) for part in _conjuncts(statement.test))
     return values.calls_source(statement, tainted)
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The parts of a top-level `a and b and c` (the whole condition otherwise)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
 
 
 def _conftest_fixtures(ws: Path, test_file: str, packages: tuple[str, ...]) -> set[str]:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gc
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from guardrails.astscan import (
     Finding,
@@ -23,6 +26,7 @@ from guardrails.sourcetext import read_source
 from guardrails.testio import TMP_NAMES, inside_tmp, tainted_names, tmp_fixtures, write_targets
 from guardrails.testrules import discipline_findings
 from guardrails.verdict import Violation
+from guardrails.weakening import weakened_findings
 
 SOURCE_PACKAGES = ("strategies",)
 # The client tests reach S through: replacing it (or its channel) mocks S as surely as patching S.
@@ -316,8 +320,9 @@ def _findings(tree: ast.Module, path: str, policy: Policy) -> list[Finding]:
 
 
 def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None = None,
-               allow: frozenset[str] = frozenset()) -> list[Violation]:
-    """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged)."""
+               allow: frozenset[str] = frozenset(), superseding: bool = False) -> list[Violation]:
+    """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged);
+    `superseding`: red mode, where a changed old test is judged as a red test, not as weakened."""
     policy = policy or Policy.of("tests")
     text, refused = read_source(path, new, "tests")
     if text is None:
@@ -342,6 +347,7 @@ def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None =
         found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
                           "test-gen may add and strengthen tests, never drop them")
                   for name, function in _tests_in(old_tree) if function.name not in kept]
+        found += weakened_findings(old_tree, tree, superseding)
     return to_violations(found, path, set(allow))
 
 
@@ -366,3 +372,26 @@ def count_tests(data: bytes | str) -> int:
         owner = classes.get(qualified.split(".")[0]) if "." in qualified else None
         total += _multiplicity(function) * (_multiplicity(owner) if owner is not None else 1)
     return total
+
+
+def sibling_modules(ws: Path, path: str, policy: Policy) -> frozenset[str]:
+    """Modules a test file imports as pytest resolves them: pytest (prepend mode) puts the test
+    file's base folder (the first folder upward without an __init__.py) on sys.path, so `import
+    helpers` finds helpers.py there. Names of the standard library or of an allowed library are
+    left to the library (a sibling never widens what such a name may do)."""
+    folder = (ws / path).parent
+    while (folder / "__init__.py").is_file() and folder != ws and ws in folder.parents:
+        folder = folder.parent
+    if folder == ws or ws not in folder.parents or not folder.is_dir():
+        return frozenset()  # the workspace root: its own packages are T's already
+    names = {entry.stem for entry in folder.glob("*.py")} | {
+        entry.name for entry in folder.iterdir() if (entry / "__init__.py").is_file()}
+    return frozenset(name for name in names if name.isidentifier() and name != "conftest"
+                     and name not in sys.stdlib_module_names and name not in policy.modules
+                     and name not in policy.sources)
+
+
+def with_siblings(policy: Policy, ws: Path, path: str) -> Policy:
+    """T's policy for one test file, its sibling modules counted as T's own."""
+    siblings = sibling_modules(ws, path, policy)
+    return dataclasses.replace(policy, own=policy.own | siblings) if siblings else policy

@@ -164,6 +164,54 @@ def test_red_assertions_must_involve_values_from_the_source() -> None:
     assert source_fixtures(tree, PACKAGES) == {"weights", "target_weights"}
 
 
+RIDERS = '''from strategy_host import call, open_strategy
+
+DOC = "Equal-weight the top_k highest-scoring assets."
+T = "strategies.momentum:target_weights"
+
+
+def test_rides_along():
+    w = call(T, {"A": 1.0}, top_k=1)
+    assert w and "ties" in DOC
+
+
+def test_in_the_message_only():
+    w = call(T, {"A": 1.0}, top_k=1)
+    assert "ties" in DOC, w
+
+
+def test_dunder():
+    assert "ties" in call(T, {"A": 1.0}, top_k=1).__doc__
+
+
+def test_proxy_params():
+    strategy = open_strategy("momentum")
+    assert strategy.params["top_k"] == 3
+
+
+def test_proxy_name():
+    assert open_strategy("momentum").name == "momentum_v2"
+
+
+def test_every_part_about_s():
+    w = call(T, {"A": 1.0}, top_k=1)
+    assert w and w["A"] == 1.0
+
+
+def test_a_method_of_the_proxy():
+    strategy = open_strategy("momentum")
+    assert strategy.rebalance_due("2024-01-02", None) and strategy.target_weights({}) == {}
+'''
+
+
+def test_docstrings_attributes_and_riders_are_not_about_the_source() -> None:
+    tree = ast.parse(RIDERS)
+    values = SourceValues(tree, PACKAGES)
+    last = {node.name: node.body[-1].lineno for node in tree.body if isinstance(node, ast.FunctionDef)}
+    about = {name for name, line in last.items() if about_source(tree, line, values)}
+    assert about == {"test_every_part_about_s", "test_a_method_of_the_proxy"}
+
+
 def test_red_violations_read_the_failing_line_and_conftest_fixtures(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "conftest.py").write_text(

@@ -5,6 +5,7 @@ folders, data fixtures). Every added test reaches S through strategy_host."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,10 @@ import pytest
 
 from guardrails.behaviour_check import behaviour_violations, load_inputs, same
 from guardrails.gate import run_gate
+from guardrails.locks import HashOnlyLock, RoLock, make_readable
 from guardrails.mutants import killed
-from guardrails.runner import SuiteResult
+from guardrails.runner import GateDirs, SuiteRequest, SuiteResult, run_suite
+from guardrails.sandbox import BwrapLock
 from guardrails.workspace import BehaviourContract, GateSetupError
 from tests.guardrails.gate_helpers import (
     CORPUS,
@@ -25,6 +28,7 @@ from tests.guardrails.gate_helpers import (
     unchanged,
 )
 
+LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
 TARGET = "strategies.momentum:target_weights"  # how a test calls S (through strategy_host)
 CASES = {"cases": [
     {"id": "fresh-top-two", "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7},
@@ -151,15 +155,49 @@ def test_failures_from_before_the_patch_are_pre_existing(tmp_path: Path) -> None
     assert "notes" not in json.loads(verdict.to_json())  # the verdict's JSON shape is fixed
 
 
-def test_a_mutant_is_killed_only_by_an_assertion_in_a_new_test_that_passed_before() -> None:
+def test_a_mutant_is_killed_by_an_assertion_or_by_s_raising_in_a_new_test_that_passed_before() -> None:
     original = SuiteResult(collected=["t::new", "t::old"], outcomes={
         "t::new": {"outcome": "passed"}, "t::old": {"outcome": "passed"}})
     by_old = SuiteResult(outcomes={"t::new": {"outcome": "passed"},
                                    "t::old": {"outcome": "failed", "assertion": True}})
-    by_error = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False}})
+    by_error = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False,
+                                                "source_raised": False}})
     by_new = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": True}})
+    by_source = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False,
+                                                 "source_raised": True}})
     assert not killed(by_old, ["t::new"], original) and not killed(by_error, ["t::new"], original)
-    assert killed(by_new, ["t::new"], original)
+    assert killed(by_new, ["t::new"], original) and killed(by_source, ["t::new"], original)
+    failing_before = SuiteResult(outcomes={"t::new": {"outcome": "failed"}})
+    assert not killed(by_source, ["t::new"], failing_before)
+
+
+@pytest.mark.slow
+def test_the_run_tells_exceptions_s_raised_from_the_tests_own(tmp_path: Path) -> None:
+    dirs = GateDirs.create()
+    shutil.copytree(make_workspace(tmp_path), dirs.ws)
+    (dirs.ws / "tests" / "test_origin.py").write_text(
+        "from strategy_host import StrategyError, call\n\n\n"
+        f"def test_s_raises():\n    call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n\n"
+        "def test_own_code_raises():\n"
+        f"    weights = call({TARGET!r}, {{'A': 1.0}}, top_k=1)\n    1 / (weights['A'] - 1.0)\n\n\n"
+        "def test_forged_strategy_error():\n    raise StrategyError('forged', 'ValueError')\n\n\n"
+        # pytest's unittest plugin hands a TestCase's failure over late: the judge must still see it
+        "import unittest\n\n\nclass TestCaseStyle(unittest.TestCase):\n"
+        f"    def test_s_raises_in_a_test_case(self):\n        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n"
+        "    def test_assert_equal_fails(self):\n"
+        f"        self.assertEqual(call({TARGET!r}, {{'A': 1.0}}, top_k=1), {{'A': 0.5}})\n")
+    try:
+        make_readable(dirs.ws)
+        suite = run_suite(LOCK, dirs, SuiteRequest(workspace=dirs.ws, tests=("tests",), tag="o"),
+                          timeout_s=120, memory_mb=2048)
+    finally:
+        dirs.remove()
+    raised = {nodeid.rsplit("::", 1)[-1]: (entry.get("source_raised"), entry.get("assertion"))
+              for nodeid, entry in suite.outcomes.items() if nodeid.startswith("tests/test_origin")}
+    assert raised == {"test_s_raises": (True, False), "test_own_code_raises": (False, False),
+                      "test_forged_strategy_error": (False, False),
+                      "test_s_raises_in_a_test_case": (True, False),
+                      "test_assert_equal_fails": (False, True)}
 
 
 @pytest.mark.slow
@@ -194,3 +232,80 @@ def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path)
     data["tests/unit/cases.json"] = data.pop("tests/data/cases.json")
     verdict = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
     assert verdict.accepted, verdict.violations
+
+
+@pytest.mark.slow
+def test_a_helper_module_of_a_new_test_folder_is_imported_as_pytest_resolves_it(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    files = {"tests/unit/helpers.py": (
+                 '"""Shared checks."""\n\n\ndef normalised(weights):\n'
+                 "    return {k: round(v, 9) for k, v in weights.items() if v}\n"),
+             "tests/unit/test_helped.py": (
+                 "import helpers\nfrom strategy_host import call\n\n\ndef test_top_one():\n"
+                 f"    weights = call({TARGET!r}, {{'A': 2.0, 'B': 1.0}}, top_k=1)\n"
+                 "    assert helpers.normalised(weights) == {'A': 1.0}\n")}
+    verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
+    assert verdict.accepted, verdict.violations
+    elsewhere = {"tests/other/helpers.py": files["tests/unit/helpers.py"],
+                 "tests/unit/test_helped.py": files["tests/unit/test_helped.py"]}
+    verdict = run_gate(ws, "test-gen", diff_for(ws, elsewhere), expect="green")
+    assert [(v.rule, v.path) for v in verdict.violations] == [
+        ("sanitizer.import_not_allowed", "tests/unit/test_helped.py")]  # not a sibling there
+    files["tests/unit/helpers.py"] += "\n\nimport os\n\nHOME = os.environ\n"  # still judged as T
+    verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
+    assert [(v.rule, v.path) for v in verdict.violations] == [
+        ("sanitizer.import_not_allowed", "tests/unit/helpers.py")]
+
+
+@pytest.mark.slow
+def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "buggy")  # one name per selected stock, ties by input order
+    tests = "import pytest\n\n" + (ws / "tests" / "test_smoke.py").read_text() + f"\n\nMOMENTUM = {TARGET!r}\n"
+    differs = tests + ("\n\ndef test_not_today(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
+                       "    assert weights != {'AAA': 1.0}\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": differs}), expect="red")
+    assert [(v.rule, "empty weights" in v.message) for v in verdict.violations] == [
+        ("redgreen.trivial", True)]
+    any_name = tests + ("\n\ndef test_one_name():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+                        "    assert sorted(weights.values()) == [0.0, 1.0]\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": any_name}), expect="red")
+    assert [(v.rule, "first name" in v.message) for v in verdict.violations] == [
+        ("redgreen.trivial", True)]
+    named = tests + ("\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+                     "    assert weights == {'A': 1.0, 'B': 0.0}\n")  # the mandate's one name
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": named}), expect="red")
+    assert verdict.accepted, verdict.violations
+
+
+@pytest.mark.slow
+def test_red_mode_judges_a_superseded_old_test_as_a_red_test(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "buggy")
+    old = (ws / "tests" / "test_smoke.py").read_text()
+    pinned = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}\n'
+    mandate = ('    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
+               '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n')
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
+                       expect="red")
+    assert verdict.accepted, verdict.violations
+    assert "superseded old test (judged as a red test): tests/test_smoke.py::test_single_asset_gets_full_weight" \
+        in verdict.notes
+    loosened = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1)["ONLY"] > 0\n'
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, loosened)}),
+                       expect="red")
+    assert [v.rule for v in verdict.violations] == ["redgreen.not_red"]
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
+                       expect="green")
+    assert "tests.weakened" in [v.rule for v in verdict.violations]
+
+
+@pytest.mark.slow
+def test_trivial_candidates_replace_a_strategy_classes_weights(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "market")  # S's weights come from STRATEGY's method
+    old = (ws / "tests" / "test_momentum.py").read_text()
+    red = ("\n\ndef test_all_four_names_listed():\n"
+           "    panels = ramp({'A': 0.01, 'B': 0.03, 'C': -0.02, 'D': 0.02})\n"
+           "    weights = open_strategy('momentum').target_weights(panels)\n"
+           "    assert sorted(weights) == ['A', 'B', 'C', 'D'] and sum(weights.values()) == pytest.approx(1.0)\n")
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_momentum.py": old + red}), expect="red")
+    assert [(v.rule, "equal weights" in v.message) for v in verdict.violations] == [
+        ("redgreen.trivial", True)]

@@ -271,7 +271,7 @@ def test_unchanged_tests_are_not_rejudged_and_removed_tests_are_reported() -> No
     found = scan("tests/test_m.py", new, old, set())
     assert [(v.rule, v.message.split(" was")[0]) for v in found] == [("tests.removed_test", "test test_gone")]
     moved = HEAD + "class TestOld:\n    def test_old(self):\n        target_weights({}, 1)\n\n" \
-                   "    def test_gone(self):\n        assert target_weights({}, 1)['A'] > 1\n"
+                   "    def test_gone(self):\n        assert 1 < 2 + target_weights({}, 1)['A']\n"
     assert scan("tests/test_m.py", moved, old, set()) == []  # moved into a class, same tests
 
 
@@ -353,3 +353,63 @@ def test_count_tests_counts_parametrize_and_classes() -> None:
             "        assert 1 < 2\n\n\nasync def test_async():\n    assert 1 < 2\n\n\ndef helper():\n    pass\n")
     assert count_tests(text) == 6 + 1 + 2 + 1 + 1
     assert count_tests("def test_a(:\n") == 0
+
+
+OLD_TESTS = HEAD + (
+    "def _close(w, want):\n    assert w == pytest.approx(want, abs=1e-9)\n\n\n"
+    "@pytest.mark.parametrize('k', [1, 2])\ndef test_top(k):\n    w = target_weights({'A': 2.0, 'B': 1.0}, k)\n"
+    "    assert len(w) == 2\n    assert w['A'] == 1.0 / k\n\n\n"
+    "def test_rejects():\n    with pytest.raises(ValueError):\n        target_weights({'A': 1.0}, 0)\n")
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    assert w['A'] == 1.0 / k\n", ""),  # an assertion removed
+    ("    assert w['A'] == 1.0 / k\n", "    assert w['A'] in (1.0 / k, 0.0)\n"),  # `in` for `==`
+    ("abs=1e-9", "abs=1e-3"),  # a tolerance loosened in a helper that asserts
+    ("[1, 2]", "[1]"),  # fewer parametrized cases
+    ("    w = target_weights({'A': 2.0, 'B': 1.0}, k)\n", "    w = {'A': 1.0 / k, 'B': 0.0}\n"),
+    ("        target_weights({'A': 1.0}, 0)\n", "        raise ValueError\n"),  # inside a block
+    ("def test_top(k):", "def test_top(k, top=3):"),
+])
+def test_weakening_an_existing_test_is_refused(old: str, new: str) -> None:
+    assert old in OLD_TESTS
+    found = scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set())
+    assert [v.rule for v in found] == ["tests.weakened"], found
+
+
+@pytest.mark.parametrize("old, new", [
+    ("    assert w['A'] == 1.0 / k\n", "    assert w['A'] == 1.0 / k\n    assert w['B'] == 1.0 - w['A']\n"),
+    ("[1, 2]", "[1, 2, 3]"),  # more cases
+    ("        target_weights({'A': 1.0}, 0)\n",  # a check added inside the block
+     "        target_weights({'A': 1.0}, 0)\n    with pytest.raises(ValueError):\n        target_weights({}, -1)\n"),
+    ("    assert len(w) == 2\n", "    assert len(w) == 2  # both names are listed\n"),  # comments only
+])
+def test_adding_to_an_existing_test_is_not_weakening(old: str, new: str) -> None:
+    assert old in OLD_TESTS
+    assert scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set()) == []
+
+
+def test_red_mode_judges_a_changed_old_test_as_red_but_keeps_asserting_helpers() -> None:
+    # A mandate may retire what an old test pinned: under --expect red the changed test is judged
+    # by the red run (red on S, by an assertion on S's value, red on trivial candidates) instead.
+    retired = OLD_TESTS.replace("    assert w['A'] == 1.0 / k\n", "    assert w['A'] == 0.5\n", 1)
+    assert scan_tests("tests/test_m.py", retired.encode(), OLD_TESTS.encode(), superseding=True) == []
+    assert [v.rule for v in scan("tests/test_m.py", retired, OLD_TESTS, set())] == ["tests.weakened"]
+    helper = OLD_TESTS.replace("abs=1e-9", "abs=1e-3")  # unchanged tests call it: still refused
+    assert [v.rule for v in scan_tests("tests/test_m.py", helper.encode(), OLD_TESTS.encode(),
+                                       superseding=True)] == ["tests.weakened"]
+
+
+def test_sibling_modules_are_those_of_the_test_files_base_folder(tmp_path: Path) -> None:
+    from guardrails.testquality import sibling_modules
+
+    unit = tmp_path / "tests" / "unit"
+    (unit / "shared").mkdir(parents=True)
+    for name in ("test_a.py", "helpers.py", "json.py", "numpy.py", "conftest.py", "shared/__init__.py"):
+        (unit / name).write_text("")
+    policy = Policy.of("tests")
+    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == {"test_a", "helpers", "shared"}
+    (unit / "__init__.py").write_text("")  # a package: pytest puts the folder above on sys.path
+    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == {"unit"}
+    (tmp_path / "tests" / "__init__.py").write_text("")  # up to the root: nothing new
+    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == frozenset()
