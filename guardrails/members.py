@@ -4,9 +4,11 @@ A module listed here gives only the members listed (a member that is itself a mo
 with its own members); every numpy ufunc is allowed too (element-wise arithmetic, pure by
 construction). A module not listed (math, statistics, itertools, the test tools ...) is pure
 computation through and through, minus `capabilities.DENIED_*`. The lists hold what pure
-computation over arrays and frames needs; what reads or writes files, imports by name, evaluates
-strings, exposes native memory or changes process-wide settings is left out on purpose (and the
-worst of it is also refused by object in `capabilities`, so no re-export slips through).
+computation over arrays and frames needs; what imports by name, evaluates strings, exposes native
+memory or changes process-wide settings is left out on purpose (and the worst of it is also refused
+by object in `capabilities`, so no re-export slips through). The file readers listed (numpy's
+`load`, pandas' `read_*`) are for T, which may read its own data below its folder
+(`testrules`); S may read no file at all (`capabilities.DENIED_SOURCE`).
 """
 
 from __future__ import annotations
