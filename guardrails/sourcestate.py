@@ -51,11 +51,11 @@ _RULED = frozenset({ast.Call, ast.Attribute, ast.Name, *_TEXTS, ast.Global, ast.
 _SCOPE_KINDS = frozenset(_SCOPES)
 
 
-def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
-    """Every node once, parents first in source order; each function's own nodes (what
+def _index(tree: ast.Module) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+    """Every node once as (node, 0), parents first in source order; each function's own nodes (what
     `_scope_nodes` gives: its children, nested functions included but not their insides); and the
     imports, classes, functions and the module by type."""
-    nodes: list[ast.AST] = []
+    nodes: list[tuple[ast.AST, int]] = []  # (node, 0): the walk's pairs, scopes unused here
     own: dict[int, list[ast.AST]] = {}
     buckets: dict[type, list[ast.AST]] = {kind: [] for kind in _BUCKETS}
     buckets[ast.ImportFrom] = buckets[ast.Import]  # one list: both kinds in source order
@@ -64,7 +64,7 @@ def _index(tree: ast.Module) -> tuple[list[ast.AST], dict[int, list[ast.AST]], d
     scopes, inert, node_type, known = frozenset(_SCOPES), _INERT, ast.AST, _FIELDS  # locals: faster
     while stack:
         node, owner = pop()
-        keep(node)
+        keep((node, 0))
         if owner is not None:
             owner.append(node)
         kind = type(node)
@@ -131,11 +131,8 @@ class StateRules:
     def __init__(self, tree: ast.Module, walker: Any = None) -> None:
         self.tree = tree
         # one walk, shared by every rule below: the capability scan's when it ran, else its own
-        if walker is not None:
-            self.visited, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers)
-        else:
-            nodes, self.own, self.kinds = _index(tree)
-            self.visited = [(node, 0) for node in nodes]
+        self.visited, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers) \
+            if walker is not None else _index(tree)
         self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
         # module-level names, functions among them (an attribute set on a function outlives the call)
