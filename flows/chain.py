@@ -1,4 +1,5 @@
-"""The daily chain: ingest → mark every active account → loss diagnostics → alerts → attribution, as subflows.
+"""The daily chain: ingest → trade the shadow books → mark every active account → loss diagnostics → alerts →
+attribution, as subflows → decide the probations whose forward sessions are done.
 
 Alerts that the repair policy lets through start the `repair` deployment by its event trigger; the weekly
 rebalance is its own deployment, scheduled after the day's marking.
@@ -17,8 +18,10 @@ from flows.diagnostics import loss_diagnostics
 from flows.ingest import ingest_market_data
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
+from oomrl.probation import is_shadow
 from tasks.chain import emit_halts, last_stored_session, mark_accounts, publish_chain
 from tasks.expected_ends import quiet_expected_ends
+from tasks.probation import decide_probations, trade_shadows
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
@@ -53,6 +56,7 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     summary["as_of"] = str(day)
     if not calendar.is_session(day):  # a holiday on the Mon–Fri schedule
         return _ended(summary, NOT_A_SESSION, f"{day} is not an XSHG session: nothing traded, nothing failed")
+    summary["shadow_books"] = trade_shadows(day, home)  # challengers on probation trade before the marks
     marking = mark_accounts(day, home)
     summary["marking"] = marking
     emit_halts(marking["halted"])  # the kill switch tripped on a marked session: say so today
@@ -62,7 +66,7 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     failures = [f"marking of {account} ({error})" for account, error in marking["errors"].items()]
     for row in marking["accounts"]:
         account = row["account"]
-        if not row["sessions_marked"]:
+        if not row["sessions_marked"] or is_shadow(account):  # a shadow book is judged by its probation
             continue
         # Diagnostics first, so the report draws and lists the alerts this very run raised.
         autopsies = loss_diagnostics(account=account, as_of=day, start=date.fromisoformat(row["first"]),
@@ -78,6 +82,7 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
             logger.warning("attribution of %s failed: %s", account, report.message)
             summary["attribution"][account] = {"failed": report.message}
             failures.append(f"attribution of {account}")
+    summary["probations"] = decide_probations(day, home)
     if failures:
         summary["outcome"] = f"failed: {', '.join(failures)}"
         publish_chain(summary)
@@ -85,6 +90,6 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     requested = sum(a["repair"] == "requested" for alerts in summary["diagnostics"].values() for a in alerts)
     summary["outcome"] = (f"marked {len(marking['marked'])} account(s) through {day}; "
                           f"{sum(map(len, summary['diagnostics'].values()))} new alert(s), {requested} asking for a repair; "
-                          f"{len(marking['halted'])} halted")
+                          f"{len(marking['halted'])} halted; {len(summary['probations']['decided'])} probation(s) decided")
     publish_chain(summary)
     return summary

@@ -6,10 +6,11 @@ import json
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
+from prefect.input import RunInput
 from prefect.states import Completed, Failed, State
 
 from oomrl import repair as domain
@@ -17,15 +18,16 @@ from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.config import get_settings
 from oomrl.errors import OomrlError
-from oomrl.events import PROMOTED_EVENT, account_resource
+from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
 from oomrl.run_tags import alert_tag
 from tasks.crossval import version_mapper_from_settings
 from tasks.expected_ends import quiet_expected_ends
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
-from tasks.review import MandateReview, review_form
+from tasks.review import review_form
 from tasks.run_tags import add_run_tags
 
+Reviewed = TypeVar("Reviewed", bound=RunInput)
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
@@ -50,8 +52,8 @@ def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) 
     return answer.to_decision(mandate)
 
 
-def wait_for_review(review: type[MandateReview], timeout_s: int,
-                    poll_s: float = PAUSE_POLL_S) -> tuple[MandateReview | None, bool]:
+def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUSE_POLL_S,
+                    pause_key: str = "mandate-review") -> tuple[Reviewed | None, bool]:
     """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None when
     there is none) and whether the timeout ran out.
 
@@ -70,7 +72,7 @@ def wait_for_review(review: type[MandateReview], timeout_s: int,
     if context is None or context.flow_run is None:
         raise RuntimeError("a mandate review needs a flow run")
     run_id = context.flow_run.id
-    paused = Paused(timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key="mandate-review")
+    paused = Paused(timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key=pause_key)
     keyset = keyset_from_paused_state(paused)
     paused.state_details.run_input_keyset = keyset
     logger = get_run_logger()
@@ -79,7 +81,7 @@ def wait_for_review(review: type[MandateReview], timeout_s: int,
         state = propose_state_sync(client, paused, flow_run_id=run_id)
         if state.is_paused():
             review.save(keyset)
-            logger.info("paused for the mandate review; no answer within %d s rejects", timeout_s)
+            logger.info("paused for the %s; no answer within %d s ends it", pause_key.replace("-", " "), timeout_s)
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
                 time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
@@ -103,11 +105,11 @@ def auto_approve_mandate(mandate: Mandate) -> domain.Decision:
 
 
 def end_state(outcome: domain.RepairOutcome) -> State[Any]:
-    """Promoted: Completed "Promoted"; rejected by a person or the timeout: Completed "Rejected";
+    """Promoted: Completed "Promoted"; on probation: Completed "On probation"; rejected by a person or the timeout: Completed "Rejected";
     refused or failed: Failed named after the step, its data the exception that carries the outcome
     (a Failed state's data must be an exception, or a worker cannot read the run's result)."""
     name = domain.ending_name(outcome.status, outcome.step)
-    if outcome.status in ("promoted", "rejected"):
+    if outcome.status in ("promoted", "probation", "rejected"):
         return Completed(name=name, message=outcome.reason, data=outcome.model_dump(mode="json"))
     return Failed(name=name, message=f"{outcome.step or 'repair'}: {outcome.reason}"[:2000],
                   data=domain.RepairNotPromoted(outcome))
@@ -126,7 +128,7 @@ def outcome_of(state: State[Any]) -> dict[str, Any]:
 @flow(name="repair", version=FLOW_VERSION, retries=0, log_prints=True)
 def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | None = None,
            account: str | None = None, approval_timeout_s: int = 3600,
-           lock: str = "namespace") -> State[Any]:
+           lock: str = "namespace", probation: int | None = None) -> State[Any]:
     """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step
     (no flow retries: NO_FLOW_RETRIES).
 
@@ -137,6 +139,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
         account: The paper account whose strategy version is repaired (empty: the autopsy's account).
         approval_timeout_s: How long the run waits Paused for a person's answer, in seconds; no answer by then rejects.
         lock: The gate's sandbox for every test run: `namespace` (bubblewrap, default), `bwrap`, `docker` or `hash-only`.
+        probation: Forward sessions the repaired version trades a shadow book before the daily chain decides (empty: the worker's OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital at once).
     """
     from prefect.context import FlowRunContext
 
@@ -163,7 +166,8 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     try:
         with claim:
             try:
-                ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock)
+                ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock,
+                                          probation=probation)
             except OomrlError as exc:  # an unknown provider, a missing transcript: final, say so
                 outcome = domain.RepairOutcome(status="failed", step="setup", reason=str(exc), run_dir="")
             else:
@@ -174,8 +178,9 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     except TooManyRepairsError as exc:
         outcome = domain.RepairOutcome(status="failed", step="capacity", reason=str(exc), run_dir="")
     publish_outcome(outcome)
-    if outcome.status == "promoted" and outcome.version is not None:
-        emit_event(event=PROMOTED_EVENT, resource=account_resource(name),
+    if outcome.status in ("promoted", "probation") and outcome.version is not None:
+        emit_event(event=PROMOTED_EVENT if outcome.status == "promoted" else PROBATION_EVENT,
+                   resource=account_resource(name),
                    related=[{"prefect.resource.id": f"oomrl.strategy.{outcome.version.strategy}",
                              "prefect.resource.role": "strategy"}],
                    payload={"tag": outcome.version.tag, "sha": outcome.version.sha,

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,9 @@ class Journal:
     strategy: str
     notes: dict[str, Any]
     owner: str
+    shadow: str = ""  # a probation's shadow book: its active version is the commit point (oomrl.probation)
+    opened_on: str = ""
+    sessions: int = 0
     since: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def who(self) -> str:
@@ -102,9 +105,10 @@ def promote_lock(versions: StrategyVersions, wait_s: float = LOCK_WAIT_S) -> Ite
 
 
 def promote(versions: StrategyVersions, candidate: Path, message: str, metadata: dict[str, Any],
-            account: str, strategy: str) -> VersionInfo:
+            account: str, strategy: str, probation: tuple[date, int] | None = None) -> VersionInfo:
     """Commit the candidate, fetch it, fast-forward the branch when it is based on the head, tag it,
-    attach the notes, activate it for `account`: journalled, so a kill at any step is recovered."""
+    attach the notes, activate it for `account` (with `probation` = (last session seen, forward
+    sessions): open its probation on a shadow book instead): journalled, so a kill at any step is recovered."""
     versions.git("add", "-A", cwd=candidate)
     trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
     versions.git("commit", "-q", "-m", message + trailers, cwd=candidate)
@@ -116,6 +120,11 @@ def promote(versions: StrategyVersions, candidate: Path, message: str, metadata:
         journal = Journal(tag=tag, sha=sha, old_head=versions.head(), branch=branch_of(versions),
                           account=account, strategy=strategy, notes={**metadata, "strategy": strategy, "tag": tag},
                           owner=str(Owner.me()))
+        if probation is not None:
+            from oomrl.probation import shadow_name
+
+            journal.shadow, journal.opened_on, journal.sessions = (shadow_name(account, tag), str(probation[0]),
+                                                                   probation[1])
         payload = json.dumps(asdict(journal), sort_keys=True, default=str)
         atomic_write(journal_path(versions), lambda temp: Path(temp).write_text(payload, encoding="utf-8"),
                      durable=True)
@@ -130,7 +139,7 @@ def promote(versions: StrategyVersions, candidate: Path, message: str, metadata:
             reached("tag")
             write_notes(versions, sha, journal.notes)
             reached("notes")
-            versions.activate(journal.tag, account, strategy)  # the commit point
+            commit_point(versions, journal)
             reached("ledger")
         except BaseException:
             abandon(versions, journal)
@@ -138,6 +147,22 @@ def promote(versions: StrategyVersions, candidate: Path, message: str, metadata:
         journal_path(versions).unlink()
         reached("done")
     return versions.info(journal.tag, account)
+
+
+def commit_point(versions: StrategyVersions, journal: Journal) -> None:
+    """The ledger write that makes the promotion real: the account's active version, or the probation."""
+    if not journal.shadow:
+        versions.activate(journal.tag, journal.account, journal.strategy)
+        return
+    from oomrl.probation import open_probation
+
+    open_probation(versions.ledger, journal.account, journal.tag, journal.sha,  # type: ignore[arg-type]
+                   journal.strategy, date.fromisoformat(journal.opened_on), journal.sessions)
+
+
+def committed_to(journal: Journal) -> str:
+    """The ledger account whose active version says whether the promotion landed."""
+    return journal.shadow or journal.account
 
 
 def branch_of(versions: StrategyVersions) -> str:
@@ -173,7 +198,7 @@ def recover_locked(versions: StrategyVersions) -> str | None:
 
 def settle(versions: StrategyVersions, journal: Journal) -> str:
     """Bring branch, tag and notes in line with the ledger, the commit point; drop the journal."""
-    active = versions.ledger.active_version(journal.account) if versions.ledger is not None else None
+    active = versions.ledger.active_version(committed_to(journal)) if versions.ledger is not None else None
     done = align(versions, journal, active)
     journal_path(versions).unlink(missing_ok=True)
     return done
@@ -183,7 +208,7 @@ def abandon(versions: StrategyVersions, journal: Journal) -> None:
     """A step raised: undo branch, tag and notes at once. When the ledger cannot be read to say
     whether its write landed, the journal stays for the next command to decide."""
     try:
-        active = versions.ledger.active_version(journal.account) if versions.ledger is not None else None
+        active = versions.ledger.active_version(committed_to(journal)) if versions.ledger is not None else None
     except Exception:  # noqa: BLE001 - the step's own error is what the caller sees
         logger.warning("promotion of %s failed and the ledger cannot be read; the next command that "
                        "opens %s settles it", journal.tag, versions.workspace)

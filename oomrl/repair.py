@@ -30,7 +30,7 @@ from oomrl.agent.context import (
 from oomrl.agent.feedback import encode_cross_validation, missed_checks, role_evidence
 from oomrl.agent.genesis import changed_tests, logic_genesis, test_genesis
 from oomrl.agent.llm import Transcript
-from oomrl.agent.machine import Trail
+from oomrl.agent.machine import RUN_ENDS, Trail
 from oomrl.agent.providers import get_provider
 from oomrl.agent.roles import CriticView, Mandate
 from oomrl.config import Settings
@@ -38,6 +38,7 @@ from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_va
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
+from oomrl.probation import shadow_name
 from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
@@ -59,7 +60,7 @@ class Decision(BaseModel):
 class RepairOutcome(BaseModel):
     """How a repair ended: promoted, rejected by a person, or failed at a named step."""
 
-    status: Literal["promoted", "rejected", "failed"]
+    status: Literal["promoted", "probation", "rejected", "failed"]
     step: str | None = None
     reason: str = ""
     mandate: Mandate | None = None
@@ -138,7 +139,9 @@ def promotion(ctx: RepairContext, mandate: Mandate, autopsy: dict[str, Any],
         "inputs": ctx.inputs, "trail": [m.__dict__ for m in ctx.trail.moves],
         "provider": ctx.provider.name, "run_dir": str(ctx.run_dir)}
     message = f"Repair {mandate.strategy}: {mandate.text}"
-    return ctx.versions.promote(ctx.candidate, message, metadata, ctx.account, mandate.strategy)
+    probation = (date.fromisoformat(str(autopsy["as_of"])), ctx.agent.probation_sessions) \
+        if ctx.agent.probation_sessions else None
+    return ctx.versions.promote(ctx.candidate, message, metadata, ctx.account, mandate.strategy, probation)
 
 
 Approver = Callable[[Mandate], Decision]
@@ -245,6 +248,10 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
         return finish(ctx, "failed", ctx.trail.state, f"unexpected {type(exc).__name__}: {exc} "
                                                       f"(traceback in {ctx.run_dir / 'error.txt'})",
                       mandate)
+    if ctx.agent.probation_sessions:
+        return finish(ctx, "probation", None, f"{version.tag} ({version.sha[:12]}) on probation: it trades the "
+                      f"shadow book {shadow_name(ctx.account, version.tag)} for {ctx.agent.probation_sessions} "
+                      "sessions before the daily chain decides", mandate, version=version, cross=cross)
     return finish(ctx, "promoted", None, f"promoted {version.tag} ({version.sha[:12]})", mandate,
                   version=version, cross=cross)
 
@@ -252,7 +259,7 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
 def finish(ctx: RepairContext, status: str, step: str | None, reason: str, mandate: Mandate | None,
            version: VersionInfo | None = None, cross: CrossValidation | None = None) -> RepairOutcome:
     """The outcome, written to the run folder; the candidate clone goes (a promotion lives in the workspace)."""
-    if ctx.trail.state not in ("promoted", "rejected", "failed"):
+    if ctx.trail.state not in RUN_ENDS:
         ctx.trail.move(status, reason[:500])
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate, ignore_errors=True)
@@ -288,7 +295,7 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
 def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | None = None,
                  account: str | None = None, lock: str = "namespace",
                  replay_from: Path | None = None, gate: GateFn | None = None,
-                 agent: AgentSettings | None = None) -> RepairContext:
+                 agent: AgentSettings | None = None, probation: int | None = None) -> RepairContext:
     """A repair context from settings: ledger, workspace (initialised on first use), the account's
     LLM budget, provider, run folder."""
     from guardrails.gate import run_gate
@@ -297,6 +304,8 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
     from oomrl.portfolio.ledger import Ledger
 
     agent = agent or AgentSettings()
+    if probation is not None:  # this run's own choice over OOMRL_AGENT_PROBATION_SESSIONS
+        agent = agent.model_copy(update={"probation_sessions": max(int(probation), 0)})
     if agent.holdout_dir is not None and not agent.holdout_dir.is_dir():
         raise OomrlError(f"OOMRL_AGENT_HOLDOUT_DIR {agent.holdout_dir} is not a folder of held-out tests")
     settings.ensure_dirs()

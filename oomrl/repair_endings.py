@@ -12,4 +12,6 @@ def ending_name(status: str, step: str | None) -> str:
     """`Promoted`, `Rejected`, or the failed step's name (`Tests rejected`, `Patch rejected`, ...)."""
     if status in ("promoted", "rejected"):
         return status.capitalize()
+    if status == "probation":
+        return "On probation"
     return FAILED_STATE_NAMES.get(step or "", "Failed")

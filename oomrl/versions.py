@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from datetime import date
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Protocol
@@ -199,7 +200,7 @@ class StrategyVersions:
         return f"{TAG_PREFIX}{max(numbers, default=0) + 1}"
 
     def promote(self, candidate: Path, message: str, metadata: dict[str, Any], account: str,
-                strategy: str) -> VersionInfo:
+                strategy: str, probation: tuple[date, int] | None = None) -> VersionInfo:
         """Commit the candidate clone, tag, attach metadata, activate; the branch moves only forward.
 
         Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
@@ -209,7 +210,7 @@ class StrategyVersions:
         comes last; a failed step restores branch, tag and notes, and a killed promotion is finished
         or undone by the next command that opens the workspace."""
         self._require_init()
-        return promotion.promote(self, candidate, message, metadata, account, strategy)
+        return promotion.promote(self, candidate, message, metadata, account, strategy, probation)
 
     def recover(self) -> str | None:
         """Finish or undo a promotion whose process died (see `oomrl.promotion`); what was done."""

@@ -60,7 +60,7 @@ def nav_sessions(account: str, home: str | None = None) -> int:
 def publish_chain(summary: dict[str, Any]) -> None:
     """One markdown artifact saying what each stage of the day did."""
     lines = [f"# Daily chain on {summary.get('as_of')}", "", f"**{summary.get('outcome', '')}**", ""]
-    for stage in ("ingest", "marking", "attribution", "diagnostics"):
+    for stage in ("ingest", "shadow_books", "marking", "attribution", "diagnostics", "probations"):
         if stage in summary:
             text = json.dumps(summary[stage], indent=1, default=str)[:4000]
             lines.append(f"## {stage}\n\n```json\n{text}\n```\n")

@@ -21,6 +21,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ["OOMRL_HOME"] = str(_SESSION_ROOT / "home")
 os.environ.pop("OOMRL_LLM_BASE_URL", None)
+# A repair that passes promotes at once unless a test asks for a probation (tests/agent/test_probation.py);
+# the default (20 forward sessions) is asserted there.
+os.environ["OOMRL_AGENT_PROBATION_SESSIONS"] = "0"
 os.environ.pop("OOMRL_LLM_API_KEY", None)
 os.environ.pop("OPENAI_API_KEY", None)
 

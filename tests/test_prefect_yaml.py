@@ -11,7 +11,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 PREFECT_YAML = REPO / "prefect.yaml"
-EXPECTED = {"daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "repair"}
+EXPECTED = {"daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "probation-review", "repair"}
 OPERATIONS = REPO / "docs" / "operations.md"
 
 
@@ -132,8 +132,8 @@ def test_every_run_form_field_is_described_with_its_default_and_unit(name: str) 
 
 
 def test_the_approval_form_describes_each_field_and_refuses_what_a_mandate_would() -> None:
-    from flows.repair import MandateReview
     from oomrl.agent.roles import Constraints
+    from tasks.review import MandateReview
 
     schema = MandateReview.model_json_schema()["properties"]
     assert all(len(spec.get("description", "")) > 15 for spec in schema.values()), schema

@@ -62,6 +62,9 @@ class AgentSettings(BaseSettings):
     promotion_test: Literal["non-inferiority", "superiority"] = "non-inferiority"
     promotion_margin: float = Field(0.0, ge=0)  # annualized, 0.05 = 5 % a year
     promotion_z: float = Field(0.0, ge=0)  # standard errors taken off the mean difference
+    # Forward sessions a passing candidate trades on a shadow book before it takes the capital
+    # (oomrl/probation.py); 0 promotes it at once, as before probations existed.
+    probation_sessions: int = Field(20, ge=0)
 
 
 class Usage(BaseModel):

@@ -10,8 +10,9 @@ from pathlib import Path
 from oomrl.errors import OomrlError
 
 STATES = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion",
-          "promoted", "rejected", "failed")
-TERMINAL = ("promoted", "rejected", "failed")
+          "probation", "promoted", "retired", "rejected", "failed")
+TERMINAL = ("promoted", "retired", "rejected", "failed")
+RUN_ENDS = (*TERMINAL, "probation")  # a repair run ends on probation; the daily chain takes it on from there
 # (from, to) -> when it is taken. docs/agent.md draws this table and names the test of each edge.
 TRANSITIONS: dict[tuple[str, str], str] = {
     ("critic", "approval"): "the Critic proposed a mandate",
@@ -30,6 +31,9 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     ("cross-validation", "failed"): "the replay failed a check in the last round",
     ("promotion", "promoted"): "committed, tagged and activated in one transaction",
     ("promotion", "failed"): "promotion failed; workspace and active version restored",
+    ("promotion", "probation"): "committed and tagged; the challenger trades a shadow book forward",
+    ("probation", "promoted"): "its forward sessions passed every check, or a person promoted it",
+    ("probation", "retired"): "worse forward, a constraint broken or halted, or a person retired it",
 }
 
 
@@ -54,6 +58,13 @@ class Trail:
         self.state = "critic"
         self.moves: list[Move] = []
         self.path = path
+
+    @classmethod
+    def resumed(cls, path: Path, state: str) -> Trail:
+        """The trail of a run that ended in `state` (a probation), continued by whoever decides it."""
+        trail = cls(path)
+        trail.state = state
+        return trail
 
     def move(self, target: str, reason: str) -> None:
         """Take the transition to `target`; IllegalTransitionError when the machine has no such edge."""

@@ -1,4 +1,4 @@
-"""CLI of the agent area: `oomrl repair` and `oomrl versions list|show|activate|rollback|init`."""
+"""CLI of the agent area: `oomrl repair` and `oomrl versions list|show|activate|rollback|promote|retire|init`."""
 
 from __future__ import annotations
 
@@ -117,6 +117,10 @@ def repair_command(
     wait: Annotated[float, typer.Option(
         "--wait", metavar="SECONDS", min=0, callback=finite_seconds,
         help="How long to wait for another repair of the account to finish (0: refuse at once).")] = 900.0,
+    probation: Annotated[int | None, typer.Option(
+        "--probation", metavar="SESSIONS", min=0,
+        help="Forward sessions the repaired version trades a shadow book before the daily chain decides "
+             "(default: OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital at once).")] = None,
 ) -> None:
     """Repair the strategy an autopsy names.
 
@@ -136,7 +140,7 @@ def repair_command(
             raise OomrlError("the replay provider needs a transcript (--transcript FILE)")
         check_transcript(transcript)
     ctx = domain.open_context(settings, checked, provider=provider and provider.value, account=account,
-                              lock=lock.value, replay_from=transcript)
+                              lock=lock.value, replay_from=transcript, probation=probation)
     approve = (lambda m: domain.Decision(action="approve", reason="auto-approved")) \
         if auto_approve else _review
     with domain.claim_for(ctx, "cli", wait_s=wait, say=lambda line: typer.echo(line, err=True)) as claim:
@@ -197,9 +201,35 @@ def list_cmd(account: AccountOption = None) -> None:
         typer.echo(f"no strategy versions yet: {store.workspace} does not exist (v1 is created by "
                    "`oomrl versions init`, an account's first rebalance, a repair or the demo)")
         return
-    for v in store.list(account_or_default(account, settings)):
-        typer.echo(f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  "
+    name = account_or_default(account, settings)
+    states = _states(store.ledger, name)
+    for v in store.list(name):
+        typer.echo(f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  {states.get(v.sha, '-'):<9} "
                    f"{v.strategy or '-':<18} {v.subject}")
+
+
+def _states(ledger: Any, account: str) -> dict[str, str]:
+    """sha -> active, probation or retired for `account` (nothing without a ledger)."""
+    from oomrl.probation import version_states
+
+    return version_states(ledger, account) if ledger is not None else {}
+
+
+ReasonOption = Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why, for the ledger and the trail.")]
+
+
+def _decide(ref: str, account: str | None, verdict: str, reason: str) -> None:
+    from oomrl.owners import Owner
+    from oomrl.probation import decide_now
+
+    store, settings = _versions()
+    name = account_or_default(account, settings)
+    tag = next((v.tag for v in store.list() if v.tag == ref or v.sha.startswith(ref)), ref)
+    done = decide_now(settings, name, tag, verdict, f"{Owner.me().describe()} (oomrl versions)",  # type: ignore[arg-type]
+                      reason=reason)
+    typer.echo(done.evidence.markdown())
+    typer.echo(f"{tag} {verdict} on {name}" + (f"; the forward autopsy is alert {done.autopsy['alert_id']}"
+                                               if done.autopsy else ""))
 
 
 @versions_app.command("show")
@@ -231,6 +261,25 @@ def rollback_cmd(account: AccountOption = None, strategy: StrategyOption = None)
     name = account_or_default(account, settings)
     sha = store.rollback(name, strategy)
     typer.echo(f"{name} rolled back to {sha}")
+
+
+@versions_app.command("promote")
+def promote_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonOption = "") -> None:
+    """Give a challenger the capital now.
+
+    It ends the probation on the forward evidence so far; the ledger and the repair's trail record who and why.
+    """
+    _decide(ref, account, "promoted", reason)
+
+
+@versions_app.command("retire")
+def retire_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonOption = "") -> None:
+    """Retire a challenger now.
+
+    Its shadow book closes and the champion keeps the capital; an autopsy of its forward sessions becomes the
+    account's alert.
+    """
+    _decide(ref, account, "retired", reason)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ class AccountStatus(StrEnum):
 
     ACTIVE = "active"
     HALTED = "halted"
+    CLOSED = "closed"  # a shadow book whose probation was decided: never trades nor is marked again
 
 
 @dataclass(frozen=True)

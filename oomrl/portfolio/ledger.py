@@ -195,6 +195,50 @@ class Ledger:
                                 .order_by(sv.c.id)).all()
         return {str(sha): str(name) for sha, name in rows}
 
+    # -- probations (oomrl/probation.py) ------------------------------------------------------
+    def open_probation(self, row: dict[str, Any], initial_cash_fen: int) -> None:
+        """Open the shadow book, point it at the challenger and record the probation, in one transaction
+        (the shadow's active version is a promotion's commit point: it exists only with its probation)."""
+        acc = self.t["accounts"]
+        with self.engine.begin() as conn:
+            conn.execute(acc.insert().values(account=row["shadow"], initial_cash_fen=initial_cash_fen,
+                                             cash_fen=initial_cash_fen, status=AccountStatus.ACTIVE.value,
+                                             revision=0, created_at=_now()))
+            conn.execute(self.t["strategy_versions"].insert().values(
+                account=row["shadow"], sha=row["sha"], name=row["strategy"], activated_at=_now()))
+            conn.execute(self.t["probations"].insert().values(**row, status="open", created_at=_now()))
+
+    def probations(self, account: str | None = None) -> list[dict[str, Any]]:
+        """Every probation (of `account`), oldest first."""
+        pr = self.t["probations"]
+        query = sa.select(pr).order_by(pr.c.id)
+        if account is not None:
+            query = query.where(pr.c.account == account)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(query).mappings()]
+
+    def close_probation(self, probation_id: int, status: str, decided_on: date, by: str, reason: str,
+                        evidence: dict[str, Any]) -> bool:
+        """Decide an open probation: its shadow book closes and, when promoted, the account trades the
+        challenger; all in one transaction. False when it was no longer open (decided meanwhile)."""
+        pr, acc = self.t["probations"], self.t["accounts"]
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(pr).where(pr.c.id == probation_id)).mappings().first()
+            done = conn.execute(pr.update().where(pr.c.id == probation_id, pr.c.status == "open").values(
+                status=status, decided_on=decided_on, decided_by=by, reason=reason,
+                evidence=json.dumps(evidence, sort_keys=True, default=str)))
+            if row is None or done.rowcount != 1:
+                return False
+            conn.execute(acc.update().where(acc.c.account == row["shadow"]).values(
+                status=AccountStatus.CLOSED.value, revision=acc.c.revision + 1))
+            conn.execute(self.t["account_events"].insert().values(
+                account=row["account"], kind=status, as_of=decided_on, at=_now(),
+                detail=f"{row['tag']} {status} after probation by {by}: {reason}"[:2000]))
+            if status == "promoted":
+                conn.execute(self.t["strategy_versions"].insert().values(
+                    account=row["account"], sha=row["sha"], name=row["strategy"], activated_at=_now()))
+        return True
+
     # -- rebalances -------------------------------------------------------------------------
     def rebalance_id(self, account: str, as_of: date) -> int | None:
         """Id of the committed rebalance of (account, as_of), or None."""

@@ -144,6 +144,22 @@ def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
         sa.Column("ratio", sa.Float, nullable=False),
         sa.Column("shares_delta", sa.BigInteger, nullable=False),
         sa.Column("cash_fen", money, nullable=False))
+    t["probations"] = sa.Table(  # a challenger's forward trial on a shadow book (oomrl/probation.py)
+        "probations", metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("account", sa.String(64), nullable=False, index=True),
+        sa.Column("shadow", sa.String(64), nullable=False, unique=True),
+        sa.Column("tag", sa.String(32), nullable=False),
+        sa.Column("sha", sa.String(64), nullable=False),
+        sa.Column("strategy", sa.String(64), nullable=False),
+        sa.Column("opened_on", sa.Date, nullable=False),  # the last session the repair saw
+        sa.Column("sessions", sa.Integer, nullable=False),  # forward sessions before the chain decides
+        sa.Column("status", sa.String(16), nullable=False),  # open, promoted, retired
+        sa.Column("decided_on", sa.Date),
+        sa.Column("decided_by", sa.Text),
+        sa.Column("reason", sa.Text),
+        sa.Column("evidence", sa.Text),  # JSON: the decision table
+        sa.Column("created_at", sa.DateTime, nullable=False))
     t["alerts"] = sa.Table(
         "alerts", metadata,
         sa.Column("alert_id", sa.String(128), primary_key=True),

@@ -15,7 +15,7 @@ from oomrl.versions import repo_root
 # The diagram's short state names (Mermaid ids cannot hold "-") -> the machine's states.
 STATE_OF = {"critic": "critic", "approval": "approval", "tests": "test-genesis", "logic": "logic-genesis",
             "crossval": "cross-validation", "promotion": "promotion", "promoted": "promoted",
-            "rejected": "rejected", "failed": "failed"}
+            "probation": "probation", "retired": "retired", "rejected": "rejected", "failed": "failed"}
 Edge = tuple[str, str]
 
 

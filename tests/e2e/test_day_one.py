@@ -35,7 +35,8 @@ ACCOUNT = "paper"  # the default account: nobody names it
 DAY_ONE = "2024-07-01"  # `oomrl server up`'s sample clock
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 # What a repair's ending leaves as its evidence (docs/operations.md, "How a repair run ends").
-EVIDENCE = {"Promoted": "repair-cross-validation", "Cross-validation failed": "repair-cross-validation",
+EVIDENCE = {"Promoted": "repair-cross-validation", "On probation": "repair-cross-validation",
+            "Cross-validation failed": "repair-cross-validation",
             "Tests rejected": "repair-test-gen-1", "Patch rejected": "repair-code-patch-1"}
 
 

@@ -177,8 +177,8 @@ def test_steps_retry_only_when_the_endpoint_was_down() -> None:
 
 
 def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
-    from flows.repair import MandateReview
     from oomrl.agent.roles import Constraints, Mandate
+    from tasks.review import MandateReview
 
     proposed = Mandate(module="strategies.daily_momentum", text="weekly", alert_id="a-9",
                        constraints=Constraints(rebalance="weekly", max_adv_participation=0.05))
