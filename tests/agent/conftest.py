@@ -74,3 +74,36 @@ def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
                                   module="strategies.daily_momentum", benchmark=benchmark)
             return autopsy.model_dump(mode="json")
     raise AssertionError("the daily_momentum replay raised no alert")
+
+
+@pytest.fixture()
+def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
+    """v1 trades `paper` through OPENED; v2 (a weekly daily_momentum, its mandate's constraints in its
+    notes, its repair's trail in a run folder) is promoted with a probation of SESSIONS sessions."""
+    from datetime import date
+
+    from oomrl.portfolio.ledger import Ledger
+    from oomrl.versions import StrategyVersions
+    from tests.agent.probation_book import DAILY, OPENED, SESSIONS, WEEKLY, champion_trades
+
+    settings = get_settings()
+    ledger = Ledger(settings.ledger)
+    versions = StrategyVersions(settings.workspace_dir, ledger)
+    versions.init()
+    versions.activate("v1", "paper", "daily_momentum")
+    champion_trades(settings, ledger, date(2025, 11, 24), OPENED)
+    candidate = versions.clone_to(tmp_path / "candidate", at="v1")
+    source = candidate / "strategies" / "daily_momentum.py"
+    text = source.read_text()
+    assert DAILY in text
+    source.write_text(text.replace(DAILY, WEEKLY))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "trail.jsonl").write_text("")
+    mandate = {"constraints": {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 2.0}}
+    info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": mandate, "run_dir": str(run_dir)},
+                            "paper", "daily_momentum", (OPENED, SESSIONS))
+    return {"settings": settings, "ledger": ledger, "versions": versions, "v2": info, "run_dir": run_dir,
+            "v1": versions.resolve("v1")}
+
+

@@ -2,7 +2,8 @@
 crash the recovery tests need, at a chosen point.
 
     python -m tests.agent.kill_at STEP oomrl ARGS...                  # the `oomrl` command
-    python -m tests.agent.kill_at STEP promote HOME CANDIDATE ACCOUNT  # one promotion of a prepared clone
+    python -m tests.agent.kill_at STEP promote HOME CANDIDATE ACCOUNT [SESSIONS]  # one promotion of a prepared
+                                                                               # clone (with a probation)
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ def kill_at(step: str) -> None:
     promotion.reached = reached
 
 
-def promote(home: Path, candidate: Path, account: str) -> None:
+def promote(home: Path, candidate: Path, account: str, sessions: int = 0) -> None:
+    from datetime import date
+
     from oomrl.portfolio.ledger import Ledger
     from oomrl.versions import StrategyVersions
 
     versions = StrategyVersions(home / "workspace", Ledger(f"sqlite:///{home / 'ledger.db'}"))
-    versions.promote(candidate, f"Repair of {account}", {"by": "kill_at"}, account, "alpha")
+    versions.promote(candidate, f"Repair of {account}", {"by": "kill_at"}, account, "alpha",
+                     (date(2026, 1, 5), sessions) if sessions else None)
 
 
 def main(argv: list[str]) -> None:
@@ -43,8 +47,8 @@ def main(argv: list[str]) -> None:
 
         app(rest, prog_name="oomrl")
     elif what == "promote":
-        home, candidate, account = rest
-        promote(Path(home), Path(candidate), account)
+        home, candidate, account, *sessions = rest
+        promote(Path(home), Path(candidate), account, int(sessions[0]) if sessions else 0)
     else:
         raise SystemExit(f"unknown command {what!r}")
 

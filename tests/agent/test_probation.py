@@ -21,70 +21,13 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.probation import (
     ProbationError,
     advance_shadows,
-    decide_due,
     open_probations,
     probations,
     shadow_name,
     version_states,
 )
 from oomrl.versions import StrategyVersions
-
-OPENED = date(2025, 11, 28)  # the last session the repair saw
-SESSIONS = 5
-DAILY = "return last_rebalance is None or day > last_rebalance"
-WEEKLY = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
-
-
-def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> None:
-    """The champion (v1, daily_momentum) trades its account through `end`, as its deployments would."""
-    from oomrl.data.sample import ensure_sample
-    from oomrl.portfolio.rebalance import advance, load_panels
-    from oomrl.portfolio.service import membership, resolve_strategy
-    from oomrl.portfolio.setup import rebalance_setup
-
-    store = ensure_sample(settings)
-    resolved = resolve_strategy(settings, ledger, "paper")
-    setup = rebalance_setup(resolved.strategy, resolved.version, settings, membership(store))
-    advance(ledger, "paper", start, end, load_panels(store, end, history_days=200), setup)
-
-
-def chain_day(settings: Any, day: date) -> tuple[list[Any], list[Any]]:
-    """What the daily chain does for probations on one session: shadows trade, every book is marked, ripe ones decided."""
-    from oomrl.chain import mark_active_accounts
-
-    advance_shadows(settings, day)
-    marking = mark_active_accounts(settings, day)
-    assert not marking.errors, marking.errors
-    return decide_due(settings, day)
-
-
-def forward(n: int) -> list[date]:
-    return [d.date() for d in calendar.sessions(pd.Timestamp(OPENED) + pd.Timedelta(days=1), "2026-02-27")[:n]]
-
-
-@pytest.fixture()
-def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
-    """v1 trades `paper` through OPENED; v2 (a weekly daily_momentum, its mandate's constraints in its
-    notes, its repair's trail in a run folder) is promoted with a probation of SESSIONS sessions."""
-    settings = get_settings()
-    ledger = Ledger(settings.ledger)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
-    versions.init()
-    versions.activate("v1", "paper", "daily_momentum")
-    champion_trades(settings, ledger, date(2025, 11, 3), OPENED)
-    candidate = versions.clone_to(tmp_path / "candidate", at="v1")
-    source = candidate / "strategies" / "daily_momentum.py"
-    text = source.read_text()
-    assert DAILY in text
-    source.write_text(text.replace(DAILY, WEEKLY))
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "trail.jsonl").write_text("")
-    mandate = {"constraints": {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 2.0}}
-    info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": mandate, "run_dir": str(run_dir)},
-                            "paper", "daily_momentum", (OPENED, SESSIONS))
-    return {"settings": settings, "ledger": ledger, "versions": versions, "v2": info, "run_dir": run_dir,
-            "v1": versions.resolve("v1")}
+from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 
 
 def test_the_default_probation_is_twenty_forward_sessions(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,10 +28,10 @@ def _env(home: Path) -> dict[str, str]:
     return {**env, "OOMRL_HOME": str(home), "PYTHONPATH": str(REPO_ROOT)}
 
 
-def _killed_promotion(home: Path, candidate: Path, step: str) -> None:
+def _killed_promotion(home: Path, candidate: Path, step: str, probation: int = 0) -> None:
     done = subprocess.run([sys.executable, "-m", "tests.agent.kill_at", step, "promote", str(home),
-                           str(candidate), ACCOUNT], cwd=REPO_ROOT, env=_env(home), capture_output=True,
-                          text=True, timeout=120, check=False)
+                           str(candidate), ACCOUNT, *([str(probation)] if probation else [])], cwd=REPO_ROOT,
+                          env=_env(home), capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
@@ -104,6 +104,31 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
     assert after.tag == f"v{len(versions.list())}" and after.active
     assert versions.ledger.active_version(ACCOUNT) == after.sha  # type: ignore[union-attr]
     assert versions.check() == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ["notes", "ledger"])  # the commit point is the probation's ledger write
+def test_a_probation_killed_around_its_commit_point_is_recovered_by_the_next_command(
+        home: Path, tmp_path: Path, step: str) -> None:
+    from oomrl.probation import probations
+
+    versions = _versions(home)
+    versions.ledger.open_account(ACCOUNT, 1_000_000)  # type: ignore[union-attr]
+    candidate = _candidate(versions, tmp_path, "0.5", at="v1")
+    _killed_promotion(home, candidate, step, probation=5)
+    checked = _oomrl(home, "versions", "check")
+    assert checked.returncode == 0, checked.stderr
+    assert "recovered: the promotion of v2" in checked.stderr
+    versions = _versions(home)
+    ledger = versions.ledger
+    assert versions.check() == [] and ledger.active_version(ACCOUNT) == versions.resolve("v1")  # type: ignore[union-attr]
+    found = probations(ledger, ACCOUNT)  # type: ignore[arg-type]
+    if step in LANDED:  # the shadow book and its probation exist together, or neither does
+        assert [(p.tag, p.status, p.sessions) for p in found] == [("v2", "open", 5)]
+        assert ledger.active_version(f"{ACCOUNT}~v2") == versions.resolve("v2")  # type: ignore[union-attr]
+    else:
+        assert found == [] and f"{ACCOUNT}~v2" not in ledger.account_names()  # type: ignore[union-attr]
+        assert [v.tag for v in versions.list()] == ["v1"]
 
 
 def test_a_journal_that_is_not_one_is_named(home: Path) -> None:

@@ -10,16 +10,14 @@ earlier in the session does not change what this one finds, and the tests pass i
 from __future__ import annotations
 
 import json
-import os
-import re
 import secrets
-import subprocess
 import time
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import AUTOPSY, REPO, Stack
+from tests.e2e.conftest import AUTOPSY, Stack
+from tests.e2e.stacks import send_docs_example
 
 pytestmark = pytest.mark.e2e
 PAUSE_HELD_S = 6 * 60  # the issue's bar: a paused repair survives at least this long
@@ -68,18 +66,8 @@ def _outcome_artifact(stack: Stack, run_id: str) -> str:
 
 def test_the_docs_webhook_example_verbatim_starts_a_repair_that_reaches_approval(
         stack: Stack, alert_account: str) -> None:
-    text = (REPO / "docs" / "operations.md").read_text()
-    (example,) = re.findall(r"```bash\n(body='\{\"alert_id\":\"ops-1\".*?)```", text, re.DOTALL)
     with stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false") as url:
-        env = {"PATH": os.environ["PATH"], "OOMRL_WEBHOOK_SECRET": stack.secret, "OOMRL_WEBHOOK_URL": url}
-        for attempt in range(8):  # a polite sender runs it again on a 503 (Prefect busy)
-            done = subprocess.run(["bash", "-euo", "pipefail", "-c", example], env=env, capture_output=True,
-                                  text=True, timeout=120, check=False)
-            assert done.returncode == 0, done.stderr
-            answer = json.loads(done.stdout)
-            if "flow_run_id" in answer or "could not start" not in str(answer.get("detail")):
-                break
-            time.sleep(min(2 ** attempt, 15))
+        answer = send_docs_example(stack, url)
     assert answer["alert_id"] == "ops-1" and answer["duplicate"] is False, answer
     run = stack.wait_for(answer["flow_run_id"], ANY_END, timeout_s=300)
     assert run["state_type"] == "PAUSED", run["state"]  # the mandate waits for a person

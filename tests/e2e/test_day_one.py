@@ -8,18 +8,13 @@ table wider than its box; their screenshots are kept in test-artifacts/ (copied 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from oomrl.server import StackConfig, free_port, read_state
 from tests.browser import (
     browser_page,
     layout,
@@ -28,7 +23,8 @@ from tests.browser import (
     wait_for,
     wait_for_images,
 )
-from tests.e2e.conftest import REPO, Stack
+from tests.e2e.conftest import Stack
+from tests.e2e.stacks import fresh_env, own_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2700)]  # a stack of its own, a repair through the gate
 ACCOUNT = "paper"  # the default account: nobody names it
@@ -40,39 +36,12 @@ EVIDENCE = {"Promoted": "repair-cross-validation", "On probation": "repair-cross
             "Tests rejected": "repair-test-gen-1", "Patch rejected": "repair-code-patch-1"}
 
 
-def fresh_env(home: Path) -> dict[str, str]:
-    """This machine's environment with no OOMRL_ or PREFECT_ setting of the suite's, as a new shell has it.
-
-    Two settings are the test's own, neither a parameter of any run: the scheduler is off so that no
-    scheduled run (16:30 Shanghai) joins the quick runs counted here, and the worker polls each second."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OOMRL_", "PREFECT_", "OPENAI_"))}
-    return {**env, "OOMRL_HOME": str(home), "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
-            "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "1",
-            "PREFECT_LOGGING_LEVEL": "INFO"}
-
-
-def oomrl(env: dict[str, str], *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oomrl", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout_s, check=False)
-
-
 @pytest.fixture(scope="module")
 def day_one(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """`oomrl server up` on a home that has never been used; `oomrl server down` afterwards."""
     home = tmp_path_factory.mktemp("day-one") / "home"
-    env = fresh_env(home)
-    port, webhook_port = free_port(), free_port()
-    try:
-        started = oomrl(env, "server", "up", "--port", str(port), "--webhook-port", str(webhook_port))
-        assert started.returncode == 0, started.stdout + started.stderr
-        state = read_state(home)
-        assert state is not None
-        config = StackConfig(home=home, port=port, webhook_port=webhook_port, project_dir=REPO)
-        stack = Stack(config, (home / "webhook.secret").read_text().strip(), dict(state["pids"]), env)  # type: ignore[call-overload]
-        with stack.api:
-            yield stack
-    finally:
-        oomrl(env, "server", "down", timeout_s=120)
+    with own_stack(home, fresh_env(home)) as stack:
+        yield stack
 
 
 def quick_run(stack: Stack, deployment: str) -> dict[str, Any]:

@@ -43,3 +43,26 @@ def read_artifact(key: str) -> Any:
         (artifact,) = client.read_latest_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     data = artifact.data
     return json.loads(data) if isinstance(data, str) and data.startswith("[") else data
+
+
+def paused_run(flow_name: str, wait_s: float = 60.0) -> Any:
+    """The first run of flow `flow_name` that is Paused (waiting for its form), waiting up to `wait_s`."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterState,
+        FlowRunFilterStateName,
+    )
+
+    deadline = time.monotonic() + wait_s
+    with get_client(sync_client=True) as client:
+        while time.monotonic() < deadline:
+            runs = client.read_flow_runs(
+                flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+                flow_run_filter=FlowRunFilter(state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
+            if runs:
+                return runs[0]
+            time.sleep(0.5)
+    raise AssertionError(f"no {flow_name} run paused for its form within {wait_s:.0f} s")

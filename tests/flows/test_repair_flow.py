@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from oomrl.config import get_settings
 from oomrl.portfolio.ledger import Ledger
 from oomrl.versions import StrategyVersions
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
-from tests.flows.prefect_helpers import account_events, artifact_keys
+from tests.flows.prefect_helpers import account_events, artifact_keys, paused_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -68,26 +67,7 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
 
 
 def _paused_run_id(wait_s: float = 60.0) -> Any:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import (
-        FlowFilter,
-        FlowFilterName,
-        FlowRunFilter,
-        FlowRunFilterState,
-        FlowRunFilterStateName,
-    )
-
-    deadline = time.monotonic() + wait_s
-    with get_client(sync_client=True) as client:
-        while time.monotonic() < deadline:
-            runs = client.read_flow_runs(
-                flow_filter=FlowFilter(name=FlowFilterName(any_=["repair"])),
-                flow_run_filter=FlowRunFilter(
-                    state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
-            if runs:
-                return runs[0].id
-            time.sleep(0.5)
-    raise AssertionError("the repair flow never paused for approval")
+    return paused_run("repair", wait_s).id
 
 
 def _run_in_thread(autopsy: dict[str, Any], **params: Any) -> tuple[threading.Thread, dict[str, Any]]:
