@@ -153,6 +153,7 @@ class ProbationEvidence(BaseModel):
     rule: PromotionRule
     rows: list[VersionMeasures]
     checks: list[Check]
+    navs: dict[str, float] = {}  # each book's NAV on its last forward session (CNY)
 
     @property
     def challenger_halted(self) -> bool:
@@ -180,7 +181,9 @@ class ProbationEvidence(BaseModel):
                  f"Forward sessions {self.start or '-'}..{self.end}: {self.sessions_done} of "
                  f"{self.sessions_needed} ({max(self.sessions_needed - self.sessions_done, 0)} left). "
                  f"Rule: {self.rule.describe()}.", "",
-                 "| | champion | challenger |", "|---|---:|---:|"]
+                 "| | champion | challenger |", "|---|---:|---:|",
+                 "| NAV (CNY) | " + " | ".join(f"{self.navs[v]:,.0f}" if v in self.navs else "-"
+                                               for v in ("champion", "challenger")) + " |"]
         for label, key, fmt in (("net return", "net_return", "{:+.2%}"), ("max drawdown", "max_drawdown", "{:.2%}"),
                                 ("costs / capital", "costs_fraction", "{:.3%}"), ("turnover", "turnover", "{:.2f}"),
                                 ("rebalances", "rebalances", "{}"), ("sessions", "trading_days", "{}")):
@@ -288,9 +291,11 @@ def evidence(settings: Settings, ledger: Ledger, probation: Probation, as_of: da
     dates = pd.to_datetime(challenger.nav["date"]) if len(challenger.nav) else pd.DatetimeIndex([])
     done = len(dates)
     first = dates.iloc[0].date() if done else None
+    navs = {label: float(result.nav["nav"].iloc[-1]) for label, result in
+            (("champion", champion), ("challenger", challenger)) if len(result.nav)}
     return ProbationEvidence(probation=probation.id, account=probation.account, version=probation.tag, start=first,
                              end=as_of, sessions_done=done, sessions_needed=probation.sessions, rule=rule,
-                             rows=rows, checks=checks)
+                             rows=rows, checks=checks, navs=navs)
 
 
 # -- deciding -------------------------------------------------------------------------------------------

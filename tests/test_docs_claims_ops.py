@@ -211,7 +211,7 @@ def settings_defaults() -> dict[str, Any]:
 # Variables no code reads, and why a page names them.
 NOT_READ_BY_CODE = {
     "OOMRL_TEST_POSTGRES_URL": "tests/",  # the end-to-end and PostgreSQL tests read it
-    "OOMRL_WEBHOOK_URL": "tests/e2e/test_approvals_and_redelivery.py",  # the page's shell example reads it
+    "OOMRL_WEBHOOK_URL": "tests/e2e/stacks.py",  # the page's shell example reads it
 }
 
 
@@ -383,7 +383,7 @@ def test_the_state_names_a_repair_ends_in_are_the_codes() -> None:
     section = OPERATIONS.split("### How a repair run ends", 1)[1].split("\n\n", 2)[1]
     named = {name for line in section.splitlines() if line.startswith("| `")
              for name in re.findall(r"`([^`]+)`", line.split("|")[1])}
-    assert named == {"Promoted", "Rejected", "Failed", "Crashed", *FAILED_STATE_NAMES.values()}
+    assert named == {"On probation", "Promoted", "Rejected", "Failed", "Crashed", *FAILED_STATE_NAMES.values()}
 
 
 # --- messages the pages quote --------------------------------------------------------------------

@@ -30,9 +30,16 @@ from oomrl.versions import StrategyVersions
 from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 
 
-def test_the_default_probation_is_twenty_forward_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_its_own(
+        repair_home: Path, daily_momentum_autopsy: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomrl.repair import open_context
+
     monkeypatch.delenv("OOMRL_AGENT_PROBATION_SESSIONS")
     assert AgentSettings().probation_sessions == 20
+    settings = get_settings()
+    assert open_context(settings, daily_momentum_autopsy).agent.probation_sessions == 20
+    assert open_context(settings, daily_momentum_autopsy, probation=0).agent.probation_sessions == 0  # --probation 0
+    assert open_context(settings, daily_momentum_autopsy, probation=3).agent.probation_sessions == 3
 
 
 @pytest.mark.slow
@@ -57,6 +64,9 @@ def test_a_challenger_not_worse_forward_takes_the_capital_after_its_probation(
     evidence = decided[0].evidence
     assert evidence.passed and evidence.sessions_done == SESSIONS and evidence.start == days[0]
     assert {r.version for r in evidence.rows} == {"champion", "challenger"}
+    nav = float(ledger.nav_frame(shadow)["nav"].iloc[-1])
+    assert evidence.navs["challenger"] == nav and f"| NAV (CNY) | {evidence.navs['champion']:,.0f} | {nav:,.0f} |" \
+        in evidence.markdown()
     assert any(c.name == "net_of_friction_vs_champion_probation" for c in evidence.checks)
     challenger = next(r for r in evidence.rows if r.version == "challenger")
     assert challenger.rebalances >= 1 and challenger.dates == days
