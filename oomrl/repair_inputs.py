@@ -34,6 +34,10 @@ class UnknownAccountError(InvalidAutopsyError):
     """The input names an account the ledger does not hold."""
 
 
+class AccountOnProbationError(InvalidAutopsyError):
+    """The account's challenger is on probation: one challenger per account at a time."""
+
+
 class UnknownStrategyError(InvalidAutopsyError):
     """The input names a strategy module the workspace does not hold."""
 
@@ -106,6 +110,7 @@ class MarkedSessions:
 
     first: date | None
     last: date | None
+    on_probation: str | None = None  # the account's challenger on probation, said for a refusal
 
 
 def marked_sessions(ledger_url: str, account: str) -> MarkedSessions | None:
@@ -132,7 +137,12 @@ def marked_sessions(ledger_url: str, account: str) -> MarkedSessions | None:
                 return MarkedSessions(None, None)
             first, last = conn.execute(sa.select(sa.func.min(nav.c.date), sa.func.max(nav.c.date))
                                        .where(nav.c.account == account)).one()
-            return MarkedSessions(_day(first), _day(last))
+            probation = ledger.t["probations"]
+            running = conn.execute(sa.select(probation.c.tag, probation.c.opened_on, probation.c.sessions).where(
+                probation.c.account == account, probation.c.status == "open")).first() \
+                if inspector.has_table(probation.name, schema=probation.schema) else None
+            on = f"{running[0]} (since {_day(running[1])}, {running[2]} forward sessions)" if running else None
+            return MarkedSessions(_day(first), _day(last), on)
     finally:
         ledger.engine.dispose()
 
@@ -213,6 +223,12 @@ def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
     if module and not strategy_exists(workspace_dir, str(module)):
         raise UnknownStrategyError(f"unknown strategy {module!r}: the strategy workspace has no "
                                    f"{str(module).replace('.', '/')}.py")
+    if sessions.on_probation:  # its promotion would be refused after the whole repair: say it now
+        tag = sessions.on_probation.split()[0]
+        raise AccountOnProbationError(
+            f"account {name!r} has {sessions.on_probation} on probation: the forward market judges it first; "
+            f"decide it now with `oomrl versions promote|retire {tag} --account {name}` or the "
+            "probation-review deployment, then repair")
     check_dates(autopsy, name, sessions)
     check_metrics(autopsy, name, sessions)
 

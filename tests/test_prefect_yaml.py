@@ -173,6 +173,7 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     assert trigger.match.matches(alert_resource("paper", "critical", "requested"))
     assert not trigger.match.matches(alert_resource("paper", "critical", "cooldown"))
     assert not trigger.match.matches(alert_resource("paper", "warning", "inactive-version"))
+    assert not trigger.match.matches(alert_resource("paper", "critical", "probation"))
     assert {SEVERITY_LABEL, REPAIR_LABEL} <= set(trigger.match.model_dump())
     # the webhook's event mode labels what it emits the same way, a minimal alert as a warning
     from oomrl.webhook.launch import alert_event_resource

@@ -4,6 +4,8 @@ The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.ya
 the rest and says so in the event's labels, so the trigger's match reads as the whole policy:
 
 - an alert about a strategy version the account no longer trades asks for nothing (`inactive-version`);
+- while a challenger of the account is on probation, an alert asks for nothing (`probation`): the
+  forward market is judging the repair already made;
 - within `cooldown` sessions of a request for the same account and version, an alert of the same or
   a lower severity asks for nothing (`cooldown`): one cause, one repair. A critical alert is never held
   back by a warning's request, as the trigger may be set to ignore warnings.
@@ -24,7 +26,7 @@ SEVERITY_RANK = {"warning": 1, "critical": 2}
 REPAIR_REQUEST = "repair-request"  # account_events.kind (16 characters at most)
 SEVERITY_LABEL = "oomrl.alert.severity"
 REPAIR_LABEL = "oomrl.repair"
-Verdict = Literal["requested", "cooldown", "inactive-version"]
+Verdict = Literal["requested", "cooldown", "inactive-version", "probation"]
 
 
 class RequestLedger(Protocol):
@@ -35,6 +37,8 @@ class RequestLedger(Protocol):
     def events(self, account: str) -> list[dict[str, Any]]: ...
 
     def record_event(self, account: str, kind: str, as_of: date | None, detail: str) -> None: ...
+
+    def probations(self, account: str | None = None) -> list[dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ def judge(ledger: RequestLedger, autopsy: Autopsy, cooldown: int) -> RepairDecis
     if version and active and version != active:
         return RepairDecision("inactive-version", f"the alert is about version {version[:12]}, but "
                                                   f"{account} now trades {active[:12]}")
+    running = [p for p in ledger.probations(account) if p["status"] == "open"]
+    if running:
+        return RepairDecision("probation", f"{running[0]['tag']} is on probation on {account} since "
+                                           f"{running[0]['opened_on']}: its forward sessions decide first")
     rank = SEVERITY_RANK[autopsy.severity]
     for event in reversed(ledger.events(account)):
         if event["kind"] != REPAIR_REQUEST:

@@ -192,3 +192,13 @@ def test_a_repaired_version_goes_on_probation_and_the_chain_promotes_it(
     assert ledger.active_version("paper") == v2
     trail = Path(outcome["run_dir"]) / "trail.jsonl"
     assert [json.loads(line)["target"] for line in trail.read_text().splitlines()][-2:] == ["probation", "promoted"]
+
+
+@pytest.mark.slow
+def test_a_repair_of_an_account_whose_challenger_is_on_probation_is_refused_at_the_door(
+        on_probation: dict[str, Any]) -> None:
+    from oomrl.repair_inputs import AccountOnProbationError, admit
+
+    with pytest.raises(AccountOnProbationError, match=r"account 'paper' has v2 \(since 2025-11-28, 5 forward "
+                                                      r"sessions\) on probation.*oomrl versions promote\|retire v2"):
+        admit({"alert_id": "during-probation", "account": "paper"}, on_probation["settings"])

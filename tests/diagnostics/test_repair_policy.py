@@ -62,3 +62,12 @@ def test_sessions_between_counts_xshg_sessions() -> None:
     assert sessions_between(date(2026, 2, 13), date(2026, 2, 24)) == 1  # Spring Festival in between
     assert sessions_between(date(2026, 2, 24), date(2026, 2, 13)) == 1
     assert sessions_between(date(2026, 2, 2), date(2026, 2, 2)) == 0
+
+
+def test_an_alert_asks_for_no_repair_while_a_challenger_is_on_probation(ledger: Ledger) -> None:
+    ledger.open_probation({"account": "acc", "shadow": "acc~v2", "tag": "v2", "sha": V2, "strategy": "daily_momentum",
+                           "opened_on": date(2026, 1, 30), "sessions": 20}, 100_000_000)
+    held = judge(ledger, alert("during", date(2026, 2, 2), "critical"), cooldown=0)
+    assert held.verdict == "probation" and "v2 is on probation on acc since 2026-01-30" in held.reason
+    ledger.close_probation(1, "retired", date(2026, 2, 3), "a person", "enough", {})
+    assert judge(ledger, alert("after", date(2026, 2, 4), "critical"), cooldown=0).requested

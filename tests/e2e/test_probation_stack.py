@@ -29,7 +29,8 @@ def forward_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """`oomrl server up` on a fresh home with the sample clock at CLOCK and 2-session probations."""
     home = tmp_path_factory.mktemp("probation") / "home"
     env = {**fresh_env(home), "OOMRL_SAMPLE_CLOCK": CLOCK, "OOMRL_AGENT_PROBATION_SESSIONS": str(PAPER_SESSIONS),
-           "OOMRL_LLM_PROVIDER": "offline"}
+           "OOMRL_LLM_PROVIDER": "offline",
+           "OOMRL_REPAIR_MAX_RUNNING": "8"}  # the chain's own alerts start repairs that wait Paused beside these
     with own_stack(home, env) as stack:
         yield stack
 
