@@ -362,10 +362,8 @@ def close(settings: Settings, ledger: Ledger, probation: Probation, verdict: Dec
              "sessions": found.sessions_done, "start": str(found.start) if found.start else None, "end": str(day)}
     # The autopsy is built first: a decision is never recorded without what it tells the next repair.
     autopsy = forward_autopsy(ledger, probation, found) if verdict == RETIRED else None
-    if not ledger.close_probation(probation.id, verdict, day, by, reason, table):
+    if not ledger.close_probation(probation.id, verdict, day, by, reason, table, autopsy):
         return None
-    if autopsy is not None:
-        ledger.insert_alert(probation.account, autopsy["alert_id"], autopsy["as_of"], RETIRED_RULE, autopsy)
     closed = next(p for p in probations(ledger, probation.account) if p.id == probation.id)
     continue_trail(settings, closed, verdict, reason)
     return Decided(closed, found, autopsy)
@@ -397,7 +395,9 @@ def forward_autopsy(ledger: Ledger, probation: Probation, found: ProbationEviden
     gap = (by["challenger"].net_return - by["champion"].net_return) if {"challenger", "champion"} <= set(by) else 0.0
     message = (f"challenger {probation.tag} retired after {found.sessions_done} forward sessions "
                f"{found.start}..{found.end}: " + ("; ".join(found.failures()) or (lost.detail if lost else "")))[:2000]
-    alert = Alert(alert_id=alert_id(probation.account, RETIRED_RULE, "warning", found.start), account=probation.account,
+    # One retirement per version (its tag in the id): two probations opened on one date never share an alert.
+    alert = Alert(alert_id=alert_id(probation.account, f"{RETIRED_RULE}:{probation.tag}", "warning", found.start),
+                  account=probation.account,
                   rule=RETIRED_RULE, severity="warning", as_of=pd.Timestamp(nav["date"].iloc[-1]).date(),
                   window_start=found.start, value=gap, threshold=0.0, message=message)
     autopsy = autopsy_for(alert, nav, ledger.fills_frame(probation.shadow), AlertConfig(),

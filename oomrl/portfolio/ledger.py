@@ -218,9 +218,10 @@ class Ledger:
             return [dict(r) for r in conn.execute(query).mappings()]
 
     def close_probation(self, probation_id: int, status: str, decided_on: date, by: str, reason: str,
-                        evidence: dict[str, Any]) -> bool:
+                        evidence: dict[str, Any], autopsy: dict[str, Any] | None = None) -> bool:
         """Decide an open probation: its shadow book closes and, when promoted, the account trades the
-        challenger; all in one transaction. False when it was no longer open (decided meanwhile)."""
+        challenger; a retirement's `autopsy` becomes the account's alert; all in one transaction. False
+        when it was no longer open (decided meanwhile)."""
         pr, acc = self.t["probations"], self.t["accounts"]
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(pr).where(pr.c.id == probation_id)).mappings().first()
@@ -237,6 +238,11 @@ class Ledger:
             if status == "promoted":
                 conn.execute(self.t["strategy_versions"].insert().values(
                     account=row["account"], sha=row["sha"], name=row["strategy"], activated_at=_now()))
+            if autopsy is not None:
+                conn.execute(self.t["alerts"].insert().values(
+                    alert_id=autopsy["alert_id"], account=row["account"], as_of=pd.Timestamp(autopsy["as_of"]).date(),
+                    rule=autopsy["trigger"]["rule"], payload=json.dumps(autopsy, default=str, sort_keys=True),
+                    created_at=_now()))
         return True
 
     # -- rebalances -------------------------------------------------------------------------
