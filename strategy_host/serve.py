@@ -213,10 +213,12 @@ class Host:
             keys, values = (list(answer), list(answer.values())) if type(answer) is dict else \
                 map(list, zip(*pairs, strict=True)) if len(pairs) else ([], [])
             found = list(map(history.positions.get, keys, itertools.repeat(-1)))
-            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0]  # a found key is a symbol
-            if not all(isinstance(k, str) for k in unknown):
+            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0] if -1 in found else []  # a found
+            if not all(isinstance(k, str) for k in unknown):                                        # key is a symbol
                 raise TypeError("target_weights must map symbols (str) to weights")
-            weights = np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
+            # plain floats as they are (what float.__float__ gives them); anything else through held_float
+            weights = np.array(values, dtype="<f8") if all(type(v) is float for v in values) else \
+                np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
             reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights, "unknown": unknown}
             if "due" in message:  # answered before the book is waited for: it may still be on its way
                 reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
