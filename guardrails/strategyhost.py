@@ -232,6 +232,16 @@ def undone() -> None:
     _UNDO.join()
 
 
+def _forked() -> None:
+    """A forked child has no undoing thread (and its parent's queue is the parent's): start afresh."""
+    global _UNDO, _UNDO_LOCK
+    _UNDO, _UNDO_LOCK = queue.Queue(), threading.Lock()
+    _UNDO_STARTED.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def _undo_queued() -> None:
     while True:
         cleanup = _UNDO.get()

@@ -341,6 +341,28 @@ def test_closing_a_host_kills_it_at_once_and_undoes_its_jail_after(tmp_path: Pat
     assert undone.is_set()
 
 
+def _undo_in_child(done: Any) -> None:
+    strategyhost.undo_later(done.set)
+    strategyhost.undone()
+
+
+def test_a_forked_child_undoes_what_it_closes_on_its_own_thread() -> None:
+    """The undoing thread is its process's: a forked child starts its own (else it would wait forever)."""
+    import multiprocessing
+
+    strategyhost.undo_later(lambda: None)  # the parent's thread runs
+    strategyhost.undone()
+    context = multiprocessing.get_context("fork")
+    done = context.Event()
+    child = context.Process(target=_undo_in_child, args=(done,))
+    child.start()
+    child.join(30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0 and done.is_set()
+
+
 @pytest.mark.parametrize("sources", [("strategies",), ("strategies", "os", "posix")], ids=["S", "S-and-os"])
 def test_calls_reach_only_public_functions_of_s(sources: tuple[str, ...], tmp_path: Path) -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
