@@ -16,6 +16,7 @@ import collections
 import functools
 import importlib.util
 import os
+import queue
 import shutil
 import socket
 import stat
@@ -198,13 +199,58 @@ class HostProcess:
             except OSError:
                 pass
         _kill_session(self.process)  # its answers are in: nothing of it is worth waiting for
-        self.prepared.done()
+        undo_later(self.prepared.done)
 
     def __enter__(self) -> HostProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Closed hosts' jail set-ups still to undo (their stage's mount points, their workspace copy), on a
+# thread of their own: once a jail's processes are killed, the kernel takes milliseconds (up to tens
+# on a busy machine) to release its mounts before their folders can go, a tenth of a W1 replay that
+# its caller need not wait for. What is queued at exit is undone before the interpreter ends.
+_UNDO: queue.Queue[Callable[[], None]] = queue.Queue()
+_UNDO_STARTED = threading.Event()
+_UNDO_LOCK = threading.Lock()
+
+
+def undo_later(cleanup: Callable[[], None]) -> None:
+    """Run `cleanup` (a closed host's jail set-up undone) on the undoing thread, started on first use."""
+    with _UNDO_LOCK:
+        if not _UNDO_STARTED.is_set():
+            threading.Thread(target=_undo_queued, name="oomrl-host-undo", daemon=True).start()
+            atexit.register(undone)
+            _UNDO_STARTED.set()
+    _UNDO.put(cleanup)
+
+
+def undone() -> None:
+    """Wait until every closed host's jail set-up is undone."""
+    _UNDO.join()
+
+
+def _forked() -> None:
+    """A forked child has no undoing thread (and its parent's queue is the parent's): start afresh."""
+    global _UNDO, _UNDO_LOCK
+    _UNDO, _UNDO_LOCK = queue.Queue(), threading.Lock()
+    _UNDO_STARTED.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _undo_queued() -> None:
+    while True:
+        cleanup = _UNDO.get()
+        try:
+            cleanup()
+        except Exception:  # noqa: BLE001, S110 - a folder left behind is cleared once this process ends (oomrl.scratch)
+            pass
+        finally:
+            _UNDO.task_done()
 
 
 def _kill_session(process: subprocess.Popen[bytes]) -> None:

@@ -58,6 +58,7 @@ class Host:
         self.packages = tuple(spec.get("packages") or ("strategies",))
         self.sessions: dict[int, dict[str, Any]] = {}
         self.calls = 0
+        self.unread_book: dict[str, Any] | None = None  # a decision answered before its book was read
         self.context = ""
         self.cov: Any = None
         measure = spec.get("coverage")
@@ -212,34 +213,38 @@ class Host:
             keys, values = (list(answer), list(answer.values())) if type(answer) is dict else \
                 map(list, zip(*pairs, strict=True)) if len(pairs) else ([], [])
             found = list(map(history.positions.get, keys, itertools.repeat(-1)))
-            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0]  # a found key is a symbol
-            if not all(isinstance(k, str) for k in unknown):
+            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0] if -1 in found else []  # a found
+            if not all(isinstance(k, str) for k in unknown):                                        # key is a symbol
                 raise TypeError("target_weights must map symbols (str) to weights")
-            weights = np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
+            # plain floats as they are (what float.__float__ gives them); anything else through held_float
+            weights = np.array(values, dtype="<f8") if all(type(v) is float for v in values) else \
+                np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
             reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights, "unknown": unknown}
             if "due" in message:  # answered before the book is waited for: it may still be on its way
                 reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
-        finally:
+        except BaseException:
             book()  # the book's frame is read whether S looked at it or not (the channel stays in step)
+            raise
+        if message.get("book") == "next" and not book.kept:
+            # S never asked for the book, so the answer cannot depend on it: it goes first and the
+            # book's frame is read after it (`serve`), so the engine finds the answer waiting
+            # instead of waiting for this host to be woken by its book.
+            self.unread_book = message
+        else:
+            book()
         return reply
 
     def _book(self, history: Any, message: dict[str, Any]) -> Any:
         """What gives the decision's (holdings, portfolio value), read once: from the request, or
         (`"book": "next"`) from the next frame, which the engine sends while this host decides."""
-        kept: list[Any] = []
-
-        def book() -> tuple[dict[str, float], float]:
-            if not kept:
-                try:
-                    kept.append(self._book_of(history, self._next_book(message) if message.get("book") == "next"
+        return BookOnce(lambda: self._book_of(history, self._next_book(message) if message.get("book") == "next"
                                               else message))
-                except BaseException as exc:  # noqa: BLE001 - kept: every later read fails alike
-                    kept.append(exc)
-            if isinstance(kept[0], BaseException):
-                raise kept[0]
-            return kept[0]
 
-        return book
+    def read_unread_book(self) -> None:
+        """Read the book frame of the last decision, whose answer went without it (S never asked)."""
+        question, self.unread_book = self.unread_book, None
+        if question is not None:
+            self._next_book(question)
 
     def _next_book(self, question: dict[str, Any]) -> dict[str, Any]:
         if self.reader is None:
@@ -349,6 +354,26 @@ class Host:
         return {"coverage": data, "calls": self.calls, "finished": True}
 
 
+class BookOnce:
+    """A decision's (holdings, portfolio value), read on the first call and kept (a failure too:
+    every later call fails alike); `kept` says whether it was read."""
+
+    def __init__(self, read: Any) -> None:
+        self.read = read
+        self.kept: list[Any] = []
+
+    def __call__(self) -> tuple[dict[str, float], float]:
+        kept = self.kept
+        if not kept:
+            try:
+                kept.append(self.read())
+            except BaseException as exc:  # noqa: BLE001 - kept: every later read fails alike
+                kept.append(exc)
+        if isinstance(kept[0], BaseException):
+            raise kept[0]
+        return kept[0]
+
+
 class RequestError(Exception):
     """A request the host cannot serve (not the strategy's fault)."""
 
@@ -383,6 +408,17 @@ def _one_line(exc: BaseException) -> str:
     return "; ".join(problems)
 
 
+def _lost(exc: ChannelLost) -> int:
+    """Say why the channel is lost (when the other side still listens): the host's exit code."""
+    from strategy_host import wire
+
+    try:
+        wire.write_frame(_FDS["out"], wire.encode(_error(exc, "request")))
+    except wire.WireError:  # the other side is gone
+        pass
+    return 2
+
+
 def serve(spec: dict[str, Any]) -> int:
     """Answer requests until the channel closes or `finish` is asked."""
     from strategy_host import wire
@@ -405,11 +441,7 @@ def serve(spec: dict[str, Any]) -> int:
         try:
             reply = host.handle(message)
         except ChannelLost as exc:
-            try:
-                wire.write_frame(_FDS["out"], wire.encode(_error(exc, "request")))
-            except wire.WireError:  # the other side is gone
-                pass
-            return 2
+            return _lost(exc)
         except RequestError as exc:
             reply = _error(exc, "request")
         except Exception as exc:  # noqa: BLE001 - whatever S raises is its answer, by type
@@ -420,6 +452,10 @@ def serve(spec: dict[str, Any]) -> int:
         except (wire.WireError, TypeError, ValueError) as exc:
             frame = wire.encode(_error(exc, "strategy"))
         wire.write_frame(_FDS["out"], frame)
+        try:
+            host.read_unread_book()
+        except ChannelLost as exc:
+            return _lost(exc)
         if message.get("op") == "finish":
             return 0
 

@@ -368,10 +368,9 @@ class Question:
     stop: int  # the schedule's question runs up to this session
     sent: bool = False
 
-    def book(self, held: np.ndarray, held_weights: np.ndarray, nav: float) -> Callable[[], np.ndarray]:
+    def book(self, held: np.ndarray, held_weights: np.ndarray, nav: float) -> Answer:
         """Send the book the decision starts from; calling the result takes the checked weights."""
         runner, t, message = self.runner, self.t, self.message
-        market = runner.market
         if self.sent:
             raise StrategyHostError(f"strategy {runner.name}: the book of session {t} was sent already")
         self.sent = True
@@ -384,18 +383,7 @@ class Question:
         if runner.shared is not None:
             runner.shared.prefault(t + PREFAULT_ROWS)
 
-        def answer() -> np.ndarray:
-            reply = runner._guard(runner.host.receive)
-            weights = weights_array(runner.name, market.days[t - 1], market, reply.get("idx"), reply.get("w"),
-                                    reply.get("unknown"))
-            if "due" in message:
-                runner._remember(t + 1, market.days[t], reply.get("due"), self.stop - t - 1)
-            if runner.decisions is not None:
-                runner.decisions.append(Decision(t, held.copy(), held_weights.copy(), float(nav),
-                                                 None if self.members is None else list(self.members), weights))
-            return weights
-
-        return answer
+        return Answer(self, held, held_weights, nav)
 
     def drop(self) -> None:
         """Answer a question the caller no longer needs (its replay halted first): the host gets an
@@ -410,6 +398,41 @@ class Question:
             runner._guard(runner.host.receive)
         except StrategyFailedError:  # what S made of a question nobody needs is nobody's error
             pass
+
+
+@dataclass
+class Answer:
+    """What takes a decision's answer: `reply` receives it and remembers the schedule it carries (so
+    the next question can go out at once); calling it also checks the weights and returns them."""
+
+    question: Question
+    held: np.ndarray
+    held_weights: np.ndarray
+    nav: float
+    reply_in_hand: dict[str, Any] | None = None
+
+    def reply(self) -> dict[str, Any]:
+        """The host's answer, received once; its schedule (`due`) is remembered when it has one."""
+        if self.reply_in_hand is None:
+            question = self.question
+            runner, t = question.runner, question.t
+            reply = runner._guard(runner.host.receive)
+            self.reply_in_hand = reply
+            if "due" in question.message:
+                runner._remember(t + 1, runner.market.days[t], reply.get("due"), question.stop - t - 1)
+        return self.reply_in_hand
+
+    def __call__(self) -> np.ndarray:
+        reply = self.reply()
+        question = self.question
+        runner, t, market = question.runner, question.t, question.runner.market
+        weights = weights_array(runner.name, market.days[t - 1], market, reply.get("idx"), reply.get("w"),
+                                reply.get("unknown"))
+        if runner.decisions is not None:
+            runner.decisions.append(Decision(t, self.held.copy(), self.held_weights.copy(), float(self.nav),
+                                             None if question.members is None else list(question.members),
+                                             weights))
+        return weights
 
 
 def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:

@@ -295,6 +295,74 @@ def test_a_test_process_cannot_hold_its_host_waiting_for_a_book(
     assert host.process.poll() is not None
 
 
+BLIND = ("from strategies.probe import Probe\n\n\nclass Blind(Probe):\n    name = 'blind'\n\n"
+         "    def target_weights(self, view, holdings, params):\n        return {str(view.symbols[0]): 0.5}\n\n\n"
+         "STRATEGY = Blind()\n")
+
+
+@pytest.mark.parametrize("strategy", ["blind", "probe"])
+def test_an_answer_that_never_read_its_book_comes_before_the_book(strategy: str, tmp_path: Path) -> None:
+    """The engine sends a decision's book after its question; a strategy that never reads the book
+    (holdings or portfolio value) is answered before it arrives, one that does waits for it."""
+    workspace = plant(tmp_path, {**WORKSPACE, "strategies/blind.py": BLIND})
+    with start_host(BwrapLock(), HostSpec(workspace)) as host:
+        handle = host.request({"op": "open", "strategy": strategy})["handle"]
+        host.channel.send({"op": "decide", "handle": handle, "book": "next", "members": None,
+                           "market": {"symbols": ["600000.SH"], "fields": ["close"], "capacity": 1},
+                           "rows": {"days": np.array([wire.day_ns(date(2024, 1, 2))], dtype="<i8"),
+                                    "values": {"close": np.array([[10.0]])}}})
+        if strategy == "blind":  # the answer is there without the book (no book: no wait for one)
+            assert host.channel.receive(10)["w"].tolist() == [0.5]
+        book = {"op": "book", "handle": handle, "portfolio_value": 1.0, "holdings": {}}
+        host.channel.send(book, answered=False)
+        if strategy == "probe":  # it reads the portfolio value: its answer waits for the book
+            assert host.channel.receive(30)["w"].tolist() == []
+        assert host.request({"op": "ping"})["ok"] is True  # the book was read: the channel is in step
+
+
+def test_closing_a_host_kills_it_at_once_and_undoes_its_jail_after(tmp_path: Path) -> None:
+    """`close` returns once the host is killed; its jail's set-up is undone on another thread (the
+    kernel's release of a dead jail's mounts takes milliseconds), before this process ends."""
+    import threading
+
+    release, undone = threading.Event(), threading.Event()
+    with start_host(BwrapLock(), HostSpec(plant(tmp_path, WORKSPACE))) as host:
+        undo = host.prepared.cleanup
+
+        def slow_undo() -> None:
+            assert release.wait(60)
+            undo()
+            undone.set()
+
+        host.prepared.cleanup = slow_undo
+    assert host.process.poll() is not None and not undone.is_set()  # killed; its set-up not yet undone
+    release.set()
+    strategyhost.undone()
+    assert undone.is_set()
+
+
+def _undo_in_child(done: Any) -> None:
+    strategyhost.undo_later(done.set)
+    strategyhost.undone()
+
+
+def test_a_forked_child_undoes_what_it_closes_on_its_own_thread() -> None:
+    """The undoing thread is its process's: a forked child starts its own (else it would wait forever)."""
+    import multiprocessing
+
+    strategyhost.undo_later(lambda: None)  # the parent's thread runs
+    strategyhost.undone()
+    context = multiprocessing.get_context("fork")
+    done = context.Event()
+    child = context.Process(target=_undo_in_child, args=(done,))
+    child.start()
+    child.join(30)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive and child.exitcode == 0 and done.is_set()
+
+
 @pytest.mark.parametrize("sources", [("strategies",), ("strategies", "os", "posix")], ids=["S", "S-and-os"])
 def test_calls_reach_only_public_functions_of_s(sources: tuple[str, ...], tmp_path: Path) -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

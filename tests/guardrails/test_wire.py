@@ -287,3 +287,82 @@ def test_arrays_of_eight_byte_items_arrive_aligned(text: str) -> None:
     decoded = wire.decode(bytes(frame[4:]))  # a bytes object's data starts 16-aligned
     assert decoded["idx"].flags.aligned and decoded["w"].flags.aligned
     assert decoded["note"] == text and (decoded["w"] == np.ones(5) / 3).all()
+
+
+DAY = 86_400 * 10**9
+FIXED = {  # a replay's every decision: the engine's question and book, the host's answer
+    "answer": {"idx": np.arange(3, dtype="<i8"), "w": np.array([0.25, 0.5, np.nan]), "unknown": []},
+    "answer-with-schedule": {"idx": np.arange(0, dtype="<i8"), "w": np.zeros(0), "unknown": [],
+                             "due": np.array([False, False, True])},
+    "book": {"op": "book", "handle": 1, "portfolio_value": 1e8,
+             "holdings": {"idx": np.array([4, 7], dtype="<i8"), "w": np.array([0.3, 0.2])}},
+    "empty-book": {"op": "book", "handle": 2, "portfolio_value": 1.0, "holdings": {}},
+    "question": {"op": "decide", "handle": 1, "as_of": 19_000 * DAY, "members": None, "rows": 26, "book": "next"},
+    "question-with-schedule": {"op": "decide", "handle": 3, "as_of": 19_000 * DAY,
+                               "members": {"idx": np.array([0, 2, 5], dtype="<i8")}, "rows": 26, "book": "next",
+                               "due": {"days": np.arange(19_001, 19_033, dtype="<i8") * DAY,
+                                       "last": 19_001 * DAY, "first_only": True}},
+}
+
+
+def as_json(message: dict) -> bytes:  # type: ignore[type-arg]
+    """The frame body the general (JSON) encoding gives `message`."""
+    fixed, wire._fixed = wire._fixed, lambda message: None
+    try:
+        return body(message)
+    finally:
+        wire._fixed = fixed
+
+
+def same(left: object, right: object) -> bool:
+    if isinstance(left, np.ndarray):
+        return isinstance(right, np.ndarray) and (left.dtype, left.shape, left.tobytes(), left.flags.writeable) \
+            == (right.dtype, right.shape, right.tobytes(), right.flags.writeable)
+    if isinstance(left, dict):
+        return isinstance(right, dict) and left.keys() == right.keys() and all(same(left[k], right[k]) for k in left)
+    return type(left) is type(right) and left == right
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_a_decisions_messages_cross_in_fixed_layouts_as_their_json_would(name: str) -> None:
+    fixed = body(FIXED[name])
+    assert struct.unpack_from(">I", fixed)[0] == wire.FIXED_MARK and len(fixed) % 8 == 0  # no JSON in it
+    assert same(wire.decode(fixed), wire.decode(as_json(FIXED[name])))
+
+
+@pytest.mark.parametrize("message", [
+    {**FIXED["answer"], "unknown": ["600000.SH"]},  # a name without data: its answer goes as JSON
+    {**FIXED["answer"], "idx": np.arange(6, dtype="<i8")[::2]},  # strided: JSON copies it contiguous
+    {**FIXED["answer"], "w": np.zeros((3, 1))},
+    {**FIXED["answer"], "extra": 1},
+    {**FIXED["book"], "handle": True},
+    {**FIXED["book"], "portfolio_value": 1},
+    {**FIXED["question"], "book": "now"},
+    {**FIXED["question"], "rows": 1 << 64},
+    {**FIXED["question-with-schedule"], "due": {**FIXED["question-with-schedule"]["due"], "first_only": 1}},
+], ids=lambda m: ",".join(sorted(m)))
+def test_messages_outside_the_fixed_layouts_go_as_json(message: dict) -> None:  # type: ignore[type-arg]
+    assert struct.unpack_from(">I", body(message))[0] != wire.FIXED_MARK
+    assert same(wire.decode(body(message)), wire.decode(as_json(message)))
+
+
+def fixed_frame(layout: int, fields: bytes, data: bytes = b"") -> bytes:
+    return struct.pack(">II", wire.FIXED_MARK, layout) + fields + data
+
+
+@pytest.mark.parametrize("data, error", [
+    (fixed_frame(9, b""), "unknown fixed layout 9"),
+    (fixed_frame(wire.ANSWER, struct.pack("<q", 1)), "shorter than its fields"),
+    (fixed_frame(wire.ANSWER, struct.pack("<qq", 1, -1), b"\x00" * 8), "shorter than its arrays"),
+    (fixed_frame(wire.ANSWER, struct.pack("<qq", 1, -1), b"\x00" * 24), "longer than its arrays"),
+    (fixed_frame(wire.ANSWER, struct.pack("<qq", -2, -1)), "out of range"),
+    (fixed_frame(wire.ANSWER, struct.pack("<qq", 1 << 40, -1)), "out of range"),
+    (fixed_frame(wire.ANSWER, struct.pack("<qq", 0, 2), b"\x01\x02" + b"\x00" * 6), "bytes other than 0 and 1"),
+    (fixed_frame(wire.ANSWER, struct.pack("<qq", 0, 2), b"\x01\x00\x07" + b"\x00" * 5), "padding holds data"),
+    (fixed_frame(wire.BOOK, struct.pack("<qdq", 1, float("nan"), -1)), "must be finite"),
+    (fixed_frame(wire.QUESTION, struct.pack("<qqqqqq", 1, 0, 2, -1, -1, 5)), "names a last rebalance"),
+    (fixed_frame(wire.QUESTION, struct.pack("<qqqqqq", 1, 0, 2, 1, -1, 0)), "shorter than its arrays"),
+])
+def test_a_malformed_fixed_frame_is_refused(data: bytes, error: str) -> None:
+    with pytest.raises(wire.WireError, match=error):
+        wire.decode(data)

@@ -146,3 +146,29 @@ def test_a_replay_failing_with_a_question_out_fails_with_its_own_error(
         assert runner.waiting is not None and runner.waiting.sent
     finally:
         runner.close()
+
+
+def test_the_next_question_goes_out_before_an_answer_is_checked(market: MarketFrames,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host's answer in hand, the next question (its rows, its schedule) goes out first; the
+    weights are checked while the host decides it."""
+    from oomrl.portfolio import hosting
+
+    source = WorkspaceStrategy(REPO, "weekly_liquidity")
+    runner = source.open(PARAMS, market)
+    out: list[int | None] = []  # at each check: the session of a question out whose book is not sent
+    check = hosting.weights_array
+
+    def checking(*args: Any) -> Any:
+        waiting = runner.waiting
+        out.append(None if waiting is None or waiting.sent else waiting.t)
+        return check(*args)
+
+    monkeypatch.setattr(hosting, "weights_array", checking)
+    try:
+        result = replay(source, None, market, START, END, runner=runner)
+    finally:
+        runner.close()
+    rebalances = result.summary()["rebalances"]
+    assert len(out) == rebalances > 10 and out[-1] is None  # after the last one no question is out
+    assert all(t is not None for t in out[:-1])
