@@ -38,7 +38,8 @@ from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_va
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
-from oomrl.probation import shadow_name
+from oomrl.portfolio.ledger import Ledger
+from oomrl.probation import open_probations, shadow_name
 from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
@@ -201,6 +202,12 @@ def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
                                        f"promoted while this repair waited; this repair started from "
                                        f"{ctx.versions.label(ctx.base)}, which its alert was about: "
                                        "nothing to promote")
+    ledger = ctx.versions.ledger
+    running = open_probations(ledger, ctx.account) if isinstance(ledger, Ledger) else []
+    if running:  # another repair of the account passed while this one waited: its challenger is judged first
+        raise RepairStepError("superseded", f"account {ctx.account} has {running[0].tag} on probation since "
+                                            f"{running[0].opened_on}, put there while this repair waited: the "
+                                            "forward market judges it first; nothing to promote")
 
 
 def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,

@@ -202,3 +202,16 @@ def test_a_repair_of_an_account_whose_challenger_is_on_probation_is_refused_at_t
     with pytest.raises(AccountOnProbationError, match=r"account 'paper' has v2 \(since 2025-11-28, 5 forward "
                                                       r"sessions\) on probation.*oomrl versions promote\|retire v2"):
         admit({"alert_id": "during-probation", "account": "paper"}, on_probation["settings"])
+
+
+@pytest.mark.slow
+def test_a_repair_that_waited_while_another_put_a_challenger_on_probation_stops_superseded(
+        on_probation: dict[str, Any], daily_momentum_autopsy: dict[str, Any]) -> None:
+    from oomrl.repair import RepairStepError, hold_account, open_context
+
+    ctx = open_context(on_probation["settings"], daily_momentum_autopsy)
+    ctx.base = on_probation["v1"]  # fixed when it started, before the other repair's promotion
+    with pytest.raises(RepairStepError) as stopped:
+        hold_account(ctx, lambda: None)
+    assert stopped.value.step == "superseded"
+    assert "account paper has v2 on probation since 2025-11-28, put there while this repair waited" in str(stopped.value)

@@ -34,7 +34,9 @@ def _env(home: Path, tmp: Path) -> dict[str, str]:
 
 
 def _repair_argv(autopsy: Path) -> list[str]:
-    return ["repair", "--autopsy", str(autopsy), "--auto-approve", "--provider", "offline", "--wait", "0"]
+    # --probation 0: what is killed and recovered here is the promotion that activates at once
+    return ["repair", "--autopsy", str(autopsy), "--auto-approve", "--provider", "offline", "--wait", "0",
+            "--probation", "0"]
 
 
 def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 def _cli_repair(home: Path, autopsy: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OOMRL_")}
     return subprocess.Popen([sys.executable, "-m", "oomrl", "repair", "--autopsy", str(autopsy), "--auto-approve",
-                             "--provider", "offline", "--wait", "3600"], cwd=REPO_ROOT, text=True,
+                             "--provider", "offline", "--wait", "3600", "--probation", "0"], cwd=REPO_ROOT, text=True,
                             env={**env, "OOMRL_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
