@@ -7,15 +7,14 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from guardrails import sanitizer, testquality
+from guardrails import sanitizer, testquality, weakening
 from guardrails.capabilities import Policy
 from guardrails.runner import SuiteResult
 from guardrails.verdict import Violation
 from guardrails.workspace import GateSetupError, GuardContract
 
 TEST_FILE_PREFIX, TEST_FILE_SUFFIX = "test_", "_test.py"
-# 'tests/t.py::test_x', 'tests/t.py::TestY::test_z', a parametrized id's cases ignored
-NODE_ID = re.compile(r"([^\s:]+\.py)::((?:[A-Za-z_]\w*::)?test\w*)(?:\[.*\])?")
+NODE_ID = re.compile(weakening.NODE_ID + r"(?:\[.*\])?")  # a parametrized id's cases ignored
 
 
 def in_trees(path: str, trees: list[str] | tuple[str, ...]) -> bool:

@@ -16,6 +16,9 @@ from collections.abc import Iterator, Sequence
 from guardrails.astscan import Finding, snippet
 
 BODIES = ("body", "orelse", "finalbody", "handlers")
+# How a superseded test is named (the repair's mandate and `--supersedes` alike): its pytest node id
+# without parametrized cases, 'tests/t.py::test_x' or 'tests/t.py::TestY::test_z'.
+NODE_ID = r"([^\s:]+\.py)::((?:[A-Za-z_]\w*::)?test\w*)"
 
 
 def _dump(node: ast.AST) -> str:
