@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from guardrails import sanitizer, testquality
+from guardrails import sanitizer, testquality, weakening
 from guardrails.capabilities import Policy
 from guardrails.runner import SuiteResult
 from guardrails.verdict import Violation
-from guardrails.workspace import GuardContract
+from guardrails.workspace import GateSetupError, GuardContract
 
 TEST_FILE_PREFIX, TEST_FILE_SUFFIX = "test_", "_test.py"
+NODE_ID = re.compile(weakening.NODE_ID + r"(?:\[.*\])?")  # a parametrized id's cases ignored
 
 
 def in_trees(path: str, trees: list[str] | tuple[str, ...]) -> bool:
@@ -40,10 +43,24 @@ def collected_count(root: Path, trees: tuple[str, ...]) -> int:
     return total
 
 
+def superseded_names(node_ids: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The approved mandate's superseded tests as file -> qualified names ('TestY.test_z');
+    GateSetupError naming an id that is not a test's node id."""
+    found: dict[str, set[str]] = {}
+    for node_id in node_ids:
+        match = NODE_ID.fullmatch(node_id.strip())
+        if match is None:
+            raise GateSetupError(f"--supersedes {node_id!r} is not a test's node id: write "
+                                 "'tests/path/test_file.py::test_name' (or '::TestClass::test_name')")
+        found.setdefault(match[1], set()).add(match[2].replace("::", "."))
+    return {path: frozenset(names) for path, names in found.items()}
+
+
 def content_violations(contract: GuardContract, phase: str, ws: Path, changed: list[str],
-                       expect: str | None = None) -> list[Violation]:
+                       superseded: Mapping[str, frozenset[str]] | None = None) -> list[Violation]:
     """Capability sanitizer on changed S files (code-patch); test discipline on changed T files
-    (under --expect red a changed old test is judged as a red test, not by tests.weakened)."""
+    (`superseded`, red mode only: the old tests the approved mandate names, judged as red tests
+    when changed instead of by tests.weakened)."""
     found: list[Violation] = []
     policy = Policy.for_contract(contract, phase)
     for path in changed:
@@ -55,7 +72,7 @@ def content_violations(contract: GuardContract, phase: str, ws: Path, changed: l
             found += sanitizer.scan_source(path, new, old, policy, contract.allow)
         elif phase == "test-gen" and in_trees(path, contract.tests):
             found += testquality.scan_tests(path, new, old, testquality.with_siblings(
-                policy, ws, path), contract.allow, superseding=expect == "red")
+                policy, ws, path), contract.allow, (superseded or {}).get(path, frozenset()))
     if phase == "test-gen":
         before, after = collected_count(contract.root, contract.tests), collected_count(
             ws, contract.tests)
@@ -101,11 +118,14 @@ def new_test_ids(contract: GuardContract, ws: Path, collected: list[str],
             if qualname(nodeid) in names.get(nodeid.split("::", 1)[0], set())]
 
 
-def superseded_ids(contract: GuardContract, new_ids: list[str]) -> list[str]:
-    """The changed tests among `new_ids` that existed before the patch (red mode supersedes them)."""
+def superseded_ids(contract: GuardContract, new_ids: list[str],
+                   superseded: Mapping[str, frozenset[str]]) -> list[str]:
+    """The changed tests among `new_ids` that existed before the patch and that the approved
+    mandate names (red mode judges them as red tests)."""
     old = {path: _test_definitions(read_bytes(contract.root / path))
            for path in {nodeid.split("::", 1)[0] for nodeid in new_ids}}
-    return [nodeid for nodeid in new_ids if qualname(nodeid) in old[nodeid.split("::", 1)[0]]]
+    return [nodeid for nodeid in new_ids if qualname(nodeid) in old[nodeid.split("::", 1)[0]]
+            and qualname(nodeid) in superseded.get(nodeid.split("::", 1)[0], frozenset())]
 
 
 def _failure(nodeid: str, rule: str, text: str, detail: str = "") -> Violation:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from guardrails.locks import LOCKS
@@ -26,6 +27,10 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--lock", choices=LOCKS,
                       help="sandbox (default: the strongest available, bwrap; hash-only only "
                            "when named)")
+    gate.add_argument("--supersedes", action="append", default=[], metavar="NODEID",
+                      help="with --expect red: an old test the approved mandate makes obsolete "
+                           "(tests/t.py::test_x; repeat for each), judged as a red test when "
+                           "changed; every other old test keeps the weakening rule")
     gate.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     redteam = commands.add_parser("redteam", help="run every case of a red-team corpus")
     redteam.add_argument("--corpus", required=True, type=Path)
@@ -48,7 +53,8 @@ def render(verdict: Verdict) -> str:
 
 
 def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
-                 holdout: Path | None, lock: str | None, as_json: bool) -> int:
+                 holdout: Path | None, lock: str | None, as_json: bool,
+                 supersedes: Sequence[str] = ()) -> int:
     """Run the gate and print the verdict; the exit code says accepted, rejected or error."""
     from guardrails.gate import run_gate
 
@@ -58,7 +64,8 @@ def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
         print(f"error: cannot read patch {patch}: {exc}", file=sys.stderr)
         return EXIT_SETUP
     try:
-        verdict = run_gate(workspace, phase, patch_text, expect=expect, holdout=holdout, lock=lock)
+        verdict = run_gate(workspace, phase, patch_text, expect=expect, holdout=holdout, lock=lock,
+                           supersedes=supersedes)
     except GateSetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_SETUP
@@ -84,5 +91,5 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "gate":
         return gate_command(args.workspace, args.phase, args.patch, args.expect, args.holdout,
-                            args.lock, args.json)
+                            args.lock, args.json, args.supersedes)
     return redteam_command(args.corpus, args.lock)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from guardrails.checks import (
     outcome_violations,
     run_violations,
     superseded_ids,
+    superseded_names,
     unchanged_failures,
 )
 from guardrails.coverage_data import CoverageReader
@@ -61,9 +63,12 @@ class GateRun:
     """One judgement: each step returns violations; the first step that finds any ends it."""
 
     def __init__(self, contract: GuardContract, phase: str, lock: RoLock, expect: str | None,
-                 holdout: Path | None) -> None:
+                 holdout: Path | None, superseded: dict[str, frozenset[str]] | None = None) -> None:
         self.contract, self.phase, self.lock = contract, phase, lock
         self.expect, self.holdout = expect, holdout
+        # red mode: the old tests the approved mandate names (given by the caller, never read
+        # from the workspace the gate judges)
+        self.superseded = superseded or {}
         self.behaviour = load_inputs(contract.behaviour, holdout)
         self.dirs = GateDirs.create()
         self.writable, self.locked = contract.writable(phase), contract.locked(phase)
@@ -113,7 +118,7 @@ class GateRun:
         """Capability sanitizer on changed source (code-patch), test discipline on changed tests;
         in every phase, hooks and capabilities over all of T."""
         return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed,
-                                          self.expect)
+                                          self.superseded)
                        + recheck_tests(self.contract, self.dirs.ws))
 
     def request(self, tag: str, **kwargs: Any) -> SuiteRequest:
@@ -153,7 +158,8 @@ class GateRun:
             packages = (*(tree.replace("/", ".") for tree in self.contract.source), "strategy_host")
             found += red_violations(first, self.new_ids, self.dirs.ws, packages)
             self.notes += [f"superseded old test (judged as a red test): {nodeid}"
-                           for nodeid in superseded_ids(self.contract, self.new_ids)]
+                           for nodeid in superseded_ids(self.contract, self.new_ids,
+                                                         self.superseded)]
         locked_after = lock_manifest(self.dirs.ws, self.locked)
         self.digests = (manifest_digest(locked_before), manifest_digest(locked_after))
         found += hash_violations(locked_before, locked_after, "during the test run")
@@ -291,19 +297,26 @@ def _unique(found: list[Violation]) -> list[Violation]:
 
 
 def run_gate(workspace: Path, phase: str, patch_text: str, expect: str | None = None,
-             holdout: Path | None = None, lock: str | None = None) -> Verdict:
+             holdout: Path | None = None, lock: str | None = None,
+             supersedes: Sequence[str] = ()) -> Verdict:
     """Judge one patch on a scratch copy of `workspace`; GateSetupError for usage/infra errors.
 
     `lock` None picks the strongest sandbox available (bwrap); "namespace" is an alias of bwrap.
+    `supersedes` (test-gen --expect red only): node ids of the old tests the approved mandate makes
+    obsolete; a changed one is judged as a red test, every other old test by tests.weakened.
     """
     started = time.monotonic()
     if phase not in PHASES:
         raise GateSetupError(f"unknown phase {phase!r}: choose code-patch or test-gen")
     if expect not in (None, "red", "green") or (phase == "code-patch" and expect == "red"):
         raise GateSetupError(f"--expect {expect} is not valid for phase {phase}")
+    if supersedes and expect != "red":
+        raise GateSetupError("--supersedes names old tests a mandate makes obsolete: it is only "
+                             "valid with --phase test-gen --expect red")
+    superseded = superseded_names(supersedes)
     contract = load_contract(Path(workspace))
     held = check_holdout(Path(holdout), contract.root) if holdout else contract.holdout
-    gate = GateRun(contract, phase, select_lock(lock), expect, held)
+    gate = GateRun(contract, phase, select_lock(lock), expect, held, superseded)
     try:
         steps = [lambda: gate.check_diff(patch_text), gate.apply, gate.scan, gate.visible,
                  gate.coverage_check]

@@ -1,9 +1,11 @@
 """Red-team runner: every case of a corpus through the gate, scored as attacks blocked and benign accepted.
 
 A corpus folder holds `cases.csv` with the columns id, patch, workspace, phase, expect, outcome
-(`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column and an
+(`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column, an
 optional `mechanism` column: the part of the gate that stops the attack (diff, sanitizer, tests,
-sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...), shown in the scoreboard.
+sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...), shown in the
+scoreboard, and an optional `supersedes` column: the node ids (separated by spaces) of the old tests
+the case's approved mandate makes obsolete, passed to a red test-gen run as `--supersedes`.
 Paths are relative to the corpus folder, workspaces live under `workspaces/`, `-` means "none".
 Cases run two at a time (each gate run uses up to two sandboxes at once).
 """
@@ -56,6 +58,7 @@ class Case:
     outcome: str
     holdout: Path | None = None
     mechanism: str = "-"
+    supersedes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -138,7 +141,8 @@ def load_cases(corpus: Path) -> list[Case]:
                         phase=row["phase"].strip(), expect=_optional(row["expect"]),
                         outcome=row["outcome"].strip(),
                         holdout=corpus / h if (h := _optional(row.get("holdout"))) else None,
-                        mechanism=_optional(row.get("mechanism")) or "-")
+                        mechanism=_optional(row.get("mechanism")) or "-",
+                        supersedes=tuple((_optional(row.get("supersedes")) or "").split()))
         except (KeyError, AttributeError):
             raise GateSetupError(f"{index}:{number}: a row needs id, patch, workspace, phase, "
                                  "expect and outcome") from None
@@ -156,7 +160,8 @@ def run_case(case: Case, lock: str | None = None) -> CaseResult:
     """Judge one case; a setup error is recorded, not raised."""
     try:
         verdict = run_gate(case.workspace, case.phase, case.patch.read_bytes().decode("utf-8"),
-                           expect=case.expect, holdout=case.holdout, lock=lock)
+                           expect=case.expect, holdout=case.holdout, lock=lock,
+                           supersedes=case.supersedes)
     except GateSetupError as exc:
         return CaseResult(case, None, error=str(exc))
     return CaseResult(case, verdict)

@@ -320,9 +320,11 @@ def _findings(tree: ast.Module, path: str, policy: Policy) -> list[Finding]:
 
 
 def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None = None,
-               allow: frozenset[str] = frozenset(), superseding: bool = False) -> list[Violation]:
+               allow: frozenset[str] = frozenset(),
+               superseded: frozenset[str] = frozenset()) -> list[Violation]:
     """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged);
-    `superseding`: red mode, where a changed old test is judged as a red test, not as weakened."""
+    `superseded`: red mode, the qualified names of the file's old tests the approved mandate names,
+    each judged as a red test when changed, not as weakened."""
     policy = policy or Policy.of("tests")
     text, refused = read_source(path, new, "tests")
     if text is None:
@@ -347,7 +349,7 @@ def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None =
         found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
                           "test-gen may add and strengthen tests, never drop them")
                   for name, function in _tests_in(old_tree) if function.name not in kept]
-        found += weakened_findings(old_tree, tree, superseding)
+        found += weakened_findings(old_tree, tree, superseded)
     return to_violations(found, path, set(allow))
 
 

@@ -16,6 +16,9 @@ from collections.abc import Iterator, Sequence
 from guardrails.astscan import Finding, snippet
 
 BODIES = ("body", "orelse", "finalbody", "handlers")
+# How a superseded test is named (the repair's mandate and `--supersedes` alike): its pytest node id
+# without parametrized cases, 'tests/t.py::test_x' or 'tests/t.py::TestY::test_z'.
+NODE_ID = r"([^\s:]+\.py)::((?:[A-Za-z_]\w*::)?test\w*)"
 
 
 def _dump(node: ast.AST) -> str:
@@ -118,12 +121,13 @@ def _asserts(function: ast.AST) -> bool:
 
 
 def weakened_findings(old_tree: ast.Module, new_tree: ast.Module,
-                      superseding: bool = False) -> list[Finding]:
+                      superseded: frozenset[str] = frozenset()) -> list[Finding]:
     """`tests.weakened` for every old test or asserting helper the new text weakens. A test moved
     into a class (or out of one) is found by its own name; a removed one is `tests.removed_test`.
-    `superseding` (red mode): a changed old test is judged as a new red test instead (it must fail
-    on today's S by an assertion about S's value and on every trivial candidate), so a mandate can
-    retire what an old test pinned; asserting helpers, which unchanged tests call, stay kept."""
+    `superseded` (red mode): qualified names ('test_x', 'TestY.test_z') of the old tests the
+    approved mandate names as obsolete; a changed one is judged as a new red test instead (it must
+    fail on today's S by an assertion about S's value and on every trivial candidate). Every other
+    old test, and every asserting helper (unchanged tests call them), keeps this rule."""
     new_by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for _, function in _functions(new_tree):
         new_by_name.setdefault(function.name, []).append(function)
@@ -131,7 +135,7 @@ def weakened_findings(old_tree: ast.Module, new_tree: ast.Module,
     for qualified, old in _functions(old_tree):
         if not (old.name.startswith("test") or _asserts(old)) or old.name not in new_by_name:
             continue
-        if superseding and old.name.startswith("test"):
+        if old.name.startswith("test") and qualified in superseded:
             continue
         problems = [_problem(old, new) for new in new_by_name[old.name]]
         if all(problems):

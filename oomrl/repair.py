@@ -32,7 +32,7 @@ from oomrl.agent.genesis import changed_tests, logic_genesis, test_genesis
 from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import RUN_ENDS, Trail
 from oomrl.agent.providers import get_provider
-from oomrl.agent.roles import CriticView, Mandate
+from oomrl.agent.roles import CriticView, Mandate, read_tree
 from oomrl.config import Settings
 from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_validate, window_for
 from oomrl.data.store import MarketStore
@@ -96,9 +96,12 @@ def new_run_dir(runs_dir: Path, label: str = "repair") -> Path:
 
 # -- steps -------------------------------------------------------------------------------------------
 def critique(ctx: RepairContext, autopsy: dict[str, Any]) -> Mandate:
-    """The Critic's mandate from the autopsy, its metrics and the ledger evidence it carries."""
+    """The Critic's mandate from the autopsy, its metrics and the ledger evidence it carries, with
+    the account's version (S and T) to read: the mandate names the old tests it supersedes."""
     evidence = (autopsy.get("diagnostics") or {}).get("evidence") or {}
-    view = CriticView(autopsy=autopsy, metrics=autopsy.get("metrics") or {}, evidence=evidence)
+    version = ctx.versions.materialize(ctx.base or ctx.versions.base_for(ctx.account))
+    view = CriticView(autopsy=autopsy, metrics=autopsy.get("metrics") or {}, evidence=evidence,
+                      source=read_tree(version, "strategies"), tests=read_tree(version, "tests"))
     ctx.record_inputs("critic", view, "1")
     mandate = ctx.provider.critic(view)
     module_file = mandate.module.replace(".", "/") + ".py"

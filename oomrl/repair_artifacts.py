@@ -88,8 +88,17 @@ def not_measured_rows(reason: str) -> list[dict[str, str]]:
     return [{"measure": "result", "value": "not measured"}, {"measure": "reason", "value": reason}]
 
 
+def _superseded_lines(node_ids: list[str]) -> list[str]:
+    """What the approval says about old tests: only those it names may be rewritten by the repair."""
+    if not node_ids:
+        return ["Supersedes no old test: the repair's tests may only add to the old ones.", ""]
+    return ["Supersedes these old tests (the repair may rewrite them, judged as red tests; every "
+            "other old test may only be added to):", "", *(f"- `{node_id}`" for node_id in node_ids), ""]
+
+
 def mandate_markdown(mandate: Mandate, autopsy: Mapping[str, Any], timeout_s: int) -> str:
-    """The approval form's text: the proposed mandate and its constraints, the alert and its metrics,
+    """The approval form's text: the proposed mandate, its constraints and the old tests it
+    supersedes, the alert and its metrics,
     the Critic's reasons, all rounded with units; what an answer (or none) does."""
     constraints = {k: v for k, v in mandate.constraints.model_dump().items() if v is not None}
     trigger = autopsy.get("trigger") or {}
@@ -105,6 +114,7 @@ def mandate_markdown(mandate: Mandate, autopsy: Mapping[str, Any], timeout_s: in
     hours = f" ({timeout_s / 3600:g} h)" if timeout_s >= 3600 else ""
     lines = [f"## Proposed mandate for `{mandate.module}`", "", mandate.text, "",
              markdown_table(limits, numbers) if limits else "No machine-checked constraint.", "",
+             *_superseded_lines(mandate.supersedes),
              f"### The alert: {trigger.get('rule', '?')} ({autopsy.get('severity', '?')}) on {autopsy.get('as_of', '?')}",
              "", rounded_text(str(trigger.get("message", ""))), ""]
     if shown:

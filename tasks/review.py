@@ -4,14 +4,14 @@ with its unit, prefilled with the proposal, its bounds kept."""
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 from prefect.input import RunInput
 from pydantic import Field
 
 from oomrl import repair as domain
-from oomrl.agent.roles import Constraints, Mandate
+from oomrl.agent.roles import TEST_NODE_ID, Constraints, Mandate
 
 
 class MandateReview(RunInput):
@@ -36,6 +36,12 @@ class MandateReview(RunInput):
         None, gt=0, le=2, title="Max weekly turnover (fraction of NAV)",
         description="Largest turnover in one week, Σ|Δw| as a fraction of NAV, above 0 and at most 2 "
                     "(0.3 = 30 %; edit only)")
+    supersedes: list[Annotated[str, Field(pattern=TEST_NODE_ID)]] = Field(
+        default_factory=list, title="Superseded old tests (node ids)",
+        description="Old tests the mandate makes obsolete, one node id each "
+                    "(tests/strategies/test_x.py::test_name): only these may be rewritten by the "
+                    "repair's tests (judged as red tests); every other old test may only be added "
+                    "to (edit only)")
     reason: str = Field("", title="Reason (text)",
                         description="Why: kept in the run's outcome and the version's notes")
 
@@ -49,7 +55,7 @@ class MandateReview(RunInput):
         for key, value in values.items():
             original = cls.model_fields[key]
             info = copy.copy(original)
-            info.default = value
+            info.default, info.default_factory = value, None
             fields[key] = (original.annotation, info)
         model = pydantic.create_model(cls.__name__, __base__=cls, **fields)
         model._description = description
@@ -65,6 +71,7 @@ class MandateReview(RunInput):
         edited = proposed.model_copy(update={
             "text": self.text or proposed.text,
             "constraints": Constraints.model_validate(constraints),
+            "supersedes": list(dict.fromkeys(self.supersedes)),
             "rationale": f"{proposed.rationale} | edited by a reviewer: {self.reason}"})
         return domain.Decision(action="edit", mandate=edited, reason=self.reason)
 
@@ -76,4 +83,5 @@ def review_form(mandate: Mandate, autopsy: dict[str, Any], timeout_s: int) -> ty
     c = mandate.constraints
     return MandateReview.prefilled(mandate_markdown(mandate, autopsy, timeout_s), text=mandate.text,
                                    rebalance=c.rebalance, max_adv_participation=c.max_adv_participation,
-                                   max_weekly_turnover=c.max_weekly_turnover)
+                                   max_weekly_turnover=c.max_weekly_turnover,
+                                   supersedes=list(mandate.supersedes))

@@ -65,8 +65,11 @@ def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
             "repeat it"))
 
 
-def _judge(ctx: RepairContext, phase: str, patch: Patch, expect: str | None) -> dict[str, Any]:
-    """The verdict on an answer: a repeat of a rejected answer gets its verdict again, no gate run."""
+def _judge(ctx: RepairContext, phase: str, patch: Patch, expect: str | None,
+           supersedes: list[str]) -> dict[str, Any]:
+    """The verdict on an answer: a repeat of a rejected answer gets its verdict again, no gate run.
+    `supersedes`: the approved mandate's superseded tests, which the gate takes from the repair,
+    never from the workspace it judges."""
     earlier = next((r for r in _of(ctx, phase) if r.round == ctx.round and r.diff == patch.diff
                     and not r.accepted and r.verdict.get("judge") != "pre-gate"), None)
     if earlier is not None:
@@ -79,7 +82,7 @@ def _judge(ctx: RepairContext, phase: str, patch: Patch, expect: str | None) -> 
         return _local_verdict(phase, problems)
     holdout = ctx.holdout if phase == "code-patch" else None
     return ctx.gate(ctx.candidate, phase, patch.diff, expect=expect, holdout=holdout,
-                    lock=ctx.lock).model_dump(mode="json")
+                    lock=ctx.lock, supersedes=supersedes).model_dump(mode="json")
 
 
 def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Callable[[], Patch],
@@ -95,7 +98,8 @@ def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Ca
         verdict = _local_verdict(phase, [{"rule": "answer.invalid", "path": None, "line": None,
                                           "message": str(exc)}])
     else:
-        verdict = _judge(ctx, phase, patch, expect)
+        mandate: Mandate = view.mandate  # type: ignore[attr-defined]
+        verdict = _judge(ctx, phase, patch, expect, mandate.supersedes if expect == "red" else [])
     record = AttemptRecord(phase=phase, attempt=n, round=ctx.round, diff=patch.diff, notes=patch.notes,
                            verdict=verdict, feedback=encode_verdict(verdict, visible, n), answer_key=key)
     ctx.attempts.append(record)

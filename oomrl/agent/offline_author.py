@@ -1,8 +1,9 @@
 """The offline Test Author's rules: tests from a mandate's constraints, written from S and T alone.
 
-It never sees the Coder's work: old tests that pin behaviour the mandate forbids are found by running
-them against the unchanged source under a probe (`mandate_probe`), and tests for what cross-validation
-found missing come from the failed checks' names. This module imports nothing of the offline Coder.
+It never sees the Coder's work: it gives new bodies to exactly the old tests the approved mandate
+supersedes (which the offline Critic found by running them against the unchanged source under a
+probe, `mandate_probe`: `pinned_tests`), and tests for what cross-validation found missing come from
+the failed checks' names. This module imports nothing of the offline Coder.
 """
 
 from __future__ import annotations
@@ -81,11 +82,13 @@ def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
 
 
 def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate,
-                 timeout_s: float = 300.0, unsafe_no_jail: bool = False) -> dict[str, list[str]]:
-    """Old tests that watch the unchanged strategy do what the mandate forbids: file -> test names.
+                 timeout_s: float = 300.0, unsafe_no_jail: bool = False) -> dict[str, str]:
+    """Old tests that watch the unchanged strategy do what the mandate forbids: node id (without
+    parametrized cases, as a mandate's `supersedes` names it) -> the first breach seen, the reason.
 
-    Runs the tests of `tests` against `source` as the gate runs tests (the test process and S's host
-    each in their jail) with the mandate probe loaded into the test process."""
+    The offline Critic's rule for what a mandate supersedes. Runs the tests of `tests` against
+    `source` as the gate runs tests (the test process and S's host each in their jail) with the
+    mandate probe loaded into the test process."""
     from guardrails.runner import GateDirs, SuiteRequest, run_suite
     from oomrl.portfolio.hosting import jail_lock
 
@@ -112,15 +115,22 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
         report = suite.reports.get(PROBE_PLUGIN)
         if not isinstance(report, dict):
             return {}
-        pinned: dict[str, list[str]] = {}
+        pinned: dict[str, str] = {}
         for nodeid in sorted(report):
-            path, _, name = nodeid.partition("::")
-            name = name.split("[")[0].split("::")[-1]
-            if name not in pinned.get(path, []):
-                pinned.setdefault(path, []).append(name)
+            breaches = report[nodeid] if isinstance(report[nodeid], list) else []
+            pinned.setdefault(nodeid.split("[")[0], str(breaches[0]) if breaches else "")
         return pinned
     finally:
         dirs.remove()
+
+
+def superseded_by_file(mandate: Mandate) -> dict[str, list[str]]:
+    """The mandate's superseded tests as file -> names of module-level tests (what `supersede` rewrites)."""
+    found: dict[str, list[str]] = {}
+    for node_id in mandate.supersedes:
+        path, _, name = node_id.partition("::")
+        found.setdefault(path, []).append(name)
+    return found
 
 
 def supersede(test_source: str, names: list[str], mandate: Mandate) -> str:

@@ -11,7 +11,13 @@ from pydantic import BaseModel
 
 from oomrl.agent.budget import AgentSettings, Budget, Usage
 from oomrl.agent.llm import ChatReply, LLMClient, Messages, OpenAIBackend, Transcript
-from oomrl.agent.offline_author import mandate_tests, missed_tests, pinned_tests, supersede
+from oomrl.agent.offline_author import (
+    mandate_tests,
+    missed_tests,
+    pinned_tests,
+    supersede,
+    superseded_by_file,
+)
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import (
@@ -74,7 +80,7 @@ class OfflineProvider:
     MODEL = "offline-rules"
     # What the rules of each role read: a view that differs elsewhere (e.g. in feedback, which
     # rules do not read) gets the same answer, so asking again is pointless.
-    READS: ClassVar[dict[str, set[str]]] = {"critic": {"autopsy"},
+    READS: ClassVar[dict[str, set[str]]] = {"critic": {"autopsy", "source", "tests"},
                                   "test_author": {"mandate", "source", "tests", "missed"},
                                   "coder": {"mandate", "source", "tests"}}
 
@@ -118,15 +124,26 @@ class OfflineProvider:
         text, constraints = ALERT_MANDATES[kind]
         given = {k: v for k, v in (autopsy.get("constraints") or {}).items() if v is not None}
         module = (autopsy.get("diagnostics") or {}).get("module") or "strategies.daily_momentum"
-        return Mandate(module=module, text=autopsy.get("mandate") or text,
-                       constraints=Constraints.model_validate({**constraints, **given}),
-                       alert_id=autopsy.get("alert_id"),
-                       rationale=f"offline rules: alert type {kind!r}; "
-                                 f"metrics {json.dumps(autopsy.get('metrics') or {}, sort_keys=True)}")
+        mandate = Mandate(module=module, text=autopsy.get("mandate") or text,
+                          constraints=Constraints.model_validate({**constraints, **given}),
+                          alert_id=autopsy.get("alert_id"),
+                          rationale=f"offline rules: alert type {kind!r}; "
+                                    f"metrics {json.dumps(autopsy.get('metrics') or {}, sort_keys=True)}")
+        # The old tests that watch today's strategy break the mandate pin what it forbids.
+        module_path = module.replace(".", "/") + ".py"
+        pinned = pinned_tests(view.source, view.tests, mandate) if module_path in view.source else {}
+        if not pinned:
+            return mandate
+        reasons = "; ".join(f"{node_id}: {reason or 'breaks a constraint'}"
+                            for node_id, reason in pinned.items())
+        return mandate.model_copy(update={
+            "supersedes": list(pinned),
+            "rationale": f"{mandate.rationale}; supersedes the old tests that watch today's "
+                         f"strategy break the mandate ({reasons})"})
 
     def _test_author(self, view: TestAuthorView) -> Patch:
-        """Tests for the whole mandate, new bodies for old tests that watch the unchanged source do
-        what the mandate forbids, and after a failed replay, tests for what the replay found."""
+        """Tests for the whole mandate, new bodies for the old tests the approved mandate supersedes,
+        and after a failed replay, tests for what the replay found."""
         mandate = view.mandate
         extra = ""
         if view.missed:
@@ -139,15 +156,14 @@ class OfflineProvider:
             extra = unified_diff(missed_path, None, text)
         target = _new_test_path(view.tests, mandate.strategy)
         diffs = [unified_diff(target, None, mandate_tests(mandate))]
-        module_path = mandate.module.replace(".", "/") + ".py"
-        pinned = pinned_tests(view.source, view.tests, mandate) if module_path in view.source else {}
-        for path, names in sorted(pinned.items()):
+        superseded = superseded_by_file(mandate)
+        for path, names in sorted(superseded.items()):
             if path in view.tests:
                 diffs.append(unified_diff(path, view.tests[path],
                                           supersede(view.tests[path], names, mandate)))
         notes = (f"offline rules: tests for constraints {mandate.constraints.model_dump(exclude_none=True)}"
-                 f" in {target}; superseded {sum(len(n) for n in pinned.values())} old tests that "
-                 "pin what the mandate forbids" + ("; tests for what the replay found missing"
+                 f" in {target}; superseded {sum(len(n) for n in superseded.values())} old tests the "
+                 "approved mandate names" + ("; tests for what the replay found missing"
                                                    if extra else ""))
         return Patch(diff="".join(diffs) + extra, notes=notes)
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from guardrails.weakening import NODE_ID
 from oomrl.agent import PROMPTS_DIR
 from oomrl.agent.llm import LLMClient
 
@@ -24,14 +25,24 @@ class Constraints(BaseModel):
     max_weekly_turnover: float | None = Field(default=None, gt=0, le=2)
 
 
+TEST_NODE_ID = f"^{NODE_ID}$"  # as the gate's --supersedes takes it
+
+
 class Mandate(BaseModel):
-    """What the repair must achieve, for which strategy module; a person approves or edits it."""
+    """What the repair must achieve, for which strategy module; a person approves or edits it.
+
+    `supersedes` names the old tests the mandate makes obsolete (they pin what it forbids): the gate
+    judges a changed one as a red test, and every old test it does not name by the weakening rule."""
 
     module: str = Field(pattern=r"^strategies\.[a-z_][a-z0-9_]*$")
     text: str = Field(min_length=1)
     constraints: Constraints
     rationale: str = ""
     alert_id: str | None = None
+    supersedes: list[Annotated[str, Field(pattern=TEST_NODE_ID)]] = Field(
+        default_factory=list, description="node ids of the old tests this mandate makes obsolete "
+                                          "(tests/path/test_file.py::test_name), with the reason in "
+                                          "`rationale`")
 
     @property
     def strategy(self) -> str:
@@ -46,11 +57,14 @@ class Patch(BaseModel):
 
 
 class CriticView(BaseModel):
-    """What the Critic sees: the autopsy, its metrics, and evidence from the ledger."""
+    """What the Critic sees: the autopsy, its metrics, evidence from the ledger, and the version's
+    S and T read-only (to name the old tests the mandate makes obsolete)."""
 
     autopsy: dict[str, Any]
     metrics: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)
+    source: dict[str, str] = Field(default_factory=dict)
+    tests: dict[str, str] = Field(default_factory=dict)
 
 
 class TestAuthorView(BaseModel):

@@ -77,11 +77,20 @@ def _review(mandate: Any) -> Any:
                 max_adv_participation=float(typer.prompt("max ADV participation",
                                                          default=c.max_adv_participation or 0.05)),
                 max_weekly_turnover=float(typer.prompt("max weekly turnover",
-                                                       default=c.max_weekly_turnover or 0.3)))})
+                                                       default=c.max_weekly_turnover or 0.3))),
+            "supersedes": _superseded_answer(typer.prompt(
+                "superseded old tests (node ids separated by spaces; - for none)",
+                default=" ".join(mandate.supersedes) or "-"))})
+        edited = type(mandate).model_validate(edited.model_dump())  # a bad node id is refused here
         return Decision(action="edit", mandate=edited, reason="edited at the terminal")
     if action != "approve":
         return Decision(action="reject", reason=f"unknown answer {action!r} counts as a rejection")
     return Decision(action="approve", reason="approved at the terminal")
+
+
+def _superseded_answer(answer: str) -> list[str]:
+    """The node ids typed at the terminal; '-' alone names none."""
+    return [] if answer.strip() == "-" else answer.split()
 
 
 def _step_status(console: Any = None) -> Any:

@@ -35,6 +35,10 @@ def gate(
                                                        "(green) on the unchanged source.")] = None,
     holdout: Annotated[Path | None, typer.Option(metavar="DIR", help="Held-out tests run after the patch.")] = None,
     lock: Annotated[Lock | None, typer.Option(help=LOCK_HELP)] = None,
+    supersedes: Annotated[list[str] | None, typer.Option(
+        metavar="NODEID", help="With --expect red: an old test the approved mandate makes obsolete "
+                               "(tests/t.py::test_x; repeat for each), judged as a red test when "
+                               "changed; every other old test keeps the weakening rule.")] = None,
     json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON object.")] = False,
 ) -> None:
     """Judge a patch on a scratch copy of a workspace. Exit 0 accepted, 1 rejected, 2 error."""
@@ -44,6 +48,7 @@ def gate(
     args += ["--lock", lock.value] if lock else []
     args += ["--expect", expect.value] if expect else []
     args += ["--holdout", str(holdout)] if holdout else []
+    args += [f"--supersedes={node_id}" for node_id in supersedes or []]
     args += ["--json"] if json else []
     raise typer.Exit(_run(cli, args))
 

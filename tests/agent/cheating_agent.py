@@ -20,8 +20,9 @@ from oomrl.agent.offline_author import mandate_tests
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider
-from oomrl.agent.roles import CriticView, Mandate, TestAuthorView, read_tree
+from oomrl.agent.roles import Mandate, TestAuthorView, read_tree
 from oomrl.versions import StrategyVersions
+from tests.agent.repair_helpers import offline_mandate
 
 MODULE = "strategies/daily_momentum.py"
 OLD_TESTS = "tests/strategies/test_daily_momentum.py"
@@ -102,7 +103,7 @@ def scripted_answers(workspace: Path, autopsy: dict[str, Any], marker: str = "")
     versions = StrategyVersions(workspace)
     versions.init()
     rules = OfflineProvider()
-    mandate: Mandate = rules.critic(CriticView(autopsy=autopsy))
+    mandate: Mandate = offline_mandate(workspace, autopsy)
     view = TestAuthorView(mandate=mandate, source=read_tree(workspace, "strategies"),
                           tests=read_tree(workspace, "tests"))
     honest_tests = rules.test_author(view)

@@ -12,7 +12,15 @@ from guardrails.gate import run_gate
 from oomrl.agent.budget import AgentSettings, Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.offline_common import unified_diff
-from oomrl.agent.roles import CoderView, Constraints, CriticView, Mandate, Patch, TestAuthorView
+from oomrl.agent.roles import (
+    CoderView,
+    Constraints,
+    CriticView,
+    Mandate,
+    Patch,
+    TestAuthorView,
+    read_tree,
+)
 from oomrl.crossval import Check, CrossValidation
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, RepairContext
@@ -56,6 +64,15 @@ class ScriptedProvider:
 
 def no_cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
     raise AssertionError("cross-validation must not run after a failed genesis")
+
+
+def offline_mandate(workspace: Path, autopsy: dict[str, Any]) -> Mandate:
+    """The offline Critic's mandate as a repair asks for it: with the version's S and T to read (it
+    names the old tests the mandate supersedes)."""
+    from oomrl.agent.providers import OfflineProvider
+
+    return OfflineProvider().critic(CriticView(autopsy=autopsy, source=read_tree(workspace, "strategies"),
+                                               tests=read_tree(workspace, "tests")))
 
 
 def make_context(tmp_path: Path, provider: Any, budget: Budget | None = None,

@@ -65,7 +65,8 @@ def test_an_unknown_answer_counts_as_a_rejection(repair_home: Path, tmp_path: Pa
 
 
 def test_editing_then_failing_reports_the_step(repair_home: Path, tmp_path: Path) -> None:
-    result = repair(tmp_path, stdin="edit\nMonthly instead\nmonthly\n0.02\n0.1\n")
+    node_id = "tests/strategies/test_daily_momentum.py::test_trades_every_new_session"
+    result = repair(tmp_path, stdin=f"edit\nMonthly instead\nmonthly\n0.02\n0.1\n{node_id}\n")
     assert result.exit_code == 1
     assert "repair ended Tests rejected at test-genesis" in result.output
     assert "no more test_author responses" in result.output
@@ -74,6 +75,8 @@ def test_editing_then_failing_reports_the_step(repair_home: Path, tmp_path: Path
     assert decision["mandate"]["constraints"] == {
         "rebalance": "monthly", "max_adv_participation": 0.02, "max_weekly_turnover": 0.1}
     assert decision["mandate"]["text"] == "Monthly instead"
+    assert decision["mandate"]["supersedes"] == [node_id]  # the prompt showed and took the list
+    assert "superseded old tests" in result.output
 
 
 def test_unreadable_or_invalid_autopsies_exit_1(repair_home: Path, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from oomrl.agent.budget import AgentSettings
 from oomrl.agent.capital import LLMBudgetBook
 from oomrl.agent.providers import OfflineProvider
-from oomrl.agent.roles import CriticView, TestAuthorView, read_tree
+from oomrl.agent.roles import TestAuthorView, read_tree
 from oomrl.config import get_settings
 from oomrl.data.store import MarketStore
 from oomrl.metrics.attribution import account_report
@@ -18,6 +18,7 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, open_context, run_repair
 from oomrl.versions import StrategyVersions
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
+from tests.agent.repair_helpers import offline_mandate
 from tests.diagnostics.conftest import seed_account_home
 
 AUTOPSY = {"account": "demo", "alert_id": "alert-budget-0001",
@@ -28,7 +29,7 @@ MAX_OUTPUT = 30_000  # each call may answer at length, and this server always bi
 def honest_answers(workspace: Path) -> dict[str, list[str]]:
     StrategyVersions(workspace).init()
     rules = OfflineProvider()
-    mandate = rules.critic(CriticView(autopsy=AUTOPSY))
+    mandate = offline_mandate(workspace, AUTOPSY)
     tests = rules.test_author(TestAuthorView(mandate=mandate, source=read_tree(workspace, "strategies"),
                                              tests=read_tree(workspace, "tests")))
     return {"critic": [mandate.model_dump_json()], "test_author": [tests.model_dump_json()],

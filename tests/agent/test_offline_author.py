@@ -1,5 +1,6 @@
-"""The offline Test Author: old tests that pin forbidden behaviour, found on the unchanged source by a
-probe; tests for what cross-validation found missing; and never a look at the Coder's work."""
+"""The offline Critic and Test Author: old tests that pin forbidden behaviour, found on the unchanged
+source by a probe and named by the mandate; new bodies for exactly those; tests for what
+cross-validation found missing; and never a look at the Coder's work."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from oomrl.agent import mandate_probe, offline_author
 from oomrl.agent.offline_author import missed_tests, pinned_tests
 from oomrl.agent.providers import OfflineProvider
-from oomrl.agent.roles import Constraints, Mandate, TestAuthorView, read_tree
+from oomrl.agent.roles import Constraints, CriticView, Mandate, TestAuthorView, read_tree
 from oomrl.versions import repo_root
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
@@ -23,6 +24,7 @@ PINNING = {"test_trades_every_new_session", "test_rotates_the_whole_book_when_le
            "test_picks_the_top_k_movers_with_equal_weight_even_when_illiquid",
            "test_ignores_names_without_a_bar_on_the_decision_date", "test_only_index_members_are_picked",
            "test_decides_on_as_of_with_only_the_rows_up_to_it"}
+OLD_TESTS = "tests/strategies/test_daily_momentum.py"
 
 
 def bundled(top: str) -> dict[str, str]:
@@ -34,11 +36,21 @@ def bundled(top: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_the_probe_names_the_old_tests_that_watch_the_old_code_break_the_mandate() -> None:
     pinned = pinned_tests(bundled("strategies"), bundled("tests/strategies"), MANDATE)
-    assert set(pinned) == {"tests/strategies/test_daily_momentum.py"}
-    assert set(pinned["tests/strategies/test_daily_momentum.py"]) == PINNING
+    assert set(pinned) == {f"{OLD_TESTS}::{name}" for name in PINNING}
+    assert all(reason.startswith(("rebalance", "max_")) for reason in pinned.values()), pinned
     schedule_only = pinned_tests(bundled("strategies"), bundled("tests/strategies"), MANDATE.model_copy(
         update={"constraints": Constraints(rebalance="weekly")}))
-    assert schedule_only == {"tests/strategies/test_daily_momentum.py": ["test_trades_every_new_session"]}
+    assert list(schedule_only) == [f"{OLD_TESTS}::test_trades_every_new_session"]
+
+
+@pytest.mark.slow
+def test_the_offline_critic_names_the_old_tests_its_mandate_supersedes() -> None:
+    view = CriticView(autopsy={"trigger": {"rule": "execution_decay"}, "alert_id": "a-1"},
+                      source=bundled("strategies"), tests=bundled("tests/strategies"))
+    mandate = OfflineProvider().critic(view)
+    assert set(mandate.supersedes) == {f"{OLD_TESTS}::{name}" for name in PINNING}
+    assert f"{OLD_TESTS}::test_trades_every_new_session: rebalance" in mandate.rationale  # and why
+    assert OfflineProvider().critic(view.model_copy(update={"source": {}})).supersedes == []
 
 
 def test_probe_rules_on_schedules_turnover_and_participation() -> None:
@@ -127,7 +139,8 @@ def test_the_offline_author_never_uses_the_coders_rules(monkeypatch: pytest.Monk
 
     monkeypatch.setattr("oomrl.agent.offline_coder.reference_change", coder_rule)
     monkeypatch.setattr("oomrl.agent.providers.reference_change", coder_rule)
-    view = TestAuthorView(mandate=MANDATE, source=bundled("strategies"), tests=bundled("tests/strategies"))
+    named = MANDATE.model_copy(update={"supersedes": [f"{OLD_TESTS}::{name}" for name in sorted(PINNING)]})
+    view = TestAuthorView(mandate=named, source=bundled("strategies"), tests=bundled("tests/strategies"))
     patch = OfflineProvider().test_author(view)
     assert f"superseded {len(PINNING)} old tests" in patch.notes
     assert OfflineProvider().answer_key("test_author", view) == OfflineProvider().answer_key(

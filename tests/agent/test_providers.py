@@ -128,6 +128,22 @@ def test_offline_test_author_adds_a_new_file_next_to_an_existing_one(tmp_path: P
     assert "superseded 0 old tests" in patch.notes
 
 
+def test_offline_test_author_rewrites_exactly_the_old_tests_the_mandate_names() -> None:
+    from oomrl.agent.roles import TestAuthorView
+
+    path = "tests/strategies/test_daily_momentum.py"
+    old = ('def test_daily() -> None:\n    """Trades daily."""\n    assert STRATEGY.rebalance_due(1, 0)\n\n\n'
+           'def test_also_daily() -> None:\n    assert STRATEGY.rebalance_due(2, 1)\n')
+    named = mandate(rebalance="weekly").model_copy(update={"supersedes": [f"{path}::test_daily"]})
+    patch = OfflineProvider().test_author(TestAuthorView(mandate=named, source={}, tests={path: old}))
+    assert "superseded 1 old tests" in patch.notes
+    changed = [line for line in patch.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert changed and all("rebalance_due(2, 1)" not in line for line in changed)  # unnamed: kept
+    unnamed = OfflineProvider().test_author(TestAuthorView(mandate=mandate(rebalance="weekly"), source={},
+                                                           tests={path: old}))
+    assert f"--- a/{path}" not in unnamed.diff and "superseded 0 old tests" in unnamed.notes
+
+
 def test_replay_provider_answers_from_a_recorded_transcript(tmp_path: Path) -> None:
     recorded = Transcript(tmp_path / "recorded.jsonl")
     recorded.append("request", "critic", messages=[])

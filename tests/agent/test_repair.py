@@ -154,18 +154,19 @@ def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: F
 
 def test_llm_repair_that_cannot_afford_its_next_step_stops_before_asking(
         tmp_path: Path, server: FakeOpenAI) -> None:
-    server.queue(answer(MANDATE.model_dump(), prompt_tokens=100, completion_tokens=50),
+    server.queue(answer(MANDATE.model_dump(), prompt_tokens=7_000, completion_tokens=50),
                  answer({"diff": "", "notes": ""}))
-    # Enough for the Critic's short prompt, not for the Test Author's view of S and T.
-    budget = Budget(max_tokens=8_000, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
+    # Enough for the Critic's prompt (its view holds S and T), not for a second one as long: the
+    # Test Author's view of S and T.
+    budget = Budget(max_tokens=9_000, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
                     price_completion_per_mtok=1.0)
     ctx = llm_context(tmp_path, server, budget)
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "failed" and outcome.step == "test-genesis"
     assert outcome.reason.startswith("out of money: cannot afford the next step (test_author")
-    assert "tokens 150/8000" in outcome.reason
-    assert outcome.budget["tokens_spent"] == 150 and len(server.requests) == 1  # never sent
+    assert "tokens 7050/9000" in outcome.reason
+    assert outcome.budget["tokens_spent"] == 7050 and len(server.requests) == 1  # never sent
     assert_untouched(ctx, head)
 
 

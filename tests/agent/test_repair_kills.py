@@ -45,7 +45,8 @@ def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:
                                env=_env(home, tmp), start_new_session=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE)
     deadline = time.monotonic() + WAIT_S
-    while not list(tmp.glob("oomrl-gate-*/owner")):
+    # The Critic's probe runs in a gate folder of its own before the candidate exists: wait for both.
+    while not (list(tmp.glob("oomrl-gate-*/owner")) and list(home.glob("runs/repair-*/candidate"))):
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         assert time.monotonic() < deadline, "the repair never reached the gate"
         time.sleep(0.05)  # polling for an event (the folder), not waiting out a duration

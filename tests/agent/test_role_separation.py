@@ -13,12 +13,20 @@ from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider
-from oomrl.agent.roles import CriticView, LLMProvider, TestAuthorView, read_tree
+from oomrl.agent.roles import LLMProvider, TestAuthorView, read_tree
 from oomrl.repair import run_repair
 from oomrl.versions import StrategyVersions
 from tests.agent.cheating_agent import MODULE, only_at_test_capital, write_held_out
 from tests.agent.fake_openai import ScriptedAgent, role_of, serve_fake_openai
-from tests.agent.repair_helpers import AUTOPSY, approve, edges, make_context, replays, strings
+from tests.agent.repair_helpers import (
+    AUTOPSY,
+    approve,
+    edges,
+    make_context,
+    offline_mandate,
+    replays,
+    strings,
+)
 
 CODER_MARKER = "coder-only-5e0c"
 HELDOUT_MARKER = "heldout-only-a771"
@@ -30,7 +38,7 @@ def scripted(workspace: Path) -> dict[str, list[str]]:
     """Two rounds of honest answers (the replay fails the first); the Coder first special-cases."""
     StrategyVersions(workspace).init()
     rules = OfflineProvider()
-    mandate = rules.critic(CriticView(autopsy=AUTOPSY))
+    mandate = offline_mandate(workspace, AUTOPSY)
     source, tests = read_tree(workspace, "strategies"), read_tree(workspace, "tests")
     round_one = rules.test_author(TestAuthorView(mandate=mandate, source=source, tests=tests))
     round_two = rules.test_author(TestAuthorView(mandate=mandate, source=source, tests=tests,

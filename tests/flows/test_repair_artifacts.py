@@ -44,6 +44,22 @@ def test_every_field_of_the_prefilled_form_is_titled_described_and_bounded() -> 
     assert "description" not in plain["properties"]["max_adv_participation"]
 
 
+def test_the_form_shows_the_superseded_tests_and_lets_a_reviewer_edit_them() -> None:
+    node_id = "tests/strategies/test_daily_momentum.py::test_trades_every_new_session"
+    proposed = MANDATE.model_copy(update={"supersedes": [node_id]})
+    assert f"- `{node_id}`" in mandate_markdown(proposed, AUTOPSY, 3600)
+    assert "Supersedes no old test" in mandate_markdown(MANDATE, AUTOPSY, 3600)
+    form = review_form(proposed, AUTOPSY, 3600)
+    field = form.model_json_schema()["properties"]["supersedes"]
+    assert field["default"] == [node_id] and "node id" in field["title"]
+    kept = form(decision="edit").to_decision(proposed).mandate  # untouched: the proposal's list
+    assert kept is not None and kept.supersedes == [node_id]
+    emptied = form(decision="edit", supersedes=[]).to_decision(proposed).mandate
+    assert emptied is not None and emptied.supersedes == []
+    with pytest.raises(pydantic.ValidationError):  # a node id, as the gate takes it
+        form(decision="edit", supersedes=["tests/strategies/test_daily_momentum.py"])
+
+
 def test_the_form_text_rounds_every_number_and_names_its_unit() -> None:
     text = mandate_markdown(MANDATE, AUTOPSY, 3600)
     assert not RAW_FLOAT.search(text), text

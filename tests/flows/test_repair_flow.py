@@ -25,12 +25,13 @@ def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
     """What a model would answer, produced by the offline rules on a copy of the bundled workspace."""
     from guardrails.diffs import apply_patch, parse_patch
     from oomrl.agent.providers import OfflineProvider
-    from oomrl.agent.roles import CoderView, CriticView, TestAuthorView, read_tree
+    from oomrl.agent.roles import CoderView, TestAuthorView, read_tree
+    from tests.agent.repair_helpers import offline_mandate
 
     versions = StrategyVersions(workspace)
     versions.init()
     rules = OfflineProvider()
-    mandate = rules.critic(CriticView(autopsy=autopsy))
+    mandate = offline_mandate(workspace, autopsy)
     tests = rules.test_author(TestAuthorView(mandate=mandate, source=read_tree(workspace, "strategies"),
                                              tests=read_tree(workspace, "tests")))
     assert apply_patch(parse_patch(tests.diff), workspace).ok

@@ -111,3 +111,24 @@ def test_oomrl_cli_delegates_to_the_gate(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["gate", "--workspace", str(tmp_path / "nope"), "--phase",
                                       "code-patch", "--patch", str(patch)])
     assert result.exit_code == 2
+
+
+def test_oomrl_gate_passes_the_superseded_tests_to_a_red_run(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oomrl.cli import app
+
+    ws = make_workspace(tmp_path, "buggy")
+    old = (ws / "tests" / "test_smoke.py").read_text()
+    patch = tmp_path / "p.diff"
+    patch.write_text(diff_for(ws, {"tests/test_smoke.py": old.replace(
+        '{"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}', '{"ONLY": 1.0, "B": 0.0}, top_k=1) == {"ONLY": 1.0, "B": 0.0}')}))
+    node_id = "tests/test_smoke.py::test_single_asset_gets_full_weight"
+    args = ["gate", "--workspace", str(ws), "--phase", "test-gen", "--patch", str(patch), "--lock", "hash-only"]
+    named = CliRunner().invoke(app, [*args, "--expect", "red", "--supersedes", node_id])
+    assert named.exit_code == 0, named.output
+    assert f"superseded old test (judged as a red test): {node_id}" in named.output
+    unnamed = CliRunner().invoke(app, [*args, "--expect", "red", "--json"])
+    assert unnamed.exit_code == 1 and json.loads(unnamed.stdout)["violations"][0]["rule"] == "tests.weakened"
+    green = CliRunner().invoke(app, [*args, "--expect", "green", "--supersedes", node_id])
+    assert green.exit_code == 2 and "only valid with --phase test-gen --expect red" in green.output

@@ -278,24 +278,35 @@ def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_red_mode_judges_a_superseded_old_test_as_a_red_test(tmp_path: Path) -> None:
+def test_red_mode_judges_an_old_test_the_mandate_names_as_a_red_test(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, "buggy")
     old = (ws / "tests" / "test_smoke.py").read_text()
+    node_id = "tests/test_smoke.py::test_single_asset_gets_full_weight"
     pinned = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}\n'
     mandate = ('    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
                '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n')
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
-                       expect="red")
+    superseding = diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)})
+    verdict = run_gate(ws, "test-gen", superseding, expect="red", supersedes=[node_id])
     assert verdict.accepted, verdict.violations
-    assert "superseded old test (judged as a red test): tests/test_smoke.py::test_single_asset_gets_full_weight" \
-        in verdict.notes
+    assert f"superseded old test (judged as a red test): {node_id}" in verdict.notes
+    # not named by the approved mandate: the weakening rule, as in green mode
+    verdict = run_gate(ws, "test-gen", superseding, expect="red",
+                       supersedes=["tests/test_smoke.py::test_other"])
+    assert [v.rule for v in verdict.violations] == ["tests.weakened"]
     loosened = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1)["ONLY"] > 0\n'
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, loosened)}),
-                       expect="red")
+                       expect="red", supersedes=[node_id])
     assert [v.rule for v in verdict.violations] == ["redgreen.not_red"]
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)}),
-                       expect="green")
+    verdict = run_gate(ws, "test-gen", superseding, expect="green")
     assert "tests.weakened" in [v.rule for v in verdict.violations]
+
+
+def test_supersedes_is_only_for_red_test_gen_and_takes_node_ids(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path, "buggy")
+    with pytest.raises(GateSetupError, match="only valid with --phase test-gen --expect red"):
+        run_gate(ws, "test-gen", "", expect="green", supersedes=["tests/test_smoke.py::test_x"])
+    with pytest.raises(GateSetupError, match="is not a test's node id"):
+        run_gate(ws, "test-gen", "", expect="red", supersedes=["tests/test_smoke.py"])
 
 
 @pytest.mark.slow

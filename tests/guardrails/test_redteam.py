@@ -71,6 +71,15 @@ def test_corpus_size_and_mechanisms() -> None:
         assert f"# Mechanism: {case.mechanism}\n" in note and "# Tries: " in note and "# Fails because: " in note
 
 
+def test_red_cases_name_the_old_tests_their_mandate_supersedes() -> None:
+    named = {c.id: c for c in CASES if c.supersedes}
+    honest = named["n_honest_red_rewrites_a_named_old_test"]
+    assert honest.supersedes == ("tests/test_smoke.py::test_single_asset_gets_full_weight",)
+    attack = named["n_red_rewrites_an_unnamed_old_test"]  # same patch, another test named
+    assert attack.patch.read_text() == honest.patch.read_text() and attack.supersedes != honest.supersedes
+    assert all(c.expect == "red" for c in named.values())
+
+
 def test_every_patch_that_the_diff_checks_pass_applies_to_its_workspace(tmp_path: Path) -> None:
     # the patches are generated against the workspaces as they are: none may go stale after an edit
     from guardrails.diffs import apply_patch, check_patch, parse_patch

@@ -389,27 +389,24 @@ def test_adding_to_an_existing_test_is_not_weakening(old: str, new: str) -> None
     assert scan("tests/test_m.py", OLD_TESTS.replace(old, new, 1), OLD_TESTS, set()) == []
 
 
-def test_red_mode_judges_a_changed_old_test_as_red_but_keeps_asserting_helpers() -> None:
-    # A mandate may retire what an old test pinned: under --expect red the changed test is judged
-    # by the red run (red on S, by an assertion on S's value, red on trivial candidates) instead.
+def test_red_mode_judges_a_named_old_test_as_red_but_keeps_asserting_helpers() -> None:
+    # A mandate may retire what an old test pinned: under --expect red the changed test the approved
+    # mandate names is judged by the red run (red on S, by an assertion on S's value, red on trivial
+    # candidates) instead.
     retired = OLD_TESTS.replace("    assert w['A'] == 1.0 / k\n", "    assert w['A'] == 0.5\n", 1)
-    assert scan_tests("tests/test_m.py", retired.encode(), OLD_TESTS.encode(), superseding=True) == []
+    named = frozenset({"test_top"})
+    assert scan_tests("tests/test_m.py", retired.encode(), OLD_TESTS.encode(), superseded=named) == []
     assert [v.rule for v in scan("tests/test_m.py", retired, OLD_TESTS, set())] == ["tests.weakened"]
     helper = OLD_TESTS.replace("abs=1e-9", "abs=1e-3")  # unchanged tests call it: still refused
     assert [v.rule for v in scan_tests("tests/test_m.py", helper.encode(), OLD_TESTS.encode(),
-                                       superseding=True)] == ["tests.weakened"]
+                                       superseded=named)] == ["tests.weakened"]
 
 
-def test_sibling_modules_are_those_of_the_test_files_base_folder(tmp_path: Path) -> None:
-    from guardrails.testquality import sibling_modules
-
-    unit = tmp_path / "tests" / "unit"
-    (unit / "shared").mkdir(parents=True)
-    for name in ("test_a.py", "helpers.py", "json.py", "numpy.py", "conftest.py", "shared/__init__.py"):
-        (unit / name).write_text("")
-    policy = Policy.of("tests")
-    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == {"test_a", "helpers", "shared"}
-    (unit / "__init__.py").write_text("")  # a package: pytest puts the folder above on sys.path
-    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == {"unit"}
-    (tmp_path / "tests" / "__init__.py").write_text("")  # up to the root: nothing new
-    assert sibling_modules(tmp_path, "tests/unit/test_a.py", policy) == frozenset()
+def test_red_mode_keeps_the_weakening_rule_for_old_tests_the_mandate_does_not_name() -> None:
+    retired = OLD_TESTS.replace("    assert w['A'] == 1.0 / k\n", "    assert w['A'] == 0.5\n", 1)
+    found = scan_tests("tests/test_m.py", retired.encode(), OLD_TESTS.encode(),
+                       superseded=frozenset({"test_rejects"}))
+    assert [v.rule for v in found] == ["tests.weakened"]
+    removed = OLD_TESTS.replace("def test_top(k):", "def test_top_renamed(k):")  # named, renamed
+    assert "tests.removed_test" in [v.rule for v in scan_tests(
+        "tests/test_m.py", removed.encode(), OLD_TESTS.encode(), superseded=frozenset({"test_top"}))]

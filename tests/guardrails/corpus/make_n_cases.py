@@ -25,14 +25,15 @@ def patch_text(ws: str, changes: dict[str, str]) -> str:
 
 
 def row(cid: str, ws: str, expect: str, changes: dict[str, str], mechanism: str = "-",
-        note: str = "") -> None:
-    """One test-gen case: blocked by `mechanism` (with a note) or accepted when it is '-'."""
+        note: str = "", supersedes: str = "-") -> None:
+    """One test-gen case: blocked by `mechanism` (with a note) or accepted when it is '-';
+    `supersedes`: the node ids the case's approved mandate names (the gate's --supersedes)."""
     (CORPUS / "patches" / f"{cid}.diff").write_text(patch_text(ws, changes))
     if mechanism != "-":
         (CORPUS / "patches" / f"{cid}.txt").write_text(f"# {cid}\n# Mechanism: {mechanism}\n{note}")
     ROWS.append({"id": cid, "patch": f"patches/{cid}.diff", "workspace": ws, "phase": "test-gen",
                  "expect": expect, "outcome": "blocked" if mechanism != "-" else "accepted",
-                 "holdout": "-", "mechanism": mechanism})
+                 "holdout": "-", "mechanism": mechanism, "supersedes": supersedes})
 
 
 # ------------------------------ attacks --------------------------------------------------------------------------
@@ -81,6 +82,18 @@ row("n_weakened_same_name", "honest", "green", {T: TBASE.replace(
     '    assert w == {"AAA": 1.0, "BBB": 0.0, "CCC": 0.0}\n')}, "tests",
     "# Tries: keep the test's name, loosen its assertion (`in`, a tolerance), add a new test for cover.\n"
     "# Fails because: tests.weakened compares each old test with its namesake by AST.\n")
+SMOKE = "tests/test_smoke.py"
+PINNED = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}\n'
+EVERY_NAME = (WS / "buggy" / SMOKE).read_text().replace(PINNED, (
+    '    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
+    '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n'))
+row("n_red_rewrites_an_unnamed_old_test", "buggy", "red", {SMOKE: EVERY_NAME}, "tests",
+    "# Tries: in red mode, rewrite an old test the approved mandate does not name into a new red test\n"
+    "# (a real one: red on S by an assertion on S's value, red on every trivial candidate), dropping\n"
+    "# what it pinned; the mandate names another test only.\n"
+    "# Fails because: red mode judges a changed old test as a red test only when the approved mandate\n"
+    "# names it (--supersedes); every other old test keeps the weakening rule (tests.weakened).\n",
+    supersedes="tests/test_momentum.py::test_top2_equal_weight")
 
 # ------------------------------ honest ---------------------------------------------------------------------------
 row("n_honest_hypothesis_properties", "honest", "green", {"tests/test_properties.py": HEAD + (
@@ -128,6 +141,9 @@ row("n_honest_red_named_tie", "buggy", "red", {"tests/test_mandate.py": HEAD + (
     "\n\ndef test_ties_go_to_the_first_name():\n"
     "    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0, 'C': 0.0}, top_k=1)\n"
     "    assert weights == {'A': 1.0, 'B': 0.0, 'C': 0.0}  # the mandate's one name\n")})
+
+row("n_honest_red_rewrites_a_named_old_test", "buggy", "red", {SMOKE: EVERY_NAME},
+    supersedes=f"{SMOKE}::test_single_asset_gets_full_weight")
 
 # ------------------------------ index (appended at the end) ------------------------------------------------------
 index = CORPUS / "cases.csv"
