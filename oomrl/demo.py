@@ -2,8 +2,12 @@
 
 Week by week the account trades its active strategy version on the paper broker; at each week's
 last session the loss diagnostics run; a new alert of the chosen severity starts a STDAW repair
-(offline provider, mandate auto-approved); a promoted version trades from the next week on. At the
-end: Table 1 per strategy version, the tearsheet, and where everything was written.
+(offline provider, mandate auto-approved). A repaired version goes on probation (`--probation N`
+sessions; 0: it takes the capital at once): it trades a shadow book forward, session by session, and
+the daily chain's decision logic promotes it (the account trades it from its next rebalance) or
+retires it; no repair of the account starts while a probation is open. At the end: Table 1 per
+strategy version (from when the capital moved), the tearsheet (probations marked), and where
+everything was written.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from oomrl.config import Settings, get_settings
+from oomrl.demo_probation import ProbationSessions, probation_log
 from oomrl.errors import OomrlError
 from oomrl.repair_endings import ending_name
 
@@ -56,6 +61,7 @@ class DemoConfig:
     repair_on: Literal["friction", "critical", "warning"] = "friction"
     max_repairs: int = 2
     cooldown_weeks: int = 4  # weeks a promoted version trades before its alerts may start a repair
+    probation_sessions: int = 20  # forward sessions a repaired version trades a shadow book first (0: none)
     lock: str = "namespace"
     provider: str = "offline"
 
@@ -68,6 +74,7 @@ class DemoLog:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     halted_on: str | None = None
     rebalances: int = 0
+    probations: list[dict[str, Any]] = field(default_factory=list)  # from the ledger, at the end
     refused: list[dict[str, str]] = field(default_factory=list)
     jails: list[str] = field(default_factory=list)  # where the versions' strategy code ran
 
@@ -132,7 +139,7 @@ def run_repair_inline(settings: Settings, config: DemoConfig, autopsy: dict[str,
     from oomrl import repair as domain
 
     ctx = domain.open_context(settings, domain.load_autopsy(autopsy), provider=config.provider,
-                              account=config.account, lock=config.lock)
+                              account=config.account, lock=config.lock, probation=config.probation_sessions)
     outcome = domain.run_repair(autopsy, ctx, lambda mandate: domain.Decision(
         action="approve", reason="auto-approved by `oomrl demo`"))
     return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": outcome.status,
@@ -194,6 +201,7 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     weeks = weeks_between(config.start, config.end)
     log, last_promotion, told_budget = DemoLog(), -config.cooldown_weeks, False
     trading = ActiveVersion()
+    shadows = ProbationSessions(settings, config.account, store, market, console)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with trading, Progress(*columns, console=console) as progress:
         bar = progress.add_task("replaying weeks", total=len(weeks))
@@ -205,21 +213,30 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
                 try:
                     runner = trading.runner(resolved.version, setup, market)
                     t = session_index(market, day)
-                    if not (final or runner.due(t, ledger.account(config.account).last_date)):
-                        continue
-                    outcome = rebalance(ledger, config.account, day, market, setup, runner=runner)
+                    due = final or runner.due(t, ledger.account(config.account).last_date)
+                    outcome = rebalance(ledger, config.account, day, market, setup, runner=runner) if due else None
                 except OomrlError as exc:  # a version whose decision is invalid trades nothing (fail closed)
                     if not any(item["version"] == resolved.version for item in log.refused):
                         console.print(f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
                                       "this version trades nothing until it is replaced")
                     log.refused.append({"date": day.isoformat(), "version": resolved.version, "error": str(exc)})
-                    continue
-                log.rebalances += 1
-                if runner.jail not in log.jails:
-                    log.jails.append(runner.jail)
-                if outcome.halted:
-                    log.halted_on = day.isoformat()
+                    outcome = None
+                if outcome is not None:
+                    log.rebalances += 1
+                    if runner.jail not in log.jails:
+                        log.jails.append(runner.jail)
+                    if outcome.halted:
+                        log.halted_on = day.isoformat()
+                        break
+                # The daily chain's probation step, after the account's own session (as in flows/chain.py).
+                decided, halted = shadows.session(day)
+                if halted is not None:
+                    log.halted_on = halted.isoformat()
                     break
+                if any(done.probation.status == "promoted" for done in decided):
+                    last_promotion = number  # the capital moved: the cool-down counts from here
+                    resolved = resolve_strategy(settings, ledger, config.account)
+                    setup = rebalance_setup(resolved.strategy, resolved.version, settings, members)
             progress.update(bar, advance=1, description=f"week of {week[0]} · {resolved.name} "
                                                          f"{resolved.version[:8]}")
             new = diagnose(ledger, config.account, week[-1], benchmark=benchmark,
@@ -242,6 +259,12 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
                                   "(raise --max-repairs to let them start repairs)")
                     told_budget = True
                 continue
+            running = shadows.running()
+            if running:  # one challenger per account: the domain refuses a second probation
+                console.print(f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
+                              f"({chosen.trigger.rule}): {running[0].tag} is on probation since "
+                              f"{running[0].opened_on}; no repair of the account starts before it is decided")
+                continue
             if number - last_promotion < config.cooldown_weeks:
                 console.print(f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
                               f"({chosen.trigger.rule}): the version promoted {number - last_promotion} "
@@ -253,7 +276,7 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
             progress.update(bar, description=f"repairing after {chosen.as_of} (STDAW, offline provider)")
             result = repairer(settings, config, chosen.model_dump(mode="json"))
             log.repairs.append(result)
-            style = "green" if result["status"] == "promoted" else "red"
+            style = "green" if result["status"] in ("promoted", "probation") else "red"
             step = f" at {result['step']}" if result.get("step") else ""  # the name a flow run's state has
             console.print(f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
                           f"{result['reason']}")
@@ -337,6 +360,7 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
     from oomrl.portfolio.service import open_ledger
 
     ledger = open_ledger(settings)
+    log.probations = probation_log(settings, config.account)
     nav = ledger.nav_frame(config.account)
     returns, live_versions = account_returns(nav, config.account)
     benchmark = benchmark_returns(store, "price")
@@ -352,7 +376,8 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
     summary = {"account": config.account, "strategy": config.strategy, "start": str(config.start),
                "end": str(config.end), "rebalances": log.rebalances, "halted_on": log.halted_on, "refused": log.refused,
                "jails": log.jails,
-               "alerts": log.alerts, "repairs": log.repairs, "table1": frame.to_dict("records"),
+               "alerts": log.alerts, "repairs": log.repairs, "probations": log.probations,
+               "table1": frame.to_dict("records"),
                "tearsheet": str(report.html), "summary_md": str(report.markdown),
                "table1_csv": str(out / "table1.csv"), "home": str(settings.home)}
     (out / "demo.json").write_text(json.dumps(summary, indent=2, default=str))
@@ -363,7 +388,7 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
 def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "2026-02-27",
              strategy: str = "daily_momentum", console: Console | None = None,
              repair_on: str = "friction", max_repairs: int = 2, lock: str = "namespace",
-             repairer: Repairer = run_repair_inline) -> dict[str, Any]:
+             repairer: Repairer = run_repair_inline, probation: int = 20) -> dict[str, Any]:
     """Run the demo in its own OOMRL_HOME (default: <OOMRL_HOME>/demo); returns what it produced."""
     # Logs and CI are not terminals: give Table 1 room instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 140)
@@ -376,7 +401,10 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
         raise OomrlError(f"--repair-on must be one of {', '.join(REPAIR_POLICIES)}, got {repair_on!r}")
     config = DemoConfig(home=demo_home, start=date.fromisoformat(start), end=date.fromisoformat(end),
                         strategy=strategy, repair_on=repair_on, max_repairs=max_repairs,  # type: ignore[arg-type]
-                        lock=lock)
+                        lock=lock, probation_sessions=probation)
+    if probation < 0:
+        raise OomrlError(f"--probation must be 0 (a repaired version takes the capital at once) or more "
+                         f"sessions, got {probation}")
     if config.start >= config.end:
         raise OomrlError(f"--start {start} must be before --end {end}")
     console.rule(f"oomrl demo — {strategy} from {start} to {end}, offline, in {demo_home}")

@@ -99,15 +99,18 @@ def demo_command(
                                        "critical or warning."),
     max_repairs: int = typer.Option(2, "--max-repairs", min=0, metavar="N", help="Repairs at most (0: never repair)."),
     lock: Lock = typer.Option(Lock.namespace, help="RO-Lock backend of the gate."),
+    probation: int = typer.Option(20, "--probation", min=0, metavar="N", help="Forward sessions a repaired "
+                                  "version trades a shadow book before the chain promotes or retires it "
+                                  "(0: it takes the capital at once)."),
 ) -> None:
     """Run the whole loop offline on the bundled sample.
 
-    Replay, alert, repair, promote, Table 1 and the tearsheet.
+    Replay, alert, repair, probation, promote, Table 1 and the tearsheet.
     """
     from oomrl.demo import run_demo
 
     run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on.value,
-             max_repairs=max_repairs, lock=lock.value)
+             max_repairs=max_repairs, lock=lock.value, probation=probation)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,7 +22,7 @@ from oomrl.metrics.factors import (
 )
 from oomrl.metrics.friction import account_friction
 from oomrl.metrics.io import MetricsInputError, returns_from_levels, validate_returns
-from oomrl.metrics.marks import Mark, alert_marks, promotion_marks, repair_marks
+from oomrl.metrics.marks import Mark, alert_marks, probation_marks, promotion_marks, repair_marks
 from oomrl.metrics.performance import Phase, phases_from_versions
 from oomrl.metrics.tearsheet import Report, ReportInputs, write_report
 
@@ -39,6 +39,8 @@ class NavSource(Protocol):
     def alerts(self, account: str) -> list[dict[str, Any]]: ...
 
     def version_names(self, account: str) -> dict[str, str]: ...
+
+    def probations(self, account: str | None = None) -> list[dict[str, Any]]: ...
 
 
 class IndexSource(Protocol):
@@ -134,8 +136,9 @@ def labelled(versions: pd.Series, labels: dict[str, str]) -> pd.Series:
 
 def account_marks(ledger: NavSource, account: str, versions: pd.Series, labels: dict[str, str],
                   runs_dir: Path | None) -> list[Mark]:
-    """Alerts (ledger), repairs (run folders) and promotions (first session of each new version)."""
-    marks = alert_marks(ledger.alerts(account)) + promotion_marks(versions, labels)
+    """Alerts and probations (ledger), repairs (run folders) and promotions (first session of each new version)."""
+    marks = alert_marks(ledger.alerts(account)) + probation_marks(ledger.probations(account)) \
+        + promotion_marks(versions, labels)
     return marks + (repair_marks(runs_dir, account) if runs_dir is not None else [])
 
 
@@ -144,7 +147,7 @@ def account_report(ledger: NavSource, store: IndexSource, account: str, out_dir:
                    rf: float = 0.0, workspace_dir: Path | None = None,
                    runs_dir: Path | None = None) -> Report:
     """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction from
-    the ledger, alerts/repairs/promotions marked, style table."""
+    the ledger, alerts/repairs/probations/promotions marked, style table."""
     nav = ledger.nav_frame(account)
     returns, versions = account_returns(nav, account)
     benchmark = benchmark_returns(store, benchmark_kind)

@@ -43,6 +43,8 @@ PHASE_COLORS = ("#e8f0fb", "#fdf2e3", "#eaf6ec", "#f6e9f3", "#fbfbe3")
 ALERT_COLORS = {"critical": "#c0392b", "warning": "#e67e22"}
 REPAIR_COLOR = "#7d3c98"
 PROMOTION_COLOR = "#1e8449"
+PROBATION_COLOR = "#b9770e"
+PROBATION_LINES: dict[str, tuple[str, str, float]] = {"probation": (":", "probation starts", 0.80), "decision": ("-.", "probation decided", 0.70)}
 LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "frameon": False, "fontsize": 9}
 MAX_JOIN_DAYS = 4  # a weekend and one holiday: sessions further apart than this are not joined by a line
 MIN_MARK_SPACING = 0.015  # of the axis width: about a marker's width on the narrowest chart (the 10-inch PNG)
@@ -172,7 +174,8 @@ def _marker(ax: Axes, group: list[Mark], y: float, style: dict[str, Any], label:
 
 def _mark(ax: Axes, marks: list[Mark] | None) -> None:
     """Alerts as triangles along the bottom, repairs as diamonds along the top, promotions as labelled
-    dashed lines; each kind appears once in the legend. Alerts (and repairs) closer than
+    dashed lines, a probation's start (dotted) and decision (dash-dot) as labelled lines lower down (a
+    decision sits a session before the promotion it makes); each kind appears once in the legend. Alerts (and repairs) closer than
     MIN_MARK_SPACING of the axis share one marker, in the most severe alert's colour and labelled with
     their count. Call after set_xlim."""
     seen: set[str] = set()
@@ -198,6 +201,11 @@ def _mark(ax: Axes, marks: list[Mark] | None) -> None:
                    label=once("new version trades"))
         ax.text(mark.date, 0.90, f" {mark.label}", transform=ax.get_xaxis_transform(), color=PROMOTION_COLOR,
                 fontsize=8.5, va="top", ha="left", zorder=6)
+    for mark in (m for m in marks or [] if m.kind in PROBATION_LINES):
+        dashes, legend, height = PROBATION_LINES[mark.kind]
+        ax.axvline(mark.date, color=PROBATION_COLOR, linestyle=dashes, linewidth=1.3, zorder=4, label=once(legend))
+        ax.text(mark.date, height, f" {mark.label}", transform=ax.get_xaxis_transform(), color=PROBATION_COLOR,
+                fontsize=8, va="top", ha="left", zorder=6)
 
 
 def draw_equity(ax: Axes, returns: pd.Series, benchmark: pd.Series | None, label: str = "Portfolio",

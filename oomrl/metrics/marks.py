@@ -1,4 +1,5 @@
-"""Events drawn on the charts: loss alerts, repairs and promotions (version switches), with their dates."""
+"""Events drawn on the charts: loss alerts, repairs, probations (start, decision) and promotions (version
+switches), with their dates."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-MarkKind = Literal["alert", "repair", "promotion"]
+MarkKind = Literal["alert", "repair", "probation", "decision", "promotion"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,17 @@ def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
         status = str(outcome.get("status", "unfinished"))
         tag = (outcome.get("version") or {}).get("tag")
         marks.append(Mark(day, "repair", f"{status}{' → ' + tag if tag else ''}"))
+    return marks
+
+
+def probation_marks(probations: Iterable[Mapping[str, Any]]) -> list[Mark]:
+    """Per probation (ledger.probations rows): its start, on the last session the repair saw (the shadow
+    book trades from the next), and its decision, on the session it was decided (promoted or retired)."""
+    marks = []
+    for row in probations:
+        marks.append(Mark(pd.Timestamp(row["opened_on"]), "probation", f"{row['tag']} on probation"))
+        if row.get("decided_on") is not None and row.get("status") in ("promoted", "retired"):
+            marks.append(Mark(pd.Timestamp(row["decided_on"]), "decision", f"{row['tag']} {row['status']}"))
     return marks
 
 

@@ -107,3 +107,24 @@ def test_marks_without_labels_and_broken_repair_folders(tmp_path: Path) -> None:
     (tmp_path / "repair-3").mkdir()
     (tmp_path / "repair-3" / "autopsy.json").write_text('{"account": "me", "as_of": "2025-01-07"}')
     assert [(m.date.date(), m.label) for m in repair_marks(tmp_path, "me")] == [(date(2025, 1, 7), "unfinished")]
+
+
+def test_a_probations_start_and_decision_are_drawn_on_their_dates() -> None:
+    from oomrl.metrics.marks import probation_marks
+
+    rows = [{"tag": "v2", "opened_on": date(2024, 7, 12), "decided_on": date(2024, 8, 9), "status": "promoted"},
+            {"tag": "v3", "opened_on": date(2024, 9, 2), "decided_on": None, "status": "open"}]
+    marks = probation_marks(rows)
+    assert [(m.kind, m.date.date(), m.label) for m in marks] == [
+        ("probation", date(2024, 7, 12), "v2 on probation"), ("decision", date(2024, 8, 9), "v2 promoted"),
+        ("probation", date(2024, 9, 2), "v3 on probation")]
+    ax = Figure().add_subplot()
+    ax.set_xlim(pd.Timestamp("2024-07-01"), pd.Timestamp("2024-10-31"))
+    charts._mark(ax, marks)
+    drawn = [(line.get_linestyle(), pd.Timestamp(line.get_xdata()[0]).date()) for line in ax.lines
+             if line.get_color() == charts.PROBATION_COLOR]
+    assert drawn == [(":", date(2024, 7, 12)), ("-.", date(2024, 8, 9)), (":", date(2024, 9, 2))]
+    assert {t.get_text().strip() for t in ax.texts} == {"v2 on probation", "v2 promoted", "v3 on probation"}
+    ax.legend()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["probation starts", "probation decided"]

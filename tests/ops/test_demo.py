@@ -42,6 +42,76 @@ class RecordingRepairer:
                 "step": None, "reason": "recorded", "run_dir": str(settings.runs_dir), "version": None}
 
 
+class ProbationRepairer:
+    """A real promotion with a real probation in place of the STDAW repair: v1 made weekly, committed,
+    tagged and put on probation for the demo's `probation_sessions` (what a passing repair does)."""
+
+    def __init__(self) -> None:
+        self.autopsies: list[dict[str, Any]] = []
+
+    def __call__(self, settings: Settings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+        from oomrl.portfolio.service import open_ledger
+        from oomrl.versions import StrategyVersions
+
+        self.autopsies.append(autopsy)
+        versions = StrategyVersions(settings.workspace_dir, open_ledger(settings))
+        candidate = versions.clone_to(settings.home / f"candidate-{len(self.autopsies)}", at="v1")
+        source = candidate / "strategies" / f"{config.strategy}.py"
+        daily = "return last_rebalance is None or day > last_rebalance"
+        weekly = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
+        assert daily in source.read_text()
+        source.write_text(source.read_text().replace(daily, weekly))
+        info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": {"constraints": {
+            "rebalance": "weekly"}}}, config.account, config.strategy,
+            (date.fromisoformat(autopsy["as_of"]), config.probation_sessions))
+        return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": "probation",
+                "step": None, "reason": f"{info.tag} on probation", "run_dir": str(settings.runs_dir),
+                "version": info.tag}
+
+
+@pytest.mark.slow
+def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_it(
+        demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomrl.market import calendar
+    from oomrl.metrics.attribution import account_marks, account_returns, version_labels
+    from oomrl.portfolio.ledger import Ledger
+
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")  # 500 % a year: the challenger keeps up
+    console, repairer = quiet(), ProbationRepairer()
+    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-08-09", console=console, max_repairs=2,
+                       repairer=repairer, probation=8, repair_on="warning")
+    opened = date.fromisoformat(repairer.autopsies[0]["as_of"])  # the turnover alert of 2024-07-05
+    forward = [d.date() for d in calendar.sessions(pd.Timestamp(opened) + pd.Timedelta(days=1), "2024-08-09")]
+    (probation,) = summary["probations"]
+    assert probation["version"] == "v2" and probation["account"] == "demo" and probation["sessions"] == 8
+    assert probation["started"] == str(opened) and probation["decided"] == str(forward[7])
+    assert probation["decision"] == "promoted" and probation["decided_by"] == "the daily chain"
+    evidence = probation["evidence"]
+    assert evidence["sessions"] == 8 and evidence["start"] == str(forward[0])
+    assert {row["version"] for row in evidence["rows"]} == {"champion", "challenger"}
+    assert all(check["passed"] for check in evidence["checks"]) and evidence["checks"]
+    text = " ".join(console.export_text().split())
+    assert f"probation promoted v2 on {forward[7]} after 8 forward sessions" in text
+    assert "repair deferred" in text and "v2 is on probation since" in text  # no second challenger meanwhile
+    assert len(repairer.autopsies) == 1
+    # The capital moved at the decision: v1 holds the book until v2 (weekly) first trades, the next week.
+    ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
+    (v1, v2) = summary["table1"][:2]
+    first_v2 = next(d for d in forward if d > forward[7] and d.isocalendar()[1] != forward[7].isocalendar()[1])
+    assert (v1["version"], v1["end"]) == ("v1 daily_momentum", str(forward[forward.index(first_v2) - 1]))
+    assert (v2["version"], v2["start"]) == ("v2 daily_momentum", str(first_v2))
+    shadow = ledger.nav_frame("demo~v2")
+    assert [d.date() for d in shadow["date"]] == forward[:8]  # the shadow book, marked every session
+    # The tearsheet marks the probation's start and its decision (and v2's first session).
+    returns, versions = account_returns(ledger.nav_frame("demo"), "demo")
+    marks = account_marks(ledger, "demo", versions, version_labels(ledger, "demo", demo_home / "workspace"), None)
+    shown = {(m.kind, m.date.date(), m.label) for m in marks if m.kind in ("probation", "decision", "promotion")}
+    assert shown == {("probation", opened, "v2 on probation"), ("decision", forward[7], "v2 promoted"),
+                     ("promotion", first_v2, "v2 daily_momentum")}
+    written = Path(summary["summary_md"]).read_text()
+    assert f"| {opened} | probation |" in written and f"| {forward[7]} | decision |" in written
+
+
 @pytest.mark.slow
 def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--home", str(demo_home), "--start", "2024-07-01",
