@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from oomrl.portfolio.setup import RebalanceSetup
 
 DEMO_ACCOUNT = "demo"
+PROBATION_SESSIONS = 20  # the daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
 SEVERITY_RANK = {"warning": 1, "critical": 2}
 # "friction": the slippage-leakage alert (the paper's friction shock) or anything critical.
 REPAIR_POLICIES = ("friction", "critical", "warning")
@@ -61,7 +62,7 @@ class DemoConfig:
     repair_on: Literal["friction", "critical", "warning"] = "friction"
     max_repairs: int = 2
     cooldown_weeks: int = 4  # weeks a promoted version trades before its alerts may start a repair
-    probation_sessions: int = 20  # forward sessions a repaired version trades a shadow book first (0: none)
+    probation_sessions: int = PROBATION_SESSIONS  # forward sessions a repaired version trades a shadow book first (0: none)
     lock: str = "namespace"
     provider: str = "offline"
 
@@ -388,7 +389,7 @@ def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoL
 def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "2026-02-27",
              strategy: str = "daily_momentum", console: Console | None = None,
              repair_on: str = "friction", max_repairs: int = 2, lock: str = "namespace",
-             repairer: Repairer = run_repair_inline, probation: int = 20) -> dict[str, Any]:
+             repairer: Repairer = run_repair_inline, probation: int = PROBATION_SESSIONS) -> dict[str, Any]:
     """Run the demo in its own OOMRL_HOME (default: <OOMRL_HOME>/demo); returns what it produced."""
     # Logs and CI are not terminals: give Table 1 room instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 140)

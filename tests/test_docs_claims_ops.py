@@ -364,6 +364,8 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
      lambda: params(ROOT.commands["server"].commands["up"])["--webhook-port"].default, int),
     ("demo's repair limit", README, r"`no more repairs: --max-repairs (\d+) reached",
      lambda: params(ROOT.commands["demo"])["--max-repairs"].default, int),
+    ("demo's probation", README, r"`--probation (\d+)`, the default",
+     lambda: params(ROOT.commands["demo"])["--probation"].default, int),
     ("worker image uid", OPERATIONS, r"`oomrl` \(uid (\d+)\)", lambda: int(figure(
         (REPO / "infra" / "Dockerfile").read_text(encoding="utf-8"), r"useradd .*?--uid (\d+)")), int),
     ("pytest timeout", README, r"(\d+) s per test unless a test sets its own", lambda: tomllib.loads(

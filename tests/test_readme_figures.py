@@ -1,6 +1,6 @@
 """The README's and docs' figures that a test can keep, read from the pages themselves and measured
-again: the paper-trading table of the README and the CSI 300 phases table of docs/metrics.md, and the demo's Table 1 and friction story (one whole default
-`oomrl demo`, both repairs included)."""
+again: the paper-trading table of the README and the CSI 300 phases table of docs/metrics.md, and the demo's Table 1,
+probation and friction story (one whole default `oomrl demo`, its repair and probation included)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_the_phases_table_of_docs_metrics(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report folder of one `oomrl demo` on its defaults (offline author, both repairs)."""
+    """The report folder of one `oomrl demo` on its defaults (offline author, 20-session probation)."""
     from oomrl.demo import run_demo
 
     summary = run_demo(home=tmp_path_factory.mktemp("demo") / "home",
@@ -92,7 +92,7 @@ def demo_cell(key: str, value: float | None) -> float | None:
     return round(value * 100, 2) if key in PERCENT_COLUMNS else round(value, 2)
 
 
-@pytest.mark.slow  # the whole demo: 402 sessions, two repairs (~1-4 min)
+@pytest.mark.slow  # the whole default demo: a repair, its probation, the kill switch (~1-4 min)
 @pytest.mark.parametrize("row", ["v1 daily_momentum", "v2 daily_momentum (repaired)", "whole window"])
 def test_the_readmes_table_1_is_what_the_demo_prints(row: str, demo_report: Path) -> None:
     from oomrl.demo import TABLE1_COLUMNS
@@ -119,19 +119,52 @@ def test_the_demos_repaired_version_passed_the_memorization_probes(demo_report: 
 
 @pytest.mark.slow  # shares the demo above
 def test_the_readmes_friction_story_is_the_demos_tearsheet(demo_report: Path) -> None:
-    story = re.search(r"v1 traded ([\d.]+)× its NAV \((\d+) % of it on each rebalance\) and paid\s+"
-                      r"([\d,]+) CNY in costs, ([\d.]+) % of NAV lost to slippage; the repaired v2 trades "
-                      r"([\d.]+)× a year and loses\s+([\d.]+) % a year to costs", README)
+    story = re.search(r"in its (\d+) sessions v1 traded ([\d.]+)× its NAV \((\d+) % of it on each rebalance\) and\s+"
+                      r"paid ([\d,]+) CNY in costs, ([\d.]+) % of NAV lost to slippage; in its (\d+) sessions the "
+                      r"repaired v2 traded\s+([\d.]+)× its NAV \((\d+) % of it on each of its (\d+) rebalances\) and "
+                      r"paid ([\d,]+) CNY", README)
     assert story, "the README's friction sentence changed: keep this test with it"
     written = (demo_report / "summary.md").read_text(encoding="utf-8")
     friction = written.split("## Friction", 1)[1].split("\n## ", 1)[0]
     v1, v2 = 1, 2  # the cells of the version columns
-    kept = [(table_row(friction, "Turnover (× NAV)")[v1], story.group(1)),
-            (table_row(friction, "Turnover per rebalance (%)")[v1], story.group(2)),
-            (table_row(friction, "Costs paid (CNY)")[v1], story.group(3)),
-            (table_row(friction, "Slippage leakage (%)")[v1], story.group(4)),
-            (table_row(friction, "Turnover (× NAV a year)")[v2], story.group(5)),
-            (table_row(friction, "Cost drag (% a year)")[v2], story.group(6))]
-    for written_cell, readme_figure in kept:  # to the README's precision (110 % is 109.68 % rounded)
+    kept = [(table_row(friction, "Sessions")[v1], story.group(1)),
+            (table_row(friction, "Turnover (× NAV)")[v1], story.group(2)),
+            (table_row(friction, "Turnover per rebalance (%)")[v1], story.group(3)),
+            (table_row(friction, "Costs paid (CNY)")[v1], story.group(4)),
+            (table_row(friction, "Slippage leakage (%)")[v1], story.group(5)),
+            (table_row(friction, "Sessions")[v2], story.group(6)),
+            (table_row(friction, "Turnover (× NAV)")[v2], story.group(7)),
+            (table_row(friction, "Turnover per rebalance (%)")[v2], story.group(8)),
+            (table_row(friction, "Rebalances")[v2], story.group(9)),
+            (table_row(friction, "Costs paid (CNY)")[v2], story.group(10))]
+    for written_cell, readme_figure in kept:  # to the README's precision (105 % is 105.17 % rounded)
         decimals = len(readme_figure.partition(".")[2])
         assert round(number(written_cell.rstrip("×")), decimals) == number(readme_figure), readme_figure
+
+
+@pytest.mark.slow  # shares the demo above
+def test_the_readmes_probation_story_is_the_demos(demo_report: Path) -> None:
+    summary = json.loads((demo_report / "demo.json").read_text())
+    story = re.search(r"from (\S+) it trades a shadow book `(\S+)`.*?On (\S+), after\s+(\d+) forward sessions, the "
+                      r"chain (\w+) v2: net of friction over (\S+)\.\.(\S+) its shadow\s+lost ([\d.]+) % against v1's "
+                      r"([\d.]+) % \(costs ([\d.]+) % of capital against ([\d.]+) %, turnover ([\d.]+)× against\s+"
+                      r"([\d.]+)×\).*?halted it at (\S+)'s close,\s+([\d.]+) % down \(`account halted on (\S+)`",
+                      README, re.DOTALL)
+    assert story, "the README's probation story changed: keep this test with it"
+    (probation,) = summary["probations"]
+    evidence = probation["evidence"]
+    by = {row["version"]: row for row in evidence["rows"]}
+    challenger, champion = by["challenger"], by["champion"]
+    assert (story.group(1), story.group(2)) == (evidence["start"], probation["shadow"])
+    assert (story.group(3), int(story.group(4)), story.group(5)) == (probation["decided"], probation["sessions"],
+                                                                    probation["decision"])
+    assert (story.group(6), story.group(7)) == (evidence["start"], evidence["end"])
+    assert number(story.group(8)) == round(-challenger["net_return"] * 100, 2)
+    assert number(story.group(9)) == round(-champion["net_return"] * 100, 2)
+    assert number(story.group(10)) == round(challenger["costs_fraction"] * 100, 2)
+    assert number(story.group(11)) == round(champion["costs_fraction"] * 100, 2)
+    assert number(story.group(12)) == round(challenger["turnover"], 2)
+    assert number(story.group(13)) == round(champion["turnover"], 2)
+    whole = summary["table1"][-1]
+    assert (story.group(14), number(story.group(15))) == (whole["end"], round(-whole["cumulative_return"] * 100, 2))
+    assert story.group(16) == summary["halted_on"]
