@@ -426,6 +426,10 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
         console.print(f"{label:>10}: {summary[key]}")
     for repair in log.repairs:
         console.print(f"{'repair':>10}: {repair['run_dir']} ({ending_name(repair['status'], repair.get('step'))})")
+    for trial in log.probations:
+        console.print(f"{'probation':>10}: {trial['version']} on {trial['shadow']} from {trial['started']}, "
+                      f"{trial['decision'] or 'open'}"
+                      + (f" on {trial['decided']} by {trial['decided_by']}" if trial["decided"] else ""))
     console.rule("inspect the demo's state")
     for line in inspect_commands(settings.home, config.account):
         console.print(line, soft_wrap=True)

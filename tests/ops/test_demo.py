@@ -4,6 +4,7 @@ fail-closed rebalances), Table 1 and the report files — on the real bundled sa
 from __future__ import annotations
 
 import json
+import tempfile
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -55,15 +56,16 @@ class ProbationRepairer:
 
         self.autopsies.append(autopsy)
         versions = StrategyVersions(settings.workspace_dir, open_ledger(settings))
-        candidate = versions.clone_to(settings.home / f"candidate-{len(self.autopsies)}", at="v1")
-        source = candidate / "strategies" / f"{config.strategy}.py"
-        daily = "return last_rebalance is None or day > last_rebalance"
-        weekly = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
-        assert daily in source.read_text()
-        source.write_text(source.read_text().replace(daily, weekly))
-        info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": {"constraints": {
-            "rebalance": "weekly"}}}, config.account, config.strategy,
-            (date.fromisoformat(autopsy["as_of"]), config.probation_sessions))
+        with tempfile.TemporaryDirectory() as scratch:  # the promotion keeps the commit, not the clone
+            candidate = versions.clone_to(Path(scratch) / "candidate", at="v1")
+            source = candidate / "strategies" / f"{config.strategy}.py"
+            daily = "return last_rebalance is None or day > last_rebalance"
+            weekly = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
+            assert daily in source.read_text()
+            source.write_text(source.read_text().replace(daily, weekly))
+            info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": {"constraints": {
+                "rebalance": "weekly"}}}, config.account, config.strategy,
+                (date.fromisoformat(autopsy["as_of"]), config.probation_sessions))
         return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": "probation",
                 "step": None, "reason": f"{info.tag} on probation", "run_dir": str(settings.runs_dir),
                 "version": info.tag}
@@ -93,6 +95,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     text = " ".join(console.export_text().split())
     assert f"probation promoted v2 on {forward[7]} after 8 forward sessions" in text
     assert "repair deferred" in text and "v2 is on probation since" in text  # no second challenger meanwhile
+    assert f"probation: v2 on demo~v2 from {opened}, promoted on {forward[7]} by the daily chain" in text
     assert len(repairer.autopsies) == 1
     # The capital moved at the decision: v1 holds the book until v2 (weekly) first trades, the next week.
     ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
@@ -110,6 +113,27 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
                      ("promotion", first_v2, "v2 daily_momentum")}
     written = Path(summary["summary_md"]).read_text()
     assert f"| {opened} | probation |" in written and f"| {forward[7]} | decision |" in written
+
+
+@pytest.mark.slow
+def test_a_challenger_worse_forward_is_retired_and_the_champion_keeps_trading(
+        demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oomrl.portfolio.ledger import Ledger
+
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_TEST", "superiority")
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "50.0")  # must beat the champion by 5000 % a year
+    console = quiet()
+    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-07-26", console=console, max_repairs=1,
+                       repairer=ProbationRepairer(), probation=3)
+    (probation,) = summary["probations"]
+    assert (probation["started"], probation["decided"], probation["decision"]) == ("2024-07-12", "2024-07-17",
+                                                                                   "retired")
+    assert "net_of_friction_vs_champion_probation" in probation["reason"]
+    assert "probation retired v2 on 2024-07-17 after 3 forward sessions" in " ".join(console.export_text().split())
+    assert [row["version"] for row in summary["table1"]] == ["v1 daily_momentum", "whole window"]
+    ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
+    assert "probation_retired" in {alert["rule"] for alert in ledger.alerts("demo")}  # for the next repair
+    assert ledger.account("demo~v2").status.value == "closed"
 
 
 @pytest.mark.slow
