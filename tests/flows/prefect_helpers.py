@@ -14,8 +14,9 @@ def artifact_keys(prefix: str) -> set[str]:
         return {a.key for a in client.read_artifacts() if a.key and a.key.startswith(prefix)}
 
 
-def account_events(name: str, account: str, wait_s: float = 30.0) -> list[Any]:
-    """Events called `name` about `oomrl.account.<account>`, waiting up to `wait_s` for the first."""
+def account_events(name: str, account: str, wait_s: float = 30.0, where: Any = None) -> list[Any]:
+    """Events called `name` about `oomrl.account.<account>` (those `where(event)` holds for, when given;
+    the session's harness keeps other tests' events), waiting up to `wait_s` for the first."""
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
     from prefect.events.worker import EventsWorker
@@ -26,7 +27,7 @@ def account_events(name: str, account: str, wait_s: float = 30.0) -> list[Any]:
     deadline = time.monotonic() + wait_s
     with get_client(sync_client=True) as client:
         while True:
-            events = client.read_events(filter=query, limit=10).events
+            events = [e for e in client.read_events(filter=query, limit=50).events if where is None or where(e)]
             if events or time.monotonic() > deadline:
                 return list(events)
             time.sleep(0.5)

@@ -35,8 +35,8 @@ def test_the_daily_chain_trades_marks_and_decides_a_probation(
     assert (decided["version"], decided["status"], decided["decided_by"]) == ("v2", "promoted", "the daily chain")
     assert "1 probation(s) decided" in summary["outcome"]
     assert ledger.active_version("paper") == v2.sha
-    (event,) = [e for e in account_events("oomrl.strategy.promoted", "paper") if "probation" in e.payload]
-    assert event.payload["sha"] == v2.sha and event.payload["probation"]["sessions"] == SESSIONS
+    (event,) = account_events("oomrl.strategy.promoted", "paper", where=lambda e: e.payload["sha"] == v2.sha)
+    assert event.payload["probation"]["sessions"] == SESSIONS
     shown = str(read_artifact("probation-paper-v2"))
     assert f"{SESSIONS} of {SESSIONS} (0 left)" in shown and "| champion | challenger |" in shown
 
@@ -64,7 +64,7 @@ def test_a_person_retires_a_challenger_from_the_review_form(on_probation: dict[s
     assert box["status"] == "retired" and box["reason"] == "drawdown too deep for us"
     assert box["decided_by"] == "a person in the Prefect UI (probation-review)" and box["autopsy"]
     assert ledger.active_version("paper") == on_probation["v1"]
-    (event,) = account_events("oomrl.strategy.retired", "paper")
+    (event,) = account_events("oomrl.strategy.retired", "paper", where=lambda e: e.payload["sha"] == on_probation["v2"].sha)
     assert event.payload["autopsy"]["trigger"]["rule"] == "probation_retired"
 
 

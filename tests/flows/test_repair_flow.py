@@ -17,8 +17,8 @@ from tests.flows.prefect_helpers import account_events, artifact_keys, paused_ru
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
-def _promoted_events(account: str, wait_s: float = 30.0) -> list[object]:
-    return account_events("oomrl.strategy.promoted", account, wait_s)
+def _promoted_events(account: str, sha: str, wait_s: float = 30.0) -> list[Any]:
+    return account_events("oomrl.strategy.promoted", account, wait_s, lambda e: e.payload["sha"] == sha)
 
 
 def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
@@ -62,9 +62,8 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
     assert versions.metadata("v2")["provider"] == "openai"
     assert {"repair-autopsy", "repair-test-gen-1", "repair-code-patch-1", "repair-cross-validation",
             "repair-cross-validation-decision", "repair-evidence", "repair-outcome"} <= artifact_keys("repair-")
-    events = _promoted_events("paper")
-    assert events and events[0].payload["sha"] == outcome["version"]["sha"]
-    assert events[0].payload["alert_id"] == daily_momentum_autopsy["alert_id"]
+    events = _promoted_events("paper", outcome["version"]["sha"])
+    assert len(events) == 1 and events[0].payload["alert_id"] == daily_momentum_autopsy["alert_id"]
 
 
 def _paused_run_id(wait_s: float = 60.0) -> Any:
