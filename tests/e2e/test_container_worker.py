@@ -125,7 +125,8 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         autopsy = json.loads(AUTOPSY.read_text()) | {"alert_id": f"e2e-container-{secrets.token_hex(4)}"}
-        run_id = stack.run_deployment("repair/repair", {"autopsy": autopsy, "auto_approve": True})
+        # probation 0: the promotion itself is what runs as the image's user here (the image's env sets none)
+        run_id = stack.run_deployment("repair/repair", {"autopsy": autopsy, "auto_approve": True, "probation": 0})
         run = stack.wait_for(run_id, timeout_s=600)
     finally:
         stop_process(worker.pid)

@@ -134,7 +134,7 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(day_one: Stac
             label: f.querySelector('.schema-form-property__label')?.innerText || '',
             description: f.querySelector('.schema-form-property__description')?.innerText || ''}))""")
         labels = [field["label"] for field in fields]
-        assert len(fields) == 6, labels  # decision, text, rebalance, the two caps, reason
+        assert len(fields) == 7, labels  # decision, text, rebalance, the two caps, the tests it supersedes, reason
         assert all(field["description"].strip() for field in fields), fields
         assert any("fraction of ADV" in label for label in labels), labels  # units in the titles
         found = layout(page)

@@ -28,7 +28,8 @@ def test_server_database_follows_the_configuration(stack: Stack) -> None:
 
 def test_deployments_carry_the_git_sha_pool_and_trigger(stack: Stack) -> None:
     found = {d["name"]: d for d in stack.deployments()}
-    assert set(found) == {"daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "repair"}
+    assert set(found) == {"daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "probation-review",
+                          "repair"}
     for deployment in found.values():
         version = re.fullmatch(re.escape(__version__) + r"\+([0-9a-f]{12})", deployment["version"])  # package+SHA
         assert version, deployment["version"]
