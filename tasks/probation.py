@@ -14,7 +14,7 @@ from prefect.input import RunInput
 from pydantic import Field
 
 from oomrl.config import Settings, get_settings
-from oomrl.events import PROMOTED_EVENT, RETIRED_EVENT, account_resource
+from oomrl.events import FORWARD_AUTOPSY_LABEL, PROMOTED_EVENT, RETIRED_EVENT, account_resource
 from tasks.retry import unless_refused
 
 READ_RETRIES = 2
@@ -103,9 +103,11 @@ def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None
 
 def emit_decision(summary: dict[str, Any], autopsy: dict[str, Any] | None) -> str | None:
     """`oomrl.strategy.promoted` or `oomrl.strategy.retired` (with the forward autopsy) for a decided probation."""
+    # the label is what the repair deployment's retired-challenger trigger matches: only an event that
+    # carries a forward autopsy starts the next repair
     event = emit_event(
         event=PROMOTED_EVENT if summary["status"] == "promoted" else RETIRED_EVENT,
-        resource=account_resource(summary["account"]),
+        resource={**account_resource(summary["account"]), FORWARD_AUTOPSY_LABEL: "yes" if autopsy else "no"},
         related=[{"prefect.resource.id": f"oomrl.strategy.{summary['strategy']}", "prefect.resource.role": "strategy"}],
         payload={"tag": summary["version"], "sha": summary["sha"], "strategy": summary["strategy"],
                  "probation": {k: summary[k] for k in ("started", "decided", "sessions", "decided_by", "reason")},

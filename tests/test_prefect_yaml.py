@@ -145,7 +145,7 @@ def test_the_approval_form_describes_each_field_and_refuses_what_a_mandate_would
 
 def test_the_docs_state_the_repair_trigger_as_deployed() -> None:
     """docs/operations.md quotes the trigger's severity floor and policy label exactly as prefect.yaml sets them."""
-    (trigger,) = _deployments()["repair"]["triggers"]
+    trigger, _ = _deployments()["repair"]["triggers"]
     severities = trigger["match"]["oomrl.alert.severity"]
     assert severities == ["warning", "critical"]
     text = OPERATIONS.read_text()
@@ -162,7 +162,14 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     # crashes); one repair per account is held in the ledger instead (oomrl.repair_claims).
     assert "concurrency_limit" not in repair
     assert repair["parameters"]["auto_approve"] is False
-    (trigger,) = [TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]]
+    trigger, forward = [TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]]
+    # a retired challenger's forward autopsy starts the account's next repair; a retirement without one does not
+    assert forward.expect == {"oomrl.strategy.retired"}
+    assert forward.parameters == {"autopsy": "{{ event.payload.autopsy }}"}
+    from oomrl.events import FORWARD_AUTOPSY_LABEL, account_resource
+
+    assert forward.match.matches({**account_resource("paper"), FORWARD_AUTOPSY_LABEL: "yes"})
+    assert not forward.match.matches({**account_resource("paper"), FORWARD_AUTOPSY_LABEL: "no"})
     assert trigger.expect == {"oomrl.loss.alert"}
     assert trigger.parameters == {"autopsy": "{{ event.payload }}"}
     assert trigger.match.model_dump()["prefect.resource.id"] == "oomrl.account.*"

@@ -140,3 +140,13 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy(forward_stack: St
     assert retired["payload"]["tag"] == probation["tag"] and autopsy["trigger"]["rule"] == "probation_retired"
     assert autopsy["account"] == "desk" and autopsy["diagnostics"]["strategy_version"] == probation["sha"]
     assert [a["alert_id"] for a in book.alerts("desk") if a["rule"] == "probation_retired"] == [autopsy["alert_id"]]
+    # the forward autopsy starts desk's next repair (prefect.yaml's retired-challenger trigger), from the champion
+    deadline = time.monotonic() + 300
+    started: list[dict[str, Any]] = []
+    while not started and time.monotonic() < deadline:
+        started = [r for r in stack.flow_runs("repair/repair")
+                   if (r["parameters"].get("autopsy") or {}).get("alert_id") == autopsy["alert_id"]]
+        time.sleep(1)
+    assert started, "the retirement started no repair"
+    next_repair = stack.wait_for(started[0]["id"], {"PAUSED", *FINAL}, timeout_s=600)
+    assert next_repair["state_type"] == "PAUSED", next_repair["state"]  # its mandate waits for a person
