@@ -33,7 +33,8 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def client_for(server: FakeOpenAI, tmp_path: Path, **overrides: object) -> LLMClient:
-    settings = AgentSettings(**{"timeout_s": 5.0, "retries": 1, "backoff_s": 0.01, **overrides})
+    # a generous socket timeout: under a loaded CI machine a 5 s one cut a reply off and added a retry
+    settings = AgentSettings(**{"timeout_s": 60.0, "retries": 1, "backoff_s": 0.01, **overrides})
     backend = OpenAIBackend(server.url, "k", "fake-model", settings.timeout_s, settings.request_deadline_s)
     return LLMClient(backend, Budget.from_settings(settings), Transcript(tmp_path / "t.jsonl"), settings,
                      sleep=lambda seconds: None)
