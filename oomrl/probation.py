@@ -310,9 +310,11 @@ class Decided:
 
 def decide_due(settings: Settings, as_of: date, store: Any = None) -> tuple[list[Decided], list[ProbationEvidence]]:
     """Judge every open probation with enough forward sessions up to `as_of`: (decided, still running)."""
+    from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.service import open_ledger
 
     ledger = open_ledger(settings)
+    store = store if store is not None else ensure_sample(settings)  # once, not once per probation
     decided, running = [], []
     for probation in open_probations(ledger):
         found = evidence(settings, ledger, probation, as_of, store)
