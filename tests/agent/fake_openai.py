@@ -138,7 +138,9 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_raw(200, json.dumps(payload).encode(), reply)
 
         def _send_raw(self, status: int, data: bytes, reply: Scripted) -> None:
-            head = (f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\n"
+            # "connection: close" because this handler closes it: without it the client may reuse the
+            # pooled connection before it sees the close, and a retry it did not need lands in the transcript
+            head = (f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
                     f"content-length: {len(data)}\r\n" + (f"x-pad: {'a' * reply.padding}\r\n" if reply.padding else "")
                     + "\r\n").encode()
             try:
