@@ -13,6 +13,7 @@ attributes (`name`, `params`, `handle`: what the test asked for, not what S comp
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,10 +171,8 @@ def _conftest_fixtures(ws: Path, test_file: str, packages: tuple[str, ...]) -> s
     while folder == ws or ws in folder.parents:
         conftest = folder / "conftest.py"
         if conftest.is_file():
-            try:
+            with contextlib.suppress(SyntaxError, ValueError):
                 found |= source_fixtures(ast.parse(conftest.read_bytes()), packages)
-            except (SyntaxError, ValueError):
-                pass
         if folder == ws:
             break
         folder = folder.parent

@@ -12,6 +12,7 @@ inside a bind, and the gate's own folders can stay private (0700) on the host.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -172,14 +173,10 @@ def _remove_stage(stage: Path, points: list[Path]) -> None:
     """Remove the stage one mount point at a time, never recursively: if a bind were still
     mounted there, rmdir fails on it instead of deleting what it shows."""
     for point in [*points, stage / OWNER_NOTE]:
-        try:
+        with contextlib.suppress(OSError):
             point.rmdir() if point.is_dir() else point.unlink()
-        except OSError:
-            pass
-    try:
+    with contextlib.suppress(OSError):
         stage.rmdir()
-    except OSError:
-        pass
 
 
 @functools.cache

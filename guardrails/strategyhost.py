@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import functools
 import importlib.util
 import os
@@ -167,10 +168,8 @@ class HostProcess:
     def _last_words(self, gone: bool = False) -> str:
         """Its exit code and the last lines of its stderr, once it has exited (`gone`: wait for that)."""
         if gone:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(EXIT_WAIT_S)
-            except subprocess.TimeoutExpired:
-                pass
         if self.process.poll() is None:
             return ""
         if self.drain is not None:
@@ -194,10 +193,8 @@ class HostProcess:
             self.channel.watchdog.stop()
         self.channel.reader.close()
         for fd in {self.channel.write_fd, self.channel.read_fd}:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         _kill_session(self.process)  # its answers are in: nothing of it is worth waiting for
         undo_later(self.prepared.done)
 
@@ -254,10 +251,8 @@ def _undo_queued() -> None:
 
 
 def _kill_session(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, 9)
-    except (ProcessLookupError, PermissionError):
-        pass
     process.wait()
 
 
@@ -316,7 +311,7 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     try:
         channel.send(init, START_TIMEOUT_S)
         channel.receive(START_TIMEOUT_S)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure to start is said, with the host's last words
         words = host._last_words(isinstance(exc, HostGone))  # before close() kills what is left
         host.close()
         raise HostError(f"the strategy host did not start: {exc}{words}") from None

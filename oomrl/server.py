@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,16 +259,12 @@ def stop_recorded(record: ProcessRecord, grace_s: float = 10.0) -> str | None:
     orphans = group_members(record) if problem == EXITED else []
     if orphans:
         for process in orphans:
-            try:
+            with suppress(psutil.NoSuchProcess):
                 process.terminate()
-            except psutil.NoSuchProcess:
-                pass
         _, alive_after = psutil.wait_procs(orphans, timeout=grace_s)
         for process in alive_after:
-            try:
+            with suppress(psutil.NoSuchProcess):
                 process.kill()
-            except psutil.NoSuchProcess:
-                pass
         return None
     return problem
 

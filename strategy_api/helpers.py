@@ -40,7 +40,7 @@ def _series_maker() -> Callable[[np.ndarray, pd.Index], pd.Series]:
                 and made.dtype == expected.dtype and made.equals(expected) \
                 and np.shares_memory(made.to_numpy(), probe) == np.shares_memory(expected.to_numpy(), probe):
             return fast
-    except Exception:  # noqa: BLE001 - another pandas: its public constructor
+    except Exception:  # noqa: BLE001, S110 - another pandas: its public constructor
         pass
     return plain
 

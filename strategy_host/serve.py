@@ -11,6 +11,7 @@ Nothing in it is trusted by the other side: the parent decodes and checks every 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import json
@@ -412,10 +413,8 @@ def _lost(exc: ChannelLost) -> int:
     """Say why the channel is lost (when the other side still listens): the host's exit code."""
     from strategy_host import wire
 
-    try:
+    with contextlib.suppress(wire.WireError):  # the other side is gone
         wire.write_frame(_FDS["out"], wire.encode(_error(exc, "request")))
-    except wire.WireError:  # the other side is gone
-        pass
     return 2
 
 

@@ -12,7 +12,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,10 +118,8 @@ class _ClosingClient(httpx.Client):
 
     def __del__(self) -> None:
         if not self.is_closed:
-            try:
+            with suppress(Exception):  # the interpreter may be shutting down
                 self.close()
-            except Exception:  # noqa: BLE001, S110 - the interpreter may be shutting down
-                pass
 
 
 def deadline_client(timeout_s: float) -> httpx.Client:

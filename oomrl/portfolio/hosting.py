@@ -9,6 +9,7 @@ data: symbol positions and floats). Nothing of S is imported here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -225,14 +226,10 @@ def _release(size: int, memory: Any, readonly: int, reuse: bool) -> None:
         else:
             dropped = [(size, memory, readonly)]
     for _, mapping, descriptor in dropped:
-        try:
+        with contextlib.suppress(OSError):
             os.close(descriptor)
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(BufferError):  # a view still alive: the mapping goes with it
             mapping.close()
-        except BufferError:  # a view still alive: the mapping goes with it
-            pass
 
 
 @dataclass

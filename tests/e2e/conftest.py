@@ -7,7 +7,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,10 +167,8 @@ class Stack:
             time.sleep(0.05)
         victims = [worker, *worker.children(recursive=True)]
         for process in victims:
-            try:
+            with suppress(psutil.NoSuchProcess):
                 process.kill()
-            except psutil.NoSuchProcess:
-                pass
         psutil.wait_procs(victims, timeout=10)
         return [process.pid for process in victims]
 

@@ -14,6 +14,7 @@ import resource
 import socket
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def connect(targets):
 
 def status():
     """The identity and privilege lines of /proc/self/status."""
-    lines = open("/proc/self/status").read().splitlines()
+    lines = Path("/proc/self/status").read_text().splitlines()
     return {k: v.strip() for k, v in (line.split(":", 1) for line in lines)
             if k.startswith(("Cap", "Uid", "Gid", "Groups", "NoNewPrivs", "Seccomp"))}
 
@@ -182,7 +183,7 @@ def latest_reachable(view, everything):
 
 
 def _market_mapping():
-    for line in open("/proc/self/maps"):
+    for line in Path("/proc/self/maps").read_text().splitlines():
         if "oomrl-market" in line:
             start, end = (int(x, 16) for x in line.split()[0].split("-"))
             return start, end, line.split()[0]
