@@ -783,7 +783,7 @@ def test_the_agent_settings_defaults_are_the_code() -> None:
     for name, value, unit in said:
         field = AgentSettings.model_fields[name.lower()]
         assert figure(value) * scale[unit] == field.default, f"docs/agent.md: OOMRL_AGENT_{name} = {value}{unit}"
-    listed = find("INTERFACES", r"`budget.AgentSettings` \(env prefix `OOMRL_AGENT_`: (.*?)\),").group(1)
+    listed = find("INTERFACES", r"`settings.AgentSettings` \(env prefix `OOMRL_AGENT_`: (.*?)\),").group(1)
     for name in re.findall(r"\b([a-z]+_[a-z_]+)\b", listed):
         assert name in AgentSettings.model_fields, f"docs/INTERFACES.md: AgentSettings.{name}"
 

@@ -6,8 +6,9 @@ import typer
 
 
 def settings_command() -> None:
-    """List every setting: dotted name, value (secrets masked), where it came from, its variable and meaning.
+    """List every setting with its value, source and variable.
 
+    One line each: dotted name, value (secrets masked), source and variable, then what it means.
     Sources: `env` (the variable), `config.toml` (OOMRL_CONFIG, else OOMRL_HOME/config.toml), `default`.
     """
     from oomrl.settings import get_settings

@@ -23,6 +23,21 @@ class RuntimeSettings(BaseSettings):
         "prefect_api_key", "PREFECT_API_KEY"), description="Key of the Prefect API (secret).")
     git_sha: str | None = Field(None, validation_alias=AliasChoices("git_sha", "GIT_SHA"), description=(
         "The build's commit where no git checkout is at hand (a container image)."))
+    # Read as text: tasks/runners.py checks them and names the variable when one is wrong.
+    dask_address: str | None = Field(None, description=(
+        "An existing Dask scheduler parallel flows send tasks to, e.g. tcp://scheduler:8786 (URL)."))
+    dask_workers: str | None = Field(None, description=(
+        "Workers of a temporary Dask LocalCluster per flow run; unset: no Dask (workers)."))
+    dask_processes: str | None = Field(None, description=(
+        "`0` keeps LocalCluster workers as threads in-process; unset: processes."))
+    threads: str | None = Field(None, description=(
+        "Width of the default thread pool of parallel flows; unset: Prefect's default (threads)."))
+
+    def dask_env(self) -> dict[str, str]:
+        """The task runner's variables by name, the unset ones left out (tasks/runners.py reads them)."""
+        named = {"OOMRL_DASK_ADDRESS": self.dask_address, "OOMRL_DASK_WORKERS": self.dask_workers,
+                 "OOMRL_DASK_PROCESSES": self.dask_processes, "OOMRL_THREADS": self.threads}
+        return {name: value for name, value in named.items() if value is not None}
 
     @field_validator("broker_kernel", mode="before")
     @classmethod

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guardrails.settings import GateSettings
-from oomrl.settings import SettingsError, child_environment, get_settings, settings_for
+from oomrl.settings import RuntimeSettings, SettingsError, child_environment, get_settings, settings_for
 
 
 @pytest.fixture()
@@ -80,3 +80,13 @@ def test_reading_the_settings_imports_no_domain(home: Path) -> None:
             "'oomrl.repair', 'oomrl.versions', 'oomrl.server'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_task_runner_variables_come_through_the_runtime_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tasks.runners import dask_settings
+
+    for name in ("OOMRL_DASK_ADDRESS", "OOMRL_DASK_PROCESSES", "OOMRL_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OOMRL_DASK_WORKERS", "3")
+    assert RuntimeSettings().dask_env() == {"OOMRL_DASK_WORKERS": "3"}
+    assert dask_settings()["cluster_kwargs"]["n_workers"] == 3  # type: ignore[index]
