@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from guardrails.settings import GateSettings
-from oomrl.settings import RuntimeSettings, SettingsError, child_environment, get_settings, settings_for
+from oomrl.settings import (
+    RuntimeSettings,
+    SettingsError,
+    child_environment,
+    get_settings,
+    settings_for,
+)
 
 
 @pytest.fixture()
