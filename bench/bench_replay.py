@@ -144,11 +144,11 @@ def run_sample(strategy: str, home: Path) -> tuple[float, int]:
     """Seconds and rebalances of one whole-history replay of the sample (kill switch off), store read included."""
     import pyarrow.dataset  # noqa: F401  # imported on the first filtered read: imports stay out of the time
 
-    from oomrl.config import Settings
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.service import run_replay
+    from oomrl.settings import OomrlSettings
 
-    settings = Settings(home=home)
+    settings = OomrlSettings(home=home)
     ensure_sample(settings)  # the first use ingests the sample: not part of a replay
     start = time.perf_counter()
     result = run_replay(settings, strategy, pd.Timestamp(SAMPLE_START).date(), pd.Timestamp(SAMPLE_END).date(),

@@ -8,7 +8,7 @@ from prefect import flow
 from prefect.states import Completed, State
 
 from oomrl.build_info import flow_version
-from oomrl.config import get_settings
+from oomrl.settings import settings_for
 from tasks.attribution import build_account_report, publish_report_artifacts, report_gap
 from tasks.expected_ends import quiet_expected_ends
 
@@ -31,7 +31,7 @@ def attribution(account: str | None = None, benchmark: Literal["price", "total_r
         rf: Risk-free rate for Sharpe and alpha, a fraction per year (0.02 = 2 %).
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    name = account or get_settings(**({"home": home} if home else {})).account
+    name = account or settings_for(home).account
     gap = report_gap(name, home)
     if gap is not None:  # too early for a report is not a failure
         print(f"no report of {name} yet: {gap}")

@@ -8,7 +8,7 @@ from typing import Any
 from prefect import flow
 
 from oomrl.build_info import flow_version
-from oomrl.config import get_settings
+from oomrl.settings import settings_for
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
 from tasks.chain import last_stored_session
 from tasks.expected_ends import quiet_expected_ends
@@ -31,7 +31,7 @@ def loss_diagnostics(account: str | None = None, as_of: date | None = None, star
         config_file: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the defaults.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    name = account or get_settings(**({"home": home} if home else {})).account
+    name = account or settings_for(home).account
     day = (as_of or last_stored_session(home)).isoformat()
     autopsies = diagnose_and_alert(name, day, config_file, home, start.isoformat() if start else None)
     publish_diagnosis(name, day, autopsies)

@@ -15,11 +15,11 @@ from prefect.artifacts import (
 from prefect.tasks import exponential_backoff
 
 from oomrl.build_info import flow_version
-from oomrl.config import get_settings
 from oomrl.data import ingest as domain
 from oomrl.data.sample_clock import clocked_end
 from oomrl.data.store import MarketStore
 from oomrl.errors import SourceUnavailableError
+from oomrl.settings import settings_for
 from tasks.expected_ends import quiet_expected_ends
 from tasks.market_data import (
     BACKOFF_SECONDS,
@@ -85,7 +85,7 @@ def ingest_market_data(
         backoff_seconds: First wait before retrying an unreachable source, in seconds (doubles on each retry).
     """
     logger = get_run_logger()
-    settings = get_settings(**({"home": home} if home else {}))
+    settings = settings_for(home)
     root = Path(settings.data_dir)
     store = MarketStore(root)
     # With OOMRL_SAMPLE_CLOCK, an ingest of the sample without `end` adds the next session only.

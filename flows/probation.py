@@ -9,8 +9,8 @@ from prefect import flow, get_run_logger
 from prefect.states import Completed, State
 
 from oomrl.build_info import flow_version
-from oomrl.config import get_settings
 from oomrl.errors import OomrlError
+from oomrl.settings import settings_for
 from tasks.expected_ends import quiet_expected_ends
 from tasks.probation import ProbationReview, decide_early, probation_evidence
 
@@ -34,7 +34,7 @@ def probation_review(account: str | None = None, version: str | None = None, tim
     from flows.repair import wait_for_review
 
     logger = get_run_logger()
-    name = account or get_settings(**({"home": home} if home else {})).account
+    name = account or settings_for(home).account
     try:
         tag, evidence = probation_evidence(name, version, home)
     except OomrlError as exc:  # no such probation: say so, change nothing

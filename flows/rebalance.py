@@ -9,8 +9,8 @@ from prefect import flow
 from prefect.states import Completed, State
 
 from oomrl.build_info import flow_version
-from oomrl.config import get_settings
 from oomrl.market import calendar
+from oomrl.settings import settings_for
 from tasks.chain import last_stored_session
 from tasks.expected_ends import quiet_expected_ends
 from tasks.portfolio import (
@@ -37,7 +37,7 @@ def weekly_rebalance(account: str | None = None, as_of: date | None = None, dry_
         dry_run: Compute the orders and fills without writing them to the ledger.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    name = account or get_settings(**({"home": home} if home else {})).account
+    name = account or settings_for(home).account
     day = as_of or last_stored_session(home)
     if not calendar.is_session(day):
         return Completed(name="NotASession", message=f"{day} is not an XSHG session: nothing traded, nothing failed")

@@ -16,11 +16,11 @@ from prefect.states import Completed, Failed, State
 from oomrl import repair as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
-from oomrl.config import get_settings
 from oomrl.errors import OomrlError
 from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
 from oomrl.run_tags import alert_tag
+from oomrl.settings import get_settings
 from tasks.crossval import version_mapper_from_settings
 from tasks.expected_ends import quiet_expected_ends
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guardrails.settings import GateSettings
 from guardrails.workspace import GateSetupError
 
 MIB = 1024 * 1024
@@ -144,7 +145,7 @@ class DockerLock(RoLock):
 
     backend = "docker"
     os_level = True
-    image = os.environ.get("OOMRL_GATE_IMAGE", "python:3.11-slim")
+    image = GateSettings().image  # OOMRL_GATE_IMAGE
 
     def __init__(self, client: Any) -> None:
         self.client = client

@@ -34,9 +34,10 @@ from guardrails.locks import (
     RoLock,
     memory_limit,
 )
+from guardrails.settings import GateSettings
 from guardrails.tempdirs import OWNER_NOTE, owned_temp_dir
 
-SANDBOX_UID = int(os.environ.get("OOMRL_GATE_SANDBOX_UID", "65534"))
+SANDBOX_UID = GateSettings().sandbox_uid  # OOMRL_GATE_SANDBOX_UID
 SITE_INSIDE = "/site"
 # Top-level links of a merged-/usr system, recreated so the dynamic loader finds its libraries.
 TOP_LINKS = ("/bin", "/lib", "/lib32", "/lib64", "/libx32")

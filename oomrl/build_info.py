@@ -7,13 +7,13 @@ tag). Without a git checkout (e.g. a docker image) GIT_SHA from the environment 
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from functools import lru_cache
 from pathlib import Path
 
 from oomrl import __version__
+from oomrl.settings import RuntimeSettings
 
 SHA_LENGTH = 12
 
@@ -28,7 +28,7 @@ def git_sha(root: Path | None = None) -> str:
         sha = done.stdout.strip() if done.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         sha = ""
-    sha = sha or os.environ.get("GIT_SHA", "").strip()[:SHA_LENGTH]
+    sha = sha or (RuntimeSettings().git_sha or "").strip()[:SHA_LENGTH]
     return sha if re.fullmatch(r"[0-9a-f]{4,40}", sha) else "unknown"
 
 

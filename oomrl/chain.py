@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
-from oomrl.config import Settings
 from oomrl.errors import OomrlError
 from oomrl.portfolio.marking import MarkOutcome, active_accounts, last_stored_session, run_marking
+from oomrl.settings import OomrlSettings
 
 MIN_REPORT_SESSIONS = 3  # the report regresses on the CSI 300: it needs more than two returns
 
 
-def stored_as_of(settings: Settings) -> date:
+def stored_as_of(settings: OomrlSettings) -> date:
     """The last session with bars in the market store (the bundled sample's when the store is empty)."""
     from oomrl.data.sample import ensure_sample
 
@@ -48,7 +48,7 @@ class Marking:
                 "nothing traded, nothing failed")
 
 
-def mark_active_accounts(settings: Settings, as_of: date) -> Marking:
+def mark_active_accounts(settings: OomrlSettings, as_of: date) -> Marking:
     """Mark every active account at the close of each session up to `as_of` it has no NAV for."""
     from oomrl.portfolio.service import open_ledger
 

@@ -14,7 +14,15 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from oomrl.commands import agent_cmds, data_cmds, gate_cmds, metrics_cmds, ops_cmds, portfolio_cmds
+from oomrl.commands import (
+    agent_cmds,
+    data_cmds,
+    gate_cmds,
+    metrics_cmds,
+    ops_cmds,
+    portfolio_cmds,
+    settings_cmds,
+)
 from oomrl.errors import user_message
 
 DEBUG_KEY = "oomrl.debug"
@@ -85,7 +93,7 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for module in (data_cmds, gate_cmds, portfolio_cmds, metrics_cmds, agent_cmds, ops_cmds):
+for module in (data_cmds, gate_cmds, portfolio_cmds, metrics_cmds, agent_cmds, ops_cmds, settings_cmds):
     module.register(app)
 
 

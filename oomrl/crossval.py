@@ -33,7 +33,6 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from oomrl.agent.roles import Constraints
-from oomrl.config import Settings
 from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
@@ -46,6 +45,7 @@ from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fre
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import membership
 from oomrl.portfolio.setup import rebalance_setup
+from oomrl.settings import OomrlSettings
 from strategy_api.periods import period_key
 
 # Fills happen at other prices than the decision close and in board lots, so measured
@@ -301,7 +301,7 @@ def long_window_start(store: MarketStore, start: date, end: date, sessions: int)
 
 def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any, universe: Any,
                    benchmark: pd.Series, rebalance: str, start: date, end: date,
-                   rules: FrictionRules | None, initial_cash: float, settings: Settings | None = None,
+                   rules: FrictionRules | None, initial_cash: float, settings: OomrlSettings | None = None,
                    alert_start: date | None = None, fresh_decisions: int = 0,
                    probes: bool = False) -> list[VersionMeasures]:
     """Replay one version (its own folder, in a strategy host) and measure it over the long and the alert window.
@@ -312,7 +312,7 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
     and must be the same: the `crossval.memorized` check on the long row.
     Runs anywhere (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
     """
-    settings = settings or Settings()
+    settings = settings or OomrlSettings()
     source = WorkspaceStrategy(root, strategy, settings.unsafe_no_jail)
     setup = rebalance_setup(source, sha, settings, universe)
     if rules is not None:
@@ -398,7 +398,7 @@ def cross_validate(candidate_root: Path, active_root: Path, strategy: str, const
                    store: MarketStore, start: date, end: date, *, candidate_sha: str = "candidate",
                    active_sha: str = "active", rules: FrictionRules | None = None,
                    initial_cash: float = 10_000_000.0, mapper: VersionMapper = run_in_process,
-                   settings: Settings | None = None, baseline: tuple[Path, str] | None = None,
+                   settings: OomrlSettings | None = None, baseline: tuple[Path, str] | None = None,
                    long_sessions: int = LONG_SESSIONS, rule: PromotionRule = DEFAULT_RULE,
                    run_dir: Path | None = None) -> CrossValidation:
     """Replay candidate, active and baseline B over the long window and judge the candidate."""

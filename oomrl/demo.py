@@ -26,10 +26,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from oomrl.config import Settings, get_settings
 from oomrl.demo_probation import ProbationSessions, probation_log
 from oomrl.errors import OomrlError
 from oomrl.repair_endings import ending_name
+from oomrl.settings import OomrlSettings, get_settings
 
 if TYPE_CHECKING:
     from oomrl.portfolio.hosting import StrategyRunner
@@ -84,7 +84,7 @@ def _day(value: Any) -> str:
     return "—" if value is None else str(value)[:10]
 
 
-def stage_market_data(settings: Settings, console: Console) -> Any:
+def stage_market_data(settings: OomrlSettings, console: Console) -> Any:
     """Ingest the bundled sample into OOMRL_HOME/data (once) and show what is stored."""
     from oomrl.data.sample import ensure_sample
 
@@ -106,7 +106,7 @@ def stage_market_data(settings: Settings, console: Console) -> Any:
     return store
 
 
-def fresh_state(settings: Settings) -> None:
+def fresh_state(settings: OomrlSettings) -> None:
     """Start the demo account from scratch: its ledger and workspace go, the market data stays."""
     (settings.home / "ledger.db").unlink(missing_ok=True)
     shutil.rmtree(settings.workspace_dir, ignore_errors=True)
@@ -135,7 +135,7 @@ def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
     return max(chosen, key=lambda a: SEVERITY_RANK[a.severity]) if chosen else None
 
 
-def run_repair_inline(settings: Settings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+def run_repair_inline(settings: OomrlSettings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
     """One STDAW repair in this process: offline provider, mandate auto-approved."""
     from oomrl import repair as domain
 
@@ -148,7 +148,7 @@ def run_repair_inline(settings: Settings, config: DemoConfig, autopsy: dict[str,
             "version": outcome.version.tag if outcome.version else None}
 
 
-Repairer = Callable[[Settings, DemoConfig, dict[str, Any]], dict[str, Any]]
+Repairer = Callable[[OomrlSettings, DemoConfig, dict[str, Any]], dict[str, Any]]
 
 
 class ActiveVersion:
@@ -179,7 +179,7 @@ class ActiveVersion:
         self.close()
 
 
-def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Console,
+def replay_weeks(settings: OomrlSettings, config: DemoConfig, store: Any, console: Console,
                  repairer: Repairer = run_repair_inline) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
@@ -286,7 +286,7 @@ def replay_weeks(settings: Settings, config: DemoConfig, store: Any, console: Co
     return log
 
 
-def version_phases(settings: Settings, config: DemoConfig, returns_index: pd.DatetimeIndex,
+def version_phases(settings: OomrlSettings, config: DemoConfig, returns_index: pd.DatetimeIndex,
                    live_versions: pd.Series) -> list[Any]:
     """One phase per contiguous span of a version, named by its tag and strategy."""
     from oomrl.metrics.performance import phases_from_versions
@@ -349,7 +349,7 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
                       "the span)")
 
 
-def write_reports(settings: Settings, config: DemoConfig, store: Any, log: DemoLog,
+def write_reports(settings: OomrlSettings, config: DemoConfig, store: Any, log: DemoLog,
                   console: Console) -> dict[str, Any]:
     """Table 1 (printed, CSV, markdown), the tearsheet, and a JSON summary of the run."""
     from oomrl.metrics.attribution import (

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from oomrl.config import Settings
+from oomrl.settings import OomrlSettings
 
 if TYPE_CHECKING:
     from oomrl.portfolio.ledger import Ledger
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class ProbationSessions:
     """The open probations of one account in the demo's replay."""
 
-    settings: Settings
+    settings: OomrlSettings
     account: str
     store: Any
     market: MarketFrames  # the demo's market, built once: marking reuses it
@@ -99,7 +99,7 @@ class ProbationSessions:
                            f"{figures}): {p.reason} — {then}")
 
 
-def probation_log(settings: Settings, account: str) -> list[dict[str, Any]]:
+def probation_log(settings: OomrlSettings, account: str) -> list[dict[str, Any]]:
     """Every probation of `account` for `demo.json`, as the ledger holds it (the evidence table included)."""
     from oomrl.portfolio.service import open_ledger
     from oomrl.probation import probations

@@ -24,7 +24,6 @@ import pandas as pd
 from pydantic import BaseModel
 
 from oomrl.agent.roles import Constraints
-from oomrl.config import Settings
 from oomrl.crossval import (
     Check,
     PromotionRule,
@@ -40,6 +39,7 @@ from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import ReplayResult
+from oomrl.settings import OomrlSettings
 
 SEPARATOR = "~"  # no door accepts it in an account name (oomrl.names): nobody opens or repairs a shadow
 OPEN: Final = "open"
@@ -247,7 +247,7 @@ def idle(book: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
     return replace(book, nav=nav)
 
 
-def mandate_of(settings: Settings, sha: str) -> Constraints:
+def mandate_of(settings: OomrlSettings, sha: str) -> Constraints:
     """The constraints of the mandate the version was repaired under (its notes), else none."""
     from oomrl.versions import StrategyVersions
 
@@ -255,16 +255,15 @@ def mandate_of(settings: Settings, sha: str) -> Constraints:
     return Constraints.model_validate(mandate.get("constraints") or {})
 
 
-def evidence(settings: Settings, ledger: Ledger, probation: Probation, as_of: date, store: Any = None,
+def evidence(settings: OomrlSettings, ledger: Ledger, probation: Probation, as_of: date, store: Any = None,
              rule: PromotionRule | None = None) -> ProbationEvidence:
     """Both books over the forward sessions (after `opened_on`, up to `as_of`), judged net of friction."""
-    from oomrl.agent.budget import AgentSettings
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
     from oomrl.portfolio.rebalance import load_panels
     from oomrl.portfolio.setup import market_rules
 
-    agent = AgentSettings()
+    agent = settings.agent
     rule = rule or PromotionRule(test=agent.promotion_test, margin=agent.promotion_margin, z=agent.promotion_z)
     store = store if store is not None else ensure_sample(settings)
     days = (as_of - probation.opened_on).days + 30
@@ -308,7 +307,7 @@ class Decided:
     autopsy: dict[str, Any] | None = None
 
 
-def decide_due(settings: Settings, as_of: date, store: Any = None) -> tuple[list[Decided], list[ProbationEvidence]]:
+def decide_due(settings: OomrlSettings, as_of: date, store: Any = None) -> tuple[list[Decided], list[ProbationEvidence]]:
     """Judge every open probation with enough forward sessions up to `as_of`: (decided, still running)."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.service import open_ledger
@@ -330,7 +329,7 @@ def decide_due(settings: Settings, as_of: date, store: Any = None) -> tuple[list
     return decided, running
 
 
-def current(settings: Settings, account: str, tag: str | None, store: Any = None
+def current(settings: OomrlSettings, account: str, tag: str | None, store: Any = None
             ) -> tuple[Ledger, Probation, ProbationEvidence]:
     """The open probation of `tag` (None: the account's one) on `account` and its evidence through the
     shadow's last marked session."""
@@ -346,7 +345,7 @@ def current(settings: Settings, account: str, tag: str | None, store: Any = None
     return ledger, probation, evidence(settings, ledger, probation, max(day, probation.opened_on), store)
 
 
-def decide_now(settings: Settings, account: str, tag: str, verdict: Decision, by: str, reason: str = "",
+def decide_now(settings: OomrlSettings, account: str, tag: str, verdict: Decision, by: str, reason: str = "",
                store: Any = None) -> Decided:
     """A person promotes or retires a challenger before its probation ends, on the evidence so far."""
     ledger, probation, found = current(settings, account, tag, store)
@@ -357,7 +356,7 @@ def decide_now(settings: Settings, account: str, tag: str, verdict: Decision, by
     return done
 
 
-def close(settings: Settings, ledger: Ledger, probation: Probation, verdict: Decision, day: date, by: str,
+def close(settings: OomrlSettings, ledger: Ledger, probation: Probation, verdict: Decision, day: date, by: str,
           reason: str, found: ProbationEvidence, store: Any = None) -> Decided | None:
     """Record the decision (and, for a retirement, the forward autopsy as the account's alert)."""
     table = {"markdown": found.markdown(), "rows": found.table(), "checks": [c.model_dump() for c in found.checks],
@@ -371,7 +370,7 @@ def close(settings: Settings, ledger: Ledger, probation: Probation, verdict: Dec
     return Decided(closed, found, autopsy)
 
 
-def continue_trail(settings: Settings, probation: Probation, verdict: Decision, reason: str) -> None:
+def continue_trail(settings: OomrlSettings, probation: Probation, verdict: Decision, reason: str) -> None:
     """The repair's trail (its run folder's trail.jsonl) takes the probation's last edge."""
     from oomrl.agent.machine import Trail
     from oomrl.versions import StrategyVersions
@@ -410,7 +409,7 @@ def forward_autopsy(ledger: Ledger, probation: Probation, found: ProbationEviden
 
 
 # -- the shadow books in the daily chain ---------------------------------------------------------------
-def advance_shadows(settings: Settings, as_of: date, store: Any = None) -> dict[str, int]:
+def advance_shadows(settings: OomrlSettings, as_of: date, store: Any = None) -> dict[str, int]:
     """Trade every open shadow book on its challenger's schedule through `as_of` (before the chain marks
     it): shadow -> rebalances committed. A shadow the kill switch halted trades no more."""
     from oomrl.data.sample import ensure_sample

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from guardrails.workspace import GateSetupError
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.context import (
     AttemptRecord,
     CrossValidator,
@@ -33,7 +33,6 @@ from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import RUN_ENDS, Trail
 from oomrl.agent.providers import get_provider
 from oomrl.agent.roles import CriticView, Mandate, read_tree
-from oomrl.config import Settings
 from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_validate, window_for
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, OutOfMoneyError
@@ -44,6 +43,7 @@ from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
 from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
+from oomrl.settings import AgentSettings, OomrlSettings
 from oomrl.versions import StrategyVersions, VersionInfo
 
 logger = logging.getLogger("oomrl.repair")
@@ -302,7 +302,7 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
     return validate
 
 
-def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | None = None,
+def open_context(settings: OomrlSettings, autopsy: dict[str, Any], provider: str | None = None,
                  account: str | None = None, lock: str = "namespace",
                  replay_from: Path | None = None, gate: GateFn | None = None,
                  agent: AgentSettings | None = None, probation: int | None = None) -> RepairContext:
@@ -313,7 +313,7 @@ def open_context(settings: Settings, autopsy: dict[str, Any], provider: str | No
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
 
-    agent = agent or AgentSettings()
+    agent = agent or settings.agent
     if probation is not None:  # this run's own choice over OOMRL_AGENT_PROBATION_SESSIONS
         agent = agent.model_copy(update={"probation_sessions": max(int(probation), 0)})
     if agent.holdout_dir is not None and not agent.holdout_dir.is_dir():

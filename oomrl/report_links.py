@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,14 @@ ROUTE = "/reports"
 FOLDER = re.compile(r"^report-[A-Za-z0-9_.-]{1,200}$")
 FILE = re.compile(r"^[A-Za-z0-9_-]{1,100}\.(html|png|md|csv)$")
 _KEY_LABEL = b"oomrl report links v1"  # the webhook secret is not used as is: a derived key
+
+
+def _configured() -> dict[str, str]:
+    """The two settings links need, by the names `from_env` reads."""
+    from oomrl.settings import get_settings
+
+    settings = get_settings()
+    return {REPORTS_URL_ENV: settings.runtime.reports_url or "", SECRET_ENV: settings.webhook.secret or ""}
 
 
 class ReportLinkError(ValueError):
@@ -61,7 +68,7 @@ class ReportLinks:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> ReportLinks | None:
         """Links when both the base URL and the webhook secret are configured, else None."""
-        source = os.environ if env is None else env
+        source = env if env is not None else _configured()
         base, secret = source.get(REPORTS_URL_ENV, "").strip(), source.get(SECRET_ENV, "").strip()
         if not base or not secret:
             return None

@@ -26,10 +26,10 @@ from typing import Any
 import httpx
 import psutil
 
-from oomrl.config import configured
 from oomrl.errors import OomrlError
 from oomrl.files import atomic_write, private_dir, private_file
 from oomrl.owners import START_TOLERANCE_S
+from oomrl.settings import configured, environment, get_settings
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 POOL = "oomrl-local"
@@ -93,8 +93,9 @@ class StackConfig:
 
 def webhook_secret(home: Path) -> str:
     """OOMRL_WEBHOOK_SECRET, else a random one kept (mode 0600) in OOMRL_HOME, never in the repo."""
-    if os.environ.get("OOMRL_WEBHOOK_SECRET"):
-        return os.environ["OOMRL_WEBHOOK_SECRET"]
+    configured_secret = get_settings().webhook.secret
+    if configured_secret:
+        return configured_secret
     path = home / "webhook.secret"
     if not path.exists():
         private_file(path)  # 0600 before the secret is in it (OOMRL_HOME 0700 when created here)
@@ -104,7 +105,7 @@ def webhook_secret(home: Path) -> str:
 
 def check_webhook(config: StackConfig) -> None:
     """The webhook child's settings as it will read them; a named error when it would refuse to start."""
-    from oomrl.webhook.settings import webhook_settings
+    from oomrl.settings import webhook_settings
 
     webhook = webhook_settings()
     webhook.secret = webhook_secret(config.home)
@@ -116,7 +117,7 @@ def stack_env(config: StackConfig) -> dict[str, str]:
     """The environment every child process shares: one Prefect API, one OOMRL_HOME; the sample clock
     at DAY_ONE unless OOMRL_SAMPLE_CLOCK (or the config file) says otherwise, `off` included, so a
     fresh stack's deployments tell the loop's story on their defaults (oomrl/data/sample_clock.py)."""
-    env = dict(os.environ)
+    env = environment()
     env.update({
         "OOMRL_HOME": str(config.home),
         "PREFECT_HOME": str(config.home / "prefect"),
@@ -126,7 +127,7 @@ def stack_env(config: StackConfig) -> dict[str, str]:
         "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
         "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
         # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set its own)
-        "OOMRL_REPORTS_URL": os.environ.get("OOMRL_REPORTS_URL") or config.webhook_url,
+        "OOMRL_REPORTS_URL": get_settings().runtime.reports_url or config.webhook_url,
         "PYTHONUNBUFFERED": "1",
     })
     if not configured("sample_clock"):  # day one: the sample played forward from its first session on

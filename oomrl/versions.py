@@ -19,6 +19,7 @@ from oomrl import promotion
 from oomrl.errors import OomrlError
 from oomrl.files import private_dir
 from oomrl.promotion import NOTES_REF
+from oomrl.settings import child_environment
 
 GUARD_PYPROJECT = """\
 [project]
@@ -83,9 +84,9 @@ class StrategyVersions:
     # -- git plumbing -------------------------------------------------------------------------
     def git(self, *args: str, cwd: Path | None = None, input_bytes: bytes | None = None) -> str:
         """Run git with a fixed identity and no user or system configuration."""
-        env = {**os.environ, "GIT_AUTHOR_NAME": self.author[0], "GIT_AUTHOR_EMAIL": self.author[1],
-               "GIT_COMMITTER_NAME": self.author[0], "GIT_COMMITTER_EMAIL": self.author[1],
-               "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+        env = child_environment(GIT_AUTHOR_NAME=self.author[0], GIT_AUTHOR_EMAIL=self.author[1],
+                                GIT_COMMITTER_NAME=self.author[0], GIT_COMMITTER_EMAIL=self.author[1],
+                                GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
         try:
             done = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false",
                                    "-c", "init.defaultBranch=main", *args],

@@ -18,7 +18,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
 
 from oomrl.artifacts import report_artifacts
-from oomrl.config import get_settings
 from oomrl.diagnostics import repair_policy
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.diagnose import diagnose_account
@@ -27,6 +26,7 @@ from oomrl.events import LOSS_ALERT_EVENT, event_id
 from oomrl.metrics.attribution import account_report, report_dir
 from oomrl.metrics.performance import read_phases
 from oomrl.report_links import ReportLinks
+from oomrl.settings import settings_for
 from tasks.retry import unless_refused
 
 REPORT_RETRIES = 2
@@ -45,7 +45,7 @@ def build_account_report(account: str, benchmark: str = "price", phases_file: st
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
 
-    settings = get_settings(**({"home": home} if home else {}))
+    settings = settings_for(home)
     phases = read_phases(Path(phases_file)) if phases_file else None
     report = account_report(Ledger(settings.ledger), ensure_sample(settings), account,
                             report_dir(settings.runs_dir, account), phases=phases,
@@ -102,7 +102,7 @@ def diagnose_and_alert(account: str, as_of: str, config_file: str | None = None,
     its verdict under `repair`."""
     from oomrl.portfolio.ledger import Ledger
 
-    settings = get_settings(**({"home": home} if home else {}))
+    settings = settings_for(home)
     ledger = Ledger(settings.ledger)
     verdicts: dict[str, RepairDecision] = {}
 
@@ -126,7 +126,7 @@ def report_gap(account: str, home: str | None = None) -> str | None:
     from oomrl.chain import report_gap as gap
     from oomrl.portfolio.service import open_ledger
 
-    return gap(len(open_ledger(get_settings(**({"home": home} if home else {}))).nav_frame(account)))
+    return gap(len(open_ledger(settings_for(home)).nav_frame(account)))
 
 
 @task(name="publish-diagnosis", cache_policy=NO_CACHE)

@@ -10,15 +10,11 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from oomrl.config import Settings, get_settings
+from oomrl.settings import settings_for
 from tasks.portfolio import emit_halted
 from tasks.retry import unless_refused
 
 READ_RETRIES = 2  # reads of the store and ledger: a locked or briefly unreachable database passes
-
-
-def _settings(home: str | None) -> Settings:
-    return get_settings(**({"home": home} if home else {}))
 
 
 @task(name="last-stored-session", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
@@ -27,7 +23,7 @@ def last_stored_session(home: str | None = None) -> date:
     """The last session with bars in the market store: what a run without `as_of` is about."""
     from oomrl.chain import stored_as_of
 
-    return stored_as_of(_settings(home))
+    return stored_as_of(settings_for(home))
 
 
 @task(name="mark-active-accounts", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
@@ -36,7 +32,7 @@ def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
     """A NAV row per unmarked session for every active account (no trades); the kill switch on each."""
     from oomrl.chain import mark_active_accounts
 
-    marking = mark_active_accounts(_settings(home), as_of)
+    marking = mark_active_accounts(settings_for(home), as_of)
     return {"as_of": str(as_of), "accounts": [o.summary() for o in marking.outcomes],
             "marked": [o.account for o in marking.marked], "halted": [o.summary() for o in marking.halted],
             "errors": marking.errors, "nothing_new": marking.nothing_new()}
@@ -53,7 +49,7 @@ def nav_sessions(account: str, home: str | None = None) -> int:
     """How many sessions of NAV the ledger holds for the account."""
     from oomrl.portfolio.service import open_ledger
 
-    return len(open_ledger(_settings(home)).nav_frame(account))
+    return len(open_ledger(settings_for(home)).nav_frame(account))
 
 
 @task(name="publish-chain", cache_policy=NO_CACHE)

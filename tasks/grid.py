@@ -10,7 +10,6 @@ import pandas as pd
 from prefect import task
 from prefect.artifacts import create_table_artifact
 
-from oomrl.config import get_settings
 from oomrl.data.sample import ensure_sample
 from oomrl.errors import OomrlError
 from oomrl.metrics.attribution import benchmark_returns
@@ -18,6 +17,7 @@ from oomrl.metrics.performance import compute_metrics
 from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels
 from oomrl.portfolio.replay import replay
 from oomrl.portfolio.service import bundled_strategy
+from oomrl.settings import get_settings
 
 GRID_METRICS = ("annualized_return", "benchmark_annualized_return", "sharpe", "max_drawdown",
                 "information_ratio", "beta", "alpha_annualized")

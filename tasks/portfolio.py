@@ -11,18 +11,14 @@ from prefect.cache_policies import NO_CACHE
 from prefect.events import emit_event
 
 from oomrl.artifacts import fills_rows, nav_markdown, orders_rows, replay_rows
-from oomrl.config import Settings, get_settings
 from oomrl.events import HALTED_EVENT, account_resource
 from oomrl.run_tags import strategy_tags
+from oomrl.settings import settings_for
 from tasks.retry import unless_refused
 from tasks.run_tags import add_run_tags
 
 REBALANCE_RETRIES = 2  # safe: a rebalance commits at most once per (account, date)
 SHOWN_NAV_ROWS = 10
-
-
-def _settings(home: str | None) -> Settings:
-    return get_settings(**({"home": home} if home else {}))
 
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
@@ -32,7 +28,7 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
     from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger, resolve_strategy
     from oomrl.versions import StrategyVersions, start_on_v1
 
-    settings = _settings(home)
+    settings = settings_for(home)
     ledger = open_ledger(settings)
     versions = StrategyVersions(settings.workspace_dir, ledger)
     if not dry_run:
@@ -55,7 +51,7 @@ def rebalance_account(account: str, as_of: date, dry_run: bool = False,
     """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV rows."""
     from oomrl.portfolio.service import run_rebalance
 
-    outcome = run_rebalance(_settings(home), account, as_of, dry_run=dry_run)
+    outcome = run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
     return {"summary": outcome.summary(), "orders": outcome.orders.to_dict("records"),
             "fills": outcome.fills.drop(columns=["cash_delta_fen"], errors="ignore").to_dict("records"),
             "nav": outcome.nav.to_dict("records")}
@@ -73,7 +69,7 @@ def publish_rebalance_artifacts(result: dict[str, Any], home: str | None = None,
                           description=f"orders of {summary['account']} on {summary['as_of']}")
     create_table_artifact(table=fills_rows(result["fills"]) or [{"fills": "none"}], key=f"{key}-fills",
                           description=f"fills of {summary['account']} on {summary['as_of']}")
-    nav = open_ledger(_settings(home)).nav_frame(summary["account"]).tail(SHOWN_NAV_ROWS)
+    nav = open_ledger(settings_for(home)).nav_frame(summary["account"]).tail(SHOWN_NAV_ROWS)
     label = version_label or str(summary["strategy_version"])[:12]
     create_markdown_artifact(markdown=nav_markdown(summary, nav, label), key=f"{key}-nav",
                              description="NAV, sim-to-real gap and principal loss")
@@ -98,7 +94,7 @@ def replay_strategy(strategy: str, start: date, end: date, params: dict[str, Any
 
     from oomrl.portfolio.service import run_replay
 
-    result = run_replay(_settings(home), strategy, start, end, params,
+    result = run_replay(settings_for(home), strategy, start, end, params,
                         Path(workspace) if workspace else None)
     return {k: (str(v) if isinstance(v, date) else v) for k, v in result.summary().items()}
 

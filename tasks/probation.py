@@ -13,15 +13,11 @@ from prefect.events import emit_event
 from prefect.input import RunInput
 from pydantic import Field
 
-from oomrl.config import Settings, get_settings
 from oomrl.events import FORWARD_AUTOPSY_LABEL, PROMOTED_EVENT, RETIRED_EVENT, account_resource
+from oomrl.settings import settings_for
 from tasks.retry import unless_refused
 
 READ_RETRIES = 2
-
-
-def _settings(home: str | None) -> Settings:
-    return get_settings(**({"home": home} if home else {}))
 
 
 @task(name="trade-shadow-books", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
@@ -30,7 +26,7 @@ def trade_shadows(as_of: date, home: str | None = None) -> dict[str, int]:
     """Every open challenger trades its shadow book on its own schedule through `as_of` (before marking)."""
     from oomrl.probation import advance_shadows
 
-    return advance_shadows(_settings(home), as_of)
+    return advance_shadows(settings_for(home), as_of)
 
 
 @task(name="decide-probations", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
@@ -39,7 +35,7 @@ def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
     """Promote or retire every challenger whose forward sessions are done; show the running ones."""
     from oomrl.probation import decide_due
 
-    decided, running = decide_due(_settings(home), as_of)
+    decided, running = decide_due(settings_for(home), as_of)
     for found in running:
         publish_evidence(found.account, found.version, found.markdown(), "running")
     summaries = []
@@ -75,7 +71,7 @@ def probation_evidence(account: str, tag: str | None, home: str | None = None) -
     """The challenger's tag and its forward evidence so far as markdown (published as the probation's artifact)."""
     from oomrl.probation import current
 
-    _, probation, found = current(_settings(home), account, tag)
+    _, probation, found = current(settings_for(home), account, tag)
     markdown = found.markdown()
     publish_evidence(account, probation.tag, markdown, "under review")
     return probation.tag, markdown
@@ -87,7 +83,7 @@ def decide_early(account: str, tag: str, decision: Literal["promote", "retire"],
     """Promote or retire the challenger now, on its evidence so far; the event says so."""
     from oomrl.probation import decide_now
 
-    done = decide_now(_settings(home), account, tag, "promoted" if decision == "promote" else "retired", by, reason)
+    done = decide_now(settings_for(home), account, tag, "promoted" if decision == "promote" else "retired", by, reason)
     summary = done.probation.summary()
     publish_evidence(account, tag, done.evidence.markdown(), summary["status"])
     emit_decision(summary, done.autopsy)

@@ -17,7 +17,7 @@ PACKAGES = ("oomrl", "guardrails", "strategies", "tasks", "flows", "strategy_api
 FORBIDDEN = {
     "oomrl/_forbidden_prefect.py": "import prefect\n",
     "strategies/_forbidden_flows.py": "import flows.chain\n",
-    "guardrails/_forbidden_oomrl.py": "from oomrl import config\n",
+    "guardrails/_forbidden_oomrl.py": "from oomrl import settings\n",
     "tasks/_forbidden_flows.py": "from flows import chain\n",
     "oomrl/_forbidden_strategies.py": "from strategies import registry\n",
     "strategy_host/_forbidden_oomrl.py": "from oomrl import errors\n",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.config import SettingsError, get_settings
+from oomrl.settings import SettingsError, get_settings
 
 
 @pytest.fixture()

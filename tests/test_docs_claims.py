@@ -42,7 +42,7 @@ PREFIXES = ("", "oomrl.", "oomrl.market.", "oomrl.data.", "oomrl.portfolio.", "o
 # Instance names the pages use for an object of a class (`tx.discard`, `ctx.claim_wait_s`).
 INSTANCES = {"registry": "strategies.registry", "ctx": "oomrl.agent.context.RepairContext", "tx": "oomrl.data.store.StoreTransaction",
              "budget": "oomrl.agent.budget.Budget", "runner": "oomrl.portfolio.hosting.HostedRunner",
-             "settings": "oomrl.config.Settings", "store": "oomrl.data.store.MarketStore",
+             "settings": "oomrl.settings.OomrlSettings", "store": "oomrl.data.store.MarketStore",
              "ledger": "oomrl.portfolio.ledger.Ledger"}
 # Dotted names of other trees or of data, each with the file that shows it.
 ELSEWHERE = {
@@ -370,11 +370,9 @@ def test_the_error_classes_the_docs_name_exist() -> None:
 
 
 def test_every_oomrl_env_var_the_docs_name_is_read_by_the_code() -> None:
-    from oomrl.agent.budget import AgentSettings
-    from oomrl.config import Settings
-    from oomrl.webhook.settings import WebhookSettings
+    from oomrl.settings import AgentSettings, OomrlSettings, WebhookSettings
 
-    by_prefix: dict[str, Any] = {"OOMRL_AGENT_": AgentSettings, "OOMRL_WEBHOOK_": WebhookSettings, "OOMRL_": Settings}
+    by_prefix: dict[str, Any] = {"OOMRL_AGENT_": AgentSettings, "OOMRL_WEBHOOK_": WebhookSettings, "OOMRL_": OomrlSettings}
     named = {var for name in PAGES for var in re.findall(r"\bOOMRL_[A-Z0-9_]*[A-Z0-9]\b", page(name))}
     test_code = "".join(path.read_text(encoding="utf-8") for path in (REPO / "tests").rglob("*.py"))
     unknown = []
@@ -732,9 +730,9 @@ def test_the_bundled_sample_is_what_the_docs_say() -> None:
 
 
 def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
-    from oomrl.config import Settings
     from oomrl.diagnostics.rules import AlertConfig
     from oomrl.portfolio import killswitch, reward
+    from oomrl.settings import OomrlSettings
 
     lam = float(find("portfolio", r"`reward_lambda` \(λ = ([\d.]+)").group(1))
     penalty = float(find("portfolio", r"\(P_terminal = ([\d.]+)").group(1))
@@ -743,22 +741,22 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     sigma_f, adv_f = float(sigma) / 100, float(adv) * 1e8
     n = int(find("portfolio", r"n = (\d+)\s+names").group(1))
     gamma = find("portfolio", r"= ([\d.]+) × 10⁻⁴\s+\(`calibrated_gamma\(\)`; `DEFAULT_GAMMA`\)").group(1)
-    assert lam == reward.DEFAULT_LAMBDA == Settings.model_fields["reward_lambda"].default, "λ"
-    assert penalty == reward.DEFAULT_TERMINAL_PENALTY == Settings.model_fields["reward_terminal_penalty"].default
+    assert lam == reward.DEFAULT_LAMBDA == OomrlSettings.model_fields["reward_lambda"].default, "λ"
+    assert penalty == reward.DEFAULT_TERMINAL_PENALTY == OomrlSettings.model_fields["reward_terminal_penalty"].default
     assert (sigma_f, adv_f, 1e7, n) == (reward.REFERENCE_SIGMA, reward.REFERENCE_ADV, reward.REFERENCE_NAV,
                                         reward.REFERENCE_NAMES), "the calibration's reference values"
-    assert float(gamma) * 1e-4 == reward.DEFAULT_GAMMA == Settings.model_fields["reward_gamma"].default, "γ"
+    assert float(gamma) * 1e-4 == reward.DEFAULT_GAMMA == OomrlSettings.model_fields["reward_gamma"].default, "γ"
     assert round(reward.calibrated_gamma(sigma=sigma_f, adv=adv_f, nav=1e7, names=n) * 1e4, 1) == float(gamma)
     tau = float(find("architecture", r"τ \(default ([\d.]+)\)").group(1))
-    assert tau == killswitch.DEFAULT_THRESHOLD == Settings.model_fields["kill_threshold"].default == \
+    assert tau == killswitch.DEFAULT_THRESHOLD == OomrlSettings.model_fields["kill_threshold"].default == \
         AlertConfig().kill_threshold, "τ"
     assert float(find("portfolio", r"kill switch τ = ([\d.]+)").group(1)) == tau
 
 
 def test_the_cross_validation_figures_are_the_code() -> None:
     from oomrl import crossval
-    from oomrl.agent.budget import AgentSettings
     from oomrl.portfolio.recompute import recompute_fresh
+    from oomrl.settings import AgentSettings
 
     assert int(find("portfolio", r"`LONG_SESSIONS` = (\d+)").group(1)) == crossval.LONG_SESSIONS
     assert int(find("portfolio", r"`cross_validation_days` = (\d+)").group(1)) == \
@@ -777,7 +775,7 @@ def test_the_cross_validation_figures_are_the_code() -> None:
 
 
 def test_the_agent_settings_defaults_are_the_code() -> None:
-    from oomrl.agent.budget import AgentSettings
+    from oomrl.settings import AgentSettings
 
     scale = {"k": 1e3, "M": 1e6, "": 1.0}
     said = re.findall(r"`OOMRL_AGENT_(\w+)`[,\s]*\(?(?:default\s+)?\$?(\d[\d,.]*)\s*(k|M)?\b", page("agent"))
@@ -785,14 +783,14 @@ def test_the_agent_settings_defaults_are_the_code() -> None:
     for name, value, unit in said:
         field = AgentSettings.model_fields[name.lower()]
         assert figure(value) * scale[unit] == field.default, f"docs/agent.md: OOMRL_AGENT_{name} = {value}{unit}"
-    listed = find("INTERFACES", r"`budget.AgentSettings` \(env prefix `OOMRL_AGENT_`: (.*?)\),").group(1)
+    listed = find("INTERFACES", r"`settings.AgentSettings` \(env prefix `OOMRL_AGENT_`: (.*?)\),").group(1)
     for name in re.findall(r"\b([a-z]+_[a-z_]+)\b", listed):
         assert name in AgentSettings.model_fields, f"docs/INTERFACES.md: AgentSettings.{name}"
 
 
 def test_the_webhook_settings_and_tolerance_are_the_code() -> None:
+    from oomrl.settings import WebhookSettings
     from oomrl.webhook import signing
-    from oomrl.webhook.settings import WebhookSettings
 
     listed = find("INTERFACES", r"settings env prefix `OOMRL_WEBHOOK_` \((.*?); and").group(1)
     names = {word.lower() for word in re.findall(r"\b([A-Z][A-Z_]+)\b", listed)}

@@ -196,12 +196,10 @@ def test_every_option_named_alone_is_an_option_of_oomrl_with_its_choices(page: s
 @cache
 def settings_defaults() -> dict[str, Any]:
     """OOMRL_* variable -> default, for every field of the pydantic settings classes."""
-    from oomrl.agent.budget import AgentSettings
-    from oomrl.config import Settings
-    from oomrl.webhook.settings import WebhookSettings
+    from oomrl.settings import AgentSettings, OomrlSettings, WebhookSettings
 
     out: dict[str, Any] = {}
-    for cls in (Settings, WebhookSettings, AgentSettings):
+    for cls in (OomrlSettings, WebhookSettings, AgentSettings):
         prefix = cls.model_config["env_prefix"]
         for name, field in cls.model_fields.items():
             out[f"{prefix}{name}".upper()] = None if field.default_factory else field.default
@@ -257,9 +255,9 @@ def stated_defaults() -> list[tuple[str, str, str]]:
                          ids=[f"{p}:{v}" for p, v, _ in stated_defaults()])
 def test_the_default_a_page_states_for_a_variable_is_the_codes(page: str, variable: str, value: str) -> None:
     if variable == "OOMRL_HOME":
-        from oomrl.config import Settings
+        from oomrl.settings import OomrlSettings
 
-        factory = Settings.model_fields["home"].default_factory
+        factory = OomrlSettings.model_fields["home"].default_factory
         assert factory is not None
         assert Path(str(stated_default(value))).expanduser() == factory(), value  # type: ignore[call-arg]
         return
@@ -297,9 +295,9 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
     ("webhook timestamp tolerance", OPERATIONS, r"timestamp more than (\d+) s away",
      lambda: settings_defaults()["OOMRL_WEBHOOK_TOLERANCE_S"], int),
     ("webhook secret minimum", OPERATIONS, r"`OOMRL_WEBHOOK_SECRET` \(required, ≥ (\d+) characters",
-     _imported("oomrl.webhook.settings", "MIN_SECRET_LENGTH"), int),
+     _imported("oomrl.settings", "MIN_SECRET_LENGTH"), int),
     ("alertmanager token minimum", OPERATIONS, r"when that variable is set, at least (\d+) characters",
-     _imported("oomrl.webhook.settings", "MIN_SECRET_LENGTH"), int),
+     _imported("oomrl.settings", "MIN_SECRET_LENGTH"), int),
     ("429 Retry-After", OPERATIONS, r"429 \(`Retry-After: (\d+)`\)", _imported("oomrl.webhook.app", "RATE_WINDOW_S"),
      float),
     ("503 Retry-After", OPERATIONS, r"\(`Retry-After: (\d+)`\), or another delivery",
@@ -339,9 +337,9 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
     ("alert id length", README, r"alert ids (\d+),", _imported("oomrl.names", "ALERT_ID_MAX"), int),
     ("strategy name length", README, r"strategy names (\d+);", _imported("oomrl.names", "STRATEGY_MAX"), int),
     ("config file size", OPERATIONS, r"larger than (\d+) MiB", lambda: importlib.import_module(
-        "oomrl.config").MAX_CONFIG_BYTES / 2**20, float),
+        "oomrl.settings").MAX_CONFIG_BYTES / 2**20, float),
     ("initial cash bound", OPERATIONS, r"`OOMRL_INITIAL_CASH` over 10(¹²) CNY", lambda: "¹²" if (
-        importlib.import_module("oomrl.config").Settings.model_fields["initial_cash"].metadata[-1].le == 1e12) else "?",
+        importlib.import_module("oomrl.settings").OomrlSettings.model_fields["initial_cash"].metadata[-1].le == 1e12) else "?",
      str),
     ("synthetic symbols", OPERATIONS, r"`--source synthetic:N` beyond ([\d,]+) symbols",
      _imported("oomrl.data.sources.synthetic", "MAX_SYMBOLS"), lambda s: int(s.replace(",", ""))),
@@ -554,7 +552,7 @@ def test_the_layout_names_the_repositorys_folders_and_the_cores_modules() -> Non
 
 
 def test_oomrl_home_holds_what_the_readme_lists(tmp_path: Path) -> None:
-    from oomrl.config import get_settings
+    from oomrl.settings import get_settings
 
     block = figure(README, r"`OOMRL_HOME` \(default `~/.oomrl`\) holds:\s+```\n(.*?)```")
     settings = get_settings(home=tmp_path, ledger_url=None)

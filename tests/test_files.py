@@ -55,9 +55,9 @@ def test_what_oomrl_creates_under_a_new_home_is_private(oomrl_home: Path, open_u
     from typer.testing import CliRunner
 
     from oomrl.cli import app
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
     from oomrl.repair import new_run_dir
+    from oomrl.settings import get_settings
     from tests.conftest import FIXTURES
 
     result = CliRunner().invoke(app, ["ingest", "--source", f"csv:{FIXTURES / 'data' / 'csv_mapped'}",
@@ -74,8 +74,8 @@ def test_what_oomrl_creates_under_a_new_home_is_private(oomrl_home: Path, open_u
 
 
 def test_a_ledger_and_folders_an_older_version_left_open_are_tightened(oomrl_home: Path, open_umask: object) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     for folder in (oomrl_home, settings.data_dir, settings.runs_dir):

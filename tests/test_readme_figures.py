@@ -35,8 +35,8 @@ def number(text: str) -> float:
     ("weekly_liquidity", "weekly_liquidity", None)])
 def test_the_readmes_paper_trading_table(row: str, strategy: str, kill_threshold: float | None,
                                           tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.service import run_replay
+    from oomrl.settings import get_settings
 
     settings = get_settings(home=tmp_path / "home", ledger_url=None)
     summary = run_replay(settings, strategy, date(2024, 7, 1), date(2026, 2, 27),

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel
 
 from oomrl.errors import OutOfMoneyError
+from oomrl.settings import AgentSettings
 
 if TYPE_CHECKING:
     from oomrl.agent.capital import LLMBudgetBook
@@ -24,47 +23,6 @@ if TYPE_CHECKING:
 # bounds a prompt from above, plus the chat format's few tokens per message.
 BYTES_PER_TOKEN_BOUND = 3
 TOKENS_PER_MESSAGE = 8
-
-
-class AgentSettings(BaseSettings):
-    """Agent knobs from the environment (prefix OOMRL_AGENT_): limits, prices, retries, attempts."""
-
-    model_config = SettingsConfigDict(env_prefix="OOMRL_AGENT_", extra="ignore")
-
-    # Settings fields alike in shape (a number and its bound): one declaration each, nothing to fold.
-    # Per repair.
-    max_tokens: int = Field(400_000, gt=0)
-    max_cost_usd: float = Field(2.0, gt=0)
-    # Per account, kept in the ledger: the capital an account starts with the first time it repairs.
-    account_max_tokens: int = Field(4_000_000, gt=0)
-    account_max_cost_usd: float = Field(20.0, gt=0)
-    # USD per million tokens; defaults are gpt-4o-mini list prices.
-    price_prompt_per_mtok: float = Field(0.15, ge=0)
-    price_completion_per_mtok: float = Field(0.60, ge=0)
-    timeout_s: float = Field(120.0, gt=0)  # per socket operation (httpx): a dripping server never trips it
-    request_deadline_s: float = Field(300.0, gt=0)  # one request, whole: connect, send, the entire answer
-    repair_llm_deadline_s: float = Field(3600.0, gt=0)  # every model call of one repair, retries included
-    retries: int = Field(4, ge=0)
-    backoff_s: float = Field(1.0, ge=0)
-    max_answer_chars: int = Field(200_000, gt=0)
-    max_output_tokens: int = Field(8_000, gt=0)
-    # A call that cannot be given at least this many answer tokens is not worth sending.
-    min_output_tokens: int = Field(1_000, gt=0)
-    json_mode: bool = True
-    # Role answers per repair, over every phase and round (each is judged by the gate or refused).
-    max_attempts: int = Field(8, ge=2)
-    # Times a cross-validation failure may send the repair back to test genesis, plus one.
-    max_rounds: int = Field(2, ge=1)
-    # Held-out tests the gate runs on every code patch; the Coder never sees them.
-    holdout_dir: Path | None = None
-    cross_validation_days: int = Field(120, ge=2)
-    # The promotion rule (oomrl/crossval.py PromotionRule; README: why this default).
-    promotion_test: Literal["non-inferiority", "superiority"] = "non-inferiority"
-    promotion_margin: float = Field(0.0, ge=0)  # annualized, 0.05 = 5 % a year
-    promotion_z: float = Field(0.0, ge=0)  # standard errors taken off the mean difference
-    # Forward sessions a passing candidate trades on a shadow book before it takes the capital
-    # (oomrl/probation.py); 0 promotes it at once, as before probations existed.
-    probation_sessions: int = Field(20, ge=0)
 
 
 class Usage(BaseModel):

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import Trail
 from oomrl.agent.roles import Mandate, Provider
 from oomrl.errors import OomrlError
+from oomrl.settings import AgentSettings
 
 if TYPE_CHECKING:
     from guardrails.verdict import Verdict

@@ -17,10 +17,11 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
-from oomrl.agent.budget import AgentSettings, Budget, Usage, prompt_token_bound
+from oomrl.agent.budget import Budget, Usage, prompt_token_bound
 from oomrl.agent.deadline import deadline, deadline_client
 from oomrl.errors import OomrlError
 from oomrl.files import private_dir
+from oomrl.settings import AgentSettings
 
 Model = TypeVar("Model", bound=BaseModel)
 Messages = list[dict[str, str]]

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from oomrl.agent.budget import AgentSettings, Budget, Usage
+from oomrl.agent.budget import Budget, Usage
 from oomrl.agent.llm import ChatReply, LLMClient, Messages, OpenAIBackend, Transcript
 from oomrl.agent.offline_author import (
     mandate_tests,
@@ -30,8 +30,8 @@ from oomrl.agent.roles import (
     Provider,
     TestAuthorView,
 )
-from oomrl.config import Settings
 from oomrl.errors import OomrlError
+from oomrl.settings import AgentSettings, OomrlSettings
 
 PROVIDERS = ("offline", "openai", "replay")
 
@@ -207,12 +207,12 @@ class ReplayBackend:
         return queue.pop(0)
 
 
-def get_provider(name: str | None, settings: Settings, budget: Budget, transcript: Transcript,
+def get_provider(name: str | None, settings: OomrlSettings, budget: Budget, transcript: Transcript,
                  agent_settings: AgentSettings | None = None,
                  replay_from: Path | None = None) -> Provider:
-    """The provider by name (default: Settings.llm_provider_name)."""
+    """The provider by name (default: OomrlSettings.llm_provider_name)."""
     chosen = name or settings.llm_provider_name
-    agent = agent_settings or AgentSettings()
+    agent = agent_settings or settings.agent
     if chosen == "offline":
         return OfflineProvider(transcript, budget)
     if chosen == "openai":

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, overload
 import typer
 
 if TYPE_CHECKING:
-    from oomrl.config import Settings
+    from oomrl.settings import OomrlSettings
 
 
 # Alike in shape to each other and to gate_cmds.py's enums: each lists one option's choices,
@@ -118,7 +118,7 @@ StrategyOption = Annotated[str | None, typer.Option(
     help="Strategy name (default: the one the account trades).")]
 
 
-def account_or_default(account: str | None, settings: Settings) -> str:
+def account_or_default(account: str | None, settings: OomrlSettings) -> str:
     """The account a command acts on: the option when given, else the configured one."""
     return settings.account if account is None else account
 

@@ -26,8 +26,8 @@ RefArgument = Annotated[str, typer.Argument(
 
 
 def _versions() -> Any:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
     from oomrl.versions import StrategyVersions
 
     settings = get_settings()
@@ -40,8 +40,8 @@ def _versions() -> Any:
 def _read_versions() -> Any:
     """The workspace and ledger for reading: nothing is created (no folder, no database, no repo);
     a promotion whose process died is finished or undone first, and said so."""
-    from oomrl.config import get_settings
     from oomrl.portfolio.service import existing_ledger
+    from oomrl.settings import get_settings
     from oomrl.versions import StrategyVersions
 
     settings = get_settings()
@@ -137,9 +137,9 @@ def repair_command(
     repair per account at a time, whatever started it (this command, the flow, the demo).
     """
     from oomrl import repair as domain
-    from oomrl.config import get_settings
     from oomrl.errors import OomrlError
     from oomrl.repair_inputs import check_known, check_transcript, read_autopsy_file
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     checked = read_autopsy_file(autopsy)  # everything is checked before anything is written

@@ -80,11 +80,11 @@ def ingest_command(
     CSI 300 levels and membership are stored too; bad rows are quarantined, never stored.
     """
     from oomrl.commands.tables import output_console
-    from oomrl.config import get_settings
     from oomrl.data.ingest import ingest
     from oomrl.data.sample_clock import clocked_end
     from oomrl.data.sources import get_source
     from oomrl.data.store import MarketStore
+    from oomrl.settings import get_settings
 
     first, last = parse_day(start, "--start"), parse_day(end, "--end")
     settings = get_settings()
@@ -128,9 +128,9 @@ def check_command(wait: WaitOption = None) -> None:
 
     What an interrupted write left is cleared under the writer lock; every stored file is read.
     """
-    from oomrl.config import get_settings
     from oomrl.data.store import MarketStore
     from oomrl.errors import OomrlError
+    from oomrl.settings import get_settings
 
     store = MarketStore(get_settings().data_dir)
     with store.transaction(_wait(wait), on_wait=lambda note: typer.echo(note, err=True)) as tx:
@@ -158,9 +158,9 @@ def quarantine_command(
 
     Quarantined rows are kept on disk for reading here, never stored as data.
     """
-    from oomrl.config import get_settings
     from oomrl.data.store import MarketStore
     from oomrl.errors import OomrlError
+    from oomrl.settings import get_settings
 
     store = MarketStore(get_settings().data_dir)
     known = [entry.get("id") for entry in store.manifest().get("ingests", [])]

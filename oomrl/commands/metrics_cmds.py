@@ -79,11 +79,11 @@ def report_command(
 
     Prints the paths of the files written.
     """
-    from oomrl.config import get_settings
     from oomrl.metrics.attribution import account_report, report_dir
     from oomrl.metrics.io import read_returns_csv
     from oomrl.metrics.performance import read_phases
     from oomrl.metrics.tearsheet import build_report
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     if (account is None) == (returns is None):  # a usage error: exit 2, like typer's own
@@ -121,8 +121,8 @@ def diagnose_command(
 
     Prints each new autopsy as JSON, all in one array.
     """
-    from oomrl.config import get_settings
     from oomrl.diagnostics.diagnose import diagnose_account
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     autopsies = diagnose_account(settings, account, as_of, config)

@@ -31,8 +31,8 @@ def server_up(
 
     `oomrl server down` stops it.
     """
-    from oomrl.config import get_settings
     from oomrl.server import StackConfig, up
+    from oomrl.settings import get_settings
 
     config = StackConfig(home=get_settings().home, host=host, port=port, webhook_port=webhook_port,
                          database_url=database_url, deploy=not no_deploy, webhook=not no_webhook)
@@ -47,8 +47,8 @@ def server_up(
 @server_app.command("down")
 def server_down() -> None:
     """Stop what `oomrl server up` started."""
-    from oomrl.config import get_settings
     from oomrl.server import down
+    from oomrl.settings import get_settings
 
     stopped = down(get_settings().home, say=typer.echo)
     typer.echo("stopped: " + ", ".join(stopped) if stopped else "nothing was running")
@@ -60,8 +60,8 @@ def server_status() -> None:
 
     And whether each process still runs.
     """
-    from oomrl.config import get_settings
     from oomrl.server import read_state, running
+    from oomrl.settings import get_settings
 
     state = read_state(get_settings().home)
     if state is None:

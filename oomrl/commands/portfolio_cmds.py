@@ -63,8 +63,8 @@ def rebalance_command(
     """
     from oomrl.artifacts import FILL_COLUMNS, ORDER_COLUMNS, fills_rows, orders_rows
     from oomrl.commands.tables import output_console
-    from oomrl.config import get_settings
     from oomrl.portfolio.service import last_session, run_rebalance
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     day = parse_day(as_of, "--as-of") or last_session()
@@ -110,9 +110,9 @@ def replay_command(
 
     Prints turnover, costs, slippage leakage and net return per strategy.
     """
-    from oomrl.config import get_settings
     from oomrl.errors import OomrlError
     from oomrl.portfolio.service import run_replay
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     first, last = parse_day(start, "--start"), parse_day(end, "--end")
@@ -146,9 +146,9 @@ def account_show(
     """
     from oomrl.artifacts import NAV_COLUMNS, nav_rows
     from oomrl.commands.tables import output_console, rows_table
-    from oomrl.config import get_settings
     from oomrl.errors import OomrlError
     from oomrl.portfolio.service import existing_ledger
+    from oomrl.settings import get_settings
     from oomrl.versions import StrategyVersions
 
     settings = get_settings()
@@ -192,9 +192,9 @@ def account_resume(
     """
     import getpass
 
-    from oomrl.config import get_settings
     from oomrl.errors import OomrlError
     from oomrl.portfolio.service import open_ledger
+    from oomrl.settings import get_settings
 
     if not confirm:
         raise OomrlError("resuming a halted account needs --confirm (a person decides)")

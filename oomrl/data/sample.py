@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from oomrl.config import Settings
 from oomrl.data.ingest import ingest
 from oomrl.data.sample_clock import clocked_end
 from oomrl.data.sources.sample import SampleSource
 from oomrl.data.store import MarketStore
+from oomrl.settings import OomrlSettings
 
 
-def ensure_sample(settings: Settings, wait: float | None = None) -> MarketStore:
+def ensure_sample(settings: OomrlSettings, wait: float | None = None) -> MarketStore:
     """The market store of `settings`; when it is empty, ingest the bundled sample into it first (the
     whole of it, or up to OOMRL_SAMPLE_CLOCK's session: oomrl/data/sample_clock.py).
 

@@ -9,12 +9,12 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from oomrl.config import Settings
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.critic import autopsy_for
 from oomrl.diagnostics.rules import AlertConfig, evaluate, load_config
 from oomrl.errors import DataValidationError
 from oomrl.files import private_dir, private_file
+from oomrl.settings import OomrlSettings
 
 
 class AlertLedger(Protocol):
@@ -69,7 +69,7 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
     return new
 
 
-def diagnose_account(settings: Settings, account: str, as_of: str, config_path: Path | None = None,
+def diagnose_account(settings: OomrlSettings, account: str, as_of: str, config_path: Path | None = None,
                      publish: Callable[[Autopsy], None] | None = None, start: str | None = None) -> list[Autopsy]:
     """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file.
 

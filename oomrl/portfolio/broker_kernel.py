@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import types
 from collections.abc import Callable
 from typing import Any, Literal
@@ -276,7 +275,9 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
     The compiled functions are clones of the ones above in their own namespace, so the plain Python
     `fill_session` stays what it is (tests run it too: numba's machine code reports no coverage).
     """
-    if os.environ.get("OOMRL_BROKER_KERNEL", "1") == "0":
+    from oomrl.settings import RuntimeSettings
+
+    if not RuntimeSettings().broker_kernel:  # the environment alone: a jailed host may not read config.toml
         return None
     try:
         import numba

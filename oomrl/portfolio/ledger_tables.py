@@ -1,26 +1,18 @@
-"""Table definitions of the ledger (SQLAlchemy Core) and the database URL normalisation."""
+"""Table definitions of the ledger (SQLAlchemy Core); `driver_url` re-exported from the settings."""
 
 from __future__ import annotations
 
 import sqlalchemy as sa
 
+from oomrl.settings.urls import driver_url
+
+__all__ = ["CREATE_RETRIES", "FILL_COLUMNS", "NAV_FIELDS", "SCHEMA_LOCK_KEY", "create_tables", "driver_url",
+           "ledger_tables"]
+
 FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",
                 "stamp_duty", "transfer_fee", "impact_cost", "adv_participation"]
 NAV_FIELDS = ["nav", "cash", "market_value", "frictionless_return", "realized_return",
               "slippage_leakage", "turnover", "costs", "principal_loss"]
-
-
-def driver_url(url: str) -> str:
-    """A plain postgresql:// URL names the driver that is installed (psycopg 3, else psycopg2)."""
-    if not url.startswith(("postgresql://", "postgres://")):
-        return url
-    rest = url.split("://", 1)[1]
-    try:
-        import psycopg  # noqa: F401
-
-        return f"postgresql+psycopg://{rest}"
-    except ImportError:
-        return f"postgresql+psycopg2://{rest}"
 
 
 # The key of the PostgreSQL advisory lock that serialises table creation (b"oomrl" as an integer).

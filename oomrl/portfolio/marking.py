@@ -13,7 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from oomrl.config import Settings
 from oomrl.errors import DataValidationError
 from oomrl.market.rules import FrictionRules
 from oomrl.portfolio.killswitch import AccountStatus, KillSwitch
@@ -23,6 +22,7 @@ from oomrl.portfolio.rebalance import HISTORY_DAYS, book_at, held_shares, load_p
 from oomrl.portfolio.replay import NAV_COLUMNS, Costing, mark_sessions
 from oomrl.portfolio.reward import DEFAULT_TERMINAL_PENALTY
 from oomrl.portfolio.setup import market_rules
+from oomrl.settings import OomrlSettings
 
 CONFLICT_ATTEMPTS = 3  # a rebalance committing in between changes the revision: plan the marks again
 BUILTIN = "builtin"
@@ -135,7 +135,7 @@ def mark_account(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd
     raise LedgerConflictError(f"account {account!r} kept changing while its marks were planned; run again")
 
 
-def run_marking(settings: Settings, account: str, as_of: date, store: Any = None) -> MarkOutcome:
+def run_marking(settings: OomrlSettings, account: str, as_of: date, store: Any = None) -> MarkOutcome:
     """Mark one account on the stored data, loading just the history its unmarked sessions need."""
     ledger = Ledger(settings.ledger)
     ledger.create_schema()

@@ -10,7 +10,6 @@ from typing import Any
 
 import pandas as pd
 
-from oomrl.config import Settings
 from oomrl.errors import OomrlError
 from oomrl.market import calendar
 from oomrl.portfolio.hosting import WorkspaceStrategy
@@ -18,6 +17,7 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceOutcome, load_panels, rebalance
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.setup import rebalance_setup
+from oomrl.settings import OomrlSettings
 
 DEFAULT_STRATEGY = "daily_momentum"  # the Phase-1 baseline every fresh account starts with
 
@@ -31,14 +31,14 @@ class ResolvedStrategy:
     version: str  # git SHA of the workspace commit, or "builtin"
 
 
-def bundled_strategy(settings: Settings, name: str) -> WorkspaceStrategy:
+def bundled_strategy(settings: OomrlSettings, name: str) -> WorkspaceStrategy:
     """A strategy of the bundled strategies/ (this installation's), run in a host like any version."""
     from oomrl.versions import repo_root
 
     return WorkspaceStrategy(repo_root(), name, settings.unsafe_no_jail)
 
 
-def open_ledger(settings: Settings) -> Ledger:
+def open_ledger(settings: OomrlSettings) -> Ledger:
     """The ledger of `settings` with its tables created."""
     settings.ensure_dirs()
     ledger = Ledger(settings.ledger)
@@ -46,7 +46,7 @@ def open_ledger(settings: Settings) -> Ledger:
     return ledger
 
 
-def existing_ledger(settings: Settings) -> Ledger | None:
+def existing_ledger(settings: OomrlSettings) -> Ledger | None:
     """The ledger for reading, or None when none was ever created: a read command never creates one."""
     import sqlalchemy as sa
 
@@ -59,7 +59,7 @@ def existing_ledger(settings: Settings) -> Ledger | None:
     return ledger if sa.inspect(ledger.engine).has_table("accounts", schema=ledger.metadata.schema) else None
 
 
-def resolve_strategy(settings: Settings, ledger: Ledger, account: str,
+def resolve_strategy(settings: OomrlSettings, ledger: Ledger, account: str,
                      default: str = DEFAULT_STRATEGY) -> ResolvedStrategy:
     """The account's active version (its workspace commit's folder), else the bundled strategy."""
     active = ledger.active_strategy(account)
@@ -100,7 +100,7 @@ def last_session(on_or_before: date | None = None) -> date:
     return found[-1].date()
 
 
-def run_rebalance(settings: Settings, account: str, as_of: date, dry_run: bool = False,
+def run_rebalance(settings: OomrlSettings, account: str, as_of: date, dry_run: bool = False,
                   store: Any = None) -> RebalanceOutcome:
     """One rebalance of `account` on `as_of` with its active strategy version and the stored data."""
     ledger = open_ledger(settings)
@@ -129,7 +129,7 @@ def within_store(store: Any, start: date) -> None:
                          f"{first:%Y-%m-%d}..{last:%Y-%m-%d} (ingest more, or start inside it)")
 
 
-def run_replay(settings: Settings, strategy_name: str, start: date, end: date,
+def run_replay(settings: OomrlSettings, strategy_name: str, start: date, end: date,
                params: str | dict[str, Any] | None = None, workspace: Path | None = None,
                store: Any = None, kill_threshold: float | None = None,
                market: str = "cn") -> ReplayResult:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from oomrl.config import Settings
 from oomrl.errors import OomrlError
 from oomrl.market.markets import get_market
 from oomrl.market.rules import FrictionRules
 from oomrl.portfolio.hosting import StrategySource
 from oomrl.portfolio.reward import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY
+from oomrl.settings import OomrlSettings
 
 
 @dataclass
@@ -36,7 +36,7 @@ class RebalanceSetup:
     terminal_penalty: float = DEFAULT_TERMINAL_PENALTY
 
 
-def market_rules(settings: Settings, market: str = "cn") -> FrictionRules:
+def market_rules(settings: OomrlSettings, market: str = "cn") -> FrictionRules:
     """The market's rule set with the settings' overrides (`market_rules = {"us": {...}}`)."""
     overrides = settings.market_rules.get(market, {})
     try:
@@ -45,7 +45,7 @@ def market_rules(settings: Settings, market: str = "cn") -> FrictionRules:
         raise OomrlError(f"invalid market rules for {market!r}: {exc}") from exc
 
 
-def rebalance_setup(strategy: StrategySource, version: str, settings: Settings,
+def rebalance_setup(strategy: StrategySource, version: str, settings: OomrlSettings,
                     membership: pd.DataFrame | None, *, params: dict[str, Any] | None = None,
                     kill_threshold: float | None = None, market: str = "cn") -> RebalanceSetup:
     """A RebalanceSetup from settings; `membership` is the store's point-in-time snapshots (None: none stored)."""

@@ -22,10 +22,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
-from oomrl.config import Settings, get_settings
 from oomrl.errors import user_message
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
+from oomrl.settings import OomrlSettings, WebhookSettings, get_settings, webhook_settings
 from oomrl.webhook.alerts import (
     AlertmanagerAlert,
     InvalidAlertError,
@@ -43,7 +43,6 @@ from oomrl.webhook.launch import (
     launcher_for,
 )
 from oomrl.webhook.reports import reports_router
-from oomrl.webhook.settings import WebhookSettings, webhook_settings
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 
 logger = logging.getLogger("oomrl.webhook")
@@ -111,7 +110,7 @@ async def _read_bounded(request: Request, limit: int) -> bytes:
 
 
 def create_app(config: WebhookSettings | None = None, launcher: Launcher | None = None,
-               store: DeliveryStore | None = None, settings: Settings | None = None) -> FastAPI:
+               store: DeliveryStore | None = None, settings: OomrlSettings | None = None) -> FastAPI:
     """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET)."""
     config = config or webhook_settings()
     secret = config.required_secret()

@@ -6,7 +6,6 @@ Talks to the Prefect server over its REST API with httpx, so oomrl/ never import
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -19,6 +18,7 @@ from oomrl.errors import OomrlError
 from oomrl.events import LOSS_ALERT_EVENT
 from oomrl.events import event_id as alert_event_id
 from oomrl.run_tags import alert_tag
+from oomrl.settings import RuntimeSettings
 
 API_TIMEOUT_S = 30.0
 BUSY_RETRIES_S = (1.0, 2.0, 4.0)
@@ -73,8 +73,9 @@ class PrefectApi:
     """The few Prefect REST calls the webhook needs; URL and key from PREFECT_API_URL / PREFECT_API_KEY."""
 
     def __init__(self, api_url: str | None = None, api_key: str | None = None) -> None:
-        self.api_url = (api_url or os.environ.get("PREFECT_API_URL") or "").rstrip("/")
-        self.api_key = api_key if api_key is not None else os.environ.get("PREFECT_API_KEY")
+        runtime = RuntimeSettings() if api_url is None or api_key is None else None
+        self.api_url = (api_url or (runtime and runtime.prefect_api_url) or "").rstrip("/")
+        self.api_key = api_key if api_key is not None else runtime and runtime.prefect_api_key
 
     def client(self) -> httpx.AsyncClient:
         if not self.api_url:

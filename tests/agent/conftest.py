@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from oomrl.config import get_settings
+from oomrl.settings import get_settings
 from tests.agent.doc_edges import edges_of_test, takes_documented_edges
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from guardrails.gate import run_gate
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import (
@@ -24,6 +24,7 @@ from oomrl.agent.roles import (
 from oomrl.crossval import Check, CrossValidation
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, RepairContext
+from oomrl.settings import AgentSettings
 from oomrl.versions import StrategyVersions
 
 MANDATE = Mandate(module="strategies.daily_momentum", text="Trade weekly within ADV and turnover limits",

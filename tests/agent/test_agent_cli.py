@@ -22,7 +22,7 @@ MANDATE = {"module": "strategies.daily_momentum", "text": "Weekly, capped",
 def marked_paper(repair_home: Path) -> None:
     """paper marked on two sessions: the loss alert AUTOPSY is completed from them (the door refuses a
     loss alert for an account with no marked session: nothing to compute its metrics from)."""
-    from oomrl.config import get_settings
+    from oomrl.settings import get_settings
     from tests.agent.repair_helpers import mark_account
 
     mark_account(get_settings().ledger, "paper", ["2024-08-29", "2024-08-30"])
@@ -105,8 +105,8 @@ def test_versions_commands_report_errors(repair_home: Path) -> None:
 
 
 def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(repair_home: Path, tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     runner = CliRunner()
     assert runner.invoke(app, ["versions", "init"]).exit_code == 0

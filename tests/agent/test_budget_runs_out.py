@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.agent.budget import AgentSettings
 from oomrl.agent.capital import LLMBudgetBook
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import TestAuthorView, read_tree
-from oomrl.config import get_settings
 from oomrl.data.store import MarketStore
 from oomrl.metrics.attribution import account_report
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, open_context, run_repair
+from oomrl.settings import AgentSettings, get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 from tests.agent.repair_helpers import offline_mandate

@@ -229,9 +229,9 @@ HOLDS_CASH = ("        adv = view.traded_value(params.adv_window)", "        ret
 @pytest.mark.slow
 def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate_promoted_over_it(
         repair_home: Path, tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.settings import get_settings
     from oomrl.versions import repo_root
 
     candidate = tmp_path / "candidate"
@@ -258,9 +258,9 @@ def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate
 @pytest.mark.slow
 def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older_workspace(
         repair_home: Path, tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.settings import get_settings
     from oomrl.versions import repo_root
 
     old = tmp_path / "old"  # a version from before strategy_api: its own strategies/base.py
@@ -298,9 +298,9 @@ COUNTS_CALLS = ("\n_CALLS: list[int] = []\n", """
 @pytest.mark.slow
 def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(repair_home: Path,
                                                                        tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.settings import get_settings
     from oomrl.versions import repo_root
 
     candidate = tmp_path / "candidate"

@@ -28,9 +28,9 @@ def test_mapper_follows_the_dask_settings(monkeypatch: pytest.MonkeyPatch) -> No
 def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_home: Path) -> None:  # noqa: F811
     from prefect_dask import DaskTaskRunner
 
-    from oomrl.config import get_settings
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.settings import get_settings
     from oomrl.versions import repo_root
     from tasks.runners import task_runner_from_settings
 

@@ -97,9 +97,9 @@ def workspace_with(tmp_path: Path, name: str, edit: dict[str, str]) -> Path:
 @pytest.mark.slow
 def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(repair_home: Path,
                                                                          tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.settings import get_settings
     from oomrl.versions import repo_root
 
     table = best_names_per_date(repair_home)
@@ -131,12 +131,12 @@ def test_the_bundled_strategies_pass_the_probes(strategy: str, repair_home: Path
 
 def probe_check(strategy: str, repair_home: Path, root: Path | None, as_of: date = date(2024, 7, 15)) -> Check:
     """The crossval.memorized check of one replay of `strategy` (from `root`, else the repository)."""
-    from oomrl.config import get_settings
     from oomrl.crossval import HISTORY_DAYS, replay_version, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
     from oomrl.portfolio.rebalance import load_panels
     from oomrl.portfolio.service import membership
+    from oomrl.settings import get_settings
     from oomrl.versions import repo_root
 
     store = ensure_sample(get_settings())

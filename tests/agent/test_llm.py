@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.llm import (
     InvalidAnswerError,
     LLMClient,
@@ -19,6 +19,7 @@ from oomrl.agent.llm import (
     parse_json_answer,
 )
 from oomrl.errors import OutOfMoneyError
+from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 
 

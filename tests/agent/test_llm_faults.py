@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.llm import (
     InvalidAnswerError,
     LLMClient,
@@ -18,6 +18,7 @@ from oomrl.agent.llm import (
     OpenAIBackend,
     Transcript,
 )
+from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 from tests.agent.test_llm import Answer, ok
 

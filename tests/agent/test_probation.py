@@ -11,9 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.agent.budget import AgentSettings
 from oomrl.cli import app
-from oomrl.config import get_settings
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.market import calendar
 from oomrl.portfolio.killswitch import AccountStatus
@@ -26,6 +24,7 @@ from oomrl.probation import (
     shadow_name,
     version_states,
 )
+from oomrl.settings import AgentSettings, get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 

@@ -21,7 +21,7 @@ from oomrl.agent.providers import (
     get_provider,
 )
 from oomrl.agent.roles import CoderView, Constraints, CriticView, LLMProvider, Mandate, prompt_text
-from oomrl.config import get_settings
+from oomrl.settings import get_settings
 from oomrl.versions import repo_root
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)

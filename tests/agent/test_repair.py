@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import (
@@ -31,6 +31,7 @@ from oomrl.repair import (
     prepare_candidate,
     run_repair,
 )
+from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 from tests.agent.repair_helpers import (
     AUTOPSY,
@@ -319,9 +320,9 @@ def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(t
 
 
 def test_a_missing_held_out_folder_is_refused_before_the_repair_starts(repair_home: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.errors import OomrlError
     from oomrl.repair import open_context
+    from oomrl.settings import get_settings
 
     with pytest.raises(OomrlError, match="OOMRL_AGENT_HOLDOUT_DIR .*nowhere is not a folder"):
         open_context(get_settings(), AUTOPSY, agent=AgentSettings(holdout_dir=repair_home / "nowhere"))

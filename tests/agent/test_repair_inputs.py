@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from oomrl.config import get_settings
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.market import calendar
 from oomrl.portfolio.service import open_ledger, run_rebalance
 from oomrl.repair_inputs import complete_autopsy
+from oomrl.settings import get_settings
 
 PARTIAL = {"alert_id": "am-abc-2024-07-12", "account": "paper", "as_of": "2024-07-12",
            "severity": "critical", "rule": "HighSlippage", "mandate": "Stop crossing the spread",

@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
-from oomrl.config import get_settings
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.market import MarketFrames
+from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
 from tests.portfolio.factories import random_panels
 

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.agent.budget import AgentSettings, Budget
+from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import LLMProvider, TestAuthorView, read_tree
 from oomrl.repair import run_repair
+from oomrl.settings import AgentSettings
 from oomrl.versions import StrategyVersions
 from tests.agent.cheating_agent import MODULE, only_at_test_capital, write_held_out
 from tests.agent.fake_openai import ScriptedAgent, role_of, serve_fake_openai

@@ -19,9 +19,9 @@ SETTINGS_VARIABLES = ("OOMRL_CONFIG", "OOMRL_LEDGER_URL", "OOMRL_ACCOUNT", "OOMR
 @pytest.fixture(scope="session")
 def prepared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An OOMRL_HOME with the bundled sample ingested and the account `paper` rebalanced once."""
-    from oomrl.config import get_settings
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.service import run_rebalance
+    from oomrl.settings import get_settings
 
     home = tmp_path_factory.mktemp("cli") / "home"
     settings = get_settings(home=home, ledger_url=None, account="paper")

@@ -61,8 +61,8 @@ def test_refused_autopsies_write_nothing(home: Path, unchanged: None, tmp_path: 
 
 
 def test_a_loss_alert_for_an_account_never_marked_is_refused(home: Path, tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     ledger = Ledger(get_settings().ledger)
     ledger.open_account("fresh", 1_000_000)  # opened, never marked: no metrics to complete the alert with
@@ -179,8 +179,8 @@ def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(home:
 
 @pytest.mark.slow  # a repair up to its approval
 def test_a_repair_of_an_account_another_repair_holds_is_refused_by_name(home: Path, tmp_path: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.repair_claims import ClaimBook
+    from oomrl.settings import get_settings
 
     book = ClaimBook(get_settings().ledger).create()
     book.register("flow-run-1", "paper")  # a live repair (this process) through its gate

@@ -51,8 +51,8 @@ def test_a_narrow_terminal_gets_parts_each_led_by_the_date() -> None:
 
 @pytest.mark.slow  # copies a prepared OOMRL_HOME (the session fixture ingests the sample)
 def test_account_show_on_a_pipe_prints_whole_numbers_dates_and_labelled_percentages(home: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.service import open_ledger
+    from oomrl.settings import get_settings
 
     nav = open_ledger(get_settings()).nav_frame("paper")
     result = CliRunner().invoke(app, ["account", "show"])  # CliRunner's stdout is a pipe, not a terminal

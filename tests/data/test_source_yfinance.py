@@ -128,9 +128,9 @@ def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules
     from typer.testing import CliRunner
 
     from oomrl.cli import app
-    from oomrl.config import get_settings
     from oomrl.data.store import MarketStore
     from oomrl.portfolio.service import run_replay
+    from oomrl.settings import get_settings
 
     monkeypatch.setenv("OOMRL_HOME", str(tmp_path / "home"))
     result = CliRunner().invoke(app, ["ingest", "--source", "yfinance", "--universe", "AAPL,MSFT", "--market", "us",

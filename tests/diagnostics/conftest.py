@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from oomrl.config import get_settings
 from oomrl.portfolio.ledger import Ledger, RebalanceRecord
+from oomrl.settings import get_settings
 
 START_CASH = 10_000_000.0
 FILL_COLUMNS = ["date", "symbol", "side", "quantity", "price", "frictionless_price", "commission",

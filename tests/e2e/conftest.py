@@ -258,8 +258,8 @@ def alert_account(stack: Stack) -> str:
     """The fixture autopsy's account, opened in the stack's ledger (the webhook refuses unknown accounts)."""
     import json
 
-    from oomrl.config import get_settings
     from oomrl.portfolio.service import open_ledger
+    from oomrl.settings import get_settings
 
     account = str(json.loads(AUTOPSY.read_text())["account"])
     open_ledger(get_settings(home=stack.config.home)).open_account(account, 10_000_000)

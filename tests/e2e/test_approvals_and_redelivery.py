@@ -31,8 +31,8 @@ def _alert(alert_id: str, **changes: Any) -> bytes:
 
 
 def _open_account(stack: Stack, account: str) -> str:
-    from oomrl.config import get_settings
     from oomrl.portfolio.service import open_ledger
+    from oomrl.settings import get_settings
 
     ledger = open_ledger(get_settings(home=stack.config.home))
     if account not in ledger.account_names():

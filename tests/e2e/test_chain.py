@@ -29,8 +29,8 @@ def _repairs_of(stack: Stack, account: str) -> list[dict[str, Any]]:
 
 
 def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_repair(stack: Stack) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     _completed(stack, "ingest-market-data/ingest-daily", {})
     _completed(stack, "weekly-rebalance/rebalance-weekly", {})  # the paper account, on the last session

@@ -81,8 +81,8 @@ def repair_runs(stack: Stack) -> list[dict[str, Any]]:
 def story(day_one: Stack) -> dict[str, Any]:
     """A first rebalance, then the daily chain twice, all on their defaults; the repair the first
     chain's alert starts, Paused for a person."""
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     stack = day_one
     opened = quick_run(stack, "weekly-rebalance/rebalance-weekly")  # opens `paper` on the clock's session

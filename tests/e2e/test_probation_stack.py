@@ -65,8 +65,8 @@ def events(stack: Stack, name: str, account: str, timeout_s: float = 120) -> lis
 
 
 def ledger(stack: Stack) -> Any:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     return Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
 

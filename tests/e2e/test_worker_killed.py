@@ -12,8 +12,8 @@ SESSION = "2024-07-05"
 
 
 def test_retry_after_worker_death_books_fills_once(stack: Stack) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     run_id = stack.run_deployment("weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": SESSION})
     # Kill as soon as the worker has spawned the flow-run process: it dies before or while rebalancing.

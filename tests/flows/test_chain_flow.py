@@ -17,8 +17,8 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One OOMRL_HOME holding the bundled sample for the module (each test uses its own accounts)."""
-    from oomrl.config import get_settings
     from oomrl.data.sample import ensure_sample
+    from oomrl.settings import get_settings
 
     folder = tmp_path_factory.mktemp("chain") / "home"
     ensure_sample(get_settings(home=folder))
@@ -38,8 +38,8 @@ def _chain(home: Path, **kwargs: object) -> object:
 
 
 def test_marks_every_session_reports_and_asks_for_one_repair_per_cause(home: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     ledger = Ledger(get_settings(home=home).ledger)
     _open_on(home, "chainacct", date(2026, 1, 30))
@@ -73,8 +73,8 @@ def test_marks_every_session_reports_and_asks_for_one_repair_per_cause(home: Pat
 
 def test_the_kill_switch_halts_on_the_marked_session_and_says_so(home: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     _open_on(home, "killacct", date(2026, 1, 30))
     monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.08")  # the 2 February loss takes the account past 8 %
@@ -104,8 +104,8 @@ def test_defaults_and_too_early_for_a_report(home: Path) -> None:
 
 
 def test_an_account_that_cannot_be_marked_fails_the_run_by_name_and_the_others_are_marked(home: Path) -> None:
-    from oomrl.config import get_settings
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.settings import get_settings
 
     ledger = Ledger(get_settings(home=home).ledger)
     _open_on(home, "goodacct", date(2026, 2, 24))

@@ -7,11 +7,11 @@ from datetime import date
 import numpy as np
 import pytest
 
-from oomrl.config import Settings, SettingsError, get_settings
 from oomrl.market import calendar, markets
 from oomrl.market.markets import GenericRules, get_market, market_of, normalize
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.setup import market_rules
+from oomrl.settings import OomrlSettings, SettingsError, get_settings
 
 
 @pytest.mark.parametrize(("text", "market", "symbol", "name"), [
@@ -55,7 +55,7 @@ def test_rule_sets_and_settings_overrides() -> None:
     assert np.isnan(us.limit_fractions(["AAPL"], np.array(["2025-01-02"], dtype="datetime64[ns]"),
                                        np.zeros((1, 1)), np.full((1, 1), np.nan),
                                        np.full((1, 1), np.datetime64("NaT"), dtype="datetime64[ns]"))).all()
-    settings = Settings(market_rules={"us": {"lot_size": 10}})
+    settings = OomrlSettings(market_rules={"us": {"lot_size": 10}})
     assert market_rules(settings, "us").lot_rules(["AAPL"])[0].tolist() == [10]
     with pytest.raises(SettingsError, match="hk: lot_size: Input should be greater than or equal to 1"):
         get_settings(market_rules={"hk": {"lot_size": 0}})  # refused when the settings are read

@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomrl.report_links import ReportLinkError, ReportLinks, signature
+from oomrl.settings import WebhookSettings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.settings import WebhookSettings
 
 SECRET = "reports-secret-0123456789"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from oomrl.config import Settings, get_settings
 from oomrl.diagnostics.diagnose import diagnose
 from oomrl.market import calendar
 from oomrl.market.rules import AShareRules
 from oomrl.metrics.attribution import benchmark_returns
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceSetup, load_panels, rebalance
+from oomrl.settings import OomrlSettings, get_settings
 from oomrl.versions import StrategyVersions
 from tests.portfolio.inprocess import InProcessStrategy
 
@@ -28,7 +28,7 @@ START, SWITCH, END = date(2025, 1, 2), date(2025, 2, 17), date(2025, 5, 30)
 class TradedAccount:
     """Where everything is, and the two versions' SHAs."""
 
-    settings: Settings
+    settings: OomrlSettings
     ledger: Ledger
     store: object
     v1: str

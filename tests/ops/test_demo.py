@@ -15,9 +15,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from oomrl.cli import app
-from oomrl.config import Settings
 from oomrl.demo import DemoConfig, pick_alert, run_demo, weeks_between
 from oomrl.errors import OomrlError
+from oomrl.settings import OomrlSettings
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ class RecordingRepairer:
         self.status = status
         self.autopsies: list[dict[str, Any]] = []
 
-    def __call__(self, settings: Settings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
         self.autopsies.append(autopsy)
         return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": self.status,
                 "step": None, "reason": "recorded", "run_dir": str(settings.runs_dir), "version": None}
@@ -50,7 +50,7 @@ class ProbationRepairer:
     def __init__(self) -> None:
         self.autopsies: list[dict[str, Any]] = []
 
-    def __call__(self, settings: Settings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
         from oomrl.portfolio.service import open_ledger
         from oomrl.versions import StrategyVersions
 

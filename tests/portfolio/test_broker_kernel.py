@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oomrl.config import Settings
 from oomrl.market.rules import AShareRules, FillPrice
 from oomrl.portfolio import broker_kernel
 from oomrl.portfolio.broker import Execution, PaperBroker, Unfilled, session_tables
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import replay_setup
 from oomrl.portfolio.setup import rebalance_setup
+from oomrl.settings import OomrlSettings
 from tests.portfolio.factories import flat_panels, random_panels, set_cell
 from tests.portfolio.inprocess import InProcessStrategy
 from tests.portfolio.test_sample_replay import START, sample_market
@@ -148,7 +148,7 @@ def test_the_numpy_broker_replays_the_sample_exactly_as_the_compiled_kernel(
         pytest.skip("numba is not installed: only the numpy broker runs")
     kernels = broker_kernel.COMPILED
     market, membership = sample_market()
-    settings_ = Settings(home=tmp_path, kill_threshold=1.0)
+    settings_ = OomrlSettings(home=tmp_path, kill_threshold=1.0)
     setup = rebalance_setup(InProcessStrategy.bundled("daily_momentum"), "kernel", settings_, membership)
     compiled = replay_setup(setup, market, START, "2025-03-31", settings_.initial_cash)
     monkeypatch.setattr(broker_kernel, "COMPILED", None)

@@ -91,7 +91,6 @@ def test_the_reward_on_a_halt_day_includes_minus_p_terminal() -> None:
 
 
 def test_gamma_is_calibrated_from_the_impact_model_and_the_sample() -> None:
-    from oomrl.config import Settings
     from oomrl.market.rules import AShareRules
     from oomrl.portfolio.reward import (
         DEFAULT_GAMMA,
@@ -101,11 +100,12 @@ def test_gamma_is_calibrated_from_the_impact_model_and_the_sample() -> None:
         REFERENCE_SIGMA,
         calibrated_gamma,
     )
+    from oomrl.settings import OomrlSettings
 
     k = AShareRules().impact_k
     assert calibrated_gamma(k) == pytest.approx(k * REFERENCE_SIGMA * np.sqrt(REFERENCE_NAV / (REFERENCE_NAMES
                                                                                                * REFERENCE_ADV)))
-    assert pytest.approx(calibrated_gamma(k), abs=5e-7) == DEFAULT_GAMMA and Settings().reward_gamma == DEFAULT_GAMMA
+    assert pytest.approx(calibrated_gamma(k), abs=5e-7) == DEFAULT_GAMMA and OomrlSettings().reward_gamma == DEFAULT_GAMMA
     assert DEFAULT_GAMMA > 0 and calibrated_gamma(k, turnover=0.5) == pytest.approx(DEFAULT_GAMMA / 2, rel=1e-3)
     with pytest.raises(ValueError):
         calibrated_gamma(k, sigma=0.0)

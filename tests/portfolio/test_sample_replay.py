@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.config import Settings
 from oomrl.data.sources.sample import SampleSource
 from oomrl.market.boards import Board, board_of
 from oomrl.market.rules import AShareRules
@@ -26,6 +25,7 @@ from oomrl.portfolio.market import MarketFrames, panels_from_bars
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import bundled_strategy
 from oomrl.portfolio.setup import rebalance_setup
+from oomrl.settings import OomrlSettings
 
 START, END = "2024-07-01", "2026-02-27"
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ledger"
@@ -43,7 +43,7 @@ def sample_market() -> tuple[MarketFrames, pd.DataFrame]:
 @cache
 def sample_replay(strategy: str) -> ReplayResult:
     market, membership = sample_market()
-    settings = Settings(home=Path("/nonexistent-oomrl-home"), kill_threshold=1.0)
+    settings = OomrlSettings(home=Path("/nonexistent-oomrl-home"), kill_threshold=1.0)
     setup = rebalance_setup(bundled_strategy(settings, strategy), "pinned", settings, membership)  # jailed
     return replay_setup(setup, market, START, END, settings.initial_cash)
 

@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
-from oomrl.config import get_settings
 from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError
@@ -25,6 +24,7 @@ from oomrl.portfolio.service import (
     run_rebalance,
     run_replay,
 )
+from oomrl.settings import get_settings
 from oomrl.versions import repo_root
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "601318.SH", "600519.SH", "000002.SZ"]

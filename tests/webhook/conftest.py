@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.config import Settings, get_settings
 from oomrl.portfolio.ledger import Ledger
+from oomrl.settings import OomrlSettings, WebhookSettings, get_settings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
 from oomrl.webhook.launch import Launch, LaunchError, RunStatus
-from oomrl.webhook.settings import WebhookSettings
 from oomrl.webhook.signing import sign
 
 SECRET = "test-secret-0123456789abcdef"
@@ -74,7 +73,7 @@ def config(store_url: str) -> WebhookSettings:
 
 
 @pytest.fixture()
-def settings(oomrl_home: Path) -> Settings:
+def settings(oomrl_home: Path) -> OomrlSettings:
     """OOMRL settings whose ledger holds the account `paper`, marked on MARKED (the webhook refuses
     unknown accounts, and alerts dated outside the account's marked sessions)."""
     from tests.agent.repair_helpers import mark_account
@@ -91,7 +90,7 @@ def settings(oomrl_home: Path) -> Settings:
 
 @pytest.fixture()
 def client(config: WebhookSettings, launcher: RecordingLauncher, store_url: str,
-           settings: Settings) -> Iterator[TestClient]:
+           settings: OomrlSettings) -> Iterator[TestClient]:
     app = create_app(config, launcher=launcher, store=DeliveryStore(store_url), settings=settings)
     with TestClient(app) as test_client:
         yield test_client

@@ -18,13 +18,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from oomrl.config import Settings
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
+from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook import app as webhook_app
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DELIVERIES, Delivery, DeliveryStore
 from oomrl.webhook.launch import Launch, LaunchError, RunStatus
-from oomrl.webhook.settings import WebhookSettings
 from tests.webhook.conftest import RecordingLauncher, signed
 
 URL = "/hooks/loss-alert"
@@ -80,7 +79,7 @@ def deliver(app: Any, payload: dict[str, Any], copies: int = 1) -> list[httpx.Re
 
 
 @pytest.fixture()
-def make_app(config: WebhookSettings, store_url: str, settings: Settings) -> Any:
+def make_app(config: WebhookSettings, store_url: str, settings: OomrlSettings) -> Any:
     def make(launcher: Any, store: DeliveryStore | None = None) -> Any:
         return create_app(config, launcher, store or DeliveryStore(store_url), settings)
 
@@ -186,7 +185,7 @@ def test_the_delivery_database_is_created_private(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("state", ["RUNNING", "PAUSED", "PENDING"])
-def test_redelivery_after_the_run_went_silent_starts_a_new_run(make_app: Any, settings: Settings,
+def test_redelivery_after_the_run_went_silent_starts_a_new_run(make_app: Any, settings: OomrlSettings,
                                                                state: str) -> None:
     launcher = RecordingLauncher()
     app = make_app(launcher)

@@ -11,18 +11,17 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.config import Settings, get_settings
 from oomrl.repair_inputs import MAX_AUTOPSY_BYTES
+from oomrl.settings import OomrlSettings, WebhookSettings, get_settings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.settings import WebhookSettings
 from tests.webhook.conftest import SECRET, RecordingLauncher, signed
 
 URL = "/hooks/loss-alert"
 
 
 @pytest.fixture()
-def roomy(store_url: str, launcher: RecordingLauncher, settings: Settings) -> Iterator[TestClient]:
+def roomy(store_url: str, launcher: RecordingLauncher, settings: OomrlSettings) -> Iterator[TestClient]:
     """A client with the production body limit, so hostile bodies reach the JSON parser."""
     config = WebhookSettings(secret=SECRET, db_url=store_url)
     with TestClient(create_app(config, launcher, DeliveryStore(store_url), settings)) as client:
@@ -163,7 +162,7 @@ def test_an_alert_dated_outside_the_accounts_marked_sessions_is_refused(
 
 
 def test_an_alert_without_the_metrics_its_rule_reads_is_refused(
-        client: TestClient, launcher: RecordingLauncher, store_url: str, settings: Settings,
+        client: TestClient, launcher: RecordingLauncher, store_url: str, settings: OomrlSettings,
         autopsy: dict[str, Any]) -> None:
     from oomrl.portfolio.ledger import Ledger
 

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.config import Settings
 from oomrl.repair_claims import ClaimBook
+from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.settings import WebhookSettings
 from tests.webhook.conftest import RecordingLauncher, signed
 from tests.webhook.test_alertmanager import TOKEN, firing, notification
 
@@ -78,7 +77,7 @@ def test_runs_per_minute_per_account_are_capped(client: TestClient, launcher: Re
 
 
 def test_repairs_running_in_all_are_capped_on_every_path(config: WebhookSettings, launcher: RecordingLauncher,
-                                                         store_url: str, settings: Settings) -> None:
+                                                         store_url: str, settings: OomrlSettings) -> None:
     book = ClaimBook(settings.ledger).create()
     for n in range(2):
         book.register(f"live-{n}", "other")  # two live repairs (a CLI, a flow), beating
@@ -94,7 +93,7 @@ def test_repairs_running_in_all_are_capped_on_every_path(config: WebhookSettings
 
 
 def test_one_notification_with_too_many_alerts_is_413(config: WebhookSettings, launcher: RecordingLauncher,
-                                                      store_url: str, settings: Settings) -> None:
+                                                      store_url: str, settings: OomrlSettings) -> None:
     roomy = config.model_copy(update={"max_body_bytes": 256 * 1024})  # the default: the count is the limit
     with TestClient(create_app(roomy, launcher=launcher, store=DeliveryStore(store_url),
                                settings=settings)) as client:

@@ -10,11 +10,16 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.config import Settings, SettingsError
 from oomrl.repair_inputs import load_autopsy
+from oomrl.settings import (
+    OomrlSettings,
+    SettingsError,
+    WebhookConfigError,
+    WebhookSettings,
+    webhook_settings,
+)
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.settings import WebhookConfigError, WebhookSettings, webhook_settings
 from tests.webhook.conftest import SECRET, RecordingLauncher, signed
 
 URL = "/hooks/loss-alert"
@@ -51,7 +56,7 @@ def test_replayed_alert_returns_existing_run(client: TestClient, launcher: Recor
     assert len(launcher.calls) == 1
 
 
-def test_seen_ids_survive_a_restart(config: WebhookSettings, store_url: str, settings: Settings,
+def test_seen_ids_survive_a_restart(config: WebhookSettings, store_url: str, settings: OomrlSettings,
                                     autopsy: dict[str, Any]) -> None:
     first_launcher, second_launcher = RecordingLauncher(), RecordingLauncher()
     with TestClient(create_app(config, first_launcher, DeliveryStore(store_url), settings)) as first:
@@ -114,7 +119,7 @@ def test_oversized_streamed_body_is_413(client: TestClient, launcher: RecordingL
 
 
 def test_bad_content_length_is_400(config: WebhookSettings, launcher: RecordingLauncher,
-                                   settings: Settings) -> None:
+                                   settings: OomrlSettings) -> None:
     import asyncio
 
     app = create_app(config, launcher=launcher, settings=settings)
@@ -177,7 +182,7 @@ def test_healthz(client: TestClient) -> None:
     (SECRET, "tok", "OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is 3 characters; use at least 16"),
     (SECRET, "", "OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is 0 characters"),
 ])
-def test_refuses_to_start_without_real_secrets(store_url: str, settings: Settings, secret: str | None,
+def test_refuses_to_start_without_real_secrets(store_url: str, settings: OomrlSettings, secret: str | None,
                                                token: str | None, message: str) -> None:
     with pytest.raises(WebhookConfigError, match=message):
         create_app(WebhookSettings(secret=secret, alertmanager_token=token, db_url=store_url),
@@ -195,7 +200,7 @@ def test_a_bad_delivery_database_url_is_named(monkeypatch: pytest.MonkeyPatch, v
 
 
 def test_secret_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, store_url: str,
-                                           settings: Settings) -> None:
+                                           settings: OomrlSettings) -> None:
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", SECRET)
     monkeypatch.setenv("OOMRL_WEBHOOK_DB_URL", store_url)
     monkeypatch.setenv("OOMRL_WEBHOOK_MAX_BODY_BYTES", "100")

@@ -1,0 +1,48 @@
+"""One settings tree for oomrl: a root (`OomrlSettings`) with groups, fed by the environment and config.toml."""
+
+from __future__ import annotations
+
+from oomrl.settings.agent import AgentSettings
+from oomrl.settings.process import child_environment, environment
+from oomrl.settings.root import (
+    ENV_PREFIX,
+    GROUPS,
+    OomrlSettings,
+    configured,
+    describe,
+    env_name,
+    get_settings,
+    settings_for,
+)
+from oomrl.settings.runtime import RuntimeSettings
+from oomrl.settings.toml import MAX_CONFIG_BYTES, SettingsError
+from oomrl.settings.urls import check_database_url, driver_url
+from oomrl.settings.webhook import MIN_SECRET_LENGTH, WebhookConfigError, WebhookSettings
+
+__all__ = [
+    "ENV_PREFIX",
+    "GROUPS",
+    "MAX_CONFIG_BYTES",
+    "MIN_SECRET_LENGTH",
+    "AgentSettings",
+    "OomrlSettings",
+    "RuntimeSettings",
+    "SettingsError",
+    "WebhookConfigError",
+    "WebhookSettings",
+    "check_database_url",
+    "child_environment",
+    "configured",
+    "describe",
+    "driver_url",
+    "env_name",
+    "environment",
+    "get_settings",
+    "settings_for",
+    "webhook_settings",
+]
+
+
+def webhook_settings() -> WebhookSettings:
+    """The webhook group of the settings; a bad value is a SettingsError naming its variable."""
+    return get_settings().webhook

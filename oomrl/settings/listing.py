@@ -1,0 +1,55 @@
+"""Every setting as a row: dotted name, variable, description, current value (secrets masked), source."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from oomrl.settings.root import GROUPS, TABLE_SETTINGS, OomrlSettings, env_name
+from oomrl.settings.toml import config_file_values
+
+SECRET_UNIT = "(secret)"  # the unit a description gives a value never shown
+MASK = "********"
+
+
+@dataclass(frozen=True)
+class SettingRow:
+    """One setting as `oomrl settings` shows it."""
+
+    name: str
+    env: str
+    description: str
+    value: str
+    source: str  # default, config.toml or env
+
+
+def _shown(value: Any, secret: bool) -> str:
+    if value is None:
+        return "unset"
+    return MASK if secret else str(value)
+
+
+def _rows_of(model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any]) -> list[SettingRow]:
+    rows = []
+    for field, info in type(model).model_fields.items():
+        if not path and field in GROUPS:
+            continue
+        loc = (*path, field)
+        description = info.description or ""
+        variable = env_name(loc)
+        source = "env" if variable in os.environ else "config.toml" if field in from_file else "default"
+        rows.append(SettingRow(".".join(loc), variable, description,
+                               _shown(getattr(model, field), SECRET_UNIT in description), source))
+    return rows
+
+
+def setting_rows(settings: OomrlSettings) -> list[SettingRow]:
+    """The rows of every setting, flat ones first, then each group's."""
+    from_file = config_file_values(OomrlSettings.model_fields, TABLE_SETTINGS)
+    rows = _rows_of(settings, (), from_file)
+    for group in GROUPS:
+        rows += _rows_of(getattr(settings, group), (group,), from_file.get(group) or {})
+    return rows
