@@ -15,15 +15,16 @@ ENVIRONMENT_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "pute
 
 def environment_reads(source: str) -> list[int]:
     """Lines of `source` that touch the process environment: `os.environ`, `os.getenv`, `from os import environ`."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute) and node.attr in ENVIRONMENT_NAMES and \
-                isinstance(node.value, ast.Name) and node.value.id in ("os", "posix", "nt"):
-            found.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module in ("os", "posix", "nt") and \
-                any(alias.name in ENVIRONMENT_NAMES for alias in node.names):
-            found.append(node.lineno)
-    return found
+    return [node.lineno for node in ast.walk(ast.parse(source)) if _reads_environment(node)]
+
+
+def _reads_environment(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in ENVIRONMENT_NAMES and isinstance(node.value, ast.Name) \
+            and node.value.id in ("os", "posix", "nt")
+    if isinstance(node, ast.ImportFrom):
+        return node.module in ("os", "posix", "nt") and any(alias.name in ENVIRONMENT_NAMES for alias in node.names)
+    return False
 
 
 def _allowed(relative: str) -> bool:
