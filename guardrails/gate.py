@@ -8,9 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from guardrails import diffs
-from guardrails.behaviour_check import behaviour_violations, child_spec, load_inputs
-from guardrails.checks import (
+from guardrails.judging.behaviour_check import behaviour_violations, child_spec, load_inputs
+from guardrails.judging.checks import (
     collected_count,
     content_violations,
     in_trees,
@@ -22,11 +21,10 @@ from guardrails.checks import (
     superseded_names,
     unchanged_failures,
 )
-from guardrails.coverage_data import CoverageReader
-from guardrails.locks import RoLock, make_readable, select_lock
-from guardrails.recheck import recheck_tests
-from guardrails.redgreen import red_violations
-from guardrails.rolock import (
+from guardrails.judging.recheck import recheck_tests
+from guardrails.judging.redgreen import red_violations
+from guardrails.patch import diffs
+from guardrails.sandbox.anchoring import (
     changed_paths,
     hash_violations,
     lock_manifest,
@@ -34,7 +32,9 @@ from guardrails.rolock import (
     scratch_copy,
     tree_manifest,
 )
-from guardrails.runner import (
+from guardrails.sandbox.coverage_data import CoverageReader
+from guardrails.sandbox.locks import RoLock, make_readable, select_lock
+from guardrails.sandbox.runner import (
     GateDirs,
     SuiteRequest,
     SuiteResult,
@@ -246,8 +246,8 @@ class GateRun:
         """The behaviour cases through a fresh strategy host, the gate as the caller; outputs or None."""
         if spec is None:
             return None
-        from guardrails.behaviour import run_cases
-        from guardrails.strategyhost import HostSpec, start_host
+        from guardrails.judging.behaviour_cases import run_cases
+        from guardrails.sandbox.strategyhost import HostSpec, start_host
 
         try:
             host = start_host(self.lock, HostSpec(self.dirs.ws, self.contract.source, False,
@@ -264,7 +264,7 @@ class GateRun:
 
     def trivial(self) -> list[Violation]:
         """Red mode: the new failing tests must also fail on trivial candidates in place of S."""
-        from guardrails.trivial import trivial_violations
+        from guardrails.judging.trivial import trivial_violations
 
         assert self.first is not None
         red = [n for n in self.new_ids if self.first.outcome(n) == "failed"]
@@ -272,7 +272,7 @@ class GateRun:
 
     def mutation(self) -> list[Violation]:
         """New tests must kill enough simple mutants of the source code they exercise."""
-        from guardrails.mutants import mutation_violations
+        from guardrails.judging.mutant_check import mutation_violations
 
         if not self.new_ids or self.contract.mutation_max == 0:
             return []

@@ -353,7 +353,7 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
         "OOMRL_AGENT_ACCOUNT_MAX_TOKENS"] / 1e6, float),
     ("account LLM dollars", README, r"M tokens / \$(\d+) when first", lambda: settings_defaults()[
         "OOMRL_AGENT_ACCOUNT_MAX_COST_USD"], float),
-    ("gate sandbox uid", README, r"sandbox as uid (\d+)", _imported("guardrails.sandbox", "SANDBOX_UID"), int),
+    ("gate sandbox uid", README, r"sandbox as uid (\d+)", _imported("guardrails.sandbox.bwrap", "SANDBOX_UID"), int),
     ("sample clock day one", OPERATIONS, r"`up` gives its children `OOMRL_SAMPLE_CLOCK=(\d{4}-\d\d-\d\d)`",
      lambda: str(importlib.import_module("oomrl.data.sample_clock").DAY_ONE), str),
     ("sample clock day one (README)", README, r"plays the bundled sample forward from (\d{4}-\d\d-\d\d)",

@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from guardrails import sanitizer, testquality, weakening
-from guardrails.capabilities import Policy
-from guardrails.runner import SuiteResult
+from guardrails.sandbox.runner import SuiteResult
+from guardrails.static import sanitizer, testquality, weakening
+from guardrails.static.capabilities import Policy
 from guardrails.verdict import Violation
 from guardrails.workspace import GateSetupError, GuardContract
 

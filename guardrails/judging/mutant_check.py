@@ -17,10 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guardrails import mutation
-from guardrails.coverage_data import CoverageReader
-from guardrails.locks import make_readable
-from guardrails.runner import SuiteRequest, SuiteResult, run_suite
+from guardrails.judging import mutate as mutation
+from guardrails.sandbox.coverage_data import CoverageReader
+from guardrails.sandbox.locks import make_readable
+from guardrails.sandbox.runner import SuiteRequest, SuiteResult, run_suite
 from guardrails.verdict import Violation
 
 if TYPE_CHECKING:

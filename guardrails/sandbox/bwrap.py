@@ -22,7 +22,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from guardrails.locks import (
+from guardrails.sandbox.locks import (
     FILE_BYTES,
     RUN_ENV,
     SHM_BYTES,
@@ -33,7 +33,7 @@ from guardrails.locks import (
     RoLock,
     memory_limit,
 )
-from guardrails.tempdirs import OWNER_NOTE, owned_temp_dir
+from guardrails.sandbox.tempdirs import OWNER_NOTE, owned_temp_dir
 
 SANDBOX_UID = int(os.environ.get("OOMRL_GATE_SANDBOX_UID", "65534"))
 SITE_INSIDE = "/site"

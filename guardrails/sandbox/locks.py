@@ -269,7 +269,7 @@ def _kept(member: Any, path: str) -> Any:
 
 def select_lock(name: str | None) -> RoLock:
     """The backend asked for (None: the strongest available); refuse what is not available."""
-    from guardrails.sandbox import BwrapLock
+    from guardrails.sandbox.bwrap import BwrapLock
 
     if name is None:
         problem = BwrapLock.available()

@@ -19,8 +19,8 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from guardrails.mutants import MUTANT_TIME_LIMIT_S, PARALLEL, variant_workspace
-from guardrails.runner import SuiteRequest, SuiteResult, run_suite
+from guardrails.judging.mutant_check import MUTANT_TIME_LIMIT_S, PARALLEL, variant_workspace
+from guardrails.sandbox.runner import SuiteRequest, SuiteResult, run_suite
 from guardrails.verdict import Violation
 
 if TYPE_CHECKING:
