@@ -27,8 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from guardrails.gate import run_gate
-from guardrails.static.capabilities import Policy
-from guardrails.static.sanitizer import scan_source
+from guardrails.static import Policy, scan_source
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guardrails.static.astscan import parse, to_violations, too_deep
-from guardrails.static.capabilities import Policy
-from guardrails.static.discipline import discipline_findings
-from guardrails.static.sanitizer import findings as capability_findings
-from guardrails.static.sourcetext import read_source
-from guardrails.static.testquality import with_siblings
+from guardrails.static import (
+    Policy,
+    discipline_findings,
+    parse,
+    read_source,
+    to_violations,
+    too_deep,
+    with_siblings,
+)
+from guardrails.static import findings as capability_findings
 from guardrails.verdict import Violation
 from guardrails.workspace import GuardContract
 

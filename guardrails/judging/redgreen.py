@@ -16,8 +16,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from guardrails.sandbox.runner import SuiteResult
-from guardrails.static.astscan import dotted, import_map, under
+from guardrails.sandbox import SuiteResult
+from guardrails.static import dotted, import_map, under
 from guardrails.verdict import Violation
 
 # HostedStrategy's own data: the name and params the test opened it with, and a counter
