@@ -18,8 +18,9 @@ if TYPE_CHECKING:
         scratch_copy,
         tree_manifest,
     )
+    from guardrails.sandbox.backends import select_lock
     from guardrails.sandbox.coverage_data import CoverageReader
-    from guardrails.sandbox.locks import LOCKS, HashOnlyLock, RoLock, make_readable, select_lock
+    from guardrails.sandbox.locks import LOCKS, HashOnlyLock, RoLock, make_readable
     from guardrails.sandbox.runner import GateDirs, SuiteRequest, SuiteResult, run_suite
     from guardrails.sandbox.strategyhost import (
         HOST_POLL_S,

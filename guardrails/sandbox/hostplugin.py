@@ -39,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     import strategy_host
 
     def factory() -> Any:
-        from guardrails.sandbox.locks import select_lock
+        from guardrails.sandbox.backends import select_lock
         from guardrails.sandbox.strategyhost import HostSpec, start_host
         from guardrails.workspace import GateSetupError, load_contract
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from guardrails.sandbox import bwrap as sandbox
+from guardrails.sandbox.backends import select_lock
 from guardrails.sandbox.bwrap import BwrapLock, _nested, _remove_stage, runtime_paths
-from guardrails.sandbox.locks import Bind, DockerLock, HashOnlyLock, RoLock, select_lock
+from guardrails.sandbox.locks import Bind, DockerLock, HashOnlyLock, RoLock
 from guardrails.workspace import GateSetupError
 
 
