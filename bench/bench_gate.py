@@ -3,7 +3,7 @@
 Workspaces: this repo's strategies/ + tests/strategies (skipped when absent) and a generated
 workspace of about 8,000 source lines with tests at full branch coverage. Tests reach S only through
 its strategy host (`strategy_host.call`), as in every workspace, so the plain run loads
-`guardrails.hostplugin` (one jailed host, S's coverage measured there and joined to pytest-cov's)
+`guardrails.sandbox.hostplugin` (one jailed host, S's coverage measured there and joined to pytest-cov's)
 and the gate runs S in a host of its own for each test run. The gate judges a small
 benign code-patch (one added comment line) so it runs the whole pipeline: scope check, apply,
 capability sanitizer, two sandboxed test runs side by side (forward with coverage, reversed),
@@ -26,9 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from guardrails.capabilities import Policy
 from guardrails.gate import run_gate
-from guardrails.sanitizer import scan_source
+from guardrails.static import Policy, scan_source
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -98,10 +97,10 @@ def comment_patch(ws: Path, source: str) -> str:
 
 def plain_pytest_seconds(ws: Path, source: str, tests: str, lock: str) -> tuple[float, bool]:
     """Wall time of `pytest --cov --cov-branch` run directly on the workspace (its tests calling S
-    in one host of `guardrails.hostplugin`), and whether it passed."""
+    in one host of `guardrails.sandbox.hostplugin`), and whether it passed."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "guardrails.hostplugin", "--strategy-lock", lock,
+                           "-p", "guardrails.sandbox.hostplugin", "--strategy-lock", lock,
                            f"--cov={source}", "--cov-branch", "--cov-report=", tests],
                           cwd=ws, check=False, capture_output=True)
     return time.perf_counter() - started, done.returncode == 0

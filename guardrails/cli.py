@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from guardrails.locks import LOCKS
+from guardrails.sandbox import LOCKS
 from guardrails.verdict import Verdict
 from guardrails.workspace import GateSetupError
 

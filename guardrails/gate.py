@@ -8,37 +8,39 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from guardrails import diffs
-from guardrails.behaviour_check import behaviour_violations, child_spec, load_inputs
-from guardrails.checks import (
+from guardrails.judging import (
+    behaviour_violations,
+    child_spec,
     collected_count,
     content_violations,
     in_trees,
+    load_inputs,
     new_test_ids,
     order_violations,
     outcome_violations,
+    recheck_tests,
+    red_violations,
     run_violations,
     superseded_ids,
     superseded_names,
     unchanged_failures,
 )
-from guardrails.coverage_data import CoverageReader
-from guardrails.locks import RoLock, make_readable, select_lock
-from guardrails.recheck import recheck_tests
-from guardrails.redgreen import red_violations
-from guardrails.rolock import (
+from guardrails.patch import diffs
+from guardrails.sandbox import (
+    CoverageReader,
+    GateDirs,
+    RoLock,
+    SuiteRequest,
+    SuiteResult,
     changed_paths,
     hash_violations,
     lock_manifest,
+    make_readable,
     manifest_digest,
-    scratch_copy,
-    tree_manifest,
-)
-from guardrails.runner import (
-    GateDirs,
-    SuiteRequest,
-    SuiteResult,
     run_suite,
+    scratch_copy,
+    select_lock,
+    tree_manifest,
 )
 from guardrails.verdict import PHASES, CoverageResult, LockInfo, TestCounts, Verdict, Violation
 from guardrails.workspace import GateSetupError, GuardContract, check_holdout, load_contract
@@ -246,8 +248,8 @@ class GateRun:
         """The behaviour cases through a fresh strategy host, the gate as the caller; outputs or None."""
         if spec is None:
             return None
-        from guardrails.behaviour import run_cases
-        from guardrails.strategyhost import HostSpec, start_host
+        from guardrails.judging import run_cases
+        from guardrails.sandbox import HostSpec, start_host
 
         try:
             host = start_host(self.lock, HostSpec(self.dirs.ws, self.contract.source, False,
@@ -264,7 +266,7 @@ class GateRun:
 
     def trivial(self) -> list[Violation]:
         """Red mode: the new failing tests must also fail on trivial candidates in place of S."""
-        from guardrails.trivial import trivial_violations
+        from guardrails.judging import trivial_violations
 
         assert self.first is not None
         red = [n for n in self.new_ids if self.first.outcome(n) == "failed"]
@@ -272,7 +274,7 @@ class GateRun:
 
     def mutation(self) -> list[Violation]:
         """New tests must kill enough simple mutants of the source code they exercise."""
-        from guardrails.mutants import mutation_violations
+        from guardrails.judging import mutation_violations
 
         if not self.new_ids or self.contract.mutation_max == 0:
             return []

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from guardrails.tempdirs import OWNER_NOTE
+from guardrails.sandbox import OWNER_NOTE
 from oomrl.owners import START_TOLERANCE_S
 
 RUN_NOTE = ".owner"  # in a repair's run folder while its process works in it

@@ -29,7 +29,7 @@ os.environ.pop("OPENAI_API_KEY", None)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # tests/strategies call the bundled strategies through a jailed strategy host, as the gate's tests do.
-pytest_plugins = ("guardrails.hostplugin",)
+pytest_plugins = ("guardrails.sandbox.hostplugin",)
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

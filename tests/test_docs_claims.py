@@ -38,7 +38,8 @@ NOT_IN_THIS_TREE = {"strategies/base.py": "the base module of versions committed
 # Where a page writes a module-relative name (`calendar.sessions` in "Market facts (oomrl/market/)").
 PREFIXES = ("", "oomrl.", "oomrl.market.", "oomrl.data.", "oomrl.portfolio.", "oomrl.metrics.",
             "oomrl.diagnostics.", "oomrl.agent.", "oomrl.webhook.", "oomrl.commands.", "guardrails.",
-            "strategy_host.", "strategy_api.")
+            "guardrails.patch.", "guardrails.static.", "guardrails.sandbox.", "guardrails.child.",
+            "guardrails.judging.", "strategy_host.", "strategy_api.")
 # Instance names the pages use for an object of a class (`tx.discard`, `ctx.claim_wait_s`).
 INSTANCES = {"registry": "strategies.registry", "ctx": "oomrl.agent.context.RepairContext", "tx": "oomrl.data.store.StoreTransaction",
              "budget": "oomrl.agent.budget.Budget", "runner": "oomrl.portfolio.hosting.HostedRunner",
@@ -456,7 +457,7 @@ def test_the_gate_exit_codes_are_the_code() -> None:
 
 
 def test_the_gate_allow_lists_are_the_capabilities() -> None:
-    from guardrails import capabilities
+    from guardrails.static import capabilities
 
     stdlib = find("gate", r"pure-computation modules: `([^`]+)`").group(1).split()
     assert set(stdlib) == capabilities.PURE_STDLIB, "docs/gate.md: S's standard-library allow-list"
@@ -469,8 +470,8 @@ def test_the_gate_allow_lists_are_the_capabilities() -> None:
 
 
 def test_the_strategy_host_requests_and_limits_are_the_host() -> None:
-    from guardrails.sandbox import SANDBOX_UID
-    from guardrails.strategyhost import STDERR_KEPT
+    from guardrails.sandbox.bwrap import SANDBOX_UID
+    from guardrails.sandbox.strategyhost import STDERR_KEPT
 
     said = find("gate", r"Requests: (.*?)A test process's").group(1)
     while re.search(r"\([^()]*\)", said):

@@ -351,7 +351,7 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
         "OOMRL_AGENT_ACCOUNT_MAX_TOKENS"] / 1e6, float),
     ("account LLM dollars", README, r"M tokens / \$(\d+) when first", lambda: settings_defaults()[
         "OOMRL_AGENT_ACCOUNT_MAX_COST_USD"], float),
-    ("gate sandbox uid", README, r"sandbox as uid (\d+)", _imported("guardrails.sandbox", "SANDBOX_UID"), int),
+    ("gate sandbox uid", README, r"sandbox as uid (\d+)", _imported("guardrails.sandbox.bwrap", "SANDBOX_UID"), int),
     ("sample clock day one", OPERATIONS, r"`up` gives its children `OOMRL_SAMPLE_CLOCK=(\d{4}-\d\d-\d\d)`",
      lambda: str(importlib.import_module("oomrl.data.sample_clock").DAY_ONE), str),
     ("sample clock day one (README)", README, r"plays the bundled sample forward from (\d{4}-\d\d-\d\d)",
@@ -596,7 +596,12 @@ def test_the_readme_names_the_folders_mypy_and_ruff_check() -> None:
     named = figure(README, r"mypy on\s+(.*?) \(`\[tool\.mypy\] files`")
     assert sorted(re.findall(r"`(\w+)/`", named)) == sorted(tool["mypy"]["files"])
     families = {"E4": "pycodestyle errors", "E7": "pycodestyle errors", "E9": "pycodestyle errors", "F": "pyflakes",
-                "B": "bugbear", "UP": "pyupgrade", "I": "isort"}
+                "B": "bugbear", "UP": "pyupgrade", "I": "isort", "SIM": "simplify", "PIE": "pie", "G": "logging",
+                "LOG": "logging", "TID": "tidy imports", "PGH": "pygrep hooks", "PLE": "pylint errors",
+                "A": "builtins", "FLY": "flynt", "T10": "debugger", "EXE": "executable", "YTT": "2020",
+                "BLE": "blind except", "S102": "bandit's exec and try-except-pass",
+                "S110": "bandit's exec and try-except-pass", "S112": "bandit's exec and try-except-pass",
+                "RUF100": "unused noqa"}
     listed = figure(README, r"ruff \(([^)]*)\)")
     assert {families[code] for code in tool["ruff"]["lint"]["select"]} == {n.strip() for n in listed.split(",")}
 

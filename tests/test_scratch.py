@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.tempdirs import OWNER_NOTE, owned_temp_dir
+from guardrails.sandbox.tempdirs import OWNER_NOTE, owned_temp_dir
 from oomrl.scratch import SCRATCH_PREFIXES, clear_orphans
 
 

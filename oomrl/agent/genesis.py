@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from guardrails.diffs import PatchError, added_lines, apply_patch, parse_patch
+from guardrails.patch import PatchError, added_lines, apply_patch, parse_patch
 from oomrl.agent.context import AttemptRecord, RepairContext, RepairStepError, write_json
 from oomrl.agent.feedback import encode_verdict
 from oomrl.agent.llm import InvalidAnswerError

@@ -89,7 +89,7 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
     The offline Critic's rule for what a mandate supersedes. Runs the tests of `tests` against
     `source` as the gate runs tests (the test process and S's host each in their jail) with the
     mandate probe loaded into the test process."""
-    from guardrails.runner import GateDirs, SuiteRequest, run_suite
+    from guardrails.sandbox import GateDirs, SuiteRequest, run_suite
     from oomrl.portfolio.hosting import jail_lock
 
     lock, _ = jail_lock(unsafe_no_jail)
@@ -99,7 +99,7 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
         for path, text in {**source, **tests}.items():
             (ws / path).parent.mkdir(parents=True, exist_ok=True)
             (ws / path).write_text(text, encoding="utf-8")
-        from guardrails.locks import make_readable
+        from guardrails.sandbox import make_readable
 
         make_readable(ws)
         trees = tuple(sorted({path.split("/")[0] for path in tests}))

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from guardrails.weakening import NODE_ID
+from guardrails.static import NODE_ID
 from oomrl.agent import PROMPTS_DIR
 from oomrl.agent.llm import LLMClient
 

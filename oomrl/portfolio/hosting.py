@@ -236,7 +236,7 @@ def _release(size: int, memory: Any, readonly: int, reuse: bool) -> None:
 class HostedRunner:
     """A StrategyRunner over a running strategy host (one per replay or rebalance)."""
 
-    host: Any  # guardrails.strategyhost.HostProcess
+    host: Any  # guardrails.sandbox.strategyhost.HostProcess
     handle: int
     name: str
     market: MarketFrames
@@ -434,7 +434,7 @@ class Answer:
 
 def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:
     """The lock strategy hosts run under, and how outputs name it; refuse when there is none."""
-    from guardrails.locks import HashOnlyLock, select_lock
+    from guardrails.sandbox import HashOnlyLock, select_lock
     from guardrails.workspace import GateSetupError
 
     try:
@@ -458,7 +458,7 @@ class WorkspaceStrategy:
 
     def start(self, coverage: bool = False) -> tuple[Any, str]:
         """A started host for this workspace and the name of its jail."""
-        from guardrails.strategyhost import HOST_POLL_S, HostSpec, start_host
+        from guardrails.sandbox import HOST_POLL_S, HostSpec, start_host
 
         lock, jail = jail_lock(self.unsafe_no_jail)
         sources, memory = _contract_of(self.root)

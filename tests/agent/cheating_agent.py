@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from guardrails.diffs import apply_patch, parse_patch
+from guardrails.patch.diffs import apply_patch, parse_patch
 from oomrl.agent.offline_author import mandate_tests
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff

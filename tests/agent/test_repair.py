@@ -251,7 +251,7 @@ def test_a_defect_still_reports_the_step_and_keeps_the_traceback(tmp_path: Path)
 
 
 def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_path: Path) -> None:
-    from guardrails.diffs import apply_patch, parse_patch
+    from guardrails.patch.diffs import apply_patch, parse_patch
     from oomrl.repair import changed_tests
 
     ctx = make_context(tmp_path, ScriptedProvider())

@@ -78,7 +78,7 @@ def choices(path: tuple[str, ...], option: str) -> list[str]:
 
 
 def test_fixed_choices_are_enums_listed_in_help() -> None:
-    from guardrails.locks import LOCKS
+    from guardrails.sandbox.locks import LOCKS
     from oomrl.agent.providers import PROVIDERS
     from oomrl.market.markets import MARKETS
 

@@ -23,7 +23,7 @@ def _promoted_events(account: str, sha: str, wait_s: float = 30.0) -> list[Any]:
 
 def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
     """What a model would answer, produced by the offline rules on a copy of the bundled workspace."""
-    from guardrails.diffs import apply_patch, parse_patch
+    from guardrails.patch.diffs import apply_patch, parse_patch
     from oomrl.agent.providers import OfflineProvider
     from oomrl.agent.roles import CoderView, TestAuthorView, read_tree
     from tests.agent.repair_helpers import offline_mandate

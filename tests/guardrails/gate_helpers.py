@@ -97,7 +97,7 @@ def shown(verdict: Verdict) -> dict[str, Any]:
 
 def plant(root: Path, files: dict[str, str]) -> Path:
     """A workspace at `root` holding `files` (relative path -> text), readable by the sandbox uid."""
-    from guardrails.locks import make_readable
+    from guardrails.sandbox.locks import make_readable
 
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,7 @@ def own_host_state() -> Iterator[None]:
     """This session's strategy_host channel and hostplugin hosts set aside while code under test
     (a child launcher, an inner pytest session) connects strategy_host in this process."""
     import strategy_host
-    from guardrails import hostplugin
+    from guardrails.sandbox import hostplugin
 
     state, hosts = dict(strategy_host._STATE), list(hostplugin._HOSTS)
     hostplugin._HOSTS.clear()

@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from guardrails import behaviour, behaviour_check
-from guardrails.locks import HashOnlyLock
-from guardrails.redgreen import SourceValues, about_source, red_violations, source_fixtures
-from guardrails.runner import SuiteResult
-from guardrails.sandbox import BwrapLock
-from guardrails.strategyhost import HostProcess, HostSpec, start_host
+from guardrails.judging import behaviour_cases as behaviour
+from guardrails.judging import behaviour_check
+from guardrails.judging.redgreen import SourceValues, about_source, red_violations, source_fixtures
+from guardrails.sandbox.bwrap import BwrapLock
+from guardrails.sandbox.locks import HashOnlyLock
+from guardrails.sandbox.runner import SuiteResult
+from guardrails.sandbox.strategyhost import HostProcess, HostSpec, start_host
 from strategy_host import wire
 
 REPO = Path(__file__).resolve().parents[2]

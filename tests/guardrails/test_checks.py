@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guardrails.checks import (
+from guardrails.judging.checks import (
     new_test_ids,
     order_violations,
     outcome_violations,
@@ -12,7 +12,7 @@ from guardrails.checks import (
     run_violations,
     unchanged_failures,
 )
-from guardrails.runner import SuiteResult
+from guardrails.sandbox.runner import SuiteResult
 from guardrails.verdict import Violation
 from guardrails.workspace import GuardContract
 
@@ -95,7 +95,7 @@ def test_new_tests_are_those_added_or_changed(tmp_path: Path) -> None:
 
 
 def test_every_phase_rechecks_all_of_t_for_hooks_and_capabilities(tmp_path: Path) -> None:
-    from guardrails.recheck import recheck_tests
+    from guardrails.judging.recheck import recheck_tests
 
     contract = GuardContract(root=tmp_path, source=("strategies",), tests=("tests",))
     (tmp_path / "tests" / "deep").mkdir(parents=True)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from guardrails.coverage_data import (
+from guardrails.sandbox.coverage_data import (
     RCFILE,
     CoverageReader,
     exact_exclusions,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.diffs import (
+from guardrails.patch.diffs import (
     PatchError,
     PatchLimits,
     added_lines,

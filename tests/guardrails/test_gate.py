@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from guardrails.gate import run_gate
-from guardrails.sandbox import BwrapLock
+from guardrails.sandbox.bwrap import BwrapLock
 from guardrails.workspace import GateSetupError
 from tests.guardrails.gate_helpers import (
     CORPUS,

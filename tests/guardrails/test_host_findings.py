@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from coverage import CoverageData
 
-from guardrails.coverage_data import map_data
+from guardrails.sandbox.coverage_data import map_data
 
 
 def test_coverage_parts_of_one_run_are_joined_not_replaced(tmp_path: Path) -> None:
@@ -73,8 +73,8 @@ HOSTED_TEST = ('from strategy_host import call\n\nMOMENTUM = "strategies.momentu
 ], ids=["setattr-module", "setattr-string", "patch-channel", "fake-channel"])
 def test_replacing_the_host_client_mocks_the_unit(fake: str) -> None:
     # a test that answers its own calls never reaches S: it is mocking S
-    from guardrails.capabilities import Policy
-    from guardrails.testquality import scan_tests
+    from guardrails.static.capabilities import Policy
+    from guardrails.static.testquality import scan_tests
 
     text = HOSTED_TEST + "\n\n" + fake
     rules = {v.rule for v in scan_tests("tests/test_m.py", text.encode(), HOSTED_TEST.encode(), Policy.of("tests"))}
@@ -96,8 +96,8 @@ STRATEGY_MODULE = ('"""A strategy."""\nimport numpy as np\nimport operator\n\n\n
     ('    getattr(close, "tofile")("rows.bin")\n', "sanitizer.io"),
 ], ids=["base", "getattr-base", "attrgetter-base", "getattr-frame", "getattr-io"])
 def test_what_an_attribute_refuses_getattr_refuses(reach: str, rule: str) -> None:
-    from guardrails.capabilities import Policy
-    from guardrails.sanitizer import scan_source
+    from guardrails.static.capabilities import Policy
+    from guardrails.static.sanitizer import scan_source
 
     text = STRATEGY_MODULE.replace('    return {"A"', reach + '    return {"A"')
     rules = {v.rule for v in scan_source("strategies/s.py", text.encode(), None, Policy.of("source"))}
@@ -131,8 +131,8 @@ DECIDE = ('"""A strategy."""\nfrom datetime import date\nimport itertools\n\nimp
 ], ids=["array-now", "series-today", "concatenated", "period-now", "clock-alias", "bit-generator",
         "random-state", "seed-none", "sample", "function-attribute", "alias", "bound-method", "iterator"])
 def test_clock_randomness_and_state_in_other_spellings(line: str, rule: str) -> None:
-    from guardrails.capabilities import Policy
-    from guardrails.sanitizer import scan_source
+    from guardrails.static.capabilities import Policy
+    from guardrails.static.sanitizer import scan_source
 
     text = DECIDE.replace("    return picks[:top_k]\n", line + "    return picks[:top_k]\n")
     assert rule in {v.rule for v in scan_source("strategies/s.py", text.encode(), None, Policy.of("source"))}
@@ -141,8 +141,8 @@ def test_clock_randomness_and_state_in_other_spellings(line: str, rule: str) -> 
 
 
 def test_a_mutable_default_inside_a_tuple_is_state() -> None:
-    from guardrails.capabilities import Policy
-    from guardrails.sanitizer import scan_source
+    from guardrails.static.capabilities import Policy
+    from guardrails.static.sanitizer import scan_source
 
     text = DECIDE.replace("def decide(scores, top_k=1):", "def decide(scores, top_k=1, _seen=([],)):")
     assert "sanitizer.stateful" in {v.rule for v in scan_source("strategies/s.py", text.encode(), None,

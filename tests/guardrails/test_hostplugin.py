@@ -1,4 +1,4 @@
-"""guardrails.hostplugin: outside the gate, a workspace's tests reach S through one jailed host too.
+"""guardrails.sandbox.hostplugin: outside the gate, a workspace's tests reach S through one jailed host too.
 
 A toy workspace's tests run in a pytest session of their own with the plugin: in this process (the
 lazily started host, its end with the session), and in a child process under pytest-cov, whose
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import strategy_host
-from guardrails import hostplugin
-from guardrails.sandbox import BwrapLock
+from guardrails.sandbox import hostplugin
+from guardrails.sandbox.bwrap import BwrapLock
 from tests.guardrails.gate_helpers import own_host_state, plant
 
 pytest_plugins = ["pytester"]
@@ -49,7 +49,7 @@ def test_the_tests_call_s_in_a_host_started_when_first_needed(
         def pytest_runtest_teardown(self) -> None:
             started[:] = [host for host, _ in hostplugin._HOSTS]
 
-    result = pytester.inline_run("-p", "guardrails.hostplugin", "--strategy-lock", "bwrap",
+    result = pytester.inline_run("-p", "guardrails.sandbox.hostplugin", "--strategy-lock", "bwrap",
                                  "--strategy-workspace", str(workspace), "tests", plugins=[Watch()])
     result.assertoutcome(passed=2)
     assert len(started) == 1  # one host for the whole session
@@ -65,7 +65,7 @@ def test_without_a_host_a_call_says_how_to_get_one(own_session_state: None) -> N
 
 
 def test_pytest_cov_reports_the_lines_s_ran_in_its_host(workspace: Path, pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("-p", "guardrails.hostplugin", "--strategy-lock", "bwrap",
+    result = pytester.runpytest_subprocess("-p", "guardrails.sandbox.hostplugin", "--strategy-lock", "bwrap",
                                            "--cov=strategies", "--cov-branch", "--cov-report=term-missing",
                                            "-p", "no:cacheprovider", "tests")
     result.assert_outcomes(passed=2)

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from guardrails import sandbox
-from guardrails.locks import Bind, DockerLock, HashOnlyLock, RoLock, select_lock
-from guardrails.sandbox import BwrapLock, _nested, _remove_stage, runtime_paths
+from guardrails.sandbox import bwrap as sandbox
+from guardrails.sandbox.backends import select_lock
+from guardrails.sandbox.bwrap import BwrapLock, _nested, _remove_stage, runtime_paths
+from guardrails.sandbox.locks import Bind, DockerLock, HashOnlyLock, RoLock
 from guardrails.workspace import GateSetupError
 
 
@@ -183,7 +184,7 @@ def test_docker_backend_mounts_only_the_binds_read_only_without_network(tmp_path
 
 
 def test_docker_backend_gives_every_writable_place_a_size(tmp_path: Path) -> None:
-    from guardrails.locks import FILE_BYTES, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
+    from guardrails.sandbox.locks import FILE_BYTES, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
 
     client = _Client({"StatusCode": 0}, {"results.json": b'{"ok": 1}', "out": "/etc/passwd", "in": "results.json"})
     binds = [Bind(tmp_path / "ws", "/workspace"), Bind(tmp_path / "results", "/results", True)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.mutation import generate_mutants
+from guardrails.judging.mutate import generate_mutants
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"
 
@@ -118,7 +118,7 @@ def test_honest_tests_kill_mutants_of_the_honest_strategy() -> None:
 
 def test_mutants_equal_to_the_source_or_not_compiling_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     assert generate_mutants("x = 1e300\n", None, 10) == []  # 1e300 + 1 prints as 1e300
-    from guardrails import mutation
+    from guardrails.judging import mutate as mutation
 
     def refuse(text: str, name: str, mode: str) -> None:
         raise SyntaxError("pretend the mutant does not compile")

@@ -19,16 +19,16 @@ from guardrails.redteam import (
     run_case,
     run_corpus,
 )
-from guardrails.sandbox import BwrapLock
+from guardrails.sandbox.bwrap import BwrapLock
 from guardrails.workspace import GateSetupError
 from tests.guardrails.gate_helpers import CORPUS, tree_digest
 
 LOCK = "bwrap" if BwrapLock.available() is None else "hash-only"
 CASES = load_cases(CORPUS)
 def test_permissive_workspace_allows_every_sanitizer_rule() -> None:
-    from guardrails.sanitizer import MESSAGES
-    from guardrails.testquality import MESSAGES as TEST_MESSAGES
-    from guardrails.testrules import MESSAGES as DISCIPLINE
+    from guardrails.static.discipline import MESSAGES as DISCIPLINE
+    from guardrails.static.sanitizer import MESSAGES
+    from guardrails.static.testquality import MESSAGES as TEST_MESSAGES
     from guardrails.workspace import load_contract
 
     for name in ("buggy_permissive", "honest_permissive", "market_permissive"):
@@ -82,7 +82,7 @@ def test_red_cases_name_the_old_tests_their_mandate_supersedes() -> None:
 
 def test_every_patch_that_the_diff_checks_pass_applies_to_its_workspace(tmp_path: Path) -> None:
     # the patches are generated against the workspaces as they are: none may go stale after an edit
-    from guardrails.diffs import apply_patch, check_patch, parse_patch
+    from guardrails.patch.diffs import apply_patch, check_patch, parse_patch
     from guardrails.workspace import load_contract
 
     for case in CASES:

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 # The names guardrails/gate.py imports too: this file tests each of them.
-from guardrails.rolock import (
+from guardrails.sandbox.anchoring import (
     changed_paths,
     hash_violations,
     lock_manifest,

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.childrun import GatePlugin
-from guardrails.coverage_data import CoverageReader, function_body_lines
-from guardrails.locks import HashOnlyLock, RoLock
-from guardrails.runner import (
+from guardrails.child.childrun import GatePlugin
+from guardrails.sandbox.bwrap import BwrapLock
+from guardrails.sandbox.coverage_data import CoverageReader, function_body_lines
+from guardrails.sandbox.locks import HashOnlyLock, RoLock
+from guardrails.sandbox.runner import (
     GateDirs,
     SuiteRequest,
     SuiteResult,
@@ -24,7 +25,6 @@ from guardrails.runner import (
     make_readable,
     run_suite,
 )
-from guardrails.sandbox import BwrapLock
 from tests.guardrails.gate_helpers import MOMENTUM, make_workspace, own_host_state, plant
 
 pytest_plugins = ["pytester"]
@@ -316,7 +316,7 @@ def test_a_missing_test_folder_fails_loudly(tmp_path: Path, dirs: GateDirs) -> N
 
 @pytest.mark.slow
 def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path) -> None:
-    from guardrails import childrun
+    from guardrails.child import childrun
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_one.py").write_text("def test_one():\n    assert 2 * 2 == 4\n")
@@ -340,8 +340,8 @@ def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path)
 def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Path) -> None:
     from coverage import CoverageData
 
-    from guardrails import childrun
-    from guardrails.strategyhost import HostSpec, relay, start_host
+    from guardrails.child import childrun
+    from guardrails.sandbox.strategyhost import HostSpec, relay, start_host
 
     ws = plant(tmp_path / "ws", {
         "strategies/__init__.py": "", "strategies/m.py": "def one():\n    return 1\n",
@@ -370,7 +370,7 @@ def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Pa
 
 
 def test_a_run_that_fills_its_results_folder_is_rejected_by_name(tmp_path: Path, dirs: GateDirs) -> None:
-    from guardrails.locks import MIB, WRITABLE_BYTES
+    from guardrails.sandbox.locks import MIB, WRITABLE_BYTES
 
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_fill.py").write_text(  # written as a test process can: 1 MiB at a time

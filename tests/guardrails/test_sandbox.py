@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from guardrails.locks import HashOnlyLock, RoLock
-from guardrails.runner import GateDirs, LockedRun
-from guardrails.sandbox import SANDBOX_UID, BwrapLock
+from guardrails.sandbox.bwrap import SANDBOX_UID, BwrapLock
+from guardrails.sandbox.locks import HashOnlyLock, RoLock
+from guardrails.sandbox.runner import GateDirs, LockedRun
 from tests.guardrails.gate_helpers import servers
 
 pytestmark = pytest.mark.skipif(BwrapLock.available() is not None,
@@ -67,7 +67,7 @@ def dirs(tmp_path: Path) -> Iterator[GateDirs]:
     for tree, text in (("strategies", "A = 1\n"), ("tests", "def test_a():\n    assert 1\n")):
         (created.ws / tree).mkdir()
         (created.ws / tree / "a.py").write_text(text)
-    from guardrails.locks import make_readable
+    from guardrails.sandbox.locks import make_readable
 
     make_readable(created.ws)
     yield created
@@ -292,8 +292,8 @@ def test_every_writable_place_has_a_size_limit(dirs: GateDirs) -> None:
     import ast
     import errno
 
-    from guardrails.locks import FILE_BYTES, MIB, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
-    from guardrails.runner import results_bytes
+    from guardrails.sandbox.locks import FILE_BYTES, MIB, SHM_BYTES, TMP_BYTES, WRITABLE_BYTES
+    from guardrails.sandbox.runner import results_bytes
 
     run = LockedRun(BwrapLock(), dirs, dirs.ws, "fill", trees=("tests",))
     (dirs.cfg / "fill.py").write_text(FILL)

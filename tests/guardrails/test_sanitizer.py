@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.capabilities import Policy
-from guardrails.diffs import apply_patch, parse_patch
-from guardrails.sanitizer import module_package, scan_source, scan_tree
-from guardrails.sourcetext import declared_encoding, read_source
-from guardrails.testquality import scan_tests
+from guardrails.patch.diffs import apply_patch, parse_patch
+from guardrails.static.capabilities import Policy
+from guardrails.static.sanitizer import module_package, scan_source, scan_tree
+from guardrails.static.sourcetext import declared_encoding, read_source
+from guardrails.static.testquality import scan_tests
 from guardrails.verdict import Violation
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"

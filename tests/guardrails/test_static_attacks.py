@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.capabilities import Policy
-from guardrails.diffs import apply_patch, check_patch, parse_patch
-from guardrails.sanitizer import scan_source
-from guardrails.testquality import scan_tests
+from guardrails.patch.diffs import apply_patch, check_patch, parse_patch
+from guardrails.static.capabilities import Policy
+from guardrails.static.sanitizer import scan_source
+from guardrails.static.testquality import scan_tests
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"
 SCOPES = {"code-patch": (["strategies"], ["tests"]), "test-gen": (["tests"], ["strategies"])}

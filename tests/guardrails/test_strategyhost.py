@@ -1,11 +1,11 @@
 """Strategy host properties, each proven from inside a real host, and each shown to break when switched off.
 
 S (tests/guardrails/host_probe.py, planted as `strategies/probe.py` of a tmp workspace) is called
-through a real host (guardrails.strategyhost.start_host) the way every caller reaches it. A property
+through a real host (guardrails.sandbox.strategyhost.start_host) the way every caller reaches it. A property
 of the jail runs once under bwrap, where it must hold, and once under hash-only or a deliberately
 weakened lock, host program or runner, where the same probe must break it: none of these tests can
 pass with its property gone. Market and fingerprint tests drive the engine's host
-(oomrl.portfolio.hosting.WorkspaceStrategy) and the gate's (guardrails.runner.run_suite) side by side.
+(oomrl.portfolio.hosting.WorkspaceStrategy) and the gate's (guardrails.sandbox.runner.run_suite) side by side.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from guardrails import strategyhost
-from guardrails.locks import RUN_ENV, HashOnlyLock, RoLock, make_readable
-from guardrails.runner import GateDirs, SuiteRequest, run_suite
-from guardrails.sandbox import SANDBOX_UID, BwrapLock
-from guardrails.strategyhost import HostProcess, HostSpec, host_dir, relay, start_host
+from guardrails.sandbox import strategyhost
+from guardrails.sandbox.bwrap import SANDBOX_UID, BwrapLock
+from guardrails.sandbox.locks import RUN_ENV, HashOnlyLock, RoLock, make_readable
+from guardrails.sandbox.runner import GateDirs, SuiteRequest, run_suite
+from guardrails.sandbox.strategyhost import HostProcess, HostSpec, host_dir, relay, start_host
 from strategy_host import wire
 from strategy_host.client import Channel, HostError, HostGone, StrategyError
 from tests.guardrails.gate_helpers import REPORT_PLUGIN, plant, servers
@@ -650,8 +650,8 @@ TELLING = {
 
 @pytest.mark.parametrize("observed", sorted(TELLING))
 def test_what_differs_between_the_gate_and_production_is_refused_in_s(observed: str) -> None:
-    from guardrails.capabilities import Policy
-    from guardrails.sanitizer import scan_source
+    from guardrails.static.capabilities import Policy
+    from guardrails.static.sanitizer import scan_source
 
     found = scan_source(f"strategies/{observed}.py", TELLING[observed].encode(), None, Policy.of("source"))
     assert found, f"S may observe {observed} unrefused"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from guardrails.capabilities import Policy
-from guardrails.diffs import apply_patch, parse_patch
-from guardrails.testquality import count_tests, scan_tests
+from guardrails.patch.diffs import apply_patch, parse_patch
+from guardrails.static.capabilities import Policy
+from guardrails.static.testquality import count_tests, scan_tests
 from guardrails.verdict import Violation
 
 STATIC = Path(__file__).resolve().parent.parent / "fixtures" / "guardrails_static"

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from guardrails.sanitizer import MESSAGES as SOURCE_MESSAGES
+from guardrails.static.sanitizer import MESSAGES as SOURCE_MESSAGES
 
 CORPUS = Path(__file__).resolve().parent
 WS = CORPUS / "workspaces"

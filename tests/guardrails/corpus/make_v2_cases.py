@@ -461,9 +461,9 @@ for name in ("buggy", "buggy_permissive"):
 for folder in (H, HB):
     (CORPUS / folder).mkdir(parents=True, exist_ok=True)
     (CORPUS / folder / "behaviour.json").write_text(json.dumps(BEHAVIOUR_CASES, indent=1) + "\n")
-from guardrails.sanitizer import MESSAGES  # noqa: E402 - the rule names, for the permissive lists
-from guardrails.testquality import MESSAGES as TEST_MESSAGES  # noqa: E402
-from guardrails.testrules import MESSAGES as DISCIPLINE  # noqa: E402
+from guardrails.static.sanitizer import MESSAGES  # noqa: E402 - the rule names, for the permissive lists
+from guardrails.static.testquality import MESSAGES as TEST_MESSAGES  # noqa: E402
+from guardrails.static.discipline import MESSAGES as DISCIPLINE  # noqa: E402
 
 rules = sorted(MESSAGES) + sorted(set(TEST_MESSAGES) | set(DISCIPLINE))
 allow = "allow = [\n" + "".join(f'    "{rule}",\n' for rule in rules) + "]\n"

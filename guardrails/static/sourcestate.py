@@ -22,9 +22,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from guardrails.astscan import Finding, dotted, import_map, snippet
-from guardrails.astwalk import _FIELDS, _INERT, _fields
-from guardrails.testrules import (
+from guardrails.static.astscan import Finding, dotted, import_map, snippet
+from guardrails.static.discipline import (
     _SCOPES,
     _TEXTS,
     CLOCK_FUNCTIONS,
@@ -35,6 +34,7 @@ from guardrails.testrules import (
     text_value,
     unseeded_call,
 )
+from guardrails.static.scopes import _FIELDS, _INERT, _fields
 
 MESSAGES = {
     "sanitizer.clock": "strategy code may not read the clock or unseeded randomness",

@@ -7,9 +7,8 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from guardrails import sanitizer, testquality, weakening
-from guardrails.capabilities import Policy
-from guardrails.runner import SuiteResult
+from guardrails.sandbox import SuiteResult
+from guardrails.static import Policy, sanitizer, testquality, weakening
 from guardrails.verdict import Violation
 from guardrails.workspace import GateSetupError, GuardContract
 

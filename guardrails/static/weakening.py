@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 
-from guardrails.astscan import Finding, snippet
+from guardrails.static.astscan import Finding, snippet
 
 BODIES = ("body", "orelse", "finalbody", "handlers")
 # How a superseded test is named (the repair's mandate and `--supersedes` alike): its pytest node id

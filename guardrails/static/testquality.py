@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from guardrails.astscan import (
+from guardrails.static.astscan import (
     Finding,
     dotted,
     import_map,
@@ -20,13 +20,19 @@ from guardrails.astscan import (
     too_deep,
     under,
 )
-from guardrails.capabilities import Policy
-from guardrails.sanitizer import findings as capability_findings
-from guardrails.sourcetext import read_source
-from guardrails.testio import TMP_NAMES, inside_tmp, tainted_names, tmp_fixtures, write_targets
-from guardrails.testrules import discipline_findings
+from guardrails.static.capabilities import Policy
+from guardrails.static.discipline import discipline_findings
+from guardrails.static.sanitizer import findings as capability_findings
+from guardrails.static.sourcetext import read_source
+from guardrails.static.testio import (
+    TMP_NAMES,
+    inside_tmp,
+    tainted_names,
+    tmp_fixtures,
+    write_targets,
+)
+from guardrails.static.weakening import weakened_findings
 from guardrails.verdict import Violation
-from guardrails.weakening import weakened_findings
 
 SOURCE_PACKAGES = ("strategies",)
 # The client tests reach S through: replacing it (or its channel) mocks S as surely as patching S.

@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from guardrails.applier import ApplyResult, added_lines, apply_patch
-from guardrails.patchparse import DEV_NULL, GITLINK_MODE, FileChange, PatchError, parse_patch
+from guardrails.patch.apply import ApplyResult, added_lines, apply_patch
+from guardrails.patch.parse import DEV_NULL, GITLINK_MODE, FileChange, PatchError, parse_patch
 from guardrails.verdict import Violation
 
 __all__ = ["ApplyResult", "FileChange", "PatchError", "PatchLimits", "added_lines", "apply_patch",

@@ -25,10 +25,10 @@ from typing import Any
 
 import strategy_api
 import strategy_host
-from guardrails import childrun
-from guardrails.coverage_data import RCFILE
-from guardrails.locks import Bind, RoLock, RunResult, make_readable
-from guardrails.tempdirs import owned_temp_dir
+from guardrails.child import childrun
+from guardrails.sandbox.coverage_data import RCFILE
+from guardrails.sandbox.locks import Bind, RoLock, RunResult, make_readable
+from guardrails.sandbox.tempdirs import owned_temp_dir
 from guardrails.verdict import Violation
 
 WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
@@ -97,7 +97,7 @@ class GateDirs:
 def hand_over(lock: RoLock, results: Path) -> None:
     """Make a run's results folder writable by the sandbox uid (and nobody else)."""
     if lock.os_level and os.geteuid() == 0:
-        from guardrails.sandbox import SANDBOX_UID
+        from guardrails.sandbox.bwrap import SANDBOX_UID
 
         os.chown(results, SANDBOX_UID, SANDBOX_UID)
     results.chmod(0o700)
@@ -224,7 +224,7 @@ def _pytest_args(run: LockedRun, request: SuiteRequest) -> tuple[list[str], str]
 def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s: float,
               memory_mb: int) -> SuiteResult:
     """Run pytest in a fresh sandbox against S in a fresh strategy host; read outcomes once."""
-    from guardrails.strategyhost import HostSpec, relay, start_host
+    from guardrails.sandbox.strategyhost import HostSpec, relay, start_host
 
     run = LockedRun(lock, dirs, request.workspace, request.tag, request.heldout,
                     request.tests if request.heldout is None else (), request.plugins)
@@ -316,7 +316,7 @@ def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, time
         suite.problems.append(Violation(rule="run.timeout", message=(
             f"the test run ({request.tag}) exceeded the time limit of {timeout_s:g} s")))
         return suite
-    from guardrails.locks import MIB, WRITABLE_BYTES
+    from guardrails.sandbox.locks import MIB, WRITABLE_BYTES
 
     used = results_bytes(run.results)
     if used >= WRITABLE_BYTES - MIB:  # the results tmpfs is full: what the run wrote may be cut short
@@ -350,7 +350,7 @@ def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, time
 def _join_coverage(run: LockedRun, request: SuiteRequest, dirs: GateDirs,
                    host_data: bytes | None) -> Path | None:
     """S's coverage (from the host) and T's (from the test process), mapped to the scratch copy."""
-    from guardrails.coverage_data import map_data
+    from guardrails.sandbox.coverage_data import map_data
 
     parts = []
     if host_data is not None:

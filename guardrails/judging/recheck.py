@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from guardrails.astscan import parse, to_violations, too_deep
-from guardrails.capabilities import Policy
-from guardrails.sanitizer import findings as capability_findings
-from guardrails.sourcetext import read_source
-from guardrails.testquality import with_siblings
-from guardrails.testrules import discipline_findings
+from guardrails.static import (
+    Policy,
+    discipline_findings,
+    parse,
+    read_source,
+    to_violations,
+    too_deep,
+    with_siblings,
+)
+from guardrails.static import findings as capability_findings
 from guardrails.verdict import Violation
 from guardrails.workspace import GuardContract
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from guardrails.members import MEMBERS
+from guardrails.static.members import MEMBERS
 
 if TYPE_CHECKING:
     from guardrails.workspace import GuardContract

@@ -17,8 +17,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from guardrails.astscan import dotted, import_map, under
-from guardrails.runner import SuiteResult
+from guardrails.sandbox import SuiteResult
+from guardrails.static import dotted, import_map, under
 from guardrails.verdict import Violation
 
 # HostedStrategy's own data: the name and params the test opened it with, and a counter

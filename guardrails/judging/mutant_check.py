@@ -15,16 +15,11 @@ import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from guardrails import mutation
-from guardrails.coverage_data import CoverageReader
-from guardrails.locks import make_readable
-from guardrails.runner import SuiteRequest, SuiteResult, run_suite
+from guardrails.judging import mutate as mutation
+from guardrails.judging.gaterun import GateState
+from guardrails.sandbox import CoverageReader, SuiteRequest, SuiteResult, make_readable, run_suite
 from guardrails.verdict import Violation
-
-if TYPE_CHECKING:
-    from guardrails.gate import GateRun
 
 MUTANT_TIME_LIMIT_S = 60.0
 PARALLEL = 2
@@ -34,7 +29,7 @@ def _link_copy(source: Path, target: Path) -> None:
     shutil.copytree(source, target, copy_function=os.link, symlinks=True)
 
 
-def variant_workspace(gate: GateRun, name: str, texts: dict[str, str]) -> Path:
+def variant_workspace(gate: GateState, name: str, texts: dict[str, str]) -> Path:
     """A hard-linked copy of the workspace with the files of `texts` rewritten."""
     copy = gate.dirs.root / "mutants" / name
     _link_copy(gate.dirs.ws, copy)
@@ -54,7 +49,7 @@ def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> boo
         for n in new_ids)
 
 
-def mutation_violations(gate: GateRun, reader: CoverageReader,
+def mutation_violations(gate: GateState, reader: CoverageReader,
                         new_ids: list[str]) -> list[Violation]:
     """Run the whole suite against simple mutants of the source lines the new tests execute."""
     contract, ws = gate.contract, gate.dirs.ws

@@ -1,6 +1,6 @@
 """pytest plugin: tests of a workspace reach its strategies through a jailed host, outside the gate too.
 
-`python -m pytest -p guardrails.hostplugin tests/strategies` (the project's own suite loads it from
+`python -m pytest -p guardrails.sandbox.hostplugin tests/strategies` (the project's own suite loads it from
 tests/conftest.py): the first call through `strategy_host` starts one host for the workspace at the
 rootdir (override with `--strategy-workspace DIR`), in the jail the gate uses (`--strategy-lock
 hash-only` to run without one). When pytest-cov measures the run, the host measures S too and its
@@ -39,8 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
     import strategy_host
 
     def factory() -> Any:
-        from guardrails.locks import select_lock
-        from guardrails.strategyhost import HostSpec, start_host
+        from guardrails.sandbox.backends import select_lock
+        from guardrails.sandbox.strategyhost import HostSpec, start_host
         from guardrails.workspace import GateSetupError, load_contract
 
         root = Path(config.getoption("strategy_workspace") or config.rootpath)
@@ -78,7 +78,7 @@ def _finish(config: pytest.Config) -> None:
         data = answer.get("coverage")
         if target is None or data is None:
             continue
-        from guardrails.coverage_data import map_data
+        from guardrails.sandbox.coverage_data import map_data
 
         raw = target.parent / f".coverage.strategyhost-raw.{uuid.uuid4().hex}"
         raw.write_bytes(bytes(data))

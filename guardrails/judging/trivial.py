@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import shutil
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
-from guardrails.mutants import MUTANT_TIME_LIMIT_S, PARALLEL, variant_workspace
-from guardrails.runner import SuiteRequest, SuiteResult, run_suite
+from guardrails.judging.gaterun import GateState
+from guardrails.judging.mutant_check import MUTANT_TIME_LIMIT_S, PARALLEL, variant_workspace
+from guardrails.sandbox import SuiteRequest, SuiteResult, run_suite
 from guardrails.verdict import Violation
-
-if TYPE_CHECKING:
-    from guardrails.gate import GateRun
 
 # candidate -> the expression that replaces a weights answer `out` over the names `names`
 CANDIDATES = {
@@ -87,7 +84,7 @@ def candidate_text(source: str, candidate: str) -> str:
     return source + WRAPPER.replace("EXPRESSION", CANDIDATES[candidate])
 
 
-def trivial_violations(gate: GateRun, red_ids: list[str]) -> list[Violation]:
+def trivial_violations(gate: GateState, red_ids: list[str]) -> list[Violation]:
     """Run the suite on each trivial candidate; red tests that pass on one are refused."""
     contract, ws = gate.contract, gate.dirs.ws
     sources = {path.relative_to(ws).as_posix(): path.read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from unidiff.patch import Hunk
 
-from guardrails.patchparse import FileChange
+from guardrails.patch.parse import FileChange
 from guardrails.verdict import Violation
 
 NEAR = 60  # lines around the stated position searched before the whole file

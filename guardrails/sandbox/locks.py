@@ -266,26 +266,3 @@ def _kept(member: Any, path: str) -> Any:
         return tarfile.data_filter(member, path)
     except tarfile.FilterError:
         return None
-
-
-def select_lock(name: str | None) -> RoLock:
-    """The backend asked for (None: the strongest available); refuse what is not available."""
-    from guardrails.sandbox import BwrapLock
-
-    if name is None:
-        problem = BwrapLock.available()
-        if problem is None:
-            return BwrapLock()
-        raise GateSetupError(f"no OS-level sandbox available ({problem}); install bubblewrap, or "
-                             "ask for --lock docker or --lock hash-only by name")
-    if name == "hash-only":
-        return HashOnlyLock()
-    if name in ("bwrap", "namespace"):  # `namespace`: the former hand-made backend's name
-        problem = BwrapLock.available()
-        if problem:
-            raise GateSetupError(f"--lock {name} unavailable: {problem}; "
-                                 "use --lock hash-only to run without an OS-level lock")
-        return BwrapLock()
-    if name == "docker":
-        return DockerLock(DockerLock.connect())
-    raise GateSetupError(f"unknown lock backend {name!r}: choose one of {', '.join(LOCKS)}")

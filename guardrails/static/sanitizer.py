@@ -15,9 +15,8 @@ import gc
 import re
 from pathlib import Path
 
-from guardrails.astscan import Finding, only_new, parse, snippet, to_violations, too_deep
-from guardrails.astwalk import ScopedWalker
-from guardrails.capabilities import (
+from guardrails.static.astscan import Finding, only_new, parse, snippet, to_violations, too_deep
+from guardrails.static.capabilities import (
     ESCAPE_ATTRIBUTES,
     EVALUATING_METHODS,
     HOOK_DEFINITIONS,
@@ -30,10 +29,11 @@ from guardrails.capabilities import (
     Policy,
     is_dunder,
 )
-from guardrails.importtime import import_time_findings, main_guard
-from guardrails.sourcestate import MESSAGES as STATE_MESSAGES
-from guardrails.sourcestate import state_findings
-from guardrails.sourcetext import read_source
+from guardrails.static.importtime import import_time_findings, main_guard
+from guardrails.static.scopes import ScopedWalker
+from guardrails.static.sourcestate import MESSAGES as STATE_MESSAGES
+from guardrails.static.sourcestate import state_findings
+from guardrails.static.sourcetext import read_source
 from guardrails.verdict import Violation
 
 MESSAGES: dict[str, str] = {

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import ast
 
-from guardrails.astscan import Finding, snippet
-from guardrails.capabilities import SAFE_BUILTINS, Policy
+from guardrails.static.astscan import Finding, snippet
+from guardrails.static.capabilities import SAFE_BUILTINS, Policy
 
 _STATIC_TESTS = ("TYPE_CHECKING", "version_info", "__name__", "__version__")
 _COMPAT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})

@@ -23,7 +23,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from guardrails.locks import (
+from guardrails.sandbox.locks import (
     FILE_BYTES,
     RUN_ENV,
     SHM_BYTES,
@@ -34,8 +34,8 @@ from guardrails.locks import (
     RoLock,
     memory_limit,
 )
+from guardrails.sandbox.tempdirs import OWNER_NOTE, owned_temp_dir
 from guardrails.settings import GateSettings
-from guardrails.tempdirs import OWNER_NOTE, owned_temp_dir
 
 SANDBOX_UID = GateSettings().sandbox_uid  # OOMRL_GATE_SANDBOX_UID
 SITE_INSIDE = "/site"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from typing import TypeGuard
 
-from guardrails.astscan import Finding, dotted, import_map, snippet
-from guardrails.testio import TMP_NAMES
+from guardrails.static.astscan import Finding, dotted, import_map, snippet
+from guardrails.static.testio import TMP_NAMES
 
 MESSAGES = {
     "tests.pytest_hook": "tests may not define pytest hooks or plugins",
