@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+
 MAX_VIOLATIONS = 20
 MAX_FIELD_CHARS = 2_000
 EXCERPT_CONTEXT = 2
@@ -18,14 +20,17 @@ EXCERPT_CONTEXT = 2
 FRAME = re.compile(r'File "(?P<quoted>[^"]+)", line (?P<qline>\d+)|(?P<plain>[\w./-]+\.py):(?P<pline>\d+)')
 
 
-def role_evidence(autopsy: Mapping[str, Any]) -> dict[str, Any]:
-    """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause, ledger."""
-    diagnostics = autopsy.get("diagnostics") or {}
-    found = {"as_of": autopsy.get("as_of"), "severity": autopsy.get("severity"),
-             "trigger": autopsy.get("trigger"), "metrics": autopsy.get("metrics"),
-             "root_cause": diagnostics.get("root_cause"), "findings": diagnostics.get("findings"),
-             "ledger": diagnostics.get("evidence"),
-             "strategy_version": diagnostics.get("strategy_version")}
+def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
+    """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause, ledger
+    (a loss alert has only its date)."""
+    if not isinstance(autopsy, Autopsy):
+        return {"as_of": autopsy.as_of.isoformat()} if autopsy.as_of else {}
+    data = autopsy.model_dump(mode="json")
+    diagnostics = data["diagnostics"]
+    found = {"as_of": data["as_of"], "severity": data["severity"], "trigger": data["trigger"],
+             "metrics": data["metrics"], "root_cause": diagnostics["root_cause"],
+             "findings": diagnostics["findings"], "ledger": diagnostics["evidence"],
+             "strategy_version": diagnostics["strategy_version"]}
     return {key: value for key, value in found.items() if value not in (None, [], {}, "")}
 
 
