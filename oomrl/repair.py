@@ -139,7 +139,8 @@ def promotion(ctx: RepairContext, mandate: Mandate, autopsy: RepairInput,
         "autopsy": input_json(autopsy), "mandate": mandate.model_dump(),
         "diffs": [{"phase": r.phase, "attempt": r.attempt, "round": r.round, "diff": r.diff}
                   for r in ctx.attempts if r.accepted],
-        "verdicts": [{"phase": r.phase, "attempt": r.attempt, "round": r.round, **r.verdict}
+        "verdicts": [{"phase": r.phase, "attempt": r.attempt, "round": r.round,
+                      **r.verdict.model_dump(mode="json")}
                      for r in ctx.attempts],
         "cross_validation": cross.model_dump(mode="json"), "rounds": ctx.round,
         "transcript_sha256": ctx.transcript.digest(), "budget": ctx.budget.summary(),

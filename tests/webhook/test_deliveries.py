@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from oomrl.config import Settings
+from oomrl.diagnostics.autopsy import RepairInput
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.webhook import app as webhook_app
 from oomrl.webhook.app import create_app
@@ -41,7 +42,7 @@ class SlowLauncher(RecordingLauncher):
         self.fail, self.store, self.deliveries = fail, store, deliveries
         self.started = 0
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
         self.started += 1
         deadline = time.monotonic() + CLAIM_DEADLINE_S
         while self.store.claims < self.deliveries and time.monotonic() < deadline:

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomrl.config import Settings, SettingsError
+from oomrl.diagnostics.autopsy import input_json
 from oomrl.repair_inputs import load_autopsy
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
@@ -31,7 +32,7 @@ def test_signed_alert_starts_one_repair(client: TestClient, launcher: RecordingL
     assert response.status_code == 202
     assert response.json() == {"alert_id": "e2e-alert-0001", "duplicate": False, "flow_run_id": "run-1",
                                "event_id": None, "mode": "deployment"}
-    assert launcher.calls == [("e2e-alert-0001", load_autopsy(autopsy))]
+    assert launcher.calls == [("e2e-alert-0001", input_json(load_autopsy(autopsy)))]
 
 
 def test_loss_alert_with_account_is_accepted(client: TestClient, launcher: RecordingLauncher) -> None:
