@@ -43,7 +43,7 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.probation import open_probations, shadow_name
 from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
-from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
+from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy, require_admitted
 from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.versions import StrategyVersions, VersionInfo
 
@@ -226,6 +226,7 @@ def run_repair(autopsy: RepairInput, ctx: RepairContext, approve: Approver,
     `hold` runs after approval, before anything touches the candidate: it takes the account's
     repair claim, so one repair per account works on a candidate at a time and a paused repair holds
     nothing. Without one, the repair claims its account in the ledger itself (`claim_for`)."""
+    require_admitted(autopsy)  # before the claim: a refusal holds nothing
     if hold is None:
         with claim_for(ctx) as claim:
             return run_repair(autopsy, ctx, approve, run_step, claim.hold)
@@ -318,6 +319,7 @@ def open_context(settings: Settings, autopsy: RepairInput, provider: str | None 
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
 
+    require_admitted(autopsy)  # before anything is written: no run folder for a refusal
     agent = agent or AgentSettings()
     if probation is not None:  # this run's own choice over OOMRL_AGENT_PROBATION_SESSIONS
         agent = agent.model_copy(update={"probation_sessions": max(int(probation), 0)})
@@ -359,6 +361,7 @@ __all__ = [
     "ending_name",
     "finish",
     "load_autopsy",
+    "require_admitted",
     "logic_genesis",
     "open_context",
     "prepare_candidate",

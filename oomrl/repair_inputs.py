@@ -239,6 +239,15 @@ def check_known(autopsy: RepairInput, ledger_url: str, workspace_dir: Path,
     check_metrics(autopsy, name, sessions)
 
 
+def require_admitted(autopsy: object) -> None:
+    """Refuse what did not come through a door: the repair takes an Autopsy or a LossAlert, never JSON."""
+    from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+
+    if not isinstance(autopsy, Autopsy | LossAlert):
+        raise InvalidAutopsyError(f"the repair takes an admitted Autopsy or LossAlert, got {type(autopsy).__name__}: "
+                                  "admit JSON first (oomrl.repair.admit(data, settings))")
+
+
 def admit(data: Any, settings: Any, account: str | None = None) -> RepairInput:
     """The door every entry point uses: a validated input whose account and strategy exist."""
     checked = load_autopsy(data)
