@@ -35,7 +35,7 @@ def loss_diagnostics(account: str | None = None, as_of: date | None = None, star
     day = (as_of or last_stored_session(home)).isoformat()
     autopsies = diagnose_and_alert(name, day, config_file, home, start.isoformat() if start else None)
     publish_diagnosis(name, day, autopsies)
-    for autopsy in autopsies:
-        print(f"{autopsy['as_of']} {autopsy['severity']} {autopsy['trigger']['rule']}: "
-              f"{autopsy['diagnostics']['root_cause']} (repair: {autopsy['repair']['verdict']})")
+    for row in autopsies:  # the task's JSON rows (a flow's result): the autopsy and the repair's verdict
+        print(f"{row['as_of']} {row['severity']} {row['trigger']['rule']}: "
+              f"{row['diagnostics']['root_cause']} (repair: {row['repair']['verdict']})")
     return autopsies

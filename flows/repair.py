@@ -16,6 +16,7 @@ from prefect.states import Completed, Failed, State
 from oomrl import repair as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json, stored_input
 from oomrl.errors import OomrlError
 from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
@@ -42,14 +43,24 @@ def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) 
 
     The form shows the alert's metrics from the run folder's autopsy.json (the completed autopsy,
     which run_repair writes before the Critic runs)."""
-    autopsy_file = run_dir / "autopsy.json" if run_dir is not None else None
-    autopsy = json.loads(autopsy_file.read_text()) if autopsy_file is not None and autopsy_file.exists() else {}
+    autopsy = read_run_autopsy(run_dir)
     answer, timed_out = wait_for_review(review_form(mandate, autopsy, timeout_s), timeout_s)
     if answer is None:  # fail closed, and say which way the answer went missing
         reason = (f"no decision within {timeout_s} s: a timeout rejects" if timed_out else
                   "resumed without an answer (no decision in the form): no decision rejects")
         return domain.Decision(action="reject", reason=reason)
     return answer.to_decision(mandate)
+
+
+def read_run_autopsy(run_dir: Path | None) -> Autopsy | LossAlert | None:
+    """The run folder's autopsy.json as the repair wrote it; None when there is none to show."""
+    path = run_dir / "autopsy.json" if run_dir is not None else None
+    if path is None or not path.exists():
+        return None
+    try:
+        return stored_input(json.loads(path.read_text()))
+    except ValueError:  # not what run_repair writes: the form shows the mandate without the alert
+        return None
 
 
 def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUSE_POLL_S,
@@ -125,6 +136,11 @@ def outcome_of(state: State[Any]) -> dict[str, Any]:
     return dict(state.result())
 
 
+def sent_alert_id(parameter: Any) -> Any:
+    """The alert id of the flow's raw `autopsy` parameter (JSON, before the door checks it)."""
+    return parameter.get("alert_id") if isinstance(parameter, dict) else None
+
+
 @flow(name="repair", version=FLOW_VERSION, retries=0, log_prints=True)
 def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | None = None,
            account: str | None = None, approval_timeout_s: int = 3600,
@@ -145,8 +161,9 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
 
     logger = get_run_logger()
     settings = get_settings()
-    if isinstance(autopsy, dict) and autopsy.get("alert_id"):  # however the run was started
-        add_run_tags([alert_tag(autopsy["alert_id"])])
+    sent = sent_alert_id(autopsy)
+    if sent:  # however the run was started, and even when the door refuses it below
+        add_run_tags([alert_tag(sent)])
     try:
         checked = domain.admit(autopsy, settings, account)  # the same door as the CLI and the webhook
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
@@ -154,8 +171,8 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
         publish_outcome(outcome)
         logger.warning("repair refused: %s", exc)
         return end_state(outcome)
-    publish_autopsy(checked)
-    name = account or str(checked["account"])
+    publish_autopsy(input_json(checked))
+    name = account or checked.account
     context = FlowRunContext.get()
     run_id = str(context.flow_run.id) if context and context.flow_run else f"local-{time.time_ns()}"
     # Registered now and beating while the process lives, paused or not (the webhook reads the beat);
@@ -184,7 +201,7 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
                    related=[{"prefect.resource.id": f"oomrl.strategy.{outcome.version.strategy}",
                              "prefect.resource.role": "strategy"}],
                    payload={"tag": outcome.version.tag, "sha": outcome.version.sha,
-                            "strategy": outcome.version.strategy, "alert_id": checked.get("alert_id"),
+                            "strategy": outcome.version.strategy, "alert_id": checked.alert_id,
                             "run_dir": outcome.run_dir})
     logger.info("repair %s%s: %s", outcome.status, f" at {outcome.step}" if outcome.step else "",
                 outcome.reason)

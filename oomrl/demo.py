@@ -27,6 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from oomrl.demo_probation import ProbationSessions, probation_log
+from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
 from oomrl.repair_endings import ending_name
 from oomrl.settings import OomrlSettings, get_settings
@@ -135,20 +136,20 @@ def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
     return max(chosen, key=lambda a: SEVERITY_RANK[a.severity]) if chosen else None
 
 
-def run_repair_inline(settings: OomrlSettings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+def run_repair_inline(settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> dict[str, Any]:
     """One STDAW repair in this process: offline provider, mandate auto-approved."""
     from oomrl import repair as domain
 
-    ctx = domain.open_context(settings, domain.load_autopsy(autopsy), provider=config.provider,
+    ctx = domain.open_context(settings, autopsy, provider=config.provider,
                               account=config.account, lock=config.lock, probation=config.probation_sessions)
     outcome = domain.run_repair(autopsy, ctx, lambda mandate: domain.Decision(
         action="approve", reason="auto-approved by `oomrl demo`"))
-    return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": outcome.status,
+    return {"alert_id": autopsy.alert_id, "as_of": autopsy.as_of.isoformat(), "status": outcome.status,
             "step": outcome.step, "reason": outcome.reason, "run_dir": outcome.run_dir,
             "version": outcome.version.tag if outcome.version else None}
 
 
-Repairer = Callable[[OomrlSettings, DemoConfig, dict[str, Any]], dict[str, Any]]
+Repairer = Callable[[OomrlSettings, DemoConfig, Autopsy], dict[str, Any]]
 
 
 class ActiveVersion:
@@ -275,7 +276,7 @@ def replay_weeks(settings: OomrlSettings, config: DemoConfig, store: Any, consol
             console.print(f"[cyan]repair[/] for alert {chosen.alert_id[:12]} ({chosen.trigger.rule}): "
                           f"{chosen.mandate}")
             progress.update(bar, description=f"repairing after {chosen.as_of} (STDAW, offline provider)")
-            result = repairer(settings, config, chosen.model_dump(mode="json"))
+            result = repairer(settings, config, chosen)
             log.repairs.append(result)
             style = "green" if result["status"] in ("promoted", "probation") else "red"
             step = f" at {result['step']}" if result.get("step") else ""  # the name a flow run's state has

@@ -33,10 +33,11 @@ from oomrl.crossval import (
     measure,
     not_worse,
 )
+from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
 from oomrl.names import ACCOUNT_MAX
 from oomrl.portfolio.killswitch import AccountStatus
-from oomrl.portfolio.ledger import Ledger
+from oomrl.portfolio.ledger import AlertRow, Ledger
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import ReplayResult
 from oomrl.settings import OomrlSettings
@@ -304,7 +305,7 @@ class Decided:
 
     probation: Probation
     evidence: ProbationEvidence
-    autopsy: dict[str, Any] | None = None
+    autopsy: Autopsy | None = None
 
 
 def decide_due(settings: OomrlSettings, as_of: date, store: Any = None) -> tuple[list[Decided], list[ProbationEvidence]]:
@@ -363,7 +364,9 @@ def close(settings: OomrlSettings, ledger: Ledger, probation: Probation, verdict
              "sessions": found.sessions_done, "start": str(found.start) if found.start else None, "end": str(day)}
     # The autopsy is built first: a decision is never recorded without what it tells the next repair.
     autopsy = forward_autopsy(ledger, probation, found) if verdict == RETIRED else None
-    if not ledger.close_probation(probation.id, verdict, day, by, reason, table, autopsy):
+    row = None if autopsy is None else AlertRow(autopsy.alert_id, autopsy.as_of, autopsy.trigger.rule,
+                                                autopsy.model_dump(mode="json"))
+    if not ledger.close_probation(probation.id, verdict, day, by, reason, table, row):
         return None
     closed = next(p for p in probations(ledger, probation.account) if p.id == probation.id)
     continue_trail(settings, closed, verdict, reason)
@@ -381,7 +384,7 @@ def continue_trail(settings: OomrlSettings, probation: Probation, verdict: Decis
         Trail.resumed(trail, "probation").move(verdict, reason[:500])
 
 
-def forward_autopsy(ledger: Ledger, probation: Probation, found: ProbationEvidence) -> dict[str, Any] | None:
+def forward_autopsy(ledger: Ledger, probation: Probation, found: ProbationEvidence) -> Autopsy | None:
     """What the forward market showed of a retired challenger: an autopsy of its shadow book, for the
     account's alerts (rule `probation_retired`), which the next repair of the account reads."""
     from oomrl.diagnostics.critic import autopsy_for
@@ -403,9 +406,8 @@ def forward_autopsy(ledger: Ledger, probation: Probation, found: ProbationEviden
                   window_start=found.start, value=gap, threshold=0.0, message=message)
     autopsy = autopsy_for(alert, nav, ledger.fills_frame(probation.shadow), AlertConfig(),
                           module=f"strategies.{probation.strategy}", fallback_version=probation.sha)
-    payload = autopsy.model_dump(mode="json")
-    payload["diagnostics"]["findings"] = [message[:500], *payload["diagnostics"]["findings"]][:50]
-    return payload
+    findings = [message[:500], *autopsy.diagnostics.findings][:50]
+    return autopsy.model_copy(update={"diagnostics": autopsy.diagnostics.model_copy(update={"findings": findings})})
 
 
 # -- the shadow books in the daily chain ---------------------------------------------------------------

@@ -35,13 +35,14 @@ from oomrl.agent.providers import get_provider
 from oomrl.agent.roles import CriticView, Mandate, read_tree
 from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_validate, window_for
 from oomrl.data.store import MarketStore
+from oomrl.diagnostics.autopsy import Autopsy, RepairInput, input_json
 from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
 from oomrl.portfolio.ledger import Ledger
 from oomrl.probation import open_probations, shadow_name
 from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
-from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy
+from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy, require_admitted
 from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.settings import AgentSettings, OomrlSettings
 from oomrl.versions import StrategyVersions, VersionInfo
@@ -95,12 +96,14 @@ def new_run_dir(runs_dir: Path, label: str = "repair") -> Path:
 
 
 # -- steps -------------------------------------------------------------------------------------------
-def critique(ctx: RepairContext, autopsy: dict[str, Any]) -> Mandate:
+def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
     """The Critic's mandate from the autopsy, its metrics and the ledger evidence it carries, with
     the account's version (S and T) to read: the mandate names the old tests it supersedes."""
-    evidence = (autopsy.get("diagnostics") or {}).get("evidence") or {}
+    full = autopsy if isinstance(autopsy, Autopsy) else None  # a loss alert carries neither
+    evidence = full.diagnostics.evidence.model_dump(mode="json") if full else {}
+    metrics = full.metrics.model_dump(mode="json") if full else {}
     version = ctx.versions.materialize(ctx.base or ctx.versions.base_for(ctx.account))
-    view = CriticView(autopsy=autopsy, metrics=autopsy.get("metrics") or {}, evidence=evidence,
+    view = CriticView(autopsy=autopsy, metrics=metrics, evidence=evidence,
                       source=read_tree(version, "strategies"), tests=read_tree(version, "tests"))
     ctx.record_inputs("critic", view, "1")
     mandate = ctx.provider.critic(view)
@@ -129,22 +132,25 @@ def cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
     return result
 
 
-def promotion(ctx: RepairContext, mandate: Mandate, autopsy: dict[str, Any],
+def promotion(ctx: RepairContext, mandate: Mandate, autopsy: RepairInput,
               cross: CrossValidation) -> VersionInfo:
     """Commit, tag and activate in one transaction, with the repair's metadata attached."""
     metadata = {
-        "autopsy": autopsy, "mandate": mandate.model_dump(),
+        "autopsy": input_json(autopsy), "mandate": mandate.model_dump(),
         "diffs": [{"phase": r.phase, "attempt": r.attempt, "round": r.round, "diff": r.diff}
                   for r in ctx.attempts if r.accepted],
-        "verdicts": [{"phase": r.phase, "attempt": r.attempt, "round": r.round, **r.verdict}
+        "verdicts": [{"phase": r.phase, "attempt": r.attempt, "round": r.round,
+                      **r.verdict.model_dump(mode="json")}
                      for r in ctx.attempts],
         "cross_validation": cross.model_dump(mode="json"), "rounds": ctx.round,
         "transcript_sha256": ctx.transcript.digest(), "budget": ctx.budget.summary(),
         "inputs": ctx.inputs, "trail": [m.__dict__ for m in ctx.trail.moves],
         "provider": ctx.provider.name, "run_dir": str(ctx.run_dir)}
     message = f"Repair {mandate.strategy}: {mandate.text}"
-    probation = (date.fromisoformat(str(autopsy["as_of"])), ctx.agent.probation_sessions) \
-        if ctx.agent.probation_sessions else None
+    if ctx.agent.probation_sessions and autopsy.as_of is None:
+        raise RepairStepError("promotion", "a probation starts on the alert's date, and this alert has none")
+    probation = (autopsy.as_of, ctx.agent.probation_sessions) \
+        if ctx.agent.probation_sessions and autopsy.as_of is not None else None
     return ctx.versions.promote(ctx.candidate, message, metadata, ctx.account, mandate.strategy, probation)
 
 
@@ -213,25 +219,25 @@ def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
                                             "forward market judges it first; nothing to promote")
 
 
-def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
+def run_repair(autopsy: RepairInput, ctx: RepairContext, approve: Approver,
                run_step: StepRunner = run_inline, hold: Callable[[], None] | None = None) -> RepairOutcome:
     """The whole repair; any failure leaves the workspace and the active version as they were.
 
     `hold` runs after approval, before anything touches the candidate: it takes the account's
     repair claim, so one repair per account works on a candidate at a time and a paused repair holds
     nothing. Without one, the repair claims its account in the ledger itself (`claim_for`)."""
+    require_admitted(autopsy)  # before the claim: a refusal holds nothing
     if hold is None:
         with claim_for(ctx) as claim:
             return run_repair(autopsy, ctx, approve, run_step, claim.hold)
     mandate = None
     ctx.trail.path = ctx.trail.path or ctx.run_dir / "trail.jsonl"
     try:
-        if ctx.versions.ledger is not None:
-            autopsy = complete_autopsy(autopsy, ctx.versions.ledger)
-        write_json(ctx.run_dir / "autopsy.json", autopsy)
-        ctx.evidence = ctx.evidence or role_evidence(autopsy)
+        done = complete_autopsy(autopsy, ctx.versions.ledger) if ctx.versions.ledger is not None else autopsy
+        write_json(ctx.run_dir / "autopsy.json", input_json(done))
+        ctx.evidence = ctx.evidence or role_evidence(done)
         ctx.base = ctx.base or ctx.versions.base_for(ctx.account)  # fixed for the whole repair
-        mandate = run_step("critic", critique, ctx, autopsy)
+        mandate = run_step("critic", critique, ctx, done)
         ctx.trail.move("approval", f"mandate for {mandate.module}: {mandate.text}")
         decision = approve(mandate)
         write_json(ctx.run_dir / "decision.json", decision.model_dump())
@@ -244,7 +250,7 @@ def run_repair(autopsy: dict[str, Any], ctx: RepairContext, approve: Approver,
         prepare_candidate(ctx)
         cross = genesis_rounds(ctx, mandate, run_step)
         ctx.trail.move("promotion", "the replay passed every check")
-        version = run_step("promotion", promotion, ctx, mandate, autopsy, cross)
+        version = run_step("promotion", promotion, ctx, mandate, done, cross)
     except RepairStepError as exc:
         return finish(ctx, "failed", exc.step, exc.reason, mandate)
     except OutOfMoneyError as exc:
@@ -302,7 +308,7 @@ def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash:
     return validate
 
 
-def open_context(settings: OomrlSettings, autopsy: dict[str, Any], provider: str | None = None,
+def open_context(settings: OomrlSettings, autopsy: RepairInput, provider: str | None = None,
                  account: str | None = None, lock: str = "namespace",
                  replay_from: Path | None = None, gate: GateFn | None = None,
                  agent: AgentSettings | None = None, probation: int | None = None) -> RepairContext:
@@ -313,6 +319,7 @@ def open_context(settings: OomrlSettings, autopsy: dict[str, Any], provider: str
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
 
+    require_admitted(autopsy)  # before anything is written: no run folder for a refusal
     agent = agent or settings.agent
     if probation is not None:  # this run's own choice over OOMRL_AGENT_PROBATION_SESSIONS
         agent = agent.model_copy(update={"probation_sessions": max(int(probation), 0)})
@@ -325,7 +332,7 @@ def open_context(settings: OomrlSettings, autopsy: dict[str, Any], provider: str
     versions.init()  # finishes or undoes a promotion whose process was killed
     clear_orphans(settings.runs_dir)  # and what a killed repair left: its candidate, its gate's scratch
     run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
-    name = account or str(autopsy.get("account") or settings.account)
+    name = account or autopsy.account
     budget = Budget.from_settings(agent, LLMBudgetBook(ledger), name, run_dir.name)
     transcript = Transcript(run_dir / "transcript.jsonl")
     chosen = get_provider(provider, settings, budget, transcript, agent, replay_from)
@@ -354,6 +361,7 @@ __all__ = [
     "ending_name",
     "finish",
     "load_autopsy",
+    "require_admitted",
     "logic_genesis",
     "open_context",
     "prepare_candidate",

@@ -7,14 +7,15 @@ Pure text and rows; tasks/repair.py and tasks/review.py hand them to Prefect.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from oomrl.artifacts import Columns, cell_text, markdown_table
+from oomrl.diagnostics.autopsy import Autopsy
 
 if TYPE_CHECKING:
     from oomrl.agent.roles import Mandate
     from oomrl.crossval import CrossValidation, VersionMeasures
+    from oomrl.diagnostics.autopsy import LossAlert
 
 VERSIONS = ("candidate", "active", "baseline")
 WINDOWS = ("alert", "long")
@@ -96,13 +97,15 @@ def _superseded_lines(node_ids: list[str]) -> list[str]:
             "other old test may only be added to):", "", *(f"- `{node_id}`" for node_id in node_ids), ""]
 
 
-def mandate_markdown(mandate: Mandate, autopsy: Mapping[str, Any], timeout_s: int) -> str:
+def mandate_markdown(mandate: Mandate, autopsy: Autopsy | LossAlert | None, timeout_s: int) -> str:
     """The approval form's text: the proposed mandate, its constraints and the old tests it
     supersedes, the alert and its metrics,
     the Critic's reasons, all rounded with units; what an answer (or none) does."""
     constraints = {k: v for k, v in mandate.constraints.model_dump().items() if v is not None}
-    trigger = autopsy.get("trigger") or {}
-    metrics = autopsy.get("metrics") or {}
+    full = autopsy if isinstance(autopsy, Autopsy) else None
+    metrics = full.metrics.model_dump() if full else {}
+    as_of = autopsy.as_of if autopsy is not None and autopsy.as_of else "?"
+    alert = f"{full.trigger.rule} ({full.severity}) on {as_of}" if full else f"? (?) on {as_of}"
     known = {key for key, _, _ in ALERT_METRICS}
     extra: Columns = tuple((key, key.replace("_", " "), "{:.4g}") for key in metrics
                            if key not in known and isinstance(metrics[key], int | float))
@@ -115,8 +118,7 @@ def mandate_markdown(mandate: Mandate, autopsy: Mapping[str, Any], timeout_s: in
     lines = [f"## Proposed mandate for `{mandate.module}`", "", mandate.text, "",
              markdown_table(limits, numbers) if limits else "No machine-checked constraint.", "",
              *_superseded_lines(mandate.supersedes),
-             f"### The alert: {trigger.get('rule', '?')} ({autopsy.get('severity', '?')}) on {autopsy.get('as_of', '?')}",
-             "", rounded_text(str(trigger.get("message", ""))), ""]
+             f"### The alert: {alert}", "", rounded_text(full.trigger.message if full else ""), ""]
     if shown:
         lines += [markdown_table(shown, numbers), ""]
     lines += [f"Why: {rounded_text(mandate.rationale)}" if mandate.rationale else "", "",

@@ -7,13 +7,15 @@ row and no workspace behind.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oomrl.errors import OomrlError
+
+if TYPE_CHECKING:
+    from oomrl.diagnostics.autopsy import Completed, RepairInput
 
 MAX_AUTOPSY_BYTES = 256 * 1024
 FIRST_SESSION = date(1990, 12, 19)  # the Shanghai exchange's first session
@@ -55,7 +57,7 @@ def parse_json(raw: bytes, what: str = "autopsy", limit: int = MAX_AUTOPSY_BYTES
         raise InvalidAutopsyError(f"{what} is not valid JSON: {exc}") from None
 
 
-def read_autopsy_file(path: Path) -> dict[str, Any]:
+def read_autopsy_file(path: Path) -> RepairInput:
     """A validated repair input from a file; the size is checked before the file is read."""
     from oomrl.files import read_bounded
 
@@ -70,8 +72,8 @@ def _problems(exc: Any) -> str:
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
-def load_autopsy(data: Any) -> dict[str, Any]:
-    """The repair input as JSON data: a full Autopsy (it has `event`) or a LossAlert
+def load_autopsy(data: Any) -> RepairInput:
+    """The repair input from JSON data: a full Autopsy (it has `event`) or a LossAlert
     (`alert_id`, `account`, optional `as_of`); anything else is InvalidAutopsyError naming why."""
     from pydantic import ValidationError
 
@@ -79,7 +81,7 @@ def load_autopsy(data: Any) -> dict[str, Any]:
 
     if not isinstance(data, dict):
         raise InvalidAutopsyError(f"an autopsy must be a JSON object, got {type(data).__name__}")
-    model = Autopsy if "event" in data else LossAlert
+    model: type[Autopsy | LossAlert] = Autopsy if "event" in data else LossAlert
     kind = "autopsy" if model is Autopsy else "loss alert (alert_id, account, optional as_of)"
     try:
         checked = model.model_validate(data)
@@ -87,7 +89,7 @@ def load_autopsy(data: Any) -> dict[str, Any]:
         raise InvalidAutopsyError(f"invalid {kind}: {_problems(exc)}") from None
     if checked.as_of is not None:
         check_as_of(checked.as_of, kind)
-    return checked.model_dump(mode="json", exclude_none=model is LossAlert)
+    return checked
 
 
 def check_as_of(as_of: date, kind: str) -> None:
@@ -156,11 +158,11 @@ def account_exists(ledger_url: str, account: str) -> bool:
     return marked_sessions(ledger_url, account) is not None
 
 
-def check_dates(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
+def check_dates(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
     """An input dated inside its account's marked sessions (an undated one takes the last), so the
     critic reads the sessions the alert is about. An account with no marked session yet has nothing to
     bound by: a full autopsy (it carries its own metrics) goes on as it is."""
-    as_of = as_of_of(autopsy)
+    as_of = autopsy.as_of
     if sessions.first is None or sessions.last is None:
         return
     span = f"marked {sessions.first}..{sessions.last}"
@@ -179,22 +181,24 @@ RULE_METRICS = {"daily_loss": "daily_pnl", "drawdown": "drawdown",
                 "execution_decay": "slippage_leakage", "turnover_spike": "turnover_annualized"}
 
 
-def check_metrics(autopsy: dict[str, Any], account: str, sessions: MarkedSessions) -> None:
+def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
     """Refuse an input without the metrics its rule reads: a full autopsy whose rule's metric is null
     (rolling_ir_60d, with fewer than 60 sessions or no benchmark), or a loss alert (it has none; the
     critic's rule computes them from the account's marks) for an account with no marked session."""
-    as_of = as_of_of(autopsy)
+    from oomrl.diagnostics.autopsy import Autopsy
+
+    as_of = autopsy.as_of
     dated = f"alert dated {as_of}" if as_of else "undated alert"
-    if "event" not in autopsy:
+    if not isinstance(autopsy, Autopsy):
         if sessions.first is None:
             raise InvalidAutopsyError(f"{dated} carries no metrics and account {account!r} has no marked "
                                       "session to compute them from (marked: none): send a full autopsy "
                                       "with metrics, or alert after the account's first marked session")
         return
-    rule = str((autopsy.get("trigger") or {}).get("rule") or "")
+    rule = autopsy.trigger.rule
     metric = RULE_METRICS.get(rule)
-    if metric and (autopsy.get("metrics") or {}).get(metric) is None:
-        window = (autopsy.get("trigger") or {}).get("window_start")
+    if metric and getattr(autopsy.metrics, metric) is None:
+        window = autopsy.trigger.window_start
         marked = f"{sessions.first}..{sessions.last}" if sessions.first else "none"
         raise InvalidAutopsyError(f"{dated} (window from {window}) has no metrics.{metric}, which rule "
                                   f"{rule!r} reads (account {account!r} marked: {marked})")
@@ -209,17 +213,19 @@ def strategy_exists(workspace_dir: Path, module: str) -> bool:
     return name not in _NOT_STRATEGIES and (root / "strategies" / f"{name}.py").is_file()
 
 
-def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
+def check_known(autopsy: RepairInput, ledger_url: str, workspace_dir: Path,
                 account: str | None = None) -> None:
     """Refuse an input whose account (or the `account` override) or strategy module is unknown, whose
     date its account's marked sessions cannot explain (`check_dates`), or that lacks the metrics its
     rule reads (`check_metrics`)."""
-    name = account or str(autopsy["account"])
+    from oomrl.diagnostics.autopsy import Autopsy
+
+    name = account or autopsy.account
     sessions = marked_sessions(ledger_url, name)
     if sessions is None:
         raise UnknownAccountError(f"unknown account {name!r}: the ledger holds no such account "
                                   "(accounts are opened by their first rebalance)")
-    module = (autopsy.get("diagnostics") or {}).get("module")
+    module = autopsy.diagnostics.module if isinstance(autopsy, Autopsy) else None
     if module and not strategy_exists(workspace_dir, str(module)):
         raise UnknownStrategyError(f"unknown strategy {module!r}: the strategy workspace has no "
                                    f"{str(module).replace('.', '/')}.py")
@@ -233,46 +239,51 @@ def check_known(autopsy: dict[str, Any], ledger_url: str, workspace_dir: Path,
     check_metrics(autopsy, name, sessions)
 
 
-def admit(data: Any, settings: Any, account: str | None = None) -> dict[str, Any]:
+def require_admitted(autopsy: object) -> None:
+    """Refuse what did not come through a door: the repair takes an Autopsy or a LossAlert, never JSON."""
+    from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+
+    if not isinstance(autopsy, Autopsy | LossAlert):
+        raise InvalidAutopsyError(f"the repair takes an admitted Autopsy or LossAlert, got {type(autopsy).__name__}: "
+                                  "admit JSON first (oomrl.repair.admit(data, settings))")
+
+
+def admit(data: Any, settings: Any, account: str | None = None) -> RepairInput:
     """The door every entry point uses: a validated input whose account and strategy exist."""
     checked = load_autopsy(data)
     check_known(checked, settings.ledger, settings.workspace_dir, account)
     return checked
 
 
-def complete_autopsy(autopsy: dict[str, Any], ledger: Any) -> dict[str, Any]:
+def complete_autopsy(autopsy: RepairInput, ledger: Any) -> Completed:
     """A loss alert completed into an autopsy by the diagnostics critic from the ledger.
 
-    The strategy is the one the account trades (its active version, else the bundled default);
-    the date is the alert's, else the account's last NAV date. Full autopsies are returned as
-    they are; without NAV history the critic works from what the alert says."""
+    The strategy is the one the account trades (its active version, else the bundled default), or
+    the one a pending alert names; the date is the alert's, else the account's last NAV date. Full
+    autopsies are returned as they are; without NAV history the alert stays pending, with its module."""
+    from oomrl.diagnostics.autopsy import AlertModule, Autopsy, PendingAlert
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import Alert, AlertConfig
 
-    if autopsy.get("event"):
+    if isinstance(autopsy, Autopsy):
         return autopsy
-    account = str(autopsy["account"])
-    diagnostics = autopsy.get("diagnostics") or {}
-    module = diagnostics.get("module") or f"strategies.{_traded_strategy(ledger, account)}"
+    account = autopsy.account
+    module = autopsy.diagnostics.module if isinstance(autopsy, PendingAlert) \
+        else f"strategies.{_traded_strategy(ledger, account)}"
+    pending = PendingAlert(alert_id=autopsy.alert_id, account=account, as_of=autopsy.as_of,
+                           diagnostics=AlertModule(module=module))
     nav = ledger.nav_frame(account)
-    as_of = as_of_of(autopsy) or (nav["date"].max() if len(nav) and "date" in nav else None)
+    last = nav["date"].max() if len(nav) and "date" in nav else None
+    as_of = autopsy.as_of or (None if last is None else date.fromisoformat(str(last)[:10]))
     if as_of is None:
-        return {**autopsy, "diagnostics": {**diagnostics, "module": module}}
-    as_of = date.fromisoformat(str(as_of)[:10])
-    severity = autopsy.get("severity") if autopsy.get("severity") in ("warning", "critical") else "warning"
-    alert = Alert(alert_id=str(autopsy.get("alert_id") or f"external-{uuid.uuid4().hex[:12]}"),
-                  account=account, rule=str(autopsy.get("rule") or "external"), severity=severity,
-                  as_of=as_of, window_start=as_of, value=0.0, threshold=0.0,
-                  message=str(diagnostics.get("root_cause") or "external loss alert"))
+        return pending
+    alert = Alert(alert_id=autopsy.alert_id, account=account, rule="external", severity="warning",
+                  as_of=as_of, window_start=as_of, value=0.0, threshold=0.0, message="external loss alert")
     try:
-        full = autopsy_for(alert, nav, ledger.fills_frame(account), AlertConfig(), module=module,
+        return autopsy_for(alert, nav, ledger.fills_frame(account), AlertConfig(), module=module,
                            fallback_version=ledger.active_version(account))
     except OomrlError:
-        return {**autopsy, "diagnostics": {**diagnostics, "module": module}}
-    data = full.model_dump(mode="json")
-    if autopsy.get("mandate"):
-        data["mandate"] = autopsy["mandate"]
-    return data
+        return pending
 
 
 def _traded_strategy(ledger: Any, account: str) -> str:
@@ -282,10 +293,9 @@ def _traded_strategy(ledger: Any, account: str) -> str:
     return active[1] if active else DEFAULT_STRATEGY
 
 
-def as_of_of(autopsy: dict[str, Any]) -> date | None:
+def as_of_of(autopsy: RepairInput) -> date | None:
     """The autopsy's as-of date, when it has one."""
-    value = autopsy.get("as_of")
-    return date.fromisoformat(str(value)) if value else None
+    return autopsy.as_of
 
 
 def check_transcript(path: Path) -> None:

@@ -13,6 +13,7 @@ from prefect.events import emit_event
 from prefect.input import RunInput
 from pydantic import Field
 
+from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.events import FORWARD_AUTOPSY_LABEL, PROMOTED_EVENT, RETIRED_EVENT, account_resource
 from oomrl.settings import settings_for
 from tasks.retry import unless_refused
@@ -43,7 +44,7 @@ def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
         summary = done.probation.summary()
         publish_evidence(done.probation.account, done.probation.tag, done.evidence.markdown(), summary["status"])
         emit_decision(summary, done.autopsy)
-        summaries.append({**summary, "autopsy": done.autopsy["alert_id"] if done.autopsy else None})
+        summaries.append({**summary, "autopsy": done.autopsy.alert_id if done.autopsy else None})
     return {"decided": summaries, "running": [{"account": f.account, "version": f.version, "sessions": f.sessions_done,
                                                 "needed": f.sessions_needed} for f in running]}
 
@@ -87,7 +88,7 @@ def decide_early(account: str, tag: str, decision: Literal["promote", "retire"],
     summary = done.probation.summary()
     publish_evidence(account, tag, done.evidence.markdown(), summary["status"])
     emit_decision(summary, done.autopsy)
-    return {**summary, "autopsy": done.autopsy["alert_id"] if done.autopsy else None}
+    return {**summary, "autopsy": done.autopsy.alert_id if done.autopsy else None}
 
 
 def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None:
@@ -97,7 +98,7 @@ def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None
                              description=f"probation of {tag} on {account}: {status}")
 
 
-def emit_decision(summary: dict[str, Any], autopsy: dict[str, Any] | None) -> str | None:
+def emit_decision(summary: dict[str, Any], autopsy: Autopsy | None) -> str | None:
     """`oomrl.strategy.promoted` or `oomrl.strategy.retired` (with the forward autopsy) for a decided probation."""
     # the label is what the repair deployment's retired-challenger trigger matches: only an event that
     # carries a forward autopsy starts the next repair
@@ -107,5 +108,5 @@ def emit_decision(summary: dict[str, Any], autopsy: dict[str, Any] | None) -> st
         related=[{"prefect.resource.id": f"oomrl.strategy.{summary['strategy']}", "prefect.resource.role": "strategy"}],
         payload={"tag": summary["version"], "sha": summary["sha"], "strategy": summary["strategy"],
                  "probation": {k: summary[k] for k in ("started", "decided", "sessions", "decided_by", "reason")},
-                 **({"autopsy": autopsy} if autopsy else {})})
+                 **({"autopsy": autopsy.model_dump(mode="json")} if autopsy else {})})
     return str(event.id) if event else None

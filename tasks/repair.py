@@ -67,7 +67,7 @@ def publish_autopsy(autopsy: dict[str, Any]) -> None:
 def publish_outcome(outcome: domain.RepairOutcome) -> None:
     """Every diff and verdict, the cross-validation table, and the outcome."""
     for record in outcome.attempts:
-        verdict = json.dumps(record.verdict, indent=1, default=str)
+        verdict = json.dumps(record.verdict.model_dump(mode="json"), indent=1, default=str)
         create_markdown_artifact(
             key=f"repair-{record.phase}-{record.attempt}",
             description=f"{record.phase} attempt {record.attempt}: "

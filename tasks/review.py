@@ -12,6 +12,7 @@ from pydantic import Field
 
 from oomrl import repair as domain
 from oomrl.agent.roles import TEST_NODE_ID, Constraints, Mandate
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 
 
 class MandateReview(RunInput):
@@ -76,7 +77,7 @@ class MandateReview(RunInput):
         return domain.Decision(action="edit", mandate=edited, reason=self.reason)
 
 
-def review_form(mandate: Mandate, autopsy: dict[str, Any], timeout_s: int) -> type[MandateReview]:
+def review_form(mandate: Mandate, autopsy: Autopsy | LossAlert | None, timeout_s: int) -> type[MandateReview]:
     """The form for this mandate: its text rounded with units, the fields prefilled with the proposal."""
     from oomrl.repair_artifacts import mandate_markdown
 

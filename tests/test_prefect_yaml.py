@@ -183,9 +183,12 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     assert not trigger.match.matches(alert_resource("paper", "critical", "probation"))
     assert {SEVERITY_LABEL, REPAIR_LABEL} <= set(trigger.match.model_dump())
     # the webhook's event mode labels what it emits the same way, a minimal alert as a warning
+    from oomrl.diagnostics.autopsy import LossAlert
     from oomrl.webhook.launch import alert_event_resource
+    from tests.repair_inputs_for_tests import full_autopsy
 
-    assert trigger.match.matches(alert_event_resource({"alert_id": "ops-1", "account": "paper"}))
-    assert trigger.match.matches(alert_event_resource({"account": "paper", "severity": "critical"}))
+    assert trigger.match.matches(alert_event_resource(LossAlert(alert_id="ops-1", account="paper")))
+    critical = alert_event_resource(full_autopsy(account="paper", severity="critical"))
+    assert trigger.match.matches(critical) and critical[SEVERITY_LABEL] == "critical"
     # an event without the labels starts nothing: every emitter of oomrl.loss.alert must use alert_resource()
     assert not trigger.match.matches({"prefect.resource.id": "oomrl.account.paper", "prefect.resource.name": "paper"})

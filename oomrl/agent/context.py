@@ -15,6 +15,7 @@ from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import Trail
 from oomrl.agent.roles import Mandate, Provider
+from oomrl.agent.verdicts import AttemptVerdict
 from oomrl.errors import OomrlError
 from oomrl.settings import AgentSettings
 
@@ -43,13 +44,13 @@ class AttemptRecord(BaseModel):
     round: int = 1
     diff: str
     notes: str = ""
-    verdict: dict[str, Any]
+    verdict: AttemptVerdict
     feedback: dict[str, Any] = {}
     answer_key: str | None = None  # what a deterministic provider's answer depended on
 
     @property
     def accepted(self) -> bool:
-        return bool(self.verdict.get("accepted"))
+        return self.verdict.accepted
 
 
 def write_json(path: Path, payload: Any) -> Path:

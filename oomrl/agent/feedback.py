@@ -11,6 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from guardrails.verdict import Verdict, Violation
+from oomrl.agent.verdicts import AttemptVerdict
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+
 MAX_VIOLATIONS = 20
 MAX_FIELD_CHARS = 2_000
 EXCERPT_CONTEXT = 2
@@ -18,14 +22,17 @@ EXCERPT_CONTEXT = 2
 FRAME = re.compile(r'File "(?P<quoted>[^"]+)", line (?P<qline>\d+)|(?P<plain>[\w./-]+\.py):(?P<pline>\d+)')
 
 
-def role_evidence(autopsy: Mapping[str, Any]) -> dict[str, Any]:
-    """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause, ledger."""
-    diagnostics = autopsy.get("diagnostics") or {}
-    found = {"as_of": autopsy.get("as_of"), "severity": autopsy.get("severity"),
-             "trigger": autopsy.get("trigger"), "metrics": autopsy.get("metrics"),
-             "root_cause": diagnostics.get("root_cause"), "findings": diagnostics.get("findings"),
-             "ledger": diagnostics.get("evidence"),
-             "strategy_version": diagnostics.get("strategy_version")}
+def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
+    """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause, ledger
+    (a loss alert has only its date)."""
+    if not isinstance(autopsy, Autopsy):
+        return {"as_of": autopsy.as_of.isoformat()} if autopsy.as_of else {}
+    data = autopsy.model_dump(mode="json")
+    diagnostics = data["diagnostics"]
+    found = {"as_of": data["as_of"], "severity": data["severity"], "trigger": data["trigger"],
+             "metrics": data["metrics"], "root_cause": diagnostics["root_cause"],
+             "findings": diagnostics["findings"], "ledger": diagnostics["evidence"],
+             "strategy_version": diagnostics["strategy_version"]}
     return {key: value for key, value in found.items() if value not in (None, [], {}, "")}
 
 
@@ -60,34 +67,33 @@ def excerpt(visible: Mapping[str, str], path: str | None, line: int | None) -> s
     return "\n".join(f"{'>' if n == line else ' '} {n:4d} | {lines[n - 1]}" for n in range(low, high + 1))
 
 
-def encode_violation(violation: Mapping[str, Any], visible: Mapping[str, str]) -> dict[str, Any]:
+def encode_violation(violation: Violation, visible: Mapping[str, str]) -> dict[str, Any]:
     """One violation as rule, file, line, message, traceback and the code it points at."""
-    message, _, traceback = str(violation.get("message", "")).partition("\n")
-    path, line = violation.get("path"), violation.get("line")
+    message, _, traceback = violation.message.partition("\n")
+    path, line = violation.path, violation.line
     if traceback and line is None:  # the failing line: in the violation's file, else innermost
         frame_path, frame_line = locate(traceback, visible, path if path in visible else None)
         if frame_path is not None:
             path, line = frame_path, frame_line
-    return {"rule": violation.get("rule", "?"), "file": path, "line": line, "message": _clip(message),
+    return {"rule": violation.rule, "file": path, "line": line, "message": _clip(message),
             "traceback": _clip(traceback) if traceback else None, "code": excerpt(visible, path, line)}
 
 
-def encode_verdict(verdict: Mapping[str, Any], visible: Mapping[str, str],
-                   attempt: int) -> dict[str, Any]:
-    """A verdict as the next attempt should read it (the paper's EncodeSemantics)."""
-    violations = list(verdict.get("violations") or [])
-    rules = sorted({str(v.get("rule", "?")) for v in violations})
-    tests, coverage = verdict.get("tests") or {}, verdict.get("coverage") or {}
-    if verdict.get("accepted"):
+def encode_verdict(verdict: AttemptVerdict, visible: Mapping[str, str], attempt: int) -> dict[str, Any]:
+    """A verdict as the next attempt should read it (the paper's EncodeSemantics); one given before
+    the gate ran has no test counts or coverage."""
+    violations = verdict.violations
+    rules = sorted({v.rule for v in violations})
+    if verdict.accepted:
         summary = "accepted by the gate"
     else:
         summary = f"rejected: {len(violations)} violation(s) of {', '.join(rules) or 'unknown rules'}"
-    if tests:
-        summary += (f"; tests: {tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed of "
-                    f"{tests.get('collected', 0)}")
-    if coverage.get("percent"):
-        summary += f"; branch coverage {coverage['percent']} % (min {coverage.get('min')})"
-    encoded = {"attempt": attempt, "phase": verdict.get("phase"), "accepted": bool(verdict.get("accepted")),
+    if isinstance(verdict, Verdict):
+        tests, coverage = verdict.tests, verdict.coverage
+        summary += f"; tests: {tests.passed} passed, {tests.failed} failed of {tests.collected}"
+        if coverage.percent:
+            summary += f"; branch coverage {coverage.percent} % (min {coverage.min})"
+    encoded = {"attempt": attempt, "phase": verdict.phase, "accepted": verdict.accepted,
                "summary": summary,
                "violations": [encode_violation(v, visible) for v in violations[:MAX_VIOLATIONS]]}
     if len(violations) > MAX_VIOLATIONS:

@@ -12,31 +12,29 @@ from typing import Any
 from pydantic import BaseModel
 
 from guardrails.patch import PatchError, added_lines, apply_patch, parse_patch
+from guardrails.verdict import Verdict, Violation
 from oomrl.agent.context import AttemptRecord, RepairContext, RepairStepError, write_json
 from oomrl.agent.feedback import encode_verdict
 from oomrl.agent.llm import InvalidAnswerError
 from oomrl.agent.roles import CoderView, Mandate, Patch, TestAuthorView, read_tree
+from oomrl.agent.verdicts import AttemptVerdict, PreGateVerdict, repeat_of
 
 STEP_OF = {"test-gen": "test-genesis", "code-patch": "logic-genesis"}
 
 
-def _precheck(diff: str) -> list[dict[str, Any]]:
+def _precheck(diff: str) -> list[Violation]:
     """Violations found without running the gate: an unparseable or empty diff (saves a gate run)."""
     try:
         parse_patch(diff)
     except PatchError as exc:
-        return [{"rule": "diff.malformed", "path": None, "line": None, "message": str(exc)}]
+        return [Violation(rule="diff.malformed", message=str(exc))]
     return []
-
-
-def _local_verdict(phase: str, violations: list[dict[str, Any]], judge: str = "pre-gate") -> dict[str, Any]:
-    return {"accepted": False, "phase": phase, "violations": violations, "judge": judge}
 
 
 def _rules(record: AttemptRecord | None) -> str:
     if record is None:
         return "none"
-    return ", ".join(sorted({str(v.get("rule", "?")) for v in record.verdict.get("violations", [])})) or "unknown"
+    return ", ".join(sorted({v.rule for v in record.verdict.violations})) or "unknown"
 
 
 def _of(ctx: RepairContext, phase: str) -> list[AttemptRecord]:
@@ -66,23 +64,20 @@ def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
 
 
 def _judge(ctx: RepairContext, phase: str, patch: Patch, expect: str | None,
-           supersedes: list[str]) -> dict[str, Any]:
+           supersedes: list[str]) -> AttemptVerdict:
     """The verdict on an answer: a repeat of a rejected answer gets its verdict again, no gate run.
     `supersedes`: the approved mandate's superseded tests, which the gate takes from the repair,
     never from the workspace it judges."""
     earlier = next((r for r in _of(ctx, phase) if r.round == ctx.round and r.diff == patch.diff
-                    and not r.accepted and r.verdict.get("judge") != "pre-gate"), None)
-    if earlier is not None:
-        repeat = {"rule": "answer.repeated", "path": None, "line": None,
-                  "message": f"the same patch as attempt {earlier.attempt}, which was rejected"}
-        return {**earlier.verdict, "judge": "repeat",
-                "violations": [repeat, *earlier.verdict.get("violations", [])]}
+                    and not r.accepted and isinstance(r.verdict, Verdict)), None)
+    if earlier is not None and isinstance(earlier.verdict, Verdict):
+        return repeat_of(earlier.verdict, earlier.attempt)
     problems = _precheck(patch.diff)
     if problems:
-        return _local_verdict(phase, problems)
+        return PreGateVerdict(phase=phase, violations=problems)
     holdout = ctx.holdout if phase == "code-patch" else None
     return ctx.gate(ctx.candidate, phase, patch.diff, expect=expect, holdout=holdout,
-                    lock=ctx.lock, supersedes=supersedes).model_dump(mode="json")
+                    lock=ctx.lock, supersedes=supersedes)
 
 
 def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Callable[[], Patch],
@@ -95,8 +90,8 @@ def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Ca
         patch = ask()
     except InvalidAnswerError as exc:
         patch = Patch(diff="", notes="")
-        verdict = _local_verdict(phase, [{"rule": "answer.invalid", "path": None, "line": None,
-                                          "message": str(exc)}])
+        verdict: AttemptVerdict = PreGateVerdict(phase=phase, violations=[
+            Violation(rule="answer.invalid", message=str(exc))])
     else:
         mandate: Mandate = view.mandate  # type: ignore[attr-defined]
         verdict = _judge(ctx, phase, patch, expect, mandate.supersedes if expect == "red" else [])
@@ -106,7 +101,7 @@ def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Ca
     stem = ctx.run_dir / "attempts" / f"{phase}-{n}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".diff").write_text(patch.diff, encoding="utf-8")
-    write_json(stem.with_suffix(".verdict.json"), verdict)
+    write_json(stem.with_suffix(".verdict.json"), record.verdict.model_dump(mode="json"))
     return record
 
 
@@ -180,7 +175,8 @@ def logic_genesis(ctx: RepairContext, mandate: Mandate, tests: AttemptRecord) ->
         feedback = coder_feedback(ctx)
         view = CoderView(mandate=mandate, evidence=ctx.evidence, tests=read_tree(ctx.candidate, "tests"),
                          source=read_tree(ctx.candidate, "strategies"), failing_tests=failing,
-                         last_verdict=feedback[-1] if feedback else (tests.feedback or tests.verdict),
+                         last_verdict=feedback[-1] if feedback else (
+                             tests.feedback or tests.verdict.model_dump(mode="json")),
                          feedback=feedback)
         key = ctx.provider.answer_key("coder", view)
         _check_can_change(ctx, "code-patch", key)

@@ -30,6 +30,7 @@ from oomrl.agent.roles import (
     Provider,
     TestAuthorView,
 )
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert, PendingAlert
 from oomrl.errors import OomrlError
 from oomrl.settings import AgentSettings, OomrlSettings
 
@@ -51,21 +52,21 @@ class ProviderError(OomrlError):
     """A provider cannot be built or cannot answer (unknown name, missing transcript)."""
 
 
-def alert_type(autopsy: dict[str, Any]) -> str:
-    """The kind of alert an autopsy reports, from its rule name, else from its metrics."""
-    diagnostics = autopsy.get("diagnostics") or {}
-    trigger = autopsy.get("trigger") or {}
-    rule = str(trigger.get("rule") or autopsy.get("rule") or diagnostics.get("rule") or "")
+def alert_type(autopsy: Autopsy | LossAlert) -> str:
+    """The kind of alert an autopsy reports, from its rule name, else from its metrics (a loss alert
+    has neither: a loss)."""
+    if not isinstance(autopsy, Autopsy):
+        return "loss"
+    rule = autopsy.trigger.rule
     for key in ALERT_MANDATES:
         if key in rule:
             return key
     for alias, key in ALERT_ALIASES.items():
         if alias in rule:
             return key
-    metrics = autopsy.get("metrics") or {}
-    if float(metrics.get("slippage_leakage") or 0.0) > 0.005:
+    if autopsy.metrics.slippage_leakage > 0.005:
         return "execution_decay"
-    if float(metrics.get("turnover_annualized") or 0.0) > 20.0:
+    if autopsy.metrics.turnover_annualized > 20.0:
         return "turnover_spike"
     return "loss"
 
@@ -122,13 +123,16 @@ class OfflineProvider:
         autopsy = view.autopsy
         kind = alert_type(autopsy)
         text, constraints = ALERT_MANDATES[kind]
-        given = {k: v for k, v in (autopsy.get("constraints") or {}).items() if v is not None}
-        module = (autopsy.get("diagnostics") or {}).get("module") or "strategies.daily_momentum"
-        mandate = Mandate(module=module, text=autopsy.get("mandate") or text,
+        full = autopsy if isinstance(autopsy, Autopsy) else None
+        given = full.constraints.model_dump(exclude_none=True) if full else {}
+        module = full.diagnostics.module if full else autopsy.diagnostics.module \
+            if isinstance(autopsy, PendingAlert) else "strategies.daily_momentum"
+        metrics = full.metrics.model_dump(mode="json") if full else {}
+        mandate = Mandate(module=module, text=full.mandate if full else text,
                           constraints=Constraints.model_validate({**constraints, **given}),
-                          alert_id=autopsy.get("alert_id"),
+                          alert_id=autopsy.alert_id,
                           rationale=f"offline rules: alert type {kind!r}; "
-                                    f"metrics {json.dumps(autopsy.get('metrics') or {}, sort_keys=True)}")
+                                    f"metrics {json.dumps(metrics, sort_keys=True)}")
         # The old tests that watch today's strategy break the mandate pin what it forbids.
         module_path = module.replace(".", "/") + ".py"
         pinned = pinned_tests(view.source, view.tests, mandate) if module_path in view.source else {}

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from guardrails.static import NODE_ID
 from oomrl.agent import PROMPTS_DIR
 from oomrl.agent.llm import LLMClient
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert, PendingAlert, input_json
 
 ROLES = ("critic", "test_author", "coder")
 
@@ -60,11 +61,15 @@ class CriticView(BaseModel):
     """What the Critic sees: the autopsy, its metrics, evidence from the ledger, and the version's
     S and T read-only (to name the old tests the mandate makes obsolete)."""
 
-    autopsy: dict[str, Any]
+    autopsy: Autopsy | PendingAlert | LossAlert
     metrics: dict[str, Any] = Field(default_factory=dict)
     evidence: dict[str, Any] = Field(default_factory=dict)
     source: dict[str, str] = Field(default_factory=dict)
     tests: dict[str, str] = Field(default_factory=dict)
+
+    @field_serializer("autopsy")
+    def _autopsy_json(self, autopsy: Autopsy | LossAlert) -> dict[str, Any]:
+        return input_json(autopsy)  # what the model reads is the JSON the door admitted
 
 
 class TestAuthorView(BaseModel):

@@ -237,7 +237,7 @@ def _decide(ref: str, account: str | None, verdict: str, reason: str) -> None:
     done = decide_now(settings, name, tag, verdict, f"{Owner.me().describe()} (oomrl versions)",  # type: ignore[arg-type]
                       reason=reason)
     typer.echo(done.evidence.markdown())
-    typer.echo(f"{tag} {verdict} on {name}" + (f"; the forward autopsy is alert {done.autopsy['alert_id']}"
+    typer.echo(f"{tag} {verdict} on {name}" + (f"; the forward autopsy is alert {done.autopsy.alert_id}"
                                                if done.autopsy else ""))
 
 

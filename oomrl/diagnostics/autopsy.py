@@ -131,6 +131,41 @@ class LossAlert(_Strict):
     as_of: date | None = None
 
 
+class AlertModule(_Strict):
+    """The strategy module a loss alert's repair works on, found from the ledger."""
+
+    module: str = Field(max_length=100, pattern=MODULE_PATTERN)
+
+
+class PendingAlert(LossAlert):
+    """A loss alert the ledger could not complete into an autopsy (no NAV history, or the critic
+    could not read it): the alert as sent, with the module the repair works on."""
+
+    diagnostics: AlertModule
+
+
+# What a door admits (a full autopsy or a loss alert) and what the repair works from (an autopsy,
+# or an alert the ledger could not complete).
+RepairInput = Autopsy | LossAlert
+Completed = Autopsy | PendingAlert
+
+
+def input_json(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
+    """The JSON form of a repair input, as files, events, flow parameters and artifacts hold it:
+    an autopsy in full, an alert without its unset fields."""
+    return autopsy.model_dump(mode="json", exclude_none=not isinstance(autopsy, Autopsy))
+
+
+def stored_input(data: Any) -> Autopsy | PendingAlert | LossAlert:
+    """A repair input as a run folder's autopsy.json holds it (the door checked it when it came in);
+    pydantic's ValidationError (a ValueError) for anything else."""
+    if isinstance(data, dict) and "event" in data:
+        return Autopsy.model_validate(data)
+    if isinstance(data, dict) and "diagnostics" in data:
+        return PendingAlert.model_validate(data)
+    return LossAlert.model_validate(data)
+
+
 def autopsy_schema() -> dict[str, Any]:
     """The JSON Schema of the Autopsy (draft 2020-12, as pydantic generates it)."""
     schema = Autopsy.model_json_schema()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
+from pydantic import BaseModel
 
 MarkKind = Literal["alert", "repair", "probation", "decision", "promotion"]
 
@@ -49,6 +51,13 @@ def promotion_marks(versions: pd.Series, labels: Mapping[str, str] | None = None
     return [Mark(pd.Timestamp(day), "promotion", names.get(sha, sha[:12])) for day, sha in switched.items()]
 
 
+class _RunAlert(BaseModel):
+    """What a mark reads of a run folder's autopsy.json: whose alert, and its date."""
+
+    account: str | None = None
+    as_of: date
+
+
 def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
     """One mark per repair run of `account` (runs/repair-*/): on its autopsy's date, with its outcome.
 
@@ -59,12 +68,12 @@ def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
     marks = []
     for folder in sorted(runs_dir.glob("repair-*")):
         try:
-            autopsy = json.loads((folder / "autopsy.json").read_text())
+            alert = _RunAlert.model_validate_json((folder / "autopsy.json").read_text())
             outcome = json.loads((folder / "outcome.json").read_text()) \
                 if (folder / "outcome.json").exists() else {}
-            if autopsy.get("account", account) != account:
+            if alert.account not in (None, account):
                 continue
-            day = pd.Timestamp(str(autopsy["as_of"]))
+            day = pd.Timestamp(alert.as_of)
         except (OSError, ValueError, KeyError, TypeError):
             continue
         status = str(outcome.get("status", "unfinished"))

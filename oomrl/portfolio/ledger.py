@@ -28,6 +28,16 @@ from oomrl.portfolio.ledger_tables import (
 )
 
 
+@dataclass(frozen=True)
+class AlertRow:
+    """An alert as the ledger stores it: its id, date and rule, and its JSON payload."""
+
+    alert_id: str
+    as_of: date
+    rule: str
+    payload: dict[str, Any]
+
+
 class LedgerConflictError(OomrlError):
     """The account changed between planning and committing a rebalance (another run got there first)."""
 
@@ -218,9 +228,9 @@ class Ledger:
             return [dict(r) for r in conn.execute(query).mappings()]
 
     def close_probation(self, probation_id: int, status: str, decided_on: date, by: str, reason: str,
-                        evidence: dict[str, Any], autopsy: dict[str, Any] | None = None) -> bool:
+                        evidence: dict[str, Any], alert: AlertRow | None = None) -> bool:
         """Decide an open probation: its shadow book closes and, when promoted, the account trades the
-        challenger; a retirement's `autopsy` becomes the account's alert; all in one transaction. False
+        challenger; a retirement's `alert` (its forward autopsy) becomes the account's alert; all in one transaction. False
         when it was no longer open (decided meanwhile)."""
         pr, acc = self.t["probations"], self.t["accounts"]
         with self.engine.begin() as conn:
@@ -238,11 +248,10 @@ class Ledger:
             if status == "promoted":
                 conn.execute(self.t["strategy_versions"].insert().values(
                     account=row["account"], sha=row["sha"], name=row["strategy"], activated_at=_now()))
-            if autopsy is not None:
+            if alert is not None:
                 conn.execute(self.t["alerts"].insert().values(
-                    alert_id=autopsy["alert_id"], account=row["account"], as_of=pd.Timestamp(autopsy["as_of"]).date(),
-                    rule=autopsy["trigger"]["rule"], payload=json.dumps(autopsy, default=str, sort_keys=True),
-                    created_at=_now()))
+                    alert_id=alert.alert_id, account=row["account"], as_of=alert.as_of, rule=alert.rule,
+                    payload=json.dumps(alert.payload, default=str, sort_keys=True), created_at=_now()))
         return True
 
     # -- rebalances -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
+from oomrl.diagnostics.autopsy import RepairInput
 from oomrl.errors import user_message
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
@@ -125,7 +126,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
     app.state.config = config
     app.include_router(reports_router(settings.runs_dir, secret))  # read-only report files
 
-    async def admit(data: Any) -> dict[str, Any]:
+    async def admit(data: Any) -> RepairInput:
         """The repair's door: a full autopsy or a loss alert, for an account and strategy that exist."""
         try:
             checked = load_autopsy(data)
@@ -137,7 +138,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
                 from exc
         return checked
 
-    async def launch_claimed(autopsy: dict[str, Any], alert_id: str, after: str | None) -> tuple[int, dict[str, Any]]:
+    async def launch_claimed(autopsy: RepairInput, alert_id: str, after: str | None) -> tuple[int, dict[str, Any]]:
         try:
             launched = await launcher.launch(autopsy, alert_id, attempt=after)
         except Exception as exc:
@@ -225,8 +226,8 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             return True
         return False
 
-    async def start_repair(autopsy: dict[str, Any], source: str) -> tuple[int, dict[str, Any]]:
-        alert_id, after, account = str(autopsy["alert_id"]), None, str(autopsy["account"])
+    async def start_repair(autopsy: RepairInput, source: str) -> tuple[int, dict[str, Any]]:
+        alert_id, after, account = autopsy.alert_id, None, autopsy.account
         earlier = await run_in_threadpool(store.claim, alert_id, account, source)
         if earlier is None:  # a new alert: its claim counts with the others, strict under a flood
             try:

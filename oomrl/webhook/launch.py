@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from oomrl.diagnostics.repair_policy import SEVERITY_RANK, alert_resource
+from oomrl.diagnostics.autopsy import Autopsy, RepairInput, input_json
+from oomrl.diagnostics.repair_policy import alert_resource
 from oomrl.errors import OomrlError
 from oomrl.events import LOSS_ALERT_EVENT
 from oomrl.events import event_id as alert_event_id
@@ -54,19 +55,19 @@ class Launch:
 class Launcher(Protocol):
     """Starts the repair for one loss alert, and says how a run it started ended."""
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch: ...
+    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch: ...
 
     async def run_state(self, flow_run_id: str) -> RunStatus | None: ...
 
     async def mark_crashed(self, flow_run_id: str, message: str) -> None: ...
 
 
-def alert_event_resource(autopsy: dict[str, Any]) -> dict[str, str]:
+def alert_event_resource(autopsy: RepairInput) -> dict[str, str]:
     """The event's resource, labelled as the diagnostics label theirs, so the repair trigger matches it:
     the alert's severity (a minimal alert counts as the warning the repair completes it to) and the
     verdict `requested` (a delivered alert is a request; the webhook already keeps it to one run)."""
-    severity = autopsy.get("severity") if autopsy.get("severity") in SEVERITY_RANK else "warning"
-    return alert_resource(str(autopsy.get("account") or "unknown"), str(severity), "requested")
+    severity = autopsy.severity if isinstance(autopsy, Autopsy) else "warning"
+    return alert_resource(autopsy.account, severity, "requested")
 
 
 class PrefectApi:
@@ -105,7 +106,7 @@ class DeploymentLauncher:
         self.api = api or PrefectApi()
         self.approval_timeout_s = approval_timeout_s
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
         """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a crash)."""
         flow_name, _, name = self.deployment.partition("/")
         key = f"oomrl-alert-{alert_id}" + (f"-after-{attempt}" if attempt else "")
@@ -116,7 +117,7 @@ class DeploymentLauncher:
                     raise LaunchError(f"deployment {self.deployment!r} not found on the Prefect server "
                                       "(deploy prefect.yaml, e.g. `oomrl server up`)")
                 found.raise_for_status()
-                parameters: dict[str, Any] = {"autopsy": autopsy, "auto_approve": self.auto_approve}
+                parameters: dict[str, Any] = {"autopsy": input_json(autopsy), "auto_approve": self.auto_approve}
                 if self.approval_timeout_s is not None:
                     parameters["approval_timeout_s"] = self.approval_timeout_s
                 created = await _post_patiently(
@@ -162,10 +163,10 @@ class EventLauncher:
     def __init__(self, api: PrefectApi | None = None) -> None:
         self.api = api or PrefectApi()
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
         event_id = str(alert_event_id(alert_id))
         event = {"id": event_id, "occurred": datetime.now(UTC).isoformat(), "event": LOSS_ALERT_EVENT,
-                 "resource": alert_event_resource(autopsy), "related": [], "payload": autopsy}
+                 "resource": alert_event_resource(autopsy), "related": [], "payload": input_json(autopsy)}
         try:
             async with self.api.client() as client:
                 sent = await client.post("/events", json=[event])

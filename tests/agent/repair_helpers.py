@@ -22,16 +22,17 @@ from oomrl.agent.roles import (
     read_tree,
 )
 from oomrl.crossval import Check, CrossValidation
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, RepairContext
 from oomrl.settings import AgentSettings
 from oomrl.versions import StrategyVersions
+from tests.repair_inputs_for_tests import pending_alert
 
 MANDATE = Mandate(module="strategies.daily_momentum", text="Trade weekly within ADV and turnover limits",
                   constraints=Constraints(rebalance="weekly", max_adv_participation=0.05,
                                           max_weekly_turnover=0.3), alert_id="alert-0001")
-AUTOPSY = {"account": "paper", "alert_id": "alert-0001",
-           "diagnostics": {"module": "strategies.daily_momentum"}}
+AUTOPSY = pending_alert("alert-0001")
 SOURCE = "strategies/daily_momentum.py"
 TESTS = "tests/strategies/test_daily_momentum.py"
 
@@ -67,9 +68,9 @@ def no_cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation
     raise AssertionError("cross-validation must not run after a failed genesis")
 
 
-def offline_mandate(workspace: Path, autopsy: dict[str, Any]) -> Mandate:
+def offline_mandate(workspace: Path, autopsy: Autopsy | LossAlert | dict[str, Any]) -> Mandate:
     """The offline Critic's mandate as a repair asks for it: with the version's S and T to read (it
-    names the old tests the mandate supersedes)."""
+    names the old tests the mandate supersedes). JSON is validated by the Critic's view."""
     from oomrl.agent.providers import OfflineProvider
 
     return OfflineProvider().critic(CriticView(autopsy=autopsy, source=read_tree(workspace, "strategies"),

@@ -19,9 +19,9 @@ from oomrl.versions import StrategyVersions
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 from tests.agent.repair_helpers import offline_mandate
 from tests.diagnostics.conftest import seed_account_home
+from tests.repair_inputs_for_tests import pending_alert
 
-AUTOPSY = {"account": "demo", "alert_id": "alert-budget-0001",
-           "diagnostics": {"module": "strategies.daily_momentum"}}
+AUTOPSY = pending_alert("alert-budget-0001", account="demo")
 MAX_OUTPUT = 30_000  # each call may answer at length, and this server always bills all it may
 
 

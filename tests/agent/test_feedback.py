@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from guardrails.verdict import Verdict, Violation
 from oomrl.agent.feedback import (
     MAX_VIOLATIONS,
     encode_cross_validation,
@@ -13,7 +14,10 @@ from oomrl.agent.feedback import (
     missed_checks,
     role_evidence,
 )
+from oomrl.agent.verdicts import PreGateVerdict
 from oomrl.crossval import Check, CrossValidation
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+from tests.repair_inputs_for_tests import autopsy_json, pending_alert
 
 SOURCE = "strategies/m.py"
 TESTS = "tests/strategies/test_m.py"
@@ -27,10 +31,10 @@ FAILED = {"rule": "tests.failed", "path": TESTS, "line": None, "message": (
     "AssertionError: assert 1 == 2")}
 
 
-def verdict(*violations: dict[str, Any], accepted: bool = False) -> dict[str, Any]:
-    return {"accepted": accepted, "phase": "code-patch", "violations": list(violations),
-            "tests": {"collected": 9, "passed": 8, "failed": 1},
-            "coverage": {"percent": 96.5, "min": 95.0}}
+def verdict(*violations: dict[str, Any], accepted: bool = False) -> Verdict:
+    return Verdict.model_validate({"accepted": accepted, "phase": "code-patch", "violations": list(violations),
+                                   "tests": {"collected": 9, "passed": 8, "failed": 1},
+                                   "coverage": {"percent": 96.5, "min": 95.0}, "locks": {"backend": "test"}})
 
 
 def test_a_failed_test_is_encoded_with_its_innermost_visible_frame_and_code() -> None:
@@ -67,20 +71,22 @@ def test_many_violations_are_capped_and_long_messages_clipped() -> None:
     assert len(encoded["violations"]) == MAX_VIOLATIONS and encoded["more_violations"] == 3
     assert encoded["violations"][0]["message"].endswith(" …")
     assert len(encoded["violations"][0]["message"]) < 2_100
-    accepted = encode_verdict({"accepted": True, "phase": "test-gen", "violations": []}, {}, 2)
-    assert accepted["summary"] == "accepted by the gate" and accepted["violations"] == []
+    accepted = encode_verdict(verdict(accepted=True), {}, 2)
+    assert accepted["summary"].startswith("accepted by the gate;") and accepted["violations"] == []
+    early = encode_verdict(PreGateVerdict(phase="test-gen", violations=[Violation(rule="diff.malformed",
+                                                                                  message="no hunk")]), {}, 3)
+    assert early["summary"] == "rejected: 1 violation(s) of diff.malformed"  # no gate ran: no counts
 
 
 def test_role_evidence_is_the_autopsys_diagnosis_without_empty_fields() -> None:
-    autopsy = {"as_of": "2024-07-15", "severity": "critical", "metrics": {"drawdown": -0.1},
-               "trigger": {"rule": "execution_decay"}, "mandate": "m", "constraints": {"rebalance": "weekly"},
-               "diagnostics": {"module": "strategies.x", "root_cause": "crossing", "findings": [],
-                               "evidence": {"fills": 12}, "strategy_version": None}}
-    assert role_evidence(autopsy) == {"as_of": "2024-07-15", "severity": "critical",
-                                      "trigger": {"rule": "execution_decay"},
-                                      "metrics": {"drawdown": -0.1}, "root_cause": "crossing",
-                                      "ledger": {"fills": 12}}
-    assert role_evidence({}) == {}
+    data = autopsy_json(as_of="2024-07-15")
+    data["diagnostics"] = {**data["diagnostics"], "findings": [], "strategy_version": None}
+    assert role_evidence(Autopsy.model_validate(data)) == {
+        "as_of": "2024-07-15", "severity": "critical", "trigger": data["trigger"], "metrics": data["metrics"],
+        "root_cause": data["diagnostics"]["root_cause"], "ledger": data["diagnostics"]["evidence"]}
+    assert role_evidence(LossAlert(alert_id="a-1", account="paper", as_of=date(2024, 7, 15))) == {
+        "as_of": "2024-07-15"}  # a loss alert: its date, nothing else
+    assert role_evidence(pending_alert("a-1")) == {}
 
 
 def test_a_failed_replay_is_what_the_tests_missed() -> None:

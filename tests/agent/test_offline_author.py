@@ -16,6 +16,7 @@ from oomrl.agent.offline_author import missed_tests, pinned_tests
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Constraints, CriticView, Mandate, TestAuthorView, read_tree
 from oomrl.versions import repo_root
+from tests.repair_inputs_for_tests import autopsy_json, full_autopsy
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
 MANDATE = Mandate(module="strategies.daily_momentum", text="weekly, capped", alert_id="a-1",
@@ -45,7 +46,9 @@ def test_the_probe_names_the_old_tests_that_watch_the_old_code_break_the_mandate
 
 @pytest.mark.slow
 def test_the_offline_critic_names_the_old_tests_its_mandate_supersedes() -> None:
-    view = CriticView(autopsy={"trigger": {"rule": "execution_decay"}, "alert_id": "a-1"},
+    trigger = {**autopsy_json()["trigger"], "rule": "execution_decay"}
+    view = CriticView(autopsy=full_autopsy(alert_id="a-1", trigger=trigger, constraints={
+                          "rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
                       source=bundled("strategies"), tests=bundled("tests/strategies"))
     mandate = OfflineProvider().critic(view)
     assert set(mandate.supersedes) == {f"{OLD_TESTS}::{name}" for name in PINNING}

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
-from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics.autopsy import Autopsy, input_json
 from oomrl.market import calendar
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import Ledger
@@ -35,10 +35,10 @@ def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_i
 
     monkeypatch.delenv("OOMRL_AGENT_PROBATION_SESSIONS")
     assert AgentSettings().probation_sessions == 20
-    settings = get_settings()
-    assert open_context(settings, daily_momentum_autopsy).agent.probation_sessions == 20
-    assert open_context(settings, daily_momentum_autopsy, probation=0).agent.probation_sessions == 0  # --probation 0
-    assert open_context(settings, daily_momentum_autopsy, probation=3).agent.probation_sessions == 3
+    settings, autopsy = get_settings(), Autopsy.model_validate(daily_momentum_autopsy)
+    assert open_context(settings, autopsy).agent.probation_sessions == 20
+    assert open_context(settings, autopsy, probation=0).agent.probation_sessions == 0  # --probation 0
+    assert open_context(settings, autopsy, probation=3).agent.probation_sessions == 3
 
 
 @pytest.mark.slow
@@ -96,14 +96,15 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy_the_next_repair_a
     assert "superiority" in done.probation.reason
     assert ledger.active_version("paper") == on_probation["v1"]  # the champion keeps the capital
     assert version_states(ledger, "paper")[v2.sha] == "retired"
-    autopsy = Autopsy.model_validate(done.autopsy)
+    autopsy = done.autopsy
+    assert autopsy is not None
     assert autopsy.trigger.rule == "probation_retired" and autopsy.account == "paper"
     assert autopsy.trigger.window_start == days[0] and autopsy.as_of == days[-1]
     assert autopsy.diagnostics.strategy_version == v2.sha
     assert "retired after 5 forward sessions" in autopsy.diagnostics.findings[0]
     stored = [a for a in ledger.alerts("paper") if a["rule"] == "probation_retired"]
     assert [a["alert_id"] for a in stored] == [autopsy.alert_id]
-    assert admit(done.autopsy, settings)["alert_id"] == autopsy.alert_id  # it feeds the next repair
+    assert admit(input_json(autopsy), settings).alert_id == autopsy.alert_id  # it feeds the next repair
     moves = [json.loads(line) for line in (on_probation["run_dir"] / "trail.jsonl").read_text().splitlines()]
     assert [(m["source"], m["target"]) for m in moves] == [("probation", "retired")]
 
@@ -208,7 +209,7 @@ def test_a_repair_that_waited_while_another_put_a_challenger_on_probation_stops_
         on_probation: dict[str, Any], daily_momentum_autopsy: dict[str, Any]) -> None:
     from oomrl.repair import RepairStepError, hold_account, open_context
 
-    ctx = open_context(on_probation["settings"], daily_momentum_autopsy)
+    ctx = open_context(on_probation["settings"], Autopsy.model_validate(daily_momentum_autopsy))
     ctx.base = on_probation["v1"]  # fixed when it started, before the other repair's promotion
     with pytest.raises(RepairStepError) as stopped:
         hold_account(ctx, lambda: None)

@@ -21,8 +21,10 @@ from oomrl.agent.providers import (
     get_provider,
 )
 from oomrl.agent.roles import CoderView, Constraints, CriticView, LLMProvider, Mandate, prompt_text
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 from oomrl.settings import get_settings
 from oomrl.versions import repo_root
+from tests.repair_inputs_for_tests import autopsy_json, full_autopsy, pending_alert
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
 
@@ -32,30 +34,44 @@ def mandate(**constraints: object) -> Mandate:
                    constraints=Constraints.model_validate(constraints))
 
 
+CALM = {**autopsy_json()["metrics"], "slippage_leakage": 0.001, "turnover_annualized": 5.0}
+
+
+def fired(rule: str, **metrics: float) -> Autopsy:
+    """The fixture autopsy fired by `rule`, with calm metrics but `metrics`."""
+    trigger = {**autopsy_json()["trigger"], "rule": rule}
+    return full_autopsy(trigger=trigger, metrics={**CALM, **metrics})
+
+
 @pytest.mark.parametrize(("autopsy", "kind"), [
-    ({"trigger": {"rule": "execution_decay"}}, "execution_decay"),
-    ({"diagnostics": {"rule": "turnover_spike"}}, "turnover_spike"),
-    ({"rule": "slippage-alarm"}, "execution_decay"),
-    ({"metrics": {"slippage_leakage": 0.02}}, "execution_decay"),
-    ({"metrics": {"turnover_annualized": 60.0}}, "turnover_spike"),
-    ({"trigger": {"rule": "principal_loss"}}, "loss"),
+    (fired("execution_decay"), "execution_decay"),
+    (fired("turnover_spike"), "turnover_spike"),
+    (fired("slippage-alarm"), "execution_decay"),
+    (fired("external", slippage_leakage=0.02), "execution_decay"),
+    (fired("external", turnover_annualized=60.0), "turnover_spike"),
+    (fired("principal_loss", slippage_leakage=0.02), "loss"),
+    (fired("external"), "loss"),
+    (LossAlert(alert_id="a-1", account="paper"), "loss"),  # no rule, no metrics: a loss
 ])
-def test_alert_types_come_from_the_rule_else_the_metrics(autopsy: dict, kind: str) -> None:
+def test_alert_types_come_from_the_rule_else_the_metrics(autopsy: Autopsy | LossAlert, kind: str) -> None:
     assert alert_type(autopsy) == kind
 
 
 def test_offline_critic_maps_the_alert_and_keeps_the_autopsys_constraints() -> None:
     critic = OfflineProvider().critic
-    plain = critic(CriticView(autopsy={"trigger": {"rule": "turnover_spike"}, "alert_id": "x1",
-                                       "diagnostics": {"module": "strategies.weekly_liquidity"}}))
+    plain = critic(CriticView(autopsy=pending_alert("x1", module="strategies.weekly_liquidity")))
     assert plain.module == "strategies.weekly_liquidity" and plain.alert_id == "x1"
     assert plain.constraints.rebalance == "weekly" and plain.constraints.max_weekly_turnover == 0.3
-    assert "turnover_spike" in plain.rationale
-    given = critic(CriticView(autopsy={"mandate": "Be gentle", "constraints": {
+    assert "'loss'" in plain.rationale
+    turnover = critic(CriticView(autopsy=fired("turnover_spike").model_copy(update={"alert_id": "x2"})))
+    assert turnover.alert_id == "x2" and "turnover_spike" in turnover.rationale
+    given = critic(CriticView(autopsy=full_autopsy(mandate="Be gentle", constraints={
         "rebalance": "monthly", "max_adv_participation": 0.02, "max_weekly_turnover": 0.1,
-        "max_drawdown": None}}))
+        "max_drawdown": None})))
     assert given.text == "Be gentle" and given.module == "strategies.daily_momentum"
     assert (given.constraints.rebalance, given.constraints.max_adv_participation) == ("monthly", 0.02)
+    bare = critic(CriticView(autopsy=LossAlert(alert_id="x3", account="paper")))
+    assert bare.module == "strategies.daily_momentum" and bare.alert_id == "x3"  # the bundled default
 
 
 def test_offline_coder_writes_a_real_diff_that_only_touches_the_module() -> None:
@@ -154,10 +170,10 @@ def test_replay_provider_answers_from_a_recorded_transcript(tmp_path: Path) -> N
     provider = get_provider("replay", settings, budget, Transcript(tmp_path / "new.jsonl"),
                             replay_from=recorded.path)
     assert isinstance(provider, LLMProvider) and provider.name == "replay"
-    assert provider.critic(CriticView(autopsy={})).constraints.rebalance == "weekly"
+    assert provider.critic(CriticView(autopsy=pending_alert("a-1"))).constraints.rebalance == "weekly"
     assert budget.tokens_spent == 15
     with pytest.raises(ProviderError, match="no more critic responses"):
-        provider.critic(CriticView(autopsy={}))
+        provider.critic(CriticView(autopsy=pending_alert("a-1")))
     with pytest.raises(ProviderError, match="does not exist"):
         ReplayBackend(tmp_path / "missing.jsonl")
 
@@ -187,7 +203,7 @@ def test_an_offline_run_replays_answer_for_answer(tmp_path: Path) -> None:
     budget = Budget(max_tokens=100_000, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0)
     recorded = Transcript(tmp_path / "offline.jsonl")
     offline = get_provider("offline", settings, budget, recorded)
-    critic_view = CriticView(autopsy={"trigger": {"rule": "execution_decay"}, "alert_id": "r1"})
+    critic_view = CriticView(autopsy=fired("execution_decay").model_copy(update={"alert_id": "r1"}))
     coder_view = CoderView(mandate=mandate(rebalance="weekly"), tests={},
                            source={"strategies/daily_momentum.py": source})
     first = (offline.critic(critic_view), offline.coder(coder_view))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from guardrails.verdict import LockInfo, Verdict
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_common import unified_diff
@@ -21,6 +22,7 @@ from oomrl.agent.roles import (
     Mandate,
     TestAuthorView,
 )
+from oomrl.agent.verdicts import PreGateVerdict, RepeatVerdict
 from oomrl.crossval import CrossValidation
 from oomrl.repair import (
     AttemptRecord,
@@ -48,6 +50,8 @@ from tests.agent.repair_helpers import (
     make_context,
 )
 
+RED_ACCEPTED = Verdict(accepted=True, phase="test-gen", locks=LockInfo(backend="test"))
+
 
 def test_test_author_editing_source_is_rejected_and_told_why(tmp_path: Path) -> None:
     provider = ScriptedProvider(test_author=[edit_source, edit_source])
@@ -73,17 +77,17 @@ def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Pa
     provider = ScriptedProvider(coder=[edit_tests, lambda view: "--- a/x.py\n+++ b/x.py\n@@ garbage"])
     ctx = at_step(make_context(tmp_path, provider), "logic-genesis")
     prepare_candidate(ctx)
-    red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict={"accepted": True, "phase": "test-gen"})
+    red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict=RED_ACCEPTED)
     with pytest.raises(RepairStepError, match="logic-genesis failed: .*diff.malformed"):
         logic_genesis(ctx, MANDATE, red)
     first, second = provider.coder_views
-    assert first.last_verdict == red.verdict and first.feedback == []
+    assert first.last_verdict == red.verdict.model_dump(mode="json") and first.feedback == []
     assert second.last_verdict is not None
     assert second.last_verdict["violations"][0]["rule"] == "diff.locked_path"
     assert second.last_verdict["violations"][0]["file"] == TESTS
-    assert [r.verdict["violations"][0]["rule"] for r in ctx.attempts] == ["diff.locked_path",
-                                                                          "diff.malformed"]
-    assert ctx.attempts[1].verdict["judge"] == "pre-gate"  # unparseable: no gate run spent on it
+    assert [r.verdict.violations[0].rule for r in ctx.attempts] == ["diff.locked_path", "diff.malformed"]
+    assert isinstance(ctx.attempts[1].verdict, PreGateVerdict)  # unparseable: no gate run spent on it
+    assert json.loads((ctx.run_dir / "attempts" / "code-patch-2.verdict.json").read_text())["judge"] == "pre-gate"
 
 
 def test_a_rejected_mandate_changes_nothing(tmp_path: Path) -> None:
@@ -142,7 +146,7 @@ def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: F
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "failed" and outcome.step == "test-genesis"
     assert "diff.malformed" in outcome.reason
-    rules = [r.verdict["violations"][0]["rule"] for r in outcome.attempts]
+    rules = [r.verdict.violations[0].rule for r in outcome.attempts]
     assert rules == ["answer.invalid", "diff.malformed"]
     # the first rejection went back to the model with the second request
     assert "answer.invalid" in server.requests[3]["messages"][-1]["content"]
@@ -188,9 +192,9 @@ def test_an_edited_mandate_is_what_the_test_author_gets(tmp_path: Path) -> None:
     outcome = run_repair(AUTOPSY, ctx, lambda m: Decision(action="edit", mandate=edited, reason="r"))
     assert outcome.mandate == edited and provider.author_views[0].mandate == edited
     assert json.loads((ctx.run_dir / "decision.json").read_text())["action"] == "edit"
-    rejected = [r.verdict["violations"][0] for r in outcome.attempts]
-    assert [v["rule"] for v in rejected] == ["diff.malformed", "diff.locked_path"]
-    assert rejected[0]["message"] == "the patch is empty"
+    rejected = [r.verdict.violations[0] for r in outcome.attempts]
+    assert [v.rule for v in rejected] == ["diff.malformed", "diff.locked_path"]
+    assert rejected[0].message == "the patch is empty"
 
 
 def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path: Path) -> None:
@@ -212,16 +216,19 @@ def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path:
 
 def test_load_autopsy_accepts_full_or_partial_and_names_problems(
         daily_momentum_autopsy: dict[str, Any]) -> None:
+    from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
     from oomrl.errors import OomrlError
     from oomrl.repair import as_of_of, load_autopsy
 
     full = load_autopsy(daily_momentum_autopsy)
-    assert full["alert_id"] == daily_momentum_autopsy["alert_id"]
-    assert as_of_of(full) == date.fromisoformat(full["as_of"]) and as_of_of(AUTOPSY) is None
+    assert isinstance(full, Autopsy) and full.alert_id == daily_momentum_autopsy["alert_id"]
+    assert input_json(full) == daily_momentum_autopsy  # the JSON it came as, byte for byte once dumped
+    assert as_of_of(full) == date.fromisoformat(daily_momentum_autopsy["as_of"]) and as_of_of(AUTOPSY) is None
     alert = {"alert_id": "alert-0001", "account": "paper"}
-    assert load_autopsy(alert) == alert  # a loss alert: the repair completes it from the ledger
+    loaded = load_autopsy(alert)  # a loss alert: the repair completes it from the ledger
+    assert type(loaded) is LossAlert and input_json(loaded) == alert
     with pytest.raises(OomrlError, match="invalid loss alert .*diagnostics: Extra inputs"):
-        load_autopsy(AUTOPSY)
+        load_autopsy(input_json(AUTOPSY))  # a pending alert is what the repair makes, never an input
     with pytest.raises(OomrlError, match="invalid autopsy: .*alert_id"):
         load_autopsy({"event": "FINANCIAL_DEGRADATION_DETECTED", "account": "paper"})
     with pytest.raises(OomrlError, match="must be a JSON object, got list"):
@@ -305,9 +312,11 @@ def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(t
     assert outcome.step == "test-genesis"
     told = provider.author_views[1].feedback[0]["violations"]
     assert told and all(v["file"] == "tests/strategies/test_always.py" for v in told)
-    assert outcome.attempts[1].verdict["judge"] == "repeat"  # the same answer is not judged twice
-    assert outcome.attempts[1].verdict["violations"][0]["rule"] == "answer.repeated"
-    red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict={"accepted": True})
+    repeated = outcome.attempts[1].verdict
+    assert isinstance(repeated, RepeatVerdict)  # the same answer is not judged twice
+    assert repeated.violations[0].rule == "answer.repeated"
+    assert outcome.model_dump(mode="json")["attempts"][1]["verdict"]["judge"] == "repeat"  # and says so on disk
+    red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict=RED_ACCEPTED)
     (tmp_path / "again").mkdir()
     ctx = at_step(make_context(tmp_path / "again", provider), "logic-genesis")
     prepare_candidate(ctx)

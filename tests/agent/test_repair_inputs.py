@@ -2,33 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
 from oomrl.market import calendar
 from oomrl.portfolio.service import open_ledger, run_rebalance
 from oomrl.repair_inputs import complete_autopsy
 from oomrl.settings import get_settings
+from tests.repair_inputs_for_tests import pending_alert
 
-PARTIAL = {"alert_id": "am-abc-2024-07-12", "account": "paper", "as_of": "2024-07-12",
-           "severity": "critical", "rule": "HighSlippage", "mandate": "Stop crossing the spread",
-           "diagnostics": {"module": "strategies.daily_momentum", "root_cause": "slippage alarm"},
-           "source": "alertmanager"}
+DATED = LossAlert(alert_id="am-abc-2024-07-12", account="paper", as_of=date(2024, 7, 12))
 
 
 @pytest.mark.slow
-def test_a_partial_alert_is_completed_from_the_ledger(repair_home: Path) -> None:
+def test_a_dated_alert_is_completed_from_the_ledger(repair_home: Path) -> None:
     settings = get_settings()
     for day in calendar.sessions("2024-07-01", "2024-07-12"):
         run_rebalance(settings, "paper", day.date())
     ledger = open_ledger(settings)
-    full = complete_autopsy(dict(PARTIAL), ledger)
-    autopsy = Autopsy.model_validate(full)
-    assert autopsy.alert_id == PARTIAL["alert_id"] and autopsy.severity == "critical"
-    assert autopsy.trigger.rule == "HighSlippage" and autopsy.mandate == "Stop crossing the spread"
+    autopsy = complete_autopsy(DATED, ledger)
+    assert isinstance(autopsy, Autopsy) and autopsy.as_of == DATED.as_of
+    assert autopsy.alert_id == DATED.alert_id and autopsy.severity == "warning"  # what the alert never said
+    assert autopsy.trigger.rule == "external" and autopsy.trigger.message == "external loss alert"
     assert autopsy.diagnostics.evidence.fills > 0 and autopsy.metrics.turnover_annualized > 50
     assert autopsy.constraints.rebalance == "weekly"
 
@@ -38,8 +37,8 @@ def test_a_loss_alert_gets_the_traded_strategy_and_the_last_nav_date(repair_home
     settings = get_settings()
     for day in calendar.sessions("2024-07-01", "2024-07-12"):
         run_rebalance(settings, "paper", day.date())
-    autopsy = Autopsy.model_validate(complete_autopsy({"alert_id": "am-1", "account": "paper"},
-                                                      open_ledger(settings)))
+    autopsy = complete_autopsy(LossAlert(alert_id="am-1", account="paper"), open_ledger(settings))
+    assert isinstance(autopsy, Autopsy)
     assert autopsy.as_of.isoformat() == "2024-07-12" and autopsy.alert_id == "am-1"
     assert autopsy.diagnostics.module == "strategies.daily_momentum"
     assert autopsy.diagnostics.evidence.fills > 0
@@ -48,10 +47,14 @@ def test_a_loss_alert_gets_the_traded_strategy_and_the_last_nav_date(repair_home
 def test_full_autopsies_pass_and_accounts_without_history_keep_the_alert(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:
     ledger = open_ledger(get_settings())
-    assert complete_autopsy(daily_momentum_autopsy, ledger) is daily_momentum_autopsy
-    stranger = {**PARTIAL, "account": "nobody", "severity": "loud"}
-    assert complete_autopsy(stranger, ledger) == stranger  # no NAV on that date: the alert as it is
-    assert complete_autopsy({"alert_id": "a-1", "account": "nobody"}, ledger) == {
+    full = Autopsy.model_validate(daily_momentum_autopsy)
+    assert complete_autopsy(full, ledger) is full
+    stranger = DATED.model_copy(update={"account": "nobody"})
+    kept = complete_autopsy(stranger, ledger)  # no NAV on that date: the alert as it is, with the module
+    assert input_json(kept) == {**input_json(stranger), "diagnostics": {"module": "strategies.daily_momentum"}}
+    named = pending_alert("a-2", account="nobody", module="strategies.weekly_liquidity")
+    assert complete_autopsy(named, ledger) == named  # the module an alert names is kept
+    assert input_json(complete_autopsy(LossAlert(alert_id="a-1", account="nobody"), ledger)) == {
         "alert_id": "a-1", "account": "nobody", "diagnostics": {"module": "strategies.daily_momentum"}}
 
 

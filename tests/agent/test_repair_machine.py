@@ -179,7 +179,7 @@ def test_a_deterministic_provider_is_not_asked_again_what_it_answered(tmp_path: 
     # The rules have no test for an IR shortfall: an empty answer, then no second ask.
     assert "the offline provider is deterministic and nothing it reads changed since attempt 2" \
         in outcome.reason
-    assert [(r.phase, r.verdict["violations"][0]["rule"] if r.verdict["violations"] else None)
+    assert [(r.phase, r.verdict.violations[0].rule if r.verdict.violations else None)
             for r in outcome.attempts] == [("test-gen", None), ("code-patch", None),
                                            ("test-gen", "diff.malformed")]
     assert edges(outcome)[-2:] == [("cross-validation", "test-genesis"), ("test-genesis", "failed")]

@@ -48,6 +48,7 @@ def _run_for_alert(stack: Stack, alert_id: str, timeout_s: float = 90) -> dict[s
 
 def test_loss_alert_event_triggers_repair_that_waits_for_a_person(stack: Stack, event_webhook: str,
                                                                   alert_account: str) -> None:
+    from oomrl.diagnostics.autopsy import input_json
     from oomrl.repair_inputs import load_autopsy
     from oomrl.webhook.signing import sign
 
@@ -60,7 +61,7 @@ def test_loss_alert_event_triggers_repair_that_waits_for_a_person(stack: Stack, 
     assert response.json()["event_id"] and response.json()["flow_run_id"] is None
 
     run = _run_for_alert(stack, autopsy["alert_id"])
-    assert run["parameters"]["autopsy"] == load_autopsy(autopsy)  # a dict (not a string), as validated
+    assert run["parameters"]["autopsy"] == input_json(load_autopsy(autopsy))  # a dict (not a string), as validated
     assert run["parameters"].get("auto_approve", False) is False
     paused = stack.wait_for(run["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 150)
     assert paused["state_type"] == "PAUSED", paused["state"]

@@ -18,16 +18,18 @@ from oomrl.crossval import Check, CrossValidation, VersionMeasures
 from oomrl.repair import RepairOutcome
 from oomrl.repair_artifacts import mandate_markdown, rounded_text
 from tasks.review import MandateReview, review_form
+from tests.repair_inputs_for_tests import autopsy_json, full_autopsy
 
 RAW_FLOAT = re.compile(r"\d\.\d{6,}")  # what the form showed before: -0.001119942000000096
 MANDATE = Mandate(module="strategies.daily_momentum", text="Enforce volume limits and reduce turnover",
                   constraints=Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3),
                   rationale='offline rules: alert type \'friction\'; metrics {"daily_pnl": -0.001119942000000096}')
-AUTOPSY = {"as_of": "2024-07-12", "severity": "warning",
-           "trigger": {"rule": "execution_decay", "message": "slippage leakage 0.020212345 of NAV over 20 sessions"},
-           "metrics": {"daily_pnl": -0.001119942000000096, "slippage_leakage": 0.0202123, "drawdown": -0.0256789,
-                       "cumulative_principal_loss": -0.004, "turnover_annualized": 276.3912, "rolling_ir_60d": None,
-                       "sessions_seen": 10}}
+AUTOPSY = full_autopsy(
+    as_of="2024-07-12", severity="warning",
+    trigger={**autopsy_json()["trigger"], "rule": "execution_decay",
+             "message": "slippage leakage 0.020212345 of NAV over 20 sessions"},
+    metrics={"daily_pnl": -0.001119942000000096, "slippage_leakage": 0.0202123, "drawdown": -0.0256789,
+             "cumulative_principal_loss": -0.004, "turnover_annualized": 276.3912, "rolling_ir_60d": None})
 
 
 def test_every_field_of_the_prefilled_form_is_titled_described_and_bounded() -> None:
@@ -66,7 +68,8 @@ def test_the_form_text_rounds_every_number_and_names_its_unit() -> None:
     for shown in ("| rebalance | weekly |", "| max ADV participation | 5.0 % of ADV |",
                   "| max weekly turnover | 30.0 % of NAV |", "| daily P&L | -0.11 % of NAV |",
                   "| turnover | 276.4× NAV a year |", "| principal loss | 0.00 % of initial capital |",
-                  "| rolling 60-day IR | — |", "| sessions seen | 10 |", "no answer within 3,600 s (1 h) rejects"):
+                  "| rolling 60-day IR | — |", "no answer within 3,600 s (1 h) rejects",
+                  "### The alert: execution_decay (warning) on 2024-07-12", "slippage leakage 0.02021 of NAV"):
         assert shown in text, shown
     assert rounded_text("x 0.020212345 y -1.5e-07 z 3.25") == "x 0.02021 y -1.5e-07 z 3.25"
 

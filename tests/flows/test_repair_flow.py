@@ -172,18 +172,6 @@ def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
     assert MandateReview().to_decision(proposed).action == "approve"
 
 
-def test_an_invalid_autopsy_is_refused_without_a_retry(repair_home: Path) -> None:  # noqa: F811
-    from flows.repair import outcome_of, repair
-
-    state = repair({"account": "paper"}, auto_approve=True, return_state=True)
-    outcome = outcome_of(state)
-    assert state.is_failed() and state.name == "Refused" and "invalid loss alert" in (state.message or "")
-    assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
-    assert "invalid loss alert" in outcome["reason"] and "alert_id" in outcome["reason"]
-    assert not (repair_home / "runs").exists()
-    assert "repair-outcome" in artifact_keys("repair-")  # the reason, as an artifact
-
-
 def test_an_unknown_account_is_refused_like_at_every_door(
         repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
     from flows.repair import repair

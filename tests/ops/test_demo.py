@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from oomrl.cli import app
 from oomrl.demo import DemoConfig, pick_alert, run_demo, weeks_between
+from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
 from oomrl.settings import OomrlSettings
 
@@ -35,11 +36,11 @@ class RecordingRepairer:
 
     def __init__(self, status: str = "promoted") -> None:
         self.status = status
-        self.autopsies: list[dict[str, Any]] = []
+        self.autopsies: list[Autopsy] = []
 
-    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> dict[str, Any]:
         self.autopsies.append(autopsy)
-        return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": self.status,
+        return {"alert_id": autopsy.alert_id, "as_of": autopsy.as_of.isoformat(), "status": self.status,
                 "step": None, "reason": "recorded", "run_dir": str(settings.runs_dir), "version": None}
 
 
@@ -48,9 +49,9 @@ class ProbationRepairer:
     tagged and put on probation for the demo's `probation_sessions` (what a passing repair does)."""
 
     def __init__(self) -> None:
-        self.autopsies: list[dict[str, Any]] = []
+        self.autopsies: list[Autopsy] = []
 
-    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> dict[str, Any]:
         from oomrl.portfolio.service import open_ledger
         from oomrl.versions import StrategyVersions
 
@@ -65,8 +66,8 @@ class ProbationRepairer:
             source.write_text(source.read_text().replace(daily, weekly))
             info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": {"constraints": {
                 "rebalance": "weekly"}}}, config.account, config.strategy,
-                (date.fromisoformat(autopsy["as_of"]), config.probation_sessions))
-        return {"alert_id": autopsy["alert_id"], "as_of": autopsy["as_of"], "status": "probation",
+                (autopsy.as_of, config.probation_sessions))
+        return {"alert_id": autopsy.alert_id, "as_of": autopsy.as_of.isoformat(), "status": "probation",
                 "step": None, "reason": f"{info.tag} on probation", "run_dir": str(settings.runs_dir),
                 "version": info.tag}
 
@@ -82,7 +83,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     console, repairer = quiet(), ProbationRepairer()
     summary = run_demo(home=demo_home, start="2024-07-01", end="2024-08-09", console=console, max_repairs=2,
                        repairer=repairer, probation=8, repair_on="warning")
-    opened = date.fromisoformat(repairer.autopsies[0]["as_of"])  # the turnover alert of 2024-07-05
+    opened = repairer.autopsies[0].as_of  # the turnover alert of 2024-07-05
     forward = [d.date() for d in calendar.sessions(pd.Timestamp(opened) + pd.Timedelta(days=1), "2024-08-09")]
     (probation,) = summary["probations"]
     assert probation["version"] == "v2" and probation["account"] == "demo" and probation["sessions"] == 8
@@ -190,8 +191,8 @@ def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Pa
     repairer = RecordingRepairer()
     summary = run_demo(home=demo_home, start="2024-07-01", end="2024-10-31", console=quiet(),
                        max_repairs=2, repairer=repairer)
-    first, second = (date.fromisoformat(a["as_of"]) for a in repairer.autopsies)
-    assert repairer.autopsies[0]["trigger"]["rule"] == "execution_decay"
+    first, second = (a.as_of for a in repairer.autopsies)
+    assert repairer.autopsies[0].trigger.rule == "execution_decay"
     assert (second - first).days >= 4 * 7 - 4  # four weeks of cool-down after a promotion
     assert [r["status"] for r in summary["repairs"]] == ["promoted", "promoted"]
 
@@ -201,7 +202,7 @@ def test_critical_policy_waits_for_a_critical_alert(demo_home: Path) -> None:
     repairer = RecordingRepairer(status="failed")
     run_demo(home=demo_home, start="2024-07-01", end="2024-08-16", console=quiet(), repair_on="critical",
              max_repairs=1, repairer=repairer)
-    assert [a["severity"] for a in repairer.autopsies] == ["critical"]
+    assert [a.severity for a in repairer.autopsies] == ["critical"]
 
 
 @pytest.mark.slow

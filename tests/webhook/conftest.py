@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from oomrl.diagnostics.autopsy import RepairInput, input_json
 from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings
 from oomrl.webhook.app import create_app
@@ -35,10 +36,10 @@ class RecordingLauncher:
         self.since: dict[str, datetime] = {}
         self.crashed: list[str] = []
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
         if self.fail_with:
             raise LaunchError(self.fail_with)
-        self.calls.append((alert_id, autopsy))
+        self.calls.append((alert_id, input_json(autopsy)))  # what the real launchers send
         self.attempts.append(attempt)
         return Launch(flow_run_id=f"run-{len(self.calls)}", event_id=None)
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from oomrl.diagnostics.autopsy import RepairInput
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook import app as webhook_app
@@ -40,7 +41,7 @@ class SlowLauncher(RecordingLauncher):
         self.fail, self.store, self.deliveries = fail, store, deliveries
         self.started = 0
 
-    async def launch(self, autopsy: dict[str, Any], alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
         self.started += 1
         deadline = time.monotonic() + CLAIM_DEADLINE_S
         while self.store.claims < self.deliveries and time.monotonic() < deadline:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from oomrl.diagnostics.autopsy import LossAlert
 from oomrl.webhook.launch import (
     DeploymentLauncher,
     EventLauncher,
@@ -15,6 +16,10 @@ from oomrl.webhook.launch import (
     PrefectApi,
     launcher_for,
 )
+
+
+def alert(alert_id: str, account: str = "paper") -> LossAlert:
+    return LossAlert(alert_id=alert_id, account=account)
 
 
 def _make_deployment(flow_name: str) -> None:
@@ -46,9 +51,9 @@ def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi)
 
     _make_deployment("repair-launch-test")
     launcher = DeploymentLauncher("repair-launch-test/repair", auto_approve=True, api=harness_api)
-    first = asyncio.run(launcher.launch({"alert_id": "idem-1"}, "idem-1"))
-    second = asyncio.run(launcher.launch({"alert_id": "idem-1"}, "idem-1"))
-    other = asyncio.run(launcher.launch({"alert_id": "idem-2"}, "idem-2"))
+    first = asyncio.run(launcher.launch(alert("idem-1"), "idem-1"))
+    second = asyncio.run(launcher.launch(alert("idem-1"), "idem-1"))
+    other = asyncio.run(launcher.launch(alert("idem-2"), "idem-2"))
     assert first.flow_run_id == second.flow_run_id != other.flow_run_id
 
     async def parameters() -> dict[str, Any]:
@@ -56,10 +61,10 @@ def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi)
             run = await client.read_flow_run(uuid.UUID(first.flow_run_id))
             return run.parameters
 
-    assert asyncio.run(parameters()) == {"autopsy": {"alert_id": "idem-1"}, "auto_approve": True}
+    assert asyncio.run(parameters()) == {"autopsy": {"alert_id": "idem-1", "account": "paper"}, "auto_approve": True}
     timed = DeploymentLauncher("repair-launch-test/repair", auto_approve=False, api=harness_api,
                                approval_timeout_s=90)
-    third = asyncio.run(timed.launch({"alert_id": "idem-3"}, "idem-3"))
+    third = asyncio.run(timed.launch(alert("idem-3"), "idem-3"))
 
     async def timeout_of(run_id: str) -> Any:
         async with get_client() as client:
@@ -70,7 +75,7 @@ def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi)
 
 def test_missing_deployment_is_a_launch_error(harness_api: PrefectApi) -> None:
     with pytest.raises(LaunchError, match="not found"):
-        asyncio.run(DeploymentLauncher("nope/repair", auto_approve=False, api=harness_api).launch({}, "a"))
+        asyncio.run(DeploymentLauncher("nope/repair", auto_approve=False, api=harness_api).launch(alert("a"), "a"))
 
 
 def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
@@ -80,8 +85,8 @@ def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
 
     launcher = EventLauncher(api=harness_api)
-    first = asyncio.run(launcher.launch({"alert_id": "ev-1", "account": "launch-test"}, "ev-1"))
-    again = asyncio.run(launcher.launch({"alert_id": "ev-1", "account": "launch-test"}, "ev-1"))
+    first = asyncio.run(launcher.launch(alert("ev-1", "launch-test"), "ev-1"))
+    again = asyncio.run(launcher.launch(alert("ev-1", "launch-test"), "ev-1"))
     assert first.event_id == again.event_id and first.flow_run_id is None
     query = EventFilter(event=EventNameFilter(name=["oomrl.loss.alert"]),
                         resource=EventResourceFilter(id=["oomrl.account.launch-test"]))
@@ -98,7 +103,7 @@ def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
 def test_missing_api_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     with pytest.raises(LaunchError, match="PREFECT_API_URL is not set"):
-        asyncio.run(EventLauncher().launch({"account": "paper"}, "c"))
+        asyncio.run(EventLauncher().launch(alert("c"), "c"))
 
 
 def test_api_key_becomes_a_bearer_header() -> None:
@@ -114,9 +119,9 @@ def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -
         port = sock.getsockname()[1]
     monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
     with pytest.raises(LaunchError, match="could not start"):
-        asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch({}, "b"))
+        asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).launch(alert("b"), "b"))
     with pytest.raises(LaunchError, match="could not emit"):
-        asyncio.run(EventLauncher().launch({"account": "paper"}, "b"))
+        asyncio.run(EventLauncher().launch(alert("b"), "b"))
     with pytest.raises(LaunchError, match="could not read flow run"):
         asyncio.run(DeploymentLauncher("repair/repair", auto_approve=False).run_state("some-run"))
 

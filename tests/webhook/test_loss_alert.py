@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from oomrl.diagnostics.autopsy import input_json
 from oomrl.repair_inputs import load_autopsy
 from oomrl.settings import (
     OomrlSettings,
@@ -36,7 +37,7 @@ def test_signed_alert_starts_one_repair(client: TestClient, launcher: RecordingL
     assert response.status_code == 202
     assert response.json() == {"alert_id": "e2e-alert-0001", "duplicate": False, "flow_run_id": "run-1",
                                "event_id": None, "mode": "deployment"}
-    assert launcher.calls == [("e2e-alert-0001", load_autopsy(autopsy))]
+    assert launcher.calls == [("e2e-alert-0001", input_json(load_autopsy(autopsy)))]
 
 
 def test_loss_alert_with_account_is_accepted(client: TestClient, launcher: RecordingLauncher) -> None:
