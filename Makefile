@@ -60,7 +60,7 @@ bench: venv $(BENCH_VENV)/.installed
 lint: venv
 	$(PY) -m ruff check oomrl guardrails strategies strategy_api strategy_host flows tasks tests bench scripts
 
-# mypy on the core and the judge ([tool.mypy] in pyproject.toml).
+# mypy on the core, the judge, the strategy boundary, tasks/ and flows/ ([tool.mypy] in pyproject.toml).
 types: venv
 	$(PY) -m mypy
 

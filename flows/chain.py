@@ -8,7 +8,7 @@ rebalance is its own deployment, scheduled after the day's marking.
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 from prefect import flow, get_run_logger
 from prefect.states import Completed, Failed, State
@@ -76,7 +76,7 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
                                            for a in autopsies]
         report = attribution(account=account, home=home, return_state=True)
         if report.is_completed():
-            result = report.result()
+            result = cast(dict[str, Any], report.result())  # the task returns a dict; a State only if asked
             summary["attribution"][account] = {key: result.get(key) for key in ("html", "skipped") if key in result}
         else:  # a report that fails is said, and the alerts are already out
             logger.warning("attribution of %s failed: %s", account, report.message)

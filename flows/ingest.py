@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 import pandas as pd
 from prefect import flow, get_run_logger, unmapped
@@ -92,7 +93,9 @@ def ingest_market_data(
     lo, hi = domain.resolve_range(source_for(source), start,
                                   clocked_end(source_for(source), end, settings.sample_clock, store))
     report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
-    progress = create_progress_artifact(0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}")
+    # sync in a sync flow: Prefect types the call as either, so say which
+    progress = cast(UUID, create_progress_artifact(0.0, key="ingest-progress",
+                                                   description=f"ingest {source} {lo}..{hi}"))
 
     backoff = exponential_backoff(backoff_seconds)
     # One store transaction for the whole run: its writes commit together at the end, or not at all.

@@ -6,7 +6,7 @@ import json
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
@@ -83,9 +83,9 @@ def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUS
     if context is None or context.flow_run is None:
         raise RuntimeError("a mandate review needs a flow run")
     run_id = context.flow_run.id
-    paused = Paused(timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key=pause_key)
+    paused: State[Any] = Paused(timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key=pause_key)
     keyset = keyset_from_paused_state(paused)
-    paused.state_details.run_input_keyset = keyset
+    paused.state_details.run_input_keyset = cast(dict[str, str], keyset)  # its Literal keys are str
     logger = get_run_logger()
     timed_out = False
     with get_client(sync_client=True) as client:
@@ -107,7 +107,7 @@ def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUS
                                        flow_run_id=run_id)
         elif not state.is_running():
             raise RuntimeError(f"the run could not pause for the review: the server answered {state.type}")
-    answer = read_flow_run_input(keyset["response"], flow_run_id=run_id)
+    answer = cast(dict[str, Any] | None, read_flow_run_input(keyset["response"], flow_run_id=run_id))  # sync here
     return (review(**answer) if answer else None), timed_out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -508,7 +508,7 @@ class WorkspaceStrategy:
                     digest.update(f"{path.relative_to(self.root)}\0".encode() + path.read_bytes() + b"\0")
         return digest.hexdigest()
 
-    def check_params(self, params: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def check_params(self, params: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
         host, _ = self.start()
         try:
