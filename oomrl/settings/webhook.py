@@ -71,8 +71,6 @@ class WebhookSettings(BaseSettings):
                 f"{MIN_SECRET_LENGTH} (or unset it to require HMAC signatures on /hooks/alertmanager)")
         return token.strip() if token else None
 
-    def store_url(self) -> str:
-        """The SQLAlchemy URL of the delivery store."""
-        from oomrl.settings.root import get_settings
-
-        return self.db_url or get_settings().ledger
+    def store_url(self, ledger_url: str) -> str:
+        """The SQLAlchemy URL of the delivery store: its own, else the ledger's (`ledger_url`)."""
+        return self.db_url or ledger_url

@@ -119,7 +119,7 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
     settings = settings or get_settings()
     launcher = launcher or launcher_for(config.mode, config.deployment, config.auto_approve,
                                        config.approval_timeout_s)
-    store = store or DeliveryStore(config.store_url())
+    store = store or DeliveryStore(config.store_url(settings.ledger))
     app = FastAPI(title="oomrl webhook", version="1",
                   description="Signed loss alerts in; one `repair` flow run per alert id out.")
     app.state.store = store

@@ -28,7 +28,7 @@ def served(oomrl_home: Path) -> tuple[TestClient, Path, ReportLinks]:
     (folder / "tearsheet.html").write_text("<!DOCTYPE html><title>t</title>")
     (oomrl_home / "secret.png").write_bytes(b"not a report")
     config = WebhookSettings(secret=SECRET, db_url=f"sqlite:///{oomrl_home / 'webhook.db'}")
-    app = create_app(config, launcher=NoLaunches(), store=DeliveryStore(config.store_url()))  # type: ignore[arg-type]
+    app = create_app(config, launcher=NoLaunches(), store=DeliveryStore(config.store_url("sqlite://")))  # type: ignore[arg-type]
     return TestClient(app), folder, ReportLinks("http://testserver", SECRET)
 
 

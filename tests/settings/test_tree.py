@@ -12,6 +12,7 @@ from guardrails.settings import GateSettings
 from oomrl.settings import (
     RuntimeSettings,
     SettingsError,
+    WebhookSettings,
     child_environment,
     get_settings,
     settings_for,
@@ -96,3 +97,8 @@ def test_the_task_runner_variables_come_through_the_runtime_group(monkeypatch: p
     monkeypatch.setenv("OOMRL_DASK_WORKERS", "3")
     assert RuntimeSettings().dask_env() == {"OOMRL_DASK_WORKERS": "3"}
     assert dask_settings()["cluster_kwargs"]["n_workers"] == 3  # type: ignore[index]
+
+
+def test_the_delivery_store_is_its_own_database_else_the_ledger() -> None:
+    assert WebhookSettings(db_url="sqlite:///own.db").store_url("sqlite:///ledger.db") == "sqlite:///own.db"
+    assert WebhookSettings(db_url=None).store_url("sqlite:///ledger.db") == "sqlite:///ledger.db"
