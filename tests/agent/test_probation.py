@@ -45,7 +45,8 @@ def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_i
 def test_a_challenger_not_worse_forward_takes_the_capital_after_its_probation(
         on_probation: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")  # 500 % a year: any honest book keeps up
-    settings, ledger, v2 = on_probation["settings"], on_probation["ledger"], on_probation["v2"]
+    # settings are read once per run, as each chain run does: read them again after the change
+    settings, ledger, v2 = get_settings(), on_probation["ledger"], on_probation["v2"]
     shadow = shadow_name("paper", "v2")
     assert shadow == "paper~v2"
     assert ledger.active_version("paper") == on_probation["v1"]  # the champion keeps the capital
@@ -85,7 +86,7 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy_the_next_repair_a
 
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_TEST", "superiority")
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")  # must beat the champion by 500 % a year
-    settings, ledger, v2 = on_probation["settings"], on_probation["ledger"], on_probation["v2"]
+    settings, ledger, v2 = get_settings(), on_probation["ledger"], on_probation["v2"]
     days = forward(SESSIONS)
     for day in days:
         champion_trades(settings, ledger, day, day)
