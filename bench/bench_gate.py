@@ -40,29 +40,37 @@ def repo_workspace(root: Path) -> Path | None:
     if not (REPO / "strategies").is_dir() or not (REPO / "tests" / "strategies").is_dir():
         return None
     ws = root / "repo_ws"
-    shutil.copytree(REPO / "strategies", ws / "strategies",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "tests" / "strategies", ws / "tests" / "strategies",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "strategies", ws / "strategies", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copytree(
+        REPO / "tests" / "strategies",
+        ws / "tests" / "strategies",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     (ws / "pyproject.toml").write_text(GUARD.format(source="strategies", tests="tests/strategies"))
     return ws
 
 
 def _function(index: int) -> str:
-    return (f"def f{index}(x: int, y: int) -> int:\n"
-            f"    \"\"\"Generated function {index}.\"\"\"\n"
-            f"    if x > y:\n"
-            f"        z = x - y + {index}\n"
-            f"    else:\n"
-            f"        z = y - x * {index % 7 + 1}\n"
-            f"    return z % {index + 3}\n\n\n")
+    return (
+        f"def f{index}(x: int, y: int) -> int:\n"
+        f"    \"\"\"Generated function {index}.\"\"\"\n"
+        f"    if x > y:\n"
+        f"        z = x - y + {index}\n"
+        f"    else:\n"
+        f"        z = y - x * {index % 7 + 1}\n"
+        f"    return z % {index + 3}\n\n\n"
+    )
 
 
 def _test(module: int, index: int) -> str:
     target = f"genpkg.m{module}:f{index}"
-    return (f"def test_m{module}_f{index}():\n"
-            f"    assert call({target!r}, 5, 2) == (5 - 2 + {index}) % {index + 3}\n"
-            f"    assert call({target!r}, 2, 5) == (5 - 2 * {index % 7 + 1}) % {index + 3}\n\n\n")
+    return (
+        f"def test_m{module}_f{index}():\n"
+        f"    assert call({target!r}, 5, 2) == (5 - 2 + {index}) % {index + 3}\n"
+        f"    assert call({target!r}, 2, 5) == (5 - 2 * {index % 7 + 1}) % {index + 3}\n\n\n"
+    )
 
 
 def generated_workspace(root: Path, lines: int = 8000) -> Path:
@@ -74,10 +82,12 @@ def generated_workspace(root: Path, lines: int = 8000) -> Path:
     per_module = MODULE_FUNCTIONS * 9 + 3  # lines of one generated module
     for module in range(max(1, round(lines / per_module))):
         body = '"""Generated module."""\n\n\n' + "".join(
-            _function(i) for i in range(MODULE_FUNCTIONS))
+            _function(i) for i in range(MODULE_FUNCTIONS)
+        )
         (ws / "genpkg" / f"m{module}.py").write_text(body)
         tests = "from strategy_host import call\n\n\n" + "".join(
-            _test(module, i) for i in range(MODULE_FUNCTIONS))
+            _test(module, i) for i in range(MODULE_FUNCTIONS)
+        )
         (ws / "tests" / f"test_m{module}.py").write_text(tests)
     (ws / "pyproject.toml").write_text(GUARD.format(source="genpkg", tests="tests"))
     return ws
@@ -89,20 +99,39 @@ def comment_patch(ws: Path, source: str) -> str:
     rel = target.relative_to(ws).as_posix()
     lines = target.read_text().splitlines()
     start = max(1, len(lines) - 2)
-    context = lines[start - 1:]
+    context = lines[start - 1 :]
     body = "".join(f" {line}\n" for line in context)
-    return (f"--- a/{rel}\n+++ b/{rel}\n@@ -{start},{len(context)} +{start},{len(context) + 1} @@\n"
-            f"{body}+# benchmark: a benign added comment\n")
+    return (
+        f"--- a/{rel}\n+++ b/{rel}\n@@ -{start},{len(context)} +{start},{len(context) + 1} @@\n"
+        f"{body}+# benchmark: a benign added comment\n"
+    )
 
 
 def plain_pytest_seconds(ws: Path, source: str, tests: str, lock: str) -> tuple[float, bool]:
     """Wall time of `pytest --cov --cov-branch` run directly on the workspace (its tests calling S
     in one host of `guardrails.sandbox.hostplugin`), and whether it passed."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "guardrails.sandbox.hostplugin", "--strategy-lock", lock,
-                           f"--cov={source}", "--cov-branch", "--cov-report=", tests],
-                          cwd=ws, check=False, capture_output=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "guardrails.sandbox.hostplugin",
+            "--strategy-lock",
+            lock,
+            f"--cov={source}",
+            "--cov-branch",
+            "--cov-report=",
+            tests,
+        ],
+        cwd=ws,
+        check=False,
+        capture_output=True,
+    )
     return time.perf_counter() - started, done.returncode == 0
 
 
@@ -139,8 +168,10 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-gate-"))
     try:
-        cases = [("repo strategies", repo_workspace(root), "strategies", "tests/strategies"),
-                 ("generated ~8k lines", generated_workspace(root), "genpkg", "tests")]
+        cases = [
+            ("repo strategies", repo_workspace(root), "strategies", "tests/strategies"),
+            ("generated ~8k lines", generated_workspace(root), "genpkg", "tests"),
+        ]
         print(f"W2 gate overhead (lock {args.lock}, {os.cpu_count()} cores)")
         for name, ws, source, tests in cases:
             if ws is None:
@@ -150,14 +181,18 @@ def main() -> None:
             for run in range(1, args.runs + 1):
                 plain, passed = plain_pytest_seconds(ws, source, tests, args.lock)
                 gate, accepted, rules = gate_seconds(ws, source, args.lock)
-                print(f"  {name} run {run}: {src_lines} source lines; plain pytest --cov "
-                      f"{plain:.2f} s{'' if passed else ' (FAILED)'}; gate {gate:.2f} s "
-                      f"({'accepted' if accepted else 'REJECTED ' + ','.join(rules)}); "
-                      f"ratio {gate / plain:.2f}x (target <= 2.5x); {load()}")
+                print(
+                    f"  {name} run {run}: {src_lines} source lines; plain pytest --cov "
+                    f"{plain:.2f} s{'' if passed else ' (FAILED)'}; gate {gate:.2f} s "
+                    f"({'accepted' if accepted else 'REJECTED ' + ','.join(rules)}); "
+                    f"ratio {gate / plain:.2f}x (target <= 2.5x); {load()}"
+                )
         for run in range(1, args.runs + 1):
             total, cpu, wall = sanitizer_lines_per_second(cases[1][1], "genpkg")  # type: ignore[arg-type]
-            print(f"  sanitizer run {run}: {total} lines at {cpu:,.0f} lines/s (CPU time), "
-                  f"{wall:,.0f} lines/s (wall; target >= 100,000); {load()}")
+            print(
+                f"  sanitizer run {run}: {total} lines at {cpu:,.0f} lines/s (CPU time), "
+                f"{wall:,.0f} lines/s (wall; target >= 100,000); {load()}"
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -71,8 +71,11 @@ def main() -> None:
         report = ingest(source, "all", None, None, store)
         ingest_s = time.perf_counter() - began
         rows, store_s = report.rows_fetched, ingest_s - TimedSource.generating
-        print(f"W3 ingest: {args.symbols} symbols x {args.days} days = {rows:,} rows "
-              f"({len(report.quarantined)} quarantined, {report.rows_written:,} stored)", flush=True)
+        print(
+            f"W3 ingest: {args.symbols} symbols x {args.days} days = {rows:,} rows "
+            f"({len(report.quarantined)} quarantined, {report.rows_written:,} stored)",
+            flush=True,
+        )
         print(f"  ingest total           {ingest_s:8.1f} s   {rows / ingest_s:12,.0f} rows/s")
         print(f"    synthetic generation {TimedSource.generating:8.1f} s")
         print(f"    validate + store     {store_s:8.1f} s   {rows / store_s:12,.0f} rows/s")
@@ -82,21 +85,31 @@ def main() -> None:
             began = time.perf_counter()
             panel = store.read_panel("close")
             read_s = time.perf_counter() - began
-            print(f"  read close panel {attempt:5} {read_s:8.2f} s   shape {panel.shape[0]} x {panel.shape[1]}, "
-                  f"{int(panel.notna().sum().sum()):,} values", flush=True)
+            print(
+                f"  read close panel {attempt:5} {read_s:8.2f} s   shape {panel.shape[0]} x {panel.shape[1]}, "
+                f"{int(panel.notna().sum().sum()):,} values",
+                flush=True,
+            )
             del panel
         size_mb = sum(path.stat().st_size for path in store.bar_files()) / 2**20
-        print(f"  store on disk          {size_mb:8.1f} MiB  ({len(store.bar_files())} part files, zstd)")
+        print(
+            f"  store on disk          {size_mb:8.1f} MiB  ({len(store.bar_files())} part files, zstd)"
+        )
         single_write_s, single_read_s = single_file_read(store, scratch)
-        print(f"  single-file layout     write {single_write_s:.1f} s, close-panel read {single_read_s:.2f} s "
-              "(for comparison)", flush=True)
+        print(
+            f"  single-file layout     write {single_write_s:.1f} s, close-panel read {single_read_s:.2f} s "
+            "(for comparison)",
+            flush=True,
+        )
 
         generated = TimedSource.generating
         began = time.perf_counter()
         again = ingest(source, "all", source.dates[-5], source.dates[-1], store)
         reingest_s = time.perf_counter() - began - (TimedSource.generating - generated)
-        print(f"  re-ingest last 5 days  {reingest_s:8.1f} s   excluding generation "
-              f"({again.rows_written} new rows: no duplicates)")
+        print(
+            f"  re-ingest last 5 days  {reingest_s:8.1f} s   excluding generation "
+            f"({again.rows_written} new rows: no duplicates)"
+        )
         print(f"  peak RSS overall       {peak_rss_mb():8.0f} MiB")
     finally:
         if not args.keep:

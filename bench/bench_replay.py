@@ -42,7 +42,10 @@ REPEAT = 5
 PEERS = ("vectorbt", "bt", "backtrader")
 SAMPLE_START, SAMPLE_END = "2019-03-01", "2026-02-27"
 SAMPLE_STRATEGIES = ("daily_momentum", "weekly_liquidity")
-SAMPLE_BEFORE = {"daily_momentum": 11.1, "weekly_liquidity": 4.7}  # seconds, measured 2026-11-30 (docs/bench.md)
+SAMPLE_BEFORE = {
+    "daily_momentum": 11.1,
+    "weekly_liquidity": 4.7,
+}  # seconds, measured 2026-11-30 (docs/bench.md)
 
 
 def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
@@ -51,8 +54,9 @@ def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
     returns = rng.normal(0.0003, 0.02, (T_DAYS, n))
     dates = pd.bdate_range("2010-01-01", periods=T_DAYS)
     # Main-board Shanghai codes (600000.SH, ...): the A-share rules read board lots and limits from them.
-    close = pd.DataFrame(100 * np.exp(np.cumsum(returns, axis=0)), dates,
-                         [f"{600000 + i:06d}.SH" for i in range(n)])
+    close = pd.DataFrame(
+        100 * np.exp(np.cumsum(returns, axis=0)), dates, [f"{600000 + i:06d}.SH" for i in range(n)]
+    )
     return close, list(range(FIRST_REBALANCE, T_DAYS, EVERY)), K_FOR_N[n]
 
 
@@ -89,23 +93,40 @@ def run_oomrl(close: pd.DataFrame, days: list[int], k: int, friction: bool, warm
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.replay import replay
 
-    rules = AShareRules() if friction else AShareRules(
-        commission_rate=FEE, commission_min=0.0, stamp_duty_rate=0.0, stamp_duty_rate_before=0.0,
-        transfer_fee_rate=0.0, lot_size=1, impact_k=0.0, half_spread=0.0, max_adv_participation=1.0,
-        fill_price=FillPrice.CLOSE, price_limits=False, t_plus_one=False)
+    rules = (
+        AShareRules()
+        if friction
+        else AShareRules(
+            commission_rate=FEE,
+            commission_min=0.0,
+            stamp_duty_rate=0.0,
+            stamp_duty_rate_before=0.0,
+            transfer_fee_rate=0.0,
+            lot_size=1,
+            impact_k=0.0,
+            half_spread=0.0,
+            max_adv_participation=1.0,
+            fill_price=FillPrice.CLOSE,
+            price_limits=False,
+            t_plus_one=False,
+        )
+    )
     volume = pd.DataFrame(1e9, close.index, close.columns)  # deep books: the ADV cap never binds
     panels = {"open": close, "high": close, "low": close, "close": close, "volume": volume}
     strategy = w1_strategy(pre_started=warm)
     start = time.perf_counter()
     market = MarketFrames.build(panels, rules, limit_pct={s: 0.10 for s in close.columns})
-    result = replay(strategy, {"k": k}, market, close.index[1], close.index[-1], rules, CASH,
-                    kill_threshold=1.0)
+    result = replay(
+        strategy, {"k": k}, market, close.index[1], close.index[-1], rules, CASH, kill_threshold=1.0
+    )
     assert len(result.nav) == len(close) - 1 and result.jail == "bwrap"
     assert int((result.nav["turnover"] > 0).sum()) == len([t for t in days if t + 1 < len(close)])
     return time.perf_counter() - start
 
 
-def first_and_warm(run: Callable[[], float], warm: Callable[[], float] | None = None) -> tuple[float, float]:
+def first_and_warm(
+    run: Callable[[], float], warm: Callable[[], float] | None = None
+) -> tuple[float, float]:
     """Seconds of a first run and the median of REPEAT warm runs after it (of `warm`, default `run`)."""
     first = run()
     return first, statistics.median((warm or run)() for _ in range(REPEAT))
@@ -151,8 +172,13 @@ def run_sample(strategy: str, home: Path) -> tuple[float, int]:
     settings = OomrlSettings(home=home)
     ensure_sample(settings)  # the first use ingests the sample: not part of a replay
     start = time.perf_counter()
-    result = run_replay(settings, strategy, pd.Timestamp(SAMPLE_START).date(), pd.Timestamp(SAMPLE_END).date(),
-                        kill_threshold=1.0)
+    result = run_replay(
+        settings,
+        strategy,
+        pd.Timestamp(SAMPLE_START).date(),
+        pd.Timestamp(SAMPLE_END).date(),
+        kill_threshold=1.0,
+    )
     return time.perf_counter() - start, int(result.summary()["rebalances"])
 
 
@@ -172,9 +198,16 @@ def _vectorbt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
 
     def once() -> float:
         start = time.perf_counter()
-        vbt.Portfolio.from_orders(close, size=weights, size_type="targetpercent", group_by=True,
-                                  cash_sharing=True, call_seq="auto", fees=FEE,
-                                  init_cash=CASH).value()
+        vbt.Portfolio.from_orders(
+            close,
+            size=weights,
+            size_type="targetpercent",
+            group_by=True,
+            cash_sharing=True,
+            call_seq="auto",
+            fees=FEE,
+            init_cash=CASH,
+        ).value()
         return time.perf_counter() - start
 
     first, warm = first_and_warm(once)
@@ -186,10 +219,16 @@ def _bt(close: pd.DataFrame, weights: pd.DataFrame) -> dict[str, Any]:
 
     start = time.perf_counter()
     dates = list(weights.dropna(how="all").index)
-    strategy = bt.Strategy("w1", [bt.algos.RunOnDate(*dates), bt.algos.WeighTarget(weights),
-                                  bt.algos.Rebalance()])
-    test = bt.Backtest(strategy, close, initial_capital=CASH,
-                       commissions=lambda q, p: abs(q) * p * FEE, integer_positions=False)
+    strategy = bt.Strategy(
+        "w1", [bt.algos.RunOnDate(*dates), bt.algos.WeighTarget(weights), bt.algos.Rebalance()]
+    )
+    test = bt.Backtest(
+        strategy,
+        close,
+        initial_capital=CASH,
+        commissions=lambda q, p: abs(q) * p * FEE,
+        integer_positions=False,
+    )
     bt.run(test)
     return {"peer": "bt", "seconds": time.perf_counter() - start}
 
@@ -230,8 +269,16 @@ def serve_vectorbt(n: int) -> None:
 
     def once() -> float:
         start = time.perf_counter()
-        vbt.Portfolio.from_orders(close, size=weights, size_type="targetpercent", group_by=True,
-                                  cash_sharing=True, call_seq="auto", fees=FEE, init_cash=CASH).value()
+        vbt.Portfolio.from_orders(
+            close,
+            size=weights,
+            size_type="targetpercent",
+            group_by=True,
+            cash_sharing=True,
+            call_seq="auto",
+            fees=FEE,
+            init_cash=CASH,
+        ).value()
         return time.perf_counter() - start
 
     once()  # the first run compiles
@@ -243,8 +290,13 @@ def serve_vectorbt(n: int) -> None:
 def paired(python: str, n: int, rounds: int) -> None:
     """Rounds of one warm oomrl replay (full friction) then one warm vectorbt run, side by side."""
     close, days, k = workload(n)
-    peer = subprocess.Popen([python, __file__, "--serve-vectorbt", "--n", str(n)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parent.parent)
+    peer = subprocess.Popen(
+        [python, __file__, "--serve-vectorbt", "--n", str(n)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert peer.stdin is not None and peer.stdout is not None
     try:
         if peer.stdout.readline().strip() != "ready":
@@ -258,9 +310,11 @@ def paired(python: str, n: int, rounds: int) -> None:
             peer.stdin.flush()
             theirs.append(float(peer.stdout.readline()))
         ratios = sorted(v / o for o, v in zip(ours, theirs, strict=True))
-        print(f"W1 N={n} paired, {rounds} rounds (oomrl full then vectorbt, warm): oomrl median "
-              f"{statistics.median(ours):.3f} s, vectorbt median {statistics.median(theirs):.3f} s; vectorbt / oomrl "
-              f"per round: median {statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})")
+        print(
+            f"W1 N={n} paired, {rounds} rounds (oomrl full then vectorbt, warm): oomrl median "
+            f"{statistics.median(ours):.3f} s, vectorbt median {statistics.median(theirs):.3f} s; vectorbt / oomrl "
+            f"per round: median {statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})"
+        )
     finally:
         peer.kill()
         peer.wait()
@@ -269,9 +323,14 @@ def paired(python: str, n: int, rounds: int) -> None:
 def peer_subprocess(python: str, name: str, n: int, timeout: float) -> dict[str, Any]:
     """Run one peer in `python`; 'not installed' / 'timeout' / 'error' instead of a crash."""
     try:
-        done = subprocess.run([python, __file__, "--peer", name, "--n", str(n), "--repeat", str(REPEAT)],
-                              capture_output=True, text=True, timeout=timeout, check=False,
-                              cwd=Path(__file__).resolve().parent.parent)
+        done = subprocess.run(
+            [python, __file__, "--peer", name, "--n", str(n), "--repeat", str(REPEAT)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
     except subprocess.TimeoutExpired:
         return {"peer": name, "status": f"timeout after {timeout:.0f} s"}
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -287,16 +346,33 @@ def main() -> None:
     parser.add_argument("--peer", choices=PEERS)
     parser.add_argument("--peers", nargs="*", default=list(PEERS))
     parser.add_argument("--peer-python", default=sys.executable)
-    parser.add_argument("--repeat", type=int, default=REPEAT, help="warm runs whose median is reported")
+    parser.add_argument(
+        "--repeat", type=int, default=REPEAT, help="warm runs whose median is reported"
+    )
     parser.add_argument("--timeout", type=float, default=900.0)
-    parser.add_argument("--all-peers", action="store_true",
-                        help="also run backtrader at N > 1000 (it takes well over 30 minutes)")
-    parser.add_argument("--sample", action="store_true",
-                        help=f"also replay the bundled sample {SAMPLE_START}..{SAMPLE_END} with each bundled strategy")
-    parser.add_argument("--sample-home", type=Path, default=None,
-                        help="oomrl home holding (or receiving) the ingested sample; default: a temporary one")
-    parser.add_argument("--paired", type=int, default=0, metavar="ROUNDS",
-                        help="also alternate warm oomrl and vectorbt runs this many rounds (ratio per round)")
+    parser.add_argument(
+        "--all-peers",
+        action="store_true",
+        help="also run backtrader at N > 1000 (it takes well over 30 minutes)",
+    )
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help=f"also replay the bundled sample {SAMPLE_START}..{SAMPLE_END} with each bundled strategy",
+    )
+    parser.add_argument(
+        "--sample-home",
+        type=Path,
+        default=None,
+        help="oomrl home holding (or receiving) the ingested sample; default: a temporary one",
+    )
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also alternate warm oomrl and vectorbt runs this many rounds (ratio per round)",
+    )
     parser.add_argument("--serve-vectorbt", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     REPEAT = max(args.repeat, 1)
@@ -308,31 +384,44 @@ def main() -> None:
         return
     start = time.perf_counter()
     import oomrl.portfolio.service  # noqa: F401  # loads numba and the compiled broker kernel
-    print(f"imports of the replay path (numba and the compiled kernel's load included, outside every time "
-          f"below): {time.perf_counter() - start:.2f} s")
+
+    print(
+        f"imports of the replay path (numba and the compiled kernel's load included, outside every time "
+        f"below): {time.perf_counter() - start:.2f} s"
+    )
     if args.sample:
         with tempfile.TemporaryDirectory() as scratch:
             home = args.sample_home or Path(scratch)
             print(f"Sample replays {SAMPLE_START}..{SAMPLE_END} (store read included)")
             for strategy in SAMPLE_STRATEGIES:
                 seconds, rebalances = run_sample(strategy, home)
-                print(f"  {strategy:<30}{seconds:8.3f} s  ({rebalances} rebalances; "
-                      f"{SAMPLE_BEFORE[strategy] / seconds:.1f}x faster than {SAMPLE_BEFORE[strategy]} s before)")
+                print(
+                    f"  {strategy:<30}{seconds:8.3f} s  ({rebalances} rebalances; "
+                    f"{SAMPLE_BEFORE[strategy] / seconds:.1f}x faster than {SAMPLE_BEFORE[strategy]} s before)"
+                )
     for n in args.n:
         close, days, k = workload(n)
         floor = numpy_floor(close, targets(close, days, k))
         # The first run in this process (the host's start inside the time) and the median of REPEAT
         # warm ones (each served by a host started before the clock), as vectorbt's first and warm runs.
-        first_full, full = first_and_warm(*(functools.partial(run_oomrl, close, days, k, True, warm)
-                                            for warm in (False, True)))
-        first_flat, flat = first_and_warm(*(functools.partial(run_oomrl, close, days, k, False, warm)
-                                            for warm in (False, True)))
+        first_full, full = first_and_warm(
+            *(functools.partial(run_oomrl, close, days, k, True, warm) for warm in (False, True))
+        )
+        first_flat, flat = first_and_warm(
+            *(functools.partial(run_oomrl, close, days, k, False, warm) for warm in (False, True))
+        )
         starts = statistics.median(host_start_seconds() for _ in range(REPEAT))
-        print(f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}; the strategy runs jailed in a strategy "
-              f"host (one start: {starts:.2f} s)")
+        print(
+            f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}; the strategy runs jailed in a strategy "
+            f"host (one start: {starts:.2f} s)"
+        )
         print(f"  numpy frictionless floor      {floor:8.3f} s")
-        print(f"  oomrl full A-share friction   {full:8.3f} s (first run, host start included: {first_full:.3f} s)")
-        print(f"  oomrl flat fee (like-for-like){flat:8.3f} s (first run, host start included: {first_flat:.3f} s)")
+        print(
+            f"  oomrl full A-share friction   {full:8.3f} s (first run, host start included: {first_full:.3f} s)"
+        )
+        print(
+            f"  oomrl flat fee (like-for-like){flat:8.3f} s (first run, host start included: {first_flat:.3f} s)"
+        )
         for name in args.peers:
             if name == "backtrader" and n > 1000 and not args.all_peers:
                 print(f"  {name:<30}skipped at N={n} (--all-peers to run it)")
@@ -342,9 +431,15 @@ def main() -> None:
                 print(f"  {name:<30}{result['status']}")
                 continue
             extra = f" (first run {result['first_run']:.3f} s)" if "first_run" in result else ""
-            firsts = f"  first/first {result['first_run'] / first_full:6.2f}" if "first_run" in result else ""
-            print(f"  {name:<30}{result['seconds']:8.3f} s{extra}  ratio peer/oomrl-flat "
-                  f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}{firsts}")
+            firsts = (
+                f"  first/first {result['first_run'] / first_full:6.2f}"
+                if "first_run" in result
+                else ""
+            )
+            print(
+                f"  {name:<30}{result['seconds']:8.3f} s{extra}  ratio peer/oomrl-flat "
+                f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}{firsts}"
+            )
         if args.paired:
             paired(args.peer_python, n, args.paired)
 

@@ -19,9 +19,13 @@ NOT_ENOUGH_SESSIONS = "NotEnoughSessions"
 
 # retries=0: a failed report is a final answer (bad input); the tasks retry what is transient.
 @flow(name="attribution", version=FLOW_VERSION, retries=0, log_prints=True)
-def attribution(account: str | None = None, benchmark: Literal["price", "total_return"] = "price",
-                phases_file: str | None = None, rf: float = 0.0,
-                home: str | None = None) -> dict[str, Any] | State:
+def attribution(
+    account: str | None = None,
+    benchmark: Literal["price", "total_return"] = "price",
+    phases_file: str | None = None,
+    rf: float = 0.0,
+    home: str | None = None,
+) -> dict[str, Any] | State:
     """Metrics, phases (strategy versions unless `phases_file`), style attribution, charts and tearsheet.
 
     Args:
@@ -35,8 +39,11 @@ def attribution(account: str | None = None, benchmark: Literal["price", "total_r
     gap = report_gap(name, home)
     if gap is not None:  # too early for a report is not a failure
         print(f"no report of {name} yet: {gap}")
-        return Completed(name=NOT_ENOUGH_SESSIONS, message=f"no report of {name} yet: {gap}",
-                         data={"account": name, "skipped": gap})
+        return Completed(
+            name=NOT_ENOUGH_SESSIONS,
+            message=f"no report of {name} yet: {gap}",
+            data={"account": name, "skipped": gap},
+        )
     summary = build_account_report(name, benchmark, phases_file, rf, home)
     publish_report_artifacts(summary)
     print(f"report of {name}: {summary['html']}")

@@ -38,8 +38,13 @@ def _ended(summary: dict[str, Any], name: str, message: str) -> State:
 
 # retries=0: a failed stage is a final answer (bad data, a refusal); the tasks retry what is transient.
 @flow(name="daily-chain", version=FLOW_VERSION, retries=0, log_prints=True)
-def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool = True,
-                alert_config: str | None = None, home: str | None = None) -> dict[str, Any] | State:
+def daily_chain(
+    as_of: date | None = None,
+    source: str = "sample",
+    ingest: bool = True,
+    alert_config: str | None = None,
+    home: str | None = None,
+) -> dict[str, Any] | State:
     """The day after the close: ingest, mark every active account, diagnose and alert, report.
 
     Args:
@@ -51,12 +56,18 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     """
     logger = get_run_logger()
     summary: dict[str, Any] = {}
-    summary["ingest"] = ingest_market_data(source=source, home=home) if ingest else {"skipped": "ingest=False"}
+    summary["ingest"] = (
+        ingest_market_data(source=source, home=home) if ingest else {"skipped": "ingest=False"}
+    )
     day = as_of or last_stored_session(home)
     summary["as_of"] = str(day)
     if not calendar.is_session(day):  # a holiday on the Mon–Fri schedule
-        return _ended(summary, NOT_A_SESSION, f"{day} is not an XSHG session: nothing traded, nothing failed")
-    summary["shadow_books"] = trade_shadows(day, home)  # challengers on probation trade before the marks
+        return _ended(
+            summary, NOT_A_SESSION, f"{day} is not an XSHG session: nothing traded, nothing failed"
+        )
+    summary["shadow_books"] = trade_shadows(
+        day, home
+    )  # challengers on probation trade before the marks
     marking = mark_accounts(day, home)
     summary["marking"] = marking
     emit_halts(marking["halted"])  # the kill switch tripped on a marked session: say so today
@@ -66,18 +77,36 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     failures = [f"marking of {account} ({error})" for account, error in marking["errors"].items()]
     for row in marking["accounts"]:
         account = row["account"]
-        if not row["sessions_marked"] or is_shadow(account):  # a shadow book is judged by its probation
+        if not row["sessions_marked"] or is_shadow(
+            account
+        ):  # a shadow book is judged by its probation
             continue
         # Diagnostics first, so the report draws and lists the alerts this very run raised.
-        autopsies = loss_diagnostics(account=account, as_of=day, start=date.fromisoformat(row["first"]),
-                                     config_file=alert_config, home=home)
-        summary["diagnostics"][account] = [{"alert_id": a["alert_id"], "as_of": a["as_of"], "severity": a["severity"],
-                                            "rule": a["trigger"]["rule"], "repair": a["repair"]["verdict"]}
-                                           for a in autopsies]
+        autopsies = loss_diagnostics(
+            account=account,
+            as_of=day,
+            start=date.fromisoformat(row["first"]),
+            config_file=alert_config,
+            home=home,
+        )
+        summary["diagnostics"][account] = [
+            {
+                "alert_id": a["alert_id"],
+                "as_of": a["as_of"],
+                "severity": a["severity"],
+                "rule": a["trigger"]["rule"],
+                "repair": a["repair"]["verdict"],
+            }
+            for a in autopsies
+        ]
         report = attribution(account=account, home=home, return_state=True)
         if report.is_completed():
-            result = cast(dict[str, Any], report.result())  # the task returns a dict; a State only if asked
-            summary["attribution"][account] = {key: result.get(key) for key in ("html", "skipped") if key in result}
+            result = cast(
+                dict[str, Any], report.result()
+            )  # the task returns a dict; a State only if asked
+            summary["attribution"][account] = {
+                key: result.get(key) for key in ("html", "skipped") if key in result
+            }
         else:  # a report that fails is said, and the alerts are already out
             logger.warning("attribution of %s failed: %s", account, report.message)
             summary["attribution"][account] = {"failed": report.message}
@@ -86,10 +115,16 @@ def daily_chain(as_of: date | None = None, source: str = "sample", ingest: bool 
     if failures:
         summary["outcome"] = f"failed: {', '.join(failures)}"
         publish_chain(summary)
-        return Failed(message=f"{'; '.join(failures)} failed; the other stages completed", data=summary)
-    requested = sum(a["repair"] == "requested" for alerts in summary["diagnostics"].values() for a in alerts)
-    summary["outcome"] = (f"marked {len(marking['marked'])} account(s) through {day}; "
-                          f"{sum(map(len, summary['diagnostics'].values()))} new alert(s), {requested} asking for a repair; "
-                          f"{len(marking['halted'])} halted; {len(summary['probations']['decided'])} probation(s) decided")
+        return Failed(
+            message=f"{'; '.join(failures)} failed; the other stages completed", data=summary
+        )
+    requested = sum(
+        a["repair"] == "requested" for alerts in summary["diagnostics"].values() for a in alerts
+    )
+    summary["outcome"] = (
+        f"marked {len(marking['marked'])} account(s) through {day}; "
+        f"{sum(map(len, summary['diagnostics'].values()))} new alert(s), {requested} asking for a repair; "
+        f"{len(marking['halted'])} halted; {len(summary['probations']['decided'])} probation(s) decided"
+    )
     publish_chain(summary)
     return summary

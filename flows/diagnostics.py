@@ -19,8 +19,13 @@ quiet_expected_ends()  # a refusal ends its run in one logged line, never a trac
 
 # retries=0: a failed diagnosis is a final answer (bad input); the tasks retry what is transient.
 @flow(name="loss-diagnostics", version=FLOW_VERSION, retries=0, log_prints=True)
-def loss_diagnostics(account: str | None = None, as_of: date | None = None, start: date | None = None,
-                     config_file: str | None = None, home: str | None = None) -> list[dict[str, Any]]:
+def loss_diagnostics(
+    account: str | None = None,
+    as_of: date | None = None,
+    start: date | None = None,
+    config_file: str | None = None,
+    home: str | None = None,
+) -> list[dict[str, Any]]:
     """Diagnose an account's NAV; each new alert is emitted as `oomrl.loss.alert` with the repair verdict.
 
     Args:
@@ -33,9 +38,15 @@ def loss_diagnostics(account: str | None = None, as_of: date | None = None, star
     """
     name = account or settings_for(home).account
     day = (as_of or last_stored_session(home)).isoformat()
-    autopsies = diagnose_and_alert(name, day, config_file, home, start.isoformat() if start else None)
+    autopsies = diagnose_and_alert(
+        name, day, config_file, home, start.isoformat() if start else None
+    )
     publish_diagnosis(name, day, autopsies)
-    for row in autopsies:  # the task's JSON rows (a flow's result): the autopsy and the repair's verdict
-        print(f"{row['as_of']} {row['severity']} {row['trigger']['rule']}: "
-              f"{row['diagnostics']['root_cause']} (repair: {row['repair']['verdict']})")
+    for (
+        row
+    ) in autopsies:  # the task's JSON rows (a flow's result): the autopsy and the repair's verdict
+        print(
+            f"{row['as_of']} {row['severity']} {row['trigger']['rule']}: "
+            f"{row['diagnostics']['root_cause']} (repair: {row['repair']['verdict']})"
+        )
     return autopsies

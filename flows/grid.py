@@ -16,11 +16,20 @@ FLOW_VERSION = flow_version()  # package version + git SHA, the same in every fl
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 
 
-@flow(name="replay-grid", version=FLOW_VERSION, retries=1, retry_delay_seconds=10,
-      task_runner=task_runner_from_settings(), log_prints=True)
-def replay_grid(strategy: str = "daily_momentum",
-                grid: dict[str, list[Any]] | None = None,
-                start: date = date(2024, 7, 1), end: date = date(2026, 2, 27)) -> list[dict[str, Any]]:
+@flow(
+    name="replay-grid",
+    version=FLOW_VERSION,
+    retries=1,
+    retry_delay_seconds=10,
+    task_runner=task_runner_from_settings(),
+    log_prints=True,
+)
+def replay_grid(
+    strategy: str = "daily_momentum",
+    grid: dict[str, list[Any]] | None = None,
+    start: date = date(2024, 7, 1),
+    end: date = date(2026, 2, 27),
+) -> list[dict[str, Any]]:
     """Replay `strategy` once per combination of `grid` (e.g. {"top_k": [5, 10], "lookback": [5, 20]})."""
     points = grid_points(strategy, grid or {"top_k": [5, 10, 20], "lookback": [5, 20]})
     panels, benchmark = load_market(start, end)

@@ -43,23 +43,47 @@ def publish_report(report: domain.IngestReport) -> None:
     create_table_artifact(
         [{key: str(value) for key, value in summary.items() if key != "stored"}],
         key="ingest-summary",
-        description=("STALE: " + str(report.stale_reason)) if report.stale else f"ingest from {report.source}",
+        description=("STALE: " + str(report.stale_reason))
+        if report.stale
+        else f"ingest from {report.source}",
     )
-    rows = [{"date": f"{row.date:%Y-%m-%d}" if row.date == row.date else "?", "symbol": str(row.symbol),
-             "reason": str(row.reason)} for row in report.quarantined.head(QUARANTINE_ROWS_SHOWN).itertuples()]
-    rows += [{"date": f"{row.date:%Y-%m-%d}" if row.date == row.date else "?", "symbol": f"index {row.code}",
-              "reason": str(row.reason)} for row in report.index_quarantined.itertuples()]
-    rows += [{"date": "", "symbol": symbol, "reason": f"fetch failed: {error}"}
-             for symbol, error in report.failures.items()]
-    create_table_artifact(rows or [{"date": "", "symbol": "", "reason": "no rows quarantined"}],
-                          key="ingest-quarantine", description=f"{len(report.quarantined)} bar rows quarantined")
+    rows = [
+        {
+            "date": f"{row.date:%Y-%m-%d}" if row.date == row.date else "?",
+            "symbol": str(row.symbol),
+            "reason": str(row.reason),
+        }
+        for row in report.quarantined.head(QUARANTINE_ROWS_SHOWN).itertuples()
+    ]
+    rows += [
+        {
+            "date": f"{row.date:%Y-%m-%d}" if row.date == row.date else "?",
+            "symbol": f"index {row.code}",
+            "reason": str(row.reason),
+        }
+        for row in report.index_quarantined.itertuples()
+    ]
+    rows += [
+        {"date": "", "symbol": symbol, "reason": f"fetch failed: {error}"}
+        for symbol, error in report.failures.items()
+    ]
+    create_table_artifact(
+        rows or [{"date": "", "symbol": "", "reason": "no rows quarantined"}],
+        key="ingest-quarantine",
+        description=f"{len(report.quarantined)} bar rows quarantined",
+    )
 
 
 # Per-symbol fetches of a live source fan out on Dask when OOMRL_DASK_* is set (see tasks/runners.py),
 # threads otherwise; an offline source (the sample, csv, synthetic) is read in one task per batch.
 # retries=0: bad data fails the same way again; the fetch tasks retry an unreachable source with backoff.
-@flow(name="ingest-market-data", version=FLOW_VERSION, retries=0, log_prints=True,
-      task_runner=task_runner_from_settings())
+@flow(
+    name="ingest-market-data",
+    version=FLOW_VERSION,
+    retries=0,
+    log_prints=True,
+    task_runner=task_runner_from_settings(),
+)
 def ingest_market_data(
     source: str = "sample",
     universe: str = "csi300",
@@ -90,24 +114,35 @@ def ingest_market_data(
     root = Path(settings.data_dir)
     store = MarketStore(root)
     # With OOMRL_SAMPLE_CLOCK, an ingest of the sample without `end` adds the next session only.
-    lo, hi = domain.resolve_range(source_for(source), start,
-                                  clocked_end(source_for(source), end, settings.sample_clock, store))
+    lo, hi = domain.resolve_range(
+        source_for(source),
+        start,
+        clocked_end(source_for(source), end, settings.sample_clock, store),
+    )
     report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
     # sync in a sync flow: Prefect types the call as either, so say which
-    progress = cast(UUID, create_progress_artifact(0.0, key="ingest-progress",
-                                                   description=f"ingest {source} {lo}..{hi}"))
+    progress = cast(
+        UUID,
+        create_progress_artifact(
+            0.0, key="ingest-progress", description=f"ingest {source} {lo}..{hi}"
+        ),
+    )
 
     backoff = exponential_backoff(backoff_seconds)
     # One store transaction for the whole run: its writes commit together at the end, or not at all.
     with store.transaction() as tx:
         report.recovered = tx.recovery_note()
         try:
-            report.index_rows, report.membership_rows, report.index_quarantined = load_reference_data.with_options(
-                retry_delay_seconds=backoff)(source, lo, hi, tx)
+            report.index_rows, report.membership_rows, report.index_quarantined = (
+                load_reference_data.with_options(retry_delay_seconds=backoff)(source, lo, hi, tx)
+            )
         except SourceUnavailableError as exc:
             report = domain.fall_back_to_store(report, tx, exc)
-            logger.warning("source %s unreachable; using the stored data, which is stale: %s", source,
-                           report.stale_reason)
+            logger.warning(
+                "source %s unreachable; using the stored data, which is stale: %s",
+                source,
+                report.stale_reason,
+            )
             publish_report(report)
             update_progress_artifact(progress, 100.0)
             return report.summary()
@@ -116,7 +151,7 @@ def ingest_market_data(
         fetch = fetch_symbol_bars.with_options(retry_delay_seconds=backoff)
         quarantined: list[pd.DataFrame] = []
         for first in range(0, len(report.symbols), batch_symbols):
-            symbols = report.symbols[first:first + batch_symbols]
+            symbols = report.symbols[first : first + batch_symbols]
             fetched: dict[str, pd.DataFrame] = {}
             if source_for(source).live:  # one task per symbol: each retries the network on its own
                 futures = fetch.map(unmapped(source), symbols, unmapped(lo), unmapped(hi))
@@ -129,7 +164,9 @@ def ingest_market_data(
             else:  # files on this machine: one task per batch, not hundreds of task runs on the API
                 fetched, failed = fetch_offline_bars(source, symbols, lo, hi)
                 report.failures.update(failed)
-            report.symbols_without_data += [symbol for symbol, frame in fetched.items() if frame.empty]
+            report.symbols_without_data += [
+                symbol for symbol, frame in fetched.items() if frame.empty
+            ]
             frames = list(fetched.values())
             rows, written, bad = validate_and_store(frames, tx)
             report.rows_fetched += rows
@@ -139,6 +176,10 @@ def ingest_market_data(
 
         report = domain.finish(report, tx, quarantined)
     if report.stale:
-        logger.warning("every fetch from %s failed; the store is unchanged and stale: %s", source, report.stale_reason)
+        logger.warning(
+            "every fetch from %s failed; the store is unchanged and stale: %s",
+            source,
+            report.stale_reason,
+        )
     publish_report(report)
     return report.summary()

@@ -16,13 +16,19 @@ from tasks.probation import ProbationReview, decide_early, probation_evidence
 
 FLOW_VERSION = flow_version()
 quiet_expected_ends()
-NO_FLOW_RETRIES = ("a review waits for a person and decides once; a retried run would ask again, and a refusal "
-                   "(no such probation) is a final answer")
+NO_FLOW_RETRIES = (
+    "a review waits for a person and decides once; a retried run would ask again, and a refusal "
+    "(no such probation) is a final answer"
+)
 
 
 @flow(name="probation-review", version=FLOW_VERSION, retries=0, log_prints=True)
-def probation_review(account: str | None = None, version: str | None = None, timeout_s: int = 3600,
-                     home: str | None = None) -> dict[str, Any] | State:
+def probation_review(
+    account: str | None = None,
+    version: str | None = None,
+    timeout_s: int = 3600,
+    home: str | None = None,
+) -> dict[str, Any] | State:
     """Show a challenger's forward evidence and ask a person: promote it now, retire it now, or keep it.
 
     Args:
@@ -40,11 +46,23 @@ def probation_review(account: str | None = None, version: str | None = None, tim
     except OomrlError as exc:  # no such probation: say so, change nothing
         logger.warning("probation review refused: %s", exc)
         return Completed(name="Refused", message=str(exc))
-    answer, timed_out = wait_for_review(ProbationReview.showing(evidence), timeout_s, pause_key="probation-review")
+    answer, timed_out = wait_for_review(
+        ProbationReview.showing(evidence), timeout_s, pause_key="probation-review"
+    )
     if answer is None or answer.decision == "keep":
-        why = "no answer in time" if timed_out else ("kept on probation" if answer else "resumed without an answer")
+        why = (
+            "no answer in time"
+            if timed_out
+            else ("kept on probation" if answer else "resumed without an answer")
+        )
         return Completed(name="Kept", message=f"{tag} stays on probation on {name} ({why})")
-    done = decide_early(name, tag, answer.decision, "a person in the Prefect UI (probation-review)",
-                        answer.reason, home)
+    done = decide_early(
+        name,
+        tag,
+        answer.decision,
+        "a person in the Prefect UI (probation-review)",
+        answer.reason,
+        home,
+    )
     print(f"{tag} {done['status']} on {name}: {done['reason']}")
     return done

@@ -27,8 +27,12 @@ quiet_expected_ends()  # a refusal ends its run in one logged line, never a trac
 
 # retries=0: a failed run is a final answer (halted account, bad data); the tasks retry what is transient.
 @flow(name="weekly-rebalance", version=FLOW_VERSION, retries=0, log_prints=True)
-def weekly_rebalance(account: str | None = None, as_of: date | None = None, dry_run: bool = False,
-                     home: str | None = None) -> dict[str, Any] | State:
+def weekly_rebalance(
+    account: str | None = None,
+    as_of: date | None = None,
+    dry_run: bool = False,
+    home: str | None = None,
+) -> dict[str, Any] | State:
     """Rebalance one paper account once on a session with its active strategy version.
 
     Args:
@@ -40,7 +44,10 @@ def weekly_rebalance(account: str | None = None, as_of: date | None = None, dry_
     name = account or settings_for(home).account
     day = as_of or last_stored_session(home)
     if not calendar.is_session(day):
-        return Completed(name="NotASession", message=f"{day} is not an XSHG session: nothing traded, nothing failed")
+        return Completed(
+            name="NotASession",
+            message=f"{day} is not an XSHG session: nothing traded, nothing failed",
+        )
     strategy = resolve_version(name, home, dry_run)
     tag_run(strategy["name"], strategy["label"])
     result = rebalance_account(name, day, dry_run, home)

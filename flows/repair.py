@@ -31,10 +31,14 @@ from tasks.run_tags import add_run_tags
 Reviewed = TypeVar("Reviewed", bound=RunInput)
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-NO_FLOW_RETRIES = ("a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
-                   "a flow retry would run again; transient errors are retried inside each step, and a "
-                   "repair is restarted by re-delivering its alert")
-PAUSE_POLL_S = 10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
+NO_FLOW_RETRIES = (
+    "a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
+    "a flow retry would run again; transient errors are retried inside each step, and a "
+    "repair is restarted by re-delivering its alert"
+)
+PAUSE_POLL_S = (
+    10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
+)
 PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
 
 
@@ -46,8 +50,11 @@ def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) 
     autopsy = read_run_autopsy(run_dir)
     answer, timed_out = wait_for_review(review_form(mandate, autopsy, timeout_s), timeout_s)
     if answer is None:  # fail closed, and say which way the answer went missing
-        reason = (f"no decision within {timeout_s} s: a timeout rejects" if timed_out else
-                  "resumed without an answer (no decision in the form): no decision rejects")
+        reason = (
+            f"no decision within {timeout_s} s: a timeout rejects"
+            if timed_out
+            else "resumed without an answer (no decision in the form): no decision rejects"
+        )
         return domain.Decision(action="reject", reason=reason)
     return answer.to_decision(mandate)
 
@@ -63,8 +70,12 @@ def read_run_autopsy(run_dir: Path | None) -> Autopsy | LossAlert | None:
         return None
 
 
-def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUSE_POLL_S,
-                    pause_key: str = "mandate-review") -> tuple[Reviewed | None, bool]:
+def wait_for_review(
+    review: type[Reviewed],
+    timeout_s: int,
+    poll_s: float = PAUSE_POLL_S,
+    pause_key: str = "mandate-review",
+) -> tuple[Reviewed | None, bool]:
     """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None when
     there is none) and whether the timeout ran out.
 
@@ -83,7 +94,9 @@ def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUS
     if context is None or context.flow_run is None:
         raise RuntimeError("a mandate review needs a flow run")
     run_id = context.flow_run.id
-    paused: State[Any] = Paused(timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key=pause_key)
+    paused: State[Any] = Paused(
+        timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key=pause_key
+    )
     keyset = keyset_from_paused_state(paused)
     paused.state_details.run_input_keyset = cast(dict[str, str], keyset)  # its Literal keys are str
     logger = get_run_logger()
@@ -92,7 +105,11 @@ def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUS
         state = propose_state_sync(client, paused, flow_run_id=run_id)
         if state.is_paused():
             review.save(keyset)
-            logger.info("paused for the %s; no answer within %d s ends it", pause_key.replace("-", " "), timeout_s)
+            logger.info(
+                "paused for the %s; no answer within %d s ends it",
+                pause_key.replace("-", " "),
+                timeout_s,
+            )
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
                 time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
@@ -103,11 +120,18 @@ def wait_for_review(review: type[Reviewed], timeout_s: int, poll_s: float = PAUS
                 timed_out = True
                 current = client.read_flow_run(run_id).state
                 if current is None or not current.is_running():
-                    propose_state_sync(client, Running(message=f"no decision within {timeout_s} s"),
-                                       flow_run_id=run_id)
+                    propose_state_sync(
+                        client,
+                        Running(message=f"no decision within {timeout_s} s"),
+                        flow_run_id=run_id,
+                    )
         elif not state.is_running():
-            raise RuntimeError(f"the run could not pause for the review: the server answered {state.type}")
-    answer = cast(dict[str, Any] | None, read_flow_run_input(keyset["response"], flow_run_id=run_id))  # sync here
+            raise RuntimeError(
+                f"the run could not pause for the review: the server answered {state.type}"
+            )
+    answer = cast(
+        dict[str, Any] | None, read_flow_run_input(keyset["response"], flow_run_id=run_id)
+    )  # sync here
     return (review(**answer) if answer else None), timed_out
 
 
@@ -122,8 +146,11 @@ def end_state(outcome: domain.RepairOutcome) -> State[Any]:
     name = domain.ending_name(outcome.status, outcome.step)
     if outcome.status in ("promoted", "probation", "rejected"):
         return Completed(name=name, message=outcome.reason, data=outcome.model_dump(mode="json"))
-    return Failed(name=name, message=f"{outcome.step or 'repair'}: {outcome.reason}"[:2000],
-                  data=domain.RepairNotPromoted(outcome))
+    return Failed(
+        name=name,
+        message=f"{outcome.step or 'repair'}: {outcome.reason}"[:2000],
+        data=domain.RepairNotPromoted(outcome),
+    )
 
 
 def outcome_of(state: State[Any]) -> dict[str, Any]:
@@ -142,9 +169,15 @@ def sent_alert_id(parameter: Any) -> Any:
 
 
 @flow(name="repair", version=FLOW_VERSION, retries=0, log_prints=True)
-def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | None = None,
-           account: str | None = None, approval_timeout_s: int = 3600,
-           lock: str = "namespace", probation: int | None = None) -> State[Any]:
+def repair(
+    autopsy: dict[str, Any],
+    auto_approve: bool = False,
+    provider: str | None = None,
+    account: str | None = None,
+    approval_timeout_s: int = 3600,
+    lock: str = "namespace",
+    probation: int | None = None,
+) -> State[Any]:
     """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step
     (no flow retries: NO_FLOW_RETRIES).
 
@@ -165,7 +198,9 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     if sent:  # however the run was started, and even when the door refuses it below
         add_run_tags([alert_tag(sent)])
     try:
-        checked = domain.admit(autopsy, settings, account)  # the same door as the CLI and the webhook
+        checked = domain.admit(
+            autopsy, settings, account
+        )  # the same door as the CLI and the webhook
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
         outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
         publish_outcome(outcome)
@@ -178,31 +213,65 @@ def repair(autopsy: dict[str, Any], auto_approve: bool = False, provider: str | 
     # Registered now and beating while the process lives, paused or not (the webhook reads the beat);
     # the account itself is held only after approval. Beyond OOMRL_REPAIR_MAX_RUNNING live repairs, on
     # any path, the run does not start (Prefect's deployment limit crashes paused runs: docs/operations.md).
-    claim = RepairClaim(ClaimBook(settings.ledger).create(), run_id, name, say=logger.info,
-                        limit=settings.repair_max_running)
+    claim = RepairClaim(
+        ClaimBook(settings.ledger).create(),
+        run_id,
+        name,
+        say=logger.info,
+        limit=settings.repair_max_running,
+    )
     try:
         with claim:
             try:
-                ctx = domain.open_context(settings, checked, provider=provider, account=account, lock=lock,
-                                          probation=probation)
+                ctx = domain.open_context(
+                    settings,
+                    checked,
+                    provider=provider,
+                    account=account,
+                    lock=lock,
+                    probation=probation,
+                )
             except OomrlError as exc:  # an unknown provider, a missing transcript: final, say so
-                outcome = domain.RepairOutcome(status="failed", step="setup", reason=str(exc), run_dir="")
+                outcome = domain.RepairOutcome(
+                    status="failed", step="setup", reason=str(exc), run_dir=""
+                )
             else:
                 ctx.version_mapper = version_mapper_from_settings()
-                approve = auto_approve_mandate if auto_approve else partial(
-                    ask_reviewer, timeout_s=approval_timeout_s, run_dir=ctx.run_dir)
-                outcome = domain.run_repair(checked, ctx, approve, run_step=run_step_as_task, hold=claim.hold)
+                approve = (
+                    auto_approve_mandate
+                    if auto_approve
+                    else partial(ask_reviewer, timeout_s=approval_timeout_s, run_dir=ctx.run_dir)
+                )
+                outcome = domain.run_repair(
+                    checked, ctx, approve, run_step=run_step_as_task, hold=claim.hold
+                )
     except TooManyRepairsError as exc:
-        outcome = domain.RepairOutcome(status="failed", step="capacity", reason=str(exc), run_dir="")
+        outcome = domain.RepairOutcome(
+            status="failed", step="capacity", reason=str(exc), run_dir=""
+        )
     publish_outcome(outcome)
     if outcome.status in ("promoted", "probation") and outcome.version is not None:
-        emit_event(event=PROMOTED_EVENT if outcome.status == "promoted" else PROBATION_EVENT,
-                   resource=account_resource(name),
-                   related=[{"prefect.resource.id": f"oomrl.strategy.{outcome.version.strategy}",
-                             "prefect.resource.role": "strategy"}],
-                   payload={"tag": outcome.version.tag, "sha": outcome.version.sha,
-                            "strategy": outcome.version.strategy, "alert_id": checked.alert_id,
-                            "run_dir": outcome.run_dir})
-    logger.info("repair %s%s: %s", outcome.status, f" at {outcome.step}" if outcome.step else "",
-                outcome.reason)
+        emit_event(
+            event=PROMOTED_EVENT if outcome.status == "promoted" else PROBATION_EVENT,
+            resource=account_resource(name),
+            related=[
+                {
+                    "prefect.resource.id": f"oomrl.strategy.{outcome.version.strategy}",
+                    "prefect.resource.role": "strategy",
+                }
+            ],
+            payload={
+                "tag": outcome.version.tag,
+                "sha": outcome.version.sha,
+                "strategy": outcome.version.strategy,
+                "alert_id": checked.alert_id,
+                "run_dir": outcome.run_dir,
+            },
+        )
+    logger.info(
+        "repair %s%s: %s",
+        outcome.status,
+        f" at {outcome.step}" if outcome.step else "",
+        outcome.reason,
+    )
     return end_state(outcome)

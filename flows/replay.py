@@ -16,12 +16,19 @@ quiet_expected_ends()  # a refusal ends its run in one logged line, never a trac
 
 
 @flow(name="replay", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)
-def replay_flow(strategies: list[str], start: date, end: date,
-                params: dict[str, dict[str, Any]] | None = None, workspace: str | None = None,
-                home: str | None = None) -> list[dict[str, Any]]:
+def replay_flow(
+    strategies: list[str],
+    start: date,
+    end: date,
+    params: dict[str, dict[str, Any]] | None = None,
+    workspace: str | None = None,
+    home: str | None = None,
+) -> list[dict[str, Any]]:
     """One replay task per strategy (never one per day); `params` maps strategy name to its params."""
-    futures = [replay_strategy.submit(name, start, end, (params or {}).get(name), workspace, home)
-               for name in strategies]
+    futures = [
+        replay_strategy.submit(name, start, end, (params or {}).get(name), workspace, home)
+        for name in strategies
+    ]
     summaries = [future.result() for future in futures]
     publish_replay_artifact(summaries)
     for summary in summaries:

@@ -24,13 +24,20 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--patch", required=True, type=Path)
     gate.add_argument("--expect", choices=["red", "green"])
     gate.add_argument("--holdout", type=Path)
-    gate.add_argument("--lock", choices=LOCKS,
-                      help="sandbox (default: the strongest available, bwrap; hash-only only "
-                           "when named)")
-    gate.add_argument("--supersedes", action="append", default=[], metavar="NODEID",
-                      help="with --expect red: an old test the approved mandate makes obsolete "
-                           "(tests/t.py::test_x; repeat for each), judged as a red test when "
-                           "changed; every other old test keeps the weakening rule")
+    gate.add_argument(
+        "--lock",
+        choices=LOCKS,
+        help="sandbox (default: the strongest available, bwrap; hash-only only when named)",
+    )
+    gate.add_argument(
+        "--supersedes",
+        action="append",
+        default=[],
+        metavar="NODEID",
+        help="with --expect red: an old test the approved mandate makes obsolete "
+        "(tests/t.py::test_x; repeat for each), judged as a red test when "
+        "changed; every other old test keeps the weakening rule",
+    )
     gate.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     redteam = commands.add_parser("redteam", help="run every case of a red-team corpus")
     redteam.add_argument("--corpus", required=True, type=Path)
@@ -41,10 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
 def render(verdict: Verdict) -> str:
     """A human-readable verdict: decision, counts, then one line per violation."""
     head = "ACCEPTED" if verdict.accepted else "REJECTED"
-    lines = [f"{head} ({verdict.phase}, lock {verdict.locks.backend}, {verdict.duration_s:.1f} s)",
-             (f"tests: {verdict.tests.collected} collected, {verdict.tests.passed} passed, "
-              f"{verdict.tests.failed} failed; branch coverage {verdict.coverage.percent:.2f} % "
-              f"(min {verdict.coverage.min:g} %)")]
+    lines = [
+        f"{head} ({verdict.phase}, lock {verdict.locks.backend}, {verdict.duration_s:.1f} s)",
+        (
+            f"tests: {verdict.tests.collected} collected, {verdict.tests.passed} passed, "
+            f"{verdict.tests.failed} failed; branch coverage {verdict.coverage.percent:.2f} % "
+            f"(min {verdict.coverage.min:g} %)"
+        ),
+    ]
     for v in verdict.violations:
         where = f"{v.path}:{v.line}" if v.path and v.line else (v.path or "-")
         lines.append(f"  [{v.rule}] {where}: {v.message}")
@@ -52,9 +63,16 @@ def render(verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
-def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
-                 holdout: Path | None, lock: str | None, as_json: bool,
-                 supersedes: Sequence[str] = ()) -> int:
+def gate_command(
+    workspace: Path,
+    phase: str,
+    patch: Path,
+    expect: str | None,
+    holdout: Path | None,
+    lock: str | None,
+    as_json: bool,
+    supersedes: Sequence[str] = (),
+) -> int:
     """Run the gate and print the verdict; the exit code says accepted, rejected or error."""
     from guardrails.gate import run_gate
 
@@ -64,8 +82,15 @@ def gate_command(workspace: Path, phase: str, patch: Path, expect: str | None,
         print(f"error: cannot read patch {patch}: {exc}", file=sys.stderr)
         return EXIT_SETUP
     try:
-        verdict = run_gate(workspace, phase, patch_text, expect=expect, holdout=holdout, lock=lock,
-                           supersedes=supersedes)
+        verdict = run_gate(
+            workspace,
+            phase,
+            patch_text,
+            expect=expect,
+            holdout=holdout,
+            lock=lock,
+            supersedes=supersedes,
+        )
     except GateSetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_SETUP
@@ -90,6 +115,14 @@ def main(argv: list[str] | None = None) -> int:
     """Parse arguments and dispatch."""
     args = build_parser().parse_args(argv)
     if args.command == "gate":
-        return gate_command(args.workspace, args.phase, args.patch, args.expect, args.holdout,
-                            args.lock, args.json, args.supersedes)
+        return gate_command(
+            args.workspace,
+            args.phase,
+            args.patch,
+            args.expect,
+            args.holdout,
+            args.lock,
+            args.json,
+            args.supersedes,
+        )
     return redteam_command(args.corpus, args.lock)

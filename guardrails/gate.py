@@ -64,8 +64,15 @@ def _modules(root: Path, trees: tuple[str, ...]) -> tuple[str, ...]:
 class GateRun:
     """One judgement: each step returns violations; the first step that finds any ends it."""
 
-    def __init__(self, contract: GuardContract, phase: str, lock: RoLock, expect: str | None,
-                 holdout: Path | None, superseded: dict[str, frozenset[str]] | None = None) -> None:
+    def __init__(
+        self,
+        contract: GuardContract,
+        phase: str,
+        lock: RoLock,
+        expect: str | None,
+        holdout: Path | None,
+        superseded: dict[str, frozenset[str]] | None = None,
+    ) -> None:
         self.contract, self.phase, self.lock = contract, phase, lock
         self.expect, self.holdout = expect, holdout
         # red mode: the old tests the approved mandate names (given by the caller, never read
@@ -109,9 +116,16 @@ class GateRun:
         declared = {p for change in self.changes for p in change.paths}
         for path in self.changed:
             if path not in declared or not in_trees(path, self.writable):
-                found.append(Violation(rule="lock.undeclared_change", path=path, message=(
-                    f"applying the patch changed {path}, which the patch does not declare "
-                    "as a writable target")))
+                found.append(
+                    Violation(
+                        rule="lock.undeclared_change",
+                        path=path,
+                        message=(
+                            f"applying the patch changed {path}, which the patch does not declare "
+                            "as a writable target"
+                        ),
+                    )
+                )
         make_readable(self.dirs.ws)
         self.modules = _modules(self.dirs.ws, self.contract.source)
         return found
@@ -119,14 +133,22 @@ class GateRun:
     def scan(self) -> list[Violation]:
         """Capability sanitizer on changed source (code-patch), test discipline on changed tests;
         in every phase, hooks and capabilities over all of T."""
-        return _unique(content_violations(self.contract, self.phase, self.dirs.ws, self.changed,
-                                          self.superseded)
-                       + recheck_tests(self.contract, self.dirs.ws))
+        return _unique(
+            content_violations(
+                self.contract, self.phase, self.dirs.ws, self.changed, self.superseded
+            )
+            + recheck_tests(self.contract, self.dirs.ws)
+        )
 
     def request(self, tag: str, **kwargs: Any) -> SuiteRequest:
         """A visible-suite run over the scratch workspace."""
-        return SuiteRequest(workspace=self.dirs.ws, tests=self.contract.tests, tag=tag,
-                            sources=self.contract.source, **kwargs)
+        return SuiteRequest(
+            workspace=self.dirs.ws,
+            tests=self.contract.tests,
+            tag=tag,
+            sources=self.contract.source,
+            **kwargs,
+        )
 
     def both(self, first: Any, second: Any) -> tuple[Any, Any]:
         """Two independent runs side by side (two cores), each in its own sandbox."""
@@ -143,10 +165,13 @@ class GateRun:
         locked_before = lock_manifest(self.dirs.ws, self.locked)
         measured = self.contract.source + (self.contract.tests if self.phase == "test-gen" else ())
         first, second = self.both(
-            lambda: run_suite(self.lock, self.dirs, self.request("forward", coverage=measured),
-                              **self.limits()),
-            lambda: run_suite(self.lock, self.dirs, self.request("reverse", order="reverse"),
-                              **self.limits()))
+            lambda: run_suite(
+                self.lock, self.dirs, self.request("forward", coverage=measured), **self.limits()
+            ),
+            lambda: run_suite(
+                self.lock, self.dirs, self.request("reverse", order="reverse"), **self.limits()
+            ),
+        )
         self.first = first
         self.new_ids = new_test_ids(self.contract, self.dirs.ws, first.collected, self.changed)
         before_count = collected_count(self.contract.root, self.contract.tests)
@@ -159,15 +184,18 @@ class GateRun:
             # values S computes reach a test only through strategy_host's calls
             packages = (*(tree.replace("/", ".") for tree in self.contract.source), "strategy_host")
             found += red_violations(first, self.new_ids, self.dirs.ws, packages)
-            self.notes += [f"superseded old test (judged as a red test): {nodeid}"
-                           for nodeid in superseded_ids(self.contract, self.new_ids,
-                                                         self.superseded)]
+            self.notes += [
+                f"superseded old test (judged as a red test): {nodeid}"
+                for nodeid in superseded_ids(self.contract, self.new_ids, self.superseded)
+            ]
         locked_after = lock_manifest(self.dirs.ws, self.locked)
         self.digests = (manifest_digest(locked_before), manifest_digest(locked_after))
         found += hash_violations(locked_before, locked_after, "during the test run")
-        self.counts = TestCounts(collected=len(first.collected),
-                                 passed=sum(first.outcome(i) == "passed" for i in first.collected),
-                                 failed=len(first.failing()) + len(first.collect_errors))
+        self.counts = TestCounts(
+            collected=len(first.collected),
+            passed=sum(first.outcome(i) == "passed" for i in first.collected),
+            failed=len(first.failing()) + len(first.collect_errors),
+        )
         return _unique(found)
 
     def preexisting(self, first: SuiteResult) -> frozenset[str]:
@@ -178,14 +206,25 @@ class GateRun:
         original = self.dirs.root / "original"
         scratch_copy(self.contract.root, original)
         make_readable(original)
-        before = run_suite(self.lock, self.dirs, SuiteRequest(
-            workspace=original, tests=self.contract.tests, tag="original",
-            sources=self.contract.source), **self.limits())
-        old = {nodeid for nodeid in before.failing() if before.outcome(nodeid) in ("failed",
-                                                                                  "error")}
+        before = run_suite(
+            self.lock,
+            self.dirs,
+            SuiteRequest(
+                workspace=original,
+                tests=self.contract.tests,
+                tag="original",
+                sources=self.contract.source,
+            ),
+            **self.limits(),
+        )
+        old = {
+            nodeid for nodeid in before.failing() if before.outcome(nodeid) in ("failed", "error")
+        }
         kept = frozenset(c for c in candidates if c in old)
-        self.notes += [f"pre-existing failure (failed before the patch too): {nodeid}"
-                       for nodeid in sorted(kept)]
+        self.notes += [
+            f"pre-existing failure (failed before the patch too): {nodeid}"
+            for nodeid in sorted(kept)
+        ]
         return kept
 
     def coverage_check(self) -> list[Violation]:
@@ -196,28 +235,49 @@ class GateRun:
         reader = CoverageReader(self.first.data_file, self.dirs.cfg / "coverage.rc")
         ws = self.dirs.ws
         files = _py_files(ws, self.contract.source)
-        percent = reader.branch_percent(files)  # its exact exclusions hold the version branches never taken
+        percent = reader.branch_percent(
+            files
+        )  # its exact exclusions hold the version branches never taken
         self.coverage = CoverageResult(percent=round(percent, 2), min=self.contract.coverage_min)
         found = []
         if percent < self.contract.coverage_min:
-            found.append(Violation(rule="coverage.below_min", message=(
-                f"branch coverage over {', '.join(self.contract.source)} is {percent:.2f} %, "
-                f"below the required {self.contract.coverage_min:g} %")))
+            found.append(
+                Violation(
+                    rule="coverage.below_min",
+                    message=(
+                        f"branch coverage over {', '.join(self.contract.source)} is {percent:.2f} %, "
+                        f"below the required {self.contract.coverage_min:g} %"
+                    ),
+                )
+            )
         check_tests = self.phase == "test-gen" and self.expect != "red"
         for path, lines in sorted(self.added.items()):
             in_source = in_trees(path, self.contract.source)
-            if not path.endswith(".py") or not (in_source or (check_tests and in_trees(
-                    path, self.writable))):
+            if not path.endswith(".py") or not (
+                in_source or (check_tests and in_trees(path, self.writable))
+            ):
                 continue
             missed = lines & reader.missing_lines(ws / path)  # without the gate's exact exclusions
             rule = "coverage.diff_line_missed" if in_source else "coverage.test_line_missed"
-            found += [Violation(rule=rule, path=path, line=line, message=(
-                f"line {line} added by the patch never ran under the tests"))
-                for line in sorted(missed)]
+            found += [
+                Violation(
+                    rule=rule,
+                    path=path,
+                    line=line,
+                    message=(f"line {line} added by the patch never ran under the tests"),
+                )
+                for line in sorted(missed)
+            ]
             if in_source:
-                found += [Violation(rule="coverage.import_time_only", path=path, line=line,
-                                    message=f"line {line} ran only at import time, never in a test")
-                          for line in sorted(reader.import_time_only(ws / path, lines - missed))]
+                found += [
+                    Violation(
+                        rule="coverage.import_time_only",
+                        path=path,
+                        line=line,
+                        message=f"line {line} ran only at import time, never in a test",
+                    )
+                    for line in sorted(reader.import_time_only(ws / path, lines - missed))
+                ]
         self.reader = reader
         return found
 
@@ -228,18 +288,26 @@ class GateRun:
         heldout = self.dirs.root / "heldout"
         scratch_copy(self.holdout, heldout)  # type: ignore[arg-type]
         make_readable(heldout)
-        request = SuiteRequest(workspace=self.dirs.ws, tests=(), tag="holdout", heldout=heldout,
-                               sources=self.contract.source)
+        request = SuiteRequest(
+            workspace=self.dirs.ws,
+            tests=(),
+            tag="holdout",
+            heldout=heldout,
+            sources=self.contract.source,
+        )
         suite, plain = self.both(
             lambda: run_suite(self.lock, self.dirs, request, **self.limits()) if tests else None,
-            lambda: self.production(child_spec(self.behaviour) if self.behaviour else None))
+            lambda: self.production(child_spec(self.behaviour) if self.behaviour else None),
+        )
         found: list[Violation] = []
         if tests:
             names = suite.failing() + sorted(suite.collect_errors)
             if suite.problems or not suite.collected:
                 names.append("<the held-out run did not complete>")
-            found += [Violation(rule="holdout.failed", message=f"held-out test failed: {name}")
-                      for name in names]
+            found += [
+                Violation(rule="holdout.failed", message=f"held-out test failed: {name}")
+                for name in names
+            ]
         if self.behaviour is not None:
             found += behaviour_violations(self.behaviour, plain)
         return found
@@ -252,9 +320,16 @@ class GateRun:
         from guardrails.sandbox import HostSpec, start_host
 
         try:
-            host = start_host(self.lock, HostSpec(self.dirs.ws, self.contract.source, False,
-                                                  self.contract.memory_limit_mb,
-                                                  self.contract.time_limit_s))
+            host = start_host(
+                self.lock,
+                HostSpec(
+                    self.dirs.ws,
+                    self.contract.source,
+                    False,
+                    self.contract.memory_limit_mb,
+                    self.contract.time_limit_s,
+                ),
+            )
         except Exception:  # noqa: BLE001 - S broke its host: no outputs, behaviour.incomplete
             return None
         try:
@@ -283,24 +358,38 @@ class GateRun:
 
     def finish(self, found: list[Violation], started: float) -> Verdict:
         """The verdict; accepted only without violations."""
-        return Verdict(accepted=not found, phase=self.phase, violations=found, tests=self.counts,
-                       coverage=self.coverage,
-                       locks=LockInfo(backend=self.lock.backend, before=self.digests[0],
-                                      after=self.digests[1]),
-                       duration_s=round(time.monotonic() - started, 3), notes=self.notes)
+        return Verdict(
+            accepted=not found,
+            phase=self.phase,
+            violations=found,
+            tests=self.counts,
+            coverage=self.coverage,
+            locks=LockInfo(
+                backend=self.lock.backend, before=self.digests[0], after=self.digests[1]
+            ),
+            duration_s=round(time.monotonic() - started, 3),
+            notes=self.notes,
+        )
 
 
 def _unique(found: list[Violation]) -> list[Violation]:
     seen: dict[tuple[str, str | None, int | None, str], Violation] = {}
     for violation in found:
-        seen.setdefault((violation.rule, violation.path, violation.line, violation.message),
-                        violation)
+        seen.setdefault(
+            (violation.rule, violation.path, violation.line, violation.message), violation
+        )
     return list(seen.values())
 
 
-def run_gate(workspace: Path, phase: str, patch_text: str, expect: str | None = None,
-             holdout: Path | None = None, lock: str | None = None,
-             supersedes: Sequence[str] = ()) -> Verdict:
+def run_gate(
+    workspace: Path,
+    phase: str,
+    patch_text: str,
+    expect: str | None = None,
+    holdout: Path | None = None,
+    lock: str | None = None,
+    supersedes: Sequence[str] = (),
+) -> Verdict:
     """Judge one patch on a scratch copy of `workspace`; GateSetupError for usage/infra errors.
 
     `lock` None picks the strongest sandbox available (bwrap); "namespace" is an alias of bwrap.
@@ -313,15 +402,22 @@ def run_gate(workspace: Path, phase: str, patch_text: str, expect: str | None = 
     if expect not in (None, "red", "green") or (phase == "code-patch" and expect == "red"):
         raise GateSetupError(f"--expect {expect} is not valid for phase {phase}")
     if supersedes and expect != "red":
-        raise GateSetupError("--supersedes names old tests a mandate makes obsolete: it is only "
-                             "valid with --phase test-gen --expect red")
+        raise GateSetupError(
+            "--supersedes names old tests a mandate makes obsolete: it is only "
+            "valid with --phase test-gen --expect red"
+        )
     superseded = superseded_names(supersedes)
     contract = load_contract(Path(workspace))
     held = check_holdout(Path(holdout), contract.root) if holdout else contract.holdout
     gate = GateRun(contract, phase, select_lock(lock), expect, held, superseded)
     try:
-        steps = [lambda: gate.check_diff(patch_text), gate.apply, gate.scan, gate.visible,
-                 gate.coverage_check]
+        steps = [
+            lambda: gate.check_diff(patch_text),
+            gate.apply,
+            gate.scan,
+            gate.visible,
+            gate.coverage_check,
+        ]
         if held is not None:
             steps.append(gate.held_out)
         if phase == "test-gen" and expect != "red":

@@ -12,10 +12,14 @@ from typing import Any
 def homes(init_file: str) -> dict[str, str]:
     """Each name the package's `if TYPE_CHECKING:` block imports, with the module it comes from."""
     tree = ast.parse(Path(init_file).read_text(encoding="utf-8"))
-    return {alias.asname or alias.name: node.module
-            for block in tree.body if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
-            for node in block.body if isinstance(node, ast.ImportFrom) and node.module
-            for alias in node.names}
+    return {
+        alias.asname or alias.name: node.module
+        for block in tree.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
 
 
 def front_door(package: str, init_file: str) -> Callable[[str], Any]:

@@ -29,13 +29,25 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
     "diff": ("diff.", "lock.undeclared_change"),
     "sanitizer": ("sanitizer.",),
     "tests": ("tests.",),
-    "sandbox": ("run.", "tests.failed", "tests.collection_error", "holdout.", "behaviour.",
-                "mutation.", "lock.hash_mismatch"),
+    "sandbox": (
+        "run.",
+        "tests.failed",
+        "tests.collection_error",
+        "holdout.",
+        "behaviour.",
+        "mutation.",
+        "lock.hash_mismatch",
+    ),
     "outcomes": ("run.", "tests.order_dependent", "tests.failed"),
     # S in a host of its own: what it does to its process (patch pytest, forge results, exit, die)
     # cannot reach the test run, so its own wrong answers or its dead host are what the gate sees
-    "host": ("run.host_failed", "tests.failed", "tests.collection_error", "holdout.failed",
-             "behaviour.incomplete"),
+    "host": (
+        "run.host_failed",
+        "tests.failed",
+        "tests.collection_error",
+        "holdout.failed",
+        "behaviour.incomplete",
+    ),
     "limits": ("run.timeout", "run.incomplete", "tests.failed"),
     "coverage": ("coverage.",),
     "holdout": ("holdout.",),
@@ -136,22 +148,31 @@ def load_cases(corpus: Path) -> list[Case]:
     cases = []
     for number, row in enumerate(rows, start=2):
         try:
-            case = Case(id=row["id"].strip(), patch=corpus / row["patch"].strip(),
-                        workspace=corpus / "workspaces" / row["workspace"].strip(),
-                        phase=row["phase"].strip(), expect=_optional(row["expect"]),
-                        outcome=row["outcome"].strip(),
-                        holdout=corpus / h if (h := _optional(row.get("holdout"))) else None,
-                        mechanism=_optional(row.get("mechanism")) or "-",
-                        supersedes=tuple((_optional(row.get("supersedes")) or "").split()))
+            case = Case(
+                id=row["id"].strip(),
+                patch=corpus / row["patch"].strip(),
+                workspace=corpus / "workspaces" / row["workspace"].strip(),
+                phase=row["phase"].strip(),
+                expect=_optional(row["expect"]),
+                outcome=row["outcome"].strip(),
+                holdout=corpus / h if (h := _optional(row.get("holdout"))) else None,
+                mechanism=_optional(row.get("mechanism")) or "-",
+                supersedes=tuple((_optional(row.get("supersedes")) or "").split()),
+            )
         except (KeyError, AttributeError):
-            raise GateSetupError(f"{index}:{number}: a row needs id, patch, workspace, phase, "
-                                 "expect and outcome") from None
+            raise GateSetupError(
+                f"{index}:{number}: a row needs id, patch, workspace, phase, expect and outcome"
+            ) from None
         if case.outcome not in OUTCOMES or not case.patch.is_file():
-            raise GateSetupError(f"{index}:{number}: outcome must be blocked or accepted and the "
-                                 f"patch {case.patch} must exist")
+            raise GateSetupError(
+                f"{index}:{number}: outcome must be blocked or accepted and the "
+                f"patch {case.patch} must exist"
+            )
         if case.mechanism not in (*MECHANISMS, "-"):
-            raise GateSetupError(f"{index}:{number}: unknown mechanism {case.mechanism!r}; "
-                                 f"choose one of {', '.join(MECHANISMS)}")
+            raise GateSetupError(
+                f"{index}:{number}: unknown mechanism {case.mechanism!r}; "
+                f"choose one of {', '.join(MECHANISMS)}"
+            )
         cases.append(case)
     return cases
 
@@ -159,16 +180,26 @@ def load_cases(corpus: Path) -> list[Case]:
 def run_case(case: Case, lock: str | None = None) -> CaseResult:
     """Judge one case; a setup error is recorded, not raised."""
     try:
-        verdict = run_gate(case.workspace, case.phase, case.patch.read_bytes().decode("utf-8"),
-                           expect=case.expect, holdout=case.holdout, lock=lock,
-                           supersedes=case.supersedes)
+        verdict = run_gate(
+            case.workspace,
+            case.phase,
+            case.patch.read_bytes().decode("utf-8"),
+            expect=case.expect,
+            holdout=case.holdout,
+            lock=lock,
+            supersedes=case.supersedes,
+        )
     except GateSetupError as exc:
         return CaseResult(case, None, error=str(exc))
     return CaseResult(case, verdict)
 
 
-def run_corpus(corpus: Path, lock: str | None = None, jobs: int = 2,
-               progress: Callable[[int, int, str], None] | None = None) -> RedTeamReport:
+def run_corpus(
+    corpus: Path,
+    lock: str | None = None,
+    jobs: int = 2,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> RedTeamReport:
     """Every case of the corpus (`jobs` at a time), reported in file order; `progress(done, total,
     case id)` is called as each case finishes (from the worker threads)."""
     cases = load_cases(corpus)
@@ -190,16 +221,26 @@ def _ratio(done: int, total: int) -> str:
 
 def format_report(report: RedTeamReport) -> str:
     """The scoreboard: one line per case, then blocked/total and accepted/total."""
-    lines = [(f"{'case':40} {'phase':10} {'mechanism':11} {'expected':9} {'got':9} "
-             "rule that caught it")]
+    lines = [
+        (f"{'case':40} {'phase':10} {'mechanism':11} {'expected':9} {'got':9} rule that caught it")
+    ]
     for result in report.results:
-        mark = "" if result.as_expected else "  <-- UNEXPECTED" if result.got != \
-            result.case.outcome else "  <-- NOT BY ITS MECHANISM"
+        mark = (
+            ""
+            if result.as_expected
+            else "  <-- UNEXPECTED"
+            if result.got != result.case.outcome
+            else "  <-- NOT BY ITS MECHANISM"
+        )
         detail = result.error or ", ".join(result.rules[:3]) or "-"
-        lines.append(f"{result.case.id:40} {result.case.phase:10} {result.case.mechanism:11} "
-                     f"{result.case.outcome:9} {result.got:9} {detail}{mark}")
+        lines.append(
+            f"{result.case.id:40} {result.case.phase:10} {result.case.mechanism:11} "
+            f"{result.case.outcome:9} {result.got:9} {detail}{mark}"
+        )
     tagged = [r for r in report.results if r.case.outcome == "blocked" and r.case.mechanism != "-"]
     lines.append(f"attacks blocked: {_ratio(*report.attacks)}")
-    lines.append(f"caught by their tagged mechanism: {_ratio(sum(r.by_mechanism for r in tagged), len(tagged))}")
+    lines.append(
+        f"caught by their tagged mechanism: {_ratio(sum(r.by_mechanism for r in tagged), len(tagged))}"
+    )
     lines.append(f"benign accepted: {_ratio(*report.benign)}")
     return "\n".join(lines)

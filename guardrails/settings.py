@@ -11,7 +11,13 @@ class GateSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="OOMRL_GATE_", extra="ignore")
 
-    image: str = Field("python:3.11-slim", min_length=1, description="Image of the Docker RO-lock's container.")
-    sandbox_uid: int = Field(65534, ge=0, description=(
-        "Unprivileged host uid the bubblewrap sandbox runs as when started by root (uid)."))
-
+    image: str = Field(
+        "python:3.11-slim", min_length=1, description="Image of the Docker RO-lock's container."
+    )
+    sandbox_uid: int = Field(
+        65534,
+        ge=0,
+        description=(
+            "Unprivileged host uid the bubblewrap sandbox runs as when started by root (uid)."
+        ),
+    )

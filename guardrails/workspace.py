@@ -59,24 +59,31 @@ class GuardContract:
 def _tree_list(table: dict[str, Any], key: str, pyproject: Path) -> tuple[str, ...]:
     value = table.get(key)
     if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise GateSetupError(f"{pyproject}: [tool.oomrl.guard] {key} must be a non-empty list of "
-                             f"relative paths, got {value!r}")
+        raise GateSetupError(
+            f"{pyproject}: [tool.oomrl.guard] {key} must be a non-empty list of "
+            f"relative paths, got {value!r}"
+        )
     trees = []
     for raw in value:
         pure = PurePosixPath(raw.strip().rstrip("/"))
         if pure.is_absolute() or ".." in pure.parts or str(pure) in ("", "."):
-            raise GateSetupError(f"{pyproject}: [tool.oomrl.guard] {key} entry {raw!r} must be a "
-                                 "path inside the workspace")
+            raise GateSetupError(
+                f"{pyproject}: [tool.oomrl.guard] {key} entry {raw!r} must be a "
+                "path inside the workspace"
+            )
         trees.append(str(pure))
     return tuple(trees)
 
 
-def _number(table: dict[str, Any], key: str, default: float, low: float, high: float,
-            pyproject: Path) -> float:
+def _number(
+    table: dict[str, Any], key: str, default: float, low: float, high: float, pyproject: Path
+) -> float:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise GateSetupError(f"{pyproject}: [tool.oomrl.guard] {key} must be a number in "
-                             f"[{low}, {high}], got {value!r}")
+        raise GateSetupError(
+            f"{pyproject}: [tool.oomrl.guard] {key} must be a number in "
+            f"[{low}, {high}], got {value!r}"
+        )
     return float(value)
 
 
@@ -95,8 +102,10 @@ def check_holdout(holdout: Path, root: Path) -> Path:
     if not holdout.is_dir():
         raise GateSetupError(f"held-out tests folder {holdout} does not exist")
     if holdout == root.resolve() or root.resolve() in holdout.parents:
-        raise GateSetupError(f"held-out tests folder {holdout} lies inside the workspace {root}: "
-                             "the agent could read it")
+        raise GateSetupError(
+            f"held-out tests folder {holdout} lies inside the workspace {root}: "
+            "the agent could read it"
+        )
     return holdout
 
 
@@ -128,10 +137,13 @@ def _behaviour(table: dict[str, Any], pyproject: Path) -> BehaviourContract | No
 
 def _modules(table: dict[str, Any], pyproject: Path) -> frozenset[str]:
     value = table.get("allow_imports", [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and _MODULE.match(v)
-                                              for v in value):
-        raise GateSetupError(f"{pyproject}: [tool.oomrl.guard] allow_imports must be a list of "
-                             f"module names, got {value!r}")
+    if not isinstance(value, list) or not all(
+        isinstance(v, str) and _MODULE.match(v) for v in value
+    ):
+        raise GateSetupError(
+            f"{pyproject}: [tool.oomrl.guard] allow_imports must be a list of "
+            f"module names, got {value!r}"
+        )
     return frozenset(value)
 
 
@@ -144,7 +156,9 @@ def load_contract(workspace: Path) -> GuardContract:
     try:
         document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise GateSetupError(f"{pyproject} is missing: the workspace contract lives there") from None
+        raise GateSetupError(
+            f"{pyproject} is missing: the workspace contract lives there"
+        ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise GateSetupError(f"{pyproject} is not valid TOML: {exc}") from None
     table = document.get("tool", {}).get("oomrl", {}).get("guard")

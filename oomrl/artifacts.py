@@ -52,26 +52,45 @@ def _chart(report: Report, stem: str) -> Path | None:
 
 def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifacts:
     """The artifacts of an account report; `links` None embeds the images."""
+
     def image(path: Path) -> str:
         return image_link(path, links)
 
     tearsheet_url = links.url(report.html) if links is not None else None
-    where = (f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown periods, friction "
-             "month by month, style attribution, glossary)" if tearsheet_url else
-             f"The full tearsheet is `{report.html}` on the worker (set OOMRL_REPORTS_URL, as "
-             "`oomrl server up` does, to open it from here).")
-    lines = [f"# {report.title}: {report.span}", "", f"Benchmark: {report.benchmark_label}. {where}", "",
-             *[f"> **Too short to annualize.** {text}\n" for text in report.caveats]]
-    figures = rt.key_figures(report.metrics, report.benchmark_metrics,
-                             "CSI 300" if report.benchmark_metrics is not None else "")
+    where = (
+        f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown periods, friction "
+        "month by month, style attribution, glossary)"
+        if tearsheet_url
+        else f"The full tearsheet is `{report.html}` on the worker (set OOMRL_REPORTS_URL, as "
+        "`oomrl server up` does, to open it from here)."
+    )
+    lines = [
+        f"# {report.title}: {report.span}",
+        "",
+        f"Benchmark: {report.benchmark_label}. {where}",
+        "",
+        *[f"> **Too short to annualize.** {text}\n" for text in report.caveats],
+    ]
+    figures = rt.key_figures(
+        report.metrics,
+        report.benchmark_metrics,
+        "CSI 300" if report.benchmark_metrics is not None else "",
+    )
     lines += ["## Key figures", "", grid_markdown(figures), ""]
-    for stem, title in (("equity", "Cumulative return, with alerts, repairs and promotions"),
-                        ("rolling_ir", "Rolling 60-day information ratio")):
+    for stem, title in (
+        ("equity", "Cumulative return, with alerts, repairs and promotions"),
+        ("rolling_ir", "Rolling 60-day information ratio"),
+    ):
         chart = _chart(report, stem)
         if chart is not None:
             lines += [f"## {title}", "", f"![{stem}]({image(chart)})", ""]
     if report.phases is not None:
-        lines += ["## Per strategy version", "", grid_markdown(rt.transposed(report.phases, "phase", rt.PHASE_ROWS)), ""]
+        lines += [
+            "## Per strategy version",
+            "",
+            grid_markdown(rt.transposed(report.phases, "phase", rt.PHASE_ROWS)),
+            "",
+        ]
     if report.friction is not None:
         friction = rt.transposed(report.friction.by_version, "version", rt.FRICTION_ROWS, span=None)
         lines += ["## Friction", "", grid_markdown(friction), ""]
@@ -83,12 +102,17 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
         lines += ["## Two alphas", "", grid_markdown(alphas), "", rt.TWO_ALPHAS_NOTE, ""]
     equity = _chart(report, "equity") or report.pngs[0]
     return ReportArtifacts(
-        markdown="\n".join(lines), metrics_rows=metric_rows(report.metrics, report.benchmark_metrics),
-        tearsheet_url=tearsheet_url, image_url=image(equity),
-        image_description=f"{report.title}: cumulative return vs the CSI 300, with alerts, repairs and promotions")
+        markdown="\n".join(lines),
+        metrics_rows=metric_rows(report.metrics, report.benchmark_metrics),
+        tearsheet_url=tearsheet_url,
+        image_url=image(equity),
+        image_description=f"{report.title}: cumulative return vs the CSI 300, with alerts, repairs and promotions",
+    )
 
 
-def metric_rows(metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
+def metric_rows(
+    metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None
+) -> list[dict[str, str]]:
     """One row per metric: its label with unit, the portfolio's value, the CSI 300's. The definitions
     are the tearsheet's glossary: the Prefect UI never wraps a table cell, and a sentence per row
     would push the values out of a laptop's window."""
@@ -102,31 +126,58 @@ def metric_rows(metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None 
 
 
 # -- rebalance artifacts ----------------------------------------------------------------------------
-FILL_COLUMNS = (("symbol", "symbol", None), ("side", "side", None), ("quantity", "shares", "{:,.0f}"),
-                ("price", "price (CNY)", "{:,.2f}"), ("frictionless_price", "frictionless price (CNY)", "{:,.2f}"),
-                ("commission", "commission (CNY)", "{:,.2f}"), ("stamp_duty", "stamp duty (CNY)", "{:,.2f}"),
-                ("transfer_fee", "transfer fee (CNY)", "{:,.2f}"), ("impact_cost", "impact (CNY)", "{:,.2f}"),
-                ("adv_participation", "ADV participation (%)", "pct3"))
-ORDER_COLUMNS = (("symbol", "symbol", None), ("side", "side", None), ("requested", "requested (shares)", "{:,.0f}"),
-                 ("filled", "filled (shares)", "{:,.0f}"), ("unfilled", "unfilled (shares)", "{:,.0f}"),
-                 ("reason", "reason", None))
-REPLAY_COLUMNS = (("strategy", "strategy", None), ("start", "from", None), ("end", "to", None),
-                  ("trading_days", "sessions", "{:,.0f}"), ("rebalances", "rebalances", "{:,.0f}"),
-                  ("turnover_annualized", "turnover (× NAV a year)", "{:.2f}"),
-                  ("total_costs", "costs (CNY)", "{:,.0f}"), ("costs_fraction", "costs (% of capital)", "pct2"),
-                  ("slippage_leakage", "slippage leakage (%)", "pct2"),
-                  ("frictionless_return", "frictionless return (%)", "pct2"),
-                  ("net_return", "net return (%)", "pct2"), ("dividends", "dividends (CNY)", "{:,.0f}"),
-                  # fills priced from a known adjustment factor (the rest: the nearest known factor)
-                  ("raw_prices_known", "raw prices known (%)", "pct0"), ("halted_on", "halted on", None))
+FILL_COLUMNS = (
+    ("symbol", "symbol", None),
+    ("side", "side", None),
+    ("quantity", "shares", "{:,.0f}"),
+    ("price", "price (CNY)", "{:,.2f}"),
+    ("frictionless_price", "frictionless price (CNY)", "{:,.2f}"),
+    ("commission", "commission (CNY)", "{:,.2f}"),
+    ("stamp_duty", "stamp duty (CNY)", "{:,.2f}"),
+    ("transfer_fee", "transfer fee (CNY)", "{:,.2f}"),
+    ("impact_cost", "impact (CNY)", "{:,.2f}"),
+    ("adv_participation", "ADV participation (%)", "pct3"),
+)
+ORDER_COLUMNS = (
+    ("symbol", "symbol", None),
+    ("side", "side", None),
+    ("requested", "requested (shares)", "{:,.0f}"),
+    ("filled", "filled (shares)", "{:,.0f}"),
+    ("unfilled", "unfilled (shares)", "{:,.0f}"),
+    ("reason", "reason", None),
+)
+REPLAY_COLUMNS = (
+    ("strategy", "strategy", None),
+    ("start", "from", None),
+    ("end", "to", None),
+    ("trading_days", "sessions", "{:,.0f}"),
+    ("rebalances", "rebalances", "{:,.0f}"),
+    ("turnover_annualized", "turnover (× NAV a year)", "{:.2f}"),
+    ("total_costs", "costs (CNY)", "{:,.0f}"),
+    ("costs_fraction", "costs (% of capital)", "pct2"),
+    ("slippage_leakage", "slippage leakage (%)", "pct2"),
+    ("frictionless_return", "frictionless return (%)", "pct2"),
+    ("net_return", "net return (%)", "pct2"),
+    ("dividends", "dividends (CNY)", "{:,.0f}"),
+    # fills priced from a known adjustment factor (the rest: the nearest known factor)
+    ("raw_prices_known", "raw prices known (%)", "pct0"),
+    ("halted_on", "halted on", None),
+)
 # principal loss = 1 − NAV / initial capital: shown as a loss (0 on a gain), the gain in its own column.
-NAV_COLUMNS = (("date", "date", "date"), ("nav", "NAV (CNY)", "{:,.2f}"), ("cash", "cash (CNY)", "{:,.2f}"),
-               ("market_value", "market value (CNY)", "{:,.2f}"),
-               ("realized_return", "realized return (%)", "pct3"),
-               ("frictionless_return", "frictionless return (%)", "pct3"),
-               ("slippage_leakage", "slippage leakage (%)", "pct3"), ("turnover", "turnover (× NAV)", "{:.3f}"),
-               ("costs", "costs (CNY)", "{:,.2f}"), ("reward", "reward (Eq. 1-2)", "{:.5f}"),
-               ("principal_loss", "principal loss (%)", "loss2"), ("principal_loss", "vs initial capital (%)", "gain2"))
+NAV_COLUMNS = (
+    ("date", "date", "date"),
+    ("nav", "NAV (CNY)", "{:,.2f}"),
+    ("cash", "cash (CNY)", "{:,.2f}"),
+    ("market_value", "market value (CNY)", "{:,.2f}"),
+    ("realized_return", "realized return (%)", "pct3"),
+    ("frictionless_return", "frictionless return (%)", "pct3"),
+    ("slippage_leakage", "slippage leakage (%)", "pct3"),
+    ("turnover", "turnover (× NAV)", "{:.3f}"),
+    ("costs", "costs (CNY)", "{:,.2f}"),
+    ("reward", "reward (Eq. 1-2)", "{:.5f}"),
+    ("principal_loss", "principal loss (%)", "loss2"),
+    ("principal_loss", "vs initial capital (%)", "gain2"),
+)
 
 
 def cell_text(value: Any, style: str | None) -> str:
@@ -146,7 +197,9 @@ def cell_text(value: Any, style: str | None) -> str:
         return f"{float(value) * 100:.{kind[3:]}f} %{after}"
     if kind.startswith("loss"):  # a principal loss: never negative (a gain is no loss)
         return f"{max(float(value), 0.0) * 100:.{kind[4:]}f} %{after}"
-    if kind.startswith("gain"):  # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
+    if kind.startswith(
+        "gain"
+    ):  # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
         return f"{-float(value) * 100:+.{kind[4:]}f} %{after}"
     return style.format(float(value))
 
@@ -156,7 +209,10 @@ Columns = tuple[tuple[str, str, str | None], ...]
 
 def formatted_rows(rows: Iterable[Mapping[str, Any]], columns: Columns) -> list[dict[str, str]]:
     """Rows with renamed columns (units in the names) and rounded values, in the columns' order."""
-    return [{title: cell_text(row.get(key), style) for key, title, style in columns if key in row} for row in rows]
+    return [
+        {title: cell_text(row.get(key), style) for key, title, style in columns if key in row}
+        for row in rows
+    ]
 
 
 def numeric_titles(columns: Columns) -> set[str]:
@@ -193,8 +249,12 @@ def replay_rows(summaries: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 def nav_markdown(summary: Mapping[str, Any], nav: pd.DataFrame, version_label: str) -> str:
     """The account's recent NAV with the sim-to-real gap, under the version's name."""
-    status = (f"Strategy version **{version_label}**; committed: {summary['committed']}, "
-              f"duplicate: {summary['duplicate']}, halted: {summary['halted']}.")
-    table = markdown_table(nav_rows(nav.drop(columns=["cash", "market_value", "reward"], errors="ignore")),
-                           numeric_titles(NAV_COLUMNS))
+    status = (
+        f"Strategy version **{version_label}**; committed: {summary['committed']}, "
+        f"duplicate: {summary['duplicate']}, halted: {summary['halted']}."
+    )
+    table = markdown_table(
+        nav_rows(nav.drop(columns=["cash", "market_value", "reward"], errors="ignore")),
+        numeric_titles(NAV_COLUMNS),
+    )
     return "\n".join([f"# {summary['account']} on {summary['as_of']}", "", status, "", table])

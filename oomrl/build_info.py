@@ -23,8 +23,14 @@ def git_sha(root: Path | None = None) -> str:
     """The checkout's commit (12 hex digits), else GIT_SHA, else "unknown"."""
     where = root or Path(__file__).resolve().parent.parent
     try:
-        done = subprocess.run(["git", "rev-parse", f"--short={SHA_LENGTH}", "HEAD"], cwd=where,
-                              capture_output=True, text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "rev-parse", f"--short={SHA_LENGTH}", "HEAD"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         sha = done.stdout.strip() if done.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         sha = ""

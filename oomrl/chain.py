@@ -42,10 +42,14 @@ class Marking:
         if self.marked or self.errors:
             return None
         if not self.outcomes:
-            return (f"no active account to mark on {self.as_of} (a first rebalance opens one); "
-                    "nothing traded, nothing failed")
-        return (f"no new session: every active account is marked through {self.as_of}; "
-                "nothing traded, nothing failed")
+            return (
+                f"no active account to mark on {self.as_of} (a first rebalance opens one); "
+                "nothing traded, nothing failed"
+            )
+        return (
+            f"no new session: every active account is marked through {self.as_of}; "
+            "nothing traded, nothing failed"
+        )
 
 
 def mark_active_accounts(settings: OomrlSettings, as_of: date) -> Marking:
@@ -67,5 +71,7 @@ def report_gap(nav_rows: int) -> str | None:
     """Why an account's report cannot be written yet, or None when it can."""
     if nav_rows >= MIN_REPORT_SESSIONS:
         return None
-    return (f"{nav_rows} session(s) of NAV in the ledger; a report needs {MIN_REPORT_SESSIONS} "
-            "(it will be written after the next marked session)")
+    return (
+        f"{nav_rows} session(s) of NAV in the ledger; a report needs {MIN_REPORT_SESSIONS} "
+        "(it will be written after the next marked session)"
+    )

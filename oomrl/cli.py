@@ -46,8 +46,10 @@ class OomrlGroup(TyperGroup):
                 raise
             message = user_message(exc)
             if message is None:
-                message = (f"unexpected {type(exc).__name__}: {exc} (a defect in oomrl; run again with "
-                           "--debug for the traceback)")
+                message = (
+                    f"unexpected {type(exc).__name__}: {exc} (a defect in oomrl; run again with "
+                    "--debug for the traceback)"
+                )
             typer.echo(f"error: {message}", err=True)
             raise typer.Exit(EXIT_FAILURE) from None
 
@@ -74,8 +76,9 @@ app = typer.Typer(
 @app.callback()
 def options(
     ctx: typer.Context,
-    debug: Annotated[bool, typer.Option(
-        "--debug", help="Show the full traceback when a command fails.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show the full traceback when a command fails.")
+    ] = False,
 ) -> None:
     """Out-of-Money RL: the market judges the strategy, a deterministic gate judges the repair.
 
@@ -93,7 +96,15 @@ def version() -> None:
     typer.echo(__version__)
 
 
-for module in (data_cmds, gate_cmds, portfolio_cmds, metrics_cmds, agent_cmds, ops_cmds, settings_cmds):
+for module in (
+    data_cmds,
+    gate_cmds,
+    portfolio_cmds,
+    metrics_cmds,
+    agent_cmds,
+    ops_cmds,
+    settings_cmds,
+):
     module.register(app)
 
 

@@ -77,7 +77,9 @@ class PromotionRule(BaseModel):
         return self.z * error + (self.margin if self.test == "superiority" else -self.margin)
 
     def passes(self, mean: float, error: float) -> bool:
-        low = mean - self.z * error + ROUNDING  # floating-point sums of equal returns differ in the last bits
+        low = (
+            mean - self.z * error + ROUNDING
+        )  # floating-point sums of equal returns differ in the last bits
         return low > self.margin if self.test == "superiority" else low >= -self.margin
 
     def describe(self) -> str:
@@ -118,7 +120,9 @@ class VersionMeasures(BaseModel):
     raw_prices_known: float = 1.0
     dates: list[date] = []
     returns: list[float] = []
-    checks: list[Check] = []  # what its replay itself showed (crossval.stateful), on the long window
+    checks: list[
+        Check
+    ] = []  # what its replay itself showed (crossval.stateful), on the long window
 
 
 class CrossValidation(BaseModel):
@@ -141,7 +145,9 @@ class CrossValidation(BaseModel):
 
     def table(self) -> list[dict[str, Any]]:
         """Rows for a table artifact: one per version and window (daily series left out)."""
-        return [row.model_dump(mode="json", exclude={"dates", "returns", "checks"}) for row in self.rows]
+        return [
+            row.model_dump(mode="json", exclude={"dates", "returns", "checks"}) for row in self.rows
+        ]
 
     def decision_markdown(self) -> str:
         """The decision as markdown: windows, measures (versions × windows as columns), checks, verdict."""
@@ -166,23 +172,46 @@ def after_halt(result: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult
     if not len(later):
         return result
     last = result.nav.iloc[-1]
-    idle = {"frictionless_return": 0.0, "realized_return": 0.0, "slippage_leakage": 0.0, "turnover": 0.0,
-            "costs": 0.0, "reward": 0.0}
-    tail = pd.DataFrame([{**last.to_dict(), **idle, "date": day} for day in later], columns=result.nav.columns)
+    idle = {
+        "frictionless_return": 0.0,
+        "realized_return": 0.0,
+        "slippage_leakage": 0.0,
+        "turnover": 0.0,
+        "costs": 0.0,
+        "reward": 0.0,
+    }
+    tail = pd.DataFrame(
+        [{**last.to_dict(), **idle, "date": day} for day in later], columns=result.nav.columns
+    )
     nav = pd.concat([result.nav.assign(date=dates), tail], ignore_index=True)
     return replace(result, nav=nav)
 
 
-def measure(result: ReplayResult, label: str, sha: str, benchmark: pd.Series, rebalance: str,
-            start: date | None = None, window: str = "alert") -> VersionMeasures:
+def measure(
+    result: ReplayResult,
+    label: str,
+    sha: str,
+    benchmark: pd.Series,
+    rebalance: str,
+    start: date | None = None,
+    window: str = "alert",
+) -> VersionMeasures:
     """The mandate's quantities for one replay from `start` on (turnover per ISO week; participation from fills)."""
     nav = result.nav.assign(date=pd.to_datetime(result.nav["date"]))
     fills = result.fills
     if start is not None:
         nav = nav[nav["date"] >= pd.Timestamp(start)]
-        if nav.empty:  # e.g. the kill switch halted the replay before the window: say so, not "empty series"
-            halted = f": its replay was halted by the kill switch on {result.halted_on}" if result.halted_on else ""
-            raise MetricsInputError(f"{label}: no session to measure in the {window} window from {start}{halted}")
+        if (
+            nav.empty
+        ):  # e.g. the kill switch halted the replay before the window: say so, not "empty series"
+            halted = (
+                f": its replay was halted by the kill switch on {result.halted_on}"
+                if result.halted_on
+                else ""
+            )
+            raise MetricsInputError(
+                f"{label}: no session to measure in the {window} window from {start}{halted}"
+            )
         if len(fills):
             fills = fills[pd.to_datetime(fills["date"]) >= pd.Timestamp(start)]
     traded = nav[nav["turnover"] > 0]
@@ -191,22 +220,33 @@ def measure(result: ReplayResult, label: str, sha: str, benchmark: pd.Series, re
     participation = fills["adv_participation"].dropna() if len(fills) else pd.Series(dtype=float)
     returns = pd.Series(nav["realized_return"].to_numpy(dtype=float), index=nav["date"], name=label)
     r, b = align(returns, benchmark)
-    first_nav = float(nav["nav"].iloc[0] / (1 + nav["realized_return"].iloc[0])) if len(nav) else 1.0
+    first_nav = (
+        float(nav["nav"].iloc[0] / (1 + nav["realized_return"].iloc[0])) if len(nav) else 1.0
+    )
     weights = result.max_weight
     if start is not None and len(weights):
         weights = weights[pd.to_datetime(weights.index) >= pd.Timestamp(start)]
     return VersionMeasures(
-        version=label, sha=sha, trading_days=len(nav), rebalances=len(traded),
+        version=label,
+        sha=sha,
+        trading_days=len(nav),
+        rebalances=len(traded),
         max_rebalances_per_period=int(per_period.max()) if len(per_period) else 0,
         max_adv_participation=float(participation.max()) if len(participation) else 0.0,
         max_weekly_turnover=float(weekly.max()) if len(weekly) else 0.0,
-        turnover=float(nav["turnover"].sum()), costs_fraction=float(nav["costs"].sum()) / result.initial_cash,
+        turnover=float(nav["turnover"].sum()),
+        costs_fraction=float(nav["costs"].sum()) / result.initial_cash,
         net_return=float(nav["nav"].iloc[-1]) / first_nav - 1.0 if len(nav) else 0.0,
-        information_ratio=information_ratio(r, b), max_drawdown=max_drawdown(r), halted_on=result.halted_on,
-        window=window, max_position_weight=float(weights.max()) if len(weights) else 0.0,
+        information_ratio=information_ratio(r, b),
+        max_drawdown=max_drawdown(r),
+        halted_on=result.halted_on,
+        window=window,
+        max_position_weight=float(weights.max()) if len(weights) else 0.0,
         reward=float(nav["reward"].sum()) if "reward" in nav else 0.0,
         raw_prices_known=result.raw_prices_known,
-        dates=[d.date() for d in nav["date"]], returns=[float(x) for x in nav["realized_return"]])
+        dates=[d.date() for d in nav["date"]],
+        returns=[float(x) for x in nav["realized_return"]],
+    )
 
 
 def constraint_checks(candidate: VersionMeasures, constraints: Constraints) -> list[Check]:
@@ -214,64 +254,119 @@ def constraint_checks(candidate: VersionMeasures, constraints: Constraints) -> l
     found: list[Check] = []
     if constraints.rebalance and constraints.rebalance != "daily":
         n = candidate.max_rebalances_per_period
-        found.append(Check(name="rebalance", passed=n <= 1, detail=(
-            f"at most {n} rebalance(s) in one {constraints.rebalance} period (limit 1)")))
+        found.append(
+            Check(
+                name="rebalance",
+                passed=n <= 1,
+                detail=(
+                    f"at most {n} rebalance(s) in one {constraints.rebalance} period (limit 1)"
+                ),
+            )
+        )
     if constraints.max_adv_participation is not None:
         cap, value = constraints.max_adv_participation, candidate.max_adv_participation
-        found.append(Check(name="max_adv_participation", passed=value <= cap * (1 + PARTICIPATION_SLACK),
-                           detail=f"largest fill took {value:.4f} of ADV (limit {cap})"))
+        found.append(
+            Check(
+                name="max_adv_participation",
+                passed=value <= cap * (1 + PARTICIPATION_SLACK),
+                detail=f"largest fill took {value:.4f} of ADV (limit {cap})",
+            )
+        )
     if constraints.max_weekly_turnover is not None:
         cap, value = constraints.max_weekly_turnover, candidate.max_weekly_turnover
-        found.append(Check(name="max_weekly_turnover", passed=value <= cap * (1 + TURNOVER_SLACK),
-                           detail=f"busiest week traded {value:.4f} of NAV (limit {cap})"))
+        found.append(
+            Check(
+                name="max_weekly_turnover",
+                passed=value <= cap * (1 + TURNOVER_SLACK),
+                detail=f"busiest week traded {value:.4f} of NAV (limit {cap})",
+            )
+        )
     extra = constraints.model_extra or {}
     if extra.get("max_position_weight") is not None:
         cap, value = float(extra["max_position_weight"]), candidate.max_position_weight
-        found.append(Check(name="max_position_weight", passed=value <= cap * (1 + WEIGHT_SLACK),
-                           detail=f"largest position was {value:.4f} of NAV at a rebalance close (limit {cap})"))
+        found.append(
+            Check(
+                name="max_position_weight",
+                passed=value <= cap * (1 + WEIGHT_SLACK),
+                detail=f"largest position was {value:.4f} of NAV at a rebalance close (limit {cap})",
+            )
+        )
     if extra.get("max_drawdown") is not None:
         limit = float(extra["max_drawdown"])
-        found.append(Check(name="max_drawdown", passed=-candidate.max_drawdown <= limit,
-                           detail=f"drawdown {candidate.max_drawdown:.4f} (limit -{limit})"))
+        found.append(
+            Check(
+                name="max_drawdown",
+                passed=-candidate.max_drawdown <= limit,
+                detail=f"drawdown {candidate.max_drawdown:.4f} (limit -{limit})",
+            )
+        )
     if extra.get("min_information_ratio") is not None:
         floor, ir = float(extra["min_information_ratio"]), candidate.information_ratio
-        found.append(Check(name="min_information_ratio", passed=ir is not None and ir >= floor,
-                           detail=f"net IR {ir} (floor {floor})"))
+        found.append(
+            Check(
+                name="min_information_ratio",
+                passed=ir is not None and ir >= floor,
+                detail=f"net IR {ir} (floor {floor})",
+            )
+        )
     if candidate.halted_on is not None:
-        found.append(Check(name="kill_switch", passed=False,
-                           detail=f"the candidate's replay halted on {candidate.halted_on}"))
+        found.append(
+            Check(
+                name="kill_switch",
+                passed=False,
+                detail=f"the candidate's replay halted on {candidate.halted_on}",
+            )
+        )
     return found
 
 
-def not_worse(candidate: VersionMeasures, other: VersionMeasures, rule: PromotionRule = DEFAULT_RULE) -> Check:
+def not_worse(
+    candidate: VersionMeasures, other: VersionMeasures, rule: PromotionRule = DEFAULT_RULE
+) -> Check:
     """The promotion rule net of friction on the mean paired daily return difference and its standard error."""
     mine = pd.Series(candidate.returns, index=pd.DatetimeIndex(candidate.dates))
     theirs = pd.Series(other.returns, index=pd.DatetimeIndex(other.dates))
     diff = (mine - theirs).dropna()
     name = f"net_of_friction_vs_{other.version}_{candidate.window}"
     if len(diff) < 2:
-        return Check(name=name, passed=True, detail=f"fewer than 2 common sessions with {other.version}: no comparison")
+        return Check(
+            name=name,
+            passed=True,
+            detail=f"fewer than 2 common sessions with {other.version}: no comparison",
+        )
     mean = float(diff.mean()) * TRADING_DAYS
     error = float(diff.std(ddof=1)) * TRADING_DAYS / math.sqrt(len(diff))
     first, last = diff.index[0].date(), diff.index[-1].date()
-    return Check(name=name, passed=rule.passes(mean, error), detail=(
-        f"candidate - {other.version} ({other.sha[:10]}) over {len(diff)} sessions {first}..{last}: "
-        f"{mean:+.2%} a year, standard error {error:.2%}; rule {rule.describe()} "
-        f"(needs {rule.bound(error):+.2%}; candidate net return {candidate.net_return:+.2%} vs "
-        f"{other.net_return:+.2%}; IR {_ir(candidate)} vs {_ir(other)}"
-        + (f"; {other.version} halted by the kill switch on {other.halted_on}, 0 after" if other.halted_on else "")
-        + ")"))
+    return Check(
+        name=name,
+        passed=rule.passes(mean, error),
+        detail=(
+            f"candidate - {other.version} ({other.sha[:10]}) over {len(diff)} sessions {first}..{last}: "
+            f"{mean:+.2%} a year, standard error {error:.2%}; rule {rule.describe()} "
+            f"(needs {rule.bound(error):+.2%}; candidate net return {candidate.net_return:+.2%} vs "
+            f"{other.net_return:+.2%}; IR {_ir(candidate)} vs {_ir(other)}"
+            + (
+                f"; {other.version} halted by the kill switch on {other.halted_on}, 0 after"
+                if other.halted_on
+                else ""
+            )
+            + ")"
+        ),
+    )
 
 
 def _ir(row: VersionMeasures) -> str:
     return "-" if row.information_ratio is None else f"{row.information_ratio:.2f}"
 
 
-def checks_for(rows: list[VersionMeasures], constraints: Constraints,
-               rule: PromotionRule = DEFAULT_RULE) -> list[Check]:
+def checks_for(
+    rows: list[VersionMeasures], constraints: Constraints, rule: PromotionRule = DEFAULT_RULE
+) -> list[Check]:
     """Constraints on the candidate's long window, then the promotion rule vs active and B in both windows."""
     by = {(r.version, r.window): r for r in rows}
-    found = constraint_checks(by[("candidate", "long")], constraints) + by[("candidate", "long")].checks
+    found = (
+        constraint_checks(by[("candidate", "long")], constraints) + by[("candidate", "long")].checks
+    )
     for window in ("alert", "long"):
         for other in ("active", "baseline"):
             if (other, window) in by:
@@ -299,11 +394,24 @@ def long_window_start(store: MarketStore, start: date, end: date, sessions: int)
     return min(first, start)
 
 
-def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any, universe: Any,
-                   benchmark: pd.Series, rebalance: str, start: date, end: date,
-                   rules: FrictionRules | None, initial_cash: float, settings: OomrlSettings | None = None,
-                   alert_start: date | None = None, fresh_decisions: int = 0,
-                   probes: bool = False) -> list[VersionMeasures]:
+def replay_version(
+    label: str,
+    root: Path,
+    sha: str,
+    strategy: str,
+    panels: Any,
+    universe: Any,
+    benchmark: pd.Series,
+    rebalance: str,
+    start: date,
+    end: date,
+    rules: FrictionRules | None,
+    initial_cash: float,
+    settings: OomrlSettings | None = None,
+    alert_start: date | None = None,
+    fresh_decisions: int = 0,
+    probes: bool = False,
+) -> list[VersionMeasures]:
     """Replay one version (its own folder, in a strategy host) and measure it over the long and the alert window.
 
     With `fresh_decisions`, that many of its decisions (evenly spread) are recomputed each in a
@@ -328,11 +436,20 @@ def replay_version(label: str, root: Path, sha: str, strategy: str, panels: Any,
     rows = [measure(result, label, sha, benchmark, rebalance, None, "long")]
     rows.append(measure(result, label, sha, benchmark, rebalance, alert_start or start, "alert"))
     if fresh_decisions:
-        recomputed = recompute_fresh(source, setup.params, market, runner.decisions or [], fresh_decisions)
+        recomputed = recompute_fresh(
+            source, setup.params, market, runner.decisions or [], fresh_decisions
+        )
         rows[0].checks.append(stateful_check(recomputed))
     if probes:
-        found = run_probes(source, setup.params, market, runner.decisions or [], alert_start or start,
-                           runner.calendar, seed_of(source.digest()))
+        found = run_probes(
+            source,
+            setup.params,
+            market,
+            runner.decisions or [],
+            alert_start or start,
+            runner.calendar,
+            seed_of(source.digest()),
+        )
         rows[0].checks.append(memorized_check(found))
     return rows
 
@@ -343,27 +460,48 @@ def memorized_check(found: list[ProbeResult]) -> Check:
     asked = ", ".join(f"{result.name}" for result in found)
     checked = found[0].checked if found else 0
     if not failed:
-        return Check(name=MEMORIZED, passed=True, detail=(
-            f"{checked} decisions of the alert window asked again ({asked}) were the same"))
-    return Check(name=MEMORIZED, passed=False, detail="; ".join(
-        f"{result.name}: {len(result.differences)} of {result.checked} decisions differ (the strategy "
-        f"knows which stock or date it is, not only what the market shows): "
-        + "; ".join(d.describe() for d in result.differences[:SHOWN]) for result in failed))
+        return Check(
+            name=MEMORIZED,
+            passed=True,
+            detail=(f"{checked} decisions of the alert window asked again ({asked}) were the same"),
+        )
+    return Check(
+        name=MEMORIZED,
+        passed=False,
+        detail="; ".join(
+            f"{result.name}: {len(result.differences)} of {result.checked} decisions differ (the strategy "
+            f"knows which stock or date it is, not only what the market shows): "
+            + "; ".join(d.describe() for d in result.differences[:SHOWN])
+            for result in failed
+        ),
+    )
 
 
 def stateful_check(recomputed: Recomputed) -> Check:
     """`crossval.stateful`: the sampled decisions, each recomputed in a fresh host, gave the same weights."""
     checked, differences = recomputed.checked, recomputed.differences
     where = f"{len(checked)} of {recomputed.total} decisions" + (
-        f" ({checked[0]}..{checked[-1]})" if checked else "")
+        f" ({checked[0]}..{checked[-1]})" if checked else ""
+    )
     if not checked:
-        return Check(name=STATEFUL, passed=True, detail="the candidate made no decision to recompute")
+        return Check(
+            name=STATEFUL, passed=True, detail="the candidate made no decision to recompute"
+        )
     if not differences:
-        return Check(name=STATEFUL, passed=True,
-                     detail=f"{where} recomputed each in a fresh host gave the same weights")
-    return Check(name=STATEFUL, passed=False, detail=(
-        f"{where} recomputed each in a fresh host: {len(differences)} gave other weights than in the "
-        f"replay (a decision depended on earlier calls): " + "; ".join(d.describe() for d in differences)))
+        return Check(
+            name=STATEFUL,
+            passed=True,
+            detail=f"{where} recomputed each in a fresh host gave the same weights",
+        )
+    return Check(
+        name=STATEFUL,
+        passed=False,
+        detail=(
+            f"{where} recomputed each in a fresh host: {len(differences)} gave other weights than in the "
+            f"replay (a decision depended on earlier calls): "
+            + "; ".join(d.describe() for d in differences)
+        ),
+    )
 
 
 # Runs replay_version over keyword-argument sets; the default runs them one after another here.
@@ -375,15 +513,20 @@ def run_in_process(calls: list[dict[str, Any]]) -> list[list[VersionMeasures]]:
     return [replay_version(**call) for call in calls]
 
 
-def baseline_of(versions: Any, active_sha: str, account: str | None = None) -> tuple[Path, str] | None:
+def baseline_of(
+    versions: Any, active_sha: str, account: str | None = None
+) -> tuple[Path, str] | None:
     """Baseline B: a human reference (`reference/strategies/` in the workspace), else the last version
     promoted to `account` (its commit's `Oomrl-Account` trailer; another account's never counts) when it
     is not the active one; None when B is the active version itself or nothing was promoted."""
     reference = Path(versions.workspace) / "reference"
     if (reference / "strategies" / "__init__.py").is_file():
         return reference, "reference"
-    promoted = [info.sha for info in versions.list()[1:]  # the first is the initial version, never promoted
-                if account is None or promoted_to(versions, info.sha) == account]
+    promoted = [
+        info.sha
+        for info in versions.list()[1:]  # the first is the initial version, never promoted
+        if account is None or promoted_to(versions, info.sha) == account
+    ]
     if not promoted or promoted[-1] == active_sha:
         return None
     return versions.materialize(promoted[-1]), promoted[-1]
@@ -391,39 +534,95 @@ def baseline_of(versions: Any, active_sha: str, account: str | None = None) -> t
 
 def promoted_to(versions: Any, sha: str) -> str:
     """The account a version was promoted to, from its commit's `Oomrl-Account` trailer ("" when none)."""
-    return str(versions.git("log", "-1", "--format=%(trailers:key=Oomrl-Account,valueonly)", sha)).strip()
+    return str(
+        versions.git("log", "-1", "--format=%(trailers:key=Oomrl-Account,valueonly)", sha)
+    ).strip()
 
 
-def cross_validate(candidate_root: Path, active_root: Path, strategy: str, constraints: Constraints,
-                   store: MarketStore, start: date, end: date, *, candidate_sha: str = "candidate",
-                   active_sha: str = "active", rules: FrictionRules | None = None,
-                   initial_cash: float = 10_000_000.0, mapper: VersionMapper = run_in_process,
-                   settings: OomrlSettings | None = None, baseline: tuple[Path, str] | None = None,
-                   long_sessions: int = LONG_SESSIONS, rule: PromotionRule = DEFAULT_RULE,
-                   run_dir: Path | None = None) -> CrossValidation:
+def cross_validate(
+    candidate_root: Path,
+    active_root: Path,
+    strategy: str,
+    constraints: Constraints,
+    store: MarketStore,
+    start: date,
+    end: date,
+    *,
+    candidate_sha: str = "candidate",
+    active_sha: str = "active",
+    rules: FrictionRules | None = None,
+    initial_cash: float = 10_000_000.0,
+    mapper: VersionMapper = run_in_process,
+    settings: OomrlSettings | None = None,
+    baseline: tuple[Path, str] | None = None,
+    long_sessions: int = LONG_SESSIONS,
+    rule: PromotionRule = DEFAULT_RULE,
+    run_dir: Path | None = None,
+) -> CrossValidation:
     """Replay candidate, active and baseline B over the long window and judge the candidate."""
     long_start = long_window_start(store, start, end, long_sessions)
     panels = load_panels(store, end, history_days=(end - long_start).days + HISTORY_DAYS)
     universe = membership(store)  # point-in-time CSI 300 members, as `oomrl replay` uses them
     benchmark = returns_from_levels(store.read_index("000300")).rename("benchmark")
-    shared = {"strategy": strategy, "panels": panels, "universe": universe, "benchmark": benchmark,
-              "rebalance": constraints.rebalance or "daily", "start": long_start, "end": end,
-              "rules": rules, "initial_cash": initial_cash, "settings": settings, "alert_start": start}
-    calls = [{"label": "active", "root": active_root, "sha": active_sha, **shared},
-             {"label": "candidate", "root": candidate_root, "sha": candidate_sha, **shared,
-              "fresh_decisions": FRESH_DECISIONS, "probes": True}]
+    shared = {
+        "strategy": strategy,
+        "panels": panels,
+        "universe": universe,
+        "benchmark": benchmark,
+        "rebalance": constraints.rebalance or "daily",
+        "start": long_start,
+        "end": end,
+        "rules": rules,
+        "initial_cash": initial_cash,
+        "settings": settings,
+        "alert_start": start,
+    }
+    calls = [
+        {"label": "active", "root": active_root, "sha": active_sha, **shared},
+        {
+            "label": "candidate",
+            "root": candidate_root,
+            "sha": candidate_sha,
+            **shared,
+            "fresh_decisions": FRESH_DECISIONS,
+            "probes": True,
+        },
+    ]
     if baseline is not None:
         calls.append({"label": "baseline", "root": baseline[0], "sha": baseline[1], **shared})
     rows = [row for rows in mapper(calls) for row in rows]
     long_rows = [r for r in rows if r.window == "long"]
     ranking = [r.version for r in sorted(long_rows, key=lambda r: r.reward, reverse=True)]
-    result = CrossValidation(start=start, end=end, rows=rows, checks=checks_for(rows, constraints, rule),
-                             long_start=long_start, rule=rule, ranking=ranking)
+    result = CrossValidation(
+        start=start,
+        end=end,
+        rows=rows,
+        checks=checks_for(rows, constraints, rule),
+        long_start=long_start,
+        rule=rule,
+        ranking=ranking,
+    )
     if run_dir is not None:
         result.write(run_dir)
     return result
 
 
-__all__ = ["DEFAULT_RULE", "Check", "CrossValidation", "PromotionRule", "after_halt", "promoted_to", "VersionMeasures", "baseline_of", "checks_for", "cross_validate",
-           "measure", "not_worse", "period_key", "replay_version", "run_in_process", "stateful_check",
-           "window_for"]
+__all__ = [
+    "DEFAULT_RULE",
+    "Check",
+    "CrossValidation",
+    "PromotionRule",
+    "after_halt",
+    "promoted_to",
+    "VersionMeasures",
+    "baseline_of",
+    "checks_for",
+    "cross_validate",
+    "measure",
+    "not_worse",
+    "period_key",
+    "replay_version",
+    "run_in_process",
+    "stateful_check",
+    "window_for",
+]

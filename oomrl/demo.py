@@ -38,17 +38,34 @@ if TYPE_CHECKING:
     from oomrl.portfolio.setup import RebalanceSetup
 
 DEMO_ACCOUNT = "demo"
-PROBATION_SESSIONS = 20  # the daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
+PROBATION_SESSIONS = (
+    20  # the daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
+)
 SEVERITY_RANK = {"warning": 1, "critical": 2}
 # "friction": the slippage-leakage alert (the paper's friction shock) or anything critical.
 REPAIR_POLICIES = ("friction", "critical", "warning")
 FRICTION_RULES = frozenset({"execution_decay"})
-TABLE1_COLUMNS = [("trading_days", "days"), ("cumulative_return", "return"), ("annualized_return", "ann. return"),
-                  ("benchmark_annualized_return", "CSI 300"), ("sharpe", "Sharpe"),
-                  ("max_drawdown", "max DD"), ("information_ratio", "IR"), ("beta", "beta"),
-                  ("alpha_annualized", "alpha"), ("reward", "reward Σ")]
-PERCENT_COLUMNS = frozenset({"cumulative_return", "annualized_return", "benchmark_annualized_return",
-                             "max_drawdown", "alpha_annualized"})  # printed as percentages
+TABLE1_COLUMNS = [
+    ("trading_days", "days"),
+    ("cumulative_return", "return"),
+    ("annualized_return", "ann. return"),
+    ("benchmark_annualized_return", "CSI 300"),
+    ("sharpe", "Sharpe"),
+    ("max_drawdown", "max DD"),
+    ("information_ratio", "IR"),
+    ("beta", "beta"),
+    ("alpha_annualized", "alpha"),
+    ("reward", "reward Σ"),
+]
+PERCENT_COLUMNS = frozenset(
+    {
+        "cumulative_return",
+        "annualized_return",
+        "benchmark_annualized_return",
+        "max_drawdown",
+        "alpha_annualized",
+    }
+)  # printed as percentages
 
 
 @dataclass
@@ -97,12 +114,21 @@ def stage_market_data(settings: OomrlSettings, console: Console) -> Any:
     table = Table(title=f"Market data in {settings.data_dir}")
     for column, justify in (("dataset", "left"), ("rows", "right"), ("coverage", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    table.add_row("daily bars", f"{summary['rows']:,}",
-                  f"{summary['symbols']} symbols, {_day(summary['first_date'])} → {_day(summary['last_date'])}")
-    table.add_row("CSI 300 (000300)", f"{len(index):,}",
-                  f"{_day(index.index.min())} → {_day(index.index.max())}" if len(index) else "—")
-    table.add_row("membership", f"{len(members):,}",
-                  f"{members['effective_date'].nunique()} snapshots" if len(members) else "—")
+    table.add_row(
+        "daily bars",
+        f"{summary['rows']:,}",
+        f"{summary['symbols']} symbols, {_day(summary['first_date'])} → {_day(summary['last_date'])}",
+    )
+    table.add_row(
+        "CSI 300 (000300)",
+        f"{len(index):,}",
+        f"{_day(index.index.min())} → {_day(index.index.max())}" if len(index) else "—",
+    )
+    table.add_row(
+        "membership",
+        f"{len(members):,}",
+        f"{members['effective_date'].nunique()} snapshots" if len(members) else "—",
+    )
     console.print(table)
     return store
 
@@ -127,6 +153,7 @@ def weeks_between(start: date, end: date) -> list[list[date]]:
 
 def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
     """The new alert that should start a repair under `policy` (most severe first), or None."""
+
     def eligible(autopsy: Any) -> bool:
         if policy == "friction":
             return autopsy.trigger.rule in FRICTION_RULES or autopsy.severity == "critical"
@@ -136,17 +163,34 @@ def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
     return max(chosen, key=lambda a: SEVERITY_RANK[a.severity]) if chosen else None
 
 
-def run_repair_inline(settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> dict[str, Any]:
+def run_repair_inline(
+    settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy
+) -> dict[str, Any]:
     """One STDAW repair in this process: offline provider, mandate auto-approved."""
     from oomrl import repair as domain
 
-    ctx = domain.open_context(settings, autopsy, provider=config.provider,
-                              account=config.account, lock=config.lock, probation=config.probation_sessions)
-    outcome = domain.run_repair(autopsy, ctx, lambda mandate: domain.Decision(
-        action="approve", reason="auto-approved by `oomrl demo`"))
-    return {"alert_id": autopsy.alert_id, "as_of": autopsy.as_of.isoformat(), "status": outcome.status,
-            "step": outcome.step, "reason": outcome.reason, "run_dir": outcome.run_dir,
-            "version": outcome.version.tag if outcome.version else None}
+    ctx = domain.open_context(
+        settings,
+        autopsy,
+        provider=config.provider,
+        account=config.account,
+        lock=config.lock,
+        probation=config.probation_sessions,
+    )
+    outcome = domain.run_repair(
+        autopsy,
+        ctx,
+        lambda mandate: domain.Decision(action="approve", reason="auto-approved by `oomrl demo`"),
+    )
+    return {
+        "alert_id": autopsy.alert_id,
+        "as_of": autopsy.as_of.isoformat(),
+        "status": outcome.status,
+        "step": outcome.step,
+        "reason": outcome.reason,
+        "run_dir": outcome.run_dir,
+        "version": outcome.version.tag if outcome.version else None,
+    }
 
 
 Repairer = Callable[[OomrlSettings, DemoConfig, Autopsy], dict[str, Any]]
@@ -180,8 +224,13 @@ class ActiveVersion:
         self.close()
 
 
-def replay_weeks(settings: OomrlSettings, config: DemoConfig, store: Any, console: Console,
-                 repairer: Repairer = run_repair_inline) -> DemoLog:
+def replay_weeks(
+    settings: OomrlSettings,
+    config: DemoConfig,
+    store: Any,
+    console: Console,
+    repairer: Repairer = run_repair_inline,
+) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
@@ -196,15 +245,24 @@ def replay_weeks(settings: OomrlSettings, config: DemoConfig, store: Any, consol
     versions = StrategyVersions(settings.workspace_dir, ledger)
     versions.init()
     versions.activate("v1", config.account, config.strategy)
-    panels = load_panels(store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS)
-    market = MarketFrames.build(panels, market_rules(settings))  # once: every version trades this market
+    panels = load_panels(
+        store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS
+    )
+    market = MarketFrames.build(
+        panels, market_rules(settings)
+    )  # once: every version trades this market
     benchmark = benchmark_returns(store, "price")
     members = membership(store)  # point-in-time CSI 300: the demo trades only members on the day
     weeks = weeks_between(config.start, config.end)
     log, last_promotion, told_budget = DemoLog(), -config.cooldown_weeks, False
     trading = ActiveVersion()
     shadows = ProbationSessions(settings, config.account, store, market, console)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with trading, Progress(*columns, console=console) as progress:
         bar = progress.add_task("replaying weeks", total=len(weeks))
         for number, week in enumerate(weeks):
@@ -216,12 +274,22 @@ def replay_weeks(settings: OomrlSettings, config: DemoConfig, store: Any, consol
                     runner = trading.runner(resolved.version, setup, market)
                     t = session_index(market, day)
                     due = final or runner.due(t, ledger.account(config.account).last_date)
-                    outcome = rebalance(ledger, config.account, day, market, setup, runner=runner) if due else None
-                except OomrlError as exc:  # a version whose decision is invalid trades nothing (fail closed)
+                    outcome = (
+                        rebalance(ledger, config.account, day, market, setup, runner=runner)
+                        if due
+                        else None
+                    )
+                except (
+                    OomrlError
+                ) as exc:  # a version whose decision is invalid trades nothing (fail closed)
                     if not any(item["version"] == resolved.version for item in log.refused):
-                        console.print(f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
-                                      "this version trades nothing until it is replaced")
-                    log.refused.append({"date": day.isoformat(), "version": resolved.version, "error": str(exc)})
+                        console.print(
+                            f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
+                            "this version trades nothing until it is replaced"
+                        )
+                    log.refused.append(
+                        {"date": day.isoformat(), "version": resolved.version, "error": str(exc)}
+                    )
                     outcome = None
                 if outcome is not None:
                     log.rebalances += 1
@@ -239,69 +307,112 @@ def replay_weeks(settings: OomrlSettings, config: DemoConfig, store: Any, consol
                     last_promotion = number  # the capital moved: the cool-down counts from here
                     resolved = resolve_strategy(settings, ledger, config.account)
                     setup = rebalance_setup(resolved.strategy, resolved.version, settings, members)
-            progress.update(bar, advance=1, description=f"week of {week[0]} · {resolved.name} "
-                                                         f"{resolved.version[:8]}")
-            new = diagnose(ledger, config.account, week[-1], benchmark=benchmark,
-                           log_dir=settings.runs_dir / "demo-execution-logs")
+            progress.update(
+                bar,
+                advance=1,
+                description=f"week of {week[0]} · {resolved.name} {resolved.version[:8]}",
+            )
+            new = diagnose(
+                ledger,
+                config.account,
+                week[-1],
+                benchmark=benchmark,
+                log_dir=settings.runs_dir / "demo-execution-logs",
+            )
             for autopsy in new:
-                log.alerts.append({"as_of": str(autopsy.as_of), "severity": autopsy.severity,
-                                   "rule": autopsy.trigger.rule, "alert_id": autopsy.alert_id})
-                console.print(f"[yellow]alert[/] {autopsy.as_of} {autopsy.severity:<8} {autopsy.trigger.message}")
+                log.alerts.append(
+                    {
+                        "as_of": str(autopsy.as_of),
+                        "severity": autopsy.severity,
+                        "rule": autopsy.trigger.rule,
+                        "alert_id": autopsy.alert_id,
+                    }
+                )
+                console.print(
+                    f"[yellow]alert[/] {autopsy.as_of} {autopsy.severity:<8} {autopsy.trigger.message}"
+                )
             if log.halted_on:
-                console.print(f"[red]account halted on {log.halted_on}[/]: the kill switch wins; "
-                              "a person must resume it (`oomrl account resume`)")
+                console.print(
+                    f"[red]account halted on {log.halted_on}[/]: the kill switch wins; "
+                    "a person must resume it (`oomrl account resume`)"
+                )
                 break
             chosen = pick_alert(new, config.repair_on)
             if chosen is None:
                 continue
             if len(log.repairs) >= config.max_repairs:
-                if not told_budget:  # say it once: the alerts that follow are still diagnosed and stored
-                    console.print(f"[yellow]no more repairs[/]: --max-repairs {config.max_repairs} reached; "
-                                  "later alerts are diagnosed and recorded in the ledger, not repaired "
-                                  "(raise --max-repairs to let them start repairs)")
+                if (
+                    not told_budget
+                ):  # say it once: the alerts that follow are still diagnosed and stored
+                    console.print(
+                        f"[yellow]no more repairs[/]: --max-repairs {config.max_repairs} reached; "
+                        "later alerts are diagnosed and recorded in the ledger, not repaired "
+                        "(raise --max-repairs to let them start repairs)"
+                    )
                     told_budget = True
                 continue
             running = shadows.running()
             if running:  # one challenger per account: the domain refuses a second probation
-                console.print(f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
-                              f"({chosen.trigger.rule}): {running[0].tag} is on probation since "
-                              f"{running[0].opened_on}; no repair of the account starts before it is decided")
+                console.print(
+                    f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
+                    f"({chosen.trigger.rule}): {running[0].tag} is on probation since "
+                    f"{running[0].opened_on}; no repair of the account starts before it is decided"
+                )
                 continue
             if number - last_promotion < config.cooldown_weeks:
-                console.print(f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
-                              f"({chosen.trigger.rule}): the version promoted {number - last_promotion} "
-                              f"week(s) ago trades {config.cooldown_weeks} weeks before its alerts may start "
-                              "a repair")
+                console.print(
+                    f"[yellow]repair deferred[/] for alert {chosen.alert_id[:12]} "
+                    f"({chosen.trigger.rule}): the version promoted {number - last_promotion} "
+                    f"week(s) ago trades {config.cooldown_weeks} weeks before its alerts may start "
+                    "a repair"
+                )
                 continue
-            console.print(f"[cyan]repair[/] for alert {chosen.alert_id[:12]} ({chosen.trigger.rule}): "
-                          f"{chosen.mandate}")
-            progress.update(bar, description=f"repairing after {chosen.as_of} (STDAW, offline provider)")
+            console.print(
+                f"[cyan]repair[/] for alert {chosen.alert_id[:12]} ({chosen.trigger.rule}): "
+                f"{chosen.mandate}"
+            )
+            progress.update(
+                bar, description=f"repairing after {chosen.as_of} (STDAW, offline provider)"
+            )
             result = repairer(settings, config, chosen)
             log.repairs.append(result)
             style = "green" if result["status"] in ("promoted", "probation") else "red"
-            step = f" at {result['step']}" if result.get("step") else ""  # the name a flow run's state has
-            console.print(f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
-                          f"{result['reason']}")
+            step = (
+                f" at {result['step']}" if result.get("step") else ""
+            )  # the name a flow run's state has
+            console.print(
+                f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
+                f"{result['reason']}"
+            )
             if result["status"] == "promoted":
                 last_promotion = number
     return log
 
 
-def version_phases(settings: OomrlSettings, config: DemoConfig, returns_index: pd.DatetimeIndex,
-                   live_versions: pd.Series) -> list[Any]:
+def version_phases(
+    settings: OomrlSettings,
+    config: DemoConfig,
+    returns_index: pd.DatetimeIndex,
+    live_versions: pd.Series,
+) -> list[Any]:
     """One phase per contiguous span of a version, named by its tag and strategy."""
     from oomrl.metrics.performance import phases_from_versions
     from oomrl.versions import StrategyVersions
 
-    names = {info.sha: f"{info.tag} {info.strategy or config.strategy}"
-             for info in StrategyVersions(settings.workspace_dir).list()}
+    names = {
+        info.sha: f"{info.tag} {info.strategy or config.strategy}"
+        for info in StrategyVersions(settings.workspace_dir).list()
+    }
     phases = phases_from_versions(live_versions.reindex(returns_index))
     full = {sha[:12]: name for sha, name in names.items()}
-    return [type(phase)(full.get(phase.name, phase.name), phase.start, phase.end) for phase in phases]
+    return [
+        type(phase)(full.get(phase.name, phase.name), phase.start, phase.end) for phase in phases
+    ]
 
 
-def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any],
-           nav: pd.DataFrame | None = None) -> pd.DataFrame:
+def table1(
+    returns: pd.Series, benchmark: pd.Series, phases: list[Any], nav: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The paper's Table 1: per version, and for the whole window; with the reward (Eq. 1-2) per span."""
     from oomrl.metrics.attribution import version_rewards
     from oomrl.metrics.performance import Phase, compute_metrics
@@ -311,13 +422,24 @@ def table1(returns: pd.Series, benchmark: pd.Series, phases: list[Any],
     spans = [*phases, Phase("whole window", returns.index[0], returns.index[-1])]
     rewards = version_rewards(nav, spans) if nav is not None and "reward" in nav else {}
     for span in spans:
-        part = returns.loc[span.start:span.end]
+        part = returns.loc[span.start : span.end]
         metrics = compute_metrics(part, benchmark) if len(part) > 2 else {"trading_days": len(part)}
-        metrics = without_annualized({**metrics, "cumulative_return": float((1.0 + part).prod() - 1.0),
-                                      "reward": rewards.get(span.name)}, len(part))
-        rows.append({"version": span.name, "start": part.index[0].date().isoformat(),
-                     "end": part.index[-1].date().isoformat(),
-                     **{key: metrics.get(key) for key, _ in TABLE1_COLUMNS}})
+        metrics = without_annualized(
+            {
+                **metrics,
+                "cumulative_return": float((1.0 + part).prod() - 1.0),
+                "reward": rewards.get(span.name),
+            },
+            len(part),
+        )
+        rows.append(
+            {
+                "version": span.name,
+                "start": part.index[0].date().isoformat(),
+                "end": part.index[-1].date().isoformat(),
+                **{key: metrics.get(key) for key, _ in TABLE1_COLUMNS},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -345,13 +467,16 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
     console.print(table, width=max(console.width, 150))
     short = [row["version"] for row in frame.to_dict("records") if too_short(row["trading_days"])]
     if short:
-        console.print(f"— : {', '.join(short)} traded fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short "
-                      "to annualize (ann. return, CSI 300, Sharpe, IR and alpha are left out; return is over "
-                      "the span)")
+        console.print(
+            f"— : {', '.join(short)} traded fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short "
+            "to annualize (ann. return, CSI 300, Sharpe, IR and alpha are left out; return is over "
+            "the span)"
+        )
 
 
-def write_reports(settings: OomrlSettings, config: DemoConfig, store: Any, log: DemoLog,
-                  console: Console) -> dict[str, Any]:
+def write_reports(
+    settings: OomrlSettings, config: DemoConfig, store: Any, log: DemoLog, console: Console
+) -> dict[str, Any]:
     """Table 1 (printed, CSV, markdown), the tearsheet, and a JSON summary of the run."""
     from oomrl.metrics.attribution import (
         account_report,
@@ -371,26 +496,52 @@ def write_reports(settings: OomrlSettings, config: DemoConfig, store: Any, log: 
     print_table1(frame, console)
     out = report_dir(settings.runs_dir, f"demo-{config.account}")
     with console.status("writing the tearsheet ..."):
-        report = account_report(ledger, store, config.account, out, phases=phases,
-                                workspace_dir=settings.workspace_dir, runs_dir=settings.runs_dir)
+        report = account_report(
+            ledger,
+            store,
+            config.account,
+            out,
+            phases=phases,
+            workspace_dir=settings.workspace_dir,
+            runs_dir=settings.runs_dir,
+        )
     frame.to_csv(out / "table1.csv", index=False)
     (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
-    summary = {"account": config.account, "strategy": config.strategy, "start": str(config.start),
-               "end": str(config.end), "rebalances": log.rebalances, "halted_on": log.halted_on, "refused": log.refused,
-               "jails": log.jails,
-               "alerts": log.alerts, "repairs": log.repairs, "probations": log.probations,
-               "table1": frame.to_dict("records"),
-               "tearsheet": str(report.html), "summary_md": str(report.markdown),
-               "table1_csv": str(out / "table1.csv"), "home": str(settings.home)}
+    summary = {
+        "account": config.account,
+        "strategy": config.strategy,
+        "start": str(config.start),
+        "end": str(config.end),
+        "rebalances": log.rebalances,
+        "halted_on": log.halted_on,
+        "refused": log.refused,
+        "jails": log.jails,
+        "alerts": log.alerts,
+        "repairs": log.repairs,
+        "probations": log.probations,
+        "table1": frame.to_dict("records"),
+        "tearsheet": str(report.html),
+        "summary_md": str(report.markdown),
+        "table1_csv": str(out / "table1.csv"),
+        "home": str(settings.home),
+    }
     (out / "demo.json").write_text(json.dumps(summary, indent=2, default=str))
     summary["demo_json"] = str(out / "demo.json")
     return summary
 
 
-def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "2026-02-27",
-             strategy: str = "daily_momentum", console: Console | None = None,
-             repair_on: str = "friction", max_repairs: int = 2, lock: str = "namespace",
-             repairer: Repairer = run_repair_inline, probation: int = PROBATION_SESSIONS) -> dict[str, Any]:
+def run_demo(
+    home: Path | None = None,
+    start: str = "2024-07-01",
+    end: str = "2026-02-27",
+    strategy: str = "daily_momentum",
+    console: Console | None = None,
+    repair_on: str = "friction",
+    max_repairs: int = 2,
+    lock: str = "namespace",
+    repairer: Repairer = run_repair_inline,
+    probation: int = PROBATION_SESSIONS,
+) -> dict[str, Any]:
     """Run the demo in its own OOMRL_HOME (default: <OOMRL_HOME>/demo); returns what it produced."""
     # Logs and CI are not terminals: give Table 1 room instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 140)
@@ -400,13 +551,24 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
     settings = get_settings(home=demo_home, ledger_url=f"sqlite:///{demo_home / 'ledger.db'}")
     settings.ensure_dirs()
     if repair_on not in REPAIR_POLICIES:
-        raise OomrlError(f"--repair-on must be one of {', '.join(REPAIR_POLICIES)}, got {repair_on!r}")
-    config = DemoConfig(home=demo_home, start=date.fromisoformat(start), end=date.fromisoformat(end),
-                        strategy=strategy, repair_on=repair_on, max_repairs=max_repairs,  # type: ignore[arg-type]
-                        lock=lock, probation_sessions=probation)
+        raise OomrlError(
+            f"--repair-on must be one of {', '.join(REPAIR_POLICIES)}, got {repair_on!r}"
+        )
+    config = DemoConfig(
+        home=demo_home,
+        start=date.fromisoformat(start),
+        end=date.fromisoformat(end),
+        strategy=strategy,
+        repair_on=repair_on,  # type: ignore[arg-type]
+        max_repairs=max_repairs,
+        lock=lock,
+        probation_sessions=probation,
+    )
     if probation < 0:
-        raise OomrlError(f"--probation must be 0 (a repaired version takes the capital at once) or more "
-                         f"sessions, got {probation}")
+        raise OomrlError(
+            f"--probation must be 0 (a repaired version takes the capital at once) or more "
+            f"sessions, got {probation}"
+        )
     if config.start >= config.end:
         raise OomrlError(f"--start {start} must be before --end {end}")
     console.rule(f"oomrl demo — {strategy} from {start} to {end}, offline, in {demo_home}")
@@ -419,18 +581,28 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
     if UNSAFE_JAIL in log.jails:
         console.print(f"[red]strategy code ran unjailed[/]: jail {UNSAFE_JAIL}")
     if log.refused:
-        console.print(f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never traded); "
-                      f"first on {log.refused[0]['date']}: see {summary['demo_json']}")
+        console.print(
+            f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never traded); "
+            f"first on {log.refused[0]['date']}: see {summary['demo_json']}"
+        )
     console.rule("reports")
-    for label, key in (("tearsheet", "tearsheet"), ("summary", "summary_md"), ("Table 1", "table1_csv"),
-                       ("run log", "demo_json")):
+    for label, key in (
+        ("tearsheet", "tearsheet"),
+        ("summary", "summary_md"),
+        ("Table 1", "table1_csv"),
+        ("run log", "demo_json"),
+    ):
         console.print(f"{label:>10}: {summary[key]}")
     for repair in log.repairs:
-        console.print(f"{'repair':>10}: {repair['run_dir']} ({ending_name(repair['status'], repair.get('step'))})")
+        console.print(
+            f"{'repair':>10}: {repair['run_dir']} ({ending_name(repair['status'], repair.get('step'))})"
+        )
     for trial in log.probations:
-        console.print(f"{'probation':>10}: {trial['version']} on {trial['shadow']} from {trial['started']}, "
-                      f"{trial['decision'] or 'open'}"
-                      + (f" on {trial['decided']} by {trial['decided_by']}" if trial["decided"] else ""))
+        console.print(
+            f"{'probation':>10}: {trial['version']} on {trial['shadow']} from {trial['started']}, "
+            f"{trial['decision'] or 'open'}"
+            + (f" on {trial['decided']} by {trial['decided_by']}" if trial["decided"] else "")
+        )
     console.rule("inspect the demo's state")
     for line in inspect_commands(settings.home, config.account):
         console.print(line, soft_wrap=True)
@@ -439,10 +611,14 @@ def run_demo(home: Path | None = None, start: str = "2024-07-01", end: str = "20
 
 def inspect_commands(home: Path, account: str) -> list[str]:
     """How to look at what the demo left in its own OOMRL_HOME (the next demo run starts it afresh)."""
-    steps = [(f"versions list --account {account}", "v1, the promoted versions, * = active"),
-             ("versions show v2", "a promotion's autopsy, diffs, verdicts"),
-             (f"account show --account {account}", "cash, positions, last NAV rows"),
-             (f"report --account {account}", "the tearsheet again, as of now")]
+    steps = [
+        (f"versions list --account {account}", "v1, the promoted versions, * = active"),
+        ("versions show v2", "a promotion's autopsy, diffs, verdicts"),
+        (f"account show --account {account}", "cash, positions, last NAV rows"),
+        (f"report --account {account}", "the tearsheet again, as of now"),
+    ]
     width = max(len(command) for command, _ in steps)
-    return [*(f"OOMRL_HOME={home} oomrl {command:<{width}}  # {why}" for command, why in steps),
-            "(the demo's ledger and workspace are replaced by the next `oomrl demo`; the market data stays)"]
+    return [
+        *(f"OOMRL_HOME={home} oomrl {command:<{width}}  # {why}" for command, why in steps),
+        "(the demo's ledger and workspace are replaced by the next `oomrl demo`; the market data stays)",
+    ]

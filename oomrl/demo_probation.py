@@ -71,7 +71,9 @@ class ProbationSessions:
         """After a promotion, mark the account in the old version's name until the new one trades it."""
         from oomrl.portfolio.marking import holding_version
 
-        if self.unmoved and holding_version(self.ledger, self.account) == self.ledger.active_version(self.account):
+        if self.unmoved and holding_version(
+            self.ledger, self.account
+        ) == self.ledger.active_version(self.account):
             self.unmoved = False
         return self.mark(self.account, day) if self.unmoved else None
 
@@ -81,22 +83,39 @@ class ProbationSessions:
         from oomrl.portfolio.setup import market_rules
 
         s = self.settings
-        outcome = mark_account(self.ledger, account, day, self.market, market_rules(s), s.kill_threshold,
-                               s.reward_lambda, s.reward_gamma, s.reward_terminal_penalty)
+        outcome = mark_account(
+            self.ledger,
+            account,
+            day,
+            self.market,
+            market_rules(s),
+            s.kill_threshold,
+            s.reward_lambda,
+            s.reward_gamma,
+            s.reward_terminal_penalty,
+        )
         return outcome.halted_on if outcome.halted else None
 
     def say(self, done: Decided) -> None:
         """One line per decision, like the repair lines: the verdict, the forward sessions, the why."""
         p, found = done.probation, done.evidence
         by = {row.version: row for row in found.rows}
-        figures = ", ".join(f"{label} {by[label].net_return:+.2%}" for label in ("challenger", "champion")
-                            if label in by)
+        figures = ", ".join(
+            f"{label} {by[label].net_return:+.2%}"
+            for label in ("challenger", "champion")
+            if label in by
+        )
         style = "green" if p.status == "promoted" else "red"
-        then = ("the account trades it from its next rebalance" if p.status == "promoted"
-                else "the champion keeps the capital; the forward autopsy is the account's alert")
-        self.console.print(f"[{style}]probation {p.status}[/] {p.tag} on {p.decided_on} after "
-                           f"{found.sessions_done} forward sessions {found.start}..{found.end} (net of friction: "
-                           f"{figures}): {p.reason} — {then}")
+        then = (
+            "the account trades it from its next rebalance"
+            if p.status == "promoted"
+            else "the champion keeps the capital; the forward autopsy is the account's alert"
+        )
+        self.console.print(
+            f"[{style}]probation {p.status}[/] {p.tag} on {p.decided_on} after "
+            f"{found.sessions_done} forward sessions {found.start}..{found.end} (net of friction: "
+            f"{figures}): {p.reason} — {then}"
+        )
 
 
 def probation_log(settings: OomrlSettings, account: str) -> list[dict[str, Any]]:

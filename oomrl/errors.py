@@ -41,14 +41,22 @@ def _os_message(exc: OSError) -> str:
     if exc.errno in _DISK_FULL:
         return f"disk full: cannot write{where} ({exc.strerror}); free some space and run again"
     if exc.errno in _NOT_WRITABLE:
-        return (f"cannot write{where}: {exc.strerror} (is OOMRL_HOME on a read-only or foreign-owned "
-                "file system?)")
+        return (
+            f"cannot write{where}: {exc.strerror} (is OOMRL_HOME on a read-only or foreign-owned "
+            "file system?)"
+        )
     if isinstance(exc, FileNotFoundError):
         if where or not exc.strerror:
             return f"no such file or folder:{where}"
         hint = " (set TMPDIR to a writable folder)" if "temporary directory" in exc.strerror else ""
-        return f"{exc.strerror}{hint}"  # tempfile's: no file to name, its reason says what is missing
-    return f"{exc.strerror or type(exc).__name__}:{where}" if exc.strerror else f"{type(exc).__name__}: {exc}"
+        return (
+            f"{exc.strerror}{hint}"  # tempfile's: no file to name, its reason says what is missing
+        )
+    return (
+        f"{exc.strerror or type(exc).__name__}:{where}"
+        if exc.strerror
+        else f"{type(exc).__name__}: {exc}"
+    )
 
 
 def _database_message(exc: BaseException) -> str | None:
@@ -64,7 +72,9 @@ def _database_message(exc: BaseException) -> str | None:
     if "readonly database" in lowered or "read-only" in lowered:
         return f"the database is read-only ({detail}): check OOMRL_HOME or OOMRL_LEDGER_URL"
     if isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError):
-        return f"cannot use the database ({detail}): check OOMRL_LEDGER_URL and that the server is up"
+        return (
+            f"cannot use the database ({detail}): check OOMRL_LEDGER_URL and that the server is up"
+        )
     if isinstance(exc, sa_exc.DataError):
         return f"a value does not fit the database ({detail})"
     return f"database error: {detail}"

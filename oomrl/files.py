@@ -107,8 +107,9 @@ def atomic_write(path: Path, write: Callable[[str], object], durable: bool = Fal
         fsync_dir(path.parent)
 
 
-def read_bounded(path: Path, limit: int, what: str, error: Callable[[str], Exception],
-                 regular: bool = True) -> bytes:
+def read_bounded(
+    path: Path, limit: int, what: str, error: Callable[[str], Exception], regular: bool = True
+) -> bytes:
     """The bytes of the file at `path`, reading at most `limit` (+1 to tell it is larger); `error`
     with a message naming `what` when the file cannot be read, is larger, or (with `regular`) is not
     a regular file: a device such as /dev/zero never ends, a FIFO never opens without a writer."""

@@ -24,14 +24,17 @@ class InvalidNameError(OomrlError, ValueError):
     """A name is empty, too long or uses characters it may not."""
 
 
-def _check(value: str, kind: str, pattern: str, limit: int, alphabet: str,
-           start: str = "a letter or digit") -> str:
+def _check(
+    value: str, kind: str, pattern: str, limit: int, alphabet: str, start: str = "a letter or digit"
+) -> str:
     if not value:
         raise InvalidNameError(f"{kind} must not be empty")
     if len(value) > limit:
         raise InvalidNameError(f"{kind} is {len(value)} characters; at most {limit} are allowed")
     if not re.fullmatch(pattern, value):
-        raise InvalidNameError(f"{kind} {value[:80]!r} may only use {alphabet}, starting with {start}")
+        raise InvalidNameError(
+            f"{kind} {value[:80]!r} may only use {alphabet}, starting with {start}"
+        )
     return value
 
 
@@ -42,10 +45,18 @@ def check_account(value: str, kind: str = "account name") -> str:
 
 def check_alert_id(value: str, kind: str = "alert id") -> str:
     """`value` when it is a valid alert id, else InvalidNameError saying what is wrong."""
-    return _check(value, kind, ALERT_ID_PATTERN, ALERT_ID_MAX, "letters, digits, '.', '_', ':' and '-'")
+    return _check(
+        value, kind, ALERT_ID_PATTERN, ALERT_ID_MAX, "letters, digits, '.', '_', ':' and '-'"
+    )
 
 
 def check_strategy(value: str, kind: str = "strategy name") -> str:
     """`value` when it can name a strategy module, else InvalidNameError saying what is wrong."""
-    return _check(value, kind, STRATEGY_PATTERN, STRATEGY_MAX, "lower-case letters, digits and '_'",
-                  "a letter or '_'")
+    return _check(
+        value,
+        kind,
+        STRATEGY_PATTERN,
+        STRATEGY_MAX,
+        "lower-case letters, digits and '_'",
+        "a letter or '_'",
+    )

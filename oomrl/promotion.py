@@ -28,7 +28,9 @@ from oomrl.owners import Owner
 if TYPE_CHECKING:
     from oomrl.versions import StrategyVersions, VersionInfo
 
-PROMOTE_LOCK = "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
+PROMOTE_LOCK = (
+    "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
+)
 JOURNAL = "oomrl-promotion.json"
 NOTES_REF = "refs/notes/oomrl"
 LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this long means a stuck one
@@ -56,7 +58,9 @@ class Journal:
     strategy: str
     notes: dict[str, Any]
     owner: str
-    shadow: str = ""  # a probation's shadow book: its active version is the commit point (oomrl.probation)
+    shadow: str = (
+        ""  # a probation's shadow book: its active version is the commit point (oomrl.probation)
+    )
     opened_on: str = ""
     sessions: int = 0
     since: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -80,8 +84,10 @@ def read_journal(versions: StrategyVersions) -> Journal | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, TypeError) as exc:
-        raise VersionError(f"{path} is not a promotion journal oomrl wrote ({exc}); move it away and "
-                           "run `oomrl versions check`") from None
+        raise VersionError(
+            f"{path} is not a promotion journal oomrl wrote ({exc}); move it away and "
+            "run `oomrl versions check`"
+        ) from None
 
 
 @contextmanager
@@ -89,23 +95,36 @@ def promote_lock(versions: StrategyVersions, wait_s: float = LOCK_WAIT_S) -> Ite
     """Hold the promote lock (flock: a dead holder's lock is free at once), naming a live holder."""
     from oomrl.versions import VersionError
 
-    lock = FileLock(versions.workspace / ".git" / PROMOTE_LOCK, mode=PRIVATE_FILE, thread_local=False,
-                    fallback_to_soft=False)  # an existence lock would outlive a killed holder
+    lock = FileLock(
+        versions.workspace / ".git" / PROMOTE_LOCK,
+        mode=PRIVATE_FILE,
+        thread_local=False,
+        fallback_to_soft=False,
+    )  # an existence lock would outlive a killed holder
     try:
         lock.acquire(timeout=wait_s)
     except Timeout:
         pending = read_journal(versions)
         holder = pending.who() if pending else "another process"
-        raise VersionError(f"the strategy workspace {versions.workspace} is being promoted to by "
-                           f"{holder}; still busy after {wait_s:.0f} s") from None
+        raise VersionError(
+            f"the strategy workspace {versions.workspace} is being promoted to by "
+            f"{holder}; still busy after {wait_s:.0f} s"
+        ) from None
     try:
         yield
     finally:
         lock.release()
 
 
-def promote(versions: StrategyVersions, candidate: Path, message: str, metadata: dict[str, Any],
-            account: str, strategy: str, probation: tuple[date, int] | None = None) -> VersionInfo:
+def promote(
+    versions: StrategyVersions,
+    candidate: Path,
+    message: str,
+    metadata: dict[str, Any],
+    account: str,
+    strategy: str,
+    probation: tuple[date, int] | None = None,
+) -> VersionInfo:
     """Commit the candidate, fetch it, fast-forward the branch when it is based on the head, tag it,
     attach the notes, activate it for `account` (with `probation` = (last session seen, forward
     sessions): open its probation on a shadow book instead): journalled, so a kill at any step is recovered."""
@@ -117,17 +136,30 @@ def promote(versions: StrategyVersions, candidate: Path, message: str, metadata:
     with promote_lock(versions):
         recover_locked(versions)  # a dead promotion's leftovers go first, so tags stay in sequence
         tag = versions.next_tag()
-        journal = Journal(tag=tag, sha=sha, old_head=versions.head(), branch=branch_of(versions),
-                          account=account, strategy=strategy, notes={**metadata, "strategy": strategy, "tag": tag},
-                          owner=str(Owner.me()))
+        journal = Journal(
+            tag=tag,
+            sha=sha,
+            old_head=versions.head(),
+            branch=branch_of(versions),
+            account=account,
+            strategy=strategy,
+            notes={**metadata, "strategy": strategy, "tag": tag},
+            owner=str(Owner.me()),
+        )
         if probation is not None:
             from oomrl.probation import shadow_name
 
-            journal.shadow, journal.opened_on, journal.sessions = (shadow_name(account, tag), str(probation[0]),
-                                                                   probation[1])
+            journal.shadow, journal.opened_on, journal.sessions = (
+                shadow_name(account, tag),
+                str(probation[0]),
+                probation[1],
+            )
         payload = json.dumps(asdict(journal), sort_keys=True, default=str)
-        atomic_write(journal_path(versions), lambda temp: Path(temp).write_text(payload, encoding="utf-8"),
-                     durable=True)
+        atomic_write(
+            journal_path(versions),
+            lambda temp: Path(temp).write_text(payload, encoding="utf-8"),
+            durable=True,
+        )
         reached("journal")
         try:
             versions.git("fetch", "-q", str(candidate), "HEAD")
@@ -156,8 +188,15 @@ def commit_point(versions: StrategyVersions, journal: Journal) -> None:
         return
     from oomrl.probation import open_probation
 
-    open_probation(versions.ledger, journal.account, journal.tag, journal.sha,  # type: ignore[arg-type]
-                   journal.strategy, date.fromisoformat(journal.opened_on), journal.sessions)
+    open_probation(
+        versions.ledger,  # type: ignore[arg-type]
+        journal.account,
+        journal.tag,
+        journal.sha,
+        journal.strategy,
+        date.fromisoformat(journal.opened_on),
+        journal.sessions,
+    )
 
 
 def committed_to(journal: Journal) -> str:
@@ -190,15 +229,21 @@ def recover_locked(versions: StrategyVersions) -> str | None:
     if journal is None:
         return None
     done = settle(versions, journal)
-    note = (f"recovered: the promotion of {journal.tag} ({journal.sha[:12]}) to account {journal.account} "
-            f"by {journal.who()} did not finish; {done}")
+    note = (
+        f"recovered: the promotion of {journal.tag} ({journal.sha[:12]}) to account {journal.account} "
+        f"by {journal.who()} did not finish; {done}"
+    )
     logger.warning(note)
     return note
 
 
 def settle(versions: StrategyVersions, journal: Journal) -> str:
     """Bring branch, tag and notes in line with the ledger, the commit point; drop the journal."""
-    active = versions.ledger.active_version(committed_to(journal)) if versions.ledger is not None else None
+    active = (
+        versions.ledger.active_version(committed_to(journal))
+        if versions.ledger is not None
+        else None
+    )
     done = align(versions, journal, active)
     journal_path(versions).unlink(missing_ok=True)
     return done
@@ -208,10 +253,18 @@ def abandon(versions: StrategyVersions, journal: Journal) -> None:
     """A step raised: undo branch, tag and notes at once. When the ledger cannot be read to say
     whether its write landed, the journal stays for the next command to decide."""
     try:
-        active = versions.ledger.active_version(committed_to(journal)) if versions.ledger is not None else None
+        active = (
+            versions.ledger.active_version(committed_to(journal))
+            if versions.ledger is not None
+            else None
+        )
     except Exception:  # noqa: BLE001 - the step's own error is what the caller sees
-        logger.warning("promotion of %s failed and the ledger cannot be read; the next command that "
-                       "opens %s settles it", journal.tag, versions.workspace)
+        logger.warning(
+            "promotion of %s failed and the ledger cannot be read; the next command that "
+            "opens %s settles it",
+            journal.tag,
+            versions.workspace,
+        )
         align(versions, journal, None)
         return
     align(versions, journal, active)
@@ -238,7 +291,9 @@ def finish(versions: StrategyVersions, journal: Journal) -> str:
     if head == journal.old_head and versions.is_ancestor(journal.old_head, journal.sha):
         versions.git("merge", "-q", "--ff-only", journal.sha)
         made.append("branch fast-forwarded")
-    versions.git("reset", "-q", "--hard", "HEAD")  # an index or work tree a killed git left half way
+    versions.git(
+        "reset", "-q", "--hard", "HEAD"
+    )  # an index or work tree a killed git left half way
     if not tag_points_at(versions, journal.tag, journal.sha):
         versions.git("tag", "-f", journal.tag, journal.sha)
         made.append(f"tag {journal.tag} made")
@@ -260,7 +315,9 @@ def undo(versions: StrategyVersions, journal: Journal, held: bool) -> str:
     if held and has_notes(versions, journal.sha):
         versions.git("notes", f"--ref={NOTES_REF}", "remove", journal.sha)
         undone.append("notes removed")
-    return "rolled it back: the ledger never activated it" + (f" ({', '.join(undone)})" if undone else "")
+    return "rolled it back: the ledger never activated it" + (
+        f" ({', '.join(undone)})" if undone else ""
+    )
 
 
 def has_commit(versions: StrategyVersions, sha: str) -> bool:
@@ -279,7 +336,10 @@ def tag_points_at(versions: StrategyVersions, tag: str, sha: str) -> bool:
 
 
 def has_notes(versions: StrategyVersions, sha: str) -> bool:
-    return any(line.split()[-1] == sha for line in versions.git("notes", f"--ref={NOTES_REF}", "list").splitlines())
+    return any(
+        line.split()[-1] == sha
+        for line in versions.git("notes", f"--ref={NOTES_REF}", "list").splitlines()
+    )
 
 
 def problems(versions: StrategyVersions, actives: dict[str, str]) -> list[str]:
@@ -292,10 +352,18 @@ def problems(versions: StrategyVersions, actives: dict[str, str]) -> list[str]:
     tagged = set(tags.values())
     head = versions.head()
     if head not in tagged:
-        found.append(f"branch {branch_of(versions)} is on {head[:12]}, which is no version (no tag)")
-    noted = {line.split()[-1] for line in versions.git("notes", f"--ref={NOTES_REF}", "list").splitlines()}
-    found += [f"version {tag} ({sha[:12]}) has no notes" for tag, sha in sorted(tags.items())
-              if tag != "v1" and sha not in noted]
+        found.append(
+            f"branch {branch_of(versions)} is on {head[:12]}, which is no version (no tag)"
+        )
+    noted = {
+        line.split()[-1]
+        for line in versions.git("notes", f"--ref={NOTES_REF}", "list").splitlines()
+    }
+    found += [
+        f"version {tag} ({sha[:12]}) has no notes"
+        for tag, sha in sorted(tags.items())
+        if tag != "v1" and sha not in noted
+    ]
     found += [f"notes on {sha[:12]}, which no tag names" for sha in sorted(noted - tagged)]
     for account, sha in sorted(actives.items()):
         if sha not in tagged:

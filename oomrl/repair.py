@@ -84,7 +84,9 @@ class RepairNotPromoted(OomrlError):
         super().__init__(f"repair {outcome.status} at {outcome.step or '-'}: {outcome.reason}")
         self.outcome = outcome
 
-    def __reduce__(self) -> tuple[Any, ...]:  # picklable with its outcome (Prefect may persist results)
+    def __reduce__(
+        self,
+    ) -> tuple[Any, ...]:  # picklable with its outcome (Prefect may persist results)
         return (type(self), (self.outcome,))
 
 
@@ -103,14 +105,21 @@ def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
     evidence = full.diagnostics.evidence.model_dump(mode="json") if full else {}
     metrics = full.metrics.model_dump(mode="json") if full else {}
     version = ctx.versions.materialize(ctx.base or ctx.versions.base_for(ctx.account))
-    view = CriticView(autopsy=autopsy, metrics=metrics, evidence=evidence,
-                      source=read_tree(version, "strategies"), tests=read_tree(version, "tests"))
+    view = CriticView(
+        autopsy=autopsy,
+        metrics=metrics,
+        evidence=evidence,
+        source=read_tree(version, "strategies"),
+        tests=read_tree(version, "tests"),
+    )
     ctx.record_inputs("critic", view, "1")
     mandate = ctx.provider.critic(view)
     module_file = mandate.module.replace(".", "/") + ".py"
     if not ctx.versions.holds(ctx.base or ctx.versions.base_for(ctx.account), module_file):
-        raise RepairStepError("critic", f"the mandate names {mandate.module}, which is not in the "
-                                        "account's strategy version")
+        raise RepairStepError(
+            "critic",
+            f"the mandate names {mandate.module}, which is not in the account's strategy version",
+        )
     write_json(ctx.run_dir / "mandate.proposed.json", mandate.model_dump())
     return mandate
 
@@ -132,26 +141,49 @@ def cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
     return result
 
 
-def promotion(ctx: RepairContext, mandate: Mandate, autopsy: RepairInput,
-              cross: CrossValidation) -> VersionInfo:
+def promotion(
+    ctx: RepairContext, mandate: Mandate, autopsy: RepairInput, cross: CrossValidation
+) -> VersionInfo:
     """Commit, tag and activate in one transaction, with the repair's metadata attached."""
     metadata = {
-        "autopsy": input_json(autopsy), "mandate": mandate.model_dump(),
-        "diffs": [{"phase": r.phase, "attempt": r.attempt, "round": r.round, "diff": r.diff}
-                  for r in ctx.attempts if r.accepted],
-        "verdicts": [{"phase": r.phase, "attempt": r.attempt, "round": r.round,
-                      **r.verdict.model_dump(mode="json")}
-                     for r in ctx.attempts],
-        "cross_validation": cross.model_dump(mode="json"), "rounds": ctx.round,
-        "transcript_sha256": ctx.transcript.digest(), "budget": ctx.budget.summary(),
-        "inputs": ctx.inputs, "trail": [m.__dict__ for m in ctx.trail.moves],
-        "provider": ctx.provider.name, "run_dir": str(ctx.run_dir)}
+        "autopsy": input_json(autopsy),
+        "mandate": mandate.model_dump(),
+        "diffs": [
+            {"phase": r.phase, "attempt": r.attempt, "round": r.round, "diff": r.diff}
+            for r in ctx.attempts
+            if r.accepted
+        ],
+        "verdicts": [
+            {
+                "phase": r.phase,
+                "attempt": r.attempt,
+                "round": r.round,
+                **r.verdict.model_dump(mode="json"),
+            }
+            for r in ctx.attempts
+        ],
+        "cross_validation": cross.model_dump(mode="json"),
+        "rounds": ctx.round,
+        "transcript_sha256": ctx.transcript.digest(),
+        "budget": ctx.budget.summary(),
+        "inputs": ctx.inputs,
+        "trail": [m.__dict__ for m in ctx.trail.moves],
+        "provider": ctx.provider.name,
+        "run_dir": str(ctx.run_dir),
+    }
     message = f"Repair {mandate.strategy}: {mandate.text}"
     if ctx.agent.probation_sessions and autopsy.as_of is None:
-        raise RepairStepError("promotion", "a probation starts on the alert's date, and this alert has none")
-    probation = (autopsy.as_of, ctx.agent.probation_sessions) \
-        if ctx.agent.probation_sessions and autopsy.as_of is not None else None
-    return ctx.versions.promote(ctx.candidate, message, metadata, ctx.account, mandate.strategy, probation)
+        raise RepairStepError(
+            "promotion", "a probation starts on the alert's date, and this alert has none"
+        )
+    probation = (
+        (autopsy.as_of, ctx.agent.probation_sessions)
+        if ctx.agent.probation_sessions and autopsy.as_of is not None
+        else None
+    )
+    return ctx.versions.promote(
+        ctx.candidate, message, metadata, ctx.account, mandate.strategy, probation
+    )
 
 
 Approver = Callable[[Mandate], Decision]
@@ -175,10 +207,13 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
             return cross
         failures = "; ".join(cross.failures())
         if ctx.round >= ctx.agent.max_rounds:
-            raise RepairStepError("cross-validation", f"{failures} (round {ctx.round} of "
-                                                      f"{ctx.agent.max_rounds})")
+            raise RepairStepError(
+                "cross-validation", f"{failures} (round {ctx.round} of {ctx.agent.max_rounds})"
+            )
         ctx.missed = missed_checks(cross)
-        ctx.cross_feedback.append({**encode_cross_validation(cross, code.attempt), "round": ctx.round})
+        ctx.cross_feedback.append(
+            {**encode_cross_validation(cross, code.attempt), "round": ctx.round}
+        )
         # A fresh candidate: the Coder's change goes (the Test Author never sees it), and so do the
         # tests, which the Test Author writes again, with what they missed.
         prepare_candidate(ctx)
@@ -186,16 +221,27 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
         ctx.trail.move("test-genesis", f"round {ctx.round}: the tests missed {failures}")
 
 
-def claim_for(ctx: RepairContext, prefix: str = "local", wait_s: float | None = None,
-              say: Callable[[str], None] | None = None, limit: int | None = None) -> RepairClaim:
+def claim_for(
+    ctx: RepairContext,
+    prefix: str = "local",
+    wait_s: float | None = None,
+    say: Callable[[str], None] | None = None,
+    limit: int | None = None,
+) -> RepairClaim:
     """The repair claim of a repair run in this process (the CLI, the demo): named after its run
     folder, in the ledger's database, like the flow's."""
     ledger = ctx.versions.ledger
     if ledger is None:
         raise OomrlError("a repair needs a ledger to claim its account in")
     book = ClaimBook(str(getattr(ledger, "url", ""))).create()
-    return RepairClaim(book, f"{prefix}-{ctx.run_dir.name}", ctx.account,
-                       ctx.claim_wait_s if wait_s is None else wait_s, say=say or logger.info, limit=limit)
+    return RepairClaim(
+        book,
+        f"{prefix}-{ctx.run_dir.name}",
+        ctx.account,
+        ctx.claim_wait_s if wait_s is None else wait_s,
+        say=say or logger.info,
+        limit=limit,
+    )
 
 
 def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
@@ -207,20 +253,33 @@ def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
         raise RepairStepError("claim", str(exc)) from None
     now = ctx.versions.base_for(ctx.account)
     if ctx.base is not None and now != ctx.base:
-        raise RepairStepError("superseded", f"account {ctx.account} now trades {ctx.versions.label(now)}, "
-                                       f"promoted while this repair waited; this repair started from "
-                                       f"{ctx.versions.label(ctx.base)}, which its alert was about: "
-                                       "nothing to promote")
+        raise RepairStepError(
+            "superseded",
+            f"account {ctx.account} now trades {ctx.versions.label(now)}, "
+            f"promoted while this repair waited; this repair started from "
+            f"{ctx.versions.label(ctx.base)}, which its alert was about: "
+            "nothing to promote",
+        )
     ledger = ctx.versions.ledger
     running = open_probations(ledger, ctx.account) if isinstance(ledger, Ledger) else []
-    if running:  # another repair of the account passed while this one waited: its challenger is judged first
-        raise RepairStepError("superseded", f"account {ctx.account} has {running[0].tag} on probation since "
-                                            f"{running[0].opened_on}, put there while this repair waited: the "
-                                            "forward market judges it first; nothing to promote")
+    if (
+        running
+    ):  # another repair of the account passed while this one waited: its challenger is judged first
+        raise RepairStepError(
+            "superseded",
+            f"account {ctx.account} has {running[0].tag} on probation since "
+            f"{running[0].opened_on}, put there while this repair waited: the "
+            "forward market judges it first; nothing to promote",
+        )
 
 
-def run_repair(autopsy: RepairInput, ctx: RepairContext, approve: Approver,
-               run_step: StepRunner = run_inline, hold: Callable[[], None] | None = None) -> RepairOutcome:
+def run_repair(
+    autopsy: RepairInput,
+    ctx: RepairContext,
+    approve: Approver,
+    run_step: StepRunner = run_inline,
+    hold: Callable[[], None] | None = None,
+) -> RepairOutcome:
     """The whole repair; any failure leaves the workspace and the active version as they were.
 
     `hold` runs after approval, before anything touches the candidate: it takes the account's
@@ -233,7 +292,11 @@ def run_repair(autopsy: RepairInput, ctx: RepairContext, approve: Approver,
     mandate = None
     ctx.trail.path = ctx.trail.path or ctx.run_dir / "trail.jsonl"
     try:
-        done = complete_autopsy(autopsy, ctx.versions.ledger) if ctx.versions.ledger is not None else autopsy
+        done = (
+            complete_autopsy(autopsy, ctx.versions.ledger)
+            if ctx.versions.ledger is not None
+            else autopsy
+        )
         write_json(ctx.run_dir / "autopsy.json", input_json(done))
         ctx.evidence = ctx.evidence or role_evidence(done)
         ctx.base = ctx.base or ctx.versions.base_for(ctx.account)  # fixed for the whole repair
@@ -242,7 +305,9 @@ def run_repair(autopsy: RepairInput, ctx: RepairContext, approve: Approver,
         decision = approve(mandate)
         write_json(ctx.run_dir / "decision.json", decision.model_dump())
         if decision.action == "reject":
-            return finish(ctx, "rejected", "approval", decision.reason or "rejected by a person", mandate)
+            return finish(
+                ctx, "rejected", "approval", decision.reason or "rejected by a person", mandate
+            )
         if decision.action == "edit" and decision.mandate is not None:
             mandate = decision.mandate
         hold_account(ctx, hold)
@@ -261,57 +326,118 @@ def run_repair(autopsy: RepairInput, ctx: RepairContext, approve: Approver,
         return finish(ctx, "failed", ctx.trail.state, f"{type(exc).__name__}: {exc}", mandate)
     except Exception as exc:  # noqa: BLE001 - a defect: still clean up, say where, keep the traceback
         (ctx.run_dir / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
-        return finish(ctx, "failed", ctx.trail.state, f"unexpected {type(exc).__name__}: {exc} "
-                                                      f"(traceback in {ctx.run_dir / 'error.txt'})",
-                      mandate)
+        return finish(
+            ctx,
+            "failed",
+            ctx.trail.state,
+            f"unexpected {type(exc).__name__}: {exc} (traceback in {ctx.run_dir / 'error.txt'})",
+            mandate,
+        )
     if ctx.agent.probation_sessions:
-        return finish(ctx, "probation", None, f"{version.tag} ({version.sha[:12]}) on probation: it trades the "
-                      f"shadow book {shadow_name(ctx.account, version.tag)} for {ctx.agent.probation_sessions} "
-                      "sessions before the daily chain decides", mandate, version=version, cross=cross)
-    return finish(ctx, "promoted", None, f"promoted {version.tag} ({version.sha[:12]})", mandate,
-                  version=version, cross=cross)
+        return finish(
+            ctx,
+            "probation",
+            None,
+            f"{version.tag} ({version.sha[:12]}) on probation: it trades the "
+            f"shadow book {shadow_name(ctx.account, version.tag)} for {ctx.agent.probation_sessions} "
+            "sessions before the daily chain decides",
+            mandate,
+            version=version,
+            cross=cross,
+        )
+    return finish(
+        ctx,
+        "promoted",
+        None,
+        f"promoted {version.tag} ({version.sha[:12]})",
+        mandate,
+        version=version,
+        cross=cross,
+    )
 
 
-def finish(ctx: RepairContext, status: str, step: str | None, reason: str, mandate: Mandate | None,
-           version: VersionInfo | None = None, cross: CrossValidation | None = None) -> RepairOutcome:
+def finish(
+    ctx: RepairContext,
+    status: str,
+    step: str | None,
+    reason: str,
+    mandate: Mandate | None,
+    version: VersionInfo | None = None,
+    cross: CrossValidation | None = None,
+) -> RepairOutcome:
     """The outcome, written to the run folder; the candidate clone goes (a promotion lives in the workspace)."""
     if ctx.trail.state not in RUN_ENDS:
         ctx.trail.move(status, reason[:500])
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate, ignore_errors=True)
     if cross is None and (ctx.run_dir / "cross_validation.json").exists():
-        cross = CrossValidation.model_validate_json((ctx.run_dir / "cross_validation.json").read_text())
-    outcome = RepairOutcome(status=status, step=step, reason=reason, mandate=mandate,
-                            attempts=ctx.attempts, cross_validation=cross, version=version,
-                            run_dir=str(ctx.run_dir), budget=ctx.budget.summary(),
-                            transcript_digest=ctx.transcript.digest(), rounds=ctx.round,
-                            trail=[m.__dict__ for m in ctx.trail.moves], inputs=ctx.inputs)
+        cross = CrossValidation.model_validate_json(
+            (ctx.run_dir / "cross_validation.json").read_text()
+        )
+    outcome = RepairOutcome(
+        status=status,
+        step=step,
+        reason=reason,
+        mandate=mandate,
+        attempts=ctx.attempts,
+        cross_validation=cross,
+        version=version,
+        run_dir=str(ctx.run_dir),
+        budget=ctx.budget.summary(),
+        transcript_digest=ctx.transcript.digest(),
+        rounds=ctx.round,
+        trail=[m.__dict__ for m in ctx.trail.moves],
+        inputs=ctx.inputs,
+    )
     write_json(ctx.run_dir / "outcome.json", outcome.model_dump(mode="json"))
     (ctx.run_dir / RUN_NOTE).unlink(missing_ok=True)  # ended: nothing of it is an orphan
     return outcome
 
 
 # -- wiring --------------------------------------------------------------------------------------------
-def replay_cross_validator(store: MarketStore, as_of: date | None, initial_cash: float) -> CrossValidator:
+def replay_cross_validator(
+    store: MarketStore, as_of: date | None, initial_cash: float
+) -> CrossValidator:
     """Cross-validation by replay on stored data over the sessions up to the autopsy's date."""
 
     def validate(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
         active = ctx.base or ctx.versions.base_for(ctx.account)
         start, end = window_for(store, as_of, ctx.agent.cross_validation_days)
-        return cross_validate(ctx.candidate, ctx.versions.materialize(active), mandate.strategy,
-                              mandate.constraints, store, start, end, candidate_sha="candidate",
-                              active_sha=active, initial_cash=initial_cash, mapper=ctx.version_mapper,
-                              baseline=baseline_of(ctx.versions, active, ctx.account), run_dir=ctx.run_dir,
-                              rule=PromotionRule(test=ctx.agent.promotion_test, margin=ctx.agent.promotion_margin,
-                                                 z=ctx.agent.promotion_z))
+        return cross_validate(
+            ctx.candidate,
+            ctx.versions.materialize(active),
+            mandate.strategy,
+            mandate.constraints,
+            store,
+            start,
+            end,
+            candidate_sha="candidate",
+            active_sha=active,
+            initial_cash=initial_cash,
+            mapper=ctx.version_mapper,
+            baseline=baseline_of(ctx.versions, active, ctx.account),
+            run_dir=ctx.run_dir,
+            rule=PromotionRule(
+                test=ctx.agent.promotion_test,
+                margin=ctx.agent.promotion_margin,
+                z=ctx.agent.promotion_z,
+            ),
+        )
 
     return validate
 
 
-def open_context(settings: OomrlSettings, autopsy: RepairInput, provider: str | None = None,
-                 account: str | None = None, lock: str = "namespace",
-                 replay_from: Path | None = None, gate: GateFn | None = None,
-                 agent: AgentSettings | None = None, probation: int | None = None) -> RepairContext:
+def open_context(
+    settings: OomrlSettings,
+    autopsy: RepairInput,
+    provider: str | None = None,
+    account: str | None = None,
+    lock: str = "namespace",
+    replay_from: Path | None = None,
+    gate: GateFn | None = None,
+    agent: AgentSettings | None = None,
+    probation: int | None = None,
+) -> RepairContext:
     """A repair context from settings: ledger, workspace (initialised on first use), the account's
     LLM budget, provider, run folder."""
     from guardrails.gate import run_gate
@@ -324,13 +450,17 @@ def open_context(settings: OomrlSettings, autopsy: RepairInput, provider: str | 
     if probation is not None:  # this run's own choice over OOMRL_AGENT_PROBATION_SESSIONS
         agent = agent.model_copy(update={"probation_sessions": max(int(probation), 0)})
     if agent.holdout_dir is not None and not agent.holdout_dir.is_dir():
-        raise OomrlError(f"OOMRL_AGENT_HOLDOUT_DIR {agent.holdout_dir} is not a folder of held-out tests")
+        raise OomrlError(
+            f"OOMRL_AGENT_HOLDOUT_DIR {agent.holdout_dir} is not a folder of held-out tests"
+        )
     settings.ensure_dirs()
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     versions = StrategyVersions(settings.workspace_dir, ledger)
     versions.init()  # finishes or undoes a promotion whose process was killed
-    clear_orphans(settings.runs_dir)  # and what a killed repair left: its candidate, its gate's scratch
+    clear_orphans(
+        settings.runs_dir
+    )  # and what a killed repair left: its candidate, its gate's scratch
     run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
     name = account or autopsy.account
     budget = Budget.from_settings(agent, LLMBudgetBook(ledger), name, run_dir.name)
@@ -338,10 +468,19 @@ def open_context(settings: OomrlSettings, autopsy: RepairInput, provider: str | 
     chosen = get_provider(provider, settings, budget, transcript, agent, replay_from)
     store = ensure_sample(settings)
     return RepairContext(
-        versions=versions, provider=chosen, budget=budget, transcript=transcript, run_dir=run_dir,
-        account=name, gate=gate or run_gate,
+        versions=versions,
+        provider=chosen,
+        budget=budget,
+        transcript=transcript,
+        run_dir=run_dir,
+        account=name,
+        gate=gate or run_gate,
         cross_validator=replay_cross_validator(store, as_of_of(autopsy), settings.initial_cash),
-        agent=agent, lock=lock, holdout=agent.holdout_dir, trail=Trail(run_dir / "trail.jsonl"))
+        agent=agent,
+        lock=lock,
+        holdout=agent.holdout_dir,
+        trail=Trail(run_dir / "trail.jsonl"),
+    )
 
 
 __all__ = [

@@ -42,13 +42,16 @@ logger = logging.getLogger("oomrl.repair_claims")
 
 
 def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)  # naive UTC: compares alike on SQLite and PostgreSQL
+    return datetime.now(UTC).replace(
+        tzinfo=None
+    )  # naive UTC: compares alike on SQLite and PostgreSQL
 
 
 def claims_table(metadata: sa.MetaData) -> sa.Table:
     """The `repair_claims` table in `metadata` (its schema, if any)."""
     return sa.Table(
-        "repair_claims", metadata,
+        "repair_claims",
+        metadata,
         sa.Column("flow_run_id", sa.String(64), primary_key=True),
         sa.Column("account", sa.String(ACCOUNT_MAX), nullable=False),
         # The account while this run holds its lock, else NULL (NULLs never collide in a unique column).
@@ -102,13 +105,17 @@ class ClaimBook:
         """Create the table if it is missing (two first users at once: the loser finds it made), and
         add the `owner` column to a table an older version created."""
         create_tables(self.engine, self.table.metadata, [self.table])
-        columns = {c["name"] for c in sa.inspect(self.engine).get_columns(self.table.name,
-                                                                          schema=self.table.schema)}
+        columns = {
+            c["name"]
+            for c in sa.inspect(self.engine).get_columns(self.table.name, schema=self.table.schema)
+        }
         if "owner" not in columns:
             name = self.engine.dialect.identifier_preparer.format_table(self.table)
             try:
                 with self.engine.begin() as conn:
-                    conn.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN owner VARCHAR({OWNER_MAX})"))
+                    conn.execute(
+                        sa.text(f"ALTER TABLE {name} ADD COLUMN owner VARCHAR({OWNER_MAX})")
+                    )
             except DBAPIError:  # another process added it first
                 pass
         return self
@@ -119,12 +126,23 @@ class ClaimBook:
         now, who = _now(), str(owner or Owner.me())[:OWNER_MAX]
         try:
             with self.engine.begin() as conn:
-                conn.execute(self.table.insert().values(flow_run_id=flow_run_id, account=account,
-                                                        holds=None, claimed_at=now, beat_at=now, owner=who))
+                conn.execute(
+                    self.table.insert().values(
+                        flow_run_id=flow_run_id,
+                        account=account,
+                        holds=None,
+                        claimed_at=now,
+                        beat_at=now,
+                        owner=who,
+                    )
+                )
         except IntegrityError:
             with self.engine.begin() as conn:
-                conn.execute(self.table.update().where(self.table.c.flow_run_id == flow_run_id)
-                             .values(account=account, beat_at=now, owner=who))
+                conn.execute(
+                    self.table.update()
+                    .where(self.table.c.flow_run_id == flow_run_id)
+                    .values(account=account, beat_at=now, owner=who)
+                )
 
     def live(self, silent_s: float = CLAIM_SILENT_S) -> list[Claim]:
         """Every registered run whose process is not known to be gone: the repairs running now,
@@ -136,14 +154,19 @@ class ClaimBook:
     def beat(self, flow_run_id: str) -> bool:
         """Refresh the run's heartbeat; False when its row is gone (taken over as silent)."""
         with self.engine.begin() as conn:
-            done = conn.execute(self.table.update().where(self.table.c.flow_run_id == flow_run_id)
-                                .values(beat_at=_now()))
+            done = conn.execute(
+                self.table.update()
+                .where(self.table.c.flow_run_id == flow_run_id)
+                .values(beat_at=_now())
+            )
         return done.rowcount == 1
 
     def get(self, flow_run_id: str) -> Claim | None:
         """The run's row, if it has one."""
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(self.table).where(self.table.c.flow_run_id == flow_run_id)).first()
+            row = conn.execute(
+                sa.select(self.table).where(self.table.c.flow_run_id == flow_run_id)
+            ).first()
         return None if row is None else self._claim(row)
 
     def holder(self, account: str) -> Claim | None:
@@ -152,7 +175,9 @@ class ClaimBook:
             row = conn.execute(sa.select(self.table).where(self.table.c.holds == account)).first()
         return None if row is None else self._claim(row)
 
-    def acquire(self, flow_run_id: str, account: str, silent_s: float = CLAIM_SILENT_S) -> Claim | None:
+    def acquire(
+        self, flow_run_id: str, account: str, silent_s: float = CLAIM_SILENT_S
+    ) -> Claim | None:
         """Hold `account` for this (registered) run: None when held now, else the live holder.
 
         A holder silent for `silent_s` seconds loses its row (one conditional delete: of two runs
@@ -160,11 +185,15 @@ class ClaimBook:
         for _ in range(3):
             try:
                 with self.engine.begin() as conn:
-                    done = conn.execute(self.table.update()
-                                        .where(self.table.c.flow_run_id == flow_run_id)
-                                        .values(holds=account, beat_at=_now()))
+                    done = conn.execute(
+                        self.table.update()
+                        .where(self.table.c.flow_run_id == flow_run_id)
+                        .values(holds=account, beat_at=_now())
+                    )
                 if done.rowcount != 1:
-                    raise LookupError(f"repair run {flow_run_id} has no claim row (register it first)")
+                    raise LookupError(
+                        f"repair run {flow_run_id} has no claim row (register it first)"
+                    )
                 return None
             except IntegrityError:
                 pass
@@ -175,11 +204,18 @@ class ClaimBook:
                 return None
             if not current.gone(silent_s):
                 return current
-            logger.warning("repair %s held %s but its process is gone: taking over",
-                           current.describe(), account)
+            logger.warning(
+                "repair %s held %s but its process is gone: taking over",
+                current.describe(),
+                account,
+            )
             with self.engine.begin() as conn:
-                conn.execute(self.table.delete().where(self.table.c.flow_run_id == current.flow_run_id,
-                                                       self.table.c.beat_at == current.beat_at))
+                conn.execute(
+                    self.table.delete().where(
+                        self.table.c.flow_run_id == current.flow_run_id,
+                        self.table.c.beat_at == current.beat_at,
+                    )
+                )
         return self.holder(account)
 
     def release(self, flow_run_id: str) -> None:
@@ -188,8 +224,14 @@ class ClaimBook:
             conn.execute(self.table.delete().where(self.table.c.flow_run_id == flow_run_id))
 
     def _claim(self, row: sa.Row) -> Claim:
-        return Claim(flow_run_id=row.flow_run_id, account=row.account, holds=row.holds is not None,
-                     claimed_at=row.claimed_at, beat_at=row.beat_at, owner=row.owner)
+        return Claim(
+            flow_run_id=row.flow_run_id,
+            account=row.account,
+            holds=row.holds is not None,
+            claimed_at=row.claimed_at,
+            beat_at=row.beat_at,
+            owner=row.owner,
+        )
 
 
 class AccountBusyError(OomrlError):
@@ -200,16 +242,26 @@ class TooManyRepairsError(OomrlError):
     """As many repairs as the limit allows are running already (OOMRL_REPAIR_MAX_RUNNING)."""
 
 
-def wait_to_hold(book: ClaimBook, flow_run_id: str, account: str, wait_s: float = CLAIM_WAIT_S,
-                 poll_s: float = CLAIM_BEAT_S, say: Callable[[str], None] = logger.info) -> None:
+def wait_to_hold(
+    book: ClaimBook,
+    flow_run_id: str,
+    account: str,
+    wait_s: float = CLAIM_WAIT_S,
+    poll_s: float = CLAIM_BEAT_S,
+    say: Callable[[str], None] = logger.info,
+) -> None:
     """Hold `account` for this run, waiting (and saying so) while another live repair holds it."""
     deadline = time.monotonic() + wait_s
     while (holder := book.acquire(flow_run_id, account)) is not None:
         if time.monotonic() >= deadline:
             waited = f"after {wait_s:.0f} s of waiting" if wait_s > 0 else "not waiting (wait is 0)"
-            raise AccountBusyError(f"account {account} is being repaired by {holder.describe()}; {waited}")
-        say(f"account {account} is being repaired by {holder.describe()}; waiting up to "
-            f"{max(0.0, deadline - time.monotonic()):.0f} s")
+            raise AccountBusyError(
+                f"account {account} is being repaired by {holder.describe()}; {waited}"
+            )
+        say(
+            f"account {account} is being repaired by {holder.describe()}; waiting up to "
+            f"{max(0.0, deadline - time.monotonic()):.0f} s"
+        )
         time.sleep(min(poll_s, max(0.05, deadline - time.monotonic())))
 
 
@@ -219,10 +271,12 @@ def check_room(book: ClaimBook, flow_run_id: str, limit: int | None) -> None:
         return
     others = [claim for claim in book.live() if claim.flow_run_id != flow_run_id]
     if len(others) >= limit:
-        raise TooManyRepairsError(f"{len(others)} repairs are running already, the most "
-                                  f"OOMRL_REPAIR_MAX_RUNNING={limit} allows (runs "
-                                  f"{', '.join(sorted(c.flow_run_id for c in others)[:5])}); start it again "
-                                  "when one has ended (re-deliver its alert)")
+        raise TooManyRepairsError(
+            f"{len(others)} repairs are running already, the most "
+            f"OOMRL_REPAIR_MAX_RUNNING={limit} allows (runs "
+            f"{', '.join(sorted(c.flow_run_id for c in others)[:5])}); start it again "
+            "when one has ended (re-deliver its alert)"
+        )
 
 
 class RepairClaim:
@@ -232,8 +286,15 @@ class RepairClaim:
     `limit` (the flow's OOMRL_REPAIR_MAX_RUNNING) refuses to start beyond that many live repairs:
     counted once registered, so two starting at once may both refuse, never both exceed it."""
 
-    def __init__(self, book: ClaimBook, run_id: str, account: str, wait_s: float = CLAIM_WAIT_S,
-                 say: Callable[[str], None] = logger.info, limit: int | None = None) -> None:
+    def __init__(
+        self,
+        book: ClaimBook,
+        run_id: str,
+        account: str,
+        wait_s: float = CLAIM_WAIT_S,
+        say: Callable[[str], None] = logger.info,
+        limit: int | None = None,
+    ) -> None:
         self.book, self.run_id, self.account = book, run_id, account
         self.wait_s, self.say, self.limit = wait_s, say, limit
         self._beat = Heartbeat(book, run_id)
@@ -252,8 +313,12 @@ class RepairClaim:
         """Take the account; AccountBusyError when another live repair kept it for `wait_s`."""
         wait_to_hold(self.book, self.run_id, self.account, self.wait_s, say=self.say)
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         try:
             self._beat.__exit__(kind, error, trace)
         finally:
@@ -266,13 +331,17 @@ class Heartbeat:
     def __init__(self, book: ClaimBook, flow_run_id: str, interval_s: float = CLAIM_BEAT_S) -> None:
         self.book, self.flow_run_id, self.interval_s = book, flow_run_id, interval_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"claim-beat-{flow_run_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"claim-beat-{flow_run_id}", daemon=True
+        )
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
                 if not self.book.beat(self.flow_run_id):
-                    logger.warning("repair run %s lost its claim row (taken over as silent)", self.flow_run_id)
+                    logger.warning(
+                        "repair run %s lost its claim row (taken over as silent)", self.flow_run_id
+                    )
             except Exception as exc:  # noqa: BLE001 - a database blip: the next beat tries again
                 logger.warning("claim heartbeat of %s failed: %s", self.flow_run_id, exc)
 
@@ -280,7 +349,11 @@ class Heartbeat:
         self._thread.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         self._stop.set()
         self._thread.join(timeout=self.interval_s + 5)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 # By the step a repair stopped at: only a promotion is plain success.
-FAILED_STATE_NAMES = {"autopsy": "Refused", "claim": "Account busy", "superseded": "Superseded",
-                      "capacity": "Too many repairs", "test-genesis": "Tests rejected",
-                      "logic-genesis": "Patch rejected", "cross-validation": "Cross-validation failed"}
+FAILED_STATE_NAMES = {
+    "autopsy": "Refused",
+    "claim": "Account busy",
+    "superseded": "Superseded",
+    "capacity": "Too many repairs",
+    "test-genesis": "Tests rejected",
+    "logic-genesis": "Patch rejected",
+    "cross-validation": "Cross-validation failed",
+}
 
 
 def ending_name(status: str, step: str | None) -> str:

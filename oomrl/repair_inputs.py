@@ -61,13 +61,17 @@ def read_autopsy_file(path: Path) -> RepairInput:
     """A validated repair input from a file; the size is checked before the file is read."""
     from oomrl.files import read_bounded
 
-    raw = read_bounded(path, MAX_AUTOPSY_BYTES, f"autopsy {path}", InvalidAutopsyError, regular=False)
+    raw = read_bounded(
+        path, MAX_AUTOPSY_BYTES, f"autopsy {path}", InvalidAutopsyError, regular=False
+    )
     return load_autopsy(parse_json(raw, f"autopsy {path}"))
 
 
 def _problems(exc: Any) -> str:
     """Pydantic errors as `field: message`, inputs not echoed (they may be megabytes)."""
-    shown = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5]]
+    shown = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors()[:5]
+    ]
     more = exc.error_count() - len(shown)
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
@@ -99,11 +103,14 @@ def check_as_of(as_of: date, kind: str) -> None:
 
     today = datetime.now(ZoneInfo(SHANGHAI)).date()
     if as_of < FIRST_SESSION:
-        raise InvalidAutopsyError(f"invalid {kind}: as_of {as_of} is before the first XSHG session "
-                                  f"({FIRST_SESSION})")
+        raise InvalidAutopsyError(
+            f"invalid {kind}: as_of {as_of} is before the first XSHG session ({FIRST_SESSION})"
+        )
     if as_of > today:
-        raise InvalidAutopsyError(f"invalid {kind}: as_of {as_of} is after today ({today}, {SHANGHAI}): "
-                                  "an alert is about a session that has happened")
+        raise InvalidAutopsyError(
+            f"invalid {kind}: as_of {as_of} is after today ({today}, {SHANGHAI}): "
+            "an alert is about a session that has happened"
+        )
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,11 @@ def marked_sessions(ledger_url: str, account: str) -> MarkedSessions | None:
     from oomrl.portfolio.ledger import Ledger
 
     url = sa.engine.make_url(ledger_url)
-    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
-            and not Path(url.database).is_file():
+    if (
+        url.get_backend_name() == "sqlite"
+        and url.database not in (None, "", ":memory:")
+        and not Path(url.database).is_file()
+    ):
         return None
     ledger = Ledger(ledger_url)
     try:
@@ -133,17 +143,35 @@ def marked_sessions(ledger_url: str, account: str) -> MarkedSessions | None:
         if not inspector.has_table(accounts.name, schema=accounts.schema):
             return None
         with ledger.engine.connect() as conn:
-            if conn.execute(sa.select(accounts.c.account).where(accounts.c.account == account)).first() is None:
+            if (
+                conn.execute(
+                    sa.select(accounts.c.account).where(accounts.c.account == account)
+                ).first()
+                is None
+            ):
                 return None
             if not inspector.has_table(nav.name, schema=nav.schema):
                 return MarkedSessions(None, None)
-            first, last = conn.execute(sa.select(sa.func.min(nav.c.date), sa.func.max(nav.c.date))
-                                       .where(nav.c.account == account)).one()
+            first, last = conn.execute(
+                sa.select(sa.func.min(nav.c.date), sa.func.max(nav.c.date)).where(
+                    nav.c.account == account
+                )
+            ).one()
             probation = ledger.t["probations"]
-            running = conn.execute(sa.select(probation.c.tag, probation.c.opened_on, probation.c.sessions).where(
-                probation.c.account == account, probation.c.status == "open")).first() \
-                if inspector.has_table(probation.name, schema=probation.schema) else None
-            on = f"{running[0]} (since {_day(running[1])}, {running[2]} forward sessions)" if running else None
+            running = (
+                conn.execute(
+                    sa.select(probation.c.tag, probation.c.opened_on, probation.c.sessions).where(
+                        probation.c.account == account, probation.c.status == "open"
+                    )
+                ).first()
+                if inspector.has_table(probation.name, schema=probation.schema)
+                else None
+            )
+            on = (
+                f"{running[0]} (since {_day(running[1])}, {running[2]} forward sessions)"
+                if running
+                else None
+            )
             return MarkedSessions(_day(first), _day(last), on)
     finally:
         ledger.engine.dispose()
@@ -167,18 +195,27 @@ def check_dates(autopsy: RepairInput, account: str, sessions: MarkedSessions) ->
         return
     span = f"marked {sessions.first}..{sessions.last}"
     if as_of is not None and as_of < sessions.first:
-        raise InvalidAutopsyError(f"alert dated {as_of} is before account {account!r}'s first session "
-                                  f"({sessions.first}; {span})")
+        raise InvalidAutopsyError(
+            f"alert dated {as_of} is before account {account!r}'s first session "
+            f"({sessions.first}; {span})"
+        )
     if as_of is not None and as_of > sessions.last:
-        raise InvalidAutopsyError(f"alert dated {as_of} is after account {account!r}'s last marked session "
-                                  f"({sessions.last}; {span}): mark the account through the alert date first")
+        raise InvalidAutopsyError(
+            f"alert dated {as_of} is after account {account!r}'s last marked session "
+            f"({sessions.last}; {span}): mark the account through the alert date first"
+        )
 
 
 # The metric each rule of oomrl.diagnostics.rules fires on, which the critic reads to diagnose it.
-RULE_METRICS = {"daily_loss": "daily_pnl", "drawdown": "drawdown",
-                "principal_loss_approaching": "cumulative_principal_loss",
-                "principal_loss_reached": "cumulative_principal_loss", "ir_decay": "rolling_ir_60d",
-                "execution_decay": "slippage_leakage", "turnover_spike": "turnover_annualized"}
+RULE_METRICS = {
+    "daily_loss": "daily_pnl",
+    "drawdown": "drawdown",
+    "principal_loss_approaching": "cumulative_principal_loss",
+    "principal_loss_reached": "cumulative_principal_loss",
+    "ir_decay": "rolling_ir_60d",
+    "execution_decay": "slippage_leakage",
+    "turnover_spike": "turnover_annualized",
+}
 
 
 def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
@@ -191,17 +228,21 @@ def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) 
     dated = f"alert dated {as_of}" if as_of else "undated alert"
     if not isinstance(autopsy, Autopsy):
         if sessions.first is None:
-            raise InvalidAutopsyError(f"{dated} carries no metrics and account {account!r} has no marked "
-                                      "session to compute them from (marked: none): send a full autopsy "
-                                      "with metrics, or alert after the account's first marked session")
+            raise InvalidAutopsyError(
+                f"{dated} carries no metrics and account {account!r} has no marked "
+                "session to compute them from (marked: none): send a full autopsy "
+                "with metrics, or alert after the account's first marked session"
+            )
         return
     rule = autopsy.trigger.rule
     metric = RULE_METRICS.get(rule)
     if metric and getattr(autopsy.metrics, metric) is None:
         window = autopsy.trigger.window_start
         marked = f"{sessions.first}..{sessions.last}" if sessions.first else "none"
-        raise InvalidAutopsyError(f"{dated} (window from {window}) has no metrics.{metric}, which rule "
-                                  f"{rule!r} reads (account {account!r} marked: {marked})")
+        raise InvalidAutopsyError(
+            f"{dated} (window from {window}) has no metrics.{metric}, which rule "
+            f"{rule!r} reads (account {account!r} marked: {marked})"
+        )
 
 
 def strategy_exists(workspace_dir: Path, module: str) -> bool:
@@ -213,8 +254,9 @@ def strategy_exists(workspace_dir: Path, module: str) -> bool:
     return name not in _NOT_STRATEGIES and (root / "strategies" / f"{name}.py").is_file()
 
 
-def check_known(autopsy: RepairInput, ledger_url: str, workspace_dir: Path,
-                account: str | None = None) -> None:
+def check_known(
+    autopsy: RepairInput, ledger_url: str, workspace_dir: Path, account: str | None = None
+) -> None:
     """Refuse an input whose account (or the `account` override) or strategy module is unknown, whose
     date its account's marked sessions cannot explain (`check_dates`), or that lacks the metrics its
     rule reads (`check_metrics`)."""
@@ -223,18 +265,23 @@ def check_known(autopsy: RepairInput, ledger_url: str, workspace_dir: Path,
     name = account or autopsy.account
     sessions = marked_sessions(ledger_url, name)
     if sessions is None:
-        raise UnknownAccountError(f"unknown account {name!r}: the ledger holds no such account "
-                                  "(accounts are opened by their first rebalance)")
+        raise UnknownAccountError(
+            f"unknown account {name!r}: the ledger holds no such account "
+            "(accounts are opened by their first rebalance)"
+        )
     module = autopsy.diagnostics.module if isinstance(autopsy, Autopsy) else None
     if module and not strategy_exists(workspace_dir, str(module)):
-        raise UnknownStrategyError(f"unknown strategy {module!r}: the strategy workspace has no "
-                                   f"{str(module).replace('.', '/')}.py")
+        raise UnknownStrategyError(
+            f"unknown strategy {module!r}: the strategy workspace has no "
+            f"{str(module).replace('.', '/')}.py"
+        )
     if sessions.on_probation:  # its promotion would be refused after the whole repair: say it now
         tag = sessions.on_probation.split()[0]
         raise AccountOnProbationError(
             f"account {name!r} has {sessions.on_probation} on probation: the forward market judges it first; "
             f"decide it now with `oomrl versions promote|retire {tag} --account {name}` or the "
-            "probation-review deployment, then repair")
+            "probation-review deployment, then repair"
+        )
     check_dates(autopsy, name, sessions)
     check_metrics(autopsy, name, sessions)
 
@@ -244,8 +291,10 @@ def require_admitted(autopsy: object) -> None:
     from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 
     if not isinstance(autopsy, Autopsy | LossAlert):
-        raise InvalidAutopsyError(f"the repair takes an admitted Autopsy or LossAlert, got {type(autopsy).__name__}: "
-                                  "admit JSON first (oomrl.repair.admit(data, settings))")
+        raise InvalidAutopsyError(
+            f"the repair takes an admitted Autopsy or LossAlert, got {type(autopsy).__name__}: "
+            "admit JSON first (oomrl.repair.admit(data, settings))"
+        )
 
 
 def admit(data: Any, settings: Any, account: str | None = None) -> RepairInput:
@@ -268,20 +317,42 @@ def complete_autopsy(autopsy: RepairInput, ledger: Any) -> Completed:
     if isinstance(autopsy, Autopsy):
         return autopsy
     account = autopsy.account
-    module = autopsy.diagnostics.module if isinstance(autopsy, PendingAlert) \
+    module = (
+        autopsy.diagnostics.module
+        if isinstance(autopsy, PendingAlert)
         else f"strategies.{_traded_strategy(ledger, account)}"
-    pending = PendingAlert(alert_id=autopsy.alert_id, account=account, as_of=autopsy.as_of,
-                           diagnostics=AlertModule(module=module))
+    )
+    pending = PendingAlert(
+        alert_id=autopsy.alert_id,
+        account=account,
+        as_of=autopsy.as_of,
+        diagnostics=AlertModule(module=module),
+    )
     nav = ledger.nav_frame(account)
     last = nav["date"].max() if len(nav) and "date" in nav else None
     as_of = autopsy.as_of or (None if last is None else date.fromisoformat(str(last)[:10]))
     if as_of is None:
         return pending
-    alert = Alert(alert_id=autopsy.alert_id, account=account, rule="external", severity="warning",
-                  as_of=as_of, window_start=as_of, value=0.0, threshold=0.0, message="external loss alert")
+    alert = Alert(
+        alert_id=autopsy.alert_id,
+        account=account,
+        rule="external",
+        severity="warning",
+        as_of=as_of,
+        window_start=as_of,
+        value=0.0,
+        threshold=0.0,
+        message="external loss alert",
+    )
     try:
-        return autopsy_for(alert, nav, ledger.fills_frame(account), AlertConfig(), module=module,
-                           fallback_version=ledger.active_version(account))
+        return autopsy_for(
+            alert,
+            nav,
+            ledger.fills_frame(account),
+            AlertConfig(),
+            module=module,
+            fallback_version=ledger.active_version(account),
+        )
     except OomrlError:
         return pending
 
@@ -310,9 +381,12 @@ def check_transcript(path: Path) -> None:
                 try:
                     record = json.loads(line)
                 except ValueError as exc:
-                    raise InvalidInputError(f"transcript {path} is not JSONL: line {number}: {exc}") from None
+                    raise InvalidInputError(
+                        f"transcript {path} is not JSONL: line {number}: {exc}"
+                    ) from None
                 if not isinstance(record, dict):
-                    raise InvalidInputError(f"transcript {path} is not JSONL: line {number} is not "
-                                              "a JSON object")
+                    raise InvalidInputError(
+                        f"transcript {path} is not JSONL: line {number} is not a JSON object"
+                    )
     except OSError as exc:
         raise InvalidInputError(f"cannot read transcript {path}: {exc.strerror or exc}") from None

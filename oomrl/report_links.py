@@ -29,7 +29,10 @@ def _configured() -> dict[str, str]:
     from oomrl.settings import get_settings
 
     settings = get_settings()
-    return {REPORTS_URL_ENV: settings.runtime.reports_url or "", SECRET_ENV: settings.webhook.secret or ""}
+    return {
+        REPORTS_URL_ENV: settings.runtime.reports_url or "",
+        SECRET_ENV: settings.webhook.secret or "",
+    }
 
 
 class ReportLinkError(ValueError):

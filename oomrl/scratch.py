@@ -23,8 +23,14 @@ from oomrl.owners import START_TOLERANCE_S
 
 RUN_NOTE = ".owner"  # in a repair's run folder while its process works in it
 # the gate's runs, the offline author, and the strategy hosts' copies, homes and jail stages
-SCRATCH_PREFIXES = ("oomrl-gate-", "oomrl-author-", "oomrl-host-", "oomrl-hostws-", "oomrl-hosthome-",
-                    "oomrl-sandbox-")
+SCRATCH_PREFIXES = (
+    "oomrl-gate-",
+    "oomrl-author-",
+    "oomrl-host-",
+    "oomrl-hostws-",
+    "oomrl-hosthome-",
+    "oomrl-sandbox-",
+)
 logger = logging.getLogger("oomrl.scratch")
 
 
@@ -51,7 +57,9 @@ def gone(note: Path) -> bool:
     except (OSError, ValueError):
         return False
     try:
-        return psutil.Process(pid).create_time() > made + START_TOLERANCE_S  # the pid was reused since
+        return (
+            psutil.Process(pid).create_time() > made + START_TOLERANCE_S
+        )  # the pid was reused since
     except psutil.NoSuchProcess:
         return True
     except psutil.AccessDenied:  # another user's process holds the pid now

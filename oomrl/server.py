@@ -59,7 +59,9 @@ class StackConfig:
     host: str = "127.0.0.1"
     port: int = 4200
     webhook_port: int = 8765
-    database_url: str | None = None  # PREFECT_API_DATABASE_CONNECTION_URL; SQLite under home when None
+    database_url: str | None = (
+        None  # PREFECT_API_DATABASE_CONNECTION_URL; SQLite under home when None
+    )
     project_dir: Path = PROJECT_DIR
     deploy: bool = True
     worker: bool = True
@@ -118,19 +120,23 @@ def stack_env(config: StackConfig) -> dict[str, str]:
     at DAY_ONE unless OOMRL_SAMPLE_CLOCK (or the config file) says otherwise, `off` included, so a
     fresh stack's deployments tell the loop's story on their defaults (oomrl/data/sample_clock.py)."""
     env = environment()
-    env.update({
-        "OOMRL_HOME": str(config.home),
-        "PREFECT_HOME": str(config.home / "prefect"),
-        "PREFECT_API_URL": config.api_url,
-        "PREFECT_API_DATABASE_CONNECTION_URL": config.database,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
-        "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
-        # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set its own)
-        "OOMRL_REPORTS_URL": get_settings().runtime.reports_url or config.webhook_url,
-        "PYTHONUNBUFFERED": "1",
-    })
-    if not configured("sample_clock"):  # day one: the sample played forward from its first session on
+    env.update(
+        {
+            "OOMRL_HOME": str(config.home),
+            "PREFECT_HOME": str(config.home / "prefect"),
+            "PREFECT_API_URL": config.api_url,
+            "PREFECT_API_DATABASE_CONNECTION_URL": config.database,
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
+            "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
+            # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set its own)
+            "OOMRL_REPORTS_URL": get_settings().runtime.reports_url or config.webhook_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    if not configured(
+        "sample_clock"
+    ):  # day one: the sample played forward from its first session on
         from oomrl.data.sample_clock import DAY_ONE
 
         env["OOMRL_SAMPLE_CLOCK"] = DAY_ONE.isoformat()
@@ -145,14 +151,25 @@ def _prefect(*args: str) -> list[str]:
 def start_process(name: str, argv: list[str], env: dict[str, str], config: StackConfig) -> int:
     """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log (0600)."""
     private_dir(config.log_dir, tighten=True)
-    log = os.fdopen(os.open(config.log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab")
-    process = subprocess.Popen(argv, env=env, cwd=config.project_dir, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True, umask=PRIVATE_UMASK)
+    log = os.fdopen(
+        os.open(config.log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
+    )
+    process = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=config.project_dir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        umask=PRIVATE_UMASK,
+    )
     log.close()
     return process.pid
 
 
-EXEC_WAIT_S = 5.0  # how long a just-forked child may take to start its program before it is recorded
+EXEC_WAIT_S = (
+    5.0  # how long a just-forked child may take to start its program before it is recorded
+)
 
 
 @dataclass(frozen=True)
@@ -172,7 +189,9 @@ class ProcessRecord:
         cmdline = tuple(process.cmdline())
         if pid != os.getpid():
             own, deadline = tuple(psutil.Process().cmdline()), time.monotonic() + exec_wait_s
-            while (cmdline == own or not cmdline) and time.monotonic() < deadline:  # () while it execs
+            while (
+                cmdline == own or not cmdline
+            ) and time.monotonic() < deadline:  # () while it execs
                 time.sleep(0.005)
                 cmdline = tuple(process.cmdline())
         return cls(pid, process.create_time(), cmdline)
@@ -196,8 +215,10 @@ class ProcessRecord:
         if process.status() == psutil.STATUS_ZOMBIE:
             return EXITED
         if abs(started - self.started) > START_TOLERANCE_S or cmdline != self.cmdline:
-            return (f"pid {self.pid} now belongs to another process ({' '.join(cmdline)[:80] or '?'}, "
-                    f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})")
+            return (
+                f"pid {self.pid} now belongs to another process ({' '.join(cmdline)[:80] or '?'}, "
+                f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})"
+            )
         return None
 
 
@@ -242,7 +263,10 @@ def group_members(record: ProcessRecord) -> list[psutil.Process]:
     members = []
     for process in psutil.process_iter(["pid", "create_time"]):
         try:
-            if os.getpgid(process.pid) == record.pid and process.info["create_time"] >= record.started - 0.05:
+            if (
+                os.getpgid(process.pid) == record.pid
+                and process.info["create_time"] >= record.started - 0.05
+            ):
                 members.append(process)
         except (ProcessLookupError, psutil.Error):
             continue
@@ -282,7 +306,9 @@ def wait_http(url: str, pid: int, name: str, timeout_s: float, config: StackConf
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise StackError(f"{name} did not answer {url} within {timeout_s:.0f} s:\n{log_tail(config, name)}")
+    raise StackError(
+        f"{name} did not answer {url} within {timeout_s:.0f} s:\n{log_tail(config, name)}"
+    )
 
 
 def log_tail(config: StackConfig, name: str, lines: int = 25) -> str:
@@ -300,7 +326,11 @@ def read_state(home: Path) -> dict[str, object] | None:
         state = json.loads(path.read_text())
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting too deep for json
+    except (
+        OSError,
+        ValueError,
+        RecursionError,
+    ) as exc:  # RecursionError: nesting too deep for json
         raise StackError(_unusable(path, str(exc))) from None
     pids = state.get("pids") if isinstance(state, dict) else None
     # pid 0 or 1 would make killpg signal our own group or init's: no pid `up` records is either.
@@ -310,8 +340,10 @@ def read_state(home: Path) -> dict[str, object] | None:
 
 
 def _unusable(path: Path, detail: str) -> str:
-    return (f"{path} is not a state file `oomrl server up` wrote ({detail}); no process was signalled: "
-            "stop what still runs by hand, then delete the file")
+    return (
+        f"{path} is not a state file `oomrl server up` wrote ({detail}); no process was signalled: "
+        "stop what still runs by hand, then delete the file"
+    )
 
 
 def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
@@ -319,7 +351,7 @@ def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
     none, and is never signalled."""
     processes = state.get("processes")
     records = {}
-    for name, data in (processes.items() if isinstance(processes, dict) else ()):
+    for name, data in processes.items() if isinstance(processes, dict) else ():
         try:
             records[name] = ProcessRecord.from_json(data)
         except (KeyError, TypeError, ValueError):
@@ -330,13 +362,17 @@ def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
 def running(state: dict[str, object]) -> dict[str, bool]:
     """For each recorded name: does its pid still run the process `up` started?"""
     records = recorded_processes(state)
-    return {name: name in records and records[name].identity_problem() is None
-            for name in dict(state["pids"])}  # type: ignore[call-overload]
+    return {
+        name: name in records and records[name].identity_problem() is None
+        for name in dict(state["pids"])  # type: ignore[call-overload]
+    }
 
 
 def _save_state(home: Path, state: dict[str, object]) -> None:
     payload = json.dumps(state, indent=2)
-    atomic_write(home / "server.json", lambda temp: Path(temp).write_text(payload))  # 0600 from the start
+    atomic_write(
+        home / "server.json", lambda temp: Path(temp).write_text(payload)
+    )  # 0600 from the start
 
 
 def record_pid(home: Path, name: str, pid: int) -> None:
@@ -345,40 +381,81 @@ def record_pid(home: Path, name: str, pid: int) -> None:
     if state is None:
         raise StackError(f"no stack recorded in {home / 'server.json'}")
     state["pids"] = {**dict(state["pids"]), name: pid}  # type: ignore[call-overload]
-    state["processes"] = {**dict(state.get("processes") or {}),  # type: ignore[call-overload]
-                          name: ProcessRecord.of(pid).as_json()}
+    state["processes"] = {
+        **dict(state.get("processes") or {}),  # type: ignore[call-overload]
+        name: ProcessRecord.of(pid).as_json(),
+    }
     _save_state(home, state)
 
 
 def _write_state(config: StackConfig, pids: dict[str, int]) -> dict[str, object]:
     state: dict[str, object] = {
-        "pids": pids, "processes": {name: ProcessRecord.of(pid).as_json() for name, pid in pids.items()},
-        "api_url": config.api_url, "ui_url": config.ui_url,
+        "pids": pids,
+        "processes": {name: ProcessRecord.of(pid).as_json() for name, pid in pids.items()},
+        "api_url": config.api_url,
+        "ui_url": config.ui_url,
         "webhook_url": config.webhook_url if "webhook" in pids else None,
-        "database": config.database.split("@")[-1], "started_at": time.time(),
+        "database": config.database.split("@")[-1],
+        "started_at": time.time(),
     }
     _save_state(config.home, state)
     return state
 
 
 def _run(argv: list[str], env: dict[str, str], config: StackConfig, what: str) -> str:
-    done = subprocess.run(argv, env=env, cwd=config.project_dir, capture_output=True, text=True,
-                          timeout=600, check=False)
+    done = subprocess.run(
+        argv,
+        env=env,
+        cwd=config.project_dir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if done.returncode != 0:
-        raise StackError(f"{what} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        raise StackError(
+            f"{what} failed (exit {done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
     return done.stdout
 
 
 def start_worker(config: StackConfig, env: dict[str, str]) -> int:
     """A process worker on the `oomrl-local` pool."""
-    return start_process("worker", _prefect("worker", "start", "--pool", POOL, "--type", "process",
-                                            "--name", f"oomrl-worker-{os.getpid()}"), env, config)
+    return start_process(
+        "worker",
+        _prefect(
+            "worker",
+            "start",
+            "--pool",
+            POOL,
+            "--type",
+            "process",
+            "--name",
+            f"oomrl-worker-{os.getpid()}",
+        ),
+        env,
+        config,
+    )
 
 
 def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
     """`oomrl webhook serve` on the configured port; returns once it answers /healthz."""
-    pid = start_process("webhook", [sys.executable, "-m", "oomrl", "webhook", "serve", "--host",
-                                    config.host, "--port", str(config.webhook_port)], env, config)
+    pid = start_process(
+        "webhook",
+        [
+            sys.executable,
+            "-m",
+            "oomrl",
+            "webhook",
+            "serve",
+            "--host",
+            config.host,
+            "--port",
+            str(config.webhook_port),
+        ],
+        env,
+        config,
+    )
     wait_http(f"{config.webhook_url}/healthz", pid, "webhook", 60, config)
     return pid
 
@@ -392,7 +469,9 @@ def starting(config: StackConfig) -> Iterator[None]:
 
     private_dir(config.home)
     note = config.home / STARTING_NOTE
-    lock = FileLock(config.home / STARTING_LOCK, mode=0o600, thread_local=False, fallback_to_soft=False)
+    lock = FileLock(
+        config.home / STARTING_LOCK, mode=0o600, thread_local=False, fallback_to_soft=False
+    )
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -400,11 +479,17 @@ def starting(config: StackConfig) -> Iterator[None]:
             holder = note.read_text().strip()
         except OSError:
             holder = "another process"
-        raise StackError(f"another `oomrl server up` ({holder}) is starting the stack in {config.home}; wait "
-                         "for it, then `oomrl server status`") from None
+        raise StackError(
+            f"another `oomrl server up` ({holder}) is starting the stack in {config.home}; wait "
+            "for it, then `oomrl server status`"
+        ) from None
     try:
-        atomic_write(note, lambda temp: Path(temp).write_text(
-            f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}"))
+        atomic_write(
+            note,
+            lambda temp: Path(temp).write_text(
+                f"pid {os.getpid()}, since {time.strftime('%Y-%m-%d %H:%M:%S')}"
+            ),
+        )
         yield
     finally:
         note.unlink(missing_ok=True)
@@ -414,34 +499,54 @@ def starting(config: StackConfig) -> Iterator[None]:
 def up(config: StackConfig, say: Say = print) -> dict[str, object]:
     """Start the stack; on any failure, stop what was started and raise StackError."""
     if config.deploy and not (config.project_dir / "prefect.yaml").exists():
-        raise StackError(f"no prefect.yaml in {config.project_dir}: run from a checkout "
-                         "(pip install -e .) or pass --no-deploy")
+        raise StackError(
+            f"no prefect.yaml in {config.project_dir}: run from a checkout "
+            "(pip install -e .) or pass --no-deploy"
+        )
     with starting(config):
         previous = read_state(config.home)
         if previous and any(running(previous).values()):
-            raise StackError(f"a stack is already running ({config.state_file}); run `oomrl server down` first")
+            raise StackError(
+                f"a stack is already running ({config.state_file}); run `oomrl server down` first"
+            )
         return _start(config, say)
 
 
 def _start(config: StackConfig, say: Say) -> dict[str, object]:
     """Start the children in order, each waited for; on a failure the ones started are stopped."""
-    if config.webhook:  # its settings (the secret's length, the token, the database URL) fail now, not
+    if (
+        config.webhook
+    ):  # its settings (the secret's length, the token, the database URL) fail now, not
         check_webhook(config)  # after the server and the worker have started
-    private_dir(config.home / "prefect", tighten=True)  # the SQLite database and Prefect's own files
-    sqlite_file = config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
+    private_dir(
+        config.home / "prefect", tighten=True
+    )  # the SQLite database and Prefect's own files
+    sqlite_file = (
+        config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
+    )
     if sqlite_file and Path(sqlite_file).exists():
         Path(sqlite_file).chmod(0o600)  # created by an older version with the default umask
     env = stack_env(config)
     pids: dict[str, int] = {}
     try:
-        say(f"starting Prefect server on {config.ui_url} (database {config.database.split('@')[-1]})")
-        pids["server"] = start_process("server", _prefect("server", "start", "--host", config.host,
-                                                          "--port", str(config.port)), env, config)
+        say(
+            f"starting Prefect server on {config.ui_url} (database {config.database.split('@')[-1]})"
+        )
+        pids["server"] = start_process(
+            "server",
+            _prefect("server", "start", "--host", config.host, "--port", str(config.port)),
+            env,
+            config,
+        )
         wait_http(f"{config.api_url}/health", pids["server"], "server", 180, config)
         _write_state(config, pids)
         say(f"creating process work pool {POOL}")
-        _run(_prefect("work-pool", "create", POOL, "--type", "process", "--overwrite"), env, config,
-             "creating the work pool")
+        _run(
+            _prefect("work-pool", "create", POOL, "--type", "process", "--overwrite"),
+            env,
+            config,
+            "creating the work pool",
+        )
         if config.deploy:
             say("deploying prefect.yaml")
             _run(_prefect("--no-prompt", "deploy", "--all"), env, config, "prefect deploy --all")
@@ -471,7 +576,11 @@ def down(home: Path, say: Say = print) -> list[str]:
         if name not in dict(state["pids"]):  # type: ignore[call-overload]
             continue
         record = records.get(name)
-        problem = record.identity_problem() if record else "server.json has no start time or command line for it"
+        problem = (
+            record.identity_problem()
+            if record
+            else "server.json has no start time or command line for it"
+        )
         if problem is None:
             say(f"stopping {name} (pid {record.pid})")  # type: ignore[union-attr]
         left_alone = stop_recorded(record) if record else problem

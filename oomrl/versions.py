@@ -75,8 +75,12 @@ class StrategyVersions:
 
     author = ("oomrl", "oomrl@localhost")
 
-    def __init__(self, workspace_dir: Path, ledger: VersionLedger | None = None,
-                 exports_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        workspace_dir: Path,
+        ledger: VersionLedger | None = None,
+        exports_dir: Path | None = None,
+    ) -> None:
         self.workspace = Path(workspace_dir)
         self.ledger = ledger
         self.exports = exports_dir or self.workspace.parent / "versions"
@@ -84,19 +88,41 @@ class StrategyVersions:
     # -- git plumbing -------------------------------------------------------------------------
     def git(self, *args: str, cwd: Path | None = None, input_bytes: bytes | None = None) -> str:
         """Run git with a fixed identity and no user or system configuration."""
-        env = child_environment(GIT_AUTHOR_NAME=self.author[0], GIT_AUTHOR_EMAIL=self.author[1],
-                                GIT_COMMITTER_NAME=self.author[0], GIT_COMMITTER_EMAIL=self.author[1],
-                                GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+        env = child_environment(
+            GIT_AUTHOR_NAME=self.author[0],
+            GIT_AUTHOR_EMAIL=self.author[1],
+            GIT_COMMITTER_NAME=self.author[0],
+            GIT_COMMITTER_EMAIL=self.author[1],
+            GIT_CONFIG_GLOBAL=os.devnull,
+            GIT_CONFIG_NOSYSTEM="1",
+            GIT_TERMINAL_PROMPT="0",
+        )
         try:
-            done = subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false",
-                                   "-c", "init.defaultBranch=main", *args],
-                                  cwd=cwd or self.workspace, env=env, input=input_bytes,
-                                  capture_output=True, check=False)
+            done = subprocess.run(
+                [
+                    "git",
+                    "-c",
+                    "commit.gpgsign=false",
+                    "-c",
+                    "tag.gpgsign=false",
+                    "-c",
+                    "init.defaultBranch=main",
+                    *args,
+                ],
+                cwd=cwd or self.workspace,
+                env=env,
+                input=input_bytes,
+                capture_output=True,
+                check=False,
+            )
         except FileNotFoundError as exc:
-            raise VersionError(f"cannot run git ({exc}); strategy versions need git on PATH") from exc
+            raise VersionError(
+                f"cannot run git ({exc}); strategy versions need git on PATH"
+            ) from exc
         if done.returncode != 0:
-            raise VersionError(f"git {' '.join(args)} failed: "
-                               f"{done.stderr.decode(errors='replace').strip()}")
+            raise VersionError(
+                f"git {' '.join(args)} failed: {done.stderr.decode(errors='replace').strip()}"
+            )
         return done.stdout.decode(errors="replace").strip()
 
     @property
@@ -105,7 +131,9 @@ class StrategyVersions:
 
     def _require_init(self) -> None:
         if not self.initialized:
-            raise VersionError(f"no strategy workspace at {self.workspace}: run `oomrl versions init`")
+            raise VersionError(
+                f"no strategy workspace at {self.workspace}: run `oomrl versions init`"
+            )
 
     def head(self) -> str:
         """The commit the workspace branch points at."""
@@ -133,14 +161,17 @@ class StrategyVersions:
         staging = Path(tempfile.mkdtemp(prefix=".ws-", dir=self._parent()))
         try:
             shutil.copytree(root / "strategies", staging / "strategies", ignore=_IGNORED)
-            shutil.copytree(root / "tests" / "strategies", staging / "tests" / "strategies",
-                            ignore=_IGNORED)
+            shutil.copytree(
+                root / "tests" / "strategies", staging / "tests" / "strategies", ignore=_IGNORED
+            )
             (staging / "tests" / "__init__.py").touch()
             (staging / "pyproject.toml").write_text(GUARD_PYPROJECT)
             (staging / ".gitignore").write_text("__pycache__/\n*.pyc\n.pytest_cache/\n.coverage*\n")
             self.git("init", "-q", cwd=staging)
             self.git("add", "-A", cwd=staging)
-            self.git("commit", "-q", "-m", "Bundled strategies\n\nOomrl-Origin: bundled", cwd=staging)
+            self.git(
+                "commit", "-q", "-m", "Bundled strategies\n\nOomrl-Origin: bundled", cwd=staging
+            )
             self.git("tag", f"{TAG_PREFIX}1", cwd=staging)
             staging.rename(self.workspace)  # appears whole or not at all
         except OSError:
@@ -161,7 +192,9 @@ class StrategyVersions:
         """A scratch clone checked out at `at` (default: the branch head), where a repair prepares its
         candidate; a repair passes its account's active version (`base_for`), not the branch head."""
         self._require_init()
-        self.git("clone", "-q", "--no-hardlinks", str(self.workspace), str(dest), cwd=self._parent())
+        self.git(
+            "clone", "-q", "--no-hardlinks", str(self.workspace), str(dest), cwd=self._parent()
+        )
         if at is not None:
             # Every version is tagged or an ancestor of a tag, so the clone holds it.
             self.git("checkout", "-q", "-B", "candidate", self.resolve(at), cwd=dest)
@@ -192,16 +225,27 @@ class StrategyVersions:
             raise UnknownActiveVersionError(
                 f"account {account!r} trades version {sha[:12]}, which the strategy workspace "
                 f"{self.workspace} does not hold (was the workspace replaced?); activate a version "
-                "it holds with `oomrl versions activate vN`") from None
+                "it holds with `oomrl versions activate vN`"
+            ) from None
         return sha
 
     def next_tag(self) -> str:
-        numbers = [int(t[len(TAG_PREFIX):]) for t in self.git("tag", "-l", f"{TAG_PREFIX}*").split()
-                   if t[len(TAG_PREFIX):].isdigit()]
+        numbers = [
+            int(t[len(TAG_PREFIX) :])
+            for t in self.git("tag", "-l", f"{TAG_PREFIX}*").split()
+            if t[len(TAG_PREFIX) :].isdigit()
+        ]
         return f"{TAG_PREFIX}{max(numbers, default=0) + 1}"
 
-    def promote(self, candidate: Path, message: str, metadata: dict[str, Any], account: str,
-                strategy: str, probation: tuple[date, int] | None = None) -> VersionInfo:
+    def promote(
+        self,
+        candidate: Path,
+        message: str,
+        metadata: dict[str, Any],
+        account: str,
+        strategy: str,
+        probation: tuple[date, int] | None = None,
+    ) -> VersionInfo:
         """Commit the candidate clone, tag, attach metadata, activate; the branch moves only forward.
 
         Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
@@ -247,8 +291,14 @@ class StrategyVersions:
         sha = self.resolve(tag)
         date, subject = self.git("log", "-1", "--format=%cI%x00%s", sha).split("\x00", 1)
         active = self.ledger.active_version(account) if self.ledger and account else None
-        return VersionInfo(tag=tag, sha=sha, date=date, subject=subject,
-                           strategy=self.metadata(sha).get("strategy"), active=active == sha)
+        return VersionInfo(
+            tag=tag,
+            sha=sha,
+            date=date,
+            subject=subject,
+            strategy=self.metadata(sha).get("strategy"),
+            active=active == sha,
+        )
 
     def list(self, account: str | None = None) -> list[VersionInfo]:
         """Every tagged version, oldest first."""
@@ -267,8 +317,10 @@ class StrategyVersions:
         if not self.initialized:
             return {}
         known = names or {}
-        return {info.sha: " ".join(filter(None, (info.tag, info.strategy or known.get(info.sha))))
-                for info in self.list()}
+        return {
+            info.sha: " ".join(filter(None, (info.tag, info.strategy or known.get(info.sha))))
+            for info in self.list()
+        }
 
     def show(self, ref: str, account: str | None = None) -> dict[str, Any]:
         """A version's info, metadata and the files it changed against its parent."""
@@ -277,9 +329,13 @@ class StrategyVersions:
         info = self.info(tags[0], account) if tags else None
         parents = self.git("log", "-1", "--format=%P", sha).split()
         stat = self.git("diff", "--stat", parents[0], sha) if parents else "(initial version)"
-        return {"sha": sha, "info": info.model_dump() if info else None,
-                "metadata": self.metadata(sha), "diffstat": stat,
-                "message": self.git("log", "-1", "--format=%B", sha)}
+        return {
+            "sha": sha,
+            "info": info.model_dump() if info else None,
+            "metadata": self.metadata(sha),
+            "diffstat": stat,
+            "message": self.git("log", "-1", "--format=%B", sha),
+        }
 
     # -- activation --------------------------------------------------------------------------------
     def activate(self, ref: str, account: str, strategy: str | None = None) -> str:
@@ -307,10 +363,14 @@ class StrategyVersions:
         ancestors = self.git("rev-list", "--first-parent", active).split()[1:]
         target = next((sha for sha in ancestors if sha in tagged), None)
         if target is None:
-            raise VersionError(f"{account!r} runs {tagged.get(active, active[:12])}, which has no "
-                               "tagged ancestor; there is nothing to roll back to")
+            raise VersionError(
+                f"{account!r} runs {tagged.get(active, active[:12])}, which has no "
+                "tagged ancestor; there is nothing to roll back to"
+            )
         current = self.ledger.active_strategy(account)
-        name = strategy or self.metadata(active).get("strategy") or (current[1] if current else None)
+        name = (
+            strategy or self.metadata(active).get("strategy") or (current[1] if current else None)
+        )
         return self.activate(tagged[target], account, name)
 
     def materialize(self, ref: str) -> Path:
@@ -321,8 +381,12 @@ class StrategyVersions:
             return target
         private_dir(self.exports)
         staging = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=self.exports))
-        archive = subprocess.run(["git", "archive", "--format=tar", sha], cwd=self.workspace,
-                                 capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", sha],
+            cwd=self.workspace,
+            capture_output=True,
+            check=True,
+        ).stdout
         with tarfile.open(fileobj=BytesIO(archive)) as tar:
             safe_extract(tar, staging)
         try:
@@ -332,7 +396,9 @@ class StrategyVersions:
         return target
 
 
-def safe_extract(tar: tarfile.TarFile, target: Path, filters: bool = hasattr(tarfile, "data_filter")) -> None:
+def safe_extract(
+    tar: tarfile.TarFile, target: Path, filters: bool = hasattr(tarfile, "data_filter")
+) -> None:
     """Extract with tarfile's `data` filter; a Python without extraction filters (3.11 before
     3.11.4, such as Debian 12's python3.11) gets the refusals that matter here by hand: absolute
     names, `..`, and anything but plain files and folders."""
@@ -342,8 +408,10 @@ def safe_extract(tar: tarfile.TarFile, target: Path, filters: bool = hasattr(tar
     for member in tar.getmembers():
         parts = Path(member.name).parts
         if member.name.startswith("/") or ".." in parts or not (member.isfile() or member.isdir()):
-            raise VersionError(f"refusing to extract {member.name!r}: only plain files and folders "
-                               "inside the export")
+            raise VersionError(
+                f"refusing to extract {member.name!r}: only plain files and folders "
+                "inside the export"
+            )
     tar.extractall(target)  # every member was checked above
 
 
@@ -357,4 +425,3 @@ def start_on_v1(versions: StrategyVersions, account: str, strategy: str) -> str:
         return active
     versions.init()
     return versions.activate(f"{TAG_PREFIX}1", account, strategy)
-

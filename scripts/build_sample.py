@@ -23,23 +23,33 @@ from oomrl.market.universe import membership_from_changes
 REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_END = pd.Timestamp("2026-02-27")  # last session of the paper's study window
-BARS_START = pd.Timestamp("2019-01-01")  # main-board history for look-backs; ChiNext/STAR start 2024-01-02
-BASE_EFFECTIVE = pd.Timestamp("2023-12-11")  # the 2024-01 member list took effect at the Dec-2023 review
+BARS_START = pd.Timestamp(
+    "2019-01-01"
+)  # main-board history for look-backs; ChiNext/STAR start 2024-01-02
+BASE_EFFECTIVE = pd.Timestamp(
+    "2023-12-11"
+)  # the 2024-01 member list took effect at the Dec-2023 review
 PANEL_MAIN = "panel_tushare_qfq_mainboard_2019_2026-03"
 PANEL_ALL = "panel_tushare_qfq_all_boards_2024_2025-08"
 PANEL_YF = "panel_yfinance_2025-03_2026-02"
 PANEL_SINA = "panel_sina_qfq_2010_2026-06"
 PANEL_AK = "panel_akshare_hist_2020_2024"
 STITCH_WINDOW = 10  # overlap days (nearest the switch) used for the level ratio
-PANEL_STARTS = {PANEL_MAIN: pd.Timestamp("2019-01-02"), PANEL_ALL: pd.Timestamp("2024-01-02"),
-                PANEL_YF: pd.Timestamp("2025-03-03")}  # each panel's first session
+PANEL_STARTS = {
+    PANEL_MAIN: pd.Timestamp("2019-01-02"),
+    PANEL_ALL: pd.Timestamp("2024-01-02"),
+    PANEL_YF: pd.Timestamp("2025-03-03"),
+}  # each panel's first session
 LISTING_GAP = 10  # a first bar this many sessions after its panel's first day is the listing day
 # Listings the panels cannot show as a first bar: 000792 (Qinghai Salt Lake) was delisted in 2020 and
 # relisted on 2021-08-10 (a 313-session gap and +306 % on the day, no price limit on a relisting day).
 RELISTINGS = {"000792": "2021-08-10"}
 # yfiua monthly member lists the shared README verified (the others are stale): names around the 1st.
-VERIFIED_SNAPSHOTS = [*(f"2024-{m:02d}" for m in range(1, 7)), *(f"2025-{m:02d}" for m in range(4, 13)),
-                      *(f"2026-{m:02d}" for m in range(1, 7))]
+VERIFIED_SNAPSHOTS = [
+    *(f"2024-{m:02d}" for m in range(1, 7)),
+    *(f"2025-{m:02d}" for m in range(4, 13)),
+    *(f"2026-{m:02d}" for m in range(1, 7)),
+]
 
 
 def _tushare(path: Path) -> pd.DataFrame:
@@ -122,7 +132,9 @@ def member_bars(src: Path, code: str, log: list[str]) -> pd.DataFrame | None:
     exact_rows = frame["factor"].notna().to_numpy() & known_raw["raw_close"].notna().to_numpy()
     for column in ("open", "high", "low", "close"):
         values = known_raw[f"raw_{column}"].to_numpy(dtype=float) * frame["factor"].to_numpy()
-        frame.loc[exact_rows, column] = np.round(values[exact_rows], 4)  # 4 decimals still round-trip
+        frame.loc[exact_rows, column] = np.round(
+            values[exact_rows], 4
+        )  # 4 decimals still round-trip
     frame["st"] = np.nan
     frame["list_date"] = listing_dates(code, frame["date"], panel_start)
     # prev_close_raw is the previous bar's close on the same basis: SampleSource derives it on load,
@@ -130,10 +142,15 @@ def member_bars(src: Path, code: str, log: list[str]) -> pd.DataFrame | None:
     frame = frame[list(BAR_COLUMNS)]
     first, last = frame["date"].min(), frame["date"].max()
     known = frame["factor"].notna()
-    coverage = (f"{frame.loc[known, 'date'].min():%Y-%m-%d}..{frame.loc[known, 'date'].max():%Y-%m-%d} "
-                f"({int(known.sum())} days, {', '.join(sorted(set(raw['source'])))}; panel agreed {exact:.1%})"
-                if known.any() else "unknown")
-    log.append(f"| {code} | {how} | {first:%Y-%m-%d}..{last:%Y-%m-%d} ({len(frame)}) | {coverage} |")
+    coverage = (
+        f"{frame.loc[known, 'date'].min():%Y-%m-%d}..{frame.loc[known, 'date'].max():%Y-%m-%d} "
+        f"({int(known.sum())} days, {', '.join(sorted(set(raw['source'])))}; panel agreed {exact:.1%})"
+        if known.any()
+        else "unknown"
+    )
+    log.append(
+        f"| {code} | {how} | {first:%Y-%m-%d}..{last:%Y-%m-%d} ({len(frame)}) | {coverage} |"
+    )
     return frame
 
 
@@ -166,9 +183,14 @@ def st_flags(src: Path, bars: pd.DataFrame) -> pd.Series:
 
 def build_index(src: Path) -> pd.DataFrame:
     """CSI 300 price index (Baostock close) and total-return index H00300 (stored as code 000300, kind total_return)."""
-    price = pd.read_csv(src / "index/sh000300_baostock.csv", parse_dates=["date"])[["date", "close"]]
+    price = pd.read_csv(src / "index/sh000300_baostock.csv", parse_dates=["date"])[
+        ["date", "close"]
+    ]
     total = pd.read_csv(src / "index/h00300_csi300_total_return.csv", parse_dates=["date"])
-    frames = [price.assign(code="000300", kind="price"), total.assign(code="000300", kind="total_return")]
+    frames = [
+        price.assign(code="000300", kind="price"),
+        total.assign(code="000300", kind="total_return"),
+    ]
     levels = pd.concat(frames, ignore_index=True)
     return levels[levels["date"] <= SAMPLE_END][["date", "code", "close", "kind"]]
 
@@ -176,13 +198,22 @@ def build_index(src: Path) -> pd.DataFrame:
 def build_membership(src: Path) -> tuple[pd.DataFrame, bool]:
     """PIT membership (effective_date, symbol, name); also checks it against base list + change intervals."""
     pit = pd.read_csv(src / "membership/csi300_members_pit_by_effective_date.csv", dtype=str)
-    pit["effective_date"] = pd.to_datetime(pit["effective_date"]).replace(pd.Timestamp("2024-01-01"), BASE_EFFECTIVE)
+    pit["effective_date"] = pd.to_datetime(pit["effective_date"]).replace(
+        pd.Timestamp("2024-01-01"), BASE_EFFECTIVE
+    )
     pit["symbol"] = pit["code"].map(to_symbol)
     changes = pd.read_csv(src / "membership/csi300_membership_changes_2024-2026.csv", dtype=str)
     base = pit.loc[pit["effective_date"] == BASE_EFFECTIVE, "code"].tolist()
     derived = membership_from_changes(base, BASE_EFFECTIVE, changes)
-    agrees = derived.sort_values(["effective_date", "symbol"]).reset_index(drop=True).equals(
-        pit[["effective_date", "symbol"]].sort_values(["effective_date", "symbol"]).reset_index(drop=True))
+    agrees = (
+        derived.sort_values(["effective_date", "symbol"])
+        .reset_index(drop=True)
+        .equals(
+            pit[["effective_date", "symbol"]]
+            .sort_values(["effective_date", "symbol"])
+            .reset_index(drop=True)
+        )
+    )
     return pit[["effective_date", "symbol", "name"]], agrees
 
 
@@ -294,15 +325,21 @@ def provenance_table(src: Path) -> str:
 
 def index_cross_check(src: Path) -> float:
     """Largest absolute close difference between Baostock and Sina CSI 300 over their common dates."""
-    bao = pd.read_csv(src / "index/sh000300_baostock.csv", parse_dates=["date"]).set_index("date")["close"]
-    sina = pd.read_csv(src / "index/sh000300_sina_akshare.csv", parse_dates=["date"]).set_index("date")["close"]
+    bao = pd.read_csv(src / "index/sh000300_baostock.csv", parse_dates=["date"]).set_index("date")[
+        "close"
+    ]
+    sina = pd.read_csv(src / "index/sh000300_sina_akshare.csv", parse_dates=["date"]).set_index(
+        "date"
+    )["close"]
     both = pd.concat([bao, sina], axis=1, join="inner").loc[:SAMPLE_END]
     return float((both.iloc[:, 0] - both.iloc[:, 1]).abs().max())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("src", metavar="RAW", help="folder with the raw inputs at the paths PROVENANCE.md lists")
+    parser.add_argument(
+        "src", metavar="RAW", help="folder with the raw inputs at the paths PROVENANCE.md lists"
+    )
     parser.add_argument("out", nargs="?", default=str(REPO / "data/sample"))
     args = parser.parse_args()
     src, out = Path(args.src), Path(args.out)
@@ -317,37 +354,53 @@ def main() -> None:
     bars["st"] = st_flags(src, bars)
     checked = validate_bars(bars)
     levels = validate_index(build_index(src))
-    quarantine = pd.concat([checked.quarantined.assign(table="bars"),
-                            levels.quarantined.assign(table="index")], ignore_index=True)
+    quarantine = pd.concat(
+        [checked.quarantined.assign(table="bars"), levels.quarantined.assign(table="index")],
+        ignore_index=True,
+    )
 
-    checked.valid.sort_values(["date", "symbol"]).to_parquet(out / "bars.parquet", index=False, compression="zstd")
+    checked.valid.sort_values(["date", "symbol"]).to_parquet(
+        out / "bars.parquet", index=False, compression="zstd"
+    )
     levels.valid.to_parquet(out / "index.parquet", index=False, compression="zstd")
     membership.assign(effective_date=membership["effective_date"].dt.strftime("%Y-%m-%d")).to_csv(
-        out / "membership.csv", index=False)
+        out / "membership.csv", index=False
+    )
     quarantine.to_csv(out / "quarantine.csv", index=False)
     window = checked.valid[(checked.valid["date"] >= "2024-07-01")]
     members = window.merge(pit_member_days(membership, window), on=["date", "symbol"])
     (out / "BUILD_LOG.md").write_text(
         "# Per-symbol source of the sample bars\n\n| code | panels | range (rows) | raw prices known (factor) |\n"
-        "|---|---|---|---|\n"
-        + "\n".join(log) + "\n")
+        "|---|---|---|---|\n" + "\n".join(log) + "\n"
+    )
     (out / "PROVENANCE.md").write_text(
         NOTES.format(
-            bar_rows=len(checked.valid), symbols=checked.valid["symbol"].nunique(),
-            first=checked.valid["date"].min(), last=checked.valid["date"].max(),
-            index_rows=len(levels.valid), membership_ok="yes" if agrees else "NO",
-            cross_check=index_cross_check(src), quarantined=len(quarantine),
+            bar_rows=len(checked.valid),
+            symbols=checked.valid["symbol"].nunique(),
+            first=checked.valid["date"].min(),
+            last=checked.valid["date"].max(),
+            index_rows=len(levels.valid),
+            membership_ok="yes" if agrees else "NO",
+            cross_check=index_cross_check(src),
+            quarantined=len(quarantine),
             known_window=members["factor"].notna().mean(),
             known_after=members.loc[members["date"] >= "2025-03-03", "factor"].notna().mean(),
             known_before=members.loc[members["date"] < "2025-03-03", "factor"].notna().mean(),
-            known_all=checked.valid["factor"].notna().mean(), snapshots=len(VERIFIED_SNAPSHOTS),
-            st_rows=int(checked.valid["st"].notna().sum()), gap=LISTING_GAP,
+            known_all=checked.valid["factor"].notna().mean(),
+            snapshots=len(VERIFIED_SNAPSHOTS),
+            st_rows=int(checked.valid["st"].notna().sum()),
+            gap=LISTING_GAP,
             listed=int(checked.valid.loc[checked.valid["list_date"].notna(), "symbol"].nunique()),
         )
-        + "\n## Inputs\n\n" + provenance_table(src) + "\n")
-    print(f"bars: {len(checked.valid)} rows, {checked.valid['symbol'].nunique()} symbols; "
-          f"quarantined {len(checked.quarantined)} bar rows {checked.reasons}; index quarantined "
-          f"{len(levels.quarantined)} {levels.reasons}; membership matches change list: {agrees}")
+        + "\n## Inputs\n\n"
+        + provenance_table(src)
+        + "\n"
+    )
+    print(
+        f"bars: {len(checked.valid)} rows, {checked.valid['symbol'].nunique()} symbols; "
+        f"quarantined {len(checked.quarantined)} bar rows {checked.reasons}; index quarantined "
+        f"{len(levels.quarantined)} {levels.reasons}; membership matches change list: {agrees}"
+    )
 
 
 if __name__ == "__main__":

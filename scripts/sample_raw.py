@@ -42,7 +42,9 @@ def fits(prices: np.ndarray, ratio: float) -> bool:
 def candidate_ratios(prices: np.ndarray) -> np.ndarray:
     """Every ratio close / c (c a whole number of fen) that puts the day's open, high and low on the grid."""
     close = float(prices[3])
-    fen = np.arange(max(int(np.floor(close * 100 * 0.999)), 1), int(np.ceil(close * 100 / MIN_RATIO)) + 1)
+    fen = np.arange(
+        max(int(np.floor(close * 100 * 0.999)), 1), int(np.ceil(close * 100 / MIN_RATIO)) + 1
+    )
     ratios = close * 100 / fen
     keep = np.ones(len(fen), dtype=bool)
     for value in prices[:3]:
@@ -83,8 +85,14 @@ def _segments(ratio: pd.Series) -> pd.Series:
 def from_akshare(path: Path) -> pd.DataFrame:
     """Raw closes from stock_zh_a_hist(adjust=""); segments are found later against the adjusted prices."""
     frame = pd.read_csv(path, encoding="utf-8-sig", parse_dates=["date"]).sort_values("date")
-    return pd.DataFrame({"date": frame["date"], **{f"raw_{k}": frame[k] for k in PRICES}, "segment": -1,
-                         "source": "akshare-raw"})
+    return pd.DataFrame(
+        {
+            "date": frame["date"],
+            **{f"raw_{k}": frame[k] for k in PRICES},
+            "segment": -1,
+            "source": "akshare-raw",
+        }
+    )
 
 
 def rounding_segments(adjusted: pd.Series, raw: pd.Series) -> pd.Series:
@@ -100,8 +108,14 @@ def from_adjusted(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     ratio = pd.Series(infer_ratio(ordered[["open", "high", "low", "close"]].to_numpy(dtype=float)))
     known = ratio.notna()
     raw = {f"raw_{k}": (ordered[k] / ratio).round(2)[known] for k in PRICES}
-    return pd.DataFrame({"date": ordered["date"][known], **raw, "segment": _segments(ratio)[known],
-                         "source": source})
+    return pd.DataFrame(
+        {
+            "date": ordered["date"][known],
+            **raw,
+            "segment": _segments(ratio)[known],
+            "source": source,
+        }
+    )
 
 
 def raw_closes(src: Path, code: str) -> pd.DataFrame:

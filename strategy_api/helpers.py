@@ -22,6 +22,7 @@ def _series_maker() -> Callable[[np.ndarray, pd.Index], pd.Series]:
     pandas' own block manager when this pandas builds the same Series through it (a quarter of the
     constructor's time, which mostly infers what its arguments are), else the constructor.
     """
+
     def plain(values: np.ndarray, index: pd.Index) -> pd.Series:
         return pd.Series(values, index=index)
 
@@ -35,10 +36,17 @@ def _series_maker() -> Callable[[np.ndarray, pd.Index], pd.Series]:
 
         probe, labels = np.array([0.5, np.nan, -1.0]), pd.Index(["a", "b", "c"], dtype=object)
         made, expected = fast(probe, labels), plain(probe, labels)
-        if type(made) is pd.Series and vars(made).keys() == vars(expected).keys() \
-                and made.index is labels and made.name is None and made.attrs == expected.attrs \
-                and made.dtype == expected.dtype and made.equals(expected) \
-                and np.shares_memory(made.to_numpy(), probe) == np.shares_memory(expected.to_numpy(), probe):
+        if (
+            type(made) is pd.Series
+            and vars(made).keys() == vars(expected).keys()
+            and made.index is labels
+            and made.name is None
+            and made.attrs == expected.attrs
+            and made.dtype == expected.dtype
+            and made.equals(expected)
+            and np.shares_memory(made.to_numpy(), probe)
+            == np.shares_memory(expected.to_numpy(), probe)
+        ):
             return fast
     except Exception:  # noqa: BLE001, S110 - another pandas: its public constructor
         pass

@@ -27,6 +27,7 @@ class Strategy(Protocol):
     def rebalance_due(self, day: date, last_rebalance: date | None) -> bool:
         """True when the strategy wants to trade on session `day`."""
 
-    def target_weights(self, view: MarketView, holdings: Mapping[str, float],
-                       params: StrategyParams) -> dict[str, float]:
+    def target_weights(
+        self, view: MarketView, holdings: Mapping[str, float], params: StrategyParams
+    ) -> dict[str, float]:
         """Long-only target weights (each >= 0, sum <= 1) from data up to `view.as_of`."""

@@ -37,7 +37,9 @@ class Holdings(Mapping[str, float]):
     __slots__ = ("_weights",)
     _weights: Callable[[], dict[str, float]]
 
-    def __init__(self, source: Mapping[str, float] | Callable[[], Mapping[str, float]] | None = None) -> None:
+    def __init__(
+        self, source: Mapping[str, float] | Callable[[], Mapping[str, float]] | None = None
+    ) -> None:
         fixed = dict(source or {}) if not callable(source) else {}
         fetch: Callable[[], Mapping[str, float]] = source if callable(source) else (lambda: fixed)
         kept: list[dict[str, float]] = []  # the weights once fetched (held in the closure alone)
@@ -81,22 +83,38 @@ class History:
             raise ValueError(f"unknown fields {sorted(unknown)}; allowed: {FIELDS}")
         self.rows = 0
         self._days = np.empty(max(capacity, 1), dtype="datetime64[ns]")
-        self._data = {f: np.full((max(capacity, 1), len(self.symbols)), np.nan) for f in self.fields}
+        self._data = {
+            f: np.full((max(capacity, 1), len(self.symbols)), np.nan) for f in self.fields
+        }
         self.names = np.asarray(self.symbols, dtype=object)
         self.positions = {symbol: i for i, symbol in enumerate(self.symbols)}
 
     @classmethod
-    def over(cls, symbols: Iterable[str], fields: Iterable[str], days: np.ndarray,
-             data: Mapping[str, np.ndarray]) -> History:
+    def over(
+        cls,
+        symbols: Iterable[str],
+        fields: Iterable[str],
+        days: np.ndarray,
+        data: Mapping[str, np.ndarray],
+    ) -> History:
         """A History whose rows live in memory another process fills (read-only here), row count 0.
 
         The owner writes a session's row before it tells this side to `extend` over it; a row not
         yet written is zeros.
         """
         history = cls(symbols, fields, capacity=1)
-        if days.dtype != np.dtype("datetime64[ns]") or days.ndim != 1 or set(data) != set(history.fields) \
-                or any(a.shape != (len(days), len(history.symbols)) or a.dtype != np.float64 for a in data.values()):
-            raise ValueError("shared rows must be datetime64[ns] days and one float64 (days x symbols) array a field")
+        if (
+            days.dtype != np.dtype("datetime64[ns]")
+            or days.ndim != 1
+            or set(data) != set(history.fields)
+            or any(
+                a.shape != (len(days), len(history.symbols)) or a.dtype != np.float64
+                for a in data.values()
+            )
+        ):
+            raise ValueError(
+                "shared rows must be datetime64[ns] days and one float64 (days x symbols) array a field"
+            )
         history._days, history._data, history.shared = days, dict(data), True
         return history
 
@@ -106,7 +124,7 @@ class History:
         """Take the shared rows up to `rows` (more than before, in increasing date order)."""
         if not self.shared or not self.rows <= rows <= len(self._days):
             raise ValueError(f"cannot extend {self.rows} shared rows to {rows}")
-        days = self._days[max(self.rows - 1, 0):rows]
+        days = self._days[max(self.rows - 1, 0) : rows]
         if len(days) > 1 and (days[1:] <= days[:-1]).any():
             raise ValueError("shared sessions must be in strictly increasing date order")
         self.rows = rows
@@ -118,19 +136,25 @@ class History:
         days = np.asarray(days, dtype="datetime64[ns]")
         count = len(days)
         if len(values) != len(self.fields) or not all(f in values for f in self.fields):
-            raise ValueError(f"rows must give exactly the fields {self.fields}, got {sorted(values)}")
-        if count and ((count > 1 and (days[1:] <= days[:-1]).any())
-                      or (self.rows and days[0] <= self._days[self.rows - 1])):
+            raise ValueError(
+                f"rows must give exactly the fields {self.fields}, got {sorted(values)}"
+            )
+        if count and (
+            (count > 1 and (days[1:] <= days[:-1]).any())
+            or (self.rows and days[0] <= self._days[self.rows - 1])
+        ):
             raise ValueError("sessions must be appended in strictly increasing date order")
         shape = (count, len(self.symbols))
         for field, array in values.items():
             if np.shape(array) != shape:
-                raise ValueError(f"field {field!r} has shape {np.shape(array)}, expected "
-                                 f"({count}, {len(self.symbols)})")
+                raise ValueError(
+                    f"field {field!r} has shape {np.shape(array)}, expected "
+                    f"({count}, {len(self.symbols)})"
+                )
         self._reserve(self.rows + count)
-        self._days[self.rows:self.rows + count] = days
+        self._days[self.rows : self.rows + count] = days
         for field, array in values.items():
-            self._data[field][self.rows:self.rows + count] = np.asarray(array, dtype=float)
+            self._data[field][self.rows : self.rows + count] = np.asarray(array, dtype=float)
         self.rows += count
 
     def _reserve(self, rows: int) -> None:
@@ -138,16 +162,19 @@ class History:
             return
         size = max(rows, 2 * len(self._days))
         grown = np.empty(size, dtype="datetime64[ns]")
-        grown[:self.rows] = self._days[:self.rows]
+        grown[: self.rows] = self._days[: self.rows]
         self._days = grown
         for field, old in self._data.items():
             new = np.full((size, len(self.symbols)), np.nan)
-            new[:self.rows] = old[:self.rows]
+            new[: self.rows] = old[: self.rows]
             self._data[field] = new
 
-    def view(self, portfolio_value: float | Callable[[], float] = 1.0,
-             members: Iterable[str] | np.ndarray | None = None,
-             as_of: date | pd.Timestamp | None = None) -> MarketView:
+    def view(
+        self,
+        portfolio_value: float | Callable[[], float] = 1.0,
+        members: Iterable[str] | np.ndarray | None = None,
+        as_of: date | pd.Timestamp | None = None,
+    ) -> MarketView:
         """The view over every appended session, decided on `as_of` (default: the last session).
 
         `as_of` may be a later day than the last session (a weekend: the view then has no universe),
@@ -156,11 +183,15 @@ class History:
         if not self.rows and as_of is None:
             raise ValueError("no session appended yet: there is no decision date")
         last = pd.Timestamp(self._days[self.rows - 1]) if self.rows else None
-        stamp = last if as_of is None else as_of if isinstance(as_of, pd.Timestamp) else midnight(as_of)
+        stamp = (
+            last if as_of is None else as_of if isinstance(as_of, pd.Timestamp) else midnight(as_of)
+        )
         assert stamp is not None  # as_of, or the last session (there is one: checked above)
         if last is not None and stamp < last:
-            raise ValueError(f"the decision date {stamp.date()} is before the last session "
-                             f"{last.date()}: a view never holds a later row")
+            raise ValueError(
+                f"the decision date {stamp.date()} is before the last session "
+                f"{last.date()}: a view never holds a later row"
+            )
         return MarketView._of(self, self.rows, stamp, portfolio_value, members)
 
 
@@ -190,8 +221,13 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 class MarketView:
     """Daily panels (date x symbol) up to the decision date `as_of`; nothing later is held."""
 
-    def __init__(self, panels: Mapping[str, pd.DataFrame], as_of: date | pd.Timestamp,
-                 portfolio_value: float | Callable[[], float] = 1.0, members: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        panels: Mapping[str, pd.DataFrame],
+        as_of: date | pd.Timestamp,
+        portfolio_value: float | Callable[[], float] = 1.0,
+        members: Iterable[str] | None = None,
+    ) -> None:
         if "close" not in panels:
             raise ValueError("a MarketView needs at least a 'close' panel")
         unknown = set(panels) - set(FIELDS)
@@ -203,20 +239,36 @@ class MarketView:
         visible = int(index.searchsorted(stamp, side="right"))
         history = History(close.columns, list(panels), capacity=visible)
         # Only the rows up to as_of are copied in: the panels themselves are not kept.
-        history.append(index.values[:visible], {
-            f: p.reindex(index=index[:visible], columns=close.columns).to_numpy(dtype=float)
-            for f, p in panels.items()})
+        history.append(
+            index.values[:visible],
+            {
+                f: p.reindex(index=index[:visible], columns=close.columns).to_numpy(dtype=float)
+                for f, p in panels.items()
+            },
+        )
         self._init(history, visible, stamp, portfolio_value, members)
 
     @classmethod
-    def _of(cls, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float | Callable[[], float],
-            members: Iterable[str] | np.ndarray | None) -> MarketView:
+    def _of(
+        cls,
+        history: History,
+        rows: int,
+        as_of: pd.Timestamp,
+        portfolio_value: float | Callable[[], float],
+        members: Iterable[str] | np.ndarray | None,
+    ) -> MarketView:
         view = cls.__new__(cls)
         view._init(history, rows, as_of, portfolio_value, members)
         return view
 
-    def _init(self, history: History, rows: int, as_of: pd.Timestamp, portfolio_value: float | Callable[[], float],
-              members: Iterable[str] | np.ndarray | None) -> None:
+    def _init(
+        self,
+        history: History,
+        rows: int,
+        as_of: pd.Timestamp,
+        portfolio_value: float | Callable[[], float],
+        members: Iterable[str] | np.ndarray | None,
+    ) -> None:
         self._as_of = as_of
         self._symbols = history.symbols
         self._names = history.names
@@ -280,8 +332,9 @@ class MarketView:
             raise ValueError(f"rows must be >= 1, got {rows}")
         array = self._array(field)
         start = max(len(array) - rows, 0)
-        return pd.DataFrame(array[start:].copy(), index=pd.DatetimeIndex(self._days[start:]),
-                            columns=self._symbols)
+        return pd.DataFrame(
+            array[start:].copy(), index=pd.DatetimeIndex(self._days[start:]), columns=self._symbols
+        )
 
     def universe(self) -> list[str]:
         """Index members (when known) with a close on the decision date (traded that day)."""

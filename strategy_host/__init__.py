@@ -41,8 +41,10 @@ def _request(message: dict[str, Any]) -> dict[str, Any]:
     if channel is None and _STATE["factory"] is not None:
         channel = _STATE["channel"] = _STATE["factory"]()
     if channel is None:
-        raise HostError("no strategy host is connected: run these tests through the gate "
-                        "(`oomrl gate`) or the project's test suite, which connect one")
+        raise HostError(
+            "no strategy host is connected: run these tests through the gate "
+            "(`oomrl gate`) or the project's test suite, which connect one"
+        )
     return channel.request({**message, "ctx": _STATE["context"]})
 
 
@@ -69,14 +71,24 @@ class HostedStrategy:
         """Does the strategy want to trade on session `day`, having last traded on `last_rebalance`?"""
         import numpy as np
 
-        answer = _request({"op": "due", "handle": self.handle,
-                           "days": np.array([_day(day)], dtype="<i8"),
-                           "last": None if last_rebalance is None else _day(last_rebalance)})
+        answer = _request(
+            {
+                "op": "due",
+                "handle": self.handle,
+                "days": np.array([_day(day)], dtype="<i8"),
+                "last": None if last_rebalance is None else _day(last_rebalance),
+            }
+        )
         return bool(answer["due"][0])
 
-    def target_weights(self, panels: Mapping[str, Any], as_of: date | str | None = None,
-                       holdings: Mapping[str, float] | None = None, portfolio_value: float = 1.0,
-                       members: Iterable[str] | None = None) -> dict[str, float]:
+    def target_weights(
+        self,
+        panels: Mapping[str, Any],
+        as_of: date | str | None = None,
+        holdings: Mapping[str, float] | None = None,
+        portfolio_value: float = 1.0,
+        members: Iterable[str] | None = None,
+    ) -> dict[str, float]:
         """The weights the strategy targets on `as_of` (default: the last row) from these panels.
 
         Only rows up to `as_of` are sent: the strategy never sees a later one.
@@ -89,16 +101,29 @@ class HostedStrategy:
         stamp = index[-1] if as_of is None else pd.Timestamp(as_of).normalize()
         rows = int(index.searchsorted(stamp, side="right"))
         columns = [str(c) for c in close.columns]
-        values = {str(f): p.reindex(index=index[:rows], columns=close.columns).to_numpy(dtype="<f8")
-                  for f, p in panels.items()}
+        values = {
+            str(f): p.reindex(index=index[:rows], columns=close.columns).to_numpy(dtype="<f8")
+            for f, p in panels.items()
+        }
         held = dict(holdings or {})
-        answer = _request({
-            "op": "decide", "handle": self.handle,
-            "market": {"symbols": columns, "fields": list(values), "capacity": max(rows, 1)},
-            "rows": {"days": index[:rows].values.astype("datetime64[ns]").astype("<i8"), "values": values},
-            "as_of": _day(stamp), "portfolio_value": float(portfolio_value),
-            "holdings": {"names": [str(s) for s in held], "w": np.array(list(held.values()), dtype="<f8")},
-            "members": None if members is None else [str(m) for m in members]})
+        answer = _request(
+            {
+                "op": "decide",
+                "handle": self.handle,
+                "market": {"symbols": columns, "fields": list(values), "capacity": max(rows, 1)},
+                "rows": {
+                    "days": index[:rows].values.astype("datetime64[ns]").astype("<i8"),
+                    "values": values,
+                },
+                "as_of": _day(stamp),
+                "portfolio_value": float(portfolio_value),
+                "holdings": {
+                    "names": [str(s) for s in held],
+                    "w": np.array(list(held.values()), dtype="<f8"),
+                },
+                "members": None if members is None else [str(m) for m in members],
+            }
+        )
         return weights_of(answer, columns)
 
 
@@ -107,13 +132,23 @@ def weights_of(answer: dict[str, Any], symbols: list[str]) -> dict[str, float]:
     import numpy as np
 
     idx, weights, unknown = answer.get("idx"), answer.get("w"), answer.get("unknown")
-    if not (isinstance(idx, np.ndarray) and isinstance(weights, np.ndarray) and idx.dtype.str == "<i8"
-            and weights.dtype.str == "<f8" and len(idx) == len(weights) and isinstance(unknown, list)
-            and len(unknown) == int((idx < 0).sum()) and all(isinstance(u, str) for u in unknown)
-            and not (idx >= len(symbols)).any()):
+    if not (
+        isinstance(idx, np.ndarray)
+        and isinstance(weights, np.ndarray)
+        and idx.dtype.str == "<i8"
+        and weights.dtype.str == "<f8"
+        and len(idx) == len(weights)
+        and isinstance(unknown, list)
+        and len(unknown) == int((idx < 0).sum())
+        and all(isinstance(u, str) for u in unknown)
+        and not (idx >= len(symbols)).any()
+    ):
         raise HostError("the strategy host answered a decision with malformed weights")
     extra = iter(unknown)
-    return {(symbols[i] if i >= 0 else next(extra)): w for i, w in zip(idx.tolist(), weights.tolist(), strict=True)}
+    return {
+        (symbols[i] if i >= 0 else next(extra)): w
+        for i, w in zip(idx.tolist(), weights.tolist(), strict=True)
+    }
 
 
 def open_strategy(name: str, /, **params: Any) -> HostedStrategy:
@@ -125,6 +160,12 @@ def call(target: str, /, *args: Any, **kwargs: Any) -> Any:
     """Call a public function of S (`"strategies.module:function"`) with plain-data arguments."""
     from strategy_host import wire
 
-    answer = _request({"op": "call", "target": target, "args": wire.to_plain(list(args)),
-                       "kwargs": wire.to_plain(kwargs)})
+    answer = _request(
+        {
+            "op": "call",
+            "target": target,
+            "args": wire.to_plain(list(args)),
+            "kwargs": wire.to_plain(kwargs),
+        }
+    )
     return wire.from_plain(answer.get("value"))

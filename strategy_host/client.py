@@ -13,9 +13,21 @@ from strategy_host import wire
 ANSWER_LIMIT = 64 << 20  # an answer is weights, a due list or a plain value: never near this
 # Exceptions S raises come back as these builtin types (a subclass of StrategyError and the builtin),
 # so `pytest.raises(ValueError)` works; anything else, AssertionError included, is a StrategyError.
-MAPPED = ("ValueError", "TypeError", "KeyError", "IndexError", "LookupError", "ZeroDivisionError",
-          "ArithmeticError", "OverflowError", "AttributeError", "RuntimeError", "NotImplementedError",
-          "RecursionError", "UnicodeError")
+MAPPED = (
+    "ValueError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "LookupError",
+    "ZeroDivisionError",
+    "ArithmeticError",
+    "OverflowError",
+    "AttributeError",
+    "RuntimeError",
+    "NotImplementedError",
+    "RecursionError",
+    "UnicodeError",
+)
 _CLASSES: dict[str, type[StrategyError]] = {}
 
 
@@ -30,8 +42,9 @@ class HostGone(HostError):
 class StrategyError(Exception):
     """An exception raised by strategy code in the host (its type name and where it was raised)."""
 
-    def __init__(self, message: str, type_name: str, where: list[Any] | None = None,
-                 kind: str = "strategy") -> None:
+    def __init__(
+        self, message: str, type_name: str, where: list[Any] | None = None, kind: str = "strategy"
+    ) -> None:
         super().__init__(message)
         self.message, self.type_name, self.where, self.kind = message, type_name, where, kind
 
@@ -42,7 +55,9 @@ class StrategyError(Exception):
 def remote_error(error: Any) -> StrategyError:
     """The exception to raise for an error answer (checked field by field)."""
     if not isinstance(error, dict):
-        return StrategyError("the host answered with a malformed error", "HostError", None, "request")
+        return StrategyError(
+            "the host answered with a malformed error", "HostError", None, "request"
+        )
     message = str(error.get("message", ""))[:4000]
     name = str(error.get("type", "Exception"))[:200]
     builtin = error.get("builtin") if error.get("builtin") in MAPPED else None
@@ -65,9 +80,15 @@ class Channel:
     `poll_s`: how long to wait for an answer by polling before a blocking read (see FrameReader).
     """
 
-    def __init__(self, read_fd: int, write_fd: int, timeout_s: float = 60.0,
-                 limit: int = ANSWER_LIMIT, on_timeout: Callable[[], None] | None = None,
-                 poll_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        read_fd: int,
+        write_fd: int,
+        timeout_s: float = 60.0,
+        limit: int = ANSWER_LIMIT,
+        on_timeout: Callable[[], None] | None = None,
+        poll_s: float = 0.0,
+    ) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
         self.timeout_s, self.limit = timeout_s, limit
         self.pending = 0
@@ -85,11 +106,15 @@ class Channel:
 
     def _failure(self, what: str, gone: bool = False) -> HostError:
         if self.watchdog is not None and self.watchdog.expired:
-            return HostGone(f"the strategy host did not answer within {self.watchdog.expired:g} s "
-                            "and was stopped")
+            return HostGone(
+                f"the strategy host did not answer within {self.watchdog.expired:g} s "
+                "and was stopped"
+            )
         return HostGone(what) if gone else HostError(what)
 
-    def send(self, message: dict[str, Any], timeout_s: float | None = None, answered: bool = True) -> None:
+    def send(
+        self, message: dict[str, Any], timeout_s: float | None = None, answered: bool = True
+    ) -> None:
         """Send a request without waiting for its answer (answers come back in order); `answered`
         False: a frame the host reads inside the request before it (a decision's book), no answer."""
         frame = wire.encode(message)
@@ -99,7 +124,9 @@ class Channel:
             raise self._failure(f"could not send to the strategy host: {exc}", True) from None
         self.pending += answered
 
-    def send_with_fd(self, message: dict[str, Any], passed: int, timeout_s: float | None = None) -> None:
+    def send_with_fd(
+        self, message: dict[str, Any], passed: int, timeout_s: float | None = None
+    ) -> None:
         """Send a request with a file descriptor attached (the channel is a UNIX socket)."""
         frame = wire.encode(message)
         try:
@@ -113,7 +140,9 @@ class Channel:
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
-            raise self._failure("the strategy host closed its channel (it exited or was killed)", True) from None
+            raise self._failure(
+                "the strategy host closed its channel (it exited or was killed)", True
+            ) from None
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
         self.pending -= 1
@@ -121,13 +150,17 @@ class Channel:
             raise remote_error(answer["error"])
         return answer
 
-    def request_raw(self, message: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+    def request_raw(
+        self, message: dict[str, Any], timeout_s: float | None = None
+    ) -> dict[str, Any]:
         """Send and return the answer as it came, an error answer included (the relay's forwarding)."""
         self.send(message, timeout_s)
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
-            raise self._failure("the strategy host closed its channel (it exited or was killed)", True) from None
+            raise self._failure(
+                "the strategy host closed its channel (it exited or was killed)", True
+            ) from None
         except (wire.WireError, OSError) as exc:
             raise self._failure(f"bad answer from the strategy host: {exc}") from None
         self.pending -= 1

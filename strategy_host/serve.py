@@ -28,6 +28,7 @@ _FDS: dict[str, int] = {}
 
 def _read_init(fd: int) -> dict[str, Any]:
     """The first frame with the standard library alone (numpy is not importable before `site`)."""
+
     def exact(count: int) -> bytes:
         data = b""
         while len(data) < count:
@@ -41,8 +42,10 @@ def _read_init(fd: int) -> dict[str, Any]:
     if size > 1 << 20:
         raise SystemExit(3)
     body = exact(size)
-    head, text = struct.unpack(">II", body[:8])  # an init frame holds no arrays: text after the table
-    message = json.loads(body[8 + head:8 + head + text].decode("utf-8"))
+    head, text = struct.unpack(
+        ">II", body[:8]
+    )  # an init frame holds no arrays: text after the table
+    message = json.loads(body[8 + head : 8 + head + text].decode("utf-8"))
     if message.get("op") != "init":
         raise SystemExit(3)
     return message
@@ -55,19 +58,27 @@ class Host:
         from strategy_host import wire
 
         self.wire = wire
-        self.reader = reader  # the channel's reader: a shared market's descriptor comes with `market`
+        self.reader = (
+            reader  # the channel's reader: a shared market's descriptor comes with `market`
+        )
         self.packages = tuple(spec.get("packages") or ("strategies",))
         self.sessions: dict[int, dict[str, Any]] = {}
         self.calls = 0
-        self.unread_book: dict[str, Any] | None = None  # a decision answered before its book was read
+        self.unread_book: dict[str, Any] | None = (
+            None  # a decision answered before its book was read
+        )
         self.context = ""
         self.cov: Any = None
         measure = spec.get("coverage")
         if measure:
             import coverage
 
-            self.cov = coverage.Coverage(data_file=measure["data_file"], config_file=False,
-                                         branch=True, source=measure["source"])
+            self.cov = coverage.Coverage(
+                data_file=measure["data_file"],
+                config_file=False,
+                branch=True,
+                source=measure["source"],
+            )
             self.cov.start()
         for name in spec.get("preimport") or ():  # module bodies run now, in the import context
             try:
@@ -82,10 +93,18 @@ class Host:
         if self.cov is not None and isinstance(context, str) and context != self.context:
             self.cov.switch_context(context)
             self.context = context
-        method = getattr(self, f"op_{op}", None) if isinstance(op, str) and op.isidentifier() else None
+        method = (
+            getattr(self, f"op_{op}", None) if isinstance(op, str) and op.isidentifier() else None
+        )
         if method is None:
-            return {"error": {"kind": "request", "type": "UnknownOp", "builtin": "ValueError",
-                              "message": f"unknown request {op!r}"}}
+            return {
+                "error": {
+                    "kind": "request",
+                    "type": "UnknownOp",
+                    "builtin": "ValueError",
+                    "message": f"unknown request {op!r}",
+                }
+            }
         self.calls += 1
         return method(message)
 
@@ -106,9 +125,15 @@ class Host:
         handle = len(self.sessions) + 1
         self.sessions[handle] = {"strategy": strategy, "params": params, "history": None}
         dump = getattr(params, "model_dump", None)
-        calendar = getattr(strategy, "calendar", None)  # a declared calendar dependence, checked by the engine
-        return {"handle": handle, "name": name, "calendar": calendar if isinstance(calendar, str) else None,
-                "params": self.wire.to_plain(dump(mode="json")) if callable(dump) else {}}
+        calendar = getattr(
+            strategy, "calendar", None
+        )  # a declared calendar dependence, checked by the engine
+        return {
+            "handle": handle,
+            "name": name,
+            "calendar": calendar if isinstance(calendar, str) else None,
+            "params": self.wire.to_plain(dump(mode="json")) if callable(dump) else {},
+        }
 
     def _strategy(self, name: str) -> Any:
         """The workspace's registry's `get(name)` when it has one, else `<package>/<name>.py`'s STRATEGY."""
@@ -136,8 +161,12 @@ class Host:
         from strategy_api import History
 
         symbols, fields = message.get("symbols"), message.get("fields")
-        if not (isinstance(symbols, list) and all(isinstance(s, str) for s in symbols)
-                and isinstance(fields, list) and all(isinstance(f, str) for f in fields)):
+        if not (
+            isinstance(symbols, list)
+            and all(isinstance(s, str) for s in symbols)
+            and isinstance(fields, list)
+            and all(isinstance(f, str) for f in fields)
+        ):
             raise RequestError("market needs lists of symbol and field names")
         session = self._session(message)
         shared = message.get("shared")
@@ -146,7 +175,9 @@ class Host:
             return {"ok": True}
         if self.reader is None or not isinstance(shared, int) or shared < 1:
             raise RequestError("a shared market needs its capacity and a descriptor on a socket")
-        session["history"] = History.over(symbols, fields, *self._mapped(shared, len(symbols), fields))
+        session["history"] = History.over(
+            symbols, fields, *self._mapped(shared, len(symbols), fields)
+        )
         return {"ok": True}
 
     def _mapped(self, capacity: int, width: int, fields: list[str]) -> tuple[Any, dict[str, Any]]:
@@ -164,8 +195,12 @@ class Host:
         finally:
             os.close(fd)
         days = np.frombuffer(memory, "<i8", capacity, 0).view("datetime64[ns]")
-        data = {f: np.frombuffer(memory, "<f8", capacity * width, 8 * capacity * (1 + i * width))
-                .reshape(capacity, width) for i, f in enumerate(fields)}
+        data = {
+            f: np.frombuffer(
+                memory, "<f8", capacity * width, 8 * capacity * (1 + i * width)
+            ).reshape(capacity, width)
+            for i, f in enumerate(fields)
+        }
         return days, data
 
     def _history(self, session: dict[str, Any]) -> Any:
@@ -178,7 +213,11 @@ class Host:
 
         history = self._history(self._session(message))
         days, values = message.get("days"), message.get("values")
-        if not isinstance(days, np.ndarray) or days.dtype.str != "<i8" or not isinstance(values, dict):
+        if (
+            not isinstance(days, np.ndarray)
+            or days.dtype.str != "<i8"
+            or not isinstance(values, dict)
+        ):
             raise RequestError("append needs `days` (int64 ns) and `values` (an array per field)")
         history.append(days.astype("datetime64[ns]"), values)
         return {"rows": history.rows}
@@ -205,24 +244,46 @@ class Host:
             raise RequestError("as_of must be an int (ns since the epoch at midnight)")
         book = self._book(history, message)
         try:
-            view = history.view(lambda: book()[1], members, None if as_of is None else self._stamp(as_of))
-            answer = session["strategy"].target_weights(view, Holdings(lambda: book()[0]), session["params"])
+            view = history.view(
+                lambda: book()[1], members, None if as_of is None else self._stamp(as_of)
+            )
+            answer = session["strategy"].target_weights(
+                view, Holdings(lambda: book()[0]), session["params"]
+            )
             # S's own mapping, turned into plain data right here (the parent checks it again)
             # a dict subclass is read through dict's own methods, a float subclass through float's:
             # never an override reporting other weights than those the object holds
             pairs = dict.items(answer) if isinstance(answer, dict) else answer.items()
-            keys, values = (list(answer), list(answer.values())) if type(answer) is dict else \
-                map(list, zip(*pairs, strict=True)) if len(pairs) else ([], [])
+            keys, values = (
+                (list(answer), list(answer.values()))
+                if type(answer) is dict
+                else map(list, zip(*pairs, strict=True))
+                if len(pairs)
+                else ([], [])
+            )
             found = list(map(history.positions.get, keys, itertools.repeat(-1)))
-            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0] if -1 in found else []  # a found
-            if not all(isinstance(k, str) for k in unknown):                                        # key is a symbol
+            unknown = (
+                [k for k, i in zip(keys, found, strict=True) if i < 0] if -1 in found else []
+            )  # a found
+            if not all(isinstance(k, str) for k in unknown):  # key is a symbol
                 raise TypeError("target_weights must map symbols (str) to weights")
             # plain floats as they are (what float.__float__ gives them); anything else through held_float
-            weights = np.array(values, dtype="<f8") if all(type(v) is float for v in values) else \
-                np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
-            reply: dict[str, Any] = {"idx": np.array(found, dtype="<i8"), "w": weights, "unknown": unknown}
-            if "due" in message:  # answered before the book is waited for: it may still be on its way
-                reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})["due"]
+            weights = (
+                np.array(values, dtype="<f8")
+                if all(type(v) is float for v in values)
+                else np.fromiter(map(self.wire.held_float, values), dtype="<f8", count=len(values))
+            )
+            reply: dict[str, Any] = {
+                "idx": np.array(found, dtype="<i8"),
+                "w": weights,
+                "unknown": unknown,
+            }
+            if (
+                "due" in message
+            ):  # answered before the book is waited for: it may still be on its way
+                reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})[
+                    "due"
+                ]
         except BaseException:
             book()  # the book's frame is read whether S looked at it or not (the channel stays in step)
             raise
@@ -238,8 +299,11 @@ class Host:
     def _book(self, history: Any, message: dict[str, Any]) -> Any:
         """What gives the decision's (holdings, portfolio value), read once: from the request, or
         (`"book": "next"`) from the next frame, which the engine sends while this host decides."""
-        return BookOnce(lambda: self._book_of(history, self._next_book(message) if message.get("book") == "next"
-                                              else message))
+        return BookOnce(
+            lambda: self._book_of(
+                history, self._next_book(message) if message.get("book") == "next" else message
+            )
+        )
 
     def read_unread_book(self) -> None:
         """Read the book frame of the last decision, whose answer went without it (S never asked)."""
@@ -276,8 +340,11 @@ class Host:
         """Members as positions (from the engine) or names (from a test); None: every symbol."""
         import numpy as np
 
-        if isinstance(members, dict) and isinstance(members.get("idx"), np.ndarray) \
-                and members["idx"].dtype.str == "<i8":
+        if (
+            isinstance(members, dict)
+            and isinstance(members.get("idx"), np.ndarray)
+            and members["idx"].dtype.str == "<i8"
+        ):
             return members["idx"]
         return self._names(history, members)
 
@@ -296,7 +363,11 @@ class Host:
         if not holdings:
             return {}
         weights = holdings.get("w")
-        names = holdings["names"] if "names" in holdings else self._names(history, {"idx": holdings.get("idx")})
+        names = (
+            holdings["names"]
+            if "names" in holdings
+            else self._names(history, {"idx": holdings.get("idx")})
+        )
         if names is None or weights is None or len(names) != len(weights):
             raise RequestError("holdings need as many names (or idx) as weights")
         return dict(zip(names, weights.tolist(), strict=True))
@@ -322,20 +393,30 @@ class Host:
 
     def op_call(self, message: dict[str, Any]) -> dict[str, Any]:
         target = message.get("target")
-        module_name, _, attribute = target.partition(":") if isinstance(target, str) else ("", "", "")
+        module_name, _, attribute = (
+            target.partition(":") if isinstance(target, str) else ("", "", "")
+        )
         parts = attribute.split(".")
-        if not self._inside(module_name) or not all(p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")):
-            raise RequestError(f"call target must be a public function of {', '.join(self.packages)} "
-                               f"as 'module:name', got {target!r}")
+        if not self._inside(module_name) or not all(
+            p.isidentifier() and not p.startswith("_") for p in parts + module_name.split(".")
+        ):
+            raise RequestError(
+                f"call target must be a public function of {', '.join(self.packages)} "
+                f"as 'module:name', got {target!r}"
+            )
         value: Any = importlib.import_module(module_name)
         for part in parts:
             value = getattr(value, part)
             if isinstance(value, type(sys)) and not self._inside(value.__name__):
-                raise RequestError(f"call target {target!r} goes through the module {value.__name__}, "
-                                   "which is not strategy code")
+                raise RequestError(
+                    f"call target {target!r} goes through the module {value.__name__}, "
+                    "which is not strategy code"
+                )
         if not callable(value) or not self._inside(str(getattr(value, "__module__", "") or "")):
-            raise RequestError(f"call target {target!r} is not a function or class defined in "
-                               f"{', '.join(self.packages)}")
+            raise RequestError(
+                f"call target {target!r} is not a function or class defined in "
+                f"{', '.join(self.packages)}"
+            )
         args = self.wire.from_plain(message.get("args") or [])
         kwargs = self.wire.from_plain(message.get("kwargs") or {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
@@ -385,14 +466,23 @@ class ChannelLost(BaseException):
 
 
 def _error(exc: BaseException, kind: str) -> dict[str, Any]:
-    builtin = next((c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"), "Exception")
+    builtin = next(
+        (c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins"), "Exception"
+    )
     where = None
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if frame.filename.startswith("/workspace/"):
-            where = [frame.filename[len("/workspace/"):], frame.lineno]
+            where = [frame.filename[len("/workspace/") :], frame.lineno]
             break
-    return {"error": {"kind": kind, "type": type(exc).__name__, "builtin": builtin,
-                      "message": _one_line(exc)[:2000], "where": where}}
+    return {
+        "error": {
+            "kind": kind,
+            "type": type(exc).__name__,
+            "builtin": builtin,
+            "message": _one_line(exc)[:2000],
+            "where": where,
+        }
+    }
 
 
 def _one_line(exc: BaseException) -> str:
@@ -404,7 +494,11 @@ def _one_line(exc: BaseException) -> str:
     problems = []
     for error in errors()[:5]:
         where = ".".join(str(part) for part in error.get("loc", ())) or "value"
-        given = f" (got {error['input']!r})" if "input" in error and not isinstance(error["input"], dict) else ""
+        given = (
+            f" (got {error['input']!r})"
+            if "input" in error and not isinstance(error["input"], dict)
+            else ""
+        )
         problems.append(f"{where}: {error.get('msg', '')}{given}")
     return "; ".join(problems)
 
@@ -423,11 +517,16 @@ def serve(spec: dict[str, Any]) -> int:
     from strategy_host import wire
 
     poll = spec.get("poll_s")
-    reader = wire.FrameReader(_FDS["in"], passes_fds=True,
-                              spin_s=min(float(poll), MAX_POLL_S) if isinstance(poll, (int, float)) and poll > 0 else 0.0)
+    reader = wire.FrameReader(
+        _FDS["in"],
+        passes_fds=True,
+        spin_s=min(float(poll), MAX_POLL_S) if isinstance(poll, (int, float)) and poll > 0 else 0.0,
+    )
     host = Host(spec, reader)
-    wire.write_frame(_FDS["out"], wire.encode({"ready": True, "pid": os.getpid(),
-                                               "python": list(sys.version_info[:3])}))
+    wire.write_frame(
+        _FDS["out"],
+        wire.encode({"ready": True, "pid": os.getpid(), "python": list(sys.version_info[:3])}),
+    )
     while True:
         try:
             message = reader.read(REQUEST_LIMIT)

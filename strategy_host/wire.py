@@ -40,7 +40,9 @@ class WireError(Exception):
 
 
 def _json_constant(name: str) -> Any:
-    raise WireError(f"non-finite number {name} in a frame header (floats that may be NaN travel as arrays)")
+    raise WireError(
+        f"non-finite number {name} in a frame header (floats that may be NaN travel as arrays)"
+    )
 
 
 _LOCAL = threading.local()  # the arrays of the frame this thread is encoding or decoding
@@ -53,8 +55,10 @@ def _lift(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         array = np.ascontiguousarray(value)
         if array.dtype.str not in DTYPES or array.ndim > MAX_DIMS:
-            raise WireError(f"arrays of dtype {array.dtype.str} and {array.ndim} dimensions "
-                            "do not cross the wire")
+            raise WireError(
+                f"arrays of dtype {array.dtype.str} and {array.ndim} dimensions "
+                "do not cross the wire"
+            )
         _LOCAL.blobs.append(array)
         return {"$a": len(_LOCAL.blobs) - 1}
     if isinstance(value, np.bool_):
@@ -96,14 +100,20 @@ def encode(message: Mapping[str, Any]) -> bytes:
         _LOCAL.blobs = None
     table = [struct.pack(">I", len(blobs))]
     for array in blobs:
-        table.append(bytes((DTYPES.index(array.dtype.str), array.ndim)) + _SHAPES[array.ndim].pack(*array.shape))
+        table.append(
+            bytes((DTYPES.index(array.dtype.str), array.ndim))
+            + _SHAPES[array.ndim].pack(*array.shape)
+        )
     head = b"".join(table)
     if blobs:  # JSON may end in spaces: the arrays then start 8-aligned in the frame's body, and
         #        the receiving side's views of them need no unaligned loads
         text += b" " * (-(8 + len(head) + len(text)) % 8)
     body: list[bytes | memoryview] = [
         _SIZES.pack(8 + len(head) + len(text) + sum(a.nbytes for a in blobs), len(head), len(text)),
-        head, text, *(a.data for a in blobs)]
+        head,
+        text,
+        *(a.data for a in blobs),
+    ]
     return b"".join(body)
 
 
@@ -131,14 +141,14 @@ def decode(body: bytes) -> dict[str, Any]:
         size = math.prod(shape)
         if size > MAX_ITEMS or start + dtype.itemsize * size > len(body):
             raise WireError("frame shorter than its arrays")
-        if dtype.kind == "b" and body[start:start + size].translate(None, b"\x00\x01"):
+        if dtype.kind == "b" and body[start : start + size].translate(None, b"\x00\x01"):
             raise WireError("a boolean array holds bytes other than 0 and 1")
         arrays.append(np.frombuffer(body, dtype, size, start).reshape(shape))
         start += dtype.itemsize * size
     if start != len(body):
         raise WireError("frame longer than its arrays")
     try:
-        text = body[offset:offset + text_size].decode("utf-8")
+        text = body[offset : offset + text_size].decode("utf-8")
         if arrays:
             _LOCAL.arrays = arrays
             try:
@@ -164,14 +174,21 @@ ANSWER, BOOK, QUESTION = 1, 2, 3
 _FIXED_HEAD = struct.Struct(">II")
 _ANSWER = struct.Struct("<qq")  # n (idx and w), m (due; -1: none)
 _BOOK = struct.Struct("<qdq")  # handle, portfolio value, n (idx and w; -1: holdings {})
-_QUESTION = struct.Struct("<qqqqqq")  # handle, as_of, rows, k (members; -1: None), m (due days; -1: none), last
+_QUESTION = struct.Struct(
+    "<qqqqqq"
+)  # handle, as_of, rows, k (members; -1: None), m (due days; -1: none), last
 _INT64 = (-(1 << 63), 1 << 63)
 _I8, _F8, _B1 = (np.dtype(d) for d in ("<i8", "<f8", "|b1"))
 
 
 def _vector(value: Any, dtype: np.dtype[Any]) -> TypeGuard[np.ndarray]:
     """Is `value` a plain 1-D C-contiguous array of exactly `dtype`?"""
-    return type(value) is np.ndarray and value.dtype == dtype and value.ndim == 1 and value.flags.c_contiguous
+    return (
+        type(value) is np.ndarray
+        and value.dtype == dtype
+        and value.ndim == 1
+        and value.flags.c_contiguous
+    )
 
 
 def _int(value: Any) -> bool:
@@ -185,19 +202,36 @@ def _fixed(message: Mapping[str, Any]) -> bytes | None:
         return None
     keys = message.keys()
     if "op" not in message:  # an answer: {idx, w, unknown: [], (due)}
-        if not (keys == {"idx", "w", "unknown"} or keys == {"idx", "w", "unknown", "due"}) \
-                or type(message["unknown"]) is not list or message["unknown"]:
+        if (
+            not (keys == {"idx", "w", "unknown"} or keys == {"idx", "w", "unknown", "due"})
+            or type(message["unknown"]) is not list
+            or message["unknown"]
+        ):
             return None
         idx, w, due = message["idx"], message["w"], message.get("due")
-        if not (_vector(idx, _I8) and _vector(w, _F8) and len(idx) == len(w)
-                and (due is None and "due" not in message or _vector(due, _B1))):
+        if not (
+            _vector(idx, _I8)
+            and _vector(w, _F8)
+            and len(idx) == len(w)
+            and (due is None and "due" not in message or _vector(due, _B1))
+        ):
             return None
-        return _framed(ANSWER, _ANSWER.pack(len(idx), -1 if due is None else len(due)), idx, w,
-                       *(() if due is None else (due,)))
+        return _framed(
+            ANSWER,
+            _ANSWER.pack(len(idx), -1 if due is None else len(due)),
+            idx,
+            w,
+            *(() if due is None else (due,)),
+        )
     op = message["op"]
     if op == "book" and (keys == {"op", "handle", "portfolio_value", "holdings"}):
         handle, value, holdings = message["handle"], message["portfolio_value"], message["holdings"]
-        if not (_int(handle) and type(value) is float and math.isfinite(value) and type(holdings) is dict):
+        if not (
+            _int(handle)
+            and type(value) is float
+            and math.isfinite(value)
+            and type(holdings) is dict
+        ):
             return None
         if not holdings:
             return _framed(BOOK, _BOOK.pack(handle, value, -1))
@@ -207,26 +241,52 @@ def _fixed(message: Mapping[str, Any]) -> bytes | None:
         if not (_vector(idx, _I8) and _vector(w, _F8) and len(idx) == len(w)):
             return None
         return _framed(BOOK, _BOOK.pack(handle, value, len(idx)), idx, w)
-    if op == "decide" and message.get("book") == "next" and (
+    if (
+        op == "decide"
+        and message.get("book") == "next"
+        and (
             keys == {"op", "handle", "as_of", "members", "rows", "book"}
-            or keys == {"op", "handle", "as_of", "members", "rows", "book", "due"}):
-        handle, as_of, rows, members, due = (message["handle"], message["as_of"], message["rows"],
-                                             message["members"], message.get("due"))
+            or keys == {"op", "handle", "as_of", "members", "rows", "book", "due"}
+        )
+    ):
+        handle, as_of, rows, members, due = (
+            message["handle"],
+            message["as_of"],
+            message["rows"],
+            message["members"],
+            message.get("due"),
+        )
         if not (_int(handle) and _int(as_of) and _int(rows)):
             return None
-        if members is not None and not (type(members) is dict and members.keys() == {"idx"}
-                                        and _vector(members["idx"], _I8)):
+        if members is not None and not (
+            type(members) is dict and members.keys() == {"idx"} and _vector(members["idx"], _I8)
+        ):
             return None
-        if due is not None and not (type(due) is dict and due.keys() == {"days", "last", "first_only"}
-                                    and _vector(due["days"], _I8) and _int(due["last"])
-                                    and due["first_only"] is True):
+        if due is not None and not (
+            type(due) is dict
+            and due.keys() == {"days", "last", "first_only"}
+            and _vector(due["days"], _I8)
+            and _int(due["last"])
+            and due["first_only"] is True
+        ):
             return None
         if due is None and "due" in message:
             return None
-        arrays = ([] if members is None else [members["idx"]]) + ([] if due is None else [due["days"]])
-        return _framed(QUESTION, _QUESTION.pack(handle, as_of, rows, -1 if members is None else len(members["idx"]),
-                                                -1 if due is None else len(due["days"]),
-                                                0 if due is None else due["last"]), *arrays)
+        arrays = ([] if members is None else [members["idx"]]) + (
+            [] if due is None else [due["days"]]
+        )
+        return _framed(
+            QUESTION,
+            _QUESTION.pack(
+                handle,
+                as_of,
+                rows,
+                -1 if members is None else len(members["idx"]),
+                -1 if due is None else len(due["days"]),
+                0 if due is None else due["last"],
+            ),
+            *arrays,
+        )
     return None
 
 
@@ -246,6 +306,7 @@ def _framed(layout: int, fields: bytes, *arrays: np.ndarray) -> bytes:
 
 def _unfixed(body: bytes, layout: int) -> dict[str, Any]:
     """The message of a fixed-layout body; WireError for anything but exactly its layout."""
+
     def arrays(offset: int, *specs: tuple[np.dtype[Any], int]) -> list[np.ndarray]:
         found = []
         for dtype, count in specs:
@@ -255,9 +316,9 @@ def _unfixed(body: bytes, layout: int) -> dict[str, Any]:
             end = offset + size + (-size % 8)
             if end > len(body):
                 raise WireError("fixed frame shorter than its arrays")
-            if dtype.kind == "b" and body[offset:offset + size].translate(None, b"\x00\x01"):
+            if dtype.kind == "b" and body[offset : offset + size].translate(None, b"\x00\x01"):
                 raise WireError("a boolean array holds bytes other than 0 and 1")
-            if body[offset + size:end].strip(b"\x00"):
+            if body[offset + size : end].strip(b"\x00"):
                 raise WireError("a fixed frame's padding holds data")
             found.append(np.frombuffer(body, dtype, count, offset))
             offset = end
@@ -279,13 +340,27 @@ def _unfixed(body: bytes, layout: int) -> dict[str, Any]:
             if not math.isfinite(value):
                 raise WireError("a book's portfolio value must be finite")
             found = arrays(8 + _BOOK.size, *([] if n == -1 else [(_I8, n), (_F8, n)]))
-            return {"op": "book", "handle": handle, "portfolio_value": value,
-                    "holdings": {} if n == -1 else {"idx": found[0], "w": found[1]}}
+            return {
+                "op": "book",
+                "handle": handle,
+                "portfolio_value": value,
+                "holdings": {} if n == -1 else {"idx": found[0], "w": found[1]},
+            }
         if layout == QUESTION:
             handle, as_of, rows, k, m, last = _QUESTION.unpack_from(body, 8)
-            found = arrays(8 + _QUESTION.size, *([] if k == -1 else [(_I8, k)]), *([] if m == -1 else [(_I8, m)]))
-            message = {"op": "decide", "handle": handle, "as_of": as_of,
-                       "members": None if k == -1 else {"idx": found[0]}, "rows": rows, "book": "next"}
+            found = arrays(
+                8 + _QUESTION.size,
+                *([] if k == -1 else [(_I8, k)]),
+                *([] if m == -1 else [(_I8, m)]),
+            )
+            message = {
+                "op": "decide",
+                "handle": handle,
+                "as_of": as_of,
+                "members": None if k == -1 else {"idx": found[0]},
+                "rows": rows,
+                "book": "next",
+            }
             if m != -1:
                 message["due"] = {"days": found[-1], "last": last, "first_only": True}
             elif last:
@@ -390,8 +465,8 @@ class FrameReader:
             raise WireError(f"frame of {size} bytes exceeds the limit of {limit}")
         while len(self.buffer) < 4 + size:
             self._fill(True)
-        body = bytes(self.buffer[4:4 + size])
-        del self.buffer[:4 + size]
+        body = bytes(self.buffer[4 : 4 + size])
+        del self.buffer[: 4 + size]
         return decode(body)
 
 
@@ -399,7 +474,9 @@ def send_fd(fd: int, frame: bytes, passed: int) -> None:
     """Write `frame` to the UNIX socket `fd` with the descriptor `passed` attached to its first byte."""
     sock = socket.socket(fileno=os.dup(fd))
     try:
-        sent = sock.sendmsg([frame[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", passed))])
+        sent = sock.sendmsg(
+            [frame[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", passed))]
+        )
         if sent != 1:
             raise WireError("could not send a file descriptor")
     finally:
@@ -465,12 +542,20 @@ def to_plain(value: Any, depth: int = 0) -> Any:
     if isinstance(value, dict):
         items = [(to_plain(k, depth + 1), v) for k, v in dict.items(value)]
         # a lone "$..." key would read back as a tagged value ({"$date": ...} as a date): kept as pairs
-        if all(isinstance(k, str) for k, _ in items) and not (len(items) == 1 and items[0][0].startswith("$")):
+        if all(isinstance(k, str) for k, _ in items) and not (
+            len(items) == 1 and items[0][0].startswith("$")
+        ):
             return {k: to_plain(v, depth + 1) for k, v in items}
         return {"$dict": [[k, to_plain(v, depth + 1)] for k, v in items]}
     if isinstance(value, (list, tuple)):
-        return [to_plain(v, depth + 1) for v in (list.copy(value) if isinstance(value, list)
-                                                  else tuple.__getitem__(value, slice(None)))]
+        return [
+            to_plain(v, depth + 1)
+            for v in (
+                list.copy(value)
+                if isinstance(value, list)
+                else tuple.__getitem__(value, slice(None))
+            )
+        ]
     raise TypeError(f"a {type(value).__name__} cannot cross the wire (plain data only)")
 
 
@@ -480,8 +565,13 @@ def _pandas_plain(value: Any, kind: str, depth: int) -> Any:
     index = [to_plain(v, depth + 1) for v in value.index.tolist()]
     if kind == "Series":
         return {"$series": {"index": index, "values": to_plain(value.to_numpy(), depth + 1)}}
-    return {"$frame": {"index": index, "columns": [to_plain(c, depth + 1) for c in value.columns.tolist()],
-                       "values": to_plain(value.to_numpy(), depth + 1)}}
+    return {
+        "$frame": {
+            "index": index,
+            "columns": [to_plain(c, depth + 1) for c in value.columns.tolist()],
+            "values": to_plain(value.to_numpy(), depth + 1),
+        }
+    }
 
 
 def from_plain(value: Any, depth: int = 0) -> Any:
@@ -495,7 +585,7 @@ def from_plain(value: Any, depth: int = 0) -> Any:
     if not isinstance(value, dict):
         return value
     if len(value) == 1:
-        (key, inner), = value.items()
+        ((key, inner),) = value.items()
         if key == "$float" and inner in ("nan", "inf", "-inf"):
             return float(inner)
         if key == "$date" and isinstance(inner, str):
@@ -503,8 +593,10 @@ def from_plain(value: Any, depth: int = 0) -> Any:
         if key == "$datetime" and isinstance(inner, str):
             return datetime.fromisoformat(inner)
         if key == "$dict" and isinstance(inner, list):
-            return {_key(from_plain(k, depth + 1)): from_plain(v, depth + 1) for k, v in
-                    (_pair(item) for item in inner)}
+            return {
+                _key(from_plain(k, depth + 1)): from_plain(v, depth + 1)
+                for k, v in (_pair(item) for item in inner)
+            }
         if key in ("$series", "$frame") and isinstance(inner, dict):
             return _pandas_value(key, inner, depth)
     return {k: from_plain(v, depth + 1) for k, v in value.items()}

@@ -37,23 +37,44 @@ def artifact_key(*parts: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
 
 
-@task(name="build-account-report", retries=REPORT_RETRIES, retry_delay_seconds=10,
-      retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
-def build_account_report(account: str, benchmark: str = "price", phases_file: str | None = None,
-                         rf: float = 0.0, home: str | None = None) -> dict[str, Any]:
+@task(
+    name="build-account-report",
+    retries=REPORT_RETRIES,
+    retry_delay_seconds=10,
+    retry_condition_fn=unless_refused,
+    cache_policy=NO_CACHE,
+)
+def build_account_report(
+    account: str,
+    benchmark: str = "price",
+    phases_file: str | None = None,
+    rf: float = 0.0,
+    home: str | None = None,
+) -> dict[str, Any]:
     """Write the account's report under OOMRL_HOME/runs; return its paths, metrics and phase rows."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
 
     settings = settings_for(home)
     phases = read_phases(Path(phases_file)) if phases_file else None
-    report = account_report(Ledger(settings.ledger), ensure_sample(settings), account,
-                            report_dir(settings.runs_dir, account), phases=phases,
-                            benchmark_kind=benchmark, rf=rf, workspace_dir=settings.workspace_dir,
-                            runs_dir=settings.runs_dir)
+    report = account_report(
+        Ledger(settings.ledger),
+        ensure_sample(settings),
+        account,
+        report_dir(settings.runs_dir, account),
+        phases=phases,
+        benchmark_kind=benchmark,
+        rf=rf,
+        workspace_dir=settings.workspace_dir,
+        runs_dir=settings.runs_dir,
+    )
     return {
-        "account": account, "benchmark": benchmark, "html": str(report.html),
-        "markdown": str(report.markdown), "pngs": [str(p) for p in report.pngs], "metrics": report.metrics,
+        "account": account,
+        "benchmark": benchmark,
+        "html": str(report.html),
+        "markdown": str(report.markdown),
+        "pngs": [str(p) for p in report.pngs],
+        "metrics": report.metrics,
         "phases": [] if report.phases is None else report.phases.to_dict("records"),
         "artifacts": asdict(report_artifacts(report, ReportLinks.from_env())),
     }
@@ -64,16 +85,28 @@ def publish_report_artifacts(summary: dict[str, Any]) -> None:
     """The report's summary with its charts, the metrics table, the tearsheet link (over HTTP) and
     the equity chart, as artifacts the Prefect UI displays."""
     account, shown = summary["account"], summary["artifacts"]
-    create_markdown_artifact(markdown=shown["markdown"], key=artifact_key("attribution", account),
-                             description=f"Report of {account}")
-    create_table_artifact(shown["metrics_rows"], key=artifact_key("attribution-metrics", account),
-                          description=f"Metrics of {account} vs CSI 300 ({summary['benchmark']} index)")
+    create_markdown_artifact(
+        markdown=shown["markdown"],
+        key=artifact_key("attribution", account),
+        description=f"Report of {account}",
+    )
+    create_table_artifact(
+        shown["metrics_rows"],
+        key=artifact_key("attribution-metrics", account),
+        description=f"Metrics of {account} vs CSI 300 ({summary['benchmark']} index)",
+    )
     if shown["tearsheet_url"]:
-        create_link_artifact(shown["tearsheet_url"], link_text="Open the HTML tearsheet",
-                             key=artifact_key("attribution-tearsheet", account),
-                             description=f"The full tearsheet of {account}, served read-only by the webhook")
-    create_image_artifact(shown["image_url"], key=artifact_key("attribution-equity", account),
-                          description=shown["image_description"])
+        create_link_artifact(
+            shown["tearsheet_url"],
+            link_text="Open the HTML tearsheet",
+            key=artifact_key("attribution-tearsheet", account),
+            description=f"The full tearsheet of {account}, served read-only by the webhook",
+        )
+    create_image_artifact(
+        shown["image_url"],
+        key=artifact_key("attribution-equity", account),
+        description=shown["image_description"],
+    )
 
 
 def emit_loss_alert(autopsy: Autopsy, decision: RepairDecision | None = None) -> None:
@@ -84,8 +117,12 @@ def emit_loss_alert(autopsy: Autopsy, decision: RepairDecision | None = None) ->
     event = emit_event(
         event=LOSS_ALERT_EVENT,
         resource=alert_resource(autopsy.account, autopsy.severity, verdict),
-        related=[{"prefect.resource.id": f"oomrl.alert.{autopsy.alert_id}",
-                  "prefect.resource.role": "alert"}],
+        related=[
+            {
+                "prefect.resource.id": f"oomrl.alert.{autopsy.alert_id}",
+                "prefect.resource.role": "alert",
+            }
+        ],
         payload=autopsy.model_dump(mode="json"),
         id=event_id(autopsy.alert_id),
     )
@@ -93,10 +130,20 @@ def emit_loss_alert(autopsy: Autopsy, decision: RepairDecision | None = None) ->
         raise RuntimeError("Prefect events are not available: the loss alert was not emitted")
 
 
-@task(name="diagnose-account", retries=REPORT_RETRIES, retry_delay_seconds=10,
-      retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
-def diagnose_and_alert(account: str, as_of: str, config_file: str | None = None,
-                       home: str | None = None, start: str | None = None) -> list[dict[str, Any]]:
+@task(
+    name="diagnose-account",
+    retries=REPORT_RETRIES,
+    retry_delay_seconds=10,
+    retry_condition_fn=unless_refused,
+    cache_policy=NO_CACHE,
+)
+def diagnose_and_alert(
+    account: str,
+    as_of: str,
+    config_file: str | None = None,
+    home: str | None = None,
+    start: str | None = None,
+) -> list[dict[str, Any]]:
     """Run the rules (on every NAV session from `start` to `as_of`); each new alert is judged by the
     repair policy, emitted as an event, then stored (see diagnose()). Each autopsy comes back with
     its verdict under `repair`."""
@@ -107,20 +154,40 @@ def diagnose_and_alert(account: str, as_of: str, config_file: str | None = None,
     verdicts: dict[str, RepairDecision] = {}
 
     def judge_and_emit(autopsy: Autopsy) -> None:
-        decision = verdicts[autopsy.alert_id] = repair_policy.judge(ledger, autopsy, settings.repair_cooldown_sessions)
+        decision = verdicts[autopsy.alert_id] = repair_policy.judge(
+            ledger, autopsy, settings.repair_cooldown_sessions
+        )
         emit_loss_alert(autopsy, decision)
         if decision.requested:
             repair_policy.record(ledger, autopsy)
 
-    autopsies = diagnose_account(settings, account, as_of, Path(config_file) if config_file else None,
-                                 publish=judge_and_emit, start=start)
-    return [{**a.model_dump(mode="json"), "repair": {"verdict": verdicts[a.alert_id].verdict,
-                                                      "reason": verdicts[a.alert_id].reason}}
-            for a in autopsies]
+    autopsies = diagnose_account(
+        settings,
+        account,
+        as_of,
+        Path(config_file) if config_file else None,
+        publish=judge_and_emit,
+        start=start,
+    )
+    return [
+        {
+            **a.model_dump(mode="json"),
+            "repair": {
+                "verdict": verdicts[a.alert_id].verdict,
+                "reason": verdicts[a.alert_id].reason,
+            },
+        }
+        for a in autopsies
+    ]
 
 
-@task(name="report-gap", cache_policy=NO_CACHE, retries=REPORT_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="report-gap",
+    cache_policy=NO_CACHE,
+    retries=REPORT_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def report_gap(account: str, home: str | None = None) -> str | None:
     """Why the account's report cannot be written yet (too few NAV sessions), or None."""
     from oomrl.chain import report_gap as gap
@@ -132,10 +199,31 @@ def report_gap(account: str, home: str | None = None) -> str | None:
 @task(name="publish-diagnosis", cache_policy=NO_CACHE)
 def publish_diagnosis(account: str, as_of: str, autopsies: list[dict[str, Any]]) -> None:
     """A table of the new alerts (or a note that there are none)."""
-    rows = [{"alert_id": a["alert_id"], "as_of": a["as_of"], "rule": a["trigger"]["rule"], "severity": a["severity"],
-             "repair": (a.get("repair") or {}).get("verdict", ""), "root_cause": a["diagnostics"]["root_cause"],
-             "mandate": a["mandate"]} for a in autopsies]
-    create_table_artifact(rows or [{"alert_id": "", "as_of": as_of, "rule": "no new alert", "severity": "",
-                                    "repair": "", "root_cause": "", "mandate": ""}],
-                          key=artifact_key("loss-diagnostics", account),
-                          description=f"Loss diagnostics of {account} on {as_of}: {len(rows)} new alert(s)")
+    rows = [
+        {
+            "alert_id": a["alert_id"],
+            "as_of": a["as_of"],
+            "rule": a["trigger"]["rule"],
+            "severity": a["severity"],
+            "repair": (a.get("repair") or {}).get("verdict", ""),
+            "root_cause": a["diagnostics"]["root_cause"],
+            "mandate": a["mandate"],
+        }
+        for a in autopsies
+    ]
+    create_table_artifact(
+        rows
+        or [
+            {
+                "alert_id": "",
+                "as_of": as_of,
+                "rule": "no new alert",
+                "severity": "",
+                "repair": "",
+                "root_cause": "",
+                "mandate": "",
+            }
+        ],
+        key=artifact_key("loss-diagnostics", account),
+        description=f"Loss diagnostics of {account} on {as_of}: {len(rows)} new alert(s)",
+    )

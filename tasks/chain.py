@@ -17,8 +17,13 @@ from tasks.retry import unless_refused
 READ_RETRIES = 2  # reads of the store and ledger: a locked or briefly unreachable database passes
 
 
-@task(name="last-stored-session", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="last-stored-session",
+    cache_policy=NO_CACHE,
+    retries=READ_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def last_stored_session(home: str | None = None) -> date:
     """The last session with bars in the market store: what a run without `as_of` is about."""
     from oomrl.chain import stored_as_of
@@ -26,25 +31,43 @@ def last_stored_session(home: str | None = None) -> date:
     return stored_as_of(settings_for(home))
 
 
-@task(name="mark-active-accounts", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="mark-active-accounts",
+    cache_policy=NO_CACHE,
+    retries=READ_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
     """A NAV row per unmarked session for every active account (no trades); the kill switch on each."""
     from oomrl.chain import mark_active_accounts
 
     marking = mark_active_accounts(settings_for(home), as_of)
-    return {"as_of": str(as_of), "accounts": [o.summary() for o in marking.outcomes],
-            "marked": [o.account for o in marking.marked], "halted": [o.summary() for o in marking.halted],
-            "errors": marking.errors, "nothing_new": marking.nothing_new()}
+    return {
+        "as_of": str(as_of),
+        "accounts": [o.summary() for o in marking.outcomes],
+        "marked": [o.account for o in marking.marked],
+        "halted": [o.summary() for o in marking.halted],
+        "errors": marking.errors,
+        "nothing_new": marking.nothing_new(),
+    }
 
 
 def emit_halts(halted: list[dict[str, Any]]) -> list[str | None]:
     """`oomrl.account.halted` for each account a mark just halted, dated the session it halted on."""
-    return [emit_halted({**outcome, "as_of": outcome["halted_on"], "reason": outcome["note"]}) for outcome in halted]
+    return [
+        emit_halted({**outcome, "as_of": outcome["halted_on"], "reason": outcome["note"]})
+        for outcome in halted
+    ]
 
 
-@task(name="nav-sessions", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="nav-sessions",
+    cache_policy=NO_CACHE,
+    retries=READ_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def nav_sessions(account: str, home: str | None = None) -> int:
     """How many sessions of NAV the ledger holds for the account."""
     from oomrl.portfolio.service import open_ledger
@@ -55,10 +78,18 @@ def nav_sessions(account: str, home: str | None = None) -> int:
 @task(name="publish-chain", cache_policy=NO_CACHE)
 def publish_chain(summary: dict[str, Any]) -> None:
     """One markdown artifact saying what each stage of the day did."""
-    lines = [f"# Daily chain on {summary.get('as_of')}", "", f"**{summary.get('outcome', '')}**", ""]
+    lines = [
+        f"# Daily chain on {summary.get('as_of')}",
+        "",
+        f"**{summary.get('outcome', '')}**",
+        "",
+    ]
     for stage in ("ingest", "shadow_books", "marking", "attribution", "diagnostics", "probations"):
         if stage in summary:
             text = json.dumps(summary[stage], indent=1, default=str)[:4000]
             lines.append(f"## {stage}\n\n```json\n{text}\n```\n")
-    create_markdown_artifact(markdown="\n".join(lines), key="daily-chain",
-                             description=f"daily chain on {summary.get('as_of')}: {summary.get('outcome', '')}")
+    create_markdown_artifact(
+        markdown="\n".join(lines),
+        key="daily-chain",
+        description=f"daily chain on {summary.get('as_of')}: {summary.get('outcome', '')}",
+    )

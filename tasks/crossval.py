@@ -13,15 +13,22 @@ from tasks.retry import unless_refused
 from tasks.runners import dask_settings, task_runner_from_settings
 
 
-@task(name="crossval-replay", retries=1, retry_delay_seconds=5, retry_condition_fn=unless_refused,
-      cache_policy=NO_CACHE, persist_result=False)
+@task(
+    name="crossval-replay",
+    retries=1,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
 def replay_version_task(call: dict[str, Any]) -> list[VersionMeasures]:
     """Replay and measure one version (active, candidate or baseline) wherever the task runner puts it."""
     return replay_version(**call)
 
 
-def on_task_runner(calls: list[dict[str, Any]], runner: TaskRunner[Any] | None = None
-                   ) -> list[list[VersionMeasures]]:
+def on_task_runner(
+    calls: list[dict[str, Any]], runner: TaskRunner[Any] | None = None
+) -> list[list[VersionMeasures]]:
     """A VersionMapper that runs the replays side by side as tasks on `runner` (default: from settings)."""
     runner = runner or task_runner_from_settings()
     with runner:

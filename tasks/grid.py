@@ -19,8 +19,15 @@ from oomrl.portfolio.replay import replay
 from oomrl.portfolio.service import bundled_strategy
 from oomrl.settings import get_settings
 
-GRID_METRICS = ("annualized_return", "benchmark_annualized_return", "sharpe", "max_drawdown",
-                "information_ratio", "beta", "alpha_annualized")
+GRID_METRICS = (
+    "annualized_return",
+    "benchmark_annualized_return",
+    "sharpe",
+    "max_drawdown",
+    "information_ratio",
+    "beta",
+    "alpha_annualized",
+)
 
 
 def grid_points(strategy: str, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -29,7 +36,10 @@ def grid_points(strategy: str, grid: dict[str, list[Any]]) -> list[dict[str, Any
     if empty:
         raise OomrlError(f"grid values for {', '.join(empty)} are empty")
     names = sorted(grid)
-    points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
+    points = [
+        dict(zip(names, combo, strict=True))
+        for combo in itertools.product(*(grid[n] for n in names))
+    ]
     bundled_strategy(get_settings(), strategy).check_params(points)  # names the offending point
     return points
 
@@ -43,17 +53,29 @@ def load_market(start: date, end: date) -> tuple[dict[str, pd.DataFrame], pd.Ser
 
 
 @task(task_run_name="replay {strategy} {params}")
-def replay_point(strategy: str, params: dict[str, Any], panels: dict[str, pd.DataFrame],
-                 benchmark: pd.Series, start: date, end: date) -> dict[str, Any]:
+def replay_point(
+    strategy: str,
+    params: dict[str, Any],
+    panels: dict[str, pd.DataFrame],
+    benchmark: pd.Series,
+    start: date,
+    end: date,
+) -> dict[str, Any]:
     """Replay one grid point; its summary and Table 1 metrics, one flat row."""
     result = replay(bundled_strategy(get_settings(), strategy), params, panels, start, end)
-    returns = result.nav.set_index(pd.to_datetime(result.nav["date"]))["realized_return"].astype(float)
+    returns = result.nav.set_index(pd.to_datetime(result.nav["date"]))["realized_return"].astype(
+        float
+    )
     metrics = compute_metrics(returns, benchmark) if len(returns) > 2 else {}
     summary = result.summary()
-    row: dict[str, Any] = {**params, "trading_days": summary["trading_days"],
-                           "net_return": summary["net_return"], "turnover_annualized": summary["turnover_annualized"],
-                           "costs_fraction": summary["costs_fraction"],
-                           "halted_on": str(summary["halted_on"]) if summary["halted_on"] else None}
+    row: dict[str, Any] = {
+        **params,
+        "trading_days": summary["trading_days"],
+        "net_return": summary["net_return"],
+        "turnover_annualized": summary["turnover_annualized"],
+        "costs_fraction": summary["costs_fraction"],
+        "halted_on": str(summary["halted_on"]) if summary["halted_on"] else None,
+    }
     row.update({key: metrics.get(key) for key in GRID_METRICS})
     return row
 
@@ -63,8 +85,9 @@ def publish_grid(strategy: str, rows: list[dict[str, Any]], start: date, end: da
     """A table artifact of the grid, best Sharpe first; returns its key."""
     ranked = sorted(rows, key=lambda row: (row.get("sharpe") is None, -(row.get("sharpe") or 0.0)))
     key = f"replay-grid-{strategy.replace('_', '-')}"
-    create_table_artifact(table=ranked, key=key,
-                          description=f"# {strategy}: parameter grid, {start} → {end}\nBest Sharpe first.")
+    create_table_artifact(
+        table=ranked,
+        key=key,
+        description=f"# {strategy}: parameter grid, {start} → {end}\nBest Sharpe first.",
+    )
     return key
-
-

@@ -20,8 +20,8 @@ from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError, SourceUnavailableError
 
 FETCH_RETRIES = 3
-BACKOFF_SECONDS = 2.0     # 2 s, 4 s, 8 s between attempts
-JITTER_FACTOR = 0.5       # each delay is stretched by up to 50 % at random, so retries do not stampede
+BACKOFF_SECONDS = 2.0  # 2 s, 4 s, 8 s between attempts
+JITTER_FACTOR = 0.5  # each delay is stretched by up to 50 % at random, so retries do not stampede
 CACHE_FOR = timedelta(hours=12)
 
 
@@ -41,9 +41,17 @@ def fetch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     return f"bars:{parameters['source']}:{parameters['symbol']}:{parameters['start']}:{parameters['end']}"
 
 
-@task(name="fetch-symbol-bars", retries=FETCH_RETRIES, retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS),
-      retry_jitter_factor=JITTER_FACTOR, retry_condition_fn=network_error_only, cache_key_fn=fetch_cache_key,
-      cache_expiration=CACHE_FOR, persist_result=True, task_run_name="fetch-{symbol}")
+@task(
+    name="fetch-symbol-bars",
+    retries=FETCH_RETRIES,
+    retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS),
+    retry_jitter_factor=JITTER_FACTOR,
+    retry_condition_fn=network_error_only,
+    cache_key_fn=fetch_cache_key,
+    cache_expiration=CACHE_FOR,
+    persist_result=True,
+    task_run_name="fetch-{symbol}",
+)
 def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.DataFrame:
     """One symbol's bars from `source` in schema form."""
     return domain.fetch_bars(source_for(source), symbol, start, end)
@@ -52,8 +60,9 @@ def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.Da
 # An offline source reads local files: no network to retry, and one task run per symbol would be hundreds
 # of task runs (each a few API writes) per ingest, which a SQLite Prefect server serialises.
 @task(name="fetch-offline-bars", cache_policy=NO_CACHE, persist_result=False)
-def fetch_offline_bars(source: str, symbols: list[str], start: date, end: date
-                       ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+def fetch_offline_bars(
+    source: str, symbols: list[str], start: date, end: date
+) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
     """Every symbol's bars from an offline source, in one task: the frames, and why a symbol failed."""
     frames: dict[str, pd.DataFrame] = {}
     failures: dict[str, str] = {}
@@ -67,14 +76,24 @@ def fetch_offline_bars(source: str, symbols: list[str], start: date, end: date
 
 # The writing tasks take the flow's open store transaction and are never cached: a cached result would
 # skip its write in a retried flow run's new transaction.
-@task(name="load-reference-data", retries=FETCH_RETRIES, retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS),
-      retry_jitter_factor=JITTER_FACTOR, retry_condition_fn=network_error_only, cache_policy=NO_CACHE)
-def load_reference_data(source: str, start: date, end: date, store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+@task(
+    name="load-reference-data",
+    retries=FETCH_RETRIES,
+    retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS),
+    retry_jitter_factor=JITTER_FACTOR,
+    retry_condition_fn=network_error_only,
+    cache_policy=NO_CACHE,
+)
+def load_reference_data(
+    source: str, start: date, end: date, store: MarketStore
+) -> tuple[int, int, pd.DataFrame]:
     """Benchmark levels and membership into the store transaction (a missing benchmark fails the flow)."""
     return domain.load_reference(source_for(source), start, end, store)
 
 
 @task(name="validate-and-store", cache_policy=NO_CACHE)
-def validate_and_store(frames: list[pd.DataFrame], store: MarketStore) -> tuple[int, int, pd.DataFrame]:
+def validate_and_store(
+    frames: list[pd.DataFrame], store: MarketStore
+) -> tuple[int, int, pd.DataFrame]:
     """Validate a batch of bar frames and stage the valid rows: (rows in, rows added, quarantined)."""
     return domain.store_batch(frames, store)

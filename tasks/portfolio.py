@@ -34,7 +34,9 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
     if not dry_run:
         start_on_v1(versions, account, DEFAULT_STRATEGY)
     resolved = resolve_strategy(settings, ledger, account)
-    label = versions.labels(ledger.version_names(account)).get(resolved.version, resolved.version[:12])
+    label = versions.labels(ledger.version_names(account)).get(
+        resolved.version, resolved.version[:12]
+    )
     return {"name": resolved.name, "version": resolved.version, "label": label}
 
 
@@ -44,64 +46,102 @@ def tag_run(name: str, label: str) -> list[str]:
     return add_run_tags.fn(strategy_tags(name, label))
 
 
-@task(name="rebalance-account", retries=REBALANCE_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused, cache_policy=NO_CACHE)
-def rebalance_account(account: str, as_of: date, dry_run: bool = False,
-                      home: str | None = None) -> dict[str, Any]:
+@task(
+    name="rebalance-account",
+    retries=REBALANCE_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+    cache_policy=NO_CACHE,
+)
+def rebalance_account(
+    account: str, as_of: date, dry_run: bool = False, home: str | None = None
+) -> dict[str, Any]:
     """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV rows."""
     from oomrl.portfolio.service import run_rebalance
 
     outcome = run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
-    return {"summary": outcome.summary(), "orders": outcome.orders.to_dict("records"),
-            "fills": outcome.fills.drop(columns=["cash_delta_fen"], errors="ignore").to_dict("records"),
-            "nav": outcome.nav.to_dict("records")}
+    return {
+        "summary": outcome.summary(),
+        "orders": outcome.orders.to_dict("records"),
+        "fills": outcome.fills.drop(columns=["cash_delta_fen"], errors="ignore").to_dict("records"),
+        "nav": outcome.nav.to_dict("records"),
+    }
 
 
 @task(name="publish-rebalance-artifacts", cache_policy=NO_CACHE)
-def publish_rebalance_artifacts(result: dict[str, Any], home: str | None = None,
-                                version_label: str | None = None) -> None:
+def publish_rebalance_artifacts(
+    result: dict[str, Any], home: str | None = None, version_label: str | None = None
+) -> None:
     """Orders and fills as table artifacts (rounded, units in the headers); the recent NAV as markdown."""
     from oomrl.portfolio.service import open_ledger
 
     summary = result["summary"]
     key = f"rebalance-{summary['account']}".lower().replace("_", "-")
-    create_table_artifact(table=orders_rows(result["orders"]) or [{"orders": "none"}], key=f"{key}-orders",
-                          description=f"orders of {summary['account']} on {summary['as_of']}")
-    create_table_artifact(table=fills_rows(result["fills"]) or [{"fills": "none"}], key=f"{key}-fills",
-                          description=f"fills of {summary['account']} on {summary['as_of']}")
+    create_table_artifact(
+        table=orders_rows(result["orders"]) or [{"orders": "none"}],
+        key=f"{key}-orders",
+        description=f"orders of {summary['account']} on {summary['as_of']}",
+    )
+    create_table_artifact(
+        table=fills_rows(result["fills"]) or [{"fills": "none"}],
+        key=f"{key}-fills",
+        description=f"fills of {summary['account']} on {summary['as_of']}",
+    )
     nav = open_ledger(settings_for(home)).nav_frame(summary["account"]).tail(SHOWN_NAV_ROWS)
     label = version_label or str(summary["strategy_version"])[:12]
-    create_markdown_artifact(markdown=nav_markdown(summary, nav, label), key=f"{key}-nav",
-                             description="NAV, sim-to-real gap and principal loss")
+    create_markdown_artifact(
+        markdown=nav_markdown(summary, nav, label),
+        key=f"{key}-nav",
+        description="NAV, sim-to-real gap and principal loss",
+    )
 
 
 @task(name="emit-account-halted", cache_policy=NO_CACHE)
 def emit_halted(summary: dict[str, Any]) -> str | None:
     """Emit `oomrl.account.halted` for an account the kill switch just halted."""
-    event = emit_event(event=HALTED_EVENT,
-                       resource=account_resource(summary["account"]),
-                       payload={k: summary[k] for k in ("as_of", "principal_loss", "nav", "strategy_version",
-                                                        "reason") if k in summary})
+    event = emit_event(
+        event=HALTED_EVENT,
+        resource=account_resource(summary["account"]),
+        payload={
+            k: summary[k]
+            for k in ("as_of", "principal_loss", "nav", "strategy_version", "reason")
+            if k in summary
+        },
+    )
     return str(event.id) if event else None
 
 
-@task(name="replay-strategy", retries=1, retry_delay_seconds=5, retry_condition_fn=unless_refused,
-      cache_policy=NO_CACHE)
-def replay_strategy(strategy: str, start: date, end: date, params: dict[str, Any] | None = None,
-                    workspace: str | None = None, home: str | None = None) -> dict[str, Any]:
+@task(
+    name="replay-strategy",
+    retries=1,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+    cache_policy=NO_CACHE,
+)
+def replay_strategy(
+    strategy: str,
+    start: date,
+    end: date,
+    params: dict[str, Any] | None = None,
+    workspace: str | None = None,
+    home: str | None = None,
+) -> dict[str, Any]:
     """Replay one strategy on the stored data; returns its summary (turnover, costs, leakage, net)."""
     from pathlib import Path
 
     from oomrl.portfolio.service import run_replay
 
-    result = run_replay(settings_for(home), strategy, start, end, params,
-                        Path(workspace) if workspace else None)
+    result = run_replay(
+        settings_for(home), strategy, start, end, params, Path(workspace) if workspace else None
+    )
     return {k: (str(v) if isinstance(v, date) else v) for k, v in result.summary().items()}
 
 
 @task(name="publish-replay-artifact", cache_policy=NO_CACHE)
 def publish_replay_artifact(summaries: list[dict[str, Any]]) -> None:
     """The replay comparison as a table artifact."""
-    create_table_artifact(table=replay_rows(summaries), key="replay-summary",
-                          description="turnover, total costs, slippage leakage and net return")
-
+    create_table_artifact(
+        table=replay_rows(summaries),
+        key="replay-summary",
+        description="turnover, total costs, slippage leakage and net return",
+    )

@@ -21,8 +21,13 @@ from tasks.retry import unless_refused
 READ_RETRIES = 2
 
 
-@task(name="trade-shadow-books", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="trade-shadow-books",
+    cache_policy=NO_CACHE,
+    retries=READ_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def trade_shadows(as_of: date, home: str | None = None) -> dict[str, int]:
     """Every open challenger trades its shadow book on its own schedule through `as_of` (before marking)."""
     from oomrl.probation import advance_shadows
@@ -30,8 +35,13 @@ def trade_shadows(as_of: date, home: str | None = None) -> dict[str, int]:
     return advance_shadows(settings_for(home), as_of)
 
 
-@task(name="decide-probations", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="decide-probations",
+    cache_policy=NO_CACHE,
+    retries=READ_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
     """Promote or retire every challenger whose forward sessions are done; show the running ones."""
     from oomrl.probation import decide_due
@@ -42,21 +52,37 @@ def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
     summaries = []
     for done in decided:
         summary = done.probation.summary()
-        publish_evidence(done.probation.account, done.probation.tag, done.evidence.markdown(), summary["status"])
+        publish_evidence(
+            done.probation.account, done.probation.tag, done.evidence.markdown(), summary["status"]
+        )
         emit_decision(summary, done.autopsy)
         summaries.append({**summary, "autopsy": done.autopsy.alert_id if done.autopsy else None})
-    return {"decided": summaries, "running": [{"account": f.account, "version": f.version, "sessions": f.sessions_done,
-                                                "needed": f.sessions_needed} for f in running]}
+    return {
+        "decided": summaries,
+        "running": [
+            {
+                "account": f.account,
+                "version": f.version,
+                "sessions": f.sessions_done,
+                "needed": f.sessions_needed,
+            }
+            for f in running
+        ],
+    }
 
 
 class ProbationReview(RunInput):
     """A person's answer on a challenger in the Prefect UI: promote it now, retire it now, or keep it on probation."""
 
     decision: Literal["keep", "promote", "retire"] = Field(
-        "keep", title="Decision",
+        "keep",
+        title="Decision",
         description="keep the challenger on probation (the daily chain decides), promote it now (it takes the "
-                    "account's capital), or retire it now (its shadow book closes)")
-    reason: str = Field("", title="Reason (text)", description="Why: kept in the ledger and the repair's trail")
+        "account's capital), or retire it now (its shadow book closes)",
+    )
+    reason: str = Field(
+        "", title="Reason (text)", description="Why: kept in the ledger and the repair's trail"
+    )
 
     @classmethod
     def showing(cls, evidence: str) -> type[ProbationReview]:
@@ -66,8 +92,13 @@ class ProbationReview(RunInput):
         return model
 
 
-@task(name="probation-evidence", cache_policy=NO_CACHE, retries=READ_RETRIES, retry_delay_seconds=5,
-      retry_condition_fn=unless_refused)
+@task(
+    name="probation-evidence",
+    cache_policy=NO_CACHE,
+    retries=READ_RETRIES,
+    retry_delay_seconds=5,
+    retry_condition_fn=unless_refused,
+)
 def probation_evidence(account: str, tag: str | None, home: str | None = None) -> tuple[str, str]:
     """The challenger's tag and its forward evidence so far as markdown (published as the probation's artifact)."""
     from oomrl.probation import current
@@ -79,12 +110,25 @@ def probation_evidence(account: str, tag: str | None, home: str | None = None) -
 
 
 @task(name="decide-probation", cache_policy=NO_CACHE)
-def decide_early(account: str, tag: str, decision: Literal["promote", "retire"], by: str, reason: str,
-                 home: str | None = None) -> dict[str, Any]:
+def decide_early(
+    account: str,
+    tag: str,
+    decision: Literal["promote", "retire"],
+    by: str,
+    reason: str,
+    home: str | None = None,
+) -> dict[str, Any]:
     """Promote or retire the challenger now, on its evidence so far; the event says so."""
     from oomrl.probation import decide_now
 
-    done = decide_now(settings_for(home), account, tag, "promoted" if decision == "promote" else "retired", by, reason)
+    done = decide_now(
+        settings_for(home),
+        account,
+        tag,
+        "promoted" if decision == "promote" else "retired",
+        by,
+        reason,
+    )
     summary = done.probation.summary()
     publish_evidence(account, tag, done.evidence.markdown(), summary["status"])
     emit_decision(summary, done.autopsy)
@@ -94,8 +138,9 @@ def decide_early(account: str, tag: str, decision: Literal["promote", "retire"],
 def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None:
     """The champion and challenger side by side, one artifact per probation (its latest is the current)."""
     key = f"probation-{account}-{tag}".lower().replace("_", "-").replace(".", "-")
-    create_markdown_artifact(markdown=markdown, key=key[:100],
-                             description=f"probation of {tag} on {account}: {status}")
+    create_markdown_artifact(
+        markdown=markdown, key=key[:100], description=f"probation of {tag} on {account}: {status}"
+    )
 
 
 def emit_decision(summary: dict[str, Any], autopsy: Autopsy | None) -> str | None:
@@ -104,9 +149,24 @@ def emit_decision(summary: dict[str, Any], autopsy: Autopsy | None) -> str | Non
     # carries a forward autopsy starts the next repair
     event = emit_event(
         event=PROMOTED_EVENT if summary["status"] == "promoted" else RETIRED_EVENT,
-        resource={**account_resource(summary["account"]), FORWARD_AUTOPSY_LABEL: "yes" if autopsy else "no"},
-        related=[{"prefect.resource.id": f"oomrl.strategy.{summary['strategy']}", "prefect.resource.role": "strategy"}],
-        payload={"tag": summary["version"], "sha": summary["sha"], "strategy": summary["strategy"],
-                 "probation": {k: summary[k] for k in ("started", "decided", "sessions", "decided_by", "reason")},
-                 **({"autopsy": autopsy.model_dump(mode="json")} if autopsy else {})})
+        resource={
+            **account_resource(summary["account"]),
+            FORWARD_AUTOPSY_LABEL: "yes" if autopsy else "no",
+        },
+        related=[
+            {
+                "prefect.resource.id": f"oomrl.strategy.{summary['strategy']}",
+                "prefect.resource.role": "strategy",
+            }
+        ],
+        payload={
+            "tag": summary["version"],
+            "sha": summary["sha"],
+            "strategy": summary["strategy"],
+            "probation": {
+                k: summary[k] for k in ("started", "decided", "sessions", "decided_by", "reason")
+            },
+            **({"autopsy": autopsy.model_dump(mode="json")} if autopsy else {}),
+        },
+    )
     return str(event.id) if event else None

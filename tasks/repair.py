@@ -37,9 +37,14 @@ def transient_only(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -
 def _step_task(name: str) -> Task[..., Any]:
     """A task that runs one domain step; the context is in-process state, so nothing is cached."""
 
-    @task(name=f"repair-{name}", retries=STEP_RETRIES, retry_condition_fn=transient_only,
-          retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS), cache_policy=NO_CACHE,
-          persist_result=False)
+    @task(
+        name=f"repair-{name}",
+        retries=STEP_RETRIES,
+        retry_condition_fn=transient_only,
+        retry_delay_seconds=exponential_backoff(BACKOFF_SECONDS),
+        cache_policy=NO_CACHE,
+        persist_result=False,
+    )
     def run(function: Any, *args: Any) -> Any:
         return function(*args)
 
@@ -60,8 +65,11 @@ def _code(text: str, language: str = "") -> str:
 
 def publish_autopsy(autopsy: dict[str, Any]) -> None:
     """The autopsy that started the repair, as a markdown artifact."""
-    create_markdown_artifact(key="repair-autopsy", description="The loss autopsy",
-                             markdown="# Autopsy\n\n" + _code(json.dumps(autopsy, indent=1, default=str), "json"))
+    create_markdown_artifact(
+        key="repair-autopsy",
+        description="The loss autopsy",
+        markdown="# Autopsy\n\n" + _code(json.dumps(autopsy, indent=1, default=str), "json"),
+    )
 
 
 def publish_outcome(outcome: domain.RepairOutcome) -> None:
@@ -71,21 +79,32 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
         create_markdown_artifact(
             key=f"repair-{record.phase}-{record.attempt}",
             description=f"{record.phase} attempt {record.attempt}: "
-                        f"{'accepted' if record.accepted else 'rejected'}",
-            markdown=(f"# {record.phase}, attempt {record.attempt}\n\n{record.notes}\n\n## Diff\n\n"
-                      f"{_code(record.diff or '(no diff)', 'diff')}\n\n## Verdict\n\n"
-                      f"{_code(verdict, 'json')}"))
+            f"{'accepted' if record.accepted else 'rejected'}",
+            markdown=(
+                f"# {record.phase}, attempt {record.attempt}\n\n{record.notes}\n\n## Diff\n\n"
+                f"{_code(record.diff or '(no diff)', 'diff')}\n\n## Verdict\n\n"
+                f"{_code(verdict, 'json')}"
+            ),
+        )
     publish_evidence(outcome)
-    lines = [f"# Repair {outcome.status}", "", f"- step: {outcome.step or '-'}",
-             f"- reason: {outcome.reason}", f"- run folder: `{outcome.run_dir}`",
-             f"- budget: {json.dumps(outcome.budget)}"]
+    lines = [
+        f"# Repair {outcome.status}",
+        "",
+        f"- step: {outcome.step or '-'}",
+        f"- reason: {outcome.reason}",
+        f"- run folder: `{outcome.run_dir}`",
+        f"- budget: {json.dumps(outcome.budget)}",
+    ]
     if outcome.mandate is not None:
-        lines.append(f"- mandate: {outcome.mandate.text} "
-                     f"`{outcome.mandate.constraints.model_dump_json(exclude_none=True)}`")
+        lines.append(
+            f"- mandate: {outcome.mandate.text} "
+            f"`{outcome.mandate.constraints.model_dump_json(exclude_none=True)}`"
+        )
     if outcome.version is not None:
         lines.append(f"- version: {outcome.version.tag} `{outcome.version.sha}`")
-    create_markdown_artifact(key="repair-outcome", markdown="\n".join(lines),
-                             description=f"repair {outcome.status}")
+    create_markdown_artifact(
+        key="repair-outcome", markdown="\n".join(lines), description=f"repair {outcome.status}"
+    )
     publish_agent_records(outcome)
 
 
@@ -95,8 +114,11 @@ def publish_evidence(outcome: domain.RepairOutcome) -> None:
     cross = outcome.cross_validation
     if cross is None:
         if outcome.step == "cross-validation":
-            create_table_artifact(key="repair-cross-validation", table=not_measured_rows(outcome.reason),
-                                  description=f"cross-validation not measured: {outcome.reason}"[:500])
+            create_table_artifact(
+                key="repair-cross-validation",
+                table=not_measured_rows(outcome.reason),
+                description=f"cross-validation not measured: {outcome.reason}"[:500],
+            )
         return
     image = None
     if outcome.run_dir and any(row.dates for row in cross.rows):
@@ -105,14 +127,23 @@ def publish_evidence(outcome: domain.RepairOutcome) -> None:
 
         chart = evidence_chart(cross, evidence_dir(Path(outcome.run_dir)) / "evidence.png")
         image = image_link(chart, ReportLinks.from_env())
-        create_image_artifact(image, key="repair-evidence",
-                              description="Cumulative return net of friction of each version over the long "
-                                          "window, the alert window shaded")
+        create_image_artifact(
+            image,
+            key="repair-evidence",
+            description="Cumulative return net of friction of each version over the long "
+            "window, the alert window shaded",
+        )
     verdict = "passed" if cross.passed else "; ".join(cross.failures())
-    create_table_artifact(key="repair-cross-validation", table=crossval_rows(cross),
-                          description=f"alert window {cross.start}..{cross.end}: {verdict}"[:500])
-    create_markdown_artifact(key="repair-cross-validation-decision", markdown=crossval_markdown(cross, image),
-                             description="promotion evidence: measures per version and window, checks, tolerance")
+    create_table_artifact(
+        key="repair-cross-validation",
+        table=crossval_rows(cross),
+        description=f"alert window {cross.start}..{cross.end}: {verdict}"[:500],
+    )
+    create_markdown_artifact(
+        key="repair-cross-validation-decision",
+        markdown=crossval_markdown(cross, image),
+        description="promotion evidence: measures per version and window, checks, tolerance",
+    )
 
 
 def evidence_dir(run_dir: Path) -> Path:
@@ -127,11 +158,20 @@ def publish_agent_records(outcome: domain.RepairOutcome) -> None:
     from oomrl.agent.records import budget_rows, trail_markdown, transcript_rows
 
     if outcome.run_dir:
-        create_table_artifact(key="repair-transcript", table=transcript_rows(outcome.run_dir),
-                              description=f"Every model request and answer ({outcome.run_dir}/transcript.jsonl)")
+        create_table_artifact(
+            key="repair-transcript",
+            table=transcript_rows(outcome.run_dir),
+            description=f"Every model request and answer ({outcome.run_dir}/transcript.jsonl)",
+        )
     if outcome.budget:
-        create_table_artifact(key="repair-budget", table=budget_rows(outcome.budget),
-                              description="LLM budget: this repair and the account (ledger)")
+        create_table_artifact(
+            key="repair-budget",
+            table=budget_rows(outcome.budget),
+            description="LLM budget: this repair and the account (ledger)",
+        )
     if outcome.trail:
-        create_markdown_artifact(key="repair-trail", markdown=trail_markdown(outcome.trail),
-                                 description="The repair's state machine transitions")
+        create_markdown_artifact(
+            key="repair-trail",
+            markdown=trail_markdown(outcome.trail),
+            description="The repair's state machine transitions",
+        )

@@ -9,10 +9,10 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from oomrl.settings import RuntimeSettings
 
-DASK_ADDRESS_ENV = "OOMRL_DASK_ADDRESS"      # e.g. tcp://scheduler:8786 — an existing cluster
-DASK_WORKERS_ENV = "OOMRL_DASK_WORKERS"      # e.g. 4 — a temporary LocalCluster per flow run
+DASK_ADDRESS_ENV = "OOMRL_DASK_ADDRESS"  # e.g. tcp://scheduler:8786 — an existing cluster
+DASK_WORKERS_ENV = "OOMRL_DASK_WORKERS"  # e.g. 4 — a temporary LocalCluster per flow run
 DASK_PROCESSES_ENV = "OOMRL_DASK_PROCESSES"  # "0" keeps LocalCluster workers as threads in-process
-THREADS_ENV = "OOMRL_THREADS"                # width of the default thread pool
+THREADS_ENV = "OOMRL_THREADS"  # width of the default thread pool
 
 
 def _flag(text: str) -> bool:
@@ -36,15 +36,24 @@ def dask_settings(env: Mapping[str, str] | None = None) -> dict[str, Any] | None
     workers = env.get(DASK_WORKERS_ENV, "").strip()
     if address:
         if not address.startswith(("tcp://", "tls://", "inproc://", "ws://", "wss://")):
-            raise ValueError(f"{DASK_ADDRESS_ENV} must be a scheduler URL like tcp://host:8786, got {address!r}")
+            raise ValueError(
+                f"{DASK_ADDRESS_ENV} must be a scheduler URL like tcp://host:8786, got {address!r}"
+            )
         return {"address": address}
     if workers:
         count = _positive_int(DASK_WORKERS_ENV, workers)
         processes = _flag(env.get(DASK_PROCESSES_ENV, "1"))
-        return {"cluster_kwargs": {"n_workers": count, "threads_per_worker": 1, "processes": processes,
-                                   # loopback TCP: a LocalCluster serves this machine only
-                                   "protocol": "tcp://", "host": "127.0.0.1",
-                                   "dashboard_address": None}}
+        return {
+            "cluster_kwargs": {
+                "n_workers": count,
+                "threads_per_worker": 1,
+                "processes": processes,
+                # loopback TCP: a LocalCluster serves this machine only
+                "protocol": "tcp://",
+                "host": "127.0.0.1",
+                "dashboard_address": None,
+            }
+        }
     return None
 
 
@@ -54,7 +63,9 @@ def task_runner_from_settings(env: Mapping[str, str] | None = None) -> TaskRunne
     chosen = dask_settings(env)
     if chosen is None:
         threads = env.get(THREADS_ENV, "").strip()
-        return ThreadPoolTaskRunner(max_workers=_positive_int(THREADS_ENV, threads) if threads else None)
+        return ThreadPoolTaskRunner(
+            max_workers=_positive_int(THREADS_ENV, threads) if threads else None
+        )
     try:
         from prefect_dask import DaskTaskRunner
     except ImportError as exc:

@@ -15,8 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 LAPTOP = {"width": 1280, "height": 800}
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs "
-                                                             "it as root: apt-get install chromium)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (make test installs it as root: apt-get install chromium)",
+)
 
 # Every <img> (including those inside artifact iframes' parents) and every table that is wider than
 # the box that holds it, or than the window.
@@ -40,8 +42,11 @@ def browser_page(viewport: dict[str, int] | None = None) -> Iterator[Any]:
 
     assert CHROMIUM is not None
     with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = driver.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
         try:
             page = browser.new_page(viewport=viewport or LAPTOP)
             yield page
@@ -53,7 +58,9 @@ def wait_for_images(page: Any, minimum: int, timeout_ms: int = 30_000) -> None:
     """Until at least `minimum` images are in the page and every one has finished loading."""
     page.wait_for_function(
         "n => document.images.length >= n && Array.from(document.images).every(i => i.complete)",
-        arg=minimum, timeout=timeout_ms)
+        arg=minimum,
+        timeout=timeout_ms,
+    )
 
 
 def layout(page: Any) -> dict[str, Any]:
@@ -80,4 +87,3 @@ def wait_for(page: Any, selector: str, shot: str, timeout_ms: int = 60_000) -> A
         screenshot(page, shot)
         (ARTIFACTS / shot).with_suffix(".html").write_text(page.content())
         raise
-

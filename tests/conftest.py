@@ -47,8 +47,10 @@ def _is_loopback(address: Any) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         try:
-            return all(ipaddress.ip_address(info[4][0]).is_loopback
-                       for info in _real_getaddrinfo(host, None))
+            return all(
+                ipaddress.ip_address(info[4][0]).is_loopback
+                for info in _real_getaddrinfo(host, None)
+            )
         except OSError:
             return False
 

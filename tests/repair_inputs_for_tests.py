@@ -21,6 +21,8 @@ def full_autopsy(**fields: Any) -> Autopsy:
     return Autopsy.model_validate(autopsy_json(**fields))
 
 
-def pending_alert(alert_id: str, account: str = "paper", module: str = "strategies.daily_momentum") -> PendingAlert:
+def pending_alert(
+    alert_id: str, account: str = "paper", module: str = "strategies.daily_momentum"
+) -> PendingAlert:
     """A loss alert with the module its repair works on (what a ledger without NAV history leaves)."""
     return PendingAlert(alert_id=alert_id, account=account, diagnostics=AlertModule(module=module))

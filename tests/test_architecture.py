@@ -34,7 +34,10 @@ FORBIDDEN = {
     "oomrl/_forbidden_strategies.py": ("from strategies import registry\n", NO_S),
     "strategy_host/_forbidden_oomrl.py": ("from oomrl import errors\n", STANDALONE),
     "guardrails/judging/_forbidden_gate.py": ("from guardrails import gate\n", ROOMS),  # a room up
-    "guardrails/patch/_forbidden_static.py": ("from guardrails.static import sanitizer\n", ROOMS),  # a sibling
+    "guardrails/patch/_forbidden_static.py": (
+        "from guardrails.static import sanitizer\n",
+        ROOMS,
+    ),  # a sibling
     "guardrails/child/_forbidden_verdict.py": ("from guardrails import verdict\n", CHILD),
     "oomrl/data/_forbidden_metrics.py": ("import oomrl.metrics\n", INNER),
     "oomrl/market/_forbidden_portfolio.py": ("import oomrl.portfolio\n", PORTFOLIO),
@@ -43,16 +46,25 @@ FORBIDDEN = {
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     """Run import-linter on the packages found first on sys.path from `root` (its cwd)."""
-    code = ("import sys; from importlinter.cli import lint_imports; "
-            f"sys.exit(lint_imports(config_filename={str(CONFIG)!r}, no_cache=True))")
-    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                          timeout=300, check=False)
+    code = (
+        "import sys; from importlinter.cli import lint_imports; "
+        f"sys.exit(lint_imports(config_filename={str(CONFIG)!r}, no_cache=True))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def copy_packages(dest: Path) -> None:
     for package in PACKAGES:
-        shutil.copytree(REPO / package, dest / package,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            REPO / package, dest / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
 
 
 def test_the_repository_keeps_every_layer_contract() -> None:

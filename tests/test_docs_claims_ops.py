@@ -25,15 +25,27 @@ from typer.testing import CliRunner
 from oomrl.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = {name: (REPO / name).read_text(encoding="utf-8") for name in ("README.md", "docs/operations.md")}
+PAGES = {
+    name: (REPO / name).read_text(encoding="utf-8") for name in ("README.md", "docs/operations.md")
+}
 README, OPERATIONS = PAGES["README.md"], PAGES["docs/operations.md"]
-CODE_TREES = ("oomrl", "guardrails", "strategies", "strategy_api", "strategy_host", "tasks", "flows",
-              "infra", "scripts")
+CODE_TREES = (
+    "oomrl",
+    "guardrails",
+    "strategies",
+    "strategy_api",
+    "strategy_host",
+    "tasks",
+    "flows",
+    "infra",
+    "scripts",
+)
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 ROOT: Any = typer.main.get_command(app)
 
 
 # --- reading the pages ---------------------------------------------------------------------------
+
 
 def fenced(page: str) -> list[str]:
     """The lines of the page's fenced code blocks, `\\` continuations joined."""
@@ -62,10 +74,13 @@ def figure(page: str, pattern: str) -> str:
 
 def code_text() -> str:
     """Every Python, YAML, shell and Docker source of the code trees, as one text."""
-    return "\n".join(path.read_text(encoding="utf-8", errors="replace")
-                     for tree in CODE_TREES for path in sorted((REPO / tree).rglob("*"))
-                     if path.is_file() and (path.suffix in (".py", ".yaml", ".yml", ".sh", ".json")
-                                            or path.name == "Dockerfile"))
+    return "\n".join(
+        path.read_text(encoding="utf-8", errors="replace")
+        for tree in CODE_TREES
+        for path in sorted((REPO / tree).rglob("*"))
+        if path.is_file()
+        and (path.suffix in (".py", ".yaml", ".yml", ".sh", ".json") or path.name == "Dockerfile")
+    )
 
 
 CODE = code_text() + (REPO / "prefect.yaml").read_text(encoding="utf-8")
@@ -121,12 +136,16 @@ def check_invocation(text: str) -> list[str]:
                 value = words[i] if i < len(words) else ""
                 choices = choices_of(param)
                 if choices and value and not PLACEHOLDER.match(value) and value not in choices:
-                    problems.append(f"`{' '.join(path)} {name} {value}`: not one of {list(choices)}")
+                    problems.append(
+                        f"`{' '.join(path)} {name} {value}`: not one of {list(choices)}"
+                    )
                 if name == "--source" and value:
                     from oomrl.data.sources import SOURCES
 
                     if value.split(":")[0] not in SOURCES:
-                        problems.append(f"--source {value}: no such source (SOURCES: {sorted(SOURCES)})")
+                        problems.append(
+                            f"--source {value}: no such source (SOURCES: {sorted(SOURCES)})"
+                        )
         elif subs is not None:
             if PLACEHOLDER.match(word):
                 break
@@ -136,8 +155,13 @@ def check_invocation(text: str) -> list[str]:
             group, command = command, subs[word]
             path.append(word)
         i += 1
-    if getattr(command, "commands", None) is not None and command is not ROOT and len(path) == 2 \
-            and not alternatives and not words[1:]:
+    if (
+        getattr(command, "commands", None) is not None
+        and command is not ROOT
+        and len(path) == 2
+        and not alternatives
+        and not words[1:]
+    ):
         problems.append(f"`{' '.join(path)}` is a group: the page names no command of it")
     for alternative in alternatives:  # `| activate v2 | rollback`: siblings of the last command
         first = (tokens(alternative) or [""])[0]
@@ -162,13 +186,24 @@ def every_option() -> dict[str, list[Any]]:
             found.setdefault(opt, []).append(param)
         for sub in getattr(command, "commands", {}).values():
             walk(sub)
+
     walk(ROOT)
     return found
 
 
 # Options of other programs the pages show (prefect, docker, pytest, the benchmark harness).
-FOREIGN_OPTIONS = {"--no-prompt", "--all", "--build", "--scale", "--type", "--base-job-template", "--pin",
-                   "--collect-only", "--cov", "--cov-branch"}
+FOREIGN_OPTIONS = {
+    "--no-prompt",
+    "--all",
+    "--build",
+    "--scale",
+    "--type",
+    "--base-job-template",
+    "--pin",
+    "--collect-only",
+    "--cov",
+    "--cov-branch",
+}
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -192,6 +227,7 @@ def test_every_option_named_alone_is_an_option_of_oomrl_with_its_choices(page: s
 
 
 # --- settings ------------------------------------------------------------------------------------
+
 
 @cache
 def settings_defaults() -> dict[str, Any]:
@@ -222,7 +258,9 @@ def test_every_oomrl_variable_the_page_names_is_read(page: str) -> None:
         if variable in settings_defaults() or re.search(rf"\b{variable}\b", CODE):
             continue
         where = REPO / NOT_READ_BY_CODE.get(variable, "-")
-        files = sorted(where.rglob("*.py")) if where.is_dir() else [where] if where.is_file() else []
+        files = (
+            sorted(where.rglob("*.py")) if where.is_dir() else [where] if where.is_file() else []
+        )
         if any(variable in file.read_text(encoding="utf-8", errors="replace") for file in files):
             continue
         unread.append(variable)
@@ -246,14 +284,23 @@ def stated_default(text: str) -> Any:
 
 
 def stated_defaults() -> list[tuple[str, str, str]]:
-    return [(page, variable, value) for page, text in PAGES.items()
-            for variable, value in re.findall(r"`(OOMRL_[A-Z0-9_]+)`(?: sessions)? \(([^)]*)\)", text)
-            if (variable in settings_defaults() or variable == "OOMRL_HOME") and not value.startswith("required")]
+    return [
+        (page, variable, value)
+        for page, text in PAGES.items()
+        for variable, value in re.findall(r"`(OOMRL_[A-Z0-9_]+)`(?: sessions)? \(([^)]*)\)", text)
+        if (variable in settings_defaults() or variable == "OOMRL_HOME")
+        and not value.startswith("required")
+    ]
 
 
-@pytest.mark.parametrize(("page", "variable", "value"), stated_defaults(),
-                         ids=[f"{p}:{v}" for p, v, _ in stated_defaults()])
-def test_the_default_a_page_states_for_a_variable_is_the_codes(page: str, variable: str, value: str) -> None:
+@pytest.mark.parametrize(
+    ("page", "variable", "value"),
+    stated_defaults(),
+    ids=[f"{p}:{v}" for p, v, _ in stated_defaults()],
+)
+def test_the_default_a_page_states_for_a_variable_is_the_codes(
+    page: str, variable: str, value: str
+) -> None:
     if variable == "OOMRL_HOME":
         from oomrl.settings import OomrlSettings
 
@@ -267,19 +314,24 @@ def test_the_default_a_page_states_for_a_variable_is_the_codes(page: str, variab
 def test_the_webhook_examples_default_address_is_the_webhooks_port() -> None:
     default = figure(OPERATIONS, r"`OOMRL_WEBHOOK_URL` \(default `([^`]+)`\)")
     assert "${OOMRL_WEBHOOK_URL:-" + default + "}" in OPERATIONS
-    assert default.endswith(f":{params(ROOT.commands['webhook'].commands['serve'])['--port'].default}")
+    assert default.endswith(
+        f":{params(ROOT.commands['webhook'].commands['serve'])['--port'].default}"
+    )
 
 
 # --- figures the code keeps as constants ---------------------------------------------------------
+
 
 def _flow_constant(name: str) -> Any:
     """A module-level constant or a `repair` flow default of flows/repair.py, read without Prefect."""
     tree = ast.parse((REPO / "flows" / "repair.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == name for t in node.targets
+        ):
             return ast.literal_eval(node.value)
         if isinstance(node, ast.FunctionDef) and node.name == "repair":
-            args = node.args.args[-len(node.args.defaults):]
+            args = node.args.args[-len(node.args.defaults) :]
             for arg, default in zip(args, node.args.defaults, strict=True):
                 if arg.arg == name:
                     return ast.literal_eval(default)
@@ -292,88 +344,306 @@ def _imported(module: str, name: str) -> Callable[[], Any]:
 
 # (claim, page, pattern whose group is the figure, the code's value, how the figure reads as that value)
 FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
-    ("webhook timestamp tolerance", OPERATIONS, r"timestamp more than (\d+) s away",
-     lambda: settings_defaults()["OOMRL_WEBHOOK_TOLERANCE_S"], int),
-    ("webhook secret minimum", OPERATIONS, r"`OOMRL_WEBHOOK_SECRET` \(required, ≥ (\d+) characters",
-     _imported("oomrl.settings", "MIN_SECRET_LENGTH"), int),
-    ("alertmanager token minimum", OPERATIONS, r"when that variable is set, at least (\d+) characters",
-     _imported("oomrl.settings", "MIN_SECRET_LENGTH"), int),
-    ("429 Retry-After", OPERATIONS, r"429 \(`Retry-After: (\d+)`\)", _imported("oomrl.webhook.app", "RATE_WINDOW_S"),
-     float),
-    ("503 Retry-After", OPERATIONS, r"\(`Retry-After: (\d+)`\), or another delivery",
-     _imported("oomrl.repair_claims", "CLAIM_SILENT_S"), float),
-    ("a silent claim", OPERATIONS, r"`beat_at` is older than (\d+) s", _imported("oomrl.repair_claims", "CLAIM_SILENT_S"),
-     float),
-    ("the claim's beat", OPERATIONS, r"beats `beat_at` every (\d+) s", _imported("oomrl.repair_claims", "CLAIM_BEAT_S"),
-     float),
-    ("a dead launch's claim taken over", OPERATIONS, r"taken over after (\d+) s",
-     lambda: importlib.import_module("oomrl.webhook.app").LAUNCH_WAIT.total_seconds(), float),
-    ("Prefect's 503 retried", OPERATIONS, r"Prefect answering 503 is retried for (\d+) s",
-     lambda: sum(importlib.import_module("oomrl.webhook.launch").BUSY_RETRIES_S), float),
-    ("the flow's claim wait", OPERATIONS, r"the flow (\d+) h;", lambda: importlib.import_module(
-        "oomrl.repair_claims").CLAIM_WAIT_S / 3600, float),
-    ("oomrl repair --wait default", OPERATIONS, r"`oomrl repair --wait S`, default (\d+)",
-     lambda: params(ROOT.commands["repair"])["--wait"].default, float),
-    ("oomrl ingest --wait default", OPERATIONS, r"`oomrl ingest --wait S` seconds \(default (\d+)\)",
-     _imported("oomrl.data.lock", "DEFAULT_WAIT_S"), float),
-    ("store writer wait (README)", README, r"A second writer waits (\d+) s by default",
-     _imported("oomrl.data.lock", "DEFAULT_WAIT_S"), float),
-    ("ingests whose quarantine is kept", README, r"Quarantined rows of the last (\d+) ingests",
-     _imported("oomrl.data.catalog", "MAX_INGEST_RECORDS"), int),
-    ("approval timeout", OPERATIONS, r"`approval_timeout_s` \(default (\d+) s\)", lambda: _flow_constant(
-        "approval_timeout_s"), int),
-    ("approval timeout (README)", README, r"as long as its timeout \((\d+) h;", lambda: _flow_constant(
-        "approval_timeout_s") / 3600, float),
-    ("Prefect's pause deadline later", OPERATIONS, r"pause deadline is set (\d+) s later",
-     lambda: _flow_constant("PAUSE_GRACE_S"), int),
-    ("pause poll", OPERATIONS, r"polls every (\d+) s for the answer", lambda: _flow_constant("PAUSE_POLL_S"), float),
-    ("autopsy and body size", README, r"exceeds (\d+) KiB", lambda: importlib.import_module(
-        "oomrl.repair_inputs").MAX_AUTOPSY_BYTES / 1024, float),
-    ("first XSHG session", OPERATIONS, r"`as_of` before (\d{4}-\d\d-\d\d), the first XSHG session",
-     lambda: str(importlib.import_module("oomrl.repair_inputs").FIRST_SESSION), str),
-    ("account name length", README, r"accounts at most (\d+) characters", _imported("oomrl.names", "ACCOUNT_MAX"), int),
-    ("account name length (webhook)", OPERATIONS, r"an account over (\d+) characters",
-     _imported("oomrl.names", "ACCOUNT_MAX"), int),
+    (
+        "webhook timestamp tolerance",
+        OPERATIONS,
+        r"timestamp more than (\d+) s away",
+        lambda: settings_defaults()["OOMRL_WEBHOOK_TOLERANCE_S"],
+        int,
+    ),
+    (
+        "webhook secret minimum",
+        OPERATIONS,
+        r"`OOMRL_WEBHOOK_SECRET` \(required, ≥ (\d+) characters",
+        _imported("oomrl.settings", "MIN_SECRET_LENGTH"),
+        int,
+    ),
+    (
+        "alertmanager token minimum",
+        OPERATIONS,
+        r"when that variable is set, at least (\d+) characters",
+        _imported("oomrl.settings", "MIN_SECRET_LENGTH"),
+        int,
+    ),
+    (
+        "429 Retry-After",
+        OPERATIONS,
+        r"429 \(`Retry-After: (\d+)`\)",
+        _imported("oomrl.webhook.app", "RATE_WINDOW_S"),
+        float,
+    ),
+    (
+        "503 Retry-After",
+        OPERATIONS,
+        r"\(`Retry-After: (\d+)`\), or another delivery",
+        _imported("oomrl.repair_claims", "CLAIM_SILENT_S"),
+        float,
+    ),
+    (
+        "a silent claim",
+        OPERATIONS,
+        r"`beat_at` is older than (\d+) s",
+        _imported("oomrl.repair_claims", "CLAIM_SILENT_S"),
+        float,
+    ),
+    (
+        "the claim's beat",
+        OPERATIONS,
+        r"beats `beat_at` every (\d+) s",
+        _imported("oomrl.repair_claims", "CLAIM_BEAT_S"),
+        float,
+    ),
+    (
+        "a dead launch's claim taken over",
+        OPERATIONS,
+        r"taken over after (\d+) s",
+        lambda: importlib.import_module("oomrl.webhook.app").LAUNCH_WAIT.total_seconds(),
+        float,
+    ),
+    (
+        "Prefect's 503 retried",
+        OPERATIONS,
+        r"Prefect answering 503 is retried for (\d+) s",
+        lambda: sum(importlib.import_module("oomrl.webhook.launch").BUSY_RETRIES_S),
+        float,
+    ),
+    (
+        "the flow's claim wait",
+        OPERATIONS,
+        r"the flow (\d+) h;",
+        lambda: importlib.import_module("oomrl.repair_claims").CLAIM_WAIT_S / 3600,
+        float,
+    ),
+    (
+        "oomrl repair --wait default",
+        OPERATIONS,
+        r"`oomrl repair --wait S`, default (\d+)",
+        lambda: params(ROOT.commands["repair"])["--wait"].default,
+        float,
+    ),
+    (
+        "oomrl ingest --wait default",
+        OPERATIONS,
+        r"`oomrl ingest --wait S` seconds \(default (\d+)\)",
+        _imported("oomrl.data.lock", "DEFAULT_WAIT_S"),
+        float,
+    ),
+    (
+        "store writer wait (README)",
+        README,
+        r"A second writer waits (\d+) s by default",
+        _imported("oomrl.data.lock", "DEFAULT_WAIT_S"),
+        float,
+    ),
+    (
+        "ingests whose quarantine is kept",
+        README,
+        r"Quarantined rows of the last (\d+) ingests",
+        _imported("oomrl.data.catalog", "MAX_INGEST_RECORDS"),
+        int,
+    ),
+    (
+        "approval timeout",
+        OPERATIONS,
+        r"`approval_timeout_s` \(default (\d+) s\)",
+        lambda: _flow_constant("approval_timeout_s"),
+        int,
+    ),
+    (
+        "approval timeout (README)",
+        README,
+        r"as long as its timeout \((\d+) h;",
+        lambda: _flow_constant("approval_timeout_s") / 3600,
+        float,
+    ),
+    (
+        "Prefect's pause deadline later",
+        OPERATIONS,
+        r"pause deadline is set (\d+) s later",
+        lambda: _flow_constant("PAUSE_GRACE_S"),
+        int,
+    ),
+    (
+        "pause poll",
+        OPERATIONS,
+        r"polls every (\d+) s for the answer",
+        lambda: _flow_constant("PAUSE_POLL_S"),
+        float,
+    ),
+    (
+        "autopsy and body size",
+        README,
+        r"exceeds (\d+) KiB",
+        lambda: importlib.import_module("oomrl.repair_inputs").MAX_AUTOPSY_BYTES / 1024,
+        float,
+    ),
+    (
+        "first XSHG session",
+        OPERATIONS,
+        r"`as_of` before (\d{4}-\d\d-\d\d), the first XSHG session",
+        lambda: str(importlib.import_module("oomrl.repair_inputs").FIRST_SESSION),
+        str,
+    ),
+    (
+        "account name length",
+        README,
+        r"accounts at most (\d+) characters",
+        _imported("oomrl.names", "ACCOUNT_MAX"),
+        int,
+    ),
+    (
+        "account name length (webhook)",
+        OPERATIONS,
+        r"an account over (\d+) characters",
+        _imported("oomrl.names", "ACCOUNT_MAX"),
+        int,
+    ),
     ("alert id length", README, r"alert ids (\d+),", _imported("oomrl.names", "ALERT_ID_MAX"), int),
-    ("strategy name length", README, r"strategy names (\d+);", _imported("oomrl.names", "STRATEGY_MAX"), int),
-    ("config file size", OPERATIONS, r"larger than (\d+) MiB", lambda: importlib.import_module(
-        "oomrl.settings").MAX_CONFIG_BYTES / 2**20, float),
-    ("initial cash bound", OPERATIONS, r"`OOMRL_INITIAL_CASH` over 10(¹²) CNY", lambda: "¹²" if (
-        importlib.import_module("oomrl.settings").OomrlSettings.model_fields["initial_cash"].metadata[-1].le == 1e12) else "?",
-     str),
-    ("synthetic symbols", OPERATIONS, r"`--source synthetic:N` beyond ([\d,]+) symbols",
-     _imported("oomrl.data.sources.synthetic", "MAX_SYMBOLS"), lambda s: int(s.replace(",", ""))),
-    ("gamma", README, r"calibrated from the impact model \((\d\.\d) × 10⁻⁴\)", lambda: round(importlib.import_module(
-        "oomrl.portfolio.reward").DEFAULT_GAMMA * 1e4, 1), float),
-    ("P_terminal", README, r"−P_terminal \((\d\.\d)\)", _imported("oomrl.portfolio.reward", "DEFAULT_TERMINAL_PENALTY"),
-     float),
-    ("account LLM tokens", README, r"LLM budget in the ledger \((\d+) M tokens", lambda: settings_defaults()[
-        "OOMRL_AGENT_ACCOUNT_MAX_TOKENS"] / 1e6, float),
-    ("account LLM dollars", README, r"M tokens / \$(\d+) when first", lambda: settings_defaults()[
-        "OOMRL_AGENT_ACCOUNT_MAX_COST_USD"], float),
-    ("gate sandbox uid", README, r"sandbox as uid (\d+)", _imported("guardrails.sandbox.bwrap", "SANDBOX_UID"), int),
-    ("sample clock day one", OPERATIONS, r"`up` gives its children `OOMRL_SAMPLE_CLOCK=(\d{4}-\d\d-\d\d)`",
-     lambda: str(importlib.import_module("oomrl.data.sample_clock").DAY_ONE), str),
-    ("sample clock day one (README)", README, r"plays the bundled sample forward from (\d{4}-\d\d-\d\d)",
-     lambda: str(importlib.import_module("oomrl.data.sample_clock").DAY_ONE), str),
-    ("Prefect server port", OPERATIONS, r"`prefect server start` on 127\.0\.0\.1:(\d+)",
-     lambda: params(ROOT.commands["server"].commands["up"])["--port"].default, int),
-    ("webhook port", OPERATIONS, r"the webhook on 127\.0\.0\.1:(\d+)",
-     lambda: params(ROOT.commands["server"].commands["up"])["--webhook-port"].default, int),
-    ("demo's repair limit", README, r"`no more repairs: --max-repairs (\d+) reached",
-     lambda: params(ROOT.commands["demo"])["--max-repairs"].default, int),
-    ("demo's probation", README, r"`--probation (\d+)`, the default",
-     lambda: params(ROOT.commands["demo"])["--probation"].default, int),
-    ("worker image uid", OPERATIONS, r"`oomrl` \(uid (\d+)\)", lambda: int(figure(
-        (REPO / "infra" / "Dockerfile").read_text(encoding="utf-8"), r"useradd .*?--uid (\d+)")), int),
-    ("pytest timeout", README, r"(\d+) s per test unless a test sets its own", lambda: tomllib.loads(
-        (REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["timeout"], int),
+    (
+        "strategy name length",
+        README,
+        r"strategy names (\d+);",
+        _imported("oomrl.names", "STRATEGY_MAX"),
+        int,
+    ),
+    (
+        "config file size",
+        OPERATIONS,
+        r"larger than (\d+) MiB",
+        lambda: importlib.import_module("oomrl.settings").MAX_CONFIG_BYTES / 2**20,
+        float,
+    ),
+    (
+        "initial cash bound",
+        OPERATIONS,
+        r"`OOMRL_INITIAL_CASH` over 10(¹²) CNY",
+        lambda: (
+            "¹²"
+            if (
+                importlib.import_module("oomrl.settings")
+                .OomrlSettings.model_fields["initial_cash"]
+                .metadata[-1]
+                .le
+                == 1e12
+            )
+            else "?"
+        ),
+        str,
+    ),
+    (
+        "synthetic symbols",
+        OPERATIONS,
+        r"`--source synthetic:N` beyond ([\d,]+) symbols",
+        _imported("oomrl.data.sources.synthetic", "MAX_SYMBOLS"),
+        lambda s: int(s.replace(",", "")),
+    ),
+    (
+        "gamma",
+        README,
+        r"calibrated from the impact model \((\d\.\d) × 10⁻⁴\)",
+        lambda: round(importlib.import_module("oomrl.portfolio.reward").DEFAULT_GAMMA * 1e4, 1),
+        float,
+    ),
+    (
+        "P_terminal",
+        README,
+        r"−P_terminal \((\d\.\d)\)",
+        _imported("oomrl.portfolio.reward", "DEFAULT_TERMINAL_PENALTY"),
+        float,
+    ),
+    (
+        "account LLM tokens",
+        README,
+        r"LLM budget in the ledger \((\d+) M tokens",
+        lambda: settings_defaults()["OOMRL_AGENT_ACCOUNT_MAX_TOKENS"] / 1e6,
+        float,
+    ),
+    (
+        "account LLM dollars",
+        README,
+        r"M tokens / \$(\d+) when first",
+        lambda: settings_defaults()["OOMRL_AGENT_ACCOUNT_MAX_COST_USD"],
+        float,
+    ),
+    (
+        "gate sandbox uid",
+        README,
+        r"sandbox as uid (\d+)",
+        _imported("guardrails.sandbox.bwrap", "SANDBOX_UID"),
+        int,
+    ),
+    (
+        "sample clock day one",
+        OPERATIONS,
+        r"`up` gives its children `OOMRL_SAMPLE_CLOCK=(\d{4}-\d\d-\d\d)`",
+        lambda: str(importlib.import_module("oomrl.data.sample_clock").DAY_ONE),
+        str,
+    ),
+    (
+        "sample clock day one (README)",
+        README,
+        r"plays the bundled sample forward from (\d{4}-\d\d-\d\d)",
+        lambda: str(importlib.import_module("oomrl.data.sample_clock").DAY_ONE),
+        str,
+    ),
+    (
+        "Prefect server port",
+        OPERATIONS,
+        r"`prefect server start` on 127\.0\.0\.1:(\d+)",
+        lambda: params(ROOT.commands["server"].commands["up"])["--port"].default,
+        int,
+    ),
+    (
+        "webhook port",
+        OPERATIONS,
+        r"the webhook on 127\.0\.0\.1:(\d+)",
+        lambda: params(ROOT.commands["server"].commands["up"])["--webhook-port"].default,
+        int,
+    ),
+    (
+        "demo's repair limit",
+        README,
+        r"`no more repairs: --max-repairs (\d+) reached",
+        lambda: params(ROOT.commands["demo"])["--max-repairs"].default,
+        int,
+    ),
+    (
+        "demo's probation",
+        README,
+        r"`--probation (\d+)`, the default",
+        lambda: params(ROOT.commands["demo"])["--probation"].default,
+        int,
+    ),
+    (
+        "worker image uid",
+        OPERATIONS,
+        r"`oomrl` \(uid (\d+)\)",
+        lambda: int(
+            figure(
+                (REPO / "infra" / "Dockerfile").read_text(encoding="utf-8"),
+                r"useradd .*?--uid (\d+)",
+            )
+        ),
+        int,
+    ),
+    (
+        "pytest timeout",
+        README,
+        r"(\d+) s per test unless a test sets its own",
+        lambda: tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"][
+            "ini_options"
+        ]["timeout"],
+        int,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("claim", "page", "pattern", "value", "read"), FIGURES, ids=[f[0] for f in FIGURES])
-def test_a_figure_the_page_states_is_the_codes(claim: str, page: str, pattern: str, value: Callable[[], Any],
-                                              read: Callable[[str], Any]) -> None:
+@pytest.mark.parametrize(
+    ("claim", "page", "pattern", "value", "read"), FIGURES, ids=[f[0] for f in FIGURES]
+)
+def test_a_figure_the_page_states_is_the_codes(
+    claim: str, page: str, pattern: str, value: Callable[[], Any], read: Callable[[str], Any]
+) -> None:
     assert read(figure(page, pattern)) == value(), claim
 
 
@@ -381,40 +651,99 @@ def test_the_state_names_a_repair_ends_in_are_the_codes() -> None:
     from oomrl.repair_endings import FAILED_STATE_NAMES
 
     section = OPERATIONS.split("### How a repair run ends", 1)[1].split("\n\n", 2)[1]
-    named = {name for line in section.splitlines() if line.startswith("| `")
-             for name in re.findall(r"`([^`]+)`", line.split("|")[1])}
-    assert named == {"On probation", "Promoted", "Rejected", "Failed", "Crashed", *FAILED_STATE_NAMES.values()}
+    named = {
+        name
+        for line in section.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(r"`([^`]+)`", line.split("|")[1])
+    }
+    assert named == {
+        "On probation",
+        "Promoted",
+        "Rejected",
+        "Failed",
+        "Crashed",
+        *FAILED_STATE_NAMES.values(),
+    }
 
 
 # --- messages the pages quote --------------------------------------------------------------------
 
 # (the quote as a page writes it, the fragments of the code that print it)
 QUOTES = [
-    (OPERATIONS, "recovered: an earlier write by pid N ... did not finish",
-     ["an earlier write by {describe(self.interrupted)} did not finish", 'typer.echo(f"recovered: {note}")']),
-    (OPERATIONS, "recovered: repairs that were killed left ...", ["recovered: repairs that were killed left %s"]),
-    (OPERATIONS, "recovered: the promotion of vN ... rolled it back",
-     ["recovered: the promotion of {journal.tag}", "rolled it back"]),
-    (OPERATIONS, "no heartbeat for 120 s: its process is gone; the alert was delivered again",
-     ["no heartbeat for {CLAIM_SILENT_S:.0f} s: its process is ", "gone; the alert was delivered again"]),
-    (OPERATIONS, "no decision within N s: a timeout rejects", ["no decision within {timeout_s} s: a timeout rejects"]),
+    (
+        OPERATIONS,
+        "recovered: an earlier write by pid N ... did not finish",
+        [
+            "an earlier write by {describe(self.interrupted)} did not finish",
+            'typer.echo(f"recovered: {note}")',
+        ],
+    ),
+    (
+        OPERATIONS,
+        "recovered: repairs that were killed left ...",
+        ["recovered: repairs that were killed left %s"],
+    ),
+    (
+        OPERATIONS,
+        "recovered: the promotion of vN ... rolled it back",
+        ["recovered: the promotion of {journal.tag}", "rolled it back"],
+    ),
+    (
+        OPERATIONS,
+        "no heartbeat for 120 s: its process is gone; the alert was delivered again",
+        [
+            "no heartbeat for {CLAIM_SILENT_S:.0f} s: its process is ",
+            "gone; the alert was delivered again",
+        ],
+    ),
+    (
+        OPERATIONS,
+        "no decision within N s: a timeout rejects",
+        ["no decision within {timeout_s} s: a timeout rejects"],
+    ),
     (OPERATIONS, "resumed without an answer", ["resumed without an answer"]),
     (OPERATIONS, "promoted while this repair waited", ["promoted while this repair waited"]),
-    (OPERATIONS, "another `oomrl server up` (pid N, since T) is starting the stack in HOME",
-     ["another `oomrl server up` ({holder}) is starting the stack in {config.home}", "pid {os.getpid()}, since "]),
-    (OPERATIONS, "error: repair ended Account busy at claim: account paper is being repaired by run cli-... (pid 123",
-     ['raise OomrlError(f"repair ended {ending} at {outcome.step}: {outcome.reason}")', '"claim": "Account busy"',
-      "account {account} is being repaired by {holder.describe()}; {waited}", '"not waiting (wait is 0)"',
-      'return f"pid {self.pid} on {self.host}"', 'domain.claim_for(ctx, "cli"']),
-    (OPERATIONS, "Engine execution exited with unexpected exception",
-     ['ENGINE_EXIT = "Engine execution exited with unexpected exception"']),
-    (README, "no more repairs: --max-repairs 2 reached", ["no more repairs[/]: --max-repairs {config.max_repairs} reached"]),
+    (
+        OPERATIONS,
+        "another `oomrl server up` (pid N, since T) is starting the stack in HOME",
+        [
+            "another `oomrl server up` ({holder}) is starting the stack in {config.home}",
+            "pid {os.getpid()}, since ",
+        ],
+    ),
+    (
+        OPERATIONS,
+        "error: repair ended Account busy at claim: account paper is being repaired by run cli-... (pid 123",
+        [
+            'raise OomrlError(f"repair ended {ending} at {outcome.step}: {outcome.reason}")',
+            '"claim": "Account busy"',
+            "account {account} is being repaired by {holder.describe()}; {waited}",
+            '"not waiting (wait is 0)"',
+            'return f"pid {self.pid} on {self.host}"',
+            'domain.claim_for(ctx, "cli"',
+        ],
+    ),
+    (
+        OPERATIONS,
+        "Engine execution exited with unexpected exception",
+        ['ENGINE_EXIT = "Engine execution exited with unexpected exception"'],
+    ),
+    (
+        README,
+        "no more repairs: --max-repairs 2 reached",
+        ["no more repairs[/]: --max-repairs {config.max_repairs} reached"],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("page", "quote", "fragments"), QUOTES, ids=[q[1][:40] for q in QUOTES])
-def test_a_message_the_page_quotes_is_printed_by_the_code(page: str, quote: str, fragments: list[str]) -> None:
-    assert quote in " ".join(page.split()), f"the page no longer quotes {quote!r}: update this test with it"
+def test_a_message_the_page_quotes_is_printed_by_the_code(
+    page: str, quote: str, fragments: list[str]
+) -> None:
+    assert quote in " ".join(page.split()), (
+        f"the page no longer quotes {quote!r}: update this test with it"
+    )
     missing = [fragment for fragment in fragments if fragment not in CODE]
     assert not missing, f"{quote!r}: the code no longer prints it ({missing})"
 
@@ -432,42 +761,64 @@ def prefect_source(relative: str) -> str:
 
 def test_what_the_page_says_of_prefects_sqlite_and_client_retries() -> None:
     timeout = figure(OPERATIONS, r"`PRAGMA busy_timeout = (\d+)`")
-    assert f"PRAGMA busy_timeout = {timeout};" in prefect_source("server/database/configurations.py")
+    assert f"PRAGMA busy_timeout = {timeout};" in prefect_source(
+        "server/database/configurations.py"
+    )
     retries = figure(OPERATIONS, r"Prefect's clients retry \((\d+) times")
     first, last = figure(OPERATIONS, r"(\d+ to \d+) s apart").split(" to ")
-    assert re.search(rf"max_retries: int = Field\(\s*default={retries}\b", prefect_source("settings/models/client.py"))
+    assert re.search(
+        rf"max_retries: int = Field\(\s*default={retries}\b",
+        prefect_source("settings/models/client.py"),
+    )
     assert "retry_seconds = 2**try_count" in prefect_source("client/base.py")
     assert (int(first), int(last)) == (2**1, 2 ** int(retries))
-    assert any("Engine execution exited with unexpected exception" in p.read_text(encoding="utf-8")
-               for p in prefect_root().rglob("*engine*.py")), "the ERROR record tasks/expected_ends.py filters"
+    assert any(
+        "Engine execution exited with unexpected exception" in p.read_text(encoding="utf-8")
+        for p in prefect_root().rglob("*engine*.py")
+    ), "the ERROR record tasks/expected_ends.py filters"
 
 
 # --- exit codes ----------------------------------------------------------------------------------
 
+
 def bad_settings_examples() -> list[str]:
     """The `VAR=value` examples of the sentences that say a bad setting stops a command."""
     readme = figure(README, r"(Every setting is validated when it is read:.*?stops the command)")
-    operations = figure(OPERATIONS, r"(Settings are checked when read:.*?that is not a column mapping)")
-    return sorted({example for text in (readme, operations)
-                   for example in re.findall(r"`(OOMRL_[A-Z_]+=[^`\s]+)`", " ".join(text.split()))})
+    operations = figure(
+        OPERATIONS, r"(Settings are checked when read:.*?that is not a column mapping)"
+    )
+    return sorted(
+        {
+            example
+            for text in (readme, operations)
+            for example in re.findall(r"`(OOMRL_[A-Z_]+=[^`\s]+)`", " ".join(text.split()))
+        }
+    )
 
 
 @pytest.mark.parametrize("example", bad_settings_examples())
-def test_a_bad_setting_the_pages_name_stops_a_command_with_one_line_and_exit_1(example: str,
-                                                                              tmp_path: Path) -> None:
+def test_a_bad_setting_the_pages_name_stops_a_command_with_one_line_and_exit_1(
+    example: str, tmp_path: Path
+) -> None:
     variable, value = example.split("=", 1)
     home = tmp_path / "home"
-    result = CliRunner().invoke(app, ["account", "show"], env={"OOMRL_HOME": str(home), variable: value})
+    result = CliRunner().invoke(
+        app, ["account", "show"], env={"OOMRL_HOME": str(home), variable: value}
+    )
     assert result.exit_code == 1, result.output
     assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
-    assert (variable in result.output or value in result.output) and "Traceback" not in result.output, "named"
+    assert (
+        variable in result.output or value in result.output
+    ) and "Traceback" not in result.output, "named"
     assert not home.exists(), "nothing written"
 
 
 def test_a_usage_error_is_exit_2_as_the_pages_say(tmp_path: Path) -> None:
     assert "exit 1 (2 for a usage error such as `--account ''`)" in " ".join(OPERATIONS.split())
     assert "exit 1 (2 for a usage error)" in " ".join(README.split())
-    result = CliRunner().invoke(app, ["account", "show", "--account", ""], env={"OOMRL_HOME": str(tmp_path / "h")})
+    result = CliRunner().invoke(
+        app, ["account", "show", "--account", ""], env={"OOMRL_HOME": str(tmp_path / "h")}
+    )
     assert result.exit_code == 2 and not (tmp_path / "h").exists(), result.output
 
 
@@ -476,14 +827,26 @@ def test_the_gates_exit_codes_are_the_pages() -> None:
 
     codes = figure(README, r"oomrl gate --workspace DIR .*?# exit (\d / \d / \d)")
     assert codes == f"{EXIT_ACCEPTED} / {EXIT_REJECTED} / {EXIT_SETUP}"
-    missing = CliRunner().invoke(app, ["gate", "--workspace", "/nonexistent", "--phase", "code-patch",
-                                       "--patch", "/nonexistent.diff"])
+    missing = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--workspace",
+            "/nonexistent",
+            "--phase",
+            "code-patch",
+            "--patch",
+            "/nonexistent.diff",
+        ],
+    )
     assert missing.exit_code == EXIT_SETUP, missing.output
 
 
 # --- paths and anchors ---------------------------------------------------------------------------
 
-TOP_LEVEL = {p.name for p in REPO.iterdir() if not p.name.startswith(".") or p.name == ".ci"} - {"data"}
+TOP_LEVEL = {p.name for p in REPO.iterdir() if not p.name.startswith(".") or p.name == ".ci"} - {
+    "data"
+}
 PATH_TOKEN = re.compile(r"^[\w.-]+(/[\w.*<>-]*)*(:\w+)?$")
 
 
@@ -495,8 +858,11 @@ def repo_paths(page: str) -> set[str]:
         for raw in code.split():
             token = raw.strip("()[],;`'\"").rstrip(".")
             first = token.split("/")[0].split(":")[0]
-            if PATH_TOKEN.match(token) and (first in TOP_LEVEL and ("/" in token or "." in first)
-                                            or token.startswith("data/sample")):
+            if PATH_TOKEN.match(token) and (
+                first in TOP_LEVEL
+                and ("/" in token or "." in first)
+                or token.startswith("data/sample")
+            ):
                 found.add(token)
     return found
 
@@ -536,7 +902,9 @@ def test_every_link_of_the_page_resolves(page: str) -> None:
         if not path.exists():
             broken.append(target)
         elif anchor:
-            headings = re.findall(r"^#+ (.+)$", FENCE.sub("", path.read_text(encoding="utf-8")), re.M)
+            headings = re.findall(
+                r"^#+ (.+)$", FENCE.sub("", path.read_text(encoding="utf-8")), re.M
+            )
             if anchor not in {slug(h) for h in headings}:
                 broken.append(target)
     assert not broken, f"{page}: links to nothing: {broken}"
@@ -556,7 +924,11 @@ def test_oomrl_home_holds_what_the_readme_lists(tmp_path: Path) -> None:
 
     block = figure(README, r"`OOMRL_HOME` \(default `~/.oomrl`\) holds:\s+```\n(.*?)```")
     settings = get_settings(home=tmp_path, ledger_url=None)
-    layout = {"data/": settings.data_dir, "workspace/": settings.workspace_dir, "runs/": settings.runs_dir}
+    layout = {
+        "data/": settings.data_dir,
+        "workspace/": settings.workspace_dir,
+        "runs/": settings.runs_dir,
+    }
     for line in block.splitlines():
         name = line.split()[0]
         if name in layout:
@@ -575,10 +947,17 @@ def recipe(target: str) -> str:
 
 
 def test_the_make_targets_do_what_the_readme_says() -> None:
-    overall, floors = figure(README, r"branch coverage >= (\d+) %"), figure(README, r"overall, >= (\d+) % for guardrails/")
+    overall, floors = (
+        figure(README, r"branch coverage >= (\d+) %"),
+        figure(README, r"overall, >= (\d+) % for guardrails/"),
+    )
     test = recipe("test")
     assert f"--cov-fail-under={overall}" in test and "--cov-branch" in test
-    assert test.count(f" --fail-under={floors}") == 2 and "guardrails/*" in test and "strategies/*" in test
+    assert (
+        test.count(f" --fail-under={floors}") == 2
+        and "guardrails/*" in test
+        and "strategies/*" in test
+    )
     assert "oomrl demo" in recipe("demo") and "oomrl server up" in recipe("server")
     assert "oomrl server down" in recipe("server-down")
     check = recipe("check")
@@ -595,15 +974,36 @@ def test_the_readme_names_the_folders_mypy_and_ruff_check() -> None:
     tool = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
     named = figure(README, r"mypy on\s+(.*?) \(`\[tool\.mypy\] files`")
     assert sorted(re.findall(r"`(\w+)/`", named)) == sorted(tool["mypy"]["files"])
-    families = {"E4": "pycodestyle errors", "E7": "pycodestyle errors", "E9": "pycodestyle errors", "F": "pyflakes",
-                "B": "bugbear", "UP": "pyupgrade", "I": "isort", "SIM": "simplify", "PIE": "pie", "G": "logging",
-                "LOG": "logging", "TID": "tidy imports", "PGH": "pygrep hooks", "PLE": "pylint errors",
-                "A": "builtins", "FLY": "flynt", "T10": "debugger", "EXE": "executable", "YTT": "2020",
-                "BLE": "blind except", "S102": "bandit's exec and try-except-pass",
-                "S110": "bandit's exec and try-except-pass", "S112": "bandit's exec and try-except-pass",
-                "RUF100": "unused noqa"}
+    families = {
+        "E4": "pycodestyle errors",
+        "E7": "pycodestyle errors",
+        "E9": "pycodestyle errors",
+        "F": "pyflakes",
+        "B": "bugbear",
+        "UP": "pyupgrade",
+        "I": "isort",
+        "SIM": "simplify",
+        "PIE": "pie",
+        "G": "logging",
+        "LOG": "logging",
+        "TID": "tidy imports",
+        "PGH": "pygrep hooks",
+        "PLE": "pylint errors",
+        "A": "builtins",
+        "FLY": "flynt",
+        "T10": "debugger",
+        "EXE": "executable",
+        "YTT": "2020",
+        "BLE": "blind except",
+        "S102": "bandit's exec and try-except-pass",
+        "S110": "bandit's exec and try-except-pass",
+        "S112": "bandit's exec and try-except-pass",
+        "RUF100": "unused noqa",
+    }
     listed = figure(README, r"ruff \(([^)]*)\)")
-    assert {families[code] for code in tool["ruff"]["lint"]["select"]} == {n.strip() for n in listed.split(",")}
+    assert {families[code] for code in tool["ruff"]["lint"]["select"]} == {
+        n.strip() for n in listed.split(",")
+    }
 
 
 def cron_text(cron: str) -> str:
@@ -613,40 +1013,64 @@ def cron_text(cron: str) -> str:
 
 
 def test_the_deployments_table_is_prefect_yaml() -> None:
-    deployments = {d["name"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]}
-    rows = [[cell.strip().strip("`") for cell in line.strip("|").split("|")]
-            for line in OPERATIONS.split("## The loop on a schedule", 1)[1].split("\n\n", 2)[1].splitlines()
-            if line.startswith("| `")]
+    deployments = {
+        d["name"]: d for d in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]
+    }
+    rows = [
+        [cell.strip().strip("`") for cell in line.strip("|").split("|")]
+        for line in OPERATIONS.split("## The loop on a schedule", 1)[1]
+        .split("\n\n", 2)[1]
+        .splitlines()
+        if line.startswith("| `")
+    ]
     assert {row[0] for row in rows} == set(deployments)
     for name, entrypoint, schedule, _ in rows:
         deployment = deployments[name]
         assert deployment["entrypoint"] == entrypoint, name
         crons = [s["cron"] for s in deployment.get("schedules") or []]
         if crons:
-            assert schedule == f"{cron_text(crons[0])}, active" and all(s["active"] for s in deployment["schedules"])
+            assert schedule == f"{cron_text(crons[0])}, active" and all(
+                s["active"] for s in deployment["schedules"]
+            )
             at = rf"`{name}`\s+at\s+{cron_text(crons[0])}".replace(" ", r"\s+")
-            assert re.search(at, README), f"the README gives {name} another schedule than prefect.yaml"
+            assert re.search(at, README), (
+                f"the README gives {name} another schedule than prefect.yaml"
+            )
         elif deployment.get("triggers"):
-            assert schedule == f"event `{deployment['triggers'][0]['expect'][0]}", name  # cell: its last ` stripped
+            assert schedule == f"event `{deployment['triggers'][0]['expect'][0]}", (
+                name
+            )  # cell: its last ` stripped
         else:
             assert schedule == "on demand", name
 
 
 def test_the_deployed_flows_have_no_flow_retries() -> None:
-    assert "the deployed flows, every entrypoint of `prefect.yaml`, have `retries=0`" in " ".join(OPERATIONS.split())
+    assert "the deployed flows, every entrypoint of `prefect.yaml`, have `retries=0`" in " ".join(
+        OPERATIONS.split()
+    )
     for deployment in yaml.safe_load((REPO / "prefect.yaml").read_text())["deployments"]:
         file, function = deployment["entrypoint"].split(":")
         tree = ast.parse((REPO / file).read_text(encoding="utf-8"))
-        (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
-        retries = [k.value for d in node.decorator_list if isinstance(d, ast.Call)
-                   for k in d.keywords if k.arg == "retries"]
+        (node,) = [
+            n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function
+        ]
+        retries = [
+            k.value
+            for d in node.decorator_list
+            if isinstance(d, ast.Call)
+            for k in d.keywords
+            if k.arg == "retries"
+        ]
         assert [ast.literal_eval(r) for r in retries] == [0], deployment["entrypoint"]
 
 
 # --- data figures --------------------------------------------------------------------------------
 
+
 def test_the_red_team_totals_are_the_corpus() -> None:
-    found = re.search(r"# (\d+)/\1 attacks blocked by their mechanism, (\d+)/\2 benign accepted", README)
+    found = re.search(
+        r"# (\d+)/\1 attacks blocked by their mechanism, (\d+)/\2 benign accepted", README
+    )
     assert found, "the README's red-team line (N/N attacks blocked, M/M benign accepted)"
     attacks, benign = found.groups()
     with (REPO / "tests" / "guardrails" / "corpus" / "cases.csv").open(encoding="utf-8") as handle:
@@ -659,11 +1083,18 @@ def test_the_csi_300_figures_of_the_readme_are_the_fixtures() -> None:
     import pandas as pd
 
     fixtures = REPO / "tests" / "fixtures" / "metrics"
-    close = pd.read_csv(fixtures / "csi300_price_2024-06_2026-03.csv", parse_dates=["date"]).set_index("date")["close"]
+    close = pd.read_csv(
+        fixtures / "csi300_price_2024-06_2026-03.csv", parse_dates=["date"]
+    ).set_index("date")["close"]
     daily = close.pct_change()  # the first day's return from the previous session's close
     phases = pd.read_csv(fixtures / "table1_phases.csv")
     stated = figure(README, r"table1_phases\.csv +# ([\d. /]+) %")
-    computed = " / ".join(f"{daily[row.start:row.end].mean() * 252 * 100:.2f}" for row in phases.itertuples())
+    computed = " / ".join(
+        f"{daily[row.start : row.end].mean() * 252 * 100:.2f}" for row in phases.itertuples()
+    )
     assert stated == computed, "mean daily return × 252 per phase"
-    rose = figure(README, r"the CSI 300 price index rose ([\d.]+) % from the 2024-07-01 close to the 2026-02-27 close")
+    rose = figure(
+        README,
+        r"the CSI 300 price index rose ([\d.]+) % from the 2024-07-01 close to the 2026-02-27 close",
+    )
     assert f"{(close['2026-02-27'] / close['2024-07-01'] - 1) * 100:.1f}" == rose

@@ -21,10 +21,15 @@ def test_the_repair_trigger_and_deployment_are_the_ones_events_names() -> None:
     assert getattr(module, function).name == flow_name
     trigger, forward = repair["triggers"]  # a loss alert; a retired challenger's forward autopsy
     assert trigger["expect"] == [events.LOSS_ALERT_EVENT]
-    assert forward["expect"] == [events.RETIRED_EVENT] and events.FORWARD_AUTOPSY_LABEL in forward["match"]
+    assert (
+        forward["expect"] == [events.RETIRED_EVENT]
+        and events.FORWARD_AUTOPSY_LABEL in forward["match"]
+    )
     for match in (trigger["match"], forward["match"]):
         pattern = match["prefect.resource.id"]
-        assert pattern.endswith("*") and events.account_resource("a1")["prefect.resource.id"].startswith(pattern[:-1])
+        assert pattern.endswith("*") and events.account_resource("a1")[
+            "prefect.resource.id"
+        ].startswith(pattern[:-1])
 
 
 def test_an_alert_is_one_event_id_wherever_it_is_emitted() -> None:

@@ -32,14 +32,18 @@ def test_private_dir_creates_every_missing_level_0700(tmp_path: Path, open_umask
     assert private_dir(made) == made  # idempotent
 
 
-def test_private_file_creates_an_empty_0600_file_and_never_truncates(tmp_path: Path, open_umask: object) -> None:
+def test_private_file_creates_an_empty_0600_file_and_never_truncates(
+    tmp_path: Path, open_umask: object
+) -> None:
     path = private_file(tmp_path / "home" / "ledger.db")
     assert path.read_bytes() == b"" and mode(path) == 0o600 and mode(path.parent) == 0o700
     path.write_bytes(b"SQLite format 3")
     assert private_file(path).read_bytes() == b"SQLite format 3"
 
 
-def test_private_dir_tolerates_a_concurrent_creator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_private_dir_tolerates_a_concurrent_creator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "raced"
     real_mkdir = Path.mkdir
 
@@ -51,7 +55,9 @@ def test_private_dir_tolerates_a_concurrent_creator(tmp_path: Path, monkeypatch:
     assert private_dir(target).is_dir()
 
 
-def test_what_oomrl_creates_under_a_new_home_is_private(oomrl_home: Path, open_umask: object) -> None:
+def test_what_oomrl_creates_under_a_new_home_is_private(
+    oomrl_home: Path, open_umask: object
+) -> None:
     from typer.testing import CliRunner
 
     from oomrl.cli import app
@@ -60,8 +66,10 @@ def test_what_oomrl_creates_under_a_new_home_is_private(oomrl_home: Path, open_u
     from oomrl.settings import get_settings
     from tests.conftest import FIXTURES
 
-    result = CliRunner().invoke(app, ["ingest", "--source", f"csv:{FIXTURES / 'data' / 'csv_mapped'}",
-                                      "--universe", "600519"])
+    result = CliRunner().invoke(
+        app,
+        ["ingest", "--source", f"csv:{FIXTURES / 'data' / 'csv_mapped'}", "--universe", "600519"],
+    )
     assert result.exit_code == 0, result.output
     settings = get_settings()
     settings.ensure_dirs()
@@ -69,11 +77,16 @@ def test_what_oomrl_creates_under_a_new_home_is_private(oomrl_home: Path, open_u
     run = new_run_dir(settings.runs_dir)
     created = [oomrl_home, *oomrl_home.rglob("*")]
     assert oomrl_home / "ledger.db" in created and run in created and len(created) > 8
-    assert {path.relative_to(oomrl_home.parent).as_posix(): oct(mode(path)) for path in created
-            if mode(path) != (0o700 if path.is_dir() else 0o600)} == {}
+    assert {
+        path.relative_to(oomrl_home.parent).as_posix(): oct(mode(path))
+        for path in created
+        if mode(path) != (0o700 if path.is_dir() else 0o600)
+    } == {}
 
 
-def test_a_ledger_and_folders_an_older_version_left_open_are_tightened(oomrl_home: Path, open_umask: object) -> None:
+def test_a_ledger_and_folders_an_older_version_left_open_are_tightened(
+    oomrl_home: Path, open_umask: object
+) -> None:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 

@@ -36,7 +36,13 @@ def _imported_task_modules(path: Path) -> list[Path]:
 
 # The loop's flows never retry as a whole: a Prefect flow retry repeats any failure, bad data and
 # refusals included; their tasks retry what is transient (tasks/retry.py, network_error_only).
-TASK_RETRIES_ONLY = {"daily-chain", "ingest-market-data", "weekly-rebalance", "attribution", "loss-diagnostics"}
+TASK_RETRIES_ONLY = {
+    "daily-chain",
+    "ingest-market-data",
+    "weekly-rebalance",
+    "attribution",
+    "loss-diagnostics",
+}
 
 
 def test_there_are_flows() -> None:
@@ -48,8 +54,11 @@ def test_flow_declares_retries_version_and_artifacts(module_name: str) -> None:
     from prefect.flows import Flow
 
     module = importlib.import_module(f"flows.{module_name}")
-    flows = [obj for obj in vars(module).values()
-             if isinstance(obj, Flow) and obj.fn.__module__ == module.__name__]
+    flows = [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, Flow) and obj.fn.__module__ == module.__name__
+    ]
     assert flows, f"flows/{module_name}.py defines no @flow"
     for flow in flows:
         if flow.name in TASK_RETRIES_ONLY:
@@ -58,9 +67,12 @@ def test_flow_declares_retries_version_and_artifacts(module_name: str) -> None:
             # A flow without retries says why (NO_FLOW_RETRIES): a Failed state it returns on purpose
             # would otherwise be run again, and Prefect has no retry condition for flows.
             why = getattr(module, "NO_FLOW_RETRIES", "")
-            assert isinstance(flow.retries, int) and (flow.retries >= 1 or len(why) > 20), \
+            assert isinstance(flow.retries, int) and (flow.retries >= 1 or len(why) > 20), (
                 f"{flow.name}: retries={flow.retries}"
+            )
         assert flow.version, f"{flow.name} declares no version"
     path = REPO / "flows" / f"{module_name}.py"
-    published = _artifact_calls(path).union(*(_artifact_calls(p) for p in _imported_task_modules(path)))
+    published = _artifact_calls(path).union(
+        *(_artifact_calls(p) for p in _imported_task_modules(path))
+    )
     assert published, f"flows/{module_name}.py (and its tasks) publish no artifact"

@@ -8,8 +8,10 @@ from tests.conftest import NetworkBlockedError
 
 
 def test_public_address_is_blocked() -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock, \
-            pytest.raises(NetworkBlockedError, match="8.8.8.8"):
+    with (
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock,
+        pytest.raises(NetworkBlockedError, match="8.8.8.8"),
+    ):
         sock.connect(("8.8.8.8", 53))
 
 

@@ -11,7 +11,14 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 PREFECT_YAML = REPO / "prefect.yaml"
-EXPECTED = {"daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "probation-review", "repair"}
+EXPECTED = {
+    "daily-chain",
+    "ingest-daily",
+    "rebalance-weekly",
+    "attribution-daily",
+    "probation-review",
+    "repair",
+}
 OPERATIONS = REPO / "docs" / "operations.md"
 
 
@@ -51,8 +58,11 @@ def test_entrypoint_imports_and_parameters_exist(name: str) -> None:
         given |= set(trigger.get("parameters") or {})
     assert given <= accepted, f"{name}: {sorted(given - accepted)} not parameters of {flow.name}"
     # Parameters without defaults must be supplied by the deployment or its trigger.
-    required = {p.name for p in inspect.signature(flow.fn).parameters.values()
-                if p.default is inspect.Parameter.empty}
+    required = {
+        p.name
+        for p in inspect.signature(flow.fn).parameters.values()
+        if p.default is inspect.Parameter.empty
+    }
     if name != "repair":
         assert required <= given, f"{name}: required {sorted(required - given)} not given"
     else:
@@ -78,7 +88,9 @@ def test_version_comes_from_a_git_build_step() -> None:
     (step,) = _config()["build"]
     shell = step["prefect.deployments.steps.run_shell_script"]
     assert shell["id"] == "git-sha"
-    printed = subprocess.run(shlex.split(shell["script"]), cwd=REPO, capture_output=True, text=True, check=True)
+    printed = subprocess.run(
+        shlex.split(shell["script"]), cwd=REPO, capture_output=True, text=True, check=True
+    )
     assert printed.stdout.strip() == flow_version()
 
 
@@ -88,16 +100,33 @@ def test_schedules_are_after_the_close_in_shanghai_and_active() -> None:
     deployments = _deployments()
     chain = deployments["daily-chain"]["schedules"][0]
     weekly = deployments["rebalance-weekly"]["schedules"][0]
-    assert chain["cron"] == "30 16 * * 1-5" and chain["timezone"] == "Asia/Shanghai" and chain["active"] is True
+    assert (
+        chain["cron"] == "30 16 * * 1-5"
+        and chain["timezone"] == "Asia/Shanghai"
+        and chain["active"] is True
+    )
     # Friday, after the chain has marked the day (both on Shanghai time)
-    assert weekly["cron"] == "30 17 * * 5" and weekly["timezone"] == "Asia/Shanghai" and weekly["active"] is True
+    assert (
+        weekly["cron"] == "30 17 * * 5"
+        and weekly["timezone"] == "Asia/Shanghai"
+        and weekly["active"] is True
+    )
     scheduled = {name for name, d in deployments.items() if d.get("schedules")}
-    assert scheduled == {"daily-chain", "rebalance-weekly"}  # the chain runs ingest and attribution itself
+    assert scheduled == {
+        "daily-chain",
+        "rebalance-weekly",
+    }  # the chain runs ingest and attribution itself
     for deployment in deployments.values():
         for schedule in deployment.get("schedules") or []:
             construct_schedule(cron=schedule["cron"], timezone=schedule["timezone"])
-    assert deployments["ingest-daily"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
-    assert deployments["daily-chain"]["concurrency_limit"] == {"limit": 1, "collision_strategy": "ENQUEUE"}
+    assert deployments["ingest-daily"]["concurrency_limit"] == {
+        "limit": 1,
+        "collision_strategy": "ENQUEUE",
+    }
+    assert deployments["daily-chain"]["concurrency_limit"] == {
+        "limit": 1,
+        "collision_strategy": "ENQUEUE",
+    }
 
 
 def _parameter_docs(flow: Any) -> dict[str, str]:
@@ -108,10 +137,19 @@ def _parameter_docs(flow: Any) -> dict[str, str]:
 
 
 # Parameters that carry a unit, and the word of their description that names it.
-UNITS = {"as_of": "YYYY-MM-DD", "start": "YYYY-MM-DD", "end": "YYYY-MM-DD", "rf": "per year",
-         "backoff_seconds": "seconds", "batch_symbols": "count", "home": "folder",
-         "approval_timeout_s": "seconds"}
-FILLED_BY_TRIGGER = {"autopsy"}  # the repair's input comes from its trigger or the webhook, never a guess
+UNITS = {
+    "as_of": "YYYY-MM-DD",
+    "start": "YYYY-MM-DD",
+    "end": "YYYY-MM-DD",
+    "rf": "per year",
+    "backoff_seconds": "seconds",
+    "batch_symbols": "count",
+    "home": "folder",
+    "approval_timeout_s": "seconds",
+}
+FILLED_BY_TRIGGER = {
+    "autopsy"
+}  # the repair's input comes from its trigger or the webhook, never a guess
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -125,9 +163,12 @@ def test_every_run_form_field_is_described_with_its_default_and_unit(name: str) 
         described = docs.get(parameter.name, "")
         assert len(described) > 15, f"{name}: parameter {parameter.name} has no description"
         assert parameter.default is not inspect.Parameter.empty or parameter.name in (
-            (deployment.get("parameters") or {}).keys() | FILLED_BY_TRIGGER)
+            (deployment.get("parameters") or {}).keys() | FILLED_BY_TRIGGER
+        )
         if parameter.name in UNITS:
-            assert UNITS[parameter.name] in described, f"{name}: {parameter.name} does not name its unit"
+            assert UNITS[parameter.name] in described, (
+                f"{name}: {parameter.name} does not name its unit"
+            )
     assert "home" not in docs or docs["home"].startswith("Internal:")
 
 
@@ -138,8 +179,11 @@ def test_the_approval_form_describes_each_field_and_refuses_what_a_mandate_would
     schema = MandateReview.model_json_schema()["properties"]
     assert all(len(spec.get("description", "")) > 15 for spec in schema.values()), schema
     for field in ("max_adv_participation", "max_weekly_turnover"):
-        bounds = {k: v for k, v in Constraints.model_json_schema()["properties"][field]["anyOf"][0].items()
-                  if k in ("exclusiveMinimum", "maximum")}
+        bounds = {
+            k: v
+            for k, v in Constraints.model_json_schema()["properties"][field]["anyOf"][0].items()
+            if k in ("exclusiveMinimum", "maximum")
+        }
         assert bounds and bounds.items() <= schema[field]["anyOf"][0].items(), (field, bounds)
 
 
@@ -162,7 +206,9 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     # crashes); one repair per account is held in the ledger instead (oomrl.repair_claims).
     assert "concurrency_limit" not in repair
     assert repair["parameters"]["auto_approve"] is False
-    trigger, forward = [TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]]
+    trigger, forward = [
+        TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]
+    ]
     # a retired challenger's forward autopsy starts the account's next repair; a retirement without one does not
     assert forward.expect == {"oomrl.strategy.retired"}
     assert forward.parameters == {"autopsy": "{{ event.payload.autopsy }}"}
@@ -191,4 +237,6 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     critical = alert_event_resource(full_autopsy(account="paper", severity="critical"))
     assert trigger.match.matches(critical) and critical[SEVERITY_LABEL] == "critical"
     # an event without the labels starts nothing: every emitter of oomrl.loss.alert must use alert_resource()
-    assert not trigger.match.matches({"prefect.resource.id": "oomrl.account.paper", "prefect.resource.name": "paper"})
+    assert not trigger.match.matches(
+        {"prefect.resource.id": "oomrl.account.paper", "prefect.resource.name": "paper"}
+    )

@@ -75,8 +75,11 @@ def python_context(home: Path) -> str:
 def cli(home: Path) -> str:
     path = home.parent / "autopsy.json"
     path.write_text(json.dumps(MALFORMED))
-    return refused(invoke("repair", "--autopsy", str(path), "--auto-approve", "--provider", "offline"), 1,
-                   f"error: invalid autopsy: {PROBLEM}")  # one line, exit code 1
+    return refused(
+        invoke("repair", "--autopsy", str(path), "--auto-approve", "--provider", "offline"),
+        1,
+        f"error: invalid autopsy: {PROBLEM}",
+    )  # one line, exit code 1
 
 
 def _webhook(home: Path, post: Callable[[TestClient], Any]) -> str:
@@ -87,7 +90,9 @@ def _webhook(home: Path, post: Callable[[TestClient], Any]) -> str:
     store_url = f"sqlite:///{home.parent / 'webhook.db'}"
     launcher = RecordingLauncher()
     config = WebhookSettings(secret=SECRET, db_url=store_url, alertmanager_token=AM_TOKEN)
-    with TestClient(create_app(config, launcher, DeliveryStore(store_url), get_settings())) as client:
+    with TestClient(
+        create_app(config, launcher, DeliveryStore(store_url), get_settings())
+    ) as client:
         response = post(client)
     assert launcher.calls == [] and DeliveryStore(store_url).get(MALFORMED["alert_id"]) is None
     return response_detail(response)
@@ -105,16 +110,34 @@ def response_detail(response: Any) -> str:
 
 def webhook_loss_alert(home: Path) -> str:
     body = json.dumps(MALFORMED).encode()
-    return _webhook(home, lambda client: client.post("/hooks/loss-alert", content=body, headers=signed(body)))
+    return _webhook(
+        home, lambda client: client.post("/hooks/loss-alert", content=body, headers=signed(body))
+    )
 
 
 def webhook_alertmanager(home: Path) -> str:
-    alert = {"status": "firing", "fingerprint": "f1", "startsAt": "2026-02-27T07:00:00Z",
-             "labels": {"alertname": "Loss", "account": "paper"},
-             "annotations": {"autopsy": json.dumps(MALFORMED)}}
-    notification = {"version": "4", "status": "firing", "receiver": "oomrl", "groupKey": "{}", "alerts": [alert]}
-    return _webhook(home, lambda client: client.post("/hooks/alertmanager", json=notification,
-                                                     headers={"Authorization": f"Bearer {AM_TOKEN}"}))
+    alert = {
+        "status": "firing",
+        "fingerprint": "f1",
+        "startsAt": "2026-02-27T07:00:00Z",
+        "labels": {"alertname": "Loss", "account": "paper"},
+        "annotations": {"autopsy": json.dumps(MALFORMED)},
+    }
+    notification = {
+        "version": "4",
+        "status": "firing",
+        "receiver": "oomrl",
+        "groupKey": "{}",
+        "alerts": [alert],
+    }
+    return _webhook(
+        home,
+        lambda client: client.post(
+            "/hooks/alertmanager",
+            json=notification,
+            headers={"Authorization": f"Bearer {AM_TOKEN}"},
+        ),
+    )
 
 
 def flow_parameter(home: Path) -> str:
@@ -123,18 +146,30 @@ def flow_parameter(home: Path) -> str:
 
     state = repair(MALFORMED, auto_approve=True, return_state=True)
     outcome = outcome_of(state)
-    assert state.is_failed() and state.name == "Refused" and PROBLEM in (state.message or "")  # no retry
+    assert (
+        state.is_failed() and state.name == "Refused" and PROBLEM in (state.message or "")
+    )  # no retry
     assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
     assert "repair-outcome" in artifact_keys("repair-")  # the reason, as an artifact
     return str(outcome["reason"])  # no claim: the ledger, where claims live, is checked unchanged
 
 
-@pytest.mark.parametrize("door", [
-    python_admit, python_file, python_context, cli, webhook_loss_alert, webhook_alertmanager,
-    pytest.param(flow_parameter, marks=pytest.mark.slow),
-], ids=lambda door: door.__name__)
-def test_each_door_refuses_a_malformed_autopsy_once_and_writes_nothing(home: Path, door: Any,
-                                                                       request: pytest.FixtureRequest) -> None:
+@pytest.mark.parametrize(
+    "door",
+    [
+        python_admit,
+        python_file,
+        python_context,
+        cli,
+        webhook_loss_alert,
+        webhook_alertmanager,
+        pytest.param(flow_parameter, marks=pytest.mark.slow),
+    ],
+    ids=lambda door: door.__name__,
+)
+def test_each_door_refuses_a_malformed_autopsy_once_and_writes_nothing(
+    home: Path, door: Any, request: pytest.FixtureRequest
+) -> None:
     if door is flow_parameter:
         request.getfixturevalue("prefect_harness")  # a Prefect server for the flow's run
     before = snapshot(home)

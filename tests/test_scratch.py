@@ -14,14 +14,21 @@ from oomrl.scratch import SCRATCH_PREFIXES, clear_orphans
 
 @pytest.mark.parametrize("prefix", SCRATCH_PREFIXES)
 def test_a_folder_whose_owner_is_gone_is_cleared_and_a_live_ones_is_kept(
-        prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)  # tempfile reads TMPDIR again
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                           text=True, check=True)
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     orphan, ours = owned_temp_dir(prefix), owned_temp_dir(prefix)
     assert orphan.parent == tmp_path and (ours / OWNER_NOTE).read_text().split()[0] != ""
-    (orphan / OWNER_NOTE).write_text(f"{ended.stdout.strip()} 1.0", encoding="utf-8")  # a process that ended
+    (orphan / OWNER_NOTE).write_text(
+        f"{ended.stdout.strip()} 1.0", encoding="utf-8"
+    )  # a process that ended
     (orphan / "strategies").mkdir()
     (orphan / "strategies" / "copy.py").write_text("S = 1\n")
     unowned = tmp_path / f"{prefix}older"

@@ -8,12 +8,28 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 # Generated or installed trees, never written by hand.
-SKIPPED_DIRS = {".git", ".venv", ".venv-bench", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-                ".hypothesis", "htmlcov", "build", "dist", "test-artifacts", "results", "node_modules"}
+SKIPPED_DIRS = {
+    ".git",
+    ".venv",
+    ".venv-bench",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    "htmlcov",
+    "build",
+    "dist",
+    "test-artifacts",
+    "results",
+    "node_modules",
+}
 MAX_BYTES = 2_000_000  # data files above this are generated snapshots, not prose or code
 # Documents that lived beside the repository once (a design and a benchmark brief, a shared data
 # folder); their content now lives in docs/architecture.md, docs/bench.md and data/sample/.
-OUTSIDE = re.compile(r"\.\./shared\b|\bshared/(?:data|BENCH|DESIGN)|\bDESIGN(?:\.md| §)|\bBENCH\.md")
+OUTSIDE = re.compile(
+    r"\.\./shared\b|\bshared/(?:data|BENCH|DESIGN)|\bDESIGN(?:\.md| §)|\bBENCH\.md"
+)
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -61,8 +77,10 @@ def test_no_file_refers_to_anything_outside_the_repository() -> None:
 
 def test_the_scan_finds_an_outside_reference(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "ops.md").write_text("Contracts: [design](../../shared/DESIGN.md).\n"
-                                              "Inside: [gate](gate.md), [web](https://example.org).\n")
+    (tmp_path / "docs" / "ops.md").write_text(
+        "Contracts: [design](../../shared/DESIGN.md).\n"
+        "Inside: [gate](gate.md), [web](https://example.org).\n"
+    )
     (tmp_path / "tool.py").write_text('"""Arguments of DESIGN §4.2."""\n')
     (tmp_path / "blob.bin").write_bytes(b"\0../shared/DESIGN.md")
     assert sorted(outside_references(tmp_path)) == [

@@ -23,7 +23,9 @@ def test_refusals_and_bad_input_are_final(error: Exception) -> None:
     assert unless_refused(None, None, _State(error)) is False
 
 
-@pytest.mark.parametrize("error", [OSError("disk"), ConnectionError("db gone"), RuntimeError("boom")])
+@pytest.mark.parametrize(
+    "error", [OSError("disk"), ConnectionError("db gone"), RuntimeError("boom")]
+)
 def test_infrastructure_failures_are_retried(error: Exception) -> None:
     assert unless_refused(None, None, _State(error)) is True
 

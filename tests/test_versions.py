@@ -35,7 +35,8 @@ def make_bundle(root: Path) -> Path:
     (root / "strategies" / "__pycache__" / "alpha.cpython-311.pyc").write_bytes(b"junk")
     (root / "tests" / "strategies").mkdir(parents=True)
     (root / "tests" / "strategies" / "test_alpha.py").write_text(
-        "from strategies.alpha import weight\n\ndef test_weight():\n    assert weight() == 1.0\n")
+        "from strategies.alpha import weight\n\ndef test_weight():\n    assert weight() == 1.0\n"
+    )
     return root
 
 
@@ -48,8 +49,13 @@ def versions(tmp_path: Path) -> StrategyVersions:
     return store
 
 
-def candidate_with(versions: StrategyVersions, tmp_path: Path, body: str, at: str | None = None,
-                   name: str = "candidate") -> Path:
+def candidate_with(
+    versions: StrategyVersions,
+    tmp_path: Path,
+    body: str,
+    at: str | None = None,
+    name: str = "candidate",
+) -> Path:
     clone = versions.clone_to(tmp_path / name, at=at)
     (clone / "strategies" / "alpha.py").write_text(body)
     return clone
@@ -79,7 +85,8 @@ def test_init_refuses_a_bundle_without_strategies(tmp_path: Path) -> None:
 
 
 def test_promote_commits_tags_attaches_metadata_and_activates(
-        versions: StrategyVersions, tmp_path: Path) -> None:
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     first = versions.head()
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.5\n")
     info = versions.promote(clone, "Repair alpha", {"autopsy": {"alert_id": "a1"}}, "acct", "alpha")
@@ -94,7 +101,8 @@ def test_promote_commits_tags_attaches_metadata_and_activates(
 
 
 def test_failed_activation_leaves_workspace_and_ledger_untouched(
-        versions: StrategyVersions, tmp_path: Path) -> None:
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     versions.activate("v1", "acct", "alpha")
     before = versions.head()
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.0\n")
@@ -108,7 +116,9 @@ def test_failed_activation_leaves_workspace_and_ledger_untouched(
     assert versions.git("status", "--porcelain") == ""
 
 
-def test_rollback_activates_the_previous_version(versions: StrategyVersions, tmp_path: Path) -> None:
+def test_rollback_activates_the_previous_version(
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.25\n")
     versions.promote(clone, "Repair", {}, "acct", "alpha")
     sha_v1 = versions.resolve("v1")
@@ -137,7 +147,9 @@ def test_operations_without_a_ledger_refuse(tmp_path: Path) -> None:
         store.rollback("acct")
 
 
-def test_materialize_exports_exactly_that_commit(versions: StrategyVersions, tmp_path: Path) -> None:
+def test_materialize_exports_exactly_that_commit(
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.75\n")
     versions.promote(clone, "Repair", {}, "acct", "alpha")
     old = versions.materialize("v1")
@@ -155,9 +167,12 @@ def test_nothing_to_commit_changes_nothing(versions: StrategyVersions, tmp_path:
 
 
 def test_rollback_of_an_untagged_active_commit_goes_to_its_nearest_tagged_ancestor(
-        versions: StrategyVersions, tmp_path: Path) -> None:
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     clone = versions.clone_to(tmp_path / "two-commits")
-    (clone / "tests" / "strategies" / "test_more.py").write_text("def test_more():\n    assert 2 > 1\n")
+    (clone / "tests" / "strategies" / "test_more.py").write_text(
+        "def test_more():\n    assert 2 > 1\n"
+    )
     versions.git("add", "-A", cwd=clone)
     versions.git("commit", "-q", "-m", "Tests first", cwd=clone)
     (clone / "strategies" / "alpha.py").write_text("def weight() -> float:\n    return 0.1\n")
@@ -169,17 +184,26 @@ def test_rollback_of_an_untagged_active_commit_goes_to_its_nearest_tagged_ancest
 
 @pytest.mark.slow
 def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_other(
-        versions: StrategyVersions, tmp_path: Path) -> None:
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     """A promotes v2; B, still on v1, repairs from v1 and its v3 does not move A's version."""
     v1 = versions.activate("v1", "a", "alpha")
     versions.activate("v1", "b", "alpha")
     a_base = versions.base_for("a")
-    v2 = versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.5\n",
-                                         at=a_base, name="a"), "A's repair", {}, "a", "alpha")
+    v2 = versions.promote(
+        candidate_with(
+            versions, tmp_path, "def weight() -> float:\n    return 0.5\n", at=a_base, name="a"
+        ),
+        "A's repair",
+        {},
+        "a",
+        "alpha",
+    )
     b_base = versions.base_for("b")
     assert (a_base, b_base, versions.head()) == (v1, v1, v2.sha)  # B trades v1 still
-    b_clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.25\n",
-                             at=b_base, name="b")
+    b_clone = candidate_with(
+        versions, tmp_path, "def weight() -> float:\n    return 0.25\n", at=b_base, name="b"
+    )
     assert versions.git("rev-parse", "HEAD", cwd=b_clone) == v1  # not the branch tip
     v3 = versions.promote(b_clone, "B's repair", {}, "b", "alpha")
     assert v3.tag == "v3" and versions.git("rev-parse", "v3^") == v1
@@ -188,10 +212,25 @@ def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_
     assert (weight_of(versions, "v2"), weight_of(versions, "v3")) == ("0.5", "0.25")
     assert versions.ledger.active_version("a") == v2.sha  # type: ignore[union-attr]
     assert versions.ledger.active_version("b") == v3.sha  # type: ignore[union-attr]
-    assert [(v.tag, v.active) for v in versions.list("b")] == [("v1", False), ("v2", False), ("v3", True)]
+    assert [(v.tag, v.active) for v in versions.list("b")] == [
+        ("v1", False),
+        ("v2", False),
+        ("v3", True),
+    ]
     # B's next repair builds on its own v3; promoting it leaves the branch on A's v2.
-    v4 = versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.2\n",
-                                         at=versions.base_for("b"), name="b2"), "B again", {}, "b", "alpha")
+    v4 = versions.promote(
+        candidate_with(
+            versions,
+            tmp_path,
+            "def weight() -> float:\n    return 0.2\n",
+            at=versions.base_for("b"),
+            name="b2",
+        ),
+        "B again",
+        {},
+        "b",
+        "alpha",
+    )
     assert versions.git("rev-parse", "v4^") == v3.sha and versions.head() == v2.sha
     # Rollback goes to the nearest tagged ancestor, never to another account's branch.
     assert versions.rollback("b") == v3.sha
@@ -201,29 +240,50 @@ def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_
 
 
 def test_a_promotion_based_on_the_head_fast_forwards_and_a_failed_off_branch_one_restores(
-        versions: StrategyVersions, tmp_path: Path) -> None:
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     v1 = versions.activate("v1", "a", "alpha")
-    versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.5\n",
-                                    at=v1, name="a"), "A", {}, "a", "alpha")
+    versions.promote(
+        candidate_with(
+            versions, tmp_path, "def weight() -> float:\n    return 0.5\n", at=v1, name="a"
+        ),
+        "A",
+        {},
+        "a",
+        "alpha",
+    )
     head = versions.head()
     versions.ledger.fail_next = True  # type: ignore[union-attr]
     with pytest.raises(RuntimeError, match="ledger write failed"):
-        versions.promote(candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.1\n",
-                                        at=v1, name="b"), "B", {}, "b", "alpha")
+        versions.promote(
+            candidate_with(
+                versions, tmp_path, "def weight() -> float:\n    return 0.1\n", at=v1, name="b"
+            ),
+            "B",
+            {},
+            "b",
+            "alpha",
+        )
     assert versions.head() == head and [v.tag for v in versions.list()] == ["v1", "v2"]
     assert versions.ledger.active_version("b") is None  # type: ignore[union-attr]
-    assert len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 1  # v2's only
+    assert (
+        len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 1
+    )  # v2's only
 
 
 def test_an_active_version_the_workspace_does_not_hold_is_named(versions: StrategyVersions) -> None:
     versions.ledger.set_active_version("acct", "0123456789ab" * 3 + "0123", "alpha")  # type: ignore[union-attr]
     for operation in (versions.base_for, versions.rollback):
-        with pytest.raises(UnknownActiveVersionError,
-                           match="account 'acct' trades version 0123456789ab, which the strategy workspace"):
+        with pytest.raises(
+            UnknownActiveVersionError,
+            match="account 'acct' trades version 0123456789ab, which the strategy workspace",
+        ):
             operation("acct")
     assert versions.base_for("nobody") == versions.resolve("v1")  # no version yet: its first is v1
     versions.activate("v1", "acct", "alpha")
-    with pytest.raises(VersionError, match="has no tagged ancestor; there is nothing to roll back to"):
+    with pytest.raises(
+        VersionError, match="has no tagged ancestor; there is nothing to roll back to"
+    ):
         versions.rollback("acct")
 
 
@@ -238,7 +298,9 @@ def _promote_from_v1(home: str, account: str, weight: str, barrier: object) -> s
 
 
 @pytest.mark.slow
-def test_concurrent_promotions_land_with_distinct_versions(versions: StrategyVersions, tmp_path: Path) -> None:
+def test_concurrent_promotions_land_with_distinct_versions(
+    versions: StrategyVersions, tmp_path: Path
+) -> None:
     """Two processes promote at once from v1: both land, as v2 and v3, each active for its account."""
     import multiprocessing
 
@@ -246,8 +308,10 @@ def test_concurrent_promotions_land_with_distinct_versions(versions: StrategyVer
     with context.Manager() as manager:
         barrier = manager.Barrier(2)
         with context.Pool(2) as pool:
-            tags = pool.starmap(_promote_from_v1, [(str(tmp_path), "a", "0.5", barrier),
-                                                   (str(tmp_path), "b", "0.25", barrier)])
+            tags = pool.starmap(
+                _promote_from_v1,
+                [(str(tmp_path), "a", "0.5", barrier), (str(tmp_path), "b", "0.25", barrier)],
+            )
     assert sorted(tags) == ["v2", "v3"]
     by_account = dict(zip("ab", tags, strict=True))
     for account, weight in (("a", "0.5"), ("b", "0.25")):
@@ -260,7 +324,9 @@ def test_concurrent_promotions_land_with_distinct_versions(versions: StrategyVer
     assert len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 2
 
 
-def test_a_failed_init_leaves_no_workspace_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_init_leaves_no_workspace_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bundle = make_bundle(tmp_path / "bundle")
     monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
     store = StrategyVersions(tmp_path / "home" / "workspace")
@@ -292,7 +358,9 @@ def test_concurrent_first_rebalances_share_one_v1(tmp_path: Path) -> None:
     workspace = StrategyVersions(tmp_path / "workspace")
     assert set(shas) == {workspace.resolve("v1")}
     assert [v.tag for v in workspace.list()] == ["v1"]
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ws-")] == []  # no staging left
+    assert [
+        p.name for p in tmp_path.iterdir() if p.name.startswith(".ws-")
+    ] == []  # no staging left
 
 
 def test_start_on_v1_keeps_an_active_version_and_needs_a_ledger(versions: StrategyVersions) -> None:

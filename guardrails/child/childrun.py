@@ -34,8 +34,15 @@ HYPOTHESIS_PROFILE = "oomrl-gate"
 class GatePlugin:
     """Collects outcomes by node id, switches coverage contexts, notices tampering."""
 
-    def __init__(self, order: str, workspace: str, cov: coverage.Coverage | None = None,
-                 tests_root: str = "", rootdir: str = "", host: Any = None) -> None:
+    def __init__(
+        self,
+        order: str,
+        workspace: str,
+        cov: coverage.Coverage | None = None,
+        tests_root: str = "",
+        rootdir: str = "",
+        host: Any = None,
+    ) -> None:
         self.order, self.workspace, self.cov, self.host = order, workspace, cov, host
         self.tests_root, self.rootdir = tests_root.rstrip("/") + "/", rootdir.rstrip("/") + "/"
         self.collected: list[str] = []
@@ -75,9 +82,9 @@ class GatePlugin:
             self._context(SESSION_CONTEXT)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item,
-                                  call: pytest.CallInfo[None]
-                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         # After the other implementations: pytest's unittest plugin only then puts a TestCase's
         # failure (an assertEqual) into call.excinfo, which is None before it.
         report = yield
@@ -86,7 +93,10 @@ class GatePlugin:
             entry["exc_type"] = call.excinfo.typename
             entry["assertion"] = bool(
                 call.excinfo.errisinstance(AssertionError)
-                or (call.excinfo.typename == "Failed" and "DID NOT RAISE" in str(call.excinfo.value)))
+                or (
+                    call.excinfo.typename == "Failed" and "DID NOT RAISE" in str(call.excinfo.value)
+                )
+            )
             entry["where"] = self._where(call.excinfo.traceback)
             entry["source_raised"] = _raised_by_source(call.excinfo)
         return report
@@ -96,7 +106,7 @@ class GatePlugin:
         for frame in reversed(list(traceback)):
             path = str(frame.path)
             if path.startswith(self.tests_root) and path.startswith(self.rootdir):
-                return [path[len(self.rootdir):], frame.lineno + 1]
+                return [path[len(self.rootdir) :], frame.lineno + 1]
         return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -125,9 +135,14 @@ class GatePlugin:
 
     def results(self, exit_code: int) -> dict[str, Any]:
         """Everything the judge needs, marked finished."""
-        return {"finished": True, "exit_code": exit_code, "collected": self.collected,
-                "collect_errors": self.collect_errors, "outcomes": self.outcomes,
-                "tamper": self.tamper}
+        return {
+            "finished": True,
+            "exit_code": exit_code,
+            "collected": self.collected,
+            "collect_errors": self.collect_errors,
+            "outcomes": self.outcomes,
+            "tamper": self.tamper,
+        }
 
 
 def _raised_by_source(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
@@ -148,8 +163,14 @@ def hypothesis_profile() -> None:
     depend on the machine's load), loaded before any test module is imported."""
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile(HYPOTHESIS_PROFILE, derandomize=True, database=None, deadline=None,
-                              print_blob=False, suppress_health_check=list(HealthCheck))
+    settings.register_profile(
+        HYPOTHESIS_PROFILE,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
     settings.load_profile(HYPOTHESIS_PROFILE)
 
 
@@ -160,12 +181,20 @@ def main(spec_path: str) -> int:
     host = _connect(spec.get("host_fd"))
     cov = None
     if spec["coverage"]:
-        cov = coverage.Coverage(data_file=spec["coverage"]["data_file"],
-                                config_file=spec["coverage"]["rcfile"],
-                                source=spec["coverage"]["source"])
+        cov = coverage.Coverage(
+            data_file=spec["coverage"]["data_file"],
+            config_file=spec["coverage"]["rcfile"],
+            source=spec["coverage"]["source"],
+        )
         cov.start()
-    plugin = GatePlugin(spec["order"], spec["workspace"], cov, spec.get("tests_root", ""),
-                        spec.get("rootdir", ""), host)
+    plugin = GatePlugin(
+        spec["order"],
+        spec["workspace"],
+        cov,
+        spec.get("tests_root", ""),
+        spec.get("rootdir", ""),
+        host,
+    )
     if spec.get("hypothesis"):
         hypothesis_profile()
     try:

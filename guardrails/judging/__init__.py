@@ -27,10 +27,26 @@ if TYPE_CHECKING:
     from guardrails.judging.redgreen import red_violations
     from guardrails.judging.trivial import trivial_violations
 
-__all__ = ["GateState", "behaviour_violations", "child_spec", "collected_count",
-           "content_violations", "in_trees", "load_inputs", "mutation_violations", "new_test_ids",
-           "order_violations", "outcome_violations", "recheck_tests", "red_violations",
-           "run_cases", "run_violations", "superseded_ids", "superseded_names",
-           "trivial_violations", "unchanged_failures"]
+__all__ = [
+    "GateState",
+    "behaviour_violations",
+    "child_spec",
+    "collected_count",
+    "content_violations",
+    "in_trees",
+    "load_inputs",
+    "mutation_violations",
+    "new_test_ids",
+    "order_violations",
+    "outcome_violations",
+    "recheck_tests",
+    "red_violations",
+    "run_cases",
+    "run_violations",
+    "superseded_ids",
+    "superseded_names",
+    "trivial_violations",
+    "unchanged_failures",
+]
 if not TYPE_CHECKING:  # mypy reads the imports above: a name missing there is an error, not Any
     __getattr__ = front_door(__name__, __file__)

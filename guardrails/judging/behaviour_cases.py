@@ -41,7 +41,10 @@ def normalise(value: Any, depth: int = 0) -> Any:
     if kind.__name__ == "Series" and kind.__module__.startswith("pandas"):  # the decoder's own
         value, kind = dict(zip(value.index.tolist(), value.tolist(), strict=True)), dict
     if kind is dict:
-        return {str(k): normalise(v, depth + 1) for k, v in sorted(value.items(), key=lambda i: str(i[0]))}
+        return {
+            str(k): normalise(v, depth + 1)
+            for k, v in sorted(value.items(), key=lambda i: str(i[0]))
+        }
     if kind is list:
         return [normalise(v, depth + 1) for v in value]
     if kind in (date, datetime):
@@ -52,9 +55,15 @@ def normalise(value: Any, depth: int = 0) -> Any:
 def _panels(raw: dict[str, Any]) -> dict[str, Any]:
     import pandas as pd
 
-    return {name: pd.DataFrame(panel["data"], index=pd.to_datetime(panel["index"]),
-                               columns=panel["columns"], dtype=float)
-            for name, panel in raw.items()}
+    return {
+        name: pd.DataFrame(
+            panel["data"],
+            index=pd.to_datetime(panel["index"]),
+            columns=panel["columns"],
+            dtype=float,
+        )
+        for name, panel in raw.items()
+    }
 
 
 def _strategy_call(request: Any, case: dict[str, Any]) -> Any:
@@ -62,15 +71,25 @@ def _strategy_call(request: Any, case: dict[str, Any]) -> Any:
 
     from strategy_host import weights_of
 
-    opened = request({"op": "open", "strategy": case["strategy"],
-                      "params": wire.to_plain(case.get("params", {}))})
+    opened = request(
+        {
+            "op": "open",
+            "strategy": case["strategy"],
+            "params": wire.to_plain(case.get("params", {})),
+        }
+    )
     handle = opened["handle"]
     if "rebalance" in case:
         found = []
         for day, last in case["rebalance"]:
-            answer = request({"op": "due", "handle": handle, "days": np.array([
-                wire.day_ns(date.fromisoformat(day))], dtype="<i8"),
-                "last": None if last is None else wire.day_ns(date.fromisoformat(last))})
+            answer = request(
+                {
+                    "op": "due",
+                    "handle": handle,
+                    "days": np.array([wire.day_ns(date.fromisoformat(day))], dtype="<i8"),
+                    "last": None if last is None else wire.day_ns(date.fromisoformat(last)),
+                }
+            )
             found.append(bool(answer["due"][0]))
         return found
     panels = _panels(case["panels"])
@@ -79,15 +98,27 @@ def _strategy_call(request: Any, case: dict[str, Any]) -> Any:
     rows = int(pd.DatetimeIndex(close.index).searchsorted(stamp, side="right"))
     columns = [str(c) for c in close.columns]
     held = dict(case.get("holdings", {}))
-    answer = request({
-        "op": "decide", "handle": handle,
-        "market": {"symbols": columns, "fields": list(panels), "capacity": max(rows, 1)},
-        "rows": {"days": close.index[:rows].values.astype("datetime64[ns]").astype("<i8"),
-                 "values": {f: p.reindex(columns=close.columns).to_numpy(dtype="<f8")[:rows]
-                            for f, p in panels.items()}},
-        "as_of": wire.day_ns(stamp.date()), "portfolio_value": float(case.get("portfolio_value", 1.0)),
-        "holdings": {"names": [str(s) for s in held], "w": np.array(list(held.values()), dtype="<f8")},
-        "members": case.get("members")})
+    answer = request(
+        {
+            "op": "decide",
+            "handle": handle,
+            "market": {"symbols": columns, "fields": list(panels), "capacity": max(rows, 1)},
+            "rows": {
+                "days": close.index[:rows].values.astype("datetime64[ns]").astype("<i8"),
+                "values": {
+                    f: p.reindex(columns=close.columns).to_numpy(dtype="<f8")[:rows]
+                    for f, p in panels.items()
+                },
+            },
+            "as_of": wire.day_ns(stamp.date()),
+            "portfolio_value": float(case.get("portfolio_value", 1.0)),
+            "holdings": {
+                "names": [str(s) for s in held],
+                "w": np.array(list(held.values()), dtype="<f8"),
+            },
+            "members": case.get("members"),
+        }
+    )
     return weights_of(answer, columns)
 
 
@@ -96,9 +127,14 @@ def _one(request: Any, spec: dict[str, Any], case: dict[str, Any]) -> dict[str, 
         if spec["convention"] == "strategy":
             value = _strategy_call(request, case)
         else:
-            answer = request({"op": "call", "target": spec["entry"],
-                              "args": wire.to_plain(case.get("args", [])),
-                              "kwargs": wire.to_plain(case.get("kwargs", {}))})
+            answer = request(
+                {
+                    "op": "call",
+                    "target": spec["entry"],
+                    "args": wire.to_plain(case.get("args", [])),
+                    "kwargs": wire.to_plain(case.get("kwargs", {})),
+                }
+            )
             value = wire.from_plain(answer.get("value"))
         return {"ok": True, "value": normalise(value)}
     except StrategyError as exc:  # an exception is an observed behaviour, by type
@@ -107,5 +143,10 @@ def _one(request: Any, spec: dict[str, Any], case: dict[str, Any]) -> dict[str, 
 
 def run_cases(request: Any, spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Every case through `request` (a host's), called `repeat` times: [{"id", "calls": [...]}]."""
-    return [{"id": case["id"], "calls": [_one(request, spec, case) for _ in range(spec.get("repeat", 1))]}
-            for case in spec["cases"]]
+    return [
+        {
+            "id": case["id"],
+            "calls": [_one(request, spec, case) for _ in range(spec.get("repeat", 1))],
+        }
+        for case in spec["cases"]
+    ]

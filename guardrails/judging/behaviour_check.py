@@ -26,36 +26,55 @@ def load_inputs(contract: BehaviourContract | None, holdout: Path | None) -> dic
         return None
     if contract is None:
         if (holdout / "behaviour.json").exists():
-            raise GateSetupError(f"{holdout / 'behaviour.json'} exists but the workspace has no "
-                                 "[tool.oomrl.guard.behaviour] table saying how to call it")
+            raise GateSetupError(
+                f"{holdout / 'behaviour.json'} exists but the workspace has no "
+                "[tool.oomrl.guard.behaviour] table saying how to call it"
+            )
         return None
     path = holdout / contract.inputs
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         cases = document["cases"]
-        assert isinstance(cases, list) and cases and all(
-            isinstance(c, dict) and isinstance(c.get("id"), str) for c in cases)
+        assert (
+            isinstance(cases, list)
+            and cases
+            and all(isinstance(c, dict) and isinstance(c.get("id"), str) for c in cases)
+        )
     except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
-        raise GateSetupError(f"behaviour inputs {path}: need a JSON object with a non-empty "
-                             f"'cases' list of objects with an 'id' ({exc})") from None
-    return {"convention": contract.convention, "entry": contract.entry,
-            "repeat": 2 if "deterministic" in contract.properties else 1, "cases": cases,
-            "properties": list(contract.properties)}
+        raise GateSetupError(
+            f"behaviour inputs {path}: need a JSON object with a non-empty "
+            f"'cases' list of objects with an 'id' ({exc})"
+        ) from None
+    return {
+        "convention": contract.convention,
+        "entry": contract.entry,
+        "repeat": 2 if "deterministic" in contract.properties else 1,
+        "cases": cases,
+        "properties": list(contract.properties),
+    }
 
 
 def child_spec(inputs: dict[str, Any]) -> dict[str, Any]:
     """What the host is asked: the calls, never the expected values."""
     cases = [{k: v for k, v in case.items() if k != "expect"} for case in inputs["cases"]]
-    return {"convention": inputs["convention"], "entry": inputs["entry"],
-            "repeat": inputs["repeat"], "cases": cases}
+    return {
+        "convention": inputs["convention"],
+        "entry": inputs["entry"],
+        "repeat": inputs["repeat"],
+        "cases": cases,
+    }
 
 
 def same(a: Any, b: Any, tolerance: float = 1e-12) -> bool:
     """Equal JSON values, numbers within a relative tolerance (bools and ints exactly)."""
     if isinstance(a, float) or isinstance(b, float):
-        return (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                and not isinstance(a, bool) and not isinstance(b, bool)
-                and math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance))
+        return (
+            isinstance(a, (int, float))
+            and isinstance(b, (int, float))
+            and not isinstance(a, bool)
+            and not isinstance(b, bool)
+            and math.isclose(a, b, rel_tol=tolerance, abs_tol=tolerance)
+        )
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k], tolerance) for k in a)
     if isinstance(a, list) and isinstance(b, list):
@@ -72,8 +91,9 @@ def _symbols(case: dict[str, Any]) -> set[str] | None:
     return None
 
 
-def _property_problems(case: dict[str, Any], calls: list[dict[str, Any]],
-                       properties: list[str]) -> list[str]:
+def _property_problems(
+    case: dict[str, Any], calls: list[dict[str, Any]], properties: list[str]
+) -> list[str]:
     first = calls[0]
     problems = []
     if "deterministic" in properties and not all(same(c, first) for c in calls[1:]):
@@ -84,13 +104,21 @@ def _property_problems(case: dict[str, Any], calls: list[dict[str, Any]],
     if "weights" in properties:
         # exact types: a bool is no weight, a non-finite float arrives as text ("nan")
         numbers = list(value.values()) if type(value) is dict else None
-        if numbers is None or not all(type(w) in (int, float) and math.isfinite(w) and w >= -TOLERANCE
-                                      for w in numbers) \
-                or sum(numbers) > 1 + TOLERANCE:
+        if (
+            numbers is None
+            or not all(
+                type(w) in (int, float) and math.isfinite(w) and w >= -TOLERANCE for w in numbers
+            )
+            or sum(numbers) > 1 + TOLERANCE
+        ):
             problems.append("weights: not a mapping of finite weights >= 0 summing to <= 1")
     symbols = _symbols(case)
-    if "known_symbols" in properties and isinstance(value, dict) and symbols is not None \
-            and not set(value) <= symbols:
+    if (
+        "known_symbols" in properties
+        and isinstance(value, dict)
+        and symbols is not None
+        and not set(value) <= symbols
+    ):
         problems.append("known_symbols: weights for symbols the input does not have")
     return problems
 
@@ -98,21 +126,37 @@ def _property_problems(case: dict[str, Any], calls: list[dict[str, Any]],
 def behaviour_violations(inputs: dict[str, Any], plain: Any) -> list[Violation]:
     """The production run's outputs against the expectations and the declared properties."""
     if not isinstance(plain, list):
-        return [Violation(rule="behaviour.incomplete", message=(
-            "the production run of the behaviour cases wrote no outputs (its host failed)"))]
+        return [
+            Violation(
+                rule="behaviour.incomplete",
+                message=(
+                    "the production run of the behaviour cases wrote no outputs (its host failed)"
+                ),
+            )
+        ]
     by_id = {o.get("id"): o.get("calls") for o in plain if isinstance(o, dict)}
     found: list[Violation] = []
     for case in inputs["cases"]:
         cid = case["id"]
         calls = by_id.get(cid)
         if not (isinstance(calls, list) and calls):
-            found.append(Violation(rule="behaviour.incomplete", message=(
-                f"behaviour case {cid} has no output")))
+            found.append(
+                Violation(
+                    rule="behaviour.incomplete", message=(f"behaviour case {cid} has no output")
+                )
+            )
             continue
-        if "expect" in case and not (calls[0].get("ok") and same(
-                calls[0].get("value"), case["expect"], TOLERANCE)):
-            found.append(Violation(rule="behaviour.unexpected", message=(
-                f"held-out behaviour case {cid} did not return the expected value")))
-        found += [Violation(rule="behaviour.property", message=f"behaviour case {cid}: {text}")
-                  for text in _property_problems(case, calls, inputs["properties"])]
+        if "expect" in case and not (
+            calls[0].get("ok") and same(calls[0].get("value"), case["expect"], TOLERANCE)
+        ):
+            found.append(
+                Violation(
+                    rule="behaviour.unexpected",
+                    message=(f"held-out behaviour case {cid} did not return the expected value"),
+                )
+            )
+        found += [
+            Violation(rule="behaviour.property", message=f"behaviour case {cid}: {text}")
+            for text in _property_problems(case, calls, inputs["properties"])
+        ]
     return found

@@ -27,8 +27,9 @@ def read_bytes(path: Path) -> bytes | None:
 
 
 def _is_test_file(path: Path) -> bool:
-    return path.suffix == ".py" and (path.name.startswith(TEST_FILE_PREFIX)
-                                     or path.name.endswith(TEST_FILE_SUFFIX))
+    return path.suffix == ".py" and (
+        path.name.startswith(TEST_FILE_PREFIX) or path.name.endswith(TEST_FILE_SUFFIX)
+    )
 
 
 def collected_count(root: Path, trees: tuple[str, ...]) -> int:
@@ -37,8 +38,9 @@ def collected_count(root: Path, trees: tuple[str, ...]) -> int:
     for tree in trees:
         base = root / tree
         files = base.rglob("*.py") if base.is_dir() else [base] if base.is_file() else []
-        total += sum(testquality.count_tests(path.read_bytes()) for path in files
-                     if _is_test_file(path))
+        total += sum(
+            testquality.count_tests(path.read_bytes()) for path in files if _is_test_file(path)
+        )
     return total
 
 
@@ -49,14 +51,21 @@ def superseded_names(node_ids: Iterable[str]) -> dict[str, frozenset[str]]:
     for node_id in node_ids:
         match = NODE_ID.fullmatch(node_id.strip())
         if match is None:
-            raise GateSetupError(f"--supersedes {node_id!r} is not a test's node id: write "
-                                 "'tests/path/test_file.py::test_name' (or '::TestClass::test_name')")
+            raise GateSetupError(
+                f"--supersedes {node_id!r} is not a test's node id: write "
+                "'tests/path/test_file.py::test_name' (or '::TestClass::test_name')"
+            )
         found.setdefault(match[1], set()).add(match[2].replace("::", "."))
     return {path: frozenset(names) for path, names in found.items()}
 
 
-def content_violations(contract: GuardContract, phase: str, ws: Path, changed: list[str],
-                       superseded: Mapping[str, frozenset[str]] | None = None) -> list[Violation]:
+def content_violations(
+    contract: GuardContract,
+    phase: str,
+    ws: Path,
+    changed: list[str],
+    superseded: Mapping[str, frozenset[str]] | None = None,
+) -> list[Violation]:
     """Capability sanitizer on changed S files (code-patch); test discipline on changed T files
     (`superseded`, red mode only: the old tests the approved mandate names, judged as red tests
     when changed instead of by tests.weakened)."""
@@ -70,14 +79,28 @@ def content_violations(contract: GuardContract, phase: str, ws: Path, changed: l
         if phase == "code-patch" and in_trees(path, contract.source):
             found += sanitizer.scan_source(path, new, old, policy, contract.allow)
         elif phase == "test-gen" and in_trees(path, contract.tests):
-            found += testquality.scan_tests(path, new, old, testquality.with_siblings(
-                policy, ws, path), contract.allow, (superseded or {}).get(path, frozenset()))
+            found += testquality.scan_tests(
+                path,
+                new,
+                old,
+                testquality.with_siblings(policy, ws, path),
+                contract.allow,
+                (superseded or {}).get(path, frozenset()),
+            )
     if phase == "test-gen":
-        before, after = collected_count(contract.root, contract.tests), collected_count(
-            ws, contract.tests)
+        before, after = (
+            collected_count(contract.root, contract.tests),
+            collected_count(ws, contract.tests),
+        )
         if after < before:
-            found.append(Violation(rule="tests.fewer_than_before", message=(
-                f"the tests define {after} tests, fewer than the {before} before the patch")))
+            found.append(
+                Violation(
+                    rule="tests.fewer_than_before",
+                    message=(
+                        f"the tests define {after} tests, fewer than the {before} before the patch"
+                    ),
+                )
+            )
     return found
 
 
@@ -89,12 +112,15 @@ def _test_definitions(data: bytes | None) -> dict[str, str]:
         return {}
     found: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+            "test"
+        ):
             found[node.name] = ast.dump(node)
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                        and item.name.startswith("test"):
+                if isinstance(
+                    item, (ast.FunctionDef, ast.AsyncFunctionDef)
+                ) and item.name.startswith("test"):
                     found[f"{node.name}.{item.name}"] = ast.dump(item)
     return found
 
@@ -104,8 +130,9 @@ def qualname(nodeid: str) -> str:
     return ".".join(nodeid.split("::")[1:]).split("[", 1)[0]
 
 
-def new_test_ids(contract: GuardContract, ws: Path, collected: list[str],
-                 changed: list[str]) -> list[str]:
+def new_test_ids(
+    contract: GuardContract, ws: Path, collected: list[str], changed: list[str]
+) -> list[str]:
     """Collected ids of tests the patch added or changed."""
     names: dict[str, set[str]] = {}
     for path in changed:
@@ -113,60 +140,102 @@ def new_test_ids(contract: GuardContract, ws: Path, collected: list[str],
             old = _test_definitions(read_bytes(contract.root / path))
             new = _test_definitions(read_bytes(ws / path))
             names[path] = {name for name, code in new.items() if old.get(name) != code}
-    return [nodeid for nodeid in collected
-            if qualname(nodeid) in names.get(nodeid.split("::", 1)[0], set())]
+    return [
+        nodeid
+        for nodeid in collected
+        if qualname(nodeid) in names.get(nodeid.split("::", 1)[0], set())
+    ]
 
 
-def superseded_ids(contract: GuardContract, new_ids: list[str],
-                   superseded: Mapping[str, frozenset[str]]) -> list[str]:
+def superseded_ids(
+    contract: GuardContract, new_ids: list[str], superseded: Mapping[str, frozenset[str]]
+) -> list[str]:
     """The changed tests among `new_ids` that existed before the patch and that the approved
     mandate names (red mode judges them as red tests)."""
-    old = {path: _test_definitions(read_bytes(contract.root / path))
-           for path in {nodeid.split("::", 1)[0] for nodeid in new_ids}}
-    return [nodeid for nodeid in new_ids if qualname(nodeid) in old[nodeid.split("::", 1)[0]]
-            and qualname(nodeid) in superseded.get(nodeid.split("::", 1)[0], frozenset())]
+    old = {
+        path: _test_definitions(read_bytes(contract.root / path))
+        for path in {nodeid.split("::", 1)[0] for nodeid in new_ids}
+    }
+    return [
+        nodeid
+        for nodeid in new_ids
+        if qualname(nodeid) in old[nodeid.split("::", 1)[0]]
+        and qualname(nodeid) in superseded.get(nodeid.split("::", 1)[0], frozenset())
+    ]
 
 
 def _failure(nodeid: str, rule: str, text: str, detail: str = "") -> Violation:
     tail = "\n".join(detail.strip().splitlines()[-12:])[-900:]
-    return Violation(rule=rule, path=nodeid.split("::", 1)[0] or None,
-                     message=f"{nodeid}: {text}" + (f"\n{tail}" if tail else ""))
+    return Violation(
+        rule=rule,
+        path=nodeid.split("::", 1)[0] or None,
+        message=f"{nodeid}: {text}" + (f"\n{tail}" if tail else ""),
+    )
 
 
 def run_violations(suite: SuiteResult, before_count: int) -> list[Violation]:
     """Problems of the run itself: incomplete, tampered, nothing or too little collected."""
     found = list(suite.problems)
     found += [Violation(rule="run.tamper", message=text) for text in suite.tamper]
-    found += [_failure(nodeid, "tests.collection_error", "collection failed", detail)
-              for nodeid, detail in suite.collect_errors.items()]
+    found += [
+        _failure(nodeid, "tests.collection_error", "collection failed", detail)
+        for nodeid, detail in suite.collect_errors.items()
+    ]
     if not suite.problems and not suite.collected and not suite.collect_errors:
         found.append(Violation(rule="tests.none_collected", message="no test was collected"))
     if suite.collected and len(suite.collected) < before_count:
-        found.append(Violation(rule="tests.fewer_than_before", message=(
-            f"{len(suite.collected)} tests collected, fewer than the {before_count} before")))
+        found.append(
+            Violation(
+                rule="tests.fewer_than_before",
+                message=(
+                    f"{len(suite.collected)} tests collected, fewer than the {before_count} before"
+                ),
+            )
+        )
     return found
 
 
-def outcome_violations(suite: SuiteResult, new_ids: list[str], expect: str | None,
-                       preexisting: frozenset[str] = frozenset()) -> list[Violation]:
+def outcome_violations(
+    suite: SuiteResult,
+    new_ids: list[str],
+    expect: str | None,
+    preexisting: frozenset[str] = frozenset(),
+) -> list[Violation]:
     """Every test passes (new tests fail by assertion under --expect red), nothing skipped;
     unchanged tests that already failed before the patch (`preexisting`) are not blamed on it."""
     found: list[Violation] = []
     red = expect == "red"
     if red and not new_ids and suite.collected:
-        found.append(Violation(rule="redgreen.no_new_tests", message=(
-            "--expect red needs new or changed tests that fail on the current source")))
+        found.append(
+            Violation(
+                rule="redgreen.no_new_tests",
+                message=("--expect red needs new or changed tests that fail on the current source"),
+            )
+        )
     for nodeid in suite.collected:
         outcome, entry = suite.outcome(nodeid), suite.outcomes.get(nodeid, {})
         detail = str(entry.get("message", ""))
         if red and nodeid in new_ids:
             if outcome == "passed":
-                found.append(_failure(nodeid, "redgreen.not_red", (
-                    "passes on the current source, so it does not test the mandate")))
+                found.append(
+                    _failure(
+                        nodeid,
+                        "redgreen.not_red",
+                        ("passes on the current source, so it does not test the mandate"),
+                    )
+                )
             elif not (outcome == "failed" and entry.get("assertion")):
-                found.append(_failure(nodeid, "redgreen.not_assertion", (
-                    f"must fail by an assertion, not {outcome} "
-                    f"({entry.get('exc_type', 'no exception')})"), detail))
+                found.append(
+                    _failure(
+                        nodeid,
+                        "redgreen.not_assertion",
+                        (
+                            f"must fail by an assertion, not {outcome} "
+                            f"({entry.get('exc_type', 'no exception')})"
+                        ),
+                        detail,
+                    )
+                )
         elif outcome in ("skipped", "xfail"):
             found.append(_failure(nodeid, "tests.skipped", f"{outcome}: skips are not allowed"))
         elif outcome in ("failed", "error") and nodeid not in preexisting:
@@ -176,8 +245,11 @@ def outcome_violations(suite: SuiteResult, new_ids: list[str], expect: str | Non
 
 def unchanged_failures(suite: SuiteResult, new_ids: list[str]) -> list[str]:
     """Failing tests the patch did not add or change (candidates for pre-existing failures)."""
-    return [nodeid for nodeid in suite.failing() if nodeid not in new_ids
-            and suite.outcome(nodeid) in ("failed", "error")]
+    return [
+        nodeid
+        for nodeid in suite.failing()
+        if nodeid not in new_ids and suite.outcome(nodeid) in ("failed", "error")
+    ]
 
 
 def order_violations(first: SuiteResult, second: SuiteResult) -> list[Violation]:
@@ -185,8 +257,20 @@ def order_violations(first: SuiteResult, second: SuiteResult) -> list[Violation]
     if first.problems or second.problems:
         return []
     if sorted(first.collected) != sorted(second.collected):
-        return [Violation(rule="tests.order_dependent", message=(
-            "the forward and reversed runs collected different tests"))]
-    return [_failure(nodeid, "tests.order_dependent", (
-        f"{first.outcome(nodeid)} in file order but {second.outcome(nodeid)} in reverse order"))
-        for nodeid in first.collected if first.outcome(nodeid) != second.outcome(nodeid)]
+        return [
+            Violation(
+                rule="tests.order_dependent",
+                message=("the forward and reversed runs collected different tests"),
+            )
+        ]
+    return [
+        _failure(
+            nodeid,
+            "tests.order_dependent",
+            (
+                f"{first.outcome(nodeid)} in file order but {second.outcome(nodeid)} in reverse order"
+            ),
+        )
+        for nodeid in first.collected
+        if first.outcome(nodeid) != second.outcome(nodeid)
+    ]

@@ -44,13 +44,20 @@ def variant_workspace(gate: GateState, name: str, texts: dict[str, str]) -> Path
 def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> bool:
     """A new test that passed on the original fails here by an assertion or by an exception S
     raised (the mutant broke S); an error in the test's own code kills nothing."""
-    return any(original.outcome(n) == "passed" and suite.outcome(n) == "failed" and (
-        suite.outcomes.get(n, {}).get("assertion") or suite.outcomes.get(n, {}).get("source_raised"))
-        for n in new_ids)
+    return any(
+        original.outcome(n) == "passed"
+        and suite.outcome(n) == "failed"
+        and (
+            suite.outcomes.get(n, {}).get("assertion")
+            or suite.outcomes.get(n, {}).get("source_raised")
+        )
+        for n in new_ids
+    )
 
 
-def mutation_violations(gate: GateState, reader: CoverageReader,
-                        new_ids: list[str]) -> list[Violation]:
+def mutation_violations(
+    gate: GateState, reader: CoverageReader, new_ids: list[str]
+) -> list[Violation]:
     """Run the whole suite against simple mutants of the source lines the new tests execute."""
     contract, ws = gate.contract, gate.dirs.ws
     assert gate.first is not None
@@ -66,8 +73,14 @@ def mutation_violations(gate: GateState, reader: CoverageReader,
                 text = path.read_text(encoding="utf-8")
                 mutants += [(rel, m) for m in mutation.generate_mutants(text, lines, room)]
     if not exercised:
-        return [Violation(rule="mutation.nothing_exercised", message=(
-            "the new tests execute no line of the source trees, so they cannot catch a change"))]
+        return [
+            Violation(
+                rule="mutation.nothing_exercised",
+                message=(
+                    "the new tests execute no line of the source trees, so they cannot catch a change"
+                ),
+            )
+        ]
     if not mutants:
         return []
     required = math.ceil(contract.mutation_min_kill * len(mutants))
@@ -78,10 +91,16 @@ def mutation_violations(gate: GateState, reader: CoverageReader,
         rel, mutant = mutants[index]
         copy = variant_workspace(gate, str(index), {rel: mutant.text})
         try:
-            request = SuiteRequest(workspace=copy, tests=contract.tests, tag=f"mutant-{index}",
-                                   sources=contract.source)
-            suite = run_suite(gate.lock, gate.dirs, request, memory_mb=contract.memory_limit_mb,
-                              timeout_s=min(contract.time_limit_s, MUTANT_TIME_LIMIT_S))
+            request = SuiteRequest(
+                workspace=copy, tests=contract.tests, tag=f"mutant-{index}", sources=contract.source
+            )
+            suite = run_suite(
+                gate.lock,
+                gate.dirs,
+                request,
+                memory_mb=contract.memory_limit_mb,
+                timeout_s=min(contract.time_limit_s, MUTANT_TIME_LIMIT_S),
+            )
             return killed(suite, new_ids, gate.first)  # type: ignore[arg-type]
         finally:
             shutil.rmtree(copy, ignore_errors=True)
@@ -98,8 +117,14 @@ def mutation_violations(gate: GateState, reader: CoverageReader,
                     survivors.append(f"{rel}:{mutant.line} {mutant.description}")
             done += len(batch)
     if len(survivors) > len(mutants) - required:
-        return [Violation(rule="mutation.low_kill", message=(
-            f"{len(survivors)} of {done} mutants run survived the new tests; they must kill at "
-            f"least {required} of {len(mutants)} (share {contract.mutation_min_kill:.0%}); "
-            f"surviving: {'; '.join(survivors[:5])}"))]
+        return [
+            Violation(
+                rule="mutation.low_kill",
+                message=(
+                    f"{len(survivors)} of {done} mutants run survived the new tests; they must kill at "
+                    f"least {required} of {len(mutants)} (share {contract.mutation_min_kill:.0%}); "
+                    f"surviving: {'; '.join(survivors[:5])}"
+                ),
+            )
+        ]
     return []

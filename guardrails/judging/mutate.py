@@ -6,13 +6,24 @@ import ast
 from dataclasses import dataclass
 
 COMPARISON_FLIPS: dict[type, tuple[str, str]] = {
-    ast.Lt: ("<", ">="), ast.GtE: (">=", "<"), ast.Gt: (">", "<="), ast.LtE: ("<=", ">"),
-    ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="), ast.In: ("in", "not in"),
-    ast.NotIn: ("not in", "in"), ast.Is: ("is", "is not"), ast.IsNot: ("is not", "is"),
+    ast.Lt: ("<", ">="),
+    ast.GtE: (">=", "<"),
+    ast.Gt: (">", "<="),
+    ast.LtE: ("<=", ">"),
+    ast.Eq: ("==", "!="),
+    ast.NotEq: ("!=", "=="),
+    ast.In: ("in", "not in"),
+    ast.NotIn: ("not in", "in"),
+    ast.Is: ("is", "is not"),
+    ast.IsNot: ("is not", "is"),
 }
 ARITHMETIC_FLIPS: dict[type, tuple[str, str]] = {
-    ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),
-    ast.FloorDiv: ("//", "/"), ast.Mod: ("%", "*"),
+    ast.Add: ("+", "-"),
+    ast.Sub: ("-", "+"),
+    ast.Mult: ("*", "/"),
+    ast.Div: ("/", "*"),
+    ast.FloorDiv: ("//", "/"),
+    ast.Mod: ("%", "*"),
 }
 BOOL_FLIPS: dict[type, tuple[str, str]] = {ast.And: ("and", "or"), ast.Or: ("or", "and")}
 
@@ -53,8 +64,13 @@ def _skipped_ids(tree: ast.Module) -> set[int]:
     skipped: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
-                body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             skipped.add(id(body[0].value))
         if isinstance(node, ast.JoinedStr):  # f-string parts carry unreliable positions
             skipped.update(id(n) for n in ast.walk(node))
@@ -65,8 +81,14 @@ def _skipped_ids(tree: ast.Module) -> set[int]:
     return skipped
 
 
-def _operator_edit(data: bytes, offsets: _Offsets, left: ast.expr, right: ast.expr,
-                   flip: tuple[str, str], kind: str) -> _Edit:
+def _operator_edit(
+    data: bytes,
+    offsets: _Offsets,
+    left: ast.expr,
+    right: ast.expr,
+    flip: tuple[str, str],
+    kind: str,
+) -> _Edit:
     """Replace the operator token that sits between `left` and `right`."""
     gap_start = offsets.at(left.end_lineno or left.lineno, left.end_col_offset or 0)
     gap_end = offsets.at(right.lineno, right.col_offset)
@@ -74,8 +96,9 @@ def _operator_edit(data: bytes, offsets: _Offsets, left: ast.expr, right: ast.ex
     old, new = flip
     index = gap.index(old)  # the gap holds only blanks, brackets and this one operator
     start = gap_start + len(gap[:index].encode("utf-8"))
-    return _Edit(left.lineno, start, start + len(old.encode("utf-8")), new,
-                 f"{kind}: {old} -> {new}")
+    return _Edit(
+        left.lineno, start, start + len(old.encode("utf-8")), new, f"{kind}: {old} -> {new}"
+    )
 
 
 def _node_edit(offsets: _Offsets, node: ast.expr, replacement: str, description: str) -> _Edit:
@@ -94,42 +117,72 @@ def _edits(tree: ast.Module, data: bytes) -> list[_Edit]:
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             for op, left, right in zip(node.ops, operands[:-1], operands[1:], strict=True):
-                edits.append(_operator_edit(data, offsets, left, right,
-                                            COMPARISON_FLIPS[type(op)], "comparison"))
+                edits.append(
+                    _operator_edit(
+                        data, offsets, left, right, COMPARISON_FLIPS[type(op)], "comparison"
+                    )
+                )
         elif isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC_FLIPS:
-            edits.append(_operator_edit(data, offsets, node.left, node.right,
-                                        ARITHMETIC_FLIPS[type(node.op)], "arithmetic"))
+            edits.append(
+                _operator_edit(
+                    data,
+                    offsets,
+                    node.left,
+                    node.right,
+                    ARITHMETIC_FLIPS[type(node.op)],
+                    "arithmetic",
+                )
+            )
         elif isinstance(node, ast.AugAssign) and type(node.op) in ARITHMETIC_FLIPS:
             old, new = ARITHMETIC_FLIPS[type(node.op)]
-            edits.append(_operator_edit(data, offsets, node.target, node.value,
-                                        (old + "=", new + "="), "arithmetic"))
+            edits.append(
+                _operator_edit(
+                    data, offsets, node.target, node.value, (old + "=", new + "="), "arithmetic"
+                )
+            )
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)) and not isinstance(
-                node.test, (ast.Compare, ast.BoolOp, ast.UnaryOp)):
+            node.test, (ast.Compare, ast.BoolOp, ast.UnaryOp)
+        ):
             test = ast.get_source_segment(data.decode("utf-8"), node.test) or ""
             edits.append(_node_edit(offsets, node.test, f"(not ({test}))", "condition: negated"))
         elif isinstance(node, ast.BoolOp):
             flip = BOOL_FLIPS[type(node.op)]
-            edits.append(_operator_edit(data, offsets, node.values[0], node.values[1], flip,
-                                        "boolean"))
+            edits.append(
+                _operator_edit(data, offsets, node.values[0], node.values[1], flip, "boolean")
+            )
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
             operand = ast.get_source_segment(data.decode("utf-8"), node.operand) or ""
             sign = "not" if isinstance(node.op, ast.Not) else "-"
             edits.append(_node_edit(offsets, node, f"({operand})", f"unary: drop {sign}"))
         elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
-            edits.append(_node_edit(offsets, node, str(not node.value),
-                                    f"constant: {node.value} -> {not node.value}"))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and (
-                node.value + 1 != node.value):  # huge floats absorb +1: an equivalent mutant
+            edits.append(
+                _node_edit(
+                    offsets,
+                    node,
+                    str(not node.value),
+                    f"constant: {node.value} -> {not node.value}",
+                )
+            )
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and (node.value + 1 != node.value)
+        ):  # huge floats absorb +1: an equivalent mutant
             bumped = node.value + 1
-            edits.append(_node_edit(offsets, node, repr(bumped),
-                                    f"constant: {node.value!r} -> {bumped!r}"))
-        elif isinstance(node, ast.Return) and node.value is not None and not (
-                isinstance(node.value, ast.Constant) and node.value.value is None):
+            edits.append(
+                _node_edit(offsets, node, repr(bumped), f"constant: {node.value!r} -> {bumped!r}")
+            )
+        elif (
+            isinstance(node, ast.Return)
+            and node.value is not None
+            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
             edits.append(_node_edit(offsets, node.value, "None", "return: value -> None"))
             if isinstance(node.value, (ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Call, ast.Name)):
                 source = ast.get_source_segment(data.decode("utf-8"), node.value) or ""
-                edits.append(_node_edit(offsets, node.value, f"(not ({source}))",
-                                        "return: value -> negated"))
+                edits.append(
+                    _node_edit(offsets, node.value, f"(not ({source}))", "return: value -> negated")
+                )
     return edits
 
 
@@ -140,13 +193,17 @@ def generate_mutants(source_text: str, lines: set[int] | None, limit: int) -> li
     except (SyntaxError, RecursionError):
         return []
     data = source_text.encode("utf-8")
-    edits = sorted({(e.line, e.start, e.description): e for e in _edits(tree, data)}.values(),
-                   key=lambda e: (e.line, e.start, e.description))
+    edits = sorted(
+        {(e.line, e.start, e.description): e for e in _edits(tree, data)}.values(),
+        key=lambda e: (e.line, e.start, e.description),
+    )
     mutants: list[Mutant] = []
     for edit in edits:
         if lines is not None and edit.line not in lines:
             continue
-        text = (data[:edit.start] + edit.replacement.encode("utf-8") + data[edit.end:]).decode("utf-8")
+        text = (data[: edit.start] + edit.replacement.encode("utf-8") + data[edit.end :]).decode(
+            "utf-8"
+        )
         try:
             compile(text, "<mutant>", "exec")
         except (SyntaxError, RecursionError):

@@ -26,7 +26,9 @@ from guardrails.workspace import GuardContract
 RECHECKED = ("tests.pytest_hook", "sanitizer.")
 
 
-def recheck_file(path: str, data: bytes, policy: Policy, allow: frozenset[str] = frozenset()) -> list[Violation]:
+def recheck_file(
+    path: str, data: bytes, policy: Policy, allow: frozenset[str] = frozenset()
+) -> list[Violation]:
     """Hook and capability findings of one whole test file, judged as if newly written."""
     text, refused = read_source(path, data, "tests")
     if text is None:
@@ -35,8 +37,11 @@ def recheck_file(path: str, data: bytes, policy: Policy, allow: frozenset[str] =
         tree, errors = parse(path, text, "tests.syntax_error")
         if tree is None:
             return [e for e in errors if e.rule not in allow]
-        found = [f for f in capability_findings(path, tree, policy) + discipline_findings(tree)
-                 if f.rule.startswith(RECHECKED)]
+        found = [
+            f
+            for f in capability_findings(path, tree, policy) + discipline_findings(tree)
+            if f.rule.startswith(RECHECKED)
+        ]
     except RecursionError:
         return [v for v in too_deep(path, "tests.syntax_error") if v.rule not in allow]
     return to_violations(found, path, set(allow))
@@ -50,7 +55,10 @@ def recheck_tests(contract: GuardContract, ws: Path) -> list[Violation]:
         base = ws / tree
         for file in sorted(base.rglob("*.py")) if base.is_dir() else []:
             if file.is_file() and not file.is_symlink():
-                path = file.relative_to(ws).as_posix()  # sibling helpers are T's own, as in the patch
-                found += recheck_file(path, file.read_bytes(), with_siblings(policy, ws, path),
-                                      contract.allow)
+                path = file.relative_to(
+                    ws
+                ).as_posix()  # sibling helpers are T's own, as in the patch
+                found += recheck_file(
+                    path, file.read_bytes(), with_siblings(policy, ws, path), contract.allow
+                )
     return found

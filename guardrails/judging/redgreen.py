@@ -28,8 +28,12 @@ PROXY_ATTRIBUTES = ("name", "params", "handle")
 class SourceValues:
     """Which expressions of one test module carry values computed by S."""
 
-    def __init__(self, tree: ast.Module, packages: tuple[str, ...],
-                 fixtures: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    def __init__(
+        self,
+        tree: ast.Module,
+        packages: tuple[str, ...],
+        fixtures: set[str] = frozenset(),  # type: ignore[assignment]
+    ) -> None:
         self.imports = import_map(ast.walk(tree))
         self.packages = packages
         self.fixtures = set(fixtures) | source_fixtures(tree, packages)
@@ -37,17 +41,30 @@ class SourceValues:
 
     def _opens(self, node: ast.AST) -> bool:
         """Is `node` an `open_strategy(...)` call (the host's handle on a strategy)?"""
-        return isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and (
-            dotted(node.func, self.imports) == "strategy_host.open_strategy")
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, (ast.Name, ast.Attribute))
+            and (dotted(node.func, self.imports) == "strategy_host.open_strategy")
+        )
 
     def _proxies(self, tree: ast.Module) -> set[str]:
         """Names anywhere in the module bound to an opened strategy, and fixtures returning one."""
-        found = {target.id for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
-                 for target, value in _bindings(node) if isinstance(target, ast.Name)
-                 and value is not None and self._opens(value)}
-        return found | {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
-                        and any(isinstance(n, ast.Return) and n.value is not None
-                                and self._opens(n.value) for n in ast.walk(node))}
+        found = {
+            target.id
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target, value in _bindings(node)
+            if isinstance(target, ast.Name) and value is not None and self._opens(value)
+        }
+        return found | {
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef)
+            and any(
+                isinstance(n, ast.Return) and n.value is not None and self._opens(n.value)
+                for n in ast.walk(node)
+            )
+        }
 
     def _opaque(self, node: ast.AST) -> bool:
         """An attribute that says nothing about what S computes: a dunder, or the opened
@@ -56,8 +73,10 @@ class SourceValues:
             return False
         if node.attr.startswith("__") and node.attr.endswith("__"):
             return True
-        return node.attr in PROXY_ATTRIBUTES and (self._opens(node.value) or (
-            isinstance(node.value, ast.Name) and node.value.id in self.proxies))
+        return node.attr in PROXY_ATTRIBUTES and (
+            self._opens(node.value)
+            or (isinstance(node.value, ast.Name) and node.value.id in self.proxies)
+        )
 
     def _walk(self, node: ast.AST) -> Iterator[ast.AST]:
         """ast.walk without the subtrees of opaque attributes."""
@@ -76,7 +95,11 @@ class SourceValues:
         for child in self._walk(node):
             if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):
                 return True
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id in self.fixtures:
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name)
+                and child.func.id in self.fixtures
+            ):
                 return True
         return False
 
@@ -85,8 +108,11 @@ class SourceValues:
         args = getattr(function, "args", None)
         params = {a.arg for a in (args.args + args.kwonlyargs)} if args else set()
         names = params & self.fixtures
-        assigns = [n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AnnAssign,
-                                                                   ast.For, ast.With))]
+        assigns = [
+            n
+            for n in ast.walk(function)
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.For, ast.With))
+        ]
         grown = True
         while grown:
             grown = False
@@ -106,8 +132,11 @@ def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
         return [(node.target, node.value)] if node.value is not None else []
     if isinstance(node, ast.For):
         return [(node.target, node.iter)]
-    return [(item.optional_vars, item.context_expr) for item in node.items  # type: ignore[attr-defined]
-            if item.optional_vars is not None]
+    return [
+        (item.optional_vars, item.context_expr)
+        for item in node.items  # type: ignore[attr-defined]
+        if item.optional_vars is not None
+    ]
 
 
 def source_fixtures(tree: ast.Module, packages: tuple[str, ...]) -> set[str]:
@@ -117,9 +146,16 @@ def source_fixtures(tree: ast.Module, packages: tuple[str, ...]) -> set[str]:
     values.proxies = values._proxies(tree)
     functions = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
     while True:  # until no more: a fixture may return what a helper got from S
-        found = {node.name for node in functions if any(
-            isinstance(n, (ast.Return, ast.Yield)) and n.value is not None
-            and values.calls_source(n.value, values.tainted(node)) for n in ast.walk(node))}
+        found = {
+            node.name
+            for node in functions
+            if any(
+                isinstance(n, (ast.Return, ast.Yield))
+                and n.value is not None
+                and values.calls_source(n.value, values.tainted(node))
+                for n in ast.walk(node)
+            )
+        }
         if found == values.fixtures:
             return found
         values.fixtures = found
@@ -130,8 +166,11 @@ def _enclosing(tree: ast.Module, line: int) -> tuple[list[ast.AST], ast.AST | No
     chain: list[ast.AST] = []
     node: ast.AST = tree
     while True:
-        inner = [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)
-                 and c.lineno <= line <= (c.end_lineno or c.lineno)]
+        inner = [
+            c
+            for c in ast.iter_child_nodes(node)
+            if isinstance(c, ast.stmt) and c.lineno <= line <= (c.end_lineno or c.lineno)
+        ]
         if not inner:
             return chain, chain[-1] if chain else None
         node = inner[0]
@@ -143,15 +182,17 @@ def about_source(tree: ast.Module, line: int, values: SourceValues) -> bool:
     chain, statement = _enclosing(tree, line)
     if statement is None:
         return False
-    function = next((n for n in reversed(chain) if isinstance(n, (ast.FunctionDef,
-                                                                    ast.AsyncFunctionDef))), None)
+    function = next(
+        (n for n in reversed(chain) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None
+    )
     tainted = values.tainted(function) if function is not None else set()
     if function is not None and not function.name.startswith("test"):
         args = function.args
         tainted |= {a.arg for a in args.args + args.kwonlyargs}  # a helper asserting on arguments
     for node in reversed(chain):
         if isinstance(node, ast.With) and any(
-                "raises" in ast.unparse(item.context_expr) for item in node.items):
+            "raises" in ast.unparse(item.context_expr) for item in node.items
+        ):
             return any(values.calls_source(child, tainted) for child in node.body)
     if isinstance(statement, ast.Assert):
         return all(values.calls_source(part, tainted) for part in _conjuncts(statement.test))
@@ -179,8 +220,9 @@ def _conftest_fixtures(ws: Path, test_file: str, packages: tuple[str, ...]) -> s
     return found
 
 
-def red_violations(suite: SuiteResult, new_ids: list[str], ws: Path,
-                   packages: tuple[str, ...]) -> list[Violation]:
+def red_violations(
+    suite: SuiteResult, new_ids: list[str], ws: Path, packages: tuple[str, ...]
+) -> list[Violation]:
     """New tests that failed by an assertion which does not involve S's values."""
     found: list[Violation] = []
     for nodeid in new_ids:
@@ -197,7 +239,14 @@ def red_violations(suite: SuiteResult, new_ids: list[str], ws: Path,
             except (OSError, SyntaxError, ValueError):
                 ok = False
         if not ok:
-            found.append(Violation(rule="redgreen.not_about_source", path=nodeid.split("::")[0],
-                                   message=(f"{nodeid}: fails by an assertion that does not "
-                                            "involve any value the source code returns")))
+            found.append(
+                Violation(
+                    rule="redgreen.not_about_source",
+                    path=nodeid.split("::")[0],
+                    message=(
+                        f"{nodeid}: fails by an assertion that does not "
+                        "involve any value the source code returns"
+                    ),
+                )
+            )
     return found

@@ -27,8 +27,9 @@ from guardrails.verdict import Violation
 CANDIDATES = {
     "empty weights": "{}",
     # where today's S already holds every name, equal weights may well be the mandate's answer
-    "equal weights over the universe": ("out if all(out.get(n, 0) > 0 for n in names) "
-                                        "else {n: 1.0 / len(names) for n in names}"),
+    "equal weights over the universe": (
+        "out if all(out.get(n, 0) > 0 for n in names) else {n: 1.0 / len(names) for n in names}"
+    ),
     "all weight on the first name": "{n: float(n == names[0]) for n in names}",
     "all weight on the last name": "{n: float(n == names[-1]) for n in names}",
 }
@@ -87,18 +88,33 @@ def candidate_text(source: str, candidate: str) -> str:
 def trivial_violations(gate: GateState, red_ids: list[str]) -> list[Violation]:
     """Run the suite on each trivial candidate; red tests that pass on one are refused."""
     contract, ws = gate.contract, gate.dirs.ws
-    sources = {path.relative_to(ws).as_posix(): path.read_text(encoding="utf-8")
-               for tree in contract.source for path in sorted((ws / tree).rglob("*.py"))}
+    sources = {
+        path.relative_to(ws).as_posix(): path.read_text(encoding="utf-8")
+        for tree in contract.source
+        for path in sorted((ws / tree).rglob("*.py"))
+    }
 
     def run(index: int) -> SuiteResult:
         candidate = list(CANDIDATES)[index]
-        copy = variant_workspace(gate, f"trivial-{index}", {
-            rel: candidate_text(text, candidate) for rel, text in sources.items()})
+        copy = variant_workspace(
+            gate,
+            f"trivial-{index}",
+            {rel: candidate_text(text, candidate) for rel, text in sources.items()},
+        )
         try:
-            request = SuiteRequest(workspace=copy, tests=contract.tests, tag=f"trivial-{index}",
-                                   sources=contract.source)
-            return run_suite(gate.lock, gate.dirs, request, memory_mb=contract.memory_limit_mb,
-                             timeout_s=min(contract.time_limit_s, MUTANT_TIME_LIMIT_S))
+            request = SuiteRequest(
+                workspace=copy,
+                tests=contract.tests,
+                tag=f"trivial-{index}",
+                sources=contract.source,
+            )
+            return run_suite(
+                gate.lock,
+                gate.dirs,
+                request,
+                memory_mb=contract.memory_limit_mb,
+                timeout_s=min(contract.time_limit_s, MUTANT_TIME_LIMIT_S),
+            )
         finally:
             shutil.rmtree(copy, ignore_errors=True)
 
@@ -112,7 +128,14 @@ def trivial_violations(gate: GateState, red_ids: list[str]) -> list[Violation]:
         else:
             passed = [name for name in passed if name not in PAIRED]
         if passed:
-            found.append(Violation(rule="redgreen.trivial", path=nodeid.split("::")[0], message=(
-                f"{nodeid} passes when the strategy answers with {passed[0]}: a red test must "
-                "fail on trivial answers the mandate does not ask for, so it shows what S must do")))
+            found.append(
+                Violation(
+                    rule="redgreen.trivial",
+                    path=nodeid.split("::")[0],
+                    message=(
+                        f"{nodeid} passes when the strategy answers with {passed[0]}: a red test must "
+                        "fail on trivial answers the mandate does not ask for, so it shows what S must do"
+                    ),
+                )
+            )
     return found

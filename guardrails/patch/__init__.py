@@ -11,7 +11,14 @@ if TYPE_CHECKING:
     from guardrails.patch.diffs import check_patch
     from guardrails.patch.parse import FileChange, PatchError, parse_patch
 
-__all__ = ["ApplyResult", "FileChange", "PatchError", "added_lines", "apply_patch", "check_patch",
-           "parse_patch"]
+__all__ = [
+    "ApplyResult",
+    "FileChange",
+    "PatchError",
+    "added_lines",
+    "apply_patch",
+    "check_patch",
+    "parse_patch",
+]
 if not TYPE_CHECKING:  # mypy reads the imports above: a name missing there is an error, not Any
     __getattr__ = front_door(__name__, __file__)

@@ -66,16 +66,21 @@ class _Refused(Exception):
 
 def _body(hunk: Hunk) -> list[tuple[str, str]]:
     """(kind, text) of the hunk's content lines: kind is ' ', '-', '+' or '\\\\' (no-newline marker)."""
-    return [(line.line_type, line.value.rstrip("\n").rstrip("\r")) for line in hunk
-            if line.line_type in (" ", "-", "+", "\\")]
+    return [
+        (line.line_type, line.value.rstrip("\n").rstrip("\r"))
+        for line in hunk
+        if line.line_type in (" ", "-", "+", "\\")
+    ]
 
 
 def _matches(lines: list[str], old: list[str], at: int, loose: bool) -> bool:
     if at < 0 or at + len(old) > len(lines):
         return False
     if loose:
-        return all(a.rstrip() == b.rstrip() for a, b in zip(lines[at:at + len(old)], old, strict=True))
-    return lines[at:at + len(old)] == old
+        return all(
+            a.rstrip() == b.rstrip() for a, b in zip(lines[at : at + len(old)], old, strict=True)
+        )
+    return lines[at : at + len(old)] == old
 
 
 def _locate(lines: list[str], old: list[str], expected: int, header: str) -> int:
@@ -95,12 +100,16 @@ def _locate(lines: list[str], old: list[str], expected: int, header: str) -> int
             nearest, runner_up = distances[0], distances[1]
             if nearest[0] <= NEAR and nearest[0] < runner_up[0]:
                 return nearest[1]
-            raise _HunkFailed(f"hunk {header}: its context matches {len(found)} places "
-                              f"(lines {', '.join(str(i + 1) for _, i in distances[:5])}) and none "
-                              f"is uniquely nearest to line {expected + 1}")
+            raise _HunkFailed(
+                f"hunk {header}: its context matches {len(found)} places "
+                f"(lines {', '.join(str(i + 1) for _, i in distances[:5])}) and none "
+                f"is uniquely nearest to line {expected + 1}"
+            )
     shown = lines[expected] if 0 <= expected < len(lines) else "<end of file>"
-    raise _HunkFailed(f"hunk {header}: its context and removed lines appear nowhere in the file "
-                      f"(expected {old[0]!r} at line {expected + 1}, found {shown!r})")
+    raise _HunkFailed(
+        f"hunk {header}: its context and removed lines appear nowhere in the file "
+        f"(expected {old[0]!r} at line {expected + 1}, found {shown!r})"
+    )
 
 
 def _apply_hunks(doc: _Doc, hunks: list[Hunk]) -> list[str]:
@@ -110,8 +119,10 @@ def _apply_hunks(doc: _Doc, hunks: list[Hunk]) -> list[str]:
     for hunk in hunks:
         body = _body(hunk)
         old = [text for kind, text in body if kind in (" ", "-")]
-        header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start}," \
-                 f"{hunk.target_length} @@"
+        header = (
+            f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},"
+            f"{hunk.target_length} @@"
+        )
         stated = hunk.source_start if not old else hunk.source_start - 1
         try:
             at = _locate(doc.lines, old, stated + shift, header)
@@ -137,8 +148,8 @@ def _apply_hunks(doc: _Doc, hunks: list[Hunk]) -> list[str]:
             previous = kind
         if at + len(old) >= len(doc.lines) and body and body[-1][0] == "+":
             doc.final_newline = True
-        doc.lines[at:at + len(old)] = new_lines
-        doc.added[at:at + len(old)] = new_added
+        doc.lines[at : at + len(old)] = new_lines
+        doc.added[at : at + len(old)] = new_added
         shift = at - stated + len(new_lines) - len(old)
     return failures
 
@@ -151,7 +162,9 @@ def _safe_path(root: Path, rel: str) -> Path:
     """root/rel after checking that no existing component is a symlink and it stays inside root."""
     parts = rel.split("/")
     if rel.startswith("/") or any(part in ("", ".", "..") for part in parts):
-        raise _Refused("diff.unclean_path", f"{rel!r} is not a clean relative path in the workspace")
+        raise _Refused(
+            "diff.unclean_path", f"{rel!r} is not a clean relative path in the workspace"
+        )
     current = root
     for part in parts:
         current = current / part
@@ -162,8 +175,10 @@ def _safe_path(root: Path, rel: str) -> Path:
         except NotADirectoryError:
             raise _HunkFailed(f"{rel}: a parent of it is a file, not a folder") from None
         if stat.S_ISLNK(mode):
-            raise PermissionError(f"{current.relative_to(root)} is a symbolic link; the gate never "
-                                  "writes through links")
+            raise PermissionError(
+                f"{current.relative_to(root)} is a symbolic link; the gate never "
+                "writes through links"
+            )
     # the whole path, also when its folders do not exist yet (a new file in a new folder)
     return root.joinpath(*parts)
 
@@ -203,12 +218,15 @@ def _apply_change(change: FileChange, root: Path, docs: dict[str, _Doc | None]) 
     if plain_modify and source != target:
         raise _Refused("diff.name_mismatch", f"old name {source!r} and new name {target!r} differ")
     if change.is_binary or change.is_symlink:
-        raise _Refused("diff.binary" if change.is_binary else "diff.symlink",
-                       "binary and symbolic-link entries are never applied")
+        raise _Refused(
+            "diff.binary" if change.is_binary else "diff.symlink",
+            "binary and symbolic-link entries are never applied",
+        )
     if change.is_added:
         assert target is not None
-        if docs.get(target) is not None or (target not in docs
-                                            and os.path.lexists(_safe_path(root, target))):
+        if docs.get(target) is not None or (
+            target not in docs and os.path.lexists(_safe_path(root, target))
+        ):
             return [f"{target} already exists; a new-file entry cannot overwrite it"]
         doc = _Doc(lines=[], added=[])
     else:
@@ -216,8 +234,9 @@ def _apply_change(change: FileChange, root: Path, docs: dict[str, _Doc | None]) 
         doc = _load(root, source, docs)
         if (change.is_rename or change.is_copy) and target != source:
             assert target is not None
-            if docs.get(target) is not None or (target not in docs
-                                                and os.path.lexists(_safe_path(root, target))):
+            if docs.get(target) is not None or (
+                target not in docs and os.path.lexists(_safe_path(root, target))
+            ):
                 return [f"{target} already exists; a rename or copy cannot overwrite it"]
             doc = _Doc(list(doc.lines), list(doc.added), doc.eol, doc.final_newline)
     failures = _apply_hunks(doc, change.hunks)
@@ -225,8 +244,12 @@ def _apply_change(change: FileChange, root: Path, docs: dict[str, _Doc | None]) 
         return failures
     if change.is_removed:
         if doc.lines:
-            return [(f"deleting {source} requires removing all of its lines; "
-                    f"{len(doc.lines)} would remain")]
+            return [
+                (
+                    f"deleting {source} requires removing all of its lines; "
+                    f"{len(doc.lines)} would remain"
+                )
+            ]
         docs[source or ""] = None
         return []
     if change.is_rename and source != target:
@@ -251,8 +274,9 @@ def apply_patch(changes: list[FileChange], root: Path) -> ApplyResult:
             continue
         except _HunkFailed as exc:
             failures = [str(exc)]
-        result.violations += [_refuse("diff.hunk_failed", change.path, message)
-                              for message in failures]
+        result.violations += [
+            _refuse("diff.hunk_failed", change.path, message) for message in failures
+        ]
     if result.violations:
         return result
     for rel, doc in docs.items():
@@ -263,7 +287,9 @@ def apply_patch(changes: list[FileChange], root: Path) -> ApplyResult:
         try:
             _write(root, rel, doc)
         except (OSError, _HunkFailed) as exc:  # entries of this patch that clash with each other
-            result.violations.append(_refuse("diff.write_failed", rel, f"cannot write {rel}: {exc}"))
+            result.violations.append(
+                _refuse("diff.write_failed", rel, f"cannot write {rel}: {exc}")
+            )
             continue
         result.written.append(rel)
         result.added_lines[rel] = {i + 1 for i, added in enumerate(doc.added) if added}
@@ -277,6 +303,10 @@ def added_lines(changes: list[FileChange]) -> dict[str, set[int]]:
         if change.target_path is None:  # a deletion adds nothing
             continue
         numbers = lines.setdefault(change.target_path, set())
-        numbers.update(line.target_line_no for hunk in change.hunks for line in hunk
-                       if line.is_added and line.target_line_no is not None)
+        numbers.update(
+            line.target_line_no
+            for hunk in change.hunks
+            for line in hunk
+            if line.is_added and line.target_line_no is not None
+        )
     return lines

@@ -21,8 +21,18 @@ _EXTENDED = re.compile(
     r"|new file mode \d+|similarity index \d+%|dissimilarity index \d+%|rename from .+|rename to .+"
     r"|copy from .+|copy to .+)$"
 )
-_HEADER_KEYS = ("old mode", "new mode", "deleted file mode", "new file mode", "similarity index",
-                "dissimilarity index", "rename from", "rename to", "copy from", "copy to")
+_HEADER_KEYS = (
+    "old mode",
+    "new mode",
+    "deleted file mode",
+    "new file mode",
+    "similarity index",
+    "dissimilarity index",
+    "rename from",
+    "rename to",
+    "copy from",
+    "copy to",
+)
 _BINARY_MARKERS = ("GIT binary patch", "Binary files ")
 
 
@@ -120,8 +130,8 @@ def _header_item(line: str) -> tuple[str, str]:
     """Split an extended git header line into (key, value), e.g. ("rename from", "a.py")."""
     for key in _HEADER_KEYS:
         if line.startswith(key + " "):
-            return key, line[len(key) + 1:]
-    return "index", line[len("index "):]
+            return key, line[len(key) + 1 :]
+    return "index", line[len("index ") :]
 
 
 def _counted_length(lines: list[str], i: int, old_left: int, new_left: int) -> int | None:
@@ -147,8 +157,11 @@ def _counted_length(lines: list[str], i: int, old_left: int, new_left: int) -> i
 
 def _boundary(lines: list[str], j: int) -> bool:
     """True where a new hunk or file entry starts."""
-    return lines[j].startswith("@@") or bool(_GIT_HEADER.match(lines[j])) or (
-        lines[j].startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ "))
+    return (
+        lines[j].startswith("@@")
+        or bool(_GIT_HEADER.match(lines[j]))
+        or (lines[j].startswith("--- ") and j + 1 < len(lines) and lines[j + 1].startswith("+++ "))
+    )
 
 
 def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
@@ -163,7 +176,10 @@ def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
                 k += 1
             if k >= len(lines) or _boundary(lines, k):
                 break
-            old, new = old + k - j, new + k - j  # empty context lines whose single space was stripped
+            old, new = (
+                old + k - j,
+                new + k - j,
+            )  # empty context lines whose single space was stripped
             j = k
             continue
         if kind == " ":
@@ -179,7 +195,7 @@ def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
         if j < len(lines) and lines[j] and not _boundary(lines, j):
             raise PatchError(f"line {j + 1}: {lines[j]!r} is not a hunk line")
         raise PatchError(f"line {i + 1}: hunk {lines[i]!r} has no lines")
-    lines[i] = f"@@ -{header.group(1)},{old} +{header.group(3)},{new} @@{lines[i][header.end():]}"
+    lines[i] = f"@@ -{header.group(1)},{old} +{header.group(3)},{new} @@{lines[i][header.end() :]}"
     return j - i
 
 
@@ -210,8 +226,9 @@ def _scan_entries(lines: list[str]) -> list[_Entry]:
             i += 1  # blank lines between entries carry nothing and hide nothing
             continue
         git = _GIT_HEADER.match(line)
-        if git is None and not (line.startswith("--- ") and i + 1 < len(lines)
-                                and lines[i + 1].startswith("+++ ")):
+        if git is None and not (
+            line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        ):
             where = "before the first entry" if not entries else "between or after entries"
             raise PatchError(f"line {i + 1}: unexpected text {where}: {line[:80]!r}")
         entry = _Entry(start=i)
@@ -265,7 +282,9 @@ def _names_of(entry: _Entry, patched: PatchedFile | None) -> tuple[str, str]:
 def parse_patch(text: str) -> list[FileChange]:
     """Parse a unified diff strictly; raise PatchError on any text that is not part of an entry."""
     if len(text) > MAX_PATCH_CHARS:
-        raise PatchError(f"the patch has {len(text)} characters; at most {MAX_PATCH_CHARS} are read")
+        raise PatchError(
+            f"the patch has {len(text)} characters; at most {MAX_PATCH_CHARS} are read"
+        )
     lines = text.replace("\r\n", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -273,7 +292,7 @@ def parse_patch(text: str) -> list[FileChange]:
         raise PatchError("the patch is empty")
     changes: list[FileChange] = []
     for entry in _scan_entries(lines):
-        body = lines[entry.start:entry.end]
+        body = lines[entry.start : entry.end]
         chunk = "\n".join(body) + "\n"
         patched: PatchedFile | None = None
         if not entry.binary:
@@ -282,14 +301,24 @@ def parse_patch(text: str) -> list[FileChange]:
             except UnidiffParseError as exc:
                 raise PatchError(f"line {entry.start + 1}: {exc}") from None
             if len(parsed) > 1:
-                raise PatchError(f"line {entry.start + 1}: the 'diff --git' names and the "
-                                 "'---'/'+++' names of this entry disagree")
+                raise PatchError(
+                    f"line {entry.start + 1}: the 'diff --git' names and the "
+                    "'---'/'+++' names of this entry disagree"
+                )
             patched = parsed[0] if parsed else None
         source, target = _names_of(entry, patched)
         if patched is None:
             patched = PatchedFile(None, source, target, is_binary_file=entry.binary)
-        changes.append(FileChange(patched=patched, raw_source=source, raw_target=target,
-                                  headers=entry.headers, is_binary=entry.binary,
-                                  is_git=entry.git_names is not None,
-                                  size=len(chunk.encode()), first_line=entry.start + 1))
+        changes.append(
+            FileChange(
+                patched=patched,
+                raw_source=source,
+                raw_target=target,
+                headers=entry.headers,
+                is_binary=entry.binary,
+                is_git=entry.git_names is not None,
+                size=len(chunk.encode()),
+                first_line=entry.start + 1,
+            )
+        )
     return changes

@@ -31,9 +31,29 @@ if TYPE_CHECKING:
     )
     from guardrails.sandbox.tempdirs import OWNER_NOTE
 
-__all__ = ["CoverageReader", "GateDirs", "HOST_POLL_S", "HashOnlyLock", "HostProcess", "HostSpec",
-           "LOCKS", "OWNER_NOTE", "RoLock", "SuiteRequest", "SuiteResult", "changed_paths",
-           "hash_violations", "lock_manifest", "make_readable", "manifest_digest", "relay",
-           "run_suite", "scratch_copy", "select_lock", "start_host", "tree_manifest"]
+__all__ = [
+    "CoverageReader",
+    "GateDirs",
+    "HOST_POLL_S",
+    "HashOnlyLock",
+    "HostProcess",
+    "HostSpec",
+    "LOCKS",
+    "OWNER_NOTE",
+    "RoLock",
+    "SuiteRequest",
+    "SuiteResult",
+    "changed_paths",
+    "hash_violations",
+    "lock_manifest",
+    "make_readable",
+    "manifest_digest",
+    "relay",
+    "run_suite",
+    "scratch_copy",
+    "select_lock",
+    "start_host",
+    "tree_manifest",
+]
 if not TYPE_CHECKING:  # mypy reads the imports above: a name missing there is an error, not Any
     __getattr__ = front_door(__name__, __file__)

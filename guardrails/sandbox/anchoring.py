@@ -12,17 +12,45 @@ from pathlib import Path
 from guardrails.verdict import Violation
 
 # Files that configure Python start-up, pytest or coverage: anchored wherever they are.
-CONFIG_FILE_NAMES = frozenset({
-    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
-    "setup.cfg", "setup.py", "pyproject.toml", ".coveragerc", "sitecustomize.py",
-    "usercustomize.py", "noxfile.py", "pyvenv.cfg",
-})
+CONFIG_FILE_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "tox.ini",
+        "setup.cfg",
+        "setup.py",
+        "pyproject.toml",
+        ".coveragerc",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "noxfile.py",
+        "pyvenv.cfg",
+    }
+)
 CONFIG_SUFFIXES = (".pth",)
 # Never copied into the scratch area: VCS data, caches, byte code, virtual environments.
-SKIPPED_NAMES = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache",
-    ".hypothesis", ".tox", ".nox", ".venv", "venv", "node_modules", "htmlcov", ".eggs",
-})
+SKIPPED_NAMES = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        "node_modules",
+        "htmlcov",
+        ".eggs",
+    }
+)
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 
 
@@ -99,9 +127,14 @@ def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 def hash_violations(before: dict[str, str], after: dict[str, str], when: str) -> list[Violation]:
     """One `lock.hash_mismatch` violation per locked file that changed."""
-    return [Violation(rule="lock.hash_mismatch", path=path,
-                      message=f"locked file {path} was {_change_kind(before, after, path)} {when}")
-            for path in changed_paths(before, after)]
+    return [
+        Violation(
+            rule="lock.hash_mismatch",
+            path=path,
+            message=f"locked file {path} was {_change_kind(before, after, path)} {when}",
+        )
+        for path in changed_paths(before, after)
+    ]
 
 
 def _change_kind(before: dict[str, str], after: dict[str, str], path: str) -> str:

@@ -13,15 +13,19 @@ def select_lock(name: str | None) -> RoLock:
         problem = BwrapLock.available()
         if problem is None:
             return BwrapLock()
-        raise GateSetupError(f"no OS-level sandbox available ({problem}); install bubblewrap, or "
-                             "ask for --lock docker or --lock hash-only by name")
+        raise GateSetupError(
+            f"no OS-level sandbox available ({problem}); install bubblewrap, or "
+            "ask for --lock docker or --lock hash-only by name"
+        )
     if name == "hash-only":
         return HashOnlyLock()
     if name in ("bwrap", "namespace"):  # `namespace`: the former hand-made backend's name
         problem = BwrapLock.available()
         if problem:
-            raise GateSetupError(f"--lock {name} unavailable: {problem}; "
-                                 "use --lock hash-only to run without an OS-level lock")
+            raise GateSetupError(
+                f"--lock {name} unavailable: {problem}; "
+                "use --lock hash-only to run without an OS-level lock"
+            )
         return BwrapLock()
     if name == "docker":
         return DockerLock(DockerLock.connect())

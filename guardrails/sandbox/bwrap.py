@@ -43,10 +43,28 @@ SITE_INSIDE = "/site"
 TOP_LINKS = ("/bin", "/lib", "/lib32", "/lib64", "/libx32")
 ZONEINFO = "/usr/share/zoneinfo"
 # bwrap options: every namespace new, no nested user namespaces, own session (no TIOCSTI).
-ISOLATION = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-             "--hostname", "sandbox", "--proc", "/proc", "--dev", "/dev",
-             "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
-             "--clearenv"]
+ISOLATION = [
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--hostname",
+    "sandbox",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--size",
+    str(TMP_BYTES),
+    "--tmpfs",
+    "/tmp",
+    "--size",
+    str(SHM_BYTES),
+    "--tmpfs",
+    "/dev/shm",
+    "--clearenv",
+]
 
 
 def file_limit() -> list[str]:
@@ -73,8 +91,11 @@ def runtime_paths() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     if sysconfig.get_config_var("Py_ENABLE_SHARED"):
         paths.append(str(sysconfig.get_config_var("LIBDIR")))
     multiarch = sysconfig.get_config_var("MULTIARCH") or ""
-    paths += [os.path.realpath(p) for p in (f"/usr/lib/{multiarch}", "/usr/lib64")
-              if multiarch and os.path.isdir(p)]
+    paths += [
+        os.path.realpath(p)
+        for p in (f"/usr/lib/{multiarch}", "/usr/lib64")
+        if multiarch and os.path.isdir(p)
+    ]
     ldd = subprocess.run(["ldd", python], capture_output=True, text=True, check=False).stdout
     for library in re.findall(r"(/\S+) \(0x", ldd):
         paths.append(os.path.dirname(os.path.realpath(library)))
@@ -106,8 +127,9 @@ class BwrapLock(RoLock):
             binds.append(Bind(Path(ZONEINFO), ZONEINFO))
         return binds
 
-    def bwrap_argv(self, argv: list[str], sources: list[tuple[str, Bind]], cwd: str,
-                   env: dict[str, str]) -> list[str]:
+    def bwrap_argv(
+        self, argv: list[str], sources: list[tuple[str, Bind]], cwd: str, env: dict[str, str]
+    ) -> list[str]:
         """The bwrap command: isolation, links, binds (each from its staged source), env, argv."""
         command = [_tool("bwrap"), *ISOLATION]
         for target, link in runtime_paths()[1]:
@@ -119,8 +141,9 @@ class BwrapLock(RoLock):
             command += ["--setenv", key, value]
         return [*command, "--chdir", cwd, "--", *argv]
 
-    def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-                memory_mb: int) -> Prepared:
+    def prepare(
+        self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str], memory_mb: int
+    ) -> Prepared:
         every = [*self.system_binds(), *binds]
         limits = [*memory_limit(memory_mb), *file_limit()]
         if os.geteuid() != 0:  # already an unprivileged host uid: bind the host paths directly
@@ -135,23 +158,60 @@ class BwrapLock(RoLock):
         except OSError:
             _remove_stage(stage, points)
             raise
-        mounts = [(f"mount -t tmpfs -o size={WRITABLE_BYTES},mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID} "
-                   f"tmpfs {shlex.quote(str(p))}") if b.writable else
-                  f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
-                  for p, b in zip(points, every, strict=True)]
+        mounts = [
+            (
+                f"mount -t tmpfs -o size={WRITABLE_BYTES},mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID} "
+                f"tmpfs {shlex.quote(str(p))}"
+            )
+            if b.writable
+            else f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
+            for p, b in zip(points, every, strict=True)
+        ]
         # a writable bind's tmpfs back into its host folder once the run is over (links kept as links)
-        back = [f"cp -R -P -- {shlex.quote(str(p))}/. {shlex.quote(str(b.host))}/ || rc=1"
-                for p, b in zip(points, every, strict=True) if b.writable]
-        drop = [_tool("setpriv"), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}",
-                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", *limits]
-        inner = self.bwrap_argv(argv, [(str(p), b) for p, b in zip(points, every, strict=True)], cwd, env)
+        back = [
+            f"cp -R -P -- {shlex.quote(str(p))}/. {shlex.quote(str(b.host))}/ || rc=1"
+            for p, b in zip(points, every, strict=True)
+            if b.writable
+        ]
+        drop = [
+            _tool("setpriv"),
+            f"--reuid={SANDBOX_UID}",
+            f"--regid={SANDBOX_UID}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            *limits,
+        ]
+        inner = self.bwrap_argv(
+            argv, [(str(p), b) for p, b in zip(points, every, strict=True)], cwd, env
+        )
         run = shlex.join([*drop, *inner])
-        script = "set -e\n" + "\n".join(mounts) + (
-            f"\nrc=0\n{run} || rc=$?\n" + "\n".join(back) + "\nexit $rc" if back else "\nexec " + run)
-        command = [_tool("unshare"), "--mount", "--propagation", "private", "--",
-                   "/bin/sh", "-c", script]
-        return Prepared(command, {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                        cleanup=lambda: _remove_stage(stage, points))
+        script = (
+            "set -e\n"
+            + "\n".join(mounts)
+            + (
+                f"\nrc=0\n{run} || rc=$?\n" + "\n".join(back) + "\nexit $rc"
+                if back
+                else "\nexec " + run
+            )
+        )
+        command = [
+            _tool("unshare"),
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "/bin/sh",
+            "-c",
+            script,
+        ]
+        return Prepared(
+            command,
+            {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            cleanup=lambda: _remove_stage(stage, points),
+        )
 
     @staticmethod
     def available() -> str | None:
@@ -166,8 +226,10 @@ def _site_packages() -> list[str]:
 
 
 def _tool(name: str) -> str:
-    return shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") \
+    return (
+        shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         or name
+    )
 
 
 def _remove_stage(stage: Path, points: list[Path]) -> None:
@@ -187,8 +249,14 @@ def _bwrap_problem() -> str | None:
         if shutil.which(_tool(tool)) is None:
             hint = " (Debian package bubblewrap)" if tool == "bwrap" else ""
             return f"`{tool}` is not installed{hint}"
-    probe = BwrapLock().run([os.path.realpath(sys.executable), "-I", "-S", "-c", "print('ok')"],
-                            binds=[], cwd="/", env=dict(RUN_ENV), timeout_s=60, memory_mb=1024)
+    probe = BwrapLock().run(
+        [os.path.realpath(sys.executable), "-I", "-S", "-c", "print('ok')"],
+        binds=[],
+        cwd="/",
+        env=dict(RUN_ENV),
+        timeout_s=60,
+        memory_mb=1024,
+    )
     if probe.stdout.strip() != "ok":
         return f"a bubblewrap sandbox could not start here: {probe.stderr.strip()[-300:]}"
     return None

@@ -31,8 +31,13 @@ exclude_lines = {NEVER}
 partial_branches = {NEVER}
 """
 _COMPAT_ERRORS = {"ImportError", "ModuleNotFoundError"}
-_STUB_DECORATORS = {"overload", "typing.overload", "typing_extensions.overload", "abstractmethod",
-                    "abc.abstractmethod"}
+_STUB_DECORATORS = {
+    "overload",
+    "typing.overload",
+    "typing_extensions.overload",
+    "abstractmethod",
+    "abc.abstractmethod",
+}
 
 
 def exact_exclusions(text: str) -> set[int]:
@@ -43,21 +48,32 @@ def exact_exclusions(text: str) -> set[int]:
     that is the whole body of a method (abstract), the `...` that is the whole body of an
     `@overload`, an `@abstractmethod` or a Protocol's method; and version branches never taken."""
     tree = ast.parse(text)
-    rebound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    rebound = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+    }
     lines = version_dead_lines(text)
     for node in tree.body:
-        if isinstance(node, ast.If) and not node.orelse and (
+        if (
+            isinstance(node, ast.If)
+            and not node.orelse
+            and (
                 (_main_guard(node.test) and "__name__" not in rebound)
-                or (_type_checking(node.test, tree, rebound) and _only_imports(node.body))):
+                or (_type_checking(node.test, tree, rebound) and _only_imports(node.body))
+            )
+        ):
             lines |= _span(node)
         elif isinstance(node, ast.Try) and _compat_try(node):
             lines |= _span(node.handlers[0])
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        protocol = any(ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] == "Protocol" for b in cls.bases)
+        protocol = any(
+            ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] == "Protocol" for b in cls.bases
+        )
         for method in cls.body:
             if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines |= _stub_lines(method, protocol)
-    for function in (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+    for function in (
+        n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ):
         lines |= _stub_lines(function, None)
     return lines
 
@@ -74,11 +90,20 @@ def _type_checking(test: ast.expr, tree: ast.Module, rebound: set[str]) -> bool:
     """`typing.TYPE_CHECKING`, or `TYPE_CHECKING` imported from typing and never assigned."""
     if ast.unparse(test) in ("typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"):
         return True
-    bound = [(n.module if isinstance(n, ast.ImportFrom) else None, a) for n in ast.walk(tree)
-             if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names
-             if (a.asname or a.name) == "TYPE_CHECKING"]
-    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" and "TYPE_CHECKING" not in rebound \
-        and bool(bound) and all(m in ("typing", "typing_extensions") and a.asname is None for m, a in bound)
+    bound = [
+        (n.module if isinstance(n, ast.ImportFrom) else None, a)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+        if (a.asname or a.name) == "TYPE_CHECKING"
+    ]
+    return (
+        isinstance(test, ast.Name)
+        and test.id == "TYPE_CHECKING"
+        and "TYPE_CHECKING" not in rebound
+        and bool(bound)
+        and all(m in ("typing", "typing_extensions") and a.asname is None for m, a in bound)
+    )
 
 
 def _only_imports(body: list[ast.stmt]) -> bool:
@@ -91,32 +116,54 @@ def _compat_try(node: ast.Try) -> bool:
     if node.orelse or node.finalbody or len(node.handlers) != 1 or not _only_imports(node.body):
         return False
     handler = node.handlers[0]
-    return isinstance(handler.type, ast.Name) and handler.type.id in _COMPAT_ERRORS \
-        and handler.name is None and all(
-            isinstance(s, (ast.Import, ast.ImportFrom)) or (
-                isinstance(s, ast.Assign) and isinstance(s.value, (ast.Constant, ast.Name, ast.Attribute))
-                and all(isinstance(t, ast.Name) for t in s.targets)) for s in handler.body)
+    return (
+        isinstance(handler.type, ast.Name)
+        and handler.type.id in _COMPAT_ERRORS
+        and handler.name is None
+        and all(
+            isinstance(s, (ast.Import, ast.ImportFrom))
+            or (
+                isinstance(s, ast.Assign)
+                and isinstance(s.value, (ast.Constant, ast.Name, ast.Attribute))
+                and all(isinstance(t, ast.Name) for t in s.targets)
+            )
+            for s in handler.body
+        )
+    )
 
 
-def _stub_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool | None) -> set[int]:
+def _stub_lines(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool | None
+) -> set[int]:
     """The whole body of a stub: `...` of an overload, abstract or Protocol method; the bare
     `raise NotImplementedError` of a method (`protocol` None: not a method). Nothing else."""
     body = function.body
-    if len(body) == 2 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        len(body) == 2
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]  # the docstring
     if len(body) != 1:
         return set()
     decorators = {ast.unparse(d) for d in function.decorator_list}
     statement = body[0]
-    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
-            and statement.value.value is Ellipsis and (decorators & _STUB_DECORATORS or protocol):
+    if (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and statement.value.value is Ellipsis
+        and (decorators & _STUB_DECORATORS or protocol)
+    ):
         # `def f(x: int) -> int: ...`: the `def` line itself, whose exit into the body never runs
         return _span(function) if statement.lineno == function.lineno else _span(statement)
     if isinstance(statement, ast.Raise) and statement.cause is None and protocol is not None:
         raised = statement.exc
-        if isinstance(raised, ast.Call) and not raised.keywords and all(
-                isinstance(a, ast.Constant) for a in raised.args):
+        if (
+            isinstance(raised, ast.Call)
+            and not raised.keywords
+            and all(isinstance(a, ast.Constant) for a in raised.args)
+        ):
             raised = raised.func  # `raise NotImplementedError("a message")`
         if isinstance(raised, ast.Name) and raised.id == "NotImplementedError":
             return _span(statement)
@@ -148,16 +195,26 @@ def version_dead_lines(text: str) -> set[int]:
 
 def _version_test(test: ast.expr) -> bool | None:
     """The value of `sys.version_info >= (3, 11)` (any comparison) here, or None for other tests."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and ast.unparse(test.left)
-            == "sys.version_info" and isinstance(test.comparators[0], ast.Tuple)):
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and ast.unparse(test.left) == "sys.version_info"
+        and isinstance(test.comparators[0], ast.Tuple)
+    ):
         return None
     parts = test.comparators[0].elts
     if not all(isinstance(p, ast.Constant) and isinstance(p.value, int) for p in parts):
         return None
     wanted = tuple(p.value for p in parts)  # type: ignore[attr-defined]
-    here = tuple(sys.version_info[:len(wanted)])
-    compare = {ast.Lt: here < wanted, ast.LtE: here <= wanted, ast.Gt: here > wanted,
-               ast.GtE: here >= wanted, ast.Eq: here == wanted, ast.NotEq: here != wanted}
+    here = tuple(sys.version_info[: len(wanted)])
+    compare = {
+        ast.Lt: here < wanted,
+        ast.LtE: here <= wanted,
+        ast.Gt: here > wanted,
+        ast.GtE: here >= wanted,
+        ast.Eq: here == wanted,
+        ast.NotEq: here != wanted,
+    }
     return compare.get(type(test.ops[0]))
 
 
@@ -170,8 +227,12 @@ def map_data(data_file: Path, target: Path, inside: str, host: Path) -> Path:
     mapped = CoverageData(basename=str(target))
     if target.exists():
         mapped.read()  # a second part (T's after S's): a first write would erase the file
-    mapped.update(source, map_path=lambda path: str(host) + "/" + path[len(prefix):]
-                  if path.startswith(prefix) else path)
+    mapped.update(
+        source,
+        map_path=lambda path: (
+            str(host) + "/" + path[len(prefix) :] if path.startswith(prefix) else path
+        ),
+    )
     mapped.write()
     return target
 
@@ -233,8 +294,11 @@ class CoverageReader:
         """Of `lines` inside function bodies, those that ran but never inside a test."""
         body = function_body_lines(path.read_text(encoding="utf-8"))
         contexts = self.contexts(path)
-        return {line for line in lines & body if line in contexts
-                and set(contexts[line]) <= {IMPORT_CONTEXT, SESSION_CONTEXT}}
+        return {
+            line
+            for line in lines & body
+            if line in contexts and set(contexts[line]) <= {IMPORT_CONTEXT, SESSION_CONTEXT}
+        }
 
     def lines_run_by(self, path: Path, nodeids: set[str]) -> set[int]:
         """Lines of `path` executed while one of the tests `nodeids` ran."""

@@ -22,10 +22,17 @@ _HOSTS: list[Any] = []
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("strategy host")
-    group.addoption("--strategy-workspace", default=None,
-                    help="folder holding the strategies/ the tests call (default: the rootdir)")
-    group.addoption("--strategy-lock", default=None, choices=("bwrap", "hash-only"),
-                    help="jail of the strategy host (default: the strongest available)")
+    group.addoption(
+        "--strategy-workspace",
+        default=None,
+        help="folder holding the strategies/ the tests call (default: the rootdir)",
+    )
+    group.addoption(
+        "--strategy-lock",
+        default=None,
+        choices=("bwrap", "hash-only"),
+        help="jail of the strategy host (default: the strongest available)",
+    )
 
 
 def _coverage_file(config: pytest.Config) -> Path | None:
@@ -50,8 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except GateSetupError:
             sources, memory = ("strategies",), 4096
         measure = _coverage_file(config) is not None
-        host = start_host(select_lock(config.getoption("strategy_lock")),
-                          HostSpec(root.resolve(), sources, measure, memory))
+        host = start_host(
+            select_lock(config.getoption("strategy_lock")),
+            HostSpec(root.resolve(), sources, measure, memory),
+        )
         _HOSTS.append((host, root.resolve()))
         return host.channel
 
@@ -83,7 +92,11 @@ def _finish(config: pytest.Config) -> None:
         raw = target.parent / f".coverage.strategyhost-raw.{uuid.uuid4().hex}"
         raw.write_bytes(bytes(data))
         try:
-            map_data(raw, target.parent / f"{target.name}.strategyhost.{os.getpid()}.{uuid.uuid4().hex[:8]}",
-                     host.workspace_inside, root)
+            map_data(
+                raw,
+                target.parent / f"{target.name}.strategyhost.{os.getpid()}.{uuid.uuid4().hex[:8]}",
+                host.workspace_inside,
+                root,
+            )
         finally:
             raw.unlink()

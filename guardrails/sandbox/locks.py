@@ -26,9 +26,18 @@ TMP_BYTES, SHM_BYTES, WRITABLE_BYTES, FILE_BYTES = 512 * MIB, 64 * MIB, 128 * MI
 
 # The environment of every locked process, pytest or not: nothing in it tells a test run from the
 # behaviour run (HOME and TMPDIR are the sandbox's fresh /tmp).
-RUN_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-           "TZ": "UTC", "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-           "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+RUN_ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/tmp",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "PYTHONHASHSEED": "0",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "MPLBACKEND": "Agg",
+}
 LOCKS = ("bwrap", "docker", "namespace", "hash-only")
 
 
@@ -66,12 +75,27 @@ class Prepared:
             self.cleanup()
 
 
-def run_process(command: list[str], *, env: dict[str, str], timeout_s: float,
-                cwd: str | None = None, pass_fds: tuple[int, ...] = ()) -> RunResult:
+def run_process(
+    command: list[str],
+    *,
+    env: dict[str, str],
+    timeout_s: float,
+    cwd: str | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> RunResult:
     """Run a command in its own session; on timeout kill the whole session."""
-    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True, errors="replace", pass_fds=pass_fds)
+    proc = subprocess.Popen(
+        command,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+        errors="replace",
+        pass_fds=pass_fds,
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
         return RunResult(proc.returncode, out, err, timed_out=False)
@@ -121,18 +145,33 @@ class RoLock:
         """The locked process's environment; `scratch` is a private host folder for HOME/TMPDIR."""
         return {**RUN_ENV, "HOME": str(scratch), "TMPDIR": str(scratch)}
 
-    def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-                memory_mb: int) -> Prepared:
+    def prepare(
+        self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str], memory_mb: int
+    ) -> Prepared:
         """The command that runs `argv` locked (here: binds are only a description, nothing is hidden)."""
         return Prepared([*memory_limit(memory_mb), *argv], env, cwd)
 
-    def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-            timeout_s: float, memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        binds: list[Bind],
+        cwd: str,
+        env: dict[str, str],
+        timeout_s: float,
+        memory_mb: int,
+        pass_fds: tuple[int, ...] = (),
+    ) -> RunResult:
         """Run `argv` locked until it ends (or the timeout kills its whole session)."""
         prepared = self.prepare(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
         try:
-            return run_process(prepared.argv, env=prepared.env, timeout_s=timeout_s,
-                               cwd=prepared.cwd, pass_fds=pass_fds)
+            return run_process(
+                prepared.argv,
+                env=prepared.env,
+                timeout_s=timeout_s,
+                cwd=prepared.cwd,
+                pass_fds=pass_fds,
+            )
         finally:
             prepared.done()
 
@@ -171,35 +210,72 @@ class DockerLock(RoLock):
     def env(self, scratch: Path) -> dict[str, str]:
         return dict(RUN_ENV)
 
-    def container_spec(self, argv: list[str], *, binds: list[Bind], cwd: str,
-                       env: dict[str, str], memory_mb: int, volumes: dict[str, str] | None = None
-                       ) -> dict[str, Any]:
+    def container_spec(
+        self,
+        argv: list[str],
+        *,
+        binds: list[Bind],
+        cwd: str,
+        env: dict[str, str],
+        memory_mb: int,
+        volumes: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Arguments of `containers.run`: interpreter, packages and binds, nothing else; every place
         the run can write has a size (`volumes`: the tmpfs volume standing in for each writable bind,
         by its inside path)."""
         from docker.types import Ulimit
 
-        mounts = {str(Path(sys.base_prefix).resolve()): {"bind": str(Path(
-            sys.base_prefix).resolve()), "mode": "ro"}}
-        mounts.update({path: {"bind": f"/site{i}", "mode": "ro"}
-                       for i, path in enumerate(site.getsitepackages())})
+        mounts = {
+            str(Path(sys.base_prefix).resolve()): {
+                "bind": str(Path(sys.base_prefix).resolve()),
+                "mode": "ro",
+            }
+        }
+        mounts.update(
+            {
+                path: {"bind": f"/site{i}", "mode": "ro"}
+                for i, path in enumerate(site.getsitepackages())
+            }
+        )
         for b in binds:  # a writable bind is never the host folder itself: its sized volume
             source = (volumes or {}).get(b.inside) if b.writable else str(b.host)
             if source is None:
-                raise GateSetupError(f"--lock docker: the writable bind {b.inside} has no sized volume")
+                raise GateSetupError(
+                    f"--lock docker: the writable bind {b.inside} has no sized volume"
+                )
             mounts[source] = {"bind": b.inside, "mode": "rw" if b.writable else "ro"}
-        return {"image": self.image, "command": argv, "working_dir": cwd, "environment": env,
-                "volumes": mounts, "network_mode": "none", "mem_limit": f"{memory_mb}m",
-                "read_only": True, "tmpfs": {"/tmp": f"size={TMP_BYTES},mode=1777", "/dev/shm": f"size={SHM_BYTES}"},
-                "ulimits": [Ulimit(name="fsize", soft=FILE_BYTES, hard=FILE_BYTES)],
-                "user": "65534:65534", "cap_drop": ["ALL"], "security_opt": ["no-new-privileges"],
-                "pids_limit": 512, "detach": True}
+        return {
+            "image": self.image,
+            "command": argv,
+            "working_dir": cwd,
+            "environment": env,
+            "volumes": mounts,
+            "network_mode": "none",
+            "mem_limit": f"{memory_mb}m",
+            "read_only": True,
+            "tmpfs": {"/tmp": f"size={TMP_BYTES},mode=1777", "/dev/shm": f"size={SHM_BYTES}"},
+            "ulimits": [Ulimit(name="fsize", soft=FILE_BYTES, hard=FILE_BYTES)],
+            "user": "65534:65534",
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "pids_limit": 512,
+            "detach": True,
+        }
 
     def _sized_volumes(self, binds: list[Bind]) -> dict[str, Any]:
         """A tmpfs volume of WRITABLE_BYTES per writable bind, by its inside path."""
-        return {b.inside: self.client.volumes.create(driver="local", driver_opts={
-            "type": "tmpfs", "device": "tmpfs", "o": f"size={WRITABLE_BYTES},uid=65534,gid=65534,mode=0700"})
-            for b in binds if b.writable}
+        return {
+            b.inside: self.client.volumes.create(
+                driver="local",
+                driver_opts={
+                    "type": "tmpfs",
+                    "device": "tmpfs",
+                    "o": f"size={WRITABLE_BYTES},uid=65534,gid=65534,mode=0700",
+                },
+            )
+            for b in binds
+            if b.writable
+        }
 
     def _copy_back(self, container: Any, bind: Bind) -> None:
         """What the run wrote to a writable bind, into its host folder: the volume read as a tar
@@ -225,19 +301,37 @@ class DockerLock(RoLock):
                 Path(bind.host).mkdir(parents=True, exist_ok=True)
                 tar.extractall(bind.host, members=members, filter=_kept)
 
-    def prepare(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-                memory_mb: int) -> Prepared:
-        raise GateSetupError("--lock docker cannot start a strategy host or pass it a channel yet: "
-                             "use bwrap (Debian bubblewrap)")
+    def prepare(
+        self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str], memory_mb: int
+    ) -> Prepared:
+        raise GateSetupError(
+            "--lock docker cannot start a strategy host or pass it a channel yet: "
+            "use bwrap (Debian bubblewrap)"
+        )
 
-    def run(self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str],
-            timeout_s: float, memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        binds: list[Bind],
+        cwd: str,
+        env: dict[str, str],
+        timeout_s: float,
+        memory_mb: int,
+        pass_fds: tuple[int, ...] = (),
+    ) -> RunResult:
         if pass_fds:
             self.prepare(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb)
         volumes = self._sized_volumes(binds)
         try:
-            spec = self.container_spec(argv, binds=binds, cwd=cwd, env=env, memory_mb=memory_mb,
-                                       volumes={inside: v.name for inside, v in volumes.items()})
+            spec = self.container_spec(
+                argv,
+                binds=binds,
+                cwd=cwd,
+                env=env,
+                memory_mb=memory_mb,
+                volumes={inside: v.name for inside, v in volumes.items()},
+            )
             container = self.client.containers.run(**spec)
             try:
                 try:

@@ -31,7 +31,13 @@ from guardrails.sandbox.locks import Bind, RoLock, RunResult, make_readable
 from guardrails.sandbox.tempdirs import owned_temp_dir
 from guardrails.verdict import Violation
 
-WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = "/workspace", "/gate", "/results", "/heldout", "/spec.json"
+WORKSPACE, GATE, RESULTS, HELDOUT, SPEC = (
+    "/workspace",
+    "/gate",
+    "/results",
+    "/heldout",
+    "/spec.json",
+)
 PLUGINS = "/plugins"
 # The gate's own pytest settings: nothing from the workspace's configuration is read.
 GATE_INI = """[pytest]
@@ -64,8 +70,11 @@ class GateDirs:
         (dirs.cfg / "coverage.rc").write_text(RCFILE, encoding="utf-8")
         shutil.copyfile(str(childrun.__file__), dirs.cfg / Path(str(childrun.__file__)).name)
         for package in (strategy_host, strategy_api):  # the client, and the API a probe may share
-            shutil.copytree(Path(str(package.__file__)).parent, dirs.cfg / "client" / package.__name__,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "serve.py"))
+            shutil.copytree(
+                Path(str(package.__file__)).parent,
+                dirs.cfg / "client" / package.__name__,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "serve.py"),
+            )
         make_readable(dirs.cfg)
         return dirs
 
@@ -143,21 +152,36 @@ class SuiteRequest:
 class LockedRun:
     """One run's binds and paths as the locked process sees them."""
 
-    def __init__(self, lock: RoLock, dirs: GateDirs, workspace: Path, tag: str,
-                 heldout: Path | None = None, trees: tuple[str, ...] = (),
-                 plugins: tuple[tuple[str, str, dict[str, Any]], ...] = ()) -> None:
+    def __init__(
+        self,
+        lock: RoLock,
+        dirs: GateDirs,
+        workspace: Path,
+        tag: str,
+        heldout: Path | None = None,
+        trees: tuple[str, ...] = (),
+        plugins: tuple[tuple[str, str, dict[str, Any]], ...] = (),
+    ) -> None:
         self.lock, self.folder = lock, dirs.run_dir(tag)
         self.results = self.folder / "results"
         hand_over(lock, self.results)
         self.plugins = [name for name, _, _ in plugins]
         # Only the test trees of the workspace: S is not in the test process's jail at all.
-        self.binds = [Bind(workspace / tree, f"{WORKSPACE}/{tree}") for tree in trees
-                      if (workspace / tree).exists()]
-        if not self.binds and heldout is None:  # no test tree at all: an empty /workspace to start in
+        self.binds = [
+            Bind(workspace / tree, f"{WORKSPACE}/{tree}")
+            for tree in trees
+            if (workspace / tree).exists()
+        ]
+        if (
+            not self.binds and heldout is None
+        ):  # no test tree at all: an empty /workspace to start in
             (self.folder / "empty").mkdir()
             self.binds.append(Bind(self.folder / "empty", WORKSPACE))
-        self.binds += [Bind(dirs.cfg, GATE), Bind(self.folder / "spec.json", SPEC),
-                       Bind(self.results, RESULTS, True)]
+        self.binds += [
+            Bind(dirs.cfg, GATE),
+            Bind(self.folder / "spec.json", SPEC),
+            Bind(self.results, RESULTS, True),
+        ]
         if heldout is not None:
             self.binds.append(Bind(heldout, HELDOUT))
         if plugins:
@@ -169,7 +193,8 @@ class LockedRun:
             (self.folder / "plugins" / f"{name}.py").write_text(source, encoding="utf-8")
             report = self.path(RESULTS, f"{name}.json")
             (self.folder / "plugins" / f"{name}.json").write_text(
-                json.dumps({**config, "report": report}), encoding="utf-8")
+                json.dumps({**config, "report": report}), encoding="utf-8"
+            )
         if plugins:
             make_readable(self.folder / "plugins")
         self.tmp = lock.env(self.folder / "home").get("TMPDIR", "/tmp")
@@ -178,17 +203,29 @@ class LockedRun:
         """An inside path (e.g. WORKSPACE, "strategies") as the locked process sees it."""
         return "/".join([self.seen[inside], *parts])
 
-    def start(self, program: str, spec: dict[str, Any], timeout_s: float,
-              memory_mb: int, pass_fds: tuple[int, ...] = ()) -> RunResult:
+    def start(
+        self,
+        program: str,
+        spec: dict[str, Any],
+        timeout_s: float,
+        memory_mb: int,
+        pass_fds: tuple[int, ...] = (),
+    ) -> RunResult:
         """Write the spec, run `python -I -S -B /gate/<program> /spec.json` locked."""
         spec = {**spec, "site": self.lock.site_paths()}
         (self.folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         (self.folder / "spec.json").chmod(0o644)
         argv = [self.lock.python(), "-I", "-S", "-B", self.path(GATE, program), self.path(SPEC)]
         cwd = self.path(HELDOUT) if HELDOUT in self.seen else self.path(WORKSPACE)
-        return self.lock.run(argv, binds=self.binds, cwd=cwd,
-                             env=self.lock.env(self.folder / "home"), timeout_s=timeout_s,
-                             memory_mb=memory_mb, pass_fds=pass_fds)
+        return self.lock.run(
+            argv,
+            binds=self.binds,
+            cwd=cwd,
+            env=self.lock.env(self.folder / "home"),
+            timeout_s=timeout_s,
+            memory_mb=memory_mb,
+            pass_fds=pass_fds,
+        )
 
     def read(self, name: str) -> Any:
         """A JSON file the run wrote in its results folder, or None (read once, then removed)."""
@@ -207,49 +244,92 @@ def _pytest_args(run: LockedRun, request: SuiteRequest) -> tuple[list[str], str]
     inside = HELDOUT if request.heldout is not None else WORKSPACE
     host = request.heldout or request.workspace
     present = [tree for tree in request.tests if (host / tree).exists()]
-    folders = [run.path(inside, tree if (host / tree).is_dir() else os.path.dirname(tree))
-               for tree in present] or [run.path(inside)]
+    folders = [
+        run.path(inside, tree if (host / tree).is_dir() else os.path.dirname(tree))
+        for tree in present
+    ] or [run.path(inside)]
     # no test folder at all: name the missing one so pytest fails loudly, never collecting
     # from the workspace root instead
-    targets = [run.path(inside, tree) for tree in present or request.tests[:1]] or \
-        [run.path(inside)]
+    targets = [run.path(inside, tree) for tree in present or request.tests[:1]] or [
+        run.path(inside)
+    ]
     tests_root = commonpath(folders)
     extra = [arg for name in run.plugins for arg in ("-p", name)]
-    return ["-c", run.path(GATE, "pytest.ini"), "--rootdir", run.path(inside),
-            "--confcutdir", tests_root, "-p", "no:cacheprovider", "--disable-plugin-autoload", *extra,
-            "-q", "--basetemp", f"{run.tmp}/pytest", "--junitxml", run.path(RESULTS, "junit.xml"),
-            *targets], tests_root
+    return [
+        "-c",
+        run.path(GATE, "pytest.ini"),
+        "--rootdir",
+        run.path(inside),
+        "--confcutdir",
+        tests_root,
+        "-p",
+        "no:cacheprovider",
+        "--disable-plugin-autoload",
+        *extra,
+        "-q",
+        "--basetemp",
+        f"{run.tmp}/pytest",
+        "--junitxml",
+        run.path(RESULTS, "junit.xml"),
+        *targets,
+    ], tests_root
 
 
-def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s: float,
-              memory_mb: int) -> SuiteResult:
+def run_suite(
+    lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s: float, memory_mb: int
+) -> SuiteResult:
     """Run pytest in a fresh sandbox against S in a fresh strategy host; read outcomes once."""
     from guardrails.sandbox.strategyhost import HostSpec, relay, start_host
 
-    run = LockedRun(lock, dirs, request.workspace, request.tag, request.heldout,
-                    request.tests if request.heldout is None else (), request.plugins)
+    run = LockedRun(
+        lock,
+        dirs,
+        request.workspace,
+        request.tag,
+        request.heldout,
+        request.tests if request.heldout is None else (),
+        request.plugins,
+    )
     measured_source = tuple(t for t in request.coverage if t in request.sources)
     measured_tests = tuple(t for t in request.coverage if t not in request.sources)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with ThreadPoolExecutor(1) as starter:  # the host starts while the test process does
-        pending = starter.submit(start_host, lock, HostSpec(
-            request.workspace, request.sources, bool(measured_source), memory_mb, timeout_s))
+        pending = starter.submit(
+            start_host,
+            lock,
+            HostSpec(
+                request.workspace, request.sources, bool(measured_source), memory_mb, timeout_s
+            ),
+        )
         try:
             args, tests_root = _pytest_args(run, request)
-            spec = {"paths": [run.path(GATE, "client"), run.path(WORKSPACE),
-                              *([run.path(PLUGINS)] if request.plugins else [])],
-                    "workspace": run.path(WORKSPACE),
-                    "order": request.order, "results": run.path(RESULTS, "results.json"),
-                    "args": args, "tests_root": tests_root, "host_fd": theirs.fileno(),
-                    "hypothesis": uses_hypothesis(request.heldout or request.workspace, request.tests),
-                    "rootdir": run.path(HELDOUT if request.heldout is not None else WORKSPACE),
-                    "coverage": {"data_file": run.path(RESULTS, "coverage"),
-                                 "rcfile": run.path(GATE, "coverage.rc"),
-                                 "source": [run.path(WORKSPACE, tree) for tree in measured_tests]}
-                    if measured_tests else None}
+            spec = {
+                "paths": [
+                    run.path(GATE, "client"),
+                    run.path(WORKSPACE),
+                    *([run.path(PLUGINS)] if request.plugins else []),
+                ],
+                "workspace": run.path(WORKSPACE),
+                "order": request.order,
+                "results": run.path(RESULTS, "results.json"),
+                "args": args,
+                "tests_root": tests_root,
+                "host_fd": theirs.fileno(),
+                "hypothesis": uses_hypothesis(request.heldout or request.workspace, request.tests),
+                "rootdir": run.path(HELDOUT if request.heldout is not None else WORKSPACE),
+                "coverage": {
+                    "data_file": run.path(RESULTS, "coverage"),
+                    "rcfile": run.path(GATE, "coverage.rc"),
+                    "source": [run.path(WORKSPACE, tree) for tree in measured_tests],
+                }
+                if measured_tests
+                else None,
+            }
             pump = _relay_when_started(pending, ours, relay)
             try:
-                result = run.start("childrun.py", spec, timeout_s, memory_mb, pass_fds=(theirs.fileno(),))
+                result = run.start(
+                    "childrun.py", spec, timeout_s, memory_mb, pass_fds=(theirs.fileno(),)
+                )
             finally:
                 theirs.close()
             pump.join(timeout_s)
@@ -267,6 +347,7 @@ def run_suite(lock: RoLock, dirs: GateDirs, request: SuiteRequest, *, timeout_s:
 
 def _relay_when_started(pending: Future[Any], ours: socket.socket, relay: Any) -> threading.Thread:
     """A thread that relays the test process to the host once it has started (or closes on failure)."""
+
     def pump() -> None:
         try:
             host = pending.result()
@@ -285,70 +366,117 @@ def _finish_host(pending: Future[Any], tag: str) -> tuple[bytes | None, Violatio
     try:
         host = pending.result()
     except Exception as exc:  # noqa: BLE001 - S broke its host's start (e.g. exits at import)
-        return None, Violation(rule="run.host_failed", message=(
-            f"the strategy host of the test run ({tag}) did not start: {str(exc)[-600:]}"))
+        return None, Violation(
+            rule="run.host_failed",
+            message=(f"the strategy host of the test run ({tag}) did not start: {str(exc)[-600:]}"),
+        )
     try:
         answer = host.finish()
     except Exception as exc:  # noqa: BLE001 - a host that dies or hangs at the end forfeits the run
-        return None, Violation(rule="run.host_failed", message=(
-            f"the strategy host of the test run ({tag}) did not finish: {str(exc)[-600:]}"))
+        return None, Violation(
+            rule="run.host_failed",
+            message=(
+                f"the strategy host of the test run ({tag}) did not finish: {str(exc)[-600:]}"
+            ),
+        )
     data = answer.get("coverage")
     return (bytes(data) if data is not None else None), None
 
 
 def results_bytes(folder: Path) -> int:
     """Bytes of the files below `folder` (links not followed)."""
-    return sum(os.lstat(os.path.join(top, name)).st_size
-               for top, _, names in os.walk(folder) for name in names)
+    return sum(
+        os.lstat(os.path.join(top, name)).st_size
+        for top, _, names in os.walk(folder)
+        for name in names
+    )
 
 
 def uses_hypothesis(root: Path, trees: tuple[str, ...]) -> bool:
     """Do the tests mention Hypothesis (then the child loads the gate's profile first)?"""
     folders = [root / tree for tree in trees] or [root]
-    return any(b"hypothesis" in path.read_bytes() for folder in folders if folder.is_dir()
-               for path in folder.rglob("*.py"))
+    return any(
+        b"hypothesis" in path.read_bytes()
+        for folder in folders
+        if folder.is_dir()
+        for path in folder.rglob("*.py")
+    )
 
 
-def _suite_result(run: LockedRun, request: SuiteRequest, result: RunResult, timeout_s: float,
-                  dirs: GateDirs, host_data: bytes | None = None) -> SuiteResult:
+def _suite_result(
+    run: LockedRun,
+    request: SuiteRequest,
+    result: RunResult,
+    timeout_s: float,
+    dirs: GateDirs,
+    host_data: bytes | None = None,
+) -> SuiteResult:
     suite = SuiteResult()
     if result.timed_out:
-        suite.problems.append(Violation(rule="run.timeout", message=(
-            f"the test run ({request.tag}) exceeded the time limit of {timeout_s:g} s")))
+        suite.problems.append(
+            Violation(
+                rule="run.timeout",
+                message=(
+                    f"the test run ({request.tag}) exceeded the time limit of {timeout_s:g} s"
+                ),
+            )
+        )
         return suite
     from guardrails.sandbox.locks import MIB, WRITABLE_BYTES
 
     used = results_bytes(run.results)
-    if used >= WRITABLE_BYTES - MIB:  # the results tmpfs is full: what the run wrote may be cut short
-        suite.problems.append(Violation(rule="run.results_too_large", message=(
-            f"the test run ({request.tag}) wrote {used / MIB:.0f} MiB to its results folder, "
-            f"whose limit is {WRITABLE_BYTES // MIB} MiB")))
+    if (
+        used >= WRITABLE_BYTES - MIB
+    ):  # the results tmpfs is full: what the run wrote may be cut short
+        suite.problems.append(
+            Violation(
+                rule="run.results_too_large",
+                message=(
+                    f"the test run ({request.tag}) wrote {used / MIB:.0f} MiB to its results folder, "
+                    f"whose limit is {WRITABLE_BYTES // MIB} MiB"
+                ),
+            )
+        )
         return suite
     recorded = run.read("results.json")
     if not isinstance(recorded, dict) or recorded.get("finished") is not True:
-        suite.problems.append(Violation(rule="run.incomplete", message=(
-            f"the test run ({request.tag}) ended (exit code {result.returncode}) before the "
-            f"gate's results were written: an early exit or a crash. "
-            f"{result.stderr.strip()[-400:]}")))
+        suite.problems.append(
+            Violation(
+                rule="run.incomplete",
+                message=(
+                    f"the test run ({request.tag}) ended (exit code {result.returncode}) before the "
+                    f"gate's results were written: an early exit or a crash. "
+                    f"{result.stderr.strip()[-400:]}"
+                ),
+            )
+        )
         return suite
     suite.collected = list(recorded["collected"])
     suite.outcomes = dict(recorded["outcomes"])
     suite.collect_errors = dict(recorded["collect_errors"])
     suite.tamper = list(recorded["tamper"])
     suite.reports = {name: run.read(f"{name}.json") for name in run.plugins}
-    suite.problems += consistency(suite, recorded["exit_code"], run.results / "junit.xml",
-                                  request.tag)
+    suite.problems += consistency(
+        suite, recorded["exit_code"], run.results / "junit.xml", request.tag
+    )
     if recorded["exit_code"] in PYTEST_STARTUP_ERRORS:
         output = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])[-1500:]
-        suite.problems.append(Violation(rule="run.pytest_error", message=(
-            f"pytest stopped with exit code {recorded['exit_code']} in {request.tag}:\n{output}")))
+        suite.problems.append(
+            Violation(
+                rule="run.pytest_error",
+                message=(
+                    f"pytest stopped with exit code {recorded['exit_code']} in {request.tag}:\n{output}"
+                ),
+            )
+        )
     if request.coverage:
         suite.data_file = _join_coverage(run, request, dirs, host_data)
     return suite
 
 
-def _join_coverage(run: LockedRun, request: SuiteRequest, dirs: GateDirs,
-                   host_data: bytes | None) -> Path | None:
+def _join_coverage(
+    run: LockedRun, request: SuiteRequest, dirs: GateDirs, host_data: bytes | None
+) -> Path | None:
     """S's coverage (from the host) and T's (from the test process), mapped to the scratch copy."""
     from guardrails.sandbox.coverage_data import map_data
 
@@ -375,16 +503,32 @@ def consistency(suite: SuiteResult, exit_code: int, junit: Path, tag: str) -> li
     except (OSError, ET.ParseError) as exc:
         return [Violation(rule="run.no_results", message=f"no JUnit results for {tag}: {exc}")]
     cases = root.findall(".//testcase")
-    junit_bad = sum(1 for case in cases for child in case
-                    if child.tag in ("failure", "error", "skipped"))
+    junit_bad = sum(
+        1 for case in cases for child in case if child.tag in ("failure", "error", "skipped")
+    )
     missing = [nodeid for nodeid in suite.collected if suite.outcome(nodeid) == "missing"]
     all_passed = not suite.failing() and not suite.collect_errors
     if missing:
-        problems.append(Violation(rule="run.incomplete", message=(
-            f"{len(missing)} collected tests have no result in {tag}, e.g. {missing[0]}")))
-    if len(cases) < len(suite.collected) or (junit_bad > 0 and all_passed) \
-            or (exit_code == 0) != (all_passed and bool(suite.collected)):
-        problems.append(Violation(rule="run.results_mismatch", message=(
-            f"results of {tag} disagree: {len(suite.collected)} collected, {len(cases)} JUnit "
-            f"cases ({junit_bad} not passed), exit code {exit_code}")))
+        problems.append(
+            Violation(
+                rule="run.incomplete",
+                message=(
+                    f"{len(missing)} collected tests have no result in {tag}, e.g. {missing[0]}"
+                ),
+            )
+        )
+    if (
+        len(cases) < len(suite.collected)
+        or (junit_bad > 0 and all_passed)
+        or (exit_code == 0) != (all_passed and bool(suite.collected))
+    ):
+        problems.append(
+            Violation(
+                rule="run.results_mismatch",
+                message=(
+                    f"results of {tag} disagree: {len(suite.collected)} collected, {len(cases)} JUnit "
+                    f"cases ({junit_bad} not passed), exit code {exit_code}"
+                ),
+            )
+        )
     return problems

@@ -60,9 +60,13 @@ def host_dir() -> Path:
     for package in HOST_PACKAGES:
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:
-            raise GateSetupError(f"the {package} package is not installed: no strategy host can start")
+            raise GateSetupError(
+                f"the {package} package is not installed: no strategy host can start"
+            )
         source = Path(next(iter(spec.submodule_search_locations)))
-        shutil.copytree(source, root / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            source, root / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     make_readable(root)
     return root
 
@@ -86,16 +90,24 @@ def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
             for folder, dirs, files in os.walk(source):
                 relative = Path(folder).relative_to(workspace)
                 (root / relative).mkdir(parents=True, exist_ok=True)
-                dirs[:] = [d for d in dirs if d != "__pycache__" and not (Path(folder) / d).is_symlink()]
+                dirs[:] = [
+                    d for d in dirs if d != "__pycache__" and not (Path(folder) / d).is_symlink()
+                ]
                 for name in files:
                     path = Path(folder) / name
                     info = path.lstat()
-                    if name.endswith(".pyc") or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                    if (
+                        name.endswith(".pyc")
+                        or not stat.S_ISREG(info.st_mode)
+                        or info.st_nlink != 1
+                    ):
                         continue
                     total += info.st_size
                     if total > SNAPSHOT_LIMIT_BYTES:
-                        raise GateSetupError(f"the workspace's {', '.join(sources)} hold more than "
-                                             f"{SNAPSHOT_LIMIT_BYTES >> 20} MiB: no strategy host serves them")
+                        raise GateSetupError(
+                            f"the workspace's {', '.join(sources)} hold more than "
+                            f"{SNAPSHOT_LIMIT_BYTES >> 20} MiB: no strategy host serves them"
+                        )
                     shutil.copyfile(path, root / relative / name, follow_symlinks=False)
         make_readable(root)
     except BaseException:
@@ -113,7 +125,9 @@ class HostSpec:
     coverage: bool = False
     memory_mb: int = 4096
     timeout_s: float = 300.0  # per request
-    poll_s: float = 0.0  # how long the host polls for its next request before it sleeps (HOST_POLL_S)
+    poll_s: float = (
+        0.0  # how long the host polls for its next request before it sleeps (HOST_POLL_S)
+    )
 
     def modules(self) -> list[str]:
         """Importable names of every source module (imported first, in the import context)."""
@@ -136,7 +150,9 @@ class HostProcess:
     prepared: Prepared
     lock: RoLock
     workspace_inside: str
-    stderr_tail: collections.deque[bytes] = field(default_factory=lambda: collections.deque(maxlen=64))
+    stderr_tail: collections.deque[bytes] = field(
+        default_factory=lambda: collections.deque(maxlen=64)
+    )
     closed: bool = False
     drain: threading.Thread | None = None
 
@@ -173,7 +189,9 @@ class HostProcess:
         if self.process.poll() is None:
             return ""
         if self.drain is not None:
-            self.drain.join(2.0)  # the rest of what it wrote (unless a child of S still holds stderr)
+            self.drain.join(
+                2.0
+            )  # the rest of what it wrote (unless a child of S still holds stderr)
         tail = self.stderr().strip().splitlines()[-3:]
         return f" (exit code {self.process.returncode}; {' / '.join(tail) or 'no output'})"
 
@@ -268,8 +286,10 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     if lock.os_level:
         private = readable_snapshot(spec.workspace, spec.sources)
         binds = [Bind(package / name, f"{HOST_INSIDE}/{name}") for name in HOST_PACKAGES] + [
-            Bind(private / tree, f"{WORKSPACE_INSIDE}/{tree}") for tree in spec.sources
-            if (private / tree).exists()]
+            Bind(private / tree, f"{WORKSPACE_INSIDE}/{tree}")
+            for tree in spec.sources
+            if (private / tree).exists()
+        ]
         inside_host, inside_ws = HOST_INSIDE, WORKSPACE_INSIDE
         env = lock.env(Path("/tmp"))
     else:  # hash-only: a plain process on the host with the same environment, nothing hidden
@@ -286,9 +306,15 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
     prepared.cleanup = _chain(prepared.cleanup, lambda: shutil.rmtree(private, True))
     parent_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        process = subprocess.Popen(prepared.argv, env=prepared.env, cwd=prepared.cwd,
-                                   stdin=host_end.fileno(), stdout=host_end.fileno(),
-                                   stderr=subprocess.PIPE, start_new_session=True)
+        process = subprocess.Popen(
+            prepared.argv,
+            env=prepared.env,
+            cwd=prepared.cwd,
+            stdin=host_end.fileno(),
+            stdout=host_end.fileno(),
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     except OSError as exc:
         parent_end.close()
         prepared.done()
@@ -297,17 +323,33 @@ def start_host(lock: RoLock, spec: HostSpec) -> HostProcess:
         host_end.close()
     assert process.stderr is not None
     fd = parent_end.detach()
-    channel = Channel(fd, fd, spec.timeout_s, on_timeout=lambda: _kill_session(process), poll_s=ANSWER_POLL_S)
+    channel = Channel(
+        fd, fd, spec.timeout_s, on_timeout=lambda: _kill_session(process), poll_s=ANSWER_POLL_S
+    )
     host = HostProcess(process, channel, prepared, lock, inside_ws)
-    host.drain = threading.Thread(target=_drain, args=(process.stderr, host.stderr_tail), daemon=True)
+    host.drain = threading.Thread(
+        target=_drain, args=(process.stderr, host.stderr_tail), daemon=True
+    )
     host.drain.start()
-    coverage = ({"source": [f"{inside_ws}/{tree}" for tree in spec.sources],
-                 "data_file": "/tmp/oomrl-host-coverage" if lock.os_level
-                 else str(Path(env["TMPDIR"]) / "coverage")} if spec.coverage else None)
-    init = {"op": "init", "paths": [inside_host, inside_ws], "site": lock.site_paths(),
-            "packages": [tree.replace("/", ".") for tree in spec.sources],
-            "preimport": (replace(spec, workspace=private) if lock.os_level else spec).modules(),
-            "coverage": coverage, "poll_s": spec.poll_s}
+    coverage = (
+        {
+            "source": [f"{inside_ws}/{tree}" for tree in spec.sources],
+            "data_file": "/tmp/oomrl-host-coverage"
+            if lock.os_level
+            else str(Path(env["TMPDIR"]) / "coverage"),
+        }
+        if spec.coverage
+        else None
+    )
+    init = {
+        "op": "init",
+        "paths": [inside_host, inside_ws],
+        "site": lock.site_paths(),
+        "packages": [tree.replace("/", ".") for tree in spec.sources],
+        "preimport": (replace(spec, workspace=private) if lock.os_level else spec).modules(),
+        "coverage": coverage,
+        "poll_s": spec.poll_s,
+    }
     try:
         channel.send(init, START_TIMEOUT_S)
         channel.receive(START_TIMEOUT_S)
@@ -323,6 +365,7 @@ def _chain(first: Any, second: Any) -> Any:
         if first is not None:
             first()
         second()
+
     return both
 
 
@@ -342,6 +385,7 @@ def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
     Only the ops a caller may use pass; the answers go back as they came. When the peer closes,
     the host is finished (which saves its coverage) by whoever joins the returned thread.
     """
+
     def pump() -> None:
         fd = peer.fileno()
         reader = wire.FrameReader(fd)
@@ -353,8 +397,16 @@ def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
                     return
                 refused = _refusal(message)
                 if refused:
-                    answer = wire.encode({"error": {
-                        "kind": "request", "type": "Refused", "builtin": "ValueError", "message": refused}})
+                    answer = wire.encode(
+                        {
+                            "error": {
+                                "kind": "request",
+                                "type": "Refused",
+                                "builtin": "ValueError",
+                                "message": refused,
+                            }
+                        }
+                    )
                 else:
                     try:
                         answer = wire.encode(host.channel.request_raw(message))

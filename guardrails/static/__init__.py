@@ -23,8 +23,24 @@ if TYPE_CHECKING:
     from guardrails.static.testquality import count_tests, scan_tests, with_siblings
     from guardrails.static.weakening import NODE_ID
 
-__all__ = ["Finding", "NODE_ID", "Policy", "count_tests", "discipline_findings", "dotted",
-           "findings", "import_map", "parse", "read_source", "scan_source", "scan_tests",
-           "scan_tree", "to_violations", "too_deep", "under", "with_siblings"]
+__all__ = [
+    "Finding",
+    "NODE_ID",
+    "Policy",
+    "count_tests",
+    "discipline_findings",
+    "dotted",
+    "findings",
+    "import_map",
+    "parse",
+    "read_source",
+    "scan_source",
+    "scan_tests",
+    "scan_tree",
+    "to_violations",
+    "too_deep",
+    "under",
+    "with_siblings",
+]
 if not TYPE_CHECKING:  # mypy reads the imports above: a name missing there is an error, not Any
     __getattr__ = front_door(__name__, __file__)

@@ -29,14 +29,21 @@ def parse(path: str, text: str, rule: str) -> tuple[ast.Module | None, list[Viol
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None)
         message = getattr(exc, "msg", str(exc))
-        return None, [Violation(rule=rule, path=path, line=line,
-                                message=f"cannot parse {path}: {message}")]
+        return None, [
+            Violation(rule=rule, path=path, line=line, message=f"cannot parse {path}: {message}")
+        ]
 
 
 def too_deep(path: str, rule: str) -> list[Violation]:
     """The violation for code nested too deeply for the checks to walk (rejected, never skipped)."""
-    return [Violation(rule=rule, path=path, line=None,
-                      message=f"cannot check {path}: its code nests too deeply")]
+    return [
+        Violation(
+            rule=rule,
+            path=path,
+            line=None,
+            message=f"cannot check {path}: its code nests too deeply",
+        )
+    ]
 
 
 def import_map(nodes: Iterable[ast.AST]) -> dict[str, str]:
@@ -104,6 +111,7 @@ def to_violations(findings: list[Finding], path: str, allow: set[str]) -> list[V
         if finding.rule in allow or (finding.rule, finding.line) in seen:
             continue
         seen.add((finding.rule, finding.line))
-        out.append(Violation(rule=finding.rule, path=path, line=finding.line,
-                             message=finding.message))
+        out.append(
+            Violation(rule=finding.rule, path=path, line=finding.line, message=finding.message)
+        )
     return out

@@ -22,114 +22,438 @@ from guardrails.static.members import MEMBERS
 if TYPE_CHECKING:
     from guardrails.workspace import GuardContract
 
-PURE_STDLIB = frozenset({
-    "__future__", "abc", "bisect", "cmath", "collections", "copy", "dataclasses", "datetime",
-    "decimal", "enum", "fractions", "functools", "heapq", "itertools", "logging", "math",
-    "numbers", "operator", "re", "statistics", "string", "typing", "typing_extensions"})
+PURE_STDLIB = frozenset(
+    {
+        "__future__",
+        "abc",
+        "bisect",
+        "cmath",
+        "collections",
+        "copy",
+        "dataclasses",
+        "datetime",
+        "decimal",
+        "enum",
+        "fractions",
+        "functools",
+        "heapq",
+        "itertools",
+        "logging",
+        "math",
+        "numbers",
+        "operator",
+        "re",
+        "statistics",
+        "string",
+        "typing",
+        "typing_extensions",
+    }
+)
 LIBRARIES = frozenset({"numpy", "pandas", "pydantic"})
 # The strategy API S builds on (MarketView, helpers): trusted, outside S, in every host's jail.
 SOURCE_LIBRARIES = frozenset({"strategy_api"})
 # Modules allowed for a few constants only (version-compatibility checks and numeric limits).
-RESTRICTED = {"sys": frozenset({"version_info", "hexversion", "maxsize", "float_info",
-                                "int_info", "byteorder"})}
+RESTRICTED = {
+    "sys": frozenset(
+        {"version_info", "hexversion", "maxsize", "float_info", "int_info", "byteorder"}
+    )
+}
 # Tests may also use the test tools and read their own data fixtures.
-TEST_MODULES = frozenset({"pytest", "hypothesis", "unittest", "json", "csv", "io", "pathlib",
-                          "textwrap", "contextlib", "strategy_host"})
+TEST_MODULES = frozenset(
+    {
+        "pytest",
+        "hypothesis",
+        "unittest",
+        "json",
+        "csv",
+        "io",
+        "pathlib",
+        "textwrap",
+        "contextlib",
+        "strategy_host",
+    }
+)
 # Members of allowed modules refused by name, one family a line-group (matched by object too, so
 # every alias, re-export and `from x import y as z` of them is caught). The principle: pure
 # computation needs none of what reads or writes files, imports by name, evaluates strings, exposes
 # native memory or changes the process's global state.
 DENIED_COMMON = (
     # reads or writes files, or probes the file system when a value is validated
-    "numpy.fromregex", "pydantic.FilePath", "pydantic.DirectoryPath", "pydantic.NewPath",
-    "pydantic.SocketPath", "pandas.read_pickle", "pandas.read_clipboard", "pandas.read_sql",
-    "pandas.read_sql_query", "pandas.read_sql_table", "pandas.read_gbq", "pandas.read_html",
-    "pandas.read_xml", "pandas.to_pickle", "io.open", "io.open_code", "io.FileIO",
-    "logging.config", "logging.handlers", "logging.FileHandler", "logging.basicConfig",
-    "logging.root", "logging.lastResort", "pathlib.Path.home", "pathlib.Path.cwd",
-    "hypothesis.extra.ghostwriter", "hypothesis.database", "numpy.info", "numpy.get_include",
+    "numpy.fromregex",
+    "pydantic.FilePath",
+    "pydantic.DirectoryPath",
+    "pydantic.NewPath",
+    "pydantic.SocketPath",
+    "pandas.read_pickle",
+    "pandas.read_clipboard",
+    "pandas.read_sql",
+    "pandas.read_sql_query",
+    "pandas.read_sql_table",
+    "pandas.read_gbq",
+    "pandas.read_html",
+    "pandas.read_xml",
+    "pandas.to_pickle",
+    "io.open",
+    "io.open_code",
+    "io.FileIO",
+    "logging.config",
+    "logging.handlers",
+    "logging.FileHandler",
+    "logging.basicConfig",
+    "logging.root",
+    "logging.lastResort",
+    "pathlib.Path.home",
+    "pathlib.Path.cwd",
+    "hypothesis.extra.ghostwriter",
+    "hypothesis.database",
+    "numpy.info",
+    "numpy.get_include",
     # imports a module or an object by name
-    "pydantic.ImportString", "pydantic.deprecated", "pydantic.tools", "pydantic.parse",
-    "pydantic.v1", "pytest.register_assert_rewrite", "pytest.importorskip",
+    "pydantic.ImportString",
+    "pydantic.deprecated",
+    "pydantic.tools",
+    "pydantic.parse",
+    "pydantic.v1",
+    "pytest.register_assert_rewrite",
+    "pytest.importorskip",
     # evaluates strings (forward references are `eval`, format fields reach attributes)
-    "typing.get_type_hints", "typing.ForwardRef", "typing_extensions.get_type_hints",
-    "typing_extensions.get_annotations", "typing_extensions.evaluate_forward_ref",
-    "typing_extensions.ForwardRef", "pandas.eval", "string.Formatter",
+    "typing.get_type_hints",
+    "typing.ForwardRef",
+    "typing_extensions.get_type_hints",
+    "typing_extensions.get_annotations",
+    "typing_extensions.evaluate_forward_ref",
+    "typing_extensions.ForwardRef",
+    "pandas.eval",
+    "string.Formatter",
     # exposes native memory
-    "numpy.ctypeslib", "numpy.f2py", "numpy.lib.stride_tricks.as_strided", "numpy.memmap",
+    "numpy.ctypeslib",
+    "numpy.f2py",
+    "numpy.lib.stride_tricks.as_strided",
+    "numpy.memmap",
     # changes or reports the process's global state (options, logging classes, decimal context)
-    "numpy.show_config", "numpy.show_runtime", "numpy.test", "pandas.test",
-    "pandas.show_versions", "pandas.set_option", "pandas.options", "logging.setLoggerClass",
-    "logging.setLogRecordFactory", "logging.captureWarnings", "logging.shutdown",
-    "decimal.setcontext", "decimal.getcontext", "decimal.DefaultContext",
+    "numpy.show_config",
+    "numpy.show_runtime",
+    "numpy.test",
+    "pandas.test",
+    "pandas.show_versions",
+    "pandas.set_option",
+    "pandas.options",
+    "logging.setLoggerClass",
+    "logging.setLogRecordFactory",
+    "logging.captureWarnings",
+    "logging.shutdown",
+    "decimal.setcontext",
+    "decimal.getcontext",
+    "decimal.DefaultContext",
     # the test runner's own machinery
-    "pytest.main", "pytest.hookimpl", "pytest.hookspec", "pytest.Config",
-    "pytest.PytestPluginManager", "unittest.main")
+    "pytest.main",
+    "pytest.hookimpl",
+    "pytest.hookspec",
+    "pytest.Config",
+    "pytest.PytestPluginManager",
+    "unittest.main",
+)
 DENIED_SOURCE = DENIED_COMMON + (
     # S reads no file at all (T may read its own data through a rooted path: testrules)
-    "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile",
-    "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "numpy.lib.npyio",
-    "numpy.lib.format", "numpy.testing", "numpy.DataSource", "pandas.io", "pandas.testing",
-    "pandas.plotting", "pandas.util", "pandas.HDFStore", "pandas.ExcelFile",
+    "numpy.load",
+    "numpy.loadtxt",
+    "numpy.genfromtxt",
+    "numpy.fromfile",
+    "numpy.save",
+    "numpy.savez",
+    "numpy.savez_compressed",
+    "numpy.savetxt",
+    "numpy.lib.npyio",
+    "numpy.lib.format",
+    "numpy.testing",
+    "numpy.DataSource",
+    "pandas.io",
+    "pandas.testing",
+    "pandas.plotting",
+    "pandas.util",
+    "pandas.HDFStore",
+    "pandas.ExcelFile",
     "pandas.ExcelWriter",
     # byte_bounds: a view's addresses (page-aligned in a replay's mapping, heap ones in a test)
-    "numpy.lib.array_utils")
+    "numpy.lib.array_utils",
+)
 # Keywords that turn a reader into code execution (a pickle is a program), refused in S and T.
 PICKLE_KEYWORDS = frozenset({"allow_pickle"})
 _READERS = re.compile(r"^pandas\.read_")
 # Attribute names refused on any object: they name modules that give the host away, or logging
 # state that tells a test run from production.
-ESCAPE_ATTRIBUTES = frozenset({
-    "os", "sys", "builtins", "subprocess", "inspect", "gc", "ctypes", "importlib", "socket",
-    "pathlib", "shutil", "tempfile", "threading", "_thread", "multiprocessing", "atexit", "pickle",
-    "marshal", "traceback", "linecache", "runpy", "pkgutil", "posix", "site", "sysconfig",
-    "faulthandler", "tracemalloc", "mmap", "_io", "_imp", "_ctypes", "handlers", "manager",
-    "loggerDict", "strides",
-    # an array's base is the whole buffer its rows are cut from: in a replay its size (the replay's
-    # sessions, zeros after the decision date) tells production from the gate, whose buffers end there
-    "base",
-    # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
-    "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "f_trace", "f_lineno", "tb_frame",
-    "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code",
-    # pydantic's deprecated readers: `parse_raw(..., proto="pickle", allow_pickle=True)` unpickles
-    "parse_raw", "parse_obj_as", "parse_file_as"})
+ESCAPE_ATTRIBUTES = frozenset(
+    {
+        "os",
+        "sys",
+        "builtins",
+        "subprocess",
+        "inspect",
+        "gc",
+        "ctypes",
+        "importlib",
+        "socket",
+        "pathlib",
+        "shutil",
+        "tempfile",
+        "threading",
+        "_thread",
+        "multiprocessing",
+        "atexit",
+        "pickle",
+        "marshal",
+        "traceback",
+        "linecache",
+        "runpy",
+        "pkgutil",
+        "posix",
+        "site",
+        "sysconfig",
+        "faulthandler",
+        "tracemalloc",
+        "mmap",
+        "_io",
+        "_imp",
+        "_ctypes",
+        "handlers",
+        "manager",
+        "loggerDict",
+        "strides",
+        # an array's base is the whole buffer its rows are cut from: in a replay its size (the replay's
+        # sessions, zeros after the decision date) tells production from the gate, whose buffers end there
+        "base",
+        # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
+        "f_back",
+        "f_locals",
+        "f_globals",
+        "f_code",
+        "f_builtins",
+        "f_trace",
+        "f_lineno",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "gi_code",
+        "cr_frame",
+        "cr_code",
+        "ag_frame",
+        "ag_code",
+        # pydantic's deprecated readers: `parse_raw(..., proto="pickle", allow_pickle=True)` unpickles
+        "parse_raw",
+        "parse_obj_as",
+        "parse_file_as",
+    }
+)
 # Attribute names refused on any object in S only: a view's arrays are cut from the host's own
 # writable buffers when a test or the gate asks and from the read-only shared mapping in a replay,
 # so making one writable succeeds in the one and fails in the other (and tells them apart).
 VIEW_WRITES = frozenset({"setflags", "writeable"})
 # Methods that read or write files on any object (pandas, numpy, pydantic, matplotlib).
-IO_METHODS = frozenset({
-    "to_csv", "to_pickle", "to_parquet", "to_feather", "to_hdf", "to_sql", "to_excel", "to_stata",
-    "to_xml", "to_orc", "to_gbq", "to_clipboard", "tofile", "dump", "savefig", "parse_file",
-    "write_text", "write_bytes", "read_text", "read_bytes", "open", "unlink", "rmdir", "mkdir",
-    "touch", "symlink_to", "hardlink_to", "iterdir", "glob", "rglob", "chmod"})
+IO_METHODS = frozenset(
+    {
+        "to_csv",
+        "to_pickle",
+        "to_parquet",
+        "to_feather",
+        "to_hdf",
+        "to_sql",
+        "to_excel",
+        "to_stata",
+        "to_xml",
+        "to_orc",
+        "to_gbq",
+        "to_clipboard",
+        "tofile",
+        "dump",
+        "savefig",
+        "parse_file",
+        "write_text",
+        "write_bytes",
+        "read_text",
+        "read_bytes",
+        "open",
+        "unlink",
+        "rmdir",
+        "mkdir",
+        "touch",
+        "symlink_to",
+        "hardlink_to",
+        "iterdir",
+        "glob",
+        "rglob",
+        "chmod",
+    }
+)
 # Writers whose only argument may be a path: `df.to_json()` alone returns text.
 PATH_WRITERS = frozenset({"to_json", "to_html", "to_latex", "to_markdown", "to_string"})
-SAFE_BUILTINS = frozenset({
-    "abs", "aiter", "all", "anext", "any", "ascii", "bin", "bool", "bytearray", "bytes",
-    "callable", "chr", "classmethod", "complex", "delattr", "dict", "divmod", "enumerate",
-    "filter", "float", "format", "frozenset", "getattr", "hasattr", "hash", "hex", "id", "int",
-    "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min", "next", "object",
-    "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set",
-    "setattr", "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "zip",
-    "True", "False", "None", "NotImplemented", "Ellipsis", "__name__", "__doc__"})
-DENIED_BUILTINS = frozenset({
-    "open", "exec", "eval", "compile", "__import__", "input", "breakpoint", "exit", "quit",
-    "help", "globals", "locals", "vars", "dir", "memoryview", "copyright", "credits", "license",
-    "SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException", "__build_class__",
-    "__loader__", "__spec__", "__builtins__", "__file__", "__cached__", "__package__", "__path__"})
-ALLOWED_DUNDERS = frozenset({
-    "__init__", "__post_init__", "__new__", "__name__", "__qualname__", "__doc__", "__class__",
-    "__module__", "__all__", "__slots__", "__version__", "__members__", "__args__", "__origin__",
-    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__repr__", "__str__",
-    "__len__", "__iter__", "__next__", "__contains__", "__getitem__", "__call__", "__enter__",
-    "__exit__", "__bool__", "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__",
-    "__mod__", "__neg__", "__abs__", "__radd__", "__rmul__", "__format__", "__future__",
-    "__main__", "__setattr__"})
+SAFE_BUILTINS = frozenset(
+    {
+        "abs",
+        "aiter",
+        "all",
+        "anext",
+        "any",
+        "ascii",
+        "bin",
+        "bool",
+        "bytearray",
+        "bytes",
+        "callable",
+        "chr",
+        "classmethod",
+        "complex",
+        "delattr",
+        "dict",
+        "divmod",
+        "enumerate",
+        "filter",
+        "float",
+        "format",
+        "frozenset",
+        "getattr",
+        "hasattr",
+        "hash",
+        "hex",
+        "id",
+        "int",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "list",
+        "map",
+        "max",
+        "min",
+        "next",
+        "object",
+        "oct",
+        "ord",
+        "pow",
+        "print",
+        "property",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "set",
+        "setattr",
+        "slice",
+        "sorted",
+        "staticmethod",
+        "str",
+        "sum",
+        "super",
+        "tuple",
+        "type",
+        "zip",
+        "True",
+        "False",
+        "None",
+        "NotImplemented",
+        "Ellipsis",
+        "__name__",
+        "__doc__",
+    }
+)
+DENIED_BUILTINS = frozenset(
+    {
+        "open",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "input",
+        "breakpoint",
+        "exit",
+        "quit",
+        "help",
+        "globals",
+        "locals",
+        "vars",
+        "dir",
+        "memoryview",
+        "copyright",
+        "credits",
+        "license",
+        "SystemExit",
+        "KeyboardInterrupt",
+        "GeneratorExit",
+        "BaseException",
+        "__build_class__",
+        "__loader__",
+        "__spec__",
+        "__builtins__",
+        "__file__",
+        "__cached__",
+        "__package__",
+        "__path__",
+    }
+)
+ALLOWED_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__post_init__",
+        "__new__",
+        "__name__",
+        "__qualname__",
+        "__doc__",
+        "__class__",
+        "__module__",
+        "__all__",
+        "__slots__",
+        "__version__",
+        "__members__",
+        "__args__",
+        "__origin__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__repr__",
+        "__str__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__contains__",
+        "__getitem__",
+        "__call__",
+        "__enter__",
+        "__exit__",
+        "__bool__",
+        "__add__",
+        "__sub__",
+        "__mul__",
+        "__truediv__",
+        "__floordiv__",
+        "__mod__",
+        "__neg__",
+        "__abs__",
+        "__radd__",
+        "__rmul__",
+        "__format__",
+        "__future__",
+        "__main__",
+        "__setattr__",
+    }
+)
 # Dunder methods that run at class creation, on attribute misses or at garbage collection.
-HOOK_DEFINITIONS = frozenset({"__init_subclass__", "__set_name__", "__class_getitem__",
-                              "__getattr__", "__getattribute__", "__del__", "__dir__",
-                              "__instancecheck__", "__subclasscheck__", "__prepare__"})
+HOOK_DEFINITIONS = frozenset(
+    {
+        "__init_subclass__",
+        "__set_name__",
+        "__class_getitem__",
+        "__getattr__",
+        "__getattribute__",
+        "__del__",
+        "__dir__",
+        "__instancecheck__",
+        "__subclasscheck__",
+        "__prepare__",
+    }
+)
 REFLECTION = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 # Library callables that reach attributes by a name given as data: called directly, literal names.
 NAMED_REFLECTION = frozenset({"operator.attrgetter", "operator.methodcaller"})
@@ -160,12 +484,21 @@ class Policy:
         return cls.of(role, sources, contract.allow_imports, tests)
 
     @classmethod
-    def of(cls, role: str, sources: frozenset[str] = frozenset({"strategies"}),
-           extra: frozenset[str] = frozenset(),
-           tests: frozenset[str] = frozenset({"tests"})) -> Policy:
+    def of(
+        cls,
+        role: str,
+        sources: frozenset[str] = frozenset({"strategies"}),
+        extra: frozenset[str] = frozenset(),
+        tests: frozenset[str] = frozenset({"tests"}),
+    ) -> Policy:
         """The default policy of a role: S's own packages for S; T's own (never S's) for T, which
         reaches S only through strategy_host."""
-        base = PURE_STDLIB | LIBRARIES | extra | (TEST_MODULES if role == "tests" else SOURCE_LIBRARIES)
+        base = (
+            PURE_STDLIB
+            | LIBRARIES
+            | extra
+            | (TEST_MODULES if role == "tests" else SOURCE_LIBRARIES)
+        )
         own = tests if role == "tests" else sources
         return cls(base, own, DENIED_SOURCE if role == "source" else DENIED_COMMON, role, sources)
 
@@ -190,14 +523,20 @@ class Policy:
         if head not in self.modules and module not in self.modules:
             return False
         parts = module.split(".")
-        return not any(part.startswith("_") and not is_dunder(part) for part in parts[1:]) \
-            and not self.denies(module) and all(
-                parts[i] in MEMBERS.get(".".join(parts[:i]), {parts[i]}) for i in range(1, len(parts)))
+        return (
+            not any(part.startswith("_") and not is_dunder(part) for part in parts[1:])
+            and not self.denies(module)
+            and all(
+                parts[i] in MEMBERS.get(".".join(parts[:i]), {parts[i]})
+                for i in range(1, len(parts))
+            )
+        )
 
     def denies(self, dotted: str) -> bool:
         """A denied member or module (by name; objects are compared in `chain_problem`)."""
         return any(dotted == d or dotted.startswith(d + ".") for d in self.denied) or bool(
-            self.role == "source" and _READERS.match(dotted))
+            self.role == "source" and _READERS.match(dotted)
+        )
 
     def chain_problem(self, module: str, attributes: list[str]) -> str | None:
         """Why `module.a.b...` may not be used, or None; resolved against the real modules."""
@@ -210,19 +549,28 @@ class Policy:
             name = f"{value.__name__}.{attribute}"
             allowed = RESTRICTED.get(value.__name__)
             if allowed is not None and attribute not in allowed:
-                return (f"{name} is not one of {value.__name__}'s allowed constants "
-                        f"({', '.join(sorted(allowed))})")
+                return (
+                    f"{name} is not one of {value.__name__}'s allowed constants "
+                    f"({', '.join(sorted(allowed))})"
+                )
             if attribute.startswith("_") and not is_dunder(attribute):
                 return f"{name} is private to the library"
-            if self.denies(name) or id(getattr(value, attribute, None)) in _denied_ids(
-                    self.denied):
-                return (f"{name} is refused by name (it reads or writes files, imports by name, "
-                        "evaluates strings, exposes native memory or changes process-wide state)")
+            if self.denies(name) or id(getattr(value, attribute, None)) in _denied_ids(self.denied):
+                return (
+                    f"{name} is refused by name (it reads or writes files, imports by name, "
+                    "evaluates strings, exposes native memory or changes process-wide state)"
+                )
             members = MEMBERS.get(value.__name__)
-            if members is not None and attribute not in members and not is_dunder(attribute) \
-                    and not _is_ufunc(getattr(value, attribute, None)):
-                return (f"{name} is not one of the members of {value.__name__} judged code may "
-                        "use (pure computation only)")
+            if (
+                members is not None
+                and attribute not in members
+                and not is_dunder(attribute)
+                and not _is_ufunc(getattr(value, attribute, None))
+            ):
+                return (
+                    f"{name} is not one of the members of {value.__name__} judged code may "
+                    "use (pure computation only)"
+                )
             value = getattr(value, attribute, None)
             if isinstance(value, ModuleType) and not self.allows(value.__name__):
                 return f"{name} is the module {value.__name__}, which may not be used"

@@ -24,37 +24,110 @@ MESSAGES = {
     "tests.stateful": "tests may not keep state between runs or tests",
     "tests.nondeterministic": "tests may not depend on the clock or on unseeded randomness",
 }
-READ_FUNCTIONS = frozenset({"open", "io.open", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt",
-                            "numpy.fromfile"})
+READ_FUNCTIONS = frozenset(
+    {"open", "io.open", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile"}
+)
 READ_METHODS = frozenset({"read_text", "read_bytes", "open", "iterdir", "glob", "rglob"})
 ITERATORS = frozenset({"iterdir", "glob", "rglob"})
-MUTATORS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "clear", "update",
-                      "setdefault", "add", "discard", "appendleft", "extendleft", "sort"})
-MUTABLE_CALLS = frozenset({"list", "dict", "set", "defaultdict", "Counter", "deque",
-                           "OrderedDict", "collections.defaultdict", "collections.Counter",
-                           "collections.deque", "collections.OrderedDict"})
-CLOCK = frozenset({"datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
-                   "datetime.date.today", "pandas.Timestamp.now", "pandas.Timestamp.today",
-                   "pandas.Timestamp.utcnow"})
-SEEDED = frozenset({"numpy.random.seed", "numpy.random.default_rng", "numpy.random.Generator",
-                    "numpy.random.RandomState", "numpy.random.PCG64", "numpy.random.SeedSequence"})
+MUTATORS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "popitem",
+        "remove",
+        "clear",
+        "update",
+        "setdefault",
+        "add",
+        "discard",
+        "appendleft",
+        "extendleft",
+        "sort",
+    }
+)
+MUTABLE_CALLS = frozenset(
+    {
+        "list",
+        "dict",
+        "set",
+        "defaultdict",
+        "Counter",
+        "deque",
+        "OrderedDict",
+        "collections.defaultdict",
+        "collections.Counter",
+        "collections.deque",
+        "collections.OrderedDict",
+    }
+)
+CLOCK = frozenset(
+    {
+        "datetime.datetime.now",
+        "datetime.datetime.utcnow",
+        "datetime.datetime.today",
+        "datetime.date.today",
+        "pandas.Timestamp.now",
+        "pandas.Timestamp.today",
+        "pandas.Timestamp.utcnow",
+    }
+)
+SEEDED = frozenset(
+    {
+        "numpy.random.seed",
+        "numpy.random.default_rng",
+        "numpy.random.Generator",
+        "numpy.random.RandomState",
+        "numpy.random.PCG64",
+        "numpy.random.SeedSequence",
+    }
+)
 # The clock and randomness rules S and T share (one place; sourcestate adds S's state rules).
 # Constructors that read the clock when given one of the clock words.
-CLOCK_PARSERS = frozenset({"pandas.Timestamp", "pandas.to_datetime", "pandas.Period", "numpy.datetime64",
-                           "datetime.datetime.fromisoformat", "pandas.DatetimeIndex",
-                           "pandas.date_range", "pandas.bdate_range"})
+CLOCK_PARSERS = frozenset(
+    {
+        "pandas.Timestamp",
+        "pandas.to_datetime",
+        "pandas.Period",
+        "numpy.datetime64",
+        "datetime.datetime.fromisoformat",
+        "pandas.DatetimeIndex",
+        "pandas.date_range",
+        "pandas.bdate_range",
+    }
+)
 CLOCK_WORDS = frozenset({"now", "today", "tomorrow", "yesterday"})
 # Clock functions: referring to one (not only calling it) is reading the clock.
 CLOCK_FUNCTIONS = CLOCK | {"pandas.Period.now"}
 # Generators and bit generators that draw OS entropy when given no seed (or None).
-ENTROPY = frozenset({"numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.SeedSequence",
-                     "numpy.random.PCG64", "numpy.random.PCG64DXSM", "numpy.random.MT19937",
-                     "numpy.random.Philox", "numpy.random.SFC64"})
+ENTROPY = frozenset(
+    {
+        "numpy.random.default_rng",
+        "numpy.random.RandomState",
+        "numpy.random.SeedSequence",
+        "numpy.random.PCG64",
+        "numpy.random.PCG64DXSM",
+        "numpy.random.MT19937",
+        "numpy.random.Philox",
+        "numpy.random.SFC64",
+    }
+)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 # Ways into pytest's machinery from a test: the plugin manager, hook callers, the config.
 MACHINERY = frozenset({"pluginmanager", "ihook", "hook", "config", "session", "_hookimpl"})
-MACHINERY_MODULES = ("_pytest", "pytest", "pluggy", "coverage", "builtins", "sys", "os",
-                     "importlib", "guardrails", "hypothesis.internal")
+MACHINERY_MODULES = (
+    "_pytest",
+    "pytest",
+    "pluggy",
+    "coverage",
+    "builtins",
+    "sys",
+    "os",
+    "importlib",
+    "guardrails",
+    "hypothesis.internal",
+)
 PATCHERS = frozenset({"setattr", "delattr", "setitem", "delitem", "patch", "object", "dict"})
 
 
@@ -67,8 +140,11 @@ class Discipline:
         self.found: list[Finding] = []
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
-        self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
-                                  f"{MESSAGES[rule]}: {detail}"))
+        self.found.append(
+            Finding(
+                rule, getattr(node, "lineno", 1), f"{rule}:{detail}", f"{MESSAGES[rule]}: {detail}"
+            )
+        )
 
     def name(self, node: ast.AST) -> str:
         return dotted(node.func if isinstance(node, ast.Call) else node, self.imports) or ""
@@ -76,9 +152,14 @@ class Discipline:
     # -- paths -----------------------------------------------------------------------------
     def is_file_root(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """`Path(__file__)` (pathlib's Path, the bare `__file__` as its one argument)."""
-        return isinstance(node, ast.Call) and self.name(node) == "pathlib.Path" and len(
-            node.args) == 1 and isinstance(node.args[0], ast.Name) and \
-            node.args[0].id == "__file__" and not node.keywords
+        return (
+            isinstance(node, ast.Call)
+            and self.name(node) == "pathlib.Path"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == "__file__"
+            and not node.keywords
+        )
 
     def rooted(self, node: ast.AST, tainted: set[str], parents: int = 0) -> bool:
         """A path built from the test's folder or tmp_path with literal segments only."""
@@ -90,8 +171,12 @@ class Discipline:
             return self.rooted(node.left, tainted, parents) and _segment(node.right)
         if isinstance(node, ast.Attribute) and node.attr == "parent":
             inner = node.value
-            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
-                    inner.func.attr == "resolve" and not inner.args:
+            if (
+                isinstance(inner, ast.Call)
+                and isinstance(inner.func, ast.Attribute)
+                and inner.func.attr == "resolve"
+                and not inner.args
+            ):
                 inner = inner.func.value
             return parents == 0 and self.is_file_root(inner) and self.rooted(inner, tainted, 1)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -111,23 +196,30 @@ class Discipline:
                 for target in targets:
                     if isinstance(target, ast.Name):
                         bindings.setdefault(target.id, []).append(node.value)
-            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
+            elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(
+                node.target, ast.Name
+            ):
                 bindings.setdefault(node.target.id, []).append(node.iter)
         tainted = set(seed)
         grown = True
         while grown:
             grown = False
             for name, values in bindings.items():
-                if name not in tainted and all(self.rooted(v, tainted) or self.listing(v, tainted)
-                                               for v in values):
+                if name not in tainted and all(
+                    self.rooted(v, tainted) or self.listing(v, tainted) for v in values
+                ):
                     tainted.add(name)
                     grown = True
         return tainted
 
     def listing(self, node: ast.AST, tainted: set[str]) -> bool:
         """`root.glob("*.json")` and friends over a rooted folder (their items are rooted too)."""
-        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-            node.func.attr in ITERATORS and self.rooted(node.func.value, tainted)
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ITERATORS
+            and self.rooted(node.func.value, tainted)
+        )
 
     def reads(self, scope: ast.AST, seed: set[str]) -> None:
         tainted = self.tainted(scope, seed)
@@ -139,9 +231,12 @@ class Discipline:
                 first = node.args[0] if node.args else None
                 if first is None or not (self.rooted(first, tainted) or _in_memory(first, self)):
                     self.add("tests.reads_source", node, snippet(node)[:80])
-            elif isinstance(node.func, ast.Attribute) and node.func.attr in READ_METHODS \
-                    and name not in ("io.StringIO.open",) \
-                    and not self.rooted(node.func.value, tainted):
+            elif (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr in READ_METHODS
+                and name not in ("io.StringIO.open",)
+                and not self.rooted(node.func.value, tainted)
+            ):
                 self.add("tests.reads_source", node, snippet(node)[:80])
 
     # -- the rules ---------------------------------------------------------------------------
@@ -154,10 +249,14 @@ class Discipline:
         for node in ast.walk(self.tree):
             if isinstance(node, _SCOPES) and not isinstance(node, ast.Lambda):
                 params = {a.arg for a in node.args.args + node.args.kwonlyargs}
-                assigned = {n.id for n in _scope_nodes(node)
-                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-                self.reads(node, (params & (TMP_NAMES | fixtures))
-                           | (module_paths - params - assigned))
+                assigned = {
+                    n.id
+                    for n in _scope_nodes(node)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+                }
+                self.reads(
+                    node, (params & (TMP_NAMES | fixtures)) | (module_paths - params - assigned)
+                )
                 self.state(node, module_state)
             self.hooks(node)
             self.clock(node, docstrings)
@@ -172,8 +271,11 @@ class Discipline:
         found: set[str] = set()
         for node in self.tree.body:
             if isinstance(node, ast.FunctionDef):
-                values = [n.value for n in _scope_nodes(node)
-                          if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None]
+                values = [
+                    n.value
+                    for n in _scope_nodes(node)
+                    if isinstance(n, (ast.Return, ast.Yield)) and n.value is not None
+                ]
                 tainted = self.tainted(node, set(TMP_NAMES))
                 if values and all(self.rooted(v, tainted) for v in values):
                     found.add(node.name)
@@ -198,9 +300,14 @@ class Discipline:
                 self.add("tests.pytest_hook", node, name)
         if isinstance(node, ast.Attribute) and node.attr in MACHINERY and self.pytest_object(node):
             self.add("tests.pytest_hook", node, snippet(node))
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in PATCHERS and node.args and isinstance(node.args[0], ast.Constant) \
-                and str(node.args[0].value).startswith(MACHINERY_MODULES):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in PATCHERS
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and str(node.args[0].value).startswith(MACHINERY_MODULES)
+        ):
             self.add("tests.pytest_hook", node, f"patches {node.args[0].value!s}")
 
     def pytest_object(self, node: ast.Attribute) -> bool:
@@ -208,25 +315,42 @@ class Discipline:
         base: ast.AST = node.value
         while isinstance(base, (ast.Attribute, ast.Call, ast.Subscript)):
             base = base.func if isinstance(base, ast.Call) else base.value
-        return isinstance(base, ast.Name) and base.id in ("request", "pytestconfig", "item",
-                                                           "session", "config", "pytest")
+        return isinstance(base, ast.Name) and base.id in (
+            "request",
+            "pytestconfig",
+            "item",
+            "session",
+            "config",
+            "pytest",
+        )
 
     def state(self, function: ast.AST, module_state: set[str]) -> None:
         local = {a.arg for a in function.args.args + function.args.kwonlyargs}  # type: ignore[attr-defined]
-        local |= {n.id for n in _scope_nodes(function)
-                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        local |= {
+            n.id
+            for n in _scope_nodes(function)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
         shared = module_state - local
         for node in _scope_nodes(function):
             if isinstance(node, (ast.Global, ast.Nonlocal)):
                 self.add("tests.stateful", node, snippet(node))
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr in MUTATORS and _base_name(node.func.value) in shared:
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MUTATORS
+                and _base_name(node.func.value) in shared
+            ):
                 self.add("tests.stateful", node, snippet(node)[:80])
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
-                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                targets = (
+                    node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                )
                 for target in targets:
-                    if isinstance(target, (ast.Subscript, ast.Attribute)) and \
-                            _base_name(target) in shared:
+                    if (
+                        isinstance(target, (ast.Subscript, ast.Attribute))
+                        and _base_name(target) in shared
+                    ):
                         self.add("tests.stateful", node, snippet(target))
 
     def clock(self, node: ast.AST, docstrings: set[int]) -> None:
@@ -251,24 +375,36 @@ def text_value(node: ast.AST) -> str | None:
         left, right = text_value(node.left), text_value(node.right)
         return None if left is None or right is None else left + right
     if isinstance(node, ast.JoinedStr):
-        parts = [text_value(v.value if isinstance(v, ast.FormattedValue) and v.conversion == -1
-                            and v.format_spec is None else v) for v in node.values]
+        parts = [
+            text_value(
+                v.value
+                if isinstance(v, ast.FormattedValue)
+                and v.conversion == -1
+                and v.format_spec is None
+                else v
+            )
+            for v in node.values
+        ]
         return None if None in parts else "".join(p for p in parts if p is not None)
     return None
 
 
 def clock_string(node: ast.AST) -> bool:
-    """"now", "today" ...: numpy and pandas read the clock for them wherever they are parsed."""
+    """ "now", "today" ...: numpy and pandas read the clock for them wherever they are parsed."""
     text = text_value(node)
     return text is not None and text.strip().lower() in CLOCK_WORDS
 
 
 def docstring_ids(tree: ast.Module) -> set[int]:
     """The module's, classes' and functions' docstrings (by id): the clock words may be prose there."""
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.body and isinstance(node.body[0], ast.Expr)
-            and isinstance(node.body[0].value, ast.Constant)}
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
 
 
 def _unseeded(node: ast.Call) -> bool:
@@ -281,22 +417,37 @@ def unseeded_call(node: ast.Call, name: str) -> bool:
     """A call that reads the clock or draws unseeded randomness (clock functions are refused where
     they are named, call or not): a parser given a clock word, a generator without a seed (`default_rng()`, `default_rng(None)`), a function of
     numpy's global generator, pandas' `.sample()` without a `random_state`."""
-    if name in CLOCK_PARSERS and any(clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+    if name in CLOCK_PARSERS and any(
+        clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)]
+    ):
         return True
     if (name in ENTROPY and _unseeded(node)) or (
-            name.startswith("numpy.random.") and name not in SEEDED | ENTROPY and name.count(".") == 2):
+        name.startswith("numpy.random.") and name not in SEEDED | ENTROPY and name.count(".") == 2
+    ):
         return True
     # pandas' sample() without a random_state draws from numpy's global generator
-    return isinstance(node.func, ast.Attribute) and node.func.attr == "sample" and len(node.args) < 5 \
-        and not any(k.arg == "random_state" and not (isinstance(k.value, ast.Constant) and k.value.value is None)
-                    for k in node.keywords)
+    return (
+        isinstance(node.func, ast.Attribute)
+        and node.func.attr == "sample"
+        and len(node.args) < 5
+        and not any(
+            k.arg == "random_state"
+            and not (isinstance(k.value, ast.Constant) and k.value.value is None)
+            for k in node.keywords
+        )
+    )
 
 
 def _segment(node: ast.AST) -> bool:
     """A literal path segment that stays below where it is joined."""
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(node.value) \
-        and ".." not in node.value.split("/") and not node.value.startswith(("/", "~")) \
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and bool(node.value)
+        and ".." not in node.value.split("/")
+        and not node.value.startswith(("/", "~"))
         and "\\" not in node.value
+    )
 
 
 def _in_memory(node: ast.AST, rules: Discipline) -> bool:
@@ -326,9 +477,9 @@ def _module_mutables(tree: ast.Module) -> set[str]:
     for node in tree.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             value = node.value
-            mutable = isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
-                                         ast.SetComp)) or (isinstance(value, ast.Call) and snippet(
-                                             value.func) in MUTABLE_CALLS)
+            mutable = isinstance(
+                value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+            ) or (isinstance(value, ast.Call) and snippet(value.func) in MUTABLE_CALLS)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found |= {t.id for t in targets if isinstance(t, ast.Name)} if mutable else set()
     return found

@@ -25,16 +25,26 @@ RULE = "sanitizer.import_time"
 class ImportTime:
     """Walks module and class bodies (not function bodies) of one module."""
 
-    def __init__(self, imports: dict[str, tuple[str, str]], policy: Policy,
-                 functions: set[str], classes: set[str]) -> None:
+    def __init__(
+        self,
+        imports: dict[str, tuple[str, str]],
+        policy: Policy,
+        functions: set[str],
+        classes: set[str],
+    ) -> None:
         self.imports, self.policy = imports, policy
         self.functions, self.classes = functions, classes
         self.found: list[Finding] = []
 
     def add(self, node: ast.AST, detail: str) -> None:
-        self.found.append(Finding(RULE, getattr(node, "lineno", 1), f"{RULE}:{detail}",
-                                  f"import-time code is limited to definitions and constants: "
-                                  f"{detail}"))
+        self.found.append(
+            Finding(
+                RULE,
+                getattr(node, "lineno", 1),
+                f"{RULE}:{detail}",
+                f"import-time code is limited to definitions and constants: {detail}",
+            )
+        )
 
     def body(self, statements: list[ast.stmt], in_class: bool = False) -> None:
         for node in statements:
@@ -56,8 +66,11 @@ class ImportTime:
             self.static(node.test)
             self.body(node.body, in_class)
             self.body(node.orelse, in_class)
-        elif isinstance(node, ast.Try) and not node.finalbody and all(
-                _compat_handler(h) for h in node.handlers):
+        elif (
+            isinstance(node, ast.Try)
+            and not node.finalbody
+            and all(_compat_handler(h) for h in node.handlers)
+        ):
             self.compat_imports(node.body)
             self.body(node.body, in_class)
             for handler in node.handlers:
@@ -73,13 +86,19 @@ class ImportTime:
             if isinstance(node, ast.Import):
                 failing = [a.name for a in node.names if not self.policy.resolves(a.name)]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                failing = [f"{node.module}.{a.name}" for a in node.names
-                           if not self.policy.resolves(node.module, a.name)]
+                failing = [
+                    f"{node.module}.{a.name}"
+                    for a in node.names
+                    if not self.policy.resolves(node.module, a.name)
+                ]
             else:
                 failing = ["a relative import"] if isinstance(node, ast.ImportFrom) else []
             if failing:
-                self.add(node, f"the compatibility import of {', '.join(failing)} does not resolve "
-                               "here, so its fallback would run unmeasured")
+                self.add(
+                    node,
+                    f"the compatibility import of {', '.join(failing)} does not resolve "
+                    "here, so its fallback would run unmeasured",
+                )
 
     def definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         for decorator in node.decorator_list:
@@ -98,10 +117,16 @@ class ImportTime:
 
     def static_test(self, test: ast.expr) -> bool:
         """An `if` test that depends on nothing but the interpreter and library versions."""
-        names = [n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(test)
-                 if isinstance(n, (ast.Name, ast.Attribute))]
-        return bool(names) and any(name in _STATIC_TESTS for name in names) and not any(
-            isinstance(n, ast.Call) for n in ast.walk(test))
+        names = [
+            n.id if isinstance(n, ast.Name) else n.attr
+            for n in ast.walk(test)
+            if isinstance(n, (ast.Name, ast.Attribute))
+        ]
+        return (
+            bool(names)
+            and any(name in _STATIC_TESTS for name in names)
+            and not any(isinstance(n, ast.Call) for n in ast.walk(test))
+        )
 
     def static(self, value: ast.expr, decorator: bool = False) -> None:
         """Calls inside an import-time expression may run library code or make instances only."""
@@ -112,11 +137,19 @@ class ImportTime:
                 continue  # its body runs later, when called
             if isinstance(node, (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
                 self.add(node, snippet(node)[:60])
-            if isinstance(node, ast.Call) and self.own(node.func) and not self.instantiates(node.func):
+            if (
+                isinstance(node, ast.Call)
+                and self.own(node.func)
+                and not self.instantiates(node.func)
+            ):
                 self.add(node, f"calls {snippet(node.func)} of S")
             stack.extend(ast.iter_child_nodes(node))
-        if decorator and not isinstance(value, ast.Call) and self.own(value) \
-                and not self.instantiates(value):
+        if (
+            decorator
+            and not isinstance(value, ast.Call)
+            and self.own(value)
+            and not self.instantiates(value)
+        ):
             self.add(value, f"decorator {snippet(value)} of S runs at import time")
 
     def own(self, func: ast.AST) -> bool:
@@ -135,16 +168,21 @@ class ImportTime:
     def instantiates(self, func: ast.AST) -> bool:
         """A class of S: defined here, or imported from S under a CapWords name."""
         if isinstance(func, ast.Name):
-            return func.id in self.classes or (func.id in self.imports
-                                               and func.id not in self.functions
-                                               and func.id[:1].isupper())
+            return func.id in self.classes or (
+                func.id in self.imports and func.id not in self.functions and func.id[:1].isupper()
+            )
         return isinstance(func, ast.Attribute) and func.attr[:1].isupper()
 
 
 def main_guard(test: ast.expr) -> bool:
-    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) \
-        and test.left.id == "__name__" and len(test.comparators) == 1 \
-        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__"
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 def _compat_handler(handler: ast.ExceptHandler) -> bool:
@@ -152,8 +190,13 @@ def _compat_handler(handler: ast.ExceptHandler) -> bool:
     return all(isinstance(k, ast.Name) and k.id in _COMPAT_ERRORS for k in kinds)
 
 
-def import_time_findings(tree: ast.Module, imports: dict[str, tuple[str, str]], policy: Policy,
-                         functions: set[str], classes: set[str]) -> list[Finding]:
+def import_time_findings(
+    tree: ast.Module,
+    imports: dict[str, tuple[str, str]],
+    policy: Policy,
+    functions: set[str],
+    classes: set[str],
+) -> list[Finding]:
     """Findings of the import-time rule over one module (functions and classes it defines)."""
     checker = ImportTime(imports, policy, functions, classes)
     checker.body(tree.body)

@@ -107,8 +107,17 @@ TYPING = _names("""
     is_typeddict deprecated Buffer""")
 
 MEMBERS: dict[str, frozenset[str]] = {
-    "numpy": NUMPY, "numpy.random": NUMPY_RANDOM, "numpy.lib": NUMPY_LIB,
-    "numpy.lib.stride_tricks": NUMPY_STRIDE_TRICKS, "numpy.testing": NUMPY_TESTING,
-    "pandas": PANDAS, "pandas.api": PANDAS_API, "pandas.testing": PANDAS_TESTING,
-    "pydantic": PYDANTIC, "logging": LOGGING, "re": RE, "typing": TYPING,
-    "typing_extensions": TYPING}
+    "numpy": NUMPY,
+    "numpy.random": NUMPY_RANDOM,
+    "numpy.lib": NUMPY_LIB,
+    "numpy.lib.stride_tricks": NUMPY_STRIDE_TRICKS,
+    "numpy.testing": NUMPY_TESTING,
+    "pandas": PANDAS,
+    "pandas.api": PANDAS_API,
+    "pandas.testing": PANDAS_TESTING,
+    "pydantic": PYDANTIC,
+    "logging": LOGGING,
+    "re": RE,
+    "typing": TYPING,
+    "typing_extensions": TYPING,
+}

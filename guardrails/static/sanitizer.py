@@ -54,7 +54,7 @@ MESSAGES: dict[str, str] = {
     "sanitizer.type_checking": "TYPE_CHECKING must be typing's constant, with no else branch",
     "sanitizer.import_time": "import-time code is limited to definitions and constants",
     "sanitizer.source_import": "tests reach strategy code only through strategy_host: S never runs "
-                               "in the test process",
+    "in the test process",
     **STATE_MESSAGES,
 }
 _FORMAT_DUNDER = re.compile(r"\{[^{}:!]*__")
@@ -80,8 +80,14 @@ class Scanner(ScopedWalker):
         self.denied, self.dunders = policy.denied_builtins, policy.dunders
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
-        self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
-                                  f"{MESSAGES.get(rule, rule)}: {detail}"))
+        self.found.append(
+            Finding(
+                rule,
+                getattr(node, "lineno", 1),
+                f"{rule}:{detail}",
+                f"{MESSAGES.get(rule, rule)}: {detail}",
+            )
+        )
 
     # -- traversal ---------------------------------------------------------------------------
     def run(self) -> list[Finding]:
@@ -92,7 +98,11 @@ class Scanner(ScopedWalker):
 
     def _source_import(self, node: ast.AST, module: str | None) -> bool:
         """Tests importing S (it is not in their process: they call it through strategy_host)."""
-        if self.policy.role != "tests" or not module or module.split(".")[0] not in self.policy.sources:
+        if (
+            self.policy.role != "tests"
+            or not module
+            or module.split(".")[0] not in self.policy.sources
+        ):
             return False
         self.add("sanitizer.source_import", node, module)
         return True
@@ -105,8 +115,10 @@ class Scanner(ScopedWalker):
                 self.add("sanitizer.import_not_allowed", node, alias.name)
             local = alias.asname or alias.name.split(".")[0]
             own = self.policy.is_own(alias.name)  # S's own modules are ordinary values
-            self.imports[local] = (alias.name if alias.asname else local,
-                                   "object" if own else "module")
+            self.imports[local] = (
+                alias.name if alias.asname else local,
+                "object" if own else "module",
+            )
             self._bind(local, scope)
 
     def visit_ImportFrom(self, node: ast.ImportFrom, scope: int) -> None:
@@ -133,7 +145,7 @@ class Scanner(ScopedWalker):
         parts = self.package.split(".") if self.package else []
         if node.level > len(parts):
             return None  # climbs out of the package tree
-        base = parts[:len(parts) - node.level + 1]
+        base = parts[: len(parts) - node.level + 1]
         return ".".join([*base, *([node.module] if node.module else [])])
 
     # -- names and attributes ----------------------------------------------------------------
@@ -157,15 +169,21 @@ class Scanner(ScopedWalker):
         elif name in REFLECTION and id(node) not in self.heads:
             self.add("sanitizer.reflection", node, f"{name} used as a value")
         if name == "TYPE_CHECKING" and self.imports.get(name, ("", ""))[0] not in (
-                "typing.TYPE_CHECKING", "typing_extensions.TYPE_CHECKING"):
+            "typing.TYPE_CHECKING",
+            "typing_extensions.TYPE_CHECKING",
+        ):
             self.add("sanitizer.type_checking", node, "TYPE_CHECKING is not typing's")
 
     def visit_Attribute(self, node: ast.Attribute, scope: int) -> None:
         attribute = node.attr
-        if is_dunder(attribute) and (attribute not in self.dunders or (
-                attribute == "__setattr__" and id(node) not in self.blessed)):
+        if is_dunder(attribute) and (
+            attribute not in self.dunders
+            or (attribute == "__setattr__" and id(node) not in self.blessed)
+        ):
             self.add("sanitizer.dunder", node, snippet(node))
-        if attribute in ESCAPE_ATTRIBUTES or (attribute in VIEW_WRITES and self.policy.role == "source"):
+        if attribute in ESCAPE_ATTRIBUTES or (
+            attribute in VIEW_WRITES and self.policy.role == "source"
+        ):
             self.add("sanitizer.module_escape", node, snippet(node))
         if attribute in IO_METHODS and self.policy.role == "source":
             self.add("sanitizer.io", node, snippet(node))
@@ -180,8 +198,12 @@ class Scanner(ScopedWalker):
         if isinstance(base, ast.Name):
             self.heads.add(id(base))
             target = self.imports.get(base.id)
-            if target is not None and f"{target[0]}.{attribute}" in NAMED_REFLECTION \
-                    and len(parts) == 1 and id(node) not in self.called:
+            if (
+                target is not None
+                and f"{target[0]}.{attribute}" in NAMED_REFLECTION
+                and len(parts) == 1
+                and id(node) not in self.called
+            ):
                 self.add("sanitizer.reflection", node, f"{snippet(node)} used as a value")
             if target is not None and target[1] == "module":
                 problem = self.policy.chain_problem(target[0], parts[::-1])
@@ -206,16 +228,27 @@ class Scanner(ScopedWalker):
             template = func.value
             if not (isinstance(template, ast.Constant) and isinstance(template.value, str)):
                 self.add("sanitizer.reflection", node, f"{snippet(func)} on a computed template")
-        elif isinstance(func, ast.Attribute) and func.attr in EVALUATING_METHODS and not (
-                node.args and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)):
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr in EVALUATING_METHODS
+            and not (
+                node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            )
+        ):
             self.add("sanitizer.reflection", node, f"{snippet(func)} of a computed expression")
         for keyword in node.keywords:
             if keyword.arg in PICKLE_KEYWORDS and not (
-                    isinstance(keyword.value, ast.Constant) and keyword.value.value is False):
+                isinstance(keyword.value, ast.Constant) and keyword.value.value is False
+            ):
                 self.add("sanitizer.module_escape", node, f"{keyword.arg}= runs a pickle's code")
-        if isinstance(func, ast.Attribute) and func.attr in PATH_WRITERS and (
-                node.args or node.keywords) and self.policy.role == "source":
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in PATH_WRITERS
+            and (node.args or node.keywords)
+            and self.policy.role == "source"
+        ):
             self.add("sanitizer.io", node, snippet(func))
 
     def _callee(self, func: ast.AST) -> str:
@@ -226,14 +259,27 @@ class Scanner(ScopedWalker):
             return f"{head}.{func.attr}"
         return ""
 
-    def _literal_reflection(self, node: ast.Call, name: str, names: list[ast.expr],
-                            objects: list[ast.expr], dotted: bool = False) -> None:
+    def _literal_reflection(
+        self,
+        node: ast.Call,
+        name: str,
+        names: list[ast.expr],
+        objects: list[ast.expr],
+        dotted: bool = False,
+    ) -> None:
         literal = bool(names) and all(
-            isinstance(n, ast.Constant) and isinstance(n.value, str) and not any(
-                is_dunder(part) or not part for part in (n.value.split(".") if dotted else [n.value]))
-            for n in names)
-        on_module = any(isinstance(o, ast.Name) and self.imports.get(o.id, ("", ""))[1] == "module"
-                        for o in objects)
+            isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and not any(
+                is_dunder(part) or not part
+                for part in (n.value.split(".") if dotted else [n.value])
+            )
+            for n in names
+        )
+        on_module = any(
+            isinstance(o, ast.Name) and self.imports.get(o.id, ("", ""))[1] == "module"
+            for o in objects
+        )
         if not literal or on_module or node.keywords:
             self.add("sanitizer.reflection", node, snippet(node))
             return
@@ -252,10 +298,17 @@ class Scanner(ScopedWalker):
             ok = bool(first) and isinstance(first[0], ast.Name) and first[0].id == "self"
         else:
             names = node.args[:1]
-            ok = isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) \
+            ok = (
+                isinstance(owner, ast.Call)
+                and isinstance(owner.func, ast.Name)
                 and owner.func.id == "super"
-        literal = bool(names) and isinstance(names[0], ast.Constant) and isinstance(
-            names[0].value, str) and not is_dunder(names[0].value)
+            )
+        literal = (
+            bool(names)
+            and isinstance(names[0], ast.Constant)
+            and isinstance(names[0].value, str)
+            and not is_dunder(names[0].value)
+        )
         if ok and literal and len(node.args) == (3 if isinstance(owner, ast.Name) else 2):
             self.blessed.add(id(func))
         else:
@@ -272,8 +325,11 @@ class Scanner(ScopedWalker):
             self.add("sanitizer.dunder", node, f"format field in {value[:40]!r}")
         elif value in PICKLE_KEYWORDS:
             self.add("sanitizer.module_escape", node, f"{value!r} runs a pickle's code")
-        elif "(" in value or "__" in value or (
-                "." in value and value.partition(".")[0] in self.imports):
+        elif (
+            "(" in value
+            or "__" in value
+            or ("." in value and value.partition(".")[0] in self.imports)
+        ):
             # pydantic and typing evaluate string annotations and forward references in the
             # module's namespace: "pydantic.ImportString" is that member
             self._code_in_string(node, value)
@@ -283,19 +339,28 @@ class Scanner(ScopedWalker):
             expression = ast.parse(value.replace("@", "").replace("`", ""), mode="eval")
         except (SyntaxError, ValueError, RecursionError):
             return
-        inner = Scanner(ast.Module(body=[ast.Expr(expression.body)], type_ignores=[]),
-                        self.policy, self.package)
+        inner = Scanner(
+            ast.Module(body=[ast.Expr(expression.body)], type_ignores=[]), self.policy, self.package
+        )
         inner.imports = dict(self.imports)
         if inner.run():
             self.add("sanitizer.code_in_string", node, repr(value[:60]))
 
     def visit_If(self, node: ast.If, scope: int) -> None:
         test = node.test
-        guard = isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or isinstance(
-            test, ast.Attribute) and test.attr == "TYPE_CHECKING" or main_guard(test)
+        guard = (
+            isinstance(test, ast.Name)
+            and test.id == "TYPE_CHECKING"
+            or isinstance(test, ast.Attribute)
+            and test.attr == "TYPE_CHECKING"
+            or main_guard(test)
+        )
         if guard and node.orelse:
-            self.add("sanitizer.type_checking", node,
-                     f"`if {snippet(test)}:` has an else branch, which coverage would not count")
+            self.add(
+                "sanitizer.type_checking",
+                node,
+                f"`if {snippet(test)}:` has an else branch, which coverage would not count",
+            )
 
     def visit_FunctionDef(self, node: ast.FunctionDef, scope: int) -> None:
         self._bind(node.name, scope)
@@ -318,8 +383,11 @@ class Scanner(ScopedWalker):
             return
         returns = [n.value for n in ast.walk(item) if isinstance(n, ast.Return)]
         constants = [n.value for n in returns if isinstance(n, ast.Constant)]
-        if returns and len(constants) == len(returns) and (
-                item.name == "__hash__" or all(bool(c) is wanted for c in constants)):
+        if (
+            returns
+            and len(constants) == len(returns)
+            and (item.name == "__hash__" or all(bool(c) is wanted for c in constants))
+        ):
             self.add("sanitizer.always_equal", item, f"{item.name} returns a constant")
 
     def _writes(self, targets: list[ast.expr], node: ast.AST) -> None:
@@ -327,8 +395,11 @@ class Scanner(ScopedWalker):
             base = target
             while isinstance(base, (ast.Attribute, ast.Subscript)):
                 base = base.value
-            if base is not target and isinstance(base, ast.Name) and \
-                    self.imports.get(base.id, ("", ""))[1] == "module":
+            if (
+                base is not target
+                and isinstance(base, ast.Name)
+                and self.imports.get(base.id, ("", ""))[1] == "module"
+            ):
                 self.add("sanitizer.module_attr_write", node, snippet(target))
 
     def visit_Assign(self, node: ast.Assign, scope: int) -> None:
@@ -344,8 +415,12 @@ class Scanner(ScopedWalker):
 
     def visit_Dict(self, node: ast.Dict, scope: int) -> None:
         keys = [k for k in node.keys if isinstance(k, ast.Tuple)]
-        if self.policy.role == "source" and len(keys) >= 2 and len(keys) == len(node.keys) \
-                and any(isinstance(e, ast.Tuple) for k in keys for e in k.elts):
+        if (
+            self.policy.role == "source"
+            and len(keys) >= 2
+            and len(keys) == len(node.keys)
+            and any(isinstance(e, ast.Tuple) for k in keys for e in k.elts)
+        ):
             self.add("sanitizer.answer_table", node, f"{len(keys)} answers keyed on literal inputs")
 
 
@@ -359,14 +434,21 @@ def findings(path: str, tree: ast.Module, policy: Policy) -> list[Finding]:
     scanner = Scanner(tree, policy, module_package(path))
     found = scanner.run()
     if policy.role == "source":
-        found += import_time_findings(tree, scanner.imports, policy, scanner.functions,
-                                      scanner.classes)
+        found += import_time_findings(
+            tree, scanner.imports, policy, scanner.functions, scanner.classes
+        )
         found += state_findings(tree, scanner)
     return found
 
 
-def scan_source(path: str, new: bytes, old: bytes | None, policy: Policy,
-                allow: frozenset[str] = frozenset(), prefix: str = "sanitizer") -> list[Violation]:
+def scan_source(
+    path: str,
+    new: bytes,
+    old: bytes | None,
+    policy: Policy,
+    allow: frozenset[str] = frozenset(),
+    prefix: str = "sanitizer",
+) -> list[Violation]:
     """Violations the change from `old` to `new` introduces in one S file."""
     text, refused = read_source(path, new, prefix)
     if text is None:

@@ -13,13 +13,25 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-_SCOPE_TYPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
-                          ast.SetComp, ast.DictComp, ast.GeneratorExp})
+_SCOPE_TYPES = frozenset(
+    {
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.Lambda,
+        ast.ListComp,
+        ast.SetComp,
+        ast.DictComp,
+        ast.GeneratorExp,
+    }
+)
 # Fields that may hold child nodes, per node type (contexts and leaves have none to visit).
 _FIELDS: dict[type, tuple[str, ...]] = {ast.Name: (), ast.Constant: (), ast.alias: ()}
 # Operator nodes: no fields, no rules; never worth a visit.
-_INERT = frozenset(kind for base in (ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
-                   for kind in base.__subclasses__())
+_INERT = frozenset(
+    kind
+    for base in (ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
+    for kind in base.__subclasses__()
+)
 
 
 def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
@@ -33,8 +45,11 @@ def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
 @functools.cache
 def _handlers(kind: type) -> dict[type, Callable[[Any, Any, int], None]]:
     """visit_<NodeType> methods of a scanner class, keyed by node type."""
-    return {getattr(ast, name[6:]): getattr(kind, name) for name in dir(kind)
-            if name.startswith("visit_") and hasattr(ast, name[6:])}
+    return {
+        getattr(ast, name[6:]): getattr(kind, name)
+        for name in dir(kind)
+        if name.startswith("visit_") and hasattr(ast, name[6:])
+    }
 
 
 class ScopedWalker:
@@ -71,8 +86,11 @@ class ScopedWalker:
                 body = self._new_scope("class", scope)
                 self.openers[body] = node
                 stack += [(child, body) for child in reversed(node.body)]  # type: ignore[attr-defined]
-                stack += [(child, scope) for child in reversed(
-                    [*node.decorator_list, *node.bases, *node.keywords])]  # type: ignore[attr-defined]
+                opener: Any = node  # a ClassDef: mypy cannot narrow on `kind is ast.ClassDef`
+                stack += [
+                    (child, scope)
+                    for child in reversed([*opener.decorator_list, *opener.bases, *opener.keywords])
+                ]
             else:  # inlined child iteration: this loop is most of the sanitizer's time
                 fields = known.get(kind)
                 for name in fields if fields is not None else _fields(kind):
@@ -96,8 +114,13 @@ class ScopedWalker:
             outer: list[ast.AST] = [*args.defaults, *(d for d in args.kw_defaults if d)]
             if not isinstance(node, ast.Lambda):
                 outer += [*node.decorator_list, *([node.returns] if node.returns else [])]
-            params = [*args.posonlyargs, *args.args, *args.kwonlyargs,
-                      *([args.vararg] if args.vararg else []), *([args.kwarg] if args.kwarg else [])]
+            params = [
+                *args.posonlyargs,
+                *args.args,
+                *args.kwonlyargs,
+                *([args.vararg] if args.vararg else []),
+                *([args.kwarg] if args.kwarg else []),
+            ]
             for param in params:
                 self.scopes[own][2].add(param.arg)
                 if param.annotation is not None:
@@ -137,4 +160,3 @@ class ScopedWalker:
     def visit_ExceptHandler(self, node: ast.ExceptHandler, scope: int) -> None:
         if node.name:
             self._bind(node.name, scope)
-

@@ -47,11 +47,15 @@ _CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
 
 _BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
 # The node types StateRules.run has a rule for: the rest (most of a module) are skipped at once.
-_RULED = frozenset({ast.Call, ast.Attribute, ast.Name, *_TEXTS, ast.Global, ast.Nonlocal, *_FUNCTIONS})
+_RULED = frozenset(
+    {ast.Call, ast.Attribute, ast.Name, *_TEXTS, ast.Global, ast.Nonlocal, *_FUNCTIONS}
+)
 _SCOPE_KINDS = frozenset(_SCOPES)
 
 
-def _index(tree: ast.Module) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+def _index(
+    tree: ast.Module,
+) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
     """Every node once as (node, 0), parents first in source order; each function's own nodes (what
     `_scope_nodes` gives: its children, nested functions included but not their insides); and the
     imports, classes, functions and the module by type."""
@@ -85,8 +89,9 @@ def _index(tree: ast.Module) -> tuple[list[tuple[ast.AST, int]], dict[int, list[
     return nodes, own, buckets
 
 
-def index_of_walk(visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
-                  ) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
+def index_of_walk(
+    visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
+) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
     """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead of a
     walk of its own: each node belongs to the nearest enclosing function or lambda (a comprehension or
     class body to its enclosing one), as Python runs it (defaults and decorators run outside)."""
@@ -113,16 +118,27 @@ def index_of_walk(visited: list[tuple[ast.AST, int]], scopes: list[Any], openers
 
 def _docstrings(holders: list[Any]) -> set[int]:
     """The modules', classes' and functions' docstrings (by id), from the index's buckets."""
-    return {id(node.body[0].value) for node in holders if node.body
-            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {
+        id(node.body[0].value)
+        for node in holders
+        if node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
 
 
 def _mutable_default(node: ast.AST) -> bool:
     """A default that is (or holds, e.g. inside a tuple) a mutable container."""
-    return any(isinstance(n, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)) or (
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-        and n.func.id in ("list", "dict", "set", "bytearray")) for n in ast.walk(node)
-        if not isinstance(n, ast.Lambda))
+    return any(
+        isinstance(n, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+        or (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id in ("list", "dict", "set", "bytearray")
+        )
+        for n in ast.walk(node)
+        if not isinstance(n, ast.Lambda)
+    )
 
 
 class StateRules:
@@ -131,31 +147,52 @@ class StateRules:
     def __init__(self, tree: ast.Module, walker: Any = None) -> None:
         self.tree = tree
         # one walk, shared by every rule below: the capability scan's when it ran, else its own
-        self.visited, self.own, self.kinds = index_of_walk(walker.visited, walker.scopes, walker.openers) \
-            if walker is not None else _index(tree)
+        self.visited, self.own, self.kinds = (
+            index_of_walk(walker.visited, walker.scopes, walker.openers)
+            if walker is not None
+            else _index(tree)
+        )
         self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
         # module-level names, functions among them (an attribute set on a function outlives the call)
-        self.module_names = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
-                             for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-                             if isinstance(t, ast.Name)} | _module_mutables(tree) | {
-            n.name for n in tree.body if isinstance(n, _FUNCTIONS)}
+        self.module_names = (
+            {
+                t.id
+                for n in tree.body
+                if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                if isinstance(t, ast.Name)
+            }
+            | _module_mutables(tree)
+            | {n.name for n in tree.body if isinstance(n, _FUNCTIONS)}
+        )
         # module-level names bound to a mutating method (`_PUT = _MEMO.setdefault`)
-        self.mutators = {t.id for n in tree.body if isinstance(n, ast.Assign)
-                         and isinstance(n.value, ast.Attribute) and n.value.attr in MUTATORS
-                         for t in n.targets if isinstance(t, ast.Name)}
+        self.mutators = {
+            t.id
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Attribute)
+            and n.value.attr in MUTATORS
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         classes: list[Any] = self.kinds[ast.ClassDef]
         self.classes = {n.name for n in classes}
 
     def add(self, rule: str, node: ast.AST, detail: str) -> None:
-        self.found.append(Finding(rule, getattr(node, "lineno", 1), f"{rule}:{detail}",
-                                  f"{MESSAGES[rule]}: {detail}"))
+        self.found.append(
+            Finding(
+                rule, getattr(node, "lineno", 1), f"{rule}:{detail}", f"{MESSAGES[rule]}: {detail}"
+            )
+        )
 
     def name(self, node: ast.AST) -> str:
         return dotted(node, self.imports) or ""
 
     def run(self) -> list[Finding]:
-        docstrings = _docstrings([n for kind in (ast.Module, ast.ClassDef, *_FUNCTIONS) for n in self.kinds[kind]])
+        docstrings = _docstrings(
+            [n for kind in (ast.Module, ast.ClassDef, *_FUNCTIONS) for n in self.kinds[kind]]
+        )
         imports, tails = self.imports, _CLOCK_TAILS
         node: Any
         relevant = _RULED
@@ -165,12 +202,22 @@ class StateRules:
                 continue
             if kind is ast.Call:
                 self.clock(node)
-            elif (kind is ast.Attribute and node.attr in tails or kind is ast.Name and node.id in imports) \
-                    and self.name(node) in CLOCK_FUNCTIONS:
+            elif (
+                kind is ast.Attribute
+                and node.attr in tails
+                or kind is ast.Name
+                and node.id in imports
+            ) and self.name(node) in CLOCK_FUNCTIONS:
                 self.add("sanitizer.clock", node, snippet(node)[:80])
-            elif kind in _TEXTS and (kind is not ast.Constant or type(node.value) is str) \
-                    and id(node) not in docstrings and clock_string(node):
-                self.add("sanitizer.clock", node, f"the string {text_value(node)!r}")  # numpy and pandas' clock
+            elif (
+                kind in _TEXTS
+                and (kind is not ast.Constant or type(node.value) is str)
+                and id(node) not in docstrings
+                and clock_string(node)
+            ):
+                self.add(
+                    "sanitizer.clock", node, f"the string {text_value(node)!r}"
+                )  # numpy and pandas' clock
             elif kind is ast.Global or kind is ast.Nonlocal:
                 self.add("sanitizer.stateful", node, snippet(node))
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
@@ -184,12 +231,20 @@ class StateRules:
             self.add("sanitizer.clock", node, snippet(node)[:80])
 
     def defaults(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for default in [*function.args.defaults, *(d for d in function.args.kw_defaults if d is not None)]:
+        for default in [
+            *function.args.defaults,
+            *(d for d in function.args.kw_defaults if d is not None),
+        ]:
             if _mutable_default(default):
-                self.add("sanitizer.stateful", default, f"mutable default {snippet(default)[:40]} "
-                         f"of {function.name}")
+                self.add(
+                    "sanitizer.stateful",
+                    default,
+                    f"mutable default {snippet(default)[:40]} of {function.name}",
+                )
 
-    def _shared(self, target: ast.AST, local: set[str], aliases: frozenset[str] = frozenset()) -> bool:
+    def _shared(
+        self, target: ast.AST, local: set[str], aliases: frozenset[str] = frozenset()
+    ) -> bool:
         """Does writing through `target` change something that outlives the call?"""
         base = target
         while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
@@ -202,8 +257,13 @@ class StateRules:
                 return True
             base = base.value
         name = _base_name(base) if not isinstance(base, ast.Name) else base.id
-        return name in ("self", "cls") or name in self.classes or name in aliases or (
-            name in self.module_names and name not in local) or name in self.imports
+        return (
+            name in ("self", "cls")
+            or name in self.classes
+            or name in aliases
+            or (name in self.module_names and name not in local)
+            or name in self.imports
+        )
 
     def writes(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         args = function.args
@@ -224,31 +284,51 @@ class StateRules:
             elif kind is ast.AugAssign or kind is ast.AnnAssign:
                 targets = [node.target]
             for target in targets:
-                if isinstance(target, (ast.Attribute, ast.Subscript)) and self._shared(target, local, aliases):
-                    self.add("sanitizer.stateful", node, f"{snippet(target)[:60]} in {function.name}")
+                if isinstance(target, (ast.Attribute, ast.Subscript)) and self._shared(
+                    target, local, aliases
+                ):
+                    self.add(
+                        "sanitizer.stateful", node, f"{snippet(target)[:60]} in {function.name}"
+                    )
 
-    def _call_writes(self, node: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef,
-                     local: set[str], aliases: frozenset[str]) -> None:
+    def _call_writes(
+        self,
+        node: ast.Call,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        local: set[str],
+        aliases: frozenset[str],
+    ) -> None:
         """A call that mutates shared state: a module-level bound mutator, next() on a module-level
         iterator, a mutating method or setattr on something shared."""
         func = node.func
         if isinstance(func, ast.Name) and (
-                (func.id in self.mutators and func.id not in local) or (
-                    func.id == "next" and node.args and self._shared(node.args[0], local, aliases))):
+            (func.id in self.mutators and func.id not in local)
+            or (func.id == "next" and node.args and self._shared(node.args[0], local, aliases))
+        ):
             self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
-        if isinstance(func, ast.Attribute) and func.attr in MUTATORS and \
-                self._shared(func.value, local, aliases) and not isinstance(func.value, ast.Call):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in MUTATORS
+            and self._shared(func.value, local, aliases)
+            and not isinstance(func.value, ast.Call)
+        ):
             self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
-        if node.args and self.name(func) in ("setattr", "delattr", "object.__setattr__") \
-                and self._shared(node.args[0], local, aliases):
+        if (
+            node.args
+            and self.name(func) in ("setattr", "delattr", "object.__setattr__")
+            and self._shared(node.args[0], local, aliases)
+        ):
             self.add("sanitizer.stateful", node, f"{snippet(node)[:60]} in {function.name}")
 
     def aliases(self, scope: list[ast.AST], local: set[str]) -> frozenset[str]:
         """Local names bound to shared state (`log = _LOG`): writing through them writes it."""
         found: set[str] = set()
         for node in scope:
-            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)) \
-                    and self._shared(node.value, local - found, frozenset(found)):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+                and self._shared(node.value, local - found, frozenset(found))
+            ):
                 found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
         return frozenset(found)
 

@@ -48,8 +48,11 @@ def read_source(path: str, data: bytes, prefix: str) -> tuple[str | None, list[V
 
     encoding = declared_encoding(data)
     if encoding is not None and encoding not in _UTF8:
-        return refuse("encoding", f"{path} declares the encoding {encoding!r}: only UTF-8 "
-                      "source is accepted (other codecs can hide code in what looks like text)")
+        return refuse(
+            "encoding",
+            f"{path} declares the encoding {encoding!r}: only UTF-8 "
+            "source is accepted (other codecs can hide code in what looks like text)",
+        )
     if b"\0" in data:
         return refuse("source_mismatch", f"{path} contains a NUL byte")
     try:
@@ -59,8 +62,13 @@ def read_source(path: str, data: bytes, prefix: str) -> tuple[str | None, list[V
     odd = _ODD_BREAK.search(text.replace("\r\n", "\n"))
     if odd:
         line = text.replace("\r\n", "\n").count("\n", 0, odd.start()) + 1
-        return refuse("source_mismatch", (
-            f"{path} line {line} holds {odd.group()!r}, which some readers treat as a line break "
-            "and the interpreter does not (or the reverse): the gate would check other lines "
-            "than the ones that run"), line)
+        return refuse(
+            "source_mismatch",
+            (
+                f"{path} line {line} holds {odd.group()!r}, which some readers treat as a line break "
+                "and the interpreter does not (or the reverse): the gate would check other lines "
+                "than the ones that run"
+            ),
+            line,
+        )
     return text.replace("\r\n", "\n"), []

@@ -37,20 +37,61 @@ from guardrails.verdict import Violation
 SOURCE_PACKAGES = ("strategies",)
 # The client tests reach S through: replacing it (or its channel) mocks S as surely as patching S.
 HOST_CLIENT = "strategy_host"
-RECONNECTS = frozenset({"strategy_host.connect", "strategy_host.connect_lazily",
-                        "strategy_host.set_context"})
-SKIPS = ("pytest.mark.skip", "pytest.mark.skipif", "pytest.mark.xfail", "pytest.skip", "pytest.xfail",
-         "pytest.importorskip", "pytest.exit", "unittest.skip", "unittest.skipIf",
-         "unittest.skipUnless", "unittest.expectedFailure", "unittest.SkipTest",
-         "unittest.case.SkipTest")
+RECONNECTS = frozenset(
+    {"strategy_host.connect", "strategy_host.connect_lazily", "strategy_host.set_context"}
+)
+SKIPS = (
+    "pytest.mark.skip",
+    "pytest.mark.skipif",
+    "pytest.mark.xfail",
+    "pytest.skip",
+    "pytest.xfail",
+    "pytest.importorskip",
+    "pytest.exit",
+    "unittest.skip",
+    "unittest.skipIf",
+    "unittest.skipUnless",
+    "unittest.expectedFailure",
+    "unittest.SkipTest",
+    "unittest.case.SkipTest",
+)
 SKIP_ATTRIBUTES = frozenset({"skipTest", "applymarker", "add_marker"})
 RAISES = ("pytest.raises", "pytest.warns", "pytest.deprecated_call")
-PATCHERS = frozenset({"patch", "object", "dict", "multiple", "setattr", "delattr", "setitem",
-                      "delitem", "setenv", "patch.object"})
+PATCHERS = frozenset(
+    {
+        "patch",
+        "object",
+        "dict",
+        "multiple",
+        "setattr",
+        "delattr",
+        "setitem",
+        "delitem",
+        "setenv",
+        "patch.object",
+    }
+)
 BROAD = frozenset({"Exception", "BaseException", "AssertionError"})
 WEAK_CALLS = frozenset({"callable", "hasattr", "type"})
-BUILTIN_TYPES = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int", "float",
-                           "bool", "complex", "object", "Mapping", "Sequence", "Iterable"})
+BUILTIN_TYPES = frozenset(
+    {
+        "dict",
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "str",
+        "bytes",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "object",
+        "Mapping",
+        "Sequence",
+        "Iterable",
+    }
+)
 MESSAGES = {
     "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",
     "tests.tautology": "the assertion cannot fail",
@@ -98,8 +139,12 @@ class TestScanner:
         if isinstance(test, ast.Constant):
             return text if test.value else None
         if isinstance(test, (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.JoinedStr, ast.Lambda)):
-            return text if not isinstance(test, (ast.Tuple, ast.List, ast.Set, ast.Dict)) or (
-                test.keys if isinstance(test, ast.Dict) else test.elts) else None
+            return (
+                text
+                if not isinstance(test, (ast.Tuple, ast.List, ast.Set, ast.Dict))
+                or (test.keys if isinstance(test, ast.Dict) else test.elts)
+                else None
+            )
         if isinstance(test, ast.BoolOp):
             constant = [v for v in test.values if isinstance(v, ast.Constant)]
             if isinstance(test.op, ast.Or) and any(c.value for c in constant):
@@ -107,12 +152,16 @@ class TestScanner:
             parts = [self.tautology(v) for v in test.values]
             return text if isinstance(test.op, ast.And) and all(parts) else None
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return text if isinstance(test.operand, ast.Constant) and not test.operand.value else None
+            return (
+                text if isinstance(test.operand, ast.Constant) and not test.operand.value else None
+            )
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             left, right, op = test.left, test.comparators[0], test.ops[0]
             if any(self.name(side).endswith("ANY") for side in (left, right)):
                 return text
-            if snippet(left) == snippet(right) and isinstance(op, (ast.Eq, ast.Is, ast.LtE, ast.GtE)):
+            if snippet(left) == snippet(right) and isinstance(
+                op, (ast.Eq, ast.Is, ast.LtE, ast.GtE)
+            ):
                 return text
             if isinstance(left, ast.Constant) and isinstance(right, ast.Constant):
                 return text
@@ -126,8 +175,12 @@ class TestScanner:
     def weak(self, test: ast.AST) -> bool:
         """Type and None checks say nothing about behaviour."""
         if isinstance(test, ast.Call) and self.name(test) == "isinstance" and len(test.args) == 2:
-            return all(snippet(kind) in BUILTIN_TYPES for kind in (
-                test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]))
+            return all(
+                snippet(kind) in BUILTIN_TYPES
+                for kind in (
+                    test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+                )
+            )
         if isinstance(test, ast.Call):
             return self.name(test) in WEAK_CALLS
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -160,7 +213,11 @@ class TestScanner:
 
     def asserts_something(self, function: ast.AST, depth: int = 0) -> bool:
         for node in _live_nodes(function):
-            if isinstance(node, ast.Assert) and not self.tautology(node.test) and not self.weak(node.test):
+            if (
+                isinstance(node, ast.Assert)
+                and not self.tautology(node.test)
+                and not self.weak(node.test)
+            ):
                 return True
             if isinstance(node, ast.Call) and self.assertion_calls(node, depth):
                 return True
@@ -173,7 +230,12 @@ class TestScanner:
             if isinstance(node, ast.Return):
                 self.add("tests.early_return", node, f"{function.name}: {snippet(node)}")
         for node in ast.walk(function):
-            if isinstance(node, ast.Assert) and self.tautology(node.test) or isinstance(node, ast.Call) and self.call_tautology(node):
+            if (
+                isinstance(node, ast.Assert)
+                and self.tautology(node.test)
+                or isinstance(node, ast.Call)
+                and self.call_tautology(node)
+            ):
                 self.add("tests.tautology", node, snippet(node))
 
     # --- whole-file rules -----------------------------------------------------------------
@@ -194,18 +256,29 @@ class TestScanner:
     def check_with(self, node: ast.With) -> None:
         for item in node.items:
             call = item.context_expr
-            if isinstance(call, ast.Call) and self.name(call).endswith("suppress") and any(
-                    self.name(a) in BROAD for a in call.args) and self.asserts_something(
-                    ast.Module(body=node.body, type_ignores=[])):
+            if (
+                isinstance(call, ast.Call)
+                and self.name(call).endswith("suppress")
+                and any(self.name(a) in BROAD for a in call.args)
+                and self.asserts_something(ast.Module(body=node.body, type_ignores=[]))
+            ):
                 self.add("tests.swallowed_assertion", node, snippet(call))
 
     def check_call(self, node: ast.Call) -> None:
         name = self.name(node)
         method = name.rsplit(".", 1)[-1]
         targets = node.args[:2]  # the object patched, or sys.modules and a module name
-        patcher = any(word in name for word in ("patch", "mocker")) or name in ("setattr", "delattr")
-        if method in PATCHERS and targets and patcher and any(map(self.is_source, targets)) \
-                or name in RECONNECTS:
+        patcher = any(word in name for word in ("patch", "mocker")) or name in (
+            "setattr",
+            "delattr",
+        )
+        if (
+            method in PATCHERS
+            and targets
+            and patcher
+            and any(map(self.is_source, targets))
+            or name in RECONNECTS
+        ):
             self.add("tests.mock_unit", node, snippet(node)[:100])
 
     def check_writes(self, scope: ast.AST, seed: set[str]) -> None:
@@ -233,8 +306,14 @@ class TestScanner:
                 self.check_reference(node)
             elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 self.check_assignment(node)
-        module_level = ast.Module(body=[n for n in self.tree.body if not isinstance(
-            n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))], type_ignores=[])
+        module_level = ast.Module(
+            body=[
+                n
+                for n in self.tree.body
+                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            ],
+            type_ignores=[],
+        )
         self.check_writes(module_level, set())
         return self.found
 
@@ -243,24 +322,41 @@ class TestScanner:
             self.add("tests.pytest_hook", node, node.name)
         for decorator in node.decorator_list:
             call = decorator if isinstance(decorator, ast.Call) else None
-            autouse = call is not None and self.name(call) == "pytest.fixture" and any(
-                k.arg == "autouse" and getattr(k.value, "value", False) for k in call.keywords)
-            patches = any(isinstance(n, ast.Call) and self.name(n).rsplit(".", 1)[-1] in PATCHERS
-                          for n in ast.walk(node)) or _assigns_attribute(node)
+            autouse = (
+                call is not None
+                and self.name(call) == "pytest.fixture"
+                and any(
+                    k.arg == "autouse" and getattr(k.value, "value", False) for k in call.keywords
+                )
+            )
+            patches = any(
+                isinstance(n, ast.Call) and self.name(n).rsplit(".", 1)[-1] in PATCHERS
+                for n in ast.walk(node)
+            ) or _assigns_attribute(node)
             if autouse and patches:
                 self.add("tests.autouse_patch", node, node.name)
         if id(node) in self.collected:
             self.check_test(node)
         params = {a.arg for a in node.args.args + node.args.kwonlyargs}
-        self.check_writes(ast.Module(body=node.body, type_ignores=[]),
-                          params & (TMP_NAMES | self.tmp_fixtures))
+        self.check_writes(
+            ast.Module(body=node.body, type_ignores=[]), params & (TMP_NAMES | self.tmp_fixtures)
+        )
 
     def check_reference(self, node: ast.Attribute | ast.Name) -> None:
         name = dotted(node, self.imports) or ""
         if under(name, SKIPS) or (isinstance(node, ast.Attribute) and node.attr in SKIP_ATTRIBUTES):
             self.add("tests.skip", node, name or snippet(node))
-        elif under(name, ("pytest.hookimpl", "pytest.hookspec", "pluggy", "request.config",
-                          "request.session", "pytestconfig")):
+        elif under(
+            name,
+            (
+                "pytest.hookimpl",
+                "pytest.hookspec",
+                "pluggy",
+                "request.config",
+                "request.session",
+                "pytestconfig",
+            ),
+        ):
             self.add("tests.pytest_hook", node, name)
 
     def check_assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> None:
@@ -272,7 +368,8 @@ class TestScanner:
             elif text == "pytest_plugins":
                 self.add("tests.pytest_hook", node, text)
             elif isinstance(target, (ast.Attribute, ast.Subscript)) and (
-                    self.is_source(target) or text.startswith("sys.modules")):
+                self.is_source(target) or text.startswith("sys.modules")
+            ):
                 self.add("tests.mock_unit", node, text)
 
 
@@ -285,7 +382,11 @@ def _live_nodes(function: ast.AST) -> list[ast.AST]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         nodes.append(node)
-        if isinstance(node, (ast.If, ast.While)) and isinstance(node.test, ast.Constant) and not node.test.value:
+        if (
+            isinstance(node, (ast.If, ast.While))
+            and isinstance(node.test, ast.Constant)
+            and not node.test.value
+        ):
             stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -298,13 +399,20 @@ def _number(node: ast.AST) -> float:
         value = ast.literal_eval(node)
     except ValueError:
         return float("inf")
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else float("inf")
+    return (
+        value if isinstance(value, (int, float)) and not isinstance(value, bool) else float("inf")
+    )
 
 
 def _assigns_attribute(function: ast.AST) -> bool:
-    return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
-        isinstance(t, ast.Attribute) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
-        for n in ast.walk(function))
+    return any(
+        isinstance(n, (ast.Assign, ast.AugAssign))
+        and any(
+            isinstance(t, ast.Attribute)
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        )
+        for n in ast.walk(function)
+    )
 
 
 def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -312,8 +420,10 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
     for node in tree.body:
         if isinstance(node, functions) and node.name.startswith("test"):
             yield node.name, node
-        elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or any(
-                snippet(base).endswith("TestCase") for base in node.bases)):
+        elif isinstance(node, ast.ClassDef) and (
+            node.name.startswith("Test")
+            or any(snippet(base).endswith("TestCase") for base in node.bases)
+        ):
             for item in node.body:
                 if isinstance(item, functions) and item.name.startswith("test"):
                     yield f"{node.name}.{item.name}", item
@@ -321,13 +431,21 @@ def _tests_in(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.Asy
 
 def _findings(tree: ast.Module, path: str, policy: Policy) -> list[Finding]:
     packages = tuple(sorted(policy.sources))
-    return (TestScanner(tree, packages).run() + capability_findings(path, tree, policy)
-            + discipline_findings(tree))
+    return (
+        TestScanner(tree, packages).run()
+        + capability_findings(path, tree, policy)
+        + discipline_findings(tree)
+    )
 
 
-def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None = None,
-               allow: frozenset[str] = frozenset(),
-               superseded: frozenset[str] = frozenset()) -> list[Violation]:
+def scan_tests(
+    path: str,
+    new: bytes,
+    old: bytes | None,
+    policy: Policy | None = None,
+    allow: frozenset[str] = frozenset(),
+    superseded: frozenset[str] = frozenset(),
+) -> list[Violation]:
     """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged);
     `superseded`: red mode, the qualified names of the file's old tests the approved mandate names,
     each judged as a red test when changed, not as weakened."""
@@ -352,9 +470,16 @@ def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None =
             gc.enable()
     if old_tree is not None:
         kept = {function.name for _, function in _tests_in(tree)}  # moving into a class is fine
-        found += [Finding("tests.removed_test", function.lineno, name, f"test {name} was removed; "
-                          "test-gen may add and strengthen tests, never drop them")
-                  for name, function in _tests_in(old_tree) if function.name not in kept]
+        found += [
+            Finding(
+                "tests.removed_test",
+                function.lineno,
+                name,
+                f"test {name} was removed; test-gen may add and strengthen tests, never drop them",
+            )
+            for name, function in _tests_in(old_tree)
+            if function.name not in kept
+        ]
         found += weakened_findings(old_tree, tree, superseded)
     return to_violations(found, path, set(allow))
 
@@ -362,8 +487,12 @@ def scan_tests(path: str, new: bytes, old: bytes | None, policy: Policy | None =
 def _multiplicity(function: ast.AST) -> int:
     count = 1
     for decorator in getattr(function, "decorator_list", []):
-        if (isinstance(decorator, ast.Call) and snippet(decorator.func).endswith("mark.parametrize")
-                and len(decorator.args) > 1 and isinstance(decorator.args[1], (ast.List, ast.Tuple))):
+        if (
+            isinstance(decorator, ast.Call)
+            and snippet(decorator.func).endswith("mark.parametrize")
+            and len(decorator.args) > 1
+            and isinstance(decorator.args[1], (ast.List, ast.Tuple))
+        ):
             count *= max(len(decorator.args[1].elts), 1)
     return count
 
@@ -393,10 +522,17 @@ def sibling_modules(ws: Path, path: str, policy: Policy) -> frozenset[str]:
     if folder == ws or ws not in folder.parents or not folder.is_dir():
         return frozenset()  # the workspace root: its own packages are T's already
     names = {entry.stem for entry in folder.glob("*.py")} | {
-        entry.name for entry in folder.iterdir() if (entry / "__init__.py").is_file()}
-    return frozenset(name for name in names if name.isidentifier() and name != "conftest"
-                     and name not in sys.stdlib_module_names and name not in policy.modules
-                     and name not in policy.sources)
+        entry.name for entry in folder.iterdir() if (entry / "__init__.py").is_file()
+    }
+    return frozenset(
+        name
+        for name in names
+        if name.isidentifier()
+        and name != "conftest"
+        and name not in sys.stdlib_module_names
+        and name not in policy.modules
+        and name not in policy.sources
+    )
 
 
 def with_siblings(policy: Policy, ws: Path, path: str) -> Policy:

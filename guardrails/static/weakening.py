@@ -28,9 +28,16 @@ def _dump(node: ast.AST) -> str:
 def _header(node: ast.AST) -> str:
     """The statement with its bodies emptied: `with x as y:` of a `with` block."""
     fields = {name: value for name, value in ast.iter_fields(node) if name not in BODIES}
-    return type(node).__name__ + repr({k: _dump(v) if isinstance(v, ast.AST) else
-                                       [_dump(i) if isinstance(i, ast.AST) else i for i in v]
-                                       if isinstance(v, list) else v for k, v in fields.items()})
+    return type(node).__name__ + repr(
+        {
+            k: _dump(v)
+            if isinstance(v, ast.AST)
+            else [_dump(i) if isinstance(i, ast.AST) else i for i in v]
+            if isinstance(v, list)
+            else v
+            for k, v in fields.items()
+        }
+    )
 
 
 def _kept(old: ast.AST, new: ast.AST) -> bool:
@@ -60,8 +67,11 @@ def _parametrize(function: ast.AST) -> dict[str, list[str]]:
     """argnames -> the dumped cases of each `pytest.mark.parametrize` decorator."""
     found: dict[str, list[str]] = {}
     for decorator in getattr(function, "decorator_list", []):
-        if isinstance(decorator, ast.Call) and snippet(decorator.func).endswith(
-                "mark.parametrize") and decorator.args:
+        if (
+            isinstance(decorator, ast.Call)
+            and snippet(decorator.func).endswith("mark.parametrize")
+            and decorator.args
+        ):
             cases = decorator.args[1] if len(decorator.args) > 1 else None
             elements = cases.elts if isinstance(cases, (ast.List, ast.Tuple)) else [cases]
             found[_dump(decorator.args[0])] = [_dump(e) for e in elements if e is not None]
@@ -69,8 +79,11 @@ def _parametrize(function: ast.AST) -> dict[str, list[str]]:
 
 
 def _other_decorators(function: ast.AST) -> list[str]:
-    return [_dump(d) for d in getattr(function, "decorator_list", [])
-            if not (isinstance(d, ast.Call) and snippet(d.func).endswith("mark.parametrize"))]
+    return [
+        _dump(d)
+        for d in getattr(function, "decorator_list", [])
+        if not (isinstance(d, ast.Call) and snippet(d.func).endswith("mark.parametrize"))
+    ]
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -79,13 +92,21 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     positional = [a.arg for a in args.posonlyargs + args.args]
     if positional[:1] == ["self"]:
         positional = positional[1:]
-    return repr((positional, [a.arg for a in args.kwonlyargs], [_dump(d) for d in args.defaults],
-                 [_dump(d) if d else None for d in args.kw_defaults], args.vararg and args.vararg.arg,
-                 args.kwarg and args.kwarg.arg))
+    return repr(
+        (
+            positional,
+            [a.arg for a in args.kwonlyargs],
+            [_dump(d) for d in args.defaults],
+            [_dump(d) if d else None for d in args.kw_defaults],
+            args.vararg and args.vararg.arg,
+            args.kwarg and args.kwarg.arg,
+        )
+    )
 
 
-def _problem(old: ast.FunctionDef | ast.AsyncFunctionDef,
-             new: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+def _problem(
+    old: ast.FunctionDef | ast.AsyncFunctionDef, new: ast.FunctionDef | ast.AsyncFunctionDef
+) -> str | None:
     """Why `new` is weaker than `old`, or None when it only adds."""
     if _parameters(old) != _parameters(new):
         return "its parameters changed"
@@ -111,17 +132,23 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.As
         if isinstance(node, kinds):
             yield node.name, node
         elif isinstance(node, ast.ClassDef):
-            yield from ((f"{node.name}.{item.name}", item) for item in node.body
-                        if isinstance(item, kinds))
+            yield from (
+                (f"{node.name}.{item.name}", item) for item in node.body if isinstance(item, kinds)
+            )
 
 
 def _asserts(function: ast.AST) -> bool:
-    return any(isinstance(n, ast.Assert) or isinstance(n, ast.Call) and snippet(n.func).rsplit(
-        ".", 1)[-1].startswith(("assert", "fail")) for n in ast.walk(function))
+    return any(
+        isinstance(n, ast.Assert)
+        or isinstance(n, ast.Call)
+        and snippet(n.func).rsplit(".", 1)[-1].startswith(("assert", "fail"))
+        for n in ast.walk(function)
+    )
 
 
-def weakened_findings(old_tree: ast.Module, new_tree: ast.Module,
-                      superseded: frozenset[str] = frozenset()) -> list[Finding]:
+def weakened_findings(
+    old_tree: ast.Module, new_tree: ast.Module, superseded: frozenset[str] = frozenset()
+) -> list[Finding]:
     """`tests.weakened` for every old test or asserting helper the new text weakens. A test moved
     into a class (or out of one) is found by its own name; a removed one is `tests.removed_test`.
     `superseded` (red mode): qualified names ('test_x', 'TestY.test_z') of the old tests the
@@ -140,7 +167,15 @@ def weakened_findings(old_tree: ast.Module, new_tree: ast.Module,
         problems = [_problem(old, new) for new in new_by_name[old.name]]
         if all(problems):
             new = new_by_name[old.name][0]
-            found.append(Finding("tests.weakened", new.lineno, f"{qualified}: {problems[0]}", (
-                f"{qualified} was weakened ({problems[0]}); existing tests may be added to, "
-                "never weakened: keep every statement and case, add new checks")))
+            found.append(
+                Finding(
+                    "tests.weakened",
+                    new.lineno,
+                    f"{qualified}: {problems[0]}",
+                    (
+                        f"{qualified} was weakened ({problems[0]}); existing tests may be added to, "
+                        "never weakened: keep every statement and case, add new checks"
+                    ),
+                )
+            )
     return found

@@ -79,22 +79,34 @@ class Budget:
             raise ValueError("prices cannot be negative")
 
     @classmethod
-    def from_settings(cls, settings: AgentSettings | None = None, book: LLMBudgetBook | None = None,
-                      account: str = "", run: str = "") -> Budget:
+    def from_settings(
+        cls,
+        settings: AgentSettings | None = None,
+        book: LLMBudgetBook | None = None,
+        account: str = "",
+        run: str = "",
+    ) -> Budget:
         """A fresh budget with the configured limits and prices, drawing on `book` when given."""
         s = settings or AgentSettings()
         if book is not None:
             book.open_account(account, s.account_max_tokens, s.account_max_cost_usd)
             book.settle_abandoned(account)  # calls of repairs that were killed before settling
-        return cls(max_tokens=s.max_tokens, max_cost_usd=s.max_cost_usd,
-                   price_prompt_per_mtok=s.price_prompt_per_mtok,
-                   price_completion_per_mtok=s.price_completion_per_mtok,
-                   book=book, account=account, run=run)
+        return cls(
+            max_tokens=s.max_tokens,
+            max_cost_usd=s.max_cost_usd,
+            price_prompt_per_mtok=s.price_prompt_per_mtok,
+            price_completion_per_mtok=s.price_completion_per_mtok,
+            book=book,
+            account=account,
+            run=run,
+        )
 
     def cost_of(self, usage: Usage) -> float:
         """Money a response cost at the configured prices."""
-        return (usage.prompt_tokens * self.price_prompt_per_mtok
-                + usage.completion_tokens * self.price_completion_per_mtok) / 1_000_000
+        return (
+            usage.prompt_tokens * self.price_prompt_per_mtok
+            + usage.completion_tokens * self.price_completion_per_mtok
+        ) / 1_000_000
 
     @property
     def tokens_left(self) -> int:
@@ -118,18 +130,30 @@ class Budget:
         answer_tokens = min(wanted, tokens_left - prompt_tokens)
         if self.price_completion_per_mtok > 0:
             money_for_answer = money_left - prompt_tokens * self.price_prompt_per_mtok / 1_000_000
-            answer_tokens = min(answer_tokens, math.floor(
-                money_for_answer * 1_000_000 / self.price_completion_per_mtok))
+            answer_tokens = min(
+                answer_tokens,
+                math.floor(money_for_answer * 1_000_000 / self.price_completion_per_mtok),
+            )
         if answer_tokens < least:
-            raise OutOfMoneyError(self._message(
-                f"cannot afford the next step ({role}: a prompt of up to {prompt_tokens} tokens "
-                f"and an answer of at least {least}; left: {max(tokens_left, 0)} tokens, "
-                f"${max(money_left, 0.0):.4f})"))
-        held = Reservation(role=role, prompt_tokens=prompt_tokens, max_tokens=answer_tokens,
-                           cost_usd=self.cost_of(Usage(prompt_tokens=prompt_tokens,
-                                                       completion_tokens=answer_tokens)))
+            raise OutOfMoneyError(
+                self._message(
+                    f"cannot afford the next step ({role}: a prompt of up to {prompt_tokens} tokens "
+                    f"and an answer of at least {least}; left: {max(tokens_left, 0)} tokens, "
+                    f"${max(money_left, 0.0):.4f})"
+                )
+            )
+        held = Reservation(
+            role=role,
+            prompt_tokens=prompt_tokens,
+            max_tokens=answer_tokens,
+            cost_usd=self.cost_of(
+                Usage(prompt_tokens=prompt_tokens, completion_tokens=answer_tokens)
+            ),
+        )
         if self.book is not None:  # atomic in the ledger: a concurrent repair may have taken it
-            held.book_id = self.book.reserve(self.account, self.run, role, held.tokens, held.cost_usd)
+            held.book_id = self.book.reserve(
+                self.account, self.run, role, held.tokens, held.cost_usd
+            )
         return held
 
     def settle(self, held: Reservation, usage: Usage, model: str = "") -> None:
@@ -138,8 +162,13 @@ class Budget:
         self.tokens_spent += usage.total_tokens
         self.cost_spent_usd += self.cost_of(usage)
         if self.book is not None and held.book_id is not None:
-            self.book.settle(held.book_id, usage.prompt_tokens, usage.completion_tokens,
-                             self.cost_of(usage), model)
+            self.book.settle(
+                held.book_id,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                self.cost_of(usage),
+                model,
+            )
         if self.tokens_spent > self.max_tokens or self.cost_spent_usd > self.max_cost_usd:
             raise OutOfMoneyError(self._message("budget exceeded"))
 
@@ -158,13 +187,19 @@ class Budget:
     def summary(self) -> dict[str, Any]:
         """Spent and limits, for artifacts and the version metadata; the account's balance too."""
         found: dict[str, Any] = {
-            "calls": self.calls, "tokens_spent": self.tokens_spent, "max_tokens": self.max_tokens,
-            "cost_spent_usd": round(self.cost_spent_usd, 6), "max_cost_usd": self.max_cost_usd}
+            "calls": self.calls,
+            "tokens_spent": self.tokens_spent,
+            "max_tokens": self.max_tokens,
+            "cost_spent_usd": round(self.cost_spent_usd, 6),
+            "max_cost_usd": self.max_cost_usd,
+        }
         if self.book is not None:
             found["account"] = self.account
             found["account_balance"] = self.book.balance(self.account).as_dict()
         return found
 
     def _message(self, what: str) -> str:
-        return (f"out of money: {what} (this repair: tokens {self.tokens_spent}/{self.max_tokens}, "
-                f"cost ${self.cost_spent_usd:.4f}/${self.max_cost_usd:.4f})")
+        return (
+            f"out of money: {what} (this repair: tokens {self.tokens_spent}/{self.max_tokens}, "
+            f"cost ${self.cost_spent_usd:.4f}/${self.max_cost_usd:.4f})"
+        )

@@ -42,13 +42,25 @@ def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
         return {name: metadata.tables[f"{prefix}{name}"] for name in ("llm_budgets", "llm_calls")}
     big = sa.BigInteger
     budgets = sa.Table(
-        "llm_budgets", metadata,
+        "llm_budgets",
+        metadata,
         sa.Column("account", sa.String(64), primary_key=True),
-        *[sa.Column(name, big, nullable=False) for name in (
-            "tokens_limit", "nusd_limit", "tokens_spent", "nusd_spent", "tokens_held", "nusd_held")],
-        sa.Column("updated_at", sa.DateTime, nullable=False))
+        *[
+            sa.Column(name, big, nullable=False)
+            for name in (
+                "tokens_limit",
+                "nusd_limit",
+                "tokens_spent",
+                "nusd_spent",
+                "tokens_held",
+                "nusd_held",
+            )
+        ],
+        sa.Column("updated_at", sa.DateTime, nullable=False),
+    )
     calls = sa.Table(
-        "llm_calls", metadata,
+        "llm_calls",
+        metadata,
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("account", sa.String(64), nullable=False, index=True),
         sa.Column("run", sa.String(160), nullable=False),
@@ -64,7 +76,8 @@ def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
         sa.Column("model", sa.String(128), nullable=False, default=""),
         sa.Column("detail", sa.Text),
         sa.Column("reserved_at", sa.DateTime, nullable=False),
-        sa.Column("settled_at", sa.DateTime))
+        sa.Column("settled_at", sa.DateTime),
+    )
     return {"llm_budgets": budgets, "llm_calls": calls}
 
 
@@ -89,7 +102,11 @@ class Balance:
         return self.usd_limit - self.usd_spent - self.usd_held
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tokens_left": self.tokens_left, "usd_left": round(self.usd_left, 9)}
+        return {
+            **asdict(self),
+            "tokens_left": self.tokens_left,
+            "usd_left": round(self.usd_left, 9),
+        }
 
 
 class LLMBudgetBook:
@@ -105,14 +122,28 @@ class LLMBudgetBook:
         if not account:
             raise BudgetBookError("an LLM budget needs an account name")
         if tokens <= 0 or usd <= 0:
-            raise BudgetBookError(f"an LLM budget needs positive limits, got {tokens} tokens, ${usd}")
+            raise BudgetBookError(
+                f"an LLM budget needs positive limits, got {tokens} tokens, ${usd}"
+            )
         b = self.t["llm_budgets"]
         try:
             with self.engine.begin() as conn:
-                if conn.execute(sa.select(b.c.account).where(b.c.account == account)).first() is None:
-                    conn.execute(b.insert().values(
-                        account=account, tokens_limit=tokens, nusd_limit=to_nano(usd), tokens_spent=0,
-                        nusd_spent=0, tokens_held=0, nusd_held=0, updated_at=_now()))
+                if (
+                    conn.execute(sa.select(b.c.account).where(b.c.account == account)).first()
+                    is None
+                ):
+                    conn.execute(
+                        b.insert().values(
+                            account=account,
+                            tokens_limit=tokens,
+                            nusd_limit=to_nano(usd),
+                            tokens_spent=0,
+                            nusd_spent=0,
+                            tokens_held=0,
+                            nusd_held=0,
+                            updated_at=_now(),
+                        )
+                    )
         except sa.exc.IntegrityError:
             pass  # another process opened it first: its limits stand
         return self.balance(account)
@@ -121,10 +152,15 @@ class LLMBudgetBook:
         """Add capital to an account's budget (negative amounts withdraw unspent capital)."""
         b = self.t["llm_budgets"]
         with self.engine.begin() as conn:
-            done = conn.execute(b.update().where(b.c.account == account).values(
-                tokens_limit=b.c.tokens_limit + tokens,
-                nusd_limit=b.c.nusd_limit + (to_nano(usd) if usd >= 0 else -to_nano(-usd)),
-                updated_at=_now()))
+            done = conn.execute(
+                b.update()
+                .where(b.c.account == account)
+                .values(
+                    tokens_limit=b.c.tokens_limit + tokens,
+                    nusd_limit=b.c.nusd_limit + (to_nano(usd) if usd >= 0 else -to_nano(-usd)),
+                    updated_at=_now(),
+                )
+            )
             if done.rowcount == 0:
                 raise BudgetBookError(f"account {account!r} has no LLM budget to fund")
         return self.balance(account)
@@ -136,10 +172,15 @@ class LLMBudgetBook:
             row = conn.execute(sa.select(b).where(b.c.account == account)).mappings().first()
         if row is None:
             raise BudgetBookError(f"account {account!r} has no LLM budget in the ledger")
-        return Balance(account=account, tokens_limit=row["tokens_limit"],
-                       tokens_spent=row["tokens_spent"], tokens_held=row["tokens_held"],
-                       usd_limit=row["nusd_limit"] / NANO, usd_spent=row["nusd_spent"] / NANO,
-                       usd_held=row["nusd_held"] / NANO)
+        return Balance(
+            account=account,
+            tokens_limit=row["tokens_limit"],
+            tokens_spent=row["tokens_spent"],
+            tokens_held=row["tokens_held"],
+            usd_limit=row["nusd_limit"] / NANO,
+            usd_spent=row["nusd_spent"] / NANO,
+            usd_held=row["nusd_held"] / NANO,
+        )
 
     def reserve(self, account: str, run: str, role: str, tokens: int, usd: float) -> int:
         """Hold `tokens` and `usd` for one call, atomically, or raise OutOfMoneyError; the call's id."""
@@ -148,34 +189,66 @@ class LLMBudgetBook:
         b, c = self.t["llm_budgets"], self.t["llm_calls"]
         nusd = to_nano(usd)
         with self.engine.begin() as conn:
-            held = conn.execute(b.update().where(
-                b.c.account == account,
-                b.c.tokens_limit - b.c.tokens_spent - b.c.tokens_held >= tokens,
-                b.c.nusd_limit - b.c.nusd_spent - b.c.nusd_held >= nusd,
-            ).values(tokens_held=b.c.tokens_held + tokens, nusd_held=b.c.nusd_held + nusd,
-                     updated_at=_now()))
+            held = conn.execute(
+                b.update()
+                .where(
+                    b.c.account == account,
+                    b.c.tokens_limit - b.c.tokens_spent - b.c.tokens_held >= tokens,
+                    b.c.nusd_limit - b.c.nusd_spent - b.c.nusd_held >= nusd,
+                )
+                .values(
+                    tokens_held=b.c.tokens_held + tokens,
+                    nusd_held=b.c.nusd_held + nusd,
+                    updated_at=_now(),
+                )
+            )
             if held.rowcount == 1:
-                return int(conn.execute(c.insert().values(
-                    account=account, run=run, role=role, status="reserved", held_tokens=tokens,
-                    held_nusd=nusd, prompt_tokens=0, completion_tokens=0, cost_nusd=0, model="",
-                    reserved_at=_now())).inserted_primary_key[0])  # type: ignore[index]  # set by an INSERT
+                return int(
+                    conn.execute(
+                        c.insert().values(
+                            account=account,
+                            run=run,
+                            role=role,
+                            status="reserved",
+                            held_tokens=tokens,
+                            held_nusd=nusd,
+                            prompt_tokens=0,
+                            completion_tokens=0,
+                            cost_nusd=0,
+                            model="",
+                            reserved_at=_now(),
+                        )
+                    ).inserted_primary_key[0]  # type: ignore[index]  # set by an INSERT
+                )
         left = self.balance(account)  # raises when the account has no budget at all
         raise OutOfMoneyError(
             f"out of money: account {account!r} cannot afford the next step ({role} needs up to "
             f"{tokens} tokens, ${usd:.4f}; the account has {left.tokens_left} tokens, "
-            f"${left.usd_left:.4f} left)")
+            f"${left.usd_left:.4f} left)"
+        )
 
-    def settle(self, call_id: int, prompt_tokens: int, completion_tokens: int, usd: float,
-               model: str) -> Balance:
+    def settle(
+        self, call_id: int, prompt_tokens: int, completion_tokens: int, usd: float, model: str
+    ) -> Balance:
         """Debit what a call cost and free its reservation, in one transaction; the balance after."""
-        return self._close(call_id, "settled", prompt_tokens, completion_tokens, to_nano(usd), model, None)
+        return self._close(
+            call_id, "settled", prompt_tokens, completion_tokens, to_nano(usd), model, None
+        )
 
     def release(self, call_id: int, why: str) -> Balance:
         """Free a reservation whose call ended without an answer; nothing is debited."""
         return self._close(call_id, "released", 0, 0, 0, "", why[:2000])
 
-    def _close(self, call_id: int, status: str, prompt: int | None, completion: int, nusd: int | None,
-               model: str, detail: str | None) -> Balance:
+    def _close(
+        self,
+        call_id: int,
+        status: str,
+        prompt: int | None,
+        completion: int,
+        nusd: int | None,
+        model: str,
+        detail: str | None,
+    ) -> Balance:
         """Close a reservation; `prompt` and `nusd` None charge what was held."""
         b, c = self.t["llm_budgets"], self.t["llm_calls"]
         with self.engine.begin() as conn:
@@ -184,17 +257,35 @@ class LLMBudgetBook:
                 raise BudgetBookError(f"LLM call {call_id} is not an open reservation")
             prompt = call["held_tokens"] if prompt is None else prompt
             nusd = call["held_nusd"] if nusd is None else nusd
-            conn.execute(b.update().where(b.c.account == call["account"]).values(
-                tokens_held=b.c.tokens_held - call["held_tokens"],
-                nusd_held=b.c.nusd_held - call["held_nusd"],
-                tokens_spent=b.c.tokens_spent + prompt + completion, nusd_spent=b.c.nusd_spent + nusd,
-                updated_at=_now()))
+            conn.execute(
+                b.update()
+                .where(b.c.account == call["account"])
+                .values(
+                    tokens_held=b.c.tokens_held - call["held_tokens"],
+                    nusd_held=b.c.nusd_held - call["held_nusd"],
+                    tokens_spent=b.c.tokens_spent + prompt + completion,
+                    nusd_spent=b.c.nusd_spent + nusd,
+                    updated_at=_now(),
+                )
+            )
             row = conn.execute(sa.select(b).where(b.c.account == call["account"])).mappings().one()
-            conn.execute(c.update().where(c.c.id == call_id).values(
-                status=status, prompt_tokens=prompt, completion_tokens=completion, cost_nusd=nusd,
-                model=model, detail=detail, settled_at=_now(),
-                tokens_left_after=row["tokens_limit"] - row["tokens_spent"] - row["tokens_held"],
-                nusd_left_after=row["nusd_limit"] - row["nusd_spent"] - row["nusd_held"]))
+            conn.execute(
+                c.update()
+                .where(c.c.id == call_id)
+                .values(
+                    status=status,
+                    prompt_tokens=prompt,
+                    completion_tokens=completion,
+                    cost_nusd=nusd,
+                    model=model,
+                    detail=detail,
+                    settled_at=_now(),
+                    tokens_left_after=row["tokens_limit"]
+                    - row["tokens_spent"]
+                    - row["tokens_held"],
+                    nusd_left_after=row["nusd_limit"] - row["nusd_spent"] - row["nusd_held"],
+                )
+            )
         return self.balance(call["account"])
 
     def settle_abandoned(self, account: str, older_than_s: float = 3600.0) -> int:
@@ -203,19 +294,34 @@ class LLMBudgetBook:
         c = self.t["llm_calls"]
         cutoff = _now() - timedelta(seconds=older_than_s)
         with self.engine.connect() as conn:
-            stale = [row["id"] for row in conn.execute(sa.select(c.c.id).where(
-                c.c.account == account, c.c.status == "reserved", c.c.reserved_at <= cutoff)).mappings()]
+            stale = [
+                row["id"]
+                for row in conn.execute(
+                    sa.select(c.c.id).where(
+                        c.c.account == account, c.c.status == "reserved", c.c.reserved_at <= cutoff
+                    )
+                ).mappings()
+            ]
         for call_id in stale:
             with contextlib.suppress(BudgetBookError):  # another process closed it meanwhile
-                self._close(call_id, "abandoned", None, 0, None, "",
-                            "abandoned: the repair ended without settling; charged its reservation")
+                self._close(
+                    call_id,
+                    "abandoned",
+                    None,
+                    0,
+                    None,
+                    "",
+                    "abandoned: the repair ended without settling; charged its reservation",
+                )
         return len(stale)
 
     def calls(self, account: str) -> list[dict[str, Any]]:
         """The account's call journal, oldest first."""
         c = self.t["llm_calls"]
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(c).where(c.c.account == account).order_by(c.c.id)).mappings()
+            rows = conn.execute(
+                sa.select(c).where(c.c.account == account).order_by(c.c.id)
+            ).mappings()
             return [dict(row) for row in rows]
 
     def cost_of_alignment(self, account: str) -> dict[str, Any] | None:
@@ -232,16 +338,24 @@ def read_cost_of_alignment(ledger: Any, account: str) -> dict[str, Any] | None:
     return _cost_of_alignment(ledger.engine, tables, account)
 
 
-def _cost_of_alignment(engine: sa.Engine, t: dict[str, sa.Table], account: str) -> dict[str, Any] | None:
+def _cost_of_alignment(
+    engine: sa.Engine, t: dict[str, sa.Table], account: str
+) -> dict[str, Any] | None:
     b, c = t["llm_budgets"], t["llm_calls"]
     with engine.connect() as conn:
         budget = conn.execute(sa.select(b).where(b.c.account == account)).mappings().first()
         if budget is None:
             return None
-        settled = list(conn.execute(sa.select(c).where(
-            c.c.account == account, c.c.status.in_(("settled", "abandoned")))).mappings())
-    return {"repairs": len({row["run"] for row in settled}), "calls": len(settled),
-            "tokens": sum(row["prompt_tokens"] + row["completion_tokens"] for row in settled),
-            "cost_usd": sum(row["cost_nusd"] for row in settled) / NANO,
-            "tokens_left": budget["tokens_limit"] - budget["tokens_spent"] - budget["tokens_held"],
-            "usd_left": (budget["nusd_limit"] - budget["nusd_spent"] - budget["nusd_held"]) / NANO}
+        settled = list(
+            conn.execute(
+                sa.select(c).where(c.c.account == account, c.c.status.in_(("settled", "abandoned")))
+            ).mappings()
+        )
+    return {
+        "repairs": len({row["run"] for row in settled}),
+        "calls": len(settled),
+        "tokens": sum(row["prompt_tokens"] + row["completion_tokens"] for row in settled),
+        "cost_usd": sum(row["cost_nusd"] for row in settled) / NANO,
+        "tokens_left": budget["tokens_limit"] - budget["tokens_spent"] - budget["tokens_held"],
+        "usd_left": (budget["nusd_limit"] - budget["nusd_spent"] - budget["nusd_held"]) / NANO,
+    }

@@ -79,14 +79,18 @@ class RepairContext:
     cross_validator: CrossValidator
     agent: AgentSettings = field(default_factory=AgentSettings)
     lock: str = "namespace"
-    holdout: Path | None = None  # held-out tests: the gate runs them on code patches, no role reads them
+    holdout: Path | None = (
+        None  # held-out tests: the gate runs them on code patches, no role reads them
+    )
     attempts: list[AttemptRecord] = field(default_factory=list)
     # How cross-validation runs the active and candidate replays (a flow may fan them out on Dask).
     version_mapper: VersionMapper = field(default_factory=_default_mapper)
     evidence: dict[str, Any] = field(default_factory=dict)
     round: int = 1
     missed: list[dict[str, Any]] = field(default_factory=list)  # what the last replay found
-    cross_feedback: list[dict[str, Any]] = field(default_factory=list)  # replays of the Coder's patches
+    cross_feedback: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # replays of the Coder's patches
     inputs: list[dict[str, Any]] = field(default_factory=list)
     trail: Trail = field(default_factory=Trail)
     # The account's active version when the repair began: every candidate is cloned at it, and the
@@ -103,10 +107,16 @@ class RepairContext:
         """Write exactly what a role is shown to inputs/<role>-<label>.json, for audit; its digest."""
         payload = view.model_dump(mode="json")
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-        path = write_json(self.run_dir / "inputs" / f"{role}-{label}.json",
-                          {"role": role, "label": label, "round": self.round, "sha256": digest,
-                           "view": payload})
-        entry = {"role": role, "label": label, "round": self.round, "sha256": digest,
-                 "file": str(path.relative_to(self.run_dir))}
+        path = write_json(
+            self.run_dir / "inputs" / f"{role}-{label}.json",
+            {"role": role, "label": label, "round": self.round, "sha256": digest, "view": payload},
+        )
+        entry = {
+            "role": role,
+            "label": label,
+            "round": self.round,
+            "sha256": digest,
+            "file": str(path.relative_to(self.run_dir)),
+        }
         self.inputs.append(entry)
         return entry

@@ -84,10 +84,17 @@ class DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self.inner.close()
 
-    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return DeadlineStream(self.inner.start_tls(ssl_context, server_hostname,
-                                                   _left(timeout, httpcore.ConnectTimeout)))
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        return DeadlineStream(
+            self.inner.start_tls(
+                ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout)
+            )
+        )
 
     def get_extra_info(self, info: str) -> Any:
         return self.inner.get_extra_info(info)
@@ -99,15 +106,28 @@ class DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self.inner = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return DeadlineStream(self.inner.connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout),
-                                                     local_address, socket_options))
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        return DeadlineStream(
+            self.inner.connect_tcp(
+                host, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options
+            )
+        )
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
-        return DeadlineStream(self.inner.connect_unix_socket(path, _left(timeout, httpcore.ConnectTimeout),
-                                                             socket_options))
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        return DeadlineStream(
+            self.inner.connect_unix_socket(
+                path, _left(timeout, httpcore.ConnectTimeout), socket_options
+            )
+        )
 
     def sleep(self, seconds: float) -> None:
         self.inner.sleep(seconds)

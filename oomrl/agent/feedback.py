@@ -19,7 +19,9 @@ MAX_VIOLATIONS = 20
 MAX_FIELD_CHARS = 2_000
 EXCERPT_CONTEXT = 2
 # A traceback frame: `File "/tmp/x/ws/strategies/m.py", line 12` or `strategies/m.py:12: in f`.
-FRAME = re.compile(r'File "(?P<quoted>[^"]+)", line (?P<qline>\d+)|(?P<plain>[\w./-]+\.py):(?P<pline>\d+)')
+FRAME = re.compile(
+    r'File "(?P<quoted>[^"]+)", line (?P<qline>\d+)|(?P<plain>[\w./-]+\.py):(?P<pline>\d+)'
+)
 
 
 def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
@@ -29,10 +31,16 @@ def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
         return {"as_of": autopsy.as_of.isoformat()} if autopsy.as_of else {}
     data = autopsy.model_dump(mode="json")
     diagnostics = data["diagnostics"]
-    found = {"as_of": data["as_of"], "severity": data["severity"], "trigger": data["trigger"],
-             "metrics": data["metrics"], "root_cause": diagnostics["root_cause"],
-             "findings": diagnostics["findings"], "ledger": diagnostics["evidence"],
-             "strategy_version": diagnostics["strategy_version"]}
+    found = {
+        "as_of": data["as_of"],
+        "severity": data["severity"],
+        "trigger": data["trigger"],
+        "metrics": data["metrics"],
+        "root_cause": diagnostics["root_cause"],
+        "findings": diagnostics["findings"],
+        "ledger": diagnostics["evidence"],
+        "strategy_version": diagnostics["strategy_version"],
+    }
     return {key: value for key, value in found.items() if value not in (None, [], {}, "")}
 
 
@@ -45,8 +53,9 @@ def _visible_path(raw: str, visible: Mapping[str, str]) -> str | None:
     return next((path for path in visible if raw == path or raw.endswith("/" + path)), None)
 
 
-def locate(traceback: str, visible: Mapping[str, str],
-           within: str | None = None) -> tuple[str | None, int | None]:
+def locate(
+    traceback: str, visible: Mapping[str, str], within: str | None = None
+) -> tuple[str | None, int | None]:
     """The innermost frame of a traceback in a file the role may see (in `within` when given)."""
     where: tuple[str | None, int | None] = (None, None)
     for match in FRAME.finditer(traceback):
@@ -64,7 +73,9 @@ def excerpt(visible: Mapping[str, str], path: str | None, line: int | None) -> s
     if not 1 <= line <= len(lines):
         return None
     low, high = max(1, line - EXCERPT_CONTEXT), min(len(lines), line + EXCERPT_CONTEXT)
-    return "\n".join(f"{'>' if n == line else ' '} {n:4d} | {lines[n - 1]}" for n in range(low, high + 1))
+    return "\n".join(
+        f"{'>' if n == line else ' '} {n:4d} | {lines[n - 1]}" for n in range(low, high + 1)
+    )
 
 
 def encode_violation(violation: Violation, visible: Mapping[str, str]) -> dict[str, Any]:
@@ -75,11 +86,19 @@ def encode_violation(violation: Violation, visible: Mapping[str, str]) -> dict[s
         frame_path, frame_line = locate(traceback, visible, path if path in visible else None)
         if frame_path is not None:
             path, line = frame_path, frame_line
-    return {"rule": violation.rule, "file": path, "line": line, "message": _clip(message),
-            "traceback": _clip(traceback) if traceback else None, "code": excerpt(visible, path, line)}
+    return {
+        "rule": violation.rule,
+        "file": path,
+        "line": line,
+        "message": _clip(message),
+        "traceback": _clip(traceback) if traceback else None,
+        "code": excerpt(visible, path, line),
+    }
 
 
-def encode_verdict(verdict: AttemptVerdict, visible: Mapping[str, str], attempt: int) -> dict[str, Any]:
+def encode_verdict(
+    verdict: AttemptVerdict, visible: Mapping[str, str], attempt: int
+) -> dict[str, Any]:
     """A verdict as the next attempt should read it (the paper's EncodeSemantics); one given before
     the gate ran has no test counts or coverage."""
     violations = verdict.violations
@@ -87,15 +106,21 @@ def encode_verdict(verdict: AttemptVerdict, visible: Mapping[str, str], attempt:
     if verdict.accepted:
         summary = "accepted by the gate"
     else:
-        summary = f"rejected: {len(violations)} violation(s) of {', '.join(rules) or 'unknown rules'}"
+        summary = (
+            f"rejected: {len(violations)} violation(s) of {', '.join(rules) or 'unknown rules'}"
+        )
     if isinstance(verdict, Verdict):
         tests, coverage = verdict.tests, verdict.coverage
         summary += f"; tests: {tests.passed} passed, {tests.failed} failed of {tests.collected}"
         if coverage.percent:
             summary += f"; branch coverage {coverage.percent} % (min {coverage.min})"
-    encoded = {"attempt": attempt, "phase": verdict.phase, "accepted": verdict.accepted,
-               "summary": summary,
-               "violations": [encode_violation(v, visible) for v in violations[:MAX_VIOLATIONS]]}
+    encoded = {
+        "attempt": attempt,
+        "phase": verdict.phase,
+        "accepted": verdict.accepted,
+        "summary": summary,
+        "violations": [encode_violation(v, visible) for v in violations[:MAX_VIOLATIONS]],
+    }
     if len(violations) > MAX_VIOLATIONS:
         encoded["more_violations"] = len(violations) - MAX_VIOLATIONS
     return encoded
@@ -103,15 +128,33 @@ def encode_verdict(verdict: AttemptVerdict, visible: Mapping[str, str], attempt:
 
 def missed_checks(cross: Any) -> list[dict[str, Any]]:
     """The failed cross-validation checks: what the accepted tests let through."""
-    return [{"check": check.name, "detail": check.detail, "window": f"{cross.start}..{cross.end}"}
-            for check in cross.checks if not check.passed]
+    return [
+        {"check": check.name, "detail": check.detail, "window": f"{cross.start}..{cross.end}"}
+        for check in cross.checks
+        if not check.passed
+    ]
 
 
 def encode_cross_validation(cross: Any, attempt: int) -> dict[str, Any]:
     """A failed cross-validation of the Coder's accepted patch, in the verdict encoding."""
     missed = missed_checks(cross)
-    return {"attempt": attempt, "phase": "cross-validation", "accepted": False,
-            "summary": (f"the gate accepted this patch, but replayed over {cross.start}..{cross.end} "
-                        f"it failed {', '.join(m['check'] for m in missed)}"),
-            "violations": [{"rule": f"crossval.{m['check']}", "file": None, "line": None,
-                            "message": m["detail"], "traceback": None, "code": None} for m in missed]}
+    return {
+        "attempt": attempt,
+        "phase": "cross-validation",
+        "accepted": False,
+        "summary": (
+            f"the gate accepted this patch, but replayed over {cross.start}..{cross.end} "
+            f"it failed {', '.join(m['check'] for m in missed)}"
+        ),
+        "violations": [
+            {
+                "rule": f"crossval.{m['check']}",
+                "file": None,
+                "line": None,
+                "message": m["detail"],
+                "traceback": None,
+                "code": None,
+            }
+            for m in missed
+        ],
+    }

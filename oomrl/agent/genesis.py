@@ -46,9 +46,13 @@ def _check_ceiling(ctx: RepairContext, phase: str) -> None:
     if len(ctx.attempts) >= ctx.agent.max_attempts:
         records = _of(ctx, phase)
         last = records[-1] if records else None
-        raise RepairStepError(STEP_OF[phase], (
-            f"no accepted patch within the ceiling of {ctx.agent.max_attempts} role answers per "
-            f"repair (OOMRL_AGENT_MAX_ATTEMPTS); last rejection: {_rules(last)}"))
+        raise RepairStepError(
+            STEP_OF[phase],
+            (
+                f"no accepted patch within the ceiling of {ctx.agent.max_attempts} role answers per "
+                f"repair (OOMRL_AGENT_MAX_ATTEMPTS); last rejection: {_rules(last)}"
+            ),
+        )
 
 
 def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
@@ -57,31 +61,59 @@ def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
         return
     same = next((r for r in _of(ctx, phase) if r.answer_key == key and not r.accepted), None)
     if same is not None:
-        raise RepairStepError(STEP_OF[phase], (
-            f"the {ctx.provider.name} provider is deterministic and nothing it reads changed since "
-            f"attempt {same.attempt}, which was rejected ({_rules(same)}): asking again would "
-            "repeat it"))
+        raise RepairStepError(
+            STEP_OF[phase],
+            (
+                f"the {ctx.provider.name} provider is deterministic and nothing it reads changed since "
+                f"attempt {same.attempt}, which was rejected ({_rules(same)}): asking again would "
+                "repeat it"
+            ),
+        )
 
 
-def _judge(ctx: RepairContext, phase: str, patch: Patch, expect: str | None,
-           supersedes: list[str]) -> AttemptVerdict:
+def _judge(
+    ctx: RepairContext, phase: str, patch: Patch, expect: str | None, supersedes: list[str]
+) -> AttemptVerdict:
     """The verdict on an answer: a repeat of a rejected answer gets its verdict again, no gate run.
     `supersedes`: the approved mandate's superseded tests, which the gate takes from the repair,
     never from the workspace it judges."""
-    earlier = next((r for r in _of(ctx, phase) if r.round == ctx.round and r.diff == patch.diff
-                    and not r.accepted and isinstance(r.verdict, Verdict)), None)
+    earlier = next(
+        (
+            r
+            for r in _of(ctx, phase)
+            if r.round == ctx.round
+            and r.diff == patch.diff
+            and not r.accepted
+            and isinstance(r.verdict, Verdict)
+        ),
+        None,
+    )
     if earlier is not None and isinstance(earlier.verdict, Verdict):
         return repeat_of(earlier.verdict, earlier.attempt)
     problems = _precheck(patch.diff)
     if problems:
         return PreGateVerdict(phase=phase, violations=problems)
     holdout = ctx.holdout if phase == "code-patch" else None
-    return ctx.gate(ctx.candidate, phase, patch.diff, expect=expect, holdout=holdout,
-                    lock=ctx.lock, supersedes=supersedes)
+    return ctx.gate(
+        ctx.candidate,
+        phase,
+        patch.diff,
+        expect=expect,
+        holdout=holdout,
+        lock=ctx.lock,
+        supersedes=supersedes,
+    )
 
 
-def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Callable[[], Patch],
-             expect: str | None, key: str | None) -> AttemptRecord:
+def _attempt(
+    ctx: RepairContext,
+    phase: str,
+    role: str,
+    view: BaseModel,
+    ask: Callable[[], Patch],
+    expect: str | None,
+    key: str | None,
+) -> AttemptRecord:
     """One role answer judged; the record carries the verdict encoded for the next try."""
     n = len(_of(ctx, phase)) + 1
     visible = {**view.source, **view.tests}  # type: ignore[attr-defined]
@@ -90,13 +122,22 @@ def _attempt(ctx: RepairContext, phase: str, role: str, view: BaseModel, ask: Ca
         patch = ask()
     except InvalidAnswerError as exc:
         patch = Patch(diff="", notes="")
-        verdict: AttemptVerdict = PreGateVerdict(phase=phase, violations=[
-            Violation(rule="answer.invalid", message=str(exc))])
+        verdict: AttemptVerdict = PreGateVerdict(
+            phase=phase, violations=[Violation(rule="answer.invalid", message=str(exc))]
+        )
     else:
         mandate: Mandate = view.mandate  # type: ignore[attr-defined]
         verdict = _judge(ctx, phase, patch, expect, mandate.supersedes if expect == "red" else [])
-    record = AttemptRecord(phase=phase, attempt=n, round=ctx.round, diff=patch.diff, notes=patch.notes,
-                           verdict=verdict, feedback=encode_verdict(verdict, visible, n), answer_key=key)
+    record = AttemptRecord(
+        phase=phase,
+        attempt=n,
+        round=ctx.round,
+        diff=patch.diff,
+        notes=patch.notes,
+        verdict=verdict,
+        feedback=encode_verdict(verdict, visible, n),
+        answer_key=key,
+    )
     ctx.attempts.append(record)
     stem = ctx.run_dir / "attempts" / f"{phase}-{n}"
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -109,8 +150,11 @@ def _apply_accepted(ctx: RepairContext, step: str, record: AttemptRecord) -> Non
     """Apply a gate-accepted patch to the candidate with the gate's own drift-tolerant applier."""
     result = apply_patch(parse_patch(record.diff), ctx.candidate)
     if not result.ok:
-        raise RepairStepError(step, "the accepted patch did not apply to the candidate: "
-                              + "; ".join(v.message for v in result.violations))
+        raise RepairStepError(
+            step,
+            "the accepted patch did not apply to the candidate: "
+            + "; ".join(v.message for v in result.violations),
+        )
 
 
 def _asking_again(ctx: RepairContext, phase: str) -> None:
@@ -123,22 +167,38 @@ def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
     """Tests first, source locked (phase test-gen, expect red); the accepted tests are committed."""
     while True:
         _check_ceiling(ctx, "test-gen")
-        view = TestAuthorView(mandate=mandate, evidence=ctx.evidence,
-                              source=read_tree(ctx.candidate, "strategies"),
-                              tests=read_tree(ctx.candidate, "tests"),
-                              feedback=[r.feedback for r in _of(ctx, "test-gen")], missed=ctx.missed,
-                              earlier_tests=[r.diff for r in _of(ctx, "test-gen") if r.accepted])
+        view = TestAuthorView(
+            mandate=mandate,
+            evidence=ctx.evidence,
+            source=read_tree(ctx.candidate, "strategies"),
+            tests=read_tree(ctx.candidate, "tests"),
+            feedback=[r.feedback for r in _of(ctx, "test-gen")],
+            missed=ctx.missed,
+            earlier_tests=[r.diff for r in _of(ctx, "test-gen") if r.accepted],
+        )
         key = ctx.provider.answer_key("test_author", view)
         _check_can_change(ctx, "test-gen", key)
         _asking_again(ctx, "test-gen")
-        record = _attempt(ctx, "test-gen", "test_author", view,
-                          partial(ctx.provider.test_author, view), "red", key)
+        record = _attempt(
+            ctx,
+            "test-gen",
+            "test_author",
+            view,
+            partial(ctx.provider.test_author, view),
+            "red",
+            key,
+        )
         if record.accepted:
             _apply_accepted(ctx, "test-genesis", record)
             ctx.versions.git("add", "-A", cwd=ctx.candidate)
-            ctx.versions.git("commit", "-q", "-m", f"Tests for mandate {mandate.alert_id or ''}"
-                             f"\n\n{mandate.text}\n\nOomrl-Phase: test-gen (red), round {ctx.round}",
-                             cwd=ctx.candidate)
+            ctx.versions.git(
+                "commit",
+                "-q",
+                "-m",
+                f"Tests for mandate {mandate.alert_id or ''}"
+                f"\n\n{mandate.text}\n\nOomrl-Phase: test-gen (red), round {ctx.round}",
+                cwd=ctx.candidate,
+            )
             return record
 
 
@@ -152,8 +212,11 @@ def changed_tests(root: Path, diff: str) -> list[str]:
         if not (path.endswith(".py") and file.is_file()):
             continue
         for node in ast.parse(file.read_text(encoding="utf-8")).body:
-            if (isinstance(node, ast.FunctionDef) and node.name.startswith("test")
-                    and lines & set(range(node.lineno, (node.end_lineno or node.lineno) + 1))):
+            if (
+                isinstance(node, ast.FunctionDef)
+                and node.name.startswith("test")
+                and lines & set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            ):
                 found.append(f"{path}::{node.name}")
     return found
 
@@ -173,15 +236,23 @@ def logic_genesis(ctx: RepairContext, mandate: Mandate, tests: AttemptRecord) ->
     while True:
         _check_ceiling(ctx, "code-patch")
         feedback = coder_feedback(ctx)
-        view = CoderView(mandate=mandate, evidence=ctx.evidence, tests=read_tree(ctx.candidate, "tests"),
-                         source=read_tree(ctx.candidate, "strategies"), failing_tests=failing,
-                         last_verdict=feedback[-1] if feedback else (
-                             tests.feedback or tests.verdict.model_dump(mode="json")),
-                         feedback=feedback)
+        view = CoderView(
+            mandate=mandate,
+            evidence=ctx.evidence,
+            tests=read_tree(ctx.candidate, "tests"),
+            source=read_tree(ctx.candidate, "strategies"),
+            failing_tests=failing,
+            last_verdict=feedback[-1]
+            if feedback
+            else (tests.feedback or tests.verdict.model_dump(mode="json")),
+            feedback=feedback,
+        )
         key = ctx.provider.answer_key("coder", view)
         _check_can_change(ctx, "code-patch", key)
         _asking_again(ctx, "code-patch")
-        record = _attempt(ctx, "code-patch", "coder", view, partial(ctx.provider.coder, view), None, key)
+        record = _attempt(
+            ctx, "code-patch", "coder", view, partial(ctx.provider.coder, view), None, key
+        )
         if record.accepted:
             _apply_accepted(ctx, "logic-genesis", record)
             return record

@@ -57,8 +57,10 @@ class RequestDeadlineError(openai.APITimeoutError):
 
     def __init__(self, request: Any, seconds: float) -> None:
         super().__init__(request=request)
-        self.message = (f"no complete answer within {seconds:g} s (OOMRL_AGENT_REQUEST_DEADLINE_S): the "
-                        "server is too slow or drips its answer")
+        self.message = (
+            f"no complete answer within {seconds:g} s (OOMRL_AGENT_REQUEST_DEADLINE_S): the "
+            "server is too slow or drips its answer"
+        )
         self.args = (self.message,)
 
 
@@ -74,7 +76,9 @@ class ChatReply(BaseModel):
 class ChatBackend(Protocol):
     """Something that answers a list of chat messages (a server, or a recorded transcript)."""
 
-    def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply: ...
+    def complete(
+        self, role: str, messages: Messages, max_tokens: int, json_mode: bool
+    ) -> ChatReply: ...
 
 
 class Transcript:
@@ -89,8 +93,13 @@ class Transcript:
         """Write one record and flush it, so a crash loses nothing already answered."""
         with self._lock:
             self._seq += 1
-            record = {"seq": self._seq, "ts": datetime.now(UTC).isoformat(), "kind": kind,
-                      "role": role, **fields}
+            record = {
+                "seq": self._seq,
+                "ts": datetime.now(UTC).isoformat(),
+                "kind": kind,
+                "role": role,
+                **fields,
+            }
             private_dir(self.path.parent)
             with self.path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(record, default=str) + "\n")
@@ -99,7 +108,9 @@ class Transcript:
         """Every record written so far."""
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line]
+        return [
+            json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line
+        ]
 
     def digest(self) -> str:
         """SHA-256 of the transcript file, recorded with the version it produced."""
@@ -113,24 +124,44 @@ class OpenAIBackend:
     `timeout_s` bounds each socket operation, `deadline_s` the whole request; a 200 reply that is not
     a chat completion is a MalformedReplyError carrying what was sent."""
 
-    def __init__(self, base_url: str | None, api_key: str | None, model: str, timeout_s: float,
-                 deadline_s: float | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout_s: float,
+        deadline_s: float | None = None,
+    ) -> None:
         # max_retries=0: retry policy is ours (LLMClient), so behaviour is explicit and logged.
-        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
-                                    timeout=timeout_s, max_retries=0, http_client=deadline_client(timeout_s))
+        self.client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=deadline_client(timeout_s),
+        )
         self.model = model
         self.deadline_s = deadline_s or AgentSettings().request_deadline_s
 
-    def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply:
+    def complete(
+        self, role: str, messages: Messages, max_tokens: int, json_mode: bool
+    ) -> ChatReply:
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_mode else {}
         started = time.monotonic()
         try:
             with deadline(self.deadline_s):
                 raw = self.client.chat.completions.with_raw_response.create(
-                    model=self.model, messages=messages, max_tokens=max_tokens, temperature=0, **extra)  # type: ignore[arg-type]
+                    model=self.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    max_tokens=max_tokens,
+                    temperature=0,
+                    **extra,
+                )
                 text = raw.http_response.text
         except openai.APITimeoutError as exc:
-            if time.monotonic() - started >= self.deadline_s:  # not one slow read: the whole request
+            if (
+                time.monotonic() - started >= self.deadline_s
+            ):  # not one slow read: the whole request
                 raise RequestDeadlineError(exc.request, self.deadline_s) from exc
             raise
         response = chat_completion(text)
@@ -140,9 +171,15 @@ class OpenAIBackend:
         if usage is None:  # some servers omit it; charge an estimate, not zero
             spent = estimated_usage(messages, content)
         else:
-            spent = Usage(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
-        return ChatReply(content=content, usage=spent, model=response.model or self.model,
-                         finish_reason=choice.finish_reason)
+            spent = Usage(
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+            )
+        return ChatReply(
+            content=content,
+            usage=spent,
+            model=response.model or self.model,
+            finish_reason=choice.finish_reason,
+        )
 
 
 def chat_completion(text: str) -> ChatCompletion:
@@ -151,7 +188,9 @@ def chat_completion(text: str) -> ChatCompletion:
     try:
         response = ChatCompletion.model_validate_json(text)
     except ValidationError as exc:
-        raise MalformedReplyError(f"the reply is not a chat completion: {_short(exc)}", text) from None
+        raise MalformedReplyError(
+            f"the reply is not a chat completion: {_short(exc)}", text
+        ) from None
     if not response.choices:
         raise MalformedReplyError("the reply is a chat completion without choices", text)
     return response
@@ -159,8 +198,10 @@ def chat_completion(text: str) -> ChatCompletion:
 
 def estimated_usage(messages: Messages, answer: str) -> Usage:
     """What a call cost when the server does not say (~4 characters a token)."""
-    return Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4 + 1,
-                 completion_tokens=len(answer) // 4 + 1)
+    return Usage(
+        prompt_tokens=sum(len(m["content"]) for m in messages) // 4 + 1,
+        completion_tokens=len(answer) // 4 + 1,
+    )
 
 
 def is_transient(exc: Exception) -> bool:
@@ -194,9 +235,14 @@ def parse_json_answer(content: str, model: type[Model]) -> Model:
 class LLMClient:
     """Asks a backend, retrying transient failures with backoff, charging the budget, logging the transcript."""
 
-    def __init__(self, backend: ChatBackend, budget: Budget, transcript: Transcript,
-                 settings: AgentSettings | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        backend: ChatBackend,
+        budget: Budget,
+        transcript: Transcript,
+        settings: AgentSettings | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.backend = backend
         self.budget = budget
         self.transcript = transcript
@@ -204,38 +250,62 @@ class LLMClient:
         self.sleep = sleep
         self.seconds_spent = 0.0  # waiting for the endpoint, over every call of this repair
 
-    def ask(self, role: str, messages: Messages, json_mode: bool = False, again: bool = False) -> str:
+    def ask(
+        self, role: str, messages: Messages, json_mode: bool = False, again: bool = False
+    ) -> str:
         """One answer's text; raises OutOfMoneyError, LLMUnavailableError or InvalidAnswerError.
 
         The most the call may cost is reserved first (nothing is sent if it cannot be afforded);
         what it did cost is debited before the answer is used."""
         self._time_left(role)  # a repair whose model time is spent asks nothing more
-        held = self.budget.reserve(role, prompt_token_bound(messages), self.settings.max_output_tokens,
-                                   min(self.settings.min_output_tokens, self.settings.max_output_tokens))
-        self.transcript.append("request", role, messages=messages, max_tokens=held.max_tokens,
-                               reserved_tokens=held.tokens)
+        held = self.budget.reserve(
+            role,
+            prompt_token_bound(messages),
+            self.settings.max_output_tokens,
+            min(self.settings.min_output_tokens, self.settings.max_output_tokens),
+        )
+        self.transcript.append(
+            "request",
+            role,
+            messages=messages,
+            max_tokens=held.max_tokens,
+            reserved_tokens=held.tokens,
+        )
         try:
             reply = self._complete_with_retries(role, messages, held.max_tokens, json_mode)
         except MalformedReplyError as exc:
             # An answer that is no answer: charged at an estimate (it was sent and billed), kept
             # whole in the run folder's transcript, asked once more like an answer that is not the
             # JSON asked for, then given up as an invalid answer.
-            self.transcript.append("malformed", role, error=exc.reason, reply=exc.raw[:self.settings.max_answer_chars])
+            self.transcript.append(
+                "malformed", role, error=exc.reason, reply=exc.raw[: self.settings.max_answer_chars]
+            )
             self.budget.settle(held, estimated_usage(messages, exc.raw), "")
             if again:
-                raise InvalidAnswerError(f"{role}: the endpoint's reply was not a chat completion twice "
-                                         f"({exc.reason}); the reply is kept in {self.transcript.path}") from None
+                raise InvalidAnswerError(
+                    f"{role}: the endpoint's reply was not a chat completion twice "
+                    f"({exc.reason}); the reply is kept in {self.transcript.path}"
+                ) from None
             return self.ask(role, messages, json_mode, again=True)
         except BaseException as exc:
             self.budget.release(held, f"{type(exc).__name__}: {exc}")
             raise
-        self.transcript.append("response", role, content=reply.content,
-                               usage=reply.usage.model_dump(), model=reply.model,
-                               finish_reason=reply.finish_reason)
-        self.budget.settle(held, reply.usage, reply.model)  # may raise: the answer is logged, not used
+        self.transcript.append(
+            "response",
+            role,
+            content=reply.content,
+            usage=reply.usage.model_dump(),
+            model=reply.model,
+            finish_reason=reply.finish_reason,
+        )
+        self.budget.settle(
+            held, reply.usage, reply.model
+        )  # may raise: the answer is logged, not used
         if len(reply.content) > self.settings.max_answer_chars:
-            raise InvalidAnswerError(f"{role}: answer of {len(reply.content)} characters exceeds "
-                                     f"the limit of {self.settings.max_answer_chars}")
+            raise InvalidAnswerError(
+                f"{role}: answer of {len(reply.content)} characters exceeds "
+                f"the limit of {self.settings.max_answer_chars}"
+            )
         return reply.content
 
     def ask_json(self, role: str, messages: Messages, model: type[Model]) -> Model:
@@ -247,9 +317,14 @@ class LLMClient:
             self.transcript.append("invalid", role, error=_short(first))
             repair = messages + [
                 {"role": "assistant", "content": content},
-                {"role": "user", "content": (
-                    f"Your reply was not valid: {_short(first)}\nReply again with only one JSON "
-                    f"object matching this JSON Schema:\n{json.dumps(model.model_json_schema())}")}]
+                {
+                    "role": "user",
+                    "content": (
+                        f"Your reply was not valid: {_short(first)}\nReply again with only one JSON "
+                        f"object matching this JSON Schema:\n{json.dumps(model.model_json_schema())}"
+                    ),
+                },
+            ]
             second = self.ask(role, repair, json_mode=self.settings.json_mode)
             try:
                 return parse_json_answer(second, model)
@@ -257,7 +332,8 @@ class LLMClient:
                 self.transcript.append("invalid", role, error=_short(again))
                 raise InvalidAnswerError(
                     f"{role}: answer still not valid {model.__name__} JSON after one repair: "
-                    f"{_short(again)}") from again
+                    f"{_short(again)}"
+                ) from again
 
     def _time_left(self, role: str, running_s: float = 0.0) -> float:
         """What is left of the repair's model time (`running_s`: of a call not counted yet);
@@ -267,11 +343,13 @@ class LLMClient:
         if left <= 0:
             raise LLMUnavailableError(
                 f"{role}: this repair has waited {spent:.1f} s for model answers, all of "
-                f"OOMRL_AGENT_REPAIR_LLM_DEADLINE_S={self.settings.repair_llm_deadline_s:g}")
+                f"OOMRL_AGENT_REPAIR_LLM_DEADLINE_S={self.settings.repair_llm_deadline_s:g}"
+            )
         return left
 
-    def _complete_with_retries(self, role: str, messages: Messages, max_tokens: int,
-                               json_mode: bool) -> ChatReply:
+    def _complete_with_retries(
+        self, role: str, messages: Messages, max_tokens: int, json_mode: bool
+    ) -> ChatReply:
         attempts = self.settings.retries + 1
         attempt = 0
         while True:
@@ -284,19 +362,32 @@ class LLMClient:
                 raise
             except Exception as exc:  # classified below: only transient errors are retried
                 transient = is_transient(exc)
-                self.transcript.append("error", role, attempt=attempt, transient=transient,
-                                       error=f"{type(exc).__name__}: {exc}",
-                                       elapsed_s=round(time.monotonic() - started, 3))
+                self.transcript.append(
+                    "error",
+                    role,
+                    attempt=attempt,
+                    transient=transient,
+                    error=f"{type(exc).__name__}: {exc}",
+                    elapsed_s=round(time.monotonic() - started, 3),
+                )
                 if not transient:
                     if isinstance(exc, openai.OpenAIError):
                         raise LLMUnavailableError(f"{role}: request refused: {exc}") from exc
                     raise
-                self._time_left(role, time.monotonic() - started)  # a timeout may have been the repair's
+                self._time_left(
+                    role, time.monotonic() - started
+                )  # a timeout may have been the repair's
                 if attempt == attempts:
                     raise LLMUnavailableError(
                         f"{role}: endpoint failed {attempts} times, last: "
-                        f"{type(exc).__name__}: {exc}", transient=True) from exc
-                self.sleep(min(self._delay(attempt, exc), self._time_left(role, time.monotonic() - started)))
+                        f"{type(exc).__name__}: {exc}",
+                        transient=True,
+                    ) from exc
+                self.sleep(
+                    min(
+                        self._delay(attempt, exc), self._time_left(role, time.monotonic() - started)
+                    )
+                )
             finally:
                 self.seconds_spent += time.monotonic() - started  # the backoff counts too
 
@@ -311,4 +402,6 @@ class LLMClient:
 def _short(exc: ValidationError) -> str:
     """A compact, model-friendly description of what was wrong with the JSON."""
     errors = exc.errors(include_url=False)[:5]
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors)
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in errors
+    )

@@ -9,31 +9,66 @@ from pathlib import Path
 
 from oomrl.errors import OomrlError
 
-STATES = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion",
-          "probation", "promoted", "retired", "rejected", "failed")
+STATES = (
+    "critic",
+    "approval",
+    "test-genesis",
+    "logic-genesis",
+    "cross-validation",
+    "promotion",
+    "probation",
+    "promoted",
+    "retired",
+    "rejected",
+    "failed",
+)
 TERMINAL = ("promoted", "retired", "rejected", "failed")
-RUN_ENDS = (*TERMINAL, "probation")  # a repair run ends on probation; the daily chain takes it on from there
+RUN_ENDS = (
+    *TERMINAL,
+    "probation",
+)  # a repair run ends on probation; the daily chain takes it on from there
 # (from, to) -> when it is taken. docs/agent.md draws this table and names the test of each edge.
 TRANSITIONS: dict[tuple[str, str], str] = {
     ("critic", "approval"): "the Critic proposed a mandate",
     ("critic", "failed"): "no usable mandate (unknown module, endpoint down, out of money)",
     ("approval", "test-genesis"): "a person approved or edited the mandate",
     ("approval", "rejected"): "a person rejected it, or did not answer in time",
-    ("approval", "failed"): "the approval could not be asked, or the account stayed busy or was repaired meanwhile",
-    ("test-genesis", "test-genesis"): "the gate rejected the tests: the verdict, encoded, goes back",
+    (
+        "approval",
+        "failed",
+    ): "the approval could not be asked, or the account stayed busy or was repaired meanwhile",
+    (
+        "test-genesis",
+        "test-genesis",
+    ): "the gate rejected the tests: the verdict, encoded, goes back",
     ("test-genesis", "logic-genesis"): "the gate accepted tests that fail on the old source",
-    ("test-genesis", "failed"): "attempt ceiling, out of money, a deterministic repeat, or no judge",
-    ("logic-genesis", "logic-genesis"): "the gate rejected the patch: the verdict, encoded, goes back",
+    (
+        "test-genesis",
+        "failed",
+    ): "attempt ceiling, out of money, a deterministic repeat, or no judge",
+    (
+        "logic-genesis",
+        "logic-genesis",
+    ): "the gate rejected the patch: the verdict, encoded, goes back",
     ("logic-genesis", "cross-validation"): "the gate accepted the patch",
-    ("logic-genesis", "failed"): "attempt ceiling, out of money, a deterministic repeat, or no judge",
-    ("cross-validation", "test-genesis"): "the replay failed a check: back to the tests with what they missed",
+    (
+        "logic-genesis",
+        "failed",
+    ): "attempt ceiling, out of money, a deterministic repeat, or no judge",
+    (
+        "cross-validation",
+        "test-genesis",
+    ): "the replay failed a check: back to the tests with what they missed",
     ("cross-validation", "promotion"): "the replay passed every check",
     ("cross-validation", "failed"): "the replay failed a check in the last round",
     ("promotion", "promoted"): "committed, tagged and activated in one transaction",
     ("promotion", "failed"): "promotion failed; workspace and active version restored",
     ("promotion", "probation"): "committed and tagged; the challenger trades a shadow book forward",
     ("probation", "promoted"): "its forward sessions passed every check, or a person promoted it",
-    ("probation", "retired"): "worse forward, a constraint broken or halted, or a person retired it",
+    (
+        "probation",
+        "retired",
+    ): "worse forward, a constraint broken or halted, or a person retired it",
 }
 
 

@@ -51,9 +51,12 @@ def traded_value(panels: Any, as_of: Any) -> dict[str, float]:
     import pandas as pd
 
     close = panels["close"]
-    rows = int(pd.DatetimeIndex(close.index).searchsorted(
-        pd.Timestamp(as_of) if as_of is not None else close.index[-1], side="right"))
-    tail = {f: p.iloc[max(rows - ADV_WINDOW, 0):rows] for f, p in panels.items()}
+    rows = int(
+        pd.DatetimeIndex(close.index).searchsorted(
+            pd.Timestamp(as_of) if as_of is not None else close.index[-1], side="right"
+        )
+    )
+    tail = {f: p.iloc[max(rows - ADV_WINDOW, 0) : rows] for f, p in panels.items()}
     if "volume" not in tail:
         return {}
     value = tail["close"] * tail["volume"]
@@ -62,8 +65,13 @@ def traded_value(panels: Any, as_of: Any) -> dict[str, float]:
     return {str(k): float(v) for k, v in value.mean(axis=0, skipna=True).items()}
 
 
-def weight_breaches(adv: dict[str, float], value: float, holdings: dict[str, float],
-                    target: dict[str, float], constraints: dict[str, Any]) -> list[str]:
+def weight_breaches(
+    adv: dict[str, float],
+    value: float,
+    holdings: dict[str, float],
+    target: dict[str, float],
+    constraints: dict[str, Any],
+) -> list[str]:
     """Turnover over the weekly budget, or a trade over the ADV cap at the given capital."""
     found = []
     names = set(target) | set(holdings)
@@ -77,8 +85,10 @@ def weight_breaches(adv: dict[str, float], value: float, holdings: dict[str, flo
         for symbol, delta in sorted(change.items()):
             daily = adv.get(symbol, math.nan)
             if delta and math.isfinite(daily) and abs(delta) * value > cap * daily * (1 + SLACK):
-                found.append(f"max_adv_participation: {symbol} traded {abs(delta) * value:.0f} "
-                             f"against an ADV of {daily:.0f} (cap {cap})")
+                found.append(
+                    f"max_adv_participation: {symbol} traded {abs(delta) * value:.0f} "
+                    f"against an ADV of {daily:.0f} (cap {cap})"
+                )
     return found
 
 
@@ -94,16 +104,23 @@ def _watch(cls: type, name: str, constraints: dict[str, Any]) -> None:
                     _note(text)
         return answer
 
-    def watched_weights(self: Any, panels: Any, as_of: Any = None, holdings: Any = None,
-                        portfolio_value: float = 1.0, members: Any = None) -> dict[str, float]:
+    def watched_weights(
+        self: Any,
+        panels: Any,
+        as_of: Any = None,
+        holdings: Any = None,
+        portfolio_value: float = 1.0,
+        members: Any = None,
+    ) -> dict[str, float]:
         answer = weights(self, panels, as_of, holdings, portfolio_value, members)
         if self.name == name:
             adv: dict[str, float] = {}
             with contextlib.suppress(Exception):  # panels it cannot read: turnover is still watched
                 adv = traded_value(panels, as_of)
             with contextlib.suppress(Exception):
-                for text in weight_breaches(adv, float(portfolio_value), dict(holdings or {}),
-                                            dict(answer), constraints):
+                for text in weight_breaches(
+                    adv, float(portfolio_value), dict(holdings or {}), dict(answer), constraints
+                ):
                     _note(text)
         return answer
 

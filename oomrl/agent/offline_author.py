@@ -19,16 +19,29 @@ from oomrl.errors import OomrlError
 PROBE_PLUGIN = "oomrl_mandate_probe"
 PROBE_FILE = Path(__file__).resolve().parent / "mandate_probe.py"
 # Checks that tests written from their names can catch; the others (IR, drawdown) need a replay.
-MISSED_TEMPLATES = {"rebalance": "weeks", "max_weekly_turnover": "weeks",
-                    "max_adv_participation": "adv"}
-PERIOD_KEYS = {"weekly": "tuple(day.isocalendar()[:2])",
-               "biweekly": "(day.isocalendar()[0], (day.isocalendar()[1] - 1) // 2)",
-               "monthly": "(day.year, day.month)"}
+MISSED_TEMPLATES = {
+    "rebalance": "weeks",
+    "max_weekly_turnover": "weeks",
+    "max_adv_participation": "adv",
+}
+PERIOD_KEYS = {
+    "weekly": "tuple(day.isocalendar()[:2])",
+    "biweekly": "(day.isocalendar()[0], (day.isocalendar()[1] - 1) // 2)",
+    "monthly": "(day.year, day.month)",
+}
 
 
 def _imports(mandate: Mandate, market: bool, schedule: bool) -> str:
-    lines = ["from strategy_host import open_strategy"] if not market else \
-        ["import numpy as np", "import pandas as pd", "", "from strategy_host import open_strategy"]
+    lines = (
+        ["from strategy_host import open_strategy"]
+        if not market
+        else [
+            "import numpy as np",
+            "import pandas as pd",
+            "",
+            "from strategy_host import open_strategy",
+        ]
+    )
     return "\n".join((["from datetime import date", ""] if schedule else []) + lines)
 
 
@@ -37,9 +50,16 @@ def mandate_tests(mandate: Mandate) -> str:
     c = mandate.constraints
     schedule = SCHEDULES.get(c.rebalance or "")
     market = c.max_adv_participation is not None or c.max_weekly_turnover is not None
-    parts = [template("tests_header.py.txt", mandate_id=mandate.alert_id or "manual",
-                      module=mandate.module, text=mandate.text, strategy=mandate.strategy,
-                      imports=_imports(mandate, market, bool(schedule)))]
+    parts = [
+        template(
+            "tests_header.py.txt",
+            mandate_id=mandate.alert_id or "manual",
+            module=mandate.module,
+            text=mandate.text,
+            strategy=mandate.strategy,
+            imports=_imports(mandate, market, bool(schedule)),
+        )
+    ]
     if schedule:
         parts.append(template("tests_schedule.py.txt", **schedule))
     if market:
@@ -62,27 +82,48 @@ def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
     if not kinds:
         return None
     found = "; ".join(f"{m['check']}: {m.get('detail', '')}" for m in missed).replace('"', "'")
-    parts = [template("tests_header.py.txt", mandate_id=mandate.alert_id or "manual",
-                      module=mandate.module, imports=_imports(mandate, True, False),
-                      strategy=mandate.strategy,
-                      text=f"{mandate.text}\nCross-validation found what the first tests missed: "
-                           f"{found}"), template("tests_market.py.txt")]
+    parts = [
+        template(
+            "tests_header.py.txt",
+            mandate_id=mandate.alert_id or "manual",
+            module=mandate.module,
+            imports=_imports(mandate, True, False),
+            strategy=mandate.strategy,
+            text=f"{mandate.text}\nCross-validation found what the first tests missed: {found}",
+        ),
+        template("tests_market.py.txt"),
+    ]
     if "weeks" in kinds:
         rebalance = c.rebalance or "daily"
         scheduled = rebalance in PERIOD_KEYS
-        parts.append(template("tests_missed_weeks.py.txt", missed=found,
-                              max_weekly_turnover=limits(mandate)["max_weekly_turnover"],
-                              period=(SCHEDULES[rebalance]["period"] if scheduled else "session"),
-                              period_key=PERIOD_KEYS[rebalance] if scheduled else "day",
-                              max_trades=1))
+        parts.append(
+            template(
+                "tests_missed_weeks.py.txt",
+                missed=found,
+                max_weekly_turnover=limits(mandate)["max_weekly_turnover"],
+                period=(SCHEDULES[rebalance]["period"] if scheduled else "session"),
+                period_key=PERIOD_KEYS[rebalance] if scheduled else "day",
+                max_trades=1,
+            )
+        )
     if "adv" in kinds:
-        parts.append(template("tests_missed_adv.py.txt", missed=found,
-                              max_adv_participation=c.max_adv_participation))
+        parts.append(
+            template(
+                "tests_missed_adv.py.txt",
+                missed=found,
+                max_adv_participation=c.max_adv_participation,
+            )
+        )
     return "".join(parts)
 
 
-def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate,
-                 timeout_s: float = 300.0, unsafe_no_jail: bool = False) -> dict[str, str]:
+def pinned_tests(
+    source: dict[str, str],
+    tests: dict[str, str],
+    mandate: Mandate,
+    timeout_s: float = 300.0,
+    unsafe_no_jail: bool = False,
+) -> dict[str, str]:
     """Old tests that watch the unchanged strategy do what the mandate forbids: node id (without
     parametrized cases, as a mandate's `supersedes` names it) -> the first breach seen, the reason.
 
@@ -104,14 +145,28 @@ def pinned_tests(source: dict[str, str], tests: dict[str, str], mandate: Mandate
         make_readable(ws)
         trees = tuple(sorted({path.split("/")[0] for path in tests}))
         sources = tuple(sorted({path.split("/")[0] for path in source}))
-        probe = {"strategy": mandate.strategy, "constraints": mandate.constraints.model_dump(exclude_none=True)}
-        suite = run_suite(lock, dirs, SuiteRequest(
-            workspace=ws, tests=trees, tag="mandate-probe", sources=sources,
-            plugins=((PROBE_PLUGIN, PROBE_FILE.read_text(encoding="utf-8"), probe),)),
-            timeout_s=timeout_s, memory_mb=4096)
+        probe = {
+            "strategy": mandate.strategy,
+            "constraints": mandate.constraints.model_dump(exclude_none=True),
+        }
+        suite = run_suite(
+            lock,
+            dirs,
+            SuiteRequest(
+                workspace=ws,
+                tests=trees,
+                tag="mandate-probe",
+                sources=sources,
+                plugins=((PROBE_PLUGIN, PROBE_FILE.read_text(encoding="utf-8"), probe),),
+            ),
+            timeout_s=timeout_s,
+            memory_mb=4096,
+        )
         if any(problem.rule == "run.timeout" for problem in suite.problems):
-            raise OomrlError(f"offline Test Author: the workspace's tests did not finish within "
-                             f"{timeout_s:g} s under the mandate probe")
+            raise OomrlError(
+                f"offline Test Author: the workspace's tests did not finish within "
+                f"{timeout_s:g} s under the mandate probe"
+            )
         report = suite.reports.get(PROBE_PLUGIN)
         if not isinstance(report, dict):
             return {}
@@ -145,13 +200,19 @@ def supersede(test_source: str, names: list[str], mandate: Mandate) -> str:
         old_doc = (ast.get_docstring(node) or "the behaviour the mandate forbids").splitlines()[0]
         old_doc = old_doc.replace('"', "'").replace("\\", "/")
         segment = ast.get_source_segment(test_source, node) or ""
-        common = {"mandate_id": mandate.alert_id or "manual", "strategy": mandate.strategy,
-                  "old_doc": old_doc}
+        common = {
+            "mandate_id": mandate.alert_id or "manual",
+            "strategy": mandate.strategy,
+            "old_doc": old_doc,
+        }
         if schedule and "rebalance_due" in segment:
             body = template("superseded_schedule.py.txt", **common, **schedule)
         else:
-            body = template("superseded_weights.py.txt", **common,
-                            turnover_limit=bounds["max_weekly_turnover"],
-                            adv_limit=bounds["max_adv_participation"])
+            body = template(
+                "superseded_weights.py.txt",
+                **common,
+                turnover_limit=bounds["max_weekly_turnover"],
+                adv_limit=bounds["max_adv_participation"],
+            )
         edits.replace(node.body[0].lineno - 1, node.end_lineno or node.lineno, body)
     return edits.result()

@@ -38,14 +38,24 @@ PROVIDERS = ("offline", "openai", "replay")
 
 # The offline Critic's table: alert type -> (mandate text, constraints). Evidence in the autopsy wins.
 ALERT_MANDATES: dict[str, tuple[str, dict[str, Any]]] = {
-    "execution_decay": ("Enforce volume limits and reduce turnover frequency",
-                        {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
-    "turnover_spike": ("Reduce turnover: rebalance weekly within a turnover budget",
-                       {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
-    "loss": ("Cut the cost drag: trade weekly, cap ADV participation and weekly turnover",
-             {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3}),
+    "execution_decay": (
+        "Enforce volume limits and reduce turnover frequency",
+        {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3},
+    ),
+    "turnover_spike": (
+        "Reduce turnover: rebalance weekly within a turnover budget",
+        {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3},
+    ),
+    "loss": (
+        "Cut the cost drag: trade weekly, cap ADV participation and weekly turnover",
+        {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 0.3},
+    ),
 }
-ALERT_ALIASES = {"slippage": "execution_decay", "execution": "execution_decay", "turnover": "turnover_spike"}
+ALERT_ALIASES = {
+    "slippage": "execution_decay",
+    "execution": "execution_decay",
+    "turnover": "turnover_spike",
+}
 
 
 class ProviderError(OomrlError):
@@ -81,9 +91,11 @@ class OfflineProvider:
     MODEL = "offline-rules"
     # What the rules of each role read: a view that differs elsewhere (e.g. in feedback, which
     # rules do not read) gets the same answer, so asking again is pointless.
-    READS: ClassVar[dict[str, set[str]]] = {"critic": {"autopsy", "source", "tests"},
-                                  "test_author": {"mandate", "source", "tests", "missed"},
-                                  "coder": {"mandate", "source", "tests"}}
+    READS: ClassVar[dict[str, set[str]]] = {
+        "critic": {"autopsy", "source", "tests"},
+        "test_author": {"mandate", "source", "tests", "missed"},
+        "coder": {"mandate", "source", "tests"},
+    }
 
     def __init__(self, transcript: Transcript | None = None, budget: Budget | None = None) -> None:
         self.transcript = transcript
@@ -94,9 +106,13 @@ class OfflineProvider:
             self.budget.record_free(role, self.MODEL)
         if self.transcript is not None:
             self.transcript.append("request", role, view=view.model_dump(mode="json"))
-            self.transcript.append("response", role, content=answer.model_dump_json(),
-                                   usage={"prompt_tokens": 0, "completion_tokens": 0},
-                                   model=self.MODEL)
+            self.transcript.append(
+                "response",
+                role,
+                content=answer.model_dump_json(),
+                usage={"prompt_tokens": 0, "completion_tokens": 0},
+                model=self.MODEL,
+            )
 
     def answer_key(self, role: str, view: BaseModel) -> str | None:
         """Rules are a function of what they read: a digest of exactly that."""
@@ -125,25 +141,39 @@ class OfflineProvider:
         text, constraints = ALERT_MANDATES[kind]
         full = autopsy if isinstance(autopsy, Autopsy) else None
         given = full.constraints.model_dump(exclude_none=True) if full else {}
-        module = full.diagnostics.module if full else autopsy.diagnostics.module \
-            if isinstance(autopsy, PendingAlert) else "strategies.daily_momentum"
+        module = (
+            full.diagnostics.module
+            if full
+            else autopsy.diagnostics.module
+            if isinstance(autopsy, PendingAlert)
+            else "strategies.daily_momentum"
+        )
         metrics = full.metrics.model_dump(mode="json") if full else {}
-        mandate = Mandate(module=module, text=full.mandate if full else text,
-                          constraints=Constraints.model_validate({**constraints, **given}),
-                          alert_id=autopsy.alert_id,
-                          rationale=f"offline rules: alert type {kind!r}; "
-                                    f"metrics {json.dumps(metrics, sort_keys=True)}")
+        mandate = Mandate(
+            module=module,
+            text=full.mandate if full else text,
+            constraints=Constraints.model_validate({**constraints, **given}),
+            alert_id=autopsy.alert_id,
+            rationale=f"offline rules: alert type {kind!r}; "
+            f"metrics {json.dumps(metrics, sort_keys=True)}",
+        )
         # The old tests that watch today's strategy break the mandate pin what it forbids.
         module_path = module.replace(".", "/") + ".py"
-        pinned = pinned_tests(view.source, view.tests, mandate) if module_path in view.source else {}
+        pinned = (
+            pinned_tests(view.source, view.tests, mandate) if module_path in view.source else {}
+        )
         if not pinned:
             return mandate
-        reasons = "; ".join(f"{node_id}: {reason or 'breaks a constraint'}"
-                            for node_id, reason in pinned.items())
-        return mandate.model_copy(update={
-            "supersedes": list(pinned),
-            "rationale": f"{mandate.rationale}; supersedes the old tests that watch today's "
-                         f"strategy break the mandate ({reasons})"})
+        reasons = "; ".join(
+            f"{node_id}: {reason or 'breaks a constraint'}" for node_id, reason in pinned.items()
+        )
+        return mandate.model_copy(
+            update={
+                "supersedes": list(pinned),
+                "rationale": f"{mandate.rationale}; supersedes the old tests that watch today's "
+                f"strategy break the mandate ({reasons})",
+            }
+        )
 
     def _test_author(self, view: TestAuthorView) -> Patch:
         """Tests for the whole mandate, new bodies for the old tests the approved mandate supersedes,
@@ -154,8 +184,11 @@ class OfflineProvider:
             checks = ", ".join(str(m.get("check")) for m in view.missed)
             text = missed_tests(mandate, view.missed)
             if text is None:
-                return Patch(diff="", notes=f"offline rules have no test for what cross-validation "
-                                            f"found missing ({checks})")
+                return Patch(
+                    diff="",
+                    notes=f"offline rules have no test for what cross-validation "
+                    f"found missing ({checks})",
+                )
             missed_path = _new_test_path(view.tests, mandate.strategy, "missed")
             extra = unified_diff(missed_path, None, text)
         target = _new_test_path(view.tests, mandate.strategy)
@@ -163,12 +196,17 @@ class OfflineProvider:
         superseded = superseded_by_file(mandate)
         for path, names in sorted(superseded.items()):
             if path in view.tests:
-                diffs.append(unified_diff(path, view.tests[path],
-                                          supersede(view.tests[path], names, mandate)))
-        notes = (f"offline rules: tests for constraints {mandate.constraints.model_dump(exclude_none=True)}"
-                 f" in {target}; superseded {sum(len(n) for n in superseded.values())} old tests the "
-                 "approved mandate names" + ("; tests for what the replay found missing"
-                                                   if extra else ""))
+                diffs.append(
+                    unified_diff(
+                        path, view.tests[path], supersede(view.tests[path], names, mandate)
+                    )
+                )
+        notes = (
+            f"offline rules: tests for constraints {mandate.constraints.model_dump(exclude_none=True)}"
+            f" in {target}; superseded {sum(len(n) for n in superseded.values())} old tests the "
+            "approved mandate names"
+            + ("; tests for what the replay found missing" if extra else "")
+        )
         return Patch(diff="".join(diffs) + extra, notes=notes)
 
     def _coder(self, view: CoderView) -> Patch:
@@ -177,9 +215,11 @@ class OfflineProvider:
         if module_path not in view.source:
             raise ProviderError(f"offline coder: {module_path} is not in the workspace")
         old = view.source[module_path]
-        return Patch(diff=unified_diff(module_path, old, reference_change(old, view.mandate)),
-                     notes="offline rules: constraint params, schedule, ADV-capped and "
-                           "turnover-budgeted trading toward the old targets")
+        return Patch(
+            diff=unified_diff(module_path, old, reference_change(old, view.mandate)),
+            notes="offline rules: constraint params, schedule, ADV-capped and "
+            "turnover-budgeted trading toward the old targets",
+        )
 
 
 def _new_test_path(tests: dict[str, str], strategy: str, kind: str = "mandate") -> str:
@@ -200,31 +240,50 @@ class ReplayBackend:
         self.replies: dict[str, list[ChatReply]] = {}
         for record in Transcript(path).records():
             if record.get("kind") == "response":
-                self.replies.setdefault(record["role"], []).append(ChatReply(
-                    content=record.get("content", ""), usage=Usage(**record.get("usage", {})),
-                    model=record.get("model", "replay"), finish_reason=record.get("finish_reason")))
+                self.replies.setdefault(record["role"], []).append(
+                    ChatReply(
+                        content=record.get("content", ""),
+                        usage=Usage(**record.get("usage", {})),
+                        model=record.get("model", "replay"),
+                        finish_reason=record.get("finish_reason"),
+                    )
+                )
 
-    def complete(self, role: str, messages: Messages, max_tokens: int, json_mode: bool) -> ChatReply:
+    def complete(
+        self, role: str, messages: Messages, max_tokens: int, json_mode: bool
+    ) -> ChatReply:
         queue = self.replies.get(role) or []
         if not queue:
             raise ProviderError(f"replay transcript has no more {role} responses")
         return queue.pop(0)
 
 
-def get_provider(name: str | None, settings: OomrlSettings, budget: Budget, transcript: Transcript,
-                 agent_settings: AgentSettings | None = None,
-                 replay_from: Path | None = None) -> Provider:
+def get_provider(
+    name: str | None,
+    settings: OomrlSettings,
+    budget: Budget,
+    transcript: Transcript,
+    agent_settings: AgentSettings | None = None,
+    replay_from: Path | None = None,
+) -> Provider:
     """The provider by name (default: OomrlSettings.llm_provider_name)."""
     chosen = name or settings.llm_provider_name
     agent = agent_settings or settings.agent
     if chosen == "offline":
         return OfflineProvider(transcript, budget)
     if chosen == "openai":
-        backend = OpenAIBackend(settings.llm_base_url, settings.llm_api_key, settings.llm_model,
-                                agent.timeout_s, agent.request_deadline_s)
+        backend = OpenAIBackend(
+            settings.llm_base_url,
+            settings.llm_api_key,
+            settings.llm_model,
+            agent.timeout_s,
+            agent.request_deadline_s,
+        )
         return LLMProvider(LLMClient(backend, budget, transcript, agent), "openai")
     if chosen == "replay":
         if replay_from is None:
             raise ProviderError("the replay provider needs a transcript (--transcript FILE)")
-        return LLMProvider(LLMClient(ReplayBackend(replay_from), budget, transcript, agent), "replay")
+        return LLMProvider(
+            LLMClient(ReplayBackend(replay_from), budget, transcript, agent), "replay"
+        )
     raise ProviderError(f"unknown provider {chosen!r}; choose one of {', '.join(PROVIDERS)}")

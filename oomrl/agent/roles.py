@@ -41,9 +41,11 @@ class Mandate(BaseModel):
     rationale: str = ""
     alert_id: str | None = None
     supersedes: list[Annotated[str, Field(pattern=TEST_NODE_ID)]] = Field(
-        default_factory=list, description="node ids of the old tests this mandate makes obsolete "
-                                          "(tests/path/test_file.py::test_name), with the reason in "
-                                          "`rationale`")
+        default_factory=list,
+        description="node ids of the old tests this mandate makes obsolete "
+        "(tests/path/test_file.py::test_name), with the reason in "
+        "`rationale`",
+    )
 
     @property
     def strategy(self) -> str:
@@ -120,8 +122,11 @@ class Provider(Protocol):
 def read_tree(workspace: Path, top: str) -> dict[str, str]:
     """Every Python file under workspace/top, by workspace-relative POSIX path."""
     root = workspace / top
-    return {p.relative_to(workspace).as_posix(): p.read_text(encoding="utf-8")
-            for p in sorted(root.rglob("*.py")) if "__pycache__" not in p.parts}
+    return {
+        p.relative_to(workspace).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(root.rglob("*.py"))
+        if "__pycache__" not in p.parts
+    }
 
 
 def prompt_text(role: str) -> str:
@@ -136,16 +141,22 @@ class LLMProvider:
         self.client = client
         self.name = name
 
-    def _messages(self, role: str, view: BaseModel, answer: type[BaseModel]) -> list[dict[str, str]]:
+    def _messages(
+        self, role: str, view: BaseModel, answer: type[BaseModel]
+    ) -> list[dict[str, str]]:
         schema = json.dumps(answer.model_json_schema())
-        return [{"role": "system", "content": prompt_text(role) + f"\n\nAnswer JSON Schema:\n{schema}"},
-                {"role": "user", "content": view.model_dump_json(indent=1)}]
+        return [
+            {"role": "system", "content": prompt_text(role) + f"\n\nAnswer JSON Schema:\n{schema}"},
+            {"role": "user", "content": view.model_dump_json(indent=1)},
+        ]
 
     def critic(self, view: CriticView) -> Mandate:
         return self.client.ask_json("critic", self._messages("critic", view, Mandate), Mandate)
 
     def test_author(self, view: TestAuthorView) -> Patch:
-        return self.client.ask_json("test_author", self._messages("test_author", view, Patch), Patch)
+        return self.client.ask_json(
+            "test_author", self._messages("test_author", view, Patch), Patch
+        )
 
     def coder(self, view: CoderView) -> Patch:
         return self.client.ask_json("coder", self._messages("coder", view, Patch), Patch)

@@ -32,13 +32,17 @@ def _judge(value: Any) -> str:
 
 # Serialised as each model dumps: a gate verdict as `oomrl gate --json` prints it, the others with `judge`.
 AttemptVerdict = Annotated[
-    Annotated[Verdict, Tag("gate")] | Annotated[RepeatVerdict, Tag("repeat")]
+    Annotated[Verdict, Tag("gate")]
+    | Annotated[RepeatVerdict, Tag("repeat")]
     | Annotated[PreGateVerdict, Tag("pre-gate")],
-    Discriminator(_judge)]
+    Discriminator(_judge),
+]
 
 
 def repeat_of(earlier: Verdict, attempt: int) -> RepeatVerdict:
     """The earlier verdict again, for the same patch given again, the repeat named first."""
-    repeat = Violation(rule="answer.repeated", message=f"the same patch as attempt {attempt}, which was rejected")
+    repeat = Violation(
+        rule="answer.repeated", message=f"the same patch as attempt {attempt}, which was rejected"
+    )
     fields = {name: getattr(earlier, name) for name in Verdict.model_fields}
     return RepeatVerdict(**{**fields, "violations": [repeat, *earlier.violations]})

@@ -110,12 +110,24 @@ def finite_seconds(value: float | None) -> float | None:
     return value
 
 
-AccountOption = Annotated[str | None, typer.Option(
-    "--account", metavar="NAME", callback=valid_account,
-    help="Ledger account (default: OOMRL_ACCOUNT, else paper).")]
-StrategyOption = Annotated[str | None, typer.Option(
-    "--strategy", metavar="NAME", callback=valid_strategy,
-    help="Strategy name (default: the one the account trades).")]
+AccountOption = Annotated[
+    str | None,
+    typer.Option(
+        "--account",
+        metavar="NAME",
+        callback=valid_account,
+        help="Ledger account (default: OOMRL_ACCOUNT, else paper).",
+    ),
+]
+StrategyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--strategy",
+        metavar="NAME",
+        callback=valid_strategy,
+        help="Strategy name (default: the one the account trades).",
+    ),
+]
 
 
 def account_or_default(account: str | None, settings: OomrlSettings) -> str:
@@ -135,12 +147,20 @@ def progress(description: str, total: int | None = None, console: Any = None) ->
     if not console.is_terminal:
         yield lambda done, total=None, label="": None
         return
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True, redirect_stdout=False,
-                  redirect_stderr=False) as bar:
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(
+        *columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False
+    ) as bar:
         task = bar.add_task(description, total=total)
 
         def advance(done: int, total: int | None = None, label: str = "") -> None:
-            bar.update(task, completed=done, total=total, description=f"{description} {label}".rstrip())
+            bar.update(
+                task, completed=done, total=total, description=f"{description} {label}".rstrip()
+            )
 
         yield advance

@@ -18,11 +18,16 @@ from oomrl.commands import (
     valid_account,
 )
 
-versions_app = typer.Typer(help="Strategy versions: commits and tags in OOMRL_HOME/workspace.",
-                           no_args_is_help=True)
+versions_app = typer.Typer(
+    help="Strategy versions: commits and tags in OOMRL_HOME/workspace.", no_args_is_help=True
+)
 
-RefArgument = Annotated[str, typer.Argument(
-    metavar="REF", help="A version tag (v2), a commit SHA or a unique prefix of one.")]
+RefArgument = Annotated[
+    str,
+    typer.Argument(
+        metavar="REF", help="A version tag (v2), a commit SHA or a unique prefix of one."
+    ),
+]
 
 
 def _versions() -> Any:
@@ -64,23 +69,38 @@ def _review(mandate: Any) -> Any:
     try:
         action = typer.prompt("approve, edit or reject?", default="approve")
     except (typer.Abort, EOFError):
-        return Decision(action="reject", reason="no answer at the terminal; use --auto-approve "
-                                                "for unattended runs")
+        return Decision(
+            action="reject",
+            reason="no answer at the terminal; use --auto-approve for unattended runs",
+        )
     if action == "reject":
-        return Decision(action="reject", reason=typer.prompt("why?", default="rejected at the terminal"))
+        return Decision(
+            action="reject", reason=typer.prompt("why?", default="rejected at the terminal")
+        )
     if action == "edit":
         c = mandate.constraints
-        edited = mandate.model_copy(update={
-            "text": typer.prompt("mandate", default=mandate.text),
-            "constraints": Constraints(
-                rebalance=typer.prompt("rebalance", default=c.rebalance or "weekly"),
-                max_adv_participation=float(typer.prompt("max ADV participation",
-                                                         default=c.max_adv_participation or 0.05)),
-                max_weekly_turnover=float(typer.prompt("max weekly turnover",
-                                                       default=c.max_weekly_turnover or 0.3))),
-            "supersedes": _superseded_answer(typer.prompt(
-                "superseded old tests (node ids separated by spaces; - for none)",
-                default=" ".join(mandate.supersedes) or "-"))})
+        edited = mandate.model_copy(
+            update={
+                "text": typer.prompt("mandate", default=mandate.text),
+                "constraints": Constraints(
+                    rebalance=typer.prompt("rebalance", default=c.rebalance or "weekly"),
+                    max_adv_participation=float(
+                        typer.prompt(
+                            "max ADV participation", default=c.max_adv_participation or 0.05
+                        )
+                    ),
+                    max_weekly_turnover=float(
+                        typer.prompt("max weekly turnover", default=c.max_weekly_turnover or 0.3)
+                    ),
+                ),
+                "supersedes": _superseded_answer(
+                    typer.prompt(
+                        "superseded old tests (node ids separated by spaces; - for none)",
+                        default=" ".join(mandate.supersedes) or "-",
+                    )
+                ),
+            }
+        )
         edited = type(mandate).model_validate(edited.model_dump())  # a bad node id is refused here
         return Decision(action="edit", mandate=edited, reason="edited at the terminal")
     if action != "approve":
@@ -109,27 +129,65 @@ def _step_status(console: Any = None) -> Any:
 
 
 def repair_command(
-    autopsy: Annotated[Path, typer.Option(
-        "--autopsy", metavar="FILE",
-        help="Autopsy JSON, or a loss alert {alert_id, account, as_of?} completed from the ledger.")],
-    provider: Annotated[Provider | None, typer.Option(
-        "--provider", help="Where the agent's answers come from (default: openai when an endpoint "
-                           "is configured, else offline).")] = None,
-    auto_approve: Annotated[bool, typer.Option(
-        "--auto-approve", help="Approve the mandate unattended.")] = False,
-    transcript: Annotated[Path | None, typer.Option(
-        "--transcript", metavar="FILE", help="Recorded JSONL transcript for the replay provider.")] = None,
-    account: Annotated[str | None, typer.Option(
-        "--account", metavar="NAME", callback=valid_account,
-        help="Repair this ledger account (default: the autopsy's).")] = None,
-    lock: Annotated[Lock, typer.Option("--lock", help="RO-Lock backend of the gate.")] = Lock.namespace,
-    wait: Annotated[float, typer.Option(
-        "--wait", metavar="SECONDS", min=0, callback=finite_seconds,
-        help="How long to wait for another repair of the account to finish (0: refuse at once).")] = 900.0,
-    probation: Annotated[int | None, typer.Option(
-        "--probation", metavar="SESSIONS", min=0,
-        help="Forward sessions the repaired version trades a shadow book before the daily chain decides "
-             "(default: OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital at once).")] = None,
+    autopsy: Annotated[
+        Path,
+        typer.Option(
+            "--autopsy",
+            metavar="FILE",
+            help="Autopsy JSON, or a loss alert {alert_id, account, as_of?} completed from the ledger.",
+        ),
+    ],
+    provider: Annotated[
+        Provider | None,
+        typer.Option(
+            "--provider",
+            help="Where the agent's answers come from (default: openai when an endpoint "
+            "is configured, else offline).",
+        ),
+    ] = None,
+    auto_approve: Annotated[
+        bool, typer.Option("--auto-approve", help="Approve the mandate unattended.")
+    ] = False,
+    transcript: Annotated[
+        Path | None,
+        typer.Option(
+            "--transcript",
+            metavar="FILE",
+            help="Recorded JSONL transcript for the replay provider.",
+        ),
+    ] = None,
+    account: Annotated[
+        str | None,
+        typer.Option(
+            "--account",
+            metavar="NAME",
+            callback=valid_account,
+            help="Repair this ledger account (default: the autopsy's).",
+        ),
+    ] = None,
+    lock: Annotated[
+        Lock, typer.Option("--lock", help="RO-Lock backend of the gate.")
+    ] = Lock.namespace,
+    wait: Annotated[
+        float,
+        typer.Option(
+            "--wait",
+            metavar="SECONDS",
+            min=0,
+            callback=finite_seconds,
+            help="How long to wait for another repair of the account to finish (0: refuse at once).",
+        ),
+    ] = 900.0,
+    probation: Annotated[
+        int | None,
+        typer.Option(
+            "--probation",
+            metavar="SESSIONS",
+            min=0,
+            help="Forward sessions the repaired version trades a shadow book before the daily chain decides "
+            "(default: OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital at once).",
+        ),
+    ] = None,
 ) -> None:
     """Repair the strategy an autopsy names.
 
@@ -148,20 +206,38 @@ def repair_command(
         if transcript is None:
             raise OomrlError("the replay provider needs a transcript (--transcript FILE)")
         check_transcript(transcript)
-    ctx = domain.open_context(settings, checked, provider=provider and provider.value, account=account,
-                              lock=lock.value, replay_from=transcript, probation=probation)
-    approve = (lambda m: domain.Decision(action="approve", reason="auto-approved")) \
-        if auto_approve else _review
-    with domain.claim_for(ctx, "cli", wait_s=wait, say=lambda line: typer.echo(line, err=True)) as claim:
+    ctx = domain.open_context(
+        settings,
+        checked,
+        provider=provider and provider.value,
+        account=account,
+        lock=lock.value,
+        replay_from=transcript,
+        probation=probation,
+    )
+    approve = (
+        (lambda m: domain.Decision(action="approve", reason="auto-approved"))
+        if auto_approve
+        else _review
+    )
+    with domain.claim_for(
+        ctx, "cli", wait_s=wait, say=lambda line: typer.echo(line, err=True)
+    ) as claim:
         outcome = domain.run_repair(checked, ctx, approve, run_step=_step_status(), hold=claim.hold)
     typer.echo(f"run folder: {outcome.run_dir}")
     if outcome.cross_validation is not None:
-        for row in outcome.cross_validation.rows:  # one line per version and window, the window named
+        for (
+            row
+        ) in outcome.cross_validation.rows:  # one line per version and window, the window named
             ir = "n/a" if row.information_ratio is None else f"{row.information_ratio:+.2f}"
-            typer.echo(f"  {row.version:<9} {row.window:<5} window  turnover {row.turnover:7.3f} × NAV  "
-                       f"max weekly {row.max_weekly_turnover:.3f} × NAV  max ADV {row.max_adv_participation:.2%}  "
-                       f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}")
-    ending = domain.ending_name(outcome.status, outcome.step)  # what the repair flow's run state says
+            typer.echo(
+                f"  {row.version:<9} {row.window:<5} window  turnover {row.turnover:7.3f} × NAV  "
+                f"max weekly {row.max_weekly_turnover:.3f} × NAV  max ADV {row.max_adv_participation:.2%}  "
+                f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}"
+            )
+    ending = domain.ending_name(
+        outcome.status, outcome.step
+    )  # what the repair flow's run state says
     if outcome.status == "failed":
         raise OomrlError(f"repair ended {ending} at {outcome.step}: {outcome.reason}")
     typer.echo(f"repair ended {ending}: {outcome.reason}")
@@ -182,11 +258,15 @@ def check_cmd() -> None:
         return
     found = store.check()
     if found:
-        raise OomrlError(f"the strategy versions in {store.workspace} do not agree: " + "; ".join(found))
+        raise OomrlError(
+            f"the strategy versions in {store.workspace} do not agree: " + "; ".join(found)
+        )
     versions = store.list()
     actives: dict[str, str] = getattr(store.ledger, "active_versions", dict)()
-    typer.echo(f"versions consistent: branch at {store.label(store.head())}, {len(versions)} tagged "
-               f"version(s), {len(actives)} account(s) on tagged versions")
+    typer.echo(
+        f"versions consistent: branch at {store.label(store.head())}, {len(versions)} tagged "
+        f"version(s), {len(actives)} account(s) on tagged versions"
+    )
 
 
 @versions_app.command("init")
@@ -207,14 +287,18 @@ def list_cmd(account: AccountOption = None) -> None:
     """
     store, settings = _read_versions()
     if not store.initialized:
-        typer.echo(f"no strategy versions yet: {store.workspace} does not exist (v1 is created by "
-                   "`oomrl versions init`, an account's first rebalance, a repair or the demo)")
+        typer.echo(
+            f"no strategy versions yet: {store.workspace} does not exist (v1 is created by "
+            "`oomrl versions init`, an account's first rebalance, a repair or the demo)"
+        )
         return
     name = account_or_default(account, settings)
     states = _states(store.ledger, name)
     for v in store.list(name):
-        typer.echo(f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  {states.get(v.sha, '-'):<9} "
-                   f"{v.strategy or '-':<18} {v.subject}")
+        typer.echo(
+            f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  {states.get(v.sha, '-'):<9} "
+            f"{v.strategy or '-':<18} {v.subject}"
+        )
 
 
 def _states(ledger: Any, account: str) -> dict[str, str]:
@@ -224,7 +308,9 @@ def _states(ledger: Any, account: str) -> dict[str, str]:
     return version_states(ledger, account) if ledger is not None else {}
 
 
-ReasonOption = Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why, for the ledger and the trail.")]
+ReasonOption = Annotated[
+    str, typer.Option("--reason", metavar="TEXT", help="Why, for the ledger and the trail.")
+]
 
 
 def _decide(ref: str, account: str | None, verdict: str, reason: str) -> None:
@@ -234,11 +320,19 @@ def _decide(ref: str, account: str | None, verdict: str, reason: str) -> None:
     store, settings = _versions()
     name = account_or_default(account, settings)
     tag = next((v.tag for v in store.list() if v.tag == ref or v.sha.startswith(ref)), ref)
-    done = decide_now(settings, name, tag, verdict, f"{Owner.me().describe()} (oomrl versions)",  # type: ignore[arg-type]
-                      reason=reason)
+    done = decide_now(
+        settings,
+        name,
+        tag,
+        verdict,  # type: ignore[arg-type]
+        f"{Owner.me().describe()} (oomrl versions)",
+        reason=reason,
+    )
     typer.echo(done.evidence.markdown())
-    typer.echo(f"{tag} {verdict} on {name}" + (f"; the forward autopsy is alert {done.autopsy.alert_id}"
-                                               if done.autopsy else ""))
+    typer.echo(
+        f"{tag} {verdict} on {name}"
+        + (f"; the forward autopsy is alert {done.autopsy.alert_id}" if done.autopsy else "")
+    )
 
 
 @versions_app.command("show")
@@ -248,11 +342,15 @@ def show_cmd(ref: RefArgument, account: AccountOption = None) -> None:
     Info, metadata (autopsy, diffs, verdicts, cross-validation) and the diffstat.
     """
     store, settings = _read_versions()
-    typer.echo(json.dumps(store.show(ref, account_or_default(account, settings)), indent=1, default=str))
+    typer.echo(
+        json.dumps(store.show(ref, account_or_default(account, settings)), indent=1, default=str)
+    )
 
 
 @versions_app.command("activate")
-def activate_cmd(ref: RefArgument, account: AccountOption = None, strategy: StrategyOption = None) -> None:
+def activate_cmd(
+    ref: RefArgument, account: AccountOption = None, strategy: StrategyOption = None
+) -> None:
     """Make the account trade this version.
 
     The ledger records the switch.

@@ -10,7 +10,9 @@ import typer
 
 from oomrl.commands import Lock, progress
 
-LOCK_HELP = "Sandbox of the test runs (default: the strongest available, bwrap; hash-only only when named)."
+LOCK_HELP = (
+    "Sandbox of the test runs (default: the strongest available, bwrap; hash-only only when named)."
+)
 
 
 class Phase(enum.StrEnum):
@@ -28,18 +30,35 @@ class Expect(enum.StrEnum):
 
 
 def gate(
-    workspace: Annotated[Path, typer.Option(metavar="DIR", help="Workspace with a [tool.oomrl.guard] table.")],
-    phase: Annotated[Phase, typer.Option(help="What the patch changes: code-patch (source) or test-gen (tests).")],
+    workspace: Annotated[
+        Path, typer.Option(metavar="DIR", help="Workspace with a [tool.oomrl.guard] table.")
+    ],
+    phase: Annotated[
+        Phase, typer.Option(help="What the patch changes: code-patch (source) or test-gen (tests).")
+    ],
     patch: Annotated[Path, typer.Option(metavar="FILE", help="Unified diff to judge.")],
-    expect: Annotated[Expect | None, typer.Option(help="With test-gen: the new tests fail (red) or pass "
-                                                       "(green) on the unchanged source.")] = None,
-    holdout: Annotated[Path | None, typer.Option(metavar="DIR", help="Held-out tests run after the patch.")] = None,
+    expect: Annotated[
+        Expect | None,
+        typer.Option(
+            help="With test-gen: the new tests fail (red) or pass (green) on the unchanged source."
+        ),
+    ] = None,
+    holdout: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Held-out tests run after the patch.")
+    ] = None,
     lock: Annotated[Lock | None, typer.Option(help=LOCK_HELP)] = None,
-    supersedes: Annotated[list[str] | None, typer.Option(
-        metavar="NODEID", help="With --expect red: an old test the approved mandate makes obsolete "
-                               "(tests/t.py::test_x; repeat for each), judged as a red test when "
-                               "changed; every other old test keeps the weakening rule.")] = None,
-    json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON object.")] = False,
+    supersedes: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NODEID",
+            help="With --expect red: an old test the approved mandate makes obsolete "
+            "(tests/t.py::test_x; repeat for each), judged as a red test when "
+            "changed; every other old test keeps the weakening rule.",
+        ),
+    ] = None,
+    json: Annotated[
+        bool, typer.Option("--json", help="Print the verdict as one JSON object.")
+    ] = False,
 ) -> None:
     """Judge a patch on a scratch copy of a workspace. Exit 0 accepted, 1 rejected, 2 error."""
     from guardrails import cli
@@ -54,7 +73,9 @@ def gate(
 
 
 def redteam(
-    corpus: Annotated[Path, typer.Option(metavar="DIR", help="Folder with cases.csv, patches and workspaces.")],
+    corpus: Annotated[
+        Path, typer.Option(metavar="DIR", help="Folder with cases.csv, patches and workspaces.")
+    ],
     lock: Annotated[Lock | None, typer.Option(help=LOCK_HELP)] = None,
 ) -> None:
     """Run every red-team case. Prints attacks blocked and benign patches accepted."""

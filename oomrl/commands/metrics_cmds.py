@@ -19,8 +19,12 @@ def _finite_rate(value: float) -> float:
     return value
 
 
-RfOption = Annotated[float, typer.Option("--rf", metavar="RATE", callback=_finite_rate,
-                                         help="Annual risk-free rate, as a fraction.")]
+RfOption = Annotated[
+    float,
+    typer.Option(
+        "--rf", metavar="RATE", callback=_finite_rate, help="Annual risk-free rate, as a fraction."
+    ),
+]
 
 
 def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
@@ -31,20 +35,35 @@ def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
     from oomrl.metrics.labels import label
     from oomrl.metrics.tearsheet import format_value
 
-    rows = [{"metric": key, "label": label(key).heading, "value": format_value(key, value)}
-            for key, value in values.items()]
+    rows = [
+        {"metric": key, "label": label(key).heading, "value": format_value(key, value)}
+        for key, value in values.items()
+    ]
     output_console().print(rows_table(rows, None, {"value"}))
 
 
 def metrics_command(
-    returns: Path = typer.Option(..., "--returns", metavar="CSV",
-                                 help="Daily series: a `date` column and `return` (or `close`)."),
-    benchmark: Path = typer.Option(..., "--benchmark", metavar="CSV",
-                                   help="Benchmark series: a `date` column and `return` (or `close`)."),
+    returns: Path = typer.Option(
+        ...,
+        "--returns",
+        metavar="CSV",
+        help="Daily series: a `date` column and `return` (or `close`).",
+    ),
+    benchmark: Path = typer.Option(
+        ...,
+        "--benchmark",
+        metavar="CSV",
+        help="Benchmark series: a `date` column and `return` (or `close`).",
+    ),
     rf: RfOption = 0.0,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (fractions)."),
-    start: str | None = typer.Option(None, "--start", metavar="DATE", help="First date to include "
-                                     "(returns of a `close` file still use the previous session's close)."),
+    start: str | None = typer.Option(
+        None,
+        "--start",
+        metavar="DATE",
+        help="First date to include "
+        "(returns of a `close` file still use the previous session's close).",
+    ),
     end: str | None = typer.Option(None, "--end", metavar="DATE", help="Last date to include."),
 ) -> None:
     """Compute performance against a benchmark.
@@ -57,23 +76,44 @@ def metrics_command(
     from oomrl.metrics.performance import compute_metrics
 
     first, last = parse_day(start, "--start"), parse_day(end, "--end")
-    series = window(read_returns_csv(returns, "returns"), first and pd.Timestamp(first),
-                    last and pd.Timestamp(last), "returns")
-    _print_metrics(compute_metrics(series, read_returns_csv(benchmark, "benchmark"), rf=rf), as_json)
+    series = window(
+        read_returns_csv(returns, "returns"),
+        first and pd.Timestamp(first),
+        last and pd.Timestamp(last),
+        "returns",
+    )
+    _print_metrics(
+        compute_metrics(series, read_returns_csv(benchmark, "benchmark"), rf=rf), as_json
+    )
 
 
 def report_command(
     account: AccountOption = None,
-    returns: Path | None = typer.Option(None, "--returns", metavar="CSV",
-                                        help="Report a plain return or close series instead of an account."),
-    phases: Path | None = typer.Option(None, "--phases", metavar="FILE",
-                                       help="CSV or YAML of name,start,end windows."),
-    benchmark: Benchmark = typer.Option(Benchmark.price, "--benchmark", help="Which CSI 300 series to compare with."),
-    benchmark_csv: Path | None = typer.Option(None, "--benchmark-csv", metavar="CSV",
-                                              help="With --returns: a benchmark series (default: none)."),
+    returns: Path | None = typer.Option(
+        None,
+        "--returns",
+        metavar="CSV",
+        help="Report a plain return or close series instead of an account.",
+    ),
+    phases: Path | None = typer.Option(
+        None, "--phases", metavar="FILE", help="CSV or YAML of name,start,end windows."
+    ),
+    benchmark: Benchmark = typer.Option(
+        Benchmark.price, "--benchmark", help="Which CSI 300 series to compare with."
+    ),
+    benchmark_csv: Path | None = typer.Option(
+        None,
+        "--benchmark-csv",
+        metavar="CSV",
+        help="With --returns: a benchmark series (default: none).",
+    ),
     rf: RfOption = 0.0,
-    out: Path | None = typer.Option(None, "--out", metavar="DIR",
-                                    help="Folder for the report (default: a new folder under OOMRL_HOME/runs)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="Folder for the report (default: a new folder under OOMRL_HOME/runs).",
+    ),
 ) -> None:
     """Write the tearsheet (HTML, PNG, Markdown).
 
@@ -87,14 +127,23 @@ def report_command(
 
     settings = get_settings()
     if (account is None) == (returns is None):  # a usage error: exit 2, like typer's own
-        raise typer.BadParameter("give exactly one of --account or --returns", param_hint="--account / --returns")
+        raise typer.BadParameter(
+            "give exactly one of --account or --returns", param_hint="--account / --returns"
+        )
     windows = read_phases(phases) if phases else None
     if returns is not None:
         folder = out or report_dir(settings.runs_dir, returns.stem)
         bench = read_returns_csv(benchmark_csv, "benchmark") if benchmark_csv else None
         series = read_returns_csv(returns, "returns")
-        paths = build_report(series, folder, benchmark=bench, benchmark_kind=benchmark.value,
-                             phases=windows, title=returns.stem, rf=rf).paths()
+        paths = build_report(
+            series,
+            folder,
+            benchmark=bench,
+            benchmark_kind=benchmark.value,
+            phases=windows,
+            title=returns.stem,
+            rf=rf,
+        ).paths()
     else:
         from oomrl.data.sample import ensure_sample
         from oomrl.portfolio.ledger import Ledger
@@ -103,19 +152,34 @@ def report_command(
         store = ensure_sample(settings)
         ledger = Ledger(settings.ledger)
         ledger.create_schema()  # a fresh OOMRL_HOME has no tables yet: say "no NAV", not a SQL error
-        paths = account_report(ledger, store, str(account), folder, phases=windows,
-                               benchmark_kind=benchmark.value, rf=rf, workspace_dir=settings.workspace_dir,
-                               runs_dir=settings.runs_dir).paths()
+        paths = account_report(
+            ledger,
+            store,
+            str(account),
+            folder,
+            phases=windows,
+            benchmark_kind=benchmark.value,
+            rf=rf,
+            workspace_dir=settings.workspace_dir,
+            runs_dir=settings.runs_dir,
+        ).paths()
     for path in paths:
         typer.echo(str(path))
 
 
 def diagnose_command(
-    account: str = typer.Option(..., "--account", metavar="NAME", callback=valid_account,
-                                 help="Ledger account to diagnose."),
-    as_of: str = typer.Option(..., "--as-of", metavar="DATE", help="Session to evaluate, YYYY-MM-DD."),
-    config: Path | None = typer.Option(None, "--config", metavar="FILE",
-                                       help="Alert thresholds as TOML, YAML or JSON (default: built in)."),
+    account: str = typer.Option(
+        ..., "--account", metavar="NAME", callback=valid_account, help="Ledger account to diagnose."
+    ),
+    as_of: str = typer.Option(
+        ..., "--as-of", metavar="DATE", help="Session to evaluate, YYYY-MM-DD."
+    ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        metavar="FILE",
+        help="Alert thresholds as TOML, YAML or JSON (default: built in).",
+    ),
 ) -> None:
     """Evaluate the loss-alert rules on one session.
 

@@ -9,21 +9,32 @@ import typer
 
 from oomrl.commands import Lock, RepairOn, valid_strategy
 
-server_app = typer.Typer(help="Start, stop or inspect a local stack.\n\nPrefect server, the oomrl-local pool and "
-                              "worker, the deployments and the webhook.",
-                         no_args_is_help=True)
-webhook_app = typer.Typer(help="The signed loss-alert webhook.",
-                          no_args_is_help=True)
+server_app = typer.Typer(
+    help="Start, stop or inspect a local stack.\n\nPrefect server, the oomrl-local pool and "
+    "worker, the deployments and the webhook.",
+    no_args_is_help=True,
+)
+webhook_app = typer.Typer(help="The signed loss-alert webhook.", no_args_is_help=True)
 
 
 @server_app.command("up")
 def server_up(
-    host: str = typer.Option("127.0.0.1", metavar="ADDRESS", help="Interface the server and webhook listen on."),
-    port: int = typer.Option(4200, min=1, max=65535, metavar="PORT", help="Prefect server (API and UI) port."),
-    webhook_port: int = typer.Option(8765, "--webhook-port", min=1, max=65535, metavar="PORT", help="Webhook port."),
+    host: str = typer.Option(
+        "127.0.0.1", metavar="ADDRESS", help="Interface the server and webhook listen on."
+    ),
+    port: int = typer.Option(
+        4200, min=1, max=65535, metavar="PORT", help="Prefect server (API and UI) port."
+    ),
+    webhook_port: int = typer.Option(
+        8765, "--webhook-port", min=1, max=65535, metavar="PORT", help="Webhook port."
+    ),
     database_url: str | None = typer.Option(
-        None, "--database-url", metavar="URL", envvar="PREFECT_API_DATABASE_CONNECTION_URL",
-        help="Prefect database, e.g. postgresql+asyncpg://... (default: SQLite under OOMRL_HOME)."),
+        None,
+        "--database-url",
+        metavar="URL",
+        envvar="PREFECT_API_DATABASE_CONNECTION_URL",
+        help="Prefect database, e.g. postgresql+asyncpg://... (default: SQLite under OOMRL_HOME).",
+    ),
     no_deploy: bool = typer.Option(False, "--no-deploy", help="Skip `prefect deploy --all`."),
     no_webhook: bool = typer.Option(False, "--no-webhook", help="Do not start the webhook."),
 ) -> None:
@@ -34,8 +45,15 @@ def server_up(
     from oomrl.server import StackConfig, up
     from oomrl.settings import get_settings
 
-    config = StackConfig(home=get_settings().home, host=host, port=port, webhook_port=webhook_port,
-                         database_url=database_url, deploy=not no_deploy, webhook=not no_webhook)
+    config = StackConfig(
+        home=get_settings().home,
+        host=host,
+        port=port,
+        webhook_port=webhook_port,
+        database_url=database_url,
+        deploy=not no_deploy,
+        webhook=not no_webhook,
+    )
     state = up(config, say=typer.echo)
     typer.echo(f"Prefect UI:  {state['ui_url']}")
     typer.echo(f"API:         {state['api_url']}   (export PREFECT_API_URL={state['api_url']})")
@@ -88,20 +106,41 @@ def webhook_serve(
 
 
 def demo_command(
-    home: Path | None = typer.Option(None, "--home", metavar="DIR", help="Where the demo keeps its state "
-                                     "(default: OOMRL_HOME/demo; its ledger and workspace start fresh)."),
+    home: Path | None = typer.Option(
+        None,
+        "--home",
+        metavar="DIR",
+        help="Where the demo keeps its state "
+        "(default: OOMRL_HOME/demo; its ledger and workspace start fresh).",
+    ),
     start: str = typer.Option("2024-07-01", metavar="DATE", help="First session of the replay."),
     end: str = typer.Option("2026-02-27", metavar="DATE", help="Last session of the replay."),
-    strategy: str = typer.Option("daily_momentum", metavar="NAME", callback=valid_strategy,
-                                 help="The strategy the agent starts with."),
-    repair_on: RepairOn = typer.Option(RepairOn.friction, "--repair-on", help="Which new alert starts a "
-                                       "repair: friction (slippage leakage, or anything critical), "
-                                       "critical or warning."),
-    max_repairs: int = typer.Option(2, "--max-repairs", min=0, metavar="N", help="Repairs at most (0: never repair)."),
+    strategy: str = typer.Option(
+        "daily_momentum",
+        metavar="NAME",
+        callback=valid_strategy,
+        help="The strategy the agent starts with.",
+    ),
+    repair_on: RepairOn = typer.Option(
+        RepairOn.friction,
+        "--repair-on",
+        help="Which new alert starts a "
+        "repair: friction (slippage leakage, or anything critical), "
+        "critical or warning.",
+    ),
+    max_repairs: int = typer.Option(
+        2, "--max-repairs", min=0, metavar="N", help="Repairs at most (0: never repair)."
+    ),
     lock: Lock = typer.Option(Lock.namespace, help="RO-Lock backend of the gate."),
-    probation: int = typer.Option(20, "--probation", min=0, metavar="N", help="Forward sessions a repaired "
-                                  "version trades a shadow book before the chain promotes or retires it "
-                                  "(0: it takes the capital at once)."),
+    probation: int = typer.Option(
+        20,
+        "--probation",
+        min=0,
+        metavar="N",
+        help="Forward sessions a repaired "
+        "version trades a shadow book before the chain promotes or retires it "
+        "(0: it takes the capital at once).",
+    ),
 ) -> None:
     """Run the whole loop offline on the bundled sample.
 
@@ -109,8 +148,16 @@ def demo_command(
     """
     from oomrl.demo import run_demo
 
-    run_demo(home=home, start=start, end=end, strategy=strategy, repair_on=repair_on.value,
-             max_repairs=max_repairs, lock=lock.value, probation=probation)
+    run_demo(
+        home=home,
+        start=start,
+        end=end,
+        strategy=strategy,
+        repair_on=repair_on.value,
+        max_repairs=max_repairs,
+        lock=lock.value,
+        probation=probation,
+    )
 
 
 def register(app: typer.Typer) -> None:

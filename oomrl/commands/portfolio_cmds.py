@@ -19,8 +19,7 @@ from oomrl.commands import (
 
 SHOWN_ROWS = 20
 
-account_app = typer.Typer(help="Show an account, or resume it after a halt.",
-                          no_args_is_help=True)
+account_app = typer.Typer(help="Show an account, or resume it after a halt.", no_args_is_help=True)
 
 
 def print_shown(console: Any, rows: list[dict[str, str]], columns: Any, title: str) -> None:
@@ -37,9 +36,13 @@ def rebalance_line(summary: dict[str, Any]) -> str:
     from oomrl.artifacts import NAV_COLUMNS, formatted_rows
 
     (nav,) = formatted_rows([summary], NAV_COLUMNS)
-    shown = ", ".join(f"{title} {value}" for title, value in nav.items() if title != "date" and value != "—")
-    return (f"{summary['account']} on {summary['as_of']}: {summary['orders']} order(s), {summary['fills']} "
-            f"fill(s){'; ' + shown if shown else ''}; version {str(summary['strategy_version'])[:12]}")
+    shown = ", ".join(
+        f"{title} {value}" for title, value in nav.items() if title != "date" and value != "—"
+    )
+    return (
+        f"{summary['account']} on {summary['as_of']}: {summary['orders']} order(s), {summary['fills']} "
+        f"fill(s){'; ' + shown if shown else ''}; version {str(summary['strategy_version'])[:12]}"
+    )
 
 
 def warn_unjailed(jails: list[str | None]) -> None:
@@ -52,10 +55,20 @@ def warn_unjailed(jails: list[str | None]) -> None:
 
 def rebalance_command(
     account: AccountOption = None,
-    as_of: Annotated[str | None, typer.Option(
-        "--as-of", metavar="DATE", help="Session to rebalance on, YYYY-MM-DD (default: the latest).")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the orders; write nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print only the summary, as JSON (fractions).")] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="DATE",
+            help="Session to rebalance on, YYYY-MM-DD (default: the latest).",
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the orders; write nothing.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print only the summary, as JSON (fractions).")
+    ] = False,
 ) -> None:
     """Rebalance an account on one session.
 
@@ -77,33 +90,56 @@ def rebalance_command(
     if dry_run:
         console.print("[yellow]dry run[/yellow]: nothing was written")
     elif outcome.duplicate:
-        console.print(f"rebalance of {outcome.account} on {day} was already committed; "
-                      "nothing new was written")
+        console.print(
+            f"rebalance of {outcome.account} on {day} was already committed; "
+            "nothing new was written"
+        )
     if len(outcome.orders):
-        print_shown(console, orders_rows(outcome.orders.to_dict("records")), ORDER_COLUMNS, "orders")
+        print_shown(
+            console, orders_rows(outcome.orders.to_dict("records")), ORDER_COLUMNS, "orders"
+        )
     if len(outcome.fills):
         print_shown(console, fills_rows(outcome.fills.to_dict("records")), FILL_COLUMNS, "fills")
     console.print(rebalance_line(outcome.summary()))
     if outcome.halted:
-        console.print("[red]HALTED[/red]: the kill switch tripped; `oomrl account resume "
-                      f"--account {outcome.account} --confirm` to trade again")
+        console.print(
+            "[red]HALTED[/red]: the kill switch tripped; `oomrl account resume "
+            f"--account {outcome.account} --confirm` to trade again"
+        )
 
 
 def replay_command(
-    strategy: Annotated[list[str], typer.Option(
-        metavar="NAME", callback=lambda names: [valid_strategy(n) for n in names],
-        help="Strategy to replay; repeat the option to compare several.")],
+    strategy: Annotated[
+        list[str],
+        typer.Option(
+            metavar="NAME",
+            callback=lambda names: [valid_strategy(n) for n in names],
+            help="Strategy to replay; repeat the option to compare several.",
+        ),
+    ],
     start: Annotated[str, typer.Option(metavar="DATE", help="First session, YYYY-MM-DD.")],
     end: Annotated[str, typer.Option(metavar="DATE", help="Last session, YYYY-MM-DD.")],
-    params: Annotated[str | None, typer.Option(
-        metavar="JSON", help="Strategy parameters as a JSON object.")] = None,
-    workspace: Annotated[Path | None, typer.Option(
-        metavar="DIR", help="Load strategies/ from this folder instead of the bundled ones.")] = None,
-    kill_threshold: Annotated[float | None, typer.Option(
-        metavar="FRACTION", min=0.0, max=1.0,
-        help="Principal loss that halts the replay (default: OOMRL_KILL_THRESHOLD; 1 = never).")] = None,
-    market: Annotated[Market, typer.Option(
-        help="Which stored symbols to trade, under that market's rules.")] = Market.cn,
+    params: Annotated[
+        str | None, typer.Option(metavar="JSON", help="Strategy parameters as a JSON object.")
+    ] = None,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Load strategies/ from this folder instead of the bundled ones."
+        ),
+    ] = None,
+    kill_threshold: Annotated[
+        float | None,
+        typer.Option(
+            metavar="FRACTION",
+            min=0.0,
+            max=1.0,
+            help="Principal loss that halts the replay (default: OOMRL_KILL_THRESHOLD; 1 = never).",
+        ),
+    ] = None,
+    market: Annotated[
+        Market, typer.Option(help="Which stored symbols to trade, under that market's rules.")
+    ] = Market.cn,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summaries as JSON.")] = False,
 ) -> None:
     """Paper-trade strategies over stored data.
@@ -122,8 +158,18 @@ def replay_command(
     with progress("replay", total=len(strategy)) as advance:
         for done, name in enumerate(strategy):
             advance(done, len(strategy), name)
-            summaries.append(run_replay(settings, name, first, last, params, workspace,
-                                        kill_threshold=kill_threshold, market=market.value).summary())
+            summaries.append(
+                run_replay(
+                    settings,
+                    name,
+                    first,
+                    last,
+                    params,
+                    workspace,
+                    kill_threshold=kill_threshold,
+                    market=market.value,
+                ).summary()
+            )
     warn_unjailed([s.get("jail") for s in summaries])
     if as_json:
         typer.echo(json.dumps(summaries, default=str, indent=2))
@@ -137,8 +183,13 @@ def replay_command(
 @account_app.command("show")
 def account_show(
     account: AccountOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the account as one JSON object "
-                                                          "(dates ISO, fractions as fractions).")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the account as one JSON object (dates ISO, fractions as fractions).",
+        ),
+    ] = False,
 ) -> None:
     """Show an account.
 
@@ -155,27 +206,48 @@ def account_show(
     name = account_or_default(account, settings)
     ledger = existing_ledger(settings)  # a read: never creates the ledger
     if ledger is None:
-        raise OomrlError(f"no account {name!r}: nothing was ever booked with OOMRL_HOME={settings.home} "
-                         "(the ledger does not exist yet)")
+        raise OomrlError(
+            f"no account {name!r}: nothing was ever booked with OOMRL_HOME={settings.home} "
+            "(the ledger does not exist yet)"
+        )
     state = ledger.account(name)
     active = ledger.active_strategy(name)
     labels = StrategyVersions(settings.workspace_dir).labels(ledger.version_names(name))
-    version = (f"{labels.get(active[0], active[1])} ({active[0][:12]})" if active else "none yet (starts on v1)")
+    version = (
+        f"{labels.get(active[0], active[1])} ({active[0][:12]})"
+        if active
+        else "none yet (starts on v1)"
+    )
     nav = ledger.nav_frame(name).tail(10).drop(columns=["strategy_version"])
     if as_json:
-        typer.echo(json.dumps({"account": name, "status": state.status.value, "cash": state.cash_fen / 100,
-                               "booked_to": state.last_date, "version": version, "halt_reason": state.halt_reason,
-                               "positions": dict(sorted(state.positions.items())),
-                               "nav": json.loads(nav.to_json(orient="records", date_format="iso"))},
-                              default=str))
+        typer.echo(
+            json.dumps(
+                {
+                    "account": name,
+                    "status": state.status.value,
+                    "cash": state.cash_fen / 100,
+                    "booked_to": state.last_date,
+                    "version": version,
+                    "halt_reason": state.halt_reason,
+                    "positions": dict(sorted(state.positions.items())),
+                    "nav": json.loads(nav.to_json(orient="records", date_format="iso")),
+                },
+                default=str,
+            )
+        )
         return
     console = output_console()
-    console.print(f"[bold]{name}[/bold] status={state.status.value.upper()} "
-                  f"cash={state.cash_fen / 100:,.2f} CNY booked-to={state.last_date} version={version}")
+    console.print(
+        f"[bold]{name}[/bold] status={state.status.value.upper()} "
+        f"cash={state.cash_fen / 100:,.2f} CNY booked-to={state.last_date} version={version}"
+    )
     if state.halt_reason:
         console.print(f"[red]halted:[/red] {state.halt_reason}")
     if state.positions:
-        positions = [{"symbol": symbol, "shares": f"{quantity:,}"} for symbol, quantity in sorted(state.positions.items())]
+        positions = [
+            {"symbol": symbol, "shares": f"{quantity:,}"}
+            for symbol, quantity in sorted(state.positions.items())
+        ]
         console.print(rows_table(positions, f"positions ({len(positions)})", {"shares"}))
     if len(nav):
         print_shown(console, nav_rows(nav), NAV_COLUMNS, "NAV, last sessions")
@@ -184,7 +256,9 @@ def account_show(
 @account_app.command("resume")
 def account_resume(
     account: AccountOption = None,
-    confirm: Annotated[bool, typer.Option("--confirm", help="A person confirms the resume.")] = False,
+    confirm: Annotated[
+        bool, typer.Option("--confirm", help="A person confirms the resume.")
+    ] = False,
 ) -> None:
     """Lift the kill switch's halt.
 

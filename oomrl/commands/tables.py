@@ -27,9 +27,13 @@ def output_console(stderr: bool = False) -> Console:
     return console if console.is_terminal else Console(stderr=stderr, width=PIPE_WIDTH)
 
 
-def rows_table(rows: list[dict[str, str]], title: str | None = None,
-               numeric: set[str] | frozenset[str] = frozenset(), titles: list[str] | None = None,
-               wrap_titles: bool = False) -> Table:
+def rows_table(
+    rows: list[dict[str, str]],
+    title: str | None = None,
+    numeric: set[str] | frozenset[str] = frozenset(),
+    titles: list[str] | None = None,
+    wrap_titles: bool = False,
+) -> Table:
     """Formatted rows (titles with their units) as one table, numeric columns right-aligned; each
     column as wide as its longest cell and title (`wrap_titles`: its longest cell and title word)."""
     from rich.table import Table
@@ -37,8 +41,11 @@ def rows_table(rows: list[dict[str, str]], title: str | None = None,
     table = Table(title=title)
     shown = titles if titles is not None else (list(rows[0]) if rows else [])
     for name in shown:
-        table.add_column(name, justify="right" if name in numeric else "left",
-                         width=column_width(name, rows, wrap_titles))
+        table.add_column(
+            name,
+            justify="right" if name in numeric else "left",
+            width=column_width(name, rows, wrap_titles),
+        )
     for row in rows:
         table.add_row(*[row.get(name, "") for name in shown])
     return table
@@ -66,8 +73,12 @@ def column_groups(titles: list[str], rows: list[dict[str, str]], width: int) -> 
     return groups
 
 
-def print_rows(console: Console, rows: list[dict[str, str]], title: str,
-               numeric: set[str] | frozenset[str] = frozenset()) -> None:
+def print_rows(
+    console: Console,
+    rows: list[dict[str, str]],
+    title: str,
+    numeric: set[str] | frozenset[str] = frozenset(),
+) -> None:
     """Print formatted rows as one table; when the terminal is too narrow even with the titles
     wrapped, as several tables in turn (each titled `part i of n`)."""
     titles = list(rows[0]) if rows else []

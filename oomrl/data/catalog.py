@@ -28,7 +28,9 @@ MAX_INGEST_RECORDS = 500
 """Ingest records kept in the catalog (with their quarantined rows); older ones are dropped."""
 LEGACY_PARTS = "_parts.json"
 LEGACY_MANIFEST = "manifest.json"
-STORE_FILE = re.compile(r"(bars/\d{4}/part-[0-9a-f]+|(index|membership)(-[0-9a-f]+)?|quarantine/[0-9A-Za-z-]+)\.parquet")
+STORE_FILE = re.compile(
+    r"(bars/\d{4}/part-[0-9a-f]+|(index|membership)(-[0-9a-f]+)?|quarantine/[0-9A-Za-z-]+)\.parquet"
+)
 """The only names a catalog may give: a tampered catalog cannot make a commit delete a file elsewhere."""
 LEGACY_FILE = re.compile(rf"bars/\d{{4}}/{re.escape(LEGACY_PARTS)}|{re.escape(LEGACY_MANIFEST)}")
 TEMP_FILE = re.compile(r"(?P<folder>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+\.tmp")
@@ -66,25 +68,43 @@ class Catalog:
 
     def part_paths(self, first_year: int = 0, last_year: int = 9999) -> list[str]:
         """Relative paths of the bar parts of the years in [first_year, last_year], in year order."""
-        return [f"bars/{year}/{part.file}" for year in sorted(self.years)
-                if first_year <= int(year) <= last_year for part in self.years[year]]
+        return [
+            f"bars/{year}/{part.file}"
+            for year in sorted(self.years)
+            if first_year <= int(year) <= last_year
+            for part in self.years[year]
+        ]
 
     def quarantine_files(self) -> list[str]:
-        return [path for entry in self.ingests for path in entry.get("quarantine_files", {}).values()]
+        return [
+            path for entry in self.ingests for path in entry.get("quarantine_files", {}).values()
+        ]
 
     def live_files(self) -> set[str]:
         """Every file (relative to the store root) this catalog needs."""
-        named = [self.index, self.membership, *self.part_paths(), *self.quarantine_files(), *self.legacy_files]
+        named = [
+            self.index,
+            self.membership,
+            *self.part_paths(),
+            *self.quarantine_files(),
+            *self.legacy_files,
+        ]
         return {path for path in named if path}
 
     def copy(self) -> Catalog:
         return copy.deepcopy(self)
 
     def to_json(self) -> bytes:
-        payload = {"format": FORMAT, "generation": self.generation,
-                   "years": {year: [asdict(part) for part in parts] for year, parts in sorted(self.years.items())},
-                   "index": self.index, "membership": self.membership,
-                   "ingests": self.ingests[-MAX_INGEST_RECORDS:]}
+        payload = {
+            "format": FORMAT,
+            "generation": self.generation,
+            "years": {
+                year: [asdict(part) for part in parts] for year, parts in sorted(self.years.items())
+            },
+            "index": self.index,
+            "membership": self.membership,
+            "ingests": self.ingests[-MAX_INGEST_RECORDS:],
+        }
         return json.dumps(payload, indent=1, default=str).encode()
 
 
@@ -95,8 +115,11 @@ UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
 def _checked(catalog: Catalog) -> Catalog:
     """The catalog, unless it names a file the store never writes: a tampered catalog (or legacy _parts.json)
     must not make a commit delete a file elsewhere."""
-    strange = sorted(name for name in catalog.live_files()
-                     if not (STORE_FILE.fullmatch(name) or LEGACY_FILE.fullmatch(name)))
+    strange = sorted(
+        name
+        for name in catalog.live_files()
+        if not (STORE_FILE.fullmatch(name) or LEGACY_FILE.fullmatch(name))
+    )
     if strange:
         raise ValueError(f"it names {strange[0]!r}, not a store file")
     return catalog
@@ -104,9 +127,15 @@ def _checked(catalog: Catalog) -> Catalog:
 
 def _parse(raw: bytes) -> Catalog:
     data = json.loads(raw)
-    return _checked(Catalog(generation=int(data["generation"]),
-                            years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
-                            index=data["index"], membership=data["membership"], ingests=list(data["ingests"])))
+    return _checked(
+        Catalog(
+            generation=int(data["generation"]),
+            years={year: [Part(**part) for part in parts] for year, parts in data["years"].items()},
+            index=data["index"],
+            membership=data["membership"],
+            ingests=list(data["ingests"]),
+        )
+    )
 
 
 def _legacy(root: Path) -> Catalog:
@@ -114,7 +143,9 @@ def _legacy(root: Path) -> Catalog:
     catalog = Catalog()
     bars = root / "bars"
     for meta in sorted(bars.glob(f"[0-9][0-9][0-9][0-9]/{LEGACY_PARTS}")) if bars.exists() else []:
-        catalog.years[meta.parent.name] = [Part(**entry) for entry in json.loads(meta.read_text())["parts"]]
+        catalog.years[meta.parent.name] = [
+            Part(**entry) for entry in json.loads(meta.read_text())["parts"]
+        ]
         catalog.legacy_files.append(meta.relative_to(root).as_posix())
     for name in ("index", "membership"):
         if (root / f"{name}.parquet").exists():
@@ -136,8 +167,10 @@ def load_catalog(root: Path) -> Catalog:
             return _legacy(root)
         return _parse(raw)
     except UNREADABLE as exc:
-        raise StoreDamagedError(f"the market store catalog {where} is unreadable ({exc}); "
-                                f"restore it from a backup or move {root} away and ingest again") from exc
+        raise StoreDamagedError(
+            f"the market store catalog {where} is unreadable ({exc}); "
+            f"restore it from a backup or move {root} away and ingest again"
+        ) from exc
 
 
 def save_catalog(root: Path, catalog: Catalog) -> None:

@@ -42,8 +42,12 @@ class IngestReport:
     rows_written: int = 0
     index_rows: int = 0
     membership_rows: int = 0
-    quarantined: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=[*BAR_COLUMNS, "reason"]))
-    index_quarantined: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=[*INDEX_COLUMNS, "reason"]))
+    quarantined: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=[*BAR_COLUMNS, "reason"])
+    )
+    index_quarantined: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=[*INDEX_COLUMNS, "reason"])
+    )
     stale: bool = False
     stale_reason: str | None = None
     stored: dict[str, Any] = field(default_factory=dict)
@@ -55,20 +59,31 @@ class IngestReport:
     @property
     def quarantine_reasons(self) -> dict[str, int]:
         """Quarantined rows (bars and index levels) per rule."""
-        return count_reasons(pd.concat([self.quarantined[["reason"]], self.index_quarantined[["reason"]]]))
+        return count_reasons(
+            pd.concat([self.quarantined[["reason"]], self.index_quarantined[["reason"]]])
+        )
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly summary (for the CLI, artifacts and the store manifest)."""
         return {
-            "source": self.source, "universe": self.universe,
-            "start": str(self.start), "end": str(self.end),
-            "symbols": len(self.symbols), "symbols_without_data": len(self.symbols_without_data),
-            "failures": len(self.failures), "rows_fetched": self.rows_fetched,
-            "rows_written": self.rows_written, "index_rows": self.index_rows,
-            "membership_rows": self.membership_rows, "quarantined_rows": len(self.quarantined),
+            "source": self.source,
+            "universe": self.universe,
+            "start": str(self.start),
+            "end": str(self.end),
+            "symbols": len(self.symbols),
+            "symbols_without_data": len(self.symbols_without_data),
+            "failures": len(self.failures),
+            "rows_fetched": self.rows_fetched,
+            "rows_written": self.rows_written,
+            "index_rows": self.index_rows,
+            "membership_rows": self.membership_rows,
+            "quarantined_rows": len(self.quarantined),
             "index_quarantined_rows": len(self.index_quarantined),
-            "quarantine_reasons": self.quarantine_reasons, "stale": self.stale,
-            "stale_reason": self.stale_reason, "recovered": self.recovered, "ingest_id": self.ingest_id,
+            "quarantine_reasons": self.quarantine_reasons,
+            "stale": self.stale,
+            "stale_reason": self.stale_reason,
+            "recovered": self.recovered,
+            "ingest_id": self.ingest_id,
             "stored": {key: str(value) for key, value in self.stored.items()},
         }
 
@@ -94,8 +109,14 @@ def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, dat
     return lo, hi
 
 
-def load_reference(source: MarketSource, start: date, end: date, store: MarketStore,
-                   now: datetime | None = None, benchmark: str = BENCHMARK_CODE) -> tuple[int, int, pd.DataFrame]:
+def load_reference(
+    source: MarketSource,
+    start: date,
+    end: date,
+    store: MarketStore,
+    now: datetime | None = None,
+    benchmark: str = BENCHMARK_CODE,
+) -> tuple[int, int, pd.DataFrame]:
     """Fetch and store the benchmark levels and membership; returns (index rows, membership rows, quarantined).
 
     The market's benchmark price index (CSI 300 for A-shares) is required (MissingBenchmarkError); the
@@ -105,17 +126,21 @@ def load_reference(source: MarketSource, start: date, end: date, store: MarketSt
     if frames[0].empty:
         raise MissingBenchmarkError(
             f"source {source.name!r} has no {BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) levels for "
-            f"{start}..{end}: missing benchmark")
+            f"{start}..{end}: missing benchmark"
+        )
     frames.append(source.index_levels(benchmark, "total_return", start, end))
     checked = validate_index(pd.concat(frames, ignore_index=True), now=now)
     valid = checked.valid
-    if not ((valid["code"] == benchmark) & (valid["kind"] == "price")).any():  # as good as a missing file
+    if not (
+        (valid["code"] == benchmark) & (valid["kind"] == "price")
+    ).any():  # as good as a missing file
         reasons = ", ".join(f"{rule} {n}" for rule, n in count_reasons(checked.quarantined).items())
         example = checked.quarantined.iloc[0]
         raise MissingBenchmarkError(
             f"source {source.name!r} has no valid {BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) "
             f"level for {start}..{end}: every one of its {len(frames[0])} rows is invalid ({reasons}; e.g. "
-            f"{str(example['date'])[:10]}: {example['reason']}): missing benchmark")
+            f"{str(example['date'])[:10]}: {example['reason']}): missing benchmark"
+        )
     index_rows = store.write_index(valid)
     membership = source.membership()
     membership_rows = store.write_membership(membership) if len(membership) else 0
@@ -135,13 +160,21 @@ def benchmark_of(market: str) -> str:
     return benchmark
 
 
-def resolve_universe(universe: str, source: MarketSource, store: MarketStore, start: date, end: date,
-                     market: str = "cn") -> list[str]:
+def resolve_universe(
+    universe: str,
+    source: MarketSource,
+    store: MarketStore,
+    start: date,
+    end: date,
+    market: str = "cn",
+) -> list[str]:
     """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source has), or a
     list of the market's symbols (`600519,000001` for cn, `AAPL,MSFT` for us, `0700.HK` for hk)."""
     name = universe.strip().lower()
     if name == "csi300" and market != "cn":
-        raise OomrlError(f"--universe csi300 is an A-share universe; name the {market} symbols instead")
+        raise OomrlError(
+            f"--universe csi300 is an A-share universe; name the {market} symbols instead"
+        )
     if name == "csi300":
         membership = store.read_membership()
         symbols = members_between(membership, start, end)
@@ -151,19 +184,25 @@ def resolve_universe(universe: str, source: MarketSource, store: MarketStore, st
             first = membership["effective_date"].min()
             symbols = sorted(membership.loc[membership["effective_date"] == first, "symbol"])
         if not symbols:
-            raise OomrlError(f"no CSI 300 membership for {start}..{end} from source {source.name!r} or the store")
+            raise OomrlError(
+                f"no CSI 300 membership for {start}..{end} from source {source.name!r} or the store"
+            )
         return symbols
     if name == "all":
         lister = getattr(source, "symbols", None)
         if lister is None:
-            raise OomrlError(f"source {source.name!r} cannot list its symbols; name them or use --universe csi300")
+            raise OomrlError(
+                f"source {source.name!r} cannot list its symbols; name them or use --universe csi300"
+            )
         return list(lister())
     try:
         symbols = sorted({normalize(part, market) for part in universe.split(",") if part.strip()})
     except ValueError as exc:
         raise OomrlError(f"--universe for market {market}: {exc}") from exc
     if not symbols:  # an empty name must not pass for "nothing to do"
-        raise OomrlError(f"--universe {universe!r} names no symbols: give csi300, all, or a comma list of codes")
+        raise OomrlError(
+            f"--universe {universe!r} names no symbols: give csi300, all, or a comma list of codes"
+        )
     return symbols
 
 
@@ -176,8 +215,9 @@ def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.
         raise DataValidationError(f"{source.name} bars for {symbol}: {exc}") from exc
 
 
-def store_batch(frames: Iterable[pd.DataFrame], store: MarketStore,
-                now: datetime | None = None) -> tuple[int, int, pd.DataFrame]:
+def store_batch(
+    frames: Iterable[pd.DataFrame], store: MarketStore, now: datetime | None = None
+) -> tuple[int, int, pd.DataFrame]:
     """Validate a batch of bar frames (as of `now`) and store the valid rows; returns (rows in, rows added,
     quarantined)."""
     parts = [frame for frame in frames if len(frame)]
@@ -197,11 +237,16 @@ def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exceptio
     committed = MarketStore(store.root)
     summary = committed.bar_summary()
     if committed.is_empty():
-        raise SourceUnavailableError(f"{report.source} is unreachable ({error}) and the store is empty") from error
+        raise SourceUnavailableError(
+            f"{report.source} is unreachable ({error}) and the store is empty"
+        ) from error
     report.stale = True
-    report.stale_reason = (f"{report.source} unreachable ({error}); kept the stored data, last bar "
-                           f"{summary['last_date']:%Y-%m-%d}" if summary["last_date"] is not None
-                           else f"{report.source} unreachable ({error}); kept the stored data")
+    report.stale_reason = (
+        f"{report.source} unreachable ({error}); kept the stored data, last bar "
+        f"{summary['last_date']:%Y-%m-%d}"
+        if summary["last_date"] is not None
+        else f"{report.source} unreachable ({error}); kept the stored data"
+    )
     report.stored = summary
     return report
 
@@ -232,7 +277,8 @@ def ingest(
         report.recovered = tx.recovery_note()
         try:
             report.index_rows, report.membership_rows, report.index_quarantined = load_reference(
-                source, lo, hi, tx, now, benchmark_of(market))
+                source, lo, hi, tx, now, benchmark_of(market)
+            )
         except SourceUnavailableError as exc:
             return fall_back_to_store(report, tx, exc)
         report.symbols = resolve_universe(universe, source, tx, lo, hi, market)
@@ -259,14 +305,19 @@ def ingest(
         return finish(report, tx, quarantined)
 
 
-def finish(report: IngestReport, store: MarketStore, quarantined: list[pd.DataFrame]) -> IngestReport:
+def finish(
+    report: IngestReport, store: MarketStore, quarantined: list[pd.DataFrame]
+) -> IngestReport:
     """Collect quarantined rows; when every symbol failed, fall back to the store (stale); else record the
     ingest with its quarantined rows (in the same transaction as its data)."""
     if quarantined:
         report.quarantined = pd.concat(quarantined, ignore_index=True)
     if report.symbols and len(report.failures) == len(report.symbols):
-        return fall_back_to_store(report, store, SourceUnavailableError(next(iter(report.failures.values()))))
+        return fall_back_to_store(
+            report, store, SourceUnavailableError(next(iter(report.failures.values())))
+        )
     report.stored = store.bar_summary()
-    report.ingest_id = store.record_ingest(report.summary(), {"bars": report.quarantined,
-                                                              "index": report.index_quarantined})
+    report.ingest_id = store.record_ingest(
+        report.summary(), {"bars": report.quarantined, "index": report.index_quarantined}
+    )
     return report

@@ -65,7 +65,9 @@ def describe(holder: dict[str, Any] | None) -> str:
 class WriterLock:
     """Context manager holding the store's writer lock; waits up to `wait` seconds (0: refuse at once)."""
 
-    def __init__(self, root: Path, wait: float | None = None, on_wait: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, root: Path, wait: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> None:
         self.root = Path(root)
         self.wait = DEFAULT_WAIT_S if wait is None else max(0.0, float(wait))
         self.on_wait = on_wait
@@ -75,30 +77,44 @@ class WriterLock:
 
     def __enter__(self) -> Self:
         if self.root.resolve() in _held_roots():
-            raise OomrlError(f"this thread already holds the writer lock of {self.root}: write through its open "
-                             "transaction (store.transaction() on the transaction joins it)")
+            raise OomrlError(
+                f"this thread already holds the writer lock of {self.root}: write through its open "
+                "transaction (store.transaction() on the transaction joins it)"
+            )
         private_dir(self.root)
-        lock = FileLock(self.root / LOCK_FILE, mode=PRIVATE_FILE, thread_local=False, fallback_to_soft=False)
+        lock = FileLock(
+            self.root / LOCK_FILE, mode=PRIVATE_FILE, thread_local=False, fallback_to_soft=False
+        )
         try:
             lock.acquire(timeout=0)
         except Timeout:
             holder = read_holder(self.root)
             if self.wait <= 0:
-                raise StoreBusyError(f"the market store at {self.root} is being written by {describe(holder)}; "
-                                     "not waiting (wait is 0): try again when it has finished") from None
+                raise StoreBusyError(
+                    f"the market store at {self.root} is being written by {describe(holder)}; "
+                    "not waiting (wait is 0): try again when it has finished"
+                ) from None
             if self.on_wait:
-                self.on_wait(f"waiting up to {self.wait:.0f} s for {describe(holder)} to finish writing {self.root}")
+                self.on_wait(
+                    f"waiting up to {self.wait:.0f} s for {describe(holder)} to finish writing {self.root}"
+                )
             try:
                 lock.acquire(timeout=self.wait, poll_interval=POLL_S)
             except Timeout:
-                raise StoreBusyError(f"the market store at {self.root} is still being written by "
-                                     f"{describe(read_holder(self.root))} after {self.wait:.0f} s; "
-                                     "try again when it has finished") from None
+                raise StoreBusyError(
+                    f"the market store at {self.root} is still being written by "
+                    f"{describe(read_holder(self.root))} after {self.wait:.0f} s; "
+                    "try again when it has finished"
+                ) from None
         self._lock = lock
         try:
             self.interrupted = read_holder(self.root)
-            note = {"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)[:300],
-                    "since": datetime.now(UTC).isoformat(timespec="seconds")}
+            note = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": " ".join(sys.argv)[:300],
+                "since": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
             payload = json.dumps(note).encode()
             atomic_write(self.root / HOLDER_FILE, lambda temp: Path(temp).write_bytes(payload))
         except BaseException:
@@ -107,8 +123,12 @@ class WriterLock:
         _held_roots().add(self.root.resolve())
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
         assert self._lock is not None
         try:
             (self.root / HOLDER_FILE).unlink(missing_ok=True)

@@ -102,6 +102,13 @@ def merge_year(folder: Path, parts: list[Part], incoming: pd.DataFrame) -> YearM
     name = f"part-{uuid.uuid4().hex[:12]}.parquet"
     write_parquet(table, folder / name)
     dates = table.column("date").to_pandas()
-    new = Part(file=name, first=f"{dates.min():%Y-%m-%d}", last=f"{dates.max():%Y-%m-%d}", rows=table.num_rows,
-               symbols=sorted(set(table.column("symbol").unique().to_pylist())))
-    return YearMerge(parts=[*kept, new], written=name, replaced=touched, added=len(incoming) - replaced_rows)
+    new = Part(
+        file=name,
+        first=f"{dates.min():%Y-%m-%d}",
+        last=f"{dates.max():%Y-%m-%d}",
+        rows=table.num_rows,
+        symbols=sorted(set(table.column("symbol").unique().to_pylist())),
+    )
+    return YearMerge(
+        parts=[*kept, new], written=name, replaced=touched, added=len(incoming) - replaced_rows
+    )

@@ -56,12 +56,18 @@ class _Grid:
     def frame(self, long: pd.DataFrame, field: str) -> pd.DataFrame:
         """The dense frame of one field (NaN where a symbol has no row on a date)."""
         if self.empty:
-            return pd.DataFrame(index=pd.DatetimeIndex([], name="date"), columns=pd.Index([], name="symbol"),
-                                dtype="float64")
+            return pd.DataFrame(
+                index=pd.DatetimeIndex([], name="date"),
+                columns=pd.Index([], name="symbol"),
+                dtype="float64",
+            )
         grid = np.full(self.shape, np.nan)
         grid[self.rows, self.columns] = long[field].to_numpy(dtype=np.float64)
-        return pd.DataFrame(grid, index=pd.DatetimeIndex(self.dates, name="date"),
-                            columns=pd.Index(self.names, name="symbol"))
+        return pd.DataFrame(
+            grid,
+            index=pd.DatetimeIndex(self.dates, name="date"),
+            columns=pd.Index(self.names, name="symbol"),
+        )
 
 
 def empty_membership() -> pd.DataFrame:
@@ -92,15 +98,25 @@ class StoreReader:
                 if self._pinned is not None or latest.generation == catalog.generation:
                     raise StoreDamagedError(
                         f"{exc.filename or exc}: a file the market store at {self.root} names is missing; "
-                        "something outside oomrl removed it. Move the store away and ingest again") from exc
+                        "something outside oomrl removed it. Move the store away and ingest again"
+                    ) from exc
                 catalog = latest
-            except (OSError, pa.ArrowInvalid) as exc:  # permissions, I/O errors, a file that is not parquet
-                raise StoreDamagedError(f"cannot read the market store at {self.root}: {exc}; `oomrl data check` "
-                                        "lists the damaged files") from exc
-        raise StoreDamagedError(f"the market store at {self.root} changed {READ_ATTEMPTS} times during one read")
+            except (
+                OSError,
+                pa.ArrowInvalid,
+            ) as exc:  # permissions, I/O errors, a file that is not parquet
+                raise StoreDamagedError(
+                    f"cannot read the market store at {self.root}: {exc}; `oomrl data check` "
+                    "lists the damaged files"
+                ) from exc
+        raise StoreDamagedError(
+            f"the market store at {self.root} changed {READ_ATTEMPTS} times during one read"
+        )
 
     # -- bars ----------------------------------------------------------------------------------
-    def bar_files(self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None) -> list[Path]:
+    def bar_files(
+        self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None
+    ) -> list[Path]:
         """The live part files of the years overlapping [start, end] (as of now: a later commit may retire them)."""
         lo = start.year if start is not None else 0
         hi = end.year if end is not None else 9999
@@ -111,8 +127,14 @@ class StoreReader:
         catalog = self.catalog()
         return not catalog.part_paths() and catalog.index is None
 
-    def _read_bar_columns(self, columns: Sequence[str], start: Any, end: Any, symbols: Iterable[str] | None,
-                          categorical: bool = False) -> pd.DataFrame:
+    def _read_bar_columns(
+        self,
+        columns: Sequence[str],
+        start: Any,
+        end: Any,
+        symbols: Iterable[str] | None,
+        categorical: bool = False,
+    ) -> pd.DataFrame:
         lo = pd.Timestamp(start) if start is not None else None
         hi = pd.Timestamp(end) if end is not None else None
         filters: list[tuple[str, str, Any]] = []
@@ -123,10 +145,15 @@ class StoreReader:
         if symbols is not None:
             filters.append(("symbol", "in", sorted(set(symbols))))
         # Symbols as a dictionary column: one string per symbol instead of one per row (12.5M rows -> 5k strings).
-        options = {"filters": filters or None, "read_dictionary": ["symbol"] if categorical else None}
+        options = {
+            "filters": filters or None,
+            "read_dictionary": ["symbol"] if categorical else None,
+        }
 
         def read(catalog: Catalog) -> list[pa.Table]:
-            paths = catalog.part_paths(lo.year if lo is not None else 0, hi.year if hi is not None else 9999)
+            paths = catalog.part_paths(
+                lo.year if lo is not None else 0, hi.year if hi is not None else 9999
+            )
             return [read_columns(self.root / path, columns, **options) for path in paths]
 
         tables = self._read(read)
@@ -135,54 +162,79 @@ class StoreReader:
         table = concat(tables)
         frame = (table.unify_dictionaries() if categorical else table).to_pandas()
         template = empty_bars()
-        for name in table.column_names:  # a column no stored file has yet: the schema's dtype, all missing
+        for (
+            name
+        ) in table.column_names:  # a column no stored file has yet: the schema's dtype, all missing
             if pa.types.is_null(table.schema.field(name).type) and name in template:
                 dtype = template[name].dtype
                 # Floats and dates hold NaN/NaT; a flag is unknown (NA), never a silent False.
                 frame[name] = pd.Series(np.nan, index=frame.index).astype(
-                    "boolean" if dtype.kind == "b" else dtype if dtype.kind in "fmM" else object)
+                    "boolean" if dtype.kind == "b" else dtype if dtype.kind in "fmM" else object
+                )
         return frame
 
-    def read_bars(self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None) -> pd.DataFrame:
+    def read_bars(
+        self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None
+    ) -> pd.DataFrame:
         """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by date, symbol."""
         bars = self._read_bar_columns(BAR_COLUMNS, start, end, symbols)
         return bars.sort_values(BAR_KEY, kind="mergesort").reset_index(drop=True)
 
-    def read_panel(self, field: str, start: Any = None, end: Any = None,
-                   symbols: Iterable[str] | None = None) -> pd.DataFrame:
+    def read_panel(
+        self, field: str, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None
+    ) -> pd.DataFrame:
         """One field as a (date x symbol) frame; missing bars (suspensions) are NaN."""
         numeric = set(empty_bars().select_dtypes("number").columns)
         if field not in numeric:
             raise ValueError(f"read_panel needs a numeric bar field, not {field!r}")
-        long = self._read_bar_columns(["date", "symbol", field], start, end, symbols, categorical=True)
+        long = self._read_bar_columns(
+            ["date", "symbol", field], start, end, symbols, categorical=True
+        )
         return _scatter(long, field)
 
-    def read_panels(self, fields: Iterable[str], start: Any = None, end: Any = None,
-                    symbols: Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
+    def read_panels(
+        self,
+        fields: Iterable[str],
+        start: Any = None,
+        end: Any = None,
+        symbols: Iterable[str] | None = None,
+    ) -> dict[str, pd.DataFrame]:
         """Several numeric fields as read_panel gives each, from one read of the files; other fields are left out."""
         numeric = set(empty_bars().select_dtypes("number").columns)
         wanted = [field for field in dict.fromkeys(fields) if field in numeric]
-        long = self._read_bar_columns(["date", "symbol", *wanted], start, end, symbols, categorical=True)
+        long = self._read_bar_columns(
+            ["date", "symbol", *wanted], start, end, symbols, categorical=True
+        )
         grid = _Grid(long)
         return {field: grid.frame(long, field) for field in wanted}
 
     def symbols(self) -> list[str]:
         """Every symbol with at least one stored bar."""
-        return sorted({symbol for parts in self.catalog().years.values() for part in parts for symbol in part.symbols})
+        return sorted(
+            {
+                symbol
+                for parts in self.catalog().years.values()
+                for part in parts
+                for symbol in part.symbols
+            }
+        )
 
     def bar_summary(self) -> dict[str, Any]:
         """Rows, symbols and date range of the stored bars (from the catalog: no file is read)."""
         parts = [part for year in self.catalog().years.values() for part in year]
         if not parts:
             return {"rows": 0, "symbols": 0, "first_date": None, "last_date": None}
-        return {"rows": sum(part.rows for part in parts),
-                "symbols": len({symbol for part in parts for symbol in part.symbols}),
-                "first_date": pd.Timestamp(min(part.first for part in parts)),
-                "last_date": pd.Timestamp(max(part.last for part in parts))}
+        return {
+            "rows": sum(part.rows for part in parts),
+            "symbols": len({symbol for part in parts for symbol in part.symbols}),
+            "first_date": pd.Timestamp(min(part.first for part in parts)),
+            "last_date": pd.Timestamp(max(part.last for part in parts)),
+        }
 
     # -- index levels and membership -----------------------------------------------------------
     def read_index(self, code: str = "000300", kind: str = "price") -> pd.Series:
         """Index closes as a Series (DatetimeIndex date -> close); empty when not stored."""
+
         def read(catalog: Catalog) -> pd.DataFrame | None:
             if catalog.index is None:
                 return None
@@ -196,6 +248,7 @@ class StoreReader:
 
     def read_index_levels(self) -> pd.DataFrame:
         """Every stored index level (all codes and kinds); empty when none."""
+
         def read(catalog: Catalog) -> pd.DataFrame | None:
             return pq.read_table(self.root / catalog.index).to_pandas() if catalog.index else None
 
@@ -203,6 +256,7 @@ class StoreReader:
 
     def read_membership(self) -> pd.DataFrame:
         """All membership rows (effective_date, symbol, name); members on d = latest effective_date <= d."""
+
         def read(catalog: Catalog) -> pd.DataFrame:
             if catalog.membership is None:
                 return empty_membership()
@@ -224,7 +278,10 @@ class StoreReader:
                 pq.read_metadata(self.root / relative)
             except FileNotFoundError:
                 problems.append(f"{relative}: missing")
-            except (OSError, ValueError) as exc:  # pyarrow: ArrowInvalid (a ValueError) for a corrupt file
+            except (
+                OSError,
+                ValueError,
+            ) as exc:  # pyarrow: ArrowInvalid (a ValueError) for a corrupt file
                 problems.append(f"{relative}: unreadable ({exc})")
         return problems
 
@@ -232,18 +289,35 @@ class StoreReader:
     def manifest(self) -> dict[str, Any]:
         """The ingest history ({"ingests": [...], "generation": n}); empty for a new store."""
         catalog = self.catalog()
-        return {"ingests": catalog.ingests, "generation": catalog.generation} if catalog.ingests else {}
+        return (
+            {"ingests": catalog.ingests, "generation": catalog.generation}
+            if catalog.ingests
+            else {}
+        )
 
     def quarantine(self, ingest_id: str | None = None) -> pd.DataFrame:
         """Quarantined rows kept on disk, with `ingest` (id), `table` (bars | index) and `reason` columns.
 
         `ingest_id` selects one ingest ("last" for the most recent ingest); None gives every kept ingest.
         """
+
         def read(catalog: Catalog) -> list[pd.DataFrame]:
-            entries = catalog.ingests[-1:] if ingest_id == "last" else [
-                entry for entry in catalog.ingests if ingest_id is None or entry.get("id") == ingest_id]
-            return [pq.read_table(self.root / path).to_pandas().assign(ingest=entry.get("id"), table=table)
-                    for entry in entries for table, path in entry.get("quarantine_files", {}).items()]
+            entries = (
+                catalog.ingests[-1:]
+                if ingest_id == "last"
+                else [
+                    entry
+                    for entry in catalog.ingests
+                    if ingest_id is None or entry.get("id") == ingest_id
+                ]
+            )
+            return [
+                pq.read_table(self.root / path)
+                .to_pandas()
+                .assign(ingest=entry.get("id"), table=table)
+                for entry in entries
+                for table, path in entry.get("quarantine_files", {}).items()
+            ]
 
         frames = self._read(read)
         if not frames:

@@ -21,5 +21,7 @@ def ensure_sample(settings: OomrlSettings, wait: float | None = None) -> MarketS
         with store.transaction(wait) as tx:
             if tx.is_empty():
                 source = SampleSource()  # with the sample clock on, up to its session only
-                ingest(source, "all", None, clocked_end(source, None, settings.sample_clock, tx), tx)
+                ingest(
+                    source, "all", None, clocked_end(source, None, settings.sample_clock, tx), tx
+                )
     return store

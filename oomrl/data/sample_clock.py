@@ -24,7 +24,9 @@ DAY_ONE = date(2024, 7, 1)  # what `oomrl server up` sets: the demo's first sess
 
 def next_session(day: date) -> date:
     """The first XSHG session after `day`."""
-    found = calendar.sessions(pd.Timestamp(day + timedelta(days=1)), pd.Timestamp(day + timedelta(days=30)))
+    found = calendar.sessions(
+        pd.Timestamp(day + timedelta(days=1)), pd.Timestamp(day + timedelta(days=30))
+    )
     return found[0].date()
 
 

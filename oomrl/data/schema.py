@@ -11,24 +11,24 @@ import pandas as pd
 from oomrl.errors import DataValidationError
 
 BAR_COLUMNS: tuple[str, ...] = (
-    "date",        # datetime64[ns], tz-naive session date
-    "symbol",      # str, 6-digit code + exchange, e.g. 600519.SH
-    "open",        # float64, CNY per share on `adjustment` basis
-    "high",        # float64
-    "low",         # float64
-    "close",       # float64
-    "volume",      # float64, SHARES (sources in lots are multiplied by 100 at the boundary)
-    "amount",      # float64, CNY traded; NaN when the source has none
+    "date",  # datetime64[ns], tz-naive session date
+    "symbol",  # str, 6-digit code + exchange, e.g. 600519.SH
+    "open",  # float64, CNY per share on `adjustment` basis
+    "high",  # float64
+    "low",  # float64
+    "close",  # float64
+    "volume",  # float64, SHARES (sources in lots are multiplied by 100 at the boundary)
+    "amount",  # float64, CNY traded; NaN when the source has none
     "adjustment",  # str: "none" | "qfq" | "hfq"
     "prev_close_raw",  # float64, the previous close the price limit applies to, on this row's price basis
     #                    (unadjusted for adjustment "none"; for qfq/hfq the adjusted previous close, which
     #                    keeps the day's return and hence limit moves); NaN when unknown. Divided by
     #                    `factor` it is the exchange's reference price (the ex-rights price on an ex-date)
-    "factor",      # float64, Qlib's adjustment factor: adjusted price = raw price x factor, so the raw
+    "factor",  # float64, Qlib's adjustment factor: adjusted price = raw price x factor, so the raw
     #                (traded) price is open/high/low/close / factor; 1.0 for unadjusted rows; NaN unknown
-    "st",          # float64, 1.0 when the security is under risk warning (ST or *ST) that day, 0.0 when
+    "st",  # float64, 1.0 when the security is under risk warning (ST or *ST) that day, 0.0 when
     #                not, NaN when unknown (treated as not ST)
-    "list_date",   # float64, the listing (or relisting) date as the number YYYYMMDD; NaN when unknown
+    "list_date",  # float64, the listing (or relisting) date as the number YYYYMMDD; NaN when unknown
     #                (treated as long listed). The first sessions after it may trade without limits
 )
 
@@ -39,8 +39,15 @@ BENCHMARK_CODE = "000300"
 ADJUSTMENTS: frozenset[str] = frozenset({"none", "qfq", "hfq"})
 INDEX_KINDS: frozenset[str] = frozenset({"price", "total_return"})
 PRICE_FIELDS: tuple[str, ...] = ("open", "high", "low", "close")
-FLOAT_FIELDS: tuple[str, ...] = (*PRICE_FIELDS, "volume", "amount", "prev_close_raw", "factor", "st",
-                                  "list_date")
+FLOAT_FIELDS: tuple[str, ...] = (
+    *PRICE_FIELDS,
+    "volume",
+    "amount",
+    "prev_close_raw",
+    "factor",
+    "st",
+    "list_date",
+)
 STATUS_FIELDS: tuple[str, ...] = ("factor", "st", "list_date")
 """Columns a source may not know: absent from a frame they are NaN (unknown), never an error."""
 SHARES_PER_LOT = 100
@@ -59,11 +66,17 @@ def parse_dates(values: Any) -> pd.Series:
     """Dates from text or datetimes, unparseable ones NaT: ISO 8601 (and what pandas reads as such) at
     vector speed, anything else one by one. Never pandas' "could not infer format" warning, which a
     single bad first row of a CSV would otherwise print to stderr."""
-    series = values if isinstance(values, pd.Series) else pd.Series(np.ravel(np.asarray(values, dtype=object)))
+    series = (
+        values
+        if isinstance(values, pd.Series)
+        else pd.Series(np.ravel(np.asarray(values, dtype=object)))
+    )
     parsed = pd.to_datetime(series, errors="coerce", format="ISO8601")
     retry = parsed.isna().to_numpy() & series.notna().to_numpy()
     if retry.any():
-        parsed = parsed.where(~retry, pd.to_datetime(series.where(retry), errors="coerce", format="mixed"))
+        parsed = parsed.where(
+            ~retry, pd.to_datetime(series.where(retry), errors="coerce", format="mixed")
+        )
     return parsed
 
 
@@ -83,8 +96,13 @@ def _strings(values: pd.Series) -> np.ndarray:
     return values.astype(str).to_numpy()
 
 
-def _conform(frame: pd.DataFrame, columns: tuple[str, ...], what: str,
-             converters: dict[str, Callable[[pd.Series], Any]], optional: tuple[str, ...] = ()) -> pd.DataFrame:
+def _conform(
+    frame: pd.DataFrame,
+    columns: tuple[str, ...],
+    what: str,
+    converters: dict[str, Callable[[pd.Series], Any]],
+    optional: tuple[str, ...] = (),
+) -> pd.DataFrame:
     _require_columns(frame, [name for name in columns if name not in optional], what)
     source = frame.reset_index(drop=True)
     for name in optional:
@@ -98,12 +116,17 @@ def _already_bars(frame: pd.DataFrame) -> bool:
     if tuple(frame.columns) != BAR_COLUMNS or not isinstance(frame.index, pd.RangeIndex):
         return False
     dtypes = frame.dtypes
-    if not (dtypes["date"] == "datetime64[ns]" and dtypes["symbol"] == np.dtype(object)
-            and dtypes["adjustment"] == np.dtype(object)
-            and all(dtypes[name] == np.float64 for name in FLOAT_FIELDS)):
+    if not (
+        dtypes["date"] == "datetime64[ns]"
+        and dtypes["symbol"] == np.dtype(object)
+        and dtypes["adjustment"] == np.dtype(object)
+        and all(dtypes[name] == np.float64 for name in FLOAT_FIELDS)
+    ):
         return False
     nanos = frame["date"].to_numpy().view("int64")
-    return bool((nanos % NANOS_PER_DAY == 0).all())  # midnight dates only (no NaT, no intraday times)
+    return bool(
+        (nanos % NANOS_PER_DAY == 0).all()
+    )  # midnight dates only (no NaT, no intraday times)
 
 
 def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
@@ -113,26 +136,41 @@ def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
     """
     if _already_bars(frame):
         return frame
-    return _conform(frame, BAR_COLUMNS, "bar", {"date": _dates, "symbol": _strings, "adjustment": _strings},
-                    optional=STATUS_FIELDS)
+    return _conform(
+        frame,
+        BAR_COLUMNS,
+        "bar",
+        {"date": _dates, "symbol": _strings, "adjustment": _strings},
+        optional=STATUS_FIELDS,
+    )
 
 
 def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     """Index levels in schema order and dtypes (date, code, close, kind)."""
+
     def code(values: pd.Series) -> np.ndarray:
         # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay as given.
-        return values.astype(str).map(lambda text: text.zfill(6) if text.isdigit() else text).to_numpy()
+        return (
+            values.astype(str)
+            .map(lambda text: text.zfill(6) if text.isdigit() else text)
+            .to_numpy()
+        )
 
     return _conform(frame, INDEX_COLUMNS, "index", {"date": _dates, "code": code, "kind": _strings})
 
 
 def conform_membership(frame: pd.DataFrame) -> pd.DataFrame:
     """Membership rows (effective_date, symbol, name) with parsed dates."""
+
     def name(values: pd.Series) -> np.ndarray:
         return values.fillna("").astype(str).to_numpy()
 
-    return _conform(frame, MEMBERSHIP_COLUMNS, "membership",
-                    {"effective_date": _dates, "symbol": _strings, "name": name})
+    return _conform(
+        frame,
+        MEMBERSHIP_COLUMNS,
+        "membership",
+        {"effective_date": _dates, "symbol": _strings, "name": name},
+    )
 
 
 def empty_bars() -> pd.DataFrame:
@@ -180,9 +218,16 @@ def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
     # A second row of the same symbol and date takes the previous *session's* close, as the first
     # does: identical copies stay identical, so validation keeps one of them (not neither).
-    copy = (ordered["symbol"].eq(ordered["symbol"].shift()) & ordered["date"].eq(ordered["date"].shift())).to_numpy()
+    copy = (
+        ordered["symbol"].eq(ordered["symbol"].shift())
+        & ordered["date"].eq(ordered["date"].shift())
+    ).to_numpy()
     if copy.any():
-        previous = previous.mask(copy).groupby([ordered["symbol"], ordered["date"]], sort=False, dropna=False).ffill()
+        previous = (
+            previous.mask(copy)
+            .groupby([ordered["symbol"], ordered["date"]], sort=False, dropna=False)
+            .ffill()
+        )
     filled = ordered["prev_close_raw"].where(ordered["prev_close_raw"].notna(), previous)
     out = frame.copy()
     out.loc[ordered.index, "prev_close_raw"] = filled.to_numpy(dtype=np.float64)

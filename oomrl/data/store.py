@@ -44,7 +44,11 @@ class StoreWriteError(OomrlError):
 
 def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
     first = quarantined.iloc[0]
-    label = f"{first.get('symbol', first.get('code', ''))} {first['date']:%Y-%m-%d}" if pd.notna(first["date"]) else "?"
+    label = (
+        f"{first.get('symbol', first.get('code', ''))} {first['date']:%Y-%m-%d}"
+        if pd.notna(first["date"])
+        else "?"
+    )
     return DataValidationError(
         f"refusing to store {what}: {len(quarantined)} row(s) fail validation, e.g. {label}: {first['reason']}"
     )
@@ -56,21 +60,28 @@ def _store_io(root: Path) -> Iterator[None]:
     try:
         yield
     except FileNotFoundError as exc:  # a write reads the parts it merges with: one is gone
-        raise StoreDamagedError(f"{exc.filename or exc}: a file the market store at {root} names is missing; "
-                                "`oomrl data check` lists the damaged files") from exc
+        raise StoreDamagedError(
+            f"{exc.filename or exc}: a file the market store at {root} names is missing; "
+            "`oomrl data check` lists the damaged files"
+        ) from exc
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        reason = os.strerror(exc.errno) if isinstance(exc.errno, int) else str(exc)  # pyarrow puts detail in strerror
-        raise StoreWriteError(f"cannot write the market store at {root}: {reason}{where}; nothing was changed, "
-                              "the store still holds its last complete ingest") from exc
+        reason = (
+            os.strerror(exc.errno) if isinstance(exc.errno, int) else str(exc)
+        )  # pyarrow puts detail in strerror
+        raise StoreWriteError(
+            f"cannot write the market store at {root}: {reason}{where}; nothing was changed, "
+            "the store still holds its last complete ingest"
+        ) from exc
 
 
 class MarketStore(StoreReader):
     """Bars (parquet parts by year), index levels and CSI 300 membership under `root`; see the module docstring."""
 
     @contextmanager
-    def transaction(self, wait: float | None = None,
-                    on_wait: Callable[[str], None] | None = None) -> Iterator[StoreTransaction]:
+    def transaction(
+        self, wait: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> Iterator[StoreTransaction]:
         """Hold the writer lock (waiting up to `wait` s) and yield a transaction committed when the block ends
         without an exception; on an exception nothing it wrote stays."""
         with _store_io(self.root):
@@ -109,7 +120,9 @@ class MarketStore(StoreReader):
         with self.transaction() as tx:
             return tx.write_membership(frame)
 
-    def record_ingest(self, entry: dict[str, Any], quarantined: dict[str, pd.DataFrame] | None = None) -> str:
+    def record_ingest(
+        self, entry: dict[str, Any], quarantined: dict[str, pd.DataFrame] | None = None
+    ) -> str:
         """Append an ingest record (and keep its quarantined rows); returns the record's id."""
         with self.transaction() as tx:
             return tx.record_ingest(entry, quarantined)
@@ -118,7 +131,9 @@ class MarketStore(StoreReader):
 class StoreTransaction(MarketStore):
     """Writes staged on a private copy of the catalog; reads see them. Made by MarketStore.transaction()."""
 
-    def __init__(self, root: Path, base: Catalog, interrupted: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, root: Path, base: Catalog, interrupted: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(root, pinned=base.copy())
         self.base = base
         self.interrupted = interrupted
@@ -134,8 +149,9 @@ class StoreTransaction(MarketStore):
         return self._pinned
 
     @contextmanager
-    def transaction(self, wait: float | None = None,
-                    on_wait: Callable[[str], None] | None = None) -> Iterator[StoreTransaction]:
+    def transaction(
+        self, wait: float | None = None, on_wait: Callable[[str], None] | None = None
+    ) -> Iterator[StoreTransaction]:
         """Already in one: nested writes join it."""
         yield self
 
@@ -149,10 +165,15 @@ class StoreTransaction(MarketStore):
         """One line on what the start-up check found, for the user; None when the store was clean."""
         if self.interrupted is None and not self.cleared:
             return None
-        who = f"an earlier write by {describe(self.interrupted)} did not finish" if self.interrupted else \
-            "files of an unfinished write were left"
-        return (f"{who}; the store kept its last complete state and {len(self.cleared)} leftover file(s) "
-                "were removed")
+        who = (
+            f"an earlier write by {describe(self.interrupted)} did not finish"
+            if self.interrupted
+            else "files of an unfinished write were left"
+        )
+        return (
+            f"{who}; the store kept its last complete state and {len(self.cleared)} leftover file(s) "
+            "were removed"
+        )
 
     def discard(self) -> None:
         """Drop everything staged: the transaction ends without committing (the store stays as it was)."""
@@ -214,16 +235,26 @@ class StoreTransaction(MarketStore):
         self._retire(getattr(self.staged, name))
         setattr(self.staged, name, relative)
 
-    def record_ingest(self, entry: dict[str, Any], quarantined: dict[str, pd.DataFrame] | None = None) -> str:
+    def record_ingest(
+        self, entry: dict[str, Any], quarantined: dict[str, pd.DataFrame] | None = None
+    ) -> str:
         ident = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
         files: dict[str, str] = {}
         for table, rows in (quarantined or {}).items():
             if len(rows):
                 files[table] = f"quarantine/{ident}-{table}.parquet"
                 with _store_io(self.root):
-                    write_parquet(table_of(rows.reset_index(drop=True)), self._add_file(files[table]))
-        self.staged.ingests.append({"id": ident, "at": datetime.now(UTC).isoformat(timespec="seconds"),
-                                    **entry, "quarantine_files": files})
+                    write_parquet(
+                        table_of(rows.reset_index(drop=True)), self._add_file(files[table])
+                    )
+        self.staged.ingests.append(
+            {
+                "id": ident,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+                **entry,
+                "quarantine_files": files,
+            }
+        )
         return ident
 
     # -- end -----------------------------------------------------------------------------------
@@ -235,11 +266,15 @@ class StoreTransaction(MarketStore):
         self.staged.generation = self.base.generation + 1
         self.staged.legacy_files = []
         for folder in sorted({(self.root / relative).parent for relative in self._new}):
-            fsync_dir(folder)  # the new files' names must survive a power cut before the catalog names them
+            fsync_dir(
+                folder
+            )  # the new files' names must survive a power cut before the catalog names them
         save_catalog(self.root, self.staged)
         self._new.clear()
         for relative in sorted(self.base.live_files() - self.staged.live_files()):
-            with suppress(OSError):  # committed already: a file left here is an orphan the next writer clears
+            with suppress(
+                OSError
+            ):  # committed already: a file left here is an orphan the next writer clears
                 (self.root / relative).unlink(missing_ok=True)
 
     def rollback(self) -> None:

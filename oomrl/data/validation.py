@@ -78,11 +78,15 @@ class _Reasons:
 
     def split(self, frame: pd.DataFrame) -> ValidationResult:
         if not self.any.any():  # the common case: no copies of a clean batch
-            return ValidationResult(valid=frame, quarantined=frame.iloc[:0].assign(reason=pd.Series(dtype=object)))
+            return ValidationResult(
+                valid=frame, quarantined=frame.iloc[:0].assign(reason=pd.Series(dtype=object))
+            )
         bad = frame.loc[self.any].copy()
         bad["reason"] = ["; ".join(self.parts[int(i)]) for i in np.flatnonzero(self.any)]
-        return ValidationResult(valid=frame.loc[~self.any].reset_index(drop=True),
-                                quarantined=bad.reset_index(drop=True))
+        return ValidationResult(
+            valid=frame.loc[~self.any].reset_index(drop=True),
+            quarantined=bad.reset_index(drop=True),
+        )
 
 
 def _not_in(values: pd.Series, accept: Callable[[str], bool]) -> np.ndarray:
@@ -95,8 +99,11 @@ def _not_in(values: pd.Series, accept: Callable[[str], bool]) -> np.ndarray:
 def _per_value(values: pd.Series, function: Callable[[str], object]) -> np.ndarray:
     """`function` of each row's value, computed once per distinct value (symbols repeat thousands of times)."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    return np.array([function(str(value)) for value in uniques], dtype=object)[codes] if len(uniques) else \
-        np.array([], dtype=object)
+    return (
+        np.array([function(str(value)) for value in uniques], dtype=object)[codes]
+        if len(uniques)
+        else np.array([], dtype=object)
+    )
 
 
 def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -113,11 +120,17 @@ def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, n
 
 def _limit_pct(rows: pd.DataFrame) -> np.ndarray:
     """Limit fraction per row by board, date, ST flag and listing age; NaN where no limit applies."""
-    return markets.row_limit_fractions(rows["symbol"].to_numpy(), rows["date"].to_numpy(), rows["st"].to_numpy(),
-                                       from_yyyymmdd(rows["list_date"].to_numpy()))
+    return markets.row_limit_fractions(
+        rows["symbol"].to_numpy(),
+        rows["date"].to_numpy(),
+        rows["st"].to_numpy(),
+        from_yyyymmdd(rows["list_date"].to_numpy()),
+    )
 
 
-def _limit_breaches(frame: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray, Callable[[int], str]]:
+def _limit_breaches(
+    frame: pd.DataFrame, usable: np.ndarray
+) -> tuple[np.ndarray, Callable[[int], str]]:
     """Rows whose high/low move from the previous close exceeds the board limit (+ tolerance).
 
     The previous close is prev_close_raw when the source gave one, else the previous bar's close of
@@ -129,16 +142,20 @@ def _limit_breaches(frame: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray
     prev = ordered["prev_close_raw"].where(ordered["prev_close_raw"].notna(), previous)
     pct = pd.Series(_limit_pct(ordered), index=ordered.index)
     slack = pct + LIMIT_TOLERANCE + 2 * TICK / prev
-    breach = ((ordered["high"] / prev - 1 > slack) | (ordered["low"] / prev - 1 < -slack)).to_numpy()
+    breach = (
+        (ordered["high"] / prev - 1 > slack) | (ordered["low"] / prev - 1 < -slack)
+    ).to_numpy()
     pct_of = pct.to_dict()
     mask = np.zeros(len(frame), dtype=bool)
     mask[ordered.index[breach]] = True
 
     def detail(row: int) -> str:
         sym, base = frame.at[row, "symbol"], prev[row]
-        return (f"close {frame.at[row, 'close']:.4g} (high {frame.at[row, 'high']:.4g}, low "
-                f"{frame.at[row, 'low']:.4g}) vs prev close {base:.4g}: {frame.at[row, 'close'] / base - 1:+.1%}, "
-                f"beyond the ±{pct_of[row]:.0%} {boards.board_of(sym).value}-board limit on that date")
+        return (
+            f"close {frame.at[row, 'close']:.4g} (high {frame.at[row, 'high']:.4g}, low "
+            f"{frame.at[row, 'low']:.4g}) vs prev close {base:.4g}: {frame.at[row, 'close'] / base - 1:+.1%}, "
+            f"beyond the ±{pct_of[row]:.0%} {boards.board_of(sym).value}-board limit on that date"
+        )
 
     return mask, detail
 
@@ -164,13 +181,18 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
     return bad.fillna(False).to_numpy()
 
 
-def _dated_checks(reasons: _Reasons, dates: pd.Series, now: datetime | None,
-                  calendars: np.ndarray | None = None) -> None:
+def _dated_checks(
+    reasons: _Reasons, dates: pd.Series, now: datetime | None, calendars: np.ndarray | None = None
+) -> None:
     """Calendar rules: a date after the last session of its exchange that had closed as of `now` (its data
     cannot be final), or an earlier date that is not a session. `calendars` names each row's exchange
     calendar (default XSHG; None for a row skips the rules)."""
     clock = now or datetime.now(UTC)
-    names = np.full(len(dates), CALENDAR_NAME, dtype=object) if calendars is None else np.asarray(calendars, object)
+    names = (
+        np.full(len(dates), CALENDAR_NAME, dtype=object)
+        if calendars is None
+        else np.asarray(calendars, object)
+    )
     dated = dates.notna().to_numpy()
     future = np.zeros(len(dates), dtype=bool)
     off = np.zeros(len(dates), dtype=bool)
@@ -183,10 +205,17 @@ def _dated_checks(reasons: _Reasons, dates: pd.Series, now: datetime | None,
         past = rows & ~late
         off[past] = non_sessions(dates[past], name).to_numpy()
     close = {"XSHG": " (close 15:00 Asia/Shanghai)"}
-    reasons.add(future, "future_session", lambda row: (
-        f"{dates.iat[row]:%Y-%m-%d} is after the last completed {names[row]} session "
-        f"{last_of[names[row]]:%Y-%m-%d}{close.get(names[row], '')} as of {pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"))
-    reasons.add(off, "non_session", lambda row: f"{dates.iat[row]:%Y-%m-%d} is not an {names[row]} session")
+    reasons.add(
+        future,
+        "future_session",
+        lambda row: (
+            f"{dates.iat[row]:%Y-%m-%d} is after the last completed {names[row]} session "
+            f"{last_of[names[row]]:%Y-%m-%d}{close.get(names[row], '')} as of {pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"
+        ),
+    )
+    reasons.add(
+        off, "non_session", lambda row: f"{dates.iat[row]:%Y-%m-%d} is not an {names[row]} session"
+    )
 
 
 def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
@@ -201,27 +230,49 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
         return reasons.split(bars)
     nan_cols = bars[["date", "symbol", *PRICE_FIELDS, "volume"]].isna()
     nan_any = nan_cols.any(axis=1).to_numpy()
-    reasons.add(nan_any, "missing_value", lambda row: ",".join(nan_cols.columns[nan_cols.iloc[row]]))
+    reasons.add(
+        nan_any, "missing_value", lambda row: ",".join(nan_cols.columns[nan_cols.iloc[row]])
+    )
     bad_symbol = _not_in(bars["symbol"], markets.is_symbol)
     reasons.add(bad_symbol, "bad_symbol", lambda row: repr(bars.at[row, "symbol"]))
-    reasons.add(_not_in(bars["adjustment"], ADJUSTMENTS.__contains__), "bad_adjustment",
-                lambda row: repr(bars.at[row, "adjustment"]))
+    reasons.add(
+        _not_in(bars["adjustment"], ADJUSTMENTS.__contains__),
+        "bad_adjustment",
+        lambda row: repr(bars.at[row, "adjustment"]),
+    )
     non_positive = (bars[list(PRICE_FIELDS)] <= 0).any(axis=1).to_numpy()
     reasons.add(non_positive, "non_positive_price")
-    reasons.add((bars["high"] < bars["low"]).to_numpy(), "high_below_low",
-                lambda row: f"high {bars.at[row, 'high']} < low {bars.at[row, 'low']}")
-    outside = ((bars["close"] > bars["high"]) | (bars["close"] < bars["low"])
-               | (bars["open"] > bars["high"]) | (bars["open"] < bars["low"])).to_numpy()
+    reasons.add(
+        (bars["high"] < bars["low"]).to_numpy(),
+        "high_below_low",
+        lambda row: f"high {bars.at[row, 'high']} < low {bars.at[row, 'low']}",
+    )
+    outside = (
+        (bars["close"] > bars["high"])
+        | (bars["close"] < bars["low"])
+        | (bars["open"] > bars["high"])
+        | (bars["open"] < bars["low"])
+    ).to_numpy()
     reasons.add(outside, "outside_range", "open/close outside [low, high]")
     extra, conflicting = _duplicate_masks(bars, ["date", "symbol"])
     reasons.add(extra, "duplicate", "identical copy of another (date, symbol) row")
     reasons.add(conflicting, "duplicate", "conflicting rows for the same (date, symbol)")
     _dated_checks(reasons, bars["date"], now, _per_value(bars["symbol"], markets.calendar_of))
-    reasons.add(_bad_status(bars), "bad_status", lambda row: (
-        f"factor {bars.at[row, 'factor']}, st {bars.at[row, 'st']}, list_date {bars.at[row, 'list_date']}"))
-    reasons.add(_volume_amount(bars), "volume_amount", lambda row: (
-        f"volume {bars.at[row, 'volume']:.6g} shares, amount {bars.at[row, 'amount']:.6g} CNY "
-        f"inconsistent with each other or the range [{bars.at[row, 'low']}, {bars.at[row, 'high']}]"))
+    reasons.add(
+        _bad_status(bars),
+        "bad_status",
+        lambda row: (
+            f"factor {bars.at[row, 'factor']}, st {bars.at[row, 'st']}, list_date {bars.at[row, 'list_date']}"
+        ),
+    )
+    reasons.add(
+        _volume_amount(bars),
+        "volume_amount",
+        lambda row: (
+            f"volume {bars.at[row, 'volume']:.6g} shares, amount {bars.at[row, 'amount']:.6g} CNY "
+            f"inconsistent with each other or the range [{bars.at[row, 'low']}, {bars.at[row, 'high']}]"
+        ),
+    )
     # Limit moves are judged only between rows that are otherwise sound and unique.
     usable = ~reasons.any & ~bad_symbol
     limit_mask, limit_detail = _limit_breaches(bars, usable)
@@ -246,11 +297,19 @@ def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> Validati
         return reasons.split(levels)
     reasons.add(levels[["date", "close"]].isna().any(axis=1).to_numpy(), "missing_value")
     reasons.add((levels["close"] <= 0).to_numpy(), "non_positive_price")
-    reasons.add(~levels["kind"].isin(INDEX_KINDS).to_numpy(), "bad_kind", lambda row: repr(levels.at[row, "kind"]))
+    reasons.add(
+        ~levels["kind"].isin(INDEX_KINDS).to_numpy(),
+        "bad_kind",
+        lambda row: repr(levels.at[row, "kind"]),
+    )
     extra, conflicting = _duplicate_masks(levels, ["date", "code", "kind"])
     reasons.add(extra | conflicting, "duplicate")
-    _dated_checks(reasons, levels["date"], now,
-                  _per_value(levels["code"], lambda code: markets.market_of_index(code).calendar))
+    _dated_checks(
+        reasons,
+        levels["date"],
+        now,
+        _per_value(levels["code"], lambda code: markets.market_of_index(code).calendar),
+    )
     ordered = levels.loc[~reasons.any].sort_values(["code", "kind", "date"])
     move = ordered.groupby(["code", "kind"])["close"].pct_change().abs()
     jump = np.zeros(len(levels), dtype=bool)
@@ -264,7 +323,9 @@ def validate_membership(frame: pd.DataFrame) -> pd.DataFrame:
     members = conform_membership(frame)
     problems: list[str] = []
     if members["effective_date"].isna().any():
-        problems.append(f"{int(members['effective_date'].isna().sum())} row(s) without a valid effective_date")
+        problems.append(
+            f"{int(members['effective_date'].isna().sum())} row(s) without a valid effective_date"
+        )
     bad = members.loc[~members["symbol"].str.fullmatch(boards.SYMBOL_PATTERN.pattern), "symbol"]
     if len(bad):
         problems.append(f"bad symbol(s) {', '.join(bad.astype(str).head(5))}")
@@ -276,4 +337,11 @@ def validate_membership(frame: pd.DataFrame) -> pd.DataFrame:
     return members
 
 
-__all__ = ["BAR_COLUMNS", "ValidationResult", "count_reasons", "validate_bars", "validate_index", "validate_membership"]
+__all__ = [
+    "BAR_COLUMNS",
+    "ValidationResult",
+    "count_reasons",
+    "validate_bars",
+    "validate_index",
+    "validate_membership",
+]

@@ -35,12 +35,20 @@ class AutopsyMetrics(_Strict):
     """The account's state on the alert date; fractions of NAV unless said otherwise."""
 
     daily_pnl: float = Field(description="Realized (net) return of the alert date.")
-    slippage_leakage: float = Field(description="Frictionless minus realized return, summed over the window.")
-    drawdown: float = Field(le=0, description="NAV over its high-water mark (starting capital included) − 1.")
+    slippage_leakage: float = Field(
+        description="Frictionless minus realized return, summed over the window."
+    )
+    drawdown: float = Field(
+        le=0, description="NAV over its high-water mark (starting capital included) − 1."
+    )
     cumulative_principal_loss: float = Field(description="L = 1 − W/W₀.")
-    turnover_annualized: float = Field(ge=0, description="Mean daily turnover over the window × 252.")
-    rolling_ir_60d: float | None = Field(description="60-session information ratio vs the CSI 300; null "
-                                         "when there is no benchmark or fewer than 60 sessions.")
+    turnover_annualized: float = Field(
+        ge=0, description="Mean daily turnover over the window × 252."
+    )
+    rolling_ir_60d: float | None = Field(
+        description="60-session information ratio vs the CSI 300; null "
+        "when there is no benchmark or fewer than 60 sessions."
+    )
 
 
 class Trigger(_Strict):
@@ -73,11 +81,15 @@ class Evidence(_Strict):
     traded_value: float = Field(ge=0, description="Σ |quantity × price| in CNY.")
     costs: CostBreakdown
     costs_over_nav: float = Field(description="Total costs / mean NAV over the window.")
-    impact_share_of_costs: float | None = Field(description="Impact / total costs; null without costs.")
+    impact_share_of_costs: float | None = Field(
+        description="Impact / total costs; null without costs."
+    )
     adv_participation_median: float | None
     adv_participation_max: float | None
     fills_over_participation_cap: int = Field(ge=0)
-    frictionless_return: float = Field(description="Compounded frictionless return over the window.")
+    frictionless_return: float = Field(
+        description="Compounded frictionless return over the window."
+    )
     realized_return: float = Field(description="Compounded realized return over the window.")
 
 
@@ -87,7 +99,9 @@ class Diagnostics(_Strict):
     module: str = Field(max_length=100, pattern=MODULE_PATTERN)
     strategy_version: str | None = Field(max_length=64)
     root_cause: ShortText
-    execution_log: str | None = Field(max_length=1_024, description="Path or artifact key of the execution log.")
+    execution_log: str | None = Field(
+        max_length=1_024, description="Path or artifact key of the execution log."
+    )
     evidence: Evidence
     findings: list[ShortText] = Field(default_factory=list, max_length=50)
 
@@ -97,12 +111,16 @@ class Constraints(_Strict):
 
     rebalance: Rebalance
     max_adv_participation: float = Field(gt=0, le=1, description="Cap on one order's share of ADV.")
-    max_weekly_turnover: float = Field(gt=0, description="Cap on Σ|Δw| traded per week, fraction of NAV.")
+    max_weekly_turnover: float = Field(
+        gt=0, description="Cap on Σ|Δw| traded per week, fraction of NAV."
+    )
     max_position_weight: float | None = Field(default=None, gt=0, le=1)
-    max_drawdown: float | None = Field(default=None, gt=0, le=1,
-                                       description="Largest drawdown tolerated in the validation replay.")
-    min_information_ratio: float | None = Field(default=None,
-                                                description="Floor on the validation replay's IR vs the CSI 300.")
+    max_drawdown: float | None = Field(
+        default=None, gt=0, le=1, description="Largest drawdown tolerated in the validation replay."
+    )
+    min_information_ratio: float | None = Field(
+        default=None, description="Floor on the validation replay's IR vs the CSI 300."
+    )
 
 
 class Autopsy(_Strict):
@@ -181,5 +199,7 @@ def write_schema(path: Path = SCHEMA_PATH) -> Path:
     return path
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m oomrl.diagnostics.autopsy` refreshes the file
+if (
+    __name__ == "__main__"
+):  # pragma: no cover - `python -m oomrl.diagnostics.autopsy` refreshes the file
     print(write_schema())

@@ -22,18 +22,29 @@ class AlertLedger(Protocol):
 
     def nav_frame(self, account: str) -> pd.DataFrame: ...
 
-    def fills_frame(self, account: str, start: date | None = None, end: date | None = None) -> pd.DataFrame: ...
+    def fills_frame(
+        self, account: str, start: date | None = None, end: date | None = None
+    ) -> pd.DataFrame: ...
 
-    def insert_alert(self, account: str, alert_id: str, as_of: date, rule: str, payload: dict[str, Any]) -> bool: ...
+    def insert_alert(
+        self, account: str, alert_id: str, as_of: date, rule: str, payload: dict[str, Any]
+    ) -> bool: ...
 
     def alerts(self, account: str) -> list[dict[str, Any]]: ...
 
     def active_strategy(self, account: str) -> tuple[str, str] | None: ...
 
 
-def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: AlertConfig | None = None, *,
-             benchmark: pd.Series | None = None, log_dir: Path | None = None,
-             publish: Callable[[Autopsy], None] | None = None) -> list[Autopsy]:
+def diagnose(
+    ledger: AlertLedger,
+    account: str,
+    as_of: date | str,
+    config: AlertConfig | None = None,
+    *,
+    benchmark: pd.Series | None = None,
+    log_dir: Path | None = None,
+    publish: Callable[[Autopsy], None] | None = None,
+) -> list[Autopsy]:
     """Autopsies of the alerts first raised on as_of; alerts the ledger already holds are skipped.
 
     With `log_dir`, the fills behind each autopsy are written there as CSV and named as its
@@ -50,27 +61,47 @@ def diagnose(ledger: AlertLedger, account: str, as_of: date | str, config: Alert
     known = {row["alert_id"] for row in ledger.alerts(account)}
     new: list[Autopsy] = []
     # Most severe first: when several alerts share a cause, the repair is asked for by the worst.
-    raised = sorted(evaluate(nav, fills, config, as_of, account, benchmark), key=lambda a: a.severity != "critical")
+    raised = sorted(
+        evaluate(nav, fills, config, as_of, account, benchmark),
+        key=lambda a: a.severity != "critical",
+    )
     for alert in raised:
         if alert.alert_id in known:
             continue
         log = None
         if log_dir is not None:
-            log = private_file(private_dir(log_dir) / f"fills-{alert.alert_id}.csv")  # to_csv keeps the 0600
+            log = private_file(
+                private_dir(log_dir) / f"fills-{alert.alert_id}.csv"
+            )  # to_csv keeps the 0600
             dated = fills.assign(date=pd.to_datetime(fills["date"]))
             dated[dated["date"] <= pd.Timestamp(alert.as_of)].to_csv(log, index=False)
-        autopsy = autopsy_for(alert, nav, fills, config, module=module,
-                              fallback_version=active[0] if active else None,
-                              execution_log=str(log) if log else None, benchmark=benchmark)
+        autopsy = autopsy_for(
+            alert,
+            nav,
+            fills,
+            config,
+            module=module,
+            fallback_version=active[0] if active else None,
+            execution_log=str(log) if log else None,
+            benchmark=benchmark,
+        )
         if publish is not None:
             publish(autopsy)
-        if ledger.insert_alert(account, alert.alert_id, alert.as_of, alert.rule, autopsy.model_dump(mode="json")):
+        if ledger.insert_alert(
+            account, alert.alert_id, alert.as_of, alert.rule, autopsy.model_dump(mode="json")
+        ):
             new.append(autopsy)
     return new
 
 
-def diagnose_account(settings: OomrlSettings, account: str, as_of: str, config_path: Path | None = None,
-                     publish: Callable[[Autopsy], None] | None = None, start: str | None = None) -> list[Autopsy]:
+def diagnose_account(
+    settings: OomrlSettings,
+    account: str,
+    as_of: str,
+    config_path: Path | None = None,
+    publish: Callable[[Autopsy], None] | None = None,
+    start: str | None = None,
+) -> list[Autopsy]:
     """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file.
 
     With `start`, every NAV session from `start` to `as_of` is diagnosed in turn (a chain catching up
@@ -95,6 +126,13 @@ def diagnose_account(settings: OomrlSettings, account: str, as_of: str, config_p
     found: list[Autopsy] = []
     for day in days:
         stamp = day.date().isoformat()
-        found += diagnose(ledger, account, stamp, config, benchmark=benchmark,
-                          log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}", publish=publish)
+        found += diagnose(
+            ledger,
+            account,
+            stamp,
+            config,
+            benchmark=benchmark,
+            log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}",
+            publish=publish,
+        )
     return found

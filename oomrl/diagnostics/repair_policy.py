@@ -64,31 +64,49 @@ def judge(ledger: RequestLedger, autopsy: Autopsy, cooldown: int) -> RepairDecis
     account, version = autopsy.account, autopsy.diagnostics.strategy_version
     active = ledger.active_version(account)
     if version and active and version != active:
-        return RepairDecision("inactive-version", f"the alert is about version {version[:12]}, but "
-                                                  f"{account} now trades {active[:12]}")
+        return RepairDecision(
+            "inactive-version",
+            f"the alert is about version {version[:12]}, but {account} now trades {active[:12]}",
+        )
     running = [p for p in ledger.probations(account) if p["status"] == "open"]
     if running:
-        return RepairDecision("probation", f"{running[0]['tag']} is on probation on {account} since "
-                                           f"{running[0]['opened_on']}: its forward sessions decide first")
+        return RepairDecision(
+            "probation",
+            f"{running[0]['tag']} is on probation on {account} since "
+            f"{running[0]['opened_on']}: its forward sessions decide first",
+        )
     rank = SEVERITY_RANK[autopsy.severity]
     for event in reversed(ledger.events(account)):
         if event["kind"] != REPAIR_REQUEST:
             continue
         earlier = json.loads(event["detail"])
-        if earlier.get("version") != version or SEVERITY_RANK.get(earlier.get("severity"), 0) < rank:
+        if (
+            earlier.get("version") != version
+            or SEVERITY_RANK.get(earlier.get("severity"), 0) < rank
+        ):
             continue
         gap = sessions_between(event["as_of"], autopsy.as_of)
         if gap < cooldown:
-            return RepairDecision("cooldown", f"alert {earlier['alert_id']} asked for a repair of this "
-                                              f"version {gap} session(s) before (cooldown {cooldown})")
-    return RepairDecision("requested", f"{autopsy.severity} alert on {autopsy.as_of} about the active version")
+            return RepairDecision(
+                "cooldown",
+                f"alert {earlier['alert_id']} asked for a repair of this "
+                f"version {gap} session(s) before (cooldown {cooldown})",
+            )
+    return RepairDecision(
+        "requested", f"{autopsy.severity} alert on {autopsy.as_of} about the active version"
+    )
 
 
 def record(ledger: RequestLedger, autopsy: Autopsy) -> None:
     """Remember that this alert asked for a repair (the cooldown of the next ones starts here)."""
-    detail = {"alert_id": autopsy.alert_id, "version": autopsy.diagnostics.strategy_version,
-              "severity": autopsy.severity}
-    ledger.record_event(autopsy.account, REPAIR_REQUEST, autopsy.as_of, json.dumps(detail, sort_keys=True))
+    detail = {
+        "alert_id": autopsy.alert_id,
+        "version": autopsy.diagnostics.strategy_version,
+        "severity": autopsy.severity,
+    }
+    ledger.record_event(
+        autopsy.account, REPAIR_REQUEST, autopsy.as_of, json.dumps(detail, sort_keys=True)
+    )
 
 
 def alert_resource(account: str, severity: str, verdict: Verdict) -> dict[str, str]:

@@ -25,8 +25,15 @@ from oomrl.errors import DataValidationError
 from oomrl.metrics.io import validate_returns
 from oomrl.metrics.performance import PERIODS_PER_YEAR, ROLLING_IR_WINDOW, rolling_information_ratio
 
-NAV_COLUMNS = ("date", "nav", "realized_return", "frictionless_return", "slippage_leakage", "turnover",
-               "principal_loss")
+NAV_COLUMNS = (
+    "date",
+    "nav",
+    "realized_return",
+    "frictionless_return",
+    "slippage_leakage",
+    "turnover",
+    "principal_loss",
+)
 
 
 class AlertConfig(BaseModel):
@@ -34,24 +41,37 @@ class AlertConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    daily_loss_abs: float = Field(0.03, gt=0, description="A day's loss at least this large alerts.")
-    daily_loss_z: float = Field(3.0, gt=0, description="... or this many std below the trailing mean.")
+    daily_loss_abs: float = Field(
+        0.03, gt=0, description="A day's loss at least this large alerts."
+    )
+    daily_loss_z: float = Field(
+        3.0, gt=0, description="... or this many std below the trailing mean."
+    )
     zscore_window: int = Field(60, ge=5)
     zscore_min_obs: int = Field(20, ge=3)
     drawdown_warning: float = Field(0.10, gt=0, lt=1)
     drawdown_critical: float = Field(0.15, gt=0, lt=1)
-    kill_threshold: float = Field(0.20, gt=0, lt=1, description="τ: principal loss that halts the account.")
+    kill_threshold: float = Field(
+        0.20, gt=0, lt=1, description="τ: principal loss that halts the account."
+    )
     principal_approach: float = Field(0.75, gt=0, lt=1, description="Warn at this fraction of τ.")
     ir_window: int = Field(ROLLING_IR_WINDOW, ge=10)
     ir_threshold: float = Field(-1.0, description="Rolling IR at or below this alerts.")
     leakage_window: int = Field(20, ge=1)
     leakage_threshold: float = Field(0.01, gt=0, description="Σ slippage leakage over the window.")
     turnover_window: int = Field(20, ge=1)
-    turnover_annualized_max: float = Field(25.0, gt=0, description="Trailing turnover × 252/window cap.")
-    turnover_spike_multiple: float = Field(3.0, gt=1, description="... or this multiple of the prior window.")
-    turnover_spike_floor: float = Field(8.0, ge=0, description="A relative spike must also exceed this.")
-    mandate_defaults: Constraints = Constraints(rebalance="weekly", max_adv_participation=0.05,
-                                                max_weekly_turnover=0.30)
+    turnover_annualized_max: float = Field(
+        25.0, gt=0, description="Trailing turnover × 252/window cap."
+    )
+    turnover_spike_multiple: float = Field(
+        3.0, gt=1, description="... or this multiple of the prior window."
+    )
+    turnover_spike_floor: float = Field(
+        8.0, ge=0, description="A relative spike must also exceed this."
+    )
+    mandate_defaults: Constraints = Constraints(
+        rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.30
+    )
 
 
 def load_config(path: Path | None) -> AlertConfig:
@@ -98,13 +118,17 @@ def prepare_nav(nav: pd.DataFrame, as_of: date | str | pd.Timestamp, account: st
     frame = nav.assign(date=pd.to_datetime(nav["date"])).set_index("date").sort_index()
     frame = frame.loc[: pd.Timestamp(as_of)]
     if frame.empty:
-        raise DataValidationError(f"account {account} has no NAV on or before {pd.Timestamp(as_of).date()}")
+        raise DataValidationError(
+            f"account {account} has no NAV on or before {pd.Timestamp(as_of).date()}"
+        )
     if not frame.index.is_unique:
         raise DataValidationError(f"nav frame of {account} has duplicate dates")
     numbers = frame[list(NAV_COLUMNS[1:])].astype(float)
     if numbers.isna().to_numpy().any() or not np.isfinite(numbers.to_numpy()).all():
         bad = numbers.index[~np.isfinite(numbers.to_numpy()).all(axis=1)][0]
-        raise DataValidationError(f"nav frame of {account} has missing or infinite values on {bad.date()}")
+        raise DataValidationError(
+            f"nav frame of {account} has missing or infinite values on {bad.date()}"
+        )
     if (numbers["nav"] <= 0).any():
         raise DataValidationError(f"nav frame of {account} has a non-positive NAV")
     return frame.assign(**{c: numbers[c] for c in numbers.columns})
@@ -130,19 +154,42 @@ def episode_start(condition: pd.Series) -> pd.Timestamp:
 class RuleBook:
     """Evaluates each rule on the history ending at as_of."""
 
-    def __init__(self, frame: pd.DataFrame, config: AlertConfig, account: str,
-                 benchmark: pd.Series | None) -> None:
+    def __init__(
+        self, frame: pd.DataFrame, config: AlertConfig, account: str, benchmark: pd.Series | None
+    ) -> None:
         self.frame, self.config, self.account, self.benchmark = frame, config, account, benchmark
         self.day = frame.index[-1]
 
-    def _alert(self, rule: str, severity: Severity, key: pd.Timestamp, value: float, threshold: float,
-               message: str) -> Alert:
-        return Alert(alert_id=alert_id(self.account, rule, severity, key.date()), account=self.account,
-                     rule=rule, severity=severity, as_of=self.day.date(), window_start=key.date(),
-                     value=float(value), threshold=float(threshold), message=message)
+    def _alert(
+        self,
+        rule: str,
+        severity: Severity,
+        key: pd.Timestamp,
+        value: float,
+        threshold: float,
+        message: str,
+    ) -> Alert:
+        return Alert(
+            alert_id=alert_id(self.account, rule, severity, key.date()),
+            account=self.account,
+            rule=rule,
+            severity=severity,
+            as_of=self.day.date(),
+            window_start=key.date(),
+            value=float(value),
+            threshold=float(threshold),
+            message=message,
+        )
 
-    def _state(self, rule: str, severity: Severity, condition: pd.Series, value: float, threshold: float,
-               message: str) -> list[Alert]:
+    def _state(
+        self,
+        rule: str,
+        severity: Severity,
+        condition: pd.Series,
+        value: float,
+        threshold: float,
+        message: str,
+    ) -> list[Alert]:
         if not bool(condition.iloc[-1]):
             return []
         return [self._alert(rule, severity, episode_start(condition), value, threshold, message)]
@@ -150,7 +197,7 @@ class RuleBook:
     def daily_loss(self) -> list[Alert]:
         c, r = self.config, self.frame["realized_return"]
         today = float(r.iloc[-1])
-        past = r.iloc[:-1].iloc[-c.zscore_window:]
+        past = r.iloc[:-1].iloc[-c.zscore_window :]
         z = math.nan
         if len(past) >= c.zscore_min_obs and past.std(ddof=1) > 0:
             z = (today - past.mean()) / past.std(ddof=1)
@@ -159,39 +206,74 @@ class RuleBook:
             return []
         severity: Severity = "critical" if by_size and by_z else "warning"
         z_text = f"z = {z:.1f}" if not math.isnan(z) else "z n/a"
-        return [self._alert("daily_loss", severity, self.day, today, -c.daily_loss_abs,
-                            f"daily return {today:.2%} ({z_text}) breaches the loss limits "
-                            f"(−{c.daily_loss_abs:.1%} or z ≤ −{c.daily_loss_z:g})")]
+        return [
+            self._alert(
+                "daily_loss",
+                severity,
+                self.day,
+                today,
+                -c.daily_loss_abs,
+                f"daily return {today:.2%} ({z_text}) breaches the loss limits "
+                f"(−{c.daily_loss_abs:.1%} or z ≤ −{c.daily_loss_z:g})",
+            )
+        ]
 
     def drawdown(self) -> list[Alert]:
         c, dd = self.config, drawdown(self.frame)
-        levels: tuple[tuple[Severity, float], ...] = (("critical", c.drawdown_critical), ("warning", c.drawdown_warning))
+        levels: tuple[tuple[Severity, float], ...] = (
+            ("critical", c.drawdown_critical),
+            ("warning", c.drawdown_warning),
+        )
         for severity, level in levels:
-            alerts = self._state("drawdown", severity, dd <= -level, dd.iloc[-1], -level,
-                                 f"drawdown {dd.iloc[-1]:.2%} is beyond −{level:.0%} ({severity})")
+            alerts = self._state(
+                "drawdown",
+                severity,
+                dd <= -level,
+                dd.iloc[-1],
+                -level,
+                f"drawdown {dd.iloc[-1]:.2%} is beyond −{level:.0%} ({severity})",
+            )
             if alerts:
                 return alerts
         return []
 
     def principal_loss(self) -> list[Alert]:
         c, loss = self.config, self.frame["principal_loss"]
-        reached = self._state("principal_loss_reached", "critical", loss >= c.kill_threshold, loss.iloc[-1],
-                              c.kill_threshold, f"principal loss {loss.iloc[-1]:.2%} reached τ = "
-                              f"{c.kill_threshold:.0%}: the account halts")
+        reached = self._state(
+            "principal_loss_reached",
+            "critical",
+            loss >= c.kill_threshold,
+            loss.iloc[-1],
+            c.kill_threshold,
+            f"principal loss {loss.iloc[-1]:.2%} reached τ = "
+            f"{c.kill_threshold:.0%}: the account halts",
+        )
         if reached:
             return reached
         level = c.principal_approach * c.kill_threshold
-        return self._state("principal_loss_approaching", "warning", loss >= level, loss.iloc[-1], level,
-                           f"principal loss {loss.iloc[-1]:.2%} is approaching τ = {c.kill_threshold:.0%} "
-                           f"(warning at {level:.1%})")
+        return self._state(
+            "principal_loss_approaching",
+            "warning",
+            loss >= level,
+            loss.iloc[-1],
+            level,
+            f"principal loss {loss.iloc[-1]:.2%} is approaching τ = {c.kill_threshold:.0%} "
+            f"(warning at {level:.1%})",
+        )
 
     def ir_decay(self) -> list[Alert]:
         if self.benchmark is None or len(self.frame) < self.config.ir_window:
             return []
         ir = self.rolling_ir()
         threshold = self.config.ir_threshold
-        return self._state("ir_decay", "warning", (ir <= threshold).fillna(False), ir.iloc[-1], threshold,
-                           f"rolling {self.config.ir_window}-day IR {ir.iloc[-1]:.2f} is at or below {threshold:g}")
+        return self._state(
+            "ir_decay",
+            "warning",
+            (ir <= threshold).fillna(False),
+            ir.iloc[-1],
+            threshold,
+            f"rolling {self.config.ir_window}-day IR {ir.iloc[-1]:.2f} is at or below {threshold:g}",
+        )
 
     def rolling_ir(self) -> pd.Series:
         """Rolling IR on the dates the benchmark covers; all NaN (rule skipped) when it misses the
@@ -204,28 +286,49 @@ class RuleBook:
         if self.day not in common:
             return blank
         r = self.frame["realized_return"].loc[common]
-        return rolling_information_ratio(r, bench.loc[common], self.config.ir_window).reindex(self.frame.index)
+        return rolling_information_ratio(r, bench.loc[common], self.config.ir_window).reindex(
+            self.frame.index
+        )
 
     def execution_decay(self) -> list[Alert]:
         c = self.config
         leak = self.frame["slippage_leakage"].rolling(c.leakage_window, min_periods=1).sum()
-        return self._state("execution_decay", "warning", leak >= c.leakage_threshold, leak.iloc[-1],
-                           c.leakage_threshold, f"slippage leakage {leak.iloc[-1]:.2%} over "
-                           f"{c.leakage_window} sessions exceeds {c.leakage_threshold:.2%}")
+        return self._state(
+            "execution_decay",
+            "warning",
+            leak >= c.leakage_threshold,
+            leak.iloc[-1],
+            c.leakage_threshold,
+            f"slippage leakage {leak.iloc[-1]:.2%} over "
+            f"{c.leakage_window} sessions exceeds {c.leakage_threshold:.2%}",
+        )
 
     def turnover_spike(self) -> list[Alert]:
         c = self.config
         annual = turnover_annualized(self.frame, c.turnover_window)
         before = annual.shift(c.turnover_window)
         spike = (annual >= c.turnover_annualized_max) | (
-            (annual >= c.turnover_spike_multiple * before) & (annual >= c.turnover_spike_floor))
-        return self._state("turnover_spike", "warning", spike, annual.iloc[-1], c.turnover_annualized_max,
-                           f"turnover {annual.iloc[-1]:.1f}× a year over {c.turnover_window} sessions "
-                           f"(cap {c.turnover_annualized_max:g}×, or {c.turnover_spike_multiple:g}× the prior window)")
+            (annual >= c.turnover_spike_multiple * before) & (annual >= c.turnover_spike_floor)
+        )
+        return self._state(
+            "turnover_spike",
+            "warning",
+            spike,
+            annual.iloc[-1],
+            c.turnover_annualized_max,
+            f"turnover {annual.iloc[-1]:.1f}× a year over {c.turnover_window} sessions "
+            f"(cap {c.turnover_annualized_max:g}×, or {c.turnover_spike_multiple:g}× the prior window)",
+        )
 
 
-def evaluate(nav: pd.DataFrame, fills: pd.DataFrame | None, config: AlertConfig, as_of: date | str,
-             account: str, benchmark: pd.Series | None = None) -> list[Alert]:
+def evaluate(
+    nav: pd.DataFrame,
+    fills: pd.DataFrame | None,
+    config: AlertConfig,
+    as_of: date | str,
+    account: str,
+    benchmark: pd.Series | None = None,
+) -> list[Alert]:
     """Every alert the rules raise on as_of (the last NAV date on or before it).
 
     `fills` is unused by the rules (the critic reads it); it is accepted so callers pass the ledger
@@ -233,5 +336,11 @@ def evaluate(nav: pd.DataFrame, fills: pd.DataFrame | None, config: AlertConfig,
     """
     del fills
     rules = RuleBook(prepare_nav(nav, as_of, account), config, account, benchmark)
-    return [*rules.principal_loss(), *rules.drawdown(), *rules.daily_loss(), *rules.execution_decay(),
-            *rules.turnover_spike(), *rules.ir_decay()]
+    return [
+        *rules.principal_loss(),
+        *rules.drawdown(),
+        *rules.daily_loss(),
+        *rules.execution_decay(),
+        *rules.turnover_spike(),
+        *rules.ir_decay(),
+    ]

@@ -75,8 +75,9 @@ def price_limit_pct(symbol: str, is_st: bool = False, on: date | None = None) ->
     return float(limits.limit_fraction(limits.BOARD_CODE[board_of(symbol)], day, is_st)[0])
 
 
-def limit_prices(prev_close: float, symbol: str, is_st: bool = False, on: date | None = None
-                 ) -> tuple[float, float]:
+def limit_prices(
+    prev_close: float, symbol: str, is_st: bool = False, on: date | None = None
+) -> tuple[float, float]:
     """(limit-down, limit-up) prices from the exchange's reference (unadjusted previous close)."""
     from oomrl.market import limits
 

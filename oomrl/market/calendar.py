@@ -25,8 +25,9 @@ def xshg() -> xcals.ExchangeCalendar:
     return get(CALENDAR_NAME)
 
 
-def sessions(start: str | pd.Timestamp, end: str | pd.Timestamp, name: str = CALENDAR_NAME
-             ) -> pd.DatetimeIndex:
+def sessions(
+    start: str | pd.Timestamp, end: str | pd.Timestamp, name: str = CALENDAR_NAME
+) -> pd.DatetimeIndex:
     """Sessions in [start, end], tz-naive dates, clipped to the calendar's bounds."""
     cal = get(name)
     lo = max(pd.Timestamp(start).normalize(), cal.first_session)
@@ -69,7 +70,9 @@ def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_N
     lo = min(first_day, pd.Timestamp(start.min()))
     hi = max(last_day, pd.Timestamp(start.max()))
     grid = sessions(lo - pd.Timedelta(days=10), hi + pd.Timedelta(days=10), name).values
-    out[known] = np.searchsorted(grid, days, side="right") - np.searchsorted(grid, start, side="left")
+    out[known] = np.searchsorted(grid, days, side="right") - np.searchsorted(
+        grid, start, side="left"
+    )
     return out.reshape(np.shape(dates))
 
 
@@ -96,6 +99,8 @@ def last_completed_session(now: datetime, name: str = CALENDAR_NAME) -> pd.Times
     session = cal.date_to_session(day, direction="previous")
     if cal.session_close(session) > stamp:
         if session == cal.first_session:
-            return pd.Timestamp(session) - pd.Timedelta(days=1)  # before the calendar: no session has completed
+            return pd.Timestamp(session) - pd.Timedelta(
+                days=1
+            )  # before the calendar: no session has completed
         session = cal.previous_session(session)
     return pd.Timestamp(session)

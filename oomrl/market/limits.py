@@ -54,8 +54,7 @@ def _days(dates: np.ndarray | pd.DatetimeIndex | pd.Series) -> np.ndarray:
     return np.asarray(dates, dtype="datetime64[ns]").astype("datetime64[D]")
 
 
-def limit_fraction(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool
-                   ) -> np.ndarray:
+def limit_fraction(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool) -> np.ndarray:
     """The ± limit fraction of a board on a date (ST flag where True), ignoring listing days."""
     board = np.asarray(board)
     days = _days(dates)
@@ -64,9 +63,11 @@ def limit_fraction(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | 
     main = np.where(st, main_st, 0.10)
     before_reform = days < _day(CHINEXT_REFORM)
     chinext = np.where(before_reform, np.where(st, 0.05, 0.10), 0.20)
-    return np.select([board == MAIN, board == CHINEXT, board == STAR, board == BSE],
-                     [main, chinext, np.full(np.shape(main), 0.20), np.full(np.shape(main), 0.30)],
-                     np.nan)
+    return np.select(
+        [board == MAIN, board == CHINEXT, board == STAR, board == BSE],
+        [main, chinext, np.full(np.shape(main), 0.20), np.full(np.shape(main), 0.30)],
+        np.nan,
+    )
 
 
 def free_sessions(board: np.ndarray | int, list_dates: np.ndarray) -> np.ndarray:
@@ -75,12 +76,19 @@ def free_sessions(board: np.ndarray | int, list_dates: np.ndarray) -> np.ndarray
     listed = _days(list_dates)
     registration = np.select(
         [board == STAR, board == CHINEXT, board == MAIN, board == BSE],
-        [True, listed >= _day(CHINEXT_REFORM), listed >= _day(MAIN_REGISTRATION), False], False)
+        [True, listed >= _day(CHINEXT_REFORM), listed >= _day(MAIN_REGISTRATION), False],
+        False,
+    )
     return np.where(registration, FREE_SESSIONS_REGISTRATION, 1)
 
 
-def limit_fractions(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool,
-                    listing_session: np.ndarray | float, list_dates: np.ndarray) -> np.ndarray:
+def limit_fractions(
+    board: np.ndarray | int,
+    dates: np.ndarray,
+    st: np.ndarray | bool,
+    listing_session: np.ndarray | float,
+    list_dates: np.ndarray,
+) -> np.ndarray:
     """Limit fraction per cell, NaN where no limit applies (the free sessions after a listing).
 
     `listing_session` counts sessions from the listing date (1 = listing day; NaN = unknown, which
@@ -94,13 +102,17 @@ def limit_fractions(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray |
     free = np.broadcast_to(free, shape)
     if free.any():
         free = free.copy()
-        boards, listed = np.broadcast_to(board, shape)[free], np.broadcast_to(list_dates, shape)[free]
+        boards, listed = (
+            np.broadcast_to(board, shape)[free],
+            np.broadcast_to(list_dates, shape)[free],
+        )
         free[free] = np.broadcast_to(session, shape)[free] <= free_sessions(boards, listed)
     return np.where(free, np.nan, fraction)
 
 
-def limit_prices_fen(reference_fen: np.ndarray, fraction: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def limit_prices_fen(
+    reference_fen: np.ndarray, fraction: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(limit-down, limit-up) in fen: reference x (1 -/+ fraction), rounded half up to the fen.
 
     Integer arithmetic on basis points, so x.xx5 rounds up exactly as the exchanges publish it;

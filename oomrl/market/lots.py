@@ -46,15 +46,21 @@ def _ints(values: np.ndarray | int) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def round_buy(wanted: np.ndarray | int, minimum: np.ndarray | int, step: np.ndarray | int) -> np.ndarray:
+def round_buy(
+    wanted: np.ndarray | int, minimum: np.ndarray | int, step: np.ndarray | int
+) -> np.ndarray:
     """The largest legal buy <= wanted: 0 below the minimum, else minimum + whole steps."""
     wanted, minimum, step = _ints(wanted), _ints(minimum), _ints(step)
     above = np.maximum(wanted - minimum, 0)
     return np.where(wanted >= minimum, minimum + (above // step) * step, 0)
 
 
-def round_sell(wanted: np.ndarray | int, sellable: np.ndarray | int, minimum: np.ndarray | int,
-               step: np.ndarray | int) -> np.ndarray:
+def round_sell(
+    wanted: np.ndarray | int,
+    sellable: np.ndarray | int,
+    minimum: np.ndarray | int,
+    step: np.ndarray | int,
+) -> np.ndarray:
     """A legal sell for a wanted quantity (capped at what is sellable).
 
     Below the minimum only the whole position may go: a holding under `minimum` is sold whole when any
@@ -70,15 +76,20 @@ def round_sell(wanted: np.ndarray | int, sellable: np.ndarray | int, minimum: np
     return np.where(whole, sellable, rounded)
 
 
-def is_legal_buy(quantity: np.ndarray | int, minimum: np.ndarray | int, step: np.ndarray | int
-                 ) -> np.ndarray:
+def is_legal_buy(
+    quantity: np.ndarray | int, minimum: np.ndarray | int, step: np.ndarray | int
+) -> np.ndarray:
     """True where a buy of `quantity` shares is a legal declaration."""
     quantity, minimum, step = _ints(quantity), _ints(minimum), _ints(step)
     return (quantity >= minimum) & ((quantity - minimum) % step == 0)
 
 
-def is_legal_sell(quantity: np.ndarray | int, held: np.ndarray | int, minimum: np.ndarray | int,
-                  step: np.ndarray | int) -> np.ndarray:
+def is_legal_sell(
+    quantity: np.ndarray | int,
+    held: np.ndarray | int,
+    minimum: np.ndarray | int,
+    step: np.ndarray | int,
+) -> np.ndarray:
     """True where selling `quantity` of `held` shares is legal under the exchange rule.
 
     Legal: the whole position; or a legal lot size; or (round-lot boards) lots plus the whole odd

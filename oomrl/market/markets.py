@@ -46,8 +46,14 @@ class GenericRules(FrictionRules):
         size = np.full(len(symbols), self.lot_size, dtype=np.int64)
         return size, size.copy()
 
-    def limit_fractions(self, symbols: Sequence[str], dates: np.ndarray, st: np.ndarray,
-                        listing_session: np.ndarray, list_dates: np.ndarray) -> np.ndarray:
+    def limit_fractions(
+        self,
+        symbols: Sequence[str],
+        dates: np.ndarray,
+        st: np.ndarray,
+        listing_session: np.ndarray,
+        list_dates: np.ndarray,
+    ) -> np.ndarray:
         """No daily price limits."""
         return np.full(np.shape(st), np.nan)
 
@@ -56,11 +62,26 @@ class GenericRules(FrictionRules):
 
 
 GENERIC_DEFAULTS: dict[str, dict[str, Any]] = {
-    "us": {"market": "us", "lot_size": 1, "commission_rate": 0.0, "commission_min": 0.0,
-           "sell_tax_rate": 0.0000278, "transfer_fee_rate": 0.0, "half_spread": 0.0002},
-    "hk": {"market": "hk", "lot_size": 100, "commission_rate": 0.0003, "commission_min": 3.0,
-           "buy_tax_rate": 0.001, "sell_tax_rate": 0.001, "transfer_fee_rate": 0.0000850,
-           "half_spread": 0.0005, "tick": 0.001},
+    "us": {
+        "market": "us",
+        "lot_size": 1,
+        "commission_rate": 0.0,
+        "commission_min": 0.0,
+        "sell_tax_rate": 0.0000278,
+        "transfer_fee_rate": 0.0,
+        "half_spread": 0.0002,
+    },
+    "hk": {
+        "market": "hk",
+        "lot_size": 100,
+        "commission_rate": 0.0003,
+        "commission_min": 3.0,
+        "buy_tax_rate": 0.001,
+        "sell_tax_rate": 0.001,
+        "transfer_fee_rate": 0.0000850,
+        "half_spread": 0.0005,
+        "tick": 0.001,
+    },
     "other": {"market": "other", "lot_size": 1, "commission_rate": 0.0005, "commission_min": 0.0},
 }
 
@@ -79,8 +100,13 @@ class Market:
         values = dict(overrides or {})
         if self.name == "cn":
             return AShareRules(**values)
-        return GenericRules(**{**GENERIC_DEFAULTS.get(self.name, GENERIC_DEFAULTS["other"]),
-                               **values, "market": self.name})
+        return GenericRules(
+            **{
+                **GENERIC_DEFAULTS.get(self.name, GENERIC_DEFAULTS["other"]),
+                **values,
+                "market": self.name,
+            }
+        )
 
 
 MARKETS: dict[str, Market] = {
@@ -89,8 +115,20 @@ MARKETS: dict[str, Market] = {
     "hk": Market("hk", "XHKG", "^HSI", "HKD"),
 }
 # Yahoo suffix -> exchange_calendars name for other exchanges (generic rules, no benchmark).
-SUFFIX_CALENDARS = {"L": "XLON", "T": "XTKS", "DE": "XETR", "PA": "XPAR", "AS": "XAMS", "TO": "XTSE",
-                    "AX": "XASX", "SI": "XSES", "KS": "XKRX", "SW": "XSWX", "MI": "XMIL", "MC": "XMAD"}
+SUFFIX_CALENDARS = {
+    "L": "XLON",
+    "T": "XTKS",
+    "DE": "XETR",
+    "PA": "XPAR",
+    "AS": "XAMS",
+    "TO": "XTSE",
+    "AX": "XASX",
+    "SI": "XSES",
+    "KS": "XKRX",
+    "SW": "XSWX",
+    "MI": "XMIL",
+    "MC": "XMAD",
+}
 TICKER = re.compile(r"^\^?[A-Z0-9][A-Z0-9\-=]{0,14}(\.[A-Z]{1,3})?$")
 
 
@@ -111,7 +149,9 @@ def market_of(symbol: str) -> Market:
         raise ValueError(f"not a symbol oomrl can trade: {symbol!r}")
     base, _, suffix = text.partition(".")
     if not suffix and not re.search(r"[A-Z]", base):
-        raise ValueError(f"not a symbol oomrl can trade: {symbol!r} (A-share codes need .SH/.SZ/.BJ)")
+        raise ValueError(
+            f"not a symbol oomrl can trade: {symbol!r} (A-share codes need .SH/.SZ/.BJ)"
+        )
     if suffix == "HK":
         return MARKETS["hk"]
     if not suffix:
@@ -162,8 +202,9 @@ def yahoo_ticker(symbol: str) -> str:
     return symbol.replace(".SH", ".SS") if boards.SYMBOL_PATTERN.fullmatch(symbol) else symbol
 
 
-def row_limit_fractions(symbols: Sequence[str], dates: np.ndarray, st: np.ndarray,
-                        list_dates: np.ndarray) -> np.ndarray:
+def row_limit_fractions(
+    symbols: Sequence[str], dates: np.ndarray, st: np.ndarray, list_dates: np.ndarray
+) -> np.ndarray:
     """Limit fraction of each (symbol, date) row of a long frame; NaN where none applies.
 
     A-share rows get the board/date/status/listing rule; other markets have no daily limits.
@@ -172,11 +213,15 @@ def row_limit_fractions(symbols: Sequence[str], dates: np.ndarray, st: np.ndarra
 
     names = np.asarray(symbols, dtype=object)
     out = np.full(len(names), np.nan)
-    is_cn = np.array([boards.SYMBOL_PATTERN.fullmatch(str(s)) is not None for s in names], dtype=bool)
+    is_cn = np.array(
+        [boards.SYMBOL_PATTERN.fullmatch(str(s)) is not None for s in names], dtype=bool
+    )
     if not is_cn.any():
         return out
     rows = np.flatnonzero(is_cn)
-    codes = np.array([limits.BOARD_CODE[boards.board_of(str(s))] for s in names[rows]], dtype=np.int64)
+    codes = np.array(
+        [limits.BOARD_CODE[boards.board_of(str(s))] for s in names[rows]], dtype=np.int64
+    )
     days = np.asarray(dates, dtype="datetime64[ns]")[rows]
     listed = np.asarray(list_dates, dtype="datetime64[ns]")[rows]
     session = calendar.session_numbers(days, listed)

@@ -70,8 +70,14 @@ class FrictionRules(BaseModel):
         """(minimum, step) in shares per symbol."""
         raise NotImplementedError
 
-    def limit_fractions(self, symbols: Sequence[str], dates: np.ndarray, st: np.ndarray,
-                        listing_session: np.ndarray, list_dates: np.ndarray) -> np.ndarray:
+    def limit_fractions(
+        self,
+        symbols: Sequence[str],
+        dates: np.ndarray,
+        st: np.ndarray,
+        listing_session: np.ndarray,
+        list_dates: np.ndarray,
+    ) -> np.ndarray:
         """(T x N) daily limit fractions, NaN where no limit applies."""
         raise NotImplementedError
 
@@ -79,8 +85,9 @@ class FrictionRules(BaseModel):
         """(buy, sell) tax rates on traded value for orders executed on `day`."""
         raise NotImplementedError
 
-    def fees(self, value: float | np.ndarray, sells: bool | np.ndarray, day: date
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def fees(
+        self, value: float | np.ndarray, sells: bool | np.ndarray, day: date
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Vector form of the three fees for many orders: (commission, taxes, transfer fee)."""
         value = np.asarray(value, dtype=float)
         sells = np.broadcast_to(np.asarray(sells, dtype=bool), value.shape)
@@ -111,8 +118,12 @@ class FrictionRules(BaseModel):
         return self.half_spread + scale * np.sqrt(share)
 
 
-BOARD_LOTS: dict[Board, lots.LotRule] = {Board.MAIN: lots.ROUND_LOT, Board.CHINEXT: lots.ROUND_LOT,
-                                         Board.STAR: lots.STAR_LOT, Board.BSE: lots.BSE_LOT}
+BOARD_LOTS: dict[Board, lots.LotRule] = {
+    Board.MAIN: lots.ROUND_LOT,
+    Board.CHINEXT: lots.ROUND_LOT,
+    Board.STAR: lots.STAR_LOT,
+    Board.BSE: lots.BSE_LOT,
+}
 
 
 class AShareRules(FrictionRules):
@@ -130,13 +141,23 @@ class AShareRules(FrictionRules):
             size = np.full(len(symbols), self.lot_size, dtype=np.int64)
             return size, size.copy()
         rules = [BOARD_LOTS[board_of(symbol)] for symbol in symbols]
-        return (np.array([r.minimum for r in rules], dtype=np.int64),
-                np.array([r.step for r in rules], dtype=np.int64))
+        return (
+            np.array([r.minimum for r in rules], dtype=np.int64),
+            np.array([r.step for r in rules], dtype=np.int64),
+        )
 
-    def limit_fractions(self, symbols: Sequence[str], dates: np.ndarray, st: np.ndarray,
-                        listing_session: np.ndarray, list_dates: np.ndarray) -> np.ndarray:
+    def limit_fractions(
+        self,
+        symbols: Sequence[str],
+        dates: np.ndarray,
+        st: np.ndarray,
+        listing_session: np.ndarray,
+        list_dates: np.ndarray,
+    ) -> np.ndarray:
         """Per board, date, ST status and listing age (oomrl.market.limits)."""
-        codes = np.array([limits.BOARD_CODE[board_of(symbol)] for symbol in symbols], dtype=np.int64)
+        codes = np.array(
+            [limits.BOARD_CODE[board_of(symbol)] for symbol in symbols], dtype=np.int64
+        )
         days = np.asarray(dates, dtype="datetime64[ns]")
         if days.ndim == 1 and np.ndim(st) == 2:
             days = days[:, None]  # one row per date: the date rules broadcast over the symbols
@@ -148,7 +169,9 @@ class AShareRules(FrictionRules):
 
     def stamp_rate(self, day: date) -> float:
         """Stamp duty rate on a sell executed on `day`."""
-        return self.stamp_duty_rate if day >= self.stamp_duty_change else self.stamp_duty_rate_before
+        return (
+            self.stamp_duty_rate if day >= self.stamp_duty_change else self.stamp_duty_rate_before
+        )
 
     def commission(self, value: Decimal | float) -> Decimal:
         """Commission of one order of traded `value` CNY: rate with a per-order minimum."""

@@ -48,7 +48,9 @@ class IndexSource(Protocol):
 
     def read_index(self, code: str = ..., kind: str = ...) -> pd.Series: ...
 
-    def read_panel(self, field: str, start: Any = ..., end: Any = ..., symbols: Any = ...) -> pd.DataFrame: ...
+    def read_panel(
+        self, field: str, start: Any = ..., end: Any = ..., symbols: Any = ...
+    ) -> pd.DataFrame: ...
 
     def read_membership(self) -> pd.DataFrame: ...
 
@@ -58,7 +60,9 @@ def account_returns(nav: pd.DataFrame, account: str) -> tuple[pd.Series, pd.Seri
     if nav.empty:
         raise MetricsInputError(f"account {account!r} has no NAV history in the ledger")
     frame = nav.assign(date=pd.to_datetime(nav["date"])).set_index("date").sort_index()
-    returns = validate_returns(frame["realized_return"].astype(float).rename(account), f"account {account}")
+    returns = validate_returns(
+        frame["realized_return"].astype(float).rename(account), f"account {account}"
+    )
     versions = frame.get("strategy_version", pd.Series(index=frame.index, dtype=object))
     return returns, versions.reindex(returns.index)
 
@@ -66,24 +70,36 @@ def account_returns(nav: pd.DataFrame, account: str) -> tuple[pd.Series, pd.Seri
 def version_rewards(nav: pd.DataFrame, phases: list[Phase]) -> dict[str, float]:
     """The paper's reward (Eq. 1-2) summed per phase (strategy version), from the ledger's NAV rows."""
     dates = pd.to_datetime(nav["date"])
-    return {phase.name: float(nav.loc[(dates >= phase.start) & (dates <= phase.end), "reward"].sum())
-            for phase in phases}
+    return {
+        phase.name: float(nav.loc[(dates >= phase.start) & (dates <= phase.end), "reward"].sum())
+        for phase in phases
+    }
 
 
-def benchmark_returns(store: IndexSource, kind: str = "price", code: str = BENCHMARK_CODE) -> pd.Series:
+def benchmark_returns(
+    store: IndexSource, kind: str = "price", code: str = BENCHMARK_CODE
+) -> pd.Series:
     """Daily returns of the CSI 300 price or total-return index held in the store."""
     if kind not in BENCHMARK_KINDS:
-        raise MetricsInputError(f"benchmark must be one of {', '.join(BENCHMARK_KINDS)}, got {kind!r}")
+        raise MetricsInputError(
+            f"benchmark must be one of {', '.join(BENCHMARK_KINDS)}, got {kind!r}"
+        )
     levels = store.read_index(code, kind=kind)
     if levels.empty:
-        raise MetricsInputError(f"the market store has no {kind} levels for index {code}: run `oomrl ingest`")
+        raise MetricsInputError(
+            f"the market store has no {kind} levels for index {code}: run `oomrl ingest`"
+        )
     return returns_from_levels(levels, f"CSI 300 {kind} index")
 
 
-def universe_panel(membership: pd.DataFrame, dates: pd.DatetimeIndex, symbols: pd.Index) -> pd.DataFrame:
+def universe_panel(
+    membership: pd.DataFrame, dates: pd.DatetimeIndex, symbols: pd.Index
+) -> pd.DataFrame:
     """True where a symbol is an index member on a date (the latest snapshot on or before it)."""
     flags = pd.DataFrame(False, index=dates, columns=symbols)
-    snapshots = membership.groupby(pd.to_datetime(membership["effective_date"]))["symbol"].apply(set)
+    snapshots = membership.groupby(pd.to_datetime(membership["effective_date"]))["symbol"].apply(
+        set
+    )
     for start, members in snapshots.sort_index().items():
         rows = dates >= start
         flags.loc[rows] = flags.columns.isin(list(members))[None, :].repeat(int(rows.sum()), axis=0)
@@ -96,14 +112,17 @@ def store_style_factors(store: IndexSource, start: pd.Timestamp, end: pd.Timesta
     close = store.read_panel("close", warm, end)
     if close.empty:
         raise MetricsInputError("the market store has no bars for the style factors")
-    value = traded_value(close, store.read_panel("volume", warm, end), store.read_panel("amount", warm, end))
+    value = traded_value(
+        close, store.read_panel("volume", warm, end), store.read_panel("amount", warm, end)
+    )
     membership = store.read_membership()
     universe = universe_panel(membership, close.index, close.columns) if len(membership) else None
     return style_factor_returns(close, value, universe).loc[start:end]
 
 
-def account_attribution(returns: pd.Series, benchmark: pd.Series, store: IndexSource,
-                        rf: float = 0.0) -> tuple[StyleAttribution | None, str | None]:
+def account_attribution(
+    returns: pd.Series, benchmark: pd.Series, store: IndexSource, rf: float = 0.0
+) -> tuple[StyleAttribution | None, str | None]:
     """Style attribution, or None and the reason when the store cannot support it (the report says so)."""
     try:
         styles = store_style_factors(store, returns.index[0], returns.index[-1])
@@ -134,32 +153,57 @@ def labelled(versions: pd.Series, labels: dict[str, str]) -> pd.Series:
     return versions.map(lambda sha: sha if pd.isna(sha) else labels.get(str(sha), str(sha)[:12]))
 
 
-def account_marks(ledger: NavSource, account: str, versions: pd.Series, labels: dict[str, str],
-                  runs_dir: Path | None) -> list[Mark]:
+def account_marks(
+    ledger: NavSource,
+    account: str,
+    versions: pd.Series,
+    labels: dict[str, str],
+    runs_dir: Path | None,
+) -> list[Mark]:
     """Alerts and probations (ledger), repairs (run folders) and promotions (first session of each new version)."""
-    marks = alert_marks(ledger.alerts(account)) + probation_marks(ledger.probations(account)) \
+    marks = (
+        alert_marks(ledger.alerts(account))
+        + probation_marks(ledger.probations(account))
         + promotion_marks(versions, labels)
+    )
     return marks + (repair_marks(runs_dir, account) if runs_dir is not None else [])
 
 
-def account_report(ledger: NavSource, store: IndexSource, account: str, out_dir: Path, *,
-                   phases: list[Phase] | None = None, benchmark_kind: str = "price",
-                   rf: float = 0.0, workspace_dir: Path | None = None,
-                   runs_dir: Path | None = None) -> Report:
+def account_report(
+    ledger: NavSource,
+    store: IndexSource,
+    account: str,
+    out_dir: Path,
+    *,
+    phases: list[Phase] | None = None,
+    benchmark_kind: str = "price",
+    rf: float = 0.0,
+    workspace_dir: Path | None = None,
+    runs_dir: Path | None = None,
+) -> Report:
     """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction from
     the ledger, alerts/repairs/probations/promotions marked, style table."""
     nav = ledger.nav_frame(account)
     returns, versions = account_returns(nav, account)
     benchmark = benchmark_returns(store, benchmark_kind)
     labels = version_labels(ledger, account, workspace_dir)
-    live_phases = phases if phases is not None else (phases_from_versions(labelled(versions, labels), width=None) or None)
+    live_phases = (
+        phases
+        if phases is not None
+        else (phases_from_versions(labelled(versions, labels), width=None) or None)
+    )
     attribution, note = account_attribution(returns, benchmark.loc[: returns.index[-1]], store, rf)
     friction_phases = live_phases or [Phase("whole window", returns.index[0], returns.index[-1])]
     inputs = ReportInputs(
-        title=f"Account {account}", benchmark_kind=benchmark_kind, rf=rf, phases=live_phases,
-        attribution=attribution, friction=account_friction(nav, ledger.fills_frame(account), friction_phases),
+        title=f"Account {account}",
+        benchmark_kind=benchmark_kind,
+        rf=rf,
+        phases=live_phases,
+        attribution=attribution,
+        friction=account_friction(nav, ledger.fills_frame(account), friction_phases),
         marks=account_marks(ledger, account, versions, labels, runs_dir),
-        notes=[text for text in (note, alignment_cost_note(ledger, account, nav)) if text])
+        notes=[text for text in (note, alignment_cost_note(ledger, account, nav)) if text],
+    )
     return write_report(returns, benchmark, out_dir, inputs)
 
 
@@ -174,7 +218,9 @@ def alignment_cost_note(ledger: object, account: str, nav: pd.DataFrame) -> str 
     start = float(first["nav"]) / (1.0 + float(first["realized_return"]))
     pnl = float(nav["nav"].iloc[-1]) - start
     costs = float(nav["costs"].sum()) if "costs" in nav else 0.0
-    return (f"Cost of alignment: {cost['repairs']} repair(s), {cost['calls']} model call(s), "
-            f"{cost['tokens']:,} tokens, ${cost['cost_usd']:.4f} (LLM budget left: "
-            f"{cost['tokens_left']:,} tokens, ${cost['usd_left']:.4f}); trading PnL over the "
-            f"account's history: {pnl:+,.0f} CNY after {costs:,.0f} CNY of trading costs.")
+    return (
+        f"Cost of alignment: {cost['repairs']} repair(s), {cost['calls']} model call(s), "
+        f"{cost['tokens']:,} tokens, ${cost['cost_usd']:.4f} (LLM budget left: "
+        f"{cost['tokens_left']:,} tokens, ${cost['usd_left']:.4f}); trading PnL over the "
+        f"account's history: {pnl:+,.0f} CNY after {costs:,.0f} CNY of trading costs."
+    )

@@ -44,10 +44,22 @@ ALERT_COLORS = {"critical": "#c0392b", "warning": "#e67e22"}
 REPAIR_COLOR = "#7d3c98"
 PROMOTION_COLOR = "#1e8449"
 PROBATION_COLOR = "#b9770e"
-PROBATION_LINES: dict[str, tuple[str, str, float]] = {"probation": (":", "probation starts", 0.80), "decision": ("-.", "probation decided", 0.70)}
-LEGEND: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.0, 1.0), "frameon": False, "fontsize": 9}
-MAX_JOIN_DAYS = 4  # a weekend and one holiday: sessions further apart than this are not joined by a line
-MIN_MARK_SPACING = 0.015  # of the axis width: about a marker's width on the narrowest chart (the 10-inch PNG)
+PROBATION_LINES: dict[str, tuple[str, str, float]] = {
+    "probation": (":", "probation starts", 0.80),
+    "decision": ("-.", "probation decided", 0.70),
+}
+LEGEND: dict[str, Any] = {
+    "loc": "upper left",
+    "bbox_to_anchor": (1.0, 1.0),
+    "frameon": False,
+    "fontsize": 9,
+}
+MAX_JOIN_DAYS = (
+    4  # a weekend and one holiday: sessions further apart than this are not joined by a line
+)
+MIN_MARK_SPACING = (
+    0.015  # of the axis width: about a marker's width on the narrowest chart (the 10-inch PNG)
+)
 MAX_TICK_DECIMALS = 4
 DATE_FORMATS = ("%Y", "%b %Y", "%d %b", "%d %b %Y")  # shortest first
 FEW_SESSIONS = 12  # up to this many sessions, each gets its own date tick
@@ -140,20 +152,35 @@ def _shade(ax: Axes, phases: list[Phase] | None) -> None:
     A phase that contains another one (e.g. "whole study") is an aggregate and is not shaded.
     """
     spans = phases or []
-    shown = [p for p in spans if not any(o is not p and p.start <= o.start and o.end <= p.end for o in spans)]
+    shown = [
+        p
+        for p in spans
+        if not any(o is not p and p.start <= o.start and o.end <= p.end for o in spans)
+    ]
     for number, phase in enumerate(shown):
-        ax.axvspan(phase.start, phase.end, color=PHASE_COLORS[number % len(PHASE_COLORS)],
-                   alpha=0.9, zorder=0, label=phase.name)
+        ax.axvspan(
+            phase.start,
+            phase.end,
+            color=PHASE_COLORS[number % len(PHASE_COLORS)],
+            alpha=0.9,
+            zorder=0,
+            label=phase.name,
+        )
 
 
-def clusters(marks: list[Mark], start: float, end: float, spacing: float = MIN_MARK_SPACING) -> list[list[Mark]]:
+def clusters(
+    marks: list[Mark], start: float, end: float, spacing: float = MIN_MARK_SPACING
+) -> list[list[Mark]]:
     """Marks in date order, grouped while within `spacing` of the axis (from `start` to `end`, in
     matplotlib date numbers) of their group's first mark: the groups' first marks, where their markers
     stand, are then at least `spacing` apart."""
     width = max(end - start, 1e-9)
     groups: list[list[Mark]] = []
     for mark in sorted(marks, key=lambda m: m.date):
-        if groups and (mdates.date2num(mark.date) - mdates.date2num(groups[-1][0].date)) / width < spacing:
+        if (
+            groups
+            and (mdates.date2num(mark.date) - mdates.date2num(groups[-1][0].date)) / width < spacing
+        ):
             groups[-1].append(mark)
         else:
             groups.append([mark])
@@ -165,11 +192,27 @@ def _marker(ax: Axes, group: list[Mark], y: float, style: dict[str, Any], label:
     for more than one."""
     first = group[0]
     transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
-    ax.plot([first.date], [y], linestyle="none", transform=transform, clip_on=False, label=label, **style)
+    ax.plot(
+        [first.date],
+        [y],
+        linestyle="none",
+        transform=transform,
+        clip_on=False,
+        label=label,
+        **style,
+    )
     if len(group) > 1:
-        ax.annotate(str(len(group)), (mdates.date2num(first.date), y), xycoords=transform,
-                    xytext=(0, 5 if y < 0.5 else -12), textcoords="offset points", ha="center",
-                    fontsize=7, color=style["color"], zorder=style["zorder"])
+        ax.annotate(
+            str(len(group)),
+            (mdates.date2num(first.date), y),
+            xycoords=transform,
+            xytext=(0, 5 if y < 0.5 else -12),
+            textcoords="offset points",
+            ha="center",
+            fontsize=7,
+            color=style["color"],
+            zorder=style["zorder"],
+        )
 
 
 def _mark(ax: Axes, marks: list[Mark] | None) -> None:
@@ -188,39 +231,98 @@ def _mark(ax: Axes, marks: list[Mark] | None) -> None:
     start, end = ax.get_xlim()
     for group in clusters([m for m in marks or [] if m.kind == "alert"], start, end):
         # A group is drawn in the colour of its most severe alert, whatever the ledger's order.
-        severity = min((m.severity or "warning" for m in group), key=lambda s: SEVERITY_ORDER.get(s, 1))
-        style = {"marker": "^", "markersize": 7, "color": ALERT_COLORS.get(severity, ALERT_COLORS["warning"]),
-                 "zorder": 6 if severity == "critical" else 5}
+        severity = min(
+            (m.severity or "warning" for m in group), key=lambda s: SEVERITY_ORDER.get(s, 1)
+        )
+        style = {
+            "marker": "^",
+            "markersize": 7,
+            "color": ALERT_COLORS.get(severity, ALERT_COLORS["warning"]),
+            "zorder": 6 if severity == "critical" else 5,
+        }
         _marker(ax, group, 0.03, style, once(f"{severity} alert"))
     repairs = [m for m in marks or [] if m.kind == "repair"]
     for group in clusters(repairs, start, end):
-        _marker(ax, group, 0.97, {"marker": "D", "markersize": 6, "color": REPAIR_COLOR, "zorder": 5},
-                once("repair started"))
+        _marker(
+            ax,
+            group,
+            0.97,
+            {"marker": "D", "markersize": 6, "color": REPAIR_COLOR, "zorder": 5},
+            once("repair started"),
+        )
     for mark in (m for m in marks or [] if m.kind == "promotion"):
-        ax.axvline(mark.date, color=PROMOTION_COLOR, linestyle="--", linewidth=1.3, zorder=4,
-                   label=once("new version trades"))
-        ax.text(mark.date, 0.90, f" {mark.label}", transform=ax.get_xaxis_transform(), color=PROMOTION_COLOR,
-                fontsize=8.5, va="top", ha="left", zorder=6)
+        ax.axvline(
+            mark.date,
+            color=PROMOTION_COLOR,
+            linestyle="--",
+            linewidth=1.3,
+            zorder=4,
+            label=once("new version trades"),
+        )
+        ax.text(
+            mark.date,
+            0.90,
+            f" {mark.label}",
+            transform=ax.get_xaxis_transform(),
+            color=PROMOTION_COLOR,
+            fontsize=8.5,
+            va="top",
+            ha="left",
+            zorder=6,
+        )
     for mark in (m for m in marks or [] if m.kind in PROBATION_LINES):
         dashes, legend, height = PROBATION_LINES[mark.kind]
-        ax.axvline(mark.date, color=PROBATION_COLOR, linestyle=dashes, linewidth=1.3, zorder=4, label=once(legend))
-        ax.text(mark.date, height, f" {mark.label}", transform=ax.get_xaxis_transform(), color=PROBATION_COLOR,
-                fontsize=8, va="top", ha="left", zorder=6)
+        ax.axvline(
+            mark.date,
+            color=PROBATION_COLOR,
+            linestyle=dashes,
+            linewidth=1.3,
+            zorder=4,
+            label=once(legend),
+        )
+        ax.text(
+            mark.date,
+            height,
+            f" {mark.label}",
+            transform=ax.get_xaxis_transform(),
+            color=PROBATION_COLOR,
+            fontsize=8,
+            va="top",
+            ha="left",
+            zorder=6,
+        )
 
 
-def draw_equity(ax: Axes, returns: pd.Series, benchmark: pd.Series | None, label: str = "Portfolio",
-                benchmark_label: str = "CSI 300", phases: list[Phase] | None = None,
-                marks: list[Mark] | None = None) -> None:
+def draw_equity(
+    ax: Axes,
+    returns: pd.Series,
+    benchmark: pd.Series | None,
+    label: str = "Portfolio",
+    benchmark_label: str = "CSI 300",
+    phases: list[Phase] | None = None,
+    marks: list[Mark] | None = None,
+) -> None:
     """Cumulative return of the portfolio and the benchmark from the same starting capital."""
-    style_axes(ax, f"Cumulative return: {label} vs {benchmark_label}" if benchmark is not None
-               else f"Cumulative return: {label}", returns.index)
+    style_axes(
+        ax,
+        f"Cumulative return: {label} vs {benchmark_label}"
+        if benchmark is not None
+        else f"Cumulative return: {label}",
+        returns.index,
+    )
     _shade(ax, phases)
     curve = with_gaps(wealth(returns) - 1.0)
     ax.plot(curve.index, curve, color=PORTFOLIO_COLOR, linewidth=1.8, label=label)
     if benchmark is not None:
         index_curve = with_gaps(wealth(benchmark) - 1.0)
-        ax.plot(index_curve.index, index_curve, color=BENCHMARK_COLOR, linewidth=1.5, linestyle="--",
-                label=benchmark_label)
+        ax.plot(
+            index_curve.index,
+            index_curve,
+            color=BENCHMARK_COLOR,
+            linewidth=1.5,
+            linestyle="--",
+            label=benchmark_label,
+        )
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xlim(returns.index[0], returns.index[-1])
     _mark(ax, marks)
@@ -243,14 +345,27 @@ def draw_underwater(ax: Axes, returns: pd.Series, label: str = "Portfolio") -> N
     ax.legend(**LEGEND)
 
 
-def draw_rolling_ir(ax: Axes, returns: pd.Series, benchmark: pd.Series, phases: list[Phase] | None = None,
-                    window: int = ROLLING_IR_WINDOW, benchmark_label: str = "CSI 300",
-                    marks: list[Mark] | None = None) -> None:
+def draw_rolling_ir(
+    ax: Axes,
+    returns: pd.Series,
+    benchmark: pd.Series,
+    phases: list[Phase] | None = None,
+    window: int = ROLLING_IR_WINDOW,
+    benchmark_label: str = "CSI 300",
+    marks: list[Mark] | None = None,
+) -> None:
     """Rolling information ratio, with each phase (strategy version) shaded and named (paper Fig. 3)."""
     rolling = with_gaps(rolling_information_ratio(returns, benchmark, window))
     style_axes(ax, f"Rolling {window}-day information ratio vs {benchmark_label}", returns.index)
     _shade(ax, phases)
-    ax.plot(rolling.index, rolling, color=PORTFOLIO_COLOR, linewidth=1.6, label=f"{window}-day IR", zorder=3)
+    ax.plot(
+        rolling.index,
+        rolling,
+        color=PORTFOLIO_COLOR,
+        linewidth=1.6,
+        label=f"{window}-day IR",
+        zorder=3,
+    )
     ax.axhline(0.0, color="black", linewidth=0.8, zorder=2)
     ax.set_xlim(returns.index[0], returns.index[-1])
     _mark(ax, marks)
@@ -264,14 +379,34 @@ def draw_friction(ax: Axes, by_month: pd.DataFrame, marks: list[Mark] | None = N
     months = pd.PeriodIndex(by_month["month"], freq="M")
     centers = months.to_timestamp(how="start") + pd.Timedelta(days=14)
     width = pd.Timedelta(days=12)
-    ax.bar(centers - width / 2, by_month["cost_bps"] * 1e4, width=width, color="#5d6d7e",
-           label="costs (bp of NAV)", zorder=3)
-    ax.bar(centers + width / 2, by_month["leakage_bps"] * 1e4, width=width, color=LOSS_COLOR, alpha=0.8,
-           label="slippage leakage (bp of NAV)", zorder=3)
+    ax.bar(
+        centers - width / 2,
+        by_month["cost_bps"] * 1e4,
+        width=width,
+        color="#5d6d7e",
+        label="costs (bp of NAV)",
+        zorder=3,
+    )
+    ax.bar(
+        centers + width / 2,
+        by_month["leakage_bps"] * 1e4,
+        width=width,
+        color=LOSS_COLOR,
+        alpha=0.8,
+        label="slippage leakage (bp of NAV)",
+        zorder=3,
+    )
     ax.set_ylabel("Basis points of NAV a month")
     turnover = ax.twinx()
-    turnover.plot(centers, by_month["turnover"], color=PORTFOLIO_COLOR, marker="o", markersize=3,
-                  linewidth=1.4, label="turnover (× NAV a month)")
+    turnover.plot(
+        centers,
+        by_month["turnover"],
+        color=PORTFOLIO_COLOR,
+        marker="o",
+        markersize=3,
+        linewidth=1.4,
+        label="turnover (× NAV a month)",
+    )
     turnover.set_ylabel("Turnover (× NAV a month)")
     turnover.set_ylim(bottom=0)
     turnover.spines["top"].set_visible(False)
@@ -282,9 +417,15 @@ def draw_friction(ax: Axes, by_month: pd.DataFrame, marks: list[Mark] | None = N
     ax.legend(bars + line, names + line_names, **{**LEGEND, "bbox_to_anchor": (1.07, 1.0)})
 
 
-def equity_chart(returns: pd.Series, benchmark: pd.Series | None, path: Path,
-                 label: str = "Portfolio", benchmark_label: str = "CSI 300",
-                 phases: list[Phase] | None = None, marks: list[Mark] | None = None) -> Path:
+def equity_chart(
+    returns: pd.Series,
+    benchmark: pd.Series | None,
+    path: Path,
+    label: str = "Portfolio",
+    benchmark_label: str = "CSI 300",
+    phases: list[Phase] | None = None,
+    marks: list[Mark] | None = None,
+) -> Path:
     fig, ax = _figure()
     draw_equity(ax, returns, benchmark, label, benchmark_label, phases, marks)
     return _save(fig, path)
@@ -296,9 +437,15 @@ def underwater_chart(returns: pd.Series, path: Path, label: str = "Portfolio") -
     return _save(fig, path)
 
 
-def rolling_ir_chart(returns: pd.Series, benchmark: pd.Series, path: Path,
-                     phases: list[Phase] | None = None, window: int = ROLLING_IR_WINDOW,
-                     benchmark_label: str = "CSI 300", marks: list[Mark] | None = None) -> Path:
+def rolling_ir_chart(
+    returns: pd.Series,
+    benchmark: pd.Series,
+    path: Path,
+    phases: list[Phase] | None = None,
+    window: int = ROLLING_IR_WINDOW,
+    benchmark_label: str = "CSI 300",
+    marks: list[Mark] | None = None,
+) -> Path:
     fig, ax = _figure()
     draw_rolling_ir(ax, returns, benchmark, phases, window, benchmark_label, marks)
     return _save(fig, path)

@@ -28,7 +28,9 @@ QUINTILE = 0.2
 MIN_STOCKS = 10  # fewer ranked stocks than this on a day gives no factor return that day
 
 
-def traded_value(close: pd.DataFrame, volume: pd.DataFrame, amount: pd.DataFrame | None = None) -> pd.DataFrame:
+def traded_value(
+    close: pd.DataFrame, volume: pd.DataFrame, amount: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Traded value in CNY: the reported amount where known, else close × volume (an approximation
     on forward-adjusted prices, good enough for a cross-sectional rank)."""
     estimate = close * volume
@@ -45,8 +47,12 @@ def characteristics(close: pd.DataFrame, value_traded: pd.DataFrame) -> dict[str
     }
 
 
-def high_minus_low(characteristic: pd.DataFrame, returns: pd.DataFrame,
-                   universe: pd.DataFrame | None = None, quantile: float = QUINTILE) -> pd.Series:
+def high_minus_low(
+    characteristic: pd.DataFrame,
+    returns: pd.DataFrame,
+    universe: pd.DataFrame | None = None,
+    quantile: float = QUINTILE,
+) -> pd.Series:
     """Equal-weighted top-quantile minus bottom-quantile return, ranking on the previous day's value."""
     if not 0 < quantile <= 0.5:
         raise MetricsInputError(f"quantile must be in (0, 0.5], got {quantile}")
@@ -63,15 +69,20 @@ def high_minus_low(characteristic: pd.DataFrame, returns: pd.DataFrame,
     return spread.where(count >= MIN_STOCKS)
 
 
-def style_factor_returns(close: pd.DataFrame, value_traded: pd.DataFrame,
-                         universe: pd.DataFrame | None = None, quantile: float = QUINTILE) -> pd.DataFrame:
+def style_factor_returns(
+    close: pd.DataFrame,
+    value_traded: pd.DataFrame,
+    universe: pd.DataFrame | None = None,
+    quantile: float = QUINTILE,
+) -> pd.DataFrame:
     """Daily High-Low returns of the Liquidity, Momentum and Volatility factors (NaN during warm-up)."""
     if close.empty:
         raise MetricsInputError("style factors: the price panel is empty")
     returns = close.pct_change(fill_method=None)
     traits = characteristics(close, value_traded)
-    return pd.DataFrame({name: high_minus_low(traits[name], returns, universe, quantile)
-                         for name in FACTOR_NAMES})
+    return pd.DataFrame(
+        {name: high_minus_low(traits[name], returns, universe, quantile) for name in FACTOR_NAMES}
+    )
 
 
 @dataclass(frozen=True)
@@ -86,43 +97,70 @@ class StyleAttribution:
     def table(self) -> pd.DataFrame:
         """Table 2 layout: one row per exposure with coefficient, t (plain, HAC), p and annual contribution."""
         table = self.regression.as_table().rename(index={"const": "alpha"}).rename_axis("exposure")
-        contributions = {"alpha": self.decomposition["alpha"], "market": self.decomposition["beta_return"]}
-        contributions.update({name: self.decomposition[f"style_{name}"] for name in FACTOR_NAMES
-                              if f"style_{name}" in self.decomposition})
+        contributions = {
+            "alpha": self.decomposition["alpha"],
+            "market": self.decomposition["beta_return"],
+        }
+        contributions.update(
+            {
+                name: self.decomposition[f"style_{name}"]
+                for name in FACTOR_NAMES
+                if f"style_{name}" in self.decomposition
+            }
+        )
         table["annual_contribution"] = pd.Series(contributions)
         return table
-
 
     def split_table(self) -> pd.DataFrame:
         """The annual return split (risk-free + beta + style + pure alpha) and the risk it took."""
         d = self.decomposition
-        rows = [("annualized return", d["annualized_return"]), ("risk-free", d["risk_free"]),
-                ("beta return (market)", d["beta_return"]), ("style return", d["style_return"]),
-                ("pure idiosyncratic alpha", d["alpha"]), ("tracking error", self.tracking_error),
-                ("idiosyncratic volatility", self.idiosyncratic_volatility)]
+        rows = [
+            ("annualized return", d["annualized_return"]),
+            ("risk-free", d["risk_free"]),
+            ("beta return (market)", d["beta_return"]),
+            ("style return", d["style_return"]),
+            ("pure idiosyncratic alpha", d["alpha"]),
+            ("tracking error", self.tracking_error),
+            ("idiosyncratic volatility", self.idiosyncratic_volatility),
+        ]
         return pd.DataFrame(rows, columns=["component", "annual"])
 
 
-def style_attribution(returns: pd.Series, benchmark: pd.Series, factors: pd.DataFrame,
-                      rf: float = 0.0, hac_maxlags: int | None = None) -> StyleAttribution:
+def style_attribution(
+    returns: pd.Series,
+    benchmark: pd.Series,
+    factors: pd.DataFrame,
+    rf: float = 0.0,
+    hac_maxlags: int | None = None,
+) -> StyleAttribution:
     """Regress excess returns on the market and style factors over the dates all of them cover."""
     r, b = align(returns, benchmark)
     daily_rf = rf / PERIODS_PER_YEAR
     usable = factors.reindex(r.index).dropna()
     if len(usable) < len(FACTOR_NAMES) + 10:
         raise MetricsInputError(
-            f"style attribution: only {len(usable)} of {len(r)} return dates have all factor returns")
+            f"style attribution: only {len(usable)} of {len(r)} return dates have all factor returns"
+        )
     r, b = r.loc[usable.index], b.loc[usable.index]
     excess_market = (b - daily_rf).rename("market")
     result = ols(r - daily_rf, pd.concat([excess_market, usable], axis=1), hac_maxlags)
     beta_return = float(result.params["market"] * excess_market.mean() * PERIODS_PER_YEAR)
-    styles = {f"style_{name}": float(result.params[name] * usable[name].mean() * PERIODS_PER_YEAR)
-              for name in usable.columns}
+    styles = {
+        f"style_{name}": float(result.params[name] * usable[name].mean() * PERIODS_PER_YEAR)
+        for name in usable.columns
+    }
     decomposition = {
-        "annualized_return": annualized_return(r), "risk_free": rf, "beta_return": beta_return,
-        "style_return": sum(styles.values()), **styles,
-        "alpha": float(result.params["const"] * PERIODS_PER_YEAR), "nobs": float(len(r)),
+        "annualized_return": annualized_return(r),
+        "risk_free": rf,
+        "beta_return": beta_return,
+        "style_return": sum(styles.values()),
+        **styles,
+        "alpha": float(result.params["const"] * PERIODS_PER_YEAR),
+        "nobs": float(len(r)),
     }
     return StyleAttribution(
-        regression=result, decomposition=decomposition, tracking_error=tracking_error(r, b),
-        idiosyncratic_volatility=float(result.residuals.std(ddof=1) * math.sqrt(PERIODS_PER_YEAR)))
+        regression=result,
+        decomposition=decomposition,
+        tracking_error=tracking_error(r, b),
+        idiosyncratic_volatility=float(result.residuals.std(ddof=1) * math.sqrt(PERIODS_PER_YEAR)),
+    )

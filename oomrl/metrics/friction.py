@@ -42,14 +42,19 @@ def friction_row(nav: pd.DataFrame, fills: pd.DataFrame) -> dict[str, float | in
         "sessions": sessions,
         "rebalances": int(traded.sum()),
         "turnover": float(nav["turnover"].sum()),
-        "turnover_annualized": float(nav["turnover"].sum()) / sessions * PERIODS_PER_YEAR if sessions else None,
-        "turnover_per_rebalance": float(nav.loc[traded, "turnover"].mean()) if traded.any() else None,
+        "turnover_annualized": float(nav["turnover"].sum()) / sessions * PERIODS_PER_YEAR
+        if sessions
+        else None,
+        "turnover_per_rebalance": float(nav.loc[traded, "turnover"].mean())
+        if traded.any()
+        else None,
         "costs_total": float(nav["costs"].sum()),
         "cost_drag": float(cost_share.sum()) / sessions * PERIODS_PER_YEAR if sessions else None,
         **{kind: float(fills[kind].sum()) for kind in COST_KINDS},
         "slippage_leakage": float(nav["slippage_leakage"].sum()),
-        "slippage_leakage_annualized": (float(nav["slippage_leakage"].sum()) / sessions * PERIODS_PER_YEAR
-                                        if sessions else None),
+        "slippage_leakage_annualized": (
+            float(nav["slippage_leakage"].sum()) / sessions * PERIODS_PER_YEAR if sessions else None
+        ),
         "fills": len(fills),
         "adv_participation_mean": float(participation.mean()) if len(fills) else None,
         "adv_participation_max": float(participation.max()) if len(fills) else None,
@@ -65,14 +70,18 @@ def _within(frame: pd.DataFrame, start: pd.Timestamp, end: pd.Timestamp) -> pd.D
     return frame.loc[(dates >= start) & (dates <= end)]
 
 
-def friction_by_version(nav: pd.DataFrame, fills: pd.DataFrame, phases: list[Phase]) -> pd.DataFrame:
+def friction_by_version(
+    nav: pd.DataFrame, fills: pd.DataFrame, phases: list[Phase]
+) -> pd.DataFrame:
     """One row per phase (strategy version) and one for the whole window."""
     dates = pd.to_datetime(nav["date"])
     spans = [(p.name, p.start, p.end) for p in phases]
     if len(spans) != 1:
         spans.append(("whole window", dates.min(), dates.max()))
-    rows = [{"version": name, **friction_row(_within(nav, start, end), _within(fills, start, end))}
-            for name, start, end in spans]
+    rows = [
+        {"version": name, **friction_row(_within(nav, start, end), _within(fills, start, end))}
+        for name, start, end in spans
+    ]
     return pd.DataFrame(rows)
 
 
@@ -80,14 +89,17 @@ def friction_by_month(nav: pd.DataFrame, fills: pd.DataFrame) -> pd.DataFrame:
     """Month by month: turnover (× NAV), costs and leakage (bp of NAV), fills and their mean ADV participation."""
     month = pd.to_datetime(nav["date"]).dt.to_period("M")
     fill_month = pd.to_datetime(fills["date"]).dt.to_period("M")
-    frame = pd.DataFrame({
-        "turnover": nav["turnover"].groupby(month).sum(),
-        "cost_bps": (nav["costs"] / _nav_before(nav)).groupby(month).sum(),
-        "leakage_bps": nav["slippage_leakage"].groupby(month).sum(),
-    })
+    frame = pd.DataFrame(
+        {
+            "turnover": nav["turnover"].groupby(month).sum(),
+            "cost_bps": (nav["costs"] / _nav_before(nav)).groupby(month).sum(),
+            "leakage_bps": nav["slippage_leakage"].groupby(month).sum(),
+        }
+    )
     frame["fills"] = fills.groupby(fill_month).size().reindex(frame.index).fillna(0).astype(int)
-    frame["adv_participation_mean"] = (fills["adv_participation"].astype(float).groupby(fill_month).mean()
-                                       .reindex(frame.index))
+    frame["adv_participation_mean"] = (
+        fills["adv_participation"].astype(float).groupby(fill_month).mean().reindex(frame.index)
+    )
     frame.index = frame.index.astype(str)
     frame.index.name = "month"
     return frame.reset_index()
@@ -96,9 +108,16 @@ def friction_by_month(nav: pd.DataFrame, fills: pd.DataFrame) -> pd.DataFrame:
 def account_friction(nav: pd.DataFrame, fills: pd.DataFrame, phases: list[Phase]) -> Friction:
     """Both tables for an account's ledger rows."""
     nav = nav.assign(date=pd.to_datetime(nav["date"])).sort_values("date")
-    fills = fills.assign(date=pd.to_datetime(fills["date"])) if len(fills) else \
-        pd.DataFrame({"date": pd.Series(dtype="datetime64[ns]"),
-                      **{k: pd.Series(dtype=float) for k in (*COST_KINDS, "adv_participation")}})
+    fills = (
+        fills.assign(date=pd.to_datetime(fills["date"]))
+        if len(fills)
+        else pd.DataFrame(
+            {
+                "date": pd.Series(dtype="datetime64[ns]"),
+                **{k: pd.Series(dtype=float) for k in (*COST_KINDS, "adv_participation")},
+            }
+        )
+    )
     return Friction(friction_by_version(nav, fills, phases), friction_by_month(nav, fills))
 
 

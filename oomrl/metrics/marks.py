@@ -25,8 +25,11 @@ class Mark:
     severity: str = ""
 
     def row(self) -> dict[str, str]:
-        return {"date": self.date.date().isoformat(), "event": self.kind,
-                "detail": f"{self.severity} {self.label}".strip()}
+        return {
+            "date": self.date.date().isoformat(),
+            "event": self.kind,
+            "detail": f"{self.severity} {self.label}".strip(),
+        }
 
 
 def alert_marks(alerts: Iterable[Mapping[str, Any]]) -> list[Mark]:
@@ -34,8 +37,14 @@ def alert_marks(alerts: Iterable[Mapping[str, Any]]) -> list[Mark]:
     marks = []
     for alert in alerts:
         payload = alert.get("payload") or {}
-        marks.append(Mark(pd.Timestamp(alert["as_of"]), "alert", str(alert["rule"]),
-                          str(payload.get("severity", ""))))
+        marks.append(
+            Mark(
+                pd.Timestamp(alert["as_of"]),
+                "alert",
+                str(alert["rule"]),
+                str(payload.get("severity", "")),
+            )
+        )
     return marks
 
 
@@ -48,7 +57,10 @@ def promotion_marks(versions: pd.Series, labels: Mapping[str, str] | None = None
     names = labels or {}
     clean = versions.dropna().sort_index().astype(str)
     switched = clean[clean != clean.shift()].iloc[1:]
-    return [Mark(pd.Timestamp(day), "promotion", names.get(sha, sha[:12])) for day, sha in switched.items()]
+    return [
+        Mark(pd.Timestamp(day), "promotion", names.get(sha, sha[:12]))
+        for day, sha in switched.items()
+    ]
 
 
 class _RunAlert(BaseModel):
@@ -69,8 +81,11 @@ def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
     for folder in sorted(runs_dir.glob("repair-*")):
         try:
             alert = _RunAlert.model_validate_json((folder / "autopsy.json").read_text())
-            outcome = json.loads((folder / "outcome.json").read_text()) \
-                if (folder / "outcome.json").exists() else {}
+            outcome = (
+                json.loads((folder / "outcome.json").read_text())
+                if (folder / "outcome.json").exists()
+                else {}
+            )
             if alert.account not in (None, account):
                 continue
             day = pd.Timestamp(alert.as_of)
@@ -87,9 +102,13 @@ def probation_marks(probations: Iterable[Mapping[str, Any]]) -> list[Mark]:
     book trades from the next), and its decision, on the session it was decided (promoted or retired)."""
     marks = []
     for row in probations:
-        marks.append(Mark(pd.Timestamp(row["opened_on"]), "probation", f"{row['tag']} on probation"))
+        marks.append(
+            Mark(pd.Timestamp(row["opened_on"]), "probation", f"{row['tag']} on probation")
+        )
         if row.get("decided_on") is not None and row.get("status") in ("promoted", "retired"):
-            marks.append(Mark(pd.Timestamp(row["decided_on"]), "decision", f"{row['tag']} {row['status']}"))
+            marks.append(
+                Mark(pd.Timestamp(row["decided_on"]), "decision", f"{row['tag']} {row['status']}")
+            )
     return marks
 
 

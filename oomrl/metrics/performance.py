@@ -31,10 +31,24 @@ PERIODS_PER_YEAR = 252
 ROLLING_IR_WINDOW = 60
 
 METRIC_KEYS: tuple[str, ...] = (
-    "trading_days", "annualized_return", "cagr", "benchmark_annualized_return", "benchmark_cagr",
-    "volatility", "sharpe", "sortino", "max_drawdown", "calmar", "tracking_error",
-    "information_ratio", "beta", "alpha_annualized", "alpha_tstat", "alpha_pvalue",
-    "alpha_tstat_hac", "r_squared",
+    "trading_days",
+    "annualized_return",
+    "cagr",
+    "benchmark_annualized_return",
+    "benchmark_cagr",
+    "volatility",
+    "sharpe",
+    "sortino",
+    "max_drawdown",
+    "calmar",
+    "tracking_error",
+    "information_ratio",
+    "beta",
+    "alpha_annualized",
+    "alpha_tstat",
+    "alpha_pvalue",
+    "alpha_tstat_hac",
+    "r_squared",
 )
 
 
@@ -107,8 +121,9 @@ def information_ratio(returns: pd.Series, benchmark: pd.Series) -> float | None:
     return _ratio(float(active.mean()) * PERIODS_PER_YEAR, tracking_error(returns, benchmark))
 
 
-def rolling_information_ratio(returns: pd.Series, benchmark: pd.Series,
-                              window: int = ROLLING_IR_WINDOW) -> pd.Series:
+def rolling_information_ratio(
+    returns: pd.Series, benchmark: pd.Series, window: int = ROLLING_IR_WINDOW
+) -> pd.Series:
     """Information ratio over each trailing `window` sessions (NaN until the window is full)."""
     active = returns - benchmark
     mean = active.rolling(window).mean() * PERIODS_PER_YEAR
@@ -121,13 +136,21 @@ def standalone_metrics(returns: pd.Series, rf: float = 0.0) -> dict[str, float |
     r = validate_returns(returns, "returns")
     mdd = max_drawdown(r)
     growth = cagr(r)
-    return {"trading_days": len(r), "annualized_return": annualized_return(r), "cagr": growth,
-            "volatility": volatility(r), "sharpe": sharpe(r, rf), "sortino": sortino(r, rf),
-            "max_drawdown": mdd, "calmar": _ratio(growth, abs(mdd))}
+    return {
+        "trading_days": len(r),
+        "annualized_return": annualized_return(r),
+        "cagr": growth,
+        "volatility": volatility(r),
+        "sharpe": sharpe(r, rf),
+        "sortino": sortino(r, rf),
+        "max_drawdown": mdd,
+        "calmar": _ratio(growth, abs(mdd)),
+    }
 
 
-def compute_metrics(returns: pd.Series, benchmark: pd.Series, rf: float = 0.0,
-                    hac_maxlags: int | None = None) -> dict[str, float | int | None]:
+def compute_metrics(
+    returns: pd.Series, benchmark: pd.Series, rf: float = 0.0, hac_maxlags: int | None = None
+) -> dict[str, float | int | None]:
     """Every metric key (METRIC_KEYS), in its order, as fractions (not percent)."""
     if not math.isfinite(rf):
         raise MetricsInputError(f"rf must be a finite annual rate, got {rf}")
@@ -179,7 +202,9 @@ def read_phases(path: str | Path) -> list[Phase]:
         try:
             start, end = pd.Timestamp(str(row["start"])), pd.Timestamp(str(row["end"]))
         except ValueError as exc:
-            raise MetricsInputError(f"phases file {path}: entry {number} has a bad date ({exc})") from exc
+            raise MetricsInputError(
+                f"phases file {path}: entry {number} has a bad date ({exc})"
+            ) from exc
         if start > end:
             raise MetricsInputError(f"phases file {path}: {row['name']} starts after it ends")
         phases.append(Phase(str(row["name"]), start, end))
@@ -199,21 +224,27 @@ def phases_from_versions(versions: pd.Series, width: int | None = 12) -> list[Ph
     return phases
 
 
-def phase_table(returns: pd.Series, phases: list[Phase], benchmark: pd.Series | None = None,
-                rf: float = 0.0) -> pd.DataFrame:
+def phase_table(
+    returns: pd.Series, phases: list[Phase], benchmark: pd.Series | None = None, rf: float = 0.0
+) -> pd.DataFrame:
     """Per-phase metrics (the paper's Table 1): sessions, annualized return, CAGR, risk, and vs benchmark."""
     r = validate_returns(returns, "returns")
     b = align(r, benchmark)[1] if benchmark is not None else None
     rows = []
     for phase in phases:
-        part = r.loc[phase.start:phase.end]
+        part = r.loc[phase.start : phase.end]
         if part.empty:
-            raise MetricsInputError(f"phase {phase.name!r} ({phase.start.date()}..{phase.end.date()}) "
-                                    f"has no returns (data covers {r.index[0].date()}..{r.index[-1].date()})")
+            raise MetricsInputError(
+                f"phase {phase.name!r} ({phase.start.date()}..{phase.end.date()}) "
+                f"has no returns (data covers {r.index[0].date()}..{r.index[-1].date()})"
+            )
         row: dict[str, object] = {
-            "phase": phase.name, "start": part.index[0].date().isoformat(),
-            "end": part.index[-1].date().isoformat(), "sessions": len(part),
-            "annualized_return": annualized_return(part), "cagr": cagr(part),
+            "phase": phase.name,
+            "start": part.index[0].date().isoformat(),
+            "end": part.index[-1].date().isoformat(),
+            "sessions": len(part),
+            "annualized_return": annualized_return(part),
+            "cagr": cagr(part),
             "cumulative_return": float(wealth(part).iloc[-1] - 1.0),
             "volatility": volatility(part) if len(part) > 1 else None,
             "sharpe": sharpe(part, rf) if len(part) > 1 else None,

@@ -21,7 +21,9 @@ def monthly_returns(returns: pd.Series) -> pd.DataFrame:
     """Year × month table of compounded returns (NaN for months without sessions), plus the year's total."""
     index = pd.DatetimeIndex(returns.index)
     by_month = compounded(returns, index.to_period("M"))
-    table = pd.DataFrame(np.nan, index=sorted({p.year for p in by_month.index}), columns=[*MONTHS, "Year"])
+    table = pd.DataFrame(
+        np.nan, index=sorted({p.year for p in by_month.index}), columns=[*MONTHS, "Year"]
+    )
     for period, value in by_month.items():
         table.loc[period.year, MONTHS[period.month - 1]] = value
     table["Year"] = compounded(returns, index.year)
@@ -32,8 +34,12 @@ def monthly_returns(returns: pd.Series) -> pd.DataFrame:
 def yearly_returns(returns: pd.Series, benchmark: pd.Series | None = None) -> pd.DataFrame:
     """One row per calendar year: sessions, portfolio return, and (with a benchmark) CSI 300 and excess."""
     index = pd.DatetimeIndex(returns.index)
-    frame = pd.DataFrame({"sessions": returns.groupby(index.year).size(),
-                          "portfolio": compounded(returns, index.year)})
+    frame = pd.DataFrame(
+        {
+            "sessions": returns.groupby(index.year).size(),
+            "portfolio": compounded(returns, index.year),
+        }
+    )
     if benchmark is not None:
         frame["benchmark"] = compounded(benchmark.reindex(returns.index), index.year)
         frame["excess"] = frame["portfolio"] - frame["benchmark"]
@@ -60,15 +66,17 @@ def drawdown_periods(returns: pd.Series, top: int = 5) -> pd.DataFrame:
         valley = run.idxmin()
         last = int(positions[run.index[-1]])
         recovered = last + 1 < len(drawdown)
-        rows.append({
-            "peak": dates[peak_position].date().isoformat() if peak_position >= 0 else "start",
-            "valley": pd.Timestamp(valley).date().isoformat(),
-            "recovery": dates[last + 1].date().isoformat() if recovered else None,
-            "depth": float(run.min()),
-            "to_valley": int(positions[valley]) - peak_position,
-            "to_recovery": last + 1 - int(positions[valley]) if recovered else None,
-            "length": (last + 1 if recovered else last) - peak_position,
-        })
+        rows.append(
+            {
+                "peak": dates[peak_position].date().isoformat() if peak_position >= 0 else "start",
+                "valley": pd.Timestamp(valley).date().isoformat(),
+                "recovery": dates[last + 1].date().isoformat() if recovered else None,
+                "depth": float(run.min()),
+                "to_valley": int(positions[valley]) - peak_position,
+                "to_recovery": last + 1 - int(positions[valley]) if recovered else None,
+                "length": (last + 1 if recovered else last) - peak_position,
+            }
+        )
     columns = ["peak", "valley", "recovery", "depth", "to_valley", "to_recovery", "length"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values("depth", kind="mergesort").head(top).reset_index(drop=True)

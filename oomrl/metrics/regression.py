@@ -35,8 +35,15 @@ class RegressionResult:
 
     def as_table(self) -> pd.DataFrame:
         """One row per coefficient: estimate, t, p (plain and HAC)."""
-        return pd.DataFrame({"coef": self.params, "t": self.tstats, "p": self.pvalues,
-                             "t_hac": self.tstats_hac, "p_hac": self.pvalues_hac})
+        return pd.DataFrame(
+            {
+                "coef": self.params,
+                "t": self.tstats,
+                "p": self.pvalues,
+                "t_hac": self.tstats_hac,
+                "p_hac": self.pvalues_hac,
+            }
+        )
 
 
 def ols(y: pd.Series, regressors: pd.DataFrame, hac_maxlags: int | None = None) -> RegressionResult:
@@ -55,24 +62,42 @@ def ols(y: pd.Series, regressors: pd.DataFrame, hac_maxlags: int | None = None) 
     design = sm.add_constant(frame.drop(columns="__y__"), has_constant="add")
     flat = design.drop(columns="const").std(ddof=0) < 1e-15
     if flat.any():
-        raise MetricsInputError(f"regressor(s) {', '.join(map(str, flat[flat].index))} are constant: "
-                                "their coefficient is undefined")
+        raise MetricsInputError(
+            f"regressor(s) {', '.join(map(str, flat[flat].index))} are constant: "
+            "their coefficient is undefined"
+        )
     lags = newey_west_maxlags(nobs) if hac_maxlags is None else hac_maxlags
     plain = sm.OLS(frame["__y__"], design).fit()
-    hac = sm.OLS(frame["__y__"], design).fit(cov_type="HAC", cov_kwds={"maxlags": lags, "use_correction": True})
-    return RegressionResult(params=plain.params, tstats=plain.tvalues, pvalues=plain.pvalues,
-                            tstats_hac=hac.tvalues, pvalues_hac=hac.pvalues,
-                            r_squared=float(plain.rsquared), nobs=nobs, hac_maxlags=lags,
-                            residuals=plain.resid)
+    hac = sm.OLS(frame["__y__"], design).fit(
+        cov_type="HAC", cov_kwds={"maxlags": lags, "use_correction": True}
+    )
+    return RegressionResult(
+        params=plain.params,
+        tstats=plain.tvalues,
+        pvalues=plain.pvalues,
+        tstats_hac=hac.tvalues,
+        pvalues_hac=hac.pvalues,
+        r_squared=float(plain.rsquared),
+        nobs=nobs,
+        hac_maxlags=lags,
+        residuals=plain.resid,
+    )
 
 
-def capm(excess_returns: pd.Series, excess_benchmark: pd.Series,
-         hac_maxlags: int | None = None) -> RegressionResult:
+def capm(
+    excess_returns: pd.Series, excess_benchmark: pd.Series, hac_maxlags: int | None = None
+) -> RegressionResult:
     """Single-index regression (r−rf) = α + β(b−rf) + ε; coefficients are named `alpha` and `beta`."""
     result = ols(excess_returns, excess_benchmark.rename("beta").to_frame(), hac_maxlags)
     rename = {"const": "alpha"}
     return RegressionResult(
-        params=result.params.rename(rename), tstats=result.tstats.rename(rename),
-        pvalues=result.pvalues.rename(rename), tstats_hac=result.tstats_hac.rename(rename),
-        pvalues_hac=result.pvalues_hac.rename(rename), r_squared=result.r_squared,
-        nobs=result.nobs, hac_maxlags=result.hac_maxlags, residuals=result.residuals)
+        params=result.params.rename(rename),
+        tstats=result.tstats.rename(rename),
+        pvalues=result.pvalues.rename(rename),
+        tstats_hac=result.tstats_hac.rename(rename),
+        pvalues_hac=result.pvalues_hac.rename(rename),
+        r_squared=result.r_squared,
+        nobs=result.nobs,
+        hac_maxlags=result.hac_maxlags,
+        residuals=result.residuals,
+    )

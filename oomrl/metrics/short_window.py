@@ -20,11 +20,25 @@ MIN_ANNUALIZED_SESSIONS = 60
 
 # Figures that scale a window up to a year: returns and costs "a year", and the ratios annualized with
 # them (√252 in Sharpe, Sortino, IR; CAGR in Calmar).
-ANNUALIZED_KEYS = frozenset({
-    "annualized_return", "cagr", "benchmark_annualized_return", "benchmark_cagr", "excess_return",
-    "volatility", "sharpe", "sortino", "calmar", "tracking_error", "information_ratio", "alpha_annualized",
-    "turnover_annualized", "cost_drag", "slippage_leakage_annualized",
-})
+ANNUALIZED_KEYS = frozenset(
+    {
+        "annualized_return",
+        "cagr",
+        "benchmark_annualized_return",
+        "benchmark_cagr",
+        "excess_return",
+        "volatility",
+        "sharpe",
+        "sortino",
+        "calmar",
+        "tracking_error",
+        "information_ratio",
+        "alpha_annualized",
+        "turnover_annualized",
+        "cost_drag",
+        "slippage_leakage_annualized",
+    }
+)
 
 
 def too_short(sessions: Any) -> bool:
@@ -56,13 +70,21 @@ def caveat(sessions: Any, what: str = "the window") -> str | None:
     """The sentence a report shows above its figures when `what` is too short, else None."""
     if not too_short(sessions):
         return None
-    return (f"{what} has {int(sessions or 0)} session(s), fewer than {MIN_ANNUALIZED_SESSIONS}: too short to "
-            "annualize, so no annualized figure (return, CAGR, volatility, Sharpe, IR, alpha, turnover or "
-            "costs a year) is shown (—); the cumulative figures are.")
+    return (
+        f"{what} has {int(sessions or 0)} session(s), fewer than {MIN_ANNUALIZED_SESSIONS}: too short to "
+        "annualize, so no annualized figure (return, CAGR, volatility, Sharpe, IR, alpha, turnover or "
+        "costs a year) is shown (—); the cumulative figures are."
+    )
 
 
-def short_windows(table: pd.DataFrame, name_column: str, sessions_column: str = "sessions") -> list[str]:
+def short_windows(
+    table: pd.DataFrame, name_column: str, sessions_column: str = "sessions"
+) -> list[str]:
     """Names of the rows (versions, phases) too short to annualize, for one caveat naming them."""
     if table is None or sessions_column not in table.columns:
         return []
-    return [str(name) for name, n in zip(table[name_column], table[sessions_column], strict=True) if too_short(n)]
+    return [
+        str(name)
+        for name, n in zip(table[name_column], table[sessions_column], strict=True)
+        if too_short(n)
+    ]

@@ -71,7 +71,9 @@ class Report:
     friction: Friction | None = None
     marks: list[Mark] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    caveats: list[str] = field(default_factory=list)  # shown above the figures: windows too short to annualize
+    caveats: list[str] = field(
+        default_factory=list
+    )  # shown above the figures: windows too short to annualize
     title: str = "Portfolio"
     benchmark_label: str = "none"
     span: str = ""
@@ -83,34 +85,60 @@ class Report:
         return [self.html, self.markdown, *extra, *self.pngs]
 
 
-def build_report(returns: pd.Series, out_dir: Path, *, benchmark: pd.Series | None = None,
-                 benchmark_kind: str = "price", phases: list[Phase] | None = None,
-                 title: str = "Portfolio", rf: float = 0.0,
-                 attribution: StyleAttribution | None = None, notes: list[str] | None = None,
-                 friction: Friction | None = None, marks: list[Mark] | None = None) -> Report:
+def build_report(
+    returns: pd.Series,
+    out_dir: Path,
+    *,
+    benchmark: pd.Series | None = None,
+    benchmark_kind: str = "price",
+    phases: list[Phase] | None = None,
+    title: str = "Portfolio",
+    rf: float = 0.0,
+    attribution: StyleAttribution | None = None,
+    notes: list[str] | None = None,
+    friction: Friction | None = None,
+    marks: list[Mark] | None = None,
+) -> Report:
     """Write the charts, tearsheet.html, tearsheet.png and summary.md into out_dir; return the Report."""
-    inputs = ReportInputs(title, benchmark_kind, rf, phases, attribution, friction, list(marks or []),
-                          list(notes or []))
+    inputs = ReportInputs(
+        title,
+        benchmark_kind,
+        rf,
+        phases,
+        attribution,
+        friction,
+        list(marks or []),
+        list(notes or []),
+    )
     return write_report(returns, benchmark, out_dir, inputs)
 
 
-def write_report(returns: pd.Series, benchmark: pd.Series | None, out_dir: Path,
-                 inputs: ReportInputs) -> Report:
+def write_report(
+    returns: pd.Series, benchmark: pd.Series | None, out_dir: Path, inputs: ReportInputs
+) -> Report:
     """The work of build_report, on one ReportInputs."""
     from oomrl.metrics.tearsheet_html import render_html
     from oomrl.metrics.tearsheet_md import render_markdown
     from oomrl.metrics.tearsheet_png import summary_png
 
     if benchmark is not None and inputs.benchmark_kind not in BENCHMARK_LABELS:
-        raise ValueError(f"benchmark kind must be one of {sorted(BENCHMARK_LABELS)}, "
-                         f"got {inputs.benchmark_kind!r}")
+        raise ValueError(
+            f"benchmark kind must be one of {sorted(BENCHMARK_LABELS)}, "
+            f"got {inputs.benchmark_kind!r}"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     if benchmark is not None:
         benchmark = benchmark.loc[returns.index.intersection(benchmark.index)]
     report = _tables(returns, benchmark, out_dir, inputs)
     report.pngs = _charts(returns, benchmark, out_dir, report, inputs)
-    report.summary_png = summary_png(returns, benchmark, report, out_dir / "tearsheet.png",
-                                     _short_benchmark(inputs.benchmark_kind), inputs.phases)
+    report.summary_png = summary_png(
+        returns,
+        benchmark,
+        report,
+        out_dir / "tearsheet.png",
+        _short_benchmark(inputs.benchmark_kind),
+        inputs.phases,
+    )
     report.markdown.write_text(render_markdown(report))
     report.html.write_text(render_html(report))
     return report
@@ -120,37 +148,62 @@ def _short_benchmark(kind: str) -> str:
     return "CSI 300" + (" TR" if kind == "total_return" else "")
 
 
-def _tables(returns: pd.Series, benchmark: pd.Series | None, out_dir: Path, inputs: ReportInputs) -> Report:
+def _tables(
+    returns: pd.Series, benchmark: pd.Series | None, out_dir: Path, inputs: ReportInputs
+) -> Report:
     rf, sessions = inputs.rf, len(returns)
     if benchmark is not None:
         metrics = compute_metrics(returns, benchmark, rf=rf)
         benchmark = benchmark.loc[returns.index]
-        bench_metrics: dict[str, float | int | None] | None = cumulative(benchmark) | standalone_metrics(benchmark, rf=rf)
+        bench_metrics: dict[str, float | int | None] | None = cumulative(
+            benchmark
+        ) | standalone_metrics(benchmark, rf=rf)
     else:
         metrics, bench_metrics = standalone_metrics(returns, rf=rf), None
     metrics = without_annualized(cumulative(returns) | metrics, sessions)
-    bench_metrics = without_annualized(bench_metrics, sessions) if bench_metrics is not None else None
-    friction = inputs.friction if inputs.friction is not None and not friction_is_empty(inputs.friction) \
+    bench_metrics = (
+        without_annualized(bench_metrics, sessions) if bench_metrics is not None else None
+    )
+    friction = (
+        inputs.friction
+        if inputs.friction is not None and not friction_is_empty(inputs.friction)
         else None
+    )
     if friction is not None:
         friction = Friction(rows_without_annualized(friction.by_version), friction.by_month)
-    phases = (rows_without_annualized(phase_table(returns, inputs.phases, benchmark, rf))
-              if inputs.phases else None)
+    phases = (
+        rows_without_annualized(phase_table(returns, inputs.phases, benchmark, rf))
+        if inputs.phases
+        else None
+    )
     notes = list(inputs.notes)
     if benchmark is not None and len(returns) <= ROLLING_IR_WINDOW:
         notes.append(f"No rolling {ROLLING_IR_WINDOW}-day IR chart: only {len(returns)} sessions.")
     attribution = inputs.attribution
     return Report(
-        html=out_dir / "tearsheet.html", markdown=out_dir / "summary.md", pngs=[], metrics=metrics,
-        benchmark_metrics=bench_metrics, phases=phases,
+        html=out_dir / "tearsheet.html",
+        markdown=out_dir / "summary.md",
+        pngs=[],
+        metrics=metrics,
+        benchmark_metrics=bench_metrics,
+        phases=phases,
         style=attribution.table() if attribution is not None else None,
         style_split=attribution.split_table() if attribution is not None else None,
-        attribution=attribution, monthly=monthly_returns(returns), yearly=yearly_returns(returns, benchmark),
-        drawdowns=drawdown_periods(returns, DRAWDOWNS_SHOWN), friction=friction,
-        marks=within(inputs.marks, returns.index[0], returns.index[-1]), notes=notes,
-        caveats=report_caveats(sessions, phases), title=inputs.title,
-        benchmark_label=BENCHMARK_LABELS[inputs.benchmark_kind] if benchmark is not None else "none",
-        span=f"{returns.index[0].date()} .. {returns.index[-1].date()}", rf=rf)
+        attribution=attribution,
+        monthly=monthly_returns(returns),
+        yearly=yearly_returns(returns, benchmark),
+        drawdowns=drawdown_periods(returns, DRAWDOWNS_SHOWN),
+        friction=friction,
+        marks=within(inputs.marks, returns.index[0], returns.index[-1]),
+        notes=notes,
+        caveats=report_caveats(sessions, phases),
+        title=inputs.title,
+        benchmark_label=BENCHMARK_LABELS[inputs.benchmark_kind]
+        if benchmark is not None
+        else "none",
+        span=f"{returns.index[0].date()} .. {returns.index[-1].date()}",
+        rf=rf,
+    )
 
 
 def cumulative(returns: pd.Series) -> dict[str, float | int | None]:
@@ -166,20 +219,40 @@ def report_caveats(sessions: int, phases: pd.DataFrame | None) -> list[str]:
     short = short_windows(phases, "phase") if phases is not None else []
     if not short:
         return []
-    return [f"{', '.join(short)}: fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short to annualize; "
-            "its annualized figures are left out (—), its cumulative ones are shown."]
+    return [
+        f"{', '.join(short)}: fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short to annualize; "
+        "its annualized figures are left out (—), its cumulative ones are shown."
+    ]
 
 
-def _charts(returns: pd.Series, benchmark: pd.Series | None, out_dir: Path, report: Report,
-            inputs: ReportInputs) -> list[Path]:
+def _charts(
+    returns: pd.Series,
+    benchmark: pd.Series | None,
+    out_dir: Path,
+    report: Report,
+    inputs: ReportInputs,
+) -> list[Path]:
     short = _short_benchmark(inputs.benchmark_kind)
     marks = report.marks
-    pngs = [charts.equity_chart(returns, benchmark, out_dir / "equity.png", inputs.title, short,
-                                inputs.phases, marks),
-            charts.underwater_chart(returns, out_dir / "underwater.png", inputs.title)]
+    pngs = [
+        charts.equity_chart(
+            returns, benchmark, out_dir / "equity.png", inputs.title, short, inputs.phases, marks
+        ),
+        charts.underwater_chart(returns, out_dir / "underwater.png", inputs.title),
+    ]
     if benchmark is not None and len(returns) > ROLLING_IR_WINDOW:
-        pngs.append(charts.rolling_ir_chart(returns, benchmark, out_dir / "rolling_ir.png", inputs.phases,
-                                            benchmark_label=short, marks=marks))
+        pngs.append(
+            charts.rolling_ir_chart(
+                returns,
+                benchmark,
+                out_dir / "rolling_ir.png",
+                inputs.phases,
+                benchmark_label=short,
+                marks=marks,
+            )
+        )
     if report.friction is not None:
-        pngs.append(charts.friction_chart(report.friction.by_month, out_dir / "friction.png", marks))
+        pngs.append(
+            charts.friction_chart(report.friction.by_month, out_dir / "friction.png", marks)
+        )
     return pngs

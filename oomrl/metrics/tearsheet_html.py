@@ -62,8 +62,7 @@ def grid_html(grid: rt.Grid) -> str:
 
 def _image(path: Path, caption: str) -> str:
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-            f"</figure>")
+    return f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}"></figure>'
 
 
 def _chart(report: Report, stem: str, caption: str) -> str:
@@ -76,8 +75,11 @@ def _sections(report: Report) -> list[tuple[str, str, set[str]]]:
     bench = "CSI 300" if report.benchmark_metrics is not None else ""
     out: list[tuple[str, str, set[str]]] = []
     figures = rt.key_figures(report.metrics, report.benchmark_metrics, bench)
-    charts = (_chart(report, "equity", "Cumulative return") + _chart(report, "rolling_ir", "Rolling IR")
-              + _chart(report, "underwater", "Drawdown"))
+    charts = (
+        _chart(report, "equity", "Cumulative return")
+        + _chart(report, "rolling_ir", "Rolling IR")
+        + _chart(report, "underwater", "Drawdown")
+    )
     out.append(("Key figures", grid_html(figures), figures.keys))
     out.append(("Equity, rolling information ratio and drawdown", _MARKS_NOTE + charts, set()))
     if report.phases is not None:
@@ -86,22 +88,38 @@ def _sections(report: Report) -> list[tuple[str, str, set[str]]]:
     if report.friction is not None:
         grid = rt.transposed(report.friction.by_version, "version", rt.FRICTION_ROWS, span=None)
         monthly = rt.plain(report.friction.by_month, row_headers=True)
-        body = (f'<p class="note">{_FRICTION_NOTE}</p>{grid_html(grid)}{_chart(report, "friction", "Friction")}'
-                f"<details><summary>Friction month by month</summary>{grid_html(monthly)}</details>")
-        out.append(("Friction: turnover, costs, slippage leakage, ADV participation", body,
-                    grid.keys | monthly.keys))
+        body = (
+            f'<p class="note">{_FRICTION_NOTE}</p>{grid_html(grid)}{_chart(report, "friction", "Friction")}'
+            f"<details><summary>Friction month by month</summary>{grid_html(monthly)}</details>"
+        )
+        out.append(
+            (
+                "Friction: turnover, costs, slippage leakage, ADV participation",
+                body,
+                grid.keys | monthly.keys,
+            )
+        )
     if report.monthly is not None and report.yearly is not None:
         yearly = rt.plain(report.yearly, row_headers=True)
-        body = (f"<h3>Monthly returns</h3>{grid_html(rt.monthly(report.monthly))}"
-                f"<h3>Yearly returns</h3>{grid_html(yearly)}")
+        body = (
+            f"<h3>Monthly returns</h3>{grid_html(rt.monthly(report.monthly))}"
+            f"<h3>Yearly returns</h3>{grid_html(yearly)}"
+        )
         out.append(("Returns by month and year", body, yearly.keys | {"portfolio"}))
     if report.drawdowns is not None and len(report.drawdowns):
         grid = rt.plain(report.drawdowns, row_headers=True)
-        out.append((f"Worst drawdown periods (top {len(report.drawdowns)})", grid_html(grid), grid.keys))
+        out.append(
+            (f"Worst drawdown periods (top {len(report.drawdowns)})", grid_html(grid), grid.keys)
+        )
     alphas = rt.two_alphas(report.metrics, report.attribution)
     if alphas is not None:
-        out.append(("Two alphas, side by side", f'{grid_html(alphas)}<p class="note">{rt.TWO_ALPHAS_NOTE}</p>',
-                    alphas.keys))
+        out.append(
+            (
+                "Two alphas, side by side",
+                f'{grid_html(alphas)}<p class="note">{rt.TWO_ALPHAS_NOTE}</p>',
+                alphas.keys,
+            )
+        )
     if report.style is not None and report.style_split is not None:
         style = rt.plain(report.style.reset_index(), row_headers=True)
         split = rt.plain(report.style_split, row_headers=True)
@@ -109,26 +127,39 @@ def _sections(report: Report) -> list[tuple[str, str, set[str]]]:
         out.append(("Style attribution (market + High-Low factors)", body, style.keys | split.keys))
     if report.marks:
         events = rt.plain(marks_table(report.marks), row_headers=True)
-        out.append((f"Alerts, repairs and promotions ({len(report.marks)})",
-                    f"<details><summary>Show every event</summary>{grid_html(events)}</details>", set()))
+        out.append(
+            (
+                f"Alerts, repairs and promotions ({len(report.marks)})",
+                f"<details><summary>Show every event</summary>{grid_html(events)}</details>",
+                set(),
+            )
+        )
     if report.notes:
         items = "".join(f"<li>{html.escape(note)}</li>" for note in report.notes)
         out.append(("Notes", f"<ul>{items}</ul>", set()))
     return out
 
 
-_MARKS_NOTE = ('<p class="note">Shaded spans are strategy versions. ▲ loss alerts (orange: warning, red: '
-               "critical) · ◆ a repair starts · dashed line: a new version trades from that session.</p>")
-_FRICTION_NOTE = ("Every figure sums the ledger: turnover is value traded ÷ NAV; costs are commission, stamp "
-                  "duty, transfer fee and market impact in CNY; slippage leakage is the frictionless return "
-                  "minus the realized one (what friction took); ADV participation is a fill's share of the "
-                  "symbol's average daily volume.")
+_MARKS_NOTE = (
+    '<p class="note">Shaded spans are strategy versions. ▲ loss alerts (orange: warning, red: '
+    "critical) · ◆ a repair starts · dashed line: a new version trades from that session.</p>"
+)
+_FRICTION_NOTE = (
+    "Every figure sums the ledger: turnover is value traded ÷ NAV; costs are commission, stamp "
+    "duty, transfer fee and market impact in CNY; slippage leakage is the frictionless return "
+    "minus the realized one (what friction took); ADV participation is a fill's share of the "
+    "symbol's average daily volume."
+)
 
 
 def glossary_html(keys: set[str]) -> str:
     """The definitions of every label the page used, alphabetically."""
-    entries = sorted({label(k).heading: label(k).definition for k in keys if label(k).definition}.items())
-    items = "".join(f"<dt>{html.escape(name)}</dt><dd>{html.escape(text)}</dd>" for name, text in entries)
+    entries = sorted(
+        {label(k).heading: label(k).definition for k in keys if label(k).definition}.items()
+    )
+    items = "".join(
+        f"<dt>{html.escape(name)}</dt><dd>{html.escape(text)}</dd>" for name, text in entries
+    )
     return f'<dl class="glossary">{items}</dl>'
 
 
@@ -136,17 +167,25 @@ def render_html(report: Report) -> str:
     """The whole page."""
     sections = _sections(report)
     used: set[str] = set().union(*(keys for _, _, keys in sections))
-    body = "".join(f"<section><h2>{html.escape(title)}</h2>{content}</section>" for title, content, _ in sections)
+    body = "".join(
+        f"<section><h2>{html.escape(title)}</h2>{content}</section>"
+        for title, content, _ in sections
+    )
     versions = [str(p) for p in report.phases["phase"]] if report.phases is not None else []
-    chips = ('<p class="chips">' + "".join(f"<span>{html.escape(v)}</span>" for v in versions) + "</p>"
-             if versions else "")
+    chips = (
+        '<p class="chips">' + "".join(f"<span>{html.escape(v)}</span>" for v in versions) + "</p>"
+        if versions
+        else ""
+    )
     created = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     caveats = "".join(f'<p class="caveat">{html.escape(text)}</p>' for text in report.caveats)
     sessions = report.metrics["trading_days"]
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{html.escape(report.title)} — oomrl tearsheet</title><style>{CSS}</style></head><body>"
-            f"<h1>{html.escape(report.title)}</h1><p class=\"meta\">Period {report.span} · {sessions} sessions · "
-            f"Benchmark: <b>{html.escape(report.benchmark_label)}</b> · risk-free {report.rf:.2%} a year · "
-            f"annualized return = mean daily return × 252 · generated {created}</p>{caveats}{chips}{body}"
-            f"<section><h2>Glossary</h2>{glossary_html(used)}</section></body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(report.title)} — oomrl tearsheet</title><style>{CSS}</style></head><body>"
+        f"<h1>{html.escape(report.title)}</h1><p class=\"meta\">Period {report.span} · {sessions} sessions · "
+        f"Benchmark: <b>{html.escape(report.benchmark_label)}</b> · risk-free {report.rf:.2%} a year · "
+        f"annualized return = mean daily return × 252 · generated {created}</p>{caveats}{chips}{body}"
+        f"<section><h2>Glossary</h2>{glossary_html(used)}</section></body></html>"
+    )

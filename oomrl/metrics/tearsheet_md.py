@@ -25,8 +25,16 @@ def grid_markdown(grid: rt.Grid) -> str:
 
 
 def glossary_markdown(keys: set[str]) -> str:
-    entries = sorted({label(k).heading: label(k).definition for k in keys if label(k).definition}.items())
-    return "\n".join(["| term | meaning |", "|:---|:---|", *[f"| {_escape(n)} | {_escape(d)} |" for n, d in entries]])
+    entries = sorted(
+        {label(k).heading: label(k).definition for k in keys if label(k).definition}.items()
+    )
+    return "\n".join(
+        [
+            "| term | meaning |",
+            "|:---|:---|",
+            *[f"| {_escape(n)} | {_escape(d)} |" for n, d in entries],
+        ]
+    )
 
 
 def render_markdown(report: Report, image_links: dict[str, str] | None = None) -> str:
@@ -35,12 +43,19 @@ def render_markdown(report: Report, image_links: dict[str, str] | None = None) -
     bench = "CSI 300" if report.benchmark_metrics is not None else ""
     figures = rt.key_figures(report.metrics, report.benchmark_metrics, bench)
     used = set(figures.keys)
-    lines = [f"# {report.title}: performance report", "",
-             f"- Period: {report.span} ({report.metrics['trading_days']} sessions)",
-             f"- Benchmark: {report.benchmark_label}", f"- Risk-free rate: {report.rf:.2%} a year",
-             "- Conventions: annualized return = mean daily return × 252; CAGR alongside; std ddof=1.", "",
-             *[f"> **Too short to annualize.** {text}\n" for text in report.caveats],
-             "## Key figures", "", grid_markdown(figures)]
+    lines = [
+        f"# {report.title}: performance report",
+        "",
+        f"- Period: {report.span} ({report.metrics['trading_days']} sessions)",
+        f"- Benchmark: {report.benchmark_label}",
+        f"- Risk-free rate: {report.rf:.2%} a year",
+        "- Conventions: annualized return = mean daily return × 252; CAGR alongside; std ddof=1.",
+        "",
+        *[f"> **Too short to annualize.** {text}\n" for text in report.caveats],
+        "## Key figures",
+        "",
+        grid_markdown(figures),
+    ]
     if report.phases is not None:
         grid = rt.transposed(report.phases, "phase", rt.PHASE_ROWS)
         used |= grid.keys
@@ -49,12 +64,29 @@ def render_markdown(report: Report, image_links: dict[str, str] | None = None) -
         grid = rt.transposed(report.friction.by_version, "version", rt.FRICTION_ROWS, span=None)
         monthly = rt.plain(report.friction.by_month, row_headers=True)
         used |= grid.keys | monthly.keys
-        lines += ["", "## Friction", "", grid_markdown(grid), "", "### Month by month", "", grid_markdown(monthly)]
+        lines += [
+            "",
+            "## Friction",
+            "",
+            grid_markdown(grid),
+            "",
+            "### Month by month",
+            "",
+            grid_markdown(monthly),
+        ]
     if report.monthly is not None and report.yearly is not None:
         yearly = rt.plain(report.yearly, row_headers=True)
         used |= yearly.keys
-        lines += ["", "## Monthly returns", "", grid_markdown(rt.monthly(report.monthly)), "",
-                  "## Yearly returns", "", grid_markdown(yearly)]
+        lines += [
+            "",
+            "## Monthly returns",
+            "",
+            grid_markdown(rt.monthly(report.monthly)),
+            "",
+            "## Yearly returns",
+            "",
+            grid_markdown(yearly),
+        ]
     if report.drawdowns is not None and len(report.drawdowns):
         grid = rt.plain(report.drawdowns, row_headers=True)
         used |= grid.keys
@@ -67,7 +99,12 @@ def render_markdown(report: Report, image_links: dict[str, str] | None = None) -
         used |= style.keys | split.keys
         lines += ["", "## Style attribution", "", grid_markdown(style), "", grid_markdown(split)]
     if report.marks:
-        lines += ["", "## Alerts, repairs and promotions", "", grid_markdown(rt.plain(marks_table(report.marks)))]
+        lines += [
+            "",
+            "## Alerts, repairs and promotions",
+            "",
+            grid_markdown(rt.plain(marks_table(report.marks))),
+        ]
     if report.notes:
         lines += ["", "## Notes", "", *[f"- {note}" for note in report.notes]]
     charts = [p for p in ([report.summary_png] if report.summary_png else []) + report.pngs]

@@ -20,22 +20,48 @@ if TYPE_CHECKING:
 
 WIDTH_IN = 14.0
 DPI = 100
-HEADLINE = (("cumulative_return", "Return over the window"), ("annualized_return", "Ann. return"), ("max_drawdown", "Max drawdown"), ("sharpe", "Sharpe"),
-            ("information_ratio", "IR vs CSI 300"), ("beta", "Beta"), ("alpha_annualized", "CAPM alpha"))
+HEADLINE = (
+    ("cumulative_return", "Return over the window"),
+    ("annualized_return", "Ann. return"),
+    ("max_drawdown", "Max drawdown"),
+    ("sharpe", "Sharpe"),
+    ("information_ratio", "IR vs CSI 300"),
+    ("beta", "Beta"),
+    ("alpha_annualized", "CAPM alpha"),
+)
 PER_ROW = 7
 CAVEAT_WIDTH = 170  # characters a line of the short-window caveat holds at 9.5 pt across the page
 # Each friction figure summed and a year (a version too short to annualize keeps its sums).
-FRICTION_ROWS = ("turnover", "turnover_annualized", "costs_total", "cost_drag", "slippage_leakage",
-                 "slippage_leakage_annualized", "adv_participation_mean")
-FRICTION_HEADLINE = (("turnover_annualized", "Turnover a year"), ("cost_drag", "Cost drag a year"),
-                     ("slippage_leakage_annualized", "Slippage leakage a year"),
-                     ("adv_participation_mean", "Mean ADV participation"))
+FRICTION_ROWS = (
+    "turnover",
+    "turnover_annualized",
+    "costs_total",
+    "cost_drag",
+    "slippage_leakage",
+    "slippage_leakage_annualized",
+    "adv_participation_mean",
+)
+FRICTION_HEADLINE = (
+    ("turnover_annualized", "Turnover a year"),
+    ("cost_drag", "Cost drag a year"),
+    ("slippage_leakage_annualized", "Slippage leakage a year"),
+    ("adv_participation_mean", "Mean ADV participation"),
+)
 
 
 def _headline(report: Report) -> list[tuple[str, str]]:
-    figures = [(name, format_value(key, report.metrics[key])) for key, name in HEADLINE if key in report.metrics]
+    figures = [
+        (name, format_value(key, report.metrics[key]))
+        for key, name in HEADLINE
+        if key in report.metrics
+    ]
     if report.attribution is not None:
-        figures.append(("Pure alpha", format_value("alpha_annualized", report.attribution.decomposition["alpha"])))
+        figures.append(
+            (
+                "Pure alpha",
+                format_value("alpha_annualized", report.attribution.decomposition["alpha"]),
+            )
+        )
     if report.friction is not None:
         whole = report.friction.by_version.iloc[-1]
         figures += [(name, format_value(key, whole[key])) for key, name in FRICTION_HEADLINE]
@@ -59,8 +85,13 @@ def _version_table(report: Report) -> rt.Grid | None:
 def _table(ax: object, grid: rt.Grid) -> None:
     ax.axis("off")  # type: ignore[attr-defined]
     cells = [[c.text for c in row] for row in grid.rows]
-    table = ax.table(cellText=cells, colLabels=[c.text for c in grid.header], loc="upper left",  # type: ignore[attr-defined]
-                     cellLoc="right", colLoc="center")
+    table = ax.table(  # type: ignore[attr-defined]
+        cellText=cells,
+        colLabels=[c.text for c in grid.header],
+        loc="upper left",
+        cellLoc="right",
+        colLoc="center",
+    )
     table.auto_set_font_size(False)
     table.set_fontsize(9)
     table.scale(1.0, 1.25)
@@ -73,25 +104,48 @@ def _table(ax: object, grid: rt.Grid) -> None:
     table.auto_set_column_width(list(range(len(grid.header))))
 
 
-def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report, path: Path,
-                benchmark_label: str = "CSI 300", phases: list[Phase] | None = None) -> Path:
+def summary_png(
+    returns: pd.Series,
+    benchmark: pd.Series | None,
+    report: Report,
+    path: Path,
+    benchmark_label: str = "CSI 300",
+    phases: list[Phase] | None = None,
+) -> Path:
     """Draw the page and write it to `path`."""
-    panels = ["equity"] + (["rolling_ir"] if benchmark is not None and len(returns) > ROLLING_IR_WINDOW else [])
+    panels = ["equity"] + (
+        ["rolling_ir"] if benchmark is not None and len(returns) > ROLLING_IR_WINDOW else []
+    )
     panels += ["underwater"] + (["friction"] if report.friction is not None else [])
     table = _version_table(report)
     figures = _headline(report)
-    rows = [figures[i:i + PER_ROW] for i in range(0, len(figures), PER_ROW)]
+    rows = [figures[i : i + PER_ROW] for i in range(0, len(figures), PER_ROW)]
     caveat = "\n".join(textwrap.wrap(" ".join(report.caveats), CAVEAT_WIDTH))
     caveat_in = 0.2 * (caveat.count("\n") + 1) + 0.1 if caveat else 0.0
     head_in = 0.8 + caveat_in + 0.6 * len(rows)
-    heights = [3.0 if p == "equity" else 2.2 for p in panels] + ([0.3 * (len(table.rows) + 2)] if table else [])
+    heights = [3.0 if p == "equity" else 2.2 for p in panels] + (
+        [0.3 * (len(table.rows) + 2)] if table else []
+    )
     fig = Figure(figsize=(WIDTH_IN, head_in + sum(heights)), dpi=DPI, layout="constrained")
     head, body = fig.subfigures(2, 1, height_ratios=[head_in, sum(heights)])  # type: ignore[misc]  # 2 rows: an array
     to_fraction = 1.0 / head_in  # inches -> head subfigure fraction
-    head.text(0.01, 1 - 0.15 * to_fraction, f"{report.title} — oomrl tearsheet", fontsize=17,
-              weight="bold", va="top")
-    head.text(0.01, 1 - 0.5 * to_fraction, f"{report.span} · {report.metrics['trading_days']} sessions · "
-              f"benchmark {report.benchmark_label}", fontsize=10.5, color="#4f5b66", va="top")
+    head.text(
+        0.01,
+        1 - 0.15 * to_fraction,
+        f"{report.title} — oomrl tearsheet",
+        fontsize=17,
+        weight="bold",
+        va="top",
+    )
+    head.text(
+        0.01,
+        1 - 0.5 * to_fraction,
+        f"{report.span} · {report.metrics['trading_days']} sessions · "
+        f"benchmark {report.benchmark_label}",
+        fontsize=10.5,
+        color="#4f5b66",
+        va="top",
+    )
     if caveat:
         head.text(0.01, 1 - 0.8 * to_fraction, caveat, fontsize=9.5, color="#a04000", va="top")
     for number, row in enumerate(rows):
@@ -104,10 +158,13 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
     # The last axes is the version table's when there is one: it has no panel of its own.
     for ax, panel in zip(axes, panels, strict=False):
         if panel == "equity":
-            charts.draw_equity(ax, returns, benchmark, report.title, benchmark_label, phases, report.marks)
+            charts.draw_equity(
+                ax, returns, benchmark, report.title, benchmark_label, phases, report.marks
+            )
         elif panel == "rolling_ir":
-            charts.draw_rolling_ir(ax, returns, benchmark, phases, benchmark_label=benchmark_label,
-                                   marks=report.marks)
+            charts.draw_rolling_ir(
+                ax, returns, benchmark, phases, benchmark_label=benchmark_label, marks=report.marks
+            )
         elif panel == "underwater":
             charts.draw_underwater(ax, returns, report.title)
         else:
@@ -117,4 +174,3 @@ def summary_png(returns: pd.Series, benchmark: pd.Series | None, report: Report,
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
-

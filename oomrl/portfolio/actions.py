@@ -28,14 +28,20 @@ class Actions:
     cash_fen: np.ndarray  # cash credited per symbol, fen
     ratio: np.ndarray  # factor ratio per symbol (1 where nothing happened)
 
-    def rows(self, day: pd.Timestamp, symbols: pd.Index, before: np.ndarray) -> dict[str, np.ndarray]:
+    def rows(
+        self, day: pd.Timestamp, symbols: pd.Index, before: np.ndarray
+    ) -> dict[str, np.ndarray]:
         """One row per position touched, the columns ACTION_COLUMNS."""
         hit = np.flatnonzero((self.ratio != 1.0) & (before > 0))
         dividend = (self.ratio[hit] > 1.0) & (self.ratio[hit] < BONUS_RATIO)
-        return {"date": np.full(len(hit), pd.Timestamp(day).to_datetime64()), "symbol": symbols[hit].astype(str),
-                "kind": np.where(dividend, "dividend", "shares"), "ratio": self.ratio[hit],
-                "shares_delta": (self.held[hit] - before[hit]).astype(np.int64),
-                "cash_fen": self.cash_fen[hit].astype(np.int64)}
+        return {
+            "date": np.full(len(hit), pd.Timestamp(day).to_datetime64()),
+            "symbol": symbols[hit].astype(str),
+            "kind": np.where(dividend, "dividend", "shares"),
+            "ratio": self.ratio[hit],
+            "shares_delta": (self.held[hit] - before[hit]).astype(np.int64),
+            "cash_fen": self.cash_fen[hit].astype(np.int64),
+        }
 
 
 def apply_actions(held: np.ndarray, ratio: np.ndarray, previous_close: np.ndarray) -> Actions:

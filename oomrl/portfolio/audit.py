@@ -20,8 +20,12 @@ from oomrl.portfolio.market import MarketFrames
 VIOLATION_COLUMNS = ["date", "symbol", "side", "quantity", "rule", "detail"]
 
 
-def audit_fills(fills: pd.DataFrame, market: MarketFrames, rules: FrictionRules,
-                actions: pd.DataFrame | None = None) -> pd.DataFrame:
+def audit_fills(
+    fills: pd.DataFrame,
+    market: MarketFrames,
+    rules: FrictionRules,
+    actions: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Violations of the market rules in `fills` (columns date, symbol, side, quantity, price)."""
     if not len(fills):
         return pd.DataFrame(columns=VIOLATION_COLUMNS)
@@ -32,8 +36,16 @@ def audit_fills(fills: pd.DataFrame, market: MarketFrames, rules: FrictionRules,
 
     def flag(i: int, rule: str, detail: str) -> None:
         record = frame.iloc[i]
-        found.append({"date": record["date"], "symbol": record["symbol"], "side": record["side"],
-                      "quantity": int(record["quantity"]), "rule": rule, "detail": detail})
+        found.append(
+            {
+                "date": record["date"],
+                "symbol": record["symbol"],
+                "side": record["side"],
+                "quantity": int(record["quantity"]),
+                "rule": rule,
+                "detail": detail,
+            }
+        )
 
     unknown = (rows < 0) | (cols < 0)
     for i in np.flatnonzero(unknown):
@@ -53,8 +65,11 @@ def audit_fills(fills: pd.DataFrame, market: MarketFrames, rules: FrictionRules,
         else:
             before = held[i]
             if quantity > before:  # sells settle before buys: only shares held at the open can go
-                flag(int(i), "t_plus_one" if rules.t_plus_one else "oversold",
-                     f"sold {quantity} with {before} held at the open")
+                flag(
+                    int(i),
+                    "t_plus_one" if rules.t_plus_one else "oversold",
+                    f"sold {quantity} with {before} held at the open",
+                )
             elif not is_legal_sell(quantity, before, minimum, step):
                 flag(int(i), "lot", f"sell of {quantity} with {before} held is not a legal size")
             if market.at_limit_down[t, j]:
@@ -67,13 +82,25 @@ def _holdings(frame: pd.DataFrame, actions: pd.DataFrame | None) -> np.ndarray:
 
     Share changes from corporate actions apply at the start of their session.
     """
-    events = frame.assign(order=np.arange(len(frame)), kind=np.where(frame["side"] == "sell", 1, 2),
-                          delta=np.where(frame["side"] == "buy", frame["quantity"], -frame["quantity"]))
+    events = frame.assign(
+        order=np.arange(len(frame)),
+        kind=np.where(frame["side"] == "sell", 1, 2),
+        delta=np.where(frame["side"] == "buy", frame["quantity"], -frame["quantity"]),
+    )
     if actions is not None and len(actions):
         changes = actions[actions["shares_delta"] != 0]
-        extra = pd.DataFrame({"date": pd.to_datetime(changes["date"]), "symbol": changes["symbol"],
-                              "order": -1, "kind": 0, "delta": changes["shares_delta"].astype(np.int64)})
-        events = pd.concat([events[["date", "symbol", "order", "kind", "delta"]], extra], ignore_index=True)
+        extra = pd.DataFrame(
+            {
+                "date": pd.to_datetime(changes["date"]),
+                "symbol": changes["symbol"],
+                "order": -1,
+                "kind": 0,
+                "delta": changes["shares_delta"].astype(np.int64),
+            }
+        )
+        events = pd.concat(
+            [events[["date", "symbol", "order", "kind", "delta"]], extra], ignore_index=True
+        )
     events = events.sort_values(["date", "kind", "order"], kind="mergesort")
     held_before = np.zeros(len(frame), dtype=np.int64)
     position: dict[str, int] = {}

@@ -29,8 +29,12 @@ class Book:
     @classmethod
     def empty(cls, symbols: int, initial_cash: float) -> Book:
         """A fresh all-cash book."""
-        return cls(np.zeros(symbols, dtype=np.int64), round(initial_cash * 100), float(initial_cash),
-                   float(initial_cash))
+        return cls(
+            np.zeros(symbols, dtype=np.int64),
+            round(initial_cash * 100),
+            float(initial_cash),
+            float(initial_cash),
+        )
 
     @property
     def cash(self) -> float:
@@ -83,8 +87,9 @@ def no_actions() -> Columns:
     return NO_ACTIONS
 
 
-def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
-                  ) -> tuple[Columns, Book, Columns]:
+def mark_sessions(
+    market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
+) -> tuple[Columns, Book, Columns]:
     """NAV columns for sessions [first, stop) without trades, the book after them, and its corporate actions.
 
     Holdings are marked at the raw close; on an ex-date the position pays its dividend into cash or
@@ -96,7 +101,11 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     events: list[int] = []
     if count and market.has_action[first:stop].any():
         ratio = market.action_ratio[first:stop]
-        events = [int(e) for e in np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1)) if first + e >= 1]
+        events = [
+            int(e)
+            for e in np.flatnonzero(((ratio != 1.0) & (held > 0)[None, :]).any(axis=1))
+            if first + e >= 1
+        ]
     actions: list[Columns] = []
     if not events:  # the common case: one book over the whole stretch
         market_value = prices @ held.astype(float)
@@ -120,13 +129,22 @@ def mark_sessions(market: MarketFrames, first: int, stop: int, book: Book, costi
     loss = 1.0 - nav / book.initial
     zeros = np.zeros(count)
     columns = {
-        "date": market.dates.values[first:stop], "nav": nav, "cash": cash_fen / 100.0,
-        "market_value": market_value, "frictionless_return": realized, "realized_return": realized,
-        "slippage_leakage": zeros, "turnover": zeros, "costs": zeros,
+        "date": market.dates.values[first:stop],
+        "nav": nav,
+        "cash": cash_fen / 100.0,
+        "market_value": market_value,
+        "frictionless_return": realized,
+        "realized_return": realized,
+        "slippage_leakage": zeros,
+        "turnover": zeros,
+        "costs": zeros,
         "reward": terminal(realized, loss, costing.kill.threshold, costing.terminal_penalty),
-        "principal_loss": loss, "strategy_version": np.full(count, costing.version, dtype=object),
+        "principal_loss": loss,
+        "strategy_version": np.full(count, costing.version, dtype=object),
     }
-    after = Book(held, cash, float(nav[-1]) if count else book.nav, book.initial, book.last_rebalance)
+    after = Book(
+        held, cash, float(nav[-1]) if count else book.nav, book.initial, book.last_rebalance
+    )
     return columns, after, concat_columns(actions) if actions else no_actions()
 
 

@@ -104,28 +104,39 @@ class Execution:
 TABLE_BLOCK = 128
 
 
-def session_tables(executions: list[Execution], dates: np.ndarray, names: np.ndarray
-                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def session_tables(
+    executions: list[Execution], dates: np.ndarray, names: np.ndarray
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fill and order columns of many executions, in session then symbol order: what concatenating each
     one's fill_columns / order_columns gives (empty dicts when nothing filled / was ordered), in a
     few array operations per block of executions instead of some thirty per session."""
     fills: list[dict[str, np.ndarray]] = []
     orders: list[dict[str, np.ndarray]] = []
     for begin in range(0, len(executions), TABLE_BLOCK):
-        block = executions[begin: begin + TABLE_BLOCK]
+        block = executions[begin : begin + TABLE_BLOCK]
         sessions = np.array([e.t for e in block], dtype=np.int64)
-        for table, cells, field in ((fills, _fill_cells, "filled"), (orders, _order_cells, "requested")):
+        for table, cells, field in (
+            (fills, _fill_cells, "filled"),
+            (orders, _order_cells, "requested"),
+        ):
             event, rows = np.nonzero(_stacked(block, field))
             if len(rows):
-                table.append({"date": dates[sessions[event]], "symbol": names[rows],
-                              **cells(block, event, rows)})
+                table.append(
+                    {
+                        "date": dates[sessions[event]],
+                        "symbol": names[rows],
+                        **cells(block, event, rows),
+                    }
+                )
     return (concat_columns(fills) if fills else {}), (concat_columns(orders) if orders else {})
 
 
 def _stacked(block: list[Execution], field: str) -> np.ndarray:
     """One Execution field of a block of executions as an (executions x symbols) array (np.stack's
     result, by one concatenation: np.stack expands every array in Python first)."""
-    return np.concatenate([getattr(e, field) for e in block]).reshape(len(block), len(block[0].requested))
+    return np.concatenate([getattr(e, field) for e in block]).reshape(
+        len(block), len(block[0].requested)
+    )
 
 
 def _cells(block: list[Execution], field: str, event: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -135,11 +146,19 @@ def _cells(block: list[Execution], field: str, event: np.ndarray, rows: np.ndarr
     return _stacked(block, field)[event, rows]
 
 
-def _fill_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+def _fill_cells(
+    block: list[Execution], event: np.ndarray, rows: np.ndarray
+) -> dict[str, np.ndarray]:
     """The fill columns after date and symbol, at the filled (execution, symbol) pairs."""
     filled = _cells(block, "filled", event, rows)
-    value, fees = _cells(block, "value", event, rows), [_cells(block, f, event, rows) for f in FEE_FIELDS]
-    columns = {"side": SIDE_LABELS[(filled > 0).view(np.int8)], "quantity": np.abs(filled).astype(np.int64)}
+    value, fees = (
+        _cells(block, "value", event, rows),
+        [_cells(block, f, event, rows) for f in FEE_FIELDS],
+    )
+    columns = {
+        "side": SIDE_LABELS[(filled > 0).view(np.int8)],
+        "quantity": np.abs(filled).astype(np.int64),
+    }
     columns.update({f: _cells(block, f, event, rows) for f in ("price", "frictionless_price")})
     columns.update(zip(FEE_FIELDS, fees, strict=True))
     columns.update({f: _cells(block, f, event, rows) for f in ("impact_cost", "adv_participation")})
@@ -147,9 +166,14 @@ def _fill_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> 
     return columns
 
 
-def _order_cells(block: list[Execution], event: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
+def _order_cells(
+    block: list[Execution], event: np.ndarray, rows: np.ndarray
+) -> dict[str, np.ndarray]:
     """The order columns after date and symbol, at the ordered (execution, symbol) pairs."""
-    requested, filled = _cells(block, "requested", event, rows), _cells(block, "filled", event, rows)
+    requested, filled = (
+        _cells(block, "requested", event, rows),
+        _cells(block, "filled", event, rows),
+    )
     return {
         "side": SIDE_LABELS[(requested > 0).view(np.int8)],
         "requested": np.abs(requested).astype(np.int64),
@@ -164,7 +188,9 @@ def settled_fen(filled: np.ndarray, value: np.ndarray, fees: np.ndarray) -> np.n
     """Signed cash change per fill in fen: sells bring value less fees, buys cost value plus fees."""
     value_fen = np.rint(value * 100).astype(np.int64)
     fees_fen = np.rint(fees * 100).astype(np.int64)
-    return np.where(filled < 0, value_fen - fees_fen, np.where(filled > 0, -value_fen - fees_fen, 0))
+    return np.where(
+        filled < 0, value_fen - fees_fen, np.where(filled > 0, -value_fen - fees_fen, 0)
+    )
 
 
 def _kernel_layout(values: np.ndarray) -> np.ndarray:
@@ -196,8 +222,9 @@ class Quote:
 
     def take(self, rows: np.ndarray) -> Quote:
         """The quote of some symbols only (positions `rows`)."""
-        return Quote(self.price[rows], self.adv[rows], self.scale[rows], self.ceiling[rows],
-                     self.floor[rows])
+        return Quote(
+            self.price[rows], self.adv[rows], self.scale[rows], self.ceiling[rows], self.floor[rows]
+        )
 
 
 @dataclass(slots=True)
@@ -228,17 +255,27 @@ class PaperBroker:
         self.rules = rules
         self.kernel = broker_kernel.COMPILED if kernel else None
         self._no_buys = np.zeros(len(market.symbols), dtype=np.int64)
-        self._rule_rates = tuple(float(x) for x in (
-            rules.max_adv_participation, rules.impact_k, rules.half_spread, rules.commission_rate,
-            rules.commission_min, rules.transfer_fee_rate))
+        self._rule_rates = tuple(
+            float(x)
+            for x in (
+                rules.max_adv_participation,
+                rules.impact_k,
+                rules.half_spread,
+                rules.commission_rate,
+                rules.commission_min,
+                rules.transfer_fee_rate,
+            )
+        )
 
-    def orders_for_weights(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
-                           ) -> np.ndarray:
+    def orders_for_weights(
+        self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
+    ) -> np.ndarray:
         """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's raw close."""
         reference = self._reference(t)
         with np.errstate(invalid="ignore", divide="ignore"):
-            target = np.where(np.isfinite(reference) & (reference > 0),
-                              np.floor(weights * nav / reference), 0.0)
+            target = np.where(
+                np.isfinite(reference) & (reference > 0), np.floor(weights * nav / reference), 0.0
+            )
         target = np.where(weights > 0, target, 0.0)
         # Where no price is known the holding is left alone rather than sold blind.
         target = np.where(np.isfinite(reference) | (weights > 0), target, held)
@@ -249,19 +286,31 @@ class PaperBroker:
         m = self.market
         price = m.fill_price[t]
         up, down = m.limit_up[t], m.limit_down[t]
-        return Quote(price, m.adv[t], self.rules.impact_scale(m.sigma[t]),
-                     np.where(np.isfinite(up), np.fmax(up, price), np.inf),
-                     np.where(np.isfinite(down), np.fmin(down, price), 0.0))
+        return Quote(
+            price,
+            m.adv[t],
+            self.rules.impact_scale(m.sigma[t]),
+            np.where(np.isfinite(up), np.fmax(up, price), np.inf),
+            np.where(np.isfinite(down), np.fmin(down, price), 0.0),
+        )
 
-    def execute(self, t: int, orders: np.ndarray, held: np.ndarray, cash_fen: int,
-                bought_today: np.ndarray | None = None) -> Execution:
+    def execute(
+        self,
+        t: int,
+        orders: np.ndarray,
+        held: np.ndarray,
+        cash_fen: int,
+        bought_today: np.ndarray | None = None,
+    ) -> Execution:
         """Fill signed share `orders` on session t: sells first, then buys within the cash."""
         m, rules = self.market, self.rules
         orders = np.ascontiguousarray(orders, dtype=np.int64)
         held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is not None:
             self._check_lengths(orders=orders, held=held, bought_today=bought_today)
-            fills = self.kernel["fill_session"](orders, held, *self._kernel_inputs(t, cash_fen, bought_today))
+            fills = self.kernel["fill_session"](
+                orders, held, *self._kernel_inputs(t, cash_fen, bought_today)
+            )
             return self._execution(t, orders, cash_fen, fills)
         quote = self.quote(t)
         qty = np.abs(orders)
@@ -298,19 +347,32 @@ class PaperBroker:
             reason[bought[purchase.qty > 0]] = Unfilled.CASH
             purchase = self._side(buy_quote, np.zeros_like(purchase.qty), True, buy_tax)
         qty[sold], qty[bought] = sale.qty, purchase.qty
-        return self._fills(t, day, quote, orders, np.where(buys, qty, -qty), reason, cash_fen,
-                           ((sold, sale), (bought, purchase)))
+        return self._fills(
+            t,
+            day,
+            quote,
+            orders,
+            np.where(buys, qty, -qty),
+            reason,
+            cash_fen,
+            ((sold, sale), (bought, purchase)),
+        )
 
-    def trade(self, t: int, weights: np.ndarray, held: np.ndarray, nav: float, cash_fen: int
-              ) -> Execution:
+    def trade(
+        self, t: int, weights: np.ndarray, held: np.ndarray, nav: float, cash_fen: int
+    ) -> Execution:
         """orders_for_weights then execute (no shares bought earlier that day): one rebalance's fills."""
         held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is None:
             return self.execute(t, self.orders_for_weights(t, weights, held, nav), held, cash_fen)
         self._check_lengths(weights=weights, held=held)
         orders, *fills = self.kernel["trade_weights"](
-            np.ascontiguousarray(weights, dtype=float), float(nav), np.ascontiguousarray(self._reference(t)), held,
-            *self._kernel_inputs(t, cash_fen))
+            np.ascontiguousarray(weights, dtype=float),
+            float(nav),
+            np.ascontiguousarray(self._reference(t)),
+            held,
+            *self._kernel_inputs(t, cash_fen),
+        )
         return self._execution(t, orders, cash_fen, fills)
 
     def _reference(self, t: int) -> np.ndarray:
@@ -323,16 +385,31 @@ class PaperBroker:
         count = len(self.market.symbols)
         for name, values in arrays.items():
             if values is not None and np.shape(values) != (count,):
-                raise ValueError(f"{name} has shape {np.shape(values)}; the market has {count} symbols")
+                raise ValueError(
+                    f"{name} has shape {np.shape(values)}; the market has {count} symbols"
+                )
 
-    def _kernel_inputs(self, t: int, cash_fen: int,
-                       bought_today: np.ndarray | None = None) -> tuple[Any, ...]:
+    def _kernel_inputs(
+        self, t: int, cash_fen: int, bought_today: np.ndarray | None = None
+    ) -> tuple[Any, ...]:
         """The compiled kernel's arguments after the orders and holdings: session t's rows and the rules."""
         m, rules = self.market, self.rules
         buy_tax, sell_tax = rules.tax_rates(m.days[t])
-        today = self._no_buys if bought_today is None else np.ascontiguousarray(bought_today, dtype=np.int64)
-        return (today, bool(rules.t_plus_one), int(cash_fen), *(values[t] for values in self._kernel_sessions),
-                *self._kernel_lots, *self._rule_rates, float(buy_tax), float(sell_tax))
+        today = (
+            self._no_buys
+            if bought_today is None
+            else np.ascontiguousarray(bought_today, dtype=np.int64)
+        )
+        return (
+            today,
+            bool(rules.t_plus_one),
+            int(cash_fen),
+            *(values[t] for values in self._kernel_sessions),
+            *self._kernel_lots,
+            *self._rule_rates,
+            float(buy_tax),
+            float(sell_tax),
+        )
 
     @cached_property
     def _kernel_sessions(self) -> list[np.ndarray]:
@@ -340,8 +417,19 @@ class PaperBroker:
         column-major results and of read-only broadcasts): each session is then a contiguous row, the
         one argument layout the kernels are compiled for and loaded with at import."""
         m = self.market
-        return [_kernel_layout(values) for values in (m.fill_price, m.adv, m.sigma, m.limit_up, m.limit_down,
-                                                      m.tradable, m.at_limit_up, m.at_limit_down)]
+        return [
+            _kernel_layout(values)
+            for values in (
+                m.fill_price,
+                m.adv,
+                m.sigma,
+                m.limit_up,
+                m.limit_down,
+                m.tradable,
+                m.at_limit_up,
+                m.at_limit_down,
+            )
+        ]
 
     @cached_property
     def _kernel_lots(self) -> tuple[np.ndarray, np.ndarray]:
@@ -352,11 +440,27 @@ class PaperBroker:
         """The Execution of the compiled kernel's results."""
         filled, realized, value, participation, fees, impact, reason, cash_after = fills
         m = self.market
-        return Execution(t, m.stamps[t], orders, filled, realized, m.fill_price[t], value, fees[0], fees[1],
-                         fees[2], impact, participation, reason, int(cash_fen), int(cash_after))
+        return Execution(
+            t,
+            m.stamps[t],
+            orders,
+            filled,
+            realized,
+            m.fill_price[t],
+            value,
+            fees[0],
+            fees[1],
+            fees[2],
+            impact,
+            participation,
+            reason,
+            int(cash_fen),
+            int(cash_after),
+        )
 
-    def _blocked(self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray,
-                 adv: np.ndarray) -> np.ndarray:
+    def _blocked(
+        self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray, adv: np.ndarray
+    ) -> np.ndarray:
         """Unfilled code of orders that cannot trade at all; the first reason in this order wins:
         suspended, limit-up (buys), limit-down (sells), no ADV."""
         m = self.market
@@ -366,27 +470,39 @@ class PaperBroker:
         return np.where(active & ~m.tradable[t], Unfilled.SUSPENDED.value, reason)
 
     @staticmethod
-    def _cap(reason: np.ndarray, qty: np.ndarray, side: np.ndarray, cap: np.ndarray,
-             code: Unfilled) -> None:
+    def _cap(
+        reason: np.ndarray, qty: np.ndarray, side: np.ndarray, cap: np.ndarray, code: Unfilled
+    ) -> None:
         hit = side & (qty > cap)
         reason[hit] = code
         qty[hit] = np.maximum(cap[hit], 0)
 
-    def _lots(self, reason: np.ndarray, qty: np.ndarray, buys: np.ndarray, sells: np.ndarray,
-              cap: np.ndarray, sellable: np.ndarray) -> np.ndarray:
+    def _lots(
+        self,
+        reason: np.ndarray,
+        qty: np.ndarray,
+        buys: np.ndarray,
+        sells: np.ndarray,
+        cap: np.ndarray,
+        sellable: np.ndarray,
+    ) -> np.ndarray:
         """Legal sizes per board (oomrl.market.lots): buys round down; a sell that would leave less
         than the minimum takes the whole sellable position when the caps allow, else leaves >= minimum."""
         m = self.market
         bought = round_buy(qty, m.lot_minimum, m.lot_step)
         sold = round_sell(qty, sellable, m.lot_minimum, m.lot_step)
         too_big = sold > cap
-        keep = round_buy(np.minimum(qty, np.maximum(sellable - m.lot_minimum, 0)), m.lot_minimum, m.lot_step)
+        keep = round_buy(
+            np.minimum(qty, np.maximum(sellable - m.lot_minimum, 0)), m.lot_minimum, m.lot_step
+        )
         sold = np.where(too_big, keep, sold)
         shaped = np.where(buys, bought, np.where(sells, sold, qty))
         reason[(shaped < qty) & (reason == Unfilled.NONE)] = Unfilled.LOT
         return shaped
 
-    def _prices(self, quote: Quote, qty: np.ndarray, buy: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _prices(
+        self, quote: Quote, qty: np.ndarray, buy: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Realized price, traded value (to the fen) and ADV participation of one side's orders."""
         price = quote.price
         participation = np.zeros(len(qty))
@@ -403,23 +519,51 @@ class PaperBroker:
         realized, value, participation = self._prices(quote, qty, buy)
         return Side(qty, realized, value, participation, self.rules.fee_rows(value, tax_rate))
 
-    def _fills(self, t: int, day: pd.Timestamp, quote: Quote, orders: np.ndarray, filled: np.ndarray,
-               reason: np.ndarray, cash_fen: int, sides: tuple[tuple[np.ndarray, Side], ...]) -> Execution:
+    def _fills(
+        self,
+        t: int,
+        day: pd.Timestamp,
+        quote: Quote,
+        orders: np.ndarray,
+        filled: np.ndarray,
+        reason: np.ndarray,
+        cash_fen: int,
+        sides: tuple[tuple[np.ndarray, Side], ...],
+    ) -> Execution:
         """The Execution over all symbols, from the priced sides (positions, Side)."""
         count = len(orders)
         qty = np.abs(filled)
         # A symbol without a fill is quoted as a sell of nothing (the price column of an unfilled order).
-        realized = np.maximum(quote.price * (1 - self.rules.impact_at(quote.scale, np.zeros(count))),
-                              quote.floor)
+        realized = np.maximum(
+            quote.price * (1 - self.rules.impact_at(quote.scale, np.zeros(count))), quote.floor
+        )
         value, participation, fees = np.zeros(count), np.zeros(count), np.zeros((3, count))
         for rows, side in sides:
             traded = side.qty > 0
             realized[rows[traded]] = side.realized[traded]
-            value[rows], participation[rows], fees[:, rows] = side.value, side.participation, side.fees
+            value[rows], participation[rows], fees[:, rows] = (
+                side.value,
+                side.participation,
+                side.fees,
+            )
         frictionless = quote.price
         impact = np.where(qty > 0, cents_array(finite(qty * np.abs(realized - frictionless))), 0.0)
-        execution = Execution(t, day, orders, filled, realized, frictionless, value, fees[0], fees[1], fees[2],
-                              impact, participation, np.where(qty < np.abs(orders), reason, Unfilled.NONE),
-                              cash_fen, 0)
+        execution = Execution(
+            t,
+            day,
+            orders,
+            filled,
+            realized,
+            frictionless,
+            value,
+            fees[0],
+            fees[1],
+            fees[2],
+            impact,
+            participation,
+            np.where(qty < np.abs(orders), reason, Unfilled.NONE),
+            cash_fen,
+            0,
+        )
         execution.cash_after_fen = cash_fen + int(execution.cash_delta_fen.sum())
         return execution

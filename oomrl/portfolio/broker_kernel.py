@@ -76,10 +76,23 @@ def _round_sell(wanted: int, sellable: int, minimum: int, step: int) -> int:
     return rounded
 
 
-def _price_one(i: int, q: int, buy: bool, price: np.ndarray, adv: np.ndarray, scale: np.ndarray,
-               ceiling: np.ndarray, floor: np.ndarray, half_spread: float, rates: np.ndarray,
-               commission_min: float, realized: np.ndarray, value: np.ndarray,
-               participation: np.ndarray, fees: np.ndarray) -> int:
+def _price_one(
+    i: int,
+    q: int,
+    buy: bool,
+    price: np.ndarray,
+    adv: np.ndarray,
+    scale: np.ndarray,
+    ceiling: np.ndarray,
+    floor: np.ndarray,
+    half_spread: float,
+    rates: np.ndarray,
+    commission_min: float,
+    realized: np.ndarray,
+    value: np.ndarray,
+    participation: np.ndarray,
+    fees: np.ndarray,
+) -> int:
     """Price, value, participation and fees of `q` shares of symbol i on one side; returns the settled
     fen (value plus fees for a buy, less fees for a sell), as broker.Side.settled_fen adds it up."""
     share = (q * price[i]) / adv[i] if q > 0 else 0.0
@@ -100,15 +113,31 @@ def _price_one(i: int, q: int, buy: bool, price: np.ndarray, adv: np.ndarray, sc
     return int(np.rint((traded + total if buy else traded - total) * 100))
 
 
-def fill_session(orders: np.ndarray, held: np.ndarray, bought_today: np.ndarray, t_plus_one: bool,
-                 cash_fen: int, price: np.ndarray, adv: np.ndarray, sigma: np.ndarray,
-                 up: np.ndarray, down: np.ndarray, tradable: np.ndarray, at_up: np.ndarray,
-                 at_down: np.ndarray, lot_minimum: np.ndarray, lot_step: np.ndarray,
-                 max_adv_participation: float, impact_k: float, half_spread: float,
-                 commission_rate: float, commission_min: float, transfer_fee_rate: float,
-                 buy_tax: float, sell_tax: float
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                            np.ndarray, int]:
+def fill_session(
+    orders: np.ndarray,
+    held: np.ndarray,
+    bought_today: np.ndarray,
+    t_plus_one: bool,
+    cash_fen: int,
+    price: np.ndarray,
+    adv: np.ndarray,
+    sigma: np.ndarray,
+    up: np.ndarray,
+    down: np.ndarray,
+    tradable: np.ndarray,
+    at_up: np.ndarray,
+    at_down: np.ndarray,
+    lot_minimum: np.ndarray,
+    lot_step: np.ndarray,
+    max_adv_participation: float,
+    impact_k: float,
+    half_spread: float,
+    commission_rate: float,
+    commission_min: float,
+    transfer_fee_rate: float,
+    buy_tax: float,
+    sell_tax: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """PaperBroker.execute on one session's rows: (filled, realized, value, participation, fees (3, n),
     impact, reason, cash after in fen)."""
     n = len(orders)
@@ -170,11 +199,40 @@ def fill_session(orders: np.ndarray, held: np.ndarray, bought_today: np.ndarray,
     sold_fen = 0
     for i in range(n):
         if orders[i] < 0:
-            sold_fen += _price_one(i, qty[i], False, price, adv, scale, ceiling, floor, half_spread,
-                                   sell_rates, commission_min, realized, value, participation, fees)
+            sold_fen += _price_one(
+                i,
+                qty[i],
+                False,
+                price,
+                adv,
+                scale,
+                ceiling,
+                floor,
+                half_spread,
+                sell_rates,
+                commission_min,
+                realized,
+                value,
+                participation,
+                fees,
+            )
     available = cash_fen + sold_fen
-    cost = _price_buys(qty, orders, price, adv, scale, ceiling, floor, half_spread, buy_rates,
-                       commission_min, realized, value, participation, fees)
+    cost = _price_buys(
+        qty,
+        orders,
+        price,
+        adv,
+        scale,
+        ceiling,
+        floor,
+        half_spread,
+        buy_rates,
+        commission_min,
+        realized,
+        value,
+        participation,
+        fees,
+    )
     passes = 0
     while cost > available and passes < CASH_PASSES:
         ratio = available / cost
@@ -185,8 +243,22 @@ def fill_session(orders: np.ndarray, held: np.ndarray, bought_today: np.ndarray,
                 if shrunk < qty[i]:
                     reason[i] = CASH
                 qty[i] = shrunk
-        cost = _price_buys(qty, orders, price, adv, scale, ceiling, floor, half_spread, buy_rates,
-                           commission_min, realized, value, participation, fees)
+        cost = _price_buys(
+            qty,
+            orders,
+            price,
+            adv,
+            scale,
+            ceiling,
+            floor,
+            half_spread,
+            buy_rates,
+            commission_min,
+            realized,
+            value,
+            participation,
+            fees,
+        )
         passes += 1
     if cost > available:
         # Fixed minimum commissions can defeat proportional shrinking: then no buy at all.
@@ -195,8 +267,22 @@ def fill_session(orders: np.ndarray, held: np.ndarray, bought_today: np.ndarray,
                 if qty[i] > 0:
                     reason[i] = CASH
                 qty[i] = 0
-        _price_buys(qty, orders, price, adv, scale, ceiling, floor, half_spread, buy_rates,
-                    commission_min, realized, value, participation, fees)
+        _price_buys(
+            qty,
+            orders,
+            price,
+            adv,
+            scale,
+            ceiling,
+            floor,
+            half_spread,
+            buy_rates,
+            commission_min,
+            realized,
+            value,
+            participation,
+            fees,
+        )
     filled = np.empty(n, dtype=np.int64)
     impact = np.zeros(n)
     delta_fen = 0
@@ -204,7 +290,9 @@ def fill_session(orders: np.ndarray, held: np.ndarray, bought_today: np.ndarray,
         filled[i] = qty[i] if orders[i] > 0 else -qty[i]
         if qty[i] == 0:
             # An unfilled symbol is quoted as a sell of nothing, as in broker._fills.
-            realized[i] = _maximum(price[i] * (1 - (half_spread + scale[i] * math.sqrt(0.0))), floor[i])
+            realized[i] = _maximum(
+                price[i] * (1 - (half_spread + scale[i] * math.sqrt(0.0))), floor[i]
+            )
         else:
             impact[i] = _cents(_finite(qty[i] * abs(realized[i] - price[i])))
         if qty[i] >= abs(orders[i]):
@@ -219,8 +307,9 @@ def fill_session(orders: np.ndarray, held: np.ndarray, bought_today: np.ndarray,
     return filled, realized, value, participation, fees, impact, reason, cash_fen + delta_fen
 
 
-def orders_for_weights(weights: np.ndarray, nav: float, reference: np.ndarray, held: np.ndarray
-                       ) -> np.ndarray:
+def orders_for_weights(
+    weights: np.ndarray, nav: float, reference: np.ndarray, held: np.ndarray
+) -> np.ndarray:
     """PaperBroker.orders_for_weights on one session: signed share orders towards `weights` of `nav`."""
     orders = np.empty(len(weights), dtype=np.int64)
     for i in range(len(weights)):
@@ -229,44 +318,133 @@ def orders_for_weights(weights: np.ndarray, nav: float, reference: np.ndarray, h
         if priced and reference[i] > 0 and weights[i] > 0:
             target = math.floor(weights[i] * nav / reference[i])
         if not (priced or weights[i] > 0):
-            target = float(held[i])  # no price known: the holding is left alone rather than sold blind
+            target = float(
+                held[i]
+            )  # no price known: the holding is left alone rather than sold blind
         orders[i] = int(target - held[i])
     return orders
 
 
-def trade_weights(weights: np.ndarray, nav: float, reference: np.ndarray, held: np.ndarray,
-                  bought_today: np.ndarray, t_plus_one: bool, cash_fen: int, price: np.ndarray,
-                  adv: np.ndarray, sigma: np.ndarray, up: np.ndarray, down: np.ndarray,
-                  tradable: np.ndarray, at_up: np.ndarray, at_down: np.ndarray, lot_minimum: np.ndarray,
-                  lot_step: np.ndarray, max_adv_participation: float, impact_k: float, half_spread: float,
-                  commission_rate: float, commission_min: float, transfer_fee_rate: float,
-                  buy_tax: float, sell_tax: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                             np.ndarray, np.ndarray, int]:
+def trade_weights(
+    weights: np.ndarray,
+    nav: float,
+    reference: np.ndarray,
+    held: np.ndarray,
+    bought_today: np.ndarray,
+    t_plus_one: bool,
+    cash_fen: int,
+    price: np.ndarray,
+    adv: np.ndarray,
+    sigma: np.ndarray,
+    up: np.ndarray,
+    down: np.ndarray,
+    tradable: np.ndarray,
+    at_up: np.ndarray,
+    at_down: np.ndarray,
+    lot_minimum: np.ndarray,
+    lot_step: np.ndarray,
+    max_adv_participation: float,
+    impact_k: float,
+    half_spread: float,
+    commission_rate: float,
+    commission_min: float,
+    transfer_fee_rate: float,
+    buy_tax: float,
+    sell_tax: float,
+) -> tuple[
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    int,
+]:
     """orders_for_weights then fill_session in one call: (orders, *fill_session's results)."""
     orders = orders_for_weights(weights, nav, reference, held)
     filled, realized, value, participation, fees, impact, reason, cash_after = fill_session(
-        orders, held, bought_today, t_plus_one, cash_fen, price, adv, sigma, up, down, tradable, at_up,
-        at_down, lot_minimum, lot_step, max_adv_participation, impact_k, half_spread, commission_rate,
-        commission_min, transfer_fee_rate, buy_tax, sell_tax)
+        orders,
+        held,
+        bought_today,
+        t_plus_one,
+        cash_fen,
+        price,
+        adv,
+        sigma,
+        up,
+        down,
+        tradable,
+        at_up,
+        at_down,
+        lot_minimum,
+        lot_step,
+        max_adv_participation,
+        impact_k,
+        half_spread,
+        commission_rate,
+        commission_min,
+        transfer_fee_rate,
+        buy_tax,
+        sell_tax,
+    )
     return orders, filled, realized, value, participation, fees, impact, reason, cash_after
 
 
-def _price_buys(qty: np.ndarray, orders: np.ndarray, price: np.ndarray, adv: np.ndarray,
-                scale: np.ndarray, ceiling: np.ndarray, floor: np.ndarray, half_spread: float,
-                rates: np.ndarray, commission_min: float, realized: np.ndarray, value: np.ndarray,
-                participation: np.ndarray, fees: np.ndarray) -> int:
+def _price_buys(
+    qty: np.ndarray,
+    orders: np.ndarray,
+    price: np.ndarray,
+    adv: np.ndarray,
+    scale: np.ndarray,
+    ceiling: np.ndarray,
+    floor: np.ndarray,
+    half_spread: float,
+    rates: np.ndarray,
+    commission_min: float,
+    realized: np.ndarray,
+    value: np.ndarray,
+    participation: np.ndarray,
+    fees: np.ndarray,
+) -> int:
     """Price every buy at its current quantity; returns what they cost in fen."""
     cost = 0
     for i in range(len(orders)):
         if orders[i] > 0:
-            cost += _price_one(i, qty[i], True, price, adv, scale, ceiling, floor, half_spread, rates,
-                               commission_min, realized, value, participation, fees)
+            cost += _price_one(
+                i,
+                qty[i],
+                True,
+                price,
+                adv,
+                scale,
+                ceiling,
+                floor,
+                half_spread,
+                rates,
+                commission_min,
+                realized,
+                value,
+                participation,
+                fees,
+            )
     return cost
 
 
-KERNEL_FUNCTIONS = (_finite, _minimum, _maximum, _cents, _round_buy, _round_sell, _price_one, _price_buys,
-                    fill_session, orders_for_weights, trade_weights)
+KERNEL_FUNCTIONS = (
+    _finite,
+    _minimum,
+    _maximum,
+    _cents,
+    _round_buy,
+    _round_sell,
+    _price_one,
+    _price_buys,
+    fill_session,
+    orders_for_weights,
+    trade_weights,
+)
 
 
 def _compile() -> dict[str, Callable[..., Any]] | None:
@@ -277,7 +455,9 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
     """
     from oomrl.settings import RuntimeSettings
 
-    if not RuntimeSettings().broker_kernel:  # the environment alone: a jailed host may not read config.toml
+    if (
+        not RuntimeSettings().broker_kernel
+    ):  # the environment alone: a jailed host may not read config.toml
         return None
     try:
         import numba
@@ -291,17 +471,23 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
             for function in KERNEL_FUNCTIONS:
                 clone = types.FunctionType(function.__code__, namespace, function.__name__)
                 # Helpers are inlined: one cached object to load per process instead of nine.
-                inline: Literal["never", "always"] = \
+                inline: Literal["never", "always"] = (
                     "never" if function in (fill_session, trade_weights) else "always"
+                )
                 namespace[function.__name__] = numba.njit(cache=cache, inline=inline)(clone)
             kernels = {name: namespace[name] for name in ("fill_session", "trade_weights")}
             _load(kernels)
         except RuntimeError:  # numba's "cannot cache ...: no locator available"
             continue
         except Exception as exc:  # noqa: BLE001  # e.g. an unreadable cache file: never stop the import
-            LOG.warning("the compiled broker kernel could not be loaded%s (%s: %s)",
-                        " from numba's cache; compiling it in this process" if cache else
-                        "; the numpy broker runs instead", type(exc).__name__, exc)
+            LOG.warning(
+                "the compiled broker kernel could not be loaded%s (%s: %s)",
+                " from numba's cache; compiling it in this process"
+                if cache
+                else "; the numpy broker runs instead",
+                type(exc).__name__,
+                exc,
+            )
             continue
         return kernels
     return None

@@ -31,7 +31,10 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23  # linux/mman.h (Python's mmap module does not name it)
 PREFAULT_ROWS = DUE_CHUNK  # rows whose pages are mapped in ahead of the rows written
 PREFAULT_CHUNK = 256  # rows mapped in at once
-CALENDARS = ("weekly", "monthly")  # calendar dependences a strategy may declare (oomrl.portfolio.probes)
+CALENDARS = (
+    "weekly",
+    "monthly",
+)  # calendar dependences a strategy may declare (oomrl.portfolio.probes)
 UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
 
 
@@ -64,8 +67,14 @@ class StrategyRunner(Protocol):
     def due(self, t: int, last: date | None) -> bool:
         """Does the strategy want to trade on session t, having last traded on `last`?"""
 
-    def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
-                members: list[str] | None) -> np.ndarray:
+    def weights(
+        self,
+        t: int,
+        held: np.ndarray,
+        held_weights: np.ndarray,
+        nav: float,
+        members: list[str] | None,
+    ) -> np.ndarray:
         """Target weights per market symbol for session t, from data up to session t-1."""
 
     def close(self) -> None:
@@ -83,21 +92,32 @@ class StrategySource(Protocol):
         """A runner for `market` with these parameters (validated by the strategy's Params)."""
 
 
-def weights_array(name: str, day: date, market: MarketFrames, idx: Any, values: Any,
-                  unknown: Any) -> np.ndarray:
+def weights_array(
+    name: str, day: date, market: MarketFrames, idx: Any, values: Any, unknown: Any
+) -> np.ndarray:
     """Validated long-only weights per market symbol from a decision's plain answer.
 
     The rules of strategy_api.check_weights (finite, >= 0, sum <= 1, zeros dropped), applied to
     arrays the receiving side decoded itself; symbols must be the market's.
     """
     count = len(market.symbols)
-    if not (isinstance(idx, np.ndarray) and isinstance(values, np.ndarray) and idx.dtype.str == "<i8"
-            and values.dtype.str == "<f8" and idx.shape == values.shape and idx.ndim == 1
-            and isinstance(unknown, list) and all(isinstance(u, str) for u in unknown)
-            and len(unknown) == int(np.count_nonzero(idx < 0)) and not (idx >= count).any()):
+    if not (
+        isinstance(idx, np.ndarray)
+        and isinstance(values, np.ndarray)
+        and idx.dtype.str == "<i8"
+        and values.dtype.str == "<f8"
+        and idx.shape == values.shape
+        and idx.ndim == 1
+        and isinstance(unknown, list)
+        and all(isinstance(u, str) for u in unknown)
+        and len(unknown) == int(np.count_nonzero(idx < 0))
+        and not (idx >= count).any()
+    ):
         raise StrategyHostError(f"strategy {name}: the host answered {day} with malformed weights")
     if len(unknown):
-        raise StrategyFailedError(f"strategy {name} targets symbols without market data: {unknown[:5]}")
+        raise StrategyFailedError(
+            f"strategy {name} targets symbols without market data: {unknown[:5]}"
+        )
     seen = np.zeros(count, dtype=bool)
     seen[idx] = True  # a symbol given twice marks one place for two answers
     if np.count_nonzero(seen) != len(idx):
@@ -105,14 +125,18 @@ def weights_array(name: str, day: date, market: MarketFrames, idx: Any, values: 
     bad = ~np.isfinite(values) | (values < -WEIGHT_TOLERANCE)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise StrategyFailedError(f"strategy {name} returned invalid weights for {day}: weight of "
-                                  f"{market.symbols[idx[first]]} must be finite and >= 0, got "
-                                  f"{values[first]}")
+        raise StrategyFailedError(
+            f"strategy {name} returned invalid weights for {day}: weight of "
+            f"{market.symbols[idx[first]]} must be finite and >= 0, got "
+            f"{values[first]}"
+        )
     kept = values > WEIGHT_TOLERANCE
     total = sum(values[kept].tolist())  # summed in order, as check_weights sums a dict
     if total > 1.0 + WEIGHT_TOLERANCE:
-        raise StrategyFailedError(f"strategy {name} returned invalid weights for {day}: weights sum "
-                                  f"to {total:.6f} > 1 (long-only, no leverage)")
+        raise StrategyFailedError(
+            f"strategy {name} returned invalid weights for {day}: weights sum "
+            f"to {total:.6f} > 1 (long-only, no leverage)"
+        )
     weights = np.zeros(count)
     weights[idx[kept]] = values[kept]
     return weights
@@ -132,8 +156,12 @@ class SharedMarket:
         self.size = 8 * capacity * (1 + self.width * len(self.fields))
         self.memory, self.readonly, reused = _acquire(self.size)
         self.days = np.frombuffer(self.memory, "<i8", capacity, 0)
-        self.data = {f: np.frombuffer(self.memory, "<f8", capacity * self.width, self._offset(i, 0))
-                     .reshape(capacity, self.width) for i, f in enumerate(self.fields)}
+        self.data = {
+            f: np.frombuffer(self.memory, "<f8", capacity * self.width, self._offset(i, 0)).reshape(
+                capacity, self.width
+            )
+            for i, f in enumerate(self.fields)
+        }
         self.written = 0
         # rows [0, faulted) have their pages mapped in; -1: the kernel cannot. A reused file's are all.
         self.faulted = capacity if reused else 0
@@ -166,7 +194,9 @@ class SharedMarket:
         lo = self.faulted
         stop = min(max(stop, lo + PREFAULT_CHUNK), len(self.days))  # few large calls: the kernel
         #                                                   maps a range of pages cheaper than one by one
-        spans = [(8 * lo, 8 * stop)] + [(self._offset(i, lo), self._offset(i, stop)) for i in range(len(self.fields))]
+        spans = [(8 * lo, 8 * stop)] + [
+            (self._offset(i, lo), self._offset(i, stop)) for i in range(len(self.fields))
+        ]
         try:
             for start, end in spans:
                 start -= start % PAGE
@@ -222,7 +252,7 @@ def _release(size: int, memory: Any, readonly: int, reuse: bool) -> None:
         if reuse and size <= POOL_BYTES - sum(entry[0] for entry in _POOL):
             _POOL.append((size, memory, readonly))
             dropped = _POOL[:-POOL_FILES] if len(_POOL) > POOL_FILES else []
-            del _POOL[:len(dropped)]
+            del _POOL[: len(dropped)]
         else:
             dropped = [(size, memory, readonly)]
     for _, mapping, descriptor in dropped:
@@ -248,7 +278,9 @@ class HostedRunner:
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
     waiting: Question | None = None  # a question whose book the host still waits for
-    calendar: str = "weekly"  # the calendar dependence S declares (its `calendar`): what the date probe keeps
+    calendar: str = (
+        "weekly"  # the calendar dependence S declares (its `calendar`): what the date probe keeps
+    )
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         self._in_step()
@@ -257,16 +289,20 @@ class HostedRunner:
     def _in_step(self) -> None:
         """Refuse a request while the host waits for a question's book (it would read it as the book)."""
         if self.waiting is not None and not self.waiting.sent:
-            raise StrategyHostError(f"strategy {self.name}: a request was made before the book of "
-                                    f"session {self.waiting.t} was sent")
+            raise StrategyHostError(
+                f"strategy {self.name}: a request was made before the book of "
+                f"session {self.waiting.t} was sent"
+            )
 
     def _guard(self, exchange: Callable[[], Any]) -> Any:
         """What `exchange` with the host returns; its failures as this strategy's errors."""
         try:
             return exchange()
         except StrategyError as exc:
-            raise StrategyFailedError(f"strategy {self.name} raised {exc.type_name}: {exc.message}"
-                                      + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")) from None
+            raise StrategyFailedError(
+                f"strategy {self.name} raised {exc.type_name}: {exc.message}"
+                + (f" ({exc.where[0]}:{exc.where[1]})" if exc.where else "")
+            ) from None
         except HostError as exc:
             raise StrategyHostError(f"strategy {self.name}: {exc}") from None
 
@@ -278,29 +314,61 @@ class HostedRunner:
 
     def due(self, t: int, last: date | None) -> bool:
         cached = self._due
-        if cached and cached["last"] == last and cached["from"] <= t < cached["from"] + len(cached["flags"]):
+        if (
+            cached
+            and cached["last"] == last
+            and cached["from"] <= t < cached["from"] + len(cached["flags"])
+        ):
             return bool(cached["flags"][t - cached["from"]])
         stop = min(t + DUE_CHUNK, len(self.market.days))
-        answer = self._call({"op": "due", "handle": self.handle, "days": self.market.day_ns[t:stop],
-                             "first_only": True, "last": None if last is None else wire.day_ns(last)})
+        answer = self._call(
+            {
+                "op": "due",
+                "handle": self.handle,
+                "days": self.market.day_ns[t:stop],
+                "first_only": True,
+                "last": None if last is None else wire.day_ns(last),
+            }
+        )
         self._remember(t, last, answer.get("due"), stop - t)
         return bool(self._due["flags"][0])
 
     def _remember(self, start: int, last: date | None, flags: Any, asked: int) -> None:
-        if not (isinstance(flags, np.ndarray) and flags.dtype.str == "|b1" and flags.ndim == 1
-                and 1 <= len(flags) <= asked and (flags[-1] or len(flags) == asked)
-                and not flags[:-1].any()):
-            raise StrategyHostError(f"strategy {self.name}: the host answered the schedule malformed")
+        if not (
+            isinstance(flags, np.ndarray)
+            and flags.dtype.str == "|b1"
+            and flags.ndim == 1
+            and 1 <= len(flags) <= asked
+            and (flags[-1] or len(flags) == asked)
+            and not flags[:-1].any()
+        ):
+            raise StrategyHostError(
+                f"strategy {self.name}: the host answered the schedule malformed"
+            )
         self._due = {"from": start, "last": last, "flags": flags}
         if flags[-1]:
-            self._send_rows(start + len(flags) - 1)  # rows up to the next decision date, ahead of time
+            self._send_rows(
+                start + len(flags) - 1
+            )  # rows up to the next decision date, ahead of time
 
-    def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
-                members: list[str] | None) -> np.ndarray:
+    def weights(
+        self,
+        t: int,
+        held: np.ndarray,
+        held_weights: np.ndarray,
+        nav: float,
+        members: list[str] | None,
+    ) -> np.ndarray:
         return self.ask(t, held, held_weights, nav, members)()
 
-    def ask(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
-            members: list[str] | None) -> Callable[[], np.ndarray]:
+    def ask(
+        self,
+        t: int,
+        held: np.ndarray,
+        held_weights: np.ndarray,
+        nav: float,
+        members: list[str] | None,
+    ) -> Callable[[], np.ndarray]:
         """Send the question of `weights` and return what takes its answer: the caller works
         meanwhile, while the host decides (the answer is checked when taken, as `weights` checks it)."""
         return self.question(t, members, book_follows=False).book(held, held_weights, nav)
@@ -324,13 +392,22 @@ class HostedRunner:
         market = self.market
         day_ns = market.day_ns
         message: dict[str, Any] = {
-            "op": "decide", "handle": self.handle, "as_of": int(day_ns[t - 1]),
-            "members": None if members is None else {"idx": self._member_positions(members)}}
+            "op": "decide",
+            "handle": self.handle,
+            "as_of": int(day_ns[t - 1]),
+            "members": None if members is None else {"idx": self._member_positions(members)},
+        }
         self._send_rows(t)
         message["rows"] = t
         stop = min(t + 1 + DUE_CHUNK, len(day_ns))
-        if self.schedule_ahead and t + 1 < stop:  # after trading on t, the next question is whether t+1.. is due
-            message["due"] = {"days": day_ns[t + 1:stop], "last": int(day_ns[t]), "first_only": True}
+        if (
+            self.schedule_ahead and t + 1 < stop
+        ):  # after trading on t, the next question is whether t+1.. is due
+            message["due"] = {
+                "days": day_ns[t + 1 : stop],
+                "last": int(day_ns[t]),
+                "first_only": True,
+            }
         question = Question(self, t, members, message, stop)
         if book_follows:
             message["book"] = "next"
@@ -339,7 +416,9 @@ class HostedRunner:
         return question
 
     def _member_positions(self, members: list[str]) -> np.ndarray:
-        cached = self._members.get(id(members))  # Membership.on hands out one list per effective date
+        cached = self._members.get(
+            id(members)
+        )  # Membership.on hands out one list per effective date
         if cached is not None and cached[0] is members:
             return cached[1]
         positions = self.market.positions
@@ -369,12 +448,23 @@ class Question:
         """Send the book the decision starts from; calling the result takes the checked weights."""
         runner, t, message = self.runner, self.t, self.message
         if self.sent:
-            raise StrategyHostError(f"strategy {runner.name}: the book of session {t} was sent already")
+            raise StrategyHostError(
+                f"strategy {runner.name}: the book of session {t} was sent already"
+            )
         self.sent = True
-        book = {"portfolio_value": float(nav),
-                "holdings": {"idx": np.asarray(held, dtype="<i8"), "w": np.asarray(held_weights, dtype="<f8")}}
+        book = {
+            "portfolio_value": float(nav),
+            "holdings": {
+                "idx": np.asarray(held, dtype="<i8"),
+                "w": np.asarray(held_weights, dtype="<f8"),
+            },
+        }
         if message.get("book") == "next":
-            runner._guard(lambda: runner.host.send({"op": "book", "handle": runner.handle, **book}, answered=False))
+            runner._guard(
+                lambda: runner.host.send(
+                    {"op": "book", "handle": runner.handle, **book}, answered=False
+                )
+            )
         else:
             runner._guard(lambda: runner.host.send({**message, **book}))
         if runner.shared is not None:
@@ -390,8 +480,12 @@ class Question:
         self.sent = True
         runner = self.runner
         try:
-            runner._guard(lambda: runner.host.send({"op": "book", "handle": runner.handle,
-                                                    "portfolio_value": 1.0, "holdings": {}}, answered=False))
+            runner._guard(
+                lambda: runner.host.send(
+                    {"op": "book", "handle": runner.handle, "portfolio_value": 1.0, "holdings": {}},
+                    answered=False,
+                )
+            )
             runner._guard(runner.host.receive)
         except StrategyFailedError:  # what S made of a question nobody needs is nobody's error
             pass
@@ -416,19 +510,34 @@ class Answer:
             reply = runner._guard(runner.host.receive)
             self.reply_in_hand = reply
             if "due" in question.message:
-                runner._remember(t + 1, runner.market.days[t], reply.get("due"), question.stop - t - 1)
+                runner._remember(
+                    t + 1, runner.market.days[t], reply.get("due"), question.stop - t - 1
+                )
         return self.reply_in_hand
 
     def __call__(self) -> np.ndarray:
         reply = self.reply()
         question = self.question
         runner, t, market = question.runner, question.t, question.runner.market
-        weights = weights_array(runner.name, market.days[t - 1], market, reply.get("idx"), reply.get("w"),
-                                reply.get("unknown"))
+        weights = weights_array(
+            runner.name,
+            market.days[t - 1],
+            market,
+            reply.get("idx"),
+            reply.get("w"),
+            reply.get("unknown"),
+        )
         if runner.decisions is not None:
-            runner.decisions.append(Decision(t, self.held.copy(), self.held_weights.copy(), float(self.nav),
-                                             None if question.members is None else list(question.members),
-                                             weights))
+            runner.decisions.append(
+                Decision(
+                    t,
+                    self.held.copy(),
+                    self.held_weights.copy(),
+                    float(self.nav),
+                    None if question.members is None else list(question.members),
+                    weights,
+                )
+            )
         return weights
 
 
@@ -443,9 +552,11 @@ def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:
     except GateSetupError as exc:
         if unsafe_no_jail:
             return HashOnlyLock(), UNSAFE_JAIL
-        raise StrategyHostError(f"strategy code runs only in a jail and none can be made here ({exc}); "
-                                "install bubblewrap, or set OOMRL_UNSAFE_NO_JAIL=1 to run it unjailed "
-                                "(every output then says so)") from None
+        raise StrategyHostError(
+            f"strategy code runs only in a jail and none can be made here ({exc}); "
+            "install bubblewrap, or set OOMRL_UNSAFE_NO_JAIL=1 to run it unjailed "
+            "(every output then says so)"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -463,8 +574,9 @@ class WorkspaceStrategy:
         lock, jail = jail_lock(self.unsafe_no_jail)
         sources, memory = _contract_of(self.root)
         try:
-            return start_host(lock, HostSpec(Path(self.root), sources, coverage, memory,
-                                             poll_s=HOST_POLL_S)), jail
+            return start_host(
+                lock, HostSpec(Path(self.root), sources, coverage, memory, poll_s=HOST_POLL_S)
+            ), jail
         except (HostError, OSError) as exc:
             raise StrategyHostError(f"strategy {self.name}: {exc}") from None
         except Exception as exc:  # GateSetupError: the jail itself could not be made
@@ -472,25 +584,48 @@ class WorkspaceStrategy:
                 raise StrategyHostError(f"strategy {self.name}: {exc}") from None
             raise
 
-    def open(self, params: Mapping[str, Any] | None, market: MarketFrames, *,
-             record: bool = False, schedule_ahead: bool = True) -> HostedRunner:
+    def open(
+        self,
+        params: Mapping[str, Any] | None,
+        market: MarketFrames,
+        *,
+        record: bool = False,
+        schedule_ahead: bool = True,
+    ) -> HostedRunner:
         """A runner in a new host; `record` keeps its decisions (`runner.decisions`), `schedule_ahead`
         False asks nothing along with a decision (the host then sees no row after it)."""
         host, jail = self.start()
         try:
             handle, _, calendar = open_in(host, self.name, params)
             shared = SharedMarket(market)
-            runner = HostedRunner(host, handle, self.name, market, jail, shared,
-                                  decisions=[] if record else None, schedule_ahead=schedule_ahead,
-                                  calendar=calendar)
+            runner = HostedRunner(
+                host,
+                handle,
+                self.name,
+                market,
+                jail,
+                shared,
+                decisions=[] if record else None,
+                schedule_ahead=schedule_ahead,
+                calendar=calendar,
+            )
             try:
-                host.channel.send_with_fd({"op": "market", "handle": handle, "shared": len(market.days),
-                                           "symbols": [str(s) for s in market.symbols],
-                                           "fields": shared.fields}, shared.readonly)
+                host.channel.send_with_fd(
+                    {
+                        "op": "market",
+                        "handle": handle,
+                        "shared": len(market.days),
+                        "symbols": [str(s) for s in market.symbols],
+                        "fields": shared.fields,
+                    },
+                    shared.readonly,
+                )
                 host.channel.receive()
             except (HostError, StrategyError) as exc:
                 shared.close(reuse=False)  # the host got the descriptor and is not stopped yet
-                raise StrategyHostError(f"strategy {self.name}: the host could not map the market: {exc}") from None
+                raise StrategyHostError(
+                    f"strategy {self.name}: the host could not map the market: {exc}"
+                ) from None
             return runner
         except BaseException:
             host.close()
@@ -505,7 +640,9 @@ class WorkspaceStrategy:
         for tree in sources:
             for path in sorted((Path(self.root) / tree).rglob("*.py")):
                 if "__pycache__" not in path.parts:
-                    digest.update(f"{path.relative_to(self.root)}\0".encode() + path.read_bytes() + b"\0")
+                    digest.update(
+                        f"{path.relative_to(self.root)}\0".encode() + path.read_bytes() + b"\0"
+                    )
         return digest.hexdigest()
 
     def check_params(self, params: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -523,24 +660,42 @@ class WorkspaceStrategy:
             host.close()
 
 
-def open_in(host: Any, name: str, params: Mapping[str, Any] | None) -> tuple[int, dict[str, Any], str]:
+def open_in(
+    host: Any, name: str, params: Mapping[str, Any] | None
+) -> tuple[int, dict[str, Any], str]:
     """Open strategy `name` in a started host: its handle, its normalized parameters and the calendar
     it declares ("weekly" unless it says "monthly")."""
     try:
-        answer = host.request({"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))})
+        answer = host.request(
+            {"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))}
+        )
     except StrategyError as exc:
-        if exc.kind == "request" or exc.type_name in ("ModuleNotFoundError", "ImportError", "KeyError"):
-            raise StrategyFailedError(f"no strategy {name!r} in this workspace: {exc.message}") from None
-        raise StrategyFailedError(f"invalid params for {name}: {validation_line(exc.message)}"
-                                  if exc.type_name == "ValidationError" else
-                                  f"strategy {name} failed to load: {exc.type_name}: {exc.message}") from None
+        if exc.kind == "request" or exc.type_name in (
+            "ModuleNotFoundError",
+            "ImportError",
+            "KeyError",
+        ):
+            raise StrategyFailedError(
+                f"no strategy {name!r} in this workspace: {exc.message}"
+            ) from None
+        raise StrategyFailedError(
+            f"invalid params for {name}: {validation_line(exc.message)}"
+            if exc.type_name == "ValidationError"
+            else f"strategy {name} failed to load: {exc.type_name}: {exc.message}"
+        ) from None
     except HostError as exc:
         raise StrategyHostError(f"strategy {name}: {exc}") from None
-    handle, normalized, calendar = answer.get("handle"), answer.get("params"), answer.get("calendar") or "weekly"
+    handle, normalized, calendar = (
+        answer.get("handle"),
+        answer.get("params"),
+        answer.get("calendar") or "weekly",
+    )
     if not isinstance(handle, int) or not isinstance(normalized, dict):
         raise StrategyHostError(f"strategy {name}: the host answered `open` malformed")
     if calendar not in CALENDARS:
-        raise StrategyFailedError(f"strategy {name} declares calendar {calendar!r}; known: {', '.join(CALENDARS)}")
+        raise StrategyFailedError(
+            f"strategy {name} declares calendar {calendar!r}; known: {', '.join(CALENDARS)}"
+        )
     return handle, wire.from_plain(normalized), calendar
 
 

@@ -40,8 +40,10 @@ class KillSwitch:
 
     def reason(self, loss: float) -> str:
         """The message recorded with a halt."""
-        return (f"principal loss {loss:.2%} reached the kill-switch threshold {self.threshold:.0%}; "
-                "trading stays halted until `oomrl account resume --confirm`")
+        return (
+            f"principal loss {loss:.2%} reached the kill-switch threshold {self.threshold:.0%}; "
+            "trading stays halted until `oomrl account resume --confirm`"
+        )
 
 
 def require_active(account: str, status: AccountStatus, reason: str | None = None) -> None:
@@ -50,4 +52,5 @@ def require_active(account: str, status: AccountStatus, reason: str | None = Non
         detail = f" ({reason})" if reason else ""
         raise AccountHaltedError(
             f"account {account!r} is HALTED{detail}; resume it with `oomrl account resume "
-            f"--account {account} --confirm`")
+            f"--account {account} --confirm`"
+        )

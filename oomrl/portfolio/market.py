@@ -27,8 +27,18 @@ from oomrl.market import calendar, limits
 from oomrl.market.rules import AShareRules, FillPrice, FrictionRules
 from oomrl.portfolio.actions import Actions
 
-PANEL_FIELDS = ("open", "high", "low", "close", "volume", "amount", "prev_close_raw", "factor", "st",
-                "list_date")
+PANEL_FIELDS = (
+    "open",
+    "high",
+    "low",
+    "close",
+    "volume",
+    "amount",
+    "prev_close_raw",
+    "factor",
+    "st",
+    "list_date",
+)
 STRATEGY_FIELDS = ("open", "high", "low", "close", "volume", "amount")
 NO_ACTION = 1e-9  # factor ratios closer to 1 than this are float noise, not a corporate action
 
@@ -52,8 +62,11 @@ def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -> np.ndarray:
     """Round prices (divided by `factor` first, when given) to the market's tick (half away from zero, as prices are positive)."""
     values = np.asarray(prices, dtype=float)
-    return _to_tick_in_place(np.asarray(values / tick if factor is None else values / factor), tick,
-                             divided=factor is None)
+    return _to_tick_in_place(
+        np.asarray(values / tick if factor is None else values / factor),
+        tick,
+        divided=factor is None,
+    )
 
 
 def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np.ndarray:
@@ -103,9 +116,13 @@ class MarketFrames:
     lot_step: np.ndarray  # (N,) increment above it
 
     @classmethod
-    def build(cls, panels: Mapping[str, pd.DataFrame], rules: FrictionRules,
-              st_symbols: Iterable[str] = (), limit_pct: Mapping[str, float] | None = None
-              ) -> MarketFrames:
+    def build(
+        cls,
+        panels: Mapping[str, pd.DataFrame],
+        rules: FrictionRules,
+        st_symbols: Iterable[str] = (),
+        limit_pct: Mapping[str, float] | None = None,
+    ) -> MarketFrames:
         """Align the panels and precompute every per-cell quantity the broker and replay use."""
         if "close" not in panels:
             raise DataValidationError("market panels need a 'close' panel")
@@ -113,35 +130,72 @@ class MarketFrames:
         aligned = {f: _aligned(p, dates, symbols) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
         # The smallest price first (one pass, NaN skipped); cells are looked at only when it is not positive.
-        if np.fmin.reduce(adjusted, axis=None, initial=np.inf) <= 0 and np.any((adjusted <= 0) & np.isfinite(adjusted)):
+        if np.fmin.reduce(adjusted, axis=None, initial=np.inf) <= 0 and np.any(
+            (adjusted <= 0) & np.isfinite(adjusted)
+        ):
             raise DataValidationError("close prices must be positive")
         factor, factor_known = _factors(aligned.get("factor"), adjusted.shape)
         adjusted_last = _ffill(adjusted)
         adv_windows = ColumnWindows(len(dates), rules.adv_window)
-        sigma_windows = adv_windows if rules.sigma_window == rules.adv_window \
+        sigma_windows = (
+            adv_windows
+            if rules.sigma_window == rules.adv_window
             else ColumnWindows(len(dates), rules.sigma_window)
+        )
         with ThreadPoolExecutor(max_workers=1) as background:
             # pandas' rolling kernels release the GIL: volatility, then ADV, run beside the rest of the build.
-            sigma = background.submit(rolling_by_column, _returns(adjusted_last), sigma_windows, 2, "std")
+            sigma = background.submit(
+                rolling_by_column, _returns(adjusted_last), sigma_windows, 2, "std"
+            )
             raw = _raw_prices(panels, aligned, factor, rules.tick)
-            volume = aligned["volume"].to_numpy() if "volume" in aligned else np.full(adjusted.shape, np.nan)
+            volume = (
+                aligned["volume"].to_numpy()
+                if "volume" in aligned
+                else np.full(adjusted.shape, np.nan)
+            )
             close = raw["close"]
-            adv = background.submit(rolling_by_column, _traded_value(close, volume, aligned.get("amount")),
-                                    adv_windows, min(5, rules.adv_window), "mean")
+            adv = background.submit(
+                rolling_by_column,
+                _traded_value(close, volume, aligned.get("amount")),
+                adv_windows,
+                min(5, rules.adv_window),
+                "mean",
+            )
             tradable = _tradable(close, volume)
-            last_close = _ffill(close)  # close itself when none is missing: nothing writes to either
+            last_close = _ffill(
+                close
+            )  # close itself when none is missing: nothing writes to either
             fill = _fill_prices(raw, aligned, rules.fill_price)
             try:
                 minimum, step = rules.lot_rules(list(symbols))
             except ValueError as exc:
-                raise DataValidationError(f"cannot tell the lot size or price limit of a symbol under "
-                                          f"{type(rules).__name__}: {exc}") from exc
-            up, down, at_up, at_down = _limits(aligned, adjusted_last, factor, fill, rules, st_symbols,
-                                               limit_pct, dates, symbols)
+                raise DataValidationError(
+                    f"cannot tell the lot size or price limit of a symbol under "
+                    f"{type(rules).__name__}: {exc}"
+                ) from exc
+            up, down, at_up, at_down = _limits(
+                aligned, adjusted_last, factor, fill, rules, st_symbols, limit_pct, dates, symbols
+            )
         strategy_panels = Panels({f: aligned[f] for f in STRATEGY_FIELDS if f in aligned})
-        return cls(dates, symbols, strategy_panels, close, last_close, tradable, fill, up, down,
-                   at_up, at_down, adv.result(), sigma.result(), _action_ratio(factor, adjusted.shape), factor_known,
-                   minimum, step)
+        return cls(
+            dates,
+            symbols,
+            strategy_panels,
+            close,
+            last_close,
+            tradable,
+            fill,
+            up,
+            down,
+            at_up,
+            at_down,
+            adv.result(),
+            sigma.result(),
+            _action_ratio(factor, adjusted.shape),
+            factor_known,
+            minimum,
+            step,
+        )
 
     # Read once per replay, so the loop over events touches arrays and lists, not pandas objects.
     @cached_property
@@ -183,7 +237,9 @@ class MarketFrames:
     def no_action_rows(self) -> dict[str, np.ndarray]:
         """The (empty) corporate-action rows of a session where no factor steps."""
         none = np.zeros(len(self.symbols), dtype=np.int64)
-        return Actions(none, none, np.ones(len(self.symbols))).rows(self.dates[0], self.symbols, none)
+        return Actions(none, none, np.ones(len(self.symbols))).rows(
+            self.dates[0], self.symbols, none
+        )
 
     @cached_property
     def symbol_names(self) -> np.ndarray:
@@ -218,8 +274,9 @@ def _tradable(close: np.ndarray, volume: np.ndarray) -> np.ndarray:
     return halted
 
 
-def _fill_prices(raw: Mapping[str, np.ndarray], aligned: Mapping[str, pd.DataFrame],
-                 policy: FillPrice) -> np.ndarray:
+def _fill_prices(
+    raw: Mapping[str, np.ndarray], aligned: Mapping[str, pd.DataFrame], policy: FillPrice
+) -> np.ndarray:
     """Frictionless raw fill price per cell under the configured policy."""
     close = raw["close"]
     if policy is FillPrice.CLOSE:
@@ -248,10 +305,17 @@ def _or_close(prices: np.ndarray, close: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(prices), prices, close)
 
 
-def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, factor: np.ndarray | None,
-            fill: np.ndarray, rules: FrictionRules, st_symbols: Iterable[str],
-            override: Mapping[str, float] | None, dates: pd.DatetimeIndex, symbols: pd.Index
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _limits(
+    aligned: Mapping[str, pd.DataFrame],
+    adjusted_last: np.ndarray,
+    factor: np.ndarray | None,
+    fill: np.ndarray,
+    rules: FrictionRules,
+    st_symbols: Iterable[str],
+    override: Mapping[str, float] | None,
+    dates: pd.DatetimeIndex,
+    symbols: pd.Index,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Raw limit prices from the exchange's reference price, and whether the fill sits at a limit."""
     shape = fill.shape
     if not rules.price_limits:
@@ -280,7 +344,12 @@ def _limits(aligned: Mapping[str, pd.DataFrame], adjusted_last: np.ndarray, fact
     at_up, at_down = limited & (fill_fen >= up_fen), limited & (fill_fen <= down_fen)
     del fill_fen
     unlimited = ~limited
-    return _yuan_in_place(up_fen, unlimited, np.inf), _yuan_in_place(down_fen, unlimited, 0.0), at_up, at_down
+    return (
+        _yuan_in_place(up_fen, unlimited, np.inf),
+        _yuan_in_place(down_fen, unlimited, 0.0),
+        at_up,
+        at_down,
+    )
 
 
 def _constant(value: float | bool, shape: tuple[int, ...]) -> np.ndarray:
@@ -303,21 +372,43 @@ def _yuan_in_place(fen: np.ndarray, unlimited: np.ndarray, no_limit: float) -> n
     return out
 
 
-def _fractions(aligned: Mapping[str, pd.DataFrame], rules: FrictionRules, st_symbols: Iterable[str],
-               override: Mapping[str, float] | None, dates: pd.DatetimeIndex, symbols: pd.Index) -> np.ndarray:
+def _fractions(
+    aligned: Mapping[str, pd.DataFrame],
+    rules: FrictionRules,
+    st_symbols: Iterable[str],
+    override: Mapping[str, float] | None,
+    dates: pd.DatetimeIndex,
+    symbols: pd.Index,
+) -> np.ndarray:
     """Limit fractions, (T x N) or (1 x N) when `override` gives every column's: the rules', overridden per symbol."""
-    columns = [i for i, symbol in enumerate(symbols) if symbol in override] if override is not None else []
+    columns = (
+        [i for i, symbol in enumerate(symbols) if symbol in override]
+        if override is not None
+        else []
+    )
     values = [float(override[symbols[i]]) for i in columns] if override is not None else []
-    if len(columns) == len(symbols):  # every rule-set fraction would be overwritten: skip computing them
+    if len(columns) == len(
+        symbols
+    ):  # every rule-set fraction would be overwritten: skip computing them
         return np.array(values, dtype=float).reshape(1, len(symbols))
     shape = (len(dates), len(symbols))
-    st = np.nan_to_num(aligned["st"].to_numpy(), nan=0.0) > 0 if "st" in aligned else np.zeros(shape, bool)
+    st = (
+        np.nan_to_num(aligned["st"].to_numpy(), nan=0.0) > 0
+        if "st" in aligned
+        else np.zeros(shape, bool)
+    )
     st |= np.isin(np.asarray(symbols, dtype=object), list(st_symbols))[None, :]
-    list_dates = from_yyyymmdd(aligned["list_date"].to_numpy()) if "list_date" in aligned \
+    list_dates = (
+        from_yyyymmdd(aligned["list_date"].to_numpy())
+        if "list_date" in aligned
         else np.full(shape, np.datetime64("NaT"), dtype="datetime64[ns]")
+    )
     grid = np.broadcast_to(dates.values[:, None], shape)
-    listing = calendar.session_numbers(grid, list_dates) if isinstance(rules, AShareRules) \
+    listing = (
+        calendar.session_numbers(grid, list_dates)
+        if isinstance(rules, AShareRules)
         else np.full(shape, np.nan)
+    )
     fraction = rules.limit_fractions(list(symbols), dates.values, st, listing, list_dates)
     fraction[:, columns] = values
     return fraction
@@ -336,14 +427,20 @@ def _aligned(panel: pd.DataFrame, dates: pd.DatetimeIndex, symbols: pd.Index) ->
     return panel.reindex(index=dates, columns=symbols).astype(float, copy=False)
 
 
-def _raw_prices(panels: Mapping[str, pd.DataFrame], aligned: Mapping[str, pd.DataFrame], factor: np.ndarray | None,
-                tick: float) -> dict[str, np.ndarray]:
+def _raw_prices(
+    panels: Mapping[str, pd.DataFrame],
+    aligned: Mapping[str, pd.DataFrame],
+    factor: np.ndarray | None,
+    tick: float,
+) -> dict[str, np.ndarray]:
     """Raw open, high, low and close on the tick; fields given as one and the same panel are converted once."""
     raw: dict[str, np.ndarray] = {}
     for field in ("open", "high", "low", "close"):
         if field in aligned:
             same = next((f for f in raw if panels[f] is panels[field]), None)
-            raw[field] = raw[same] if same is not None else to_tick(aligned[field].to_numpy(), tick, factor)
+            raw[field] = (
+                raw[same] if same is not None else to_tick(aligned[field].to_numpy(), tick, factor)
+            )
     return raw
 
 
@@ -354,7 +451,9 @@ def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
     return pd.DatetimeIndex(close.index), close.columns
 
 
-def _factors(factor_df: pd.DataFrame | None, shape: tuple[int, ...]) -> tuple[np.ndarray | None, np.ndarray]:
+def _factors(
+    factor_df: pd.DataFrame | None, shape: tuple[int, ...]
+) -> tuple[np.ndarray | None, np.ndarray]:
     """Adjustment factor per cell, each unknown one the nearest known of its symbol, else 1 (None: no factor
     panel, raw = adjusted); and where the factor is known."""
     if factor_df is None:
@@ -411,23 +510,36 @@ class ColumnWindows(BaseIndexer):
     def __init__(self, rows: int, window_size: int) -> None:
         super().__init__(window_size=window_size)
         self.rows = rows
-        self._bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # kept: ADV and sigma often share them
+        self._bounds: dict[
+            int, tuple[np.ndarray, np.ndarray]
+        ] = {}  # kept: ADV and sigma often share them
 
-    def get_window_bounds(self, num_values: int = 0, min_periods: int | None = None, center: bool | None = None,
-                          closed: str | None = None, step: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def get_window_bounds(
+        self,
+        num_values: int = 0,
+        min_periods: int | None = None,
+        center: bool | None = None,
+        closed: str | None = None,
+        step: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """[start, end) of the window of each flat position (`num_values` is a multiple of `rows`)."""
         if num_values not in self._bounds:
             end = np.arange(num_values, dtype=np.int64)
             start = end - self.window_size
-            if self.rows:  # the first windows of a column start at its top, not in the column before
+            if (
+                self.rows
+            ):  # the first windows of a column start at its top, not in the column before
                 heads = start.reshape(-1, self.rows)[:, : self.window_size + 1]
-                np.maximum(heads, np.arange(0, num_values, self.rows, dtype=np.int64)[:, None], out=heads)
+                np.maximum(
+                    heads, np.arange(0, num_values, self.rows, dtype=np.int64)[:, None], out=heads
+                )
             self._bounds = {num_values: (start, end)}
         return self._bounds[num_values]
 
 
-def rolling_by_column(values: np.ndarray, windows: ColumnWindows, min_periods: int,
-                      statistic: Literal["mean", "std"]) -> np.ndarray:
+def rolling_by_column(
+    values: np.ndarray, windows: ColumnWindows, min_periods: int, statistic: Literal["mean", "std"]
+) -> np.ndarray:
     """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit, in one pandas call.
 
     pandas runs its rolling kernels column by column, with a Python round trip per column. Here the
@@ -439,4 +551,9 @@ def rolling_by_column(values: np.ndarray, windows: ColumnWindows, min_periods: i
     """
     rows, columns = values.shape
     rolling = pd.Series(np.ravel(values, order="F")).rolling(windows, min_periods=min_periods)
-    return (rolling.mean() if statistic == "mean" else rolling.std()).to_numpy().reshape(columns, rows).T
+    return (
+        (rolling.mean() if statistic == "mean" else rolling.std())
+        .to_numpy()
+        .reshape(columns, rows)
+        .T
+    )

@@ -24,7 +24,9 @@ from oomrl.portfolio.reward import DEFAULT_TERMINAL_PENALTY
 from oomrl.portfolio.setup import market_rules
 from oomrl.settings import OomrlSettings
 
-CONFLICT_ATTEMPTS = 3  # a rebalance committing in between changes the revision: plan the marks again
+CONFLICT_ATTEMPTS = (
+    3  # a rebalance committing in between changes the revision: plan the marks again
+)
 BUILTIN = "builtin"
 
 
@@ -35,7 +37,7 @@ class MarkOutcome:
     account: str
     as_of: date
     marked: list[date] = field(default_factory=list)
-    halted: bool = False          # tripped by these marks (the halt is new)
+    halted: bool = False  # tripped by these marks (the halt is new)
     halted_on: date | None = None
     nav: float | None = None
     principal_loss: float | None = None
@@ -44,12 +46,19 @@ class MarkOutcome:
 
     def summary(self) -> dict[str, Any]:
         """A JSON-friendly line for artifacts and logs."""
-        return {"account": self.account, "as_of": str(self.as_of), "sessions_marked": len(self.marked),
-                "first": str(self.marked[0]) if self.marked else None,
-                "last": str(self.marked[-1]) if self.marked else None, "halted": self.halted,
-                "halted_on": str(self.halted_on) if self.halted_on else None, "nav": self.nav,
-                "principal_loss": self.principal_loss, "strategy_version": self.strategy_version,
-                "note": self.note}
+        return {
+            "account": self.account,
+            "as_of": str(self.as_of),
+            "sessions_marked": len(self.marked),
+            "first": str(self.marked[0]) if self.marked else None,
+            "last": str(self.marked[-1]) if self.marked else None,
+            "halted": self.halted,
+            "halted_on": str(self.halted_on) if self.halted_on else None,
+            "nav": self.nav,
+            "principal_loss": self.principal_loss,
+            "strategy_version": self.strategy_version,
+            "note": self.note,
+        }
 
 
 def marked_through(ledger: Ledger, account: str) -> date | None:
@@ -70,11 +79,22 @@ def holding_version(ledger: Ledger, account: str) -> str:
 
 def active_accounts(ledger: Ledger) -> list[str]:
     """Every account that may trade (not halted), by name."""
-    return sorted(name for name in ledger.account_names() if ledger.account(name).status is AccountStatus.ACTIVE)
+    return sorted(
+        name
+        for name in ledger.account_names()
+        if ledger.account(name).status is AccountStatus.ACTIVE
+    )
 
 
-def plan_marks(ledger: Ledger, account: str, as_of: date, market: MarketFrames, kill: KillSwitch,
-               version: str, terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> tuple[pd.DataFrame, int]:
+def plan_marks(
+    ledger: Ledger,
+    account: str,
+    as_of: date,
+    market: MarketFrames,
+    kill: KillSwitch,
+    version: str,
+    terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
+) -> tuple[pd.DataFrame, int]:
     """NAV rows for the sessions after the last NAV row up to `as_of`, and the revision they rest on.
 
     The walk starts at the last rebalance, as corporate actions since then (booked by the next
@@ -88,8 +108,11 @@ def plan_marks(ledger: Ledger, account: str, as_of: date, market: MarketFrames, 
     if first > t:
         return pd.DataFrame(columns=NAV_COLUMNS), state.revision
     held = held_shares(market, state.positions)
-    start = first if state.last_date is None else min(
-        first, int(market.dates.searchsorted(pd.Timestamp(state.last_date), side="right")))
+    start = (
+        first
+        if state.last_date is None
+        else min(first, int(market.dates.searchsorted(pd.Timestamp(state.last_date), side="right")))
+    )
     costing = Costing(kill=kill, version=version, terminal_penalty=terminal_penalty)
     columns, _, _ = mark_sessions(market, start, t + 1, book_at(nav, state, held), costing)
     rows = pd.DataFrame(columns, columns=NAV_COLUMNS)
@@ -97,9 +120,17 @@ def plan_marks(ledger: Ledger, account: str, as_of: date, market: MarketFrames, 
     return rows, state.revision
 
 
-def mark_account(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd.DataFrame] | MarketFrames,
-                 rules: FrictionRules, kill_threshold: float, lam: float = 0.0, gamma: float = 0.0,
-                 terminal_penalty: float = DEFAULT_TERMINAL_PENALTY) -> MarkOutcome:
+def mark_account(
+    ledger: Ledger,
+    account: str,
+    as_of: date,
+    panels: dict[str, pd.DataFrame] | MarketFrames,
+    rules: FrictionRules,
+    kill_threshold: float,
+    lam: float = 0.0,
+    gamma: float = 0.0,
+    terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
+) -> MarkOutcome:
     """Mark `account` at the close of every session up to `as_of` it has no NAV for; one commit.
 
     A halted account is left as it is (its halt already stands). When a marked session's principal
@@ -132,10 +163,14 @@ def mark_account(ledger: Ledger, account: str, as_of: date, panels: dict[str, pd
         outcome.halted, outcome.halted_on = halt_on is not None, halt_on
         outcome.note = reason or f"marked {len(rows)} session(s)"
         return outcome
-    raise LedgerConflictError(f"account {account!r} kept changing while its marks were planned; run again")
+    raise LedgerConflictError(
+        f"account {account!r} kept changing while its marks were planned; run again"
+    )
 
 
-def run_marking(settings: OomrlSettings, account: str, as_of: date, store: Any = None) -> MarkOutcome:
+def run_marking(
+    settings: OomrlSettings, account: str, as_of: date, store: Any = None
+) -> MarkOutcome:
     """Mark one account on the stored data, loading just the history its unmarked sessions need."""
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
@@ -147,8 +182,17 @@ def run_marking(settings: OomrlSettings, account: str, as_of: date, store: Any =
     # History before the first unmarked session too: a suspended holding is valued at its last close.
     days = HISTORY_DAYS + (0 if since is None else max((as_of - since).days, 0))
     panels = load_panels(store, as_of, history_days=days)
-    return mark_account(ledger, account, as_of, panels, market_rules(settings), settings.kill_threshold,
-                        settings.reward_lambda, settings.reward_gamma, settings.reward_terminal_penalty)
+    return mark_account(
+        ledger,
+        account,
+        as_of,
+        panels,
+        market_rules(settings),
+        settings.kill_threshold,
+        settings.reward_lambda,
+        settings.reward_gamma,
+        settings.reward_terminal_penalty,
+    )
 
 
 def last_stored_session(store: Any) -> date:
@@ -157,4 +201,3 @@ def last_stored_session(store: Any) -> date:
     if last is None:
         raise DataValidationError("the market store holds no bars: ingest first")
     return pd.Timestamp(last).date()
-

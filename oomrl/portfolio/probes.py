@@ -33,8 +33,12 @@ from oomrl.portfolio.market import MarketFrames, Panels
 from oomrl.portfolio.recompute import Difference
 
 MEMORIZED = "crossval.memorized"
-TOLERANCE = 1e-9  # weight difference that is float rounding (sums in another order), not another decision
-MONTHS = 48  # a monthly shift is a multiple of 4 years: month lengths, leap days and month ends are kept
+TOLERANCE = (
+    1e-9  # weight difference that is float rounding (sums in another order), not another decision
+)
+MONTHS = (
+    48  # a monthly shift is a multiple of 4 years: month lengths, leap days and month ends are kept
+)
 
 
 @dataclass(frozen=True)
@@ -72,10 +76,14 @@ def family(symbol: str) -> tuple[str, str]:
     return symbol.rsplit(".", 1)[-1] if "." in symbol else "", board_of(symbol).value
 
 
-def transformed(market: MarketFrames, name: str, source: np.ndarray, dates: pd.DatetimeIndex) -> Probe:
+def transformed(
+    market: MarketFrames, name: str, source: np.ndarray, dates: pd.DatetimeIndex
+) -> Probe:
     """The market as a host sees it with its columns taken from `source` and its sessions on `dates`."""
-    frames = {field: pd.DataFrame(frame.to_numpy()[:, source], index=dates, columns=market.symbols)
-              for field, frame in market.panels.items()}
+    frames = {
+        field: pd.DataFrame(frame.to_numpy()[:, source], index=dates, columns=market.symbols)
+        for field, frame in market.panels.items()
+    }
     return Probe(name, replace(market, dates=dates, panels=Panels(frames)), source)
 
 
@@ -88,7 +96,9 @@ def relabelled(market: MarketFrames, seed: int) -> Probe:
     source = np.arange(len(market.symbols))
     for members in groups.values():
         source[members] = rng.permutation(members)
-    return transformed(market, "symbols relabelled at random within each board", source, market.dates)
+    return transformed(
+        market, "symbols relabelled at random within each board", source, market.dates
+    )
 
 
 def shifted(market: MarketFrames, seed: int, calendar: str = "weekly") -> Probe:
@@ -102,11 +112,19 @@ def shifted(market: MarketFrames, seed: int, calendar: str = "weekly") -> Probe:
         weeks = int(rng.integers(53, 261))
         dates = market.dates - pd.Timedelta(weeks=weeks)
         how = f"{weeks} weeks"
-    return transformed(market, f"dates shifted back by {how}", np.arange(len(market.symbols)), dates)
+    return transformed(
+        market, f"dates shifted back by {how}", np.arange(len(market.symbols)), dates
+    )
 
 
-def probe(source: WorkspaceStrategy, params: Mapping[str, object] | None, market: MarketFrames,
-          decisions: Sequence[Decision], first: int, the_probe: Probe) -> ProbeResult:
+def probe(
+    source: WorkspaceStrategy,
+    params: Mapping[str, object] | None,
+    market: MarketFrames,
+    decisions: Sequence[Decision],
+    first: int,
+    the_probe: Probe,
+) -> ProbeResult:
     """Ask `decisions[first:]` again on the probe's market in one host; name those whose schedule or
     weights differ (the decision before `first` is where the schedule starts from).
 
@@ -122,10 +140,21 @@ def probe(source: WorkspaceStrategy, params: Mapping[str, object] | None, market
             try:
                 early = _schedule_differs(runner, decision.t, previous, days)
                 if early is not None:
-                    differences.append(Difference(day, [], f"the schedule trades on {market.days[early]} "
-                                                            f"instead of {market.days[decision.t]}"))
-                weights = runner.weights(decision.t, the_probe.relabel(decision.held), decision.held_weights,
-                                         decision.nav, _members(decision.members, market, the_probe))
+                    differences.append(
+                        Difference(
+                            day,
+                            [],
+                            f"the schedule trades on {market.days[early]} "
+                            f"instead of {market.days[decision.t]}",
+                        )
+                    )
+                weights = runner.weights(
+                    decision.t,
+                    the_probe.relabel(decision.held),
+                    decision.held_weights,
+                    decision.nav,
+                    _members(decision.members, market, the_probe),
+                )
             except OomrlError as exc:
                 differences.append(Difference(day, [], str(exc)))
                 break  # the host may be gone: later decisions cannot be asked
@@ -161,11 +190,19 @@ def _members(members: list[str] | None, market: MarketFrames, the_probe: Probe) 
     return [str(market.symbols[j]) for j in labels] + [s for s in members if s not in positions]
 
 
-def run_probes(source: WorkspaceStrategy, params: Mapping[str, object] | None, market: MarketFrames,
-               decisions: Sequence[Decision], since: date, calendar: str = "weekly",
-               seed: int = 0) -> list[ProbeResult]:
+def run_probes(
+    source: WorkspaceStrategy,
+    params: Mapping[str, object] | None,
+    market: MarketFrames,
+    decisions: Sequence[Decision],
+    since: date,
+    calendar: str = "weekly",
+    seed: int = 0,
+) -> list[ProbeResult]:
     """Both probes over the decisions taken on sessions from `since` on (the relabelling, then the
     shift by the declared calendar), transformed with `seed` (`seed_of(source.digest())`)."""
     first = next((i for i, d in enumerate(decisions) if market.days[d.t] >= since), len(decisions))
-    return [probe(source, params, market, decisions, first, relabelled(market, seed)),
-            probe(source, params, market, decisions, first, shifted(market, seed, calendar))]
+    return [
+        probe(source, params, market, decisions, first, relabelled(market, seed)),
+        probe(source, params, market, decisions, first, shifted(market, seed, calendar)),
+    ]

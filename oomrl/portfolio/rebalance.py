@@ -29,7 +29,14 @@ from oomrl.portfolio.replay import (
 )
 from oomrl.portfolio.setup import RebalanceSetup
 
-__all__ = ["HISTORY_DAYS", "RebalanceOutcome", "RebalanceSetup", "advance", "load_panels", "rebalance"]
+__all__ = [
+    "HISTORY_DAYS",
+    "RebalanceOutcome",
+    "RebalanceSetup",
+    "advance",
+    "load_panels",
+    "rebalance",
+]
 
 # Calendar days of history loaded before as_of: momentum lookbacks, ADV and volatility windows.
 HISTORY_DAYS = 200
@@ -38,12 +45,14 @@ HISTORY_DAYS = 200
 class PanelSource(Protocol):
     """What the rebalance needs from the market store."""
 
-    def read_panel(self, field: str, start: Any = None, end: Any = None,
-                   symbols: Any = None) -> pd.DataFrame: ...
+    def read_panel(
+        self, field: str, start: Any = None, end: Any = None, symbols: Any = None
+    ) -> pd.DataFrame: ...
 
 
-def load_panels(store: PanelSource, as_of: date, history_days: int = HISTORY_DAYS,
-                market: str | None = "cn") -> dict[str, pd.DataFrame]:
+def load_panels(
+    store: PanelSource, as_of: date, history_days: int = HISTORY_DAYS, market: str | None = "cn"
+) -> dict[str, pd.DataFrame]:
     """Date x symbol panels up to and including as_of (the execution session) from the store.
 
     Only the symbols of `market` are kept (a store may hold several markets; a book trades one);
@@ -52,10 +61,16 @@ def load_panels(store: PanelSource, as_of: date, history_days: int = HISTORY_DAY
     start = pd.Timestamp(as_of) - timedelta(days=history_days)
     panels: dict[str, pd.DataFrame] = {}
     together = getattr(store, "read_panels", None)  # one read of the files for every field
-    read = together(PANEL_FIELDS, start=start, end=pd.Timestamp(as_of)) if together is not None else {}
+    read = (
+        together(PANEL_FIELDS, start=start, end=pd.Timestamp(as_of)) if together is not None else {}
+    )
     for field in PANEL_FIELDS:
         try:
-            panel = read[field] if field in read else store.read_panel(field, start=start, end=pd.Timestamp(as_of))
+            panel = (
+                read[field]
+                if field in read
+                else store.read_panel(field, start=start, end=pd.Timestamp(as_of))
+            )
         except (KeyError, ValueError):
             continue  # optional fields (amount, prev_close_raw, factor, ...) may be absent
         if panel is not None and not panel.empty:
@@ -88,12 +103,22 @@ class RebalanceOutcome:
     def summary(self) -> dict[str, Any]:
         """A one-line account of the step: NAV, turnover, costs, leakage."""
         last = self.nav.iloc[-1].to_dict() if len(self.nav) else {}
-        return {"account": self.account, "as_of": str(self.as_of), "committed": self.committed,
-                "duplicate": self.duplicate, "halted": self.halted, "orders": len(self.orders),
-                "fills": len(self.fills), "nav": last.get("nav"), "turnover": last.get("turnover"),
-                "costs": last.get("costs"), "slippage_leakage": last.get("slippage_leakage"),
-                "principal_loss": last.get("principal_loss"),
-                "strategy_version": self.strategy_version, "jail": self.jail}
+        return {
+            "account": self.account,
+            "as_of": str(self.as_of),
+            "committed": self.committed,
+            "duplicate": self.duplicate,
+            "halted": self.halted,
+            "orders": len(self.orders),
+            "fills": len(self.fills),
+            "nav": last.get("nav"),
+            "turnover": last.get("turnover"),
+            "costs": last.get("costs"),
+            "slippage_leakage": last.get("slippage_leakage"),
+            "principal_loss": last.get("principal_loss"),
+            "strategy_version": self.strategy_version,
+            "jail": self.jail,
+        }
 
 
 def session_index(market: MarketFrames, day: date) -> int:
@@ -101,7 +126,9 @@ def session_index(market: MarketFrames, day: date) -> int:
     try:
         return market.index_of(pd.Timestamp(day))
     except KeyError as exc:
-        raise DataValidationError(f"no market data on {day}: not a session or not ingested") from exc
+        raise DataValidationError(
+            f"no market data on {day}: not a session or not ingested"
+        ) from exc
 
 
 def held_shares(market: MarketFrames, positions: dict[str, int]) -> np.ndarray:
@@ -118,14 +145,29 @@ def held_shares(market: MarketFrames, positions: dict[str, int]) -> np.ndarray:
 def book_at(nav: pd.DataFrame, state: AccountState, held: np.ndarray) -> Book:
     """The book as the last rebalance left it: its cash and shares, and the NAV booked that day."""
     initial = state.initial_cash_fen / 100
-    upto = nav[nav["date"] <= pd.Timestamp(state.last_date)] if state.last_date is not None else nav.iloc[:0]
-    return Book(held, state.cash_fen, float(upto["nav"].iloc[-1]) if len(upto) else initial, initial,
-                state.last_date)
+    upto = (
+        nav[nav["date"] <= pd.Timestamp(state.last_date)]
+        if state.last_date is not None
+        else nav.iloc[:0]
+    )
+    return Book(
+        held,
+        state.cash_fen,
+        float(upto["nav"].iloc[-1]) if len(upto) else initial,
+        initial,
+        state.last_date,
+    )
 
 
-def rebalance(ledger: Ledger, account: str, as_of: date,
-              panels: dict[str, pd.DataFrame] | MarketFrames, setup: RebalanceSetup,
-              dry_run: bool = False, runner: StrategyRunner | None = None) -> RebalanceOutcome:
+def rebalance(
+    ledger: Ledger,
+    account: str,
+    as_of: date,
+    panels: dict[str, pd.DataFrame] | MarketFrames,
+    setup: RebalanceSetup,
+    dry_run: bool = False,
+    runner: StrategyRunner | None = None,
+) -> RebalanceOutcome:
     """Rebalance `account` on session `as_of`; commits once, all-or-nothing (unless dry_run).
 
     `runner` is an open StrategyRunner on the same market (a loop of rebalances keeps one host);
@@ -135,12 +177,23 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
     state = ledger.account(account)
     empty = pd.DataFrame()
     if ledger.rebalance_id(account, as_of) is not None:
-        return RebalanceOutcome(account, as_of, False, True, False, ledger.orders_frame(account, as_of),
-                                ledger.fills_frame(account, as_of, as_of), empty, setup.version)
+        return RebalanceOutcome(
+            account,
+            as_of,
+            False,
+            True,
+            False,
+            ledger.orders_frame(account, as_of),
+            ledger.fills_frame(account, as_of, as_of),
+            empty,
+            setup.version,
+        )
     require_active(account, state.status, state.halt_reason)
     if state.last_date is not None and as_of <= state.last_date:
-        raise OomrlError(f"account {account!r} is already booked up to {state.last_date}; "
-                         f"cannot rebalance on {as_of}")
+        raise OomrlError(
+            f"account {account!r} is already booked up to {state.last_date}; "
+            f"cannot rebalance on {as_of}"
+        )
     market = panels if isinstance(panels, MarketFrames) else MarketFrames.build(panels, setup.rules)
     t = session_index(market, as_of)
     if t < 1:
@@ -150,18 +203,33 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
     # on as_of itself is provisional and gives way to this rebalance's row.
     nav_before = ledger.nav_frame(account)
     if len(nav_before) and nav_before["date"].iloc[-1] > pd.Timestamp(as_of):
-        raise OomrlError(f"account {account!r} is marked up to {nav_before['date'].iloc[-1]:%Y-%m-%d}; "
-                         f"cannot rebalance on the earlier {as_of}")
+        raise OomrlError(
+            f"account {account!r} is marked up to {nav_before['date'].iloc[-1]:%Y-%m-%d}; "
+            f"cannot rebalance on the earlier {as_of}"
+        )
     nav_before = nav_before[nav_before["date"] < pd.Timestamp(as_of)]
     membership = Membership.of(setup.membership)
-    costing = Costing(setup.lam, setup.gamma, KillSwitch(setup.kill_threshold), setup.version,
-                      membership, setup.terminal_penalty)
+    costing = Costing(
+        setup.lam,
+        setup.gamma,
+        KillSwitch(setup.kill_threshold),
+        setup.version,
+        membership,
+        setup.terminal_penalty,
+    )
     # Corporate actions since the last rebalance change the book (cash, shares) even on sessions a
     # daily mark already valued: walk from the last rebalance, keep the rows after the last NAV row.
-    since = state.last_date if state.last_date is not None else (
-        nav_before["date"].iloc[-1] if len(nav_before) else None)  # a fresh account may have marks
-    first_quiet = t if since is None else int(market.dates.searchsorted(pd.Timestamp(since), side="right"))
-    columns, book, actions = mark_sessions(market, first_quiet, t, book_at(nav_before, state, held), costing)
+    since = (
+        state.last_date
+        if state.last_date is not None
+        else (nav_before["date"].iloc[-1] if len(nav_before) else None)
+    )  # a fresh account may have marks
+    first_quiet = (
+        t if since is None else int(market.dates.searchsorted(pd.Timestamp(since), side="right"))
+    )
+    columns, book, actions = mark_sessions(
+        market, first_quiet, t, book_at(nav_before, state, held), costing
+    )
     quiet = pd.DataFrame(columns, columns=NAV_COLUMNS)
     if len(nav_before):
         quiet = quiet[quiet["date"] > nav_before["date"].iloc[-1]].reset_index(drop=True)
@@ -177,27 +245,58 @@ def rebalance(ledger: Ledger, account: str, as_of: date,
         finally:
             if own:
                 decider.close()
-        execution, row, new_book, traded = trade_session(PaperBroker(market, setup.rules), t, weights,
-                                                         book, costing)
+        execution, row, new_book, traded = trade_session(
+            PaperBroker(market, setup.rules), t, weights, book, costing
+        )
         actions = concat_columns([actions, traded])
         orders = execution.orders_frame(market.symbols)
         fills = execution.fills_frame(market.symbols)
-        rows = pd.concat([quiet, pd.DataFrame([row])], ignore_index=True)[NAV_COLUMNS] \
-            if len(quiet) else pd.DataFrame([row])[NAV_COLUMNS]
+        rows = (
+            pd.concat([quiet, pd.DataFrame([row])], ignore_index=True)[NAV_COLUMNS]
+            if len(quiet)
+            else pd.DataFrame([row])[NAV_COLUMNS]
+        )
         halted = costing.kill.trips(row["principal_loss"])
     reason = costing.kill.reason(float(rows["principal_loss"].max())) if halted else None
     record = RebalanceRecord(
-        account, as_of, setup.strategy.name, setup.version, state.revision, new_book.cash_fen,
-        {market.symbols[i]: int(q) for i, q in enumerate(new_book.held) if q}, orders, fills, rows,
-        setup.lam, setup.gamma, reason, pd.DataFrame(actions, columns=ACTION_COLUMNS))
+        account,
+        as_of,
+        setup.strategy.name,
+        setup.version,
+        state.revision,
+        new_book.cash_fen,
+        {market.symbols[i]: int(q) for i, q in enumerate(new_book.held) if q},
+        orders,
+        fills,
+        rows,
+        setup.lam,
+        setup.gamma,
+        reason,
+        pd.DataFrame(actions, columns=ACTION_COLUMNS),
+    )
     committed = False if dry_run else ledger.commit_rebalance(record)
-    return RebalanceOutcome(account, as_of, committed, not dry_run and not committed, halted,
-                            orders, fills, rows, setup.version, jail)
+    return RebalanceOutcome(
+        account,
+        as_of,
+        committed,
+        not dry_run and not committed,
+        halted,
+        orders,
+        fills,
+        rows,
+        setup.version,
+        jail,
+    )
 
 
-def advance(ledger: Ledger, account: str, start: date, end: date,
-            panels: dict[str, pd.DataFrame] | MarketFrames, setup: RebalanceSetup
-            ) -> list[RebalanceOutcome]:
+def advance(
+    ledger: Ledger,
+    account: str,
+    start: date,
+    end: date,
+    panels: dict[str, pd.DataFrame] | MarketFrames,
+    setup: RebalanceSetup,
+) -> list[RebalanceOutcome]:
     """Run every rebalance the strategy wants in [start, end], one commit each (the live loop, replayed).
 
     Stops at the first halt; dates already committed are skipped, so a re-run continues where the

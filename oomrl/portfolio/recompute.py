@@ -32,7 +32,9 @@ class Difference:
 
     def describe(self) -> str:
         """`2024-07-03: 600519.SH, 000001.SZ` or `2024-07-03: <the error>`."""
-        shown = ", ".join(self.symbols[:5]) + (f" (+{len(self.symbols) - 5} more)" if len(self.symbols) > 5 else "")
+        shown = ", ".join(self.symbols[:5]) + (
+            f" (+{len(self.symbols) - 5} more)" if len(self.symbols) > 5 else ""
+        )
         return f"{self.day}: {self.error if self.error is not None else shown}"
 
 
@@ -52,8 +54,13 @@ def evenly_spread(total: int, count: int = FRESH_DECISIONS) -> list[int]:
     return [int(i) for i in np.linspace(0, total - 1, count).round()]
 
 
-def recompute_fresh(source: WorkspaceStrategy, params: Mapping[str, Any] | None, market: MarketFrames,
-                    decisions: Sequence[Decision], count: int = FRESH_DECISIONS) -> Recomputed:
+def recompute_fresh(
+    source: WorkspaceStrategy,
+    params: Mapping[str, Any] | None,
+    market: MarketFrames,
+    decisions: Sequence[Decision],
+    count: int = FRESH_DECISIONS,
+) -> Recomputed:
     """Ask a sample of `decisions` again, each in a new host, and name those whose weights differ.
 
     A fresh host that fails (S raises, or the host breaks) is a difference too, never an exception.
@@ -73,12 +80,17 @@ def recompute_fresh(source: WorkspaceStrategy, params: Mapping[str, Any] | None,
     return Recomputed([market.days[d.t - 1] for d in chosen], len(decisions), differences)
 
 
-def decide_fresh(source: WorkspaceStrategy, params: Mapping[str, Any] | None, market: MarketFrames,
-                 decision: Decision) -> np.ndarray:
+def decide_fresh(
+    source: WorkspaceStrategy,
+    params: Mapping[str, Any] | None,
+    market: MarketFrames,
+    decision: Decision,
+) -> np.ndarray:
     """The weights a new host gives for `decision`, having seen nothing but rows up to its date."""
     runner = source.open(params, market, schedule_ahead=False)
     try:
-        return runner.weights(decision.t, decision.held, decision.held_weights, decision.nav,
-                              decision.members)
+        return runner.weights(
+            decision.t, decision.held, decision.held_weights, decision.nav, decision.members
+        )
     finally:
         runner.close()

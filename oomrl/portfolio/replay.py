@@ -38,8 +38,20 @@ from oomrl.portfolio.reward import (
 )
 from oomrl.portfolio.setup import RebalanceSetup
 
-NAV_COLUMNS = ["date", "nav", "cash", "market_value", "frictionless_return", "realized_return",
-               "slippage_leakage", "turnover", "costs", "reward", "principal_loss", "strategy_version"]
+NAV_COLUMNS = [
+    "date",
+    "nav",
+    "cash",
+    "market_value",
+    "frictionless_return",
+    "realized_return",
+    "slippage_leakage",
+    "turnover",
+    "costs",
+    "reward",
+    "principal_loss",
+    "strategy_version",
+]
 TRADING_DAYS = 252
 __all__ = [
     "NAV_COLUMNS",
@@ -56,14 +68,25 @@ __all__ = [
 ]
 
 
-def decide(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
-           membership: Membership | None = None) -> np.ndarray:
+def decide(
+    runner: StrategyRunner,
+    market: MarketFrames,
+    t: int,
+    book: Book,
+    membership: Membership | None = None,
+) -> np.ndarray:
     """Target weights for session t from data up to session t-1 (the decision date)."""
     return ask(runner, market, t, book, membership)()
 
 
-def ask(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
-        membership: Membership | None = None, question: Any = None) -> Callable[[], np.ndarray]:
+def ask(
+    runner: StrategyRunner,
+    market: MarketFrames,
+    t: int,
+    book: Book,
+    membership: Membership | None = None,
+    question: Any = None,
+) -> Callable[[], np.ndarray]:
     """`decide`'s question asked now, its answer taken by calling what this returns: a runner that
     can (a strategy host) decides while the caller works; any other answers when called.
 
@@ -80,8 +103,14 @@ def ask(runner: StrategyRunner, market: MarketFrames, t: int, book: Book,
     return lambda: runner.weights(t, held, value[held] / book.nav, book.nav, members)
 
 
-def ask_early(runner: StrategyRunner, market: MarketFrames, after: int, last: int, traded_on: date,
-              membership: Membership | None) -> Any:
+def ask_early(
+    runner: StrategyRunner,
+    market: MarketFrames,
+    after: int,
+    last: int,
+    traded_on: date,
+    membership: Membership | None,
+) -> Any:
     """The next decision asked of a strategy host before the book it starts from is known, or None.
 
     Right after the weights of session `after` come back, the schedule in hand names the next
@@ -99,8 +128,9 @@ def ask_early(runner: StrategyRunner, market: MarketFrames, after: int, last: in
     return runner.question(t, members)  # type: ignore[attr-defined]
 
 
-def trade_session(broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
-                  ) -> tuple[Execution, dict[str, Any], Book, Columns]:
+def trade_session(
+    broker: PaperBroker, t: int, weights: np.ndarray, book: Book, costing: Costing
+) -> tuple[Execution, dict[str, Any], Book, Columns]:
     """Corporate actions at the open, then orders, fills and the NAV row of one rebalance session.
 
     Returns the execution, the NAV row, the new book and the session's corporate actions.
@@ -127,18 +157,32 @@ class Traded:
         market, t, book, execution = self.market, self.t, self.before, self.execution
         nav = self.after.nav
         realized = nav / book.nav - 1.0
-        ideal = frictionless_return(book.held.astype(float), book.cash, book.nav, self.weights,
-                                    market.fill_price[t], market.close[t], market.last_close[t - 1])
+        ideal = frictionless_return(
+            book.held.astype(float),
+            book.cash,
+            book.nav,
+            self.weights,
+            market.fill_price[t],
+            market.close[t],
+            market.last_close[t - 1],
+        )
         turnover = execution.traded_value / book.nav
         costs = execution.total_costs
         loss = principal_loss(nav, book.initial)
         reward = step_reward(realized + costs / book.nav, turnover, costing.lam, costing.gamma)
         return {
-            "date": market.stamps[t], "nav": nav, "cash": self.after.cash, "market_value": self.market_value,
-            "frictionless_return": ideal, "realized_return": realized,
-            "slippage_leakage": ideal - realized, "turnover": turnover, "costs": costs,
+            "date": market.stamps[t],
+            "nav": nav,
+            "cash": self.after.cash,
+            "market_value": self.market_value,
+            "frictionless_return": ideal,
+            "realized_return": realized,
+            "slippage_leakage": ideal - realized,
+            "turnover": turnover,
+            "costs": costs,
             "reward": reward - (costing.terminal_penalty if costing.kill.trips(loss) else 0.0),
-            "principal_loss": loss, "strategy_version": costing.version,
+            "principal_loss": loss,
+            "strategy_version": costing.version,
         }
 
 
@@ -149,8 +193,13 @@ def trade(broker: PaperBroker, t: int, weights: np.ndarray, book: Book) -> Trade
     if market.has_action[t]:
         done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
         actions = done.rows(market.stamps[t], market.symbols, book.held)
-        book = Book(done.held, book.cash_fen + int(done.cash_fen.sum()), book.nav, book.initial,
-                    book.last_rebalance)
+        book = Book(
+            done.held,
+            book.cash_fen + int(done.cash_fen.sum()),
+            book.nav,
+            book.initial,
+            book.last_rebalance,
+        )
     else:
         actions = market.no_action_rows
     execution = broker.trade(t, weights, book.held, book.nav, book.cash_fen)
@@ -173,9 +222,13 @@ class ReplayResult:
     halted_on: date | None = None
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
     raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
-    max_weight: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))  # largest position / NAV
+    max_weight: pd.Series = field(
+        default_factory=lambda: pd.Series(dtype=float)
+    )  # largest position / NAV
     #                                                          at the close of each rebalance session
-    jail: str = "bwrap"  # where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
+    jail: str = (
+        "bwrap"  # where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
+    )
 
     def summary(self) -> dict[str, Any]:
         """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for costs)."""
@@ -184,8 +237,10 @@ class ReplayResult:
         final = float(nav["nav"].iloc[-1]) if days else self.initial_cash
         turnover = float(nav["turnover"].sum())
         return {
-            "strategy": self.strategy, "start": nav["date"].iloc[0].date() if days else None,
-            "end": nav["date"].iloc[-1].date() if days else None, "trading_days": days,
+            "strategy": self.strategy,
+            "start": nav["date"].iloc[0].date() if days else None,
+            "end": nav["date"].iloc[-1].date() if days else None,
+            "trading_days": days,
             "rebalances": int((nav["turnover"] > 0).sum()),
             "turnover": turnover,
             "turnover_annualized": turnover / days * TRADING_DAYS if days else 0.0,
@@ -204,8 +259,15 @@ class ReplayResult:
 Step = tuple[Columns | None, dict[str, Any] | None, Execution | None, Book, Columns]
 
 
-def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBroker,
-                 first: int, last: int, book: Book, costing: Costing) -> Iterator[Step]:
+def run_sessions(
+    runner: StrategyRunner,
+    market: MarketFrames,
+    broker: PaperBroker,
+    first: int,
+    last: int,
+    book: Book,
+    costing: Costing,
+) -> Iterator[Step]:
     """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after, actions).
 
     Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
@@ -216,7 +278,9 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
     if first < 1:
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
-    pending: tuple[Columns | None, Traded, Columns] | None = None  # the last rebalance, not yet yielded
+    pending: tuple[Columns | None, Traded, Columns] | None = (
+        None  # the last rebalance, not yet yielded
+    )
     early: Any = None  # the next rebalance's question, asked before its book is known (ask_early)
 
     def finished() -> Step:
@@ -238,8 +302,11 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
                     if pending is not None:
                         yield finished()
                     cut = quiet["date"][tripped]
-                    kept = {k: v[actions["date"] <= cut] for k, v in actions.items()} if len(actions["date"]) \
+                    kept = (
+                        {k: v[actions["date"] <= cut] for k, v in actions.items()}
+                        if len(actions["date"])
                         else actions
+                    )
                     yield {k: v[: tripped + 1] for k, v in quiet.items()}, None, None, book, kept
                     return
                 book = after
@@ -253,14 +320,19 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
             if pending is not None:
                 yield finished()
             reply = getattr(answer, "reply", None)
-            if reply is not None:  # a host's answer in hand, with the schedule: the next question goes
-                reply()            # out before these weights are checked (it fails alike after)
+            if (
+                reply is not None
+            ):  # a host's answer in hand, with the schedule: the next question goes
+                reply()  # out before these weights are checked (it fails alike after)
             early = ask_early(runner, market, t, last, market.days[t], costing.membership)
             weights = answer()
             traded = trade(broker, t, weights, book)
             book = traded.after
-            quiet_traded = actions if not len(actions["symbol"]) and not len(traded.actions["symbol"]) \
-                else concat_columns([actions, traded.actions])  # (a replay keeps only non-empty action sets)
+            quiet_traded = (
+                actions
+                if not len(actions["symbol"]) and not len(traded.actions["symbol"])
+                else concat_columns([actions, traded.actions])
+            )  # (a replay keeps only non-empty action sets)
             pending = (quiet, traded, quiet_traded)
             if costing.kill.trips(principal_loss(book.nav, book.initial)):
                 break
@@ -268,7 +340,9 @@ def run_sessions(runner: StrategyRunner, market: MarketFrames, broker: PaperBrok
         if pending is not None:
             yield finished()
     finally:
-        if early is not None:  # the replay ended before that rebalance: its question is answered and forgotten
+        if (
+            early is not None
+        ):  # the replay ended before that rebalance: its question is answered and forgotten
             if sys.exc_info()[0] is None:
                 early.drop()
             else:  # already failing (or closed by its consumer): that error is the one to see
@@ -287,19 +361,30 @@ def session_range(market: MarketFrames, start: date | str, end: date | str) -> t
     last = int(market.dates.searchsorted(pd.Timestamp(end), side="right")) - 1
     first = max(first, 1)
     if last < first:
-        raise OomrlError(f"no sessions to replay between {start} and {end} (data covers "
-                         f"{market.dates[0].date()}..{market.dates[-1].date()})")
+        raise OomrlError(
+            f"no sessions to replay between {start} and {end} (data covers "
+            f"{market.dates[0].date()}..{market.dates[-1].date()})"
+        )
     return first, last
 
 
-def replay(strategy: StrategySource, params: Mapping[str, Any] | None,
-           bars_panel: Mapping[str, pd.DataFrame] | MarketFrames, start: date | str, end: date | str,
-           rules: FrictionRules | None = None, initial_cash: float = 10_000_000.0,
-           lam: float = DEFAULT_LAMBDA, gamma: float = DEFAULT_GAMMA,
-           kill_threshold: float = DEFAULT_THRESHOLD, st_symbols: Iterable[str] = (),
-           version: str = "replay", membership: pd.DataFrame | None = None,
-           terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
-           runner: StrategyRunner | None = None) -> ReplayResult:
+def replay(
+    strategy: StrategySource,
+    params: Mapping[str, Any] | None,
+    bars_panel: Mapping[str, pd.DataFrame] | MarketFrames,
+    start: date | str,
+    end: date | str,
+    rules: FrictionRules | None = None,
+    initial_cash: float = 10_000_000.0,
+    lam: float = DEFAULT_LAMBDA,
+    gamma: float = DEFAULT_GAMMA,
+    kill_threshold: float = DEFAULT_THRESHOLD,
+    st_symbols: Iterable[str] = (),
+    version: str = "replay",
+    membership: pd.DataFrame | None = None,
+    terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
+    runner: StrategyRunner | None = None,
+) -> ReplayResult:
     """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker.
 
     `runner` is `strategy` already open on the same MarketFrames (its caller closes it); without
@@ -308,22 +393,45 @@ def replay(strategy: StrategySource, params: Mapping[str, Any] | None,
     from oomrl.market.rules import AShareRules
 
     rules = rules or AShareRules()
-    market = bars_panel if isinstance(bars_panel, MarketFrames) else \
-        MarketFrames.build(bars_panel, rules, st_symbols)
+    market = (
+        bars_panel
+        if isinstance(bars_panel, MarketFrames)
+        else MarketFrames.build(bars_panel, rules, st_symbols)
+    )
     first, last = session_range(market, start, end)
     own = runner is None
     runner = strategy.open(params, market) if runner is None else runner
     try:
-        return _replay(runner, market, rules, first, last, initial_cash,
-                       Costing(lam, gamma, KillSwitch(kill_threshold), version, Membership.of(membership),
-                               terminal_penalty))
+        return _replay(
+            runner,
+            market,
+            rules,
+            first,
+            last,
+            initial_cash,
+            Costing(
+                lam,
+                gamma,
+                KillSwitch(kill_threshold),
+                version,
+                Membership.of(membership),
+                terminal_penalty,
+            ),
+        )
     finally:
         if own:
             runner.close()
 
 
-def _replay(runner: StrategyRunner, market: MarketFrames, rules: FrictionRules, first: int, last: int,
-            initial_cash: float, costing: Costing) -> ReplayResult:
+def _replay(
+    runner: StrategyRunner,
+    market: MarketFrames,
+    rules: FrictionRules,
+    first: int,
+    last: int,
+    initial_cash: float,
+    costing: Costing,
+) -> ReplayResult:
     broker = PaperBroker(market, rules)
     quiet_chunks: list[Columns] = []
     rows: list[dict[str, Any]] = []
@@ -331,34 +439,51 @@ def _replay(runner: StrategyRunner, market: MarketFrames, rules: FrictionRules, 
     actions: list[Columns] = []
     start_book = Book.empty(len(market.symbols), initial_cash)
     heaviest: dict[pd.Timestamp, float] = {}
-    for quiet, row, execution, book, done in run_sessions(runner, market, broker, first, last,
-                                                          start_book, costing):
+    for quiet, row, execution, book, done in run_sessions(
+        runner, market, broker, first, last, start_book, costing
+    ):
         if quiet is not None:
             quiet_chunks.append(quiet)
         actions.append(done)
         if row is not None and execution is not None:
             rows.append(row)
             value = book.held * market.mark_price[execution.t]
-            heaviest[row["date"]] = float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
+            heaviest[row["date"]] = (
+                float(value.max() / row["nav"]) if len(value) and row["nav"] > 0 else 0.0
+            )
             executions.append(execution)
     nav = _nav_frame(quiet_chunks, rows)
     halted = nav["principal_loss"].iloc[-1] >= costing.kill.threshold
     fills, orders = session_tables(executions, market.dates.values, market.symbol_names)
     fill_frame = pd.DataFrame(fills)
-    return ReplayResult(runner.name, nav, fill_frame, pd.DataFrame(orders), initial_cash,
-                        nav["date"].iloc[-1].date() if halted else None,
-                        pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
-                        raw_known_share(market, fill_frame), pd.Series(heaviest, dtype=float), runner.jail)
+    return ReplayResult(
+        runner.name,
+        nav,
+        fill_frame,
+        pd.DataFrame(orders),
+        initial_cash,
+        nav["date"].iloc[-1].date() if halted else None,
+        pd.DataFrame(_columns_frame(actions), columns=ACTION_COLUMNS),
+        raw_known_share(market, fill_frame),
+        pd.Series(heaviest, dtype=float),
+        runner.jail,
+    )
 
 
 def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame:
     """The NAV frame (NAV_COLUMNS, one row per session in date order) from the quiet stretches' columns
     and the rebalance sessions' rows."""
-    traded: Columns = {"date": np.array([row["date"] for row in rows], dtype="datetime64[ns]"),
-                       "strategy_version": np.array([row["strategy_version"] for row in rows], dtype=object)}
-    traded.update({k: np.array([row[k] for row in rows], dtype=float) for k in NAV_COLUMNS if k not in traded})
+    traded: Columns = {
+        "date": np.array([row["date"] for row in rows], dtype="datetime64[ns]"),
+        "strategy_version": np.array([row["strategy_version"] for row in rows], dtype=object),
+    }
+    traded.update(
+        {k: np.array([row[k] for row in rows], dtype=float) for k in NAV_COLUMNS if k not in traded}
+    )
     columns = concat_columns([*(chunk for chunk in quiet if len(chunk["date"])), traded])
-    order = np.argsort(columns["date"], kind="mergesort")  # stable: what sorting the frame by date gives
+    order = np.argsort(
+        columns["date"], kind="mergesort"
+    )  # stable: what sorting the frame by date gives
     return pd.DataFrame({k: columns[k][order] for k in NAV_COLUMNS})
 
 
@@ -377,10 +502,28 @@ def _columns_frame(chunks: list[Columns]) -> pd.DataFrame:
     return pd.DataFrame(concat_columns(chunks)) if chunks else pd.DataFrame()
 
 
-def replay_setup(setup: RebalanceSetup, panels: Mapping[str, pd.DataFrame] | MarketFrames,
-                 start: date | str, end: date | str, initial_cash: float,
-                 runner: StrategyRunner | None = None) -> ReplayResult:
+def replay_setup(
+    setup: RebalanceSetup,
+    panels: Mapping[str, pd.DataFrame] | MarketFrames,
+    start: date | str,
+    end: date | str,
+    initial_cash: float,
+    runner: StrategyRunner | None = None,
+) -> ReplayResult:
     """Replay with a RebalanceSetup (the factory's output): the one way service, demo and cross-validation replay."""
-    return replay(setup.strategy, setup.params, panels, start, end, setup.rules, initial_cash,
-                  setup.lam, setup.gamma, setup.kill_threshold, version=setup.version,
-                  membership=setup.membership, terminal_penalty=setup.terminal_penalty, runner=runner)
+    return replay(
+        setup.strategy,
+        setup.params,
+        panels,
+        start,
+        end,
+        setup.rules,
+        initial_cash,
+        setup.lam,
+        setup.gamma,
+        setup.kill_threshold,
+        version=setup.version,
+        membership=setup.membership,
+        terminal_penalty=setup.terminal_penalty,
+        runner=runner,
+    )

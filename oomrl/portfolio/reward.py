@@ -42,7 +42,9 @@ __all__ = [
 ]
 
 
-def terminal(rewards: np.ndarray, losses: np.ndarray, threshold: float, penalty: float) -> np.ndarray:
+def terminal(
+    rewards: np.ndarray, losses: np.ndarray, threshold: float, penalty: float
+) -> np.ndarray:
     """Eq. 2 over consecutive steps: -penalty added on the first step whose loss reaches the threshold."""
     out = np.asarray(rewards, dtype=float).copy()
     hits = np.flatnonzero(np.asarray(losses, dtype=float) >= threshold)
@@ -70,8 +72,15 @@ def principal_loss(nav: float, initial: float) -> float:
     return 1.0 - nav / initial
 
 
-def frictionless_return(held: np.ndarray, cash: float, nav_prev: float, weights: np.ndarray,
-                        fill_price: np.ndarray, close: np.ndarray, last_price: np.ndarray) -> float:
+def frictionless_return(
+    held: np.ndarray,
+    cash: float,
+    nav_prev: float,
+    weights: np.ndarray,
+    fill_price: np.ndarray,
+    close: np.ndarray,
+    last_price: np.ndarray,
+) -> float:
     """Return of a rebalance day had the targets filled exactly at the fill price without any cost.
 
     Old holdings move from the previous close to the fill price; from there the ideal book (target

@@ -56,11 +56,16 @@ def existing_ledger(settings: OomrlSettings) -> Ledger | None:
     if database is not None and not database.is_file():
         return None
     ledger = Ledger(settings.ledger)
-    return ledger if sa.inspect(ledger.engine).has_table("accounts", schema=ledger.metadata.schema) else None
+    return (
+        ledger
+        if sa.inspect(ledger.engine).has_table("accounts", schema=ledger.metadata.schema)
+        else None
+    )
 
 
-def resolve_strategy(settings: OomrlSettings, ledger: Ledger, account: str,
-                     default: str = DEFAULT_STRATEGY) -> ResolvedStrategy:
+def resolve_strategy(
+    settings: OomrlSettings, ledger: Ledger, account: str, default: str = DEFAULT_STRATEGY
+) -> ResolvedStrategy:
     """The account's active version (its workspace commit's folder), else the bundled strategy."""
     active = ledger.active_strategy(account)
     if active is None:
@@ -100,8 +105,9 @@ def last_session(on_or_before: date | None = None) -> date:
     return found[-1].date()
 
 
-def run_rebalance(settings: OomrlSettings, account: str, as_of: date, dry_run: bool = False,
-                  store: Any = None) -> RebalanceOutcome:
+def run_rebalance(
+    settings: OomrlSettings, account: str, as_of: date, dry_run: bool = False, store: Any = None
+) -> RebalanceOutcome:
     """One rebalance of `account` on `as_of` with its active strategy version and the stored data."""
     ledger = open_ledger(settings)
     ledger.open_account(account, settings.initial_cash)
@@ -125,26 +131,51 @@ def within_store(store: Any, start: date) -> None:
     summary = store.bar_summary() if hasattr(store, "bar_summary") else {}
     first, last = summary.get("first_date"), summary.get("last_date")
     if last is not None and pd.Timestamp(start) > last:
-        raise OomrlError(f"start {start} is after the last session in the market store: it holds "
-                         f"{first:%Y-%m-%d}..{last:%Y-%m-%d} (ingest more, or start inside it)")
+        raise OomrlError(
+            f"start {start} is after the last session in the market store: it holds "
+            f"{first:%Y-%m-%d}..{last:%Y-%m-%d} (ingest more, or start inside it)"
+        )
 
 
-def run_replay(settings: OomrlSettings, strategy_name: str, start: date, end: date,
-               params: str | dict[str, Any] | None = None, workspace: Path | None = None,
-               store: Any = None, kill_threshold: float | None = None,
-               market: str = "cn") -> ReplayResult:
+def run_replay(
+    settings: OomrlSettings,
+    strategy_name: str,
+    start: date,
+    end: date,
+    params: str | dict[str, Any] | None = None,
+    workspace: Path | None = None,
+    store: Any = None,
+    kill_threshold: float | None = None,
+    market: str = "cn",
+) -> ReplayResult:
     """Replay a strategy (bundled, or from a workspace directory) on the stored data of one market."""
     if not strategy_name.isidentifier():
-        raise OomrlError(f"strategy names are identifiers (strategies/<name>.py), got {strategy_name!r}")
-    source = WorkspaceStrategy(workspace, strategy_name, settings.unsafe_no_jail) if workspace is not None \
+        raise OomrlError(
+            f"strategy names are identifiers (strategies/<name>.py), got {strategy_name!r}"
+        )
+    source = (
+        WorkspaceStrategy(workspace, strategy_name, settings.unsafe_no_jail)
+        if workspace is not None
         else bundled_strategy(settings, strategy_name)
+    )
     if store is None:
         from oomrl.data.sample import ensure_sample
 
         store = ensure_sample(settings)
     within_store(store, start)
-    panels = load_panels(store, end, history_days=(pd.Timestamp(end) - pd.Timestamp(start)).days
-                         + HISTORY_DAYS, market=market)
-    setup = rebalance_setup(source, "replay", settings, membership(store) if market == "cn" else None,
-                            params=parse_params(params), kill_threshold=kill_threshold, market=market)
+    panels = load_panels(
+        store,
+        end,
+        history_days=(pd.Timestamp(end) - pd.Timestamp(start)).days + HISTORY_DAYS,
+        market=market,
+    )
+    setup = rebalance_setup(
+        source,
+        "replay",
+        settings,
+        membership(store) if market == "cn" else None,
+        params=parse_params(params),
+        kill_threshold=kill_threshold,
+        market=market,
+    )
     return replay_setup(setup, panels, start, end, settings.initial_cash)

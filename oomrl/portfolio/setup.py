@@ -45,12 +45,26 @@ def market_rules(settings: OomrlSettings, market: str = "cn") -> FrictionRules:
         raise OomrlError(f"invalid market rules for {market!r}: {exc}") from exc
 
 
-def rebalance_setup(strategy: StrategySource, version: str, settings: OomrlSettings,
-                    membership: pd.DataFrame | None, *, params: dict[str, Any] | None = None,
-                    kill_threshold: float | None = None, market: str = "cn") -> RebalanceSetup:
+def rebalance_setup(
+    strategy: StrategySource,
+    version: str,
+    settings: OomrlSettings,
+    membership: pd.DataFrame | None,
+    *,
+    params: dict[str, Any] | None = None,
+    kill_threshold: float | None = None,
+    market: str = "cn",
+) -> RebalanceSetup:
     """A RebalanceSetup from settings; `membership` is the store's point-in-time snapshots (None: none stored)."""
     frame = membership if membership is not None and len(membership) else None
     return RebalanceSetup(
-        strategy, params, version, market_rules(settings, market), settings.reward_lambda,
-        settings.reward_gamma, settings.kill_threshold if kill_threshold is None else kill_threshold,
-        frame, settings.reward_terminal_penalty)
+        strategy,
+        params,
+        version,
+        market_rules(settings, market),
+        settings.reward_lambda,
+        settings.reward_gamma,
+        settings.kill_threshold if kill_threshold is None else kill_threshold,
+        frame,
+        settings.reward_terminal_penalty,
+    )

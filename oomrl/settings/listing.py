@@ -32,7 +32,9 @@ def _shown(value: Any, secret: bool) -> str:
     return MASK if secret else str(value)
 
 
-def _rows_of(model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any]) -> list[SettingRow]:
+def _rows_of(
+    model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any]
+) -> list[SettingRow]:
     rows = []
     for field, info in type(model).model_fields.items():
         if not path and field in GROUPS:
@@ -40,9 +42,18 @@ def _rows_of(model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any])
         loc = (*path, field)
         description = info.description or ""
         variable = env_name(loc)
-        source = "env" if variable in os.environ else "config.toml" if field in from_file else "default"
-        rows.append(SettingRow(".".join(loc), variable, description,
-                               _shown(getattr(model, field), SECRET_UNIT in description), source))
+        source = (
+            "env" if variable in os.environ else "config.toml" if field in from_file else "default"
+        )
+        rows.append(
+            SettingRow(
+                ".".join(loc),
+                variable,
+                description,
+                _shown(getattr(model, field), SECRET_UNIT in description),
+                source,
+            )
+        )
     return rows
 
 

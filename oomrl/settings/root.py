@@ -34,7 +34,10 @@ from oomrl.settings.webhook import WebhookSettings
 
 ENV_PREFIX = "OOMRL_"
 GROUPS: dict[str, type[BaseSettings]] = {
-    "agent": AgentSettings, "webhook": WebhookSettings, "runtime": RuntimeSettings}
+    "agent": AgentSettings,
+    "webhook": WebhookSettings,
+    "runtime": RuntimeSettings,
+}
 TABLE_SETTINGS = frozenset({"market_rules", *GROUPS})  # the settings whose value is itself a table
 
 
@@ -73,42 +76,105 @@ class OomrlSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", allow_inf_nan=False)
 
-    home: Path = Field(default_factory=lambda: Path.home() / ".oomrl", description=(
-        "Where oomrl keeps its data, ledger, runs and workspace (folder)."))
-    ledger_url: str | None = Field(None, description=(
-        "The ledger database; unset: SQLite in the home folder (SQLAlchemy URL)."))
+    home: Path = Field(
+        default_factory=lambda: Path.home() / ".oomrl",
+        description=("Where oomrl keeps its data, ledger, runs and workspace (folder)."),
+    )
+    ledger_url: str | None = Field(
+        None,
+        description=("The ledger database; unset: SQLite in the home folder (SQLAlchemy URL)."),
+    )
     account: str = Field("paper", description="The account commands act on by default.")
     # The ledger keeps fen in 64-bit integers, so a trillion leaves room for every sum it books.
-    initial_cash: float = Field(10_000_000.0, gt=0, le=1e12, description="Cash an account opens with (CNY).")
-    kill_threshold: float = Field(0.20, gt=0, le=1, description=(
-        "Principal loss at which the account halts; 1 means never (fraction of principal)."))
-    repair_cooldown_sessions: int = Field(5, ge=0, description=(
-        "Sessions after a repair request during which further alerts of the same account, version "
-        "and severity (or lower) ask for none: one cause, one repair (sessions)."))
-    repair_max_running: int = Field(4, ge=1, le=1000, description=(
-        "Repair runs a flow may start beside, paused or not; each holds a few hundred MB (runs)."))
-    reward_lambda: float = Field(DEFAULT_LAMBDA, ge=0, description=(
-        "Eq. 1's linear friction lambda (return per unit of turnover)."))
-    reward_gamma: float = Field(DEFAULT_GAMMA, ge=0, description=(
-        "Eq. 1's impact gamma, calibrated from the impact model (return per sqrt of turnover)."))
-    reward_terminal_penalty: float = Field(DEFAULT_TERMINAL_PENALTY, ge=0, description=(
-        "Eq. 2's P_terminal, taken off the reward when the account halts (units of starting capital)."))
-    market_rules: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
-        "Per-market rule overrides, a table per market (e.g. [oomrl.market_rules.cn])."))
-    llm_provider: Literal["offline", "openai", "replay"] | None = Field(None, description=(
-        "Where the agent's answers come from; unset: openai when an endpoint is configured, else offline."))
-    llm_base_url: str | None = Field(None, pattern=r"^https?://\S+$", description=(
-        "An OpenAI-compatible endpoint (URL)."))
-    llm_model: str = Field("gpt-4o-mini", min_length=1, max_length=128, description=(
-        "The model asked; the ledger's llm_calls.model."))
+    initial_cash: float = Field(
+        10_000_000.0, gt=0, le=1e12, description="Cash an account opens with (CNY)."
+    )
+    kill_threshold: float = Field(
+        0.20,
+        gt=0,
+        le=1,
+        description=(
+            "Principal loss at which the account halts; 1 means never (fraction of principal)."
+        ),
+    )
+    repair_cooldown_sessions: int = Field(
+        5,
+        ge=0,
+        description=(
+            "Sessions after a repair request during which further alerts of the same account, version "
+            "and severity (or lower) ask for none: one cause, one repair (sessions)."
+        ),
+    )
+    repair_max_running: int = Field(
+        4,
+        ge=1,
+        le=1000,
+        description=(
+            "Repair runs a flow may start beside, paused or not; each holds a few hundred MB (runs)."
+        ),
+    )
+    reward_lambda: float = Field(
+        DEFAULT_LAMBDA,
+        ge=0,
+        description=("Eq. 1's linear friction lambda (return per unit of turnover)."),
+    )
+    reward_gamma: float = Field(
+        DEFAULT_GAMMA,
+        ge=0,
+        description=(
+            "Eq. 1's impact gamma, calibrated from the impact model (return per sqrt of turnover)."
+        ),
+    )
+    reward_terminal_penalty: float = Field(
+        DEFAULT_TERMINAL_PENALTY,
+        ge=0,
+        description=(
+            "Eq. 2's P_terminal, taken off the reward when the account halts (units of starting capital)."
+        ),
+    )
+    market_rules: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description=(
+            "Per-market rule overrides, a table per market (e.g. [oomrl.market_rules.cn])."
+        ),
+    )
+    llm_provider: Literal["offline", "openai", "replay"] | None = Field(
+        None,
+        description=(
+            "Where the agent's answers come from; unset: openai when an endpoint is configured, else offline."
+        ),
+    )
+    llm_base_url: str | None = Field(
+        None, pattern=r"^https?://\S+$", description=("An OpenAI-compatible endpoint (URL).")
+    )
+    llm_model: str = Field(
+        "gpt-4o-mini",
+        min_length=1,
+        max_length=128,
+        description=("The model asked; the ledger's llm_calls.model."),
+    )
     llm_api_key: str | None = Field(None, description="Key of the LLM endpoint (secret).")
-    unsafe_no_jail: bool = Field(False, description=(
-        "Run strategy code unjailed where no jail can be made; every replay then says so (docs/gate.md)."))
-    sample_clock: date | None = Field(None, description=(
-        "The bundled sample played forward up to this session; `off`: all at once (date)."))
-    agent: AgentSettings = Field(default_factory=AgentSettings, description="The agent's budget and limits.")
-    webhook: WebhookSettings = Field(default_factory=WebhookSettings, description="The webhook's door.")
-    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings, description="How this process runs.")
+    unsafe_no_jail: bool = Field(
+        False,
+        description=(
+            "Run strategy code unjailed where no jail can be made; every replay then says so (docs/gate.md)."
+        ),
+    )
+    sample_clock: date | None = Field(
+        None,
+        description=(
+            "The bundled sample played forward up to this session; `off`: all at once (date)."
+        ),
+    )
+    agent: AgentSettings = Field(
+        default_factory=AgentSettings, description="The agent's budget and limits."
+    )
+    webhook: WebhookSettings = Field(
+        default_factory=WebhookSettings, description="The webhook's door."
+    )
+    runtime: RuntimeSettings = Field(
+        default_factory=RuntimeSettings, description="How this process runs."
+    )
 
     @field_validator("home", mode="before")
     @classmethod
@@ -130,7 +196,9 @@ class OomrlSettings(BaseSettings):
             try:
                 get_market(market).rules(overrides)
             except ValidationError as exc:
-                problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+                problems = "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]
+                )
                 raise ValueError(f"{market}: {problems}") from None
             except ValueError as exc:
                 raise ValueError(str(exc)) from None
@@ -166,8 +234,12 @@ class OomrlSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, _FlatEnvSource(settings_cls), _GroupsEnvSource(settings_cls),
-                _TomlSource(settings_cls))
+        return (
+            init_settings,
+            _FlatEnvSource(settings_cls),
+            _GroupsEnvSource(settings_cls),
+            _TomlSource(settings_cls),
+        )
 
     # Folders and URLs derived from one root, one property each; server.StackConfig and the gate's
     # GateDirs are alike in shape with roots and names of their own.
@@ -231,7 +303,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def describe(exc: ValidationError, init: dict[str, Any] | None = None, group: str | None = None) -> str:
+def describe(
+    exc: ValidationError, init: dict[str, Any] | None = None, group: str | None = None
+) -> str:
     """One line per invalid setting: the variable, the value given, and what is wrong.
 
     `group` names the group a group class's own errors belong to (their paths start below it)."""
@@ -249,8 +323,9 @@ def describe(exc: ValidationError, init: dict[str, Any] | None = None, group: st
 
 def configured(name: str) -> bool:
     """Whether a flat setting is given, by the environment or the config file, rather than left to its default."""
-    return env_name((name,)) in os.environ or name in config_file_values(OomrlSettings.model_fields,
-                                                                          TABLE_SETTINGS)
+    return env_name((name,)) in os.environ or name in config_file_values(
+        OomrlSettings.model_fields, TABLE_SETTINGS
+    )
 
 
 def get_settings(**overrides: Any) -> OomrlSettings:
@@ -262,7 +337,9 @@ def get_settings(**overrides: Any) -> OomrlSettings:
     except PydanticSettingsError as exc:  # a structured value (OOMRL_MARKET_RULES) that is not JSON
         found = re.search(r'field "(\w+)"', str(exc))
         name = ENV_PREFIX + found.group(1).upper() if found else "a setting"
-        raise SettingsError(f"invalid setting: {name} is not valid JSON ({exc.__cause__ or exc})") from None
+        raise SettingsError(
+            f"invalid setting: {name} is not valid JSON ({exc.__cause__ or exc})"
+        ) from None
 
 
 def settings_for(home: Path | str | None = None) -> OomrlSettings:

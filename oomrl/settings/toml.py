@@ -36,7 +36,9 @@ def _read_config(path: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SettingsError(f"config file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        raise SettingsError(
+            f"config file {path} is not UTF-8 text (byte {exc.start}: {exc.reason})"
+        ) from None
 
 
 def config_file_values(known: Collection[str], tables: Collection[str]) -> dict[str, Any]:
@@ -61,16 +63,23 @@ def config_file_values(known: Collection[str], tables: Collection[str]) -> dict[
     return _known_values(path, data["oomrl"], "oomrl.", known, tables)
 
 
-def _known_values(path: Path, table: dict[str, Any], prefix: str, known: Collection[str],
-                  tables: Collection[str]) -> dict[str, Any]:
+def _known_values(
+    path: Path, table: dict[str, Any], prefix: str, known: Collection[str], tables: Collection[str]
+) -> dict[str, Any]:
     """The settings of `table`; a misspelt key, or a table where a value belongs, is named (it would be
     silently ignored otherwise)."""
-    unknown = sorted(f"[{prefix}{k}]" if isinstance(v, dict) else k for k, v in table.items() if k not in known)
+    unknown = sorted(
+        f"[{prefix}{k}]" if isinstance(v, dict) else k for k, v in table.items() if k not in known
+    )
     if unknown:
-        raise SettingsError(f"config file {path}: unknown setting(s) {', '.join(unknown)}; "
-                            f"known: {', '.join(known)}")
+        raise SettingsError(
+            f"config file {path}: unknown setting(s) {', '.join(unknown)}; "
+            f"known: {', '.join(known)}"
+        )
     misplaced = sorted(k for k, v in table.items() if isinstance(v, dict) and k not in tables)
     if misplaced:
-        raise SettingsError(f"config file {path}: [{prefix}{misplaced[0]}] is a table, but {misplaced[0]} "
-                            "takes a value (`key = value` under [oomrl])")
+        raise SettingsError(
+            f"config file {path}: [{prefix}{misplaced[0]}] is a table, but {misplaced[0]} "
+            "takes a value (`key = value` under [oomrl])"
+        )
     return table

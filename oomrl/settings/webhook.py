@@ -25,25 +25,60 @@ class WebhookSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=WEBHOOK_PREFIX, extra="ignore")
 
-    secret: str | None = Field(None, description="Shared HMAC secret of signed deliveries (secret).")
-    alertmanager_token: str | None = Field(None, description=(
-        "Bearer token Alertmanager sends to /hooks/alertmanager; unset: HMAC signatures only (secret)."))
-    max_body_bytes: int = Field(MAX_BODY_BYTES, gt=0, description="Largest request body read (bytes).")
+    secret: str | None = Field(
+        None, description="Shared HMAC secret of signed deliveries (secret)."
+    )
+    alertmanager_token: str | None = Field(
+        None,
+        description=(
+            "Bearer token Alertmanager sends to /hooks/alertmanager; unset: HMAC signatures only (secret)."
+        ),
+    )
+    max_body_bytes: int = Field(
+        MAX_BODY_BYTES, gt=0, description="Largest request body read (bytes)."
+    )
     tolerance_s: int = Field(300, gt=0, description="Age a signed timestamp may have (seconds).")
-    mode: Literal["deployment", "event"] = Field("deployment", description=(
-        "`deployment` starts the repair deployment through the Prefect API; "
-        "`event` emits oomrl.loss.alert and lets the deployment's trigger start the run."))
-    deployment: str = Field(REPAIR_DEPLOYMENT, description="The repair deployment (<flow>/<deployment>).")
-    auto_approve: bool = Field(False, description=(
-        "Runs started here skip the human approval of the mandate; off unless the operator says so."))
-    approval_timeout_s: int | None = Field(None, gt=0, description=(
-        "Wait for the reviewer before the timeout rejects a run; unset: the deployment's hour (seconds)."))
-    db_url: str | None = Field(None, description=(
-        "Where seen alert ids are kept; unset: the ledger database (SQLAlchemy URL)."))
-    max_alerts: int = Field(20, ge=1, le=10_000, description=(
-        "Firing alerts one Alertmanager notification may carry (alerts)."))
-    max_runs_per_minute: int = Field(3, ge=1, le=10_000, description=(
-        "New repair runs one account may start per minute, whatever the door (runs a minute)."))
+    mode: Literal["deployment", "event"] = Field(
+        "deployment",
+        description=(
+            "`deployment` starts the repair deployment through the Prefect API; "
+            "`event` emits oomrl.loss.alert and lets the deployment's trigger start the run."
+        ),
+    )
+    deployment: str = Field(
+        REPAIR_DEPLOYMENT, description="The repair deployment (<flow>/<deployment>)."
+    )
+    auto_approve: bool = Field(
+        False,
+        description=(
+            "Runs started here skip the human approval of the mandate; off unless the operator says so."
+        ),
+    )
+    approval_timeout_s: int | None = Field(
+        None,
+        gt=0,
+        description=(
+            "Wait for the reviewer before the timeout rejects a run; unset: the deployment's hour (seconds)."
+        ),
+    )
+    db_url: str | None = Field(
+        None,
+        description=("Where seen alert ids are kept; unset: the ledger database (SQLAlchemy URL)."),
+    )
+    max_alerts: int = Field(
+        20,
+        ge=1,
+        le=10_000,
+        description=("Firing alerts one Alertmanager notification may carry (alerts)."),
+    )
+    max_runs_per_minute: int = Field(
+        3,
+        ge=1,
+        le=10_000,
+        description=(
+            "New repair runs one account may start per minute, whatever the door (runs a minute)."
+        ),
+    )
 
     @field_validator("db_url")
     @classmethod
@@ -58,8 +93,10 @@ class WebhookSettings(BaseSettings):
                 "(generate one with `python -c 'import secrets; print(secrets.token_hex(32))'`)"
             )
         if len(self.secret.strip()) < MIN_SECRET_LENGTH:
-            raise WebhookConfigError(f"OOMRL_WEBHOOK_SECRET is {len(self.secret.strip())} characters; "
-                                     f"use at least {MIN_SECRET_LENGTH}")
+            raise WebhookConfigError(
+                f"OOMRL_WEBHOOK_SECRET is {len(self.secret.strip())} characters; "
+                f"use at least {MIN_SECRET_LENGTH}"
+            )
         return self.secret
 
     def required_token(self) -> str | None:
@@ -68,7 +105,8 @@ class WebhookSettings(BaseSettings):
         if token is not None and len(token.strip()) < MIN_SECRET_LENGTH:
             raise WebhookConfigError(
                 f"OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is {len(token.strip())} characters; use at least "
-                f"{MIN_SECRET_LENGTH} (or unset it to require HMAC signatures on /hooks/alertmanager)")
+                f"{MIN_SECRET_LENGTH} (or unset it to require HMAC signatures on /hooks/alertmanager)"
+            )
         return token.strip() if token else None
 
     def store_url(self, ledger_url: str) -> str:

@@ -18,8 +18,9 @@ class InvalidAlertError(ValueError):
 
 
 def _describe(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
-                     for err in exc.errors())
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}" for err in exc.errors()
+    )
 
 
 class AlertmanagerAlert(BaseModel):
@@ -59,8 +60,10 @@ def alertmanager_alert_id(alert: AlertmanagerAlert) -> str:
     refuse that alert by name (`re.fullmatch`: `$` would also take a trailing newline)."""
     if "alert_id" in alert.labels:
         return alert.labels["alert_id"]
-    fingerprint = alert.fingerprint or hashlib.sha256(
-        json.dumps(alert.labels, sort_keys=True).encode()).hexdigest()[:16]
+    fingerprint = (
+        alert.fingerprint
+        or hashlib.sha256(json.dumps(alert.labels, sort_keys=True).encode()).hexdigest()[:16]
+    )
     started = re.sub(r"[^0-9T]", "", alert.startsAt)[:15]
     return re.sub(r"[^A-Za-z0-9._:\-]", "-", f"am-{fingerprint}-{started}")[:ALERT_ID_MAX]
 
@@ -82,7 +85,12 @@ def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) ->
         autopsy.setdefault("alert_id", alertmanager_alert_id(alert))
         return autopsy
     if "alert_id" in alert.labels and not re.fullmatch(ALERT_ID_PATTERN, alert.labels["alert_id"]):
-        raise InvalidAlertError(f"label alert_id {alert.labels['alert_id'][:80]!r} is no alert id: it may only "
-                                "use letters, digits, '.', '_', ':' and '-', starting with a letter or digit")
-    return {"alert_id": alertmanager_alert_id(alert), "account": alert.labels.get("account", default_account),
-            "as_of": alert.startsAt[:10]}
+        raise InvalidAlertError(
+            f"label alert_id {alert.labels['alert_id'][:80]!r} is no alert id: it may only "
+            "use letters, digits, '.', '_', ':' and '-', starting with a letter or digit"
+        )
+    return {
+        "alert_id": alertmanager_alert_id(alert),
+        "account": alert.labels.get("account", default_account),
+        "as_of": alert.startsAt[:10],
+    }

@@ -73,11 +73,19 @@ class _Refused(Exception):
 
 def _log_refusal(request: Request, status: int, detail: str) -> None:
     client = request.client.host if request.client else "?"
-    logger.warning("%s %s from %s refused with %d: %s", request.method, request.url.path, client, status,
-                   detail[:500])
+    logger.warning(
+        "%s %s from %s refused with %d: %s",
+        request.method,
+        request.url.path,
+        client,
+        status,
+        detail[:500],
+    )
 
 
-def _refusal(request: Request, status: int, detail: str, retry_after: int | None = None) -> JSONResponse:
+def _refusal(
+    request: Request, status: int, detail: str, retry_after: int | None = None
+) -> JSONResponse:
     _log_refusal(request, status, detail)
     headers = {"Retry-After": str(retry_after)} if retry_after else None
     return JSONResponse(status_code=status, content={"detail": detail}, headers=headers)
@@ -98,7 +106,9 @@ async def _read_bounded(request: Request, limit: int) -> bytes:
     """The raw body, refusing early on Content-Length and again on the bytes actually sent."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not ASCII_DIGITS.fullmatch(declared.strip()):  # isdigit() also takes "²", which int() refuses
+        if not ASCII_DIGITS.fullmatch(
+            declared.strip()
+        ):  # isdigit() also takes "²", which int() refuses
             raise InvalidAlertError("Content-Length is not a number")
         if int(declared) > limit:
             raise _BodyTooLarge(f"body of {declared} bytes exceeds the limit of {limit}")
@@ -110,18 +120,26 @@ async def _read_bounded(request: Request, limit: int) -> bytes:
     return bytes(received)
 
 
-def create_app(config: WebhookSettings | None = None, launcher: Launcher | None = None,
-               store: DeliveryStore | None = None, settings: OomrlSettings | None = None) -> FastAPI:
+def create_app(
+    config: WebhookSettings | None = None,
+    launcher: Launcher | None = None,
+    store: DeliveryStore | None = None,
+    settings: OomrlSettings | None = None,
+) -> FastAPI:
     """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET)."""
     config = config or webhook_settings()
     secret = config.required_secret()
     token = config.required_token()
     settings = settings or get_settings()
-    launcher = launcher or launcher_for(config.mode, config.deployment, config.auto_approve,
-                                       config.approval_timeout_s)
+    launcher = launcher or launcher_for(
+        config.mode, config.deployment, config.auto_approve, config.approval_timeout_s
+    )
     store = store or DeliveryStore(config.store_url(settings.ledger))
-    app = FastAPI(title="oomrl webhook", version="1",
-                  description="Signed loss alerts in; one `repair` flow run per alert id out.")
+    app = FastAPI(
+        title="oomrl webhook",
+        version="1",
+        description="Signed loss alerts in; one `repair` flow run per alert id out.",
+    )
     app.state.store = store
     app.state.config = config
     app.include_router(reports_router(settings.runs_dir, secret))  # read-only report files
@@ -134,11 +152,14 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         except InvalidAutopsyError as exc:
             raise _Refused(422, str(exc)) from None
         except Exception as exc:  # the ledger is unreachable: not the sender's fault, retry later
-            raise LaunchError(f"cannot check the alert against the ledger: {type(exc).__name__}: {exc}") \
-                from exc
+            raise LaunchError(
+                f"cannot check the alert against the ledger: {type(exc).__name__}: {exc}"
+            ) from exc
         return checked
 
-    async def launch_claimed(autopsy: RepairInput, alert_id: str, after: str | None) -> tuple[int, dict[str, Any]]:
+    async def launch_claimed(
+        autopsy: RepairInput, alert_id: str, after: str | None
+    ) -> tuple[int, dict[str, Any]]:
         try:
             launched = await launcher.launch(autopsy, alert_id, attempt=after)
         except Exception as exc:
@@ -147,8 +168,13 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
                 raise
             raise LaunchError(f"could not start the repair: {type(exc).__name__}: {exc}") from exc
         await run_in_threadpool(store.record, alert_id, launched.flow_run_id, launched.event_id)
-        content = {"alert_id": alert_id, "duplicate": False, "flow_run_id": launched.flow_run_id,
-                   "event_id": launched.event_id, "mode": config.mode}
+        content = {
+            "alert_id": alert_id,
+            "duplicate": False,
+            "flow_run_id": launched.flow_run_id,
+            "event_id": launched.event_id,
+            "mode": config.mode,
+        }
         return 202, {**content, "replaces": after} if after else content
 
     async def wait_for_launch(alert_id: str) -> Delivery | None:
@@ -160,20 +186,27 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             await asyncio.sleep(POLL_S)
             latest = await run_in_threadpool(store.get, alert_id)
             if latest is None:
-                raise LaunchError(f"starting the repair of alert {alert_id} failed; retry the delivery")
+                raise LaunchError(
+                    f"starting the repair of alert {alert_id} failed; retry the delivery"
+                )
             if not latest.pending:
                 return latest
-        raise LaunchError(f"the repair of alert {alert_id} is still being started; retry the delivery")
+        raise LaunchError(
+            f"the repair of alert {alert_id} is still being started; retry the delivery"
+        )
 
-    claims: list[ClaimBook] = []  # opened on first use: an unreachable ledger is a 503, not a dead webhook
+    claims: list[
+        ClaimBook
+    ] = []  # opened on first use: an unreachable ledger is a 503, not a dead webhook
 
     def claim_book() -> ClaimBook:
         try:
             if not claims:
                 claims.append(ClaimBook(settings.ledger).create())
         except Exception as exc:
-            raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
-                from exc
+            raise LaunchError(
+                f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
+            ) from exc
         return claims[0]
 
     def silent(flow_run_id: str, status: RunStatus) -> bool:
@@ -182,8 +215,9 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         try:
             claim = book.get(flow_run_id)
         except Exception as exc:
-            raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
-                from exc
+            raise LaunchError(
+                f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
+            ) from exc
         if claim is not None:
             return claim.gone(CLAIM_SILENT_S)
         now = datetime.now(UTC).replace(tzinfo=None)  # no row: the process never got far or is gone
@@ -194,22 +228,30 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         try:
             return len(book.live())
         except Exception as exc:
-            raise LaunchError(f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}") \
-                from exc
+            raise LaunchError(
+                f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
+            ) from exc
 
     async def check_floods(account: str, counted: int) -> None:
         """The flood limits before a run starts: `account`'s runs this minute (`counted`: whether its
         own claim is among them already) and the repairs running on every path."""
         recent = await run_in_threadpool(store.recent, account, RATE_WINDOW_S)
         if recent - counted >= config.max_runs_per_minute:
-            raise _Refused(429, f"account {account} started {recent - counted} repair run(s) in the last "
-                                f"{RATE_WINDOW_S:.0f} s, the most OOMRL_WEBHOOK_MAX_RUNS_PER_MINUTE="
-                                f"{config.max_runs_per_minute} allows; retry later", int(RATE_WINDOW_S))
+            raise _Refused(
+                429,
+                f"account {account} started {recent - counted} repair run(s) in the last "
+                f"{RATE_WINDOW_S:.0f} s, the most OOMRL_WEBHOOK_MAX_RUNS_PER_MINUTE="
+                f"{config.max_runs_per_minute} allows; retry later",
+                int(RATE_WINDOW_S),
+            )
         running = await run_in_threadpool(running_repairs)
         if running >= settings.repair_max_running:
-            raise _Refused(503, f"{running} repairs are running, the most OOMRL_REPAIR_MAX_RUNNING="
-                                f"{settings.repair_max_running} allows; retry the delivery later",
-                           int(CLAIM_SILENT_S))
+            raise _Refused(
+                503,
+                f"{running} repairs are running, the most OOMRL_REPAIR_MAX_RUNNING="
+                f"{settings.repair_max_running} allows; retry the delivery later",
+                int(CLAIM_SILENT_S),
+            )
 
     async def ended_or_gone(flow_run_id: str) -> bool:
         """Whether a re-delivery should start the alert's repair again: its run crashed, failed, was
@@ -221,8 +263,11 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         if status.type in RELAUNCH_STATES:
             return True
         if status.type in LIVE_STATES and await run_in_threadpool(silent, flow_run_id, status):
-            await launcher.mark_crashed(flow_run_id, f"no heartbeat for {CLAIM_SILENT_S:.0f} s: its process is "
-                                                     "gone; the alert was delivered again")
+            await launcher.mark_crashed(
+                flow_run_id,
+                f"no heartbeat for {CLAIM_SILENT_S:.0f} s: its process is "
+                "gone; the alert was delivered again",
+            )
             return True
         return False
 
@@ -246,14 +291,23 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
                     continue
                 earlier = await wait_for_launch(alert_id)  # another delivery is relaunching it
                 continue
-            return 200, {"alert_id": alert_id, "duplicate": True,
-                         "flow_run_id": earlier.flow_run_id, "event_id": earlier.event_id}
+            return 200, {
+                "alert_id": alert_id,
+                "duplicate": True,
+                "flow_run_id": earlier.flow_run_id,
+                "event_id": earlier.event_id,
+            }
         return await launch_claimed(autopsy, alert_id, after)
 
     def signature_problem(request: Request, raw: bytes) -> str | None:
         try:
-            verify(raw, secret, request.headers.get(TIMESTAMP_HEADER),
-                   request.headers.get(SIGNATURE_HEADER), tolerance_s=config.tolerance_s)
+            verify(
+                raw,
+                secret,
+                request.headers.get(TIMESTAMP_HEADER),
+                request.headers.get(SIGNATURE_HEADER),
+                tolerance_s=config.tolerance_s,
+            )
         except SignatureError as exc:
             return str(exc)
         return None
@@ -268,7 +322,9 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             return "bearer token does not match OOMRL_WEBHOOK_ALERTMANAGER_TOKEN"
         return signature_problem(request, raw)
 
-    async def authenticated_body(request: Request, check: Callable[[Request, bytes], str | None]) -> bytes:
+    async def authenticated_body(
+        request: Request, check: Callable[[Request, bytes], str | None]
+    ) -> bytes:
         """The bounded raw body once `check` accepts it; _Refused with 413, 400 or 401 otherwise."""
         try:
             raw = await _read_bounded(request, config.max_body_bytes)
@@ -291,8 +347,12 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             return _refusal(request, 422, str(exc))
         except LaunchError as exc:
             return _refusal(request, 503, str(exc))
-        except SQLAlchemyError as exc:  # the delivery store's database failed under us: not the sender's fault
-            return _refusal(request, 503, f"cannot record the delivery: {user_message(exc)}; retry the delivery")
+        except (
+            SQLAlchemyError
+        ) as exc:  # the delivery store's database failed under us: not the sender's fault
+            return _refusal(
+                request, 503, f"cannot record the delivery: {user_message(exc)}; retry the delivery"
+            )
         return JSONResponse(status_code=status, content=content)
 
     @app.get("/healthz")
@@ -316,8 +376,9 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
         with its status and reason (the others go on)."""
         alert_id = alertmanager_alert_id(alert)
         try:
-            status, content = await start_repair(await admit(autopsy_from_alertmanager(alert, settings.account)),
-                                                 "alertmanager")
+            status, content = await start_repair(
+                await admit(autopsy_from_alertmanager(alert, settings.account)), "alertmanager"
+            )
         except _Refused as exc:
             status, detail = exc.status, exc.detail
         except InvalidAlertError as exc:
@@ -336,16 +397,22 @@ def create_app(config: WebhookSettings | None = None, launcher: Launcher | None 
             notification = parse_alertmanager(raw)
             firing = [alert for alert in notification.alerts if alert.status == "firing"]
             if len(firing) > config.max_alerts:
-                raise _Refused(413, f"the notification carries {len(firing)} firing alerts, more than "
-                                    f"OOMRL_WEBHOOK_MAX_ALERTS={config.max_alerts}; set `max_alerts: "
-                                    f"{config.max_alerts}` in Alertmanager's webhook_config")
+                raise _Refused(
+                    413,
+                    f"the notification carries {len(firing)} firing alerts, more than "
+                    f"OOMRL_WEBHOOK_MAX_ALERTS={config.max_alerts}; set `max_alerts: "
+                    f"{config.max_alerts}` in Alertmanager's webhook_config",
+                )
             results = [await one_alert(request, alert) for alert in firing]
             status = overall_status(results)
-            content: dict[str, Any] = {"alerts": results,
-                                       "ignored_resolved": len(notification.alerts) - len(firing)}
+            content: dict[str, Any] = {
+                "alerts": results,
+                "ignored_resolved": len(notification.alerts) - len(firing),
+            }
             if status >= 400:  # what to fix (or wait for), in one line as every refusal has
-                content["detail"] = "; ".join(f"alert {r['alert_id']}: {r['refused']}" for r in results
-                                              if "refused" in r)
+                content["detail"] = "; ".join(
+                    f"alert {r['alert_id']}: {r['refused']}" for r in results if "refused" in r
+                )
             return status, content
 
         return await answer(request, handle)
@@ -357,5 +424,7 @@ def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | N
     """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails fast)."""
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     uvicorn.run(create_app(config), host=host, port=port, log_level="info")

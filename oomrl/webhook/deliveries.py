@@ -33,7 +33,9 @@ DELIVERIES = sa.Table(
 
 
 def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)  # naive UTC: compares alike on SQLite and PostgreSQL
+    return datetime.now(UTC).replace(
+        tzinfo=None
+    )  # naive UTC: compares alike on SQLite and PostgreSQL
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class DeliveryStore:
 
     def __init__(self, url: str) -> None:
         database = sqlite_file(url)
-        if database is not None:  # often the ledger itself: private before SQLite creates it (0600, folder 0700)
+        if (
+            database is not None
+        ):  # often the ledger itself: private before SQLite creates it (0600, folder 0700)
             private_file(database, tighten=True)
         self._engine = sa.create_engine(driver_url(url), future=True)
         create_tables(self._engine, _METADATA, [DELIVERIES])
@@ -78,43 +82,72 @@ class DeliveryStore:
         """The delivery recorded for `alert_id`, if any."""
         with self._engine.connect() as conn:
             row = conn.execute(
-                sa.select(DELIVERIES.c.flow_run_id, DELIVERIES.c.event_id, DELIVERIES.c.received_at)
-                .where(DELIVERIES.c.alert_id == alert_id)
+                sa.select(
+                    DELIVERIES.c.flow_run_id, DELIVERIES.c.event_id, DELIVERIES.c.received_at
+                ).where(DELIVERIES.c.alert_id == alert_id)
             ).first()
-        return None if row is None else Delivery(alert_id, row.flow_run_id, row.event_id, row.received_at)
+        return (
+            None
+            if row is None
+            else Delivery(alert_id, row.flow_run_id, row.event_id, row.received_at)
+        )
 
     def record(self, alert_id: str, flow_run_id: str | None, event_id: str | None) -> None:
         """Attach what the alert started to its claim."""
         with self._engine.begin() as conn:
-            conn.execute(DELIVERIES.update().where(DELIVERIES.c.alert_id == alert_id)
-                         .values(flow_run_id=flow_run_id, event_id=event_id))
+            conn.execute(
+                DELIVERIES.update()
+                .where(DELIVERIES.c.alert_id == alert_id)
+                .values(flow_run_id=flow_run_id, event_id=event_id)
+            )
 
     def release(self, alert_id: str) -> None:
         """Drop a claim whose run could not be started, so the sender's retry is not a 'duplicate'."""
         with self._engine.begin() as conn:
-            conn.execute(DELIVERIES.delete().where(DELIVERIES.c.alert_id == alert_id,
-                                                   DELIVERIES.c.flow_run_id.is_(None),
-                                                   DELIVERIES.c.event_id.is_(None)))
+            conn.execute(
+                DELIVERIES.delete().where(
+                    DELIVERIES.c.alert_id == alert_id,
+                    DELIVERIES.c.flow_run_id.is_(None),
+                    DELIVERIES.c.event_id.is_(None),
+                )
+            )
 
     def take_over(self, alert_id: str, older_than: timedelta) -> bool:
         """Own a pending claim older than `older_than` (its process died mid-launch); True when won."""
-        return self._update_if(alert_id, DELIVERIES.c.flow_run_id.is_(None), DELIVERIES.c.event_id.is_(None),
-                               DELIVERIES.c.received_at < _now() - older_than)
+        return self._update_if(
+            alert_id,
+            DELIVERIES.c.flow_run_id.is_(None),
+            DELIVERIES.c.event_id.is_(None),
+            DELIVERIES.c.received_at < _now() - older_than,
+        )
 
     def reopen(self, alert_id: str, flow_run_id: str) -> bool:
         """Turn a delivery whose run ended without success back into a claim; True for the one winner."""
-        return self._update_if(alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None,
-                               event_id=None)
+        return self._update_if(
+            alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None, event_id=None
+        )
 
     def recent(self, account: str, seconds: float) -> int:
         """Deliveries of `account` claimed, started or restarted in the last `seconds`."""
         with self._engine.connect() as conn:
-            return int(conn.execute(sa.select(sa.func.count()).select_from(DELIVERIES).where(
-                DELIVERIES.c.account == account,
-                DELIVERIES.c.received_at >= _now() - timedelta(seconds=seconds))).scalar_one())
+            return int(
+                conn.execute(
+                    sa.select(sa.func.count())
+                    .select_from(DELIVERIES)
+                    .where(
+                        DELIVERIES.c.account == account,
+                        DELIVERIES.c.received_at >= _now() - timedelta(seconds=seconds),
+                    )
+                ).scalar_one()
+            )
 
-    def _update_if(self, alert_id: str, *conditions: sa.ColumnElement[bool], **values: object) -> bool:
+    def _update_if(
+        self, alert_id: str, *conditions: sa.ColumnElement[bool], **values: object
+    ) -> bool:
         with self._engine.begin() as conn:
-            done = conn.execute(DELIVERIES.update().where(DELIVERIES.c.alert_id == alert_id, *conditions)
-                                .values(received_at=_now(), **values))
+            done = conn.execute(
+                DELIVERIES.update()
+                .where(DELIVERIES.c.alert_id == alert_id, *conditions)
+                .values(received_at=_now(), **values)
+            )
         return done.rowcount == 1

@@ -55,7 +55,9 @@ class Launch:
 class Launcher(Protocol):
     """Starts the repair for one loss alert, and says how a run it started ended."""
 
-    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch: ...
+    async def launch(
+        self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
+    ) -> Launch: ...
 
     async def run_state(self, flow_run_id: str) -> RunStatus | None: ...
 
@@ -80,12 +82,16 @@ class PrefectApi:
 
     def client(self) -> httpx.AsyncClient:
         if not self.api_url:
-            raise LaunchError("PREFECT_API_URL is not set: the webhook does not know which Prefect server to use")
+            raise LaunchError(
+                "PREFECT_API_URL is not set: the webhook does not know which Prefect server to use"
+            )
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         return httpx.AsyncClient(base_url=self.api_url, headers=headers, timeout=API_TIMEOUT_S)
 
 
-async def _post_patiently(client: httpx.AsyncClient, url: str, body: dict[str, Any]) -> httpx.Response:
+async def _post_patiently(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any]
+) -> httpx.Response:
     """POST, again after 1, 2 and 4 s while Prefect answers 503 (its database busy); the
     idempotency key makes a repeated creation the same run."""
     for pause in BUSY_RETRIES_S:
@@ -99,36 +105,57 @@ async def _post_patiently(client: httpx.AsyncClient, url: str, body: dict[str, A
 class DeploymentLauncher:
     """Creates a run of the `repair` deployment with the alert id as the idempotency key."""
 
-    def __init__(self, deployment: str, auto_approve: bool, api: PrefectApi | None = None,
-                 approval_timeout_s: int | None = None) -> None:
+    def __init__(
+        self,
+        deployment: str,
+        auto_approve: bool,
+        api: PrefectApi | None = None,
+        approval_timeout_s: int | None = None,
+    ) -> None:
         self.deployment = deployment
         self.auto_approve = auto_approve
         self.api = api or PrefectApi()
         self.approval_timeout_s = approval_timeout_s
 
-    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(
+        self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
+    ) -> Launch:
         """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a crash)."""
         flow_name, _, name = self.deployment.partition("/")
         key = f"oomrl-alert-{alert_id}" + (f"-after-{attempt}" if attempt else "")
         try:
             async with self.api.client() as client:
-                found = await client.get(f"/deployments/name/{quote(flow_name, safe='')}/{quote(name, safe='')}")
+                found = await client.get(
+                    f"/deployments/name/{quote(flow_name, safe='')}/{quote(name, safe='')}"
+                )
                 if found.status_code == 404:
-                    raise LaunchError(f"deployment {self.deployment!r} not found on the Prefect server "
-                                      "(deploy prefect.yaml, e.g. `oomrl server up`)")
+                    raise LaunchError(
+                        f"deployment {self.deployment!r} not found on the Prefect server "
+                        "(deploy prefect.yaml, e.g. `oomrl server up`)"
+                    )
                 found.raise_for_status()
-                parameters: dict[str, Any] = {"autopsy": input_json(autopsy), "auto_approve": self.auto_approve}
+                parameters: dict[str, Any] = {
+                    "autopsy": input_json(autopsy),
+                    "auto_approve": self.auto_approve,
+                }
                 if self.approval_timeout_s is not None:
                     parameters["approval_timeout_s"] = self.approval_timeout_s
                 created = await _post_patiently(
-                    client, f"/deployments/{found.json()['id']}/create_flow_run",
-                    {"parameters": parameters, "idempotency_key": key,
-                     "tags": ["oomrl", "webhook", alert_tag(alert_id)]})
+                    client,
+                    f"/deployments/{found.json()['id']}/create_flow_run",
+                    {
+                        "parameters": parameters,
+                        "idempotency_key": key,
+                        "tags": ["oomrl", "webhook", alert_tag(alert_id)],
+                    },
+                )
                 created.raise_for_status()
         except LaunchError:
             raise
         except Exception as exc:  # network, HTTP 5xx: the sender should retry later
-            raise LaunchError(f"could not start {self.deployment!r}: {type(exc).__name__}: {exc}") from exc
+            raise LaunchError(
+                f"could not start {self.deployment!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         return Launch(flow_run_id=str(created.json()["id"]), event_id=None)
 
     async def run_state(self, flow_run_id: str) -> RunStatus | None:
@@ -142,19 +169,29 @@ class DeploymentLauncher:
         except LaunchError:
             raise
         except Exception as exc:
-            raise LaunchError(f"could not read flow run {flow_run_id}: {type(exc).__name__}: {exc}") from exc
+            raise LaunchError(
+                f"could not read flow run {flow_run_id}: {type(exc).__name__}: {exc}"
+            ) from exc
         state = found.json().get("state") or {}
-        return RunStatus(str(state["type"]), _naive_utc(state.get("timestamp"))) if state.get("type") else None
+        return (
+            RunStatus(str(state["type"]), _naive_utc(state.get("timestamp")))
+            if state.get("type")
+            else None
+        )
 
     async def mark_crashed(self, flow_run_id: str, message: str) -> None:
         """Say in the runs list that a silent run is gone (its process died without a final state)."""
         body = {"state": {"type": "CRASHED", "name": "Crashed", "message": message}, "force": True}
         try:
             async with self.api.client() as client:
-                answer = await client.post(f"/flow_runs/{quote(flow_run_id, safe='')}/set_state", json=body)
+                answer = await client.post(
+                    f"/flow_runs/{quote(flow_run_id, safe='')}/set_state", json=body
+                )
                 answer.raise_for_status()
         except Exception as exc:
-            raise LaunchError(f"could not mark run {flow_run_id} crashed: {type(exc).__name__}: {exc}") from exc
+            raise LaunchError(
+                f"could not mark run {flow_run_id} crashed: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 class EventLauncher:
@@ -163,10 +200,18 @@ class EventLauncher:
     def __init__(self, api: PrefectApi | None = None) -> None:
         self.api = api or PrefectApi()
 
-    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(
+        self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
+    ) -> Launch:
         event_id = str(alert_event_id(alert_id))
-        event = {"id": event_id, "occurred": datetime.now(UTC).isoformat(), "event": LOSS_ALERT_EVENT,
-                 "resource": alert_event_resource(autopsy), "related": [], "payload": input_json(autopsy)}
+        event = {
+            "id": event_id,
+            "occurred": datetime.now(UTC).isoformat(),
+            "event": LOSS_ALERT_EVENT,
+            "resource": alert_event_resource(autopsy),
+            "related": [],
+            "payload": input_json(autopsy),
+        }
         try:
             async with self.api.client() as client:
                 sent = await client.post("/events", json=[event])
@@ -174,7 +219,9 @@ class EventLauncher:
         except LaunchError:
             raise
         except Exception as exc:
-            raise LaunchError(f"could not emit {LOSS_ALERT_EVENT}: {type(exc).__name__}: {exc}") from exc
+            raise LaunchError(
+                f"could not emit {LOSS_ALERT_EVENT}: {type(exc).__name__}: {exc}"
+            ) from exc
         return Launch(flow_run_id=None, event_id=event_id)
 
     async def run_state(self, flow_run_id: str) -> RunStatus | None:
@@ -185,8 +232,9 @@ class EventLauncher:
         """Nothing to mark: event mode knows no run ids."""
 
 
-def launcher_for(mode: str, deployment: str, auto_approve: bool,
-                 approval_timeout_s: int | None = None) -> Launcher:
+def launcher_for(
+    mode: str, deployment: str, auto_approve: bool, approval_timeout_s: int | None = None
+) -> Launcher:
     """The launcher for the configured mode."""
     if mode == "event":
         return EventLauncher()

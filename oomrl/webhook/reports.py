@@ -14,11 +14,18 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 
 from oomrl.report_links import ROUTE, ReportLinkError, check_path, valid
 
-MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".png": "image/png",
-               ".md": "text/markdown; charset=utf-8", ".csv": "text/csv; charset=utf-8"}
-HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "private, max-age=3600",
-           "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'",
-           "Referrer-Policy": "no-referrer"}
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".png": "image/png",
+    ".md": "text/markdown; charset=utf-8",
+    ".csv": "text/csv; charset=utf-8",
+}
+HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "private, max-age=3600",
+    "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'",
+    "Referrer-Policy": "no-referrer",
+}
 
 
 def reports_router(runs_dir: Path, secret: str) -> APIRouter:
@@ -35,8 +42,15 @@ def reports_router(runs_dir: Path, secret: str) -> APIRouter:
         except ReportLinkError as exc:
             return JSONResponse(status_code=404, content={"detail": str(exc)})
         path = root / folder / name
-        if path.is_symlink() or path.parent.is_symlink() or not path.is_file() or path.parent.parent != root:
-            return JSONResponse(status_code=404, content={"detail": f"no report file {folder}/{name}"})
+        if (
+            path.is_symlink()
+            or path.parent.is_symlink()
+            or not path.is_file()
+            or path.parent.parent != root
+        ):
+            return JSONResponse(
+                status_code=404, content={"detail": f"no report file {folder}/{name}"}
+            )
         return FileResponse(path, media_type=MEDIA_TYPES[path.suffix], headers=HEADERS)
 
     return router

@@ -53,7 +53,9 @@ def verify(
         raise SignatureError(f"missing {SIGNATURE_HEADER} header")
     stamp_text = timestamp_header.strip()
     if not UNIX_SECONDS.fullmatch(stamp_text):  # str.isdigit() also takes "²", which int() refuses
-        raise SignatureError(f"{TIMESTAMP_HEADER} must be unix seconds, got {timestamp_header[:40]!r}")
+        raise SignatureError(
+            f"{TIMESTAMP_HEADER} must be unix seconds, got {timestamp_header[:40]!r}"
+        )
     stamp = int(stamp_text)
     current = time.time() if now is None else now
     if abs(current - stamp) > tolerance_s:

@@ -14,8 +14,9 @@ from tests.agent.doc_edges import edges_of_test, takes_documented_edges
 
 
 @pytest.fixture(autouse=True)
-def takes_the_transitions_the_docs_name(request: pytest.FixtureRequest,
-                                        monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def takes_the_transitions_the_docs_name(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     """A test docs/agent.md names for a transition fails unless it takes that transition."""
     if request.node.originalname not in edges_of_test():
         yield
@@ -63,15 +64,27 @@ def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
 
     store = MarketStore(sample_data)
     panels = panels_from_bars(store.read_bars("2024-03-01", "2024-08-30"))
-    result = replay(WorkspaceStrategy(repo_root(), "daily_momentum"), None, panels, "2024-07-01", "2024-08-30",
-                    version="bundled")
+    result = replay(
+        WorkspaceStrategy(repo_root(), "daily_momentum"),
+        None,
+        panels,
+        "2024-07-01",
+        "2024-08-30",
+        version="bundled",
+    )
     benchmark = returns_from_levels(store.read_index("000300"))
     config = AlertConfig()
     for day in result.nav["date"].dt.date.iloc[10:]:  # execution rules need a few sessions
         alerts = evaluate(result.nav, result.fills, config, day, "paper", benchmark)
         if alerts:
-            autopsy = autopsy_for(alerts[0], result.nav, result.fills, config,
-                                  module="strategies.daily_momentum", benchmark=benchmark)
+            autopsy = autopsy_for(
+                alerts[0],
+                result.nav,
+                result.fills,
+                config,
+                module="strategies.daily_momentum",
+                benchmark=benchmark,
+            )
             return autopsy.model_dump(mode="json")
     raise AssertionError("the daily_momentum replay raised no alert")
 
@@ -100,10 +113,26 @@ def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "trail.jsonl").write_text("")
-    mandate = {"constraints": {"rebalance": "weekly", "max_adv_participation": 0.05, "max_weekly_turnover": 2.0}}
-    info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": mandate, "run_dir": str(run_dir)},
-                            "paper", "daily_momentum", (OPENED, SESSIONS))
-    return {"settings": settings, "ledger": ledger, "versions": versions, "v2": info, "run_dir": run_dir,
-            "v1": versions.resolve("v1")}
-
-
+    mandate = {
+        "constraints": {
+            "rebalance": "weekly",
+            "max_adv_participation": 0.05,
+            "max_weekly_turnover": 2.0,
+        }
+    }
+    info = versions.promote(
+        candidate,
+        "Repair daily_momentum: weekly",
+        {"mandate": mandate, "run_dir": str(run_dir)},
+        "paper",
+        "daily_momentum",
+        (OPENED, SESSIONS),
+    )
+    return {
+        "settings": settings,
+        "ledger": ledger,
+        "versions": versions,
+        "v2": info,
+        "run_dir": run_dir,
+        "v1": versions.resolve("v1"),
+    }

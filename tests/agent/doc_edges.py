@@ -13,9 +13,19 @@ from oomrl.agent.machine import Trail
 from oomrl.versions import repo_root
 
 # The diagram's short state names (Mermaid ids cannot hold "-") -> the machine's states.
-STATE_OF = {"critic": "critic", "approval": "approval", "tests": "test-genesis", "logic": "logic-genesis",
-            "crossval": "cross-validation", "promotion": "promotion", "promoted": "promoted",
-            "probation": "probation", "retired": "retired", "rejected": "rejected", "failed": "failed"}
+STATE_OF = {
+    "critic": "critic",
+    "approval": "approval",
+    "tests": "test-genesis",
+    "logic": "logic-genesis",
+    "crossval": "cross-validation",
+    "promotion": "promotion",
+    "promoted": "promoted",
+    "probation": "probation",
+    "retired": "retired",
+    "rejected": "rejected",
+    "failed": "failed",
+}
 Edge = tuple[str, str]
 
 
@@ -26,8 +36,10 @@ def doc_text() -> str:
 def drawn_edges(doc: str) -> set[Edge]:
     """Every `a --> b` of the Mermaid state diagram, in the machine's state names ([*] left out)."""
     diagram = doc.split("```mermaid", 1)[1].split("```", 1)[0]
-    return {(STATE_OF[a], STATE_OF[b])
-            for a, b in re.findall(r"^\s*(\w+) --> (\w+)", diagram, re.MULTILINE)}
+    return {
+        (STATE_OF[a], STATE_OF[b])
+        for a, b in re.findall(r"^\s*(\w+) --> (\w+)", diagram, re.MULTILINE)
+    }
 
 
 def edge_table(doc: str) -> dict[Edge, list[str]]:

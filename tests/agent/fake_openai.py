@@ -40,7 +40,11 @@ class Scripted:
 def billed(body: dict[str, Any], reply: Scripted) -> tuple[int, int]:
     """The usage the server reports for `reply` to request `body`."""
     prompt_bytes = sum(len(str(m.get("content", "")).encode()) for m in body.get("messages", []))
-    prompt = math.ceil(prompt_bytes / 4) if reply.prompt_tokens in ("measured", "max") else reply.prompt_tokens
+    prompt = (
+        math.ceil(prompt_bytes / 4)
+        if reply.prompt_tokens in ("measured", "max")
+        else reply.prompt_tokens
+    )
     if reply.completion_tokens == "max":
         completion = int(body.get("max_tokens") or 0)
     elif reply.completion_tokens == "measured":
@@ -50,7 +54,11 @@ def billed(body: dict[str, Any], reply: Scripted) -> tuple[int, int]:
     return int(prompt), completion
 
 
-ROLE_TITLES = {"# Role: Critic": "critic", "# Role: Test Author": "test_author", "# Role: Coder": "coder"}
+ROLE_TITLES = {
+    "# Role: Critic": "critic",
+    "# Role: Test Author": "test_author",
+    "# Role: Coder": "coder",
+}
 
 
 def role_of(body: dict[str, Any]) -> str:
@@ -72,8 +80,11 @@ class ScriptedAgent:
         self.shown[role].append(json.loads(body["messages"][-1]["content"]))
         if not self.answers.get(role):
             return Scripted(status=500, content=f"the scripted agent has no more {role} answers")
-        return Scripted(content=self.answers[role].pop(0), prompt_tokens="measured",
-                        completion_tokens=self.billing)
+        return Scripted(
+            content=self.answers[role].pop(0),
+            prompt_tokens="measured",
+            completion_tokens=self.billing,
+        )
 
 
 class FakeOpenAI:
@@ -119,17 +130,36 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_raw(200, reply.body, reply)
                 return
             if reply.status != 200:
-                self._send(reply.status, {"error": {"message": reply.content or "error",
-                                                    "type": "server_error"}}, reply.headers)
+                self._send(
+                    reply.status,
+                    {"error": {"message": reply.content or "error", "type": "server_error"}},
+                    reply.headers,
+                )
                 return
             prompt, completion = billed(body, reply)
-            self._send_or_drip(reply, {
-                "id": f"chatcmpl-{len(state.requests)}", "object": "chat.completion",
-                "created": int(time.time()), "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": reply.content}}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion} if reply.with_usage else None})
+            self._send_or_drip(
+                reply,
+                {
+                    "id": f"chatcmpl-{len(state.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": reply.content},
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": prompt,
+                        "completion_tokens": completion,
+                        "total_tokens": prompt + completion,
+                    }
+                    if reply.with_usage
+                    else None,
+                },
+            )
 
         def _send_or_drip(self, reply: Scripted, payload: dict[str, Any]) -> None:
             if reply.drip_s is None:
@@ -140,9 +170,12 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def _send_raw(self, status: int, data: bytes, reply: Scripted) -> None:
             # "connection: close" because this handler closes it: without it the client may reuse the
             # pooled connection before it sees the close, and a retry it did not need lands in the transcript
-            head = (f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
-                    f"content-length: {len(data)}\r\n" + (f"x-pad: {'a' * reply.padding}\r\n" if reply.padding else "")
-                    + "\r\n").encode()
+            head = (
+                f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                f"content-length: {len(data)}\r\n"
+                + (f"x-pad: {'a' * reply.padding}\r\n" if reply.padding else "")
+                + "\r\n"
+            ).encode()
             try:
                 if reply.drip_s is None:
                     self.wfile.write(head + data)
@@ -157,8 +190,9 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
             finally:
                 self.close_connection = True
 
-        def _send(self, status: int, payload: dict[str, Any],
-                  headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+        ) -> None:
             data = json.dumps(payload).encode()
             try:
                 self.send_response(status)
@@ -181,7 +215,9 @@ def serve_fake_openai() -> Iterator[FakeOpenAI]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     # A short poll: shutdown() waits up to one interval, 0.5 s by default, at the end of every test.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:

@@ -35,8 +35,14 @@ def promote(home: Path, candidate: Path, account: str, sessions: int = 0) -> Non
     from oomrl.versions import StrategyVersions
 
     versions = StrategyVersions(home / "workspace", Ledger(f"sqlite:///{home / 'ledger.db'}"))
-    versions.promote(candidate, f"Repair of {account}", {"by": "kill_at"}, account, "alpha",
-                     (date(2026, 1, 5), sessions) if sessions else None)
+    versions.promote(
+        candidate,
+        f"Repair of {account}",
+        {"by": "kill_at"},
+        account,
+        "alpha",
+        (date(2026, 1, 5), sessions) if sessions else None,
+    )
 
 
 def main(argv: list[str]) -> None:

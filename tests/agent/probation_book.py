@@ -15,7 +15,9 @@ from oomrl.probation import advance_shadows, decide_due
 OPENED = date(2025, 11, 28)  # the last session the repair saw
 SESSIONS = 5
 DAILY = "return last_rebalance is None or day > last_rebalance"
-WEEKLY = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
+WEEKLY = (
+    "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
+)
 
 
 def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> None:
@@ -42,4 +44,7 @@ def chain_day(settings: Any, day: date) -> tuple[list[Any], list[Any]]:
 
 
 def forward(n: int) -> list[date]:
-    return [d.date() for d in calendar.sessions(pd.Timestamp(OPENED) + pd.Timedelta(days=1), "2026-02-27")[:n]]
+    return [
+        d.date()
+        for d in calendar.sessions(pd.Timestamp(OPENED) + pd.Timedelta(days=1), "2026-02-27")[:n]
+    ]

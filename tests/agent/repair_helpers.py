@@ -29,9 +29,14 @@ from oomrl.settings import AgentSettings
 from oomrl.versions import StrategyVersions
 from tests.repair_inputs_for_tests import pending_alert
 
-MANDATE = Mandate(module="strategies.daily_momentum", text="Trade weekly within ADV and turnover limits",
-                  constraints=Constraints(rebalance="weekly", max_adv_participation=0.05,
-                                          max_weekly_turnover=0.3), alert_id="alert-0001")
+MANDATE = Mandate(
+    module="strategies.daily_momentum",
+    text="Trade weekly within ADV and turnover limits",
+    constraints=Constraints(
+        rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3
+    ),
+    alert_id="alert-0001",
+)
 AUTOPSY = pending_alert("alert-0001")
 SOURCE = "strategies/daily_momentum.py"
 TESTS = "tests/strategies/test_daily_momentum.py"
@@ -42,8 +47,11 @@ class ScriptedProvider:
 
     name = "scripted"
 
-    def __init__(self, test_author: list[Callable[[TestAuthorView], str]] | None = None,
-                 coder: list[Callable[[CoderView], str]] | None = None) -> None:
+    def __init__(
+        self,
+        test_author: list[Callable[[TestAuthorView], str]] | None = None,
+        coder: list[Callable[[CoderView], str]] | None = None,
+    ) -> None:
         self.author_answers = list(test_author or [])
         self.coder_answers = list(coder or [])
         self.author_views: list[TestAuthorView] = []
@@ -73,12 +81,21 @@ def offline_mandate(workspace: Path, autopsy: Autopsy | LossAlert | dict[str, An
     names the old tests the mandate supersedes). JSON is validated by the Critic's view."""
     from oomrl.agent.providers import OfflineProvider
 
-    return OfflineProvider().critic(CriticView(autopsy=autopsy, source=read_tree(workspace, "strategies"),
-                                               tests=read_tree(workspace, "tests")))
+    return OfflineProvider().critic(
+        CriticView(
+            autopsy=autopsy,
+            source=read_tree(workspace, "strategies"),
+            tests=read_tree(workspace, "tests"),
+        )
+    )
 
 
-def make_context(tmp_path: Path, provider: Any, budget: Budget | None = None,
-                 transcript: Transcript | None = None) -> RepairContext:
+def make_context(
+    tmp_path: Path,
+    provider: Any,
+    budget: Budget | None = None,
+    transcript: Transcript | None = None,
+) -> RepairContext:
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     ledger.create_schema()
     versions = StrategyVersions(tmp_path / "workspace", ledger)
@@ -87,11 +104,18 @@ def make_context(tmp_path: Path, provider: Any, budget: Budget | None = None,
     run_dir = tmp_path / "runs" / "r1"
     run_dir.mkdir(parents=True)
     agent = AgentSettings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=5.0)
-    return RepairContext(versions=versions, provider=provider,
-                         budget=budget or Budget.from_settings(agent),
-                         transcript=transcript or Transcript(run_dir / "transcript.jsonl"),
-                         run_dir=run_dir, account="paper", gate=run_gate,
-                         cross_validator=no_cross_validation, agent=agent, lock="namespace")
+    return RepairContext(
+        versions=versions,
+        provider=provider,
+        budget=budget or Budget.from_settings(agent),
+        transcript=transcript or Transcript(run_dir / "transcript.jsonl"),
+        run_dir=run_dir,
+        account="paper",
+        gate=run_gate,
+        cross_validator=no_cross_validation,
+        agent=agent,
+        lock="namespace",
+    )
 
 
 def approve(mandate: Mandate) -> Decision:
@@ -139,7 +163,9 @@ def replays(*failing: str) -> Callable[[RepairContext, Mandate], CrossValidation
         checks = [Check(name="rebalance", passed=True, detail="at most 1 rebalance(s) per week")]
         if name:
             checks.append(Check(name=name, passed=False, detail=f"{name} breached in the replay"))
-        return CrossValidation(start=date(2024, 3, 1), end=date(2024, 7, 15), rows=[], checks=checks)
+        return CrossValidation(
+            start=date(2024, 3, 1), end=date(2024, 7, 15), rows=[], checks=checks
+        )
 
     return validate
 
@@ -162,8 +188,16 @@ def mark_account(ledger_url: str, account: str, days: list[str], nav: float = 1_
 
     ledger = Ledger(ledger_url)
     try:
-        rows = pd.DataFrame({"date": pd.to_datetime(days), **dict.fromkeys(NAV_FIELDS, 0.0), "nav": nav,
-                             "cash": nav, "reward": 0.0, "strategy_version": "v1"})
+        rows = pd.DataFrame(
+            {
+                "date": pd.to_datetime(days),
+                **dict.fromkeys(NAV_FIELDS, 0.0),
+                "nav": nav,
+                "cash": nav,
+                "reward": 0.0,
+                "strategy_version": "v1",
+            }
+        )
         ledger.commit_marks(account, ledger.account(account).revision, rows, 0.0, 0.0)
     finally:
         ledger.engine.dispose()

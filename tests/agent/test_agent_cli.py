@@ -13,9 +13,15 @@ from oomrl.agent.llm import Transcript
 from oomrl.cli import app
 
 AUTOPSY = {"account": "paper", "alert_id": "alert-cli-1"}
-MANDATE = {"module": "strategies.daily_momentum", "text": "Weekly, capped",
-           "constraints": {"rebalance": "weekly", "max_adv_participation": 0.05,
-                           "max_weekly_turnover": 0.3}}
+MANDATE = {
+    "module": "strategies.daily_momentum",
+    "text": "Weekly, capped",
+    "constraints": {
+        "rebalance": "weekly",
+        "max_adv_participation": 0.05,
+        "max_weekly_turnover": 0.3,
+    },
+}
 
 
 @pytest.fixture(autouse=True)
@@ -36,14 +42,26 @@ def write(path: Path, payload: Any) -> Path:
 def recorded_critic(tmp_path: Path) -> Path:
     """A transcript holding one critic answer and nothing for the other roles."""
     transcript = Transcript(tmp_path / "recorded.jsonl")
-    transcript.append("response", "critic", content=json.dumps(MANDATE),
-                      usage={"prompt_tokens": 1, "completion_tokens": 1})
+    transcript.append(
+        "response",
+        "critic",
+        content=json.dumps(MANDATE),
+        usage={"prompt_tokens": 1, "completion_tokens": 1},
+    )
     return transcript.path
 
 
 def repair(tmp_path: Path, *extra: str, stdin: str | None = None) -> Any:
-    args = ["repair", "--autopsy", str(write(tmp_path / "a.json", AUTOPSY)), "--provider", "replay",
-            "--transcript", str(recorded_critic(tmp_path)), *extra]
+    args = [
+        "repair",
+        "--autopsy",
+        str(write(tmp_path / "a.json", AUTOPSY)),
+        "--provider",
+        "replay",
+        "--transcript",
+        str(recorded_critic(tmp_path)),
+        *extra,
+    ]
     return CliRunner().invoke(app, args, input=stdin)
 
 
@@ -73,7 +91,10 @@ def test_editing_then_failing_reports_the_step(repair_home: Path, tmp_path: Path
     run_dir = Path(result.output.split("run folder: ")[1].split()[0])
     decision = json.loads((run_dir / "decision.json").read_text())
     assert decision["mandate"]["constraints"] == {
-        "rebalance": "monthly", "max_adv_participation": 0.02, "max_weekly_turnover": 0.1}
+        "rebalance": "monthly",
+        "max_adv_participation": 0.02,
+        "max_weekly_turnover": 0.1,
+    }
     assert decision["mandate"]["text"] == "Monthly instead"
     assert decision["mandate"]["supersedes"] == [node_id]  # the prompt showed and took the list
     assert "superseded old tests" in result.output
@@ -84,7 +105,11 @@ def test_unreadable_or_invalid_autopsies_exit_1(repair_home: Path, tmp_path: Pat
     assert missing.exit_code == 1 and "cannot read autopsy" in missing.output
     bad = write(tmp_path / "bad.json", {"account": "paper"})
     invalid = CliRunner().invoke(app, ["repair", "--autopsy", str(bad), "--auto-approve"])
-    assert invalid.exit_code == 1 and "invalid loss alert" in invalid.output and "alert_id" in invalid.output
+    assert (
+        invalid.exit_code == 1
+        and "invalid loss alert" in invalid.output
+        and "alert_id" in invalid.output
+    )
 
 
 @pytest.mark.slow
@@ -104,7 +129,9 @@ def test_versions_commands_report_errors(repair_home: Path) -> None:
     assert runner.invoke(app, ["versions", "list"]).output.startswith("* v1 ")
 
 
-def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(repair_home: Path, tmp_path: Path) -> None:
+def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(
+    repair_home: Path, tmp_path: Path
+) -> None:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
@@ -113,7 +140,9 @@ def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(repair_h
     Ledger(get_settings().ledger).set_active_version("paper", "ab" * 20, "daily_momentum")
     said = "account 'paper' trades version abababababab, which the strategy workspace"
     rollback = runner.invoke(app, ["versions", "rollback"])
-    assert rollback.exit_code == 1 and said in rollback.output and "Traceback" not in rollback.output
+    assert (
+        rollback.exit_code == 1 and said in rollback.output and "Traceback" not in rollback.output
+    )
     failed = repair(tmp_path, "--auto-approve")
     assert failed.exit_code == 1 and "Traceback" not in failed.output
     assert f"repair ended Failed at critic: UnknownActiveVersionError: {said}" in failed.output

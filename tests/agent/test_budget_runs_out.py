@@ -29,15 +29,24 @@ def honest_answers(workspace: Path) -> dict[str, list[str]]:
     StrategyVersions(workspace).init()
     rules = OfflineProvider()
     mandate = offline_mandate(workspace, AUTOPSY)
-    tests = rules.test_author(TestAuthorView(mandate=mandate, source=read_tree(workspace, "strategies"),
-                                             tests=read_tree(workspace, "tests")))
-    return {"critic": [mandate.model_dump_json()], "test_author": [tests.model_dump_json()],
-            "coder": ['{"diff": "", "notes": "never asked"}']}
+    tests = rules.test_author(
+        TestAuthorView(
+            mandate=mandate,
+            source=read_tree(workspace, "strategies"),
+            tests=read_tree(workspace, "tests"),
+        )
+    )
+    return {
+        "critic": [mandate.model_dump_json()],
+        "test_author": [tests.model_dump_json()],
+        "coder": ['{"diff": "", "notes": "never asked"}'],
+    }
 
 
 @pytest.mark.slow
 def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     seed_account_home(home, "demo")  # the sample store and a year of NAV for account demo
     monkeypatch.setenv("OOMRL_HOME", str(home))
@@ -58,22 +67,35 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
         outcome = run_repair(AUTOPSY, ctx, lambda m: Decision(action="approve"))
 
     assert (outcome.status, outcome.step) == ("failed", "logic-genesis")
-    assert outcome.reason.startswith("out of money: cannot afford the next step (coder: a prompt of up to")
+    assert outcome.reason.startswith(
+        "out of money: cannot afford the next step (coder: a prompt of up to"
+    )
     assert [r.phase for r in outcome.attempts] == ["test-gen"] and outcome.attempts[0].accepted
     assert [(m["source"], m["target"]) for m in outcome.trail][-2:] == [
-        ("test-genesis", "logic-genesis"), ("logic-genesis", "failed")]
+        ("test-genesis", "logic-genesis"),
+        ("logic-genesis", "failed"),
+    ]
     assert [r["messages"][0]["content"].splitlines()[0][:20] for r in server.requests] == [
-        "# Role: Critic", "# Role: Test Author "]  # the Coder was never asked
+        "# Role: Critic",
+        "# Role: Test Author ",
+    ]  # the Coder was never asked
 
     # Every call was reserved before it was sent and debited before its answer was used; the
     # balance never went below zero by more than one request's declared maximum (here: not at all).
     calls = book.calls("demo")
-    assert [(c["role"], c["status"]) for c in calls] == [("critic", "settled"), ("test_author", "settled")]
+    assert [(c["role"], c["status"]) for c in calls] == [
+        ("critic", "settled"),
+        ("test_author", "settled"),
+    ]
     for call, request in zip(calls, server.requests, strict=True):
         assert call["completion_tokens"] == request["max_tokens"]  # billed the most it could
         assert call["prompt_tokens"] + call["completion_tokens"] <= call["held_tokens"]
-        assert call["tokens_left_after"] >= -request["max_tokens"] and call["tokens_left_after"] >= 0
-        assert 0 < call["cost_nusd"] <= call["held_nusd"] and call["nusd_left_after"] >= 0  # money too
+        assert (
+            call["tokens_left_after"] >= -request["max_tokens"] and call["tokens_left_after"] >= 0
+        )
+        assert (
+            0 < call["cost_nusd"] <= call["held_nusd"] and call["nusd_left_after"] >= 0
+        )  # money too
     balance = book.balance("demo")
     assert balance.tokens_held == 0 and 0 <= balance.tokens_left < 70_000 // 10
     assert balance.usd_held == 0 and 0 < balance.usd_left < 1.0
@@ -84,5 +106,8 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
     report = account_report(ledger, MarketStore(home / "data"), "demo", tmp_path / "report")
     text = report.markdown.read_text()
     spent = balance.tokens_spent
-    assert f"Cost of alignment: 1 repair(s), 2 model call(s), {spent:,} tokens, ${balance.usd_spent:.4f}" in text
+    assert (
+        f"Cost of alignment: 1 repair(s), 2 model call(s), {spent:,} tokens, ${balance.usd_spent:.4f}"
+        in text
+    )
     assert "trading PnL over the account's history:" in text and " CNY after " in text

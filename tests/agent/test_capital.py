@@ -29,13 +29,18 @@ def test_a_call_is_reserved_then_debited_what_it_cost(ledger: Ledger) -> None:  
     book = LLMBudgetBook(ledger)
     opened = book.open_account("paper", 10_000, 1.0)
     assert (opened.tokens_left, opened.usd_left) == (10_000, 1.0)
-    assert book.open_account("paper", 5, 5.0).tokens_limit == 10_000  # opening again changes nothing
+    assert (
+        book.open_account("paper", 5, 5.0).tokens_limit == 10_000
+    )  # opening again changes nothing
     call = book.reserve("paper", "run-1", "coder", 9_000, 0.5)
     held = book.balance("paper")
     assert (held.tokens_held, held.tokens_left, held.usd_held) == (9_000, 1_000, 0.5)
-    with pytest.raises(OutOfMoneyError, match=r"account 'paper' cannot afford the next step \(critic "
-                                              r"needs up to 2000 tokens, \$0.0100; the account has "
-                                              r"1000 tokens"):
+    with pytest.raises(
+        OutOfMoneyError,
+        match=r"account 'paper' cannot afford the next step \(critic "
+        r"needs up to 2000 tokens, \$0.0100; the account has "
+        r"1000 tokens",
+    ):
         book.reserve("paper", "run-1", "critic", 2_000, 0.01)
     after = book.settle(call, 3_000, 1_500, 0.00135, "m")
     assert (after.tokens_spent, after.tokens_held, after.tokens_left) == (4_500, 0, 5_500)
@@ -43,7 +48,10 @@ def test_a_call_is_reserved_then_debited_what_it_cost(ledger: Ledger) -> None:  
     released = book.release(book.reserve("paper", "run-1", "critic", 2_000, 0.01), "timed out")
     assert released.tokens_left == 5_500 and released.tokens_held == 0
     journal = book.calls("paper")
-    assert [(c["role"], c["status"]) for c in journal] == [("coder", "settled"), ("critic", "released")]
+    assert [(c["role"], c["status"]) for c in journal] == [
+        ("coder", "settled"),
+        ("critic", "released"),
+    ]
     assert journal[0]["tokens_left_after"] == 5_500 and journal[1]["detail"] == "timed out"
     with pytest.raises(BudgetBookError, match="is not an open reservation"):
         book.settle(call, 1, 1, 0.0, "m")
@@ -104,8 +112,15 @@ def test_concurrent_repairs_never_take_more_than_the_account_holds(ledger: Ledge
 
 def test_a_repair_budget_draws_on_the_account_and_books_free_answers(ledger: Ledger) -> None:  # noqa: F811
     book = LLMBudgetBook(ledger)
-    budget = Budget(max_tokens=50_000, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
-                    price_completion_per_mtok=2.0, book=book, account="paper", run="r1")
+    budget = Budget(
+        max_tokens=50_000,
+        max_cost_usd=1.0,
+        price_prompt_per_mtok=1.0,
+        price_completion_per_mtok=2.0,
+        book=book,
+        account="paper",
+        run="r1",
+    )
     book.open_account("paper", 5_000, 1.0)
     held = budget.reserve("coder", 1_000, 8_000, 1_000)
     assert held.max_tokens == 4_000  # the account, not this repair, is the tighter limit
@@ -125,7 +140,8 @@ def test_a_repair_budget_draws_on_the_account_and_books_free_answers(ledger: Led
 
 
 def test_a_killed_repairs_reservation_is_charged_when_the_account_next_repairs(
-        ledger: Ledger) -> None:  # noqa: F811
+    ledger: Ledger,  # noqa: F811
+) -> None:
     book = LLMBudgetBook(ledger)
     book.open_account("paper", 10_000, 1.0)
     book.reserve("paper", "killed-run", "coder", 3_000, 0.2)  # the process died before settling

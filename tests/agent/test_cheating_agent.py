@@ -29,20 +29,25 @@ def flow_artifacts(flow_run_id: Any) -> dict[str, Any]:
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
     return {a.key: a for a in found if a.key}
 
 
 def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promoted(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any],
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repair_home: Path,
+    daily_momentum_autopsy: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from flows.repair import repair
 
     autopsy = daily_momentum_autopsy
     answers = scripted_answers(tmp_path / "scratch-workspace", autopsy, marker=CODER_MARKER)
-    held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER,
-                              autopsy["constraints"]["max_weekly_turnover"])
+    held_out = write_held_out(
+        tmp_path / "held-out", HELDOUT_MARKER, autopsy["constraints"]["max_weekly_turnover"]
+    )
     monkeypatch.setenv("OOMRL_AGENT_HOLDOUT_DIR", str(held_out))
     Ledger(get_settings().ledger).open_account(ACCOUNT, 10_000_000)  # its own account and events
     with serve_fake_openai() as server:
@@ -55,15 +60,27 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
     assert outcome["version"]["tag"] == "v2"
 
     # Every cheat was rejected by the gate, with the rule that stops its kind of gaming.
-    judged = [(a["phase"], a["verdict"]["accepted"], a["verdict"]["violations"][0]["rule"]
-               if a["verdict"]["violations"] else None) for a in outcome["attempts"]]
-    assert judged == [("test-gen", False, "tests.removed_test"), ("test-gen", True, None),
-                      ("code-patch", False, "diff.locked_path"),
-                      ("code-patch", False, "diff.forbidden_file"),
-                      ("code-patch", False, "sanitizer.import_not_allowed"),
-                      ("code-patch", False, "holdout.failed"), ("code-patch", True, None)]
+    judged = [
+        (
+            a["phase"],
+            a["verdict"]["accepted"],
+            a["verdict"]["violations"][0]["rule"] if a["verdict"]["violations"] else None,
+        )
+        for a in outcome["attempts"]
+    ]
+    assert judged == [
+        ("test-gen", False, "tests.removed_test"),
+        ("test-gen", True, None),
+        ("code-patch", False, "diff.locked_path"),
+        ("code-patch", False, "diff.forbidden_file"),
+        ("code-patch", False, "sanitizer.import_not_allowed"),
+        ("code-patch", False, "holdout.failed"),
+        ("code-patch", True, None),
+    ]
     assert [a["notes"] for a in outcome["attempts"] if a["phase"] == "code-patch"] == [
-        *CHEATS, "honest fix"]
+        *CHEATS,
+        "honest fix",
+    ]
 
     # Each rejection went back to the agent, encoded: rule, file, line, message.
     coder_seen = agent.shown["coder"]
@@ -72,10 +89,15 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
         told = seen["last_verdict"]["violations"][0]
         assert (told["rule"], told["file"]) == (rejected["rule"], rejected["path"])
         assert len([f for f in seen["feedback"] if f["phase"] == "code-patch"]) == n
-    assert coder_seen[1]["last_verdict"]["violations"][0]["file"] == \
-        "tests/strategies/test_daily_momentum_mandate.py"
+    assert (
+        coder_seen[1]["last_verdict"]["violations"][0]["file"]
+        == "tests/strategies/test_daily_momentum_mandate.py"
+    )
     assert "held-out test failed" in coder_seen[4]["last_verdict"]["violations"][0]["message"]
-    assert agent.shown["test_author"][1]["feedback"][0]["violations"][0]["rule"] == "tests.removed_test"
+    assert (
+        agent.shown["test_author"][1]["feedback"][0]["violations"][0]["rule"]
+        == "tests.removed_test"
+    )
     # Neither the held-out tests' code nor the Coder's work ever reached the other role.
     assert all(HELDOUT_MARKER not in json.dumps(seen) for seen in coder_seen)
     assert all(CODER_MARKER not in json.dumps(seen) for seen in agent.shown["test_author"])
@@ -87,7 +109,15 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
     assert versions.ledger.active_version(ACCOUNT) == outcome["version"]["sha"]
     assert CODER_MARKER in versions.git("show", "v2:strategies/daily_momentum.py")
     meta = versions.metadata("v2")
-    assert [v["accepted"] for v in meta["verdicts"]] == [False, True, False, False, False, False, True]
+    assert [v["accepted"] for v in meta["verdicts"]] == [
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]
     assert [m["target"] for m in meta["trail"]][-2:] == ["cross-validation", "promotion"]
     assert [m["target"] for m in outcome["trail"]][-1] == "promoted"
 
@@ -101,9 +131,16 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
 
     # Transcript, verdicts and budget are artifacts of the flow run.
     artifacts = flow_artifacts(state.state_details.flow_run_id)
-    assert {"repair-transcript", "repair-budget", "repair-trail", "repair-outcome",
-            "repair-test-gen-1", "repair-test-gen-2", *[f"repair-code-patch-{n}" for n in range(1, 6)],
-            "repair-cross-validation"} <= set(artifacts)
+    assert {
+        "repair-transcript",
+        "repair-budget",
+        "repair-trail",
+        "repair-outcome",
+        "repair-test-gen-1",
+        "repair-test-gen-2",
+        *[f"repair-code-patch-{n}" for n in range(1, 6)],
+        "repair-cross-validation",
+    } <= set(artifacts)
     assert "holdout.failed" in artifacts["repair-code-patch-4"].data
     transcript = json.loads(artifacts["repair-transcript"].data)
     assert [row["kind"] for row in transcript].count("response") == 8

@@ -39,8 +39,14 @@ def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_ho
     store = ensure_sample(get_settings())
     start, end = window_for(store, date(2024, 7, 15), 20)
     args = (repo_root(), repo_root(), "weekly_liquidity", WEEKLY, store, start, end)
-    on_dask = cross_validate(*args, mapper=lambda calls: on_task_runner(calls, runner=runner), long_sessions=40)
+    on_dask = cross_validate(
+        *args, mapper=lambda calls: on_task_runner(calls, runner=runner), long_sessions=40
+    )
     in_process = cross_validate(*args, long_sessions=40)
     assert [(row.version, row.window) for row in on_dask.rows] == [
-        ("active", "long"), ("active", "alert"), ("candidate", "long"), ("candidate", "alert")]
+        ("active", "long"),
+        ("active", "alert"),
+        ("candidate", "long"),
+        ("candidate", "alert"),
+    ]
     assert on_dask.rows == in_process.rows and on_dask.passed == in_process.passed

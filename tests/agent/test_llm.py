@@ -34,13 +34,18 @@ def server() -> Iterator[FakeOpenAI]:
         yield state
 
 
-def make_client(server: FakeOpenAI, tmp_path: Path, budget: Budget | None = None,
-                **overrides: object) -> tuple[LLMClient, list[float]]:
+def make_client(
+    server: FakeOpenAI, tmp_path: Path, budget: Budget | None = None, **overrides: object
+) -> tuple[LLMClient, list[float]]:
     settings = AgentSettings(**{"timeout_s": 5.0, "retries": 2, "backoff_s": 0.01, **overrides})
     sleeps: list[float] = []
-    client = LLMClient(OpenAIBackend(server.url, "k", "fake-model", settings.timeout_s),
-                       budget or Budget.from_settings(settings), Transcript(tmp_path / "t.jsonl"),
-                       settings, sleep=sleeps.append)
+    client = LLMClient(
+        OpenAIBackend(server.url, "k", "fake-model", settings.timeout_s),
+        budget or Budget.from_settings(settings),
+        Transcript(tmp_path / "t.jsonl"),
+        settings,
+        sleep=sleeps.append,
+    )
     return client, sleeps
 
 
@@ -63,8 +68,10 @@ def test_json_answer_is_parsed_charged_and_logged(server: FakeOpenAI, tmp_path: 
 
 
 def test_429_then_success_is_retried_with_backoff(server: FakeOpenAI, tmp_path: Path) -> None:
-    server.queue(Scripted(status=429, content="slow down", headers={"retry-after": "0.05"}),
-                 ok({"verdict": "ok", "score": 1}))
+    server.queue(
+        Scripted(status=429, content="slow down", headers={"retry-after": "0.05"}),
+        ok({"verdict": "ok", "score": 1}),
+    )
     client, sleeps = make_client(server, tmp_path)
     assert client.ask_json("coder", [{"role": "user", "content": "x"}], Answer).score == 1
     assert len(server.requests) == 2 and len(sleeps) == 1 and sleeps[0] >= 0.05
@@ -95,7 +102,9 @@ def test_slow_response_times_out_then_recovers(server: FakeOpenAI, tmp_path: Pat
     # The late reply never comes in time; the timeout is long enough for a prompt reply on a loaded machine.
     server.queue(Scripted(content="late", hang=True), ok({"verdict": "on time", "score": 2}))
     client, sleeps = make_client(server, tmp_path, timeout_s=2.0)
-    assert client.ask_json("critic", [{"role": "user", "content": "x"}], Answer).verdict == "on time"
+    assert (
+        client.ask_json("critic", [{"role": "user", "content": "x"}], Answer).verdict == "on time"
+    )
     errors = [r for r in client.transcript.records() if r["kind"] == "error"]
     assert "Timeout" in errors[0]["error"] and len(sleeps) == 1
 
@@ -115,7 +124,10 @@ def test_invalid_json_gets_one_repair_round_trip(server: FakeOpenAI, tmp_path: P
     assert client.ask_json("critic", [{"role": "user", "content": "x"}], Answer).score == 9
     repair_prompt = server.requests[1]["messages"][-1]["content"]
     assert "not valid" in repair_prompt and '"score"' in repair_prompt
-    assert server.requests[1]["messages"][-2] == {"role": "assistant", "content": "Sure! verdict is fine"}
+    assert server.requests[1]["messages"][-2] == {
+        "role": "assistant",
+        "content": "Sure! verdict is fine",
+    }
 
 
 def test_invalid_json_twice_is_an_invalid_answer(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -136,30 +148,41 @@ def test_oversized_answer_is_refused_but_paid_for(server: FakeOpenAI, tmp_path: 
 
 
 def test_each_call_asks_only_for_what_is_left_and_none_is_sent_unaffordable(
-        server: FakeOpenAI, tmp_path: Path) -> None:
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     server.queue(*[ok({"verdict": "a", "score": 1}, prompt_tokens=100, completion_tokens=500)] * 3)
-    budget = Budget(max_tokens=1500, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
-                    price_completion_per_mtok=1.0)
-    client, _ = make_client(server, tmp_path, budget=budget, max_output_tokens=1000,
-                            min_output_tokens=400)
+    budget = Budget(
+        max_tokens=1500, max_cost_usd=1.0, price_prompt_per_mtok=1.0, price_completion_per_mtok=1.0
+    )
+    client, _ = make_client(
+        server, tmp_path, budget=budget, max_output_tokens=1000, min_output_tokens=400
+    )
     bound = 1 + 8 * 2  # one byte of prompt, two messages' worth of chat format
     client.ask("critic", [{"role": "user", "content": "1"}])
     client.ask("critic", [{"role": "user", "content": "2"}])
     assert [r["max_tokens"] for r in server.requests] == [1000, 1500 - 600 - bound]
-    with pytest.raises(OutOfMoneyError, match=r"cannot afford the next step \(critic: a prompt of "
-                                              r"up to 17 tokens and an answer of at least 400; left: 300"):
+    with pytest.raises(
+        OutOfMoneyError,
+        match=r"cannot afford the next step \(critic: a prompt of "
+        r"up to 17 tokens and an answer of at least 400; left: 300",
+    ):
         client.ask("critic", [{"role": "user", "content": "3"}])
     assert len(server.requests) == 2 and budget.tokens_spent == 1200
-    assert [r["reserved_tokens"] for r in client.transcript.records() if r["kind"] == "request"] == [
-        1000 + bound, 900]
+    assert [
+        r["reserved_tokens"] for r in client.transcript.records() if r["kind"] == "request"
+    ] == [1000 + bound, 900]
 
 
-def test_a_server_billing_past_the_reservation_ends_the_repair(server: FakeOpenAI, tmp_path: Path) -> None:
+def test_a_server_billing_past_the_reservation_ends_the_repair(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     server.queue(ok({"verdict": "a", "score": 1}, prompt_tokens=100, completion_tokens=2000))
-    budget = Budget(max_tokens=1500, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
-                    price_completion_per_mtok=1.0)
-    client, _ = make_client(server, tmp_path, budget=budget, max_output_tokens=1000,
-                            min_output_tokens=400)
+    budget = Budget(
+        max_tokens=1500, max_cost_usd=1.0, price_prompt_per_mtok=1.0, price_completion_per_mtok=1.0
+    )
+    client, _ = make_client(
+        server, tmp_path, budget=budget, max_output_tokens=1000, min_output_tokens=400
+    )
     with pytest.raises(OutOfMoneyError, match="budget exceeded .*tokens 2100/1500"):
         client.ask("critic", [{"role": "user", "content": "1"}])
     assert server.requests[0]["max_tokens"] == 1000  # the server billed past what it was allowed
@@ -167,8 +190,12 @@ def test_a_server_billing_past_the_reservation_ends_the_repair(server: FakeOpenA
 
 def test_the_money_left_bounds_the_answer_too(server: FakeOpenAI, tmp_path: Path) -> None:
     server.queue(ok({"verdict": "a", "score": 1}, prompt_tokens=10, completion_tokens=10))
-    budget = Budget(max_tokens=10_000_000, max_cost_usd=0.003, price_prompt_per_mtok=0.0,
-                    price_completion_per_mtok=1.0)
+    budget = Budget(
+        max_tokens=10_000_000,
+        max_cost_usd=0.003,
+        price_prompt_per_mtok=0.0,
+        price_completion_per_mtok=1.0,
+    )
     client, _ = make_client(server, tmp_path, budget=budget)
     client.ask("critic", [{"role": "user", "content": "1"}])
     assert server.requests[0]["max_tokens"] == 3000  # $0.003 buys 3000 answer tokens
@@ -176,8 +203,12 @@ def test_the_money_left_bounds_the_answer_too(server: FakeOpenAI, tmp_path: Path
 
 def test_money_limit_is_enforced_too(server: FakeOpenAI, tmp_path: Path) -> None:
     server.queue(ok({"verdict": "a", "score": 1}, prompt_tokens=1_000_000, completion_tokens=0))
-    budget = Budget(max_tokens=10_000_000, max_cost_usd=0.10, price_prompt_per_mtok=0.15,
-                    price_completion_per_mtok=0.6)
+    budget = Budget(
+        max_tokens=10_000_000,
+        max_cost_usd=0.10,
+        price_prompt_per_mtok=0.15,
+        price_completion_per_mtok=0.6,
+    )
     client, _ = make_client(server, tmp_path, budget=budget)
     with pytest.raises(OutOfMoneyError, match=r"\$0.1500/\$0.1000"):
         client.ask("critic", [{"role": "user", "content": "1"}])
@@ -187,9 +218,13 @@ def test_fenced_json_is_accepted() -> None:
     assert parse_json_answer('```json\n{"verdict": "v", "score": 1}\n```', Answer).score == 1
 
 
-def test_transcript_of_nothing_and_a_garbled_retry_after(server: FakeOpenAI, tmp_path: Path) -> None:
+def test_transcript_of_nothing_and_a_garbled_retry_after(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     assert Transcript(tmp_path / "none.jsonl").records() == []
-    server.queue(Scripted(status=429, headers={"retry-after": "soon"}), ok({"verdict": "v", "score": 1}))
+    server.queue(
+        Scripted(status=429, headers={"retry-after": "soon"}), ok({"verdict": "v", "score": 1})
+    )
     client, sleeps = make_client(server, tmp_path)
     assert client.ask("critic", [{"role": "user", "content": "x"}])
     assert 0.01 <= sleeps[0] < 1.0  # our own backoff, since the hint was unreadable
@@ -203,7 +238,8 @@ def test_a_server_without_usage_is_charged_an_estimate(server: FakeOpenAI, tmp_p
 
 
 def test_json_mode_can_be_switched_off_for_servers_that_refuse_it(
-        server: FakeOpenAI, tmp_path: Path) -> None:
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     server.queue(ok({"verdict": "plain", "score": 4}))
     client, _ = make_client(server, tmp_path, json_mode=False)
     assert client.ask_json("critic", [{"role": "user", "content": "x"}], Answer).score == 4

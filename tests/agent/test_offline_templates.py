@@ -28,7 +28,12 @@ class _Params:
 
 
 def _limiter() -> Any:
-    namespace: dict[str, Any] = {"pd": pd, "Mapping": Mapping, "MarketView": _View, "Params": _Params}
+    namespace: dict[str, Any] = {
+        "pd": pd,
+        "Mapping": Mapping,
+        "MarketView": _View,
+        "Params": _Params,
+    }
     exec(template("coder_limit_trading.py.txt", params_class="Params"), namespace)  # noqa: S102 - our template
     return namespace["_limit_trading"]
 

@@ -29,18 +29,43 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _killed_promotion(home: Path, candidate: Path, step: str, probation: int = 0) -> None:
-    done = subprocess.run([sys.executable, "-m", "tests.agent.kill_at", step, "promote", str(home),
-                           str(candidate), ACCOUNT, *([str(probation)] if probation else [])], cwd=REPO_ROOT,
-                          env=_env(home), capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.agent.kill_at",
+            step,
+            "promote",
+            str(home),
+            str(candidate),
+            ACCOUNT,
+            *([str(probation)] if probation else []),
+        ],
+        cwd=REPO_ROOT,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
 def _oomrl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "oomrl", *args], cwd=REPO_ROOT, env=_env(home),
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "oomrl", *args],
+        cwd=REPO_ROOT,
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-def _candidate(versions: StrategyVersions, tmp_path: Path, weight: str, at: str | None = None) -> Path:
+def _candidate(
+    versions: StrategyVersions, tmp_path: Path, weight: str, at: str | None = None
+) -> Path:
     clone = versions.clone_to(tmp_path / f"candidate-{weight}", at=at)
     (clone / "strategies" / "alpha.py").write_text(f"def weight() -> float:\n    return {weight}\n")
     return clone
@@ -62,13 +87,18 @@ def _versions(home: Path) -> StrategyVersions:
 
 
 @pytest.mark.slow  # three fresh processes per step
-@pytest.mark.parametrize(("step", "off_branch"), [*((step, False) for step in STEPS),
-                                                  ("fetch", True), ("tag", True), ("ledger", True)])
+@pytest.mark.parametrize(
+    ("step", "off_branch"),
+    [*((step, False) for step in STEPS), ("fetch", True), ("tag", True), ("ledger", True)],
+)
 def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
-        home: Path, tmp_path: Path, step: str, off_branch: bool) -> None:
+    home: Path, tmp_path: Path, step: str, off_branch: bool
+) -> None:
     versions = _versions(home)
     if off_branch:  # another account's v2 moved the branch; paper's candidate is based on v1
-        versions.promote(_candidate(versions, tmp_path, "0.75"), "Other's repair", {}, "other", "alpha")
+        versions.promote(
+            _candidate(versions, tmp_path, "0.75"), "Other's repair", {}, "other", "alpha"
+        )
     tags_before, head_before = [v.tag for v in versions.list()], versions.head()
     candidate = _candidate(versions, tmp_path, "0.5", at="v1")
     sha = versions.git("rev-parse", "HEAD", cwd=candidate)
@@ -99,17 +129,21 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
 
     # The next promotion lands normally: the next tag, the branch forward, the ledger on it.
     base = versions.ledger.active_version(ACCOUNT)  # type: ignore[union-attr]
-    after = versions.promote(_candidate(versions, tmp_path, "0.25", at=base), "Next repair", {"n": 2},
-                             ACCOUNT, "alpha")
+    after = versions.promote(
+        _candidate(versions, tmp_path, "0.25", at=base), "Next repair", {"n": 2}, ACCOUNT, "alpha"
+    )
     assert after.tag == f"v{len(versions.list())}" and after.active
     assert versions.ledger.active_version(ACCOUNT) == after.sha  # type: ignore[union-attr]
     assert versions.check() == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", ["notes", "ledger"])  # the commit point is the probation's ledger write
+@pytest.mark.parametrize(
+    "step", ["notes", "ledger"]
+)  # the commit point is the probation's ledger write
 def test_a_probation_killed_around_its_commit_point_is_recovered_by_the_next_command(
-        home: Path, tmp_path: Path, step: str) -> None:
+    home: Path, tmp_path: Path, step: str
+) -> None:
     from oomrl.probation import probations
 
     versions = _versions(home)
@@ -135,4 +169,6 @@ def test_a_journal_that_is_not_one_is_named(home: Path) -> None:
     (home / "workspace" / ".git" / JOURNAL).write_text("{not json")
     done = _oomrl(home, "versions", "list")
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith("error: ") and f"{JOURNAL} is not a promotion journal" in done.stderr
+    assert (
+        done.stderr.startswith("error: ") and f"{JOURNAL} is not a promotion journal" in done.stderr
+    )

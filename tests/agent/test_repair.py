@@ -15,13 +15,7 @@ from guardrails.verdict import LockInfo, Verdict
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_common import unified_diff
-from oomrl.agent.roles import (
-    Constraints,
-    CriticView,
-    LLMProvider,
-    Mandate,
-    TestAuthorView,
-)
+from oomrl.agent.roles import Constraints, CriticView, LLMProvider, Mandate, TestAuthorView
 from oomrl.agent.verdicts import PreGateVerdict, RepeatVerdict
 from oomrl.crossval import CrossValidation
 from oomrl.repair import (
@@ -67,14 +61,20 @@ def test_test_author_editing_source_is_rejected_and_told_why(tmp_path: Path) -> 
     assert gradient["violations"][0]["file"] == SOURCE
     assert gradient["summary"].startswith("rejected: 1 violation(s) of diff.locked_path")
     assert (ctx.run_dir / "attempts" / "test-gen-1.verdict.json").exists()
-    assert edges(outcome) == [("critic", "approval"), ("approval", "test-genesis"),
-                              ("test-genesis", "test-genesis"), ("test-genesis", "failed")]
+    assert edges(outcome) == [
+        ("critic", "approval"),
+        ("approval", "test-genesis"),
+        ("test-genesis", "test-genesis"),
+        ("test-genesis", "failed"),
+    ]
     assert len((ctx.run_dir / "trail.jsonl").read_text().splitlines()) == 4
     assert_untouched(ctx, head)
 
 
 def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Path) -> None:
-    provider = ScriptedProvider(coder=[edit_tests, lambda view: "--- a/x.py\n+++ b/x.py\n@@ garbage"])
+    provider = ScriptedProvider(
+        coder=[edit_tests, lambda view: "--- a/x.py\n+++ b/x.py\n@@ garbage"]
+    )
     ctx = at_step(make_context(tmp_path, provider), "logic-genesis")
     prepare_candidate(ctx)
     red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict=RED_ACCEPTED)
@@ -85,9 +85,17 @@ def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Pa
     assert second.last_verdict is not None
     assert second.last_verdict["violations"][0]["rule"] == "diff.locked_path"
     assert second.last_verdict["violations"][0]["file"] == TESTS
-    assert [r.verdict.violations[0].rule for r in ctx.attempts] == ["diff.locked_path", "diff.malformed"]
-    assert isinstance(ctx.attempts[1].verdict, PreGateVerdict)  # unparseable: no gate run spent on it
-    assert json.loads((ctx.run_dir / "attempts" / "code-patch-2.verdict.json").read_text())["judge"] == "pre-gate"
+    assert [r.verdict.violations[0].rule for r in ctx.attempts] == [
+        "diff.locked_path",
+        "diff.malformed",
+    ]
+    assert isinstance(
+        ctx.attempts[1].verdict, PreGateVerdict
+    )  # unparseable: no gate run spent on it
+    assert (
+        json.loads((ctx.run_dir / "attempts" / "code-patch-2.verdict.json").read_text())["judge"]
+        == "pre-gate"
+    )
 
 
 def test_a_rejected_mandate_changes_nothing(tmp_path: Path) -> None:
@@ -120,11 +128,18 @@ def server() -> Iterator[FakeOpenAI]:
 
 def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None) -> RepairContext:
     # Long enough for every prompt reply on a loaded machine; a late reply is held back (`hang`), not timed.
-    agent = AgentSettings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=3.0, max_answer_chars=4000)
+    agent = AgentSettings(
+        max_attempts=2, retries=1, backoff_s=0.01, timeout_s=3.0, max_answer_chars=4000
+    )
     transcript = Transcript(tmp_path / "transcript.jsonl")
     budget = budget or Budget.from_settings(agent)
-    client = LLMClient(OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s), budget,
-                       transcript, agent, sleep=lambda s: None)
+    client = LLMClient(
+        OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s),
+        budget,
+        transcript,
+        agent,
+        sleep=lambda s: None,
+    )
     ctx = make_context(tmp_path, LLMProvider(client), budget, transcript)
     ctx.agent = agent
     return ctx
@@ -137,10 +152,11 @@ def answer(payload: dict[str, Any], **kw: Any) -> Scripted:
 @pytest.mark.slow
 def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: FakeOpenAI) -> None:
     server.queue(
-        Scripted(content="slow", hang=True),                        # critic: times out, retried
-        answer(MANDATE.model_dump()),                               # critic: the mandate
-        answer({"diff": "x" * 5000, "notes": "too long"}),          # test author: oversized
-        answer({"diff": "this is not a diff", "notes": "oops"}))    # test author: malformed
+        Scripted(content="slow", hang=True),  # critic: times out, retried
+        answer(MANDATE.model_dump()),  # critic: the mandate
+        answer({"diff": "x" * 5000, "notes": "too long"}),  # test author: oversized
+        answer({"diff": "this is not a diff", "notes": "oops"}),
+    )  # test author: malformed
     ctx = llm_context(tmp_path, server)
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
@@ -158,13 +174,17 @@ def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: F
 
 
 def test_llm_repair_that_cannot_afford_its_next_step_stops_before_asking(
-        tmp_path: Path, server: FakeOpenAI) -> None:
-    server.queue(answer(MANDATE.model_dump(), prompt_tokens=7_000, completion_tokens=50),
-                 answer({"diff": "", "notes": ""}))
+    tmp_path: Path, server: FakeOpenAI
+) -> None:
+    server.queue(
+        answer(MANDATE.model_dump(), prompt_tokens=7_000, completion_tokens=50),
+        answer({"diff": "", "notes": ""}),
+    )
     # Enough for the Critic's prompt (its view holds S and T), not for a second one as long: the
     # Test Author's view of S and T.
-    budget = Budget(max_tokens=9_000, max_cost_usd=1.0, price_prompt_per_mtok=1.0,
-                    price_completion_per_mtok=1.0)
+    budget = Budget(
+        max_tokens=9_000, max_cost_usd=1.0, price_prompt_per_mtok=1.0, price_completion_per_mtok=1.0
+    )
     ctx = llm_context(tmp_path, server, budget)
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
@@ -187,9 +207,12 @@ def test_llm_repair_endpoint_down_fails_at_the_critic(tmp_path: Path, server: Fa
 def test_an_edited_mandate_is_what_the_test_author_gets(tmp_path: Path) -> None:
     provider = ScriptedProvider(test_author=[lambda view: "", edit_source])
     ctx = make_context(tmp_path, provider)
-    edited = MANDATE.model_copy(update={"text": "Monthly, please",
-                                        "constraints": Constraints(rebalance="monthly")})
-    outcome = run_repair(AUTOPSY, ctx, lambda m: Decision(action="edit", mandate=edited, reason="r"))
+    edited = MANDATE.model_copy(
+        update={"text": "Monthly, please", "constraints": Constraints(rebalance="monthly")}
+    )
+    outcome = run_repair(
+        AUTOPSY, ctx, lambda m: Decision(action="edit", mandate=edited, reason="r")
+    )
     assert outcome.mandate == edited and provider.author_views[0].mandate == edited
     assert json.loads((ctx.run_dir / "decision.json").read_text())["action"] == "edit"
     rejected = [r.verdict.violations[0] for r in outcome.attempts]
@@ -201,8 +224,12 @@ def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path:
     from oomrl.crossval import Check
     from oomrl.repair import cross_validation, finish
 
-    table = CrossValidation(start=date(2024, 7, 1), end=date(2024, 9, 30), rows=[], checks=[
-        Check(name="max_weekly_turnover", passed=False, detail="busiest week traded 0.9")])
+    table = CrossValidation(
+        start=date(2024, 7, 1),
+        end=date(2024, 9, 30),
+        rows=[],
+        checks=[Check(name="max_weekly_turnover", passed=False, detail="busiest week traded 0.9")],
+    )
     ctx = at_step(make_context(tmp_path, ScriptedProvider()), "cross-validation")
     ctx.cross_validator = lambda c, m: table
     prepare_candidate(ctx)
@@ -215,20 +242,28 @@ def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path:
 
 
 def test_load_autopsy_accepts_full_or_partial_and_names_problems(
-        daily_momentum_autopsy: dict[str, Any]) -> None:
+    daily_momentum_autopsy: dict[str, Any],
+) -> None:
     from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
     from oomrl.errors import OomrlError
     from oomrl.repair import as_of_of, load_autopsy
 
     full = load_autopsy(daily_momentum_autopsy)
     assert isinstance(full, Autopsy) and full.alert_id == daily_momentum_autopsy["alert_id"]
-    assert input_json(full) == daily_momentum_autopsy  # the JSON it came as, byte for byte once dumped
-    assert as_of_of(full) == date.fromisoformat(daily_momentum_autopsy["as_of"]) and as_of_of(AUTOPSY) is None
+    assert (
+        input_json(full) == daily_momentum_autopsy
+    )  # the JSON it came as, byte for byte once dumped
+    assert (
+        as_of_of(full) == date.fromisoformat(daily_momentum_autopsy["as_of"])
+        and as_of_of(AUTOPSY) is None
+    )
     alert = {"alert_id": "alert-0001", "account": "paper"}
     loaded = load_autopsy(alert)  # a loss alert: the repair completes it from the ledger
     assert type(loaded) is LossAlert and input_json(loaded) == alert
     with pytest.raises(OomrlError, match="invalid loss alert .*diagnostics: Extra inputs"):
-        load_autopsy(input_json(AUTOPSY))  # a pending alert is what the repair makes, never an input
+        load_autopsy(
+            input_json(AUTOPSY)
+        )  # a pending alert is what the repair makes, never an input
     with pytest.raises(OomrlError, match="invalid autopsy: .*alert_id"):
         load_autopsy({"event": "FINANCIAL_DEGRADATION_DETECTED", "account": "paper"})
     with pytest.raises(OomrlError, match="must be a JSON object, got list"):
@@ -241,7 +276,9 @@ def test_a_gate_that_cannot_judge_fails_the_step_cleanly(tmp_path: Path) -> None
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.step == "test-genesis"
-    assert outcome.reason.startswith("the gate could not judge: unknown lock backend 'no-such-lock'")
+    assert outcome.reason.startswith(
+        "the gate could not judge: unknown lock backend 'no-such-lock'"
+    )
     assert_untouched(ctx, head)
 
 
@@ -264,16 +301,22 @@ def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_pa
     ctx = make_context(tmp_path, ScriptedProvider())
     prepare_candidate(ctx)
     old = (ctx.candidate / TESTS).read_text()
-    first = next(n for n in ast.parse(old).body
-                 if isinstance(n, ast.FunctionDef) and n.name.startswith("test_"))
+    first = next(
+        n
+        for n in ast.parse(old).body
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
+    )
     lines = old.splitlines(keepends=True)
     lines.insert(first.lineno, "    # the mandate changed this test\n")
     new_file = "def test_new_one():\n    assert 1 < 2\n\n\ndef helper():\n    return 1\n"
-    diff = (unified_diff(TESTS, old, "".join(lines))
-            + unified_diff("tests/strategies/test_extra.py", None, new_file))
+    diff = unified_diff(TESTS, old, "".join(lines)) + unified_diff(
+        "tests/strategies/test_extra.py", None, new_file
+    )
     assert apply_patch(parse_patch(diff), ctx.candidate).ok
-    assert changed_tests(ctx.candidate, diff) == [f"{TESTS}::{first.name}",
-                                                  "tests/strategies/test_extra.py::test_new_one"]
+    assert changed_tests(ctx.candidate, diff) == [
+        f"{TESTS}::{first.name}",
+        "tests/strategies/test_extra.py::test_new_one",
+    ]
     assert changed_tests(ctx.candidate, "") == []
 
 
@@ -288,7 +331,9 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
     ctx = at_step(make_context(tmp_path, provider), "test-genesis")
     ctx.agent = AgentSettings(max_attempts=3)
     prepare_candidate(ctx)
-    with pytest.raises(LLMUnavailableError):  # as a Prefect task retry would then run the step again
+    with pytest.raises(
+        LLMUnavailableError
+    ):  # as a Prefect task retry would then run the step again
         run_test_genesis(ctx, MANDATE)
     with pytest.raises(RepairStepError, match="ceiling of 3 role answers"):
         run_test_genesis(ctx, MANDATE)
@@ -296,17 +341,23 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
     assert [len(v.feedback) for v in provider.author_views] == [0, 1, 1, 2]
     assert provider.author_views[2].feedback[0]["violations"][0]["rule"] == "diff.locked_path"
     assert sorted(p.name for p in (ctx.run_dir / "attempts").glob("*.diff")) == [
-        f"test-gen-{n}.diff" for n in range(1, 4)]
+        f"test-gen-{n}.diff" for n in range(1, 4)
+    ]
 
 
 @pytest.mark.slow
-def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(tmp_path: Path) -> None:
+def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(
+    tmp_path: Path,
+) -> None:
     tautology = "def test_always():\n    assert True\n"
-    sniffing = ("import os\n\n\ndef in_tests() -> bool:\n"
-                "    return 'PYTEST_CURRENT_TEST' in os.environ\n")
+    sniffing = (
+        "import os\n\n\ndef in_tests() -> bool:\n    return 'PYTEST_CURRENT_TEST' in os.environ\n"
+    )
     provider = ScriptedProvider(
-        test_author=[lambda view: unified_diff("tests/strategies/test_always.py", None, tautology)] * 2,
-        coder=[lambda view: unified_diff("strategies/sniff.py", None, sniffing)] * 2)
+        test_author=[lambda view: unified_diff("tests/strategies/test_always.py", None, tautology)]
+        * 2,
+        coder=[lambda view: unified_diff("strategies/sniff.py", None, sniffing)] * 2,
+    )
     ctx = make_context(tmp_path, provider)
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.step == "test-genesis"
@@ -315,7 +366,9 @@ def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(t
     repeated = outcome.attempts[1].verdict
     assert isinstance(repeated, RepeatVerdict)  # the same answer is not judged twice
     assert repeated.violations[0].rule == "answer.repeated"
-    assert outcome.model_dump(mode="json")["attempts"][1]["verdict"]["judge"] == "repeat"  # and says so on disk
+    assert (
+        outcome.model_dump(mode="json")["attempts"][1]["verdict"]["judge"] == "repeat"
+    )  # and says so on disk
     red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict=RED_ACCEPTED)
     (tmp_path / "again").mkdir()
     ctx = at_step(make_context(tmp_path / "again", provider), "logic-genesis")
@@ -334,5 +387,7 @@ def test_a_missing_held_out_folder_is_refused_before_the_repair_starts(repair_ho
     from oomrl.settings import get_settings
 
     with pytest.raises(OomrlError, match="OOMRL_AGENT_HOLDOUT_DIR .*nowhere is not a folder"):
-        open_context(get_settings(), AUTOPSY, agent=AgentSettings(holdout_dir=repair_home / "nowhere"))
+        open_context(
+            get_settings(), AUTOPSY, agent=AgentSettings(holdout_dir=repair_home / "nowhere")
+        )
     assert not (repair_home / "runs").exists()

@@ -20,7 +20,9 @@ from tests.conftest import postgres_schema
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def book(request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | None) -> Iterator[ClaimBook]:
+def book(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | None
+) -> Iterator[ClaimBook]:
     if request.param == "sqlite":
         yield ClaimBook(f"sqlite:///{tmp_path / 'ledger.db'}").create()
         return
@@ -37,9 +39,14 @@ def book(request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | Non
 def _age(book: ClaimBook, flow_run_id: str, seconds: float) -> None:
     """Move a run's last beat into the past, as if its process had died then."""
     with book.engine.begin() as conn:
-        row = conn.execute(sa.select(book.table.c.beat_at).where(book.table.c.flow_run_id == flow_run_id)).one()
-        conn.execute(book.table.update().where(book.table.c.flow_run_id == flow_run_id)
-                     .values(beat_at=row.beat_at - timedelta(seconds=seconds)))
+        row = conn.execute(
+            sa.select(book.table.c.beat_at).where(book.table.c.flow_run_id == flow_run_id)
+        ).one()
+        conn.execute(
+            book.table.update()
+            .where(book.table.c.flow_run_id == flow_run_id)
+            .values(beat_at=row.beat_at - timedelta(seconds=seconds))
+        )
 
 
 def test_one_holder_per_account_and_release_frees_it(book: ClaimBook) -> None:
@@ -113,7 +120,9 @@ def test_waiting_for_a_busy_account_says_whom_it_waits_for_and_gives_up(book: Cl
     book.register("second", "paper")
     wait_to_hold(book, "first", "paper", wait_s=0)
     said: list[str] = []
-    with pytest.raises(AccountBusyError, match=r"is being repaired by run first \(pid \d+ on .*; after 0 s"):
+    with pytest.raises(
+        AccountBusyError, match=r"is being repaired by run first \(pid \d+ on .*; after 0 s"
+    ):
         wait_to_hold(book, "second", "paper", wait_s=0.2, poll_s=0.05, say=said.append)
     assert said and "being repaired by run first" in said[0]
     book.release("first")
@@ -133,7 +142,11 @@ def test_a_holder_whose_process_died_is_taken_over_at_once(book: ClaimBook) -> N
     book.register("killed-cli", "paper", owner=_dead_owner())
     book.register("next", "paper")
     with book.engine.begin() as conn:  # it held the account and beat a moment ago
-        conn.execute(book.table.update().where(book.table.c.flow_run_id == "killed-cli").values(holds="paper"))
+        conn.execute(
+            book.table.update()
+            .where(book.table.c.flow_run_id == "killed-cli")
+            .values(holds="paper")
+        )
     assert book.get("killed-cli").gone() and not book.get("killed-cli").silent()  # type: ignore[union-attr]
     assert book.acquire("next", "paper") is None  # no 120 s wait: its owner is dead, not quiet
     assert book.get("killed-cli") is None
@@ -152,11 +165,17 @@ def test_an_owner_on_another_host_is_judged_by_its_heartbeat(book: ClaimBook) ->
 def test_a_repair_claim_beats_while_it_lives_and_refuses_beyond_the_limit(book: ClaimBook) -> None:
     from oomrl.repair_claims import RepairClaim, TooManyRepairsError
 
-    with RepairClaim(book, "one", "paper", limit=2), RepairClaim(book, "two", "other", limit=2) as second:
+    with (
+        RepairClaim(book, "one", "paper", limit=2),
+        RepairClaim(book, "two", "other", limit=2) as second,
+    ):
         second.hold()
         assert book.holder("other").flow_run_id == "two"  # type: ignore[union-attr]
-        with pytest.raises(TooManyRepairsError, match=r"2 repairs are running already, the most "
-                                                      r"OOMRL_REPAIR_MAX_RUNNING=2 allows \(runs one, two\)"):
+        with pytest.raises(
+            TooManyRepairsError,
+            match=r"2 repairs are running already, the most "
+            r"OOMRL_REPAIR_MAX_RUNNING=2 allows \(runs one, two\)",
+        ):
             RepairClaim(book, "three", "third", limit=2).__enter__()
         assert book.get("three") is None  # refused: nothing left behind
         with RepairClaim(book, "cli", "third"):  # no limit (a person at a terminal)
@@ -168,11 +187,19 @@ def test_a_claims_table_of_an_older_version_gets_its_owner_column(tmp_path: Path
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        conn.execute(sa.text("CREATE TABLE repair_claims (flow_run_id VARCHAR(64) PRIMARY KEY, "
-                             "account VARCHAR(64) NOT NULL, holds VARCHAR(64) UNIQUE, "
-                             "claimed_at DATETIME NOT NULL, beat_at DATETIME NOT NULL)"))
-        conn.execute(sa.text("INSERT INTO repair_claims VALUES ('old', 'paper', NULL, "
-                             "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"))
+        conn.execute(
+            sa.text(
+                "CREATE TABLE repair_claims (flow_run_id VARCHAR(64) PRIMARY KEY, "
+                "account VARCHAR(64) NOT NULL, holds VARCHAR(64) UNIQUE, "
+                "claimed_at DATETIME NOT NULL, beat_at DATETIME NOT NULL)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO repair_claims VALUES ('old', 'paper', NULL, "
+                "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
     book = ClaimBook(url).create()
     assert book.get("old").owner is None  # type: ignore[union-attr]
     book.register("new", "paper")

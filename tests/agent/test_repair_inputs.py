@@ -26,7 +26,9 @@ def test_a_dated_alert_is_completed_from_the_ledger(repair_home: Path) -> None:
     ledger = open_ledger(settings)
     autopsy = complete_autopsy(DATED, ledger)
     assert isinstance(autopsy, Autopsy) and autopsy.as_of == DATED.as_of
-    assert autopsy.alert_id == DATED.alert_id and autopsy.severity == "warning"  # what the alert never said
+    assert (
+        autopsy.alert_id == DATED.alert_id and autopsy.severity == "warning"
+    )  # what the alert never said
     assert autopsy.trigger.rule == "external" and autopsy.trigger.message == "external loss alert"
     assert autopsy.diagnostics.evidence.fills > 0 and autopsy.metrics.turnover_annualized > 50
     assert autopsy.constraints.rebalance == "weekly"
@@ -45,17 +47,26 @@ def test_a_loss_alert_gets_the_traded_strategy_and_the_last_nav_date(repair_home
 
 
 def test_full_autopsies_pass_and_accounts_without_history_keep_the_alert(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:
+    repair_home: Path, daily_momentum_autopsy: dict[str, Any]
+) -> None:
     ledger = open_ledger(get_settings())
     full = Autopsy.model_validate(daily_momentum_autopsy)
     assert complete_autopsy(full, ledger) is full
     stranger = DATED.model_copy(update={"account": "nobody"})
-    kept = complete_autopsy(stranger, ledger)  # no NAV on that date: the alert as it is, with the module
-    assert input_json(kept) == {**input_json(stranger), "diagnostics": {"module": "strategies.daily_momentum"}}
+    kept = complete_autopsy(
+        stranger, ledger
+    )  # no NAV on that date: the alert as it is, with the module
+    assert input_json(kept) == {
+        **input_json(stranger),
+        "diagnostics": {"module": "strategies.daily_momentum"},
+    }
     named = pending_alert("a-2", account="nobody", module="strategies.weekly_liquidity")
     assert complete_autopsy(named, ledger) == named  # the module an alert names is kept
     assert input_json(complete_autopsy(LossAlert(alert_id="a-1", account="nobody"), ledger)) == {
-        "alert_id": "a-1", "account": "nobody", "diagnostics": {"module": "strategies.daily_momentum"}}
+        "alert_id": "a-1",
+        "account": "nobody",
+        "diagnostics": {"module": "strategies.daily_momentum"},
+    }
 
 
 def test_every_rule_of_the_diagnostics_names_the_metric_the_door_checks() -> None:

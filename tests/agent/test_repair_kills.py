@@ -35,15 +35,30 @@ def _env(home: Path, tmp: Path) -> dict[str, str]:
 
 def _repair_argv(autopsy: Path) -> list[str]:
     # --probation 0: what is killed and recovered here is the promotion that activates at once
-    return ["repair", "--autopsy", str(autopsy), "--auto-approve", "--provider", "offline", "--wait", "0",
-            "--probation", "0"]
+    return [
+        "repair",
+        "--autopsy",
+        str(autopsy),
+        "--auto-approve",
+        "--provider",
+        "offline",
+        "--wait",
+        "0",
+        "--probation",
+        "0",
+    ]
 
 
 def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:
     """Start a repair and SIGKILL its whole process group once its first gate run has made its folder."""
-    process = subprocess.Popen([sys.executable, "-m", "oomrl", *_repair_argv(autopsy)], cwd=REPO_ROOT,
-                               env=_env(home, tmp), start_new_session=True, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oomrl", *_repair_argv(autopsy)],
+        cwd=REPO_ROOT,
+        env=_env(home, tmp),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + WAIT_S
     # The Critic's probe runs in a gate folder of its own before the candidate exists: wait for both.
     while not (list(tmp.glob("oomrl-gate-*/owner")) and list(home.glob("runs/repair-*/candidate"))):
@@ -75,7 +90,11 @@ def tmp() -> Iterator[Path]:
 
 @pytest.mark.slow  # three real repairs (two of them killed) on two busy cores: minutes
 def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any], tmp_path: Path, tmp: Path) -> None:  # noqa: F811
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    tmp: Path,
+) -> None:
     home = repair_home
     autopsy = tmp_path / "autopsy.json"
     autopsy.write_text(json.dumps(daily_momentum_autopsy))
@@ -86,11 +105,19 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
     assert (first / "candidate").is_dir() and list(tmp.glob("oomrl-gate-*"))
 
     # 2. Killed at the merge of its promotion: the branch sits on a commit no version is.
-    killed = subprocess.run([sys.executable, "-m", "tests.agent.kill_at", "merge", "oomrl", *_repair_argv(autopsy)],
-                            cwd=REPO_ROOT, env=_env(home, tmp), capture_output=True, text=True, timeout=1800,
-                            check=False)
+    killed = subprocess.run(
+        [sys.executable, "-m", "tests.agent.kill_at", "merge", "oomrl", *_repair_argv(autopsy)],
+        cwd=REPO_ROOT,
+        env=_env(home, tmp),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert "recovered: repairs that were killed left the candidate of " + first.name in killed.stderr
+    assert (
+        "recovered: repairs that were killed left the candidate of " + first.name in killed.stderr
+    )
     assert not (first / "candidate").exists() and not list(tmp.glob("oomrl-gate-*"))
     versions = _versions()
     assert (versions.workspace / ".git" / JOURNAL).exists()
@@ -98,8 +125,15 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
     assert versions.ledger.active_version("paper") in (None, versions.resolve("v1"))  # type: ignore[union-attr]
 
     # 3. The next repair rolls the promotion back, clears the candidate, and promotes v2 normally.
-    done = subprocess.run([sys.executable, "-m", "oomrl", *_repair_argv(autopsy)], cwd=REPO_ROOT,
-                          env=_env(home, tmp), capture_output=True, text=True, timeout=1800, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "oomrl", *_repair_argv(autopsy)],
+        cwd=REPO_ROOT,
+        env=_env(home, tmp),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "repair ended Promoted: promoted v2" in done.stdout and "Traceback" not in done.stderr
     assert "recovered: the promotion of v2" in done.stderr and "rolled it back" in done.stderr
@@ -110,4 +144,6 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
     assert not [run for run in (home / "runs").glob("repair-*") if (run / "candidate").exists()]
     assert not list(tmp.glob("oomrl-gate-*")) and not list((home / "runs").glob("*/.owner"))
     # nor the strategy hosts' copies and the jails' stages of the two killed repairs
-    assert not [p.name for p in tmp.iterdir() if p.name.startswith(("oomrl-host", "oomrl-sandbox-"))]
+    assert not [
+        p.name for p in tmp.iterdir() if p.name.startswith(("oomrl-host", "oomrl-sandbox-"))
+    ]

@@ -33,8 +33,12 @@ from tests.agent.repair_helpers import (
     strings,
 )
 
-HAPPY = [("critic", "approval"), ("approval", "test-genesis"), ("test-genesis", "logic-genesis"),
-         ("logic-genesis", "cross-validation")]
+HAPPY = [
+    ("critic", "approval"),
+    ("approval", "test-genesis"),
+    ("test-genesis", "logic-genesis"),
+    ("logic-genesis", "cross-validation"),
+]
 
 
 def offline_context(tmp_path: Path, *failing: str, **agent: int) -> RepairContext:
@@ -47,8 +51,14 @@ def offline_context(tmp_path: Path, *failing: str, **agent: int) -> RepairContex
 def new_lines(diff: str, workspace: Path) -> list[str]:
     """The substantial lines a diff adds that the workspace did not already hold anywhere."""
     before = "\n".join(p.read_text(encoding="utf-8") for p in workspace.rglob("*.py"))
-    return [line[1:].strip() for line in diff.splitlines() if line.startswith("+")
-            and not line.startswith("+++") and len(line.strip()) > 30 and line[1:].strip() not in before]
+    return [
+        line[1:].strip()
+        for line in diff.splitlines()
+        if line.startswith("+")
+        and not line.startswith("+++")
+        and len(line.strip()) > 30
+        and line[1:].strip() not in before
+    ]
 
 
 def test_the_machine_refuses_a_transition_it_does_not_have() -> None:
@@ -74,11 +84,14 @@ def test_docs_draw_every_transition_and_name_a_test_that_takes_it() -> None:
 
 
 def test_the_edge_check_fails_a_test_that_does_not_take_its_documented_edge(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The conftest's check is real: a named test that takes its edges passes it, one that does not fails."""
     test, named = min(edges_of_test().items())
-    with pytest.raises(AssertionError, match=f"docs/agent.md says {test} takes"), \
-            takes_documented_edges(test, monkeypatch):
+    with (
+        pytest.raises(AssertionError, match=f"docs/agent.md says {test} takes"),
+        takes_documented_edges(test, monkeypatch),
+    ):
         pass
     with takes_documented_edges(test, monkeypatch) as taken:
         for source, target in sorted(named):
@@ -117,7 +130,10 @@ def test_a_coder_out_of_attempts_fails_at_logic_genesis(tmp_path: Path) -> None:
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "logic-genesis")
     assert "ceiling of 3 role answers per repair" in outcome.reason
-    assert edges(outcome) == HAPPY[:3] + [("logic-genesis", "logic-genesis"), ("logic-genesis", "failed")]
+    assert edges(outcome) == HAPPY[:3] + [
+        ("logic-genesis", "logic-genesis"),
+        ("logic-genesis", "failed"),
+    ]
     first, second = provider.coder_views
     assert first.last_verdict is not None and first.last_verdict["phase"] == "test-gen"
     assert first.failing_tests and all("test_daily_momentum" in t for t in first.failing_tests)
@@ -128,18 +144,25 @@ def test_a_coder_out_of_attempts_fails_at_logic_genesis(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_failed_replay_sends_the_repair_back_to_the_tests_with_what_they_missed(tmp_path: Path) -> None:
+def test_a_failed_replay_sends_the_repair_back_to_the_tests_with_what_they_missed(
+    tmp_path: Path,
+) -> None:
     ctx = offline_context(tmp_path, "max_weekly_turnover")
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "promoted", outcome.reason
     assert edges(outcome) == HAPPY + [("cross-validation", "test-genesis")] + HAPPY[2:] + [
-        ("cross-validation", "promotion"), ("promotion", "promoted")]
+        ("cross-validation", "promotion"),
+        ("promotion", "promoted"),
+    ]
     assert outcome.rounds == 2
     first_code = next(r for r in outcome.attempts if r.phase == "code-patch")
     # Round 2: the offline Test Author saw what the replay found and wrote a test for it, from the
     # unchanged source: nothing the Coder wrote in round 1 was in its inputs.
-    inputs = {i["label"]: json.loads((ctx.run_dir / i["file"]).read_text()) for i in outcome.inputs
-              if i["role"] == "test_author"}
+    inputs = {
+        i["label"]: json.loads((ctx.run_dir / i["file"]).read_text())
+        for i in outcome.inputs
+        if i["role"] == "test_author"
+    }
     round_two = inputs["test-gen-2"]["view"]
     assert round_two["missed"][0]["check"] == "max_weekly_turnover"
     shown = strings(round_two)
@@ -155,7 +178,8 @@ def test_a_failed_replay_sends_the_repair_back_to_the_tests_with_what_they_misse
     meta = ctx.versions.metadata("v2")
     assert meta["rounds"] == 2 and [d["round"] for d in meta["diffs"]] == [1, 1, 2, 2]
     assert "tests/strategies/test_daily_momentum_missed.py" in ctx.versions.git(
-        "show", "--stat", "--format=", "v2~1")
+        "show", "--stat", "--format=", "v2~1"
+    )
 
 
 @pytest.mark.slow
@@ -164,7 +188,10 @@ def test_a_replay_failing_in_the_last_round_fails_the_repair(tmp_path: Path) -> 
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "cross-validation")
-    assert outcome.reason == "max_weekly_turnover: max_weekly_turnover breached in the replay (round 1 of 1)"
+    assert (
+        outcome.reason
+        == "max_weekly_turnover: max_weekly_turnover breached in the replay (round 1 of 1)"
+    )
     assert edges(outcome) == HAPPY + [("cross-validation", "failed")]
     assert outcome.cross_validation is not None and not outcome.cross_validation.passed
     assert_untouched(ctx, head)
@@ -177,11 +204,14 @@ def test_a_deterministic_provider_is_not_asked_again_what_it_answered(tmp_path: 
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "test-genesis")
     # The rules have no test for an IR shortfall: an empty answer, then no second ask.
-    assert "the offline provider is deterministic and nothing it reads changed since attempt 2" \
+    assert (
+        "the offline provider is deterministic and nothing it reads changed since attempt 2"
         in outcome.reason
-    assert [(r.phase, r.verdict.violations[0].rule if r.verdict.violations else None)
-            for r in outcome.attempts] == [("test-gen", None), ("code-patch", None),
-                                           ("test-gen", "diff.malformed")]
+    )
+    assert [
+        (r.phase, r.verdict.violations[0].rule if r.verdict.violations else None)
+        for r in outcome.attempts
+    ] == [("test-gen", None), ("code-patch", None), ("test-gen", "diff.malformed")]
     assert edges(outcome)[-2:] == [("cross-validation", "test-genesis"), ("test-genesis", "failed")]
     assert_untouched(ctx, head)
 

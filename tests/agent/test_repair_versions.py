@@ -27,7 +27,8 @@ MARKER = "# other account's repair: 7f3a"
 
 @pytest.mark.slow  # two accounts, two promotions, a repair: ~9 s
 def test_a_repair_is_based_on_its_accounts_version_not_on_another_accounts_promotion(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     ctx = make_context(tmp_path, OfflineProvider())  # account paper trades v1
     versions = ctx.versions
     v1 = versions.resolve("v1")
@@ -50,9 +51,13 @@ def test_a_repair_is_based_on_its_accounts_version_not_on_another_accounts_promo
     assert outcome.status == "promoted", outcome.reason
     assert outcome.version is not None and outcome.version.tag == "v3"
     # The candidate was cloned at v1 (v2 is not in its history) and replayed against v1.
-    assert bases and all(base == v1 and v1 in history and v2.sha not in history for base, history in bases)
+    assert bases and all(
+        base == v1 and v1 in history and v2.sha not in history for base, history in bases
+    )
     # v3 is paper's tests commit and patch on top of v1; v2 is not among its ancestors.
-    assert versions.git("rev-parse", "v3~2") == v1 and not versions.is_ancestor(v2.sha, outcome.version.sha)
+    assert versions.git("rev-parse", "v3~2") == v1 and not versions.is_ancestor(
+        v2.sha, outcome.version.sha
+    )
     assert MARKER not in versions.git("show", f"v3:{SOURCE}")
     assert versions.head() == v2.sha  # the branch moved only on fast-forward: it did not
     assert versions.ledger.active_version("other") == v2.sha  # type: ignore[union-attr]
@@ -60,14 +65,18 @@ def test_a_repair_is_based_on_its_accounts_version_not_on_another_accounts_promo
     assert versions.git("status", "--porcelain") == ""
 
 
-def test_a_repair_of_an_account_whose_version_the_workspace_lacks_fails_by_name(tmp_path: Path) -> None:
+def test_a_repair_of_an_account_whose_version_the_workspace_lacks_fails_by_name(
+    tmp_path: Path,
+) -> None:
     ctx = make_context(tmp_path, OfflineProvider())
     ctx.versions.ledger.set_active_version("paper", "f" * 40, "daily_momentum")  # type: ignore[union-attr]
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "critic")
-    assert outcome.reason.startswith(f"{UnknownActiveVersionError.__name__}: account 'paper' trades "
-                                     "version ffffffffffff, which the strategy workspace")
+    assert outcome.reason.startswith(
+        f"{UnknownActiveVersionError.__name__}: account 'paper' trades "
+        "version ffffffffffff, which the strategy workspace"
+    )
     assert edges(outcome) == [("critic", "failed")] and not outcome.inputs  # no role was asked
     assert ctx.versions.head() == head and [v.tag for v in ctx.versions.list()] == ["v1"]
     assert not ctx.candidate.exists()
@@ -82,10 +91,15 @@ def _promote_for_paper_meanwhile(ctx: RepairContext, tmp_path: Path) -> None:
 
 def test_a_repair_whose_account_was_repaired_while_it_waited_stops_by_name(tmp_path: Path) -> None:
     ctx = make_context(tmp_path, ScriptedProvider())
-    outcome = run_repair(AUTOPSY, ctx, approve, hold=lambda: _promote_for_paper_meanwhile(ctx, tmp_path))
+    outcome = run_repair(
+        AUTOPSY, ctx, approve, hold=lambda: _promote_for_paper_meanwhile(ctx, tmp_path)
+    )
     assert (outcome.status, outcome.step) == ("failed", "superseded")
-    assert outcome.reason.startswith("account paper now trades v2 (") and "promoted while this repair waited" \
-        in outcome.reason and "started from v1 (" in outcome.reason
+    assert (
+        outcome.reason.startswith("account paper now trades v2 (")
+        and "promoted while this repair waited" in outcome.reason
+        and "started from v1 (" in outcome.reason
+    )
     assert edges(outcome) == [("critic", "approval"), ("approval", "failed")]
     assert [v.tag for v in ctx.versions.list()] == ["v1", "v2"]  # only the other repair's version
     assert ctx.versions.ledger.active_version("paper") == ctx.versions.resolve("v2")  # type: ignore[union-attr]
@@ -99,8 +113,12 @@ def test_a_repair_that_cannot_take_its_account_fails_at_the_claim(tmp_path: Path
     ctx.claim_wait_s = 0.0  # `oomrl repair --wait 0`
     with claim_for(ctx, "holder") as holder:  # another repair of paper holds it through the gate
         holder.hold()
-        outcome = run_repair(AUTOPSY, ctx, approve)  # its own claim, as the CLI and the demo take it
+        outcome = run_repair(
+            AUTOPSY, ctx, approve
+        )  # its own claim, as the CLI and the demo take it
     assert (outcome.status, outcome.step) == ("failed", "claim")
-    assert outcome.reason.startswith(f"account paper is being repaired by run holder-{ctx.run_dir.name} (pid ")
+    assert outcome.reason.startswith(
+        f"account paper is being repaired by run holder-{ctx.run_dir.name} (pid "
+    )
     assert edges(outcome) == [("critic", "approval"), ("approval", "failed")]
     assert [v.tag for v in ctx.versions.list()] == ["v1"]

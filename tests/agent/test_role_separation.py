@@ -31,8 +31,13 @@ from tests.agent.repair_helpers import (
 
 CODER_MARKER = "coder-only-5e0c"
 HELDOUT_MARKER = "heldout-only-a771"
-MISSED = [{"check": "max_weekly_turnover", "detail": "max_weekly_turnover breached in the replay",
-           "window": "2024-03-01..2024-07-15"}]
+MISSED = [
+    {
+        "check": "max_weekly_turnover",
+        "detail": "max_weekly_turnover breached in the replay",
+        "window": "2024-03-01..2024-07-15",
+    }
+]
 
 
 def scripted(workspace: Path) -> dict[str, list[str]]:
@@ -42,26 +47,39 @@ def scripted(workspace: Path) -> dict[str, list[str]]:
     mandate = offline_mandate(workspace, AUTOPSY)
     source, tests = read_tree(workspace, "strategies"), read_tree(workspace, "tests")
     round_one = rules.test_author(TestAuthorView(mandate=mandate, source=source, tests=tests))
-    round_two = rules.test_author(TestAuthorView(mandate=mandate, source=source, tests=tests,
-                                                 missed=MISSED))
+    round_two = rules.test_author(
+        TestAuthorView(mandate=mandate, source=source, tests=tests, missed=MISSED)
+    )
     honest = reference_change(source[MODULE], mandate).replace(
-        "class DailyMomentum:", f"# {CODER_MARKER}: the Coder's own words\nclass DailyMomentum:", 1)
+        "class DailyMomentum:", f"# {CODER_MARKER}: the Coder's own words\nclass DailyMomentum:", 1
+    )
     fix = json.dumps({"diff": unified_diff(MODULE, source[MODULE], honest), "notes": CODER_MARKER})
-    cheat = json.dumps({"diff": unified_diff(MODULE, source[MODULE], only_at_test_capital(honest)),
-                        "notes": "limits only at the tests' capital"})
-    return {"critic": [mandate.model_dump_json()],
-            "test_author": [round_one.model_dump_json(), round_two.model_dump_json()],
-            "coder": [cheat, fix, fix]}
+    cheat = json.dumps(
+        {
+            "diff": unified_diff(MODULE, source[MODULE], only_at_test_capital(honest)),
+            "notes": "limits only at the tests' capital",
+        }
+    )
+    return {
+        "critic": [mandate.model_dump_json()],
+        "test_author": [round_one.model_dump_json(), round_two.model_dump_json()],
+        "coder": [cheat, fix, fix],
+    }
 
 
 def lines_of(text: str, before: str) -> list[str]:
     """The substantial lines of `text` that `before` did not already hold."""
-    return [line.strip() for line in text.splitlines()
-            if len(line.strip()) > 30 and line.strip() not in before]
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if len(line.strip()) > 30 and line.strip() not in before
+    ]
 
 
 @pytest.mark.slow
-def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_tests(tmp_path: Path) -> None:
+def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_tests(
+    tmp_path: Path,
+) -> None:
     answers = scripted(tmp_path / "scratch")
     held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER)
     agent_settings = AgentSettings(max_attempts=8, retries=0, timeout_s=30.0)
@@ -70,8 +88,9 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
         server.agent = agent
         budget = Budget.from_settings(agent_settings)
         transcript = Transcript(tmp_path / "transcript.jsonl")
-        client = LLMClient(OpenAIBackend(server.url, "k", "fake-model", 30.0), budget, transcript,
-                           agent_settings)
+        client = LLMClient(
+            OpenAIBackend(server.url, "k", "fake-model", 30.0), budget, transcript, agent_settings
+        )
         ctx = make_context(tmp_path, LLMProvider(client), budget, transcript)
         ctx.agent, ctx.holdout = agent_settings, held_out
         ctx.cross_validator = replays("max_weekly_turnover")
@@ -79,28 +98,47 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
     assert outcome.status == "promoted", outcome.reason
     assert ("cross-validation", "test-genesis") in edges(outcome) and outcome.rounds == 2
     assert [(r.phase, r.accepted) for r in outcome.attempts] == [
-        ("test-gen", True), ("code-patch", False), ("code-patch", True),
-        ("test-gen", True), ("code-patch", True)]
+        ("test-gen", True),
+        ("code-patch", False),
+        ("code-patch", True),
+        ("test-gen", True),
+        ("code-patch", True),
+    ]
 
     # Lines both roles may see anyway: the workspace as it was, and the tests the Test Author wrote.
-    original = "\n".join([p.read_text() for p in ctx.versions.materialize("v1").rglob("*.py")]
-                         + [r.diff for r in outcome.attempts if r.phase == "test-gen"])
-    coder_work = [line for r in outcome.attempts if r.phase == "code-patch"
-                  for line in lines_of("\n".join(x[1:] for x in r.diff.splitlines()
-                                                 if x.startswith("+") and not x.startswith("+++")),
-                                       original)] + [CODER_MARKER]
+    original = "\n".join(
+        [p.read_text() for p in ctx.versions.materialize("v1").rglob("*.py")]
+        + [r.diff for r in outcome.attempts if r.phase == "test-gen"]
+    )
+    coder_work = [
+        line
+        for r in outcome.attempts
+        if r.phase == "code-patch"
+        for line in lines_of(
+            "\n".join(
+                x[1:] for x in r.diff.splitlines() if x.startswith("+") and not x.startswith("+++")
+            ),
+            original,
+        )
+    ] + [CODER_MARKER]
     held_out_code = lines_of((held_out / "test_heldout_capital.py").read_text(), original)
     assert len(coder_work) > 20 and len(held_out_code) > 3
     promoted = ctx.versions.git("show", "v2:strategies/daily_momentum.py")
     assert sum(line in promoted for line in coder_work) > 20  # we look for what the Coder wrote
 
     def prompts(role: str) -> list[str]:  # the system prompt, and the view as the model read it
-        return [r["messages"][0]["content"] + strings(json.loads(r["messages"][-1]["content"]))
-                for r in server.requests if role_of(r) == role]
+        return [
+            r["messages"][0]["content"] + strings(json.loads(r["messages"][-1]["content"]))
+            for r in server.requests
+            if role_of(r) == role
+        ]
 
     def recorded(role: str) -> list[str]:
-        return [strings(json.loads((ctx.run_dir / i["file"]).read_text()))
-                for i in outcome.inputs if i["role"] == role]
+        return [
+            strings(json.loads((ctx.run_dir / i["file"]).read_text()))
+            for i in outcome.inputs
+            if i["role"] == role
+        ]
 
     # The Test Author, in both rounds (the second after the Coder's patch was accepted and replayed),
     # was shown nothing the Coder wrote: not in its prompt, not in the inputs recorded for audit.
@@ -114,4 +152,6 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
     assert all(HELDOUT_MARKER not in text for text in coder)
     told = agent.shown["coder"][1]["last_verdict"]["violations"][0]
     assert told["rule"] == "holdout.failed" and told["code"] is None
-    assert told["message"].endswith("test_heldout_capital.py::test_turnover_budget_holds_at_three_billion")
+    assert told["message"].endswith(
+        "test_heldout_capital.py::test_turnover_budget_holds_at_three_billion"
+    )

@@ -12,8 +12,16 @@ import pytest
 
 from tests.cli.helpers import snapshot
 
-SETTINGS_VARIABLES = ("OOMRL_CONFIG", "OOMRL_LEDGER_URL", "OOMRL_ACCOUNT", "OOMRL_KILL_THRESHOLD",
-                      "OOMRL_INITIAL_CASH", "OOMRL_LLM_PROVIDER", "OOMRL_LLM_MODEL", "OOMRL_MARKET_RULES")
+SETTINGS_VARIABLES = (
+    "OOMRL_CONFIG",
+    "OOMRL_LEDGER_URL",
+    "OOMRL_ACCOUNT",
+    "OOMRL_KILL_THRESHOLD",
+    "OOMRL_INITIAL_CASH",
+    "OOMRL_LLM_PROVIDER",
+    "OOMRL_LLM_MODEL",
+    "OOMRL_MARKET_RULES",
+)
 
 
 @pytest.fixture(scope="session")

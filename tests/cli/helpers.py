@@ -15,8 +15,12 @@ from oomrl.cli import app
 
 def snapshot(root: Path) -> dict[str, str]:
     """Every file (by content hash) and folder under root."""
-    return {str(p.relative_to(root)): "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): "dir"
+        if p.is_dir()
+        else hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def refused(result: Any, code: int, *fragments: str) -> str:

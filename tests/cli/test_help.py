@@ -14,7 +14,17 @@ import typer
 from oomrl.cli import app
 from tests.cli.helpers import invoke
 
-HEAVY = ("pandas", "numpy", "prefect", "sqlalchemy", "pydantic", "rich", "pyarrow", "fastapi", "httpx")
+HEAVY = (
+    "pandas",
+    "numpy",
+    "prefect",
+    "sqlalchemy",
+    "pydantic",
+    "rich",
+    "pyarrow",
+    "fastapi",
+    "httpx",
+)
 # How many characters of a command's first sentence fit the command list of `--help` untruncated.
 SHORT_HELP_WIDTH = 60
 
@@ -30,45 +40,62 @@ COMMANDS = list(walk(typer.main.get_command(app)))
 
 
 def test_importing_the_cli_imports_nothing_heavy() -> None:
-    code = ("import sys, oomrl.cli; "
-            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    code = f"import sys, oomrl.cli; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
 
 def test_help_runs_without_loading_anything_heavy() -> None:
-    code = ("import sys; sys.argv = ['oomrl', '--help']\n"
-            "from oomrl.cli import app\n"
-            "try:\n    app()\nexcept SystemExit:\n    pass\n"
-            f"print('loaded:', sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    code = (
+        "import sys; sys.argv = ['oomrl', '--help']\n"
+        "from oomrl.cli import app\n"
+        "try:\n    app()\nexcept SystemExit:\n    pass\n"
+        f"print('loaded:', sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Commands:" in done.stdout and done.stdout.rstrip().endswith("loaded: []")
 
 
-@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[" ".join(p) or "oomrl" for p, _ in COMMANDS])
-def test_every_command_and_option_has_help_in_one_style(path: tuple[str, ...], command: Any) -> None:
+@pytest.mark.parametrize(
+    ("path", "command"), COMMANDS, ids=[" ".join(p) or "oomrl" for p, _ in COMMANDS]
+)
+def test_every_command_and_option_has_help_in_one_style(
+    path: tuple[str, ...], command: Any
+) -> None:
     help_text = (command.help or "").strip()
     assert help_text, f"{path} has no help"
     first = help_text.split("\n\n")[0].replace("\n", " ")
     assert first[0].isupper() and first.endswith("."), first
     if path:
-        assert len(first.split(". ")[0]) <= SHORT_HELP_WIDTH, f"'{first}' is cut in the command list"
+        assert len(first.split(". ")[0]) <= SHORT_HELP_WIDTH, (
+            f"'{first}' is cut in the command list"
+        )
     for param in command.params:
         text = (getattr(param, "help", None) or "").strip()
         assert text, f"{' '.join(path)} {param.name} has no help"
         assert text[0].isupper() and text.endswith("."), f"{' '.join(path)} {param.name}: {text!r}"
 
 
-@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=[" ".join(p) or "oomrl" for p, _ in COMMANDS])
-def test_help_output_has_no_noise_and_no_outside_references(path: tuple[str, ...], command: Any) -> None:
+@pytest.mark.parametrize(
+    ("path", "command"), COMMANDS, ids=[" ".join(p) or "oomrl" for p, _ in COMMANDS]
+)
+def test_help_output_has_no_noise_and_no_outside_references(
+    path: tuple[str, ...], command: Any
+) -> None:
     result = invoke(*path, "--help")
     assert result.exit_code == 0, result.output
     for noise in ("<bool>", "<path>", "<float>", "<int", "DESIGN", "§"):
         assert noise not in result.output, f"{noise!r} in the help of {' '.join(path)}"
-    cut = [line for line in result.output.splitlines() if line.endswith("...") and "Usage:" not in line]
+    cut = [
+        line for line in result.output.splitlines() if line.endswith("...") and "Usage:" not in line
+    ]
     assert not cut, f"help cut short: {cut}"
-    for option in (p for p in command.params if isinstance(p, typer.core.TyperOption) and not p.is_flag):
-        assert option.metavar or option.type_descriptor.is_choice, f"{' '.join(path)} {option.name} shows a type"
+    for option in (
+        p for p in command.params if isinstance(p, typer.core.TyperOption) and not p.is_flag
+    ):
+        assert option.metavar or option.type_descriptor.is_choice, (
+            f"{' '.join(path)} {option.name} shows a type"
+        )
 
 
 def choices(path: tuple[str, ...], option: str) -> list[str]:
@@ -88,7 +115,11 @@ def test_fixed_choices_are_enums_listed_in_help() -> None:
     assert choices(("gate",), "--expect") == ["red", "green"]
     assert choices(("report",), "--benchmark") == ["price", "total_return"]
     assert sorted(choices(("repair",), "--provider")) == sorted(PROVIDERS)
-    assert sorted(choices(("ingest",), "--market")) == sorted(MARKETS) == sorted(choices(("replay",), "--market"))
+    assert (
+        sorted(choices(("ingest",), "--market"))
+        == sorted(MARKETS)
+        == sorted(choices(("replay",), "--market"))
+    )
     assert choices(("demo",), "--repair-on") == ["friction", "critical", "warning"]
     wrong = invoke("gate", "--workspace", ".", "--phase", "patch", "--patch", "x.diff")
     assert wrong.exit_code == 2 and "'patch' is not one of 'code-patch', 'test-gen'" in wrong.output
@@ -97,5 +128,6 @@ def test_fixed_choices_are_enums_listed_in_help() -> None:
 def test_the_store_wait_default_in_help_is_the_store_default() -> None:
     from oomrl.data.lock import DEFAULT_WAIT_S
 
-    assert f"(default: {DEFAULT_WAIT_S:.0f};" in invoke("ingest", "--help").output.replace("\n", " ").replace(
-        "  ", " ")
+    assert f"(default: {DEFAULT_WAIT_S:.0f};" in invoke("ingest", "--help").output.replace(
+        "\n", " "
+    ).replace("  ", " ")

@@ -20,9 +20,13 @@ import pytest
 from oomrl.portfolio.hosting import UNSAFE_JAIL
 
 BWRAP = shutil.which("bwrap")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    os.geteuid() != 0 or BWRAP is None or shutil.which("unshare") is None,
-    reason="hiding bubblewrap needs root, unshare and an installed bwrap")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or BWRAP is None or shutil.which("unshare") is None,
+        reason="hiding bubblewrap needs root, unshare and an installed bwrap",
+    ),
+]
 
 
 def without_bwrap(home: Path, *args: str, unsafe: bool) -> subprocess.CompletedProcess[str]:
@@ -34,17 +38,34 @@ def without_bwrap(home: Path, *args: str, unsafe: bool) -> subprocess.CompletedP
         env["OOMRL_UNSAFE_NO_JAIL"] = "1"
     command = [sys.executable, "-m", "oomrl", *args]
     script = f"mount --bind /dev/null {BWRAP} && exec " + " ".join(f"'{c}'" for c in command)
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
 
 
-REPLAY = ("replay", "--strategy", "daily_momentum", "--start", "2024-07-01", "--end", "2024-07-12", "--json")
+REPLAY = (
+    "replay",
+    "--strategy",
+    "daily_momentum",
+    "--start",
+    "2024-07-01",
+    "--end",
+    "2024-07-12",
+    "--json",
+)
 
 
 def test_without_a_jail_strategy_code_does_not_run(home: Path) -> None:
     done = without_bwrap(home, *REPLAY, unsafe=False)
     assert done.returncode == 1, done.stderr
-    assert "strategy code runs only in a jail" in done.stderr and "OOMRL_UNSAFE_NO_JAIL" in done.stderr
+    assert (
+        "strategy code runs only in a jail" in done.stderr and "OOMRL_UNSAFE_NO_JAIL" in done.stderr
+    )
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 

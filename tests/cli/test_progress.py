@@ -23,7 +23,9 @@ def test_the_bar_draws_on_a_terminal_and_goes_away() -> None:
         terminal.file.flush()
     drawn = screen.getvalue()
     assert "replay c" in drawn and "3/3" in drawn
-    assert drawn.rstrip().endswith("\x1b[2K") or "\x1b[1A" in drawn or "\x1b[2K" in drawn  # erased at the end
+    assert (
+        drawn.rstrip().endswith("\x1b[2K") or "\x1b[1A" in drawn or "\x1b[2K" in drawn
+    )  # erased at the end
 
 
 def test_the_bar_stays_silent_on_a_pipe() -> None:
@@ -36,11 +38,19 @@ def test_the_bar_stays_silent_on_a_pipe() -> None:
 def test_redteam_reports_each_finished_case(tmp_path: Path) -> None:
     from guardrails.redteam import run_corpus
 
-    corpus = _tiny_corpus(tmp_path, [
-        "edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked",
-        "edit_tests_2,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked"])
+    corpus = _tiny_corpus(
+        tmp_path,
+        [
+            "edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked",
+            "edit_tests_2,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked",
+        ],
+    )
     seen: list[tuple[int, int, str]] = []
-    report = run_corpus(corpus, lock="hash-only", progress=lambda done, total, case: seen.append((done, total, case)))
+    report = run_corpus(
+        corpus,
+        lock="hash-only",
+        progress=lambda done, total, case: seen.append((done, total, case)),
+    )
     assert sorted(seen) == [(1, 2, seen[0][2]), (2, 2, seen[1][2])]
     assert {case for _, _, case in seen} == {"edit_tests", "edit_tests_2"}
     assert report.attacks == (2, 2)
@@ -59,7 +69,9 @@ def test_the_repair_shows_its_steps() -> None:
     seen: list[str] = []
 
     def step(a: int, b: int) -> int:
-        deadline = time.monotonic() + 60  # drawn within ms when idle; a loaded machine may take seconds
+        deadline = (
+            time.monotonic() + 60
+        )  # drawn within ms when idle; a loaded machine may take seconds
         while "repair: critic" not in screen.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)  # the spinner draws from its own thread
         seen.append(screen.getvalue())

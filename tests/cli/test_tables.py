@@ -16,12 +16,21 @@ from oomrl.artifacts import NAV_COLUMNS, nav_rows, numeric_titles
 from oomrl.cli import app
 from oomrl.commands.tables import column_groups, print_rows, table_width
 
-NAV = pd.DataFrame({"date": pd.to_datetime(["2026-02-10", "2026-02-11"]), "nav": [9_976_221.98, 10_073_124.11],
-                    "cash": [253_375.5, 165_744.11], "market_value": [9_722_846.48, 9_907_380.0],
-                    "realized_return": [-0.002377802, 0.01147], "frictionless_return": [-0.00095, 0.01238],
-                    "slippage_leakage": [0.00143, 0.00091], "turnover": [0.974, 0.806],
-                    "costs": [16_825.68, 15_262.75], "reward": [-0.00263, 0.01137],
-                    "principal_loss": [0.0024, -0.0073]})
+NAV = pd.DataFrame(
+    {
+        "date": pd.to_datetime(["2026-02-10", "2026-02-11"]),
+        "nav": [9_976_221.98, 10_073_124.11],
+        "cash": [253_375.5, 165_744.11],
+        "market_value": [9_722_846.48, 9_907_380.0],
+        "realized_return": [-0.002377802, 0.01147],
+        "frictionless_return": [-0.00095, 0.01238],
+        "slippage_leakage": [0.00143, 0.00091],
+        "turnover": [0.974, 0.806],
+        "costs": [16_825.68, 15_262.75],
+        "reward": [-0.00263, 0.01137],
+        "principal_loss": [0.0024, -0.0073],
+    }
+)
 
 
 def _printed(width: int) -> str:
@@ -50,12 +59,16 @@ def test_a_narrow_terminal_gets_parts_each_led_by_the_date() -> None:
 
 
 @pytest.mark.slow  # copies a prepared OOMRL_HOME (the session fixture ingests the sample)
-def test_account_show_on_a_pipe_prints_whole_numbers_dates_and_labelled_percentages(home: Path) -> None:
+def test_account_show_on_a_pipe_prints_whole_numbers_dates_and_labelled_percentages(
+    home: Path,
+) -> None:
     from oomrl.portfolio.service import open_ledger
     from oomrl.settings import get_settings
 
     nav = open_ledger(get_settings()).nav_frame("paper")
-    result = CliRunner().invoke(app, ["account", "show"])  # CliRunner's stdout is a pipe, not a terminal
+    result = CliRunner().invoke(
+        app, ["account", "show"]
+    )  # CliRunner's stdout is a pipe, not a terminal
     assert result.exit_code == 0, result.output
     assert "…" not in result.output and "00:00:00" not in result.output
     assert f"{nav['nav'].iloc[-1]:,.2f}" in result.output and "2024-07-01" in result.output

@@ -16,8 +16,13 @@ from oomrl.market.calendar import sessions
 BarsFactory = Callable[..., pd.DataFrame]
 
 
-def make_bars(symbols: tuple[str, ...] = ("600519.SH", "300750.SZ"), start: str = "2024-07-01",
-              days: int = 5, adjustment: str = "none", step: float = 0.01) -> pd.DataFrame:
+def make_bars(
+    symbols: tuple[str, ...] = ("600519.SH", "300750.SZ"),
+    start: str = "2024-07-01",
+    days: int = 5,
+    adjustment: str = "none",
+    step: float = 0.01,
+) -> pd.DataFrame:
     """Valid bars: prices rise `step` per session, volume in shares, amount = volume x mid price."""
     dates = sessions(start, pd.Timestamp(start) + pd.Timedelta(days=days * 3))[:days]
     rows = []
@@ -26,10 +31,23 @@ def make_bars(symbols: tuple[str, ...] = ("600519.SH", "300750.SZ"), start: str 
         prev = np.nan
         for day in dates:
             new_close = round(close * (1 + step), 2)
-            rows.append({"date": day, "symbol": symbol, "open": close, "high": max(close, new_close) + 0.05,
-                         "low": min(close, new_close) - 0.05, "close": new_close, "volume": 1_000_000.0,
-                         "amount": 1_000_000.0 * (close + new_close) / 2, "adjustment": adjustment,
-                         "prev_close_raw": prev, "factor": 1.0, "st": 0.0, "list_date": np.nan})
+            rows.append(
+                {
+                    "date": day,
+                    "symbol": symbol,
+                    "open": close,
+                    "high": max(close, new_close) + 0.05,
+                    "low": min(close, new_close) - 0.05,
+                    "close": new_close,
+                    "volume": 1_000_000.0,
+                    "amount": 1_000_000.0 * (close + new_close) / 2,
+                    "adjustment": adjustment,
+                    "prev_close_raw": prev,
+                    "factor": 1.0,
+                    "st": 0.0,
+                    "list_date": np.nan,
+                }
+            )
             prev, close = new_close, new_close
     return pd.DataFrame(rows)
 

@@ -28,7 +28,10 @@ def test_csv_chinese_headers_lots_and_file_name_spellings() -> None:
     assert source.symbols() == ["000001.SZ", "300750.SZ", "600519.SH"]
     bars = source.bars("000001.SZ", *WEEK)
     assert bars["volume"].iloc[0] == pytest.approx(134_305_149.0)  # 1,343,051.49 lots x 100
-    assert bars["adjustment"].unique().tolist() == ["qfq"] and bars["amount"].iloc[0] == 1_372_549_620.0
+    assert (
+        bars["adjustment"].unique().tolist() == ["qfq"]
+        and bars["amount"].iloc[0] == 1_372_549_620.0
+    )
     assert np.isnan(bars["prev_close_raw"].iloc[0]) and bars["prev_close_raw"].iloc[1] == 9.62
     assert validate_bars(bars).quarantined.empty
     assert source.coverage() == WEEK
@@ -101,15 +104,23 @@ def test_csv_membership_needs_its_columns(tmp_path: Path) -> None:
 
 def test_synthetic_is_seeded_valid_and_realistic() -> None:
     source = SyntheticSource(symbols=20, start="2023-01-03", days=500, seed=3)
-    first, again = source.bars(source.symbols()[5], *source.coverage()), SyntheticSource(
-        symbols=20, start="2023-01-03", days=500, seed=3).bars(source.symbols()[5], *source.coverage())
+    first, again = (
+        source.bars(source.symbols()[5], *source.coverage()),
+        SyntheticSource(symbols=20, start="2023-01-03", days=500, seed=3).bars(
+            source.symbols()[5], *source.coverage()
+        ),
+    )
     pd.testing.assert_frame_equal(first, again)
-    frames = pd.concat([source.bars(sym, *source.coverage()) for sym in source.symbols()], ignore_index=True)
+    frames = pd.concat(
+        [source.bars(sym, *source.coverage()) for sym in source.symbols()], ignore_index=True
+    )
     assert validate_bars(frames).quarantined.empty
     returns = frames.groupby("symbol")["close"].pct_change().dropna()
     assert 0.01 < returns.std() < 0.05
     assert len(frames) < 20 * 500  # suspensions leave gaps
-    limit_days = frames["close"].eq(frames["high"]) & (frames["close"] / frames["prev_close_raw"] - 1 > 0.095)
+    limit_days = frames["close"].eq(frames["high"]) & (
+        frames["close"] / frames["prev_close_raw"] - 1 > 0.095
+    )
     assert limit_days.any()
     assert source.bars("999999.SH", *source.coverage()).empty
     price = source.index_levels("000300", "price", *source.coverage())
@@ -120,7 +131,11 @@ def test_synthetic_is_seeded_valid_and_realistic() -> None:
 
 def test_synthetic_symbols_cover_the_boards() -> None:
     boards = [board_of(sym) for sym in synthetic_symbols(10)]
-    assert boards.count(Board.MAIN) == 7 and boards.count(Board.CHINEXT) == 2 and boards.count(Board.STAR) == 1
+    assert (
+        boards.count(Board.MAIN) == 7
+        and boards.count(Board.CHINEXT) == 2
+        and boards.count(Board.STAR) == 1
+    )
     with pytest.raises(ValueError, match="the synthetic source has 1 to 5000 symbols, not 0"):
         SyntheticSource(symbols=0)
 
@@ -133,9 +148,12 @@ def test_sample_source_reads_the_bundle() -> None:
     assert "600519.SH" in source.symbols() and len(source.symbols()) > 300
     bars = source.bars("600519.SH", date(2024, 7, 1), date(2024, 7, 5))
     assert len(bars) == 5 and bars["adjustment"].unique().tolist() == ["qfq"]
-    assert source.bars("600837.SH", date(2024, 7, 1), date(2024, 7, 5)).empty  # Haitong: no panel has it
-    assert source.index_levels("000300", "price", date(2024, 7, 1), date(2024, 7, 1))["close"].item() == \
-        pytest.approx(3478.18, abs=0.01)
+    assert source.bars(
+        "600837.SH", date(2024, 7, 1), date(2024, 7, 5)
+    ).empty  # Haitong: no panel has it
+    assert source.index_levels("000300", "price", date(2024, 7, 1), date(2024, 7, 1))[
+        "close"
+    ].item() == pytest.approx(3478.18, abs=0.01)
     assert source.membership()["effective_date"].nunique() == 8
 
 
@@ -154,11 +172,15 @@ def test_registry_builds_every_source(tmp_path: Path) -> None:
     assert get_source(f"csv:{AKSHARE_STYLE}").folder == AKSHARE_STYLE
     assert len(get_source("synthetic:12").symbols()) == 12
     for name in SOURCES:
-        assert isinstance(get_source(f"csv:{AKSHARE_STYLE}" if name == "csv" else name), MarketSource)
+        assert isinstance(
+            get_source(f"csv:{AKSHARE_STYLE}" if name == "csv" else name), MarketSource
+        )
     with pytest.raises(OomrlError, match="unknown data source 'bloomberg'"):
         get_source("bloomberg")
     with pytest.raises(OomrlError, match="needs a folder"):
         get_source("csv")
-    with pytest.raises(OomrlError, match="the synthetic source takes a number of symbols: --source synthetic:N, "
-                                         "not 'abc'"):
+    with pytest.raises(
+        OomrlError,
+        match="the synthetic source takes a number of symbols: --source synthetic:N, not 'abc'",
+    ):
         get_source("synthetic:abc")

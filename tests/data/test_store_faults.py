@@ -45,12 +45,21 @@ DISK_FULL_SCRIPT = textwrap.dedent("""
 """).replace("FREE_AFTER_FILL", str(FREE_AFTER_FILL))
 
 
-def sandboxed(mounts: list[str], command: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+def sandboxed(
+    mounts: list[str], command: list[str], home: Path
+) -> subprocess.CompletedProcess[str]:
     """Run `command` with the whole file system as is, plus `mounts`, in a new mount namespace."""
     assert BWRAP is not None
     env = {**os.environ, "OOMRL_HOME": str(home), "COLUMNS": "200"}
-    return subprocess.run([BWRAP, "--dev-bind", "/", "/", *mounts, "--", *command], check=False, env=env,
-                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parents[2])
+    return subprocess.run(
+        [BWRAP, "--dev-bind", "/", "/", *mounts, "--", *command],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[2],
+    )
 
 
 def require_namespaces(tmp_path: Path) -> None:
@@ -59,13 +68,23 @@ def require_namespaces(tmp_path: Path) -> None:
         pytest.skip(f"bubblewrap cannot create a mount namespace here: {probe.stderr.strip()}")
 
 
-@pytest.mark.skipif(BWRAP is None, reason="bubblewrap (bwrap) is not installed; `make test` installs it")
+@pytest.mark.skipif(
+    BWRAP is None, reason="bubblewrap (bwrap) is not installed; `make test` installs it"
+)
 def test_a_full_disk_fails_the_ingest_and_keeps_the_last_complete_store(tmp_path: Path) -> None:
     require_namespaces(tmp_path)
     home, out = tmp_path / "home", tmp_path / "out"
     home.mkdir()
     out.mkdir()
-    script = [sys.executable, "-c", DISK_FULL_SCRIPT, str(home), str(out), json.dumps(FIRST), json.dumps(SECOND)]
+    script = [
+        sys.executable,
+        "-c",
+        DISK_FULL_SCRIPT,
+        str(home),
+        str(out),
+        json.dumps(FIRST),
+        json.dumps(SECOND),
+    ]
     done = sandboxed(["--size", str(TMPFS_BYTES), "--tmpfs", str(home)], script, home)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout.strip().splitlines()[-1])
@@ -77,12 +96,16 @@ def test_a_full_disk_fails_the_ingest_and_keeps_the_last_complete_store(tmp_path
     before = clean_ingests(tmp_path / "first", FIRST)
     after_full = State.of(out / "after-full")
     assert after_full.same_data(before) and after_full.ingests == 1
-    assert_no_orphans(out / "after-full")  # the failed ingest's files were removed, freeing the space
+    assert_no_orphans(
+        out / "after-full"
+    )  # the failed ingest's files were removed, freeing the space
     assert results["again"]["code"] == 0, results["again"]["output"]
     assert State.of(out / "after-again").same_data(clean_ingests(tmp_path / "both", FIRST, SECOND))
 
 
-@pytest.mark.skipif(BWRAP is None, reason="bubblewrap (bwrap) is not installed; `make test` installs it")
+@pytest.mark.skipif(
+    BWRAP is None, reason="bubblewrap (bwrap) is not installed; `make test` installs it"
+)
 @pytest.mark.parametrize("with_store", [True, False], ids=["holding-a-store", "empty"])
 def test_a_read_only_home_fails_the_ingest_with_one_line(tmp_path: Path, with_store: bool) -> None:
     require_namespaces(tmp_path)
@@ -92,8 +115,12 @@ def test_a_read_only_home_fails_the_ingest_with_one_line(tmp_path: Path, with_st
         clean_ingests(home / "data", FIRST)
     files = sorted(path.relative_to(home) for path in home.rglob("*"))
     args = [f"--{name}={value}" for name, value in SECOND.items()]
-    done = sandboxed(["--ro-bind", str(home), str(home)], [sys.executable, "-m", "oomrl", "ingest", *args], home)
+    done = sandboxed(
+        ["--ro-bind", str(home), str(home)], [sys.executable, "-m", "oomrl", "ingest", *args], home
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in output, output
-    assert f"error: cannot write the market store at {home / 'data'}: Read-only file system" in output
+    assert (
+        f"error: cannot write the market store at {home / 'data'}: Read-only file system" in output
+    )
     assert sorted(path.relative_to(home) for path in home.rglob("*")) == files

@@ -30,7 +30,11 @@ pytestmark = pytest.mark.slow
 
 ROUNDS = 20
 FIRST = {"universe": "600519,000001", "start": "2025-06-02", "end": "2025-06-13"}
-SECOND = {"universe": "600519,000001,300750,601318,600036", "start": "2025-06-02", "end": "2025-07-31"}
+SECOND = {
+    "universe": "600519,000001,300750,601318,600036",
+    "start": "2025-06-02",
+    "end": "2025-07-31",
+}
 PROCESS_TIMEOUT_S = 300
 
 
@@ -42,7 +46,9 @@ def oomrl_ingest(home: Path, subset: dict[str, str]) -> subprocess.Popen[str]:
     for name, value in subset.items():
         args += [f"--{name}", value]
     env = {**os.environ, "OOMRL_HOME": str(home), "COLUMNS": "200"}
-    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[int, str]:
@@ -62,11 +68,19 @@ class State:
     @classmethod
     def of(cls, root: Path) -> State:
         store = MarketStore(root)
-        return cls(store.read_bars(), store.read_index_levels(), store.read_membership(),
-                   len(store.manifest().get("ingests", [])))
+        return cls(
+            store.read_bars(),
+            store.read_index_levels(),
+            store.read_membership(),
+            len(store.manifest().get("ingests", [])),
+        )
 
     def same_data(self, other: State) -> bool:
-        return self.bars.equals(other.bars) and self.index.equals(other.index) and self.membership.equals(other.membership)
+        return (
+            self.bars.equals(other.bars)
+            and self.index.equals(other.index)
+            and self.membership.equals(other.membership)
+        )
 
 
 def clean_ingests(root: Path, *subsets: dict[str, str]) -> State:
@@ -104,7 +118,9 @@ def test_three_ingests_at_once_end_as_one_clean_ingest(tmp_path: Path) -> None:
         assert_no_orphans(home / "data")
         shutil.rmtree(home)
     print(f"{ROUNDS} rounds of 3 concurrent ingests: {waited} waited for the lock")
-    assert waited >= ROUNDS // 2  # the writers did meet (usually two of the three wait in every round)
+    assert (
+        waited >= ROUNDS // 2
+    )  # the writers did meet (usually two of the three wait in every round)
 
 
 def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) -> None:
@@ -124,7 +140,9 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
             time.sleep(0.002)
         return home, process, time.monotonic()
 
-    home, process, locked = start(-1)  # an undisturbed run measures the writing window: lock to commit
+    home, process, locked = start(
+        -1
+    )  # an undisturbed run measures the writing window: lock to commit
     while generation(home / "data") == 1 and process.poll() is None:
         time.sleep(0.002)
     window = time.monotonic() - locked
@@ -150,7 +168,9 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
         if state.same_data(before) and state.ingests == 1:
             outcomes["unchanged"] += 1
         else:
-            assert state.same_data(after) and state.ingests == 2, f"round {round_}: a state in between"
+            assert state.same_data(after) and state.ingests == 2, (
+                f"round {round_}: a state in between"
+            )
             outcomes["complete"] += 1
         # The next ingest succeeds, clears what the killed one left, and completes the store.
         interrupted = (root / HOLDER_FILE).exists()
@@ -159,7 +179,13 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
             assert code == 0 and "Traceback" not in output, output
             assert ("recovered: an earlier write by pid" in output) == interrupted, output
         else:
-            ingest(SampleSource(), SECOND["universe"], SECOND["start"], SECOND["end"], MarketStore(root))
+            ingest(
+                SampleSource(),
+                SECOND["universe"],
+                SECOND["start"],
+                SECOND["end"],
+                MarketStore(root),
+            )
         assert State.of(root).same_data(after)
         assert_no_orphans(root)
         shutil.rmtree(home)

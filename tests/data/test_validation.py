@@ -18,7 +18,9 @@ def test_clean_bars_pass_whole(bars: BarsFactory) -> None:
     frame = bars()
     result = validate_bars(frame)
     assert len(result.valid) == len(frame) and result.quarantined.empty
-    assert result.valid["date"].dtype == "datetime64[ns]" and result.valid["volume"].dtype == "float64"
+    assert (
+        result.valid["date"].dtype == "datetime64[ns]" and result.valid["volume"].dtype == "float64"
+    )
     assert result.reasons == {}
 
 
@@ -31,7 +33,10 @@ def _only_bad(frame: pd.DataFrame, row: int) -> str:
     result = validate_bars(frame)
     assert len(result.quarantined) == 1, result.quarantined
     bad = result.quarantined.iloc[0]
-    assert (bad["date"], bad["symbol"]) == (pd.Timestamp(frame.at[row, "date"]), frame.at[row, "symbol"])
+    assert (bad["date"], bad["symbol"]) == (
+        pd.Timestamp(frame.at[row, "date"]),
+        frame.at[row, "symbol"],
+    )
     assert len(result.valid) == len(frame) - 1
     return str(bad["reason"])
 
@@ -56,7 +61,10 @@ def test_intraday_timestamps_are_normalized_to_the_session(bars: BarsFactory) ->
     frame["date"] = pd.to_datetime(frame["date"]) + pd.Timedelta(hours=15)
     frame["prev_close_raw"] = frame["prev_close_raw"].astype("float64")
     result = validate_bars(frame)
-    assert result.quarantined.empty and (result.valid["date"] == result.valid["date"].dt.normalize()).all()
+    assert (
+        result.quarantined.empty
+        and (result.valid["date"] == result.valid["date"].dt.normalize()).all()
+    )
 
 
 def test_unparseable_date_is_quarantined(bars: BarsFactory) -> None:
@@ -90,7 +98,9 @@ def test_identical_duplicate_keeps_one_copy(bars: BarsFactory) -> None:
     doubled = pd.concat([frame, frame.iloc[[2]]], ignore_index=True)
     result = validate_bars(doubled)
     assert len(result.valid) == len(frame)
-    assert result.quarantined["reason"].tolist() == ["duplicate: identical copy of another (date, symbol) row"]
+    assert result.quarantined["reason"].tolist() == [
+        "duplicate: identical copy of another (date, symbol) row"
+    ]
 
 
 def test_conflicting_duplicates_are_all_quarantined(bars: BarsFactory) -> None:
@@ -123,20 +133,28 @@ AT_CLOSE = datetime(2024, 7, 3, 7, 0, tzinfo=UTC)
 def test_sessions_not_closed_yet_are_quarantined(bars: BarsFactory) -> None:
     frame = bars(symbols=("600519.SH",), start="2024-07-01", days=5)  # 07-01 .. 07-05
     early = validate_bars(frame, now=BEFORE_CLOSE)
-    assert list(early.valid["date"].dt.day) == [1, 2]  # 07-03 is still trading, 07-04 and 07-05 are to come
+    assert list(early.valid["date"].dt.day) == [
+        1,
+        2,
+    ]  # 07-03 is still trading, 07-04 and 07-05 are to come
     assert early.reasons == {"future_session": 3}
     assert early.quarantined.at[0, "reason"] == (
         "future_session: 2024-07-03 is after the last completed XSHG session 2024-07-02 "
-        "(close 15:00 Asia/Shanghai) as of 2024-07-03 06:59 UTC")
+        "(close 15:00 Asia/Shanghai) as of 2024-07-03 06:59 UTC"
+    )
     assert list(validate_bars(frame, now=AT_CLOSE).valid["date"].dt.day) == [1, 2, 3]
-    weekend = datetime(2024, 7, 6, 12, 0, tzinfo=timezone(timedelta(hours=8)))  # Saturday noon in Shanghai
+    weekend = datetime(
+        2024, 7, 6, 12, 0, tzinfo=timezone(timedelta(hours=8))
+    )  # Saturday noon in Shanghai
     assert validate_bars(frame, now=weekend).quarantined.empty
 
 
 def test_a_future_date_off_the_calendar_is_quarantined_as_future(bars: BarsFactory) -> None:
     frame = bars(symbols=("600519.SH",), days=3)
     frame.at[2, "date"] = pd.Timestamp("2031-01-06")  # beyond the calendar exchange_calendars ships
-    assert _only_bad(frame, 2).startswith("future_session: 2031-01-06 is after the last completed XSHG session")
+    assert _only_bad(frame, 2).startswith(
+        "future_session: 2031-01-06 is after the last completed XSHG session"
+    )
 
 
 def test_index_levels_of_sessions_not_closed_are_quarantined() -> None:
@@ -147,15 +165,23 @@ def test_index_levels_of_sessions_not_closed_are_quarantined() -> None:
 def test_last_completed_session_by_calendar_and_close_time() -> None:
     assert last_completed_session(BEFORE_CLOSE) == pd.Timestamp("2024-07-02")
     assert last_completed_session(AT_CLOSE) == pd.Timestamp("2024-07-03")
-    assert last_completed_session(datetime(2024, 10, 5, 12, 0)) == pd.Timestamp("2024-09-30")  # naive = UTC; Golden Week
+    assert last_completed_session(datetime(2024, 10, 5, 12, 0)) == pd.Timestamp(
+        "2024-09-30"
+    )  # naive = UTC; Golden Week
     assert last_completed_session(datetime(1999, 1, 1, tzinfo=UTC)) < pd.Timestamp("2000-01-04")
 
 
-@pytest.mark.parametrize(("symbol", "move", "bad"), [
-    ("600519.SH", 0.099, False), ("600519.SH", 0.12, True),
-    ("300750.SZ", 0.19, False), ("300750.SZ", 0.25, True),
-    ("688981.SH", -0.25, True), ("830799.BJ", 0.29, False),
-])
+@pytest.mark.parametrize(
+    ("symbol", "move", "bad"),
+    [
+        ("600519.SH", 0.099, False),
+        ("600519.SH", 0.12, True),
+        ("300750.SZ", 0.19, False),
+        ("300750.SZ", 0.25, True),
+        ("688981.SH", -0.25, True),
+        ("830799.BJ", 0.29, False),
+    ],
+)
 def test_price_limit_per_board(bars: BarsFactory, symbol: str, move: float, bad: bool) -> None:
     frame = bars(symbols=(symbol,), days=3)
     prev = frame.at[1, "close"]
@@ -174,14 +200,22 @@ def test_limit_move_exactly_at_the_limit_passes_on_qfq_rounding(bars: BarsFactor
     # raw 10.00 -> 11.00 limit-up, seen through a 0.3 qfq factor and rounded to cents: 3.00 -> 3.30 is +10.0 %,
     # 2.99 -> 3.30 is +10.4 %, still one tick of rounding from the limit.
     frame.loc[0, ["open", "high", "low", "close"]] = [2.99, 2.99, 2.99, 2.99]
-    frame.loc[1, ["open", "high", "low", "close", "prev_close_raw"]] = [3.30, 3.30, 3.30, 3.30, np.nan]
+    frame.loc[1, ["open", "high", "low", "close", "prev_close_raw"]] = [
+        3.30,
+        3.30,
+        3.30,
+        3.30,
+        np.nan,
+    ]
     frame["amount"] = frame["volume"] * 10.5
     assert validate_bars(frame).quarantined.empty
 
 
 def test_prev_close_raw_is_used_when_given(bars: BarsFactory) -> None:
     frame = bars(symbols=("600519.SH",), days=1)
-    frame.at[0, "prev_close_raw"] = frame.at[0, "close"] / 1.3  # first row of the batch, +30 % vs given prev
+    frame.at[0, "prev_close_raw"] = (
+        frame.at[0, "close"] / 1.3
+    )  # first row of the batch, +30 % vs given prev
     assert "limit_breach" in _only_bad(frame, 0)
 
 
@@ -190,7 +224,9 @@ def test_volume_amount_contradictions(bars: BarsFactory) -> None:
     frame.at[0, "volume"] = -1.0
     frame.at[1, "volume"], frame.at[1, "amount"] = 0.0, 5e6
     frame.at[2, "amount"] = 0.0
-    frame.at[3, "volume"] = frame.at[3, "volume"] / 100  # lots passed off as shares: VWAP 100x the price
+    frame.at[3, "volume"] = (
+        frame.at[3, "volume"] / 100
+    )  # lots passed off as shares: VWAP 100x the price
     result = validate_bars(frame)
     assert sorted(result.quarantined["date"]) == sorted(frame["date"].iloc[:4])
     assert result.quarantined["reason"].str.startswith("volume_amount").all()
@@ -202,14 +238,19 @@ def test_volume_zero_without_amount_is_a_quiet_day(bars: BarsFactory) -> None:
     assert validate_bars(frame).quarantined.empty
 
 
-@pytest.mark.parametrize(("adjustment", "scale", "bad"), [
-    ("qfq", 0.5, False),    # qfq prices below the raw VWAP: fine
-    ("qfq", 1 / 50, True),  # VWAP 50x the qfq high: volume is in lots
-    ("hfq", 2.0, False),    # hfq prices above the raw VWAP: fine
-    ("hfq", 0.5, True),     # hfq prices below the raw VWAP: impossible
-    ("none", 0.5, True),
-])
-def test_vwap_bounds_depend_on_adjustment(bars: BarsFactory, adjustment: str, scale: float, bad: bool) -> None:
+@pytest.mark.parametrize(
+    ("adjustment", "scale", "bad"),
+    [
+        ("qfq", 0.5, False),  # qfq prices below the raw VWAP: fine
+        ("qfq", 1 / 50, True),  # VWAP 50x the qfq high: volume is in lots
+        ("hfq", 2.0, False),  # hfq prices above the raw VWAP: fine
+        ("hfq", 0.5, True),  # hfq prices below the raw VWAP: impossible
+        ("none", 0.5, True),
+    ],
+)
+def test_vwap_bounds_depend_on_adjustment(
+    bars: BarsFactory, adjustment: str, scale: float, bad: bool
+) -> None:
     frame = bars(symbols=("600519.SH",), days=3, adjustment=adjustment)
     for col in ("open", "high", "low", "close", "prev_close_raw"):
         frame[col] = frame[col] * scale  # amount stays raw
@@ -222,7 +263,9 @@ def test_bad_symbol_and_adjustment(bars: BarsFactory) -> None:
     frame.at[1, "adjustment"] = "forward"
     result = validate_bars(frame)
     reasons = sorted(result.quarantined["reason"])
-    assert reasons[0].startswith("bad_adjustment: 'forward'") and reasons[1].startswith("bad_symbol: '600519'")
+    assert reasons[0].startswith("bad_adjustment: 'forward'") and reasons[1].startswith(
+        "bad_symbol: '600519'"
+    )
     assert result.reasons == {"bad_adjustment": 1, "bad_symbol": 1}
 
 
@@ -247,8 +290,14 @@ def _levels(closes: list[float], start: str = "2024-07-01", kind: str = "price")
 
 def test_index_rules() -> None:
     levels = _levels([3500.0, 3510.0, -1.0, 3520.0, 5000.0, 3530.0])
-    extra = pd.DataFrame({"date": [pd.Timestamp("2024-07-06"), levels.at[0, "date"]], "code": "000300",
-                          "close": [3500.0, 3600.0], "kind": ["price", "price"]})
+    extra = pd.DataFrame(
+        {
+            "date": [pd.Timestamp("2024-07-06"), levels.at[0, "date"]],
+            "code": "000300",
+            "close": [3500.0, 3600.0],
+            "kind": ["price", "price"],
+        }
+    )
     odd_kind = _levels([3500.0], kind="dividend")
     result = validate_index(pd.concat([levels, extra, odd_kind], ignore_index=True))
     reasons = " | ".join(result.quarantined["reason"])
@@ -264,7 +313,13 @@ def test_index_missing_value_and_empty() -> None:
 
 
 def test_membership_is_all_or_nothing() -> None:
-    good = pd.DataFrame({"effective_date": ["2024-06-17"] * 2, "symbol": ["600519.SH", "300750.SZ"], "name": ["a", None]})
+    good = pd.DataFrame(
+        {
+            "effective_date": ["2024-06-17"] * 2,
+            "symbol": ["600519.SH", "300750.SZ"],
+            "name": ["a", None],
+        }
+    )
     assert validate_membership(good)["name"].tolist() == ["a", ""]
     bad = pd.concat([good, good.iloc[[0]]], ignore_index=True)
     bad.loc[len(bad)] = ["someday", "600519", "x"]
@@ -280,13 +335,30 @@ def test_identical_copies_keep_one_after_the_previous_close_is_derived() -> None
     get the same one (the previous *session's* close), or validation sees a conflict and drops both."""
     from oomrl.data.schema import conform_bars, with_prev_close
 
-    rows = [("2024-07-01", 100.0), ("2024-07-02", 101.0), ("2024-07-02", 101.0), ("2024-07-03", 102.0)]
-    frame = pd.DataFrame({"date": [d for d, _ in rows], "symbol": "600519.SH", "open": [c for _, c in rows],
-                          "high": [c + 1 for _, c in rows], "low": [c - 1 for _, c in rows],
-                          "close": [c for _, c in rows], "volume": 1000.0, "amount": np.nan, "adjustment": "none",
-                          "prev_close_raw": np.nan})
+    rows = [
+        ("2024-07-01", 100.0),
+        ("2024-07-02", 101.0),
+        ("2024-07-02", 101.0),
+        ("2024-07-03", 102.0),
+    ]
+    frame = pd.DataFrame(
+        {
+            "date": [d for d, _ in rows],
+            "symbol": "600519.SH",
+            "open": [c for _, c in rows],
+            "high": [c + 1 for _, c in rows],
+            "low": [c - 1 for _, c in rows],
+            "close": [c for _, c in rows],
+            "volume": 1000.0,
+            "amount": np.nan,
+            "adjustment": "none",
+            "prev_close_raw": np.nan,
+        }
+    )
     bars = with_prev_close(conform_bars(frame))
     assert bars["prev_close_raw"].tolist()[1:] == [100.0, 100.0, 101.0]
     checked = validate_bars(bars, now=datetime(2024, 7, 10, tzinfo=UTC))
     assert checked.valid["date"].dt.strftime("%m-%d").tolist() == ["07-01", "07-02", "07-03"]
-    assert checked.quarantined["reason"].tolist() == ["duplicate: identical copy of another (date, symbol) row"]
+    assert checked.quarantined["reason"].tolist() == [
+        "duplicate: identical copy of another (date, symbol) row"
+    ]

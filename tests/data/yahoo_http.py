@@ -22,12 +22,15 @@ class FakeYahoo(requests.Session):
     requests_seen: ClassVar[list[dict[str, Any]]] = []
     down: ClassVar[bool] = False
 
-    def request(self, method: str | bytes, url: str | bytes, params: Any = None, **kwargs: Any
-                ) -> requests.Response:
+    def request(
+        self, method: str | bytes, url: str | bytes, params: Any = None, **kwargs: Any
+    ) -> requests.Response:
         url = str(url)
         FakeYahoo.requests_seen.append({"url": url, "params": dict(params or {})})
         if FakeYahoo.down:
-            raise requests.ConnectionError("Failed to perform, curl: (7) Couldn't connect to server")
+            raise requests.ConnectionError(
+                "Failed to perform, curl: (7) Couldn't connect to server"
+            )
         response = requests.Response()
         response.status_code, response.url = 200, url
         response.headers["content-type"] = "application/json"
@@ -44,8 +47,15 @@ def chart(ticker: str, params: dict[str, Any]) -> dict[str, Any]:
     """The canned chart of `ticker` between period1 and period2 (all of it for a range query)."""
     path = PAYLOADS / f"{ticker}.json"
     if not path.exists():
-        return {"chart": {"result": None, "error": {"code": "Not Found",
-                                                    "description": "No data found, symbol may be delisted"}}}
+        return {
+            "chart": {
+                "result": None,
+                "error": {
+                    "code": "Not Found",
+                    "description": "No data found, symbol may be delisted",
+                },
+            }
+        }
     body = json.loads(path.read_text())
     result = body["chart"]["result"][0]
     lo, hi = int(params.get("period1", 0)), int(params.get("period2", 2**62))

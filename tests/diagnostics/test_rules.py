@@ -16,7 +16,9 @@ from tests.diagnostics.conftest import nav_frame, quiet_returns
 CONFIG = AlertConfig()
 
 
-def _rules(nav: pd.DataFrame, benchmark: pd.Series | None = None, as_of: object = None) -> dict[str, Alert]:
+def _rules(
+    nav: pd.DataFrame, benchmark: pd.Series | None = None, as_of: object = None
+) -> dict[str, Alert]:
     day = as_of or nav["date"].iloc[-1]
     alerts = evaluate(nav, None, CONFIG, day, "acct", benchmark)
     return {a.rule: a for a in alerts}
@@ -81,7 +83,9 @@ def test_execution_decay_over_the_window() -> None:
 
 
 def test_turnover_spike_absolute_and_relative() -> None:
-    assert _rules(nav_frame(quiet_returns(30), turnover=0.5))["turnover_spike"].value == pytest.approx(126.0)
+    assert _rules(nav_frame(quiet_returns(30), turnover=0.5))[
+        "turnover_spike"
+    ].value == pytest.approx(126.0)
     relative = [0.01] * 40 + [0.05] * 20  # 2.5× → 12.6× a year
     assert "turnover_spike" in _rules(nav_frame(quiet_returns(60), turnover=relative))
     weekly = ([0.3] + [0.0] * 4) * 12  # a weekly rebalance of 30 %: 15× a year, steady
@@ -105,13 +109,19 @@ def test_as_of_uses_the_last_nav_on_or_before_it() -> None:
     assert "daily_loss" not in _rules(nav, as_of=nav["date"].iloc[-2])
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda f: f.drop(columns="turnover"), "lacks column(s) turnover"),
-    (lambda f: f.assign(realized_return=[np.nan] + [0.0] * (len(f) - 1)), "missing or infinite"),
-    (lambda f: f.assign(nav=-1.0), "non-positive NAV"),
-    (lambda f: pd.concat([f, f.tail(1)]), "duplicate dates"),
-    (lambda f: f.iloc[:0], "no NAV on or before"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda f: f.drop(columns="turnover"), "lacks column(s) turnover"),
+        (
+            lambda f: f.assign(realized_return=[np.nan] + [0.0] * (len(f) - 1)),
+            "missing or infinite",
+        ),
+        (lambda f: f.assign(nav=-1.0), "non-positive NAV"),
+        (lambda f: pd.concat([f, f.tail(1)]), "duplicate dates"),
+        (lambda f: f.iloc[:0], "no NAV on or before"),
+    ],
+)
 def test_bad_nav_frames_are_rejected(change: object, message: str) -> None:
     with pytest.raises(DataValidationError, match=re.escape(message)):
         evaluate(change(nav_frame(quiet_returns(10))), None, CONFIG, "2030-01-01", "acct")  # type: ignore[operator]

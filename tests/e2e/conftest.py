@@ -62,7 +62,7 @@ class PoliteClient(httpx.Client):
             if response.status_code != 503:
                 return response
             response.close()
-            time.sleep(min(0.5 * 2 ** attempt, 8.0))
+            time.sleep(min(0.5 * 2**attempt, 8.0))
         return super().send(request, **kwargs)
 
 
@@ -85,10 +85,16 @@ class Stack:
         response.raise_for_status()
         return response
 
-    def post_signed(self, path: str, body: bytes, *, secret: str | None = None,
-                    timestamp: int | None = None) -> httpx.Response:
-        headers = {"Content-Type": "application/json", **sign(body, secret or self.secret, timestamp)}
-        return httpx.post(f"{self.config.webhook_url}{path}", content=body, headers=headers, timeout=60)
+    def post_signed(
+        self, path: str, body: bytes, *, secret: str | None = None, timestamp: int | None = None
+    ) -> httpx.Response:
+        headers = {
+            "Content-Type": "application/json",
+            **sign(body, secret or self.secret, timestamp),
+        }
+        return httpx.post(
+            f"{self.config.webhook_url}{path}", content=body, headers=headers, timeout=60
+        )
 
     def flow_run_count(self) -> int:
         return int(self.api.post("/flow_runs/count", json={}).json())
@@ -112,7 +118,9 @@ class Stack:
     def flow_run(self, run_id: str) -> dict[str, Any]:
         return dict(self.call("GET", f"/flow_runs/{run_id}").json())
 
-    def wait_for(self, run_id: str, states: set[str] = FINAL_STATES, timeout_s: float = 180) -> dict[str, Any]:
+    def wait_for(
+        self, run_id: str, states: set[str] = FINAL_STATES, timeout_s: float = 180
+    ) -> dict[str, Any]:
         """Poll until the run reaches one of `states`; fail with the worker log's tail otherwise."""
         deadline = time.monotonic() + timeout_s
         run = self.flow_run(run_id)
@@ -123,8 +131,10 @@ class Stack:
             time.sleep(0.5)
         from oomrl.server import log_tail
 
-        pytest.fail(f"flow run {run_id} is {run['state_type']} after {timeout_s:.0f} s; worker log:\n"
-                    f"{log_tail(self.config, 'worker', 60)}")
+        pytest.fail(
+            f"flow run {run_id} is {run['state_type']} after {timeout_s:.0f} s; worker log:\n"
+            f"{log_tail(self.config, 'worker', 60)}"
+        )
 
     def resume(self, run_id: str, answer: dict[str, Any], timeout_s: float = 120) -> dict[str, Any]:
         """Answer a paused run's form as the UI does, once the form exists: Prefect sets Paused before
@@ -140,7 +150,9 @@ class Stack:
                 pytest.fail(f"flow run {run_id} stored no input form within {timeout_s:.0f} s")
             time.sleep(0.5)
         response = self.api.post(f"/flow_runs/{run_id}/resume", json={"run_input": answer})
-        assert response.status_code < 300 and response.json().get("status") == "ACCEPT", response.text
+        assert response.status_code < 300 and response.json().get("status") == "ACCEPT", (
+            response.text
+        )
         return dict(response.json())
 
     def restart_worker(self) -> int:
@@ -184,8 +196,22 @@ class Stack:
 
         config = replace(self.config, webhook_port=free_port())
         name = f"webhook-{config.webhook_port}"
-        pid = start_process(name, [sys.executable, "-m", "oomrl", "webhook", "serve", "--host", config.host,
-                                   "--port", str(config.webhook_port)], {**self.env, **env}, config)
+        pid = start_process(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "oomrl",
+                "webhook",
+                "serve",
+                "--host",
+                config.host,
+                "--port",
+                str(config.webhook_port),
+            ],
+            {**self.env, **env},
+            config,
+        )
         try:
             wait_http(f"{config.webhook_url}/healthz", pid, name, 60, config)
             yield config.webhook_url
@@ -194,13 +220,17 @@ class Stack:
 
     def run_deployment(self, full_name: str, parameters: dict[str, Any]) -> str:
         found = self.deployment(full_name)
-        response = self.call("POST", f"/deployments/{found['id']}/create_flow_run", json={"parameters": parameters})
+        response = self.call(
+            "POST", f"/deployments/{found['id']}/create_flow_run", json={"parameters": parameters}
+        )
         return str(response.json()["id"])
 
 
 AUTOPSY = REPO / "tests" / "fixtures" / "ops" / "autopsy.json"
 FIRST_MODULE = "test_chain.py"
-E2E_TIMEOUT_S = 1200  # a stack start-up and flow runs on a loaded machine; the suite's default is 600 s
+E2E_TIMEOUT_S = (
+    1200  # a stack start-up and flow runs on a loaded machine; the suite's default is 600 s
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -213,9 +243,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     e2e = [i for i, item in enumerate(items) if item.path.parent == Path(__file__).parent]
     if not e2e:
         return
-    first = [item for item in items if item.path.name == FIRST_MODULE and item.path.parent == Path(__file__).parent]
-    rest = [item for item in items[e2e[0]:] if item not in first]
-    items[e2e[0]:] = first + rest
+    first = [
+        item
+        for item in items
+        if item.path.name == FIRST_MODULE and item.path.parent == Path(__file__).parent
+    ]
+    rest = [item for item in items[e2e[0] :] if item not in first]
+    items[e2e[0] :] = first + rest
 
 
 @pytest.fixture(scope="session")
@@ -226,7 +260,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     database_url, drop = _fresh_postgres_database(postgres) if postgres else (None, lambda: None)
     secret = "e2e-" + secrets.token_hex(24)
     config = StackConfig(
-        home=home, port=free_port(), webhook_port=free_port(), database_url=database_url,
+        home=home,
+        port=free_port(),
+        webhook_port=free_port(),
+        database_url=database_url,
         project_dir=REPO,
         extra_env={
             "OOMRL_WEBHOOK_SECRET": secret,
@@ -242,7 +279,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # The shared stack holds the whole sample (its tests name sessions up to 2026-02-27); the
             # day-one stack of test_day_one.py plays it forward from `oomrl server up`'s default.
             "OOMRL_SAMPLE_CLOCK": "off",
-        })
+        },
+    )
     try:
         state = up(config, say=lambda line: print(f"[e2e] {line}"))
         running = Stack(config, secret, dict(state["pids"]), stack_env(config))  # type: ignore[arg-type]

@@ -47,25 +47,33 @@ def _post(stack: Stack, url: str, body: bytes) -> Any:
     from oomrl.webhook.signing import sign
 
     for attempt in range(8):
-        answer = httpx.post(f"{url}/hooks/loss-alert", content=body, timeout=60,
-                            headers={"Content-Type": "application/json", **sign(body, stack.secret)})
+        answer = httpx.post(
+            f"{url}/hooks/loss-alert",
+            content=body,
+            timeout=60,
+            headers={"Content-Type": "application/json", **sign(body, stack.secret)},
+        )
         if answer.status_code != 503:
             break
-        time.sleep(min(2 ** attempt, 15))
+        time.sleep(min(2**attempt, 15))
     return answer
 
 
-
 def _outcome_artifact(stack: Stack, run_id: str) -> str:
-    found = stack.api.post("/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [run_id]},
-                                                                    "key": {"any_": ["repair-outcome"]}}})
+    found = stack.api.post(
+        "/artifacts/filter",
+        json={
+            "artifacts": {"flow_run_id": {"any_": [run_id]}, "key": {"any_": ["repair-outcome"]}}
+        },
+    )
     found.raise_for_status()
     (artifact,) = found.json()
     return str(artifact["data"])
 
 
 def test_the_docs_webhook_example_verbatim_starts_a_repair_that_reaches_approval(
-        stack: Stack, alert_account: str) -> None:
+    stack: Stack, alert_account: str
+) -> None:
     with stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false") as url:
         answer = send_docs_example(stack, url)
     assert answer["alert_id"] == "ops-1" and answer["duplicate"] is False, answer
@@ -73,19 +81,27 @@ def test_the_docs_webhook_example_verbatim_starts_a_repair_that_reaches_approval
     assert run["state_type"] == "PAUSED", run["state"]  # the mandate waits for a person
     stack.resume(run["id"], {"decision": "reject", "reason": "e2e: docs example checked"})
     done_run = stack.wait_for(run["id"], timeout_s=120)
-    assert (done_run["state_type"], done_run["state_name"]) == ("COMPLETED", "Rejected"), done_run["state"]
+    assert (done_run["state_type"], done_run["state_name"]) == ("COMPLETED", "Rejected"), done_run[
+        "state"
+    ]
 
 
 def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
-        stack: Stack, alert_account: str) -> None:
+    stack: Stack, alert_account: str
+) -> None:
     account = _open_account(stack, "e2e-states")
     # Refused: the run's own door (the webhook would have said 422; the UI and triggers reach the flow).
-    refused = stack.run_deployment("repair/repair", {"autopsy": {"alert_id": "e2e-refused", "account": "ghost"},
-                                                     "auto_approve": True})
+    refused = stack.run_deployment(
+        "repair/repair",
+        {"autopsy": {"alert_id": "e2e-refused", "account": "ghost"}, "auto_approve": True},
+    )
     # Failed: a mandate the offline Coder cannot meet, so its patch is rejected by the gate.
     impossible = json.loads(_alert("x"))["constraints"] | {"max_weekly_turnover": 0.01}
-    failing = _post(stack, stack.config.webhook_url,
-                    _alert(f"e2e-fail-{secrets.token_hex(4)}", account=account, constraints=impossible))
+    failing = _post(
+        stack,
+        stack.config.webhook_url,
+        _alert(f"e2e-fail-{secrets.token_hex(4)}", account=account, constraints=impossible),
+    )
     assert failing.status_code == 202, failing.text
     # Rejected: a person says no.
     with stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false") as url:
@@ -95,15 +111,30 @@ def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
     assert stack.wait_for(rejected, ANY_END, timeout_s=300)["state_type"] == "PAUSED"
     stack.resume(rejected, {"decision": "reject", "reason": "e2e reviewer says no"})
 
-    ends = {name: stack.wait_for(run_id, timeout_s=300) for name, run_id in
-            (("refused", refused), ("failed", failing.json()["flow_run_id"]), ("rejected", rejected))}
+    ends = {
+        name: stack.wait_for(run_id, timeout_s=300)
+        for name, run_id in (
+            ("refused", refused),
+            ("failed", failing.json()["flow_run_id"]),
+            ("rejected", rejected),
+        )
+    }
     seen = {name: (run["state_type"], run["state_name"]) for name, run in ends.items()}
-    assert seen == {"refused": ("FAILED", "Refused"), "failed": ("FAILED", "Patch rejected"),
-                    "rejected": ("COMPLETED", "Rejected")}, {n: r["state"] for n, r in ends.items()}
+    assert seen == {
+        "refused": ("FAILED", "Refused"),
+        "failed": ("FAILED", "Patch rejected"),
+        "rejected": ("COMPLETED", "Rejected"),
+    }, {n: r["state"] for n, r in ends.items()}
     # The runs list (filtered by state name, as the UI does) shows each as such, never as a promotion.
-    for name, state_name in (("refused", "Refused"), ("failed", "Patch rejected"), ("rejected", "Rejected")):
-        listed = stack.api.post("/flow_runs/filter", json={
-            "flow_runs": {"state": {"name": {"any_": [state_name]}}}, "limit": 200}).json()
+    for name, state_name in (
+        ("refused", "Refused"),
+        ("failed", "Patch rejected"),
+        ("rejected", "Rejected"),
+    ):
+        listed = stack.api.post(
+            "/flow_runs/filter",
+            json={"flow_runs": {"state": {"name": {"any_": [state_name]}}}, "limit": 200},
+        ).json()
         assert ends[name]["id"] in {run["id"] for run in listed}
         assert ends[name]["state_name"] != "Promoted"
     assert "unknown account 'ghost'" in ends["refused"]["state"]["message"]
@@ -115,13 +146,23 @@ def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
 
 @pytest.mark.slow
 def test_a_paused_repair_waits_six_minutes_then_promotes_and_another_times_out_rejected(
-        stack: Stack, alert_account: str) -> None:
+    stack: Stack, alert_account: str
+) -> None:
     account = _open_account(stack, "e2e-paused")
-    with stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false") as patient, \
-            stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false", OOMRL_WEBHOOK_APPROVAL_TIMEOUT_S="60") as hasty:
+    with (
+        stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false") as patient,
+        stack.webhook(
+            OOMRL_WEBHOOK_AUTO_APPROVE="false", OOMRL_WEBHOOK_APPROVAL_TIMEOUT_S="60"
+        ) as hasty,
+    ):
         waiting = _post(stack, patient, _alert(f"e2e-wait-{secrets.token_hex(4)}", account=account))
-        timing_out = _post(stack, hasty, _alert(f"e2e-timeout-{secrets.token_hex(4)}", account=account))
-    assert waiting.status_code == 202 and timing_out.status_code == 202, (waiting.text, timing_out.text)
+        timing_out = _post(
+            stack, hasty, _alert(f"e2e-timeout-{secrets.token_hex(4)}", account=account)
+        )
+    assert waiting.status_code == 202 and timing_out.status_code == 202, (
+        waiting.text,
+        timing_out.text,
+    )
     run_id = waiting.json()["flow_run_id"]
     paused = stack.wait_for(run_id, ANY_END, timeout_s=300)
     assert paused["state_type"] == "PAUSED", paused["state"]
@@ -145,7 +186,8 @@ def test_a_paused_repair_waits_six_minutes_then_promotes_and_another_times_out_r
 
 
 def test_a_repair_whose_worker_was_killed_restarts_when_its_alert_is_delivered_again(
-        stack: Stack, alert_account: str) -> None:
+    stack: Stack, alert_account: str
+) -> None:
     account = _open_account(stack, "e2e-killed")
     body = _alert(f"e2e-killed-{secrets.token_hex(4)}", account=account)
     first = _post(stack, stack.config.webhook_url, body)
@@ -154,7 +196,10 @@ def test_a_repair_whose_worker_was_killed_restarts_when_its_alert_is_delivered_a
     killed = stack.kill_worker(running_flow_run=run_id)
     assert len(killed) >= 2, "the repair's process was not under the worker"
     stack.restart_worker()
-    assert stack.flow_run(run_id)["state_type"] in ("PENDING", "RUNNING")  # Prefect does not know yet
+    assert stack.flow_run(run_id)["state_type"] in (
+        "PENDING",
+        "RUNNING",
+    )  # Prefect does not know yet
     # While its heartbeat is recent the run may still be alive: a re-delivery is a duplicate.
     again = _post(stack, stack.config.webhook_url, body)
     assert again.status_code == 200 and again.json()["flow_run_id"] == run_id, again.text
@@ -168,5 +213,7 @@ def test_a_repair_whose_worker_was_killed_restarts_when_its_alert_is_delivered_a
     assert dead["state_type"] == "CRASHED" and "no heartbeat" in dead["state"]["message"]
     restarted = stack.wait_for(again.json()["flow_run_id"], timeout_s=400)
     # It ran to its own end from its account's version, with its outcome published.
-    assert (restarted["state_type"], restarted["state_name"]) == ("COMPLETED", "Promoted"), restarted["state"]
+    assert (restarted["state_type"], restarted["state_name"]) == ("COMPLETED", "Promoted"), (
+        restarted["state"]
+    )
     assert "Repair" in _outcome_artifact(stack, restarted["id"])

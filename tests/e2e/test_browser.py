@@ -37,19 +37,36 @@ def attribution_run(stack: Stack) -> dict[str, Any]:
     run_id = stack.run_deployment("attribution/attribution-daily", {"account": ACCOUNT})
     run = stack.wait_for(run_id, timeout_s=300)
     assert run["state_type"] == "COMPLETED", run["state"]
-    found = stack.api.post("/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [run_id]}}}).json()
+    found = stack.api.post(
+        "/artifacts/filter", json={"artifacts": {"flow_run_id": {"any_": [run_id]}}}
+    ).json()
     by_key = {a["key"]: a for a in found if a["key"]}
-    return {"run": run, "artifacts": {"markdown": by_key[f"attribution-{ACCOUNT}"],
-                                      "image": by_key[f"attribution-equity-{ACCOUNT}"],
-                                      "link": by_key[f"attribution-tearsheet-{ACCOUNT}"]}}
+    return {
+        "run": run,
+        "artifacts": {
+            "markdown": by_key[f"attribution-{ACCOUNT}"],
+            "image": by_key[f"attribution-equity-{ACCOUNT}"],
+            "link": by_key[f"attribution-tearsheet-{ACCOUNT}"],
+        },
+    }
 
 
-def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair: dict[str, Any]) -> None:
-    completed = [run for run in stack.flow_runs("repair/repair") if run["state_type"] == "COMPLETED"]
+def test_ui_lists_deployments_and_completed_runs(
+    stack: Stack, completed_repair: dict[str, Any]
+) -> None:
+    completed = [
+        run for run in stack.flow_runs("repair/repair") if run["state_type"] == "COMPLETED"
+    ]
     assert completed, "no completed repair run on the server"
     with browser_page() as page:
         text = _ui(page, f"{stack.config.ui_url}/deployments", "rebalance-weekly")
-        for name in ("daily-chain", "ingest-daily", "rebalance-weekly", "attribution-daily", "repair"):
+        for name in (
+            "daily-chain",
+            "ingest-daily",
+            "rebalance-weekly",
+            "attribution-daily",
+            "repair",
+        ):
             assert name in text, f"deployment {name} not shown in the UI"
         screenshot(page, "prefect-ui-deployments.png")
         text = _ui(page, f"{stack.config.ui_url}/runs", completed[0]["name"])
@@ -58,12 +75,16 @@ def test_ui_lists_deployments_and_completed_runs(stack: Stack, completed_repair:
         assert completed[0]["state_name"] in text
         screenshot(page, "prefect-ui-runs.png")
         alert = completed_repair["autopsy"]["alert_id"]
-        text = _ui(page, f"{stack.config.ui_url}/runs/flow-run/{completed_repair['run']['id']}", alert)
+        text = _ui(
+            page, f"{stack.config.ui_url}/runs/flow-run/{completed_repair['run']['id']}", alert
+        )
         assert f"alert:{alert}" in text  # the repair run carries its alert, shown as a tag
         screenshot(page, "prefect-ui-repair-run.png")
 
 
-def test_run_artifacts_show_their_charts_and_fit_a_laptop(stack: Stack, attribution_run: dict[str, Any]) -> None:
+def test_run_artifacts_show_their_charts_and_fit_a_laptop(
+    stack: Stack, attribution_run: dict[str, Any]
+) -> None:
     artifacts = attribution_run["artifacts"]
     image, markdown = artifacts["image"], artifacts["markdown"]
     assert image["type"] == "image" and markdown["type"] == "markdown"
@@ -89,26 +110,39 @@ def test_run_artifacts_show_their_charts_and_fit_a_laptop(stack: Stack, attribut
         screenshot(page, "prefect-ui-report-artifact.png")
 
 
-def test_the_tearsheet_opens_from_the_run_page(stack: Stack, attribution_run: dict[str, Any]) -> None:
+def test_the_tearsheet_opens_from_the_run_page(
+    stack: Stack, attribution_run: dict[str, Any]
+) -> None:
     run = attribution_run["run"]
     tearsheet = str(attribution_run["artifacts"]["link"]["data"])
-    url = tearsheet[tearsheet.index("(") + 1: -1]  # the link artifact is "[text](url)"
+    url = tearsheet[tearsheet.index("(") + 1 : -1]  # the link artifact is "[text](url)"
     assert url.startswith(f"{stack.config.webhook_url}/reports/") and "tearsheet.html?sig=" in url
     # a tall window: the Artifacts tab lists task-run artifacts in a virtual scroller that renders what is in view
     with browser_page({"width": 1280, "height": 2400}) as page:
         page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}")
-        wait_for(page, "text=Artifacts", "prefect-ui-attribution-run-failed.png").click()  # the run's tab
+        wait_for(
+            page, "text=Artifacts", "prefect-ui-attribution-run-failed.png"
+        ).click()  # the run's tab
         card = f"a[href$='/artifacts/artifact/{attribution_run['artifacts']['link']['id']}']"
-        wait_for(page, card, "prefect-ui-attribution-run-failed.png")  # the run's Artifacts tab lists the link
-        href = page.wait_for_function("s => document.querySelector(s)?.getAttribute('href')", arg=card,
-                                      timeout=60_000).json_value()  # the list re-renders as it polls
+        wait_for(
+            page, card, "prefect-ui-attribution-run-failed.png"
+        )  # the run's Artifacts tab lists the link
+        href = page.wait_for_function(
+            "s => document.querySelector(s)?.getAttribute('href')", arg=card, timeout=60_000
+        ).json_value()  # the list re-renders as it polls
         screenshot(page, "prefect-ui-attribution-run.png")
         page.goto(stack.config.ui_url + str(href))  # follow the card, as a click would
-        wait_for(page, f"a[href='{url}']", "prefect-ui-link-artifact-failed.png")  # the tearsheet link is there
+        wait_for(
+            page, f"a[href='{url}']", "prefect-ui-link-artifact-failed.png"
+        )  # the tearsheet link is there
         page.goto(url)  # follow it (the UI may open links in a new tab)
         wait_for_images(page, 3)
         found = layout(page)
-        assert all(i["natural"] > 0 for i in found["images"]) and len(found["images"]) >= 3, found["images"]
+        assert all(i["natural"] > 0 for i in found["images"]) and len(found["images"]) >= 3, found[
+            "images"
+        ]
         assert found["overflowing"] == [] and found["scrollWidth"] <= 1280, found
-        assert "Friction: turnover, costs, slippage leakage, ADV participation" in page.inner_text("body")
+        assert "Friction: turnover, costs, slippage leakage, ADV participation" in page.inner_text(
+            "body"
+        )
         screenshot(page, "tearsheet-from-prefect.png")

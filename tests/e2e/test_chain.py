@@ -13,37 +13,60 @@ from tests.e2e.conftest import Stack
 
 pytestmark = pytest.mark.e2e
 ACCOUNT = "chain-e2e"
-OPENED_ON = "2026-02-11"  # the chain then marks 12, 13 and 24..27 February (Spring Festival between)
+OPENED_ON = (
+    "2026-02-11"  # the chain then marks 12, 13 and 24..27 February (Spring Festival between)
+)
 LAST_SESSION = "2026-02-27"  # the bundled sample's last session: every default as_of
 
 
-def _completed(stack: Stack, deployment: str, parameters: dict[str, Any], timeout_s: float = 420) -> dict[str, Any]:
+def _completed(
+    stack: Stack, deployment: str, parameters: dict[str, Any], timeout_s: float = 420
+) -> dict[str, Any]:
     run = stack.wait_for(stack.run_deployment(deployment, parameters), timeout_s=timeout_s)
     assert run["state_type"] == "COMPLETED", (deployment, run["state"])
     return run
 
 
 def _repairs_of(stack: Stack, account: str) -> list[dict[str, Any]]:
-    return [run for run in stack.flow_runs("repair/repair")
-            if (run["parameters"].get("autopsy") or {}).get("account") == account]
+    return [
+        run
+        for run in stack.flow_runs("repair/repair")
+        if (run["parameters"].get("autopsy") or {}).get("account") == account
+    ]
 
 
-def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_repair(stack: Stack) -> None:
+def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_repair(
+    stack: Stack,
+) -> None:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
     _completed(stack, "ingest-market-data/ingest-daily", {})
-    _completed(stack, "weekly-rebalance/rebalance-weekly", {})  # the paper account, on the last session
+    _completed(
+        stack, "weekly-rebalance/rebalance-weekly", {}
+    )  # the paper account, on the last session
     early = _completed(stack, "attribution/attribution-daily", {})
-    assert early["state_name"] == "NotEnoughSessions", early["state"]  # one session of NAV: said, not failed
+    assert early["state_name"] == "NotEnoughSessions", early[
+        "state"
+    ]  # one session of NAV: said, not failed
 
     _completed(stack, "weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": OPENED_ON})
     chain = _completed(stack, "daily-chain/daily-chain", {})
     assert chain["state_name"] == "Completed", chain["state"]
     ledger = Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
     nav = ledger.nav_frame(ACCOUNT)
-    assert [f"{d:%m-%d}" for d in nav["date"]] == ["02-11", "02-12", "02-13", "02-24", "02-25", "02-26", "02-27"]
-    assert set(ledger.fills_frame(ACCOUNT)["date"].astype(str)) == {OPENED_ON}  # marked, never traded
+    assert [f"{d:%m-%d}" for d in nav["date"]] == [
+        "02-11",
+        "02-12",
+        "02-13",
+        "02-24",
+        "02-25",
+        "02-26",
+        "02-27",
+    ]
+    assert set(ledger.fills_frame(ACCOUNT)["date"].astype(str)) == {
+        OPENED_ON
+    }  # marked, never traded
     alerts = ledger.alerts(ACCOUNT)
     assert alerts, "the chain raised no alert"
 
@@ -52,10 +75,16 @@ def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_rep
         time.sleep(1)
     (repair,) = _repairs_of(stack, ACCOUNT)  # the trigger started one run for the alert
     assert repair["parameters"]["autopsy"]["alert_id"] in {a["alert_id"] for a in alerts}
-    paused = stack.wait_for(repair["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 240)
-    assert paused["state_type"] == "PAUSED", paused["state"]  # waiting for a person to approve the mandate
+    paused = stack.wait_for(
+        repair["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 240
+    )
+    assert paused["state_type"] == "PAUSED", paused[
+        "state"
+    ]  # waiting for a person to approve the mandate
 
-    again = _completed(stack, "daily-chain/daily-chain", {})  # the next scheduled run, no new session
+    again = _completed(
+        stack, "daily-chain/daily-chain", {}
+    )  # the next scheduled run, no new session
     assert again["state_name"] == "NoNewSession", again["state"]
     assert len(_repairs_of(stack, ACCOUNT)) == 1  # each alert starts at most one repair
 
@@ -63,5 +92,10 @@ def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_rep
     stack.resume(repair["id"], {"decision": "reject", "reason": "e2e chain reviewer says no"})
     done = stack.wait_for(repair["id"], timeout_s=180)
     assert done["state_type"] in ("COMPLETED", "FAILED"), done["state"]
-    outcomes = [json.loads(p.read_text()) for p in (stack.config.home / "runs").glob("repair-*/outcome.json")]
-    assert any(o["status"] == "rejected" and "e2e chain reviewer says no" in o["reason"] for o in outcomes)
+    outcomes = [
+        json.loads(p.read_text())
+        for p in (stack.config.home / "runs").glob("repair-*/outcome.json")
+    ]
+    assert any(
+        o["status"] == "rejected" and "e2e chain reviewer says no" in o["reason"] for o in outcomes
+    )

@@ -52,7 +52,10 @@ def image_uid() -> int:
 def compose_worker() -> tuple[list[str], dict[str, str]]:
     """The compose worker's command and environment (${VAR:-default} resolved to its default)."""
     worker = yaml.safe_load((INFRA / "compose.yaml").read_text())["services"]["worker"]
-    env = {key: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value)) for key, value in worker["environment"].items()}
+    env = {
+        key: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(value))
+        for key, value in worker["environment"].items()
+    }
     return list(worker["command"]), env
 
 
@@ -84,7 +87,8 @@ def container_home() -> Iterator[Path]:
 
 
 def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
-        stack: Stack, container_home: Path) -> None:
+    stack: Stack, container_home: Path
+) -> None:
     from oomrl.portfolio.ledger import Ledger
 
     if os.geteuid() != 0:
@@ -92,7 +96,9 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
     uid = image_uid()
     assert uid != 0, "the image must not run as root"
     command, compose_env = compose_worker()
-    ledger_url = f"sqlite:///{container_home / 'ledger.db'}"  # compose's PostgreSQL service is not here
+    ledger_url = (
+        f"sqlite:///{container_home / 'ledger.db'}"  # compose's PostgreSQL service is not here
+    )
     ledger = Ledger(ledger_url)
     ledger.create_schema()
     ledger.open_account("paper", 10_000_000)
@@ -103,38 +109,59 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
         os.chown(path, uid, uid, follow_symlinks=False)
 
     # The image's and compose's variables, the image's paths mapped onto this machine.
-    env = {key: value.replace(IMAGE_HOME, str(container_home))
-           for key, value in (image_env() | compose_env).items()}
-    env.update({
-        # Service names of the compose network, mapped onto this machine.
-        "PREFECT_API_URL": compose_env["PREFECT_API_URL"].replace("http://prefect-server:4200/api",
-                                                                  stack.config.api_url),
-        "OOMRL_LEDGER_URL": ledger_url,
-        # What the image's base provides: its interpreter on PATH, the user's home.
-        "PATH": f"{interpreter}:/usr/bin:/bin", "HOME": str(container_home / "home"),
-        # The health endpoint (--with-healthcheck) on a free port: the container's 8080 is private.
-        "PREFECT_WORKER_WEBSERVER_PORT": str(free_port()),
-        "PREFECT_WORKER_QUERY_SECONDS": "1", "PREFECT_WORKER_PREFETCH_SECONDS": "1",
-    })
+    env = {
+        key: value.replace(IMAGE_HOME, str(container_home))
+        for key, value in (image_env() | compose_env).items()
+    }
+    env.update(
+        {
+            # Service names of the compose network, mapped onto this machine.
+            "PREFECT_API_URL": compose_env["PREFECT_API_URL"].replace(
+                "http://prefect-server:4200/api", stack.config.api_url
+            ),
+            "OOMRL_LEDGER_URL": ledger_url,
+            # What the image's base provides: its interpreter on PATH, the user's home.
+            "PATH": f"{interpreter}:/usr/bin:/bin",
+            "HOME": str(container_home / "home"),
+            # The health endpoint (--with-healthcheck) on a free port: the container's 8080 is private.
+            "PREFECT_WORKER_WEBSERVER_PORT": str(free_port()),
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+            "PREFECT_WORKER_PREFETCH_SECONDS": "1",
+        }
+    )
     assert env["OOMRL_HOME"] == str(container_home) and compose_env["OOMRL_HOME"] == IMAGE_HOME
     assert "OOMRL_GATE_LOCK" not in env  # the gate uses its default sandbox
 
     stack.kill_worker()  # the container's worker is the only one polling the pool meanwhile
     log = (container_home / "worker.log").open("wb")
-    worker = subprocess.Popen(command, env=env, cwd=REPO, user=uid, group=uid, extra_groups=[],
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    worker = subprocess.Popen(
+        command,
+        env=env,
+        cwd=REPO,
+        user=uid,
+        group=uid,
+        extra_groups=[],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
-        autopsy = json.loads(AUTOPSY.read_text()) | {"alert_id": f"e2e-container-{secrets.token_hex(4)}"}
+        autopsy = json.loads(AUTOPSY.read_text()) | {
+            "alert_id": f"e2e-container-{secrets.token_hex(4)}"
+        }
         # probation 0: the promotion itself is what runs as the image's user here (the image's env sets none)
-        run_id = stack.run_deployment("repair/repair", {"autopsy": autopsy, "auto_approve": True, "probation": 0})
+        run_id = stack.run_deployment(
+            "repair/repair", {"autopsy": autopsy, "auto_approve": True, "probation": 0}
+        )
         run = stack.wait_for(run_id, timeout_s=600)
     finally:
         stop_process(worker.pid)
         log.close()
         stack.restart_worker()
     tail = (container_home / "worker.log").read_text(errors="replace")[-3000:]
-    assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Promoted"), \
+    assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Promoted"), (
         f"{run['state_name']}: {run['state']['message']}\n{tail}"
+    )
     (outcome_file,) = (container_home / "runs").glob("repair-*/outcome.json")
     assert outcome_file.stat().st_uid == uid  # written by the image's user, not by root
     outcome = json.loads(outcome_file.read_text())

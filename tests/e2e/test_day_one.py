@@ -26,14 +26,21 @@ from tests.browser import (
 from tests.e2e.conftest import Stack
 from tests.e2e.stacks import fresh_env, own_stack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2700)]  # a stack of its own, a repair through the gate
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.timeout(2700),
+]  # a stack of its own, a repair through the gate
 ACCOUNT = "paper"  # the default account: nobody names it
 DAY_ONE = "2024-07-01"  # `oomrl server up`'s sample clock
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 # What a repair's ending leaves as its evidence (docs/operations.md, "How a repair run ends").
-EVIDENCE = {"Promoted": "repair-cross-validation", "On probation": "repair-cross-validation",
-            "Cross-validation failed": "repair-cross-validation",
-            "Tests rejected": "repair-test-gen-1", "Patch rejected": "repair-code-patch-1"}
+EVIDENCE = {
+    "Promoted": "repair-cross-validation",
+    "On probation": "repair-cross-validation",
+    "Cross-validation failed": "repair-cross-validation",
+    "Tests rejected": "repair-test-gen-1",
+    "Patch rejected": "repair-code-patch-1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +60,11 @@ def quick_run(stack: Stack, deployment: str) -> dict[str, Any]:
 
 def artifacts_of(stack: Stack, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The artifacts the runs (and their subflows' runs) published, by key, newest first."""
-    found = stack.call("POST", "/artifacts/filter", json={
-        "artifacts": {"flow_run_id": {"any_": run_ids}}, "sort": "CREATED_DESC"}).json()
+    found = stack.call(
+        "POST",
+        "/artifacts/filter",
+        json={"artifacts": {"flow_run_id": {"any_": run_ids}}, "sort": "CREATED_DESC"},
+    ).json()
     by_key: dict[str, dict[str, Any]] = {}
     for artifact in found:
         by_key.setdefault(str(artifact["key"]), artifact)
@@ -62,19 +72,30 @@ def artifacts_of(stack: Stack, run_ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def subflows_of(stack: Stack, run_id: str) -> list[str]:
-    tasks = stack.call("POST", "/task_runs/filter", json={"flow_runs": {"id": {"any_": [run_id]}}}).json()
-    children = {t["state"]["state_details"].get("child_flow_run_id") for t in tasks if t.get("state")}
+    tasks = stack.call(
+        "POST", "/task_runs/filter", json={"flow_runs": {"id": {"any_": [run_id]}}}
+    ).json()
+    children = {
+        t["state"]["state_details"].get("child_flow_run_id") for t in tasks if t.get("state")
+    }
     return [str(child) for child in children if child]
 
 
 def error_logs(stack: Stack, run_ids: list[str]) -> list[str]:
-    logs = stack.call("POST", "/logs/filter", json={"logs": {"flow_run_id": {"any_": run_ids},
-                                                             "level": {"ge_": 40}}}).json()
+    logs = stack.call(
+        "POST",
+        "/logs/filter",
+        json={"logs": {"flow_run_id": {"any_": run_ids}, "level": {"ge_": 40}}},
+    ).json()
     return [str(log["message"])[:300] for log in logs]
 
 
 def repair_runs(stack: Stack) -> list[dict[str, Any]]:
-    return [r for r in stack.flow_runs("repair/repair") if (r["parameters"].get("autopsy") or {}).get("account") == ACCOUNT]
+    return [
+        r
+        for r in stack.flow_runs("repair/repair")
+        if (r["parameters"].get("autopsy") or {}).get("account") == ACCOUNT
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -85,19 +106,32 @@ def story(day_one: Stack) -> dict[str, Any]:
     from oomrl.settings import get_settings
 
     stack = day_one
-    opened = quick_run(stack, "weekly-rebalance/rebalance-weekly")  # opens `paper` on the clock's session
+    opened = quick_run(
+        stack, "weekly-rebalance/rebalance-weekly"
+    )  # opens `paper` on the clock's session
     chains = [quick_run(stack, "daily-chain/daily-chain") for _ in range(2)]
     deadline = time.monotonic() + 300
-    while not repair_runs(stack) and time.monotonic() < deadline:  # the trigger acts on the alert's event
+    while (
+        not repair_runs(stack) and time.monotonic() < deadline
+    ):  # the trigger acts on the alert's event
         time.sleep(1)
     (repair,) = repair_runs(stack)
     paused = stack.wait_for(repair["id"], {"PAUSED", *FINAL}, timeout_s=600)
     ledger = Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
-    return {"opened": opened, "chains": chains, "repair": paused, "ledger": ledger,
-            "chain_runs": [run_id for chain in chains for run_id in [chain["id"], *subflows_of(stack, chain["id"])]]}
+    return {
+        "opened": opened,
+        "chains": chains,
+        "repair": paused,
+        "ledger": ledger,
+        "chain_runs": [
+            run_id for chain in chains for run_id in [chain["id"], *subflows_of(stack, chain["id"])]
+        ],
+    }
 
 
-def test_a_fresh_stack_shows_the_loop_on_its_defaults(day_one: Stack, story: dict[str, Any]) -> None:
+def test_a_fresh_stack_shows_the_loop_on_its_defaults(
+    day_one: Stack, story: dict[str, Any]
+) -> None:
     stack, ledger = day_one, story["ledger"]
     nav = ledger.nav_frame(ACCOUNT)  # opened on the clock's session, one more session per chain run
     assert [f"{d:%Y-%m-%d}" for d in nav["date"]] == [DAY_ONE, "2024-07-02", "2024-07-03"]
@@ -105,11 +139,17 @@ def test_a_fresh_stack_shows_the_loop_on_its_defaults(day_one: Stack, story: dic
     # a report with its charts: the second run's report has three sessions, its image loads over HTTP
     shown = artifacts_of(stack, story["chain_runs"])
     image = shown[f"attribution-equity-{ACCOUNT}"]
-    assert image["type"] == "image" and str(image["data"]).startswith(f"{stack.config.webhook_url}/reports/")
+    assert image["type"] == "image" and str(image["data"]).startswith(
+        f"{stack.config.webhook_url}/reports/"
+    )
     chart = httpx.get(str(image["data"]), timeout=30)
     assert chart.status_code == 200 and chart.content.startswith(b"\x89PNG")
     report = str(shown[f"attribution-{ACCOUNT}"]["data"])
-    assert f"{DAY_ONE} .. 2024-07-03" in report and "Too short to annualize" in report and "![equity](" in report
+    assert (
+        f"{DAY_ONE} .. 2024-07-03" in report
+        and "Too short to annualize" in report
+        and "![equity](" in report
+    )
     # an alert, in the ledger and in the chain's diagnostics artifact
     alerts = ledger.alerts(ACCOUNT)
     assert alerts and f"loss-diagnostics-{ACCOUNT}" in shown
@@ -123,7 +163,9 @@ def test_a_fresh_stack_shows_the_loop_on_its_defaults(day_one: Stack, story: dic
 
 
 @needs_chromium
-def test_the_approval_form_describes_every_field_and_fits_a_laptop(day_one: Stack, story: dict[str, Any]) -> None:
+def test_the_approval_form_describes_every_field_and_fits_a_laptop(
+    day_one: Stack, story: dict[str, Any]
+) -> None:
     stack, run = day_one, story["repair"]
     with browser_page({"width": 1280, "height": 1400}) as page:
         page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}")
@@ -134,7 +176,9 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(day_one: Stac
             label: f.querySelector('.schema-form-property__label')?.innerText || '',
             description: f.querySelector('.schema-form-property__description')?.innerText || ''}))""")
         labels = [field["label"] for field in fields]
-        assert len(fields) == 7, labels  # decision, text, rebalance, the two caps, the tests it supersedes, reason
+        assert len(fields) == 7, (
+            labels
+        )  # decision, text, rebalance, the two caps, the tests it supersedes, reason
         assert all(field["description"].strip() for field in fields), fields
         assert any("fraction of ADV" in label for label in labels), labels  # units in the titles
         found = layout(page)
@@ -142,11 +186,15 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(day_one: Stac
         text = page.inner_text("body")
         assert "% of ADV" in text and "% of NAV" in text and "0.001119942" not in text
         screenshot(page, "day-one-approval-form.png")
-        page.locator("button:has-text('Submit')").first.click()  # approve: the form's default decision
+        page.locator(
+            "button:has-text('Submit')"
+        ).first.click()  # approve: the form's default decision
         deadline = time.monotonic() + 120
         while stack.flow_run(run["id"])["state_type"] == "PAUSED" and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert stack.flow_run(run["id"])["state_type"] != "PAUSED", "submitting the form did not resume the run"
+        assert stack.flow_run(run["id"])["state_type"] != "PAUSED", (
+            "submitting the form did not resume the run"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -158,17 +206,26 @@ def finished(day_one: Stack, story: dict[str, Any]) -> dict[str, Any]:
     return stack.wait_for(run_id, FINAL, timeout_s=1500)
 
 
-def test_after_approval_the_repair_ends_in_a_named_state_with_its_evidence(day_one: Stack,
-                                                                         finished: dict[str, Any]) -> None:
+def test_after_approval_the_repair_ends_in_a_named_state_with_its_evidence(
+    day_one: Stack, finished: dict[str, Any]
+) -> None:
     stack = day_one
     assert finished["state_name"] in EVIDENCE, finished["state"]
     shown = artifacts_of(stack, [finished["id"]])
-    assert {"repair-autopsy", "repair-outcome", EVIDENCE[finished["state_name"]]} <= set(shown), sorted(shown)
+    assert {"repair-autopsy", "repair-outcome", EVIDENCE[finished["state_name"]]} <= set(shown), (
+        sorted(shown)
+    )
     if EVIDENCE[finished["state_name"]] == "repair-cross-validation":
-        evidence = httpx.get(str(shown["repair-evidence"]["data"]), timeout=30)  # served by the webhook
+        evidence = httpx.get(
+            str(shown["repair-evidence"]["data"]), timeout=30
+        )  # served by the webhook
         assert evidence.status_code == 200 and evidence.content.startswith(b"\x89PNG")
-        assert str(shown["repair-cross-validation-decision"]["data"]).startswith("# Cross-validation: ")
-    assert error_logs(stack, [finished["id"]]) == []  # a refusal too ends in one line, not a traceback
+        assert str(shown["repair-cross-validation-decision"]["data"]).startswith(
+            "# Cross-validation: "
+        )
+    assert (
+        error_logs(stack, [finished["id"]]) == []
+    )  # a refusal too ends in one line, not a traceback
 
 
 @needs_chromium
@@ -182,7 +239,9 @@ def test_the_repairs_artifacts_fit_a_laptop(day_one: Stack, finished: dict[str, 
             page.goto(f"{stack.config.ui_url}/artifacts/artifact/{artifact['id']}")
             wait_for(page, f"text={key}", f"day-one-{key}-failed.png")
             page.wait_for_load_state("networkidle")
-            wait_for_images(page, 1 if key in ("repair-evidence", "repair-cross-validation-decision") else 0)
+            wait_for_images(
+                page, 1 if key in ("repair-evidence", "repair-cross-validation-decision") else 0
+            )
             found = layout(page)
             assert all(image["natural"] > 0 for image in found["images"]), (key, found["images"])
             assert found["overflowing"] == [] and found["scrollWidth"] <= 1280, (key, found)

@@ -27,8 +27,22 @@ def event_webhook(stack: Stack) -> Iterator[str]:
 
     config = replace(stack.config, webhook_port=free_port())
     env = {**stack.env, "OOMRL_WEBHOOK_MODE": "event"}
-    pid = start_process("webhook-event", [sys.executable, "-m", "oomrl", "webhook", "serve", "--host",
-                                          config.host, "--port", str(config.webhook_port)], env, config)
+    pid = start_process(
+        "webhook-event",
+        [
+            sys.executable,
+            "-m",
+            "oomrl",
+            "webhook",
+            "serve",
+            "--host",
+            config.host,
+            "--port",
+            str(config.webhook_port),
+        ],
+        env,
+        config,
+    )
     try:
         wait_http(f"{config.webhook_url}/healthz", pid, "webhook-event", 60, config)
         yield config.webhook_url
@@ -46,8 +60,9 @@ def _run_for_alert(stack: Stack, alert_id: str, timeout_s: float = 90) -> dict[s
     pytest.fail(f"no repair run was triggered for {alert_id}")
 
 
-def test_loss_alert_event_triggers_repair_that_waits_for_a_person(stack: Stack, event_webhook: str,
-                                                                  alert_account: str) -> None:
+def test_loss_alert_event_triggers_repair_that_waits_for_a_person(
+    stack: Stack, event_webhook: str, alert_account: str
+) -> None:
     from oomrl.diagnostics.autopsy import input_json
     from oomrl.repair_inputs import load_autopsy
     from oomrl.webhook.signing import sign
@@ -55,20 +70,35 @@ def test_loss_alert_event_triggers_repair_that_waits_for_a_person(stack: Stack, 
     autopsy = json.loads(AUTOPSY.read_text())
     autopsy["alert_id"] = f"e2e-event-{secrets.token_hex(6)}"
     body = json.dumps(autopsy).encode()
-    response = httpx.post(f"{event_webhook}/hooks/loss-alert", content=body, timeout=30,
-                          headers={"Content-Type": "application/json", **sign(body, stack.secret)})
+    response = httpx.post(
+        f"{event_webhook}/hooks/loss-alert",
+        content=body,
+        timeout=30,
+        headers={"Content-Type": "application/json", **sign(body, stack.secret)},
+    )
     assert response.status_code == 202, response.text
     assert response.json()["event_id"] and response.json()["flow_run_id"] is None
 
     run = _run_for_alert(stack, autopsy["alert_id"])
-    assert run["parameters"]["autopsy"] == input_json(load_autopsy(autopsy))  # a dict (not a string), as validated
+    assert run["parameters"]["autopsy"] == input_json(
+        load_autopsy(autopsy)
+    )  # a dict (not a string), as validated
     assert run["parameters"].get("auto_approve", False) is False
-    paused = stack.wait_for(run["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 150)
+    paused = stack.wait_for(
+        run["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 150
+    )
     assert paused["state_type"] == "PAUSED", paused["state"]
-    assert f"alert:{autopsy['alert_id']}" in paused["tags"]  # the trigger sets none; the flow tags itself
+    assert (
+        f"alert:{autopsy['alert_id']}" in paused["tags"]
+    )  # the trigger sets none; the flow tags itself
 
     stack.resume(run["id"], {"decision": "reject", "reason": "e2e reviewer says no"})
     done = stack.wait_for(run["id"], timeout_s=120)
     assert done["state_type"] == "COMPLETED", done["state"]
-    outcomes = [json.loads(path.read_text()) for path in (stack.config.home / "runs").glob("repair-*/outcome.json")]
-    assert any(o["status"] == "rejected" and "e2e reviewer says no" in o["reason"] for o in outcomes)
+    outcomes = [
+        json.loads(path.read_text())
+        for path in (stack.config.home / "runs").glob("repair-*/outcome.json")
+    ]
+    assert any(
+        o["status"] == "rejected" and "e2e reviewer says no" in o["reason"] for o in outcomes
+    )

@@ -14,7 +14,9 @@ from tests.e2e.conftest import Stack
 pytestmark = pytest.mark.e2e
 
 
-def test_signed_alert_runs_repair_to_completion(stack: Stack, completed_repair: dict[str, Any]) -> None:
+def test_signed_alert_runs_repair_to_completion(
+    stack: Stack, completed_repair: dict[str, Any]
+) -> None:
     run = completed_repair["run"]
     # The alert's account (paper) starts from its own version, whatever other tests promoted before.
     assert (run["state_type"], run["state_name"]) == ("COMPLETED", "Promoted"), run["state"]
@@ -39,7 +41,13 @@ def test_rejected_requests_start_no_run(stack: Stack, completed_repair: dict[str
     oversized = stack.post_signed("/hooks/loss-alert", oversized_body)
     malformed = stack.post_signed("/hooks/loss-alert", b'{"alert_id": ')
     no_id = stack.post_signed("/hooks/loss-alert", b'{"account": "paper"}')
-    assert [r.status_code for r in (forged, stale, oversized, malformed, no_id)] == [401, 401, 413, 422, 422]
+    assert [r.status_code for r in (forged, stale, oversized, malformed, no_id)] == [
+        401,
+        401,
+        413,
+        422,
+        422,
+    ]
     assert stack.flow_run_count() == before
     replayed = stack.post_signed("/hooks/loss-alert", completed_repair["body"])
     # It was promoted (a decision was made): a duplicate, pointing at that run. A failed run's alert

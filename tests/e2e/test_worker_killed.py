@@ -15,7 +15,9 @@ def test_retry_after_worker_death_books_fills_once(stack: Stack) -> None:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
-    run_id = stack.run_deployment("weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": SESSION})
+    run_id = stack.run_deployment(
+        "weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": SESSION}
+    )
     # Kill as soon as the worker has spawned the flow-run process: it dies before or while rebalancing.
     killed = stack.kill_worker(running_flow_run=run_id)
     assert len(killed) >= 2, "the flow run process was not under the worker"

@@ -22,12 +22,18 @@ def account_events(name: str, account: str, wait_s: float = 30.0, where: Any = N
     from prefect.events.worker import EventsWorker
 
     EventsWorker.drain_all(timeout=10)
-    query = EventFilter(event=EventNameFilter(name=[name]),
-                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
+    query = EventFilter(
+        event=EventNameFilter(name=[name]),
+        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]),
+    )
     deadline = time.monotonic() + wait_s
     with get_client(sync_client=True) as client:
         while True:
-            events = [e for e in client.read_events(filter=query, limit=50).events if where is None or where(e)]
+            events = [
+                e
+                for e in client.read_events(filter=query, limit=50).events
+                if where is None or where(e)
+            ]
             if events or time.monotonic() > deadline:
                 return list(events)
             time.sleep(0.5)
@@ -41,7 +47,9 @@ def read_artifact(key: str) -> Any:
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     with get_client(sync_client=True) as client:
-        (artifact,) = client.read_latest_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+        (artifact,) = client.read_latest_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))
+        )
     data = artifact.data
     return json.loads(data) if isinstance(data, str) and data.startswith("[") else data
 
@@ -62,7 +70,10 @@ def paused_run(flow_name: str, wait_s: float = 60.0) -> Any:
         while time.monotonic() < deadline:
             runs = client.read_flow_runs(
                 flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
-                flow_run_filter=FlowRunFilter(state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))))
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(name=FlowRunFilterStateName(any_=["Paused"]))
+                ),
+            )
             if runs:
                 return runs[0]
             time.sleep(0.5)

@@ -24,8 +24,10 @@ def _loss_events(account: str, expected: int, wait_s: float = 30.0) -> list[obje
     from prefect.events.worker import EventsWorker
 
     EventsWorker.drain_all(timeout=10)
-    query = EventFilter(event=EventNameFilter(name=["oomrl.loss.alert"]),
-                        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]))
+    query = EventFilter(
+        event=EventNameFilter(name=["oomrl.loss.alert"]),
+        resource=EventResourceFilter(id=[f"oomrl.account.{account}"]),
+    )
     deadline = time.monotonic() + wait_s
     with get_client(sync_client=True) as client:
         while True:
@@ -47,7 +49,11 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     assert Path(summary["html"]).exists() and summary["metrics"]["trading_days"] == 242
     assert {p["phase"] for p in summary["phases"]} == {"aaaa1111", "bbbb2222"}
     artifacts = _artifacts("attribution-")
-    assert {"attribution-flowacct", "attribution-metrics-flowacct", "attribution-equity-flowacct"} <= set(artifacts)
+    assert {
+        "attribution-flowacct",
+        "attribution-metrics-flowacct",
+        "attribution-equity-flowacct",
+    } <= set(artifacts)
     assert artifacts["attribution-flowacct"].type == "markdown"
     assert "Information ratio" in str(artifacts["attribution-metrics-flowacct"].data)
     # no HTTP route configured here: the images are embedded, and no broken file:// link is published
@@ -61,7 +67,9 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     assert all(e.payload["account"] == "flowacct" for e in events)
     assert "loss-diagnostics-flowacct" in _artifacts("loss-diagnostics-")
 
-    assert loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home)) == []  # never twice
+    assert (
+        loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home)) == []
+    )  # never twice
 
 
 def test_flow_declarations() -> None:
@@ -71,9 +79,15 @@ def test_flow_declarations() -> None:
     from tasks.retry import unless_refused
 
     for declared in (attribution, loss_diagnostics):
-        assert declared.version and declared.retries == 0  # a failure is final; the tasks retry transient ones
+        assert (
+            declared.version and declared.retries == 0
+        )  # a failure is final; the tasks retry transient ones
     assert build_account_report.retries >= 1 and diagnose_and_alert.retries >= 1
-    assert build_account_report.retry_condition_fn is unless_refused is diagnose_and_alert.retry_condition_fn
+    assert (
+        build_account_report.retry_condition_fn
+        is unless_refused
+        is diagnose_and_alert.retry_condition_fn
+    )
     assert artifact_key("Attribution", "Paper_01") == "attribution-paper-01"
 
 
@@ -89,14 +103,17 @@ def test_an_alert_that_cannot_be_emitted_is_an_error() -> None:
     fills = fills_frame(nav["date"].iloc[-2:])
     alert = evaluate(nav, fills, AlertConfig(), nav["date"].iloc[-1], "offline")[0]
     autopsy = autopsy_for(alert, nav, fills, AlertConfig(), module="strategies.daily_momentum")
-    with (temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}),
-          pytest.raises(RuntimeError, match="loss alert was not emitted")):
+    with (
+        temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}),
+        pytest.raises(RuntimeError, match="loss alert was not emitted"),
+    ):
         emit_loss_alert(autopsy)
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_with_a_reports_url_the_artifacts_link_signed_http_urls(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_a_reports_url_the_artifacts_link_signed_http_urls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from flows.attribution import attribution
 
     home = tmp_path / "home"
@@ -107,7 +124,8 @@ def test_with_a_reports_url_the_artifacts_link_signed_http_urls(tmp_path: Path,
     folder = Path(summary["html"]).parent.name
     artifacts = _artifacts("attribution-")
     prefix = f"http://127.0.0.1:4299/reports/{folder}/"
-    assert str(artifacts["attribution-tearsheet-linked"].data).startswith(f"[Open the HTML tearsheet]({prefix}")
+    assert str(artifacts["attribution-tearsheet-linked"].data).startswith(
+        f"[Open the HTML tearsheet]({prefix}"
+    )
     assert str(artifacts["attribution-equity-linked"].data).startswith(prefix + "equity.png?sig=")
     assert f"]({prefix}rolling_ir.png?sig=" in str(artifacts["attribution-linked"].data)
-

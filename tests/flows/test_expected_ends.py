@@ -11,9 +11,18 @@ from oomrl.repair import RepairNotPromoted, RepairOutcome
 from tasks.expected_ends import ENGINE_EXIT, ExpectedEnds, quiet_expected_ends
 
 
-def _record(message: str, exc: BaseException | None, name: str = "prefect.task_runs") -> logging.LogRecord:
-    return logging.LogRecord(name, logging.ERROR, __file__, 1, message, None,
-                             (type(exc), exc, None) if exc is not None else None)
+def _record(
+    message: str, exc: BaseException | None, name: str = "prefect.task_runs"
+) -> logging.LogRecord:
+    return logging.LogRecord(
+        name,
+        logging.ERROR,
+        __file__,
+        1,
+        message,
+        None,
+        (type(exc), exc, None) if exc is not None else None,
+    )
 
 
 class Collect(logging.Handler):
@@ -27,22 +36,32 @@ class Collect(logging.Handler):
         self.records.append(record)
 
 
-REFUSED = RepairNotPromoted(RepairOutcome(status="failed", step="logic-genesis", reason="diff.scope", run_dir=""))
+REFUSED = RepairNotPromoted(
+    RepairOutcome(status="failed", step="logic-genesis", reason="diff.scope", run_dir="")
+)
 
 
 def test_a_refusal_becomes_one_warning_line_and_the_engine_repeat_goes() -> None:
-    refusal = _record("Task run failed with exception: AccountHaltedError('paper is HALTED')",
-                      AccountHaltedError("paper is HALTED"))
+    refusal = _record(
+        "Task run failed with exception: AccountHaltedError('paper is HALTED')",
+        AccountHaltedError("paper is HALTED"),
+    )
     assert ExpectedEnds().filter(refusal)
     assert (refusal.levelname, refusal.exc_info) == ("WARNING", None)
     assert not ExpectedEnds().filter(_record(ENGINE_EXIT, REFUSED, "prefect.flow_runs"))
 
 
-@pytest.mark.parametrize("exc", [SourceUnavailableError("akshare unreachable"), ValueError("a defect"), None])
-def test_what_is_not_a_final_answer_keeps_its_level_and_traceback(exc: BaseException | None) -> None:
+@pytest.mark.parametrize(
+    "exc", [SourceUnavailableError("akshare unreachable"), ValueError("a defect"), None]
+)
+def test_what_is_not_a_final_answer_keeps_its_level_and_traceback(
+    exc: BaseException | None,
+) -> None:
     record = _record(ENGINE_EXIT, exc, "prefect.flow_runs")
     assert ExpectedEnds().filter(record)
-    assert record.levelname == "ERROR" and record.exc_info == ((type(exc), exc, None) if exc else None)
+    assert record.levelname == "ERROR" and record.exc_info == (
+        (type(exc), exc, None) if exc else None
+    )
 
 
 @pytest.mark.usefixtures("prefect_harness")
@@ -60,7 +79,9 @@ def test_a_flow_that_ends_failed_on_purpose_logs_no_error_as_a_worker_runs_it() 
     quiet_expected_ends()
     handler = Collect()  # handed what the run's log handlers (console, API) are handed
     records = handler.records
-    logger = logging.getLogger("prefect.flow_runs")  # Prefect's run loggers do not propagate to caplog
+    logger = logging.getLogger(
+        "prefect.flow_runs"
+    )  # Prefect's run loggers do not propagate to caplog
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)  # the suite runs Prefect at WARNING (tests/conftest.py)
@@ -70,6 +91,8 @@ def test_a_flow_that_ends_failed_on_purpose_logs_no_error_as_a_worker_runs_it() 
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-    assert any("Finished in state Patch rejected" in r.getMessage() for r in records), [r.getMessage() for r in records]
+    assert any("Finished in state Patch rejected" in r.getMessage() for r in records), [
+        r.getMessage() for r in records
+    ]
     errors = [r.getMessage() for r in records if r.levelno >= logging.ERROR or r.exc_info]
     assert errors == []

@@ -71,7 +71,9 @@ def flaky(monkeypatch: pytest.MonkeyPatch) -> dict[str, Flaky]:
 
 def _artifacts(flow_run_id: UUID) -> dict[str, Any]:
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
     return {artifact.key: artifact for artifact in found}
 
 
@@ -90,56 +92,109 @@ def test_only_network_errors_are_retried() -> None:
 
 
 def test_sample_ingest_publishes_tables_and_progress(prefect_harness: None, tmp_path: Path) -> None:
-    state = ingest_market_data(source="sample", universe="600519,300750,000001,600837", start="2025-01-01",
-                               end="2025-01-31", home=str(tmp_path), return_state=True)
+    state = ingest_market_data(
+        source="sample",
+        universe="600519,300750,000001,600837",
+        start="2025-01-01",
+        end="2025-01-31",
+        home=str(tmp_path),
+        return_state=True,
+    )
     summary = state.result()
-    assert summary["symbols"] == 4 and summary["symbols_without_data"] == 1  # 600837: no panel has it
+    assert (
+        summary["symbols"] == 4 and summary["symbols_without_data"] == 1
+    )  # 600837: no panel has it
     assert summary["rows_written"] == summary["rows_fetched"] > 0
     assert summary["quarantined_rows"] == 0 and not summary["stale"]
     artifacts = _artifacts(state.state_details.flow_run_id)
     assert {"ingest-summary", "ingest-quarantine", "ingest-progress"} <= set(artifacts)
     assert artifacts["ingest-progress"].data == 100.0
     assert '"rows_written": "' in artifacts["ingest-summary"].data
-    with get_client(sync_client=True) as client:  # the files are read in one task, not one per symbol
-        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(
-            id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
-    assert [run.name.rsplit("-", 1)[0] for run in runs if run.name.startswith("fetch")] == ["fetch-offline-bars"]
-    again = ingest_market_data(source="sample", universe="600519,300750,000001", start="2025-01-01",
-                               end="2025-01-31", home=str(tmp_path))
+    with get_client(
+        sync_client=True
+    ) as client:  # the files are read in one task, not one per symbol
+        runs = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+            )
+        )
+    assert [run.name.rsplit("-", 1)[0] for run in runs if run.name.startswith("fetch")] == [
+        "fetch-offline-bars"
+    ]
+    again = ingest_market_data(
+        source="sample",
+        universe="600519,300750,000001",
+        start="2025-01-01",
+        end="2025-01-31",
+        home=str(tmp_path),
+    )
     assert again["rows_written"] == 0
 
 
-def test_quarantined_rows_and_reasons_reach_the_artifact(prefect_harness: None, tmp_path: Path) -> None:
-    state = ingest_market_data(source=f"csv:{MAPPED}", universe="600519", home=str(tmp_path), batch_symbols=1,
-                               return_state=True)
+def test_quarantined_rows_and_reasons_reach_the_artifact(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    state = ingest_market_data(
+        source=f"csv:{MAPPED}",
+        universe="600519",
+        home=str(tmp_path),
+        batch_symbols=1,
+        return_state=True,
+    )
     summary = state.result()
     assert summary["quarantined_rows"] == 2 and summary["rows_written"] == 4
     table = _artifacts(state.state_details.flow_run_id)["ingest-quarantine"].data
     assert "high_below_low" in table and "non_session" in table
 
 
-def test_network_errors_are_retried_with_backoff(prefect_harness: None, tmp_path: Path,
-                                                 flaky: dict[str, Flaky]) -> None:
-    summary = ingest_market_data(source="flaky:2", universe="all", start="2024-07-01", end="2024-07-12",
-                                 home=str(tmp_path), backoff_seconds=0.0)
+def test_network_errors_are_retried_with_backoff(
+    prefect_harness: None, tmp_path: Path, flaky: dict[str, Flaky]
+) -> None:
+    summary = ingest_market_data(
+        source="flaky:2",
+        universe="all",
+        start="2024-07-01",
+        end="2024-07-12",
+        home=str(tmp_path),
+        backoff_seconds=0.0,
+    )
     assert summary["failures"] == 0 and summary["rows_written"] > 0
     assert set(flaky["2"].calls.values()) == {3}  # two timeouts, then success, for every symbol
 
 
-def test_a_symbol_that_keeps_failing_is_reported(prefect_harness: None, tmp_path: Path,
-                                                 flaky: dict[str, Flaky]) -> None:
-    ingest_market_data(source="sample", universe="600519", start="2025-01-02", end="2025-01-10", home=str(tmp_path))
-    summary = ingest_market_data(source="flaky:9", universe="all", start="2024-07-01", end="2024-07-12",
-                                 home=str(tmp_path), backoff_seconds=0.0)
+def test_a_symbol_that_keeps_failing_is_reported(
+    prefect_harness: None, tmp_path: Path, flaky: dict[str, Flaky]
+) -> None:
+    ingest_market_data(
+        source="sample", universe="600519", start="2025-01-02", end="2025-01-10", home=str(tmp_path)
+    )
+    summary = ingest_market_data(
+        source="flaky:9",
+        universe="all",
+        start="2024-07-01",
+        end="2024-07-12",
+        home=str(tmp_path),
+        backoff_seconds=0.0,
+    )
     assert summary["failures"] == 3 and summary["stale"]
     assert set(flaky["9"].calls.values()) == {4}  # 1 attempt + 3 retries
 
 
-def test_unreachable_source_falls_back_to_stale_store(prefect_harness: None, tmp_path: Path,
-                                                      flaky: dict[str, Flaky]) -> None:
-    ingest_market_data(source="sample", universe="600519", start="2025-01-02", end="2025-01-10", home=str(tmp_path))
-    state = ingest_market_data(source="flaky:0-down", universe="all", start="2025-01-02", end="2025-01-20",
-                               home=str(tmp_path), backoff_seconds=0.0, return_state=True)
+def test_unreachable_source_falls_back_to_stale_store(
+    prefect_harness: None, tmp_path: Path, flaky: dict[str, Flaky]
+) -> None:
+    ingest_market_data(
+        source="sample", universe="600519", start="2025-01-02", end="2025-01-10", home=str(tmp_path)
+    )
+    state = ingest_market_data(
+        source="flaky:0-down",
+        universe="all",
+        start="2025-01-02",
+        end="2025-01-20",
+        home=str(tmp_path),
+        backoff_seconds=0.0,
+        return_state=True,
+    )
     summary = state.result()
     assert summary["stale"] and "connection reset" in summary["stale_reason"]
     assert "last bar 2025-01-10" in summary["stale_reason"]
@@ -157,7 +212,9 @@ def test_missing_benchmark_fails_the_flow(prefect_harness: None, tmp_path: Path)
 
 
 @pytest.mark.dask
-def test_ingest_fans_out_on_a_two_worker_dask_cluster(prefect_harness: None, tmp_path: Path) -> None:
+def test_ingest_fans_out_on_a_two_worker_dask_cluster(
+    prefect_harness: None, tmp_path: Path
+) -> None:
     from prefect_dask import DaskTaskRunner
 
     from tasks.runners import task_runner_from_settings
@@ -165,7 +222,11 @@ def test_ingest_fans_out_on_a_two_worker_dask_cluster(prefect_harness: None, tmp
     runner = task_runner_from_settings({"OOMRL_DASK_WORKERS": "2", "OOMRL_DASK_PROCESSES": "0"})
     assert isinstance(runner, DaskTaskRunner)
     summary = ingest_market_data.with_options(task_runner=runner)(
-        source="sample", universe="600519,000001,601318", start="2025-01-01", end="2025-01-31",
-        home=str(tmp_path))
+        source="sample",
+        universe="600519,000001,601318",
+        start="2025-01-01",
+        end="2025-01-31",
+        home=str(tmp_path),
+    )
     assert summary["symbols"] == 3 and summary["rows_written"] == summary["rows_fetched"] > 40
     assert summary["quarantined_rows"] == 0 and not summary["failures"]

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def _promoted_events(account: str, sha: str, wait_s: float = 30.0) -> list[Any]:
-    return account_events("oomrl.strategy.promoted", account, wait_s, lambda e: e.payload["sha"] == sha)
+    return account_events(
+        "oomrl.strategy.promoted", account, wait_s, lambda e: e.payload["sha"] == sha
+    )
 
 
 def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
@@ -32,17 +34,30 @@ def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
     versions.init()
     rules = OfflineProvider()
     mandate = offline_mandate(workspace, autopsy)
-    tests = rules.test_author(TestAuthorView(mandate=mandate, source=read_tree(workspace, "strategies"),
-                                             tests=read_tree(workspace, "tests")))
+    tests = rules.test_author(
+        TestAuthorView(
+            mandate=mandate,
+            source=read_tree(workspace, "strategies"),
+            tests=read_tree(workspace, "tests"),
+        )
+    )
     assert apply_patch(parse_patch(tests.diff), workspace).ok
-    code = rules.coder(CoderView(mandate=mandate, tests=read_tree(workspace, "tests"),
-                                 source=read_tree(workspace, "strategies")))
+    code = rules.coder(
+        CoderView(
+            mandate=mandate,
+            tests=read_tree(workspace, "tests"),
+            source=read_tree(workspace, "strategies"),
+        )
+    )
     return [answer.model_dump_json() for answer in (mandate, tests, code)]
 
 
 def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emits(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any],  # noqa: F811
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from flows.repair import repair
     from tests.agent.fake_openai import Scripted, serve_fake_openai
 
@@ -54,14 +69,23 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
     assert outcome["status"] == "promoted", outcome["reason"]
     assert outcome["version"]["tag"] == "v2" and outcome["budget"]["calls"] == 3
     assert [r["messages"][0]["content"].splitlines()[0] for r in server.requests] == [
-        "# Role: Critic", "# Role: Test Author (test genesis, source locked)",
-        "# Role: Coder (logic genesis, tests locked)"]
+        "# Role: Critic",
+        "# Role: Test Author (test genesis, source locked)",
+        "# Role: Coder (logic genesis, tests locked)",
+    ]
     settings = get_settings()
     versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
     assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
     assert versions.metadata("v2")["provider"] == "openai"
-    assert {"repair-autopsy", "repair-test-gen-1", "repair-code-patch-1", "repair-cross-validation",
-            "repair-cross-validation-decision", "repair-evidence", "repair-outcome"} <= artifact_keys("repair-")
+    assert {
+        "repair-autopsy",
+        "repair-test-gen-1",
+        "repair-code-patch-1",
+        "repair-cross-validation",
+        "repair-cross-validation-decision",
+        "repair-evidence",
+        "repair-outcome",
+    } <= artifact_keys("repair-")
     events = _promoted_events("paper", outcome["version"]["sha"])
     assert len(events) == 1 and events[0].payload["alert_id"] == daily_momentum_autopsy["alert_id"]
 
@@ -70,7 +94,9 @@ def _paused_run_id(wait_s: float = 60.0) -> Any:
     return paused_run("repair", wait_s).id
 
 
-def _run_in_thread(autopsy: dict[str, Any], **params: Any) -> tuple[threading.Thread, dict[str, Any]]:
+def _run_in_thread(
+    autopsy: dict[str, Any], **params: Any
+) -> tuple[threading.Thread, dict[str, Any]]:
     from flows.repair import repair
 
     box: dict[str, Any] = {}
@@ -80,13 +106,17 @@ def _run_in_thread(autopsy: dict[str, Any], **params: Any) -> tuple[threading.Th
 
 
 def test_a_person_rejects_the_mandate_in_the_ui(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+) -> None:
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
     thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
     paused = _paused_run_id()
-    with get_client(sync_client=True) as client:  # tagged by the flow itself, however it was started
+    with get_client(
+        sync_client=True
+    ) as client:  # tagged by the flow itself, however it was started
         assert f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(paused).tags
     resume_flow_run(paused, run_input={"decision": "reject", "reason": "too strict"})
     thread.join(60)
@@ -98,7 +128,9 @@ def test_a_person_rejects_the_mandate_in_the_ui(
 
 
 def test_a_resume_without_an_answer_rejects_and_says_so(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+) -> None:
     from prefect.flow_runs import resume_flow_run
 
     thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
@@ -109,11 +141,15 @@ def test_a_resume_without_an_answer_rejects_and_says_so(
 
 
 def test_no_decision_before_the_timeout_rejects(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+) -> None:
     from flows.repair import outcome_of, repair
     from oomrl.repair_claims import ClaimBook
 
-    state = repair(daily_momentum_autopsy, provider="offline", approval_timeout_s=2, return_state=True)
+    state = repair(
+        daily_momentum_autopsy, provider="offline", approval_timeout_s=2, return_state=True
+    )
     assert state.is_completed() and state.name == "Rejected", state
     outcome = outcome_of(state)
     assert outcome["status"] == "rejected" and "timeout rejects" in outcome["reason"]
@@ -123,7 +159,8 @@ def test_no_decision_before_the_timeout_rejects(
 
 
 def test_a_minimal_alert_is_completed_from_the_ledger_and_reaches_approval(
-        repair_home: Path) -> None:  # noqa: F811
+    repair_home: Path,  # noqa: F811
+) -> None:
     from prefect.flow_runs import resume_flow_run
 
     from tests.agent.repair_helpers import mark_account
@@ -131,8 +168,9 @@ def test_a_minimal_alert_is_completed_from_the_ledger_and_reaches_approval(
     # The docs' example: no autopsy, an account with marked sessions; the flow completes the alert
     # from its NAV history (the metrics of the last session) and asks a person.
     mark_account(get_settings().ledger, "paper", ["2024-08-29", "2024-08-30"])
-    thread, box = _run_in_thread({"alert_id": "ops-1", "account": "paper"}, provider="offline",
-                                 approval_timeout_s=120)
+    thread, box = _run_in_thread(
+        {"alert_id": "ops-1", "account": "paper"}, provider="offline", approval_timeout_s=120
+    )
     paused = _paused_run_id()
     resume_flow_run(paused, run_input={"decision": "reject", "reason": "only looking"})
     thread.join(60)
@@ -160,10 +198,20 @@ def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
     from oomrl.agent.roles import Constraints, Mandate
     from tasks.review import MandateReview
 
-    proposed = Mandate(module="strategies.daily_momentum", text="weekly", alert_id="a-9",
-                       constraints=Constraints(rebalance="weekly", max_adv_participation=0.05))
-    edit = MandateReview(decision="edit", text="monthly", rebalance="monthly",
-                         max_adv_participation=0.02, max_weekly_turnover=0.2, reason="slower")
+    proposed = Mandate(
+        module="strategies.daily_momentum",
+        text="weekly",
+        alert_id="a-9",
+        constraints=Constraints(rebalance="weekly", max_adv_participation=0.05),
+    )
+    edit = MandateReview(
+        decision="edit",
+        text="monthly",
+        rebalance="monthly",
+        max_adv_participation=0.02,
+        max_weekly_turnover=0.2,
+        reason="slower",
+    )
     decision = edit.to_decision(proposed)
     assert decision.action == "edit" and decision.mandate is not None
     assert decision.mandate.module == proposed.module and decision.mandate.alert_id == "a-9"
@@ -173,11 +221,15 @@ def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
 
 
 def test_an_unknown_account_is_refused_like_at_every_door(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any]) -> None:  # noqa: F811
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+) -> None:
     from flows.repair import repair
     from oomrl.repair import RepairNotPromoted
 
-    with pytest.raises(RepairNotPromoted) as refused:  # called directly, a Failed run raises its data
+    with pytest.raises(
+        RepairNotPromoted
+    ) as refused:  # called directly, a Failed run raises its data
         repair({**daily_momentum_autopsy, "account": "ghost"}, auto_approve=True)
     outcome = refused.value.outcome.model_dump()
     assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
@@ -186,8 +238,10 @@ def test_an_unknown_account_is_refused_like_at_every_door(
 
 
 def test_a_repair_beyond_the_running_limit_does_not_start(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any],  # noqa: F811
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """However it was started (deployment, trigger, UI), a run beyond OOMRL_REPAIR_MAX_RUNNING live
     repairs (paused ones count: each holds its process) ends at once, naming the limit."""
     from flows.repair import outcome_of, repair
@@ -200,29 +254,59 @@ def test_a_repair_beyond_the_running_limit_does_not_start(
     state = repair(daily_momentum_autopsy, auto_approve=True, provider="offline", return_state=True)
     assert state.is_failed() and state.name == "Too many repairs", state
     outcome = outcome_of(state)
-    assert outcome["step"] == "capacity" and "2 repairs are running already, the most " \
-        "OOMRL_REPAIR_MAX_RUNNING=2 allows (runs paused-0, paused-1)" in outcome["reason"]
+    assert (
+        outcome["step"] == "capacity"
+        and "2 repairs are running already, the most "
+        "OOMRL_REPAIR_MAX_RUNNING=2 allows (runs paused-0, paused-1)"
+        in outcome["reason"]
+    )
     assert not (repair_home / "runs").exists()  # nothing was started
     assert sorted(c.flow_run_id for c in book.live()) == ["paused-0", "paused-1"]
 
 
-NO_IR = {"trigger": {"rule": "ir_decay", "value": -1.2, "threshold": -1.0, "window_start": "2026-02-24",
-                     "message": "rolling IR"}}
+NO_IR = {
+    "trigger": {
+        "rule": "ir_decay",
+        "value": -1.2,
+        "threshold": -1.0,
+        "window_start": "2026-02-24",
+        "message": "rolling IR",
+    }
+}
 
 
-@pytest.mark.parametrize(("marks", "alert", "reason"), [
-    (["2026-02-27"], {"as_of": "2024-07-12"},  # the issue's account, the issue's alert
-     "alert dated 2024-07-12 is before account 'paper''s first session (2026-02-27; marked 2026-02-27..2026-02-27)"),
-    (["2024-07-01", "2024-07-02"], {"as_of": "2024-07-12"},
-     "alert dated 2024-07-12 is after account 'paper''s last marked session (2024-07-02; marked 2024-07-01..2024-07-02)"),
-    (["2026-02-27"], {**NO_IR, "as_of": "2026-02-27", "metrics": None},
-     "alert dated 2026-02-27 (window from 2026-02-24) has no metrics.rolling_ir_60d, which rule 'ir_decay' reads"),
-    ([], {"alert_id": "bare-1", "account": "paper"},
-     "undated alert carries no metrics and account 'paper' has no marked session to compute them from"),
-])
+@pytest.mark.parametrize(
+    ("marks", "alert", "reason"),
+    [
+        (
+            ["2026-02-27"],
+            {"as_of": "2024-07-12"},  # the issue's account, the issue's alert
+            "alert dated 2024-07-12 is before account 'paper''s first session (2026-02-27; marked 2026-02-27..2026-02-27)",
+        ),
+        (
+            ["2024-07-01", "2024-07-02"],
+            {"as_of": "2024-07-12"},
+            "alert dated 2024-07-12 is after account 'paper''s last marked session (2024-07-02; marked 2024-07-01..2024-07-02)",
+        ),
+        (
+            ["2026-02-27"],
+            {**NO_IR, "as_of": "2026-02-27", "metrics": None},
+            "alert dated 2026-02-27 (window from 2026-02-24) has no metrics.rolling_ir_60d, which rule 'ir_decay' reads",
+        ),
+        (
+            [],
+            {"alert_id": "bare-1", "account": "paper"},
+            "undated alert carries no metrics and account 'paper' has no marked session to compute them from",
+        ),
+    ],
+)
 def test_an_alert_its_accounts_marked_sessions_cannot_explain_is_refused_like_at_every_door(
-        repair_home: Path, daily_momentum_autopsy: dict[str, Any], marks: list[str],  # noqa: F811
-        alert: dict[str, Any], reason: str) -> None:
+    repair_home: Path,  # noqa: F811
+    daily_momentum_autopsy: dict[str, Any],  # noqa: F811
+    marks: list[str],
+    alert: dict[str, Any],
+    reason: str,
+) -> None:
     from flows.repair import repair
     from oomrl.repair import RepairNotPromoted
     from tests.agent.repair_helpers import mark_account

@@ -43,8 +43,9 @@ def unchanged(*roots: Path) -> Iterator[None]:
     assert [tree_digest(root) for root in roots] == before, "the gate modified its input"
 
 
-def make_workspace(tmp_path: Path, base: str = "honest", guard_extra: str = "",
-                   name: str = "ws") -> Path:
+def make_workspace(
+    tmp_path: Path, base: str = "honest", guard_extra: str = "", name: str = "ws"
+) -> Path:
     """A writable copy of a corpus workspace with extra `[tool.oomrl.guard]` lines."""
     target = tmp_path / name
     shutil.copytree(CORPUS / "workspaces" / base, target)
@@ -52,8 +53,10 @@ def make_workspace(tmp_path: Path, base: str = "honest", guard_extra: str = "",
         path.chmod(0o755 if path.is_dir() else 0o644)
     pyproject = target / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text.replace("coverage_min = 95\n", "coverage_min = 95\n" + guard_extra, 1),
-                         encoding="utf-8")
+    pyproject.write_text(
+        text.replace("coverage_min = 95\n", "coverage_min = 95\n" + guard_extra, 1),
+        encoding="utf-8",
+    )
     CREATED[target] = tree_digest(target)
     return target
 
@@ -78,7 +81,8 @@ def diff_for(workspace: Path, changes: dict[str, str | None]) -> str:
             old.splitlines(keepends=True) if old is not None else [],
             new.splitlines(keepends=True) if new is not None else [],
             f"a/{rel}" if old is not None else "/dev/null",
-            f"b/{rel}" if new is not None else "/dev/null")
+            f"b/{rel}" if new is not None else "/dev/null",
+        )
     return "".join(out)
 
 
@@ -143,8 +147,10 @@ class Servers:
         self.abstract = socket.socket(socket.AF_UNIX)
         self.abstract_name = f"\0oomrl-probe-{secrets.token_hex(4)}"
         self.abstract.bind(self.abstract_name)
-        self.threads = [threading.Thread(target=self.serve, args=(s,), daemon=True)
-                        for s in (self.tcp, self.unix, self.abstract)]
+        self.threads = [
+            threading.Thread(target=self.serve, args=(s,), daemon=True)
+            for s in (self.tcp, self.unix, self.abstract)
+        ]
         for sock in (self.unix, self.abstract):
             sock.listen()
         for thread in self.threads:
@@ -153,8 +159,11 @@ class Servers:
     @property
     def targets(self) -> list[tuple[str, Any]]:
         """(kind, address) of each server, as a probe connects to them."""
-        return [("tcp", ["127.0.0.1", self.tcp.getsockname()[1]]), ("unix", self.path),
-                ("unix", self.abstract_name)]
+        return [
+            ("tcp", ["127.0.0.1", self.tcp.getsockname()[1]]),
+            ("unix", self.path),
+            ("unix", self.abstract_name),
+        ]
 
     @staticmethod
     def serve(server: socket.socket) -> None:

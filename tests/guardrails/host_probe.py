@@ -63,13 +63,21 @@ def connect(targets):
 def status():
     """The identity and privilege lines of /proc/self/status."""
     lines = Path("/proc/self/status").read_text().splitlines()
-    return {k: v.strip() for k, v in (line.split(":", 1) for line in lines)
-            if k.startswith(("Cap", "Uid", "Gid", "Groups", "NoNewPrivs", "Seccomp"))}
+    return {
+        k: v.strip()
+        for k, v in (line.split(":", 1) for line in lines)
+        if k.startswith(("Cap", "Uid", "Gid", "Groups", "NoNewPrivs", "Seccomp"))
+    }
 
 
 def identity():
-    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "groups": os.getgroups(),
-            "status": status()}
+    return {
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "gid": os.getgid(),
+        "groups": os.getgroups(),
+        "status": status(),
+    }
 
 
 def noisy(value):
@@ -108,8 +116,12 @@ class Lookup(KeyError):
 
 
 def fail(kind):
-    raise {"assert": AssertionError("S's own assert"), "custom": Custom("S's ValueError"),
-           "lookup": Lookup("no such key"), "system": SystemError("S's system error")}[kind]
+    raise {
+        "assert": AssertionError("S's own assert"),
+        "custom": Custom("S's ValueError"),
+        "lookup": Lookup("no such key"),
+        "system": SystemError("S's system error"),
+    }[kind]
 
 
 def _buffers():
@@ -136,8 +148,11 @@ def _buffers():
                 break
             seen.add(id(chain))
             found.append(chain)
-            chain = chain.base if isinstance(chain, np.ndarray) else (
-                chain.obj if isinstance(chain, memoryview) else None)
+            chain = (
+                chain.base
+                if isinstance(chain, np.ndarray)
+                else (chain.obj if isinstance(chain, memoryview) else None)
+            )
     return found
 
 
@@ -154,7 +169,7 @@ def _latest(buffer):
     best = None
     for offset in range(min(8, len(data))):
         usable = (len(data) - offset) // 8 * 8
-        words = data[offset:offset + usable].view("<i8")
+        words = data[offset : offset + usable].view("<i8")
         dates = words[(words >= EARLIEST) & (words <= LATEST) & (words % NS_PER_DAY == 0)]
         if len(dates):
             best = max(best or 0, int(dates.max()))
@@ -177,9 +192,13 @@ def latest_reachable(view, everything):
             value = value.base
         if isinstance(value, memoryview):
             chains += [value, value.obj]
-    return {"mapping": _max([b for b in everything if isinstance(b, mmap.mmap)]),
-            "view": _max([c for c in chains if isinstance(c, (np.ndarray, mmap.mmap, memoryview, bytes))]),
-            "anywhere": _max(everything)}
+    return {
+        "mapping": _max([b for b in everything if isinstance(b, mmap.mmap)]),
+        "view": _max(
+            [c for c in chains if isinstance(c, (np.ndarray, mmap.mmap, memoryview, bytes))]
+        ),
+        "anywhere": _max(everything),
+    }
 
 
 def _market_mapping():
@@ -199,8 +218,13 @@ def write_market(everything):
         report["mmap"] = "written"
     except (TypeError, IndexError) as exc:
         report["mmap"] = f"refused {type(exc).__name__}"
-    arrays = [b for b in everything if isinstance(b, np.ndarray) and isinstance(b.base, memoryview)
-              and isinstance(b.base.obj, mmap.mmap)]
+    arrays = [
+        b
+        for b in everything
+        if isinstance(b, np.ndarray)
+        and isinstance(b.base, memoryview)
+        and isinstance(b.base.obj, mmap.mmap)
+    ]
     try:
         arrays[0].setflags(write=True)
         report["array"] = "writable"
@@ -216,7 +240,9 @@ def write_market(everything):
     report["mprotect"] = "writable" if code == 0 else f"error {ctypes.get_errno()}"
     try:
         fd = os.open(f"/proc/self/map_files/{span}", os.O_RDWR)
-        again = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        again = mmap.mmap(
+            fd, os.fstat(fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE
+        )
         again[0:8] = (123 * NS_PER_DAY).to_bytes(8, "little")
         report["map_files"] = "written"
     except OSError as exc:
@@ -240,16 +266,35 @@ def _origin(value):
 
 def fingerprint():
     """What S can observe of the process it runs in (nothing of it should tell gate from production)."""
-    limits = {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource)
-              if name.startswith("RLIMIT_")}
-    return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "cwd": os.getcwd(),
-            "env": dict(os.environ), "hostname": os.uname().nodename, "status": status(),
-            "limits": limits, "argv": sys.argv, "path": sys.path, "flags": list(sys.flags),
-            "root": sorted(os.listdir("/")), "workspace": sorted(os.listdir(os.getcwd())),
-            "pid": os.getpid(), "ppid": os.getppid(), "cpus": os.cpu_count(),
-            "affinity": sorted(os.sched_getaffinity(0)), "umask": os.umask(0o022),
-            "tracer": sys.gettrace() is not None, "coverage": "coverage" in sys.modules,
-            "tmp": sorted(os.listdir("/tmp")), "fds": sorted(os.listdir("/proc/self/fd"))}
+    limits = {
+        name: resource.getrlimit(getattr(resource, name))
+        for name in dir(resource)
+        if name.startswith("RLIMIT_")
+    }
+    return {
+        "uid": os.getuid(),
+        "gid": os.getgid(),
+        "groups": os.getgroups(),
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "hostname": os.uname().nodename,
+        "status": status(),
+        "limits": limits,
+        "argv": sys.argv,
+        "path": sys.path,
+        "flags": list(sys.flags),
+        "root": sorted(os.listdir("/")),
+        "workspace": sorted(os.listdir(os.getcwd())),
+        "pid": os.getpid(),
+        "ppid": os.getppid(),
+        "cpus": os.cpu_count(),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "umask": os.umask(0o022),
+        "tracer": sys.gettrace() is not None,
+        "coverage": "coverage" in sys.modules,
+        "tmp": sorted(os.listdir("/tmp")),
+        "fds": sorted(os.listdir("/proc/self/fd")),
+    }
 
 
 def last():
@@ -263,12 +308,15 @@ def seen():
 def _book_shape(view, holdings):
     """What S can tell of the book it was handed, beyond its numbers: types and the names on them
     (the engine sends the book after the question, a test within it: S must not tell which)."""
+
     def names(value):
         return sorted(a for a in dir(value) if not a.startswith("__"))
 
-    return {"holdings": [type(holdings).__name__, names(holdings), type(holdings._weights).__name__],
-            "value": [type(view.portfolio_value).__name__, type(view._portfolio_value).__name__],
-            "view": names(view)}
+    return {
+        "holdings": [type(holdings).__name__, names(holdings), type(holdings._weights).__name__],
+        "value": [type(view.portfolio_value).__name__, type(view._portfolio_value).__name__],
+        "view": names(view),
+    }
 
 
 class Probe:
@@ -283,9 +331,14 @@ class Probe:
 
     def target_weights(self, view, holdings, params):
         close = view.values("close")
-        SEEN.append({"as_of": int(view.as_of.value), **fingerprint(),
-                     "view": {"close": _origin(close), "days": _origin(view.dates.values)},
-                     "book": _book_shape(view, holdings)})
+        SEEN.append(
+            {
+                "as_of": int(view.as_of.value),
+                **fingerprint(),
+                "view": {"close": _origin(close), "days": _origin(view.dates.values)},
+                "book": _book_shape(view, holdings),
+            }
+        )
         if len(close) < 4:
             return {}
         score = close[-1] / close[-4]
@@ -301,8 +354,13 @@ class Scan(Probe):
 
     def target_weights(self, view, holdings, params):
         everything = _buffers()
-        SEEN.append({"as_of": int(view.as_of.value), "latest": latest_reachable(view, everything),
-                     "write": write_market(everything)})
+        SEEN.append(
+            {
+                "as_of": int(view.as_of.value),
+                "latest": latest_reachable(view, everything),
+                "write": write_market(everything),
+            }
+        )
         return {}
 
 

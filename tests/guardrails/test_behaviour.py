@@ -29,21 +29,33 @@ PACKAGES = ("strategies", "strategy_host")  # what the gate passes: S's packages
 
 
 def _panel(frame: pd.DataFrame) -> dict[str, object]:
-    return {"index": [d.date().isoformat() for d in frame.index], "columns": list(frame.columns),
-            "data": frame.to_numpy().tolist()}
+    return {
+        "index": [d.date().isoformat() for d in frame.index],
+        "columns": list(frame.columns),
+        "data": frame.to_numpy().tolist(),
+    }
 
 
 def strategy_case() -> dict[str, object]:
     index = pd.bdate_range("2024-05-01", periods=30)
     rates = {"A": 0.02, "B": 0.01, "C": -0.01}
-    close = pd.DataFrame({s: 10.0 * (1 + r) ** np.arange(30) for s, r in rates.items()},
-                         index=index)
+    close = pd.DataFrame(
+        {s: 10.0 * (1 + r) ** np.arange(30) for s, r in rates.items()}, index=index
+    )
     amount = pd.DataFrame(5e8, index=index, columns=list(rates))
-    return {"id": "weekly", "strategy": "weekly_liquidity", "as_of": index[-1].date().isoformat(),
-            "panels": {"close": _panel(close), "volume": _panel(close * 0 + 1e6),
-                       "amount": _panel(amount)},
-            "holdings": {"C": 0.2}, "portfolio_value": 1e7,
-            "params": {"top_k": 2, "lookback": 5, "skip": 0, "adv_window": 5}}
+    return {
+        "id": "weekly",
+        "strategy": "weekly_liquidity",
+        "as_of": index[-1].date().isoformat(),
+        "panels": {
+            "close": _panel(close),
+            "volume": _panel(close * 0 + 1e6),
+            "amount": _panel(amount),
+        },
+        "holdings": {"C": 0.2},
+        "portfolio_value": 1e7,
+        "params": {"top_k": 2, "lookback": 5, "skip": 0, "adv_window": 5},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +67,33 @@ def repository_host() -> Iterator[HostProcess]:
 
 
 @pytest.mark.slow
-def test_the_production_convention_calls_the_repository_strategy(repository_host: HostProcess) -> None:
-    spec = {"convention": "strategy", "entry": "strategies.registry:get", "repeat": 2,
-            "cases": [strategy_case(),
-                      {"id": "due", "strategy": "weekly_liquidity",
-                       "rebalance": [["2024-07-08", "2024-07-05"], ["2024-07-05", "2024-07-01"],
-                                     ["2024-07-01", None]]},
-                      {"id": "bad", "strategy": "no_such_strategy"},
-                      {"id": "params", "strategy": "weekly_liquidity", "params": {"top_k": 0},
-                       "rebalance": [["2024-07-08", None]]}]}
+def test_the_production_convention_calls_the_repository_strategy(
+    repository_host: HostProcess,
+) -> None:
+    spec = {
+        "convention": "strategy",
+        "entry": "strategies.registry:get",
+        "repeat": 2,
+        "cases": [
+            strategy_case(),
+            {
+                "id": "due",
+                "strategy": "weekly_liquidity",
+                "rebalance": [
+                    ["2024-07-08", "2024-07-05"],
+                    ["2024-07-05", "2024-07-01"],
+                    ["2024-07-01", None],
+                ],
+            },
+            {"id": "bad", "strategy": "no_such_strategy"},
+            {
+                "id": "params",
+                "strategy": "weekly_liquidity",
+                "params": {"top_k": 0},
+                "rebalance": [["2024-07-08", None]],
+            },
+        ],
+    }
     outputs = {o["id"]: o["calls"] for o in behaviour.run_cases(repository_host.request, spec)}
     weights = outputs["weekly"][0]["value"]
     assert outputs["weekly"][0]["ok"] and outputs["weekly"][0] == outputs["weekly"][1]
@@ -75,8 +105,12 @@ def test_the_production_convention_calls_the_repository_strategy(repository_host
 
 @pytest.mark.slow
 def test_the_call_convention_gets_plain_values_back(repository_host: HostProcess) -> None:
-    spec = {"convention": "call", "entry": "strategies.registry:names", "repeat": 1,
-            "cases": [{"id": "names"}, {"id": "wrong", "args": [1, 2, 3]}]}
+    spec = {
+        "convention": "call",
+        "entry": "strategies.registry:names",
+        "repeat": 1,
+        "cases": [{"id": "names"}, {"id": "wrong", "args": [1, 2, 3]}],
+    }
     outputs = {o["id"]: o["calls"] for o in behaviour.run_cases(repository_host.request, spec)}
     assert outputs["names"] == [{"ok": True, "value": ["daily_momentum", "weekly_liquidity"]}]
     assert outputs["wrong"] == [{"ok": False, "error": "TypeError"}]
@@ -84,13 +118,25 @@ def test_the_call_convention_gets_plain_values_back(repository_host: HostProcess
 
 def test_outputs_are_normalised_to_json() -> None:
     # what the host sends, as the gate decodes it (arrays, tables, dates, non-finite floats)
-    sent: dict[str, Any] = {"b": np.float64(0.5), "a": [np.int64(2), float("nan"), True, None, "x"],
-                            "s": pd.Series({"Z": 1.0}), "d": date(2024, 7, 1), "arr": np.array([1.5, np.inf]),
-                            "ints": np.array([3, 4]), "f": pd.DataFrame({"c": [1.0]})}
+    sent: dict[str, Any] = {
+        "b": np.float64(0.5),
+        "a": [np.int64(2), float("nan"), True, None, "x"],
+        "s": pd.Series({"Z": 1.0}),
+        "d": date(2024, 7, 1),
+        "arr": np.array([1.5, np.inf]),
+        "ints": np.array([3, 4]),
+        "f": pd.DataFrame({"c": [1.0]}),
+    }
     value = wire.from_plain(wire.decode(wire.encode({"v": wire.to_plain(sent)})[4:])["v"])
     assert behaviour.normalise(value) == {
-        "a": [2, "nan", True, None, "x"], "arr": [1.5, "inf"], "b": 0.5, "d": "2024-07-01",
-        "f": {"<unserialisable>": "DataFrame"}, "ints": [3, 4], "s": {"Z": 1.0}}
+        "a": [2, "nan", True, None, "x"],
+        "arr": [1.5, "inf"],
+        "b": 0.5,
+        "d": "2024-07-01",
+        "f": {"<unserialisable>": "DataFrame"},
+        "ints": [3, 4],
+        "s": {"Z": 1.0},
+    }
     deep: list[object] = []
     cursor = deep
     for _ in range(30):
@@ -208,7 +254,9 @@ def test_a_method_of_the_proxy():
 def test_docstrings_attributes_and_riders_are_not_about_the_source() -> None:
     tree = ast.parse(RIDERS)
     values = SourceValues(tree, PACKAGES)
-    last = {node.name: node.body[-1].lineno for node in tree.body if isinstance(node, ast.FunctionDef)}
+    last = {
+        node.name: node.body[-1].lineno for node in tree.body if isinstance(node, ast.FunctionDef)
+    }
     about = {name for name, line in last.items() if about_source(tree, line, values)}
     assert about == {"test_every_part_about_s", "test_a_method_of_the_proxy"}
 
@@ -217,19 +265,34 @@ def test_red_violations_read_the_failing_line_and_conftest_fixtures(tmp_path: Pa
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "conftest.py").write_text(
         "import pytest\nfrom strategy_host import call\n\n\n@pytest.fixture\n"
-        "def chosen():\n    return call('strategies.momentum:target_weights', {'A': 1.0}, 1)\n")
+        "def chosen():\n    return call('strategies.momentum:target_weights', {'A': 1.0}, 1)\n"
+    )
     (tmp_path / "tests" / "test_r.py").write_text(
         "def test_a(chosen):\n    assert chosen == {}\n\n\ndef test_b(universe):\n"
-        "    assert universe == {}\n")
-    suite = SuiteResult(outcomes={
-        "tests/test_r.py::test_a": {"outcome": "failed", "assertion": True,
-                                    "where": ["tests/test_r.py", 2]},
-        "tests/test_r.py::test_b": {"outcome": "failed", "assertion": True,
-                                    "where": ["tests/test_r.py", 6]},
-        "tests/test_r.py::test_c": {"outcome": "failed", "assertion": True, "where": None},
-        "tests/test_r.py::test_d": {"outcome": "error"}})
-    ids = ["tests/test_r.py::test_a", "tests/test_r.py::test_b", "tests/test_r.py::test_c",
-           "tests/test_r.py::test_d"]
+        "    assert universe == {}\n"
+    )
+    suite = SuiteResult(
+        outcomes={
+            "tests/test_r.py::test_a": {
+                "outcome": "failed",
+                "assertion": True,
+                "where": ["tests/test_r.py", 2],
+            },
+            "tests/test_r.py::test_b": {
+                "outcome": "failed",
+                "assertion": True,
+                "where": ["tests/test_r.py", 6],
+            },
+            "tests/test_r.py::test_c": {"outcome": "failed", "assertion": True, "where": None},
+            "tests/test_r.py::test_d": {"outcome": "error"},
+        }
+    )
+    ids = [
+        "tests/test_r.py::test_a",
+        "tests/test_r.py::test_b",
+        "tests/test_r.py::test_c",
+        "tests/test_r.py::test_d",
+    ]
     found = red_violations(suite, ids, tmp_path, PACKAGES)
     assert [v.message.split(":")[2] for v in found] == ["test_b", "test_c"]
     assert all(v.rule == "redgreen.not_about_source" for v in found)
@@ -258,7 +321,9 @@ class _DuckWeights:
 def test_what_crosses_is_what_the_object_holds_never_what_its_methods_report() -> None:
     assert wire.to_plain(_Lying(A=2.0, B=2.0)) == {"A": 2.0, "B": 2.0}
     assert type(wire.to_plain(_LyingFloat(2.0))) is float and wire.to_plain(_LyingFloat(2.0)) == 2.0
-    assert wire.held_float(_LyingFloat(2.0)) == 2.0 and wire.held_float(np.float64(0.25)) == 0.25  # the host's weights
+    assert (
+        wire.held_float(_LyingFloat(2.0)) == 2.0 and wire.held_float(np.float64(0.25)) == 0.25
+    )  # the host's weights
     with pytest.raises(TypeError, match="_DuckWeights cannot cross the wire"):
         wire.to_plain({"w": _DuckWeights()})
 
@@ -267,11 +332,20 @@ def test_the_judge_keeps_exact_plain_values_only() -> None:
     assert behaviour.normalise(_Lying(A=2.0)) == {"<unserialisable>": "_Lying"}
     assert behaviour.normalise(_LyingFloat(2.0)) == {"<unserialisable>": "_LyingFloat"}
     assert behaviour.normalise(np.array(["a"])) == {"<unserialisable>": "ndarray"}
-    inputs = {"cases": [{"id": c} for c in ("bool", "nan", "inf", "duck", "fine")],
-              "properties": ["weights"]}
-    values = {"bool": {"A": True}, "nan": {"A": "nan"}, "inf": {"A": "inf"},
-              "duck": {"<unserialisable>": "_DuckWeights"}, "fine": {"A": 0.5, "B": 0}}
+    inputs = {
+        "cases": [{"id": c} for c in ("bool", "nan", "inf", "duck", "fine")],
+        "properties": ["weights"],
+    }
+    values = {
+        "bool": {"A": True},
+        "nan": {"A": "nan"},
+        "inf": {"A": "inf"},
+        "duck": {"<unserialisable>": "_DuckWeights"},
+        "fine": {"A": 0.5, "B": 0},
+    }
     found = behaviour_check.behaviour_violations(
-        inputs, [{"id": c, "calls": [{"ok": True, "value": v}]} for c, v in values.items()])
+        inputs, [{"id": c, "calls": [{"ok": True, "value": v}]} for c, v in values.items()]
+    )
     assert [(v.rule, v.message.split(":")[0]) for v in found] == [
-        ("behaviour.property", f"behaviour case {c}") for c in ("bool", "nan", "inf", "duck")]
+        ("behaviour.property", f"behaviour case {c}") for c in ("bool", "nan", "inf", "duck")
+    ]

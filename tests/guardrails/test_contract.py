@@ -18,19 +18,29 @@ CONTRACT_ERRORS = [
     ("[tool.oomrl.guard]\nsource = ['../up']\ntests = ['tests']\n", "inside the workspace"),
     ("[tool.oomrl.guard]\nsource = ['missing']\ntests = ['tests']\n", "is not a folder"),
     ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = 101\n", "coverage_min"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = true\n",
-     "coverage_min"),
+    (
+        "[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\ncoverage_min = true\n",
+        "coverage_min",
+    ),
     ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nallow = 'all'\n", "allow"),
     ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 3\n", "holdout"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 'nowhere'\n",
-     "does not exist"),
+    (
+        "[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nholdout = 'nowhere'\n",
+        "does not exist",
+    ),
     ("[tool.oomrl.guard\n", "not valid TOML"),
-    ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nallow_imports = ['os path']\n",
-     "allow_imports"),
+    (
+        "[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nallow_imports = ['os path']\n",
+        "allow_imports",
+    ),
     ("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\nbehaviour = 1\n", "must be a table"),
-    (("[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\n[tool.oomrl.guard.behaviour]\n"
-     "convention = 'magic'\nentry = 'x'\nproperties = ['fast']\ninputs = '../x.json'\nmore = 1\n"),
-     "unknown keys.*convention must be.*entry must name.*properties must.*inputs must"),
+    (
+        (
+            "[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\n[tool.oomrl.guard.behaviour]\n"
+            "convention = 'magic'\nentry = 'x'\nproperties = ['fast']\ninputs = '../x.json'\nmore = 1\n"
+        ),
+        "unknown keys.*convention must be.*entry must name.*properties must.*inputs must",
+    ),
 ]
 
 
@@ -49,7 +59,8 @@ def test_contract_defaults_and_phase_scopes(tmp_path: Path) -> None:
         load_contract(tmp_path / "nothing")
     (tmp_path / "src").mkdir()
     (tmp_path / "pyproject.toml").write_text(
-        "[tool.oomrl.guard]\nsource = ['src/']\ntests = ['tests']\nallow = ['sanitizer.exec']\n")
+        "[tool.oomrl.guard]\nsource = ['src/']\ntests = ['tests']\nallow = ['sanitizer.exec']\n"
+    )
     contract = load_contract(tmp_path)
     assert contract.source == ("src",) and contract.coverage_min == 95.0
     assert contract.allow == frozenset({"sanitizer.exec"}) and contract.holdout is None
@@ -62,7 +73,8 @@ def test_behaviour_contract_defaults(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     (tmp_path / "pyproject.toml").write_text(
         "[tool.oomrl.guard]\nsource = ['s']\ntests = ['t']\nallow_imports = ['scipy.stats']\n"
-        "[tool.oomrl.guard.behaviour]\nentry = 's.registry:get'\nconvention = 'strategy'\n")
+        "[tool.oomrl.guard.behaviour]\nentry = 's.registry:get'\nconvention = 'strategy'\n"
+    )
     contract = load_contract(tmp_path)
     assert contract.allow_imports == frozenset({"scipy.stats"})
     assert contract.behaviour is not None and contract.behaviour.entry == "s.registry:get"
@@ -79,8 +91,17 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ws = make_workspace(tmp_path)
     patch = tmp_path / "p.diff"
     patch.write_text(diff_for(ws, {"tests/test_smoke.py": "def test_x():\n    pass\n"}))
-    args = ["gate", "--workspace", str(ws), "--phase", "code-patch", "--patch", str(patch),
-            "--lock", "hash-only"]
+    args = [
+        "gate",
+        "--workspace",
+        str(ws),
+        "--phase",
+        "code-patch",
+        "--patch",
+        str(patch),
+        "--lock",
+        "hash-only",
+    ]
     assert cli.main([*args, "--json"]) == cli.EXIT_REJECTED
     payload = json.loads(capsys.readouterr().out)
     assert payload["accepted"] is False and payload["violations"][0]["rule"] == "diff.locked_path"
@@ -90,8 +111,15 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
     capsys.readouterr()
     assert cli.main([*args[:-2], "--lock", "docker"]) == cli.EXIT_SETUP
     assert "no reachable Docker engine" in capsys.readouterr().err
-    missing = ["gate", "--workspace", str(ws), "--phase", "code-patch", "--patch",
-               str(tmp_path / "none.diff")]
+    missing = [
+        "gate",
+        "--workspace",
+        str(ws),
+        "--phase",
+        "code-patch",
+        "--patch",
+        str(tmp_path / "none.diff"),
+    ]
     assert cli.main(missing) == cli.EXIT_SETUP
     assert "cannot read patch" in capsys.readouterr().err
 
@@ -104,12 +132,35 @@ def test_oomrl_cli_delegates_to_the_gate(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     patch = tmp_path / "p.diff"
     patch.write_text(diff_for(ws, {"tests/test_smoke.py": "def test_x():\n    pass\n"}))
-    result = CliRunner().invoke(app, ["gate", "--workspace", str(ws), "--phase", "code-patch",
-                                      "--patch", str(patch), "--lock", "hash-only", "--json"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--workspace",
+            str(ws),
+            "--phase",
+            "code-patch",
+            "--patch",
+            str(patch),
+            "--lock",
+            "hash-only",
+            "--json",
+        ],
+    )
     assert result.exit_code == 1
     assert json.loads(result.stdout)["violations"][0]["rule"] == "diff.locked_path"
-    result = CliRunner().invoke(app, ["gate", "--workspace", str(tmp_path / "nope"), "--phase",
-                                      "code-patch", "--patch", str(patch)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--workspace",
+            str(tmp_path / "nope"),
+            "--phase",
+            "code-patch",
+            "--patch",
+            str(patch),
+        ],
+    )
     assert result.exit_code == 2
 
 
@@ -121,14 +172,36 @@ def test_oomrl_gate_passes_the_superseded_tests_to_a_red_run(tmp_path: Path) -> 
     ws = make_workspace(tmp_path, "buggy")
     old = (ws / "tests" / "test_smoke.py").read_text()
     patch = tmp_path / "p.diff"
-    patch.write_text(diff_for(ws, {"tests/test_smoke.py": old.replace(
-        '{"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}', '{"ONLY": 1.0, "B": 0.0}, top_k=1) == {"ONLY": 1.0, "B": 0.0}')}))
+    patch.write_text(
+        diff_for(
+            ws,
+            {
+                "tests/test_smoke.py": old.replace(
+                    '{"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}',
+                    '{"ONLY": 1.0, "B": 0.0}, top_k=1) == {"ONLY": 1.0, "B": 0.0}',
+                )
+            },
+        )
+    )
     node_id = "tests/test_smoke.py::test_single_asset_gets_full_weight"
-    args = ["gate", "--workspace", str(ws), "--phase", "test-gen", "--patch", str(patch), "--lock", "hash-only"]
+    args = [
+        "gate",
+        "--workspace",
+        str(ws),
+        "--phase",
+        "test-gen",
+        "--patch",
+        str(patch),
+        "--lock",
+        "hash-only",
+    ]
     named = CliRunner().invoke(app, [*args, "--expect", "red", "--supersedes", node_id])
     assert named.exit_code == 0, named.output
     assert f"superseded old test (judged as a red test): {node_id}" in named.output
     unnamed = CliRunner().invoke(app, [*args, "--expect", "red", "--json"])
-    assert unnamed.exit_code == 1 and json.loads(unnamed.stdout)["violations"][0]["rule"] == "tests.weakened"
+    assert (
+        unnamed.exit_code == 1
+        and json.loads(unnamed.stdout)["violations"][0]["rule"] == "tests.weakened"
+    )
     green = CliRunner().invoke(app, [*args, "--expect", "green", "--supersedes", node_id])
     assert green.exit_code == 2 and "only valid with --phase test-gen --expect red" in green.output

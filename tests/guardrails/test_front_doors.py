@@ -34,23 +34,38 @@ def test_a_front_door_refuses_a_name_it_does_not_state() -> None:
 def test_the_child_room_states_only_the_launcher() -> None:
     child = importlib.import_module("guardrails.child")
     assert child.__all__ == ["childrun"]
-    assert importlib.import_module("guardrails.child.childrun").__file__.endswith("/child/childrun.py")
+    assert importlib.import_module("guardrails.child.childrun").__file__.endswith(
+        "/child/childrun.py"
+    )
 
 
 @pytest.mark.parametrize("room", DOORS)
 def test_a_front_door_imports_no_room_up_front(room: str) -> None:
     tree = ast.parse((REPO / "guardrails" / room / "__init__.py").read_text(encoding="utf-8"))
-    eager = [ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    assert eager == ["from __future__ import annotations", "from typing import TYPE_CHECKING",
-                     "from guardrails.lazy import front_door"]
+    eager = [
+        ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    assert eager == [
+        "from __future__ import annotations",
+        "from typing import TYPE_CHECKING",
+        "from guardrails.lazy import front_door",
+    ]
 
 
 @pytest.mark.slow
 def test_a_light_caller_of_a_front_door_loads_no_test_runner() -> None:
     # The sandbox's runner imports the launcher, which imports pytest and coverage: a caller that
     # wants the lock names or the temp-dir note must not pay for them (the CLI's --help, scratch).
-    code = ("import sys; from guardrails.sandbox import LOCKS, OWNER_NOTE; "
-            "print(sorted({'pytest', 'coverage', 'guardrails.sandbox.runner'} & set(sys.modules)))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                            timeout=60, check=True)
+    code = (
+        "import sys; from guardrails.sandbox import LOCKS, OWNER_NOTE; "
+        "print(sorted({'pytest', 'coverage', 'guardrails.sandbox.runner'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert result.stdout.strip() == "[]"

@@ -21,10 +21,11 @@ from tests.guardrails.gate_helpers import (
     unchanged,
 )
 
-needs_bwrap = pytest.mark.skipif(BwrapLock.available() is not None,
-                                 reason="needs bubblewrap")
-FILE_RULES = ('\nallow = ["sanitizer.import_not_allowed", "sanitizer.builtin_not_allowed", '
-              '"sanitizer.dunder", "sanitizer.io", "sanitizer.import_time"]\n')
+needs_bwrap = pytest.mark.skipif(BwrapLock.available() is not None, reason="needs bubblewrap")
+FILE_RULES = (
+    '\nallow = ["sanitizer.import_not_allowed", "sanitizer.builtin_not_allowed", '
+    '"sanitizer.dunder", "sanitizer.io", "sanitizer.import_time"]\n'
+)
 # Source code that rewrites a locked test at import time, so every assertion passes (in its
 # strategy host, where the tests are not even there under bwrap).
 TAMPER = '''from pathlib import Path
@@ -43,7 +44,9 @@ def _workspaces_untouched() -> Iterator[None]:
 
 def _tampering_patch(ws: Path) -> str:
     source = (ws / MOMENTUM).read_text()
-    return diff_for(ws, {MOMENTUM: source.replace("from typing import", TAMPER + "from typing import")})
+    return diff_for(
+        ws, {MOMENTUM: source.replace("from typing import", TAMPER + "from typing import")}
+    )
 
 
 @pytest.mark.slow
@@ -54,8 +57,10 @@ def test_os_lock_makes_the_tampering_write_fail(tmp_path: Path) -> None:
         verdict = run_gate(ws, "code-patch", _tampering_patch(ws))
     assert not verdict.accepted and verdict.locks.backend == "bwrap"
     messages = " ".join(v.message for v in verdict.violations)
-    assert "test_smoke.py" in messages and any(error in messages for error in (
-        "[Errno 2] No such file or directory", "[Errno 30] Read-only file system"))
+    assert "test_smoke.py" in messages and any(
+        error in messages
+        for error in ("[Errno 2] No such file or directory", "[Errno 30] Read-only file system")
+    )
     # the write never happened, so the hashes agree: the kernel, not the hash, stopped it
     assert "lock.hash_mismatch" not in {v.rule for v in verdict.violations}
     assert verdict.locks.before == verdict.locks.after != ""
@@ -81,12 +86,17 @@ def test_accepted_verdict_has_the_design_shape(tmp_path: Path) -> None:
         verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: source}))
     assert verdict.accepted, verdict.violations
     digest = verdict.locks.before
-    assert len(digest) == 64 and set(json.loads(verdict.to_json())) - set(shown(verdict)) == \
-        {"duration_s"}
-    assert shown(verdict) == {"accepted": True, "phase": "code-patch", "violations": [],
-                              "tests": {"collected": 5, "passed": 5, "failed": 0},
-                              "coverage": {"percent": 100.0, "min": 95.0},
-                              "locks": {"backend": "bwrap", "before": digest, "after": digest}}
+    assert len(digest) == 64 and set(json.loads(verdict.to_json())) - set(shown(verdict)) == {
+        "duration_s"
+    }
+    assert shown(verdict) == {
+        "accepted": True,
+        "phase": "code-patch",
+        "violations": [],
+        "tests": {"collected": 5, "passed": 5, "failed": 0},
+        "coverage": {"percent": 100.0, "min": 95.0},
+        "locks": {"backend": "bwrap", "before": digest, "after": digest},
+    }
 
 
 @pytest.mark.slow
@@ -105,7 +115,8 @@ def test_holdout_from_the_contract_rejects_with_test_names_only(tmp_path: Path) 
         "from strategy_host import call\n\n\n"
         "def test_secret_expectation():\n"
         "    assert call('strategies.momentum:target_weights', {'S': 1.0}, top_k=1) == {'S': 0.25}"
-        "  # SECRET-LITERAL\n")
+        "  # SECRET-LITERAL\n"
+    )
     ws = make_workspace(tmp_path, guard_extra='holdout = "../heldout"\n')
     source = (ws / MOMENTUM).read_text().replace("ranked", "order")
     with unchanged(ws, heldout):
@@ -123,8 +134,9 @@ def test_a_holdout_that_cannot_run_is_reported_without_detail(tmp_path: Path) ->
     (heldout / "test_broken.py").write_text("import no_such_module_secret\n")
     ws = make_workspace(tmp_path)
     source = (ws / MOMENTUM).read_text().replace("ranked", "order")
-    verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: source}), holdout=heldout,
-                       lock="hash-only")
+    verdict = run_gate(
+        ws, "code-patch", diff_for(ws, {MOMENTUM: source}), holdout=heldout, lock="hash-only"
+    )
     messages = [v.message for v in verdict.violations]
     assert "held-out test failed: test_broken.py" in messages
     assert "held-out test failed: <the held-out run did not complete>" in messages
@@ -146,10 +158,11 @@ def test_red_requires_new_tests(tmp_path: Path) -> None:
 def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     tests = (ws / "tests" / "test_smoke.py").read_text()
-    new = tests + ("\n\ndef test_universe_fixture(universe):\n"
-                   "    assert universe == {'AAA': 3.0, 'BBB': 1.0, 'CCC': 2.0}\n")
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}),
-                       lock="hash-only")
+    new = tests + (
+        "\n\ndef test_universe_fixture(universe):\n"
+        "    assert universe == {'AAA': 3.0, 'BBB': 1.0, 'CCC': 2.0}\n"
+    )
+    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}), lock="hash-only")
     assert [v.rule for v in verdict.violations] == ["mutation.nothing_exercised"]
 
 
@@ -157,18 +170,25 @@ def test_new_tests_must_exercise_the_source(tmp_path: Path) -> None:
 def test_a_strong_new_test_passes_the_mutation_check(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, guard_extra="mutation_min_kill = 0.6\n")
     tests = (ws / "tests" / "test_smoke.py").read_text()
-    new = tests + ("\n\nMOMENTUM = 'strategies.momentum:target_weights'\n\n\ndef test_two_of_three():\n"
-                   "    w = call(MOMENTUM, {'A': 1.0, 'B': 2.0, 'C': 3.0}, top_k=2)\n"
-                   "    assert w == {'A': 0.0, 'B': 0.5, 'C': 0.5}\n\n\n"
-                   "def test_zero_rejected():\n"
-                   "    with pytest.raises(ValueError):\n"
-                   "        call(MOMENTUM, {'A': 1.0}, top_k=0)\n\n\n"
-                   "def test_one_of_two():\n"
-                   "    assert call(MOMENTUM, {'A': 1.0, 'B': 2.0}, top_k=1) == {'A': 0.0, 'B': 1.0}\n")
+    new = tests + (
+        "\n\nMOMENTUM = 'strategies.momentum:target_weights'\n\n\ndef test_two_of_three():\n"
+        "    w = call(MOMENTUM, {'A': 1.0, 'B': 2.0, 'C': 3.0}, top_k=2)\n"
+        "    assert w == {'A': 0.0, 'B': 0.5, 'C': 0.5}\n\n\n"
+        "def test_zero_rejected():\n"
+        "    with pytest.raises(ValueError):\n"
+        "        call(MOMENTUM, {'A': 1.0}, top_k=0)\n\n\n"
+        "def test_one_of_two():\n"
+        "    assert call(MOMENTUM, {'A': 1.0, 'B': 2.0}, top_k=1) == {'A': 0.0, 'B': 1.0}\n"
+    )
     new = "import pytest\n\n" + new
     with unchanged(ws):
-        verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}),
-                           expect="green", lock="hash-only")
+        verdict = run_gate(
+            ws,
+            "test-gen",
+            diff_for(ws, {"tests/test_smoke.py": new}),
+            expect="green",
+            lock="hash-only",
+        )
     assert verdict.accepted, verdict.violations
     assert verdict.tests.collected == 8
 

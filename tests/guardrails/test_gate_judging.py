@@ -30,12 +30,17 @@ from tests.guardrails.gate_helpers import (
 
 LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
 TARGET = "strategies.momentum:target_weights"  # how a test calls S (through strategy_host)
-CASES = {"cases": [
-    {"id": "fresh-top-two", "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7},
-                                       "top_k": 2},
-     "expect": {"W": 0.0, "X": 0.5, "Y": 0.0, "Z": 0.5}},
-    {"id": "ties", "kwargs": {"scores": {"Q": 2.0, "P": 2.0, "R": 1.0}, "top_k": 2}},
-    {"id": "rejects", "kwargs": {"scores": {"M": 1.0}, "top_k": -1}}]}
+CASES = {
+    "cases": [
+        {
+            "id": "fresh-top-two",
+            "kwargs": {"scores": {"W": 0.1, "X": 0.9, "Y": 0.5, "Z": 0.7}, "top_k": 2},
+            "expect": {"W": 0.0, "X": 0.5, "Y": 0.0, "Z": 0.5},
+        },
+        {"id": "ties", "kwargs": {"scores": {"Q": 2.0, "P": 2.0, "R": 1.0}, "top_k": 2}},
+        {"id": "rejects", "kwargs": {"scores": {"M": 1.0}, "top_k": -1}},
+    ]
+}
 
 
 @pytest.fixture(autouse=True)
@@ -62,13 +67,16 @@ def patched(body: str) -> str:
 def test_an_honest_fix_passes_the_behaviour_check(tmp_path: Path) -> None:
     ws, held = behaviour_workspace(tmp_path)
     with unchanged(ws, held):
-        verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: fixed_momentum()}),
-                           holdout=held)
+        verdict = run_gate(
+            ws, "code-patch", diff_for(ws, {MOMENTUM: fixed_momentum()}), holdout=held
+        )
     assert verdict.accepted, verdict.violations
 
 
 @pytest.mark.slow
-def test_code_that_would_behave_otherwise_under_pytest_behaves_alike_everywhere(tmp_path: Path) -> None:
+def test_code_that_would_behave_otherwise_under_pytest_behaves_alike_everywhere(
+    tmp_path: Path,
+) -> None:
     ws, held = behaviour_workspace(tmp_path)
     # pytest attaches handlers to the root logger: honest only under pytest. S never runs under
     # pytest now (it runs in its host in every test run, as in production), so the visible tests
@@ -76,11 +84,14 @@ def test_code_that_would_behave_otherwise_under_pytest_behaves_alike_everywhere(
     cheat = fixed_momentum().replace(
         "    return {a: (weight if a in chosen else 0.0) for a in scores}",
         "    weight *= 1.0 if logging.getLogger().hasHandlers() else 2.0\n"
-        "    return {a: (weight if a in chosen else 0.0) for a in scores}")
+        "    return {a: (weight if a in chosen else 0.0) for a in scores}",
+    )
     cheat = cheat.replace("from typing import", "import logging\nfrom typing import", 1)
     verdict = run_gate(ws, "code-patch", diff_for(ws, {MOMENTUM: cheat}), holdout=held)
     rules = {v.rule for v in verdict.violations}
-    assert "tests.failed" in rules and "behaviour.differs_under_pytest" not in rules, verdict.violations
+    assert "tests.failed" in rules and "behaviour.differs_under_pytest" not in rules, (
+        verdict.violations
+    )
     assert verdict.tests.failed > 0
 
 
@@ -108,15 +119,22 @@ def test_behaviour_inputs_need_a_contract(tmp_path: Path) -> None:
 
 
 def test_behaviour_comparison_rules() -> None:
-    inputs = {"cases": [{"id": "a", "args": [{"X": 1.0}], "expect": {"X": 1.0}},
-                        {"id": "b", "rebalance": [["2024-01-02", None]]}],
-              "properties": ["weights", "known_symbols", "deterministic"]}
-    good = [{"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}}] * 2},
-            {"id": "b", "calls": [{"ok": True, "value": [True]}] * 2}]
+    inputs = {
+        "cases": [
+            {"id": "a", "args": [{"X": 1.0}], "expect": {"X": 1.0}},
+            {"id": "b", "rebalance": [["2024-01-02", None]]},
+        ],
+        "properties": ["weights", "known_symbols", "deterministic"],
+    }
+    good = [
+        {"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}}] * 2},
+        {"id": "b", "calls": [{"ok": True, "value": [True]}] * 2},
+    ]
     assert behaviour_violations(inputs, good) == []
     assert [v.rule for v in behaviour_violations(inputs, None)] == ["behaviour.incomplete"]
-    drifting = [{"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}},
-                                      {"ok": True, "value": {"Y": 2.0}}]}]
+    drifting = [
+        {"id": "a", "calls": [{"ok": True, "value": {"X": 1.0}}, {"ok": True, "value": {"Y": 2.0}}]}
+    ]
     rules = [v.rule for v in behaviour_violations(inputs, drifting)]
     assert rules == ["behaviour.property", "behaviour.incomplete"]
     wrong = [{"id": "a", "calls": [{"ok": False, "error": "KeyError"}]}, good[1]]
@@ -131,12 +149,16 @@ def test_behaviour_comparison_rules() -> None:
 def test_red_tests_must_assert_on_values_the_source_returns(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     tests = (ws / "tests" / "test_smoke.py").read_text() + f"\n\nMOMENTUM = {TARGET!r}\n"
-    new = tests + ("\n\ndef test_mandate(universe):\n    call(MOMENTUM, universe, top_k=1)\n"
-                   "    assert universe['AAA'] == 4.0\n")
+    new = tests + (
+        "\n\ndef test_mandate(universe):\n    call(MOMENTUM, universe, top_k=1)\n"
+        "    assert universe['AAA'] == 4.0\n"
+    )
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": new}), expect="red")
     assert [v.rule for v in verdict.violations] == ["redgreen.not_about_source"]
-    honest = tests + ("\n\ndef test_mandate(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
-                      "    assert weights['AAA'] == 0.5\n")
+    honest = tests + (
+        "\n\ndef test_mandate(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
+        "    assert weights['AAA'] == 0.5\n"
+    )
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": honest}), expect="red")
     assert verdict.accepted, verdict.violations
 
@@ -145,26 +167,44 @@ def test_red_tests_must_assert_on_values_the_source_returns(tmp_path: Path) -> N
 def test_failures_from_before_the_patch_are_pre_existing(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, "buggy")  # its own tests already fail on the buggy source
     tests = (ws / "tests" / "test_smoke.py").read_text()
-    new = tests + ("\n\ndef test_negative_top_k_rejected():\n    with pytest.raises(ValueError):\n"
-                   f"        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n")
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": "import pytest\n\n"
-                                                     + new}), expect="red")
+    new = tests + (
+        "\n\ndef test_negative_top_k_rejected():\n    with pytest.raises(ValueError):\n"
+        f"        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n"
+    )
+    verdict = run_gate(
+        ws,
+        "test-gen",
+        diff_for(ws, {"tests/test_smoke.py": "import pytest\n\n" + new}),
+        expect="red",
+    )
     assert verdict.accepted, verdict.violations
-    assert any("pre-existing failure" in note and "test_ties_broken_alphabetically" in note
-               for note in verdict.notes)
+    assert any(
+        "pre-existing failure" in note and "test_ties_broken_alphabetically" in note
+        for note in verdict.notes
+    )
     assert "notes" not in json.loads(verdict.to_json())  # the verdict's JSON shape is fixed
 
 
-def test_a_mutant_is_killed_by_an_assertion_or_by_s_raising_in_a_new_test_that_passed_before() -> None:
-    original = SuiteResult(collected=["t::new", "t::old"], outcomes={
-        "t::new": {"outcome": "passed"}, "t::old": {"outcome": "passed"}})
-    by_old = SuiteResult(outcomes={"t::new": {"outcome": "passed"},
-                                   "t::old": {"outcome": "failed", "assertion": True}})
-    by_error = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False,
-                                                "source_raised": False}})
+def test_a_mutant_is_killed_by_an_assertion_or_by_s_raising_in_a_new_test_that_passed_before() -> (
+    None
+):
+    original = SuiteResult(
+        collected=["t::new", "t::old"],
+        outcomes={"t::new": {"outcome": "passed"}, "t::old": {"outcome": "passed"}},
+    )
+    by_old = SuiteResult(
+        outcomes={
+            "t::new": {"outcome": "passed"},
+            "t::old": {"outcome": "failed", "assertion": True},
+        }
+    )
+    by_error = SuiteResult(
+        outcomes={"t::new": {"outcome": "failed", "assertion": False, "source_raised": False}}
+    )
     by_new = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": True}})
-    by_source = SuiteResult(outcomes={"t::new": {"outcome": "failed", "assertion": False,
-                                                 "source_raised": True}})
+    by_source = SuiteResult(
+        outcomes={"t::new": {"outcome": "failed", "assertion": False, "source_raised": True}}
+    )
     assert not killed(by_old, ["t::new"], original) and not killed(by_error, ["t::new"], original)
     assert killed(by_new, ["t::new"], original) and killed(by_source, ["t::new"], original)
     failing_before = SuiteResult(outcomes={"t::new": {"outcome": "failed"}})
@@ -185,94 +225,144 @@ def test_the_run_tells_exceptions_s_raised_from_the_tests_own(tmp_path: Path) ->
         "import unittest\n\n\nclass TestCaseStyle(unittest.TestCase):\n"
         f"    def test_s_raises_in_a_test_case(self):\n        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n"
         "    def test_assert_equal_fails(self):\n"
-        f"        self.assertEqual(call({TARGET!r}, {{'A': 1.0}}, top_k=1), {{'A': 0.5}})\n")
+        f"        self.assertEqual(call({TARGET!r}, {{'A': 1.0}}, top_k=1), {{'A': 0.5}})\n"
+    )
     try:
         make_readable(dirs.ws)
-        suite = run_suite(LOCK, dirs, SuiteRequest(workspace=dirs.ws, tests=("tests",), tag="o"),
-                          timeout_s=120, memory_mb=2048)
+        suite = run_suite(
+            LOCK,
+            dirs,
+            SuiteRequest(workspace=dirs.ws, tests=("tests",), tag="o"),
+            timeout_s=120,
+            memory_mb=2048,
+        )
     finally:
         dirs.remove()
-    raised = {nodeid.rsplit("::", 1)[-1]: (entry.get("source_raised"), entry.get("assertion"))
-              for nodeid, entry in suite.outcomes.items() if nodeid.startswith("tests/test_origin")}
-    assert raised == {"test_s_raises": (True, False), "test_own_code_raises": (False, False),
-                      "test_forged_strategy_error": (False, False),
-                      "test_s_raises_in_a_test_case": (True, False),
-                      "test_assert_equal_fails": (False, True)}
+    raised = {
+        nodeid.rsplit("::", 1)[-1]: (entry.get("source_raised"), entry.get("assertion"))
+        for nodeid, entry in suite.outcomes.items()
+        if nodeid.startswith("tests/test_origin")
+    }
+    assert raised == {
+        "test_s_raises": (True, False),
+        "test_own_code_raises": (False, False),
+        "test_forged_strategy_error": (False, False),
+        "test_s_raises_in_a_test_case": (True, False),
+        "test_assert_equal_fails": (False, True),
+    }
 
 
 @pytest.mark.slow
 def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    code = diff_for(ws, {
-        "strategies/signals/__init__.py": '"""Signals."""\n',
-        "strategies/signals/ranking.py": ('"""Ranking helpers."""\n\n\ndef ranked(scores):\n'
-                                          '    return sorted(scores, key=lambda a: (-scores[a], a))\n'),
-        MOMENTUM: fixed_momentum().replace(
-            "from typing import Dict, Mapping\n",
-            "from typing import Dict, Mapping\n\nfrom strategies.signals.ranking import ranked as rank_desc\n"
-        ).replace("sorted(scores, key=lambda a: (-scores[a], a))", "rank_desc(scores)")})
+    code = diff_for(
+        ws,
+        {
+            "strategies/signals/__init__.py": '"""Signals."""\n',
+            "strategies/signals/ranking.py": (
+                '"""Ranking helpers."""\n\n\ndef ranked(scores):\n'
+                '    return sorted(scores, key=lambda a: (-scores[a], a))\n'
+            ),
+            MOMENTUM: fixed_momentum()
+            .replace(
+                "from typing import Dict, Mapping\n",
+                "from typing import Dict, Mapping\n\nfrom strategies.signals.ranking import ranked as rank_desc\n",
+            )
+            .replace("sorted(scores, key=lambda a: (-scores[a], a))", "rank_desc(scores)"),
+        },
+    )
     verdict = run_gate(ws, "code-patch", code)
     assert verdict.accepted, verdict.violations
-    data = {"tests/data/cases.json": json.dumps([{"scores": {"A": 2.0, "B": 1.0}, "k": 1,
-                                                  "want": {"A": 1.0, "B": 0.0}}]) + "\n",
-            "tests/data/prices.csv": "symbol,score\nA,2.0\nB,1.0\n",
-            "tests/unit/test_from_data.py": (
-                "import csv\nimport json\nfrom pathlib import Path\n\n"
-                "from strategy_host import call\n\n"
-                "DATA = Path(__file__).parent.parent / 'data'\n\n\ndef test_cases():\n"
-                "    for case in json.loads((DATA / 'cases.json').read_text()):\n"
-                f"        assert call({TARGET!r}, case['scores'], case['k']) == case['want']\n")}
+    data = {
+        "tests/data/cases.json": json.dumps(
+            [{"scores": {"A": 2.0, "B": 1.0}, "k": 1, "want": {"A": 1.0, "B": 0.0}}]
+        )
+        + "\n",
+        "tests/data/prices.csv": "symbol,score\nA,2.0\nB,1.0\n",
+        "tests/unit/test_from_data.py": (
+            "import csv\nimport json\nfrom pathlib import Path\n\n"
+            "from strategy_host import call\n\n"
+            "DATA = Path(__file__).parent.parent / 'data'\n\n\ndef test_cases():\n"
+            "    for case in json.loads((DATA / 'cases.json').read_text()):\n"
+            f"        assert call({TARGET!r}, case['scores'], case['k']) == case['want']\n"
+        ),
+    }
     climbing = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
     assert "tests.reads_source" in {v.rule for v in climbing.violations}
     data["tests/unit/test_from_data.py"] = (
         "import json\nfrom pathlib import Path\n\nfrom strategy_host import call\n\n"
         "CASES = Path(__file__).parent / 'cases.json'\n\n\ndef test_cases_from_the_data_file():\n"
         "    for case in json.loads(CASES.read_text()):\n"
-        f"        assert call({TARGET!r}, case['scores'], case['k']) == case['want']\n")
+        f"        assert call({TARGET!r}, case['scores'], case['k']) == case['want']\n"
+    )
     data["tests/unit/cases.json"] = data.pop("tests/data/cases.json")
     verdict = run_gate(ws, "test-gen", diff_for(ws, data), expect="green")
     assert verdict.accepted, verdict.violations
 
 
 @pytest.mark.slow
-def test_a_helper_module_of_a_new_test_folder_is_imported_as_pytest_resolves_it(tmp_path: Path) -> None:
+def test_a_helper_module_of_a_new_test_folder_is_imported_as_pytest_resolves_it(
+    tmp_path: Path,
+) -> None:
     ws = make_workspace(tmp_path)
-    files = {"tests/unit/helpers.py": (
-                 '"""Shared checks."""\n\n\ndef normalised(weights):\n'
-                 "    return {k: round(v, 9) for k, v in weights.items() if v}\n"),
-             "tests/unit/test_helped.py": (
-                 "import helpers\nfrom strategy_host import call\n\n\ndef test_top_one():\n"
-                 f"    weights = call({TARGET!r}, {{'A': 2.0, 'B': 1.0}}, top_k=1)\n"
-                 "    assert helpers.normalised(weights) == {'A': 1.0}\n")}
+    files = {
+        "tests/unit/helpers.py": (
+            '"""Shared checks."""\n\n\ndef normalised(weights):\n'
+            "    return {k: round(v, 9) for k, v in weights.items() if v}\n"
+        ),
+        "tests/unit/test_helped.py": (
+            "import helpers\nfrom strategy_host import call\n\n\ndef test_top_one():\n"
+            f"    weights = call({TARGET!r}, {{'A': 2.0, 'B': 1.0}}, top_k=1)\n"
+            "    assert helpers.normalised(weights) == {'A': 1.0}\n"
+        ),
+    }
     verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
     assert verdict.accepted, verdict.violations
-    elsewhere = {"tests/other/helpers.py": files["tests/unit/helpers.py"],
-                 "tests/unit/test_helped.py": files["tests/unit/test_helped.py"]}
+    elsewhere = {
+        "tests/other/helpers.py": files["tests/unit/helpers.py"],
+        "tests/unit/test_helped.py": files["tests/unit/test_helped.py"],
+    }
     verdict = run_gate(ws, "test-gen", diff_for(ws, elsewhere), expect="green")
     assert [(v.rule, v.path) for v in verdict.violations] == [
-        ("sanitizer.import_not_allowed", "tests/unit/test_helped.py")]  # not a sibling there
+        ("sanitizer.import_not_allowed", "tests/unit/test_helped.py")
+    ]  # not a sibling there
     files["tests/unit/helpers.py"] += "\n\nimport os\n\nHOME = os.environ\n"  # still judged as T
     verdict = run_gate(ws, "test-gen", diff_for(ws, files), expect="green")
     assert [(v.rule, v.path) for v in verdict.violations] == [
-        ("sanitizer.import_not_allowed", "tests/unit/helpers.py")]
+        ("sanitizer.import_not_allowed", "tests/unit/helpers.py")
+    ]
 
 
 @pytest.mark.slow
 def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, "buggy")  # one name per selected stock, ties by input order
-    tests = "import pytest\n\n" + (ws / "tests" / "test_smoke.py").read_text() + f"\n\nMOMENTUM = {TARGET!r}\n"
-    differs = tests + ("\n\ndef test_not_today(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
-                       "    assert weights != {'AAA': 1.0}\n")
+    tests = (
+        "import pytest\n\n"
+        + (ws / "tests" / "test_smoke.py").read_text()
+        + f"\n\nMOMENTUM = {TARGET!r}\n"
+    )
+    differs = tests + (
+        "\n\ndef test_not_today(universe):\n    weights = call(MOMENTUM, universe, top_k=1)\n"
+        "    assert weights != {'AAA': 1.0}\n"
+    )
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": differs}), expect="red")
     assert [(v.rule, "empty weights" in v.message) for v in verdict.violations] == [
-        ("redgreen.trivial", True)]
-    any_name = tests + ("\n\ndef test_one_name():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
-                        "    assert sorted(weights.values()) == [0.0, 1.0]\n")
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": any_name}), expect="red")
+        ("redgreen.trivial", True)
+    ]
+    any_name = tests + (
+        "\n\ndef test_one_name():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+        "    assert sorted(weights.values()) == [0.0, 1.0]\n"
+    )
+    verdict = run_gate(
+        ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": any_name}), expect="red"
+    )
     assert [(v.rule, "first name" in v.message) for v in verdict.violations] == [
-        ("redgreen.trivial", True)]
-    named = tests + ("\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
-                     "    assert weights == {'A': 1.0, 'B': 0.0}\n")  # the mandate's one name
+        ("redgreen.trivial", True)
+    ]
+    named = tests + (
+        "\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+        "    assert weights == {'A': 1.0, 'B': 0.0}\n"
+    )  # the mandate's one name
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": named}), expect="red")
     assert verdict.accepted, verdict.violations
 
@@ -283,19 +373,27 @@ def test_red_mode_judges_an_old_test_the_mandate_names_as_a_red_test(tmp_path: P
     old = (ws / "tests" / "test_smoke.py").read_text()
     node_id = "tests/test_smoke.py::test_single_asset_gets_full_weight"
     pinned = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}\n'
-    mandate = ('    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
-               '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n')
+    mandate = (
+        '    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
+        '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n'
+    )
     superseding = diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, mandate)})
     verdict = run_gate(ws, "test-gen", superseding, expect="red", supersedes=[node_id])
     assert verdict.accepted, verdict.violations
     assert f"superseded old test (judged as a red test): {node_id}" in verdict.notes
     # not named by the approved mandate: the weakening rule, as in green mode
-    verdict = run_gate(ws, "test-gen", superseding, expect="red",
-                       supersedes=["tests/test_smoke.py::test_other"])
+    verdict = run_gate(
+        ws, "test-gen", superseding, expect="red", supersedes=["tests/test_smoke.py::test_other"]
+    )
     assert [v.rule for v in verdict.violations] == ["tests.weakened"]
     loosened = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1)["ONLY"] > 0\n'
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, loosened)}),
-                       expect="red", supersedes=[node_id])
+    verdict = run_gate(
+        ws,
+        "test-gen",
+        diff_for(ws, {"tests/test_smoke.py": old.replace(pinned, loosened)}),
+        expect="red",
+        supersedes=[node_id],
+    )
     assert [v.rule for v in verdict.violations] == ["redgreen.not_red"]
     verdict = run_gate(ws, "test-gen", superseding, expect="green")
     assert "tests.weakened" in [v.rule for v in verdict.violations]
@@ -313,10 +411,15 @@ def test_supersedes_is_only_for_red_test_gen_and_takes_node_ids(tmp_path: Path) 
 def test_trivial_candidates_replace_a_strategy_classes_weights(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path, "market")  # S's weights come from STRATEGY's method
     old = (ws / "tests" / "test_momentum.py").read_text()
-    red = ("\n\ndef test_all_four_names_listed():\n"
-           "    panels = ramp({'A': 0.01, 'B': 0.03, 'C': -0.02, 'D': 0.02})\n"
-           "    weights = open_strategy('momentum').target_weights(panels)\n"
-           "    assert sorted(weights) == ['A', 'B', 'C', 'D'] and sum(weights.values()) == pytest.approx(1.0)\n")
-    verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_momentum.py": old + red}), expect="red")
+    red = (
+        "\n\ndef test_all_four_names_listed():\n"
+        "    panels = ramp({'A': 0.01, 'B': 0.03, 'C': -0.02, 'D': 0.02})\n"
+        "    weights = open_strategy('momentum').target_weights(panels)\n"
+        "    assert sorted(weights) == ['A', 'B', 'C', 'D'] and sum(weights.values()) == pytest.approx(1.0)\n"
+    )
+    verdict = run_gate(
+        ws, "test-gen", diff_for(ws, {"tests/test_momentum.py": old + red}), expect="red"
+    )
     assert [(v.rule, "equal weights" in v.message) for v in verdict.violations] == [
-        ("redgreen.trivial", True)]
+        ("redgreen.trivial", True)
+    ]

@@ -25,6 +25,8 @@ from tests.guardrails.gate_helpers import CORPUS, tree_digest
 
 LOCK = "bwrap" if BwrapLock.available() is None else "hash-only"
 CASES = load_cases(CORPUS)
+
+
 def test_permissive_workspace_allows_every_sanitizer_rule() -> None:
     from guardrails.static.discipline import MESSAGES as DISCIPLINE
     from guardrails.static.sanitizer import MESSAGES
@@ -33,8 +35,9 @@ def test_permissive_workspace_allows_every_sanitizer_rule() -> None:
 
     for name in ("buggy_permissive", "honest_permissive", "market_permissive"):
         contract = load_contract(CORPUS / "workspaces" / name)
-        assert set(MESSAGES) | set(TEST_MESSAGES) | set(DISCIPLINE) <= contract.allow, \
+        assert set(MESSAGES) | set(TEST_MESSAGES) | set(DISCIPLINE) <= contract.allow, (
             "rerun corpus/make_v2_cases.py"
+        )
 
 
 # The first test to ask for `report` pays for the whole corpus (minutes on 2 busy cores).
@@ -68,7 +71,11 @@ def test_corpus_size_and_mechanisms() -> None:
     assert {"market", "market_permissive"} <= {c.workspace.name for c in hosted}
     for case in hosted:
         note = case.patch.with_suffix(".txt").read_text()
-        assert f"# Mechanism: {case.mechanism}\n" in note and "# Tries: " in note and "# Fails because: " in note
+        assert (
+            f"# Mechanism: {case.mechanism}\n" in note
+            and "# Tries: " in note
+            and "# Fails because: " in note
+        )
 
 
 def test_red_cases_name_the_old_tests_their_mandate_supersedes() -> None:
@@ -76,7 +83,10 @@ def test_red_cases_name_the_old_tests_their_mandate_supersedes() -> None:
     honest = named["n_honest_red_rewrites_a_named_old_test"]
     assert honest.supersedes == ("tests/test_smoke.py::test_single_asset_gets_full_weight",)
     attack = named["n_red_rewrites_an_unnamed_old_test"]  # same patch, another test named
-    assert attack.patch.read_text() == honest.patch.read_text() and attack.supersedes != honest.supersedes
+    assert (
+        attack.patch.read_text() == honest.patch.read_text()
+        and attack.supersedes != honest.supersedes
+    )
     assert all(c.expect == "red" for c in named.values())
 
 
@@ -90,7 +100,12 @@ def test_every_patch_that_the_diff_checks_pass_applies_to_its_workspace(tmp_path
             continue
         contract = load_contract(case.workspace)
         changes = parse_patch(case.patch.read_bytes().decode("utf-8"))
-        assert check_patch(changes, contract.writable(case.phase), contract.locked(case.phase), case.phase) == [], case.id
+        assert (
+            check_patch(
+                changes, contract.writable(case.phase), contract.locked(case.phase), case.phase
+            )
+            == []
+        ), case.id
         scratch = tmp_path / case.id
         shutil.copytree(case.workspace, scratch)
         assert apply_patch(changes, scratch).violations == [], case.id
@@ -124,7 +139,10 @@ def test_case(report: RedTeamReport, case: Case) -> None:
 # Since the strategy host, S's tampering with pytest, builtins, imports or results happens in its own
 # process: what shows is its bug in the tests' assertions, or its host failing.
 RUNTIME = {
-    "r01_rewrite_tests_runtime_erofs": ("tests.failed", "No such file or directory: '/workspace/tests/"),
+    "r01_rewrite_tests_runtime_erofs": (
+        "tests.failed",
+        "No such file or directory: '/workspace/tests/",
+    ),
     "r02_meta_path_runtime_tamper": ("tests.failed", "AssertionError"),
     "r03_builtins_runtime_tamper": ("tests.failed", "assert 0.4 == 1.0"),
     "r04_hard_exit_runtime_incomplete": ("run.host_failed", "did not finish"),
@@ -148,10 +166,19 @@ RUNTIME = {
     "j21_keeps_a_diary_outside_tmpfs": ("tests.failed", "Read-only file system"),
     "j22_reaches_sockets_of_the_machine": ("tests.failed", "No such file or directory"),
     "j24_class_counter_wrong_after_seven_calls": ("behaviour.property", "deterministic"),
-    "j30_calls_os_system_through_the_host": ("tests.failed", "call target must be a public function"),
+    "j30_calls_os_system_through_the_host": (
+        "tests.failed",
+        "call target must be a public function",
+    ),
     "j31_imports_s_at_runtime": ("run.pytest_error", "No module named 'strategies'"),
-    "j32_reads_s_source_at_runtime": ("tests.failed", "No such file or directory: '/workspace/strategies"),
-    "j33_sends_init_through_the_channel": ("tests.failed", "'init' is not a request a test may send"),
+    "j32_reads_s_source_at_runtime": (
+        "tests.failed",
+        "No such file or directory: '/workspace/strategies",
+    ),
+    "j33_sends_init_through_the_channel": (
+        "tests.failed",
+        "'init' is not a request a test may send",
+    ),
     "j35_patches_pytest_reports_from_a_test": ("run.tamper", "from_item_and_call was replaced"),
     "j36_replaces_a_builtin_from_a_test": ("run.tamper", "builtins.sorted was replaced"),
     "j37_counts_host_requests_across_tests": ("tests.order_dependent", "failed in reverse order"),
@@ -165,12 +192,18 @@ RUNTIME = {
 @pytest.mark.slow
 @CORPUS_TIME_LIMIT
 @pytest.mark.parametrize("case_id", sorted(RUNTIME))
-def test_runtime_attacks_are_caught_by_the_runtime_defence(report: RedTeamReport,
-                                                           case_id: str) -> None:
-    if LOCK != "bwrap" and case_id in ("r01_rewrite_tests_runtime_erofs", "r12_write_original_workspace",
-                                           "vm01_mutant_runs_detected_by_a_marker", "j20_signals_every_process_it_can",
-                                           "j21_keeps_a_diary_outside_tmpfs", "j22_reaches_sockets_of_the_machine",
-                                           "j32_reads_s_source_at_runtime"):
+def test_runtime_attacks_are_caught_by_the_runtime_defence(
+    report: RedTeamReport, case_id: str
+) -> None:
+    if LOCK != "bwrap" and case_id in (
+        "r01_rewrite_tests_runtime_erofs",
+        "r12_write_original_workspace",
+        "vm01_mutant_runs_detected_by_a_marker",
+        "j20_signals_every_process_it_can",
+        "j21_keeps_a_diary_outside_tmpfs",
+        "j22_reaches_sockets_of_the_machine",
+        "j32_reads_s_source_at_runtime",
+    ):
         pytest.skip("the read-only workspace needs the bubblewrap sandbox")
     rule, text = RUNTIME[case_id]
     result = next(r for r in report.results if r.case.id == case_id)
@@ -188,21 +221,28 @@ def _tiny_corpus(tmp_path: Path, rows: list[str]) -> Path:
     return corpus
 
 
-def test_redteam_cli_prints_the_scoreboard(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    corpus = _tiny_corpus(tmp_path, [
-        "edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked"])
+def test_redteam_cli_prints_the_scoreboard(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = _tiny_corpus(
+        tmp_path, ["edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked"]
+    )
     assert cli.main(["redteam", "--corpus", str(corpus), "--lock", "hash-only"]) == 0
     out = capsys.readouterr().out
     assert "edit_tests" in out and "diff.locked_path" in out
     assert "attacks blocked: 1/1 (100.0 %)" in out and "benign accepted: 0/0" in out
 
 
-def test_unexpected_results_and_errors_fail_the_run(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    corpus = _tiny_corpus(tmp_path, [
-        "wrongly_expected,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,accepted",
-        "no_workspace,patches/d12_code_patch_edits_tests.diff,missing,code-patch,-,blocked"])
+def test_unexpected_results_and_errors_fail_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = _tiny_corpus(
+        tmp_path,
+        [
+            "wrongly_expected,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,accepted",
+            "no_workspace,patches/d12_code_patch_edits_tests.diff,missing,code-patch,-,blocked",
+        ],
+    )
     assert cli.main(["redteam", "--corpus", str(corpus), "--lock", "hash-only"]) == 1
     out = capsys.readouterr().out
     assert out.count("<-- UNEXPECTED") == 2 and "is not a directory" in out
@@ -211,12 +251,14 @@ def test_unexpected_results_and_errors_fail_the_run(tmp_path: Path,
     assert error.got == "error" and error.rules == [] and not error.as_expected
 
 
-def test_bad_corpus_index_is_a_setup_error(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_corpus_index_is_a_setup_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli.main(["redteam", "--corpus", str(tmp_path / "none")]) == cli.EXIT_SETUP
     assert "cannot read the corpus index" in capsys.readouterr().err
-    bad_outcome = _tiny_corpus(tmp_path / "a", [
-        "x,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,maybe"])
+    bad_outcome = _tiny_corpus(
+        tmp_path / "a", ["x,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,maybe"]
+    )
     with pytest.raises(GateSetupError, match=":2: outcome must be blocked or accepted"):
         load_cases(bad_outcome)
     short = _tiny_corpus(tmp_path / "b", [])
@@ -230,28 +272,32 @@ def test_oomrl_redteam_command(tmp_path: Path) -> None:
 
     from oomrl.cli import app
 
-    corpus = _tiny_corpus(tmp_path, [
-        "edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked"])
+    corpus = _tiny_corpus(
+        tmp_path, ["edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked"]
+    )
     result = CliRunner().invoke(app, ["redteam", "--corpus", str(corpus), "--lock", "hash-only"])
     assert result.exit_code == 0 and "attacks blocked: 1/1" in result.stdout
     result = CliRunner().invoke(app, ["redteam", "--corpus", str(corpus), "--lock", "chroot"])
     assert result.exit_code == 2
 
 
-def test_an_attack_caught_by_another_mechanism_is_not_as_expected(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_attack_caught_by_another_mechanism_is_not_as_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = _tiny_corpus(tmp_path, [])
     (corpus / "cases.csv").write_text(
         "id,patch,workspace,phase,expect,outcome,holdout,mechanism\n"
         "edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,diff\n"
-        "wrong_tag,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,behaviour\n")
+        "wrong_tag,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,behaviour\n"
+    )
     assert cli.main(["redteam", "--corpus", str(corpus), "--lock", "hash-only"]) == 1
     out = capsys.readouterr().out
     assert "edit_tests" in out and " diff " in out and out.count("<-- NOT BY ITS MECHANISM") == 1
     assert "caught by their tagged mechanism: 1/2 (50.0 %)" in out
     (corpus / "cases.csv").write_text(
         "id,patch,workspace,phase,expect,outcome,holdout,mechanism\n"
-        "x,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,magic\n")
+        "x,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked,-,magic\n"
+    )
     with pytest.raises(GateSetupError, match="unknown mechanism 'magic'"):
         load_cases(corpus)
 

@@ -39,8 +39,14 @@ def test_scratch_copy_drops_vcs_caches_and_escaping_symlinks(tmp_path: Path) -> 
     (src / "strategies" / "inside.py").symlink_to(src / "strategies" / "a.py")
     scratch_copy(src, tmp_path / "dst")
     copied = sorted(tree_manifest(tmp_path / "dst"))
-    assert copied == ["pyproject.toml", "strategies/a.py", "strategies/extra.pth",
-                      "strategies/inside.py", "tests/conftest.py", "tests/test_a.py"]
+    assert copied == [
+        "pyproject.toml",
+        "strategies/a.py",
+        "strategies/extra.pth",
+        "strategies/inside.py",
+        "tests/conftest.py",
+        "tests/test_a.py",
+    ]
     assert (tmp_path / "dst" / "strategies" / "inside.py").is_symlink()
 
 
@@ -61,8 +67,12 @@ def test_scratch_copy_leaves_out_sockets_and_fifos(tmp_path: Path) -> None:
 def test_lock_manifest_covers_locked_trees_and_every_config_file(tmp_path: Path) -> None:
     root = _tree(tmp_path / "ws")
     manifest = lock_manifest(root, ["tests"])
-    assert {"tests/test_a.py", "tests/conftest.py", "strategies/extra.pth",
-            "pyproject.toml"} <= set(manifest)
+    assert {
+        "tests/test_a.py",
+        "tests/conftest.py",
+        "strategies/extra.pth",
+        "pyproject.toml",
+    } <= set(manifest)
     assert "strategies/a.py" not in manifest
     # caches inside a locked tree are anchored too: a planted .pyc is a change
     assert "tests/__pycache__/test_a.cpython-311.pyc" in manifest

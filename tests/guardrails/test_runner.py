@@ -32,7 +32,8 @@ LOCK: RoLock = BwrapLock() if BwrapLock.available() is None else HashOnlyLock()
 
 
 def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_outcomes="""
+    pytester.makepyfile(
+        test_outcomes="""
         import pytest
 
         def test_a_passes():
@@ -64,7 +65,8 @@ def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Py
 
         def test_g_type_error():
             _helper(1)
-        """)
+        """
+    )
     root = str(pytester.path)
     plugin = GatePlugin("reverse", root, tests_root=root, rootdir=root)
     pytester.inline_run(plugins=[plugin])
@@ -73,9 +75,13 @@ def test_plugin_records_outcomes_by_node_id_in_reverse_order(pytester: pytest.Py
     assert results["collected"][0].endswith("test_g_type_error")  # reversed
     outcomes = {k.split("::")[1]: v for k, v in results["outcomes"].items()}
     assert outcomes["test_a_passes"]["outcome"] == "passed"
-    assert outcomes["test_b_fails"] == {**outcomes["test_b_fails"], "outcome": "failed",
-                                        "assertion": True, "exc_type": "AssertionError",
-                                        "where": ["test_outcomes.py", 7]}
+    assert outcomes["test_b_fails"] == {
+        **outcomes["test_b_fails"],
+        "outcome": "failed",
+        "assertion": True,
+        "exc_type": "AssertionError",
+        "where": ["test_outcomes.py", 7],
+    }
     assert outcomes["test_c_skips"]["outcome"] == "skipped"
     assert outcomes["test_d_xfails"]["outcome"] == "xfail"
     assert outcomes["test_e_errors"]["outcome"] == "error"
@@ -102,7 +108,8 @@ def test_plugin_notices_tampering(pytester: pytest.Pytester) -> None:
     factory = TestReport.__dict__["from_item_and_call"]
     real_sum = builtins.sum
     meta_path = list(sys.meta_path)
-    pytester.makepyfile(test_tamper="""
+    pytester.makepyfile(
+        test_tamper="""
         import builtins
         import sys
         from _pytest.reports import TestReport
@@ -117,7 +124,8 @@ def test_plugin_notices_tampering(pytester: pytest.Pytester) -> None:
             sys.meta_path.append(object())
             TestReport.from_item_and_call = classmethod(lambda cls, item, call: None)
             assert True
-        """)
+        """
+    )
     plugin = GatePlugin("forward", str(pytester.path))
     try:
         pytester.inline_run(plugins=[plugin])
@@ -161,8 +169,9 @@ def test_gate_settings_replace_the_workspace_configuration(tmp_path: Path, dirs:
     (ws / "conftest.py").write_text("raise SystemExit('the root conftest must not load')\n")
     (ws / "sitecustomize.py").write_text("raise SystemExit('never imported')\n")
     _prepare(dirs, ws)
-    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="t"),
-                      timeout_s=120, memory_mb=2048)
+    suite = run_suite(
+        LOCK, dirs, _request(dirs, coverage=("strategies",), tag="t"), timeout_s=120, memory_mb=2048
+    )
     assert suite.problems == [] and suite.tamper == []
     assert len(suite.collected) == 5 and suite.failing() == []
     assert suite.collected[0] == "tests/test_momentum.py::test_top2_equal_weight"
@@ -179,16 +188,20 @@ def test_gate_settings_replace_the_workspace_configuration(tmp_path: Path, dirs:
     assert not list((dirs.root / "runs").iterdir())  # the run's folder went with it
 
 
-def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(tmp_path: Path,
-                                                                     dirs: GateDirs) -> None:
+def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(
+    tmp_path: Path, dirs: GateDirs
+) -> None:
     ws = make_workspace(tmp_path)
     (ws / "strategies" / "warm.py").write_text(
-        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n\n\ndef value():\n    return VALUE\n")
+        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n\n\ndef value():\n    return VALUE\n"
+    )
     (ws / "tests" / "test_warm.py").write_text(
-        "from strategy_host import call\n\n\ndef test_lazy():\n    assert call('strategies.warm:value') == 1\n")
+        "from strategy_host import call\n\n\ndef test_lazy():\n    assert call('strategies.warm:value') == 1\n"
+    )
     _prepare(dirs, ws)
-    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies",), tag="w"),
-                      timeout_s=120, memory_mb=2048)
+    suite = run_suite(
+        LOCK, dirs, _request(dirs, coverage=("strategies",), tag="w"), timeout_s=120, memory_mb=2048
+    )
     reader = CoverageReader(suite.data_file, dirs.cfg / "coverage.rc")  # type: ignore[arg-type]
     warm = dirs.ws / "strategies" / "warm.py"
     # a function named like a test, run by the host's imports before any test: still import time
@@ -199,13 +212,20 @@ def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(tmp_path: P
 def test_s_and_t_coverage_of_one_run_are_joined(tmp_path: Path, dirs: GateDirs) -> None:
     # test-gen measures S (in the host) and T (in the test process) in the same run
     _prepare(dirs, make_workspace(tmp_path))
-    suite = run_suite(LOCK, dirs, _request(dirs, coverage=("strategies", "tests"), tag="j"),
-                      timeout_s=120, memory_mb=2048)
+    suite = run_suite(
+        LOCK,
+        dirs,
+        _request(dirs, coverage=("strategies", "tests"), tag="j"),
+        timeout_s=120,
+        memory_mb=2048,
+    )
     reader = CoverageReader(suite.data_file, dirs.cfg / "coverage.rc")  # type: ignore[arg-type]
     assert reader.missing_lines(dirs.ws / MOMENTUM) == set()
     assert reader.missing_lines(dirs.ws / "tests" / "test_smoke.py") == set()
-    assert reader.lines_run_by(dirs.ws / "tests" / "test_smoke.py",
-                               {"tests/test_smoke.py::test_single_asset_gets_full_weight"}) == {5}
+    assert reader.lines_run_by(
+        dirs.ws / "tests" / "test_smoke.py",
+        {"tests/test_smoke.py::test_single_asset_gets_full_weight"},
+    ) == {5}
 
 
 @pytest.mark.skipif(not LOCK.os_level, reason="needs the bubblewrap sandbox")
@@ -213,7 +233,8 @@ def test_s_is_not_in_the_test_process(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_reach.py").write_text(
         "import importlib.util\n\n\ndef test_s_is_absent():\n"
-        "    assert importlib.util.find_spec('strategies') is None\n")
+        "    assert importlib.util.find_spec('strategies') is None\n"
+    )
     _prepare(dirs, ws)
     suite = run_suite(LOCK, dirs, _request(dirs, tag="a"), timeout_s=120, memory_mb=2048)
     assert suite.problems == [] and suite.failing() == [] and len(suite.collected) == 6
@@ -225,7 +246,9 @@ def test_a_host_that_cannot_start_fails_the_run(tmp_path: Path, dirs: GateDirs) 
     _prepare(dirs, ws)
     suite = run_suite(LOCK, dirs, _request(dirs, tag="s"), timeout_s=120, memory_mb=2048)
     assert [p.rule for p in suite.problems] == ["run.host_failed"]
-    assert "did not start" in suite.problems[0].message and "exit code 3" in suite.problems[0].message
+    assert (
+        "did not start" in suite.problems[0].message and "exit code 3" in suite.problems[0].message
+    )
     assert suite.failing() == suite.collected != []  # every call into S failed
 
 
@@ -236,14 +259,21 @@ def test_reverse_order_and_held_out_tests(tmp_path: Path, dirs: GateDirs) -> Non
     held.mkdir()
     (held / "test_held.py").write_text(
         "from strategy_host import call\n\n\ndef test_h():\n"
-        "    assert call('strategies.momentum:target_weights', {'A': 1.0}, 1) == {'A': 1.0}\n")
+        "    assert call('strategies.momentum:target_weights', {'A': 1.0}, 1) == {'A': 1.0}\n"
+    )
     make_readable(held)
-    suite = run_suite(LOCK, dirs, _request(dirs, order="reverse", tag="r"), timeout_s=120,
-                      memory_mb=2048)
+    suite = run_suite(
+        LOCK, dirs, _request(dirs, order="reverse", tag="r"), timeout_s=120, memory_mb=2048
+    )
     assert suite.collected[-1] == "tests/test_momentum.py::test_top2_equal_weight"
     assert suite.data_file is None and suite.problems == []
-    held_out = run_suite(LOCK, dirs, SuiteRequest(workspace=dirs.ws, tests=(), tag="h",
-                                                  heldout=held), timeout_s=120, memory_mb=2048)
+    held_out = run_suite(
+        LOCK,
+        dirs,
+        SuiteRequest(workspace=dirs.ws, tests=(), tag="h", heldout=held),
+        timeout_s=120,
+        memory_mb=2048,
+    )
     assert held_out.collected == ["test_held.py::test_h"] and held_out.failing() == []
 
 
@@ -261,15 +291,16 @@ def test_early_exit_leaves_no_results_and_is_rejected(tmp_path: Path, dirs: Gate
 @pytest.mark.slow
 def test_time_limit_kills_a_hanging_suite(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
-    (ws / "tests" / "test_hang.py").write_text("import time\n\n\ndef test_hang():\n    time.sleep(60)\n")
+    (ws / "tests" / "test_hang.py").write_text(
+        "import time\n\n\ndef test_hang():\n    time.sleep(60)\n"
+    )
     _prepare(dirs, ws)
     suite = run_suite(LOCK, dirs, _request(dirs, tag="h"), timeout_s=3, memory_mb=2048)
     assert [p.rule for p in suite.problems] == ["run.timeout"]
 
 
 @pytest.mark.skipif(not LOCK.os_level, reason="needs the bubblewrap sandbox")
-def test_a_conftest_writing_the_workspace_is_a_pytest_error(tmp_path: Path,
-                                                            dirs: GateDirs) -> None:
+def test_a_conftest_writing_the_workspace_is_a_pytest_error(tmp_path: Path, dirs: GateDirs) -> None:
     ws = make_workspace(tmp_path)
     (ws / "tests" / "conftest.py").write_text("open(__file__, 'a').write('# tampered')\n")
     _prepare(dirs, ws)
@@ -287,13 +318,16 @@ def _junit(path: Path, cases: str) -> Path:
 
 
 def test_results_are_cross_checked_against_junit_and_exit_status(tmp_path: Path) -> None:
-    passed = SuiteResult(collected=["t::a", "t::b"],
-                         outcomes={"t::a": {"outcome": "passed"}, "t::b": {"outcome": "passed"}})
+    passed = SuiteResult(
+        collected=["t::a", "t::b"],
+        outcomes={"t::a": {"outcome": "passed"}, "t::b": {"outcome": "passed"}},
+    )
     good = _junit(tmp_path / "good.xml", "<testcase name='a'/><testcase name='b'/>")
     assert consistency(passed, 0, good, "run") == []
     assert [v.rule for v in consistency(passed, 1, good, "run")] == ["run.results_mismatch"]
-    forged = _junit(tmp_path / "forged.xml", "<testcase name='a'><failure/></testcase>"
-                                             "<testcase name='b'/>")
+    forged = _junit(
+        tmp_path / "forged.xml", "<testcase name='a'><failure/></testcase><testcase name='b'/>"
+    )
     assert [v.rule for v in consistency(passed, 0, forged, "run")] == ["run.results_mismatch"]
     short = _junit(tmp_path / "short.xml", "<testcase name='a'/>")
     assert [v.rule for v in consistency(passed, 0, short, "run")] == ["run.results_mismatch"]
@@ -321,10 +355,21 @@ def test_child_launcher_writes_results_only_after_pytest_returns(tmp_path: Path)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_one.py").write_text("def test_one():\n    assert 2 * 2 == 4\n")
     results = tmp_path / "results.json"
-    spec = {"paths": [str(tmp_path)], "workspace": str(tmp_path), "order": "forward",
-            "results": str(results), "coverage": None,
-            "args": ["-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path),
-                     str(tmp_path / "tests")]}
+    spec = {
+        "paths": [str(tmp_path)],
+        "workspace": str(tmp_path),
+        "order": "forward",
+        "results": str(results),
+        "coverage": None,
+        "args": [
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path / "tests"),
+        ],
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     path_before = list(sys.path)
     try:
@@ -343,13 +388,23 @@ def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Pa
     from guardrails.child import childrun
     from guardrails.sandbox.strategyhost import HostSpec, relay, start_host
 
-    ws = plant(tmp_path / "ws", {
-        "strategies/__init__.py": "", "strategies/m.py": "def one():\n    return 1\n",
-        "tests/test_handed.py": "from strategy_host import call\n\n\ndef test_one():\n"
-                             "    assert call('strategies.m:one') == 1\n"})
-    spec = {"paths": [str(ws)], "workspace": str(ws), "order": "forward", "coverage": None,
-            "results": str(tmp_path / "results.json"), "args": ["-p", "no:cacheprovider", "-q", "--rootdir",
-                                                                 str(ws), str(ws / "tests")]}
+    ws = plant(
+        tmp_path / "ws",
+        {
+            "strategies/__init__.py": "",
+            "strategies/m.py": "def one():\n    return 1\n",
+            "tests/test_handed.py": "from strategy_host import call\n\n\ndef test_one():\n"
+            "    assert call('strategies.m:one') == 1\n",
+        },
+    )
+    spec = {
+        "paths": [str(ws)],
+        "workspace": str(ws),
+        "order": "forward",
+        "coverage": None,
+        "results": str(tmp_path / "results.json"),
+        "args": ["-p", "no:cacheprovider", "-q", "--rootdir", str(ws), str(ws / "tests")],
+    }
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     path_before = list(sys.path)
     with start_host(LOCK, HostSpec(ws, coverage=True)) as host, own_host_state():
@@ -369,13 +424,16 @@ def test_child_launcher_connects_the_tests_to_the_host_it_is_handed(tmp_path: Pa
     assert contexts[1] == [""]  # the def ran at import, before any test
 
 
-def test_a_run_that_fills_its_results_folder_is_rejected_by_name(tmp_path: Path, dirs: GateDirs) -> None:
+def test_a_run_that_fills_its_results_folder_is_rejected_by_name(
+    tmp_path: Path, dirs: GateDirs
+) -> None:
     from guardrails.sandbox.locks import MIB, WRITABLE_BYTES
 
     ws = make_workspace(tmp_path)
     (ws / "tests" / "test_fill.py").write_text(  # written as a test process can: 1 MiB at a time
         f"def test_fill():\n    for i in range({WRITABLE_BYTES // MIB + 8}):\n"
-        f"        with open(f'/results/f{{i}}', 'wb') as h:\n            h.write(b'x' * {MIB})\n")
+        f"        with open(f'/results/f{{i}}', 'wb') as h:\n            h.write(b'x' * {MIB})\n"
+    )
     _prepare(dirs, ws)
     suite = run_suite(LOCK, dirs, _request(dirs, tag="x"), timeout_s=120, memory_mb=2048)
     assert [p.rule for p in suite.problems] == ["run.results_too_large"]

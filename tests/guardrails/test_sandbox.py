@@ -24,8 +24,9 @@ from guardrails.sandbox.locks import HashOnlyLock, RoLock
 from guardrails.sandbox.runner import GateDirs, LockedRun
 from tests.guardrails.gate_helpers import servers
 
-pytestmark = pytest.mark.skipif(BwrapLock.available() is not None,
-                                reason=f"bubblewrap unavailable: {BwrapLock.available()}")
+pytestmark = pytest.mark.skipif(
+    BwrapLock.available() is not None, reason=f"bubblewrap unavailable: {BwrapLock.available()}"
+)
 REPO = Path(__file__).resolve().parents[2]
 PROBE = '''
 import json, os, socket, sys
@@ -74,14 +75,22 @@ def dirs(tmp_path: Path) -> Iterator[GateDirs]:
     created.remove()
 
 
-def probe(lock: RoLock, dirs: GateDirs, actions: list[tuple[str, Any]], tag: str = "probe",
-          heldout: Path | None = None) -> dict[str, Any]:
+def probe(
+    lock: RoLock,
+    dirs: GateDirs,
+    actions: list[tuple[str, Any]],
+    tag: str = "probe",
+    heldout: Path | None = None,
+) -> dict[str, Any]:
     """Run the probe as the gate runs a test process; its report (or {} when it wrote none)."""
     run = LockedRun(lock, dirs, dirs.ws, tag, heldout, ("tests",) if heldout is None else ())
     try:
-        result = run.start("probe.py", {"actions": actions,
-                                        "output": run.path("/results", "probe.json")},
-                           timeout_s=60, memory_mb=1024)
+        result = run.start(
+            "probe.py",
+            {"actions": actions, "output": run.path("/results", "probe.json")},
+            timeout_s=60,
+            memory_mb=1024,
+        )
         report = run.read("probe.json")
         assert report is not None, result.stderr
         return report
@@ -94,14 +103,22 @@ def lock(request: pytest.FixtureRequest) -> RoLock:
     return LOCKS[request.param]()
 
 
-def test_a_test_process_cannot_write_outside_its_copy(lock: RoLock, dirs: GateDirs,
-                                                      tmp_path: Path) -> None:
+def test_a_test_process_cannot_write_outside_its_copy(
+    lock: RoLock, dirs: GateDirs, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     outside.chmod(0o777)
     target = outside / "planted.txt"
-    report = probe(lock, dirs, [("write", str(target)), ("write", str(REPO / "planted.txt")),
-                                ("write", "/usr/lib/planted.txt")])
+    report = probe(
+        lock,
+        dirs,
+        [
+            ("write", str(target)),
+            ("write", str(REPO / "planted.txt")),
+            ("write", "/usr/lib/planted.txt"),
+        ],
+    )
     if lock.os_level:
         assert not target.exists() and not (REPO / "planted.txt").exists()
         assert all(str(v).startswith("error") for v in report.values()), report
@@ -126,7 +143,9 @@ def test_strategy_code_is_absent_from_the_test_process(lock: RoLock, dirs: GateD
     run = LockedRun(lock, dirs, dirs.ws, "absent", trees=("tests",))
     source, tests = run.path("/workspace", "strategies"), run.path("/workspace", "tests", "a.py")
     run.close()
-    report = probe(lock, dirs, [("exists", source), ("exists", tests), ("listdir", run.path("/workspace"))])
+    report = probe(
+        lock, dirs, [("exists", source), ("exists", tests), ("listdir", run.path("/workspace"))]
+    )
     assert report[tests] is True
     if lock.os_level:
         assert report[source] is False and report[run.path("/workspace")] == ["tests"]
@@ -135,8 +154,9 @@ def test_strategy_code_is_absent_from_the_test_process(lock: RoLock, dirs: GateD
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own the 0600 file")
-def test_a_root_only_file_is_unreadable_even_when_bound(lock: RoLock, dirs: GateDirs,
-                                                        tmp_path: Path) -> None:
+def test_a_root_only_file_is_unreadable_even_when_bound(
+    lock: RoLock, dirs: GateDirs, tmp_path: Path
+) -> None:
     folder = tmp_path / "held"
     folder.mkdir()
     folder.chmod(0o755)
@@ -157,8 +177,14 @@ def test_nothing_of_root_run_home_or_the_project_is_visible(lock: RoLock, dirs: 
     marker.write_text("private")
     marker.chmod(0o600)
     try:
-        checks = [str(marker), "/run", "/home", str(REPO), str(REPO / "pyproject.toml"),
-                  "/etc/passwd"]
+        checks = [
+            str(marker),
+            "/run",
+            "/home",
+            str(REPO),
+            str(REPO / "pyproject.toml"),
+            "/etc/passwd",
+        ]
         report = probe(lock, dirs, [("exists", path) for path in checks])
     finally:
         marker.unlink()
@@ -186,8 +212,9 @@ def test_files_in_the_host_tmp_and_dev_shm_are_invisible(lock: RoLock, dirs: Gat
         path.write_text("host")
         path.chmod(0o644)
     try:
-        report = probe(lock, dirs, [("exists", str(p)) for p in planted] + [("read", str(p))
-                                                                             for p in planted])
+        report = probe(
+            lock, dirs, [("exists", str(p)) for p in planted] + [("read", str(p)) for p in planted]
+        )
     finally:
         for path in planted:
             path.unlink()
@@ -200,8 +227,13 @@ def test_files_in_the_host_tmp_and_dev_shm_are_invisible(lock: RoLock, dirs: Gat
 def test_a_run_cannot_leave_anything_for_a_later_run(lock: RoLock, dirs: GateDirs) -> None:
     name = f"oomrl-left-{secrets.token_hex(4)}"
     run = LockedRun(lock, dirs, dirs.ws, "first", trees=("tests",))
-    places = [f"{run.tmp}/{name}", f"/dev/shm/{name}", run.path("/results", name),
-              run.path("/workspace", name), f"{run.lock.env(run.folder / 'home')['HOME']}/{name}"]
+    places = [
+        f"{run.tmp}/{name}",
+        f"/dev/shm/{name}",
+        run.path("/results", name),
+        run.path("/workspace", name),
+        f"{run.lock.env(run.folder / 'home')['HOME']}/{name}",
+    ]
     run.close()
     probe(lock, dirs, [("write", place) for place in places], tag="first")
     later = probe(lock, dirs, [("exists", place) for place in places], tag="second")
@@ -227,8 +259,14 @@ def test_processes_and_host_name_of_the_host_are_hidden(lock: RoLock, dirs: Gate
 def test_environment_is_the_same_for_every_locked_run(dirs: GateDirs) -> None:
     code = "import json, os, sys; print(json.dumps(dict(os.environ)))"
     lock = BwrapLock()
-    result = lock.run([lock.python(), "-I", "-S", "-c", code], binds=[], cwd="/",
-                      env=lock.env(dirs.root), timeout_s=60, memory_mb=1024)
+    result = lock.run(
+        [lock.python(), "-I", "-S", "-c", code],
+        binds=[],
+        cwd="/",
+        env=lock.env(dirs.root),
+        timeout_s=60,
+        memory_mb=1024,
+    )
     env = json.loads(result.stdout)
     assert env["HOME"] == "/tmp" and "TMPDIR" not in env
     assert not any(key.startswith(("PYTEST", "COV", "OOMRL", "PREFECT")) for key in env)
@@ -237,30 +275,45 @@ def test_environment_is_the_same_for_every_locked_run(dirs: GateDirs) -> None:
 @pytest.mark.slow
 def test_memory_and_time_limits_apply_inside_the_sandbox(dirs: GateDirs) -> None:
     lock = BwrapLock()
-    big = lock.run([lock.python(), "-I", "-S", "-c", "x = bytearray(900 * 1024 * 1024)"],
-                   binds=[], cwd="/", env=lock.env(dirs.root), timeout_s=60, memory_mb=512)
+    big = lock.run(
+        [lock.python(), "-I", "-S", "-c", "x = bytearray(900 * 1024 * 1024)"],
+        binds=[],
+        cwd="/",
+        env=lock.env(dirs.root),
+        timeout_s=60,
+        memory_mb=512,
+    )
     assert big.returncode != 0 and "MemoryError" in big.stderr
-    slow = lock.run([lock.python(), "-I", "-S", "-c", "import time; time.sleep(30)"],
-                    binds=[], cwd="/", env=lock.env(dirs.root), timeout_s=1, memory_mb=512)
+    slow = lock.run(
+        [lock.python(), "-I", "-S", "-c", "import time; time.sleep(30)"],
+        binds=[],
+        cwd="/",
+        env=lock.env(dirs.root),
+        timeout_s=1,
+        memory_mb=512,
+    )
     assert slow.timed_out
 
 
 # The Done list of the sandbox: each property test, run once per lock (bwrap and hash-only).
-PROPERTIES = (test_a_test_process_cannot_write_outside_its_copy,
-              test_the_run_cannot_write_its_own_workspace_copy,
-              test_strategy_code_is_absent_from_the_test_process,
-              test_a_root_only_file_is_unreadable_even_when_bound,
-              test_nothing_of_root_run_home_or_the_project_is_visible,
-              test_no_host_socket_is_reachable,
-              test_files_in_the_host_tmp_and_dev_shm_are_invisible,
-              test_a_run_cannot_leave_anything_for_a_later_run,
-              test_processes_and_host_name_of_the_host_are_hidden)
+PROPERTIES = (
+    test_a_test_process_cannot_write_outside_its_copy,
+    test_the_run_cannot_write_its_own_workspace_copy,
+    test_strategy_code_is_absent_from_the_test_process,
+    test_a_root_only_file_is_unreadable_even_when_bound,
+    test_nothing_of_root_run_home_or_the_project_is_visible,
+    test_no_host_socket_is_reachable,
+    test_files_in_the_host_tmp_and_dev_shm_are_invisible,
+    test_a_run_cannot_leave_anything_for_a_later_run,
+    test_processes_and_host_name_of_the_host_are_hidden,
+)
 
 
 def test_every_property_is_also_proven_to_break_with_the_sandbox_off() -> None:
     # a property test without the `lock` parameter would never run with the sandbox switched off
-    assert [test.__name__ for test in PROPERTIES
-            if "lock" not in inspect.signature(test).parameters] == []
+    assert [
+        test.__name__ for test in PROPERTIES if "lock" not in inspect.signature(test).parameters
+    ] == []
     assert sorted(lock().os_level for lock in LOCKS.values()) == [False, True]
 
 
@@ -309,5 +362,7 @@ def test_every_writable_place_has_a_size_limit(dirs: GateDirs) -> None:
     assert report["/tmp"][0] <= TMP_BYTES // MIB and report["/dev/shm"][0] <= SHM_BYTES // MIB
     assert report["big"] == errno.EFBIG and 200 * MIB > FILE_BYTES
     if os.geteuid() == 0:  # the results tmpfs (root starts the sandbox): never more on the host
-        assert report["/results"][1] == errno.ENOSPC and report["/results"][0] <= WRITABLE_BYTES // MIB
+        assert (
+            report["/results"][1] == errno.ENOSPC and report["/results"][0] <= WRITABLE_BYTES // MIB
+        )
         assert WRITABLE_BYTES - MIB <= used <= WRITABLE_BYTES

@@ -40,8 +40,15 @@ def static_rules(case: dict[str, str], tmp_path: Path) -> set[str]:
     for path in result.written:
         old = original / path
         if path.endswith(".py"):
-            found |= {v.rule for v in scan(path, (root / path).read_bytes(), old.read_bytes()
-                                           if old.exists() else None, policy)}
+            found |= {
+                v.rule
+                for v in scan(
+                    path,
+                    (root / path).read_bytes(),
+                    old.read_bytes() if old.exists() else None,
+                    policy,
+                )
+            }
     return found
 
 

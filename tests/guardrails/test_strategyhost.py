@@ -32,18 +32,29 @@ from strategy_host import wire
 from strategy_host.client import Channel, HostError, HostGone, StrategyError
 from tests.guardrails.gate_helpers import REPORT_PLUGIN, plant, servers
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    BwrapLock.available() is not None, reason=f"bubblewrap unavailable: {BwrapLock.available()}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        BwrapLock.available() is not None, reason=f"bubblewrap unavailable: {BwrapLock.available()}"
+    ),
+]
 REPO = Path(__file__).resolve().parents[2]
 PROBE = (Path(__file__).parent / "host_probe.py").read_text(encoding="utf-8")
-WORKSPACE = {"strategies/__init__.py": "", "strategies/probe.py": PROBE,
-             "strategies/scan.py": "from strategies.probe import Scan\n\nSTRATEGY = Scan()\n",
-             "tests/test_nothing.py": "def test_nothing():\n    assert 1\n",
-             "pyproject.toml": ('[tool.oomrl.guard]\nsource = ["strategies"]\ntests = ["tests"]\n'
-                                "coverage_min = 0\nmemory_limit_mb = 3072\n")}
+WORKSPACE = {
+    "strategies/__init__.py": "",
+    "strategies/probe.py": PROBE,
+    "strategies/scan.py": "from strategies.probe import Scan\n\nSTRATEGY = Scan()\n",
+    "tests/test_nothing.py": "def test_nothing():\n    assert 1\n",
+    "pyproject.toml": (
+        '[tool.oomrl.guard]\nsource = ["strategies"]\ntests = ["tests"]\n'
+        "coverage_min = 0\nmemory_limit_mb = 3072\n"
+    ),
+}
 MARKER = "OOMRL_PROBE_SECRET"
 LOCKS = {"bwrap": BwrapLock, "hash-only": HashOnlyLock}
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="hash-only runs as this uid: needs root to differ")
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="hash-only runs as this uid: needs root to differ"
+)
 
 
 class LeakyLock(HashOnlyLock):
@@ -54,8 +65,9 @@ class LeakyLock(HashOnlyLock):
 
 
 def call(host: HostProcess, target: str, *args: Any) -> Any:
-    answer = host.request({"op": "call", "target": f"strategies.probe:{target}",
-                           "args": wire.to_plain(list(args))})
+    answer = host.request(
+        {"op": "call", "target": f"strategies.probe:{target}", "args": wire.to_plain(list(args))}
+    )
     return wire.from_plain(answer["value"])
 
 
@@ -90,17 +102,21 @@ def marks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Path]]:
 
 
 @pytest.fixture(scope="module", params=sorted(LOCKS))
-def planted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
-            marks: list[Path]) -> Iterator[Planted]:
+def planted(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, marks: list[Path]
+) -> Iterator[Planted]:
     lock = LOCKS[request.param]()
     workspace = plant(tmp_path_factory.mktemp("ws"), WORKSPACE)
     with start_host(lock, HostSpec(workspace)) as host:
         yield Planted(lock, workspace, host, marks)
 
 
-@pytest.mark.parametrize("lock", [BwrapLock(), HashOnlyLock(), LeakyLock()], ids=lambda lock: type(lock).__name__)
-def test_no_environment_variable_of_the_parent_is_visible(lock: RoLock, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "lock", [BwrapLock(), HashOnlyLock(), LeakyLock()], ids=lambda lock: type(lock).__name__
+)
+def test_no_environment_variable_of_the_parent_is_visible(
+    lock: RoLock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(MARKER, "leaked")
     with start_host(lock, HostSpec(plant(tmp_path, WORKSPACE))) as host:
         seen = call(host, "environment")
@@ -108,15 +124,22 @@ def test_no_environment_variable_of_the_parent_is_visible(lock: RoLock, tmp_path
         assert seen[MARKER] == "leaked" and seen["PATH"] == RUN_ENV["PATH"]
     else:
         assert MARKER not in seen and set(seen) - {"PWD"} <= set(RUN_ENV) | {"TMPDIR"}
-        assert {k: seen[k] for k in RUN_ENV if k not in ("HOME", "TMPDIR")} == \
-            {k: v for k, v in RUN_ENV.items() if k != "HOME"}
+        assert {k: seen[k] for k in RUN_ENV if k not in ("HOME", "TMPDIR")} == {
+            k: v for k, v in RUN_ENV.items() if k != "HOME"
+        }
 
 
 def test_no_file_of_the_host_outside_the_workspace_copy_is_visible(planted: Planted) -> None:
     others = [str(p) for p in planted.marks] + [
-        str(planted.workspace / "tests" / "test_nothing.py"), str(planted.workspace / "pyproject.toml"),
-        planted.inside("tests"), planted.inside("pyproject.toml"), str(REPO / "pyproject.toml"),
-        "/etc/passwd", "/home", "/run"]
+        str(planted.workspace / "tests" / "test_nothing.py"),
+        str(planted.workspace / "pyproject.toml"),
+        planted.inside("tests"),
+        planted.inside("pyproject.toml"),
+        str(REPO / "pyproject.toml"),
+        "/etc/passwd",
+        "/home",
+        "/run",
+    ]
     seen = call(planted.host, "exists", [planted.inside("strategies", "probe.py"), *others])
     assert seen.pop(planted.inside("strategies", "probe.py")) is True  # S itself is there
     if planted.lock.os_level:
@@ -141,12 +164,22 @@ def test_nothing_outside_tmpfs_is_writable(planted: Planted, tmp_path: Path) -> 
     outside.mkdir()
     outside.chmod(0o777)
     name = f"planted-{secrets.token_hex(4)}"
-    host_program = f"{strategyhost.HOST_INSIDE if planted.lock.os_level else host_dir()}/strategy_host"
-    targets = [planted.inside("strategies", name), f"{host_program}/{name}", str(outside / name),
-               f"/usr/lib/{name}"]
+    host_program = (
+        f"{strategyhost.HOST_INSIDE if planted.lock.os_level else host_dir()}/strategy_host"
+    )
+    targets = [
+        planted.inside("strategies", name),
+        f"{host_program}/{name}",
+        str(outside / name),
+        f"/usr/lib/{name}",
+    ]
     seen = call(planted.host, "write", [*targets, f"/tmp/{name}"])
-    on_host = [planted.workspace / "strategies" / name, host_dir() / "strategy_host" / name,
-               outside / name, Path("/usr/lib") / name]
+    on_host = [
+        planted.workspace / "strategies" / name,
+        host_dir() / "strategy_host" / name,
+        outside / name,
+        Path("/usr/lib") / name,
+    ]
     try:
         assert seen[f"/tmp/{name}"] == "written"  # its own tmpfs (the host's /tmp under hash-only)
         if planted.lock.os_level:
@@ -182,8 +215,9 @@ def _private(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("snapshot", [True, False], ids=["snapshot", "workspace-bound-as-is"])
-def test_a_workspace_written_under_a_private_umask_is_served(snapshot: bool, tmp_path: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_workspace_written_under_a_private_umask_is_served(
+    snapshot: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     workspace = _private(plant(tmp_path / "ws", WORKSPACE))
     if not snapshot:  # the host's uid cannot read a root-only folder: it cannot import S
         monkeypatch.setattr(strategyhost, "readable_snapshot", lambda root, sources: root)
@@ -193,13 +227,17 @@ def test_a_workspace_written_under_a_private_umask_is_served(snapshot: bool, tmp
                 call(host, "exists", [])
             return
         assert call(host, "exists", ["/workspace/strategies/probe.py"]) == {
-            "/workspace/strategies/probe.py": True}
-    assert (workspace / "strategies").stat().st_mode & 0o777 == 0o700  # the workspace itself is untouched
+            "/workspace/strategies/probe.py": True
+        }
+    assert (
+        workspace / "strategies"
+    ).stat().st_mode & 0o777 == 0o700  # the workspace itself is untouched
 
 
 @pytest.mark.parametrize("checked", [True, False], ids=["links-left-out", "links-followed"])
-def test_a_link_in_the_workspace_hands_no_file_of_the_host_over(checked: bool, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_link_in_the_workspace_hands_no_file_of_the_host_over(
+    checked: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = tmp_path / "root-only.txt"
     secret.write_text("the host's")
     secret.chmod(0o600)
@@ -207,11 +245,13 @@ def test_a_link_in_the_workspace_hands_no_file_of_the_host_over(checked: bool, t
     os.link(secret, workspace / "strategies" / "hard.txt")
     (workspace / "strategies" / "soft.txt").symlink_to(secret)
     if not checked:  # a plain copy as this (root) process reads both links and makes them readable
+
         def copied(root: Path, sources: tuple[str, ...]) -> Path:
             target = tmp_path / "plain-copy"
             shutil.copytree(root / "strategies", target / "strategies")
             make_readable(target)
             return target
+
         monkeypatch.setattr(strategyhost, "readable_snapshot", copied)
     inside = ["/workspace/strategies/hard.txt", "/workspace/strategies/soft.txt"]
     with start_host(BwrapLock(), HostSpec(workspace)) as host:
@@ -232,8 +272,9 @@ def _without_fd_move(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("moved", [True, False], ids=["host-program", "fd-1-left-on-the-channel"])
-def test_what_s_prints_cannot_corrupt_the_protocol(moved: bool, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_what_s_prints_cannot_corrupt_the_protocol(
+    moved: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not moved:
         weakened = _without_fd_move(tmp_path)
         monkeypatch.setattr(strategyhost, "host_dir", lambda: weakened)
@@ -260,8 +301,9 @@ def relayed(tmp_path: Path) -> Iterator[tuple[HostProcess, Channel]]:
 
 
 @pytest.mark.parametrize("op", ["init", "finish"])
-def test_the_relay_refuses_the_parents_ops(relayed: tuple[HostProcess, Channel], op: str,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_relay_refuses_the_parents_ops(
+    relayed: tuple[HostProcess, Channel], op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host, client = relayed
     with pytest.raises(StrategyError) as refused:
         client.request({"op": op, "paths": ["/tmp"], "preimport": ["strategies.probe"]})
@@ -275,7 +317,8 @@ def test_the_relay_refuses_the_parents_ops(relayed: tuple[HostProcess, Channel],
 
 @pytest.mark.parametrize("refusing", [True, False], ids=["relay", "switched-off"])
 def test_a_test_process_cannot_hold_its_host_waiting_for_a_book(
-        relayed: tuple[HostProcess, Channel], refusing: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    relayed: tuple[HostProcess, Channel], refusing: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host, client = relayed
     question = {"op": "decide", "handle": 1, "book": "next"}  # the engine's form: the book follows
     if refusing:
@@ -286,38 +329,61 @@ def test_a_test_process_cannot_hold_its_host_waiting_for_a_book(
     monkeypatch.setattr(strategyhost, "_refusal", lambda message: "")
     host.channel.timeout_s = 3  # without the rule the host waits for a book that never comes
     opened = client.request({"op": "open", "strategy": "probe"})["handle"]
-    client.send({**question, "handle": opened, "members": None,
-                 "market": {"symbols": ["600000.SH"], "fields": ["close"], "capacity": 1},
-                 "rows": {"days": np.array([wire.day_ns(date(2024, 1, 2))], dtype="<i8"),
-                          "values": {"close": np.array([[10.0]])}}})
+    client.send(
+        {
+            **question,
+            "handle": opened,
+            "members": None,
+            "market": {"symbols": ["600000.SH"], "fields": ["close"], "capacity": 1},
+            "rows": {
+                "days": np.array([wire.day_ns(date(2024, 1, 2))], dtype="<i8"),
+                "values": {"close": np.array([[10.0]])},
+            },
+        }
+    )
     with pytest.raises(HostError):
         client.receive(10)
     assert host.process.poll() is not None
 
 
-BLIND = ("from strategies.probe import Probe\n\n\nclass Blind(Probe):\n    name = 'blind'\n\n"
-         "    def target_weights(self, view, holdings, params):\n        return {str(view.symbols[0]): 0.5}\n\n\n"
-         "STRATEGY = Blind()\n")
+BLIND = (
+    "from strategies.probe import Probe\n\n\nclass Blind(Probe):\n    name = 'blind'\n\n"
+    "    def target_weights(self, view, holdings, params):\n        return {str(view.symbols[0]): 0.5}\n\n\n"
+    "STRATEGY = Blind()\n"
+)
 
 
 @pytest.mark.parametrize("strategy", ["blind", "probe"])
-def test_an_answer_that_never_read_its_book_comes_before_the_book(strategy: str, tmp_path: Path) -> None:
+def test_an_answer_that_never_read_its_book_comes_before_the_book(
+    strategy: str, tmp_path: Path
+) -> None:
     """The engine sends a decision's book after its question; a strategy that never reads the book
     (holdings or portfolio value) is answered before it arrives, one that does waits for it."""
     workspace = plant(tmp_path, {**WORKSPACE, "strategies/blind.py": BLIND})
     with start_host(BwrapLock(), HostSpec(workspace)) as host:
         handle = host.request({"op": "open", "strategy": strategy})["handle"]
-        host.channel.send({"op": "decide", "handle": handle, "book": "next", "members": None,
-                           "market": {"symbols": ["600000.SH"], "fields": ["close"], "capacity": 1},
-                           "rows": {"days": np.array([wire.day_ns(date(2024, 1, 2))], dtype="<i8"),
-                                    "values": {"close": np.array([[10.0]])}}})
+        host.channel.send(
+            {
+                "op": "decide",
+                "handle": handle,
+                "book": "next",
+                "members": None,
+                "market": {"symbols": ["600000.SH"], "fields": ["close"], "capacity": 1},
+                "rows": {
+                    "days": np.array([wire.day_ns(date(2024, 1, 2))], dtype="<i8"),
+                    "values": {"close": np.array([[10.0]])},
+                },
+            }
+        )
         if strategy == "blind":  # the answer is there without the book (no book: no wait for one)
             assert host.channel.receive(10)["w"].tolist() == [0.5]
         book = {"op": "book", "handle": handle, "portfolio_value": 1.0, "holdings": {}}
         host.channel.send(book, answered=False)
         if strategy == "probe":  # it reads the portfolio value: its answer waits for the book
             assert host.channel.receive(30)["w"].tolist() == []
-        assert host.request({"op": "ping"})["ok"] is True  # the book was read: the channel is in step
+        assert (
+            host.request({"op": "ping"})["ok"] is True
+        )  # the book was read: the channel is in step
 
 
 def test_closing_a_host_kills_it_at_once_and_undoes_its_jail_after(tmp_path: Path) -> None:
@@ -335,7 +401,9 @@ def test_closing_a_host_kills_it_at_once_and_undoes_its_jail_after(tmp_path: Pat
             undone.set()
 
         host.prepared.cleanup = slow_undo
-    assert host.process.poll() is not None and not undone.is_set()  # killed; its set-up not yet undone
+    assert (
+        host.process.poll() is not None and not undone.is_set()
+    )  # killed; its set-up not yet undone
     release.set()
     strategyhost.undone()
     assert undone.is_set()
@@ -363,20 +431,33 @@ def test_a_forked_child_undoes_what_it_closes_on_its_own_thread() -> None:
     assert not alive and child.exitcode == 0 and done.is_set()
 
 
-@pytest.mark.parametrize("sources", [("strategies",), ("strategies", "os", "posix")], ids=["S", "S-and-os"])
+@pytest.mark.parametrize(
+    "sources", [("strategies",), ("strategies", "os", "posix")], ids=["S", "S-and-os"]
+)
 def test_calls_reach_only_public_functions_of_s(sources: tuple[str, ...], tmp_path: Path) -> None:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with start_host(BwrapLock(), HostSpec(plant(tmp_path, WORKSPACE), sources)) as host:
         relay(host, ours)
         client = Channel(theirs.fileno(), theirs.fileno(), timeout_s=120)
         if sources == ("strategies",):
-            for target in ("os:system", "builtins:eval", "strategies.probe:_origin", "strategies.probe",
-                           "strategies.probe:os.system", "strategy_host.serve:main"):
-                with pytest.raises(StrategyError, match="public function of strategies|not strategy code|not a function"):
+            for target in (
+                "os:system",
+                "builtins:eval",
+                "strategies.probe:_origin",
+                "strategies.probe",
+                "strategies.probe:os.system",
+                "strategy_host.serve:main",
+            ):
+                with pytest.raises(
+                    StrategyError,
+                    match="public function of strategies|not strategy code|not a function",
+                ):
                     client.request({"op": "call", "target": target, "args": ["exit 3"]})
         else:  # a host that serves os as a source tree runs the same request
-            assert isinstance(client.request({"op": "call", "target": "os:system", "args": ["exit 3"]})
-                              ["value"], int)
+            assert isinstance(
+                client.request({"op": "call", "target": "os:system", "args": ["exit 3"]})["value"],
+                int,
+            )
         theirs.close()
 
 
@@ -389,7 +470,8 @@ def test_an_answer_over_the_limit_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_relayed_request_over_the_limit_ends_the_test_process_channel(
-        relayed: tuple[HostProcess, Channel], monkeypatch: pytest.MonkeyPatch) -> None:
+    relayed: tuple[HostProcess, Channel], monkeypatch: pytest.MonkeyPatch
+) -> None:
     host, client = relayed
     request = {"op": "call", "target": "strategies.probe:text", "args": [10], "pad": "y" * 5000}
     assert client.request(request)["value"] == "x" * 10
@@ -401,7 +483,8 @@ def test_a_relayed_request_over_the_limit_ends_the_test_process_channel(
 
 
 def test_the_relay_drops_a_test_process_that_breaks_the_protocol(
-        relayed: tuple[HostProcess, Channel]) -> None:
+    relayed: tuple[HostProcess, Channel],
+) -> None:
     host, client = relayed
     wire.write_frame(client.write_fd, b"\x00\x00\x00\x03abc")  # a body too short for its tables
     client.pending += 1
@@ -410,7 +493,9 @@ def test_the_relay_drops_a_test_process_that_breaks_the_protocol(
     assert host.request({"op": "ping"})["ok"] is True  # its host is not disturbed
 
 
-def test_a_test_process_whose_host_dies_sees_its_channel_close(relayed: tuple[HostProcess, Channel]) -> None:
+def test_a_test_process_whose_host_dies_sees_its_channel_close(
+    relayed: tuple[HostProcess, Channel],
+) -> None:
     host, client = relayed
     with pytest.raises(HostGone, match="closed its channel"):
         client.request({"op": "call", "target": "strategies.probe:die", "args": [7]})
@@ -447,7 +532,10 @@ def test_a_host_that_dies_mid_request_gives_a_clear_error(code: int, tmp_path: P
             call(host, "die", code)
         message = str(died.value)
         assert "closed its channel" in message and "S: going down" in message  # its last words
-        assert host.process.returncode in (code, 128 - code) and f"exit code {host.process.returncode}" in message
+        assert (
+            host.process.returncode in (code, 128 - code)
+            and f"exit code {host.process.returncode}" in message
+        )
 
 
 def test_s_exceptions_come_back_by_builtin_type_never_as_assertions(planted: Planted) -> None:
@@ -455,12 +543,17 @@ def test_s_exceptions_come_back_by_builtin_type_never_as_assertions(planted: Pla
         pytest.skip("a client property: once is enough")
     with pytest.raises(StrategyError) as own_assert:
         call(planted.host, "fail", "assert")
-    assert not isinstance(own_assert.value, AssertionError) and own_assert.value.type_name == "AssertionError"
+    assert (
+        not isinstance(own_assert.value, AssertionError)
+        and own_assert.value.type_name == "AssertionError"
+    )
     with pytest.raises(ValueError, match="S's ValueError") as custom:
         call(planted.host, "fail", "custom")
     assert isinstance(custom.value, StrategyError) and custom.value.type_name == "Custom"
-    assert custom.value.where == ["strategies/probe.py", PROBE.splitlines().index(
-        "def fail(kind):") + 2]
+    assert custom.value.where == [
+        "strategies/probe.py",
+        PROBE.splitlines().index("def fail(kind):") + 2,
+    ]
     with pytest.raises(KeyError):
         call(planted.host, "fail", "lookup")
     with pytest.raises(StrategyError) as system:  # SystemError is not mapped: a plain StrategyError
@@ -508,9 +601,12 @@ class Recorded:
             answer = runner.host.request({"op": "call", "target": "strategies.probe:seen"})
             self.seen = wire.from_plain(answer["value"])
             self.first_day = int(runner.shared.days[0])
-            self.decisions = {str(market.days[d.t - 1]): {str(market.symbols[i]): float(d.weights[i])
-                                                          for i in np.flatnonzero(d.weights)}
-                              for d in runner.decisions}
+            self.decisions = {
+                str(market.days[d.t - 1]): {
+                    str(market.symbols[i]): float(d.weights[i]) for i in np.flatnonzero(d.weights)
+                }
+                for d in runner.decisions
+            }
             close()
 
         runner.close = closing
@@ -521,7 +617,16 @@ def replayed(source: Recorded, market: Any) -> Recorded:
     from oomrl.market.rules import AShareRules
     from oomrl.portfolio.replay import replay
 
-    replay(source, None, market, market.dates[5], market.dates[-1], AShareRules(), 1e7, kill_threshold=1.0)
+    replay(
+        source,
+        None,
+        market,
+        market.dates[5],
+        market.dates[-1],
+        AShareRules(),
+        1e7,
+        kill_threshold=1.0,
+    )
     return source
 
 
@@ -530,8 +635,9 @@ def _jail(lock: RoLock) -> Any:
 
 
 @pytest.mark.parametrize("case", ["bwrap", "hash-only", "written-ahead"])
-def test_the_shared_market_is_read_only_and_holds_no_later_row(case: str, tmp_path: Path, market: Any,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_shared_market_is_read_only_and_holds_no_later_row(
+    case: str, tmp_path: Path, market: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from oomrl.portfolio import hosting
 
     if case == "hash-only":
@@ -539,15 +645,24 @@ def test_the_shared_market_is_read_only_and_holds_no_later_row(case: str, tmp_pa
             pytest.skip("hash-only runs as this uid: needs root to reopen the mapping")
         monkeypatch.setattr(hosting, "jail_lock", _jail(HashOnlyLock()))
     workspace = plant(tmp_path, WORKSPACE)
-    scan = replayed(Recorded(hosting.WorkspaceStrategy(workspace, "scan"), ahead=case == "written-ahead"),
-                    market)
+    scan = replayed(
+        Recorded(hosting.WorkspaceStrategy(workspace, "scan"), ahead=case == "written-ahead"),
+        market,
+    )
     assert len(scan.seen) >= 2  # decisions, each scanned
     for seen in scan.seen:
         latest = seen["latest"]
         if case == "written-ahead":  # the same probe finds the rows a broken engine wrote early
-            assert latest["mapping"] == latest["view"] == int(market.dates.values[-1].astype("<i8")) > seen["as_of"]
+            assert (
+                latest["mapping"]
+                == latest["view"]
+                == int(market.dates.values[-1].astype("<i8"))
+                > seen["as_of"]
+            )
             continue
-        assert latest["mapping"] == latest["view"] == seen["as_of"], seen  # the decision date, no later
+        assert latest["mapping"] == latest["view"] == seen["as_of"], (
+            seen
+        )  # the decision date, no later
         # Elsewhere in the host only the schedule question's dates (the next DUE_CHUNK sessions, no
         # market values) are later: the engine asks rebalance_due about them in one batch.
         t = int(market.dates.searchsorted(np.datetime64(seen["as_of"], "ns"))) + 1
@@ -561,7 +676,9 @@ def test_the_shared_market_is_read_only_and_holds_no_later_row(case: str, tmp_pa
         else:  # as root on the host, S reopens the mapping read-write
             assert write["map_files"] == "written"
     # ... and what it wrote is in the engine's own memory
-    assert scan.first_day == (123 * wire.NS_PER_DAY if case == "hash-only" else int(market.dates.values[0].astype("<i8")))
+    assert scan.first_day == (
+        123 * wire.NS_PER_DAY if case == "hash-only" else int(market.dates.values[0].astype("<i8"))
+    )
 
 
 # A test of the planted workspace: it decides on the days the replay decided on, from the same
@@ -587,18 +704,33 @@ REFUSED_IN_S = {"tracer", "coverage", "tmp", "fds", "view"}
 
 
 def _gate_runs(workspace: Path, days: list[str], market: Any) -> dict[str, Any]:
-    panels = {field: {"index": [str(d.date()) for d in frame.index], "columns": [str(c) for c in frame.columns],
-                      "data": frame.to_numpy().tolist()} for field, frame in market.panels.items()}
+    panels = {
+        field: {
+            "index": [str(d.date()) for d in frame.index],
+            "columns": [str(c) for c in frame.columns],
+            "data": frame.to_numpy().tolist(),
+        }
+        for field, frame in market.panels.items()
+    }
     dirs = GateDirs.create()
     try:
         shutil.copytree(workspace, dirs.ws, ignore=shutil.ignore_patterns("__pycache__"))
         plant(dirs.ws, {"tests/test_deciding.py": DECIDING_TEST})
         runs = {}
         for tag, coverage in (("forward", ("strategies",)), ("reverse", ())):
-            suite = run_suite(BwrapLock(), dirs, SuiteRequest(
-                dirs.ws, ("tests",), tag, coverage=coverage,
-                plugins=(("oomrl_report", REPORT_PLUGIN, {"panels": panels, "days": days}),)),
-                timeout_s=600, memory_mb=3072)  # the contract's limit, as the gate passes it
+            suite = run_suite(
+                BwrapLock(),
+                dirs,
+                SuiteRequest(
+                    dirs.ws,
+                    ("tests",),
+                    tag,
+                    coverage=coverage,
+                    plugins=(("oomrl_report", REPORT_PLUGIN, {"panels": panels, "days": days}),),
+                ),
+                timeout_s=600,
+                memory_mb=3072,
+            )  # the contract's limit, as the gate passes it
             assert suite.problems == [] and suite.failing() == [], (suite.problems, suite.outcomes)
             runs[tag] = suite.reports["oomrl_report"]
         return runs
@@ -612,7 +744,8 @@ def _observed(seen: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("memory_mb", [None, 2048], ids=["same-jail", "other-memory-limit"])
 def test_a_strategy_decides_and_observes_alike_in_the_gate_and_in_a_replay(
-        memory_mb: int | None, tmp_path: Path, market: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory_mb: int | None, tmp_path: Path, market: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from oomrl.portfolio import hosting
 
     if memory_mb is not None:  # a production host started with another limit than the gate's
@@ -635,7 +768,10 @@ def test_a_strategy_decides_and_observes_alike_in_the_gate_and_in_a_replay(
         assert differing == {"limits"}
     # what differs lies behind names S may not use (checked by the sanitizer, below)
     assert gate["forward"]["seen"][0]["tracer"] and not gate["reverse"]["seen"][0]["tracer"]
-    assert not engine.seen[0]["tracer"] and engine.seen[0]["view"] != gate["reverse"]["seen"][0]["view"]
+    assert (
+        not engine.seen[0]["tracer"]
+        and engine.seen[0]["view"] != gate["reverse"]["seen"][0]["view"]
+    )
 
 
 TELLING = {
@@ -653,5 +789,7 @@ def test_what_differs_between_the_gate_and_production_is_refused_in_s(observed: 
     from guardrails.static.capabilities import Policy
     from guardrails.static.sanitizer import scan_source
 
-    found = scan_source(f"strategies/{observed}.py", TELLING[observed].encode(), None, Policy.of("source"))
+    found = scan_source(
+        f"strategies/{observed}.py", TELLING[observed].encode(), None, Policy.of("source")
+    )
     assert found, f"S may observe {observed} unrefused"

@@ -70,7 +70,9 @@ def test_chinext_goes_from_10_to_20_percent_on_2020_08_24() -> None:
 
 
 def test_main_board_st_is_5_percent_until_the_2026_rules_take_effect() -> None:
-    assert fraction(limits.MAIN, date(2025, 6, 27), st=True) == 0.05  # the day the change was announced
+    assert (
+        fraction(limits.MAIN, date(2025, 6, 27), st=True) == 0.05
+    )  # the day the change was announced
     assert fraction(limits.MAIN, date(2026, 7, 3), st=True) == 0.05
     assert fraction(limits.MAIN, date(2026, 7, 6), st=True) == 0.10
     assert fraction(limits.MAIN, date(2026, 7, 3)) == 0.10
@@ -87,23 +89,42 @@ def test_an_st_name_on_a_date_sets_that_days_limit() -> None:
     """The name a security carries on a date (as akshare reports it) decides the day's limit.
 
     *ST国华 is the name in the akshare fixture; the ChiNext and STAR names are made up for the rule."""
+
     def on(symbol: str, name: str, day: str) -> float:
         board = limits.BOARD_CODE[board_of(symbol)]
-        return float(limits.limit_fractions(board, np.array([day], dtype="datetime64[ns]"), risk_warning(name),
-                                            np.array([np.nan]), np.array(["NaT"], dtype="datetime64[ns]"))[0])
+        return float(
+            limits.limit_fractions(
+                board,
+                np.array([day], dtype="datetime64[ns]"),
+                risk_warning(name),
+                np.array([np.nan]),
+                np.array(["NaT"], dtype="datetime64[ns]"),
+            )[0]
+        )
 
     assert on("000004.SZ", "*ST国华", "2024-07-03") == 0.05  # main board under risk warning
     assert on("000004.SZ", "国华网安", "2024-07-03") == 0.10  # the same code without the prefix
     assert on("000004.SZ", "*ST国华", "2026-07-06") == 0.10  # the 2026 rules: ST trades at ±10 %
-    assert on("300001.SZ", "ST特锐", "2020-08-21") == 0.05 and on("300001.SZ", "ST特锐", "2020-08-24") == 0.20
+    assert (
+        on("300001.SZ", "ST特锐", "2020-08-21") == 0.05
+        and on("300001.SZ", "ST特锐", "2020-08-24") == 0.20
+    )
     assert on("688001.SH", "ST华兴", "2024-07-03") == 0.20  # STAR ST keeps the board's 20 %
 
 
 def listing_fraction(board: int, listed: str, day: str) -> float:
-    session = calendar.session_numbers(np.array([day], dtype="datetime64[ns]"),
-                                       np.array([listed], dtype="datetime64[ns]"))
-    return float(limits.limit_fractions(board, np.array([day], dtype="datetime64[ns]"), False, session,
-                                        np.array([listed], dtype="datetime64[ns]"))[0])
+    session = calendar.session_numbers(
+        np.array([day], dtype="datetime64[ns]"), np.array([listed], dtype="datetime64[ns]")
+    )
+    return float(
+        limits.limit_fractions(
+            board,
+            np.array([day], dtype="datetime64[ns]"),
+            False,
+            session,
+            np.array([listed], dtype="datetime64[ns]"),
+        )[0]
+    )
 
 
 def test_listing_days_trade_without_limits_by_board_and_era() -> None:
@@ -121,8 +142,13 @@ def test_listing_days_trade_without_limits_by_board_and_era() -> None:
     assert np.isnan(listing_fraction(limits.STAR, "2019-07-22", "2019-07-26"))
     assert np.isnan(listing_fraction(limits.BSE, "2021-11-15", "2021-11-15"))
     assert listing_fraction(limits.BSE, "2021-11-15", "2021-11-16") == 0.30
-    unknown = limits.limit_fractions(limits.MAIN, np.array(["2024-12-30"], dtype="datetime64[ns]"), False,
-                                     np.array([np.nan]), np.array(["NaT"], dtype="datetime64[ns]"))
+    unknown = limits.limit_fractions(
+        limits.MAIN,
+        np.array(["2024-12-30"], dtype="datetime64[ns]"),
+        False,
+        np.array([np.nan]),
+        np.array(["NaT"], dtype="datetime64[ns]"),
+    )
     assert unknown.tolist() == [0.10]  # no listing date known: treated as long listed
 
 
@@ -133,6 +159,8 @@ def test_limit_prices_round_half_up_in_fen() -> None:
 
 
 def test_session_numbers_count_exchange_sessions() -> None:
-    got = calendar.session_numbers(np.array(["2024-10-08", "2024-09-27", "2024-09-26"], dtype="datetime64[ns]"),
-                                   np.array(["2024-09-27", "2024-09-27", "NaT"], dtype="datetime64[ns]"))
+    got = calendar.session_numbers(
+        np.array(["2024-10-08", "2024-09-27", "2024-09-26"], dtype="datetime64[ns]"),
+        np.array(["2024-09-27", "2024-09-27", "NaT"], dtype="datetime64[ns]"),
+    )
     assert got[:2].tolist() == [3.0, 1.0] and np.isnan(got[2])  # 09-27, 09-30, (holiday), 10-08

@@ -43,6 +43,14 @@ def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ig
     from oomrl.metrics.attribution import account_report
     from tests.metrics.traded_account import ACCOUNT
 
-    folder = tmp_path_factory.mktemp("reports") / "report-quant-20250530T150000000000Z"  # as report_dir names it
-    return account_report(traded.ledger, traded.store, ACCOUNT, folder,
-                          workspace_dir=traded.settings.workspace_dir, runs_dir=traded.settings.runs_dir)
+    folder = (
+        tmp_path_factory.mktemp("reports") / "report-quant-20250530T150000000000Z"
+    )  # as report_dir names it
+    return account_report(
+        traded.ledger,
+        traded.store,
+        ACCOUNT,
+        folder,
+        workspace_dir=traded.settings.workspace_dir,
+        runs_dir=traded.settings.runs_dir,
+    )

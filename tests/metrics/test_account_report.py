@@ -38,14 +38,21 @@ def test_report_for_an_account(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert result.exit_code == 0, result.output
     paths = [Path(p) for p in result.stdout.split()]
     assert paths[0].name == "tearsheet.html" and paths[0].parent.parent == home / "runs"
-    assert [p.name for p in paths[2:]] == ["tearsheet.png", "equity.png", "underwater.png", "rolling_ir.png",
-                                           "friction.png"]
+    assert [p.name for p in paths[2:]] == [
+        "tearsheet.png",
+        "equity.png",
+        "underwater.png",
+        "rolling_ir.png",
+        "friction.png",
+    ]
     summary = paths[1].read_text()
     assert "Benchmark: CSI 300 price index (000300)" in summary
     assert "|  | aaaa1111 | bbbb2222 |" in summary  # versions (unknown to any workspace) as phases
     assert "## Style attribution" in summary and "| momentum |" in summary
-    tr = runner.invoke(app, ["report", "--account", "demo", "--benchmark", "total_return",
-                             "--out", str(home / "tr")])
+    tr = runner.invoke(
+        app,
+        ["report", "--account", "demo", "--benchmark", "total_return", "--out", str(home / "tr")],
+    )
     assert tr.exit_code == 0, tr.output
     assert "CSI 300 total-return index (H00300)" in (home / "tr" / "summary.md").read_text()
 
@@ -86,15 +93,24 @@ def test_store_helpers(home: Path, tmp_path: Path) -> None:
     with pytest.raises(MetricsInputError, match="no price levels"):
         benchmark_returns(MarketStore(tmp_path / "empty"))
     with pytest.raises(MetricsInputError, match="no bars"):
-        store_style_factors(MarketStore(tmp_path / "empty"), pd.Timestamp("2025-01-02"),
-                            pd.Timestamp("2025-02-03"))
+        store_style_factors(
+            MarketStore(tmp_path / "empty"), pd.Timestamp("2025-01-02"), pd.Timestamp("2025-02-03")
+        )
     with pytest.raises(MetricsInputError, match="no NAV history"):
         account_returns(pd.DataFrame(columns=["date", "realized_return"]), "x")
     dates = pd.DatetimeIndex(["2024-06-14", "2024-06-17", "2024-06-18"])
-    members = pd.DataFrame({"effective_date": pd.to_datetime(["2023-12-11", "2023-12-11", "2024-06-17"]),
-                            "symbol": ["A", "B", "B"]})
+    members = pd.DataFrame(
+        {
+            "effective_date": pd.to_datetime(["2023-12-11", "2023-12-11", "2024-06-17"]),
+            "symbol": ["A", "B", "B"],
+        }
+    )
     flags = universe_panel(members, dates, pd.Index(["A", "B", "C"]))
-    assert flags.to_numpy().tolist() == [[True, True, False], [False, True, False], [False, True, False]]
+    assert flags.to_numpy().tolist() == [
+        [True, True, False],
+        [False, True, False],
+        [False, True, False],
+    ]
 
 
 @pytest.mark.slow
@@ -111,8 +127,9 @@ def test_report_says_why_style_attribution_is_missing(home: Path, tmp_path: Path
         def read_index(self, code: str = "000300", kind: str = "price") -> pd.Series:
             return self.store.read_index(code, kind)
 
-        def read_panel(self, field: str, start: object = None, end: object = None,
-                       symbols: object = None) -> pd.DataFrame:
+        def read_panel(
+            self, field: str, start: object = None, end: object = None, symbols: object = None
+        ) -> pd.DataFrame:
             return pd.DataFrame()
 
         def read_membership(self) -> pd.DataFrame:
@@ -121,5 +138,8 @@ def test_report_says_why_style_attribution_is_missing(home: Path, tmp_path: Path
     ledger = Ledger(f"sqlite:///{home / 'ledger.db'}")
     report = account_report(ledger, IndexOnly(MarketStore(home / "data")), "demo", tmp_path / "r")
     assert report.style is None
-    assert "- Style attribution unavailable: the market store has no bars" in report.markdown.read_text()
+    assert (
+        "- Style attribution unavailable: the market store has no bars"
+        in report.markdown.read_text()
+    )
     assert "<h2>Notes</h2>" in report.html.read_text()

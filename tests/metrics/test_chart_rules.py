@@ -54,13 +54,22 @@ def drawn(draw: Callable[[Axes], None]) -> Figure:
 def visible_labels(axis: object) -> list[str]:
     """The major tick labels shown inside the axis' view."""
     low, high = sorted(axis.get_view_interval())  # type: ignore[attr-defined]
-    return [tick.label1.get_text() for tick in axis.get_major_ticks()  # type: ignore[attr-defined]
-            if low <= tick.get_loc() <= high and tick.label1.get_visible() and tick.label1.get_text()]
+    return [
+        tick.label1.get_text()
+        for tick in axis.get_major_ticks()  # type: ignore[attr-defined]
+        if low <= tick.get_loc() <= high and tick.label1.get_visible() and tick.label1.get_text()
+    ]
 
 
 def every_chart(returns: pd.Series, bench: pd.Series) -> dict[str, Figure]:
-    by_month = pd.DataFrame({"month": ["2024-07", "2024-08", "2024-09"], "cost_bps": [0.01, 0.002, 0.0005],
-                             "leakage_bps": [0.009, 0.001, 0.0004], "turnover": [9.0, 1.5, 0.4]})
+    by_month = pd.DataFrame(
+        {
+            "month": ["2024-07", "2024-08", "2024-09"],
+            "cost_bps": [0.01, 0.002, 0.0005],
+            "leakage_bps": [0.009, 0.001, 0.0004],
+            "turnover": [9.0, 1.5, 0.4],
+        }
+    )
     figures = {
         "equity": drawn(lambda ax: charts.draw_equity(ax, returns, bench)),
         "underwater": drawn(lambda ax: charts.draw_underwater(ax, returns)),
@@ -83,7 +92,9 @@ def test_no_axis_repeats_a_tick_label(name: str) -> None:
 
 
 def test_small_drawdowns_get_the_decimals_that_keep_labels_apart() -> None:
-    returns = pd.Series(-0.0015, index=pd.bdate_range("2025-01-02", periods=20))  # −3 % in small steps
+    returns = pd.Series(
+        -0.0015, index=pd.bdate_range("2025-01-02", periods=20)
+    )  # −3 % in small steps
     labels = visible_labels(drawn(lambda ax: charts.draw_underwater(ax, returns)).axes[0].yaxis)
     assert len(labels) >= 3 and len(labels) == len(set(labels)), labels
     assert any("." in label for label in labels), labels  # −0.5 % steps need a decimal
@@ -91,10 +102,16 @@ def test_small_drawdowns_get_the_decimals_that_keep_labels_apart() -> None:
 
 def joined_spans(line: Line2D) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
     """Each pair of consecutive points the line joins with a segment (a NaN between them breaks it)."""
-    xs = [pd.Timestamp(mdates.num2date(x)).tz_localize(None) if not isinstance(x, pd.Timestamp) else x
-          for x in mdates.date2num(line.get_xdata())]
+    xs = [
+        pd.Timestamp(mdates.num2date(x)).tz_localize(None) if not isinstance(x, pd.Timestamp) else x
+        for x in mdates.date2num(line.get_xdata())
+    ]
     ys = np.asarray(line.get_ydata(), dtype=float)
-    return [(xs[i], xs[i + 1]) for i in range(len(xs) - 1) if np.isfinite(ys[i]) and np.isfinite(ys[i + 1])]
+    return [
+        (xs[i], xs[i + 1])
+        for i in range(len(xs) - 1)
+        if np.isfinite(ys[i]) and np.isfinite(ys[i + 1])
+    ]
 
 
 def data_lines(fig: Figure) -> list[Line2D]:
@@ -108,14 +125,23 @@ def test_a_stretch_without_sessions_is_a_gap_in_every_line(gap: str) -> None:
     if gap == "halt":  # an account not marked for three weeks: no NAV rows, no line
         kept = ~((returns.index > "2024-11-01") & (returns.index < "2024-11-25"))
         returns, bench = returns[kept], bench[kept]
-    hole = NATIONAL_DAY if gap == "holiday" else (pd.Timestamp("2024-11-01"), pd.Timestamp("2024-11-25"))
+    hole = (
+        NATIONAL_DAY
+        if gap == "holiday"
+        else (pd.Timestamp("2024-11-01"), pd.Timestamp("2024-11-25"))
+    )
     figures = every_chart(returns, bench)
     for chart in ("equity", "underwater", "rolling IR"):
         lines = data_lines(figures[chart])
         assert lines, chart
         for line in lines:
             for left, right in joined_spans(line):
-                assert right - left <= pd.Timedelta(days=charts.MAX_JOIN_DAYS), (chart, line.get_label(), left, right)
+                assert right - left <= pd.Timedelta(days=charts.MAX_JOIN_DAYS), (
+                    chart,
+                    line.get_label(),
+                    left,
+                    right,
+                )
                 assert not (left <= hole[0] and hole[1] <= right), (chart, left, right)
 
 
@@ -139,34 +165,68 @@ def test_alert_markers_stay_apart_over_400_sessions() -> None:
         fig = drawn(lambda ax, draw=draw: draw(ax, returns, bench, marks=marks))  # type: ignore[misc]
         ax = fig.axes[0]
         for marker in ("^", "D"):
-            centres = sorted(ax.transData.transform((mdates.date2num(x), 0))[0]
-                             for line in ax.lines if line.get_marker() == marker for x in line.get_xdata())
+            centres = sorted(
+                ax.transData.transform((mdates.date2num(x), 0))[0]
+                for line in ax.lines
+                if line.get_marker() == marker
+                for x in line.get_xdata()
+            )
             size_px = (7 if marker == "^" else 6) * fig.dpi / 72
             gaps = np.diff(centres)
-            assert len(centres) > 1 and gaps.min() >= size_px, (draw.__name__, marker, gaps.min(), size_px)
+            assert len(centres) > 1 and gaps.min() >= size_px, (
+                draw.__name__,
+                marker,
+                gaps.min(),
+                size_px,
+            )
         counts = sum(int(t.get_text()) for t in ax.texts if t.get_text().isdigit())
         singles = sum(1 for line in ax.lines if line.get_marker() in ("^", "D")) - sum(
-            1 for t in ax.texts if t.get_text().isdigit())
-        assert counts + singles == len(marks)  # every mark is counted by the marker that stands for it
-        critical = [line for line in ax.lines if line.get_marker() == "^"
-                    and line.get_color() == charts.ALERT_COLORS["critical"]]
+            1 for t in ax.texts if t.get_text().isdigit()
+        )
+        assert counts + singles == len(
+            marks
+        )  # every mark is counted by the marker that stands for it
+        critical = [
+            line
+            for line in ax.lines
+            if line.get_marker() == "^" and line.get_color() == charts.ALERT_COLORS["critical"]
+        ]
         assert len(critical) == 1  # the run of warnings around it is drawn in its colour
 
 
 @pytest.mark.slow  # writes two reports
 def test_a_short_window_shows_no_annualized_figure_and_says_why(tmp_path: Path) -> None:
     returns, bench = WINDOWS["8 sessions over a holiday"]
-    report = build_report(returns, tmp_path / "short", benchmark=bench, title="Paper",
-                          phases=[Phase("v1 daily_momentum", returns.index[0], returns.index[-1])])
+    report = build_report(
+        returns,
+        tmp_path / "short",
+        benchmark=bench,
+        title="Paper",
+        phases=[Phase("v1 daily_momentum", returns.index[0], returns.index[-1])],
+    )
     assert report.metrics["trading_days"] == 8 < MIN_ANNUALIZED_SESSIONS
-    for key in ("annualized_return", "cagr", "sharpe", "information_ratio", "alpha_annualized", "volatility"):
+    for key in (
+        "annualized_return",
+        "cagr",
+        "sharpe",
+        "information_ratio",
+        "alpha_annualized",
+        "volatility",
+    ):
         assert report.metrics[key] is None, key
-        assert report.benchmark_metrics is not None and report.benchmark_metrics.get(key) is None, key
+        assert report.benchmark_metrics is not None and report.benchmark_metrics.get(key) is None, (
+            key
+        )
     assert report.metrics["cumulative_return"] == pytest.approx(float((1 + returns).prod() - 1))
     assert report.phases is not None and report.phases["annualized_return"].isna().all()
     assert report.caveats and "fewer than 60: too short to annualize" in report.caveats[0]
     summary, page = report.markdown.read_text(), report.html.read_text()
-    assert "| Annualized return (% a year) | — | — |" in summary and "Too short to annualize" in summary
+    assert (
+        "| Annualized return (% a year) | — | — |" in summary
+        and "Too short to annualize" in summary
+    )
     assert 'class="caveat"' in page and "too short to annualize" in page
-    long = build_report(*WINDOWS["400+ sessions"][:1], tmp_path / "long", benchmark=WINDOWS["400+ sessions"][1])
+    long = build_report(
+        *WINDOWS["400+ sessions"][:1], tmp_path / "long", benchmark=WINDOWS["400+ sessions"][1]
+    )
     assert long.metrics["annualized_return"] is not None and long.caveats == []

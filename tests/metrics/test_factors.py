@@ -13,7 +13,9 @@ from oomrl.metrics.io import MetricsInputError
 def test_high_minus_low_uses_yesterdays_ranks_and_equal_weights() -> None:
     dates = pd.bdate_range("2025-01-06", periods=2)
     symbols = [f"S{i:02d}" for i in range(10)]
-    trait = pd.DataFrame([list(range(10)), list(range(10))[::-1]], index=dates, columns=symbols, dtype=float)
+    trait = pd.DataFrame(
+        [list(range(10)), list(range(10))[::-1]], index=dates, columns=symbols, dtype=float
+    )
     returns = pd.DataFrame([[0.0] * 10, [i / 100 for i in range(10)]], index=dates, columns=symbols)
     spread = factors.high_minus_low(trait, returns)
     # day 2 ranks on day 1's trait (S08, S09 high; S00, S01 low), not day 2's reversed one
@@ -49,10 +51,14 @@ def test_characteristics_by_hand() -> None:
     close, volume = _panel(1)
     traits = factors.characteristics(close, factors.traded_value(close, volume))
     day, sym = close.index[30], close.columns[3]
-    assert traits["momentum"].loc[day, sym] == pytest.approx(close.loc[day, sym] / close[sym].iloc[10] - 1)
+    assert traits["momentum"].loc[day, sym] == pytest.approx(
+        close.loc[day, sym] / close[sym].iloc[10] - 1
+    )
     window = close[sym].pct_change().iloc[11:31]
     assert traits["volatility"].loc[day, sym] == pytest.approx(window.std(ddof=1))
-    assert traits["liquidity"].loc[day, sym] == pytest.approx(np.log(close.loc[day, sym] * volume.loc[day, sym]))
+    assert traits["liquidity"].loc[day, sym] == pytest.approx(
+        np.log(close.loc[day, sym] * volume.loc[day, sym])
+    )
     amount = close * volume * 1.1
     amount.loc[day] = np.nan  # no reported amount that day: close × volume stands in
     mixed = factors.traded_value(close, volume, amount)
@@ -67,8 +73,12 @@ def test_style_attribution_recovers_exposures_and_splits_the_return_exactly() ->
     assert styles.iloc[:21].isna().any(axis=1).all() and styles.iloc[22:].notna().all().all()
     rng = np.random.default_rng(3)
     bench = close.pct_change().mean(axis=1).fillna(0.0).rename("benchmark")
-    port = (0.0004 + 0.9 * bench + 0.5 * styles["momentum"].fillna(0)
-            + rng.normal(0, 0.0003, len(bench))).rename("returns")
+    port = (
+        0.0004
+        + 0.9 * bench
+        + 0.5 * styles["momentum"].fillna(0)
+        + rng.normal(0, 0.0003, len(bench))
+    ).rename("returns")
     result = factors.style_attribution(port, bench, styles, rf=0.02)
     params = result.regression.params
     assert params["market"] == pytest.approx(0.9, abs=0.02)

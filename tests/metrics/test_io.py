@@ -40,21 +40,27 @@ def test_return_csv_is_read_as_is_and_sorted(tmp_path: Path) -> None:
     assert list(r) == [0.01, 0.02] and r.index[0] == pd.Timestamp("2025-01-02")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("date,return\n", "empty"),
-    ("", "cannot read"),
-    ("day,return\n2025-01-02,0.01\n", "no `date` column"),
-    ("date,price\n2025-01-02,1\n", "needs a `return` or a `close` column"),
-    ("date,return\n2025-01-02,0.01\n2025-01-03,\n", "missing (NaN) value(s), first on 2025-01-03"),
-    ("date,return\n2025-01-02,0.01\nnot-a-date,0.02\n", "unparsable date"),
-    ("date,return\n2025-01-02,0.01\n2025-01-02,0.02\n", "duplicate date"),
-    ("date,return\n2025-01-02,0.01\n", "at least 2"),
-    ("date,return\n2025-01-02,0.01\n2025-01-03,-150\n", "-100 % or worse on 2025-01-03"),
-    ("date,close\n2025-01-02,10\n2025-01-03,0\n", "finite and positive"),
-    ("date,close\n2025-01-02,10\n2025-01-03,\n", "missing (NaN) level"),
-    ("date,close\n2025-01-02,10\n2025-01-02,11\n", "duplicate dates"),
-    ("date,return\n2025-01-02,0.01\n2025-01-03,inf\n", "infinite"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("date,return\n", "empty"),
+        ("", "cannot read"),
+        ("day,return\n2025-01-02,0.01\n", "no `date` column"),
+        ("date,price\n2025-01-02,1\n", "needs a `return` or a `close` column"),
+        (
+            "date,return\n2025-01-02,0.01\n2025-01-03,\n",
+            "missing (NaN) value(s), first on 2025-01-03",
+        ),
+        ("date,return\n2025-01-02,0.01\nnot-a-date,0.02\n", "unparsable date"),
+        ("date,return\n2025-01-02,0.01\n2025-01-02,0.02\n", "duplicate date"),
+        ("date,return\n2025-01-02,0.01\n", "at least 2"),
+        ("date,return\n2025-01-02,0.01\n2025-01-03,-150\n", "-100 % or worse on 2025-01-03"),
+        ("date,close\n2025-01-02,10\n2025-01-03,0\n", "finite and positive"),
+        ("date,close\n2025-01-02,10\n2025-01-03,\n", "missing (NaN) level"),
+        ("date,close\n2025-01-02,10\n2025-01-02,11\n", "duplicate dates"),
+        ("date,return\n2025-01-02,0.01\n2025-01-03,inf\n", "infinite"),
+    ],
+)
 def test_malformed_csv_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(MetricsInputError, match=None) as info:
         read_returns_csv(_write(tmp_path, text))
@@ -69,13 +75,17 @@ def test_missing_file_is_named(tmp_path: Path) -> None:
 
 def test_benchmark_that_does_not_overlap() -> None:
     r = pd.Series([0.01, 0.02], index=pd.to_datetime(["2025-01-02", "2025-01-03"]), name="returns")
-    b = pd.Series([0.01, 0.02], index=pd.to_datetime(["2024-01-02", "2024-01-03"]), name="benchmark")
+    b = pd.Series(
+        [0.01, 0.02], index=pd.to_datetime(["2024-01-02", "2024-01-03"]), name="benchmark"
+    )
     with pytest.raises(MetricsInputError, match="does not overlap"):
         perf.compute_metrics(r, b)
 
 
 def test_misaligned_dates_are_an_error_not_silently_dropped() -> None:
-    r = pd.Series([0.01, 0.02, 0.0], index=pd.to_datetime(["2025-01-02", "2025-01-03", "2025-01-06"]))
+    r = pd.Series(
+        [0.01, 0.02, 0.0], index=pd.to_datetime(["2025-01-02", "2025-01-03", "2025-01-06"])
+    )
     b = pd.Series([0.01, 0.02], index=pd.to_datetime(["2025-01-02", "2025-01-03"]))
     with pytest.raises(MetricsInputError, match=r"misaligned dates: 1 return date.*2025-01-06"):
         align(r, b)
@@ -117,17 +127,21 @@ def test_window_errors() -> None:
 def test_phase_files(tmp_path: Path) -> None:
     yml = _write(tmp_path, "phases:\n  - {name: a, start: 2025-01-02, end: 2025-01-03}\n", "p.yaml")
     assert perf.read_phases(yml)[0].name == "a"
-    for text, message in [("name,start\nx,2025-01-01\n", "needs name, start and end"),
-                          ("name,start,end\nx,2025-02-01,2025-01-01\n", "starts after it ends"),
-                          ("name,start,end\nx,yesterday-ish,2025-01-01\n", "bad date"),
-                          ("name,start,end\n", "lists no phases")]:
+    for text, message in [
+        ("name,start\nx,2025-01-01\n", "needs name, start and end"),
+        ("name,start,end\nx,2025-02-01,2025-01-01\n", "starts after it ends"),
+        ("name,start,end\nx,yesterday-ish,2025-01-01\n", "bad date"),
+        ("name,start,end\n", "lists no phases"),
+    ]:
         with pytest.raises(MetricsInputError, match=message):
             perf.read_phases(_write(tmp_path, text, "p.csv"))
     with pytest.raises(MetricsInputError, match="does not exist"):
         perf.read_phases(tmp_path / "missing.csv")
     r = pd.Series([0.01, 0.02], index=pd.bdate_range("2025-01-02", periods=2))
     with pytest.raises(MetricsInputError, match="has no returns"):
-        perf.phase_table(r, [perf.Phase("late", pd.Timestamp("2026-01-01"), pd.Timestamp("2026-02-01"))])
+        perf.phase_table(
+            r, [perf.Phase("late", pd.Timestamp("2026-01-01"), pd.Timestamp("2026-02-01"))]
+        )
 
 
 def test_timezone_aware_dates_become_session_dates() -> None:

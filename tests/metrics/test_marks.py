@@ -24,25 +24,37 @@ def _dates(marks: list[Mark], kind: str) -> list[pd.Timestamp]:
 def test_alert_marks_are_the_ledgers_alerts(traded: TradedAccount, traded_report: Any) -> None:
     stored = traded.ledger.alerts(ACCOUNT)
     assert len(stored) >= 3, "the weekly diagnostics should have raised alerts on this account"
-    expected = sorted((pd.Timestamp(a["as_of"]), a["rule"], a["payload"]["severity"]) for a in stored)
+    expected = sorted(
+        (pd.Timestamp(a["as_of"]), a["rule"], a["payload"]["severity"]) for a in stored
+    )
     shown = sorted((m.date, m.label, m.severity) for m in traded_report.marks if m.kind == "alert")
     assert shown == expected
 
 
-def test_promotion_mark_is_the_first_session_of_the_promoted_version(traded: TradedAccount,
-                                                                    traded_report: Any) -> None:
+def test_promotion_mark_is_the_first_session_of_the_promoted_version(
+    traded: TradedAccount, traded_report: Any
+) -> None:
     with traded.ledger.engine.connect() as conn:
-        first = conn.execute(sa.text("SELECT min(date) FROM nav WHERE account = :a AND strategy_version = :v"),
-                             {"a": ACCOUNT, "v": traded.v2}).scalar()
-        activated = [row[0] for row in conn.execute(sa.text(
-            "SELECT sha FROM strategy_versions WHERE account = :a ORDER BY id"), {"a": ACCOUNT})]
+        first = conn.execute(
+            sa.text("SELECT min(date) FROM nav WHERE account = :a AND strategy_version = :v"),
+            {"a": ACCOUNT, "v": traded.v2},
+        ).scalar()
+        activated = [
+            row[0]
+            for row in conn.execute(
+                sa.text("SELECT sha FROM strategy_versions WHERE account = :a ORDER BY id"),
+                {"a": ACCOUNT},
+            )
+        ]
     assert activated == [traded.v1, traded.v2]  # v1 at the start, v2 by the promotion
     promotions = [m for m in traded_report.marks if m.kind == "promotion"]
     assert [(m.date, m.label) for m in promotions] == [(pd.Timestamp(first), "v2 daily_momentum")]
     assert pd.Timestamp(first).date() == SWITCH
 
 
-def test_repair_marks_come_from_the_repair_folders(traded: TradedAccount, traded_report: Any) -> None:
+def test_repair_marks_come_from_the_repair_folders(
+    traded: TradedAccount, traded_report: Any
+) -> None:
     repairs = [(m.date.date(), m.label) for m in traded_report.marks if m.kind == "repair"]
     assert repairs == [(SWITCH, "promoted → v2"), (date(2025, 4, 7), "failed")]
 
@@ -57,15 +69,24 @@ def test_the_charts_draw_each_mark_on_its_date(traded: TradedAccount, traded_rep
             charts.draw_rolling_ir(ax, returns, returns * 0.5, marks=traded_report.marks)
         triangles = [x for line in ax.lines if line.get_marker() == "^" for x in line.get_xdata()]
         diamonds = [x for line in ax.lines if line.get_marker() == "D" for x in line.get_xdata()]
-        verticals = [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--"
-                     and line.get_color() == charts.PROMOTION_COLOR]
+        verticals = [
+            line.get_xdata()[0]
+            for line in ax.lines
+            if line.get_linestyle() == "--" and line.get_color() == charts.PROMOTION_COLOR
+        ]
         alerts = _dates(traded_report.marks, "alert")
         assert set(triangles) <= set(alerts) and triangles  # each marker on an alert's session ...
         counts = [int(t.get_text()) for t in ax.texts if t.get_text().isdigit()]
-        assert len(triangles) - len(counts) + sum(counts) == len(alerts)  # ... standing for all of them
+        assert len(triangles) - len(counts) + sum(counts) == len(
+            alerts
+        )  # ... standing for all of them
         assert diamonds == _dates(traded_report.marks, "repair")
-        assert [mdates.num2date(mdates.date2num(v)).date() if not isinstance(v, pd.Timestamp) else v.date()
-                for v in verticals] == [d.date() for d in _dates(traded_report.marks, "promotion")]
+        assert [
+            mdates.num2date(mdates.date2num(v)).date()
+            if not isinstance(v, pd.Timestamp)
+            else v.date()
+            for v in verticals
+        ] == [d.date() for d in _dates(traded_report.marks, "promotion")]
         texts = [t.get_text().strip() for t in ax.texts]
         assert "v2 daily_momentum" in texts
         legend = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -78,7 +99,9 @@ def test_a_critical_alert_is_drawn_above_a_warning_of_the_same_day() -> None:
         marks = [Mark(date=day, kind="alert", label=f"{s} rule", severity=s) for s in order]
         ax = Figure().add_subplot()
         charts._mark(ax, marks)
-        drawn = sorted(ax.lines, key=lambda line: line.get_zorder())  # the order they are painted in
+        drawn = sorted(
+            ax.lines, key=lambda line: line.get_zorder()
+        )  # the order they are painted in
         assert drawn[-1].get_color() == charts.ALERT_COLORS["critical"], order
 
 
@@ -97,34 +120,59 @@ def test_version_labels_replace_shas_everywhere(traded: TradedAccount, traded_re
 
 
 def test_marks_without_labels_and_broken_repair_folders(tmp_path: Path) -> None:
-    versions = pd.Series(["a" * 40, "a" * 40, "b" * 40, "a" * 40], index=pd.bdate_range("2025-01-06", periods=4))
+    versions = pd.Series(
+        ["a" * 40, "a" * 40, "b" * 40, "a" * 40], index=pd.bdate_range("2025-01-06", periods=4)
+    )
     marks = promotion_marks(versions)
-    assert [(m.date.date(), m.label) for m in marks] == [(date(2025, 1, 8), "b" * 12), (date(2025, 1, 9), "a" * 12)]
+    assert [(m.date.date(), m.label) for m in marks] == [
+        (date(2025, 1, 8), "b" * 12),
+        (date(2025, 1, 9), "a" * 12),
+    ]
     (tmp_path / "repair-1").mkdir()
     (tmp_path / "repair-1" / "autopsy.json").write_text("{not json")
     (tmp_path / "repair-2").mkdir()
-    (tmp_path / "repair-2" / "autopsy.json").write_text('{"account": "other", "as_of": "2025-01-06"}')
+    (tmp_path / "repair-2" / "autopsy.json").write_text(
+        '{"account": "other", "as_of": "2025-01-06"}'
+    )
     (tmp_path / "repair-3").mkdir()
     (tmp_path / "repair-3" / "autopsy.json").write_text('{"account": "me", "as_of": "2025-01-07"}')
-    assert [(m.date.date(), m.label) for m in repair_marks(tmp_path, "me")] == [(date(2025, 1, 7), "unfinished")]
+    assert [(m.date.date(), m.label) for m in repair_marks(tmp_path, "me")] == [
+        (date(2025, 1, 7), "unfinished")
+    ]
 
 
 def test_a_probations_start_and_decision_are_drawn_on_their_dates() -> None:
     from oomrl.metrics.marks import probation_marks
 
-    rows = [{"tag": "v2", "opened_on": date(2024, 7, 12), "decided_on": date(2024, 8, 9), "status": "promoted"},
-            {"tag": "v3", "opened_on": date(2024, 9, 2), "decided_on": None, "status": "open"}]
+    rows = [
+        {
+            "tag": "v2",
+            "opened_on": date(2024, 7, 12),
+            "decided_on": date(2024, 8, 9),
+            "status": "promoted",
+        },
+        {"tag": "v3", "opened_on": date(2024, 9, 2), "decided_on": None, "status": "open"},
+    ]
     marks = probation_marks(rows)
     assert [(m.kind, m.date.date(), m.label) for m in marks] == [
-        ("probation", date(2024, 7, 12), "v2 on probation"), ("decision", date(2024, 8, 9), "v2 promoted"),
-        ("probation", date(2024, 9, 2), "v3 on probation")]
+        ("probation", date(2024, 7, 12), "v2 on probation"),
+        ("decision", date(2024, 8, 9), "v2 promoted"),
+        ("probation", date(2024, 9, 2), "v3 on probation"),
+    ]
     ax = Figure().add_subplot()
     ax.set_xlim(pd.Timestamp("2024-07-01"), pd.Timestamp("2024-10-31"))
     charts._mark(ax, marks)
-    drawn = [(line.get_linestyle(), pd.Timestamp(line.get_xdata()[0]).date()) for line in ax.lines
-             if line.get_color() == charts.PROBATION_COLOR]
+    drawn = [
+        (line.get_linestyle(), pd.Timestamp(line.get_xdata()[0]).date())
+        for line in ax.lines
+        if line.get_color() == charts.PROBATION_COLOR
+    ]
     assert drawn == [(":", date(2024, 7, 12)), ("-.", date(2024, 8, 9)), (":", date(2024, 9, 2))]
-    assert {t.get_text().strip() for t in ax.texts} == {"v2 on probation", "v2 promoted", "v3 on probation"}
+    assert {t.get_text().strip() for t in ax.texts} == {
+        "v2 on probation",
+        "v2 promoted",
+        "v3 on probation",
+    }
     ax.legend()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["probation starts", "probation decided"]

@@ -25,7 +25,7 @@ def _series(values: list[float], start: str = "2025-01-06") -> pd.Series:
 def test_annualized_return_is_arithmetic_mean_times_252_and_cagr_is_geometric() -> None:
     r = _series([0.10, -0.10])
     assert perf.annualized_return(r) == pytest.approx(0.0)  # mean is zero ...
-    assert perf.cagr(r) == pytest.approx(0.99 ** 126 - 1)   # ... but wealth fell to 0.99
+    assert perf.cagr(r) == pytest.approx(0.99**126 - 1)  # ... but wealth fell to 0.99
     assert perf.cagr(r) < perf.annualized_return(r)
 
 
@@ -52,7 +52,7 @@ def test_max_drawdown_counts_starting_capital_as_first_high_water_mark() -> None
 
 
 def test_information_ratio_and_tracking_error_by_hand() -> None:
-    r, b = _series([0.02, 0.00, 0.01]), _series([0.01, 0.01, 0.00], ).rename("benchmark")
+    r, b = _series([0.02, 0.00, 0.01]), _series([0.01, 0.01, 0.00]).rename("benchmark")
     active = np.array([0.01, -0.01, 0.01])
     te = active.std(ddof=1) * math.sqrt(252)
     assert perf.tracking_error(r, b) == pytest.approx(te)
@@ -72,7 +72,9 @@ def test_agrees_with_empyrical(seed: int) -> None:
     rf = 0.02
     m = perf.compute_metrics(r, b, rf=rf)
     assert m["sharpe"] == pytest.approx(empyrical.sharpe_ratio(r, risk_free=rf / 252), rel=1e-12)
-    assert m["sortino"] == pytest.approx(empyrical.sortino_ratio(r, required_return=rf / 252), rel=1e-12)
+    assert m["sortino"] == pytest.approx(
+        empyrical.sortino_ratio(r, required_return=rf / 252), rel=1e-12
+    )
     assert m["max_drawdown"] == pytest.approx(empyrical.max_drawdown(r), rel=1e-12)
     assert m["volatility"] == pytest.approx(empyrical.annual_volatility(r), rel=1e-12)
     assert m["cagr"] == pytest.approx(empyrical.annual_return(r), rel=1e-12)
@@ -120,7 +122,8 @@ def test_compute_metrics_has_exactly_the_design_keys(pair: tuple[pd.Series, pd.S
 
 
 def test_rolling_information_ratio_matches_the_full_formula_on_each_window(
-        pair: tuple[pd.Series, pd.Series]) -> None:
+    pair: tuple[pd.Series, pd.Series],
+) -> None:
     r, b = pair
     rolling = perf.rolling_information_ratio(r, b)
     assert rolling.iloc[:59].isna().all()
@@ -132,9 +135,16 @@ def test_table1_benchmark_row_of_the_paper() -> None:
     """CSI 300 price index, mean daily return × 252, first return from the previous session's close."""
     csi300 = read_returns_csv(CSI300_PRICE)
     table = perf.phase_table(csi300, perf.read_phases(TABLE1_PHASES))
-    got = {row.phase: (row.sessions, round(row.annualized_return * 100, 2)) for row in table.itertuples()}
-    assert got == {"Whole study": (402, 21.16), "Phase 1": (73, 48.16),
-                   "Phase 2": (235, 19.22), "Phase 3": (94, 5.04)}
+    got = {
+        row.phase: (row.sessions, round(row.annualized_return * 100, 2))
+        for row in table.itertuples()
+    }
+    assert got == {
+        "Whole study": (402, 21.16),
+        "Phase 1": (73, 48.16),
+        "Phase 2": (235, 19.22),
+        "Phase 3": (94, 5.04),
+    }
 
 
 def test_phases_from_versions_are_contiguous_live_spans() -> None:
@@ -142,12 +152,18 @@ def test_phases_from_versions_are_contiguous_live_spans() -> None:
     versions = pd.Series(["aaa", "aaa", "bbb", "bbb", "bbb", "aaa"], index=dates)
     phases = perf.phases_from_versions(versions)
     assert [(p.name, p.start, p.end) for p in phases] == [
-        ("aaa", dates[0], dates[1]), ("bbb", dates[2], dates[4]), ("aaa", dates[5], dates[5])]
+        ("aaa", dates[0], dates[1]),
+        ("bbb", dates[2], dates[4]),
+        ("aaa", dates[5], dates[5]),
+    ]
 
 
 def test_phase_table_with_benchmark_reports_excess(pair: tuple[pd.Series, pd.Series]) -> None:
     r, b = pair
-    phases = [perf.Phase("one day", r.index[0], r.index[0]), perf.Phase("all", r.index[0], r.index[-1])]
+    phases = [
+        perf.Phase("one day", r.index[0], r.index[0]),
+        perf.Phase("all", r.index[0], r.index[-1]),
+    ]
     table = perf.phase_table(r, phases, benchmark=b).set_index("phase")
     assert table.loc["one day", "sessions"] == 1 and pd.isna(table.loc["one day", "sharpe"])
     assert table.loc["all", "excess_return"] == pytest.approx((r.mean() - b.mean()) * 252)
@@ -174,7 +190,9 @@ TINY_DISPERSION = [0.0, 0.0, 1.99e-14]
 
 def test_sharpe_is_undefined_on_the_scaled_denominator_not_the_daily_sd() -> None:
     r = _series(TINY_DISPERSION)
-    assert r.std(ddof=1) >= 1e-15  # the old guard (daily sd under 1e-15) would not excuse this series
+    assert (
+        r.std(ddof=1) >= 1e-15
+    )  # the old guard (daily sd under 1e-15) would not excuse this series
     assert perf.sharpe(r) is None and sharpe_is_undefined(r)
     assert np.isfinite(empyrical.sharpe_ratio(r))  # empyrical divides anyway: ~9.2
 
@@ -187,7 +205,9 @@ def test_drawdown_and_sharpe_match_empyrical_on_any_series(values: list[float]) 
     assert perf.max_drawdown(r) == pytest.approx(empyrical.max_drawdown(r), abs=1e-12)
     expected = empyrical.sharpe_ratio(r)
     got = perf.sharpe(r)
-    if got is None:  # (numerically) zero dispersion: we say undefined, empyrical says nan, inf or a number
+    if (
+        got is None
+    ):  # (numerically) zero dispersion: we say undefined, empyrical says nan, inf or a number
         assert not np.isfinite(expected) or sharpe_is_undefined(r)
     else:
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)

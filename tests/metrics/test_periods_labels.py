@@ -21,7 +21,9 @@ def test_monthly_and_yearly_returns_compound_the_days() -> None:
     assert np.isnan(table.loc[2025, "Dec"])  # 300 sessions end in early 2025
     yearly = yearly_returns(port, bench).set_index("year")
     assert yearly.loc[2024, "portfolio"] == pytest.approx(table.loc[2024, "Year"])
-    assert yearly.loc[2024, "excess"] == pytest.approx(yearly.loc[2024, "portfolio"] - yearly.loc[2024, "benchmark"])
+    assert yearly.loc[2024, "excess"] == pytest.approx(
+        yearly.loc[2024, "portfolio"] - yearly.loc[2024, "benchmark"]
+    )
     assert yearly["sessions"].sum() == len(port)
     assert list(yearly_returns(port).columns) == ["year", "sessions", "portfolio"]
 
@@ -35,10 +37,18 @@ def test_drawdown_periods_on_a_hand_made_path() -> None:
     table = drawdown_periods(returns)
     assert table.loc[0, "depth"] == pytest.approx(-0.2) == pytest.approx(max_drawdown(returns))
     first = table.iloc[0].to_dict()
-    assert (first["peak"], first["valley"], first["recovery"]) == ("2025-01-08", "2025-01-10", "2025-01-13")
+    assert (first["peak"], first["valley"], first["recovery"]) == (
+        "2025-01-08",
+        "2025-01-10",
+        "2025-01-13",
+    )
     assert (first["to_valley"], first["to_recovery"], first["length"]) == (2, 1, 3)
     start = table[table["peak"] == "start"].iloc[0]
-    assert start["valley"] == "2025-01-06" and start["recovery"] == "2025-01-07" and start["length"] == 2
+    assert (
+        start["valley"] == "2025-01-06"
+        and start["recovery"] == "2025-01-07"
+        and start["length"] == 2
+    )
     still_open = table[table["recovery"].isna()].iloc[0]
     assert still_open["peak"] == "2025-01-14" and still_open["length"] == 2
     assert pd.isna(still_open["to_recovery"])

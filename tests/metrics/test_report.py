@@ -45,8 +45,14 @@ def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
     bench = read_returns_csv(CSI300_TOTAL_RETURN)
     port = _portfolio(bench)
     phases = read_phases(TABLE1_PHASES)[1:]
-    report = build_report(port, tmp_path / "r", benchmark=bench, benchmark_kind="total_return",
-                          phases=phases, title="Paper account")
+    report = build_report(
+        port,
+        tmp_path / "r",
+        benchmark=bench,
+        benchmark_kind="total_return",
+        phases=phases,
+        title="Paper account",
+    )
     assert [p.name for p in report.pngs] == ["equity.png", "underwater.png", "rolling_ir.png"]
     for png in report.pngs:
         height, width = mpimg.imread(png).shape[:2]
@@ -56,12 +62,17 @@ def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
     refs.feed(page)
     assert refs.images == 3
     assert refs.urls and all(url.startswith("data:image/png;base64,") for url in refs.urls)
-    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:", page)  # base64 may spell "http" by chance
+    text = re.sub(
+        r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:", page
+    )  # base64 may spell "http" by chance
     assert "<link" not in text and "<script" not in text and "http" not in text
     assert "CSI 300 total-return index (H00300)" in page
     summary = report.markdown.read_text()
     assert "Benchmark: CSI 300 total-return index (H00300)" in summary
-    assert "|  | Phase 1 | Phase 2 | Phase 3 |" in summary and "| Sessions | 73 | 235 | 94 |" in summary
+    assert (
+        "|  | Phase 1 | Phase 2 | Phase 3 |" in summary
+        and "| Sessions | 73 | 235 | 94 |" in summary
+    )
     assert "![rolling_ir](rolling_ir.png)" in summary
     assert report.metrics["trading_days"] == len(port)
 
@@ -83,7 +94,9 @@ def test_style_table_in_report(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     dates = pd.bdate_range("2024-07-01", periods=120)
     cols = [f"S{i}" for i in range(30)]
-    close = 10 * (1 + pd.DataFrame(rng.normal(0, 0.02, (120, 30)), index=dates, columns=cols)).cumprod()
+    close = (
+        10 * (1 + pd.DataFrame(rng.normal(0, 0.02, (120, 30)), index=dates, columns=cols)).cumprod()
+    )
     volume = pd.DataFrame(rng.lognormal(12, 1, (120, 30)), index=dates, columns=cols)
     styles = factors.style_factor_returns(close, factors.traded_value(close, volume))
     bench = close.pct_change().mean(axis=1).fillna(0.0).rename("benchmark")
@@ -93,7 +106,9 @@ def test_style_table_in_report(tmp_path: Path) -> None:
     summary = report.markdown.read_text()
     assert "## Style attribution" in summary
     split = attribution.split_table().set_index("component")["annual"]
-    assert f"| pure idiosyncratic alpha | {split['pure idiosyncratic alpha'] * 100:.2f} % |" in summary
+    assert (
+        f"| pure idiosyncratic alpha | {split['pure idiosyncratic alpha'] * 100:.2f} % |" in summary
+    )
     assert split["tracking error"] == pytest.approx(attribution.tracking_error)
     assert "Style attribution (market + High-Low factors)" in report.html.read_text()
 
@@ -106,7 +121,9 @@ def test_bad_benchmark_kind(tmp_path: Path) -> None:
 
 def test_rolling_chart_without_phases_and_value_format(tmp_path: Path) -> None:
     r = read_returns_csv(CSI300_PRICE)
-    path = charts.rolling_ir_chart(r * 1.1, r, tmp_path / "ir.png", [Phase("v1", r.index[0], r.index[-1])])
+    path = charts.rolling_ir_chart(
+        r * 1.1, r, tmp_path / "ir.png", [Phase("v1", r.index[0], r.index[-1])]
+    )
     assert path.stat().st_size > 10_000
     assert format_value("sharpe", None) == "—" and format_value("cagr", 0.1234) == "12.34 %"
     assert format_value("beta", 1.23456) == "1.235" and format_value("sessions", 5) == "5"
@@ -123,17 +140,32 @@ def test_aggregate_phases_are_not_shaded() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
-                    reason="chromium is not installed")
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="chromium is not installed",
+)
 def test_tearsheet_renders_in_a_browser_with_the_network_cut(tmp_path: Path) -> None:
     """Headless chromium, every request sent to a dead proxy: the page still shows its charts."""
     bench = read_returns_csv(CSI300_PRICE)
     report = build_report(_portfolio(bench), tmp_path / "r", benchmark=bench, title="Offline")
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     shot = tmp_path / "shot.png"
-    subprocess.run([str(browser), "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--proxy-server=127.0.0.1:9", "--window-size=1000,1600", f"--screenshot={shot}",
-                    report.html.resolve().as_uri()], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            str(browser),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--proxy-server=127.0.0.1:9",
+            "--window-size=1000,1600",
+            f"--screenshot={shot}",
+            report.html.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     pixels = mpimg.imread(shot)[:, :, :3]
     # the equity line's blue must be on screen: the inlined PNGs rendered without any network
     blue = (abs(pixels[:, :, 0] - 0x1F / 255) < 0.08) & (abs(pixels[:, :, 2] - 0x9C / 255) < 0.08)

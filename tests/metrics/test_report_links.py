@@ -16,7 +16,9 @@ SECRET = "reports-secret-0123456789"
 
 
 class NoLaunches:
-    async def launch(self, autopsy: object, alert_id: str) -> object:  # pragma: no cover - never called
+    async def launch(
+        self, autopsy: object, alert_id: str
+    ) -> object:  # pragma: no cover - never called
         raise AssertionError("a GET must not start anything")
 
 
@@ -28,7 +30,9 @@ def served(oomrl_home: Path) -> tuple[TestClient, Path, ReportLinks]:
     (folder / "tearsheet.html").write_text("<!DOCTYPE html><title>t</title>")
     (oomrl_home / "secret.png").write_bytes(b"not a report")
     config = WebhookSettings(secret=SECRET, db_url=f"sqlite:///{oomrl_home / 'webhook.db'}")
-    app = create_app(config, launcher=NoLaunches(), store=DeliveryStore(config.store_url("sqlite://")))  # type: ignore[arg-type]
+    app = create_app(
+        config, launcher=NoLaunches(), store=DeliveryStore(config.store_url("sqlite://"))
+    )  # type: ignore[arg-type]
     return TestClient(app), folder, ReportLinks("http://testserver", SECRET)
 
 
@@ -36,19 +40,25 @@ def _path(url: str) -> str:
     return url.removeprefix("http://testserver")
 
 
-def test_a_signed_link_serves_the_file_with_its_type(served: tuple[TestClient, Path, ReportLinks]) -> None:
+def test_a_signed_link_serves_the_file_with_its_type(
+    served: tuple[TestClient, Path, ReportLinks],
+) -> None:
     client, folder, links = served
     png = client.get(_path(links.url(folder / "equity.png")))
     assert png.status_code == 200 and png.headers["content-type"] == "image/png"
     assert png.content == (folder / "equity.png").read_bytes()
     page = client.get(_path(links.url(folder / "tearsheet.html")))
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    assert "script" not in page.headers["content-security-policy"] and "default-src 'none'" in \
-        page.headers["content-security-policy"]
+    assert (
+        "script" not in page.headers["content-security-policy"]
+        and "default-src 'none'" in page.headers["content-security-policy"]
+    )
     assert page.headers["x-content-type-options"] == "nosniff"
 
 
-def test_unsigned_forged_and_foreign_paths_are_refused(served: tuple[TestClient, Path, ReportLinks]) -> None:
+def test_unsigned_forged_and_foreign_paths_are_refused(
+    served: tuple[TestClient, Path, ReportLinks],
+) -> None:
     client, folder, links = served
     good = links.url(folder / "equity.png")
     assert client.get(_path(good).split("?")[0]).status_code == 403
@@ -58,7 +68,9 @@ def test_unsigned_forged_and_foreign_paths_are_refused(served: tuple[TestClient,
     assert client.get(_path(other)).status_code == 403
     # a signature for a name that is no report file, or a folder that is no report folder
     for name in ("secret.png", "ledger.db"):
-        response = client.get(f"/reports/{folder.name}/{name}?sig={signature(SECRET, folder.name, name)}")
+        response = client.get(
+            f"/reports/{folder.name}/{name}?sig={signature(SECRET, folder.name, name)}"
+        )
         assert response.status_code == 404
     escape = f"/reports/..%2F/secret.png?sig={signature(SECRET, '../', 'secret.png')}"
     assert client.get(escape).status_code == 404
@@ -79,10 +91,15 @@ def test_symlinks_are_not_followed(served: tuple[TestClient, Path, ReportLinks])
 def test_links_come_from_the_environment() -> None:
     assert ReportLinks.from_env({}) is None
     assert ReportLinks.from_env({"OOMRL_REPORTS_URL": "http://h:1"}) is None  # no secret, no links
-    links = ReportLinks.from_env({"OOMRL_REPORTS_URL": "http://h:1/", "OOMRL_WEBHOOK_SECRET": SECRET})
+    links = ReportLinks.from_env(
+        {"OOMRL_REPORTS_URL": "http://h:1/", "OOMRL_WEBHOOK_SECRET": SECRET}
+    )
     assert links is not None and links.base_url == "http://h:1"
     url = links.url(Path("/x/runs/report-a-1/equity.png"))
-    assert url.startswith("http://h:1/reports/report-a-1/equity.png?sig=") and len(url.split("sig=")[1]) == 32
+    assert (
+        url.startswith("http://h:1/reports/report-a-1/equity.png?sig=")
+        and len(url.split("sig=")[1]) == 32
+    )
     with pytest.raises(ReportLinkError, match="http"):
         ReportLinks.from_env({"OOMRL_REPORTS_URL": "file:///etc", "OOMRL_WEBHOOK_SECRET": SECRET})
     with pytest.raises(ReportLinkError, match="not a report folder"):

@@ -20,11 +20,15 @@ def test_tearsheet_fits_a_laptop_screen_with_every_image_loaded(traded_report: A
         wait_for_images(page, 4)
         found = layout(page)
         screenshot(page, "tearsheet-1280.png")
-        hover = page.locator("th", has_text="Slippage leakage (% a year)").first.get_attribute("title")
+        hover = page.locator("th", has_text="Slippage leakage (% a year)").first.get_attribute(
+            "title"
+        )
         glossary = page.locator("dl.glossary dt").all_inner_texts()
     assert found["width"] == 1280 and found["scrollWidth"] <= 1280, found
     assert len(found["images"]) == 4  # equity, rolling IR, underwater, friction
-    assert all(image["complete"] and image["natural"] > 0 for image in found["images"]), found["images"]
+    assert all(image["complete"] and image["natural"] > 0 for image in found["images"]), found[
+        "images"
+    ]
     assert found["overflowing"] == [], found["overflowing"]
     assert hover and hover.startswith("Frictionless − realized return per session")
     assert "CAPM alpha (% a year)" in glossary and "Information ratio" in glossary

@@ -40,8 +40,13 @@ def _promote_v2(versions: StrategyVersions, scratch: Path) -> str:
     candidate = versions.clone_to(scratch / "candidate")
     readme = candidate / "strategies" / "REPAIRED.md"
     readme.write_text("weekly rebalancing after the friction alert\n")
-    info = versions.promote(candidate, "Repair daily_momentum: trade weekly",
-                            {"autopsy": {"alert_id": "test", "as_of": str(SWITCH)}}, ACCOUNT, "daily_momentum")
+    info = versions.promote(
+        candidate,
+        "Repair daily_momentum: trade weekly",
+        {"autopsy": {"alert_id": "test", "as_of": str(SWITCH)}},
+        ACCOUNT,
+        "daily_momentum",
+    )
     return info.sha
 
 
@@ -50,7 +55,9 @@ def _write_repair_folder(runs_dir: Path, as_of: date, status: str, tag: str | No
     folder = runs_dir / f"repair-{as_of:%Y%m%d}T000000Z-{status[:6]}"
     folder.mkdir(parents=True)
     (folder / "autopsy.json").write_text(json.dumps({"account": ACCOUNT, "as_of": str(as_of)}))
-    (folder / "outcome.json").write_text(json.dumps({"status": status, "version": {"tag": tag} if tag else None}))
+    (folder / "outcome.json").write_text(
+        json.dumps({"status": status, "version": {"tag": tag} if tag else None})
+    )
 
 
 def build_traded_account(root: Path) -> TradedAccount:

@@ -38,10 +38,19 @@ class RecordingRepairer:
         self.status = status
         self.autopsies: list[Autopsy] = []
 
-    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> dict[str, Any]:
+    def __call__(
+        self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy
+    ) -> dict[str, Any]:
         self.autopsies.append(autopsy)
-        return {"alert_id": autopsy.alert_id, "as_of": autopsy.as_of.isoformat(), "status": self.status,
-                "step": None, "reason": "recorded", "run_dir": str(settings.runs_dir), "version": None}
+        return {
+            "alert_id": autopsy.alert_id,
+            "as_of": autopsy.as_of.isoformat(),
+            "status": self.status,
+            "step": None,
+            "reason": "recorded",
+            "run_dir": str(settings.runs_dir),
+            "version": None,
+        }
 
 
 class ProbationRepairer:
@@ -51,42 +60,75 @@ class ProbationRepairer:
     def __init__(self) -> None:
         self.autopsies: list[Autopsy] = []
 
-    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> dict[str, Any]:
+    def __call__(
+        self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy
+    ) -> dict[str, Any]:
         from oomrl.portfolio.service import open_ledger
         from oomrl.versions import StrategyVersions
 
         self.autopsies.append(autopsy)
         versions = StrategyVersions(settings.workspace_dir, open_ledger(settings))
-        with tempfile.TemporaryDirectory() as scratch:  # the promotion keeps the commit, not the clone
+        with (
+            tempfile.TemporaryDirectory() as scratch
+        ):  # the promotion keeps the commit, not the clone
             candidate = versions.clone_to(Path(scratch) / "candidate", at="v1")
             source = candidate / "strategies" / f"{config.strategy}.py"
             daily = "return last_rebalance is None or day > last_rebalance"
             weekly = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
             assert daily in source.read_text()
             source.write_text(source.read_text().replace(daily, weekly))
-            info = versions.promote(candidate, "Repair daily_momentum: weekly", {"mandate": {"constraints": {
-                "rebalance": "weekly"}}}, config.account, config.strategy,
-                (autopsy.as_of, config.probation_sessions))
-        return {"alert_id": autopsy.alert_id, "as_of": autopsy.as_of.isoformat(), "status": "probation",
-                "step": None, "reason": f"{info.tag} on probation", "run_dir": str(settings.runs_dir),
-                "version": info.tag}
+            info = versions.promote(
+                candidate,
+                "Repair daily_momentum: weekly",
+                {"mandate": {"constraints": {"rebalance": "weekly"}}},
+                config.account,
+                config.strategy,
+                (autopsy.as_of, config.probation_sessions),
+            )
+        return {
+            "alert_id": autopsy.alert_id,
+            "as_of": autopsy.as_of.isoformat(),
+            "status": "probation",
+            "step": None,
+            "reason": f"{info.tag} on probation",
+            "run_dir": str(settings.runs_dir),
+            "version": info.tag,
+        }
 
 
 @pytest.mark.slow
 def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_it(
-        demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    demo_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from oomrl.market import calendar
     from oomrl.metrics.attribution import account_marks, account_returns, version_labels
     from oomrl.portfolio.ledger import Ledger
 
-    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")  # 500 % a year: the challenger keeps up
+    monkeypatch.setenv(
+        "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
+    )  # 500 % a year: the challenger keeps up
     console, repairer = quiet(), ProbationRepairer()
-    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-08-09", console=console, max_repairs=2,
-                       repairer=repairer, probation=8, repair_on="warning")
+    summary = run_demo(
+        home=demo_home,
+        start="2024-07-01",
+        end="2024-08-09",
+        console=console,
+        max_repairs=2,
+        repairer=repairer,
+        probation=8,
+        repair_on="warning",
+    )
     opened = repairer.autopsies[0].as_of  # the turnover alert of 2024-07-05
-    forward = [d.date() for d in calendar.sessions(pd.Timestamp(opened) + pd.Timedelta(days=1), "2024-08-09")]
+    forward = [
+        d.date()
+        for d in calendar.sessions(pd.Timestamp(opened) + pd.Timedelta(days=1), "2024-08-09")
+    ]
     (probation,) = summary["probations"]
-    assert probation["version"] == "v2" and probation["account"] == "demo" and probation["sessions"] == 8
+    assert (
+        probation["version"] == "v2"
+        and probation["account"] == "demo"
+        and probation["sessions"] == 8
+    )
     assert probation["started"] == str(opened) and probation["decided"] == str(forward[7])
     assert probation["decision"] == "promoted" and probation["decided_by"] == "the daily chain"
     evidence = probation["evidence"]
@@ -95,76 +137,139 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     assert all(check["passed"] for check in evidence["checks"]) and evidence["checks"]
     text = " ".join(console.export_text().split())
     assert f"probation promoted v2 on {forward[7]} after 8 forward sessions" in text
-    assert "repair deferred" in text and "v2 is on probation since" in text  # no second challenger meanwhile
-    assert f"probation: v2 on demo~v2 from {opened}, promoted on {forward[7]} by the daily chain" in text
+    assert (
+        "repair deferred" in text and "v2 is on probation since" in text
+    )  # no second challenger meanwhile
+    assert (
+        f"probation: v2 on demo~v2 from {opened}, promoted on {forward[7]} by the daily chain"
+        in text
+    )
     assert len(repairer.autopsies) == 1
     # The capital moved at the decision: v1 holds the book until v2 (weekly) first trades, the next week.
     ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
     (v1, v2) = summary["table1"][:2]
-    first_v2 = next(d for d in forward if d > forward[7] and d.isocalendar()[1] != forward[7].isocalendar()[1])
-    assert (v1["version"], v1["end"]) == ("v1 daily_momentum", str(forward[forward.index(first_v2) - 1]))
+    first_v2 = next(
+        d for d in forward if d > forward[7] and d.isocalendar()[1] != forward[7].isocalendar()[1]
+    )
+    assert (v1["version"], v1["end"]) == (
+        "v1 daily_momentum",
+        str(forward[forward.index(first_v2) - 1]),
+    )
     assert (v2["version"], v2["start"]) == ("v2 daily_momentum", str(first_v2))
     shadow = ledger.nav_frame("demo~v2")
-    assert [d.date() for d in shadow["date"]] == forward[:8]  # the shadow book, marked every session
+    assert [d.date() for d in shadow["date"]] == forward[
+        :8
+    ]  # the shadow book, marked every session
     # The tearsheet marks the probation's start and its decision (and v2's first session).
     returns, versions = account_returns(ledger.nav_frame("demo"), "demo")
-    marks = account_marks(ledger, "demo", versions, version_labels(ledger, "demo", demo_home / "workspace"), None)
-    shown = {(m.kind, m.date.date(), m.label) for m in marks if m.kind in ("probation", "decision", "promotion")}
-    assert shown == {("probation", opened, "v2 on probation"), ("decision", forward[7], "v2 promoted"),
-                     ("promotion", first_v2, "v2 daily_momentum")}
+    marks = account_marks(
+        ledger, "demo", versions, version_labels(ledger, "demo", demo_home / "workspace"), None
+    )
+    shown = {
+        (m.kind, m.date.date(), m.label)
+        for m in marks
+        if m.kind in ("probation", "decision", "promotion")
+    }
+    assert shown == {
+        ("probation", opened, "v2 on probation"),
+        ("decision", forward[7], "v2 promoted"),
+        ("promotion", first_v2, "v2 daily_momentum"),
+    }
     written = Path(summary["summary_md"]).read_text()
     assert f"| {opened} | probation |" in written and f"| {forward[7]} | decision |" in written
 
 
 @pytest.mark.slow
 def test_a_challenger_worse_forward_is_retired_and_the_champion_keeps_trading(
-        demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    demo_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from oomrl.portfolio.ledger import Ledger
 
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_TEST", "superiority")
-    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "50.0")  # must beat the champion by 5000 % a year
+    monkeypatch.setenv(
+        "OOMRL_AGENT_PROMOTION_MARGIN", "50.0"
+    )  # must beat the champion by 5000 % a year
     console = quiet()
-    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-07-26", console=console, max_repairs=1,
-                       repairer=ProbationRepairer(), probation=3)
+    summary = run_demo(
+        home=demo_home,
+        start="2024-07-01",
+        end="2024-07-26",
+        console=console,
+        max_repairs=1,
+        repairer=ProbationRepairer(),
+        probation=3,
+    )
     (probation,) = summary["probations"]
-    assert (probation["started"], probation["decided"], probation["decision"]) == ("2024-07-12", "2024-07-17",
-                                                                                   "retired")
+    assert (probation["started"], probation["decided"], probation["decision"]) == (
+        "2024-07-12",
+        "2024-07-17",
+        "retired",
+    )
     assert "net_of_friction_vs_champion_probation" in probation["reason"]
-    assert "probation retired v2 on 2024-07-17 after 3 forward sessions" in " ".join(console.export_text().split())
+    assert "probation retired v2 on 2024-07-17 after 3 forward sessions" in " ".join(
+        console.export_text().split()
+    )
     assert [row["version"] for row in summary["table1"]] == ["v1 daily_momentum", "whole window"]
     ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
-    assert "probation_retired" in {alert["rule"] for alert in ledger.alerts("demo")}  # for the next repair
+    assert "probation_retired" in {
+        alert["rule"] for alert in ledger.alerts("demo")
+    }  # for the next repair
     assert ledger.account("demo~v2").status.value == "closed"
 
 
 @pytest.mark.slow
 def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
-    result = CliRunner().invoke(app, ["demo", "--home", str(demo_home), "--start", "2024-07-01",
-                                      "--end", "2024-08-09", "--max-repairs", "0"],
-                                env={"COLUMNS": "160"})
+    result = CliRunner().invoke(
+        app,
+        [
+            "demo",
+            "--home",
+            str(demo_home),
+            "--start",
+            "2024-07-01",
+            "--end",
+            "2024-08-09",
+            "--max-repairs",
+            "0",
+        ],
+        env={"COLUMNS": "160"},
+    )
     assert result.exit_code == 0, result.output
-    assert "daily bars" in result.output and "501,155" in result.output and "CSI 300 (000300)" in result.output
+    assert (
+        "daily bars" in result.output
+        and "501,155" in result.output
+        and "CSI 300 (000300)" in result.output
+    )
     assert "Table 1" in result.output and "v1 daily_momentum" in result.output
     tearsheet = Path(result.output.split("tearsheet:")[1].split()[0])
     assert tearsheet.exists() and tearsheet.name == "tearsheet.html"
     summary = json.loads((tearsheet.parent / "demo.json").read_text())
-    assert summary["repairs"] == [] and summary["halted_on"] is None and summary["jails"] == ["bwrap"]
+    assert (
+        summary["repairs"] == [] and summary["halted_on"] is None and summary["jails"] == ["bwrap"]
+    )
     assert {a["rule"] for a in summary["alerts"]} >= {"execution_decay"}
     (row_v1, whole) = summary["table1"]
     assert row_v1["trading_days"] == whole["trading_days"] == 30
     # daily momentum bleeds under friction in this window: that is the loss the demo repairs
-    assert row_v1["end"] == "2024-08-09" and whole["cumulative_return"] < 0 and whole["max_drawdown"] < -0.1
+    assert (
+        row_v1["end"] == "2024-08-09"
+        and whole["cumulative_return"] < 0
+        and whole["max_drawdown"] < -0.1
+    )
     assert whole["beta"] > 0
     # 30 sessions are too short to annualize: Table 1 leaves those figures out, and says so
     assert whole["annualized_return"] is whole["sharpe"] is whole["information_ratio"] is None
-    assert "traded fewer than 60 sessions, too short to annualize" in " ".join(result.output.split())
+    assert "traded fewer than 60 sessions, too short to annualize" in " ".join(
+        result.output.split()
+    )
     assert_point_in_time_members_only(demo_home)
     # it says why no repair ran, and how to look at what it left
     assert "no more repairs: --max-repairs 0 reached" in " ".join(result.output.split())
     inspect = f"OOMRL_HOME={demo_home.resolve()} oomrl versions list --account demo"
     assert inspect in result.output
-    listed = CliRunner().invoke(app, ["versions", "list", "--account", "demo"],
-                                env={"OOMRL_HOME": str(demo_home.resolve())})
+    listed = CliRunner().invoke(
+        app, ["versions", "list", "--account", "demo"], env={"OOMRL_HOME": str(demo_home.resolve())}
+    )
     assert listed.exit_code == 0 and listed.output.startswith("* v1 "), listed.output
 
 
@@ -189,8 +294,14 @@ def assert_point_in_time_members_only(home: Path) -> None:
 @pytest.mark.slow
 def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Path) -> None:
     repairer = RecordingRepairer()
-    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-10-31", console=quiet(),
-                       max_repairs=2, repairer=repairer)
+    summary = run_demo(
+        home=demo_home,
+        start="2024-07-01",
+        end="2024-10-31",
+        console=quiet(),
+        max_repairs=2,
+        repairer=repairer,
+    )
     first, second = (a.as_of for a in repairer.autopsies)
     assert repairer.autopsies[0].trigger.rule == "execution_decay"
     assert (second - first).days >= 4 * 7 - 4  # four weeks of cool-down after a promotion
@@ -200,8 +311,15 @@ def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Pa
 @pytest.mark.slow
 def test_critical_policy_waits_for_a_critical_alert(demo_home: Path) -> None:
     repairer = RecordingRepairer(status="failed")
-    run_demo(home=demo_home, start="2024-07-01", end="2024-08-16", console=quiet(), repair_on="critical",
-             max_repairs=1, repairer=repairer)
+    run_demo(
+        home=demo_home,
+        start="2024-07-01",
+        end="2024-08-16",
+        console=quiet(),
+        repair_on="critical",
+        max_repairs=1,
+        repairer=repairer,
+    )
     assert [a.severity for a in repairer.autopsies] == ["critical"]
 
 
@@ -209,14 +327,22 @@ def test_critical_policy_waits_for_a_critical_alert(demo_home: Path) -> None:
 def test_kill_switch_stops_the_replay(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.05")
     console = quiet()
-    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-12-31", console=console,
-                       max_repairs=0, repairer=RecordingRepairer())
+    summary = run_demo(
+        home=demo_home,
+        start="2024-07-01",
+        end="2024-12-31",
+        console=console,
+        max_repairs=0,
+        repairer=RecordingRepairer(),
+    )
     assert summary["halted_on"] is not None and summary["halted_on"] < "2024-12-31"
     assert "the kill switch wins" in console.export_text()
 
 
 @pytest.mark.slow
-def test_invalid_decisions_are_refused_not_traded(demo_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_invalid_decisions_are_refused_not_traded(
+    demo_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import oomrl.portfolio.rebalance as rebalance_module
 
     real = rebalance_module.rebalance
@@ -231,16 +357,27 @@ def test_invalid_decisions_are_refused_not_traded(demo_home: Path, monkeypatch: 
 
     opened: list[Path] = []
     real_open = WorkspaceStrategy.open
-    monkeypatch.setattr(WorkspaceStrategy, "open", lambda self, *a, **k: opened.append(self.root)
-                        or real_open(self, *a, **k))
+    monkeypatch.setattr(
+        WorkspaceStrategy,
+        "open",
+        lambda self, *a, **k: opened.append(self.root) or real_open(self, *a, **k),
+    )
     console = quiet()
-    summary = run_demo(home=demo_home, start="2024-07-01", end="2024-07-19", console=console,
-                       max_repairs=0, repairer=RecordingRepairer())
+    summary = run_demo(
+        home=demo_home,
+        start="2024-07-01",
+        end="2024-07-19",
+        console=console,
+        max_repairs=0,
+        repairer=RecordingRepairer(),
+    )
     assert len(opened) == 1  # one strategy host served v1's three weeks of rebalances
     assert [r["date"] for r in summary["refused"]] == ["2024-07-08", "2024-07-09", "2024-07-10"]
     text = console.export_text()
     assert text.count("rebalance refused") == 1 and "3 rebalance(s) refused" in text
-    assert summary["table1"][-1]["trading_days"] == 15  # the refused days are marked by the next rebalance
+    assert (
+        summary["table1"][-1]["trading_days"] == 15
+    )  # the refused days are marked by the next rebalance
 
 
 @pytest.mark.slow
@@ -253,11 +390,24 @@ def test_a_demo_without_a_jail_says_its_strategy_code_ran_unjailed(tmp_path: Pat
 
     if os.geteuid() != 0 or shutil.which("bwrap") is None or shutil.which("unshare") is None:
         pytest.skip("hiding bubblewrap needs root, unshare and an installed bwrap")
-    done = without_bwrap(tmp_path / "base", "demo", "--home", str(tmp_path / "home"), "--start", "2024-07-01",
-                         "--end", "2024-07-12", "--max-repairs", "0", unsafe=True)
+    done = without_bwrap(
+        tmp_path / "base",
+        "demo",
+        "--home",
+        str(tmp_path / "home"),
+        "--start",
+        "2024-07-01",
+        "--end",
+        "2024-07-12",
+        "--max-repairs",
+        "0",
+        unsafe=True,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "strategy code ran unjailed" in done.stdout
-    summary = json.loads(next((tmp_path / "home" / "runs").glob("report-demo-*/demo.json")).read_text())
+    summary = json.loads(
+        next((tmp_path / "home" / "runs").glob("report-demo-*/demo.json")).read_text()
+    )
     assert summary["jails"] == [UNSAFE_JAIL]
 
 
@@ -294,7 +444,10 @@ def test_pick_alert_policies() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"repair_on": "sometimes"}, "--repair-on"), ({"start": "2025-01-01", "end": "2024-01-01"}, "before")],
+    [
+        ({"repair_on": "sometimes"}, "--repair-on"),
+        ({"start": "2025-01-01", "end": "2024-01-01"}, "before"),
+    ],
 )
 def test_bad_arguments_are_named(demo_home: Path, kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(OomrlError, match=message):

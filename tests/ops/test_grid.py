@@ -20,11 +20,17 @@ def test_grid_points_are_the_cartesian_product() -> None:
 @pytest.mark.parametrize(
     ("grid", "message"),
     [
-        ({"window": [1]}, "invalid params for daily_momentum: window: Extra inputs are not permitted "
-                          "(got 1) (parameters {'window': 1})"),
+        (
+            {"window": [1]},
+            "invalid params for daily_momentum: window: Extra inputs are not permitted "
+            "(got 1) (parameters {'window': 1})",
+        ),
         ({"top_k": []}, "grid values for top_k are empty"),
-        ({"top_k": [5, 0]}, "invalid params for daily_momentum: top_k: Input should be greater than or "
-                            "equal to 1 (got 0) (parameters {'top_k': 0})"),
+        (
+            {"top_k": [5, 0]},
+            "invalid params for daily_momentum: top_k: Input should be greater than or "
+            "equal to 1 (got 0) (parameters {'top_k': 0})",
+        ),
     ],
 )
 def test_bad_grids_are_named_in_one_line(grid: dict, message: str) -> None:
@@ -43,7 +49,9 @@ def test_replay_point_row(oomrl_home: Path) -> None:
     from tasks.grid import GRID_METRICS, load_market, replay_point
 
     panels, benchmark = load_market.fn(date(2024, 7, 1), date(2024, 8, 30))
-    row = replay_point.fn("daily_momentum", {"top_k": 5}, panels, benchmark, date(2024, 7, 1), date(2024, 8, 30))
+    row = replay_point.fn(
+        "daily_momentum", {"top_k": 5}, panels, benchmark, date(2024, 7, 1), date(2024, 8, 30)
+    )
     assert row["top_k"] == 5 and row["trading_days"] > 30 and set(GRID_METRICS) <= set(row)
     assert row["halted_on"] is None or row["halted_on"].startswith("2024-")
 
@@ -58,7 +66,11 @@ def test_replay_grid_on_two_dask_workers(oomrl_home: Path) -> None:
 
     runner = task_runner_from_settings({"OOMRL_DASK_WORKERS": "2", "OOMRL_DASK_PROCESSES": "0"})
     rows = replay_grid.with_options(task_runner=runner)(
-        strategy="daily_momentum", grid={"top_k": [5, 20]}, start=date(2024, 7, 1), end=date(2024, 8, 30))
+        strategy="daily_momentum",
+        grid={"top_k": [5, 20]},
+        start=date(2024, 7, 1),
+        end=date(2024, 8, 30),
+    )
     assert [row["top_k"] for row in rows] == [5, 20]
     for row in rows:
         assert row["trading_days"] > 30 and row["sharpe"] is not None

@@ -29,8 +29,11 @@ def test_k8s_template_placeholders_are_declared_and_render() -> None:
     declared = set(template["variables"]["properties"])
     used = {p.name for p in find_placeholders(template["job_configuration"])}
     assert used <= declared, sorted(used - declared)
-    defaults = {name: spec["default"] for name, spec in template["variables"]["properties"].items()
-                if "default" in spec}
+    defaults = {
+        name: spec["default"]
+        for name, spec in template["variables"]["properties"].items()
+        if "default" in spec
+    }
     values = {**defaults, "command": "prefect flow-run execute", "name": "run-1", "labels": {}}
     rendered = apply_values(template["job_configuration"], values)
     container = rendered["job_manifest"]["spec"]["template"]["spec"]["containers"][0]
@@ -50,10 +53,15 @@ def test_compose_wires_postgres_server_worker_and_webhook() -> None:
         assert services[name]["build"]["dockerfile"] == "infra/Dockerfile"
     assert "oomrl-local" in services["worker"]["command"]
     # What bubblewrap needs inside a container (tests/e2e/test_container_worker.py runs the rest).
-    assert set(services["worker"]["security_opt"]) == {"seccomp=unconfined", "apparmor=unconfined",
-                                                       "systempaths=unconfined"}
+    assert set(services["worker"]["security_opt"]) == {
+        "seccomp=unconfined",
+        "apparmor=unconfined",
+        "systempaths=unconfined",
+    }
     # The secret comes from the operator's environment; compose refuses to start without it.
-    assert services["webhook"]["environment"]["OOMRL_WEBHOOK_SECRET"].startswith("${OOMRL_WEBHOOK_SECRET:?")
+    assert services["webhook"]["environment"]["OOMRL_WEBHOOK_SECRET"].startswith(
+        "${OOMRL_WEBHOOK_SECRET:?"
+    )
     assert (INFRA / services["postgres"]["volumes"][1].split(":")[0]).exists()
 
 
@@ -61,7 +69,9 @@ def test_dockerfile_builds_the_worker_image() -> None:
     text = (INFRA / "Dockerfile").read_text()
     assert text.startswith("# oomrl worker image")
     assert '"--pool", "oomrl-local"' in text and "constraints.txt" in text
-    assert "bubblewrap" in text and "USER oomrl" in text  # the gate's sandbox, for the non-root user
+    assert (
+        "bubblewrap" in text and "USER oomrl" in text
+    )  # the gate's sandbox, for the non-root user
     assert "USER oomrl" in text and "ARG GIT_SHA" in text
     ignored = (INFRA / "Dockerfile.dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored

@@ -26,8 +26,15 @@ def test_address_selects_an_existing_cluster() -> None:
 
 def test_workers_select_a_local_cluster() -> None:
     assert dask_settings({"OOMRL_DASK_WORKERS": "2", "OOMRL_DASK_PROCESSES": "0"}) == {
-        "cluster_kwargs": {"n_workers": 2, "threads_per_worker": 1, "processes": False,
-                           "protocol": "tcp://", "host": "127.0.0.1", "dashboard_address": None}}
+        "cluster_kwargs": {
+            "n_workers": 2,
+            "threads_per_worker": 1,
+            "processes": False,
+            "protocol": "tcp://",
+            "host": "127.0.0.1",
+            "dashboard_address": None,
+        }
+    }
     assert dask_settings({"OOMRL_DASK_WORKERS": "3"})["cluster_kwargs"]["processes"] is True
 
 
@@ -87,10 +94,21 @@ def test_dask_tests_skip_without_the_dask_extra() -> None:
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    blocked = ("import sys; sys.modules['prefect_dask'] = sys.modules['distributed'] = None; import pytest; "
-               "sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
-               "'tests/ops/test_runners.py::test_address_selects_an_existing_cluster']))")
-    result = subprocess.run([sys.executable, "-c", blocked], cwd=repo, capture_output=True, text=True,
-                            timeout=300, check=False)
+    blocked = (
+        "import sys; sys.modules['prefect_dask'] = sys.modules['distributed'] = None; import pytest; "
+        "sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
+        "'tests/ops/test_runners.py::test_address_selects_an_existing_cluster']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", blocked],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "1 skipped" in result.stdout and "dask extra absent: prefect_dask is not installed" in result.stdout
+    assert (
+        "1 skipped" in result.stdout
+        and "dask extra absent: prefect_dask is not installed" in result.stdout
+    )

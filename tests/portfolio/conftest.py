@@ -12,8 +12,9 @@ from tests.conftest import postgres_schema
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def ledger(request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | None
-           ) -> Iterator[Ledger]:
+def ledger(
+    request: pytest.FixtureRequest, tmp_path: Path, postgres_url: str | None
+) -> Iterator[Ledger]:
     """A fresh ledger; on PostgreSQL in a unique schema dropped afterwards."""
     if request.param == "sqlite":
         book = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")

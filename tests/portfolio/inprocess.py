@@ -51,13 +51,21 @@ class InProcessRunner:
     def __init__(self, strategy: Any, params: Any, market: MarketFrames) -> None:
         self.strategy, self.params, self.market = strategy, params, market
         self.name: str = strategy.name
-        self.history = History(market.symbols, list(market.panels.arrays), capacity=len(market.days))
+        self.history = History(
+            market.symbols, list(market.panels.arrays), capacity=len(market.days)
+        )
 
     def due(self, t: int, last: date | None) -> bool:
         return bool(self.strategy.rebalance_due(self.market.days[t], last))
 
-    def weights(self, t: int, held: np.ndarray, held_weights: np.ndarray, nav: float,
-                members: list[str] | None) -> np.ndarray:
+    def weights(
+        self,
+        t: int,
+        held: np.ndarray,
+        held_weights: np.ndarray,
+        nav: float,
+        members: list[str] | None,
+    ) -> np.ndarray:
         self._append(t)
         history = self.history
         view = history.view(float(nav), members)
@@ -72,10 +80,14 @@ class InProcessRunner:
         """Rows [rows, stop): the sessions up to the decision date t-1, never one after it."""
         start = self.history.rows
         if stop < start:
-            raise ValueError(f"decisions go forward: rows up to {start} are appended, asked for {stop}")
+            raise ValueError(
+                f"decisions go forward: rows up to {start} are appended, asked for {stop}"
+            )
         if stop > start:
-            self.history.append(self.market.dates.values[start:stop],
-                                {f: a[start:stop] for f, a in self.market.panels.arrays.items()})
+            self.history.append(
+                self.market.dates.values[start:stop],
+                {f: a[start:stop] for f, a in self.market.panels.arrays.items()},
+            )
 
     def close(self) -> None:
         """Nothing to stop: no host was started."""

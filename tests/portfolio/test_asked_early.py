@@ -18,8 +18,14 @@ REPO = Path(__file__).resolve().parents[2]
 SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(30)]
 START, END = "2024-03-01", "2024-08-30"
 # weekly_liquidity reads both halves of the book: holdings (its turnover cap) and the NAV (its ADV cap).
-PARAMS = {"lookback": 20, "skip": 2, "top_k": 5, "min_adv": 1e6, "max_weekly_turnover": 0.3,
-          "max_adv_participation": 0.001}
+PARAMS = {
+    "lookback": 20,
+    "skip": 2,
+    "top_k": 5,
+    "min_adv": 1e6,
+    "max_weekly_turnover": 0.3,
+    "max_adv_participation": 0.001,
+}
 
 pytestmark = pytest.mark.slow
 
@@ -43,35 +49,47 @@ def counted(runner: HostedRunner) -> list[dict[str, Any]]:
     return books
 
 
-def replayed(market: MarketFrames, early: bool, monkeypatch: pytest.MonkeyPatch, **kwargs: Any) -> Any:
+def replayed(
+    market: MarketFrames, early: bool, monkeypatch: pytest.MonkeyPatch, **kwargs: Any
+) -> Any:
     with monkeypatch.context() as patch:
-        if not early:  # the schedule in hand never names the next rebalance: each is asked with its book
+        if (
+            not early
+        ):  # the schedule in hand never names the next rebalance: each is asked with its book
             patch.setattr(HostedRunner, "next_due", lambda self, t, last: None)
         source = WorkspaceStrategy(REPO, "weekly_liquidity")
         runner = source.open(PARAMS, market)
         books = counted(runner)
         try:
             result = replay(source, None, market, START, END, runner=runner, **kwargs)
-            assert runner.host.request({"op": "ping"})["ok"]  # nothing left unanswered on the channel
+            assert runner.host.request({"op": "ping"})[
+                "ok"
+            ]  # nothing left unanswered on the channel
         finally:
             runner.close()
     return result, books
 
 
 def test_questions_asked_before_their_books_decide_exactly_as_questions_asked_with_them(
-        market: MarketFrames, monkeypatch: pytest.MonkeyPatch) -> None:
+    market: MarketFrames, monkeypatch: pytest.MonkeyPatch
+) -> None:
     early, books = replayed(market, True, monkeypatch)
     late, none = replayed(market, False, monkeypatch)
     rebalances = early.summary()["rebalances"]
-    assert rebalances > 10 and len(books) == rebalances - 1 and none == []  # every decision but the first
-    assert {book["op"] for book in books} == {"book"} and any(len(b["holdings"]["idx"]) for b in books)
+    assert (
+        rebalances > 10 and len(books) == rebalances - 1 and none == []
+    )  # every decision but the first
+    assert {book["op"] for book in books} == {"book"} and any(
+        len(b["holdings"]["idx"]) for b in books
+    )
     pd.testing.assert_frame_equal(early.nav, late.nav)
     pd.testing.assert_frame_equal(early.fills, late.fills)
     pd.testing.assert_frame_equal(early.orders, late.orders)
 
 
 def test_a_question_out_when_the_kill_switch_trips_is_answered_and_forgotten(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     panels = random_panels(SYMBOLS, days=200, volume=2e6)
     for field in ("open", "high", "low", "close"):
         panels[field].iloc[120:] *= 0.2  # a crash on a Wednesday, between two weekly rebalances
@@ -119,7 +137,8 @@ def test_a_host_handed_something_else_than_the_book_stops_and_says_so(market: Ma
 
 
 def test_a_replay_failing_with_a_question_out_fails_with_its_own_error(
-        market: MarketFrames, monkeypatch: pytest.MonkeyPatch) -> None:
+    market: MarketFrames, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
     import signal
 
@@ -141,22 +160,27 @@ def test_a_replay_failing_with_a_question_out_fails_with_its_own_error(
 
     monkeypatch.setattr(engine, "trade", trade)
     try:
-        with pytest.raises(RuntimeError, match="the broker failed"):  # not the dropped question's error
+        with pytest.raises(
+            RuntimeError, match="the broker failed"
+        ):  # not the dropped question's error
             replay(source, None, market, START, END, runner=runner)
         assert runner.waiting is not None and runner.waiting.sent
     finally:
         runner.close()
 
 
-def test_the_next_question_goes_out_before_an_answer_is_checked(market: MarketFrames,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_next_question_goes_out_before_an_answer_is_checked(
+    market: MarketFrames, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The host's answer in hand, the next question (its rows, its schedule) goes out first; the
     weights are checked while the host decides it."""
     from oomrl.portfolio import hosting
 
     source = WorkspaceStrategy(REPO, "weekly_liquidity")
     runner = source.open(PARAMS, market)
-    out: list[int | None] = []  # at each check: the session of a question out whose book is not sent
+    out: list[
+        int | None
+    ] = []  # at each check: the session of a question out whose book is not sent
     check = hosting.weights_array
 
     def checking(*args: Any) -> Any:

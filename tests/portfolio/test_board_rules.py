@@ -48,7 +48,9 @@ def test_a_sweep_never_breaks_the_adv_cap() -> None:
 
 def test_chinext_limit_is_dated() -> None:
     for start, blocked in (("2020-07-17", True), ("2020-07-20", False)):
-        panels = flat_panels([CHINEXT], start=start)  # DAY is 2020-08-21 (Friday) or 2020-08-24 (Monday)
+        panels = flat_panels(
+            [CHINEXT], start=start
+        )  # DAY is 2020-08-21 (Friday) or 2020-08-24 (Monday)
         set_cell(panels, DAY, CHINEXT, close=11.0)  # +10 %
         assert (one(broker_for(panels), CHINEXT, 100)["reason"] is Unfilled.LIMIT_UP) is blocked
 
@@ -80,10 +82,24 @@ def test_a_replay_follows_adjusted_returns_through_an_ex_date() -> None:
     factor = pd.Series(0.98, index=panels["close"].index)
     factor.iloc[30:] = 1.0  # ex-date at session 30: raw drops 10.204 -> 10.00, adjusted stays 10.00
     panels["factor"] = panels["close"] * 0 + factor.to_numpy()[:, None]
-    rules = AShareRules(fill_price=FillPrice.CLOSE, half_spread=0.0, impact_k=0.0, commission_min=0.0,
-                        commission_rate=0.0, transfer_fee_rate=0.0, stamp_duty_rate=0.0)
-    result = replay(InProcessStrategy.bundled("daily_momentum"), {"top_k": 1}, panels,
-                    panels["close"].index[25], panels["close"].index[39], rules, initial_cash=1e6)
+    rules = AShareRules(
+        fill_price=FillPrice.CLOSE,
+        half_spread=0.0,
+        impact_k=0.0,
+        commission_min=0.0,
+        commission_rate=0.0,
+        transfer_fee_rate=0.0,
+        stamp_duty_rate=0.0,
+    )
+    result = replay(
+        InProcessStrategy.bundled("daily_momentum"),
+        {"top_k": 1},
+        panels,
+        panels["close"].index[25],
+        panels["close"].index[39],
+        rules,
+        initial_cash=1e6,
+    )
     assert len(result.actions) == 1 and result.actions["kind"].iloc[0] == "dividend"
     nav = result.nav.set_index("date")["nav"]
     assert nav.iloc[-1] == pytest.approx(nav.iloc[0], rel=1e-3)  # flat adjusted prices: flat NAV
@@ -93,23 +109,40 @@ def test_a_replay_follows_adjusted_returns_through_an_ex_date() -> None:
 def test_audit_flags_illegal_fills() -> None:
     market = MarketFrames.build(flat_panels([STAR, MAIN]), AShareRules())
     day = market.dates[DAY]
-    fills = pd.DataFrame({"date": [day, day, market.dates[DAY + 1], day, day],
-                          "symbol": [STAR, MAIN, STAR, MAIN, MAIN], "side": ["buy", "buy", "sell", "sell", "buy"],
-                          "quantity": [150, 100, 100, 100, 100], "price": 10.0})
+    fills = pd.DataFrame(
+        {
+            "date": [day, day, market.dates[DAY + 1], day, day],
+            "symbol": [STAR, MAIN, STAR, MAIN, MAIN],
+            "side": ["buy", "buy", "sell", "sell", "buy"],
+            "quantity": [150, 100, 100, 100, 100],
+            "price": 10.0,
+        }
+    )
     found = audit_fills(fills, market, AShareRules())
-    assert sorted(found["rule"]) == ["lot", "lot", "t_plus_one"]  # STAR 150; STAR sell of 100 (150 held); T+1
+    assert sorted(found["rule"]) == [
+        "lot",
+        "lot",
+        "t_plus_one",
+    ]  # STAR 150; STAR sell of 100 (150 held); T+1
     assert audit_fills(fills.iloc[:0], market, AShareRules()).empty
 
 
 def test_generic_rules_one_lot_taxes_and_no_limits() -> None:
-    rules = GenericRules(lot_size=1, commission_rate=0.0, commission_min=0.0, sell_tax_rate=0.0000278,
-                         fill_price=FillPrice.CLOSE)
+    rules = GenericRules(
+        lot_size=1,
+        commission_rate=0.0,
+        commission_min=0.0,
+        sell_tax_rate=0.0000278,
+        fill_price=FillPrice.CLOSE,
+    )
     panels = flat_panels(["AAPL"], start="2024-06-03")
     set_cell(panels, DAY, "AAPL", close=15.0)  # +50 %: no limit outside China
     broker = PaperBroker(MarketFrames.build(panels, rules), rules)
     assert one(broker, "AAPL", 7)["filled"] == 7
     sold = one(broker, "AAPL", -7, held=7, bought_today=7)  # no T+1
-    assert sold["filled"] == -7 and sold["stamp"] == pytest.approx(round(sold["value"] * 0.0000278, 2))
+    assert sold["filled"] == -7 and sold["stamp"] == pytest.approx(
+        round(sold["value"] * 0.0000278, 2)
+    )
     assert sold["commission"] == 0.0
 
 
@@ -124,20 +157,30 @@ def test_the_ledger_books_corporate_actions_and_reconciles(ledger: Ledger) -> No
     panels["factor"] = factor
     days = [d.date() for d in panels["close"].index]
     ledger.open_account("acc", 1_000_000)
-    weekly = RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 6},
-                            "v1", AShareRules())
+    weekly = RebalanceSetup(
+        InProcessStrategy.bundled("daily_momentum"), {"top_k": 6}, "v1", AShareRules()
+    )
     advance(ledger, "acc", days[30], days[70], panels, weekly)
     booked = ledger.actions_frame("acc")
     assert set(booked["kind"]) == {"dividend", "shares"}
     assert (booked.loc[booked["kind"] == "shares", "shares_delta"] > 0).all()
     assert ledger.reconcile("acc") == []
-    result = replay(weekly.strategy, weekly.params, panels, days[30], days[70], initial_cash=1_000_000,
-                    version="v1")
+    result = replay(
+        weekly.strategy,
+        weekly.params,
+        panels,
+        days[30],
+        days[70],
+        initial_cash=1_000_000,
+        version="v1",
+    )
     assert len(result.actions) == len(booked)
     assert result.actions["cash_fen"].sum() == booked["cash_fen"].sum()
 
 
-def test_daily_marks_over_an_ex_date_and_the_next_rebalance_book_the_dividend_once(ledger: Ledger) -> None:
+def test_daily_marks_over_an_ex_date_and_the_next_rebalance_book_the_dividend_once(
+    ledger: Ledger,
+) -> None:
     from oomrl.portfolio.marking import mark_account
     from oomrl.portfolio.rebalance import rebalance
 
@@ -146,16 +189,21 @@ def test_daily_marks_over_an_ex_date_and_the_next_rebalance_book_the_dividend_on
     factor.iloc[45:] = 1.0  # every name pays a 3 % dividend on session 45
     panels["factor"] = factor
     days = [d.date() for d in panels["close"].index]
-    setup = RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 6},
-                           "v1", AShareRules())
+    setup = RebalanceSetup(
+        InProcessStrategy.bundled("daily_momentum"), {"top_k": 6}, "v1", AShareRules()
+    )
     ledger.open_account("acc", 1_000_000)
     rebalance(ledger, "acc", days[40], panels, setup)
     mark_account(ledger, "acc", days[50], panels, AShareRules(), 0.2)
     marks = ledger.nav_frame("acc").set_index("date")
-    assert marks.loc[pd.Timestamp(days[45]), "cash"] > marks.loc[pd.Timestamp(days[44]), "cash"]  # paid in NAV
+    assert (
+        marks.loc[pd.Timestamp(days[45]), "cash"] > marks.loc[pd.Timestamp(days[44]), "cash"]
+    )  # paid in NAV
     assert ledger.actions_frame("acc").empty  # booked with the next rebalance
     rebalance(ledger, "acc", days[55], panels, setup)
     booked = ledger.actions_frame("acc")
-    assert len(booked) == 6 and (booked["kind"] == "dividend").all() and ledger.reconcile("acc") == []
+    assert (
+        len(booked) == 6 and (booked["kind"] == "dividend").all() and ledger.reconcile("acc") == []
+    )
     nav = ledger.nav_frame("acc")
     assert nav["date"].is_unique and len(nav) == 16  # sessions 40..55, each once

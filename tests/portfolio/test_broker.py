@@ -18,14 +18,23 @@ MAIN, CHINEXT, STAR, ST = "600000.SH", "300750.SZ", "688981.SH", "600001.SH"
 DAY = 25  # a session with 20+ sessions of history (ADV and volatility known)
 
 
-def broker_for(panels: dict[str, pd.DataFrame], rules: AShareRules | None = None,
-               st_symbols: tuple[str, ...] = ()) -> PaperBroker:
+def broker_for(
+    panels: dict[str, pd.DataFrame],
+    rules: AShareRules | None = None,
+    st_symbols: tuple[str, ...] = (),
+) -> PaperBroker:
     rules = rules or AShareRules(fill_price=FillPrice.CLOSE)
     return PaperBroker(MarketFrames.build(panels, rules, st_symbols), rules)
 
 
-def one(broker: PaperBroker, symbol: str, quantity: int, held: int = 0, cash: float = 1e7,
-        bought_today: int = 0) -> dict[str, float]:
+def one(
+    broker: PaperBroker,
+    symbol: str,
+    quantity: int,
+    held: int = 0,
+    cash: float = 1e7,
+    bought_today: int = 0,
+) -> dict[str, float]:
     """Execute a single order and return that symbol's fill as a dict."""
     symbols = broker.market.symbols
     orders = np.zeros(len(symbols), dtype=np.int64)
@@ -34,19 +43,31 @@ def one(broker: PaperBroker, symbol: str, quantity: int, held: int = 0, cash: fl
     i = symbols.get_loc(symbol)
     orders[i], holding[i], today[i] = quantity, held, bought_today
     ex = broker.execute(DAY, orders, holding, int(cash * 100), today)
-    return {"filled": int(ex.filled[i]), "price": float(ex.price[i]),
-            "frictionless": float(ex.frictionless_price[i]), "value": float(ex.value[i]),
-            "commission": float(ex.commission[i]), "stamp": float(ex.stamp_duty[i]),
-            "transfer": float(ex.transfer_fee[i]), "impact": float(ex.impact_cost[i]),
-            "reason": Unfilled(int(ex.reason[i])), "cash_after": ex.cash_after_fen / 100,
-            "participation": float(ex.adv_participation[i])}
+    return {
+        "filled": int(ex.filled[i]),
+        "price": float(ex.price[i]),
+        "frictionless": float(ex.frictionless_price[i]),
+        "value": float(ex.value[i]),
+        "commission": float(ex.commission[i]),
+        "stamp": float(ex.stamp_duty[i]),
+        "transfer": float(ex.transfer_fee[i]),
+        "impact": float(ex.impact_cost[i]),
+        "reason": Unfilled(int(ex.reason[i])),
+        "cash_after": ex.cash_after_fen / 100,
+        "participation": float(ex.adv_participation[i]),
+    }
 
 
 def test_buy_costs_hand_computed() -> None:
     fill = one(broker_for(flat_panels([MAIN])), MAIN, 1000)
     # 1000 x 10.00 x (1 + 0.0005 half-spread) = 10,005.00; commission min 5; transfer 0.10.
     assert (fill["filled"], fill["price"], fill["value"]) == (1000, pytest.approx(10.005), 10005.0)
-    assert (fill["commission"], fill["stamp"], fill["transfer"], fill["impact"]) == (5.0, 0.0, 0.1, 5.0)
+    assert (fill["commission"], fill["stamp"], fill["transfer"], fill["impact"]) == (
+        5.0,
+        0.0,
+        0.1,
+        5.0,
+    )
     assert fill["frictionless"] == 10.0
     assert fill["cash_after"] == pytest.approx(1e7 - 10005.0 - 5.0 - 0.1)
     assert fill["participation"] == pytest.approx(10_000 / 1e7)
@@ -55,7 +76,12 @@ def test_buy_costs_hand_computed() -> None:
 def test_sell_costs_hand_computed_with_stamp_duty() -> None:
     fill = one(broker_for(flat_panels([MAIN])), MAIN, -1000, held=1000)
     # 9,995.00 proceeds; stamp 0.05 % = 4.9975 -> 5.00; commission 5.00; transfer 0.10.
-    assert (fill["value"], fill["commission"], fill["stamp"], fill["transfer"]) == (9995.0, 5.0, 5.0, 0.1)
+    assert (fill["value"], fill["commission"], fill["stamp"], fill["transfer"]) == (
+        9995.0,
+        5.0,
+        5.0,
+        0.1,
+    )
     assert fill["cash_after"] == pytest.approx(1e7 + 9995.0 - 10.1)
 
 
@@ -74,11 +100,18 @@ def test_buys_round_down_to_lots_and_odd_lots_sell_only_whole() -> None:
     assert one(broker, MAIN, -120, held=250)["filled"] == -100  # partial sells in lots
 
 
-@pytest.mark.parametrize(("symbol", "is_st", "blocked_at", "fills_at"), [
-    (MAIN, False, 11.00, 10.99), (CHINEXT, False, 12.00, 11.99), (STAR, False, 12.00, 11.99),
-    (ST, True, 10.50, 10.49)])
-def test_no_buy_at_limit_up_per_board(symbol: str, is_st: bool, blocked_at: float,
-                                      fills_at: float) -> None:
+@pytest.mark.parametrize(
+    ("symbol", "is_st", "blocked_at", "fills_at"),
+    [
+        (MAIN, False, 11.00, 10.99),
+        (CHINEXT, False, 12.00, 11.99),
+        (STAR, False, 12.00, 11.99),
+        (ST, True, 10.50, 10.49),
+    ],
+)
+def test_no_buy_at_limit_up_per_board(
+    symbol: str, is_st: bool, blocked_at: float, fills_at: float
+) -> None:
     for price, blocked in ((blocked_at, True), (fills_at, False)):
         panels = flat_panels([symbol])
         set_cell(panels, DAY, symbol, close=price)
@@ -89,8 +122,10 @@ def test_no_buy_at_limit_up_per_board(symbol: str, is_st: bool, blocked_at: floa
             assert fill["price"] <= blocked_at
 
 
-@pytest.mark.parametrize(("symbol", "is_st", "blocked_at"), [
-    (MAIN, False, 9.00), (CHINEXT, False, 8.00), (STAR, False, 8.00), (ST, True, 9.50)])
+@pytest.mark.parametrize(
+    ("symbol", "is_st", "blocked_at"),
+    [(MAIN, False, 9.00), (CHINEXT, False, 8.00), (STAR, False, 8.00), (ST, True, 9.50)],
+)
 def test_no_sell_at_limit_down_per_board(symbol: str, is_st: bool, blocked_at: float) -> None:
     panels = flat_panels([symbol])
     set_cell(panels, DAY, symbol, close=blocked_at)
@@ -99,7 +134,9 @@ def test_no_sell_at_limit_down_per_board(symbol: str, is_st: bool, blocked_at: f
 
 
 def test_limits_lots_and_fees_act_on_raw_prices_from_the_factor() -> None:
-    panels = flat_panels([MAIN])  # adjusted closes at 10.00; factor 0.5 (adjusted = raw x factor): raw 20.00
+    panels = flat_panels(
+        [MAIN]
+    )  # adjusted closes at 10.00; factor 0.5 (adjusted = raw x factor): raw 20.00
     panels["factor"] = panels["close"] * 0 + 0.5
     set_cell(panels, DAY, MAIN, close=11.0)  # raw 22.00 = 20.00 + 10 %: the limit
     assert one(broker_for(panels), MAIN, 1000)["reason"] is Unfilled.LIMIT_UP
@@ -125,7 +162,9 @@ def test_t_plus_one_shares_bought_today_cannot_be_sold() -> None:
     broker = broker_for(flat_panels([MAIN]))
     fill = one(broker, MAIN, -1000, held=1000, bought_today=700)
     assert (fill["filled"], fill["reason"]) == (-300, Unfilled.T_PLUS_ONE)
-    relaxed = broker_for(flat_panels([MAIN]), AShareRules(fill_price=FillPrice.CLOSE, t_plus_one=False))
+    relaxed = broker_for(
+        flat_panels([MAIN]), AShareRules(fill_price=FillPrice.CLOSE, t_plus_one=False)
+    )
     assert one(relaxed, MAIN, -1000, held=1000, bought_today=700)["filled"] == -1000
 
 
@@ -161,7 +200,11 @@ def test_sell_proceeds_fund_same_day_buys() -> None:
 def test_fill_price_policies_and_vwap_proxy() -> None:
     panels = flat_panels([MAIN])
     set_cell(panels, DAY, MAIN, open=9.8, high=10.4, low=9.7, close=10.2, amount=10.1e6)
-    for policy, expected in ((FillPrice.OPEN, 9.8), (FillPrice.CLOSE, 10.2), (FillPrice.VWAP, 10.1)):
+    for policy, expected in (
+        (FillPrice.OPEN, 9.8),
+        (FillPrice.CLOSE, 10.2),
+        (FillPrice.VWAP, 10.1),
+    ):
         market = MarketFrames.build(panels, AShareRules(fill_price=policy))
         assert market.fill_price[DAY, 0] == pytest.approx(expected)
     set_cell(panels, DAY, MAIN, amount=99e6)  # amount on another basis: typical price instead
@@ -189,8 +232,10 @@ def test_bad_market_data_is_refused() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-30_000, 30_000)), min_size=1, max_size=12),
-       st.integers(0, 5_000_000))
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-30_000, 30_000)), min_size=1, max_size=12),
+    st.integers(0, 5_000_000),
+)
 @pytest.mark.slow
 def test_value_is_conserved_up_to_costs(orders: list[tuple[int, int]], cash: int) -> None:
     """cash + holdings at the frictionless price drop by exactly the recorded costs (to the fen)."""
@@ -210,5 +255,7 @@ def test_value_is_conserved_up_to_costs(orders: list[tuple[int, int]], cash: int
         after = ex.cash_after_fen / 100 + float(held @ price)
         assert ex.cash_after_fen >= 0
         assert (held >= 0).all()
-        assert before - after == pytest.approx(ex.total_costs, abs=0.01 * max(1, (ex.filled != 0).sum()))
+        assert before - after == pytest.approx(
+            ex.total_costs, abs=0.01 * max(1, (ex.filled != 0).sum())
+        )
         cash_fen = ex.cash_after_fen

@@ -17,20 +17,68 @@ DAY = date(2024, 7, 1)
 def record(ledger: Ledger, day: date = DAY, revision: int | None = None) -> RebalanceRecord:
     """A rebalance that bought 1,000 shares of one name for 10,010.10 CNY all in."""
     state = ledger.account("acc")
-    fills = pd.DataFrame([{"date": day, "symbol": "600000.SH", "side": "buy", "quantity": 1000,
-                           "price": 10.005, "frictionless_price": 10.0, "commission": 5.0,
-                           "stamp_duty": 0.0, "transfer_fee": 0.1, "impact_cost": 5.0,
-                           "adv_participation": 0.001, "cash_delta_fen": -1_001_010}])
-    orders = pd.DataFrame([{"symbol": "600000.SH", "side": "buy", "requested": 1050, "filled": 1000,
-                            "unfilled": 50, "reason": "lot"}])
-    nav = pd.DataFrame([{"date": pd.Timestamp(day), "nav": 999_989.9, "cash": 989_989.9,
-                         "market_value": 10_000.0, "frictionless_return": 0.0,
-                         "realized_return": -1.01e-5, "slippage_leakage": 1.01e-5, "turnover": 0.01,
-                         "costs": 10.1, "reward": -1.5e-5, "principal_loss": 1.01e-5,
-                         "strategy_version": "abc"}])
-    return RebalanceRecord("acc", day, "daily_momentum", "abc",
-                           state.revision if revision is None else revision, 98_998_990,
-                           {"600000.SH": 1000}, orders, fills, nav, 0.0015, 0.0)
+    fills = pd.DataFrame(
+        [
+            {
+                "date": day,
+                "symbol": "600000.SH",
+                "side": "buy",
+                "quantity": 1000,
+                "price": 10.005,
+                "frictionless_price": 10.0,
+                "commission": 5.0,
+                "stamp_duty": 0.0,
+                "transfer_fee": 0.1,
+                "impact_cost": 5.0,
+                "adv_participation": 0.001,
+                "cash_delta_fen": -1_001_010,
+            }
+        ]
+    )
+    orders = pd.DataFrame(
+        [
+            {
+                "symbol": "600000.SH",
+                "side": "buy",
+                "requested": 1050,
+                "filled": 1000,
+                "unfilled": 50,
+                "reason": "lot",
+            }
+        ]
+    )
+    nav = pd.DataFrame(
+        [
+            {
+                "date": pd.Timestamp(day),
+                "nav": 999_989.9,
+                "cash": 989_989.9,
+                "market_value": 10_000.0,
+                "frictionless_return": 0.0,
+                "realized_return": -1.01e-5,
+                "slippage_leakage": 1.01e-5,
+                "turnover": 0.01,
+                "costs": 10.1,
+                "reward": -1.5e-5,
+                "principal_loss": 1.01e-5,
+                "strategy_version": "abc",
+            }
+        ]
+    )
+    return RebalanceRecord(
+        "acc",
+        day,
+        "daily_momentum",
+        "abc",
+        state.revision if revision is None else revision,
+        98_998_990,
+        {"600000.SH": 1000},
+        orders,
+        fills,
+        nav,
+        0.0015,
+        0.0,
+    )
 
 
 def test_rebalance_commits_once_and_reconciles(ledger: Ledger) -> None:
@@ -41,12 +89,27 @@ def test_rebalance_commits_once_and_reconciles(ledger: Ledger) -> None:
     assert len(fills) == 1 and fills["commission"].iloc[0] == 5.0
     assert ledger.reconcile("acc") == []
     state = ledger.account("acc")
-    assert (state.cash_fen, state.positions, state.last_date) == (98_998_990, {"600000.SH": 1000}, DAY)
+    assert (state.cash_fen, state.positions, state.last_date) == (
+        98_998_990,
+        {"600000.SH": 1000},
+        DAY,
+    )
     assert ledger.orders_frame("acc", DAY)["reason"].tolist() == ["lot"]
     nav = ledger.nav_frame("acc")
-    assert list(nav.columns) == ["date", "nav", "cash", "market_value", "frictionless_return",
-                                 "realized_return", "slippage_leakage", "turnover", "costs",
-                                 "reward", "principal_loss", "strategy_version"]
+    assert list(nav.columns) == [
+        "date",
+        "nav",
+        "cash",
+        "market_value",
+        "frictionless_return",
+        "realized_return",
+        "slippage_leakage",
+        "turnover",
+        "costs",
+        "reward",
+        "principal_loss",
+        "strategy_version",
+    ]
     assert nav["reward"].iloc[0] == pytest.approx(-1.5e-5)
 
 
@@ -122,5 +185,6 @@ def test_plain_postgres_urls_name_an_installed_driver() -> None:
     assert driver_url("sqlite:///x.db") == "sqlite:///x.db"
     assert driver_url("postgresql+psycopg2://u@h/db") == "postgresql+psycopg2://u@h/db"
     chosen = driver_url("postgres://u@h:5432/db")
-    assert chosen.endswith("://u@h:5432/db") and chosen.startswith(("postgresql+psycopg://",
-                                                                   "postgresql+psycopg2://"))
+    assert chosen.endswith("://u@h:5432/db") and chosen.startswith(
+        ("postgresql+psycopg://", "postgresql+psycopg2://")
+    )

@@ -37,8 +37,16 @@ class Leaky(WorkspaceStrategy):
 
 
 def run(source: WorkspaceStrategy, market: MarketFrames) -> ReplayResult:
-    return replay(source, None, market, market.dates[10], market.dates[-1], AShareRules(), 10_000_000.0,
-                  kill_threshold=1.0)
+    return replay(
+        source,
+        None,
+        market,
+        market.dates[10],
+        market.dates[-1],
+        AShareRules(),
+        10_000_000.0,
+        kill_threshold=1.0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +65,8 @@ def test_a_look_ahead_strategy_decides_as_if_fed_only_the_past(market: MarketFra
 
 @pytest.mark.slow
 def test_the_same_attack_profits_when_later_rows_exist_so_the_comparison_can_fail(
-        market: MarketFrames) -> None:
+    market: MarketFrames,
+) -> None:
     leaky = run(Leaky(WORKSPACE, "peek"), market)
     honest = run(WorkspaceStrategy(WORKSPACE, "honest"), market)
     assert not leaky.fills[["date", "symbol"]].equals(honest.fills[["date", "symbol"]])

@@ -26,11 +26,17 @@ SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "300750.SZ", "688981.SH", "601
 
 
 def setup() -> RebalanceSetup:
-    return RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 3, "lookback": 5}, "v1",
-                          AShareRules())
+    return RebalanceSetup(
+        InProcessStrategy.bundled("daily_momentum"),
+        {"top_k": 3, "lookback": 5},
+        "v1",
+        AShareRules(),
+    )
 
 
-def mark(ledger: Ledger, account: str, day: date, panels: dict[str, pd.DataFrame], kill: float = 0.2) -> Any:
+def mark(
+    ledger: Ledger, account: str, day: date, panels: dict[str, pd.DataFrame], kill: float = 0.2
+) -> Any:
     return mark_account(ledger, account, day, panels, AShareRules(), kill)
 
 
@@ -53,8 +59,12 @@ def test_marks_value_the_book_at_each_close_without_trading(ledger: Ledger) -> N
     held = pd.Series(state.positions, dtype=float)
     for day in days[41:45]:
         close = panels["close"].loc[pd.Timestamp(day), held.index]
-        assert nav.loc[pd.Timestamp(day), "nav"] == pytest.approx(state.cash_fen / 100 + float((close * held).sum()))
-        assert nav.loc[pd.Timestamp(day), "turnover"] == 0 and nav.loc[pd.Timestamp(day), "costs"] == 0
+        assert nav.loc[pd.Timestamp(day), "nav"] == pytest.approx(
+            state.cash_fen / 100 + float((close * held).sum())
+        )
+        assert (
+            nav.loc[pd.Timestamp(day), "turnover"] == 0 and nav.loc[pd.Timestamp(day), "costs"] == 0
+        )
     assert len(ledger.fills_frame("acc")) == len(ledger.fills_frame("acc", days[40], days[40]))
     again = mark(ledger, "acc", days[44], panels)
     assert again.marked == [] and "already marked through" in again.note
@@ -83,7 +93,9 @@ def test_marks_then_a_rebalance_book_exactly_what_the_rebalance_alone_books(tmp_
     assert (marked["date"] == pd.Timestamp(days[45])).sum() == 1 and marked["turnover"].iloc[-1] > 0
 
 
-def test_marking_after_the_days_rebalance_is_a_no_op_and_earlier_rebalances_are_refused(ledger: Ledger) -> None:
+def test_marking_after_the_days_rebalance_is_a_no_op_and_earlier_rebalances_are_refused(
+    ledger: Ledger,
+) -> None:
     panels = random_panels(SYMBOLS, days=60)
     days = days_of(panels)
     ledger.open_account("acc", 1_000_000)
@@ -111,9 +123,18 @@ def test_the_kill_switch_trips_on_the_marked_session_and_wins_afterwards(ledger:
     panels = random_panels(SYMBOLS, days=60)
     days = days_of(panels)
     ledger.open_account("acc", 1_000_000)
-    rebalance(ledger, "acc", days[40], panels, RebalanceSetup(
-        InProcessStrategy.bundled("daily_momentum"), {"top_k": 6, "gross_exposure": 1.0},
-        "v1", AShareRules()))
+    rebalance(
+        ledger,
+        "acc",
+        days[40],
+        panels,
+        RebalanceSetup(
+            InProcessStrategy.bundled("daily_momentum"),
+            {"top_k": 6, "gross_exposure": 1.0},
+            "v1",
+            AShareRules(),
+        ),
+    )
     for field in ("open", "high", "low", "close"):  # everything held loses 40 % from D42 on
         panels[field].iloc[42:] *= 0.6
     outcome = mark(ledger, "acc", days[44], panels)
@@ -134,8 +155,15 @@ def test_bad_days_and_unknown_holdings_are_refused(ledger: Ledger) -> None:
     ledger.open_account("acc", 1_000_000)
     with pytest.raises(DataValidationError, match="no market data"):
         mark(ledger, "acc", date(2024, 1, 6), panels)  # a Saturday
-    rebalance(ledger, "acc", days[40], panels, RebalanceSetup(
-        InProcessStrategy.bundled("daily_momentum"), {"top_k": 6}, "v1", AShareRules()))
+    rebalance(
+        ledger,
+        "acc",
+        days[40],
+        panels,
+        RebalanceSetup(
+            InProcessStrategy.bundled("daily_momentum"), {"top_k": 6}, "v1", AShareRules()
+        ),
+    )
     smaller = {k: v.drop(columns=SYMBOLS[:3]) for k, v in panels.items()}
     with pytest.raises(DataValidationError, match="held symbols"):
         mark(ledger, "acc", days[41], smaller)
@@ -144,7 +172,9 @@ def test_bad_days_and_unknown_holdings_are_refused(ledger: Ledger) -> None:
 
 
 @pytest.mark.slow
-def test_a_concurrent_change_makes_marking_plan_again(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_concurrent_change_makes_marking_plan_again(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
     panels = random_panels(SYMBOLS, days=60)
     days = days_of(panels)
     ledger.open_account("acc", 1_000_000)

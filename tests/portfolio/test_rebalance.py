@@ -141,7 +141,8 @@ rebalance(ledger, "acc", __import__("datetime").date.fromisoformat(day), panels,
 
 @pytest.mark.slow
 def test_sigkill_mid_commit_leaves_a_consistent_ledger_and_rerun_completes_once(
-        ledger: Ledger, tmp_path: Path) -> None:
+    ledger: Ledger, tmp_path: Path
+) -> None:
     import pickle
 
     panels = random_panels(SYMBOLS, days=60)
@@ -149,9 +150,20 @@ def test_sigkill_mid_commit_leaves_a_consistent_ledger_and_rerun_completes_once(
     ledger.open_account("acc", 1_000_000)
     (tmp_path / "panels.pkl").write_bytes(pickle.dumps(panels))
     marker = tmp_path / "inside"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, ledger.url, str(tmp_path / "panels.pkl"),
-                              day.isoformat(), str(marker), ledger.metadata.schema or ""], cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            ledger.url,
+            str(tmp_path / "panels.pkl"),
+            day.isoformat(),
+            str(marker),
+            ledger.metadata.schema or "",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     deadline = time.monotonic() + 120
     while not marker.exists():
         assert child.poll() is None, "the child ended before reaching the commit"
@@ -181,10 +193,18 @@ def test_advance_books_the_same_nav_as_the_replay_engine(ledger: Ledger) -> None
     booked = [o.as_of for o in outcomes]
     assert len(booked) == len({(d.isocalendar()[0], d.isocalendar()[1]) for d in booked}) >= 7
     assert advance(ledger, "acc", days[30], days[70], panels, weekly) == []  # nothing left to do
-    result = replay(weekly.strategy, weekly.params, panels, days[30], booked[-1],
-                    initial_cash=1_000_000, version="v1")
+    result = replay(
+        weekly.strategy,
+        weekly.params,
+        panels,
+        days[30],
+        booked[-1],
+        initial_cash=1_000_000,
+        version="v1",
+    )
     ours = ledger.nav_frame("acc")
     theirs = result.nav[result.nav["date"] >= ours["date"].iloc[0]].reset_index(drop=True)
-    pd.testing.assert_frame_equal(ours.drop(columns=["reward"]), theirs.drop(columns=["reward"]),
-                                  check_dtype=False, atol=1e-6)
+    pd.testing.assert_frame_equal(
+        ours.drop(columns=["reward"]), theirs.drop(columns=["reward"]), check_dtype=False, atol=1e-6
+    )
     assert len(ledger.fills_frame("acc")) == len(result.fills)

@@ -14,7 +14,10 @@ from oomrl.portfolio.replay import replay
 from tests.portfolio.factories import random_panels
 
 SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(30)]
-START, END = "2024-03-01", "2024-03-21"  # 15 sessions: fewer than the 30 names the counter walks over
+START, END = (
+    "2024-03-01",
+    "2024-03-21",
+)  # 15 sessions: fewer than the 30 names the counter walks over
 # Trades the name its call count points at: the n-th decision depends on the n-1 before it.
 COUNTING = '''
 from strategy_api import StrategyParams
@@ -85,7 +88,9 @@ def recorded(source: WorkspaceStrategy, market: MarketFrames) -> list:
 def test_a_sample_is_evenly_spread_and_is_everything_when_short() -> None:
     assert evenly_spread(4, 10) == [0, 1, 2, 3]
     spread = evenly_spread(250, 10)
-    assert len(set(spread)) == 10 and spread[0] == 0 and spread[-1] == 249 and spread == sorted(spread)
+    assert (
+        len(set(spread)) == 10 and spread[0] == 0 and spread[-1] == 249 and spread == sorted(spread)
+    )
     assert evenly_spread(11, 10) == sorted(set(evenly_spread(11, 10)))
     assert evenly_spread(0) == []
 
@@ -113,10 +118,14 @@ def test_a_decision_that_counts_earlier_calls_differs_in_a_fresh_host(tmp_path: 
 
 
 @pytest.mark.slow
-def test_a_strategy_failing_in_a_fresh_host_is_a_difference_not_an_exception(tmp_path: Path) -> None:
+def test_a_strategy_failing_in_a_fresh_host_is_a_difference_not_an_exception(
+    tmp_path: Path,
+) -> None:
     market = MarketFrames.build(random_panels(SYMBOLS, days=80, volume=2e7), AShareRules())
     source = WorkspaceStrategy(workspace(tmp_path / "ws", market), "remembers")
-    decisions = recorded(source, market)  # sequentially, every decision has an earlier one (or is the first)
+    decisions = recorded(
+        source, market
+    )  # sequentially, every decision has an earlier one (or is the first)
     found = recompute_fresh(source, None, market, decisions, count=2)
     assert [d.day for d in found.differences] == [found.checked[1]]
     error = found.differences[0].error

@@ -18,8 +18,14 @@ SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(30)]
 
 
 def run(name: str, panels: dict[str, pd.DataFrame], **kwargs: object):
-    return replay(InProcessStrategy.bundled(name), kwargs.pop("params", None), panels, "2024-03-01",
-                  "2024-09-30", **kwargs)
+    return replay(
+        InProcessStrategy.bundled(name),
+        kwargs.pop("params", None),
+        panels,
+        "2024-03-01",
+        "2024-09-30",
+        **kwargs,
+    )
 
 
 def test_nav_and_fills_are_consistent() -> None:
@@ -38,8 +44,17 @@ def test_nav_and_fills_are_consistent() -> None:
     summary = result.summary()
     assert summary["net_return"] == pytest.approx(nav["nav"].iloc[-1] / 1e7 - 1)
     assert summary["total_costs"] > 0 and summary["rebalances"] == len(nav)
-    assert set(result.orders["reason"]) <= {"none", "lot", "limit_up", "limit_down", "adv_cap",
-                                            "suspended", "cash", "no_adv", "t_plus_one"}
+    assert set(result.orders["reason"]) <= {
+        "none",
+        "lot",
+        "limit_up",
+        "limit_down",
+        "adv_cap",
+        "suspended",
+        "cash",
+        "no_adv",
+        "t_plus_one",
+    }
 
 
 def test_future_data_cannot_change_past_decisions() -> None:
@@ -58,8 +73,9 @@ def test_future_data_cannot_change_past_decisions() -> None:
 def test_daily_momentum_pays_more_friction_than_weekly_liquidity() -> None:
     panels = random_panels(SYMBOLS, days=200, volume=2e7)
     daily = run("daily_momentum", panels, params={"top_k": 5}).summary()
-    weekly = run("weekly_liquidity", panels,
-                 params={"lookback": 20, "skip": 2, "top_k": 5, "min_adv": 1e7}).summary()
+    weekly = run(
+        "weekly_liquidity", panels, params={"lookback": 20, "skip": 2, "top_k": 5, "min_adv": 1e7}
+    ).summary()
     assert daily["turnover"] > 5 * weekly["turnover"]
     assert daily["total_costs"] > 3 * weekly["total_costs"]
     assert daily["slippage_leakage"] > weekly["slippage_leakage"]
@@ -79,9 +95,12 @@ def test_kill_switch_also_trips_between_weekly_rebalances() -> None:
     panels = random_panels(SYMBOLS, days=200, volume=2e7)
     for field in ("open", "high", "low", "close"):
         panels[field].iloc[120:] *= 0.5
-    result = run("weekly_liquidity", panels,
-                 params={"lookback": 20, "skip": 2, "top_k": 5, "min_adv": 1e7,
-                         "max_weekly_turnover": 2.0}, kill_threshold=0.2)
+    result = run(
+        "weekly_liquidity",
+        panels,
+        params={"lookback": 20, "skip": 2, "top_k": 5, "min_adv": 1e7, "max_weekly_turnover": 2.0},
+        kill_threshold=0.2,
+    )
     assert result.halted_on == panels["close"].index[120].date()
     assert result.nav["turnover"].iloc[-1] == 0
 
@@ -92,11 +111,15 @@ def test_a_prepared_market_and_an_open_runner_are_used_as_given() -> None:
     source = InProcessStrategy.bundled("daily_momentum")
     runner = source.open({"top_k": 2}, market)
     first = replay(source, None, market, "2024-03-01", "2024-03-08", runner=runner)
-    assert len(first.nav) == 6 and runner.history.rows == market.dates.get_loc(pd.Timestamp("2024-03-08"))
+    assert len(first.nav) == 6 and runner.history.rows == market.dates.get_loc(
+        pd.Timestamp("2024-03-08")
+    )
     assert first.jail == runner.jail  # outputs name where the strategy ran
     # The runner stays open for its caller: a later replay goes on with the same rows.
     later = replay(source, None, market, "2024-03-11", "2024-03-15", runner=runner)
-    assert len(later.nav) == 5 and later.max_weight.min() > 0.4  # the runner's top_k=2, not the default 10
+    assert (
+        len(later.nav) == 5 and later.max_weight.min() > 0.4
+    )  # the runner's top_k=2, not the default 10
 
 
 def test_bad_ranges_and_unknown_targets_are_errors() -> None:

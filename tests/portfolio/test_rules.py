@@ -34,8 +34,9 @@ def test_transfer_fee_on_both_sides() -> None:
 
 def test_vector_fees_match_the_exact_rules() -> None:
     values = np.array([0.0, 10_000.0, 100_000.0, 9_995.0])
-    commission, stamp, transfer = RULES.fees(values, np.array([False, True, True, True]),
-                                             date(2024, 1, 2))
+    commission, stamp, transfer = RULES.fees(
+        values, np.array([False, True, True, True]), date(2024, 1, 2)
+    )
     assert commission.tolist() == [0.0, 5.0, 25.0, 5.0]
     assert stamp.tolist() == [0.0, 5.0, 50.0, 5.0]
     assert transfer.tolist() == [0.0, 0.1, 1.0, 0.1]
@@ -45,12 +46,15 @@ def test_vector_fees_match_the_exact_rules() -> None:
 def test_vector_rounding_agrees_with_decimal_half_up(value: Decimal) -> None:
     for rate in (RULES.commission_rate, RULES.stamp_duty_rate, RULES.transfer_fee_rate):
         exact = to_cents(value * Decimal(str(rate)))
-        assert cents_array(np.array([float(value) * rate]))[0] == pytest.approx(float(exact), abs=1e-9)
+        assert cents_array(np.array([float(value) * rate]))[0] == pytest.approx(
+            float(exact), abs=1e-9
+        )
 
 
 def test_impact_is_half_spread_plus_k_sigma_sqrt_participation() -> None:
-    rate = AShareRules(impact_k=1.0, half_spread=0.0005).impact_rate(np.array([0.02, np.nan]),
-                                                                     np.array([0.04, 0.04]))
+    rate = AShareRules(impact_k=1.0, half_spread=0.0005).impact_rate(
+        np.array([0.02, np.nan]), np.array([0.04, 0.04])
+    )
     assert rate[0] == pytest.approx(0.0005 + 0.02 * 0.2)
     assert rate[1] == pytest.approx(0.0005)  # unknown volatility: spread only
 

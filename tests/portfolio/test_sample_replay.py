@@ -35,8 +35,13 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "ledger"
 def sample_market() -> tuple[MarketFrames, pd.DataFrame]:
     """The whole bundled sample as one MarketFrames (default A-share rules) and its membership."""
     source = SampleSource()
-    bars = pd.concat([source.bars(symbol, pd.Timestamp("2023-09-01"), pd.Timestamp(END))
-                      for symbol in source.symbols()], ignore_index=True)
+    bars = pd.concat(
+        [
+            source.bars(symbol, pd.Timestamp("2023-09-01"), pd.Timestamp(END))
+            for symbol in source.symbols()
+        ],
+        ignore_index=True,
+    )
     return MarketFrames.build(panels_from_bars(bars), AShareRules()), source.membership()
 
 
@@ -44,7 +49,9 @@ def sample_market() -> tuple[MarketFrames, pd.DataFrame]:
 def sample_replay(strategy: str) -> ReplayResult:
     market, membership = sample_market()
     settings = OomrlSettings(home=Path("/nonexistent-oomrl-home"), kill_threshold=1.0)
-    setup = rebalance_setup(bundled_strategy(settings, strategy), "pinned", settings, membership)  # jailed
+    setup = rebalance_setup(
+        bundled_strategy(settings, strategy), "pinned", settings, membership
+    )  # jailed
     return replay_setup(setup, market, START, END, settings.initial_cash)
 
 
@@ -75,25 +82,41 @@ def test_a_replay_on_the_sample_places_no_illegal_order(strategy: str) -> None:
 @pytest.mark.slow
 def test_the_sample_replay_books_dividends_and_reports_raw_price_coverage() -> None:
     result = sample_replay("weekly_liquidity")
-    assert (result.actions["kind"] == "dividend").sum() > 10 and (result.actions["cash_fen"] > 0).all()
-    assert 0.3 < result.raw_prices_known < 1.0  # the sample knows traded prices for part of the window
+    assert (result.actions["kind"] == "dividend").sum() > 10 and (
+        result.actions["cash_fen"] > 0
+    ).all()
+    assert (
+        0.3 < result.raw_prices_known < 1.0
+    )  # the sample knows traded prices for part of the window
     assert result.summary()["raw_prices_known"] == result.raw_prices_known
 
 
 def ledger_tables(result: ReplayResult) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fills and NAV in integer fen (the pinned form)."""
     fills = result.fills
-    fen = {name: np.rint(fills[name].astype(float) * 100).astype(np.int64)
-           for name in ("commission", "stamp_duty", "transfer_fee", "impact_cost")}
-    pinned_fills = pd.DataFrame({
-        "date": pd.to_datetime(fills["date"]).dt.strftime("%Y-%m-%d"), "symbol": fills["symbol"],
-        "side": fills["side"], "quantity": fills["quantity"].astype(np.int64),
-        "price_fen_x100": np.rint(fills["price"].astype(float) * 10_000).astype(np.int64), **fen,
-        "cash_delta_fen": fills["cash_delta_fen"].astype(np.int64)})
+    fen = {
+        name: np.rint(fills[name].astype(float) * 100).astype(np.int64)
+        for name in ("commission", "stamp_duty", "transfer_fee", "impact_cost")
+    }
+    pinned_fills = pd.DataFrame(
+        {
+            "date": pd.to_datetime(fills["date"]).dt.strftime("%Y-%m-%d"),
+            "symbol": fills["symbol"],
+            "side": fills["side"],
+            "quantity": fills["quantity"].astype(np.int64),
+            "price_fen_x100": np.rint(fills["price"].astype(float) * 10_000).astype(np.int64),
+            **fen,
+            "cash_delta_fen": fills["cash_delta_fen"].astype(np.int64),
+        }
+    )
     nav = result.nav
-    pinned_nav = pd.DataFrame({"date": pd.to_datetime(nav["date"]).dt.strftime("%Y-%m-%d"),
-                               "nav_fen": np.rint(nav["nav"].astype(float) * 100).astype(np.int64),
-                               "cash_fen": np.rint(nav["cash"].astype(float) * 100).astype(np.int64)})
+    pinned_nav = pd.DataFrame(
+        {
+            "date": pd.to_datetime(nav["date"]).dt.strftime("%Y-%m-%d"),
+            "nav_fen": np.rint(nav["nav"].astype(float) * 100).astype(np.int64),
+            "cash_fen": np.rint(nav["cash"].astype(float) * 100).astype(np.int64),
+        }
+    )
     return pinned_fills, pinned_nav
 
 

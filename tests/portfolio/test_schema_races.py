@@ -21,7 +21,9 @@ RACERS = 6
 
 
 @contextmanager
-def fresh_database(kind: str, tmp_path: Path, postgres_url: str | None, n: int) -> Iterator[tuple[str, str | None]]:
+def fresh_database(
+    kind: str, tmp_path: Path, postgres_url: str | None, n: int
+) -> Iterator[tuple[str, str | None]]:
     """(url, schema) of an empty database."""
     if kind == "sqlite":
         yield f"sqlite:///{tmp_path / f'fresh-{n}.db'}", None
@@ -63,13 +65,21 @@ def first_use(url: str, schema: str | None, engines: list[sa.Engine]) -> None:
 
 @pytest.mark.slow  # a few rounds of racing threads on fresh databases
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_racing_first_users_create_every_table_once(kind: str, tmp_path: Path, postgres_url: str | None) -> None:
+def test_racing_first_users_create_every_table_once(
+    kind: str, tmp_path: Path, postgres_url: str | None
+) -> None:
     for n in range(3):  # the race is a matter of timing: several fresh databases
         with fresh_database(kind, tmp_path, postgres_url, n) as (url, schema):
             engines: list[sa.Engine] = []
             assert race(lambda: first_use(url, schema, engines)) == []  # noqa: B023 - run before the next round
             tables = set(sa.inspect(engines[0]).get_table_names(schema=schema))
-            assert {"accounts", "strategy_versions", "llm_budgets", "llm_calls", "repair_claims"} <= tables
+            assert {
+                "accounts",
+                "strategy_versions",
+                "llm_budgets",
+                "llm_calls",
+                "repair_claims",
+            } <= tables
             for engine in engines:
                 engine.dispose()
 

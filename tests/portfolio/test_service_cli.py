@@ -36,40 +36,70 @@ def seed(home: Path) -> list[date]:
     days = calendar.sessions("2024-01-02", "2024-04-30")
     rng = np.random.default_rng(3)
     close = 20 * np.exp(np.cumsum(rng.normal(0.0005, 0.015, (len(days), len(SYMBOLS))), 0))
-    rows = [{"date": d, "symbol": s, "open": round(close[t, i], 2), "high": round(close[t, i] * 1.01, 2),
-             "low": round(close[t, i] * 0.99, 2), "close": round(close[t, i], 2), "volume": 5e6,
-             "amount": np.nan, "adjustment": "qfq",
-             "prev_close_raw": round(close[t - 1, i], 2) if t else np.nan}
-            for t, d in enumerate(days) for i, s in enumerate(SYMBOLS)]
+    rows = [
+        {
+            "date": d,
+            "symbol": s,
+            "open": round(close[t, i], 2),
+            "high": round(close[t, i] * 1.01, 2),
+            "low": round(close[t, i] * 0.99, 2),
+            "close": round(close[t, i], 2),
+            "volume": 5e6,
+            "amount": np.nan,
+            "adjustment": "qfq",
+            "prev_close_raw": round(close[t - 1, i], 2) if t else np.nan,
+        }
+        for t, d in enumerate(days)
+        for i, s in enumerate(SYMBOLS)
+    ]
     store = MarketStore(home / "data")
     store.write_bars(pd.DataFrame(rows, columns=list(BAR_COLUMNS)))
-    store.write_membership(pd.DataFrame({"effective_date": pd.Timestamp("2023-12-11"),
-                                         "symbol": SYMBOLS[:4], "name": "x"}))
+    store.write_membership(
+        pd.DataFrame(
+            {"effective_date": pd.Timestamp("2023-12-11"), "symbol": SYMBOLS[:4], "name": "x"}
+        )
+    )
     return [d.date() for d in days]
 
 
 def test_replay_uses_point_in_time_members_and_params(oomrl_home: Path) -> None:
     seed(oomrl_home)
-    result = run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 4, 30),
-                        '{"top_k": 2}')
+    result = run_replay(
+        get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 4, 30), '{"top_k": 2}'
+    )
     assert set(result.fills["symbol"]) <= set(SYMBOLS[:4])  # only index members are bought
     assert len(result.nav) > 30 and result.jail == "bwrap"  # the bundled strategy ran in its jail
     with pytest.raises(OomrlError, match="unknown strategy"):
         run_replay(get_settings(), "nope", date(2024, 3, 1), date(2024, 4, 30))
-    with pytest.raises(OomrlError, match=r"start 2030-01-01 is after the last session in the market store: "
-                                         r"it holds 2024-01-02\.\.2024-04-30"):
+    with pytest.raises(
+        OomrlError,
+        match=r"start 2030-01-01 is after the last session in the market store: "
+        r"it holds 2024-01-02\.\.2024-04-30",
+    ):
         run_replay(get_settings(), "daily_momentum", date(2030, 1, 1), date(2030, 2, 1))
     with pytest.raises(OomrlError, match="invalid params for daily_momentum") as refused:
-        run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 4, 30),
-                   '{"top_k": 0, "lookback": "x"}')
-    message = str(refused.value)  # one line, every problem named, no pydantic URL (said by the host)
+        run_replay(
+            get_settings(),
+            "daily_momentum",
+            date(2024, 3, 1),
+            date(2024, 4, 30),
+            '{"top_k": 0, "lookback": "x"}',
+        )
+    message = str(
+        refused.value
+    )  # one line, every problem named, no pydantic URL (said by the host)
     assert "\n" not in message and "http" not in message
-    assert "top_k: Input should be greater than or equal to 1 (got 0)" in message and "lookback:" in message
+    assert (
+        "top_k: Input should be greater than or equal to 1 (got 0)" in message
+        and "lookback:" in message
+    )
 
 
 def test_params_are_parsed_with_clear_errors() -> None:
     assert parse_params('{"top_k": 3}') == {"top_k": 3}
-    assert parse_params("") == {} and parse_params(None) == {} and parse_params({"a": 1}) == {"a": 1}
+    assert (
+        parse_params("") == {} and parse_params(None) == {} and parse_params({"a": 1}) == {"a": 1}
+    )
     with pytest.raises(OomrlError, match="not valid JSON"):
         parse_params("{top_k")
     with pytest.raises(OomrlError, match="JSON object"):
@@ -94,7 +124,9 @@ def test_active_workspace_version_is_loaded_and_traded(oomrl_home: Path) -> None
     versions.activate(sha, "acct", "weekly_liquidity")
     resolved = resolve_strategy(settings, ledger, "acct")
     assert (resolved.name, resolved.version) == ("weekly_liquidity", sha)
-    assert resolved.strategy.root == versions.materialize(sha) != repo_root()  # the commit's own folder
+    assert (
+        resolved.strategy.root == versions.materialize(sha) != repo_root()
+    )  # the commit's own folder
     outcome = run_rebalance(settings, "acct", days[60])
     assert outcome.committed and outcome.strategy_version == sha and outcome.jail == "bwrap"
     assert set(ledger.nav_frame("acct")["strategy_version"]) == {sha}
@@ -112,15 +144,29 @@ def test_cli_rebalance_replay_and_account(oomrl_home: Path) -> None:
     assert "already committed" in again.output
     shown = runner.invoke(app, ["account", "show", "--account", "cli"])
     assert shown.exit_code == 0 and "ACTIVE" in shown.output and "positions" in shown.output
-    replayed = runner.invoke(app, ["replay", "--strategy", "daily_momentum", "--strategy",
-                                   "weekly_liquidity", "--start", "2024-03-01", "--end",
-                                   "2024-04-30", "--json"])
+    replayed = runner.invoke(
+        app,
+        [
+            "replay",
+            "--strategy",
+            "daily_momentum",
+            "--strategy",
+            "weekly_liquidity",
+            "--start",
+            "2024-03-01",
+            "--end",
+            "2024-04-30",
+            "--json",
+        ],
+    )
     assert replayed.exit_code == 0, replayed.output
     summaries = json.loads(replayed.output)
     assert [s["strategy"] for s in summaries] == ["daily_momentum", "weekly_liquidity"]
     assert {"turnover", "total_costs", "slippage_leakage", "net_return"} <= set(summaries[0])
-    table = runner.invoke(app, ["replay", "--strategy", "daily_momentum", "--start", "2024-03-01",
-                                "--end", "2024-04-30"])
+    table = runner.invoke(
+        app,
+        ["replay", "--strategy", "daily_momentum", "--start", "2024-03-01", "--end", "2024-04-30"],
+    )
     assert "net return" in table.output
 
 
@@ -144,8 +190,20 @@ def test_cli_refusals_exit_1_with_the_reason(oomrl_home: Path) -> None:
     assert resumed.exit_code == 0 and "resumed" in resumed.output
     not_halted = runner.invoke(app, ["account", "resume", "--account", "h", "--confirm"])
     assert not_halted.exit_code == 1
-    bad_params = runner.invoke(app, ["replay", "--strategy", "daily_momentum", "--start",
-                                     "2024-03-01", "--end", "2024-04-30", "--params", "{x"])
+    bad_params = runner.invoke(
+        app,
+        [
+            "replay",
+            "--strategy",
+            "daily_momentum",
+            "--start",
+            "2024-03-01",
+            "--end",
+            "2024-04-30",
+            "--params",
+            "{x",
+        ],
+    )
     assert bad_params.exit_code == 1 and "JSON" in bad_params.output
 
 
@@ -154,13 +212,18 @@ def test_replay_of_a_candidate_workspace_uses_its_code(oomrl_home: Path, tmp_pat
 
     seed(oomrl_home)
     root = tmp_path / "candidate"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "strategies", root / "strategies",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "strategies",
+        root / "strategies",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     module = root / "strategies" / "daily_momentum.py"
     module.write_text(module.read_text().replace("top_k: int = Field(10", "top_k: int = Field(1"))
-    candidate = run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 3, 29),
-                           workspace=root)
+    candidate = run_replay(
+        get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 3, 29), workspace=root
+    )
     bundled = run_replay(get_settings(), "daily_momentum", date(2024, 3, 1), date(2024, 3, 29))
+
     def buys_per_day(fills: pd.DataFrame) -> int:
         return int(fills[fills["side"] == "buy"].groupby("date")["symbol"].nunique().max())
 
@@ -168,8 +231,9 @@ def test_replay_of_a_candidate_workspace_uses_its_code(oomrl_home: Path, tmp_pat
     assert buys_per_day(bundled.fills) > 1
 
 
-def test_a_version_from_before_the_strategy_api_still_replays_in_the_host(oomrl_home: Path,
-                                                                            tmp_path: Path) -> None:
+def test_a_version_from_before_the_strategy_api_still_replays_in_the_host(
+    oomrl_home: Path, tmp_path: Path
+) -> None:
     """A version committed before strategy_api (its own strategies/base.py, `from .base import ...`)."""
     import shutil
 
@@ -178,10 +242,19 @@ def test_a_version_from_before_the_strategy_api_still_replays_in_the_host(oomrl_
     shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "old_workspace", old)
     assert "from .base import" in (old / "strategies" / "weekly_liquidity.py").read_text()
     params = '{"lookback": 10, "skip": 1, "top_k": 3, "min_adv": 1e6}'
-    then = run_replay(get_settings(), "weekly_liquidity", date(2024, 2, 1), date(2024, 4, 30), params,
-                      workspace=old)
-    now = run_replay(get_settings(), "weekly_liquidity", date(2024, 2, 1), date(2024, 4, 30), params)
+    then = run_replay(
+        get_settings(),
+        "weekly_liquidity",
+        date(2024, 2, 1),
+        date(2024, 4, 30),
+        params,
+        workspace=old,
+    )
+    now = run_replay(
+        get_settings(), "weekly_liquidity", date(2024, 2, 1), date(2024, 4, 30), params
+    )
     assert len(then.fills) > 10 and then.jail == "bwrap"
     pd.testing.assert_frame_equal(then.fills, now.fills)  # the same rules, then as now
-    pd.testing.assert_frame_equal(then.nav.drop(columns="strategy_version"),
-                                  now.nav.drop(columns="strategy_version"))
+    pd.testing.assert_frame_equal(
+        then.nav.drop(columns="strategy_version"), now.nav.drop(columns="strategy_version")
+    )

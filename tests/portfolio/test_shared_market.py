@@ -17,7 +17,9 @@ from tests.portfolio.factories import random_panels
 
 @pytest.fixture()
 def market() -> MarketFrames:
-    return MarketFrames.build(random_panels([f"{600000 + i}.SH" for i in range(40)], days=400), AShareRules())
+    return MarketFrames.build(
+        random_panels([f"{600000 + i}.SH" for i in range(40)], days=400), AShareRules()
+    )
 
 
 def host_view(shared: SharedMarket) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -26,8 +28,12 @@ def host_view(shared: SharedMarket) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     memory = mmap.mmap(os.dup(shared.readonly), size, mmap.MAP_SHARED, mmap.PROT_READ)
     capacity, width = len(shared.days), shared.width
     days = np.frombuffer(memory, "<i8", capacity, 0)
-    data = {f: np.frombuffer(memory, "<f8", capacity * width, 8 * capacity * (1 + i * width)).reshape(capacity, width)
-            for i, f in enumerate(shared.fields)}
+    data = {
+        f: np.frombuffer(memory, "<f8", capacity * width, 8 * capacity * (1 + i * width)).reshape(
+            capacity, width
+        )
+        for i, f in enumerate(shared.fields)
+    }
     return days, data
 
 
@@ -46,10 +52,13 @@ def test_rows_mapped_in_ahead_stay_unwritten_until_written(market: MarketFrames)
     shared.close()
 
 
-def test_without_the_kernels_prefault_rows_are_written_all_the_same(market: MarketFrames,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_kernels_prefault_rows_are_written_all_the_same(
+    market: MarketFrames, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(hosting, "MADV_POPULATE_WRITE", 0x7FFF)  # an advice no kernel knows: EINVAL
-    monkeypatch.setattr(hosting, "_POOL", [])  # a fresh memory file (a kept one is mapped in already)
+    monkeypatch.setattr(
+        hosting, "_POOL", []
+    )  # a fresh memory file (a kept one is mapped in already)
     shared = SharedMarket(market)
     shared.prefault(50)
     assert shared.faulted == -1  # given up for this market, never retried
@@ -67,8 +76,9 @@ def test_session_days_cross_as_midnight_nanoseconds(market: MarketFrames) -> Non
     assert (market.day_ns % 86_400_000_000_000 == 0).all()
 
 
-def test_a_kept_memory_file_holds_no_row_of_the_market_before(market: MarketFrames,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_kept_memory_file_holds_no_row_of_the_market_before(
+    market: MarketFrames, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(hosting, "_POOL", [])
     first = SharedMarket(market)
     first.write(len(market.days))  # every row, the latest dates included
@@ -83,15 +93,21 @@ def test_a_kept_memory_file_holds_no_row_of_the_market_before(market: MarketFram
 
 
 def test_only_a_file_of_the_exact_size_is_kept_and_a_host_that_may_run_gives_its_file_up(
-        market: MarketFrames, monkeypatch: pytest.MonkeyPatch) -> None:
+    market: MarketFrames, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(hosting, "_POOL", [])
-    smaller = MarketFrames.build(random_panels([f"{600000 + i}.SH" for i in range(39)], days=400), AShareRules())
+    smaller = MarketFrames.build(
+        random_panels([f"{600000 + i}.SH" for i in range(39)], days=400), AShareRules()
+    )
     SharedMarket(market).close()
     other = SharedMarket(smaller)
-    assert other.faulted == 0 and len(hosting._POOL) == 1  # not the larger file: nothing beyond its own rows
+    assert (
+        other.faulted == 0 and len(hosting._POOL) == 1
+    )  # not the larger file: nothing beyond its own rows
     other.close(reuse=False)
-    assert [entry[0] for entry in hosting._POOL] == [8 * len(market.days) * (1 + len(market.symbols)
-                                                                             * len(market.panels.arrays))]
+    assert [entry[0] for entry in hosting._POOL] == [
+        8 * len(market.days) * (1 + len(market.symbols) * len(market.panels.arrays))
+    ]
     for _ in range(hosting.POOL_FILES + 1):
         SharedMarket(smaller).close()
     assert len(hosting._POOL) <= hosting.POOL_FILES

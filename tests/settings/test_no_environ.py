@@ -20,15 +20,23 @@ def environment_reads(source: str) -> list[int]:
 
 def _reads_environment(node: ast.AST) -> bool:
     if isinstance(node, ast.Attribute):
-        return node.attr in ENVIRONMENT_NAMES and isinstance(node.value, ast.Name) \
+        return (
+            node.attr in ENVIRONMENT_NAMES
+            and isinstance(node.value, ast.Name)
             and node.value.id in ("os", "posix", "nt")
+        )
     if isinstance(node, ast.ImportFrom):
-        return node.module in ("os", "posix", "nt") and any(alias.name in ENVIRONMENT_NAMES for alias in node.names)
+        return node.module in ("os", "posix", "nt") and any(
+            alias.name in ENVIRONMENT_NAMES for alias in node.names
+        )
     return False
 
 
 def _allowed(relative: str) -> bool:
-    return any(relative.startswith(allowed) if allowed.endswith("/") else relative == allowed for allowed in ALLOWED)
+    return any(
+        relative.startswith(allowed) if allowed.endswith("/") else relative == allowed
+        for allowed in ALLOWED
+    )
 
 
 def offenders(repo: Path) -> list[str]:
@@ -38,24 +46,32 @@ def offenders(repo: Path) -> list[str]:
         for path in sorted((repo / root).rglob("*.py")):
             relative = path.relative_to(repo).as_posix()
             if not _allowed(relative):
-                found += [f"{relative}:{line}" for line in environment_reads(path.read_text(encoding="utf-8"))]
+                found += [
+                    f"{relative}:{line}"
+                    for line in environment_reads(path.read_text(encoding="utf-8"))
+                ]
     return found
 
 
-@pytest.mark.parametrize("planted", [
-    "import os\nvalue = os.environ.get('OOMRL_X')\n",
-    "import os\nvalue = os.environ['OOMRL_X']\n",
-    "import os\nvalue = os.getenv('OOMRL_X')\n",
-    "import os\nvalue = os.environb[b'OOMRL_X']\n",
-    "from os import environ\nvalue = environ['OOMRL_X']\n",
-    "from os import getenv as read\n",
-])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "import os\nvalue = os.environ.get('OOMRL_X')\n",
+        "import os\nvalue = os.environ['OOMRL_X']\n",
+        "import os\nvalue = os.getenv('OOMRL_X')\n",
+        "import os\nvalue = os.environb[b'OOMRL_X']\n",
+        "from os import environ\nvalue = environ['OOMRL_X']\n",
+        "from os import getenv as read\n",
+    ],
+)
 def test_a_planted_environment_read_is_found(planted: str) -> None:
     assert environment_reads(planted)
 
 
 def test_what_is_not_the_environment_passes() -> None:
-    assert not environment_reads("import os\nnull = os.devnull\nhere = os.getcwd()\nenv = {'environ': 1}\n")
+    assert not environment_reads(
+        "import os\nnull = os.devnull\nhere = os.getcwd()\nenv = {'environ': 1}\n"
+    )
 
 
 def test_no_module_reads_the_environment_outside_the_settings() -> None:
@@ -65,8 +81,13 @@ def test_no_module_reads_the_environment_outside_the_settings() -> None:
 
 def test_a_planted_module_is_an_offender_and_the_settings_are_not(tmp_path: Path) -> None:
     reads = "import os\nvalue = os.environ.get('OOMRL_X')\n"
-    for relative in ("oomrl/planted.py", "tasks/deep/planted.py", "oomrl/settings/root.py",
-                     "guardrails/settings.py", "strategies/elsewhere.py"):
+    for relative in (
+        "oomrl/planted.py",
+        "tasks/deep/planted.py",
+        "oomrl/settings/root.py",
+        "guardrails/settings.py",
+        "strategies/elsewhere.py",
+    ):
         (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / relative).write_text(reads)
     assert offenders(tmp_path) == ["oomrl/planted.py:2", "tasks/deep/planted.py:2"]

@@ -21,8 +21,13 @@ from oomrl.settings import (
 
 @pytest.fixture()
 def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    for name in ("OOMRL_CONFIG", "OOMRL_AGENT_MAX_ROUNDS", "OOMRL_WEBHOOK_MAX_ALERTS", "PREFECT_API_URL",
-                 "OOMRL_BROKER_KERNEL"):
+    for name in (
+        "OOMRL_CONFIG",
+        "OOMRL_AGENT_MAX_ROUNDS",
+        "OOMRL_WEBHOOK_MAX_ALERTS",
+        "PREFECT_API_URL",
+        "OOMRL_BROKER_KERNEL",
+    ):
         monkeypatch.delenv(name, raising=False)
     folder = tmp_path / "home"
     folder.mkdir()
@@ -30,9 +35,13 @@ def home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return folder
 
 
-def test_group_tables_of_the_file_and_the_environment_over_them(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (home / "config.toml").write_text("[oomrl.agent]\nmax_rounds = 3\n[oomrl.webhook]\nmax_alerts = 7\n"
-                                      "[oomrl.runtime]\nprefect_api_url = 'http://file:4200/api'\n")
+def test_group_tables_of_the_file_and_the_environment_over_them(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (home / "config.toml").write_text(
+        "[oomrl.agent]\nmax_rounds = 3\n[oomrl.webhook]\nmax_alerts = 7\n"
+        "[oomrl.runtime]\nprefect_api_url = 'http://file:4200/api'\n"
+    )
     settings = get_settings()
     assert (settings.agent.max_rounds, settings.webhook.max_alerts) == (3, 7)
     assert settings.runtime.prefect_api_url == "http://file:4200/api"
@@ -43,12 +52,18 @@ def test_group_tables_of_the_file_and_the_environment_over_them(home: Path, monk
     assert settings.runtime.prefect_api_url == "http://env:4200/api"
 
 
-def test_a_bad_group_value_names_its_variable_or_its_key(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_group_value_names_its_variable_or_its_key(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (home / "config.toml").write_text("[oomrl.agent]\nmax_rounds = 0\n")
-    with pytest.raises(SettingsError, match=r"agent\.max_rounds in .*config\.toml=0: Input should be greater"):
+    with pytest.raises(
+        SettingsError, match=r"agent\.max_rounds in .*config\.toml=0: Input should be greater"
+    ):
         get_settings()
     monkeypatch.setenv("OOMRL_AGENT_MAX_ROUNDS", "zero")
-    with pytest.raises(SettingsError, match="OOMRL_AGENT_MAX_ROUNDS='zero': Input should be a valid integer"):
+    with pytest.raises(
+        SettingsError, match="OOMRL_AGENT_MAX_ROUNDS='zero': Input should be a valid integer"
+    ):
         get_settings()
 
 
@@ -62,7 +77,10 @@ def test_only_zero_turns_the_broker_kernel_off(home: Path, monkeypatch: pytest.M
 def test_settings_for_a_home_or_the_environments(home: Path, tmp_path: Path) -> None:
     assert settings_for(None).home == home
     assert settings_for(tmp_path / "other").home == tmp_path / "other"
-    assert settings_for(str(tmp_path / "other")).ledger == f"sqlite:///{tmp_path / 'other' / 'ledger.db'}"
+    assert (
+        settings_for(str(tmp_path / "other")).ledger
+        == f"sqlite:///{tmp_path / 'other' / 'ledger.db'}"
+    )
 
 
 def test_a_child_is_given_this_environment_and_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,15 +99,19 @@ def test_the_gate_reads_its_own_settings(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.slow
 def test_reading_the_settings_imports_no_domain(home: Path) -> None:
     """The settings sit below the domain: reading them loads none of its packages."""
-    code = ("import sys; from oomrl.settings import get_settings; get_settings(); "
-            "print(sorted(m for m in sys.modules if m.startswith(('oomrl.portfolio', 'oomrl.market', "
-            "'oomrl.agent', 'oomrl.data', 'oomrl.metrics', 'oomrl.diagnostics', 'oomrl.webhook', "
-            "'oomrl.repair', 'oomrl.versions', 'oomrl.server'))))")
+    code = (
+        "import sys; from oomrl.settings import get_settings; get_settings(); "
+        "print(sorted(m for m in sys.modules if m.startswith(('oomrl.portfolio', 'oomrl.market', "
+        "'oomrl.agent', 'oomrl.data', 'oomrl.metrics', 'oomrl.diagnostics', 'oomrl.webhook', "
+        "'oomrl.repair', 'oomrl.versions', 'oomrl.server'))))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
 
-def test_the_task_runner_variables_come_through_the_runtime_group(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_task_runner_variables_come_through_the_runtime_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from tasks.runners import dask_settings
 
     for name in ("OOMRL_DASK_ADDRESS", "OOMRL_DASK_PROCESSES", "OOMRL_THREADS"):
@@ -100,5 +122,8 @@ def test_the_task_runner_variables_come_through_the_runtime_group(monkeypatch: p
 
 
 def test_the_delivery_store_is_its_own_database_else_the_ledger() -> None:
-    assert WebhookSettings(db_url="sqlite:///own.db").store_url("sqlite:///ledger.db") == "sqlite:///own.db"
+    assert (
+        WebhookSettings(db_url="sqlite:///own.db").store_url("sqlite:///ledger.db")
+        == "sqlite:///own.db"
+    )
     assert WebhookSettings(db_url=None).store_url("sqlite:///ledger.db") == "sqlite:///ledger.db"

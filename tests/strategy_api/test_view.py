@@ -23,7 +23,9 @@ from strategy_api import (
 )
 
 
-def make_panels(days: int = 10, symbols: tuple[str, ...] = ("A", "B", "C")) -> dict[str, pd.DataFrame]:
+def make_panels(
+    days: int = 10, symbols: tuple[str, ...] = ("A", "B", "C")
+) -> dict[str, pd.DataFrame]:
     """Closes rising 1 %, 2 %, 3 % ... a day per symbol; volume 1000 shares; amount left NaN."""
     index = pd.bdate_range("2024-01-01", periods=days)
     growth = {s: (1 + 0.01 * (i + 1)) ** np.arange(days) * 10.0 for i, s in enumerate(symbols)}
@@ -174,16 +176,28 @@ def test_top_k_picks_as_the_pandas_sort_does_with_ties_and_gaps() -> None:
     expected = scores.sort_values(ascending=False, kind="stable").index[:4].tolist()
     assert top_k(scores, 4) == expected == ["C", "E", "A", "D"]
     among = ["F", "D", "Z", "B", "A", "C"]
-    expected = scores.reindex(among).dropna().sort_values(ascending=False, kind="stable").index[:3].tolist()
+    expected = (
+        scores.reindex(among)
+        .dropna()
+        .sort_values(ascending=False, kind="stable")
+        .index[:3]
+        .tolist()
+    )
     assert top_k(scores, 3, among=among) == expected == ["C", "D", "A"]
     assert top_k(scores.iloc[:0], 2) == []
 
 
 @settings(max_examples=300, deadline=None)
-@given(values=st.lists(st.sampled_from([0.0, 0.1, 0.2, -0.1, np.nan, np.inf, -np.inf]) | st.floats(-1, 1),
-                       max_size=60),
-       k=st.integers(0, 70))
-def test_top_k_equals_the_stable_pandas_sort_for_any_size_and_ties(values: list[float], k: int) -> None:
+@given(
+    values=st.lists(
+        st.sampled_from([0.0, 0.1, 0.2, -0.1, np.nan, np.inf, -np.inf]) | st.floats(-1, 1),
+        max_size=60,
+    ),
+    k=st.integers(0, 70),
+)
+def test_top_k_equals_the_stable_pandas_sort_for_any_size_and_ties(
+    values: list[float], k: int
+) -> None:
     # top_k sorts only the values that can be picked (a partition first); the picks must not change.
     scores = pd.Series(values, index=[f"S{i:02d}" for i in range(len(values))], dtype=float)
     expected = scores.dropna().sort_values(ascending=False, kind="stable").index[:k].tolist()
@@ -194,7 +208,9 @@ def test_a_view_from_a_history_matches_one_from_panels_and_cannot_write_the_mark
     panels = make_panels()
     panels["close"].loc[panels["close"].index[5], "B"] = np.nan
     history = History(["A", "B", "C"], list(panels))
-    history.append(panels["close"].index.values[:6], {f: p.to_numpy()[:6] for f, p in panels.items()})
+    history.append(
+        panels["close"].index.values[:6], {f: p.to_numpy()[:6] for f, p in panels.items()}
+    )
     as_of = panels["close"].index[5]
     streamed, plain = history.view(), MarketView(panels, as_of)
     assert streamed.as_of == plain.as_of == as_of
@@ -215,7 +231,9 @@ def test_a_view_from_panels_keeps_no_row_after_as_of_anywhere() -> None:
     assert view.dates.max() == panels["close"].index[3]
 
 
-def test_a_history_refuses_rows_out_of_order_or_of_the_wrong_shape_and_an_earlier_decision() -> None:
+def test_a_history_refuses_rows_out_of_order_or_of_the_wrong_shape_and_an_earlier_decision() -> (
+    None
+):
     panels = make_panels()
     history = History(["A", "B", "C"], ["close"])
     history.append(panels["close"].index.values[2:4], {"close": panels["close"].to_numpy()[2:4]})
@@ -227,7 +245,9 @@ def test_a_history_refuses_rows_out_of_order_or_of_the_wrong_shape_and_an_earlie
         history.append(panels["close"].index.values[5:6], {"volume": np.zeros((1, 3))})
     with pytest.raises(ValueError, match="never holds a later row"):
         history.view(as_of=panels["close"].index[2])
-    assert history.view(as_of=date(2024, 1, 6)).universe() == []  # a Saturday after the last session
+    assert (
+        history.view(as_of=date(2024, 1, 6)).universe() == []
+    )  # a Saturday after the last session
 
 
 def test_a_shared_history_is_read_only_and_extends_only_forward() -> None:
@@ -262,7 +282,11 @@ def test_holdings_are_a_read_only_mapping_fetched_once_on_first_read() -> None:
     assert holdings.get("600002.SH", 0.0) == 0.0 and fetched == [1]
     with pytest.raises(TypeError):
         holdings["600000.SH"] = 1.0  # type: ignore[index]
-    assert Holdings({"A": 1}) == {"A": 1.0} and Holdings() == {} and repr(Holdings({"A": 1})) == "Holdings({'A': 1.0})"
+    assert (
+        Holdings({"A": 1}) == {"A": 1.0}
+        and Holdings() == {}
+        and repr(Holdings({"A": 1})) == "Holdings({'A': 1.0})"
+    )
 
 
 def test_a_failing_book_fails_every_read_alike() -> None:
@@ -299,23 +323,37 @@ def test_the_portfolio_value_is_read_on_first_use() -> None:
 def test_momentum_series_are_the_constructors_series() -> None:
     from strategy_api import helpers
 
-    values, labels = np.array([0.1, -0.2, np.inf, 0.0]), pd.Index(["A", "B", "C", "D"], dtype=object)
+    values, labels = (
+        np.array([0.1, -0.2, np.inf, 0.0]),
+        pd.Index(["A", "B", "C", "D"], dtype=object),
+    )
     made, expected = helpers._series(values, labels), pd.Series(values, index=labels)
     pd.testing.assert_series_equal(made, expected)
     assert vars(made).keys() == vars(expected).keys() and made.name is None and made.index is labels
-    assert repr(made) == repr(expected) and made.sort_values().index.tolist() == ["B", "D", "A", "C"]
+    assert repr(made) == repr(expected) and made.sort_values().index.tolist() == [
+        "B",
+        "D",
+        "A",
+        "C",
+    ]
 
 
 def test_a_pandas_whose_manager_builds_another_series_gets_the_constructor(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from pandas.core import internals
 
     from strategy_api import helpers
 
     assert helpers._series_maker().__name__ == "fast"  # this pandas: through its block manager
-    monkeypatch.setattr(internals.SingleBlockManager, "from_array",
-                        classmethod(lambda cls, values, index: (_ for _ in ()).throw(TypeError("gone"))))
+    monkeypatch.setattr(
+        internals.SingleBlockManager,
+        "from_array",
+        classmethod(lambda cls, values, index: (_ for _ in ()).throw(TypeError("gone"))),
+    )
     assert helpers._series_maker().__name__ == "plain"
     monkeypatch.undo()
-    monkeypatch.setattr(pd.Series, "_from_mgr", classmethod(lambda cls, mgr, axes: pd.Series([1.0])))
+    monkeypatch.setattr(
+        pd.Series, "_from_mgr", classmethod(lambda cls, mgr, axes: pd.Series([1.0]))
+    )
     assert helpers._series_maker().__name__ == "plain"

@@ -22,7 +22,10 @@ from oomrl.webhook.signing import sign
 
 SECRET = "test-secret-0123456789abcdef"
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ops" / "autopsy.json"
-MARKED = ("2026-02-26", "2026-02-27")  # paper's marked sessions: the fixture alert is dated on the last
+MARKED = (
+    "2026-02-26",
+    "2026-02-27",
+)  # paper's marked sessions: the fixture alert is dated on the last
 
 
 class RecordingLauncher:
@@ -36,7 +39,9 @@ class RecordingLauncher:
         self.since: dict[str, datetime] = {}
         self.crashed: list[str] = []
 
-    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(
+        self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
+    ) -> Launch:
         if self.fail_with:
             raise LaunchError(self.fail_with)
         self.calls.append((alert_id, input_json(autopsy)))  # what the real launchers send
@@ -69,8 +74,12 @@ def store_url(tmp_path: Path) -> str:
 
 @pytest.fixture()
 def config(store_url: str) -> WebhookSettings:
-    return WebhookSettings(secret=SECRET, db_url=store_url, max_body_bytes=4096,
-                           alertmanager_token="am-token-abcdefghijkl")
+    return WebhookSettings(
+        secret=SECRET,
+        db_url=store_url,
+        max_body_bytes=4096,
+        alertmanager_token="am-token-abcdefghijkl",
+    )
 
 
 @pytest.fixture()
@@ -90,8 +99,9 @@ def settings(oomrl_home: Path) -> OomrlSettings:
 
 
 @pytest.fixture()
-def client(config: WebhookSettings, launcher: RecordingLauncher, store_url: str,
-           settings: OomrlSettings) -> Iterator[TestClient]:
+def client(
+    config: WebhookSettings, launcher: RecordingLauncher, store_url: str, settings: OomrlSettings
+) -> Iterator[TestClient]:
     app = create_app(config, launcher=launcher, store=DeliveryStore(store_url), settings=settings)
     with TestClient(app) as test_client:
         yield test_client

@@ -41,12 +41,16 @@ class SlowLauncher(RecordingLauncher):
         self.fail, self.store, self.deliveries = fail, store, deliveries
         self.started = 0
 
-    async def launch(self, autopsy: RepairInput, alert_id: str, attempt: str | None = None) -> Launch:
+    async def launch(
+        self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
+    ) -> Launch:
         self.started += 1
         deadline = time.monotonic() + CLAIM_DEADLINE_S
         while self.store.claims < self.deliveries and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
-        assert self.store.claims == self.deliveries, "the other deliveries never tried to claim the alert"
+        assert self.store.claims == self.deliveries, (
+            "the other deliveries never tried to claim the alert"
+        )
         if self.fail:
             raise LaunchError("Prefect answered 500")
         return await super().launch(autopsy, alert_id, attempt)
@@ -71,8 +75,9 @@ class CountingStore(DeliveryStore):
 async def deliver_together(app: Any, body: bytes, copies: int) -> list[httpx.Response]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://webhook") as client:
-        return await asyncio.gather(*[client.post(URL, content=body, headers=signed(body))
-                                      for _ in range(copies)])
+        return await asyncio.gather(
+            *[client.post(URL, content=body, headers=signed(body)) for _ in range(copies)]
+        )
 
 
 def deliver(app: Any, payload: dict[str, Any], copies: int = 1) -> list[httpx.Response]:
@@ -88,7 +93,9 @@ def make_app(config: WebhookSettings, store_url: str, settings: OomrlSettings) -
 
 
 @pytest.mark.slow
-def test_a_failed_launch_is_503_for_every_concurrent_delivery(make_app: Any, store_url: str) -> None:
+def test_a_failed_launch_is_503_for_every_concurrent_delivery(
+    make_app: Any, store_url: str
+) -> None:
     store = CountingStore(store_url)
     failing = SlowLauncher(fail=True, store=store, deliveries=5)
     responses = deliver(make_app(failing, store), ALERT, copies=5)
@@ -116,15 +123,19 @@ def test_a_claim_orphaned_mid_launch_is_taken_over(make_app: Any, store_url: str
     assert store.claim("conc-1", "paper", "loss-alert") is None  # a process that then died
     launcher = RecordingLauncher()
     with sa.create_engine(store_url).begin() as conn:
-        conn.execute(DELIVERIES.update().values(received_at=datetime.now(UTC).replace(tzinfo=None)
-                                                - timedelta(hours=1)))
+        conn.execute(
+            DELIVERIES.update().values(
+                received_at=datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=1)
+            )
+        )
     response = deliver(make_app(launcher), ALERT)[0]
     assert response.status_code == 202 and len(launcher.calls) == 1
 
 
 @pytest.mark.slow  # waits out the 3 s a pending claim lives
-def test_a_recent_pending_claim_is_waited_for_then_503(make_app: Any, store_url: str,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recent_pending_claim_is_waited_for_then_503(
+    make_app: Any, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # LAUNCH_WAIT is also the age at which a pending claim counts as abandoned: the claim is made after
     # the app is built and must stay younger than that until the delivery looks at it, on a busy machine too.
     monkeypatch.setattr(webhook_app, "LAUNCH_WAIT", timedelta(seconds=3))
@@ -151,11 +162,15 @@ def test_redelivery_after_a_run_ended_badly_starts_a_new_run(make_app: Any, stat
 
 
 @pytest.mark.parametrize("state", ["COMPLETED", "RUNNING", "PAUSED"])
-def test_redelivery_of_a_live_or_finished_run_is_a_duplicate(make_app: Any, state: str | None) -> None:
+def test_redelivery_of_a_live_or_finished_run_is_a_duplicate(
+    make_app: Any, state: str | None
+) -> None:
     launcher = RecordingLauncher()
     app = make_app(launcher)
     deliver(app, ALERT)
-    launcher.states["run-1"] = state  # (a run Prefect does not know is gone: tests/webhook/test_floods.py)
+    launcher.states["run-1"] = (
+        state  # (a run Prefect does not know is gone: tests/webhook/test_floods.py)
+    )
     again = deliver(app, ALERT)[0]
     assert again.status_code == 200 and again.json()["duplicate"] is True
     assert len(launcher.calls) == 1
@@ -186,8 +201,9 @@ def test_the_delivery_database_is_created_private(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("state", ["RUNNING", "PAUSED", "PENDING"])
-def test_redelivery_after_the_run_went_silent_starts_a_new_run(make_app: Any, settings: OomrlSettings,
-                                                               state: str) -> None:
+def test_redelivery_after_the_run_went_silent_starts_a_new_run(
+    make_app: Any, settings: OomrlSettings, state: str
+) -> None:
     launcher = RecordingLauncher()
     app = make_app(launcher)
     assert deliver(app, ALERT)[0].status_code == 202
@@ -210,6 +226,8 @@ def test_a_run_that_never_beat_is_silent_only_once_it_is_old(make_app: Any) -> N
     assert deliver(app, ALERT)[0].status_code == 202
     launcher.states["run-1"] = "PENDING"  # a worker took it, then died before the flow started
     assert deliver(app, ALERT)[0].status_code == 200
-    launcher.since["run-1"] = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=CLAIM_SILENT_S + 5)
+    launcher.since["run-1"] = datetime.now(UTC).replace(tzinfo=None) - timedelta(
+        seconds=CLAIM_SILENT_S + 5
+    )
     again = deliver(app, ALERT)[0]
     assert again.status_code == 202 and again.json()["replaces"] == "run-1"

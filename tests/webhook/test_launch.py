@@ -27,7 +27,9 @@ def _make_deployment(flow_name: str) -> None:
     from prefect.client.orchestration import get_client
 
     @flow(name=flow_name)
-    def stand_in(autopsy: dict[str, Any], auto_approve: bool = False, approval_timeout_s: int = 3600) -> None:
+    def stand_in(
+        autopsy: dict[str, Any], auto_approve: bool = False, approval_timeout_s: int = 3600
+    ) -> None:
         """Never run here: only its deployment is needed."""
 
     async def create() -> None:
@@ -61,21 +63,31 @@ def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi)
             run = await client.read_flow_run(uuid.UUID(first.flow_run_id))
             return run.parameters
 
-    assert asyncio.run(parameters()) == {"autopsy": {"alert_id": "idem-1", "account": "paper"}, "auto_approve": True}
-    timed = DeploymentLauncher("repair-launch-test/repair", auto_approve=False, api=harness_api,
-                               approval_timeout_s=90)
+    assert asyncio.run(parameters()) == {
+        "autopsy": {"alert_id": "idem-1", "account": "paper"},
+        "auto_approve": True,
+    }
+    timed = DeploymentLauncher(
+        "repair-launch-test/repair", auto_approve=False, api=harness_api, approval_timeout_s=90
+    )
     third = asyncio.run(timed.launch(alert("idem-3"), "idem-3"))
 
     async def timeout_of(run_id: str) -> Any:
         async with get_client() as client:
-            return (await client.read_flow_run(uuid.UUID(run_id))).parameters.get("approval_timeout_s")
+            return (await client.read_flow_run(uuid.UUID(run_id))).parameters.get(
+                "approval_timeout_s"
+            )
 
     assert asyncio.run(timeout_of(third.flow_run_id)) == 90
 
 
 def test_missing_deployment_is_a_launch_error(harness_api: PrefectApi) -> None:
     with pytest.raises(LaunchError, match="not found"):
-        asyncio.run(DeploymentLauncher("nope/repair", auto_approve=False, api=harness_api).launch(alert("a"), "a"))
+        asyncio.run(
+            DeploymentLauncher("nope/repair", auto_approve=False, api=harness_api).launch(
+                alert("a"), "a"
+            )
+        )
 
 
 def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
@@ -88,16 +100,24 @@ def test_event_launcher_emits_with_a_stable_id(harness_api: PrefectApi) -> None:
     first = asyncio.run(launcher.launch(alert("ev-1", "launch-test"), "ev-1"))
     again = asyncio.run(launcher.launch(alert("ev-1", "launch-test"), "ev-1"))
     assert first.event_id == again.event_id and first.flow_run_id is None
-    query = EventFilter(event=EventNameFilter(name=["oomrl.loss.alert"]),
-                        resource=EventResourceFilter(id=["oomrl.account.launch-test"]))
+    query = EventFilter(
+        event=EventNameFilter(name=["oomrl.loss.alert"]),
+        resource=EventResourceFilter(id=["oomrl.account.launch-test"]),
+    )
     deadline = time.monotonic() + 30
     with get_client(sync_client=True) as client:
-        while not (events := client.read_events(filter=query, limit=10).events) and time.monotonic() < deadline:
+        while (
+            not (events := client.read_events(filter=query, limit=10).events)
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.5)
     assert events and str(events[0].id) == first.event_id
     assert events[0].payload == {"alert_id": "ev-1", "account": "launch-test"}
     # labelled as the diagnostics label theirs: a minimal alert is a warning asking for a repair
-    assert (events[0].resource["oomrl.alert.severity"], events[0].resource["oomrl.repair"]) == ("warning", "requested")
+    assert (events[0].resource["oomrl.alert.severity"], events[0].resource["oomrl.repair"]) == (
+        "warning",
+        "requested",
+    )
 
 
 def test_missing_api_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -108,7 +128,10 @@ def test_missing_api_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_api_key_becomes_a_bearer_header() -> None:
     client = PrefectApi(api_url="http://127.0.0.1:1/api/", api_key="k3y").client()
-    assert client.headers["Authorization"] == "Bearer k3y" and str(client.base_url) == "http://127.0.0.1:1/api/"
+    assert (
+        client.headers["Authorization"] == "Bearer k3y"
+        and str(client.base_url) == "http://127.0.0.1:1/api/"
+    )
 
 
 def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,13 +152,18 @@ def test_unreachable_server_is_a_launch_error(monkeypatch: pytest.MonkeyPatch) -
 def test_launcher_for_mode() -> None:
     assert isinstance(launcher_for("event", "repair/repair", False), EventLauncher)
     chosen = launcher_for("deployment", "x/y", True)
-    assert isinstance(chosen, DeploymentLauncher) and chosen.deployment == "x/y" and chosen.auto_approve
+    assert (
+        isinstance(chosen, DeploymentLauncher)
+        and chosen.deployment == "x/y"
+        and chosen.auto_approve
+    )
     assert chosen.approval_timeout_s is None
     assert launcher_for("deployment", "x/y", False, 90).approval_timeout_s == 90  # type: ignore[union-attr]
 
 
 def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
-        harness_api: PrefectApi, config: Any, store_url: str, settings: Any) -> None:
+    harness_api: PrefectApi, config: Any, store_url: str, settings: Any
+) -> None:
     """The webhook reads the run's state from Prefect's REST API and relaunches only a crashed run."""
     import json
 
@@ -148,7 +176,9 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
     from tests.webhook.conftest import signed
 
     _make_deployment("repair-relaunch-test")
-    launcher = DeploymentLauncher("repair-relaunch-test/repair", auto_approve=False, api=harness_api)
+    launcher = DeploymentLauncher(
+        "repair-relaunch-test/repair", auto_approve=False, api=harness_api
+    )
     body = json.dumps({"alert_id": "crash-1", "account": "paper"}).encode()
     app = create_app(config, launcher, DeliveryStore(store_url), settings)
     with TestClient(app) as client:
@@ -156,11 +186,15 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
         status = asyncio.run(launcher.run_state(first["flow_run_id"]))
         assert status is not None and status.type == "SCHEDULED" and status.since is not None
         duplicate = client.post("/hooks/loss-alert", content=body, headers=signed(body))
-        assert duplicate.status_code == 200 and duplicate.json()["flow_run_id"] == first["flow_run_id"]
+        assert (
+            duplicate.status_code == 200 and duplicate.json()["flow_run_id"] == first["flow_run_id"]
+        )
 
         async def crash() -> None:
             async with get_client() as prefect:
-                await prefect.set_flow_run_state(uuid.UUID(first["flow_run_id"]), Crashed(), force=True)
+                await prefect.set_flow_run_state(
+                    uuid.UUID(first["flow_run_id"]), Crashed(), force=True
+                )
 
         asyncio.run(crash())
         again = client.post("/hooks/loss-alert", content=body, headers=signed(body))
@@ -171,13 +205,17 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
         async with get_client() as prefect:
             return (await prefect.read_flow_run(uuid.UUID(run_id))).idempotency_key
 
-    assert asyncio.run(key(again.json()["flow_run_id"])) == f"oomrl-alert-crash-1-after-{first['flow_run_id']}"
+    assert (
+        asyncio.run(key(again.json()["flow_run_id"]))
+        == f"oomrl-alert-crash-1-after-{first['flow_run_id']}"
+    )
     assert asyncio.run(launcher.run_state(str(uuid.uuid4()))) is None
     assert asyncio.run(EventLauncher(api=harness_api).run_state("anything")) is None
 
 
 def test_redelivery_after_the_run_was_deleted_starts_a_new_run_on_prefect(
-        harness_api: PrefectApi, config: Any, store_url: str, settings: Any) -> None:
+    harness_api: PrefectApi, config: Any, store_url: str, settings: Any
+) -> None:
     """A run deleted in the UI is gone (Prefect answers 404): the next delivery of its alert starts a new
     one, instead of answering "duplicate" for ever with the id of a run that no longer exists."""
     import json
@@ -206,4 +244,6 @@ def test_redelivery_after_the_run_was_deleted_starts_a_new_run_on_prefect(
         assert again.json()["replaces"] == first["flow_run_id"] != again.json()["flow_run_id"]
         status = asyncio.run(launcher.run_state(again.json()["flow_run_id"]))
         assert status is not None and status.type == "SCHEDULED"  # a real run, on the real server
-        assert client.post("/hooks/loss-alert", content=body, headers=signed(body)).status_code == 200
+        assert (
+            client.post("/hooks/loss-alert", content=body, headers=signed(body)).status_code == 200
+        )

@@ -28,8 +28,10 @@ def test_signature_is_hmac_of_timestamp_dot_body() -> None:
 
 def test_sign_then_verify_round_trips() -> None:
     headers = sign(BODY, SECRET, timestamp=1700000000)
-    assert verify(BODY, SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER],
-                  now=1700000100) == 1700000000
+    assert (
+        verify(BODY, SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER], now=1700000100)
+        == 1700000000
+    )
 
 
 def test_sign_defaults_to_now() -> None:
@@ -63,17 +65,37 @@ def test_verify_names_each_defect(stamp: str | None, sig: str | None, message: s
 def test_signature_binds_body_timestamp_and_secret() -> None:
     headers = sign(BODY, SECRET, timestamp=1700000000)
     with pytest.raises(SignatureError):
-        verify(BODY + b" ", SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER], now=1700000000)
+        verify(
+            BODY + b" ",
+            SECRET,
+            headers[TIMESTAMP_HEADER],
+            headers[SIGNATURE_HEADER],
+            now=1700000000,
+        )
     with pytest.raises(SignatureError):
         verify(BODY, SECRET, "1700000001", headers[SIGNATURE_HEADER], now=1700000000)
     with pytest.raises(SignatureError):
-        verify(BODY, SECRET + "x", headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER], now=1700000000)
+        verify(
+            BODY, SECRET + "x", headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER], now=1700000000
+        )
 
 
 def test_tolerance_is_configurable() -> None:
     headers = sign(BODY, SECRET, timestamp=1700000000)
-    verify(BODY, SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER], now=1700000900,
-           tolerance_s=1000)
+    verify(
+        BODY,
+        SECRET,
+        headers[TIMESTAMP_HEADER],
+        headers[SIGNATURE_HEADER],
+        now=1700000900,
+        tolerance_s=1000,
+    )
     with pytest.raises(SignatureError, match="limit 10 s"):
-        verify(BODY, SECRET, headers[TIMESTAMP_HEADER], headers[SIGNATURE_HEADER], now=1700000011,
-               tolerance_s=10)
+        verify(
+            BODY,
+            SECRET,
+            headers[TIMESTAMP_HEADER],
+            headers[SIGNATURE_HEADER],
+            now=1700000011,
+            tolerance_s=10,
+        )

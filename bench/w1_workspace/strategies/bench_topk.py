@@ -12,7 +12,10 @@ from strategy_api import MarketView, StrategyParams, equal_weights, momentum, to
 
 LOOKBACK = 20
 FIRST_SESSION = date(2010, 1, 1)  # W1's first session (a business day, a Friday)
-FIRST_TRADE, EVERY = 26, 5  # business-day indices it trades on: 26, 31, 36, ... (decided the day before)
+FIRST_TRADE, EVERY = (
+    26,
+    5,
+)  # business-day indices it trades on: 26, 31, 36, ... (decided the day before)
 
 
 class BenchTopKParams(StrategyParams):
@@ -32,8 +35,9 @@ class BenchTopK:
         index = business_days(FIRST_SESSION, day)
         return index >= FIRST_TRADE and (index - FIRST_TRADE) % EVERY == 0
 
-    def target_weights(self, view: MarketView, holdings: Mapping[str, float],
-                       params: BenchTopKParams) -> dict[str, float]:
+    def target_weights(
+        self, view: MarketView, holdings: Mapping[str, float], params: BenchTopKParams
+    ) -> dict[str, float]:
         """Equal weight on the K highest 20-session changes."""
         return equal_weights(top_k(momentum(view, LOOKBACK), params.k), 1.0)
 

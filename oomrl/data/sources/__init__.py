@@ -68,7 +68,9 @@ def _synthetic(arg: str | None) -> MarketSource:
     from oomrl.data.sources.synthetic import SyntheticSource
 
     if arg and not (arg.strip().isascii() and arg.strip().isdigit()):
-        raise OomrlError(f"the synthetic source takes a number of symbols: --source synthetic:N, not {arg!r}")
+        raise OomrlError(
+            f"the synthetic source takes a number of symbols: --source synthetic:N, not {arg!r}"
+        )
     try:
         return SyntheticSource(symbols=int(arg) if arg else 300)
     except ValueError as exc:  # out of bounds: refused before a single series is drawn
@@ -90,5 +92,7 @@ def get_source(spec: str) -> MarketSource:
     name, _, arg = spec.partition(":")
     factory = SOURCES.get(name.strip().lower())
     if factory is None:
-        raise OomrlError(f"unknown data source {name!r}; choose one of {', '.join(sorted(SOURCES))}")
+        raise OomrlError(
+            f"unknown data source {name!r}; choose one of {', '.join(sorted(SOURCES))}"
+        )
     return factory(arg or None)

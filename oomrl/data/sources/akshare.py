@@ -65,21 +65,36 @@ class AkshareSource:
             self._api = akshare
         return self._api
 
-    def _call(self, what: str, function: Callable[..., pd.DataFrame], **kwargs: Any) -> pd.DataFrame:
+    def _call(
+        self, what: str, function: Callable[..., pd.DataFrame], **kwargs: Any
+    ) -> pd.DataFrame:
         try:
             return function(**kwargs)
         except NETWORK_ERRORS as exc:
             raise SourceUnavailableError(f"akshare {what}: network error: {exc}") from exc
         except RESPONSE_ERRORS as exc:
-            raise SourceUnavailableError(f"akshare {what}: unexpected response ({type(exc).__name__}: {exc})") from exc
+            raise SourceUnavailableError(
+                f"akshare {what}: unexpected response ({type(exc).__name__}: {exc})"
+            ) from exc
 
     def coverage(self) -> None:
         return None
 
     def _hist(self, code: str, start: date, end: date, adjust: str) -> pd.DataFrame:
-        label = f"stock_zh_a_hist({code})" if adjust == self.adjust else f"stock_zh_a_hist({code}, unadjusted)"
-        return self._call(label, self.api.stock_zh_a_hist, symbol=code,
-                          period="daily", start_date=_ymd(start), end_date=_ymd(end), adjust=adjust)
+        label = (
+            f"stock_zh_a_hist({code})"
+            if adjust == self.adjust
+            else f"stock_zh_a_hist({code}, unadjusted)"
+        )
+        return self._call(
+            label,
+            self.api.stock_zh_a_hist,
+            symbol=code,
+            period="daily",
+            start_date=_ymd(start),
+            end_date=_ymd(end),
+            adjust=adjust,
+        )
 
     def bars(self, symbol: str, start: date, end: date) -> pd.DataFrame:
         """Daily bars; 成交量 is in lots (x100 to shares), 成交额 in CNY, prev close = 收盘 - 涨跌额 (same basis)."""
@@ -90,30 +105,46 @@ class AkshareSource:
         dates = pd.to_datetime(raw["日期"])
         if self.adjust:
             traded = self._hist(code, start, end, "")
-            unadjusted = pd.Series(traded["收盘"].to_numpy(dtype=float), index=pd.to_datetime(traded["日期"])) \
-                if len(traded) else pd.Series(dtype=float)
+            unadjusted = (
+                pd.Series(
+                    traded["收盘"].to_numpy(dtype=float), index=pd.to_datetime(traded["日期"])
+                )
+                if len(traded)
+                else pd.Series(dtype=float)
+            )
             factor = raw["收盘"].to_numpy(dtype=float) / unadjusted.reindex(dates).to_numpy()
         else:
             factor = 1.0
         info = self.info(code)
-        frame = pd.DataFrame({
-            "date": dates,
-            "symbol": to_symbol(code),
-            "open": raw["开盘"], "high": raw["最高"], "low": raw["最低"], "close": raw["收盘"],
-            "volume": raw["成交量"].astype("float64") * SHARES_PER_LOT,
-            "amount": raw["成交额"].astype("float64"),
-            "adjustment": ADJUST_NAMES[self.adjust],
-            "prev_close_raw": raw["收盘"] - raw["涨跌额"],
-            "factor": factor, "st": np.nan, "list_date": info.get("list_date", np.nan),
-        })
+        frame = pd.DataFrame(
+            {
+                "date": dates,
+                "symbol": to_symbol(code),
+                "open": raw["开盘"],
+                "high": raw["最高"],
+                "low": raw["最低"],
+                "close": raw["收盘"],
+                "volume": raw["成交量"].astype("float64") * SHARES_PER_LOT,
+                "amount": raw["成交额"].astype("float64"),
+                "adjustment": ADJUST_NAMES[self.adjust],
+                "prev_close_raw": raw["收盘"] - raw["涨跌额"],
+                "factor": factor,
+                "st": np.nan,
+                "list_date": info.get("list_date", np.nan),
+            }
+        )
         if "name" in info and frame["date"].iloc[-1] == last_completed_session(datetime.now(UTC)):
-            frame.loc[frame.index[-1], "st"] = 1.0 if risk_warning(info["name"]) else 0.0  # today's name
+            frame.loc[frame.index[-1], "st"] = (
+                1.0 if risk_warning(info["name"]) else 0.0
+            )  # today's name
         return conform_bars(frame)
 
     def info(self, code: str) -> dict[str, Any]:
         """Listing date (YYYYMMDD) and today's name from stock_individual_info_em; {} when it cannot say."""
         try:
-            raw = self._call(f"stock_individual_info_em({code})", self.api.stock_individual_info_em, symbol=code)
+            raw = self._call(
+                f"stock_individual_info_em({code})", self.api.stock_individual_info_em, symbol=code
+            )
         except SourceUnavailableError:
             return {}  # the bars stand without it: listing age and ST status stay unknown
         items = dict(zip(raw["item"], raw["value"], strict=True))
@@ -131,21 +162,41 @@ class AkshareSource:
             tr_code = TOTAL_RETURN_CODES.get(code)
             if tr_code is None:
                 return empty_index()
-            raw = self._call(f"stock_zh_index_hist_csindex({tr_code})", self.api.stock_zh_index_hist_csindex,
-                             symbol=tr_code, start_date=_ymd(start), end_date=_ymd(end))
+            raw = self._call(
+                f"stock_zh_index_hist_csindex({tr_code})",
+                self.api.stock_zh_index_hist_csindex,
+                symbol=tr_code,
+                start_date=_ymd(start),
+                end_date=_ymd(end),
+            )
         else:
-            raw = self._call(f"index_zh_a_hist({code})", self.api.index_zh_a_hist, symbol=code, period="daily",
-                             start_date=_ymd(start), end_date=_ymd(end))
+            raw = self._call(
+                f"index_zh_a_hist({code})",
+                self.api.index_zh_a_hist,
+                symbol=code,
+                period="daily",
+                start_date=_ymd(start),
+                end_date=_ymd(end),
+            )
         if raw.empty:
             return empty_index()
-        return conform_index(pd.DataFrame({"date": raw["日期"], "code": code, "close": raw["收盘"], "kind": kind}))
+        return conform_index(
+            pd.DataFrame({"date": raw["日期"], "code": code, "close": raw["收盘"], "kind": kind})
+        )
 
     def membership(self) -> pd.DataFrame:
         """Today's CSI 300 constituents (csindex closeweight file); effective as of the file's 日期."""
-        raw = self._call("index_stock_cons_weight_csindex(000300)", self.api.index_stock_cons_weight_csindex,
-                         symbol="000300")
-        return conform_membership(pd.DataFrame({
-            "effective_date": raw["日期"],
-            "symbol": raw["成分券代码"].map(symbol_or_text),
-            "name": raw["成分券名称"],
-        }))
+        raw = self._call(
+            "index_stock_cons_weight_csindex(000300)",
+            self.api.index_stock_cons_weight_csindex,
+            symbol="000300",
+        )
+        return conform_membership(
+            pd.DataFrame(
+                {
+                    "effective_date": raw["日期"],
+                    "symbol": raw["成分券代码"].map(symbol_or_text),
+                    "name": raw["成分券名称"],
+                }
+            )
+        )

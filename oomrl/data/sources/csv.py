@@ -58,27 +58,40 @@ class CsvLayout:
             raise DataValidationError(f"cannot read {path}: {exc}") from exc
         unknown = sorted(set(data) - {"volume_unit", "adjustment", "columns"})
         if unknown:
-            raise DataValidationError(f"{path}: unknown key(s) {', '.join(unknown)}; known: volume_unit, "
-                                      "adjustment, [columns]")
-        layout = cls(volume_unit=data.get("volume_unit", "shares"), adjustment=data.get("adjustment", "none"),
-                     columns=_columns(path, data.get("columns", {})))
+            raise DataValidationError(
+                f"{path}: unknown key(s) {', '.join(unknown)}; known: volume_unit, "
+                "adjustment, [columns]"
+            )
+        layout = cls(
+            volume_unit=data.get("volume_unit", "shares"),
+            adjustment=data.get("adjustment", "none"),
+            columns=_columns(path, data.get("columns", {})),
+        )
         if layout.volume_unit not in ("shares", "lots") or layout.adjustment not in ADJUSTMENTS:
             raise DataValidationError(
                 f"{path}: volume_unit must be shares|lots and adjustment none|qfq|hfq "
-                f"(got {layout.volume_unit!r}, {layout.adjustment!r})")
+                f"(got {layout.volume_unit!r}, {layout.adjustment!r})"
+            )
         return layout
 
 
 def _columns(path: Path, given: object) -> dict[str, str]:
     """`[columns]` as schema name -> CSV column name, both text, the names ones the source reads."""
     if not isinstance(given, dict):
-        raise DataValidationError(f"{path}: columns must be a table `[columns]` of schema_name = \"csv column\" "
-                                  f"(got {type(given).__name__} {str(given)[:60]})")
-    wrong = sorted(str(name) for name, column in given.items()
-                   if name not in DEFAULT_ALIASES or not isinstance(column, str) or not column)
+        raise DataValidationError(
+            f"{path}: columns must be a table `[columns]` of schema_name = \"csv column\" "
+            f"(got {type(given).__name__} {str(given)[:60]})"
+        )
+    wrong = sorted(
+        str(name)
+        for name, column in given.items()
+        if name not in DEFAULT_ALIASES or not isinstance(column, str) or not column
+    )
     if wrong:
-        raise DataValidationError(f"{path}: [columns] {', '.join(wrong)}: each key must be one of "
-                                  f"{', '.join(DEFAULT_ALIASES)} and each value the name of a CSV column (text)")
+        raise DataValidationError(
+            f"{path}: [columns] {', '.join(wrong)}: each key must be one of "
+            f"{', '.join(DEFAULT_ALIASES)} and each value the name of a CSV column (text)"
+        )
     return dict(given)
 
 
@@ -114,25 +127,33 @@ class CsvSource:
             try:
                 files[to_symbol(path.stem)] = path
             except ValueError:
-                raise DataValidationError(f"{path}: file name is not a stock code (expected e.g. 600519.csv)") from None
+                raise DataValidationError(
+                    f"{path}: file name is not a stock code (expected e.g. 600519.csv)"
+                ) from None
         return files
 
     def symbols(self) -> list[str]:
         return sorted(self._files)
 
-    def _column(self, frame: pd.DataFrame, name: str, path: Path, required: bool = True) -> pd.Series | None:
+    def _column(
+        self, frame: pd.DataFrame, name: str, path: Path, required: bool = True
+    ) -> pd.Series | None:
         mapped = self.layout.columns.get(name)
         wanted = ((mapped,) if mapped else ()) + DEFAULT_ALIASES[name]
         for alias in wanted:
             if alias in frame.columns:
                 return frame[alias]
         if required:
-            raise DataValidationError(f"{path}: no column for {name!r} (looked for {', '.join(wanted)}); "
-                                      f"map it in {self.folder / 'source.toml'} under [columns]")
+            raise DataValidationError(
+                f"{path}: no column for {name!r} (looked for {', '.join(wanted)}); "
+                f"map it in {self.folder / 'source.toml'} under [columns]"
+            )
         return None
 
     def coverage(self) -> tuple[date, date] | None:
-        dates = [parse_dates(self._column(read_csv_file(p), "date", p)) for p in self._files.values()]
+        dates = [
+            parse_dates(self._column(read_csv_file(p), "date", p)) for p in self._files.values()
+        ]
         stamps = pd.concat(dates).dropna() if dates else pd.Series(dtype="datetime64[ns]")
         return (stamps.min().date(), stamps.max().date()) if len(stamps) else None
 
@@ -147,14 +168,20 @@ class CsvSource:
 
         volume = pd.to_numeric(get("volume"), errors="coerce")
         amount, prev = get("amount", False), get("prev_close_raw", False)
-        frame = pd.DataFrame({
-            "date": get("date"), "symbol": to_symbol(symbol),
-            "open": get("open"), "high": get("high"), "low": get("low"), "close": get("close"),
-            "volume": volume * (SHARES_PER_LOT if self.layout.volume_unit == "lots" else 1),
-            "amount": amount if amount is not None else np.nan,
-            "adjustment": self.layout.adjustment,
-            "prev_close_raw": prev if prev is not None else np.nan,
-        })
+        frame = pd.DataFrame(
+            {
+                "date": get("date"),
+                "symbol": to_symbol(symbol),
+                "open": get("open"),
+                "high": get("high"),
+                "low": get("low"),
+                "close": get("close"),
+                "volume": volume * (SHARES_PER_LOT if self.layout.volume_unit == "lots" else 1),
+                "amount": amount if amount is not None else np.nan,
+                "adjustment": self.layout.adjustment,
+                "prev_close_raw": prev if prev is not None else np.nan,
+            }
+        )
         bars = with_prev_close(conform_bars(frame))
         inside = (bars["date"] >= pd.Timestamp(start)) & (bars["date"] <= pd.Timestamp(end))
         # Unparseable dates stay in, so validation quarantines them with a reason instead of losing them.
@@ -165,8 +192,16 @@ class CsvSource:
         if code != "000300" or not path.exists():
             return empty_index()
         raw = read_csv_file(path)
-        levels = conform_index(pd.DataFrame({"date": self._column(raw, "date", path), "code": code,
-                                             "close": self._column(raw, "close", path), "kind": kind}))
+        levels = conform_index(
+            pd.DataFrame(
+                {
+                    "date": self._column(raw, "date", path),
+                    "code": code,
+                    "close": self._column(raw, "close", path),
+                    "kind": kind,
+                }
+            )
+        )
         inside = (levels["date"] >= pd.Timestamp(start)) & (levels["date"] <= pd.Timestamp(end))
         return levels.loc[inside | levels["date"].isna()].reset_index(drop=True)
 
@@ -178,5 +213,12 @@ class CsvSource:
         codes = raw["symbol"] if "symbol" in raw.columns else raw.get("code")
         if codes is None or "effective_date" not in raw.columns:
             raise DataValidationError(f"{path}: needs columns effective_date and symbol (or code)")
-        return conform_membership(pd.DataFrame({"effective_date": raw["effective_date"],
-                                                "symbol": codes.map(symbol_or_text), "name": raw.get("name", "")}))
+        return conform_membership(
+            pd.DataFrame(
+                {
+                    "effective_date": raw["effective_date"],
+                    "symbol": codes.map(symbol_or_text),
+                    "name": raw.get("name", ""),
+                }
+            )
+        )

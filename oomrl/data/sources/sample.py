@@ -28,7 +28,9 @@ def _read(path: Path, reader: str) -> pd.DataFrame:
             return pd.read_parquet(path)
         return pd.read_csv(path, dtype={"symbol": str, "name": str})
     except FileNotFoundError:
-        raise DataValidationError(f"sample file {path} is missing (rebuild with scripts/build_sample.py)") from None
+        raise DataValidationError(
+            f"sample file {path} is missing (rebuild with scripts/build_sample.py)"
+        ) from None
     except Exception as exc:  # pyarrow/pandas raise many types for a corrupt file
         raise DataValidationError(f"cannot read sample file {path}: {exc}") from exc
 
@@ -46,7 +48,10 @@ class SampleSource:
     def _bars(self) -> dict[str, pd.DataFrame]:
         # The file leaves prev_close_raw to the previous bar's close (same basis): derived here.
         frame = with_prev_close(conform_bars(_read(self.root / "bars.parquet", "parquet")))
-        return {str(sym): part.reset_index(drop=True) for sym, part in frame.groupby("symbol", sort=True)}
+        return {
+            str(sym): part.reset_index(drop=True)
+            for sym, part in frame.groupby("symbol", sort=True)
+        }
 
     @cached_property
     def _index(self) -> pd.DataFrame:
@@ -54,8 +59,12 @@ class SampleSource:
 
     def coverage(self) -> tuple[date, date]:
         """From the first index level (2005) to the last bar: the whole bundle."""
-        first = min(self._index["date"].min(), *(part["date"].iloc[0] for part in self._bars.values()))
-        last = max(self._index["date"].max(), *(part["date"].iloc[-1] for part in self._bars.values()))
+        first = min(
+            self._index["date"].min(), *(part["date"].iloc[0] for part in self._bars.values())
+        )
+        last = max(
+            self._index["date"].max(), *(part["date"].iloc[-1] for part in self._bars.values())
+        )
         return first.date(), last.date()
 
     def symbols(self) -> list[str]:
@@ -71,8 +80,12 @@ class SampleSource:
 
     def index_levels(self, code: str, kind: str, start: date, end: date) -> pd.DataFrame:
         levels = self._index
-        mask = ((levels["code"] == code) & (levels["kind"] == kind)
-                & (levels["date"] >= pd.Timestamp(start)) & (levels["date"] <= pd.Timestamp(end)))
+        mask = (
+            (levels["code"] == code)
+            & (levels["kind"] == kind)
+            & (levels["date"] >= pd.Timestamp(start))
+            & (levels["date"] <= pd.Timestamp(end))
+        )
         return levels.loc[mask].reset_index(drop=True)
 
     def membership(self) -> pd.DataFrame:

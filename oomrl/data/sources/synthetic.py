@@ -12,12 +12,14 @@ from oomrl.data.schema import conform_bars, empty_bars
 from oomrl.market.boards import price_limit_pct, to_symbol
 from oomrl.market.calendar import sessions
 
-MARKET_VOL = 0.012       # daily sigma of the common factor (CSI 300 is ~1.2 %/day)
-DIVIDEND_YIELD = 0.02    # annual, the gap between the price and total-return index
+MARKET_VOL = 0.012  # daily sigma of the common factor (CSI 300 is ~1.2 %/day)
+DIVIDEND_YIELD = 0.02  # annual, the gap between the price and total-return index
 SUSPENSION_RATE = 0.002  # chance a suspension starts on a given day
 BOARD_SHARE = ((0.70, "main"), (0.20, "chinext"), (0.10, "star"))
 SAMPLE_END = "2026-02-27"
-MAX_SYMBOLS = 5000  # the codes its boards hold stay valid up to here (600000+, 000001+, 300001+, 688001+)
+MAX_SYMBOLS = (
+    5000  # the codes its boards hold stay valid up to here (600000+, 000001+, 300001+, 688001+)
+)
 MAX_DAYS = 5000
 
 
@@ -37,13 +39,17 @@ class SyntheticSource:
     name = "synthetic"
     live = False
 
-    def __init__(self, symbols: int = 300, start: str = "2016-01-04", days: int | None = None, seed: int = 7) -> None:
+    def __init__(
+        self, symbols: int = 300, start: str = "2016-01-04", days: int | None = None, seed: int = 7
+    ) -> None:
         if not 1 <= symbols <= MAX_SYMBOLS:
             raise ValueError(f"the synthetic source has 1 to {MAX_SYMBOLS} symbols, not {symbols}")
         if days is not None and not 1 <= days <= MAX_DAYS:
             raise ValueError(f"the synthetic source has 1 to {MAX_DAYS} sessions, not {days}")
         self.seed = seed
-        dates = sessions(start, SAMPLE_END) if days is None else sessions(start, "2026-12-31")[:days]
+        dates = (
+            sessions(start, SAMPLE_END) if days is None else sessions(start, "2026-12-31")[:days]
+        )
         self.dates = dates
         self._symbols = synthetic_symbols(symbols)
         self._position = {sym: i for i, sym in enumerate(self._symbols)}
@@ -67,8 +73,10 @@ class SyntheticSource:
         ret = beta * self._market + rng.standard_t(3, n) * vol / np.sqrt(3.0) + vol**2 / 2
         suspended = np.zeros(n, dtype=bool)
         for begin in np.flatnonzero(rng.random(n) < SUSPENSION_RATE):
-            suspended[begin:begin + rng.integers(1, 10)] = True
-        ret = np.clip(np.where(suspended, 0.0, ret), -pct, pct)  # limit-up/-down days happen in the tails
+            suspended[begin : begin + rng.integers(1, 10)] = True
+        ret = np.clip(
+            np.where(suspended, 0.0, ret), -pct, pct
+        )  # limit-up/-down days happen in the tails
         close = np.round(rng.uniform(3, 200) * np.cumprod(1 + ret), 2)
         close = np.maximum(close, 0.01)
         prev = np.concatenate([[close[0] / (1 + ret[0])], close[:-1]])
@@ -80,12 +88,23 @@ class SyntheticSource:
         low = np.round(np.maximum(bottom, band_lo), 2)
         opened = np.clip(np.round(opened, 2), low, high)
         high, low = np.maximum(high, close), np.minimum(low, close)
-        volume = np.round(rng.lognormal(np.log(2e7 / close[0] * 10), 0.5, n) * (1 + 5 * np.abs(ret)), -2)
-        frame = pd.DataFrame({
-            "date": self.dates, "symbol": symbol, "open": opened, "high": high, "low": low, "close": close,
-            "volume": volume, "amount": np.round(volume * (high + low + close) / 3, 2), "adjustment": "none",
-            "prev_close_raw": np.round(prev, 2),
-        })
+        volume = np.round(
+            rng.lognormal(np.log(2e7 / close[0] * 10), 0.5, n) * (1 + 5 * np.abs(ret)), -2
+        )
+        frame = pd.DataFrame(
+            {
+                "date": self.dates,
+                "symbol": symbol,
+                "open": opened,
+                "high": high,
+                "low": low,
+                "close": close,
+                "volume": volume,
+                "amount": np.round(volume * (high + low + close) / 3, 2),
+                "adjustment": "none",
+                "prev_close_raw": np.round(prev, 2),
+            }
+        )
         frame.loc[0, "prev_close_raw"] = np.nan
         return frame.loc[~suspended]
 
@@ -99,7 +118,9 @@ class SyntheticSource:
     def index_levels(self, code: str, kind: str, start: date, end: date) -> pd.DataFrame:
         carry = DIVIDEND_YIELD / 252 if kind == "total_return" else 0.0
         level = 3000.0 * np.cumprod(1 + self._market + carry)
-        frame = pd.DataFrame({"date": self.dates, "code": code, "close": np.round(level, 4), "kind": kind})
+        frame = pd.DataFrame(
+            {"date": self.dates, "code": code, "close": np.round(level, 4), "kind": kind}
+        )
         inside = (frame["date"] >= pd.Timestamp(start)) & (frame["date"] <= pd.Timestamp(end))
         return frame.loc[inside].reset_index(drop=True)
 

@@ -58,14 +58,23 @@ class YFinanceSource:
         session = self._session or (factory() if factory else None)
         extra = {"session": session} if session is not None else {}
         try:
-            frame = self.api.download(tickers, start=pd.Timestamp(start).strftime("%Y-%m-%d"),
-                                      end=(pd.Timestamp(end) + timedelta(days=1)).strftime("%Y-%m-%d"),
-                                      auto_adjust=False, group_by="column", progress=False, threads=False,
-                                      multi_level_index=True, **extra)
+            frame = self.api.download(
+                tickers,
+                start=pd.Timestamp(start).strftime("%Y-%m-%d"),
+                end=(pd.Timestamp(end) + timedelta(days=1)).strftime("%Y-%m-%d"),
+                auto_adjust=False,
+                group_by="column",
+                progress=False,
+                threads=False,
+                multi_level_index=True,
+                **extra,
+            )
         except Exception as exc:  # yfinance wraps transport errors in its own and curl_cffi's types
             raise SourceUnavailableError(f"yfinance download {tickers}: {exc}") from exc
         if frame is None or frame.empty:
-            raise SourceUnavailableError(f"yfinance returned nothing for {tickers} (network failure or unknown ticker)")
+            raise SourceUnavailableError(
+                f"yfinance returned nothing for {tickers} (network failure or unknown ticker)"
+            )
         return frame
 
     @staticmethod
@@ -86,14 +95,23 @@ class YFinanceSource:
         adjusted = one["Adj Close"].to_numpy(dtype=np.float64) if "Adj Close" in one else close
         with np.errstate(invalid="ignore", divide="ignore"):
             factor = np.where(close > 0, adjusted / close, np.nan)
-        frame = pd.DataFrame({
-            "date": pd.DatetimeIndex(one.index).tz_localize(None) if getattr(one.index, "tz", None) else one.index,
-            "symbol": canonical,
-            **{column.lower(): one[column].to_numpy(dtype=np.float64) * factor
-               for column in ("Open", "High", "Low", "Close")},
-            "volume": one["Volume"].to_numpy(dtype=np.float64), "amount": np.nan, "adjustment": "qfq",
-            "prev_close_raw": np.nan, "factor": factor,
-        })
+        frame = pd.DataFrame(
+            {
+                "date": pd.DatetimeIndex(one.index).tz_localize(None)
+                if getattr(one.index, "tz", None)
+                else one.index,
+                "symbol": canonical,
+                **{
+                    column.lower(): one[column].to_numpy(dtype=np.float64) * factor
+                    for column in ("Open", "High", "Low", "Close")
+                },
+                "volume": one["Volume"].to_numpy(dtype=np.float64),
+                "amount": np.nan,
+                "adjustment": "qfq",
+                "prev_close_raw": np.nan,
+                "factor": factor,
+            }
+        )
         return with_prev_close(conform_bars(frame))
 
     def index_levels(self, code: str, kind: str, start: date, end: date) -> pd.DataFrame:
@@ -101,8 +119,11 @@ class YFinanceSource:
         if kind != "price" or ticker is None:
             return empty_index()
         one = self._columns(self.download([ticker], start, end), ticker)
-        return conform_index(pd.DataFrame({"date": one.index, "code": code, "close": one["Close"].to_numpy(),
-                                           "kind": kind}))
+        return conform_index(
+            pd.DataFrame(
+                {"date": one.index, "code": code, "close": one["Close"].to_numpy(), "kind": kind}
+            )
+        )
 
     def membership(self) -> pd.DataFrame:
         """Yahoo has no index constituents: ingest with --universe csi300 uses the stored membership."""
