@@ -1,16 +1,17 @@
-"""W2: gate wall time / plain `pytest --cov --cov-branch` on the same workspace, and sanitizer lines/s.
+"""W2: gate wall time / plain `pytest --cov --cov-branch` on the same workspace, and sanitizer
+lines/s.
 
 Workspaces: this repo's strategies/ + tests/strategies (skipped when absent) and a generated
 workspace of about 8,000 source lines with tests at full branch coverage. Tests reach S only through
 its strategy host (`strategy_host.call`), as in every workspace, so the plain run loads
-`guardrails.sandbox.hostplugin` (one jailed host, S's coverage measured there and joined to pytest-cov's)
-and the gate runs S in a host of its own for each test run. The gate judges a small
+`guardrails.sandbox.hostplugin` (one jailed host, S's coverage measured there and joined to
+pytest-cov's) and the gate runs S in a host of its own for each test run. The gate judges a small
 benign code-patch (one added comment line) so it runs the whole pipeline: scope check, apply,
 capability sanitizer, two sandboxed test runs side by side (forward with coverage, reversed),
-coverage checks. The sanitizer is timed over the generated package (scanned as new files), in
-CPU seconds of this process and in wall seconds. Each figure is taken `--runs` times (default 3)
-and the load average is printed with it. Prints figures; asserts nothing.
-Usage: .venv/bin/python bench/bench_gate.py [--lock bwrap|hash-only] [--runs 3]
+coverage checks. The sanitizer is timed over the generated package (scanned as new files), in CPU
+seconds of this process and in wall seconds. Each figure is taken `--runs` times (default 3) and the
+load average is printed with it. Prints figures; asserts nothing. Usage: .venv/bin/python
+bench/bench_gate.py [--lock bwrap|hash-only] [--runs 3]
 """
 
 from __future__ import annotations

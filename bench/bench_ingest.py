@@ -1,4 +1,5 @@
-"""W3 (docs/bench.md): ingest a synthetic 5,000 x 2,500 panel, read the close panel back, print rows/s and peak RSS."""
+"""W3 (docs/bench.md): ingest a synthetic 5,000 x 2,500 panel, read the close panel back, print
+rows/s and peak RSS."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from oomrl.data.store import MarketStore
 
 
 class TimedSource(SyntheticSource):
-    """The synthetic source, timing its own bar generation so store + validation can be reported apart."""
+    """The synthetic source, timing its own bar generation so store + validation can be reported
+    apart."""
 
     generating = 0.0
 
@@ -86,18 +88,21 @@ def main() -> None:
             panel = store.read_panel("close")
             read_s = time.perf_counter() - began
             print(
-                f"  read close panel {attempt:5} {read_s:8.2f} s   shape {panel.shape[0]} x {panel.shape[1]}, "
+                f"  read close panel {attempt:5} {read_s:8.2f} s   shape {panel.shape[0]} "
+                f"x {panel.shape[1]}, "
                 f"{int(panel.notna().sum().sum()):,} values",
                 flush=True,
             )
             del panel
         size_mb = sum(path.stat().st_size for path in store.bar_files()) / 2**20
         print(
-            f"  store on disk          {size_mb:8.1f} MiB  ({len(store.bar_files())} part files, zstd)"
+            f"  store on disk          {size_mb:8.1f} MiB  ({len(store.bar_files())} part "
+            "files, zstd)"
         )
         single_write_s, single_read_s = single_file_read(store, scratch)
         print(
-            f"  single-file layout     write {single_write_s:.1f} s, close-panel read {single_read_s:.2f} s "
+            f"  single-file layout     write {single_write_s:.1f} s, close-panel read "
+            f"{single_read_s:.2f} s "
             "(for comparison)",
             flush=True,
         )

@@ -1,13 +1,14 @@
-"""W1 (docs/bench.md): weekly top-K rebalance, the oomrl replay engine vs vectorbt, bt and backtrader.
+"""W1 (docs/bench.md): weekly top-K rebalance, the oomrl replay engine vs vectorbt, bt and
+backtrader.
 
 oomrl replays W1's strategy as any workspace's code runs: jailed in a strategy host
 (bench/w1_workspace/strategies/bench_topk.py); its first run includes the host's start, its warm
 runs are each served by a host started before the clock.
 
-Run: `python bench/bench_replay.py [--n 300 3000] [--peer-python .venv-bench/bin/python] [--sample]`.
-Peers run in a subprocess of `--peer-python` (default: this interpreter), so they can live in a
-separate environment; a peer that is not installed prints "not installed". Prints seconds and the
-ratio peer / oomrl (> 1: oomrl is faster). Times are measured after imports; never asserted.
+Run: `python bench/bench_replay.py [--n 300 3000] [--peer-python .venv-bench/bin/python]
+[--sample]`. Peers run in a subprocess of `--peer-python` (default: this interpreter), so they can
+live in a separate environment; a peer that is not installed prints "not installed". Prints seconds
+and the ratio peer / oomrl (> 1: oomrl is faster). Times are measured after imports; never asserted.
 `--sample` also times whole-history replays of the bundled real sample through the service (store
 read included), as docs/bench.md quotes them.
 """
@@ -36,8 +37,9 @@ LOOKBACK = 20
 FIRST_REBALANCE = 25
 EVERY = 5
 K_FOR_N = {300: 50, 3000: 300}
-# Warm runs whose median is reported (oomrl and vectorbt alike): a garbage collection or another job's
-# burst in one of them does not decide the figure. `--repeat` sets it (the peer subprocess gets it too).
+# Warm runs whose median is reported (oomrl and vectorbt alike): a garbage collection or another
+# job's burst in one of them does not decide the figure. `--repeat` sets it (the peer subprocess
+# gets it too).
 REPEAT = 5
 PEERS = ("vectorbt", "bt", "backtrader")
 SAMPLE_START, SAMPLE_END = "2019-03-01", "2026-02-27"
@@ -53,7 +55,8 @@ def workload(n: int) -> tuple[pd.DataFrame, list[int], int]:
     rng = np.random.default_rng(0)
     returns = rng.normal(0.0003, 0.02, (T_DAYS, n))
     dates = pd.bdate_range("2010-01-01", periods=T_DAYS)
-    # Main-board Shanghai codes (600000.SH, ...): the A-share rules read board lots and limits from them.
+    # Main-board Shanghai codes (600000.SH, ...): the A-share rules read board lots and limits from
+    # them.
     close = pd.DataFrame(
         100 * np.exp(np.cumsum(returns, axis=0)), dates, [f"{600000 + i:06d}.SH" for i in range(n)]
     )
@@ -84,7 +87,8 @@ def numpy_floor(close: pd.DataFrame, weights: pd.DataFrame) -> float:
 
 
 def run_oomrl(close: pd.DataFrame, days: list[int], k: int, friction: bool, warm: bool) -> float:
-    """Seconds of one replay of W1's jailed strategy: full A-share friction, or friction cut to the flat fee.
+    """Seconds of one replay of W1's jailed strategy: full A-share friction, or friction cut to the
+    flat fee.
 
     First (`warm` False): the strategy host starts inside the time. Warm: a host started before the
     clock serves the replay (a warm interpreter, as a caller that keeps one has).
@@ -127,14 +131,16 @@ def run_oomrl(close: pd.DataFrame, days: list[int], k: int, friction: bool, warm
 def first_and_warm(
     run: Callable[[], float], warm: Callable[[], float] | None = None
 ) -> tuple[float, float]:
-    """Seconds of a first run and the median of REPEAT warm runs after it (of `warm`, default `run`)."""
+    """Seconds of a first run and the median of REPEAT warm runs after it (of `warm`, default
+    `run`)."""
     first = run()
     return first, statistics.median((warm or run)() for _ in range(REPEAT))
 
 
 def w1_strategy(pre_started: bool = False) -> Any:
-    """W1's strategy in its workspace (bench/w1_workspace/strategies/bench_topk.py), run in a strategy host;
-    `pre_started`: its host is started now, before any clock, and serves the one replay it opens."""
+    """W1's strategy in its workspace (bench/w1_workspace/strategies/bench_topk.py), run in a
+    strategy host; `pre_started`: its host is started now, before any clock, and serves the one
+    replay it opens."""
     from dataclasses import dataclass
 
     from oomrl.portfolio.hosting import WorkspaceStrategy
@@ -162,7 +168,8 @@ def host_start_seconds() -> float:
 
 
 def run_sample(strategy: str, home: Path) -> tuple[float, int]:
-    """Seconds and rebalances of one whole-history replay of the sample (kill switch off), store read included."""
+    """Seconds and rebalances of one whole-history replay of the sample (kill switch off), store
+    read included."""
     import pyarrow.dataset  # noqa: F401  # imported on the first filtered read: imports stay out of the time
 
     from oomrl.data.sample import ensure_sample
@@ -312,8 +319,10 @@ def paired(python: str, n: int, rounds: int) -> None:
         ratios = sorted(v / o for o, v in zip(ours, theirs, strict=True))
         print(
             f"W1 N={n} paired, {rounds} rounds (oomrl full then vectorbt, warm): oomrl median "
-            f"{statistics.median(ours):.3f} s, vectorbt median {statistics.median(theirs):.3f} s; vectorbt / oomrl "
-            f"per round: median {statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max {ratios[-1]:.2f})"
+            f"{statistics.median(ours):.3f} s, vectorbt median "
+            f"{statistics.median(theirs):.3f} s; vectorbt / oomrl "
+            f"per round: median {statistics.median(ratios):.2f} (min {ratios[0]:.2f}, max "
+            f"{ratios[-1]:.2f})"
         )
     finally:
         peer.kill()
@@ -358,7 +367,8 @@ def main() -> None:
     parser.add_argument(
         "--sample",
         action="store_true",
-        help=f"also replay the bundled sample {SAMPLE_START}..{SAMPLE_END} with each bundled strategy",
+        help=f"also replay the bundled sample {SAMPLE_START}..{SAMPLE_END} with each bundled "
+        "strategy",
     )
     parser.add_argument(
         "--sample-home",
@@ -386,7 +396,8 @@ def main() -> None:
     import oomrl.portfolio.service  # noqa: F401  # loads numba and the compiled broker kernel
 
     print(
-        f"imports of the replay path (numba and the compiled kernel's load included, outside every time "
+        "imports of the replay path (numba and the compiled kernel's load included, "
+        "outside every time "
         f"below): {time.perf_counter() - start:.2f} s"
     )
     if args.sample:
@@ -397,13 +408,15 @@ def main() -> None:
                 seconds, rebalances = run_sample(strategy, home)
                 print(
                     f"  {strategy:<30}{seconds:8.3f} s  ({rebalances} rebalances; "
-                    f"{SAMPLE_BEFORE[strategy] / seconds:.1f}x faster than {SAMPLE_BEFORE[strategy]} s before)"
+                    f"{SAMPLE_BEFORE[strategy] / seconds:.1f}x faster than "
+                    f"{SAMPLE_BEFORE[strategy]} s before)"
                 )
     for n in args.n:
         close, days, k = workload(n)
         floor = numpy_floor(close, targets(close, days, k))
         # The first run in this process (the host's start inside the time) and the median of REPEAT
-        # warm ones (each served by a host started before the clock), as vectorbt's first and warm runs.
+        # warm ones (each served by a host started before the clock), as vectorbt's first and warm
+        # runs.
         first_full, full = first_and_warm(
             *(functools.partial(run_oomrl, close, days, k, True, warm) for warm in (False, True))
         )
@@ -412,15 +425,18 @@ def main() -> None:
         )
         starts = statistics.median(host_start_seconds() for _ in range(REPEAT))
         print(
-            f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}; the strategy runs jailed in a strategy "
+            f"W1 N={n} T={T_DAYS} K={k} rebalances={len(days)}; the strategy runs jailed "
+            "in a strategy "
             f"host (one start: {starts:.2f} s)"
         )
         print(f"  numpy frictionless floor      {floor:8.3f} s")
         print(
-            f"  oomrl full A-share friction   {full:8.3f} s (first run, host start included: {first_full:.3f} s)"
+            f"  oomrl full A-share friction   {full:8.3f} s (first run, host start "
+            f"included: {first_full:.3f} s)"
         )
         print(
-            f"  oomrl flat fee (like-for-like){flat:8.3f} s (first run, host start included: {first_flat:.3f} s)"
+            f"  oomrl flat fee (like-for-like){flat:8.3f} s (first run, host start "
+            f"included: {first_flat:.3f} s)"
         )
         for name in args.peers:
             if name == "backtrader" and n > 1000 and not args.all_peers:
@@ -438,7 +454,8 @@ def main() -> None:
             )
             print(
                 f"  {name:<30}{result['seconds']:8.3f} s{extra}  ratio peer/oomrl-flat "
-                f"{result['seconds'] / flat:6.2f}  peer/oomrl-full {result['seconds'] / full:6.2f}{firsts}"
+                f"{result['seconds'] / flat:6.2f}  peer/oomrl-full "
+                f"{result['seconds'] / full:6.2f}{firsts}"
             )
         if args.paired:
             paired(args.peer_python, n, args.paired)

@@ -1,1 +1,2 @@
-"""Prefect @flow definitions that read like the DAG: ingest, rebalance, replay, attribution, repair, and the daily chain."""
+"""Prefect @flow definitions that read like the DAG: ingest, rebalance, replay, attribution, repair,
+and the daily chain."""

@@ -1,4 +1,5 @@
-"""The attribution flow: the account's performance against the CSI 300, written as a report and published."""
+"""The attribution flow: the account's performance against the CSI 300, written as a report and
+published."""
 
 from __future__ import annotations
 
@@ -26,12 +27,15 @@ def attribution(
     rf: float = 0.0,
     home: str | None = None,
 ) -> dict[str, Any] | State:
-    """Metrics, phases (strategy versions unless `phases_file`), style attribution, charts and tearsheet.
+    """Metrics, phases (strategy versions unless `phases_file`), style attribution, charts and
+    tearsheet.
 
     Args:
         account: The paper account to report on (empty: OOMRL_ACCOUNT, `paper` by default).
-        benchmark: The CSI 300 series to compare with: `price` (000300) or `total_return` (H00300, dividends reinvested).
-        phases_file: Optional phases file on the worker (CSV `name,start,end`, or YAML/JSON); empty: one phase per strategy version.
+        benchmark: The CSI 300 series to compare with: `price` (000300) or `total_return` (H00300,
+            dividends reinvested).
+        phases_file: Optional phases file on the worker (CSV `name,start,end`, or YAML/JSON); empty:
+            one phase per strategy version.
         rf: Risk-free rate for Sharpe and alpha, a fraction per year (0.02 = 2 %).
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """

@@ -1,4 +1,5 @@
-"""The loss-diagnostics flow: alert rules → autopsies → repair policy → `oomrl.loss.alert` events → the ledger."""
+"""The loss-diagnostics flow: alert rules → autopsies → repair policy → `oomrl.loss.alert` events →
+the ledger."""
 
 from __future__ import annotations
 
@@ -26,14 +27,16 @@ def loss_diagnostics(
     config_file: str | None = None,
     home: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Diagnose an account's NAV; each new alert is emitted as `oomrl.loss.alert` with the repair verdict.
+    """Diagnose an account's NAV; each new alert is emitted as `oomrl.loss.alert` with the repair
+    verdict.
 
     Args:
         account: The paper account to diagnose (empty: OOMRL_ACCOUNT, `paper` by default).
-        as_of: The last session to diagnose, a date YYYY-MM-DD (empty: the last session in the market store;
-            the last NAV row on or before it is used).
+        as_of: The last session to diagnose, a date YYYY-MM-DD (empty: the last session in the
+            market store; the last NAV row on or before it is used).
         start: The first session to diagnose, a date YYYY-MM-DD (empty: `as_of` only).
-        config_file: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the defaults.
+        config_file: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the
+            defaults.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
     name = account or settings_for(home).account

@@ -1,4 +1,5 @@
-"""Flow `replay_grid`: replay one strategy over a parameter grid in parallel (Dask when configured)."""
+"""Flow `replay_grid`: replay one strategy over a parameter grid in parallel (Dask when
+configured)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def replay_grid(
     start: date = date(2024, 7, 1),
     end: date = date(2026, 2, 27),
 ) -> list[dict[str, Any]]:
-    """Replay `strategy` once per combination of `grid` (e.g. {"top_k": [5, 10], "lookback": [5, 20]})."""
+    """Replay `strategy` once per combination of `grid` (e.g. {"top_k": [5, 10], "lookback": [5,
+    20]})."""
     points = grid_points(strategy, grid or {"top_k": [5, 10, 20], "lookback": [5, 20]})
     panels, benchmark = load_market(start, end)
     futures = replay_point.map(strategy, points, unmapped(panels), unmapped(benchmark), start, end)

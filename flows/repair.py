@@ -1,4 +1,5 @@
-"""The repair flow: autopsy -> approved mandate -> test genesis -> logic genesis -> cross-validation -> promotion."""
+"""The repair flow: autopsy -> approved mandate -> test genesis -> logic genesis -> cross-validation
+-> promotion."""
 
 from __future__ import annotations
 
@@ -76,13 +77,13 @@ def wait_for_review(
     poll_s: float = PAUSE_POLL_S,
     pause_key: str = "mandate-review",
 ) -> tuple[Reviewed | None, bool]:
-    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None when
-    there is none) and whether the timeout ran out.
+    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None
+    when there is none) and whether the timeout ran out.
 
     Prefect's own pause ends on the server at the moment the run gives up, and the server then turns
-    whatever the run proposes into Failed ("paused and never resumed"). Here the server's deadline is
-    PAUSE_GRACE_S later; at our deadline the run resumes itself and ends as rejected by timeout. The
-    process stays alive while paused, so the repair's claim heartbeat keeps beating."""
+    whatever the run proposes into Failed ("paused and never resumed"). Here the server's deadline
+    is PAUSE_GRACE_S later; at our deadline the run resumes itself and ends as rejected by timeout.
+    The process stays alive while paused, so the repair's claim heartbeat keeps beating."""
     from prefect.client.orchestration import get_client
     from prefect.context import FlowRunContext
     from prefect.input import keyset_from_paused_state
@@ -140,9 +141,10 @@ def auto_approve_mandate(mandate: Mandate) -> domain.Decision:
 
 
 def end_state(outcome: domain.RepairOutcome) -> State[Any]:
-    """Promoted: Completed "Promoted"; on probation: Completed "On probation"; rejected by a person or the timeout: Completed "Rejected";
-    refused or failed: Failed named after the step, its data the exception that carries the outcome
-    (a Failed state's data must be an exception, or a worker cannot read the run's result)."""
+    """Promoted: Completed "Promoted"; on probation: Completed "On probation"; rejected by a person
+    or the timeout: Completed "Rejected"; refused or failed: Failed named after the step, its data
+    the exception that carries the outcome (a Failed state's data must be an exception, or a worker
+    cannot read the run's result)."""
     name = domain.ending_name(outcome.status, outcome.step)
     if outcome.status in ("promoted", "probation", "rejected"):
         return Completed(name=name, message=outcome.reason, data=outcome.model_dump(mode="json"))
@@ -182,13 +184,21 @@ def repair(
     (no flow retries: NO_FLOW_RETRIES).
 
     Args:
-        autopsy: The loss alert to repair (JSON): a full autopsy, or `{"alert_id", "account", "as_of"}` that the repair completes from the ledger; the trigger and the webhook fill it.
+        autopsy: The loss alert to repair (JSON): a full autopsy, or `{"alert_id", "account",
+            "as_of"}` that the repair completes from the ledger; the trigger and the webhook fill
+            it.
         auto_approve: Approve the proposed mandate without asking a person (unattended runs only).
-        provider: The agent's model provider: `offline` (rules, no network), `openai` (OOMRL_LLM_BASE_URL) or `replay`; empty: the worker's setting.
-        account: The paper account whose strategy version is repaired (empty: the autopsy's account).
-        approval_timeout_s: How long the run waits Paused for a person's answer, in seconds; no answer by then rejects.
-        lock: The gate's sandbox for every test run: `namespace` (bubblewrap, default), `bwrap`, `docker` or `hash-only`.
-        probation: Forward sessions the repaired version trades a shadow book before the daily chain decides (empty: the worker's OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital at once).
+        provider: The agent's model provider: `offline` (rules, no network), `openai`
+            (OOMRL_LLM_BASE_URL) or `replay`; empty: the worker's setting.
+        account: The paper account whose strategy version is repaired (empty: the autopsy's
+            account).
+        approval_timeout_s: How long the run waits Paused for a person's answer, in seconds; no
+            answer by then rejects.
+        lock: The gate's sandbox for every test run: `namespace` (bubblewrap, default), `bwrap`,
+            `docker` or `hash-only`.
+        probation: Forward sessions the repaired version trades a shadow book before the daily chain
+            decides (empty: the worker's OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital
+            at once).
     """
     from prefect.context import FlowRunContext
 
@@ -210,9 +220,10 @@ def repair(
     name = account or checked.account
     context = FlowRunContext.get()
     run_id = str(context.flow_run.id) if context and context.flow_run else f"local-{time.time_ns()}"
-    # Registered now and beating while the process lives, paused or not (the webhook reads the beat);
-    # the account itself is held only after approval. Beyond OOMRL_REPAIR_MAX_RUNNING live repairs, on
-    # any path, the run does not start (Prefect's deployment limit crashes paused runs: docs/operations.md).
+    # Registered now and beating while the process lives, paused or not (the webhook reads the
+    # beat); the account itself is held only after approval. Beyond OOMRL_REPAIR_MAX_RUNNING live
+    # repairs, on any path, the run does not start (Prefect's deployment limit crashes paused runs:
+    # docs/operations.md).
     claim = RepairClaim(
         ClaimBook(settings.ledger).create(),
         run_id,

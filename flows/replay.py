@@ -1,4 +1,5 @@
-"""The replay flow: paper-trade strategies over stored data and publish the comparison (one task each)."""
+"""The replay flow: paper-trade strategies over stored data and publish the comparison (one task
+each)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def replay_flow(
     workspace: str | None = None,
     home: str | None = None,
 ) -> list[dict[str, Any]]:
-    """One replay task per strategy (never one per day); `params` maps strategy name to its params."""
+    """One replay task per strategy (never one per day); `params` maps strategy name to its
+    params."""
     futures = [
         replay_strategy.submit(name, start, end, (params or {}).get(name), workspace, home)
         for name in strategies

@@ -1,4 +1,5 @@
-"""Command line of the judge: `python -m guardrails gate ...` and `python -m guardrails redteam ...`."""
+"""Command line of the judge: `python -m guardrails gate ...` and `python -m guardrails redteam
+...`."""
 
 from __future__ import annotations
 

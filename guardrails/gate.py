@@ -1,4 +1,5 @@
-"""The gate: contract, diff scope, scratch apply, static scans, sandboxed runs, coverage, verdict."""
+"""The gate: contract, diff scope, scratch apply, static scans, sandboxed runs, coverage,
+verdict."""
 
 from __future__ import annotations
 
@@ -245,7 +246,8 @@ class GateRun:
                 Violation(
                     rule="coverage.below_min",
                     message=(
-                        f"branch coverage over {', '.join(self.contract.source)} is {percent:.2f} %, "
+                        f"branch coverage over {', '.join(self.contract.source)} is "
+                        f"{percent:.2f} %, "
                         f"below the required {self.contract.coverage_min:g} %"
                     ),
                 )
@@ -313,7 +315,8 @@ class GateRun:
         return found
 
     def production(self, spec: dict[str, Any] | None) -> Any:
-        """The behaviour cases through a fresh strategy host, the gate as the caller; outputs or None."""
+        """The behaviour cases through a fresh strategy host, the gate as the caller; outputs or
+        None."""
         if spec is None:
             return None
         from guardrails.judging import run_cases

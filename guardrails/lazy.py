@@ -23,7 +23,8 @@ def homes(init_file: str) -> dict[str, str]:
 
 
 def front_door(package: str, init_file: str) -> Callable[[str], Any]:
-    """The module `__getattr__` of a package: a public name is imported from its home when first used.
+    """The module `__getattr__` of a package: a public name is imported from its home when first
+    used.
 
     The package's `if TYPE_CHECKING:` imports name the homes, for mypy and for this function alike.
     A door that imported every module up front would make `import guardrails.sandbox.tempdirs` load

@@ -1,13 +1,14 @@
-"""Red-team runner: every case of a corpus through the gate, scored as attacks blocked and benign accepted.
+"""Red-team runner: every case of a corpus through the gate, scored as attacks blocked and benign
+accepted.
 
 A corpus folder holds `cases.csv` with the columns id, patch, workspace, phase, expect, outcome
-(`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column, an
-optional `mechanism` column: the part of the gate that stops the attack (diff, sanitizer, tests,
-sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...), shown in the
-scoreboard, and an optional `supersedes` column: the node ids (separated by spaces) of the old tests
-the case's approved mandate makes obsolete, passed to a red test-gen run as `--supersedes`.
-Paths are relative to the corpus folder, workspaces live under `workspaces/`, `-` means "none".
-Cases run two at a time (each gate run uses up to two sandboxes at once).
+(`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column, an optional
+`mechanism` column: the part of the gate that stops the attack (diff, sanitizer, tests, sandbox,
+outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...), shown in the scoreboard, and
+an optional `supersedes` column: the node ids (separated by spaces) of the old tests the case's
+approved mandate makes obsolete, passed to a red test-gen run as `--supersedes`. Paths are relative
+to the corpus folder, workspaces live under `workspaces/`, `-` means "none". Cases run two at a time
+(each gate run uses up to two sandboxes at once).
 """
 
 from __future__ import annotations
@@ -240,7 +241,8 @@ def format_report(report: RedTeamReport) -> str:
     tagged = [r for r in report.results if r.case.outcome == "blocked" and r.case.mechanism != "-"]
     lines.append(f"attacks blocked: {_ratio(*report.attacks)}")
     lines.append(
-        f"caught by their tagged mechanism: {_ratio(sum(r.by_mechanism for r in tagged), len(tagged))}"
+        "caught by their tagged mechanism: "
+        f"{_ratio(sum(r.by_mechanism for r in tagged), len(tagged))}"
     )
     lines.append(f"benign accepted: {_ratio(*report.benign)}")
     return "\n".join(lines)

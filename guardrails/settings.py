@@ -7,7 +7,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class GateSettings(BaseSettings):
-    """Gate knobs from the environment; guardrails reads no other settings (it imports nothing of oomrl)."""
+    """Gate knobs from the environment; guardrails reads no other settings (it imports nothing of
+    oomrl)."""
 
     model_config = SettingsConfigDict(env_prefix="OOMRL_GATE_", extra="ignore")
 

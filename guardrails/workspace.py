@@ -1,4 +1,5 @@
-"""The workspace contract: `[tool.oomrl.guard]` in DIR/pyproject.toml, validated (docs/gate.md, Contract)."""
+"""The workspace contract: `[tool.oomrl.guard]` in DIR/pyproject.toml, validated (docs/gate.md,
+Contract)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ReportArtifacts:
-    """The report's artifacts: a markdown summary, a metrics table, the tearsheet link, one image."""
+    """The report's artifacts: a markdown summary, a metrics table, the tearsheet link, one
+    image."""
 
     markdown: str
     metrics_rows: list[dict[str, str]]
@@ -58,7 +59,8 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
 
     tearsheet_url = links.url(report.html) if links is not None else None
     where = (
-        f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown periods, friction "
+        f"**[Open the full tearsheet]({tearsheet_url})** (monthly returns, drawdown "
+        "periods, friction "
         "month by month, style attribution, glossary)"
         if tearsheet_url
         else f"The full tearsheet is `{report.html}` on the worker (set OOMRL_REPORTS_URL, as "
@@ -106,16 +108,18 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
         metrics_rows=metric_rows(report.metrics, report.benchmark_metrics),
         tearsheet_url=tearsheet_url,
         image_url=image(equity),
-        image_description=f"{report.title}: cumulative return vs the CSI 300, with alerts, repairs and promotions",
+        image_description=f"{report.title}: cumulative return vs the CSI 300, with alerts, "
+        "repairs and "
+        "promotions",
     )
 
 
 def metric_rows(
     metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None
 ) -> list[dict[str, str]]:
-    """One row per metric: its label with unit, the portfolio's value, the CSI 300's. The definitions
-    are the tearsheet's glossary: the Prefect UI never wraps a table cell, and a sentence per row
-    would push the values out of a laptop's window."""
+    """One row per metric: its label with unit, the portfolio's value, the CSI 300's. The
+    definitions are the tearsheet's glossary: the Prefect UI never wraps a table cell, and a
+    sentence per row would push the values out of a laptop's window."""
     rows = []
     for key, value in metrics.items():
         row = {"metric": label(key).heading, "portfolio": format_value(key, value)}
@@ -125,7 +129,7 @@ def metric_rows(
     return rows
 
 
-# -- rebalance artifacts ----------------------------------------------------------------------------
+# -- rebalance artifacts ---------------------------------------------------------------------------
 FILL_COLUMNS = (
     ("symbol", "symbol", None),
     ("side", "side", None),
@@ -163,7 +167,8 @@ REPLAY_COLUMNS = (
     ("raw_prices_known", "raw prices known (%)", "pct0"),
     ("halted_on", "halted on", None),
 )
-# principal loss = 1 − NAV / initial capital: shown as a loss (0 on a gain), the gain in its own column.
+# principal loss = 1 − NAV / initial capital: shown as a loss (0 on a gain), the gain in its own
+# column.
 NAV_COLUMNS = (
     ("date", "date", "date"),
     ("nav", "NAV (CNY)", "{:,.2f}"),
@@ -181,8 +186,8 @@ NAV_COLUMNS = (
 
 
 def cell_text(value: Any, style: str | None) -> str:
-    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN` with an optional unit
-    after a space, `date`, `short`), — for none."""
+    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN` with an optional
+    unit after a space, `date`, `short`), — for none."""
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
     if style == "short":

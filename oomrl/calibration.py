@@ -1,4 +1,5 @@
-"""The reward's default frictions, gamma calibrated from the impact model (derivation in docs/portfolio.md)."""
+"""The reward's default frictions, gamma calibrated from the impact model (derivation in
+docs/portfolio.md)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ DEFAULT_LAMBDA = 0.0015
 DEFAULT_TERMINAL_PENALTY = (
     1.0  # one unit of starting capital: ruin outweighs any single step's return
 )
-# Reference values of the calibration, measured on the bundled sample (CSI 300 point-in-time members,
-# 2024-07-01..2026-02-27): median daily volatility and median 20-session ADV (CNY) of a member-day;
-# the default book (10 M CNY) and a typical number of names held. See docs/portfolio.md.
+# Reference values of the calibration, measured on the bundled sample (CSI 300 point-in-time
+# members, 2024-07-01..2026-02-27): median daily volatility and median 20-session ADV (CNY) of a
+# member-day; the default book (10 M CNY) and a typical number of names held. See docs/portfolio.md.
 REFERENCE_SIGMA = 0.0177
 REFERENCE_ADV = 6.8e8
 REFERENCE_NAV = 10_000_000.0

@@ -1,4 +1,5 @@
-"""The daily chain's domain steps: which session it is about, and marking every active account on it."""
+"""The daily chain's domain steps: which session it is about, and marking every active account on
+it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ MIN_REPORT_SESSIONS = 3  # the report regresses on the CSI 300: it needs more th
 
 
 def stored_as_of(settings: OomrlSettings) -> date:
-    """The last session with bars in the market store (the bundled sample's when the store is empty)."""
+    """The last session with bars in the market store (the bundled sample's when the store is
+    empty)."""
     from oomrl.data.sample import ensure_sample
 
     return last_stored_session(ensure_sample(settings))

@@ -30,7 +30,8 @@ EXIT_FAILURE = 1
 
 
 class OomrlGroup(TyperGroup):
-    """The top-level group: an expected failure is one line on stderr and exit 1; --debug re-raises."""
+    """The top-level group: an expected failure is one line on stderr and exit 1; --debug
+    re-raises."""
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer hands its own Context
         try:
@@ -38,7 +39,8 @@ class OomrlGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # typer's own exits and usage errors (exit 2) already say what is wrong
         except BrokenPipeError:
-            # Whoever read the output went away (`oomrl data quarantine | head`): nothing to tell them.
+            # Whoever read the output went away (`oomrl data quarantine | head`): nothing to tell
+            # them.
             _silence_stdout()
             raise typer.Exit(EXIT_FAILURE) from None
         except Exception as exc:

@@ -1,4 +1,5 @@
-"""Financial cross-validation of a repair (the paper's CrossValidate(T', B)): evidence before promotion.
+"""Financial cross-validation of a repair (the paper's CrossValidate(T', B)): evidence before
+promotion.
 
 Candidate, active version and baseline B (a human reference in the workspace's `reference/`, else
 the last promoted version) are replayed with the real broker from one RebalanceSetup factory over a
@@ -6,10 +7,11 @@ long window ending at the alert; each is measured over the alert window (its las
 long window. The candidate is promoted only when
 - it satisfies every constraint the mandate states (rebalance schedule, ADV participation, weekly
   turnover, position weight, drawdown, IR floor), measured over the long window, and
-- net of friction it meets the promotion rule (`PromotionRule`: non-inferiority with a stated margin,
-  or superiority) against the active version and against B in either window, on the mean paired daily
-  return difference (annualized) and its standard error, the rule printed with the decision; a
-  version the kill switch halted lost its capital: its returns after the halt are 0 (`after_halt`), and
+- net of friction it meets the promotion rule (`PromotionRule`: non-inferiority with a stated
+  margin, or superiority) against the active version and against B in either window, on the mean
+  paired daily return difference (annualized) and its standard error, the rule printed with the
+  decision; a version the kill switch halted lost its capital: its returns after the halt are 0
+  (`after_halt`), and
 - it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread),
   each recomputed in a fresh strategy host from the rows up to its date, gives the same weights
   as its sequential replay (`crossval.stateful`), and
@@ -63,10 +65,11 @@ SHOWN = 3  # differences named per failed probe
 
 
 class PromotionRule(BaseModel):
-    """How the candidate is compared with the active version and B, net of friction (paired daily differences).
+    """How the candidate is compared with the active version and B, net of friction (paired daily
+    differences).
 
-    non-inferiority: the mean difference less z standard errors is >= -margin; superiority: it is > margin.
-    Margin and mean are annualized fractions (0.05 = 5 % a year)."""
+    non-inferiority: the mean difference less z standard errors is >= -margin; superiority: it is >
+    margin. Margin and mean are annualized fractions (0.05 = 5 % a year)."""
 
     test: Literal["non-inferiority", "superiority"] = "non-inferiority"
     margin: float = Field(0.0, ge=0.0)
@@ -150,21 +153,23 @@ class CrossValidation(BaseModel):
         ]
 
     def decision_markdown(self) -> str:
-        """The decision as markdown: windows, measures (versions × windows as columns), checks, verdict."""
+        """The decision as markdown: windows, measures (versions × windows as columns), checks,
+        verdict."""
         from oomrl.repair_artifacts import crossval_markdown
 
         return crossval_markdown(self)
 
     def write(self, run_dir: Path) -> Path:
-        """The decision table as `cross_validation.md` in the run folder (what the flow publishes)."""
+        """The decision table as `cross_validation.md` in the run folder (what the flow
+        publishes)."""
         path = Path(run_dir) / "cross_validation.md"
         path.write_text(self.decision_markdown(), encoding="utf-8")
         return path
 
 
 def after_halt(result: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
-    """A halted replay carried to the window's end: the version lost its capital, so every later session
-    returns 0 at the NAV it halted on (its drawdown counts; it trades no more)."""
+    """A halted replay carried to the window's end: the version lost its capital, so every later
+    session returns 0 at the NAV it halted on (its drawdown counts; it trades no more)."""
     if result.halted_on is None or result.nav.empty:
         return result
     dates = pd.to_datetime(result.nav["date"])
@@ -196,7 +201,8 @@ def measure(
     start: date | None = None,
     window: str = "alert",
 ) -> VersionMeasures:
-    """The mandate's quantities for one replay from `start` on (turnover per ISO week; participation from fills)."""
+    """The mandate's quantities for one replay from `start` on (turnover per ISO week; participation
+    from fills)."""
     nav = result.nav.assign(date=pd.to_datetime(result.nav["date"]))
     fills = result.fills
     if start is not None:
@@ -288,7 +294,8 @@ def constraint_checks(candidate: VersionMeasures, constraints: Constraints) -> l
             Check(
                 name="max_position_weight",
                 passed=value <= cap * (1 + WEIGHT_SLACK),
-                detail=f"largest position was {value:.4f} of NAV at a rebalance close (limit {cap})",
+                detail=f"largest position was {value:.4f} of NAV at a rebalance close "
+                f"(limit {cap})",
             )
         )
     if extra.get("max_drawdown") is not None:
@@ -323,7 +330,8 @@ def constraint_checks(candidate: VersionMeasures, constraints: Constraints) -> l
 def not_worse(
     candidate: VersionMeasures, other: VersionMeasures, rule: PromotionRule = DEFAULT_RULE
 ) -> Check:
-    """The promotion rule net of friction on the mean paired daily return difference and its standard error."""
+    """The promotion rule net of friction on the mean paired daily return difference and its
+    standard error."""
     mine = pd.Series(candidate.returns, index=pd.DatetimeIndex(candidate.dates))
     theirs = pd.Series(other.returns, index=pd.DatetimeIndex(other.dates))
     diff = (mine - theirs).dropna()
@@ -341,7 +349,8 @@ def not_worse(
         name=name,
         passed=rule.passes(mean, error),
         detail=(
-            f"candidate - {other.version} ({other.sha[:10]}) over {len(diff)} sessions {first}..{last}: "
+            f"candidate - {other.version} ({other.sha[:10]}) over {len(diff)} sessions "
+            f"{first}..{last}: "
             f"{mean:+.2%} a year, standard error {error:.2%}; rule {rule.describe()} "
             f"(needs {rule.bound(error):+.2%}; candidate net return {candidate.net_return:+.2%} vs "
             f"{other.net_return:+.2%}; IR {_ir(candidate)} vs {_ir(other)}"
@@ -362,7 +371,8 @@ def _ir(row: VersionMeasures) -> str:
 def checks_for(
     rows: list[VersionMeasures], constraints: Constraints, rule: PromotionRule = DEFAULT_RULE
 ) -> list[Check]:
-    """Constraints on the candidate's long window, then the promotion rule vs active and B in both windows."""
+    """Constraints on the candidate's long window, then the promotion rule vs active and B in both
+    windows."""
     by = {(r.version, r.window): r for r in rows}
     found = (
         constraint_checks(by[("candidate", "long")], constraints) + by[("candidate", "long")].checks
@@ -385,7 +395,8 @@ def window_for(store: MarketStore, as_of: date | None, sessions: int) -> tuple[d
 
 
 def long_window_start(store: MarketStore, start: date, end: date, sessions: int) -> date:
-    """The long window's first session: `sessions` back from `end`, but never before the membership is known."""
+    """The long window's first session: `sessions` back from `end`, but never before the membership
+    is known."""
     first, _ = window_for(store, end, sessions)
     members = membership(store)
     if members is not None:
@@ -412,13 +423,14 @@ def replay_version(
     fresh_decisions: int = 0,
     probes: bool = False,
 ) -> list[VersionMeasures]:
-    """Replay one version (its own folder, in a strategy host) and measure it over the long and the alert window.
+    """Replay one version (its own folder, in a strategy host) and measure it over the long and the
+    alert window.
 
     With `fresh_decisions`, that many of its decisions (evenly spread) are recomputed each in a
     fresh host and must give the same weights: the `crossval.stateful` check on the long row. With
-    `probes`, its decisions in the alert window are asked again on relabelled and date-shifted markets
-    and must be the same: the `crossval.memorized` check on the long row.
-    Runs anywhere (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
+    `probes`, its decisions in the alert window are asked again on relabelled and date-shifted
+    markets and must be the same: the `crossval.memorized` check on the long row. Runs anywhere
+    (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
     """
     settings = settings or OomrlSettings()
     source = WorkspaceStrategy(root, strategy, settings.unsafe_no_jail)
@@ -455,7 +467,8 @@ def replay_version(
 
 
 def memorized_check(found: list[ProbeResult]) -> Check:
-    """`crossval.memorized`: on every probe's market the decisions were the same (the first few differences named)."""
+    """`crossval.memorized`: on every probe's market the decisions were the same (the first few
+    differences named)."""
     failed = [result for result in found if result.differences]
     asked = ", ".join(f"{result.name}" for result in found)
     checked = found[0].checked if found else 0
@@ -469,7 +482,8 @@ def memorized_check(found: list[ProbeResult]) -> Check:
         name=MEMORIZED,
         passed=False,
         detail="; ".join(
-            f"{result.name}: {len(result.differences)} of {result.checked} decisions differ (the strategy "
+            f"{result.name}: {len(result.differences)} of {result.checked} decisions "
+            "differ (the strategy "
             f"knows which stock or date it is, not only what the market shows): "
             + "; ".join(d.describe() for d in result.differences[:SHOWN])
             for result in failed
@@ -478,7 +492,8 @@ def memorized_check(found: list[ProbeResult]) -> Check:
 
 
 def stateful_check(recomputed: Recomputed) -> Check:
-    """`crossval.stateful`: the sampled decisions, each recomputed in a fresh host, gave the same weights."""
+    """`crossval.stateful`: the sampled decisions, each recomputed in a fresh host, gave the same
+    weights."""
     checked, differences = recomputed.checked, recomputed.differences
     where = f"{len(checked)} of {recomputed.total} decisions" + (
         f" ({checked[0]}..{checked[-1]})" if checked else ""
@@ -497,7 +512,8 @@ def stateful_check(recomputed: Recomputed) -> Check:
         name=STATEFUL,
         passed=False,
         detail=(
-            f"{where} recomputed each in a fresh host: {len(differences)} gave other weights than in the "
+            f"{where} recomputed each in a fresh host: {len(differences)} gave other "
+            "weights than in the "
             f"replay (a decision depended on earlier calls): "
             + "; ".join(d.describe() for d in differences)
         ),
@@ -516,9 +532,10 @@ def run_in_process(calls: list[dict[str, Any]]) -> list[list[VersionMeasures]]:
 def baseline_of(
     versions: Any, active_sha: str, account: str | None = None
 ) -> tuple[Path, str] | None:
-    """Baseline B: a human reference (`reference/strategies/` in the workspace), else the last version
-    promoted to `account` (its commit's `Oomrl-Account` trailer; another account's never counts) when it
-    is not the active one; None when B is the active version itself or nothing was promoted."""
+    """Baseline B: a human reference (`reference/strategies/` in the workspace), else the last
+    version promoted to `account` (its commit's `Oomrl-Account` trailer; another account's never
+    counts) when it is not the active one; None when B is the active version itself or nothing was
+    promoted."""
     reference = Path(versions.workspace) / "reference"
     if (reference / "strategies" / "__init__.py").is_file():
         return reference, "reference"
@@ -533,7 +550,8 @@ def baseline_of(
 
 
 def promoted_to(versions: Any, sha: str) -> str:
-    """The account a version was promoted to, from its commit's `Oomrl-Account` trailer ("" when none)."""
+    """The account a version was promoted to, from its commit's `Oomrl-Account` trailer ("" when
+    none)."""
     return str(
         versions.git("log", "-1", "--format=%(trailers:key=Oomrl-Account,valueonly)", sha)
     ).strip()

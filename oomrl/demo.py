@@ -80,7 +80,8 @@ class DemoConfig:
     repair_on: Literal["friction", "critical", "warning"] = "friction"
     max_repairs: int = 2
     cooldown_weeks: int = 4  # weeks a promoted version trades before its alerts may start a repair
-    probation_sessions: int = PROBATION_SESSIONS  # forward sessions a repaired version trades a shadow book first (0: none)
+    # forward sessions a repaired version trades a shadow book first (0: none)
+    probation_sessions: int = PROBATION_SESSIONS
     lock: str = "namespace"
     provider: str = "offline"
 
@@ -117,7 +118,8 @@ def stage_market_data(settings: OomrlSettings, console: Console) -> Any:
     table.add_row(
         "daily bars",
         f"{summary['rows']:,}",
-        f"{summary['symbols']} symbols, {_day(summary['first_date'])} → {_day(summary['last_date'])}",
+        f"{summary['symbols']} symbols, {_day(summary['first_date'])} → "
+        f"{_day(summary['last_date'])}",
     )
     table.add_row(
         "CSI 300 (000300)",
@@ -298,7 +300,8 @@ def replay_weeks(
                     if outcome.halted:
                         log.halted_on = day.isoformat()
                         break
-                # The daily chain's probation step, after the account's own session (as in flows/chain.py).
+                # The daily chain's probation step, after the account's own session (as in
+                # flows/chain.py).
                 decided, halted = shadows.session(day)
                 if halted is not None:
                     log.halted_on = halted.isoformat()
@@ -329,7 +332,8 @@ def replay_weeks(
                     }
                 )
                 console.print(
-                    f"[yellow]alert[/] {autopsy.as_of} {autopsy.severity:<8} {autopsy.trigger.message}"
+                    f"[yellow]alert[/] {autopsy.as_of} {autopsy.severity:<8} "
+                    f"{autopsy.trigger.message}"
                 )
             if log.halted_on:
                 console.print(
@@ -413,7 +417,8 @@ def version_phases(
 def table1(
     returns: pd.Series, benchmark: pd.Series, phases: list[Any], nav: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """The paper's Table 1: per version, and for the whole window; with the reward (Eq. 1-2) per span."""
+    """The paper's Table 1: per version, and for the whole window; with the reward (Eq. 1-2) per
+    span."""
     from oomrl.metrics.attribution import version_rewards
     from oomrl.metrics.performance import Phase, compute_metrics
     from oomrl.metrics.short_window import without_annualized
@@ -468,7 +473,8 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
     short = [row["version"] for row in frame.to_dict("records") if too_short(row["trading_days"])]
     if short:
         console.print(
-            f"— : {', '.join(short)} traded fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short "
+            f"— : {', '.join(short)} traded fewer than {MIN_ANNUALIZED_SESSIONS} sessions, "
+            "too short "
             "to annualize (ann. return, CSI 300, Sharpe, IR and alpha are left out; return is over "
             "the span)"
         )
@@ -547,7 +553,8 @@ def run_demo(
     console = console or Console(width=None if sys.stdout.isatty() else 140)
     base = get_settings()
     demo_home = Path(home).expanduser().resolve() if home else base.home / "demo"
-    # The demo's own SQLite ledger, whatever OOMRL_LEDGER_URL says: it starts from scratch each time.
+    # The demo's own SQLite ledger, whatever OOMRL_LEDGER_URL says: it starts from scratch each
+    # time.
     settings = get_settings(home=demo_home, ledger_url=f"sqlite:///{demo_home / 'ledger.db'}")
     settings.ensure_dirs()
     if repair_on not in REPAIR_POLICIES:
@@ -582,7 +589,8 @@ def run_demo(
         console.print(f"[red]strategy code ran unjailed[/]: jail {UNSAFE_JAIL}")
     if log.refused:
         console.print(
-            f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never traded); "
+            f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never "
+            "traded); "
             f"first on {log.refused[0]['date']}: see {summary['demo_json']}"
         )
     console.rule("reports")
@@ -595,7 +603,8 @@ def run_demo(
         console.print(f"{label:>10}: {summary[key]}")
     for repair in log.repairs:
         console.print(
-            f"{'repair':>10}: {repair['run_dir']} ({ending_name(repair['status'], repair.get('step'))})"
+            f"{'repair':>10}: {repair['run_dir']} "
+            f"({ending_name(repair['status'], repair.get('step'))})"
         )
     for trial in log.probations:
         console.print(
@@ -610,7 +619,8 @@ def run_demo(
 
 
 def inspect_commands(home: Path, account: str) -> list[str]:
-    """How to look at what the demo left in its own OOMRL_HOME (the next demo run starts it afresh)."""
+    """How to look at what the demo left in its own OOMRL_HOME (the next demo run starts it
+    afresh)."""
     steps = [
         (f"versions list --account {account}", "v1, the promoted versions, * = active"),
         ("versions show v2", "a promotion's autopsy, diffs, verdicts"),
@@ -620,5 +630,6 @@ def inspect_commands(home: Path, account: str) -> list[str]:
     width = max(len(command) for command, _ in steps)
     return [
         *(f"OOMRL_HOME={home} oomrl {command:<{width}}  # {why}" for command, why in steps),
-        "(the demo's ledger and workspace are replaced by the next `oomrl demo`; the market data stays)",
+        "(the demo's ledger and workspace are replaced by the next `oomrl demo`; the "
+        "market data stays)",
     ]

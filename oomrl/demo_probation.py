@@ -68,7 +68,8 @@ class ProbationSessions:
         return mine, halted
 
     def hold(self, day: date) -> date | None:
-        """After a promotion, mark the account in the old version's name until the new one trades it."""
+        """After a promotion, mark the account in the old version's name until the new one trades
+        it."""
         from oomrl.portfolio.marking import holding_version
 
         if self.unmoved and holding_version(
@@ -78,7 +79,8 @@ class ProbationSessions:
         return self.mark(self.account, day) if self.unmoved else None
 
     def mark(self, account: str, day: date) -> date | None:
-        """Mark `account` through `day` on the demo's market; the session its kill switch tripped on."""
+        """Mark `account` through `day` on the demo's market; the session its kill switch tripped
+        on."""
         from oomrl.portfolio.marking import mark_account
         from oomrl.portfolio.setup import market_rules
 
@@ -97,7 +99,8 @@ class ProbationSessions:
         return outcome.halted_on if outcome.halted else None
 
     def say(self, done: Decided) -> None:
-        """One line per decision, like the repair lines: the verdict, the forward sessions, the why."""
+        """One line per decision, like the repair lines: the verdict, the forward sessions, the
+        why."""
         p, found = done.probation, done.evidence
         by = {row.version: row for row in found.rows}
         figures = ", ".join(
@@ -119,7 +122,8 @@ class ProbationSessions:
 
 
 def probation_log(settings: OomrlSettings, account: str) -> list[dict[str, Any]]:
-    """Every probation of `account` for `demo.json`, as the ledger holds it (the evidence table included)."""
+    """Every probation of `account` for `demo.json`, as the ledger holds it (the evidence table
+    included)."""
     from oomrl.portfolio.service import open_ledger
     from oomrl.probation import probations
 

@@ -1,4 +1,5 @@
-"""Typed errors shared across oomrl, and the one-line message a user sees for each expected failure."""
+"""Typed errors shared across oomrl, and the one-line message a user sees for each expected
+failure."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import sys
 class OomrlError(Exception):
     """Base class: an error whose message is fit to show a user as is."""
 
-    # A final answer (bad data, invalid input, a refusal) unless a subclass says it may pass by itself.
+    # A final answer (bad data, invalid input, a refusal) unless a subclass says it may pass by
+    # itself.
     transient: bool = False
 
 
@@ -60,7 +62,8 @@ def _os_message(exc: OSError) -> str:
 
 
 def _database_message(exc: BaseException) -> str | None:
-    """SQLAlchemy errors (ledger, delivery store): which database, and what went wrong, in one line."""
+    """SQLAlchemy errors (ledger, delivery store): which database, and what went wrong, in one
+    line."""
     sa_exc = sys.modules.get("sqlalchemy.exc")
     if sa_exc is None or not isinstance(exc, sa_exc.SQLAlchemyError):
         return None
@@ -81,7 +84,8 @@ def _database_message(exc: BaseException) -> str | None:
 
 
 def user_message(exc: BaseException) -> str | None:
-    """The one line to show for an expected failure, or None for a defect (which needs a traceback)."""
+    """The one line to show for an expected failure, or None for a defect (which needs a
+    traceback)."""
     if isinstance(exc, OomrlError):
         return str(exc)
     database = _database_message(exc)

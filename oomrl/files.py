@@ -1,4 +1,5 @@
-"""Private paths under OOMRL_HOME (folders 0700, files 0600, whatever the umask) and atomic file writes."""
+"""Private paths under OOMRL_HOME (folders 0700, files 0600, whatever the umask) and atomic file
+writes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ SHARED_BITS = stat.S_IRWXG | stat.S_IRWXO
 
 
 def _tighten(path: Path, mode: int) -> None:
-    """Drop group and other permissions from a path this user owns (one an older version left open)."""
+    """Drop group and other permissions from a path this user owns (one an older version left
+    open)."""
     info = path.stat()
     if info.st_mode & SHARED_BITS and info.st_uid == os.getuid():
         os.chmod(path, mode)
@@ -23,8 +25,8 @@ def _tighten(path: Path, mode: int) -> None:
 def private_dir(path: Path | str, tighten: bool = False) -> Path:
     """Create `path` and its missing parents as 0700 folders; returns it.
 
-    Existing folders keep their mode unless `tighten` (then `path` itself loses group/other access): a
-    user's OOMRL_HOME may be a folder they chose to share, but data/ and runs/ are oomrl's own.
+    Existing folders keep their mode unless `tighten` (then `path` itself loses group/other access):
+    a user's OOMRL_HOME may be a folder they chose to share, but data/ and runs/ are oomrl's own.
     """
     folder = Path(path)
     missing: list[Path] = []
@@ -46,7 +48,8 @@ def private_dir(path: Path | str, tighten: bool = False) -> Path:
 
 
 def private_file(path: Path | str, tighten: bool = False) -> Path:
-    """Create `path` empty as a 0600 file if it does not exist (parents as 0700 folders); returns it.
+    """Create `path` empty as a 0600 file if it does not exist (parents as 0700 folders); returns
+    it.
 
     Used before a library creates the file itself (SQLite copies the database file's mode to its
     journal and WAL files, so a private ledger.db keeps them private too). `tighten` also drops
@@ -66,7 +69,8 @@ def private_file(path: Path | str, tighten: bool = False) -> Path:
 
 
 def sqlite_file(url: str) -> Path | None:
-    """The database file of a `sqlite:///...` URL (None for other databases and in-memory SQLite)."""
+    """The database file of a `sqlite:///...` URL (None for other databases and in-memory
+    SQLite)."""
     if not url.startswith("sqlite"):
         return None
     from sqlalchemy.engine import make_url
@@ -87,10 +91,11 @@ def fsync_dir(folder: Path) -> None:
 
 
 def atomic_write(path: Path, write: Callable[[str], object], durable: bool = False) -> None:
-    """Write via a private temp file in the same folder, fsync, then os.replace: readers see old or new, never half.
+    """Write via a private temp file in the same folder, fsync, then os.replace: readers see old or
+    new, never half.
 
-    mkstemp creates the file 0600 and os.replace keeps that mode. `durable` also fsyncs the folder, for
-    commit points whose rename must survive a power cut.
+    mkstemp creates the file 0600 and os.replace keeps that mode. `durable` also fsyncs the folder,
+    for commit points whose rename must survive a power cut.
     """
     private_dir(path.parent)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

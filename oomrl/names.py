@@ -13,7 +13,8 @@ from oomrl.errors import OomrlError
 ACCOUNT_MAX = 64
 ALERT_ID_MAX = 128
 STRATEGY_MAX = 64  # strategy_versions.name and rebalances.strategy
-# Accounts end up in file names (reports), Prefect resource ids and SQL: letters, digits, . _ - only.
+# Accounts end up in file names (reports), Prefect resource ids and SQL: letters, digits, . _ -
+# only.
 ACCOUNT_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._\-]{{0,{ACCOUNT_MAX - 1}}}$"
 ALERT_ID_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{ALERT_ID_MAX - 1}}}$"
 # A strategy is a module of the strategies package: a Python identifier in lower case.

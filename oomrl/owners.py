@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import psutil
 
-# A start time is boot time + ticks since boot, and /proc/stat's boot time is whole seconds that move
-# when the wall clock is adjusted: the same process can read a second apart (a reused pid still differs
-# in its start by more than this, or in its command line).
+# A start time is boot time + ticks since boot, and /proc/stat's boot time is whole seconds that
+# move when the wall clock is adjusted: the same process can read a second apart (a reused pid still
+# differs in its start by more than this, or in its command line).
 START_TOLERANCE_S = 1.5
 HOST = socket.gethostname()
 
@@ -35,7 +35,8 @@ class Owner:
 
     @classmethod
     def parse(cls, text: str | None) -> Owner | None:
-        """The owner written by `str(owner)`; None for text that is not one (an older row, an edited file)."""
+        """The owner written by `str(owner)`; None for text that is not one (an older row, an edited
+        file)."""
         try:
             host, pid, started = str(text).rsplit(":", 2)
             return cls(host, int(pid), float(started))
@@ -46,7 +47,8 @@ class Owner:
         return f"{self.host}:{self.pid}:{self.started:.2f}"
 
     def alive(self) -> bool | None:
-        """True while the process runs, False once it is gone, None when it lives on another host."""
+        """True while the process runs, False once it is gone, None when it lives on another
+        host."""
         if self.host != HOST:
             return None
         try:

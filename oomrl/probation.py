@@ -1,14 +1,16 @@
-"""Champion / challenger: a repaired version trades a shadow book forward before it takes the capital.
+"""Champion / challenger: a repaired version trades a shadow book forward before it takes the
+capital.
 
 A repair that passes cross-validation opens a probation (`open_probation`, the promotion's commit
 point): a shadow paper account `<account>~<tag>` with the champion's NAV in cash, the same rules and
 the kill switch, trading the challenger from the first session after the repair. The daily chain
-trades it on the challenger's own schedule (`advance_shadows`) and marks it beside the champion. After
-`sessions` forward sessions (or at once when the kill switch halts the shadow), `decide_due` judges
-it on those sessions only, net of friction: every constraint of its mandate, and the promotion rule
-(oomrl.crossval.PromotionRule) against the champion. Promoted, the account trades the challenger;
-retired, the shadow closes and an autopsy of the forward sessions (rule `probation_retired`) is
-recorded as the account's alert, for the next repair. A person may decide early (`decide_now`).
+trades it on the challenger's own schedule (`advance_shadows`) and marks it beside the champion.
+After `sessions` forward sessions (or at once when the kill switch halts the shadow), `decide_due`
+judges it on those sessions only, net of friction: every constraint of its mandate, and the
+promotion rule (oomrl.crossval.PromotionRule) against the champion. Promoted, the account trades the
+challenger; retired, the shadow closes and an autopsy of the forward sessions (rule
+`probation_retired`) is recorded as the account's alert, for the next repair. A person may decide
+early (`decide_now`).
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ class Probation:
 
 
 def shadow_name(account: str, tag: str) -> str:
-    """`paper~v2`: the shadow book of `tag` on `account` (the account part cut to fit the ledger's column)."""
+    """`paper~v2`: the shadow book of `tag` on `account` (the account part cut to fit the ledger's
+    column)."""
     suffix = f"{SEPARATOR}{tag}"
     return account[: ACCOUNT_MAX - len(suffix)] + suffix
 
@@ -135,8 +138,8 @@ def version_states(ledger: Ledger, account: str) -> dict[str, str]:
 def open_probation(
     ledger: Ledger, account: str, tag: str, sha: str, strategy: str, opened_on: date, sessions: int
 ) -> Probation:
-    """Open the challenger's shadow book with the champion's capital (its last NAV, else its cash) and
-    record the probation: one transaction, the promotion's commit point."""
+    """Open the challenger's shadow book with the champion's capital (its last NAV, else its cash)
+    and record the probation: one transaction, the promotion's commit point."""
     if sessions < 1:
         raise ProbationError(f"a probation needs at least one forward session, got {sessions}")
     pending = open_probations(ledger, account)
@@ -171,9 +174,10 @@ def open_probation(
     return next(p for p in probations(ledger, account) if p.shadow == shadow)
 
 
-# -- evidence -------------------------------------------------------------------------------------------
+# -- evidence --------------------------------------------------------------------------------------
 class ProbationEvidence(BaseModel):
-    """The forward sessions of one probation: both books measured over them, every check, the verdict."""
+    """The forward sessions of one probation: both books measured over them, every check, the
+    verdict."""
 
     probation: int
     account: str
@@ -193,7 +197,8 @@ class ProbationEvidence(BaseModel):
 
     @property
     def ready(self) -> bool:
-        """Enough forward sessions, or the challenger lost its capital (nothing left to wait for)."""
+        """Enough forward sessions, or the challenger lost its capital (nothing left to wait
+        for)."""
         return self.sessions_done >= self.sessions_needed or self.challenger_halted
 
     @property
@@ -266,7 +271,8 @@ def halted_on(ledger: Ledger, account: str) -> date | None:
 def book_result(
     ledger: Ledger, account: str, label: str, after: date, end: date, market: MarketFrames | None
 ) -> ReplayResult:
-    """The ledger's record of one book over the sessions in (after, end], shaped as a replay's result."""
+    """The ledger's record of one book over the sessions in (after, end], shaped as a replay's
+    result."""
     nav = ledger.nav_frame(account)
     nav = nav[(nav["date"] > pd.Timestamp(after)) & (nav["date"] <= pd.Timestamp(end))].reset_index(
         drop=True
@@ -314,7 +320,8 @@ def heaviest(
 
 
 def idle(book: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
-    """A champion that holds only cash over the forward sessions (never traded, never marked): it returns 0."""
+    """A champion that holds only cash over the forward sessions (never traded, never marked): it
+    returns 0."""
     cash = book.initial_cash
     zeros = {
         name: 0.0
@@ -350,7 +357,8 @@ def evidence(
     store: Any = None,
     rule: PromotionRule | None = None,
 ) -> ProbationEvidence:
-    """Both books over the forward sessions (after `opened_on`, up to `as_of`), judged net of friction."""
+    """Both books over the forward sessions (after `opened_on`, up to `as_of`), judged net of
+    friction."""
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
     from oomrl.portfolio.rebalance import load_panels
@@ -379,7 +387,8 @@ def evidence(
     ]
     challenger = after_halt(challenger, forward)
     champion = after_halt(champion, forward) if len(champion.nav) else idle(champion, forward)
-    # A return series needs two sessions: before that a book has no row, only its halt can be judged.
+    # A return series needs two sessions: before that a book has no row, only its halt can be
+    # judged.
     rows = [
         measure(result, label, sha, benchmark, rebalance, None, "probation")
         for result, label, sha in (
@@ -423,10 +432,11 @@ def evidence(
     )
 
 
-# -- deciding -------------------------------------------------------------------------------------------
+# -- deciding --------------------------------------------------------------------------------------
 @dataclass
 class Decided:
-    """A probation the chain or a person decided, with its evidence (and the autopsy of a retirement)."""
+    """A probation the chain or a person decided, with its evidence (and the autopsy of a
+    retirement)."""
 
     probation: Probation
     evidence: ProbationEvidence
@@ -436,7 +446,8 @@ class Decided:
 def decide_due(
     settings: OomrlSettings, as_of: date, store: Any = None
 ) -> tuple[list[Decided], list[ProbationEvidence]]:
-    """Judge every open probation with enough forward sessions up to `as_of`: (decided, still running)."""
+    """Judge every open probation with enough forward sessions up to `as_of`: (decided, still
+    running)."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.service import open_ledger
 
@@ -465,8 +476,8 @@ def decide_due(
 def current(
     settings: OomrlSettings, account: str, tag: str | None, store: Any = None
 ) -> tuple[Ledger, Probation, ProbationEvidence]:
-    """The open probation of `tag` (None: the account's one) on `account` and its evidence through the
-    shadow's last marked session."""
+    """The open probation of `tag` (None: the account's one) on `account` and its evidence through
+    the shadow's last marked session."""
     from oomrl.portfolio.marking import marked_through
     from oomrl.portfolio.service import open_ledger
 
@@ -500,7 +511,8 @@ def decide_now(
     reason: str = "",
     store: Any = None,
 ) -> Decided:
-    """A person promotes or retires a challenger before its probation ends, on the evidence so far."""
+    """A person promotes or retires a challenger before its probation ends, on the evidence so
+    far."""
     ledger, probation, found = current(settings, account, tag, store)
     done = close(
         settings,
@@ -538,7 +550,8 @@ def close(
         "start": str(found.start) if found.start else None,
         "end": str(day),
     }
-    # The autopsy is built first: a decision is never recorded without what it tells the next repair.
+    # The autopsy is built first: a decision is never recorded without what it tells the next
+    # repair.
     autopsy = forward_autopsy(ledger, probation, found) if verdict == RETIRED else None
     row = (
         None
@@ -570,8 +583,8 @@ def continue_trail(
 def forward_autopsy(
     ledger: Ledger, probation: Probation, found: ProbationEvidence
 ) -> Autopsy | None:
-    """What the forward market showed of a retired challenger: an autopsy of its shadow book, for the
-    account's alerts (rule `probation_retired`), which the next repair of the account reads."""
+    """What the forward market showed of a retired challenger: an autopsy of its shadow book, for
+    the account's alerts (rule `probation_retired`), which the next repair of the account reads."""
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import Alert, AlertConfig, alert_id
 
@@ -591,7 +604,8 @@ def forward_autopsy(
         f"{found.start}..{found.end}: "
         + ("; ".join(found.failures()) or (lost.detail if lost else ""))
     )[:2000]
-    # One retirement per version (its tag in the id): two probations opened on one date never share an alert.
+    # One retirement per version (its tag in the id): two probations opened on one date never share
+    # an alert.
     alert = Alert(
         alert_id=alert_id(
             probation.account, f"{RETIRED_RULE}:{probation.tag}", "warning", found.start
@@ -619,10 +633,10 @@ def forward_autopsy(
     )
 
 
-# -- the shadow books in the daily chain ---------------------------------------------------------------
+# -- the shadow books in the daily chain -----------------------------------------------------------
 def advance_shadows(settings: OomrlSettings, as_of: date, store: Any = None) -> dict[str, int]:
-    """Trade every open shadow book on its challenger's schedule through `as_of` (before the chain marks
-    it): shadow -> rebalances committed. A shadow the kill switch halted trades no more."""
+    """Trade every open shadow book on its challenger's schedule through `as_of` (before the chain
+    marks it): shadow -> rebalances committed. A shadow the kill switch halted trades no more."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.marking import marked_through
     from oomrl.portfolio.rebalance import HISTORY_DAYS, advance, load_panels

@@ -42,8 +42,8 @@ logger = logging.getLogger("oomrl.promotion")
 
 
 def reached(step: str) -> None:
-    """A named point of a promotion (STEPS). Nothing happens here; the recovery tests end the process
-    at each one to prove that the next command puts the versions back together."""
+    """A named point of a promotion (STEPS). Nothing happens here; the recovery tests end the
+    process at each one to prove that the next command puts the versions back together."""
 
 
 @dataclass
@@ -75,7 +75,8 @@ def journal_path(versions: StrategyVersions) -> Path:
 
 
 def read_journal(versions: StrategyVersions) -> Journal | None:
-    """The pending journal, if any; a file that is not one is named (it is only ever written whole)."""
+    """The pending journal, if any; a file that is not one is named (it is only ever written
+    whole)."""
     from oomrl.versions import VersionError
 
     path = journal_path(versions)
@@ -127,7 +128,8 @@ def promote(
 ) -> VersionInfo:
     """Commit the candidate, fetch it, fast-forward the branch when it is based on the head, tag it,
     attach the notes, activate it for `account` (with `probation` = (last session seen, forward
-    sessions): open its probation on a shadow book instead): journalled, so a kill at any step is recovered."""
+    sessions): open its probation on a shadow book instead): journalled, so a kill at any step is
+    recovered."""
     versions.git("add", "-A", cwd=candidate)
     trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
     versions.git("commit", "-q", "-m", message + trailers, cwd=candidate)
@@ -182,7 +184,8 @@ def promote(
 
 
 def commit_point(versions: StrategyVersions, journal: Journal) -> None:
-    """The ledger write that makes the promotion real: the account's active version, or the probation."""
+    """The ledger write that makes the promotion real: the account's active version, or the
+    probation."""
     if not journal.shadow:
         versions.activate(journal.tag, journal.account, journal.strategy)
         return
@@ -230,7 +233,8 @@ def recover_locked(versions: StrategyVersions) -> str | None:
         return None
     done = settle(versions, journal)
     note = (
-        f"recovered: the promotion of {journal.tag} ({journal.sha[:12]}) to account {journal.account} "
+        f"recovered: the promotion of {journal.tag} ({journal.sha[:12]}) to account "
+        f"{journal.account} "
         f"by {journal.who()} did not finish; {done}"
     )
     logger.warning(note)

@@ -78,7 +78,8 @@ class RepairOutcome(BaseModel):
 
 
 class RepairNotPromoted(OomrlError):
-    """The data of a Failed repair run: the outcome of a repair that was refused or failed at a step."""
+    """The data of a Failed repair run: the outcome of a repair that was refused or failed at a
+    step."""
 
     def __init__(self, outcome: RepairOutcome) -> None:
         super().__init__(f"repair {outcome.status} at {outcome.step or '-'}: {outcome.reason}")
@@ -97,7 +98,7 @@ def new_run_dir(runs_dir: Path, label: str = "repair") -> Path:
     return private_dir(path)  # 0700: transcripts, diffs and verdicts are the user's alone
 
 
-# -- steps -------------------------------------------------------------------------------------------
+# -- steps -----------------------------------------------------------------------------------------
 def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
     """The Critic's mandate from the autopsy, its metrics and the ledger evidence it carries, with
     the account's version (S and T) to read: the mandate names the old tests it supersedes."""
@@ -125,7 +126,8 @@ def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
 
 
 def prepare_candidate(ctx: RepairContext) -> Path:
-    """A fresh scratch clone at the account's version (`ctx.base`): every change of the repair happens there."""
+    """A fresh scratch clone at the account's version (`ctx.base`): every change of the repair
+    happens there."""
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate)
     ctx.base = ctx.base or ctx.versions.base_for(ctx.account)
@@ -133,7 +135,8 @@ def prepare_candidate(ctx: RepairContext) -> Path:
 
 
 def cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
-    """Replay candidate and active versions; the table is kept per round, the machine reads `passed`."""
+    """Replay candidate and active versions; the table is kept per round, the machine reads
+    `passed`."""
     result = ctx.cross_validator(ctx, mandate)
     payload = result.model_dump(mode="json")
     write_json(ctx.run_dir / "cross_validation.json", payload)
@@ -339,7 +342,8 @@ def run_repair(
             "probation",
             None,
             f"{version.tag} ({version.sha[:12]}) on probation: it trades the "
-            f"shadow book {shadow_name(ctx.account, version.tag)} for {ctx.agent.probation_sessions} "
+            f"shadow book {shadow_name(ctx.account, version.tag)} for "
+            f"{ctx.agent.probation_sessions} "
             "sessions before the daily chain decides",
             mandate,
             version=version,
@@ -365,7 +369,8 @@ def finish(
     version: VersionInfo | None = None,
     cross: CrossValidation | None = None,
 ) -> RepairOutcome:
-    """The outcome, written to the run folder; the candidate clone goes (a promotion lives in the workspace)."""
+    """The outcome, written to the run folder; the candidate clone goes (a promotion lives in the
+    workspace)."""
     if ctx.trail.state not in RUN_ENDS:
         ctx.trail.move(status, reason[:500])
     if ctx.candidate.exists():
@@ -394,7 +399,7 @@ def finish(
     return outcome
 
 
-# -- wiring --------------------------------------------------------------------------------------------
+# -- wiring ----------------------------------------------------------------------------------------
 def replay_cross_validator(
     store: MarketStore, as_of: date | None, initial_cash: float
 ) -> CrossValidator:

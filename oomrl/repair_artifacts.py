@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 VERSIONS = ("candidate", "active", "baseline")
 WINDOWS = ("alert", "long")
-# The measures of one replay over one window, a row each (the columns are the versions); labels short
-# enough that a row fits the Prefect UI, whose tables never wrap a cell (708 px of a 1280-px window).
+# The measures of one replay over one window, a row each (the columns are the versions); labels
+# short enough that a row fits the Prefect UI, whose tables never wrap a cell (708 px of a 1280-px
+# window).
 MEASURE_ROWS: Columns = (
     ("sha", "commit", "short"),
     ("first", "from", "date"),
@@ -74,8 +75,9 @@ def _measures(row: VersionMeasures) -> dict[str, Any]:
 
 
 def crossval_rows(cross: CrossValidation) -> list[dict[str, str]]:
-    """The evidence as a table: a row per window and measure (each window's rows start with its dates),
-    a column per version, so two `active` rows never look alike and the table stays narrow."""
+    """The evidence as a table: a row per window and measure (each window's rows start with its
+    dates), a column per version, so two `active` rows never look alike and the table stays
+    narrow."""
     by = {(r.version, r.window): _measures(r) for r in cross.rows}
     versions = [v for v in VERSIONS if any(version == v for version, _ in by)]
     return [
@@ -94,7 +96,8 @@ def crossval_rows(cross: CrossValidation) -> list[dict[str, str]]:
 
 
 def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> str:
-    """The decision: verdict, windows, tolerance, the evidence chart, the measures and every check."""
+    """The decision: verdict, windows, tolerance, the evidence chart, the measures and every
+    check."""
     verdict = "PROMOTE" if cross.passed else "REFUSE"
     lines = [
         f"# Cross-validation: {verdict}",
@@ -102,10 +105,12 @@ def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> s
         f"- alert window: {cross.start} .. {cross.end}",
         f"- long window: {cross.long_start or cross.start} .. {cross.end}",
         (
-            f"- promotion rule, net of friction on the paired daily return difference (annualized): "
+            "- promotion rule, net of friction on the paired daily return difference "
+            "(annualized): "
             f"{cross.rule.describe()}"
         ),
-        f"- ranking by total reward (Eq. 1-2) over the long window: {', '.join(cross.ranking) or '—'}",
+        "- ranking by total reward (Eq. 1-2) over the long window: "
+        f"{', '.join(cross.ranking) or '—'}",
         "",
     ]
     if image_url:
@@ -127,12 +132,14 @@ def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> s
 
 
 def not_measured_rows(reason: str) -> list[dict[str, str]]:
-    """The cross-validation table of a repair whose replays could not be measured: what went wrong."""
+    """The cross-validation table of a repair whose replays could not be measured: what went
+    wrong."""
     return [{"measure": "result", "value": "not measured"}, {"measure": "reason", "value": reason}]
 
 
 def _superseded_lines(node_ids: list[str]) -> list[str]:
-    """What the approval says about old tests: only those it names may be rewritten by the repair."""
+    """What the approval says about old tests: only those it names may be rewritten by the
+    repair."""
     if not node_ids:
         return ["Supersedes no old test: the repair's tests may only add to the old ones.", ""]
     return [

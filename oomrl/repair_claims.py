@@ -1,18 +1,18 @@
-"""One repair per account at a time, enforced in the ledger database (not by Prefect, whose deployment
-concurrency lease is revoked while a run is paused), and the heartbeat that tells a live repair from one
-whose process died.
+"""One repair per account at a time, enforced in the ledger database (not by Prefect, whose
+deployment concurrency lease is revoked while a run is paused), and the heartbeat that tells a live
+repair from one whose process died.
 
-Every repair run registers a row (`flow_run_id`, `account`, `claimed_at`, `beat_at`) when it starts and
-beats it every CLAIM_BEAT_S seconds from a thread for as long as its process lives — also while it waits
-for approval, because `pause_flow_run` blocks inside the run's process. The account lock is the
-nullable unique column `holds`: a run sets it to its account only around the gate and the promotion
-(after approval), so a paused repair holds nothing and a second alert can reach its own approval.
-A holder whose process is gone (its `owner`, host:pid:start time, checked on the same host) or that
-has been silent for CLAIM_SILENT_S seconds (another host) is presumed dead and its row is taken over;
-so is, when it is needed, a dead non-holder's row. The webhook
-reads the same rows to tell a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from
-a live one. Each transition is one statement guarded by a primary key or unique constraint, so
-concurrent runs on any host agree (SQLite and PostgreSQL).
+Every repair run registers a row (`flow_run_id`, `account`, `claimed_at`, `beat_at`) when it starts
+and beats it every CLAIM_BEAT_S seconds from a thread for as long as its process lives — also while
+it waits for approval, because `pause_flow_run` blocks inside the run's process. The account lock is
+the nullable unique column `holds`: a run sets it to its account only around the gate and the
+promotion (after approval), so a paused repair holds nothing and a second alert can reach its own
+approval. A holder whose process is gone (its `owner`, host:pid:start time, checked on the same
+host) or that has been silent for CLAIM_SILENT_S seconds (another host) is presumed dead and its row
+is taken over; so is, when it is needed, a dead non-holder's row. The webhook reads the same rows to
+tell a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from a live one. Each
+transition is one statement guarded by a primary key or unique constraint, so concurrent runs on any
+host agree (SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def claims_table(metadata: sa.MetaData) -> sa.Table:
         metadata,
         sa.Column("flow_run_id", sa.String(64), primary_key=True),
         sa.Column("account", sa.String(ACCOUNT_MAX), nullable=False),
-        # The account while this run holds its lock, else NULL (NULLs never collide in a unique column).
+        # The account while this run holds its lock, else NULL (NULLs never collide in a unique
+        # column).
         sa.Column("holds", sa.String(ACCOUNT_MAX), nullable=True, unique=True),
         sa.Column("claimed_at", sa.DateTime(), nullable=False),
         sa.Column("beat_at", sa.DateTime(), nullable=False),

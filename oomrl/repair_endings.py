@@ -1,4 +1,5 @@
-"""The names a repair's ending goes by: the flow run's state, and the line `oomrl repair` and `oomrl demo` print."""
+"""The names a repair's ending goes by: the flow run's state, and the line `oomrl repair` and `oomrl
+demo` print."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ FAILED_STATE_NAMES = {
 
 
 def ending_name(status: str, step: str | None) -> str:
-    """`Promoted`, `Rejected`, or the failed step's name (`Tests rejected`, `Patch rejected`, ...)."""
+    """`Promoted`, `Rejected`, or the failed step's name (`Tests rejected`, `Patch rejected`,
+    ...)."""
     if status in ("promoted", "rejected"):
         return status.capitalize()
     if status == "probation":

@@ -1,5 +1,6 @@
-"""The one door for repair inputs (CLI, flow, webhook): bounded JSON, a full autopsy or a loss alert, a
-known account and strategy; and the completion of a loss alert into an autopsy from the ledger.
+"""The one door for repair inputs (CLI, flow, webhook): bounded JSON, a full autopsy or a loss
+alert, a known account and strategy; and the completion of a loss alert into an autopsy from the
+ledger.
 
 Everything here runs before anything is written: a refused input leaves no run folder, no ledger
 row and no workspace behind.
@@ -97,8 +98,9 @@ def load_autopsy(data: Any) -> RepairInput:
 
 
 def check_as_of(as_of: date, kind: str) -> None:
-    """An alert is about a session that has happened: from the first XSHG session to today in Shanghai
-    (a date the market store could hold; the critic has nothing to read about any other)."""
+    """An alert is about a session that has happened: from the first XSHG session to today in
+    Shanghai (a date the market store could hold; the critic has nothing to read about any
+    other)."""
     from zoneinfo import ZoneInfo
 
     today = datetime.now(ZoneInfo(SHANGHAI)).date()
@@ -188,8 +190,8 @@ def account_exists(ledger_url: str, account: str) -> bool:
 
 def check_dates(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
     """An input dated inside its account's marked sessions (an undated one takes the last), so the
-    critic reads the sessions the alert is about. An account with no marked session yet has nothing to
-    bound by: a full autopsy (it carries its own metrics) goes on as it is."""
+    critic reads the sessions the alert is about. An account with no marked session yet has nothing
+    to bound by: a full autopsy (it carries its own metrics) goes on as it is."""
     as_of = autopsy.as_of
     if sessions.first is None or sessions.last is None:
         return
@@ -219,9 +221,10 @@ RULE_METRICS = {
 
 
 def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
-    """Refuse an input without the metrics its rule reads: a full autopsy whose rule's metric is null
-    (rolling_ir_60d, with fewer than 60 sessions or no benchmark), or a loss alert (it has none; the
-    critic's rule computes them from the account's marks) for an account with no marked session."""
+    """Refuse an input without the metrics its rule reads: a full autopsy whose rule's metric is
+    null (rolling_ir_60d, with fewer than 60 sessions or no benchmark), or a loss alert (it has
+    none; the critic's rule computes them from the account's marks) for an account with no marked
+    session."""
     from oomrl.diagnostics.autopsy import Autopsy
 
     as_of = autopsy.as_of
@@ -246,7 +249,8 @@ def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) 
 
 
 def strategy_exists(workspace_dir: Path, module: str) -> bool:
-    """Whether `strategies.<name>` is a strategy of the workspace (the bundled ones before its first use)."""
+    """Whether `strategies.<name>` is a strategy of the workspace (the bundled ones before its first
+    use)."""
     from oomrl.versions import repo_root
 
     name = module.removeprefix("strategies.")
@@ -257,9 +261,9 @@ def strategy_exists(workspace_dir: Path, module: str) -> bool:
 def check_known(
     autopsy: RepairInput, ledger_url: str, workspace_dir: Path, account: str | None = None
 ) -> None:
-    """Refuse an input whose account (or the `account` override) or strategy module is unknown, whose
-    date its account's marked sessions cannot explain (`check_dates`), or that lacks the metrics its
-    rule reads (`check_metrics`)."""
+    """Refuse an input whose account (or the `account` override) or strategy module is unknown,
+    whose date its account's marked sessions cannot explain (`check_dates`), or that lacks the
+    metrics its rule reads (`check_metrics`)."""
     from oomrl.diagnostics.autopsy import Autopsy
 
     name = account or autopsy.account
@@ -278,7 +282,8 @@ def check_known(
     if sessions.on_probation:  # its promotion would be refused after the whole repair: say it now
         tag = sessions.on_probation.split()[0]
         raise AccountOnProbationError(
-            f"account {name!r} has {sessions.on_probation} on probation: the forward market judges it first; "
+            f"account {name!r} has {sessions.on_probation} on probation: the forward "
+            "market judges it first; "
             f"decide it now with `oomrl versions promote|retire {tag} --account {name}` or the "
             "probation-review deployment, then repair"
         )
@@ -287,7 +292,8 @@ def check_known(
 
 
 def require_admitted(autopsy: object) -> None:
-    """Refuse what did not come through a door: the repair takes an Autopsy or a LossAlert, never JSON."""
+    """Refuse what did not come through a door: the repair takes an Autopsy or a LossAlert, never
+    JSON."""
     from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 
     if not isinstance(autopsy, Autopsy | LossAlert):
@@ -309,7 +315,8 @@ def complete_autopsy(autopsy: RepairInput, ledger: Any) -> Completed:
 
     The strategy is the one the account trades (its active version, else the bundled default), or
     the one a pending alert names; the date is the alert's, else the account's last NAV date. Full
-    autopsies are returned as they are; without NAV history the alert stays pending, with its module."""
+    autopsies are returned as they are; without NAV history the alert stays pending, with its
+    module."""
     from oomrl.diagnostics.autopsy import AlertModule, Autopsy, PendingAlert
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import Alert, AlertConfig

@@ -1,4 +1,5 @@
-"""The tags a flow run carries in the Prefect UI: which alert started it, which strategy version it trades."""
+"""The tags a flow run carries in the Prefect UI: which alert started it, which strategy version it
+trades."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ def alert_tag(alert_id: object) -> str:
 
 
 def strategy_tags(name: str, version_label: str) -> list[str]:
-    """`strategy:<name>` and `strategy-version:<tag>` (v1, v2 …; a version no workspace tags keeps 12
-    hex digits of its SHA)."""
+    """`strategy:<name>` and `strategy-version:<tag>` (v1, v2 …; a version no workspace tags keeps
+    12 hex digits of its SHA)."""
     tag = version_label.split(" ", 1)[0]
     return [f"strategy:{name}"[:MAX_TAG], f"strategy-version:{tag}"[:MAX_TAG]]

@@ -1,10 +1,10 @@
-"""What a killed repair leaves behind, cleared by the next repair once the process that made it is gone:
-its candidate clone (runs/<id>/candidate) and the scratch folders of its gate runs and offline author
-($TMPDIR/oomrl-gate-*, oomrl-author-*).
+"""What a killed repair leaves behind, cleared by the next repair once the process that made it is
+gone: its candidate clone (runs/<id>/candidate) and the scratch folders of its gate runs and offline
+author ($TMPDIR/oomrl-gate-*, oomrl-author-*).
 
 Each such folder carries a note of its owner, `<pid> <unix time it was made>`; a folder whose owner
-runs no more (no process with that pid, or one started after the note) is an orphan. A folder without
-a note (an older version's) is left alone: nothing says whose it is.
+runs no more (no process with that pid, or one started after the note) is an orphan. A folder
+without a note (an older version's) is left alone: nothing says whose it is.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""A local oomrl stack: Prefect server, the `oomrl-local` process pool and worker, deployments, webhook.
+"""A local oomrl stack: Prefect server, the `oomrl-local` process pool and worker, deployments,
+webhook.
 
 Everything runs as child processes recorded in OOMRL_HOME/server.json with their pid, start time and
 command line, so `oomrl server down` stops exactly what `up` started and never a process that later
-reused a pid. Children run with umask 077: the Prefect database, logs and run folders they write under
-OOMRL_HOME are private to the user. Prefect is driven through its CLI and HTTP API only: this module
-never imports Prefect.
+reused a pid. Children run with umask 077: the Prefect database, logs and run folders they write
+under OOMRL_HOME are private to the user. Prefect is driven through its CLI and HTTP API only: this
+module never imports Prefect.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ def webhook_secret(home: Path) -> str:
 
 
 def check_webhook(config: StackConfig) -> None:
-    """The webhook child's settings as it will read them; a named error when it would refuse to start."""
+    """The webhook child's settings as it will read them; a named error when it would refuse to
+    start."""
     from oomrl.settings import webhook_settings
 
     webhook = webhook_settings()
@@ -118,7 +120,8 @@ def check_webhook(config: StackConfig) -> None:
 def stack_env(config: StackConfig) -> dict[str, str]:
     """The environment every child process shares: one Prefect API, one OOMRL_HOME; the sample clock
     at DAY_ONE unless OOMRL_SAMPLE_CLOCK (or the config file) says otherwise, `off` included, so a
-    fresh stack's deployments tell the loop's story on their defaults (oomrl/data/sample_clock.py)."""
+    fresh stack's deployments tell the loop's story on their defaults
+    (oomrl/data/sample_clock.py)."""
     env = environment()
     env.update(
         {
@@ -129,7 +132,8 @@ def stack_env(config: StackConfig) -> dict[str, str]:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
             "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
-            # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set its own)
+            # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set
+            # its own)
             "OOMRL_REPORTS_URL": get_settings().runtime.reports_url or config.webhook_url,
             "PYTHONUNBUFFERED": "1",
         }
@@ -149,7 +153,8 @@ def _prefect(*args: str) -> list[str]:
 
 
 def start_process(name: str, argv: list[str], env: dict[str, str], config: StackConfig) -> int:
-    """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log (0600)."""
+    """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log
+    (0600)."""
     private_dir(config.log_dir, tighten=True)
     log = os.fdopen(
         os.open(config.log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
@@ -174,7 +179,8 @@ EXEC_WAIT_S = (
 
 @dataclass(frozen=True)
 class ProcessRecord:
-    """Who a recorded pid was when it was started: enough to tell it from a process that reused the pid."""
+    """Who a recorded pid was when it was started: enough to tell it from a process that reused the
+    pid."""
 
     pid: int
     started: float  # psutil create_time(), seconds since the epoch
@@ -183,8 +189,9 @@ class ProcessRecord:
     @classmethod
     def of(cls, pid: int, exec_wait_s: float = EXEC_WAIT_S) -> ProcessRecord:
         """The record of `pid`. A child this process has just forked may not have run its program
-        yet (its command line is still this process's, or empty while it execs): it is waited for up to `exec_wait_s`, or
-        the record would name a program the pid soon stops being, and read as another process."""
+        yet (its command line is still this process's, or empty while it execs): it is waited for up
+        to `exec_wait_s`, or the record would name a program the pid soon stops being, and read as
+        another process."""
         process = psutil.Process(pid)
         cmdline = tuple(process.cmdline())
         if pid != os.getpid():
@@ -204,7 +211,8 @@ class ProcessRecord:
         return cls(int(data["pid"]), float(data["started"]), tuple(data["cmdline"]))
 
     def identity_problem(self) -> str | None:
-        """None when the pid still runs the recorded process; else why it is not ours (gone or reused)."""
+        """None when the pid still runs the recorded process; else why it is not ours (gone or
+        reused)."""
         try:
             process = psutil.Process(self.pid)
             started, cmdline = process.create_time(), tuple(process.cmdline())
@@ -274,7 +282,8 @@ def group_members(record: ProcessRecord) -> list[psutil.Process]:
 
 
 def stop_recorded(record: ProcessRecord, grace_s: float = 10.0) -> str | None:
-    """Stop a process `up` started, with its group; None when stopped, else why it was left alone."""
+    """Stop a process `up` started, with its group; None when stopped, else why it was left
+    alone."""
     problem = record.identity_problem()
     if problem is None:
         stop_process(record.pid, grace_s)
@@ -320,7 +329,8 @@ def log_tail(config: StackConfig, name: str, lines: int = 25) -> str:
 
 
 def read_state(home: Path) -> dict[str, object] | None:
-    """What `up` recorded, or None; StackError when the file is not what `up` writes (nothing is signalled)."""
+    """What `up` recorded, or None; StackError when the file is not what `up` writes (nothing is
+    signalled)."""
     path = home / "server.json"
     try:
         state = json.loads(path.read_text())
@@ -347,8 +357,8 @@ def _unusable(path: Path, detail: str) -> str:
 
 
 def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
-    """The processes of a state file; a pid recorded without a usable identity (older or edited files) has
-    none, and is never signalled."""
+    """The processes of a state file; a pid recorded without a usable identity (older or edited
+    files) has none, and is never signalled."""
     processes = state.get("processes")
     records = {}
     for name, data in processes.items() if isinstance(processes, dict) else ():
@@ -462,8 +472,8 @@ def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
 
 @contextmanager
 def starting(config: StackConfig) -> Iterator[None]:
-    """One `up` at a time in a home (two at once would migrate one Prefect database together): an
-    OS file lock, free again when its holder exits however it exits; a second `up` is refused at once,
+    """One `up` at a time in a home (two at once would migrate one Prefect database together): an OS
+    file lock, free again when its holder exits however it exits; a second `up` is refused at once,
     naming the first."""
     from filelock import FileLock, Timeout
 
@@ -530,7 +540,8 @@ def _start(config: StackConfig, say: Say) -> dict[str, object]:
     pids: dict[str, int] = {}
     try:
         say(
-            f"starting Prefect server on {config.ui_url} (database {config.database.split('@')[-1]})"
+            f"starting Prefect server on {config.ui_url} (database "
+            f"{config.database.split('@')[-1]})"
         )
         pids["server"] = start_process(
             "server",
@@ -565,8 +576,8 @@ def _start(config: StackConfig, say: Say) -> dict[str, object]:
 
 
 def down(home: Path, say: Say = print) -> list[str]:
-    """Stop what `up` started (newest first), never a process that reused a recorded pid; returns the names
-    stopped (or found exited), not those left alone."""
+    """Stop what `up` started (newest first), never a process that reused a recorded pid; returns
+    the names stopped (or found exited), not those left alone."""
     state = read_state(home)
     if state is None:
         return []

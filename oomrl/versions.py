@@ -1,4 +1,5 @@
-"""Strategy versions as commits and tags in the OOMRL_HOME workspace git repo; the active one lives in the ledger."""
+"""Strategy versions as commits and tags in the OOMRL_HOME workspace git repo; the active one lives
+in the ledger."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def repo_root() -> Path:
 
 
 class StrategyVersions:
-    """The workspace repo: init from the bundled strategies, commit with metadata, tag, activate, roll back."""
+    """The workspace repo: init from the bundled strategies, commit with metadata, tag, activate,
+    roll back."""
 
     author = ("oomrl", "oomrl@localhost")
 
@@ -150,7 +152,8 @@ class StrategyVersions:
 
     # -- life cycle -----------------------------------------------------------------------------
     def init(self, source_root: Path | None = None) -> str:
-        """Create the workspace from the bundled strategies and tag it v1; a no-op when it exists."""
+        """Create the workspace from the bundled strategies and tag it v1; a no-op when it
+        exists."""
         if self.initialized:
             self.recover()  # every command that writes versions opens the workspace here
             return self.head()
@@ -189,8 +192,9 @@ class StrategyVersions:
         return self.workspace.parent
 
     def clone_to(self, dest: Path, at: str | None = None) -> Path:
-        """A scratch clone checked out at `at` (default: the branch head), where a repair prepares its
-        candidate; a repair passes its account's active version (`base_for`), not the branch head."""
+        """A scratch clone checked out at `at` (default: the branch head), where a repair prepares
+        its candidate; a repair passes its account's active version (`base_for`), not the branch
+        head."""
         self._require_init()
         self.git(
             "clone", "-q", "--no-hardlinks", str(self.workspace), str(dest), cwd=self._parent()
@@ -218,7 +222,8 @@ class StrategyVersions:
         return True
 
     def known(self, sha: str, account: str) -> str:
-        """`sha` when the workspace holds that commit; else UnknownActiveVersionError naming the account."""
+        """`sha` when the workspace holds that commit; else UnknownActiveVersionError naming the
+        account."""
         try:
             self.git("cat-file", "-e", f"{sha}^{{commit}}")
         except VersionError:
@@ -246,7 +251,8 @@ class StrategyVersions:
         strategy: str,
         probation: tuple[date, int] | None = None,
     ) -> VersionInfo:
-        """Commit the candidate clone, tag, attach metadata, activate; the branch moves only forward.
+        """Commit the candidate clone, tag, attach metadata, activate; the branch moves only
+        forward.
 
         Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
         based on the branch head fast-forwards it; one based on an older version (its account had
@@ -278,7 +284,8 @@ class StrategyVersions:
         return True
 
     def metadata(self, ref: str) -> dict[str, Any]:
-        """The metadata attached at promotion (autopsy, diffs, verdicts, cross-validation, digest)."""
+        """The metadata attached at promotion (autopsy, diffs, verdicts, cross-validation,
+        digest)."""
         sha = self.resolve(ref)
         try:
             return json.loads(self.git("notes", f"--ref={NOTES_REF}", "show", sha))
@@ -312,8 +319,8 @@ class StrategyVersions:
         return f"{tags[0]} ({sha[:12]})" if tags else sha[:12]
 
     def labels(self, names: dict[str, str] | None = None) -> dict[str, str]:
-        """sha -> "v2 daily_momentum" for every tagged version (`names`: strategy by sha, e.g. from the
-        ledger, where a version's notes name none). Reads only: no workspace means no labels."""
+        """sha -> "v2 daily_momentum" for every tagged version (`names`: strategy by sha, e.g. from
+        the ledger, where a version's notes name none). Reads only: no workspace means no labels."""
         if not self.initialized:
             return {}
         known = names or {}
@@ -339,7 +346,8 @@ class StrategyVersions:
 
     # -- activation --------------------------------------------------------------------------------
     def activate(self, ref: str, account: str, strategy: str | None = None) -> str:
-        """Point the account at a version in the ledger; the rebalance then loads exactly that commit."""
+        """Point the account at a version in the ledger; the rebalance then loads exactly that
+        commit."""
         if self.ledger is None:
             raise VersionError("activating a version needs a ledger")
         sha = self.resolve(ref)
@@ -350,8 +358,8 @@ class StrategyVersions:
         return sha
 
     def rollback(self, account: str, strategy: str | None = None) -> str:
-        """Activate the nearest tagged ancestor of the account's active version (versions may branch:
-        the version tagged just before it may be another account's)."""
+        """Activate the nearest tagged ancestor of the account's active version (versions may
+        branch: the version tagged just before it may be another account's)."""
         if self.ledger is None:
             raise VersionError("rolling back needs a ledger")
         self._require_init()
@@ -374,7 +382,8 @@ class StrategyVersions:
         return self.activate(tagged[target], account, name)
 
     def materialize(self, ref: str) -> Path:
-        """The files of one commit, exported once to exports/<sha>/ (what rebalance and replay load)."""
+        """The files of one commit, exported once to exports/<sha>/ (what rebalance and replay
+        load)."""
         sha = self.resolve(ref)
         target = self.exports / sha
         if target.is_dir():

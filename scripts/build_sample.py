@@ -1,4 +1,5 @@
-"""Build the bundled data/sample snapshot from a folder of raw inputs (run: python scripts/build_sample.py RAW [OUT])."""
+"""Build the bundled data/sample snapshot from a folder of raw inputs (run: python
+scripts/build_sample.py RAW [OUT])."""
 
 from __future__ import annotations
 
@@ -41,10 +42,12 @@ PANEL_STARTS = {
     PANEL_YF: pd.Timestamp("2025-03-03"),
 }  # each panel's first session
 LISTING_GAP = 10  # a first bar this many sessions after its panel's first day is the listing day
-# Listings the panels cannot show as a first bar: 000792 (Qinghai Salt Lake) was delisted in 2020 and
-# relisted on 2021-08-10 (a 313-session gap and +306 % on the day, no price limit on a relisting day).
+# Listings the panels cannot show as a first bar: 000792 (Qinghai Salt Lake) was delisted in 2020
+# and relisted on 2021-08-10 (a 313-session gap and +306 % on the day, no price limit on a relisting
+# day).
 RELISTINGS = {"000792": "2021-08-10"}
-# yfiua monthly member lists the shared README verified (the others are stale): names around the 1st.
+# yfiua monthly member lists the shared README verified (the others are stale): names around the
+# 1st.
 VERIFIED_SNAPSHOTS = [
     *(f"2024-{m:02d}" for m in range(1, 7)),
     *(f"2025-{m:02d}" for m in range(4, 13)),
@@ -60,14 +63,16 @@ def _tushare(path: Path) -> pd.DataFrame:
 
 
 def _yfinance(path: Path) -> pd.DataFrame:
-    """Flattened yfinance file: header, a ticker row to skip, then code,Date,Open,High,Low,Close,Volume(shares)."""
+    """Flattened yfinance file: header, a ticker row to skip, then
+    code,Date,Open,High,Low,Close,Volume(shares)."""
     frame = pd.read_csv(path, skiprows=[1], dtype={"Ticker": str}, parse_dates=["Date"])
     frame = frame.rename(columns=str.lower)
     return frame[["date", "open", "high", "low", "close", "volume"]].astype({"volume": "float64"})
 
 
 def _amounts(src: Path, code: str) -> pd.Series:
-    """Turnover in CNY by date from the panels that have it (amount is unadjusted, so panels may be mixed)."""
+    """Turnover in CNY by date from the panels that have it (amount is unadjusted, so panels may be
+    mixed)."""
     parts = []
     for folder in (PANEL_SINA, PANEL_AK):
         path = src / folder / f"{code}.csv"
@@ -81,11 +86,12 @@ def _amounts(src: Path, code: str) -> pd.Series:
 
 
 def stitch(older: pd.DataFrame, newer: pd.DataFrame) -> tuple[pd.DataFrame, float, float]:
-    """Join two qfq series with different anchors by returns: older prices are rescaled to newer's level.
+    """Join two qfq series with different anchors by returns: older prices are rescaled to newer's
+    level.
 
-    Older rows are kept up to their last date, newer rows after it. Returns (frame, factor, spread), where
-    spread is the relative range of the close ratio over the window (a check that the anchors differ only
-    by a constant, as they should when neither series has a gap).
+    Older rows are kept up to their last date, newer rows after it. Returns (frame, factor, spread),
+    where spread is the relative range of the close ratio over the window (a check that the anchors
+    differ only by a constant, as they should when neither series has a gap).
     """
     common = older.merge(newer, on="date", suffixes=("_o", "_n"))
     if common.empty:
@@ -126,8 +132,8 @@ def member_bars(src: Path, code: str, log: list[str]) -> pd.DataFrame | None:
     raw = raw_closes(src, code)
     factor, exact = factors(frame.set_index("date")["close"], raw)
     frame["factor"] = factor.to_numpy()
-    # Where the traded prices are known, the adjusted prices become raw x factor exactly (they moved by
-    # less than the panels' own 0.005 rounding), so adjusted / factor gives back the raw price.
+    # Where the traded prices are known, the adjusted prices become raw x factor exactly (they moved
+    # by less than the panels' own 0.005 rounding), so adjusted / factor gives back the raw price.
     known_raw = raw.set_index("date").reindex(frame["date"])
     exact_rows = frame["factor"].notna().to_numpy() & known_raw["raw_close"].notna().to_numpy()
     for column in ("open", "high", "low", "close"):
@@ -144,7 +150,8 @@ def member_bars(src: Path, code: str, log: list[str]) -> pd.DataFrame | None:
     known = frame["factor"].notna()
     coverage = (
         f"{frame.loc[known, 'date'].min():%Y-%m-%d}..{frame.loc[known, 'date'].max():%Y-%m-%d} "
-        f"({int(known.sum())} days, {', '.join(sorted(set(raw['source'])))}; panel agreed {exact:.1%})"
+        f"({int(known.sum())} days, {', '.join(sorted(set(raw['source'])))}; panel agreed "
+        f"{exact:.1%})"
         if known.any()
         else "unknown"
     )
@@ -155,8 +162,9 @@ def member_bars(src: Path, code: str, log: list[str]) -> pd.DataFrame | None:
 
 
 def listing_dates(code: str, dates: pd.Series, panel_start: pd.Timestamp) -> np.ndarray:
-    """list_date (YYYYMMDD) per row: the first bar when it comes well after its panel's first day (an IPO),
-    a known relisting for the rows from it on, NaN otherwise (listed before the data starts)."""
+    """list_date (YYYYMMDD) per row: the first bar when it comes well after its panel's first day
+    (an IPO), a known relisting for the rows from it on, NaN otherwise (listed before the data
+    starts)."""
     out = np.full(len(dates), np.nan)
     first = dates.min()
     if len(sessions(panel_start, first)) > LISTING_GAP:
@@ -168,7 +176,8 @@ def listing_dates(code: str, dates: pd.Series, panel_start: pd.Timestamp) -> np.
 
 
 def st_flags(src: Path, bars: pd.DataFrame) -> pd.Series:
-    """Risk-warning flag from member names on the first session of each verified monthly snapshot; NaN elsewhere."""
+    """Risk-warning flag from member names on the first session of each verified monthly snapshot;
+    NaN elsewhere."""
     flags = pd.Series(np.nan, index=bars.index)
     position = pd.Series(bars.index, index=pd.MultiIndex.from_frame(bars[["date", "symbol"]]))
     for month in VERIFIED_SNAPSHOTS:
@@ -182,7 +191,8 @@ def st_flags(src: Path, bars: pd.DataFrame) -> pd.Series:
 
 
 def build_index(src: Path) -> pd.DataFrame:
-    """CSI 300 price index (Baostock close) and total-return index H00300 (stored as code 000300, kind total_return)."""
+    """CSI 300 price index (Baostock close) and total-return index H00300 (stored as code 000300,
+    kind total_return)."""
     price = pd.read_csv(src / "index/sh000300_baostock.csv", parse_dates=["date"])[
         ["date", "close"]
     ]
@@ -196,7 +206,8 @@ def build_index(src: Path) -> pd.DataFrame:
 
 
 def build_membership(src: Path) -> tuple[pd.DataFrame, bool]:
-    """PIT membership (effective_date, symbol, name); also checks it against base list + change intervals."""
+    """PIT membership (effective_date, symbol, name); also checks it against base list + change
+    intervals."""
     pit = pd.read_csv(src / "membership/csi300_members_pit_by_effective_date.csv", dtype=str)
     pit["effective_date"] = pd.to_datetime(pit["effective_date"]).replace(
         pd.Timestamp("2024-01-01"), BASE_EFFECTIVE
@@ -324,7 +335,8 @@ def provenance_table(src: Path) -> str:
 
 
 def index_cross_check(src: Path) -> float:
-    """Largest absolute close difference between Baostock and Sina CSI 300 over their common dates."""
+    """Largest absolute close difference between Baostock and Sina CSI 300 over their common
+    dates."""
     bao = pd.read_csv(src / "index/sh000300_baostock.csv", parse_dates=["date"]).set_index("date")[
         "close"
     ]
@@ -370,7 +382,8 @@ def main() -> None:
     window = checked.valid[(checked.valid["date"] >= "2024-07-01")]
     members = window.merge(pit_member_days(membership, window), on=["date", "symbol"])
     (out / "BUILD_LOG.md").write_text(
-        "# Per-symbol source of the sample bars\n\n| code | panels | range (rows) | raw prices known (factor) |\n"
+        "# Per-symbol source of the sample bars\n\n| code | panels | range (rows) | raw "
+        "prices known (factor) |\n"
         "|---|---|---|---|\n" + "\n".join(log) + "\n"
     )
     (out / "PROVENANCE.md").write_text(

@@ -1,4 +1,5 @@
-"""Raw (traded) price levels for the bundled sample, recovered from the shared panels (used by build_sample.py).
+"""Raw (traded) price levels for the bundled sample, recovered from the shared panels (used by
+build_sample.py).
 
 Three sources give raw closes, in order of preference:
 1. `panel_akshare_hist_2020_2024` is stock_zh_a_hist(adjust="") itself: raw prices. Its `change`
@@ -40,7 +41,8 @@ def fits(prices: np.ndarray, ratio: float) -> bool:
 
 
 def candidate_ratios(prices: np.ndarray) -> np.ndarray:
-    """Every ratio close / c (c a whole number of fen) that puts the day's open, high and low on the grid."""
+    """Every ratio close / c (c a whole number of fen) that puts the day's open, high and low on the
+    grid."""
     close = float(prices[3])
     fen = np.arange(
         max(int(np.floor(close * 100 * 0.999)), 1), int(np.ceil(close * 100 / MIN_RATIO)) + 1
@@ -54,7 +56,8 @@ def candidate_ratios(prices: np.ndarray) -> np.ndarray:
 
 
 def infer_ratio(ohlc: np.ndarray) -> np.ndarray:
-    """Adjusted/raw ratio per day (piecewise constant) from unrounded adjusted OHLC rows; NaN where none fits."""
+    """Adjusted/raw ratio per day (piecewise constant) from unrounded adjusted OHLC rows; NaN where
+    none fits."""
     count = len(ohlc)
     out = np.full(count, np.nan)
     current = np.nan
@@ -83,7 +86,8 @@ def _segments(ratio: pd.Series) -> pd.Series:
 
 
 def from_akshare(path: Path) -> pd.DataFrame:
-    """Raw closes from stock_zh_a_hist(adjust=""); segments are found later against the adjusted prices."""
+    """Raw closes from stock_zh_a_hist(adjust=""); segments are found later against the adjusted
+    prices."""
     frame = pd.read_csv(path, encoding="utf-8-sig", parse_dates=["date"]).sort_values("date")
     return pd.DataFrame(
         {
@@ -96,14 +100,16 @@ def from_akshare(path: Path) -> pd.DataFrame:
 
 
 def rounding_segments(adjusted: pd.Series, raw: pd.Series) -> pd.Series:
-    """Segments of adjusted / raw where both are rounded to the fen: a step beyond the rounding is an ex-date."""
+    """Segments of adjusted / raw where both are rounded to the fen: a step beyond the rounding is
+    an ex-date."""
     ratio = adjusted / raw
     noise = 0.0051 / adjusted + 0.0051 / adjusted.shift(1) + 0.0051 / raw + 0.0051 / raw.shift(1)
     return ((ratio / ratio.shift(1) - 1).abs() > noise + 1e-5).cumsum()
 
 
 def from_adjusted(frame: pd.DataFrame, source: str) -> pd.DataFrame:
-    """Raw closes and ex-date segments from unrounded adjusted OHLC (baostock qfq, yfinance auto_adjust)."""
+    """Raw closes and ex-date segments from unrounded adjusted OHLC (baostock qfq, yfinance
+    auto_adjust)."""
     ordered = frame.sort_values("date").reset_index(drop=True)
     ratio = pd.Series(infer_ratio(ordered[["open", "high", "low", "close"]].to_numpy(dtype=float)))
     known = ratio.notna()
@@ -146,10 +152,11 @@ def raw_closes(src: Path, code: str) -> pd.DataFrame:
 
 
 def factors(adjusted_close: pd.Series, raw: pd.DataFrame) -> tuple[pd.Series, float]:
-    """Piecewise-constant factor (adjusted / raw) per date of `adjusted_close`, NaN where no raw close is known.
+    """Piecewise-constant factor (adjusted / raw) per date of `adjusted_close`, NaN where no raw
+    close is known.
 
-    Within a segment (between two ex-dates) the factor is the median of adjusted / raw, which removes
-    the rounding of 2-decimal adjusted prices. Also returns the share of known days on which
+    Within a segment (between two ex-dates) the factor is the median of adjusted / raw, which
+    removes the rounding of 2-decimal adjusted prices. Also returns the share of known days on which
     round(adjusted / factor, 2) gives back the raw close exactly.
     """
     joined = raw.set_index("date").join(adjusted_close.rename("adjusted"), how="inner")

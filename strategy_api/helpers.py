@@ -73,7 +73,8 @@ def momentum(view: MarketView, lookback: int, skip: int = 0) -> pd.Series:
 
 
 def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list[str]:
-    """Labels of the k highest scores (NaN never picked; ties keep the order of `among`, else of `scores`).
+    """Labels of the k highest scores (NaN never picked; ties keep the order of `among`, else of
+    `scores`).
 
     The same picks as `scores.reindex(among).dropna().sort_values(ascending=False, kind="stable")
     .index[:k]`, without building the intermediate series.

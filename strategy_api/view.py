@@ -27,7 +27,8 @@ def midnight(day: date | pd.Timestamp | np.datetime64 | str) -> pd.Timestamp:
 
 
 class Holdings(Mapping[str, float]):
-    """The book a decision starts from: weight of the NAV per held symbol, read-only, read on first use.
+    """The book a decision starts from: weight of the NAV per held symbol, read-only, read on first
+    use.
 
     A strategy host may still be receiving the book when the strategy starts to decide (the engine
     sends it after the question, while the host works); every caller gives S this same type, filled
@@ -113,7 +114,8 @@ class History:
             )
         ):
             raise ValueError(
-                "shared rows must be datetime64[ns] days and one float64 (days x symbols) array a field"
+                "shared rows must be datetime64[ns] days and one float64 (days x symbols) "
+                "array a field"
             )
         history._days, history._data, history.shared = days, dict(data), True
         return history
@@ -130,7 +132,8 @@ class History:
         self.rows = rows
 
     def append(self, days: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
-        """Add sessions after the last one: `days` (datetime64) and a (rows x symbols) array per field."""
+        """Add sessions after the last one: `days` (datetime64) and a (rows x symbols) array per
+        field."""
         if self.shared:
             raise ValueError("rows of a shared History are written by its owner: extend it instead")
         days = np.asarray(days, dtype="datetime64[ns]")
@@ -319,7 +322,8 @@ class MarketView:
         return self._arrays[field]
 
     def values(self, field: str) -> np.ndarray:
-        """One field's rows up to as_of as a read-only float array (rows: sessions, columns: `symbols`)."""
+        """One field's rows up to as_of as a read-only float array (rows: sessions, columns:
+        `symbols`)."""
         return self._array(field)
 
     def panel(self, field: str) -> pd.DataFrame:
@@ -347,7 +351,8 @@ class MarketView:
         return sorted(self._names[traded].tolist())
 
     def traded_value(self, window: int) -> pd.Series:
-        """Average daily traded value (CNY) over the last `window` sessions: amount, else close x volume."""
+        """Average daily traded value (CNY) over the last `window` sessions: amount, else close x
+        volume."""
         close = self.history("close", window)
         if "volume" not in self._arrays:
             raise KeyError("traded_value needs a 'volume' panel")

@@ -5,8 +5,9 @@ Tests import this module, never S: `open_strategy(name, **params)` gives an obje
 `rebalance_due(day, last)` are answered by the strategy host, where S runs in its jail;
 `call("strategies.module:function", *args, **kwargs)` calls a plain function of S. Values cross as
 plain data (numbers, strings, lists, dicts, arrays, dates; Series and DataFrames rebuilt here), and
-an exception S raises comes back as a StrategyError that is also of its builtin type (ValueError...).
-The gate (or the project's own test plugin) connects the channel before the tests start.
+an exception S raises comes back as a StrategyError that is also of its builtin type
+(ValueError...). The gate (or the project's own test plugin) connects the channel before the tests
+start.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def connect(channel: Channel | None) -> None:
 
 
 def connect_lazily(factory: Callable[[], Channel] | None) -> None:
-    """Call `factory` for a channel when the first request needs one (a host starts only if used)."""
+    """Call `factory` for a channel when the first request needs one (a host starts only if
+    used)."""
     _STATE["factory"] = factory
 
 
@@ -68,7 +70,8 @@ class HostedStrategy:
         self.params: dict[str, Any] = dict(wire.from_plain(answer.get("params") or {}))
 
     def rebalance_due(self, day: date | str, last_rebalance: date | str | None) -> bool:
-        """Does the strategy want to trade on session `day`, having last traded on `last_rebalance`?"""
+        """Does the strategy want to trade on session `day`, having last traded on
+        `last_rebalance`?"""
         import numpy as np
 
         answer = _request(

@@ -11,8 +11,9 @@ from typing import Any
 from strategy_host import wire
 
 ANSWER_LIMIT = 64 << 20  # an answer is weights, a due list or a plain value: never near this
-# Exceptions S raises come back as these builtin types (a subclass of StrategyError and the builtin),
-# so `pytest.raises(ValueError)` works; anything else, AssertionError included, is a StrategyError.
+# Exceptions S raises come back as these builtin types (a subclass of StrategyError and the
+# builtin), so `pytest.raises(ValueError)` works; anything else, AssertionError included, is a
+# StrategyError.
 MAPPED = (
     "ValueError",
     "TypeError",
@@ -116,7 +117,8 @@ class Channel:
         self, message: dict[str, Any], timeout_s: float | None = None, answered: bool = True
     ) -> None:
         """Send a request without waiting for its answer (answers come back in order); `answered`
-        False: a frame the host reads inside the request before it (a decision's book), no answer."""
+        False: a frame the host reads inside the request before it (a decision's book), no
+        answer."""
         frame = wire.encode(message)
         try:
             self._guarded(lambda: wire.write_frame(self.write_fd, frame), timeout_s)
@@ -153,7 +155,8 @@ class Channel:
     def request_raw(
         self, message: dict[str, Any], timeout_s: float | None = None
     ) -> dict[str, Any]:
-        """Send and return the answer as it came, an error answer included (the relay's forwarding)."""
+        """Send and return the answer as it came, an error answer included (the relay's
+        forwarding)."""
         self.send(message, timeout_s)
         try:
             answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
@@ -175,8 +178,8 @@ class Channel:
 
 
 class Watchdog:
-    """Calls `on_timeout` once when an armed wait lasts longer than its timeout (checked 4 times a second:
-    arming costs no wake-up, so the hot path stays a blocking read)."""
+    """Calls `on_timeout` once when an armed wait lasts longer than its timeout (checked 4 times a
+    second: arming costs no wake-up, so the hot path stays a blocking read)."""
 
     def __init__(self, on_timeout: Callable[[], None]) -> None:
         self.on_timeout = on_timeout

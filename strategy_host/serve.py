@@ -1,12 +1,13 @@
-"""The strategy host: the one process where a workspace's code (S) runs, answering requests on a channel.
+"""The strategy host: the one process where a workspace's code (S) runs, answering requests on a
+channel.
 
 Started in a jail (`python -I -S -B /host/strategy_host/serve.py`) with an empty environment and its
-requests on stdin, answers on stdout. Its channel is a UNIX socket (a shared market's read-only memory comes over it as a descriptor).
-The first frame (`init`, from the trusted parent) names the
+requests on stdin, answers on stdout. Its channel is a UNIX socket (a shared market's read-only
+memory comes over it as a descriptor). The first frame (`init`, from the trusted parent) names the
 import paths, the source packages and whether to measure coverage; from then on it serves `open`,
 `append`, `decide`, `due`, `call`, `ping` and `finish`. It receives market rows only up to each
-decision date, builds every MarketView from its own copy of `strategy_api`, and sends back plain data.
-Nothing in it is trusted by the other side: the parent decodes and checks every answer itself.
+decision date, builds every MarketView from its own copy of `strategy_api`, and sends back plain
+data. Nothing in it is trusted by the other side: the parent decodes and checks every answer itself.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ class Host:
         }
 
     def _strategy(self, name: str) -> Any:
-        """The workspace's registry's `get(name)` when it has one, else `<package>/<name>.py`'s STRATEGY."""
+        """The workspace's registry's `get(name)` when it has one, else `<package>/<name>.py`'s
+        STRATEGY."""
         package = self.packages[0]
         try:
             registry = importlib.import_module(f"{package}.registry")
@@ -181,7 +183,8 @@ class Host:
         return {"ok": True}
 
     def _mapped(self, capacity: int, width: int, fields: list[str]) -> tuple[Any, dict[str, Any]]:
-        """The rows another process writes, mapped read-only: days, then a (days x symbols) array a field."""
+        """The rows another process writes, mapped read-only: days, then a (days x symbols) array a
+        field."""
         import mmap
 
         import numpy as np
@@ -267,7 +270,8 @@ class Host:
             )  # a found
             if not all(isinstance(k, str) for k in unknown):  # key is a symbol
                 raise TypeError("target_weights must map symbols (str) to weights")
-            # plain floats as they are (what float.__float__ gives them); anything else through held_float
+            # plain floats as they are (what float.__float__ gives them); anything else through
+            # held_float
             weights = (
                 np.array(values, dtype="<f8")
                 if all(type(v) is float for v in values)
@@ -285,7 +289,8 @@ class Host:
                     "due"
                 ]
         except BaseException:
-            book()  # the book's frame is read whether S looked at it or not (the channel stays in step)
+            # the book's frame is read whether S looked at it or not (the channel stays in step)
+            book()
             raise
         if message.get("book") == "next" and not book.kept:
             # S never asked for the book, so the answer cannot depend on it: it goes first and the
@@ -306,7 +311,8 @@ class Host:
         )
 
     def read_unread_book(self) -> None:
-        """Read the book frame of the last decision, whose answer went without it (S never asked)."""
+        """Read the book frame of the last decision, whose answer went without it (S never
+        asked)."""
         question, self.unread_book = self.unread_book, None
         if question is not None:
             self._next_book(question)

@@ -4,9 +4,9 @@ A frame is a 4-byte big-endian length of the rest, the lengths of its array tabl
 text, the array table (a count, then per array a dtype code, a number of dimensions and the
 dimensions), the UTF-8 JSON text, and the bytes of the arrays. An array appears in the JSON as
 `{"$a": i}`; only a few fixed dtypes exist. The messages of a replay's every decision (the engine's
-question and book, the host's answer) go in fixed binary layouts instead (FIXED_MARK). Each side decodes
-what it receives itself and checks every size, so nothing crosses the boundary but plain data.
-Imports only the standard library and numpy: the file is copied into every jail.
+question and book, the host's answer) go in fixed binary layouts instead (FIXED_MARK). Each side
+decodes what it receives itself and checks every size, so nothing crosses the boundary but plain
+data. Imports only the standard library and numpy: the file is copied into every jail.
 """
 
 from __future__ import annotations
@@ -197,7 +197,8 @@ def _int(value: Any) -> bool:
 
 
 def _fixed(message: Mapping[str, Any]) -> bytes | None:
-    """The frame of `message` in its fixed layout, or None when it has none (then it goes as JSON)."""
+    """The frame of `message` in its fixed layout, or None when it has none (then it goes as
+    JSON)."""
     if type(message) is not dict:
         return None
     keys = message.keys()
@@ -291,7 +292,8 @@ def _fixed(message: Mapping[str, Any]) -> bytes | None:
 
 
 def _framed(layout: int, fields: bytes, *arrays: np.ndarray) -> bytes:
-    """A fixed-layout frame: its length, the mark, the layout, the fields, the arrays (8-aligned)."""
+    """A fixed-layout frame: its length, the mark, the layout, the fields, the arrays
+    (8-aligned)."""
     parts: list[bytes | memoryview] = [b"", _FIXED_HEAD.pack(FIXED_MARK, layout), fields]
     size = 8 + len(fields)
     for array in arrays:
@@ -457,7 +459,8 @@ class FrameReader:
         return self.fds.pop(0)
 
     def read(self, limit: int) -> dict[str, Any]:
-        """Decode the next frame of at most `limit` bytes; EOFError at a clean end of the channel."""
+        """Decode the next frame of at most `limit` bytes; EOFError at a clean end of the
+        channel."""
         while len(self.buffer) < 4:
             self._fill(bool(self.buffer))
         (size,) = struct.unpack_from(">I", self.buffer)
@@ -471,7 +474,8 @@ class FrameReader:
 
 
 def send_fd(fd: int, frame: bytes, passed: int) -> None:
-    """Write `frame` to the UNIX socket `fd` with the descriptor `passed` attached to its first byte."""
+    """Write `frame` to the UNIX socket `fd` with the descriptor `passed` attached to its first
+    byte."""
     sock = socket.socket(fileno=os.dup(fd))
     try:
         sent = sock.sendmsg(
@@ -499,13 +503,14 @@ def ns_day(value: int) -> date:
 
 
 def held_float(value: Any) -> float:
-    """The float a value holds: a float subclass through `float.__float__`, never its own override."""
+    """The float a value holds: a float subclass through `float.__float__`, never its own
+    override."""
     return float.__float__(value) if isinstance(value, float) else float(value)
 
 
 def to_plain(value: Any, depth: int = 0) -> Any:
-    """A copy of a value as wire data: None, bool, int, finite float, str, lists, string-keyed dicts,
-    arrays, dates; numpy and pandas values converted; anything else is refused."""
+    """A copy of a value as wire data: None, bool, int, finite float, str, lists, string-keyed
+    dicts, arrays, dates; numpy and pandas values converted; anything else is refused."""
     if depth > MAX_DEPTH:
         raise TypeError("value nested too deeply to cross the wire")
     # Values are read through the base types' own methods (`str.__str__`, `int.__index__`,
@@ -541,7 +546,8 @@ def to_plain(value: Any, depth: int = 0) -> Any:
         return _pandas_plain(value, kind, depth)
     if isinstance(value, dict):
         items = [(to_plain(k, depth + 1), v) for k, v in dict.items(value)]
-        # a lone "$..." key would read back as a tagged value ({"$date": ...} as a date): kept as pairs
+        # a lone "$..." key would read back as a tagged value ({"$date": ...} as a date): kept as
+        # pairs
         if all(isinstance(k, str) for k, _ in items) and not (
             len(items) == 1 and items[0][0].startswith("$")
         ):
@@ -575,7 +581,8 @@ def _pandas_plain(value: Any, kind: str, depth: int) -> Any:
 
 
 def from_plain(value: Any, depth: int = 0) -> Any:
-    """The receiving side's own values from wire data (the inverse of to_plain; pandas for tables)."""
+    """The receiving side's own values from wire data (the inverse of to_plain; pandas for
+    tables)."""
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
     if isinstance(value, list):

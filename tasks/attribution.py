@@ -1,4 +1,5 @@
-"""Prefect tasks of attribution and loss diagnostics: the report, its artifacts, the diagnosis and its event."""
+"""Prefect tasks of attribution and loss diagnostics: the report, its artifacts, the diagnosis and
+its event."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def build_account_report(
     rf: float = 0.0,
     home: str | None = None,
 ) -> dict[str, Any]:
-    """Write the account's report under OOMRL_HOME/runs; return its paths, metrics and phase rows."""
+    """Write the account's report under OOMRL_HOME/runs; return its paths, metrics and phase
+    rows."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
 

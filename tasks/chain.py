@@ -1,4 +1,5 @@
-"""Tasks of the daily chain: the session it is about, marking every active account, halts, its artifact."""
+"""Tasks of the daily chain: the session it is about, marking every active account, halts, its
+artifact."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def last_stored_session(home: str | None = None) -> date:
     retry_condition_fn=unless_refused,
 )
 def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
-    """A NAV row per unmarked session for every active account (no trades); the kill switch on each."""
+    """A NAV row per unmarked session for every active account (no trades); the kill switch on
+    each."""
     from oomrl.chain import mark_active_accounts
 
     marking = mark_active_accounts(settings_for(home), as_of)
@@ -54,7 +56,8 @@ def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
 
 
 def emit_halts(halted: list[dict[str, Any]]) -> list[str | None]:
-    """`oomrl.account.halted` for each account a mark just halted, dated the session it halted on."""
+    """`oomrl.account.halted` for each account a mark just halted, dated the session it halted
+    on."""
     return [
         emit_halted({**outcome, "as_of": outcome["halted_on"], "reason": outcome["note"]})
         for outcome in halted

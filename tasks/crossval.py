@@ -22,14 +22,16 @@ from tasks.runners import dask_settings, task_runner_from_settings
     persist_result=False,
 )
 def replay_version_task(call: dict[str, Any]) -> list[VersionMeasures]:
-    """Replay and measure one version (active, candidate or baseline) wherever the task runner puts it."""
+    """Replay and measure one version (active, candidate or baseline) wherever the task runner puts
+    it."""
     return replay_version(**call)
 
 
 def on_task_runner(
     calls: list[dict[str, Any]], runner: TaskRunner[Any] | None = None
 ) -> list[list[VersionMeasures]]:
-    """A VersionMapper that runs the replays side by side as tasks on `runner` (default: from settings)."""
+    """A VersionMapper that runs the replays side by side as tasks on `runner` (default: from
+    settings)."""
     runner = runner or task_runner_from_settings()
     with runner:
         futures = [runner.submit(replay_version_task, parameters={"call": call}) for call in calls]
@@ -37,5 +39,6 @@ def on_task_runner(
 
 
 def version_mapper_from_settings() -> VersionMapper:
-    """Dask-backed replays when the environment configures Dask; otherwise in process, one by one."""
+    """Dask-backed replays when the environment configures Dask; otherwise in process, one by
+    one."""
     return on_task_runner if dask_settings() is not None else run_in_process

@@ -1,4 +1,5 @@
-"""Tasks of the parameter-grid replay: load the market once, replay one grid point, publish the table."""
+"""Tasks of the parameter-grid replay: load the market once, replay one grid point, publish the
+table."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ GRID_METRICS = (
 
 
 def grid_points(strategy: str, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Every combination of the grid, each checked by the strategy's Params in its host (clear error if not)."""
+    """Every combination of the grid, each checked by the strategy's Params in its host (clear error
+    if not)."""
     empty = [name for name, values in grid.items() if not values]
     if empty:
         raise OomrlError(f"grid values for {', '.join(empty)} are empty")

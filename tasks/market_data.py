@@ -1,4 +1,5 @@
-"""Prefect tasks for market data: per-symbol fetch (retries with backoff and jitter, cached), reference data, batch store."""
+"""Prefect tasks for market data: per-symbol fetch (retries with backoff and jitter, cached),
+reference data, batch store."""
 
 from __future__ import annotations
 
@@ -32,13 +33,17 @@ def source_for(spec: str) -> MarketSource:
 
 
 def network_error_only(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
-    """Retry transport failures (SourceUnavailableError); malformed data would fail the same way again."""
+    """Retry transport failures (SourceUnavailableError); malformed data would fail the same way
+    again."""
     return isinstance(state.result(raise_on_failure=False), SourceUnavailableError)
 
 
 def fetch_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    """Cache by source + symbol + range: the same request within CACHE_FOR reuses the stored frame."""
-    return f"bars:{parameters['source']}:{parameters['symbol']}:{parameters['start']}:{parameters['end']}"
+    """Cache by source + symbol + range: the same request within CACHE_FOR reuses the stored
+    frame."""
+    return ":".join(
+        ["bars", *(str(parameters[key]) for key in ("source", "symbol", "start", "end"))]
+    )
 
 
 @task(
@@ -57,13 +62,15 @@ def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.Da
     return domain.fetch_bars(source_for(source), symbol, start, end)
 
 
-# An offline source reads local files: no network to retry, and one task run per symbol would be hundreds
-# of task runs (each a few API writes) per ingest, which a SQLite Prefect server serialises.
+# An offline source reads local files: no network to retry, and one task run per symbol would be
+# hundreds of task runs (each a few API writes) per ingest, which a SQLite Prefect server
+# serialises.
 @task(name="fetch-offline-bars", cache_policy=NO_CACHE, persist_result=False)
 def fetch_offline_bars(
     source: str, symbols: list[str], start: date, end: date
 ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-    """Every symbol's bars from an offline source, in one task: the frames, and why a symbol failed."""
+    """Every symbol's bars from an offline source, in one task: the frames, and why a symbol
+    failed."""
     frames: dict[str, pd.DataFrame] = {}
     failures: dict[str, str] = {}
     for symbol in symbols:
@@ -74,8 +81,8 @@ def fetch_offline_bars(
     return frames, failures
 
 
-# The writing tasks take the flow's open store transaction and are never cached: a cached result would
-# skip its write in a retried flow run's new transaction.
+# The writing tasks take the flow's open store transaction and are never cached: a cached result
+# would skip its write in a retried flow run's new transaction.
 @task(
     name="load-reference-data",
     retries=FETCH_RETRIES,
@@ -87,7 +94,8 @@ def fetch_offline_bars(
 def load_reference_data(
     source: str, start: date, end: date, store: MarketStore
 ) -> tuple[int, int, pd.DataFrame]:
-    """Benchmark levels and membership into the store transaction (a missing benchmark fails the flow)."""
+    """Benchmark levels and membership into the store transaction (a missing benchmark fails the
+    flow)."""
     return domain.load_reference(source_for(source), start, end, store)
 
 
@@ -95,5 +103,6 @@ def load_reference_data(
 def validate_and_store(
     frames: list[pd.DataFrame], store: MarketStore
 ) -> tuple[int, int, pd.DataFrame]:
-    """Validate a batch of bar frames and stage the valid rows: (rows in, rows added, quarantined)."""
+    """Validate a batch of bar frames and stage the valid rows: (rows in, rows added,
+    quarantined)."""
     return domain.store_batch(frames, store)

@@ -1,4 +1,5 @@
-"""Prefect tasks of the portfolio: resolve the strategy version, rebalance, replay, artifacts, events."""
+"""Prefect tasks of the portfolio: resolve the strategy version, rebalance, replay, artifacts,
+events."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ SHOWN_NAV_ROWS = 10
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
 def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> dict[str, str]:
-    """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum"); an account
-    without one starts on v1 (unless this is a dry run, which changes nothing)."""
+    """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum"); an
+    account without one starts on v1 (unless this is a dry run, which changes nothing)."""
     from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger, resolve_strategy
     from oomrl.versions import StrategyVersions, start_on_v1
 
@@ -42,7 +43,8 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
 
 @task(name="tag-run-with-strategy-version", cache_policy=NO_CACHE)
 def tag_run(name: str, label: str) -> list[str]:
-    """Tag the current flow run with the strategy and its version by name (`strategy-version:v1`)."""
+    """Tag the current flow run with the strategy and its version by name
+    (`strategy-version:v1`)."""
     return add_run_tags.fn(strategy_tags(name, label))
 
 
@@ -56,7 +58,8 @@ def tag_run(name: str, label: str) -> list[str]:
 def rebalance_account(
     account: str, as_of: date, dry_run: bool = False, home: str | None = None
 ) -> dict[str, Any]:
-    """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV rows."""
+    """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV
+    rows."""
     from oomrl.portfolio.service import run_rebalance
 
     outcome = run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
@@ -72,7 +75,8 @@ def rebalance_account(
 def publish_rebalance_artifacts(
     result: dict[str, Any], home: str | None = None, version_label: str | None = None
 ) -> None:
-    """Orders and fills as table artifacts (rounded, units in the headers); the recent NAV as markdown."""
+    """Orders and fills as table artifacts (rounded, units in the headers); the recent NAV as
+    markdown."""
     from oomrl.portfolio.service import open_ledger
 
     summary = result["summary"]
@@ -126,7 +130,8 @@ def replay_strategy(
     workspace: str | None = None,
     home: str | None = None,
 ) -> dict[str, Any]:
-    """Replay one strategy on the stored data; returns its summary (turnover, costs, leakage, net)."""
+    """Replay one strategy on the stored data; returns its summary (turnover, costs, leakage,
+    net)."""
     from pathlib import Path
 
     from oomrl.portfolio.service import run_replay

@@ -1,4 +1,5 @@
-"""Tasks of the probations (oomrl/probation.py): trade the shadow books, decide the ripe ones, say so."""
+"""Tasks of the probations (oomrl/probation.py): trade the shadow books, decide the ripe ones, say
+so."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ READ_RETRIES = 2
     retry_condition_fn=unless_refused,
 )
 def trade_shadows(as_of: date, home: str | None = None) -> dict[str, int]:
-    """Every open challenger trades its shadow book on its own schedule through `as_of` (before marking)."""
+    """Every open challenger trades its shadow book on its own schedule through `as_of` (before
+    marking)."""
     from oomrl.probation import advance_shadows
 
     return advance_shadows(settings_for(home), as_of)
@@ -72,12 +74,15 @@ def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
 
 
 class ProbationReview(RunInput):
-    """A person's answer on a challenger in the Prefect UI: promote it now, retire it now, or keep it on probation."""
+    """A person's answer on a challenger in the Prefect UI: promote it now, retire it now, or keep
+    it on probation."""
 
     decision: Literal["keep", "promote", "retire"] = Field(
         "keep",
         title="Decision",
-        description="keep the challenger on probation (the daily chain decides), promote it now (it takes the "
+        description="keep the challenger on probation (the daily chain decides), promote it "
+        "now (it "
+        "takes the "
         "account's capital), or retire it now (its shadow book closes)",
     )
     reason: str = Field(
@@ -86,7 +91,8 @@ class ProbationReview(RunInput):
 
     @classmethod
     def showing(cls, evidence: str) -> type[ProbationReview]:
-        """The form with the evidence as its description (a subclass: the fields keep titles and descriptions)."""
+        """The form with the evidence as its description (a subclass: the fields keep titles and
+        descriptions)."""
         model = pydantic.create_model(cls.__name__, __base__=cls)
         model._description = evidence
         return model
@@ -100,7 +106,8 @@ class ProbationReview(RunInput):
     retry_condition_fn=unless_refused,
 )
 def probation_evidence(account: str, tag: str | None, home: str | None = None) -> tuple[str, str]:
-    """The challenger's tag and its forward evidence so far as markdown (published as the probation's artifact)."""
+    """The challenger's tag and its forward evidence so far as markdown (published as the
+    probation's artifact)."""
     from oomrl.probation import current
 
     _, probation, found = current(settings_for(home), account, tag)
@@ -136,7 +143,8 @@ def decide_early(
 
 
 def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None:
-    """The champion and challenger side by side, one artifact per probation (its latest is the current)."""
+    """The champion and challenger side by side, one artifact per probation (its latest is the
+    current)."""
     key = f"probation-{account}-{tag}".lower().replace("_", "-").replace(".", "-")
     create_markdown_artifact(
         markdown=markdown, key=key[:100], description=f"probation of {tag} on {account}: {status}"
@@ -144,9 +152,10 @@ def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None
 
 
 def emit_decision(summary: dict[str, Any], autopsy: Autopsy | None) -> str | None:
-    """`oomrl.strategy.promoted` or `oomrl.strategy.retired` (with the forward autopsy) for a decided probation."""
-    # the label is what the repair deployment's retired-challenger trigger matches: only an event that
-    # carries a forward autopsy starts the next repair
+    """`oomrl.strategy.promoted` or `oomrl.strategy.retired` (with the forward autopsy) for a
+    decided probation."""
+    # the label is what the repair deployment's retired-challenger trigger matches: only an event
+    # that carries a forward autopsy starts the next repair
     event = emit_event(
         event=PROMOTED_EVENT if summary["status"] == "promoted" else RETIRED_EVENT,
         resource={

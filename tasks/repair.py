@@ -1,4 +1,5 @@
-"""Prefect tasks of the repair: each domain step with retries for transient errors only, and its artifacts."""
+"""Prefect tasks of the repair: each domain step with retries for transient errors only, and its
+artifacts."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ BACKOFF_SECONDS = 5.0
 
 
 def transient_only(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -> bool:
-    """Retry when the model endpoint was down after the client's own retries; nothing else repeats."""
+    """Retry when the model endpoint was down after the client's own retries; nothing else
+    repeats."""
     try:
         state.result()
     except LLMUnavailableError as exc:
@@ -109,8 +111,9 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
 
 
 def publish_evidence(outcome: domain.RepairOutcome) -> None:
-    """The cross-validation table (versions × windows), the decision with the evidence chart, the chart
-    as an image; a cross-validation that could not be measured still gets its table, saying why."""
+    """The cross-validation table (versions × windows), the decision with the evidence chart, the
+    chart as an image; a cross-validation that could not be measured still gets its table, saying
+    why."""
     cross = outcome.cross_validation
     if cross is None:
         if outcome.step == "cross-validation":
@@ -147,14 +150,16 @@ def publish_evidence(outcome: domain.RepairOutcome) -> None:
 
 
 def evidence_dir(run_dir: Path) -> Path:
-    """runs/report-<repair folder>/: where the evidence chart goes, so the webhook's report route serves it."""
+    """runs/report-<repair folder>/: where the evidence chart goes, so the webhook's report route
+    serves it."""
     from oomrl.files import private_dir
 
     return private_dir(run_dir.parent / f"report-{run_dir.name}")
 
 
 def publish_agent_records(outcome: domain.RepairOutcome) -> None:
-    """The transcript, the budget (this repair and the account's ledger balance) and the state trail."""
+    """The transcript, the budget (this repair and the account's ledger balance) and the state
+    trail."""
     from oomrl.agent.records import budget_rows, trail_markdown, transcript_rows
 
     if outcome.run_dir:

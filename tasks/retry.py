@@ -1,4 +1,5 @@
-"""Retry conditions shared by the tasks: repeat infrastructure failures, never a refusal or bad input."""
+"""Retry conditions shared by the tasks: repeat infrastructure failures, never a refusal or bad
+input."""
 
 from __future__ import annotations
 

@@ -32,16 +32,20 @@ class MandateReview(RunInput):
     rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = Field(
         None,
         title="Rebalance (how often)",
-        description="How often the strategy may trade: at most one rebalance a day, week, two weeks or "
+        description="How often the strategy may trade: at most one rebalance a day, week, two "
+        "weeks or "
         "month (edit only)",
     )
-    # The bounds are the mandate's (oomrl.agent.roles.Constraints): the form refuses what a repair would.
+    # The bounds are the mandate's (oomrl.agent.roles.Constraints): the form refuses what a repair
+    # would.
     max_adv_participation: float | None = Field(
         None,
         gt=0,
         le=1,
         title="Max ADV participation (fraction of ADV)",
-        description="Largest order as a fraction of the stock's average daily volume, above 0 and at most 1 "
+        description="Largest order as a fraction of the stock's average daily volume, above 0 "
+        "and at "
+        "most 1 "
         "(0.05 = 5 %; edit only)",
     )
     max_weekly_turnover: float | None = Field(
@@ -49,7 +53,8 @@ class MandateReview(RunInput):
         gt=0,
         le=2,
         title="Max weekly turnover (fraction of NAV)",
-        description="Largest turnover in one week, Σ|Δw| as a fraction of NAV, above 0 and at most 2 "
+        description="Largest turnover in one week, Σ|Δw| as a fraction of NAV, above 0 and at "
+        "most 2 "
         "(0.3 = 30 %; edit only)",
     )
     supersedes: list[Annotated[str, Field(pattern=TEST_NODE_ID)]] = Field(
@@ -68,7 +73,8 @@ class MandateReview(RunInput):
 
     @classmethod
     def prefilled(cls, description: str, **values: Any) -> type[MandateReview]:
-        """A form whose fields default to `values`, keeping each field's title, description and bounds.
+        """A form whose fields default to `values`, keeping each field's title, description and
+        bounds.
 
         Prefect's `with_initial_data` rebuilds each prefilled field from its type alone, which drops
         the description the UI shows and the bounds the form enforces."""
@@ -106,7 +112,8 @@ class MandateReview(RunInput):
 def review_form(
     mandate: Mandate, autopsy: Autopsy | LossAlert | None, timeout_s: int
 ) -> type[MandateReview]:
-    """The form for this mandate: its text rounded with units, the fields prefilled with the proposal."""
+    """The form for this mandate: its text rounded with units, the fields prefilled with the
+    proposal."""
     from oomrl.repair_artifacts import mandate_markdown
 
     c = mandate.constraints

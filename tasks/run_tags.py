@@ -1,4 +1,5 @@
-"""Tag the running flow run (kept with its existing tags): the alert behind a repair, the strategy version."""
+"""Tag the running flow run (kept with its existing tags): the alert behind a repair, the strategy
+version."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Which Prefect task runner parallel flows use: Dask when configured (OOMRL_DASK_*), threads otherwise."""
+"""Which Prefect task runner parallel flows use: Dask when configured (OOMRL_DASK_*), threads
+otherwise."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def _positive_int(name: str, text: str) -> int:
 
 
 def dask_settings(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """The DaskTaskRunner keyword arguments the settings ask for (`env`: the variables by name), or None."""
+    """The DaskTaskRunner keyword arguments the settings ask for (`env`: the variables by name), or
+    None."""
     env = RuntimeSettings().dask_env() if env is None else env
     address = env.get(DASK_ADDRESS_ENV, "").strip()
     workers = env.get(DASK_WORKERS_ENV, "").strip()
@@ -58,7 +60,8 @@ def dask_settings(env: Mapping[str, str] | None = None) -> dict[str, Any] | None
 
 
 def task_runner_from_settings(env: Mapping[str, str] | None = None) -> TaskRunner[Any]:
-    """A `DaskTaskRunner` when OOMRL_DASK_ADDRESS or OOMRL_DASK_WORKERS is set, else a thread pool."""
+    """A `DaskTaskRunner` when OOMRL_DASK_ADDRESS or OOMRL_DASK_WORKERS is set, else a thread
+    pool."""
     env = RuntimeSettings().dask_env() if env is None else env
     chosen = dask_settings(env)
     if chosen is None:

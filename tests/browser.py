@@ -24,8 +24,8 @@ needs_chromium = pytest.mark.skipif(
 # the box that holds it, or than the window.
 LAYOUT_PROBE = """() => {
   const width = document.documentElement.clientWidth;
-  const images = Array.from(document.images).map(i => ({src: i.src.slice(0, 120), complete: i.complete,
-                                                       natural: i.naturalWidth}));
+  const images = Array.from(document.images).map(
+    i => ({src: i.src.slice(0, 120), complete: i.complete, natural: i.naturalWidth}));
   const overflowing = Array.from(document.querySelectorAll('table')).filter(t => {
     const box = t.getBoundingClientRect();
     const parent = t.parentElement;

@@ -1,4 +1,5 @@
-"""Test session set-up: offline (loopback-only sockets), isolated OOMRL_HOME and PREFECT_HOME, one Prefect harness."""
+"""Test session set-up: offline (loopback-only sockets), isolated OOMRL_HOME and PREFECT_HOME, one
+Prefect harness."""
 
 from __future__ import annotations
 
@@ -21,14 +22,15 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ["OOMRL_HOME"] = str(_SESSION_ROOT / "home")
 os.environ.pop("OOMRL_LLM_BASE_URL", None)
-# A repair that passes promotes at once unless a test asks for a probation (tests/agent/test_probation.py);
-# the default (20 forward sessions) is asserted there.
+# A repair that passes promotes at once unless a test asks for a probation
+# (tests/agent/test_probation.py); the default (20 forward sessions) is asserted there.
 os.environ["OOMRL_AGENT_PROBATION_SESSIONS"] = "0"
 os.environ.pop("OOMRL_LLM_API_KEY", None)
 os.environ.pop("OPENAI_API_KEY", None)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# tests/strategies call the bundled strategies through a jailed strategy host, as the gate's tests do.
+# tests/strategies call the bundled strategies through a jailed strategy host, as the gate's tests
+# do.
 pytest_plugins = ("guardrails.sandbox.hostplugin",)
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -98,7 +100,8 @@ def prefect_harness() -> Iterator[None]:
 
 
 def dask_extra_missing() -> str | None:
-    """Why the `dask` extra is unusable (a package of it not installed), or None when it is installed."""
+    """Why the `dask` extra is unusable (a package of it not installed), or None when it is
+    installed."""
     from importlib.util import find_spec
 
     for name in ("prefect_dask", "distributed"):
@@ -108,9 +111,11 @@ def dask_extra_missing() -> str | None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test on the Prefect harness starts a server (tens of seconds on 2 cores): it is slow by definition.
+    """A test on the Prefect harness starts a server (tens of seconds on 2 cores): it is slow by
+    definition.
 
-    A test marked `dask` needs the optional dask extra: it skips, naming the missing package, without it.
+    A test marked `dask` needs the optional dask extra: it skips, naming the missing package,
+    without it.
     """
     missing = dask_extra_missing()
     for item in items:
@@ -136,7 +141,8 @@ def postgres_url() -> str | None:
 
 @contextmanager
 def postgres_schema(url: str, prefix: str) -> Iterator[str]:
-    """A fresh PostgreSQL schema on the server of `url`, dropped with everything in it afterwards."""
+    """A fresh PostgreSQL schema on the server of `url`, dropped with everything in it
+    afterwards."""
     import uuid
 
     import sqlalchemy as sa

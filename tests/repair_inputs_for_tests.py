@@ -1,4 +1,5 @@
-"""Repair inputs as the door admits them, for the tests: the ops fixture's autopsy, and loss alerts."""
+"""Repair inputs as the door admits them, for the tests: the ops fixture's autopsy, and loss
+alerts."""
 
 from __future__ import annotations
 
@@ -24,5 +25,6 @@ def full_autopsy(**fields: Any) -> Autopsy:
 def pending_alert(
     alert_id: str, account: str = "paper", module: str = "strategies.daily_momentum"
 ) -> PendingAlert:
-    """A loss alert with the module its repair works on (what a ledger without NAV history leaves)."""
+    """A loss alert with the module its repair works on (what a ledger without NAV history
+    leaves)."""
     return PendingAlert(alert_id=alert_id, account=account, diagnostics=AlertModule(module=module))

@@ -1,4 +1,5 @@
-"""The layer rules of docs/architecture.md hold (import-linter), and break when a forbidden import is added."""
+"""The layer rules of docs/architecture.md hold (import-linter), and break when a forbidden import
+is added."""
 
 from __future__ import annotations
 
@@ -19,13 +20,17 @@ JUDGE = "guardrails/ imports nothing it judges, nor Prefect"
 TASKS = "tasks/ never import flows/"
 NO_S = "oomrl/, tasks/ and flows/ never import strategies/ (S)"
 STANDALONE = "strategy_api/, strategy_host/ import no oomrl, guardrails, S, Prefect"
-ROOMS = "guardrails/: cli > redteam > gate > judging > patch | static | sandbox > child | verdict | workspace | lazy | settings"
+ROOMS = (
+    "guardrails/: cli > redteam > gate > judging > patch | static | sandbox > child | verdict "
+    "| workspace | lazy | settings"
+)
 CHILD = "guardrails/child/ imports nothing else of guardrails/"
 INNER = "oomrl/: diagnostics, metrics > data > market"
 PORTFOLIO = "oomrl/: portfolio > market"
 CONTRACTS = (PREFECT_FREE, JUDGE, TASKS, NO_S, STANDALONE, ROOMS, CHILD, INNER, PORTFOLIO)
 
-# Forbidden imports, each in a new module of the package that must not make it, and the contract it breaks.
+# Forbidden imports, each in a new module of the package that must not make it, and the contract it
+# breaks.
 FORBIDDEN = {
     "oomrl/_forbidden_prefect.py": ("import prefect\n", PREFECT_FREE),
     "strategies/_forbidden_flows.py": ("import flows.chain\n", PREFECT_FREE),

@@ -1,4 +1,5 @@
-"""Settings: environment (OOMRL_ prefix) over an optional TOML file over defaults; paths under OOMRL_HOME."""
+"""Settings: environment (OOMRL_ prefix) over an optional TOML file over defaults; paths under
+OOMRL_HOME."""
 
 from __future__ import annotations
 

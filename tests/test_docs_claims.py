@@ -1,10 +1,10 @@
 """The checkable claims of docs/{gate,metrics,data,portfolio,agent,architecture,INTERFACES}.md hold.
 
-Every check reads the figure or name from the page at test time and compares it with the code, so the
-test fails when either side changes: repository paths and the tests named exist, dotted names and
-their keyword arguments resolve, `oomrl` commands and options exist, settings and env vars are real,
-and the figures the code keeps as constants (fees, limits, thresholds, defaults, corpus counts) match.
-Offline, no Prefect import (tasks/ and flows/ are read as source), a few seconds.
+Every check reads the figure or name from the page at test time and compares it with the code, so
+the test fails when either side changes: repository paths and the tests named exist, dotted names
+and their keyword arguments resolve, `oomrl` commands and options exist, settings and env vars are
+real, and the figures the code keeps as constants (fees, limits, thresholds, defaults, corpus
+counts) match. Offline, no Prefect import (tasks/ and flows/ are read as source), a few seconds.
 
 Test counts are not written in the docs: count them with
 `.venv/bin/python -m pytest --collect-only -q -p no:cacheprovider [PATH] | tail -1`."""
@@ -51,7 +51,8 @@ TOP_DIRS = (
 NOT_IN_THIS_TREE = {
     "strategies/base.py": "the base module of versions committed before strategy_api"
 }
-# Where a page writes a module-relative name (`calendar.sessions` in "Market facts (oomrl/market/)").
+# Where a page writes a module-relative name (`calendar.sessions` in "Market facts
+# (oomrl/market/)").
 PREFIXES = (
     "",
     "oomrl.",
@@ -206,7 +207,8 @@ def string_literals() -> frozenset[str]:
 
 
 def module_constants(module: str) -> dict[str, Any]:
-    """The literal top-level assignments of a module, read from its source (tasks/ import Prefect)."""
+    """The literal top-level assignments of a module, read from its source (tasks/ import
+    Prefect)."""
     values = {}
     for node in code_tree()[module].body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
@@ -221,7 +223,8 @@ MEMBERS: dict[int, tuple[Any, set[str]]] = {}
 
 
 def members(obj: Any) -> set[str]:
-    """What `obj.<name>` may name: attributes, model and dataclass fields, and `self.<x>` its methods set."""
+    """What `obj.<name>` may name: attributes, model and dataclass fields, and `self.<x>` its
+    methods set."""
     if id(obj) not in MEMBERS:
         MEMBERS[id(obj)] = (obj, own_members(obj))  # the object is kept, so its id is never reused
     return MEMBERS[id(obj)][1]
@@ -262,7 +265,8 @@ def attribute_path(obj: Any, names: list[str]) -> Any:
 
 
 def project_object(obj: Any) -> bool:
-    """True for a module, class or function of this project (not numpy's `np` imported into a module)."""
+    """True for a module, class or function of this project (not numpy's `np` imported into a
+    module)."""
     where = (
         getattr(obj, "__name__", "")
         if inspect.ismodule(obj)
@@ -272,7 +276,8 @@ def project_object(obj: Any) -> bool:
 
 
 def resolve(dotted: str) -> tuple[bool, Any]:
-    """(known, object): known is False when nothing in the project starts this name (prose, not code)."""
+    """(known, object): known is False when nothing in the project starts this name (prose, not
+    code)."""
     parts = dotted.split(".")
     if parts[0] == "prefect" or dotted.endswith(PROSE_SUFFIXES):
         return False, MISSING  # `prefect.yaml`, a file name: never imported
@@ -336,7 +341,7 @@ def resolve_source(dotted: str) -> Any:
     return None
 
 
-# --- names and paths ---------------------------------------------------------------------------------
+# --- names and paths ------------------------------------------------------------------------------
 
 
 def path_claims() -> list[tuple[str, str]]:
@@ -536,7 +541,7 @@ def test_every_oomrl_env_var_the_docs_name_is_read_by_the_code() -> None:
     assert not unknown, f"env vars the docs name that no code or settings field reads: {unknown}"
 
 
-# --- commands ----------------------------------------------------------------------------------------
+# --- commands -------------------------------------------------------------------------------------
 
 
 def command_lines() -> list[tuple[str, str]]:
@@ -595,7 +600,7 @@ def test_every_oomrl_command_and_option_in_the_docs_exists() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-# --- figures the code keeps --------------------------------------------------------------------------
+# --- figures the code keeps -----------------------------------------------------------------------
 
 
 def test_the_gate_contract_defaults_are_the_code() -> None:
@@ -1012,7 +1017,8 @@ def test_the_validation_and_store_constants_are_the_data_code() -> None:
     fetch = module_constants("tasks.market_data")
     retries, first, second, third, jitter, hours = find(
         "data",
-        r"\((\d+) retries, exponential backoff (\d+)/(\d+)/(\d+) s with (\d+) % jitter\) and caches results "
+        r"\((\d+) retries, exponential backoff (\d+)/(\d+)/(\d+) s with (\d+) % jitter\) "
+        r"and caches results "
         r"by source \+ symbol \+\s+range for (\d+) h",
     ).groups()
     assert int(retries) == fetch["FETCH_RETRIES"] and float(jitter) / 100 == fetch["JITTER_FACTOR"]
@@ -1255,7 +1261,8 @@ def test_the_weekly_strategy_constraints_are_its_params() -> None:
     }
     adv, participation, turnover, slack = find(
         "portfolio",
-        r"ADV ≥ (\d)·10⁸ CNY, trades ≤ (\d+) % of ADV, weekly turnover ≤ ([\d.]+) .*?with (\d+) % slack",
+        r"ADV ≥ (\d)·10⁸ CNY, trades ≤ (\d+) % of ADV, weekly turnover ≤ ([\d.]+) .*?with "
+        r"(\d+) % slack",
     ).groups()
     assert (float(adv) * 1e8, float(participation) / 100, float(turnover)) == (
         defaults["min_adv"],

@@ -1,9 +1,9 @@
 """The checkable claims of README.md and docs/operations.md, read from the pages at test time: every
 `oomrl ...` command and option they show exists (with its choices), every OOMRL_* variable they name
-is read by the code (with the default they state), every repository path and anchor they link exists,
-the exit codes and messages they quote are the code's, and the figures a fast test can recompute
-(defaults, limits, the red-team corpus, the CSI 300 figures of the bundled fixture) are the code's.
-Offline and fast: nothing here runs a replay, a gate or a server."""
+is read by the code (with the default they state), every repository path and anchor they link
+exists, the exit codes and messages they quote are the code's, and the figures a fast test can
+recompute (defaults, limits, the red-team corpus, the CSI 300 figures of the bundled fixture) are
+the code's. Offline and fast: nothing here runs a replay, a gate or a server."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def fenced(page: str) -> list[str]:
 
 
 def spans(page: str) -> list[str]:
-    """The inline code spans outside fenced blocks (`x` and ``x with `ticks` ``), newlines as spaces."""
+    """The inline code spans outside fenced blocks (`x` and ``x with `ticks` ``), newlines as
+    spaces."""
     prose = FENCE.sub("", page)
     return [" ".join(text.split()) for _, text in re.findall(r"(`+)(.+?)\1", prose, re.S)]
 
@@ -208,7 +209,8 @@ FOREIGN_OPTIONS = {
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_option_named_alone_is_an_option_of_oomrl_with_its_choices(page: str) -> None:
-    """`--wait S`, `--lock docker`, `--max-repairs 2`...: options the prose names without a command."""
+    """`--wait S`, `--lock docker`, `--max-repairs 2`...: options the prose names without a
+    command."""
     options = every_option()
     problems = []
     for span in spans(PAGES[page]):
@@ -268,7 +270,8 @@ def test_every_oomrl_variable_the_page_names_is_read(page: str) -> None:
 
 
 def stated_default(text: str) -> Any:
-    """The value a page gives in `(20 %)`, `(default 5)`, `(\\`false\\`)`, `(256 KiB)`, `(unset: ...)`."""
+    """The value a page gives in `(20 %)`, `(default 5)`, `(\\`false\\`)`, `(256 KiB)`, `(unset:
+    ...)`."""
     text = text.strip()
     if text.startswith(("unset", "where seen")):
         return None
@@ -323,7 +326,8 @@ def test_the_webhook_examples_default_address_is_the_webhooks_port() -> None:
 
 
 def _flow_constant(name: str) -> Any:
-    """A module-level constant or a `repair` flow default of flows/repair.py, read without Prefect."""
+    """A module-level constant or a `repair` flow default of flows/repair.py, read without
+    Prefect."""
     tree = ast.parse((REPO / "flows" / "repair.py").read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(
@@ -342,7 +346,8 @@ def _imported(module: str, name: str) -> Callable[[], Any]:
     return lambda: getattr(importlib.import_module(module), name)
 
 
-# (claim, page, pattern whose group is the figure, the code's value, how the figure reads as that value)
+# (claim, page, pattern whose group is the figure, the code's value, how the figure reads as that
+# value)
 FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
     (
         "webhook timestamp tolerance",
@@ -714,14 +719,15 @@ QUOTES = [
     ),
     (
         OPERATIONS,
-        "error: repair ended Account busy at claim: account paper is being repaired by run cli-... (pid 123",
+        "error: repair ended Account busy at claim: account paper is being repaired by run "
+        "cli-... (pid 123",
         [
             'raise OomrlError(f"repair ended {ending} at {outcome.step}: {outcome.reason}")',
             '"claim": "Account busy"',
             "account {account} is being repaired by {holder.describe()}; {waited}",
             '"not waiting (wait is 0)"',
             'return f"pid {self.pid} on {self.host}"',
-            'domain.claim_for(ctx, "cli"',
+            'ctx, "cli", wait_s=wait',
         ],
     ),
     (
@@ -976,6 +982,7 @@ def test_the_readme_names_the_folders_mypy_and_ruff_check() -> None:
     assert sorted(re.findall(r"`(\w+)/`", named)) == sorted(tool["mypy"]["files"])
     families = {
         "E4": "pycodestyle errors",
+        "E5": "line length",
         "E7": "pycodestyle errors",
         "E9": "pycodestyle errors",
         "F": "pyflakes",
@@ -1095,6 +1102,7 @@ def test_the_csi_300_figures_of_the_readme_are_the_fixtures() -> None:
     assert stated == computed, "mean daily return × 252 per phase"
     rose = figure(
         README,
-        r"the CSI 300 price index rose ([\d.]+) % from the 2024-07-01 close to the 2026-02-27 close",
+        r"the CSI 300 price index rose ([\d.]+) % "
+        r"from the 2024-07-01 close to the 2026-02-27 close",
     )
     assert f"{(close['2026-02-27'] / close['2024-07-01'] - 1) * 100:.1f}" == rose

@@ -1,4 +1,5 @@
-"""oomrl/events.py is the contract prefect.yaml uses: the trigger's event and resource, the repair deployment."""
+"""oomrl/events.py is the contract prefect.yaml uses: the trigger's event and resource, the repair
+deployment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""oomrl.files: folders created 0700 and files 0600 whatever the umask; existing paths are left alone."""
+"""oomrl.files: folders created 0700 and files 0600 whatever the umask; existing paths are left
+alone."""
 
 from __future__ import annotations
 

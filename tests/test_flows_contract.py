@@ -1,4 +1,5 @@
-"""Every flow in flows/ declares retries (or why it has none) and a version and publishes at least one artifact."""
+"""Every flow in flows/ declares retries (or why it has none) and a version and publishes at least
+one artifact."""
 
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def test_flow_declares_retries_version_and_artifacts(module_name: str) -> None:
         if flow.name in TASK_RETRIES_ONLY:
             assert flow.retries == 0, f"{flow.name} would retry a deterministic failure"
         else:
-            # A flow without retries says why (NO_FLOW_RETRIES): a Failed state it returns on purpose
-            # would otherwise be run again, and Prefect has no retry condition for flows.
+            # A flow without retries says why (NO_FLOW_RETRIES): a Failed state it returns on
+            # purpose would otherwise be run again, and Prefect has no retry condition for flows.
             why = getattr(module, "NO_FLOW_RETRIES", "")
             assert isinstance(flow.retries, int) and (flow.retries >= 1 or len(why) > 20), (
                 f"{flow.name}: retries={flow.retries}"

@@ -1,4 +1,5 @@
-"""prefect.yaml against the flows: entrypoints import, parameters exist, anchors, pool, triggers, schedules."""
+"""prefect.yaml against the flows: entrypoints import, parameters exist, anchors, pool, triggers,
+schedules."""
 
 from __future__ import annotations
 
@@ -188,7 +189,8 @@ def test_the_approval_form_describes_each_field_and_refuses_what_a_mandate_would
 
 
 def test_the_docs_state_the_repair_trigger_as_deployed() -> None:
-    """docs/operations.md quotes the trigger's severity floor and policy label exactly as prefect.yaml sets them."""
+    """docs/operations.md quotes the trigger's severity floor and policy label exactly as
+    prefect.yaml sets them."""
     trigger, _ = _deployments()["repair"]["triggers"]
     severities = trigger["match"]["oomrl.alert.severity"]
     assert severities == ["warning", "critical"]
@@ -209,7 +211,8 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     trigger, forward = [
         TypeAdapter(DeploymentTriggerTypes).validate_python(t) for t in repair["triggers"]
     ]
-    # a retired challenger's forward autopsy starts the account's next repair; a retirement without one does not
+    # a retired challenger's forward autopsy starts the account's next repair; a retirement without
+    # one does not
     assert forward.expect == {"oomrl.strategy.retired"}
     assert forward.parameters == {"autopsy": "{{ event.payload.autopsy }}"}
     from oomrl.events import FORWARD_AUTOPSY_LABEL, account_resource
@@ -236,7 +239,8 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
     assert trigger.match.matches(alert_event_resource(LossAlert(alert_id="ops-1", account="paper")))
     critical = alert_event_resource(full_autopsy(account="paper", severity="critical"))
     assert trigger.match.matches(critical) and critical[SEVERITY_LABEL] == "critical"
-    # an event without the labels starts nothing: every emitter of oomrl.loss.alert must use alert_resource()
+    # an event without the labels starts nothing: every emitter of oomrl.loss.alert must use
+    # alert_resource()
     assert not trigger.match.matches(
         {"prefect.resource.id": "oomrl.account.paper", "prefect.resource.name": "paper"}
     )

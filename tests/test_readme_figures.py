@@ -1,6 +1,7 @@
 """The README's and docs' figures that a test can keep, read from the pages themselves and measured
-again: the paper-trading table of the README and the CSI 300 phases table of docs/metrics.md, and the demo's Table 1,
-probation and friction story (one whole default `oomrl demo`, its repair and probation included)."""
+again: the paper-trading table of the README and the CSI 300 phases table of docs/metrics.md, and
+the demo's Table 1, probation and friction story (one whole default `oomrl demo`, its repair and
+probation included)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def table_row(page: str, first_cell: str) -> list[str]:
 
 
 def number(text: str) -> float:
-    """A printed figure as a number: thousands separators, unicode minus, a trailing % are undone."""
+    """A printed figure as a number: thousands separators, unicode minus, a trailing % are
+    undone."""
     return float(re.sub(r"[ ,%+]", "", text.replace("−", "-")))
 
 
@@ -88,7 +90,8 @@ def test_the_phases_table_of_docs_metrics(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report folder of one `oomrl demo` on its defaults (offline author, 20-session probation)."""
+    """The report folder of one `oomrl demo` on its defaults (offline author, 20-session
+    probation)."""
     from oomrl.demo import run_demo
 
     summary = run_demo(
@@ -104,7 +107,8 @@ def readme_cell(cell: str) -> float | None:
 
 
 def demo_cell(key: str, value: float | None) -> float | None:
-    """A demo Table 1 value rounded as the README prints it (percentages to 0.01 %, ratios to 0.01)."""
+    """A demo Table 1 value rounded as the README prints it (percentages to 0.01 %, ratios to
+    0.01)."""
     from oomrl.demo import PERCENT_COLUMNS
 
     if value is None or value != value:  # None or NaN: left out
@@ -148,9 +152,12 @@ def test_the_demos_repaired_version_passed_the_memorization_probes(demo_report: 
 @pytest.mark.slow  # shares the demo above
 def test_the_readmes_friction_story_is_the_demos_tearsheet(demo_report: Path) -> None:
     story = re.search(
-        r"in its (\d+) sessions v1 traded ([\d.]+)× its NAV \((\d+) % of it on each rebalance\) and\s+"
-        r"paid ([\d,]+) CNY in costs, ([\d.]+) % of NAV lost to slippage; in its (\d+) sessions the "
-        r"repaired v2 traded\s+([\d.]+)× its NAV \((\d+) % of it on each of its (\d+) rebalances\) and "
+        r"in its (\d+) sessions v1 traded ([\d.]+)× its NAV \((\d+) % of it on each "
+        r"rebalance\) and\s+"
+        r"paid ([\d,]+) CNY in costs, ([\d.]+) % of NAV lost to slippage; in its (\d+) "
+        r"sessions the "
+        r"repaired v2 traded\s+([\d.]+)× its NAV \((\d+) % of it on each of its (\d+) "
+        r"rebalances\) and "
         r"paid ([\d,]+) CNY",
         README,
     )
@@ -184,9 +191,12 @@ def test_the_readmes_friction_story_is_the_demos_tearsheet(demo_report: Path) ->
 def test_the_readmes_probation_story_is_the_demos(demo_report: Path) -> None:
     summary = json.loads((demo_report / "demo.json").read_text())
     story = re.search(
-        r"from (\S+) it trades a shadow book `(\S+)`.*?On (\S+), after\s+(\d+) forward sessions, the "
-        r"chain (\w+) v2: net of friction over (\S+)\.\.(\S+) its shadow\s+lost ([\d.]+) % against v1's "
-        r"([\d.]+) % \(costs ([\d.]+) % of capital against ([\d.]+) %, turnover ([\d.]+)× against\s+"
+        r"from (\S+) it trades a shadow book `(\S+)`.*?On (\S+), after\s+(\d+) forward "
+        r"sessions, the "
+        r"chain (\w+) v2: net of friction over (\S+)\.\.(\S+) its shadow\s+lost ([\d.]+) % "
+        r"against v1's "
+        r"([\d.]+) % \(costs ([\d.]+) % of capital against ([\d.]+) %, turnover ([\d.]+)× "
+        r"against\s+"
         r"([\d.]+)×\).*?halted it at (\S+)'s close,\s+([\d.]+) % down \(`account halted on (\S+)`",
         README,
         re.DOTALL,

@@ -1,5 +1,5 @@
-"""Every door of the repair refuses one malformed autopsy once, naming the problem, and writes nothing:
-no run folder, no claim, no delivery, no launch, every file of OOMRL_HOME as it was.
+"""Every door of the repair refuses one malformed autopsy once, naming the problem, and writes
+nothing: no run folder, no claim, no delivery, no launch, every file of OOMRL_HOME as it was.
 
 The doors' own batteries (hostile JSON, sizes, dates, unknown accounts) live beside each door:
 tests/cli/test_repair_door.py, tests/webhook/test_door.py, tests/flows/test_repair_flow.py.

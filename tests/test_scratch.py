@@ -1,4 +1,5 @@
-"""What killed processes leave in the temp folder is cleared once their owner is gone, and only then."""
+"""What killed processes leave in the temp folder is cleared once their owner is gone, and only
+then."""
 
 from __future__ import annotations
 

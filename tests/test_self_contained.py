@@ -49,7 +49,8 @@ def text_files(root: Path) -> list[Path]:
 
 
 def outside_references(root: Path) -> list[str]:
-    """`path:line: text` for each mention of an outside file and each markdown link leaving `root`."""
+    """`path:line: text` for each mention of an outside file and each markdown link leaving
+    `root`."""
     problems = []
     for path in text_files(root):
         if path == Path(__file__).resolve():

@@ -1,4 +1,5 @@
-"""Strategy versions in the workspace git repo: init, promote in one transaction, list, show, activate, rollback."""
+"""Strategy versions in the workspace git repo: init, promote in one transaction, list, show,
+activate, rollback."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from oomrl.versions import (
 
 
 class FlakyLedger(Ledger):
-    """The real SQL ledger; `fail_next` makes the next version write fail (a crash mid-promotion)."""
+    """The real SQL ledger; `fail_next` makes the next version write fail (a crash
+    mid-promotion)."""
 
     fail_next = False
 
@@ -301,7 +303,8 @@ def _promote_from_v1(home: str, account: str, weight: str, barrier: object) -> s
 def test_concurrent_promotions_land_with_distinct_versions(
     versions: StrategyVersions, tmp_path: Path
 ) -> None:
-    """Two processes promote at once from v1: both land, as v2 and v3, each active for its account."""
+    """Two processes promote at once from v1: both land, as v2 and v3, each active for its
+    account."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
@@ -346,7 +349,8 @@ def _first_rebalance_start(home: str, barrier: object) -> str:
 
 @pytest.mark.slow
 def test_concurrent_first_rebalances_share_one_v1(tmp_path: Path) -> None:
-    """Four processes start a fresh account at once: one workspace is created, all of them trade its v1."""
+    """Four processes start a fresh account at once: one workspace is created, all of them trade its
+    v1."""
     import multiprocessing
 
     Ledger(f"sqlite:///{tmp_path}/ledger.db").create_schema()

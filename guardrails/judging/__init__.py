@@ -1,4 +1,5 @@
-"""The gate's judging checks on recorded runs: outcomes, red tests, behaviour, mutants, re-checks."""
+"""The gate's judging checks on recorded runs: outcomes, red tests, behaviour, mutants,
+re-checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Behaviour cases through the production calling convention: the parent calls a fresh strategy host.
+"""Behaviour cases through the production calling convention: the parent calls a fresh strategy
+host.
 
 The gate (trusted) is the caller here, exactly as the engine is in production: the candidate runs
 in its own host (the jail every caller of S uses) and never sees pytest. Two calling conventions:

@@ -268,7 +268,8 @@ def order_violations(first: SuiteResult, second: SuiteResult) -> list[Violation]
             nodeid,
             "tests.order_dependent",
             (
-                f"{first.outcome(nodeid)} in file order but {second.outcome(nodeid)} in reverse order"
+                f"{first.outcome(nodeid)} in file order but {second.outcome(nodeid)} in "
+                "reverse order"
             ),
         )
         for nodeid in first.collected

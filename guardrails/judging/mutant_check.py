@@ -77,7 +77,8 @@ def mutation_violations(
             Violation(
                 rule="mutation.nothing_exercised",
                 message=(
-                    "the new tests execute no line of the source trees, so they cannot catch a change"
+                    "the new tests execute no line of the source trees, so they cannot "
+                    "catch a change"
                 ),
             )
         ]
@@ -121,7 +122,8 @@ def mutation_violations(
             Violation(
                 rule="mutation.low_kill",
                 message=(
-                    f"{len(survivors)} of {done} mutants run survived the new tests; they must kill at "
+                    f"{len(survivors)} of {done} mutants run survived the new tests; they "
+                    "must kill at "
                     f"least {required} of {len(mutants)} (share {contract.mutation_min_kill:.0%}); "
                     f"surviving: {'; '.join(survivors[:5])}"
                 ),

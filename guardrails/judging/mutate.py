@@ -1,4 +1,5 @@
-"""Simple mutants of source code (comparison, arithmetic, constant, return flips) for the test-gen check."""
+"""Simple mutants of source code (comparison, arithmetic, constant, return flips) for the test-gen
+check."""
 
 from __future__ import annotations
 
@@ -187,7 +188,8 @@ def _edits(tree: ast.Module, data: bytes) -> list[_Edit]:
 
 
 def generate_mutants(source_text: str, lines: set[int] | None, limit: int) -> list[Mutant]:
-    """Up to `limit` compilable mutants on `lines` (all lines if None), in source order, spread evenly."""
+    """Up to `limit` compilable mutants on `lines` (all lines if None), in source order, spread
+    evenly."""
     try:
         tree = ast.parse(source_text)
     except (SyntaxError, RecursionError):

@@ -1,12 +1,12 @@
 """Red tests must also fail on trivial candidates the gate writes itself, served in place of S.
 
 Each candidate is a copy of the workspace whose source modules end with a few lines the gate
-appends: every public function the module defines, and every public method of a class it defines
-(a strategy's `target_weights`), is wrapped so that a weights answer (a dict of names to numbers)
-is replaced by a trivial one built from it: no weights, equal weights over the universe (the names
-of the answer, of the scores or holdings it was given and of a MarketView's symbols; not where today's answer
-already holds every name, as when the mandate's slots outnumber the names), or all weight on one
-name (the first, and in a second candidate the last, name in sorted order). Other answers pass
+appends: every public function the module defines, and every public method of a class it defines (a
+strategy's `target_weights`), is wrapped so that a weights answer (a dict of names to numbers) is
+replaced by a trivial one built from it: no weights, equal weights over the universe (the names of
+the answer, of the scores or holdings it was given and of a MarketView's symbols; not where today's
+answer already holds every name, as when the mandate's slots outnumber the names), or all weight on
+one name (the first, and in a second candidate the last, name in sorted order). Other answers pass
 through. A new red test that passes on a candidate encodes nothing that candidate lacks:
 `redgreen.trivial`. One-name candidates come in pairs and a test is refused only when it passes on
 both, so a test that wants one named stock is not refused for the name it wants. Today's output
@@ -133,8 +133,10 @@ def trivial_violations(gate: GateState, red_ids: list[str]) -> list[Violation]:
                     rule="redgreen.trivial",
                     path=nodeid.split("::")[0],
                     message=(
-                        f"{nodeid} passes when the strategy answers with {passed[0]}: a red test must "
-                        "fail on trivial answers the mandate does not ask for, so it shows what S must do"
+                        f"{nodeid} passes when the strategy answers with {passed[0]}: a "
+                        "red test must "
+                        "fail on trivial answers the mandate does not ask for, so it shows "
+                        "what S must do"
                     ),
                 )
             )

@@ -1,4 +1,5 @@
-"""The agent's patch: strict parsing, the diff gate's scope checks, the apply inside a scratch root."""
+"""The agent's patch: strict parsing, the diff gate's scope checks, the apply inside a scratch
+root."""
 
 from __future__ import annotations
 

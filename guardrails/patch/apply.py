@@ -1,4 +1,5 @@
-"""Apply parsed diff entries inside a root folder, tolerating line-number drift, never through symlinks."""
+"""Apply parsed diff entries inside a root folder, tolerating line-number drift, never through
+symlinks."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ NEAR = 60  # lines around the stated position searched before the whole file
 
 @dataclass
 class ApplyResult:
-    """Outcome of apply_patch: violations (empty when applied) and the line numbers it added per file."""
+    """Outcome of apply_patch: violations (empty when applied) and the line numbers it added per
+    file."""
 
     violations: list[Violation] = field(default_factory=list)
     added_lines: dict[str, set[int]] = field(default_factory=dict)
@@ -65,7 +67,8 @@ class _Refused(Exception):
 
 
 def _body(hunk: Hunk) -> list[tuple[str, str]]:
-    """(kind, text) of the hunk's content lines: kind is ' ', '-', '+' or '\\\\' (no-newline marker)."""
+    """(kind, text) of the hunk's content lines: kind is ' ', '-', '+' or '\\\\' (no-newline
+    marker)."""
     return [
         (line.line_type, line.value.rstrip("\n").rstrip("\r"))
         for line in hunk
@@ -84,7 +87,8 @@ def _matches(lines: list[str], old: list[str], at: int, loose: bool) -> bool:
 
 
 def _locate(lines: list[str], old: list[str], expected: int, header: str) -> int:
-    """Index where `old` sits: the stated place, else the unique nearest match (exact, then loose)."""
+    """Index where `old` sits: the stated place, else the unique nearest match (exact, then
+    loose)."""
     if not old:
         return min(max(expected, 0), len(lines))
     for loose in (False, True):
@@ -113,7 +117,8 @@ def _locate(lines: list[str], old: list[str], expected: int, header: str) -> int
 
 
 def _apply_hunks(doc: _Doc, hunks: list[Hunk]) -> list[str]:
-    """Apply hunks in order to `doc`; return one failure message per hunk that could not be placed."""
+    """Apply hunks in order to `doc`; return one failure message per hunk that could not be
+    placed."""
     failures: list[str] = []
     shift = 0  # net lines added by placed hunks plus the drift of the last placement
     for hunk in hunks:

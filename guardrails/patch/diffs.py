@@ -1,4 +1,5 @@
-"""The diff gate: parse an agent's patch strictly, check every path against the phase's scope, apply it."""
+"""The diff gate: parse an agent's patch strictly, check every path against the phase's scope, apply
+it."""
 
 from __future__ import annotations
 
@@ -293,7 +294,8 @@ def check_patch(
     phase: str,
     limits: PatchLimits | None = None,
 ) -> list[Violation]:
-    """Every rule of the diff gate on parsed entries; an empty list means the patch may be applied."""
+    """Every rule of the diff gate on parsed entries; an empty list means the patch may be
+    applied."""
     limits = limits or PatchLimits()
     found: list[Violation] = []
     size = sum(c.size for c in changes)

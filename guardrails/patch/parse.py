@@ -1,4 +1,5 @@
-"""Strict unified-diff parsing: every line must belong to an entry, then unidiff parses each entry."""
+"""Strict unified-diff parsing: every line must belong to an entry, then unidiff parses each
+entry."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class PatchError(ValueError):
 
 @dataclass
 class FileChange:
-    """One file entry of a patch: normalized names (a/ and b/ stripped, None for /dev/null) and flags."""
+    """One file entry of a patch: normalized names (a/ and b/ stripped, None for /dev/null) and
+    flags."""
 
     patched: PatchedFile
     raw_source: str

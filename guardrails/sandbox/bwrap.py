@@ -160,14 +160,16 @@ class BwrapLock(RoLock):
             raise
         mounts = [
             (
-                f"mount -t tmpfs -o size={WRITABLE_BYTES},mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID} "
+                "mount -t tmpfs -o "
+                f"size={WRITABLE_BYTES},mode=0700,uid={SANDBOX_UID},gid={SANDBOX_UID} "
                 f"tmpfs {shlex.quote(str(p))}"
             )
             if b.writable
             else f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
             for p, b in zip(points, every, strict=True)
         ]
-        # a writable bind's tmpfs back into its host folder once the run is over (links kept as links)
+        # a writable bind's tmpfs back into its host folder once the run is over (links kept as
+        # links)
         back = [
             f"cp -R -P -- {shlex.quote(str(p))}/. {shlex.quote(str(b.host))}/ || rc=1"
             for p, b in zip(points, every, strict=True)

@@ -1,10 +1,10 @@
 """Coverage as the judge reads it: the gate's own rcfile and exclusions, data mapped to host paths.
 
 The child measures with `RCFILE` (branch coverage, no pragma honoured, nothing excluded: no
-workspace file can extend it); the judge leaves out only the exact AST forms of `exact_exclusions`; the gate's plugin switches the
-coverage context itself: "" while modules are imported and tests collected, the test's node id
-while it runs, "session" in between. So "ran only at import time" comes from the gate's own
-context switching, which code under test cannot reach.
+workspace file can extend it); the judge leaves out only the exact AST forms of `exact_exclusions`;
+the gate's plugin switches the coverage context itself: "" while modules are imported and tests
+collected, the test's node id while it runs, "session" in between. So "ran only at import time"
+comes from the gate's own context switching, which code under test cannot reach.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ _STUB_DECORATORS = {
 
 
 def exact_exclusions(text: str) -> set[int]:
-    """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage"):
-    module-level `if TYPE_CHECKING:` of imports, module-level `if __name__ == "__main__":`, the
-    handler of a module-level `try:` of imports with one bare `except ImportError:` (or
-    ModuleNotFoundError) holding imports or `name = constant / other name`, the `raise NotImplementedError`
-    that is the whole body of a method (abstract), the `...` that is the whole body of an
-    `@overload`, an `@abstractmethod` or a Protocol's method; and version branches never taken."""
+    """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage"): module-level `if
+    TYPE_CHECKING:` of imports, module-level `if __name__ == "__main__":`, the handler of a
+    module-level `try:` of imports with one bare `except ImportError:` (or ModuleNotFoundError)
+    holding imports or `name = constant / other name`, the `raise NotImplementedError` that is the
+    whole body of a method (abstract), the `...` that is the whole body of an `@overload`, an
+    `@abstractmethod` or a Protocol's method; and version branches never taken."""
     tree = ast.parse(text)
     rebound = {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
@@ -112,7 +112,8 @@ def _only_imports(body: list[ast.stmt]) -> bool:
 
 def _compat_try(node: ast.Try) -> bool:
     """`try:` imports, then one bare `except ImportError:` whose fallback only imports or binds
-    constants or names (`fsum = sum`; the sanitizer checks the guarded imports resolve, so the fallback never runs)."""
+    constants or names (`fsum = sum`; the sanitizer checks the guarded imports resolve, so the
+    fallback never runs)."""
     if node.orelse or node.finalbody or len(node.handlers) != 1 or not _only_imports(node.body):
         return False
     handler = node.handlers[0]

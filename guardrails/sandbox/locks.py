@@ -148,7 +148,8 @@ class RoLock:
     def prepare(
         self, argv: list[str], *, binds: list[Bind], cwd: str, env: dict[str, str], memory_mb: int
     ) -> Prepared:
-        """The command that runs `argv` locked (here: binds are only a description, nothing is hidden)."""
+        """The command that runs `argv` locked (here: binds are only a description, nothing is
+        hidden)."""
         return Prepared([*memory_limit(memory_mb), *argv], env, cwd)
 
     def run(
@@ -221,8 +222,8 @@ class DockerLock(RoLock):
         volumes: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Arguments of `containers.run`: interpreter, packages and binds, nothing else; every place
-        the run can write has a size (`volumes`: the tmpfs volume standing in for each writable bind,
-        by its inside path)."""
+        the run can write has a size (`volumes`: the tmpfs volume standing in for each writable
+        bind, by its inside path)."""
         from docker.types import Ulimit
 
         mounts = {

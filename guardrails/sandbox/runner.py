@@ -78,7 +78,8 @@ class GateDirs:
         make_readable(dirs.cfg)
         return dirs
 
-    # Alike in shape to the path properties of oomrl's settings: the gate depends on nothing it judges.
+    # Alike in shape to the path properties of oomrl's settings: the gate depends on nothing it
+    # judges.
     @property
     def ws(self) -> Path:
         """The scratch copy of the workspace the patch is applied to."""
@@ -346,7 +347,8 @@ def run_suite(
 
 
 def _relay_when_started(pending: Future[Any], ours: socket.socket, relay: Any) -> threading.Thread:
-    """A thread that relays the test process to the host once it has started (or closes on failure)."""
+    """A thread that relays the test process to the host once it has started (or closes on
+    failure)."""
 
     def pump() -> None:
         try:
@@ -432,7 +434,8 @@ def _suite_result(
             Violation(
                 rule="run.results_too_large",
                 message=(
-                    f"the test run ({request.tag}) wrote {used / MIB:.0f} MiB to its results folder, "
+                    f"the test run ({request.tag}) wrote {used / MIB:.0f} MiB to its "
+                    "results folder, "
                     f"whose limit is {WRITABLE_BYTES // MIB} MiB"
                 ),
             )
@@ -444,7 +447,8 @@ def _suite_result(
             Violation(
                 rule="run.incomplete",
                 message=(
-                    f"the test run ({request.tag}) ended (exit code {result.returncode}) before the "
+                    f"the test run ({request.tag}) ended (exit code {result.returncode}) "
+                    "before the "
                     f"gate's results were written: an early exit or a crash. "
                     f"{result.stderr.strip()[-400:]}"
                 ),
@@ -465,7 +469,8 @@ def _suite_result(
             Violation(
                 rule="run.pytest_error",
                 message=(
-                    f"pytest stopped with exit code {recorded['exit_code']} in {request.tag}:\n{output}"
+                    f"pytest stopped with exit code {recorded['exit_code']} in "
+                    f"{request.tag}:\n{output}"
                 ),
             )
         )
@@ -526,7 +531,8 @@ def consistency(suite: SuiteResult, exit_code: int, junit: Path, tag: str) -> li
             Violation(
                 rule="run.results_mismatch",
                 message=(
-                    f"results of {tag} disagree: {len(suite.collected)} collected, {len(cases)} JUnit "
+                    f"results of {tag} disagree: {len(suite.collected)} collected, "
+                    f"{len(cases)} JUnit "
                     f"cases ({junit_bad} not passed), exit code {exit_code}"
                 ),
             )

@@ -54,7 +54,8 @@ SNAPSHOT_LIMIT_BYTES = 64 << 20  # a workspace's source trees are code: far less
 
 @functools.cache
 def host_dir() -> Path:
-    """A private copy of the host program and the strategy API (0755/0644), made once per process."""
+    """A private copy of the host program and the strategy API (0755/0644), made once per
+    process."""
     root = owned_temp_dir("oomrl-host-")  # its packages are bound into jails, its owner note is not
     atexit.register(shutil.rmtree, root, True)
     for package in HOST_PACKAGES:
@@ -118,7 +119,8 @@ def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """What a host serves: the source trees of a workspace, and whether to measure their coverage."""
+    """What a host serves: the source trees of a workspace, and whether to measure their
+    coverage."""
 
     workspace: Path
     sources: tuple[str, ...] = ("strategies",)
@@ -182,7 +184,8 @@ class HostProcess:
             raise HostError(f"{exc}{self._last_words()}") from None
 
     def _last_words(self, gone: bool = False) -> str:
-        """Its exit code and the last lines of its stderr, once it has exited (`gone`: wait for that)."""
+        """Its exit code and the last lines of its stderr, once it has exited (`gone`: wait for
+        that)."""
         if gone:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(EXIT_WAIT_S)
@@ -233,7 +236,8 @@ _UNDO_LOCK = threading.Lock()
 
 
 def undo_later(cleanup: Callable[[], None]) -> None:
-    """Run `cleanup` (a closed host's jail set-up undone) on the undoing thread, started on first use."""
+    """Run `cleanup` (a closed host's jail set-up undone) on the undoing thread, started on first
+    use."""
     with _UNDO_LOCK:
         if not _UNDO_STARTED.is_set():
             threading.Thread(target=_undo_queued, name="oomrl-host-undo", daemon=True).start()
@@ -248,7 +252,8 @@ def undone() -> None:
 
 
 def _forked() -> None:
-    """A forked child has no undoing thread (and its parent's queue is the parent's): start afresh."""
+    """A forked child has no undoing thread (and its parent's queue is the parent's): start
+    afresh."""
     global _UNDO, _UNDO_LOCK
     _UNDO, _UNDO_LOCK = queue.Queue(), threading.Lock()
     _UNDO_STARTED.clear()

@@ -1,4 +1,5 @@
-"""Shared AST plumbing for the sanitizer and the test-quality rules: imports, dotted names, new findings."""
+"""Shared AST plumbing for the sanitizer and the test-quality rules: imports, dotted names, new
+findings."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from guardrails.verdict import Violation
 
 @dataclass(frozen=True)
 class Finding:
-    """One rule hit before it becomes a Violation; `snippet` identifies it across old and new text."""
+    """One rule hit before it becomes a Violation; `snippet` identifies it across old and new
+    text."""
 
     rule: str
     line: int
@@ -65,7 +67,8 @@ def import_map(nodes: Iterable[ast.AST]) -> dict[str, str]:
 
 
 def dotted(node: ast.AST, imports: dict[str, str]) -> str | None:
-    """`a.b.c` with the head resolved through imports (`np.x` -> `numpy.x`), or None if not a chain."""
+    """`a.b.c` with the head resolved through imports (`np.x` -> `numpy.x`), or None if not a
+    chain."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -91,7 +94,8 @@ def snippet(node: ast.AST) -> str:
 
 
 def only_new(new: list[Finding], old: list[Finding]) -> list[Finding]:
-    """Findings of the new text not already present in the old text (multiset by rule and snippet)."""
+    """Findings of the new text not already present in the old text (multiset by rule and
+    snippet)."""
     budget = Counter((f.rule, f.snippet) for f in old)
     fresh: list[Finding] = []
     for finding in new:

@@ -219,10 +219,12 @@ ESCAPE_ATTRIBUTES = frozenset(
         "manager",
         "loggerDict",
         "strides",
-        # an array's base is the whole buffer its rows are cut from: in a replay its size (the replay's
-        # sessions, zeros after the decision date) tells production from the gate, whose buffers end there
+        # an array's base is the whole buffer its rows are cut from: in a replay its size (the
+        # replay's sessions, zeros after the decision date) tells production from the gate, whose
+        # buffers end there
         "base",
-        # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's locals
+        # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's
+        # locals
         "f_back",
         "f_locals",
         "f_globals",
@@ -238,7 +240,8 @@ ESCAPE_ATTRIBUTES = frozenset(
         "cr_code",
         "ag_frame",
         "ag_code",
-        # pydantic's deprecated readers: `parse_raw(..., proto="pickle", allow_pickle=True)` unpickles
+        # pydantic's deprecated readers: `parse_raw(..., proto="pickle", allow_pickle=True)`
+        # unpickles
         "parse_raw",
         "parse_obj_as",
         "parse_file_as",

@@ -396,7 +396,8 @@ def clock_string(node: ast.AST) -> bool:
 
 
 def docstring_ids(tree: ast.Module) -> set[int]:
-    """The module's, classes' and functions' docstrings (by id): the clock words may be prose there."""
+    """The module's, classes' and functions' docstrings (by id): the clock words may be prose
+    there."""
     return {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -415,8 +416,9 @@ def _unseeded(node: ast.Call) -> bool:
 
 def unseeded_call(node: ast.Call, name: str) -> bool:
     """A call that reads the clock or draws unseeded randomness (clock functions are refused where
-    they are named, call or not): a parser given a clock word, a generator without a seed (`default_rng()`, `default_rng(None)`), a function of
-    numpy's global generator, pandas' `.sample()` without a `random_state`."""
+    they are named, call or not): a parser given a clock word, a generator without a seed
+    (`default_rng()`, `default_rng(None)`), a function of numpy's global generator, pandas'
+    `.sample()` without a `random_state`."""
     if name in CLOCK_PARSERS and any(
         clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)]
     ):

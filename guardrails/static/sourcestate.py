@@ -92,9 +92,10 @@ def _index(
 def index_of_walk(
     visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
 ) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
-    """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead of a
-    walk of its own: each node belongs to the nearest enclosing function or lambda (a comprehension or
-    class body to its enclosing one), as Python runs it (defaults and decorators run outside)."""
+    """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead
+    of a walk of its own: each node belongs to the nearest enclosing function or lambda (a
+    comprehension or class body to its enclosing one), as Python runs it (defaults and decorators
+    run outside)."""
     owners: list[list[ast.AST] | None] = []
     own: dict[int, list[ast.AST]] = {}
     for index, (_kind, parent, _bound, _declared) in enumerate(scopes):
@@ -154,7 +155,8 @@ class StateRules:
         )
         self.imports = import_map(self.kinds[ast.Import])  # and ImportFrom, in source order
         self.found: list[Finding] = []
-        # module-level names, functions among them (an attribute set on a function outlives the call)
+        # module-level names, functions among them (an attribute set on a function outlives the
+        # call)
         self.module_names = (
             {
                 t.id

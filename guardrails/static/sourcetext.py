@@ -1,12 +1,13 @@
-"""Source bytes read exactly as CPython reads them, or refused when the gate could read them otherwise.
+"""Source bytes read exactly as CPython reads them, or refused when the gate could read them
+otherwise.
 
 CPython decodes a module with its encoding declaration (or BOM) and translates every line ending
-(CRLF and a lone CR) to a newline before it tokenizes. The gate's tools split lines on LF alone
-and some Python functions (`str.splitlines`) also split on form feeds and Unicode separators. So
-a source is accepted only in a form where all of these readings agree: UTF-8, no NUL byte, no
-lone CR, and no character that any of those readers treats as a line break except LF (a form
-feed only at the start of a line, where CPython treats it as indentation-neutral whitespace).
-With that, the lines, and therefore the tokens, the gate checks are the ones the interpreter runs.
+(CRLF and a lone CR) to a newline before it tokenizes. The gate's tools split lines on LF alone and
+some Python functions (`str.splitlines`) also split on form feeds and Unicode separators. So a
+source is accepted only in a form where all of these readings agree: UTF-8, no NUL byte, no lone CR,
+and no character that any of those readers treats as a line break except LF (a form feed only at the
+start of a line, where CPython treats it as indentation-neutral whitespace). With that, the lines,
+and therefore the tokens, the gate checks are the ones the interpreter runs.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def read_source(path: str, data: bytes, prefix: str) -> tuple[str | None, list[V
         return refuse(
             "source_mismatch",
             (
-                f"{path} line {line} holds {odd.group()!r}, which some readers treat as a line break "
+                f"{path} line {line} holds {odd.group()!r}, which some readers treat as a "
+                "line break "
                 "and the interpreter does not (or the reverse): the gate would check other lines "
                 "than the ones that run"
             ),

@@ -67,7 +67,8 @@ def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:
 
 
 def inside_tmp(path: ast.AST, tainted: set[str] | frozenset[str]) -> bool:
-    """True for a path built from tmp_path names that does not climb out with '..', '/x' or .parent."""
+    """True for a path built from tmp_path names that does not climb out with '..', '/x' or
+    .parent."""
     for node in ast.walk(path):
         if (
             isinstance(node, ast.Constant)
@@ -127,7 +128,8 @@ def tainted_names(scope: ast.AST, seed: set[str]) -> set[str]:
 
 
 def tmp_fixtures(tree: ast.Module, is_fixture: Callable[[ast.AST], bool]) -> frozenset[str]:
-    """Fixtures of this file that return or yield a path below tmp_path (their users may write there)."""
+    """Fixtures of this file that return or yield a path below tmp_path (their users may write
+    there)."""
     found: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and any(map(is_fixture, node.decorator_list)):

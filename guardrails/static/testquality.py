@@ -1,4 +1,5 @@
-"""Test-quality rules for test-gen patches: new tests must assert something real and must not cheat."""
+"""Test-quality rules for test-gen patches: new tests must assert something real and must not
+cheat."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ BUILTIN_TYPES = frozenset(
     }
 )
 MESSAGES = {
-    "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in assert)",
+    "tests.no_assert": "the test asserts nothing real (assert, pytest.raises, pytest.approx in "
+    "assert)",
     "tests.tautology": "the assertion cannot fail",
     "tests.swallowed_assertion": "an except clause swallows assertion failures",
     "tests.early_return": "a return in a test skips the checks after it",
@@ -374,7 +376,8 @@ class TestScanner:
 
 
 def _live_nodes(function: ast.AST) -> list[ast.AST]:
-    """Nodes of a function that can run when it runs: not nested defs, lambdas or `if False:` blocks."""
+    """Nodes of a function that can run when it runs: not nested defs, lambdas or `if False:`
+    blocks."""
     nodes: list[ast.AST] = []
     stack = list(ast.iter_child_nodes(function))
     while stack:

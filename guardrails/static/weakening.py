@@ -173,7 +173,8 @@ def weakened_findings(
                     new.lineno,
                     f"{qualified}: {problems[0]}",
                     (
-                        f"{qualified} was weakened ({problems[0]}); existing tests may be added to, "
+                        f"{qualified} was weakened ({problems[0]}); existing tests may be "
+                        "added to, "
                         "never weakened: keep every statement and case, add new checks"
                     ),
                 )

@@ -1,4 +1,5 @@
-"""The repair agent: LLM client and budget, providers (openai, offline rules, replay), roles and their prompts."""
+"""The repair agent: LLM client and budget, providers (openai, offline rules, replay), roles and
+their prompts."""
 
 from pathlib import Path
 

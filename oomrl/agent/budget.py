@@ -117,7 +117,8 @@ class Budget:
         return self.tokens_spent >= self.max_tokens or self.cost_spent_usd >= self.max_cost_usd
 
     def reserve(self, role: str, prompt_tokens: int, wanted: int, least: int) -> Reservation:
-        """Hold the most a call may cost, giving it up to `wanted` answer tokens and at least `least`.
+        """Hold the most a call may cost, giving it up to `wanted` answer tokens and at least
+        `least`.
 
         Raises OutOfMoneyError, naming the role and what is left, when neither this repair nor the
         account can afford `least`; nothing is sent then."""
@@ -137,7 +138,8 @@ class Budget:
         if answer_tokens < least:
             raise OutOfMoneyError(
                 self._message(
-                    f"cannot afford the next step ({role}: a prompt of up to {prompt_tokens} tokens "
+                    f"cannot afford the next step ({role}: a prompt of up to "
+                    f"{prompt_tokens} tokens "
                     f"and an answer of at least {least}; left: {max(tokens_left, 0)} tokens, "
                     f"${max(money_left, 0.0):.4f})"
                 )
@@ -157,7 +159,8 @@ class Budget:
         return held
 
     def settle(self, held: Reservation, usage: Usage, model: str = "") -> None:
-        """Debit what a call cost (before its answer is used); raise OutOfMoneyError past a limit."""
+        """Debit what a call cost (before its answer is used); raise OutOfMoneyError past a
+        limit."""
         self.calls += 1
         self.tokens_spent += usage.total_tokens
         self.cost_spent_usd += self.cost_of(usage)

@@ -1,4 +1,5 @@
-"""The LLM budget per account, kept in the ledger: a balance of tokens and money, and a journal of every call.
+"""The LLM budget per account, kept in the ledger: a balance of tokens and money, and a journal of
+every call.
 
 Tables `llm_budgets` (one row per account: limits, spent, held by calls in flight) and `llm_calls`
 (one row per model call: reserved, then settled or released). Money is integer nano-USD, so prices
@@ -83,7 +84,8 @@ def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
 
 @dataclass(frozen=True)
 class Balance:
-    """An account's LLM budget now; `*_left` goes below zero only if a server bills past a reservation."""
+    """An account's LLM budget now; `*_left` goes below zero only if a server bills past a
+    reservation."""
 
     account: str
     tokens_limit: int
@@ -183,7 +185,8 @@ class LLMBudgetBook:
         )
 
     def reserve(self, account: str, run: str, role: str, tokens: int, usd: float) -> int:
-        """Hold `tokens` and `usd` for one call, atomically, or raise OutOfMoneyError; the call's id."""
+        """Hold `tokens` and `usd` for one call, atomically, or raise OutOfMoneyError; the call's
+        id."""
         if tokens < 0 or usd < 0:
             raise BudgetBookError("a reservation cannot be negative")
         b, c = self.t["llm_budgets"], self.t["llm_calls"]
@@ -230,7 +233,8 @@ class LLMBudgetBook:
     def settle(
         self, call_id: int, prompt_tokens: int, completion_tokens: int, usd: float, model: str
     ) -> Balance:
-        """Debit what a call cost and free its reservation, in one transaction; the balance after."""
+        """Debit what a call cost and free its reservation, in one transaction; the balance
+        after."""
         return self._close(
             call_id, "settled", prompt_tokens, completion_tokens, to_nano(usd), model, None
         )

@@ -1,4 +1,5 @@
-"""What one repair carries from step to step: its parts, its attempts, its trail, and the audit of each role's inputs."""
+"""What one repair carries from step to step: its parts, its attempts, its trail, and the audit of
+each role's inputs."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ class RepairStepError(OomrlError):
 
 
 class AttemptRecord(BaseModel):
-    """One role answer, the gate's verdict on it (or why it never reached the gate), and its encoding."""
+    """One role answer, the gate's verdict on it (or why it never reached the gate), and its
+    encoding."""
 
     phase: str
     attempt: int
@@ -96,7 +98,8 @@ class RepairContext:
     # The account's active version when the repair began: every candidate is cloned at it, and the
     # replay compares with it, whatever another account promoted meanwhile.
     base: str | None = None
-    # How long a repair that claims its account itself (run_repair without `hold`) waits for another.
+    # How long a repair that claims its account itself (run_repair without `hold`) waits for
+    # another.
     claim_wait_s: float = 6 * 3600.0
 
     @property
@@ -104,7 +107,8 @@ class RepairContext:
         return self.run_dir / "candidate"
 
     def record_inputs(self, role: str, view: BaseModel, label: str) -> dict[str, Any]:
-        """Write exactly what a role is shown to inputs/<role>-<label>.json, for audit; its digest."""
+        """Write exactly what a role is shown to inputs/<role>-<label>.json, for audit; its
+        digest."""
         payload = view.model_dump(mode="json")
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
         path = write_json(

@@ -41,8 +41,8 @@ def _frames() -> list[_Frame]:
 def _left(timeout: float | None, error: type[Exception]) -> float | None:
     """The socket timeout to use: `timeout`, cut to what is left of this thread's deadlines.
 
-    A deadline's clock starts at its first network operation, not when the block opens: the
-    client's own start-up (the SDK's first request imports and builds a lot) is not the server's time."""
+    A deadline's clock starts at its first network operation, not when the block opens: the client's
+    own start-up (the SDK's first request imports and builds a lot) is not the server's time."""
     frames = _frames()
     if not frames:
         return timeout
@@ -134,7 +134,8 @@ class DeadlineBackend(httpcore.NetworkBackend):
 
 
 class _ClosingClient(httpx.Client):
-    """Closed with the backend that owns it (as the openai SDK's own client is): no socket outlives it."""
+    """Closed with the backend that owns it (as the openai SDK's own client is): no socket outlives
+    it."""
 
     def __del__(self) -> None:
         if not self.is_closed:
@@ -147,8 +148,9 @@ def deadline_client(timeout_s: float) -> httpx.Client:
     honour `deadline(...)`."""
     client = _ClosingClient(timeout=timeout_s, follow_redirects=True)
     # httpx builds its connection pools itself and offers no way to pass a network backend: set each
-    # pool's (the direct one, and a proxy's) before its first connection. tests/agent/test_llm_faults.py
-    # proves a dripping server is cut off, so an httpx that changes this fails there, not in production.
+    # pool's (the direct one, and a proxy's) before its first connection.
+    # tests/agent/test_llm_faults.py proves a dripping server is cut off, so an httpx that changes
+    # this fails there, not in production.
     for transport in [client._transport, *client._mounts.values()]:
         pool = getattr(transport, "_pool", None)
         if transport is not None and not hasattr(pool, "_network_backend"):

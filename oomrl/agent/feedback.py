@@ -1,4 +1,5 @@
-"""What each role is told: the autopsy's evidence, and verdicts encoded as the paper's semantic gradient.
+"""What each role is told: the autopsy's evidence, and verdicts encoded as the paper's semantic
+gradient.
 
 EncodeSemantics turns a gate verdict into what the next attempt needs: per violation the rule, the
 file and line, the message and the traceback, and the lines of code it points at (only from files
@@ -25,8 +26,8 @@ FRAME = re.compile(
 
 
 def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
-    """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause, ledger
-    (a loss alert has only its date)."""
+    """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause,
+    ledger (a loss alert has only its date)."""
     if not isinstance(autopsy, Autopsy):
         return {"as_of": autopsy.as_of.isoformat()} if autopsy.as_of else {}
     data = autopsy.model_dump(mode="json")
@@ -49,7 +50,8 @@ def _clip(text: str) -> str:
 
 
 def _visible_path(raw: str, visible: Mapping[str, str]) -> str | None:
-    """The workspace-relative path a traceback's (often absolute, scratch) path names, if visible."""
+    """The workspace-relative path a traceback's (often absolute, scratch) path names, if
+    visible."""
     return next((path for path in visible if raw == path or raw.endswith("/" + path)), None)
 
 

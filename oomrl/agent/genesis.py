@@ -1,5 +1,6 @@
-"""Test genesis and logic genesis: each role asked within the ceiling and the budget, each answer judged
-by the gate, each rejection fed back encoded; a deterministic provider is not asked what it already answered."""
+"""Test genesis and logic genesis: each role asked within the ceiling and the budget, each answer
+judged by the gate, each rejection fed back encoded; a deterministic provider is not asked what it
+already answered."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ STEP_OF = {"test-gen": "test-genesis", "code-patch": "logic-genesis"}
 
 
 def _precheck(diff: str) -> list[Violation]:
-    """Violations found without running the gate: an unparseable or empty diff (saves a gate run)."""
+    """Violations found without running the gate: an unparseable or empty diff (saves a gate
+    run)."""
     try:
         parse_patch(diff)
     except PatchError as exc:
@@ -49,7 +51,8 @@ def _check_ceiling(ctx: RepairContext, phase: str) -> None:
         raise RepairStepError(
             STEP_OF[phase],
             (
-                f"no accepted patch within the ceiling of {ctx.agent.max_attempts} role answers per "
+                f"no accepted patch within the ceiling of {ctx.agent.max_attempts} role "
+                "answers per "
                 f"repair (OOMRL_AGENT_MAX_ATTEMPTS); last rejection: {_rules(last)}"
             ),
         )
@@ -64,7 +67,8 @@ def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
         raise RepairStepError(
             STEP_OF[phase],
             (
-                f"the {ctx.provider.name} provider is deterministic and nothing it reads changed since "
+                f"the {ctx.provider.name} provider is deterministic and nothing it reads "
+                "changed since "
                 f"attempt {same.attempt}, which was rejected ({_rules(same)}): asking again would "
                 "repeat it"
             ),
@@ -222,7 +226,8 @@ def changed_tests(root: Path, diff: str) -> list[str]:
 
 
 def coder_feedback(ctx: RepairContext) -> list[dict[str, Any]]:
-    """The Coder's own history: gate verdicts on its patches and the replays of the accepted ones."""
+    """The Coder's own history: gate verdicts on its patches and the replays of the accepted
+    ones."""
     found: list[dict[str, Any]] = []
     for n in range(1, ctx.round + 1):
         found += [r.feedback for r in _of(ctx, "code-patch") if r.round == n]

@@ -1,4 +1,5 @@
-"""One chat-completions client for every OpenAI-compatible server: retries, budget, JSON answers, transcript."""
+"""One chat-completions client for every OpenAI-compatible server: retries, budget, JSON answers,
+transcript."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class AgentError(OomrlError):
 
 
 class LLMUnavailableError(AgentError):
-    """The endpoint failed: retries exhausted on a transient error (`transient`), or a permanent error."""
+    """The endpoint failed: retries exhausted on a transient error (`transient`), or a permanent
+    error."""
 
     def __init__(self, message: str, transient: bool = False) -> None:
         super().__init__(message)
@@ -119,10 +121,11 @@ class Transcript:
 
 
 class OpenAIBackend:
-    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL (SDK retries off).
+    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL (SDK retries
+    off).
 
-    `timeout_s` bounds each socket operation, `deadline_s` the whole request; a 200 reply that is not
-    a chat completion is a MalformedReplyError carrying what was sent."""
+    `timeout_s` bounds each socket operation, `deadline_s` the whole request; a 200 reply that is
+    not a chat completion is a MalformedReplyError carrying what was sent."""
 
     def __init__(
         self,
@@ -233,7 +236,8 @@ def parse_json_answer(content: str, model: type[Model]) -> Model:
 
 
 class LLMClient:
-    """Asks a backend, retrying transient failures with backoff, charging the budget, logging the transcript."""
+    """Asks a backend, retrying transient failures with backoff, charging the budget, logging the
+    transcript."""
 
     def __init__(
         self,
@@ -309,7 +313,8 @@ class LLMClient:
         return reply.content
 
     def ask_json(self, role: str, messages: Messages, model: type[Model]) -> Model:
-        """An answer parsed into `model`, with one repair round-trip when it is not valid JSON for it."""
+        """An answer parsed into `model`, with one repair round-trip when it is not valid JSON for
+        it."""
         content = self.ask(role, messages, json_mode=self.settings.json_mode)
         try:
             return parse_json_answer(content, model)
@@ -320,8 +325,10 @@ class LLMClient:
                 {
                     "role": "user",
                     "content": (
-                        f"Your reply was not valid: {_short(first)}\nReply again with only one JSON "
-                        f"object matching this JSON Schema:\n{json.dumps(model.model_json_schema())}"
+                        f"Your reply was not valid: {_short(first)}\nReply again with only "
+                        "one JSON "
+                        "object matching this JSON "
+                        f"Schema:\n{json.dumps(model.model_json_schema())}"
                     ),
                 },
             ]

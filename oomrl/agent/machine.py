@@ -1,4 +1,5 @@
-"""The repair's state machine (the paper's Algorithm 1): its states, every allowed transition, a run's trail."""
+"""The repair's state machine (the paper's Algorithm 1): its states, every allowed transition, a
+run's trail."""
 
 from __future__ import annotations
 
@@ -96,13 +97,15 @@ class Trail:
 
     @classmethod
     def resumed(cls, path: Path, state: str) -> Trail:
-        """The trail of a run that ended in `state` (a probation), continued by whoever decides it."""
+        """The trail of a run that ended in `state` (a probation), continued by whoever decides
+        it."""
         trail = cls(path)
         trail.state = state
         return trail
 
     def move(self, target: str, reason: str) -> None:
-        """Take the transition to `target`; IllegalTransitionError when the machine has no such edge."""
+        """Take the transition to `target`; IllegalTransitionError when the machine has no such
+        edge."""
         if (self.state, target) not in TRANSITIONS:
             raise IllegalTransitionError(f"the repair cannot go from {self.state} to {target}")
         step = Move(self.state, target, reason, datetime.now(UTC).isoformat())

@@ -180,7 +180,8 @@ def pinned_tests(
 
 
 def superseded_by_file(mandate: Mandate) -> dict[str, list[str]]:
-    """The mandate's superseded tests as file -> names of module-level tests (what `supersede` rewrites)."""
+    """The mandate's superseded tests as file -> names of module-level tests (what `supersede`
+    rewrites)."""
     found: dict[str, list[str]] = {}
     for node_id in mandate.supersedes:
         path, _, name = node_id.partition("::")

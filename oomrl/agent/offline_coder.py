@@ -1,4 +1,5 @@
-"""The offline Coder's rule: rewrite a strategy module to meet a mandate (constraint params, schedule, limits)."""
+"""The offline Coder's rule: rewrite a strategy module to meet a mandate (constraint params,
+schedule, limits)."""
 
 from __future__ import annotations
 

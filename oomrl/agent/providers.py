@@ -1,4 +1,5 @@
-"""Providers of role answers: `openai` (a live endpoint), `offline` (deterministic rules), `replay` (a transcript)."""
+"""Providers of role answers: `openai` (a live endpoint), `offline` (deterministic rules), `replay`
+(a transcript)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ from oomrl.settings import AgentSettings, OomrlSettings
 
 PROVIDERS = ("offline", "openai", "replay")
 
-# The offline Critic's table: alert type -> (mandate text, constraints). Evidence in the autopsy wins.
+# The offline Critic's table: alert type -> (mandate text, constraints). Evidence in the autopsy
+# wins.
 ALERT_MANDATES: dict[str, tuple[str, dict[str, Any]]] = {
     "execution_decay": (
         "Enforce volume limits and reduce turnover frequency",
@@ -84,8 +86,9 @@ def alert_type(autopsy: Autopsy | LossAlert) -> str:
 class OfflineProvider:
     """Deterministic rules standing in for a model (no network, no key); honest about being rules.
 
-    Each answer is logged to the transcript like a model's, so `replay` can reproduce an offline run;
-    each is booked in the budget at no cost. The rules of each role read only that role's view."""
+    Each answer is logged to the transcript like a model's, so `replay` can reproduce an offline
+    run; each is booked in the budget at no cost. The rules of each role read only that role's
+    view."""
 
     name = "offline"
     MODEL = "offline-rules"
@@ -120,7 +123,8 @@ class OfflineProvider:
         return hashlib.sha256(json.dumps(read, sort_keys=True).encode()).hexdigest()
 
     def critic(self, view: CriticView) -> Mandate:
-        """Map the alert type to a mandate; constraints the autopsy already derived take precedence."""
+        """Map the alert type to a mandate; constraints the autopsy already derived take
+        precedence."""
         mandate = self._critic(view)
         self._log("critic", view, mandate)
         return mandate
@@ -176,8 +180,8 @@ class OfflineProvider:
         )
 
     def _test_author(self, view: TestAuthorView) -> Patch:
-        """Tests for the whole mandate, new bodies for the old tests the approved mandate supersedes,
-        and after a failed replay, tests for what the replay found."""
+        """Tests for the whole mandate, new bodies for the old tests the approved mandate
+        supersedes, and after a failed replay, tests for what the replay found."""
         mandate = view.mandate
         extra = ""
         if view.missed:
@@ -202,7 +206,8 @@ class OfflineProvider:
                     )
                 )
         notes = (
-            f"offline rules: tests for constraints {mandate.constraints.model_dump(exclude_none=True)}"
+            "offline rules: tests for constraints "
+            f"{mandate.constraints.model_dump(exclude_none=True)}"
             f" in {target}; superseded {sum(len(n) for n in superseded.values())} old tests the "
             "approved mandate names"
             + ("; tests for what the replay found missing" if extra else "")

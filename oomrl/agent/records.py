@@ -1,4 +1,5 @@
-"""A repair's records as table rows for artifacts: the transcript, the budget, the state machine's trail."""
+"""A repair's records as table rows for artifacts: the transcript, the budget, the state machine's
+trail."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _tokens(used: int | None, limit: int | None) -> str:
 
 
 def transcript_rows(run_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per transcript record: who asked or answered, what it cost (of its limit), a preview."""
+    """One row per transcript record: who asked or answered, what it cost (of its limit), a
+    preview."""
     rows = []
     for record in Transcript(Path(run_dir) / "transcript.jsonl").records():
         usage = record.get("usage") or {}

@@ -1,4 +1,5 @@
-"""The agent's roles, each with its own view and prompt: Critic -> mandate, Test Author -> tests, Coder -> source."""
+"""The agent's roles, each with its own view and prompt: Critic -> mandate, Test Author -> tests,
+Coder -> source."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ ROLES = ("critic", "test_author", "coder")
 
 
 class Constraints(BaseModel):
-    """The machine-checkable form of a mandate (docs/architecture.md §4.4): tests encode it, cross-validation checks it."""
+    """The machine-checkable form of a mandate (docs/architecture.md §4.4): tests encode it,
+    cross-validation checks it."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -33,7 +35,8 @@ class Mandate(BaseModel):
     """What the repair must achieve, for which strategy module; a person approves or edits it.
 
     `supersedes` names the old tests the mandate makes obsolete (they pin what it forbids): the gate
-    judges a changed one as a red test, and every old test it does not name by the weakening rule."""
+    judges a changed one as a red test, and every old test it does not name by the weakening
+    rule."""
 
     module: str = Field(pattern=r"^strategies\.[a-z_][a-z0-9_]*$")
     text: str = Field(min_length=1)
@@ -75,8 +78,8 @@ class CriticView(BaseModel):
 
 
 class TestAuthorView(BaseModel):
-    """What the Test Author sees: the mandate, the autopsy's evidence, S read-only, T, its own verdicts,
-    and after a failed replay, what the tests missed and its own tests of earlier rounds.
+    """What the Test Author sees: the mandate, the autopsy's evidence, S read-only, T, its own
+    verdicts, and after a failed replay, what the tests missed and its own tests of earlier rounds.
     Never the Coder's plan or output."""
 
     __test__ = False  # a name starting with "Test" is not a pytest test class
@@ -91,8 +94,8 @@ class TestAuthorView(BaseModel):
 
 
 class CoderView(BaseModel):
-    """What the Coder sees: the mandate, the evidence, T read-only, S, the failing tests and the verdicts
-    on its own patches (gate and cross-validation). Never the held-out tests."""
+    """What the Coder sees: the mandate, the evidence, T read-only, S, the failing tests and the
+    verdicts on its own patches (gate and cross-validation). Never the held-out tests."""
 
     mandate: Mandate
     evidence: dict[str, Any] = Field(default_factory=dict)
@@ -135,7 +138,8 @@ def prompt_text(role: str) -> str:
 
 
 class LLMProvider:
-    """Roles answered by a chat model (a live endpoint or a replayed transcript) through LLMClient."""
+    """Roles answered by a chat model (a live endpoint or a replayed transcript) through
+    LLMClient."""
 
     def __init__(self, client: LLMClient, name: str = "openai") -> None:
         self.client = client

@@ -1,4 +1,5 @@
-"""The verdict on one role answer: the gate's, the gate's again for a repeated answer, or one given before the gate."""
+"""The verdict on one role answer: the gate's, the gate's again for a repeated answer, or one given
+before the gate."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ class RepeatVerdict(Verdict):
 
 
 class PreGateVerdict(BaseModel):
-    """An answer refused before the gate ran (an unparseable diff, an invalid answer): no gate run spent."""
+    """An answer refused before the gate ran (an unparseable diff, an invalid answer): no gate run
+    spent."""
 
     accepted: Literal[False] = False
     phase: str
@@ -30,7 +32,8 @@ def _judge(value: Any) -> str:
     return str(judge or "gate")
 
 
-# Serialised as each model dumps: a gate verdict as `oomrl gate --json` prints it, the others with `judge`.
+# Serialised as each model dumps: a gate verdict as `oomrl gate --json` prints it, the others with
+# `judge`.
 AttemptVerdict = Annotated[
     Annotated[Verdict, Tag("gate")]
     | Annotated[RepeatVerdict, Tag("repeat")]

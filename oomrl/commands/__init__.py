@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 # Alike in shape to each other and to gate_cmds.py's enums: each lists one option's choices,
 # which typer shows in help; a table of them would hide the choices from both.
 class Lock(enum.StrEnum):
-    """RO-Lock backends of the gate (`namespace` is bwrap; `hash-only` must be asked for by name)."""
+    """RO-Lock backends of the gate (`namespace` is bwrap; `hash-only` must be asked for by
+    name)."""
 
     bwrap = "bwrap"
     docker = "docker"
@@ -67,7 +68,8 @@ def parse_day(text: str, what: str) -> date: ...
 @overload
 def parse_day(text: None, what: str) -> None: ...
 def parse_day(text: str | None, what: str) -> date | None:
-    """A YYYY-MM-DD option as a date (None stays None); a clear error naming the option otherwise."""
+    """A YYYY-MM-DD option as a date (None stays None); a clear error naming the option
+    otherwise."""
     from oomrl.errors import OomrlError
 
     if text is None:

@@ -1,4 +1,5 @@
-"""CLI of the agent area: `oomrl repair` and `oomrl versions list|show|activate|rollback|promote|retire|init`."""
+"""CLI of the agent area: `oomrl repair` and `oomrl versions
+list|show|activate|rollback|promote|retire|init`."""
 
 from __future__ import annotations
 
@@ -134,7 +135,8 @@ def repair_command(
         typer.Option(
             "--autopsy",
             metavar="FILE",
-            help="Autopsy JSON, or a loss alert {alert_id, account, as_of?} completed from the ledger.",
+            help="Autopsy JSON, or a loss alert {alert_id, account, as_of?} completed from the "
+            "ledger.",
         ),
     ],
     provider: Annotated[
@@ -175,7 +177,8 @@ def repair_command(
             metavar="SECONDS",
             min=0,
             callback=finite_seconds,
-            help="How long to wait for another repair of the account to finish (0: refuse at once).",
+            help="How long to wait for another repair of the account to finish "
+            "(0: refuse at once).",
         ),
     ] = 900.0,
     probation: Annotated[
@@ -184,7 +187,8 @@ def repair_command(
             "--probation",
             metavar="SESSIONS",
             min=0,
-            help="Forward sessions the repaired version trades a shadow book before the daily chain decides "
+            help="Forward sessions the repaired version trades a shadow book before the daily "
+            "chain decides "
             "(default: OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital at once).",
         ),
     ] = None,
@@ -232,7 +236,8 @@ def repair_command(
             ir = "n/a" if row.information_ratio is None else f"{row.information_ratio:+.2f}"
             typer.echo(
                 f"  {row.version:<9} {row.window:<5} window  turnover {row.turnover:7.3f} × NAV  "
-                f"max weekly {row.max_weekly_turnover:.3f} × NAV  max ADV {row.max_adv_participation:.2%}  "
+                f"max weekly {row.max_weekly_turnover:.3f} × NAV  max ADV "
+                f"{row.max_adv_participation:.2%}  "
                 f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}"
             )
     ending = domain.ending_name(
@@ -296,7 +301,8 @@ def list_cmd(account: AccountOption = None) -> None:
     states = _states(store.ledger, name)
     for v in store.list(name):
         typer.echo(
-            f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  {states.get(v.sha, '-'):<9} "
+            f"{'*' if v.active else ' '} {v.tag:<5} {v.sha[:12]}  {v.date}  "
+            f"{states.get(v.sha, '-'):<9} "
             f"{v.strategy or '-':<18} {v.subject}"
         )
 
@@ -374,7 +380,8 @@ def rollback_cmd(account: AccountOption = None, strategy: StrategyOption = None)
 def promote_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonOption = "") -> None:
     """Give a challenger the capital now.
 
-    It ends the probation on the forward evidence so far; the ledger and the repair's trail record who and why.
+    It ends the probation on the forward evidence so far; the ledger and the repair's trail record
+    who and why.
     """
     _decide(ref, account, "promoted", reason)
 
@@ -383,8 +390,8 @@ def promote_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonO
 def retire_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonOption = "") -> None:
     """Retire a challenger now.
 
-    Its shadow book closes and the champion keeps the capital; an autopsy of its forward sessions becomes the
-    account's alert.
+    Its shadow book closes and the champion keeps the capital; an autopsy of its forward sessions
+    becomes the account's alert.
     """
     _decide(ref, account, "retired", reason)
 

@@ -1,5 +1,5 @@
-"""CLI commands for market data: `oomrl ingest` (any source into the OOMRL_HOME store) with a progress bar,
-and `oomrl data check|quarantine` to inspect the store."""
+"""CLI commands for market data: `oomrl ingest` (any source into the OOMRL_HOME store) with a
+progress bar, and `oomrl data check|quarantine` to inspect the store."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def print_report(report: IngestReport, console: Console, store: MarketStore) -> 
         f"range={report.start}..{report.end} store={store.root}"
     )
     console.print(
-        f"  symbols: {summary['symbols']} requested, {summary['symbols_without_data']} without data, "
+        f"  symbols: {summary['symbols']} requested, {summary['symbols_without_data']} "
+        "without data, "
         f"{summary['failures']} failed"
     )
     console.print(
@@ -112,7 +113,8 @@ def ingest_command(
     market: Annotated[
         Market,
         typer.Option(
-            help="Market of the symbols, benchmark and trading rules: cn (A-shares, CSI 300), us (^GSPC) "
+            help="Market of the symbols, benchmark and trading rules: cn (A-shares, CSI 300), "
+            "us (^GSPC) "
             "or hk (^HSI)."
         ),
     ] = Market.cn,
@@ -159,7 +161,8 @@ def register(app: typer.Typer) -> None:
 
 
 def print_quarantine(rows: pd.DataFrame, limit: int) -> None:
-    """Quarantined rows, one line each (date, symbol or index, reason) under a heading per ingest."""
+    """Quarantined rows, one line each (date, symbol or index, reason) under a heading per
+    ingest."""
     import pandas as pd
 
     shown = rows.head(limit)
@@ -241,7 +244,8 @@ def quarantine_command(
     known = [entry.get("id") for entry in store.manifest().get("ingests", [])]
     if ingest_id not in ("last", "all") and ingest_id not in known:
         raise OomrlError(
-            f"no ingest {ingest_id!r} in {store.root}; known: {', '.join(map(str, known[-5:])) or 'none'}"
+            f"no ingest {ingest_id!r} in {store.root}; known: "
+            f"{', '.join(map(str, known[-5:])) or 'none'}"
         )
     rows = store.quarantine(None if ingest_id == "all" else ingest_id)
     if as_json:

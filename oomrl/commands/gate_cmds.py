@@ -1,4 +1,5 @@
-"""CLI commands of the gate area: `oomrl gate` (delegating to guardrails.cli) and `oomrl redteam`."""
+"""CLI commands of the gate area: `oomrl gate` (delegating to guardrails.cli) and `oomrl
+redteam`."""
 
 from __future__ import annotations
 

@@ -151,7 +151,8 @@ def report_command(
         folder = out or report_dir(settings.runs_dir, str(account))
         store = ensure_sample(settings)
         ledger = Ledger(settings.ledger)
-        ledger.create_schema()  # a fresh OOMRL_HOME has no tables yet: say "no NAV", not a SQL error
+        # a fresh OOMRL_HOME has no tables yet: say "no NAV", not a SQL error
+        ledger.create_schema()
         paths = account_report(
             ledger,
             store,

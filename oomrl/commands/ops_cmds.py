@@ -1,4 +1,5 @@
-"""CLI commands of the ops area: `oomrl server up|down|status`, `oomrl webhook serve`, `oomrl demo`."""
+"""CLI commands of the ops area: `oomrl server up|down|status`, `oomrl webhook serve`, `oomrl
+demo`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""CLI commands for the portfolio: `oomrl rebalance`, `oomrl replay`, `oomrl account show|resume`."""
+"""CLI commands for the portfolio: `oomrl rebalance`, `oomrl replay`, `oomrl account
+show|resume`."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def rebalance_line(summary: dict[str, Any]) -> str:
         f"{title} {value}" for title, value in nav.items() if title != "date" and value != "—"
     )
     return (
-        f"{summary['account']} on {summary['as_of']}: {summary['orders']} order(s), {summary['fills']} "
+        f"{summary['account']} on {summary['as_of']}: {summary['orders']} order(s), "
+        f"{summary['fills']} "
         f"fill(s){'; ' + shown if shown else ''}; version {str(summary['strategy_version'])[:12]}"
     )
 

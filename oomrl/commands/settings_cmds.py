@@ -9,7 +9,8 @@ def settings_command() -> None:
     """List every setting with its value, source and variable.
 
     One line each: dotted name, value (secrets masked), source and variable, then what it means.
-    Sources: `env` (the variable), `config.toml` (OOMRL_CONFIG, else OOMRL_HOME/config.toml), `default`.
+    Sources: `env` (the variable), `config.toml` (OOMRL_CONFIG, else OOMRL_HOME/config.toml),
+    `default`.
     """
     from oomrl.settings import get_settings
     from oomrl.settings.listing import setting_rows

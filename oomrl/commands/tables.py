@@ -1,10 +1,10 @@
 """Tables on a terminal and on a pipe: rich tables whose cells are never cut short.
 
 rich sizes a table to the console and elides what does not fit (`202…`). Here a console that is not
-a terminal has no width limit, so a piped table keeps its natural width (`oomrl account show | less`,
-a log file, a CI job); on a terminal too narrow for a table, its columns are printed in groups that
-each fit, the first column (the row's name: a date, a symbol) repeated in each, the way pandas wraps
-a wide frame. A cell is never cut: `--json` is there for machines.
+a terminal has no width limit, so a piped table keeps its natural width (`oomrl account show |
+less`, a log file, a CI job); on a terminal too narrow for a table, its columns are printed in
+groups that each fit, the first column (the row's name: a date, a symbol) repeated in each, the way
+pandas wraps a wide frame. A cell is never cut: `--json` is there for machines.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def rows_table(
     wrap_titles: bool = False,
 ) -> Table:
     """Formatted rows (titles with their units) as one table, numeric columns right-aligned; each
-    column as wide as its longest cell and title (`wrap_titles`: its longest cell and title word)."""
+    column as wide as its longest cell and title (`wrap_titles`: its longest cell and title
+    word)."""
     from rich.table import Table
 
     table = Table(title=title)
@@ -52,7 +53,8 @@ def rows_table(
 
 
 def column_width(name: str, rows: list[dict[str, str]], wrap_titles: bool = True) -> int:
-    """The narrowest a column gets without cutting a cell (nor a word of its title, when titles wrap)."""
+    """The narrowest a column gets without cutting a cell (nor a word of its title, when titles
+    wrap)."""
     title = max((len(word) for word in name.split()), default=1) if wrap_titles else len(name)
     return max([title, 1] + [len(row.get(name, "")) for row in rows])
 
@@ -62,7 +64,8 @@ def table_width(titles: list[str], rows: list[dict[str, str]], wrap_titles: bool
 
 
 def column_groups(titles: list[str], rows: list[dict[str, str]], width: int) -> list[list[str]]:
-    """The titles split into groups that each fit `width` (titles wrapped), every group led by the first."""
+    """The titles split into groups that each fit `width` (titles wrapped), every group led by the
+    first."""
     if not titles:
         return [[]]
     first, groups = titles[0], [[titles[0]]]

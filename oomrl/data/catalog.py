@@ -1,10 +1,11 @@
-"""The market store's commit point: store.json names every live file, so replacing it commits a whole write.
+"""The market store's commit point: store.json names every live file, so replacing it commits a
+whole write.
 
-Files are immutable once written. A write adds new files, then replaces store.json (the catalog) in one
-os.replace, then deletes the files the old catalog named and the new one does not. Readers load the
-catalog and read only what it names, so they always see one complete state. A file the catalog does
-not name is an orphan of a write that never committed (a killed or failed ingest): `orphans` finds them
-and the next writer, holding the lock, deletes them.
+Files are immutable once written. A write adds new files, then replaces store.json (the catalog) in
+one os.replace, then deletes the files the old catalog named and the new one does not. Readers load
+the catalog and read only what it names, so they always see one complete state. A file the catalog
+does not name is an orphan of a write that never committed (a killed or failed ingest): `orphans`
+finds them and the next writer, holding the lock, deletes them.
 """
 
 from __future__ import annotations
@@ -31,16 +32,17 @@ LEGACY_MANIFEST = "manifest.json"
 STORE_FILE = re.compile(
     r"(bars/\d{4}/part-[0-9a-f]+|(index|membership)(-[0-9a-f]+)?|quarantine/[0-9A-Za-z-]+)\.parquet"
 )
-"""The only names a catalog may give: a tampered catalog cannot make a commit delete a file elsewhere."""
+"""The only names a catalog may give: a tampered catalog cannot make a commit delete a file
+elsewhere."""
 LEGACY_FILE = re.compile(rf"bars/\d{{4}}/{re.escape(LEGACY_PARTS)}|{re.escape(LEGACY_MANIFEST)}")
 TEMP_FILE = re.compile(r"(?P<folder>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+\.tmp")
 """oomrl.files.atomic_write's temp file for `folder/name`: `folder/.name.<random>.tmp`."""
 
 
 def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
-    """Whether a path (relative to the store root) is one the store writes: a store file, legacy metadata, or
-    the temp file of one of those or of `keep`'s files. Only these are ever removed as orphans: anything
-    else a user put under data/ (notes, a backup.parquet) is left alone."""
+    """Whether a path (relative to the store root) is one the store writes: a store file, legacy
+    metadata, or the temp file of one of those or of `keep`'s files. Only these are ever removed as
+    orphans: anything else a user put under data/ (notes, a backup.parquet) is left alone."""
     if STORE_FILE.fullmatch(relative) or LEGACY_FILE.fullmatch(relative):
         return True
     temp = TEMP_FILE.fullmatch(relative)
@@ -51,12 +53,14 @@ def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
 
 
 class StoreDamagedError(OomrlError):
-    """The store's catalog is unreadable or names a file that is gone (outside interference, not a crash)."""
+    """The store's catalog is unreadable or names a file that is gone (outside interference, not a
+    crash)."""
 
 
 @dataclass
 class Catalog:
-    """What the store holds: bar parts by year, the index and membership files, and the ingest history."""
+    """What the store holds: bar parts by year, the index and membership files, and the ingest
+    history."""
 
     generation: int = 0
     years: dict[str, list[Part]] = field(default_factory=dict)
@@ -64,10 +68,12 @@ class Catalog:
     membership: str | None = None
     ingests: list[dict[str, Any]] = field(default_factory=list)
     legacy_files: list[str] = field(default_factory=list)
-    """Metadata of the layout before store.json (per-year _parts.json, manifest.json): live until replaced."""
+    """Metadata of the layout before store.json (per-year _parts.json, manifest.json): live until
+    replaced."""
 
     def part_paths(self, first_year: int = 0, last_year: int = 9999) -> list[str]:
-        """Relative paths of the bar parts of the years in [first_year, last_year], in year order."""
+        """Relative paths of the bar parts of the years in [first_year, last_year], in year
+        order."""
         return [
             f"bars/{year}/{part.file}"
             for year in sorted(self.years)
@@ -113,8 +119,8 @@ UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 
 def _checked(catalog: Catalog) -> Catalog:
-    """The catalog, unless it names a file the store never writes: a tampered catalog (or legacy _parts.json)
-    must not make a commit delete a file elsewhere."""
+    """The catalog, unless it names a file the store never writes: a tampered catalog (or legacy
+    _parts.json) must not make a commit delete a file elsewhere."""
     strange = sorted(
         name
         for name in catalog.live_files()
@@ -139,7 +145,8 @@ def _parse(raw: bytes) -> Catalog:
 
 
 def _legacy(root: Path) -> Catalog:
-    """The catalog of a store written before store.json existed (per-year _parts.json, manifest.json)."""
+    """The catalog of a store written before store.json existed (per-year _parts.json,
+    manifest.json)."""
     catalog = Catalog()
     bars = root / "bars"
     for meta in sorted(bars.glob(f"[0-9][0-9][0-9][0-9]/{LEGACY_PARTS}")) if bars.exists() else []:
@@ -180,8 +187,8 @@ def save_catalog(root: Path, catalog: Catalog) -> None:
 
 
 def orphans(root: Path, catalog: Catalog, keep: set[str]) -> list[Path]:
-    """Files under `root` that the store wrote but `catalog` does not name (and not in `keep`): leftovers
-    of writes that never committed. Only meaningful while holding the writer lock."""
+    """Files under `root` that the store wrote but `catalog` does not name (and not in `keep`):
+    leftovers of writes that never committed. Only meaningful while holding the writer lock."""
     live = catalog.live_files() | keep
     found: list[Path] = []
     for folder, _, names in os.walk(root):

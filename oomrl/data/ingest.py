@@ -1,4 +1,5 @@
-"""Ingestion: fetch benchmark, membership and bars from a source, validate, quarantine bad rows, store the rest."""
+"""Ingestion: fetch benchmark, membership and bars from a source, validate, quarantine bad rows,
+store the rest."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from oomrl.market.universe import members_between
 Progress = Callable[[int, int, str], None]
 """progress(done, total, symbol) after each symbol is fetched."""
 BATCH_SYMBOLS = 500
-"""Symbols validated and written together: bounds memory on big universes, few rewrites of year files."""
+"""Symbols validated and written together: bounds memory on big universes, few rewrites of year
+files."""
 
 
 class MissingBenchmarkError(DataValidationError):
@@ -29,7 +31,8 @@ class MissingBenchmarkError(DataValidationError):
 
 @dataclass
 class IngestReport:
-    """What an ingestion did; `stale` says the store was not refreshed because the source was unreachable."""
+    """What an ingestion did; `stale` says the store was not refreshed because the source was
+    unreachable."""
 
     source: str
     universe: str
@@ -52,7 +55,8 @@ class IngestReport:
     stale_reason: str | None = None
     stored: dict[str, Any] = field(default_factory=dict)
     recovered: str | None = None
-    """What the store's start-up check cleared of an earlier write that did not finish (None: nothing)."""
+    """What the store's start-up check cleared of an earlier write that did not finish (None:
+    nothing)."""
     ingest_id: str | None = None
     """The id of this ingest's record in the store (its quarantined rows are kept under it)."""
 
@@ -89,7 +93,8 @@ class IngestReport:
 
 
 def _day(value: Any, what: str) -> date:
-    """A date given as a date or text (flow parameters are text); a clear error naming it otherwise."""
+    """A date given as a date or text (flow parameters are text); a clear error naming it
+    otherwise."""
     try:
         stamp = pd.Timestamp(value)
     except (ValueError, TypeError, OverflowError):
@@ -100,7 +105,8 @@ def _day(value: Any, what: str) -> date:
 
 
 def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, date]:
-    """The ingest range: explicit dates, else what an offline source holds, else 2024-01-01..today."""
+    """The ingest range: explicit dates, else what an offline source holds, else
+    2024-01-01..today."""
     coverage = source.coverage()
     lo = _day(start, "start") if start else (coverage[0] if coverage else date(2024, 1, 1))
     hi = _day(end, "end") if end else (coverage[1] if coverage else date.today())
@@ -117,15 +123,17 @@ def load_reference(
     now: datetime | None = None,
     benchmark: str = BENCHMARK_CODE,
 ) -> tuple[int, int, pd.DataFrame]:
-    """Fetch and store the benchmark levels and membership; returns (index rows, membership rows, quarantined).
+    """Fetch and store the benchmark levels and membership; returns (index rows, membership rows,
+    quarantined).
 
-    The market's benchmark price index (CSI 300 for A-shares) is required (MissingBenchmarkError); the
-    total-return index is stored when the source has it.
+    The market's benchmark price index (CSI 300 for A-shares) is required (MissingBenchmarkError);
+    the total-return index is stored when the source has it.
     """
     frames = [source.index_levels(benchmark, "price", start, end)]
     if frames[0].empty:
         raise MissingBenchmarkError(
-            f"source {source.name!r} has no {BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) levels for "
+            f"source {source.name!r} has no {BENCHMARK_NAMES.get(benchmark, 'benchmark')} "
+            f"({benchmark}) levels for "
             f"{start}..{end}: missing benchmark"
         )
     frames.append(source.index_levels(benchmark, "total_return", start, end))
@@ -137,8 +145,10 @@ def load_reference(
         reasons = ", ".join(f"{rule} {n}" for rule, n in count_reasons(checked.quarantined).items())
         example = checked.quarantined.iloc[0]
         raise MissingBenchmarkError(
-            f"source {source.name!r} has no valid {BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) "
-            f"level for {start}..{end}: every one of its {len(frames[0])} rows is invalid ({reasons}; e.g. "
+            f"source {source.name!r} has no valid "
+            f"{BENCHMARK_NAMES.get(benchmark, 'benchmark')} ({benchmark}) "
+            f"level for {start}..{end}: every one of its {len(frames[0])} rows is invalid "
+            f"({reasons}; e.g. "
             f"{str(example['date'])[:10]}: {example['reason']}): missing benchmark"
         )
     index_rows = store.write_index(valid)
@@ -151,7 +161,8 @@ BENCHMARK_NAMES = {"000300": "CSI 300", "^GSPC": "S&P 500", "^HSI": "Hang Seng"}
 
 
 def benchmark_of(market: str) -> str:
-    """The benchmark index code of a market (cn: 000300, us: ^GSPC, hk: ^HSI); a clear error otherwise."""
+    """The benchmark index code of a market (cn: 000300, us: ^GSPC, hk: ^HSI); a clear error
+    otherwise."""
     try:
         benchmark = get_market(market).benchmark
     except ValueError as exc:
@@ -168,8 +179,9 @@ def resolve_universe(
     end: date,
     market: str = "cn",
 ) -> list[str]:
-    """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source has), or a
-    list of the market's symbols (`600519,000001` for cn, `AAPL,MSFT` for us, `0700.HK` for hk)."""
+    """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source
+    has), or a list of the market's symbols (`600519,000001` for cn, `AAPL,MSFT` for us, `0700.HK`
+    for hk)."""
     name = universe.strip().lower()
     if name == "csi300" and market != "cn":
         raise OomrlError(
@@ -179,8 +191,8 @@ def resolve_universe(
         membership = store.read_membership()
         symbols = members_between(membership, start, end)
         if not symbols and len(membership):
-            # Only a later snapshot is known (a live source gives today's list): use the earliest one,
-            # which carries survivorship bias for past ranges, rather than nothing.
+            # Only a later snapshot is known (a live source gives today's list): use the earliest
+            # one, which carries survivorship bias for past ranges, rather than nothing.
             first = membership["effective_date"].min()
             symbols = sorted(membership.loc[membership["effective_date"] == first, "symbol"])
         if not symbols:
@@ -192,7 +204,8 @@ def resolve_universe(
         lister = getattr(source, "symbols", None)
         if lister is None:
             raise OomrlError(
-                f"source {source.name!r} cannot list its symbols; name them or use --universe csi300"
+                f"source {source.name!r} cannot list its symbols; name them or use "
+                "--universe csi300"
             )
         return list(lister())
     try:
@@ -207,7 +220,8 @@ def resolve_universe(
 
 
 def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.DataFrame:
-    """One symbol's bars in schema form (a source returning malformed frames fails here, naming the symbol)."""
+    """One symbol's bars in schema form (a source returning malformed frames fails here, naming the
+    symbol)."""
     frame = source.bars(symbol, start, end)
     try:
         return conform_bars(frame)
@@ -218,8 +232,8 @@ def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.
 def store_batch(
     frames: Iterable[pd.DataFrame], store: MarketStore, now: datetime | None = None
 ) -> tuple[int, int, pd.DataFrame]:
-    """Validate a batch of bar frames (as of `now`) and store the valid rows; returns (rows in, rows added,
-    quarantined)."""
+    """Validate a batch of bar frames (as of `now`) and store the valid rows; returns (rows in, rows
+    added, quarantined)."""
     parts = [frame for frame in frames if len(frame)]
     if not parts:
         return 0, 0, pd.DataFrame(columns=[*BAR_COLUMNS, "reason"])
@@ -230,8 +244,8 @@ def store_batch(
 
 
 def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exception) -> IngestReport:
-    """Keep what the store has, flagged stale: an open transaction is discarded, so nothing of this ingest is
-    kept. With nothing stored there is nothing to fall back to."""
+    """Keep what the store has, flagged stale: an open transaction is discarded, so nothing of this
+    ingest is kept. With nothing stored there is nothing to fall back to."""
     if isinstance(store, StoreTransaction):
         store.discard()
     committed = MarketStore(store.root)
@@ -266,10 +280,11 @@ def ingest(
 ) -> IngestReport:
     """Ingest `universe` bars for [start, end] from `source` into `store`, as one transaction.
 
-    Bad rows (including bars after the last completed session as of `now`) are quarantined: kept with
-    their reasons in the report and on disk, never stored as bars. A missing benchmark fails the ingestion.
-    When a live source is unreachable the report is flagged stale and the store is left as it was. Any
-    failure leaves the store as it was; a second writer waits up to `wait` s for the store's lock.
+    Bad rows (including bars after the last completed session as of `now`) are quarantined: kept
+    with their reasons in the report and on disk, never stored as bars. A missing benchmark fails
+    the ingestion. When a live source is unreachable the report is flagged stale and the store is
+    left as it was. Any failure leaves the store as it was; a second writer waits up to `wait` s for
+    the store's lock.
     """
     lo, hi = resolve_range(source, start, end)
     report = IngestReport(source=source.name, universe=universe, start=lo, end=hi)
@@ -308,8 +323,8 @@ def ingest(
 def finish(
     report: IngestReport, store: MarketStore, quarantined: list[pd.DataFrame]
 ) -> IngestReport:
-    """Collect quarantined rows; when every symbol failed, fall back to the store (stale); else record the
-    ingest with its quarantined rows (in the same transaction as its data)."""
+    """Collect quarantined rows; when every symbol failed, fall back to the store (stale); else
+    record the ingest with its quarantined rows (in the same transaction as its data)."""
     if quarantined:
         report.quarantined = pd.concat(quarantined, ignore_index=True)
     if report.symbols and len(report.failures) == len(report.symbols):

@@ -3,7 +3,8 @@
 The lock is flock(2) on data/.writer.lock (the `filelock` library): the kernel releases it when its
 process exits, however it exits, so a killed ingest never leaves the store locked. The holder writes
 data/.writer.json once it has the lock and removes it on release; finding that note when taking the
-lock therefore means the previous writer died mid-write (its uncommitted files are orphans to clear).
+lock therefore means the previous writer died mid-write (its uncommitted files are orphans to
+clear).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from oomrl.files import PRIVATE_FILE, atomic_write, private_dir
 LOCK_FILE = ".writer.lock"
 HOLDER_FILE = ".writer.json"
 DEFAULT_WAIT_S = 900.0
-"""How long a second writer waits for the first by default (a live ingest of the CSI 300 takes minutes)."""
+"""How long a second writer waits for the first by default (a live ingest of the CSI 300 takes
+minutes)."""
 POLL_S = 0.1
 
 
@@ -46,7 +48,8 @@ def _held_roots() -> set[Path]:
 
 
 def read_holder(root: Path) -> dict[str, Any] | None:
-    """The note of the process holding (or, if it died, last holding) the writer lock; None when there is none."""
+    """The note of the process holding (or, if it died, last holding) the writer lock; None when
+    there is none."""
     try:
         return dict(json.loads((root / HOLDER_FILE).read_text()))
     except FileNotFoundError:
@@ -59,11 +62,15 @@ def describe(holder: dict[str, Any] | None) -> str:
     """`pid 123 (oomrl ingest --source sample) since 2026-01-05T09:00:00+00:00`, for messages."""
     if holder is None:
         return "another process"
-    return f"pid {holder.get('pid', '?')} ({holder.get('command', '?')}) since {holder.get('since', '?')}"
+    return (
+        f"pid {holder.get('pid', '?')} ({holder.get('command', '?')}) since "
+        f"{holder.get('since', '?')}"
+    )
 
 
 class WriterLock:
-    """Context manager holding the store's writer lock; waits up to `wait` seconds (0: refuse at once)."""
+    """Context manager holding the store's writer lock; waits up to `wait` seconds (0: refuse at
+    once)."""
 
     def __init__(
         self, root: Path, wait: float | None = None, on_wait: Callable[[str], None] | None = None
@@ -96,7 +103,8 @@ class WriterLock:
                 ) from None
             if self.on_wait:
                 self.on_wait(
-                    f"waiting up to {self.wait:.0f} s for {describe(holder)} to finish writing {self.root}"
+                    f"waiting up to {self.wait:.0f} s for {describe(holder)} to finish "
+                    f"writing {self.root}"
                 )
             try:
                 lock.acquire(timeout=self.wait, poll_interval=POLL_S)

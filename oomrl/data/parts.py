@@ -1,4 +1,5 @@
-"""Immutable parquet files of the store: atomic writes, and one year of bars as part files merged by key."""
+"""Immutable parquet files of the store: atomic writes, and one year of bars as part files merged by
+key."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pyarrow.parquet as pq
 from oomrl.files import atomic_write
 
 MAX_PARTS = 12
-"""Beyond this many parts a write compacts the year into one file (reads stay a handful of scans)."""
+"""Beyond this many parts a write compacts the year into one file (reads stay a handful of
+scans)."""
 COMPRESSION = "zstd"
 BAR_KEY = ["date", "symbol"]
 
@@ -26,7 +28,8 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 
 def table_of(frame: pd.DataFrame) -> pa.Table:
-    """A frame as an arrow table with its own columns: the store keeps whatever columns the schema has."""
+    """A frame as an arrow table with its own columns: the store keeps whatever columns the schema
+    has."""
     return pa.Table.from_pandas(frame, preserve_index=False)
 
 
@@ -36,7 +39,8 @@ def concat(tables: Sequence[pa.Table]) -> pa.Table:
 
 
 def read_columns(path: Path, columns: Sequence[str], **options: Any) -> pa.Table:
-    """`columns` of a parquet file; a column the file predates comes back null (filled by concat's promotion)."""
+    """`columns` of a parquet file; a column the file predates comes back null (filled by concat's
+    promotion)."""
     present = set(pq.read_schema(path).names)
     table = pq.read_table(path, columns=[name for name in columns if name in present], **options)
     for position, name in enumerate(columns):
@@ -60,8 +64,8 @@ def drop_keys(table: pa.Table, incoming: pd.DataFrame) -> tuple[pa.Table, int]:
 
 @dataclass
 class Part:
-    """A part file (named relative to its year folder) and what it holds, so writes skip parts that cannot
-    contain the incoming keys."""
+    """A part file (named relative to its year folder) and what it holds, so writes skip parts that
+    cannot contain the incoming keys."""
 
     file: str
     first: str
@@ -75,7 +79,8 @@ class Part:
 
 @dataclass
 class YearMerge:
-    """The outcome of merging bars into one year: its new part list, the file written and the parts it replaces."""
+    """The outcome of merging bars into one year: its new part list, the file written and the parts
+    it replaces."""
 
     parts: list[Part]
     written: str
@@ -84,9 +89,9 @@ class YearMerge:
 
 
 def merge_year(folder: Path, parts: list[Part], incoming: pd.DataFrame) -> YearMerge:
-    """Write one new part holding `incoming` (validated bars of this year) plus the stored rows of the parts
-    it overlaps; rows for a stored (date, symbol) replace it. Nothing existing is modified: the caller
-    commits the returned part list, then deletes the replaced parts."""
+    """Write one new part holding `incoming` (validated bars of this year) plus the stored rows of
+    the parts it overlaps; rows for a stored (date, symbol) replace it. Nothing existing is
+    modified: the caller commits the returned part list, then deletes the replaced parts."""
     first, last = f"{incoming['date'].min():%Y-%m-%d}", f"{incoming['date'].max():%Y-%m-%d}"
     symbols = set(incoming["symbol"].unique())
     touched = [part for part in parts if part.may_hold(first, last, symbols)]

@@ -1,4 +1,5 @@
-"""Reading the market store: every read goes through one committed catalog, so it sees one complete ingest."""
+"""Reading the market store: every read goes through one committed catalog, so it sees one complete
+ingest."""
 
 from __future__ import annotations
 
@@ -17,16 +18,19 @@ from oomrl.data.schema import BAR_COLUMNS, MEMBERSHIP_COLUMNS, NANOS_PER_DAY, em
 
 T = TypeVar("T")
 READ_ATTEMPTS = 5
-"""A writer may commit and delete the files a reader's catalog named; the reader then retries on the new one."""
+"""A writer may commit and delete the files a reader's catalog named; the reader then retries on the
+new one."""
 
 
 def _scatter(long: pd.DataFrame, field: str) -> pd.DataFrame:
-    """Long (date, symbol, field) rows into a dense (date x symbol) frame with O(n) integer indexing."""
+    """Long (date, symbol, field) rows into a dense (date x symbol) frame with O(n) integer
+    indexing."""
     return _Grid(long).frame(long, field)
 
 
 class _Grid:
-    """Where each long row lands in the dense (date x symbol) frame, worked out once for all its fields.
+    """Where each long row lands in the dense (date x symbol) frame, worked out once for all its
+    fields.
 
     Far cheaper than DataFrame.pivot or sorting factorizations on millions of rows: dates become day
     offsets, symbols keep their dictionary codes, and only the few distinct values are sorted.
@@ -77,7 +81,8 @@ def empty_membership() -> pd.DataFrame:
 
 
 class StoreReader:
-    """Read access to the store at `root`. `pinned` fixes the catalog (a transaction reads its own staged state)."""
+    """Read access to the store at `root`. `pinned` fixes the catalog (a transaction reads its own
+    staged state)."""
 
     def __init__(self, root: Path | str, pinned: Catalog | None = None) -> None:
         self.root = Path(root)
@@ -88,7 +93,8 @@ class StoreReader:
         return self._pinned if self._pinned is not None else load_catalog(self.root)
 
     def _read(self, work: Callable[[Catalog], T]) -> T:
-        """Run `work` on a catalog; if a concurrent commit deleted a file it names, retry on the new catalog."""
+        """Run `work` on a catalog; if a concurrent commit deleted a file it names, retry on the new
+        catalog."""
         catalog = self.catalog()
         for _ in range(READ_ATTEMPTS):
             try:
@@ -97,7 +103,8 @@ class StoreReader:
                 latest = self.catalog()
                 if self._pinned is not None or latest.generation == catalog.generation:
                     raise StoreDamagedError(
-                        f"{exc.filename or exc}: a file the market store at {self.root} names is missing; "
+                        f"{exc.filename or exc}: a file the market store at {self.root} "
+                        "names is missing; "
                         "something outside oomrl removed it. Move the store away and ingest again"
                     ) from exc
                 catalog = latest
@@ -117,7 +124,8 @@ class StoreReader:
     def bar_files(
         self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None
     ) -> list[Path]:
-        """The live part files of the years overlapping [start, end] (as of now: a later commit may retire them)."""
+        """The live part files of the years overlapping [start, end] (as of now: a later commit may
+        retire them)."""
         lo = start.year if start is not None else 0
         hi = end.year if end is not None else 9999
         return [self.root / path for path in self.catalog().part_paths(lo, hi)]
@@ -144,7 +152,8 @@ class StoreReader:
             filters.append(("date", "<=", hi))
         if symbols is not None:
             filters.append(("symbol", "in", sorted(set(symbols))))
-        # Symbols as a dictionary column: one string per symbol instead of one per row (12.5M rows -> 5k strings).
+        # Symbols as a dictionary column: one string per symbol instead of one per row (12.5M rows
+        # -> 5k strings).
         options = {
             "filters": filters or None,
             "read_dictionary": ["symbol"] if categorical else None,
@@ -176,7 +185,8 @@ class StoreReader:
     def read_bars(
         self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None
     ) -> pd.DataFrame:
-        """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by date, symbol."""
+        """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by
+        date, symbol."""
         bars = self._read_bar_columns(BAR_COLUMNS, start, end, symbols)
         return bars.sort_values(BAR_KEY, kind="mergesort").reset_index(drop=True)
 
@@ -199,7 +209,8 @@ class StoreReader:
         end: Any = None,
         symbols: Iterable[str] | None = None,
     ) -> dict[str, pd.DataFrame]:
-        """Several numeric fields as read_panel gives each, from one read of the files; other fields are left out."""
+        """Several numeric fields as read_panel gives each, from one read of the files; other fields
+        are left out."""
         numeric = set(empty_bars().select_dtypes("number").columns)
         wanted = [field for field in dict.fromkeys(fields) if field in numeric]
         long = self._read_bar_columns(
@@ -255,7 +266,8 @@ class StoreReader:
         return self._read(read) if self.catalog().index else pd.DataFrame()
 
     def read_membership(self) -> pd.DataFrame:
-        """All membership rows (effective_date, symbol, name); members on d = latest effective_date <= d."""
+        """All membership rows (effective_date, symbol, name); members on d = latest effective_date
+        <= d."""
 
         def read(catalog: Catalog) -> pd.DataFrame:
             if catalog.membership is None:
@@ -271,7 +283,8 @@ class StoreReader:
         return members_on(self.read_membership(), date)
 
     def verify(self) -> list[str]:
-        """Problems with the files the catalog names (missing, unreadable); empty when every one reads."""
+        """Problems with the files the catalog names (missing, unreadable); empty when every one
+        reads."""
         problems = []
         for relative in sorted(self.catalog().live_files()):
             try:
@@ -296,9 +309,11 @@ class StoreReader:
         )
 
     def quarantine(self, ingest_id: str | None = None) -> pd.DataFrame:
-        """Quarantined rows kept on disk, with `ingest` (id), `table` (bars | index) and `reason` columns.
+        """Quarantined rows kept on disk, with `ingest` (id), `table` (bars | index) and `reason`
+        columns.
 
-        `ingest_id` selects one ingest ("last" for the most recent ingest); None gives every kept ingest.
+        `ingest_id` selects one ingest ("last" for the most recent ingest); None gives every kept
+        ingest.
         """
 
         def read(catalog: Catalog) -> list[pd.DataFrame]:

@@ -1,12 +1,14 @@
-"""The sample clock: the bundled sample played forward one session per ingest, so a fresh stack tells
-its story on its defaults (a first report, an alert, a repair) instead of starting at the sample's end.
+"""The sample clock: the bundled sample played forward one session per ingest, so a fresh stack
+tells its story on its defaults (a first report, an alert, a repair) instead of starting at the
+sample's end.
 
-With OOMRL_SAMPLE_CLOCK set to a session, an empty store is filled with the sample up to that session,
-and each later ingest of the sample adds the next session (bars and CSI 300 levels; membership, which
-is point in time, whole). Every consumer's default `as_of` is the store's last session, so the daily
-chain then marks, diagnoses and reports one new session per run. Once the store holds the sample's
-last session the clock has nothing to add and the chain ends `NoNewSession`. Live sources, an explicit
-`end`, and the clock `off` (the default outside `oomrl server up`) ingest as they always did.
+With OOMRL_SAMPLE_CLOCK set to a session, an empty store is filled with the sample up to that
+session, and each later ingest of the sample adds the next session (bars and CSI 300 levels;
+membership, which is point in time, whole). Every consumer's default `as_of` is the store's last
+session, so the daily chain then marks, diagnoses and reports one new session per run. Once the
+store holds the sample's last session the clock has nothing to add and the chain ends
+`NoNewSession`. Live sources, an explicit `end`, and the clock `off` (the default outside `oomrl
+server up`) ingest as they always did.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ def next_session(day: date) -> date:
 
 def clock_end(clock: date | None, store: Any, sample_last: date) -> date | None:
     """The last session the next ingest of the sample may write: the clock's session into an empty
-    store, else the session after the store's last one; never past the sample's end. None: no clock."""
+    store, else the session after the store's last one; never past the sample's end. None: no
+    clock."""
     if clock is None:
         return None
     last = store.bar_summary()["last_date"] if not store.is_empty() else None

@@ -1,4 +1,5 @@
-"""The one bar schema every source produces and the store keeps, and helpers to conform frames to it."""
+"""The one bar schema every source produces and the store keeps, and helpers to conform frames to
+it."""
 
 from __future__ import annotations
 
@@ -20,15 +21,17 @@ BAR_COLUMNS: tuple[str, ...] = (
     "volume",  # float64, SHARES (sources in lots are multiplied by 100 at the boundary)
     "amount",  # float64, CNY traded; NaN when the source has none
     "adjustment",  # str: "none" | "qfq" | "hfq"
-    "prev_close_raw",  # float64, the previous close the price limit applies to, on this row's price basis
-    #                    (unadjusted for adjustment "none"; for qfq/hfq the adjusted previous close, which
-    #                    keeps the day's return and hence limit moves); NaN when unknown. Divided by
-    #                    `factor` it is the exchange's reference price (the ex-rights price on an ex-date)
+    # float64, the previous close the price limit applies to, on this row's price basis
+    "prev_close_raw",
+    # (unadjusted for adjustment "none"; for qfq/hfq the adjusted previous close, which
+    # keeps the day's return and hence limit moves); NaN when unknown. Divided by
+    # `factor` it is the exchange's reference price (the ex-rights price on an ex-date)
     "factor",  # float64, Qlib's adjustment factor: adjusted price = raw price x factor, so the raw
-    #                (traded) price is open/high/low/close / factor; 1.0 for unadjusted rows; NaN unknown
+    # (traded) price is open/high/low/close / factor; 1.0 for unadjusted rows; NaN unknown
     "st",  # float64, 1.0 when the security is under risk warning (ST or *ST) that day, 0.0 when
     #                not, NaN when unknown (treated as not ST)
-    "list_date",  # float64, the listing (or relisting) date as the number YYYYMMDD; NaN when unknown
+    # float64, the listing (or relisting) date as the number YYYYMMDD; NaN when unknown
+    "list_date",
     #                (treated as long listed). The first sessions after it may trade without limits
 )
 
@@ -58,14 +61,15 @@ def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> 
     missing = [name for name in columns if name not in frame.columns]
     if missing:
         raise DataValidationError(
-            f"{what} frame is missing column(s) {', '.join(missing)}; has {', '.join(map(str, frame.columns))}"
+            f"{what} frame is missing column(s) {', '.join(missing)}; has "
+            f"{', '.join(map(str, frame.columns))}"
         )
 
 
 def parse_dates(values: Any) -> pd.Series:
-    """Dates from text or datetimes, unparseable ones NaT: ISO 8601 (and what pandas reads as such) at
-    vector speed, anything else one by one. Never pandas' "could not infer format" warning, which a
-    single bad first row of a CSV would otherwise print to stderr."""
+    """Dates from text or datetimes, unparseable ones NaT: ISO 8601 (and what pandas reads as such)
+    at vector speed, anything else one by one. Never pandas' "could not infer format" warning, which
+    a single bad first row of a CSV would otherwise print to stderr."""
     series = (
         values
         if isinstance(values, pd.Series)
@@ -81,7 +85,8 @@ def parse_dates(values: Any) -> pd.Series:
 
 
 def _dates(values: pd.Series) -> pd.Series:
-    """Tz-naive normalized datetime64[ns]; unparseable values become NaT (rejected per row later)."""
+    """Tz-naive normalized datetime64[ns]; unparseable values become NaT (rejected per row
+    later)."""
     parsed = values if pd.api.types.is_datetime64_dtype(values) else parse_dates(values)
     if getattr(parsed.dt, "tz", None) is not None:
         parsed = parsed.dt.tz_localize(None)
@@ -112,7 +117,8 @@ def _conform(
 
 
 def _already_bars(frame: pd.DataFrame) -> bool:
-    """True when the frame already has exactly the schema columns and dtypes (sources conform once)."""
+    """True when the frame already has exactly the schema columns and dtypes (sources conform
+    once)."""
     if tuple(frame.columns) != BAR_COLUMNS or not isinstance(frame.index, pd.RangeIndex):
         return False
     dtypes = frame.dtypes
@@ -130,7 +136,8 @@ def _already_bars(frame: pd.DataFrame) -> bool:
 
 
 def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
-    """Bars in schema order and dtypes; non-numeric values become NaN so validation can name the row.
+    """Bars in schema order and dtypes; non-numeric values become NaN so validation can name the
+    row.
 
     Raises DataValidationError when a required column is missing (the whole batch is unusable).
     """
@@ -149,7 +156,8 @@ def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     """Index levels in schema order and dtypes (date, code, close, kind)."""
 
     def code(values: pd.Series) -> np.ndarray:
-        # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay as given.
+        # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay
+        # as given.
         return (
             values.astype(str)
             .map(lambda text: text.zfill(6) if text.isdigit() else text)
@@ -212,7 +220,8 @@ def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:
     """Fill missing prev_close_raw with the previous bar's close of the same symbol (same basis).
 
     Used where a source has no unadjusted prices: on a qfq basis the previous close is the ex-rights
-    reference the exchange applies limits to, so limit checks on returns stay right up to tick rounding.
+    reference the exchange applies limits to, so limit checks on returns stay right up to tick
+    rounding.
     """
     ordered = frame.sort_values(["symbol", "date"], kind="mergesort")
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)

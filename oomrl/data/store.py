@@ -1,10 +1,11 @@
-"""The parquet market store under OOMRL_HOME/data: one writer at a time, and every write commits whole or not at all.
+"""The parquet market store under OOMRL_HOME/data: one writer at a time, and every write commits
+whole or not at all.
 
 A write happens in a transaction: take the writer lock (oomrl.data.lock), clear what a killed writer
-left, write new immutable files, commit them by replacing the catalog (oomrl.data.catalog), then delete
-the files it replaced. `MarketStore.write_*` each run in a transaction of their own; an ingest opens one
-with `store.transaction()` and does all its writes in it, so its bars, index levels, membership, record
-and quarantined rows appear together or not at all.
+left, write new immutable files, commit them by replacing the catalog (oomrl.data.catalog), then
+delete the files it replaced. `MarketStore.write_*` each run in a transaction of their own; an
+ingest opens one with `store.transaction()` and does all its writes in it, so its bars, index
+levels, membership, record and quarantined rows appear together or not at all.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ KEEP = {CATALOG_FILE, LOCK_FILE, HOLDER_FILE}
 
 
 class StoreWriteError(OomrlError):
-    """The file system refused a store write (disk full, read-only, permissions); nothing was committed."""
+    """The file system refused a store write (disk full, read-only, permissions); nothing was
+    committed."""
 
 
 def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
@@ -50,13 +52,15 @@ def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:
         else "?"
     )
     return DataValidationError(
-        f"refusing to store {what}: {len(quarantined)} row(s) fail validation, e.g. {label}: {first['reason']}"
+        f"refusing to store {what}: {len(quarantined)} row(s) fail validation, e.g. "
+        f"{label}: {first['reason']}"
     )
 
 
 @contextmanager
 def _store_io(root: Path) -> Iterator[None]:
-    """File-system failures of store writes (disk full, read-only, permissions) as one clear StoreWriteError."""
+    """File-system failures of store writes (disk full, read-only, permissions) as one clear
+    StoreWriteError."""
     try:
         yield
     except FileNotFoundError as exc:  # a write reads the parts it merges with: one is gone
@@ -76,14 +80,15 @@ def _store_io(root: Path) -> Iterator[None]:
 
 
 class MarketStore(StoreReader):
-    """Bars (parquet parts by year), index levels and CSI 300 membership under `root`; see the module docstring."""
+    """Bars (parquet parts by year), index levels and CSI 300 membership under `root`; see the
+    module docstring."""
 
     @contextmanager
     def transaction(
         self, wait: float | None = None, on_wait: Callable[[str], None] | None = None
     ) -> Iterator[StoreTransaction]:
-        """Hold the writer lock (waiting up to `wait` s) and yield a transaction committed when the block ends
-        without an exception; on an exception nothing it wrote stays."""
+        """Hold the writer lock (waiting up to `wait` s) and yield a transaction committed when the
+        block ends without an exception; on an exception nothing it wrote stays."""
         with _store_io(self.root):
             lock = WriterLock(self.root, wait, on_wait).__enter__()
         try:
@@ -102,7 +107,8 @@ class MarketStore(StoreReader):
 
     # One-shot writes: each is a transaction of its own.
     def write_bars(self, frame: pd.DataFrame) -> int:
-        """Merge validated bars in; returns the number of (date, symbol) rows that were not stored before.
+        """Merge validated bars in; returns the number of (date, symbol) rows that were not stored
+        before.
 
         Refuses (DataValidationError) if any row fails validation: callers quarantine first. A row
         for an existing (date, symbol) replaces the stored one, so re-ingesting adds no duplicates.
@@ -111,12 +117,14 @@ class MarketStore(StoreReader):
             return tx.write_bars(frame)
 
     def write_index(self, frame: pd.DataFrame) -> int:
-        """Merge validated index levels (date, code, close, kind); returns rows not stored before."""
+        """Merge validated index levels (date, code, close, kind); returns rows not stored
+        before."""
         with self.transaction() as tx:
             return tx.write_index(frame)
 
     def write_membership(self, frame: pd.DataFrame) -> int:
-        """Store membership snapshots; an effective date present in `frame` replaces that whole snapshot."""
+        """Store membership snapshots; an effective date present in `frame` replaces that whole
+        snapshot."""
         with self.transaction() as tx:
             return tx.write_membership(frame)
 
@@ -129,7 +137,8 @@ class MarketStore(StoreReader):
 
 
 class StoreTransaction(MarketStore):
-    """Writes staged on a private copy of the catalog; reads see them. Made by MarketStore.transaction()."""
+    """Writes staged on a private copy of the catalog; reads see them. Made by
+    MarketStore.transaction()."""
 
     def __init__(
         self, root: Path, base: Catalog, interrupted: dict[str, Any] | None = None
@@ -137,7 +146,8 @@ class StoreTransaction(MarketStore):
         super().__init__(root, pinned=base.copy())
         self.base = base
         self.interrupted = interrupted
-        """The lock note of a writer that died mid-write before this transaction (None if none did)."""
+        """The lock note of a writer that died mid-write before this transaction (None if none
+        did)."""
         self.cleared: list[str] = []
         """Orphans of that writer (or of failed writes) removed when this transaction started."""
         self.discarded = False
@@ -156,13 +166,15 @@ class StoreTransaction(MarketStore):
         yield self
 
     def clear_orphans(self) -> None:
-        """The start-up check: delete files that no committed catalog names (a killed or failed write's)."""
+        """The start-up check: delete files that no committed catalog names (a killed or failed
+        write's)."""
         for path in orphans(self.root, self.base, KEEP):
             path.unlink(missing_ok=True)
             self.cleared.append(path.relative_to(self.root).as_posix())
 
     def recovery_note(self) -> str | None:
-        """One line on what the start-up check found, for the user; None when the store was clean."""
+        """One line on what the start-up check found, for the user; None when the store was
+        clean."""
         if self.interrupted is None and not self.cleared:
             return None
         who = (
@@ -171,12 +183,14 @@ class StoreTransaction(MarketStore):
             else "files of an unfinished write were left"
         )
         return (
-            f"{who}; the store kept its last complete state and {len(self.cleared)} leftover file(s) "
+            f"{who}; the store kept its last complete state and {len(self.cleared)} "
+            "leftover file(s) "
             "were removed"
         )
 
     def discard(self) -> None:
-        """Drop everything staged: the transaction ends without committing (the store stays as it was)."""
+        """Drop everything staged: the transaction ends without committing (the store stays as it
+        was)."""
         self.discarded = True
 
     def _add_file(self, relative: str) -> Path:
@@ -184,8 +198,8 @@ class StoreTransaction(MarketStore):
         return self.root / relative
 
     def _retire(self, relative: str | None) -> None:
-        """A staged file is replaced: if this transaction wrote it, it is garbage now; committed files stay
-        until the commit (readers may be on them)."""
+        """A staged file is replaced: if this transaction wrote it, it is garbage now; committed
+        files stay until the commit (readers may be on them)."""
         if relative in self._new:
             self._new.discard(relative)
             (self.root / relative).unlink(missing_ok=True)
@@ -259,7 +273,8 @@ class StoreTransaction(MarketStore):
 
     # -- end -----------------------------------------------------------------------------------
     def commit(self) -> None:
-        """Replace the catalog (the commit point), then delete the committed files it no longer names."""
+        """Replace the catalog (the commit point), then delete the committed files it no longer
+        names."""
         if self.discarded or not self._new and self.staged.to_json() == self.base.to_json():
             self.rollback()
             return
@@ -278,7 +293,8 @@ class StoreTransaction(MarketStore):
                 (self.root / relative).unlink(missing_ok=True)
 
     def rollback(self) -> None:
-        """Delete every file this transaction wrote; the committed catalog and its files are untouched."""
+        """Delete every file this transaction wrote; the committed catalog and its files are
+        untouched."""
         for relative in sorted(self._new):
             (self.root / relative).unlink(missing_ok=True)
         self._new.clear()

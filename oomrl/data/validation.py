@@ -1,4 +1,5 @@
-"""Validation of bars, index levels and membership before anything reaches the store: bad rows are quarantined with a reason."""
+"""Validation of bars, index levels and membership before anything reaches the store: bad rows are
+quarantined with a reason."""
 
 from __future__ import annotations
 
@@ -24,15 +25,17 @@ from oomrl.market import boards, markets
 from oomrl.market.calendar import CALENDAR_NAME, last_completed_session, non_sessions
 
 LIMIT_TOLERANCE = 0.005
-"""Slack on the price-limit rule (fraction of prev close) on top of two 0.01 CNY ticks: qfq prices are
-rounded to the cent after scaling, so a true limit move can look a little larger than the limit."""
+"""Slack on the price-limit rule (fraction of prev close) on top of two 0.01 CNY ticks: qfq prices
+are rounded to the cent after scaling, so a true limit move can look a little larger than the
+limit."""
 VWAP_TOLERANCE = 0.02
 """Slack on amount/volume vs the day's range (auction prints and rounding of volume)."""
 MAX_QFQ_FACTOR = 20.0
 """qfq scales past prices down, so raw VWAP >= qfq low; but a raw VWAP more than 20x the qfq high
 means the volume is almost surely in lots, not shares."""
 INDEX_MAX_MOVE = 0.20
-"""CSI indices have never moved 20 % in a day; a bigger jump is a data error (e.g. a spliced series)."""
+"""CSI indices have never moved 20 % in a day; a bigger jump is a data error (e.g. a spliced
+series)."""
 TICK = 0.01
 
 Detail = str | Callable[[int], str] | None
@@ -90,14 +93,16 @@ class _Reasons:
 
 
 def _not_in(values: pd.Series, accept: Callable[[str], bool]) -> np.ndarray:
-    """Rows whose value fails `accept`, testing each distinct value once (symbols repeat thousands of times)."""
+    """Rows whose value fails `accept`, testing each distinct value once (symbols repeat thousands
+    of times)."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     verdicts = np.array([not accept(str(value)) for value in uniques], dtype=bool)
     return verdicts[codes] if len(uniques) else np.zeros(len(values), dtype=bool)
 
 
 def _per_value(values: pd.Series, function: Callable[[str], object]) -> np.ndarray:
-    """`function` of each row's value, computed once per distinct value (symbols repeat thousands of times)."""
+    """`function` of each row's value, computed once per distinct value (symbols repeat thousands of
+    times)."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return (
         np.array([function(str(value)) for value in uniques], dtype=object)[codes]
@@ -119,7 +124,8 @@ def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, n
 
 
 def _limit_pct(rows: pd.DataFrame) -> np.ndarray:
-    """Limit fraction per row by board, date, ST flag and listing age; NaN where no limit applies."""
+    """Limit fraction per row by board, date, ST flag and listing age; NaN where no limit
+    applies."""
     return markets.row_limit_fractions(
         rows["symbol"].to_numpy(),
         rows["date"].to_numpy(),
@@ -153,7 +159,8 @@ def _limit_breaches(
         sym, base = frame.at[row, "symbol"], prev[row]
         return (
             f"close {frame.at[row, 'close']:.4g} (high {frame.at[row, 'high']:.4g}, low "
-            f"{frame.at[row, 'low']:.4g}) vs prev close {base:.4g}: {frame.at[row, 'close'] / base - 1:+.1%}, "
+            f"{frame.at[row, 'low']:.4g}) vs prev close {base:.4g}: "
+            f"{frame.at[row, 'close'] / base - 1:+.1%}, "
             f"beyond the ±{pct_of[row]:.0%} {boards.board_of(sym).value}-board limit on that date"
         )
 
@@ -184,9 +191,9 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
 def _dated_checks(
     reasons: _Reasons, dates: pd.Series, now: datetime | None, calendars: np.ndarray | None = None
 ) -> None:
-    """Calendar rules: a date after the last session of its exchange that had closed as of `now` (its data
-    cannot be final), or an earlier date that is not a session. `calendars` names each row's exchange
-    calendar (default XSHG; None for a row skips the rules)."""
+    """Calendar rules: a date after the last session of its exchange that had closed as of `now`
+    (its data cannot be final), or an earlier date that is not a session. `calendars` names each
+    row's exchange calendar (default XSHG; None for a row skips the rules)."""
     clock = now or datetime.now(UTC)
     names = (
         np.full(len(dates), CALENDAR_NAME, dtype=object)
@@ -210,7 +217,8 @@ def _dated_checks(
         "future_session",
         lambda row: (
             f"{dates.iat[row]:%Y-%m-%d} is after the last completed {names[row]} session "
-            f"{last_of[names[row]]:%Y-%m-%d}{close.get(names[row], '')} as of {pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"
+            f"{last_of[names[row]]:%Y-%m-%d}{close.get(names[row], '')} as of "
+            f"{pd.Timestamp(clock):%Y-%m-%d %H:%M %Z}"
         ),
     )
     reasons.add(
@@ -222,7 +230,8 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
     """Split bars into valid and quarantined rows; every quarantined row names the rule(s) it broke.
 
     `now` is the clock (default: the current time): bars of sessions that had not closed by then are
-    quarantined. Raises DataValidationError when the frame lacks a schema column (nothing in it can be trusted).
+    quarantined. Raises DataValidationError when the frame lacks a schema column (nothing in it can
+    be trusted).
     """
     bars = conform_bars(frame)
     reasons = _Reasons(len(bars))
@@ -262,7 +271,8 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
         _bad_status(bars),
         "bad_status",
         lambda row: (
-            f"factor {bars.at[row, 'factor']}, st {bars.at[row, 'st']}, list_date {bars.at[row, 'list_date']}"
+            f"factor {bars.at[row, 'factor']}, st {bars.at[row, 'st']}, list_date "
+            f"{bars.at[row, 'list_date']}"
         ),
     )
     reasons.add(
@@ -270,7 +280,8 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
         "volume_amount",
         lambda row: (
             f"volume {bars.at[row, 'volume']:.6g} shares, amount {bars.at[row, 'amount']:.6g} CNY "
-            f"inconsistent with each other or the range [{bars.at[row, 'low']}, {bars.at[row, 'high']}]"
+            f"inconsistent with each other or the range [{bars.at[row, 'low']}, "
+            f"{bars.at[row, 'high']}]"
         ),
     )
     # Limit moves are judged only between rows that are otherwise sound and unique.
@@ -281,7 +292,8 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
 
 
 def _bad_status(bars: pd.DataFrame) -> np.ndarray:
-    """A factor that is not positive, an ST flag other than 0/1, a list_date that is not a YYYYMMDD date."""
+    """A factor that is not positive, an ST flag other than 0/1, a list_date that is not a YYYYMMDD
+    date."""
     factor, st, listed = bars["factor"], bars["st"], bars["list_date"]
     bad = (factor.notna() & ~(factor > 0)) | (st.notna() & ~st.isin([0.0, 1.0]))
     bad |= listed.notna() & pd.isna(from_yyyymmdd(listed.to_numpy()))
@@ -289,8 +301,8 @@ def _bad_status(bars: pd.DataFrame) -> np.ndarray:
 
 
 def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
-    """Split index levels into valid and quarantined rows (NaN, non-positive, duplicates, non-sessions,
-    sessions not closed as of `now`, jumps)."""
+    """Split index levels into valid and quarantined rows (NaN, non-positive, duplicates,
+    non-sessions, sessions not closed as of `now`, jumps)."""
     levels = conform_index(frame)
     reasons = _Reasons(len(levels))
     if levels.empty:
@@ -319,7 +331,8 @@ def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> Validati
 
 
 def validate_membership(frame: pd.DataFrame) -> pd.DataFrame:
-    """Membership rows checked whole (a snapshot is all or nothing); raises DataValidationError naming the rows."""
+    """Membership rows checked whole (a snapshot is all or nothing); raises DataValidationError
+    naming the rows."""
     members = conform_membership(frame)
     problems: list[str] = []
     if members["effective_date"].isna().any():

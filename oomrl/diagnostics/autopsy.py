@@ -1,4 +1,5 @@
-"""The Autopsy (a loss diagnosis with its mandate and machine-checkable constraints) and the loss alert.
+"""The Autopsy (a loss diagnosis with its mandate and machine-checkable constraints) and the loss
+alert.
 
 These two models are the only repair inputs any door accepts (CLI, flow, webhook): every number is
 finite, every string and list is bounded, and names use the limits of oomrl.names.
@@ -107,7 +108,8 @@ class Diagnostics(_Strict):
 
 
 class Constraints(_Strict):
-    """The mandate as numbers the Test Author encodes and cross-validation checks before promotion."""
+    """The mandate as numbers the Test Author encodes and cross-validation checks before
+    promotion."""
 
     rebalance: Rebalance
     max_adv_participation: float = Field(gt=0, le=1, description="Cap on one order's share of ADV.")
@@ -199,7 +201,6 @@ def write_schema(path: Path = SCHEMA_PATH) -> Path:
     return path
 
 
-if (
-    __name__ == "__main__"
-):  # pragma: no cover - `python -m oomrl.diagnostics.autopsy` refreshes the file
+# `python -m oomrl.diagnostics.autopsy` refreshes the file
+if __name__ == "__main__":  # pragma: no cover
     print(write_schema())

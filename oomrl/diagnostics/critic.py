@@ -1,7 +1,9 @@
-"""The deterministic critic: turns an alert and the ledger's evidence into an Autopsy with a mandate.
+"""The deterministic critic: turns an alert and the ledger's evidence into an Autopsy with a
+mandate.
 
 Root causes are checked in order of how directly the evidence points at them:
-1. execution: orders above the ADV participation cap, or impact dominating costs while leakage is high;
+1. execution: orders above the ADV participation cap, or impact dominating costs while leakage is
+   high;
 2. over-trading: turnover above the cap, or costs eating a visible share of NAV;
 3. signal: losses that the frictionless return already shows (execution is clean);
 Each cause maps to a mandate in words and the same mandate as `Constraints`.
@@ -101,7 +103,8 @@ def _diagnosis(
     ) >= IMPACT_DOMINANT and metrics.slippage_leakage >= config.leakage_threshold
     if ev.fills_over_participation_cap > 0 or impact_heavy:
         cause = (
-            f"Aggressive crossing exceeding order book depth: {ev.fills_over_participation_cap} fill(s) "
+            "Aggressive crossing exceeding order book depth: "
+            f"{ev.fills_over_participation_cap} fill(s) "
             f"above {base.max_adv_participation:.0%} of ADV, impact "
             f"{(ev.impact_share_of_costs or 0):.0%} of costs"
         )

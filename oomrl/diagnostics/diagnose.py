@@ -1,4 +1,5 @@
-"""Loss diagnostics of one account: evaluate the rules, write each new alert's autopsy to the ledger."""
+"""Loss diagnostics of one account: evaluate the rules, write each new alert's autopsy to the
+ledger."""
 
 from __future__ import annotations
 
@@ -104,8 +105,8 @@ def diagnose_account(
 ) -> list[Autopsy]:
     """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file.
 
-    With `start`, every NAV session from `start` to `as_of` is diagnosed in turn (a chain catching up
-    on several newly marked sessions raises each alert on the day it first held)."""
+    With `start`, every NAV session from `start` to `as_of` is diagnosed in turn (a chain catching
+    up on several newly marked sessions raises each alert on the day it first held)."""
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.ledger import Ledger

@@ -1,14 +1,16 @@
 """Which loss alerts ask for a repair: the strategy version still active, no recent request for it.
 
-The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.yaml); this module decides
+The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.yaml); this module
+decides
 the rest and says so in the event's labels, so the trigger's match reads as the whole policy:
 
-- an alert about a strategy version the account no longer trades asks for nothing (`inactive-version`);
+- an alert about a strategy version the account no longer trades asks for nothing
+  (`inactive-version`);
 - while a challenger of the account is on probation, an alert asks for nothing (`probation`): the
   forward market is judging the repair already made;
 - within `cooldown` sessions of a request for the same account and version, an alert of the same or
-  a lower severity asks for nothing (`cooldown`): one cause, one repair. A critical alert is never held
-  back by a warning's request, as the trigger may be set to ignore warnings.
+  a lower severity asks for nothing (`cooldown`): one cause, one repair. A critical alert is never
+  held back by a warning's request, as the trigger may be set to ignore warnings.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def sessions_between(earlier: date, later: date) -> int:
 
 
 def judge(ledger: RequestLedger, autopsy: Autopsy, cooldown: int) -> RepairDecision:
-    """The decision for one new alert of the account (alerts are judged in the order they are raised)."""
+    """The decision for one new alert of the account (alerts are judged in the order they are
+    raised)."""
     account, version = autopsy.account, autopsy.diagnostics.strategy_version
     active = ledger.active_version(account)
     if version and active and version != active:

@@ -1,4 +1,5 @@
-"""Loss alert rules over an account's NAV history, with configurable thresholds and stable alert ids.
+"""Loss alert rules over an account's NAV history, with configurable thresholds and stable alert
+ids.
 
 Event rules (a day's loss) are keyed by their date. State rules (drawdown, principal loss, IR decay,
 execution decay, turnover) are keyed by the first session of the episode in which the condition has
@@ -75,7 +76,8 @@ class AlertConfig(BaseModel):
 
 
 def load_config(path: Path | None) -> AlertConfig:
-    """Thresholds from a TOML, YAML or JSON file (keys of AlertConfig, optionally under [alerts])."""
+    """Thresholds from a TOML, YAML or JSON file (keys of AlertConfig, optionally under
+    [alerts])."""
     if path is None:
         return AlertConfig()
     if not path.exists():
@@ -272,7 +274,8 @@ class RuleBook:
             (ir <= threshold).fillna(False),
             ir.iloc[-1],
             threshold,
-            f"rolling {self.config.ir_window}-day IR {ir.iloc[-1]:.2f} is at or below {threshold:g}",
+            f"rolling {self.config.ir_window}-day IR {ir.iloc[-1]:.2f} "
+            f"is at or below {threshold:g}",
         )
 
     def rolling_ir(self) -> pd.Series:
@@ -317,7 +320,8 @@ class RuleBook:
             annual.iloc[-1],
             c.turnover_annualized_max,
             f"turnover {annual.iloc[-1]:.1f}× a year over {c.turnover_window} sessions "
-            f"(cap {c.turnover_annualized_max:g}×, or {c.turnover_spike_multiple:g}× the prior window)",
+            f"(cap {c.turnover_annualized_max:g}×, or {c.turnover_spike_multiple:g}× the "
+            "prior window)",
         )
 
 

@@ -1,1 +1,2 @@
-"""A-share market facts: the XSHG calendar, boards and price limits, trading rules, the CSI 300 universe."""
+"""A-share market facts: the XSHG calendar, boards and price limits, trading rules, the CSI 300
+universe."""

@@ -1,4 +1,5 @@
-"""Boards of A-share codes (main board, ChiNext, STAR, BSE) from the code alone, and single-symbol limit helpers."""
+"""Boards of A-share codes (main board, ChiNext, STAR, BSE) from the code alone, and single-symbol
+limit helpers."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ class Board(StrEnum):
 
 
 def exchange_of(code: str) -> str:
-    """Exchange suffix for a 6-digit code: SH for 6xxxxx (and 9xxxxx B), BJ for 4/8xxxxx and 920xxx, else SZ."""
+    """Exchange suffix for a 6-digit code: SH for 6xxxxx (and 9xxxxx B), BJ for 4/8xxxxx and 920xxx,
+    else SZ."""
     if not re.fullmatch(r"\d{6}", code):
         raise ValueError(f"not a 6-digit A-share code: {code!r}")
     if code[0] in "48" or code.startswith("920"):
@@ -34,7 +36,8 @@ def exchange_of(code: str) -> str:
 
 
 def to_symbol(code: str) -> str:
-    """Canonical symbol from a code in any common spelling: 600519, sh600519, 600519.SS, 600519.SH."""
+    """Canonical symbol from a code in any common spelling: 600519, sh600519, 600519.SS,
+    600519.SH."""
     text = str(code).strip().upper()
     text = text.replace(".SS", ".SH")
     if len(text) == 8 and text[:2] in ("SH", "SZ", "BJ") and text[2:].isdigit():
@@ -48,7 +51,8 @@ def to_symbol(code: str) -> str:
 
 
 def symbol_or_text(code: object) -> str:
-    """The canonical symbol when `code` reads as one, else the text unchanged (validation then names it)."""
+    """The canonical symbol when `code` reads as one, else the text unchanged (validation then names
+    it)."""
     try:
         return to_symbol(str(code))
     except ValueError:
@@ -56,7 +60,8 @@ def symbol_or_text(code: object) -> str:
 
 
 def board_of(symbol: str) -> Board:
-    """The board a symbol is listed on: 300/301/302 ChiNext, 688/689 STAR, 4/8/920 BSE, else main."""
+    """The board a symbol is listed on: 300/301/302 ChiNext, 688/689 STAR, 4/8/920 BSE, else
+    main."""
     code = to_symbol(symbol)[:6]
     if code.startswith(("300", "301", "302")):
         return Board.CHINEXT
@@ -68,7 +73,8 @@ def board_of(symbol: str) -> Board:
 
 
 def price_limit_pct(symbol: str, is_st: bool = False, on: date | None = None) -> float:
-    """Daily price-limit fraction of one symbol on a date (default today); see oomrl.market.limits."""
+    """Daily price-limit fraction of one symbol on a date (default today); see
+    oomrl.market.limits."""
     from oomrl.market import limits
 
     day = np.array([on or date.today()], dtype="datetime64[D]")

@@ -1,4 +1,5 @@
-"""Trading calendars from exchange_calendars: XSHG (Shanghai/Shenzhen A-shares) by default, any other by name."""
+"""Trading calendars from exchange_calendars: XSHG (Shanghai/Shenzhen A-shares) by default, any
+other by name."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def non_sessions(dates: pd.Series | pd.DatetimeIndex, name: str = CALENDAR_NAME)
 
 
 def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_NAME) -> np.ndarray:
-    """1-based session count from `since` (a listing date) to `dates`, elementwise; NaN where `since` is NaT.
+    """1-based session count from `since` (a listing date) to `dates`, elementwise; NaN where
+    `since` is NaT.
 
     Counts the calendar's sessions in [first session on or after `since`, date]; a date before
     `since` gives a number below 1.
@@ -63,7 +65,8 @@ def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_N
     known = ~np.isnat(start)
     if not known.any():
         return np.full(np.shape(dates), np.nan)
-    # numpy arrays, not DatetimeIndex: a boolean mask on a panel's worth of cells is much cheaper there.
+    # numpy arrays, not DatetimeIndex: a boolean mask on a panel's worth of cells is much cheaper
+    # there.
     days, start = np.ravel(np.asarray(dates, dtype="datetime64[ns]"))[known], start[known]
     out = np.full(known.shape, np.nan)
     first_day, last_day = pd.DatetimeIndex(days).min(), pd.DatetimeIndex(days).max()  # NaT skipped
@@ -86,8 +89,8 @@ XSHG_TIMEZONE = "Asia/Shanghai"
 
 
 def last_completed_session(now: datetime, name: str = CALENDAR_NAME) -> pd.Timestamp:
-    """The latest session whose close is at or before `now` (tz-aware; naive is UTC), XSHG by default
-    (close 15:00 Asia/Shanghai).
+    """The latest session whose close is at or before `now` (tz-aware; naive is UTC), XSHG by
+    default (close 15:00 Asia/Shanghai).
 
     Bars dated after it cannot be final: a session still trading, or one that has not happened yet.
     """

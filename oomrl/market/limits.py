@@ -7,8 +7,9 @@ Each rule, with its source:
 
 - Main board ±10 %; risk-warning (ST, *ST) main-board stocks ±5 % until the SSE and SZSE Trading
   Rules (2026 revision) take effect on 2026-07-06, ±10 % from then. The change was first published
-  on 2025-06-27 as the consultation notice 《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知
-  （征求意见稿）》 and enacted by folding it into the 2026 revisions of both exchanges' trading rules.
+  on 2025-06-27 as the consultation notice
+  《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知 （征求意见稿）》
+  and enacted by folding it into the 2026 revisions of both exchanges' trading rules.
   Provenance of the date: press reports, not the exchanges' own notices (not read here): the SSE's
   draft trading rules of 2026-04-10 folded the notice in, and reports of the final rules give
   2026-07-06 as the first day (https://www.nashnova.com/feed/special/5176). Recheck against the
@@ -21,9 +22,9 @@ Each rule, with its source:
 - Beijing Stock Exchange ±30 % (BSE Trading Rules, 2021; opened 2021-11-15).
 - Listing days (IPO or relisting): no limit on the first 5 sessions on STAR; on ChiNext for listings
   from 2020-08-24; on the main board for listings from 2023-04-10 (the first registration-based
-  main-board IPOs). Before those dates ChiNext and main-board IPOs had, on the first day only, a band
-  of +44 % / -36 % around the issue price, which daily bars cannot check (no issue price): that day
-  counts as unlimited here. BSE: the first day has no limit.
+  main-board IPOs). Before those dates ChiNext and main-board IPOs had, on the first day only, a
+  band of +44 % / -36 % around the issue price, which daily bars cannot check (no issue price): that
+  day counts as unlimited here. BSE: the first day has no limit.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def limit_fractions(
     """
     fraction = limit_fraction(board, dates, st)
     session = np.asarray(listing_session, dtype=float)
-    # Free sessions number 5 at most: the board and listing-date rules are looked up on those cells only.
+    # Free sessions number 5 at most: the board and listing-date rules are looked up on those cells
+    # only.
     free = np.isfinite(session) & (session >= 1) & (session <= FREE_SESSIONS_REGISTRATION)
     shape = np.broadcast_shapes(np.shape(board), np.shape(list_dates), session.shape)
     free = np.broadcast_to(free, shape)

@@ -6,8 +6,8 @@ whole remaining position (the exchanges' "odd remainder is sold in one go"). Sou
 - Main board and ChiNext: SSE Trading Rules and SZSE Trading Rules (chapter on orders): buys in 100
   shares or whole multiples; "余额不足100股的部分，应当一次性申报卖出" (a remainder under 100 shares
   is sold in one declaration). ChiNext keeps 100-share lots after its 2020 reform.
-- STAR Market: SSE STAR Market Stock Trading Special Provisions (2019): a limit order is at least 200
-  shares, above that in 1-share steps; "卖出时，余额不足200股的部分，应当一次性申报卖出".
+- STAR Market: SSE STAR Market Stock Trading Special Provisions (2019): a limit order is at least
+  200 shares, above that in 1-share steps; "卖出时，余额不足200股的部分，应当一次性申报卖出".
 - Beijing Stock Exchange: BSE Trading Rules (2021): at least 100 shares, then 1-share steps; a
   remainder under 100 shares is sold in one declaration.
 
@@ -63,9 +63,9 @@ def round_sell(
 ) -> np.ndarray:
     """A legal sell for a wanted quantity (capped at what is sellable).
 
-    Below the minimum only the whole position may go: a holding under `minimum` is sold whole when any
-    of it is wanted; otherwise the wanted quantity rounds down to a legal size, and when that would
-    leave fewer than `minimum` shares the whole sellable position is sold.
+    Below the minimum only the whole position may go: a holding under `minimum` is sold whole when
+    any of it is wanted; otherwise the wanted quantity rounds down to a legal size, and when that
+    would leave fewer than `minimum` shares the whole sellable position is sold.
     """
     sellable = np.maximum(_ints(sellable), 0)
     wanted = np.minimum(np.maximum(_ints(wanted), 0), sellable)

@@ -1,7 +1,9 @@
-"""Markets by exchange: A-shares (board rules) and a generic rule set for other Yahoo tickers (US, HK, ...).
+"""Markets by exchange: A-shares (board rules) and a generic rule set for other Yahoo tickers (US,
+HK, ...).
 
 A symbol's market follows from its spelling: `600519.SH` (A-share, see boards.to_symbol), `0700.HK`
-(Hong Kong), a bare ticker such as `AAPL` (United States), or another Yahoo suffix (`.L`, `.T`, ...).
+(Hong Kong), a bare ticker such as `AAPL` (United States), or another Yahoo suffix (`.L`, `.T`,
+...).
 Each market names its trading calendar (exchange_calendars), its benchmark index (the code the store
 keeps it under and Yahoo's ticker) and its rule set. The generic set has one lot size, a commission
 with a minimum, per-side taxes and fees, no price limits and no T+1; the defaults below are
@@ -32,7 +34,8 @@ from oomrl.market.rules import AShareRules, FrictionRules
 
 
 class GenericRules(FrictionRules):
-    """Rules of a market without board lots or daily price limits: one lot, per-side taxes, no T+1."""
+    """Rules of a market without board lots or daily price limits: one lot, per-side taxes, no
+    T+1."""
 
     market: str = "us"
     lot_size: int = Field(1, ge=1)
@@ -96,7 +99,8 @@ class Market:
     currency: str
 
     def rules(self, overrides: Mapping[str, Any] | None = None) -> FrictionRules:
-        """The market's rule set with settings overrides applied (a bad override names the field)."""
+        """The market's rule set with settings overrides applied (a bad override names the
+        field)."""
         values = dict(overrides or {})
         if self.name == "cn":
             return AShareRules(**values)
@@ -141,7 +145,8 @@ def get_market(name: str) -> Market:
 
 
 def market_of(symbol: str) -> Market:
-    """The market a canonical symbol trades on (A-share codes, `.HK`, bare US tickers, other suffixes)."""
+    """The market a canonical symbol trades on (A-share codes, `.HK`, bare US tickers, other
+    suffixes)."""
     text = str(symbol)
     if boards.SYMBOL_PATTERN.fullmatch(text):
         return MARKETS["cn"]
@@ -169,7 +174,8 @@ def is_symbol(text: str) -> bool:
 
 
 def normalize(text: str, market: str | None = None) -> str:
-    """Canonical symbol: A-share codes in any spelling for cn (the default for digits), else Yahoo's ticker.
+    """Canonical symbol: A-share codes in any spelling for cn (the default for digits), else Yahoo's
+    ticker.
 
     `0700.hk` -> `0700.HK`, `aapl` -> `AAPL`, `600519` -> `600519.SH`, `600519.SS` -> `600519.SH`.
     """
@@ -250,7 +256,8 @@ def _market_or_none(symbol: str) -> Market | None:
 
 
 def market_of_index(code: str) -> Market:
-    """The market of an index code: a benchmark's own market, six digits for CSI/SSE indices, else by ticker."""
+    """The market of an index code: a benchmark's own market, six digits for CSI/SSE indices, else
+    by ticker."""
     for market in MARKETS.values():
         if market.benchmark == code:
             return market

@@ -1,4 +1,5 @@
-"""Trading rules and fees: the A-share set (board lots, dated limits, stamp duty) and what every market shares."""
+"""Trading rules and fees: the A-share set (board lots, dated limits, stamp duty) and what every
+market shares."""
 
 from __future__ import annotations
 
@@ -37,13 +38,15 @@ def to_cents(value: Decimal | float) -> Decimal:
 
 
 def cents_array(values: np.ndarray) -> np.ndarray:
-    """Vector form of `to_cents` for non-negative amounts (float; exact to the fen for CNY sizes)."""
+    """Vector form of `to_cents` for non-negative amounts (float; exact to the fen for CNY
+    sizes)."""
     # The 1e-9 nudge makes x.xx5 round up despite binary representation, matching Decimal half-up.
     return np.floor(np.asarray(values, dtype=float) * 100.0 + 0.5 + 1e-9) / 100.0
 
 
 def finite(values: np.ndarray) -> np.ndarray:
-    """np.nan_to_num of a float array, without its cost when every value is finite (then `values` itself)."""
+    """np.nan_to_num of a float array, without its cost when every value is finite (then `values`
+    itself)."""
     values = np.asarray(values, dtype=float)
     return values if np.isfinite(values).all() else np.nan_to_num(values)
 
@@ -96,8 +99,8 @@ class FrictionRules(BaseModel):
         return commission, tax, transfer
 
     def fee_rows(self, value: np.ndarray, tax_rate: float | np.ndarray) -> np.ndarray:
-        """(3, n) commission, tax and transfer fee of orders of traded `value` taxed at `tax_rate` (one
-        rate, or one per order), each rounded half-up to the fen; 0 where nothing traded."""
+        """(3, n) commission, tax and transfer fee of orders of traded `value` taxed at `tax_rate`
+        (one rate, or one per order), each rounded half-up to the fen; 0 where nothing traded."""
         rates = np.empty((3, *value.shape))
         rates[0], rates[1], rates[2] = self.commission_rate, tax_rate, self.transfer_fee_rate
         fees = cents_array(value * rates)
@@ -109,7 +112,8 @@ class FrictionRules(BaseModel):
         return self.impact_at(self.impact_scale(sigma), participation)
 
     def impact_scale(self, sigma: np.ndarray) -> np.ndarray:
-        """k * sigma (unknown volatility counts as 0): the part of the impact rate fixed for a session."""
+        """k * sigma (unknown volatility counts as 0): the part of the impact rate fixed for a
+        session."""
         return self.impact_k * finite(sigma)
 
     def impact_at(self, scale: np.ndarray, participation: np.ndarray) -> np.ndarray:
@@ -127,7 +131,8 @@ BOARD_LOTS: dict[Board, lots.LotRule] = {
 
 
 class AShareRules(FrictionRules):
-    """Friction and market-structure rules of the A-share paper broker; defaults follow docs/architecture.md §5."""
+    """Friction and market-structure rules of the A-share paper broker; defaults follow
+    docs/architecture.md §5."""
 
     stamp_duty_rate: float = Field(0.0005, ge=0.0)  # on sells, from `stamp_duty_change`
     stamp_duty_rate_before: float = Field(0.001, ge=0.0)

@@ -1,4 +1,5 @@
-"""Attribution of an account against the CSI 300: reads the ledger and the market store, writes the report.
+"""Attribution of an account against the CSI 300: reads the ledger and the market store, writes the
+report.
 
 The pure work lives in performance, factors and tearsheet; this module only fetches their inputs.
 """
@@ -68,7 +69,8 @@ def account_returns(nav: pd.DataFrame, account: str) -> tuple[pd.Series, pd.Seri
 
 
 def version_rewards(nav: pd.DataFrame, phases: list[Phase]) -> dict[str, float]:
-    """The paper's reward (Eq. 1-2) summed per phase (strategy version), from the ledger's NAV rows."""
+    """The paper's reward (Eq. 1-2) summed per phase (strategy version), from the ledger's NAV
+    rows."""
     dates = pd.to_datetime(nav["date"])
     return {
         phase.name: float(nav.loc[(dates >= phase.start) & (dates <= phase.end), "reward"].sum())
@@ -123,7 +125,8 @@ def store_style_factors(store: IndexSource, start: pd.Timestamp, end: pd.Timesta
 def account_attribution(
     returns: pd.Series, benchmark: pd.Series, store: IndexSource, rf: float = 0.0
 ) -> tuple[StyleAttribution | None, str | None]:
-    """Style attribution, or None and the reason when the store cannot support it (the report says so)."""
+    """Style attribution, or None and the reason when the store cannot support it (the report says
+    so)."""
     try:
         styles = store_style_factors(store, returns.index[0], returns.index[-1])
         return style_attribution(returns, benchmark, styles[list(FACTOR_NAMES)], rf), None
@@ -160,7 +163,8 @@ def account_marks(
     labels: dict[str, str],
     runs_dir: Path | None,
 ) -> list[Mark]:
-    """Alerts and probations (ledger), repairs (run folders) and promotions (first session of each new version)."""
+    """Alerts and probations (ledger), repairs (run folders) and promotions (first session of each
+    new version)."""
     marks = (
         alert_marks(ledger.alerts(account))
         + probation_marks(ledger.probations(account))
@@ -181,8 +185,8 @@ def account_report(
     workspace_dir: Path | None = None,
     runs_dir: Path | None = None,
 ) -> Report:
-    """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction from
-    the ledger, alerts/repairs/probations/promotions marked, style table."""
+    """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction
+    from the ledger, alerts/repairs/probations/promotions marked, style table."""
     nav = ledger.nav_frame(account)
     returns, versions = account_returns(nav, account)
     benchmark = benchmark_returns(store, benchmark_kind)

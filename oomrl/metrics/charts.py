@@ -172,8 +172,8 @@ def clusters(
     marks: list[Mark], start: float, end: float, spacing: float = MIN_MARK_SPACING
 ) -> list[list[Mark]]:
     """Marks in date order, grouped while within `spacing` of the axis (from `start` to `end`, in
-    matplotlib date numbers) of their group's first mark: the groups' first marks, where their markers
-    stand, are then at least `spacing` apart."""
+    matplotlib date numbers) of their group's first mark: the groups' first marks, where their
+    markers stand, are then at least `spacing` apart."""
     width = max(end - start, 1e-9)
     groups: list[list[Mark]] = []
     for mark in sorted(marks, key=lambda m: m.date):
@@ -216,11 +216,11 @@ def _marker(ax: Axes, group: list[Mark], y: float, style: dict[str, Any], label:
 
 
 def _mark(ax: Axes, marks: list[Mark] | None) -> None:
-    """Alerts as triangles along the bottom, repairs as diamonds along the top, promotions as labelled
-    dashed lines, a probation's start (dotted) and decision (dash-dot) as labelled lines lower down (a
-    decision sits a session before the promotion it makes); each kind appears once in the legend. Alerts (and repairs) closer than
-    MIN_MARK_SPACING of the axis share one marker, in the most severe alert's colour and labelled with
-    their count. Call after set_xlim."""
+    """Alerts as triangles along the bottom, repairs as diamonds along the top, promotions as
+    labelled dashed lines, a probation's start (dotted) and decision (dash-dot) as labelled lines
+    lower down (a decision sits a session before the promotion it makes); each kind appears once in
+    the legend. Alerts (and repairs) closer than MIN_MARK_SPACING of the axis share one marker, in
+    the most severe alert's colour and labelled with their count. Call after set_xlim."""
     seen: set[str] = set()
 
     def once(name: str) -> str:
@@ -354,7 +354,8 @@ def draw_rolling_ir(
     benchmark_label: str = "CSI 300",
     marks: list[Mark] | None = None,
 ) -> None:
-    """Rolling information ratio, with each phase (strategy version) shaded and named (paper Fig. 3)."""
+    """Rolling information ratio, with each phase (strategy version) shaded and named (paper Fig.
+    3)."""
     rolling = with_gaps(rolling_information_ratio(returns, benchmark, window))
     style_axes(ax, f"Rolling {window}-day information ratio vs {benchmark_label}", returns.index)
     _shade(ax, phases)

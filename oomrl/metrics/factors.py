@@ -3,11 +3,11 @@
 Factors are built over the stock universe, date × symbol panels:
 - Liquidity: log traded value (CNY) of the day; Momentum: 20-session return; Volatility: 20-session
   standard deviation (ddof=1) of daily returns.
-- Each characteristic is lagged one session (known at the previous close); the factor return on day t
-  is the equal-weighted mean return of the top quintile minus that of the bottom quintile.
-- (r − rf) is regressed on (b − rf) and the factors; the annual return then splits exactly (in sample)
-  into risk-free + beta return + style return + pure idiosyncratic alpha, because OLS residuals with an
-  intercept average to zero.
+- Each characteristic is lagged one session (known at the previous close); the factor return on day
+  t is the equal-weighted mean return of the top quintile minus that of the bottom quintile.
+- (r − rf) is regressed on (b − rf) and the factors; the annual return then splits exactly (in
+  sample) into risk-free + beta return + style return + pure idiosyncratic alpha, because OLS
+  residuals with an intercept average to zero.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def high_minus_low(
     universe: pd.DataFrame | None = None,
     quantile: float = QUINTILE,
 ) -> pd.Series:
-    """Equal-weighted top-quantile minus bottom-quantile return, ranking on the previous day's value."""
+    """Equal-weighted top-quantile minus bottom-quantile return, ranking on the previous day's
+    value."""
     if not 0 < quantile <= 0.5:
         raise MetricsInputError(f"quantile must be in (0, 0.5], got {quantile}")
     lagged = characteristic.shift(1).reindex_like(returns)
@@ -75,7 +76,8 @@ def style_factor_returns(
     universe: pd.DataFrame | None = None,
     quantile: float = QUINTILE,
 ) -> pd.DataFrame:
-    """Daily High-Low returns of the Liquidity, Momentum and Volatility factors (NaN during warm-up)."""
+    """Daily High-Low returns of the Liquidity, Momentum and Volatility factors (NaN during
+    warm-up)."""
     if close.empty:
         raise MetricsInputError("style factors: the price panel is empty")
     returns = close.pct_change(fill_method=None)
@@ -95,7 +97,8 @@ class StyleAttribution:
     idiosyncratic_volatility: float
 
     def table(self) -> pd.DataFrame:
-        """Table 2 layout: one row per exposure with coefficient, t (plain, HAC), p and annual contribution."""
+        """Table 2 layout: one row per exposure with coefficient, t (plain, HAC), p and annual
+        contribution."""
         table = self.regression.as_table().rename(index={"const": "alpha"}).rename_axis("exposure")
         contributions = {
             "alpha": self.decomposition["alpha"],
@@ -139,7 +142,8 @@ def style_attribution(
     usable = factors.reindex(r.index).dropna()
     if len(usable) < len(FACTOR_NAMES) + 10:
         raise MetricsInputError(
-            f"style attribution: only {len(usable)} of {len(r)} return dates have all factor returns"
+            f"style attribution: only {len(usable)} of {len(r)} return dates have all "
+            "factor returns"
         )
     r, b = r.loc[usable.index], b.loc[usable.index]
     excess_market = (b - daily_rf).rename("market")

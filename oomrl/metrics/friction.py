@@ -1,5 +1,5 @@
-"""The friction story from the ledger: turnover, costs by kind, slippage leakage and ADV participation,
-per strategy version and month by month.
+"""The friction story from the ledger: turnover, costs by kind, slippage leakage and ADV
+participation, per strategy version and month by month.
 
 Inputs are the ledger's nav_frame (per session: turnover = value traded ÷ NAV, costs in CNY,
 slippage_leakage = frictionless − realized return) and fills_frame (per fill: costs by kind in CNY
@@ -59,7 +59,8 @@ def friction_row(nav: pd.DataFrame, fills: pd.DataFrame) -> dict[str, float | in
         "adv_participation_mean": float(participation.mean()) if len(fills) else None,
         "adv_participation_max": float(participation.max()) if len(fills) else None,
         "fills_over_cap": float((participation > ADV_CAP).mean()) if len(fills) else None,
-        # the paper's reward (Eq. 1-2), summed: what the outer loop optimises, terminal penalty included
+        # the paper's reward (Eq. 1-2), summed: what the outer loop optimises, terminal penalty
+        # included
         "reward_total": float(nav["reward"].sum()) if "reward" in nav and sessions else None,
     }
     return row
@@ -86,7 +87,8 @@ def friction_by_version(
 
 
 def friction_by_month(nav: pd.DataFrame, fills: pd.DataFrame) -> pd.DataFrame:
-    """Month by month: turnover (× NAV), costs and leakage (bp of NAV), fills and their mean ADV participation."""
+    """Month by month: turnover (× NAV), costs and leakage (bp of NAV), fills and their mean ADV
+    participation."""
     month = pd.to_datetime(nav["date"]).dt.to_period("M")
     fill_month = pd.to_datetime(fills["date"]).dt.to_period("M")
     frame = pd.DataFrame(

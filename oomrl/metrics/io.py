@@ -1,4 +1,5 @@
-"""Read and validate the inputs of the metrics: daily return series from CSV files, frames or levels."""
+"""Read and validate the inputs of the metrics: daily return series from CSV files, frames or
+levels."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def _dates(values: pd.Series | pd.Index, name: str) -> pd.DatetimeIndex:
 
 
 def validate_returns(returns: pd.Series, name: str = "returns") -> pd.Series:
-    """Check a daily simple-return series: dated, sorted, unique, finite, > -100 %, at least 2 points."""
+    """Check a daily simple-return series: dated, sorted, unique, finite, > -100 %, at least 2
+    points."""
     if not isinstance(returns, pd.Series):
         raise MetricsInputError(
             f"{name}: expected a pandas Series of daily returns, got {type(returns).__name__}"
@@ -69,7 +71,8 @@ def validate_returns(returns: pd.Series, name: str = "returns") -> pd.Series:
 
 
 def returns_from_levels(levels: pd.Series, name: str = "levels") -> pd.Series:
-    """Daily simple returns of a level series (close / previous close − 1); the first level has no return."""
+    """Daily simple returns of a level series (close / previous close − 1); the first level has no
+    return."""
     if levels.empty:
         raise MetricsInputError(f"{name}: the series is empty")
     values = pd.Series(
@@ -158,13 +161,15 @@ def align(returns: pd.Series, benchmark: pd.Series) -> tuple[pd.Series, pd.Serie
     common = r.index.intersection(b.index)
     if common.empty:
         raise MetricsInputError(
-            f"benchmark does not overlap the returns: returns {r.index[0].date()}..{r.index[-1].date()}, "
+            "benchmark does not overlap the returns: returns "
+            f"{r.index[0].date()}..{r.index[-1].date()}, "
             f"benchmark {b.index[0].date()}..{b.index[-1].date()}"
         )
     missing = r.index.difference(b.index)
     if len(missing):
         shown = ", ".join(d.date().isoformat() for d in missing[:3])
         raise MetricsInputError(
-            f"misaligned dates: {len(missing)} return date(s) have no benchmark return (first: {shown})"
+            f"misaligned dates: {len(missing)} return date(s) have no benchmark return "
+            f"(first: {shown})"
         )
     return r, b.loc[r.index]

@@ -1,4 +1,5 @@
-"""What each reported number is called, in which unit it is shown, and what it means (the glossary)."""
+"""What each reported number is called, in which unit it is shown, and what it means (the
+glossary)."""
 
 from __future__ import annotations
 
@@ -216,7 +217,8 @@ PERCENT_UNITS = frozenset({"percent", "percent_yr"})
 
 
 def label(key: str) -> Label:
-    """The glossary entry of `key`; an unknown key is shown as itself (never an error in a report)."""
+    """The glossary entry of `key`; an unknown key is shown as itself (never an error in a
+    report)."""
     return GLOSSARY.get(key) or Label(key.replace("_", " "), "text", "")
 
 

@@ -1,5 +1,5 @@
-"""Events drawn on the charts: loss alerts, repairs, probations (start, decision) and promotions (version
-switches), with their dates."""
+"""Events drawn on the charts: loss alerts, repairs, probations (start, decision) and promotions
+(version switches), with their dates."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ class _RunAlert(BaseModel):
 
 
 def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
-    """One mark per repair run of `account` (runs/repair-*/): on its autopsy's date, with its outcome.
+    """One mark per repair run of `account` (runs/repair-*/): on its autopsy's date, with its
+    outcome.
 
     Unreadable or foreign run folders are skipped: a report never fails on another run's leftovers.
     """
@@ -98,8 +99,9 @@ def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
 
 
 def probation_marks(probations: Iterable[Mapping[str, Any]]) -> list[Mark]:
-    """Per probation (ledger.probations rows): its start, on the last session the repair saw (the shadow
-    book trades from the next), and its decision, on the session it was decided (promoted or retired)."""
+    """Per probation (ledger.probations rows): its start, on the last session the repair saw (the
+    shadow book trades from the next), and its decision, on the session it was decided (promoted or
+    retired)."""
     marks = []
     for row in probations:
         marks.append(

@@ -1,4 +1,5 @@
-"""Calendar and drawdown tables of a daily return series: monthly and yearly returns, drawdown periods."""
+"""Calendar and drawdown tables of a daily return series: monthly and yearly returns, drawdown
+periods."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def compounded(returns: pd.Series, by: pd.Index | pd.Series) -> pd.Series:
 
 
 def monthly_returns(returns: pd.Series) -> pd.DataFrame:
-    """Year × month table of compounded returns (NaN for months without sessions), plus the year's total."""
+    """Year × month table of compounded returns (NaN for months without sessions), plus the year's
+    total."""
     index = pd.DatetimeIndex(returns.index)
     by_month = compounded(returns, index.to_period("M"))
     table = pd.DataFrame(
@@ -32,7 +34,8 @@ def monthly_returns(returns: pd.Series) -> pd.DataFrame:
 
 
 def yearly_returns(returns: pd.Series, benchmark: pd.Series | None = None) -> pd.DataFrame:
-    """One row per calendar year: sessions, portfolio return, and (with a benchmark) CSI 300 and excess."""
+    """One row per calendar year: sessions, portfolio return, and (with a benchmark) CSI 300 and
+    excess."""
     index = pd.DatetimeIndex(returns.index)
     frame = pd.DataFrame(
         {
@@ -48,7 +51,8 @@ def yearly_returns(returns: pd.Series, benchmark: pd.Series | None = None) -> pd
 
 
 def drawdown_periods(returns: pd.Series, top: int = 5) -> pd.DataFrame:
-    """The `top` deepest drawdowns: peak, valley and recovery dates, depth, and their lengths in sessions.
+    """The `top` deepest drawdowns: peak, valley and recovery dates, depth, and their lengths in
+    sessions.
 
     A drawdown starts after the last session at a running peak (the starting capital is the first
     peak) and ends on the first session back at that peak; one still open at the end of the data has

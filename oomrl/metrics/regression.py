@@ -87,7 +87,8 @@ def ols(y: pd.Series, regressors: pd.DataFrame, hac_maxlags: int | None = None) 
 def capm(
     excess_returns: pd.Series, excess_benchmark: pd.Series, hac_maxlags: int | None = None
 ) -> RegressionResult:
-    """Single-index regression (r−rf) = α + β(b−rf) + ε; coefficients are named `alpha` and `beta`."""
+    """Single-index regression (r−rf) = α + β(b−rf) + ε; coefficients are named `alpha` and
+    `beta`."""
     result = ols(excess_returns, excess_benchmark.rename("beta").to_frame(), hac_maxlags)
     rename = {"const": "alpha"}
     return RegressionResult(

@@ -114,8 +114,8 @@ def transposed(
     keys: Sequence[str],
     span: tuple[str, str] | None = ("start", "end"),
 ) -> Grid:
-    """Rows of `table` (one per version) become columns; `keys` become labelled rows. Narrow by design:
-    a handful of versions fit a laptop screen however many metrics there are."""
+    """Rows of `table` (one per version) become columns; `keys` become labelled rows. Narrow by
+    design: a handful of versions fit a laptop screen however many metrics there are."""
     shown = [k for k in keys if k in table.columns]
     header = [Cell("")] + [Cell(str(name)) for name in table[name_column].tolist()]
     rows = []
@@ -216,9 +216,11 @@ def two_alphas(metrics: dict[str, float | int | None], attribution: object | Non
 
 
 TWO_ALPHAS_NOTE = (
-    "CAPM alpha credits the portfolio with everything the CSI 300 does not explain, including returns "
+    "CAPM alpha credits the portfolio with everything the CSI 300 does not explain, "
+    "including returns "
     "that merely come from tilting towards liquid, trending or volatile stocks. Pure idiosyncratic "
-    "alpha also removes those style tilts, so it is the skill left after paying for known risk premia. "
+    "alpha also removes those style tilts, so it is the skill left after paying for known "
+    "risk premia. "
     "When CAPM alpha is positive and pure alpha is not, the outperformance was style exposure, not "
     "stock selection. (Pure alpha's sample starts once the factors have 20 sessions of history.)"
 )

@@ -3,9 +3,9 @@
 Annualizing 8 sessions turns one good week into "113 % a year" and a Sharpe ratio of 5. Under the
 minimum, every report (tearsheet, summary, PNG, Prefect artifacts, the demo's Table 1) leaves the
 annualized figures out (shown as —) and says why; cumulative figures (return over the window, max
-drawdown, costs in CNY, turnover summed) stay. The minimum is about a quarter of sessions, the rolling
-IR's window: the paper's Table 1 annualizes its 73-session Phase 1, which this keeps (GIPS goes
-further and annualizes nothing under a year). `oomrl metrics` still computes every key: it is a
+drawdown, costs in CNY, turnover summed) stay. The minimum is about a quarter of sessions, the
+rolling IR's window: the paper's Table 1 annualizes its 73-session Phase 1, which this keeps (GIPS
+goes further and annualizes nothing under a year). `oomrl metrics` still computes every key: it is a
 calculator asked for numbers, not a report.
 """
 
@@ -18,8 +18,8 @@ import pandas as pd
 
 MIN_ANNUALIZED_SESSIONS = 60
 
-# Figures that scale a window up to a year: returns and costs "a year", and the ratios annualized with
-# them (√252 in Sharpe, Sortino, IR; CAGR in Calmar).
+# Figures that scale a window up to a year: returns and costs "a year", and the ratios annualized
+# with them (√252 in Sharpe, Sortino, IR; CAGR in Calmar).
 ANNUALIZED_KEYS = frozenset(
     {
         "annualized_return",
@@ -54,7 +54,8 @@ def without_annualized(values: Mapping[str, Any], sessions: Any) -> dict[str, An
 
 
 def rows_without_annualized(table: pd.DataFrame, sessions_column: str = "sessions") -> pd.DataFrame:
-    """The table (one row per window) with the annualized figures of its too-short rows set to None."""
+    """The table (one row per window) with the annualized figures of its too-short rows set to
+    None."""
     if sessions_column not in table.columns or table.empty:
         return table
     short = table[sessions_column].map(too_short).to_numpy(dtype=bool)
@@ -71,8 +72,10 @@ def caveat(sessions: Any, what: str = "the window") -> str | None:
     if not too_short(sessions):
         return None
     return (
-        f"{what} has {int(sessions or 0)} session(s), fewer than {MIN_ANNUALIZED_SESSIONS}: too short to "
-        "annualize, so no annualized figure (return, CAGR, volatility, Sharpe, IR, alpha, turnover or "
+        f"{what} has {int(sessions or 0)} session(s), fewer than "
+        f"{MIN_ANNUALIZED_SESSIONS}: too short to "
+        "annualize, so no annualized figure (return, CAGR, volatility, Sharpe, IR, alpha, "
+        "turnover or "
         "costs a year) is shown (—); the cumulative figures are."
     )
 

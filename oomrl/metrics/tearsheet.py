@@ -99,7 +99,8 @@ def build_report(
     friction: Friction | None = None,
     marks: list[Mark] | None = None,
 ) -> Report:
-    """Write the charts, tearsheet.html, tearsheet.png and summary.md into out_dir; return the Report."""
+    """Write the charts, tearsheet.html, tearsheet.png and summary.md into out_dir; return the
+    Report."""
     inputs = ReportInputs(
         title,
         benchmark_kind,
@@ -207,7 +208,8 @@ def _tables(
 
 
 def cumulative(returns: pd.Series) -> dict[str, float | int | None]:
-    """The return over the whole window: the headline figure a window too short to annualize keeps."""
+    """The return over the whole window: the headline figure a window too short to annualize
+    keeps."""
     return {"cumulative_return": float((1.0 + returns).prod() - 1.0)}
 
 
@@ -220,7 +222,8 @@ def report_caveats(sessions: int, phases: pd.DataFrame | None) -> list[str]:
     if not short:
         return []
     return [
-        f"{', '.join(short)}: fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short to annualize; "
+        f"{', '.join(short)}: fewer than {MIN_ANNUALIZED_SESSIONS} sessions, too short to "
+        "annualize; "
         "its annualized figures are left out (—), its cumulative ones are shown."
     ]
 

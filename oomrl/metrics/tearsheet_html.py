@@ -18,14 +18,15 @@ if TYPE_CHECKING:
 
 CSS = """
 *{box-sizing:border-box}
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5rem auto;max-width:1120px;
-padding:0 1rem;color:#1d2733;line-height:1.4}
-h1{font-size:1.6rem;margin:0 0 .2rem} h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dbe3}
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5rem auto;
+max-width:1120px;padding:0 1rem;color:#1d2733;line-height:1.4}
+h1{font-size:1.6rem;margin:0 0 .2rem}
+h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #d5dbe3}
 h3{font-size:1rem;margin:1.2rem 0 .3rem}
 .meta{color:#4f5b66;font-size:.9rem} .note{color:#4f5b66;font-size:.88rem;max-width:60rem}
 .caveat{background:#fff4e0;border-left:4px solid #e67e22;padding:.4rem .7rem;max-width:60rem}
-.chips span{display:inline-block;background:#eef3fa;border-radius:3px;padding:.05rem .45rem;margin:.1rem .2rem 0 0;
-font-size:.85rem}
+.chips span{display:inline-block;background:#eef3fa;border-radius:3px;padding:.05rem .45rem;
+margin:.1rem .2rem 0 0;font-size:.85rem}
 table{border-collapse:collapse;font-size:.86rem;margin:.4rem 0;max-width:100%}
 th,td{border:1px solid #dde2e8;padding:.25rem .45rem;text-align:right}
 th{background:#f3f6fa;font-weight:600;white-space:normal;vertical-align:bottom}
@@ -34,7 +35,8 @@ tr>:first-child{text-align:left;white-space:normal}
 [title]{text-decoration:underline dotted #9aa5b1;text-underline-offset:2px;cursor:help}
 img{max-width:100%;height:auto;margin:.3rem 0;display:block}
 details summary{cursor:pointer;color:#1f4e9c;margin:.4rem 0}
-dl.glossary{display:grid;grid-template-columns:minmax(10rem,18rem) 1fr;gap:.2rem 1rem;font-size:.86rem}
+dl.glossary{display:grid;grid-template-columns:minmax(10rem,18rem) 1fr;gap:.2rem 1rem;
+font-size:.86rem}
 dl.glossary dt{font-weight:600} dl.glossary dd{margin:0}
 """
 
@@ -89,7 +91,8 @@ def _sections(report: Report) -> list[tuple[str, str, set[str]]]:
         grid = rt.transposed(report.friction.by_version, "version", rt.FRICTION_ROWS, span=None)
         monthly = rt.plain(report.friction.by_month, row_headers=True)
         body = (
-            f'<p class="note">{_FRICTION_NOTE}</p>{grid_html(grid)}{_chart(report, "friction", "Friction")}'
+            f'<p class="note">{_FRICTION_NOTE}</p>{grid_html(grid)}'
+            f'{_chart(report, "friction", "Friction")}'
             f"<details><summary>Friction month by month</summary>{grid_html(monthly)}</details>"
         )
         out.append(
@@ -183,9 +186,13 @@ def render_html(report: Report) -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(report.title)} — oomrl tearsheet</title><style>{CSS}</style></head><body>"
-        f"<h1>{html.escape(report.title)}</h1><p class=\"meta\">Period {report.span} · {sessions} sessions · "
-        f"Benchmark: <b>{html.escape(report.benchmark_label)}</b> · risk-free {report.rf:.2%} a year · "
-        f"annualized return = mean daily return × 252 · generated {created}</p>{caveats}{chips}{body}"
+        f"<title>{html.escape(report.title)} — oomrl "
+        f"tearsheet</title><style>{CSS}</style></head><body>"
+        f"<h1>{html.escape(report.title)}</h1><p class=\"meta\">Period {report.span} · "
+        f"{sessions} sessions · "
+        f"Benchmark: <b>{html.escape(report.benchmark_label)}</b> · risk-free "
+        f"{report.rf:.2%} a year · "
+        "annualized return = mean daily return × 252 · generated "
+        f"{created}</p>{caveats}{chips}{body}"
         f"<section><h2>Glossary</h2>{glossary_html(used)}</section></body></html>"
     )

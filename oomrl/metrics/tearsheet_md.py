@@ -1,4 +1,5 @@
-"""summary.md: the tearsheet as GitHub-flavoured Markdown (tables with units, glossary, chart links)."""
+"""summary.md: the tearsheet as GitHub-flavoured Markdown (tables with units, glossary, chart
+links)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def glossary_markdown(keys: set[str]) -> str:
 
 
 def render_markdown(report: Report, image_links: dict[str, str] | None = None) -> str:
-    """The summary; `image_links` maps a chart's file name to the URL to show (default: the file name)."""
+    """The summary; `image_links` maps a chart's file name to the URL to show (default: the file
+    name)."""
     links = image_links or {}
     bench = "CSI 300" if report.benchmark_metrics is not None else ""
     figures = rt.key_figures(report.metrics, report.benchmark_metrics, bench)

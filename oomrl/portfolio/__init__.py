@@ -1,1 +1,2 @@
-"""The portfolio: the ledger, the broker, rebalancing and replay, strategies reached through hosts."""
+"""The portfolio: the ledger, the broker, rebalancing and replay, strategies reached through
+hosts."""

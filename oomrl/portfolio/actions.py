@@ -1,4 +1,5 @@
-"""Corporate actions from factor changes: cash dividends and share changes that keep the book on adjusted returns.
+"""Corporate actions from factor changes: cash dividends and share changes that keep the book on
+adjusted returns.
 
 On an ex-date the adjustment factor steps by g = factor[t] / factor[t-1]; the exchange's reference
 price is the previous raw close / g. A holder keeps the value of the position at that reference:
@@ -22,7 +23,8 @@ ACTION_COLUMNS = ["date", "symbol", "kind", "ratio", "shares_delta", "cash_fen"]
 
 @dataclass
 class Actions:
-    """What one session's corporate actions did to a book (arrays aligned to the market's symbols)."""
+    """What one session's corporate actions did to a book (arrays aligned to the market's
+    symbols)."""
 
     held: np.ndarray  # shares after the actions
     cash_fen: np.ndarray  # cash credited per symbol, fen
@@ -45,7 +47,8 @@ class Actions:
 
 
 def apply_actions(held: np.ndarray, ratio: np.ndarray, previous_close: np.ndarray) -> Actions:
-    """The book after one session's factor steps: new share counts and the cash each position pays."""
+    """The book after one session's factor steps: new share counts and the cash each position
+    pays."""
     held = np.asarray(held, dtype=np.int64)
     ratio = np.where(held > 0, np.asarray(ratio, dtype=float), 1.0)
     price = np.nan_to_num(np.asarray(previous_close, dtype=float), nan=0.0)

@@ -1,4 +1,5 @@
-"""An account's book between sessions, the run's reward and membership settings, and marking quiet sessions."""
+"""An account's book between sessions, the run's reward and membership settings, and marking quiet
+sessions."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def no_actions() -> Columns:
 def mark_sessions(
     market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
 ) -> tuple[Columns, Book, Columns]:
-    """NAV columns for sessions [first, stop) without trades, the book after them, and its corporate actions.
+    """NAV columns for sessions [first, stop) without trades, the book after them, and its corporate
+    actions.
 
     Holdings are marked at the raw close; on an ex-date the position pays its dividend into cash or
     changes its share count (oomrl.portfolio.actions), so the book follows adjusted returns.

@@ -1,4 +1,5 @@
-"""The paper broker: turns orders into fills under a market's friction and lot rules, vectorised over a day's symbols."""
+"""The paper broker: turns orders into fills under a market's friction and lot rules, vectorised
+over a day's symbols."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ class Execution:
 
     @cached_property
     def cash_delta_fen(self) -> np.ndarray:
-        """Signed cash change per symbol in fen: sells bring value less fees, buys cost value plus fees."""
+        """Signed cash change per symbol in fen: sells bring value less fees, buys cost value plus
+        fees."""
         return settled_fen(self.filled, self.value, self.fees)
 
     @property
@@ -100,16 +102,17 @@ class Execution:
         return {"date": _dates(len(rows), self.date), "symbol": _names(symbols, rows), **cells}
 
 
-# Executions stacked at a time when tabulating a replay: bounds the memory of the (events x symbols) stacks.
+# Executions stacked at a time when tabulating a replay: bounds the memory of the (events x symbols)
+# stacks.
 TABLE_BLOCK = 128
 
 
 def session_tables(
     executions: list[Execution], dates: np.ndarray, names: np.ndarray
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Fill and order columns of many executions, in session then symbol order: what concatenating each
-    one's fill_columns / order_columns gives (empty dicts when nothing filled / was ordered), in a
-    few array operations per block of executions instead of some thirty per session."""
+    """Fill and order columns of many executions, in session then symbol order: what concatenating
+    each one's fill_columns / order_columns gives (empty dicts when nothing filled / was ordered),
+    in a few array operations per block of executions instead of some thirty per session."""
     fills: list[dict[str, np.ndarray]] = []
     orders: list[dict[str, np.ndarray]] = []
     for begin in range(0, len(executions), TABLE_BLOCK):
@@ -185,7 +188,8 @@ def _order_cells(
 
 
 def settled_fen(filled: np.ndarray, value: np.ndarray, fees: np.ndarray) -> np.ndarray:
-    """Signed cash change per fill in fen: sells bring value less fees, buys cost value plus fees."""
+    """Signed cash change per fill in fen: sells bring value less fees, buys cost value plus
+    fees."""
     value_fen = np.rint(value * 100).astype(np.int64)
     fees_fen = np.rint(fees * 100).astype(np.int64)
     return np.where(
@@ -199,7 +203,8 @@ def _kernel_layout(values: np.ndarray) -> np.ndarray:
 
 
 def _dates(count: int, day: pd.Timestamp) -> np.ndarray:
-    """The date column: datetime64 (what a frame makes of Timestamps), object when empty as before."""
+    """The date column: datetime64 (what a frame makes of Timestamps), object when empty as
+    before."""
     return np.full(count, day.to_datetime64() if count else day)
 
 
@@ -212,7 +217,8 @@ def _names(symbols: pd.Index | np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 @dataclass(slots=True)
 class Quote:
-    """One session's per-symbol fill inputs, read once per execution (rows of MarketFrames, or a subset)."""
+    """One session's per-symbol fill inputs, read once per execution (rows of MarketFrames, or a
+    subset)."""
 
     price: np.ndarray  # frictionless raw fill price
     adv: np.ndarray
@@ -244,7 +250,8 @@ class Side:
 
 
 class PaperBroker:
-    """Fills orders on one session of a MarketFrames under its market's rules; cash never goes negative.
+    """Fills orders on one session of a MarketFrames under its market's rules; cash never goes
+    negative.
 
     `execute` runs the compiled loop of oomrl.portfolio.broker_kernel when numba is there (same
     results to the bit), else these numpy rules; `kernel=False` forces the numpy rules.
@@ -270,7 +277,8 @@ class PaperBroker:
     def orders_for_weights(
         self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
     ) -> np.ndarray:
-        """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's raw close."""
+        """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's
+        raw close."""
         reference = self._reference(t)
         with np.errstate(invalid="ignore", divide="ignore"):
             target = np.where(
@@ -361,7 +369,8 @@ class PaperBroker:
     def trade(
         self, t: int, weights: np.ndarray, held: np.ndarray, nav: float, cash_fen: int
     ) -> Execution:
-        """orders_for_weights then execute (no shares bought earlier that day): one rebalance's fills."""
+        """orders_for_weights then execute (no shares bought earlier that day): one rebalance's
+        fills."""
         held = np.ascontiguousarray(held, dtype=np.int64)
         if self.kernel is None:
             return self.execute(t, self.orders_for_weights(t, weights, held, nav), held, cash_fen)
@@ -376,12 +385,13 @@ class PaperBroker:
         return self._execution(t, orders, cash_fen, fills)
 
     def _reference(self, t: int) -> np.ndarray:
-        """The raw prices orders for session t are sized on: t-1's last close (t's fill price at t = 0)."""
+        """The raw prices orders for session t are sized on: t-1's last close (t's fill price at t =
+        0)."""
         return self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
 
     def _check_lengths(self, **arrays: np.ndarray | None) -> None:
-        """ValueError unless every array has one entry per symbol (the compiled loop does not check its
-        bounds: a short array would be read past its end)."""
+        """ValueError unless every array has one entry per symbol (the compiled loop does not check
+        its bounds: a short array would be read past its end)."""
         count = len(self.market.symbols)
         for name, values in arrays.items():
             if values is not None and np.shape(values) != (count,):
@@ -392,7 +402,8 @@ class PaperBroker:
     def _kernel_inputs(
         self, t: int, cash_fen: int, bought_today: np.ndarray | None = None
     ) -> tuple[Any, ...]:
-        """The compiled kernel's arguments after the orders and holdings: session t's rows and the rules."""
+        """The compiled kernel's arguments after the orders and holdings: session t's rows and the
+        rules."""
         m, rules = self.market, self.rules
         buy_tax, sell_tax = rules.tax_rates(m.days[t])
         today = (
@@ -414,8 +425,8 @@ class PaperBroker:
     @cached_property
     def _kernel_sessions(self) -> list[np.ndarray]:
         """The (sessions x symbols) arrays the kernels read, as writable C-ordered arrays (copies of
-        column-major results and of read-only broadcasts): each session is then a contiguous row, the
-        one argument layout the kernels are compiled for and loaded with at import."""
+        column-major results and of read-only broadcasts): each session is then a contiguous row,
+        the one argument layout the kernels are compiled for and loaded with at import."""
         m = self.market
         return [
             _kernel_layout(values)
@@ -487,7 +498,8 @@ class PaperBroker:
         sellable: np.ndarray,
     ) -> np.ndarray:
         """Legal sizes per board (oomrl.market.lots): buys round down; a sell that would leave less
-        than the minimum takes the whole sellable position when the caps allow, else leaves >= minimum."""
+        than the minimum takes the whole sellable position when the caps allow, else leaves >=
+        minimum."""
         m = self.market
         bought = round_buy(qty, m.lot_minimum, m.lot_step)
         sold = round_sell(qty, sellable, m.lot_minimum, m.lot_step)
@@ -533,7 +545,8 @@ class PaperBroker:
         """The Execution over all symbols, from the priced sides (positions, Side)."""
         count = len(orders)
         qty = np.abs(filled)
-        # A symbol without a fill is quoted as a sell of nothing (the price column of an unfilled order).
+        # A symbol without a fill is quoted as a sell of nothing (the price column of an unfilled
+        # order).
         realized = np.maximum(
             quote.price * (1 - self.rules.impact_at(quote.scale, np.zeros(count))), quote.floor
         )

@@ -1,9 +1,10 @@
 """The paper broker's fill rules as one compiled loop over a session's symbols (numba), for replays.
 
-`oomrl.portfolio.broker.PaperBroker` keeps the same rules as vectorised numpy, which is what runs when
-numba is not installed or `OOMRL_BROKER_KERNEL=0`; both give the same fills, prices, fees and cash to
-the last bit (tests/portfolio/test_broker_kernel.py compares them). Why a loop: a rebalance touches a
-few hundred symbols, where ~250 small numpy calls cost far more than the arithmetic they do.
+`oomrl.portfolio.broker.PaperBroker` keeps the same rules as vectorised numpy, which is what runs
+when numba is not installed or `OOMRL_BROKER_KERNEL=0`; both give the same fills, prices, fees and
+cash to the last bit (tests/portfolio/test_broker_kernel.py compares them). Why a loop: a rebalance
+touches a few hundred symbols, where ~250 small numpy calls cost far more than the arithmetic they
+do.
 
 Exactness: every step below is the numpy broker's expression in the same order of operations (IEEE
 +, -, x, /, sqrt and floor are correctly rounded in both; numba does not contract a*b+c into a fused
@@ -93,8 +94,9 @@ def _price_one(
     participation: np.ndarray,
     fees: np.ndarray,
 ) -> int:
-    """Price, value, participation and fees of `q` shares of symbol i on one side; returns the settled
-    fen (value plus fees for a buy, less fees for a sell), as broker.Side.settled_fen adds it up."""
+    """Price, value, participation and fees of `q` shares of symbol i on one side; returns the
+    settled fen (value plus fees for a buy, less fees for a sell), as broker.Side.settled_fen adds
+    it up."""
     share = (q * price[i]) / adv[i] if q > 0 else 0.0
     rate = half_spread + scale[i] * math.sqrt(max(_finite(share), 0.0))
     if buy:
@@ -138,8 +140,8 @@ def fill_session(
     buy_tax: float,
     sell_tax: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """PaperBroker.execute on one session's rows: (filled, realized, value, participation, fees (3, n),
-    impact, reason, cash after in fen)."""
+    """PaperBroker.execute on one session's rows: (filled, realized, value, participation, fees (3,
+    n), impact, reason, cash after in fen)."""
     n = len(orders)
     qty = np.abs(orders)
     reason = np.zeros(n, dtype=np.int64)
@@ -310,7 +312,8 @@ def fill_session(
 def orders_for_weights(
     weights: np.ndarray, nav: float, reference: np.ndarray, held: np.ndarray
 ) -> np.ndarray:
-    """PaperBroker.orders_for_weights on one session: signed share orders towards `weights` of `nav`."""
+    """PaperBroker.orders_for_weights on one session: signed share orders towards `weights` of
+    `nav`."""
     orders = np.empty(len(weights), dtype=np.int64)
     for i in range(len(weights)):
         priced = math.isfinite(reference[i])
@@ -448,7 +451,8 @@ KERNEL_FUNCTIONS = (
 
 
 def _compile() -> dict[str, Callable[..., Any]] | None:
-    """fill_session and trade_weights compiled with numba (cached on disk where a cache directory is writable), or None.
+    """fill_session and trade_weights compiled with numba (cached on disk where a cache directory is
+    writable), or None.
 
     The compiled functions are clones of the ones above in their own namespace, so the plain Python
     `fill_session` stays what it is (tests run it too: numba's machine code reports no coverage).
@@ -494,9 +498,10 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
 
 
 def _load(kernels: dict[str, Callable[..., Any]]) -> None:
-    """Call each kernel once on one symbol, so its machine code is loaded (or compiled, the first time
-    on a machine) when this module is imported rather than inside the first replay. The argument types
-    are the ones PaperBroker passes (C-contiguous rows), so no replay compiles a second version."""
+    """Call each kernel once on one symbol, so its machine code is loaded (or compiled, the first
+    time on a machine) when this module is imported rather than inside the first replay. The
+    argument types are the ones PaperBroker passes (C-contiguous rows), so no replay compiles a
+    second version."""
     prices, shares, flags = np.ones(1), np.ones(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     rules = (0.1, 1.0, 0.0005, 0.00025, 5.0, 0.00001, 0.0, 0.0005)
     session = (prices, prices, prices, prices, prices, flags, flags, flags, shares, shares, *rules)

@@ -48,7 +48,8 @@ class StrategyFailedError(OomrlError):
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision as a runner was asked it (session t, book, members) and the weights it returned."""
+    """One decision as a runner was asked it (session t, book, members) and the weights it
+    returned."""
 
     t: int
     held: np.ndarray  # market positions of the held symbols
@@ -143,7 +144,8 @@ def weights_array(
 
 
 class SharedMarket:
-    """The market rows a host may read: a memory file this side fills row by row, up to a decision date.
+    """The market rows a host may read: a memory file this side fills row by row, up to a decision
+    date.
 
     Layout: the session days (int64 ns) then one (sessions x symbols) float64 array per field. The
     host gets a read-only descriptor, so it can neither write the rows nor see one not written yet.
@@ -163,7 +165,8 @@ class SharedMarket:
             for i, f in enumerate(self.fields)
         }
         self.written = 0
-        # rows [0, faulted) have their pages mapped in; -1: the kernel cannot. A reused file's are all.
+        # rows [0, faulted) have their pages mapped in; -1: the kernel cannot. A reused file's are
+        # all.
         self.faulted = capacity if reused else 0
 
     def _offset(self, field: int, row: int) -> int:
@@ -193,7 +196,7 @@ class SharedMarket:
             return
         lo = self.faulted
         stop = min(max(stop, lo + PREFAULT_CHUNK), len(self.days))  # few large calls: the kernel
-        #                                                   maps a range of pages cheaper than one by one
+        # maps a range of pages cheaper than one by one
         spans = [(8 * lo, 8 * stop)] + [
             (self._offset(i, lo), self._offset(i, stop)) for i in range(len(self.fields))
         ]
@@ -287,7 +290,8 @@ class HostedRunner:
         return self._guard(lambda: self.host.request(message))
 
     def _in_step(self) -> None:
-        """Refuse a request while the host waits for a question's book (it would read it as the book)."""
+        """Refuse a request while the host waits for a question's book (it would read it as the
+        book)."""
         if self.waiting is not None and not self.waiting.sent:
             raise StrategyHostError(
                 f"strategy {self.name}: a request was made before the book of "
@@ -307,7 +311,8 @@ class HostedRunner:
             raise StrategyHostError(f"strategy {self.name}: {exc}") from None
 
     def _send_rows(self, stop: int) -> None:
-        """Write rows up to `stop` ahead of the decision on session `stop` (the host is told then)."""
+        """Write rows up to `stop` ahead of the decision on session `stop` (the host is told
+        then)."""
         assert self.shared is not None
         self.shared.write(stop)
         self.sent = max(self.sent, stop)
@@ -370,7 +375,8 @@ class HostedRunner:
         members: list[str] | None,
     ) -> Callable[[], np.ndarray]:
         """Send the question of `weights` and return what takes its answer: the caller works
-        meanwhile, while the host decides (the answer is checked when taken, as `weights` checks it)."""
+        meanwhile, while the host decides (the answer is checked when taken, as `weights` checks
+        it)."""
         return self.question(t, members, book_follows=False).book(held, held_weights, nav)
 
     def next_due(self, t: int, last: date | None) -> int | None:
@@ -383,10 +389,12 @@ class HostedRunner:
         return due if due >= t else None
 
     def question(self, t: int, members: list[str] | None, book_follows: bool = True) -> Question:
-        """Write the rows up to session t and ask for its weights; the book follows (`Question.book`).
+        """Write the rows up to session t and ask for its weights; the book follows
+        (`Question.book`).
 
         With `book_follows` the question goes now and the host starts deciding while the caller
-        trades and marks its way to the decision date; the host reads the book when S first needs it.
+        trades and marks its way to the decision date; the host reads the book when S first needs
+        it.
         """
         self._in_step()
         market = self.market
@@ -592,8 +600,9 @@ class WorkspaceStrategy:
         record: bool = False,
         schedule_ahead: bool = True,
     ) -> HostedRunner:
-        """A runner in a new host; `record` keeps its decisions (`runner.decisions`), `schedule_ahead`
-        False asks nothing along with a decision (the host then sees no row after it)."""
+        """A runner in a new host; `record` keeps its decisions (`runner.decisions`),
+        `schedule_ahead` False asks nothing along with a decision (the host then sees no row after
+        it)."""
         host, jail = self.start()
         try:
             handle, _, calendar = open_in(host, self.name, params)
@@ -646,7 +655,8 @@ class WorkspaceStrategy:
         return digest.hexdigest()
 
     def check_params(self, params: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the bad one."""
+        """Each parameter set as the strategy's Params model normalizes it; OomrlError naming the
+        bad one."""
         host, _ = self.start()
         try:
             normalized = []
@@ -663,8 +673,8 @@ class WorkspaceStrategy:
 def open_in(
     host: Any, name: str, params: Mapping[str, Any] | None
 ) -> tuple[int, dict[str, Any], str]:
-    """Open strategy `name` in a started host: its handle, its normalized parameters and the calendar
-    it declares ("weekly" unless it says "monthly")."""
+    """Open strategy `name` in a started host: its handle, its normalized parameters and the
+    calendar it declares ("weekly" unless it says "monthly")."""
     try:
         answer = host.request(
             {"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))}

@@ -1,4 +1,5 @@
-"""The absorbing state: once principal loss reaches tau the account is HALTED until a person resumes it."""
+"""The absorbing state: once principal loss reaches tau the account is HALTED until a person resumes
+it."""
 
 from __future__ import annotations
 

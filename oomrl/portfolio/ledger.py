@@ -1,4 +1,5 @@
-"""The SQL ledger (SQLAlchemy Core, any URL): accounts, versions, rebalances, orders, fills, NAV, alerts.
+"""The SQL ledger (SQLAlchemy Core, any URL): accounts, versions, rebalances, orders, fills, NAV,
+alerts.
 
 A rebalance for (account, date) commits in one transaction and at most once: its row carries a
 unique constraint, cash is updated under an optimistic revision check, and a crash before COMMIT
@@ -39,7 +40,8 @@ class AlertRow:
 
 
 class LedgerConflictError(OomrlError):
-    """The account changed between planning and committing a rebalance (another run got there first)."""
+    """The account changed between planning and committing a rebalance (another run got there
+    first)."""
 
     transient = True  # planning again on the new revision succeeds
 
@@ -98,7 +100,8 @@ class Ledger:
         self.t = ledger_tables(self.metadata)
 
     def create_schema(self) -> None:
-        """Create every table that does not exist yet (safe when several processes start at once)."""
+        """Create every table that does not exist yet (safe when several processes start at
+        once)."""
         create_tables(self.engine, self.metadata)
 
     def drop_schema(self) -> None:
@@ -258,8 +261,9 @@ class Ledger:
 
     # -- probations (oomrl/probation.py) ------------------------------------------------------
     def open_probation(self, row: dict[str, Any], initial_cash_fen: int) -> None:
-        """Open the shadow book, point it at the challenger and record the probation, in one transaction
-        (the shadow's active version is a promotion's commit point: it exists only with its probation)."""
+        """Open the shadow book, point it at the challenger and record the probation, in one
+        transaction (the shadow's active version is a promotion's commit point: it exists only with
+        its probation)."""
         acc = self.t["accounts"]
         with self.engine.begin() as conn:
             conn.execute(
@@ -302,9 +306,9 @@ class Ledger:
         evidence: dict[str, Any],
         alert: AlertRow | None = None,
     ) -> bool:
-        """Decide an open probation: its shadow book closes and, when promoted, the account trades the
-        challenger; a retirement's `alert` (its forward autopsy) becomes the account's alert; all in one transaction. False
-        when it was no longer open (decided meanwhile)."""
+        """Decide an open probation: its shadow book closes and, when promoted, the account trades
+        the challenger; a retirement's `alert` (its forward autopsy) becomes the account's alert;
+        all in one transaction. False when it was no longer open (decided meanwhile)."""
         pr, acc = self.t["probations"], self.t["accounts"]
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(pr).where(pr.c.id == probation_id)).mappings().first()
@@ -520,8 +524,9 @@ class Ledger:
         halt_on: date | None = None,
         halt_reason: str | None = None,
     ) -> None:
-        """Write mark-to-market NAV rows (no trades) in one transaction, halting the account when the
-        kill switch tripped; LedgerConflictError when the account changed since the marks were planned."""
+        """Write mark-to-market NAV rows (no trades) in one transaction, halting the account when
+        the kill switch tripped; LedgerConflictError when the account changed since the marks were
+        planned."""
         acc = self.t["accounts"]
         with self.engine.begin() as conn:
             result = conn.execute(
@@ -568,7 +573,8 @@ class Ledger:
             conn.execute(self.t["corporate_actions"].insert(), _plain(rows))
 
     def actions_frame(self, account: str) -> pd.DataFrame:
-        """Corporate actions booked for an account: date, symbol, kind, ratio, shares_delta, cash_fen."""
+        """Corporate actions booked for an account: date, symbol, kind, ratio, shares_delta,
+        cash_fen."""
         ca = self.t["corporate_actions"]
         columns = ["date", "symbol", "kind", "ratio", "shares_delta", "cash_fen"]
         with self.engine.connect() as conn:

@@ -75,7 +75,8 @@ def create_tables(
 
 
 def _booked_per_symbol() -> list[sa.Column]:
-    """The leading columns of a row a rebalance books for one symbol on one date (fills, corporate actions)."""
+    """The leading columns of a row a rebalance books for one symbol on one date (fills, corporate
+    actions)."""
     return [
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column(

@@ -1,11 +1,13 @@
-"""Market arrays the broker needs, computed once per panel: raw prices, limits, lots, ADV, volatility, corporate actions.
+"""Market arrays the broker needs, computed once per panel: raw prices, limits, lots, ADV,
+volatility, corporate actions.
 
-Prices arrive adjusted (Qlib's convention: adjusted = raw x factor) with a `factor` panel. The broker
-trades, sizes lots, charges fees and checks limits on raw prices (adjusted / factor, rounded to the
-tick); strategies see the adjusted panels; a change of factor between two sessions is a corporate
-action (dividend or share change) that keeps the book's value on adjusted returns. Where the factor
-is unknown the nearest known one of the same symbol is used (so an unknown stretch has no spurious
-corporate action) and `factor_known` says where that happened; without any factor, raw = adjusted.
+Prices arrive adjusted (Qlib's convention: adjusted = raw x factor) with a `factor` panel. The
+broker trades, sizes lots, charges fees and checks limits on raw prices (adjusted / factor, rounded
+to the tick); strategies see the adjusted panels; a change of factor between two sessions is a
+corporate action (dividend or share change) that keeps the book's value on adjusted returns. Where
+the factor is unknown the nearest known one of the same symbol is used (so an unknown stretch has no
+spurious corporate action) and `factor_known` says where that happened; without any factor, raw =
+adjusted.
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -> np.ndarray:
-    """Round prices (divided by `factor` first, when given) to the market's tick (half away from zero, as prices are positive)."""
+    """Round prices (divided by `factor` first, when given) to the market's tick (half away from
+    zero, as prices are positive)."""
     values = np.asarray(prices, dtype=float)
     return _to_tick_in_place(
         np.asarray(values / tick if factor is None else values / factor),
@@ -70,7 +73,8 @@ def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -
 
 
 def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np.ndarray:
-    """`out` (already / tick when `divided`) rounded to the tick in place: floor(out / tick + 0.5 + 1e-9) * tick.
+    """`out` (already / tick when `divided`) rounded to the tick in place: floor(out / tick + 0.5 +
+    1e-9) * tick.
 
     Step by step in the one array: the same float operations in the same order as the one-line
     formula, without a temporary array per step.
@@ -85,8 +89,8 @@ def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np
 
 
 class Panels(dict[str, pd.DataFrame]):
-    """The strategy fields' panels, aligned to the market's sessions and symbols, with their arrays read
-    once: what a strategy host is sent, row by row, up to each decision date."""
+    """The strategy fields' panels, aligned to the market's sessions and symbols, with their arrays
+    read once: what a strategy host is sent, row by row, up to each decision date."""
 
     def __init__(self, frames: Mapping[str, pd.DataFrame]) -> None:
         super().__init__(frames)
@@ -95,7 +99,8 @@ class Panels(dict[str, pd.DataFrame]):
 
 @dataclass
 class MarketFrames:
-    """Aligned (T x N) arrays of one market; index t is a session, column i a symbol. Prices are raw."""
+    """Aligned (T x N) arrays of one market; index t is a session, column i a symbol. Prices are
+    raw."""
 
     dates: pd.DatetimeIndex
     symbols: pd.Index
@@ -129,7 +134,8 @@ class MarketFrames:
         dates, symbols = _axes(panels["close"])
         aligned = {f: _aligned(p, dates, symbols) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
-        # The smallest price first (one pass, NaN skipped); cells are looked at only when it is not positive.
+        # The smallest price first (one pass, NaN skipped); cells are looked at only when it is not
+        # positive.
         if np.fmin.reduce(adjusted, axis=None, initial=np.inf) <= 0 and np.any(
             (adjusted <= 0) & np.isfinite(adjusted)
         ):
@@ -143,7 +149,8 @@ class MarketFrames:
             else ColumnWindows(len(dates), rules.sigma_window)
         )
         with ThreadPoolExecutor(max_workers=1) as background:
-            # pandas' rolling kernels release the GIL: volatility, then ADV, run beside the rest of the build.
+            # pandas' rolling kernels release the GIL: volatility, then ADV, run beside the rest of
+            # the build.
             sigma = background.submit(
                 rolling_by_column, _returns(adjusted_last), sigma_windows, 2, "std"
             )
@@ -215,7 +222,8 @@ class MarketFrames:
 
     @cached_property
     def day_ns(self) -> np.ndarray:
-        """The session dates as int64 nanoseconds since the epoch (what the strategy host's wire carries)."""
+        """The session dates as int64 nanoseconds since the epoch (what the strategy host's wire
+        carries)."""
         return self.dates.values.astype("datetime64[ns]").astype("<i8")
 
     @cached_property
@@ -256,8 +264,8 @@ class MarketFrames:
 
 
 def _traded_value(close: np.ndarray, volume: np.ndarray, amount: pd.DataFrame | None) -> np.ndarray:
-    """Traded value per cell: the amount, else close x volume; column-major, the layout rolling_by_column
-    lays end to end (so it needs no copy)."""
+    """Traded value per cell: the amount, else close x volume; column-major, the layout
+    rolling_by_column lays end to end (so it needs no copy)."""
     traded = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
     if amount is not None:
         given = amount.to_numpy()
@@ -266,7 +274,8 @@ def _traded_value(close: np.ndarray, volume: np.ndarray, amount: pd.DataFrame | 
 
 
 def _tradable(close: np.ndarray, volume: np.ndarray) -> np.ndarray:
-    """A known close and no zero (or negative) volume: isfinite(close) & ~(isfinite(volume) & (volume <= 0))."""
+    """A known close and no zero (or negative) volume: isfinite(close) & ~(isfinite(volume) &
+    (volume <= 0))."""
     halted = volume <= 0
     halted &= np.isfinite(volume)
     np.logical_not(halted, out=halted)
@@ -299,7 +308,8 @@ def _fill_prices(
 
 
 def _or_close(prices: np.ndarray, close: np.ndarray) -> np.ndarray:
-    """`prices` with close where they are not finite (no copy when all are, or when they are the close)."""
+    """`prices` with close where they are not finite (no copy when all are, or when they are the
+    close)."""
     if prices is close or np.isfinite(prices).all():
         return prices
     return np.where(np.isfinite(prices), prices, close)
@@ -316,7 +326,8 @@ def _limits(
     dates: pd.DatetimeIndex,
     symbols: pd.Index,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Raw limit prices from the exchange's reference price, and whether the fill sits at a limit."""
+    """Raw limit prices from the exchange's reference price, and whether the fill sits at a
+    limit."""
     shape = fill.shape
     if not rules.price_limits:
         no = _constant(False, shape)
@@ -325,7 +336,8 @@ def _limits(
     if "prev_close_raw" in aligned:
         given = aligned["prev_close_raw"].to_numpy()
         np.copyto(reference, given, where=np.isfinite(given) & (given > 0))
-    # The exchange's reference on an ex-date is the ex-rights price: the adjusted previous close / today's factor.
+    # The exchange's reference on an ex-date is the ex-rights price: the adjusted previous close /
+    # today's factor.
     if factor is not None:
         reference /= factor
     _to_tick_in_place(reference, 0.01)
@@ -353,12 +365,14 @@ def _limits(
 
 
 def _constant(value: float | bool, shape: tuple[int, ...]) -> np.ndarray:
-    """A read-only array of one value (float, or bool) without the memory of one: nothing writes to the frames."""
+    """A read-only array of one value (float, or bool) without the memory of one: nothing writes to
+    the frames."""
     return np.broadcast_to(np.array(value, dtype=bool if isinstance(value, bool) else float), shape)
 
 
 def _to_int64_in_place(values: np.ndarray) -> np.ndarray:
-    """values.astype(np.int64) in the values' own buffer (both types are 8 bytes wide); `values` is spent."""
+    """values.astype(np.int64) in the values' own buffer (both types are 8 bytes wide); `values` is
+    spent."""
     out = values.view(np.int64)
     np.copyto(out, values, casting="unsafe")
     return out
@@ -380,7 +394,8 @@ def _fractions(
     dates: pd.DatetimeIndex,
     symbols: pd.Index,
 ) -> np.ndarray:
-    """Limit fractions, (T x N) or (1 x N) when `override` gives every column's: the rules', overridden per symbol."""
+    """Limit fractions, (T x N) or (1 x N) when `override` gives every column's: the rules',
+    overridden per symbol."""
     columns = (
         [i for i, symbol in enumerate(symbols) if symbol in override]
         if override is not None
@@ -433,7 +448,8 @@ def _raw_prices(
     factor: np.ndarray | None,
     tick: float,
 ) -> dict[str, np.ndarray]:
-    """Raw open, high, low and close on the tick; fields given as one and the same panel are converted once."""
+    """Raw open, high, low and close on the tick; fields given as one and the same panel are
+    converted once."""
     raw: dict[str, np.ndarray] = {}
     for field in ("open", "high", "low", "close"):
         if field in aligned:
@@ -445,7 +461,8 @@ def _raw_prices(
 
 
 def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
-    """Sorted session dates and the symbols of the close panel (sorting a copy only when out of order)."""
+    """Sorted session dates and the symbols of the close panel (sorting a copy only when out of
+    order)."""
     if not close.index.is_monotonic_increasing:
         close = close.sort_index()
     return pd.DatetimeIndex(close.index), close.columns
@@ -454,8 +471,8 @@ def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
 def _factors(
     factor_df: pd.DataFrame | None, shape: tuple[int, ...]
 ) -> tuple[np.ndarray | None, np.ndarray]:
-    """Adjustment factor per cell, each unknown one the nearest known of its symbol, else 1 (None: no factor
-    panel, raw = adjusted); and where the factor is known."""
+    """Adjustment factor per cell, each unknown one the nearest known of its symbol, else 1 (None:
+    no factor panel, raw = adjusted); and where the factor is known."""
     if factor_df is None:
         return None, _constant(False, shape)
     values = factor_df.to_numpy()
@@ -468,7 +485,8 @@ def _factors(
 
 
 def _ffill(values: np.ndarray) -> np.ndarray:
-    """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when none is NaN."""
+    """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when
+    none is NaN."""
     if np.isnan(values).any():
         return pd.DataFrame(values).ffill().to_numpy()
     return values
@@ -483,7 +501,8 @@ def _shifted(values: np.ndarray) -> np.ndarray:
 
 
 def _returns(prices: np.ndarray) -> np.ndarray:
-    """prices[t] / prices[t-1] - 1, NaN on the first row: pct_change(fill_method=None); column-major."""
+    """prices[t] / prices[t-1] - 1, NaN on the first row: pct_change(fill_method=None);
+    column-major."""
     out = np.empty(prices.shape, order="F")
     out[:1] = np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -493,7 +512,8 @@ def _returns(prices: np.ndarray) -> np.ndarray:
 
 
 def _action_ratio(factor: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
-    """factor[t] / factor[t-1], set to exactly 1 where the step is float noise; all 1 without a factor."""
+    """factor[t] / factor[t-1], set to exactly 1 where the step is float noise; all 1 without a
+    factor."""
     if factor is None:
         return _constant(1.0, shape)
     ratio = np.ones(shape)
@@ -503,9 +523,9 @@ def _action_ratio(factor: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarr
 
 
 class ColumnWindows(BaseIndexer):
-    """The `window_size` rows before each row (not the row itself) of a (T x N) panel flattened column by
-    column (column-major): a window never reaches into the column before, and a column's first row has
-    an empty one."""
+    """The `window_size` rows before each row (not the row itself) of a (T x N) panel flattened
+    column by column (column-major): a window never reaches into the column before, and a column's
+    first row has an empty one."""
 
     def __init__(self, rows: int, window_size: int) -> None:
         super().__init__(window_size=window_size)
@@ -522,7 +542,8 @@ class ColumnWindows(BaseIndexer):
         closed: str | None = None,
         step: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """[start, end) of the window of each flat position (`num_values` is a multiple of `rows`)."""
+        """[start, end) of the window of each flat position (`num_values` is a multiple of
+        `rows`)."""
         if num_values not in self._bounds:
             end = np.arange(num_values, dtype=np.int64)
             start = end - self.window_size
@@ -540,14 +561,15 @@ class ColumnWindows(BaseIndexer):
 def rolling_by_column(
     values: np.ndarray, windows: ColumnWindows, min_periods: int, statistic: Literal["mean", "std"]
 ) -> np.ndarray:
-    """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit, in one pandas call.
+    """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit, in one
+    pandas call.
 
     pandas runs its rolling kernels column by column, with a Python round trip per column. Here the
     columns are laid end to end in one Series and `windows` keeps each window inside its column: the
-    kernels restart their running sums whenever a window starts at or after the previous window's end
-    (at each column's first two rows), so every column gets the same arithmetic as on its own. The
-    windows end one row early, which is the shift: a column's first row has an empty window (NaN).
-    The result is column-major, as pandas' own.
+    kernels restart their running sums whenever a window starts at or after the previous window's
+    end (at each column's first two rows), so every column gets the same arithmetic as on its own.
+    The windows end one row early, which is the shift: a column's first row has an empty window
+    (NaN). The result is column-major, as pandas' own.
     """
     rows, columns = values.shape
     rolling = pd.Series(np.ravel(values, order="F")).rolling(windows, min_periods=min_periods)

@@ -1,8 +1,10 @@
-"""Daily mark-to-market: a NAV row per session between rebalances, with the kill switch checked on each.
+"""Daily mark-to-market: a NAV row per session between rebalances, with the kill switch checked on
+each.
 
-The marks are provisional for the day itself: a rebalance on a marked day replaces that day's row with
-its own (trades and costs included), so marking and the weekly rebalance may run in either order and
-the ledger ends the same. A mark never trades and never moves `last_date` (the last rebalance).
+The marks are provisional for the day itself: a rebalance on a marked day replaces that day's row
+with its own (trades and costs included), so marking and the weekly rebalance may run in either
+order and the ledger ends the same. A mark never trades and never moves `last_date` (the last
+rebalance).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ BUILTIN = "builtin"
 
 @dataclass
 class MarkOutcome:
-    """What marking one account did: the sessions newly marked, and whether the kill switch tripped."""
+    """What marking one account did: the sessions newly marked, and whether the kill switch
+    tripped."""
 
     account: str
     as_of: date
@@ -95,7 +98,8 @@ def plan_marks(
     version: str,
     terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
 ) -> tuple[pd.DataFrame, int]:
-    """NAV rows for the sessions after the last NAV row up to `as_of`, and the revision they rest on.
+    """NAV rows for the sessions after the last NAV row up to `as_of`, and the revision they rest
+    on.
 
     The walk starts at the last rebalance, as corporate actions since then (booked by the next
     rebalance) already move the book's cash and shares on the sessions marked before.
@@ -179,7 +183,8 @@ def run_marking(
 
         store = ensure_sample(settings)
     since = marked_through(ledger, account)
-    # History before the first unmarked session too: a suspended holding is valued at its last close.
+    # History before the first unmarked session too: a suspended holding is valued at its last
+    # close.
     days = HISTORY_DAYS + (0 if since is None else max((as_of - since).days, 0))
     panels = load_panels(store, as_of, history_days=days)
     return mark_account(

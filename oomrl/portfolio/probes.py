@@ -1,4 +1,5 @@
-"""Memorization probes: a replay's decisions asked again on markets a generic strategy cannot tell apart.
+"""Memorization probes: a replay's decisions asked again on markets a generic strategy cannot tell
+apart.
 
 A strategy that reads the market decides from prices, volumes, its book and the members it is
 given; it cannot know which real stock a symbol is, nor which real date a session is. So its
@@ -43,7 +44,8 @@ MONTHS = (
 
 @dataclass(frozen=True)
 class Probe:
-    """A transformed market as a host sees it: its column j holds the original column `source[j]`."""
+    """A transformed market as a host sees it: its column j holds the original column
+    `source[j]`."""
 
     name: str
     market: MarketFrames
@@ -66,8 +68,8 @@ class ProbeResult:
 
 
 def seed_of(digest: str) -> int:
-    """The probes' seed for a version's code (`WorkspaceStrategy.digest`): the same code meets the same
-    probes, and a patch cannot know its probes before it is written."""
+    """The probes' seed for a version's code (`WorkspaceStrategy.digest`): the same code meets the
+    same probes, and a patch cannot know its probes before it is written."""
     return int.from_bytes(hashlib.sha256(digest.encode()).digest()[:8], "big")
 
 
@@ -79,7 +81,8 @@ def family(symbol: str) -> tuple[str, str]:
 def transformed(
     market: MarketFrames, name: str, source: np.ndarray, dates: pd.DatetimeIndex
 ) -> Probe:
-    """The market as a host sees it with its columns taken from `source` and its sessions on `dates`."""
+    """The market as a host sees it with its columns taken from `source` and its sessions on
+    `dates`."""
     frames = {
         field: pd.DataFrame(frame.to_numpy()[:, source], index=dates, columns=market.symbols)
         for field, frame in market.panels.items()
@@ -102,7 +105,8 @@ def relabelled(market: MarketFrames, seed: int) -> Probe:
 
 
 def shifted(market: MarketFrames, seed: int, calendar: str = "weekly") -> Probe:
-    """Session dates moved back by a random whole number of weeks (1-5 years), or of 4-year spans of months."""
+    """Session dates moved back by a random whole number of weeks (1-5 years), or of 4-year spans of
+    months."""
     rng = np.random.default_rng(seed)
     if calendar == "monthly":
         months = MONTHS * int(rng.integers(1, 3))
@@ -170,8 +174,8 @@ def probe(
 
 
 def _schedule_differs(runner: object, t: int, previous: int | None, days: list[date]) -> int | None:
-    """The first session in (previous, t) the probe's schedule calls due, or t itself when it does not call
-    t due; None when it agrees. Without a previous decision only t is asked."""
+    """The first session in (previous, t) the probe's schedule calls due, or t itself when it does
+    not call t due; None when it agrees. Without a previous decision only t is asked."""
     due = runner.due  # type: ignore[attr-defined]
     last = None if previous is None else days[previous]
     for s in range(t if previous is None else previous + 1, t):
@@ -181,7 +185,8 @@ def _schedule_differs(runner: object, t: int, previous: int | None, days: list[d
 
 
 def _members(members: list[str] | None, market: MarketFrames, the_probe: Probe) -> list[str] | None:
-    """The members as the probe's labels (a member without market data keeps its name: it has no column)."""
+    """The members as the probe's labels (a member without market data keeps its name: it has no
+    column)."""
     if members is None:
         return None
     positions = market.positions

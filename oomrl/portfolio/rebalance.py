@@ -1,4 +1,5 @@
-"""One live rebalance of an account on a session: data up to the day before, targets, fills, one commit."""
+"""One live rebalance of an account on a session: data up to the day before, targets, fills, one
+commit."""
 
 from __future__ import annotations
 
@@ -199,8 +200,8 @@ def rebalance(
     if t < 1:
         raise DataValidationError(f"no session before {as_of} in the data: cannot decide")
     held = held_shares(market, state.positions)
-    # Daily marks (oomrl.portfolio.marking) may have valued sessions since the last rebalance; a mark
-    # on as_of itself is provisional and gives way to this rebalance's row.
+    # Daily marks (oomrl.portfolio.marking) may have valued sessions since the last rebalance; a
+    # mark on as_of itself is provisional and gives way to this rebalance's row.
     nav_before = ledger.nav_frame(account)
     if len(nav_before) and nav_before["date"].iloc[-1] > pd.Timestamp(as_of):
         raise OomrlError(
@@ -297,7 +298,8 @@ def advance(
     panels: dict[str, pd.DataFrame] | MarketFrames,
     setup: RebalanceSetup,
 ) -> list[RebalanceOutcome]:
-    """Run every rebalance the strategy wants in [start, end], one commit each (the live loop, replayed).
+    """Run every rebalance the strategy wants in [start, end], one commit each (the live loop,
+    replayed).
 
     Stops at the first halt; dates already committed are skipped, so a re-run continues where the
     last one stopped. NAV rows after the last rebalance are written by the next one. One strategy

@@ -48,7 +48,8 @@ class Recomputed:
 
 
 def evenly_spread(total: int, count: int = FRESH_DECISIONS) -> list[int]:
-    """Indices of `count` items evenly spread over `total`, first and last included (all when fewer)."""
+    """Indices of `count` items evenly spread over `total`, first and last included (all when
+    fewer)."""
     if total <= count:
         return list(range(total))
     return [int(i) for i in np.linspace(0, total - 1, count).round()]

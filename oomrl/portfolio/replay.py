@@ -141,7 +141,8 @@ def trade_session(
 
 @dataclass(frozen=True)
 class Traded:
-    """One rebalance session traded: the fills and the book after them, and what its NAV row needs."""
+    """One rebalance session traded: the fills and the book after them, and what its NAV row
+    needs."""
 
     market: MarketFrames
     t: int
@@ -212,7 +213,8 @@ def trade(broker: PaperBroker, t: int, weights: np.ndarray, book: Book) -> Trade
 
 @dataclass
 class ReplayResult:
-    """A replay's daily NAV (nav_frame columns), fills, orders, corporate actions and where it halted."""
+    """A replay's daily NAV (nav_frame columns), fills, orders, corporate actions and where it
+    halted."""
 
     strategy: str
     nav: pd.DataFrame
@@ -225,13 +227,14 @@ class ReplayResult:
     max_weight: pd.Series = field(
         default_factory=lambda: pd.Series(dtype=float)
     )  # largest position / NAV
-    #                                                          at the close of each rebalance session
+    # at the close of each rebalance session
     jail: str = (
         "bwrap"  # where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
     )
 
     def summary(self) -> dict[str, Any]:
-        """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for costs)."""
+        """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for
+        costs)."""
         nav = self.nav
         days = len(nav)
         final = float(nav["nav"].iloc[-1]) if days else self.initial_cash
@@ -268,7 +271,8 @@ def run_sessions(
     book: Book,
     costing: Costing,
 ) -> Iterator[Step]:
-    """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after, actions).
+    """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after,
+    actions).
 
     Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
     checked on every session and ends the walk on the session it trips. A rebalance's step is
@@ -471,8 +475,8 @@ def _replay(
 
 
 def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The NAV frame (NAV_COLUMNS, one row per session in date order) from the quiet stretches' columns
-    and the rebalance sessions' rows."""
+    """The NAV frame (NAV_COLUMNS, one row per session in date order) from the quiet stretches'
+    columns and the rebalance sessions' rows."""
     traded: Columns = {
         "date": np.array([row["date"] for row in rows], dtype="datetime64[ns]"),
         "strategy_version": np.array([row["strategy_version"] for row in rows], dtype=object),
@@ -488,7 +492,8 @@ def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame
 
 
 def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
-    """Share of fills whose raw price came from a known adjustment factor (1.0 when there are none)."""
+    """Share of fills whose raw price came from a known adjustment factor (1.0 when there are
+    none)."""
     if not len(fills):
         return 1.0
     rows = market.dates.get_indexer(pd.DatetimeIndex(fills["date"]))
@@ -510,7 +515,8 @@ def replay_setup(
     initial_cash: float,
     runner: StrategyRunner | None = None,
 ) -> ReplayResult:
-    """Replay with a RebalanceSetup (the factory's output): the one way service, demo and cross-validation replay."""
+    """Replay with a RebalanceSetup (the factory's output): the one way service, demo and
+    cross-validation replay."""
     return replay(
         setup.strategy,
         setup.params,

@@ -1,4 +1,5 @@
-"""The outer loop's signal (paper Eq. 1-2): friction-aware step reward, terminal penalty, principal loss, sim-to-real gap.
+"""The outer loop's signal (paper Eq. 1-2): friction-aware step reward, terminal penalty, principal
+loss, sim-to-real gap.
 
 Eq. 1: R~_t = sum_i w_i r_i - F_exec(dw_t), F_exec = lambda ||dw||_1 + gamma sqrt(||dw||_1).
 Eq. 2: R_t = R~_t, and on the step where the principal loss L_t = 1 - W_t / W_0 reaches tau (the
@@ -45,7 +46,8 @@ __all__ = [
 def terminal(
     rewards: np.ndarray, losses: np.ndarray, threshold: float, penalty: float
 ) -> np.ndarray:
-    """Eq. 2 over consecutive steps: -penalty added on the first step whose loss reaches the threshold."""
+    """Eq. 2 over consecutive steps: -penalty added on the first step whose loss reaches the
+    threshold."""
     out = np.asarray(rewards, dtype=float).copy()
     hits = np.flatnonzero(np.asarray(losses, dtype=float) >= threshold)
     if len(hits):
@@ -54,7 +56,8 @@ def terminal(
 
 
 def execution_penalty(turnover: float, lam: float, gamma: float) -> float:
-    """F_exec(dw) = lambda * ||dw||_1 + gamma * sqrt(||dw||_1): fees plus impact, in return units."""
+    """F_exec(dw) = lambda * ||dw||_1 + gamma * sqrt(||dw||_1): fees plus impact, in return
+    units."""
     if turnover < 0 or lam < 0 or gamma < 0:
         raise ValueError(f"turnover, lambda and gamma must be >= 0, got {turnover}, {lam}, {gamma}")
     return lam * turnover + gamma * math.sqrt(turnover)

@@ -1,4 +1,5 @@
-"""Wiring for the CLI and flows: settings -> ledger, store, the account's strategy version, rebalance, replay."""
+"""Wiring for the CLI and flows: settings -> ledger, store, the account's strategy version,
+rebalance, replay."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ class ResolvedStrategy:
 
 
 def bundled_strategy(settings: OomrlSettings, name: str) -> WorkspaceStrategy:
-    """A strategy of the bundled strategies/ (this installation's), run in a host like any version."""
+    """A strategy of the bundled strategies/ (this installation's), run in a host like any
+    version."""
     from oomrl.versions import repo_root
 
     return WorkspaceStrategy(repo_root(), name, settings.unsafe_no_jail)
@@ -47,7 +49,8 @@ def open_ledger(settings: OomrlSettings) -> Ledger:
 
 
 def existing_ledger(settings: OomrlSettings) -> Ledger | None:
-    """The ledger for reading, or None when none was ever created: a read command never creates one."""
+    """The ledger for reading, or None when none was ever created: a read command never creates
+    one."""
     import sqlalchemy as sa
 
     from oomrl.files import sqlite_file
@@ -78,7 +81,8 @@ def resolve_strategy(
 
 
 def parse_params(params: str | dict[str, Any] | None) -> dict[str, Any]:
-    """Strategy parameters from a JSON string or dict (the strategy's Params model checks them in its host)."""
+    """Strategy parameters from a JSON string or dict (the strategy's Params model checks them in
+    its host)."""
     if isinstance(params, str):
         try:
             params = json.loads(params) if params.strip() else {}
@@ -108,7 +112,8 @@ def last_session(on_or_before: date | None = None) -> date:
 def run_rebalance(
     settings: OomrlSettings, account: str, as_of: date, dry_run: bool = False, store: Any = None
 ) -> RebalanceOutcome:
-    """One rebalance of `account` on `as_of` with its active strategy version and the stored data."""
+    """One rebalance of `account` on `as_of` with its active strategy version and the stored
+    data."""
     ledger = open_ledger(settings)
     ledger.open_account(account, settings.initial_cash)
     if not dry_run:  # every booked trade names a version: a fresh account starts on v1
@@ -148,7 +153,8 @@ def run_replay(
     kill_threshold: float | None = None,
     market: str = "cn",
 ) -> ReplayResult:
-    """Replay a strategy (bundled, or from a workspace directory) on the stored data of one market."""
+    """Replay a strategy (bundled, or from a workspace directory) on the stored data of one
+    market."""
     if not strategy_name.isidentifier():
         raise OomrlError(
             f"strategy names are identifiers (strategies/<name>.py), got {strategy_name!r}"

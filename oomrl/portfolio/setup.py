@@ -1,4 +1,5 @@
-"""The one factory of run settings (RebalanceSetup) shared by the service, the demo, replay and cross-validation.
+"""The one factory of run settings (RebalanceSetup) shared by the service, the demo, replay and
+cross-validation.
 
 Every path that trades builds its setup here, so none can drop the point-in-time membership, the
 market's rules or the reward settings: membership is a required argument (the store's snapshots,
@@ -55,7 +56,8 @@ def rebalance_setup(
     kill_threshold: float | None = None,
     market: str = "cn",
 ) -> RebalanceSetup:
-    """A RebalanceSetup from settings; `membership` is the store's point-in-time snapshots (None: none stored)."""
+    """A RebalanceSetup from settings; `membership` is the store's point-in-time snapshots (None:
+    none stored)."""
     frame = membership if membership is not None and len(membership) else None
     return RebalanceSetup(
         strategy,

@@ -1,4 +1,5 @@
-"""One settings tree for oomrl: a root (`OomrlSettings`) with groups, fed by the environment and config.toml."""
+"""One settings tree for oomrl: a root (`OomrlSettings`) with groups, fed by the environment and
+config.toml."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The agent group: a repair's compute budget, model call limits, attempts and the promotion rule."""
+"""The agent group: a repair's compute budget, model call limits, attempts and the promotion
+rule."""
 
 from __future__ import annotations
 
@@ -37,14 +38,16 @@ class AgentSettings(BaseSettings):
         0.15,
         ge=0,
         description=(
-            "Price of prompt tokens; the default is gpt-4o-mini's list price (USD per million tokens)."
+            "Price of prompt tokens; the default is gpt-4o-mini's list price (USD per "
+            "million tokens)."
         ),
     )
     price_completion_per_mtok: float = Field(
         0.60,
         ge=0,
         description=(
-            "Price of answer tokens; the default is gpt-4o-mini's list price (USD per million tokens)."
+            "Price of answer tokens; the default is gpt-4o-mini's list price (USD per "
+            "million tokens)."
         ),
     )
     timeout_s: float = Field(
@@ -84,14 +87,16 @@ class AgentSettings(BaseSettings):
         8,
         ge=2,
         description=(
-            "Role answers per repair, over every phase and round; each is judged or refused (count)."
+            "Role answers per repair, over every phase and round; each is judged or "
+            "refused (count)."
         ),
     )
     max_rounds: int = Field(
         2,
         ge=1,
         description=(
-            "Times a cross-validation failure may send the repair back to test genesis, plus one (count)."
+            "Times a cross-validation failure may send the repair back to test genesis, "
+            "plus one (count)."
         ),
     )
     holdout_dir: Path | None = Field(
@@ -127,7 +132,8 @@ class AgentSettings(BaseSettings):
         20,
         ge=0,
         description=(
-            "Forward sessions a passing candidate trades on a shadow book before it takes the capital; "
+            "Forward sessions a passing candidate trades on a shadow book before it takes "
+            "the capital; "
             "0 promotes it at once (sessions)."
         ),
     )

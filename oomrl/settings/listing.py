@@ -1,4 +1,5 @@
-"""Every setting as a row: dotted name, variable, description, current value (secrets masked), source."""
+"""Every setting as a row: dotted name, variable, description, current value (secrets masked),
+source."""
 
 from __future__ import annotations
 

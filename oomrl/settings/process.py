@@ -1,4 +1,5 @@
-"""The process environment as a whole: the one door through which oomrl passes it down to children."""
+"""The process environment as a whole: the one door through which oomrl passes it down to
+children."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import os
 
 
 def environment() -> dict[str, str]:
-    """A copy of this process's environment (for a child, or for code that parses named variables)."""
+    """A copy of this process's environment (for a child, or for code that parses named
+    variables)."""
     return dict(os.environ)
 
 

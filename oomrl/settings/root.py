@@ -61,7 +61,8 @@ class _FlatEnvSource(EnvSettingsSource):
 
 
 class _GroupsEnvSource(PydanticBaseSettingsSource):
-    """Each group's variables under its own names (OOMRL_AGENT_*, OOMRL_WEBHOOK_*, PREFECT_API_URL)."""
+    """Each group's variables under its own names (OOMRL_AGENT_*, OOMRL_WEBHOOK_*,
+    PREFECT_API_URL)."""
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         return None, field_name, False
@@ -101,7 +102,8 @@ class OomrlSettings(BaseSettings):
         5,
         ge=0,
         description=(
-            "Sessions after a repair request during which further alerts of the same account, version "
+            "Sessions after a repair request during which further alerts of the same "
+            "account, version "
             "and severity (or lower) ask for none: one cause, one repair (sessions)."
         ),
     )
@@ -110,7 +112,8 @@ class OomrlSettings(BaseSettings):
         ge=1,
         le=1000,
         description=(
-            "Repair runs a flow may start beside, paused or not; each holds a few hundred MB (runs)."
+            "Repair runs a flow may start beside, paused or not; each holds a few hundred "
+            "MB (runs)."
         ),
     )
     reward_lambda: float = Field(
@@ -129,7 +132,8 @@ class OomrlSettings(BaseSettings):
         DEFAULT_TERMINAL_PENALTY,
         ge=0,
         description=(
-            "Eq. 2's P_terminal, taken off the reward when the account halts (units of starting capital)."
+            "Eq. 2's P_terminal, taken off the reward when the account halts (units of "
+            "starting capital)."
         ),
     )
     market_rules: dict[str, dict[str, Any]] = Field(
@@ -141,7 +145,8 @@ class OomrlSettings(BaseSettings):
     llm_provider: Literal["offline", "openai", "replay"] | None = Field(
         None,
         description=(
-            "Where the agent's answers come from; unset: openai when an endpoint is configured, else offline."
+            "Where the agent's answers come from; unset: openai when an endpoint is "
+            "configured, else offline."
         ),
     )
     llm_base_url: str | None = Field(
@@ -157,7 +162,8 @@ class OomrlSettings(BaseSettings):
     unsafe_no_jail: bool = Field(
         False,
         description=(
-            "Run strategy code unjailed where no jail can be made; every replay then says so (docs/gate.md)."
+            "Run strategy code unjailed where no jail can be made; every replay then says "
+            "so (docs/gate.md)."
         ),
     )
     sample_clock: date | None = Field(
@@ -189,7 +195,8 @@ class OomrlSettings(BaseSettings):
     @field_validator("market_rules")
     @classmethod
     def _known_rules(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Each market's overrides build its rule set now, not mid-rebalance (one line per problem)."""
+        """Each market's overrides build its rule set now, not mid-rebalance (one line per
+        problem)."""
         for market, overrides in value.items():
             from oomrl.market.markets import get_market  # the one way down: markets own their rules
 
@@ -262,7 +269,8 @@ class OomrlSettings(BaseSettings):
 
     @property
     def llm_provider_name(self) -> str:
-        """The agent provider: explicit, else `openai` when an endpoint is configured, else `offline`."""
+        """The agent provider: explicit, else `openai` when an endpoint is configured, else
+        `offline`."""
         if self.llm_provider:
             return self.llm_provider
         return "openai" if self.llm_base_url or self.llm_api_key else "offline"
@@ -322,14 +330,16 @@ def describe(
 
 
 def configured(name: str) -> bool:
-    """Whether a flat setting is given, by the environment or the config file, rather than left to its default."""
+    """Whether a flat setting is given, by the environment or the config file, rather than left to
+    its default."""
     return env_name((name,)) in os.environ or name in config_file_values(
         OomrlSettings.model_fields, TABLE_SETTINGS
     )
 
 
 def get_settings(**overrides: Any) -> OomrlSettings:
-    """Fresh settings from the current environment and config file (never cached, so tests can change them)."""
+    """Fresh settings from the current environment and config file (never cached, so tests can
+    change them)."""
     try:
         return OomrlSettings(**overrides)
     except ValidationError as exc:
@@ -343,5 +353,6 @@ def get_settings(**overrides: Any) -> OomrlSettings:
 
 
 def settings_for(home: Path | str | None = None) -> OomrlSettings:
-    """The settings, with `home` (when given) over OOMRL_HOME: the one way to read them for a home."""
+    """The settings, with `home` (when given) over OOMRL_HOME: the one way to read them for a
+    home."""
     return get_settings(home=home) if home else get_settings()

@@ -1,4 +1,5 @@
-"""The runtime group: how this process runs (the broker kernel, report links, the Prefect API, the build)."""
+"""The runtime group: how this process runs (the broker kernel, report links, the Prefect API, the
+build)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class RuntimeSettings(BaseSettings):
-    """Process knobs, most under names of their own (OOMRL_BROKER_KERNEL, PREFECT_API_URL, GIT_SHA)."""
+    """Process knobs, most under names of their own (OOMRL_BROKER_KERNEL, PREFECT_API_URL,
+    GIT_SHA)."""
 
     model_config = SettingsConfigDict(env_prefix="OOMRL_", extra="ignore", populate_by_name=True)
 
@@ -38,7 +40,8 @@ class RuntimeSettings(BaseSettings):
     dask_address: str | None = Field(
         None,
         description=(
-            "An existing Dask scheduler parallel flows send tasks to, e.g. tcp://scheduler:8786 (URL)."
+            "An existing Dask scheduler parallel flows send tasks to, e.g. "
+            "tcp://scheduler:8786 (URL)."
         ),
     )
     dask_workers: str | None = Field(
@@ -54,12 +57,14 @@ class RuntimeSettings(BaseSettings):
     threads: str | None = Field(
         None,
         description=(
-            "Width of the default thread pool of parallel flows; unset: Prefect's default (threads)."
+            "Width of the default thread pool of parallel flows; unset: Prefect's default "
+            "(threads)."
         ),
     )
 
     def dask_env(self) -> dict[str, str]:
-        """The task runner's variables by name, the unset ones left out (tasks/runners.py reads them)."""
+        """The task runner's variables by name, the unset ones left out (tasks/runners.py reads
+        them)."""
         named = {
             "OOMRL_DASK_ADDRESS": self.dask_address,
             "OOMRL_DASK_WORKERS": self.dask_workers,

@@ -1,4 +1,5 @@
-"""The config file: which one (OOMRL_CONFIG, else OOMRL_HOME/config.toml), read bounded, keys checked."""
+"""The config file: which one (OOMRL_CONFIG, else OOMRL_HOME/config.toml), read bounded, keys
+checked."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def config_path() -> tuple[Path, bool]:
 
 
 def _read_config(path: Path) -> str:
-    """The file's text: a regular file of at most MAX_CONFIG_BYTES of UTF-8, else SettingsError naming it."""
+    """The file's text: a regular file of at most MAX_CONFIG_BYTES of UTF-8, else SettingsError
+    naming it."""
     from oomrl.files import read_bounded
 
     raw = read_bounded(path, MAX_CONFIG_BYTES, f"config file {path}", SettingsError)
@@ -44,7 +46,8 @@ def _read_config(path: Path) -> str:
 def config_file_values(known: Collection[str], tables: Collection[str]) -> dict[str, Any]:
     """Values from the TOML file named by OOMRL_CONFIG, or OOMRL_HOME/config.toml when present.
 
-    `known` are the settings' names; `tables` those whose value is itself a table (groups, market rules).
+    `known` are the settings' names; `tables` those whose value is itself a table (groups, market
+    rules).
     """
     path, named = config_path()
     if not path.exists():
@@ -66,8 +69,8 @@ def config_file_values(known: Collection[str], tables: Collection[str]) -> dict[
 def _known_values(
     path: Path, table: dict[str, Any], prefix: str, known: Collection[str], tables: Collection[str]
 ) -> dict[str, Any]:
-    """The settings of `table`; a misspelt key, or a table where a value belongs, is named (it would be
-    silently ignored otherwise)."""
+    """The settings of `table`; a misspelt key, or a table where a value belongs, is named (it would
+    be silently ignored otherwise)."""
     unknown = sorted(
         f"[{prefix}{k}]" if isinstance(v, dict) else k for k, v in table.items() if k not in known
     )

@@ -1,4 +1,5 @@
-"""Database URLs: the installed driver for a plain postgresql:// URL, and a check SQLAlchemy can use one."""
+"""Database URLs: the installed driver for a plain postgresql:// URL, and a check SQLAlchemy can use
+one."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def driver_url(url: str) -> str:
 
 
 def check_database_url(value: str) -> str:
-    """`value` when SQLAlchemy can parse it and its driver is installed, else ValueError saying why."""
+    """`value` when SQLAlchemy can parse it and its driver is installed, else ValueError saying
+    why."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
@@ -33,6 +35,7 @@ def check_database_url(value: str) -> str:
         raise ValueError(f"its database driver is not installed ({exc})") from None
     if getattr(dialect, "is_async", False):  # oomrl's engines are synchronous
         raise ValueError(
-            f"{dialect.driver} is an async driver; name a synchronous one (e.g. postgresql+psycopg2://)"
+            f"{dialect.driver} is an async driver; name a synchronous one (e.g. "
+            "postgresql+psycopg2://)"
         )
     return value

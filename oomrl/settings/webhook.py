@@ -31,7 +31,8 @@ class WebhookSettings(BaseSettings):
     alertmanager_token: str | None = Field(
         None,
         description=(
-            "Bearer token Alertmanager sends to /hooks/alertmanager; unset: HMAC signatures only (secret)."
+            "Bearer token Alertmanager sends to /hooks/alertmanager; unset: HMAC "
+            "signatures only (secret)."
         ),
     )
     max_body_bytes: int = Field(
@@ -51,14 +52,16 @@ class WebhookSettings(BaseSettings):
     auto_approve: bool = Field(
         False,
         description=(
-            "Runs started here skip the human approval of the mandate; off unless the operator says so."
+            "Runs started here skip the human approval of the mandate; off unless the "
+            "operator says so."
         ),
     )
     approval_timeout_s: int | None = Field(
         None,
         gt=0,
         description=(
-            "Wait for the reviewer before the timeout rejects a run; unset: the deployment's hour (seconds)."
+            "Wait for the reviewer before the timeout rejects a run; unset: the "
+            "deployment's hour (seconds)."
         ),
     )
     db_url: str | None = Field(
@@ -89,7 +92,8 @@ class WebhookSettings(BaseSettings):
         """The shared HMAC secret, or a clear error when it is missing or too short to be one."""
         if not self.secret:
             raise WebhookConfigError(
-                "OOMRL_WEBHOOK_SECRET is not set: the webhook refuses to start without a shared secret "
+                "OOMRL_WEBHOOK_SECRET is not set: the webhook refuses to start without a "
+                "shared secret "
                 "(generate one with `python -c 'import secrets; print(secrets.token_hex(32))'`)"
             )
         if len(self.secret.strip()) < MIN_SECRET_LENGTH:
@@ -104,8 +108,10 @@ class WebhookSettings(BaseSettings):
         token = self.alertmanager_token
         if token is not None and len(token.strip()) < MIN_SECRET_LENGTH:
             raise WebhookConfigError(
-                f"OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is {len(token.strip())} characters; use at least "
-                f"{MIN_SECRET_LENGTH} (or unset it to require HMAC signatures on /hooks/alertmanager)"
+                f"OOMRL_WEBHOOK_ALERTMANAGER_TOKEN is {len(token.strip())} characters; use "
+                "at least "
+                f"{MIN_SECRET_LENGTH} (or unset it to require HMAC signatures on "
+                "/hooks/alertmanager)"
             )
         return token.strip() if token else None
 

@@ -1,1 +1,2 @@
-"""The loss-alert webhook: signed HTTP alerts in, `repair` flow runs (or `oomrl.loss.alert` events) out."""
+"""The loss-alert webhook: signed HTTP alerts in, `repair` flow runs (or `oomrl.loss.alert` events)
+out."""

@@ -1,4 +1,5 @@
-"""How Prometheus Alertmanager notifications map onto the repair's inputs (a loss alert or an autopsy)."""
+"""How Prometheus Alertmanager notifications map onto the repair's inputs (a loss alert or an
+autopsy)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def alertmanager_alert_id(alert: AlertmanagerAlert) -> str:
 
 
 def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) -> dict[str, Any]:
-    """The repair input for one firing Alertmanager alert (validated by the repair's door after this).
+    """The repair input for one firing Alertmanager alert (validated by the repair's door after
+    this).
 
     An `autopsy` annotation holding the full JSON autopsy wins; otherwise the alert becomes a loss
     alert (id, account label, start date) that the repair completes from the ledger.

@@ -1,9 +1,11 @@
-"""The FastAPI webhook: signed loss alerts start exactly one repair each, through the repair's own door.
+"""The FastAPI webhook: signed loss alerts start exactly one repair each, through the repair's own
+door.
 
-Status codes: 202 started; 200 duplicate (the alert's run exists, is alive or ended as it should); 400 a broken
-Content-Length; 401 bad signature or token; 413 oversized; 422 anything that is not a full autopsy
-or a loss alert for a known account and strategy (hostile JSON included); 503 the repair could not
-be started now (Prefect or the ledger unavailable) — the sender should retry. Refusals are logged.
+Status codes: 202 started; 200 duplicate (the alert's run exists, is alive or ended as it should);
+400 a broken Content-Length; 401 bad signature or token; 413 oversized; 422 anything that is not a
+full autopsy or a loss alert for a known account and strategy (hostile JSON included); 503 the
+repair could not be started now (Prefect or the ledger unavailable) — the sender should retry.
+Refusals are logged.
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ def create_app(
     app.include_router(reports_router(settings.runs_dir, secret))  # read-only report files
 
     async def admit(data: Any) -> RepairInput:
-        """The repair's door: a full autopsy or a loss alert, for an account and strategy that exist."""
+        """The repair's door: a full autopsy or a loss alert, for an account and strategy that
+        exist."""
         try:
             checked = load_autopsy(data)
             await run_in_threadpool(check_known, checked, settings.ledger, settings.workspace_dir)
@@ -233,8 +236,8 @@ def create_app(
             ) from exc
 
     async def check_floods(account: str, counted: int) -> None:
-        """The flood limits before a run starts: `account`'s runs this minute (`counted`: whether its
-        own claim is among them already) and the repairs running on every path."""
+        """The flood limits before a run starts: `account`'s runs this minute (`counted`: whether
+        its own claim is among them already) and the repairs running on every path."""
         recent = await run_in_threadpool(store.recent, account, RATE_WINDOW_S)
         if recent - counted >= config.max_runs_per_minute:
             raise _Refused(
@@ -421,7 +424,8 @@ def create_app(
 
 
 def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | None = None) -> None:
-    """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails fast)."""
+    """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails
+    fast)."""
     import uvicorn
 
     logging.basicConfig(

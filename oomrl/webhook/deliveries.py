@@ -1,4 +1,5 @@
-"""Durable record of alert ids already accepted, so a replay or a restart never starts a second repair.
+"""Durable record of alert ids already accepted, so a replay or a restart never starts a second
+repair.
 
 A row is first a claim (no run yet) while its delivery starts the repair, then records what was
 started. A claim whose launch fails is dropped, so the sender's retry starts it again; a claim left
@@ -102,7 +103,8 @@ class DeliveryStore:
             )
 
     def release(self, alert_id: str) -> None:
-        """Drop a claim whose run could not be started, so the sender's retry is not a 'duplicate'."""
+        """Drop a claim whose run could not be started, so the sender's retry is not a
+        'duplicate'."""
         with self._engine.begin() as conn:
             conn.execute(
                 DELIVERIES.delete().where(
@@ -113,7 +115,8 @@ class DeliveryStore:
             )
 
     def take_over(self, alert_id: str, older_than: timedelta) -> bool:
-        """Own a pending claim older than `older_than` (its process died mid-launch); True when won."""
+        """Own a pending claim older than `older_than` (its process died mid-launch); True when
+        won."""
         return self._update_if(
             alert_id,
             DELIVERIES.c.flow_run_id.is_(None),
@@ -122,7 +125,8 @@ class DeliveryStore:
         )
 
     def reopen(self, alert_id: str, flow_run_id: str) -> bool:
-        """Turn a delivery whose run ended without success back into a claim; True for the one winner."""
+        """Turn a delivery whose run ended without success back into a claim; True for the one
+        winner."""
         return self._update_if(
             alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None, event_id=None
         )

@@ -1,6 +1,7 @@
 """Turn an accepted loss alert into work: start the `repair` deployment, or emit `oomrl.loss.alert`.
 
-Talks to the Prefect server over its REST API with httpx, so oomrl/ never imports Prefect (docs/architecture.md §2).
+Talks to the Prefect server over its REST API with httpx, so oomrl/ never imports Prefect
+(docs/architecture.md §2).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class LaunchError(OomrlError):
 
 @dataclass(frozen=True)
 class RunStatus:
-    """A flow run's state type (COMPLETED, RUNNING, ...) and since when (naive UTC), as Prefect says."""
+    """A flow run's state type (COMPLETED, RUNNING, ...) and since when (naive UTC), as Prefect
+    says."""
 
     type: str
     since: datetime | None = None
@@ -65,15 +67,17 @@ class Launcher(Protocol):
 
 
 def alert_event_resource(autopsy: RepairInput) -> dict[str, str]:
-    """The event's resource, labelled as the diagnostics label theirs, so the repair trigger matches it:
-    the alert's severity (a minimal alert counts as the warning the repair completes it to) and the
-    verdict `requested` (a delivered alert is a request; the webhook already keeps it to one run)."""
+    """The event's resource, labelled as the diagnostics label theirs, so the repair trigger matches
+    it: the alert's severity (a minimal alert counts as the warning the repair completes it to) and
+    the verdict `requested` (a delivered alert is a request; the webhook already keeps it to one
+    run)."""
     severity = autopsy.severity if isinstance(autopsy, Autopsy) else "warning"
     return alert_resource(autopsy.account, severity, "requested")
 
 
 class PrefectApi:
-    """The few Prefect REST calls the webhook needs; URL and key from PREFECT_API_URL / PREFECT_API_KEY."""
+    """The few Prefect REST calls the webhook needs; URL and key from PREFECT_API_URL /
+    PREFECT_API_KEY."""
 
     def __init__(self, api_url: str | None = None, api_key: str | None = None) -> None:
         runtime = RuntimeSettings() if api_url is None or api_key is None else None
@@ -120,7 +124,8 @@ class DeploymentLauncher:
     async def launch(
         self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
     ) -> Launch:
-        """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a crash)."""
+        """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a
+        crash)."""
         flow_name, _, name = self.deployment.partition("/")
         key = f"oomrl-alert-{alert_id}" + (f"-after-{attempt}" if attempt else "")
         try:
@@ -159,7 +164,8 @@ class DeploymentLauncher:
         return Launch(flow_run_id=str(created.json()["id"]), event_id=None)
 
     async def run_state(self, flow_run_id: str) -> RunStatus | None:
-        """The run's state type (COMPLETED, CRASHED, ...) and time, None when Prefect does not know the run."""
+        """The run's state type (COMPLETED, CRASHED, ...) and time, None when Prefect does not know
+        the run."""
         try:
             async with self.api.client() as client:
                 found = await client.get(f"/flow_runs/{quote(flow_run_id, safe='')}")
@@ -180,7 +186,8 @@ class DeploymentLauncher:
         )
 
     async def mark_crashed(self, flow_run_id: str, message: str) -> None:
-        """Say in the runs list that a silent run is gone (its process died without a final state)."""
+        """Say in the runs list that a silent run is gone (its process died without a final
+        state)."""
         body = {"state": {"type": "CRASHED", "name": "Crashed", "message": message}, "force": True}
         try:
             async with self.api.client() as client:

@@ -1,4 +1,5 @@
-"""Fixtures of the agent tests: a sample-data home shared by the module, an autopsy from a real replay."""
+"""Fixtures of the agent tests: a sample-data home shared by the module, an autopsy from a real
+replay."""
 
 from __future__ import annotations
 
@@ -91,8 +92,9 @@ def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
 
 @pytest.fixture()
 def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
-    """v1 trades `paper` through OPENED; v2 (a weekly daily_momentum, its mandate's constraints in its
-    notes, its repair's trail in a run folder) is promoted with a probation of SESSIONS sessions."""
+    """v1 trades `paper` through OPENED; v2 (a weekly daily_momentum, its mandate's constraints in
+    its notes, its repair's trail in a run folder) is promoted with a probation of SESSIONS
+    sessions."""
     from datetime import date
 
     from oomrl.portfolio.ledger import Ledger

@@ -1,4 +1,5 @@
-"""The repair's state machine as docs/agent.md draws it: the Mermaid edges and the test named for each."""
+"""The repair's state machine as docs/agent.md draws it: the Mermaid edges and the test named for
+each."""
 
 from __future__ import annotations
 

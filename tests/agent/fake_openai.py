@@ -19,8 +19,9 @@ Billing = int | Literal["measured", "max"]
 
 @dataclass
 class Scripted:
-    """One scripted reply: a completion text, or an HTTP error status; optionally held back until the
-    server stops (`hang`: a client's timeout fires first however loaded the machine, unlike a delay)."""
+    """One scripted reply: a completion text, or an HTTP error status; optionally held back until
+    the server stops (`hang`: a client's timeout fires first however loaded the machine, unlike a
+    delay)."""
 
     content: str | None = None
     status: int = 200
@@ -68,7 +69,8 @@ def role_of(body: dict[str, Any]) -> str:
 
 
 class ScriptedAgent:
-    """Plays an agent: each role's next scripted answer, in order; keeps what each role was shown."""
+    """Plays an agent: each role's next scripted answer, in order; keeps what each role was
+    shown."""
 
     def __init__(self, answers: dict[str, list[str]], billing: Billing = "measured") -> None:
         self.answers = {role: list(texts) for role, texts in answers.items()}
@@ -88,7 +90,8 @@ class ScriptedAgent:
 
 
 class FakeOpenAI:
-    """The server state: replies still to serve (or an agent that answers), and requests received."""
+    """The server state: replies still to serve (or an agent that answers), and requests
+    received."""
 
     def __init__(self) -> None:
         self.script: list[Scripted] = []
@@ -168,8 +171,9 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._send_raw(200, json.dumps(payload).encode(), reply)
 
         def _send_raw(self, status: int, data: bytes, reply: Scripted) -> None:
-            # "connection: close" because this handler closes it: without it the client may reuse the
-            # pooled connection before it sees the close, and a retry it did not need lands in the transcript
+            # "connection: close" because this handler closes it: without it the client may reuse
+            # the pooled connection before it sees the close, and a retry it did not need lands in
+            # the transcript
             head = (
                 f"HTTP/1.1 {status} OK\r\ncontent-type: application/json\r\nconnection: close\r\n"
                 f"content-length: {len(data)}\r\n"
@@ -210,7 +214,8 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def serve_fake_openai() -> Iterator[FakeOpenAI]:
-    """Start the server on a free loopback port; yields its state with `.url` set to the /v1 base URL."""
+    """Start the server on a free loopback port; yields its state with `.url` set to the /v1 base
+    URL."""
     state = FakeOpenAI()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True

@@ -2,8 +2,9 @@
 crash the recovery tests need, at a chosen point.
 
     python -m tests.agent.kill_at STEP oomrl ARGS...                  # the `oomrl` command
-    python -m tests.agent.kill_at STEP promote HOME CANDIDATE ACCOUNT [SESSIONS]  # one promotion of a prepared
-                                                                               # clone (with a probation)
+    python -m tests.agent.kill_at STEP promote HOME CANDIDATE ACCOUNT [SESSIONS]  # one promotion of
+                                                                               a prepared # clone
+                                                                               (with a probation)
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from oomrl import promotion
 
 
 def kill_at(step: str) -> None:
-    """Make this process die, as a power cut or the OOM killer would, when its promotion reaches `step`."""
+    """Make this process die, as a power cut or the OOM killer would, when its promotion reaches
+    `step`."""
     if step not in promotion.STEPS:
         raise SystemExit(f"unknown step {step!r}; one of {', '.join(promotion.STEPS)}")
 

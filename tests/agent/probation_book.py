@@ -1,5 +1,5 @@
-"""The daily chain's probation steps as functions, and the champion's trades: what the probation tests drive
-forward (the fixture `on_probation` in tests/agent/conftest.py opens the probation)."""
+"""The daily chain's probation steps as functions, and the champion's trades: what the probation
+tests drive forward (the fixture `on_probation` in tests/agent/conftest.py opens the probation)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ WEEKLY = (
 
 
 def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> None:
-    """The champion (v1, daily_momentum) trades its account through `end`, as its deployments would."""
+    """The champion (v1, daily_momentum) trades its account through `end`, as its deployments
+    would."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.rebalance import advance, load_panels
     from oomrl.portfolio.service import membership, resolve_strategy
@@ -34,7 +35,8 @@ def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> No
 
 
 def chain_day(settings: Any, day: date) -> tuple[list[Any], list[Any]]:
-    """What the daily chain does for probations on one session: shadows trade, every book is marked, ripe ones decided."""
+    """What the daily chain does for probations on one session: shadows trade, every book is marked,
+    ripe ones decided."""
     from oomrl.chain import mark_active_accounts
 
     advance_shadows(settings, day)

@@ -1,4 +1,5 @@
-"""Shared pieces of the repair tests: a scripted provider, a context on a fresh workspace, assertions."""
+"""Shared pieces of the repair tests: a scripted provider, a context on a fresh workspace,
+assertions."""
 
 from __future__ import annotations
 
@@ -180,7 +181,8 @@ def strings(value: object) -> str:
 
 
 def mark_account(ledger_url: str, account: str, days: list[str], nav: float = 1_000_000.0) -> None:
-    """Flat mark-to-market NAV rows for `account` on `days` through the ledger's own marking write."""
+    """Flat mark-to-market NAV rows for `account` on `days` through the ledger's own marking
+    write."""
     import pandas as pd
 
     from oomrl.portfolio.ledger import Ledger

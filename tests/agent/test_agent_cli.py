@@ -1,4 +1,5 @@
-"""`oomrl repair` and `oomrl versions` from the command line: reviews at the terminal and clear errors."""
+"""`oomrl repair` and `oomrl versions` from the command line: reviews at the terminal and clear
+errors."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ MANDATE = {
 
 @pytest.fixture(autouse=True)
 def marked_paper(repair_home: Path) -> None:
-    """paper marked on two sessions: the loss alert AUTOPSY is completed from them (the door refuses a
-    loss alert for an account with no marked session: nothing to compute its metrics from)."""
+    """paper marked on two sessions: the loss alert AUTOPSY is completed from them (the door refuses
+    a loss alert for an account with no marked session: nothing to compute its metrics from)."""
     from oomrl.settings import get_settings
     from tests.agent.repair_helpers import mark_account
 

@@ -1,5 +1,6 @@
-"""Budget as capital: an account's LLM budget runs out mid-repair; the repair stops with that reason, the
-ledger never goes below zero by more than one request's maximum, and the account report shows the cost."""
+"""Budget as capital: an account's LLM budget runs out mid-repair; the repair stops with that
+reason, the ledger never goes below zero by more than one request's maximum, and the account report
+shows the cost."""
 
 from __future__ import annotations
 
@@ -107,7 +108,7 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
     text = report.markdown.read_text()
     spent = balance.tokens_spent
     assert (
-        f"Cost of alignment: 1 repair(s), 2 model call(s), {spent:,} tokens, ${balance.usd_spent:.4f}"
-        in text
+        f"Cost of alignment: 1 repair(s), 2 model call(s), {spent:,} tokens, "
+        f"${balance.usd_spent:.4f}" in text
     )
     assert "trading PnL over the account's history:" in text and " CNY after " in text

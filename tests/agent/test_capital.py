@@ -1,4 +1,5 @@
-"""The per-account LLM budget in the ledger: reserve, settle, release, refuse; atomic under concurrency."""
+"""The per-account LLM budget in the ledger: reserve, settle, release, refuse; atomic under
+concurrency."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""End to end: a scripted agent tries to game the tests, through the real `openai` client, the real gate
-and the Prefect repair flow; each cheat is rejected and fed back, and the honest fix is promoted."""
+"""End to end: a scripted agent tries to game the tests, through the real `openai` client, the real
+gate and the Prefect repair flow; each cheat is rejected and fed back, and the honest fix is
+promoted."""
 
 from __future__ import annotations
 

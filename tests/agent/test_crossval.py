@@ -1,5 +1,6 @@
-"""Promotion evidence: every mandate constraint, a configurable promotion rule net of friction in two windows,
-baseline B alongside, halted versions counted, and the decision table in the run folder."""
+"""Promotion evidence: every mandate constraint, a configurable promotion rule net of friction in
+two windows, baseline B alongside, halted versions counted, and the decision table in the run
+folder."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def measures(
 
 
 def rows(candidate_drift: float = 0.0, **candidate: object) -> list[VersionMeasures]:
-    """Active and candidate in both windows; the candidate shares the active's noise plus `candidate_drift`."""
+    """Active and candidate in both windows; the candidate shares the active's noise plus
+    `candidate_drift`."""
     out = []
     for window in ("alert", "long"):
         active = measures("active", window)
@@ -93,7 +95,8 @@ def test_a_compliant_candidate_passes_every_check() -> None:
 
 
 def test_a_candidate_worse_net_of_friction_is_refused_with_the_numbers() -> None:
-    # 0.1 % a day worse (25 % a year) against a paired noise of 0.2 % a day: far beyond one standard error.
+    # 0.1 % a day worse (25 % a year) against a paired noise of 0.2 % a day: far beyond one standard
+    # error.
     checks = checks_for(rows(candidate_drift=-0.001), WEEKLY)
     refused = [c for c in checks if not c.passed]
     assert [c.name for c in refused] == [
@@ -116,7 +119,8 @@ def test_a_candidate_worse_net_of_friction_is_refused_with_the_numbers() -> None
     [
         # The default: non-inferiority at margin 0 on the mean: any measured shortfall is refused.
         (PromotionRule(), {-0.5: False, 0.5: True}),
-        # Non-inferiority with a stated margin of 2 SE at one SE: trailing by 0.5 SE passes, by 1.5 SE fails.
+        # Non-inferiority with a stated margin of 2 SE at one SE: trailing by 0.5 SE passes, by 1.5
+        # SE fails.
         ("margin-2se", {0.5: True, -0.5: True, -1.5: False}),
         # Superiority at one SE: leading by 0.5 SE is not enough, by 1.5 SE is.
         (PromotionRule(test="superiority", z=1.0), {0.5: False, 1.5: True, -0.5: False}),

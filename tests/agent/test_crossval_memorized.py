@@ -1,5 +1,5 @@
-"""Memorization probes (issue 26): a strategy that knows which stock or which date it trades is refused
-(`crossval.memorized`); the bundled strategies, reading only the market, pass."""
+"""Memorization probes (issue 26): a strategy that knows which stock or which date it trades is
+refused (`crossval.memorized`); the bundled strategies, reading only the market, pass."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def test_the_date_shift_keeps_weekdays_and_weeks_and_a_monthly_one_keeps_month_e
 
 
 def best_names_per_date(sample: Path) -> dict[str, list[str]]:
-    """The ten CSI 300 names with the best next-week return for every session of 2024 in the bundled data
-    (what a model that has read how 2024 ended could write down)."""
+    """The ten CSI 300 names with the best next-week return for every session of 2024 in the bundled
+    data (what a model that has read how 2024 ended could write down)."""
     bars = pd.read_parquet(
         Path(__file__).resolve().parents[2] / "data" / "sample" / "bars.parquet",
         columns=["date", "symbol", "close"],
@@ -143,7 +143,8 @@ def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(
         tmp_path,
         "memorizer",
         {
-            "\n\nclass WeeklyLiquidityParams": f"\n_BEST = {table!r}\n\n\nclass WeeklyLiquidityParams",
+            "\n\nclass WeeklyLiquidityParams": f"\n_BEST = {table!r}"
+            "\n\n\nclass WeeklyLiquidityParams",
             ANCHOR: MEMORIZER.lstrip("\n") + ANCHOR,
         },
     )
@@ -186,7 +187,8 @@ def test_the_bundled_strategies_pass_the_probes(strategy: str, repair_home: Path
 def probe_check(
     strategy: str, repair_home: Path, root: Path | None, as_of: date = date(2024, 7, 15)
 ) -> Check:
-    """The crossval.memorized check of one replay of `strategy` (from `root`, else the repository)."""
+    """The crossval.memorized check of one replay of `strategy` (from `root`, else the
+    repository)."""
     from oomrl.crossval import HISTORY_DAYS, replay_version, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
@@ -217,9 +219,13 @@ def probe_check(
     return next(c for c in rows[0].checks if c.name == "crossval.memorized")
 
 
-MONTHLY = {
-    "        return last_rebalance is None or iso_week(day) != iso_week(last_rebalance)": "        return last_rebalance is None or (day.year, day.month) != (last_rebalance.year, last_rebalance.month)"
-}
+WEEKLY_TEST = "        return last_rebalance is None or iso_week(day) != iso_week(last_rebalance)"
+MONTHLY_TEST = (
+    "        return last_rebalance is None"
+    " or (day.year, day.month) != (last_rebalance.year, last_rebalance.month)"
+)
+MONTHLY = {WEEKLY_TEST: MONTHLY_TEST}
+NAME_LINE = '    name: ClassVar[str] = "weekly_liquidity"'
 
 
 @pytest.mark.slow
@@ -234,10 +240,7 @@ def test_a_declared_monthly_calendar_is_shifted_by_whole_months(
     declared = workspace_with(
         tmp_path,
         "declared",
-        {
-            **MONTHLY,
-            '    name: ClassVar[str] = "weekly_liquidity"': '    name: ClassVar[str] = "weekly_liquidity"\n    calendar: ClassVar[str] = "monthly"',
-        },
+        {**MONTHLY, NAME_LINE: NAME_LINE + '\n    calendar: ClassVar[str] = "monthly"'},
     )
     check = probe_check("weekly_liquidity", repair_home, declared)
     assert check.passed and "months" in check.detail, check.detail
@@ -249,13 +252,7 @@ def test_an_unknown_calendar_declaration_is_refused_by_name(
 ) -> None:
     from oomrl.portfolio.hosting import StrategyFailedError
 
-    root = workspace_with(
-        tmp_path,
-        "daily",
-        {
-            '    name: ClassVar[str] = "weekly_liquidity"': '    name: ClassVar[str] = "weekly_liquidity"\n    calendar = "daily"'
-        },
-    )
+    root = workspace_with(tmp_path, "daily", {NAME_LINE: NAME_LINE + '\n    calendar = "daily"'})
     with pytest.raises(
         StrategyFailedError, match="declares calendar 'daily'; known: weekly, monthly"
     ):

@@ -1,4 +1,5 @@
-"""EncodeSemantics: verdicts as rule, file, line, message, traceback and code; evidence; missed checks."""
+"""EncodeSemantics: verdicts as rule, file, line, message, traceback and code; evidence; missed
+checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The LLM client against a real loopback OpenAI-compatible server: retries, timeouts, JSON repair, budget."""
+"""The LLM client against a real loopback OpenAI-compatible server: retries, timeouts, JSON repair,
+budget."""
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def test_client_errors_are_not_retried(server: FakeOpenAI, tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_slow_response_times_out_then_recovers(server: FakeOpenAI, tmp_path: Path) -> None:
-    # The late reply never comes in time; the timeout is long enough for a prompt reply on a loaded machine.
+    # The late reply never comes in time; the timeout is long enough for a prompt reply on a loaded
+    # machine.
     server.queue(Scripted(content="late", hang=True), ok({"verdict": "on time", "score": 2}))
     client, sleeps = make_client(server, tmp_path, timeout_s=2.0)
     assert (

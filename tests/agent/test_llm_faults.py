@@ -1,6 +1,6 @@
-"""An endpoint that misbehaves, through the real `openai` client on loopback: a server that drips its
-answer is cut off by the request's total deadline and the repair's; a 200 that is no chat completion
-is asked again like a bad answer, then ends as InvalidAnswerError with the reply kept."""
+"""An endpoint that misbehaves, through the real `openai` client on loopback: a server that drips
+its answer is cut off by the request's total deadline and the repair's; a 200 that is no chat
+completion is asked again like a bad answer, then ends as InvalidAnswerError with the reply kept."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 from tests.agent.test_llm import Answer, ok
 
 ASK = [{"role": "user", "content": "x"}]
-# Without a total deadline this answer takes minutes: one byte every 50 ms, well inside any read timeout.
+# Without a total deadline this answer takes minutes: one byte every 50 ms, well inside any read
+# timeout.
 DRIPPING = Scripted(content=json.dumps({"verdict": "late", "score": 1}), drip_s=0.05, padding=4000)
 
 
@@ -34,7 +35,8 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def client_for(server: FakeOpenAI, tmp_path: Path, **overrides: object) -> LLMClient:
-    # a generous socket timeout: under a loaded CI machine a 5 s one cut a reply off and added a retry
+    # a generous socket timeout: under a loaded CI machine a 5 s one cut a reply off and added a
+    # retry
     settings = AgentSettings(**{"timeout_s": 60.0, "retries": 1, "backoff_s": 0.01, **overrides})
     backend = OpenAIBackend(
         server.url, "k", "fake-model", settings.timeout_s, settings.request_deadline_s
@@ -105,7 +107,8 @@ MALFORMED = [
         "without choices",
     ),
     (
-        b'{"id": "x", "choices": [{"index": 0, "finish_reason": "stop", "message": null}], "created": 1, '
+        b'{"id": "x", "choices": [{"index": 0, "finish_reason": "stop", "message": null}], '
+        b'"created": 1, '
         b'"model": "m", "object": "chat.completion"}',
         "choices.0.message",
     ),

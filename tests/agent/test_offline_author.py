@@ -1,5 +1,5 @@
-"""The offline Critic and Test Author: old tests that pin forbidden behaviour, found on the unchanged
-source by a probe and named by the mandate; new bodies for exactly those; tests for what
+"""The offline Critic and Test Author: old tests that pin forbidden behaviour, found on the
+unchanged source by a probe and named by the mandate; new bodies for exactly those; tests for what
 cross-validation found missing; and never a look at the Coder's work."""
 
 from __future__ import annotations

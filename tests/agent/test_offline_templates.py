@@ -1,4 +1,5 @@
-"""The offline Coder's generated trading limiter: caps per name and per week, and never levers up."""
+"""The offline Coder's generated trading limiter: caps per name and per week, and never levers
+up."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Probation before capital: a challenger trades a shadow book forward, the chain or a person decides."""
+"""Probation before capital: a challenger trades a shadow book forward, the chain or a person
+decides."""
 
 from __future__ import annotations
 

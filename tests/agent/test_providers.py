@@ -1,4 +1,5 @@
-"""Providers: the offline rules (critic table, test author, coder), the replay transcript, the factory."""
+"""Providers: the offline rules (critic table, test author, coder), the replay transcript, the
+factory."""
 
 from __future__ import annotations
 
@@ -153,8 +154,10 @@ def test_schedule_only_mandate_needs_no_market() -> None:
 
 def test_supersede_keeps_names_and_signatures() -> None:
     old = (
-        'def test_daily(x) -> None:\n    """Trades daily."""\n    assert STRATEGY.rebalance_due(1, 0)\n\n\n'
-        'def test_weights() -> None:\n    assert 1 + 1 == 2\n\n\ndef test_kept() -> None:\n    assert True\n'
+        'def test_daily(x) -> None:\n    """Trades daily."""\n    assert '
+        'STRATEGY.rebalance_due(1, 0)\n\n\n'
+        'def test_weights() -> None:\n    assert 1 + 1 == 2\n\n\ndef test_kept() -> '
+        'None:\n    assert True\n'
     )
     new = supersede(
         old, ["test_daily", "test_weights"], mandate(rebalance="weekly", max_weekly_turnover=0.3)
@@ -189,7 +192,8 @@ def test_offline_test_author_rewrites_exactly_the_old_tests_the_mandate_names() 
 
     path = "tests/strategies/test_daily_momentum.py"
     old = (
-        'def test_daily() -> None:\n    """Trades daily."""\n    assert STRATEGY.rebalance_due(1, 0)\n\n\n'
+        'def test_daily() -> None:\n    """Trades daily."""\n    assert '
+        'STRATEGY.rebalance_due(1, 0)\n\n\n'
         'def test_also_daily() -> None:\n    assert STRATEGY.rebalance_due(2, 1)\n'
     )
     named = mandate(rebalance="weekly").model_copy(update={"supersedes": [f"{path}::test_daily"]})

@@ -1,4 +1,5 @@
-"""Repair orchestration: gate rejections reach the agent as feedback; every failure leaves nothing half-done."""
+"""Repair orchestration: gate rejections reach the agent as feedback; every failure leaves nothing
+half-done."""
 
 from __future__ import annotations
 
@@ -119,7 +120,7 @@ def test_a_mandate_for_an_unknown_module_fails_at_the_critic(tmp_path: Path) -> 
     assert edges(outcome) == [("critic", "failed")]
 
 
-# -- the openai provider against a loopback server ---------------------------------------------------
+# -- the openai provider against a loopback server -------------------------------------------------
 @pytest.fixture()
 def server() -> Iterator[FakeOpenAI]:
     with serve_fake_openai() as state:
@@ -127,7 +128,8 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None) -> RepairContext:
-    # Long enough for every prompt reply on a loaded machine; a late reply is held back (`hang`), not timed.
+    # Long enough for every prompt reply on a loaded machine; a late reply is held back (`hang`),
+    # not timed.
     agent = AgentSettings(
         max_attempts=2, retries=1, backoff_s=0.01, timeout_s=3.0, max_answer_chars=4000
     )

@@ -1,4 +1,5 @@
-"""Repair inputs: a loss alert (or a partial external alert) is completed from the account's ledger."""
+"""Repair inputs: a loss alert (or a partial external alert) is completed from the account's
+ledger."""
 
 from __future__ import annotations
 

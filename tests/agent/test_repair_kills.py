@@ -1,6 +1,6 @@
-"""Real `oomrl repair` processes killed for real: one mid-gate (its candidate and the gate's scratch stay
-behind), one at its promotion's merge (the branch on an unpromoted commit). The next repair clears the
-leftovers, puts the versions back together and promotes normally."""
+"""Real `oomrl repair` processes killed for real: one mid-gate (its candidate and the gate's scratch
+stay behind), one at its promotion's merge (the branch on an unpromoted commit). The next repair
+clears the leftovers, puts the versions back together and promotes normally."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def _repair_argv(autopsy: Path) -> list[str]:
 
 
 def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:
-    """Start a repair and SIGKILL its whole process group once its first gate run has made its folder."""
+    """Start a repair and SIGKILL its whole process group once its first gate run has made its
+    folder."""
     process = subprocess.Popen(
         [sys.executable, "-m", "oomrl", *_repair_argv(autopsy)],
         cwd=REPO_ROOT,
@@ -60,7 +61,8 @@ def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + WAIT_S
-    # The Critic's probe runs in a gate folder of its own before the candidate exists: wait for both.
+    # The Critic's probe runs in a gate folder of its own before the candidate exists: wait for
+    # both.
     while not (list(tmp.glob("oomrl-gate-*/owner")) and list(home.glob("runs/repair-*/candidate"))):
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         assert time.monotonic() < deadline, "the repair never reached the gate"
@@ -78,8 +80,8 @@ def _versions() -> StrategyVersions:
 
 @pytest.fixture()
 def tmp() -> Iterator[Path]:
-    """The repairs' TMPDIR: their own, in the system temp folder (the gate's sandbox user must be able to
-    walk to its mount points there, which a pytest temp folder, 0700, would not let it)."""
+    """The repairs' TMPDIR: their own, in the system temp folder (the gate's sandbox user must be
+    able to walk to its mount points there, which a pytest temp folder, 0700, would not let it)."""
     folder = Path(tempfile.mkdtemp(prefix="oomrl-kills-"))
     folder.chmod(0o755)
     try:

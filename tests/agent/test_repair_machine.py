@@ -1,4 +1,5 @@
-"""The repair's state machine: the transitions docs/agent.md draws, each taken here with the real gate."""
+"""The repair's state machine: the transitions docs/agent.md draws, each taken here with the real
+gate."""
 
 from __future__ import annotations
 
@@ -69,8 +70,9 @@ def test_the_machine_refuses_a_transition_it_does_not_have() -> None:
 
 
 def test_docs_draw_every_transition_and_name_a_test_that_takes_it() -> None:
-    """The Mermaid diagram and the table of docs/agent.md are the machine's TRANSITIONS, and every edge
-    names existing tests; the agent tests' conftest fails a named test that does not take its edge."""
+    """The Mermaid diagram and the table of docs/agent.md are the machine's TRANSITIONS, and every
+    edge names existing tests; the agent tests' conftest fails a named test that does not take its
+    edge."""
     doc = doc_text()
     assert drawn_edges(doc) == set(TRANSITIONS)
     table = edge_table(doc)
@@ -86,7 +88,8 @@ def test_docs_draw_every_transition_and_name_a_test_that_takes_it() -> None:
 def test_the_edge_check_fails_a_test_that_does_not_take_its_documented_edge(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The conftest's check is real: a named test that takes its edges passes it, one that does not fails."""
+    """The conftest's check is real: a named test that takes its edges passes it, one that does not
+    fails."""
     test, named = min(edges_of_test().items())
     with (
         pytest.raises(AssertionError, match=f"docs/agent.md says {test} takes"),

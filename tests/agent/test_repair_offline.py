@@ -22,7 +22,8 @@ KILL_THRESHOLD = "0.10"  # 10 % of principal lost halts
 
 
 def trades_the_next_day(root: Path) -> bool:
-    """Does the daily_momentum of the version at `root`, run in its host, trade on 2024-07-02 after 07-01?"""
+    """Does the daily_momentum of the version at `root`, run in its host, trade on 2024-07-02 after
+    07-01?"""
     market = MarketFrames.build(
         random_panels(["600000.SH"], days=3, start="2024-07-01"), AShareRules()
     )
@@ -106,14 +107,15 @@ def test_offline_repair_promotes_a_tested_weekly_capped_version(
 
 
 @pytest.mark.slow
-def test_a_loss_whose_active_version_the_kill_switch_halted_is_repaired_on_evidence_that_counts_the_halt(
+def test_a_loss_of_a_version_the_kill_switch_halted_is_repaired_on_evidence_that_counts_the_halt(
     repair_home: Path,
     daily_momentum_autopsy: dict[str, Any],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The kill switch trips at a principal loss the churning daily_momentum reaches in the long window
-    # and the weekly, capped repair does not: cross-validation measures the halted active version.
+    # The kill switch trips at a principal loss the churning daily_momentum reaches in the long
+    # window and the weekly, capped repair does not: cross-validation measures the halted active
+    # version.
     monkeypatch.setenv("OOMRL_KILL_THRESHOLD", KILL_THRESHOLD)
     autopsy_file = tmp_path / "autopsy.json"
     autopsy_file.write_text(json.dumps(daily_momentum_autopsy))

@@ -1,5 +1,6 @@
 """A repair starts from its account's version: another account's promotion meanwhile changes neither
-the candidate's base nor, when the repair is promoted, that account's version; the real gate throughout."""
+the candidate's base nor, when the repair is promoted, that account's version; the real gate
+throughout."""
 
 from __future__ import annotations
 

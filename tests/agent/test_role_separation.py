@@ -140,8 +140,9 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
             if i["role"] == role
         ]
 
-    # The Test Author, in both rounds (the second after the Coder's patch was accepted and replayed),
-    # was shown nothing the Coder wrote: not in its prompt, not in the inputs recorded for audit.
+    # The Test Author, in both rounds (the second after the Coder's patch was accepted and
+    # replayed), was shown nothing the Coder wrote: not in its prompt, not in the inputs recorded
+    # for audit.
     author = prompts("test_author") + recorded("test_author")
     assert len(author) == 4 and "max_weekly_turnover breached" in author[1]
     assert not [line for text in author for line in coder_work if line in text]

@@ -1,5 +1,5 @@
-"""Fixtures of the CLI tests: a prepared OOMRL_HOME (sample data, account `paper`), a private copy of it
-per test, and a check that a test left it exactly as it found it."""
+"""Fixtures of the CLI tests: a prepared OOMRL_HOME (sample data, account `paper`), a private copy
+of it per test, and a check that a test left it exactly as it found it."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ def home(prepared_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 @pytest.fixture()
 def unchanged(home: Path) -> Iterator[None]:
-    """Asserts after the test that OOMRL_HOME is exactly as before (every file's hash, every folder)."""
+    """Asserts after the test that OOMRL_HOME is exactly as before (every file's hash, every
+    folder)."""
     before = snapshot(home)
     yield
     assert snapshot(home) == before

@@ -24,7 +24,8 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def refused(result: Any, code: int, *fragments: str) -> str:
-    """The checks every refusal must pass (exit code, message, no traceback, one line); the output."""
+    """The checks every refusal must pass (exit code, message, no traceback, one line); the
+    output."""
     output = result.output
     assert result.exit_code == code, output
     assert isinstance(result.exception, SystemExit), f"uncaught {result.exception!r}"

@@ -174,11 +174,14 @@ def test_a_malformed_model_reply_ends_the_repair_as_an_invalid_answer_not_a_defe
         )
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
     (run,) = (home / "runs").glob("repair-*")
-    # A repair that ran says where its folder is, then why it failed: never "unexpected ... (a defect)".
+    # A repair that ran says where its folder is, then why it failed: never "unexpected ... (a
+    # defect)".
     assert result.output.splitlines() == [
         f"run folder: {run}",
-        "error: repair ended Failed at critic: InvalidAnswerError: critic: the endpoint's reply was not a chat "
-        "completion twice (the reply is not a chat completion: <root>: Invalid JSON: EOF while parsing a string "
+        "error: repair ended Failed at critic: InvalidAnswerError: critic: the endpoint's "
+        "reply was not a chat "
+        "completion twice (the reply is not a chat completion: <root>: Invalid JSON: EOF "
+        "while parsing a string "
         f"at line 1 column 42); the reply is kept in {run / 'transcript.jsonl'}",
     ]
     kept = [json.loads(line) for line in (run / "transcript.jsonl").read_text().splitlines()]

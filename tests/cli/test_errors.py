@@ -16,7 +16,7 @@ import pytest
 from tests.cli.helpers import closed_port, invoke, refused
 
 
-# -- settings ----------------------------------------------------------------------------------------
+# -- settings --------------------------------------------------------------------------------------
 # Alike tests/test_config.py's refusals: there get_settings() raises; here the CLI prints one line.
 @pytest.mark.parametrize(
     ("variable", "value", "fragment"),
@@ -180,7 +180,7 @@ def test_a_defect_says_so_without_a_traceback(home: Path, monkeypatch: pytest.Mo
     )
 
 
-# -- names -------------------------------------------------------------------------------------------
+# -- names -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "command",
     [
@@ -259,7 +259,8 @@ def test_dates_and_choices_are_checked(home: Path, unchanged: None) -> None:
 
 
 def test_a_reader_that_goes_away_is_not_an_error_line() -> None:
-    """`oomrl ... | head`: the pipe closes under the command; it stops quietly (no `error: Broken pipe`)."""
+    """`oomrl ... | head`: the pipe closes under the command; it stops quietly (no `error: Broken
+    pipe`)."""
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will read: the first write fails with EPIPE
     try:

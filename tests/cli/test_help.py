@@ -1,5 +1,6 @@
-"""What a new user sees first: `oomrl --help` loads nothing heavy, and every command and option of the
-command tree has help in one style, with fixed choices listed and no references outside the repo."""
+"""What a new user sees first: `oomrl --help` loads nothing heavy, and every command and option of
+the command tree has help in one style, with fixed choices listed and no references outside the
+repo."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""No jail, no strategy code: where bubblewrap cannot run, a replay refuses unless the unsafe setting
-allows it, and then every output says the strategy ran unjailed.
+"""No jail, no strategy code: where bubblewrap cannot run, a replay refuses unless the unsafe
+setting allows it, and then every output says the strategy ran unjailed.
 
 The machine without bubblewrap is made for real: the command runs in its own mount namespace where
 /usr/bin/bwrap is covered by an empty file, so the gate's probe of the sandbox fails as it would on

@@ -1,5 +1,6 @@
 """`oomrl repair` holds every input to the repair's door before anything is written, and the file
-system's own failures (a read-only OOMRL_HOME, a full disk) are one clear line, never a traceback."""
+system's own failures (a read-only OOMRL_HOME, a full disk) are one clear line, never a
+traceback."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def repair(autopsy: Path, *extra: str) -> Any:
         (
             {"alert_id": "early-1", "account": "paper", "as_of": "2024-06-28"},
             [
-                "alert dated 2024-06-28 is before account 'paper''s first session (2024-07-01; marked 2024-07-01.."
+                "alert dated 2024-06-28 is before account 'paper''s first session "
+                "(2024-07-01; marked 2024-07-01.."
             ],
         ),
         (
@@ -78,7 +80,8 @@ def repair(autopsy: Path, *extra: str) -> Any:
         (
             {"alert_id": "late-2", "account": "paper", "as_of": "2024-07-02"},
             [
-                "alert dated 2024-07-02 is after account 'paper''s last marked session (2024-07-01; marked 2024-07-01..2024-07-01)"
+                "alert dated 2024-07-02 is after account 'paper''s last marked session "
+                "(2024-07-01; marked 2024-07-01..2024-07-01)"
             ],
         ),
         (
@@ -88,7 +91,8 @@ def repair(autopsy: Path, *extra: str) -> Any:
         (
             NO_IR,
             [
-                "alert dated 2024-07-01 (window from 2026-01-23) has no metrics.rolling_ir_60d, which rule 'ir_decay' "
+                "alert dated 2024-07-01 (window from 2026-01-23) has no "
+                "metrics.rolling_ir_60d, which rule 'ir_decay' "
                 "reads (account 'paper' marked: 2024-07-01..2024-07-01)"
             ],
         ),
@@ -134,7 +138,8 @@ def test_a_loss_alert_for_an_account_never_marked_is_refused(home: Path, tmp_pat
             )
         ),
         1,
-        "alert dated 2024-07-01 carries no metrics and account 'fresh' has no marked session to compute "
+        "alert dated 2024-07-01 carries no metrics and account 'fresh' has no marked "
+        "session to compute "
         "them from (marked: none)",
     )
     assert list((home / "runs").iterdir()) == []
@@ -233,7 +238,7 @@ def test_a_transcript_that_is_not_jsonl_is_refused(
     )
 
 
-# -- the file system fails under the command ----------------------------------------------------------
+# -- the file system fails under the command -------------------------------------------------------
 def _sandbox_available() -> bool:
     if shutil.which("bwrap") is None:
         return False
@@ -283,7 +288,8 @@ def test_a_read_only_home_is_named(home: Path, tmp_path: Path) -> None:
     autopsy = write_json(tmp_path / "a.json", {"alert_id": "ro-1", "account": "paper"})
     oomrl = f"{sys.executable} -m oomrl"
     (tmp_path / "tmp").mkdir()
-    # No jail can be made inside this sandbox, and the strategy host needs a writable temporary folder.
+    # No jail can be made inside this sandbox, and the strategy host needs a writable temporary
+    # folder.
     hosted = {"OOMRL_UNSAFE_NO_JAIL": "1", "TMPDIR": str(tmp_path / "tmp")}
     for command, fragment, env in (
         (f"{oomrl} rebalance --as-of 2024-07-02", "the database is read-only", hosted),
@@ -316,7 +322,8 @@ def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(
         'mkdir "$OUT/full/home" && cp -a "$PREP/." "$OUT/full/home/" && '
         'dd if=/dev/zero of="$OUT/full/filler" bs=4k >/dev/null 2>&1; '
         'OOMRL_HOME="$OUT/full/home" "$PYTHON" -m oomrl rebalance --as-of 2024-07-02; '
-        'echo "rc=$?" >"$OUT/rc"; rm -f "$OUT/full/filler"; cp "$OUT/full/home/ledger.db" "$OUT/ledger.db"'
+        'echo "rc=$?" >"$OUT/rc"; rm -f "$OUT/full/filler"; cp "$OUT/full/home/ledger.db" '
+        '"$OUT/ledger.db"'
     )
     (out / "tmp").mkdir()
     done = run_sandboxed(
@@ -357,7 +364,8 @@ def test_a_repair_of_an_account_another_repair_holds_is_refused_by_name(
     run_line, error = result.output.splitlines()
     assert run_line == f"run folder: {run}" and "Traceback" not in result.output
     assert error.startswith(
-        "error: repair ended Account busy at claim: account paper is being repaired by run flow-run-1 "
+        "error: repair ended Account busy at claim: account paper is being repaired by run "
+        "flow-run-1 "
         f"(pid {os.getpid()} on "
     ), (error, os.getpid())
     assert error.endswith("; not waiting (wait is 0)"), error

@@ -1,4 +1,5 @@
-"""Terminal tables: no cell is ever cut, on a pipe (no width limit) or on a narrow terminal (parts)."""
+"""Terminal tables: no cell is ever cut, on a pipe (no width limit) or on a narrow terminal
+(parts)."""
 
 from __future__ import annotations
 

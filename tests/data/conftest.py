@@ -1,4 +1,5 @@
-"""Shared builders for market-data tests: small, valid bar frames that each test then breaks on purpose."""
+"""Shared builders for market-data tests: small, valid bar frames that each test then breaks on
+purpose."""
 
 from __future__ import annotations
 

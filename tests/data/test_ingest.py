@@ -1,4 +1,5 @@
-"""ingest(): quarantine with reasons, missing benchmark, universes, stale fallback, ensure_sample, the CLI."""
+"""ingest(): quarantine with reasons, missing benchmark, universes, stale fallback, ensure_sample,
+the CLI."""
 
 from __future__ import annotations
 
@@ -229,7 +230,8 @@ def test_cli_reports_stale_data(oomrl_home: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    """The store's files (but the lock file) by relative path: equal before and after means nothing changed."""
+    """The store's files (but the lock file) by relative path: equal before and after means nothing
+    changed."""
     return {
         path.relative_to(root).as_posix(): path.read_bytes()
         for path in sorted(root.rglob("*"))

@@ -1,5 +1,6 @@
 """The sample clock: an empty store gets the sample up to the clock's session, each ingest of the
-sample one session more (holidays skipped), never past the sample's end; anything else is untouched."""
+sample one session more (holidays skipped), never past the sample's end; anything else is
+untouched."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The akshare adapter on frames made by the real akshare functions, fed canned HTTP payloads (no network)."""
+"""The akshare adapter on frames made by the real akshare functions, fed canned HTTP payloads (no
+network)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ RAW_KLINES = [  # the same days unadjusted (fqt=0): a 24.81 CNY dividend after t
     "2024-07-02,1473.81,1465.31,1479.81,1460.81,25000,3610000000.00,1.31,-0.66,-9.50,0.20",
     "2024-07-03,1465.81,1504.81,1512.81,1464.81,40000,5860000000.00,3.33,2.74,39.50,0.32",
 ]
-# push2.eastmoney.com/api/qt/stock/get, what stock_individual_info_em reads (f58 name, f189 listing date)
+# push2.eastmoney.com/api/qt/stock/get, what stock_individual_info_em reads (f58 name, f189 listing
+# date)
 INFO = {
     "1.600519": {
         "f57": "600519",
@@ -156,7 +158,8 @@ class FakeResponse:
 
 @pytest.fixture()
 def http(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Route akshare's requests.get to canned payloads by URL (and Eastmoney secid); records the calls."""
+    """Route akshare's requests.get to canned payloads by URL (and Eastmoney secid); records the
+    calls."""
     calls: dict[str, Any] = {"params": []}
 
     def fake_get(url: str, params: dict[str, Any] | None = None, **kwargs: Any) -> FakeResponse:
@@ -205,7 +208,8 @@ def test_stock_bars_lots_become_shares_and_prev_close_comes_from_the_change(
     assert bars["prev_close_raw"].tolist() == [1460.0, 1450.0, 1440.5]  # 收盘 - 涨跌额
     assert bars["date"].dtype == "datetime64[ns]"
     assert validate_bars(bars).quarantined.empty
-    # Both series are fetched: the factor is qfq close / raw close; the listing date comes from the info call.
+    # Both series are fetched: the factor is qfq close / raw close; the listing date comes from the
+    # info call.
     assert [p.get("fqt") for p in http["params"] if "fqt" in p] == ["1", "0"]
     assert bars["factor"].round(6).tolist() == [
         round(1450.0 / 1474.81, 6),

@@ -1,4 +1,5 @@
-"""Offline sources: csv:DIR (aliases, mapping, units, unreadable files), synthetic, the bundled sample, the registry."""
+"""Offline sources: csv:DIR (aliases, mapping, units, unreadable files), synthetic, the bundled
+sample, the registry."""
 
 from __future__ import annotations
 

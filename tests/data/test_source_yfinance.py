@@ -1,4 +1,5 @@
-"""The yfinance adapter running the real yf.download over canned Yahoo HTTP payloads (no network), any market."""
+"""The yfinance adapter running the real yf.download over canned Yahoo HTTP payloads (no network),
+any market."""
 
 from __future__ import annotations
 

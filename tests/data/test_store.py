@@ -1,4 +1,5 @@
-"""MarketStore: atomic and incremental writes, refusing invalid rows, fast panel reads, index and membership."""
+"""MarketStore: atomic and incremental writes, refusing invalid rows, fast panel reads, index and
+membership."""
 
 from __future__ import annotations
 
@@ -221,7 +222,8 @@ def test_the_next_writer_clears_what_a_killed_writer_left(
     store = MarketStore(tmp_path)
     store.write_bars(bars(days=3))
     before = store.read_bars()
-    # What a writer killed mid-ingest leaves: new parts and a temp file no catalog names, and its lock note.
+    # What a writer killed mid-ingest leaves: new parts and a temp file no catalog names, and its
+    # lock note.
     orphan = tmp_path / "bars" / "2024" / "part-deadbeef0000.parquet"
     orphan.write_bytes(b"PAR1 partial")
     (tmp_path / "index-deadbeef0000.parquet").write_bytes(b"PAR1")
@@ -443,8 +445,8 @@ def test_a_tampered_legacy_part_list_cannot_point_outside_the_store(
 
 
 def _legacy_store(root: Path, frame: pd.DataFrame) -> None:
-    """A store as the previous layout wrote it: per-year _parts.json, index/membership/manifest files, and a
-    part written before prev_close_raw existed (a column the schema gained since)."""
+    """A store as the previous layout wrote it: per-year _parts.json, index/membership/manifest
+    files, and a part written before prev_close_raw existed (a column the schema gained since)."""
     year = root / "bars" / "2024"
     year.mkdir(parents=True)
     old = frame.drop(columns=["prev_close_raw"])

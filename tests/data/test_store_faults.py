@@ -1,5 +1,6 @@
-"""`oomrl ingest` on a full disk and on a read-only OOMRL_HOME, for real: a small tmpfs and a read-only bind
-mount in a bubblewrap mount namespace. The ingest fails with one clear line and the store is unchanged."""
+"""`oomrl ingest` on a full disk and on a read-only OOMRL_HOME, for real: a small tmpfs and a
+read-only bind mount in a bubblewrap mount namespace. The ingest fails with one clear line and the
+store is unchanged."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ TMPFS_BYTES = 4 * 1024 * 1024
 FREE_AFTER_FILL = 24 * 1024
 """Room left on the full disk: enough to take the lock and start writing, not to finish."""
 
-# Runs inside the sandbox, where OOMRL_HOME is a fresh small tmpfs; `out` is a real folder outside it.
+# Runs inside the sandbox, where OOMRL_HOME is a fresh small tmpfs; `out` is a real folder outside
+# it.
 DISK_FULL_SCRIPT = textwrap.dedent("""
     import json, os, shutil, subprocess, sys
-    home, out, first, second = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+    home, out = sys.argv[1], sys.argv[2]
+    first, second = json.loads(sys.argv[3]), json.loads(sys.argv[4])
     oomrl = [sys.executable, "-m", "oomrl", "ingest"]
 
     def run(subset):

@@ -1,7 +1,8 @@
-"""Real `oomrl ingest` processes against one store: run three at once, and SIGKILL one at random points.
+"""Real `oomrl ingest` processes against one store: run three at once, and SIGKILL one at random
+points.
 
-A small subset of the bundled sample keeps each process short; what is proved does not depend on size:
-every write is one transaction committed by one catalog swap under one lock.
+A small subset of the bundled sample keeps each process short; what is proved does not depend on
+size: every write is one transaction committed by one catalog swap under one lock.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def clean_ingests(root: Path, *subsets: dict[str, str]) -> State:
 
 
 def generation(root: Path) -> int:
-    """The committed catalog's generation (store.json is replaced atomically, so it is always whole)."""
+    """The committed catalog's generation (store.json is replaced atomically, so it is always
+    whole)."""
     return int(json.loads((root / CATALOG_FILE).read_text())["generation"])
 
 
@@ -132,7 +134,8 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
     assert generation(pristine / "data") == 1  # an ingest of SECOND commits generation 2
 
     def start(round_: int) -> tuple[Path, subprocess.Popen[str], float]:
-        """A copy of the store after FIRST, an ingest of SECOND into it, and when it took the lock."""
+        """A copy of the store after FIRST, an ingest of SECOND into it, and when it took the
+        lock."""
         home = tmp_path / f"round-{round_}"
         shutil.copytree(pristine, home)
         process = oomrl_ingest(home, SECOND)
@@ -157,7 +160,9 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
         delay = (round_ + rng.random()) / ROUNDS * 1.5 * window
         if delay < window:
             time.sleep(max(0.0, locked + delay - time.monotonic()))
-        else:  # after the commit, whenever a loaded machine lets it happen: while it retires files or exits
+        # after the commit, whenever a loaded machine lets it happen: while it retires files or
+        # exits
+        else:
             while generation(home / "data") == 1 and process.poll() is None:
                 time.sleep(0.002)
             time.sleep((delay - window) / 10)

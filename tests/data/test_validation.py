@@ -1,4 +1,5 @@
-"""Every validation rule quarantines a failing example with a reason naming the rule, and passes clean data."""
+"""Every validation rule quarantines a failing example with a reason naming the rule, and passes
+clean data."""
 
 from __future__ import annotations
 
@@ -197,8 +198,8 @@ def test_price_limit_per_board(bars: BarsFactory, symbol: str, move: float, bad:
 
 def test_limit_move_exactly_at_the_limit_passes_on_qfq_rounding(bars: BarsFactory) -> None:
     frame = bars(symbols=("600000.SH",), days=2, adjustment="qfq")
-    # raw 10.00 -> 11.00 limit-up, seen through a 0.3 qfq factor and rounded to cents: 3.00 -> 3.30 is +10.0 %,
-    # 2.99 -> 3.30 is +10.4 %, still one tick of rounding from the limit.
+    # raw 10.00 -> 11.00 limit-up, seen through a 0.3 qfq factor and rounded to cents: 3.00 -> 3.30
+    # is +10.0 %, 2.99 -> 3.30 is +10.4 %, still one tick of rounding from the limit.
     frame.loc[0, ["open", "high", "low", "close"]] = [2.99, 2.99, 2.99, 2.99]
     frame.loc[1, ["open", "high", "low", "close", "prev_close_raw"]] = [
         3.30,
@@ -331,8 +332,9 @@ def test_membership_is_all_or_nothing() -> None:
 
 
 def test_identical_copies_keep_one_after_the_previous_close_is_derived() -> None:
-    """A source without prev_close_raw derives it from the previous row; a row and its exact copy must
-    get the same one (the previous *session's* close), or validation sees a conflict and drops both."""
+    """A source without prev_close_raw derives it from the previous row; a row and its exact copy
+    must get the same one (the previous *session's* close), or validation sees a conflict and drops
+    both."""
     from oomrl.data.schema import conform_bars, with_prev_close
 
     rows = [

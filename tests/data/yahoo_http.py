@@ -1,4 +1,5 @@
-"""A fake Yahoo Finance over HTTP: a requests.Session that answers yfinance's own requests with canned payloads.
+"""A fake Yahoo Finance over HTTP: a requests.Session that answers yfinance's own requests with
+canned payloads.
 
 The real yf.download runs end to end (cookie and crumb, time zone lookup, chart request, parsing,
 adjustment, the (Price, Ticker) frame); only the transport is replaced. Payloads are the JSON files
@@ -17,7 +18,8 @@ PAYLOADS = Path(__file__).resolve().parents[1] / "fixtures" / "yahoo"
 
 
 class FakeYahoo(requests.Session):
-    """Routes yfinance's GETs: fc.yahoo.com (cookie), getcrumb (crumb), v8/finance/chart/<ticker> (data)."""
+    """Routes yfinance's GETs: fc.yahoo.com (cookie), getcrumb (crumb), v8/finance/chart/<ticker>
+    (data)."""
 
     requests_seen: ClassVar[list[dict[str, Any]]] = []
     down: ClassVar[bool] = False

@@ -1,4 +1,5 @@
-"""The critic's root cause follows the ledger evidence; autopsies validate against the committed schema."""
+"""The critic's root cause follows the ledger evidence; autopsies validate against the committed
+schema."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""diagnose() on the real ledger (SQLite, and PostgreSQL when configured): stores each alert once."""
+"""diagnose() on the real ledger (SQLite, and PostgreSQL when configured): stores each alert
+once."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The repair policy on a real SQLite ledger: inactive versions, cooldown per account and version, escalation."""
+"""The repair policy on a real SQLite ledger: inactive versions, cooldown per account and version,
+escalation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Each alert rule fires on data that should trigger it and stays quiet otherwise; ids are stable."""
+"""Each alert rule fires on data that should trigger it and stays quiet otherwise; ids are
+stable."""
 
 from __future__ import annotations
 

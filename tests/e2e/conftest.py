@@ -1,5 +1,6 @@
 """One real stack for the end-to-end suite: Prefect server (SQLite, or PostgreSQL when
-OOMRL_TEST_POSTGRES_URL is set), the oomrl-local pool and a worker, prefect.yaml deployed, the webhook."""
+OOMRL_TEST_POSTGRES_URL is set), the oomrl-local pool and a worker, prefect.yaml deployed, the
+webhook."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _fresh_postgres_database(url: str) -> tuple[str, Callable[[], None]]:
-    """CREATE a database of our own on the server of `url`; returns its asyncpg URL and a dropper."""
+    """CREATE a database of our own on the server of `url`; returns its asyncpg URL and a
+    dropper."""
     import sqlalchemy as sa
     from sqlalchemy.engine import make_url
 
@@ -137,9 +139,9 @@ class Stack:
         )
 
     def resume(self, run_id: str, answer: dict[str, Any], timeout_s: float = 120) -> dict[str, Any]:
-        """Answer a paused run's form as the UI does, once the form exists: Prefect sets Paused before
-        the paused flow stores its input schema, and a resume in between is refused ("Run input schema
-        not found")."""
+        """Answer a paused run's form as the UI does, once the form exists: Prefect sets Paused
+        before the paused flow stores its input schema, and a resume in between is refused ("Run
+        input schema not found")."""
         deadline = time.monotonic() + timeout_s
         while True:
             keyset = self.flow_run(run_id)["state"]["state_details"].get("run_input_keyset") or {}
@@ -190,7 +192,8 @@ class Stack:
 
     @contextmanager
     def webhook(self, **env: str) -> Iterator[str]:
-        """Another webhook next to the stack's, with `env` on top of the stack's environment; its URL."""
+        """Another webhook next to the stack's, with `env` on top of the stack's environment; its
+        URL."""
         import sys
         from dataclasses import replace
 
@@ -276,8 +279,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             # The schedules are deployed active; their runs are not created here, so a suite running
             # at 16:30 Shanghai time never meets a scheduled chain marking its accounts.
             "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
-            # The shared stack holds the whole sample (its tests name sessions up to 2026-02-27); the
-            # day-one stack of test_day_one.py plays it forward from `oomrl server up`'s default.
+            # The shared stack holds the whole sample (its tests name sessions up to 2026-02-27);
+            # the day-one stack of test_day_one.py plays it forward from `oomrl server up`'s
+            # default.
             "OOMRL_SAMPLE_CLOCK": "off",
         },
     )
@@ -293,7 +297,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="session")
 def alert_account(stack: Stack) -> str:
-    """The fixture autopsy's account, opened in the stack's ledger (the webhook refuses unknown accounts)."""
+    """The fixture autopsy's account, opened in the stack's ledger (the webhook refuses unknown
+    accounts)."""
     import json
 
     from oomrl.portfolio.service import open_ledger
@@ -306,7 +311,8 @@ def alert_account(stack: Stack) -> str:
 
 @pytest.fixture(scope="session")
 def completed_repair(stack: Stack, alert_account: str) -> dict[str, Any]:
-    """A correctly signed loss alert posted to the webhook, and the `repair` run it started, finished."""
+    """A correctly signed loss alert posted to the webhook, and the `repair` run it started,
+    finished."""
     import json
 
     autopsy = json.loads(AUTOPSY.read_text())

@@ -1,5 +1,5 @@
-"""A stack of a test module's own (`oomrl server up` on a fresh home, as a new user starts one) and the
-docs' webhook example sent as a person would send it."""
+"""A stack of a test module's own (`oomrl server up` on a fresh home, as a new user starts one) and
+the docs' webhook example sent as a person would send it."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from tests.e2e.conftest import REPO, Stack
 
 
 def fresh_env(home: Path) -> dict[str, str]:
-    """This machine's environment with no OOMRL_ or PREFECT_ setting of the suite's, as a new shell has it.
+    """This machine's environment with no OOMRL_ or PREFECT_ setting of the suite's, as a new shell
+    has it.
 
     Two settings are the test's own, neither a parameter of any run: the scheduler is off so that no
-    scheduled run (16:30 Shanghai) joins the quick runs counted here, and the worker polls each second."""
+    scheduled run (16:30 Shanghai) joins the quick runs counted here, and the worker polls each
+    second."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OOMRL_", "PREFECT_", "OPENAI_"))
     }
@@ -72,7 +74,8 @@ def own_stack(home: Path, env: dict[str, str]) -> Iterator[Stack]:
 
 
 def send_docs_example(stack: Stack, url: str) -> dict[str, Any]:
-    """docs/operations.md's signed `curl` of the loss alert `ops-1`, verbatim in bash; the webhook's answer."""
+    """docs/operations.md's signed `curl` of the loss alert `ops-1`, verbatim in bash; the webhook's
+    answer."""
     text = (REPO / "docs" / "operations.md").read_text()
     (example,) = re.findall(r"```bash\n(body='\{\"alert_id\":\"ops-1\".*?)```", text, re.DOTALL)
     env = {

@@ -1,7 +1,7 @@
-"""The repair in operation on a real Prefect server: the docs' webhook example reaches approval; a paused
-repair survives a long wait and promotes when approved, another times out into Rejected; a repair whose
-worker was killed is restarted by re-delivering its alert; refused, rejected and failed repairs are each
-named as such in the runs list, with their reason as an artifact.
+"""The repair in operation on a real Prefect server: the docs' webhook example reaches approval; a
+paused repair survives a long wait and promotes when approved, another times out into Rejected; a
+repair whose worker was killed is restarted by re-delivering its alert; refused, rejected and failed
+repairs are each named as such in the runs list, with their reason as an artifact.
 
 Each test that promotes has an account of its own: a repair starts from its account's active version
 (`StrategyVersions.base_for`; v1 for a new account), so another test's promotion of the same change
@@ -41,7 +41,8 @@ def _open_account(stack: Stack, account: str) -> str:
 
 
 def _post(stack: Stack, url: str, body: bytes) -> Any:
-    """Deliver a signed alert as a polite sender does: a 503 (Prefect busy) is retried, signed afresh."""
+    """Deliver a signed alert as a polite sender does: a 503 (Prefect busy) is retried, signed
+    afresh."""
     import httpx
 
     from oomrl.webhook.signing import sign
@@ -90,7 +91,8 @@ def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
     stack: Stack, alert_account: str
 ) -> None:
     account = _open_account(stack, "e2e-states")
-    # Refused: the run's own door (the webhook would have said 422; the UI and triggers reach the flow).
+    # Refused: the run's own door (the webhook would have said 422; the UI and triggers reach the
+    # flow).
     refused = stack.run_deployment(
         "repair/repair",
         {"autopsy": {"alert_id": "e2e-refused", "account": "ghost"}, "auto_approve": True},
@@ -125,7 +127,8 @@ def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
         "failed": ("FAILED", "Patch rejected"),
         "rejected": ("COMPLETED", "Rejected"),
     }, {n: r["state"] for n, r in ends.items()}
-    # The runs list (filtered by state name, as the UI does) shows each as such, never as a promotion.
+    # The runs list (filtered by state name, as the UI does) shows each as such, never as a
+    # promotion.
     for name, state_name in (
         ("refused", "Refused"),
         ("failed", "Patch rejected"),

@@ -1,6 +1,7 @@
-"""Headless Debian chromium on the real stack's Prefect UI: deployments and completed runs are listed,
-a run's chart artifacts load over HTTP from the webhook's /reports route, its tearsheet opens from the
-run page, and nothing overflows a 1280-px laptop screen. Screenshots are kept in test-artifacts/."""
+"""Headless Debian chromium on the real stack's Prefect UI: deployments and completed runs are
+listed, a run's chart artifacts load over HTTP from the webhook's /reports route, its tearsheet
+opens from the run page, and nothing overflows a 1280-px laptop screen. Screenshots are kept in
+test-artifacts/."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ ACCOUNT = "browser"
 
 
 def _ui(page: Any, url: str, settle_on: str) -> str:
-    """Open a UI page and wait until the JS app has rendered `settle_on`; returns the page's text."""
+    """Open a UI page and wait until the JS app has rendered `settle_on`; returns the page's
+    text."""
     page.goto(url)
     page.wait_for_selector(f"text={settle_on}", timeout=60_000)
     return str(page.inner_text("body"))
@@ -32,7 +34,8 @@ def _ui(page: Any, url: str, settle_on: str) -> str:
 
 @pytest.fixture(scope="module")
 def attribution_run(stack: Stack) -> dict[str, Any]:
-    """The `attribution-daily` deployment, run by the stack's worker for an account with two versions."""
+    """The `attribution-daily` deployment, run by the stack's worker for an account with two
+    versions."""
     seed_account_home(stack.config.home, account=ACCOUNT)
     run_id = stack.run_deployment("attribution/attribution-daily", {"account": ACCOUNT})
     run = stack.wait_for(run_id, timeout_s=300)
@@ -117,7 +120,8 @@ def test_the_tearsheet_opens_from_the_run_page(
     tearsheet = str(attribution_run["artifacts"]["link"]["data"])
     url = tearsheet[tearsheet.index("(") + 1 : -1]  # the link artifact is "[text](url)"
     assert url.startswith(f"{stack.config.webhook_url}/reports/") and "tearsheet.html?sig=" in url
-    # a tall window: the Artifacts tab lists task-run artifacts in a virtual scroller that renders what is in view
+    # a tall window: the Artifacts tab lists task-run artifacts in a virtual scroller that renders
+    # what is in view
     with browser_page({"width": 1280, "height": 2400}) as page:
         page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}")
         wait_for(

@@ -1,5 +1,6 @@
-"""The loop as a new user runs it on `oomrl server up` with the bundled data: every deployment on its
-defaults, and the daily chain marking NAV and raising an alert that starts exactly one repair."""
+"""The loop as a new user runs it on `oomrl server up` with the bundled data: every deployment on
+its defaults, and the daily chain marking NAV and raising an alert that starts exactly one
+repair."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """The worker container's command, run as the image would run it — its non-root uid, the environment
-of infra/Dockerfile and infra/compose.yaml — takes a repair from the real Prefect server and promotes it
-through the gate's bubblewrap sandbox.
+of infra/Dockerfile and infra/compose.yaml — takes a repair from the real Prefect server and
+promotes it through the gate's bubblewrap sandbox.
 
-There is no Docker engine here and nothing is built or downloaded: the image's code is this checkout,
-its interpreter Debian's python3.11 with this checkout's installed packages (the paths the image would
-hold are mapped onto them). What a
-Docker engine adds — seccomp, AppArmor, masked /proc — is not exercised; compose's `security_opt`
-for the worker is what lifts those (docs/operations.md)."""
+There is no Docker engine here and nothing is built or downloaded: the image's code is this
+checkout, its interpreter Debian's python3.11 with this checkout's installed packages (the paths the
+image would hold are mapped onto them). What a Docker engine adds — seccomp, AppArmor, masked /proc
+— is not exercised; compose's `security_opt` for the worker is what lifts those
+(docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,8 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
             # What the image's base provides: its interpreter on PATH, the user's home.
             "PATH": f"{interpreter}:/usr/bin:/bin",
             "HOME": str(container_home / "home"),
-            # The health endpoint (--with-healthcheck) on a free port: the container's 8080 is private.
+            # The health endpoint (--with-healthcheck) on a free port: the container's 8080 is
+            # private.
             "PREFECT_WORKER_WEBSERVER_PORT": str(free_port()),
             "PREFECT_WORKER_QUERY_SECONDS": "1",
             "PREFECT_WORKER_PREFETCH_SECONDS": "1",
@@ -149,7 +150,8 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
         autopsy = json.loads(AUTOPSY.read_text()) | {
             "alert_id": f"e2e-container-{secrets.token_hex(4)}"
         }
-        # probation 0: the promotion itself is what runs as the image's user here (the image's env sets none)
+        # probation 0: the promotion itself is what runs as the image's user here (the image's env
+        # sets none)
         run_id = stack.run_deployment(
             "repair/repair", {"autopsy": autopsy, "auto_approve": True, "probation": 0}
         )

@@ -1,10 +1,11 @@
-"""Day one, as a new user meets it: a fresh OOMRL_HOME, a fresh `oomrl server up` (its own stack, not the
-suite's shared one) and every deployment run on its defaults only, no parameter set by hand. The sample
-clock `server up` sets plays the bundled sample forward one session per chain run, so within a few
-runs the stack shows a report with its charts, an alert, a repair paused for approval and, once the
-form is submitted, a final state with its evidence; no run logs an ERROR. The browser tests open the
-approval form and the repair's artifacts in Debian's chromium at 1280 px: every field described, no
-table wider than its box; their screenshots are kept in test-artifacts/ (copied to docs/)."""
+"""Day one, as a new user meets it: a fresh OOMRL_HOME, a fresh `oomrl server up` (its own stack,
+not the suite's shared one) and every deployment run on its defaults only, no parameter set by hand.
+The sample clock `server up` sets plays the bundled sample forward one session per chain run, so
+within a few runs the stack shows a report with its charts, an alert, a repair paused for approval
+and, once the form is submitted, a final state with its evidence; no run logs an ERROR. The browser
+tests open the approval form and the repair's artifacts in Debian's chromium at 1280 px: every field
+described, no table wider than its box; their screenshots are kept in test-artifacts/ (copied to
+docs/)."""
 
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ def test_a_fresh_stack_shows_the_loop_on_its_defaults(
     nav = ledger.nav_frame(ACCOUNT)  # opened on the clock's session, one more session per chain run
     assert [f"{d:%Y-%m-%d}" for d in nav["date"]] == [DAY_ONE, "2024-07-02", "2024-07-03"]
     assert [c["state_name"] for c in story["chains"]] == ["Completed", "Completed"]
-    # a report with its charts: the second run's report has three sessions, its image loads over HTTP
+    # a report with its charts: the second run's report has three sessions, its image loads over
+    # HTTP
     shown = artifacts_of(stack, story["chain_runs"])
     image = shown[f"attribution-equity-{ACCOUNT}"]
     assert image["type"] == "image" and str(image["data"]).startswith(
@@ -172,9 +174,11 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(
         wait_for(page, "button:has-text('Resume')", "day-one-form-failed.png").click()
         wait_for(page, ".schema-form-property__description", "day-one-form-failed.png")
         page.wait_for_selector("text=Proposed mandate for", timeout=60_000)
-        fields = page.evaluate("""() => Array.from(document.querySelectorAll('.schema-form-property')).map(f => ({
-            label: f.querySelector('.schema-form-property__label')?.innerText || '',
-            description: f.querySelector('.schema-form-property__description')?.innerText || ''}))""")
+        fields = page.evaluate("""() => Array.from(
+            document.querySelectorAll('.schema-form-property')).map(f => ({
+              label: f.querySelector('.schema-form-property__label')?.innerText || '',
+              description:
+                f.querySelector('.schema-form-property__description')?.innerText || ''}))""")
         labels = [field["label"] for field in fields]
         assert len(fields) == 7, (
             labels
@@ -199,7 +203,8 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(
 
 @pytest.fixture(scope="module")
 def finished(day_one: Stack, story: dict[str, Any]) -> dict[str, Any]:
-    """The repair after its approval (through the form above, or here through the API as the UI sends it)."""
+    """The repair after its approval (through the form above, or here through the API as the UI
+    sends it)."""
     stack, run_id = day_one, story["repair"]["id"]
     if stack.flow_run(run_id)["state_type"] == "PAUSED":
         stack.resume(run_id, {"decision": "approve"})

@@ -1,6 +1,6 @@
-"""Event mode: the webhook emits `oomrl.loss.alert`; the `repair` deployment's trigger starts a run with
-the autopsy from the event payload; it pauses for a person, whose answer (through the API, as the UI
-sends it) finishes the run."""
+"""Event mode: the webhook emits `oomrl.loss.alert`; the `repair` deployment's trigger starts a run
+with the autopsy from the event payload; it pauses for a person, whose answer (through the API, as
+the UI sends it) finishes the run."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Probation on a stack of its own (real Prefect server, worker, webhook), the sample played forward:
-the docs' webhook example, approved in its form, puts the repaired version on probation; the daily
-chain trades its shadow book forward and hands it the capital; another account's challenger, judged
-by a stricter rule on the same forward sessions, is retired with an autopsy and an event."""
+"""Probation on a stack of its own (real Prefect server, worker, webhook), the sample played
+forward: the docs' webhook example, approved in its form, puts the repaired version on probation;
+the daily chain trades its shadow book forward and hands it the capital; another account's
+challenger, judged by a stricter rule on the same forward sessions, is retired with an autopsy and
+an event."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def run(
     env: dict[str, str] | None = None,
     timeout_s: float = 900,
 ) -> dict[str, Any]:
-    """A deployment run (with `env` on top of the worker's for this run only, as job variables), finished."""
+    """A deployment run (with `env` on top of the worker's for this run only, as job variables),
+    finished."""
     found = stack.deployment(deployment)
     body: dict[str, Any] = {"parameters": parameters}
     if env:
@@ -72,7 +74,8 @@ def chain(stack: Stack, env: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 def events(stack: Stack, name: str, account: str, timeout_s: float = 120) -> list[dict[str, Any]]:
-    """The events `name` about `account`, once the server has stored at least one (it stores them a moment later)."""
+    """The events `name` about `account`, once the server has stored at least one (it stores them a
+    moment later)."""
     deadline = time.monotonic() + timeout_s
     while True:
         found = stack.call(
@@ -107,8 +110,8 @@ def versions_list(stack: Stack, account: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def on_probation(forward_stack: Stack) -> dict[str, Any]:
-    """Both accounts trade v1 from CLOCK and are marked once; the docs' example (paper, approved in its
-    form) and a repair run of `desk` (its own probation length) both end On probation."""
+    """Both accounts trade v1 from CLOCK and are marked once; the docs' example (paper, approved in
+    its form) and a repair run of `desk` (its own probation length) both end On probation."""
     stack = forward_stack
     for account in ("paper", "desk"):
         opened = run(stack, "weekly-rebalance/rebalance-weekly", {"account": account})
@@ -210,7 +213,8 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy(
     assert [a["alert_id"] for a in book.alerts("desk") if a["rule"] == "probation_retired"] == [
         autopsy["alert_id"]
     ]
-    # the forward autopsy starts desk's next repair (prefect.yaml's retired-challenger trigger), from the champion
+    # the forward autopsy starts desk's next repair (prefect.yaml's retired-challenger trigger),
+    # from the champion
     deadline = time.monotonic() + 300
     started: list[dict[str, Any]] = []
     while not started and time.monotonic() < deadline:

@@ -1,4 +1,5 @@
-"""The stack under test: the database it runs on, and what `prefect deploy --all` made of prefect.yaml."""
+"""The stack under test: the database it runs on, and what `prefect deploy --all` made of
+prefect.yaml."""
 
 from __future__ import annotations
 

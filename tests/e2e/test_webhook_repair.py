@@ -1,5 +1,5 @@
-"""A signed loss alert through the real webhook starts a `repair` run that promotes; every bad request
-gets its status and starts nothing; a re-delivery of the promoted alert is a duplicate."""
+"""A signed loss alert through the real webhook starts a `repair` run that promotes; every bad
+request gets its status and starts nothing; a re-delivery of the promoted alert is a duplicate."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ def test_rejected_requests_start_no_run(stack: Stack, completed_repair: dict[str
     assert stack.flow_run_count() == before
     replayed = stack.post_signed("/hooks/loss-alert", completed_repair["body"])
     # It was promoted (a decision was made): a duplicate, pointing at that run. A failed run's alert
-    # starts it again instead (tests/webhook/test_deliveries.py; killed runs: test_approvals_and_redelivery).
+    # starts it again instead (tests/webhook/test_deliveries.py; killed runs:
+    # test_approvals_and_redelivery).
     assert replayed.status_code == 200 and replayed.json()["duplicate"] is True, replayed.text
     assert replayed.json()["flow_run_id"] == completed_repair["response"]["flow_run_id"]

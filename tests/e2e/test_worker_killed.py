@@ -1,4 +1,5 @@
-"""Killing the worker (and its flow run) during a rebalance, then retrying the run, leaves one set of fills."""
+"""Killing the worker (and its flow run) during a rebalance, then retrying the run, leaves one set
+of fills."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def test_retry_after_worker_death_books_fills_once(stack: Stack) -> None:
     run_id = stack.run_deployment(
         "weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": SESSION}
     )
-    # Kill as soon as the worker has spawned the flow-run process: it dies before or while rebalancing.
+    # Kill as soon as the worker has spawned the flow-run process: it dies before or while
+    # rebalancing.
     killed = stack.kill_worker(running_flow_run=run_id)
     assert len(killed) >= 2, "the flow run process was not under the worker"
     interrupted = stack.flow_run(run_id)

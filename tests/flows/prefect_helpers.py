@@ -15,8 +15,9 @@ def artifact_keys(prefix: str) -> set[str]:
 
 
 def account_events(name: str, account: str, wait_s: float = 30.0, where: Any = None) -> list[Any]:
-    """Events called `name` about `oomrl.account.<account>` (those `where(event)` holds for, when given;
-    the session's harness keeps other tests' events), waiting up to `wait_s` for the first."""
+    """Events called `name` about `oomrl.account.<account>` (those `where(event)` holds for, when
+    given; the session's harness keeps other tests' events), waiting up to `wait_s` for the
+    first."""
     from prefect.client.orchestration import get_client
     from prefect.events.filters import EventFilter, EventNameFilter, EventResourceFilter
     from prefect.events.worker import EventsWorker
@@ -55,7 +56,8 @@ def read_artifact(key: str) -> Any:
 
 
 def paused_run(flow_name: str, wait_s: float = 60.0) -> Any:
-    """The first run of flow `flow_name` that is Paused (waiting for its form), waiting up to `wait_s`."""
+    """The first run of flow `flow_name` that is Paused (waiting for its form), waiting up to
+    `wait_s`."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import (
         FlowFilter,

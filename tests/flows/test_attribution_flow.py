@@ -1,4 +1,5 @@
-"""The attribution and loss-diagnostics flows on a real Prefect test server: artifacts and the loss event."""
+"""The attribution and loss-diagnostics flows on a real Prefect test server: artifacts and the loss
+event."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     } <= set(artifacts)
     assert artifacts["attribution-flowacct"].type == "markdown"
     assert "Information ratio" in str(artifacts["attribution-metrics-flowacct"].data)
-    # no HTTP route configured here: the images are embedded, and no broken file:// link is published
+    # no HTTP route configured here: the images are embedded, and no broken file:// link is
+    # published
     assert str(artifacts["attribution-equity-flowacct"].data).startswith("data:image/png;base64,")
     assert "file://" not in str(artifacts["attribution-flowacct"].data)
 
@@ -92,7 +94,8 @@ def test_flow_declarations() -> None:
 
 
 def test_an_alert_that_cannot_be_emitted_is_an_error() -> None:
-    """With events switched off (an API key but no API URL), emission fails loudly, so the alert stays new."""
+    """With events switched off (an API key but no API URL), emission fails loudly, so the alert
+    stays new."""
     from prefect.settings import PREFECT_API_KEY, PREFECT_API_URL, temporary_settings
 
     from oomrl.diagnostics.critic import autopsy_for

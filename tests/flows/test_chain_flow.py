@@ -1,4 +1,5 @@
-"""The daily chain on the bundled sample and a real Prefect test server: marks, reports, alerts, named ends."""
+"""The daily chain on the bundled sample and a real Prefect test server: marks, reports, alerts,
+named ends."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One OOMRL_HOME holding the bundled sample for the module (each test uses its own accounts)."""
+    """One OOMRL_HOME holding the bundled sample for the module (each test uses its own
+    accounts)."""
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
 

@@ -1,4 +1,5 @@
-"""A refusal ends its run with one logged line: no ERROR, no traceback; a defect keeps its traceback."""
+"""A refusal ends its run with one logged line: no ERROR, no traceback; a defect keeps its
+traceback."""
 
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def test_what_is_not_a_final_answer_keeps_its_level_and_traceback(
 
 @pytest.mark.usefixtures("prefect_harness")
 def test_a_flow_that_ends_failed_on_purpose_logs_no_error_as_a_worker_runs_it() -> None:
-    """The worker's path: run_flow with the run's logger as error_logger, which re-raises the run's own
-    Failed state and logs "Engine execution exited with unexpected exception" at ERROR."""
+    """The worker's path: run_flow with the run's logger as error_logger, which re-raises the run's
+    own Failed state and logs "Engine execution exited with unexpected exception" at ERROR."""
     from prefect import flow
     from prefect.flow_engine import run_flow
     from prefect.states import Failed

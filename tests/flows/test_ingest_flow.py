@@ -1,4 +1,5 @@
-"""The ingest flow under the session Prefect harness: artifacts, retries with backoff, stale fallback, failures."""
+"""The ingest flow under the session Prefect harness: artifacts, retries with backoff, stale
+fallback, failures."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ MAPPED = FIXTURES / "data" / "csv_mapped"
 
 
 class Flaky(SyntheticSource):
-    """Live source: bars fail `failures` times per symbol, then succeed; reference data may be down."""
+    """Live source: bars fail `failures` times per symbol, then succeed; reference data may be
+    down."""
 
     name = "flaky"
     live = True
@@ -56,7 +58,8 @@ class Flaky(SyntheticSource):
 
 @pytest.fixture()
 def flaky(monkeypatch: pytest.MonkeyPatch) -> dict[str, Flaky]:
-    """Register `flaky:<name>` specs; each name is one Flaky instance (distinct names avoid cache hits)."""
+    """Register `flaky:<name>` specs; each name is one Flaky instance (distinct names avoid cache
+    hits)."""
     made: dict[str, Flaky] = {}
 
     def factory(arg: str | None) -> Flaky:
@@ -78,7 +81,8 @@ def _artifacts(flow_run_id: UUID) -> dict[str, Any]:
 
 
 def test_flow_and_fetch_task_declare_retries_and_version() -> None:
-    # the flow never retries as a whole (bad data fails the same way again); the fetches retry the network
+    # the flow never retries as a whole (bad data fails the same way again); the fetches retry the
+    # network
     assert ingest_market_data.version == FLOW_VERSION and ingest_market_data.retries == 0
     assert fetch_symbol_bars.retries == 3 and fetch_symbol_bars.retry_jitter_factor == 0.5
     assert fetch_symbol_bars.retry_delay_seconds == [2.0, 4.0, 8.0]

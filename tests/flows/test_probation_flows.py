@@ -1,5 +1,6 @@
-"""The probation on the Prefect harness: the daily chain trades, marks and decides it with an event and an
-artifact; the probation-review flow pauses with the evidence and decides on a person's answer."""
+"""The probation on the Prefect harness: the daily chain trades, marks and decides it with an event
+and an artifact; the probation-review flow pauses with the evidence and decides on a person's
+answer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The rebalance and replay flows on a real Prefect test server: once-only commits, artifacts, halt event."""
+"""The rebalance and replay flows on a real Prefect test server: once-only commits, artifacts, halt
+event."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What a repair shows a person: a review form whose every field is described with its unit and keeps
-its bounds, metrics rounded with units, and the promotion evidence (table, decision, chart), also when
-cross-validation could not measure anything."""
+"""What a repair shows a person: a review form whose every field is described with its unit and
+keeps its bounds, metrics rounded with units, and the promotion evidence (table, decision, chart),
+also when cross-validation could not measure anything."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ MANDATE = Mandate(
     constraints=Constraints(
         rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3
     ),
-    rationale='offline rules: alert type \'friction\'; metrics {"daily_pnl": -0.001119942000000096}',
+    rationale="offline rules: alert type 'friction'; "
+    'metrics {"daily_pnl": -0.001119942000000096}',
 )
 AUTOPSY = full_autopsy(
     as_of="2024-07-12",
@@ -59,7 +60,8 @@ def test_every_field_of_the_prefilled_form_is_titled_described_and_bounded() -> 
     assert "fraction of ADV" in schema["properties"]["max_adv_participation"]["title"]
     with pytest.raises(pydantic.ValidationError):  # ... and still bounded like the mandate
         form(decision="edit", max_adv_participation=1.5)
-    # Prefect's own with_initial_data drops both (what the UI showed before): the reason for prefilled()
+    # Prefect's own with_initial_data drops both (what the UI showed before): the reason for
+    # prefilled()
     plain = MandateReview.with_initial_data(
         text="x", max_adv_participation=0.05
     ).model_json_schema()

@@ -1,4 +1,5 @@
-"""The repair flow on a Prefect test server: unattended promotion, a person's decision through run input, timeout."""
+"""The repair flow on a Prefect test server: unattended promotion, a person's decision through run
+input, timeout."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def _promoted_events(account: str, sha: str, wait_s: float = 30.0) -> list[Any]:
 
 
 def offline_answers(workspace: Path, autopsy: dict[str, Any]) -> list[str]:
-    """What a model would answer, produced by the offline rules on a copy of the bundled workspace."""
+    """What a model would answer, produced by the offline rules on a copy of the bundled
+    workspace."""
     from guardrails.patch.diffs import apply_patch, parse_patch
     from oomrl.agent.providers import OfflineProvider
     from oomrl.agent.roles import CoderView, TestAuthorView, read_tree
@@ -281,22 +283,26 @@ NO_IR = {
         (
             ["2026-02-27"],
             {"as_of": "2024-07-12"},  # the issue's account, the issue's alert
-            "alert dated 2024-07-12 is before account 'paper''s first session (2026-02-27; marked 2026-02-27..2026-02-27)",
+            "alert dated 2024-07-12 is before account 'paper''s first session (2026-02-27; "
+            "marked 2026-02-27..2026-02-27)",
         ),
         (
             ["2024-07-01", "2024-07-02"],
             {"as_of": "2024-07-12"},
-            "alert dated 2024-07-12 is after account 'paper''s last marked session (2024-07-02; marked 2024-07-01..2024-07-02)",
+            "alert dated 2024-07-12 is after account 'paper''s last marked session "
+            "(2024-07-02; marked 2024-07-01..2024-07-02)",
         ),
         (
             ["2026-02-27"],
             {**NO_IR, "as_of": "2026-02-27", "metrics": None},
-            "alert dated 2026-02-27 (window from 2026-02-24) has no metrics.rolling_ir_60d, which rule 'ir_decay' reads",
+            "alert dated 2026-02-27 (window from 2026-02-24) has no "
+            "metrics.rolling_ir_60d, which rule 'ir_decay' reads",
         ),
         (
             [],
             {"alert_id": "bare-1", "account": "paper"},
-            "undated alert carries no metrics and account 'paper' has no marked session to compute them from",
+            "undated alert carries no metrics and account 'paper' has no marked session to "
+            "compute them from",
         ),
     ],
 )

@@ -100,7 +100,8 @@ def shown(verdict: Verdict) -> dict[str, Any]:
 
 
 def plant(root: Path, files: dict[str, str]) -> Path:
-    """A workspace at `root` holding `files` (relative path -> text), readable by the sandbox uid."""
+    """A workspace at `root` holding `files` (relative path -> text), readable by the sandbox
+    uid."""
     from guardrails.sandbox.locks import make_readable
 
     for rel, text in files.items():

@@ -1,8 +1,9 @@
-"""S planted in a strategy host's workspace by test_strategyhost.py: it reports what it can see and do.
+"""S planted in a strategy host's workspace by test_strategyhost.py: it reports what it can see and
+do.
 
-Not a test module: its text is written to `strategies/probe.py` of a tmp workspace and called through
-a real host (`call("strategies.probe:<function>")`, or opened as strategy `probe`/`scan`). It runs
-as S would, unsanitized: whatever Python lets code in the host do, it tries.
+Not a test module: its text is written to `strategies/probe.py` of a tmp workspace and called
+through a real host (`call("strategies.probe:<function>")`, or opened as strategy `probe`/`scan`).
+It runs as S would, unsanitized: whatever Python lets code in the host do, it tries.
 """
 
 import ctypes
@@ -251,7 +252,8 @@ def write_market(everything):
 
 
 def _origin(value):
-    """Where an array of the view comes from: its base chain, and whether it can be made writable."""
+    """Where an array of the view comes from: its base chain, and whether it can be made
+    writable."""
     kinds, array = [], value
     while value is not None and len(kinds) < 8:
         kinds.append(type(value).__name__)
@@ -265,7 +267,8 @@ def _origin(value):
 
 
 def fingerprint():
-    """What S can observe of the process it runs in (nothing of it should tell gate from production)."""
+    """What S can observe of the process it runs in (nothing of it should tell gate from
+    production)."""
     limits = {
         name: resource.getrlimit(getattr(resource, name))
         for name in dir(resource)
@@ -347,7 +350,8 @@ class Probe:
 
 
 class Scan(Probe):
-    """At each decision: the latest date in every byte it can reach, and what writing the market did."""
+    """At each decision: the latest date in every byte it can reach, and what writing the market
+    did."""
 
     name = "scan"
     every = 20

@@ -37,7 +37,8 @@ CONTRACT_ERRORS = [
     (
         (
             "[tool.oomrl.guard]\nsource = ['s']\ntests = ['tests']\n[tool.oomrl.guard.behaviour]\n"
-            "convention = 'magic'\nentry = 'x'\nproperties = ['fast']\ninputs = '../x.json'\nmore = 1\n"
+            "convention = 'magic'\nentry = 'x'\nproperties = ['fast']\ninputs = "
+            "'../x.json'\nmore = 1\n"
         ),
         "unknown keys.*convention must be.*entry must name.*properties must.*inputs must",
     ),

@@ -113,7 +113,8 @@ def test_pragmas_and_workspace_config_exclude_nothing(tmp_path: Path) -> None:
 
 # Each attack hides a wrong branch in a form the old regular expressions excluded anywhere.
 WRONG_BRANCHES = {
-    "raise in a branch": "def f(n):\n    if n > 50:\n        raise NotImplementedError\n    return 1\n",
+    "raise in a branch": "def f(n):\n    if n > 50:\n        raise NotImplementedError\n    "
+    "return 1\n",
     "raise as a whole function": "def f(n):\n    raise NotImplementedError\n",
     "except tuple in a function": "def f(n):\n    try:\n        return 1 / n\n"
     "    except (ImportError, ZeroDivisionError):\n        return 2.0\n",
@@ -127,11 +128,14 @@ WRONG_BRANCHES = {
     "ellipsis body of a plain function": "def f(n):\n    ...\n",
     "rebound TYPE_CHECKING": "from typing import TYPE_CHECKING\nTYPE_CHECKING = len(W) > 50\n"
     "if TYPE_CHECKING:\n    import x\n",
-    "TYPE_CHECKING of another module": "from x import TYPE_CHECKING\nif TYPE_CHECKING:\n    import y\n",
+    "TYPE_CHECKING of another module": "from x import TYPE_CHECKING\nif TYPE_CHECKING:\n    "
+    "import y\n",
     "TYPE_CHECKING guarding code": "import typing\nif typing.TYPE_CHECKING:\n    W = 2.0\n",
     "main guard in a function": "def f(n):\n    if __name__ == '__main__':\n        return 2.0\n",
-    "main guard with a rebound name": "__name__ = '__main__'\nif __name__ == '__main__':\n    W = 2.0\n",
-    "raise with a computed message": "from abc import abstractmethod\nclass A:\n    @abstractmethod\n"
+    "main guard with a rebound name": "__name__ = '__main__'\nif __name__ == '__main__':\n    "
+    "W = 2.0\n",
+    "raise with a computed message": "from abc import abstractmethod\nclass A:\n    "
+    "@abstractmethod\n"
     "    def f(self):\n        raise NotImplementedError(g())\n",
     "abstract method doing more": "from abc import abstractmethod\nclass A:\n    @abstractmethod\n"
     "    def f(self):\n        g()\n        raise NotImplementedError\n",

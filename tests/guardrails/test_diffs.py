@@ -1,4 +1,5 @@
-"""Diff gate: strict parsing, scope and shape rules, drift-tolerant apply that never follows links."""
+"""Diff gate: strict parsing, scope and shape rules, drift-tolerant apply that never follows
+links."""
 
 from __future__ import annotations
 
@@ -212,7 +213,8 @@ def test_git_headers_are_read_modes_renames_copies() -> None:
         (new_file("strategies/notes.txt"), "diff.non_python_source"),
         (
             (
-                "diff --git a/strategies/link b/strategies/link\nnew file mode 120000\n--- /dev/null\n"
+                "diff --git a/strategies/link b/strategies/link\nnew file mode 120000\n--- "
+                "/dev/null\n"
                 "+++ b/strategies/link\n@@ -0,0 +1 @@\n+../tests\n"
             ),
             "diff.symlink",
@@ -225,7 +227,10 @@ def test_each_diff_rule_rejects_its_attack(text: str, rule: str) -> None:
 
 
 def test_conftest_may_be_edited_in_test_gen_but_not_created() -> None:
-    edit = "--- a/tests/conftest.py\n+++ b/tests/conftest.py\n@@ -1 +1 @@\n-import pytest\n+import pytest  # ok\n"
+    edit = (
+        "--- a/tests/conftest.py\n+++ b/tests/conftest.py\n@@ -1 +1 @@\n-import "
+        "pytest\n+import pytest  # ok\n"
+    )
     assert rules(edit, TESTGEN) == set()
     assert rules(new_file("tests/sub/conftest.py"), TESTGEN) == {"diff.forbidden_file"}
     assert rules(new_file("tests/data.json", "{}"), TESTGEN) == set()  # data files are fine in T
@@ -286,7 +291,8 @@ def test_create_delete_rename_copy(tmp_path: Path) -> None:
     root = workspace(tmp_path)
     text = (
         new_file("strategies/extra.py", "A = 1\nB = 2")
-        + "--- a/strategies/__init__.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-\"\"\"Toy strategies package.\"\"\"\n"
+        + "--- a/strategies/__init__.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-\"\"\"Toy strategies "
+        "package.\"\"\"\n"
         "diff --git a/strategies/momentum.py b/strategies/mom.py\nsimilarity index 100%\n"
         "rename from strategies/momentum.py\nrename to strategies/mom.py\n"
         "diff --git a/strategies/mom.py b/strategies/mom2.py\ncopy from strategies/mom.py\n"
@@ -315,14 +321,16 @@ def test_create_delete_rename_copy(tmp_path: Path) -> None:
         ("--- a/strategies/__init__.py\n+++ /dev/null\n@@ -0,0 +0,0 @@\n", "requires removing all"),
         (
             (
-                "diff --git a/strategies/__init__.py b/strategies/momentum.py\nrename from strategies/__init__.py\n"
+                "diff --git a/strategies/__init__.py b/strategies/momentum.py\nrename from "
+                "strategies/__init__.py\n"
                 "rename to strategies/momentum.py\n"
             ),
             "cannot overwrite",
         ),
         (
             (
-                "--- a/strategies/__init__.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-\"\"\"Toy strategies package.\"\"\"\n"
+                "--- a/strategies/__init__.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-\"\"\"Toy "
+                "strategies package.\"\"\"\n"
                 "--- a/strategies/__init__.py\n+++ b/strategies/__init__.py\n@@ -1 +1 @@\n-a\n+b\n"
             ),
             "deleted by an earlier entry",
@@ -406,7 +414,10 @@ def test_header_only_entries_create_and_delete_empty_files(tmp_path: Path) -> No
     result = apply_patch([created, deleted], root)
     assert result.ok and (root / "strategies/new.py").read_text() == ""
     assert not (root / "strategies/empty.py").exists()
-    binary_gone = "diff --git a/x.bin b/x.bin\ndeleted file mode 100644\nBinary files a/x.bin and /dev/null differ\n"
+    binary_gone = (
+        "diff --git a/x.bin b/x.bin\ndeleted file mode 100644\nBinary files a/x.bin and "
+        "/dev/null differ\n"
+    )
     assert parse_patch(binary_gone)[0].is_removed
 
 

@@ -1,4 +1,5 @@
-"""Each room of guardrails/ opens by one front door: its `__all__`, each name loaded from its home."""
+"""Each room of guardrails/ opens by one front door: its `__all__`, each name loaded from its
+home."""
 
 from __future__ import annotations
 

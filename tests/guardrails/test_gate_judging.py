@@ -223,7 +223,8 @@ def test_the_run_tells_exceptions_s_raised_from_the_tests_own(tmp_path: Path) ->
         "def test_forged_strategy_error():\n    raise StrategyError('forged', 'ValueError')\n\n\n"
         # pytest's unittest plugin hands a TestCase's failure over late: the judge must still see it
         "import unittest\n\n\nclass TestCaseStyle(unittest.TestCase):\n"
-        f"    def test_s_raises_in_a_test_case(self):\n        call({TARGET!r}, {{'A': 1.0}}, top_k=-1)\n\n"
+        f"    def test_s_raises_in_a_test_case(self):\n        call({TARGET!r}, "
+        "{'A': 1.0}, top_k=-1)\n\n"
         "    def test_assert_equal_fails(self):\n"
         f"        self.assertEqual(call({TARGET!r}, {{'A': 1.0}}, top_k=1), {{'A': 0.5}})\n"
     )
@@ -266,7 +267,8 @@ def test_new_files_in_new_folders_and_data_fixtures_are_accepted(tmp_path: Path)
             MOMENTUM: fixed_momentum()
             .replace(
                 "from typing import Dict, Mapping\n",
-                "from typing import Dict, Mapping\n\nfrom strategies.signals.ranking import ranked as rank_desc\n",
+                "from typing import Dict, Mapping\n\nfrom strategies.signals.ranking "
+                "import ranked as rank_desc\n",
             )
             .replace("sorted(scores, key=lambda a: (-scores[a], a))", "rank_desc(scores)"),
         },
@@ -360,7 +362,8 @@ def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path)
         ("redgreen.trivial", True)
     ]
     named = tests + (
-        "\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': 1.0}, top_k=1)\n"
+        "\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': "
+        "1.0}, top_k=1)\n"
         "    assert weights == {'A': 1.0, 'B': 0.0}\n"
     )  # the mandate's one name
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": named}), expect="red")
@@ -372,7 +375,10 @@ def test_red_mode_judges_an_old_test_the_mandate_names_as_a_red_test(tmp_path: P
     ws = make_workspace(tmp_path, "buggy")
     old = (ws / "tests" / "test_smoke.py").read_text()
     node_id = "tests/test_smoke.py::test_single_asset_gets_full_weight"
-    pinned = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == {"ONLY": 1.0}\n'
+    pinned = (
+        '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1) == '
+        '{"ONLY": 1.0}\n'
+    )
     mandate = (
         '    w = call("strategies.momentum:target_weights", {"ONLY": 1.0, "B": 0.0}, top_k=1)\n'
         '    assert w == {"ONLY": 1.0, "B": 0.0}  # the mandate: every name listed\n'
@@ -386,7 +392,10 @@ def test_red_mode_judges_an_old_test_the_mandate_names_as_a_red_test(tmp_path: P
         ws, "test-gen", superseding, expect="red", supersedes=["tests/test_smoke.py::test_other"]
     )
     assert [v.rule for v in verdict.violations] == ["tests.weakened"]
-    loosened = '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1)["ONLY"] > 0\n'
+    loosened = (
+        '    assert call("strategies.momentum:target_weights", {"ONLY": 1.0}, top_k=1)["ONLY"] '
+        '> 0\n'
+    )
     verdict = run_gate(
         ws,
         "test-gen",
@@ -415,7 +424,8 @@ def test_trivial_candidates_replace_a_strategy_classes_weights(tmp_path: Path) -
         "\n\ndef test_all_four_names_listed():\n"
         "    panels = ramp({'A': 0.01, 'B': 0.03, 'C': -0.02, 'D': 0.02})\n"
         "    weights = open_strategy('momentum').target_weights(panels)\n"
-        "    assert sorted(weights) == ['A', 'B', 'C', 'D'] and sum(weights.values()) == pytest.approx(1.0)\n"
+        "    assert sorted(weights) == ['A', 'B', 'C', 'D'] and sum(weights.values()) == "
+        "pytest.approx(1.0)\n"
     )
     verdict = run_gate(
         ws, "test-gen", diff_for(ws, {"tests/test_momentum.py": old + red}), expect="red"

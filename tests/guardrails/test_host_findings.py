@@ -31,7 +31,8 @@ def test_coverage_parts_of_one_run_are_joined_not_replaced(tmp_path: Path) -> No
 
 
 def _host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> Any:
-    """The host program's dispatcher in this process, serving the package `toyhost` of `tmp_path`."""
+    """The host program's dispatcher in this process, serving the package `toyhost` of
+    `tmp_path`."""
     from strategy_host.serve import Host
 
     (tmp_path / "toyhost").mkdir()
@@ -73,22 +74,28 @@ def test_a_call_reaches_only_functions_defined_in_s(
 
 HOSTED_TEST = (
     'from strategy_host import call\n\nMOMENTUM = "strategies.momentum:target_weights"\n\n\n'
-    'def test_top_one():\n    assert call(MOMENTUM, {"A": 1.0, "B": 2.0}, top_k=1) == {"A": 0.0, "B": 1.0}\n'
+    'def test_top_one():\n    assert call(MOMENTUM, {"A": 1.0, "B": 2.0}, top_k=1) == '
+    '{"A": 0.0, "B": 1.0}\n'
 )
 
 
 @pytest.mark.parametrize(
     "fake",
     [
-        'import strategy_host\n\n\ndef test_x(monkeypatch):\n    monkeypatch.setattr(strategy_host, "call", lambda *a, **k: {"A": 1.0})\n'
+        'import strategy_host\n\n\ndef test_x(monkeypatch):\n    '
+        'monkeypatch.setattr(strategy_host, "call", lambda *a, **k: {"A": 1.0})\n'
         '    assert strategy_host.call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
-        'def test_x(monkeypatch):\n    monkeypatch.setattr("strategy_host.call", lambda *a, **k: {"A": 1.0})\n'
+        'def test_x(monkeypatch):\n    monkeypatch.setattr("strategy_host.call", lambda '
+        '*a, **k: {"A": 1.0})\n'
         '    assert call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
         'from unittest import mock\n\nfrom strategy_host.client import Channel\n\n\n'
-        '@mock.patch.object(Channel, "request", return_value={"value": {"A": 1.0}})\ndef test_x(mocked):\n'
+        '@mock.patch.object(Channel, "request", return_value={"value": {"A": 1.0}})\ndef '
+        'test_x(mocked):\n'
         '    assert call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
-        'import strategy_host\n\n\nclass _Fake:\n    def request(self, message):\n        return {"value": {"A": 1.0}}\n\n\n'
-        'def test_x():\n    strategy_host.connect(_Fake())\n    assert call(MOMENTUM, {"A": 1.0}, top_k=1) == {"A": 1.0}\n',
+        'import strategy_host\n\n\nclass _Fake:\n    def request(self, message):\n        '
+        'return {"value": {"A": 1.0}}\n\n\n'
+        'def test_x():\n    strategy_host.connect(_Fake())\n    assert call(MOMENTUM, '
+        '{"A": 1.0}, top_k=1) == {"A": 1.0}\n',
     ],
     ids=["setattr-module", "setattr-string", "patch-channel", "fake-channel"],
 )
@@ -117,7 +124,8 @@ STRATEGY_MODULE = (
 @pytest.mark.parametrize(
     "reach, rule",
     [
-        # a replay's buffer holds every session (zeros after the decision date); the gate's ends at it
+        # a replay's buffer holds every session (zeros after the decision date); the gate's ends at
+        # it
         ('    cap = close.base.shape[0]\n', "sanitizer.module_escape"),
         ('    cap = getattr(close, "base").shape[0]\n', "sanitizer.module_escape"),
         ('    cap = operator.attrgetter("base.shape")(close)\n', "sanitizer.module_escape"),
@@ -143,9 +151,11 @@ def test_what_an_attribute_refuses_getattr_refuses(reach: str, rule: str) -> Non
 
 
 DECIDE = (
-    '"""A strategy."""\nfrom datetime import date\nimport itertools\n\nimport numpy as np\nimport pandas as pd\n\n'
+    '"""A strategy."""\nfrom datetime import date\nimport itertools\n\nimport numpy as '
+    'np\nimport pandas as pd\n\n'
     '_LOG = []\n_MEMO = {}\n_PUT = _MEMO.setdefault\n_CALLS = itertools.count()\n\n\n'
-    'def decide(scores, top_k=1):\n    """Pick today\'s best."""\n    rng = np.random.default_rng(7)\n'
+    'def decide(scores, top_k=1):\n    """Pick today\'s best."""\n    rng = '
+    'np.random.default_rng(7)\n'
     '    picks = sorted(scores, key=lambda a: (-scores[a], a))\n    return picks[:top_k]\n'
 )
 
@@ -153,7 +163,8 @@ DECIDE = (
 @pytest.mark.parametrize(
     "line, rule",
     [
-        # the clock in the spellings numpy and pandas accept beyond the constructors' string argument
+        # the clock in the spellings numpy and pandas accept beyond the constructors' string
+        # argument
         ('    stamp = np.array(["now"], dtype="datetime64[s]")\n', "sanitizer.clock"),
         ('    stamp = pd.to_datetime(pd.Series(["today"]))\n', "sanitizer.clock"),
         ('    stamp = pd.Timestamp("no" + "w")\n', "sanitizer.clock"),
@@ -164,7 +175,8 @@ DECIDE = (
         ('    rng = np.random.RandomState()\n', "sanitizer.clock"),
         ('    rng = np.random.default_rng(seed=None)\n', "sanitizer.clock"),
         ('    picks = list(pd.Series(scores).sample(top_k).index)\n', "sanitizer.clock"),
-        # state across calls behind a function, a tuple default, an alias, a bound method, an iterator
+        # state across calls behind a function, a tuple default, an alias, a bound method, an
+        # iterator
         ('    decide.calls = 1\n', "sanitizer.stateful"),
         ('    log = _LOG\n    log.append(picks)\n', "sanitizer.stateful"),
         ('    _PUT("first", picks)\n', "sanitizer.stateful"),

@@ -1,4 +1,5 @@
-"""guardrails.sandbox.hostplugin: outside the gate, a workspace's tests reach S through one jailed host too.
+"""guardrails.sandbox.hostplugin: outside the gate, a workspace's tests reach S through one jailed
+host too.
 
 A toy workspace's tests run in a pytest session of their own with the plugin: in this process (the
 lazily started host, its end with the session), and in a child process under pytest-cov, whose
@@ -42,7 +43,8 @@ def workspace(pytester: pytest.Pytester) -> Path:
             "strategies/__init__.py": "",
             "strategies/toy.py": SOURCE,
             "tests/test_toy.py": TESTS,
-            "pyproject.toml": '[tool.oomrl.guard]\nsource = ["strategies"]\ntests = ["tests"]\nmemory_limit_mb = 2048\n',
+            "pyproject.toml": '[tool.oomrl.guard]\nsource = ["strategies"]\ntests = '
+            '["tests"]\nmemory_limit_mb = 2048\n',
         },
     )
 

@@ -1,4 +1,5 @@
-"""Mutant generation: each flip kind, line filtering, limits, determinism, and mutants that real tests kill."""
+"""Mutant generation: each flip kind, line filtering, limits, determinism, and mutants that real
+tests kill."""
 
 from __future__ import annotations
 
@@ -105,7 +106,8 @@ def test_every_mutant_compiles_and_differs() -> None:
 
 
 def test_honest_tests_kill_mutants_of_the_honest_strategy() -> None:
-    """A real assertion kills most mutants; this is what the gate's test-gen mutation check relies on."""
+    """A real assertion kills most mutants; this is what the gate's test-gen mutation check relies
+    on."""
     source = (STATIC / "workspaces" / "honest" / "strategies" / "momentum.py").read_text()
 
     def passes(text: str) -> bool:

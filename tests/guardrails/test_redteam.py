@@ -135,8 +135,8 @@ def test_case(report: RedTeamReport, case: Case) -> None:
         assert result.rules and result.by_mechanism, (case.mechanism, result.rules)
 
 
-# Runtime attacks must be caught by the runtime defence named here, not only by a static rule.
-# Since the strategy host, S's tampering with pytest, builtins, imports or results happens in its own
+# Runtime attacks must be caught by the runtime defence named here, not only by a static rule. Since
+# the strategy host, S's tampering with pytest, builtins, imports or results happens in its own
 # process: what shows is its bug in the tests' assertions, or its host failing.
 RUNTIME = {
     "r01_rewrite_tests_runtime_erofs": (

@@ -141,7 +141,10 @@ def test_plugin_notices_tampering(pytester: pytest.Pytester) -> None:
 
 
 def test_function_body_lines() -> None:
-    text = "X = 1\n\n\ndef f(a):\n    b = a\n    return b\n\n\nclass C:\n    async def g(self):\n        return 2\n"
+    text = (
+        "X = 1\n\n\ndef f(a):\n    b = a\n    return b\n\n\nclass C:\n    async def g(self):\n "
+        "       return 2\n"
+    )
     assert function_body_lines(text) == {5, 6, 11}
 
 
@@ -193,10 +196,12 @@ def test_module_bodies_run_only_at_import_time_whatever_the_tests_do(
 ) -> None:
     ws = make_workspace(tmp_path)
     (ws / "strategies" / "warm.py").write_text(
-        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n\n\ndef value():\n    return VALUE\n"
+        "def test_helper():\n    return 1\n\n\nVALUE = test_helper()\n\n\ndef value():\n   "
+        " return VALUE\n"
     )
     (ws / "tests" / "test_warm.py").write_text(
-        "from strategy_host import call\n\n\ndef test_lazy():\n    assert call('strategies.warm:value') == 1\n"
+        "from strategy_host import call\n\n\ndef test_lazy():\n    assert "
+        "call('strategies.warm:value') == 1\n"
     )
     _prepare(dirs, ws)
     suite = run_suite(

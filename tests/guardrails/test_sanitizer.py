@@ -1,4 +1,5 @@
-"""Capability sanitizer: each rule refuses its attack, the honest idioms pass, only new code is judged."""
+"""Capability sanitizer: each rule refuses its attack, the honest idioms pass, only new code is
+judged."""
 
 from __future__ import annotations
 
@@ -78,8 +79,10 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ("def f(a):\n    return a.ctypes.data\n", "def f(a):\n    return a.data.nbytes\n"),
         # a literal name through reflection is the attribute itself
         (
-            "def f():\n    g = (i for i in [0])\n    return getattr(getattr(g, 'gi_frame'), 'f_back')\n",
-            "def f():\n    g = (i for i in [0])\n    return getattr(g, '__name__', None) or getattr(g, 'x', 1)\n",
+            "def f():\n    g = (i for i in [0])\n    return getattr(getattr(g, "
+            "'gi_frame'), 'f_back')\n",
+            "def f():\n    g = (i for i in [0])\n    return getattr(g, '__name__', None) "
+            "or getattr(g, 'x', 1)\n",
         ),
         (
             "import operator\ndef f(o):\n    return operator.attrgetter('gi_frame.f_back')(o)\n",
@@ -102,7 +105,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ),
         (
             "import numpy as np\ndef f(a):\n    return np.lib.array_utils.byte_bounds(a)\n",
-            "import numpy as np\ndef f(a):\n    return np.lib.stride_tricks.sliding_window_view(a, 2)\n",
+            "import numpy as np\ndef f(a):\n    return "
+            "np.lib.stride_tricks.sliding_window_view(a, 2)\n",
         ),
         (
             "import string\ndef f(o, n):\n    return string.Formatter().get_field(n, (o,), {})\n",
@@ -229,7 +233,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
     ],
     "sanitizer.code_in_string": [
         (
-            "from pydantic import BaseModel\nclass M(BaseModel):\n    x: \"__import__('os').getcwd()\" = 1\n",
+            "from pydantic import BaseModel\nclass M(BaseModel):\n    x: "
+            "\"__import__('os').getcwd()\" = 1\n",
             "from pydantic import BaseModel\nclass M(BaseModel):\n    x: 'int' = 1\n",
         ),
         (
@@ -284,7 +289,8 @@ CASES: dict[str, list[tuple[str, str]]] = {
         ),
         ("X = (y := 3)\n", "X = 3\n"),
         (
-            "try:\n    from math import no_such\nexcept ImportError:\n    def no_such():\n        return 1\n",
+            "try:\n    from math import no_such\nexcept ImportError:\n    def no_such():\n "
+            "       return 1\n",
             "try:\n    from typing import Self\nexcept ImportError:\n    Self = None\n",
         ),
         (
@@ -567,7 +573,8 @@ MEMBER_SPELLINGS = [
     "import numpy as np\ndef f(a):\n    return np.ctypeslib.as_array(a)\n",
     "from numpy import memmap as m\n",
     "import numpy as np\ndef f():\n    np.seterr(all='ignore')\n",  # process-wide state: not listed
-    "import numpy as np\ndef f(s):\n    return np.char.add(s, s)\n",  # a family left out of the list
+    # a family left out of the list
+    "import numpy as np\ndef f(s):\n    return np.char.add(s, s)\n",
     "import pandas as pd\ndef f():\n    pd.set_option('mode.copy_on_write', True)\n",
     "import pandas as pd\ndef f(p):\n    return pd.read_pickle(p)\n",
     "import logging\nlogging.setLoggerClass(object)\n",
@@ -596,7 +603,8 @@ def test_a_refused_member_is_named_in_the_finding() -> None:
 
 def test_plain_numpy_and_pandas_computation_passes_the_member_lists() -> None:
     text = (
-        "import numpy as np\nimport pandas as pd\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+        "import numpy as np\nimport pandas as pd\nfrom numpy.lib.stride_tricks import "
+        "sliding_window_view\n"
         "def f(close: pd.DataFrame) -> dict[str, float]:\n"
         "    r = np.log(close).diff().iloc[1:]\n"
         "    w = sliding_window_view(r.to_numpy(), 3, axis=0).mean(axis=-1)\n"
@@ -612,7 +620,8 @@ def test_tests_may_read_their_data_but_never_unpickle() -> None:
     good = (
         "import numpy as np\nimport pandas as pd\nfrom pathlib import Path\n"
         "DATA = Path(__file__).parent / 'data'\n"
-        "def test_a():\n    assert np.load(DATA / 'a.npy').sum() == pd.read_csv(DATA / 'a.csv').x.sum()\n"
+        "def test_a():\n    assert np.load(DATA / 'a.npy').sum() == pd.read_csv(DATA / "
+        "'a.csv').x.sum()\n"
     )
     assert scan(good, policy=TESTS, path="tests/test_a.py") == []
     bad = good.replace("'a.npy')", "'a.npy', allow_pickle=True)")
@@ -628,13 +637,16 @@ def test_tests_may_read_their_data_but_never_unpickle() -> None:
 # The clock and randomness rules hold in T as in S, every spelling.
 CLOCK_SPELLINGS = [
     "import pandas as pd\ndef test_a():\n    assert pd.Timestamp('now').year > 2000\n",
-    "import numpy as np\ndef test_a():\n    assert np.datetime64('to' + 'day') > np.datetime64('2000-01-01')\n",
-    "import pandas as pd\nWHEN = f'{\"now\"}'\ndef test_a():\n    assert pd.to_datetime(WHEN).year\n",
+    "import numpy as np\ndef test_a():\n    assert np.datetime64('to' + 'day') > "
+    "np.datetime64('2000-01-01')\n",
+    "import pandas as pd\nWHEN = f'{\"now\"}'\ndef test_a():\n    assert "
+    "pd.to_datetime(WHEN).year\n",
     "import numpy as np\ndef test_a():\n    assert np.array(['today'], dtype='datetime64[D]')[0]\n",
     "from datetime import date\nTODAY = date.today\ndef test_a():\n    assert TODAY().year\n",
     "import numpy as np\ndef test_a():\n    assert np.random.default_rng(None).random() < 1\n",
     "import numpy as np\ndef test_a():\n    assert np.random.default_rng(seed=None).random() < 1\n",
-    "from numpy.random import Generator, PCG64\ndef test_a():\n    assert Generator(PCG64()).random() < 1\n",
+    "from numpy.random import Generator, PCG64\ndef test_a():\n    assert "
+    "Generator(PCG64()).random() < 1\n",
     "import numpy as np\ndef test_a():\n    assert np.random.rand() < 1\n",
     "import pandas as pd\ndef test_a():\n    assert len(pd.Series([1, 2]).sample(1)) == 1\n",
 ]

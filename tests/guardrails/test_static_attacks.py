@@ -1,4 +1,5 @@
-"""The static half of the gate blocks every extra attack patch by its named rule and accepts the benign ones."""
+"""The static half of the gate blocks every extra attack patch by its named rule and accepts the
+benign ones."""
 
 from __future__ import annotations
 

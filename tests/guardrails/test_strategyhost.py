@@ -1,11 +1,13 @@
-"""Strategy host properties, each proven from inside a real host, and each shown to break when switched off.
+"""Strategy host properties, each proven from inside a real host, and each shown to break when
+switched off.
 
 S (tests/guardrails/host_probe.py, planted as `strategies/probe.py` of a tmp workspace) is called
-through a real host (guardrails.sandbox.strategyhost.start_host) the way every caller reaches it. A property
-of the jail runs once under bwrap, where it must hold, and once under hash-only or a deliberately
-weakened lock, host program or runner, where the same probe must break it: none of these tests can
-pass with its property gone. Market and fingerprint tests drive the engine's host
-(oomrl.portfolio.hosting.WorkspaceStrategy) and the gate's (guardrails.sandbox.runner.run_suite) side by side.
+through a real host (guardrails.sandbox.strategyhost.start_host) the way every caller reaches it. A
+property of the jail runs once under bwrap, where it must hold, and once under hash-only or a
+deliberately weakened lock, host program or runner, where the same probe must break it: none of
+these tests can pass with its property gone. Market and fingerprint tests drive the engine's host
+(oomrl.portfolio.hosting.WorkspaceStrategy) and the gate's (guardrails.sandbox.runner.run_suite)
+side by side.
 """
 
 from __future__ import annotations
@@ -144,7 +146,8 @@ def test_no_file_of_the_host_outside_the_workspace_copy_is_visible(planted: Plan
     assert seen.pop(planted.inside("strategies", "probe.py")) is True  # S itself is there
     if planted.lock.os_level:
         assert not any(seen.values()), seen
-    else:  # without the jail, the caller's files, the repository and the workspace's tests are there
+    # without the jail, the caller's files, the repository and the workspace's tests are there
+    else:
         assert all(seen[str(p)] for p in planted.marks) and seen[planted.inside("tests")], seen
 
 
@@ -348,7 +351,8 @@ def test_a_test_process_cannot_hold_its_host_waiting_for_a_book(
 
 BLIND = (
     "from strategies.probe import Probe\n\n\nclass Blind(Probe):\n    name = 'blind'\n\n"
-    "    def target_weights(self, view, holdings, params):\n        return {str(view.symbols[0]): 0.5}\n\n\n"
+    "    def target_weights(self, view, holdings, params):\n        return "
+    "{str(view.symbols[0]): 0.5}\n\n\n"
     "STRATEGY = Blind()\n"
 )
 
@@ -415,7 +419,8 @@ def _undo_in_child(done: Any) -> None:
 
 
 def test_a_forked_child_undoes_what_it_closes_on_its_own_thread() -> None:
-    """The undoing thread is its process's: a forked child starts its own (else it would wait forever)."""
+    """The undoing thread is its process's: a forked child starts its own (else it would wait
+    forever)."""
     import multiprocessing
 
     strategyhost.undo_later(lambda: None)  # the parent's thread runs
@@ -561,7 +566,7 @@ def test_s_exceptions_come_back_by_builtin_type_never_as_assertions(planted: Pla
     assert type(system.value) is StrategyError and system.value.type_name == "SystemError"
 
 
-# --- the market a host is given, and the engine's host beside the gate's ---------------------------
+# --- the market a host is given, and the engine's host beside the gate's --------------------------
 SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(6)]
 
 

@@ -1,4 +1,5 @@
-"""The strategy host's wire format and its client: malformed frames are refused, S's errors map by type.
+"""The strategy host's wire format and its client: malformed frames are refused, S's errors map by
+type.
 
 Neither side trusts the other (a host runs S; a relay carries a test process's requests), so every
 frame is decoded against its own tables and every error answer is checked field by field. Frames

@@ -1,4 +1,5 @@
-"""Board lots and dated price limits on real dates: STAR 200 + 1-share steps, ChiNext's 2020 reform, ST, listing days."""
+"""Board lots and dated price limits on real dates: STAR 200 + 1-share steps, ChiNext's 2020 reform,
+ST, listing days."""
 
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def test_an_st_name_on_a_date_sets_the_flag() -> None:
 def test_an_st_name_on_a_date_sets_that_days_limit() -> None:
     """The name a security carries on a date (as akshare reports it) decides the day's limit.
 
-    *ST国华 is the name in the akshare fixture; the ChiNext and STAR names are made up for the rule."""
+    *ST国华 is the name in the akshare fixture; the ChiNext and STAR names are made up for the
+    rule."""
 
     def on(symbol: str, name: str, day: str) -> float:
         board = limits.BOARD_CODE[board_of(symbol)]
@@ -132,7 +134,8 @@ def test_listing_days_trade_without_limits_by_board_and_era() -> None:
     assert np.isnan(listing_fraction(limits.MAIN, "2024-12-30", "2024-12-30"))
     assert np.isnan(listing_fraction(limits.MAIN, "2024-12-30", "2025-01-06"))  # 5th session
     assert listing_fraction(limits.MAIN, "2024-12-30", "2025-01-07") == 0.10  # 6th
-    # A main-board relisting before 2023-04-10 (000792.SZ on 2021-08-10): only the first day is free.
+    # A main-board relisting before 2023-04-10 (000792.SZ on 2021-08-10): only the first day is
+    # free.
     assert np.isnan(listing_fraction(limits.MAIN, "2021-08-10", "2021-08-10"))
     assert listing_fraction(limits.MAIN, "2021-08-10", "2021-08-11") == 0.10
     # ChiNext: one free day before the reform, five from 2020-08-24; STAR always five.

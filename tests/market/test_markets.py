@@ -1,4 +1,5 @@
-"""Markets by exchange: symbol spelling, calendars, benchmarks and rule sets (A-share boards vs the generic set)."""
+"""Markets by exchange: symbol spelling, calendars, benchmarks and rule sets (A-share boards vs the
+generic set)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`oomrl report --account` and `oomrl diagnose` over the real ledger and the bundled sample store."""
+"""`oomrl report --account` and `oomrl diagnose` over the real ledger and the bundled sample
+store."""
 
 from __future__ import annotations
 

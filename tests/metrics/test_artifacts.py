@@ -1,4 +1,5 @@
-"""What the Prefect artifacts say: rounded values with units, version labels, images the UI can load."""
+"""What the Prefect artifacts say: rounded values with units, version labels, images the UI can
+load."""
 
 from __future__ import annotations
 
@@ -161,8 +162,8 @@ def test_nav_markdown_names_the_version_and_rounds() -> None:
     ) in text
     # a gain of 0.12 % on the initial capital is no principal loss: 0 %, and +0.12 % beside it
     assert (
-        "| 2025-01-02 | 10,012,345.68 | 0.123 % | 0.235 % | 0.111 % | 0.988 | 16,225.36 | 0.00 % | +0.12 % |"
-        in text
+        "| 2025-01-02 | 10,012,345.68 | 0.123 % | 0.235 % | 0.111 % | 0.988 | 16,225.36 | "
+        "0.00 % | +0.12 % |" in text
     )
 
 

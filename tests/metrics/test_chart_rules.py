@@ -1,6 +1,6 @@
-"""What a quant checks before trusting a chart: no repeated tick label, no line drawn across a stretch
-without sessions, marks that stay apart over 400+ sessions, and no annualized figure (with a caveat
-saying why) for a window under the stated minimum of sessions."""
+"""What a quant checks before trusting a chart: no repeated tick label, no line drawn across a
+stretch without sessions, marks that stay apart over 400+ sessions, and no annualized figure (with a
+caveat saying why) for a window under the stated minimum of sessions."""
 
 from __future__ import annotations
 
@@ -101,7 +101,8 @@ def test_small_drawdowns_get_the_decimals_that_keep_labels_apart() -> None:
 
 
 def joined_spans(line: Line2D) -> list[tuple[pd.Timestamp, pd.Timestamp]]:
-    """Each pair of consecutive points the line joins with a segment (a NaN between them breaks it)."""
+    """Each pair of consecutive points the line joins with a segment (a NaN between them breaks
+    it)."""
     xs = [
         pd.Timestamp(mdates.num2date(x)).tz_localize(None) if not isinstance(x, pd.Timestamp) else x
         for x in mdates.date2num(line.get_xdata())
@@ -156,7 +157,8 @@ def test_a_weekend_is_not_a_gap() -> None:
 def test_alert_markers_stay_apart_over_400_sessions() -> None:
     returns, bench = WINDOWS["400+ sessions"]
     days = returns.index
-    # an alert every week, runs of alerts on consecutive days, a critical one inside a run of warnings
+    # an alert every week, runs of alerts on consecutive days, a critical one inside a run of
+    # warnings
     marks = [Mark(day, "alert", "drawdown", "warning") for day in days[::5]]
     marks += [Mark(day, "alert", "daily_loss", "warning") for day in days[100:112]]
     marks += [Mark(days[105], "alert", "daily_loss", "critical")]

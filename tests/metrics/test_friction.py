@@ -35,7 +35,8 @@ def test_per_version_figures_are_the_ledger_sums(
     sessions, rebalances, turnover, costs, leakage, drag = _sql(
         traded,
         "SELECT count(*), sum(turnover > 0), sum(turnover), sum(costs), sum(slippage_leakage), "
-        "sum(costs * (1 + realized_return) / nav) FROM nav WHERE account = :a AND strategy_version = :v",
+        "sum(costs * (1 + realized_return) / nav) FROM nav WHERE account = :a AND "
+        "strategy_version = :v",
         a=ACCOUNT,
         v=sha,
     )
@@ -96,7 +97,8 @@ def test_month_by_month_matches_the_ledger(traded: TradedAccount, traded_report:
         expected = pd.read_sql(
             sa.text(
                 "SELECT strftime('%Y-%m', date) AS month, sum(turnover) AS turnover, "
-                "sum(costs * (1 + realized_return) / nav) AS cost_bps, sum(slippage_leakage) AS leakage_bps "
+                "sum(costs * (1 + realized_return) / nav) AS cost_bps, "
+                "sum(slippage_leakage) AS leakage_bps "
                 "FROM nav WHERE account = :a GROUP BY month ORDER BY month"
             ),
             conn,
@@ -133,7 +135,8 @@ def test_the_rendered_section_shows_the_ledger_figures(
     page = traded_report.html.read_text()
     v2 = rows["v2 daily_momentum"]
     line = (
-        f"| Costs paid (CNY) | {format_value('costs_total', rows['v1 daily_momentum']['costs_total'])} | "
+        "| Costs paid (CNY) | "
+        f"{format_value('costs_total', rows['v1 daily_momentum']['costs_total'])} | "
         f"{format_value('costs_total', v2['costs_total'])} | "
         f"{format_value('costs_total', rows['whole window']['costs_total'])} |"
     )

@@ -1,4 +1,5 @@
-"""Alert, repair and promotion marks: their dates come from the ledger, and the charts draw them there."""
+"""Alert, repair and promotion marks: their dates come from the ledger, and the charts draw them
+there."""
 
 from __future__ import annotations
 

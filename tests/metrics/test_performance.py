@@ -1,4 +1,5 @@
-"""Metrics: hand-computed cases pin each convention; empyrical and statsmodels agree on random series."""
+"""Metrics: hand-computed cases pin each convention; empyrical and statsmodels agree on random
+series."""
 
 from __future__ import annotations
 
@@ -132,7 +133,8 @@ def test_rolling_information_ratio_matches_the_full_formula_on_each_window(
 
 
 def test_table1_benchmark_row_of_the_paper() -> None:
-    """CSI 300 price index, mean daily return × 252, first return from the previous session's close."""
+    """CSI 300 price index, mean daily return × 252, first return from the previous session's
+    close."""
     csi300 = read_returns_csv(CSI300_PRICE)
     table = perf.phase_table(csi300, perf.read_phases(TABLE1_PHASES))
     got = {

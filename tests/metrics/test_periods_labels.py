@@ -30,8 +30,8 @@ def test_monthly_and_yearly_returns_compound_the_days() -> None:
 
 def test_drawdown_periods_on_a_hand_made_path() -> None:
     dates = pd.bdate_range("2025-01-06", periods=9)
-    # wealth: 0.9 (from the starting capital), 1.0 (recovered), 1.1 peak, 0.99, 0.88 valley, 1.1 recovered,
-    # 1.2 peak, 1.08 and the data ends under water
+    # wealth: 0.9 (from the starting capital), 1.0 (recovered), 1.1 peak, 0.99, 0.88 valley, 1.1
+    # recovered, 1.2 peak, 1.08 and the data ends under water
     wealth = np.array([0.9, 1.0, 1.1, 0.99, 0.88, 1.1, 1.2, 1.08, 1.14])
     returns = pd.Series(wealth / np.concatenate([[1.0], wealth[:-1]]) - 1, index=dates)
     table = drawdown_periods(returns)

@@ -1,4 +1,5 @@
-"""Charts and the tearsheet: files are written, the HTML is self-contained and names its benchmark."""
+"""Charts and the tearsheet: files are written, the HTML is self-contained and names its
+benchmark."""
 
 from __future__ import annotations
 

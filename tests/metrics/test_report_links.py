@@ -1,4 +1,5 @@
-"""Report files over HTTP: signed links, the webhook's read-only /reports route, and what it refuses."""
+"""Report files over HTTP: signed links, the webhook's read-only /reports route, and what it
+refuses."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The tearsheet in headless chromium at laptop width: every image loads, no table overflows 1280 px,
-labels explain themselves on hover, and the page needs no network."""
+"""The tearsheet in headless chromium at laptop width: every image loads, no table overflows 1280
+px, labels explain themselves on hover, and the page needs no network."""
 
 from __future__ import annotations
 

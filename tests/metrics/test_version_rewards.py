@@ -1,4 +1,5 @@
-"""The paper's reward (Eq. 1-2) per strategy version: in the attribution's friction table and Table 1."""
+"""The paper's reward (Eq. 1-2) per strategy version: in the attribution's friction table and Table
+1."""
 
 from __future__ import annotations
 

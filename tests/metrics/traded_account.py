@@ -1,5 +1,6 @@
-"""A real traded account for report tests: the bundled sample, the paper broker, two strategy versions
-(v1 trading daily, a promoted v2 trading weekly), the loss diagnostics' alerts, one repair folder."""
+"""A real traded account for report tests: the bundled sample, the paper broker, two strategy
+versions (v1 trading daily, a promoted v2 trading weekly), the loss diagnostics' alerts, one repair
+folder."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def _write_repair_folder(runs_dir: Path, as_of: date, status: str, tag: str | No
 
 
 def build_traded_account(root: Path) -> TradedAccount:
-    """Trade v1 daily until SWITCH, then v2 on each week's first session until END; diagnose weekly."""
+    """Trade v1 daily until SWITCH, then v2 on each week's first session until END; diagnose
+    weekly."""
     from oomrl.data.sample import ensure_sample
 
     settings = get_settings(home=root, ledger_url=f"sqlite:///{root / 'ledger.db'}")

@@ -1,5 +1,5 @@
-"""`oomrl demo`: the interim data stage, the weekly loop (alerts, repair policy, cool-down, kill switch,
-fail-closed rebalances), Table 1 and the report files — on the real bundled sample."""
+"""`oomrl demo`: the interim data stage, the weekly loop (alerts, repair policy, cool-down, kill
+switch, fail-closed rebalances), Table 1 and the report files — on the real bundled sample."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from oomrl.settings import OomrlSettings
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One demo home for the module: the sample is ingested once, each run resets ledger and workspace."""
+    """One demo home for the module: the sample is ingested once, each run resets ledger and
+    workspace."""
     return tmp_path_factory.mktemp("demo") / "home"
 
 
@@ -32,7 +33,8 @@ def quiet() -> Console:
 
 
 class RecordingRepairer:
-    """Stands in for the 60-second STDAW repair (the e2e suite runs the real one through Prefect)."""
+    """Stands in for the 60-second STDAW repair (the e2e suite runs the real one through
+    Prefect)."""
 
     def __init__(self, status: str = "promoted") -> None:
         self.status = status
@@ -54,8 +56,9 @@ class RecordingRepairer:
 
 
 class ProbationRepairer:
-    """A real promotion with a real probation in place of the STDAW repair: v1 made weekly, committed,
-    tagged and put on probation for the demo's `probation_sessions` (what a passing repair does)."""
+    """A real promotion with a real probation in place of the STDAW repair: v1 made weekly,
+    committed, tagged and put on probation for the demo's `probation_sessions` (what a passing
+    repair does)."""
 
     def __init__(self) -> None:
         self.autopsies: list[Autopsy] = []
@@ -74,7 +77,10 @@ class ProbationRepairer:
             candidate = versions.clone_to(Path(scratch) / "candidate", at="v1")
             source = candidate / "strategies" / f"{config.strategy}.py"
             daily = "return last_rebalance is None or day > last_rebalance"
-            weekly = "return last_rebalance is None or day.isocalendar()[:2] != last_rebalance.isocalendar()[:2]"
+            weekly = (
+                "return last_rebalance is None or day.isocalendar()[:2] != "
+                "last_rebalance.isocalendar()[:2]"
+            )
             assert daily in source.read_text()
             source.write_text(source.read_text().replace(daily, weekly))
             info = versions.promote(
@@ -145,7 +151,8 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
         in text
     )
     assert len(repairer.autopsies) == 1
-    # The capital moved at the decision: v1 holds the book until v2 (weekly) first trades, the next week.
+    # The capital moved at the decision: v1 holds the book until v2 (weekly) first trades, the next
+    # week.
     ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
     (v1, v2) = summary["table1"][:2]
     first_v2 = next(
@@ -274,7 +281,8 @@ def test_cli_demo_without_repairs_ingests_and_reports(demo_home: Path) -> None:
 
 
 def assert_point_in_time_members_only(home: Path) -> None:
-    """Every buy in the demo's ledger is of a CSI 300 member on its decision date (the session before)."""
+    """Every buy in the demo's ledger is of a CSI 300 member on its decision date (the session
+    before)."""
     from oomrl.data.sources.sample import SampleSource
     from oomrl.market import calendar
     from oomrl.market.universe import members_on

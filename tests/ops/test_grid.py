@@ -1,4 +1,5 @@
-"""The parameter-grid replay: grid validation in the strategy host, and a real run on a 2-worker Dask LocalCluster."""
+"""The parameter-grid replay: grid validation in the strategy host, and a real run on a 2-worker
+Dask LocalCluster."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""infra/: the Kubernetes pool template renders with its defaults; compose and the Dockerfile hang together."""
+"""infra/: the Kubernetes pool template renders with its defaults; compose and the Dockerfile hang
+together."""
 
 from __future__ import annotations
 

@@ -88,14 +88,16 @@ def test_mapped_tasks_run_on_two_dask_workers() -> None:
 
 @pytest.mark.slow
 def test_dask_tests_skip_without_the_dask_extra() -> None:
-    """Without prefect-dask and distributed (the `dask` extra), a test marked `dask` skips, naming why."""
+    """Without prefect-dask and distributed (the `dask` extra), a test marked `dask` skips, naming
+    why."""
     import subprocess
     import sys
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
     blocked = (
-        "import sys; sys.modules['prefect_dask'] = sys.modules['distributed'] = None; import pytest; "
+        "import sys; sys.modules['prefect_dask'] = sys.modules['distributed'] = None; "
+        "import pytest; "
         "sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
         "'tests/ops/test_runners.py::test_address_selects_an_existing_cluster']))"
     )

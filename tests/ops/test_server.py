@@ -1,4 +1,5 @@
-"""The local stack supervisor: configuration, secrets, process control, state file, failure clean-up."""
+"""The local stack supervisor: configuration, secrets, process control, state file, failure
+clean-up."""
 
 from __future__ import annotations
 
@@ -135,7 +136,10 @@ def test_stop_process_ends_the_group(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_stop_process_kills_what_ignores_sigterm() -> None:
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    code = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', "
+        "flush=True); time.sleep(60)"
+    )
     child = subprocess.Popen(
         [sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE
     )
@@ -149,7 +153,8 @@ def test_stop_process_kills_what_ignores_sigterm() -> None:
 def test_failed_start_cleans_up_and_shows_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A server that dies at once (invalid Prefect setting) fails `up` with its log, no state left."""
+    """A server that dies at once (invalid Prefect setting) fails `up` with its log, no state
+    left."""
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "s" * 32)
     config = StackConfig(
         home=tmp_path / "home", port=free_port(), extra_env={"PREFECT_LOGGING_LEVEL": "NOT-A-LEVEL"}
@@ -230,7 +235,8 @@ def test_a_second_up_at_once_is_refused_naming_the_first(tmp_path: Path) -> None
 def test_up_refuses_webhook_settings_before_starting_anything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
 ) -> None:
-    # Shaped like tests/test_config.py's settings refusals, but of `up`: what it must not have started.
+    # Shaped like tests/test_config.py's settings refusals, but of `up`: what it must not have
+    # started.
     monkeypatch.setenv(variable, value)
     with pytest.raises(OomrlError, match=re.escape(message)):
         up(StackConfig(home=tmp_path, project_dir=tmp_path, deploy=False), say=lambda _: None)
@@ -321,7 +327,8 @@ def test_a_damaged_state_file_is_named_and_nothing_is_signalled(
 
 
 def test_a_record_without_a_usable_identity_is_left_alone(tmp_path: Path) -> None:
-    """An edited server.json (a record missing its start time): the pid is not signalled, nor said stopped."""
+    """An edited server.json (a record missing its start time): the pid is not signalled, nor said
+    stopped."""
     child = subprocess.Popen(SLEEPER, start_new_session=True)
     try:
         (tmp_path / "server.json").write_text(
@@ -342,8 +349,8 @@ def test_a_record_without_a_usable_identity_is_left_alone(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_down_stops_the_children_of_a_leader_that_died(tmp_path: Path) -> None:
     """The recorded leader exited but left its group running (e.g. a server's subprocess)."""
-    # The child outlives any run of this test, so only `down` can end it; it reports its pid through a
-    # file and holds no pipe of ours, so nothing here waits for it to exit on its own.
+    # The child outlives any run of this test, so only `down` can end it; it reports its pid through
+    # a file and holds no pipe of ours, so nothing here waits for it to exit on its own.
     pid_file = tmp_path / "child.pid"
     code = (
         "import os, subprocess, sys, time; p = subprocess.Popen([sys.executable, '-c', "
@@ -381,8 +388,9 @@ home = Path(sys.argv[1]); home.mkdir(parents=True, exist_ok=True)
 sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
 ours = subprocess.Popen(sleeper, start_new_session=True)
 pid = ours.pid
-(home / "server.json").write_text(json.dumps({"pids": {"worker": pid},
-                                              "processes": {"worker": ProcessRecord.of(pid).as_json()}}))
+record = ProcessRecord.of(pid).as_json()
+state = {"pids": {"worker": pid}, "processes": {"worker": record}}
+(home / "server.json").write_text(json.dumps(state))
 ours.kill(); ours.wait()
 time.sleep(0.3)
 # The machine goes on: the kernel hands the same pid to an unrelated process group.
@@ -402,8 +410,8 @@ stranger.kill()
 )
 @pytest.mark.slow
 def test_down_spares_an_unrelated_process_group_that_reused_the_pid(tmp_path: Path) -> None:
-    """A real pid reuse, made deterministic in a private pid namespace (ns_last_pid), as after a reboot
-    or a long uptime: `down` must leave the new owner of the pid and its group alone."""
+    """A real pid reuse, made deterministic in a private pid namespace (ns_last_pid), as after a
+    reboot or a long uptime: `down` must leave the new owner of the pid and its group alone."""
     done = subprocess.run(
         [
             "unshare",
@@ -494,7 +502,8 @@ def test_webhook_serve_refuses_without_secret(
 
 @pytest.mark.slow
 def test_cli_server_up_and_down_for_real(oomrl_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`oomrl server up --no-deploy --no-webhook` starts a real server, pool and worker; `down` stops them."""
+    """`oomrl server up --no-deploy --no-webhook` starts a real server, pool and worker; `down`
+    stops them."""
     import httpx
 
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "s" * 32)

@@ -1,4 +1,5 @@
-"""Ledger fixture: every ledger test runs on SQLite and, when OOMRL_TEST_POSTGRES_URL is set, PostgreSQL."""
+"""Ledger fixture: every ledger test runs on SQLite and, when OOMRL_TEST_POSTGRES_URL is set,
+PostgreSQL."""
 
 from __future__ import annotations
 

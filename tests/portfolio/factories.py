@@ -1,4 +1,5 @@
-"""Small hand-made markets for portfolio tests (bars in the BAR_COLUMNS schema, pivoted to panels)."""
+"""Small hand-made markets for portfolio tests (bars in the BAR_COLUMNS schema, pivoted to
+panels)."""
 
 from __future__ import annotations
 

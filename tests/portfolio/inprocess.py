@@ -1,13 +1,14 @@
-"""InProcessStrategy: the engine's runner seam served in the test process, for the engine's own unit tests.
+"""InProcessStrategy: the engine's runner seam served in the test process, for the engine's own unit
+tests.
 
-Production never runs strategy code in process: every replay, rebalance, cross-validation and
-demo opens its strategy in a jailed strategy host (oomrl.portfolio.hosting.WorkspaceStrategy).
-The engine's unit tests exercise the broker, the ledger and the replay loop with this repository's
-own trusted strategies (or a test's own strategy object), without starting a host for each tiny
-case. The runner does what the host does, step for step: it appends the market's rows to a
-`strategy_api.History` only up to each decision date (session t-1 when deciding t), builds the
-view with `History.view(nav, members)`, turns the answer into symbol positions and floats, and
-checks it with the engine's own `weights_array`, so the engine sees exactly what a host answers.
+Production never runs strategy code in process: every replay, rebalance, cross-validation and demo
+opens its strategy in a jailed strategy host (oomrl.portfolio.hosting.WorkspaceStrategy). The
+engine's unit tests exercise the broker, the ledger and the replay loop with this repository's own
+trusted strategies (or a test's own strategy object), without starting a host for each tiny case.
+The runner does what the host does, step for step: it appends the market's rows to a
+`strategy_api.History` only up to each decision date (session t-1 when deciding t), builds the view
+with `History.view(nav, members)`, turns the answer into symbol positions and floats, and checks it
+with the engine's own `weights_array`, so the engine sees exactly what a host answers.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ IN_PROCESS = "none (tests/portfolio/inprocess.py: a test's strategy in the test 
 
 
 class InProcessStrategy:
-    """A StrategySource over a strategy object (e.g. `strategies.registry.get(name)`) in this process."""
+    """A StrategySource over a strategy object (e.g. `strategies.registry.get(name)`) in this
+    process."""
 
     def __init__(self, strategy: Any) -> None:
         self.strategy = strategy

@@ -1,4 +1,5 @@
-"""A replay asks each next decision before its book is known: the same results, the channel kept in step."""
+"""A replay asks each next decision before its book is known: the same results, the channel kept in
+step."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tests.portfolio.factories import random_panels
 REPO = Path(__file__).resolve().parents[2]
 SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(30)]
 START, END = "2024-03-01", "2024-08-30"
-# weekly_liquidity reads both halves of the book: holdings (its turnover cap) and the NAV (its ADV cap).
+# weekly_liquidity reads both halves of the book: holdings (its turnover cap) and the NAV (its ADV
+# cap).
 PARAMS = {
     "lookback": 20,
     "skip": 2,
@@ -96,7 +98,8 @@ def test_a_question_out_when_the_kill_switch_trips_is_answered_and_forgotten(
     market = MarketFrames.build(panels, AShareRules())
     halted, books = replayed(market, True, monkeypatch, kill_threshold=0.05)
     assert halted.halted_on == panels["close"].index[120].date()
-    # the question for the rebalance after the halt was out; it got an empty book and its answer was read
+    # the question for the rebalance after the halt was out; it got an empty book and its answer was
+    # read
     assert books[-1] == {"op": "book", "handle": 1, "portfolio_value": 1.0, "holdings": {}}
     late, _ = replayed(market, False, monkeypatch, kill_threshold=0.05)
     pd.testing.assert_frame_equal(halted.nav, late.nav)

@@ -1,4 +1,5 @@
-"""The broker under board lots, dated limits, ST and listing days from the data, raw prices and corporate actions."""
+"""The broker under board lots, dated limits, ST and listing days from the data, raw prices and
+corporate actions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""PaperBroker on hand-made markets: lots, odd lots, limits per board, suspension, T+1, ADV cap, cash."""
+"""PaperBroker on hand-made markets: lots, odd lots, limits per board, suspension, T+1, ADV cap,
+cash."""
 
 from __future__ import annotations
 

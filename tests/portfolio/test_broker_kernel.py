@@ -1,9 +1,9 @@
 """The compiled broker kernel and the numpy broker fill the same: every field, to the last bit.
 
 Hostile sessions (NaN prices, suspensions, limits, missing ADV, odd lots on every board, T+1, cash
-too short for the buys and minimum commissions that defeat shrinking) go through three engines:
-the numpy PaperBroker (`kernel=False`), the numba-compiled kernel, and the kernel's plain Python
-source (numba's machine code reports no coverage; the source is what the compiled code is built from).
+too short for the buys and minimum commissions that defeat shrinking) go through three engines: the
+numpy PaperBroker (`kernel=False`), the numba-compiled kernel, and the kernel's plain Python source
+(numba's machine code reports no coverage; the source is what the compiled code is built from).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ RULES = [
 
 
 def hostile_market(seed: int, rules: AShareRules = RULES[0]) -> MarketFrames:
-    """Random panels with a suspension, limit-up and limit-down closes, NaN and zero volume; odd seeds
-    trade thin books (the ADV cap binds) and seed 3 lists its last symbol only on day 30."""
+    """Random panels with a suspension, limit-up and limit-down closes, NaN and zero volume; odd
+    seeds trade thin books (the ADV cap binds) and seed 3 lists its last symbol only on day 30."""
     panels = random_panels(SYMBOLS, days=60, seed=seed, volume=5e6 if seed % 2 == 0 else 3e3)
     if seed == 3:
         for frame in panels.values():
@@ -97,7 +97,8 @@ def assert_same(a: Execution, b: Execution) -> None:
 
 
 def engines(market: MarketFrames, rules: AShareRules | None = None) -> list[PaperBroker]:
-    """The numpy broker, the compiled kernel (when numba is there) and the kernel's Python source."""
+    """The numpy broker, the compiled kernel (when numba is there) and the kernel's Python
+    source."""
     rules = rules or AShareRules()
     brokers = [PaperBroker(market, rules, kernel=False), PaperBroker(market, rules, kernel=False)]
     brokers[1].kernel = PYTHON

@@ -1,4 +1,5 @@
-"""The ledger on SQLite and PostgreSQL: once-only rebalances, conflicts, halts, versions, alerts, frames."""
+"""The ledger on SQLite and PostgreSQL: once-only rebalances, conflicts, halts, versions, alerts,
+frames."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""No decision sees a row after its date: a look-ahead attack replays exactly like the honest strategy.
+"""No decision sees a row after its date: a look-ahead attack replays exactly like the honest
+strategy.
 
 The attack (tests/fixtures/lookahead/strategies/peek.py) adds the mean close of the next five
 sessions to its score, read through the base of the view's arrays and the view's private state.
 Through the strategy host those rows are not written yet when it decides, so its fills and NAV equal
-those of the honest strategy; with every row written before the first decision (what the engine
-must never do), the same attack trades differently, so the comparison can fail.
+those of the honest strategy; with every row written before the first decision (what the engine must
+never do), the same attack trades differently, so the comparison can fail.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(12)]
 
 
 class Leaky(WorkspaceStrategy):
-    """The host of `peek`, with the whole market written before the first decision (a broken engine)."""
+    """The host of `peek`, with the whole market written before the first decision (a broken
+    engine)."""
 
     def open(self, params: Mapping[str, Any] | None, market: MarketFrames) -> HostedRunner:
         runner = super().open(params, market)

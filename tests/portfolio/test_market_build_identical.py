@@ -31,7 +31,8 @@ def identical(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def awkward_panel(rows: int = 300, seed: int = 0) -> np.ndarray:
-    """Traded values and returns as replays see them: gaps, suspensions, flat runs, short and empty columns."""
+    """Traded values and returns as replays see them: gaps, suspensions, flat runs, short and empty
+    columns."""
     rng = np.random.default_rng(seed)
     values = rng.lognormal(15, 2, (rows, 12)) * rng.choice([1.0, -1.0], (rows, 12), p=[0.9, 0.1])
     values[rng.random(values.shape) < 0.05] = np.nan  # scattered missing cells
@@ -68,7 +69,8 @@ def test_rolling_by_column_is_pandas_per_column_bit_for_bit(
 
 
 def test_a_window_never_reaches_into_the_previous_column() -> None:
-    # Column 1 alone has fewer values than min_periods: borrowing column 0's tail would give numbers.
+    # Column 1 alone has fewer values than min_periods: borrowing column 0's tail would give
+    # numbers.
     values = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, 7.0], [4.0, 8.0]])
     got = rolling_by_column(values, ColumnWindows(4, 3), 3, "mean")
     assert np.isnan(got[:, 1]).all()
@@ -121,7 +123,8 @@ def test_to_tick_is_the_one_line_formula() -> None:
 
 
 def test_listing_day_limits_are_the_cellwise_rule() -> None:
-    """limit_fractions looks up free sessions only near a listing: the same as the rule on every cell."""
+    """limit_fractions looks up free sessions only near a listing: the same as the rule on every
+    cell."""
     rng = np.random.default_rng(2)
     dates = pd.bdate_range("2019-06-03", periods=60).values[:, None]
     codes = np.array(

@@ -1,4 +1,5 @@
-"""Daily marks: a NAV row per session without trades, the kill switch on each, and rebalances around them."""
+"""Daily marks: a NAV row per session without trades, the kill switch on each, and rebalances around
+them."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_marks_value_the_book_at_each_close_without_trading(ledger: Ledger) -> N
 
 
 def test_marks_then_a_rebalance_book_exactly_what_the_rebalance_alone_books(tmp_path: Any) -> None:
-    """Marking D41..D45 and then rebalancing on D45 (in that order) equals rebalancing on D45 alone."""
+    """Marking D41..D45 and then rebalancing on D45 (in that order) equals rebalancing on D45
+    alone."""
     panels = random_panels(SYMBOLS, days=60)
     days = days_of(panels)
     books = {}

@@ -1,4 +1,5 @@
-"""Live rebalances: one set of fills per date, daily NAV marks, kill switch, and a SIGKILL mid-commit."""
+"""Live rebalances: one set of fills per date, daily NAV marks, kill switch, and a SIGKILL
+mid-commit."""
 
 from __future__ import annotations
 
@@ -134,8 +135,10 @@ def slow_insert(self, conn, rebalance_id, record):
     time.sleep(60)
 Ledger._insert_fills = slow_insert
 panels = pickle.loads(pathlib.Path(panels_path).read_bytes())
-rebalance(ledger, "acc", __import__("datetime").date.fromisoformat(day), panels,
-          RebalanceSetup(InProcessStrategy.bundled("daily_momentum"), {"top_k": 3}, "v1", AShareRules()))
+setup = RebalanceSetup(
+    InProcessStrategy.bundled("daily_momentum"), {"top_k": 3}, "v1", AShareRules()
+)
+rebalance(ledger, "acc", __import__("datetime").date.fromisoformat(day), panels, setup)
 """
 
 

@@ -1,4 +1,5 @@
-"""No memory across decisions: recorded decisions recomputed each in a fresh (real, jailed) strategy host."""
+"""No memory across decisions: recorded decisions recomputed each in a fresh (real, jailed) strategy
+host."""
 
 from __future__ import annotations
 

@@ -1,10 +1,12 @@
-"""Replays on the bundled real sample: no illegal order in the ledger, and a pinned ledger to the fen.
+"""Replays on the bundled real sample: no illegal order in the ledger, and a pinned ledger to the
+fen.
 
 The replays run the bundled strategies in their strategy host (the production path).
 
 The pinned ledger (tests/fixtures/ledger/) is the regression fixture of the replay engine: fills and
 NAV of weekly_liquidity over the demo window, in integer fen. Regenerate it only for a deliberate
-change of the rules: `OOMRL_REGEN_LEDGER=1 .venv/bin/python -m pytest tests/portfolio/test_sample_replay.py`.
+change of the rules: `OOMRL_REGEN_LEDGER=1 .venv/bin/python -m pytest
+tests/portfolio/test_sample_replay.py`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The wiring behind the CLI and flows, and the `oomrl rebalance|replay|account` commands themselves."""
+"""The wiring behind the CLI and flows, and the `oomrl rebalance|replay|account` commands
+themselves."""
 
 from __future__ import annotations
 
@@ -234,7 +235,8 @@ def test_replay_of_a_candidate_workspace_uses_its_code(oomrl_home: Path, tmp_pat
 def test_a_version_from_before_the_strategy_api_still_replays_in_the_host(
     oomrl_home: Path, tmp_path: Path
 ) -> None:
-    """A version committed before strategy_api (its own strategies/base.py, `from .base import ...`)."""
+    """A version committed before strategy_api (its own strategies/base.py, `from .base import
+    ...`)."""
     import shutil
 
     seed(oomrl_home)

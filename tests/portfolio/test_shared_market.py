@@ -1,4 +1,5 @@
-"""The memory a strategy host reads the market from: rows appear only when written, whatever was mapped in ahead."""
+"""The memory a strategy host reads the market from: rows appear only when written, whatever was
+mapped in ahead."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""No module reads the environment outside the two settings packages (oomrl/settings/, guardrails/settings.py)."""
+"""No module reads the environment outside the two settings packages (oomrl/settings/,
+guardrails/settings.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ ENVIRONMENT_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "pute
 
 
 def environment_reads(source: str) -> list[int]:
-    """Lines of `source` that touch the process environment: `os.environ`, `os.getenv`, `from os import environ`."""
+    """Lines of `source` that touch the process environment: `os.environ`, `os.getenv`, `from os
+    import environ`."""
     return [node.lineno for node in ast.walk(ast.parse(source)) if _reads_environment(node)]
 
 
@@ -40,7 +42,8 @@ def _allowed(relative: str) -> bool:
 
 
 def offenders(repo: Path) -> list[str]:
-    """`path:line` of every environment read under the scanned folders of `repo`, settings packages aside."""
+    """`path:line` of every environment read under the scanned folders of `repo`, settings packages
+    aside."""
     found = []
     for root in SCANNED:
         for path in sorted((repo / root).rglob("*.py")):

@@ -1,4 +1,5 @@
-"""`oomrl settings`: every setting with its variable, description, value (secrets masked) and source."""
+"""`oomrl settings`: every setting with its variable, description, value (secrets masked) and
+source."""
 
 from __future__ import annotations
 

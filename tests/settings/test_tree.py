@@ -1,4 +1,5 @@
-"""The settings tree: groups fed by config.toml tables and their own variables, env over file, one way per home."""
+"""The settings tree: groups fed by config.toml tables and their own variables, env over file, one
+way per home."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The registry finds each strategy by name and names the known ones on a miss (called through the host)."""
+"""The registry finds each strategy by name and names the known ones on a miss (called through the
+host)."""
 
 from __future__ import annotations
 

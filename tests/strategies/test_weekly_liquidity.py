@@ -19,7 +19,8 @@ FILL_SLACK = 0.97  # the strategy targets 97 % of each cap (prices move before t
 def market(
     rates: dict[str, float], values: dict[str, float], days: int = 30
 ) -> dict[str, pd.DataFrame]:
-    """Closes compounding at fixed daily rates; `amount` gives each symbol's daily traded value (CNY)."""
+    """Closes compounding at fixed daily rates; `amount` gives each symbol's daily traded value
+    (CNY)."""
     index = pd.bdate_range("2024-05-01", periods=days)
     close = pd.DataFrame(
         {s: 10.0 * (1 + r) ** np.arange(days) for s, r in rates.items()}, index=index

@@ -1,5 +1,5 @@
-"""The strategy API: MarketView (nothing after as_of), History (append-only, shared rows read-only) and
-the shared helpers."""
+"""The strategy API: MarketView (nothing after as_of), History (append-only, shared rows read-only)
+and the shared helpers."""
 
 from __future__ import annotations
 

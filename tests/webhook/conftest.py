@@ -1,5 +1,5 @@
-"""Fixtures for the webhook tests: a recording launcher, a store on a temporary SQLite file, a ledger
-holding the account `paper`, a client."""
+"""Fixtures for the webhook tests: a recording launcher, a store on a temporary SQLite file, a
+ledger holding the account `paper`, a client."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""POST /hooks/alertmanager: Alertmanager notifications (bearer token or HMAC) become loss alerts."""
+"""POST /hooks/alertmanager: Alertmanager notifications (bearer token or HMAC) become loss
+alerts."""
 
 from __future__ import annotations
 

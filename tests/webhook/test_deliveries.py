@@ -1,6 +1,7 @@
-"""Concurrent deliveries of one alert: one launch, and a launch failure is a 503 for every one of them;
-a claim orphaned by a dead process is taken over; a run that crashed, failed, was cancelled or went
-silent (no repair-claim heartbeat: its worker was killed) is started again by the next delivery."""
+"""Concurrent deliveries of one alert: one launch, and a launch failure is a 503 for every one of
+them; a claim orphaned by a dead process is taken over; a run that crashed, failed, was cancelled or
+went silent (no repair-claim heartbeat: its worker was killed) is started again by the next
+delivery."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ CLAIM_DEADLINE_S = 60
 
 
 class SlowLauncher(RecordingLauncher):
-    """Starts a run only once every concurrent delivery has claimed the alert (as a busy Prefect server
-    would be slow to answer), then succeeds or fails: the others are sure to be waiting on its claim."""
+    """Starts a run only once every concurrent delivery has claimed the alert (as a busy Prefect
+    server would be slow to answer), then succeeds or fails: the others are sure to be waiting on
+    its claim."""
 
     def __init__(self, fail: bool, store: CountingStore, deliveries: int) -> None:
         super().__init__()
@@ -57,7 +59,8 @@ class SlowLauncher(RecordingLauncher):
 
 
 class CountingStore(DeliveryStore):
-    """The real delivery store, counting claims (how the launcher knows every delivery has arrived)."""
+    """The real delivery store, counting claims (how the launcher knows every delivery has
+    arrived)."""
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
@@ -136,8 +139,9 @@ def test_a_claim_orphaned_mid_launch_is_taken_over(make_app: Any, store_url: str
 def test_a_recent_pending_claim_is_waited_for_then_503(
     make_app: Any, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # LAUNCH_WAIT is also the age at which a pending claim counts as abandoned: the claim is made after
-    # the app is built and must stay younger than that until the delivery looks at it, on a busy machine too.
+    # LAUNCH_WAIT is also the age at which a pending claim counts as abandoned: the claim is made
+    # after the app is built and must stay younger than that until the delivery looks at it, on a
+    # busy machine too.
     monkeypatch.setattr(webhook_app, "LAUNCH_WAIT", timedelta(seconds=3))
     launcher = RecordingLauncher()
     app = make_app(launcher)
@@ -189,7 +193,8 @@ def test_prefect_down_while_checking_a_redelivery_is_503(make_app: Any) -> None:
 
 
 def test_the_delivery_database_is_created_private(tmp_path: Path) -> None:
-    """Often the ledger itself: created 0600 in a 0700 folder before SQLite writes a byte, whatever the umask."""
+    """Often the ledger itself: created 0600 in a 0700 folder before SQLite writes a byte, whatever
+    the umask."""
     database = tmp_path / "fresh" / "ledger.db"
     old = os.umask(0o022)
     try:

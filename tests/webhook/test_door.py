@@ -40,7 +40,8 @@ def nothing_claimed(store_url: str, *alert_ids: str) -> bool:
 
 
 def with_metric(autopsy: dict[str, Any], raw_value: str) -> bytes:
-    """The autopsy with metrics.daily_pnl replaced by a raw JSON token (NaN, 1e999, huge integers)."""
+    """The autopsy with metrics.daily_pnl replaced by a raw JSON token (NaN, 1e999, huge
+    integers)."""
     text = json.dumps({**autopsy, "metrics": {**autopsy["metrics"], "daily_pnl": "@@"}})
     return text.replace('"@@"', raw_value).encode()
 
@@ -228,11 +229,13 @@ SPAN = "marked 2026-02-26..2026-02-27"  # the conftest's marks of paper
     [
         (
             "2024-07-12",
-            f"alert dated 2024-07-12 is before account 'paper''s first session (2026-02-26; {SPAN})",
+            "alert dated 2024-07-12 is before account 'paper''s first session "
+            f"(2026-02-26; {SPAN})",
         ),
         (
             "2026-03-02",
-            f"alert dated 2026-03-02 is after account 'paper''s last marked session (2026-02-27; {SPAN})",
+            "alert dated 2026-03-02 is after account 'paper''s last marked session "
+            f"(2026-02-27; {SPAN})",
         ),
     ],
 )
@@ -279,7 +282,8 @@ def test_an_alert_without_the_metrics_its_rule_reads_is_refused(
         ),
         (
             {"alert_id": "bare-1", "account": "fresh", "as_of": "2026-02-27"},
-            "alert dated 2026-02-27 carries no metrics and account 'fresh' has no marked session to compute "
+            "alert dated 2026-02-27 carries no metrics and account 'fresh' has no marked "
+            "session to compute "
             "them from (marked: none)",
         ),
     ]

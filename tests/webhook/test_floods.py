@@ -1,5 +1,6 @@
-"""Doors that hold under a flood: alerts per notification, runs per minute per account, repairs running
-in all, each bad alert refused alone; strict digits in the headers; a run Prefect no longer knows is gone."""
+"""Doors that hold under a flood: alerts per notification, runs per minute per account, repairs
+running in all, each bad alert refused alone; strict digits in the headers; a run Prefect no longer
+knows is gone."""
 
 from __future__ import annotations
 

@@ -164,7 +164,8 @@ def test_launcher_for_mode() -> None:
 def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
     harness_api: PrefectApi, config: Any, store_url: str, settings: Any
 ) -> None:
-    """The webhook reads the run's state from Prefect's REST API and relaunches only a crashed run."""
+    """The webhook reads the run's state from Prefect's REST API and relaunches only a crashed
+    run."""
     import json
 
     from fastapi.testclient import TestClient
@@ -216,8 +217,9 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
 def test_redelivery_after_the_run_was_deleted_starts_a_new_run_on_prefect(
     harness_api: PrefectApi, config: Any, store_url: str, settings: Any
 ) -> None:
-    """A run deleted in the UI is gone (Prefect answers 404): the next delivery of its alert starts a new
-    one, instead of answering "duplicate" for ever with the id of a run that no longer exists."""
+    """A run deleted in the UI is gone (Prefect answers 404): the next delivery of its alert starts
+    a new one, instead of answering "duplicate" for ever with the id of a run that no longer
+    exists."""
     import json
 
     from fastapi.testclient import TestClient

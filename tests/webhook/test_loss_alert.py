@@ -1,4 +1,5 @@
-"""POST /hooks/loss-alert: every status code of the webhook contract, and no run for any rejected request."""
+"""POST /hooks/loss-alert: every status code of the webhook contract, and no run for any rejected
+request."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""W1 (docs/bench.md): every fifth session from the 27th, equal weight on the top K by 20-session change."""
+"""W1 (docs/bench.md): every fifth session from the 27th, equal weight on the top K by 20-session
+change."""
 
 from __future__ import annotations
 

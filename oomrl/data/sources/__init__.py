@@ -1,4 +1,5 @@
-"""Market-data sources behind one protocol, and the registry that turns `--source` specs into them."""
+"""Market-data sources behind one protocol, and the registry that turns `--source` specs into
+them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from oomrl.errors import OomrlError
 
 @runtime_checkable
 class MarketSource(Protocol):
-    """What every source offers. Frames come back in the schema of oomrl.data.schema, volume in shares.
+    """What every source offers. Frames come back in the schema of oomrl.data.schema, volume in
+    shares.
 
     `live` sources reach the network and raise SourceUnavailableError when they cannot.
     """
@@ -88,7 +90,8 @@ SOURCES: dict[str, SourceFactory] = {
 
 
 def get_source(spec: str) -> MarketSource:
-    """A source from a spec `NAME` or `NAME:ARG` (e.g. `sample`, `csv:/path/to/dir`, `akshare:hfq`, `synthetic:500`)."""
+    """A source from a spec `NAME` or `NAME:ARG` (e.g. `sample`, `csv:/path/to/dir`, `akshare:hfq`,
+    `synthetic:500`)."""
     name, _, arg = spec.partition(":")
     factory = SOURCES.get(name.strip().lower())
     if factory is None:

@@ -1,8 +1,10 @@
-"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents); lots become shares here.
+"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents); lots
+become shares here.
 
 With adjust qfq/hfq the adapter also fetches the unadjusted bars, so each row carries Qlib's factor
 (adjusted = raw x factor); `stock_individual_info_em` gives the listing date and today's name, whose
-ST/*ST prefix sets the risk-warning flag of the latest session (earlier sessions' status is unknown).
+ST/*ST prefix sets the risk-warning flag of the latest session (earlier sessions' status is
+unknown).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def _ymd(day: date) -> str:
 
 
 class AkshareSource:
-    """stock_zh_a_hist (qfq/hfq/raw) for bars, index_zh_a_hist for CSI 300, the csindex pages for H00300 and members.
+    """stock_zh_a_hist (qfq/hfq/raw) for bars, index_zh_a_hist for CSI 300, the csindex pages for
+    H00300 and members.
 
     `api` is the akshare module (injected in tests); it is imported on first use otherwise.
     """
@@ -50,7 +53,8 @@ class AkshareSource:
     name = "akshare"
     live = True
 
-    # The lazy `api` below is alike yfinance.py's: each imports its own optional library on first use.
+    # The lazy `api` below is alike yfinance.py's: each imports its own optional library on first
+    # use.
     def __init__(self, adjust: str = "qfq", api: ModuleType | Any = None) -> None:
         if adjust not in ADJUST_NAMES:
             raise ValueError(f"akshare adjust must be qfq, hfq or none, not {adjust!r}")
@@ -97,7 +101,8 @@ class AkshareSource:
         )
 
     def bars(self, symbol: str, start: date, end: date) -> pd.DataFrame:
-        """Daily bars; 成交量 is in lots (x100 to shares), 成交额 in CNY, prev close = 收盘 - 涨跌额 (same basis)."""
+        """Daily bars; 成交量 is in lots (x100 to shares), 成交额 in CNY, prev close = 收盘 -
+        涨跌额 (same basis)."""
         code = to_symbol(symbol)[:6]
         raw = self._hist(code, start, end, self.adjust)
         if raw.empty:
@@ -140,7 +145,8 @@ class AkshareSource:
         return conform_bars(frame)
 
     def info(self, code: str) -> dict[str, Any]:
-        """Listing date (YYYYMMDD) and today's name from stock_individual_info_em; {} when it cannot say."""
+        """Listing date (YYYYMMDD) and today's name from stock_individual_info_em; {} when it cannot
+        say."""
         try:
             raw = self._call(
                 f"stock_individual_info_em({code})", self.api.stock_individual_info_em, symbol=code
@@ -185,7 +191,8 @@ class AkshareSource:
         )
 
     def membership(self) -> pd.DataFrame:
-        """Today's CSI 300 constituents (csindex closeweight file); effective as of the file's 日期."""
+        """Today's CSI 300 constituents (csindex closeweight file); effective as of the file's
+        日期."""
         raw = self._call(
             "index_stock_cons_weight_csindex(000300)",
             self.api.index_stock_cons_weight_csindex,

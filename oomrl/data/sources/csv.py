@@ -1,4 +1,5 @@
-"""A folder of per-symbol CSV files (csv:DIR), with a column mapping and units declared in DIR/source.toml."""
+"""A folder of per-symbol CSV files (csv:DIR), with a column mapping and units declared in
+DIR/source.toml."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ INDEX_FILES = {"price": "000300.csv", "total_return": "H00300.csv"}
 
 @dataclass
 class CsvLayout:
-    """DIR/source.toml: `volume_unit` ("shares" | "lots"), `adjustment`, and `[columns]` schema_name = "csv name"."""
+    """DIR/source.toml: `volume_unit` ("shares" | "lots"), `adjustment`, and `[columns]` schema_name
+    = "csv name"."""
 
     volume_unit: str = "shares"
     adjustment: str = "none"
@@ -96,7 +98,8 @@ def _columns(path: Path, given: object) -> dict[str, str]:
 
 
 def read_csv_file(path: Path) -> pd.DataFrame:
-    """Read one CSV (UTF-8 with or without BOM); an unreadable file fails with its path and the problem."""
+    """Read one CSV (UTF-8 with or without BOM); an unreadable file fails with its path and the
+    problem."""
     try:
         return pd.read_csv(path, encoding="utf-8-sig", dtype=str)
     except FileNotFoundError:
@@ -106,8 +109,9 @@ def read_csv_file(path: Path) -> pd.DataFrame:
 
 
 class CsvSource:
-    """DIR/<code>.csv per symbol (file stem in any spelling: 600519, sh600519, 600519.SH), DIR/index/000300.csv
-    (and optional H00300.csv total return) with date,close, and optional DIR/membership.csv."""
+    """DIR/<code>.csv per symbol (file stem in any spelling: 600519, sh600519, 600519.SH),
+    DIR/index/000300.csv (and optional H00300.csv total return) with date,close, and optional
+    DIR/membership.csv."""
 
     name = "csv"
     live = False
@@ -184,7 +188,8 @@ class CsvSource:
         )
         bars = with_prev_close(conform_bars(frame))
         inside = (bars["date"] >= pd.Timestamp(start)) & (bars["date"] <= pd.Timestamp(end))
-        # Unparseable dates stay in, so validation quarantines them with a reason instead of losing them.
+        # Unparseable dates stay in, so validation quarantines them with a reason instead of losing
+        # them.
         return bars.loc[inside | bars["date"].isna()].reset_index(drop=True)
 
     def index_levels(self, code: str, kind: str, start: date, end: date) -> pd.DataFrame:

@@ -18,7 +18,8 @@ from oomrl.data.schema import (
 from oomrl.errors import DataValidationError
 
 SAMPLE_DIR = Path(__file__).resolve().parents[3] / "data" / "sample"
-"""Where the repository keeps the snapshot (scripts/build_sample.py writes it; PROVENANCE.md describes it)."""
+"""Where the repository keeps the snapshot (scripts/build_sample.py writes it; PROVENANCE.md
+describes it)."""
 
 
 def _read(path: Path, reader: str) -> pd.DataFrame:

@@ -1,4 +1,5 @@
-"""A seeded synthetic market for scale tests: fat-tailed returns, board price limits, suspensions, realistic volume."""
+"""A seeded synthetic market for scale tests: fat-tailed returns, board price limits, suspensions,
+realistic volume."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ MAX_DAYS = 5000
 
 
 def synthetic_symbols(count: int) -> list[str]:
-    """Deterministic codes: 70 % main board (SH 600000+, SZ 000001+), 20 % ChiNext (300001+), 10 % STAR (688001+)."""
+    """Deterministic codes: 70 % main board (SH 600000+, SZ 000001+), 20 % ChiNext (300001+), 10 %
+    STAR (688001+)."""
     main, chinext = int(count * BOARD_SHARE[0][0]), int(count * BOARD_SHARE[1][0])
     star = count - main - chinext
     codes = [f"{600000 + i:06d}" if i % 2 == 0 else f"{1 + i:06d}" for i in range(main)]
@@ -34,7 +36,8 @@ def synthetic_symbols(count: int) -> list[str]:
 
 
 class SyntheticSource:
-    """Every series is a pure function of (seed, symbol position), so any symbol can be fetched alone."""
+    """Every series is a pure function of (seed, symbol position), so any symbol can be fetched
+    alone."""
 
     name = "synthetic"
     live = False
@@ -69,7 +72,8 @@ class SyntheticSource:
         rng = np.random.default_rng([self.seed, 1 + self._position[symbol]])
         n, pct = len(self.dates), price_limit_pct(symbol)
         beta, vol = rng.uniform(0.6, 1.4), rng.uniform(0.012, 0.035)
-        # + vol^2/2 offsets volatility drag, so prices neither drift to pennies nor explode over 10 years.
+        # + vol^2/2 offsets volatility drag, so prices neither drift to pennies nor explode over 10
+        # years.
         ret = beta * self._market + rng.standard_t(3, n) * vol / np.sqrt(3.0) + vol**2 / 2
         suspended = np.zeros(n, dtype=bool)
         for begin in np.flatnonzero(rng.random(n) < SUSPENSION_RATE):

@@ -1,7 +1,8 @@
-"""Live bars through yfinance for any Yahoo ticker: A-shares (`.SS`/`.SZ`), US (`AAPL`), Hong Kong (`0700.HK`), ...
+"""Live bars through yfinance for any Yahoo ticker: A-shares (`.SS`/`.SZ`), US (`AAPL`), Hong Kong
+(`0700.HK`), ...
 
-yf.download(auto_adjust=False) gives Yahoo's traded prices (Open/High/Low/Close; split-adjusted only)
-and Adj Close (dividends too). The adapter stores the adjusted prices with Qlib's factor
+yf.download(auto_adjust=False) gives Yahoo's traded prices (Open/High/Low/Close; split-adjusted
+only) and Adj Close (dividends too). The adapter stores the adjusted prices with Qlib's factor
 (adjusted = raw x factor, factor = Adj Close / Close), volume in shares, no amount. Benchmarks per
 market: 000300 (CSI 300, `000300.SS`), ^GSPC (S&P 500), ^HSI (Hang Seng).
 """
@@ -30,11 +31,13 @@ def yahoo_ticker(symbol: str) -> str:
 
 
 class YFinanceSource:
-    """Daily bars from yf.download(auto_adjust=False): adjusted prices with the factor Adj Close / Close."""
+    """Daily bars from yf.download(auto_adjust=False): adjusted prices with the factor Adj Close /
+    Close."""
 
     name = "yfinance"
     live = True
-    # A requests/curl_cffi session factory for yf.download (None: yfinance's own); tests and proxies set it.
+    # A requests/curl_cffi session factory for yf.download (None: yfinance's own); tests and proxies
+    # set it.
     default_session: ClassVar[Callable[[], Any] | None] = None
 
     def __init__(self, api: ModuleType | Any = None, session: Any = None) -> None:
@@ -53,7 +56,8 @@ class YFinanceSource:
         return None
 
     def download(self, tickers: list[str], start: date, end: date) -> pd.DataFrame:
-        """yf.download with columns grouped (Price, Ticker); `end` is inclusive here (yfinance's is exclusive)."""
+        """yf.download with columns grouped (Price, Ticker); `end` is inclusive here (yfinance's is
+        exclusive)."""
         factory = type(self).default_session  # read off the class: a plain function stays unbound
         session = self._session or (factory() if factory else None)
         extra = {"session": session} if session is not None else {}
@@ -79,7 +83,8 @@ class YFinanceSource:
 
     @staticmethod
     def _columns(frame: pd.DataFrame, ticker: str) -> pd.DataFrame:
-        """One ticker's OHLCV from the (Price, Ticker) MultiIndex, rows where Yahoo had no trade dropped."""
+        """One ticker's OHLCV from the (Price, Ticker) MultiIndex, rows where Yahoo had no trade
+        dropped."""
         if ticker not in frame.columns.get_level_values("Ticker"):
             raise SourceUnavailableError(f"yfinance returned no column for {ticker}")
         one = frame.xs(ticker, axis=1, level="Ticker")
@@ -126,5 +131,6 @@ class YFinanceSource:
         )
 
     def membership(self) -> pd.DataFrame:
-        """Yahoo has no index constituents: ingest with --universe csi300 uses the stored membership."""
+        """Yahoo has no index constituents: ingest with --universe csi300 uses the stored
+        membership."""
         return pd.DataFrame(columns=["effective_date", "symbol", "name"])
