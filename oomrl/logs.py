@@ -8,9 +8,9 @@ reads no environment.
 - CLI and webhook: `configure(level)` puts one stderr handler on each logger
   (`time LEVEL name: message`).
 - Flows: Prefect owns the handlers; `PREFECT_LOGGING_EXTRA_LOGGERS=oomrl,guardrails` (prefect.yaml)
-  has it attach its console and API handlers to these loggers, so their records are in the flow
-  run's logs. `configure(level, handler=False)` then only sets the level (Prefect leaves it at the
-  root's WARNING).
+  has it attach its API (run-log) handler to these loggers, so their records are in the flow run's
+  logs (and, propagated, on the root's console). `configure(level, handler=False)` then only sets
+  the level (Prefect leaves it at the root's WARNING).
 
 Records still propagate to the root logger (pytest's caplog reads them there); the root has no
 handler in the CLI or the server, so nothing is printed twice.

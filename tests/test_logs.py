@@ -99,3 +99,14 @@ def test_a_budget_refusal_is_a_warning(caplog: pytest.LogCaptureFixture) -> None
     [record] = [r for r in caplog.records if r.name == "oomrl.agent.budget"]
     assert record.levelno == logging.WARNING
     assert "budget refused coder" in record.getMessage()
+
+
+def test_every_deployment_sends_the_module_loggers_to_its_run_logs() -> None:
+    """prefect.yaml names oomrl and guardrails as Prefect's extra loggers for every flow run."""
+    import yaml
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "prefect.yaml").read_text())
+    for deployment in config["deployments"]:
+        env = deployment["work_pool"]["job_variables"]["env"]
+        extra = env["PREFECT_LOGGING_EXTRA_LOGGERS"].split(",")
+        assert set(logs.LOGGERS) <= set(extra), deployment["name"]
