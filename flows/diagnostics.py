@@ -8,6 +8,7 @@ from typing import Any
 
 from prefect import flow
 
+from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.settings import settings_for
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
@@ -16,6 +17,7 @@ from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
 
 
 # retries=0: a failed diagnosis is a final answer (bad input); the tasks retry what is transient.

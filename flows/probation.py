@@ -8,6 +8,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.states import Completed, State
 
+from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.errors import OomrlError
 from oomrl.settings import settings_for
@@ -16,6 +17,7 @@ from tasks.probation import ProbationReview, decide_early, probation_evidence
 
 FLOW_VERSION = flow_version()
 quiet_expected_ends()
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
 NO_FLOW_RETRIES = (
     "a review waits for a person and decides once; a retried run would ask again, and a refusal "
     "(no such probation) is a final answer"

@@ -9,6 +9,7 @@ from typing import Any
 from prefect import flow
 from prefect.states import Completed, State
 
+from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
 from oomrl.settings import settings_for
@@ -24,6 +25,7 @@ from tasks.portfolio import (
 
 FLOW_VERSION = flow_version()  # the code's version; the strategy version is the run's tag
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
 
 
 # retries=0: a failed run is a final answer (halted account, bad data); the tasks retry what is

@@ -14,6 +14,7 @@ from prefect.events import emit_event
 from prefect.input import RunInput
 from prefect.states import Completed, Failed, State
 
+from oomrl import logs
 from oomrl import repair as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
@@ -32,6 +33,7 @@ from tasks.run_tags import add_run_tags
 Reviewed = TypeVar("Reviewed", bound=RunInput)
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
 NO_FLOW_RETRIES = (
     "a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
     "a flow retry would run again; transient errors are retried inside each step, and a "

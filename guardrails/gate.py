@@ -3,6 +3,7 @@ verdict."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,8 @@ from guardrails.sandbox import (
 )
 from guardrails.verdict import PHASES, CoverageResult, LockInfo, TestCounts, Verdict, Violation
 from guardrails.workspace import GateSetupError, GuardContract, check_holdout, load_contract
+
+logger = logging.getLogger(__name__)
 
 
 def _py_files(root: Path, trees: tuple[str, ...]) -> list[Path]:
@@ -430,7 +433,11 @@ def run_gate(
         for step in steps:
             found = step()
             if found:
+                logger.warning(
+                    "%s patch rejected: %d violation(s), first %s", phase, len(found), found[0].rule
+                )
                 return gate.finish(found, started)
+        logger.info("%s patch accepted", phase)
         return gate.finish([], started)
     finally:
         gate.dirs.remove()

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from oomrl import logs
 from oomrl.commands import (
     agent_cmds,
     data_cmds,
@@ -88,6 +89,9 @@ def options(
     fails with one `error:` line on stderr (exit 1, or 2 for a usage error).
     """
     ctx.meta[DEBUG_KEY] = debug
+    # Logs go to stderr under the command's own output: warnings by default (refusals, halts), every
+    # decision with --debug. The command's console output stays the report.
+    logs.configure("DEBUG" if debug else "WARNING")
 
 
 @app.command("version")

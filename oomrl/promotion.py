@@ -38,7 +38,7 @@ LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this lon
 # promotion leaves them, and every later git command on that ref would refuse.
 GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", f"{NOTES_REF}.lock")
 STEPS = ("commit", "journal", "fetch", "merge", "tag", "notes", "ledger", "done")
-logger = logging.getLogger("oomrl.promotion")
+logger = logging.getLogger(__name__)
 
 
 def reached(step: str) -> None:

@@ -47,7 +47,7 @@ from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.settings import AgentSettings, OomrlSettings
 from oomrl.versions import StrategyVersions, VersionInfo
 
-logger = logging.getLogger("oomrl.repair")
+logger = logging.getLogger(__name__)
 STEPS = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion")
 
 

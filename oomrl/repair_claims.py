@@ -38,7 +38,7 @@ CLAIM_BEAT_S = 15.0
 CLAIM_SILENT_S = 120.0  # eight missed beats: a process this quiet is gone (or its host is)
 CLAIM_WAIT_S = 6 * 3600.0  # how long an approved repair waits for another repair of its account
 OWNER_MAX = 255
-logger = logging.getLogger("oomrl.repair_claims")
+logger = logging.getLogger(__name__)
 
 
 def _now() -> datetime:

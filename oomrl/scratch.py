@@ -31,7 +31,7 @@ SCRATCH_PREFIXES = (
     "oomrl-hosthome-",
     "oomrl-sandbox-",
 )
-logger = logging.getLogger("oomrl.scratch")
+logger = logging.getLogger(__name__)
 
 
 def owner_note() -> str:

@@ -7,6 +7,7 @@ that cannot be afforded is never sent, and the repair stops with that reason.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ from pydantic import BaseModel
 
 from oomrl.errors import OutOfMoneyError
 from oomrl.settings import AgentSettings
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from oomrl.agent.capital import LLMBudgetBook
@@ -136,6 +139,14 @@ class Budget:
                 math.floor(money_for_answer * 1_000_000 / self.price_completion_per_mtok),
             )
         if answer_tokens < least:
+            logger.warning(
+                "budget refused %s: an answer of at least %d tokens is not affordable "
+                "(left: %d tokens, $%.4f)",
+                role,
+                least,
+                max(tokens_left, 0),
+                max(money_left, 0.0),
+            )
             raise OutOfMoneyError(
                 self._message(
                     f"cannot afford the next step ({role}: a prompt of up to "
@@ -173,6 +184,12 @@ class Budget:
                 model,
             )
         if self.tokens_spent > self.max_tokens or self.cost_spent_usd > self.max_cost_usd:
+            logger.warning(
+                "budget exceeded after %s: %d tokens, $%.4f spent",
+                held.role,
+                self.tokens_spent,
+                self.cost_spent_usd,
+            )
             raise OutOfMoneyError(self._message("budget exceeded"))
 
     def release(self, held: Reservation, why: str) -> None:

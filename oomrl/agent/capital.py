@@ -10,6 +10,7 @@ account at once can never both take the last of its budget.
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, Decimal
@@ -21,6 +22,8 @@ from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.portfolio.ledger_tables import create_tables
 
 NANO = 1_000_000_000
+
+logger = logging.getLogger(__name__)
 
 
 class BudgetBookError(OomrlError):
@@ -165,6 +168,7 @@ class LLMBudgetBook:
             )
             if done.rowcount == 0:
                 raise BudgetBookError(f"account {account!r} has no LLM budget to fund")
+        logger.info("LLM budget of account %r funded: %+d tokens, $%+.4f", account, tokens, usd)
         return self.balance(account)
 
     # Alike ledger.Ledger.account (one row by account, or a named error): two tables, two errors.
@@ -224,6 +228,15 @@ class LLMBudgetBook:
                     ).inserted_primary_key[0]  # type: ignore[index]  # set by an INSERT
                 )
         left = self.balance(account)  # raises when the account has no budget at all
+        logger.warning(
+            "LLM budget of account %r refused %s: needs %d tokens, $%.4f; has %d tokens, $%.4f",
+            account,
+            role,
+            tokens,
+            usd,
+            left.tokens_left,
+            left.usd_left,
+        )
         raise OutOfMoneyError(
             f"out of money: account {account!r} cannot afford the next step ({role} needs up to "
             f"{tokens} tokens, ${usd:.4f}; the account has {left.tokens_left} tokens, "
@@ -317,6 +330,10 @@ class LLMBudgetBook:
                     "",
                     "abandoned: the repair ended without settling; charged its reservation",
                 )
+        if stale:
+            logger.warning(
+                "charged %d abandoned LLM reservation(s) of account %r", len(stale), account
+            )
         return len(stale)
 
     def calls(self, account: str) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 import re
 import threading
@@ -26,6 +27,8 @@ from oomrl.settings import AgentSettings
 
 Model = TypeVar("Model", bound=BaseModel)
 Messages = list[dict[str, str]]
+
+logger = logging.getLogger(__name__)
 
 
 class AgentError(OomrlError):
@@ -390,6 +393,13 @@ class LLMClient:
                         f"{type(exc).__name__}: {exc}",
                         transient=True,
                     ) from exc
+                logger.warning(
+                    "%s: transient %s on attempt %d of %d; retrying after a backoff",
+                    role,
+                    type(exc).__name__,
+                    attempt,
+                    attempts,
+                )
                 self.sleep(
                     min(
                         self._delay(attempt, exc), self._time_left(role, time.monotonic() - started)

@@ -3,6 +3,7 @@ store the rest."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -18,6 +19,7 @@ from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
 from oomrl.market.markets import get_market, normalize
 from oomrl.market.universe import members_between
 
+logger = logging.getLogger(__name__)
 Progress = Callable[[int, int, str], None]
 """progress(done, total, symbol) after each symbol is fetched."""
 BATCH_SYMBOLS = 500
@@ -251,6 +253,9 @@ def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exceptio
     committed = MarketStore(store.root)
     summary = committed.bar_summary()
     if committed.is_empty():
+        logger.warning(
+            "%s unreachable (%s) and the store is empty: nothing ingested", report.source, error
+        )
         raise SourceUnavailableError(
             f"{report.source} is unreachable ({error}) and the store is empty"
         ) from error
@@ -262,6 +267,7 @@ def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exceptio
         else f"{report.source} unreachable ({error}); kept the stored data"
     )
     report.stored = summary
+    logger.warning("ingest kept the stored data (stale): %s", report.stale_reason)
     return report
 
 
@@ -335,4 +341,24 @@ def finish(
     report.ingest_id = store.record_ingest(
         report.summary(), {"bars": report.quarantined, "index": report.index_quarantined}
     )
+    logger.info(
+        "ingest %s of %s %s..%s: %d bar rows stored of %d fetched, %d symbols without data, "
+        "%d failed",
+        report.ingest_id,
+        report.source,
+        report.start,
+        report.end,
+        report.rows_written,
+        report.rows_fetched,
+        len(report.symbols_without_data),
+        len(report.failures),
+    )
+    if len(report.quarantined) or len(report.index_quarantined):
+        logger.info(
+            "ingest %s quarantined %d bar rows and %d index rows: %s",
+            report.ingest_id,
+            len(report.quarantined),
+            len(report.index_quarantined),
+            report.quarantine_reasons,
+        )
     return report

@@ -3,12 +3,14 @@ it."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from enum import StrEnum
 
 from oomrl.errors import AccountHaltedError
 
 DEFAULT_THRESHOLD = 0.20
+logger = logging.getLogger(__name__)
 
 
 class AccountStatus(StrEnum):
@@ -36,6 +38,13 @@ class KillSwitch:
     def next_status(self, status: AccountStatus, loss: float) -> AccountStatus:
         """HALTED is absorbing: a halted account stays halted whatever the loss does."""
         if status is AccountStatus.HALTED or self.trips(loss):
+            if status is not AccountStatus.HALTED:
+                logger.warning(
+                    "kill switch tripped: principal loss %.2f%% reached the threshold %.0f%%; "
+                    "the account is HALTED",
+                    loss * 100,
+                    self.threshold * 100,
+                )
             return AccountStatus.HALTED
         return AccountStatus.ACTIVE
 

@@ -48,7 +48,7 @@ from oomrl.webhook.launch import (
 from oomrl.webhook.reports import reports_router
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 
-logger = logging.getLogger("oomrl.webhook")
+logger = logging.getLogger(__name__)
 # Prefect states after which a re-delivered alert starts a new run (the first one did not finish).
 RELAUNCH_STATES = frozenset({"CRASHED", "FAILED", "CANCELLED"})
 # States of a run that may have lost its process (worker SIGKILLed): its claim heartbeat decides.
@@ -428,7 +428,7 @@ def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | N
     fast)."""
     import uvicorn
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from oomrl import logs
+
+    logs.configure()
     uvicorn.run(create_app(config), host=host, port=port, log_level="info")

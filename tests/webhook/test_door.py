@@ -196,7 +196,7 @@ def test_refusals_leave_a_log_line(client: TestClient, caplog: pytest.LogCapture
     oversized = client.post(URL, content=big, headers=signed(big))
     invalid = deliver(client, b'{"alert_id": "l-3"}')
     assert [r.status_code for r in (unsigned, oversized, invalid)] == [401, 413, 422]
-    lines = [r.getMessage() for r in caplog.records if r.name == "oomrl.webhook"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "oomrl.webhook.app"]
     assert any("refused with 401: missing X-OOMRL-Timestamp" in line for line in lines)
     assert any("refused with 413: body of" in line for line in lines)
     assert any(
