@@ -138,7 +138,7 @@ class Channel:
     def receive(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The next answer; StrategyError when it is an error, HostError when there is none."""
         try:
-            answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
+            answer: dict[str, Any] = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
             raise self._failure(
                 "the strategy host closed its channel (it exited or was killed)", True
@@ -156,7 +156,7 @@ class Channel:
         """Send and return the answer as it came, an error answer included (the relay's forwarding)."""
         self.send(message, timeout_s)
         try:
-            answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
+            answer: dict[str, Any] = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
             raise self._failure(
                 "the strategy host closed its channel (it exited or was killed)", True
