@@ -57,7 +57,7 @@ def weekly_rebalance(
     tag_run(strategy["name"], strategy["label"])
     result = rebalance_account(name, day, dry_run, home)
     publish_rebalance_artifacts(result, home, strategy["label"])
-    summary = result["summary"]
+    summary: dict[str, Any] = result["summary"]
     if summary["halted"] and summary["committed"]:
         emit_halted(summary)
         print(f"{name} HALTED by the kill switch on {day}")

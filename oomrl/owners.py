@@ -55,7 +55,7 @@ class Owner:
             process = psutil.Process(self.pid)
             if process.status() == psutil.STATUS_ZOMBIE:
                 return False
-            return abs(process.create_time() - self.started) <= START_TOLERANCE_S
+            return bool(abs(process.create_time() - self.started) <= START_TOLERANCE_S)
         except psutil.NoSuchProcess:
             return False
         except psutil.AccessDenied:  # another user's process holds the pid: ours is gone

@@ -57,7 +57,7 @@ def gone(note: Path) -> bool:
     except (OSError, ValueError):
         return False
     try:
-        return (
+        return bool(
             psutil.Process(pid).create_time() > made + START_TOLERANCE_S
         )  # the pid was reused since
     except psutil.NoSuchProcess:

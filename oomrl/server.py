@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import psutil
@@ -346,7 +346,7 @@ def read_state(home: Path) -> dict[str, object] | None:
     # pid 0 or 1 would make killpg signal our own group or init's: no pid `up` records is either.
     if not isinstance(pids, dict) or not all(type(pid) is int and pid > 1 for pid in pids.values()):
         raise StackError(_unusable(path, 'no "pids" of processes'))
-    return state
+    return cast(dict[str, object], state)
 
 
 def _unusable(path: Path, detail: str) -> str:

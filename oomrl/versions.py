@@ -12,7 +12,7 @@ import tempfile
 from datetime import date
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
 
@@ -288,7 +288,9 @@ class StrategyVersions:
         digest)."""
         sha = self.resolve(ref)
         try:
-            return json.loads(self.git("notes", f"--ref={NOTES_REF}", "show", sha))
+            return cast(
+                dict[str, Any], json.loads(self.git("notes", f"--ref={NOTES_REF}", "show", sha))
+            )
         except VersionError:
             return {}
 

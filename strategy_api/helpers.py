@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -83,7 +83,7 @@ def top_k(scores: pd.Series, k: int, among: Iterable[str] | None = None) -> list
         values = scores.to_numpy(dtype=float)
         kept = np.flatnonzero(~np.isnan(values))
         order = kept[np.argsort(-values[kept], kind="stable")[:k]]
-        return scores.index.to_numpy()[order].tolist()
+        return cast(list[str], scores.index.to_numpy()[order].tolist())
     known = dict(zip(scores.index.tolist(), scores.to_numpy(dtype=float).tolist(), strict=True))
     labels = [symbol for symbol in among if symbol in known]
     values = np.array([known[symbol] for symbol in labels], dtype=float)

@@ -47,7 +47,8 @@ def _request(message: dict[str, Any]) -> dict[str, Any]:
             "no strategy host is connected: run these tests through the gate "
             "(`oomrl gate`) or the project's test suite, which connect one"
         )
-    return channel.request({**message, "ctx": _STATE["context"]})
+    answer: dict[str, Any] = channel.request({**message, "ctx": _STATE["context"]})
+    return answer
 
 
 def _day(value: date | str | Any) -> int:

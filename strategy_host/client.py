@@ -140,7 +140,7 @@ class Channel:
     def receive(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The next answer; StrategyError when it is an error, HostError when there is none."""
         try:
-            answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
+            answer: dict[str, Any] = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
             raise self._failure(
                 "the strategy host closed its channel (it exited or was killed)", True
@@ -159,7 +159,7 @@ class Channel:
         forwarding)."""
         self.send(message, timeout_s)
         try:
-            answer = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
+            answer: dict[str, Any] = self._guarded(lambda: self.reader.read(self.limit), timeout_s)
         except (EOFError, ConnectionResetError):  # reset: it died with requests left unread
             raise self._failure(
                 "the strategy host closed its channel (it exited or was killed)", True

@@ -20,7 +20,7 @@ import os
 import struct
 import sys
 import traceback
-from typing import Any
+from typing import Any, cast
 
 REQUEST_LIMIT = 1 << 30  # the parent streams market rows; one frame may hold a long history
 MAX_POLL_S = 0.01  # the longest the host polls for the next request before it sleeps in a read
@@ -46,7 +46,7 @@ def _read_init(fd: int) -> dict[str, Any]:
     head, text = struct.unpack(
         ">II", body[:8]
     )  # an init frame holds no arrays: text after the table
-    message = json.loads(body[8 + head : 8 + head + text].decode("utf-8"))
+    message: dict[str, Any] = json.loads(body[8 + head : 8 + head + text].decode("utf-8"))
     if message.get("op") != "init":
         raise SystemExit(3)
     return message
@@ -107,7 +107,8 @@ class Host:
                 }
             }
         self.calls += 1
-        return method(message)
+        answer: dict[str, Any] = method(message)
+        return answer
 
     def op_ping(self, message: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "pid": os.getpid(), "calls": self.calls}
@@ -321,7 +322,7 @@ class Host:
         if self.reader is None:
             raise RequestError("a decision whose book follows needs a channel")
         try:
-            message = self.reader.read(REQUEST_LIMIT)
+            message: dict[str, Any] = self.reader.read(REQUEST_LIMIT)
         except (EOFError, self.wire.WireError) as exc:
             raise ChannelLost(str(exc)) from None
         if message.get("op") != "book" or message.get("handle") != question.get("handle"):
@@ -360,7 +361,7 @@ class Host:
         if members is None:
             return None
         if isinstance(members, dict) and isinstance(members.get("idx"), np.ndarray):
-            return history.names[members["idx"]].tolist()
+            return cast(list[str], history.names[members["idx"]].tolist())
         if isinstance(members, list) and all(isinstance(m, str) for m in members):
             return members
         raise RequestError("members must be null, a list of names or {idx: int64 array}")
@@ -459,7 +460,7 @@ class BookOnce:
                 kept.append(exc)
         if isinstance(kept[0], BaseException):
             raise kept[0]
-        return kept[0]
+        return cast("tuple[dict[str, float], float]", kept[0])
 
 
 class RequestError(Exception):

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from guardrails.sandbox.locks import Bind, Prepared, RoLock, make_readable
 from guardrails.sandbox.tempdirs import owned_temp_dir
@@ -50,6 +50,8 @@ EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error name
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
 RELAY_REQUEST_LIMIT = 256 << 20
 SNAPSHOT_LIMIT_BYTES = 64 << 20  # a workspace's source trees are code: far less than this
+
+_T = TypeVar("_T")  # what an exchange with the host returns
 
 
 @functools.cache
@@ -175,7 +177,7 @@ class HostProcess:
         """The answer to the oldest request sent and not yet answered."""
         return self._named(self.channel.receive)
 
-    def _named(self, exchange: Callable[[], Any]) -> Any:
+    def _named(self, exchange: Callable[[], _T]) -> _T:
         try:
             return exchange()
         except HostGone as exc:

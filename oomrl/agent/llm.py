@@ -413,7 +413,7 @@ class LLMClient:
         base = self.settings.backoff_s * 2 ** (attempt - 1)
         delay = base * (1 + random.random() * 0.25)
         hinted = _retry_after(exc)
-        return min(max(delay, hinted or 0.0), 60.0)
+        return float(min(max(delay, hinted or 0.0), 60.0))
 
 
 def _short(exc: ValidationError) -> str:

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -103,7 +103,7 @@ def _day(value: Any, what: str) -> date:
         stamp = pd.NaT
     if pd.isna(stamp):
         raise OomrlError(f"{what} {value!r} is not a date (YYYY-MM-DD)")
-    return stamp.date()
+    return cast(date, stamp.date())
 
 
 def resolve_range(source: MarketSource, start: Any, end: Any) -> tuple[date, date]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from filelock import FileLock, Timeout
 
@@ -44,7 +44,7 @@ _held = threading.local()
 def _held_roots() -> set[Path]:
     if not hasattr(_held, "roots"):
         _held.roots = set()
-    return _held.roots
+    return cast(set[Path], _held.roots)
 
 
 def read_holder(root: Path) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ server up`) ingest as they always did.
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -29,7 +29,7 @@ def next_session(day: date) -> date:
     found = calendar.sessions(
         pd.Timestamp(day + timedelta(days=1)), pd.Timestamp(day + timedelta(days=30))
     )
-    return found[0].date()
+    return cast(date, found[0].date())
 
 
 def clock_end(clock: date | None, store: Any, sample_last: date) -> date | None:

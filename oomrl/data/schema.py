@@ -4,7 +4,7 @@ it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -94,11 +94,11 @@ def _dates(values: pd.Series) -> pd.Series:
 
 
 def _floats(values: pd.Series) -> np.ndarray:
-    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    return cast(np.ndarray, pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64))
 
 
 def _strings(values: pd.Series) -> np.ndarray:
-    return values.astype(str).to_numpy()
+    return cast(np.ndarray, values.astype(str).to_numpy())
 
 
 def _conform(
@@ -158,10 +158,11 @@ def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     def code(values: pd.Series) -> np.ndarray:
         # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay
         # as given.
-        return (
+        return cast(
+            np.ndarray,
             values.astype(str)
             .map(lambda text: text.zfill(6) if text.isdigit() else text)
-            .to_numpy()
+            .to_numpy(),
         )
 
     return _conform(frame, INDEX_COLUMNS, "index", {"date": _dates, "code": code, "kind": _strings})
@@ -171,7 +172,7 @@ def conform_membership(frame: pd.DataFrame) -> pd.DataFrame:
     """Membership rows (effective_date, symbol, name) with parsed dates."""
 
     def name(values: pd.Series) -> np.ndarray:
-        return values.fillna("").astype(str).to_numpy()
+        return cast(np.ndarray, values.fillna("").astype(str).to_numpy())
 
     return _conform(
         frame,

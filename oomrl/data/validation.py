@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -185,7 +186,7 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
         | ((adj == "hfq") & ~high_ok)
     )
     bad |= vwap.notna() & range_bad
-    return bad.fillna(False).to_numpy()
+    return cast(np.ndarray, bad.fillna(False).to_numpy())
 
 
 def _dated_checks(
@@ -297,7 +298,7 @@ def _bad_status(bars: pd.DataFrame) -> np.ndarray:
     factor, st, listed = bars["factor"], bars["st"], bars["list_date"]
     bad = (factor.notna() & ~(factor > 0)) | (st.notna() & ~st.isin([0.0, 1.0]))
     bad |= listed.notna() & pd.isna(from_yyyymmdd(listed.to_numpy()))
-    return bad.to_numpy()
+    return cast(np.ndarray, bad.to_numpy())
 
 
 def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:

@@ -21,6 +21,7 @@ split into several declarations, which changes nothing on daily bars.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def is_legal_buy(
 ) -> np.ndarray:
     """True where a buy of `quantity` shares is a legal declaration."""
     quantity, minimum, step = _ints(quantity), _ints(minimum), _ints(step)
-    return (quantity >= minimum) & ((quantity - minimum) % step == 0)
+    return cast(np.ndarray, (quantity >= minimum) & ((quantity - minimum) % step == 0))
 
 
 def is_legal_sell(
@@ -98,4 +99,6 @@ def is_legal_sell(
     quantity, held, minimum, step = _ints(quantity), _ints(held), _ints(minimum), _ints(step)
     lots = is_legal_buy(quantity, minimum, step)
     with_odd = (step > 1) & (quantity > 0) & (quantity % step == held % step)
-    return (quantity > 0) & (quantity <= held) & ((quantity == held) | lots | with_odd)
+    return cast(
+        np.ndarray, (quantity > 0) & (quantity <= held) & ((quantity == held) | lots | with_odd)
+    )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 from enum import StrEnum
+from typing import cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -119,7 +120,7 @@ class FrictionRules(BaseModel):
     def impact_at(self, scale: np.ndarray, participation: np.ndarray) -> np.ndarray:
         """Impact rate from `impact_scale` and the order's share of ADV."""
         share = np.maximum(finite(participation), 0.0)  # what np.clip(x, 0.0, None) computes
-        return self.half_spread + scale * np.sqrt(share)
+        return cast(np.ndarray, self.half_spread + scale * np.sqrt(share))
 
 
 BOARD_LOTS: dict[Board, lots.LotRule] = {

@@ -75,7 +75,7 @@ def annualized_return(returns: pd.Series) -> float:
 def cagr(returns: pd.Series) -> float:
     """Compound annual growth rate: Π(1+r)^(252/n) − 1."""
     growth = float(np.prod(1.0 + returns.to_numpy()))
-    return growth ** (PERIODS_PER_YEAR / len(returns)) - 1.0
+    return float(growth ** (PERIODS_PER_YEAR / len(returns))) - 1.0
 
 
 def volatility(returns: pd.Series) -> float:

@@ -16,7 +16,7 @@ def newey_west_maxlags(nobs: int) -> int:
 
     For daily data: 4 lags for a year of 252 sessions, 5 for 273..620 sessions (about a week).
     """
-    return max(1, math.floor(4.0 * (nobs / 100.0) ** (2.0 / 9.0)))
+    return max(1, math.floor(4.0 * float((nobs / 100.0) ** (2.0 / 9.0))))
 
 
 @dataclass(frozen=True)

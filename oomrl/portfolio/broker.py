@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -69,7 +69,7 @@ class Execution:
     @property
     def fees(self) -> np.ndarray:
         """Explicit fees per symbol (commission + stamp duty + transfer fee)."""
-        return self.commission + self.stamp_duty + self.transfer_fee
+        return cast(np.ndarray, self.commission + self.stamp_duty + self.transfer_fee)
 
     @property
     def traded_value(self) -> float:
@@ -145,8 +145,8 @@ def _stacked(block: list[Execution], field: str) -> np.ndarray:
 def _cells(block: list[Execution], field: str, event: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Values of one Execution field at (execution, symbol) pairs."""
     if len(block) == 1:
-        return np.asarray(getattr(block[0], field))[rows]
-    return _stacked(block, field)[event, rows]
+        return cast(np.ndarray, np.asarray(getattr(block[0], field))[rows])
+    return cast(np.ndarray, _stacked(block, field)[event, rows])
 
 
 def _fill_cells(
@@ -211,7 +211,7 @@ def _dates(count: int, day: pd.Timestamp) -> np.ndarray:
 def _names(symbols: pd.Index | np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The symbol column: the names of positions `rows` as str."""
     if isinstance(symbols, np.ndarray):
-        return symbols[rows]
+        return cast(np.ndarray, symbols[rows])
     return np.asarray(symbols[rows].astype(str), dtype=object)
 
 
@@ -287,7 +287,7 @@ class PaperBroker:
         target = np.where(weights > 0, target, 0.0)
         # Where no price is known the holding is left alone rather than sold blind.
         target = np.where(np.isfinite(reference) | (weights > 0), target, held)
-        return (target - held).astype(np.int64)
+        return cast(np.ndarray, (target - held).astype(np.int64))
 
     def quote(self, t: int) -> Quote:
         """Session t's fill prices, ADV, impact scale and the limit bounds of impact."""
@@ -387,7 +387,9 @@ class PaperBroker:
     def _reference(self, t: int) -> np.ndarray:
         """The raw prices orders for session t are sized on: t-1's last close (t's fill price at t =
         0)."""
-        return self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
+        return cast(
+            np.ndarray, self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
+        )
 
     def _check_lengths(self, **arrays: np.ndarray | None) -> None:
         """ValueError unless every array has one entry per symbol (the compiled loop does not check

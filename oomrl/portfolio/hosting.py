@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -287,7 +287,7 @@ class HostedRunner:
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         self._in_step()
-        return self._guard(lambda: self.host.request(message))
+        return cast("dict[str, Any]", self._guard(lambda: self.host.request(message)))
 
     def _in_step(self) -> None:
         """Refuse a request while the host waits for a question's book (it would read it as the

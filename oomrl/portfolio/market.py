@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from functools import cached_property
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -208,12 +208,12 @@ class MarketFrames:
     @cached_property
     def mark_price(self) -> np.ndarray:
         """last_close with unknown prices as 0: what a holding is marked at."""
-        return np.nan_to_num(self.last_close, nan=0.0)
+        return cast(np.ndarray, np.nan_to_num(self.last_close, nan=0.0))
 
     @cached_property
     def has_action(self) -> np.ndarray:
         """(T,) True on sessions where some symbol's factor steps (a corporate action may apply)."""
-        return (self.action_ratio != 1.0).any(axis=1)
+        return cast(np.ndarray, (self.action_ratio != 1.0).any(axis=1))
 
     @cached_property
     def days(self) -> list[date]:
@@ -224,7 +224,7 @@ class MarketFrames:
     def day_ns(self) -> np.ndarray:
         """The session dates as int64 nanoseconds since the epoch (what the strategy host's wire
         carries)."""
-        return self.dates.values.astype("datetime64[ns]").astype("<i8")
+        return cast(np.ndarray, self.dates.values.astype("datetime64[ns]").astype("<i8"))
 
     @cached_property
     def stamps(self) -> list[pd.Timestamp]:
@@ -270,7 +270,7 @@ def _traded_value(close: np.ndarray, volume: np.ndarray, amount: pd.DataFrame | 
     if amount is not None:
         given = amount.to_numpy()
         np.copyto(traded, given, where=~np.isnan(given))  # amount.fillna(close * volume)
-    return traded
+    return cast(np.ndarray, traded)
 
 
 def _tradable(close: np.ndarray, volume: np.ndarray) -> np.ndarray:
@@ -304,7 +304,7 @@ def _fill_prices(
         # amount/volume is a raw VWAP; trust it only inside the day's raw range.
         inside = (vwap >= low * 0.999) & (vwap <= high * 1.001)
         np.copyto(typical, vwap, where=inside)
-    return typical
+    return cast(np.ndarray, typical)
 
 
 def _or_close(prices: np.ndarray, close: np.ndarray) -> np.ndarray:
@@ -488,7 +488,7 @@ def _ffill(values: np.ndarray) -> np.ndarray:
     """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when
     none is NaN."""
     if np.isnan(values).any():
-        return pd.DataFrame(values).ffill().to_numpy()
+        return cast(np.ndarray, pd.DataFrame(values).ffill().to_numpy())
     return values
 
 
@@ -573,9 +573,10 @@ def rolling_by_column(
     """
     rows, columns = values.shape
     rolling = pd.Series(np.ravel(values, order="F")).rolling(windows, min_periods=min_periods)
-    return (
+    return cast(
+        np.ndarray,
         (rolling.mean() if statistic == "mean" else rolling.std())
         .to_numpy()
         .reshape(columns, rows)
-        .T
+        .T,
     )

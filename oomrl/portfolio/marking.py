@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -205,4 +205,4 @@ def last_stored_session(store: Any) -> date:
     last = store.bar_summary()["last_date"]
     if last is None:
         raise DataValidationError("the market store holds no bars: ingest first")
-    return pd.Timestamp(last).date()
+    return cast(date, pd.Timestamp(last).date())

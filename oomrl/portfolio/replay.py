@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -95,11 +95,15 @@ def ask(
     value = book.held * market.mark_price[t - 1]
     held = np.flatnonzero(value)
     if question is not None:
-        return question.book(held, value[held] / book.nav, book.nav)
+        return cast(
+            "Callable[[], np.ndarray]", question.book(held, value[held] / book.nav, book.nav)
+        )
     members = membership.on(market.stamps[t - 1]) if membership is not None else None
     asking = getattr(runner, "ask", None)
     if asking is not None:
-        return asking(t, held, value[held] / book.nav, book.nav, members)
+        return cast(
+            "Callable[[], np.ndarray]", asking(t, held, value[held] / book.nav, book.nav, members)
+        )
     return lambda: runner.weights(t, held, value[held] / book.nav, book.nav, members)
 
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -106,7 +106,7 @@ def last_session(on_or_before: date | None = None) -> date:
     found = calendar.sessions(day - timedelta(days=20), day)
     if not len(found):
         raise OomrlError(f"no XSHG session on or before {day.date()}")
-    return found[-1].date()
+    return cast(date, found[-1].date())
 
 
 def run_rebalance(

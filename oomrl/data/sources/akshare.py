@@ -40,7 +40,7 @@ ADJUST_NAMES = {"qfq": "qfq", "hfq": "hfq", "": "none", "none": "none"}
 
 
 def _ymd(day: date) -> str:
-    return pd.Timestamp(day).strftime("%Y%m%d")
+    return str(pd.Timestamp(day).strftime("%Y%m%d"))
 
 
 class AkshareSource:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -66,7 +67,9 @@ class SyntheticSource:
     @cached_property
     def _market(self) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 0])
-        return rng.standard_t(4, len(self.dates)) * MARKET_VOL / np.sqrt(2.0) + 0.0003
+        return cast(
+            np.ndarray, rng.standard_t(4, len(self.dates)) * MARKET_VOL / np.sqrt(2.0) + 0.0003
+        )
 
     def _series(self, symbol: str) -> pd.DataFrame:
         rng = np.random.default_rng([self.seed, 1 + self._position[symbol]])
