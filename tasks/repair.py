@@ -16,7 +16,8 @@ from prefect.tasks import Task, exponential_backoff
 from oomrl import repair as domain
 from oomrl.agent.llm import LLMUnavailableError
 from oomrl.artifacts import image_link
-from oomrl.repair_artifacts import crossval_markdown, crossval_rows, not_measured_rows
+from oomrl.crossval import crossval_markdown, crossval_rows
+from oomrl.repair_artifacts import not_measured_rows
 from oomrl.report_links import ReportLinks
 
 STEP_RETRIES = 2
