@@ -124,7 +124,7 @@ def publish_evidence(outcome: domain.RepairOutcome) -> None:
     image = None
     if outcome.run_dir and any(row.dates for row in cross.rows):
         # matplotlib is imported only when there is a chart to draw
-        from oomrl.metrics.evidence import evidence_chart
+        from oomrl.repair_evidence import evidence_chart
 
         chart = evidence_chart(cross, evidence_dir(Path(outcome.run_dir)) / "evidence.png")
         image = image_link(chart, ReportLinks.from_env())
