@@ -22,7 +22,7 @@ from oomrl.metrics.tearsheet_md import grid_markdown
 from oomrl.report_links import ReportLinks
 
 if TYPE_CHECKING:
-    from oomrl.metrics.tearsheet import Report
+    from oomrl.metrics.report import Report
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ long window. The candidate is promoted only when
   paired daily return difference (annualized) and its standard error, the rule printed with the
   decision; a version the kill switch halted lost its capital: its returns after the halt are 0
   (`after_halt`), and
-- it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread),
-  each recomputed in a fresh strategy host from the rows up to its date, gives the same weights
-  as its sequential replay (`crossval.stateful`), and
+- it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread), each
+  recomputed in a fresh strategy host from the rows up to its date, gives the same weights as its
+  sequential replay (`crossval.stateful`), and
 - it does not know which stock or date it trades: its decisions in the alert window, asked again on
   the market with symbols relabelled within each board and with dates shifted by whole weeks (whole
   months for a strategy that declares a monthly calendar), are the same (`crossval.memorized`,
@@ -35,6 +35,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from oomrl.agent.roles import Constraints
+from oomrl.artifacts import Columns, cell_text, markdown_table
 from oomrl.data.store import MarketStore
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
@@ -155,8 +156,6 @@ class CrossValidation(BaseModel):
     def decision_markdown(self) -> str:
         """The decision as markdown: windows, measures (versions × windows as columns), checks,
         verdict."""
-        from oomrl.repair_artifacts import crossval_markdown
-
         return crossval_markdown(self)
 
     def write(self, run_dir: Path) -> Path:
@@ -644,3 +643,94 @@ __all__ = [
     "stateful_check",
     "window_for",
 ]
+
+
+VERSIONS = ("candidate", "active", "baseline")
+WINDOWS = ("alert", "long")
+# The measures of one replay over one window, a row each (the columns are the versions); labels
+# short enough that a row fits the Prefect UI, whose tables never wrap a cell (708 px of a 1280-px
+# window).
+MEASURE_ROWS: Columns = (
+    ("sha", "commit", "short"),
+    ("first", "from", "date"),
+    ("last", "to", "date"),
+    ("trading_days", "sessions", "{:,.0f}"),
+    ("net_return", "net return (%)", "pct2"),
+    ("information_ratio", "IR vs CSI 300", "{:.2f}"),
+    ("reward", "reward Σ (Eq. 1-2)", "{:+.4f}"),
+    ("max_drawdown", "max drawdown (%)", "pct2"),
+    ("turnover", "turnover (× NAV)", "{:.2f}"),
+    ("costs_fraction", "costs (% of capital)", "pct2"),
+    ("rebalances", "rebalances", "{:,.0f}"),
+    ("max_rebalances_per_period", "max rebalances a period", "{:,.0f}"),
+    ("max_adv_participation", "max ADV part. (%)", "pct3"),
+    ("max_weekly_turnover", "max weekly turnover (× NAV)", "{:.3f}"),
+    ("max_position_weight", "max weight (% of NAV)", "pct2"),
+    ("halted_on", "halted on", None),
+)
+
+
+def _measures(row: VersionMeasures) -> dict[str, Any]:
+    values = row.model_dump(exclude={"dates", "returns"})
+    return {
+        **values,
+        "first": row.dates[0] if row.dates else None,
+        "last": row.dates[-1] if row.dates else None,
+    }
+
+
+def crossval_rows(cross: CrossValidation) -> list[dict[str, str]]:
+    """The evidence as a table: a row per window and measure (each window's rows start with its
+    dates), a column per version, so two `active` rows never look alike and the table stays
+    narrow."""
+    by = {(r.version, r.window): _measures(r) for r in cross.rows}
+    versions = [v for v in VERSIONS if any(version == v for version, _ in by)]
+    return [
+        {
+            "window": window,
+            "measure": title,
+            **{
+                v: cell_text(by[(v, window)].get(key), style) if (v, window) in by else "—"
+                for v in versions
+            },
+        }
+        for window in WINDOWS
+        if any(w == window for _, w in by)
+        for key, title, style in MEASURE_ROWS
+    ]
+
+
+def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> str:
+    """The decision: verdict, windows, tolerance, the evidence chart, the measures and every
+    check."""
+    verdict = "PROMOTE" if cross.passed else "REFUSE"
+    lines = [
+        f"# Cross-validation: {verdict}",
+        "",
+        f"- alert window: {cross.start} .. {cross.end}",
+        f"- long window: {cross.long_start or cross.start} .. {cross.end}",
+        (
+            "- promotion rule, net of friction on the paired daily return difference "
+            "(annualized): "
+            f"{cross.rule.describe()}"
+        ),
+        "- ranking by total reward (Eq. 1-2) over the long window: "
+        f"{', '.join(cross.ranking) or '—'}",
+        "",
+    ]
+    if image_url:
+        lines += [f"![Cumulative return of each version over the long window]({image_url})", ""]
+    rows = crossval_rows(cross)
+    lines += [
+        "## Measures",
+        "",
+        markdown_table(rows, set(rows[0]) - {"window", "measure"}),
+        "",
+        "## Checks",
+        "",
+    ]
+    # a list, not a table: a check's numbers are a sentence, and the UI's table cells never wrap
+    lines += [
+        f"- **{c.name}**: {'passed' if c.passed else 'FAILED'} — {c.detail}" for c in cross.checks
+    ]
+    return "\n".join(lines if cross.checks else [*lines, "(no check)"]) + "\n"

@@ -234,6 +234,7 @@ def replay_weeks(
     repairer: Repairer = run_repair_inline,
 ) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
+    from oomrl import promotion
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.market import MarketFrames
@@ -245,7 +246,7 @@ def replay_weeks(
     ledger = open_ledger(settings)
     ledger.open_account(config.account, settings.initial_cash)
     versions = StrategyVersions(settings.workspace_dir, ledger)
-    versions.init()
+    promotion.open_workspace(versions)
     versions.activate("v1", config.account, config.strategy)
     panels = load_panels(
         store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS

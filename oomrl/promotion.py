@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from oomrl.files import PRIVATE_FILE, atomic_write
 from oomrl.owners import Owner
+from oomrl.versions import NOTES_REF
 
 if TYPE_CHECKING:
     from oomrl.versions import StrategyVersions, VersionInfo
@@ -32,7 +33,6 @@ PROMOTE_LOCK = (
     "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
 )
 JOURNAL = "oomrl-promotion.json"
-NOTES_REF = "refs/notes/oomrl"
 LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this long means a stuck one
 # Where git keeps the locks of the refs and the index a promotion writes: a git killed with its
 # promotion leaves them, and every later git command on that ref would refuse.
@@ -129,7 +129,15 @@ def promote(
     """Commit the candidate, fetch it, fast-forward the branch when it is based on the head, tag it,
     attach the notes, activate it for `account` (with `probation` = (last session seen, forward
     sessions): open its probation on a shadow book instead): journalled, so a kill at any step is
-    recovered."""
+    recovered.
+
+    Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
+    based on the branch head fast-forwards it; one based on an older version (its account had
+    not taken a later promotion of another account) becomes a tagged commit off the branch,
+    which stays where it was. The ledger write comes last; a failed step restores branch, tag and
+    notes, and a killed promotion is finished or undone by the next command that opens the
+    workspace (`open_workspace`, `recover`)."""
+    versions.head()  # the workspace must exist
     versions.git("add", "-A", cwd=candidate)
     trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
     versions.git("commit", "-q", "-m", message + trailers, cwd=candidate)
@@ -214,6 +222,22 @@ def branch_of(versions: StrategyVersions) -> str:
 def write_notes(versions: StrategyVersions, sha: str, notes: dict[str, Any]) -> None:
     blob = json.dumps(notes, sort_keys=True, default=str, indent=1).encode()
     versions.git("notes", f"--ref={NOTES_REF}", "add", "-f", "-F", "-", sha, input_bytes=blob)
+
+
+def open_workspace(versions: StrategyVersions, source_root: Path | None = None) -> str:
+    """Create the workspace (tag v1) or, when it exists, finish or undo a promotion whose process
+    died first: every command that writes versions opens the workspace here. The head's SHA."""
+    recover(versions)
+    return versions.init(source_root)
+
+
+def check(versions: StrategyVersions) -> list[str]:
+    """After recovering: what keeps branch, tags, notes and the ledger's active versions from
+    agreeing (empty when they agree)."""
+    versions.head()  # the workspace must exist
+    recover(versions)
+    actives: dict[str, str] = getattr(versions.ledger, "active_versions", dict)()
+    return problems(versions, actives)
 
 
 def recover(versions: StrategyVersions) -> str | None:

@@ -40,6 +40,7 @@ from oomrl.errors import OomrlError, OutOfMoneyError
 from oomrl.files import private_dir
 from oomrl.portfolio.ledger import Ledger
 from oomrl.probation import open_probations, shadow_name
+from oomrl.promotion import open_workspace, promote
 from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy, require_admitted
@@ -184,8 +185,8 @@ def promotion(
         if ctx.agent.probation_sessions and autopsy.as_of is not None
         else None
     )
-    return ctx.versions.promote(
-        ctx.candidate, message, metadata, ctx.account, mandate.strategy, probation
+    return promote(
+        ctx.versions, ctx.candidate, message, metadata, ctx.account, mandate.strategy, probation
     )
 
 
@@ -462,7 +463,7 @@ def open_context(
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     versions = StrategyVersions(settings.workspace_dir, ledger)
-    versions.init()  # finishes or undoes a promotion whose process was killed
+    open_workspace(versions)  # finishes or undoes a promotion whose process was killed
     clear_orphans(
         settings.runs_dir
     )  # and what a killed repair left: its candidate, its gate's scratch

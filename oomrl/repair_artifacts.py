@@ -7,39 +7,15 @@ Pure text and rows; tasks/repair.py and tasks/review.py hand them to Prefect.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from oomrl.artifacts import Columns, cell_text, markdown_table
 from oomrl.diagnostics.autopsy import Autopsy
 
 if TYPE_CHECKING:
     from oomrl.agent.roles import Mandate
-    from oomrl.crossval import CrossValidation, VersionMeasures
     from oomrl.diagnostics.autopsy import LossAlert
 
-VERSIONS = ("candidate", "active", "baseline")
-WINDOWS = ("alert", "long")
-# The measures of one replay over one window, a row each (the columns are the versions); labels
-# short enough that a row fits the Prefect UI, whose tables never wrap a cell (708 px of a 1280-px
-# window).
-MEASURE_ROWS: Columns = (
-    ("sha", "commit", "short"),
-    ("first", "from", "date"),
-    ("last", "to", "date"),
-    ("trading_days", "sessions", "{:,.0f}"),
-    ("net_return", "net return (%)", "pct2"),
-    ("information_ratio", "IR vs CSI 300", "{:.2f}"),
-    ("reward", "reward Σ (Eq. 1-2)", "{:+.4f}"),
-    ("max_drawdown", "max drawdown (%)", "pct2"),
-    ("turnover", "turnover (× NAV)", "{:.2f}"),
-    ("costs_fraction", "costs (% of capital)", "pct2"),
-    ("rebalances", "rebalances", "{:,.0f}"),
-    ("max_rebalances_per_period", "max rebalances a period", "{:,.0f}"),
-    ("max_adv_participation", "max ADV part. (%)", "pct3"),
-    ("max_weekly_turnover", "max weekly turnover (× NAV)", "{:.3f}"),
-    ("max_position_weight", "max weight (% of NAV)", "pct2"),
-    ("halted_on", "halted on", None),
-)
 # The autopsy's metrics as the form shows them: a short name, the unit with the value.
 ALERT_METRICS: Columns = (
     ("daily_pnl", "daily P&L", "pct2 of NAV"),
@@ -63,72 +39,6 @@ LONG_FLOAT = re.compile(r"-?\d+\.\d{4,}(?:e-?\d+)?")
 def rounded_text(text: str) -> str:
     """Free text (a model's rationale) with every long float cut to four significant digits."""
     return LONG_FLOAT.sub(lambda m: f"{float(m.group(0)):.4g}", text)
-
-
-def _measures(row: VersionMeasures) -> dict[str, Any]:
-    values = row.model_dump(exclude={"dates", "returns"})
-    return {
-        **values,
-        "first": row.dates[0] if row.dates else None,
-        "last": row.dates[-1] if row.dates else None,
-    }
-
-
-def crossval_rows(cross: CrossValidation) -> list[dict[str, str]]:
-    """The evidence as a table: a row per window and measure (each window's rows start with its
-    dates), a column per version, so two `active` rows never look alike and the table stays
-    narrow."""
-    by = {(r.version, r.window): _measures(r) for r in cross.rows}
-    versions = [v for v in VERSIONS if any(version == v for version, _ in by)]
-    return [
-        {
-            "window": window,
-            "measure": title,
-            **{
-                v: cell_text(by[(v, window)].get(key), style) if (v, window) in by else "—"
-                for v in versions
-            },
-        }
-        for window in WINDOWS
-        if any(w == window for _, w in by)
-        for key, title, style in MEASURE_ROWS
-    ]
-
-
-def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> str:
-    """The decision: verdict, windows, tolerance, the evidence chart, the measures and every
-    check."""
-    verdict = "PROMOTE" if cross.passed else "REFUSE"
-    lines = [
-        f"# Cross-validation: {verdict}",
-        "",
-        f"- alert window: {cross.start} .. {cross.end}",
-        f"- long window: {cross.long_start or cross.start} .. {cross.end}",
-        (
-            "- promotion rule, net of friction on the paired daily return difference "
-            "(annualized): "
-            f"{cross.rule.describe()}"
-        ),
-        "- ranking by total reward (Eq. 1-2) over the long window: "
-        f"{', '.join(cross.ranking) or '—'}",
-        "",
-    ]
-    if image_url:
-        lines += [f"![Cumulative return of each version over the long window]({image_url})", ""]
-    rows = crossval_rows(cross)
-    lines += [
-        "## Measures",
-        "",
-        markdown_table(rows, set(rows[0]) - {"window", "measure"}),
-        "",
-        "## Checks",
-        "",
-    ]
-    # a list, not a table: a check's numbers are a sentence, and the UI's table cells never wrap
-    lines += [
-        f"- **{c.name}**: {'passed' if c.passed else 'FAILED'} — {c.detail}" for c in cross.checks
-    ]
-    return "\n".join(lines if cross.checks else [*lines, "(no check)"]) + "\n"
 
 
 def not_measured_rows(reason: str) -> list[dict[str, str]]:

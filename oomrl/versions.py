@@ -9,17 +9,14 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from datetime import date
 from io import BytesIO
 from pathlib import Path
 from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
 
-from oomrl import promotion
 from oomrl.errors import OomrlError
 from oomrl.files import private_dir
-from oomrl.promotion import NOTES_REF
 from oomrl.settings import child_environment
 
 GUARD_PYPROJECT = """\
@@ -34,6 +31,7 @@ tests = ["tests"]
 coverage_min = 95
 """
 TAG_PREFIX = "v"
+NOTES_REF = "refs/notes/oomrl"  # the metadata attached at promotion, a git note per version
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".coverage*")
 
 
@@ -155,7 +153,6 @@ class StrategyVersions:
         """Create the workspace from the bundled strategies and tag it v1; a no-op when it
         exists."""
         if self.initialized:
-            self.recover()  # every command that writes versions opens the workspace here
             return self.head()
         root = source_root or repo_root()
         for part in ("strategies", "tests/strategies"):
@@ -241,39 +238,6 @@ class StrategyVersions:
             if t[len(TAG_PREFIX) :].isdigit()
         ]
         return f"{TAG_PREFIX}{max(numbers, default=0) + 1}"
-
-    def promote(
-        self,
-        candidate: Path,
-        message: str,
-        metadata: dict[str, Any],
-        account: str,
-        strategy: str,
-        probation: tuple[date, int] | None = None,
-    ) -> VersionInfo:
-        """Commit the candidate clone, tag, attach metadata, activate; the branch moves only
-        forward.
-
-        Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
-        based on the branch head fast-forwards it; one based on an older version (its account had
-        not taken a later promotion of another account) becomes a tagged commit off the branch,
-        which stays where it was. One transaction, journalled (`oomrl.promotion`): the ledger write
-        comes last; a failed step restores branch, tag and notes, and a killed promotion is finished
-        or undone by the next command that opens the workspace."""
-        self._require_init()
-        return promotion.promote(self, candidate, message, metadata, account, strategy, probation)
-
-    def recover(self) -> str | None:
-        """Finish or undo a promotion whose process died (see `oomrl.promotion`); what was done."""
-        return promotion.recover(self)
-
-    def check(self) -> list[str]:
-        """After recovering: what keeps branch, tags, notes and the ledger's active versions from
-        agreeing (empty when they agree)."""
-        self._require_init()
-        self.recover()
-        actives: dict[str, str] = getattr(self.ledger, "active_versions", dict)()
-        return promotion.problems(self, actives)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """Whether `older` is `newer` or one of its ancestors."""

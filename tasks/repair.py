@@ -17,7 +17,8 @@ from prefect.tasks import Task, exponential_backoff
 from oomrl import repair as domain
 from oomrl.agent.llm import LLMUnavailableError
 from oomrl.artifacts import image_link
-from oomrl.repair_artifacts import crossval_markdown, crossval_rows, not_measured_rows
+from oomrl.crossval import crossval_markdown, crossval_rows
+from oomrl.repair_artifacts import not_measured_rows
 from oomrl.report_links import ReportLinks
 
 STEP_RETRIES = 2
@@ -126,7 +127,7 @@ def publish_evidence(outcome: domain.RepairOutcome) -> None:
     image = None
     if outcome.run_dir and any(row.dates for row in cross.rows):
         # matplotlib is imported only when there is a chart to draw
-        from oomrl.metrics.evidence import evidence_chart
+        from oomrl.repair_evidence import evidence_chart
 
         chart = evidence_chart(cross, evidence_dir(Path(outcome.run_dir)) / "evidence.png")
         image = image_link(chart, ReportLinks.from_env())

@@ -25,9 +25,8 @@ ROOMS = (
     "| workspace | lazy | settings"
 )
 CHILD = "guardrails/child/ imports nothing else of guardrails/"
-INNER = "oomrl/: diagnostics, metrics > data > market"
-PORTFOLIO = "oomrl/: portfolio > market"
-CONTRACTS = (PREFECT_FREE, JUDGE, TASKS, NO_S, STANDALONE, ROOMS, CHILD, INNER, PORTFOLIO)
+LAYERS = "oomrl/: ops > repair and versions > diagnostics > metrics > portfolio > data > market"
+CONTRACTS = (PREFECT_FREE, JUDGE, TASKS, NO_S, STANDALONE, ROOMS, CHILD, LAYERS)
 
 # Forbidden imports, each in a new module of the package that must not make it, and the contract it
 # breaks.
@@ -44,8 +43,16 @@ FORBIDDEN = {
         ROOMS,
     ),  # a sibling
     "guardrails/child/_forbidden_verdict.py": ("from guardrails import verdict\n", CHILD),
-    "oomrl/data/_forbidden_metrics.py": ("import oomrl.metrics\n", INNER),
-    "oomrl/market/_forbidden_portfolio.py": ("import oomrl.portfolio\n", PORTFOLIO),
+    "oomrl/market/_forbidden_data.py": ("import oomrl.data.store\n", LAYERS),
+    "oomrl/data/_forbidden_portfolio.py": ("import oomrl.portfolio.ledger\n", LAYERS),
+    "oomrl/portfolio/_forbidden_metrics.py": ("import oomrl.metrics.performance\n", LAYERS),
+    "oomrl/metrics/_forbidden_diagnostics.py": ("import oomrl.diagnostics.rules\n", LAYERS),
+    "oomrl/diagnostics/_forbidden_versions.py": ("import oomrl.versions\n", LAYERS),
+    "oomrl/agent/_forbidden_promotion.py": (
+        "import oomrl.promotion\n",
+        LAYERS,
+    ),  # versions call none
+    "oomrl/agent/_forbidden_demo.py": ("import oomrl.demo\n", LAYERS),  # the ops stand above
 }
 
 

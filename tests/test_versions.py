@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from oomrl import promotion
 from oomrl.portfolio.ledger import Ledger
 from oomrl.versions import (
     GUARD_PYPROJECT,
@@ -91,7 +92,9 @@ def test_promote_commits_tags_attaches_metadata_and_activates(
 ) -> None:
     first = versions.head()
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.5\n")
-    info = versions.promote(clone, "Repair alpha", {"autopsy": {"alert_id": "a1"}}, "acct", "alpha")
+    info = promotion.promote(
+        versions, clone, "Repair alpha", {"autopsy": {"alert_id": "a1"}}, "acct", "alpha"
+    )
     assert info.tag == "v2" and info.active and info.strategy == "alpha"
     assert versions.head() == info.sha != first
     assert "0.5" in (versions.workspace / "strategies" / "alpha.py").read_text()
@@ -110,7 +113,7 @@ def test_failed_activation_leaves_workspace_and_ledger_untouched(
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.0\n")
     versions.ledger.fail_next = True  # type: ignore[union-attr]
     with pytest.raises(RuntimeError, match="ledger write failed"):
-        versions.promote(clone, "Broken", {"x": 1}, "acct", "alpha")
+        promotion.promote(versions, clone, "Broken", {"x": 1}, "acct", "alpha")
     assert versions.head() == before
     assert "1.0" in (versions.workspace / "strategies" / "alpha.py").read_text()
     assert [v.tag for v in versions.list()] == ["v1"]
@@ -122,7 +125,7 @@ def test_rollback_activates_the_previous_version(
     versions: StrategyVersions, tmp_path: Path
 ) -> None:
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.25\n")
-    versions.promote(clone, "Repair", {}, "acct", "alpha")
+    promotion.promote(versions, clone, "Repair", {}, "acct", "alpha")
     sha_v1 = versions.resolve("v1")
     assert versions.rollback("acct") == sha_v1
     assert versions.ledger.active_version("acct") == sha_v1  # type: ignore[union-attr]
@@ -153,7 +156,7 @@ def test_materialize_exports_exactly_that_commit(
     versions: StrategyVersions, tmp_path: Path
 ) -> None:
     clone = candidate_with(versions, tmp_path, "def weight() -> float:\n    return 0.75\n")
-    versions.promote(clone, "Repair", {}, "acct", "alpha")
+    promotion.promote(versions, clone, "Repair", {}, "acct", "alpha")
     old = versions.materialize("v1")
     assert "1.0" in (old / "strategies" / "alpha.py").read_text()
     assert "0.75" in (versions.materialize("v2") / "strategies" / "alpha.py").read_text()
@@ -164,7 +167,7 @@ def test_materialize_exports_exactly_that_commit(
 def test_nothing_to_commit_changes_nothing(versions: StrategyVersions, tmp_path: Path) -> None:
     clone = versions.clone_to(tmp_path / "same")
     with pytest.raises(VersionError, match="commit"):
-        versions.promote(clone, "No change", {}, "acct", "alpha")
+        promotion.promote(versions, clone, "No change", {}, "acct", "alpha")
     assert [v.tag for v in versions.list()] == ["v1"]
 
 
@@ -178,7 +181,7 @@ def test_rollback_of_an_untagged_active_commit_goes_to_its_nearest_tagged_ancest
     versions.git("add", "-A", cwd=clone)
     versions.git("commit", "-q", "-m", "Tests first", cwd=clone)
     (clone / "strategies" / "alpha.py").write_text("def weight() -> float:\n    return 0.1\n")
-    versions.promote(clone, "Repair", {}, "acct", "alpha")
+    promotion.promote(versions, clone, "Repair", {}, "acct", "alpha")
     versions.activate("v2~1", "acct", "alpha")  # the tests-first commit carries no tag
     assert versions.rollback("acct") == versions.resolve("v1")
     assert versions.ledger.active_strategy("acct") == (versions.resolve("v1"), "alpha")  # type: ignore[union-attr]
@@ -192,7 +195,8 @@ def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_
     v1 = versions.activate("v1", "a", "alpha")
     versions.activate("v1", "b", "alpha")
     a_base = versions.base_for("a")
-    v2 = versions.promote(
+    v2 = promotion.promote(
+        versions,
         candidate_with(
             versions, tmp_path, "def weight() -> float:\n    return 0.5\n", at=a_base, name="a"
         ),
@@ -207,7 +211,7 @@ def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_
         versions, tmp_path, "def weight() -> float:\n    return 0.25\n", at=b_base, name="b"
     )
     assert versions.git("rev-parse", "HEAD", cwd=b_clone) == v1  # not the branch tip
-    v3 = versions.promote(b_clone, "B's repair", {}, "b", "alpha")
+    v3 = promotion.promote(versions, b_clone, "B's repair", {}, "b", "alpha")
     assert v3.tag == "v3" and versions.git("rev-parse", "v3^") == v1
     assert versions.head() == v2.sha  # the branch moves only on fast-forward
     assert "0.5" in (versions.workspace / "strategies" / "alpha.py").read_text()
@@ -220,7 +224,8 @@ def test_a_repair_of_an_account_on_an_older_version_branches_without_moving_the_
         ("v3", True),
     ]
     # B's next repair builds on its own v3; promoting it leaves the branch on A's v2.
-    v4 = versions.promote(
+    v4 = promotion.promote(
+        versions,
         candidate_with(
             versions,
             tmp_path,
@@ -245,7 +250,8 @@ def test_a_promotion_based_on_the_head_fast_forwards_and_a_failed_off_branch_one
     versions: StrategyVersions, tmp_path: Path
 ) -> None:
     v1 = versions.activate("v1", "a", "alpha")
-    versions.promote(
+    promotion.promote(
+        versions,
         candidate_with(
             versions, tmp_path, "def weight() -> float:\n    return 0.5\n", at=v1, name="a"
         ),
@@ -257,7 +263,8 @@ def test_a_promotion_based_on_the_head_fast_forwards_and_a_failed_off_branch_one
     head = versions.head()
     versions.ledger.fail_next = True  # type: ignore[union-attr]
     with pytest.raises(RuntimeError, match="ledger write failed"):
-        versions.promote(
+        promotion.promote(
+            versions,
             candidate_with(
                 versions, tmp_path, "def weight() -> float:\n    return 0.1\n", at=v1, name="b"
             ),
@@ -296,7 +303,7 @@ def _promote_from_v1(home: str, account: str, weight: str, barrier: object) -> s
     clone = store.clone_to(Path(home) / f"candidate-{account}", at=store.base_for(account))
     (clone / "strategies" / "alpha.py").write_text(f"def weight() -> float:\n    return {weight}\n")
     barrier.wait()  # type: ignore[attr-defined]
-    return store.promote(clone, f"Repair of {account}", {}, account, "alpha").tag
+    return promotion.promote(store, clone, f"Repair of {account}", {}, account, "alpha").tag
 
 
 @pytest.mark.slow

@@ -55,7 +55,9 @@ def _read_versions() -> Any:
 
 
 def _recovered(store: Any) -> Any:
-    note = store.recover()
+    from oomrl import promotion
+
+    note = promotion.recover(store)
     if note:
         typer.echo(note, err=True)
     return store
@@ -255,13 +257,14 @@ def check_cmd() -> None:
     Branch, tags, notes and every account's active version in the ledger; exit 1 naming what does
     not agree.
     """
+    from oomrl import promotion
     from oomrl.errors import OomrlError
 
     store, _ = _read_versions()
     if not store.initialized:
         typer.echo(f"no strategy versions yet: {store.workspace} does not exist")
         return
-    found = store.check()
+    found = promotion.check(store)
     if found:
         raise OomrlError(
             f"the strategy versions in {store.workspace} do not agree: " + "; ".join(found)
@@ -280,8 +283,10 @@ def init_cmd() -> None:
 
     From the bundled strategies; nothing happens when the workspace exists.
     """
+    from oomrl import promotion
+
     store, _ = _versions()
-    typer.echo(store.init())
+    typer.echo(promotion.open_workspace(store))
 
 
 @versions_app.command("list")

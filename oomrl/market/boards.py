@@ -1,13 +1,9 @@
-"""Boards of A-share codes (main board, ChiNext, STAR, BSE) from the code alone, and single-symbol
-limit helpers."""
+"""Boards of A-share codes (main board, ChiNext, STAR, BSE) from the code alone."""
 
 from __future__ import annotations
 
 import re
-from datetime import date
 from enum import StrEnum
-
-import numpy as np
 
 SYMBOL_PATTERN = re.compile(r"^(\d{6})\.(SH|SZ|BJ)$")
 # Risk-warning names carry ST, *ST (or, before the 2006 share reform, S*ST / SST) as a prefix.
@@ -70,26 +66,6 @@ def board_of(symbol: str) -> Board:
     if code[0] in "48" or code.startswith("920"):
         return Board.BSE
     return Board.MAIN
-
-
-def price_limit_pct(symbol: str, is_st: bool = False, on: date | None = None) -> float:
-    """Daily price-limit fraction of one symbol on a date (default today); see
-    oomrl.market.limits."""
-    from oomrl.market import limits
-
-    day = np.array([on or date.today()], dtype="datetime64[D]")
-    return float(limits.limit_fraction(limits.BOARD_CODE[board_of(symbol)], day, is_st)[0])
-
-
-def limit_prices(
-    prev_close: float, symbol: str, is_st: bool = False, on: date | None = None
-) -> tuple[float, float]:
-    """(limit-down, limit-up) prices from the exchange's reference (unadjusted previous close)."""
-    from oomrl.market import limits
-
-    pct = price_limit_pct(symbol, is_st, on)
-    down, up = limits.limit_prices_fen(np.array([round(prev_close * 100)]), np.array([pct]))
-    return int(down[0]) / 100, int(up[0]) / 100
 
 
 def risk_warning(name: str) -> bool:

@@ -34,7 +34,7 @@ from datetime import date
 import numpy as np
 import pandas as pd
 
-from oomrl.market.boards import Board
+from oomrl.market.boards import Board, board_of
 
 CHINEXT_REFORM = date(2020, 8, 24)
 MAIN_REGISTRATION = date(2023, 4, 10)
@@ -132,3 +132,18 @@ def limit_prices_fen(
     if not unlimited.any():
         return down, up
     return np.where(unlimited, 0, down), np.where(unlimited, np.iinfo(np.int64).max // 4, up)
+
+
+def price_limit_pct(symbol: str, is_st: bool = False, on: date | None = None) -> float:
+    """Daily price-limit fraction of one symbol on a date (default today)."""
+    day = np.array([on or date.today()], dtype="datetime64[D]")
+    return float(limit_fraction(BOARD_CODE[board_of(symbol)], day, is_st)[0])
+
+
+def limit_prices(
+    prev_close: float, symbol: str, is_st: bool = False, on: date | None = None
+) -> tuple[float, float]:
+    """(limit-down, limit-up) prices from the exchange's reference (unadjusted previous close)."""
+    pct = price_limit_pct(symbol, is_st, on)
+    down, up = limit_prices_fen(np.array([round(prev_close * 100)]), np.array([pct]))
+    return int(down[0]) / 100, int(up[0]) / 100

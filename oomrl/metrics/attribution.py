@@ -25,7 +25,8 @@ from oomrl.metrics.friction import account_friction
 from oomrl.metrics.io import MetricsInputError, returns_from_levels, validate_returns
 from oomrl.metrics.marks import Mark, alert_marks, probation_marks, promotion_marks, repair_marks
 from oomrl.metrics.performance import Phase, phases_from_versions
-from oomrl.metrics.tearsheet import Report, ReportInputs, write_report
+from oomrl.metrics.report import Report, ReportInputs
+from oomrl.metrics.tearsheet import write_report
 
 BENCHMARK_KINDS = ("price", "total_return")
 

@@ -3,7 +3,6 @@ tearsheet.png (one page) and summary.md into one folder."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +20,7 @@ from oomrl.metrics.performance import (
     standalone_metrics,
 )
 from oomrl.metrics.periods import drawdown_periods, monthly_returns, yearly_returns
+from oomrl.metrics.report import Report, ReportInputs
 from oomrl.metrics.short_window import (
     MIN_ANNUALIZED_SESSIONS,
     caveat,
@@ -29,60 +29,13 @@ from oomrl.metrics.short_window import (
     without_annualized,
 )
 
-__all__ = ["BENCHMARK_LABELS", "Report", "ReportInputs", "build_report", "format_value"]
+__all__ = ["BENCHMARK_LABELS", "build_report", "format_value"]
 
 BENCHMARK_LABELS = {
     "price": "CSI 300 price index (000300)",
     "total_return": "CSI 300 total-return index (H00300)",
 }
 DRAWDOWNS_SHOWN = 5
-
-
-@dataclass
-class ReportInputs:
-    """What a report is about, beyond the returns: account ledger facts and labels."""
-
-    title: str = "Portfolio"
-    benchmark_kind: str = "price"
-    rf: float = 0.0
-    phases: list[Phase] | None = None
-    attribution: StyleAttribution | None = None
-    friction: Friction | None = None
-    marks: list[Mark] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    """Where the report went and every table it shows."""
-
-    html: Path
-    markdown: Path
-    pngs: list[Path]
-    metrics: dict[str, float | int | None]
-    benchmark_metrics: dict[str, float | int | None] | None = None
-    phases: pd.DataFrame | None = None
-    style: pd.DataFrame | None = None
-    style_split: pd.DataFrame | None = None
-    attribution: StyleAttribution | None = None
-    monthly: pd.DataFrame | None = None
-    yearly: pd.DataFrame | None = None
-    drawdowns: pd.DataFrame | None = None
-    friction: Friction | None = None
-    marks: list[Mark] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    caveats: list[str] = field(
-        default_factory=list
-    )  # shown above the figures: windows too short to annualize
-    title: str = "Portfolio"
-    benchmark_label: str = "none"
-    span: str = ""
-    rf: float = 0.0
-    summary_png: Path | None = None
-
-    def paths(self) -> list[Path]:
-        extra = [self.summary_png] if self.summary_png else []
-        return [self.html, self.markdown, *extra, *self.pngs]
 
 
 def build_report(

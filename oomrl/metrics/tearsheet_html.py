@@ -14,7 +14,7 @@ from oomrl.metrics.labels import label
 from oomrl.metrics.marks import marks_table
 
 if TYPE_CHECKING:
-    from oomrl.metrics.tearsheet import Report
+    from oomrl.metrics.report import Report
 
 CSS = """
 *{box-sizing:border-box}

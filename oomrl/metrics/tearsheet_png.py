@@ -16,7 +16,7 @@ from oomrl.metrics.labels import format_value
 from oomrl.metrics.performance import ROLLING_IR_WINDOW, Phase
 
 if TYPE_CHECKING:
-    from oomrl.metrics.tearsheet import Report
+    from oomrl.metrics.report import Report
 
 WIDTH_IN = 14.0
 DPI = 100

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from oomrl import promotion
 from oomrl.settings import get_settings
 from tests.agent.doc_edges import edges_of_test, takes_documented_edges
 
@@ -122,7 +123,8 @@ def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
             "max_weekly_turnover": 2.0,
         }
     }
-    info = versions.promote(
+    info = promotion.promote(
+        versions,
         candidate,
         "Repair daily_momentum: weekly",
         {"mandate": mandate, "run_dir": str(run_dir)},

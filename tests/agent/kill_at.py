@@ -37,7 +37,8 @@ def promote(home: Path, candidate: Path, account: str, sessions: int = 0) -> Non
     from oomrl.versions import StrategyVersions
 
     versions = StrategyVersions(home / "workspace", Ledger(f"sqlite:///{home / 'ledger.db'}"))
-    versions.promote(
+    promotion.promote(
+        versions,
         candidate,
         f"Repair of {account}",
         {"by": "kill_at"},

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from oomrl import promotion
 from oomrl.cli import app
 from oomrl.diagnostics.autopsy import Autopsy, input_json
 from oomrl.market import calendar
@@ -204,13 +205,13 @@ def test_one_challenger_at_a_time_and_the_promotion_is_undone_when_the_probation
     candidate = versions.clone_to(tmp_path / "second", at="v1")
     (candidate / "strategies" / "note.txt").write_text("another try\n")
     with pytest.raises(ProbationError, match="already has v2 on probation"):
-        versions.promote(
-            candidate, "Repair again", {}, "paper", "daily_momentum", (OPENED, SESSIONS)
+        promotion.promote(
+            versions, candidate, "Repair again", {}, "paper", "daily_momentum", (OPENED, SESSIONS)
         )
     assert (
         "v3" not in versions.git("tag", "-l").split()
     )  # the tag went with the refused commit point
-    assert versions.check() == []
+    assert promotion.check(versions) == []
 
 
 @pytest.mark.slow

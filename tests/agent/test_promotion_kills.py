@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from oomrl import promotion
 from oomrl.portfolio.ledger import Ledger
 from oomrl.promotion import JOURNAL, STEPS, has_notes
 from oomrl.versions import StrategyVersions
@@ -96,8 +97,8 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
 ) -> None:
     versions = _versions(home)
     if off_branch:  # another account's v2 moved the branch; paper's candidate is based on v1
-        versions.promote(
-            _candidate(versions, tmp_path, "0.75"), "Other's repair", {}, "other", "alpha"
+        promotion.promote(
+            versions, _candidate(versions, tmp_path, "0.75"), "Other's repair", {}, "other", "alpha"
         )
     tags_before, head_before = [v.tag for v in versions.list()], versions.head()
     candidate = _candidate(versions, tmp_path, "0.5", at="v1")
@@ -113,7 +114,7 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
     assert "versions consistent" in checked.stdout and "Traceback" not in checked.stderr
     assert ("recovered: the promotion of" in checked.stderr) == pending
     versions = _versions(home)
-    assert versions.check() == []
+    assert promotion.check(versions) == []
     assert not (home / "workspace" / ".git" / JOURNAL).exists()
     promoted = [v for v in versions.list() if v.tag not in tags_before]
     if step in LANDED:
@@ -129,12 +130,17 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
 
     # The next promotion lands normally: the next tag, the branch forward, the ledger on it.
     base = versions.ledger.active_version(ACCOUNT)  # type: ignore[union-attr]
-    after = versions.promote(
-        _candidate(versions, tmp_path, "0.25", at=base), "Next repair", {"n": 2}, ACCOUNT, "alpha"
+    after = promotion.promote(
+        versions,
+        _candidate(versions, tmp_path, "0.25", at=base),
+        "Next repair",
+        {"n": 2},
+        ACCOUNT,
+        "alpha",
     )
     assert after.tag == f"v{len(versions.list())}" and after.active
     assert versions.ledger.active_version(ACCOUNT) == after.sha  # type: ignore[union-attr]
-    assert versions.check() == []
+    assert promotion.check(versions) == []
 
 
 @pytest.mark.slow
@@ -155,7 +161,9 @@ def test_a_probation_killed_around_its_commit_point_is_recovered_by_the_next_com
     assert "recovered: the promotion of v2" in checked.stderr
     versions = _versions(home)
     ledger = versions.ledger
-    assert versions.check() == [] and ledger.active_version(ACCOUNT) == versions.resolve("v1")  # type: ignore[union-attr]
+    assert promotion.check(versions) == [] and ledger.active_version(ACCOUNT) == versions.resolve(
+        "v1"
+    )  # type: ignore[union-attr]
     found = probations(ledger, ACCOUNT)  # type: ignore[arg-type]
     if step in LANDED:  # the shadow book and its probation exist together, or neither does
         assert [(p.tag, p.status, p.sessions) for p in found] == [("v2", "open", 5)]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from oomrl import promotion
 from oomrl.portfolio.ledger import Ledger
 from oomrl.promotion import JOURNAL
 from oomrl.settings import get_settings
@@ -142,7 +143,7 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
     versions = _versions()
     v2 = versions.resolve("v2")
     assert versions.head() == v2 == versions.ledger.active_version("paper")  # type: ignore[union-attr]
-    assert versions.check() == [] and [v.tag for v in versions.list()] == ["v1", "v2"]
+    assert promotion.check(versions) == [] and [v.tag for v in versions.list()] == ["v1", "v2"]
     assert not [run for run in (home / "runs").glob("repair-*") if (run / "candidate").exists()]
     assert not list(tmp.glob("oomrl-gate-*")) and not list((home / "runs").glob("*/.owner"))
     # nor the strategy hosts' copies and the jails' stages of the two killed repairs

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from oomrl import promotion
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Mandate
 from oomrl.crossval import CrossValidation
@@ -37,7 +38,7 @@ def test_a_repair_is_based_on_its_accounts_version_not_on_another_accounts_promo
     other = versions.clone_to(tmp_path / "other", at=v1)
     source = other / SOURCE
     source.write_text(MARKER + "\n" + source.read_text())
-    v2 = versions.promote(other, "Other's repair", {}, "other", "daily_momentum")
+    v2 = promotion.promote(versions, other, "Other's repair", {}, "other", "daily_momentum")
     assert versions.head() == v2.sha and versions.base_for("paper") == v1
 
     passing = replays()
@@ -87,7 +88,7 @@ def _promote_for_paper_meanwhile(ctx: RepairContext, tmp_path: Path) -> None:
     """What another repair of the same account does while this one waits for the claim."""
     other = ctx.versions.clone_to(tmp_path / "meanwhile", at="v1")
     (other / SOURCE).write_text(MARKER + "\n" + (other / SOURCE).read_text())
-    ctx.versions.promote(other, "The other repair", {}, "paper", "daily_momentum")
+    promotion.promote(ctx.versions, other, "The other repair", {}, "paper", "daily_momentum")
 
 
 def test_a_repair_whose_account_was_repaired_while_it_waited_stops_by_name(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from oomrl import promotion
 from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
@@ -94,4 +95,4 @@ def test_two_cli_repairs_and_a_flow_repair_of_one_account_promote_exactly_once(
     versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
     assert [v.tag for v in versions.list()] == ["v1", "v2"]  # one promotion, on the branch
     assert versions.head() == versions.resolve("v2") == versions.ledger.active_version("paper")  # type: ignore[union-attr]
-    assert versions.check() == []
+    assert promotion.check(versions) == []

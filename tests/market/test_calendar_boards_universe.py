@@ -7,7 +7,7 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from oomrl.market import boards, calendar
+from oomrl.market import boards, calendar, limits
 from oomrl.market.boards import Board
 from oomrl.market.universe import members_between, members_on, membership_from_changes
 
@@ -64,18 +64,18 @@ def test_week_key() -> None:
 )
 def test_symbols_boards_and_limits(code: str, symbol: str, board: Board, limit: float) -> None:
     assert boards.to_symbol(code) == symbol
-    assert boards.board_of(symbol) == board and boards.price_limit_pct(symbol) == limit
+    assert boards.board_of(symbol) == board and limits.price_limit_pct(symbol) == limit
 
 
 def test_st_limit_and_limit_prices() -> None:
     day = date(2025, 1, 2)
-    assert boards.price_limit_pct("600000.SH", is_st=True, on=day) == 0.05
+    assert limits.price_limit_pct("600000.SH", is_st=True, on=day) == 0.05
     assert (
-        boards.price_limit_pct("300001.SZ", is_st=True, on=day) == 0.20
+        limits.price_limit_pct("300001.SZ", is_st=True, on=day) == 0.20
     )  # ST on ChiNext keeps 20 %
-    assert boards.limit_prices(10.0, "600000.SH") == (9.0, 11.0)
-    assert boards.limit_prices(12.35, "600000.SH") == (11.12, 13.59)  # 13.585 rounds half up
-    assert boards.limit_prices(10.0, "600000.SH", is_st=True, on=day) == (9.5, 10.5)
+    assert limits.limit_prices(10.0, "600000.SH") == (9.0, 11.0)
+    assert limits.limit_prices(12.35, "600000.SH") == (11.12, 13.59)  # 13.585 rounds half up
+    assert limits.limit_prices(10.0, "600000.SH", is_st=True, on=day) == (9.5, 10.5)
 
 
 def test_bad_codes() -> None:

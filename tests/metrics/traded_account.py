@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from oomrl import promotion
 from oomrl.diagnostics.diagnose import diagnose
 from oomrl.market import calendar
 from oomrl.market.rules import AShareRules
@@ -41,7 +42,8 @@ def _promote_v2(versions: StrategyVersions, scratch: Path) -> str:
     candidate = versions.clone_to(scratch / "candidate")
     readme = candidate / "strategies" / "REPAIRED.md"
     readme.write_text("weekly rebalancing after the friction alert\n")
-    info = versions.promote(
+    info = promotion.promote(
+        versions,
         candidate,
         "Repair daily_momentum: trade weekly",
         {"autopsy": {"alert_id": "test", "as_of": str(SWITCH)}},

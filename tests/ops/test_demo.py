@@ -14,6 +14,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from oomrl import promotion
 from oomrl.cli import app
 from oomrl.demo import DemoConfig, pick_alert, run_demo, weeks_between
 from oomrl.diagnostics.autopsy import Autopsy
@@ -83,7 +84,8 @@ class ProbationRepairer:
             )
             assert daily in source.read_text()
             source.write_text(source.read_text().replace(daily, weekly))
-            info = versions.promote(
+            info = promotion.promote(
+                versions,
                 candidate,
                 "Repair daily_momentum: weekly",
                 {"mandate": {"constraints": {"rebalance": "weekly"}}},

@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from oomrl.data.schema import conform_bars, empty_bars
-from oomrl.market.boards import price_limit_pct, to_symbol
+from oomrl.market.boards import to_symbol
 from oomrl.market.calendar import sessions
+from oomrl.market.limits import price_limit_pct
 
 MARKET_VOL = 0.012  # daily sigma of the common factor (CSI 300 is ~1.2 %/day)
 DIVIDEND_YIELD = 0.02  # annual, the gap between the price and total-return index
