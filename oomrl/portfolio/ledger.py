@@ -22,6 +22,7 @@ from oomrl.files import private_file, sqlite_file
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger_tables import (
     FILL_COLUMNS,
+    NAV_COLUMNS,
     NAV_FIELDS,
     create_tables,
     driver_url,
@@ -77,7 +78,7 @@ class RebalanceRecord:
     positions: dict[str, int]
     orders: pd.DataFrame
     fills: pd.DataFrame
-    nav: pd.DataFrame  # replay.NAV_COLUMNS rows, one per session up to as_of
+    nav: pd.DataFrame  # NAV_COLUMNS rows, one per session up to as_of
     lam: float
     gamma: float
     halt_reason: str | None = None
@@ -609,22 +610,7 @@ class Ledger:
                 columns=["date", *NAV_FIELDS, "reward", "strategy_version"],
             )
         frame["date"] = pd.to_datetime(frame["date"])
-        return frame[
-            [
-                "date",
-                "nav",
-                "cash",
-                "market_value",
-                "frictionless_return",
-                "realized_return",
-                "slippage_leakage",
-                "turnover",
-                "costs",
-                "reward",
-                "principal_loss",
-                "strategy_version",
-            ]
-        ]
+        return frame[NAV_COLUMNS]
 
     def fills_frame(
         self, account: str, start: date | None = None, end: date | None = None

@@ -40,6 +40,21 @@ NAV_FIELDS = [
     "costs",
     "principal_loss",
 ]
+# A NAV frame's columns in order, as the ledger reads them and a replay writes them.
+NAV_COLUMNS = [
+    "date",
+    "nav",
+    "cash",
+    "market_value",
+    "frictionless_return",
+    "realized_return",
+    "slippage_leakage",
+    "turnover",
+    "costs",
+    "reward",
+    "principal_loss",
+    "strategy_version",
+]
 
 
 # The key of the PostgreSQL advisory lock that serialises table creation (b"oomrl" as an integer).

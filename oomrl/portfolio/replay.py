@@ -27,6 +27,7 @@ from oomrl.portfolio.book import (
 from oomrl.portfolio.broker import Execution, PaperBroker, session_tables
 from oomrl.portfolio.hosting import StrategyRunner, StrategySource
 from oomrl.portfolio.killswitch import DEFAULT_THRESHOLD, KillSwitch
+from oomrl.portfolio.ledger_tables import NAV_COLUMNS
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.reward import (
     DEFAULT_GAMMA,
@@ -38,20 +39,6 @@ from oomrl.portfolio.reward import (
 )
 from oomrl.portfolio.setup import RebalanceSetup
 
-NAV_COLUMNS = [
-    "date",
-    "nav",
-    "cash",
-    "market_value",
-    "frictionless_return",
-    "realized_return",
-    "slippage_leakage",
-    "turnover",
-    "costs",
-    "reward",
-    "principal_loss",
-    "strategy_version",
-]
 TRADING_DAYS = 252
 __all__ = [
     "NAV_COLUMNS",
