@@ -57,12 +57,12 @@ bench: venv $(BENCH_VENV)/.installed
 	$(PY) bench/bench_gate.py
 	$(PY) bench/bench_replay.py --peer-python $(BENCH_VENV)/bin/python
 
-LINTED := oomrl guardrails strategies strategy_api strategy_host flows tasks tests bench scripts
+LINTED := oomrl guardrails strategies strategy_api strategy_host orchestration flows tasks tests bench scripts
 lint: venv
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check $(LINTED)
 
-# mypy on the core, the judge, the strategy boundary, tasks/ and flows/ ([tool.mypy] in pyproject.toml).
+# mypy on the core, the judge, the strategy boundary, orchestration/, tasks/ and flows/ ([tool.mypy] in pyproject.toml).
 types: venv
 	$(PY) -m mypy
 

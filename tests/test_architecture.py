@@ -12,13 +12,23 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / ".importlinter"
-PACKAGES = ("oomrl", "guardrails", "strategies", "tasks", "flows", "strategy_api", "strategy_host")
+PACKAGES = (
+    "oomrl",
+    "guardrails",
+    "strategies",
+    "orchestration",
+    "tasks",
+    "flows",
+    "strategy_api",
+    "strategy_host",
+)
 
 # The contracts of .importlinter, by name.
-PREFECT_FREE = "oomrl/ and strategies/ never import Prefect, tasks or flows"
+PREFECT_FREE = "oomrl/ and strategies/ never import Prefect, orchestration, tasks or flows"
 JUDGE = "guardrails/ imports nothing it judges, nor Prefect"
 TASKS = "tasks/ never import flows/"
-NO_S = "oomrl/, tasks/ and flows/ never import strategies/ (S)"
+ORCHESTRATION = "orchestration/ never imports flows/, tasks/ or strategies/"
+NO_S = "oomrl/, orchestration/, tasks/ and flows/ never import strategies/ (S)"
 STANDALONE = "strategy_api/, strategy_host/ import no oomrl, guardrails, S, Prefect"
 ROOMS = (
     "guardrails/: cli > redteam > gate > judging > patch | static | sandbox > child | verdict "
@@ -26,7 +36,7 @@ ROOMS = (
 )
 CHILD = "guardrails/child/ imports nothing else of guardrails/"
 LAYERS = "oomrl/: ops > repair and versions > diagnostics > metrics > portfolio > data > market"
-CONTRACTS = (PREFECT_FREE, JUDGE, TASKS, NO_S, STANDALONE, ROOMS, CHILD, LAYERS)
+CONTRACTS = (PREFECT_FREE, JUDGE, ORCHESTRATION, TASKS, NO_S, STANDALONE, ROOMS, CHILD, LAYERS)
 
 # Forbidden imports, each in a new module of the package that must not make it, and the contract it
 # breaks.
@@ -34,6 +44,8 @@ FORBIDDEN = {
     "oomrl/_forbidden_prefect.py": ("import prefect\n", PREFECT_FREE),
     "strategies/_forbidden_flows.py": ("import flows.chain\n", PREFECT_FREE),
     "guardrails/_forbidden_oomrl.py": ("from oomrl import settings\n", JUDGE),
+    "oomrl/_forbidden_orchestration.py": ("import orchestration\n", PREFECT_FREE),
+    "orchestration/_forbidden_flows.py": ("from flows import chain\n", ORCHESTRATION),
     "tasks/_forbidden_flows.py": ("from flows import chain\n", TASKS),
     "oomrl/_forbidden_strategies.py": ("from strategies import registry\n", NO_S),
     "strategy_host/_forbidden_oomrl.py": ("from oomrl import errors\n", STANDALONE),
