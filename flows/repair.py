@@ -19,9 +19,9 @@ from oomrl import repair as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json, stored_input
-from oomrl.errors import OomrlError
+from oomrl.errors import OomrlError, TooManyRepairsError
 from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
-from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
+from oomrl.repair_claims import ClaimBook, RepairClaim
 from oomrl.run_tags import alert_tag
 from oomrl.settings import get_settings
 from tasks.crossval import version_mapper_from_settings

@@ -25,9 +25,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from oomrl.diagnostics.autopsy import RepairInput
-from oomrl.errors import user_message
+from oomrl.errors import InvalidAutopsyError, user_message
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
-from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
+from oomrl.repair_inputs import check_known, load_autopsy, parse_json
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings, webhook_settings
 from oomrl.webhook.alerts import (
     AlertmanagerAlert,
