@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCANNED = ("oomrl", "guardrails", "tasks", "flows")
+SCANNED = ("oomrl", "guardrails", "orchestration", "tasks", "flows")
 ALLOWED = ("oomrl/settings/", "guardrails/settings.py")  # the two settings packages
 ENVIRONMENT_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 
