@@ -15,7 +15,8 @@ from oomrl.webhook.launch import LaunchError
 from tests.webhook.conftest import RecordingLauncher
 
 
-def build(
+@pytest.fixture()
+def intake(
     config: WebhookSettings, launcher: RecordingLauncher, store_url: str, settings: OomrlSettings
 ) -> WebhookIntake:
     """An intake as create_app builds it, with no app around it."""
@@ -24,14 +25,8 @@ def build(
 
 
 def test_the_intake_starts_one_run_per_alert_and_again_after_a_crash(
-    config: WebhookSettings,
-    launcher: RecordingLauncher,
-    store_url: str,
-    settings: OomrlSettings,
-    autopsy: dict[str, Any],
+    intake: WebhookIntake, launcher: RecordingLauncher, autopsy: dict[str, Any]
 ) -> None:
-    intake = build(config, launcher, store_url, settings)
-
     async def deliveries() -> list[tuple[int, dict[str, Any]]]:
         admitted = await intake.admit(autopsy)
         first = await intake.start_repair(admitted, "loss-alert")
@@ -47,13 +42,8 @@ def test_the_intake_starts_one_run_per_alert_and_again_after_a_crash(
 
 
 def test_a_failed_launch_releases_the_claim(
-    config: WebhookSettings,
-    launcher: RecordingLauncher,
-    store_url: str,
-    settings: OomrlSettings,
-    autopsy: dict[str, Any],
+    intake: WebhookIntake, launcher: RecordingLauncher, autopsy: dict[str, Any]
 ) -> None:
-    intake = build(config, launcher, store_url, settings)
     launcher.fail_with = "Prefect is down"
 
     async def deliver() -> tuple[int, dict[str, Any]]:
