@@ -146,9 +146,8 @@ async def _answer(
         return _refusal(request, 422, str(exc))
     except LaunchError as exc:
         return _refusal(request, 503, str(exc))
-    except (
-        SQLAlchemyError
-    ) as exc:  # the delivery store's database failed under us: not the sender's fault
+    # The delivery store's database failed under us: not the sender's fault.
+    except SQLAlchemyError as exc:
         return _refusal(
             request, 503, f"cannot record the delivery: {user_message(exc)}; retry the delivery"
         )
@@ -156,7 +155,7 @@ async def _answer(
 
 
 class WebhookIntake:
-    """The webhook's behaviour: settings, store, launcher and limits, with routes as wiring."""
+    """The webhook's behaviour, with its settings, store, launcher and limits; no routes."""
 
     def __init__(
         self,
