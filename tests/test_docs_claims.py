@@ -576,7 +576,7 @@ def command_lines() -> list[tuple[str, str]]:
 def test_every_oomrl_command_and_option_in_the_docs_exists() -> None:
     import typer
 
-    from oomrl.cli import app
+    from orchestration.cli import app
     from oomrl.commands import Benchmark, Lock, Provider
 
     choices = {"--lock": Lock, "--provider": Provider, "--benchmark": Benchmark}

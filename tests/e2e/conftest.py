@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from oomrl.server import (
+from orchestration.stack import (
     StackConfig,
     down,
     free_port,
@@ -131,7 +131,7 @@ class Stack:
             if run["state_type"] in states:
                 return run
             time.sleep(0.5)
-        from oomrl.server import log_tail
+        from orchestration.stack import log_tail
 
         pytest.fail(
             f"flow run {run_id} is {run['state_type']} after {timeout_s:.0f} s; worker log:\n"
@@ -204,7 +204,7 @@ class Stack:
             [
                 sys.executable,
                 "-m",
-                "oomrl",
+                "orchestration",
                 "webhook",
                 "serve",
                 "--host",

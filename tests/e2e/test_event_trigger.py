@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from oomrl.server import free_port, start_process, stop_process, wait_http
+from orchestration.stack import free_port, start_process, stop_process, wait_http
 from tests.e2e.conftest import AUTOPSY, Stack
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +32,7 @@ def event_webhook(stack: Stack) -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "oomrl",
+            "orchestration",
             "webhook",
             "serve",
             "--host",

@@ -4,8 +4,8 @@ webhook.
 Everything runs as child processes recorded in OOMRL_HOME/server.json with their pid, start time and
 command line, so `oomrl server down` stops exactly what `up` started and never a process that later
 reused a pid. Children run with umask 077: the Prefect database, logs and run folders they write
-under OOMRL_HOME are private to the user. Prefect is driven through its CLI and HTTP API only: this
-module never imports Prefect.
+under OOMRL_HOME are private to the user. Prefect's processes are started through its CLI (each
+must outlive this one) and waited for over HTTP.
 """
 
 from __future__ import annotations
@@ -455,7 +455,7 @@ def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
         [
             sys.executable,
             "-m",
-            "oomrl",
+            "orchestration",
             "webhook",
             "serve",
             "--host",
