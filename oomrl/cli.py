@@ -115,4 +115,3 @@ for module in (
     settings_cmds,
 ):
     module.register(app)
-

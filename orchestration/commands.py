@@ -42,8 +42,8 @@ def server_up(
 
     `oomrl server down` stops it.
     """
-    from orchestration.stack import StackConfig, up
     from oomrl.settings import get_settings
+    from orchestration.stack import StackConfig, up
 
     config = StackConfig(
         home=get_settings().home,
@@ -65,8 +65,8 @@ def server_up(
 @server_app.command("down")
 def server_down() -> None:
     """Stop what `oomrl server up` started."""
-    from orchestration.stack import down
     from oomrl.settings import get_settings
+    from orchestration.stack import down
 
     stopped = down(get_settings().home, say=typer.echo)
     typer.echo("stopped: " + ", ".join(stopped) if stopped else "nothing was running")
@@ -78,8 +78,8 @@ def server_status() -> None:
 
     And whether each process still runs.
     """
-    from orchestration.stack import read_state, running
     from oomrl.settings import get_settings
+    from orchestration.stack import read_state, running
 
     state = read_state(get_settings().home)
     if state is None:

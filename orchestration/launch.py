@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class PrefectApi:
-    """Which Prefect server the launchers use; URL and key from PREFECT_API_URL / PREFECT_API_KEY."""
+    """Which Prefect server the launchers use: PREFECT_API_URL and PREFECT_API_KEY."""
 
     def __init__(self, api_url: str | None = None, api_key: str | None = None) -> None:
         runtime = RuntimeSettings() if api_url is None or api_key is None else None

@@ -1,4 +1,4 @@
-"""Serve the loss-alert webhook: settings, then the launcher they name, then the app, under uvicorn."""
+"""Serve the loss-alert webhook: settings, the launcher they name, the app, under uvicorn."""
 
 from __future__ import annotations
 

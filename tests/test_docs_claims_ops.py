@@ -31,6 +31,7 @@ PAGES = {
 README, OPERATIONS = PAGES["README.md"], PAGES["docs/operations.md"]
 CODE_TREES = (
     "oomrl",
+    "orchestration",
     "guardrails",
     "strategies",
     "strategy_api",

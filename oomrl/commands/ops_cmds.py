@@ -8,6 +8,7 @@ import typer
 
 from oomrl.commands import Lock, RepairOn, valid_strategy
 
+
 def demo_command(
     home: Path | None = typer.Option(
         None,

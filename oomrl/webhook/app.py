@@ -37,13 +37,7 @@ from oomrl.webhook.alerts import (
     parse_alertmanager,
 )
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
-from oomrl.webhook.launch import (
-    API_TIMEOUT_S,
-    BUSY_RETRIES_S,
-    Launcher,
-    LaunchError,
-    RunStatus,
-)
+from oomrl.webhook.launch import API_TIMEOUT_S, BUSY_RETRIES_S, Launcher, LaunchError, RunStatus
 from oomrl.webhook.reports import reports_router
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 
@@ -419,4 +413,3 @@ def create_app(
         return await answer(request, handle)
 
     return app
-

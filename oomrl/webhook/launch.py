@@ -7,10 +7,10 @@ The launchers that talk to Prefect live in orchestration/launch.py: oomrl/ never
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
-from oomrl.diagnostics.autopsy import Autopsy, RepairInput, input_json
+from oomrl.diagnostics.autopsy import Autopsy, RepairInput
 from oomrl.diagnostics.repair_policy import alert_resource
 from oomrl.errors import OomrlError
 

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from oomrl.webhook.signing import sign
 from orchestration.stack import (
     StackConfig,
     down,
@@ -28,7 +29,6 @@ from orchestration.stack import (
     up,
     wait_http,
 )
-from oomrl.webhook.signing import sign
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from orchestration.cli import app
 from oomrl.errors import OomrlError
+from orchestration.cli import app
 from orchestration.stack import (
     ProcessRecord,
     StackConfig,
