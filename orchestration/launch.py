@@ -29,6 +29,7 @@ from oomrl.webhook.launch import (
 
 if TYPE_CHECKING:
     from prefect.client.orchestration import PrefectClient
+    from prefect.events.clients import EventsClient
 
 
 class PrefectApi:
@@ -54,6 +55,21 @@ class PrefectApi:
         return PrefectClient(
             self.url(), api_key=self.api_key or None, httpx_settings={"timeout": API_TIMEOUT_S}
         )
+
+    def events(self) -> EventsClient:
+        """Prefect's events client for this server (Prefect Cloud's when there is a key). It does
+        not reconnect (an unreachable server is the sender's retry, as a refused POST was) and
+        waits for the server to confirm each event."""
+        from prefect.events.clients import PrefectCloudEventsClient, PrefectEventsClient
+
+        if self.api_key:
+            return PrefectCloudEventsClient(
+                api_url=self.url(),
+                api_key=self.api_key,
+                reconnection_attempts=0,
+                checkpoint_every=1,
+            )
+        return PrefectEventsClient(api_url=self.url(), reconnection_attempts=0, checkpoint_every=1)
 
 
 @contextmanager
@@ -181,7 +197,6 @@ class EventLauncher:
     ) -> Launch:
         """Emit the event under an id fixed by the alert id, so a repeat is the same event."""
         from prefect.events import Event
-        from prefect.events.clients import PrefectEventsClient
 
         event_id = alert_event_id(alert_id)
         event = Event(
@@ -193,10 +208,7 @@ class EventLauncher:
             payload=input_json(autopsy),
         )
         try:
-            # No reconnection: an unreachable server is the sender's retry, as a refused POST was.
-            async with PrefectEventsClient(
-                api_url=self.api.url(), reconnection_attempts=0
-            ) as events:
+            async with self.api.events() as events:
                 await events.emit(event)
         except LaunchError:
             raise

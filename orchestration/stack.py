@@ -448,24 +448,24 @@ def start_worker(config: StackConfig, env: dict[str, str]) -> int:
     )
 
 
+def webhook_argv(config: StackConfig) -> list[str]:
+    """`oomrl webhook serve` on the configured host and port."""
+    return [
+        sys.executable,
+        "-m",
+        "orchestration",
+        "webhook",
+        "serve",
+        "--host",
+        config.host,
+        "--port",
+        str(config.webhook_port),
+    ]
+
+
 def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
     """`oomrl webhook serve` on the configured port; returns once it answers /healthz."""
-    pid = start_process(
-        "webhook",
-        [
-            sys.executable,
-            "-m",
-            "orchestration",
-            "webhook",
-            "serve",
-            "--host",
-            config.host,
-            "--port",
-            str(config.webhook_port),
-        ],
-        env,
-        config,
-    )
+    pid = start_process("webhook", webhook_argv(config), env, config)
     wait_http(f"{config.webhook_url}/healthz", pid, "webhook", 60, config)
     return pid
 

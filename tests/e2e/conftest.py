@@ -28,6 +28,7 @@ from orchestration.stack import (
     stop_process,
     up,
     wait_http,
+    webhook_argv,
 )
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -194,27 +195,11 @@ class Stack:
     def webhook(self, **env: str) -> Iterator[str]:
         """Another webhook next to the stack's, with `env` on top of the stack's environment; its
         URL."""
-        import sys
         from dataclasses import replace
 
         config = replace(self.config, webhook_port=free_port())
         name = f"webhook-{config.webhook_port}"
-        pid = start_process(
-            name,
-            [
-                sys.executable,
-                "-m",
-                "orchestration",
-                "webhook",
-                "serve",
-                "--host",
-                config.host,
-                "--port",
-                str(config.webhook_port),
-            ],
-            {**self.env, **env},
-            config,
-        )
+        pid = start_process(name, webhook_argv(config), {**self.env, **env}, config)
         try:
             wait_http(f"{config.webhook_url}/healthz", pid, name, 60, config)
             yield config.webhook_url
