@@ -128,6 +128,7 @@ PROSE_SUFFIXES = (
 )
 CODE_ROOTS = (
     "oomrl",
+    "orchestration",
     "guardrails",
     "strategy_api",
     "strategy_host",
@@ -576,8 +577,8 @@ def command_lines() -> list[tuple[str, str]]:
 def test_every_oomrl_command_and_option_in_the_docs_exists() -> None:
     import typer
 
-    from oomrl.cli import app
     from oomrl.commands import Benchmark, Lock, Provider
+    from orchestration.cli import app
 
     choices = {"--lock": Lock, "--provider": Provider, "--benchmark": Benchmark}
     root = typer.main.get_command(app)

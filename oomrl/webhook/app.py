@@ -38,14 +38,7 @@ from oomrl.webhook.alerts import (
     parse_alertmanager,
 )
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
-from oomrl.webhook.launch import (
-    API_TIMEOUT_S,
-    BUSY_RETRIES_S,
-    Launcher,
-    LaunchError,
-    RunStatus,
-    launcher_for,
-)
+from oomrl.webhook.launch import API_TIMEOUT_S, BUSY_RETRIES_S, Launcher, LaunchError, RunStatus
 from oomrl.webhook.reports import reports_router
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 
@@ -440,19 +433,18 @@ class WebhookIntake:
 
 
 def create_app(
-    config: WebhookSettings | None = None,
-    launcher: Launcher | None = None,
+    config: WebhookSettings | None,
+    launcher: Launcher,
     store: DeliveryStore | None = None,
     settings: OomrlSettings | None = None,
 ) -> FastAPI:
-    """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET)."""
+    """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET). Its launcher
+    comes from outside (orchestration/launch.py talks to Prefect); `config` None reads the
+    environment."""
     config = config or webhook_settings()
     secret = config.required_secret()
     token = config.required_token()
     settings = settings or get_settings()
-    launcher = launcher or launcher_for(
-        config.mode, config.deployment, config.auto_approve, config.approval_timeout_s
-    )
     store = store or DeliveryStore(config.store_url(settings.ledger))
     intake = WebhookIntake(config, settings, launcher, store, secret, token)
     app = FastAPI(
@@ -468,14 +460,3 @@ def create_app(
     app.post("/hooks/loss-alert", status_code=202)(intake.loss_alert)
     app.post("/hooks/alertmanager", status_code=202)(intake.alertmanager)
     return app
-
-
-def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | None = None) -> None:
-    """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails
-    fast)."""
-    import uvicorn
-
-    from oomrl import logs
-
-    logs.configure()
-    uvicorn.run(create_app(config), host=host, port=port, log_level="info")
