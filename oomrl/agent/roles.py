@@ -10,11 +10,11 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, Field, field_serializer
 
 from guardrails.static import NODE_ID
-from oomrl.agent import PROMPTS_DIR
 from oomrl.agent.llm import LLMClient
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, PendingAlert, input_json
 from oomrl.diagnostics.mandate import Constraints
 
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 ROLES = ("critic", "test_author", "coder")
 
 
