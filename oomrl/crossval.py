@@ -34,9 +34,9 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from oomrl.agent.roles import Constraints
 from oomrl.artifacts import Columns, cell_text, markdown_table
 from oomrl.data.store import MarketStore
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.errors import MetricsInputError
 from oomrl.market.rules import FrictionRules
 from oomrl.metrics.io import align, returns_from_levels

@@ -239,8 +239,9 @@ def replay_weeks(
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance, session_index
-    from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
+    from oomrl.portfolio.service import membership, open_ledger
     from oomrl.portfolio.setup import market_rules, rebalance_setup
+    from oomrl.trading import resolve_strategy
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
@@ -492,6 +493,7 @@ def write_reports(
         report_dir,
     )
     from oomrl.portfolio.service import open_ledger
+    from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
     log.probations = probation_log(settings, config.account)
@@ -509,7 +511,7 @@ def write_reports(
             config.account,
             out,
             phases=phases,
-            workspace_dir=settings.workspace_dir,
+            workspace=StrategyVersions(settings.workspace_dir),
             runs_dir=settings.runs_dir,
         )
     frame.to_csv(out / "table1.csv", index=False)

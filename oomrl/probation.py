@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from oomrl.agent.roles import Constraints
 from oomrl.crossval import (
     Check,
     PromotionRule,
@@ -36,6 +35,7 @@ from oomrl.crossval import (
     not_worse,
 )
 from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.errors import ProbationError
 from oomrl.names import ACCOUNT_MAX
 from oomrl.portfolio.killswitch import AccountStatus
@@ -636,8 +636,9 @@ def advance_shadows(settings: OomrlSettings, as_of: date, store: Any = None) -> 
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.marking import marked_through
     from oomrl.portfolio.rebalance import HISTORY_DAYS, advance, load_panels
-    from oomrl.portfolio.service import membership, open_ledger, resolve_strategy
+    from oomrl.portfolio.service import membership, open_ledger
     from oomrl.portfolio.setup import rebalance_setup
+    from oomrl.trading import resolve_strategy
 
     ledger = open_ledger(settings)
     store = store if store is not None else ensure_sample(settings)

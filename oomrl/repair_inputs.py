@@ -238,7 +238,7 @@ def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) 
 def strategy_exists(workspace_dir: Path, module: str) -> bool:
     """Whether `strategies.<name>` is a strategy of the workspace (the bundled ones before its first
     use)."""
-    from oomrl.versions import repo_root
+    from oomrl.checkout import repo_root
 
     name = module.removeprefix("strategies.")
     root = workspace_dir if (workspace_dir / ".git").is_dir() else repo_root()
@@ -286,7 +286,7 @@ def require_admitted(autopsy: object) -> None:
     if not isinstance(autopsy, Autopsy | LossAlert):
         raise InvalidAutopsyError(
             f"the repair takes an admitted Autopsy or LossAlert, got {type(autopsy).__name__}: "
-            "admit JSON first (oomrl.repair.admit(data, settings))"
+            "admit JSON first (admit(data, settings))"
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
 
+from oomrl.checkout import repo_root
 from oomrl.errors import UnknownActiveVersionError, VersionError
 from oomrl.files import private_dir
 from oomrl.settings import child_environment
@@ -54,11 +55,6 @@ class VersionInfo(BaseModel):
     subject: str
     strategy: str | None = None
     active: bool = False
-
-
-def repo_root() -> Path:
-    """The oomrl source checkout holding the bundled strategies/ and tests/strategies/."""
-    return Path(__file__).resolve().parent.parent
 
 
 class StrategyVersions:

@@ -56,6 +56,7 @@ def build_account_report(
     rows."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.versions import StrategyVersions
 
     settings = settings_for(home)
     phases = read_phases(Path(phases_file)) if phases_file else None
@@ -67,7 +68,7 @@ def build_account_report(
         phases=phases,
         benchmark_kind=benchmark,
         rf=rf,
-        workspace_dir=settings.workspace_dir,
+        workspace=StrategyVersions(settings.workspace_dir),
         runs_dir=settings.runs_dir,
     )
     return {

@@ -26,7 +26,8 @@ SHOWN_NAV_ROWS = 10
 def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> dict[str, str]:
     """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum"); an
     account without one starts on v1 (unless this is a dry run, which changes nothing)."""
-    from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger, resolve_strategy
+    from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger
+    from oomrl.trading import resolve_strategy
     from oomrl.versions import StrategyVersions, start_on_v1
 
     settings = settings_for(home)
@@ -60,7 +61,7 @@ def rebalance_account(
 ) -> dict[str, Any]:
     """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV
     rows."""
-    from oomrl.portfolio.service import run_rebalance
+    from oomrl.trading import run_rebalance
 
     outcome = run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
     return {

@@ -11,8 +11,9 @@ from prefect.input import RunInput
 from pydantic import Field
 
 from oomrl import repair as domain
-from oomrl.agent.roles import TEST_NODE_ID, Constraints, Mandate
+from oomrl.agent.roles import TEST_NODE_ID, Mandate
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+from oomrl.diagnostics.mandate import Constraints
 
 
 class MandateReview(RunInput):
@@ -36,8 +37,8 @@ class MandateReview(RunInput):
         "weeks or "
         "month (edit only)",
     )
-    # The bounds are the mandate's (oomrl.agent.roles.Constraints): the form refuses what a repair
-    # would.
+    # The bounds are the mandate's (oomrl.diagnostics.mandate.Constraints): the form refuses what
+    # a repair would.
     max_adv_participation: float | None = Field(
         None,
         gt=0,

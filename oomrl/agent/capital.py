@@ -19,9 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from oomrl.errors import BudgetBookError, OutOfMoneyError
+from oomrl.portfolio.budget_tables import NANO, budget_tables, cost_of_alignment
 from oomrl.portfolio.ledger_tables import create_tables
-
-NANO = 1_000_000_000
 
 logger = logging.getLogger(__name__)
 
@@ -33,52 +32,6 @@ def to_nano(usd: float) -> int:
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
-    """The two tables on `metadata` (defined once; later calls return the same tables)."""
-    prefix = f"{metadata.schema}." if metadata.schema else ""
-    if f"{prefix}llm_budgets" in metadata.tables:
-        return {name: metadata.tables[f"{prefix}{name}"] for name in ("llm_budgets", "llm_calls")}
-    big = sa.BigInteger
-    budgets = sa.Table(
-        "llm_budgets",
-        metadata,
-        sa.Column("account", sa.String(64), primary_key=True),
-        *[
-            sa.Column(name, big, nullable=False)
-            for name in (
-                "tokens_limit",
-                "nusd_limit",
-                "tokens_spent",
-                "nusd_spent",
-                "tokens_held",
-                "nusd_held",
-            )
-        ],
-        sa.Column("updated_at", sa.DateTime, nullable=False),
-    )
-    calls = sa.Table(
-        "llm_calls",
-        metadata,
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-        sa.Column("account", sa.String(64), nullable=False, index=True),
-        sa.Column("run", sa.String(160), nullable=False),
-        sa.Column("role", sa.String(32), nullable=False),
-        sa.Column("status", sa.String(12), nullable=False),  # reserved|settled|released|abandoned
-        sa.Column("held_tokens", big, nullable=False),
-        sa.Column("held_nusd", big, nullable=False),
-        sa.Column("prompt_tokens", big, nullable=False, default=0),
-        sa.Column("completion_tokens", big, nullable=False, default=0),
-        sa.Column("cost_nusd", big, nullable=False, default=0),
-        sa.Column("tokens_left_after", big),
-        sa.Column("nusd_left_after", big),
-        sa.Column("model", sa.String(128), nullable=False, default=""),
-        sa.Column("detail", sa.Text),
-        sa.Column("reserved_at", sa.DateTime, nullable=False),
-        sa.Column("settled_at", sa.DateTime),
-    )
-    return {"llm_budgets": budgets, "llm_calls": calls}
 
 
 @dataclass(frozen=True)
@@ -343,36 +296,4 @@ class LLMBudgetBook:
 
     def cost_of_alignment(self, account: str) -> dict[str, Any] | None:
         """What repairs have cost the account in model calls, or None when it has no LLM budget."""
-        return _cost_of_alignment(self.engine, self.t, account)
-
-
-def read_cost_of_alignment(ledger: Any, account: str) -> dict[str, Any] | None:
-    """The account's cost of alignment from a ledger, creating nothing (None without a budget)."""
-    tables = budget_tables(ledger.metadata)
-    schema = ledger.metadata.schema
-    if not sa.inspect(ledger.engine).has_table("llm_budgets", schema=schema):
-        return None
-    return _cost_of_alignment(ledger.engine, tables, account)
-
-
-def _cost_of_alignment(
-    engine: sa.Engine, t: dict[str, sa.Table], account: str
-) -> dict[str, Any] | None:
-    b, c = t["llm_budgets"], t["llm_calls"]
-    with engine.connect() as conn:
-        budget = conn.execute(sa.select(b).where(b.c.account == account)).mappings().first()
-        if budget is None:
-            return None
-        settled = list(
-            conn.execute(
-                sa.select(c).where(c.c.account == account, c.c.status.in_(("settled", "abandoned")))
-            ).mappings()
-        )
-    return {
-        "repairs": len({row["run"] for row in settled}),
-        "calls": len(settled),
-        "tokens": sum(row["prompt_tokens"] + row["completion_tokens"] for row in settled),
-        "cost_usd": sum(row["cost_nusd"] for row in settled) / NANO,
-        "tokens_left": budget["tokens_limit"] - budget["tokens_spent"] - budget["tokens_held"],
-        "usd_left": (budget["nusd_limit"] - budget["nusd_spent"] - budget["nusd_held"]) / NANO,
-    }
+        return cost_of_alignment(self.engine, self.t, account)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import difflib
 from string import Template
 
-from oomrl.agent import PROMPTS_DIR
-from oomrl.agent.roles import Mandate
+from oomrl.agent.roles import PROMPTS_DIR, Mandate
 
 SCHEDULES: dict[str, dict[str, str]] = {
     "weekly": {

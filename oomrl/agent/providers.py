@@ -23,7 +23,6 @@ from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import (
     CoderView,
-    Constraints,
     CriticView,
     LLMProvider,
     Mandate,
@@ -32,6 +31,7 @@ from oomrl.agent.roles import (
     TestAuthorView,
 )
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, PendingAlert
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.errors import ProviderError
 from oomrl.settings import AgentSettings, OomrlSettings
 

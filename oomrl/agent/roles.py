@@ -5,27 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, Field, field_serializer
 
 from guardrails.static import NODE_ID
-from oomrl.agent import PROMPTS_DIR
 from oomrl.agent.llm import LLMClient
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, PendingAlert, input_json
+from oomrl.diagnostics.mandate import Constraints
 
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 ROLES = ("critic", "test_author", "coder")
-
-
-class Constraints(BaseModel):
-    """The machine-checkable form of a mandate (docs/architecture.md §4.4): tests encode it,
-    cross-validation checks it."""
-
-    model_config = ConfigDict(extra="allow")
-
-    rebalance: Literal["daily", "weekly", "biweekly", "monthly"] | None = None
-    max_adv_participation: float | None = Field(default=None, gt=0, le=1)
-    max_weekly_turnover: float | None = Field(default=None, gt=0, le=2)
 
 
 TEST_NODE_ID = f"^{NODE_ID}$"  # as the gate's --supersedes takes it

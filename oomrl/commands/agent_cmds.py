@@ -65,7 +65,7 @@ def _recovered(store: Any) -> Any:
 
 def _review(mandate: Any) -> Any:
     """Ask the person at the terminal to approve, edit or reject the mandate."""
-    from oomrl.agent.roles import Constraints
+    from oomrl.diagnostics.mandate import Constraints
     from oomrl.repair import Decision
 
     typer.echo(json.dumps(mandate.model_dump(exclude_none=True), indent=1))

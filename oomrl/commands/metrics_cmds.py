@@ -147,6 +147,7 @@ def report_command(
     else:
         from oomrl.data.sample import ensure_sample
         from oomrl.portfolio.ledger import Ledger
+        from oomrl.versions import StrategyVersions
 
         folder = out or report_dir(settings.runs_dir, str(account))
         store = ensure_sample(settings)
@@ -161,7 +162,7 @@ def report_command(
             phases=windows,
             benchmark_kind=benchmark.value,
             rf=rf,
-            workspace_dir=settings.workspace_dir,
+            workspace=StrategyVersions(settings.workspace_dir),
             runs_dir=settings.runs_dir,
         ).paths()
     for path in paths:

@@ -78,8 +78,9 @@ def rebalance_command(
     """
     from oomrl.artifacts import FILL_COLUMNS, ORDER_COLUMNS, fills_rows, orders_rows
     from oomrl.commands.tables import output_console
-    from oomrl.portfolio.service import last_session, run_rebalance
+    from oomrl.portfolio.service import last_session
     from oomrl.settings import get_settings
+    from oomrl.trading import run_rebalance
 
     settings = get_settings()
     day = parse_day(as_of, "--as-of") or last_session()

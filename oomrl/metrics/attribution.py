@@ -58,6 +58,12 @@ class IndexSource(Protocol):
     def read_membership(self) -> pd.DataFrame: ...
 
 
+class VersionLabels(Protocol):
+    """The part of the workspace's versions a report reads (the caller opens them: git)."""
+
+    def labels(self, names: dict[str, str] | None = None) -> dict[str, str]: ...
+
+
 def account_returns(nav: pd.DataFrame, account: str) -> tuple[pd.Series, pd.Series]:
     """Realized daily returns and the strategy version live on each date, from a nav_frame."""
     if nav.empty:
@@ -143,14 +149,13 @@ def report_dir(runs_dir: Path, label: str) -> Path:
     return runs_dir / f"report-{safe}-{stamp}"
 
 
-def version_labels(ledger: NavSource, account: str, workspace_dir: Path | None) -> dict[str, str]:
+def version_labels(
+    ledger: NavSource, account: str, workspace: VersionLabels | None
+) -> dict[str, str]:
     """Full SHA -> "v2 daily_momentum" from the workspace tags and the ledger's strategy names;
     a version the workspace does not know keeps its short SHA."""
-    from oomrl.versions import StrategyVersions  # git is only needed when there is a workspace
-
     names = ledger.version_names(account)
-    labels = StrategyVersions(workspace_dir).labels(names) if workspace_dir is not None else {}
-    return labels
+    return workspace.labels(names) if workspace is not None else {}
 
 
 def labelled(versions: pd.Series, labels: dict[str, str]) -> pd.Series:
@@ -184,7 +189,7 @@ def account_report(
     phases: list[Phase] | None = None,
     benchmark_kind: str = "price",
     rf: float = 0.0,
-    workspace_dir: Path | None = None,
+    workspace: VersionLabels | None = None,
     runs_dir: Path | None = None,
 ) -> Report:
     """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction
@@ -192,7 +197,7 @@ def account_report(
     nav = ledger.nav_frame(account)
     returns, versions = account_returns(nav, account)
     benchmark = benchmark_returns(store, benchmark_kind)
-    labels = version_labels(ledger, account, workspace_dir)
+    labels = version_labels(ledger, account, workspace)
     live_phases = (
         phases
         if phases is not None
@@ -215,7 +220,7 @@ def account_report(
 
 def alignment_cost_note(ledger: object, account: str, nav: pd.DataFrame) -> str | None:
     """The cost of alignment (the model calls of the account's repairs) beside its trading PnL."""
-    from oomrl.agent.capital import read_cost_of_alignment
+    from oomrl.portfolio.budget_tables import read_cost_of_alignment
 
     cost = read_cost_of_alignment(ledger, account) if hasattr(ledger, "engine") else None
     if cost is None:

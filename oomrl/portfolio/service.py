@@ -1,5 +1,5 @@
-"""Wiring for the CLI and flows: settings -> ledger, store, the account's strategy version,
-rebalance, replay."""
+"""Wiring for the CLI and flows: settings -> ledger, store, the bundled strategies, replay (an
+account's strategy version and its rebalance read git, so they stand above the versions)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from oomrl.errors import OomrlError
 from oomrl.market import calendar
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.ledger import Ledger
-from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceOutcome, load_panels, rebalance
+from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.setup import rebalance_setup
 from oomrl.settings import OomrlSettings
@@ -35,7 +35,7 @@ class ResolvedStrategy:
 def bundled_strategy(settings: OomrlSettings, name: str) -> WorkspaceStrategy:
     """A strategy of the bundled strategies/ (this installation's), run in a host like any
     version."""
-    from oomrl.versions import repo_root
+    from oomrl.checkout import repo_root
 
     return WorkspaceStrategy(repo_root(), name, settings.unsafe_no_jail)
 
@@ -66,20 +66,6 @@ def existing_ledger(settings: OomrlSettings) -> Ledger | None:
     )
 
 
-def resolve_strategy(
-    settings: OomrlSettings, ledger: Ledger, account: str, default: str = DEFAULT_STRATEGY
-) -> ResolvedStrategy:
-    """The account's active version (its workspace commit's folder), else the bundled strategy."""
-    active = ledger.active_strategy(account)
-    if active is None:
-        return ResolvedStrategy(bundled_strategy(settings, default), default, "builtin")
-    sha, name = active
-    from oomrl.versions import StrategyVersions  # versions needs git; imported only when used
-
-    root = StrategyVersions(settings.workspace_dir).materialize(sha)
-    return ResolvedStrategy(WorkspaceStrategy(root, name, settings.unsafe_no_jail), name, sha)
-
-
 def parse_params(params: str | dict[str, Any] | None) -> dict[str, Any]:
     """Strategy parameters from a JSON string or dict (the strategy's Params model checks them in
     its host)."""
@@ -107,27 +93,6 @@ def last_session(on_or_before: date | None = None) -> date:
     if not len(found):
         raise OomrlError(f"no XSHG session on or before {day.date()}")
     return cast(date, found[-1].date())
-
-
-def run_rebalance(
-    settings: OomrlSettings, account: str, as_of: date, dry_run: bool = False, store: Any = None
-) -> RebalanceOutcome:
-    """One rebalance of `account` on `as_of` with its active strategy version and the stored
-    data."""
-    ledger = open_ledger(settings)
-    ledger.open_account(account, settings.initial_cash)
-    if not dry_run:  # every booked trade names a version: a fresh account starts on v1
-        from oomrl.versions import StrategyVersions, start_on_v1
-
-        start_on_v1(StrategyVersions(settings.workspace_dir, ledger), account, DEFAULT_STRATEGY)
-    resolved = resolve_strategy(settings, ledger, account)
-    if store is None:
-        from oomrl.data.sample import ensure_sample
-
-        store = ensure_sample(settings)
-    panels = load_panels(store, as_of)
-    setup = rebalance_setup(resolved.strategy, resolved.version, settings, membership(store))
-    return rebalance(ledger, account, as_of, panels, setup, dry_run=dry_run)
 
 
 def within_store(store: Any, start: date) -> None:

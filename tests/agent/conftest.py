@@ -55,6 +55,7 @@ def repair_home(tmp_path: Path, sample_data: Path, monkeypatch: pytest.MonkeyPat
 @pytest.fixture(scope="session")
 def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
     """The first autopsy the diagnostics raise on a replay of daily_momentum from 2024-07-01."""
+    from oomrl.checkout import repo_root
     from oomrl.data.store import MarketStore
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import AlertConfig, evaluate
@@ -62,7 +63,6 @@ def daily_momentum_autopsy(sample_data: Path) -> dict[str, Any]:
     from oomrl.portfolio.hosting import WorkspaceStrategy
     from oomrl.portfolio.market import panels_from_bars
     from oomrl.portfolio.replay import replay
-    from oomrl.versions import repo_root
 
     store = MarketStore(sample_data)
     panels = panels_from_bars(store.read_bars("2024-03-01", "2024-08-30"))

@@ -11,7 +11,7 @@ from functools import cache
 import pytest
 
 from oomrl.agent.machine import Trail
-from oomrl.versions import repo_root
+from oomrl.checkout import repo_root
 
 # The diagram's short state names (Mermaid ids cannot hold "-") -> the machine's states.
 STATE_OF = {

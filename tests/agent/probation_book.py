@@ -25,8 +25,9 @@ def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> No
     would."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.rebalance import advance, load_panels
-    from oomrl.portfolio.service import membership, resolve_strategy
+    from oomrl.portfolio.service import membership
     from oomrl.portfolio.setup import rebalance_setup
+    from oomrl.trading import resolve_strategy
 
     store = ensure_sample(settings)
     resolved = resolve_strategy(settings, ledger, "paper")

@@ -13,17 +13,10 @@ from guardrails.gate import run_gate
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.offline_common import unified_diff
-from oomrl.agent.roles import (
-    CoderView,
-    Constraints,
-    CriticView,
-    Mandate,
-    Patch,
-    TestAuthorView,
-    read_tree,
-)
+from oomrl.agent.roles import CoderView, CriticView, Mandate, Patch, TestAuthorView, read_tree
 from oomrl.crossval import Check, CrossValidation
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, RepairContext
 from oomrl.settings import AgentSettings

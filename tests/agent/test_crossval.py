@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.agent.roles import Constraints
 from oomrl.crossval import (
     CrossValidation,
     PromotionRule,
@@ -25,6 +24,7 @@ from oomrl.crossval import (
     not_worse,
     period_key,
 )
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.errors import MetricsInputError
 from oomrl.portfolio.replay import ReplayResult
 
@@ -361,10 +361,10 @@ HOLDS_CASH = ("        adv = view.traded_value(params.adv_window)", "        ret
 def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate_promoted_over_it(
     repair_home: Path, tmp_path: Path
 ) -> None:
+    from oomrl.checkout import repo_root
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
-    from oomrl.versions import repo_root
 
     candidate = tmp_path / "candidate"
     shutil.copytree(
@@ -408,10 +408,10 @@ def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate
 def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older_workspace(
     repair_home: Path, tmp_path: Path
 ) -> None:
+    from oomrl.checkout import repo_root
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
-    from oomrl.versions import repo_root
 
     old = tmp_path / "old"  # a version from before strategy_api: its own strategies/base.py
     shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "old_workspace", old)
@@ -470,10 +470,10 @@ COUNTS_CALLS = (
 def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(
     repair_home: Path, tmp_path: Path
 ) -> None:
+    from oomrl.checkout import repo_root
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
-    from oomrl.versions import repo_root
 
     candidate = tmp_path / "candidate"
     shutil.copytree(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.agent.roles import Constraints
 from oomrl.crossval import run_in_process
+from oomrl.diagnostics.mandate import Constraints
 from tasks.crossval import on_task_runner, version_mapper_from_settings
 from tests.agent.conftest import repair_home, sample_data  # noqa: F401 - fixtures
 
@@ -28,10 +28,10 @@ def test_mapper_follows_the_dask_settings(monkeypatch: pytest.MonkeyPatch) -> No
 def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_home: Path) -> None:  # noqa: F811
     from prefect_dask import DaskTaskRunner
 
+    from oomrl.checkout import repo_root
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
-    from oomrl.versions import repo_root
     from tasks.runners import task_runner_from_settings
 
     runner = task_runner_from_settings({"OOMRL_DASK_WORKERS": "2", "OOMRL_DASK_PROCESSES": "0"})

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.agent.roles import Constraints
 from oomrl.crossval import Check
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.probes import MONTHS, family, relabelled, seed_of, shifted
@@ -112,7 +112,7 @@ MEMORIZER = """
 
 
 def workspace_with(tmp_path: Path, name: str, edit: dict[str, str]) -> Path:
-    from oomrl.versions import repo_root
+    from oomrl.checkout import repo_root
 
     root = tmp_path / name
     shutil.copytree(
@@ -133,10 +133,10 @@ def workspace_with(tmp_path: Path, name: str, edit: dict[str, str]) -> Path:
 def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(
     repair_home: Path, tmp_path: Path
 ) -> None:
+    from oomrl.checkout import repo_root
     from oomrl.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
-    from oomrl.versions import repo_root
 
     table = best_names_per_date(repair_home)
     candidate = workspace_with(
@@ -189,13 +189,13 @@ def probe_check(
 ) -> Check:
     """The crossval.memorized check of one replay of `strategy` (from `root`, else the
     repository)."""
+    from oomrl.checkout import repo_root
     from oomrl.crossval import HISTORY_DAYS, replay_version, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
     from oomrl.portfolio.rebalance import load_panels
     from oomrl.portfolio.service import membership
     from oomrl.settings import get_settings
-    from oomrl.versions import repo_root
 
     store = ensure_sample(get_settings())
     start, end = window_for(store, as_of, 40)
@@ -260,8 +260,8 @@ def test_an_unknown_calendar_declaration_is_refused_by_name(
 
 
 def test_the_probes_seed_is_the_candidates_code(tmp_path: Path) -> None:
+    from oomrl.checkout import repo_root
     from oomrl.portfolio.hosting import WorkspaceStrategy
-    from oomrl.versions import repo_root
 
     same = workspace_with(tmp_path, "same", {})
     patched = workspace_with(

@@ -14,8 +14,9 @@ import pytest
 from oomrl.agent import mandate_probe, offline_author
 from oomrl.agent.offline_author import missed_tests, pinned_tests
 from oomrl.agent.providers import OfflineProvider
-from oomrl.agent.roles import Constraints, CriticView, Mandate, TestAuthorView, read_tree
-from oomrl.versions import repo_root
+from oomrl.agent.roles import CriticView, Mandate, TestAuthorView, read_tree
+from oomrl.checkout import repo_root
+from oomrl.diagnostics.mandate import Constraints
 from tests.repair_inputs_for_tests import autopsy_json, full_autopsy
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)

@@ -15,11 +15,12 @@ from oomrl.agent.offline_author import mandate_tests, supersede
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider, ReplayBackend, alert_type, get_provider
-from oomrl.agent.roles import CoderView, Constraints, CriticView, LLMProvider, Mandate, prompt_text
+from oomrl.agent.roles import CoderView, CriticView, LLMProvider, Mandate, prompt_text
+from oomrl.checkout import repo_root
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.errors import ProviderError
 from oomrl.settings import get_settings
-from oomrl.versions import repo_root
 from tests.repair_inputs_for_tests import autopsy_json, full_autopsy, pending_alert
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)

@@ -16,9 +16,10 @@ from guardrails.verdict import LockInfo, Verdict
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_common import unified_diff
-from oomrl.agent.roles import Constraints, CriticView, LLMProvider, Mandate, TestAuthorView
+from oomrl.agent.roles import CriticView, LLMProvider, Mandate, TestAuthorView
 from oomrl.agent.verdicts import PreGateVerdict, RepeatVerdict
 from oomrl.crossval import CrossValidation
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.repair import (
     AttemptRecord,
     Decision,

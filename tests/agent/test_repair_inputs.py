@@ -11,9 +11,10 @@ import pytest
 
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
 from oomrl.market import calendar
-from oomrl.portfolio.service import open_ledger, run_rebalance
+from oomrl.portfolio.service import open_ledger
 from oomrl.repair_inputs import complete_autopsy
 from oomrl.settings import get_settings
+from oomrl.trading import run_rebalance
 from tests.repair_inputs_for_tests import pending_alert
 
 DATED = LossAlert(alert_id="am-abc-2024-07-12", account="paper", as_of=date(2024, 7, 12))

@@ -166,12 +166,12 @@ def test_debug_shows_the_traceback(home: Path) -> None:
 
 
 def test_a_defect_says_so_without_a_traceback(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oomrl.portfolio import service
+    from oomrl import trading
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("nav")
 
-    monkeypatch.setattr(service, "run_rebalance", broken)
+    monkeypatch.setattr(trading, "run_rebalance", broken)
     refused(
         invoke("rebalance", "--as-of", "2024-07-02"),
         1,

@@ -13,8 +13,9 @@ import numpy as np
 import pydantic
 import pytest
 
-from oomrl.agent.roles import Constraints, Mandate
+from oomrl.agent.roles import Mandate
 from oomrl.crossval import Check, CrossValidation, VersionMeasures
+from oomrl.diagnostics.mandate import Constraints
 from oomrl.repair import RepairOutcome
 from oomrl.repair_artifacts import mandate_markdown, rounded_text
 from tasks.review import MandateReview, review_form

@@ -196,7 +196,8 @@ def test_steps_retry_only_when_the_endpoint_was_down() -> None:
 
 
 def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
-    from oomrl.agent.roles import Constraints, Mandate
+    from oomrl.agent.roles import Mandate
+    from oomrl.diagnostics.mandate import Constraints
     from tasks.review import MandateReview
 
     proposed = Mandate(

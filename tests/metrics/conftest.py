@@ -41,6 +41,7 @@ def traded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
 def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The account's report, as `oomrl report --account` writes it."""
     from oomrl.metrics.attribution import account_report
+    from oomrl.versions import StrategyVersions
     from tests.metrics.traded_account import ACCOUNT
 
     folder = (
@@ -51,6 +52,6 @@ def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ig
         traded.store,
         ACCOUNT,
         folder,
-        workspace_dir=traded.settings.workspace_dir,
+        workspace=StrategyVersions(traded.settings.workspace_dir),
         runs_dir=traded.settings.runs_dir,
     )

@@ -111,6 +111,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     from oomrl.market import calendar
     from oomrl.metrics.attribution import account_marks, account_returns, version_labels
     from oomrl.portfolio.ledger import Ledger
+    from oomrl.versions import StrategyVersions
 
     monkeypatch.setenv(
         "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
@@ -172,7 +173,11 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     # The tearsheet marks the probation's start and its decision (and v2's first session).
     returns, versions = account_returns(ledger.nav_frame("demo"), "demo")
     marks = account_marks(
-        ledger, "demo", versions, version_labels(ledger, "demo", demo_home / "workspace"), None
+        ledger,
+        "demo",
+        versions,
+        version_labels(ledger, "demo", StrategyVersions(demo_home / "workspace")),
+        None,
     )
     shown = {
         (m.kind, m.date.date(), m.label)

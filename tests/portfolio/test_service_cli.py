@@ -12,21 +12,15 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from oomrl.checkout import repo_root
 from oomrl.cli import app
 from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError
 from oomrl.market import calendar
-from oomrl.portfolio.service import (
-    last_session,
-    open_ledger,
-    parse_params,
-    resolve_strategy,
-    run_rebalance,
-    run_replay,
-)
+from oomrl.portfolio.service import last_session, open_ledger, parse_params, run_replay
 from oomrl.settings import get_settings
-from oomrl.versions import repo_root
+from oomrl.trading import resolve_strategy, run_rebalance
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "601318.SH", "600519.SH", "000002.SZ"]
 runner = CliRunner()

@@ -6,11 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import pandas as pd
-
+from guardrails.lazy import front_door
 from oomrl.errors import OomrlError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from oomrl.data.sources.akshare import AkshareSource
+    from oomrl.data.sources.csv import CsvSource, read_csv_file
+    from oomrl.data.sources.sample import SampleSource
+    from oomrl.data.sources.synthetic import SyntheticSource, synthetic_symbols
+    from oomrl.data.sources.yfinance import YFinanceSource, yahoo_ticker
 
 
 @runtime_checkable
@@ -99,3 +107,20 @@ def get_source(spec: str) -> MarketSource:
             f"unknown data source {name!r}; choose one of {', '.join(sorted(SOURCES))}"
         )
     return factory(arg or None)
+
+
+__all__ = [
+    "SOURCES",
+    "AkshareSource",
+    "CsvSource",
+    "MarketSource",
+    "SampleSource",
+    "SyntheticSource",
+    "YFinanceSource",
+    "get_source",
+    "read_csv_file",
+    "synthetic_symbols",
+    "yahoo_ticker",
+]
+if not TYPE_CHECKING:  # a name loads its module on first use: `oomrl --help` stays light
+    __getattr__ = front_door(__name__, __file__)
