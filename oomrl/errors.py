@@ -197,6 +197,21 @@ class TooManyRepairsError(OomrlError):
     """As many repairs as the limit allows are running already (OOMRL_REPAIR_MAX_RUNNING)."""
 
 
+# The webhook
+
+
+class LaunchError(OomrlError):
+    """The repair could not be started (Prefect unreachable, deployment missing)."""
+
+
+class SignatureError(OomrlError):
+    """A delivery's signature is missing, malformed, stale or wrong."""
+
+
+class InvalidAlertError(ValueError):
+    """The body is not a loss alert; the message says which field is wrong."""
+
+
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 

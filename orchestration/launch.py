@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from oomrl.diagnostics.autopsy import RepairInput, input_json
+from oomrl.errors import LaunchError
 from oomrl.events import LOSS_ALERT_EVENT
 from oomrl.events import event_id as alert_event_id
 from oomrl.run_tags import alert_tag
@@ -22,7 +23,6 @@ from oomrl.webhook.launch import (
     BUSY_RETRIES_S,
     Launch,
     Launcher,
-    LaunchError,
     RunStatus,
     alert_event_resource,
 )

@@ -166,3 +166,20 @@ def progress(description: str, total: int | None = None, console: Any = None) ->
             )
 
         yield advance
+
+
+__all__ = [
+    "AccountOption",
+    "Benchmark",
+    "Lock",
+    "Market",
+    "Provider",
+    "RepairOn",
+    "StrategyOption",
+    "account_or_default",
+    "finite_seconds",
+    "parse_day",
+    "progress",
+    "valid_account",
+    "valid_strategy",
+]

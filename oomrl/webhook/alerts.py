@@ -10,13 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from oomrl.errors import InvalidAutopsyError
+from oomrl.errors import InvalidAlertError, InvalidAutopsyError
 from oomrl.names import ALERT_ID_MAX, ALERT_ID_PATTERN
 from oomrl.repair_inputs import parse_json
-
-
-class InvalidAlertError(ValueError):
-    """The body is not a loss alert; the message says which field is wrong."""
 
 
 def _describe(exc: ValidationError) -> str:

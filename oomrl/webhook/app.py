@@ -26,21 +26,26 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from oomrl.diagnostics.autopsy import RepairInput
-from oomrl.errors import InvalidAutopsyError, user_message
+from oomrl.errors import (
+    InvalidAlertError,
+    InvalidAutopsyError,
+    LaunchError,
+    SignatureError,
+    user_message,
+)
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.repair_inputs import check_known, load_autopsy, parse_json
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings, webhook_settings
 from oomrl.webhook.alerts import (
     AlertmanagerAlert,
-    InvalidAlertError,
     alertmanager_alert_id,
     autopsy_from_alertmanager,
     parse_alertmanager,
 )
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
-from oomrl.webhook.launch import API_TIMEOUT_S, BUSY_RETRIES_S, Launcher, LaunchError, RunStatus
+from oomrl.webhook.launch import API_TIMEOUT_S, BUSY_RETRIES_S, Launcher, RunStatus
 from oomrl.webhook.reports import reports_router
-from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
+from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
 logger = logging.getLogger(__name__)
 # Prefect states after which a re-delivered alert starts a new run (the first one did not finish).

@@ -12,16 +12,11 @@ from typing import Protocol
 
 from oomrl.diagnostics.autopsy import Autopsy, RepairInput
 from oomrl.diagnostics.repair_policy import alert_resource
-from oomrl.errors import OomrlError
 
 API_TIMEOUT_S = 30.0  # one Prefect call at most
 # Prefect's client pauses 2, 4 and 8 s (its back-off, give or take its jitter) while the server
 # answers 503 (its database busy); a launcher retries that many times, no more.
 BUSY_RETRIES_S = (2.0, 4.0, 8.0)
-
-
-class LaunchError(OomrlError):
-    """The repair could not be started (Prefect unreachable, deployment missing)."""
 
 
 @dataclass(frozen=True)

@@ -7,17 +7,13 @@ import hmac
 import re
 import time
 
-from oomrl.errors import OomrlError
+from oomrl.errors import SignatureError
 
 TIMESTAMP_HEADER = "X-OOMRL-Timestamp"
 SIGNATURE_HEADER = "X-OOMRL-Signature"
 SIGNATURE_PREFIX = "sha256="
 DEFAULT_TOLERANCE_S = 300
 UNIX_SECONDS = re.compile(r"[0-9]{1,12}")  # ASCII digits only
-
-
-class SignatureError(OomrlError):
-    """A delivery's signature is missing, malformed, stale or wrong."""
 
 
 def signature(body: bytes, secret: str, timestamp: int | str) -> str:

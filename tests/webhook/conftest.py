@@ -13,11 +13,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomrl.diagnostics.autopsy import RepairInput, input_json
+from oomrl.errors import LaunchError
 from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.launch import Launch, LaunchError, RunStatus
+from oomrl.webhook.launch import Launch, RunStatus
 from oomrl.webhook.signing import sign
 
 SECRET = "test-secret-0123456789abcdef"

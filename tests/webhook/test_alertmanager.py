@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.webhook.alerts import AlertmanagerAlert, InvalidAlertError, autopsy_from_alertmanager
+from oomrl.errors import InvalidAlertError
+from oomrl.webhook.alerts import AlertmanagerAlert, autopsy_from_alertmanager
 from tests.webhook.conftest import RecordingLauncher, signed
 
 URL = "/hooks/alertmanager"

@@ -20,12 +20,13 @@ import pytest
 import sqlalchemy as sa
 
 from oomrl.diagnostics.autopsy import RepairInput
+from oomrl.errors import LaunchError
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook import app as webhook_app
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DELIVERIES, Delivery, DeliveryStore
-from oomrl.webhook.launch import Launch, LaunchError, RunStatus
+from oomrl.webhook.launch import Launch, RunStatus
 from tests.webhook.conftest import RecordingLauncher, signed
 
 URL = "/hooks/loss-alert"

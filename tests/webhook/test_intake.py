@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from oomrl.errors import LaunchError
 from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook.app import WebhookIntake
 from oomrl.webhook.deliveries import DeliveryStore
-from oomrl.webhook.launch import LaunchError
 from tests.webhook.conftest import RecordingLauncher
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from oomrl.diagnostics.autopsy import LossAlert
-from oomrl.webhook.launch import LaunchError
+from oomrl.errors import LaunchError
 from orchestration.launch import DeploymentLauncher, EventLauncher, PrefectApi, launcher_for
 
 

@@ -8,14 +8,8 @@ import time
 
 import pytest
 
-from oomrl.webhook.signing import (
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
-    SignatureError,
-    sign,
-    signature,
-    verify,
-)
+from oomrl.errors import SignatureError
+from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign, signature, verify
 
 SECRET = "s3cret-s3cret-s3cret"
 BODY = b'{"alert_id": "a1"}'
