@@ -72,9 +72,8 @@ def daily_chain(
         return _ended(
             summary, NOT_A_SESSION, f"{day} is not an XSHG session: nothing traded, nothing failed"
         )
-    summary["shadow_books"] = trade_shadows(
-        day, home
-    )  # challengers on probation trade before the marks
+    # Challengers on probation trade before the marks
+    summary["shadow_books"] = trade_shadows(day, home)
     marking = mark_accounts(day, home)
     summary["marking"] = marking
     emit_halts(marking["halted"])  # the kill switch tripped on a marked session: say so today
@@ -84,9 +83,8 @@ def daily_chain(
     failures = [f"marking of {account} ({error})" for account, error in marking["errors"].items()]
     for row in marking["accounts"]:
         account = row["account"]
-        if not row["sessions_marked"] or is_shadow(
-            account
-        ):  # a shadow book is judged by its probation
+        # A shadow book is judged by its probation
+        if not row["sessions_marked"] or is_shadow(account):
             continue
         # Diagnostics first, so the report draws and lists the alerts this very run raised.
         autopsies = loss_diagnostics(
@@ -108,9 +106,8 @@ def daily_chain(
         ]
         report = attribution(account=account, home=home, return_state=True)
         if report.is_completed():
-            result = cast(
-                dict[str, Any], report.result()
-            )  # the task returns a dict; a State only if asked
+            # The task returns a dict; a State only if asked
+            result = cast(dict[str, Any], report.result())
             summary["attribution"][account] = {
                 key: result.get(key) for key in ("html", "skipped") if key in result
             }

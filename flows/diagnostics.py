@@ -47,9 +47,8 @@ def loss_diagnostics(
         name, day, config_file, home, start.isoformat() if start else None
     )
     publish_diagnosis(name, day, autopsies)
-    for (
-        row
-    ) in autopsies:  # the task's JSON rows (a flow's result): the autopsy and the repair's verdict
+    # The task's JSON rows (a flow's result): the autopsy and the repair's verdict
+    for row in autopsies:
         print(
             f"{row['as_of']} {row['severity']} {row['trigger']['rule']}: "
             f"{row['diagnostics']['root_cause']} (repair: {row['repair']['verdict']})"

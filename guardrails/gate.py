@@ -240,9 +240,8 @@ class GateRun:
         reader = CoverageReader(self.first.data_file, self.dirs.cfg / "coverage.rc")
         ws = self.dirs.ws
         files = _py_files(ws, self.contract.source)
-        percent = reader.branch_percent(
-            files
-        )  # its exact exclusions hold the version branches never taken
+        # Its exact exclusions hold the version branches never taken
+        percent = reader.branch_percent(files)
         self.coverage = CoverageResult(percent=round(percent, 2), min=self.contract.coverage_min)
         found = []
         if percent < self.contract.coverage_min:

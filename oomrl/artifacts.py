@@ -202,9 +202,8 @@ def cell_text(value: Any, style: str | None) -> str:
         return f"{float(value) * 100:.{kind[3:]}f} %{after}"
     if kind.startswith("loss"):  # a principal loss: never negative (a gain is no loss)
         return f"{max(float(value), 0.0) * 100:.{kind[4:]}f} %{after}"
-    if kind.startswith(
-        "gain"
-    ):  # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
+    # NAV / initial capital − 1, from the principal loss L = 1 − NAV / W₀
+    if kind.startswith("gain"):
         return f"{-float(value) * 100:+.{kind[4:]}f} %{after}"
     return style.format(float(value))
 

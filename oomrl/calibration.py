@@ -6,9 +6,8 @@ from __future__ import annotations
 import math
 
 DEFAULT_LAMBDA = 0.0015
-DEFAULT_TERMINAL_PENALTY = (
-    1.0  # one unit of starting capital: ruin outweighs any single step's return
-)
+# One unit of starting capital: ruin outweighs any single step's return
+DEFAULT_TERMINAL_PENALTY = 1.0
 # Reference values of the calibration, measured on the bundled sample (CSI 300 point-in-time
 # members, 2024-07-01..2026-02-27): median daily volatility and median 20-session ADV (CNY) of a
 # member-day; the default book (10 M CNY) and a typical number of names held. See docs/portfolio.md.

@@ -82,9 +82,8 @@ class PromotionRule(BaseModel):
         return self.z * error + (self.margin if self.test == "superiority" else -self.margin)
 
     def passes(self, mean: float, error: float) -> bool:
-        low = (
-            mean - self.z * error + ROUNDING
-        )  # floating-point sums of equal returns differ in the last bits
+        # Floating-point sums of equal returns differ in the last bits
+        low = mean - self.z * error + ROUNDING
         return low > self.margin if self.test == "superiority" else low >= -self.margin
 
     def describe(self) -> str:
@@ -207,9 +206,8 @@ def measure(
     fills = result.fills
     if start is not None:
         nav = nav[nav["date"] >= pd.Timestamp(start)]
-        if (
-            nav.empty
-        ):  # e.g. the kill switch halted the replay before the window: say so, not "empty series"
+        # E.g. the kill switch halted the replay before the window: say so, not "empty series"
+        if nav.empty:
             halted = (
                 f": its replay was halted by the kill switch on {result.halted_on}"
                 if result.halted_on

@@ -38,9 +38,8 @@ if TYPE_CHECKING:
     from oomrl.portfolio.setup import RebalanceSetup
 
 DEMO_ACCOUNT = "demo"
-PROBATION_SESSIONS = (
-    20  # the daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
-)
+# The daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
+PROBATION_SESSIONS = 20
 SEVERITY_RANK = {"warning": 1, "critical": 2}
 # "friction": the slippage-leakage alert (the paper's friction shock) or anything critical.
 REPAIR_POLICIES = ("friction", "critical", "warning")
@@ -57,6 +56,7 @@ TABLE1_COLUMNS = [
     ("alpha_annualized", "alpha"),
     ("reward", "reward Σ"),
 ]
+# Printed as percentages
 PERCENT_COLUMNS = frozenset(
     {
         "cumulative_return",
@@ -65,7 +65,7 @@ PERCENT_COLUMNS = frozenset(
         "max_drawdown",
         "alpha_annualized",
     }
-)  # printed as percentages
+)
 
 
 @dataclass
@@ -252,9 +252,8 @@ def replay_weeks(
     panels = load_panels(
         store, config.end, history_days=(config.end - config.start).days + HISTORY_DAYS
     )
-    market = MarketFrames.build(
-        panels, market_rules(settings)
-    )  # once: every version trades this market
+    # Once: every version trades this market
+    market = MarketFrames.build(panels, market_rules(settings))
     benchmark = benchmark_returns(store, "price")
     members = membership(store)  # point-in-time CSI 300: the demo trades only members on the day
     weeks = weeks_between(config.start, config.end)
@@ -283,9 +282,8 @@ def replay_weeks(
                         if due
                         else None
                     )
-                except (
-                    OomrlError
-                ) as exc:  # a version whose decision is invalid trades nothing (fail closed)
+                # A version whose decision is invalid trades nothing (fail closed)
+                except OomrlError as exc:
                     if not any(item["version"] == resolved.version for item in log.refused):
                         console.print(
                             f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
@@ -347,9 +345,8 @@ def replay_weeks(
             if chosen is None:
                 continue
             if len(log.repairs) >= config.max_repairs:
-                if (
-                    not told_budget
-                ):  # say it once: the alerts that follow are still diagnosed and stored
+                # Say it once: the alerts that follow are still diagnosed and stored
+                if not told_budget:
                     console.print(
                         f"[yellow]no more repairs[/]: --max-repairs {config.max_repairs} reached; "
                         "later alerts are diagnosed and recorded in the ledger, not repaired "
@@ -383,9 +380,8 @@ def replay_weeks(
             result = repairer(settings, config, chosen)
             log.repairs.append(result)
             style = "green" if result["status"] in ("promoted", "probation") else "red"
-            step = (
-                f" at {result['step']}" if result.get("step") else ""
-            )  # the name a flow run's state has
+            # The name a flow run's state has
+            step = f" at {result['step']}" if result.get("step") else ""
             console.print(
                 f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
                 f"{result['reason']}"

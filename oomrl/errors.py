@@ -229,9 +229,8 @@ def _os_message(exc: OSError) -> str:
         if where or not exc.strerror:
             return f"no such file or folder:{where}"
         hint = " (set TMPDIR to a writable folder)" if "temporary directory" in exc.strerror else ""
-        return (
-            f"{exc.strerror}{hint}"  # tempfile's: no file to name, its reason says what is missing
-        )
+        # Tempfile's: no file to name, its reason says what is missing
+        return f"{exc.strerror}{hint}"
     return (
         f"{exc.strerror or type(exc).__name__}:{where}"
         if exc.strerror

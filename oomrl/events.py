@@ -12,9 +12,8 @@ PROMOTED_EVENT = "oomrl.strategy.promoted"
 # a repair's version trades a shadow book forward (oomrl/probation.py)
 PROBATION_EVENT = "oomrl.strategy.probation"
 RETIRED_EVENT = "oomrl.strategy.retired"  # a challenger's probation ended without the capital
-FORWARD_AUTOPSY_LABEL = (
-    "oomrl.forward.autopsy"  # "yes" on a retired event that carries its forward autopsy
-)
+# "yes" on a retired event that carries its forward autopsy
+FORWARD_AUTOPSY_LABEL = "oomrl.forward.autopsy"
 # Event ids derive from alert ids, so one alert is one event id whichever path (flow or webhook)
 # emits it.
 EVENT_NAMESPACE = uuid.UUID("5b0f3f0e-6f6d-4d2c-9a59-6f6f6d726c21")

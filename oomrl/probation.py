@@ -44,9 +44,8 @@ from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import ReplayResult
 from oomrl.settings import OomrlSettings
 
-SEPARATOR = (
-    "~"  # no door accepts it in an account name (oomrl.names): nobody opens or repairs a shadow
-)
+# No door accepts it in an account name (oomrl.names): nobody opens or repairs a shadow
+SEPARATOR = "~"
 OPEN: Final = "open"
 PROMOTED: Final = "promoted"
 RETIRED: Final = "retired"

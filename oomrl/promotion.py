@@ -29,9 +29,8 @@ from oomrl.versions import NOTES_REF
 if TYPE_CHECKING:
     from oomrl.versions import StrategyVersions, VersionInfo
 
-PROMOTE_LOCK = (
-    "oomrl-promote.lock"  # in the workspace's .git: one promotion at a time, across processes
-)
+# In the workspace's .git: one promotion at a time, across processes
+PROMOTE_LOCK = "oomrl-promote.lock"
 JOURNAL = "oomrl-promotion.json"
 LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this long means a stuck one
 # Where git keeps the locks of the refs and the index a promotion writes: a git killed with its
@@ -58,9 +57,8 @@ class Journal:
     strategy: str
     notes: dict[str, Any]
     owner: str
-    shadow: str = (
-        ""  # a probation's shadow book: its active version is the commit point (oomrl.probation)
-    )
+    # A probation's shadow book: its active version is the commit point (oomrl.probation)
+    shadow: str = ""
     opened_on: str = ""
     sessions: int = 0
     since: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
@@ -96,12 +94,13 @@ def promote_lock(versions: StrategyVersions, wait_s: float = LOCK_WAIT_S) -> Ite
     """Hold the promote lock (flock: a dead holder's lock is free at once), naming a live holder."""
     from oomrl.errors import VersionError
 
+    # An existence lock would outlive a killed holder
     lock = FileLock(
         versions.workspace / ".git" / PROMOTE_LOCK,
         mode=PRIVATE_FILE,
         thread_local=False,
         fallback_to_soft=False,
-    )  # an existence lock would outlive a killed holder
+    )
     try:
         lock.acquire(timeout=wait_s)
     except Timeout:
@@ -319,9 +318,8 @@ def finish(versions: StrategyVersions, journal: Journal) -> str:
     if head == journal.old_head and versions.is_ancestor(journal.old_head, journal.sha):
         versions.git("merge", "-q", "--ff-only", journal.sha)
         made.append("branch fast-forwarded")
-    versions.git(
-        "reset", "-q", "--hard", "HEAD"
-    )  # an index or work tree a killed git left half way
+    # An index or work tree a killed git left half way
+    versions.git("reset", "-q", "--hard", "HEAD")
     if not tag_points_at(versions, journal.tag, journal.sha):
         versions.git("tag", "-f", journal.tag, journal.sha)
         made.append(f"tag {journal.tag} made")

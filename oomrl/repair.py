@@ -79,9 +79,8 @@ class RepairNotPromoted(OomrlError):
         super().__init__(f"repair {outcome.status} at {outcome.step or '-'}: {outcome.reason}")
         self.outcome = outcome
 
-    def __reduce__(
-        self,
-    ) -> tuple[Any, ...]:  # picklable with its outcome (Prefect may persist results)
+    # Picklable with its outcome (Prefect may persist results)
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.outcome,))
 
 
@@ -259,9 +258,8 @@ def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
         )
     ledger = ctx.versions.ledger
     running = open_probations(ledger, ctx.account) if isinstance(ledger, Ledger) else []
-    if (
-        running
-    ):  # another repair of the account passed while this one waited: its challenger is judged first
+    # Another repair of the account passed while this one waited: its challenger is judged first
+    if running:
         raise RepairStepError(
             "superseded",
             f"account {ctx.account} has {running[0].tag} on probation since "
@@ -457,9 +455,8 @@ def open_context(
     ledger.create_schema()
     versions = StrategyVersions(settings.workspace_dir, ledger)
     open_workspace(versions)  # finishes or undoes a promotion whose process was killed
-    clear_orphans(
-        settings.runs_dir
-    )  # and what a killed repair left: its candidate, its gate's scratch
+    # And what a killed repair left: its candidate, its gate's scratch
+    clear_orphans(settings.runs_dir)
     run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
     name = account or autopsy.account
     budget = Budget.from_settings(agent, LLMBudgetBook(ledger), name, run_dir.name)

@@ -42,9 +42,8 @@ logger = logging.getLogger(__name__)
 
 
 def _now() -> datetime:
-    return datetime.now(UTC).replace(
-        tzinfo=None
-    )  # naive UTC: compares alike on SQLite and PostgreSQL
+    # Naive UTC: compares alike on SQLite and PostgreSQL
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def claims_table(metadata: sa.MetaData) -> sa.Table:

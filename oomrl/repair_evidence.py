@@ -36,9 +36,8 @@ def evidence_chart(cross: CrossValidation, path: Path) -> Path:
     for row in longs:
         returns = pd.Series(row.returns, index=pd.DatetimeIndex(row.dates))
         curve = charts.with_gaps((1.0 + returns).cumprod() - 1.0)
-        commit = (
-            f" ({row.sha[:8]})" if row.sha != row.version else ""
-        )  # the candidate has no commit yet
+        # The candidate has no commit yet
+        commit = f" ({row.sha[:8]})" if row.sha != row.version else ""
         ax.plot(
             curve.index,
             curve,

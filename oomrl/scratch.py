@@ -57,9 +57,8 @@ def gone(note: Path) -> bool:
     except (OSError, ValueError):
         return False
     try:
-        return bool(
-            psutil.Process(pid).create_time() > made + START_TOLERANCE_S
-        )  # the pid was reused since
+        # The pid was reused since
+        return bool(psutil.Process(pid).create_time() > made + START_TOLERANCE_S)
     except psutil.NoSuchProcess:
         return True
     except psutil.AccessDenied:  # another user's process holds the pid now

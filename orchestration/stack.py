@@ -60,9 +60,8 @@ class StackConfig:
     host: str = "127.0.0.1"
     port: int = 4200
     webhook_port: int = 8765
-    database_url: str | None = (
-        None  # PREFECT_API_DATABASE_CONNECTION_URL; SQLite under home when None
-    )
+    # PREFECT_API_DATABASE_CONNECTION_URL; SQLite under home when None
+    database_url: str | None = None
     project_dir: Path = PROJECT_DIR
     deploy: bool = True
     worker: bool = True
@@ -138,9 +137,8 @@ def stack_env(config: StackConfig) -> dict[str, str]:
             "PYTHONUNBUFFERED": "1",
         }
     )
-    if not configured(
-        "sample_clock"
-    ):  # day one: the sample played forward from its first session on
+    # Day one: the sample played forward from its first session on
+    if not configured("sample_clock"):
         from oomrl.data.sample_clock import DAY_ONE
 
         env["OOMRL_SAMPLE_CLOCK"] = DAY_ONE.isoformat()
@@ -172,9 +170,8 @@ def start_process(name: str, argv: list[str], env: dict[str, str], config: Stack
     return process.pid
 
 
-EXEC_WAIT_S = (
-    5.0  # how long a just-forked child may take to start its program before it is recorded
-)
+# How long a just-forked child may take to start its program before it is recorded
+EXEC_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -196,9 +193,8 @@ class ProcessRecord:
         cmdline = tuple(process.cmdline())
         if pid != os.getpid():
             own, deadline = tuple(psutil.Process().cmdline()), time.monotonic() + exec_wait_s
-            while (
-                cmdline == own or not cmdline
-            ) and time.monotonic() < deadline:  # () while it execs
+            # () while it execs
+            while (cmdline == own or not cmdline) and time.monotonic() < deadline:
                 time.sleep(0.005)
                 cmdline = tuple(process.cmdline())
         return cls(pid, process.create_time(), cmdline)
@@ -336,11 +332,8 @@ def read_state(home: Path) -> dict[str, object] | None:
         state = json.loads(path.read_text())
     except FileNotFoundError:
         return None
-    except (
-        OSError,
-        ValueError,
-        RecursionError,
-    ) as exc:  # RecursionError: nesting too deep for json
+    # RecursionError: nesting too deep for json
+    except (OSError, ValueError, RecursionError) as exc:
         raise StackError(_unusable(path, str(exc))) from None
     pids = state.get("pids") if isinstance(state, dict) else None
     # pid 0 or 1 would make killpg signal our own group or init's: no pid `up` records is either.
@@ -380,9 +373,8 @@ def running(state: dict[str, object]) -> dict[str, bool]:
 
 def _save_state(home: Path, state: dict[str, object]) -> None:
     payload = json.dumps(state, indent=2)
-    atomic_write(
-        home / "server.json", lambda temp: Path(temp).write_text(payload)
-    )  # 0600 from the start
+    # 0600 from the start
+    atomic_write(home / "server.json", lambda temp: Path(temp).write_text(payload))
 
 
 def record_pid(home: Path, name: str, pid: int) -> None:
@@ -524,13 +516,11 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
 
 def _start(config: StackConfig, say: Say) -> dict[str, object]:
     """Start the children in order, each waited for; on a failure the ones started are stopped."""
-    if (
-        config.webhook
-    ):  # its settings (the secret's length, the token, the database URL) fail now, not
+    # Its settings (the secret's length, the token, the database URL) fail now, not
+    if config.webhook:
         check_webhook(config)  # after the server and the worker have started
-    private_dir(
-        config.home / "prefect", tighten=True
-    )  # the SQLite database and Prefect's own files
+    # The SQLite database and Prefect's own files
+    private_dir(config.home / "prefect", tighten=True)
     sqlite_file = (
         config.database.split(":///", 1)[-1] if config.database.startswith("sqlite") else None
     )

@@ -24,12 +24,10 @@ from oomrl.market.universe import membership_from_changes
 REPO = Path(__file__).resolve().parent.parent
 
 SAMPLE_END = pd.Timestamp("2026-02-27")  # last session of the paper's study window
-BARS_START = pd.Timestamp(
-    "2019-01-01"
-)  # main-board history for look-backs; ChiNext/STAR start 2024-01-02
-BASE_EFFECTIVE = pd.Timestamp(
-    "2023-12-11"
-)  # the 2024-01 member list took effect at the Dec-2023 review
+# Main-board history for look-backs; ChiNext/STAR start 2024-01-02
+BARS_START = pd.Timestamp("2019-01-01")
+# The 2024-01 member list took effect at the Dec-2023 review
+BASE_EFFECTIVE = pd.Timestamp("2023-12-11")
 PANEL_MAIN = "panel_tushare_qfq_mainboard_2019_2026-03"
 PANEL_ALL = "panel_tushare_qfq_all_boards_2024_2025-08"
 PANEL_YF = "panel_yfinance_2025-03_2026-02"
@@ -138,9 +136,8 @@ def member_bars(src: Path, code: str, log: list[str]) -> pd.DataFrame | None:
     exact_rows = frame["factor"].notna().to_numpy() & known_raw["raw_close"].notna().to_numpy()
     for column in ("open", "high", "low", "close"):
         values = known_raw[f"raw_{column}"].to_numpy(dtype=float) * frame["factor"].to_numpy()
-        frame.loc[exact_rows, column] = np.round(
-            values[exact_rows], 4
-        )  # 4 decimals still round-trip
+        # 4 decimals still round-trip
+        frame.loc[exact_rows, column] = np.round(values[exact_rows], 4)
     frame["st"] = np.nan
     frame["list_date"] = listing_dates(code, frame["date"], panel_start)
     # prev_close_raw is the previous bar's close on the same basis: SampleSource derives it on load,

@@ -43,9 +43,8 @@ def _read_init(fd: int) -> dict[str, Any]:
     if size > 1 << 20:
         raise SystemExit(3)
     body = exact(size)
-    head, text = struct.unpack(
-        ">II", body[:8]
-    )  # an init frame holds no arrays: text after the table
+    # An init frame holds no arrays: text after the table
+    head, text = struct.unpack(">II", body[:8])
     message: dict[str, Any] = json.loads(body[8 + head : 8 + head + text].decode("utf-8"))
     if message.get("op") != "init":
         raise SystemExit(3)
@@ -59,15 +58,13 @@ class Host:
         from strategy_host import wire
 
         self.wire = wire
-        self.reader = (
-            reader  # the channel's reader: a shared market's descriptor comes with `market`
-        )
+        # The channel's reader: a shared market's descriptor comes with `market`
+        self.reader = reader
         self.packages = tuple(spec.get("packages") or ("strategies",))
         self.sessions: dict[int, dict[str, Any]] = {}
         self.calls = 0
-        self.unread_book: dict[str, Any] | None = (
-            None  # a decision answered before its book was read
-        )
+        # A decision answered before its book was read
+        self.unread_book: dict[str, Any] | None = None
         self.context = ""
         self.cov: Any = None
         measure = spec.get("coverage")
@@ -127,9 +124,8 @@ class Host:
         handle = len(self.sessions) + 1
         self.sessions[handle] = {"strategy": strategy, "params": params, "history": None}
         dump = getattr(params, "model_dump", None)
-        calendar = getattr(
-            strategy, "calendar", None
-        )  # a declared calendar dependence, checked by the engine
+        # A declared calendar dependence, checked by the engine
+        calendar = getattr(strategy, "calendar", None)
         return {
             "handle": handle,
             "name": name,
@@ -266,9 +262,8 @@ class Host:
                 else ([], [])
             )
             found = list(map(history.positions.get, keys, itertools.repeat(-1)))
-            unknown = (
-                [k for k, i in zip(keys, found, strict=True) if i < 0] if -1 in found else []
-            )  # a found
+            # A found
+            unknown = [k for k, i in zip(keys, found, strict=True) if i < 0] if -1 in found else []
             if not all(isinstance(k, str) for k in unknown):  # key is a symbol
                 raise TypeError("target_weights must map symbols (str) to weights")
             # plain floats as they are (what float.__float__ gives them); anything else through
@@ -283,9 +278,8 @@ class Host:
                 "w": weights,
                 "unknown": unknown,
             }
-            if (
-                "due" in message
-            ):  # answered before the book is waited for: it may still be on its way
+            # Answered before the book is waited for: it may still be on its way
+            if "due" in message:
                 reply["due"] = self.op_due({**message["due"], "handle": message.get("handle")})[
                     "due"
                 ]

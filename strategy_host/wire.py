@@ -174,9 +174,8 @@ ANSWER, BOOK, QUESTION = 1, 2, 3
 _FIXED_HEAD = struct.Struct(">II")
 _ANSWER = struct.Struct("<qq")  # n (idx and w), m (due; -1: none)
 _BOOK = struct.Struct("<qdq")  # handle, portfolio value, n (idx and w; -1: holdings {})
-_QUESTION = struct.Struct(
-    "<qqqqqq"
-)  # handle, as_of, rows, k (members; -1: None), m (due days; -1: none), last
+# Handle, as_of, rows, k (members; -1: None), m (due days; -1: none), last
+_QUESTION = struct.Struct("<qqqqqq")
 _INT64 = (-(1 << 63), 1 << 63)
 _I8, _F8, _B1 = (np.dtype(d) for d in ("<i8", "<f8", "|b1"))
 

@@ -295,9 +295,8 @@ def resolve(dotted: str) -> tuple[bool, Any]:
         if module.split(".")[0] not in ("tasks", "flows")
     ]
     if parts[0] in INSTANCES:
-        candidates.append(
-            ("", ".".join([INSTANCES[parts[0]], *parts[1:]]))
-        )  # the class stands for the name
+        # The class stands for the name
+        candidates.append(("", ".".join([INSTANCES[parts[0]], *parts[1:]])))
     known = False
     for prefix, candidate in candidates:
         chain, given = candidate.split("."), prefix.count(".")
@@ -306,9 +305,8 @@ def resolve(dotted: str) -> tuple[bool, Any]:
                 obj = importlib.import_module(".".join(chain[:cut]))
             except ImportError:
                 continue
-            if (
-                cut <= given
-            ):  # only the prefix is a module: is the name's first part one of its own?
+            # Only the prefix is a module: is the name's first part one of its own?
+            if cut <= given:
                 try:
                     head = attribute_path(obj, chain[cut : given + 1])
                 except AttributeError:
@@ -456,9 +454,8 @@ def test_the_argument_names_the_docs_give_are_the_parameters() -> None:
     wrong = []
     for name, dotted, args in signature_claims():
         obj = resolve(dotted)[1]
-        keywords_only = (
-            name != "INTERFACES"
-        )  # elsewhere a bare argument may be a value (`connect(fake)`)
+        # Elsewhere a bare argument may be a value (`connect(fake)`)
+        keywords_only = name != "INTERFACES"
         if obj is MISSING or isinstance(obj, ast.AST) or not callable(obj):
             continue
         try:

@@ -1045,9 +1045,8 @@ def test_the_deployments_table_is_prefect_yaml() -> None:
                 f"the README gives {name} another schedule than prefect.yaml"
             )
         elif deployment.get("triggers"):
-            assert schedule == f"event `{deployment['triggers'][0]['expect'][0]}", (
-                name
-            )  # cell: its last ` stripped
+            # Cell: its last ` stripped
+            assert schedule == f"event `{deployment['triggers'][0]['expect'][0]}", name
         else:
             assert schedule == "on demand", name
 

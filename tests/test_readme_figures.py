@@ -177,10 +177,8 @@ def test_the_readmes_friction_story_is_the_demos_tearsheet(demo_report: Path) ->
         (table_row(friction, "Rebalances")[v2], story.group(9)),
         (table_row(friction, "Costs paid (CNY)")[v2], story.group(10)),
     ]
-    for (
-        written_cell,
-        readme_figure,
-    ) in kept:  # to the README's precision (105 % is 105.17 % rounded)
+    # To the README's precision (105 % is 105.17 % rounded)
+    for written_cell, readme_figure in kept:
         decimals = len(readme_figure.partition(".")[2])
         assert round(number(written_cell.rstrip("×")), decimals) == number(readme_figure), (
             readme_figure

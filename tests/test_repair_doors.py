@@ -75,11 +75,12 @@ def python_context(home: Path) -> str:
 def cli(home: Path) -> str:
     path = home.parent / "autopsy.json"
     path.write_text(json.dumps(MALFORMED))
+    # One line, exit code 1
     return refused(
         invoke("repair", "--autopsy", str(path), "--auto-approve", "--provider", "offline"),
         1,
         f"error: invalid autopsy: {PROBLEM}",
-    )  # one line, exit code 1
+    )
 
 
 def _webhook(home: Path, post: Callable[[TestClient], Any]) -> str:
@@ -146,9 +147,8 @@ def flow_parameter(home: Path) -> str:
 
     state = repair(MALFORMED, auto_approve=True, return_state=True)
     outcome = outcome_of(state)
-    assert (
-        state.is_failed() and state.name == "Refused" and PROBLEM in (state.message or "")
-    )  # no retry
+    # No retry
+    assert state.is_failed() and state.name == "Refused" and PROBLEM in (state.message or "")
     assert outcome["status"] == "failed" and outcome["step"] == "autopsy"
     assert "repair-outcome" in artifact_keys("repair-")  # the reason, as an artifact
     return str(outcome["reason"])  # no claim: the ledger, where claims live, is checked unchanged

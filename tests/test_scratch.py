@@ -27,9 +27,8 @@ def test_a_folder_whose_owner_is_gone_is_cleared_and_a_live_ones_is_kept(
     )
     orphan, ours = owned_temp_dir(prefix), owned_temp_dir(prefix)
     assert orphan.parent == tmp_path and (ours / OWNER_NOTE).read_text().split()[0] != ""
-    (orphan / OWNER_NOTE).write_text(
-        f"{ended.stdout.strip()} 1.0", encoding="utf-8"
-    )  # a process that ended
+    # A process that ended
+    (orphan / OWNER_NOTE).write_text(f"{ended.stdout.strip()} 1.0", encoding="utf-8")
     (orphan / "strategies").mkdir()
     (orphan / "strategies" / "copy.py").write_text("S = 1\n")
     unowned = tmp_path / f"{prefix}older"

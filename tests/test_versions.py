@@ -271,9 +271,8 @@ def test_a_promotion_based_on_the_head_fast_forwards_and_a_failed_off_branch_one
         )
     assert versions.head() == head and [v.tag for v in versions.list()] == ["v1", "v2"]
     assert versions.ledger.active_version("b") is None  # type: ignore[union-attr]
-    assert (
-        len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 1
-    )  # v2's only
+    # V2's only
+    assert len(versions.git("notes", "--ref=refs/notes/oomrl", "list").splitlines()) == 1
 
 
 def test_an_active_version_the_workspace_does_not_hold_is_named(versions: StrategyVersions) -> None:

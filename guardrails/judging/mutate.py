@@ -164,11 +164,12 @@ def _edits(tree: ast.Module, data: bytes) -> list[_Edit]:
                     f"constant: {node.value} -> {not node.value}",
                 )
             )
+        # Huge floats absorb +1: an equivalent mutant
         elif (
             isinstance(node, ast.Constant)
             and isinstance(node.value, (int, float))
             and (node.value + 1 != node.value)
-        ):  # huge floats absorb +1: an equivalent mutant
+        ):
             bumped = node.value + 1
             edits.append(
                 _node_edit(offsets, node, repr(bumped), f"constant: {node.value!r} -> {bumped!r}")

@@ -55,9 +55,8 @@ def recheck_tests(contract: GuardContract, ws: Path) -> list[Violation]:
         base = ws / tree
         for file in sorted(base.rglob("*.py")) if base.is_dir() else []:
             if file.is_file() and not file.is_symlink():
-                path = file.relative_to(
-                    ws
-                ).as_posix()  # sibling helpers are T's own, as in the patch
+                # Sibling helpers are T's own, as in the patch
+                path = file.relative_to(ws).as_posix()
                 found += recheck_file(
                     path, file.read_bytes(), with_siblings(policy, ws, path), contract.allow
                 )

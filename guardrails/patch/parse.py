@@ -176,10 +176,8 @@ def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
                 k += 1
             if k >= len(lines) or _boundary(lines, k):
                 break
-            old, new = (
-                old + k - j,
-                new + k - j,
-            )  # empty context lines whose single space was stripped
+            # Empty context lines whose single space was stripped
+            old, new = (old + k - j, new + k - j)
             j = k
             continue
         if kind == " ":

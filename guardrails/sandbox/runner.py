@@ -173,9 +173,8 @@ class LockedRun:
             for tree in trees
             if (workspace / tree).exists()
         ]
-        if (
-            not self.binds and heldout is None
-        ):  # no test tree at all: an empty /workspace to start in
+        # No test tree at all: an empty /workspace to start in
+        if not self.binds and heldout is None:
             (self.folder / "empty").mkdir()
             self.binds.append(Bind(self.folder / "empty", WORKSPACE))
         self.binds += [
@@ -427,9 +426,8 @@ def _suite_result(
     from guardrails.sandbox.locks import MIB, WRITABLE_BYTES
 
     used = results_bytes(run.results)
-    if (
-        used >= WRITABLE_BYTES - MIB
-    ):  # the results tmpfs is full: what the run wrote may be cut short
+    # The results tmpfs is full: what the run wrote may be cut short
+    if used >= WRITABLE_BYTES - MIB:
         suite.problems.append(
             Violation(
                 rule="run.results_too_large",

@@ -129,9 +129,8 @@ class HostSpec:
     coverage: bool = False
     memory_mb: int = 4096
     timeout_s: float = 300.0  # per request
-    poll_s: float = (
-        0.0  # how long the host polls for its next request before it sleeps (HOST_POLL_S)
-    )
+    # How long the host polls for its next request before it sleeps (HOST_POLL_S)
+    poll_s: float = 0.0
 
     def modules(self) -> list[str]:
         """Importable names of every source module (imported first, in the import context)."""
@@ -194,9 +193,8 @@ class HostProcess:
         if self.process.poll() is None:
             return ""
         if self.drain is not None:
-            self.drain.join(
-                2.0
-            )  # the rest of what it wrote (unless a child of S still holds stderr)
+            # The rest of what it wrote (unless a child of S still holds stderr)
+            self.drain.join(2.0)
         tail = self.stderr().strip().splitlines()[-3:]
         return f" (exit code {self.process.returncode}; {' / '.join(tail) or 'no output'})"
 

@@ -217,9 +217,8 @@ class StateRules:
                 and id(node) not in docstrings
                 and clock_string(node)
             ):
-                self.add(
-                    "sanitizer.clock", node, f"the string {text_value(node)!r}"
-                )  # numpy and pandas' clock
+                # Numpy and pandas' clock
+                self.add("sanitizer.clock", node, f"the string {text_value(node)!r}")
             elif kind is ast.Global or kind is ast.Nonlocal:
                 self.add("sanitizer.stateful", node, snippet(node))
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:

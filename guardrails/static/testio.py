@@ -88,9 +88,8 @@ def _argument(call: ast.Call, index: int) -> ast.AST:
 def write_targets(call: ast.Call, name: str) -> list[ast.AST]:
     """The paths a call writes, moves or removes (the call itself when the path is not visible)."""
     method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
-    receiver = (
-        call.func.value if isinstance(call.func, ast.Attribute) else call
-    )  # `x` of `x.method()`
+    # `x` of `x.method()`
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else call
     if name in ("open", "io.open") or method == "open":
         position = 1 if name in ("open", "io.open") else 0
         mode = (

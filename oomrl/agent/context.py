@@ -72,18 +72,16 @@ class RepairContext:
     cross_validator: CrossValidator
     agent: AgentSettings = field(default_factory=AgentSettings)
     lock: str = "namespace"
-    holdout: Path | None = (
-        None  # held-out tests: the gate runs them on code patches, no role reads them
-    )
+    # Held-out tests: the gate runs them on code patches, no role reads them
+    holdout: Path | None = None
     attempts: list[AttemptRecord] = field(default_factory=list)
     # How cross-validation runs the active and candidate replays (a flow may fan them out on Dask).
     version_mapper: VersionMapper = field(default_factory=_default_mapper)
     evidence: dict[str, Any] = field(default_factory=dict)
     round: int = 1
     missed: list[dict[str, Any]] = field(default_factory=list)  # what the last replay found
-    cross_feedback: list[dict[str, Any]] = field(
-        default_factory=list
-    )  # replays of the Coder's patches
+    # Replays of the Coder's patches
+    cross_feedback: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[dict[str, Any]] = field(default_factory=list)
     trail: Trail = field(default_factory=Trail)
     # The account's active version when the repair began: every candidate is cloned at it, and the

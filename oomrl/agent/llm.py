@@ -139,9 +139,8 @@ class OpenAIBackend:
                 )
                 text = raw.http_response.text
         except openai.APITimeoutError as exc:
-            if (
-                time.monotonic() - started >= self.deadline_s
-            ):  # not one slow read: the whole request
+            # Not one slow read: the whole request
+            if time.monotonic() - started >= self.deadline_s:
                 raise RequestDeadlineError(exc.request, self.deadline_s) from exc
             raise
         response = chat_completion(text)
@@ -279,9 +278,8 @@ class LLMClient:
             model=reply.model,
             finish_reason=reply.finish_reason,
         )
-        self.budget.settle(
-            held, reply.usage, reply.model
-        )  # may raise: the answer is logged, not used
+        # May raise: the answer is logged, not used
+        self.budget.settle(held, reply.usage, reply.model)
         if len(reply.content) > self.settings.max_answer_chars:
             raise InvalidAnswerError(
                 f"{role}: answer of {len(reply.content)} characters exceeds "
@@ -358,9 +356,8 @@ class LLMClient:
                     if isinstance(exc, openai.OpenAIError):
                         raise LLMUnavailableError(f"{role}: request refused: {exc}") from exc
                     raise
-                self._time_left(
-                    role, time.monotonic() - started
-                )  # a timeout may have been the repair's
+                # A timeout may have been the repair's
+                self._time_left(role, time.monotonic() - started)
                 if attempt == attempts:
                     raise LLMUnavailableError(
                         f"{role}: endpoint failed {attempts} times, last: "

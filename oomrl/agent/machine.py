@@ -24,10 +24,8 @@ STATES = (
     "failed",
 )
 TERMINAL = ("promoted", "retired", "rejected", "failed")
-RUN_ENDS = (
-    *TERMINAL,
-    "probation",
-)  # a repair run ends on probation; the daily chain takes it on from there
+# A repair run ends on probation; the daily chain takes it on from there
+RUN_ENDS = (*TERMINAL, "probation")
 # (from, to) -> when it is taken. docs/agent.md draws this table and names the test of each edge.
 TRANSITIONS: dict[tuple[str, str], str] = {
     ("critic", "approval"): "the Critic proposed a mandate",

@@ -232,9 +232,8 @@ def repair_command(
         outcome = domain.run_repair(checked, ctx, approve, run_step=_step_status(), hold=claim.hold)
     typer.echo(f"run folder: {outcome.run_dir}")
     if outcome.cross_validation is not None:
-        for (
-            row
-        ) in outcome.cross_validation.rows:  # one line per version and window, the window named
+        # One line per version and window, the window named
+        for row in outcome.cross_validation.rows:
             ir = "n/a" if row.information_ratio is None else f"{row.information_ratio:+.2f}"
             typer.echo(
                 f"  {row.version:<9} {row.window:<5} window  turnover {row.turnover:7.3f} × NAV  "
@@ -242,9 +241,8 @@ def repair_command(
                 f"{row.max_adv_participation:.2%}  "
                 f"costs {row.costs_fraction:.2%}  net {row.net_return:+.2%}  IR {ir}"
             )
-    ending = domain.ending_name(
-        outcome.status, outcome.step
-    )  # what the repair flow's run state says
+    # What the repair flow's run state says
+    ending = domain.ending_name(outcome.status, outcome.step)
     if outcome.status == "failed":
         raise OomrlError(f"repair ended {ending} at {outcome.step}: {outcome.reason}")
     typer.echo(f"repair ended {ending}: {outcome.reason}")

@@ -134,9 +134,8 @@ def ingest_command(
     settings = get_settings()
     store = MarketStore(settings.data_dir)
     market_source = get_source(source)
-    last = clocked_end(
-        market_source, last, settings.sample_clock, store
-    )  # OOMRL_SAMPLE_CLOCK: one session
+    # OOMRL_SAMPLE_CLOCK: one session
+    last = clocked_end(market_source, last, settings.sample_clock, store)
     with progress(market_source.name) as advance:
         report = ingest(
             market_source,
@@ -149,9 +148,8 @@ def ingest_command(
             on_wait=lambda note: typer.echo(note, err=True),
             market=market.value,
         )
-    print_report(
-        report, output_console(), store
-    )  # a quarantine table's reasons whole on a pipe too
+    # A quarantine table's reasons whole on a pipe too
+    print_report(report, output_console(), store)
 
 
 def register(app: typer.Typer) -> None:

@@ -142,9 +142,8 @@ def load_reference(
     frames.append(source.index_levels(benchmark, "total_return", start, end))
     checked = validate_index(pd.concat(frames, ignore_index=True), now=now)
     valid = checked.valid
-    if not (
-        (valid["code"] == benchmark) & (valid["kind"] == "price")
-    ).any():  # as good as a missing file
+    # As good as a missing file
+    if not ((valid["code"] == benchmark) & (valid["kind"] == "price")).any():
         reasons = ", ".join(f"{rule} {n}" for rule, n in count_reasons(checked.quarantined).items())
         example = checked.quarantined.iloc[0]
         raise MissingBenchmarkError(

@@ -109,10 +109,8 @@ class StoreReader:
                         "something outside oomrl removed it. Move the store away and ingest again"
                     ) from exc
                 catalog = latest
-            except (
-                OSError,
-                pa.ArrowInvalid,
-            ) as exc:  # permissions, I/O errors, a file that is not parquet
+            # Permissions, I/O errors, a file that is not parquet
+            except (OSError, pa.ArrowInvalid) as exc:
                 raise StoreDamagedError(
                     f"cannot read the market store at {self.root}: {exc}; `oomrl data check` "
                     "lists the damaged files"
@@ -172,9 +170,8 @@ class StoreReader:
         table = concat(tables)
         frame = (table.unify_dictionaries() if categorical else table).to_pandas()
         template = empty_bars()
-        for (
-            name
-        ) in table.column_names:  # a column no stored file has yet: the schema's dtype, all missing
+        # A column no stored file has yet: the schema's dtype, all missing
+        for name in table.column_names:
             if pa.types.is_null(table.schema.field(name).type) and name in template:
                 dtype = template[name].dtype
                 # Floats and dates hold NaN/NaT; a flag is unknown (NA), never a silent False.
@@ -292,10 +289,8 @@ class StoreReader:
                 pq.read_metadata(self.root / relative)
             except FileNotFoundError:
                 problems.append(f"{relative}: missing")
-            except (
-                OSError,
-                ValueError,
-            ) as exc:  # pyarrow: ArrowInvalid (a ValueError) for a corrupt file
+            # Pyarrow: ArrowInvalid (a ValueError) for a corrupt file
+            except (OSError, ValueError) as exc:
                 problems.append(f"{relative}: unreadable ({exc})")
         return problems
 

@@ -130,9 +130,8 @@ def _already_bars(frame: pd.DataFrame) -> bool:
     ):
         return False
     nanos = frame["date"].to_numpy().view("int64")
-    return bool(
-        (nanos % NANOS_PER_DAY == 0).all()
-    )  # midnight dates only (no NaT, no intraday times)
+    # Midnight dates only (no NaT, no intraday times)
+    return bool((nanos % NANOS_PER_DAY == 0).all())
 
 
 def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:

@@ -58,9 +58,8 @@ def _store_io(root: Path) -> Iterator[None]:
         ) from exc
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
-        reason = (
-            os.strerror(exc.errno) if isinstance(exc.errno, int) else str(exc)
-        )  # pyarrow puts detail in strerror
+        # Pyarrow puts detail in strerror
+        reason = os.strerror(exc.errno) if isinstance(exc.errno, int) else str(exc)
         raise StoreWriteError(
             f"cannot write the market store at {root}: {reason}{where}; nothing was changed, "
             "the store still holds its last complete ingest"
@@ -269,15 +268,13 @@ class StoreTransaction(MarketStore):
         self.staged.generation = self.base.generation + 1
         self.staged.legacy_files = []
         for folder in sorted({(self.root / relative).parent for relative in self._new}):
-            fsync_dir(
-                folder
-            )  # the new files' names must survive a power cut before the catalog names them
+            # The new files' names must survive a power cut before the catalog names them
+            fsync_dir(folder)
         save_catalog(self.root, self.staged)
         self._new.clear()
         for relative in sorted(self.base.live_files() - self.staged.live_files()):
-            with suppress(
-                OSError
-            ):  # committed already: a file left here is an orphan the next writer clears
+            # Committed already: a file left here is an orphan the next writer clears
+            with suppress(OSError):
                 (self.root / relative).unlink(missing_ok=True)
 
     def rollback(self) -> None:

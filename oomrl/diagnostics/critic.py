@@ -175,6 +175,7 @@ def autopsy_for(
     start = min(pd.Timestamp(alert.window_start), lookback)
     leakage = float(frame["slippage_leakage"].iloc[-config.leakage_window :].sum())
     ir = rules.rolling_ir().iloc[-1]
+    # An autopsy holds finite numbers only
     metrics = AutopsyMetrics(
         daily_pnl=float(frame["realized_return"].iloc[-1]),
         slippage_leakage=leakage,
@@ -182,7 +183,7 @@ def autopsy_for(
         cumulative_principal_loss=float(frame["principal_loss"].iloc[-1]),
         turnover_annualized=float(turnover_annualized(frame, config.turnover_window).iloc[-1]),
         rolling_ir_60d=float(ir) if math.isfinite(ir) else None,
-    )  # an autopsy holds finite numbers only
+    )
     evidence = _evidence(frame, fills, start, config.mandate_defaults.max_adv_participation)
     cause, mandate, constraints, findings = _diagnosis(alert, evidence, metrics, config)
     live = frame["strategy_version"].iloc[-1] if "strategy_version" in frame else None

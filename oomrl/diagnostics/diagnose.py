@@ -71,9 +71,8 @@ def diagnose(
             continue
         log = None
         if log_dir is not None:
-            log = private_file(
-                private_dir(log_dir) / f"fills-{alert.alert_id}.csv"
-            )  # to_csv keeps the 0600
+            # To_csv keeps the 0600
+            log = private_file(private_dir(log_dir) / f"fills-{alert.alert_id}.csv")
             dated = fills.assign(date=pd.to_datetime(fills["date"]))
             dated[dated["date"] <= pd.Timestamp(alert.as_of)].to_csv(log, index=False)
         autopsy = autopsy_for(

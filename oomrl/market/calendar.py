@@ -102,8 +102,7 @@ def last_completed_session(now: datetime, name: str = CALENDAR_NAME) -> pd.Times
     session = cal.date_to_session(day, direction="previous")
     if cal.session_close(session) > stamp:
         if session == cal.first_session:
-            return pd.Timestamp(session) - pd.Timedelta(
-                days=1
-            )  # before the calendar: no session has completed
+            # Before the calendar: no session has completed
+            return pd.Timestamp(session) - pd.Timedelta(days=1)
         session = cal.previous_session(session)
     return pd.Timestamp(session)

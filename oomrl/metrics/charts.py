@@ -54,12 +54,10 @@ LEGEND: dict[str, Any] = {
     "frameon": False,
     "fontsize": 9,
 }
-MAX_JOIN_DAYS = (
-    4  # a weekend and one holiday: sessions further apart than this are not joined by a line
-)
-MIN_MARK_SPACING = (
-    0.015  # of the axis width: about a marker's width on the narrowest chart (the 10-inch PNG)
-)
+# A weekend and one holiday: sessions further apart than this are not joined by a line
+MAX_JOIN_DAYS = 4
+# Of the axis width: about a marker's width on the narrowest chart (the 10-inch PNG)
+MIN_MARK_SPACING = 0.015
 MAX_TICK_DECIMALS = 4
 DATE_FORMATS = ("%Y", "%b %Y", "%d %b", "%d %b %Y")  # shortest first
 FEW_SESSIONS = 12  # up to this many sessions, each gets its own date tick

@@ -47,9 +47,8 @@ class Report:
     friction: Friction | None = None
     marks: list[Mark] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    caveats: list[str] = field(
-        default_factory=list
-    )  # shown above the figures: windows too short to annualize
+    # Shown above the figures: windows too short to annualize
+    caveats: list[str] = field(default_factory=list)
     title: str = "Portfolio"
     benchmark_label: str = "none"
     span: str = ""

@@ -321,9 +321,8 @@ def orders_for_weights(
         if priced and reference[i] > 0 and weights[i] > 0:
             target = math.floor(weights[i] * nav / reference[i])
         if not (priced or weights[i] > 0):
-            target = float(
-                held[i]
-            )  # no price known: the holding is left alone rather than sold blind
+            # No price known: the holding is left alone rather than sold blind
+            target = float(held[i])
         orders[i] = int(target - held[i])
     return orders
 
@@ -459,9 +458,8 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
     """
     from oomrl.settings import RuntimeSettings
 
-    if (
-        not RuntimeSettings().broker_kernel
-    ):  # the environment alone: a jailed host may not read config.toml
+    # The environment alone: a jailed host may not read config.toml
+    if not RuntimeSettings().broker_kernel:
         return None
     try:
         import numba

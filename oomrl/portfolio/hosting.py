@@ -31,10 +31,8 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23  # linux/mman.h (Python's mmap module does not name it)
 PREFAULT_ROWS = DUE_CHUNK  # rows whose pages are mapped in ahead of the rows written
 PREFAULT_CHUNK = 256  # rows mapped in at once
-CALENDARS = (
-    "weekly",
-    "monthly",
-)  # calendar dependences a strategy may declare (oomrl.portfolio.probes)
+# Calendar dependences a strategy may declare (oomrl.portfolio.probes)
+CALENDARS = ("weekly", "monthly")
 UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
 
 
@@ -273,9 +271,8 @@ class HostedRunner:
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
     waiting: Question | None = None  # a question whose book the host still waits for
-    calendar: str = (
-        "weekly"  # the calendar dependence S declares (its `calendar`): what the date probe keeps
-    )
+    # The calendar dependence S declares (its `calendar`): what the date probe keeps
+    calendar: str = "weekly"
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         self._in_step()
@@ -344,9 +341,8 @@ class HostedRunner:
             )
         self._due = {"from": start, "last": last, "flags": flags}
         if flags[-1]:
-            self._send_rows(
-                start + len(flags) - 1
-            )  # rows up to the next decision date, ahead of time
+            # Rows up to the next decision date, ahead of time
+            self._send_rows(start + len(flags) - 1)
 
     def weights(
         self,
@@ -400,9 +396,8 @@ class HostedRunner:
         self._send_rows(t)
         message["rows"] = t
         stop = min(t + 1 + DUE_CHUNK, len(day_ns))
-        if (
-            self.schedule_ahead and t + 1 < stop
-        ):  # after trading on t, the next question is whether t+1.. is due
+        # After trading on t, the next question is whether t+1.. is due
+        if self.schedule_ahead and t + 1 < stop:
             message["due"] = {
                 "days": day_ns[t + 1 : stop],
                 "last": int(day_ns[t]),
@@ -416,9 +411,8 @@ class HostedRunner:
         return question
 
     def _member_positions(self, members: list[str]) -> np.ndarray:
-        cached = self._members.get(
-            id(members)
-        )  # Membership.on hands out one list per effective date
+        # Membership.on hands out one list per effective date
+        cached = self._members.get(id(members))
         if cached is not None and cached[0] is members:
             return cached[1]
         positions = self.market.positions

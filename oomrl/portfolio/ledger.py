@@ -75,9 +75,8 @@ class RebalanceRecord:
     lam: float
     gamma: float
     halt_reason: str | None = None
-    actions: pd.DataFrame = field(
-        default_factory=pd.DataFrame
-    )  # corporate actions (ACTION_COLUMNS)
+    # Corporate actions (ACTION_COLUMNS)
+    actions: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 class Ledger:
@@ -86,9 +85,8 @@ class Ledger:
     def __init__(self, url: str, schema: str | None = None) -> None:
         self.url = driver_url(url)
         if (database := sqlite_file(self.url)) is not None:
-            private_file(
-                database, tighten=True
-            )  # 0600 before SQLite creates it (its journals copy the mode)
+            # 0600 before SQLite creates it (its journals copy the mode)
+            private_file(database, tighten=True)
         self.engine = sa.create_engine(self.url, future=True)
         self.metadata = sa.MetaData(schema=schema)
         self.t = ledger_tables(self.metadata)

@@ -169,9 +169,8 @@ class MarketFrames:
                 "mean",
             )
             tradable = _tradable(close, volume)
-            last_close = _ffill(
-                close
-            )  # close itself when none is missing: nothing writes to either
+            # Close itself when none is missing: nothing writes to either
+            last_close = _ffill(close)
             fill = _fill_prices(raw, aligned, rules.fill_price)
             try:
                 minimum, step = rules.lot_rules(list(symbols))
@@ -402,9 +401,8 @@ def _fractions(
         else []
     )
     values = [float(override[symbols[i]]) for i in columns] if override is not None else []
-    if len(columns) == len(
-        symbols
-    ):  # every rule-set fraction would be overwritten: skip computing them
+    # Every rule-set fraction would be overwritten: skip computing them
+    if len(columns) == len(symbols):
         return np.array(values, dtype=float).reshape(1, len(symbols))
     shape = (len(dates), len(symbols))
     st = (
@@ -547,9 +545,8 @@ class ColumnWindows(BaseIndexer):
         if num_values not in self._bounds:
             end = np.arange(num_values, dtype=np.int64)
             start = end - self.window_size
-            if (
-                self.rows
-            ):  # the first windows of a column start at its top, not in the column before
+            # The first windows of a column start at its top, not in the column before
+            if self.rows:
                 heads = start.reshape(-1, self.rows)[:, : self.window_size + 1]
                 np.maximum(
                     heads, np.arange(0, num_values, self.rows, dtype=np.int64)[:, None], out=heads

@@ -26,9 +26,8 @@ from oomrl.portfolio.reward import DEFAULT_TERMINAL_PENALTY
 from oomrl.portfolio.setup import market_rules
 from oomrl.settings import OomrlSettings
 
-CONFLICT_ATTEMPTS = (
-    3  # a rebalance committing in between changes the revision: plan the marks again
-)
+# A rebalance committing in between changes the revision: plan the marks again
+CONFLICT_ATTEMPTS = 3
 BUILTIN = "builtin"
 
 

@@ -34,12 +34,10 @@ from oomrl.portfolio.market import MarketFrames, Panels
 from oomrl.portfolio.recompute import Difference
 
 MEMORIZED = "crossval.memorized"
-TOLERANCE = (
-    1e-9  # weight difference that is float rounding (sums in another order), not another decision
-)
-MONTHS = (
-    48  # a monthly shift is a multiple of 4 years: month lengths, leap days and month ends are kept
-)
+# Weight difference that is float rounding (sums in another order), not another decision
+TOLERANCE = 1e-9
+# A monthly shift is a multiple of 4 years: month lengths, leap days and month ends are kept
+MONTHS = 48
 
 
 @dataclass(frozen=True)

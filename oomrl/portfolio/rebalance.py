@@ -220,11 +220,12 @@ def rebalance(
     )
     # Corporate actions since the last rebalance change the book (cash, shares) even on sessions a
     # daily mark already valued: walk from the last rebalance, keep the rows after the last NAV row.
+    # A fresh account may have marks
     since = (
         state.last_date
         if state.last_date is not None
         else (nav_before["date"].iloc[-1] if len(nav_before) else None)
-    )  # a fresh account may have marks
+    )
     first_quiet = (
         t if since is None else int(market.dates.searchsorted(pd.Timestamp(since), side="right"))
     )

@@ -215,13 +215,11 @@ class ReplayResult:
     halted_on: date | None = None
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
     raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
-    max_weight: pd.Series = field(
-        default_factory=lambda: pd.Series(dtype=float)
-    )  # largest position / NAV
+    # Largest position / NAV
+    max_weight: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     # at the close of each rebalance session
-    jail: str = (
-        "bwrap"  # where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
-    )
+    # Where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
+    jail: str = "bwrap"
 
     def summary(self) -> dict[str, Any]:
         """Turnover, costs, slippage leakage and net return of the run (fractions, CNY for
@@ -273,9 +271,8 @@ def run_sessions(
     if first < 1:
         raise OomrlError("a replay needs one session of history before its first trading day")
     marked_from = first
-    pending: tuple[Columns | None, Traded, Columns] | None = (
-        None  # the last rebalance, not yet yielded
-    )
+    # The last rebalance, not yet yielded
+    pending: tuple[Columns | None, Traded, Columns] | None = None
     early: Any = None  # the next rebalance's question, asked before its book is known (ask_early)
 
     def finished() -> Step:
@@ -315,19 +312,19 @@ def run_sessions(
             if pending is not None:
                 yield finished()
             reply = getattr(answer, "reply", None)
-            if (
-                reply is not None
-            ):  # a host's answer in hand, with the schedule: the next question goes
+            # A host's answer in hand, with the schedule: the next question goes
+            if reply is not None:
                 reply()  # out before these weights are checked (it fails alike after)
             early = ask_early(runner, market, t, last, market.days[t], costing.membership)
             weights = answer()
             traded = trade(broker, t, weights, book)
             book = traded.after
+            # (a replay keeps only non-empty action sets)
             quiet_traded = (
                 actions
                 if not len(actions["symbol"]) and not len(traded.actions["symbol"])
                 else concat_columns([actions, traded.actions])
-            )  # (a replay keeps only non-empty action sets)
+            )
             pending = (quiet, traded, quiet_traded)
             if costing.kill.trips(principal_loss(book.nav, book.initial)):
                 break
@@ -335,9 +332,8 @@ def run_sessions(
         if pending is not None:
             yield finished()
     finally:
-        if (
-            early is not None
-        ):  # the replay ended before that rebalance: its question is answered and forgotten
+        # The replay ended before that rebalance: its question is answered and forgotten
+        if early is not None:
             if sys.exc_info()[0] is None:
                 early.drop()
             else:  # already failing (or closed by its consumer): that error is the one to see
@@ -476,9 +472,8 @@ def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame
         {k: np.array([row[k] for row in rows], dtype=float) for k in NAV_COLUMNS if k not in traded}
     )
     columns = concat_columns([*(chunk for chunk in quiet if len(chunk["date"])), traded])
-    order = np.argsort(
-        columns["date"], kind="mergesort"
-    )  # stable: what sorting the frame by date gives
+    # Stable: what sorting the frame by date gives
+    order = np.argsort(columns["date"], kind="mergesort")
     return pd.DataFrame({k: columns[k][order] for k in NAV_COLUMNS})
 
 

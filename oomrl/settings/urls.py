@@ -29,9 +29,8 @@ def check_database_url(value: str) -> str:
         raise ValueError(f"not a database URL SQLAlchemy understands ({exc})") from None
     try:
         dialect.import_dbapi()
-    except (
-        ImportError
-    ) as exc:  # e.g. postgresql+asyncpg:// without asyncpg: found now, not mid-command
+    # E.g. postgresql+asyncpg:// without asyncpg: found now, not mid-command
+    except ImportError as exc:
         raise ValueError(f"its database driver is not installed ({exc})") from None
     if getattr(dialect, "is_async", False):  # oomrl's engines are synchronous
         raise ValueError(

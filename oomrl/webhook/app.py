@@ -107,9 +107,8 @@ async def _read_bounded(request: Request, limit: int) -> bytes:
     """The raw body, refusing early on Content-Length and again on the bytes actually sent."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not ASCII_DIGITS.fullmatch(
-            declared.strip()
-        ):  # isdigit() also takes "²", which int() refuses
+        # Isdigit() also takes "²", which int() refuses
+        if not ASCII_DIGITS.fullmatch(declared.strip()):
             raise InvalidAlertError("Content-Length is not a number")
         if int(declared) > limit:
             raise _BodyTooLarge(f"body of {declared} bytes exceeds the limit of {limit}")
@@ -315,9 +314,8 @@ class WebhookIntake:
                 earlier = await self.wait_for_launch(alert_id)
                 continue
             if earlier.flow_run_id and await self.ended_or_gone(earlier.flow_run_id):
-                await self.check_floods(
-                    account, counted=0
-                )  # before the row changes: nothing to undo
+                # Before the row changes: nothing to undo
+                await self.check_floods(account, counted=0)
                 if await run_in_threadpool(self.store.reopen, alert_id, earlier.flow_run_id):
                     after, earlier = earlier.flow_run_id, None
                     continue

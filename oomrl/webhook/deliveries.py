@@ -34,9 +34,8 @@ DELIVERIES = sa.Table(
 
 
 def _now() -> datetime:
-    return datetime.now(UTC).replace(
-        tzinfo=None
-    )  # naive UTC: compares alike on SQLite and PostgreSQL
+    # Naive UTC: compares alike on SQLite and PostgreSQL
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)
@@ -59,9 +58,8 @@ class DeliveryStore:
 
     def __init__(self, url: str) -> None:
         database = sqlite_file(url)
-        if (
-            database is not None
-        ):  # often the ledger itself: private before SQLite creates it (0600, folder 0700)
+        # Often the ledger itself: private before SQLite creates it (0600, folder 0700)
+        if database is not None:
             private_file(database, tighten=True)
         self._engine = sa.create_engine(driver_url(url), future=True)
         create_tables(self._engine, _METADATA, [DELIVERIES])

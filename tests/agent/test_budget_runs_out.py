@@ -94,9 +94,8 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
         assert (
             call["tokens_left_after"] >= -request["max_tokens"] and call["tokens_left_after"] >= 0
         )
-        assert (
-            0 < call["cost_nusd"] <= call["held_nusd"] and call["nusd_left_after"] >= 0
-        )  # money too
+        # Money too
+        assert 0 < call["cost_nusd"] <= call["held_nusd"] and call["nusd_left_after"] >= 0
     balance = book.balance("demo")
     assert balance.tokens_held == 0 and 0 <= balance.tokens_left < 70_000 // 10
     assert balance.usd_held == 0 and 0 < balance.usd_left < 1.0

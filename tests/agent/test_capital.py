@@ -25,9 +25,8 @@ def test_a_call_is_reserved_then_debited_what_it_cost(ledger: Ledger) -> None:  
     book = LLMBudgetBook(ledger)
     opened = book.open_account("paper", 10_000, 1.0)
     assert (opened.tokens_left, opened.usd_left) == (10_000, 1.0)
-    assert (
-        book.open_account("paper", 5, 5.0).tokens_limit == 10_000
-    )  # opening again changes nothing
+    # Opening again changes nothing
+    assert book.open_account("paper", 5, 5.0).tokens_limit == 10_000
     call = book.reserve("paper", "run-1", "coder", 9_000, 0.5)
     held = book.balance("paper")
     assert (held.tokens_held, held.tokens_left, held.usd_held) == (9_000, 1_000, 0.5)

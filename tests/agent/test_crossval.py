@@ -70,9 +70,8 @@ def rows(candidate_drift: float = 0.0, **candidate: object) -> list[VersionMeasu
         active = measures("active", window)
         mine = measures("candidate", window, **candidate)
         noise = np.random.default_rng(1).normal(0, 0.002, len(DAYS))
-        noise -= (
-            noise.mean()
-        )  # paired noise around 0: the candidate earns what the active does, on average
+        # Paired noise around 0: the candidate earns what the active does, on average
+        noise -= noise.mean()
         mine.returns = [x + candidate_drift + e for x, e in zip(active.returns, noise, strict=True)]
         out += [active, mine]
     return out
@@ -104,9 +103,8 @@ def test_a_candidate_worse_net_of_friction_is_refused_with_the_numbers() -> None
         "net_of_friction_vs_active_long",
     ]
     found = rows(candidate_drift=-0.001)
-    diff = np.array(found[1].returns) - np.array(
-        found[0].returns
-    )  # alert window: candidate - active
+    # Alert window: candidate - active
+    diff = np.array(found[1].returns) - np.array(found[0].returns)
     mean, error = diff.mean() * 252, diff.std(ddof=1) * 252 / np.sqrt(len(diff))
     detail = refused[0].detail
     assert f"{mean:+.2%} a year" in detail and f"standard error {error:.2%}" in detail
@@ -291,9 +289,8 @@ def test_measure_reads_turnover_participation_weights_reward_and_schedule_from_a
         0.0,
     )
     halted = ReplayResult("s", nav, fills, pd.DataFrame(), 1e7, halted_on=dates[-1].date())
-    with pytest.raises(
-        MetricsInputError, match="kill switch on 2024-07-12"
-    ) as refused:  # no "empty series"
+    # No "empty series"
+    with pytest.raises(MetricsInputError, match="kill switch on 2024-07-12") as refused:
         measure(halted, "active", "x", bench, "weekly", start=date(2024, 8, 1))
     assert "active: no session to measure in the alert window from 2024-08-01" in str(refused.value)
 
@@ -330,17 +327,15 @@ def test_a_halted_replay_is_data_its_returns_after_the_halt_are_0_and_its_drawdo
     )
     assert (tail["nav"] == nav["nav"].iloc[-1]).all()  # the capital lost stays lost
     bench = pd.Series(0.001, index=pd.bdate_range("2024-06-20", periods=30))
-    late = measure(
-        carried, "active", "x", bench, "weekly", start=dates[6].date()
-    )  # a window after the halt
+    # A window after the halt
+    late = measure(carried, "active", "x", bench, "weekly", start=dates[6].date())
     assert (
         late.trading_days == 4 and late.returns == [0.0] * 4 and late.halted_on == dates[3].date()
     )
     whole = measure(carried, "active", "x", bench, "weekly")
     assert whole.max_drawdown == pytest.approx(float(np.cumprod(1 + returns)[-1] - 1))
-    assert (
-        after_halt(ReplayResult("s", nav, pd.DataFrame(), pd.DataFrame(), 1e7), dates).nav is nav
-    )  # not halted
+    # Not halted
+    assert after_halt(ReplayResult("s", nav, pd.DataFrame(), pd.DataFrame(), 1e7), dates).nav is nav
     # The halted version is compared over every session: a flat candidate beats it net of friction.
     flat = whole.model_copy(
         update={"version": "candidate", "returns": [0.0] * 10, "halted_on": None}
@@ -376,9 +371,8 @@ def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate
     text = module.read_text()
     assert HOLDS_CASH[0] in text
     module.write_text(text.replace(HOLDS_CASH[0], HOLDS_CASH[1] + HOLDS_CASH[0]))
-    settings = get_settings().model_copy(
-        update={"kill_threshold": 0.01}
-    )  # 1 % of principal lost halts
+    # 1 % of principal lost halts
+    settings = get_settings().model_copy(update={"kill_threshold": 0.01})
     store = ensure_sample(settings)
     start, end = window_for(store, date(2024, 7, 15), 20)
     result = cross_validate(
@@ -507,9 +501,8 @@ def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(
     assert not stateful.passed and not result.passed
     candidate_days = next(r for r in result.rows if (r.version, r.window) == ("candidate", "long"))
     assert stateful.detail.startswith(f"10 of {candidate_days.rebalances} decisions (")
-    assert (
-        "gave other weights" in stateful.detail and ".S" in stateful.detail
-    )  # dates and symbols named
+    # Dates and symbols named
+    assert "gave other weights" in stateful.detail and ".S" in stateful.detail
     assert (
         "- **crossval.stateful**: FAILED — 10 of" in (tmp_path / "cross_validation.md").read_text()
     )
@@ -571,16 +564,13 @@ def test_baseline_is_the_human_reference_or_the_last_version_promoted_to_the_acc
 
     assert baseline_of(Versions(["v1"]), "v1") is None  # nothing promoted yet
     assert baseline_of(Versions(["v1", "v2"]), "v2") is None  # B is the active version
-    assert baseline_of(Versions(["v1", "v2"]), "v1") == (
-        tmp_path / "exports" / "v2",
-        "v2",
-    )  # after a rollback
+    # After a rollback
+    assert baseline_of(Versions(["v1", "v2"]), "v1") == (tmp_path / "exports" / "v2", "v2")
     # Per account: another account's later version is never this account's B.
     shared = Versions(["v1", "v2", "v3"], {"v2": "paper", "v3": "other"})
     assert baseline_of(shared, "v1", "paper") == (tmp_path / "exports" / "v2", "v2")
-    assert (
-        baseline_of(shared, "v2", "paper") is None
-    )  # its own last promotion is the active version
+    # Its own last promotion is the active version
+    assert baseline_of(shared, "v2", "paper") is None
     assert baseline_of(shared, "v1", "fresh") is None  # nothing was promoted to it
     (tmp_path / "reference" / "strategies").mkdir(parents=True)
     (tmp_path / "reference" / "strategies" / "__init__.py").write_text("")

@@ -46,18 +46,16 @@ def test_the_relabelling_permutes_symbols_within_each_board_family_and_carries_t
         range(len(SYMBOLS))
     )
     for label, origin in enumerate(probe.source):
-        assert family(SYMBOLS[label]) == family(
-            SYMBOLS[origin]
-        )  # same exchange and board: same limits, lots
+        # Same exchange and board: same limits, lots
+        assert family(SYMBOLS[label]) == family(SYMBOLS[origin])
         assert (
             probe.market.panels["close"].iloc[:, label].to_numpy()
             == market.panels["close"].iloc[:, origin].to_numpy()
         ).all()
     assert list(probe.relabel(probe.source)) == list(range(len(SYMBOLS)))  # the inverse
     assert family("688001.SH") != family("600000.SH") != family("000001.SZ")
-    assert list(relabelled(market, seed_of("a1b2c3")).source) == list(
-        probe.source
-    )  # one commit, one probe
+    # One commit, one probe
+    assert list(relabelled(market, seed_of("a1b2c3")).source) == list(probe.source)
     assert list(relabelled(market, seed_of("d4e5f6")).source) != list(probe.source)
 
 
@@ -94,9 +92,8 @@ def best_names_per_date(sample: Path) -> dict[str, list[str]]:
         index="date", columns="symbol", values="close"
     )
     close = close[(close.index >= "2023-12-01") & (close.index <= "2025-01-31")]
-    ahead = (
-        close.shift(-6) / close.shift(-1) - 1
-    )  # decided on d (rows to d), bought at d+1, held a week
+    # Decided on d (rows to d), bought at d+1, held a week
+    ahead = close.shift(-6) / close.shift(-1) - 1
     return {
         str(day.date()): sorted(row.dropna().sort_values(ascending=False).index[:10].astype(str))
         for day, row in ahead.iterrows()
@@ -162,17 +159,15 @@ def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(
         run_dir=tmp_path,
     )
     by = {(r.version, r.window): r for r in result.rows}
-    assert (
-        by[("candidate", "long")].net_return > by[("active", "long")].net_return + 0.10
-    )  # recall pays
+    # Recall pays
+    assert by[("candidate", "long")].net_return > by[("active", "long")].net_return + 0.10
     memorized = next(c for c in result.checks if c.name == "crossval.memorized")
     assert not memorized.passed and not result.passed
     for probe in ("symbols relabelled at random within each board: ", "dates shifted back by "):
         assert probe in memorized.detail
     first = memorized.detail.split("differ (")[1]
-    assert (
-        f"{start.year}-0" in first and ".S" in first
-    )  # the dates and the symbols where decisions differ
+    # The dates and the symbols where decisions differ
+    assert f"{start.year}-0" in first and ".S" in first
     assert "- **crossval.memorized**: FAILED" in (tmp_path / "cross_validation.md").read_text()
 
 
@@ -234,9 +229,8 @@ def test_a_declared_monthly_calendar_is_shifted_by_whole_months(
 ) -> None:
     undeclared = workspace_with(tmp_path, "undeclared", MONTHLY)
     check = probe_check("weekly_liquidity", repair_home, undeclared)
-    assert (
-        not check.passed and "the schedule trades on" in check.detail
-    )  # month starts moved with weeks
+    # Month starts moved with weeks
+    assert not check.passed and "the schedule trades on" in check.detail
     declared = workspace_with(
         tmp_path,
         "declared",

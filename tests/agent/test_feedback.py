@@ -119,9 +119,8 @@ def test_many_violations_are_capped_and_long_messages_clipped() -> None:
         {},
         3,
     )
-    assert (
-        early["summary"] == "rejected: 1 violation(s) of diff.malformed"
-    )  # no gate ran: no counts
+    # No gate ran: no counts
+    assert early["summary"] == "rejected: 1 violation(s) of diff.malformed"
 
 
 def test_role_evidence_is_the_autopsys_diagnosis_without_empty_fields() -> None:

@@ -57,9 +57,8 @@ def test_a_dripping_server_is_cut_off_by_the_request_deadline(
         r"no complete answer within 1 s \(OOMRL_AGENT_REQUEST_DEADLINE_S\)",
     ):
         client.ask_json("critic", ASK, Answer)
-    assert (
-        len(server.requests) == 2 and client.budget.calls == 0
-    )  # nothing answered, nothing charged
+    # Nothing answered, nothing charged
+    assert len(server.requests) == 2 and client.budget.calls == 0
 
 
 @pytest.mark.slow

@@ -202,9 +202,10 @@ def test_the_offline_author_never_uses_the_coders_rules(monkeypatch: pytest.Monk
     )
     patch = OfflineProvider().test_author(view)
     assert f"superseded {len(PINNING)} old tests" in patch.notes
+    # Rules ignore it
     assert OfflineProvider().answer_key("test_author", view) == OfflineProvider().answer_key(
         "test_author", view.model_copy(update={"feedback": [{"any": "verdict"}]})
-    )  # rules ignore it
+    )
 
 
 @pytest.mark.slow

@@ -40,9 +40,8 @@ def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_i
     assert AgentSettings().probation_sessions == 20
     settings, autopsy = get_settings(), Autopsy.model_validate(daily_momentum_autopsy)
     assert open_context(settings, autopsy).agent.probation_sessions == 20
-    assert (
-        open_context(settings, autopsy, probation=0).agent.probation_sessions == 0
-    )  # --probation 0
+    # --probation 0
+    assert open_context(settings, autopsy, probation=0).agent.probation_sessions == 0
     assert open_context(settings, autopsy, probation=3).agent.probation_sessions == 3
 
 
@@ -50,9 +49,8 @@ def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_i
 def test_a_challenger_not_worse_forward_takes_the_capital_after_its_probation(
     on_probation: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(
-        "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
-    )  # 500 % a year: any honest book keeps up
+    # 500 % a year: any honest book keeps up
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")
     # settings are read once per run, as each chain run does: read them again after the change
     settings, ledger, v2 = get_settings(), on_probation["ledger"], on_probation["v2"]
     shadow = shadow_name("paper", "v2")
@@ -101,9 +99,8 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy_the_next_repair_a
     from oomrl.repair_inputs import admit
 
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_TEST", "superiority")
-    monkeypatch.setenv(
-        "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
-    )  # must beat the champion by 500 % a year
+    # Must beat the champion by 500 % a year
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")
     settings, ledger, v2 = get_settings(), on_probation["ledger"], on_probation["v2"]
     days = forward(SESSIONS)
     for day in days:
@@ -123,9 +120,8 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy_the_next_repair_a
     assert "retired after 5 forward sessions" in autopsy.diagnostics.findings[0]
     stored = [a for a in ledger.alerts("paper") if a["rule"] == "probation_retired"]
     assert [a["alert_id"] for a in stored] == [autopsy.alert_id]
-    assert (
-        admit(input_json(autopsy), settings).alert_id == autopsy.alert_id
-    )  # it feeds the next repair
+    # It feeds the next repair
+    assert admit(input_json(autopsy), settings).alert_id == autopsy.alert_id
     moves = [
         json.loads(line)
         for line in (on_probation["run_dir"] / "trail.jsonl").read_text().splitlines()
@@ -138,21 +134,18 @@ def test_the_kill_switch_halts_a_shadow_book_and_retires_its_challenger_at_once(
     on_probation: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings, ledger = on_probation["settings"], on_probation["ledger"]
-    monkeypatch.setenv(
-        "OOMRL_KILL_THRESHOLD", "0.002"
-    )  # a loss of 0.2 % of its capital halts the shadow book
+    # A loss of 0.2 % of its capital halts the shadow book
+    monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.002")
     shadow = shadow_name("paper", "v2")
-    for day in forward(
-        SESSIONS
-    ):  # (the champion is not traded here: it halted long ago under this threshold)
+    # (the champion is not traded here: it halted long ago under this threshold)
+    for day in forward(SESSIONS):
         decided, running = chain_day(get_settings(), day)
         if decided:
             break
     halts = [e for e in ledger.events(shadow) if e["kind"] == "halted"]
     assert [e["as_of"] for e in halts] == [day]  # halted on the session the chain decided it
-    assert (
-        ledger.account(shadow).status is AccountStatus.CLOSED
-    )  # halted, then closed by the decision
+    # Halted, then closed by the decision
+    assert ledger.account(shadow).status is AccountStatus.CLOSED
     assert [d.probation.status for d in decided] == ["retired"] and not running
     kill = next(c for c in decided[0].evidence.checks if c.name == "kill_switch")
     assert not kill.passed and str(day) in kill.detail
@@ -208,9 +201,8 @@ def test_one_challenger_at_a_time_and_the_promotion_is_undone_when_the_probation
         promotion.promote(
             versions, candidate, "Repair again", {}, "paper", "daily_momentum", (OPENED, SESSIONS)
         )
-    assert (
-        "v3" not in versions.git("tag", "-l").split()
-    )  # the tag went with the refused commit point
+    # The tag went with the refused commit point
+    assert "v3" not in versions.git("tag", "-l").split()
     assert promotion.check(versions) == []
 
 
@@ -221,9 +213,8 @@ def test_a_repaired_version_goes_on_probation_and_the_chain_promotes_it(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(
-        "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
-    )  # the forward comparison is not what is tested here
+    # The forward comparison is not what is tested here
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")
     autopsy_file = tmp_path / "autopsy.json"
     autopsy_file.write_text(json.dumps(daily_momentum_autopsy))
     result = CliRunner().invoke(

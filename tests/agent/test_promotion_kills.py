@@ -144,9 +144,8 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "step", ["notes", "ledger"]
-)  # the commit point is the probation's ledger write
+# The commit point is the probation's ledger write
+@pytest.mark.parametrize("step", ["notes", "ledger"])
 def test_a_probation_killed_around_its_commit_point_is_recovered_by_the_next_command(
     home: Path, tmp_path: Path, step: str
 ) -> None:

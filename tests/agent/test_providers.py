@@ -92,9 +92,8 @@ def test_offline_critic_maps_the_alert_and_keeps_the_autopsys_constraints() -> N
         0.02,
     )
     bare = critic(CriticView(autopsy=LossAlert(alert_id="x3", account="paper")))
-    assert (
-        bare.module == "strategies.daily_momentum" and bare.alert_id == "x3"
-    )  # the bundled default
+    # The bundled default
+    assert bare.module == "strategies.daily_momentum" and bare.alert_id == "x3"
 
 
 def test_offline_coder_writes_a_real_diff_that_only_touches_the_module() -> None:

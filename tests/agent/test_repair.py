@@ -91,9 +91,8 @@ def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Pa
         "diff.locked_path",
         "diff.malformed",
     ]
-    assert isinstance(
-        ctx.attempts[1].verdict, PreGateVerdict
-    )  # unparseable: no gate run spent on it
+    # Unparseable: no gate run spent on it
+    assert isinstance(ctx.attempts[1].verdict, PreGateVerdict)
     assert (
         json.loads((ctx.run_dir / "attempts" / "code-patch-2.verdict.json").read_text())["judge"]
         == "pre-gate"
@@ -154,12 +153,13 @@ def answer(payload: dict[str, Any], **kw: Any) -> Scripted:
 
 @pytest.mark.slow
 def test_llm_repair_bad_answers_end_in_a_clean_failure(tmp_path: Path, server: FakeOpenAI) -> None:
+    # Test author: malformed
     server.queue(
         Scripted(content="slow", hang=True),  # critic: times out, retried
         answer(MANDATE.model_dump()),  # critic: the mandate
         answer({"diff": "x" * 5000, "notes": "too long"}),  # test author: oversized
         answer({"diff": "this is not a diff", "notes": "oops"}),
-    )  # test author: malformed
+    )
     ctx = llm_context(tmp_path, server)
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
@@ -253,9 +253,8 @@ def test_load_autopsy_accepts_full_or_partial_and_names_problems(
 
     full = load_autopsy(daily_momentum_autopsy)
     assert isinstance(full, Autopsy) and full.alert_id == daily_momentum_autopsy["alert_id"]
-    assert (
-        input_json(full) == daily_momentum_autopsy
-    )  # the JSON it came as, byte for byte once dumped
+    # The JSON it came as, byte for byte once dumped
+    assert input_json(full) == daily_momentum_autopsy
     assert (
         as_of_of(full) == date.fromisoformat(daily_momentum_autopsy["as_of"])
         and as_of_of(AUTOPSY) is None
@@ -264,9 +263,8 @@ def test_load_autopsy_accepts_full_or_partial_and_names_problems(
     loaded = load_autopsy(alert)  # a loss alert: the repair completes it from the ledger
     assert type(loaded) is LossAlert and input_json(loaded) == alert
     with pytest.raises(OomrlError, match="invalid loss alert .*diagnostics: Extra inputs"):
-        load_autopsy(
-            input_json(AUTOPSY)
-        )  # a pending alert is what the repair makes, never an input
+        # A pending alert is what the repair makes, never an input
+        load_autopsy(input_json(AUTOPSY))
     with pytest.raises(OomrlError, match="invalid autopsy: .*alert_id"):
         load_autopsy({"event": "FINANCIAL_DEGRADATION_DETECTED", "account": "paper"})
     with pytest.raises(OomrlError, match="must be a JSON object, got list"):
@@ -334,9 +332,8 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
     ctx = at_step(make_context(tmp_path, provider), "test-genesis")
     ctx.agent = AgentSettings(max_attempts=3)
     prepare_candidate(ctx)
-    with pytest.raises(
-        LLMUnavailableError
-    ):  # as a Prefect task retry would then run the step again
+    # As a Prefect task retry would then run the step again
+    with pytest.raises(LLMUnavailableError):
         run_test_genesis(ctx, MANDATE)
     with pytest.raises(RepairStepError, match="ceiling of 3 role answers"):
         run_test_genesis(ctx, MANDATE)
@@ -369,9 +366,8 @@ def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(
     repeated = outcome.attempts[1].verdict
     assert isinstance(repeated, RepeatVerdict)  # the same answer is not judged twice
     assert repeated.violations[0].rule == "answer.repeated"
-    assert (
-        outcome.model_dump(mode="json")["attempts"][1]["verdict"]["judge"] == "repeat"
-    )  # and says so on disk
+    # And says so on disk
+    assert outcome.model_dump(mode="json")["attempts"][1]["verdict"]["judge"] == "repeat"
     red = AttemptRecord(phase="test-gen", attempt=1, diff="", verdict=RED_ACCEPTED)
     (tmp_path / "again").mkdir()
     ctx = at_step(make_context(tmp_path / "again", provider), "logic-genesis")

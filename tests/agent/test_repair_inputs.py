@@ -28,9 +28,8 @@ def test_a_dated_alert_is_completed_from_the_ledger(repair_home: Path) -> None:
     ledger = open_ledger(settings)
     autopsy = complete_autopsy(DATED, ledger)
     assert isinstance(autopsy, Autopsy) and autopsy.as_of == DATED.as_of
-    assert (
-        autopsy.alert_id == DATED.alert_id and autopsy.severity == "warning"
-    )  # what the alert never said
+    # What the alert never said
+    assert autopsy.alert_id == DATED.alert_id and autopsy.severity == "warning"
     assert autopsy.trigger.rule == "external" and autopsy.trigger.message == "external loss alert"
     assert autopsy.diagnostics.evidence.fills > 0 and autopsy.metrics.turnover_annualized > 50
     assert autopsy.constraints.rebalance == "weekly"
@@ -55,9 +54,8 @@ def test_full_autopsies_pass_and_accounts_without_history_keep_the_alert(
     full = Autopsy.model_validate(daily_momentum_autopsy)
     assert complete_autopsy(full, ledger) is full
     stranger = DATED.model_copy(update={"account": "nobody"})
-    kept = complete_autopsy(
-        stranger, ledger
-    )  # no NAV on that date: the alert as it is, with the module
+    # No NAV on that date: the alert as it is, with the module
+    kept = complete_autopsy(stranger, ledger)
     assert input_json(kept) == {
         **input_json(stranger),
         "diagnostics": {"module": "strategies.daily_momentum"},

@@ -129,9 +129,8 @@ def test_a_loss_of_a_version_the_kill_switch_halted_is_repaired_on_evidence_that
     halted = rows[("active", "long")]["halted_on"]
     assert halted is not None and rows[("candidate", "long")]["halted_on"] is None
     long_days = rows[("candidate", "long")]["trading_days"]
-    assert (
-        rows[("active", "long")]["trading_days"] == long_days
-    )  # measured over every session, halt or not
+    # Measured over every session, halt or not
+    assert rows[("active", "long")]["trading_days"] == long_days
     after = [
         r
         for d, r in zip(

@@ -115,9 +115,8 @@ def test_a_repair_that_cannot_take_its_account_fails_at_the_claim(tmp_path: Path
     ctx.claim_wait_s = 0.0  # `oomrl repair --wait 0`
     with claim_for(ctx, "holder") as holder:  # another repair of paper holds it through the gate
         holder.hold()
-        outcome = run_repair(
-            AUTOPSY, ctx, approve
-        )  # its own claim, as the CLI and the demo take it
+        # Its own claim, as the CLI and the demo take it
+        outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "claim")
     assert outcome.reason.startswith(
         f"account paper is being repaired by run holder-{ctx.run_dir.name} (pid "

@@ -40,9 +40,8 @@ def test_identical_rows_are_kept_once_and_reported(oomrl_home: Path, tmp_path: P
         "ingest", "--source", f"csv:{csv_folder(tmp_path / 'csv', doubled)}", "--universe", "all"
     )
     assert result.exit_code == 0, result.output
-    assert (
-        "store now: 4 bars, 1 symbols, 2024-07-01..2024-07-04" in result.output
-    )  # no session lost
+    # No session lost
+    assert "store now: 4 bars, 1 symbols, 2024-07-01..2024-07-04" in result.output
     assert "quarantined: 1 rows (duplicate 1)" in result.output
     quarantine = invoke("data", "quarantine")
     assert "identical copy of another (date, symbol) row" in quarantine.output

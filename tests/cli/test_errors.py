@@ -282,12 +282,13 @@ def test_metrics_and_report_options_are_checked(
     returns = tmp_path / "r.csv"
     returns.write_text("date,return\n2024-01-02,0.01\n2024-01-03,-0.01\n2024-01-04,0.02\n")
     for rf in ("nan", "inf", "-inf"):
+        # No report folder full of NaN
         refused(
             invoke("report", "--returns", str(returns), "--rf", rf),
             2,
             "Invalid value for '--rf'",
             f"must be a finite annual rate, got {float(rf)}",
-        )  # no report folder full of NaN
+        )
         refused(
             invoke("metrics", "--returns", str(returns), "--benchmark", str(returns), "--rf", rf),
             2,

@@ -23,9 +23,8 @@ def test_the_bar_draws_on_a_terminal_and_goes_away() -> None:
         terminal.file.flush()
     drawn = screen.getvalue()
     assert "replay c" in drawn and "3/3" in drawn
-    assert (
-        drawn.rstrip().endswith("\x1b[2K") or "\x1b[1A" in drawn or "\x1b[2K" in drawn
-    )  # erased at the end
+    # Erased at the end
+    assert drawn.rstrip().endswith("\x1b[2K") or "\x1b[1A" in drawn or "\x1b[2K" in drawn
 
 
 def test_the_bar_stays_silent_on_a_pipe() -> None:
@@ -69,9 +68,8 @@ def test_the_repair_shows_its_steps() -> None:
     seen: list[str] = []
 
     def step(a: int, b: int) -> int:
-        deadline = (
-            time.monotonic() + 60
-        )  # drawn within ms when idle; a loaded machine may take seconds
+        # Drawn within ms when idle; a loaded machine may take seconds
+        deadline = time.monotonic() + 60
         while "repair: critic" not in screen.getvalue() and time.monotonic() < deadline:
             time.sleep(0.05)  # the spinner draws from its own thread
         seen.append(screen.getvalue())

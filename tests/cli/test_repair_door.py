@@ -116,9 +116,8 @@ def test_refused_autopsies_write_nothing(
     home: Path, unchanged: None, tmp_path: Path, payload: Any, fragments: list[str]
 ) -> None:
     refused(repair(write_json(tmp_path / "autopsy.json", payload)), 1, *fragments)
-    assert (
-        list((home / "runs").iterdir()) == []
-    )  # no run folder (and `unchanged`: workspace, ledger as they were)
+    # No run folder (and `unchanged`: workspace, ledger as they were)
+    assert list((home / "runs").iterdir()) == []
 
 
 def test_a_loss_alert_for_an_account_never_marked_is_refused(home: Path, tmp_path: Path) -> None:
@@ -126,9 +125,8 @@ def test_a_loss_alert_for_an_account_never_marked_is_refused(home: Path, tmp_pat
     from oomrl.settings import get_settings
 
     ledger = Ledger(get_settings().ledger)
-    ledger.open_account(
-        "fresh", 1_000_000
-    )  # opened, never marked: no metrics to complete the alert with
+    # Opened, never marked: no metrics to complete the alert with
+    ledger.open_account("fresh", 1_000_000)
     ledger.engine.dispose()
     refused(
         repair(
@@ -179,9 +177,8 @@ def test_a_10_mb_mandate_is_refused_before_it_is_read_or_printed(
     huge = write_json(tmp_path / "huge.json", {**AUTOPSY, "mandate": "m" * 10_000_000})
     output = refused(repair(huge), 1, f"autopsy {huge} is larger than 262144 bytes")
     assert len(output) < 500
-    long = write_json(
-        tmp_path / "long.json", {**AUTOPSY, "mandate": "m" * 5_000}
-    )  # small file, long field
+    # Small file, long field
+    long = write_json(tmp_path / "long.json", {**AUTOPSY, "mandate": "m" * 5_000})
     assert (
         len(refused(repair(long), 1, "mandate: String should have at most 4000 characters")) < 500
     )

@@ -67,9 +67,8 @@ def test_account_show_on_a_pipe_prints_whole_numbers_dates_and_labelled_percenta
     from oomrl.settings import get_settings
 
     nav = open_ledger(get_settings()).nav_frame("paper")
-    result = CliRunner().invoke(
-        app, ["account", "show"]
-    )  # CliRunner's stdout is a pipe, not a terminal
+    # CliRunner's stdout is a pipe, not a terminal
+    result = CliRunner().invoke(app, ["account", "show"])
     assert result.exit_code == 0, result.output
     assert "…" not in result.output and "00:00:00" not in result.output
     assert f"{nav['nav'].iloc[-1]:,.2f}" in result.output and "2024-07-01" in result.output

@@ -168,9 +168,8 @@ def test_unreachable_source_falls_back_to_the_store_flagged_stale(tmp_path: Path
     assert "last bar 2024-07-05" in str(report.stale_reason)
     pd.testing.assert_frame_equal(store.read_bars(), before)
     every_bar_down = ingest(Unreachable(down=None), "csi300", "2024-07-01", "2024-07-26", store)
-    assert (
-        every_bar_down.stale and len(every_bar_down.failures) == 4
-    )  # the flaky source's own 4 members
+    # The flaky source's own 4 members
+    assert every_bar_down.stale and len(every_bar_down.failures) == 4
 
 
 def test_some_symbols_failing_is_reported_not_stale(tmp_path: Path) -> None:
@@ -253,34 +252,29 @@ def test_a_bad_file_mid_folder_leaves_the_store_as_it_was(
     folder = tmp_path / "csv"
     shutil.copytree(AKSHARE_STYLE, folder)
     (folder / "300750.SZ.csv").write_bytes(b"\x00\xff\xfe broken")
-    monkeypatch.setattr(
-        "oomrl.data.ingest.BATCH_SYMBOLS", 1
-    )  # 000001.SZ is staged before 300750.SZ fails
+    # 000001.SZ is staged before 300750.SZ fails
+    monkeypatch.setattr("oomrl.data.ingest.BATCH_SYMBOLS", 1)
     with pytest.raises(DataValidationError, match="300750.SZ.csv: unreadable CSV"):
         ingest(CsvSource(folder), "all", None, None, store)
-    assert (
-        _files(store.root) == before
-    )  # no bars of 000001.SZ, no new index levels or membership, no record
+    # No bars of 000001.SZ, no new index levels or membership, no record
+    assert _files(store.root) == before
 
 
 def test_every_fetch_failing_keeps_nothing_of_the_ingest(tmp_path: Path) -> None:
     store = MarketStore(tmp_path)
     ingest(CsvSource(AKSHARE_STYLE), "csi300", None, None, store)
     before = _files(tmp_path)
-    report = ingest(
-        Unreachable(down=None), "all", "2024-07-01", "2024-07-26", store
-    )  # index fine, every bar down
+    # Index fine, every bar down
+    report = ingest(Unreachable(down=None), "all", "2024-07-01", "2024-07-26", store)
     assert report.stale and len(report.failures) == 4
-    assert (
-        _files(tmp_path) == before
-    )  # the flaky source's index levels and membership were not kept either
+    # The flaky source's index levels and membership were not kept either
+    assert _files(tmp_path) == before
 
 
 def test_bars_after_the_last_closed_session_are_quarantined_and_kept(oomrl_home: Path) -> None:
     store = MarketStore(get_settings().data_dir)
-    now = datetime(
-        2024, 7, 3, 6, 0, tzinfo=UTC
-    )  # 14:00 in Shanghai: the 07-03 session is still trading
+    # 14:00 in Shanghai: the 07-03 session is still trading
+    now = datetime(2024, 7, 3, 6, 0, tzinfo=UTC)
     report = ingest(CsvSource(AKSHARE_STYLE), "csi300", None, None, store, now=now)
     # 07-03..07-05 of 3 symbols and of the price and total-return index
     assert report.quarantine_reasons == {"future_session": 3 * 3 + 2 * 3}
@@ -325,9 +319,8 @@ def test_cli_data_check_recovers_and_names_damaged_files(oomrl_home: Path) -> No
         sound.exit_code == 0
         and "is sound: generation 1, 15 bars, 3 symbols, 2024-07-01..2024-07-05" in sound.output
     )
-    (root / "bars" / "2024" / "part-0000deadbeef.parquet").write_bytes(
-        b"half"
-    )  # as a killed ingest leaves
+    # As a killed ingest leaves
+    (root / "bars" / "2024" / "part-0000deadbeef.parquet").write_bytes(b"half")
     (root / ".writer.json").write_text(
         json.dumps({"pid": 99, "command": "oomrl ingest", "since": "09:00"})
     )
@@ -369,6 +362,5 @@ def test_ensure_sample_waits_for_a_writer_and_finds_its_data(
         assert asked.wait(30)
         ingest(CsvSource(AKSHARE_STYLE), "600519", None, None, tx)
     worker.join(30)
-    assert (
-        result and not result[0].is_empty() and calls == []
-    )  # it found the data: no second ingest
+    # It found the data: no second ingest
+    assert result and not result[0].is_empty() and calls == []

@@ -30,19 +30,18 @@ def test_the_clock_moves_one_session_per_ingest_across_weekends_and_holidays(
     tmp_path: Path,
 ) -> None:
     clock = date(2024, 7, 1)
-    assert (
-        clock_end(clock, _store(tmp_path / "empty", None), SAMPLE_LAST) == clock
-    )  # an empty store: the start
+    # An empty store: the start
+    assert clock_end(clock, _store(tmp_path / "empty", None), SAMPLE_LAST) == clock
     assert clock_end(clock, _store(tmp_path / "a", "2024-07-01", 1), SAMPLE_LAST) == date(
         2024, 7, 2
     )
+    # Fri -> Mon
     assert clock_end(clock, _store(tmp_path / "b", "2024-07-03", 3), SAMPLE_LAST) == date(
         2024, 7, 8
-    )  # Fri -> Mon
+    )
     assert next_session(date(2024, 9, 30)) == date(2024, 10, 8)  # the National Day holiday
-    assert (
-        clock_end(clock, _store(tmp_path / "c", "2026-02-25", 3), SAMPLE_LAST) == SAMPLE_LAST
-    )  # the end holds
+    # The end holds
+    assert clock_end(clock, _store(tmp_path / "c", "2026-02-25", 3), SAMPLE_LAST) == SAMPLE_LAST
     assert clock_end(date(2025, 1, 2), _store(tmp_path / "d", "2024-07-01"), SAMPLE_LAST) == date(
         2025, 1, 2
     )
@@ -56,12 +55,10 @@ def test_only_an_ingest_of_the_sample_without_an_end_is_clocked(tmp_path: Path) 
 
     store, clock, sample = _store(tmp_path, "2024-07-01", 1), date(2024, 7, 1), SampleSource()
     assert clocked_end(sample, None, clock, store) == date(2024, 7, 2)
-    assert (
-        clocked_end(sample, "2024-12-31", clock, store) == "2024-12-31"
-    )  # an explicit end is kept
-    assert (
-        clocked_end(SyntheticSource(symbols=3), None, clock, store) is None
-    )  # only the sample is clocked
+    # An explicit end is kept
+    assert clocked_end(sample, "2024-12-31", clock, store) == "2024-12-31"
+    # Only the sample is clocked
+    assert clocked_end(SyntheticSource(symbols=3), None, clock, store) is None
     assert clocked_end(sample, None, None, store) is None  # the clock off: as always
 
 
@@ -77,9 +74,8 @@ def test_a_fresh_home_with_the_clock_holds_the_sample_up_to_it_and_each_ingest_a
     monkeypatch.setenv("OOMRL_SAMPLE_CLOCK", "2024-09-30")
     store = ensure_sample(get_settings())
     assert store.bar_summary()["last_date"] == pd.Timestamp("2024-09-30")
-    assert store.read_index().index.max() == pd.Timestamp(
-        "2024-09-30"
-    )  # no CSI 300 level from the future
+    # No CSI 300 level from the future
+    assert store.read_index().index.max() == pd.Timestamp("2024-09-30")
     assert len(store.read_membership()) > 300  # point-in-time snapshots: whole
     result = CliRunner().invoke(app, ["ingest"])  # the chain's ingest, from the command line
     assert result.exit_code == 0, result.output

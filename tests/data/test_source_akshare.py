@@ -216,9 +216,8 @@ def test_stock_bars_lots_become_shares_and_prev_close_comes_from_the_change(
         round(1440.5 / 1465.31, 6),
         round(1480.0 / 1504.81, 6),
     ]
-    assert (
-        bars["list_date"].unique().tolist() == [20010827.0] and bars["st"].isna().all()
-    )  # a past window
+    # A past window
+    assert bars["list_date"].unique().tolist() == [20010827.0] and bars["st"].isna().all()
 
 
 def test_todays_name_sets_the_st_flag_of_the_latest_session(
@@ -230,9 +229,8 @@ def test_todays_name_sets_the_st_flag_of_the_latest_session(
     bars = AkshareSource(adjust="none", api=akshare).bars(
         "000004.SZ", date(2024, 7, 1), date(2024, 7, 3)
     )
-    assert (
-        bars["st"].isna().tolist() == [True, True, False] and bars["st"].iloc[-1] == 1.0
-    )  # *ST国华 today
+    # *ST国华 today
+    assert bars["st"].isna().tolist() == [True, True, False] and bars["st"].iloc[-1] == 1.0
     assert bars["factor"].eq(1.0).all() and bars["list_date"].iloc[0] == 19910114.0
     moutai = AkshareSource(adjust="qfq", api=akshare).bars(
         "600519.SH", date(2024, 7, 1), date(2024, 7, 3)

@@ -149,9 +149,8 @@ def test_sample_source_reads_the_bundle() -> None:
     assert "600519.SH" in source.symbols() and len(source.symbols()) > 300
     bars = source.bars("600519.SH", date(2024, 7, 1), date(2024, 7, 5))
     assert len(bars) == 5 and bars["adjustment"].unique().tolist() == ["qfq"]
-    assert source.bars(
-        "600837.SH", date(2024, 7, 1), date(2024, 7, 5)
-    ).empty  # Haitong: no panel has it
+    # Haitong: no panel has it
+    assert source.bars("600837.SH", date(2024, 7, 1), date(2024, 7, 5)).empty
     assert source.index_levels("000300", "price", date(2024, 7, 1), date(2024, 7, 1))[
         "close"
     ].item() == pytest.approx(3478.18, abs=0.01)

@@ -50,9 +50,8 @@ def test_download_goes_through_yahoo_http_and_keeps_the_price_by_ticker_shape(
         sent["url"].endswith("/v8/finance/chart/600519.SS")
         and sent["params"]["crumb"] == "canned-crumb"
     )
-    assert pd.Timestamp(sent["params"]["period2"], unit="s") > pd.Timestamp(
-        "2025-03-05"
-    )  # end made inclusive
+    # End made inclusive
+    assert pd.Timestamp(sent["params"]["period2"], unit="s") > pd.Timestamp("2025-03-05")
 
 
 def test_a_shares_are_stored_adjusted_with_the_factor(yahoo: type[FakeYahoo]) -> None:
@@ -62,9 +61,8 @@ def test_a_shares_are_stored_adjusted_with_the_factor(yahoo: type[FakeYahoo]) ->
     assert bars["date"].tolist() == list(pd.to_datetime(["2025-03-03", "2025-03-04", "2025-03-05"]))
     assert bars["volume"].tolist() == [float(v) for v in raw["volume"]]
     assert bars["amount"].isna().all() and bars["adjustment"].unique().tolist() == ["qfq"]
-    np.testing.assert_allclose(
-        bars["close"] / bars["factor"], raw["close"]
-    )  # traded = adjusted / factor
+    # Traded = adjusted / factor
+    np.testing.assert_allclose(bars["close"] / bars["factor"], raw["close"])
     assert (
         np.isnan(bars["prev_close_raw"].iloc[0])
         and bars["prev_close_raw"].iloc[1] == bars["close"].iloc[0]
@@ -193,18 +191,15 @@ def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules
         market="us",
     )
     fills = replayed.fills
-    assert (
-        len(fills) > 20 and (fills["quantity"] % 100 != 0).any()
-    )  # one-share lots, not A-share lots
+    # One-share lots, not A-share lots
+    assert len(fills) > 20 and (fills["quantity"] % 100 != 0).any()
     buys, sells = fills[fills["side"] == "buy"], fills[fills["side"] == "sell"]
     assert (buys["stamp_duty"] == 0).all() and (fills["commission"] == 0).all()
     sale_value = sells["quantity"] * sells["price"]
-    np.testing.assert_allclose(
-        sells["stamp_duty"], (sale_value * 0.0000278).round(2), atol=0.011
-    )  # SEC fee
-    assert (
-        replayed.summary()["dividends"] > 0
-    )  # AAPL's and MSFT's dividends, from Adj Close / Close
+    # SEC fee
+    np.testing.assert_allclose(sells["stamp_duty"], (sale_value * 0.0000278).round(2), atol=0.011)
+    # AAPL's and MSFT's dividends, from Adj Close / Close
+    assert replayed.summary()["dividends"] > 0
     cli = CliRunner().invoke(
         app,
         [
@@ -256,6 +251,5 @@ def test_a_us_ingest_refuses_the_csi300_universe_and_a_bad_market(
     unknown = CliRunner().invoke(
         app, ["ingest", "--source", "yfinance", "--universe", "AAPL", "--market", "mars"]
     )
-    assert (
-        unknown.exit_code == 2 and "'mars' is not one of 'cn', 'us', 'hk'" in unknown.output
-    )  # a usage error
+    # A usage error
+    assert unknown.exit_code == 2 and "'mars' is not one of 'cn', 'us', 'hk'" in unknown.output

@@ -150,9 +150,8 @@ def test_a_transaction_commits_all_its_writes_or_none(tmp_path: Path, bars: Bars
     with pytest.raises(RuntimeError, match="boom"), store.transaction() as tx:
         tx.write_bars(bars(days=3))
         tx.write_index(_levels("price", [3400.0, 3410.0]))
-        assert (
-            len(tx.read_bars()) == 6 and len(tx.read_index()) == 2
-        )  # the transaction sees its own writes
+        # The transaction sees its own writes
+        assert len(tx.read_bars()) == 6 and len(tx.read_index()) == 2
         assert store.is_empty()  # others do not, until it commits
         raise RuntimeError("boom")
     assert (
@@ -162,9 +161,8 @@ def test_a_transaction_commits_all_its_writes_or_none(tmp_path: Path, bars: Bars
     )
     with store.transaction() as tx:
         tx.write_bars(bars(days=3))
-        tx.write_bars(
-            bars(days=5)
-        )  # replaces the part it wrote a moment ago: that one is deleted at once
+        # Replaces the part it wrote a moment ago: that one is deleted at once
+        tx.write_bars(bars(days=5))
         tx.write_index(_levels("price", [3400.0, 3410.0]))
         tx.record_ingest({"source": "test"})
     assert len(store.read_bars()) == 10 and len(store.read_index()) == 2
@@ -320,9 +318,8 @@ def test_new_days_add_parts_and_many_parts_compact(
     store.write_bars(full.iloc[8:12])
     assert len(year()) == 1 and year()[0].rows == 12
     assert len(store.read_bars()) == 12
-    assert (
-        len(list((tmp_path / "bars" / "2024").glob("part-*.parquet"))) == 1
-    )  # replaced parts are deleted
+    # Replaced parts are deleted
+    assert len(list((tmp_path / "bars" / "2024").glob("part-*.parquet"))) == 1
 
 
 def test_read_panel_is_date_by_symbol_with_gaps(tmp_path: Path, bars: BarsFactory) -> None:
@@ -444,9 +441,8 @@ def test_a_tampered_legacy_part_list_cannot_point_outside_the_store(
     with pytest.raises(
         StoreDamagedError, match="it names 'bars/2024/../../../ledger.db', not a store file"
     ):
-        MarketStore(root).write_bars(
-            bars(days=5)
-        )  # a migrating write would retire (delete) the part it names
+        # A migrating write would retire (delete) the part it names
+        MarketStore(root).write_bars(bars(days=5))
     assert victim.read_bytes() == b"precious"
 
 
@@ -499,9 +495,8 @@ def test_a_store_of_the_previous_layout_reads_and_migrates_on_the_next_write(
     _legacy_store(tmp_path, frame)
     store = MarketStore(tmp_path)
     back = store.read_bars()
-    assert (
-        len(back) == 6 and back["prev_close_raw"].isna().all()
-    )  # the column the old part lacks reads as NaN
+    # The column the old part lacks reads as NaN
+    assert len(back) == 6 and back["prev_close_raw"].isna().all()
     assert len(store.read_index()) == 2 and store.members_on("2024-07-01") == ["600519.SH"]
     assert store.manifest()["ingests"][0]["source"] == "sample"
     assert store.write_bars(bars(days=5)) == 4

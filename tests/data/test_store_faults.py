@@ -99,9 +99,8 @@ def test_a_full_disk_fails_the_ingest_and_keeps_the_last_complete_store(tmp_path
     before = clean_ingests(tmp_path / "first", FIRST)
     after_full = State.of(out / "after-full")
     assert after_full.same_data(before) and after_full.ingests == 1
-    assert_no_orphans(
-        out / "after-full"
-    )  # the failed ingest's files were removed, freeing the space
+    # The failed ingest's files were removed, freeing the space
+    assert_no_orphans(out / "after-full")
     assert results["again"]["code"] == 0, results["again"]["output"]
     assert State.of(out / "after-again").same_data(clean_ingests(tmp_path / "both", FIRST, SECOND))
 

@@ -120,9 +120,8 @@ def test_three_ingests_at_once_end_as_one_clean_ingest(tmp_path: Path) -> None:
         assert_no_orphans(home / "data")
         shutil.rmtree(home)
     print(f"{ROUNDS} rounds of 3 concurrent ingests: {waited} waited for the lock")
-    assert (
-        waited >= ROUNDS // 2
-    )  # the writers did meet (usually two of the three wait in every round)
+    # The writers did meet (usually two of the three wait in every round)
+    assert waited >= ROUNDS // 2
 
 
 def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) -> None:
@@ -143,9 +142,8 @@ def test_a_killed_ingest_leaves_the_store_unchanged_or_complete(tmp_path: Path) 
             time.sleep(0.002)
         return home, process, time.monotonic()
 
-    home, process, locked = start(
-        -1
-    )  # an undisturbed run measures the writing window: lock to commit
+    # An undisturbed run measures the writing window: lock to commit
+    home, process, locked = start(-1)
     while generation(home / "data") == 1 and process.poll() is None:
         time.sleep(0.002)
     window = time.monotonic() - locked

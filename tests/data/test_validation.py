@@ -144,9 +144,8 @@ def test_sessions_not_closed_yet_are_quarantined(bars: BarsFactory) -> None:
         "(close 15:00 Asia/Shanghai) as of 2024-07-03 06:59 UTC"
     )
     assert list(validate_bars(frame, now=AT_CLOSE).valid["date"].dt.day) == [1, 2, 3]
-    weekend = datetime(
-        2024, 7, 6, 12, 0, tzinfo=timezone(timedelta(hours=8))
-    )  # Saturday noon in Shanghai
+    # Saturday noon in Shanghai
+    weekend = datetime(2024, 7, 6, 12, 0, tzinfo=timezone(timedelta(hours=8)))
     assert validate_bars(frame, now=weekend).quarantined.empty
 
 
@@ -166,9 +165,8 @@ def test_index_levels_of_sessions_not_closed_are_quarantined() -> None:
 def test_last_completed_session_by_calendar_and_close_time() -> None:
     assert last_completed_session(BEFORE_CLOSE) == pd.Timestamp("2024-07-02")
     assert last_completed_session(AT_CLOSE) == pd.Timestamp("2024-07-03")
-    assert last_completed_session(datetime(2024, 10, 5, 12, 0)) == pd.Timestamp(
-        "2024-09-30"
-    )  # naive = UTC; Golden Week
+    # Naive = UTC; Golden Week
+    assert last_completed_session(datetime(2024, 10, 5, 12, 0)) == pd.Timestamp("2024-09-30")
     assert last_completed_session(datetime(1999, 1, 1, tzinfo=UTC)) < pd.Timestamp("2000-01-04")
 
 
@@ -214,9 +212,8 @@ def test_limit_move_exactly_at_the_limit_passes_on_qfq_rounding(bars: BarsFactor
 
 def test_prev_close_raw_is_used_when_given(bars: BarsFactory) -> None:
     frame = bars(symbols=("600519.SH",), days=1)
-    frame.at[0, "prev_close_raw"] = (
-        frame.at[0, "close"] / 1.3
-    )  # first row of the batch, +30 % vs given prev
+    # First row of the batch, +30 % vs given prev
+    frame.at[0, "prev_close_raw"] = frame.at[0, "close"] / 1.3
     assert "limit_breach" in _only_bad(frame, 0)
 
 
@@ -225,9 +222,8 @@ def test_volume_amount_contradictions(bars: BarsFactory) -> None:
     frame.at[0, "volume"] = -1.0
     frame.at[1, "volume"], frame.at[1, "amount"] = 0.0, 5e6
     frame.at[2, "amount"] = 0.0
-    frame.at[3, "volume"] = (
-        frame.at[3, "volume"] / 100
-    )  # lots passed off as shares: VWAP 100x the price
+    # Lots passed off as shares: VWAP 100x the price
+    frame.at[3, "volume"] = frame.at[3, "volume"] / 100
     result = validate_bars(frame)
     assert sorted(result.quarantined["date"]) == sorted(frame["date"].iloc[:4])
     assert result.quarantined["reason"].str.startswith("volume_amount").all()

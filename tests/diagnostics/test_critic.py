@@ -66,9 +66,8 @@ def test_aggressive_crossing_when_fills_exceed_the_participation_cap() -> None:
     assert ev.traded_value == pytest.approx(10 * 1000 * 1500.0)
     assert autopsy.metrics.slippage_leakage == pytest.approx(20 * 0.0008)
     assert autopsy.metrics.turnover_annualized == pytest.approx(0.4 * 252)
-    assert (
-        autopsy.diagnostics.strategy_version == "a1b2c3d4e5f6"
-    )  # the version live on the loss date
+    # The version live on the loss date
+    assert autopsy.diagnostics.strategy_version == "a1b2c3d4e5f6"
     jsonschema.validate(autopsy.model_dump(mode="json"), json.loads(SCHEMA_PATH.read_text()))
 
 
@@ -88,9 +87,8 @@ def test_position_losses_when_execution_is_clean() -> None:
     assert (
         autopsy.constraints.max_position_weight == 0.05 and autopsy.constraints.max_drawdown == 0.10
     )
-    assert (
-        autopsy.diagnostics.strategy_version == "feedbeef"
-    )  # NAV carries none: the active version
+    # NAV carries none: the active version
+    assert autopsy.diagnostics.strategy_version == "feedbeef"
     assert autopsy.metrics.drawdown < -0.10 and autopsy.event == "FINANCIAL_DEGRADATION_DETECTED"
     assert autopsy.diagnostics.evidence.window_start == nav["date"].iloc[0].date()
 

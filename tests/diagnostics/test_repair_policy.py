@@ -41,12 +41,10 @@ def test_one_request_per_cooldown_per_version_and_severity(ledger: Ledger) -> No
     assert [e["kind"] for e in ledger.events("acc")] == [REPAIR_REQUEST]
     same_day = judge(ledger, alert("a2", date(2026, 2, 2)), cooldown=5)
     assert same_day.verdict == "cooldown" and "a1" in same_day.reason
-    assert (
-        judge(ledger, alert("a3", date(2026, 2, 6)), cooldown=5).verdict == "cooldown"
-    )  # 4 sessions on
-    assert judge(
-        ledger, alert("a4", date(2026, 2, 9)), cooldown=5
-    ).requested  # 5 sessions on: a new cause
+    # 4 sessions on
+    assert judge(ledger, alert("a3", date(2026, 2, 6)), cooldown=5).verdict == "cooldown"
+    # 5 sessions on: a new cause
+    assert judge(ledger, alert("a4", date(2026, 2, 9)), cooldown=5).requested
     # a critical alert is not held back by a warning's request (the trigger may ignore warnings)
     assert judge(ledger, alert("a5", date(2026, 2, 3), "critical"), cooldown=5).requested
     assert judge(ledger, alert("a6", date(2026, 2, 3)), cooldown=0).requested  # no cooldown at all
@@ -55,9 +53,8 @@ def test_one_request_per_cooldown_per_version_and_severity(ledger: Ledger) -> No
 def test_alerts_about_a_version_no_longer_active_ask_for_nothing(ledger: Ledger) -> None:
     record(ledger, alert("v1-first", date(2026, 2, 2)))
     ledger.set_active_version("acc", V2, "daily_momentum")  # a repair promoted v2
-    assert judge(
-        ledger, alert("v2-first", date(2026, 2, 2), version=V2), cooldown=5
-    ).requested  # v1's cooldown is v1's
+    # V1's cooldown is v1's
+    assert judge(ledger, alert("v2-first", date(2026, 2, 2), version=V2), cooldown=5).requested
     stale = judge(ledger, alert("old", date(2026, 2, 2)), cooldown=5)
     assert stale.verdict == "inactive-version" and V1[:12] in stale.reason
     record(ledger, alert("v2-first", date(2026, 2, 2), version=V2))

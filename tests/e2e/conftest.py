@@ -216,9 +216,8 @@ class Stack:
 
 AUTOPSY = REPO / "tests" / "fixtures" / "ops" / "autopsy.json"
 FIRST_MODULE = "test_chain.py"
-E2E_TIMEOUT_S = (
-    1200  # a stack start-up and flow runs on a loaded machine; the suite's default is 600 s
-)
+# A stack start-up and flow runs on a loaded machine; the suite's default is 600 s
+E2E_TIMEOUT_S = 1200
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -124,21 +124,19 @@ def test_the_tearsheet_opens_from_the_run_page(
     # what is in view
     with browser_page({"width": 1280, "height": 2400}) as page:
         page.goto(f"{stack.config.ui_url}/runs/flow-run/{run['id']}")
-        wait_for(
-            page, "text=Artifacts", "prefect-ui-attribution-run-failed.png"
-        ).click()  # the run's tab
+        # The run's tab
+        wait_for(page, "text=Artifacts", "prefect-ui-attribution-run-failed.png").click()
         card = f"a[href$='/artifacts/artifact/{attribution_run['artifacts']['link']['id']}']"
-        wait_for(
-            page, card, "prefect-ui-attribution-run-failed.png"
-        )  # the run's Artifacts tab lists the link
+        # The run's Artifacts tab lists the link
+        wait_for(page, card, "prefect-ui-attribution-run-failed.png")
+        # The list re-renders as it polls
         href = page.wait_for_function(
             "s => document.querySelector(s)?.getAttribute('href')", arg=card, timeout=60_000
-        ).json_value()  # the list re-renders as it polls
+        ).json_value()
         screenshot(page, "prefect-ui-attribution-run.png")
         page.goto(stack.config.ui_url + str(href))  # follow the card, as a click would
-        wait_for(
-            page, f"a[href='{url}']", "prefect-ui-link-artifact-failed.png"
-        )  # the tearsheet link is there
+        # The tearsheet link is there
+        wait_for(page, f"a[href='{url}']", "prefect-ui-link-artifact-failed.png")
         page.goto(url)  # follow it (the UI may open links in a new tab)
         wait_for_images(page, 3)
         found = layout(page)

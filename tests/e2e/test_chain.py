@@ -14,9 +14,8 @@ from tests.e2e.conftest import Stack
 
 pytestmark = pytest.mark.e2e
 ACCOUNT = "chain-e2e"
-OPENED_ON = (
-    "2026-02-11"  # the chain then marks 12, 13 and 24..27 February (Spring Festival between)
-)
+# The chain then marks 12, 13 and 24..27 February (Spring Festival between)
+OPENED_ON = "2026-02-11"
 LAST_SESSION = "2026-02-27"  # the bundled sample's last session: every default as_of
 
 
@@ -43,9 +42,8 @@ def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_rep
     from oomrl.settings import get_settings
 
     _completed(stack, "ingest-market-data/ingest-daily", {})
-    _completed(
-        stack, "weekly-rebalance/rebalance-weekly", {}
-    )  # the paper account, on the last session
+    # The paper account, on the last session
+    _completed(stack, "weekly-rebalance/rebalance-weekly", {})
     early = _completed(stack, "attribution/attribution-daily", {})
     assert early["state_name"] == "NotEnoughSessions", early[
         "state"
@@ -83,9 +81,8 @@ def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_rep
         "state"
     ]  # waiting for a person to approve the mandate
 
-    again = _completed(
-        stack, "daily-chain/daily-chain", {}
-    )  # the next scheduled run, no new session
+    # The next scheduled run, no new session
+    again = _completed(stack, "daily-chain/daily-chain", {})
     assert again["state_name"] == "NoNewSession", again["state"]
     assert len(_repairs_of(stack, ACCOUNT)) == 1  # each alert starts at most one repair
 

@@ -96,9 +96,8 @@ def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
     uid = image_uid()
     assert uid != 0, "the image must not run as root"
     command, compose_env = compose_worker()
-    ledger_url = (
-        f"sqlite:///{container_home / 'ledger.db'}"  # compose's PostgreSQL service is not here
-    )
+    # Compose's PostgreSQL service is not here
+    ledger_url = f"sqlite:///{container_home / 'ledger.db'}"
     ledger = Ledger(ledger_url)
     ledger.create_schema()
     ledger.open_account("paper", 10_000_000)

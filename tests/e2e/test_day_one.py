@@ -107,14 +107,12 @@ def story(day_one: Stack) -> dict[str, Any]:
     from oomrl.settings import get_settings
 
     stack = day_one
-    opened = quick_run(
-        stack, "weekly-rebalance/rebalance-weekly"
-    )  # opens `paper` on the clock's session
+    # Opens `paper` on the clock's session
+    opened = quick_run(stack, "weekly-rebalance/rebalance-weekly")
     chains = [quick_run(stack, "daily-chain/daily-chain") for _ in range(2)]
     deadline = time.monotonic() + 300
-    while (
-        not repair_runs(stack) and time.monotonic() < deadline
-    ):  # the trigger acts on the alert's event
+    # The trigger acts on the alert's event
+    while not repair_runs(stack) and time.monotonic() < deadline:
         time.sleep(1)
     (repair,) = repair_runs(stack)
     paused = stack.wait_for(repair["id"], {"PAUSED", *FINAL}, timeout_s=600)
@@ -180,9 +178,8 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(
               description:
                 f.querySelector('.schema-form-property__description')?.innerText || ''}))""")
         labels = [field["label"] for field in fields]
-        assert len(fields) == 7, (
-            labels
-        )  # decision, text, rebalance, the two caps, the tests it supersedes, reason
+        # Decision, text, rebalance, the two caps, the tests it supersedes, reason
+        assert len(fields) == 7, labels
         assert all(field["description"].strip() for field in fields), fields
         assert any("fraction of ADV" in label for label in labels), labels  # units in the titles
         found = layout(page)
@@ -190,9 +187,8 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(
         text = page.inner_text("body")
         assert "% of ADV" in text and "% of NAV" in text and "0.001119942" not in text
         screenshot(page, "day-one-approval-form.png")
-        page.locator(
-            "button:has-text('Submit')"
-        ).first.click()  # approve: the form's default decision
+        # Approve: the form's default decision
+        page.locator("button:has-text('Submit')").first.click()
         deadline = time.monotonic() + 120
         while stack.flow_run(run["id"])["state_type"] == "PAUSED" and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -221,16 +217,14 @@ def test_after_approval_the_repair_ends_in_a_named_state_with_its_evidence(
         sorted(shown)
     )
     if EVIDENCE[finished["state_name"]] == "repair-cross-validation":
-        evidence = httpx.get(
-            str(shown["repair-evidence"]["data"]), timeout=30
-        )  # served by the webhook
+        # Served by the webhook
+        evidence = httpx.get(str(shown["repair-evidence"]["data"]), timeout=30)
         assert evidence.status_code == 200 and evidence.content.startswith(b"\x89PNG")
         assert str(shown["repair-cross-validation-decision"]["data"]).startswith(
             "# Cross-validation: "
         )
-    assert (
-        error_logs(stack, [finished["id"]]) == []
-    )  # a refusal too ends in one line, not a traceback
+    # A refusal too ends in one line, not a traceback
+    assert error_logs(stack, [finished["id"]]) == []
 
 
 @needs_chromium

@@ -64,17 +64,15 @@ def test_loss_alert_event_triggers_repair_that_waits_for_a_person(
     assert response.json()["event_id"] and response.json()["flow_run_id"] is None
 
     run = _run_for_alert(stack, autopsy["alert_id"])
-    assert run["parameters"]["autopsy"] == input_json(
-        load_autopsy(autopsy)
-    )  # a dict (not a string), as validated
+    # A dict (not a string), as validated
+    assert run["parameters"]["autopsy"] == input_json(load_autopsy(autopsy))
     assert run["parameters"].get("auto_approve", False) is False
     paused = stack.wait_for(
         run["id"], {"PAUSED", "COMPLETED", "FAILED", "CRASHED", "CANCELLED"}, 150
     )
     assert paused["state_type"] == "PAUSED", paused["state"]
-    assert (
-        f"alert:{autopsy['alert_id']}" in paused["tags"]
-    )  # the trigger sets none; the flow tags itself
+    # The trigger sets none; the flow tags itself
+    assert f"alert:{autopsy['alert_id']}" in paused["tags"]
 
     stack.resume(run["id"], {"decision": "reject", "reason": "e2e reviewer says no"})
     done = stack.wait_for(run["id"], timeout_s=120)

@@ -21,9 +21,8 @@ pytestmark = [
     pytest.mark.timeout(2700),
 ]  # a stack of its own, two repairs through the gate
 CLOCK = "2026-01-05"  # the sample is revealed up to this session; each chain run ingests the next
-PAPER_SESSIONS = (
-    2  # the worker's OOMRL_AGENT_PROBATION_SESSIONS: the docs example's repair takes it
-)
+# The worker's OOMRL_AGENT_PROBATION_SESSIONS: the docs example's repair takes it
+PAPER_SESSIONS = 2
 DESK_SESSIONS = 3  # the second repair's own `probation` parameter
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 LENIENT = {
@@ -116,9 +115,8 @@ def on_probation(forward_stack: Stack) -> dict[str, Any]:
     for account in ("paper", "desk"):
         opened = run(stack, "weekly-rebalance/rebalance-weekly", {"account": account})
         assert opened["state_type"] == "COMPLETED", opened["state"]
-    chain(
-        stack
-    )  # the next session: both accounts marked, their alerts would have something to read
+    # The next session: both accounts marked, their alerts would have something to read
+    chain(stack)
     answer = send_docs_example(stack, stack.config.webhook_url)
     assert answer["alert_id"] == "ops-1" and answer["duplicate"] is False, answer
     desk = stack.run_deployment(
@@ -155,14 +153,12 @@ def test_the_docs_example_goes_on_probation_and_the_chain_promotes_it(
         != book.active_version("paper")
     )
     assert versions_list(stack, "paper")[tag] == "probation"
-    first = chain(
-        stack
-    )  # forward session 1 of 2: the shadow trades, both books are marked, nothing decided
+    # Forward session 1 of 2: the shadow trades, both books are marked, nothing decided
+    first = chain(stack)
     shown = artifacts_of(stack, [first["id"]])
     assert f"1 of {PAPER_SESSIONS}" in str(shown[f"probation-paper-{tag}"]["data"])
-    assert (
-        book.nav_frame("paper~" + tag)["turnover"].iloc[0] > 0
-    )  # it bought its book on the first forward session
+    # It bought its book on the first forward session
+    assert book.nav_frame("paper~" + tag)["turnover"].iloc[0] > 0
     decided = chain(stack, LENIENT)  # forward session 2 of 2: the chain decides
     result = stack.call("GET", f"/flow_runs/{decided['id']}").json()
     assert book.active_version("paper") == started["payload"]["sha"]  # the capital moved
@@ -192,9 +188,8 @@ def test_a_challenger_worse_forward_is_retired_with_an_autopsy(
     desk = on_probation["repairs"]["desk"]
     assert (desk["state_type"], desk["state_name"]) == ("COMPLETED", "On probation"), desk["state"]
     (probation,) = [p for p in book.probations("desk")]
-    while (
-        probation["status"] == "open"
-    ):  # the paper test may have run the first forward sessions already
+    # The paper test may have run the first forward sessions already
+    while probation["status"] == "open":
         chain(stack, STRICT)
         (probation,) = [p for p in book.probations("desk")]
     assert probation["status"] == "retired" and "superiority" in probation["reason"]

@@ -40,9 +40,8 @@ def test_deployments_carry_the_git_sha_pool_and_trigger(stack: Stack) -> None:
         "repair",
     }
     for deployment in found.values():
-        version = re.fullmatch(
-            re.escape(__version__) + r"\+([0-9a-f]{12})", deployment["version"]
-        )  # package+SHA
+        # Package+SHA
+        version = re.fullmatch(re.escape(__version__) + r"\+([0-9a-f]{12})", deployment["version"])
         assert version, deployment["version"]
         sha = version.group(1)
         # The checkout's SHA when it was deployed: HEAD, or an ancestor if commits landed since.

@@ -69,9 +69,8 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     assert all(e.payload["account"] == "flowacct" for e in events)
     assert "loss-diagnostics-flowacct" in _artifacts("loss-diagnostics-")
 
-    assert (
-        loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home)) == []
-    )  # never twice
+    # Never twice
+    assert loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home)) == []
 
 
 def test_flow_declarations() -> None:
@@ -81,9 +80,8 @@ def test_flow_declarations() -> None:
     from tasks.retry import unless_refused
 
     for declared in (attribution, loss_diagnostics):
-        assert (
-            declared.version and declared.retries == 0
-        )  # a failure is final; the tasks retry transient ones
+        # A failure is final; the tasks retry transient ones
+        assert declared.version and declared.retries == 0
     assert build_account_report.retries >= 1 and diagnose_and_alert.retries >= 1
     assert (
         build_account_report.retry_condition_fn

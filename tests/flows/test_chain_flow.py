@@ -56,9 +56,10 @@ def test_marks_every_session_reports_and_asks_for_one_repair_per_cause(home: Pat
         "02-04",
         "02-05",
     ]  # a row per session
+    # No trade
     assert len(ledger.fills_frame("chainacct")) == len(
         ledger.fills_frame("chainacct", date(2026, 1, 30))
-    )  # no trade
+    )
     assert summary["attribution"]["chainacct"]["html"].endswith("tearsheet.html")
     alerts = summary["diagnostics"]["chainacct"]
     assert {(a["as_of"], a["rule"]) for a in alerts} == {
@@ -100,9 +101,8 @@ def test_the_kill_switch_halts_on_the_marked_session_and_says_so(
     from oomrl.settings import get_settings
 
     _open_on(home, "killacct", date(2026, 1, 30))
-    monkeypatch.setenv(
-        "OOMRL_KILL_THRESHOLD", "0.08"
-    )  # the 2 February loss takes the account past 8 %
+    # The 2 February loss takes the account past 8 %
+    monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.08")
     summary = _chain(home, as_of=date(2026, 2, 4)).result()
     (halt,) = summary["marking"]["halted"]
     assert halt["account"] == "killacct" and halt["halted_on"] == "2026-02-02"
@@ -124,15 +124,13 @@ def test_defaults_and_too_early_for_a_report(home: Path) -> None:
     from flows.attribution import attribution
     from flows.diagnostics import loss_diagnostics
 
-    _open_on(
-        home, "newacct", date(2026, 2, 27)
-    )  # the last session of the sample: the default as_of
+    # The last session of the sample: the default as_of
+    _open_on(home, "newacct", date(2026, 2, 27))
     early = attribution(account="newacct", home=str(home), return_state=True)
     assert early.is_completed() and early.name == "NotEnoughSessions", early.message
     assert "1 session(s) of NAV" in early.message
-    assert (
-        loss_diagnostics(account="newacct", home=str(home)) is not None
-    )  # as_of: the last stored session
+    # As_of: the last stored session
+    assert loss_diagnostics(account="newacct", home=str(home)) is not None
     state = _chain(home)
     assert state.result()["as_of"] == "2026-02-27"
 
@@ -157,8 +155,7 @@ def test_an_account_that_cannot_be_marked_fails_the_run_by_name_and_the_others_a
             and "marking of ghost" in state.message
             and "999999.SH" in state.message
         )
-        assert ledger.nav_frame("goodacct")["date"].max() == pd.Timestamp(
-            "2026-02-25"
-        )  # the others: marked
+        # The others: marked
+        assert ledger.nav_frame("goodacct")["date"].max() == pd.Timestamp("2026-02-25")
     finally:
         ledger.halt("ghost", None, "test over")  # out of the other tests' chains

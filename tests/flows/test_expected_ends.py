@@ -80,9 +80,8 @@ def test_a_flow_that_ends_failed_on_purpose_logs_no_error_as_a_worker_runs_it() 
     quiet_expected_ends()
     handler = Collect()  # handed what the run's log handlers (console, API) are handed
     records = handler.records
-    logger = logging.getLogger(
-        "prefect.flow_runs"
-    )  # Prefect's run loggers do not propagate to caplog
+    # Prefect's run loggers do not propagate to caplog
+    logger = logging.getLogger("prefect.flow_runs")
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)  # the suite runs Prefect at WARNING (tests/conftest.py)

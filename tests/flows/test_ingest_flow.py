@@ -105,18 +105,16 @@ def test_sample_ingest_publishes_tables_and_progress(prefect_harness: None, tmp_
         return_state=True,
     )
     summary = state.result()
-    assert (
-        summary["symbols"] == 4 and summary["symbols_without_data"] == 1
-    )  # 600837: no panel has it
+    # 600837: no panel has it
+    assert summary["symbols"] == 4 and summary["symbols_without_data"] == 1
     assert summary["rows_written"] == summary["rows_fetched"] > 0
     assert summary["quarantined_rows"] == 0 and not summary["stale"]
     artifacts = _artifacts(state.state_details.flow_run_id)
     assert {"ingest-summary", "ingest-quarantine", "ingest-progress"} <= set(artifacts)
     assert artifacts["ingest-progress"].data == 100.0
     assert '"rows_written": "' in artifacts["ingest-summary"].data
-    with get_client(
-        sync_client=True
-    ) as client:  # the files are read in one task, not one per symbol
+    # The files are read in one task, not one per symbol
+    with get_client(sync_client=True) as client:
         runs = client.read_task_runs(
             flow_run_filter=FlowRunFilter(
                 id=FlowRunFilterId(any_=[state.state_details.flow_run_id])

@@ -23,9 +23,8 @@ def test_the_daily_chain_trades_marks_and_decides_a_probation(
 ) -> None:
     from flows.chain import daily_chain
 
-    monkeypatch.setenv(
-        "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
-    )  # the decision's direction is not what is tested
+    # The decision's direction is not what is tested
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")
     settings, ledger, v2 = on_probation["settings"], on_probation["ledger"], on_probation["v2"]
     days = forward(SESSIONS)
     for day in days[
@@ -75,9 +74,8 @@ def test_a_person_retires_a_challenger_from_the_review_form(on_probation: dict[s
     keyset = paused.state.state_details.run_input_keyset
     with get_client(sync_client=True):
         form = read_flow_run_input(keyset["description"], flow_run_id=paused.id)
-    assert (
-        "Probation of v2 on paper" in form and "2 of 5 (3 left)" in form
-    )  # the evidence is on the form
+    # The evidence is on the form
+    assert "Probation of v2 on paper" in form and "2 of 5 (3 left)" in form
     resume_flow_run(
         paused.id, run_input={"decision": "retire", "reason": "drawdown too deep for us"}
     )

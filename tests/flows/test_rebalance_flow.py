@@ -69,9 +69,8 @@ def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path
     days = seed_store(home)
     state = weekly_rebalance(account="flowacct", as_of=days[40], home=str(home), return_state=True)
     summary = state.result()
-    v1 = StrategyVersions(home / "workspace").resolve(
-        "v1"
-    )  # a fresh account starts on v1, not "builtin"
+    # A fresh account starts on v1, not "builtin"
+    v1 = StrategyVersions(home / "workspace").resolve("v1")
     assert summary["committed"] and summary["fills"] > 0 and summary["strategy_version"] == v1
     again = weekly_rebalance(account="flowacct", as_of=days[40], home=str(home))
     assert again["duplicate"] and not again["committed"]
@@ -86,9 +85,8 @@ def test_weekly_rebalance_commits_once_tags_the_run_and_publishes(tmp_path: Path
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(state.state_details.flow_run_id)
     assert {"strategy:daily_momentum", "strategy-version:v1"} <= set(run.tags)
-    assert (
-        run.flow_version == flow_version() == weekly_rebalance.version
-    )  # package + git SHA, as every flow
+    # Package + git SHA, as every flow
+    assert run.flow_version == flow_version() == weekly_rebalance.version
     fills = read_artifact("rebalance-flowacct-fills")
     assert "price (CNY)" in fills[0] and re.fullmatch(r"[\d,]+\.\d\d", fills[0]["price (CNY)"])
     assert "**v1 daily_momentum**" in str(read_artifact("rebalance-flowacct-nav"))
@@ -114,9 +112,8 @@ def test_kill_switch_halt_emits_the_event_and_refuses_later_runs(tmp_path: Path)
     assert events and events[0].payload["principal_loss"] >= 0.2
     later = weekly_rebalance(account="haltacct", as_of=days[-1], home=str(home), return_state=True)
     assert later.is_failed() and "HALTED" in later.message
-    with get_client(
-        sync_client=True
-    ) as client:  # a refusal is final: neither the flow nor its task retried
+    # A refusal is final: neither the flow nor its task retried
+    with get_client(sync_client=True) as client:
         run = client.read_flow_run(later.state_details.flow_run_id)
         assert run.run_count == 1
         (rebalance,) = [

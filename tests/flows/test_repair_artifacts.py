@@ -54,9 +54,8 @@ def test_every_field_of_the_prefilled_form_is_titled_described_and_bounded() -> 
     form = review_form(MANDATE, AUTOPSY, 3600)
     schema = form.model_json_schema()
     for name, field in schema["properties"].items():
-        assert field.get("title") and field.get("description"), (
-            name
-        )  # what the UI shows above and under
+        # What the UI shows above and under
+        assert field.get("title") and field.get("description"), name
     assert schema["properties"]["max_adv_participation"]["default"] == 0.05  # prefilled ...
     assert "fraction of ADV" in schema["properties"]["max_adv_participation"]["title"]
     with pytest.raises(pydantic.ValidationError):  # ... and still bounded like the mandate
@@ -183,8 +182,7 @@ def test_every_ending_at_cross_validation_publishes_its_table(
     assert not any(RAW_FLOAT.search(str(v)) for r in table for v in r.values())
     chart = run_dir.parent / f"report-{run_dir.name}" / "evidence.png"
     assert chart.stat().st_size > 10_000
-    assert str(read_artifact("repair-evidence")).startswith(
-        "data:image/png;base64,"
-    )  # no stack: embedded
+    # No stack: embedded
+    assert str(read_artifact("repair-evidence")).startswith("data:image/png;base64,")
     decision = str(read_artifact("repair-cross-validation-decision"))
     assert decision.startswith("# Cross-validation: REFUSE") and "![Cumulative return" in decision

@@ -116,9 +116,8 @@ def test_a_person_rejects_the_mandate_in_the_ui(
 
     thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
     paused = _paused_run_id()
-    with get_client(
-        sync_client=True
-    ) as client:  # tagged by the flow itself, however it was started
+    # Tagged by the flow itself, however it was started
+    with get_client(sync_client=True) as client:
         assert f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(paused).tags
     resume_flow_run(paused, run_input={"decision": "reject", "reason": "too strict"})
     thread.join(60)
@@ -229,9 +228,8 @@ def test_an_unknown_account_is_refused_like_at_every_door(
     from flows.repair import repair
     from oomrl.repair import RepairNotPromoted
 
-    with pytest.raises(
-        RepairNotPromoted
-    ) as refused:  # called directly, a Failed run raises its data
+    # Called directly, a Failed run raises its data
+    with pytest.raises(RepairNotPromoted) as refused:
         repair({**daily_momentum_autopsy, "account": "ghost"}, auto_approve=True)
     outcome = refused.value.outcome.model_dump()
     assert outcome["status"] == "failed" and outcome["step"] == "autopsy"

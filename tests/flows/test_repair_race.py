@@ -80,9 +80,8 @@ def test_two_cli_repairs_and_a_flow_repair_of_one_account_promote_exactly_once(
     outcomes.append(("promoted" if state.name == "Promoted" else "stopped", str(outcome_of(state))))
     assert [kind for kind, _ in outcomes].count("promoted") == 1, outcomes
     for kind, text in outcomes:
-        if (
-            kind == "stopped"
-        ):  # it waited for the winner, then saw its version was no longer the account's
+        # It waited for the winner, then saw its version was no longer the account's
+        if kind == "stopped":
             assert "Traceback" not in text
             assert (
                 "account paper now trades v2" in text

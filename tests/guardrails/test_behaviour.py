@@ -321,9 +321,8 @@ class _DuckWeights:
 def test_what_crosses_is_what_the_object_holds_never_what_its_methods_report() -> None:
     assert wire.to_plain(_Lying(A=2.0, B=2.0)) == {"A": 2.0, "B": 2.0}
     assert type(wire.to_plain(_LyingFloat(2.0))) is float and wire.to_plain(_LyingFloat(2.0)) == 2.0
-    assert (
-        wire.held_float(_LyingFloat(2.0)) == 2.0 and wire.held_float(np.float64(0.25)) == 0.25
-    )  # the host's weights
+    # The host's weights
+    assert wire.held_float(_LyingFloat(2.0)) == 2.0 and wire.held_float(np.float64(0.25)) == 0.25
     with pytest.raises(TypeError, match="_DuckWeights cannot cross the wire"):
         wire.to_plain({"w": _DuckWeights()})
 

@@ -362,11 +362,12 @@ def test_red_tests_must_fail_on_trivial_candidates_in_place_of_s(tmp_path: Path)
     assert [(v.rule, "first name" in v.message) for v in verdict.violations] == [
         ("redgreen.trivial", True)
     ]
+    # The mandate's one name
     named = tests + (
         "\n\ndef test_ties_alphabetical():\n    weights = call(MOMENTUM, {'B': 1.0, 'A': "
         "1.0}, top_k=1)\n"
         "    assert weights == {'A': 1.0, 'B': 0.0}\n"
-    )  # the mandate's one name
+    )
     verdict = run_gate(ws, "test-gen", diff_for(ws, {"tests/test_smoke.py": named}), expect="red")
     assert verdict.accepted, verdict.violations
 

@@ -218,9 +218,8 @@ def test_docker_backend_mounts_only_the_binds_read_only_without_network(tmp_path
     assert spec["network_mode"] == "none" and spec["read_only"] and spec["mem_limit"] == "512m"
     assert spec["user"] == "65534:65534" and spec["cap_drop"] == ["ALL"]
     assert spec["volumes"][str(tmp_path / "ws")] == {"bind": "/workspace", "mode": "ro"}
-    assert (
-        str(tmp_path / "results") not in spec["volumes"]
-    )  # the host folder is never the run's to write
+    # The host folder is never the run's to write
+    assert str(tmp_path / "results") not in spec["volumes"]
     assert spec["volumes"]["vol0"] == {"bind": "/results", "mode": "rw"}
     assert set(spec["tmpfs"]) == {"/tmp", "/dev/shm"} and spec["environment"]["HOME"] == "/tmp"
     assert lock.inside(binds[0]) == "/workspace" and lock.site_paths() == ["/site0"]

@@ -90,9 +90,8 @@ def test_lines_filter_limit_and_determinism() -> None:
     assert len(three) == 3 and three[0] == everything[0] and set(three) <= set(everything)
     assert generate_mutants(source, None, 0) == []
     assert generate_mutants("def broken(:\n", None, 10) == []
-    assert (
-        generate_mutants("x = " + "+".join(["1"] * 5000) + "\n", None, 10) == []
-    )  # too deep to parse
+    # Too deep to parse
+    assert generate_mutants("x = " + "+".join(["1"] * 5000) + "\n", None, 10) == []
 
 
 def test_every_mutant_compiles_and_differs() -> None:
@@ -130,13 +129,8 @@ def test_honest_tests_kill_mutants_of_the_honest_strategy() -> None:
                 return False
             except ValueError:
                 return ok
-        except (
-            ArithmeticError,
-            LookupError,
-            TypeError,
-            AttributeError,
-            ValueError,
-        ):  # crash = killed
+        # Crash = killed
+        except (ArithmeticError, LookupError, TypeError, AttributeError, ValueError):
             return False
 
     assert passes(source)

@@ -232,9 +232,8 @@ def test_a_workspace_written_under_a_private_umask_is_served(
         assert call(host, "exists", ["/workspace/strategies/probe.py"]) == {
             "/workspace/strategies/probe.py": True
         }
-    assert (
-        workspace / "strategies"
-    ).stat().st_mode & 0o777 == 0o700  # the workspace itself is untouched
+    # The workspace itself is untouched
+    assert (workspace / "strategies").stat().st_mode & 0o777 == 0o700
 
 
 @pytest.mark.parametrize("checked", [True, False], ids=["links-left-out", "links-followed"])
@@ -385,9 +384,8 @@ def test_an_answer_that_never_read_its_book_comes_before_the_book(
         host.channel.send(book, answered=False)
         if strategy == "probe":  # it reads the portfolio value: its answer waits for the book
             assert host.channel.receive(30)["w"].tolist() == []
-        assert (
-            host.request({"op": "ping"})["ok"] is True
-        )  # the book was read: the channel is in step
+        # The book was read: the channel is in step
+        assert host.request({"op": "ping"})["ok"] is True
 
 
 def test_closing_a_host_kills_it_at_once_and_undoes_its_jail_after(tmp_path: Path) -> None:
@@ -405,9 +403,8 @@ def test_closing_a_host_kills_it_at_once_and_undoes_its_jail_after(tmp_path: Pat
             undone.set()
 
         host.prepared.cleanup = slow_undo
-    assert (
-        host.process.poll() is not None and not undone.is_set()
-    )  # killed; its set-up not yet undone
+    # Killed; its set-up not yet undone
+    assert host.process.poll() is not None and not undone.is_set()
     release.set()
     strategyhost.undone()
     assert undone.is_set()
@@ -665,9 +662,8 @@ def test_the_shared_market_is_read_only_and_holds_no_later_row(
                 > seen["as_of"]
             )
             continue
-        assert latest["mapping"] == latest["view"] == seen["as_of"], (
-            seen
-        )  # the decision date, no later
+        # The decision date, no later
+        assert latest["mapping"] == latest["view"] == seen["as_of"], seen
         # Elsewhere in the host only the schedule question's dates (the next DUE_CHUNK sessions, no
         # market values) are later: the engine asks rebalance_due about them in one batch.
         t = int(market.dates.searchsorted(np.datetime64(seen["as_of"], "ns"))) + 1
@@ -723,6 +719,7 @@ def _gate_runs(workspace: Path, days: list[str], market: Any) -> dict[str, Any]:
         plant(dirs.ws, {"tests/test_deciding.py": DECIDING_TEST})
         runs = {}
         for tag, coverage in (("forward", ("strategies",)), ("reverse", ())):
+            # The contract's limit, as the gate passes it
             suite = run_suite(
                 BwrapLock(),
                 dirs,
@@ -735,7 +732,7 @@ def _gate_runs(workspace: Path, days: list[str], market: Any) -> dict[str, Any]:
                 ),
                 timeout_s=600,
                 memory_mb=3072,
-            )  # the contract's limit, as the gate passes it
+            )
             assert suite.problems == [] and suite.failing() == [], (suite.problems, suite.outcomes)
             runs[tag] = suite.reports["oomrl_report"]
         return runs

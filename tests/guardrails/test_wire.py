@@ -191,13 +191,11 @@ def test_a_polling_reader_takes_what_is_there_and_otherwise_blocks(
     reader = wire.FrameReader(theirs.fileno(), spin_s=0.0005)
     assert reader._poll() is None  # nothing came within its spin: the caller then blocks in a read
     ours.sendall(wire.encode({"n": 1}))
-    assert reader._poll() == len(
-        wire.encode({"n": 1})
-    )  # bytes already there: taken without blocking
+    # Bytes already there: taken without blocking
+    assert reader._poll() == len(wire.encode({"n": 1}))
     reader.buffer.clear()
-    late = threading.Timer(
-        0.05, lambda: ours.sendall(wire.encode({"n": 2}))
-    )  # after the spin is over
+    # After the spin is over
+    late = threading.Timer(0.05, lambda: ours.sendall(wire.encode({"n": 2})))
     late.start()
     assert reader.read(1 << 20) == {"n": 2}
     late.join()
@@ -366,9 +364,8 @@ def test_a_channel_raises_what_its_answers_say(pair: tuple[socket.socket, socket
     )
     channel.send({"op": "a"})
     channel.send({"op": "b"})
-    with pytest.raises(
-        TypeError, match="no"
-    ):  # the answers come in order: the first one is skipped
+    # The answers come in order: the first one is skipped
+    with pytest.raises(TypeError, match="no"):
         channel.request({"op": "c"})
     assert channel.receive() == {"value": 3}
     ours.sendall(b"\x00\x00\x00\x02{}")  # a body too short for its tables: broken, not gone
@@ -459,9 +456,8 @@ def same(left: object, right: object) -> bool:
 @pytest.mark.parametrize("name", sorted(FIXED))
 def test_a_decisions_messages_cross_in_fixed_layouts_as_their_json_would(name: str) -> None:
     fixed = body(FIXED[name])
-    assert (
-        struct.unpack_from(">I", fixed)[0] == wire.FIXED_MARK and len(fixed) % 8 == 0
-    )  # no JSON in it
+    # No JSON in it
+    assert struct.unpack_from(">I", fixed)[0] == wire.FIXED_MARK and len(fixed) % 8 == 0
     assert same(wire.decode(fixed), wire.decode(as_json(FIXED[name])))
 
 

@@ -20,9 +20,8 @@ def test_sessions_skip_weekends_and_holidays() -> None:
         "10-08",
         "10-09",
     ]  # National Day week
-    assert (
-        len(calendar.sessions("2024-07-01", "2026-02-27")) == 402
-    )  # as counted in the shared data README
+    # As counted in the shared data README
+    assert len(calendar.sessions("2024-07-01", "2026-02-27")) == 402
     assert calendar.sessions("2024-07-05", "2024-07-01").empty
     assert calendar.sessions("1990-01-01", "2000-01-05")[0] == pd.Timestamp("2000-01-04")
 
@@ -70,9 +69,8 @@ def test_symbols_boards_and_limits(code: str, symbol: str, board: Board, limit: 
 def test_st_limit_and_limit_prices() -> None:
     day = date(2025, 1, 2)
     assert limits.price_limit_pct("600000.SH", is_st=True, on=day) == 0.05
-    assert (
-        limits.price_limit_pct("300001.SZ", is_st=True, on=day) == 0.20
-    )  # ST on ChiNext keeps 20 %
+    # ST on ChiNext keeps 20 %
+    assert limits.price_limit_pct("300001.SZ", is_st=True, on=day) == 0.20
     assert limits.limit_prices(10.0, "600000.SH") == (9.0, 11.0)
     assert limits.limit_prices(12.35, "600000.SH") == (11.12, 13.59)  # 13.585 rounds half up
     assert limits.limit_prices(10.0, "600000.SH", is_st=True, on=day) == (9.5, 10.5)

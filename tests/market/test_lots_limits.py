@@ -71,9 +71,8 @@ def test_chinext_goes_from_10_to_20_percent_on_2020_08_24() -> None:
 
 
 def test_main_board_st_is_5_percent_until_the_2026_rules_take_effect() -> None:
-    assert (
-        fraction(limits.MAIN, date(2025, 6, 27), st=True) == 0.05
-    )  # the day the change was announced
+    # The day the change was announced
+    assert fraction(limits.MAIN, date(2025, 6, 27), st=True) == 0.05
     assert fraction(limits.MAIN, date(2026, 7, 3), st=True) == 0.05
     assert fraction(limits.MAIN, date(2026, 7, 6), st=True) == 0.10
     assert fraction(limits.MAIN, date(2026, 7, 3)) == 0.10

@@ -44,9 +44,8 @@ def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ig
     from oomrl.versions import StrategyVersions
     from tests.metrics.traded_account import ACCOUNT
 
-    folder = (
-        tmp_path_factory.mktemp("reports") / "report-quant-20250530T150000000000Z"
-    )  # as report_dir names it
+    # As report_dir names it
+    folder = tmp_path_factory.mktemp("reports") / "report-quant-20250530T150000000000Z"
     return account_report(
         traded.ledger,
         traded.store,

@@ -92,9 +92,8 @@ def test_no_axis_repeats_a_tick_label(name: str) -> None:
 
 
 def test_small_drawdowns_get_the_decimals_that_keep_labels_apart() -> None:
-    returns = pd.Series(
-        -0.0015, index=pd.bdate_range("2025-01-02", periods=20)
-    )  # −3 % in small steps
+    # −3 % in small steps
+    returns = pd.Series(-0.0015, index=pd.bdate_range("2025-01-02", periods=20))
     labels = visible_labels(drawn(lambda ax: charts.draw_underwater(ax, returns)).axes[0].yaxis)
     assert len(labels) >= 3 and len(labels) == len(set(labels)), labels
     assert any("." in label for label in labels), labels  # −0.5 % steps need a decimal
@@ -185,9 +184,8 @@ def test_alert_markers_stay_apart_over_400_sessions() -> None:
         singles = sum(1 for line in ax.lines if line.get_marker() in ("^", "D")) - sum(
             1 for t in ax.texts if t.get_text().isdigit()
         )
-        assert counts + singles == len(
-            marks
-        )  # every mark is counted by the marker that stands for it
+        # Every mark is counted by the marker that stands for it
+        assert counts + singles == len(marks)
         critical = [
             line
             for line in ax.lines

@@ -78,9 +78,8 @@ def test_the_charts_draw_each_mark_on_its_date(traded: TradedAccount, traded_rep
         alerts = _dates(traded_report.marks, "alert")
         assert set(triangles) <= set(alerts) and triangles  # each marker on an alert's session ...
         counts = [int(t.get_text()) for t in ax.texts if t.get_text().isdigit()]
-        assert len(triangles) - len(counts) + sum(counts) == len(
-            alerts
-        )  # ... standing for all of them
+        # ... standing for all of them
+        assert len(triangles) - len(counts) + sum(counts) == len(alerts)
         assert diamonds == _dates(traded_report.marks, "repair")
         assert [
             mdates.num2date(mdates.date2num(v)).date()
@@ -100,9 +99,8 @@ def test_a_critical_alert_is_drawn_above_a_warning_of_the_same_day() -> None:
         marks = [Mark(date=day, kind="alert", label=f"{s} rule", severity=s) for s in order]
         ax = Figure().add_subplot()
         charts._mark(ax, marks)
-        drawn = sorted(
-            ax.lines, key=lambda line: line.get_zorder()
-        )  # the order they are painted in
+        # The order they are painted in
+        drawn = sorted(ax.lines, key=lambda line: line.get_zorder())
         assert drawn[-1].get_color() == charts.ALERT_COLORS["critical"], order
 
 

@@ -192,9 +192,8 @@ TINY_DISPERSION = [0.0, 0.0, 1.99e-14]
 
 def test_sharpe_is_undefined_on_the_scaled_denominator_not_the_daily_sd() -> None:
     r = _series(TINY_DISPERSION)
-    assert (
-        r.std(ddof=1) >= 1e-15
-    )  # the old guard (daily sd under 1e-15) would not excuse this series
+    # The old guard (daily sd under 1e-15) would not excuse this series
+    assert r.std(ddof=1) >= 1e-15
     assert perf.sharpe(r) is None and sharpe_is_undefined(r)
     assert np.isfinite(empyrical.sharpe_ratio(r))  # empyrical divides anyway: ~9.2
 
@@ -207,9 +206,8 @@ def test_drawdown_and_sharpe_match_empyrical_on_any_series(values: list[float]) 
     assert perf.max_drawdown(r) == pytest.approx(empyrical.max_drawdown(r), abs=1e-12)
     expected = empyrical.sharpe_ratio(r)
     got = perf.sharpe(r)
-    if (
-        got is None
-    ):  # (numerically) zero dispersion: we say undefined, empyrical says nan, inf or a number
+    # (numerically) zero dispersion: we say undefined, empyrical says nan, inf or a number
+    if got is None:
         assert not np.isfinite(expected) or sharpe_is_undefined(r)
     else:
         assert got == pytest.approx(expected, rel=1e-9, abs=1e-9)

@@ -63,9 +63,8 @@ def test_report_against_benchmark_is_self_contained(tmp_path: Path) -> None:
     refs.feed(page)
     assert refs.images == 3
     assert refs.urls and all(url.startswith("data:image/png;base64,") for url in refs.urls)
-    text = re.sub(
-        r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:", page
-    )  # base64 may spell "http" by chance
+    # Base64 may spell "http" by chance
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:", page)
     assert "<link" not in text and "<script" not in text and "http" not in text
     assert "CSI 300 total-return index (H00300)" in page
     summary = report.markdown.read_text()

@@ -72,9 +72,8 @@ class ProbationRepairer:
 
         self.autopsies.append(autopsy)
         versions = StrategyVersions(settings.workspace_dir, open_ledger(settings))
-        with (
-            tempfile.TemporaryDirectory() as scratch
-        ):  # the promotion keeps the commit, not the clone
+        # The promotion keeps the commit, not the clone
+        with tempfile.TemporaryDirectory() as scratch:
             candidate = versions.clone_to(Path(scratch) / "candidate", at="v1")
             source = candidate / "strategies" / f"{config.strategy}.py"
             daily = "return last_rebalance is None or day > last_rebalance"
@@ -113,9 +112,8 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     from oomrl.portfolio.ledger import Ledger
     from oomrl.versions import StrategyVersions
 
-    monkeypatch.setenv(
-        "OOMRL_AGENT_PROMOTION_MARGIN", "5.0"
-    )  # 500 % a year: the challenger keeps up
+    # 500 % a year: the challenger keeps up
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")
     console, repairer = quiet(), ProbationRepairer()
     summary = run_demo(
         home=demo_home,
@@ -146,9 +144,8 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     assert all(check["passed"] for check in evidence["checks"]) and evidence["checks"]
     text = " ".join(console.export_text().split())
     assert f"probation promoted v2 on {forward[7]} after 8 forward sessions" in text
-    assert (
-        "repair deferred" in text and "v2 is on probation since" in text
-    )  # no second challenger meanwhile
+    # No second challenger meanwhile
+    assert "repair deferred" in text and "v2 is on probation since" in text
     assert (
         f"probation: v2 on demo~v2 from {opened}, promoted on {forward[7]} by the daily chain"
         in text
@@ -200,9 +197,8 @@ def test_a_challenger_worse_forward_is_retired_and_the_champion_keeps_trading(
     from oomrl.portfolio.ledger import Ledger
 
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_TEST", "superiority")
-    monkeypatch.setenv(
-        "OOMRL_AGENT_PROMOTION_MARGIN", "50.0"
-    )  # must beat the champion by 5000 % a year
+    # Must beat the champion by 5000 % a year
+    monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "50.0")
     console = quiet()
     summary = run_demo(
         home=demo_home,
@@ -390,9 +386,8 @@ def test_invalid_decisions_are_refused_not_traded(
     assert [r["date"] for r in summary["refused"]] == ["2024-07-08", "2024-07-09", "2024-07-10"]
     text = console.export_text()
     assert text.count("rebalance refused") == 1 and "3 rebalance(s) refused" in text
-    assert (
-        summary["table1"][-1]["trading_days"] == 15
-    )  # the refused days are marked by the next rebalance
+    # The refused days are marked by the next rebalance
+    assert summary["table1"][-1]["trading_days"] == 15
 
 
 @pytest.mark.slow

@@ -70,9 +70,8 @@ def test_dockerfile_builds_the_worker_image() -> None:
     text = (INFRA / "Dockerfile").read_text()
     assert text.startswith("# oomrl worker image")
     assert '"--pool", "oomrl-local"' in text and "constraints.txt" in text
-    assert (
-        "bubblewrap" in text and "USER oomrl" in text
-    )  # the gate's sandbox, for the non-root user
+    # The gate's sandbox, for the non-root user
+    assert "bubblewrap" in text and "USER oomrl" in text
     assert "USER oomrl" in text and "ARG GIT_SHA" in text
     ignored = (INFRA / "Dockerfile.dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored

@@ -102,15 +102,13 @@ def test_the_stack_plays_the_sample_forward_unless_told_otherwise(
     monkeypatch.setenv("OOMRL_HOME", str(tmp_path))
     monkeypatch.delenv("OOMRL_SAMPLE_CLOCK", raising=False)
     config = StackConfig(home=tmp_path)
-    assert (
-        stack_env(config)["OOMRL_SAMPLE_CLOCK"] == "2024-07-01"
-    )  # day one: the sample's first session
+    # Day one: the sample's first session
+    assert stack_env(config)["OOMRL_SAMPLE_CLOCK"] == "2024-07-01"
     monkeypatch.setenv("OOMRL_SAMPLE_CLOCK", "off")  # the user's word wins, `off` included
     assert stack_env(config)["OOMRL_SAMPLE_CLOCK"] == "off"
     monkeypatch.delenv("OOMRL_SAMPLE_CLOCK")
-    (tmp_path / "config.toml").write_text(
-        '[oomrl]\nsample_clock = "off"\n'
-    )  # and so does the config file's
+    # And so does the config file's
+    (tmp_path / "config.toml").write_text('[oomrl]\nsample_clock = "off"\n')
     assert "OOMRL_SAMPLE_CLOCK" not in stack_env(config)
 
 

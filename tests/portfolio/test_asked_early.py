@@ -56,9 +56,8 @@ def replayed(
     market: MarketFrames, early: bool, monkeypatch: pytest.MonkeyPatch, **kwargs: Any
 ) -> Any:
     with monkeypatch.context() as patch:
-        if (
-            not early
-        ):  # the schedule in hand never names the next rebalance: each is asked with its book
+        # The schedule in hand never names the next rebalance: each is asked with its book
+        if not early:
             patch.setattr(HostedRunner, "next_due", lambda self, t, last: None)
         source = WorkspaceStrategy(REPO, "weekly_liquidity")
         runner = source.open(PARAMS, market)
@@ -79,9 +78,8 @@ def test_questions_asked_before_their_books_decide_exactly_as_questions_asked_wi
     early, books = replayed(market, True, monkeypatch)
     late, none = replayed(market, False, monkeypatch)
     rebalances = early.summary()["rebalances"]
-    assert (
-        rebalances > 10 and len(books) == rebalances - 1 and none == []
-    )  # every decision but the first
+    # Every decision but the first
+    assert rebalances > 10 and len(books) == rebalances - 1 and none == []
     assert {book["op"] for book in books} == {"book"} and any(
         len(b["holdings"]["idx"]) for b in books
     )
@@ -164,9 +162,8 @@ def test_a_replay_failing_with_a_question_out_fails_with_its_own_error(
 
     monkeypatch.setattr(engine, "trade", trade)
     try:
-        with pytest.raises(
-            RuntimeError, match="the broker failed"
-        ):  # not the dropped question's error
+        # Not the dropped question's error
+        with pytest.raises(RuntimeError, match="the broker failed"):
             replay(source, None, market, START, END, runner=runner)
         assert runner.waiting is not None and runner.waiting.sent
     finally:

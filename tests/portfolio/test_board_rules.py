@@ -49,9 +49,8 @@ def test_a_sweep_never_breaks_the_adv_cap() -> None:
 
 def test_chinext_limit_is_dated() -> None:
     for start, blocked in (("2020-07-17", True), ("2020-07-20", False)):
-        panels = flat_panels(
-            [CHINEXT], start=start
-        )  # DAY is 2020-08-21 (Friday) or 2020-08-24 (Monday)
+        # DAY is 2020-08-21 (Friday) or 2020-08-24 (Monday)
+        panels = flat_panels([CHINEXT], start=start)
         set_cell(panels, DAY, CHINEXT, close=11.0)  # +10 %
         assert (one(broker_for(panels), CHINEXT, 100)["reason"] is Unfilled.LIMIT_UP) is blocked
 
@@ -197,9 +196,8 @@ def test_daily_marks_over_an_ex_date_and_the_next_rebalance_book_the_dividend_on
     rebalance(ledger, "acc", days[40], panels, setup)
     mark_account(ledger, "acc", days[50], panels, AShareRules(), 0.2)
     marks = ledger.nav_frame("acc").set_index("date")
-    assert (
-        marks.loc[pd.Timestamp(days[45]), "cash"] > marks.loc[pd.Timestamp(days[44]), "cash"]
-    )  # paid in NAV
+    # Paid in NAV
+    assert marks.loc[pd.Timestamp(days[45]), "cash"] > marks.loc[pd.Timestamp(days[44]), "cash"]
     assert ledger.actions_frame("acc").empty  # booked with the next rebalance
     rebalance(ledger, "acc", days[55], panels, setup)
     booked = ledger.actions_frame("acc")

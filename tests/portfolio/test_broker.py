@@ -135,9 +135,8 @@ def test_no_sell_at_limit_down_per_board(symbol: str, is_st: bool, blocked_at: f
 
 
 def test_limits_lots_and_fees_act_on_raw_prices_from_the_factor() -> None:
-    panels = flat_panels(
-        [MAIN]
-    )  # adjusted closes at 10.00; factor 0.5 (adjusted = raw x factor): raw 20.00
+    # Adjusted closes at 10.00; factor 0.5 (adjusted = raw x factor): raw 20.00
+    panels = flat_panels([MAIN])
     panels["factor"] = panels["close"] * 0 + 0.5
     set_cell(panels, DAY, MAIN, close=11.0)  # raw 22.00 = 20.00 + 10 %: the limit
     assert one(broker_for(panels), MAIN, 1000)["reason"] is Unfilled.LIMIT_UP

@@ -179,9 +179,8 @@ def test_session_tables_equal_each_execution_tabulated_on_its_own(
         )
         for t in range(21, 60)
     ]
-    monkeypatch.setattr(
-        "oomrl.portfolio.broker.TABLE_BLOCK", 7
-    )  # several blocks, one of them short
+    # Several blocks, one of them short
+    monkeypatch.setattr("oomrl.portfolio.broker.TABLE_BLOCK", 7)
     fills, orders = session_tables(executions, market.dates.values, market.symbol_names)
     one_by_one = [
         (e.fill_columns(market.symbol_names), e.order_columns(market.symbol_names))
@@ -228,9 +227,8 @@ def test_the_kernel_can_be_switched_off_and_survives_a_missing_numba(
     monkeypatch.setenv("OOMRL_BROKER_KERNEL", "0")
     assert broker_kernel._compile() is None
     monkeypatch.delenv("OOMRL_BROKER_KERNEL")
-    monkeypatch.setitem(
-        __import__("sys").modules, "numba", None
-    )  # `import numba` raises ImportError
+    # `import numba` raises ImportError
+    monkeypatch.setitem(__import__("sys").modules, "numba", None)
     assert broker_kernel._compile() is None
 
 

@@ -15,10 +15,8 @@ from oomrl.portfolio.replay import replay
 from tests.portfolio.factories import random_panels
 
 SYMBOLS = [f"{600000 + i:06d}.SH" for i in range(30)]
-START, END = (
-    "2024-03-01",
-    "2024-03-21",
-)  # 15 sessions: fewer than the 30 names the counter walks over
+# 15 sessions: fewer than the 30 names the counter walks over
+START, END = ("2024-03-01", "2024-03-21")
 # Trades the name its call count points at: the n-th decision depends on the n-1 before it.
 COUNTING = '''
 from strategy_api import StrategyParams
@@ -124,9 +122,8 @@ def test_a_strategy_failing_in_a_fresh_host_is_a_difference_not_an_exception(
 ) -> None:
     market = MarketFrames.build(random_panels(SYMBOLS, days=80, volume=2e7), AShareRules())
     source = WorkspaceStrategy(workspace(tmp_path / "ws", market), "remembers")
-    decisions = recorded(
-        source, market
-    )  # sequentially, every decision has an earlier one (or is the first)
+    # Sequentially, every decision has an earlier one (or is the first)
+    decisions = recorded(source, market)
     found = recompute_fresh(source, None, market, decisions, count=2)
     assert [d.day for d in found.differences] == [found.checked[1]]
     error = found.differences[0].error

@@ -117,9 +117,8 @@ def test_a_prepared_market_and_an_open_runner_are_used_as_given() -> None:
     assert first.jail == runner.jail  # outputs name where the strategy ran
     # The runner stays open for its caller: a later replay goes on with the same rows.
     later = replay(source, None, market, "2024-03-11", "2024-03-15", runner=runner)
-    assert (
-        len(later.nav) == 5 and later.max_weight.min() > 0.4
-    )  # the runner's top_k=2, not the default 10
+    # The runner's top_k=2, not the default 10
+    assert len(later.nav) == 5 and later.max_weight.min() > 0.4
 
 
 def test_bad_ranges_and_unknown_targets_are_errors() -> None:

@@ -99,9 +99,8 @@ def test_the_reward_on_a_halt_day_includes_minus_p_terminal() -> None:
     panels = flat_panels(["600000.SH", "600036.SH"], days=40)
     crash = panels["close"].index[31]
     for field in ("open", "high", "low", "close"):
-        panels[field].loc[crash:] = (
-            7.0  # -30 % (a resumption gap: validation is not the broker's job)
-        )
+        # -30 % (a resumption gap: validation is not the broker's job)
+        panels[field].loc[crash:] = 7.0
     panels["prev_close_raw"].loc[crash:] = np.nan
     rules = AShareRules(fill_price=FillPrice.CLOSE, price_limits=False)
     lam, gamma = 0.0015, 0.0005
@@ -129,9 +128,8 @@ def test_the_reward_on_a_halt_day_includes_minus_p_terminal() -> None:
         - 2.5
     )
     assert halt["reward"] == pytest.approx(expected)
-    assert (
-        result.nav["reward"].iloc[:-1] > -1
-    ).all()  # only the absorbing step carries the penalty
+    # Only the absorbing step carries the penalty
+    assert (result.nav["reward"].iloc[:-1] > -1).all()
 
 
 def test_gamma_is_calibrated_from_the_impact_model_and_the_sample() -> None:

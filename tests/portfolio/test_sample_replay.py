@@ -51,9 +51,8 @@ def sample_market() -> tuple[MarketFrames, pd.DataFrame]:
 def sample_replay(strategy: str) -> ReplayResult:
     market, membership = sample_market()
     settings = OomrlSettings(home=Path("/nonexistent-oomrl-home"), kill_threshold=1.0)
-    setup = rebalance_setup(
-        bundled_strategy(settings, strategy), "pinned", settings, membership
-    )  # jailed
+    # Jailed
+    setup = rebalance_setup(bundled_strategy(settings, strategy), "pinned", settings, membership)
     return replay_setup(setup, market, START, END, settings.initial_cash)
 
 
@@ -87,9 +86,8 @@ def test_the_sample_replay_books_dividends_and_reports_raw_price_coverage() -> N
     assert (result.actions["kind"] == "dividend").sum() > 10 and (
         result.actions["cash_fen"] > 0
     ).all()
-    assert (
-        0.3 < result.raw_prices_known < 1.0
-    )  # the sample knows traded prices for part of the window
+    # The sample knows traded prices for part of the window
+    assert 0.3 < result.raw_prices_known < 1.0
     assert result.summary()["raw_prices_known"] == result.raw_prices_known
 
 

@@ -80,9 +80,8 @@ def test_replay_uses_point_in_time_members_and_params(oomrl_home: Path) -> None:
             date(2024, 4, 30),
             '{"top_k": 0, "lookback": "x"}',
         )
-    message = str(
-        refused.value
-    )  # one line, every problem named, no pydantic URL (said by the host)
+    # One line, every problem named, no pydantic URL (said by the host)
+    message = str(refused.value)
     assert "\n" not in message and "http" not in message
     assert (
         "top_k: Input should be greater than or equal to 1 (got 0)" in message
@@ -119,9 +118,8 @@ def test_active_workspace_version_is_loaded_and_traded(oomrl_home: Path) -> None
     versions.activate(sha, "acct", "weekly_liquidity")
     resolved = resolve_strategy(settings, ledger, "acct")
     assert (resolved.name, resolved.version) == ("weekly_liquidity", sha)
-    assert (
-        resolved.strategy.root == versions.materialize(sha) != repo_root()
-    )  # the commit's own folder
+    # The commit's own folder
+    assert resolved.strategy.root == versions.materialize(sha) != repo_root()
     outcome = run_rebalance(settings, "acct", days[60])
     assert outcome.committed and outcome.strategy_version == sha and outcome.jail == "bwrap"
     assert set(ledger.nav_frame("acct")["strategy_version"]) == {sha}

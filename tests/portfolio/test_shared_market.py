@@ -57,9 +57,8 @@ def test_without_the_kernels_prefault_rows_are_written_all_the_same(
     market: MarketFrames, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hosting, "MADV_POPULATE_WRITE", 0x7FFF)  # an advice no kernel knows: EINVAL
-    monkeypatch.setattr(
-        hosting, "_POOL", []
-    )  # a fresh memory file (a kept one is mapped in already)
+    # A fresh memory file (a kept one is mapped in already)
+    monkeypatch.setattr(hosting, "_POOL", [])
     shared = SharedMarket(market)
     shared.prefault(50)
     assert shared.faulted == -1  # given up for this market, never retried
@@ -102,9 +101,8 @@ def test_only_a_file_of_the_exact_size_is_kept_and_a_host_that_may_run_gives_its
     )
     SharedMarket(market).close()
     other = SharedMarket(smaller)
-    assert (
-        other.faulted == 0 and len(hosting._POOL) == 1
-    )  # not the larger file: nothing beyond its own rows
+    # Not the larger file: nothing beyond its own rows
+    assert other.faulted == 0 and len(hosting._POOL) == 1
     other.close(reuse=False)
     assert [entry[0] for entry in hosting._POOL] == [
         8 * len(market.days) * (1 + len(market.symbols) * len(market.panels.arrays))

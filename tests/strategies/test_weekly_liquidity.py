@@ -101,9 +101,8 @@ def test_turnover_budget_scales_the_whole_trade() -> None:
     assert sum(
         abs(weights.get(s, 0.0) - w) for s, w in {"OLD": 1.0, "A": 0.0, "B": 0.0}.items()
     ) == pytest.approx(0.3 * 0.97)
-    assert weights["OLD"] == pytest.approx(
-        1 - 0.291 / 2
-    )  # the 2.0 of wanted trades scaled to 0.291
+    # The 2.0 of wanted trades scaled to 0.291
+    assert weights["OLD"] == pytest.approx(1 - 0.291 / 2)
     assert weights["A"] == pytest.approx(0.5 * 0.291 / 2)
     assert valid(weights)
 

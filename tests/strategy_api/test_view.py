@@ -245,9 +245,8 @@ def test_a_history_refuses_rows_out_of_order_or_of_the_wrong_shape_and_an_earlie
         history.append(panels["close"].index.values[5:6], {"volume": np.zeros((1, 3))})
     with pytest.raises(ValueError, match="never holds a later row"):
         history.view(as_of=panels["close"].index[2])
-    assert (
-        history.view(as_of=date(2024, 1, 6)).universe() == []
-    )  # a Saturday after the last session
+    # A Saturday after the last session
+    assert history.view(as_of=date(2024, 1, 6)).universe() == []
 
 
 def test_a_shared_history_is_read_only_and_extends_only_forward() -> None:

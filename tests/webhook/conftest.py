@@ -23,10 +23,8 @@ from oomrl.webhook.signing import sign
 
 SECRET = "test-secret-0123456789abcdef"
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ops" / "autopsy.json"
-MARKED = (
-    "2026-02-26",
-    "2026-02-27",
-)  # paper's marked sessions: the fixture alert is dated on the last
+# Paper's marked sessions: the fixture alert is dated on the last
+MARKED = ("2026-02-26", "2026-02-27")
 
 
 class RecordingLauncher:

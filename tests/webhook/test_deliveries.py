@@ -173,9 +173,8 @@ def test_redelivery_of_a_live_or_finished_run_is_a_duplicate(
     launcher = RecordingLauncher()
     app = make_app(launcher)
     deliver(app, ALERT)
-    launcher.states["run-1"] = (
-        state  # (a run Prefect does not know is gone: tests/webhook/test_floods.py)
-    )
+    # (a run Prefect does not know is gone: tests/webhook/test_floods.py)
+    launcher.states["run-1"] = state
     again = deliver(app, ALERT)[0]
     assert again.status_code == 200 and again.json()["duplicate"] is True
     assert len(launcher.calls) == 1

@@ -110,9 +110,8 @@ def test_repairs_running_in_all_are_capped_on_every_path(
 def test_one_notification_with_too_many_alerts_is_413(
     config: WebhookSettings, launcher: RecordingLauncher, store_url: str, settings: OomrlSettings
 ) -> None:
-    roomy = config.model_copy(
-        update={"max_body_bytes": 256 * 1024}
-    )  # the default: the count is the limit
+    # The default: the count is the limit
+    roomy = config.model_copy(update={"max_body_bytes": 256 * 1024})
     with TestClient(
         create_app(roomy, launcher=launcher, store=DeliveryStore(store_url), settings=settings)
     ) as client:

@@ -13,10 +13,8 @@ from strategy_api import MarketView, StrategyParams, equal_weights, momentum, to
 
 LOOKBACK = 20
 FIRST_SESSION = date(2010, 1, 1)  # W1's first session (a business day, a Friday)
-FIRST_TRADE, EVERY = (
-    26,
-    5,
-)  # business-day indices it trades on: 26, 31, 36, ... (decided the day before)
+# Business-day indices it trades on: 26, 31, 36, ... (decided the day before)
+FIRST_TRADE, EVERY = (26, 5)
 
 
 class BenchTopKParams(StrategyParams):

@@ -139,9 +139,8 @@ class AkshareSource:
             }
         )
         if "name" in info and frame["date"].iloc[-1] == last_completed_session(datetime.now(UTC)):
-            frame.loc[frame.index[-1], "st"] = (
-                1.0 if risk_warning(info["name"]) else 0.0
-            )  # today's name
+            # Today's name
+            frame.loc[frame.index[-1], "st"] = 1.0 if risk_warning(info["name"]) else 0.0
         return conform_bars(frame)
 
     def info(self, code: str) -> dict[str, Any]:

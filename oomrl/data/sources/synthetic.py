@@ -20,9 +20,8 @@ DIVIDEND_YIELD = 0.02  # annual, the gap between the price and total-return inde
 SUSPENSION_RATE = 0.002  # chance a suspension starts on a given day
 BOARD_SHARE = ((0.70, "main"), (0.20, "chinext"), (0.10, "star"))
 SAMPLE_END = "2026-02-27"
-MAX_SYMBOLS = (
-    5000  # the codes its boards hold stay valid up to here (600000+, 000001+, 300001+, 688001+)
-)
+# The codes its boards hold stay valid up to here (600000+, 000001+, 300001+, 688001+)
+MAX_SYMBOLS = 5000
 MAX_DAYS = 5000
 
 
@@ -82,9 +81,8 @@ class SyntheticSource:
         suspended = np.zeros(n, dtype=bool)
         for begin in np.flatnonzero(rng.random(n) < SUSPENSION_RATE):
             suspended[begin : begin + rng.integers(1, 10)] = True
-        ret = np.clip(
-            np.where(suspended, 0.0, ret), -pct, pct
-        )  # limit-up/-down days happen in the tails
+        # Limit-up/-down days happen in the tails
+        ret = np.clip(np.where(suspended, 0.0, ret), -pct, pct)
         close = np.round(rng.uniform(3, 200) * np.cumprod(1 + ret), 2)
         close = np.maximum(close, 0.01)
         prev = np.concatenate([[close[0] / (1 + ret[0])], close[:-1]])
