@@ -132,9 +132,12 @@ CODE_ROOTS = (
     "strategy_api",
     "strategy_host",
     "strategies",
+    "orchestration",
     "tasks",
     "flows",
 )
+# Read from their source, never imported: they import Prefect.
+SOURCE_ONLY = ("orchestration", "tasks", "flows")
 
 
 @cache
@@ -283,7 +286,7 @@ def resolve(dotted: str) -> tuple[bool, Any]:
     parts = dotted.split(".")
     if parts[0] == "prefect" or dotted.endswith(PROSE_SUFFIXES):
         return False, MISSING  # `prefect.yaml`, a file name: never imported
-    if parts[0] in ("tasks", "flows"):
+    if parts[0] in SOURCE_ONLY:
         node = resolve_source(dotted)
         return True, MISSING if node is None else node
     candidates = [(prefix, prefix + dotted) for prefix in PREFIXES]
@@ -291,7 +294,7 @@ def resolve(dotted: str) -> tuple[bool, Any]:
     candidates += [
         (f"{module}.", f"{module}.{dotted}")
         for module in homes
-        if module.split(".")[0] not in ("tasks", "flows")
+        if module.split(".")[0] not in SOURCE_ONLY
     ]
     if parts[0] in INSTANCES:
         candidates.append(
@@ -320,7 +323,7 @@ def resolve(dotted: str) -> tuple[bool, Any]:
             except AttributeError:
                 break
     for home in homes:
-        if home.split(".")[0] in ("tasks", "flows"):  # read, never imported: they import Prefect
+        if home.split(".")[0] in SOURCE_ONLY:
             node = resolve_source(f"{home}.{dotted}")
             if node is not None:
                 return True, node
@@ -329,7 +332,8 @@ def resolve(dotted: str) -> tuple[bool, Any]:
 
 
 def resolve_source(dotted: str) -> Any:
-    """A name in tasks/ or flows/, found in their source: `tasks.review.MandateReview.prefilled`."""
+    """A name in orchestration/, tasks/ or flows/, found in their source:
+    `orchestration.review.MandateReview.prefilled`."""
     parts = dotted.split(".")
     for cut in range(len(parts), 1, -1):
         tree = code_tree().get(".".join(parts[:cut]))

@@ -198,7 +198,7 @@ def test_steps_retry_only_when_the_endpoint_was_down() -> None:
 
 def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
     from oomrl.agent.roles import Constraints, Mandate
-    from tasks.review import MandateReview
+    from orchestration.review import MandateReview
 
     proposed = Mandate(
         module="strategies.daily_momentum",
