@@ -80,3 +80,15 @@ def paused_run(flow_name: str, wait_s: float = 60.0) -> Any:
                 return runs[0]
             time.sleep(0.5)
     raise AssertionError(f"no {flow_name} run paused for its form within {wait_s:.0f} s")
+
+
+def run_log_messages(flow_run_id: Any) -> list[str]:
+    """The messages a flow run logged to the server, once the log worker has sent them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)
+    query = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+    with get_client(sync_client=True) as client:
+        return [log.message for log in client.read_logs(log_filter=query)]
