@@ -35,6 +35,7 @@ CODE_TREES = (
     "strategies",
     "strategy_api",
     "strategy_host",
+    "orchestration",
     "tasks",
     "flows",
     "infra",
