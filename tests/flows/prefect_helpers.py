@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -82,13 +85,21 @@ def paused_run(flow_name: str, wait_s: float = 60.0) -> Any:
     raise AssertionError(f"no {flow_name} run paused for its form within {wait_s:.0f} s")
 
 
-def run_log_messages(flow_run_id: Any) -> list[str]:
-    """The messages a flow run logged to the server, once the log worker has sent them."""
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
-    from prefect.logging.handlers import APILogWorker
+@contextmanager
+def flow_run_messages() -> Iterator[list[str]]:
+    """The messages (INFO and up) flow runs log through `get_run_logger` while the block runs."""
+    messages: list[str] = []
 
-    APILogWorker.drain_all(timeout=10)
-    query = LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
-    with get_client(sync_client=True) as client:
-        return [log.message for log in client.read_logs(log_filter=query)]
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger, handler = logging.getLogger("prefect.flow_runs"), Keep()
+    level = logger.level  # the suite runs Prefect at WARNING (tests/conftest.py)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

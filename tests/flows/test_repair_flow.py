@@ -13,7 +13,7 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
-from tests.flows.prefect_helpers import account_events, artifact_keys, paused_run, run_log_messages
+from tests.flows.prefect_helpers import account_events, artifact_keys, flow_run_messages, paused_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -116,23 +116,24 @@ def test_a_person_rejects_the_mandate_in_the_ui(
 
     from orchestration.review import PAUSE_GRACE_S
 
-    thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
-    run = paused_run("repair")
-    paused = run.id
-    details = run.state.state_details  # the server's deadline lies PAUSE_GRACE_S beyond the run's
-    assert details.pause_key == "mandate-review" and not details.pause_reschedule
-    server_wait = (details.pause_timeout - run.state.timestamp).total_seconds()
-    assert abs(server_wait - (120 + PAUSE_GRACE_S)) < 10, server_wait
-    with get_client(
-        sync_client=True
-    ) as client:  # tagged by the flow itself, however it was started
-        assert f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(paused).tags
-    resume_flow_run(paused, run_input={"decision": "reject", "reason": "too strict"})
-    thread.join(60)
+    with flow_run_messages() as said:  # held until the run ends: it logs after it pauses
+        thread, box = _run_in_thread(
+            daily_momentum_autopsy, provider="offline", approval_timeout_s=120
+        )
+        run = paused_run("repair")
+        details = run.state.state_details  # the server's deadline: PAUSE_GRACE_S beyond the run's
+        assert details.pause_key == "mandate-review" and not details.pause_reschedule
+        server_wait = (details.pause_timeout - run.state.timestamp).total_seconds()
+        assert abs(server_wait - (120 + PAUSE_GRACE_S)) < 10, server_wait
+        with get_client(sync_client=True) as client:  # tagged by the flow, however it was started
+            assert (
+                f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(run.id).tags
+            )
+        resume_flow_run(run.id, run_input={"decision": "reject", "reason": "too strict"})
+        thread.join(60)
     assert box["status"] == "rejected" and box["step"] == "approval"
     assert box["reason"] == "too strict"
-    said = "paused for the mandate review; no answer within 120 s ends it"
-    assert said in run_log_messages(paused)
+    assert "paused for the mandate review; no answer within 120 s ends it" in said
     settings = get_settings()
     versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
     assert [v.tag for v in versions.list()] == ["v1"]
