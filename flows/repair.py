@@ -16,9 +16,9 @@ from oomrl import repair as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.diagnostics.autopsy import input_json
-from oomrl.errors import OomrlError
+from oomrl.errors import OomrlError, TooManyRepairsError
 from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
-from oomrl.repair_claims import ClaimBook, RepairClaim, TooManyRepairsError
+from oomrl.repair_claims import ClaimBook, RepairClaim
 from oomrl.run_tags import alert_tag
 from oomrl.settings import get_settings
 from orchestration.review import ask_reviewer

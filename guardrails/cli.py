@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from guardrails.errors import GateSetupError
 from guardrails.sandbox import LOCKS
 from guardrails.verdict import Verdict
-from guardrails.workspace import GateSetupError
 
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_SETUP = 0, 1, 2
 

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from guardrails.errors import GateSetupError
 from guardrails.judging import (
     behaviour_violations,
     child_spec,
@@ -45,7 +46,7 @@ from guardrails.sandbox import (
     tree_manifest,
 )
 from guardrails.verdict import PHASES, CoverageResult, LockInfo, TestCounts, Verdict, Violation
-from guardrails.workspace import GateSetupError, GuardContract, check_holdout, load_contract
+from guardrails.workspace import GuardContract, check_holdout, load_contract
 
 logger = logging.getLogger(__name__)
 

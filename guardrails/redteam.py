@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from guardrails.errors import GateSetupError
 from guardrails.gate import run_gate
 from guardrails.verdict import Verdict
-from guardrails.workspace import GateSetupError
 
 OUTCOMES = ("blocked", "accepted")
 # The mechanisms an attack can be tagged with, and the rules through which each shows.

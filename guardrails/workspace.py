@@ -9,15 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from guardrails.errors import GateSetupError
+
 PHASES = ("code-patch", "test-gen")
 CONVENTIONS = ("call", "strategy")
 PROPERTIES = ("weights", "known_symbols", "deterministic")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-
-
-class GateSetupError(Exception):
-    """A usage or infrastructure problem (exit 2): the gate could not judge at all."""
 
 
 @dataclass(frozen=True)

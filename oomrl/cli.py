@@ -1,5 +1,8 @@
 """The `oomrl` command (typer): one error path for every command; each area registers its commands.
 
+orchestration/cli.py adds the commands that drive Prefect (the stack, the webhook) and is the entry
+point (`oomrl`, `python -m orchestration`).
+
 Importing this module must stay cheap (`oomrl --help` answers in well under a second): command
 modules import pandas, Prefect, SQLAlchemy and rich inside the commands, never at module level.
 """
@@ -112,12 +115,3 @@ for module in (
     settings_cmds,
 ):
     module.register(app)
-
-
-def main() -> None:
-    """Entry point for `python -m oomrl`."""
-    app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

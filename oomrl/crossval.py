@@ -37,8 +37,9 @@ from pydantic import BaseModel, Field
 from oomrl.agent.roles import Constraints
 from oomrl.artifacts import Columns, cell_text, markdown_table
 from oomrl.data.store import MarketStore
+from oomrl.errors import MetricsInputError
 from oomrl.market.rules import FrictionRules
-from oomrl.metrics.io import MetricsInputError, align, returns_from_levels
+from oomrl.metrics.io import align, returns_from_levels
 from oomrl.metrics.performance import information_ratio, max_drawdown
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.market import MarketFrames

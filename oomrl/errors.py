@@ -34,6 +34,169 @@ class OutOfMoneyError(OomrlError):
     """The agent's compute budget (tokens or money) is spent."""
 
 
+# Settings
+
+
+class SettingsError(OomrlError):
+    """A setting (environment variable or config file key) is missing, malformed or out of range."""
+
+
+class WebhookConfigError(OomrlError):
+    """The webhook cannot start with this configuration."""
+
+
+# Names and report links
+
+
+class InvalidNameError(OomrlError, ValueError):
+    """A name is empty, too long or uses characters it may not."""
+
+
+class ReportLinkError(ValueError):
+    """A path that is not a report file (bad folder or file name)."""
+
+
+# Market data and the store
+
+
+class MissingBenchmarkError(DataValidationError):
+    """The source has no CSI 300 levels for the range: nothing can be measured against it."""
+
+
+class StoreDamagedError(OomrlError):
+    """The store's catalog is unreadable or names a file that is gone (outside interference, not a
+    crash)."""
+
+
+class StoreBusyError(OomrlError):
+    """Another process is writing the market store and did not finish within the wait."""
+
+
+class StoreWriteError(OomrlError):
+    """The file system refused a store write (disk full, read-only, permissions); nothing was
+    committed."""
+
+
+# The portfolio
+
+
+class LedgerConflictError(OomrlError):
+    """The account changed between planning and committing a rebalance (another run got there
+    first)."""
+
+    transient = True  # planning again on the new revision succeeds
+
+
+class StrategyHostError(OomrlError):
+    """The strategy host could not start, broke the protocol, died or did not answer in time."""
+
+
+class StrategyFailedError(OomrlError):
+    """The strategy raised an exception or returned something that is not valid weights."""
+
+
+# Metrics
+
+
+class MetricsInputError(DataValidationError):
+    """A return or benchmark series cannot be used to compute metrics; the message says why."""
+
+
+# Versions and probation
+
+
+class VersionError(OomrlError):
+    """A version operation failed (unknown ref, git failure, nothing to roll back to)."""
+
+
+class UnknownActiveVersionError(VersionError):
+    """The ledger says an account trades a commit the strategy workspace does not hold."""
+
+
+class ProbationError(OomrlError):
+    """A probation cannot be opened, found or decided as asked."""
+
+
+# The agent
+
+
+class AgentError(OomrlError):
+    """The agent could not produce a usable answer."""
+
+
+class LLMUnavailableError(AgentError):
+    """The endpoint failed: retries exhausted on a transient error (`transient`), or a permanent
+    error."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class InvalidAnswerError(AgentError):
+    """The model answered, but the answer is unusable (not the JSON asked for, or too large)."""
+
+
+class MalformedReplyError(AgentError):
+    """The endpoint answered 200 with something that is not a chat completion (truncated JSON, a
+    wrong shape); `raw` is what it sent."""
+
+    def __init__(self, reason: str, raw: str) -> None:
+        super().__init__(reason)
+        self.reason, self.raw = reason, raw
+
+
+class ProviderError(OomrlError):
+    """A provider cannot be built or cannot answer (unknown name, missing transcript)."""
+
+
+class BudgetBookError(OomrlError):
+    """A budget operation named an account or call the ledger does not hold, or bad amounts."""
+
+
+class IllegalTransitionError(OomrlError):
+    """The repair tried a move its state machine does not have (a defect, never an outcome)."""
+
+
+class RepairStepError(OomrlError):
+    """A repair step failed; `step` names it and the message says why."""
+
+    def __init__(self, step: str, reason: str) -> None:
+        super().__init__(f"{step} failed: {reason}")
+        self.step, self.reason = step, reason
+
+
+# The repair (RepairNotPromoted, a Failed run's data, stands beside RepairOutcome in oomrl.repair)
+
+
+class InvalidInputError(OomrlError, ValueError):
+    """A file or body given to the repair is unusable; the message names the problem."""
+
+
+class InvalidAutopsyError(InvalidInputError):
+    """The input is not a repair input the loop can act on; the message names the problem."""
+
+
+class UnknownAccountError(InvalidAutopsyError):
+    """The input names an account the ledger does not hold."""
+
+
+class AccountOnProbationError(InvalidAutopsyError):
+    """The account's challenger is on probation: one challenger per account at a time."""
+
+
+class UnknownStrategyError(InvalidAutopsyError):
+    """The input names a strategy module the workspace does not hold."""
+
+
+class AccountBusyError(OomrlError):
+    """Another repair of the account held it for longer than this one would wait."""
+
+
+class TooManyRepairsError(OomrlError):
+    """As many repairs as the limit allows are running already (OOMRL_REPAIR_MAX_RUNNING)."""
+
+
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from oomrl.errors import OomrlError
+from oomrl.errors import InvalidNameError
 
 ACCOUNT_MAX = 64
 ALERT_ID_MAX = 128
@@ -19,10 +19,6 @@ ACCOUNT_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._\-]{{0,{ACCOUNT_MAX - 1}}}$"
 ALERT_ID_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{ALERT_ID_MAX - 1}}}$"
 # A strategy is a module of the strategies package: a Python identifier in lower case.
 STRATEGY_PATTERN = rf"^[a-z_][a-z0-9_]{{0,{STRATEGY_MAX - 1}}}$"
-
-
-class InvalidNameError(OomrlError, ValueError):
-    """A name is empty, too long or uses characters it may not."""
 
 
 def _check(

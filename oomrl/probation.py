@@ -36,7 +36,7 @@ from oomrl.crossval import (
     not_worse,
 )
 from oomrl.diagnostics.autopsy import Autopsy
-from oomrl.errors import OomrlError
+from oomrl.errors import ProbationError
 from oomrl.names import ACCOUNT_MAX
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import AlertRow, Ledger
@@ -52,10 +52,6 @@ PROMOTED: Final = "promoted"
 RETIRED: Final = "retired"
 RETIRED_RULE = "probation_retired"
 Decision = Literal["promoted", "retired"]
-
-
-class ProbationError(OomrlError):
-    """A probation cannot be opened, found or decided as asked."""
 
 
 @dataclass(frozen=True)

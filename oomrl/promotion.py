@@ -77,7 +77,7 @@ def journal_path(versions: StrategyVersions) -> Path:
 def read_journal(versions: StrategyVersions) -> Journal | None:
     """The pending journal, if any; a file that is not one is named (it is only ever written
     whole)."""
-    from oomrl.versions import VersionError
+    from oomrl.errors import VersionError
 
     path = journal_path(versions)
     try:
@@ -94,7 +94,7 @@ def read_journal(versions: StrategyVersions) -> Journal | None:
 @contextmanager
 def promote_lock(versions: StrategyVersions, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
     """Hold the promote lock (flock: a dead holder's lock is free at once), naming a live holder."""
-    from oomrl.versions import VersionError
+    from oomrl.errors import VersionError
 
     lock = FileLock(
         versions.workspace / ".git" / PROMOTE_LOCK,
@@ -350,7 +350,7 @@ def undo(versions: StrategyVersions, journal: Journal, held: bool) -> str:
 
 def has_commit(versions: StrategyVersions, sha: str) -> bool:
     """Whether the workspace holds the commit (the fetch may not have happened)."""
-    from oomrl.versions import VersionError
+    from oomrl.errors import VersionError
 
     try:
         versions.git("cat-file", "-e", f"{sha}^{{commit}}")

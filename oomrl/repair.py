@@ -17,16 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from guardrails.workspace import GateSetupError
+from guardrails.errors import GateSetupError
 from oomrl.agent.budget import Budget
-from oomrl.agent.context import (
-    AttemptRecord,
-    CrossValidator,
-    GateFn,
-    RepairContext,
-    RepairStepError,
-    write_json,
-)
+from oomrl.agent.context import AttemptRecord, CrossValidator, GateFn, RepairContext, write_json
 from oomrl.agent.feedback import encode_cross_validation, missed_checks, role_evidence
 from oomrl.agent.genesis import changed_tests, logic_genesis, test_genesis
 from oomrl.agent.llm import Transcript
@@ -36,12 +29,12 @@ from oomrl.agent.roles import CriticView, Mandate, read_tree
 from oomrl.crossval import CrossValidation, PromotionRule, baseline_of, cross_validate, window_for
 from oomrl.data.store import MarketStore
 from oomrl.diagnostics.autopsy import Autopsy, RepairInput, input_json
-from oomrl.errors import OomrlError, OutOfMoneyError
+from oomrl.errors import AccountBusyError, OomrlError, OutOfMoneyError, RepairStepError
 from oomrl.files import private_dir
 from oomrl.portfolio.ledger import Ledger
 from oomrl.probation import open_probations, shadow_name
 from oomrl.promotion import open_workspace, promote
-from oomrl.repair_claims import AccountBusyError, ClaimBook, RepairClaim
+from oomrl.repair_claims import ClaimBook, RepairClaim
 from oomrl.repair_endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair_inputs import admit, as_of_of, complete_autopsy, load_autopsy, require_admitted
 from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner

@@ -29,7 +29,7 @@ from typing import Self
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from oomrl.errors import OomrlError
+from oomrl.errors import AccountBusyError, TooManyRepairsError
 from oomrl.names import ACCOUNT_MAX
 from oomrl.owners import Owner, dead
 from oomrl.portfolio.ledger_tables import create_tables, driver_url
@@ -233,14 +233,6 @@ class ClaimBook:
             beat_at=row.beat_at,
             owner=row.owner,
         )
-
-
-class AccountBusyError(OomrlError):
-    """Another repair of the account held it for longer than this one would wait."""
-
-
-class TooManyRepairsError(OomrlError):
-    """As many repairs as the limit allows are running already (OOMRL_REPAIR_MAX_RUNNING)."""
 
 
 def wait_to_hold(

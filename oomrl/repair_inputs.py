@@ -13,7 +13,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oomrl.errors import OomrlError
+from oomrl.errors import (
+    AccountOnProbationError,
+    InvalidAutopsyError,
+    InvalidInputError,
+    OomrlError,
+    UnknownAccountError,
+    UnknownStrategyError,
+)
 
 if TYPE_CHECKING:
     from oomrl.diagnostics.autopsy import Completed, RepairInput
@@ -23,26 +30,6 @@ FIRST_SESSION = date(1990, 12, 19)  # the Shanghai exchange's first session
 SHANGHAI = "Asia/Shanghai"
 # Files of the strategies package that are not strategies.
 _NOT_STRATEGIES = frozenset({"__init__", "base", "registry"})
-
-
-class InvalidInputError(OomrlError, ValueError):
-    """A file or body given to the repair is unusable; the message names the problem."""
-
-
-class InvalidAutopsyError(InvalidInputError):
-    """The input is not a repair input the loop can act on; the message names the problem."""
-
-
-class UnknownAccountError(InvalidAutopsyError):
-    """The input names an account the ledger does not hold."""
-
-
-class AccountOnProbationError(InvalidAutopsyError):
-    """The account's challenger is on probation: one challenger per account at a time."""
-
-
-class UnknownStrategyError(InvalidAutopsyError):
-    """The input names a strategy module the workspace does not hold."""
 
 
 def parse_json(raw: bytes, what: str = "autopsy", limit: int = MAX_AUTOPSY_BYTES) -> Any:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from oomrl.errors import ReportLinkError
+
 REPORTS_URL_ENV = "OOMRL_REPORTS_URL"
 SECRET_ENV = "OOMRL_WEBHOOK_SECRET"
 ROUTE = "/reports"
@@ -33,10 +35,6 @@ def _configured() -> dict[str, str]:
         REPORTS_URL_ENV: settings.runtime.reports_url or "",
         SECRET_ENV: settings.webhook.secret or "",
     }
-
-
-class ReportLinkError(ValueError):
-    """A path that is not a report file (bad folder or file name)."""
 
 
 def _key(secret: str) -> bytes:

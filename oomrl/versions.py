@@ -15,7 +15,7 @@ from typing import Any, Protocol, cast
 
 from pydantic import BaseModel
 
-from oomrl.errors import OomrlError
+from oomrl.errors import UnknownActiveVersionError, VersionError
 from oomrl.files import private_dir
 from oomrl.settings import child_environment
 
@@ -33,14 +33,6 @@ coverage_min = 95
 TAG_PREFIX = "v"
 NOTES_REF = "refs/notes/oomrl"  # the metadata attached at promotion, a git note per version
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".coverage*")
-
-
-class VersionError(OomrlError):
-    """A version operation failed (unknown ref, git failure, nothing to roll back to)."""
-
-
-class UnknownActiveVersionError(VersionError):
-    """The ledger says an account trades a commit the strategy workspace does not hold."""
 
 
 class VersionLedger(Protocol):

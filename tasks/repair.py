@@ -15,9 +15,9 @@ from prefect.states import State
 from prefect.tasks import Task, exponential_backoff
 
 from oomrl import repair as domain
-from oomrl.agent.llm import LLMUnavailableError
 from oomrl.artifacts import image_link
 from oomrl.crossval import crossval_markdown, crossval_rows
+from oomrl.errors import LLMUnavailableError
 from oomrl.repair_artifacts import not_measured_rows
 from oomrl.report_links import ReportLinks
 

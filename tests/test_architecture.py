@@ -32,7 +32,7 @@ NO_S = "oomrl/, orchestration/, tasks/ and flows/ never import strategies/ (S)"
 STANDALONE = "strategy_api/, strategy_host/ import no oomrl, guardrails, S, Prefect"
 ROOMS = (
     "guardrails/: cli > redteam > gate > judging > patch | static | sandbox > child | verdict "
-    "| workspace | lazy | settings"
+    "| workspace | lazy | settings > errors"
 )
 CHILD = "guardrails/child/ imports nothing else of guardrails/"
 LAYERS = "oomrl/: ops > repair and versions > diagnostics > metrics > portfolio > data > market"

@@ -128,11 +128,11 @@ PROSE_SUFFIXES = (
 )
 CODE_ROOTS = (
     "oomrl",
+    "orchestration",
     "guardrails",
     "strategy_api",
     "strategy_host",
     "strategies",
-    "orchestration",
     "tasks",
     "flows",
 )
@@ -580,8 +580,8 @@ def command_lines() -> list[tuple[str, str]]:
 def test_every_oomrl_command_and_option_in_the_docs_exists() -> None:
     import typer
 
-    from oomrl.cli import app
     from oomrl.commands import Benchmark, Lock, Provider
+    from orchestration.cli import app
 
     choices = {"--lock": Lock, "--provider": Provider, "--benchmark": Benchmark}
     root = typer.main.get_command(app)

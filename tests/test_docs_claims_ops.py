@@ -22,7 +22,7 @@ import typer
 import yaml
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from orchestration.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = {
@@ -31,11 +31,11 @@ PAGES = {
 README, OPERATIONS = PAGES["README.md"], PAGES["docs/operations.md"]
 CODE_TREES = (
     "oomrl",
+    "orchestration",
     "guardrails",
     "strategies",
     "strategy_api",
     "strategy_host",
-    "orchestration",
     "tasks",
     "flows",
     "infra",

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from oomrl.errors import InvalidAutopsyError
 from oomrl.portfolio.ledger import Ledger
-from oomrl.repair_inputs import InvalidAutopsyError
 from oomrl.settings import get_settings
 from tests.cli.helpers import invoke, refused, snapshot
 from tests.repair_inputs_for_tests import autopsy_json

@@ -35,8 +35,7 @@ def test_a_completed_state_needs_no_retry() -> None:
 
 
 def test_transient_oomrl_errors_are_retried() -> None:
-    from oomrl.errors import SourceUnavailableError
-    from oomrl.portfolio.ledger import LedgerConflictError
+    from oomrl.errors import LedgerConflictError, SourceUnavailableError
 
     assert unless_refused(None, None, _State(SourceUnavailableError("akshare down"))) is True
     assert unless_refused(None, None, _State(LedgerConflictError("revision moved"))) is True

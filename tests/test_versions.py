@@ -8,13 +8,9 @@ from pathlib import Path
 import pytest
 
 from oomrl import promotion
+from oomrl.errors import UnknownActiveVersionError, VersionError
 from oomrl.portfolio.ledger import Ledger
-from oomrl.versions import (
-    GUARD_PYPROJECT,
-    StrategyVersions,
-    UnknownActiveVersionError,
-    VersionError,
-)
+from oomrl.versions import GUARD_PYPROJECT, StrategyVersions
 
 
 class FlakyLedger(Ledger):

@@ -14,8 +14,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from guardrails.errors import GateSetupError
 from guardrails.verdict import Violation
-from guardrails.workspace import BehaviourContract, GateSetupError
+from guardrails.workspace import BehaviourContract
 
 TOLERANCE = 1e-9
 

@@ -7,10 +7,11 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from guardrails.errors import GateSetupError
 from guardrails.sandbox import SuiteResult
 from guardrails.static import Policy, sanitizer, testquality, weakening
 from guardrails.verdict import Violation
-from guardrails.workspace import GateSetupError, GuardContract
+from guardrails.workspace import GuardContract
 
 TEST_FILE_PREFIX, TEST_FILE_SUFFIX = "test_", "_test.py"
 NODE_ID = re.compile(weakening.NODE_ID + r"(?:\[.*\])?")  # a parametrized id's cases ignored

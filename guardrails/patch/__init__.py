@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from guardrails.lazy import front_door
 
 if TYPE_CHECKING:
+    from guardrails.errors import PatchError
     from guardrails.patch.apply import ApplyResult, added_lines, apply_patch
     from guardrails.patch.diffs import check_patch
-    from guardrails.patch.parse import FileChange, PatchError, parse_patch
+    from guardrails.patch.parse import FileChange, parse_patch
 
 __all__ = [
     "ApplyResult",

@@ -8,8 +8,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from guardrails.errors import PatchError
 from guardrails.patch.apply import ApplyResult, added_lines, apply_patch
-from guardrails.patch.parse import DEV_NULL, GITLINK_MODE, FileChange, PatchError, parse_patch
+from guardrails.patch.parse import DEV_NULL, GITLINK_MODE, FileChange, parse_patch
 from guardrails.verdict import Violation
 
 __all__ = [

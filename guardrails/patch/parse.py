@@ -10,6 +10,8 @@ from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 from unidiff.patch import Hunk
 
+from guardrails.errors import PatchError
+
 DEV_NULL = "/dev/null"
 MAX_PATCH_CHARS = 4_000_000  # far above diffs.PatchLimits; bounds the parser's own work
 SYMLINK_MODE = "120000"
@@ -35,10 +37,6 @@ _HEADER_KEYS = (
     "copy to",
 )
 _BINARY_MARKERS = ("GIT binary patch", "Binary files ")
-
-
-class PatchError(ValueError):
-    """The patch text is not a well-formed unified diff (the message names the line)."""
 
 
 @dataclass

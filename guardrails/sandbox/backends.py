@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from guardrails.errors import GateSetupError
 from guardrails.sandbox.bwrap import BwrapLock
 from guardrails.sandbox.locks import LOCKS, DockerLock, HashOnlyLock, RoLock
-from guardrails.workspace import GateSetupError
 
 
 def select_lock(name: str | None) -> RoLock:

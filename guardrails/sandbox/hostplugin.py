@@ -48,9 +48,10 @@ def pytest_configure(config: pytest.Config) -> None:
     import strategy_host
 
     def factory() -> Any:
+        from guardrails.errors import GateSetupError
         from guardrails.sandbox.backends import select_lock
         from guardrails.sandbox.strategyhost import HostSpec, start_host
-        from guardrails.workspace import GateSetupError, load_contract
+        from guardrails.workspace import load_contract
 
         root = Path(config.getoption("strategy_workspace") or config.rootpath)
         try:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from guardrails.errors import GateSetupError
 from guardrails.settings import GateSettings
-from guardrails.workspace import GateSetupError
 
 MIB = 1024 * 1024
 # Size limits of every place a run can write (docs/gate.md "Limits"): its /tmp (HOME, pytest's

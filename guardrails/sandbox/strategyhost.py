@@ -28,9 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from guardrails.errors import GateSetupError
 from guardrails.sandbox.locks import Bind, Prepared, RoLock, make_readable
 from guardrails.sandbox.tempdirs import owned_temp_dir
-from guardrails.workspace import GateSetupError
 from strategy_host import wire
 from strategy_host.client import Channel, HostError, HostGone
 

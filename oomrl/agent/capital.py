@@ -18,16 +18,12 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from oomrl.errors import OomrlError, OutOfMoneyError
+from oomrl.errors import BudgetBookError, OutOfMoneyError
 from oomrl.portfolio.ledger_tables import create_tables
 
 NANO = 1_000_000_000
 
 logger = logging.getLogger(__name__)
-
-
-class BudgetBookError(OomrlError):
-    """A budget operation named an account or call the ledger does not hold, or bad amounts."""
 
 
 def to_nano(usd: float) -> int:

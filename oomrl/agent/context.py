@@ -17,7 +17,6 @@ from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import Trail
 from oomrl.agent.roles import Mandate, Provider
 from oomrl.agent.verdicts import AttemptVerdict
-from oomrl.errors import OomrlError
 from oomrl.settings import AgentSettings
 
 if TYPE_CHECKING:
@@ -27,14 +26,6 @@ if TYPE_CHECKING:
 
 GateFn = Callable[..., "Verdict"]
 CrossValidator = Callable[["RepairContext", Mandate], "CrossValidation"]
-
-
-class RepairStepError(OomrlError):
-    """A repair step failed; `step` names it and the message says why."""
-
-    def __init__(self, step: str, reason: str) -> None:
-        super().__init__(f"{step} failed: {reason}")
-        self.step, self.reason = step, reason
 
 
 class AttemptRecord(BaseModel):

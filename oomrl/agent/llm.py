@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from oomrl.agent.budget import Budget, Usage, prompt_token_bound
 from oomrl.agent.deadline import deadline, deadline_client
-from oomrl.errors import OomrlError
+from oomrl.errors import InvalidAnswerError, LLMUnavailableError, MalformedReplyError
 from oomrl.files import private_dir
 from oomrl.settings import AgentSettings
 
@@ -29,32 +29,6 @@ Model = TypeVar("Model", bound=BaseModel)
 Messages = list[dict[str, str]]
 
 logger = logging.getLogger(__name__)
-
-
-class AgentError(OomrlError):
-    """The agent could not produce a usable answer."""
-
-
-class LLMUnavailableError(AgentError):
-    """The endpoint failed: retries exhausted on a transient error (`transient`), or a permanent
-    error."""
-
-    def __init__(self, message: str, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
-
-
-class InvalidAnswerError(AgentError):
-    """The model answered, but the answer is unusable (not the JSON asked for, or too large)."""
-
-
-class MalformedReplyError(AgentError):
-    """The endpoint answered 200 with something that is not a chat completion (truncated JSON, a
-    wrong shape); `raw` is what it sent."""
-
-    def __init__(self, reason: str, raw: str) -> None:
-        super().__init__(reason)
-        self.reason, self.raw = reason, raw
 
 
 class RequestDeadlineError(openai.APITimeoutError):

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from oomrl.errors import OomrlError
+from oomrl.errors import IllegalTransitionError
 
 STATES = (
     "critic",
@@ -71,10 +71,6 @@ TRANSITIONS: dict[tuple[str, str], str] = {
         "retired",
     ): "worse forward, a constraint broken or halted, or a person retired it",
 }
-
-
-class IllegalTransitionError(OomrlError):
-    """The repair tried a move its state machine does not have (a defect, never an outcome)."""
 
 
 @dataclass(frozen=True)

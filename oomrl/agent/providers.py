@@ -32,7 +32,7 @@ from oomrl.agent.roles import (
     TestAuthorView,
 )
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, PendingAlert
-from oomrl.errors import OomrlError
+from oomrl.errors import ProviderError
 from oomrl.settings import AgentSettings, OomrlSettings
 
 PROVIDERS = ("offline", "openai", "replay")
@@ -58,10 +58,6 @@ ALERT_ALIASES = {
     "execution": "execution_decay",
     "turnover": "turnover_spike",
 }
-
-
-class ProviderError(OomrlError):
-    """A provider cannot be built or cannot answer (unknown name, missing transcript)."""
 
 
 def alert_type(autopsy: Autopsy | LossAlert) -> str:

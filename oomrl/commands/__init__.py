@@ -81,7 +81,7 @@ def parse_day(text: str | None, what: str) -> date | None:
 
 
 def _checked(value: str | None, check: Callable[[str], str]) -> str | None:
-    from oomrl.names import InvalidNameError
+    from oomrl.errors import InvalidNameError
 
     if value is None:
         return None

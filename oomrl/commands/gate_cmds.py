@@ -81,8 +81,8 @@ def redteam(
 ) -> None:
     """Run every red-team case. Prints attacks blocked and benign patches accepted."""
     from guardrails.cli import EXIT_ACCEPTED, EXIT_REJECTED, EXIT_SETUP
+    from guardrails.errors import GateSetupError
     from guardrails.redteam import format_report, run_corpus
-    from guardrails.workspace import GateSetupError
 
     try:
         with progress("redteam") as advance:

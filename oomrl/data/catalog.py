@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from oomrl.data.parts import Part
-from oomrl.errors import OomrlError
+from oomrl.errors import StoreDamagedError
 from oomrl.files import atomic_write
 
 CATALOG_FILE = "store.json"
@@ -50,11 +50,6 @@ def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
         return False
     target = temp["folder"] + temp["name"]
     return target in keep or bool(STORE_FILE.fullmatch(target) or LEGACY_FILE.fullmatch(target))
-
-
-class StoreDamagedError(OomrlError):
-    """The store's catalog is unreadable or names a file that is gone (outside interference, not a
-    crash)."""
 
 
 @dataclass

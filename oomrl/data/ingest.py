@@ -15,7 +15,12 @@ from oomrl.data.schema import BAR_COLUMNS, BENCHMARK_CODE, INDEX_COLUMNS, confor
 from oomrl.data.sources import MarketSource
 from oomrl.data.store import MarketStore, StoreTransaction
 from oomrl.data.validation import count_reasons, validate_bars, validate_index
-from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
+from oomrl.errors import (
+    DataValidationError,
+    MissingBenchmarkError,
+    OomrlError,
+    SourceUnavailableError,
+)
 from oomrl.market.markets import get_market, normalize
 from oomrl.market.universe import members_between
 
@@ -25,10 +30,6 @@ Progress = Callable[[int, int, str], None]
 BATCH_SYMBOLS = 500
 """Symbols validated and written together: bounds memory on big universes, few rewrites of year
 files."""
-
-
-class MissingBenchmarkError(DataValidationError):
-    """The source has no CSI 300 levels for the range: nothing can be measured against it."""
 
 
 @dataclass

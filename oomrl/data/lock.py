@@ -22,7 +22,7 @@ from typing import Any, Self, cast
 
 from filelock import FileLock, Timeout
 
-from oomrl.errors import OomrlError
+from oomrl.errors import OomrlError, StoreBusyError
 from oomrl.files import PRIVATE_FILE, atomic_write, private_dir
 
 LOCK_FILE = ".writer.lock"
@@ -31,10 +31,6 @@ DEFAULT_WAIT_S = 900.0
 """How long a second writer waits for the first by default (a live ingest of the CSI 300 takes
 minutes)."""
 POLL_S = 0.1
-
-
-class StoreBusyError(OomrlError):
-    """Another process is writing the market store and did not finish within the wait."""
 
 
 _held = threading.local()

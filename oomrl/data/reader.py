@@ -12,9 +12,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from oomrl.data.catalog import Catalog, StoreDamagedError, load_catalog
+from oomrl.data.catalog import Catalog, load_catalog
 from oomrl.data.parts import BAR_KEY, concat, read_columns
 from oomrl.data.schema import BAR_COLUMNS, MEMBERSHIP_COLUMNS, NANOS_PER_DAY, empty_bars
+from oomrl.errors import StoreDamagedError
 
 T = TypeVar("T")
 READ_ATTEMPTS = 5

@@ -20,28 +20,16 @@ from typing import Any
 
 import pandas as pd
 
-from oomrl.data.catalog import (
-    CATALOG_FILE,
-    Catalog,
-    StoreDamagedError,
-    load_catalog,
-    orphans,
-    save_catalog,
-)
+from oomrl.data.catalog import CATALOG_FILE, Catalog, load_catalog, orphans, save_catalog
 from oomrl.data.lock import HOLDER_FILE, LOCK_FILE, WriterLock, describe
 from oomrl.data.parts import merge_year, table_of, write_parquet
 from oomrl.data.reader import StoreReader
 from oomrl.data.validation import validate_bars, validate_index, validate_membership
-from oomrl.errors import DataValidationError, OomrlError
+from oomrl.errors import DataValidationError, StoreDamagedError, StoreWriteError
 from oomrl.files import fsync_dir
 
 INDEX_KEY = ["date", "code", "kind"]
 KEEP = {CATALOG_FILE, LOCK_FILE, HOLDER_FILE}
-
-
-class StoreWriteError(OomrlError):
-    """The file system refused a store write (disk full, read-only, permissions); nothing was
-    committed."""
 
 
 def _rejection(what: str, quarantined: pd.DataFrame) -> DataValidationError:

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from oomrl.data.schema import BENCHMARK_CODE
+from oomrl.errors import MetricsInputError
 from oomrl.metrics.factors import (
     FACTOR_NAMES,
     LOOKBACK,
@@ -22,7 +23,7 @@ from oomrl.metrics.factors import (
     traded_value,
 )
 from oomrl.metrics.friction import account_friction
-from oomrl.metrics.io import MetricsInputError, returns_from_levels, validate_returns
+from oomrl.metrics.io import returns_from_levels, validate_returns
 from oomrl.metrics.marks import Mark, alert_marks, probation_marks, promotion_marks, repair_marks
 from oomrl.metrics.performance import Phase, phases_from_versions
 from oomrl.metrics.report import Report, ReportInputs

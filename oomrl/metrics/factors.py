@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from oomrl.metrics.io import MetricsInputError, align
+from oomrl.errors import MetricsInputError
+from oomrl.metrics.io import align
 from oomrl.metrics.performance import PERIODS_PER_YEAR, annualized_return, tracking_error
 from oomrl.metrics.regression import RegressionResult, ols
 

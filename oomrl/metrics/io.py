@@ -8,13 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from oomrl.errors import DataValidationError
+from oomrl.errors import MetricsInputError
 
 MIN_OBSERVATIONS = 2  # a sample standard deviation (ddof=1) needs two points
-
-
-class MetricsInputError(DataValidationError):
-    """A return or benchmark series cannot be used to compute metrics; the message says why."""
 
 
 def _dates(values: pd.Series | pd.Index, name: str) -> pd.DatetimeIndex:

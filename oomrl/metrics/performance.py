@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from oomrl.metrics.io import MetricsInputError, align, validate_returns
+from oomrl.errors import MetricsInputError
+from oomrl.metrics.io import align, validate_returns
 from oomrl.metrics.regression import capm
 
 PERIODS_PER_YEAR = 252

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 import statsmodels.api as sm
 
-from oomrl.metrics.io import MetricsInputError
+from oomrl.errors import MetricsInputError
 
 
 def newey_west_maxlags(nobs: int) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from oomrl.errors import OomrlError
+from oomrl.errors import StrategyFailedError, StrategyHostError
 from oomrl.portfolio.market import MarketFrames
 from strategy_api.helpers import WEIGHT_TOLERANCE
 from strategy_host import wire
@@ -36,14 +36,6 @@ CALENDARS = (
     "monthly",
 )  # calendar dependences a strategy may declare (oomrl.portfolio.probes)
 UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unjailed)"
-
-
-class StrategyHostError(OomrlError):
-    """The strategy host could not start, broke the protocol, died or did not answer in time."""
-
-
-class StrategyFailedError(OomrlError):
-    """The strategy raised an exception or returned something that is not valid weights."""
 
 
 @dataclass(frozen=True)
@@ -551,8 +543,8 @@ class Answer:
 
 def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:
     """The lock strategy hosts run under, and how outputs name it; refuse when there is none."""
+    from guardrails.errors import GateSetupError
     from guardrails.sandbox import HashOnlyLock, select_lock
-    from guardrails.workspace import GateSetupError
 
     try:
         lock = select_lock(None)
@@ -724,7 +716,8 @@ def validation_line(message: str) -> str:
 
 def _contract_of(root: Path) -> tuple[tuple[str, ...], int]:
     """The workspace's source trees and memory limit (its contract, else the defaults)."""
-    from guardrails.workspace import GateSetupError, load_contract
+    from guardrails.errors import GateSetupError
+    from guardrails.workspace import load_contract
 
     try:
         contract = load_contract(Path(root))

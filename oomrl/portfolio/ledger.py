@@ -17,7 +17,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from oomrl.errors import OomrlError
+from oomrl.errors import LedgerConflictError, OomrlError
 from oomrl.files import private_file, sqlite_file
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger_tables import (
@@ -38,13 +38,6 @@ class AlertRow:
     as_of: date
     rule: str
     payload: dict[str, Any]
-
-
-class LedgerConflictError(OomrlError):
-    """The account changed between planning and committing a rebalance (another run got there
-    first)."""
-
-    transient = True  # planning again on the new revision succeeds
 
 
 def _now() -> datetime:

@@ -15,10 +15,10 @@ from typing import Any, cast
 
 import pandas as pd
 
-from oomrl.errors import DataValidationError
+from oomrl.errors import DataValidationError, LedgerConflictError
 from oomrl.market.rules import FrictionRules
 from oomrl.portfolio.killswitch import AccountStatus, KillSwitch
-from oomrl.portfolio.ledger import Ledger, LedgerConflictError
+from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.rebalance import HISTORY_DAYS, book_at, held_shares, load_panels, session_index
 from oomrl.portfolio.replay import NAV_COLUMNS, Costing, mark_sessions

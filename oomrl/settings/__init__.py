@@ -3,6 +3,7 @@ config.toml."""
 
 from __future__ import annotations
 
+from oomrl.errors import SettingsError, WebhookConfigError
 from oomrl.settings.agent import AgentSettings
 from oomrl.settings.process import child_environment, environment
 from oomrl.settings.root import (
@@ -16,9 +17,9 @@ from oomrl.settings.root import (
     settings_for,
 )
 from oomrl.settings.runtime import RuntimeSettings
-from oomrl.settings.toml import MAX_CONFIG_BYTES, SettingsError
+from oomrl.settings.toml import MAX_CONFIG_BYTES
 from oomrl.settings.urls import check_database_url, driver_url
-from oomrl.settings.webhook import MIN_SECRET_LENGTH, WebhookConfigError, WebhookSettings
+from oomrl.settings.webhook import MIN_SECRET_LENGTH, WebhookSettings
 
 __all__ = [
     "ENV_PREFIX",

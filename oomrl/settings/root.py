@@ -25,10 +25,11 @@ from pydantic_settings import (
 from pydantic_settings import SettingsError as PydanticSettingsError
 
 from oomrl.calibration import DEFAULT_GAMMA, DEFAULT_LAMBDA, DEFAULT_TERMINAL_PENALTY
+from oomrl.errors import SettingsError
 from oomrl.names import check_account
 from oomrl.settings.agent import AgentSettings
 from oomrl.settings.runtime import RuntimeSettings
-from oomrl.settings.toml import SettingsError, config_file_values, config_path
+from oomrl.settings.toml import config_file_values, config_path
 from oomrl.settings.urls import check_database_url
 from oomrl.settings.webhook import WebhookSettings
 

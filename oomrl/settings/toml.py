@@ -9,13 +9,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from oomrl.errors import OomrlError
+from oomrl.errors import SettingsError
 
 MAX_CONFIG_BYTES = 1024 * 1024
-
-
-class SettingsError(OomrlError):
-    """A setting (environment variable or config file key) is missing, malformed or out of range."""
 
 
 def config_path() -> tuple[Path, bool]:

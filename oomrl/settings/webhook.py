@@ -7,17 +7,13 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from oomrl.errors import OomrlError
+from oomrl.errors import WebhookConfigError
 from oomrl.events import REPAIR_DEPLOYMENT
 from oomrl.settings.urls import check_database_url
 
 MIN_SECRET_LENGTH = 16
 WEBHOOK_PREFIX = "OOMRL_WEBHOOK_"
 MAX_BODY_BYTES = 256 * 1024  # oomrl.repair_inputs.MAX_AUTOPSY_BYTES, the autopsy's own bound
-
-
-class WebhookConfigError(OomrlError):
-    """The webhook cannot start with this configuration."""
 
 
 class WebhookSettings(BaseSettings):

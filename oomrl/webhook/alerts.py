@@ -10,8 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from oomrl.errors import InvalidAutopsyError
 from oomrl.names import ALERT_ID_MAX, ALERT_ID_PATTERN
-from oomrl.repair_inputs import InvalidAutopsyError, parse_json
+from oomrl.repair_inputs import parse_json
 
 
 class InvalidAlertError(ValueError):

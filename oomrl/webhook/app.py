@@ -15,19 +15,20 @@ import hmac
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 
 from oomrl.diagnostics.autopsy import RepairInput
-from oomrl.errors import user_message
+from oomrl.errors import InvalidAutopsyError, user_message
 from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
-from oomrl.repair_inputs import InvalidAutopsyError, check_known, load_autopsy, parse_json
+from oomrl.repair_inputs import check_known, load_autopsy, parse_json
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings, webhook_settings
 from oomrl.webhook.alerts import (
     AlertmanagerAlert,
@@ -37,14 +38,7 @@ from oomrl.webhook.alerts import (
     parse_alertmanager,
 )
 from oomrl.webhook.deliveries import Delivery, DeliveryStore
-from oomrl.webhook.launch import (
-    API_TIMEOUT_S,
-    BUSY_RETRIES_S,
-    Launcher,
-    LaunchError,
-    RunStatus,
-    launcher_for,
-)
+from oomrl.webhook.launch import API_TIMEOUT_S, BUSY_RETRIES_S, Launcher, LaunchError, RunStatus
 from oomrl.webhook.reports import reports_router
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
 
@@ -122,36 +116,66 @@ async def _read_bounded(request: Request, limit: int) -> bytes:
     return bytes(received)
 
 
-def create_app(
-    config: WebhookSettings | None = None,
-    launcher: Launcher | None = None,
-    store: DeliveryStore | None = None,
-    settings: OomrlSettings | None = None,
-) -> FastAPI:
-    """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET)."""
-    config = config or webhook_settings()
-    secret = config.required_secret()
-    token = config.required_token()
-    settings = settings or get_settings()
-    launcher = launcher or launcher_for(
-        config.mode, config.deployment, config.auto_approve, config.approval_timeout_s
-    )
-    store = store or DeliveryStore(config.store_url(settings.ledger))
-    app = FastAPI(
-        title="oomrl webhook",
-        version="1",
-        description="Signed loss alerts in; one `repair` flow run per alert id out.",
-    )
-    app.state.store = store
-    app.state.config = config
-    app.include_router(reports_router(settings.runs_dir, secret))  # read-only report files
+@contextmanager
+def _reading_claims() -> Iterator[None]:
+    """Any failure reading the ledger's repair claims, as a LaunchError (a 503: retry later)."""
+    try:
+        yield
+    except Exception as exc:
+        raise LaunchError(
+            f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
+        ) from exc
 
-    async def admit(data: Any) -> RepairInput:
+
+async def _answer(
+    request: Request, handle: Callable[[], Awaitable[tuple[int, dict[str, Any]]]]
+) -> JSONResponse:
+    """Run a route body; refusals and launch failures become their status, logged."""
+    try:
+        status, content = await handle()
+    except _Refused as exc:
+        return _refusal(request, exc.status, exc.detail, exc.retry_after)
+    except InvalidAlertError as exc:
+        return _refusal(request, 422, str(exc))
+    except LaunchError as exc:
+        return _refusal(request, 503, str(exc))
+    # The delivery store's database failed under us: not the sender's fault.
+    except SQLAlchemyError as exc:
+        return _refusal(
+            request, 503, f"cannot record the delivery: {user_message(exc)}; retry the delivery"
+        )
+    return JSONResponse(status_code=status, content=content)
+
+
+class WebhookIntake:
+    """The webhook's behaviour, with its settings, store, launcher and limits; no routes."""
+
+    def __init__(
+        self,
+        config: WebhookSettings,
+        settings: OomrlSettings,
+        launcher: Launcher,
+        store: DeliveryStore,
+        secret: str,
+        token: str | None,
+    ) -> None:
+        self.config, self.settings = config, settings
+        self.launcher, self.store = launcher, store
+        self.secret, self.token = secret, token
+        self._claims: ClaimBook | None = None  # opened on first use: an unreachable ledger is a 503
+
+    def reports(self) -> APIRouter:
+        """The read-only report file routes, checked with the webhook's secret."""
+        return reports_router(self.settings.runs_dir, self.secret)
+
+    async def admit(self, data: Any) -> RepairInput:
         """The repair's door: a full autopsy or a loss alert, for an account and strategy that
         exist."""
         try:
             checked = load_autopsy(data)
-            await run_in_threadpool(check_known, checked, settings.ledger, settings.workspace_dir)
+            await run_in_threadpool(
+                check_known, checked, self.settings.ledger, self.settings.workspace_dir
+            )
         except InvalidAutopsyError as exc:
             raise _Refused(422, str(exc)) from None
         except Exception as exc:  # the ledger is unreachable: not the sender's fault, retry later
@@ -161,33 +185,36 @@ def create_app(
         return checked
 
     async def launch_claimed(
-        autopsy: RepairInput, alert_id: str, after: str | None
+        self, autopsy: RepairInput, alert_id: str, after: str | None
     ) -> tuple[int, dict[str, Any]]:
+        """Start the run of a claimed alert (replacing run `after`) and record it; 202."""
         try:
-            launched = await launcher.launch(autopsy, alert_id, attempt=after)
+            launched = await self.launcher.launch(autopsy, alert_id, attempt=after)
         except Exception as exc:
-            await run_in_threadpool(store.release, alert_id)
+            await run_in_threadpool(self.store.release, alert_id)
             if isinstance(exc, LaunchError):
                 raise
             raise LaunchError(f"could not start the repair: {type(exc).__name__}: {exc}") from exc
-        await run_in_threadpool(store.record, alert_id, launched.flow_run_id, launched.event_id)
+        await run_in_threadpool(
+            self.store.record, alert_id, launched.flow_run_id, launched.event_id
+        )
         content = {
             "alert_id": alert_id,
             "duplicate": False,
             "flow_run_id": launched.flow_run_id,
             "event_id": launched.event_id,
-            "mode": config.mode,
+            "mode": self.config.mode,
         }
         return 202, {**content, "replaces": after} if after else content
 
-    async def wait_for_launch(alert_id: str) -> Delivery | None:
+    async def wait_for_launch(self, alert_id: str) -> Delivery | None:
         """Wait while another delivery starts this alert's run; None when this one may start it."""
-        if await run_in_threadpool(store.take_over, alert_id, LAUNCH_WAIT):
+        if await run_in_threadpool(self.store.take_over, alert_id, LAUNCH_WAIT):
             return None  # its owner died mid-launch
         deadline = time.monotonic() + LAUNCH_WAIT.total_seconds()
         while time.monotonic() < deadline:
             await asyncio.sleep(POLL_S)
-            latest = await run_in_threadpool(store.get, alert_id)
+            latest = await run_in_threadpool(self.store.get, alert_id)
             if latest is None:
                 raise LaunchError(
                     f"starting the repair of alert {alert_id} failed; retry the delivery"
@@ -198,75 +225,62 @@ def create_app(
             f"the repair of alert {alert_id} is still being started; retry the delivery"
         )
 
-    claims: list[
-        ClaimBook
-    ] = []  # opened on first use: an unreachable ledger is a 503, not a dead webhook
+    def claim_book(self) -> ClaimBook:
+        """The ledger's repair claims, opened on first use."""
+        with _reading_claims():
+            if self._claims is None:
+                self._claims = ClaimBook(self.settings.ledger).create()
+        return self._claims
 
-    def claim_book() -> ClaimBook:
-        try:
-            if not claims:
-                claims.append(ClaimBook(settings.ledger).create())
-        except Exception as exc:
-            raise LaunchError(
-                f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
-            ) from exc
-        return claims[0]
-
-    def silent(flow_run_id: str, status: RunStatus) -> bool:
+    def silent(self, flow_run_id: str, status: RunStatus) -> bool:
         """A live-looking run whose claim has not beaten for CLAIM_SILENT_S (or that never beat)."""
-        book = claim_book()
-        try:
+        book = self.claim_book()
+        with _reading_claims():
             claim = book.get(flow_run_id)
-        except Exception as exc:
-            raise LaunchError(
-                f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
-            ) from exc
         if claim is not None:
             return claim.gone(CLAIM_SILENT_S)
         now = datetime.now(UTC).replace(tzinfo=None)  # no row: the process never got far or is gone
         return status.since is not None and status.since < now - timedelta(seconds=CLAIM_SILENT_S)
 
-    def running_repairs() -> int:
-        book = claim_book()
-        try:
+    def running_repairs(self) -> int:
+        """How many repairs hold a live claim, on every path."""
+        book = self.claim_book()
+        with _reading_claims():
             return len(book.live())
-        except Exception as exc:
-            raise LaunchError(
-                f"cannot read the repair claims in the ledger: {type(exc).__name__}: {exc}"
-            ) from exc
 
-    async def check_floods(account: str, counted: int) -> None:
+    async def check_floods(self, account: str, counted: int) -> None:
         """The flood limits before a run starts: `account`'s runs this minute (`counted`: whether
         its own claim is among them already) and the repairs running on every path."""
-        recent = await run_in_threadpool(store.recent, account, RATE_WINDOW_S)
-        if recent - counted >= config.max_runs_per_minute:
+        recent = await run_in_threadpool(self.store.recent, account, RATE_WINDOW_S)
+        most = self.config.max_runs_per_minute
+        if recent - counted >= most:
             raise _Refused(
                 429,
                 f"account {account} started {recent - counted} repair run(s) in the last "
                 f"{RATE_WINDOW_S:.0f} s, the most OOMRL_WEBHOOK_MAX_RUNS_PER_MINUTE="
-                f"{config.max_runs_per_minute} allows; retry later",
+                f"{most} allows; retry later",
                 int(RATE_WINDOW_S),
             )
-        running = await run_in_threadpool(running_repairs)
-        if running >= settings.repair_max_running:
+        running = await run_in_threadpool(self.running_repairs)
+        if running >= self.settings.repair_max_running:
             raise _Refused(
                 503,
                 f"{running} repairs are running, the most OOMRL_REPAIR_MAX_RUNNING="
-                f"{settings.repair_max_running} allows; retry the delivery later",
+                f"{self.settings.repair_max_running} allows; retry the delivery later",
                 int(CLAIM_SILENT_S),
             )
 
-    async def ended_or_gone(flow_run_id: str) -> bool:
+    async def ended_or_gone(self, flow_run_id: str) -> bool:
         """Whether a re-delivery should start the alert's repair again: its run crashed, failed, was
         cancelled, is gone from Prefect (deleted, or another server's), or went silent (then it is
         marked Crashed, so the runs list says so too)."""
-        status = await launcher.run_state(flow_run_id)
+        status = await self.launcher.run_state(flow_run_id)
         if status is None:
             return True
         if status.type in RELAUNCH_STATES:
             return True
-        if status.type in LIVE_STATES and await run_in_threadpool(silent, flow_run_id, status):
-            await launcher.mark_crashed(
+        if status.type in LIVE_STATES and await run_in_threadpool(self.silent, flow_run_id, status):
+            await self.launcher.mark_crashed(
                 flow_run_id,
                 f"no heartbeat for {CLAIM_SILENT_S:.0f} s: its process is "
                 "gone; the alert was delivered again",
@@ -274,25 +288,35 @@ def create_app(
             return True
         return False
 
-    async def start_repair(autopsy: RepairInput, source: str) -> tuple[int, dict[str, Any]]:
-        alert_id, after, account = autopsy.alert_id, None, autopsy.account
-        earlier = await run_in_threadpool(store.claim, alert_id, account, source)
-        if earlier is None:  # a new alert: its claim counts with the others, strict under a flood
+    async def claim_new(self, autopsy: RepairInput, source: str) -> Delivery | None:
+        """Claim the alert; a new one (None) counts with the others, strict under a flood."""
+        earlier = await run_in_threadpool(
+            self.store.claim, autopsy.alert_id, autopsy.account, source
+        )
+        if earlier is None:
             try:
-                await check_floods(account, counted=1)
+                await self.check_floods(autopsy.account, counted=1)
             except _Refused:
-                await run_in_threadpool(store.release, alert_id)
+                await run_in_threadpool(self.store.release, autopsy.alert_id)
                 raise
+        return earlier
+
+    async def start_repair(self, autopsy: RepairInput, source: str) -> tuple[int, dict[str, Any]]:
+        """Exactly one run per alert id: 202 started (again, after a crash), or 200 duplicate."""
+        alert_id, after, account = autopsy.alert_id, None, autopsy.account
+        earlier = await self.claim_new(autopsy, source)
         while earlier is not None:
             if earlier.pending:
-                earlier = await wait_for_launch(alert_id)
+                earlier = await self.wait_for_launch(alert_id)
                 continue
-            if earlier.flow_run_id and await ended_or_gone(earlier.flow_run_id):
-                await check_floods(account, counted=0)  # before the row changes: nothing to undo
-                if await run_in_threadpool(store.reopen, alert_id, earlier.flow_run_id):
+            if earlier.flow_run_id and await self.ended_or_gone(earlier.flow_run_id):
+                await self.check_floods(
+                    account, counted=0
+                )  # before the row changes: nothing to undo
+                if await run_in_threadpool(self.store.reopen, alert_id, earlier.flow_run_id):
                     after, earlier = earlier.flow_run_id, None
                     continue
-                earlier = await wait_for_launch(alert_id)  # another delivery is relaunching it
+                earlier = await self.wait_for_launch(alert_id)  # another delivery is relaunching it
                 continue
             return 200, {
                 "alert_id": alert_id,
@@ -300,37 +324,38 @@ def create_app(
                 "flow_run_id": earlier.flow_run_id,
                 "event_id": earlier.event_id,
             }
-        return await launch_claimed(autopsy, alert_id, after)
+        return await self.launch_claimed(autopsy, alert_id, after)
 
-    def signature_problem(request: Request, raw: bytes) -> str | None:
+    def signature_problem(self, request: Request, raw: bytes) -> str | None:
+        """Why the body's HMAC signature does not verify, or None."""
         try:
             verify(
                 raw,
-                secret,
+                self.secret,
                 request.headers.get(TIMESTAMP_HEADER),
                 request.headers.get(SIGNATURE_HEADER),
-                tolerance_s=config.tolerance_s,
+                tolerance_s=self.config.tolerance_s,
             )
         except SignatureError as exc:
             return str(exc)
         return None
 
-    def alertmanager_auth_problem(request: Request, raw: bytes) -> str | None:
+    def alertmanager_auth_problem(self, request: Request, raw: bytes) -> str | None:
         """Alertmanager cannot sign bodies, so a bearer token also works here (when configured)."""
         auth = request.headers.get("authorization", "")
-        if token and auth.lower().startswith("bearer "):
+        if self.token and auth.lower().startswith("bearer "):
             given = auth[7:].strip().encode()
-            if hmac.compare_digest(given, token.encode()):
+            if hmac.compare_digest(given, self.token.encode()):
                 return None
             return "bearer token does not match OOMRL_WEBHOOK_ALERTMANAGER_TOKEN"
-        return signature_problem(request, raw)
+        return self.signature_problem(request, raw)
 
     async def authenticated_body(
-        request: Request, check: Callable[[Request, bytes], str | None]
+        self, request: Request, check: Callable[[Request, bytes], str | None]
     ) -> bytes:
         """The bounded raw body once `check` accepts it; _Refused with 413, 400 or 401 otherwise."""
         try:
-            raw = await _read_bounded(request, config.max_body_bytes)
+            raw = await _read_bounded(request, self.config.max_body_bytes)
         except _BodyTooLarge as exc:
             raise _Refused(413, str(exc)) from None
         except InvalidAlertError as exc:
@@ -340,47 +365,31 @@ def create_app(
             raise _Refused(401, problem)
         return raw
 
-    async def answer(request: Request, handle: Callable[[], Any]) -> JSONResponse:
-        """Run a route body; refusals and launch failures become their status, logged."""
+    async def healthz(self) -> dict[str, str]:
+        """GET /healthz: alive, and in which mode."""
+        return {"status": "ok", "mode": self.config.mode}
+
+    async def loss_alert(self, request: Request) -> JSONResponse:
+        """POST /hooks/loss-alert: one signed loss alert or full autopsy."""
+        return await _answer(request, lambda: self.handle_loss_alert(request))
+
+    async def handle_loss_alert(self, request: Request) -> tuple[int, dict[str, Any]]:
+        """A signed loss alert's status and answer; refusals raise."""
+        raw = await self.authenticated_body(request, self.signature_problem)
         try:
-            status, content = await handle()
-        except _Refused as exc:
-            return _refusal(request, exc.status, exc.detail, exc.retry_after)
-        except InvalidAlertError as exc:
-            return _refusal(request, 422, str(exc))
-        except LaunchError as exc:
-            return _refusal(request, 503, str(exc))
-        except (
-            SQLAlchemyError
-        ) as exc:  # the delivery store's database failed under us: not the sender's fault
-            return _refusal(
-                request, 503, f"cannot record the delivery: {user_message(exc)}; retry the delivery"
-            )
-        return JSONResponse(status_code=status, content=content)
+            data = parse_json(raw, "body", limit=self.config.max_body_bytes)
+        except InvalidAutopsyError as exc:
+            raise _Refused(422, str(exc)) from None
+        return await self.start_repair(await self.admit(data), "loss-alert")
 
-    @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok", "mode": config.mode}
-
-    @app.post("/hooks/loss-alert", status_code=202)
-    async def loss_alert(request: Request) -> JSONResponse:
-        async def handle() -> tuple[int, dict[str, Any]]:
-            raw = await authenticated_body(request, signature_problem)
-            try:
-                data = parse_json(raw, "body", limit=config.max_body_bytes)
-            except InvalidAutopsyError as exc:
-                raise _Refused(422, str(exc)) from None
-            return await start_repair(await admit(data), "loss-alert")
-
-        return await answer(request, handle)
-
-    async def one_alert(request: Request, alert: AlertmanagerAlert) -> dict[str, Any]:
+    async def one_alert(self, request: Request, alert: AlertmanagerAlert) -> dict[str, Any]:
         """One firing alert of a notification through the door: started, duplicate, or refused alone
         with its status and reason (the others go on)."""
         alert_id = alertmanager_alert_id(alert)
         try:
-            status, content = await start_repair(
-                await admit(autopsy_from_alertmanager(alert, settings.account)), "alertmanager"
+            status, content = await self.start_repair(
+                await self.admit(autopsy_from_alertmanager(alert, self.settings.account)),
+                "alertmanager",
             )
         except _Refused as exc:
             status, detail = exc.status, exc.detail
@@ -393,42 +402,61 @@ def create_app(
         _log_refusal(request, status, f"alert {alert_id}: {detail}")
         return {"alert_id": alert_id, "status": status, "refused": detail}
 
-    @app.post("/hooks/alertmanager", status_code=202)
-    async def alertmanager(request: Request) -> JSONResponse:
-        async def handle() -> tuple[int, dict[str, Any]]:
-            raw = await authenticated_body(request, alertmanager_auth_problem)
-            notification = parse_alertmanager(raw)
-            firing = [alert for alert in notification.alerts if alert.status == "firing"]
-            if len(firing) > config.max_alerts:
-                raise _Refused(
-                    413,
-                    f"the notification carries {len(firing)} firing alerts, more than "
-                    f"OOMRL_WEBHOOK_MAX_ALERTS={config.max_alerts}; set `max_alerts: "
-                    f"{config.max_alerts}` in Alertmanager's webhook_config",
-                )
-            results = [await one_alert(request, alert) for alert in firing]
-            status = overall_status(results)
-            content: dict[str, Any] = {
-                "alerts": results,
-                "ignored_resolved": len(notification.alerts) - len(firing),
-            }
-            if status >= 400:  # what to fix (or wait for), in one line as every refusal has
-                content["detail"] = "; ".join(
-                    f"alert {r['alert_id']}: {r['refused']}" for r in results if "refused" in r
-                )
-            return status, content
+    async def alertmanager(self, request: Request) -> JSONResponse:
+        """POST /hooks/alertmanager: a notification's firing alerts, each through the door."""
+        return await _answer(request, lambda: self.handle_alertmanager(request))
 
-        return await answer(request, handle)
+    async def handle_alertmanager(self, request: Request) -> tuple[int, dict[str, Any]]:
+        """A notification's overall status and per-alert answers; refusals of the whole raise."""
+        raw = await self.authenticated_body(request, self.alertmanager_auth_problem)
+        notification = parse_alertmanager(raw)
+        firing = [alert for alert in notification.alerts if alert.status == "firing"]
+        most = self.config.max_alerts
+        if len(firing) > most:
+            raise _Refused(
+                413,
+                f"the notification carries {len(firing)} firing alerts, more than "
+                f"OOMRL_WEBHOOK_MAX_ALERTS={most}; set `max_alerts: "
+                f"{most}` in Alertmanager's webhook_config",
+            )
+        results = [await self.one_alert(request, alert) for alert in firing]
+        status = overall_status(results)
+        content: dict[str, Any] = {
+            "alerts": results,
+            "ignored_resolved": len(notification.alerts) - len(firing),
+        }
+        if status >= 400:  # what to fix (or wait for), in one line as every refusal has
+            content["detail"] = "; ".join(
+                f"alert {r['alert_id']}: {r['refused']}" for r in results if "refused" in r
+            )
+        return status, content
 
+
+def create_app(
+    config: WebhookSettings | None,
+    launcher: Launcher,
+    store: DeliveryStore | None = None,
+    settings: OomrlSettings | None = None,
+) -> FastAPI:
+    """The webhook app; refuses to build without a secret (OOMRL_WEBHOOK_SECRET). Its launcher
+    comes from outside (orchestration/launch.py talks to Prefect); `config` None reads the
+    environment."""
+    config = config or webhook_settings()
+    secret = config.required_secret()
+    token = config.required_token()
+    settings = settings or get_settings()
+    store = store or DeliveryStore(config.store_url(settings.ledger))
+    intake = WebhookIntake(config, settings, launcher, store, secret, token)
+    app = FastAPI(
+        title="oomrl webhook",
+        version="1",
+        description="Signed loss alerts in; one `repair` flow run per alert id out.",
+    )
+    app.state.store = store
+    app.state.config = config
+    app.state.intake = intake
+    app.include_router(intake.reports())  # read-only report files
+    app.get("/healthz")(intake.healthz)
+    app.post("/hooks/loss-alert", status_code=202)(intake.loss_alert)
+    app.post("/hooks/alertmanager", status_code=202)(intake.alertmanager)
     return app
-
-
-def serve(host: str = "127.0.0.1", port: int = 8765, config: WebhookSettings | None = None) -> None:
-    """Run the webhook with uvicorn until interrupted (builds the app first, so bad config fails
-    fast)."""
-    import uvicorn
-
-    from oomrl import logs
-
-    logs.configure()
-    uvicorn.run(create_app(config), host=host, port=port, log_level="info")

@@ -13,7 +13,8 @@ from pathlib import Path
 from fastapi import APIRouter, Query
 from fastapi.responses import FileResponse, JSONResponse, Response
 
-from oomrl.report_links import ROUTE, ReportLinkError, check_path, valid
+from oomrl.errors import ReportLinkError
+from oomrl.report_links import ROUTE, check_path, valid
 
 MEDIA_TYPES = {
     ".html": "text/html; charset=utf-8",

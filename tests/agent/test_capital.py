@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from oomrl.agent.budget import Budget, Usage
-from oomrl.agent.capital import (
-    NANO,
-    BudgetBookError,
-    LLMBudgetBook,
-    read_cost_of_alignment,
-    to_nano,
-)
-from oomrl.errors import OutOfMoneyError
+from oomrl.agent.capital import NANO, LLMBudgetBook, read_cost_of_alignment, to_nano
+from oomrl.errors import BudgetBookError, OutOfMoneyError
 from oomrl.portfolio.ledger import Ledger
 from tests.portfolio.conftest import ledger  # noqa: F401 - the SQLite / PostgreSQL ledger fixture
 

@@ -25,7 +25,7 @@ from oomrl.crossval import (
     not_worse,
     period_key,
 )
-from oomrl.metrics.io import MetricsInputError
+from oomrl.errors import MetricsInputError
 from oomrl.portfolio.replay import ReplayResult
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)

@@ -250,7 +250,7 @@ def test_a_declared_monthly_calendar_is_shifted_by_whole_months(
 def test_an_unknown_calendar_declaration_is_refused_by_name(
     repair_home: Path, tmp_path: Path
 ) -> None:
-    from oomrl.portfolio.hosting import StrategyFailedError
+    from oomrl.errors import StrategyFailedError
 
     root = workspace_with(tmp_path, "daily", {NAME_LINE: NAME_LINE + '\n    calendar = "daily"'})
     with pytest.raises(

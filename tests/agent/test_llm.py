@@ -11,15 +11,8 @@ import pytest
 from pydantic import BaseModel
 
 from oomrl.agent.budget import Budget
-from oomrl.agent.llm import (
-    InvalidAnswerError,
-    LLMClient,
-    LLMUnavailableError,
-    OpenAIBackend,
-    Transcript,
-    parse_json_answer,
-)
-from oomrl.errors import OutOfMoneyError
+from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript, parse_json_answer
+from oomrl.errors import InvalidAnswerError, LLMUnavailableError, OutOfMoneyError
 from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 

@@ -11,13 +11,8 @@ from pathlib import Path
 import pytest
 
 from oomrl.agent.budget import Budget
-from oomrl.agent.llm import (
-    InvalidAnswerError,
-    LLMClient,
-    LLMUnavailableError,
-    OpenAIBackend,
-    Transcript,
-)
+from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
+from oomrl.errors import InvalidAnswerError, LLMUnavailableError
 from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 from tests.agent.test_llm import Answer, ok

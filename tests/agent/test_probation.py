@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 from oomrl import promotion
 from oomrl.cli import app
 from oomrl.diagnostics.autopsy import Autopsy, input_json
+from oomrl.errors import ProbationError
 from oomrl.market import calendar
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import Ledger
 from oomrl.probation import (
-    ProbationError,
     advance_shadows,
     open_probations,
     probations,
@@ -273,7 +273,8 @@ def test_a_repaired_version_goes_on_probation_and_the_chain_promotes_it(
 def test_a_repair_of_an_account_whose_challenger_is_on_probation_is_refused_at_the_door(
     on_probation: dict[str, Any],
 ) -> None:
-    from oomrl.repair_inputs import AccountOnProbationError, admit
+    from oomrl.errors import AccountOnProbationError
+    from oomrl.repair_inputs import admit
 
     with pytest.raises(
         AccountOnProbationError,

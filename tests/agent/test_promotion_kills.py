@@ -54,7 +54,7 @@ def _killed_promotion(home: Path, candidate: Path, step: str, probation: int = 0
 
 def _oomrl(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "oomrl", *args],
+        [sys.executable, "-m", "orchestration", *args],
         cwd=REPO_ROOT,
         env=_env(home),
         capture_output=True,

@@ -14,15 +14,10 @@ from oomrl.agent.llm import Transcript
 from oomrl.agent.offline_author import mandate_tests, supersede
 from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
-from oomrl.agent.providers import (
-    OfflineProvider,
-    ProviderError,
-    ReplayBackend,
-    alert_type,
-    get_provider,
-)
+from oomrl.agent.providers import OfflineProvider, ReplayBackend, alert_type, get_provider
 from oomrl.agent.roles import CoderView, Constraints, CriticView, LLMProvider, Mandate, prompt_text
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+from oomrl.errors import ProviderError
 from oomrl.settings import get_settings
 from oomrl.versions import repo_root
 from tests.repair_inputs_for_tests import autopsy_json, full_autopsy, pending_alert

@@ -323,7 +323,7 @@ def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_pa
 
 
 def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Path) -> None:
-    from oomrl.agent.llm import LLMUnavailableError
+    from oomrl.errors import LLMUnavailableError
     from oomrl.repair import test_genesis as run_test_genesis
 
     def endpoint_down(view: TestAuthorView) -> str:

@@ -54,7 +54,7 @@ def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:
     """Start a repair and SIGKILL its whole process group once its first gate run has made its
     folder."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "oomrl", *_repair_argv(autopsy)],
+        [sys.executable, "-m", "orchestration", *_repair_argv(autopsy)],
         cwd=REPO_ROOT,
         env=_env(home, tmp),
         start_new_session=True,
@@ -129,7 +129,7 @@ def test_killed_repairs_are_cleared_and_recovered_by_the_next_one(
 
     # 3. The next repair rolls the promotion back, clears the candidate, and promotes v2 normally.
     done = subprocess.run(
-        [sys.executable, "-m", "oomrl", *_repair_argv(autopsy)],
+        [sys.executable, "-m", "orchestration", *_repair_argv(autopsy)],
         cwd=REPO_ROOT,
         env=_env(home, tmp),
         capture_output=True,

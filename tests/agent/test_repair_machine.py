@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from oomrl.agent.machine import TRANSITIONS, IllegalTransitionError, Trail
+from oomrl.agent.machine import TRANSITIONS, Trail
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import CoderView, Mandate, TestAuthorView
 from oomrl.crossval import CrossValidation
+from oomrl.errors import IllegalTransitionError
 from oomrl.repair import Decision, RepairContext, run_repair
 from oomrl.settings import AgentSettings
 from tests.agent.doc_edges import (

@@ -12,8 +12,8 @@ from oomrl import promotion
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Mandate
 from oomrl.crossval import CrossValidation
+from oomrl.errors import UnknownActiveVersionError
 from oomrl.repair import RepairContext, run_repair
-from oomrl.versions import UnknownActiveVersionError
 from tests.agent.repair_helpers import (
     AUTOPSY,
     SOURCE,

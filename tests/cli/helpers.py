@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from orchestration.cli import app
 
 
 def snapshot(root: Path) -> dict[str, str]:

@@ -140,7 +140,16 @@ def test_a_csv_ingest_with_a_bad_date_prints_no_pandas_warning(
         "date,open,high,low,close,volume\nnot-a-date,1,1,1,1,1\n2024-07-01,100,101,99,100,1000\n",
     )
     done = subprocess.run(
-        [sys.executable, "-m", "oomrl", "ingest", "--source", f"csv:{folder}", "--universe", "all"],
+        [
+            sys.executable,
+            "-m",
+            "orchestration",
+            "ingest",
+            "--source",
+            f"csv:{folder}",
+            "--universe",
+            "all",
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -142,7 +142,7 @@ def test_debug_shows_the_traceback(home: Path) -> None:
     result = invoke("--debug", "rebalance", env={"OOMRL_KILL_THRESHOLD": "abc"})
     assert result.exit_code == 1 and type(result.exception).__name__ == "SettingsError"
     done = subprocess.run(
-        [sys.executable, "-m", "oomrl", "--debug", "account", "show"],
+        [sys.executable, "-m", "orchestration", "--debug", "account", "show"],
         capture_output=True,
         text=True,
         env={**os.environ, "OOMRL_KILL_THRESHOLD": "abc"},
@@ -154,7 +154,7 @@ def test_debug_shows_the_traceback(home: Path) -> None:
         and "OOMRL_KILL_THRESHOLD" in done.stderr
     )
     plain = subprocess.run(
-        [sys.executable, "-m", "oomrl", "account", "show"],
+        [sys.executable, "-m", "orchestration", "account", "show"],
         capture_output=True,
         text=True,
         env={**os.environ, "OOMRL_KILL_THRESHOLD": "abc"},
@@ -265,7 +265,7 @@ def test_a_reader_that_goes_away_is_not_an_error_line() -> None:
     os.close(read_end)  # nobody will read: the first write fails with EPIPE
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "oomrl", "version"],
+            [sys.executable, "-m", "orchestration", "version"],
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,

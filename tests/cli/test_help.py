@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import typer
 
-from oomrl.cli import app
+from orchestration.cli import app
 from tests.cli.helpers import invoke
 
 HEAVY = (
@@ -41,7 +41,7 @@ COMMANDS = list(walk(typer.main.get_command(app)))
 
 
 def test_importing_the_cli_imports_nothing_heavy() -> None:
-    code = f"import sys, oomrl.cli; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    code = f"import sys, orchestration.cli; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -49,7 +49,7 @@ def test_importing_the_cli_imports_nothing_heavy() -> None:
 def test_help_runs_without_loading_anything_heavy() -> None:
     code = (
         "import sys; sys.argv = ['oomrl', '--help']\n"
-        "from oomrl.cli import app\n"
+        "from orchestration.cli import app\n"
         "try:\n    app()\nexcept SystemExit:\n    pass\n"
         f"print('loaded:', sorted(m for m in {HEAVY!r} if m in sys.modules))"
     )

@@ -36,7 +36,7 @@ def without_bwrap(home: Path, *args: str, unsafe: bool) -> subprocess.CompletedP
     env["OOMRL_HOME"] = str(home)
     if unsafe:
         env["OOMRL_UNSAFE_NO_JAIL"] = "1"
-    command = [sys.executable, "-m", "oomrl", *args]
+    command = [sys.executable, "-m", "orchestration", *args]
     script = f"mount --bind /dev/null {BWRAP} && exec " + " ".join(f"'{c}'" for c in command)
     return subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],

@@ -286,7 +286,7 @@ def ledger_dump(path: Path) -> str:
 def test_a_read_only_home_is_named(home: Path, tmp_path: Path) -> None:
     before = snapshot(home)
     autopsy = write_json(tmp_path / "a.json", {"alert_id": "ro-1", "account": "paper"})
-    oomrl = f"{sys.executable} -m oomrl"
+    oomrl = f"{sys.executable} -m orchestration"
     (tmp_path / "tmp").mkdir()
     # No jail can be made inside this sandbox, and the strategy host needs a writable temporary
     # folder.
@@ -321,7 +321,7 @@ def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(
     script = (
         'mkdir "$OUT/full/home" && cp -a "$PREP/." "$OUT/full/home/" && '
         'dd if=/dev/zero of="$OUT/full/filler" bs=4k >/dev/null 2>&1; '
-        'OOMRL_HOME="$OUT/full/home" "$PYTHON" -m oomrl rebalance --as-of 2024-07-02; '
+        'OOMRL_HOME="$OUT/full/home" "$PYTHON" -m orchestration rebalance --as-of 2024-07-02; '
         'echo "rc=$?" >"$OUT/rc"; rm -f "$OUT/full/filler"; cp "$OUT/full/home/ledger.db" '
         '"$OUT/ledger.db"'
     )

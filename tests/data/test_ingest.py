@@ -15,13 +15,18 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.cli import app
-from oomrl.data.ingest import MissingBenchmarkError, ingest, resolve_range, resolve_universe
+from oomrl.data.ingest import ingest, resolve_range, resolve_universe
 from oomrl.data.sample import ensure_sample
 from oomrl.data.sources.akshare import AkshareSource
 from oomrl.data.sources.csv import CsvSource
 from oomrl.data.sources.synthetic import SyntheticSource
 from oomrl.data.store import MarketStore
-from oomrl.errors import DataValidationError, OomrlError, SourceUnavailableError
+from oomrl.errors import (
+    DataValidationError,
+    MissingBenchmarkError,
+    OomrlError,
+    SourceUnavailableError,
+)
 from oomrl.settings import get_settings
 from tests.conftest import FIXTURES
 from tests.data.conftest import writer_elsewhere

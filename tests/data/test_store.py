@@ -17,10 +17,16 @@ import pytest
 
 from oomrl import files
 from oomrl.data import parts
-from oomrl.data.catalog import CATALOG_FILE, StoreDamagedError
-from oomrl.data.lock import HOLDER_FILE, LOCK_FILE, StoreBusyError
-from oomrl.data.store import MarketStore, StoreWriteError
-from oomrl.errors import DataValidationError, OomrlError
+from oomrl.data.catalog import CATALOG_FILE
+from oomrl.data.lock import HOLDER_FILE, LOCK_FILE
+from oomrl.data.store import MarketStore
+from oomrl.errors import (
+    DataValidationError,
+    OomrlError,
+    StoreBusyError,
+    StoreDamagedError,
+    StoreWriteError,
+)
 from tests.data.conftest import BarsFactory, writer_elsewhere
 
 

@@ -28,7 +28,7 @@ DISK_FULL_SCRIPT = textwrap.dedent("""
     import json, os, shutil, subprocess, sys
     home, out = sys.argv[1], sys.argv[2]
     first, second = json.loads(sys.argv[3]), json.loads(sys.argv[4])
-    oomrl = [sys.executable, "-m", "oomrl", "ingest"]
+    oomrl = [sys.executable, "-m", "orchestration", "ingest"]
 
     def run(subset):
         args = [f"--{name}={value}" for name, value in subset.items()]
@@ -119,7 +119,9 @@ def test_a_read_only_home_fails_the_ingest_with_one_line(tmp_path: Path, with_st
     files = sorted(path.relative_to(home) for path in home.rglob("*"))
     args = [f"--{name}={value}" for name, value in SECOND.items()]
     done = sandboxed(
-        ["--ro-bind", str(home), str(home)], [sys.executable, "-m", "oomrl", "ingest", *args], home
+        ["--ro-bind", str(home), str(home)],
+        [sys.executable, "-m", "orchestration", "ingest", *args],
+        home,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 1 and "Traceback" not in output, output

@@ -42,7 +42,7 @@ PROCESS_TIMEOUT_S = 300
 def oomrl_ingest(home: Path, subset: dict[str, str]) -> subprocess.Popen[str]:
     """Start `oomrl ingest` of a sample subset on OOMRL_HOME=home (the installed console script)."""
     script = Path(sys.executable).with_name("oomrl")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "oomrl"]
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "orchestration"]
     args = [*command, "ingest", "--wait", str(PROCESS_TIMEOUT_S)]
     for name, value in subset.items():
         args += [f"--{name}", value]

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from oomrl.server import (
+from oomrl.webhook.signing import sign
+from orchestration.stack import (
     StackConfig,
     down,
     free_port,
@@ -27,8 +28,8 @@ from oomrl.server import (
     stop_process,
     up,
     wait_http,
+    webhook_argv,
 )
-from oomrl.webhook.signing import sign
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 REPO = Path(__file__).resolve().parents[2]
@@ -131,7 +132,7 @@ class Stack:
             if run["state_type"] in states:
                 return run
             time.sleep(0.5)
-        from oomrl.server import log_tail
+        from orchestration.stack import log_tail
 
         pytest.fail(
             f"flow run {run_id} is {run['state_type']} after {timeout_s:.0f} s; worker log:\n"
@@ -194,27 +195,11 @@ class Stack:
     def webhook(self, **env: str) -> Iterator[str]:
         """Another webhook next to the stack's, with `env` on top of the stack's environment; its
         URL."""
-        import sys
         from dataclasses import replace
 
         config = replace(self.config, webhook_port=free_port())
         name = f"webhook-{config.webhook_port}"
-        pid = start_process(
-            name,
-            [
-                sys.executable,
-                "-m",
-                "oomrl",
-                "webhook",
-                "serve",
-                "--host",
-                config.host,
-                "--port",
-                str(config.webhook_port),
-            ],
-            {**self.env, **env},
-            config,
-        )
+        pid = start_process(name, webhook_argv(config), {**self.env, **env}, config)
         try:
             wait_http(f"{config.webhook_url}/healthz", pid, name, 60, config)
             yield config.webhook_url

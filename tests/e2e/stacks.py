@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from oomrl.server import StackConfig, free_port, read_state
+from orchestration.stack import StackConfig, free_port, read_state
 from tests.e2e.conftest import REPO, Stack
 
 
@@ -42,7 +42,7 @@ def oomrl(
     env: dict[str, str], *args: str, timeout_s: float = 900
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "oomrl", *args],
+        [sys.executable, "-m", "orchestration", *args],
         env=env,
         cwd=REPO,
         capture_output=True,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from oomrl.server import free_port, stop_process
+from orchestration.stack import free_port, stop_process
 from tests.e2e.conftest import AUTOPSY, REPO, Stack
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from oomrl.server import free_port, start_process, stop_process, wait_http
+from orchestration.stack import free_port, start_process, stop_process, wait_http, webhook_argv
 from tests.e2e.conftest import AUTOPSY, Stack
 
 pytestmark = pytest.mark.e2e
@@ -22,27 +22,11 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture()
 def event_webhook(stack: Stack) -> Iterator[str]:
     """A second webhook, in event mode, next to the stack's."""
-    import sys
     from dataclasses import replace
 
     config = replace(stack.config, webhook_port=free_port())
     env = {**stack.env, "OOMRL_WEBHOOK_MODE": "event"}
-    pid = start_process(
-        "webhook-event",
-        [
-            sys.executable,
-            "-m",
-            "oomrl",
-            "webhook",
-            "serve",
-            "--host",
-            config.host,
-            "--port",
-            str(config.webhook_port),
-        ],
-        env,
-        config,
-    )
+    pid = start_process("webhook-event", webhook_argv(config), env, config)
     try:
         wait_http(f"{config.webhook_url}/healthz", pid, "webhook-event", 60, config)
         yield config.webhook_url

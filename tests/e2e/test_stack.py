@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from oomrl import __version__
-from oomrl.server import read_state
+from orchestration.stack import read_state
 from tests.e2e.conftest import REPO, Stack
 
 pytestmark = pytest.mark.e2e

@@ -193,8 +193,7 @@ def test_a_minimal_alert_is_completed_from_the_ledger_and_reaches_approval(
 def test_steps_retry_only_when_the_endpoint_was_down() -> None:
     from prefect.states import Completed, Failed
 
-    from oomrl.agent.llm import LLMUnavailableError
-    from oomrl.errors import OutOfMoneyError
+    from oomrl.errors import LLMUnavailableError, OutOfMoneyError
     from tasks.repair import transient_only
 
     def retried(state: Any) -> bool:

@@ -30,7 +30,7 @@ def _cli_repair(home: Path, autopsy: Path) -> subprocess.Popen[str]:
         [
             sys.executable,
             "-m",
-            "oomrl",
+            "orchestration",
             "repair",
             "--autopsy",
             str(autopsy),

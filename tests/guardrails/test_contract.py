@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from guardrails import cli
-from guardrails.workspace import GateSetupError, load_contract
+from guardrails.errors import GateSetupError
+from guardrails.workspace import load_contract
 from tests.guardrails.gate_helpers import diff_for, make_workspace
 
 CONTRACT_ERRORS = [

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from guardrails.errors import GateSetupError
 from guardrails.gate import run_gate
 from guardrails.sandbox.bwrap import BwrapLock
-from guardrails.workspace import GateSetupError
 from tests.guardrails.gate_helpers import (
     CORPUS,
     MOMENTUM,

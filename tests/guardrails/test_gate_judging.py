@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from guardrails.errors import GateSetupError
 from guardrails.gate import run_gate
 from guardrails.judging.behaviour_check import behaviour_violations, load_inputs, same
 from guardrails.judging.mutant_check import killed
 from guardrails.sandbox.bwrap import BwrapLock
 from guardrails.sandbox.locks import HashOnlyLock, RoLock, make_readable
 from guardrails.sandbox.runner import GateDirs, SuiteRequest, SuiteResult, run_suite
-from guardrails.workspace import BehaviourContract, GateSetupError
+from guardrails.workspace import BehaviourContract
 from tests.guardrails.gate_helpers import (
     CORPUS,
     MOMENTUM,

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from guardrails.errors import GateSetupError
 from guardrails.sandbox import bwrap as sandbox
 from guardrails.sandbox.backends import select_lock
 from guardrails.sandbox.bwrap import BwrapLock, _nested, _remove_stage, runtime_paths
 from guardrails.sandbox.locks import Bind, DockerLock, HashOnlyLock, RoLock
-from guardrails.workspace import GateSetupError
 
 
 def test_select_lock_defaults_to_bwrap_and_refuses_what_is_not_available(

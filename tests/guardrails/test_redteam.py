@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from guardrails import cli
+from guardrails.errors import GateSetupError
 from guardrails.redteam import (
     MECHANISMS,
     Case,
@@ -20,7 +21,6 @@ from guardrails.redteam import (
     run_corpus,
 )
 from guardrails.sandbox.bwrap import BwrapLock
-from guardrails.workspace import GateSetupError
 from tests.guardrails.gate_helpers import CORPUS, tree_digest
 
 LOCK = "bwrap" if BwrapLock.available() is None else "hash-only"

@@ -12,13 +12,13 @@ from typer.testing import CliRunner
 
 from oomrl.cli import app
 from oomrl.data.store import MarketStore
+from oomrl.errors import MetricsInputError
 from oomrl.metrics.attribution import (
     account_returns,
     benchmark_returns,
     store_style_factors,
     universe_panel,
 )
-from oomrl.metrics.io import MetricsInputError
 from tests.diagnostics.conftest import seed_account_home
 
 runner = CliRunner()

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from oomrl.errors import MetricsInputError
 from oomrl.metrics import factors
-from oomrl.metrics.io import MetricsInputError
 
 
 def test_high_minus_low_uses_yesterdays_ranks_and_equal_weights() -> None:

@@ -8,16 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.errors import DataValidationError
+from oomrl.errors import DataValidationError, MetricsInputError
 from oomrl.metrics import performance as perf
-from oomrl.metrics.io import (
-    MetricsInputError,
-    align,
-    read_returns_csv,
-    returns_from_levels,
-    validate_returns,
-    window,
-)
+from oomrl.metrics.io import align, read_returns_csv, returns_from_levels, validate_returns, window
 from tests.metrics.conftest import CSI300_PRICE
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.report_links import ReportLinkError, ReportLinks, signature
+from oomrl.errors import ReportLinkError
+from oomrl.report_links import ReportLinks, signature
 from oomrl.settings import WebhookSettings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore

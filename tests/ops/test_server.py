@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.cli import app
 from oomrl.errors import OomrlError
-from oomrl.server import (
+from orchestration.cli import app
+from orchestration.stack import (
     ProcessRecord,
     StackConfig,
     StackError,
@@ -183,7 +183,7 @@ def test_up_refuses_when_already_running(tmp_path: Path) -> None:
 
 
 HOLD_THE_START = (
-    "import sys\nfrom pathlib import Path\nfrom oomrl.server import StackConfig, starting\n"
+    "import sys\nfrom pathlib import Path\nfrom orchestration.stack import StackConfig, starting\n"
     "with starting(StackConfig(home=Path(sys.argv[1]))):\n"
     "    print('holding', flush=True)\n    sys.stdin.read()\n"
 )
@@ -383,7 +383,7 @@ def test_down_stops_the_children_of_a_leader_that_died(tmp_path: Path) -> None:
 REUSE_SCRIPT = """
 import json, subprocess, sys, time
 from pathlib import Path
-from oomrl.server import ProcessRecord, down
+from orchestration.stack import ProcessRecord, down
 home = Path(sys.argv[1]); home.mkdir(parents=True, exist_ok=True)
 sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
 ours = subprocess.Popen(sleeper, start_new_session=True)
@@ -541,7 +541,7 @@ def test_a_child_recorded_before_it_runs_its_program_is_recorded_as_that_program
 ) -> None:
     import psutil
 
-    from oomrl.server import ProcessRecord
+    from orchestration.stack import ProcessRecord
 
     # fork without exec yet: the child's command line is this process's until it runs SLEEPER
     ready, go = os.pipe()

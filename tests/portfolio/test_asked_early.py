@@ -9,8 +9,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from oomrl.errors import StrategyHostError
 from oomrl.market.rules import AShareRules
-from oomrl.portfolio.hosting import HostedRunner, StrategyHostError, WorkspaceStrategy
+from oomrl.portfolio.hosting import HostedRunner, WorkspaceStrategy
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.replay import replay
 from tests.portfolio.factories import random_panels

@@ -8,9 +8,9 @@ from datetime import date
 import pandas as pd
 import pytest
 
-from oomrl.errors import OomrlError
+from oomrl.errors import LedgerConflictError, OomrlError
 from oomrl.portfolio.killswitch import AccountStatus
-from oomrl.portfolio.ledger import Ledger, LedgerConflictError, RebalanceRecord
+from oomrl.portfolio.ledger import Ledger, RebalanceRecord
 
 DAY = date(2024, 7, 1)
 

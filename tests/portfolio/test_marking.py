@@ -9,10 +9,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from oomrl.errors import AccountHaltedError, DataValidationError, OomrlError
+from oomrl.errors import AccountHaltedError, DataValidationError, LedgerConflictError, OomrlError
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.killswitch import AccountStatus
-from oomrl.portfolio.ledger import Ledger, LedgerConflictError
+from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.marking import (
     active_accounts,
     last_stored_session,

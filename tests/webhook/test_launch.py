@@ -1,4 +1,5 @@
-"""The launchers against a real (test-harness) Prefect API: one run per alert id, clear errors."""
+"""The launchers (orchestration/launch.py) against a real (test-harness) Prefect API through
+Prefect's client: one run per alert id, clear errors."""
 
 from __future__ import annotations
 
@@ -9,13 +10,8 @@ from typing import Any
 import pytest
 
 from oomrl.diagnostics.autopsy import LossAlert
-from oomrl.webhook.launch import (
-    DeploymentLauncher,
-    EventLauncher,
-    LaunchError,
-    PrefectApi,
-    launcher_for,
-)
+from oomrl.webhook.launch import LaunchError
+from orchestration.launch import DeploymentLauncher, EventLauncher, PrefectApi, launcher_for
 
 
 def alert(alert_id: str, account: str = "paper") -> LossAlert:
@@ -58,15 +54,17 @@ def test_deployment_launcher_is_idempotent_per_alert_id(harness_api: PrefectApi)
     other = asyncio.run(launcher.launch(alert("idem-2"), "idem-2"))
     assert first.flow_run_id == second.flow_run_id != other.flow_run_id
 
-    async def parameters() -> dict[str, Any]:
+    async def created() -> Any:
         async with get_client() as client:
-            run = await client.read_flow_run(uuid.UUID(first.flow_run_id))
-            return run.parameters
+            return await client.read_flow_run(uuid.UUID(first.flow_run_id))
 
-    assert asyncio.run(parameters()) == {
+    run = asyncio.run(created())
+    assert run.parameters == {
         "autopsy": {"alert_id": "idem-1", "account": "paper"},
         "auto_approve": True,
     }
+    assert run.idempotency_key == "oomrl-alert-idem-1"
+    assert set(run.tags) == {"oomrl", "webhook", "alert:idem-1"}
     timed = DeploymentLauncher(
         "repair-launch-test/repair", auto_approve=False, api=harness_api, approval_timeout_s=90
     )
@@ -129,8 +127,8 @@ def test_missing_api_url_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_api_key_becomes_a_bearer_header() -> None:
     client = PrefectApi(api_url="http://127.0.0.1:1/api/", api_key="k3y").client()
     assert (
-        client.headers["Authorization"] == "Bearer k3y"
-        and str(client.base_url) == "http://127.0.0.1:1/api/"
+        client._client.headers["Authorization"] == "Bearer k3y"
+        and str(client.api_url) == "http://127.0.0.1:1/api/"
     )
 
 
@@ -170,7 +168,6 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
 
     from fastapi.testclient import TestClient
     from prefect.client.orchestration import get_client
-    from prefect.states import Crashed
 
     from oomrl.webhook.app import create_app
     from oomrl.webhook.deliveries import DeliveryStore
@@ -191,13 +188,16 @@ def test_redelivery_after_a_crash_starts_a_new_run_on_prefect(
             duplicate.status_code == 200 and duplicate.json()["flow_run_id"] == first["flow_run_id"]
         )
 
-        async def crash() -> None:
-            async with get_client() as prefect:
-                await prefect.set_flow_run_state(
-                    uuid.UUID(first["flow_run_id"]), Crashed(), force=True
-                )
+        asyncio.run(launcher.mark_crashed(first["flow_run_id"], "its worker died"))
+        crashed = asyncio.run(launcher.run_state(first["flow_run_id"]))
+        assert crashed is not None and crashed.type == "CRASHED"
 
-        asyncio.run(crash())
+        async def message(run_id: str) -> str | None:
+            async with get_client() as prefect:
+                state = (await prefect.read_flow_run(uuid.UUID(run_id))).state
+                return state.message if state else None
+
+        assert asyncio.run(message(first["flow_run_id"])) == "its worker died"
         again = client.post("/hooks/loss-alert", content=body, headers=signed(body))
     assert again.status_code == 202, again.text
     assert again.json()["replaces"] == first["flow_run_id"] != again.json()["flow_run_id"]

@@ -259,7 +259,7 @@ def test_secret_comes_from_the_environment(
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", SECRET)
     monkeypatch.setenv("OOMRL_WEBHOOK_DB_URL", store_url)
     monkeypatch.setenv("OOMRL_WEBHOOK_MAX_BODY_BYTES", "100")
-    app = create_app(launcher=RecordingLauncher(), settings=settings)
+    app = create_app(None, launcher=RecordingLauncher(), settings=settings)
     with TestClient(app) as client:
         body = json.dumps({"alert_id": "env-1", "pad": "y" * 200}).encode()
         assert client.post(URL, content=body, headers=signed(body)).status_code == 413

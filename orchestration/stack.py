@@ -4,8 +4,8 @@ webhook.
 Everything runs as child processes recorded in OOMRL_HOME/server.json with their pid, start time and
 command line, so `oomrl server down` stops exactly what `up` started and never a process that later
 reused a pid. Children run with umask 077: the Prefect database, logs and run folders they write
-under OOMRL_HOME are private to the user. Prefect is driven through its CLI and HTTP API only: this
-module never imports Prefect.
+under OOMRL_HOME are private to the user. Prefect's processes are started through its CLI (each
+must outlive this one) and waited for over HTTP.
 """
 
 from __future__ import annotations
@@ -448,24 +448,24 @@ def start_worker(config: StackConfig, env: dict[str, str]) -> int:
     )
 
 
+def webhook_argv(config: StackConfig) -> list[str]:
+    """`oomrl webhook serve` on the configured host and port."""
+    return [
+        sys.executable,
+        "-m",
+        "orchestration",
+        "webhook",
+        "serve",
+        "--host",
+        config.host,
+        "--port",
+        str(config.webhook_port),
+    ]
+
+
 def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
     """`oomrl webhook serve` on the configured port; returns once it answers /healthz."""
-    pid = start_process(
-        "webhook",
-        [
-            sys.executable,
-            "-m",
-            "oomrl",
-            "webhook",
-            "serve",
-            "--host",
-            config.host,
-            "--port",
-            str(config.webhook_port),
-        ],
-        env,
-        config,
-    )
+    pid = start_process("webhook", webhook_argv(config), env, config)
     wait_http(f"{config.webhook_url}/healthz", pid, "webhook", 60, config)
     return pid
 

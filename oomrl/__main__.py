@@ -1,5 +1,0 @@
-"""Allows `python -m oomrl`."""
-
-from oomrl.cli import main
-
-main()

@@ -1,0 +1,5 @@
+"""Allows `python -m orchestration`: the whole `oomrl` command."""
+
+from orchestration.cli import main
+
+main()
