@@ -12,6 +12,7 @@ from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.errors import OomrlError
 from oomrl.settings import settings_for
+from orchestration.review import wait_for_review
 from tasks.expected_ends import quiet_expected_ends
 from tasks.probation import ProbationReview, decide_early, probation_evidence
 
@@ -43,8 +44,6 @@ def probation_review(
             probation.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    from flows.repair import wait_for_review
-
     logger = get_run_logger()
     name = account or settings_for(home).account
     try:

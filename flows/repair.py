@@ -3,34 +3,30 @@
 
 from __future__ import annotations
 
-import json
 import time
 from functools import partial
-from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.events import emit_event
-from prefect.input import RunInput
 from prefect.states import Completed, Failed, State
 
 from oomrl import logs
 from oomrl import repair as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
-from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json, stored_input
+from oomrl.diagnostics.autopsy import input_json
 from oomrl.errors import OomrlError, TooManyRepairsError
 from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
 from oomrl.repair_claims import ClaimBook, RepairClaim
 from oomrl.run_tags import alert_tag
 from oomrl.settings import get_settings
+from orchestration.review import ask_reviewer
 from tasks.crossval import version_mapper_from_settings
 from tasks.expected_ends import quiet_expected_ends
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
-from tasks.review import review_form
 from tasks.run_tags import add_run_tags
 
-Reviewed = TypeVar("Reviewed", bound=RunInput)
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
 logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
@@ -39,103 +35,6 @@ NO_FLOW_RETRIES = (
     "a flow retry would run again; transient errors are retried inside each step, and a "
     "repair is restarted by re-delivering its alert"
 )
-PAUSE_POLL_S = (
-    10.0  # how often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)
-)
-PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run's own
-
-
-def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) -> domain.Decision:
-    """Pause the run until a person answers in the UI; no answer within the timeout rejects.
-
-    The form shows the alert's metrics from the run folder's autopsy.json (the completed autopsy,
-    which run_repair writes before the Critic runs)."""
-    autopsy = read_run_autopsy(run_dir)
-    answer, timed_out = wait_for_review(review_form(mandate, autopsy, timeout_s), timeout_s)
-    if answer is None:  # fail closed, and say which way the answer went missing
-        reason = (
-            f"no decision within {timeout_s} s: a timeout rejects"
-            if timed_out
-            else "resumed without an answer (no decision in the form): no decision rejects"
-        )
-        return domain.Decision(action="reject", reason=reason)
-    return answer.to_decision(mandate)
-
-
-def read_run_autopsy(run_dir: Path | None) -> Autopsy | LossAlert | None:
-    """The run folder's autopsy.json as the repair wrote it; None when there is none to show."""
-    path = run_dir / "autopsy.json" if run_dir is not None else None
-    if path is None or not path.exists():
-        return None
-    try:
-        return stored_input(json.loads(path.read_text()))
-    except ValueError:  # not what run_repair writes: the form shows the mandate without the alert
-        return None
-
-
-def wait_for_review(
-    review: type[Reviewed],
-    timeout_s: int,
-    poll_s: float = PAUSE_POLL_S,
-    pause_key: str = "mandate-review",
-) -> tuple[Reviewed | None, bool]:
-    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None
-    when there is none) and whether the timeout ran out.
-
-    Prefect's own pause ends on the server at the moment the run gives up, and the server then turns
-    whatever the run proposes into Failed ("paused and never resumed"). Here the server's deadline
-    is PAUSE_GRACE_S later; at our deadline the run resumes itself and ends as rejected by timeout.
-    The process stays alive while paused, so the repair's claim heartbeat keeps beating."""
-    from prefect.client.orchestration import get_client
-    from prefect.context import FlowRunContext
-    from prefect.input import keyset_from_paused_state
-    from prefect.input.actions import read_flow_run_input
-    from prefect.states import Paused, Running
-    from prefect.utilities.engine import propose_state_sync
-
-    context = FlowRunContext.get()
-    if context is None or context.flow_run is None:
-        raise RuntimeError("a mandate review needs a flow run")
-    run_id = context.flow_run.id
-    paused: State[Any] = Paused(
-        timeout_seconds=timeout_s + PAUSE_GRACE_S, reschedule=False, pause_key=pause_key
-    )
-    keyset = keyset_from_paused_state(paused)
-    paused.state_details.run_input_keyset = cast(dict[str, str], keyset)  # its Literal keys are str
-    logger = get_run_logger()
-    timed_out = False
-    with get_client(sync_client=True) as client:
-        state = propose_state_sync(client, paused, flow_run_id=run_id)
-        if state.is_paused():
-            review.save(keyset)
-            logger.info(
-                "paused for the %s; no answer within %d s ends it",
-                pause_key.replace("-", " "),
-                timeout_s,
-            )
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline:
-                time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
-                current = client.read_flow_run(run_id).state
-                if current is not None and current.is_running():
-                    break
-            else:  # nobody answered: leave the pause while the server still allows it
-                timed_out = True
-                current = client.read_flow_run(run_id).state
-                if current is None or not current.is_running():
-                    propose_state_sync(
-                        client,
-                        Running(message=f"no decision within {timeout_s} s"),
-                        flow_run_id=run_id,
-                    )
-        elif not state.is_running():
-            raise RuntimeError(
-                f"the run could not pause for the review: the server answered {state.type}"
-            )
-    answer = cast(
-        dict[str, Any] | None, read_flow_run_input(keyset["response"], flow_run_id=run_id)
-    )  # sync here
-    return (review(**answer) if answer else None), timed_out
 
 
 def auto_approve_mandate(mandate: Mandate) -> domain.Decision:
@@ -210,9 +109,8 @@ def repair(
     if sent:  # however the run was started, and even when the door refuses it below
         add_run_tags([alert_tag(sent)])
     try:
-        checked = domain.admit(
-            autopsy, settings, account
-        )  # the same door as the CLI and the webhook
+        # The same door as the CLI and the webhook
+        checked = domain.admit(autopsy, settings, account)
     except OomrlError as exc:  # bad input is not transient: report it, do not retry the run
         outcome = domain.RepairOutcome(status="failed", step="autopsy", reason=str(exc), run_dir="")
         publish_outcome(outcome)

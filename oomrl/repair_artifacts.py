@@ -1,7 +1,7 @@
 """What a repair run shows a person: the approval form's text and the promotion evidence, rounded,
 with units, in tables narrow enough for the Prefect UI (versions and windows as columns, named).
 
-Pure text and rows; tasks/repair.py and tasks/review.py hand them to Prefect.
+Pure text and rows; tasks/repair.py and orchestration/review.py hand them to Prefect.
 """
 
 from __future__ import annotations

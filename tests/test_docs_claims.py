@@ -278,21 +278,41 @@ def project_object(obj: Any) -> bool:
     return where.split(".")[0] in CODE_ROOTS
 
 
+@cache
+def prefect_modules() -> frozenset[str]:
+    """The modules whose source imports Prefect at its top (orchestration.review)."""
+    return frozenset(
+        module
+        for module, tree in code_tree().items()
+        for node in tree.body
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "prefect")
+        or (
+            isinstance(node, ast.Import)
+            and any(a.name.split(".")[0] == "prefect" for a in node.names)
+        )
+    )
+
+
+def source_only(dotted: str) -> bool:
+    """Read from its source, never imported: tasks/, flows/ and any module that imports Prefect."""
+    if dotted.split(".")[0] in ("tasks", "flows"):
+        return True
+    return any(dotted == m or dotted.startswith(m + ".") for m in prefect_modules())
+
+
 def resolve(dotted: str) -> tuple[bool, Any]:
     """(known, object): known is False when nothing in the project starts this name (prose, not
     code)."""
     parts = dotted.split(".")
     if parts[0] == "prefect" or dotted.endswith(PROSE_SUFFIXES):
         return False, MISSING  # `prefect.yaml`, a file name: never imported
-    if parts[0] in ("tasks", "flows"):
+    if source_only(dotted):
         node = resolve_source(dotted)
         return True, MISSING if node is None else node
     candidates = [(prefix, prefix + dotted) for prefix in PREFIXES]
     homes = sorted(defined_names().get(parts[0], ()))
     candidates += [
-        (f"{module}.", f"{module}.{dotted}")
-        for module in homes
-        if module.split(".")[0] not in ("tasks", "flows")
+        (f"{module}.", f"{module}.{dotted}") for module in homes if not source_only(module)
     ]
     if parts[0] in INSTANCES:
         # The class stands for the name
@@ -319,7 +339,7 @@ def resolve(dotted: str) -> tuple[bool, Any]:
             except AttributeError:
                 break
     for home in homes:
-        if home.split(".")[0] in ("tasks", "flows"):  # read, never imported: they import Prefect
+        if source_only(home):
             node = resolve_source(f"{home}.{dotted}")
             if node is not None:
                 return True, node
@@ -328,7 +348,8 @@ def resolve(dotted: str) -> tuple[bool, Any]:
 
 
 def resolve_source(dotted: str) -> Any:
-    """A name in tasks/ or flows/, found in their source: `tasks.review.MandateReview.prefilled`."""
+    """A name in orchestration/, tasks/ or flows/, found in their source:
+    `orchestration.review.MandateReview.prefilled`."""
     parts = dotted.split(".")
     for cut in range(len(parts), 1, -1):
         tree = code_tree().get(".".join(parts[:cut]))

@@ -326,10 +326,10 @@ def test_the_webhook_examples_default_address_is_the_webhooks_port() -> None:
 # --- figures the code keeps as constants ---------------------------------------------------------
 
 
-def _flow_constant(name: str) -> Any:
-    """A module-level constant or a `repair` flow default of flows/repair.py, read without
-    Prefect."""
-    tree = ast.parse((REPO / "flows" / "repair.py").read_text(encoding="utf-8"))
+def _flow_constant(name: str, source: str = "flows/repair.py") -> Any:
+    """A module-level constant or a `repair` flow default of `source` (flows/repair.py), read
+    without Prefect."""
+    tree = ast.parse((REPO / source).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(
             getattr(t, "id", None) == name for t in node.targets
@@ -466,14 +466,14 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
         "Prefect's pause deadline later",
         OPERATIONS,
         r"pause deadline is set (\d+) s later",
-        lambda: _flow_constant("PAUSE_GRACE_S"),
+        lambda: _flow_constant("PAUSE_GRACE_S", "orchestration/review.py"),
         int,
     ),
     (
         "pause poll",
         OPERATIONS,
         r"polls every (\d+) s for the answer",
-        lambda: _flow_constant("PAUSE_POLL_S"),
+        lambda: _flow_constant("PAUSE_POLL_S", "orchestration/review.py"),
         float,
     ),
     (

@@ -175,7 +175,7 @@ def test_every_run_form_field_is_described_with_its_default_and_unit(name: str) 
 
 def test_the_approval_form_describes_each_field_and_refuses_what_a_mandate_would() -> None:
     from oomrl.diagnostics.mandate import Constraints
-    from tasks.review import MandateReview
+    from orchestration.review import MandateReview
 
     schema = MandateReview.model_json_schema()["properties"]
     assert all(len(spec.get("description", "")) > 15 for spec in schema.values()), schema

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -80,3 +83,23 @@ def paused_run(flow_name: str, wait_s: float = 60.0) -> Any:
                 return runs[0]
             time.sleep(0.5)
     raise AssertionError(f"no {flow_name} run paused for its form within {wait_s:.0f} s")
+
+
+@contextmanager
+def flow_run_messages() -> Iterator[list[str]]:
+    """The messages (INFO and up) flow runs log through `get_run_logger` while the block runs."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger, handler = logging.getLogger("prefect.flow_runs"), Keep()
+    level = logger.level  # the suite runs Prefect at WARNING (tests/conftest.py)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -18,7 +18,7 @@ from oomrl.crossval import Check, CrossValidation, VersionMeasures
 from oomrl.diagnostics.mandate import Constraints
 from oomrl.repair import RepairOutcome
 from oomrl.repair_artifacts import mandate_markdown, rounded_text
-from tasks.review import MandateReview, review_form
+from orchestration.review import MandateReview, review_form
 from tests.repair_inputs_for_tests import autopsy_json, full_autopsy
 
 RAW_FLOAT = re.compile(r"\d\.\d{6,}")  # what the form showed before: -0.001119942000000096

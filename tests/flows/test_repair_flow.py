@@ -13,7 +13,7 @@ from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
-from tests.flows.prefect_helpers import account_events, artifact_keys, paused_run
+from tests.flows.prefect_helpers import account_events, artifact_keys, flow_run_messages, paused_run
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -114,15 +114,26 @@ def test_a_person_rejects_the_mandate_in_the_ui(
     from prefect.client.orchestration import get_client
     from prefect.flow_runs import resume_flow_run
 
-    thread, box = _run_in_thread(daily_momentum_autopsy, provider="offline", approval_timeout_s=120)
-    paused = _paused_run_id()
-    # Tagged by the flow itself, however it was started
-    with get_client(sync_client=True) as client:
-        assert f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(paused).tags
-    resume_flow_run(paused, run_input={"decision": "reject", "reason": "too strict"})
-    thread.join(60)
+    from orchestration.review import PAUSE_GRACE_S
+
+    with flow_run_messages() as said:  # held until the run ends: it logs after it pauses
+        thread, box = _run_in_thread(
+            daily_momentum_autopsy, provider="offline", approval_timeout_s=120
+        )
+        run = paused_run("repair")
+        details = run.state.state_details  # the server's deadline: PAUSE_GRACE_S beyond the run's
+        assert details.pause_key == "mandate-review" and not details.pause_reschedule
+        server_wait = (details.pause_timeout - run.state.timestamp).total_seconds()
+        assert abs(server_wait - (120 + PAUSE_GRACE_S)) < 10, server_wait
+        with get_client(sync_client=True) as client:  # tagged by the flow, however it was started
+            assert (
+                f"alert:{daily_momentum_autopsy['alert_id']}" in client.read_flow_run(run.id).tags
+            )
+        resume_flow_run(run.id, run_input={"decision": "reject", "reason": "too strict"})
+        thread.join(60)
     assert box["status"] == "rejected" and box["step"] == "approval"
     assert box["reason"] == "too strict"
+    assert "paused for the mandate review; no answer within 120 s ends it" in said
     settings = get_settings()
     versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
     assert [v.tag for v in versions.list()] == ["v1"]
@@ -197,7 +208,7 @@ def test_steps_retry_only_when_the_endpoint_was_down() -> None:
 def test_an_edit_in_the_ui_keeps_module_and_alert() -> None:
     from oomrl.agent.roles import Mandate
     from oomrl.diagnostics.mandate import Constraints
-    from tasks.review import MandateReview
+    from orchestration.review import MandateReview
 
     proposed = Mandate(
         module="strategies.daily_momentum",
