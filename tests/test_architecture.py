@@ -44,6 +44,8 @@ FORBIDDEN = {
     "oomrl/_forbidden_prefect.py": ("import prefect\n", PREFECT_FREE),
     "strategies/_forbidden_flows.py": ("import flows.chain\n", PREFECT_FREE),
     "guardrails/_forbidden_oomrl.py": ("from oomrl import settings\n", JUDGE),
+    "guardrails/_forbidden_orchestration.py": ("import orchestration\n", JUDGE),
+    "strategy_api/_forbidden_orchestration.py": ("import orchestration\n", STANDALONE),
     "oomrl/_forbidden_orchestration.py": ("import orchestration\n", PREFECT_FREE),
     "orchestration/_forbidden_flows.py": ("from flows import chain\n", ORCHESTRATION),
     "tasks/_forbidden_flows.py": ("from flows import chain\n", TASKS),
