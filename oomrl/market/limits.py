@@ -2,29 +2,29 @@
 
 Vectorised: arrays of board codes, dates, ST flags and listing sessions in, limit fractions out
 (NaN = no limit that day). Limit prices are computed in integer fen from the exchange's reference
-price (the previous close, or the ex-rights reference on an ex-date), rounded half up to the tick.
-Each rule, with its source:
+price. That is the previous close, or the ex-rights reference on an ex-date. They are rounded half
+up to the tick. Each rule, with its source:
 
-- Main board ±10 %; risk-warning (ST, *ST) main-board stocks ±5 % until the SSE and SZSE Trading
-  Rules (2026 revision) take effect on 2026-07-06, ±10 % from then. The change was first published
-  on 2025-06-27 as the consultation notice
-  《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知 （征求意见稿）》
-  and enacted by folding it into the 2026 revisions of both exchanges' trading rules.
-  Provenance of the date: press reports, not the exchanges' own notices (not read here): the SSE's
-  draft trading rules of 2026-04-10 folded the notice in, and reports of the final rules give
+- Main board ±10 %. Risk-warning (ST, *ST) main-board stocks are ±5 % until the SSE and SZSE
+  Trading Rules (2026 revision) take effect on 2026-07-06, and ±10 % from then. The change was
+  first published on 2025-06-27 as the consultation notice
+  《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知 （征求意见稿）》.
+  It was enacted by folding it into the 2026 revisions of both exchanges' trading rules.
+  Provenance of the date: press reports, not the exchanges' own notices (not read here). The SSE's
+  draft trading rules of 2026-04-10 folded the notice in. Reports of the final rules give
   2026-07-06 as the first day (https://www.nashnova.com/feed/special/5176). Recheck against the
   exchanges' published rules before relying on ST limits near that date.
-- ChiNext ±10 % (ST ±5 %) before 2020-08-24; ±20 % for every ChiNext stock, ST included, from
-  2020-08-24, the first trading day under the ChiNext reform (SZSE ChiNext Trading Special
+- ChiNext ±10 % (ST ±5 %) before 2020-08-24. ±20 % for every ChiNext stock, ST included, from
+  2020-08-24. That is the first trading day under the ChiNext reform (SZSE ChiNext Trading Special
   Provisions, 2020).
-- STAR Market ±20 %, ST included (SSE STAR Market Stock Trading Special Provisions, 2019; the board
-  opened on 2019-07-22).
+- STAR Market ±20 %, ST included (SSE STAR Market Stock Trading Special Provisions, 2019). The
+  board opened on 2019-07-22.
 - Beijing Stock Exchange ±30 % (BSE Trading Rules, 2021; opened 2021-11-15).
-- Listing days (IPO or relisting): no limit on the first 5 sessions on STAR; on ChiNext for listings
-  from 2020-08-24; on the main board for listings from 2023-04-10 (the first registration-based
-  main-board IPOs). Before those dates ChiNext and main-board IPOs had, on the first day only, a
-  band of +44 % / -36 % around the issue price, which daily bars cannot check (no issue price): that
-  day counts as unlimited here. BSE: the first day has no limit.
+- Listing days (IPO or relisting): no limit on the first 5 sessions. This holds on STAR; on
+  ChiNext for listings from 2020-08-24; on the main board for listings from 2023-04-10 (the first
+  registration-based main-board IPOs). Before those dates ChiNext and main-board IPOs had a band of
+  +44 % / -36 % around the issue price, on the first day only. Daily bars cannot check it (no
+  issue price), so that day counts as unlimited here. BSE: the first day has no limit.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _days(dates: np.ndarray | pd.DatetimeIndex | pd.Series) -> np.ndarray:
 
 
 def limit_fraction(board: np.ndarray | int, dates: np.ndarray, st: np.ndarray | bool) -> np.ndarray:
-    """The ± limit fraction of a board on a date (ST flag where True), ignoring listing days."""
+    """The ± limit fraction of a board on a date (ST flag where True). Listing days are ignored."""
     board = np.asarray(board)
     days = _days(dates)
     st = np.asarray(st, dtype=bool)
@@ -90,15 +90,15 @@ def limit_fractions(
     listing_session: np.ndarray | float,
     list_dates: np.ndarray,
 ) -> np.ndarray:
-    """Limit fraction per cell, NaN where no limit applies (the free sessions after a listing).
+    """Limit fraction per cell. NaN where no limit applies (the free sessions after a listing).
 
-    `listing_session` counts sessions from the listing date (1 = listing day; NaN = unknown, which
-    is treated as long listed).
+    `listing_session` counts sessions from the listing date: 1 = listing day. NaN = unknown, which
+    is treated as long listed.
     """
     fraction = limit_fraction(board, dates, st)
     session = np.asarray(listing_session, dtype=float)
-    # Free sessions number 5 at most: the board and listing-date rules are looked up on those cells
-    # only.
+    # Free sessions number 5 at most. The board and listing-date rules are looked up on those
+    # cells only.
     free = np.isfinite(session) & (session >= 1) & (session <= FREE_SESSIONS_REGISTRATION)
     shape = np.broadcast_shapes(np.shape(board), np.shape(list_dates), session.shape)
     free = np.broadcast_to(free, shape)
@@ -117,7 +117,7 @@ def limit_prices_fen(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(limit-down, limit-up) in fen: reference x (1 -/+ fraction), rounded half up to the fen.
 
-    Integer arithmetic on basis points, so x.xx5 rounds up exactly as the exchanges publish it;
+    Integer arithmetic on basis points, so x.xx5 rounds up exactly as the exchanges publish it.
     NaN fractions (no limit) give (0, a very large number).
     """
     ref = np.asarray(reference_fen, dtype=np.int64)

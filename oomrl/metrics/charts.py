@@ -1,12 +1,14 @@
-"""PNG charts of a return series against the CSI 300: equity, underwater, rolling IR and friction,
-with strategy versions shaded and alerts, repairs and promotions marked.
+"""PNG charts of a return series against the CSI 300: equity, underwater, rolling IR, friction.
 
-Each chart is a `draw_*` function onto given axes (the one-page tearsheet.png reuses them) and a
-file-writing wrapper of the same name without the prefix. Rules every chart keeps (tests/metrics/
-test_chart_rules.py): no two tick labels of an axis alike; a stretch of more than MAX_JOIN_DAYS
-calendar days without a session (a holiday, a halt) is a break in the line, never a straight segment
-across it; marks closer than MIN_MARK_SPACING of the axis are drawn as one, with their count, so
-they stay legible over hundreds of sessions.
+Strategy versions are shaded; alerts, repairs and promotions are marked. Each chart is a `draw_*`
+function onto given axes (the one-page tearsheet.png reuses them). Each also has a file-writing
+wrapper of the same name without the prefix. Rules every chart keeps (tests/metrics/
+test_chart_rules.py):
+- no two tick labels of an axis alike;
+- a stretch of more than MAX_JOIN_DAYS calendar days without a session (a holiday, a halt) is a
+  break in the line, never a straight segment across it;
+- marks closer than MIN_MARK_SPACING of the axis are drawn as one, with their count. So they stay
+  legible over hundreds of sessions.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ SEVERITY_ORDER = {"critical": 0, "warning": 1}
 
 
 class DistinctPercentFormatter(PercentFormatter):
-    """PercentFormatter with as few decimals as keep every tick label of the axis distinct: ticks
-    0 %, −0.5 %, −1 % are never shown as 0 %, 0 %, −1 %."""
+    """PercentFormatter with as few decimals as keep every tick label of the axis distinct.
+
+    Ticks 0 %, −0.5 %, −1 % are never shown as 0 %, 0 %, −1 %."""
 
     def format_ticks(self, values: Any) -> list[str]:
         labels: list[str] = []
@@ -84,8 +87,10 @@ def percent_axis(ax: Axes) -> None:
 
 
 def with_gaps(series: pd.Series, max_days: int = MAX_JOIN_DAYS) -> pd.Series:
-    """The series with a NaN inside every stretch of more than `max_days` calendar days without a
-    point, so a line (or a fill) breaks there instead of bridging a holiday or a halt."""
+    """The series with a NaN inside every stretch of more than `max_days` days without a point.
+
+    Days are calendar days. So a line (or a fill) breaks there instead of bridging a holiday or a
+    halt."""
     if len(series) < 2:
         return series
     index = pd.DatetimeIndex(series.index)
@@ -97,8 +102,9 @@ def with_gaps(series: pd.Series, max_days: int = MAX_JOIN_DAYS) -> pd.Series:
 
 
 class DistinctDateFormatter(mdates.DateFormatter):
-    """Date tick labels in the shortest of DATE_FORMATS that names every tick differently: `2025`,
-    `Jul 2024`, `15 Jul`, never `Jul` for two Julys or `15` for every month's middle."""
+    """Date tick labels in the shortest of DATE_FORMATS that names every tick differently.
+
+    So `2025`, `Jul 2024`, `15 Jul`; never `Jul` for two Julys or `15` for every month's middle."""
 
     def __init__(self) -> None:
         super().__init__(DATE_FORMATS[-1])
@@ -113,8 +119,10 @@ class DistinctDateFormatter(mdates.DateFormatter):
 
 
 def date_axis(ax: Axes, dates: pd.DatetimeIndex | None = None) -> None:
-    """Daily data never gets intraday ticks: a window of few sessions is ticked on its sessions, a
-    longer one by matplotlib's date locator; labels from DistinctDateFormatter."""
+    """Daily data never gets intraday ticks.
+
+    A window of few sessions is ticked on its sessions. A longer one is ticked by matplotlib's date
+    locator. Labels come from DistinctDateFormatter."""
     if dates is not None and 0 < len(dates) <= FEW_SESSIONS:
         locator: Any = FixedLocator(mdates.date2num(dates))
     else:
@@ -169,9 +177,10 @@ def _shade(ax: Axes, phases: list[Phase] | None) -> None:
 def clusters(
     marks: list[Mark], start: float, end: float, spacing: float = MIN_MARK_SPACING
 ) -> list[list[Mark]]:
-    """Marks in date order, grouped while within `spacing` of the axis (from `start` to `end`, in
-    matplotlib date numbers) of their group's first mark: the groups' first marks, where their
-    markers stand, are then at least `spacing` apart."""
+    """Marks in date order, grouped while within `spacing` of the axis of their group's first mark.
+
+    The axis runs from `start` to `end`, in matplotlib date numbers. The groups' first marks, where
+    their markers stand, are then at least `spacing` apart."""
     width = max(end - start, 1e-9)
     groups: list[list[Mark]] = []
     for mark in sorted(marks, key=lambda m: m.date):
@@ -186,8 +195,9 @@ def clusters(
 
 
 def _marker(ax: Axes, group: list[Mark], y: float, style: dict[str, Any], label: str) -> None:
-    """One marker for a group of marks, on its first mark's date; its count beside it when it stands
-    for more than one."""
+    """One marker for a group of marks, on its first mark's date.
+
+    Its count stands beside it when it stands for more than one."""
     first = group[0]
     transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
     ax.plot(
@@ -214,11 +224,15 @@ def _marker(ax: Axes, group: list[Mark], y: float, style: dict[str, Any], label:
 
 
 def _mark(ax: Axes, marks: list[Mark] | None) -> None:
-    """Alerts as triangles along the bottom, repairs as diamonds along the top, promotions as
-    labelled dashed lines, a probation's start (dotted) and decision (dash-dot) as labelled lines
-    lower down (a decision sits a session before the promotion it makes); each kind appears once in
-    the legend. Alerts (and repairs) closer than MIN_MARK_SPACING of the axis share one marker, in
-    the most severe alert's colour and labelled with their count. Call after set_xlim."""
+    """Alerts, repairs, promotions and probations; each kind once in the legend.
+
+    Call after set_xlim.
+
+    Alerts are triangles along the bottom; repairs are diamonds along the top. Promotions are
+    labelled dashed lines. A probation's start (dotted) and decision (dash-dot) are labelled lines
+    lower down. A decision sits a session before the promotion it makes. Alerts (and repairs)
+    closer than MIN_MARK_SPACING of the axis share one marker. It takes the most severe alert's
+    colour and is labelled with their count."""
     seen: set[str] = set()
 
     def once(name: str) -> str:

@@ -1,5 +1,6 @@
-"""The paper broker: turns orders into fills under a market's friction and lot rules, vectorised
-over a day's symbols."""
+"""The paper broker: turns orders into fills under a market's friction and lot rules.
+
+It is vectorised over a day's symbols."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class Unfilled(IntEnum):
 
 
 REASON_NAMES = np.array([code.name.lower() for code in Unfilled])
-# Object arrays of str, what a frame holds: a frame of numpy str arrays converts them cell by cell.
+# Object arrays of str, what a frame holds. A frame of numpy str arrays converts them cell by cell.
 REASON_LABELS = REASON_NAMES.astype(object)
 SIDE_LABELS = np.array(["sell", "buy"], dtype=object)
 FEE_FIELDS = ("commission", "stamp_duty", "transfer_fee")
@@ -62,8 +63,9 @@ class Execution:
 
     @cached_property
     def cash_delta_fen(self) -> np.ndarray:
-        """Signed cash change per symbol in fen: sells bring value less fees, buys cost value plus
-        fees."""
+        """Signed cash change per symbol in fen.
+
+        Sells bring value less fees; buys cost value plus fees."""
         return settled_fen(self.filled, self.value, self.fees)
 
     @property
@@ -102,17 +104,19 @@ class Execution:
         return {"date": _dates(len(rows), self.date), "symbol": _names(symbols, rows), **cells}
 
 
-# Executions stacked at a time when tabulating a replay: bounds the memory of the (events x symbols)
-# stacks.
+# Executions stacked at a time when tabulating a replay. Bounds the memory of the
+# (events x symbols) stacks.
 TABLE_BLOCK = 128
 
 
 def session_tables(
     executions: list[Execution], dates: np.ndarray, names: np.ndarray
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Fill and order columns of many executions, in session then symbol order: what concatenating
-    each one's fill_columns / order_columns gives (empty dicts when nothing filled / was ordered),
-    in a few array operations per block of executions instead of some thirty per session."""
+    """Fill and order columns of many executions, in session then symbol order.
+
+    The result is what concatenating each one's fill_columns / order_columns gives. Those are
+    empty dicts when nothing filled / was ordered. It takes a few array operations per block of
+    executions instead of some thirty per session."""
     fills: list[dict[str, np.ndarray]] = []
     orders: list[dict[str, np.ndarray]] = []
     for begin in range(0, len(executions), TABLE_BLOCK):
@@ -135,8 +139,10 @@ def session_tables(
 
 
 def _stacked(block: list[Execution], field: str) -> np.ndarray:
-    """One Execution field of a block of executions as an (executions x symbols) array (np.stack's
-    result, by one concatenation: np.stack expands every array in Python first)."""
+    """One Execution field of a block of executions as an (executions x symbols) array.
+
+    That is np.stack's result, by one concatenation. np.stack expands every array in Python
+    first."""
     return np.concatenate([getattr(e, field) for e in block]).reshape(
         len(block), len(block[0].requested)
     )
@@ -181,15 +187,16 @@ def _order_cells(
         "side": SIDE_LABELS[(requested > 0).view(np.int8)],
         "requested": np.abs(requested).astype(np.int64),
         "filled": np.abs(filled).astype(np.int64),
-        # A sell may take a little more than asked (a remainder under the minimum goes with it).
+        # A sell may take a little more than asked: a remainder under the minimum goes with it.
         "unfilled": np.maximum(np.abs(requested) - np.abs(filled), 0).astype(np.int64),
         "reason": REASON_LABELS[_cells(block, "reason", event, rows)],
     }
 
 
 def settled_fen(filled: np.ndarray, value: np.ndarray, fees: np.ndarray) -> np.ndarray:
-    """Signed cash change per fill in fen: sells bring value less fees, buys cost value plus
-    fees."""
+    """Signed cash change per fill in fen.
+
+    Sells bring value less fees; buys cost value plus fees."""
     value_fen = np.rint(value * 100).astype(np.int64)
     fees_fen = np.rint(fees * 100).astype(np.int64)
     return np.where(
@@ -244,17 +251,17 @@ class Side:
     fees: np.ndarray  # (3, n) commission, tax, transfer fee
 
     def settled_fen(self, buy: bool) -> int:
-        """What the buys cost (value plus fees) or the sells bring (value less fees), in fen."""
+        """In fen: what the buys cost (value plus fees) or the sells bring (value less fees)."""
         fees = self.fees[0] + self.fees[1] + self.fees[2]
         return int(np.rint((self.value + fees if buy else self.value - fees) * 100).sum())
 
 
 class PaperBroker:
-    """Fills orders on one session of a MarketFrames under its market's rules; cash never goes
-    negative.
+    """Fills orders on one session of a MarketFrames under its market's rules.
 
-    `execute` runs the compiled loop of oomrl.portfolio.broker_kernel when numba is there (same
-    results to the bit), else these numpy rules; `kernel=False` forces the numpy rules.
+    Cash never goes negative. `execute` runs the compiled loop of oomrl.portfolio.broker_kernel
+    when numba is there (same results to the bit). Else it runs these numpy rules.
+    `kernel=False` forces the numpy rules.
     """
 
     def __init__(self, market: MarketFrames, rules: FrictionRules, kernel: bool = True) -> None:
@@ -277,8 +284,9 @@ class PaperBroker:
     def orders_for_weights(
         self, t: int, weights: np.ndarray, held: np.ndarray, nav: float
     ) -> np.ndarray:
-        """Signed share orders that move `held` towards target `weights` of `nav`, sized on t-1's
-        raw close."""
+        """Signed share orders that move `held` towards target `weights` of `nav`.
+
+        They are sized on t-1's raw close."""
         reference = self._reference(t)
         with np.errstate(invalid="ignore", divide="ignore"):
             target = np.where(
@@ -334,7 +342,7 @@ class PaperBroker:
         adv_shares = adv_shares.astype(np.int64)
         self._cap(reason, qty, orders != 0, adv_shares, Unfilled.ADV_CAP)
         qty = self._lots(reason, qty, buys, sells, np.minimum(sellable, adv_shares), sellable)
-        # Each side is priced on its own symbols only; cash sums are integer fen, so they are exact.
+        # Each side is priced on its own symbols only. Cash sums are integer fen, so they are exact.
         day = m.dates[t]
         buy_tax, sell_tax = rules.tax_rates(day.date())
         sold, bought = np.flatnonzero(sells), np.flatnonzero(buys)
@@ -385,15 +393,17 @@ class PaperBroker:
         return self._execution(t, orders, cash_fen, fills)
 
     def _reference(self, t: int) -> np.ndarray:
-        """The raw prices orders for session t are sized on: t-1's last close (t's fill price at t =
-        0)."""
+        """The raw prices orders for session t are sized on.
+
+        That is t-1's last close (t's fill price at t = 0)."""
         return cast(
             np.ndarray, self.market.last_close[t - 1] if t > 0 else self.market.fill_price[t]
         )
 
     def _check_lengths(self, **arrays: np.ndarray | None) -> None:
-        """ValueError unless every array has one entry per symbol (the compiled loop does not check
-        its bounds: a short array would be read past its end)."""
+        """ValueError unless every array has one entry per symbol.
+
+        The compiled loop does not check its bounds: a short array would be read past its end."""
         count = len(self.market.symbols)
         for name, values in arrays.items():
             if values is not None and np.shape(values) != (count,):
@@ -426,9 +436,11 @@ class PaperBroker:
 
     @cached_property
     def _kernel_sessions(self) -> list[np.ndarray]:
-        """The (sessions x symbols) arrays the kernels read, as writable C-ordered arrays (copies of
-        column-major results and of read-only broadcasts): each session is then a contiguous row,
-        the one argument layout the kernels are compiled for and loaded with at import."""
+        """The (sessions x symbols) arrays the kernels read, as writable C-ordered arrays.
+
+        Column-major results and read-only broadcasts are copied. Each session is then a
+        contiguous row. That is the one argument layout the kernels are compiled for and loaded
+        with at import."""
         m = self.market
         return [
             _kernel_layout(values)
@@ -474,8 +486,10 @@ class PaperBroker:
     def _blocked(
         self, t: int, active: np.ndarray, buys: np.ndarray, sells: np.ndarray, adv: np.ndarray
     ) -> np.ndarray:
-        """Unfilled code of orders that cannot trade at all; the first reason in this order wins:
-        suspended, limit-up (buys), limit-down (sells), no ADV."""
+        """Unfilled code of orders that cannot trade at all.
+
+        The first reason in this order wins: suspended, limit-up (buys), limit-down (sells), no
+        ADV."""
         m = self.market
         reason = np.where(active & ~(np.isfinite(adv) & (adv > 0)), Unfilled.NO_ADV.value, 0)
         reason = np.where(sells & m.at_limit_down[t], Unfilled.LIMIT_DOWN.value, reason)
@@ -499,9 +513,10 @@ class PaperBroker:
         cap: np.ndarray,
         sellable: np.ndarray,
     ) -> np.ndarray:
-        """Legal sizes per board (oomrl.market.lots): buys round down; a sell that would leave less
-        than the minimum takes the whole sellable position when the caps allow, else leaves >=
-        minimum."""
+        """Legal sizes per board (oomrl.market.lots).
+
+        Buys round down. A sell that would leave less than the minimum takes the whole sellable
+        position when the caps allow. Else it leaves >= minimum."""
         m = self.market
         bought = round_buy(qty, m.lot_minimum, m.lot_step)
         sold = round_sell(qty, sellable, m.lot_minimum, m.lot_step)
@@ -547,8 +562,8 @@ class PaperBroker:
         """The Execution over all symbols, from the priced sides (positions, Side)."""
         count = len(orders)
         qty = np.abs(filled)
-        # A symbol without a fill is quoted as a sell of nothing (the price column of an unfilled
-        # order).
+        # A symbol without a fill is quoted as a sell of nothing. That is the price column of an
+        # unfilled order.
         realized = np.maximum(
             quote.price * (1 - self.rules.impact_at(quote.scale, np.zeros(count))), quote.floor
         )

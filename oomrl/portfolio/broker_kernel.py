@@ -1,14 +1,14 @@
 """The paper broker's fill rules as one compiled loop over a session's symbols (numba), for replays.
 
-`oomrl.portfolio.broker.PaperBroker` keeps the same rules as vectorised numpy, which is what runs
-when numba is not installed or `OOMRL_BROKER_KERNEL=0`; both give the same fills, prices, fees and
+`oomrl.portfolio.broker.PaperBroker` keeps the same rules as vectorised numpy. That is what runs
+when numba is not installed or `OOMRL_BROKER_KERNEL=0`. Both give the same fills, prices, fees and
 cash to the last bit (tests/portfolio/test_broker_kernel.py compares them). Why a loop: a rebalance
-touches a few hundred symbols, where ~250 small numpy calls cost far more than the arithmetic they
+touches a few hundred symbols. There ~250 small numpy calls cost far more than the arithmetic they
 do.
 
-Exactness: every step below is the numpy broker's expression in the same order of operations (IEEE
-+, -, x, /, sqrt and floor are correctly rounded in both; numba does not contract a*b+c into a fused
-multiply-add unless asked to), and cash sums are integers.
+Exactness: every step below is the numpy broker's expression in the same order of operations.
+IEEE +, -, x, /, sqrt and floor are correctly rounded in both. numba does not contract a*b+c into
+a fused multiply-add unless asked to. Cash sums are integers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 
 # Unfilled codes (oomrl.portfolio.broker.Unfilled), as plain ints for the compiled code.
 NONE, SUSPENDED, LIMIT_UP, LIMIT_DOWN, T_PLUS_ONE, LOT, ADV_CAP, NO_ADV, CASH = range(9)
-# At most this many passes shrink the buys until they fit the cash (each pass is exact; 2 suffice).
+# At most this many passes shrink the buys until they fit the cash. Each pass is exact; 2 suffice.
 CASH_PASSES = 4
 FLOAT_MAX = float(np.finfo(np.float64).max)
 LOG = logging.getLogger(__name__)
@@ -94,9 +94,10 @@ def _price_one(
     participation: np.ndarray,
     fees: np.ndarray,
 ) -> int:
-    """Price, value, participation and fees of `q` shares of symbol i on one side; returns the
-    settled fen (value plus fees for a buy, less fees for a sell), as broker.Side.settled_fen adds
-    it up."""
+    """Price, value, participation and fees of `q` shares of symbol i on one side.
+
+    Returns the settled fen, as broker.Side.settled_fen adds it up: value plus fees for a buy,
+    less fees for a sell."""
     share = (q * price[i]) / adv[i] if q > 0 else 0.0
     rate = half_spread + scale[i] * math.sqrt(max(_finite(share), 0.0))
     if buy:
@@ -140,8 +141,10 @@ def fill_session(
     buy_tax: float,
     sell_tax: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """PaperBroker.execute on one session's rows: (filled, realized, value, participation, fees (3,
-    n), impact, reason, cash after in fen)."""
+    """PaperBroker.execute on one session's rows.
+
+    Returns (filled, realized, value, participation, fees (3, n), impact, reason, cash after in
+    fen)."""
     n = len(orders)
     qty = np.abs(orders)
     reason = np.zeros(n, dtype=np.int64)
@@ -450,11 +453,11 @@ KERNEL_FUNCTIONS = (
 
 
 def _compile() -> dict[str, Callable[..., Any]] | None:
-    """fill_session and trade_weights compiled with numba (cached on disk where a cache directory is
-    writable), or None.
+    """fill_session and trade_weights compiled with numba, or None.
 
-    The compiled functions are clones of the ones above in their own namespace, so the plain Python
-    `fill_session` stays what it is (tests run it too: numba's machine code reports no coverage).
+    They are cached on disk where a cache directory is writable. The compiled functions are clones
+    of the ones above in their own namespace. So the plain Python `fill_session` stays what it is.
+    Tests run it too: numba's machine code reports no coverage.
     """
     from oomrl.settings import RuntimeSettings
 
@@ -466,7 +469,7 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
     except ImportError:
         return None
     # Without a writable cache directory (a read-only sandbox), or with a damaged cache file, the
-    # kernels are compiled in this process instead; when even that fails the numpy broker runs.
+    # kernels are compiled in this process instead. When even that fails, the numpy broker runs.
     for cache in (True, False):
         namespace = dict(globals())
         try:
@@ -496,9 +499,11 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
 
 
 def _load(kernels: dict[str, Callable[..., Any]]) -> None:
-    """Call each kernel once on one symbol, so its machine code is loaded (or compiled, the first
-    time on a machine) when this module is imported rather than inside the first replay. The
-    argument types are the ones PaperBroker passes (C-contiguous rows), so no replay compiles a
+    """Call each kernel once on one symbol, so its machine code is loaded at import.
+
+    The first time on a machine, it is compiled. Either way, that happens when this module is
+    imported, not inside the first replay. The
+    argument types are the ones PaperBroker passes (C-contiguous rows). So no replay compiles a
     second version."""
     prices, shares, flags = np.ones(1), np.ones(1, dtype=np.int64), np.ones(1, dtype=np.bool_)
     rules = (0.1, 1.0, 0.0005, 0.00025, 5.0, 0.00001, 0.0, 0.0005)

@@ -1,10 +1,10 @@
 """Strategies run in a strategy host: the engine's only way to reach a workspace's code (S).
 
-A StrategySource names a strategy in a workspace; `open` starts its host (the same jail as the
+A StrategySource names a strategy in a workspace. `open` starts its host (the same jail as the
 gate's) and gives a StrategyRunner bound to one market. The runner writes market rows into memory
-the host maps read-only, only up to each decision date (a later row is not written yet when S
-decides), asks for the schedule in batches, and checks the weights it gets back itself (plain
-data: symbol positions and floats). Nothing of S is imported here.
+the host maps read-only. It writes them only up to each decision date, so a later row is not
+written yet when S decides. It asks for the schedule in batches. It checks the weights it gets
+back itself (plain data: symbol positions and floats). Nothing of S is imported here.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ UNSAFE_JAIL = "none (OOMRL_UNSAFE_NO_JAIL=1: strategy code ran on the host, unja
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision as a runner was asked it (session t, book, members) and the weights it
+    """One decision as a runner asked it (session t, book, members). Also the weights it
     returned."""
 
     t: int
@@ -88,8 +88,8 @@ def weights_array(
 ) -> np.ndarray:
     """Validated long-only weights per market symbol from a decision's plain answer.
 
-    The rules of strategy_api.check_weights (finite, >= 0, sum <= 1, zeros dropped), applied to
-    arrays the receiving side decoded itself; symbols must be the market's.
+    The rules of strategy_api.check_weights apply: finite, >= 0, sum <= 1, zeros dropped. They
+    apply to arrays the receiving side decoded itself. Symbols must be the market's.
     """
     count = len(market.symbols)
     if not (
@@ -134,11 +134,11 @@ def weights_array(
 
 
 class SharedMarket:
-    """The market rows a host may read: a memory file this side fills row by row, up to a decision
-    date.
+    """The market rows a host may read: a memory file filled row by row, up to a decision date.
 
-    Layout: the session days (int64 ns) then one (sessions x symbols) float64 array per field. The
-    host gets a read-only descriptor, so it can neither write the rows nor see one not written yet.
+    Layout: the session days (int64 ns), then one (sessions x symbols) float64 array per field.
+    The host gets a read-only descriptor. So it can neither write the rows nor see an unwritten
+    one.
     """
 
     def __init__(self, market: MarketFrames) -> None:
@@ -174,12 +174,13 @@ class SharedMarket:
         self.written = stop
 
     def prefault(self, stop: int) -> None:
-        """Map in the pages of the rows up to `stop` without writing them (they stay zeros, as any
-        unwritten row is), so a later write finds them ready: called while the host works.
+        """Map in the pages of the rows up to `stop` without writing them: called while the host
+        works.
 
-        A fresh memory file's pages are allocated on first touch, one fault each, which is most of
-        the cost of writing a replay's rows. MADV_POPULATE_WRITE (Linux 5.14) allocates a range
-        in one call without changing what it holds; where the kernel lacks it, pages fault in when
+        The pages stay zeros, as any unwritten row is, so a later write finds them ready. A fresh
+        memory file's pages are allocated on first touch, one fault each. That is most of the cost
+        of writing a replay's rows. MADV_POPULATE_WRITE (Linux 5.14) allocates a range in one call.
+        It does not change what the range holds. Where the kernel lacks it, pages fault in when
         they are first written, as before.
         """
         if stop <= self.faulted or self.faulted < 0:
@@ -200,18 +201,19 @@ class SharedMarket:
         self.faulted = stop
 
     def close(self, reuse: bool = True) -> None:
-        """Give the memory back: kept for the next market of its size (zeroed before it is handed
-        out again) once the host that mapped it has stopped; `reuse` False (a host that may still
-        run holds it) unmaps it."""
+        """Give the memory back. It is kept for the next market of its size once its host stopped.
+
+        It is zeroed before it is handed out again. `reuse` False unmaps it: a host that may still
+        run holds it."""
         self.days = self.data = None  # type: ignore[assignment]
         _release(self.size, self.memory, self.readonly, reuse)
 
 
-# Memory files of closed markets, kept for the next market of the same size: a fresh file's pages
-# are allocated as its rows are first written (~1 ms per MiB, a tenth of a W1 replay), a kept
-# one's are in place. A kept file is zeroed whole before it is handed out again, so no row of an
-# earlier market (a later date, another window) reaches the next host; only exact sizes are reused,
-# so a host can map nothing beyond the market it is given.
+# Memory files of closed markets, kept for the next market of the same size. A fresh file's pages
+# are allocated as its rows are first written (~1 ms per MiB, a tenth of a W1 replay). A kept
+# one's are in place. A kept file is zeroed whole before it is handed out again. So no row of an
+# earlier market (a later date, another window) reaches the next host. Only exact sizes are
+# reused, so a host can map nothing beyond the market it is given.
 POOL_FILES = 2
 POOL_BYTES = 512 << 20
 _POOL: list[tuple[int, Any, int]] = []  # (size, mapping, read-only descriptor)
@@ -219,8 +221,8 @@ _POOL_LOCK = threading.Lock()
 
 
 def _acquire(size: int) -> tuple[Any, int, bool]:
-    """A writable mapping of a memory file of `size` zero bytes, its read-only descriptor, and
-    whether it was kept from an earlier market."""
+    """A writable mapping of a memory file of `size` zero bytes and its read-only descriptor.
+    Also whether it was kept from an earlier market."""
     import mmap
 
     with _POOL_LOCK:
@@ -271,7 +273,7 @@ class HostedRunner:
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
     waiting: Question | None = None  # a question whose book the host still waits for
-    # The calendar dependence S declares (its `calendar`): what the date probe keeps
+    # The calendar dependence S declares (its `calendar`). The date probe keeps it.
     calendar: str = "weekly"
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -279,8 +281,8 @@ class HostedRunner:
         return cast("dict[str, Any]", self._guard(lambda: self.host.request(message)))
 
     def _in_step(self) -> None:
-        """Refuse a request while the host waits for a question's book (it would read it as the
-        book)."""
+        """Refuse a request while the host waits for a question's book. It would read the
+        request as the book."""
         if self.waiting is not None and not self.waiting.sent:
             raise StrategyHostError(
                 f"strategy {self.name}: a request was made before the book of "
@@ -300,8 +302,8 @@ class HostedRunner:
             raise StrategyHostError(f"strategy {self.name}: {exc}") from None
 
     def _send_rows(self, stop: int) -> None:
-        """Write rows up to `stop` ahead of the decision on session `stop` (the host is told
-        then)."""
+        """Write rows up to `stop` ahead of the decision on session `stop`. The host is told
+        then."""
         assert self.shared is not None
         self.shared.write(stop)
         self.sent = max(self.sent, stop)
@@ -362,14 +364,16 @@ class HostedRunner:
         nav: float,
         members: list[str] | None,
     ) -> Callable[[], np.ndarray]:
-        """Send the question of `weights` and return what takes its answer: the caller works
-        meanwhile, while the host decides (the answer is checked when taken, as `weights` checks
-        it)."""
+        """Send the question of `weights` and return what takes its answer.
+
+        The caller works while the host decides. The answer is checked when taken, as `weights`
+        checks it."""
         return self.question(t, members, book_follows=False).book(held, held_weights, nav)
 
     def next_due(self, t: int, last: date | None) -> int | None:
-        """The first session >= t the schedule already answered as due after `last`, or None when
-        the answer in hand does not reach that far (nothing is asked of the host)."""
+        """The first session >= t the schedule already answered as due after `last`.
+
+        None when the answer in hand does not reach that far. Nothing is asked of the host."""
         cached = self._due
         if not cached or cached["last"] != last or not cached["flags"][-1]:
             return None
@@ -377,11 +381,11 @@ class HostedRunner:
         return due if due >= t else None
 
     def question(self, t: int, members: list[str] | None, book_follows: bool = True) -> Question:
-        """Write the rows up to session t and ask for its weights; the book follows
+        """Write the rows up to session t and ask for its weights. The book follows
         (`Question.book`).
 
-        With `book_follows` the question goes now and the host starts deciding while the caller
-        trades and marks its way to the decision date; the host reads the book when S first needs
+        With `book_follows` the question goes now. The host starts deciding while the caller
+        trades and marks its way to the decision date. The host reads the book when S first needs
         it.
         """
         self._in_step()
@@ -428,8 +432,10 @@ class HostedRunner:
 
 @dataclass
 class Question:
-    """A decision asked of a host whose book (holdings, NAV) is still to be sent: `book` sends it
-    and returns what takes the answer; `drop` answers it with any book and forgets the weights."""
+    """A decision asked of a host whose book (holdings, NAV) is still to be sent.
+
+    `book` sends it and returns what takes the answer. `drop` answers it with any book and
+    forgets the weights."""
 
     runner: HostedRunner
     t: int
@@ -467,8 +473,10 @@ class Question:
         return Answer(self, held, held_weights, nav)
 
     def drop(self) -> None:
-        """Answer a question the caller no longer needs (its replay halted first): the host gets an
-        empty book and its weights are read and forgotten, so the channel stays in step."""
+        """Answer a question the caller no longer needs (its replay halted first).
+
+        The host gets an empty book. Its weights are read and forgotten, so the channel stays in
+        step."""
         if self.sent:
             return
         self.sent = True
@@ -487,8 +495,10 @@ class Question:
 
 @dataclass
 class Answer:
-    """What takes a decision's answer: `reply` receives it and remembers the schedule it carries (so
-    the next question can go out at once); calling it also checks the weights and returns them."""
+    """What takes a decision's answer.
+
+    `reply` receives it and remembers the schedule it carries, so the next question can go out at
+    once. Calling it also checks the weights and returns them."""
 
     question: Question
     held: np.ndarray
@@ -536,7 +546,7 @@ class Answer:
 
 
 def jail_lock(unsafe_no_jail: bool = False) -> tuple[Any, str]:
-    """The lock strategy hosts run under, and how outputs name it; refuse when there is none."""
+    """The lock strategy hosts run under, and how outputs name it. Refuse when there is none."""
     from guardrails.errors import GateSetupError
     from guardrails.sandbox import HashOnlyLock, select_lock
 
@@ -586,9 +596,10 @@ class WorkspaceStrategy:
         record: bool = False,
         schedule_ahead: bool = True,
     ) -> HostedRunner:
-        """A runner in a new host; `record` keeps its decisions (`runner.decisions`),
-        `schedule_ahead` False asks nothing along with a decision (the host then sees no row after
-        it)."""
+        """A runner in a new host. `record` keeps its decisions (`runner.decisions`).
+
+        `schedule_ahead` False asks nothing along with a decision. The host then sees no row after
+        it."""
         host, jail = self.start()
         try:
             handle, _, calendar = open_in(host, self.name, params)
@@ -659,8 +670,10 @@ class WorkspaceStrategy:
 def open_in(
     host: Any, name: str, params: Mapping[str, Any] | None
 ) -> tuple[int, dict[str, Any], str]:
-    """Open strategy `name` in a started host: its handle, its normalized parameters and the
-    calendar it declares ("weekly" unless it says "monthly")."""
+    """Open strategy `name` in a started host.
+
+    Returns its handle, its normalized parameters and the calendar it declares ("weekly" unless it
+    says "monthly")."""
     try:
         answer = host.request(
             {"op": "open", "strategy": name, "params": wire.to_plain(dict(params or {}))}

@@ -1,13 +1,13 @@
 """Market arrays the broker needs, computed once per panel: raw prices, limits, lots, ADV,
 volatility, corporate actions.
 
-Prices arrive adjusted (Qlib's convention: adjusted = raw x factor) with a `factor` panel. The
-broker trades, sizes lots, charges fees and checks limits on raw prices (adjusted / factor, rounded
-to the tick); strategies see the adjusted panels; a change of factor between two sessions is a
-corporate action (dividend or share change) that keeps the book's value on adjusted returns. Where
-the factor is unknown the nearest known one of the same symbol is used (so an unknown stretch has no
-spurious corporate action) and `factor_known` says where that happened; without any factor, raw =
-adjusted.
+Prices arrive adjusted with a `factor` panel (Qlib's convention: adjusted = raw x factor). The
+broker trades, sizes lots, charges fees and checks limits on raw prices. Raw is adjusted / factor,
+rounded to the tick. Strategies see the adjusted panels. A change of factor between two sessions
+is a corporate action (dividend or share change). It keeps the book's value on adjusted returns.
+Where the factor is unknown, the nearest known one of the same symbol is used. So an unknown
+stretch has no spurious corporate action, and `factor_known` says where that happened. Without
+any factor, raw = adjusted.
 """
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ def panels_from_bars(bars: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -> np.ndarray:
-    """Round prices (divided by `factor` first, when given) to the market's tick (half away from
-    zero, as prices are positive)."""
+    """Round prices to the market's tick, half away from zero, as prices are positive.
+
+    Prices are divided by `factor` first, when given."""
     values = np.asarray(prices, dtype=float)
     return _to_tick_in_place(
         np.asarray(values / tick if factor is None else values / factor),
@@ -73,11 +74,10 @@ def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -
 
 
 def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np.ndarray:
-    """`out` (already / tick when `divided`) rounded to the tick in place: floor(out / tick + 0.5 +
-    1e-9) * tick.
+    """`out` rounded to the tick in place: floor(out / tick + 0.5 + 1e-9) * tick.
 
-    Step by step in the one array: the same float operations in the same order as the one-line
-    formula, without a temporary array per step.
+    `out` is already / tick when `divided`. Step by step in the one array: the same float
+    operations in the same order as the one-line formula. No temporary array per step.
     """
     if not divided:
         out /= tick
@@ -89,8 +89,9 @@ def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np
 
 
 class Panels(dict[str, pd.DataFrame]):
-    """The strategy fields' panels, aligned to the market's sessions and symbols, with their arrays
-    read once: what a strategy host is sent, row by row, up to each decision date."""
+    """The strategy fields' panels, aligned to the market's sessions and symbols, arrays read once.
+
+    This is what a strategy host is sent, row by row, up to each decision date."""
 
     def __init__(self, frames: Mapping[str, pd.DataFrame]) -> None:
         super().__init__(frames)
@@ -99,7 +100,7 @@ class Panels(dict[str, pd.DataFrame]):
 
 @dataclass
 class MarketFrames:
-    """Aligned (T x N) arrays of one market; index t is a session, column i a symbol. Prices are
+    """Aligned (T x N) arrays of one market. Index t is a session, column i a symbol. Prices are
     raw."""
 
     dates: pd.DatetimeIndex
@@ -134,8 +135,8 @@ class MarketFrames:
         dates, symbols = _axes(panels["close"])
         aligned = {f: _aligned(p, dates, symbols) for f, p in panels.items()}
         adjusted = aligned["close"].to_numpy()
-        # The smallest price first (one pass, NaN skipped); cells are looked at only when it is not
-        # positive.
+        # The smallest price first (one pass, NaN skipped). Cells are looked at only when it is
+        # not positive.
         if np.fmin.reduce(adjusted, axis=None, initial=np.inf) <= 0 and np.any(
             (adjusted <= 0) & np.isfinite(adjusted)
         ):
@@ -263,8 +264,9 @@ class MarketFrames:
 
 
 def _traded_value(close: np.ndarray, volume: np.ndarray, amount: pd.DataFrame | None) -> np.ndarray:
-    """Traded value per cell: the amount, else close x volume; column-major, the layout
-    rolling_by_column lays end to end (so it needs no copy)."""
+    """Traded value per cell: the amount, else close x volume.
+
+    Column-major: the layout rolling_by_column lays end to end, so it needs no copy."""
     traded = np.multiply(close, volume, out=np.empty(close.shape, order="F"))
     if amount is not None:
         given = amount.to_numpy()
@@ -307,8 +309,9 @@ def _fill_prices(
 
 
 def _or_close(prices: np.ndarray, close: np.ndarray) -> np.ndarray:
-    """`prices` with close where they are not finite (no copy when all are, or when they are the
-    close)."""
+    """`prices` with close where they are not finite.
+
+    No copy when all are finite, or when they are the close."""
     if prices is close or np.isfinite(prices).all():
         return prices
     return np.where(np.isfinite(prices), prices, close)
@@ -364,8 +367,9 @@ def _limits(
 
 
 def _constant(value: float | bool, shape: tuple[int, ...]) -> np.ndarray:
-    """A read-only array of one value (float, or bool) without the memory of one: nothing writes to
-    the frames."""
+    """A read-only array of one value (float, or bool) without the memory of one.
+
+    Nothing writes to the frames."""
     return np.broadcast_to(np.array(value, dtype=bool if isinstance(value, bool) else float), shape)
 
 
@@ -393,8 +397,9 @@ def _fractions(
     dates: pd.DatetimeIndex,
     symbols: pd.Index,
 ) -> np.ndarray:
-    """Limit fractions, (T x N) or (1 x N) when `override` gives every column's: the rules',
-    overridden per symbol."""
+    """Limit fractions, (T x N), or (1 x N) when `override` gives every column's.
+
+    The rules' fractions, overridden per symbol."""
     columns = (
         [i for i, symbol in enumerate(symbols) if symbol in override]
         if override is not None
@@ -430,8 +435,8 @@ def _fractions(
 def _aligned(panel: pd.DataFrame, dates: pd.DatetimeIndex, symbols: pd.Index) -> pd.DataFrame:
     """`panel` on the sessions and symbols of the close panel, as float.
 
-    A float panel that has them already keeps its data (reindex would copy it): build only reads the
-    panels, and a frame with the same data and the very axes reindex gives is the frame it returns.
+    A float panel that has them already keeps its data (reindex would copy it). Build only reads
+    the panels. A frame with the same data and the very axes reindex gives is the frame it returns.
     """
     if panel.index.equals(dates) and panel.columns.equals(symbols):
         values = panel.to_numpy()
@@ -446,8 +451,9 @@ def _raw_prices(
     factor: np.ndarray | None,
     tick: float,
 ) -> dict[str, np.ndarray]:
-    """Raw open, high, low and close on the tick; fields given as one and the same panel are
-    converted once."""
+    """Raw open, high, low and close on the tick.
+
+    Fields given as one and the same panel are converted once."""
     raw: dict[str, np.ndarray] = {}
     for field in ("open", "high", "low", "close"):
         if field in aligned:
@@ -459,8 +465,9 @@ def _raw_prices(
 
 
 def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
-    """Sorted session dates and the symbols of the close panel (sorting a copy only when out of
-    order)."""
+    """Sorted session dates and the symbols of the close panel.
+
+    A copy is sorted only when out of order."""
     if not close.index.is_monotonic_increasing:
         close = close.sort_index()
     return pd.DatetimeIndex(close.index), close.columns
@@ -469,8 +476,10 @@ def _axes(close: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.Index]:
 def _factors(
     factor_df: pd.DataFrame | None, shape: tuple[int, ...]
 ) -> tuple[np.ndarray | None, np.ndarray]:
-    """Adjustment factor per cell, each unknown one the nearest known of its symbol, else 1 (None:
-    no factor panel, raw = adjusted); and where the factor is known."""
+    """Adjustment factor per cell, and where the factor is known.
+
+    Each unknown one is the nearest known of its symbol, else 1. None: no factor panel, raw =
+    adjusted."""
     if factor_df is None:
         return None, _constant(False, shape)
     values = factor_df.to_numpy()
@@ -483,8 +492,9 @@ def _factors(
 
 
 def _ffill(values: np.ndarray) -> np.ndarray:
-    """Each column's last known value carried forward over NaN (pandas' ffill); `values` itself when
-    none is NaN."""
+    """Each column's last known value carried forward over NaN (pandas' ffill).
+
+    `values` itself when none is NaN."""
     if np.isnan(values).any():
         return cast(np.ndarray, pd.DataFrame(values).ffill().to_numpy())
     return values
@@ -521,9 +531,10 @@ def _action_ratio(factor: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarr
 
 
 class ColumnWindows(BaseIndexer):
-    """The `window_size` rows before each row (not the row itself) of a (T x N) panel flattened
-    column by column (column-major): a window never reaches into the column before, and a column's
-    first row has an empty one."""
+    """The `window_size` rows before each row (not the row itself) of a (T x N) panel.
+
+    The panel is flattened column by column (column-major). A window never reaches into the column
+    before. A column's first row has an empty one."""
 
     def __init__(self, rows: int, window_size: int) -> None:
         super().__init__(window_size=window_size)
@@ -558,15 +569,14 @@ class ColumnWindows(BaseIndexer):
 def rolling_by_column(
     values: np.ndarray, windows: ColumnWindows, min_periods: int, statistic: Literal["mean", "std"]
 ) -> np.ndarray:
-    """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit, in one
-    pandas call.
+    """DataFrame(values).rolling(window, min_periods).<statistic>().shift(1), bit for bit.
 
-    pandas runs its rolling kernels column by column, with a Python round trip per column. Here the
-    columns are laid end to end in one Series and `windows` keeps each window inside its column: the
-    kernels restart their running sums whenever a window starts at or after the previous window's
-    end (at each column's first two rows), so every column gets the same arithmetic as on its own.
-    The windows end one row early, which is the shift: a column's first row has an empty window
-    (NaN). The result is column-major, as pandas' own.
+    It takes one pandas call. pandas runs its rolling kernels column by column, with a Python round
+    trip per column. Here the columns are laid end to end in one Series. `windows` keeps each window
+    inside its column. The kernels restart their running sums whenever a window starts at or after
+    the previous window's end (at each column's first two rows). So every column gets the same
+    arithmetic as on its own. The windows end one row early, which is the shift. A column's first
+    row has an empty window (NaN). The result is column-major, as pandas' own.
     """
     rows, columns = values.shape
     rolling = pd.Series(np.ravel(values, order="F")).rolling(windows, min_periods=min_periods)

@@ -2,19 +2,19 @@
 apart.
 
 A strategy that reads the market decides from prices, volumes, its book and the members it is
-given; it cannot know which real stock a symbol is, nor which real date a session is. So its
+given. It cannot know which real stock a symbol is, nor which real date a session is. So its
 decisions follow two transforms of the market it was replayed on:
-- relabelled: symbols permuted at random within each board family (exchange and board, so price
-  limits and lot rules stay the same); the weights must follow the permutation;
+- relabelled: symbols permuted at random within each board family (exchange and board). So price
+  limits and lot rules stay the same. The weights must follow the permutation.
 - shifted: every session date moved by a whole number of weeks (weekdays and ISO-week boundaries
-  kept), or of months for a strategy that declares a monthly calendar (`calendar = "monthly"`);
-  the schedule and the weights must be the same.
-A strategy holding a table of names per date (recall of 2024-2025, not skill) changes its decisions.
-Each recorded decision is asked again with the same book and members (translated), in one host per
-probe; only the strategy fields a host sees are transformed. Weights are compared per symbol within
-`TOLERANCE`: a permutation changes the order of float sums, never more than that; names whose
-scores tie exactly could swap places, which real prices make rare, and such a difference is reported
-like any other (the probe errs on the side of refusing).
+  kept). A strategy that declares a monthly calendar (`calendar = "monthly"`) is moved by months.
+  The schedule and the weights must be the same.
+A strategy holding a table of names per date changes its decisions: that is recall of 2024-2025,
+not skill. Each recorded decision is asked again with the same book and members (translated). Each
+probe runs in one host. Only the strategy fields a host sees are transformed. Weights are compared
+per symbol within `TOLERANCE`. A permutation changes the order of float sums, never more than
+that. Names whose scores tie exactly could swap places; real prices make that rare. Such a
+difference is reported like any other: the probe errs on the side of refusing.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from oomrl.portfolio.recompute import Difference
 MEMORIZED = "crossval.memorized"
 # Weight difference that is float rounding (sums in another order), not another decision
 TOLERANCE = 1e-9
-# A monthly shift is a multiple of 4 years: month lengths, leap days and month ends are kept
+# A monthly shift is a multiple of 4 years. Month lengths, leap days and month ends are kept.
 MONTHS = 48
 
 
 @dataclass(frozen=True)
 class Probe:
-    """A transformed market as a host sees it: its column j holds the original column
+    """A transformed market as a host sees it. Its column j holds the original column
     `source[j]`."""
 
     name: str
@@ -66,8 +66,9 @@ class ProbeResult:
 
 
 def seed_of(digest: str) -> int:
-    """The probes' seed for a version's code (`WorkspaceStrategy.digest`): the same code meets the
-    same probes, and a patch cannot know its probes before it is written."""
+    """The probes' seed for a version's code (`WorkspaceStrategy.digest`).
+
+    The same code meets the same probes. A patch cannot know its probes before it is written."""
     return int.from_bytes(hashlib.sha256(digest.encode()).digest()[:8], "big")
 
 
@@ -79,8 +80,7 @@ def family(symbol: str) -> tuple[str, str]:
 def transformed(
     market: MarketFrames, name: str, source: np.ndarray, dates: pd.DatetimeIndex
 ) -> Probe:
-    """The market as a host sees it with its columns taken from `source` and its sessions on
-    `dates`."""
+    """The market as a host sees it, columns taken from `source` and sessions on `dates`."""
     frames = {
         field: pd.DataFrame(frame.to_numpy()[:, source], index=dates, columns=market.symbols)
         for field, frame in market.panels.items()
@@ -103,8 +103,9 @@ def relabelled(market: MarketFrames, seed: int) -> Probe:
 
 
 def shifted(market: MarketFrames, seed: int, calendar: str = "weekly") -> Probe:
-    """Session dates moved back by a random whole number of weeks (1-5 years), or of 4-year spans of
-    months."""
+    """Session dates moved back by a random whole number of weeks (1-5 years).
+
+    Or by a random number of 4-year spans of months."""
     rng = np.random.default_rng(seed)
     if calendar == "monthly":
         months = MONTHS * int(rng.integers(1, 3))
@@ -127,10 +128,11 @@ def probe(
     first: int,
     the_probe: Probe,
 ) -> ProbeResult:
-    """Ask `decisions[first:]` again on the probe's market in one host; name those whose schedule or
-    weights differ (the decision before `first` is where the schedule starts from).
+    """Ask `decisions[first:]` again on the probe's market in one host. Name those that differ.
 
-    A host that fails on the probe is a difference too, never an exception.
+    A decision differs when its schedule or weights differ. The decision before `first` is where
+    the schedule starts from. A host that fails on the probe is a difference too, never an
+    exception.
     """
     differences: list[Difference] = []
     runner = source.open(params, the_probe.market, schedule_ahead=False)
@@ -172,8 +174,10 @@ def probe(
 
 
 def _schedule_differs(runner: object, t: int, previous: int | None, days: list[date]) -> int | None:
-    """The first session in (previous, t) the probe's schedule calls due, or t itself when it does
-    not call t due; None when it agrees. Without a previous decision only t is asked."""
+    """The first session in (previous, t) the probe's schedule calls due.
+
+    Or t itself when it does not call t due; None when it agrees. Without a previous decision only
+    t is asked."""
     due = runner.due  # type: ignore[attr-defined]
     last = None if previous is None else days[previous]
     for s in range(t if previous is None else previous + 1, t):
@@ -183,8 +187,9 @@ def _schedule_differs(runner: object, t: int, previous: int | None, days: list[d
 
 
 def _members(members: list[str] | None, market: MarketFrames, the_probe: Probe) -> list[str] | None:
-    """The members as the probe's labels (a member without market data keeps its name: it has no
-    column)."""
+    """The members as the probe's labels.
+
+    A member without market data keeps its name: it has no column."""
     if members is None:
         return None
     positions = market.positions
@@ -202,8 +207,10 @@ def run_probes(
     calendar: str = "weekly",
     seed: int = 0,
 ) -> list[ProbeResult]:
-    """Both probes over the decisions taken on sessions from `since` on (the relabelling, then the
-    shift by the declared calendar), transformed with `seed` (`seed_of(source.digest())`)."""
+    """Both probes over the decisions taken on sessions from `since` on.
+
+    First the relabelling, then the shift by the declared calendar. Both are transformed with
+    `seed` (`seed_of(source.digest())`)."""
     first = next((i for i, d in enumerate(decisions) if market.days[d.t] >= since), len(decisions))
     return [
         probe(source, params, market, decisions, first, relabelled(market, seed)),

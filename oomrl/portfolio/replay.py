@@ -74,10 +74,11 @@ def ask(
     membership: Membership | None = None,
     question: Any = None,
 ) -> Callable[[], np.ndarray]:
-    """`decide`'s question asked now, its answer taken by calling what this returns: a runner that
-    can (a strategy host) decides while the caller works; any other answers when called.
+    """`decide`'s question asked now, its answer taken by calling what this returns.
 
-    `question`: the same decision already asked of the host (`ask_early`), whose book this sends.
+    A runner that can (a strategy host) decides while the caller works. Any other answers when
+    called. `question`: the same decision already asked of the host (`ask_early`). This sends its
+    book.
     """
     value = book.held * market.mark_price[t - 1]
     held = np.flatnonzero(value)
@@ -102,10 +103,10 @@ def ask_early(
     traded_on: date,
     membership: Membership | None,
 ) -> Any:
-    """The next decision asked of a strategy host before the book it starts from is known, or None.
+    """The next decision asked of a strategy host before its starting book is known, or None.
 
     Right after the weights of session `after` come back, the schedule in hand names the next
-    rebalance; its question (the rows up to the day before, the members) goes at once, so the host
+    rebalance. Its question (the rows up to the day before, the members) goes at once. So the host
     decides while this side trades `after` and marks up to it. Only the past is sent: the rows end
     on the next decision's own date. None when the runner cannot, or the schedule does not say.
     """
@@ -132,8 +133,7 @@ def trade_session(
 
 @dataclass(frozen=True)
 class Traded:
-    """One rebalance session traded: the fills and the book after them, and what its NAV row
-    needs."""
+    """One rebalance session traded: the fills, the book after them, and what its NAV row needs."""
 
     market: MarketFrames
     t: int
@@ -179,8 +179,9 @@ class Traded:
 
 
 def trade(broker: PaperBroker, t: int, weights: np.ndarray, book: Book) -> Traded:
-    """Corporate actions at the open, then the orders and fills of rebalance session t: the book
-    after them (its NAV row is built from the result, which can wait)."""
+    """Corporate actions at the open, then the orders and fills of rebalance session t.
+
+    Returns the book after them. Its NAV row is built from the result, which can wait."""
     market = broker.market
     if market.has_action[t]:
         done = apply_actions(book.held, market.action_ratio[t], market.last_close[t - 1])
@@ -215,10 +216,9 @@ class ReplayResult:
     halted_on: date | None = None
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
     raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
-    # Largest position / NAV
+    # Largest position / NAV at the close of each rebalance session
     max_weight: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
-    # at the close of each rebalance session
-    # Where the strategy's code ran (docs/gate.md): "none (...)" only when unsafe
+    # Where the strategy's code ran (docs/gate.md). "none (...)" only when unsafe.
     jail: str = "bwrap"
 
     def summary(self) -> dict[str, Any]:
@@ -260,12 +260,12 @@ def run_sessions(
     book: Book,
     costing: Costing,
 ) -> Iterator[Step]:
-    """Walk sessions first..last: yields (quiet NAV rows, trade row, execution, book after,
+    """Walk sessions first..last. Yields (quiet NAV rows, trade row, execution, book after,
     actions).
 
-    Quiet sessions between rebalances are marked in one vectorised chunk; the kill switch is
-    checked on every session and ends the walk on the session it trips. A rebalance's step is
-    finished and yielded once the next decision is asked, so its NAV row and the caller's work on
+    Quiet sessions between rebalances are marked in one vectorised chunk. The kill switch is
+    checked on every session. It ends the walk on the session it trips. A rebalance's step is
+    finished and yielded once the next decision is asked. So its NAV row and the caller's work on
     it are done while a strategy host decides.
     """
     if first < 1:
@@ -378,7 +378,7 @@ def replay(
 ) -> ReplayResult:
     """Paper-trade `strategy` from `start` to `end` on date x symbol panels with the paper broker.
 
-    `runner` is `strategy` already open on the same MarketFrames (its caller closes it); without
+    `runner` is `strategy` already open on the same MarketFrames; its caller closes it. Without
     one, the strategy's host is started for this replay and stopped after it.
     """
     from oomrl.market.rules import AShareRules
@@ -462,8 +462,9 @@ def _replay(
 
 
 def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The NAV frame (NAV_COLUMNS, one row per session in date order) from the quiet stretches'
-    columns and the rebalance sessions' rows."""
+    """The NAV frame (NAV_COLUMNS, one row per session in date order).
+
+    Built from the quiet stretches' columns and the rebalance sessions' rows."""
     traded: Columns = {
         "date": np.array([row["date"] for row in rows], dtype="datetime64[ns]"),
         "strategy_version": np.array([row["strategy_version"] for row in rows], dtype=object),
@@ -478,8 +479,9 @@ def _nav_frame(quiet: list[Columns], rows: list[dict[str, Any]]) -> pd.DataFrame
 
 
 def raw_known_share(market: MarketFrames, fills: pd.DataFrame) -> float:
-    """Share of fills whose raw price came from a known adjustment factor (1.0 when there are
-    none)."""
+    """Share of fills whose raw price came from a known adjustment factor.
+
+    1.0 when there are none."""
     if not len(fills):
         return 1.0
     rows = market.dates.get_indexer(pd.DatetimeIndex(fills["date"]))
