@@ -1,9 +1,10 @@
 """A total deadline for one HTTP request to a model endpoint, whatever the server's pace.
 
-httpx's timeouts are per socket operation: a server that sends one byte every few seconds never
+httpx's timeouts are per socket operation. A server that sends one byte every few seconds never
 trips a read timeout, and a request could last for hours. Here every connect, read and write of a
-request gets at most the time left before the request's deadline, and none once it has passed, so
-the request ends (as httpx's own timeout, which the client retries like any timeout) on time.
+request gets at most the time left before the request's deadline. Once it has passed, they get
+none. So the request ends on time, as httpx's own timeout, which the client retries like any
+timeout.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ def _frames() -> list[_Frame]:
 def _left(timeout: float | None, error: type[Exception]) -> float | None:
     """The socket timeout to use: `timeout`, cut to what is left of this thread's deadlines.
 
-    A deadline's clock starts at its first network operation, not when the block opens: the client's
-    own start-up (the SDK's first request imports and builds a lot) is not the server's time."""
+    A deadline's clock starts at its first network operation, not when the block opens. The
+    client's own start-up is not the server's time: the SDK's first request imports and builds a
+    lot."""
     frames = _frames()
     if not frames:
         return timeout
@@ -134,7 +136,7 @@ class DeadlineBackend(httpcore.NetworkBackend):
 
 
 class _ClosingClient(httpx.Client):
-    """Closed with the backend that owns it (as the openai SDK's own client is): no socket outlives
+    """Closed with the backend that owns it, as the openai SDK's own client is. No socket outlives
     it."""
 
     def __del__(self) -> None:
@@ -144,12 +146,13 @@ class _ClosingClient(httpx.Client):
 
 
 def deadline_client(timeout_s: float) -> httpx.Client:
-    """An httpx client (as the openai SDK builds one, environment proxies included) whose requests
-    honour `deadline(...)`."""
+    """An httpx client whose requests honour `deadline(...)`.
+
+    Built as the openai SDK builds one, environment proxies included."""
     client = _ClosingClient(timeout=timeout_s, follow_redirects=True)
-    # httpx builds its connection pools itself and offers no way to pass a network backend: set each
-    # pool's (the direct one, and a proxy's) before its first connection.
-    # tests/agent/test_llm_faults.py proves a dripping server is cut off, so an httpx that changes
+    # httpx builds its connection pools itself and offers no way to pass a network backend. So set
+    # each pool's (the direct one, and a proxy's) before its first connection.
+    # tests/agent/test_llm_faults.py proves a dripping server is cut off. So an httpx that changes
     # this fails there, not in production.
     for transport in [client._transport, *client._mounts.values()]:
         pool = getattr(transport, "_pool", None)

@@ -1,11 +1,10 @@
-"""The market store's commit point: store.json names every live file, so replacing it commits a
-whole write.
+"""The market store's commit point: store.json names every live file; replacing it commits a write.
 
 Files are immutable once written. A write adds new files, then replaces store.json (the catalog) in
-one os.replace, then deletes the files the old catalog named and the new one does not. Readers load
-the catalog and read only what it names, so they always see one complete state. A file the catalog
-does not name is an orphan of a write that never committed (a killed or failed ingest): `orphans`
-finds them and the next writer, holding the lock, deletes them.
+one os.replace. Then it deletes the files the old catalog named and the new one does not. Readers
+load the catalog and read only what it names, so they always see one complete state. A file the
+catalog does not name is an orphan of a write that never committed (a killed or failed ingest).
+`orphans` finds them, and the next writer deletes them while holding the lock.
 """
 
 from __future__ import annotations
@@ -40,9 +39,11 @@ TEMP_FILE = re.compile(r"(?P<folder>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+
 
 
 def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
-    """Whether a path (relative to the store root) is one the store writes: a store file, legacy
-    metadata, or the temp file of one of those or of `keep`'s files. Only these are ever removed as
-    orphans: anything else a user put under data/ (notes, a backup.parquet) is left alone."""
+    """Whether a path (relative to the store root) is one the store writes.
+
+    That is a store file, legacy metadata, or the temp file of one of those or of `keep`'s files.
+    Only these are ever removed as orphans. Anything else a user put under data/ (notes, a
+    backup.parquet) is left alone."""
     if STORE_FILE.fullmatch(relative) or LEGACY_FILE.fullmatch(relative):
         return True
     temp = TEMP_FILE.fullmatch(relative)
@@ -54,7 +55,7 @@ def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
 
 @dataclass
 class Catalog:
-    """What the store holds: bar parts by year, the index and membership files, and the ingest
+    """What the store holds: bar parts by year, the index and membership files, the ingest
     history."""
 
     generation: int = 0
@@ -114,8 +115,9 @@ UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 
 def _checked(catalog: Catalog) -> Catalog:
-    """The catalog, unless it names a file the store never writes: a tampered catalog (or legacy
-    _parts.json) must not make a commit delete a file elsewhere."""
+    """The catalog, unless it names a file the store never writes.
+
+    A tampered catalog (or legacy _parts.json) must not make a commit delete a file elsewhere."""
     strange = sorted(
         name
         for name in catalog.live_files()
@@ -182,8 +184,10 @@ def save_catalog(root: Path, catalog: Catalog) -> None:
 
 
 def orphans(root: Path, catalog: Catalog, keep: set[str]) -> list[Path]:
-    """Files under `root` that the store wrote but `catalog` does not name (and not in `keep`):
-    leftovers of writes that never committed. Only meaningful while holding the writer lock."""
+    """Files under `root` that the store wrote but `catalog` does not name (and not in `keep`).
+
+    They are leftovers of writes that never committed. Only meaningful while holding the writer
+    lock."""
     live = catalog.live_files() | keep
     found: list[Path] = []
     for folder, _, names in os.walk(root):

@@ -1,5 +1,6 @@
-"""Ingestion: fetch benchmark, membership and bars from a source, validate, quarantine bad rows,
-store the rest."""
+"""Ingestion: fetch benchmark, membership and bars from a source; validate; quarantine; store.
+
+Bad rows are quarantined; the rest is stored."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ files."""
 
 @dataclass
 class IngestReport:
-    """What an ingestion did; `stale` says the store was not refreshed because the source was
+    """What an ingestion did. `stale` says the store was not refreshed: the source was
     unreachable."""
 
     source: str
@@ -96,8 +97,8 @@ class IngestReport:
 
 
 def _day(value: Any, what: str) -> date:
-    """A date given as a date or text (flow parameters are text); a clear error naming it
-    otherwise."""
+    """A date given as a date or text (flow parameters are text). Otherwise a clear error naming
+    it."""
     try:
         stamp = pd.Timestamp(value)
     except (ValueError, TypeError, OverflowError):
@@ -126,11 +127,11 @@ def load_reference(
     now: datetime | None = None,
     benchmark: str = BENCHMARK_CODE,
 ) -> tuple[int, int, pd.DataFrame]:
-    """Fetch and store the benchmark levels and membership; returns (index rows, membership rows,
-    quarantined).
+    """Fetch and store the benchmark levels and membership.
 
-    The market's benchmark price index (CSI 300 for A-shares) is required (MissingBenchmarkError);
-    the total-return index is stored when the source has it.
+    Returns (index rows, membership rows, quarantined). The market's benchmark price index (CSI 300
+    for A-shares) is required (MissingBenchmarkError). The total-return index is stored when the
+    source has it.
     """
     frames = [source.index_levels(benchmark, "price", start, end)]
     if frames[0].empty:
@@ -163,8 +164,9 @@ BENCHMARK_NAMES = {"000300": "CSI 300", "^GSPC": "S&P 500", "^HSI": "Hang Seng"}
 
 
 def benchmark_of(market: str) -> str:
-    """The benchmark index code of a market (cn: 000300, us: ^GSPC, hk: ^HSI); a clear error
-    otherwise."""
+    """The benchmark index code of a market (cn: 000300, us: ^GSPC, hk: ^HSI).
+
+    Otherwise a clear error."""
     try:
         benchmark = get_market(market).benchmark
     except ValueError as exc:
@@ -181,9 +183,10 @@ def resolve_universe(
     end: date,
     market: str = "cn",
 ) -> list[str]:
-    """Symbols to fetch: `csi300` (every PIT member in the range), `all` (what an offline source
-    has), or a list of the market's symbols (`600519,000001` for cn, `AAPL,MSFT` for us, `0700.HK`
-    for hk)."""
+    """Symbols to fetch: `csi300`, `all`, or a list of the market's symbols.
+
+    `csi300` is every PIT member in the range; `all` is what an offline source has. A list reads
+    `600519,000001` for cn, `AAPL,MSFT` for us, `0700.HK` for hk."""
     name = universe.strip().lower()
     if name == "csi300" and market != "cn":
         raise OomrlError(
@@ -193,8 +196,8 @@ def resolve_universe(
         membership = store.read_membership()
         symbols = members_between(membership, start, end)
         if not symbols and len(membership):
-            # Only a later snapshot is known (a live source gives today's list): use the earliest
-            # one, which carries survivorship bias for past ranges, rather than nothing.
+            # Only a later snapshot is known (a live source gives today's list). Use the earliest
+            # one rather than nothing; it carries survivorship bias for past ranges.
             first = membership["effective_date"].min()
             symbols = sorted(membership.loc[membership["effective_date"] == first, "symbol"])
         if not symbols:
@@ -222,8 +225,9 @@ def resolve_universe(
 
 
 def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.DataFrame:
-    """One symbol's bars in schema form (a source returning malformed frames fails here, naming the
-    symbol)."""
+    """One symbol's bars in schema form.
+
+    A source returning malformed frames fails here, naming the symbol."""
     frame = source.bars(symbol, start, end)
     try:
         return conform_bars(frame)
@@ -234,8 +238,9 @@ def fetch_bars(source: MarketSource, symbol: str, start: date, end: date) -> pd.
 def store_batch(
     frames: Iterable[pd.DataFrame], store: MarketStore, now: datetime | None = None
 ) -> tuple[int, int, pd.DataFrame]:
-    """Validate a batch of bar frames (as of `now`) and store the valid rows; returns (rows in, rows
-    added, quarantined)."""
+    """Validate a batch of bar frames (as of `now`) and store the valid rows.
+
+    Returns (rows in, rows added, quarantined)."""
     parts = [frame for frame in frames if len(frame)]
     if not parts:
         return 0, 0, pd.DataFrame(columns=[*BAR_COLUMNS, "reason"])
@@ -246,8 +251,8 @@ def store_batch(
 
 
 def fall_back_to_store(report: IngestReport, store: MarketStore, error: Exception) -> IngestReport:
-    """Keep what the store has, flagged stale: an open transaction is discarded, so nothing of this
-    ingest is kept. With nothing stored there is nothing to fall back to."""
+    """Keep what the store has, flagged stale. An open transaction is discarded, so nothing of
+    this ingest is kept. With nothing stored there is nothing to fall back to."""
     if isinstance(store, StoreTransaction):
         store.discard()
     committed = MarketStore(store.root)
@@ -286,11 +291,11 @@ def ingest(
 ) -> IngestReport:
     """Ingest `universe` bars for [start, end] from `source` into `store`, as one transaction.
 
-    Bad rows (including bars after the last completed session as of `now`) are quarantined: kept
-    with their reasons in the report and on disk, never stored as bars. A missing benchmark fails
-    the ingestion. When a live source is unreachable the report is flagged stale and the store is
-    left as it was. Any failure leaves the store as it was; a second writer waits up to `wait` s for
-    the store's lock.
+    Bad rows are quarantined, including bars after the last completed session as of `now`. They
+    are kept with their reasons in the report and on disk, never stored as bars. A missing
+    benchmark fails the ingestion. When a live source is unreachable, the report is flagged stale
+    and the store is left as it was. Any failure leaves the store as it was. A second writer waits
+    up to `wait` s for the store's lock.
     """
     lo, hi = resolve_range(source, start, end)
     report = IngestReport(source=source.name, universe=universe, start=lo, end=hi)
@@ -329,8 +334,9 @@ def ingest(
 def finish(
     report: IngestReport, store: MarketStore, quarantined: list[pd.DataFrame]
 ) -> IngestReport:
-    """Collect quarantined rows; when every symbol failed, fall back to the store (stale); else
-    record the ingest with its quarantined rows (in the same transaction as its data)."""
+    """Collect quarantined rows. When every symbol failed, fall back to the store (stale).
+
+    Else record the ingest with its quarantined rows, in the same transaction as its data."""
     if quarantined:
         report.quarantined = pd.concat(quarantined, ignore_index=True)
     if report.symbols and len(report.failures) == len(report.symbols):

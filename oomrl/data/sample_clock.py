@@ -1,14 +1,13 @@
-"""The sample clock: the bundled sample played forward one session per ingest, so a fresh stack
-tells its story on its defaults (a first report, an alert, a repair) instead of starting at the
-sample's end.
+"""The sample clock: the bundled sample played forward one session per ingest.
 
-With OOMRL_SAMPLE_CLOCK set to a session, an empty store is filled with the sample up to that
-session, and each later ingest of the sample adds the next session (bars and CSI 300 levels;
-membership, which is point in time, whole). Every consumer's default `as_of` is the store's last
-session, so the daily chain then marks, diagnoses and reports one new session per run. Once the
-store holds the sample's last session the clock has nothing to add and the chain ends
-`NoNewSession`. Live sources, an explicit `end`, and the clock `off` (the default outside `oomrl
-server up`) ingest as they always did.
+So a fresh stack tells its story on its defaults (a first report, an alert, a repair) instead of
+starting at the sample's end. With OOMRL_SAMPLE_CLOCK set to a session, an empty store is filled
+with the sample up to that session. Each later ingest of the sample adds the next session: bars
+and CSI 300 levels, and membership (point in time) whole. Every consumer's default `as_of` is the
+store's last session. So the daily chain then marks, diagnoses and reports one new session per
+run. Once the store holds the sample's last session, the clock has nothing to add. The chain then
+ends `NoNewSession`. Live sources, an explicit `end`, and the clock `off` ingest as they always
+did. `off` is the default outside `oomrl server up`.
 """
 
 from __future__ import annotations
@@ -33,9 +32,10 @@ def next_session(day: date) -> date:
 
 
 def clock_end(clock: date | None, store: Any, sample_last: date) -> date | None:
-    """The last session the next ingest of the sample may write: the clock's session into an empty
-    store, else the session after the store's last one; never past the sample's end. None: no
-    clock."""
+    """The last session the next ingest of the sample may write. None: no clock.
+
+    Into an empty store, that is the clock's session. Else it is the session after the store's
+    last one. Never past the sample's end."""
     if clock is None:
         return None
     last = store.bar_summary()["last_date"] if not store.is_empty() else None
@@ -44,8 +44,9 @@ def clock_end(clock: date | None, store: Any, sample_last: date) -> date | None:
 
 
 def clocked_end(source: Any, end: Any, clock: date | None, store: Any) -> Any:
-    """`end` for an ingest from `source`: as given, unless the sample clock decides it (the sample
-    source, no explicit end)."""
+    """`end` for an ingest from `source`: as given, unless the sample clock decides it.
+
+    The clock decides for the sample source with no explicit end."""
     if clock is None or end or getattr(source, "name", None) != SAMPLE:
         return end
     return clock_end(clock, store, source.coverage()[1])

@@ -1,5 +1,4 @@
-"""The one bar schema every source produces and the store keeps, and helpers to conform frames to
-it."""
+"""The one bar schema every source produces and the store keeps, and helpers to conform frames."""
 
 from __future__ import annotations
 
@@ -21,18 +20,20 @@ BAR_COLUMNS: tuple[str, ...] = (
     "volume",  # float64, SHARES (sources in lots are multiplied by 100 at the boundary)
     "amount",  # float64, CNY traded; NaN when the source has none
     "adjustment",  # str: "none" | "qfq" | "hfq"
-    # float64, the previous close the price limit applies to, on this row's price basis
+    # float64, the previous close the price limit applies to, on this row's price basis. That is
+    # the unadjusted close for adjustment "none". For qfq/hfq it is the adjusted previous close,
+    # which keeps the day's return and hence limit moves. NaN when unknown. Divided by `factor`
+    # it is the exchange's reference price (the ex-rights price on an ex-date).
     "prev_close_raw",
-    # (unadjusted for adjustment "none"; for qfq/hfq the adjusted previous close, which
-    # keeps the day's return and hence limit moves); NaN when unknown. Divided by
-    # `factor` it is the exchange's reference price (the ex-rights price on an ex-date)
-    "factor",  # float64, Qlib's adjustment factor: adjusted price = raw price x factor, so the raw
-    # (traded) price is open/high/low/close / factor; 1.0 for unadjusted rows; NaN unknown
-    "st",  # float64, 1.0 when the security is under risk warning (ST or *ST) that day, 0.0 when
-    #                not, NaN when unknown (treated as not ST)
-    # float64, the listing (or relisting) date as the number YYYYMMDD; NaN when unknown
+    # float64, Qlib's adjustment factor: adjusted price = raw price x factor. So the raw (traded)
+    # price is open/high/low/close / factor. 1.0 for unadjusted rows; NaN unknown.
+    "factor",
+    # float64, 1.0 when the security is under risk warning (ST or *ST) that day, 0.0 when not.
+    # NaN when unknown (treated as not ST).
+    "st",
+    # float64, the listing (or relisting) date as the number YYYYMMDD. NaN when unknown (treated
+    # as long listed). The first sessions after it may trade without limits.
     "list_date",
-    #                (treated as long listed). The first sessions after it may trade without limits
 )
 
 INDEX_COLUMNS: tuple[str, ...] = ("date", "code", "close", "kind")  # kind: "price" | "total_return"
@@ -67,9 +68,11 @@ def _require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> 
 
 
 def parse_dates(values: Any) -> pd.Series:
-    """Dates from text or datetimes, unparseable ones NaT: ISO 8601 (and what pandas reads as such)
-    at vector speed, anything else one by one. Never pandas' "could not infer format" warning, which
-    a single bad first row of a CSV would otherwise print to stderr."""
+    """Dates from text or datetimes, unparseable ones NaT.
+
+    ISO 8601 (and what pandas reads as such) is parsed at vector speed, anything else one by one.
+    Never pandas' "could not infer format" warning. A single bad first row of a CSV would
+    otherwise print it to stderr."""
     series = (
         values
         if isinstance(values, pd.Series)
@@ -135,10 +138,10 @@ def _already_bars(frame: pd.DataFrame) -> bool:
 
 
 def conform_bars(frame: pd.DataFrame) -> pd.DataFrame:
-    """Bars in schema order and dtypes; non-numeric values become NaN so validation can name the
+    """Bars in schema order and dtypes. Non-numeric values become NaN, so validation can name the
     row.
 
-    Raises DataValidationError when a required column is missing (the whole batch is unusable).
+    Raises DataValidationError when a required column is missing: the whole batch is unusable.
     """
     if _already_bars(frame):
         return frame
@@ -155,7 +158,7 @@ def conform_index(frame: pd.DataFrame) -> pd.DataFrame:
     """Index levels in schema order and dtypes (date, code, close, kind)."""
 
     def code(values: pd.Series) -> np.ndarray:
-        # CSI codes are six digits (a leading zero lost in a CSV comes back); Yahoo's (^GSPC) stay
+        # CSI codes are six digits: a leading zero lost in a CSV comes back. Yahoo's (^GSPC) stay
         # as given.
         return cast(
             np.ndarray,
@@ -219,14 +222,14 @@ def empty_index() -> pd.DataFrame:
 def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:
     """Fill missing prev_close_raw with the previous bar's close of the same symbol (same basis).
 
-    Used where a source has no unadjusted prices: on a qfq basis the previous close is the ex-rights
-    reference the exchange applies limits to, so limit checks on returns stay right up to tick
-    rounding.
+    Used where a source has no unadjusted prices. On a qfq basis the previous close is the
+    ex-rights reference the exchange applies limits to. So limit checks on returns stay right up
+    to tick rounding.
     """
     ordered = frame.sort_values(["symbol", "date"], kind="mergesort")
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
     # A second row of the same symbol and date takes the previous *session's* close, as the first
-    # does: identical copies stay identical, so validation keeps one of them (not neither).
+    # does. Identical copies stay identical, so validation keeps one of them (not neither).
     copy = (
         ordered["symbol"].eq(ordered["symbol"].shift())
         & ordered["date"].eq(ordered["date"].shift())

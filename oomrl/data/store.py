@@ -1,11 +1,11 @@
-"""The parquet market store under OOMRL_HOME/data: one writer at a time, and every write commits
-whole or not at all.
+"""The parquet market store under OOMRL_HOME/data: one writer at a time, whole writes or none.
 
-A write happens in a transaction: take the writer lock (oomrl.data.lock), clear what a killed writer
-left, write new immutable files, commit them by replacing the catalog (oomrl.data.catalog), then
-delete the files it replaced. `MarketStore.write_*` each run in a transaction of their own; an
-ingest opens one with `store.transaction()` and does all its writes in it, so its bars, index
-levels, membership, record and quarantined rows appear together or not at all.
+A write happens in a transaction. It takes the writer lock (oomrl.data.lock) and clears what a
+killed writer left. It writes new immutable files and commits them by replacing the catalog
+(oomrl.data.catalog). Then it deletes the files it replaced. `MarketStore.write_*` each run in a
+transaction of their own. An ingest opens one with `store.transaction()` and does all its writes
+in it. So its bars, index levels, membership, record and quarantined rows appear together or not
+at all.
 """
 
 from __future__ import annotations
@@ -67,15 +67,18 @@ def _store_io(root: Path) -> Iterator[None]:
 
 
 class MarketStore(StoreReader):
-    """Bars (parquet parts by year), index levels and CSI 300 membership under `root`; see the
-    module docstring."""
+    """Bars (parquet parts by year), index levels and CSI 300 membership under `root`.
+
+    See the module docstring."""
 
     @contextmanager
     def transaction(
         self, wait: float | None = None, on_wait: Callable[[str], None] | None = None
     ) -> Iterator[StoreTransaction]:
-        """Hold the writer lock (waiting up to `wait` s) and yield a transaction committed when the
-        block ends without an exception; on an exception nothing it wrote stays."""
+        """Hold the writer lock (waiting up to `wait` s) and yield a transaction.
+
+        It commits when the block ends without an exception. On an exception nothing it wrote
+        stays."""
         with _store_io(self.root):
             lock = WriterLock(self.root, wait, on_wait).__enter__()
         try:
@@ -94,11 +97,10 @@ class MarketStore(StoreReader):
 
     # One-shot writes: each is a transaction of its own.
     def write_bars(self, frame: pd.DataFrame) -> int:
-        """Merge validated bars in; returns the number of (date, symbol) rows that were not stored
-        before.
+        """Merge validated bars in. Returns the number of (date, symbol) rows not stored before.
 
         Refuses (DataValidationError) if any row fails validation: callers quarantine first. A row
-        for an existing (date, symbol) replaces the stored one, so re-ingesting adds no duplicates.
+        for an existing (date, symbol) replaces the stored one. So re-ingesting adds no duplicates.
         """
         with self.transaction() as tx:
             return tx.write_bars(frame)
@@ -160,7 +162,7 @@ class StoreTransaction(MarketStore):
             self.cleared.append(path.relative_to(self.root).as_posix())
 
     def recovery_note(self) -> str | None:
-        """One line on what the start-up check found, for the user; None when the store was
+        """One line on what the start-up check found, for the user. None when the store was
         clean."""
         if self.interrupted is None and not self.cleared:
             return None
@@ -185,8 +187,9 @@ class StoreTransaction(MarketStore):
         return self.root / relative
 
     def _retire(self, relative: str | None) -> None:
-        """A staged file is replaced: if this transaction wrote it, it is garbage now; committed
-        files stay until the commit (readers may be on them)."""
+        """A staged file is replaced. If this transaction wrote it, it is garbage now.
+
+        Committed files stay until the commit: readers may be on them."""
         if relative in self._new:
             self._new.discard(relative)
             (self.root / relative).unlink(missing_ok=True)

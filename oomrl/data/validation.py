@@ -1,5 +1,6 @@
-"""Validation of bars, index levels and membership before anything reaches the store: bad rows are
-quarantined with a reason."""
+"""Validation of bars, index levels and membership before anything reaches the store.
+
+Bad rows are quarantined with a reason."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ class _Reasons:
         self.any = np.zeros(length, dtype=bool)
 
     def add(self, mask: np.ndarray, rule: str, detail: Detail = None) -> None:
-        """Flag rows; `detail` is a fixed text or a function of one row position giving the text."""
+        """Flag rows. `detail` is a fixed text or a function of one row position giving the text."""
         rows = np.flatnonzero(mask)
         self.any[rows] = True
         for row in rows:
@@ -125,7 +126,7 @@ def _duplicate_masks(frame: pd.DataFrame, key: list[str]) -> tuple[np.ndarray, n
 
 
 def _limit_pct(rows: pd.DataFrame) -> np.ndarray:
-    """Limit fraction per row by board, date, ST flag and listing age; NaN where no limit
+    """Limit fraction per row by board, date, ST flag and listing age. NaN where no limit
     applies."""
     return markets.row_limit_fractions(
         rows["symbol"].to_numpy(),
@@ -140,8 +141,9 @@ def _limit_breaches(
 ) -> tuple[np.ndarray, Callable[[int], str]]:
     """Rows whose high/low move from the previous close exceeds the board limit (+ tolerance).
 
-    The previous close is prev_close_raw when the source gave one, else the previous bar's close of
-    the same symbol (same adjustment basis, so returns and hence limit moves are preserved).
+    The previous close is prev_close_raw when the source gave one. Else it is the previous bar's
+    close of the same symbol. That has the same adjustment basis, so returns and hence limit moves
+    are preserved.
     """
     needed = ["symbol", "date", "close", "high", "low", "prev_close_raw", "st", "list_date"]
     ordered = frame.loc[usable, needed].sort_values(["symbol", "date"], kind="mergesort")
@@ -179,7 +181,7 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
     low_ok = vwap >= frame["low"] * (1 - VWAP_TOLERANCE)
     high_ok = vwap <= frame["high"] * (1 + VWAP_TOLERANCE)
     adj = frame["adjustment"]
-    # qfq scales history down and hfq up, so the raw VWAP sits above / below the adjusted range.
+    # qfq scales history down and hfq up. So the raw VWAP sits above / below the adjusted range.
     range_bad = (
         ((adj == "none") & ~(low_ok & high_ok))
         | ((adj == "qfq") & ~(low_ok & (vwap <= frame["high"] * MAX_QFQ_FACTOR)))
@@ -192,9 +194,11 @@ def _volume_amount(frame: pd.DataFrame) -> np.ndarray:
 def _dated_checks(
     reasons: _Reasons, dates: pd.Series, now: datetime | None, calendars: np.ndarray | None = None
 ) -> None:
-    """Calendar rules: a date after the last session of its exchange that had closed as of `now`
-    (its data cannot be final), or an earlier date that is not a session. `calendars` names each
-    row's exchange calendar (default XSHG; None for a row skips the rules)."""
+    """Calendar rules, two of them.
+
+    A date after the last session of its exchange that had closed as of `now`: its data cannot be
+    final. Or an earlier date that is not a session. `calendars` names each row's exchange calendar
+    (default XSHG). None for a row skips the rules."""
     clock = now or datetime.now(UTC)
     names = (
         np.full(len(dates), CALENDAR_NAME, dtype=object)
@@ -228,11 +232,11 @@ def _dated_checks(
 
 
 def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
-    """Split bars into valid and quarantined rows; every quarantined row names the rule(s) it broke.
+    """Split bars into valid and quarantined rows. Every quarantined row names the rule(s) it broke.
 
-    `now` is the clock (default: the current time): bars of sessions that had not closed by then are
-    quarantined. Raises DataValidationError when the frame lacks a schema column (nothing in it can
-    be trusted).
+    `now` is the clock (default: the current time). Bars of sessions that had not closed by then
+    are quarantined. Raises DataValidationError when the frame lacks a schema column. Then nothing
+    in it can be trusted.
     """
     bars = conform_bars(frame)
     reasons = _Reasons(len(bars))
@@ -293,8 +297,9 @@ def validate_bars(frame: pd.DataFrame, now: datetime | None = None) -> Validatio
 
 
 def _bad_status(bars: pd.DataFrame) -> np.ndarray:
-    """A factor that is not positive, an ST flag other than 0/1, a list_date that is not a YYYYMMDD
-    date."""
+    """A factor that is not positive, an ST flag other than 0/1, or a bad list_date.
+
+    A list_date must be a YYYYMMDD date."""
     factor, st, listed = bars["factor"], bars["st"], bars["list_date"]
     bad = (factor.notna() & ~(factor > 0)) | (st.notna() & ~st.isin([0.0, 1.0]))
     bad |= listed.notna() & pd.isna(from_yyyymmdd(listed.to_numpy()))
@@ -302,8 +307,10 @@ def _bad_status(bars: pd.DataFrame) -> np.ndarray:
 
 
 def validate_index(frame: pd.DataFrame, now: datetime | None = None) -> ValidationResult:
-    """Split index levels into valid and quarantined rows (NaN, non-positive, duplicates,
-    non-sessions, sessions not closed as of `now`, jumps)."""
+    """Split index levels into valid and quarantined rows.
+
+    Quarantined: NaN, non-positive, duplicates, non-sessions, sessions not closed as of `now`,
+    jumps."""
     levels = conform_index(frame)
     reasons = _Reasons(len(levels))
     if levels.empty:

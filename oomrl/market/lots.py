@@ -1,21 +1,21 @@
 """Order-quantity rules (board lots): legal buy and sell sizes as vectorised functions of arrays.
 
-A lot rule is (minimum, step): a buy is 0 or `minimum + k * step` shares; a sell is the same, or the
-whole remaining position (the exchanges' "odd remainder is sold in one go"). Sources:
+A lot rule is (minimum, step). A buy is 0 or `minimum + k * step` shares. A sell is the same, or
+the whole remaining position (the exchanges' "odd remainder is sold in one go"). Sources:
 
-- Main board and ChiNext: SSE Trading Rules and SZSE Trading Rules (chapter on orders): buys in 100
-  shares or whole multiples; "余额不足100股的部分，应当一次性申报卖出" (a remainder under 100 shares
-  is sold in one declaration). ChiNext keeps 100-share lots after its 2020 reform.
-- STAR Market: SSE STAR Market Stock Trading Special Provisions (2019): a limit order is at least
-  200 shares, above that in 1-share steps; "卖出时，余额不足200股的部分，应当一次性申报卖出".
-- Beijing Stock Exchange: BSE Trading Rules (2021): at least 100 shares, then 1-share steps; a
+- Main board and ChiNext: SSE Trading Rules and SZSE Trading Rules (chapter on orders). Buys are
+  in 100 shares or whole multiples. "余额不足100股的部分，应当一次性申报卖出": a remainder under 100
+  shares is sold in one declaration. ChiNext keeps 100-share lots after its 2020 reform.
+- STAR Market: SSE STAR Market Stock Trading Special Provisions (2019). A limit order is at least
+  200 shares, above that in 1-share steps. "卖出时，余额不足200股的部分，应当一次性申报卖出".
+- Beijing Stock Exchange: BSE Trading Rules (2021). At least 100 shares, then 1-share steps. A
   remainder under 100 shares is sold in one declaration.
 
-Broker policy on top of the exchange rule (never illegal, never leaves a stub): a sell that would
-leave fewer than `minimum` shares sells the whole sellable position instead, and a wanted quantity
-between two legal sizes rounds down (less is traded, never more than the cash or the order allows).
-Per-order maxima (e.g. 100,000 shares for a STAR limit order) are not modelled: a parent order is
-split into several declarations, which changes nothing on daily bars.
+Broker policy on top of the exchange rule: never illegal, never leaves a stub. A sell that would
+leave fewer than `minimum` shares sells the whole sellable position instead. A wanted quantity
+between two legal sizes rounds down. So less is traded, never more than the cash or the order
+allows. Per-order maxima (e.g. 100,000 shares for a STAR limit order) are not modelled. A parent
+order is split into several declarations, which changes nothing on daily bars.
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ def round_sell(
 ) -> np.ndarray:
     """A legal sell for a wanted quantity (capped at what is sellable).
 
-    Below the minimum only the whole position may go: a holding under `minimum` is sold whole when
-    any of it is wanted; otherwise the wanted quantity rounds down to a legal size, and when that
-    would leave fewer than `minimum` shares the whole sellable position is sold.
+    Below the minimum only the whole position may go. A holding under `minimum` is sold whole when
+    any of it is wanted. Otherwise the wanted quantity rounds down to a legal size. When that would
+    leave fewer than `minimum` shares, the whole sellable position is sold.
     """
     sellable = np.maximum(_ints(sellable), 0)
     wanted = np.minimum(np.maximum(_ints(wanted), 0), sellable)
@@ -93,8 +93,8 @@ def is_legal_sell(
 ) -> np.ndarray:
     """True where selling `quantity` of `held` shares is legal under the exchange rule.
 
-    Legal: the whole position; or a legal lot size; or (round-lot boards) lots plus the whole odd
-    remainder. Never more than is held.
+    Legal: the whole position; or a legal lot size; or lots plus the whole odd remainder (round-lot
+    boards). Never more than is held.
     """
     quantity, held, minimum, step = _ints(quantity), _ints(held), _ints(minimum), _ints(step)
     lots = is_legal_buy(quantity, minimum, step)

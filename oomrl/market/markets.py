@@ -3,19 +3,19 @@ HK, ...).
 
 A symbol's market follows from its spelling: `600519.SH` (A-share, see boards.to_symbol), `0700.HK`
 (Hong Kong), a bare ticker such as `AAPL` (United States), or another Yahoo suffix (`.L`, `.T`,
-...).
-Each market names its trading calendar (exchange_calendars), its benchmark index (the code the store
-keeps it under and Yahoo's ticker) and its rule set. The generic set has one lot size, a commission
-with a minimum, per-side taxes and fees, no price limits and no T+1; the defaults below are
-overridable per market from settings (`market_rules = {"us": {"lot_size": 1, ...}}`).
+...). Each market names its trading calendar (exchange_calendars) and its rule set. It also names
+its benchmark index: the code the store keeps it under and Yahoo's ticker. The generic set has one
+lot size, a commission with a minimum, per-side taxes and fees. It has no price limits and no T+1.
+The defaults below are overridable per market from settings
+(`market_rules = {"us": {"lot_size": 1, ...}}`).
 
 Defaults (documented in docs/portfolio.md; a broker's own schedule should replace them):
-- us: lot 1 share; commission 0 (the common zero-commission retail schedule); sell-side tax
+- us: lot 1 share; commission 0 (the common zero-commission retail schedule). Sell-side tax
   0.00278 % (SEC Section 31 fee, $27.80 per million); half-spread 2 bp; benchmark ^GSPC (S&P 500).
-- hk: lot 100 shares (HKEX board lots are set per stock; override for names with other lots);
-  commission 0.03 % with a HKD 3 minimum; stamp duty 0.1 % on each side (rate since 2023-11-17);
-  trading fee 0.00565 % + SFC levy 0.0027 % + AFRC levy 0.00015 % = 0.0085 % on each side;
-  half-spread 5 bp; benchmark ^HSI (Hang Seng Index).
+- hk: lot 100 shares. HKEX board lots are set per stock; override for names with other lots.
+  Commission 0.03 % with a HKD 3 minimum. Stamp duty 0.1 % on each side (rate since 2023-11-17).
+  Trading fee 0.00565 % + SFC levy 0.0027 % + AFRC levy 0.00015 % = 0.0085 % on each side.
+  Half-spread 5 bp; benchmark ^HSI (Hang Seng Index).
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from oomrl.market.rules import AShareRules, FrictionRules
 
 
 class GenericRules(FrictionRules):
-    """Rules of a market without board lots or daily price limits: one lot, per-side taxes, no
-    T+1."""
+    """Rules of a market without board lots or daily price limits.
+
+    One lot, per-side taxes, no T+1."""
 
     market: str = "us"
     lot_size: int = Field(1, ge=1)
@@ -174,10 +175,10 @@ def is_symbol(text: str) -> bool:
 
 
 def normalize(text: str, market: str | None = None) -> str:
-    """Canonical symbol: A-share codes in any spelling for cn (the default for digits), else Yahoo's
-    ticker.
+    """Canonical symbol: A-share codes in any spelling for cn, else Yahoo's ticker.
 
-    `0700.hk` -> `0700.HK`, `aapl` -> `AAPL`, `600519` -> `600519.SH`, `600519.SS` -> `600519.SH`.
+    cn is the default for digits. `0700.hk` -> `0700.HK`, `aapl` -> `AAPL`, `600519` ->
+    `600519.SH`, `600519.SS` -> `600519.SH`.
     """
     raw = str(text).strip()
     name = (market or "").strip().lower()
@@ -195,7 +196,7 @@ def normalize(text: str, market: str | None = None) -> str:
 
 
 def market_of_symbols(symbols: Iterable[str]) -> Market:
-    """The one market of a set of symbols (cn when empty); a book trades one market at a time."""
+    """The one market of a set of symbols (cn when empty). A book trades one market at a time."""
     found = {market_of(str(symbol)) for symbol in symbols}
     if len(found) > 1:
         names = ", ".join(sorted(market.name for market in found))
@@ -256,8 +257,9 @@ def _market_or_none(symbol: str) -> Market | None:
 
 
 def market_of_index(code: str) -> Market:
-    """The market of an index code: a benchmark's own market, six digits for CSI/SSE indices, else
-    by ticker."""
+    """The market of an index code.
+
+    A benchmark's own market; six digits for CSI/SSE indices; else by ticker."""
     for market in MARKETS.values():
         if market.benchmark == code:
             return market
