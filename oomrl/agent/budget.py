@@ -1,8 +1,8 @@
 """The compute budget of a repair (per repair, and per account in the ledger): compute is capital.
 
-Every model call reserves what it may cost at most (its prompt's token bound plus its declared
-`max_tokens`) before it is sent and is debited what it did cost before its answer is used; a call
-that cannot be afforded is never sent, and the repair stops with that reason.
+Every model call reserves what it may cost at most before it is sent. That is its prompt's token
+bound plus its declared `max_tokens`. It is debited what it did cost before its answer is used. A
+call that cannot be afforded is never sent, and the repair stops with that reason.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ logger = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from oomrl.agent.capital import LLMBudgetBook
 
-# Byte-level BPE tokens of code, JSON and English average 3.5-4.5 bytes; a third of the UTF-8 size
-# bounds a prompt from above, plus the chat format's few tokens per message.
+# Byte-level BPE tokens of code, JSON and English average 3.5-4.5 bytes. So a third of the UTF-8
+# size bounds a prompt from above, plus the chat format's few tokens per message.
 BYTES_PER_TOKEN_BOUND = 3
 TOKENS_PER_MESSAGE = 8
 
@@ -47,7 +47,7 @@ def prompt_token_bound(messages: list[dict[str, str]]) -> int:
 
 @dataclass
 class Reservation:
-    """What one call may cost at most, held against the budget until the call is settled."""
+    """What one call may cost at most. It is held against the budget until the call is settled."""
 
     role: str
     prompt_tokens: int
@@ -62,7 +62,7 @@ class Reservation:
 
 @dataclass
 class Budget:
-    """Token and money limits of one repair, what it spent, and the account's capital behind it."""
+    """Token and money limits of one repair, what it spent, and the account capital behind it."""
 
     max_tokens: int
     max_cost_usd: float
@@ -120,11 +120,10 @@ class Budget:
         return self.tokens_spent >= self.max_tokens or self.cost_spent_usd >= self.max_cost_usd
 
     def reserve(self, role: str, prompt_tokens: int, wanted: int, least: int) -> Reservation:
-        """Hold the most a call may cost, giving it up to `wanted` answer tokens and at least
-        `least`.
+        """Hold the most a call may cost: up to `wanted` answer tokens and at least `least`.
 
-        Raises OutOfMoneyError, naming the role and what is left, when neither this repair nor the
-        account can afford `least`; nothing is sent then."""
+        Raises OutOfMoneyError when neither this repair nor the account can afford `least`. It
+        names the role and what is left. Nothing is sent then."""
         tokens_left = self.max_tokens - self.tokens_spent
         money_left = self.max_cost_usd - self.cost_spent_usd
         if self.book is not None:

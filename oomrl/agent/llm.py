@@ -98,11 +98,10 @@ class Transcript:
 
 
 class OpenAIBackend:
-    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL (SDK retries
-    off).
+    """Chat completions over the `openai` SDK against any OpenAI-compatible base URL.
 
-    `timeout_s` bounds each socket operation, `deadline_s` the whole request; a 200 reply that is
-    not a chat completion is a MalformedReplyError carrying what was sent."""
+    SDK retries are off. `timeout_s` bounds each socket operation, `deadline_s` the whole request.
+    A 200 reply that is not a chat completion is a MalformedReplyError carrying what was sent."""
 
     def __init__(
         self,
@@ -162,8 +161,9 @@ class OpenAIBackend:
 
 
 def chat_completion(text: str) -> ChatCompletion:
-    """The reply body as a chat completion with at least one choice, checked field by field (the SDK
-    builds its objects without checking, so a wrong shape would fail later as a defect)."""
+    """The reply body as a chat completion with at least one choice, checked field by field.
+
+    The SDK builds its objects without checking. So a wrong shape would fail later as a defect."""
     try:
         response = ChatCompletion.model_validate_json(text)
     except ValidationError as exc:
@@ -235,8 +235,8 @@ class LLMClient:
     ) -> str:
         """One answer's text; raises OutOfMoneyError, LLMUnavailableError or InvalidAnswerError.
 
-        The most the call may cost is reserved first (nothing is sent if it cannot be afforded);
-        what it did cost is debited before the answer is used."""
+        The most the call may cost is reserved first. Nothing is sent if it cannot be afforded.
+        What it did cost is debited before the answer is used."""
         self._time_left(role)  # a repair whose model time is spent asks nothing more
         held = self.budget.reserve(
             role,
@@ -254,9 +254,9 @@ class LLMClient:
         try:
             reply = self._complete_with_retries(role, messages, held.max_tokens, json_mode)
         except MalformedReplyError as exc:
-            # An answer that is no answer: charged at an estimate (it was sent and billed), kept
-            # whole in the run folder's transcript, asked once more like an answer that is not the
-            # JSON asked for, then given up as an invalid answer.
+            # An answer that is no answer is charged at an estimate: it was sent and billed. It is
+            # kept whole in the run folder's transcript. It is asked once more, like an answer that
+            # is not the JSON asked for. Then it is given up as an invalid answer.
             self.transcript.append(
                 "malformed", role, error=exc.reason, reply=exc.raw[: self.settings.max_answer_chars]
             )
@@ -288,8 +288,9 @@ class LLMClient:
         return reply.content
 
     def ask_json(self, role: str, messages: Messages, model: type[Model]) -> Model:
-        """An answer parsed into `model`, with one repair round-trip when it is not valid JSON for
-        it."""
+        """An answer parsed into `model`.
+
+        One repair round-trip follows when it is not valid JSON for it."""
         content = self.ask(role, messages, json_mode=self.settings.json_mode)
         try:
             return parse_json_answer(content, model)
@@ -318,7 +319,8 @@ class LLMClient:
                 ) from again
 
     def _time_left(self, role: str, running_s: float = 0.0) -> float:
-        """What is left of the repair's model time (`running_s`: of a call not counted yet);
+        """What is left of the repair's model time (`running_s`: of a call not counted yet).
+
         LLMUnavailableError, final, once it is spent."""
         spent = self.seconds_spent + running_s
         left = self.settings.repair_llm_deadline_s - spent

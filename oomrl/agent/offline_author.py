@@ -1,8 +1,8 @@
 """The offline Test Author's rules: tests from a mandate's constraints, written from S and T alone.
 
-It never sees the Coder's work: it gives new bodies to exactly the old tests the approved mandate
-supersedes (which the offline Critic found by running them against the unchanged source under a
-probe, `mandate_probe`: `pinned_tests`), and tests for what cross-validation found missing come from
+It never sees the Coder's work. It gives new bodies to exactly the old tests the approved mandate
+supersedes. The offline Critic found those by running them against the unchanged source under a
+probe (`mandate_probe`: `pinned_tests`). Tests for what cross-validation found missing come from
 the failed checks' names. This module imports nothing of the offline Coder.
 """
 
@@ -18,7 +18,7 @@ from oomrl.errors import OomrlError
 
 PROBE_PLUGIN = "oomrl_mandate_probe"
 PROBE_FILE = Path(__file__).resolve().parent / "mandate_probe.py"
-# Checks that tests written from their names can catch; the others (IR, drawdown) need a replay.
+# Checks that tests written from their names can catch. The others (IR, drawdown) need a replay.
 MISSED_TEMPLATES = {
     "rebalance": "weeks",
     "max_weekly_turnover": "weeks",
@@ -124,12 +124,12 @@ def pinned_tests(
     timeout_s: float = 300.0,
     unsafe_no_jail: bool = False,
 ) -> dict[str, str]:
-    """Old tests that watch the unchanged strategy do what the mandate forbids: node id (without
-    parametrized cases, as a mandate's `supersedes` names it) -> the first breach seen, the reason.
+    """Old tests that watch the unchanged strategy do what the mandate forbids.
 
-    The offline Critic's rule for what a mandate supersedes. Runs the tests of `tests` against
-    `source` as the gate runs tests (the test process and S's host each in their jail) with the
-    mandate probe loaded into the test process."""
+    Maps node id -> the first breach seen, the reason. Node ids are without parametrized cases, as
+    a mandate's `supersedes` names them. The offline Critic's rule for what a mandate supersedes.
+    Runs the tests of `tests` against `source` as the gate runs tests: the test process and S's
+    host each in their jail. The mandate probe is loaded into the test process."""
     from guardrails.sandbox import GateDirs, SuiteRequest, run_suite
     from oomrl.portfolio.hosting import jail_lock
 

@@ -1,5 +1,6 @@
-"""The agent's roles, each with its own view and prompt: Critic -> mandate, Test Author -> tests,
-Coder -> source."""
+"""The agent's roles, each with its own view and prompt: Critic, Test Author, Coder.
+
+The Critic writes the mandate, the Test Author the tests, the Coder the source."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ TEST_NODE_ID = f"^{NODE_ID}$"  # as the gate's --supersedes takes it
 
 
 class Mandate(BaseModel):
-    """What the repair must achieve, for which strategy module; a person approves or edits it.
+    """What the repair must achieve, for which strategy module. A person approves or edits it.
 
-    `supersedes` names the old tests the mandate makes obsolete (they pin what it forbids): the gate
-    judges a changed one as a red test, and every old test it does not name by the weakening
+    `supersedes` names the old tests the mandate makes obsolete: they pin what it forbids. The gate
+    judges a changed one as a red test. It judges every old test it does not name by the weakening
     rule."""
 
     module: str = Field(pattern=r"^strategies\.[a-z_][a-z0-9_]*$")
@@ -53,8 +54,9 @@ class Patch(BaseModel):
 
 
 class CriticView(BaseModel):
-    """What the Critic sees: the autopsy, its metrics, evidence from the ledger, and the version's
-    S and T read-only (to name the old tests the mandate makes obsolete)."""
+    """What the Critic sees: the autopsy, its metrics, evidence from the ledger.
+
+    Also the version's S and T read-only, to name the old tests the mandate makes obsolete."""
 
     autopsy: Autopsy | PendingAlert | LossAlert
     metrics: dict[str, Any] = Field(default_factory=dict)
@@ -69,8 +71,8 @@ class CriticView(BaseModel):
 
 class TestAuthorView(BaseModel):
     """What the Test Author sees: the mandate, the autopsy's evidence, S read-only, T, its own
-    verdicts, and after a failed replay, what the tests missed and its own tests of earlier rounds.
-    Never the Coder's plan or output."""
+    verdicts. After a failed replay, also what the tests missed and its own tests of earlier
+    rounds. Never the Coder's plan or output."""
 
     __test__ = False  # a name starting with "Test" is not a pytest test class
 
@@ -84,8 +86,9 @@ class TestAuthorView(BaseModel):
 
 
 class CoderView(BaseModel):
-    """What the Coder sees: the mandate, the evidence, T read-only, S, the failing tests and the
-    verdicts on its own patches (gate and cross-validation). Never the held-out tests."""
+    """What the Coder sees: the mandate, the evidence, T read-only, S, the failing tests.
+
+    Also the verdicts on its own patches (gate and cross-validation). Never the held-out tests."""
 
     mandate: Mandate
     evidence: dict[str, Any] = Field(default_factory=dict)

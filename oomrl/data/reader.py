@@ -1,5 +1,4 @@
-"""Reading the market store: every read goes through one committed catalog, so it sees one complete
-ingest."""
+"""Reading the market store: every read goes through one committed catalog, one complete ingest."""
 
 from __future__ import annotations
 
@@ -24,17 +23,17 @@ new one."""
 
 
 def _scatter(long: pd.DataFrame, field: str) -> pd.DataFrame:
-    """Long (date, symbol, field) rows into a dense (date x symbol) frame with O(n) integer
-    indexing."""
+    """Long (date, symbol, field) rows into a dense (date x symbol) frame.
+
+    Uses O(n) integer indexing."""
     return _Grid(long).frame(long, field)
 
 
 class _Grid:
-    """Where each long row lands in the dense (date x symbol) frame, worked out once for all its
-    fields.
+    """Where each long row lands in the dense (date x symbol) frame, worked out once for all fields.
 
-    Far cheaper than DataFrame.pivot or sorting factorizations on millions of rows: dates become day
-    offsets, symbols keep their dictionary codes, and only the few distinct values are sorted.
+    Far cheaper than DataFrame.pivot or sorting factorizations on millions of rows. Dates become day
+    offsets and symbols keep their dictionary codes. Only the few distinct values are sorted.
     """
 
     def __init__(self, long: pd.DataFrame) -> None:
@@ -59,7 +58,7 @@ class _Grid:
         self.names = names[ordered]
 
     def frame(self, long: pd.DataFrame, field: str) -> pd.DataFrame:
-        """The dense frame of one field (NaN where a symbol has no row on a date)."""
+        """The dense frame of one field. NaN where a symbol has no row on a date."""
         if self.empty:
             return pd.DataFrame(
                 index=pd.DatetimeIndex([], name="date"),
@@ -94,8 +93,8 @@ class StoreReader:
         return self._pinned if self._pinned is not None else load_catalog(self.root)
 
     def _read(self, work: Callable[[Catalog], T]) -> T:
-        """Run `work` on a catalog; if a concurrent commit deleted a file it names, retry on the new
-        catalog."""
+        """Run `work` on a catalog. If a concurrent commit deleted a file it names, retry on the
+        new catalog."""
         catalog = self.catalog()
         for _ in range(READ_ATTEMPTS):
             try:
@@ -123,8 +122,9 @@ class StoreReader:
     def bar_files(
         self, start: pd.Timestamp | None = None, end: pd.Timestamp | None = None
     ) -> list[Path]:
-        """The live part files of the years overlapping [start, end] (as of now: a later commit may
-        retire them)."""
+        """The live part files of the years overlapping [start, end].
+
+        As of now: a later commit may retire them."""
         lo = start.year if start is not None else 0
         hi = end.year if end is not None else 9999
         return [self.root / path for path in self.catalog().part_paths(lo, hi)]
@@ -151,8 +151,8 @@ class StoreReader:
             filters.append(("date", "<=", hi))
         if symbols is not None:
             filters.append(("symbol", "in", sorted(set(symbols))))
-        # Symbols as a dictionary column: one string per symbol instead of one per row (12.5M rows
-        # -> 5k strings).
+        # Symbols as a dictionary column: one string per symbol instead of one per row. That is
+        # 12.5M rows -> 5k strings.
         options = {
             "filters": filters or None,
             "read_dictionary": ["symbol"] if categorical else None,
@@ -183,8 +183,9 @@ class StoreReader:
     def read_bars(
         self, start: Any = None, end: Any = None, symbols: Iterable[str] | None = None
     ) -> pd.DataFrame:
-        """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None), sorted by
-        date, symbol."""
+        """Long bars (BAR_COLUMNS) in [start, end] for the given symbols (all when None).
+
+        Sorted by date, symbol."""
         bars = self._read_bar_columns(BAR_COLUMNS, start, end, symbols)
         return bars.sort_values(BAR_KEY, kind="mergesort").reset_index(drop=True)
 
@@ -207,8 +208,9 @@ class StoreReader:
         end: Any = None,
         symbols: Iterable[str] | None = None,
     ) -> dict[str, pd.DataFrame]:
-        """Several numeric fields as read_panel gives each, from one read of the files; other fields
-        are left out."""
+        """Several numeric fields as read_panel gives each, from one read of the files.
+
+        Other fields are left out."""
         numeric = set(empty_bars().select_dtypes("number").columns)
         wanted = [field for field in dict.fromkeys(fields) if field in numeric]
         long = self._read_bar_columns(
@@ -229,7 +231,7 @@ class StoreReader:
         )
 
     def bar_summary(self) -> dict[str, Any]:
-        """Rows, symbols and date range of the stored bars (from the catalog: no file is read)."""
+        """Rows, symbols and date range of the stored bars. From the catalog: no file is read."""
         parts = [part for year in self.catalog().years.values() for part in year]
         if not parts:
             return {"rows": 0, "symbols": 0, "first_date": None, "last_date": None}

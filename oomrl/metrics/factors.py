@@ -1,13 +1,13 @@
 """Style attribution (the paper's Table 2): High-Low style factors and a market + style regression.
 
 Factors are built over the stock universe, date × symbol panels:
-- Liquidity: log traded value (CNY) of the day; Momentum: 20-session return; Volatility: 20-session
-  standard deviation (ddof=1) of daily returns.
-- Each characteristic is lagged one session (known at the previous close); the factor return on day
-  t is the equal-weighted mean return of the top quintile minus that of the bottom quintile.
-- (r − rf) is regressed on (b − rf) and the factors; the annual return then splits exactly (in
-  sample) into risk-free + beta return + style return + pure idiosyncratic alpha, because OLS
-  residuals with an intercept average to zero.
+- Liquidity: log traded value (CNY) of the day. Momentum: 20-session return. Volatility:
+  20-session standard deviation (ddof=1) of daily returns.
+- Each characteristic is lagged one session (known at the previous close). The factor return on
+  day t is the equal-weighted mean return of the top quintile minus that of the bottom quintile.
+- (r − rf) is regressed on (b − rf) and the factors. The annual return then splits exactly (in
+  sample) into risk-free + beta return + style return + pure idiosyncratic alpha. That is because
+  OLS residuals with an intercept average to zero.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ MIN_STOCKS = 10  # fewer ranked stocks than this on a day gives no factor return
 def traded_value(
     close: pd.DataFrame, volume: pd.DataFrame, amount: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """Traded value in CNY: the reported amount where known, else close × volume (an approximation
-    on forward-adjusted prices, good enough for a cross-sectional rank)."""
+    """Traded value in CNY: the reported amount where known, else close × volume.
+
+    The latter is an approximation on forward-adjusted prices, good enough for a cross-sectional
+    rank."""
     estimate = close * volume
     return estimate if amount is None else amount.reindex_like(estimate).fillna(estimate)
 
@@ -137,7 +139,7 @@ def style_attribution(
     rf: float = 0.0,
     hac_maxlags: int | None = None,
 ) -> StyleAttribution:
-    """Regress excess returns on the market and style factors over the dates all of them cover."""
+    """Regress excess returns on the market and style factors, over the dates all of them cover."""
     r, b = align(returns, benchmark)
     daily_rf = rf / PERIODS_PER_YEAR
     usable = factors.reindex(r.index).dropna()

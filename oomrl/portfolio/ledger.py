@@ -1,9 +1,9 @@
 """The SQL ledger (SQLAlchemy Core, any URL): accounts, versions, rebalances, orders, fills, NAV,
 alerts.
 
-A rebalance for (account, date) commits in one transaction and at most once: its row carries a
-unique constraint, cash is updated under an optimistic revision check, and a crash before COMMIT
-leaves nothing behind. Cash is kept in integer fen so it reconciles exactly with the fills.
+A rebalance for (account, date) commits in one transaction and at most once. Its row carries a
+unique constraint. Cash is updated under an optimistic revision check. A crash before COMMIT leaves
+nothing behind. Cash is kept in integer fen so it reconciles exactly with the fills.
 """
 
 from __future__ import annotations
@@ -253,9 +253,10 @@ class Ledger:
 
     # -- probations (oomrl/probation.py) ------------------------------------------------------
     def open_probation(self, row: dict[str, Any], initial_cash_fen: int) -> None:
-        """Open the shadow book, point it at the challenger and record the probation, in one
-        transaction (the shadow's active version is a promotion's commit point: it exists only with
-        its probation)."""
+        """Open the shadow book, point it at the challenger and record the probation.
+
+        All in one transaction. The shadow's active version is a promotion's commit point: it
+        exists only with its probation."""
         acc = self.t["accounts"]
         with self.engine.begin() as conn:
             conn.execute(
@@ -298,9 +299,11 @@ class Ledger:
         evidence: dict[str, Any],
         alert: AlertRow | None = None,
     ) -> bool:
-        """Decide an open probation: its shadow book closes and, when promoted, the account trades
-        the challenger; a retirement's `alert` (its forward autopsy) becomes the account's alert;
-        all in one transaction. False when it was no longer open (decided meanwhile)."""
+        """Decide an open probation, all in one transaction.
+
+        Its shadow book closes and, when promoted, the account trades the challenger. A
+        retirement's `alert` (its forward autopsy) becomes the account's alert. False when it was
+        no longer open (decided meanwhile)."""
         pr, acc = self.t["probations"], self.t["accounts"]
         with self.engine.begin() as conn:
             row = conn.execute(sa.select(pr).where(pr.c.id == probation_id)).mappings().first()
@@ -472,7 +475,7 @@ class Ledger:
         rebalance_id: int | None = None,
         rebalance_day: date | None = None,
     ) -> None:
-        """NAV and reward rows; a day's provisional mark (no rebalance) gives way to the new row."""
+        """NAV and reward rows. A day's provisional mark (no rebalance) gives way to the new row."""
         navs, rewards = [], []
         for r in frame.to_dict("records"):
             day = pd.Timestamp(r["date"]).date()
@@ -516,9 +519,10 @@ class Ledger:
         halt_on: date | None = None,
         halt_reason: str | None = None,
     ) -> None:
-        """Write mark-to-market NAV rows (no trades) in one transaction, halting the account when
-        the kill switch tripped; LedgerConflictError when the account changed since the marks were
-        planned."""
+        """Write mark-to-market NAV rows (no trades) in one transaction.
+
+        The account halts when the kill switch tripped. LedgerConflictError when the account
+        changed since the marks were planned."""
         acc = self.t["accounts"]
         with self.engine.begin() as conn:
             result = conn.execute(

@@ -1,9 +1,8 @@
-"""Daily mark-to-market: a NAV row per session between rebalances, with the kill switch checked on
-each.
+"""Daily mark-to-market: a NAV row per session between rebalances, the kill switch checked on each.
 
-The marks are provisional for the day itself: a rebalance on a marked day replaces that day's row
-with its own (trades and costs included), so marking and the weekly rebalance may run in either
-order and the ledger ends the same. A mark never trades and never moves `last_date` (the last
+The marks are provisional for the day itself. A rebalance on a marked day replaces that day's row
+with its own (trades and costs included). So marking and the weekly rebalance may run in either
+order, and the ledger ends the same. A mark never trades and never moves `last_date` (the last
 rebalance).
 """
 
@@ -70,8 +69,10 @@ def marked_through(ledger: Ledger, account: str) -> date | None:
 
 
 def holding_version(ledger: Ledger, account: str) -> str:
-    """The version whose trades made the book being marked: that of the last NAV row (a promoted
-    version owns the book only once it has traded), else the active one."""
+    """The version whose trades made the book being marked.
+
+    That is the version of the last NAV row, else the active one. A promoted version owns the book
+    only once it has traded."""
     nav = ledger.nav_frame(account)
     if not nav.empty:
         return str(nav["strategy_version"].iloc[-1])
@@ -97,11 +98,10 @@ def plan_marks(
     version: str,
     terminal_penalty: float = DEFAULT_TERMINAL_PENALTY,
 ) -> tuple[pd.DataFrame, int]:
-    """NAV rows for the sessions after the last NAV row up to `as_of`, and the revision they rest
-    on.
+    """NAV rows for the sessions after the last NAV row up to `as_of`, and their revision.
 
-    The walk starts at the last rebalance, as corporate actions since then (booked by the next
-    rebalance) already move the book's cash and shares on the sessions marked before.
+    The walk starts at the last rebalance. Corporate actions since then are booked by the next
+    rebalance. They already move the book's cash and shares on the sessions marked before.
     """
     state = ledger.account(account)
     nav = ledger.nav_frame(account)
@@ -136,7 +136,7 @@ def mark_account(
 ) -> MarkOutcome:
     """Mark `account` at the close of every session up to `as_of` it has no NAV for; one commit.
 
-    A halted account is left as it is (its halt already stands). When a marked session's principal
+    A halted account is left as it is: its halt already stands. When a marked session's principal
     loss reaches the threshold, the account halts on that session in the same transaction.
     """
     as_of = pd.Timestamp(as_of).date()
@@ -182,7 +182,7 @@ def run_marking(
 
         store = ensure_sample(settings)
     since = marked_through(ledger, account)
-    # History before the first unmarked session too: a suspended holding is valued at its last
+    # History before the first unmarked session too. A suspended holding is valued at its last
     # close.
     days = HISTORY_DAYS + (0 if since is None else max((as_of - since).days, 0))
     panels = load_panels(store, as_of, history_days=days)

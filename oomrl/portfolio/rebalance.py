@@ -1,5 +1,6 @@
-"""One live rebalance of an account on a session: data up to the day before, targets, fills, one
-commit."""
+"""One live rebalance of an account on a session: data to the day before, targets, fills, commit.
+
+It commits once."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def load_panels(
 ) -> dict[str, pd.DataFrame]:
     """Date x symbol panels up to and including as_of (the execution session) from the store.
 
-    Only the symbols of `market` are kept (a store may hold several markets; a book trades one);
+    Only the symbols of `market` are kept: a store may hold several markets, and a book trades one.
     None keeps every symbol.
     """
     start = pd.Timestamp(as_of) - timedelta(days=history_days)
@@ -171,8 +172,8 @@ def rebalance(
 ) -> RebalanceOutcome:
     """Rebalance `account` on session `as_of`; commits once, all-or-nothing (unless dry_run).
 
-    `runner` is an open StrategyRunner on the same market (a loop of rebalances keeps one host);
-    without one, the strategy's host is started for this decision and stopped after it.
+    `runner` is an open StrategyRunner on the same market; a loop of rebalances keeps one host.
+    Without one, the strategy's host is started for this decision and stopped after it.
     """
     as_of = pd.Timestamp(as_of).date()
     state = ledger.account(account)
@@ -200,7 +201,7 @@ def rebalance(
     if t < 1:
         raise DataValidationError(f"no session before {as_of} in the data: cannot decide")
     held = held_shares(market, state.positions)
-    # Daily marks (oomrl.portfolio.marking) may have valued sessions since the last rebalance; a
+    # Daily marks (oomrl.portfolio.marking) may have valued sessions since the last rebalance. A
     # mark on as_of itself is provisional and gives way to this rebalance's row.
     nav_before = ledger.nav_frame(account)
     if len(nav_before) and nav_before["date"].iloc[-1] > pd.Timestamp(as_of):
@@ -218,9 +219,9 @@ def rebalance(
         membership,
         setup.terminal_penalty,
     )
-    # Corporate actions since the last rebalance change the book (cash, shares) even on sessions a
-    # daily mark already valued: walk from the last rebalance, keep the rows after the last NAV row.
-    # A fresh account may have marks
+    # Corporate actions since the last rebalance change the book (cash, shares). They do so even on
+    # sessions a daily mark already valued. So walk from the last rebalance and keep the rows after
+    # the last NAV row. A fresh account may have marks.
     since = (
         state.last_date
         if state.last_date is not None
@@ -299,12 +300,11 @@ def advance(
     panels: dict[str, pd.DataFrame] | MarketFrames,
     setup: RebalanceSetup,
 ) -> list[RebalanceOutcome]:
-    """Run every rebalance the strategy wants in [start, end], one commit each (the live loop,
-    replayed).
+    """Run every rebalance the strategy wants in [start, end], one commit each.
 
-    Stops at the first halt; dates already committed are skipped, so a re-run continues where the
-    last one stopped. NAV rows after the last rebalance are written by the next one. One strategy
-    host serves the whole walk.
+    This is the live loop, replayed. It stops at the first halt. Dates already committed are
+    skipped, so a re-run continues where the last one stopped. NAV rows after the last rebalance
+    are written by the next one. One strategy host serves the whole walk.
     """
     market = panels if isinstance(panels, MarketFrames) else MarketFrames.build(panels, setup.rules)
     outcomes: list[RebalanceOutcome] = []
