@@ -1,10 +1,9 @@
-"""The LLM budget per account, kept in the ledger: a balance of tokens and money, and a journal of
-every call.
+"""The LLM budget per account, in the ledger: a balance of tokens and money, a journal of calls.
 
-Tables `llm_budgets` (one row per account: limits, spent, held by calls in flight) and `llm_calls`
-(one row per model call: reserved, then settled or released). Money is integer nano-USD, so prices
-per million tokens stay exact. A reservation is one conditional UPDATE, so two repairs of one
-account at once can never both take the last of its budget.
+Table `llm_budgets` has one row per account: limits, spent, held by calls in flight. Table
+`llm_calls` has one row per model call: reserved, then settled or released. Money is integer
+nano-USD, so prices per million tokens stay exact. A reservation is one conditional UPDATE. So two
+repairs of one account at once can never both take the last of its budget.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 
 def to_nano(usd: float) -> int:
-    """USD as integer nano-USD, rounded up (a cost is never booked below what it was)."""
+    """USD as integer nano-USD, rounded up: a cost is never booked below what it was."""
     return int((Decimal(repr(float(usd))) * NANO).to_integral_value(rounding=ROUND_CEILING))
 
 
@@ -36,8 +35,9 @@ def _now() -> datetime:
 
 @dataclass(frozen=True)
 class Balance:
-    """An account's LLM budget now; `*_left` goes below zero only if a server bills past a
-    reservation."""
+    """An account's LLM budget now.
+
+    `*_left` goes below zero only if a server bills past a reservation."""
 
     account: str
     tokens_limit: int
@@ -195,8 +195,9 @@ class LLMBudgetBook:
     def settle(
         self, call_id: int, prompt_tokens: int, completion_tokens: int, usd: float, model: str
     ) -> Balance:
-        """Debit what a call cost and free its reservation, in one transaction; the balance
-        after."""
+        """Debit what a call cost and free its reservation, in one transaction.
+
+        Returns the balance after."""
         return self._close(
             call_id, "settled", prompt_tokens, completion_tokens, to_nano(usd), model, None
         )
@@ -255,8 +256,10 @@ class LLMBudgetBook:
         return self.balance(call["account"])
 
     def settle_abandoned(self, account: str, older_than_s: float = 3600.0) -> int:
-        """Charge reservations no call settled within `older_than_s` (its repair was killed): the
-        request may have been billed, so the reservation is what it cost. How many there were."""
+        """Charge reservations no call settled within `older_than_s`: their repair was killed.
+
+        The request may have been billed, so the reservation is what it cost. Returns how many
+        there were."""
         c = self.t["llm_calls"]
         cutoff = _now() - timedelta(seconds=older_than_s)
         with self.engine.connect() as conn:
@@ -295,5 +298,5 @@ class LLMBudgetBook:
             return [dict(row) for row in rows]
 
     def cost_of_alignment(self, account: str) -> dict[str, Any] | None:
-        """What repairs have cost the account in model calls, or None when it has no LLM budget."""
+        """What repairs have cost the account in model calls. None when it has no LLM budget."""
         return cost_of_alignment(self.engine, self.t, account)

@@ -1,9 +1,8 @@
-"""What each role is told: the autopsy's evidence, and verdicts encoded as the paper's semantic
-gradient.
+"""What each role is told: the autopsy's evidence, and verdicts as the paper's semantic gradient.
 
-EncodeSemantics turns a gate verdict into what the next attempt needs: per violation the rule, the
-file and line, the message and the traceback, and the lines of code it points at (only from files
-the role may see). A failed cross-validation becomes the evidence of what the tests missed.
+EncodeSemantics turns a gate verdict into what the next attempt needs. Per violation: the rule, the
+file and line, the message and the traceback. Also the lines of code it points at, only from files
+the role may see. A failed cross-validation becomes the evidence of what the tests missed.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ FRAME = re.compile(
 
 def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
     """The autopsy's evidence for the Test Author and the Coder: trigger, metrics, root cause,
-    ledger (a loss alert has only its date)."""
+    ledger. A loss alert has only its date."""
     if not isinstance(autopsy, Autopsy):
         return {"as_of": autopsy.as_of.isoformat()} if autopsy.as_of else {}
     data = autopsy.model_dump(mode="json")
@@ -101,8 +100,9 @@ def encode_violation(violation: Violation, visible: Mapping[str, str]) -> dict[s
 def encode_verdict(
     verdict: AttemptVerdict, visible: Mapping[str, str], attempt: int
 ) -> dict[str, Any]:
-    """A verdict as the next attempt should read it (the paper's EncodeSemantics); one given before
-    the gate ran has no test counts or coverage."""
+    """A verdict as the next attempt should read it (the paper's EncodeSemantics).
+
+    One given before the gate ran has no test counts or coverage."""
     violations = verdict.violations
     rules = sorted({v.rule for v in violations})
     if verdict.accepted:

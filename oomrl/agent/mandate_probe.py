@@ -1,13 +1,13 @@
 """pytest plugin of the offline Test Author: which existing tests watch the strategy do what a
 mandate forbids.
 
-Loaded (`-p oomrl_mandate_probe`) into a jailed run of the workspace's own tests against the
-unchanged source S (guardrails' run_suite; S in its strategy host). It watches the test process's
-side of the host's calling convention (`strategy_host.HostedStrategy`): what the mandated strategy
-answered inside each test, and writes, per test, the answers that break the mandate's constraints: a
-test that asserts such an answer pins forbidden behaviour. It never fails a test: it only watches.
-It imports nothing of oomrl (the jail holds only the client and the strategy API); its config is the
-JSON file next to it.
+It is loaded (`-p oomrl_mandate_probe`) into a jailed run of the workspace's own tests. They run
+against the unchanged source S (guardrails' run_suite; S in its strategy host). It watches the test
+process's side of the host's calling convention (`strategy_host.HostedStrategy`). That shows what
+the mandated strategy answered inside each test. Per test, it writes the answers that break the
+mandate's constraints. A test that asserts such an answer pins forbidden behaviour. It never fails
+a test: it only watches. It imports nothing of oomrl: the jail holds only the client and the
+strategy API. Its config is the JSON file next to it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def schedule_breaches(day: Any, last: Any, due: bool, constraints: dict[str, Any
 
 
 def traded_value(panels: Any, as_of: Any) -> dict[str, float]:
-    """Average daily traded value over the last ADV_WINDOW sessions up to as_of (amount, else close
-    x volume)."""
+    """Average daily traded value over the last ADV_WINDOW sessions up to as_of.
+
+    Traded value is the amount, else close x volume."""
     import pandas as pd
 
     close = panels["close"]

@@ -1,10 +1,10 @@
 """One writer at a time for the market store: an OS file lock plus a note saying who holds it.
 
-The lock is flock(2) on data/.writer.lock (the `filelock` library): the kernel releases it when its
-process exits, however it exits, so a killed ingest never leaves the store locked. The holder writes
-data/.writer.json once it has the lock and removes it on release; finding that note when taking the
-lock therefore means the previous writer died mid-write (its uncommitted files are orphans to
-clear).
+The lock is flock(2) on data/.writer.lock (the `filelock` library). The kernel releases it when its
+process exits, however it exits. So a killed ingest never leaves the store locked. The holder
+writes data/.writer.json once it has the lock and removes it on release. Finding that note when
+taking the lock therefore means the previous writer died mid-write. Its uncommitted files are
+orphans to clear.
 """
 
 from __future__ import annotations
@@ -44,8 +44,9 @@ def _held_roots() -> set[Path]:
 
 
 def read_holder(root: Path) -> dict[str, Any] | None:
-    """The note of the process holding (or, if it died, last holding) the writer lock; None when
-    there is none."""
+    """The note of the process holding (or, if it died, last holding) the writer lock.
+
+    None when there is none."""
     try:
         return dict(json.loads((root / HOLDER_FILE).read_text()))
     except FileNotFoundError:
@@ -65,8 +66,9 @@ def describe(holder: dict[str, Any] | None) -> str:
 
 
 class WriterLock:
-    """Context manager holding the store's writer lock; waits up to `wait` seconds (0: refuse at
-    once)."""
+    """Context manager holding the store's writer lock.
+
+    It waits up to `wait` seconds (0: refuse at once)."""
 
     def __init__(
         self, root: Path, wait: float | None = None, on_wait: Callable[[str], None] | None = None

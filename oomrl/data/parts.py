@@ -1,5 +1,6 @@
-"""Immutable parquet files of the store: atomic writes, and one year of bars as part files merged by
-key."""
+"""Immutable parquet files of the store: atomic writes, and a year of bars as part files by key.
+
+Part files of a year are merged by key."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def write_parquet(table: pa.Table, path: Path) -> None:
 
 
 def table_of(frame: pd.DataFrame) -> pa.Table:
-    """A frame as an arrow table with its own columns: the store keeps whatever columns the schema
+    """A frame as an arrow table with its own columns. The store keeps whatever columns the schema
     has."""
     return pa.Table.from_pandas(frame, preserve_index=False)
 
@@ -39,8 +40,9 @@ def concat(tables: Sequence[pa.Table]) -> pa.Table:
 
 
 def read_columns(path: Path, columns: Sequence[str], **options: Any) -> pa.Table:
-    """`columns` of a parquet file; a column the file predates comes back null (filled by concat's
-    promotion)."""
+    """`columns` of a parquet file.
+
+    A column the file predates comes back null (filled by concat's promotion)."""
     present = set(pq.read_schema(path).names)
     table = pq.read_table(path, columns=[name for name in columns if name in present], **options)
     for position, name in enumerate(columns):
@@ -64,8 +66,9 @@ def drop_keys(table: pa.Table, incoming: pd.DataFrame) -> tuple[pa.Table, int]:
 
 @dataclass
 class Part:
-    """A part file (named relative to its year folder) and what it holds, so writes skip parts that
-    cannot contain the incoming keys."""
+    """A part file (named relative to its year folder) and what it holds.
+
+    So writes skip parts that cannot contain the incoming keys."""
 
     file: str
     first: str
@@ -79,8 +82,9 @@ class Part:
 
 @dataclass
 class YearMerge:
-    """The outcome of merging bars into one year: its new part list, the file written and the parts
-    it replaces."""
+    """The outcome of merging bars into one year.
+
+    Its new part list, the file written and the parts it replaces."""
 
     parts: list[Part]
     written: str
@@ -89,9 +93,11 @@ class YearMerge:
 
 
 def merge_year(folder: Path, parts: list[Part], incoming: pd.DataFrame) -> YearMerge:
-    """Write one new part holding `incoming` (validated bars of this year) plus the stored rows of
-    the parts it overlaps; rows for a stored (date, symbol) replace it. Nothing existing is
-    modified: the caller commits the returned part list, then deletes the replaced parts."""
+    """Write one new part holding `incoming` plus the stored rows of the parts it overlaps.
+
+    `incoming` are validated bars of this year. Rows for a stored (date, symbol) replace it.
+    Nothing existing is modified. The caller commits the returned part list, then deletes the
+    replaced parts."""
     first, last = f"{incoming['date'].min():%Y-%m-%d}", f"{incoming['date'].max():%Y-%m-%d}"
     symbols = set(incoming["symbol"].unique())
     touched = [part for part in parts if part.may_hold(first, last, symbols)]

@@ -1,7 +1,7 @@
-"""Attribution of an account against the CSI 300: reads the ledger and the market store, writes the
-report.
+"""Attribution of an account against the CSI 300: reads the ledger and the market store.
 
-The pure work lives in performance, factors and tearsheet; this module only fetches their inputs.
+It writes the report. The pure work lives in performance, factors and tearsheet. This module only
+fetches their inputs.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def benchmark_returns(
 def universe_panel(
     membership: pd.DataFrame, dates: pd.DatetimeIndex, symbols: pd.Index
 ) -> pd.DataFrame:
-    """True where a symbol is an index member on a date (the latest snapshot on or before it)."""
+    """True where a symbol is an index member on a date: the latest snapshot on or before it."""
     flags = pd.DataFrame(False, index=dates, columns=symbols)
     snapshots = membership.groupby(pd.to_datetime(membership["effective_date"]))["symbol"].apply(
         set
@@ -133,8 +133,9 @@ def store_style_factors(store: IndexSource, start: pd.Timestamp, end: pd.Timesta
 def account_attribution(
     returns: pd.Series, benchmark: pd.Series, store: IndexSource, rf: float = 0.0
 ) -> tuple[StyleAttribution | None, str | None]:
-    """Style attribution, or None and the reason when the store cannot support it (the report says
-    so)."""
+    """Style attribution, or None and the reason when the store cannot support it.
+
+    The report says so."""
     try:
         styles = store_style_factors(store, returns.index[0], returns.index[-1])
         return style_attribution(returns, benchmark, styles[list(FACTOR_NAMES)], rf), None
@@ -152,14 +153,15 @@ def report_dir(runs_dir: Path, label: str) -> Path:
 def version_labels(
     ledger: NavSource, account: str, workspace: VersionLabels | None
 ) -> dict[str, str]:
-    """Full SHA -> "v2 daily_momentum" from the workspace tags and the ledger's strategy names;
-    a version the workspace does not know keeps its short SHA."""
+    """Full SHA -> "v2 daily_momentum", from the workspace tags and the ledger's strategy names.
+
+    A version the workspace does not know keeps its short SHA."""
     names = ledger.version_names(account)
     return workspace.labels(names) if workspace is not None else {}
 
 
 def labelled(versions: pd.Series, labels: dict[str, str]) -> pd.Series:
-    """The live version of each date under its label (unknown versions: the first 12 hex digits)."""
+    """The live version of each date under its label. Unknown versions: the first 12 hex digits."""
     return versions.map(lambda sha: sha if pd.isna(sha) else labels.get(str(sha), str(sha)[:12]))
 
 
@@ -170,8 +172,9 @@ def account_marks(
     labels: dict[str, str],
     runs_dir: Path | None,
 ) -> list[Mark]:
-    """Alerts and probations (ledger), repairs (run folders) and promotions (first session of each
-    new version)."""
+    """Alerts and probations (ledger), repairs (run folders) and promotions.
+
+    A promotion is the first session of each new version."""
     marks = (
         alert_marks(ledger.alerts(account))
         + probation_marks(ledger.probations(account))
@@ -192,8 +195,10 @@ def account_report(
     workspace: VersionLabels | None = None,
     runs_dir: Path | None = None,
 ) -> Report:
-    """The report of one account: metrics vs the CSI 300, phases (versions unless given), friction
-    from the ledger, alerts/repairs/probations/promotions marked, style table."""
+    """The report of one account: metrics vs the CSI 300, phases, friction, marks, style table.
+
+    Phases are versions unless given. Friction comes from the ledger. Alerts, repairs, probations
+    and promotions are marked."""
     nav = ledger.nav_frame(account)
     returns, versions = account_returns(nav, account)
     benchmark = benchmark_returns(store, benchmark_kind)

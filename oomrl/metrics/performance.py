@@ -1,18 +1,17 @@
-"""Performance of a daily return series against a benchmark, with the conventions of `oomrl metrics`
-(docs/metrics.md).
+"""Performance of a daily return series against a benchmark, as `oomrl metrics` computes it.
 
-Conventions (pinned by tests):
-- 252 periods a year; `annualized_return` = mean daily simple return × 252 (the paper's
-  arithmetic convention), `cagr` = Π(1+r)^(252/n) − 1 alongside it.
+The conventions are those of docs/metrics.md, pinned by tests:
+- 252 periods a year. `annualized_return` = mean daily simple return × 252 (the paper's
+  arithmetic convention). `cagr` = Π(1+r)^(252/n) − 1 alongside it.
 - Standard deviations use ddof=1. `volatility` = std(r)·√252.
 - Sharpe = mean(r − rf/252) / std(r − rf/252) · √252, with rf an annual rate.
 - Sortino = mean(r − rf/252)·252 / (√mean(min(r − rf/252, 0)²)·√252) (empyrical's downside
   deviation).
-- Max drawdown is ≤ 0 and counts the starting capital (wealth 1 before the first return) as the
+- Max drawdown is ≤ 0. It counts the starting capital (wealth 1 before the first return) as the
   first high-water mark, so a first-day loss is a drawdown. Calmar = cagr / |max drawdown|.
 - Tracking error = std(r − b)·√252; IR = mean(r − b)·252 / tracking error.
-- Alpha/beta from OLS of (r − rf/252) on (b − rf/252); alpha annualized ×252; t-stats plain and
-  Newey-West (lags: regression.newey_west_maxlags); `alpha_pvalue` is the plain OLS p-value.
+- Alpha/beta from OLS of (r − rf/252) on (b − rf/252); alpha annualized ×252. t-stats plain and
+  Newey-West (lags: regression.newey_west_maxlags). `alpha_pvalue` is the plain OLS p-value.
 - A ratio whose denominator is zero is undefined and reported as None (JSON null), never ±inf.
 """
 
@@ -56,8 +55,8 @@ METRIC_KEYS: tuple[str, ...] = (
 
 
 # A ratio's denominator below this is numerically zero: the ratio is undefined (None). Sharpe's
-# denominator is the daily sd / sqrt(252), so it is undefined for a daily sd under 1e-15 *
-# sqrt(252).
+# denominator is the daily sd / sqrt(252). So it is undefined for a daily sd under
+# 1e-15 * sqrt(252).
 ZERO_DENOMINATOR = 1e-15
 
 
@@ -218,8 +217,10 @@ def read_phases(path: str | Path) -> list[Phase]:
 
 
 def phases_from_versions(versions: pd.Series, width: int | None = 12) -> list[Phase]:
-    """One phase per contiguous live span of a strategy version (a date-indexed series of version
-    ids or labels), named by the first `width` characters (None: the whole label)."""
+    """One phase per contiguous live span of a strategy version.
+
+    The input is a date-indexed series of version ids or labels. A phase is named by the first
+    `width` characters (None: the whole label)."""
     clean = versions.dropna().sort_index()
     phases: list[Phase] = []
     for _, run in clean.groupby((clean != clean.shift()).cumsum()):

@@ -1,12 +1,12 @@
 """The short-window rule: no annualized figure for fewer than MIN_ANNUALIZED_SESSIONS sessions.
 
 Annualizing 8 sessions turns one good week into "113 % a year" and a Sharpe ratio of 5. Under the
-minimum, every report (tearsheet, summary, PNG, Prefect artifacts, the demo's Table 1) leaves the
-annualized figures out (shown as —) and says why; cumulative figures (return over the window, max
-drawdown, costs in CNY, turnover summed) stay. The minimum is about a quarter of sessions, the
-rolling IR's window: the paper's Table 1 annualizes its 73-session Phase 1, which this keeps (GIPS
-goes further and annualizes nothing under a year). `oomrl metrics` still computes every key: it is a
-calculator asked for numbers, not a report.
+minimum, every report leaves the annualized figures out (shown as —) and says why. Reports are the
+tearsheet, summary, PNG, Prefect artifacts and the demo's Table 1. Cumulative figures stay: return
+over the window, max drawdown, costs in CNY, turnover summed. The minimum is about a quarter of
+sessions, the rolling IR's window. The paper's Table 1 annualizes its 73-session Phase 1, which
+this keeps. GIPS goes further and annualizes nothing under a year. `oomrl metrics` still computes
+every key: it is a calculator asked for numbers, not a report.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 
 MIN_ANNUALIZED_SESSIONS = 60
 
-# Figures that scale a window up to a year: returns and costs "a year", and the ratios annualized
+# Figures that scale a window up to a year: returns and costs "a year". Also the ratios annualized
 # with them (√252 in Sharpe, Sortino, IR; CAGR in Calmar).
 ANNUALIZED_KEYS = frozenset(
     {
@@ -54,8 +54,7 @@ def without_annualized(values: Mapping[str, Any], sessions: Any) -> dict[str, An
 
 
 def rows_without_annualized(table: pd.DataFrame, sessions_column: str = "sessions") -> pd.DataFrame:
-    """The table (one row per window) with the annualized figures of its too-short rows set to
-    None."""
+    """The table (one row per window) with its too-short rows' annualized figures set to None."""
     if sessions_column not in table.columns or table.empty:
         return table
     short = table[sessions_column].map(too_short).to_numpy(dtype=bool)

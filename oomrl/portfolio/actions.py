@@ -1,13 +1,13 @@
 """Corporate actions from factor changes: cash dividends and share changes that keep the book on
 adjusted returns.
 
-On an ex-date the adjustment factor steps by g = factor[t] / factor[t-1]; the exchange's reference
+On an ex-date the adjustment factor steps by g = factor[t] / factor[t-1]. The exchange's reference
 price is the previous raw close / g. A holder keeps the value of the position at that reference:
-- 1 < g < BONUS_RATIO: a cash dividend of previous close x (1 - 1/g) per share (pre-tax);
-- otherwise (a bonus issue or split, g >= BONUS_RATIO, or a consolidation, g < 1): the share count
-  becomes floor(shares x g) and the fraction of a share is paid in cash at the reference price.
-A factor cannot tell a dividend from a bonus issue; the threshold does (A-share cash dividends are a
-few percent of the price, bonus issues are 10 % and more).
+- 1 < g < BONUS_RATIO: a cash dividend of previous close x (1 - 1/g) per share (pre-tax).
+- otherwise (a bonus issue or split, g >= BONUS_RATIO, or a consolidation, g < 1): the share
+  count becomes floor(shares x g). The fraction of a share is paid in cash at the reference price.
+A factor cannot tell a dividend from a bonus issue; the threshold does. A-share cash dividends are
+a few percent of the price; bonus issues are 10 % and more.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ ACTION_COLUMNS = ["date", "symbol", "kind", "ratio", "shares_delta", "cash_fen"]
 
 @dataclass
 class Actions:
-    """What one session's corporate actions did to a book (arrays aligned to the market's
-    symbols)."""
+    """What one session's corporate actions did to a book.
+
+    Arrays are aligned to the market's symbols."""
 
     held: np.ndarray  # shares after the actions
     cash_fen: np.ndarray  # cash credited per symbol, fen

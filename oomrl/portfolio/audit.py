@@ -1,12 +1,14 @@
 """An independent check of a ledger's fills against the market's rules: lots, limits, T+1,
 suspension.
 
-Given the fills (and corporate actions) of a run and the MarketFrames it traded on, every fill is
-re-judged from the rules alone, replaying the holdings fill by fill from an empty book: a buy must
-be a legal lot of its board, a sell a legal size for what was held before it; no buy at limit-up, no
-sell at limit-down; no sell of more than was held at the session's open (T+1: shares bought that
-session cannot go); no fill on a suspended session. Returns one row per violation (an empty frame
-means a clean ledger).
+It takes the fills (and corporate actions) of a run and the MarketFrames it traded on. Every fill
+is re-judged from the rules alone. The holdings are replayed fill by fill from an empty book. The
+rules:
+- a buy must be a legal lot of its board; a sell a legal size for what was held before it;
+- no buy at limit-up, no sell at limit-down;
+- no sell of more than was held at the session's open (T+1: shares bought that session cannot go);
+- no fill on a suspended session.
+Returns one row per violation. An empty frame means a clean ledger.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ NAV_COLUMNS = [
 ]
 
 
-# The key of the PostgreSQL advisory lock that serialises table creation (b"oomrl" as an integer).
+# The key of the PostgreSQL advisory lock that serialises table creation: b"oomrl" as an integer.
 SCHEMA_LOCK_KEY = int.from_bytes(b"oomrl", "big")
 CREATE_RETRIES = 5
 
@@ -65,14 +65,14 @@ CREATE_RETRIES = 5
 def create_tables(
     engine: sa.Engine, metadata: sa.MetaData, tables: list[sa.Table] | None = None
 ) -> None:
-    """Create the tables of `metadata` that do not exist yet, also when several processes use a
-    database for the first time at once (four first rebalances, two first repairs).
+    """Create the tables of `metadata` that do not exist yet, even on a first use by many at once.
 
-    CREATE TABLE checks and creates in two steps, so two creators race: on PostgreSQL the loser hits
-    a unique violation in pg_type, on SQLite "table ... already exists". PostgreSQL's DDL is
-    transactional, so there creation runs under a transaction-scoped advisory lock and the second
-    creator finds the tables made; elsewhere a loser's "already exists" is retried (the check sees
-    what the winner made)."""
+    Several processes may use a database for the first time at once (four first rebalances, two
+    first repairs). CREATE TABLE checks and creates in two steps, so two creators race. On
+    PostgreSQL the loser hits a unique violation in pg_type; on SQLite, "table ... already
+    exists". PostgreSQL's DDL is transactional. So there creation runs under a transaction-scoped
+    advisory lock, and the second creator finds the tables made. Elsewhere a loser's "already
+    exists" is retried: the check sees what the winner made."""
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
     if engine.dialect.name == "postgresql":
@@ -90,8 +90,9 @@ def create_tables(
 
 
 def _booked_per_symbol() -> list[sa.Column]:
-    """The leading columns of a row a rebalance books for one symbol on one date (fills, corporate
-    actions)."""
+    """The leading columns of a row a rebalance books for one symbol on one date.
+
+    Such rows are fills and corporate actions."""
     return [
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column(
@@ -106,7 +107,7 @@ def _booked_per_symbol() -> list[sa.Column]:
 def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
     money = sa.BigInteger  # fen
     t = {}
-    # The tables are alike in shape (an id, the account, a time): declarations, one per table.
+    # The tables are alike in shape (an id, the account, a time). Declarations, one per table:
     t["accounts"] = sa.Table(
         "accounts",
         metadata,

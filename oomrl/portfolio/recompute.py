@@ -1,9 +1,10 @@
 """No memory across decisions: a sample of a replay's decisions recomputed, each in a fresh host.
 
-A decision may depend only on the market up to its date, the book and the members it is given:
-not on how many calls came before, nor on anything an earlier decision left behind. Decisions a
-runner recorded (HostedRunner with `record=True`) are asked again, each of a sample in a new host
-that holds rows up to the decision date only, and must come back with exactly the same weights.
+A decision may depend only on the market up to its date, the book and the members it is given. It
+may not depend on how many calls came before, nor on anything an earlier decision left behind.
+Decisions a runner recorded (HostedRunner with `record=True`) are asked again. Each of a sample
+goes to a new host that holds rows up to the decision date only. It must come back with exactly
+the same weights.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ class Recomputed:
 
 
 def evenly_spread(total: int, count: int = FRESH_DECISIONS) -> list[int]:
-    """Indices of `count` items evenly spread over `total`, first and last included (all when
-    fewer)."""
+    """Indices of `count` items evenly spread over `total`, first and last included.
+
+    All of them when fewer."""
     if total <= count:
         return list(range(total))
     return [int(i) for i in np.linspace(0, total - 1, count).round()]
@@ -62,7 +64,7 @@ def recompute_fresh(
     decisions: Sequence[Decision],
     count: int = FRESH_DECISIONS,
 ) -> Recomputed:
-    """Ask a sample of `decisions` again, each in a new host, and name those whose weights differ.
+    """Ask a sample of `decisions` again, each in a new host. Name those whose weights differ.
 
     A fresh host that fails (S raises, or the host breaks) is a difference too, never an exception.
     """
