@@ -1,5 +1,4 @@
-"""What one repair carries from step to step: its parts, its attempts, its trail, and the audit of
-each role's inputs."""
+"""What one repair carries from step to step: parts, attempts, trail, each role's input audit."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ CrossValidator = Callable[["RepairContext", Mandate], "CrossValidation"]
 
 
 class AttemptRecord(BaseModel):
-    """One role answer, the gate's verdict on it (or why it never reached the gate), and its
+    """One role answer, the gate's verdict on it (or why it never reached the gate), its
     encoding."""
 
     phase: str
@@ -75,7 +74,7 @@ class RepairContext:
     # Held-out tests: the gate runs them on code patches, no role reads them
     holdout: Path | None = None
     attempts: list[AttemptRecord] = field(default_factory=list)
-    # How cross-validation runs the active and candidate replays (a flow may fan them out on Dask).
+    # How cross-validation runs the active and candidate replays. A flow may fan them out on Dask.
     version_mapper: VersionMapper = field(default_factory=_default_mapper)
     evidence: dict[str, Any] = field(default_factory=dict)
     round: int = 1
@@ -84,7 +83,7 @@ class RepairContext:
     cross_feedback: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[dict[str, Any]] = field(default_factory=list)
     trail: Trail = field(default_factory=Trail)
-    # The account's active version when the repair began: every candidate is cloned at it, and the
+    # The account's active version when the repair began. Every candidate is cloned at it. The
     # replay compares with it, whatever another account promoted meanwhile.
     base: str | None = None
     # How long a repair that claims its account itself (run_repair without `hold`) waits for

@@ -1,6 +1,7 @@
-"""Test genesis and logic genesis: each role asked within the ceiling and the budget, each answer
-judged by the gate, each rejection fed back encoded; a deterministic provider is not asked what it
-already answered."""
+"""Test genesis and logic genesis: each role asked within the ceiling and the budget.
+
+Each answer is judged by the gate. Each rejection is fed back encoded. A deterministic provider is
+not asked what it already answered."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ STEP_OF = {"test-gen": "test-genesis", "code-patch": "logic-genesis"}
 
 
 def _precheck(diff: str) -> list[Violation]:
-    """Violations found without running the gate: an unparseable or empty diff (saves a gate
-    run)."""
+    """Violations found without running the gate: an unparseable or empty diff. Saves a gate
+    run."""
     try:
         parse_patch(diff)
     except PatchError as exc:
@@ -59,7 +60,7 @@ def _check_ceiling(ctx: RepairContext, phase: str) -> None:
 
 
 def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
-    """A deterministic provider shown what it already answered would answer the same: do not ask."""
+    """A deterministic provider shown what it already answered would answer the same. Do not ask."""
     if key is None:
         return
     same = next((r for r in _of(ctx, phase) if r.answer_key == key and not r.accepted), None)
@@ -78,8 +79,9 @@ def _check_can_change(ctx: RepairContext, phase: str, key: str | None) -> None:
 def _judge(
     ctx: RepairContext, phase: str, patch: Patch, expect: str | None, supersedes: list[str]
 ) -> AttemptVerdict:
-    """The verdict on an answer: a repeat of a rejected answer gets its verdict again, no gate run.
-    `supersedes`: the approved mandate's superseded tests, which the gate takes from the repair,
+    """The verdict on an answer. A repeat of a rejected answer gets its verdict again, no gate run.
+
+    `supersedes`: the approved mandate's superseded tests. The gate takes them from the repair,
     never from the workspace it judges."""
     earlier = next(
         (
@@ -226,7 +228,7 @@ def changed_tests(root: Path, diff: str) -> list[str]:
 
 
 def coder_feedback(ctx: RepairContext) -> list[dict[str, Any]]:
-    """The Coder's own history: gate verdicts on its patches and the replays of the accepted
+    """The Coder's own history: gate verdicts on its patches, and the replays of the accepted
     ones."""
     found: list[dict[str, Any]] = []
     for n in range(1, ctx.round + 1):

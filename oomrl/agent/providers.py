@@ -61,8 +61,9 @@ ALERT_ALIASES = {
 
 
 def alert_type(autopsy: Autopsy | LossAlert) -> str:
-    """The kind of alert an autopsy reports, from its rule name, else from its metrics (a loss alert
-    has neither: a loss)."""
+    """The kind of alert an autopsy reports, from its rule name, else from its metrics.
+
+    A loss alert has neither: a loss."""
     if not isinstance(autopsy, Autopsy):
         return "loss"
     rule = autopsy.trigger.rule
@@ -83,13 +84,13 @@ class OfflineProvider:
     """Deterministic rules standing in for a model (no network, no key); honest about being rules.
 
     Each answer is logged to the transcript like a model's, so `replay` can reproduce an offline
-    run; each is booked in the budget at no cost. The rules of each role read only that role's
+    run. Each is booked in the budget at no cost. The rules of each role read only that role's
     view."""
 
     name = "offline"
     MODEL = "offline-rules"
-    # What the rules of each role read: a view that differs elsewhere (e.g. in feedback, which
-    # rules do not read) gets the same answer, so asking again is pointless.
+    # What the rules of each role read. A view that differs elsewhere (e.g. in feedback, which
+    # rules do not read) gets the same answer. So asking again is pointless.
     READS: ClassVar[dict[str, set[str]]] = {
         "critic": {"autopsy", "source", "tests"},
         "test_author": {"mandate", "source", "tests", "missed"},
@@ -176,8 +177,10 @@ class OfflineProvider:
         )
 
     def _test_author(self, view: TestAuthorView) -> Patch:
-        """Tests for the whole mandate, new bodies for the old tests the approved mandate
-        supersedes, and after a failed replay, tests for what the replay found."""
+        """Tests for the whole mandate, and new bodies for the old tests it supersedes.
+
+        The mandate is the approved one. After a failed replay, also tests for what the replay
+        found."""
         mandate = view.mandate
         extra = ""
         if view.missed:

@@ -55,17 +55,16 @@ def non_sessions(dates: pd.Series | pd.DatetimeIndex, name: str = CALENDAR_NAME)
 
 
 def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_NAME) -> np.ndarray:
-    """1-based session count from `since` (a listing date) to `dates`, elementwise; NaN where
-    `since` is NaT.
+    """1-based session count from `since` (a listing date) to `dates`, elementwise.
 
-    Counts the calendar's sessions in [first session on or after `since`, date]; a date before
-    `since` gives a number below 1.
+    NaN where `since` is NaT. Counts the calendar's sessions in [first session on or after
+    `since`, date]. A date before `since` gives a number below 1.
     """
     start = np.ravel(np.asarray(since, dtype="datetime64[ns]"))
     known = ~np.isnat(start)
     if not known.any():
         return np.full(np.shape(dates), np.nan)
-    # numpy arrays, not DatetimeIndex: a boolean mask on a panel's worth of cells is much cheaper
+    # numpy arrays, not DatetimeIndex. A boolean mask on a panel's worth of cells is much cheaper
     # there.
     days, start = np.ravel(np.asarray(dates, dtype="datetime64[ns]"))[known], start[known]
     out = np.full(known.shape, np.nan)
@@ -80,7 +79,7 @@ def session_numbers(dates: np.ndarray, since: np.ndarray, name: str = CALENDAR_N
 
 
 def week_key(day: pd.Timestamp) -> tuple[int, int]:
-    """ISO (year, week) of a date: weekly rebalances happen on the first session of each key."""
+    """ISO (year, week) of a date. Weekly rebalances happen on the first session of each key."""
     iso = pd.Timestamp(day).isocalendar()
     return (int(iso[0]), int(iso[1]))
 
@@ -89,10 +88,10 @@ XSHG_TIMEZONE = "Asia/Shanghai"
 
 
 def last_completed_session(now: datetime, name: str = CALENDAR_NAME) -> pd.Timestamp:
-    """The latest session whose close is at or before `now` (tz-aware; naive is UTC), XSHG by
-    default (close 15:00 Asia/Shanghai).
+    """The latest session whose close is at or before `now` (tz-aware; naive is UTC).
 
-    Bars dated after it cannot be final: a session still trading, or one that has not happened yet.
+    XSHG by default (close 15:00 Asia/Shanghai). Bars dated after it cannot be final: a session
+    still trading, or one that has not happened yet.
     """
     cal = get(name)
     stamp = pd.Timestamp(now)

@@ -1,5 +1,6 @@
-"""Trading rules and fees: the A-share set (board lots, dated limits, stamp duty) and what every
-market shares."""
+"""Trading rules and fees: the A-share set and what every market shares.
+
+The A-share set has board lots, dated limits and stamp duty."""
 
 from __future__ import annotations
 
@@ -39,15 +40,16 @@ def to_cents(value: Decimal | float) -> Decimal:
 
 
 def cents_array(values: np.ndarray) -> np.ndarray:
-    """Vector form of `to_cents` for non-negative amounts (float; exact to the fen for CNY
-    sizes)."""
+    """Vector form of `to_cents` for non-negative amounts. Float; exact to the fen for CNY
+    sizes."""
     # The 1e-9 nudge makes x.xx5 round up despite binary representation, matching Decimal half-up.
     return np.floor(np.asarray(values, dtype=float) * 100.0 + 0.5 + 1e-9) / 100.0
 
 
 def finite(values: np.ndarray) -> np.ndarray:
-    """np.nan_to_num of a float array, without its cost when every value is finite (then `values`
-    itself)."""
+    """np.nan_to_num of a float array, without its cost when every value is finite.
+
+    Then it is `values` itself."""
     values = np.asarray(values, dtype=float)
     return values if np.isfinite(values).all() else np.nan_to_num(values)
 
@@ -100,8 +102,9 @@ class FrictionRules(BaseModel):
         return commission, tax, transfer
 
     def fee_rows(self, value: np.ndarray, tax_rate: float | np.ndarray) -> np.ndarray:
-        """(3, n) commission, tax and transfer fee of orders of traded `value` taxed at `tax_rate`
-        (one rate, or one per order), each rounded half-up to the fen; 0 where nothing traded."""
+        """(3, n) commission, tax and transfer fee of orders of traded `value`, taxed at `tax_rate`.
+
+        One rate, or one per order. Each is rounded half-up to the fen; 0 where nothing traded."""
         rates = np.empty((3, *value.shape))
         rates[0], rates[1], rates[2] = self.commission_rate, tax_rate, self.transfer_fee_rate
         fees = cents_array(value * rates)
@@ -113,8 +116,9 @@ class FrictionRules(BaseModel):
         return self.impact_at(self.impact_scale(sigma), participation)
 
     def impact_scale(self, sigma: np.ndarray) -> np.ndarray:
-        """k * sigma (unknown volatility counts as 0): the part of the impact rate fixed for a
-        session."""
+        """k * sigma, the part of the impact rate fixed for a session.
+
+        Unknown volatility counts as 0."""
         return self.impact_k * finite(sigma)
 
     def impact_at(self, scale: np.ndarray, participation: np.ndarray) -> np.ndarray:

@@ -1,9 +1,9 @@
-"""The friction story from the ledger: turnover, costs by kind, slippage leakage and ADV
-participation, per strategy version and month by month.
+"""The friction story from the ledger: turnover, costs by kind, slippage leakage, ADV participation.
 
-Inputs are the ledger's nav_frame (per session: turnover = value traded ÷ NAV, costs in CNY,
-slippage_leakage = frictionless − realized return) and fills_frame (per fill: costs by kind in CNY
-and the fill's share of the symbol's ADV). Nothing here is estimated: every figure sums ledger rows.
+It is told per strategy version and month by month. Inputs are the ledger's nav_frame and
+fills_frame. nav_frame is per session: turnover = value traded ÷ NAV, costs in CNY,
+slippage_leakage = frictionless − realized return. fills_frame is per fill: costs by kind in CNY
+and the fill's share of the symbol's ADV. Nothing here is estimated: every figure sums ledger rows.
 """
 
 from __future__ import annotations
@@ -87,8 +87,9 @@ def friction_by_version(
 
 
 def friction_by_month(nav: pd.DataFrame, fills: pd.DataFrame) -> pd.DataFrame:
-    """Month by month: turnover (× NAV), costs and leakage (bp of NAV), fills and their mean ADV
-    participation."""
+    """Month by month: turnover (× NAV), costs and leakage (bp of NAV), fills.
+
+    Also the fills' mean ADV participation."""
     month = pd.to_datetime(nav["date"]).dt.to_period("M")
     fill_month = pd.to_datetime(fills["date"]).dt.to_period("M")
     frame = pd.DataFrame(

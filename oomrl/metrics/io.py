@@ -1,5 +1,4 @@
-"""Read and validate the inputs of the metrics: daily return series from CSV files, frames or
-levels."""
+"""Read and validate the metrics inputs: daily return series from CSV files, frames or levels."""
 
 from __future__ import annotations
 
@@ -67,8 +66,9 @@ def validate_returns(returns: pd.Series, name: str = "returns") -> pd.Series:
 
 
 def returns_from_levels(levels: pd.Series, name: str = "levels") -> pd.Series:
-    """Daily simple returns of a level series (close / previous close − 1); the first level has no
-    return."""
+    """Daily simple returns of a level series (close / previous close − 1).
+
+    The first level has no return."""
     if levels.empty:
         raise MetricsInputError(f"{name}: the series is empty")
     values = pd.Series(
@@ -149,8 +149,8 @@ def _label(series: object, default: str) -> str:
 def align(returns: pd.Series, benchmark: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Portfolio and benchmark returns on the same dates.
 
-    The benchmark may extend beyond the portfolio's span, but every portfolio date must have a
-    benchmark return: silently dropping days would change every number, so a gap is an error.
+    The benchmark may extend beyond the portfolio's span. But every portfolio date must have a
+    benchmark return. Silently dropping days would change every number, so a gap is an error.
     """
     r = validate_returns(returns, _label(returns, "returns"))
     b = validate_returns(benchmark, _label(benchmark, "benchmark"))

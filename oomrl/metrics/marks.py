@@ -1,5 +1,6 @@
-"""Events drawn on the charts: loss alerts, repairs, probations (start, decision) and promotions
-(version switches), with their dates."""
+"""Events drawn on the charts, with their dates.
+
+They are loss alerts, repairs, probations (start, decision) and promotions (version switches)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def alert_marks(alerts: Iterable[Mapping[str, Any]]) -> list[Mark]:
 def promotion_marks(versions: pd.Series, labels: Mapping[str, str] | None = None) -> list[Mark]:
     """A mark on the first session each newly live version traded (a promotion, or a rollback).
 
-    `versions` is the date-indexed strategy version of each NAV row; the first version is where the
+    `versions` is the date-indexed strategy version of each NAV row. The first version is where the
     account started, not a switch, so it has no mark.
     """
     names = labels or {}
@@ -71,10 +72,10 @@ class _RunAlert(BaseModel):
 
 
 def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
-    """One mark per repair run of `account` (runs/repair-*/): on its autopsy's date, with its
-    outcome.
+    """One mark per repair run of `account` (runs/repair-*/), on its autopsy's date.
 
-    Unreadable or foreign run folders are skipped: a report never fails on another run's leftovers.
+    The mark carries its outcome. Unreadable or foreign run folders are skipped. A report never
+    fails on another run's leftovers.
     """
     import json
 
@@ -99,9 +100,10 @@ def repair_marks(runs_dir: Path, account: str) -> list[Mark]:
 
 
 def probation_marks(probations: Iterable[Mapping[str, Any]]) -> list[Mark]:
-    """Per probation (ledger.probations rows): its start, on the last session the repair saw (the
-    shadow book trades from the next), and its decision, on the session it was decided (promoted or
-    retired)."""
+    """Two marks per probation (ledger.probations rows): its start and its decision.
+
+    The start is on the last session the repair saw; the shadow book trades from the next. The
+    decision is on the session it was decided (promoted or retired)."""
     marks = []
     for row in probations:
         marks.append(

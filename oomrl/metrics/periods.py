@@ -1,5 +1,4 @@
-"""Calendar and drawdown tables of a daily return series: monthly and yearly returns, drawdown
-periods."""
+"""Calendar and drawdown tables of a daily return series: monthly and yearly returns, drawdowns."""
 
 from __future__ import annotations
 
@@ -19,8 +18,9 @@ def compounded(returns: pd.Series, by: pd.Index | pd.Series) -> pd.Series:
 
 
 def monthly_returns(returns: pd.Series) -> pd.DataFrame:
-    """Year × month table of compounded returns (NaN for months without sessions), plus the year's
-    total."""
+    """Year × month table of compounded returns, plus the year's total.
+
+    NaN for months without sessions."""
     index = pd.DatetimeIndex(returns.index)
     by_month = compounded(returns, index.to_period("M"))
     table = pd.DataFrame(
@@ -34,8 +34,9 @@ def monthly_returns(returns: pd.Series) -> pd.DataFrame:
 
 
 def yearly_returns(returns: pd.Series, benchmark: pd.Series | None = None) -> pd.DataFrame:
-    """One row per calendar year: sessions, portfolio return, and (with a benchmark) CSI 300 and
-    excess."""
+    """One row per calendar year: sessions, portfolio return.
+
+    With a benchmark, also CSI 300 and excess."""
     index = pd.DatetimeIndex(returns.index)
     frame = pd.DataFrame(
         {
@@ -51,11 +52,10 @@ def yearly_returns(returns: pd.Series, benchmark: pd.Series | None = None) -> pd
 
 
 def drawdown_periods(returns: pd.Series, top: int = 5) -> pd.DataFrame:
-    """The `top` deepest drawdowns: peak, valley and recovery dates, depth, and their lengths in
-    sessions.
+    """The `top` deepest drawdowns: peak, valley and recovery dates, depth, lengths in sessions.
 
-    A drawdown starts after the last session at a running peak (the starting capital is the first
-    peak) and ends on the first session back at that peak; one still open at the end of the data has
+    A drawdown starts after the last session at a running peak. The starting capital is the first
+    peak. It ends on the first session back at that peak. One still open at the end of the data has
     no recovery date.
     """
     drawdown = drawdown_series(returns)

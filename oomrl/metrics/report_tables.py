@@ -1,7 +1,7 @@
 """The report's tables as labelled rows, shared by the HTML, Markdown and PNG renderers.
 
-Each table is a `Grid`: a header and rows of `Cell`s whose text is already formatted with its unit,
-and whose `hint` is the glossary definition shown on hover (HTML) or in the glossary (Markdown).
+Each table is a `Grid`: a header and rows of `Cell`s. A cell's text is already formatted with its
+unit. Its `hint` is the glossary definition, shown on hover (HTML) or in the glossary (Markdown).
 """
 
 from __future__ import annotations
@@ -114,8 +114,9 @@ def transposed(
     keys: Sequence[str],
     span: tuple[str, str] | None = ("start", "end"),
 ) -> Grid:
-    """Rows of `table` (one per version) become columns; `keys` become labelled rows. Narrow by
-    design: a handful of versions fit a laptop screen however many metrics there are."""
+    """Rows of `table` (one per version) become columns; `keys` become labelled rows.
+
+    Narrow by design: a handful of versions fit a laptop screen however many metrics there are."""
     shown = [k for k in keys if k in table.columns]
     header = [Cell("")] + [Cell(str(name)) for name in table[name_column].tolist()]
     rows = []

@@ -1,5 +1,6 @@
-"""Wiring for the CLI and flows: settings -> ledger, store, the bundled strategies, replay (an
-account's strategy version and its rebalance read git, so they stand above the versions)."""
+"""Wiring for the CLI and flows: settings -> ledger, store, the bundled strategies, replay.
+
+An account's strategy version and its rebalance read git, so they stand above the versions."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class ResolvedStrategy:
 
 
 def bundled_strategy(settings: OomrlSettings, name: str) -> WorkspaceStrategy:
-    """A strategy of the bundled strategies/ (this installation's), run in a host like any
+    """A strategy of the bundled strategies/ (this installation's). It runs in a host like any
     version."""
     from oomrl.checkout import repo_root
 
@@ -49,7 +50,7 @@ def open_ledger(settings: OomrlSettings) -> Ledger:
 
 
 def existing_ledger(settings: OomrlSettings) -> Ledger | None:
-    """The ledger for reading, or None when none was ever created: a read command never creates
+    """The ledger for reading, or None when none was ever created. A read command never creates
     one."""
     import sqlalchemy as sa
 
@@ -67,8 +68,9 @@ def existing_ledger(settings: OomrlSettings) -> Ledger | None:
 
 
 def parse_params(params: str | dict[str, Any] | None) -> dict[str, Any]:
-    """Strategy parameters from a JSON string or dict (the strategy's Params model checks them in
-    its host)."""
+    """Strategy parameters from a JSON string or dict.
+
+    The strategy's Params model checks them in its host."""
     if isinstance(params, str):
         try:
             params = json.loads(params) if params.strip() else {}
@@ -96,8 +98,9 @@ def last_session(on_or_before: date | None = None) -> date:
 
 
 def within_store(store: Any, start: date) -> None:
-    """A replay starting after the store's last session is refused naming the span the store holds
-    (the panels' own error would name only the end of the requested window)."""
+    """A replay starting after the store's last session is refused, naming the span the store holds.
+
+    The panels' own error would name only the end of the requested window."""
     summary = store.bar_summary() if hasattr(store, "bar_summary") else {}
     first, last = summary.get("first_date"), summary.get("last_date")
     if last is not None and pd.Timestamp(start) > last:

@@ -1,10 +1,10 @@
 """The one factory of run settings (RebalanceSetup) shared by the service, the demo, replay and
 cross-validation.
 
-Every path that trades builds its setup here, so none can drop the point-in-time membership, the
-market's rules or the reward settings: membership is a required argument (the store's snapshots,
-or None only when the store holds none), the rules come from the market with the settings'
-overrides, and lambda, gamma, P_terminal and tau come from the settings.
+Every path that trades builds its setup here. So none can drop the point-in-time membership, the
+market's rules or the reward settings. Membership is a required argument: the store's snapshots,
+or None only when the store holds none. The rules come from the market with the settings'
+overrides. lambda, gamma, P_terminal and tau come from the settings.
 """
 
 from __future__ import annotations

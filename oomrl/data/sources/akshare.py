@@ -1,10 +1,9 @@
-"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents); lots
-become shares here.
+"""Live A-share data through akshare (Eastmoney bars, CSI index levels, csindex constituents).
 
-With adjust qfq/hfq the adapter also fetches the unadjusted bars, so each row carries Qlib's factor
-(adjusted = raw x factor); `stock_individual_info_em` gives the listing date and today's name, whose
-ST/*ST prefix sets the risk-warning flag of the latest session (earlier sessions' status is
-unknown).
+Lots become shares here. With adjust qfq/hfq the adapter also fetches the unadjusted bars. So each
+row carries Qlib's factor (adjusted = raw x factor). `stock_individual_info_em` gives the listing
+date and today's name. Its ST/*ST prefix sets the risk-warning flag of the latest session. Earlier
+sessions' status is unknown.
 """
 
 from __future__ import annotations
@@ -44,16 +43,16 @@ def _ymd(day: date) -> str:
 
 
 class AkshareSource:
-    """stock_zh_a_hist (qfq/hfq/raw) for bars, index_zh_a_hist for CSI 300, the csindex pages for
-    H00300 and members.
+    """stock_zh_a_hist (qfq/hfq/raw) for bars, index_zh_a_hist for CSI 300.
 
-    `api` is the akshare module (injected in tests); it is imported on first use otherwise.
+    The csindex pages give H00300 and members. `api` is the akshare module (injected in tests).
+    Otherwise it is imported on first use.
     """
 
     name = "akshare"
     live = True
 
-    # The lazy `api` below is alike yfinance.py's: each imports its own optional library on first
+    # The lazy `api` below is alike yfinance.py's. Each imports its own optional library on first
     # use.
     def __init__(self, adjust: str = "qfq", api: ModuleType | Any = None) -> None:
         if adjust not in ADJUST_NAMES:
