@@ -1,5 +1,4 @@
-"""The repair's state machine (the paper's Algorithm 1): its states, every allowed transition, a
-run's trail."""
+"""The repair's state machine (paper's Algorithm 1): states, allowed transitions, a run's trail."""
 
 from __future__ import annotations
 
@@ -91,8 +90,9 @@ class Trail:
 
     @classmethod
     def resumed(cls, path: Path, state: str) -> Trail:
-        """The trail of a run that ended in `state` (a probation), continued by whoever decides
-        it."""
+        """The trail of a run that ended in `state` (a probation).
+
+        Whoever decides it continues it."""
         trail = cls(path)
         trail.state = state
         return trail

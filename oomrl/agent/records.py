@@ -1,5 +1,4 @@
-"""A repair's records as table rows for artifacts: the transcript, the budget, the state machine's
-trail."""
+"""A repair's records as table rows for artifacts: transcript, budget, the state machine's trail."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The verdict on one role answer: the gate's, the gate's again for a repeated answer, or one given
-before the gate."""
+"""The verdict on one role answer: the gate's, the gate's again for a repeat, or a pre-gate one."""
 
 from __future__ import annotations
 
@@ -11,14 +10,15 @@ from guardrails.verdict import Verdict, Violation
 
 
 class RepeatVerdict(Verdict):
-    """A rejected answer given again: its earlier verdict, the repeat named first; no gate run."""
+    """A rejected answer given again: its earlier verdict, the repeat named first. No gate run."""
 
     judge: Literal["repeat"] = "repeat"
 
 
 class PreGateVerdict(BaseModel):
-    """An answer refused before the gate ran (an unparseable diff, an invalid answer): no gate run
-    spent."""
+    """An answer refused before the gate ran (an unparseable diff, an invalid answer).
+
+    No gate run is spent."""
 
     accepted: Literal[False] = False
     phase: str
@@ -32,7 +32,7 @@ def _judge(value: Any) -> str:
     return str(judge or "gate")
 
 
-# Serialised as each model dumps: a gate verdict as `oomrl gate --json` prints it, the others with
+# Serialised as each model dumps. A gate verdict as `oomrl gate --json` prints it; the others with
 # `judge`.
 AttemptVerdict = Annotated[
     Annotated[Verdict, Tag("gate")]

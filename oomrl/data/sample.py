@@ -10,11 +10,11 @@ from oomrl.settings import OomrlSettings
 
 
 def ensure_sample(settings: OomrlSettings, wait: float | None = None) -> MarketStore:
-    """The market store of `settings`; when it is empty, ingest the bundled sample into it first
-    (the whole of it, or up to OOMRL_SAMPLE_CLOCK's session: oomrl/data/sample_clock.py).
+    """The market store of `settings`. When it is empty, ingest the bundled sample into it first.
 
-    Several processes may start on an empty store at once: each takes the writer lock (waiting up to
-    `wait` s) and checks again, so the sample is ingested once and the others find it there.
+    The whole sample, or up to OOMRL_SAMPLE_CLOCK's session (oomrl/data/sample_clock.py). Several
+    processes may start on an empty store at once. Each takes the writer lock (waiting up to `wait`
+    s) and checks again. So the sample is ingested once, and the others find it there.
     """
     store = MarketStore(settings.data_dir)
     if store.is_empty():

@@ -20,8 +20,9 @@ class Board(StrEnum):
 
 
 def exchange_of(code: str) -> str:
-    """Exchange suffix for a 6-digit code: SH for 6xxxxx (and 9xxxxx B), BJ for 4/8xxxxx and 920xxx,
-    else SZ."""
+    """Exchange suffix for a 6-digit code.
+
+    SH for 6xxxxx (and 9xxxxx B), BJ for 4/8xxxxx and 920xxx, else SZ."""
     if not re.fullmatch(r"\d{6}", code):
         raise ValueError(f"not a 6-digit A-share code: {code!r}")
     if code[0] in "48" or code.startswith("920"):
@@ -47,8 +48,9 @@ def to_symbol(code: str) -> str:
 
 
 def symbol_or_text(code: object) -> str:
-    """The canonical symbol when `code` reads as one, else the text unchanged (validation then names
-    it)."""
+    """The canonical symbol when `code` reads as one, else the text unchanged.
+
+    Validation then names it."""
     try:
         return to_symbol(str(code))
     except ValueError:

@@ -1,5 +1,6 @@
-"""The CSI 300 universe point in time: members on a date are the snapshot with the latest effective
-date <= that date."""
+"""The CSI 300 universe point in time.
+
+Members on a date are the snapshot with the latest effective date <= that date."""
 
 from __future__ import annotations
 
@@ -25,8 +26,9 @@ def members_on(membership: pd.DataFrame, date: Any) -> list[str]:
 
 
 def members_between(membership: pd.DataFrame, start: Any, end: Any) -> list[str]:
-    """Every symbol that was a member on some day of [start, end] (the ingest universe, no
-    survivorship)."""
+    """Every symbol that was a member on some day of [start, end].
+
+    That is the ingest universe, with no survivorship."""
     if membership.empty:
         return []
     lo, hi = pd.Timestamp(start).normalize(), pd.Timestamp(end).normalize()
@@ -40,11 +42,11 @@ def members_between(membership: pd.DataFrame, start: Any, end: Any) -> list[str]
 
 
 def membership_from_changes(base: list[str], base_date: Any, changes: pd.DataFrame) -> pd.DataFrame:
-    """Snapshots (effective_date, symbol) from a base list and change intervals (code, start_date,
-    end_date).
+    """Snapshots (effective_date, symbol) from a base list and change intervals.
 
-    start_date is the first day in the index, end_date the first day out (empty: still in). One
-    snapshot is produced at base_date and one per distinct change date after it.
+    A change interval is (code, start_date, end_date). start_date is the first day in the index,
+    end_date the first day out (empty: still in). One snapshot is produced at base_date and one per
+    distinct change date after it.
     """
     start = pd.Timestamp(base_date)
     table = changes.assign(

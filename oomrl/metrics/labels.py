@@ -1,5 +1,4 @@
-"""What each reported number is called, in which unit it is shown, and what it means (the
-glossary)."""
+"""The glossary: what each reported number is called, its unit, and what it means."""
 
 from __future__ import annotations
 
@@ -217,14 +216,16 @@ PERCENT_UNITS = frozenset({"percent", "percent_yr"})
 
 
 def label(key: str) -> Label:
-    """The glossary entry of `key`; an unknown key is shown as itself (never an error in a
-    report)."""
+    """The glossary entry of `key`. An unknown key is shown as itself, never an error in a
+    report."""
     return GLOSSARY.get(key) or Label(key.replace("_", " "), "text", "")
 
 
 def format_value(key: str, value: object) -> str:
-    """A value in its key's unit: percent with two decimals, ratios with three, CNY with separators,
-    '—' for undefined. Unknown keys: floats with three decimals."""
+    """A value in its key's unit.
+
+    Percent with two decimals, ratios with three, CNY with separators, '—' for undefined. Unknown
+    keys: floats with three decimals."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if isinstance(value, bool) or not isinstance(value, (int, float)):

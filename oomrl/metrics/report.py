@@ -1,5 +1,6 @@
-"""The report's records: what a report is about (ReportInputs) and where it went with every table it
-shows (Report), read by the tearsheet and each of its renderers."""
+"""The report's records, read by the tearsheet and each of its renderers.
+
+ReportInputs is what a report is about. Report is where it went, with every table it shows."""
 
 from __future__ import annotations
 

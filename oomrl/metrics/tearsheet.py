@@ -1,5 +1,6 @@
-"""The report: computes every table, draws the charts, and writes tearsheet.html (images inlined),
-tearsheet.png (one page) and summary.md into one folder."""
+"""The report: computes every table, draws the charts, writes them into one folder.
+
+It writes tearsheet.html (images inlined), tearsheet.png (one page) and summary.md."""
 
 from __future__ import annotations
 
@@ -161,8 +162,9 @@ def _tables(
 
 
 def cumulative(returns: pd.Series) -> dict[str, float | int | None]:
-    """The return over the whole window: the headline figure a window too short to annualize
-    keeps."""
+    """The return over the whole window.
+
+    It is the headline figure a window too short to annualize keeps."""
     return {"cumulative_return": float((1.0 + returns).prod() - 1.0)}
 
 

@@ -1,5 +1,7 @@
-"""tearsheet.html: one self-contained page (images inlined, no script, no network) that fits a
-1280-px laptop screen; every label carries its definition on hover and in the glossary."""
+"""tearsheet.html: one self-contained page that fits a 1280-px laptop screen.
+
+Images are inlined; no script, no network. Every label carries its definition on hover and in the
+glossary."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def _cell(tag: str, cell: rt.Cell, extra_class: str = "") -> str:
 
 
 def grid_html(grid: rt.Grid) -> str:
-    """A Grid as an HTML table; the first column is a row header when the grid says so."""
+    """A Grid as an HTML table. The first column is a row header when the grid says so."""
     head = "".join(_cell("th", cell) for cell in grid.header)
     body = []
     for row in grid.rows:

@@ -1,5 +1,6 @@
-"""tearsheet.png: the report on one page (headline figures, charts with marks, per-version table),
-for a README, a chat message or a Prefect image artifact."""
+"""tearsheet.png: the report on one page (headline figures, charts with marks, per-version table).
+
+It is for a README, a chat message or a Prefect image artifact."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ HEADLINE = (
     ("alpha_annualized", "CAPM alpha"),
 )
 PER_ROW = 7
-CAVEAT_WIDTH = 170  # characters a line of the short-window caveat holds at 9.5 pt across the page
-# Each friction figure summed and a year (a version too short to annualize keeps its sums).
+CAVEAT_WIDTH = 170  # characters a line of the short-window caveat holds at 9.5 pt across the page.
+# Each friction figure summed and a year. A version too short to annualize keeps its sums.
 FRICTION_ROWS = (
     "turnover",
     "turnover_annualized",
@@ -155,7 +156,7 @@ def summary_png(
             head.text(x, y + 0.2 * to_fraction, value, fontsize=13, weight="bold", va="bottom")
             head.text(x, y, name, fontsize=9, color="#4f5b66", va="bottom")
     axes = body.subplots(len(heights), 1, gridspec_kw={"height_ratios": heights})
-    # The last axes is the version table's when there is one: it has no panel of its own.
+    # The last axes is the version table's when there is one. It has no panel of its own.
     for ax, panel in zip(axes, panels, strict=False):
         if panel == "equity":
             charts.draw_equity(

@@ -1,5 +1,6 @@
-"""An account's book between sessions, the run's reward and membership settings, and marking quiet
-sessions."""
+"""An account's book between sessions, the run's reward and membership settings, quiet sessions.
+
+Quiet sessions (those without trades) are marked here."""
 
 from __future__ import annotations
 
@@ -91,11 +92,11 @@ def no_actions() -> Columns:
 def mark_sessions(
     market: MarketFrames, first: int, stop: int, book: Book, costing: Costing
 ) -> tuple[Columns, Book, Columns]:
-    """NAV columns for sessions [first, stop) without trades, the book after them, and its corporate
-    actions.
+    """NAV columns for sessions [first, stop) without trades, the book after them, its actions.
 
-    Holdings are marked at the raw close; on an ex-date the position pays its dividend into cash or
-    changes its share count (oomrl.portfolio.actions), so the book follows adjusted returns.
+    The actions are corporate actions. Holdings are marked at the raw close. On an ex-date the
+    position pays its dividend into cash or changes its share count (oomrl.portfolio.actions). So
+    the book follows adjusted returns.
     """
     count = max(stop - first, 0)
     held, cash = book.held, int(book.cash_fen)

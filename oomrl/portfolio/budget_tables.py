@@ -1,7 +1,7 @@
-"""The ledger's LLM budget tables (`llm_budgets`, `llm_calls`; the agent's budget book keeps
-them) and the read of an account's cost of alignment, which reports show beside its PnL.
+"""The ledger's LLM budget tables (`llm_budgets`, `llm_calls`) and an account's cost of alignment.
 
-Money is integer nano-USD, so prices per million tokens stay exact.
+The agent's budget book keeps the tables. Reports show the cost of alignment beside the PnL. Money
+is integer nano-USD, so prices per million tokens stay exact.
 """
 
 from __future__ import annotations

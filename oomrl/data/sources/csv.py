@@ -1,5 +1,4 @@
-"""A folder of per-symbol CSV files (csv:DIR), with a column mapping and units declared in
-DIR/source.toml."""
+"""A folder of per-symbol CSV files (csv:DIR), with column mapping and units in DIR/source.toml."""
 
 from __future__ import annotations
 
@@ -78,7 +77,9 @@ class CsvLayout:
 
 
 def _columns(path: Path, given: object) -> dict[str, str]:
-    """`[columns]` as schema name -> CSV column name, both text, the names ones the source reads."""
+    """`[columns]` as schema name -> CSV column name, both text.
+
+    The names are ones the source reads."""
     if not isinstance(given, dict):
         raise DataValidationError(
             f"{path}: columns must be a table `[columns]` of schema_name = \"csv column\" "
@@ -98,7 +99,7 @@ def _columns(path: Path, given: object) -> dict[str, str]:
 
 
 def read_csv_file(path: Path) -> pd.DataFrame:
-    """Read one CSV (UTF-8 with or without BOM); an unreadable file fails with its path and the
+    """Read one CSV (UTF-8 with or without BOM). An unreadable file fails with its path and the
     problem."""
     try:
         return pd.read_csv(path, encoding="utf-8-sig", dtype=str)
@@ -109,8 +110,10 @@ def read_csv_file(path: Path) -> pd.DataFrame:
 
 
 class CsvSource:
-    """DIR/<code>.csv per symbol (file stem in any spelling: 600519, sh600519, 600519.SH),
-    DIR/index/000300.csv (and optional H00300.csv total return) with date,close, and optional
+    """The folder's layout.
+
+    DIR/<code>.csv per symbol; the file stem may be in any spelling: 600519, sh600519, 600519.SH.
+    DIR/index/000300.csv (and optional H00300.csv total return) with date,close. Optional
     DIR/membership.csv."""
 
     name = "csv"
@@ -188,7 +191,7 @@ class CsvSource:
         )
         bars = with_prev_close(conform_bars(frame))
         inside = (bars["date"] >= pd.Timestamp(start)) & (bars["date"] <= pd.Timestamp(end))
-        # Unparseable dates stay in, so validation quarantines them with a reason instead of losing
+        # Unparseable dates stay in. So validation quarantines them with a reason instead of losing
         # them.
         return bars.loc[inside | bars["date"].isna()].reset_index(drop=True)
 

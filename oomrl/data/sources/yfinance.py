@@ -1,10 +1,10 @@
-"""Live bars through yfinance for any Yahoo ticker: A-shares (`.SS`/`.SZ`), US (`AAPL`), Hong Kong
-(`0700.HK`), ...
+"""Live bars through yfinance for any Yahoo ticker: A-shares (`.SS`/`.SZ`), US, Hong Kong, ...
 
-yf.download(auto_adjust=False) gives Yahoo's traded prices (Open/High/Low/Close; split-adjusted
-only) and Adj Close (dividends too). The adapter stores the adjusted prices with Qlib's factor
-(adjusted = raw x factor, factor = Adj Close / Close), volume in shares, no amount. Benchmarks per
-market: 000300 (CSI 300, `000300.SS`), ^GSPC (S&P 500), ^HSI (Hang Seng).
+For example `AAPL` (US) or `0700.HK` (Hong Kong). yf.download(auto_adjust=False) gives Yahoo's
+traded prices (Open/High/Low/Close; split-adjusted only) and Adj Close (dividends too). The adapter
+stores the adjusted prices with Qlib's factor: adjusted = raw x factor, factor = Adj Close / Close.
+Volume is in shares; there is no amount. Benchmarks per market: 000300 (CSI 300, `000300.SS`),
+^GSPC (S&P 500), ^HSI (Hang Seng).
 """
 
 from __future__ import annotations
@@ -83,8 +83,9 @@ class YFinanceSource:
 
     @staticmethod
     def _columns(frame: pd.DataFrame, ticker: str) -> pd.DataFrame:
-        """One ticker's OHLCV from the (Price, Ticker) MultiIndex, rows where Yahoo had no trade
-        dropped."""
+        """One ticker's OHLCV from the (Price, Ticker) MultiIndex.
+
+        Rows where Yahoo had no trade are dropped."""
         if ticker not in frame.columns.get_level_values("Ticker"):
             raise SourceUnavailableError(f"yfinance returned no column for {ticker}")
         one = frame.xs(ticker, axis=1, level="Ticker")
