@@ -128,8 +128,8 @@ def pinned_tests(
 
     Maps node id -> the first breach seen, the reason. Node ids are without parametrized cases, as
     a mandate's `supersedes` names them. The offline Critic's rule for what a mandate supersedes.
-    Runs the tests of `tests` against `source` as the gate runs tests: the test process and S's
-    host each in their jail. The mandate probe is loaded into the test process."""
+    Runs the tests of `tests` against `source` as the gate runs tests. The test process and S's
+    host are each in their jail. The mandate probe is loaded into the test process."""
     from guardrails.sandbox import GateDirs, SuiteRequest, run_suite
     from oomrl.portfolio.hosting import jail_lock
 

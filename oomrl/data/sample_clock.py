@@ -1,8 +1,8 @@
 """The sample clock: the bundled sample played forward one session per ingest.
 
-So a fresh stack tells its story on its defaults (a first report, an alert, a repair) instead of
-starting at the sample's end. With OOMRL_SAMPLE_CLOCK set to a session, an empty store is filled
-with the sample up to that session. Each later ingest of the sample adds the next session: bars
+So a fresh stack tells its story on its defaults: a first report, an alert, a repair. It does not
+start at the sample's end. OOMRL_SAMPLE_CLOCK names a session. An empty store is then filled with
+the sample up to that session. Each later ingest of the sample adds the next session. That is bars
 and CSI 300 levels, and membership (point in time) whole. Every consumer's default `as_of` is the
 store's last session. So the daily chain then marks, diagnoses and reports one new session per
 run. Once the store holds the sample's last session, the clock has nothing to add. The chain then

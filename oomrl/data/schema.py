@@ -19,7 +19,7 @@ BAR_COLUMNS: tuple[str, ...] = (
     "close",  # float64
     "volume",  # float64, SHARES (sources in lots are multiplied by 100 at the boundary)
     "amount",  # float64, CNY traded; NaN when the source has none
-    "adjustment",  # str: "none" | "qfq" | "hfq"
+    "adjustment",  # str: "none" | "qfq" | "hfq".
     # float64, the previous close the price limit applies to, on this row's price basis. That is
     # the unadjusted close for adjustment "none". For qfq/hfq it is the adjusted previous close,
     # which keeps the day's return and hence limit moves. NaN when unknown. Divided by `factor`

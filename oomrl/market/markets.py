@@ -1,15 +1,15 @@
 """Markets by exchange: A-shares (board rules) and a generic rule set for other Yahoo tickers (US,
 HK, ...).
 
-A symbol's market follows from its spelling: `600519.SH` (A-share, see boards.to_symbol), `0700.HK`
-(Hong Kong), a bare ticker such as `AAPL` (United States), or another Yahoo suffix (`.L`, `.T`,
-...). Each market names its trading calendar (exchange_calendars) and its rule set. It also names
-its benchmark index: the code the store keeps it under and Yahoo's ticker. The generic set has one
-lot size, a commission with a minimum, per-side taxes and fees. It has no price limits and no T+1.
-The defaults below are overridable per market from settings
-(`market_rules = {"us": {"lot_size": 1, ...}}`).
+A symbol's market follows from its spelling. `600519.SH` is an A-share (see boards.to_symbol).
+`0700.HK` is Hong Kong; a bare ticker such as `AAPL` is the United States. Another Yahoo suffix
+(`.L`, `.T`, ...) names its own market. Each market names its trading calendar
+(exchange_calendars) and its rule set. It also names its benchmark index: the code the store keeps
+it under and Yahoo's ticker. The generic set has one lot size, a commission with a minimum, and
+per-side taxes and fees. It has no price limits and no T+1. The defaults below are overridable per
+market from settings (`market_rules = {"us": {"lot_size": 1, ...}}`).
 
-Defaults (documented in docs/portfolio.md; a broker's own schedule should replace them):
+The defaults are documented in docs/portfolio.md. A broker's own schedule should replace them.
 - us: lot 1 share; commission 0 (the common zero-commission retail schedule). Sell-side tax
   0.00278 % (SEC Section 31 fee, $27.80 per million); half-spread 2 bp; benchmark ^GSPC (S&P 500).
 - hk: lot 100 shares. HKEX board lots are set per stock; override for names with other lots.

@@ -2,12 +2,12 @@
 
 Strategy versions are shaded; alerts, repairs and promotions are marked. Each chart is a `draw_*`
 function onto given axes (the one-page tearsheet.png reuses them). Each also has a file-writing
-wrapper of the same name without the prefix. Rules every chart keeps (tests/metrics/
-test_chart_rules.py):
-- no two tick labels of an axis alike;
-- a stretch of more than MAX_JOIN_DAYS calendar days without a session (a holiday, a halt) is a
-  break in the line, never a straight segment across it;
-- marks closer than MIN_MARK_SPACING of the axis are drawn as one, with their count. So they stay
+wrapper of the same name without the prefix. Every chart keeps these rules (tests/metrics/
+test_chart_rules.py).
+- No two tick labels of an axis alike.
+- A stretch of more than MAX_JOIN_DAYS calendar days without a session (a holiday, a halt) is a
+  break in the line. It is never a straight segment across it.
+- Marks closer than MIN_MARK_SPACING of the axis are drawn as one, with their count. So they stay
   legible over hundreds of sessions.
 """
 

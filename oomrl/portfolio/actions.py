@@ -2,10 +2,11 @@
 adjusted returns.
 
 On an ex-date the adjustment factor steps by g = factor[t] / factor[t-1]. The exchange's reference
-price is the previous raw close / g. A holder keeps the value of the position at that reference:
+price is the previous raw close / g. A holder keeps the value of the position at that reference.
 - 1 < g < BONUS_RATIO: a cash dividend of previous close x (1 - 1/g) per share (pre-tax).
-- otherwise (a bonus issue or split, g >= BONUS_RATIO, or a consolidation, g < 1): the share
-  count becomes floor(shares x g). The fraction of a share is paid in cash at the reference price.
+- Otherwise the share count becomes floor(shares x g). That is a bonus issue or split
+  (g >= BONUS_RATIO), or a consolidation (g < 1). The fraction of a share is paid in cash at the
+  reference price.
 A factor cannot tell a dividend from a bonus issue; the threshold does. A-share cash dividends are
 a few percent of the price; bonus issues are 10 % and more.
 """

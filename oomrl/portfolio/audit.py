@@ -3,11 +3,11 @@ suspension.
 
 It takes the fills (and corporate actions) of a run and the MarketFrames it traded on. Every fill
 is re-judged from the rules alone. The holdings are replayed fill by fill from an empty book. The
-rules:
-- a buy must be a legal lot of its board; a sell a legal size for what was held before it;
-- no buy at limit-up, no sell at limit-down;
-- no sell of more than was held at the session's open (T+1: shares bought that session cannot go);
-- no fill on a suspended session.
+rules follow.
+- A buy must be a legal lot of its board. A sell must be a legal size for what was held before it.
+- No buy at limit-up, no sell at limit-down.
+- No sell of more than was held at the session's open (T+1: shares bought that session cannot go).
+- No fill on a suspended session.
 Returns one row per violation. An empty frame means a clean ledger.
 """
 

@@ -96,8 +96,8 @@ def _price_one(
 ) -> int:
     """Price, value, participation and fees of `q` shares of symbol i on one side.
 
-    Returns the settled fen, as broker.Side.settled_fen adds it up: value plus fees for a buy,
-    less fees for a sell."""
+    Returns the settled fen, as broker.Side.settled_fen adds it up. That is value plus fees for a
+    buy, value less fees for a sell."""
     share = (q * price[i]) / adv[i] if q > 0 else 0.0
     rate = half_spread + scale[i] * math.sqrt(max(_finite(share), 0.0))
     if buy:
@@ -468,8 +468,8 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
         import numba
     except ImportError:
         return None
-    # Without a writable cache directory (a read-only sandbox), or with a damaged cache file, the
-    # kernels are compiled in this process instead. When even that fails, the numpy broker runs.
+    # The kernels are compiled in this process when no cache directory is writable (a read-only
+    # sandbox) or a cache file is damaged. When even that fails, the numpy broker runs.
     for cache in (True, False):
         namespace = dict(globals())
         try:

@@ -1,8 +1,8 @@
 """Strategies run in a strategy host: the engine's only way to reach a workspace's code (S).
 
-A StrategySource names a strategy in a workspace. `open` starts its host (the same jail as the
-gate's) and gives a StrategyRunner bound to one market. The runner writes market rows into memory
-the host maps read-only. It writes them only up to each decision date, so a later row is not
+A StrategySource names a strategy in a workspace. `open` starts its host, in the same jail as the
+gate's. It gives a StrategyRunner bound to one market. The runner writes market rows into memory
+the host maps read-only. It writes them only up to each decision date. So a later row is not
 written yet when S decides. It asks for the schedule in batches. It checks the weights it gets
 back itself (plain data: symbol positions and floats). Nothing of S is imported here.
 """
@@ -174,14 +174,13 @@ class SharedMarket:
         self.written = stop
 
     def prefault(self, stop: int) -> None:
-        """Map in the pages of the rows up to `stop` without writing them: called while the host
-        works.
+        """Map in the pages of the rows up to `stop` without writing them.
 
-        The pages stay zeros, as any unwritten row is, so a later write finds them ready. A fresh
-        memory file's pages are allocated on first touch, one fault each. That is most of the cost
-        of writing a replay's rows. MADV_POPULATE_WRITE (Linux 5.14) allocates a range in one call.
-        It does not change what the range holds. Where the kernel lacks it, pages fault in when
-        they are first written, as before.
+        Called while the host works. The pages stay zeros, as any unwritten row is. So a later
+        write finds them ready. A fresh memory file's pages are allocated on first touch, one fault
+        each. That is most of the cost of writing a replay's rows. MADV_POPULATE_WRITE (Linux 5.14)
+        allocates a range in one call. It does not change what the range holds. Where the kernel
+        lacks it, pages fault in when they are first written, as before.
         """
         if stop <= self.faulted or self.faulted < 0:
             return
@@ -210,7 +209,7 @@ class SharedMarket:
 
 
 # Memory files of closed markets, kept for the next market of the same size. A fresh file's pages
-# are allocated as its rows are first written (~1 ms per MiB, a tenth of a W1 replay). A kept
+# are allocated as its rows are first written: ~1 ms per MiB, a tenth of a W1 replay. A kept
 # one's are in place. A kept file is zeroed whole before it is handed out again. So no row of an
 # earlier market (a later date, another window) reaches the next host. Only exact sizes are
 # reused, so a host can map nothing beyond the market it is given.
@@ -272,7 +271,7 @@ class HostedRunner:
     schedule_ahead: bool = True  # ask for the schedule after each decision along with it
     _due: dict[str, Any] = field(default_factory=dict)
     _members: dict[int, tuple[list[str], np.ndarray]] = field(default_factory=dict)
-    waiting: Question | None = None  # a question whose book the host still waits for
+    waiting: Question | None = None  # a question whose book the host still waits for.
     # The calendar dependence S declares (its `calendar`). The date probe keeps it.
     calendar: str = "weekly"
 
@@ -497,7 +496,7 @@ class Question:
 class Answer:
     """What takes a decision's answer.
 
-    `reply` receives it and remembers the schedule it carries, so the next question can go out at
+    `reply` receives it and remembers the schedule it carries. So the next question can go out at
     once. Calling it also checks the weights and returns them."""
 
     question: Question

@@ -76,8 +76,8 @@ def to_tick(prices: np.ndarray, tick: float, factor: np.ndarray | None = None) -
 def _to_tick_in_place(out: np.ndarray, tick: float, divided: bool = False) -> np.ndarray:
     """`out` rounded to the tick in place: floor(out / tick + 0.5 + 1e-9) * tick.
 
-    `out` is already / tick when `divided`. Step by step in the one array: the same float
-    operations in the same order as the one-line formula. No temporary array per step.
+    `out` is already / tick when `divided`. It works step by step in the one array. The float
+    operations are the one-line formula's, in the same order. No temporary array per step.
     """
     if not divided:
         out /= tick
@@ -574,9 +574,9 @@ def rolling_by_column(
     It takes one pandas call. pandas runs its rolling kernels column by column, with a Python round
     trip per column. Here the columns are laid end to end in one Series. `windows` keeps each window
     inside its column. The kernels restart their running sums whenever a window starts at or after
-    the previous window's end (at each column's first two rows). So every column gets the same
-    arithmetic as on its own. The windows end one row early, which is the shift. A column's first
-    row has an empty window (NaN). The result is column-major, as pandas' own.
+    the previous window's end. That happens at each column's first two rows. So every column gets
+    the same arithmetic as on its own. The windows end one row early, which is the shift. A
+    column's first row has an empty window (NaN). The result is column-major, as pandas' own.
     """
     rows, columns = values.shape
     rolling = pd.Series(np.ravel(values, order="F")).rolling(windows, min_periods=min_periods)

@@ -3,7 +3,7 @@ apart.
 
 A strategy that reads the market decides from prices, volumes, its book and the members it is
 given. It cannot know which real stock a symbol is, nor which real date a session is. So its
-decisions follow two transforms of the market it was replayed on:
+decisions follow two transforms of the market it was replayed on.
 - relabelled: symbols permuted at random within each board family (exchange and board). So price
   limits and lot rules stay the same. The weights must follow the permutation.
 - shifted: every session date moved by a whole number of weeks (weekdays and ISO-week boundaries

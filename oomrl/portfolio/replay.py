@@ -215,7 +215,7 @@ class ReplayResult:
     initial_cash: float
     halted_on: date | None = None
     actions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ACTION_COLUMNS))
-    raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor
+    raw_prices_known: float = 1.0  # share of fills priced from a known adjustment factor.
     # Largest position / NAV at the close of each rebalance session
     max_weight: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
     # Where the strategy's code ran (docs/gate.md). "none (...)" only when unsafe.
