@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from oomrl.agent.capital import LLMBudgetBook
 
 # Byte-level BPE tokens of code, JSON and English average 3.5-4.5 bytes. So a third of the UTF-8
-# size bounds a prompt from above, plus the chat format's few tokens per message.
+# size bounds a prompt from above. The chat format adds a few tokens per message.
 BYTES_PER_TOKEN_BOUND = 3
 TOKENS_PER_MESSAGE = 8
 

@@ -1,10 +1,9 @@
 """A total deadline for one HTTP request to a model endpoint, whatever the server's pace.
 
 httpx's timeouts are per socket operation. A server that sends one byte every few seconds never
-trips a read timeout, and a request could last for hours. Here every connect, read and write of a
-request gets at most the time left before the request's deadline. Once it has passed, they get
-none. So the request ends on time, as httpx's own timeout, which the client retries like any
-timeout.
+trips a read timeout. So a request could last for hours. Here every connect, read and write of a
+request gets at most the time left before its deadline. Once it has passed, they get none. So the
+request ends on time, as httpx's own timeout, which the client retries like any timeout.
 """
 
 from __future__ import annotations

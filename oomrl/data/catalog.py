@@ -3,7 +3,7 @@
 Files are immutable once written. A write adds new files, then replaces store.json (the catalog) in
 one os.replace. Then it deletes the files the old catalog named and the new one does not. Readers
 load the catalog and read only what it names, so they always see one complete state. A file the
-catalog does not name is an orphan of a write that never committed (a killed or failed ingest).
+catalog does not name is an orphan. Its write never committed (a killed or failed ingest).
 `orphans` finds them, and the next writer deletes them while holding the lock.
 """
 

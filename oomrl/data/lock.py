@@ -1,4 +1,4 @@
-"""One writer at a time for the market store: an OS file lock plus a note saying who holds it.
+"""One writer at a time for the market store: an OS file lock and a note naming its holder.
 
 The lock is flock(2) on data/.writer.lock (the `filelock` library). The kernel releases it when its
 process exits, however it exits. So a killed ingest never leaves the store locked. The holder

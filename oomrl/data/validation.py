@@ -196,8 +196,8 @@ def _dated_checks(
 ) -> None:
     """Calendar rules, two of them.
 
-    A date after the last session of its exchange that had closed as of `now`: its data cannot be
-    final. Or an earlier date that is not a session. `calendars` names each row's exchange calendar
+    A date after the last session its exchange had closed as of `now`: its data cannot be final.
+    Or an earlier date that is not a session. `calendars` names each row's exchange calendar
     (default XSHG). None for a row skips the rules."""
     clock = now or datetime.now(UTC)
     names = (

@@ -1,12 +1,13 @@
 """Daily price limits of A-shares as a function of board, date, risk-warning status and listing age.
 
-Vectorised: arrays of board codes, dates, ST flags and listing sessions in, limit fractions out
+Vectorised: arrays of board codes, dates, ST flags and listing sessions in. Limit fractions out
 (NaN = no limit that day). Limit prices are computed in integer fen from the exchange's reference
 price. That is the previous close, or the ex-rights reference on an ex-date. They are rounded half
 up to the tick. Each rule, with its source:
 
-- Main board ±10 %. Risk-warning (ST, *ST) main-board stocks are ±5 % until the SSE and SZSE
-  Trading Rules (2026 revision) take effect on 2026-07-06, and ±10 % from then. The change was
+- Main board ±10 %. Risk-warning (ST, *ST) main-board stocks are ±5 %, and ±10 % from
+  2026-07-06. On that day the SSE and SZSE Trading Rules (2026 revision) take effect. The change
+  was first published on 2025-06-27 as the consultation notice
   first published on 2025-06-27 as the consultation notice
   《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知 （征求意见稿）》.
   It was enacted by folding it into the 2026 revisions of both exchanges' trading rules.
@@ -20,11 +21,12 @@ up to the tick. Each rule, with its source:
 - STAR Market ±20 %, ST included (SSE STAR Market Stock Trading Special Provisions, 2019). The
   board opened on 2019-07-22.
 - Beijing Stock Exchange ±30 % (BSE Trading Rules, 2021; opened 2021-11-15).
-- Listing days (IPO or relisting): no limit on the first 5 sessions. This holds on STAR; on
-  ChiNext for listings from 2020-08-24; on the main board for listings from 2023-04-10 (the first
-  registration-based main-board IPOs). Before those dates ChiNext and main-board IPOs had a band of
-  +44 % / -36 % around the issue price, on the first day only. Daily bars cannot check it (no
-  issue price), so that day counts as unlimited here. BSE: the first day has no limit.
+- Listing days (IPO or relisting): no limit on the first 5 sessions. This holds on STAR. It
+  holds on ChiNext for listings from 2020-08-24. It holds on the main board for listings from
+  2023-04-10 (the first registration-based main-board IPOs). Before those dates ChiNext and
+  main-board IPOs had a band of +44 % / -36 % around the issue price. That was on the first day
+  only. Daily bars cannot check it (no issue price), so that day counts as unlimited here. BSE:
+  the first day has no limit.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ function onto given axes (the one-page tearsheet.png reuses them). Each also has
 wrapper of the same name without the prefix. Every chart keeps these rules (tests/metrics/
 test_chart_rules.py).
 - No two tick labels of an axis alike.
-- A stretch of more than MAX_JOIN_DAYS calendar days without a session (a holiday, a halt) is a
-  break in the line. It is never a straight segment across it.
+- A break in the line marks a stretch of more than MAX_JOIN_DAYS calendar days without a
+  session (a holiday, a halt). It is never a straight segment across it.
 - Marks closer than MIN_MARK_SPACING of the axis are drawn as one, with their count. So they stay
   legible over hundreds of sessions.
 """

@@ -4,7 +4,7 @@ Factors are built over the stock universe, date × symbol panels:
 - Liquidity: log traded value (CNY) of the day. Momentum: 20-session return. Volatility:
   20-session standard deviation (ddof=1) of daily returns.
 - Each characteristic is lagged one session (known at the previous close). The factor return on
-  day t is the equal-weighted mean return of the top quintile minus that of the bottom quintile.
+  day t is the top quintile's equal-weighted mean return minus the bottom quintile's.
 - (r − rf) is regressed on (b − rf) and the factors. The annual return then splits exactly (in
   sample) into risk-free + beta return + style return + pure idiosyncratic alpha. That is because
   OLS residuals with an intercept average to zero.

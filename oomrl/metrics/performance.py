@@ -7,8 +7,8 @@ The conventions are those of docs/metrics.md, pinned by tests:
 - Sharpe = mean(r − rf/252) / std(r − rf/252) · √252, with rf an annual rate.
 - Sortino = mean(r − rf/252)·252 / (√mean(min(r − rf/252, 0)²)·√252) (empyrical's downside
   deviation).
-- Max drawdown is ≤ 0. It counts the starting capital (wealth 1 before the first return) as the
-  first high-water mark, so a first-day loss is a drawdown. Calmar = cagr / |max drawdown|.
+- Max drawdown is ≤ 0. The starting capital (wealth 1 before the first return) is the first
+  high-water mark. So a first-day loss is a drawdown. Calmar = cagr / |max drawdown|.
 - Tracking error = std(r − b)·√252; IR = mean(r − b)·252 / tracking error.
 - Alpha/beta from OLS of (r − rf/252) on (b − rf/252); alpha annualized ×252. t-stats plain and
   Newey-West (lags: regression.newey_west_maxlags). `alpha_pvalue` is the plain OLS p-value.

@@ -468,8 +468,8 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
         import numba
     except ImportError:
         return None
-    # The kernels are compiled in this process when no cache directory is writable (a read-only
-    # sandbox) or a cache file is damaged. When even that fails, the numpy broker runs.
+    # No writable cache directory (a read-only sandbox), or a damaged cache file? Then the
+    # kernels are compiled in this process. When even that fails, the numpy broker runs.
     for cache in (True, False):
         namespace = dict(globals())
         try:

@@ -209,9 +209,9 @@ class SharedMarket:
 
 
 # Memory files of closed markets, kept for the next market of the same size. A fresh file's pages
-# are allocated as its rows are first written: ~1 ms per MiB, a tenth of a W1 replay. A kept
-# one's are in place. A kept file is zeroed whole before it is handed out again. So no row of an
-# earlier market (a later date, another window) reaches the next host. Only exact sizes are
+# are allocated as its rows are first written. That costs ~1 ms per MiB, a tenth of a W1 replay.
+# A kept one's are in place. A kept file is zeroed whole before it is handed out again. So no row
+# of an earlier market (a later date, another window) reaches the next host. Only exact sizes are
 # reused, so a host can map nothing beyond the market it is given.
 POOL_FILES = 2
 POOL_BYTES = 512 << 20
