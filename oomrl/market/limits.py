@@ -8,7 +8,6 @@ up to the tick. Each rule, with its source:
 - Main board ±10 %. Risk-warning (ST, *ST) main-board stocks are ±5 %, and ±10 % from
   2026-07-06. On that day the SSE and SZSE Trading Rules (2026 revision) take effect. The change
   was first published on 2025-06-27 as the consultation notice
-  first published on 2025-06-27 as the consultation notice
   《关于调整主板风险警示股票价格涨跌幅限制比例及有关事项的通知 （征求意见稿）》.
   It was enacted by folding it into the 2026 revisions of both exchanges' trading rules.
   Provenance of the date: press reports, not the exchanges' own notices (not read here). The SSE's
