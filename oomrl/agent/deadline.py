@@ -42,8 +42,8 @@ def _left(timeout: float | None, error: type[Exception]) -> float | None:
     """The socket timeout to use: `timeout`, cut to what is left of this thread's deadlines.
 
     A deadline's clock starts at its first network operation, not when the block opens. The
-    client's own start-up is not the server's time: the SDK's first request imports and builds a
-    lot."""
+    client's own start-up is not the server's time. The SDK's first request imports and builds
+    a lot."""
     frames = _frames()
     if not frames:
         return timeout

@@ -41,7 +41,7 @@ TEMP_FILE = re.compile(r"(?P<folder>(?:[^/]+/)*)\.(?P<name>[^/]+)\.[A-Za-z0-9_]+
 def written_by_store(relative: str, keep: Collection[str] = ()) -> bool:
     """Whether a path (relative to the store root) is one the store writes.
 
-    That is a store file, legacy metadata, or the temp file of one of those or of `keep`'s files.
+    That is a store file or legacy metadata. Or the temp file of one of those or of `keep`'s files.
     Only these are ever removed as orphans. Anything else a user put under data/ (notes, a
     backup.parquet) is left alone."""
     if STORE_FILE.fullmatch(relative) or LEGACY_FILE.fullmatch(relative):

@@ -291,11 +291,11 @@ def ingest(
 ) -> IngestReport:
     """Ingest `universe` bars for [start, end] from `source` into `store`, as one transaction.
 
-    Bad rows are quarantined, including bars after the last completed session as of `now`. They
-    are kept with their reasons in the report and on disk, never stored as bars. A missing
-    benchmark fails the ingestion. When a live source is unreachable, the report is flagged stale
-    and the store is left as it was. Any failure leaves the store as it was. A second writer waits
-    up to `wait` s for the store's lock.
+    Bad rows are quarantined, including bars after the last completed session as of `now`. They are
+    kept with their reasons in the report and on disk, never stored as bars. A missing benchmark
+    fails the ingestion. A live source may be unreachable. Then the report is flagged stale and the
+    store is left as it was. Any failure leaves the store as it was. A second writer waits up to
+    `wait` s for the store's lock.
     """
     lo, hi = resolve_range(source, start, end)
     report = IngestReport(source=source.name, universe=universe, start=lo, end=hi)

@@ -228,8 +228,8 @@ def with_prev_close(frame: pd.DataFrame) -> pd.DataFrame:
     """
     ordered = frame.sort_values(["symbol", "date"], kind="mergesort")
     previous = ordered.groupby("symbol", sort=False)["close"].shift(1)
-    # A second row of the same symbol and date takes the previous *session's* close, as the first
-    # does. Identical copies stay identical, so validation keeps one of them (not neither).
+    # A second row of the same symbol and date takes the previous *session's* close. So does the
+    # first. Identical copies stay identical, so validation keeps one of them (not neither).
     copy = (
         ordered["symbol"].eq(ordered["symbol"].shift())
         & ordered["date"].eq(ordered["date"].shift())

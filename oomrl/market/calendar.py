@@ -90,8 +90,8 @@ XSHG_TIMEZONE = "Asia/Shanghai"
 def last_completed_session(now: datetime, name: str = CALENDAR_NAME) -> pd.Timestamp:
     """The latest session whose close is at or before `now` (tz-aware; naive is UTC).
 
-    XSHG by default (close 15:00 Asia/Shanghai). Bars dated after it cannot be final: a session
-    still trading, or one that has not happened yet.
+    XSHG by default (close 15:00 Asia/Shanghai). Bars dated after it cannot be final. They
+    are of a session still trading, or of one that has not happened yet.
     """
     cal = get(name)
     stamp = pd.Timestamp(now)

@@ -1,7 +1,7 @@
 """Order-quantity rules (board lots): legal buy and sell sizes as vectorised functions of arrays.
 
 A lot rule is (minimum, step). A buy is 0 or `minimum + k * step` shares. A sell is the same, or
-the whole remaining position (the exchanges' "odd remainder is sold in one go"). Sources:
+the whole remaining position. That is the exchanges' "odd remainder is sold in one go". Sources:
 
 - Main board and ChiNext: SSE Trading Rules and SZSE Trading Rules (chapter on orders). Buys are
   in 100 shares or whole multiples. "余额不足100股的部分，应当一次性申报卖出": a remainder under 100
@@ -93,8 +93,8 @@ def is_legal_sell(
 ) -> np.ndarray:
     """True where selling `quantity` of `held` shares is legal under the exchange rule.
 
-    Legal: the whole position; or a legal lot size; or lots plus the whole odd remainder (round-lot
-    boards). Never more than is held.
+    Legal: the whole position, or a legal lot size. On round-lot boards, also lots plus the whole
+    odd remainder. Never more than is held.
     """
     quantity, held, minimum, step = _ints(quantity), _ints(held), _ints(minimum), _ints(step)
     lots = is_legal_buy(quantity, minimum, step)

@@ -65,11 +65,11 @@ CREATE_RETRIES = 5
 def create_tables(
     engine: sa.Engine, metadata: sa.MetaData, tables: list[sa.Table] | None = None
 ) -> None:
-    """Create the tables of `metadata` that do not exist yet, even on a first use by many at once.
+    """Create the tables of `metadata` that do not exist yet, even on a crowded first use.
 
-    Several processes may use a database for the first time at once (four first rebalances, two
-    first repairs). CREATE TABLE checks and creates in two steps, so two creators race. On
-    PostgreSQL the loser hits a unique violation in pg_type; on SQLite, "table ... already
+    Several processes may use a database for the first time at once. Examples: four first
+    rebalances, two first repairs. CREATE TABLE checks and creates in two steps, so two creators
+    race. On PostgreSQL the loser hits a unique violation in pg_type; on SQLite, "table ... already
     exists". PostgreSQL's DDL is transactional. So there creation runs under a transaction-scoped
     advisory lock, and the second creator finds the tables made. Elsewhere a loser's "already
     exists" is retried: the check sees what the winner made."""

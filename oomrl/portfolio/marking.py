@@ -136,8 +136,8 @@ def mark_account(
 ) -> MarkOutcome:
     """Mark `account` at the close of every session up to `as_of` it has no NAV for; one commit.
 
-    A halted account is left as it is: its halt already stands. When a marked session's principal
-    loss reaches the threshold, the account halts on that session in the same transaction.
+    A halted account is left as it is: its halt already stands. A marked session's principal loss
+    may reach the threshold. Then the account halts on that session, in the same transaction.
     """
     as_of = pd.Timestamp(as_of).date()
     version = holding_version(ledger, account)

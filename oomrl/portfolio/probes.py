@@ -9,12 +9,12 @@ decisions follow two transforms of the market it was replayed on.
 - shifted: every session date moved by a whole number of weeks (weekdays and ISO-week boundaries
   kept). A strategy that declares a monthly calendar (`calendar = "monthly"`) is moved by months.
   The schedule and the weights must be the same.
-A strategy holding a table of names per date changes its decisions: that is recall of 2024-2025,
-not skill. Each recorded decision is asked again with the same book and members (translated). Each
-probe runs in one host. Only the strategy fields a host sees are transformed. Weights are compared
-per symbol within `TOLERANCE`. A permutation changes the order of float sums, never more than
-that. Names whose scores tie exactly could swap places; real prices make that rare. Such a
-difference is reported like any other: the probe errs on the side of refusing.
+A strategy holding a table of names per date changes its decisions. Such a table is recall of
+2024-2025, not skill. Each recorded decision is asked again with the same book and members
+(translated). Each probe runs in one host. Only the strategy fields a host sees are transformed.
+Weights are compared per symbol within `TOLERANCE`. A permutation changes the order of float sums,
+never more than that. Names whose scores tie exactly could swap places; real prices make that rare.
+Such a difference is reported like any other: the probe errs on the side of refusing.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def load_panels(
 ) -> dict[str, pd.DataFrame]:
     """Date x symbol panels up to and including as_of (the execution session) from the store.
 
-    Only the symbols of `market` are kept: a store may hold several markets, and a book trades one.
+    Only the symbols of `market` are kept. A store may hold several markets; a book trades one.
     None keeps every symbol.
     """
     start = pd.Timestamp(as_of) - timedelta(days=history_days)

@@ -1,10 +1,10 @@
 """No memory across decisions: a sample of a replay's decisions recomputed, each in a fresh host.
 
-A decision may depend only on the market up to its date, its book and its given members. It may
-not depend on how many calls came before, nor on anything an earlier decision left behind.
-Decisions a runner recorded (HostedRunner with `record=True`) are asked again. Each of a sample
-goes to a new host that holds rows up to the decision date only. It must come back with exactly
-the same weights.
+A decision may depend only on the market up to its date, its book and its given members. It may not
+depend on how many calls came before, nor on anything an earlier decision left behind. Decisions a
+runner recorded (HostedRunner with `record=True`) are asked again. Each of a sample goes to a new
+host. That host holds rows up to the decision date only. It must come back with exactly the same
+weights.
 """
 
 from __future__ import annotations

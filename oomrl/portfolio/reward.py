@@ -2,8 +2,8 @@
 loss, sim-to-real gap.
 
 Eq. 1: R~_t = sum_i w_i r_i - F_exec(dw_t), F_exec = lambda ||dw||_1 + gamma sqrt(||dw||_1).
-Eq. 2: R_t = R~_t. On the step where the principal loss L_t = 1 - W_t / W_0 reaches tau (the
-absorbing state), R_t = R~_t - P_terminal. gamma's default is calibrated from the impact model
+Eq. 2: R_t = R~_t. The principal loss is L_t = 1 - W_t / W_0. On the step where it reaches tau
+(the absorbing state), R_t = R~_t - P_terminal. gamma's default is calibrated from the impact model
 (`calibrated_gamma`, derivation in docs/portfolio.md).
 """
 
