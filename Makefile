@@ -23,7 +23,7 @@ demo: venv sandbox
 
 # Whole project >= 90 % branch coverage; the judge (guardrails/) and the agent's S (strategies/) >= 95 %.
 test: venv browser sandbox
-	$(PY) -m pytest -q -p no:cacheprovider --cov --cov-branch --cov-report=term --cov-fail-under=90 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --cov --cov-branch --cov-report=term --cov-fail-under=90 --durations=30 $(PYTEST_ARGS)
 	$(PY) -m coverage report --include='guardrails/*' --fail-under=95 --skip-covered
 	$(PY) -m coverage report --include='strategies/*' --fail-under=95 --skip-covered
 
