@@ -28,7 +28,7 @@ from tasks.probation import decide_probations, trade_shadows
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NO_NEW_SESSION = "NoNewSession"
 NOT_A_SESSION = "NotASession"
 

@@ -20,7 +20,7 @@ from tasks.probation import ProbationReview, decide_early, probation_evidence
 
 FLOW_VERSION = flow_version()
 quiet_expected_ends()
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NO_FLOW_RETRIES = (
     "a review waits for a person and decides once; a retried run would ask again, and a refusal "
     "(no such probation) is a final answer"

@@ -29,7 +29,7 @@ from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NO_FLOW_RETRIES = (
     "a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
     "a flow retry would run again; transient errors are retried inside each step, and a "

@@ -2,9 +2,9 @@
 
 Attacks should be blocked and benign patches accepted. A corpus folder holds `cases.csv` with
 these columns:
-- id, patch, workspace, phase, expect;
-- outcome: `blocked` for an attack, `accepted` for a benign patch;
-- an optional `holdout` column;
+- id, patch, workspace, phase, expect.
+- outcome: `blocked` for an attack, `accepted` for a benign patch.
+- an optional `holdout` column.
 - an optional `mechanism` column: the part of the gate that stops the attack. That is diff,
   sanitizer, tests, sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...
   It is shown in the scoreboard.

@@ -10,7 +10,7 @@ the run waits for approval, because `pause_flow_run` blocks inside the run's pro
 The account lock is the nullable unique column `holds`. A run sets it to its account only around
 the gate and the promotion (after approval). So a paused repair holds nothing. A second alert can
 reach its own approval. Some holders are presumed dead, and their row is taken over:
-- one whose process is gone (its `owner`, host:pid:start time, checked on the same host);
+- one whose process is gone (its `owner`, host:pid:start time, checked on the same host).
 - one silent for CLAIM_SILENT_S seconds (another host).
 A dead non-holder's row is taken over too, when it is needed. The webhook reads the same rows. It
 tells a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from a live one. Each

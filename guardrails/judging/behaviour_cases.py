@@ -3,7 +3,7 @@
 The gate (trusted) is the caller here, exactly as the engine is in production. The candidate runs
 in its own host, the jail every caller of S uses. It never sees pytest. Two calling conventions:
 
-- `call`: `entry(*args, **kwargs)` with JSON arguments (a plain function of S);
+- `call`: `entry(*args, **kwargs)` with JSON arguments (a plain function of S).
 - `strategy`: as a replay decides a session. The strategy `case["strategy"]` is opened with its
   params. `target_weights` is called over the case's panels (rows up to `as_of` only), holdings,
   portfolio value and members. `rebalance_due(day, last)` is called for each listed pair.

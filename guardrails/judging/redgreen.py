@@ -2,10 +2,10 @@
 
 The gate's plugin records where each failing test failed (the deepest frame in the test files).
 The statement there must assert on S's output. One of these must hold:
-- it calls S;
+- it calls S.
 - it names a value computed from a call into S. The value is assigned in the test, or given by a
-  fixture of the same file or of a conftest.py above it;
-- it sits in a helper that asserts on its arguments;
+  fixture of the same file or of a conftest.py above it.
+- it sits in a helper that asserts on its arguments.
 - it is a `pytest.raises` block around a call into S ("DID NOT RAISE").
 An `assert` is judged by its condition, not its message. Each part of a top-level `and` must
 involve S's value. So a docstring phrase cannot ride along with a call into S. Dunder attributes

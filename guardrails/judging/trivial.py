@@ -4,7 +4,7 @@ Each candidate is a copy of the workspace. Its source modules end with a few lin
 appends. They wrap every public function the module defines. They wrap every public method of a
 class it defines, such as a strategy's `target_weights`. A weights answer (a dict of names to
 numbers) is then replaced by a trivial one built from it:
-- no weights;
+- no weights.
 - equal weights over the universe. The universe is the names of the answer, of the scores or
   holdings it was given, and of a MarketView's symbols. This candidate is skipped where today's
   answer already holds every name, as when the mandate's slots outnumber the names.

@@ -43,13 +43,13 @@ _STUB_DECORATORS = {
 def exact_exclusions(text: str) -> set[int]:
     """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage").
 
-    - module-level `if TYPE_CHECKING:` of imports;
-    - module-level `if __name__ == "__main__":`;
+    - module-level `if TYPE_CHECKING:` of imports.
+    - module-level `if __name__ == "__main__":`.
     - the handler of a module-level `try:` of imports with one bare `except ImportError:` (or
-      ModuleNotFoundError), holding imports or `name = constant / other name`;
-    - the `raise NotImplementedError` that is the whole body of a method (abstract);
+      ModuleNotFoundError), holding imports or `name = constant / other name`.
+    - the `raise NotImplementedError` that is the whole body of a method (abstract).
     - the `...` that is the whole body of an `@overload`, an `@abstractmethod` or a Protocol's
-      method;
+      method.
     - version branches never taken.
     """
     tree = ast.parse(text)

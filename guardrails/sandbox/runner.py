@@ -1,10 +1,10 @@
 """Locked runs: each pytest run in a fresh sandbox, S in a strategy host of its own, fresh results.
 
 A run is two jails. The test process binds only these:
-- the tests of its workspace copy under /workspace (read-only; S is physically absent);
-- the gate's files at /gate (the `strategy_host` client among them);
-- its own spec at /spec.json;
-- a results folder made empty for it alone at /results;
+- the tests of its workspace copy under /workspace (read-only; S is physically absent).
+- the gate's files at /gate (the `strategy_host` client among them).
+- its own spec at /spec.json.
+- a results folder made empty for it alone at /results.
 - for the held-out run only, the held-out tests at /heldout.
 S runs in a strategy host, the jail every caller of S uses. The host measures S's coverage. The
 parent relays the test process's requests to it. It reads the host's coverage when the tests are

@@ -5,8 +5,8 @@ allow-list rather than a list of tricks. The list holds the modules it may impor
 may name, the ordinary dunders. Attribute chains that start at an imported module are resolved
 against the real modules. Those are imported here; S itself never is. Some chains are refused
 wherever they appear:
-- a chain that reaches a module outside the list;
-- a chain that reaches a private member of a library;
+- a chain that reaches a module outside the list.
+- a chain that reaches a private member of a library.
 - a chain that reaches one of the few members of an allowed library that read or write files,
   touch native memory or evaluate strings.
 """

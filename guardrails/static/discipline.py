@@ -420,9 +420,9 @@ def unseeded_call(node: ast.Call, name: str) -> bool:
     """A call that reads the clock or draws unseeded randomness.
 
     Clock functions are refused where they are named, call or not. These calls are refused:
-    - a parser given a clock word;
-    - a generator without a seed (`default_rng()`, `default_rng(None)`);
-    - a function of numpy's global generator;
+    - a parser given a clock word.
+    - a generator without a seed (`default_rng()`, `default_rng(None)`).
+    - a function of numpy's global generator.
     - pandas' `.sample()` without a `random_state`.
     """
     if name in CLOCK_PARSERS and any(

@@ -1,9 +1,9 @@
 """Import-time discipline for S: module and class bodies hold definitions and constants only.
 
 Allowed at module level:
-- imports, definitions, docstrings and `...`;
-- assignments of static values;
-- `if` on a static test (TYPE_CHECKING, `sys.version_info`, `__name__ == "__main__"`);
+- imports, definitions, docstrings and `...`.
+- assignments of static values.
+- `if` on a static test (TYPE_CHECKING, `sys.version_info`, `__name__ == "__main__"`).
 - `try` around imports for version compatibility.
 A static value may call library code (`logging.getLogger(__name__)`, `TypeVar("T")`,
 `Field(30, ge=1)`). It may instantiate a class. It may never call a function of S itself. S code

@@ -1,8 +1,8 @@
 """CLI command groups, one module per area (each exposes `register(app)`), and what they share.
 
 Shared here:
-- the fixed choices as enums, so help lists them and typos are usage errors;
-- the `--account` option, validated like every other door: non-empty, at most 64 characters;
+- the fixed choices as enums, so help lists them and typos are usage errors.
+- the `--account` option, validated like every other door: non-empty, at most 64 characters.
 - a progress bar for long steps.
 Nothing heavy is imported at module level.
 """

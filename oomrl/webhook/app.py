@@ -1,13 +1,13 @@
 """The FastAPI webhook: signed loss alerts start one repair each, through the repair's own door.
 
 Status codes:
-- 202 started;
-- 200 duplicate (the alert's run exists, is alive or ended as it should);
-- 400 a broken Content-Length;
-- 401 bad signature or token;
-- 413 oversized;
+- 202 started.
+- 200 duplicate (the alert's run exists, is alive or ended as it should).
+- 400 a broken Content-Length.
+- 401 bad signature or token.
+- 413 oversized.
 - 422 anything that is not a full autopsy or a loss alert for a known account and strategy
-  (hostile JSON included);
+  (hostile JSON included).
 - 503 the repair could not be started now (Prefect or the ledger unavailable). The sender should
   retry.
 Refusals are logged.
