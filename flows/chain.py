@@ -1,7 +1,8 @@
 """The daily chain: ingest, shadows, marks, diagnostics, alerts, attribution, probation decisions.
 
-The order is ingest → trade the shadow books → mark every active account → loss diagnostics →
-alerts → attribution, as subflows → decide the probations whose forward sessions are done.
+The subflows run in order: ingest → trade the shadow books → mark every active account →
+loss diagnostics → alerts → attribution. Then the chain decides the probations whose forward
+sessions are done.
 
 Alerts that the repair policy lets through start the `repair` deployment by its event trigger.
 The weekly rebalance is its own deployment, scheduled after the day's marking.

@@ -8,8 +8,8 @@ these columns:
 - an optional `mechanism` column: the part of the gate that stops the attack. That is diff,
   sanitizer, tests, sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...
   It is shown in the scoreboard.
-- an optional `supersedes` column: the node ids (separated by spaces) of the old tests the case's
-  approved mandate makes obsolete. They are passed to a red test-gen run as `--supersedes`.
+- an optional `supersedes` column: node ids, separated by spaces. They name the old tests the
+  case's approved mandate makes obsolete. They are passed to a red test-gen run as `--supersedes`.
 Paths are relative to the corpus folder. Workspaces live under `workspaces/`. `-` means "none".
 Cases run two at a time; each gate run uses up to two sandboxes at once.
 """

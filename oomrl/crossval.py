@@ -3,7 +3,7 @@
 Three versions are replayed: candidate, active version and baseline B. B is a human reference in
 the workspace's `reference/`, else the last promoted version. Each runs with the real broker from
 one RebalanceSetup factory. The long window ends at the alert. Each is measured over the alert
-window (its last sessions) and the long window. The candidate is promoted only when all hold:
+window (its last sessions) and the long window. The candidate is promoted only when all four hold.
 - It satisfies every constraint the mandate states, measured over the long window. Those are
   rebalance schedule, ADV participation, weekly turnover, position weight, drawdown, IR floor.
 - Net of friction it meets the promotion rule (`PromotionRule`). The rule is non-inferiority with a

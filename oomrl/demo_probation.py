@@ -1,6 +1,6 @@
 """The demo's probations, one simulated session at a time, as the daily chain runs them.
 
-After a repair ends "On probation", every session runs three steps:
+After a repair ends "On probation", every session runs three steps.
 - The open shadow books trade on their challenger's schedule (`advance_shadows`).
 - Every book of the account is marked: the shadow and the champion. The demo's own loop books the
   champion only on the sessions its version rebalances.

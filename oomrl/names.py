@@ -1,7 +1,8 @@
 """Names every entry point accepts (accounts, alert ids): one length limit and alphabet per kind.
 
-The limits are the ledger's column widths: accounts String(64), alerts.alert_id String(128). So a
-name the CLI, the webhook or a settings file accepts always fits the ledger on any database.
+The limits are the ledger's column widths: accounts String(64), alerts.alert_id String(128). The
+CLI, the webhook and a settings file accept the same names. So each always fits the ledger on any
+database.
 """
 
 from __future__ import annotations

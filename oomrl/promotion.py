@@ -4,11 +4,11 @@ If they do not, the next command that opens the workspace puts them back togethe
 
 Before the first git or ledger step a journal is written atomically. It is
 `.git/oomrl-promotion.json`: tag, commit, the branch head before, account, strategy, notes, owner.
-It is removed after the last step. The ledger write is the commit point. A journal found with the
-account active on its commit is finished: branch fast-forwarded, tag and notes made where missing.
-Any other is undone: branch back, tag and notes removed. The promote lock is flock(2). The kernel
-releases it when its owner dies; it is never cleared by age. Holding it proves no live promotion is
-half way.
+It is removed after the last step. The ledger write is the commit point. A journal may be found
+with the account active on its commit. Then it is finished: branch fast-forwarded, tag and notes
+made where missing. Any other is undone: branch back, tag and notes removed. The promote lock is
+flock(2). The kernel releases it when its owner dies; it is never cleared by age. Holding it proves
+no live promotion is half way.
 """
 
 from __future__ import annotations

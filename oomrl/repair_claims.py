@@ -1,6 +1,6 @@
 """One repair per account at a time, held in the ledger database, and the repair heartbeat.
 
-The lock lives in the ledger, not in Prefect: Prefect revokes a deployment's concurrency lease
+The lock lives in the ledger, not in Prefect. Prefect revokes a deployment's concurrency lease
 while a run is paused. The heartbeat tells a live repair from one whose process died.
 
 Every repair run registers a row when it starts: `flow_run_id`, `account`, `claimed_at`, `beat_at`.
@@ -9,9 +9,9 @@ the run waits for approval, because `pause_flow_run` blocks inside the run's pro
 
 The account lock is the nullable unique column `holds`. A run sets it to its account only around
 the gate and the promotion (after approval). So a paused repair holds nothing. A second alert can
-reach its own approval. Some holders are presumed dead, and their row is taken over:
-- one whose process is gone (its `owner`, host:pid:start time, checked on the same host).
-- one silent for CLAIM_SILENT_S seconds (another host).
+reach its own approval. Two kinds of holder are presumed dead, and their row is taken over.
+- One whose process is gone. Its `owner` (host:pid:start time) is checked on the same host.
+- One silent for CLAIM_SILENT_S seconds (another host).
 A dead non-holder's row is taken over too, when it is needed. The webhook reads the same rows. It
 tells a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from a live one. Each
 transition is one statement guarded by a primary key or unique constraint. So concurrent runs on

@@ -86,8 +86,8 @@ def build_account_report(
 def publish_report_artifacts(summary: dict[str, Any]) -> None:
     """The report as artifacts the Prefect UI displays.
 
-    They are the summary with its charts, the metrics table, the tearsheet link (over HTTP) and the
-    equity chart.
+    They are the summary with its charts and the metrics table. They add the tearsheet link (over
+    HTTP) and the equity chart.
     """
     account, shown = summary["account"], summary["artifacts"]
     create_markdown_artifact(

@@ -3,8 +3,8 @@
 A repair the gate rejects ends Failed as `Patch rejected` on purpose; its data is
 RepairNotPromoted. A rebalance of a halted account is refused on purpose (AccountHaltedError).
 Prefect logs either at ERROR with a traceback. The task engine says "Task run failed with
-exception ...". The worker's flow engine says "Engine execution exited with unexpected exception",
-raised again from the run's own Failed state.
+exception ...". The worker's flow engine says "Engine execution exited with unexpected exception".
+It raises that again from the run's own Failed state.
 
 This filter sits on Prefect's run loggers. It turns those records into one WARNING line when the
 exception is a final answer. A final answer is an OomrlError that is not transient. Or it is

@@ -1,7 +1,7 @@
 """Child-side test run: the gate's pytest plugin and the launcher that runs pytest under coverage.
 
 The gate starts `python -I -S -B /gate/childrun.py /spec.json` in a fresh sandbox. The sandbox
-holds the tests and not S. The launcher works in this order:
+holds the tests and not S. The launcher works in this order.
 - It imports everything it needs first, so nothing in the workspace can shadow it.
 - It puts only the paths the spec names on sys.path.
 - It connects `strategy_host` to the channel the gate handed over. S runs in its host. The host

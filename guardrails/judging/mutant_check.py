@@ -4,8 +4,8 @@ Each mutant is a copy of the workspace: hard links, the mutated file rewritten. 
 same /workspace path as the original run, in a fresh sandbox. It runs the same whole suite in the
 same order. Nothing in the run tells it from the original. A mutant counts as killed only when one
 of the new tests fails. The test must have passed on the original. It must fail by an assertion,
-or by an exception raised from S's code (reported by the host, raised by its client). An exception
-of the test's own code does not count.
+or by an exception raised from S's code. The host reports such an exception; its client raises it.
+An exception of the test's own code does not count.
 """
 
 from __future__ import annotations

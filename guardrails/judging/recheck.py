@@ -1,8 +1,8 @@
 """Every phase re-checks all of T for pytest hooks and forbidden capabilities, not only the patch.
 
-The diff-based rules (`testquality.scan_tests`) judge what a patch changes. A hook or a capability
-planted in an earlier tree would otherwise stay unseen when a later patch comes. That includes a
-code patch. The hook would then run in every test process from then on.
+The diff-based rules (`testquality.scan_tests`) judge what a patch changes. Take a hook or a
+capability planted in an earlier tree. A later patch, a code patch included, would not show it. It
+would then run in every test process from then on.
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
 The gate's plugin records where each failing test failed (the deepest frame in the test files).
 The statement there must assert on S's output. One of these must hold:
 - it calls S.
-- it names a value computed from a call into S. The value is assigned in the test, or given by a
-  fixture of the same file or of a conftest.py above it.
+- it names a value computed from a call into S. The test assigns the value. Or a fixture gives
+  it, from the same file or from a conftest.py above it.
 - it sits in a helper that asserts on its arguments.
 - it is a `pytest.raises` block around a call into S ("DID NOT RAISE").
 An `assert` is judged by its condition, not its message. Each part of a top-level `and` must
 involve S's value. So a docstring phrase cannot ride along with a call into S. Dunder attributes
-(`__doc__`, `__class__`...) carry nothing. Nor do the opened strategy's own attributes (`name`,
-`params`, `handle`): they are what the test asked for, not what S computes.
+(`__doc__`, `__class__`...) carry nothing. Nor do the opened strategy's own attributes: `name`,
+`params`, `handle`. They are what the test asked for, not what S computes.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ class SourceValues:
     def calls_source(self, node: ast.AST, tainted: set[str]) -> bool:
         """True when `node` calls into S or reads a value computed by S.
 
-        It may call S directly or through a helper of the module that returns S's values, as
-        `def weights(...): return call(...)`.
+        It may call S directly. It may call S through a helper of the module that returns S's
+        values, as `def weights(...): return call(...)`.
         """
         for child in self._walk(node):
             if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):

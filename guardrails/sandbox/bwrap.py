@@ -1,13 +1,16 @@
 """The bubblewrap sandbox: each locked run in a fresh minimal root, as an unprivileged host uid.
 
 The root holds only the interpreter, the C libraries it links and the installed packages
-(read-only). It also holds the binds the run names: its workspace copy, the gate's files, its own
-results folder. /tmp and /dev/shm are fresh tmpfs. pid, ipc, net, uts, cgroup and user namespaces
+(read-only). It holds the binds the run names: its workspace copy, the gate's files, its results
+folder. /tmp and /dev/shm are fresh tmpfs. pid, ipc, net, uts, cgroup and user namespaces
 are new. No further user namespace can be made.
 
-Started by root, the chain is:
-`unshare --mount` (a private mount table) -> bind every source onto a stage folder the sandbox
-uid may traverse -> `setpriv` to that uid with no capabilities -> `prlimit` -> `bwrap`.
+Started by root, the chain has five links:
+1. `unshare --mount`: a private mount table.
+2. Bind every source onto a stage folder the sandbox uid may traverse.
+3. `setpriv` to that uid with no capabilities.
+4. `prlimit`.
+5. `bwrap`.
 So the host kernel sees an ordinary unprivileged uid. Files readable only by root stay unreadable
 even inside a bind. The gate's own folders can stay private (0700) on the host.
 """

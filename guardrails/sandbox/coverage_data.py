@@ -45,8 +45,8 @@ def exact_exclusions(text: str) -> set[int]:
 
     - module-level `if TYPE_CHECKING:` of imports.
     - module-level `if __name__ == "__main__":`.
-    - the handler of a module-level `try:` of imports with one bare `except ImportError:` (or
-      ModuleNotFoundError), holding imports or `name = constant / other name`.
+    - the handler of a module-level `try:` of imports. It is one bare `except ImportError:` (or
+      ModuleNotFoundError). It holds imports or `name = constant / other name`.
     - the `raise NotImplementedError` that is the whole body of a method (abstract).
     - the `...` that is the whole body of an `@overload`, an `@abstractmethod` or a Protocol's
       method.

@@ -1,6 +1,6 @@
 """Locked runs: each pytest run in a fresh sandbox, S in a strategy host of its own, fresh results.
 
-A run is two jails. The test process binds only these:
+A run is two jails. The test process binds only these five.
 - the tests of its workspace copy under /workspace (read-only; S is physically absent).
 - the gate's files at /gate (the `strategy_host` client among them).
 - its own spec at /spec.json.

@@ -83,10 +83,10 @@ def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
     """A private copy of the workspace's source trees that the jail's uid can read (0755/0644).
 
     The jail's uid reads only what is world-readable. A workspace folder written under a private
-    umask is not (the server's children use 077). A copy made now is also what the host sees for
-    its whole life, whatever happens to the workspace meanwhile. Only folders and regular files with
-    one link are copied. A symlink or a hard link could name a file this process may read and the
-    jail may not. Copying it would hand its content over.
+    umask is not (the server's children use 077). The host sees a copy made now for its whole
+    life. Whatever happens to the workspace meanwhile does not reach it. Only folders and regular
+    files with one link are copied. A symlink or a hard link could name a file the jail may not
+    read. This process may read it, so copying it would hand its content over.
     """
     root = owned_temp_dir("oomrl-hostws-")  # its trees are bound into a jail, its owner note is not
     try:
@@ -236,8 +236,8 @@ class HostProcess:
 
 
 # Closed hosts' jail set-ups still to undo: their stage's mount points, their workspace copy.
-# They are undone on a thread of their own. Once a jail's processes are killed, the kernel needs
-# milliseconds to release its mounts (up to tens on a busy machine). Only then can their folders go.
+# They are undone on a thread of their own. A jail's processes are killed first. Then the kernel
+# needs milliseconds to release its mounts (tens on a busy machine). Only then can folders go.
 # That is a tenth of a W1 replay, and its caller need not wait for it.
 # What is queued at exit is undone before the interpreter ends.
 _UNDO: queue.Queue[Callable[[], None]] = queue.Queue()

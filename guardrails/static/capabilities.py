@@ -3,12 +3,12 @@
 Strategy code (S) is pure computation over a MarketView. So the sanitizer checks it against an
 allow-list rather than a list of tricks. The list holds the modules it may import, the builtins it
 may name, the ordinary dunders. Attribute chains that start at an imported module are resolved
-against the real modules. Those are imported here; S itself never is. Some chains are refused
-wherever they appear:
-- a chain that reaches a module outside the list.
-- a chain that reaches a private member of a library.
-- a chain that reaches one of the few members of an allowed library that read or write files,
-  touch native memory or evaluate strings.
+against the real modules. Those are imported here; S itself never is. Three kinds of chain are
+refused wherever they appear.
+- A chain that reaches a module outside the list.
+- A chain that reaches a private member of a library.
+- A chain that reaches a risky member of an allowed library. The few such members read or write
+  files, touch native memory or evaluate strings.
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 No hook passes however it is spelled. No behaviour may depend on where or how often a test runs.
 
-- hooks: a name starting with `pytest_` is refused wherever it is bound: def, class, assignment,
-  import-as, argument, loop target. So is such an attribute or string literal. So no file under T
-  can register a hook.
-- reads: a file may be read only through a path built from the test file's own folder, or from
-  tmp_path. Such a path is `Path(__file__).parent / "data" / "x.json"`: literal segments, no `..`,
-  one `.parent` at most. `__file__` serves only as that root.
+- hooks: a name starting with `pytest_` is refused wherever it is bound. That is def, class,
+  assignment, import-as, argument, loop target. So is such an attribute or string literal. So no
+  file under T can register a hook.
+- reads: a file may be read only through a path built from the test file's own folder. Or it may
+  be read from tmp_path. Such a path is `Path(__file__).parent / "data" / "x.json"`: literal
+  segments, no `..`, one `.parent` at most. `__file__` serves only as that root.
 - state: no `global`/`nonlocal`, no mutation of module-level objects from a function.
 - determinism: no wall clock and no unseeded or global random state.
 """

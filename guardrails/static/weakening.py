@@ -5,8 +5,8 @@ statements may only be added around them. Statements are compared as ASTs (posit
 ignored). A compound statement (`with`, `for`, `if`, `try`) is kept when its header is unchanged
 and its bodies keep theirs. So a check may be added inside a block. Parametrize decorators may
 gain cases, never lose one. Other decorators and the parameters stay as they were. Anything else is
-`tests.weakened`. Examples: an assertion removed, a tolerance loosened, `in` instead of `==`, an
-expected value or the call before the assertion changed.
+`tests.weakened`: an assertion removed, a tolerance loosened, `in` instead of `==`. So is a changed
+expected value, or a changed call before the assertion.
 """
 
 from __future__ import annotations

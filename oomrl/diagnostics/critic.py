@@ -164,8 +164,8 @@ def autopsy_for(
 ) -> Autopsy:
     """The autopsy of one alert: metrics on its date, ledger evidence over its window, the mandate.
 
-    The strategy version is the one the NAV shows live on the alert date: the code that lost the
-    money. Else it is `fallback_version`, the account's active version.
+    The strategy version is the one the NAV shows live on the alert date. That is the code that
+    lost the money. Else it is `fallback_version`, the account's active version.
     """
     frame = prepare_nav(nav, alert.as_of, alert.account)
     rules = RuleBook(frame, config, alert.account, benchmark)

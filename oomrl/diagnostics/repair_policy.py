@@ -2,9 +2,9 @@
 
 The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.yaml). This module
 decides the rest and says so in the event's labels. So the trigger's match reads as the whole
-policy:
+policy.
 
-- An alert about a strategy version the account no longer trades asks for nothing
+- An alert asks for nothing when the account no longer trades its strategy version
   (`inactive-version`).
 - While a challenger of the account is on probation, an alert asks for nothing (`probation`). The
   forward market is judging the repair already made.

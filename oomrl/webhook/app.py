@@ -6,8 +6,8 @@ Status codes:
 - 400 a broken Content-Length.
 - 401 bad signature or token.
 - 413 oversized.
-- 422 anything that is not a full autopsy or a loss alert for a known account and strategy
-  (hostile JSON included).
+- 422 anything but a full autopsy or a loss alert for a known account and strategy. Hostile JSON
+  is included.
 - 503 the repair could not be started now (Prefect or the ledger unavailable). The sender should
   retry.
 Refusals are logged.
