@@ -101,7 +101,7 @@ def ingest_market_data(
 
     With `home` set, the bars go into `home`/data.
 
-    A live source that cannot be reached leaves the store as it was and the result says `stale`.
+    A live source that cannot be reached leaves the store as it was. The result says `stale`.
 
     Args:
         source: Where bars come from. `sample` is the bundled data, offline. `akshare` or

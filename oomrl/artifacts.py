@@ -45,7 +45,10 @@ def data_uri(path: Path) -> str:
 
 
 def image_link(path: Path, links: ReportLinks | None) -> str:
-    """A chart's URL: signed over HTTP when the stack serves reports, else the PNG as a data URI."""
+    """A chart's URL: signed over HTTP when the stack serves reports.
+
+    Else it is the PNG as a data URI.
+    """
     return links.url(path) if links is not None else data_uri(path)
 
 

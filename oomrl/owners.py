@@ -1,6 +1,6 @@
 """Who owns a lock, a claim or a journal: host, pid and the process's start time.
 
-So its death, not the age of what it left, tells a live owner from a dead one. A pid alone is not
+Its death tells a live owner from a dead one, not the age of what it left. A pid alone is not
 an identity: the kernel reuses pids. With the start time it is, on one host. An owner on another
 host cannot be checked from here. Callers fall back on its heartbeat.
 """

@@ -10,8 +10,8 @@ After `sessions` forward sessions, `decide_due` judges it. It judges at once whe
 halts the shadow. It judges those sessions only, net of friction. It checks every constraint of its
 mandate. It checks the promotion rule (oomrl.crossval.PromotionRule) against the champion.
 Promoted, the account trades the challenger. Retired, the shadow closes. An autopsy of the forward
-sessions (rule `probation_retired`) is recorded as the account's alert, for the next repair. A
-person may decide early (`decide_now`).
+sessions (rule `probation_retired`) is then recorded as the account's alert. The next repair reads
+it. A person may decide early (`decide_now`).
 """
 
 from __future__ import annotations

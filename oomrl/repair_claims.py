@@ -13,7 +13,7 @@ reach its own approval. Two kinds of holder are presumed dead, and their row is 
 - One whose process is gone. Its `owner` (host:pid:start time) is checked on the same host.
 - One silent for CLAIM_SILENT_S seconds (another host).
 A dead non-holder's row is taken over too, when it is needed. The webhook reads the same rows. It
-tells a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from a live one. Each
+tells a live run from one that went silent: worker SIGKILLed, Prefect still says RUNNING. Each
 transition is one statement guarded by a primary key or unique constraint. So concurrent runs on
 any host agree (SQLite and PostgreSQL).
 """

@@ -1,7 +1,7 @@
 """The one door for repair inputs (CLI, flow, webhook), and loss alerts completed into autopsies.
 
-An input is bounded JSON: a full autopsy or a loss alert, for a known account and strategy. A loss
-alert is completed into an autopsy from the ledger.
+An input is bounded JSON: a full autopsy or a loss alert. Its account and strategy must be known.
+A loss alert is completed into an autopsy from the ledger.
 
 Everything here runs before anything is written. A refused input leaves no run folder, no ledger
 row and no workspace behind.

@@ -206,7 +206,10 @@ class EventLauncher:
     async def launch(
         self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
     ) -> Launch:
-        """Emit the event under an id fixed by the alert id, so a repeat is the same event."""
+        """Emit the event under an id fixed by the alert id.
+
+        So a repeat is the same event.
+        """
         from prefect.events import Event
 
         event_id = alert_event_id(alert_id)

@@ -186,7 +186,8 @@ def _safe_path(root: Path, rel: str) -> Path:
                 f"{current.relative_to(root)} is a symbolic link; the gate never "
                 "writes through links"
             )
-    # The whole path, also when its folders do not exist yet (a new file in a new folder).
+    # The whole path, also when its folders do not exist yet.
+    # That is a new file in a new folder.
     return root.joinpath(*parts)
 
 

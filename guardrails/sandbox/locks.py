@@ -286,9 +286,9 @@ class DockerLock(RoLock):
     def _copy_back(self, container: Any, bind: Bind) -> None:
         """What the run wrote to a writable bind, into its host folder.
 
-        The volume is read as a tar archive. It is unpacked with tarfile's `data` filter: no
-        absolute paths, no way out of the folder, no devices. Links stay links inside it. One
-        pointing out is left behind.
+        The volume is read as a tar archive. It is unpacked with tarfile's `data` filter. So there
+        are no absolute paths, no way out of the folder, no devices. Links stay links inside it.
+        One pointing out is left behind.
         """
         import tarfile
         import tempfile

@@ -171,7 +171,8 @@ class LockedRun:
         self.results = self.folder / "results"
         hand_over(lock, self.results)
         self.plugins = [name for name, _, _ in plugins]
-        # Only the test trees of the workspace: S is not in the test process's jail at all.
+        # Only the test trees of the workspace.
+        # S is not in the test process's jail at all.
         self.binds = [
             Bind(workspace / tree, f"{WORKSPACE}/{tree}")
             for tree in trees

@@ -90,7 +90,10 @@ def under(name: str, prefixes: frozenset[str] | tuple[str, ...]) -> str | None:
 
 
 def snippet(node: ast.AST) -> str:
-    """Normalized source of a node, used to match a finding in the old text to the new one."""
+    """Normalized source of a node.
+
+    It matches a finding in the old text to the new one.
+    """
     text = ast.unparse(node)
     return text if len(text) <= 120 else text[:117] + "..."
 

@@ -2,8 +2,8 @@
 
 A module listed here gives only the members listed. A member that is itself a module is listed
 with its own members. Every numpy ufunc is allowed too: element-wise arithmetic, pure by
-construction. A module not listed (math, statistics, itertools, the test tools ...) is pure
-computation through and through, minus `capabilities.DENIED_*`.
+construction. Some modules are not listed: math, statistics, itertools, the test tools ... They
+are pure computation through and through, minus `capabilities.DENIED_*`.
 
 The lists hold what pure computation over arrays and frames needs. Some members are left out on
 purpose. They import by name, evaluate strings, expose native memory or change process-wide

@@ -9,8 +9,9 @@ and a scheduled rebalance differ in exactly those. So in S:
 - randomness: `np.random.<function>` (the global generator) is refused. So are generators and bit
   generators built without a seed (`default_rng()`, `RandomState()`, `PCG64()` ...). So is
   `.sample()` without a `random_state`.
-- state: `global`/`nonlocal` are refused. Outside `__init__`/`__post_init__`/`__new__`, nothing
-  writes to an attribute or item of `self`, `cls`, a class, a module-level name or function. No
+- state: `global`/`nonlocal` are refused. Only `__init__`/`__post_init__`/`__new__` may write
+  shared state. Elsewhere, nothing writes to an attribute or item of `self` or `cls`. Nor of a
+  class, a module-level name or function. No
   mutating call on one either, also through a local alias or a module-level bound method. No
   `next()` on a module-level iterator, no `setattr` on them. No mutable default argument, also
   inside a tuple: it lives across calls.

@@ -128,7 +128,10 @@ class TestScanner:
         return dotted(node.func if isinstance(node, ast.Call) else node, self.imports) or ""
 
     def is_source(self, node: ast.AST) -> bool:
-        """True for a string naming the code under test or a chain rooted in an import of it."""
+        """True for a string naming the code under test.
+
+        Also true for a chain rooted in an import of it.
+        """
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return under(node.value, self.sources) is not None
         while isinstance(node, (ast.Attribute, ast.Subscript)):

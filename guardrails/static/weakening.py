@@ -1,12 +1,12 @@
 """Existing tests may be added to, never weakened.
 
-Each old test (and each old helper that asserts) must keep every statement it had, in order. New
+Each old test must keep every statement it had, in order. So must each old helper that asserts. New
 statements may only be added around them. Statements are compared as ASTs (positions and comments
-ignored). A compound statement (`with`, `for`, `if`, `try`) is kept when its header is unchanged
-and its bodies keep theirs. So a check may be added inside a block. Parametrize decorators may
-gain cases, never lose one. Other decorators and the parameters stay as they were. Anything else is
-`tests.weakened`: an assertion removed, a tolerance loosened, `in` instead of `==`. So is a changed
-expected value, or a changed call before the assertion.
+ignored). Take a compound statement (`with`, `for`, `if`, `try`). It is kept when its header is
+unchanged and its bodies keep theirs. So a check may be added inside a block. Parametrize
+decorators may gain cases, never lose one. Other decorators and the parameters stay as they were.
+Anything else is `tests.weakened`: an assertion removed, a tolerance loosened, `in` instead of
+`==`. So is a changed expected value, or a changed call before the assertion.
 """
 
 from __future__ import annotations

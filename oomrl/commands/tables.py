@@ -1,8 +1,8 @@
 """Tables on a terminal and on a pipe: rich tables whose cells are never cut short.
 
 rich sizes a table to the console and elides what does not fit (`202…`). Here a console that is not
-a terminal has no width limit. So a piped table keeps its natural width (`oomrl account show |
-less`, a log file, a CI job). A terminal may be too narrow for a table. Then its columns are
+a terminal has no width limit. So a piped table keeps its natural width. Examples: `oomrl account
+show | less`, a log file, a CI job. A terminal may be too narrow for a table. Then its columns are
 printed in groups that each fit, the way pandas wraps a wide frame. The first column (the row's
 name: a date, a symbol) is repeated in each. A cell is never cut: `--json` is there for machines.
 """

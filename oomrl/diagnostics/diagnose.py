@@ -50,7 +50,7 @@ def diagnose(
 ) -> list[Autopsy]:
     """Autopsies of the alerts first raised on as_of; alerts the ledger already holds are skipped.
 
-    With `log_dir`, the fills behind each autopsy are written there as CSV and named as its
+    With `log_dir`, the fills behind each autopsy are written there as CSV. The CSV is named as its
     execution log. The autopsy is stored as the alert's payload, so the ledger keeps the full story.
     `publish` (e.g. emit an event) runs before the alert is stored. If it fails, the alert stays
     new and the next run raises it again. That is at-least-once; consumers de-duplicate by alert_id.
