@@ -137,15 +137,15 @@ def promote(
 ) -> VersionInfo:
     """Commit, fetch, fast-forward, tag, note and activate the candidate for `account`.
 
-    The branch is fast-forwarded when the candidate is based on the head. With `probation` = (last
-    session seen, forward sessions), it opens its probation on a shadow book instead of activating.
-    Every step is journalled, so a kill at any step is recovered.
+    The branch is fast-forwarded when the candidate is based on the head. `probation` is (last
+    session seen, forward sessions). With it, the candidate opens its probation on a shadow book
+    instead of taking the capital. Every step is journalled, so a kill at any step is recovered.
 
     Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
     based on the branch head fast-forwards it. One based on an older version becomes a tagged
-    commit off the branch, which stays where it was. (Its account had not taken a later promotion
-    of another account.) The ledger write comes last. A failed step restores branch, tag and notes.
-    A killed promotion is finished or undone by the next command that opens the workspace
+    commit off the branch. The branch stays where it was. (Its account had not taken a later
+    promotion of another account.) The ledger write comes last. A failed step restores branch, tag
+    and notes. The next command that opens the workspace finishes or undoes a killed promotion
     (`open_workspace`, `recover`).
     """
     versions.head()  # the workspace must exist

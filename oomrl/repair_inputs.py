@@ -94,8 +94,8 @@ def load_autopsy(data: Any) -> RepairInput:
 def check_as_of(as_of: date, kind: str) -> None:
     """An alert is about a session that has happened.
 
-    That is from the first XSHG session to today in Shanghai: a date the market store could hold.
-    The critic has nothing to read about any other.
+    That is from the first XSHG session to today in Shanghai. The market store could hold such a
+    date. The critic has nothing to read about any other.
     """
     from zoneinfo import ZoneInfo
 

@@ -154,7 +154,7 @@ def diagnose_and_alert(
 ) -> list[dict[str, Any]]:
     """Run the rules on every NAV session from `start` to `as_of`.
 
-    Each new alert is judged by the repair policy, emitted as an event, then stored (see
+    The repair policy judges each new alert. The alert is emitted as an event, then stored (see
     diagnose()). Each autopsy comes back with its verdict under `repair`.
     """
     from oomrl.portfolio.ledger import Ledger

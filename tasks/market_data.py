@@ -65,7 +65,8 @@ def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.Da
 
 
 # An offline source reads local files: there is no network to retry.
-# One task run per symbol would be hundreds of task runs per ingest, each a few API writes.
+# One task run per symbol would be hundreds of task runs per ingest.
+# Each is a few API writes.
 # A SQLite Prefect server serialises them.
 @task(name="fetch-offline-bars", cache_policy=NO_CACHE, persist_result=False)
 def fetch_offline_bars(

@@ -119,8 +119,9 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
 def publish_evidence(outcome: domain.RepairOutcome) -> None:
     """The cross-validation artifacts.
 
-    They are the table (versions × windows), the decision with the evidence chart, and the chart as
-    an image. A cross-validation that could not be measured still gets its table, saying why.
+    The table is versions × windows. The decision comes with the evidence chart. The chart also
+    goes as an image. A cross-validation that could not be measured still gets its table, saying
+    why.
     """
     cross = outcome.cross_validation
     if cross is None:

@@ -42,9 +42,10 @@ def variant_workspace(gate: GateState, name: str, texts: dict[str, str]) -> Path
 
 
 def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> bool:
-    """A new test that passed on the original fails here by an assertion or an exception S raised.
+    """A new test that passed on the original fails here, and the failure is S's.
 
-    Then the mutant broke S. An error in the test's own code kills nothing.
+    It fails by an assertion or by an exception S raised. Then the mutant broke S. An error in the
+    test's own code kills nothing.
     """
     return any(
         original.outcome(n) == "passed"

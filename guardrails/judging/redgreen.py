@@ -97,8 +97,8 @@ class SourceValues:
     def calls_source(self, node: ast.AST, tainted: set[str]) -> bool:
         """True when `node` calls into S or reads a value computed by S.
 
-        It may call S directly. It may call S through a helper of the module that returns S's
-        values, as `def weights(...): return call(...)`.
+        It may call S directly. Or it may call a helper of the module that returns S's values.
+        An example is `def weights(...): return call(...)`.
         """
         for child in self._walk(node):
             if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):

@@ -18,11 +18,11 @@ from coverage.sqldata import CoverageData
 
 IMPORT_CONTEXT, SESSION_CONTEXT = "", "session"
 # coverage.py excludes by regular expression only (`exclude_lines`, matched against any line's
-# text). So a pattern such as `raise NotImplementedError` also excluded an untested wrong branch
-# anywhere in a function. The rcfile therefore excludes nothing. Its only pattern matches no line.
-# That also switches off coverage's default `# pragma: no cover`. The gate computes the exact
-# excluded lines itself from the AST (`exact_exclusions`). It leaves them out of the measured data
-# when it judges (CoverageReader), per file, line by line.
+# text). Take a pattern such as `raise NotImplementedError`. It also excluded an untested wrong
+# branch anywhere in a function. The rcfile therefore excludes nothing. Its only pattern matches no
+# line. That also switches off coverage's default `# pragma: no cover`. The gate computes the exact
+# excluded lines itself from the AST (`exact_exclusions`). When it judges (CoverageReader), it
+# leaves them out of the measured data, per file, line by line.
 NEVER = "oomrl-gate-never-4b1d"
 RCFILE = f"""[run]
 branch = True
@@ -184,7 +184,8 @@ def _stub_lines(
 def function_body_lines(text: str) -> set[int]:
     """Lines inside function bodies: they must run under a test, not only at import time.
 
-    A body on the `def` line itself runs with the `def`, as in `def f(x: int) -> int: ...` stubs.
+    A body on the `def` line itself runs with the `def`. Stubs such as
+    `def f(x: int) -> int: ...` are like that.
     """
     lines: set[int] = set()
     for node in ast.walk(ast.parse(text)):

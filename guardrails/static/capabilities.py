@@ -253,9 +253,9 @@ ESCAPE_ATTRIBUTES = frozenset(
     }
 )
 # Attribute names refused on any object in S only.
-# When a test or the gate asks, a view's arrays are cut from the host's own writable buffers.
+# For a test or the gate, a view's arrays are cut from the host's own writable buffers.
 # In a replay they are cut from the read-only shared mapping.
-# So making one writable succeeds in the one and fails in the other, and tells them apart.
+# Making one writable succeeds in the one and fails in the other. So it tells them apart.
 VIEW_WRITES = frozenset({"setflags", "writeable"})
 # Methods that read or write files on any object (pandas, numpy, pydantic, matplotlib).
 IO_METHODS = frozenset(

@@ -121,7 +121,7 @@ def record(ledger: RequestLedger, autopsy: Autopsy) -> None:
 def alert_resource(account: str, severity: str, verdict: Verdict) -> dict[str, str]:
     """The Prefect resource of an `oomrl.loss.alert` event: the account.
 
-    It is labelled with what the repair trigger matches on: its severity floor and this policy's
-    verdict.
+    Its labels are what the repair trigger matches on. They are its severity floor and this
+    policy's verdict.
     """
     return {**account_resource(account), SEVERITY_LABEL: severity, REPAIR_LABEL: verdict}
