@@ -3,13 +3,13 @@
 Each candidate is a copy of the workspace. Its source modules end with a few lines the gate
 appends. They wrap every public function the module defines. They wrap every public method of a
 class it defines, such as a strategy's `target_weights`. A weights answer is a dict of names to
-numbers. It is replaced by a trivial one built from it.
+numbers. Each candidate replaces it by one trivial answer built from it.
 - No weights.
 - Equal weights over the universe. The universe is the names of the answer. It also takes the
   names of the scores or holdings it was given, and a MarketView's symbols. This candidate is
   skipped where today's answer already holds every name. That happens when the mandate's slots
   outnumber the names.
-- all weight on one name: the first name in sorted order, and in a second candidate the last.
+- All weight on one name: the first name in sorted order. A second candidate takes the last.
 Other answers pass through. A new red test that passes on a candidate encodes nothing that
 candidate lacks: `redgreen.trivial`. One-name candidates come in pairs. A test is refused only when
 it passes on both. So a test that wants one named stock is not refused for the name it wants.

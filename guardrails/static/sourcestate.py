@@ -11,10 +11,9 @@ and a scheduled rebalance differ in exactly those. So in S:
   `.sample()` without a `random_state`.
 - state: `global`/`nonlocal` are refused. Only `__init__`/`__post_init__`/`__new__` may write
   shared state. Elsewhere, nothing writes to an attribute or item of `self` or `cls`. Nor of a
-  class, a module-level name or function. No
-  mutating call on one either, also through a local alias or a module-level bound method. No
-  `next()` on a module-level iterator, no `setattr` on them. No mutable default argument, also
-  inside a tuple: it lives across calls.
+  class, a module-level name or function. No mutating call on one either, also through a local
+  alias or a module-level bound method. No `next()` on a module-level iterator, no `setattr` on
+  them. No mutable default argument, also inside a tuple: it lives across calls.
 Cross-validation recomputes sampled decisions in fresh hosts, for what static rules cannot see.
 """
 
