@@ -16,7 +16,7 @@ from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NOT_ENOUGH_SESSIONS = "NotEnoughSessions"
 
 

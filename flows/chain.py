@@ -1,8 +1,11 @@
-"""The daily chain: ingest → trade the shadow books → mark every active account → loss diagnostics →
-alerts → attribution, as subflows → decide the probations whose forward sessions are done.
+"""The daily chain: ingest, shadows, marks, diagnostics, alerts, attribution, probation decisions.
 
-Alerts that the repair policy lets through start the `repair` deployment by its event trigger; the
-weekly rebalance is its own deployment, scheduled after the day's marking.
+The subflows run in order: ingest → trade the shadow books → mark every active account →
+loss diagnostics → alerts → attribution. Then the chain decides the probations whose forward
+sessions are done.
+
+Alerts that the repair policy lets through start the `repair` deployment by its event trigger.
+The weekly rebalance is its own deployment, scheduled after the day's marking.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from tasks.probation import decide_probations, trade_shadows
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NO_NEW_SESSION = "NoNewSession"
 NOT_A_SESSION = "NotASession"
 
@@ -38,8 +41,8 @@ def _ended(summary: dict[str, Any], name: str, message: str) -> State:
     return Completed(name=name, message=message, data=summary)
 
 
-# retries=0: a failed stage is a final answer (bad data, a refusal); the tasks retry what is
-# transient.
+# retries=0: a failed stage is a final answer (bad data, a refusal).
+# The tasks retry what is transient.
 @flow(name="daily-chain", version=FLOW_VERSION, retries=0, log_prints=True)
 def daily_chain(
     as_of: date | None = None,
@@ -51,12 +54,12 @@ def daily_chain(
     """The day after the close: ingest, mark every active account, diagnose and alert, report.
 
     Args:
-        as_of: The session to mark, a date YYYY-MM-DD (empty: the last session in the market store
-            after the ingest).
-        source: Where the ingest takes bars from: `sample` (the bundled data, offline), `akshare` or
-            `yfinance` (live).
-        ingest: Ingest first (off: the store already holds the day, e.g. the ingest-daily deployment
-            ran).
+        as_of: The session to mark, a date YYYY-MM-DD. Empty: the last session in the market store
+            after the ingest.
+        source: Where the ingest takes bars from. `sample` is the bundled data, offline. `akshare`
+            or `yfinance` are live.
+        ingest: Ingest first. Off: the store already holds the day (e.g. the ingest-daily
+            deployment ran).
         alert_config: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the
             defaults.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.

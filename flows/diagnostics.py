@@ -17,10 +17,11 @@ from tasks.expected_ends import quiet_expected_ends
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 
 
-# retries=0: a failed diagnosis is a final answer (bad input); the tasks retry what is transient.
+# retries=0: a failed diagnosis is a final answer (bad input).
+# The tasks retry what is transient.
 @flow(name="loss-diagnostics", version=FLOW_VERSION, retries=0, log_prints=True)
 def loss_diagnostics(
     account: str | None = None,
@@ -29,13 +30,14 @@ def loss_diagnostics(
     config_file: str | None = None,
     home: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Diagnose an account's NAV; each new alert is emitted as `oomrl.loss.alert` with the repair
-    verdict.
+    """Diagnose an account's NAV.
+
+    Each new alert is emitted as `oomrl.loss.alert` with the repair verdict.
 
     Args:
         account: The paper account to diagnose (empty: OOMRL_ACCOUNT, `paper` by default).
-        as_of: The last session to diagnose, a date YYYY-MM-DD (empty: the last session in the
-            market store; the last NAV row on or before it is used).
+        as_of: The last session to diagnose, a date YYYY-MM-DD. Empty: the last session in the
+            market store. The last NAV row on or before it is used.
         start: The first session to diagnose, a date YYYY-MM-DD (empty: `as_of` only).
         config_file: Optional alert thresholds (TOML, YAML or JSON) on the worker; empty: the
             defaults.

@@ -36,7 +36,7 @@ from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 QUARANTINE_ROWS_SHOWN = 200
 
 
@@ -77,9 +77,9 @@ def publish_report(report: domain.IngestReport) -> None:
     )
 
 
-# Per-symbol fetches of a live source fan out on Dask when OOMRL_DASK_* is set (see
-# tasks/runners.py), threads otherwise; an offline source (the sample, csv, synthetic) is read in
-# one task per batch. retries=0: bad data fails the same way again; the fetch tasks retry an
+# Per-symbol fetches of a live source fan out on Dask when OOMRL_DASK_* is set (tasks/runners.py).
+# Otherwise they fan out on threads. An offline source (the sample, csv, synthetic) is read in one
+# task per batch. retries=0: bad data fails the same way again. The fetch tasks retry an
 # unreachable source with backoff.
 @flow(
     name="ingest-market-data",
@@ -97,20 +97,21 @@ def ingest_market_data(
     batch_symbols: int = domain.BATCH_SYMBOLS,
     backoff_seconds: float = BACKOFF_SECONDS,
 ) -> dict[str, Any]:
-    """Ingest bars of `universe` for [start, end] from `source` into OOMRL_HOME/data (or
-    `home`/data).
+    """Ingest bars of `universe` for [start, end] from `source` into OOMRL_HOME/data.
 
-    A live source that cannot be reached leaves the store as it was and the result says `stale`.
+    With `home` set, the bars go into `home`/data.
+
+    A live source that cannot be reached leaves the store as it was. The result says `stale`.
 
     Args:
-        source: Where bars come from: `sample` (the bundled data, offline), `akshare` or `yfinance`
-            (live), or `csv:/folder` of CSV files on the worker.
-        universe: Which symbols: `csi300` (the index members over the range), `all` (what an offline
-            source holds) or a comma-separated list of codes (600519,000001).
-        start: First date to ingest, YYYY-MM-DD (empty: the start of the source's data, or
-            2024-01-01 for a live source).
-        end: Last date to ingest, YYYY-MM-DD (empty: the end of the source's data, or today for a
-            live source; with OOMRL_SAMPLE_CLOCK, the sample's next session after the store's last).
+        source: Where bars come from. `sample` is the bundled data, offline. `akshare` or
+            `yfinance` are live. `csv:/folder` is CSV files on the worker.
+        universe: Which symbols. `csi300` is the index members over the range. `all` is what an
+            offline source holds. Or a comma-separated list of codes (600519,000001).
+        start: First date to ingest, YYYY-MM-DD. Empty: the start of the source's data, or
+            2024-01-01 for a live source.
+        end: Last date to ingest, YYYY-MM-DD. Empty: the end of the source's data, or today for a
+            live source. With OOMRL_SAMPLE_CLOCK, the sample's next session after the store's last.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
         batch_symbols: Symbols fetched and stored per batch (count); smaller batches use less
             memory.
@@ -137,7 +138,8 @@ def ingest_market_data(
     )
 
     backoff = exponential_backoff(backoff_seconds)
-    # One store transaction for the whole run: its writes commit together at the end, or not at all.
+    # One store transaction for the whole run.
+    # Its writes commit together at the end, or not at all.
     with store.transaction() as tx:
         report.recovered = tx.recovery_note()
         try:

@@ -1,5 +1,7 @@
-"""The probation review: a person sees a challenger's forward evidence in the Prefect UI and
-promotes it, retires it, or leaves the decision to the daily chain."""
+"""The probation review: a person judges a challenger's forward evidence in the Prefect UI.
+
+The person promotes it, retires it, or leaves the decision to the daily chain.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from tasks.probation import ProbationReview, decide_early, probation_evidence
 
 FLOW_VERSION = flow_version()
 quiet_expected_ends()
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NO_FLOW_RETRIES = (
     "a review waits for a person and decides once; a retried run would ask again, and a refusal "
     "(no such probation) is a final answer"
@@ -32,15 +34,16 @@ def probation_review(
     timeout_s: int = 3600,
     home: str | None = None,
 ) -> dict[str, Any] | State:
-    """Show a challenger's forward evidence and ask a person: promote it now, retire it now, or keep
-    it.
+    """Show a challenger's forward evidence and ask a person what to do.
+
+    The answers are: promote it now, retire it now, or keep it.
 
     Args:
-        account: The paper account whose challenger is on probation (empty: OOMRL_ACCOUNT, `paper`
-            by default).
-        version: The challenger's version tag, e.g. `v2` (empty: the account's challenger on
-            probation).
-        timeout_s: How long the run waits Paused for the answer, in seconds; no answer keeps the
+        account: The paper account whose challenger is on probation. Empty: OOMRL_ACCOUNT, `paper`
+            by default.
+        version: The challenger's version tag, e.g. `v2`. Empty: the account's challenger on
+            probation.
+        timeout_s: How long the run waits Paused for the answer, in seconds. No answer keeps the
             probation.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """

@@ -25,11 +25,11 @@ from tasks.portfolio import (
 
 FLOW_VERSION = flow_version()  # the code's version; the strategy version is the run's tag
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 
 
-# retries=0: a failed run is a final answer (halted account, bad data); the tasks retry what is
-# transient.
+# retries=0: a failed run is a final answer (halted account, bad data).
+# The tasks retry what is transient.
 @flow(name="weekly-rebalance", version=FLOW_VERSION, retries=0, log_prints=True)
 def weekly_rebalance(
     account: str | None = None,
@@ -41,8 +41,8 @@ def weekly_rebalance(
 
     Args:
         account: The paper account to trade (empty: OOMRL_ACCOUNT, `paper` by default).
-        as_of: The session to trade on, a date YYYY-MM-DD (empty: the last session in the market
-            store).
+        as_of: The session to trade on, a date YYYY-MM-DD. Empty: the last session in the market
+            store.
         dry_run: Compute the orders and fills without writing them to the ledger.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """

@@ -29,7 +29,7 @@ from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 NO_FLOW_RETRIES = (
     "a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
     "a flow retry would run again; transient errors are retried inside each step, and a "
@@ -42,10 +42,13 @@ def auto_approve_mandate(mandate: Mandate) -> domain.Decision:
 
 
 def end_state(outcome: domain.RepairOutcome) -> State[Any]:
-    """Promoted: Completed "Promoted"; on probation: Completed "On probation"; rejected by a person
-    or the timeout: Completed "Rejected"; refused or failed: Failed named after the step, its data
-    the exception that carries the outcome (a Failed state's data must be an exception, or a worker
-    cannot read the run's result)."""
+    """The run's final state for an outcome.
+
+    Promoted: Completed "Promoted". On probation: Completed "On probation". Rejected by a person or
+    the timeout: Completed "Rejected". Refused or failed: Failed named after the step. Its data is
+    the exception that carries the outcome. A Failed state's data must be an exception, or a worker
+    cannot read the run's result.
+    """
     name = domain.ending_name(outcome.status, outcome.step)
     if outcome.status in ("promoted", "probation", "rejected"):
         return Completed(name=name, message=outcome.reason, data=outcome.model_dump(mode="json"))
@@ -81,25 +84,26 @@ def repair(
     lock: str = "namespace",
     probation: int | None = None,
 ) -> State[Any]:
-    """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step
-    (no flow retries: NO_FLOW_RETRIES).
+    """Repair the strategy an autopsy names; ends Promoted, Rejected, or Failed naming the step.
+
+    There are no flow retries (NO_FLOW_RETRIES).
 
     Args:
-        autopsy: The loss alert to repair (JSON): a full autopsy, or `{"alert_id", "account",
-            "as_of"}` that the repair completes from the ledger; the trigger and the webhook fill
+        autopsy: The loss alert to repair (JSON). A full autopsy, or `{"alert_id", "account",
+            "as_of"}` that the repair completes from the ledger. The trigger and the webhook fill
             it.
         auto_approve: Approve the proposed mandate without asking a person (unattended runs only).
-        provider: The agent's model provider: `offline` (rules, no network), `openai`
-            (OOMRL_LLM_BASE_URL) or `replay`; empty: the worker's setting.
+        provider: The agent's model provider. `offline` (rules, no network), `openai`
+            (OOMRL_LLM_BASE_URL) or `replay`. Empty: the worker's setting.
         account: The paper account whose strategy version is repaired (empty: the autopsy's
             account).
-        approval_timeout_s: How long the run waits Paused for a person's answer, in seconds; no
+        approval_timeout_s: How long the run waits Paused for a person's answer, in seconds. No
             answer by then rejects.
-        lock: The gate's sandbox for every test run: `namespace` (bubblewrap, default), `bwrap`,
+        lock: The gate's sandbox for every test run. `namespace` (bubblewrap, default), `bwrap`,
             `docker` or `hash-only`.
         probation: Forward sessions the repaired version trades a shadow book before the daily chain
-            decides (empty: the worker's OOMRL_AGENT_PROBATION_SESSIONS, 20; 0: it takes the capital
-            at once).
+            decides. Empty: the worker's OOMRL_AGENT_PROBATION_SESSIONS, 20. 0: it takes the capital
+            at once.
     """
     from prefect.context import FlowRunContext
 
@@ -120,10 +124,10 @@ def repair(
     name = account or checked.account
     context = FlowRunContext.get()
     run_id = str(context.flow_run.id) if context and context.flow_run else f"local-{time.time_ns()}"
-    # Registered now and beating while the process lives, paused or not (the webhook reads the
-    # beat); the account itself is held only after approval. Beyond OOMRL_REPAIR_MAX_RUNNING live
-    # repairs, on any path, the run does not start (Prefect's deployment limit crashes paused runs:
-    # docs/operations.md).
+    # Registered now and beating while the process lives, paused or not. The webhook reads the beat.
+    # The account itself is held only after approval. Beyond OOMRL_REPAIR_MAX_RUNNING live repairs,
+    # on any path, the run does not start. Prefect's deployment limit crashes paused runs
+    # (docs/operations.md).
     claim = RepairClaim(
         ClaimBook(settings.ledger).create(),
         run_id,

@@ -15,7 +15,7 @@ from tasks.portfolio import publish_replay_artifact, replay_strategy
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
 quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml)
+logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
 
 
 @flow(name="replay", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)

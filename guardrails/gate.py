@@ -80,8 +80,8 @@ class GateRun:
     ) -> None:
         self.contract, self.phase, self.lock = contract, phase, lock
         self.expect, self.holdout = expect, holdout
-        # red mode: the old tests the approved mandate names (given by the caller, never read
-        # from the workspace the gate judges)
+        # Red mode: the old tests the approved mandate names.
+        # The caller gives them; they are never read from the workspace the gate judges.
         self.superseded = superseded or {}
         self.behaviour = load_inputs(contract.behaviour, holdout)
         self.dirs = GateDirs.create()
@@ -136,8 +136,10 @@ class GateRun:
         return found
 
     def scan(self) -> list[Violation]:
-        """Capability sanitizer on changed source (code-patch), test discipline on changed tests;
-        in every phase, hooks and capabilities over all of T."""
+        """Capability sanitizer on changed source (code-patch), test discipline on changed tests.
+
+        In every phase, hooks and capabilities are checked over all of T.
+        """
         return _unique(
             content_violations(
                 self.contract, self.phase, self.dirs.ws, self.changed, self.superseded
@@ -158,8 +160,8 @@ class GateRun:
     def both(self, first: Any, second: Any) -> tuple[Any, Any]:
         """Two independent runs side by side (two cores), each in its own sandbox."""
         if not self.lock.os_level:
-            # Nothing stops a patch writing to the workspace the other run reads, so side by side
-            # its verdict would depend on timing; one after the other it does not.
+            # Nothing stops a patch writing to the workspace the other run reads.
+            # So side by side its verdict would depend on timing. One after the other it does not.
             return first(), second()
         with ThreadPoolExecutor(2) as pool:
             one, two = pool.submit(first), pool.submit(second)
@@ -287,8 +289,11 @@ class GateRun:
         return found
 
     def held_out(self) -> list[Violation]:
-        """Held-out tests (their own sandbox and host) and the behaviour cases (a fresh host called
-        by the gate itself, as production calls it), side by side."""
+        """Held-out tests and the behaviour cases, side by side.
+
+        Held-out tests get their own sandbox and host. The behaviour cases get a fresh host. The
+        gate itself calls it, as production calls it.
+        """
         tests = self.holdout is not None and any(self.holdout.rglob("test_*.py"))
         heldout = self.dirs.root / "heldout"
         scratch_copy(self.holdout, heldout)  # type: ignore[arg-type]
@@ -318,8 +323,10 @@ class GateRun:
         return found
 
     def production(self, spec: dict[str, Any] | None) -> Any:
-        """The behaviour cases through a fresh strategy host, the gate as the caller; outputs or
-        None."""
+        """The behaviour cases through a fresh strategy host, the gate as the caller.
+
+        Returns outputs or None.
+        """
         if spec is None:
             return None
         from guardrails.judging import run_cases
@@ -398,9 +405,10 @@ def run_gate(
 ) -> Verdict:
     """Judge one patch on a scratch copy of `workspace`; GateSetupError for usage/infra errors.
 
-    `lock` None picks the strongest sandbox available (bwrap); "namespace" is an alias of bwrap.
-    `supersedes` (test-gen --expect red only): node ids of the old tests the approved mandate makes
-    obsolete; a changed one is judged as a red test, every other old test by tests.weakened.
+    `lock` None picks the strongest sandbox available (bwrap). "namespace" is an alias of bwrap.
+    `supersedes` is for test-gen --expect red only. It holds the node ids of the old tests the
+    approved mandate makes obsolete. A changed one is judged as a red test. Every other old test is
+    judged by tests.weakened.
     """
     started = time.monotonic()
     if phase not in PHASES:

@@ -1,4 +1,4 @@
-"""Front doors that load a public name's own module on first use, so a light caller stays light."""
+"""Front doors that load a public name's own module on first use: light callers stay light."""
 
 from __future__ import annotations
 
@@ -23,12 +23,11 @@ def homes(init_file: str) -> dict[str, str]:
 
 
 def front_door(package: str, init_file: str) -> Callable[[str], Any]:
-    """The module `__getattr__` of a package: a public name is imported from its home when first
-    used.
+    """The module `__getattr__` of a package: a public name is imported from its home on first use.
 
     The package's `if TYPE_CHECKING:` imports name the homes, for mypy and for this function alike.
-    A door that imported every module up front would make `import guardrails.sandbox.tempdirs` load
-    pytest and coverage too (the test runner's launcher imports them).
+    A door could import every module up front. Then `import guardrails.sandbox.tempdirs` would load
+    pytest and coverage too, since the test runner's launcher imports them.
     """
     found: dict[str, str] = {}
 

@@ -1,14 +1,17 @@
-"""Red-team runner: every case of a corpus through the gate, scored as attacks blocked and benign
-accepted.
+"""Red-team runner: every case of a corpus through the gate, scored as blocked or accepted.
 
-A corpus folder holds `cases.csv` with the columns id, patch, workspace, phase, expect, outcome
-(`blocked` for an attack, `accepted` for a benign patch), an optional `holdout` column, an optional
-`mechanism` column: the part of the gate that stops the attack (diff, sanitizer, tests, sandbox,
-outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...), shown in the scoreboard, and
-an optional `supersedes` column: the node ids (separated by spaces) of the old tests the case's
-approved mandate makes obsolete, passed to a red test-gen run as `--supersedes`. Paths are relative
-to the corpus folder, workspaces live under `workspaces/`, `-` means "none". Cases run two at a time
-(each gate run uses up to two sandboxes at once).
+Attacks should be blocked and benign patches accepted. A corpus folder holds `cases.csv` with
+these columns:
+- id, patch, workspace, phase, expect.
+- outcome: `blocked` for an attack, `accepted` for a benign patch.
+- an optional `holdout` column.
+- an optional `mechanism` column: the part of the gate that stops the attack. That is diff,
+  sanitizer, tests, sandbox, outcomes, host, behaviour, holdout, coverage, redgreen, mutation ...
+  It is shown in the scoreboard.
+- an optional `supersedes` column: node ids, separated by spaces. They name the old tests the
+  case's approved mandate makes obsolete. They are passed to a red test-gen run as `--supersedes`.
+Paths are relative to the corpus folder. Workspaces live under `workspaces/`. `-` means "none".
+Cases run two at a time; each gate run uses up to two sandboxes at once.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
         "lock.hash_mismatch",
     ),
     "outcomes": ("run.", "tests.order_dependent", "tests.failed"),
-    # S in a host of its own: what it does to its process (patch pytest, forge results, exit, die)
-    # cannot reach the test run, so its own wrong answers or its dead host are what the gate sees
+    # S in a host of its own. What it does to its process cannot reach the test run: patch pytest,
+    # forge results, exit, die. So the gate sees its own wrong answers or its dead host.
     "host": (
         "run.host_failed",
         "tests.failed",
@@ -201,8 +204,10 @@ def run_corpus(
     jobs: int = 2,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> RedTeamReport:
-    """Every case of the corpus (`jobs` at a time), reported in file order; `progress(done, total,
-    case id)` is called as each case finishes (from the worker threads)."""
+    """Every case of the corpus (`jobs` at a time), reported in file order.
+
+    `progress(done, total, case id)` is called as each case finishes, from the worker threads.
+    """
     cases = load_cases(corpus)
     finished = itertools.count(1)
 

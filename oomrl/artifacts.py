@@ -1,9 +1,11 @@
-"""What the Prefect artifacts of a run say: rounded numbers with units, version labels, charts the
-Prefect UI can load. Pure text and rows; the tasks only hand them to Prefect.
+"""What the Prefect artifacts of a run say: rounded numbers, version labels, charts.
+
+The numbers carry units. The charts are ones the Prefect UI can load. This is pure text and rows;
+the tasks only hand them to Prefect.
 
 Charts are linked over HTTP through the webhook's signed /reports route when the stack has one
-(`ReportLinks`); without it they are embedded as data URIs, which the UI's markdown and image
-artifacts render too. A `file://` link is never published: browsers refuse to open them from a page.
+(`ReportLinks`). Without it they are embedded as data URIs. The UI's markdown and image artifacts
+render those too. A `file://` link is never published: browsers refuse to open them from a page.
 """
 
 from __future__ import annotations
@@ -43,7 +45,10 @@ def data_uri(path: Path) -> str:
 
 
 def image_link(path: Path, links: ReportLinks | None) -> str:
-    """A chart's URL: signed over HTTP when the stack serves reports, else the PNG as a data URI."""
+    """A chart's URL: signed over HTTP when the stack serves reports.
+
+    Else it is the PNG as a data URI.
+    """
     return links.url(path) if links is not None else data_uri(path)
 
 
@@ -117,9 +122,11 @@ def report_artifacts(report: Report, links: ReportLinks | None) -> ReportArtifac
 def metric_rows(
     metrics: Mapping[str, Any], benchmark: Mapping[str, Any] | None = None
 ) -> list[dict[str, str]]:
-    """One row per metric: its label with unit, the portfolio's value, the CSI 300's. The
-    definitions are the tearsheet's glossary: the Prefect UI never wraps a table cell, and a
-    sentence per row would push the values out of a laptop's window."""
+    """One row per metric: its label with unit, the portfolio's value, the CSI 300's.
+
+    The definitions are in the tearsheet's glossary. The Prefect UI never wraps a table cell. A
+    sentence per row would push the values out of a laptop's window.
+    """
     rows = []
     for key, value in metrics.items():
         row = {"metric": label(key).heading, "portfolio": format_value(key, value)}
@@ -167,8 +174,8 @@ REPLAY_COLUMNS = (
     ("raw_prices_known", "raw prices known (%)", "pct0"),
     ("halted_on", "halted on", None),
 )
-# principal loss = 1 − NAV / initial capital: shown as a loss (0 on a gain), the gain in its own
-# column.
+# principal loss = 1 − NAV / initial capital. It is shown as a loss (0 on a gain).
+# The gain is in its own column.
 NAV_COLUMNS = (
     ("date", "date", "date"),
     ("nav", "NAV (CNY)", "{:,.2f}"),
@@ -186,8 +193,11 @@ NAV_COLUMNS = (
 
 
 def cell_text(value: Any, style: str | None) -> str:
-    """One value as shown: rounded by `style` (a format, `pctN`, `lossN`, `gainN` with an optional
-    unit after a space, `date`, `short`), — for none."""
+    """One value as shown, rounded by `style`; — for none.
+
+    `style` is a format, `pctN`, `lossN`, `gainN` with an optional unit after a space, `date`, or
+    `short`.
+    """
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "—"
     if style == "short":

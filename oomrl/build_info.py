@@ -1,8 +1,8 @@
 """The one version every flow run carries: the package version plus the git commit it runs from.
 
-`0.1.0+3f9c2a1b7d4e` — the same string in every flow, so a run in the Prefect UI says exactly which
-code produced it (a strategy version is a different thing, shown as the run's `strategy-version:`
-tag). Without a git checkout (e.g. a docker image) GIT_SHA from the environment stands in.
+`0.1.0+3f9c2a1b7d4e` — the same string in every flow. So a run in the Prefect UI says exactly which
+code produced it. A strategy version is a different thing, shown as the run's `strategy-version:`
+tag. Without a git checkout (e.g. a docker image) GIT_SHA from the environment stands in.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ import math
 DEFAULT_LAMBDA = 0.0015
 # One unit of starting capital: ruin outweighs any single step's return
 DEFAULT_TERMINAL_PENALTY = 1.0
-# Reference values of the calibration, measured on the bundled sample (CSI 300 point-in-time
-# members, 2024-07-01..2026-02-27): median daily volatility and median 20-session ADV (CNY) of a
-# member-day; the default book (10 M CNY) and a typical number of names held. See docs/portfolio.md.
+# Reference values of the calibration, measured on the bundled sample.
+# The sample is CSI 300 point-in-time members, 2024-07-01..2026-02-27.
+# Values: median daily volatility and median 20-session ADV (CNY) of a member-day.
+# Also the default book (10 M CNY) and a typical number of names held. See docs/portfolio.md.
 REFERENCE_SIGMA = 0.0177
 REFERENCE_ADV = 6.8e8
 REFERENCE_NAV = 10_000_000.0
@@ -28,9 +29,10 @@ def calibrated_gamma(
 ) -> float:
     """gamma such that gamma * sqrt(T) equals the impact model's cost at the reference turnover T.
 
-    The broker's impact on a trade of value q is k * sigma * sqrt(q / ADV) per unit traded. A
-    rebalance of turnover T spread over `names` equal trades of q = T * nav / names costs
-    k * sigma * sqrt(nav / (names * ADV)) * T^1.5 of NAV; equal to gamma * sqrt(T) at T = turnover:
+    The broker's impact on a trade of value q is k * sigma * sqrt(q / ADV) per unit traded.
+    Take a rebalance of turnover T spread over `names` equal trades of q = T * nav / names.
+    It costs k * sigma * sqrt(nav / (names * ADV)) * T^1.5 of NAV.
+    That equals gamma * sqrt(T) at T = turnover, so
     gamma = k * sigma * sqrt(nav / (names * ADV)) * turnover.
     """
     if min(sigma, adv, nav, names, turnover) <= 0 or impact_k < 0:

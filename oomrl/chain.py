@@ -1,5 +1,4 @@
-"""The daily chain's domain steps: which session it is about, and marking every active account on
-it."""
+"""The daily chain's domain steps: which session it is about, and marking every active account."""
 
 from __future__ import annotations
 
@@ -14,8 +13,10 @@ MIN_REPORT_SESSIONS = 3  # the report regresses on the CSI 300: it needs more th
 
 
 def stored_as_of(settings: OomrlSettings) -> date:
-    """The last session with bars in the market store (the bundled sample's when the store is
-    empty)."""
+    """The last session with bars in the market store.
+
+    When the store is empty, the bundled sample's.
+    """
     from oomrl.data.sample import ensure_sample
 
     return last_stored_session(ensure_sample(settings))
@@ -55,7 +56,10 @@ class Marking:
 
 
 def mark_active_accounts(settings: OomrlSettings, as_of: date) -> Marking:
-    """Mark every active account at the close of each session up to `as_of` it has no NAV for."""
+    """Mark every active account at the close of each session up to `as_of`.
+
+    Only sessions it has no NAV for are marked.
+    """
     from oomrl.portfolio.service import open_ledger
 
     marking = Marking(as_of, [])

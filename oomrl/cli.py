@@ -1,9 +1,9 @@
 """The `oomrl` command (typer): one error path for every command; each area registers its commands.
 
-orchestration/cli.py adds the commands that drive Prefect (the stack, the webhook) and is the entry
+orchestration/cli.py adds the commands that drive Prefect (the stack, the webhook). It is the entry
 point (`oomrl`, `python -m orchestration`).
 
-Importing this module must stay cheap (`oomrl --help` answers in well under a second): command
+Importing this module must stay cheap: `oomrl --help` answers in well under a second. Command
 modules import pandas, Prefect, SQLAlchemy and rich inside the commands, never at module level.
 """
 
@@ -88,12 +88,13 @@ def options(
 ) -> None:
     """Out-of-Money RL: the market judges the strategy, a deterministic gate judges the repair.
 
-    Settings come from OOMRL_* environment variables and OOMRL_HOME/config.toml; every command
+    Settings come from OOMRL_* environment variables and OOMRL_HOME/config.toml. Every command
     fails with one `error:` line on stderr (exit 1, or 2 for a usage error).
     """
     ctx.meta[DEBUG_KEY] = debug
-    # Logs go to stderr under the command's own output: warnings by default (refusals, halts), every
-    # decision with --debug. The command's console output stays the report.
+    # Logs go to stderr under the command's own output.
+    # Warnings by default (refusals, halts), every decision with --debug.
+    # The command's console output stays the report.
     logs.configure("DEBUG" if debug else "WARNING")
 
 

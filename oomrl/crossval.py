@@ -1,24 +1,23 @@
-"""Financial cross-validation of a repair (the paper's CrossValidate(T', B)): evidence before
-promotion.
+"""Financial cross-validation of a repair (the paper's CrossValidate(T', B)): evidence first.
 
-Candidate, active version and baseline B (a human reference in the workspace's `reference/`, else
-the last promoted version) are replayed with the real broker from one RebalanceSetup factory over a
-long window ending at the alert; each is measured over the alert window (its last sessions) and the
-long window. The candidate is promoted only when
-- it satisfies every constraint the mandate states (rebalance schedule, ADV participation, weekly
-  turnover, position weight, drawdown, IR floor), measured over the long window, and
-- net of friction it meets the promotion rule (`PromotionRule`: non-inferiority with a stated
-  margin, or superiority) against the active version and against B in either window, on the mean
-  paired daily return difference (annualized) and its standard error, the rule printed with the
-  decision; a version the kill switch halted lost its capital: its returns after the halt are 0
-  (`after_halt`), and
-- it keeps no memory across decisions: a sample of its decisions (at least 10, evenly spread), each
-  recomputed in a fresh strategy host from the rows up to its date, gives the same weights as its
-  sequential replay (`crossval.stateful`), and
-- it does not know which stock or date it trades: its decisions in the alert window, asked again on
-  the market with symbols relabelled within each board and with dates shifted by whole weeks (whole
-  months for a strategy that declares a monthly calendar), are the same (`crossval.memorized`,
-  oomrl.portfolio.probes).
+Three versions are replayed: candidate, active version and baseline B. B is a human reference in
+the workspace's `reference/`, else the last promoted version. Each runs with the real broker from
+one RebalanceSetup factory. The long window ends at the alert. Each is measured over the alert
+window (its last sessions) and the long window. The candidate is promoted only when all four hold.
+- It satisfies every constraint the mandate states, measured over the long window. Those are
+  rebalance schedule, ADV participation, weekly turnover, position weight, drawdown, IR floor.
+- Net of friction it meets the promotion rule (`PromotionRule`). The rule is non-inferiority with a
+  stated margin, or superiority. It must hold against the active version and against B in either
+  window. It is judged on the mean paired daily return difference (annualized) and its standard
+  error. The rule is printed with the decision. A version the kill switch halted lost its capital.
+  Its returns after the halt are 0 (`after_halt`).
+- It keeps no memory across decisions (`crossval.stateful`). A sample of its decisions is taken (at
+  least 10, evenly spread). Each is recomputed in a fresh strategy host from the rows up to its
+  date. Each gives the same weights as its sequential replay.
+- It does not know which stock or date it trades (`crossval.memorized`, oomrl.portfolio.probes).
+  Its decisions in the alert window are asked again on a changed market. Symbols are relabelled
+  within each board. Dates are shifted by whole weeks (whole months for a strategy that declares a
+  monthly calendar). The decisions must be the same.
 The decision table (`decision_markdown`) is written to the run folder for the flow to publish.
 """
 
@@ -52,9 +51,10 @@ from oomrl.portfolio.setup import rebalance_setup
 from oomrl.settings import OomrlSettings
 from strategy_api.periods import period_key
 
-# Fills happen at other prices than the decision close and in board lots, so measured
-# participation, turnover and weights may exceed the strategy's own caps a little; this relative
-# slack is not a breach (measured on the bundled sample: turnover 0.3095 for a 0.30 budget).
+# Fills happen at other prices than the decision close and in board lots.
+# So measured participation, turnover and weights may exceed the strategy's own caps a little.
+# This relative slack is not a breach.
+# Measured on the bundled sample: turnover 0.3095 for a 0.30 budget.
 PARTICIPATION_SLACK = 0.10
 TURNOVER_SLACK = 0.05
 WEIGHT_SLACK = 0.05
@@ -67,11 +67,12 @@ SHOWN = 3  # differences named per failed probe
 
 
 class PromotionRule(BaseModel):
-    """How the candidate is compared with the active version and B, net of friction (paired daily
-    differences).
+    """How the candidate is compared with the active version and B, net of friction.
 
-    non-inferiority: the mean difference less z standard errors is >= -margin; superiority: it is >
-    margin. Margin and mean are annualized fractions (0.05 = 5 % a year)."""
+    The comparison uses paired daily differences. non-inferiority: the mean difference less z
+    standard errors is >= -margin. superiority: it is > margin. Margin and mean are annualized
+    fractions (0.05 = 5 % a year).
+    """
 
     test: Literal["non-inferiority", "superiority"] = "non-inferiority"
     margin: float = Field(0.0, ge=0.0)
@@ -167,8 +168,11 @@ class CrossValidation(BaseModel):
 
 
 def after_halt(result: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
-    """A halted replay carried to the window's end: the version lost its capital, so every later
-    session returns 0 at the NAV it halted on (its drawdown counts; it trades no more)."""
+    """A halted replay carried to the window's end.
+
+    The version lost its capital. So every later session returns 0 at the NAV it halted on. Its
+    drawdown counts; it trades no more.
+    """
     if result.halted_on is None or result.nav.empty:
         return result
     dates = pd.to_datetime(result.nav["date"])
@@ -200,8 +204,10 @@ def measure(
     start: date | None = None,
     window: str = "alert",
 ) -> VersionMeasures:
-    """The mandate's quantities for one replay from `start` on (turnover per ISO week; participation
-    from fills)."""
+    """The mandate's quantities for one replay from `start` on.
+
+    Turnover is per ISO week; participation comes from fills.
+    """
     nav = result.nav.assign(date=pd.to_datetime(result.nav["date"]))
     fills = result.fills
     if start is not None:
@@ -328,8 +334,10 @@ def constraint_checks(candidate: VersionMeasures, constraints: Constraints) -> l
 def not_worse(
     candidate: VersionMeasures, other: VersionMeasures, rule: PromotionRule = DEFAULT_RULE
 ) -> Check:
-    """The promotion rule net of friction on the mean paired daily return difference and its
-    standard error."""
+    """The promotion rule net of friction.
+
+    It is judged on the mean paired daily return difference and its standard error.
+    """
     mine = pd.Series(candidate.returns, index=pd.DatetimeIndex(candidate.dates))
     theirs = pd.Series(other.returns, index=pd.DatetimeIndex(other.dates))
     diff = (mine - theirs).dropna()
@@ -369,8 +377,10 @@ def _ir(row: VersionMeasures) -> str:
 def checks_for(
     rows: list[VersionMeasures], constraints: Constraints, rule: PromotionRule = DEFAULT_RULE
 ) -> list[Check]:
-    """Constraints on the candidate's long window, then the promotion rule vs active and B in both
-    windows."""
+    """Constraints on the candidate's long window.
+
+    Then the promotion rule vs active and B in both windows.
+    """
     by = {(r.version, r.window): r for r in rows}
     found = (
         constraint_checks(by[("candidate", "long")], constraints) + by[("candidate", "long")].checks
@@ -393,8 +403,10 @@ def window_for(store: MarketStore, as_of: date | None, sessions: int) -> tuple[d
 
 
 def long_window_start(store: MarketStore, start: date, end: date, sessions: int) -> date:
-    """The long window's first session: `sessions` back from `end`, but never before the membership
-    is known."""
+    """The long window's first session: `sessions` back from `end`.
+
+    It is never before the membership is known.
+    """
     first, _ = window_for(store, end, sessions)
     members = membership(store)
     if members is not None:
@@ -421,14 +433,14 @@ def replay_version(
     fresh_decisions: int = 0,
     probes: bool = False,
 ) -> list[VersionMeasures]:
-    """Replay one version (its own folder, in a strategy host) and measure it over the long and the
-    alert window.
+    """Replay one version and measure it over the long and the alert window.
 
-    With `fresh_decisions`, that many of its decisions (evenly spread) are recomputed each in a
-    fresh host and must give the same weights: the `crossval.stateful` check on the long row. With
-    `probes`, its decisions in the alert window are asked again on relabelled and date-shifted
-    markets and must be the same: the `crossval.memorized` check on the long row. Runs anywhere
-    (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
+    It replays from its own folder, in a strategy host. With `fresh_decisions`, that many of its
+    decisions (evenly spread) are recomputed. Each runs in a fresh host and must give the same
+    weights. That is the `crossval.stateful` check on the long row. With `probes`, its decisions in
+    the alert window are asked again. The markets are relabelled and date-shifted. The decisions
+    must be the same. That is the `crossval.memorized` check on the long row. Runs anywhere (e.g. a
+    Dask worker). The setup comes from the one factory, with the given settings.
     """
     settings = settings or OomrlSettings()
     source = WorkspaceStrategy(root, strategy, settings.unsafe_no_jail)
@@ -530,10 +542,12 @@ def run_in_process(calls: list[dict[str, Any]]) -> list[list[VersionMeasures]]:
 def baseline_of(
     versions: Any, active_sha: str, account: str | None = None
 ) -> tuple[Path, str] | None:
-    """Baseline B: a human reference (`reference/strategies/` in the workspace), else the last
-    version promoted to `account` (its commit's `Oomrl-Account` trailer; another account's never
-    counts) when it is not the active one; None when B is the active version itself or nothing was
-    promoted."""
+    """Baseline B: a human reference (`reference/strategies/` in the workspace).
+
+    Else the last version promoted to `account`, when it is not the active one. Its commit's
+    `Oomrl-Account` trailer says so; another account's never counts. None when B is the active
+    version itself or nothing was promoted.
+    """
     reference = Path(versions.workspace) / "reference"
     if (reference / "strategies" / "__init__.py").is_file():
         return reference, "reference"
@@ -646,9 +660,9 @@ __all__ = [
 
 VERSIONS = ("candidate", "active", "baseline")
 WINDOWS = ("alert", "long")
-# The measures of one replay over one window, a row each (the columns are the versions); labels
-# short enough that a row fits the Prefect UI, whose tables never wrap a cell (708 px of a 1280-px
-# window).
+# The measures of one replay over one window, a row each. The columns are the versions.
+# Labels are short enough that a row fits the Prefect UI.
+# Its tables never wrap a cell (708 px of a 1280-px window).
 MEASURE_ROWS: Columns = (
     ("sha", "commit", "short"),
     ("first", "from", "date"),
@@ -679,9 +693,11 @@ def _measures(row: VersionMeasures) -> dict[str, Any]:
 
 
 def crossval_rows(cross: CrossValidation) -> list[dict[str, str]]:
-    """The evidence as a table: a row per window and measure (each window's rows start with its
-    dates), a column per version, so two `active` rows never look alike and the table stays
-    narrow."""
+    """The evidence as a table: a row per window and measure, a column per version.
+
+    Each window's rows start with its dates. So two `active` rows never look alike. The table stays
+    narrow.
+    """
     by = {(r.version, r.window): _measures(r) for r in cross.rows}
     versions = [v for v in VERSIONS if any(version == v for version, _ in by)]
     return [
@@ -728,7 +744,7 @@ def crossval_markdown(cross: CrossValidation, image_url: str | None = None) -> s
         "## Checks",
         "",
     ]
-    # a list, not a table: a check's numbers are a sentence, and the UI's table cells never wrap
+    # A list, not a table: a check's numbers are a sentence. The UI's table cells never wrap.
     lines += [
         f"- **{c.name}**: {'passed' if c.passed else 'FAILED'} — {c.detail}" for c in cross.checks
     ]

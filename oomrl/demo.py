@@ -1,13 +1,14 @@
 """`oomrl demo`: the whole OOM-RL loop offline on the bundled real sample, with visible progress.
 
-Week by week the account trades its active strategy version on the paper broker; at each week's
-last session the loss diagnostics run; a new alert of the chosen severity starts a STDAW repair
-(offline provider, mandate auto-approved). A repaired version goes on probation (`--probation N`
-sessions; 0: it takes the capital at once): it trades a shadow book forward, session by session, and
-the daily chain's decision logic promotes it (the account trades it from its next rebalance) or
-retires it; no repair of the account starts while a probation is open. At the end: Table 1 per
-strategy version (from when the capital moved), the tearsheet (probations marked), and where
-everything was written.
+Week by week the account trades its active strategy version on the paper broker. At each week's
+last session the loss diagnostics run. A new alert of the chosen severity starts a STDAW repair
+(offline provider, mandate auto-approved). A repaired version goes on probation for `--probation N`
+sessions; with 0 it takes the capital at once. It trades a shadow book forward, session by session.
+The daily chain's decision logic promotes it or retires it. Promoted, the account trades it from
+its next rebalance. No repair of the account starts while a probation is open.
+
+At the end it shows Table 1 per strategy version (from when the capital moved). It shows the
+tearsheet (probations marked), and where everything was written.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ class DemoConfig:
     account: str = DEMO_ACCOUNT
     repair_on: Literal["friction", "critical", "warning"] = "friction"
     max_repairs: int = 2
-    cooldown_weeks: int = 4  # weeks a promoted version trades before its alerts may start a repair
-    # forward sessions a repaired version trades a shadow book first (0: none)
+    cooldown_weeks: int = 4  # weeks a promoted version trades before its alerts may start a repair.
+    # Forward sessions a repaired version trades a shadow book first (0: none).
     probation_sessions: int = PROBATION_SESSIONS
     lock: str = "namespace"
     provider: str = "offline"
@@ -199,8 +200,11 @@ Repairer = Callable[[OomrlSettings, DemoConfig, Autopsy], dict[str, Any]]
 
 
 class ActiveVersion:
-    """The runner of the version trading now: one strategy host kept across the weekly rebalances,
-    replaced when another version becomes active."""
+    """The runner of the version trading now.
+
+    One strategy host is kept across the weekly rebalances. It is replaced when another version
+    becomes active.
+    """
 
     def __init__(self) -> None:
         self.version: str | None = None
@@ -447,8 +451,10 @@ def table1(
 
 
 def print_table1(frame: pd.DataFrame, console: Console) -> None:
-    """Table 1 with rich: percentages for returns and drawdown, ratios to two decimals; a span too
-    short to annualize shows — and a line saying so."""
+    """Table 1 with rich: percentages for returns and drawdown, ratios to two decimals.
+
+    A span too short to annualize shows — and a line saying so.
+    """
     from oomrl.metrics.short_window import MIN_ANNUALIZED_SESSIONS, too_short
 
     table = Table(title="Table 1 — performance per strategy version (vs CSI 300 price index)")
@@ -618,8 +624,10 @@ def run_demo(
 
 
 def inspect_commands(home: Path, account: str) -> list[str]:
-    """How to look at what the demo left in its own OOMRL_HOME (the next demo run starts it
-    afresh)."""
+    """How to look at what the demo left in its own OOMRL_HOME.
+
+    The next demo run starts it afresh.
+    """
     steps = [
         (f"versions list --account {account}", "v1, the promoted versions, * = active"),
         ("versions show v2", "a promotion's autopsy, diffs, verdicts"),

@@ -1,11 +1,13 @@
 """The demo's probations, one simulated session at a time, as the daily chain runs them.
 
-After a repair ends "On probation", every session: the open shadow books trade on their challenger's
-schedule (`advance_shadows`), every book of the account is marked (the shadow and the champion: the
-demo's own loop books the champion only on the sessions its version rebalances), then the ripe
-probations are decided (`decide_due`). The decision is printed and kept for `demo.json`. After a
-promotion the account is marked until the new version first trades, so the sessions the old
-version's book was held count as its own (Table 1 and the phases follow the capital).
+After a repair ends "On probation", every session runs three steps.
+- The open shadow books trade on their challenger's schedule (`advance_shadows`).
+- Every book of the account is marked: the shadow and the champion. The demo's own loop books the
+  champion only on the sessions its version rebalances.
+- The ripe probations are decided (`decide_due`).
+The decision is printed and kept for `demo.json`. After a promotion the account is marked until the
+new version first trades. So the sessions the old version's book was held count as its own. Table 1
+and the phases follow the capital.
 """
 
 from __future__ import annotations
@@ -48,8 +50,11 @@ class ProbationSessions:
         return open_probations(self.ledger, self.account)
 
     def session(self, day: date) -> tuple[list[Decided], date | None]:
-        """Trade, mark and judge the open probations on `day`: (the ones decided, the session the
-        champion's kill switch halted it on, if a mark tripped it)."""
+        """Trade, mark and judge the open probations on `day`.
+
+        Returns the ones decided, and the session the champion's kill switch halted it on. The
+        session is set only if a mark tripped it.
+        """
         from oomrl.probation import advance_shadows, decide_due
 
         running = self.running()
@@ -68,8 +73,10 @@ class ProbationSessions:
         return mine, halted
 
     def hold(self, day: date) -> date | None:
-        """After a promotion, mark the account in the old version's name until the new one trades
-        it."""
+        """After a promotion, mark the account in the old version's name.
+
+        That lasts until the new one trades it.
+        """
         from oomrl.portfolio.marking import holding_version
 
         if self.unmoved and holding_version(

@@ -1,5 +1,4 @@
-"""Typed errors shared across oomrl, and the one-line message a user sees for each expected
-failure."""
+"""Typed errors shared across oomrl, and the one-line message a user sees for each failure."""
 
 from __future__ import annotations
 
@@ -11,8 +10,8 @@ import sys
 class OomrlError(Exception):
     """Base class: an error whose message is fit to show a user as is."""
 
-    # A final answer (bad data, invalid input, a refusal) unless a subclass says it may pass by
-    # itself.
+    # A final answer (bad data, invalid input, a refusal).
+    # A subclass may say it may pass by itself.
     transient: bool = False
 
 
@@ -64,8 +63,10 @@ class MissingBenchmarkError(DataValidationError):
 
 
 class StoreDamagedError(OomrlError):
-    """The store's catalog is unreadable or names a file that is gone (outside interference, not a
-    crash)."""
+    """The store's catalog is unreadable or names a file that is gone.
+
+    That is outside interference, not a crash.
+    """
 
 
 class StoreBusyError(OomrlError):
@@ -138,8 +139,10 @@ class InvalidAnswerError(AgentError):
 
 
 class MalformedReplyError(AgentError):
-    """The endpoint answered 200 with something that is not a chat completion (truncated JSON, a
-    wrong shape); `raw` is what it sent."""
+    """The endpoint answered 200 with something that is not a chat completion.
+
+    Examples are truncated JSON or a wrong shape. `raw` is what it sent.
+    """
 
     def __init__(self, reason: str, raw: str) -> None:
         super().__init__(reason)
@@ -261,8 +264,10 @@ def _database_message(exc: BaseException) -> str | None:
 
 
 def user_message(exc: BaseException) -> str | None:
-    """The one line to show for an expected failure, or None for a defect (which needs a
-    traceback)."""
+    """The one line to show for an expected failure.
+
+    None for a defect, which needs a traceback.
+    """
     if isinstance(exc, OomrlError):
         return str(exc)
     database = _database_message(exc)
@@ -279,9 +284,11 @@ def user_message(exc: BaseException) -> str | None:
 
 
 def validation_problems(exc: Exception, most: int = 5, with_input: bool = False) -> str:
-    """A pydantic ValidationError in one line, `field: what is wrong` (and `(got value)` with
-    `with_input`: never for settings, whose values may be secrets); pydantic's own text spans lines
-    and ends with a documentation URL."""
+    """A pydantic ValidationError in one line, `field: what is wrong`.
+
+    With `with_input` it adds `(got value)`. That is never for settings, whose values may be
+    secrets. Pydantic's own text spans lines and ends with a documentation URL.
+    """
     errors = getattr(exc, "errors", None)
     if errors is None:
         return " ".join(str(exc).split())

@@ -15,8 +15,10 @@ SHARED_BITS = stat.S_IRWXG | stat.S_IRWXO
 
 
 def _tighten(path: Path, mode: int) -> None:
-    """Drop group and other permissions from a path this user owns (one an older version left
-    open)."""
+    """Drop group and other permissions from a path this user owns.
+
+    An older version may have left it open.
+    """
     info = path.stat()
     if info.st_mode & SHARED_BITS and info.st_uid == os.getuid():
         os.chmod(path, mode)
@@ -25,8 +27,8 @@ def _tighten(path: Path, mode: int) -> None:
 def private_dir(path: Path | str, tighten: bool = False) -> Path:
     """Create `path` and its missing parents as 0700 folders; returns it.
 
-    Existing folders keep their mode unless `tighten` (then `path` itself loses group/other access):
-    a user's OOMRL_HOME may be a folder they chose to share, but data/ and runs/ are oomrl's own.
+    Existing folders keep their mode unless `tighten`. Then `path` itself loses group/other access.
+    A user's OOMRL_HOME may be a folder they chose to share. But data/ and runs/ are oomrl's own.
     """
     folder = Path(path)
     missing: list[Path] = []
@@ -48,12 +50,11 @@ def private_dir(path: Path | str, tighten: bool = False) -> Path:
 
 
 def private_file(path: Path | str, tighten: bool = False) -> Path:
-    """Create `path` empty as a 0600 file if it does not exist (parents as 0700 folders); returns
-    it.
+    """Create `path` empty as a 0600 file if it does not exist; returns it.
 
-    Used before a library creates the file itself (SQLite copies the database file's mode to its
-    journal and WAL files, so a private ledger.db keeps them private too). `tighten` also drops
-    group/other access from an existing file.
+    Parents are made as 0700 folders. Used before a library creates the file itself. SQLite copies
+    the database file's mode to its journal and WAL files. So a private ledger.db keeps them private
+    too. `tighten` also drops group/other access from an existing file.
     """
     target = Path(path)
     private_dir(target.parent)
@@ -91,8 +92,9 @@ def fsync_dir(folder: Path) -> None:
 
 
 def atomic_write(path: Path, write: Callable[[str], object], durable: bool = False) -> None:
-    """Write via a private temp file in the same folder, fsync, then os.replace: readers see old or
-    new, never half.
+    """Write via a private temp file in the same folder, fsync, then os.replace.
+
+    Readers see old or new, never half.
 
     mkstemp creates the file 0600 and os.replace keeps that mode. `durable` also fsyncs the folder,
     for commit points whose rename must survive a power cut.
@@ -115,9 +117,12 @@ def atomic_write(path: Path, write: Callable[[str], object], durable: bool = Fal
 def read_bounded(
     path: Path, limit: int, what: str, error: Callable[[str], Exception], regular: bool = True
 ) -> bytes:
-    """The bytes of the file at `path`, reading at most `limit` (+1 to tell it is larger); `error`
-    with a message naming `what` when the file cannot be read, is larger, or (with `regular`) is not
-    a regular file: a device such as /dev/zero never ends, a FIFO never opens without a writer."""
+    """The bytes of the file at `path`, reading at most `limit` (+1 to tell it is larger).
+
+    Raises `error` with a message naming `what` when the file cannot be read or is larger. With
+    `regular` it also raises when it is not a regular file. A device such as /dev/zero never ends.
+    A FIFO never opens without a writer.
+    """
     if regular and path.exists() and not path.is_file():
         raise error(f"{what} is not a regular file")
     try:

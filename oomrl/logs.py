@@ -1,18 +1,18 @@
 """One logging configuration for the CLI, the webhook server and the flows.
 
-Every module logs to `logging.getLogger(__name__)`, so its records are named after it
-(`oomrl.data.ingest`, `guardrails.gate`, ...) and land under the `oomrl` and `guardrails` loggers
-configured here. The level comes from the caller (which may read it from settings); this module
+Every module logs to `logging.getLogger(__name__)`. So its records are named after it
+(`oomrl.data.ingest`, `guardrails.gate`, ...). They land under the `oomrl` and `guardrails` loggers
+configured here. The level comes from the caller, which may read it from settings. This module
 reads no environment.
 
 - CLI and webhook: `configure(level)` puts one stderr handler on each logger
   (`time LEVEL name: message`).
-- Flows: Prefect owns the handlers; `PREFECT_LOGGING_EXTRA_LOGGERS=oomrl,guardrails` (prefect.yaml)
-  has it attach its API (run-log) handler to these loggers, so their records are in the flow run's
+- Flows: Prefect owns the handlers. `PREFECT_LOGGING_EXTRA_LOGGERS=oomrl,guardrails` (prefect.yaml)
+  has it attach its API (run-log) handler to these loggers. So their records are in the flow run's
   logs (and, propagated, on the root's console). `configure(level, handler=False)` then only sets
-  the level (Prefect leaves it at the root's WARNING).
+  the level. Prefect leaves it at the root's WARNING.
 
-Records still propagate to the root logger (pytest's caplog reads them there); the root has no
+Records still propagate to the root logger; pytest's caplog reads them there. The root has no
 handler in the CLI or the server, so nothing is printed twice.
 """
 
@@ -29,7 +29,10 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class StderrHandler(logging.StreamHandler):
-    """Writes to whatever `sys.stderr` is when a record is emitted (a test runner may swap it)."""
+    """Writes to whatever `sys.stderr` is when a record is emitted.
+
+    A test runner may swap it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -45,8 +48,11 @@ class StderrHandler(logging.StreamHandler):
 
 
 def configure(level: str | None = None, *, handler: bool = True) -> None:
-    """Set the `oomrl` and `guardrails` loggers to `level` (default INFO) and, with `handler`, give
-    each one stderr handler. Idempotent: a second call changes the level, never adds a handler."""
+    """Set the `oomrl` and `guardrails` loggers to `level` (default INFO).
+
+    With `handler`, give each one stderr handler. Idempotent: a second call changes the level, never
+    adds a handler.
+    """
     resolved = logging.getLevelName((level or DEFAULT_LEVEL).upper())
     if not isinstance(resolved, int):
         raise ValueError(f"unknown log level {level!r}")

@@ -1,7 +1,8 @@
 """Names every entry point accepts (accounts, alert ids): one length limit and alphabet per kind.
 
-The limits are the ledger's column widths (accounts String(64), alerts.alert_id String(128)), so a
-name the CLI, the webhook or a settings file accepts always fits the ledger on any database.
+The limits are the ledger's column widths: accounts String(64), alerts.alert_id String(128). The
+CLI, the webhook and a settings file accept the same names. So each always fits the ledger on any
+database.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from oomrl.errors import InvalidNameError
 
 ACCOUNT_MAX = 64
 ALERT_ID_MAX = 128
-STRATEGY_MAX = 64  # strategy_versions.name and rebalances.strategy
-# Accounts end up in file names (reports), Prefect resource ids and SQL: letters, digits, . _ -
-# only.
+STRATEGY_MAX = 64  # strategy_versions.name and rebalances.strategy.
+# Accounts end up in file names (reports), Prefect resource ids and SQL.
+# So: letters, digits, . _ - only.
 ACCOUNT_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._\-]{{0,{ACCOUNT_MAX - 1}}}$"
 ALERT_ID_PATTERN = rf"^[A-Za-z0-9][A-Za-z0-9._:\-]{{0,{ALERT_ID_MAX - 1}}}$"
 # A strategy is a module of the strategies package: a Python identifier in lower case.

@@ -1,8 +1,8 @@
-"""Who owns a lock, a claim or a journal: host, pid and the process's start time, so that its death
-(not the age of what it left) tells a live owner from a dead one.
+"""Who owns a lock, a claim or a journal: host, pid and the process's start time.
 
-A pid alone is not an identity (the kernel reuses pids); with the start time it is, on one host. An
-owner on another host cannot be checked from here: callers fall back on its heartbeat.
+Its death tells a live owner from a dead one, not the age of what it left. A pid alone is not
+an identity: the kernel reuses pids. With the start time it is, on one host. An owner on another
+host cannot be checked from here. Callers fall back on its heartbeat.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import psutil
 
-# A start time is boot time + ticks since boot, and /proc/stat's boot time is whole seconds that
-# move when the wall clock is adjusted: the same process can read a second apart (a reused pid still
-# differs in its start by more than this, or in its command line).
+# A start time is boot time + ticks since boot. /proc/stat's boot time is whole seconds.
+# They move when the wall clock is adjusted. So the same process can read a second apart.
+# A reused pid still differs in its start by more than this, or in its command line.
 START_TOLERANCE_S = 1.5
 HOST = socket.gethostname()
 
@@ -35,8 +35,10 @@ class Owner:
 
     @classmethod
     def parse(cls, text: str | None) -> Owner | None:
-        """The owner written by `str(owner)`; None for text that is not one (an older row, an edited
-        file)."""
+        """The owner written by `str(owner)`.
+
+        None for text that is not one (an older row, an edited file).
+        """
         try:
             host, pid, started = str(text).rsplit(":", 2)
             return cls(host, int(pid), float(started))
@@ -47,8 +49,10 @@ class Owner:
         return f"{self.host}:{self.pid}:{self.started:.2f}"
 
     def alive(self) -> bool | None:
-        """True while the process runs, False once it is gone, None when it lives on another
-        host."""
+        """True while the process runs, False once it is gone.
+
+        None when it lives on another host.
+        """
         if self.host != HOST:
             return None
         try:
@@ -67,6 +71,9 @@ class Owner:
 
 
 def dead(text: str | None) -> bool:
-    """Whether the owner written in `text` is known to be gone (False when unknown or elsewhere)."""
+    """Whether the owner written in `text` is known to be gone.
+
+    False when unknown or elsewhere.
+    """
     owner = Owner.parse(text)
     return owner is not None and owner.alive() is False

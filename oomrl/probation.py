@@ -1,16 +1,17 @@
-"""Champion / challenger: a repaired version trades a shadow book forward before it takes the
-capital.
+"""Champion / challenger: a repaired version trades a shadow book before it takes the capital.
 
 A repair that passes cross-validation opens a probation (`open_probation`, the promotion's commit
-point): a shadow paper account `<account>~<tag>` with the champion's NAV in cash, the same rules and
-the kill switch, trading the challenger from the first session after the repair. The daily chain
-trades it on the challenger's own schedule (`advance_shadows`) and marks it beside the champion.
-After `sessions` forward sessions (or at once when the kill switch halts the shadow), `decide_due`
-judges it on those sessions only, net of friction: every constraint of its mandate, and the
-promotion rule (oomrl.crossval.PromotionRule) against the champion. Promoted, the account trades the
-challenger; retired, the shadow closes and an autopsy of the forward sessions (rule
-`probation_retired`) is recorded as the account's alert, for the next repair. A person may decide
-early (`decide_now`).
+point). That is a shadow paper account `<account>~<tag>` with the champion's NAV in cash. It has
+the same rules and the kill switch. It trades the challenger from the first session after the
+repair. The daily chain trades it on the challenger's own schedule (`advance_shadows`). It marks it
+beside the champion.
+
+After `sessions` forward sessions, `decide_due` judges it. It judges at once when the kill switch
+halts the shadow. It judges those sessions only, net of friction. It checks every constraint of its
+mandate. It checks the promotion rule (oomrl.crossval.PromotionRule) against the champion.
+Promoted, the account trades the challenger. Retired, the shadow closes. An autopsy of the forward
+sessions (rule `probation_retired`) is then recorded as the account's alert. The next repair reads
+it. A person may decide early (`decide_now`).
 """
 
 from __future__ import annotations
@@ -98,8 +99,10 @@ class Probation:
 
 
 def shadow_name(account: str, tag: str) -> str:
-    """`paper~v2`: the shadow book of `tag` on `account` (the account part cut to fit the ledger's
-    column)."""
+    """`paper~v2`: the shadow book of `tag` on `account`.
+
+    The account part is cut to fit the ledger's column.
+    """
     suffix = f"{SEPARATOR}{tag}"
     return account[: ACCOUNT_MAX - len(suffix)] + suffix
 
@@ -133,8 +136,11 @@ def version_states(ledger: Ledger, account: str) -> dict[str, str]:
 def open_probation(
     ledger: Ledger, account: str, tag: str, sha: str, strategy: str, opened_on: date, sessions: int
 ) -> Probation:
-    """Open the challenger's shadow book with the champion's capital (its last NAV, else its cash)
-    and record the probation: one transaction, the promotion's commit point."""
+    """Open the challenger's shadow book with the champion's capital, and record the probation.
+
+    The capital is the champion's last NAV, else its cash. It is one transaction, the promotion's
+    commit point.
+    """
     if sessions < 1:
         raise ProbationError(f"a probation needs at least one forward session, got {sessions}")
     pending = open_probations(ledger, account)
@@ -266,8 +272,10 @@ def halted_on(ledger: Ledger, account: str) -> date | None:
 def book_result(
     ledger: Ledger, account: str, label: str, after: date, end: date, market: MarketFrames | None
 ) -> ReplayResult:
-    """The ledger's record of one book over the sessions in (after, end], shaped as a replay's
-    result."""
+    """The ledger's record of one book over the sessions in (after, end].
+
+    It is shaped as a replay's result.
+    """
     nav = ledger.nav_frame(account)
     nav = nav[(nav["date"] > pd.Timestamp(after)) & (nav["date"] <= pd.Timestamp(end))].reset_index(
         drop=True
@@ -288,8 +296,11 @@ def book_result(
 def heaviest(
     ledger: Ledger, account: str, nav: pd.DataFrame, market: MarketFrames | None
 ) -> pd.Series:
-    """Largest position / NAV at the close of each session in `nav` that traded, from the fills and
-    corporate actions booked up to it, valued at the engine's mark prices."""
+    """Largest position / NAV at the close of each session in `nav` that traded.
+
+    It comes from the fills and corporate actions booked up to it. They are valued at the engine's
+    mark prices.
+    """
     if market is None or nav.empty:
         return pd.Series(dtype=float)
     fills = ledger.fills_frame(account)
@@ -315,8 +326,10 @@ def heaviest(
 
 
 def idle(book: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
-    """A champion that holds only cash over the forward sessions (never traded, never marked): it
-    returns 0."""
+    """A champion that holds only cash over the forward sessions returns 0.
+
+    It never traded and was never marked.
+    """
     cash = book.initial_cash
     zeros = {
         name: 0.0
@@ -382,8 +395,8 @@ def evidence(
     ]
     challenger = after_halt(challenger, forward)
     champion = after_halt(champion, forward) if len(champion.nav) else idle(champion, forward)
-    # A return series needs two sessions: before that a book has no row, only its halt can be
-    # judged.
+    # A return series needs two sessions. Before that a book has no row.
+    # Only its halt can be judged.
     rows = [
         measure(result, label, sha, benchmark, rebalance, None, "probation")
         for result, label, sha in (
@@ -430,8 +443,10 @@ def evidence(
 # -- deciding --------------------------------------------------------------------------------------
 @dataclass
 class Decided:
-    """A probation the chain or a person decided, with its evidence (and the autopsy of a
-    retirement)."""
+    """A probation the chain or a person decided, with its evidence.
+
+    A retirement also carries its autopsy.
+    """
 
     probation: Probation
     evidence: ProbationEvidence
@@ -471,8 +486,10 @@ def decide_due(
 def current(
     settings: OomrlSettings, account: str, tag: str | None, store: Any = None
 ) -> tuple[Ledger, Probation, ProbationEvidence]:
-    """The open probation of `tag` (None: the account's one) on `account` and its evidence through
-    the shadow's last marked session."""
+    """The open probation of `tag` on `account`, and its evidence.
+
+    `tag` None means the account's one. The evidence runs through the shadow's last marked session.
+    """
     from oomrl.portfolio.marking import marked_through
     from oomrl.portfolio.service import open_ledger
 
@@ -506,8 +523,10 @@ def decide_now(
     reason: str = "",
     store: Any = None,
 ) -> Decided:
-    """A person promotes or retires a challenger before its probation ends, on the evidence so
-    far."""
+    """A person promotes or retires a challenger before its probation ends.
+
+    They decide on the evidence so far.
+    """
     ledger, probation, found = current(settings, account, tag, store)
     done = close(
         settings,
@@ -545,8 +564,8 @@ def close(
         "start": str(found.start) if found.start else None,
         "end": str(day),
     }
-    # The autopsy is built first: a decision is never recorded without what it tells the next
-    # repair.
+    # The autopsy is built first.
+    # A decision is never recorded without what it tells the next repair.
     autopsy = forward_autopsy(ledger, probation, found) if verdict == RETIRED else None
     row = (
         None
@@ -578,8 +597,11 @@ def continue_trail(
 def forward_autopsy(
     ledger: Ledger, probation: Probation, found: ProbationEvidence
 ) -> Autopsy | None:
-    """What the forward market showed of a retired challenger: an autopsy of its shadow book, for
-    the account's alerts (rule `probation_retired`), which the next repair of the account reads."""
+    """What the forward market showed of a retired challenger: an autopsy of its shadow book.
+
+    It goes to the account's alerts (rule `probation_retired`). The next repair of the account
+    reads it.
+    """
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import Alert, AlertConfig, alert_id
 
@@ -599,8 +621,8 @@ def forward_autopsy(
         f"{found.start}..{found.end}: "
         + ("; ".join(found.failures()) or (lost.detail if lost else ""))
     )[:2000]
-    # One retirement per version (its tag in the id): two probations opened on one date never share
-    # an alert.
+    # One retirement per version (its tag in the id).
+    # Two probations opened on one date never share an alert.
     alert = Alert(
         alert_id=alert_id(
             probation.account, f"{RETIRED_RULE}:{probation.tag}", "warning", found.start
@@ -630,8 +652,11 @@ def forward_autopsy(
 
 # -- the shadow books in the daily chain -----------------------------------------------------------
 def advance_shadows(settings: OomrlSettings, as_of: date, store: Any = None) -> dict[str, int]:
-    """Trade every open shadow book on its challenger's schedule through `as_of` (before the chain
-    marks it): shadow -> rebalances committed. A shadow the kill switch halted trades no more."""
+    """Trade every open shadow book on its challenger's schedule through `as_of`.
+
+    This runs before the chain marks it. Returns shadow -> rebalances committed. A shadow the kill
+    switch halted trades no more.
+    """
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.marking import marked_through
     from oomrl.portfolio.rebalance import HISTORY_DAYS, advance, load_panels

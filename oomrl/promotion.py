@@ -1,12 +1,14 @@
-"""Promotion as a recoverable transaction: commit, tag, notes and the ledger's active pointer land
-together, or the next command that opens the workspace puts them back together.
+"""Promotion as a recoverable transaction: commit, tag, notes and active pointer land together.
 
-Before the first git or ledger step a journal (`.git/oomrl-promotion.json`: tag, commit, the branch
-head before, account, strategy, notes, owner) is written atomically; it is removed after the last.
-The ledger write is the commit point: a journal found with the account active on its commit is
-finished (branch fast-forwarded, tag and notes made where missing), any other is undone (branch
-back, tag and notes removed). The promote lock is flock(2), released by the kernel when its owner
-dies, never cleared by age; holding it proves no live promotion is half way.
+If they do not, the next command that opens the workspace puts them back together.
+
+Before the first git or ledger step a journal is written atomically. It is
+`.git/oomrl-promotion.json`: tag, commit, the branch head before, account, strategy, notes, owner.
+It is removed after the last step. The ledger write is the commit point. A journal may be found
+with the account active on its commit. Then it is finished: branch fast-forwarded, tag and notes
+made where missing. Any other is undone: branch back, tag and notes removed. The promote lock is
+flock(2). The kernel releases it when its owner dies; it is never cleared by age. Holding it proves
+no live promotion is half way.
 """
 
 from __future__ import annotations
@@ -32,17 +34,20 @@ if TYPE_CHECKING:
 # In the workspace's .git: one promotion at a time, across processes
 PROMOTE_LOCK = "oomrl-promote.lock"
 JOURNAL = "oomrl-promotion.json"
-LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this long means a stuck one
-# Where git keeps the locks of the refs and the index a promotion writes: a git killed with its
-# promotion leaves them, and every later git command on that ref would refuse.
+LOCK_WAIT_S = 300.0  # a promotion is a handful of git commands; a wait this long means a stuck one.
+# Where git keeps the locks of the refs and the index a promotion writes.
+# A git killed with its promotion leaves them. Every later git command on that ref would refuse.
 GIT_LOCKS = ("index.lock", "HEAD.lock", "packed-refs.lock", f"{NOTES_REF}.lock")
 STEPS = ("commit", "journal", "fetch", "merge", "tag", "notes", "ledger", "done")
 logger = logging.getLogger(__name__)
 
 
 def reached(step: str) -> None:
-    """A named point of a promotion (STEPS). Nothing happens here; the recovery tests end the
-    process at each one to prove that the next command puts the versions back together."""
+    """A named point of a promotion (STEPS).
+
+    Nothing happens here. The recovery tests end the process at each one. They prove that the next
+    command puts the versions back together.
+    """
 
 
 @dataclass
@@ -73,8 +78,10 @@ def journal_path(versions: StrategyVersions) -> Path:
 
 
 def read_journal(versions: StrategyVersions) -> Journal | None:
-    """The pending journal, if any; a file that is not one is named (it is only ever written
-    whole)."""
+    """The pending journal, if any.
+
+    A file that is not one is named; a journal is only ever written whole.
+    """
     from oomrl.errors import VersionError
 
     path = journal_path(versions)
@@ -91,7 +98,10 @@ def read_journal(versions: StrategyVersions) -> Journal | None:
 
 @contextmanager
 def promote_lock(versions: StrategyVersions, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    """Hold the promote lock (flock: a dead holder's lock is free at once), naming a live holder."""
+    """Hold the promote lock, naming a live holder.
+
+    It is flock: a dead holder's lock is free at once.
+    """
     from oomrl.errors import VersionError
 
     # An existence lock would outlive a killed holder
@@ -125,17 +135,19 @@ def promote(
     strategy: str,
     probation: tuple[date, int] | None = None,
 ) -> VersionInfo:
-    """Commit the candidate, fetch it, fast-forward the branch when it is based on the head, tag it,
-    attach the notes, activate it for `account` (with `probation` = (last session seen, forward
-    sessions): open its probation on a shadow book instead): journalled, so a kill at any step is
-    recovered.
+    """Commit, fetch, fast-forward, tag, note and activate the candidate for `account`.
+
+    The branch is fast-forwarded when the candidate is based on the head. `probation` is (last
+    session seen, forward sessions). With it, the candidate opens its probation on a shadow book
+    instead of taking the capital. Every step is journalled, so a kill at any step is recovered.
 
     Promotions are serialised by a file lock, so concurrent ones get distinct tags. A candidate
-    based on the branch head fast-forwards it; one based on an older version (its account had
-    not taken a later promotion of another account) becomes a tagged commit off the branch,
-    which stays where it was. The ledger write comes last; a failed step restores branch, tag and
-    notes, and a killed promotion is finished or undone by the next command that opens the
-    workspace (`open_workspace`, `recover`)."""
+    based on the branch head fast-forwards it. One based on an older version becomes a tagged
+    commit off the branch. The branch stays where it was. (Its account had not taken a later
+    promotion of another account.) The ledger write comes last. A failed step restores branch, tag
+    and notes. The next command that opens the workspace finishes or undoes a killed promotion
+    (`open_workspace`, `recover`).
+    """
     versions.head()  # the workspace must exist
     versions.git("add", "-A", cwd=candidate)
     trailers = f"\n\nOomrl-Strategy: {strategy}\nOomrl-Account: {account}"
@@ -224,15 +236,19 @@ def write_notes(versions: StrategyVersions, sha: str, notes: dict[str, Any]) -> 
 
 
 def open_workspace(versions: StrategyVersions, source_root: Path | None = None) -> str:
-    """Create the workspace (tag v1) or, when it exists, finish or undo a promotion whose process
-    died first: every command that writes versions opens the workspace here. The head's SHA."""
+    """Create the workspace (tag v1), or finish or undo a promotion whose process died.
+
+    Every command that writes versions opens the workspace here. Returns the head's SHA.
+    """
     recover(versions)
     return versions.init(source_root)
 
 
 def check(versions: StrategyVersions) -> list[str]:
-    """After recovering: what keeps branch, tags, notes and the ledger's active versions from
-    agreeing (empty when they agree)."""
+    """After recovering: what keeps branch, tags, notes and the ledger's actives from agreeing.
+
+    Empty when they agree.
+    """
     versions.head()  # the workspace must exist
     recover(versions)
     actives: dict[str, str] = getattr(versions.ledger, "active_versions", dict)()
@@ -240,9 +256,11 @@ def check(versions: StrategyVersions) -> list[str]:
 
 
 def recover(versions: StrategyVersions) -> str | None:
-    """Finish or undo a promotion whose process died; what was done (None when nothing was pending).
+    """Finish or undo a promotion whose process died; what was done.
 
-    Needs the ledger (it decides which way); waits for a live promotion to end."""
+    None when nothing was pending. Needs the ledger, which decides which way. Waits for a live
+    promotion to end.
+    """
     if versions.ledger is None or not versions.initialized or not journal_path(versions).exists():
         return None
     with promote_lock(versions):
@@ -265,7 +283,7 @@ def recover_locked(versions: StrategyVersions) -> str | None:
 
 
 def settle(versions: StrategyVersions, journal: Journal) -> str:
-    """Bring branch, tag and notes in line with the ledger, the commit point; drop the journal."""
+    """Bring branch, tag and notes in line with the ledger (the commit point); drop the journal."""
     active = (
         versions.ledger.active_version(committed_to(journal))
         if versions.ledger is not None
@@ -277,8 +295,11 @@ def settle(versions: StrategyVersions, journal: Journal) -> str:
 
 
 def abandon(versions: StrategyVersions, journal: Journal) -> None:
-    """A step raised: undo branch, tag and notes at once. When the ledger cannot be read to say
-    whether its write landed, the journal stays for the next command to decide."""
+    """A step raised: undo branch, tag and notes at once.
+
+    The ledger may not be readable to say whether its write landed. Then the journal stays for the
+    next command to decide.
+    """
     try:
         active = (
             versions.ledger.active_version(committed_to(journal))
@@ -369,8 +390,10 @@ def has_notes(versions: StrategyVersions, sha: str) -> bool:
 
 
 def problems(versions: StrategyVersions, actives: dict[str, str]) -> list[str]:
-    """What keeps branch, tags, notes and the ledger's active pointers (`actives`, account -> sha)
-    from agreeing; empty when they do."""
+    """What keeps branch, tags, notes and the ledger's active pointers from agreeing.
+
+    `actives` maps account -> sha. Empty when they agree.
+    """
     found = []
     if read_journal(versions) is not None:
         found.append(f"a promotion is in progress or unrecovered ({journal_path(versions)})")

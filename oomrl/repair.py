@@ -1,7 +1,8 @@
-"""The repair as the paper's Algorithm 1, without Prefect: mandate -> approval -> test genesis ->
-logic genesis -> cross-validation -> promotion, with the way back from a failed replay to the tests.
+"""The repair as the paper's Algorithm 1, without Prefect.
 
-Every move is one of `oomrl.agent.machine.TRANSITIONS` and is written to the run's trail.
+The steps are mandate -> approval -> test genesis -> logic genesis -> cross-validation ->
+promotion. A failed replay has a way back to the tests. Every move is one of
+`oomrl.agent.machine.TRANSITIONS` and is written to the run's trail.
 """
 
 from __future__ import annotations
@@ -72,8 +73,7 @@ class RepairOutcome(BaseModel):
 
 
 class RepairNotPromoted(OomrlError):
-    """The data of a Failed repair run: the outcome of a repair that was refused or failed at a
-    step."""
+    """The data of a Failed repair run: a repair that was refused or failed at a step."""
 
     def __init__(self, outcome: RepairOutcome) -> None:
         super().__init__(f"repair {outcome.status} at {outcome.step or '-'}: {outcome.reason}")
@@ -93,8 +93,10 @@ def new_run_dir(runs_dir: Path, label: str = "repair") -> Path:
 
 # -- steps -----------------------------------------------------------------------------------------
 def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
-    """The Critic's mandate from the autopsy, its metrics and the ledger evidence it carries, with
-    the account's version (S and T) to read: the mandate names the old tests it supersedes."""
+    """The Critic's mandate from the autopsy, its metrics and the ledger evidence it carries.
+
+    The Critic reads the account's version (S and T). The mandate names the old tests it supersedes.
+    """
     full = autopsy if isinstance(autopsy, Autopsy) else None  # a loss alert carries neither
     evidence = full.diagnostics.evidence.model_dump(mode="json") if full else {}
     metrics = full.metrics.model_dump(mode="json") if full else {}
@@ -119,8 +121,10 @@ def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
 
 
 def prepare_candidate(ctx: RepairContext) -> Path:
-    """A fresh scratch clone at the account's version (`ctx.base`): every change of the repair
-    happens there."""
+    """A fresh scratch clone at the account's version (`ctx.base`).
+
+    Every change of the repair happens there.
+    """
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate)
     ctx.base = ctx.base or ctx.versions.base_for(ctx.account)
@@ -187,7 +191,10 @@ StepRunner = Callable[..., Any]
 
 
 def run_inline(step: str, function: Callable[..., Any], *args: Any) -> Any:
-    """Run a step in this process (the flow passes a runner that makes each step a Prefect task)."""
+    """Run a step in this process.
+
+    The flow passes a runner that makes each step a Prefect task.
+    """
     return function(*args)
 
 
@@ -210,8 +217,8 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
         ctx.cross_feedback.append(
             {**encode_cross_validation(cross, code.attempt), "round": ctx.round}
         )
-        # A fresh candidate: the Coder's change goes (the Test Author never sees it), and so do the
-        # tests, which the Test Author writes again, with what they missed.
+        # A fresh candidate: the Coder's change goes (the Test Author never sees it).
+        # The tests go too. The Test Author writes them again, with what they missed.
         prepare_candidate(ctx)
         ctx.round += 1
         ctx.trail.move("test-genesis", f"round {ctx.round}: the tests missed {failures}")
@@ -224,8 +231,10 @@ def claim_for(
     say: Callable[[str], None] | None = None,
     limit: int | None = None,
 ) -> RepairClaim:
-    """The repair claim of a repair run in this process (the CLI, the demo): named after its run
-    folder, in the ledger's database, like the flow's."""
+    """The repair claim of a repair run in this process (the CLI, the demo).
+
+    It is named after its run folder and kept in the ledger's database, like the flow's.
+    """
     ledger = ctx.versions.ledger
     if ledger is None:
         raise OomrlError("a repair needs a ledger to claim its account in")
@@ -241,8 +250,11 @@ def claim_for(
 
 
 def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
-    """Take the account's claim; a repair that waited while another promoted for the account is
-    stale (its alert was about a version the account no longer trades) and stops here."""
+    """Take the account's claim.
+
+    A repair may have waited while another promoted for the account. Then it is stale: its alert
+    was about a version the account no longer trades. It stops here.
+    """
     try:
         hold()
     except AccountBusyError as exc:
@@ -277,9 +289,10 @@ def run_repair(
 ) -> RepairOutcome:
     """The whole repair; any failure leaves the workspace and the active version as they were.
 
-    `hold` runs after approval, before anything touches the candidate: it takes the account's
-    repair claim, so one repair per account works on a candidate at a time and a paused repair holds
-    nothing. Without one, the repair claims its account in the ledger itself (`claim_for`)."""
+    `hold` runs after approval, before anything touches the candidate. It takes the account's
+    repair claim. So one repair per account works on a candidate at a time. A paused repair holds
+    nothing. Without `hold`, the repair claims its account in the ledger itself (`claim_for`).
+    """
     require_admitted(autopsy)  # before the claim: a refusal holds nothing
     if hold is None:
         with claim_for(ctx) as claim:
@@ -361,8 +374,10 @@ def finish(
     version: VersionInfo | None = None,
     cross: CrossValidation | None = None,
 ) -> RepairOutcome:
-    """The outcome, written to the run folder; the candidate clone goes (a promotion lives in the
-    workspace)."""
+    """The outcome, written to the run folder.
+
+    The candidate clone goes; a promotion lives in the workspace.
+    """
     if ctx.trail.state not in RUN_ENDS:
         ctx.trail.move(status, reason[:500])
     if ctx.candidate.exists():
@@ -435,8 +450,11 @@ def open_context(
     agent: AgentSettings | None = None,
     probation: int | None = None,
 ) -> RepairContext:
-    """A repair context from settings: ledger, workspace (initialised on first use), the account's
-    LLM budget, provider, run folder."""
+    """A repair context from settings.
+
+    It holds ledger, workspace (initialised on first use), the account's LLM budget, provider, run
+    folder.
+    """
     from guardrails.gate import run_gate
     from oomrl.agent.capital import LLMBudgetBook
     from oomrl.data.sample import ensure_sample
@@ -454,8 +472,8 @@ def open_context(
     ledger = Ledger(settings.ledger)
     ledger.create_schema()
     versions = StrategyVersions(settings.workspace_dir, ledger)
-    open_workspace(versions)  # finishes or undoes a promotion whose process was killed
-    # And what a killed repair left: its candidate, its gate's scratch
+    open_workspace(versions)  # finishes or undoes a promotion whose process was killed.
+    # And what a killed repair left: its candidate, its gate's scratch.
     clear_orphans(settings.runs_dir)
     run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
     name = account or autopsy.account

@@ -1,5 +1,7 @@
-"""What a repair run shows a person: the approval form's text and the promotion evidence, rounded,
-with units, in tables narrow enough for the Prefect UI (versions and windows as columns, named).
+"""What a repair run shows a person: the approval form's text and the promotion evidence.
+
+Numbers are rounded, with units. Tables are narrow enough for the Prefect UI. Versions and windows
+are named columns.
 
 Pure text and rows; tasks/repair.py and orchestration/review.py hand them to Prefect.
 """
@@ -48,8 +50,10 @@ def not_measured_rows(reason: str) -> list[dict[str, str]]:
 
 
 def _superseded_lines(node_ids: list[str]) -> list[str]:
-    """What the approval says about old tests: only those it names may be rewritten by the
-    repair."""
+    """What the approval says about old tests.
+
+    Only those it names may be rewritten by the repair.
+    """
     if not node_ids:
         return ["Supersedes no old test: the repair's tests may only add to the old ones.", ""]
     return [
@@ -62,9 +66,11 @@ def _superseded_lines(node_ids: list[str]) -> list[str]:
 
 
 def mandate_markdown(mandate: Mandate, autopsy: Autopsy | LossAlert | None, timeout_s: int) -> str:
-    """The approval form's text: the proposed mandate, its constraints and the old tests it
-    supersedes, the alert and its metrics,
-    the Critic's reasons, all rounded with units; what an answer (or none) does."""
+    """The approval form's text, all rounded with units.
+
+    It shows the proposed mandate, its constraints and the old tests it supersedes. It shows the
+    alert and its metrics, and the Critic's reasons. It says what an answer (or none) does.
+    """
     constraints = {k: v for k, v in mandate.constraints.model_dump().items() if v is not None}
     full = autopsy if isinstance(autopsy, Autopsy) else None
     metrics = full.metrics.model_dump() if full else {}

@@ -1,18 +1,21 @@
-"""One repair per account at a time, enforced in the ledger database (not by Prefect, whose
-deployment concurrency lease is revoked while a run is paused), and the heartbeat that tells a live
-repair from one whose process died.
+"""One repair per account at a time, held in the ledger database, and the repair heartbeat.
 
-Every repair run registers a row (`flow_run_id`, `account`, `claimed_at`, `beat_at`) when it starts
-and beats it every CLAIM_BEAT_S seconds from a thread for as long as its process lives — also while
-it waits for approval, because `pause_flow_run` blocks inside the run's process. The account lock is
-the nullable unique column `holds`: a run sets it to its account only around the gate and the
-promotion (after approval), so a paused repair holds nothing and a second alert can reach its own
-approval. A holder whose process is gone (its `owner`, host:pid:start time, checked on the same
-host) or that has been silent for CLAIM_SILENT_S seconds (another host) is presumed dead and its row
-is taken over; so is, when it is needed, a dead non-holder's row. The webhook reads the same rows to
-tell a run that went silent (worker SIGKILLed, Prefect still says RUNNING) from a live one. Each
-transition is one statement guarded by a primary key or unique constraint, so concurrent runs on any
-host agree (SQLite and PostgreSQL).
+The lock lives in the ledger, not in Prefect. Prefect revokes a deployment's concurrency lease
+while a run is paused. The heartbeat tells a live repair from one whose process died.
+
+Every repair run registers a row when it starts: `flow_run_id`, `account`, `claimed_at`, `beat_at`.
+A thread beats it every CLAIM_BEAT_S seconds for as long as its process lives. It beats also while
+the run waits for approval, because `pause_flow_run` blocks inside the run's process.
+
+The account lock is the nullable unique column `holds`. A run sets it to its account only around
+the gate and the promotion (after approval). So a paused repair holds nothing. A second alert can
+reach its own approval. Two kinds of holder are presumed dead, and their row is taken over.
+- One whose process is gone. Its `owner` (host:pid:start time) is checked on the same host.
+- One silent for CLAIM_SILENT_S seconds (another host).
+A dead non-holder's row is taken over too, when it is needed. The webhook reads the same rows. It
+tells a live run from one that went silent: worker SIGKILLed, Prefect still says RUNNING. Each
+transition is one statement guarded by a primary key or unique constraint. So concurrent runs on
+any host agree (SQLite and PostgreSQL).
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ def claims_table(metadata: sa.MetaData) -> sa.Table:
         metadata,
         sa.Column("flow_run_id", sa.String(64), primary_key=True),
         sa.Column("account", sa.String(ACCOUNT_MAX), nullable=False),
-        # The account while this run holds its lock, else NULL (NULLs never collide in a unique
-        # column).
+        # The account while this run holds its lock, else NULL.
+        # NULLs never collide in a unique column.
         sa.Column("holds", sa.String(ACCOUNT_MAX), nullable=True, unique=True),
         sa.Column("claimed_at", sa.DateTime(), nullable=False),
         sa.Column("beat_at", sa.DateTime(), nullable=False),
@@ -102,8 +105,10 @@ class ClaimBook:
         self.table = claims_table(sa.MetaData(schema=schema))
 
     def create(self) -> Self:
-        """Create the table if it is missing (two first users at once: the loser finds it made), and
-        add the `owner` column to a table an older version created."""
+        """Create the table if it is missing, and add `owner` to a table an older version created.
+
+        Two first users may race: the loser finds it made.
+        """
         create_tables(self.engine, self.table.metadata, [self.table])
         columns = {
             c["name"]
@@ -121,8 +126,10 @@ class ClaimBook:
         return self
 
     def register(self, flow_run_id: str, account: str, owner: Owner | None = None) -> None:
-        """This run is alive (a retried run with the same id refreshes its row); `owner` is the
-        process that beats it (default: this one)."""
+        """This run is alive; a retried run with the same id refreshes its row.
+
+        `owner` is the process that beats it (default: this one).
+        """
         now, who = _now(), str(owner or Owner.me())[:OWNER_MAX]
         try:
             with self.engine.begin() as conn:
@@ -145,8 +152,10 @@ class ClaimBook:
                 )
 
     def live(self, silent_s: float = CLAIM_SILENT_S) -> list[Claim]:
-        """Every registered run whose process is not known to be gone: the repairs running now,
-        paused or not, on any path (CLI, flow, demo)."""
+        """Every registered run whose process is not known to be gone.
+
+        Those are the repairs running now, paused or not, on any path (CLI, flow, demo).
+        """
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(self.table)).all()
         return [claim for claim in map(self._claim, rows) if not claim.gone(silent_s)]
@@ -180,8 +189,9 @@ class ClaimBook:
     ) -> Claim | None:
         """Hold `account` for this (registered) run: None when held now, else the live holder.
 
-        A holder silent for `silent_s` seconds loses its row (one conditional delete: of two runs
-        taking over, one deletes and both then race on the unique column, which one wins)."""
+        A holder silent for `silent_s` seconds loses its row, in one conditional delete. Of two runs
+        taking over, one deletes. Both then race on the unique column, and one wins.
+        """
         for _ in range(3):
             try:
                 with self.engine.begin() as conn:
@@ -272,11 +282,12 @@ def check_room(book: ClaimBook, flow_run_id: str, limit: int | None) -> None:
 
 
 class RepairClaim:
-    """A repair's row for as long as the block runs: registered, beating, released at the end;
-    `hold()` takes the account for the gate and the promotion (waiting up to `wait_s`).
+    """A repair's row for as long as the block runs: registered, beating, released at the end.
 
-    `limit` (the flow's OOMRL_REPAIR_MAX_RUNNING) refuses to start beyond that many live repairs:
-    counted once registered, so two starting at once may both refuse, never both exceed it."""
+    `hold()` takes the account for the gate and the promotion, waiting up to `wait_s`. `limit` is
+    the flow's OOMRL_REPAIR_MAX_RUNNING. It refuses to start beyond that many live repairs. A run
+    counts once registered. So two starting at once may both refuse, but never both exceed it.
+    """
 
     def __init__(
         self,

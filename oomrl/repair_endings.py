@@ -1,5 +1,7 @@
-"""The names a repair's ending goes by: the flow run's state, and the line `oomrl repair` and `oomrl
-demo` print."""
+"""The names a repair's ending goes by.
+
+They are the flow run's state, and the line `oomrl repair` and `oomrl demo` print.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""The repair's evidence chart: cumulative return, net of friction, of the candidate, the active
-version and baseline B over cross-validation's long window, with the alert window shaded."""
+"""The repair's evidence chart: cumulative return, net of friction, of each compared version.
+
+The versions are the candidate, the active version and baseline B. The chart spans
+cross-validation's long window, with the alert window shaded.
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The one door for repair inputs (CLI, flow, webhook): bounded JSON, a full autopsy or a loss
-alert, a known account and strategy; and the completion of a loss alert into an autopsy from the
-ledger.
+"""The one door for repair inputs (CLI, flow, webhook), and loss alerts completed into autopsies.
 
-Everything here runs before anything is written: a refused input leaves no run folder, no ledger
+An input is bounded JSON: a full autopsy or a loss alert. Its account and strategy must be known.
+A loss alert is completed into an autopsy from the ledger.
+
+Everything here runs before anything is written. A refused input leaves no run folder, no ledger
 row and no workspace behind.
 """
 
@@ -33,8 +34,11 @@ _NOT_STRATEGIES = frozenset({"__init__", "base", "registry"})
 
 
 def parse_json(raw: bytes, what: str = "autopsy", limit: int = MAX_AUTOPSY_BYTES) -> Any:
-    """JSON from bytes, refusing what would hurt downstream: over `limit` bytes, NaN/Infinity,
-    integers beyond 4300 digits, nesting deeper than 200, invalid UTF-8 (pydantic-core's parser)."""
+    """JSON from bytes, refusing what would hurt downstream (pydantic-core's parser).
+
+    Refused: over `limit` bytes, NaN/Infinity, integers beyond 4300 digits, nesting deeper than 200,
+    invalid UTF-8.
+    """
     from pydantic_core import from_json
 
     if len(raw) > limit:
@@ -65,8 +69,11 @@ def _problems(exc: Any) -> str:
 
 
 def load_autopsy(data: Any) -> RepairInput:
-    """The repair input from JSON data: a full Autopsy (it has `event`) or a LossAlert
-    (`alert_id`, `account`, optional `as_of`); anything else is InvalidAutopsyError naming why."""
+    """The repair input from JSON data.
+
+    It is a full Autopsy (it has `event`) or a LossAlert (`alert_id`, `account`, optional `as_of`).
+    Anything else is InvalidAutopsyError naming why.
+    """
     from pydantic import ValidationError
 
     from oomrl.diagnostics.autopsy import Autopsy, LossAlert
@@ -85,9 +92,11 @@ def load_autopsy(data: Any) -> RepairInput:
 
 
 def check_as_of(as_of: date, kind: str) -> None:
-    """An alert is about a session that has happened: from the first XSHG session to today in
-    Shanghai (a date the market store could hold; the critic has nothing to read about any
-    other)."""
+    """An alert is about a session that has happened.
+
+    That is from the first XSHG session to today in Shanghai. The market store could hold such a
+    date. The critic has nothing to read about any other.
+    """
     from zoneinfo import ZoneInfo
 
     today = datetime.now(ZoneInfo(SHANGHAI)).date()
@@ -112,8 +121,10 @@ class MarkedSessions:
 
 
 def marked_sessions(ledger_url: str, account: str) -> MarkedSessions | None:
-    """The account's marked sessions, None when the ledger does not hold it; read without creating
-    the database or its tables."""
+    """The account's marked sessions, None when the ledger does not hold it.
+
+    They are read without creating the database or its tables.
+    """
     import sqlalchemy as sa
 
     from oomrl.portfolio.ledger import Ledger
@@ -176,9 +187,11 @@ def account_exists(ledger_url: str, account: str) -> bool:
 
 
 def check_dates(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
-    """An input dated inside its account's marked sessions (an undated one takes the last), so the
-    critic reads the sessions the alert is about. An account with no marked session yet has nothing
-    to bound by: a full autopsy (it carries its own metrics) goes on as it is."""
+    """An input dated inside its account's marked sessions; an undated one takes the last.
+
+    So the critic reads the sessions the alert is about. An account with no marked session yet has
+    nothing to bound by. A full autopsy carries its own metrics, so it goes on as it is.
+    """
     as_of = autopsy.as_of
     if sessions.first is None or sessions.last is None:
         return
@@ -208,10 +221,12 @@ RULE_METRICS = {
 
 
 def check_metrics(autopsy: RepairInput, account: str, sessions: MarkedSessions) -> None:
-    """Refuse an input without the metrics its rule reads: a full autopsy whose rule's metric is
-    null (rolling_ir_60d, with fewer than 60 sessions or no benchmark), or a loss alert (it has
-    none; the critic's rule computes them from the account's marks) for an account with no marked
-    session."""
+    """Refuse an input without the metrics its rule reads.
+
+    One case is a full autopsy whose rule's metric is null. An example is rolling_ir_60d with fewer
+    than 60 sessions or no benchmark. The other is a loss alert for an account with no marked
+    session. A loss alert has no metrics; the critic's rule computes them from the account's marks.
+    """
     from oomrl.diagnostics.autopsy import Autopsy
 
     as_of = autopsy.as_of
@@ -248,9 +263,12 @@ def strategy_exists(workspace_dir: Path, module: str) -> bool:
 def check_known(
     autopsy: RepairInput, ledger_url: str, workspace_dir: Path, account: str | None = None
 ) -> None:
-    """Refuse an input whose account (or the `account` override) or strategy module is unknown,
-    whose date its account's marked sessions cannot explain (`check_dates`), or that lacks the
-    metrics its rule reads (`check_metrics`)."""
+    """Refuse an input its account, dates or metrics cannot support.
+
+    Refused: an unknown account (or `account` override) or strategy module. Refused: a date its
+    account's marked sessions cannot explain (`check_dates`). Refused: an input that lacks the
+    metrics its rule reads (`check_metrics`).
+    """
     from oomrl.diagnostics.autopsy import Autopsy
 
     name = account or autopsy.account
@@ -279,8 +297,10 @@ def check_known(
 
 
 def require_admitted(autopsy: object) -> None:
-    """Refuse what did not come through a door: the repair takes an Autopsy or a LossAlert, never
-    JSON."""
+    """Refuse what did not come through a door.
+
+    The repair takes an Autopsy or a LossAlert, never JSON.
+    """
     from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 
     if not isinstance(autopsy, Autopsy | LossAlert):
@@ -300,10 +320,11 @@ def admit(data: Any, settings: Any, account: str | None = None) -> RepairInput:
 def complete_autopsy(autopsy: RepairInput, ledger: Any) -> Completed:
     """A loss alert completed into an autopsy by the diagnostics critic from the ledger.
 
-    The strategy is the one the account trades (its active version, else the bundled default), or
-    the one a pending alert names; the date is the alert's, else the account's last NAV date. Full
-    autopsies are returned as they are; without NAV history the alert stays pending, with its
-    module."""
+    The strategy is the one the account trades: its active version, else the bundled default. Or it
+    is the one a pending alert names. The date is the alert's, else the account's last NAV date.
+    Full autopsies are returned as they are. Without NAV history the alert stays pending, with its
+    module.
+    """
     from oomrl.diagnostics.autopsy import AlertModule, Autopsy, PendingAlert
     from oomrl.diagnostics.critic import autopsy_for
     from oomrl.diagnostics.rules import Alert, AlertConfig

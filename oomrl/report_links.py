@@ -1,10 +1,10 @@
 """Signed HTTP links to report files under OOMRL_HOME/runs, served read-only by the webhook app.
 
-A report's charts and tearsheet must open from the Prefect UI in a browser, so artifacts link them
-over HTTP (`/reports/<folder>/<file>`), never as `file://` URLs the browser refuses. Each link
-carries an HMAC of its path keyed by the webhook secret: whoever can read the Prefect artifacts can
-open the file; nobody can list or guess the others. OOMRL_REPORTS_URL is the webhook's base URL as
-the browser reaches it (`oomrl server up` sets it for the worker).
+A report's charts and tearsheet must open from the Prefect UI in a browser. So artifacts link them
+over HTTP (`/reports/<folder>/<file>`). They never use `file://` URLs, which the browser refuses.
+Each link carries an HMAC of its path keyed by the webhook secret. Whoever can read the Prefect
+artifacts can open the file. Nobody can list or guess the others. OOMRL_REPORTS_URL is the
+webhook's base URL as the browser reaches it. `oomrl server up` sets it for the worker.
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ def _key(secret: str) -> bytes:
 
 
 def check_path(folder: str, name: str) -> None:
-    """Only `report-*` folders and plain file names of the served kinds; no separators, no dots
-    first."""
+    """Only `report-*` folders and plain file names of the served kinds.
+
+    No separators, no leading dots.
+    """
     if not FOLDER.fullmatch(folder) or folder in (".", "..") or ".." in folder:
         raise ReportLinkError(f"not a report folder: {folder!r}")
     if not FILE.fullmatch(name):

@@ -1,5 +1,7 @@
-"""The tags a flow run carries in the Prefect UI: which alert started it, which strategy version it
-trades."""
+"""The tags a flow run carries in the Prefect UI.
+
+They say which alert started it, and which strategy version it trades.
+"""
 
 from __future__ import annotations
 

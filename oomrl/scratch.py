@@ -1,9 +1,10 @@
-"""What a killed repair leaves behind, cleared by the next repair once the process that made it is
-gone: its candidate clone (runs/<id>/candidate) and the scratch folders of its gate runs and offline
-author ($TMPDIR/oomrl-gate-*, oomrl-author-*).
+"""What a killed repair leaves behind, cleared by the next repair once its maker is gone.
 
-Each such folder carries a note of its owner, `<pid> <unix time it was made>`; a folder whose owner
-runs no more (no process with that pid, or one started after the note) is an orphan. A folder
+It leaves its candidate clone (runs/<id>/candidate). It leaves the scratch folders of its gate runs
+and offline author ($TMPDIR/oomrl-gate-*, oomrl-author-*).
+
+Each such folder carries a note of its owner, `<pid> <unix time it was made>`. A folder whose owner
+runs no more is an orphan. Either no process has that pid, or one started after the note. A folder
 without a note (an older version's) is left alone: nothing says whose it is.
 """
 
@@ -21,8 +22,8 @@ import psutil
 from guardrails.sandbox import OWNER_NOTE
 from oomrl.owners import START_TOLERANCE_S
 
-RUN_NOTE = ".owner"  # in a repair's run folder while its process works in it
-# the gate's runs, the offline author, and the strategy hosts' copies, homes and jail stages
+RUN_NOTE = ".owner"  # in a repair's run folder while its process works in it.
+# The gate's runs, the offline author, and the strategy hosts' copies, homes and jail stages.
 SCRATCH_PREFIXES = (
     "oomrl-gate-",
     "oomrl-author-",

@@ -1,5 +1,7 @@
-"""Strategy versions as commits and tags in the OOMRL_HOME workspace git repo; the active one lives
-in the ledger."""
+"""Strategy versions as commits and tags in the OOMRL_HOME workspace git repo.
+
+The active one lives in the ledger.
+"""
 
 from __future__ import annotations
 
@@ -138,8 +140,10 @@ class StrategyVersions:
 
     # -- life cycle -----------------------------------------------------------------------------
     def init(self, source_root: Path | None = None) -> str:
-        """Create the workspace from the bundled strategies and tag it v1; a no-op when it
-        exists."""
+        """Create the workspace from the bundled strategies and tag it v1.
+
+        A no-op when it exists.
+        """
         if self.initialized:
             return self.head()
         root = source_root or repo_root()
@@ -177,9 +181,11 @@ class StrategyVersions:
         return self.workspace.parent
 
     def clone_to(self, dest: Path, at: str | None = None) -> Path:
-        """A scratch clone checked out at `at` (default: the branch head), where a repair prepares
-        its candidate; a repair passes its account's active version (`base_for`), not the branch
-        head."""
+        """A scratch clone checked out at `at` (default: the branch head).
+
+        A repair prepares its candidate there. A repair passes its account's active version
+        (`base_for`), not the branch head.
+        """
         self._require_init()
         self.git(
             "clone", "-q", "--no-hardlinks", str(self.workspace), str(dest), cwd=self._parent()
@@ -190,8 +196,11 @@ class StrategyVersions:
         return dest
 
     def base_for(self, account: str) -> str:
-        """The commit a repair of `account` starts from: its active version, else v1 (what its first
-        rebalance would trade). Another account's promotion since then does not change it."""
+        """The commit a repair of `account` starts from: its active version, else v1.
+
+        v1 is what its first rebalance would trade. Another account's promotion since then does not
+        change it.
+        """
         self._require_init()
         active = self.ledger.active_version(account) if self.ledger is not None else None
         if active is None:
@@ -300,8 +309,10 @@ class StrategyVersions:
 
     # -- activation --------------------------------------------------------------------------------
     def activate(self, ref: str, account: str, strategy: str | None = None) -> str:
-        """Point the account at a version in the ledger; the rebalance then loads exactly that
-        commit."""
+        """Point the account at a version in the ledger.
+
+        The rebalance then loads exactly that commit.
+        """
         if self.ledger is None:
             raise VersionError("activating a version needs a ledger")
         sha = self.resolve(ref)
@@ -312,8 +323,10 @@ class StrategyVersions:
         return sha
 
     def rollback(self, account: str, strategy: str | None = None) -> str:
-        """Activate the nearest tagged ancestor of the account's active version (versions may
-        branch: the version tagged just before it may be another account's)."""
+        """Activate the nearest tagged ancestor of the account's active version.
+
+        Versions may branch. The version tagged just before it may be another account's.
+        """
         if self.ledger is None:
             raise VersionError("rolling back needs a ledger")
         self._require_init()
@@ -362,9 +375,12 @@ class StrategyVersions:
 def safe_extract(
     tar: tarfile.TarFile, target: Path, filters: bool = hasattr(tarfile, "data_filter")
 ) -> None:
-    """Extract with tarfile's `data` filter; a Python without extraction filters (3.11 before
-    3.11.4, such as Debian 12's python3.11) gets the refusals that matter here by hand: absolute
-    names, `..`, and anything but plain files and folders."""
+    """Extract with tarfile's `data` filter.
+
+    Some Pythons have no extraction filters: 3.11 before 3.11.4, such as Debian 12's python3.11.
+    They get the refusals that matter here by hand. Those are absolute names, `..`, and anything
+    but plain files and folders.
+    """
     if filters:
         tar.extractall(target, filter="data")
         return
@@ -379,8 +395,11 @@ def safe_extract(
 
 
 def start_on_v1(versions: StrategyVersions, account: str, strategy: str) -> str:
-    """The account's active version; an account that has none starts on v1 (the bundled strategies,
-    created on first use), so every trade it books names a version."""
+    """The account's active version.
+
+    An account that has none starts on v1: the bundled strategies, created on first use. So every
+    trade it books names a version.
+    """
     if versions.ledger is None:
         raise VersionError("starting an account on v1 needs a ledger")
     active = versions.ledger.active_version(account)

@@ -1,5 +1,5 @@
 """The Prefect adapter: launchers, the review pause and the local stack drive Prefect here.
 
-oomrl/ stays importable without Prefect (docs/architecture.md §2); this package is where the domain
-meets Prefect's client, and nothing below it imports it back.
+oomrl/ stays importable without Prefect (docs/architecture.md §2). This package is where the domain
+meets Prefect's client. Nothing below it imports it back.
 """

@@ -1,7 +1,7 @@
 """Turn an accepted loss alert into work through Prefect's client: a `repair` run, or an event.
 
-The webhook (oomrl/webhook/app.py) knows only the `Launcher` seam of oomrl/webhook/launch.py;
-these are the launchers that talk to the Prefect server.
+The webhook (oomrl/webhook/app.py) knows only the `Launcher` seam of oomrl/webhook/launch.py.
+These are the launchers that talk to the Prefect server.
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ class PrefectApi:
         )
 
     def events(self) -> EventsClient:
-        """Prefect's events client for this server (Prefect Cloud's when there is a key). It does
-        not reconnect (an unreachable server is the sender's retry, as a refused POST was) and
-        waits for the server to confirm each event."""
+        """Prefect's events client for this server (Prefect Cloud's when there is a key).
+
+        It does not reconnect. An unreachable server is the sender's retry, as a refused POST was.
+        It waits for the server to confirm each event.
+        """
         from prefect.events.clients import PrefectCloudEventsClient, PrefectEventsClient
 
         if self.api_key:
@@ -74,8 +76,11 @@ class PrefectApi:
 
 @contextmanager
 def patient() -> Iterator[None]:
-    """Prefect's client retries a 503 (its database busy) with its own back-off; as many times as
-    BUSY_RETRIES_S has pauses, so a launch stays within the webhook's LAUNCH_WAIT."""
+    """Prefect's client retries a 503 (its database busy) with its own back-off.
+
+    It retries as many times as BUSY_RETRIES_S has pauses. So a launch stays within the webhook's
+    LAUNCH_WAIT.
+    """
     from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
     with temporary_settings(updates={PREFECT_CLIENT_MAX_RETRIES: len(BUSY_RETRIES_S)}):
@@ -121,8 +126,10 @@ class DeploymentLauncher:
     async def launch(
         self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
     ) -> Launch:
-        """A run of the deployment; `attempt` makes a new idempotency key (a relaunch after a
-        crash)."""
+        """A run of the deployment.
+
+        `attempt` makes a new idempotency key, for a relaunch after a crash.
+        """
         from prefect.exceptions import ObjectNotFound
 
         try:
@@ -150,8 +157,10 @@ class DeploymentLauncher:
         return Launch(flow_run_id=str(created.id), event_id=None)
 
     async def run_state(self, flow_run_id: str) -> RunStatus | None:
-        """The run's state type (COMPLETED, CRASHED, ...) and time, None when Prefect does not know
-        the run."""
+        """The run's state type (COMPLETED, CRASHED, ...) and time.
+
+        None when Prefect does not know the run.
+        """
         from prefect.exceptions import ObjectNotFound
 
         try:
@@ -170,8 +179,10 @@ class DeploymentLauncher:
         return RunStatus(state.type.value, _naive_utc(state.timestamp)) if state else None
 
     async def mark_crashed(self, flow_run_id: str, message: str) -> None:
-        """Say in the runs list that a silent run is gone (its process died without a final
-        state)."""
+        """Say in the runs list that a silent run is gone.
+
+        Its process died without a final state.
+        """
         from prefect.states import Crashed
 
         try:
@@ -195,7 +206,10 @@ class EventLauncher:
     async def launch(
         self, autopsy: RepairInput, alert_id: str, attempt: str | None = None
     ) -> Launch:
-        """Emit the event under an id fixed by the alert id, so a repeat is the same event."""
+        """Emit the event under an id fixed by the alert id.
+
+        So a repeat is the same event.
+        """
         from prefect.events import Event
 
         event_id = alert_event_id(alert_id)

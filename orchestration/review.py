@@ -1,5 +1,7 @@
-"""The review pause: a run waits Paused for a person's answer in the Prefect UI, on a form that
-shows the proposal with its units and bounds; no answer in time rejects."""
+"""The review pause: a run waits Paused for a person's answer in the Prefect UI.
+
+The form shows the proposal with its units and bounds. No answer in time rejects.
+"""
 
 from __future__ import annotations
 
@@ -33,8 +35,9 @@ PAUSE_GRACE_S = 300  # the server's pause deadline lies this far beyond the run'
 def ask_reviewer(mandate: Mandate, timeout_s: int, run_dir: Path | None = None) -> domain.Decision:
     """Pause the run until a person answers in the UI; no answer within the timeout rejects.
 
-    The form shows the alert's metrics from the run folder's autopsy.json (the completed autopsy,
-    which run_repair writes before the Critic runs)."""
+    The form shows the alert's metrics from the run folder's autopsy.json. That is the completed
+    autopsy, which run_repair writes before the Critic runs.
+    """
     autopsy = read_run_autopsy(run_dir)
     answer, timed_out = wait_for_review(review_form(mandate, autopsy, timeout_s), timeout_s)
     if answer is None:  # fail closed, and say which way the answer went missing
@@ -64,19 +67,21 @@ def wait_for_review(
     poll_s: float = PAUSE_POLL_S,
     pause_key: str = "mandate-review",
 ) -> tuple[Reviewed | None, bool]:
-    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands: the answer (None
-    when there is none) and whether the timeout ran out.
+    """`pause_flow_run(wait_for_input=review)` with the timeout in the run's hands.
 
-    Prefect's own pause ends on the server at the moment the run gives up, and the server then turns
+    Returns the answer (None when there is none) and whether the timeout ran out.
+
+    Prefect's own pause ends on the server at the moment the run gives up. The server then turns
     whatever the run proposes into Failed ("paused and never resumed"). Here the server's deadline
-    is PAUSE_GRACE_S later; at our deadline the run resumes itself and ends as rejected by timeout.
+    is PAUSE_GRACE_S later. At our deadline the run resumes itself and ends as rejected by timeout.
     The process stays alive while paused, so the repair's claim heartbeat keeps beating.
 
     Public parts are used where they keep the behaviour: `keyset_from_paused_state`,
     `RunInput.save`, `read_flow_run_input`. `pause_flow_run` cannot set a server deadline apart from
-    the run's, so the pause is proposed with `propose_state_sync`, as `pause_flow_run` does inside.
-    `RunInput.load` turns a missing answer into the form's defaults (approve), so the answer is
-    read raw and a missing one stays None."""
+    the run's. So the pause is proposed with `propose_state_sync`, as `pause_flow_run` does inside.
+    `RunInput.load` turns a missing answer into the form's defaults (approve). So the answer is
+    read raw, and a missing one stays None.
+    """
     context = FlowRunContext.get()
     if context is None or context.flow_run is None:
         raise RuntimeError("a mandate review needs a flow run")
@@ -181,11 +186,11 @@ class MandateReview(RunInput):
 
     @classmethod
     def prefilled(cls, description: str, **values: Any) -> type[MandateReview]:
-        """A form whose fields default to `values`, keeping each field's title, description and
-        bounds.
+        """A form whose fields default to `values`, keeping each field's title, text and bounds.
 
-        Prefect's `with_initial_data` rebuilds each prefilled field from its type alone, which drops
-        the description the UI shows and the bounds the form enforces."""
+        Prefect's `with_initial_data` rebuilds each prefilled field from its type alone. That drops
+        the description the UI shows and the bounds the form enforces.
+        """
         fields: dict[str, Any] = {}
         for key, value in values.items():
             original = cls.model_fields[key]
@@ -220,8 +225,10 @@ class MandateReview(RunInput):
 def review_form(
     mandate: Mandate, autopsy: Autopsy | LossAlert | None, timeout_s: int
 ) -> type[MandateReview]:
-    """The form for this mandate: its text rounded with units, the fields prefilled with the
-    proposal."""
+    """The form for this mandate: its text rounded with units.
+
+    The fields are prefilled with the proposal.
+    """
     from oomrl.repair_artifacts import mandate_markdown
 
     c = mandate.constraints

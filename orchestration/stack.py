@@ -1,11 +1,10 @@
-"""A local oomrl stack: Prefect server, the `oomrl-local` process pool and worker, deployments,
-webhook.
+"""A local oomrl stack: Prefect server, the `oomrl-local` pool and worker, deployments, webhook.
 
-Everything runs as child processes recorded in OOMRL_HOME/server.json with their pid, start time and
-command line, so `oomrl server down` stops exactly what `up` started and never a process that later
-reused a pid. Children run with umask 077: the Prefect database, logs and run folders they write
-under OOMRL_HOME are private to the user. Prefect's processes are started through its CLI (each
-must outlive this one) and waited for over HTTP.
+Everything runs as child processes recorded in OOMRL_HOME/server.json. Each record holds the pid,
+start time and command line. So `oomrl server down` stops exactly what `up` started. It never stops
+a process that later reused a pid. Children run with umask 077. So the Prefect database, logs and
+run folders they write under OOMRL_HOME are private to the user. Prefect's processes are started
+through its CLI (each must outlive this one) and waited for over HTTP.
 """
 
 from __future__ import annotations
@@ -106,8 +105,10 @@ def webhook_secret(home: Path) -> str:
 
 
 def check_webhook(config: StackConfig) -> None:
-    """The webhook child's settings as it will read them; a named error when it would refuse to
-    start."""
+    """The webhook child's settings as it will read them.
+
+    A named error when it would refuse to start.
+    """
     from oomrl.settings import webhook_settings
 
     webhook = webhook_settings()
@@ -117,10 +118,12 @@ def check_webhook(config: StackConfig) -> None:
 
 
 def stack_env(config: StackConfig) -> dict[str, str]:
-    """The environment every child process shares: one Prefect API, one OOMRL_HOME; the sample clock
-    at DAY_ONE unless OOMRL_SAMPLE_CLOCK (or the config file) says otherwise, `off` included, so a
-    fresh stack's deployments tell the loop's story on their defaults
-    (oomrl/data/sample_clock.py)."""
+    """The environment every child process shares: one Prefect API, one OOMRL_HOME.
+
+    The sample clock is at DAY_ONE unless OOMRL_SAMPLE_CLOCK (or the config file) says otherwise,
+    `off` included. So a fresh stack's deployments tell the loop's story on their defaults
+    (oomrl/data/sample_clock.py).
+    """
     env = environment()
     env.update(
         {
@@ -131,8 +134,8 @@ def stack_env(config: StackConfig) -> dict[str, str]:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT": "false",
             "OOMRL_WEBHOOK_SECRET": webhook_secret(config.home),
-            # where browsers fetch report charts and tearsheets that artifacts link (a proxy may set
-            # its own)
+            # Where browsers fetch report charts and tearsheets that artifacts link.
+            # A proxy may set its own.
             "OOMRL_REPORTS_URL": get_settings().runtime.reports_url or config.webhook_url,
             "PYTHONUNBUFFERED": "1",
         }
@@ -151,8 +154,10 @@ def _prefect(*args: str) -> list[str]:
 
 
 def start_process(name: str, argv: list[str], env: dict[str, str], config: StackConfig) -> int:
-    """Start a child in its own session (so `down` can stop its whole group); log to logs/<name>.log
-    (0600)."""
+    """Start a child in its own session, so `down` can stop its whole group.
+
+    It logs to logs/<name>.log (0600).
+    """
     private_dir(config.log_dir, tighten=True)
     log = os.fdopen(
         os.open(config.log_dir / f"{name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
@@ -176,8 +181,10 @@ EXEC_WAIT_S = 5.0
 
 @dataclass(frozen=True)
 class ProcessRecord:
-    """Who a recorded pid was when it was started: enough to tell it from a process that reused the
-    pid."""
+    """Who a recorded pid was when it was started.
+
+    That is enough to tell it from a process that reused the pid.
+    """
 
     pid: int
     started: float  # psutil create_time(), seconds since the epoch
@@ -185,10 +192,13 @@ class ProcessRecord:
 
     @classmethod
     def of(cls, pid: int, exec_wait_s: float = EXEC_WAIT_S) -> ProcessRecord:
-        """The record of `pid`. A child this process has just forked may not have run its program
-        yet (its command line is still this process's, or empty while it execs): it is waited for up
-        to `exec_wait_s`, or the record would name a program the pid soon stops being, and read as
-        another process."""
+        """The record of `pid`.
+
+        A child this process has just forked may not have run its program yet. Its command line is
+        still this process's, or empty while it execs. So it is waited for up to `exec_wait_s`.
+        Else the record would name a program the pid soon stops being. It would read as another
+        process.
+        """
         process = psutil.Process(pid)
         cmdline = tuple(process.cmdline())
         if pid != os.getpid():
@@ -207,8 +217,10 @@ class ProcessRecord:
         return cls(int(data["pid"]), float(data["started"]), tuple(data["cmdline"]))
 
     def identity_problem(self) -> str | None:
-        """None when the pid still runs the recorded process; else why it is not ours (gone or
-        reused)."""
+        """None when the pid still runs the recorded process.
+
+        Else why it is not ours (gone or reused).
+        """
         try:
             process = psutil.Process(self.pid)
             started, cmdline = process.create_time(), tuple(process.cmdline())
@@ -278,14 +290,16 @@ def group_members(record: ProcessRecord) -> list[psutil.Process]:
 
 
 def stop_recorded(record: ProcessRecord, grace_s: float = 10.0) -> str | None:
-    """Stop a process `up` started, with its group; None when stopped, else why it was left
-    alone."""
+    """Stop a process `up` started, with its group.
+
+    None when stopped, else why it was left alone.
+    """
     problem = record.identity_problem()
     if problem is None:
         stop_process(record.pid, grace_s)
         return None
-    # The leader died; its children may still hold ports or files. Only when the pid is free: a live
-    # process on that pid (a reuse) owns any group of that number, and is none of ours.
+    # The leader died; its children may still hold ports or files. Only when the pid is free.
+    # A live process on that pid (a reuse) owns any group of that number. It is none of ours.
     orphans = group_members(record) if problem == EXITED else []
     if orphans:
         for process in orphans:
@@ -325,8 +339,10 @@ def log_tail(config: StackConfig, name: str, lines: int = 25) -> str:
 
 
 def read_state(home: Path) -> dict[str, object] | None:
-    """What `up` recorded, or None; StackError when the file is not what `up` writes (nothing is
-    signalled)."""
+    """What `up` recorded, or None.
+
+    StackError when the file is not what `up` writes; nothing is signalled then.
+    """
     path = home / "server.json"
     try:
         state = json.loads(path.read_text())
@@ -336,7 +352,8 @@ def read_state(home: Path) -> dict[str, object] | None:
     except (OSError, ValueError, RecursionError) as exc:
         raise StackError(_unusable(path, str(exc))) from None
     pids = state.get("pids") if isinstance(state, dict) else None
-    # pid 0 or 1 would make killpg signal our own group or init's: no pid `up` records is either.
+    # pid 0 or 1 would make killpg signal our own group or init's.
+    # No pid `up` records is either.
     if not isinstance(pids, dict) or not all(type(pid) is int and pid > 1 for pid in pids.values()):
         raise StackError(_unusable(path, 'no "pids" of processes'))
     return cast(dict[str, object], state)
@@ -350,8 +367,11 @@ def _unusable(path: Path, detail: str) -> str:
 
 
 def recorded_processes(state: dict[str, object]) -> dict[str, ProcessRecord]:
-    """The processes of a state file; a pid recorded without a usable identity (older or edited
-    files) has none, and is never signalled."""
+    """The processes of a state file.
+
+    A pid recorded without a usable identity (older or edited files) has none. It is never
+    signalled.
+    """
     processes = state.get("processes")
     records = {}
     for name, data in processes.items() if isinstance(processes, dict) else ():
@@ -464,9 +484,12 @@ def start_webhook(config: StackConfig, env: dict[str, str]) -> int:
 
 @contextmanager
 def starting(config: StackConfig) -> Iterator[None]:
-    """One `up` at a time in a home (two at once would migrate one Prefect database together): an OS
-    file lock, free again when its holder exits however it exits; a second `up` is refused at once,
-    naming the first."""
+    """One `up` at a time in a home.
+
+    Two at once would migrate one Prefect database together. The guard is an OS file lock. It is
+    free again when its holder exits, however it exits. A second `up` is refused at once, naming
+    the first.
+    """
     from filelock import FileLock, Timeout
 
     private_dir(config.home)
@@ -515,7 +538,10 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
 
 
 def _start(config: StackConfig, say: Say) -> dict[str, object]:
-    """Start the children in order, each waited for; on a failure the ones started are stopped."""
+    """Start the children in order, each waited for.
+
+    On a failure the ones started are stopped.
+    """
     # Its settings (the secret's length, the token, the database URL) fail now, not
     if config.webhook:
         check_webhook(config)  # after the server and the worker have started
@@ -566,8 +592,10 @@ def _start(config: StackConfig, say: Say) -> dict[str, object]:
 
 
 def down(home: Path, say: Say = print) -> list[str]:
-    """Stop what `up` started (newest first), never a process that reused a recorded pid; returns
-    the names stopped (or found exited), not those left alone."""
+    """Stop what `up` started (newest first), never a process that reused a recorded pid.
+
+    Returns the names stopped (or found exited), not those left alone.
+    """
     state = read_state(home)
     if state is None:
         return []

@@ -1,5 +1,4 @@
-"""Prefect tasks of attribution and loss diagnostics: the report, its artifacts, the diagnosis and
-its event."""
+"""Prefect tasks of attribution and loss diagnostics: report, artifacts, diagnosis, event."""
 
 from __future__ import annotations
 
@@ -85,8 +84,11 @@ def build_account_report(
 
 @task(name="publish-report-artifacts", cache_policy=NO_CACHE)
 def publish_report_artifacts(summary: dict[str, Any]) -> None:
-    """The report's summary with its charts, the metrics table, the tearsheet link (over HTTP) and
-    the equity chart, as artifacts the Prefect UI displays."""
+    """The report as artifacts the Prefect UI displays.
+
+    They are the summary with its charts and the metrics table. They add the tearsheet link (over
+    HTTP) and the equity chart.
+    """
     account, shown = summary["account"], summary["artifacts"]
     create_markdown_artifact(
         markdown=shown["markdown"],
@@ -113,9 +115,12 @@ def publish_report_artifacts(summary: dict[str, Any]) -> None:
 
 
 def emit_loss_alert(autopsy: Autopsy, decision: RepairDecision | None = None) -> None:
-    """Emit `oomrl.loss.alert` for the account with the autopsy as payload; the event id is the
-    alert's, so a repeated emission of one alert is recognisably the same event. The resource's
-    labels carry the severity and the repair policy's verdict, which the repair trigger matches."""
+    """Emit `oomrl.loss.alert` for the account with the autopsy as payload.
+
+    The event id is the alert's. So a repeated emission of one alert is recognisably the same event.
+    The resource's labels carry the severity and the repair policy's verdict. The repair trigger
+    matches on them.
+    """
     verdict = decision.verdict if decision else "requested"
     event = emit_event(
         event=LOSS_ALERT_EVENT,
@@ -147,9 +152,11 @@ def diagnose_and_alert(
     home: str | None = None,
     start: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the rules (on every NAV session from `start` to `as_of`); each new alert is judged by the
-    repair policy, emitted as an event, then stored (see diagnose()). Each autopsy comes back with
-    its verdict under `repair`."""
+    """Run the rules on every NAV session from `start` to `as_of`.
+
+    The repair policy judges each new alert. The alert is emitted as an event, then stored (see
+    diagnose()). Each autopsy comes back with its verdict under `repair`.
+    """
     from oomrl.portfolio.ledger import Ledger
 
     settings = settings_for(home)

@@ -1,5 +1,4 @@
-"""Tasks of the daily chain: the session it is about, marking every active account, halts, its
-artifact."""
+"""Tasks of the daily chain: its session, marking every active account, halts, its artifact."""
 
 from __future__ import annotations
 
@@ -26,7 +25,10 @@ READ_RETRIES = 2  # reads of the store and ledger: a locked or briefly unreachab
     retry_condition_fn=unless_refused,
 )
 def last_stored_session(home: str | None = None) -> date:
-    """The last session with bars in the market store: what a run without `as_of` is about."""
+    """The last session with bars in the market store.
+
+    A run without `as_of` is about it.
+    """
     from oomrl.chain import stored_as_of
 
     return stored_as_of(settings_for(home))
@@ -40,8 +42,10 @@ def last_stored_session(home: str | None = None) -> date:
     retry_condition_fn=unless_refused,
 )
 def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
-    """A NAV row per unmarked session for every active account (no trades); the kill switch on
-    each."""
+    """A NAV row per unmarked session for every active account, with no trades.
+
+    The kill switch runs on each.
+    """
     from oomrl.chain import mark_active_accounts
 
     marking = mark_active_accounts(settings_for(home), as_of)

@@ -1,14 +1,16 @@
 """Expected ends are not errors: a run that ends on a refusal logs one line, never a traceback.
 
-A repair the gate rejects ends Failed as `Patch rejected` on purpose (its data is
-RepairNotPromoted), and a rebalance of a halted account is refused on purpose (AccountHaltedError).
-Prefect logs either at ERROR with a traceback: the task engine ("Task run failed with exception
-...") and the worker's flow engine ("Engine execution exited with unexpected exception", raised
-again from the run's own Failed state). This filter, on Prefect's run loggers, turns those records
-into one WARNING line when the exception is a final answer: an OomrlError that is not transient, or
-FailedRun (Prefect's wrapper for a Failed state a flow returned on purpose); the engine's
-"unexpected exception" record, which repeats what the run's state already names, is dropped.
-Anything else (a defect, a transient failure that ran out of retries) keeps its traceback.
+A repair the gate rejects ends Failed as `Patch rejected` on purpose; its data is
+RepairNotPromoted. A rebalance of a halted account is refused on purpose (AccountHaltedError).
+Prefect logs either at ERROR with a traceback. The task engine says "Task run failed with
+exception ...". The worker's flow engine says "Engine execution exited with unexpected exception".
+It raises that again from the run's own Failed state.
+
+This filter sits on Prefect's run loggers. It turns those records into one WARNING line when the
+exception is a final answer. A final answer is an OomrlError that is not transient. Or it is
+FailedRun, Prefect's wrapper for a Failed state a flow returned on purpose. The engine's
+"unexpected exception" record repeats what the run's state already names, so it is dropped.
+Anything else keeps its traceback: a defect, or a transient failure that ran out of retries.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ def is_expected(exc: BaseException | None) -> bool:
 
 
 class ExpectedEnds(logging.Filter):
-    """Drops the engine's repeat of an expected end; makes other records of one a traceback-free
-    warning."""
+    """Drops the engine's repeat of an expected end.
+
+    It makes other records of one a traceback-free warning.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None

@@ -32,8 +32,10 @@ GRID_METRICS = (
 
 
 def grid_points(strategy: str, grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    """Every combination of the grid, each checked by the strategy's Params in its host (clear error
-    if not)."""
+    """Every combination of the grid, each checked by the strategy's Params in its host.
+
+    A combination that fails the check is a clear error.
+    """
     empty = [name for name, values in grid.items() if not values]
     if empty:
         raise OomrlError(f"grid values for {', '.join(empty)} are empty")

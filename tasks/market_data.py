@@ -1,5 +1,7 @@
-"""Prefect tasks for market data: per-symbol fetch (retries with backoff and jitter, cached),
-reference data, batch store."""
+"""Prefect tasks for market data: per-symbol fetch, reference data, batch store.
+
+The fetch retries with backoff and jitter, and is cached.
+"""
 
 from __future__ import annotations
 
@@ -62,15 +64,18 @@ def fetch_symbol_bars(source: str, symbol: str, start: date, end: date) -> pd.Da
     return domain.fetch_bars(source_for(source), symbol, start, end)
 
 
-# An offline source reads local files: no network to retry, and one task run per symbol would be
-# hundreds of task runs (each a few API writes) per ingest, which a SQLite Prefect server
-# serialises.
+# An offline source reads local files: there is no network to retry.
+# One task run per symbol would be hundreds of task runs per ingest.
+# Each is a few API writes.
+# A SQLite Prefect server serialises them.
 @task(name="fetch-offline-bars", cache_policy=NO_CACHE, persist_result=False)
 def fetch_offline_bars(
     source: str, symbols: list[str], start: date, end: date
 ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-    """Every symbol's bars from an offline source, in one task: the frames, and why a symbol
-    failed."""
+    """Every symbol's bars from an offline source, in one task.
+
+    Returns the frames, and why a symbol failed.
+    """
     frames: dict[str, pd.DataFrame] = {}
     failures: dict[str, str] = {}
     for symbol in symbols:
@@ -81,8 +86,8 @@ def fetch_offline_bars(
     return frames, failures
 
 
-# The writing tasks take the flow's open store transaction and are never cached: a cached result
-# would skip its write in a retried flow run's new transaction.
+# The writing tasks take the flow's open store transaction and are never cached.
+# A cached result would skip its write in a retried flow run's new transaction.
 @task(
     name="load-reference-data",
     retries=FETCH_RETRIES,
@@ -103,6 +108,8 @@ def load_reference_data(
 def validate_and_store(
     frames: list[pd.DataFrame], store: MarketStore
 ) -> tuple[int, int, pd.DataFrame]:
-    """Validate a batch of bar frames and stage the valid rows: (rows in, rows added,
-    quarantined)."""
+    """Validate a batch of bar frames and stage the valid rows.
+
+    Returns (rows in, rows added, quarantined).
+    """
     return domain.store_batch(frames, store)

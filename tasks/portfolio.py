@@ -24,8 +24,10 @@ SHOWN_NAV_ROWS = 10
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
 def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> dict[str, str]:
-    """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum"); an
-    account without one starts on v1 (unless this is a dry run, which changes nothing)."""
+    """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum").
+
+    An account without one starts on v1. A dry run is the exception: it changes nothing.
+    """
     from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger
     from oomrl.trading import resolve_strategy
     from oomrl.versions import StrategyVersions, start_on_v1
@@ -76,8 +78,10 @@ def rebalance_account(
 def publish_rebalance_artifacts(
     result: dict[str, Any], home: str | None = None, version_label: str | None = None
 ) -> None:
-    """Orders and fills as table artifacts (rounded, units in the headers); the recent NAV as
-    markdown."""
+    """Orders and fills as table artifacts (rounded, units in the headers).
+
+    The recent NAV goes as markdown.
+    """
     from oomrl.portfolio.service import open_ledger
 
     summary = result["summary"]

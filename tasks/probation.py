@@ -74,8 +74,10 @@ def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
 
 
 class ProbationReview(RunInput):
-    """A person's answer on a challenger in the Prefect UI: promote it now, retire it now, or keep
-    it on probation."""
+    """A person's answer on a challenger in the Prefect UI.
+
+    Promote it now, retire it now, or keep it on probation.
+    """
 
     decision: Literal["keep", "promote", "retire"] = Field(
         "keep",
@@ -91,8 +93,10 @@ class ProbationReview(RunInput):
 
     @classmethod
     def showing(cls, evidence: str) -> type[ProbationReview]:
-        """The form with the evidence as its description (a subclass: the fields keep titles and
-        descriptions)."""
+        """The form with the evidence as its description.
+
+        It is a subclass, so the fields keep titles and descriptions.
+        """
         model = pydantic.create_model(cls.__name__, __base__=cls)
         model._description = evidence
         return model
@@ -106,8 +110,10 @@ class ProbationReview(RunInput):
     retry_condition_fn=unless_refused,
 )
 def probation_evidence(account: str, tag: str | None, home: str | None = None) -> tuple[str, str]:
-    """The challenger's tag and its forward evidence so far as markdown (published as the
-    probation's artifact)."""
+    """The challenger's tag and its forward evidence so far, as markdown.
+
+    It is published as the probation's artifact.
+    """
     from oomrl.probation import current
 
     _, probation, found = current(settings_for(home), account, tag)
@@ -143,8 +149,10 @@ def decide_early(
 
 
 def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None:
-    """The champion and challenger side by side, one artifact per probation (its latest is the
-    current)."""
+    """The champion and challenger side by side, one artifact per probation.
+
+    Its latest is the current one.
+    """
     key = f"probation-{account}-{tag}".lower().replace("_", "-").replace(".", "-")
     create_markdown_artifact(
         markdown=markdown, key=key[:100], description=f"probation of {tag} on {account}: {status}"
@@ -154,8 +162,8 @@ def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None
 def emit_decision(summary: dict[str, Any], autopsy: Autopsy | None) -> str | None:
     """`oomrl.strategy.promoted` or `oomrl.strategy.retired` (with the forward autopsy) for a
     decided probation."""
-    # the label is what the repair deployment's retired-challenger trigger matches: only an event
-    # that carries a forward autopsy starts the next repair
+    # The label is what the repair deployment's retired-challenger trigger matches.
+    # Only an event that carries a forward autopsy starts the next repair.
     event = emit_event(
         event=PROMOTED_EVENT if summary["status"] == "promoted" else RETIRED_EVENT,
         resource={

@@ -1,5 +1,7 @@
-"""Prefect tasks of the repair: each domain step with retries for transient errors only, and its
-artifacts."""
+"""Prefect tasks of the repair: each domain step, and its artifacts.
+
+Each step retries for transient errors only.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +40,10 @@ def transient_only(task: Task[Any, Any], task_run: TaskRun, state: State[Any]) -
 
 
 def _step_task(name: str) -> Task[..., Any]:
-    """A task that runs one domain step; the context is in-process state, so nothing is cached."""
+    """A task that runs one domain step.
+
+    The context is in-process state, so nothing is cached.
+    """
 
     @task(
         name=f"repair-{name}",
@@ -112,9 +117,12 @@ def publish_outcome(outcome: domain.RepairOutcome) -> None:
 
 
 def publish_evidence(outcome: domain.RepairOutcome) -> None:
-    """The cross-validation table (versions × windows), the decision with the evidence chart, the
-    chart as an image; a cross-validation that could not be measured still gets its table, saying
-    why."""
+    """The cross-validation artifacts.
+
+    The table is versions × windows. The decision comes with the evidence chart. The chart also
+    goes as an image. A cross-validation that could not be measured still gets its table, saying
+    why.
+    """
     cross = outcome.cross_validation
     if cross is None:
         if outcome.step == "cross-validation":

@@ -9,8 +9,11 @@ from oomrl.errors import OomrlError
 
 
 def unless_refused(task: Any, task_run: Any, state: Any) -> bool:
-    """Retry anything but an OomrlError (halted account, bad data, invalid input): those are final
-    answers; an OomrlError marked transient (source unreachable, a ledger conflict) is retried."""
+    """Retry anything but an OomrlError (halted account, bad data, invalid input).
+
+    Those are final answers. An OomrlError marked transient is retried: source unreachable, a
+    ledger conflict.
+    """
     try:
         state.result()
     except OomrlError as exc:

@@ -1,5 +1,7 @@
-"""Tag the running flow run (kept with its existing tags): the alert behind a repair, the strategy
-version."""
+"""Tag the running flow run with the alert behind a repair and the strategy version.
+
+Its existing tags are kept.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,18 @@
 """Child-side test run: the gate's pytest plugin and the launcher that runs pytest under coverage.
 
-The gate starts `python -I -S -B /gate/childrun.py /spec.json` in a fresh sandbox that holds the
-tests and not S. The launcher imports everything it needs first (so nothing in the workspace can
-shadow it), puts only the paths the spec names on sys.path, connects `strategy_host` to the channel
-the gate handed over (S runs in its host, which imported every source module before the first
-test, in the import context), starts coverage of the test trees when asked, runs pytest with this
-module as its one extra plugin, saves the coverage data and only then writes the results file: a
-run that exits early leaves no results, which the judge rejects. The plugin records every collected
-id and outcome by node id, where a failing test failed, can reverse the order, and switches the
-coverage context at test boundaries, here and in the host (each call names the running test).
+The gate starts `python -I -S -B /gate/childrun.py /spec.json` in a fresh sandbox. The sandbox
+holds the tests and not S. The launcher works in this order.
+- It imports everything it needs first, so nothing in the workspace can shadow it.
+- It puts only the paths the spec names on sys.path.
+- It connects `strategy_host` to the channel the gate handed over. S runs in its host. The host
+  imported every source module before the first test, in the import context.
+- It starts coverage of the test trees when asked.
+- It runs pytest with this module as its one extra plugin.
+- It saves the coverage data and only then writes the results file. A run that exits early leaves
+  no results, which the judge rejects.
+The plugin records every collected id and outcome by node id, and where a failing test failed. It
+can reverse the order. It switches the coverage context at test boundaries, here and in the host.
+Each call names the running test.
 """
 
 from __future__ import annotations
@@ -85,8 +89,8 @@ class GatePlugin:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        # After the other implementations: pytest's unittest plugin only then puts a TestCase's
-        # failure (an assertEqual) into call.excinfo, which is None before it.
+        # After the other implementations. Only then has pytest's unittest plugin put a TestCase's
+        # failure (an assertEqual) into call.excinfo. It is None before.
         report = yield
         if call.excinfo is not None and call.when == "call":
             entry = self.outcomes.setdefault(item.nodeid, {})
@@ -146,9 +150,12 @@ class GatePlugin:
 
 
 def _raised_by_source(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
-    """Did S raise this (a StrategyError the client raised on the host's error answer), rather than
-    the test's own code? The deepest frame must be the client's: a test that builds and raises a
-    StrategyError itself is its own deepest frame."""
+    """Did S raise this, rather than the test's own code?
+
+    S raised it if it is a StrategyError the client raised on the host's error answer. The deepest
+    frame must be the client's. A test that builds and raises a StrategyError itself is its own
+    deepest frame.
+    """
     client = sys.modules.get("strategy_host.client")
     error_type = getattr(client, "StrategyError", None)
     if client is None or error_type is None or not excinfo.errisinstance(error_type):
@@ -159,8 +166,11 @@ def _raised_by_source(excinfo: pytest.ExceptionInfo[BaseException]) -> bool:
 
 
 def hypothesis_profile() -> None:
-    """Deterministic Hypothesis (derandomized, no database, no deadline or health checks that
-    depend on the machine's load), loaded before any test module is imported."""
+    """Deterministic Hypothesis, loaded before any test module is imported.
+
+    It is derandomized, with no database. It has no deadline or health checks that depend on the
+    machine's load.
+    """
     from hypothesis import HealthCheck, settings
 
     settings.register_profile(

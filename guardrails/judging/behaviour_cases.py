@@ -1,16 +1,15 @@
-"""Behaviour cases through the production calling convention: the parent calls a fresh strategy
-host.
+"""Behaviour cases through the production calling convention: the parent calls a fresh host.
 
-The gate (trusted) is the caller here, exactly as the engine is in production: the candidate runs
-in its own host (the jail every caller of S uses) and never sees pytest. Two calling conventions:
+The gate (trusted) is the caller here, exactly as the engine is in production. The candidate runs
+in its own host, the jail every caller of S uses. It never sees pytest. Two calling conventions:
 
-- `call`: `entry(*args, **kwargs)` with JSON arguments (a plain function of S);
-- `strategy`: as a replay decides a session: the strategy `case["strategy"]` opened with its params,
-  `target_weights` over the case's panels (rows up to `as_of` only), holdings, portfolio value and
-  members, and `rebalance_due(day, last)` for each listed pair.
+- `call`: `entry(*args, **kwargs)` with JSON arguments (a plain function of S).
+- `strategy`: as a replay decides a session. The strategy `case["strategy"]` is opened with its
+  params. `target_weights` is called over the case's panels (rows up to `as_of` only), holdings,
+  portfolio value and members. `rebalance_due(day, last)` is called for each listed pair.
 
 Every case is called `repeat` times in a row. Outputs are built from the plain data the host sent
-(decoded here): exact dicts, lists, numbers and strings, never the candidate's own objects.
+(decoded here). They are exact dicts, lists, numbers and strings, never the candidate's own objects.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ from strategy_host.client import StrategyError
 def normalise(value: Any, depth: int = 0) -> Any:
     """JSON-safe copy of a decoded output: mappings, sequences, numbers (non-finite as text), text.
 
-    Exact types only (`type(x) is ...`, never isinstance): the judge builds the plain values
-    itself from what the wire decoder made, and anything else is reported by its type name."""
+    Exact types only (`type(x) is ...`, never isinstance). The judge builds the plain values
+    itself from what the wire decoder made. Anything else is reported by its type name.
+    """
     if depth > 20:
         return "<too deep>"
     kind = type(value)

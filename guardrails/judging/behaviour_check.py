@@ -1,10 +1,10 @@
 """Behaviour judged outside pytest: held-out inputs through the production calling convention.
 
-The inputs live in the held-out folder (`<holdout>/<inputs>`, a JSON object with a `cases`
-list), so the agent never sees them. The cases run in a fresh strategy host with the gate as the
-caller, exactly as production calls S (S never shares a process with pytest, so there is no second
-"under pytest" run to compare). The trusted parent compares the outputs with the expected values
-when a case has them (never shown to the candidate) and checks the declared properties.
+The inputs live in the held-out folder (`<holdout>/<inputs>`, a JSON object with a `cases` list).
+So the agent never sees them. The cases run in a fresh strategy host. The gate is the caller,
+exactly as production calls S. S never shares a process with pytest. So there is no second "under
+pytest" run to compare. The trusted parent compares the outputs with the expected values when a
+case has them. Those are never shown to the candidate. It also checks the declared properties.
 """
 
 from __future__ import annotations

@@ -46,8 +46,10 @@ def collected_count(root: Path, trees: tuple[str, ...]) -> int:
 
 
 def superseded_names(node_ids: Iterable[str]) -> dict[str, frozenset[str]]:
-    """The approved mandate's superseded tests as file -> qualified names ('TestY.test_z');
-    GateSetupError naming an id that is not a test's node id."""
+    """The approved mandate's superseded tests as file -> qualified names ('TestY.test_z').
+
+    GateSetupError names an id that is not a test's node id.
+    """
     found: dict[str, set[str]] = {}
     for node_id in node_ids:
         match = NODE_ID.fullmatch(node_id.strip())
@@ -67,9 +69,11 @@ def content_violations(
     changed: list[str],
     superseded: Mapping[str, frozenset[str]] | None = None,
 ) -> list[Violation]:
-    """Capability sanitizer on changed S files (code-patch); test discipline on changed T files
-    (`superseded`, red mode only: the old tests the approved mandate names, judged as red tests
-    when changed instead of by tests.weakened)."""
+    """Capability sanitizer on changed S files (code-patch); test discipline on changed T files.
+
+    `superseded` is for red mode only. It holds the old tests the approved mandate names. When
+    changed, they are judged as red tests instead of by tests.weakened.
+    """
     found: list[Violation] = []
     policy = Policy.for_contract(contract, phase)
     for path in changed:
@@ -151,8 +155,10 @@ def new_test_ids(
 def superseded_ids(
     contract: GuardContract, new_ids: list[str], superseded: Mapping[str, frozenset[str]]
 ) -> list[str]:
-    """The changed tests among `new_ids` that existed before the patch and that the approved
-    mandate names (red mode judges them as red tests)."""
+    """The changed tests among `new_ids` that existed before the patch and the mandate names.
+
+    The mandate is the approved one. Red mode judges these as red tests.
+    """
     old = {
         path: _test_definitions(read_bytes(contract.root / path))
         for path in {nodeid.split("::", 1)[0] for nodeid in new_ids}
@@ -202,8 +208,10 @@ def outcome_violations(
     expect: str | None,
     preexisting: frozenset[str] = frozenset(),
 ) -> list[Violation]:
-    """Every test passes (new tests fail by assertion under --expect red), nothing skipped;
-    unchanged tests that already failed before the patch (`preexisting`) are not blamed on it."""
+    """Every test passes, nothing skipped; under --expect red, new tests fail by assertion.
+
+    Unchanged tests that already failed before the patch (`preexisting`) are not blamed on it.
+    """
     found: list[Violation] = []
     red = expect == "red"
     if red and not new_ids and suite.collected:

@@ -1,11 +1,11 @@
 """Mutation check for green test-gen: the new tests must kill simple mutants of the code they run.
 
-Each mutant is a copy of the workspace (hard links, the mutated file rewritten) bound at the same
-/workspace path as the original run, in a fresh sandbox, running the same whole suite in the same
-order: nothing in the run tells it from the original. A mutant counts as killed only when one of
-the new tests, which passed on the original, fails by an assertion or by an exception raised from
-S's code (reported by the host, raised by its client); an exception of the test's own code does
-not count.
+Each mutant is a copy of the workspace: hard links, the mutated file rewritten. It is bound at the
+same /workspace path as the original run, in a fresh sandbox. It runs the same whole suite in the
+same order. Nothing in the run tells it from the original. A mutant counts as killed only when one
+of the new tests fails. The test must have passed on the original. It must fail by an assertion,
+or by an exception raised from S's code. The host reports such an exception; its client raises it.
+An exception of the test's own code does not count.
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ def variant_workspace(gate: GateState, name: str, texts: dict[str, str]) -> Path
 
 
 def killed(suite: SuiteResult, new_ids: list[str], original: SuiteResult) -> bool:
-    """A new test that passed on the original fails here by an assertion or by an exception S
-    raised (the mutant broke S); an error in the test's own code kills nothing."""
+    """A new test that passed on the original fails here, and the failure is S's.
+
+    It fails by an assertion or by an exception S raised. Then the mutant broke S. An error in the
+    test's own code kills nothing.
+    """
     return any(
         original.outcome(n) == "passed"
         and suite.outcome(n) == "failed"

@@ -1,8 +1,8 @@
 """Every phase re-checks all of T for pytest hooks and forbidden capabilities, not only the patch.
 
-The diff-based rules (`testquality.scan_tests`) judge what a patch changes; a hook or a capability
-planted in an earlier tree would otherwise stay unseen when a later patch (a code patch included)
-comes, and run in every test process from then on.
+The diff-based rules (`testquality.scan_tests`) judge what a patch changes. Take a hook or a
+capability planted in an earlier tree. A later patch, a code patch included, would not show it. It
+would then run in every test process from then on.
 """
 
 from __future__ import annotations
@@ -48,7 +48,10 @@ def recheck_file(
 
 
 def recheck_tests(contract: GuardContract, ws: Path) -> list[Violation]:
-    """All of T as it stands after the patch (every .py file below the contract's test trees)."""
+    """All of T as it stands after the patch.
+
+    That is every .py file below the contract's test trees.
+    """
     policy = Policy.for_contract(contract, "test-gen")
     found: list[Violation] = []
     for tree in contract.tests:

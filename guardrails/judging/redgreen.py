@@ -1,13 +1,16 @@
 """Red tests must fail by an assertion about values S returns, not by any assertion at all.
 
 The gate's plugin records where each failing test failed (the deepest frame in the test files).
-The statement there must assert on S's output: it calls S, or names a value computed from a call
-into S (assigned in the test, or given by a fixture of the same file or of a conftest.py above it),
-or it sits in a helper that asserts on its arguments, or it is a `pytest.raises` block around a
-call into S ("DID NOT RAISE"). An `assert` is judged by its condition (not its message), and each
-part of a top-level `and` must involve S's value, so a docstring phrase cannot ride along with a
-call into S. Dunder attributes (`__doc__`, `__class__`...) and the opened strategy's own
-attributes (`name`, `params`, `handle`: what the test asked for, not what S computes) carry nothing.
+The statement there must assert on S's output. One of these must hold:
+- it calls S.
+- it names a value computed from a call into S. The test assigns the value. Or a fixture gives
+  it, from the same file or from a conftest.py above it.
+- it sits in a helper that asserts on its arguments.
+- it is a `pytest.raises` block around a call into S ("DID NOT RAISE").
+An `assert` is judged by its condition, not its message. Each part of a top-level `and` must
+involve S's value. So a docstring phrase cannot ride along with a call into S. Dunder attributes
+(`__doc__`, `__class__`...) carry nothing. Nor do the opened strategy's own attributes: `name`,
+`params`, `handle`. They are what the test asked for, not what S computes.
 """
 
 from __future__ import annotations
@@ -67,8 +70,10 @@ class SourceValues:
         }
 
     def _opaque(self, node: ast.AST) -> bool:
-        """An attribute that says nothing about what S computes: a dunder, or the opened
-        strategy's own name, params or handle."""
+        """An attribute that says nothing about what S computes.
+
+        That is a dunder, or the opened strategy's own name, params or handle.
+        """
         if not isinstance(node, ast.Attribute):
             return False
         if node.attr.startswith("__") and node.attr.endswith("__"):
@@ -90,8 +95,11 @@ class SourceValues:
         return under(self.imports.get(name, ""), self.packages) is not None
 
     def calls_source(self, node: ast.AST, tainted: set[str]) -> bool:
-        """True when `node` calls into S (directly or through a helper of the module that returns
-        S's values, as `def weights(...): return call(...)`) or reads a value computed by S."""
+        """True when `node` calls into S or reads a value computed by S.
+
+        It may call S directly. Or it may call a helper of the module that returns S's values.
+        An example is `def weights(...): return call(...)`.
+        """
         for child in self._walk(node):
             if isinstance(child, ast.Name) and (child.id in tainted or self.from_source(child.id)):
                 return True

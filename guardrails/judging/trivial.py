@@ -1,16 +1,19 @@
 """Red tests must also fail on trivial candidates the gate writes itself, served in place of S.
 
-Each candidate is a copy of the workspace whose source modules end with a few lines the gate
-appends: every public function the module defines, and every public method of a class it defines (a
-strategy's `target_weights`), is wrapped so that a weights answer (a dict of names to numbers) is
-replaced by a trivial one built from it: no weights, equal weights over the universe (the names of
-the answer, of the scores or holdings it was given and of a MarketView's symbols; not where today's
-answer already holds every name, as when the mandate's slots outnumber the names), or all weight on
-one name (the first, and in a second candidate the last, name in sorted order). Other answers pass
-through. A new red test that passes on a candidate encodes nothing that candidate lacks:
-`redgreen.trivial`. One-name candidates come in pairs and a test is refused only when it passes on
-both, so a test that wants one named stock is not refused for the name it wants. Today's output
-unchanged is the current S, on which red tests must already fail.
+Each candidate is a copy of the workspace. Its source modules end with a few lines the gate
+appends. They wrap every public function the module defines. They wrap every public method of a
+class it defines, such as a strategy's `target_weights`. A weights answer is a dict of names to
+numbers. Each candidate replaces it by one trivial answer built from it.
+- No weights.
+- Equal weights over the universe. The universe is the names of the answer. It also takes the
+  names of the scores or holdings it was given, and a MarketView's symbols. This candidate is
+  skipped where today's answer already holds every name. That happens when the mandate's slots
+  outnumber the names.
+- All weight on one name: the first name in sorted order. A second candidate takes the last.
+Other answers pass through. A new red test that passes on a candidate encodes nothing that
+candidate lacks: `redgreen.trivial`. One-name candidates come in pairs. A test is refused only when
+it passes on both. So a test that wants one named stock is not refused for the name it wants.
+Today's output unchanged is the current S, on which red tests must already fail.
 """
 
 from __future__ import annotations

@@ -117,8 +117,10 @@ def _locate(lines: list[str], old: list[str], expected: int, header: str) -> int
 
 
 def _apply_hunks(doc: _Doc, hunks: list[Hunk]) -> list[str]:
-    """Apply hunks in order to `doc`; return one failure message per hunk that could not be
-    placed."""
+    """Apply hunks in order to `doc`.
+
+    Return one failure message per hunk that could not be placed.
+    """
     failures: list[str] = []
     shift = 0  # net lines added by placed hunks plus the drift of the last placement
     for hunk in hunks:
@@ -184,7 +186,8 @@ def _safe_path(root: Path, rel: str) -> Path:
                 f"{current.relative_to(root)} is a symbolic link; the gate never "
                 "writes through links"
             )
-    # the whole path, also when its folders do not exist yet (a new file in a new folder)
+    # The whole path, also when its folders do not exist yet.
+    # That is a new file in a new folder.
     return root.joinpath(*parts)
 
 

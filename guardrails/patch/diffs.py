@@ -1,5 +1,7 @@
-"""The diff gate: parse an agent's patch strictly, check every path against the phase's scope, apply
-it."""
+"""The diff gate: parse an agent's patch strictly, check every path's scope, apply it.
+
+Each path is checked against the phase's scope.
+"""
 
 from __future__ import annotations
 
@@ -48,9 +50,11 @@ FORBIDDEN_NAMES = frozenset(
 FORBIDDEN_SUFFIXES = (".pth", ".pyc", ".pyo", ".so", ".pyd")
 FORBIDDEN_DIRS = frozenset({"__pycache__", ".git", ".pytest_cache", ".hypothesis", ".venv"})
 _TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
-# Files a test-gen patch may add to T besides Python: data read by the tests, never run as code.
+# Files a test-gen patch may add to T besides Python.
+# They are data read by the tests, never run as code.
 DATA_SUFFIXES = (".json", ".csv", ".tsv", ".txt", ".yaml", ".yml", ".md")
-# Top-level modules a new file in T must not shadow (pytest puts test folders first on sys.path).
+# Top-level modules a new file in T must not shadow.
+# pytest puts test folders first on sys.path.
 SHADOWED = frozenset(sys.stdlib_module_names) | {
     "pytest",
     "_pytest",
@@ -295,8 +299,10 @@ def check_patch(
     phase: str,
     limits: PatchLimits | None = None,
 ) -> list[Violation]:
-    """Every rule of the diff gate on parsed entries; an empty list means the patch may be
-    applied."""
+    """Every rule of the diff gate on parsed entries.
+
+    An empty list means the patch may be applied.
+    """
     limits = limits or PatchLimits()
     found: list[Violation] = []
     size = sum(c.size for c in changes)

@@ -41,8 +41,10 @@ _BINARY_MARKERS = ("GIT binary patch", "Binary files ")
 
 @dataclass
 class FileChange:
-    """One file entry of a patch: normalized names (a/ and b/ stripped, None for /dev/null) and
-    flags."""
+    """One file entry of a patch: normalized names and flags.
+
+    a/ and b/ are stripped; /dev/null is None.
+    """
 
     patched: PatchedFile
     raw_source: str
@@ -135,7 +137,10 @@ def _header_item(line: str) -> tuple[str, str]:
 
 
 def _counted_length(lines: list[str], i: int, old_left: int, new_left: int) -> int | None:
-    """Length of the hunk at lines[i] if its body matches the header's counts exactly, else None."""
+    """Length of the hunk at lines[i] if its body matches the header's counts exactly.
+
+    Else None.
+    """
     j = i + 1
     while old_left or new_left:
         kind = lines[j][:1] if j < len(lines) else "?"
@@ -166,7 +171,9 @@ def _boundary(lines: list[str], j: int) -> bool:
 
 def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
     """Count a hunk whose header numbers are wrong (a common LLM slip) and rewrite its header.
-    The body runs to the next hunk or entry; blank lines before that boundary are separators."""
+
+    The body runs to the next hunk or entry. Blank lines before that boundary are separators.
+    """
     j, old, new = i + 1, 0, 0
     while j < len(lines) and not _boundary(lines, j):
         kind = lines[j][:1]
@@ -198,8 +205,11 @@ def _recount(lines: list[str], i: int, header: re.Match[str]) -> int:
 
 
 def _hunk_length(lines: list[str], i: int) -> int:
-    """Number of lines of the hunk whose header is lines[i] (header and trailing markers included);
-    wrong header counts are repaired by recounting the body."""
+    """Number of lines of the hunk whose header is lines[i].
+
+    Header and trailing markers are included. Wrong header counts are repaired by recounting the
+    body.
+    """
     match = _HUNK_HEADER.match(lines[i])
     if match is None:
         raise PatchError(f"line {i + 1}: malformed hunk header {lines[i]!r}")
@@ -278,7 +288,10 @@ def _names_of(entry: _Entry, patched: PatchedFile | None) -> tuple[str, str]:
 
 
 def parse_patch(text: str) -> list[FileChange]:
-    """Parse a unified diff strictly; raise PatchError on any text that is not part of an entry."""
+    """Parse a unified diff strictly.
+
+    Raise PatchError on any text that is not part of an entry.
+    """
     if len(text) > MAX_PATCH_CHARS:
         raise PatchError(
             f"the patch has {len(text)} characters; at most {MAX_PATCH_CHARS} are read"

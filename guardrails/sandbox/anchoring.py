@@ -64,8 +64,10 @@ def _skipped(name: str) -> bool:
 
 
 def scratch_copy(source: Path, target: Path) -> None:
-    """Copy a workspace without VCS data, caches or special files (sockets, fifos, devices);
-    symlinks leaving the workspace are dropped."""
+    """Copy a workspace without VCS data, caches or special files (sockets, fifos, devices).
+
+    Symlinks leaving the workspace are dropped.
+    """
     root = source.resolve()
 
     def ignore(folder: str, names: list[str]) -> set[str]:

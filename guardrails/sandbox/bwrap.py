@@ -1,13 +1,18 @@
 """The bubblewrap sandbox: each locked run in a fresh minimal root, as an unprivileged host uid.
 
-The root holds only the interpreter, the C libraries it links, the installed packages (read-only)
-and the binds the run names (its workspace copy, the gate's files, its own results folder); /tmp
-and /dev/shm are fresh tmpfs; pid, ipc, net, uts, cgroup and user namespaces are new and no
-further user namespace can be made. Started by root, the chain is
-`unshare --mount` (a private mount table) -> bind every source onto a stage folder the sandbox
-uid may traverse -> `setpriv` to that uid with no capabilities -> `prlimit` -> `bwrap`. So the
-host kernel sees an ordinary unprivileged uid: files readable only by root stay unreadable even
-inside a bind, and the gate's own folders can stay private (0700) on the host.
+The root holds only the interpreter, the C libraries it links and the installed packages
+(read-only). It holds the binds the run names: its workspace copy, the gate's files, its results
+folder. /tmp and /dev/shm are fresh tmpfs. pid, ipc, net, uts, cgroup and user namespaces
+are new. No further user namespace can be made.
+
+Started by root, the chain has five links:
+1. `unshare --mount`: a private mount table.
+2. Bind every source onto a stage folder the sandbox uid may traverse.
+3. `setpriv` to that uid with no capabilities.
+4. `prlimit`.
+5. `bwrap`.
+So the host kernel sees an ordinary unprivileged uid. Files readable only by root stay unreadable
+even inside a bind. The gate's own folders can stay private (0700) on the host.
 """
 
 from __future__ import annotations
@@ -168,8 +173,8 @@ class BwrapLock(RoLock):
             else f"mount --bind -- {shlex.quote(str(b.host))} {shlex.quote(str(p))}"
             for p, b in zip(points, every, strict=True)
         ]
-        # a writable bind's tmpfs back into its host folder once the run is over (links kept as
-        # links)
+        # A writable bind's tmpfs back into its host folder once the run is over.
+        # Links are kept as links.
         back = [
             f"cp -R -P -- {shlex.quote(str(p))}/. {shlex.quote(str(b.host))}/ || rc=1"
             for p, b in zip(points, every, strict=True)
@@ -235,8 +240,10 @@ def _tool(name: str) -> str:
 
 
 def _remove_stage(stage: Path, points: list[Path]) -> None:
-    """Remove the stage one mount point at a time, never recursively: if a bind were still
-    mounted there, rmdir fails on it instead of deleting what it shows."""
+    """Remove the stage one mount point at a time, never recursively.
+
+    If a bind were still mounted there, rmdir fails on it instead of deleting what it shows.
+    """
     for point in [*points, stage / OWNER_NOTE]:
         with contextlib.suppress(OSError):
             point.rmdir() if point.is_dir() else point.unlink()

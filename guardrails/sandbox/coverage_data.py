@@ -1,10 +1,10 @@
 """Coverage as the judge reads it: the gate's own rcfile and exclusions, data mapped to host paths.
 
-The child measures with `RCFILE` (branch coverage, no pragma honoured, nothing excluded: no
-workspace file can extend it); the judge leaves out only the exact AST forms of `exact_exclusions`;
-the gate's plugin switches the coverage context itself: "" while modules are imported and tests
-collected, the test's node id while it runs, "session" in between. So "ran only at import time"
-comes from the gate's own context switching, which code under test cannot reach.
+The child measures with `RCFILE`: branch coverage, no pragma honoured, nothing excluded. No
+workspace file can extend it. The judge leaves out only the exact AST forms of `exact_exclusions`.
+The gate's plugin switches the coverage context itself. It is "" while modules are imported and
+tests collected. It is the test's node id while a test runs, and "session" in between. So "ran
+only at import time" comes from the gate's own context switching. Code under test cannot reach it.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import coverage
 from coverage.sqldata import CoverageData
 
 IMPORT_CONTEXT, SESSION_CONTEXT = "", "session"
-# coverage.py excludes by regular expression only (`exclude_lines`, a pattern matched against any
-# line's text), so a pattern such as `raise NotImplementedError` also excluded an untested wrong
-# branch anywhere in a function. The rcfile therefore excludes nothing (its only pattern matches no
-# line, which also switches off coverage's default `# pragma: no cover`), and the gate computes the
-# exact excluded lines itself from the AST (`exact_exclusions`) and leaves them out of the measured
-# data when it judges (CoverageReader), per file, line by line.
+# coverage.py excludes by regular expression only (`exclude_lines`, matched against any line's
+# text). Take a pattern such as `raise NotImplementedError`. It also excluded an untested wrong
+# branch anywhere in a function. The rcfile therefore excludes nothing. Its only pattern matches no
+# line. That also switches off coverage's default `# pragma: no cover`. The gate computes the exact
+# excluded lines itself from the AST (`exact_exclusions`). When it judges (CoverageReader), it
+# leaves them out of the measured data, per file, line by line.
 NEVER = "oomrl-gate-never-4b1d"
 RCFILE = f"""[run]
 branch = True
@@ -41,12 +41,17 @@ _STUB_DECORATORS = {
 
 
 def exact_exclusions(text: str) -> set[int]:
-    """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage"): module-level `if
-    TYPE_CHECKING:` of imports, module-level `if __name__ == "__main__":`, the handler of a
-    module-level `try:` of imports with one bare `except ImportError:` (or ModuleNotFoundError)
-    holding imports or `name = constant / other name`, the `raise NotImplementedError` that is the
-    whole body of a method (abstract), the `...` that is the whole body of an `@overload`, an
-    `@abstractmethod` or a Protocol's method; and version branches never taken."""
+    """The gate's own exclusions, exact AST forms only (docs/gate.md "Coverage").
+
+    - module-level `if TYPE_CHECKING:` of imports.
+    - module-level `if __name__ == "__main__":`.
+    - the handler of a module-level `try:` of imports. It is one bare `except ImportError:` (or
+      ModuleNotFoundError). It holds imports or `name = constant / other name`.
+    - the `raise NotImplementedError` that is the whole body of a method (abstract).
+    - the `...` that is the whole body of an `@overload`, an `@abstractmethod` or a Protocol's
+      method.
+    - version branches never taken.
+    """
     tree = ast.parse(text)
     rebound = {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
@@ -111,9 +116,11 @@ def _only_imports(body: list[ast.stmt]) -> bool:
 
 
 def _compat_try(node: ast.Try) -> bool:
-    """`try:` imports, then one bare `except ImportError:` whose fallback only imports or binds
-    constants or names (`fsum = sum`; the sanitizer checks the guarded imports resolve, so the
-    fallback never runs)."""
+    """`try:` imports, then one bare `except ImportError:`.
+
+    Its fallback only imports or binds constants or names (`fsum = sum`). The sanitizer checks the
+    guarded imports resolve, so the fallback never runs.
+    """
     if node.orelse or node.finalbody or len(node.handlers) != 1 or not _only_imports(node.body):
         return False
     handler = node.handlers[0]
@@ -136,8 +143,11 @@ def _compat_try(node: ast.Try) -> bool:
 def _stub_lines(
     function: ast.FunctionDef | ast.AsyncFunctionDef, protocol: bool | None
 ) -> set[int]:
-    """The whole body of a stub: `...` of an overload, abstract or Protocol method; the bare
-    `raise NotImplementedError` of a method (`protocol` None: not a method). Nothing else."""
+    """The whole body of a stub. Nothing else.
+
+    That is `...` of an overload, abstract or Protocol method. Or it is the bare `raise
+    NotImplementedError` of a method (`protocol` None: not a method).
+    """
     body = function.body
     if (
         len(body) == 2
@@ -172,8 +182,11 @@ def _stub_lines(
 
 
 def function_body_lines(text: str) -> set[int]:
-    """Lines inside function bodies: they must run under a test, not only at import time (a body
-    on the `def` line itself, as in `def f(x: int) -> int: ...` stubs, runs with the `def`)."""
+    """Lines inside function bodies: they must run under a test, not only at import time.
+
+    A body on the `def` line itself runs with the `def`. Stubs such as
+    `def f(x: int) -> int: ...` are like that.
+    """
     lines: set[int] = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -183,8 +196,10 @@ def function_body_lines(text: str) -> set[int]:
 
 
 def version_dead_lines(text: str) -> set[int]:
-    """Lines of module-level `if sys.version_info <op> (x, y):` branches this interpreter never
-    takes (the other branch of a version-compatibility import)."""
+    """Lines of module-level `if sys.version_info <op> (x, y):` branches never taken here.
+
+    That is the other branch of a version-compatibility import.
+    """
     dead: set[int] = set()
     for node in ast.parse(text).body:
         if isinstance(node, ast.If) and _version_test(node.test) is not None:
@@ -220,8 +235,10 @@ def _version_test(test: ast.expr) -> bool | None:
 
 
 def map_data(data_file: Path, target: Path, inside: str, host: Path) -> Path:
-    """Add the child's data to `target` (joined with what it holds), its paths below `inside`
-    rewritten below `host`."""
+    """Add the child's data to `target`, joined with what it holds.
+
+    Its paths below `inside` are rewritten below `host`.
+    """
     source = CoverageData(basename=str(data_file), read_only=True)
     source.read()
     prefix = inside.rstrip("/") + "/"
@@ -254,8 +271,10 @@ class CoverageReader:
         return self._excluded[path]
 
     def branch_percent(self, files: list[Path], dead: dict[Path, set[int]] | None = None) -> float:
-        """Branch coverage over `files` (never-imported files count as not covered at all),
-        leaving out the gate's exclusions and the `dead` lines (version branches never taken)."""
+        """Branch coverage over `files`; never-imported files count as not covered at all.
+
+        It leaves out the gate's exclusions and the `dead` lines (version branches never taken).
+        """
         if not files:
             return 100.0
         done = total = 0

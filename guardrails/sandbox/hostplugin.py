@@ -1,12 +1,11 @@
-"""pytest plugin: tests of a workspace reach its strategies through a jailed host, outside the gate
-too.
+"""pytest plugin: a workspace's tests reach its strategies through a jailed host, outside the gate.
 
-`python -m pytest -p guardrails.sandbox.hostplugin tests/strategies` (the project's own suite loads
-it from tests/conftest.py): the first call through `strategy_host` starts one host for the workspace
-at the rootdir (override with `--strategy-workspace DIR`), in the jail the gate uses
-(`--strategy-lock hash-only` to run without one). When pytest-cov measures the run, the host
-measures S too and its data joins pytest-cov's before the report (a `.coverage.strategyhost.*` file
-next to its data file).
+Run it as `python -m pytest -p guardrails.sandbox.hostplugin tests/strategies`. The project's own
+suite loads it from tests/conftest.py. The first call through `strategy_host` starts one host for
+the workspace at the rootdir. Override that with `--strategy-workspace DIR`. The host runs in the
+jail the gate uses; `--strategy-lock hash-only` runs without one. When pytest-cov measures the run,
+the host measures S too. Its data joins pytest-cov's before the report. It is a
+`.coverage.strategyhost.*` file next to its data file.
 """
 
 from __future__ import annotations

@@ -16,16 +16,19 @@ from guardrails.errors import GateSetupError
 from guardrails.settings import GateSettings
 
 MIB = 1024 * 1024
-# Size limits of every place a run can write (docs/gate.md "Limits"): its /tmp (HOME, pytest's
-# tmp_path) and /dev/shm are tmpfs of a fixed size (bwrap `--size`, since 0.5; docker's tmpfs
-# `size=`), a writable bind (a run's results) is a tmpfs of its own copied back to the host folder
-# when the run ends (bwrap: as root; docker: a tmpfs volume read back as an archive), and no file
-# may grow past FILE_BYTES (RLIMIT_FSIZE). A write past any of them fails (ENOSPC, EFBIG) inside
-# the sandbox; the host's disk never sees more.
+# Size limits of every place a run can write (docs/gate.md "Limits").
+# Its /tmp (HOME, pytest's tmp_path) and /dev/shm are tmpfs of a fixed size.
+# That is bwrap `--size` (since 0.5), or docker's tmpfs `size=`.
+# A writable bind (a run's results) is a tmpfs of its own. It is copied back to the host folder when
+# the run ends. bwrap copies as root; docker reads a tmpfs volume back as an archive.
+# No file may grow past FILE_BYTES (RLIMIT_FSIZE).
+# A write past any of them fails (ENOSPC, EFBIG) inside the sandbox.
+# The host's disk never sees more.
 TMP_BYTES, SHM_BYTES, WRITABLE_BYTES, FILE_BYTES = 512 * MIB, 64 * MIB, 128 * MIB, 128 * MIB
 
-# The environment of every locked process, pytest or not: nothing in it tells a test run from the
-# behaviour run (HOME and TMPDIR are the sandbox's fresh /tmp).
+# The environment of every locked process, pytest or not.
+# Nothing in it tells a test run from the behaviour run.
+# HOME and TMPDIR are the sandbox's fresh /tmp.
 RUN_ENV = {
     "PATH": "/usr/bin:/bin",
     "HOME": "/tmp",
@@ -62,7 +65,7 @@ class RunResult:
 
 @dataclass
 class Prepared:
-    """A locked command ready to start: argv, environment, cwd, and what to undo after it ends."""
+    """A locked command ready to start: argv, environment, cwd, what to undo after it ends."""
 
     argv: list[str]
     env: dict[str, str]
@@ -221,9 +224,11 @@ class DockerLock(RoLock):
         memory_mb: int,
         volumes: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        """Arguments of `containers.run`: interpreter, packages and binds, nothing else; every place
-        the run can write has a size (`volumes`: the tmpfs volume standing in for each writable
-        bind, by its inside path)."""
+        """Arguments of `containers.run`: interpreter, packages and binds, nothing else.
+
+        Every place the run can write has a size. `volumes` maps each writable bind's inside path to
+        the tmpfs volume standing in for it.
+        """
         from docker.types import Ulimit
 
         mounts = {
@@ -279,9 +284,12 @@ class DockerLock(RoLock):
         }
 
     def _copy_back(self, container: Any, bind: Bind) -> None:
-        """What the run wrote to a writable bind, into its host folder: the volume read as a tar
-        archive, unpacked with tarfile's `data` filter (no absolute paths, no way out of the folder,
-        no devices; links stay links inside it, one pointing out is left behind)."""
+        """What the run wrote to a writable bind, into its host folder.
+
+        The volume is read as a tar archive. It is unpacked with tarfile's `data` filter. So there
+        are no absolute paths, no way out of the folder, no devices. Links stay links inside it.
+        One pointing out is left behind.
+        """
         import tarfile
         import tempfile
 
@@ -353,8 +361,11 @@ class DockerLock(RoLock):
 
 
 def _kept(member: Any, path: str) -> Any:
-    """tarfile's `data` filter, skipping (not failing on) a member it refuses: a link out of the
-    folder the run made is left behind, as nothing outside the folder is the run's to write."""
+    """tarfile's `data` filter, skipping (not failing on) a member it refuses.
+
+    A link out of the folder the run made is left behind. Nothing outside the folder is the run's
+    to write.
+    """
     import tarfile
 
     try:

@@ -1,12 +1,15 @@
 """Locked runs: each pytest run in a fresh sandbox, S in a strategy host of its own, fresh results.
 
-A run is two jails. The test process binds only the tests of its workspace copy under /workspace
-(read-only; S is physically absent), the gate's files at /gate (the `strategy_host` client among
-them), its own spec at /spec.json, a results folder made empty for it alone at /results, and for
-the held-out run only the held-out tests at /heldout. S runs in a strategy host (the jail every
-caller of S uses), which measures S's coverage; the parent relays the test process's requests to it
-and reads the host's coverage when the tests are done. The judge reads the results once, after
-the processes are gone, and removes them; a run that wrote none is rejected.
+A run is two jails. The test process binds only these five.
+- the tests of its workspace copy under /workspace (read-only; S is physically absent).
+- the gate's files at /gate (the `strategy_host` client among them).
+- its own spec at /spec.json.
+- a results folder made empty for it alone at /results.
+- for the held-out run only, the held-out tests at /heldout.
+S runs in a strategy host, the jail every caller of S uses. The host measures S's coverage. The
+parent relays the test process's requests to it. It reads the host's coverage when the tests are
+done. The judge reads the results once, after the processes are gone, and removes them. A run that
+wrote none is rejected.
 """
 
 from __future__ import annotations
@@ -61,8 +64,8 @@ class GateDirs:
     @classmethod
     def create(cls) -> GateDirs:
         """A fresh private area under the system temp folder, with the gate's files written."""
-        # Whose it is: a caller killed mid-gate leaves it behind, and its note tells the next run
-        # the folder is an orphan once this process has gone.
+        # Whose it is: a caller killed mid-gate leaves it behind.
+        # Its note tells the next run the folder is an orphan once this process has gone.
         dirs = cls(owned_temp_dir("oomrl-gate-"))
         for name in ("cfg", "runs"):
             (dirs.root / name).mkdir()
@@ -78,8 +81,8 @@ class GateDirs:
         make_readable(dirs.cfg)
         return dirs
 
-    # Alike in shape to the path properties of oomrl's settings: the gate depends on nothing it
-    # judges.
+    # Alike in shape to the path properties of oomrl's settings.
+    # The gate depends on nothing it judges.
     @property
     def ws(self) -> Path:
         """The scratch copy of the workspace the patch is applied to."""
@@ -145,8 +148,9 @@ class SuiteRequest:
     coverage: tuple[str, ...] = ()  # trees to measure: S's in the host, T's in the test process
     heldout: Path | None = None
     sources: tuple[str, ...] = ("strategies",)
-    # Extra pytest plugins of a trusted caller (name, source, config): each runs in the test
-    # process, reads its config from `<name>.json` next to it and may write `/results/<name>.json`.
+    # Extra pytest plugins of a trusted caller (name, source, config). Each runs in the test
+    # process. It reads its config from `<name>.json` next to it. It may write
+    # `/results/<name>.json`.
     plugins: tuple[tuple[str, str, dict[str, Any]], ...] = ()
 
 
@@ -167,7 +171,8 @@ class LockedRun:
         self.results = self.folder / "results"
         hand_over(lock, self.results)
         self.plugins = [name for name, _, _ in plugins]
-        # Only the test trees of the workspace: S is not in the test process's jail at all.
+        # Only the test trees of the workspace.
+        # S is not in the test process's jail at all.
         self.binds = [
             Bind(workspace / tree, f"{WORKSPACE}/{tree}")
             for tree in trees
@@ -248,8 +253,8 @@ def _pytest_args(run: LockedRun, request: SuiteRequest) -> tuple[list[str], str]
         run.path(inside, tree if (host / tree).is_dir() else os.path.dirname(tree))
         for tree in present
     ] or [run.path(inside)]
-    # no test folder at all: name the missing one so pytest fails loudly, never collecting
-    # from the workspace root instead
+    # No test folder at all: name the missing one so pytest fails loudly.
+    # It must never collect from the workspace root instead.
     targets = [run.path(inside, tree) for tree in present or request.tests[:1]] or [
         run.path(inside)
     ]
@@ -346,8 +351,10 @@ def run_suite(
 
 
 def _relay_when_started(pending: Future[Any], ours: socket.socket, relay: Any) -> threading.Thread:
-    """A thread that relays the test process to the host once it has started (or closes on
-    failure)."""
+    """A thread that relays the test process to the host once it has started.
+
+    On failure it closes instead.
+    """
 
     def pump() -> None:
         try:

@@ -1,12 +1,14 @@
 """Strategy hosts: start the jailed process where S runs, talk to it, relay a test process to it.
 
-Every call into a workspace's code goes to a host started here, in the same jail as the gate's test
-runs (bubblewrap: unprivileged uid, no network, fresh tmpfs, read-only binds, memory limit) with the
-same environment (`RUN_ENV`) whoever starts it, so nothing S can observe tells the gate from
-production. The jail holds the interpreter and installed packages, `/host` (the host program and
-the strategy API, copied from this installation) and the workspace's source trees read-only under
-`/workspace`; never its tests, the caller's files, environment or sockets. The host speaks on one
-UNIX socket (its stdin and stdout); the parent decodes every answer itself.
+Every call into a workspace's code goes to a host started here. It runs in the same jail as the
+gate's test runs. That is bubblewrap: unprivileged uid, no network, fresh tmpfs, read-only binds,
+memory limit. The environment is the same (`RUN_ENV`) whoever starts it. So nothing S can observe
+tells the gate from production.
+
+The jail holds the interpreter and installed packages. It holds `/host`: the host program and the
+strategy API, copied from this installation. It holds the workspace's source trees read-only under
+`/workspace`. It never holds its tests, the caller's files, environment or sockets. The host speaks
+on one UNIX socket (its stdin and stdout). The parent decodes every answer itself.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ HOST_INSIDE, WORKSPACE_INSIDE = "/host", "/workspace"
 HOST_PACKAGES = ("strategy_host", "strategy_api")
 START_TIMEOUT_S = 120.0
 STDERR_KEPT = 16_384
-# A decision takes the host a few hundred microseconds: the engine polls for its answer that long
-# before it sleeps in a read, so it does not wait for the scheduler to wake it on every decision.
+# A decision takes the host a few hundred microseconds. The engine polls for its answer that long
+# before it sleeps in a read. So the scheduler need not wake it on every decision.
 ANSWER_POLL_S = 0.002
-# How long an engine's host polls for its next request before it sleeps in a read: a replay's next
-# request comes within a rebalance's work. A test's host (HostSpec's default) sleeps at once.
+# How long an engine's host polls for its next request before it sleeps in a read.
+# A replay's next request comes within a rebalance's work.
+# A test's host (HostSpec's default) sleeps at once.
 HOST_POLL_S = 0.002
-EXIT_WAIT_S = 10.0  # for a host whose channel closed to exit, so its error names the exit code
+EXIT_WAIT_S = 10.0  # for a closed host to exit, so its error names the exit code.
 # What a test process may ask of its host through the relay (never `init` or `finish`).
 RELAYED_OPS = frozenset({"open", "market", "append", "decide", "due", "call", "ping"})
 RELAY_REQUEST_LIMIT = 256 << 20
@@ -56,8 +59,10 @@ _T = TypeVar("_T")  # what an exchange with the host returns
 
 @functools.cache
 def host_dir() -> Path:
-    """A private copy of the host program and the strategy API (0755/0644), made once per
-    process."""
+    """A private copy of the host program and the strategy API (0755/0644).
+
+    It is made once per process.
+    """
     root = owned_temp_dir("oomrl-host-")  # its packages are bound into jails, its owner note is not
     atexit.register(shutil.rmtree, root, True)
     for package in HOST_PACKAGES:
@@ -77,11 +82,11 @@ def host_dir() -> Path:
 def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
     """A private copy of the workspace's source trees that the jail's uid can read (0755/0644).
 
-    The jail's uid reads only what is world-readable, and a workspace folder written under a private
-    umask (the server's children use 077) is not; a copy made now is also what the host sees for its
-    whole life, whatever happens to the workspace meanwhile. Only folders and regular files with one
-    link are copied: a symlink or a hard link could name a file this process may read and the jail
-    may not, and copying it would hand its content over.
+    The jail's uid reads only what is world-readable. A workspace folder written under a private
+    umask is not (the server's children use 077). The host sees a copy made now for its whole
+    life. Whatever happens to the workspace meanwhile does not reach it. Only folders and regular
+    files with one link are copied. A symlink or a hard link could name a file the jail may not
+    read. This process may read it, so copying it would hand its content over.
     """
     root = owned_temp_dir("oomrl-hostws-")  # its trees are bound into a jail, its owner note is not
     try:
@@ -121,15 +126,14 @@ def readable_snapshot(workspace: Path, sources: tuple[str, ...]) -> Path:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """What a host serves: the source trees of a workspace, and whether to measure their
-    coverage."""
+    """What a host serves: a workspace's source trees, and whether to measure their coverage."""
 
     workspace: Path
     sources: tuple[str, ...] = ("strategies",)
     coverage: bool = False
     memory_mb: int = 4096
     timeout_s: float = 300.0  # per request
-    # How long the host polls for its next request before it sleeps (HOST_POLL_S)
+    # How long the host polls for its next request before it sleeps (HOST_POLL_S).
     poll_s: float = 0.0
 
     def modules(self) -> list[str]:
@@ -168,8 +172,11 @@ class HostProcess:
         return self._named(lambda: self.channel.request(message, timeout_s))
 
     def send(self, message: dict[str, Any], answered: bool = True) -> None:
-        """A request whose answer `receive` takes later (the caller works meanwhile); `answered`
-        False: the book of the decision asked just before, which has no answer of its own."""
+        """A request whose answer `receive` takes later; the caller works meanwhile.
+
+        With `answered` False it is the book of the decision asked just before. That has no answer
+        of its own.
+        """
         self._named(lambda: self.channel.send(message, answered=answered))
 
     def receive(self) -> dict[str, Any]:
@@ -185,8 +192,10 @@ class HostProcess:
             raise HostError(f"{exc}{self._last_words()}") from None
 
     def _last_words(self, gone: bool = False) -> str:
-        """Its exit code and the last lines of its stderr, once it has exited (`gone`: wait for
-        that)."""
+        """Its exit code and the last lines of its stderr, once it has exited.
+
+        With `gone`, wait for it to exit first.
+        """
         if gone:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(EXIT_WAIT_S)
@@ -226,18 +235,21 @@ class HostProcess:
         self.close()
 
 
-# Closed hosts' jail set-ups still to undo (their stage's mount points, their workspace copy), on a
-# thread of their own: once a jail's processes are killed, the kernel takes milliseconds (up to tens
-# on a busy machine) to release its mounts before their folders can go, a tenth of a W1 replay that
-# its caller need not wait for. What is queued at exit is undone before the interpreter ends.
+# Closed hosts' jail set-ups still to undo: their stage's mount points, their workspace copy.
+# They are undone on a thread of their own. A jail's processes are killed first. Then the kernel
+# needs milliseconds to release its mounts (tens on a busy machine). Only then can folders go.
+# That is a tenth of a W1 replay, and its caller need not wait for it.
+# What is queued at exit is undone before the interpreter ends.
 _UNDO: queue.Queue[Callable[[], None]] = queue.Queue()
 _UNDO_STARTED = threading.Event()
 _UNDO_LOCK = threading.Lock()
 
 
 def undo_later(cleanup: Callable[[], None]) -> None:
-    """Run `cleanup` (a closed host's jail set-up undone) on the undoing thread, started on first
-    use."""
+    """Run `cleanup` (a closed host's jail set-up undone) on the undoing thread.
+
+    The thread starts on first use.
+    """
     with _UNDO_LOCK:
         if not _UNDO_STARTED.is_set():
             threading.Thread(target=_undo_queued, name="oomrl-host-undo", daemon=True).start()
@@ -252,8 +264,7 @@ def undone() -> None:
 
 
 def _forked() -> None:
-    """A forked child has no undoing thread (and its parent's queue is the parent's): start
-    afresh."""
+    """A forked child has no undoing thread, and its parent's queue is not its own: start afresh."""
     global _UNDO, _UNDO_LOCK
     _UNDO, _UNDO_LOCK = queue.Queue(), threading.Lock()
     _UNDO_STARTED.clear()
@@ -375,8 +386,11 @@ def _chain(first: Any, second: Any) -> Any:
 
 
 def _refusal(message: dict[str, Any]) -> str:
-    """Why the relay refuses a test process's request ('' when it passes): only the ops a caller may
-    use, and a decision carries its own book (one that follows in another frame is the engine's)."""
+    """Why the relay refuses a test process's request ('' when it passes).
+
+    Only the ops a caller may use pass. A decision must carry its own book. A book that follows in
+    another frame is the engine's.
+    """
     if message.get("op") not in RELAYED_OPS:
         return f"{message.get('op')!r} is not a request a test may send"
     if "book" in message:
@@ -387,8 +401,8 @@ def _refusal(message: dict[str, Any]) -> str:
 def relay(host: HostProcess, peer: socket.socket) -> threading.Thread:
     """Forward a test process's requests (on `peer`) to `host` until the test process ends.
 
-    Only the ops a caller may use pass; the answers go back as they came. When the peer closes,
-    the host is finished (which saves its coverage) by whoever joins the returned thread.
+    Only the ops a caller may use pass. The answers go back as they came. When the peer closes,
+    whoever joins the returned thread finishes the host, which saves its coverage.
     """
 
     def pump() -> None:

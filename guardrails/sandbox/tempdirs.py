@@ -1,8 +1,7 @@
-"""Private temp folders that name the process that made them, so what a killed one left can be
-cleared.
+"""Private temp folders that name their maker, so what a killed process left can be cleared.
 
-The note (`owner`: "<pid> <unix time>") is what `oomrl.scratch.clear_orphans` reads: a folder whose
-owner runs no more is removed by the next repair. The note sits at the folder's top, outside every
+The note (`owner`: "<pid> <unix time>") is what `oomrl.scratch.clear_orphans` reads. The next
+repair removes a folder whose owner runs no more. The note sits at the folder's top, outside every
 path a jail is given.
 """
 

@@ -13,8 +13,10 @@ from guardrails.verdict import Violation
 
 @dataclass(frozen=True)
 class Finding:
-    """One rule hit before it becomes a Violation; `snippet` identifies it across old and new
-    text."""
+    """One rule hit before it becomes a Violation.
+
+    `snippet` identifies it across old and new text.
+    """
 
     rule: str
     line: int
@@ -88,14 +90,19 @@ def under(name: str, prefixes: frozenset[str] | tuple[str, ...]) -> str | None:
 
 
 def snippet(node: ast.AST) -> str:
-    """Normalized source of a node, used to match a finding in the old text to the new one."""
+    """Normalized source of a node.
+
+    It matches a finding in the old text to the new one.
+    """
     text = ast.unparse(node)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
 def only_new(new: list[Finding], old: list[Finding]) -> list[Finding]:
-    """Findings of the new text not already present in the old text (multiset by rule and
-    snippet)."""
+    """Findings of the new text not already present in the old text.
+
+    They are compared as a multiset by rule and snippet.
+    """
     budget = Counter((f.rule, f.snippet) for f in old)
     fresh: list[Finding] = []
     for finding in new:

@@ -1,11 +1,14 @@
 """What judged code may reach: modules, builtins, dunders, and where attribute chains lead.
 
-Strategy code (S) is pure computation over a MarketView, so the sanitizer checks it against an
-allow-list rather than a list of tricks: the modules it may import, the builtins it may name,
-the ordinary dunders. Attribute chains that start at an imported module are resolved against the
-real modules (imported here, never S itself): a chain that reaches a module outside the list,
-a private member of a library, or one of the few members of an allowed library that read or
-write files, touch native memory or evaluate strings, is refused wherever it appears.
+Strategy code (S) is pure computation over a MarketView. So the sanitizer checks it against an
+allow-list rather than a list of tricks. The list holds the modules it may import, the builtins it
+may name, the ordinary dunders. Attribute chains that start at an imported module are resolved
+against the real modules. Those are imported here; S itself never is. Three kinds of chain are
+refused wherever they appear.
+- A chain that reaches a module outside the list.
+- A chain that reaches a private member of a library.
+- A chain that reaches a risky member of an allowed library. The few such members read or write
+  files, touch native memory or evaluate strings.
 """
 
 from __future__ import annotations
@@ -73,10 +76,11 @@ TEST_MODULES = frozenset(
         "strategy_host",
     }
 )
-# Members of allowed modules refused by name, one family a line-group (matched by object too, so
-# every alias, re-export and `from x import y as z` of them is caught). The principle: pure
-# computation needs none of what reads or writes files, imports by name, evaluates strings, exposes
-# native memory or changes the process's global state.
+# Members of allowed modules refused by name, one family a line-group.
+# They are matched by object too. So every alias, re-export and `from x import y as z` is caught.
+# The principle: pure computation needs none of these. It reads or writes no files and imports
+# nothing by name. It evaluates no strings, exposes no native memory, and leaves the process's
+# global state alone.
 DENIED_COMMON = (
     # reads or writes files, or probes the file system when a value is validated
     "numpy.fromregex",
@@ -154,7 +158,7 @@ DENIED_COMMON = (
     "unittest.main",
 )
 DENIED_SOURCE = DENIED_COMMON + (
-    # S reads no file at all (T may read its own data through a rooted path: testrules)
+    # S reads no file at all. T may read its own data through a rooted path (testrules).
     "numpy.load",
     "numpy.loadtxt",
     "numpy.genfromtxt",
@@ -177,11 +181,12 @@ DENIED_SOURCE = DENIED_COMMON + (
     # byte_bounds: a view's addresses (page-aligned in a replay's mapping, heap ones in a test)
     "numpy.lib.array_utils",
 )
-# Keywords that turn a reader into code execution (a pickle is a program), refused in S and T.
+# Keywords that turn a reader into code execution (a pickle is a program).
+# They are refused in S and T.
 PICKLE_KEYWORDS = frozenset({"allow_pickle"})
 _READERS = re.compile(r"^pandas\.read_")
-# Attribute names refused on any object: they name modules that give the host away, or logging
-# state that tells a test run from production.
+# Attribute names refused on any object. They name modules that give the host away.
+# Or they name logging state that tells a test run from production.
 ESCAPE_ATTRIBUTES = frozenset(
     {
         "os",
@@ -219,9 +224,9 @@ ESCAPE_ATTRIBUTES = frozenset(
         "manager",
         "loggerDict",
         "strides",
-        # an array's base is the whole buffer its rows are cut from: in a replay its size (the
-        # replay's sessions, zeros after the decision date) tells production from the gate, whose
-        # buffers end there
+        # An array's base is the whole buffer its rows are cut from. In a replay its size tells
+        # production from the gate. The replay's buffer covers all its sessions, zeros after the
+        # decision date. The gate's buffers end there.
         "base",
         # frames and tracebacks: from a generator's frame, `f_back` reaches the calling test's
         # locals
@@ -247,9 +252,10 @@ ESCAPE_ATTRIBUTES = frozenset(
         "parse_file_as",
     }
 )
-# Attribute names refused on any object in S only: a view's arrays are cut from the host's own
-# writable buffers when a test or the gate asks and from the read-only shared mapping in a replay,
-# so making one writable succeeds in the one and fails in the other (and tells them apart).
+# Attribute names refused on any object in S only.
+# For a test or the gate, a view's arrays are cut from the host's own writable buffers.
+# In a replay they are cut from the read-only shared mapping.
+# Making one writable succeeds in the one and fails in the other. So it tells them apart.
 VIEW_WRITES = frozenset({"setflags", "writeable"})
 # Methods that read or write files on any object (pandas, numpy, pydantic, matplotlib).
 IO_METHODS = frozenset(
@@ -494,8 +500,10 @@ class Policy:
         extra: frozenset[str] = frozenset(),
         tests: frozenset[str] = frozenset({"tests"}),
     ) -> Policy:
-        """The default policy of a role: S's own packages for S; T's own (never S's) for T, which
-        reaches S only through strategy_host."""
+        """The default policy of a role: S's own packages for S; T's own (never S's) for T.
+
+        T reaches S only through strategy_host.
+        """
         base = (
             PURE_STDLIB
             | LIBRARIES

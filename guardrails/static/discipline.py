@@ -1,11 +1,13 @@
-"""Test discipline for test-gen patches: no pytest hooks however spelled, no reading of S, no
-behaviour that depends on where or how often a test runs.
+"""Test discipline for test-gen patches: no pytest hooks, no reading of S, no varying behaviour.
 
-- hooks: any name bound (def, class, assignment, import-as, argument, loop target), attribute or
-  string literal starting with `pytest_` is refused, so no file under T can register a hook.
-- reads: a file may be read only through a path built from the test file's own folder
-  (`Path(__file__).parent / "data" / "x.json"`, literal segments, no `..`, one `.parent` at most)
-  or from tmp_path; `__file__` serves only as that root.
+No hook passes however it is spelled. No behaviour may depend on where or how often a test runs.
+
+- hooks: a name starting with `pytest_` is refused wherever it is bound. That is def, class,
+  assignment, import-as, argument, loop target. So is such an attribute or string literal. So no
+  file under T can register a hook.
+- reads: a file may be read only through a path built from the test file's own folder. Or it may
+  be read from tmp_path. Such a path is `Path(__file__).parent / "data" / "x.json"`: literal
+  segments, no `..`, one `.parent` at most. `__file__` serves only as that root.
 - state: no `global`/`nonlocal`, no mutation of module-level objects from a function.
 - determinism: no wall clock and no unseeded or global random state.
 """
@@ -415,10 +417,14 @@ def _unseeded(node: ast.Call) -> bool:
 
 
 def unseeded_call(node: ast.Call, name: str) -> bool:
-    """A call that reads the clock or draws unseeded randomness (clock functions are refused where
-    they are named, call or not): a parser given a clock word, a generator without a seed
-    (`default_rng()`, `default_rng(None)`), a function of numpy's global generator, pandas'
-    `.sample()` without a `random_state`."""
+    """A call that reads the clock or draws unseeded randomness.
+
+    Clock functions are refused where they are named, call or not. These calls are refused:
+    - a parser given a clock word.
+    - a generator without a seed (`default_rng()`, `default_rng(None)`).
+    - a function of numpy's global generator.
+    - pandas' `.sample()` without a `random_state`.
+    """
     if name in CLOCK_PARSERS and any(
         clock_string(a) for a in [*node.args, *(k.value for k in node.keywords)]
     ):

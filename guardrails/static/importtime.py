@@ -1,12 +1,14 @@
 """Import-time discipline for S: module and class bodies hold definitions and constants only.
 
-Allowed at module level: imports, definitions, docstrings and `...`, assignments of static
-values, `if` on a static test (TYPE_CHECKING, `sys.version_info`, `__name__ == "__main__"`),
-`try` around imports for version compatibility. A static value may call library code
-(`logging.getLogger(__name__)`, `TypeVar("T")`, `Field(30, ge=1)`) and instantiate a class,
-but never a function of S itself: S code that runs at import time would fake coverage and
-could prepare state for the tests. Decorators, default values and class keywords are import-time
-code too and follow the same rule.
+Allowed at module level:
+- imports, definitions, docstrings and `...`.
+- assignments of static values.
+- `if` on a static test (TYPE_CHECKING, `sys.version_info`, `__name__ == "__main__"`).
+- `try` around imports for version compatibility.
+A static value may call library code (`logging.getLogger(__name__)`, `TypeVar("T")`,
+`Field(30, ge=1)`). It may instantiate a class. It may never call a function of S itself. S code
+that runs at import time would fake coverage. It could prepare state for the tests. Decorators,
+default values and class keywords are import-time code too and follow the same rule.
 """
 
 from __future__ import annotations
@@ -80,8 +82,11 @@ class ImportTime:
             self.add(node, f"{type(node).__name__.lower()} statement {snippet(node)[:60]!r}")
 
     def compat_imports(self, statements: list[ast.stmt]) -> None:
-        """The imports a compatibility `try` guards must succeed here: the fallback (excluded
-        from coverage) must be dead code, never a way to run unmeasured code."""
+        """The imports a compatibility `try` guards must succeed here.
+
+        The fallback is excluded from coverage. So it must be dead code, never a way to run
+        unmeasured code.
+        """
         for node in statements:
             if isinstance(node, ast.Import):
                 failing = [a.name for a in node.names if not self.policy.resolves(a.name)]

@@ -1,14 +1,15 @@
 """What S and T may use of each allowed library: lists of members, everything else refused by name.
 
-A module listed here gives only the members listed (a member that is itself a module is listed
-with its own members); every numpy ufunc is allowed too (element-wise arithmetic, pure by
-construction). A module not listed (math, statistics, itertools, the test tools ...) is pure
-computation through and through, minus `capabilities.DENIED_*`. The lists hold what pure
-computation over arrays and frames needs; what imports by name, evaluates strings, exposes native
-memory or changes process-wide settings is left out on purpose (and the worst of it is also refused
-by object in `capabilities`, so no re-export slips through). The file readers listed (numpy's
-`load`, pandas' `read_*`) are for T, which may read its own data below its folder
-(`testrules`); S may read no file at all (`capabilities.DENIED_SOURCE`).
+A module listed here gives only the members listed. A member that is itself a module is listed
+with its own members. Every numpy ufunc is allowed too: element-wise arithmetic, pure by
+construction. Some modules are not listed: math, statistics, itertools, the test tools ... They
+are pure computation through and through, minus `capabilities.DENIED_*`.
+
+The lists hold what pure computation over arrays and frames needs. Some members are left out on
+purpose. They import by name, evaluate strings, expose native memory or change process-wide
+settings. The worst of them are also refused by object in `capabilities`, so no re-export slips
+through. The file readers listed (numpy's `load`, pandas' `read_*`) are for T. T may read its own
+data below its folder (`testrules`). S may read no file at all (`capabilities.DENIED_SOURCE`).
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ NUMPY = _names("""
     min_scalar_type ndenumerate ndindex
     random linalg fft typing exceptions lib testing
     load loadtxt genfromtxt""")
-# numpy.random: generators and bit generators (the global generator's functions are the clock
-# rules' business: they are refused there whatever the seed)
+# numpy.random: generators and bit generators.
+# The global generator's functions are the clock rules' business: they are refused there whatever
+# the seed.
 NUMPY_RANDOM = _names("""
     default_rng Generator BitGenerator SeedSequence PCG64 PCG64DXSM MT19937 Philox SFC64
     RandomState seed""")
@@ -74,8 +76,8 @@ PANDAS = _names("""
 PANDAS_API = _names("types")
 PANDAS_TESTING = _names("""
     assert_frame_equal assert_series_equal assert_index_equal assert_extension_array_equal""")
-# pydantic: models, fields, validators and constrained types (no path, URL, DSN, import or
-# deprecated parsing types)
+# pydantic: models, fields, validators and constrained types.
+# No path, URL, DSN, import or deprecated parsing types.
 PYDANTIC = _names("""
     BaseModel RootModel Field PrivateAttr ConfigDict computed_field field_validator
     model_validator field_serializer model_serializer validator root_validator ValidationError

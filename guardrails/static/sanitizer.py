@@ -1,11 +1,14 @@
 """The capability sanitizer: S (and T) may reach only what the allow-lists of `capabilities` give.
 
-One pass over the AST checks imports against the allowed modules, resolves every attribute chain
-that starts at an imported module, keeps module objects out of values, limits dunders and
-reflection to their ordinary literal uses, and resolves bare names through Python's scopes so a
-builtin outside the safe list (`open`, `eval`, `__import__` ...) is refused however it is
-reached. Source files additionally keep import-time code to definitions and constants
-(`importtime`). Findings present in the old text are not reported again.
+One pass over the AST does all of this:
+- It checks imports against the allowed modules.
+- It resolves every attribute chain that starts at an imported module.
+- It keeps module objects out of values.
+- It limits dunders and reflection to their ordinary literal uses.
+- It resolves bare names through Python's scopes. So a builtin outside the safe list (`open`,
+  `eval`, `__import__` ...) is refused however it is reached.
+Source files additionally keep import-time code to definitions and constants (`importtime`).
+Findings present in the old text are not reported again.
 """
 
 from __future__ import annotations
@@ -331,7 +334,7 @@ class Scanner(ScopedWalker):
             or ("." in value and value.partition(".")[0] in self.imports)
         ):
             # pydantic and typing evaluate string annotations and forward references in the
-            # module's namespace: "pydantic.ImportString" is that member
+            # module's namespace. "pydantic.ImportString" is that member.
             self._code_in_string(node, value)
 
     def _code_in_string(self, node: ast.Constant, value: str) -> None:

@@ -1,9 +1,9 @@
 """Scope-aware AST walking for the sanitizer: source order, parents first, Python's scopes.
 
-The walk visits every node once (iteratively, so deep code does not exhaust the stack) and
-keeps, per scope, the names bound in it. A bare name that no enclosing function binds is a
-global or a builtin at run time: Python falls back to the builtins when a module-level or
-class-level binding never ran, so only function-local bindings count as hiding a builtin.
+The walk visits every node once. It is iterative, so deep code does not exhaust the stack. It
+keeps, per scope, the names bound in it. A bare name that no enclosing function binds is a global
+or a builtin at run time. Python falls back to the builtins when a module-level or class-level
+binding never ran. So only function-local bindings count as hiding a builtin.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ _SCOPE_TYPES = frozenset(
         ast.GeneratorExp,
     }
 )
-# Fields that may hold child nodes, per node type (contexts and leaves have none to visit).
+# Fields that may hold child nodes, per node type.
+# Contexts and leaves have none to visit.
 _FIELDS: dict[type, tuple[str, ...]] = {ast.Name: (), ast.Constant: (), ast.alias: ()}
 # Operator nodes: no fields, no rules; never worth a visit.
 _INERT = frozenset(
@@ -60,8 +61,8 @@ class ScopedWalker:
         # scopes: (kind, parent index, bound names, declared global)
         self.scopes: list[tuple[str, int, set[str], set[str]]] = [("module", -1, set(), set())]
         self.builtins: list[tuple[str, int, ast.AST]] = []
-        # every visited node with its scope, in visiting order, and the node that opened each scope:
-        # S's clock and state rules index the module from these instead of walking it again
+        # Every visited node with its scope, in visiting order, and the node that opened each scope.
+        # S's clock and state rules index the module from these instead of walking it again.
         self.visited: list[tuple[ast.AST, int]] = []
         self.openers: dict[int, ast.AST] = {}
 

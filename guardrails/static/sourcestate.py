@@ -1,19 +1,19 @@
 """S decides from its inputs alone: no clock, no unseeded randomness, no state kept between calls.
 
-A decision may not depend on the day it runs or on how many calls came before it, because the
-gate's runs and a scheduled rebalance differ in exactly those. So in S:
+A decision may not depend on the day it runs or on how many calls came before it. The gate's runs
+and a scheduled rebalance differ in exactly those. So in S:
 - clock: `date.today()`, `datetime.now()`/`utcnow()`/`today()`, `pd.Timestamp.now()`/`today()`,
-  `pd.Period.now()` are refused where they are named (called or not), and the strings "now", "today"
-  ... (also built with `+` or an f-string from literals) anywhere but a docstring: numpy and pandas
-  read the clock for them in constructors, arrays, `astype` and Series alike;
-- randomness: `np.random.<function>` (the global generator), generators and bit generators built
-  without a seed (`default_rng()`, `RandomState()`, `PCG64()` ...) and `.sample()` without a
-  `random_state`;
-- state: `global`/`nonlocal`; outside `__init__`/`__post_init__`/`__new__`, no write to an
-  attribute or item of `self`, `cls`, a class, a module-level name or function (nor a mutating call
-  on one, also through a local alias or a module-level bound method, nor `next()` on a module-level
-  iterator, nor `setattr` on them); no mutable default argument, also inside a tuple (it lives
-  across calls).
+  `pd.Period.now()` are refused where they are named (called or not). So are the strings "now",
+  "today" ... anywhere but a docstring, also built with `+` or an f-string from literals. numpy
+  and pandas read the clock for them in constructors, arrays, `astype` and Series alike.
+- randomness: `np.random.<function>` (the global generator) is refused. So are generators and bit
+  generators built without a seed (`default_rng()`, `RandomState()`, `PCG64()` ...). So is
+  `.sample()` without a `random_state`.
+- state: `global`/`nonlocal` are refused. Only `__init__`/`__post_init__`/`__new__` may write
+  shared state. Elsewhere, nothing writes to an attribute or item of `self` or `cls`. Nor of a
+  class, a module-level name or function. No mutating call on one either, also through a local
+  alias or a module-level bound method. No `next()` on a module-level iterator, no `setattr` on
+  them. No mutable default argument, also inside a tuple: it lives across calls.
 Cross-validation recomputes sampled decisions in fresh hosts, for what static rules cannot see.
 """
 
@@ -46,7 +46,8 @@ _CLOCK_TAILS = frozenset(name.rsplit(".", 1)[-1] for name in CLOCK_FUNCTIONS)
 
 
 _BUCKETS = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.Module, *_FUNCTIONS})
-# The node types StateRules.run has a rule for: the rest (most of a module) are skipped at once.
+# The node types StateRules.run has a rule for.
+# The rest (most of a module) are skipped at once.
 _RULED = frozenset(
     {ast.Call, ast.Attribute, ast.Name, *_TEXTS, ast.Global, ast.Nonlocal, *_FUNCTIONS}
 )
@@ -56,9 +57,12 @@ _SCOPE_KINDS = frozenset(_SCOPES)
 def _index(
     tree: ast.Module,
 ) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
-    """Every node once as (node, 0), parents first in source order; each function's own nodes (what
-    `_scope_nodes` gives: its children, nested functions included but not their insides); and the
-    imports, classes, functions and the module by type."""
+    """Every node once as (node, 0), parents first in source order; and more.
+
+    Also each function's own nodes, as `_scope_nodes` gives them. Those are its children, nested
+    functions included but not their insides. Also the imports, classes, functions and the module
+    by type.
+    """
     nodes: list[tuple[ast.AST, int]] = []  # (node, 0): the walk's pairs, scopes unused here
     own: dict[int, list[ast.AST]] = {}
     buckets: dict[type, list[ast.AST]] = {kind: [] for kind in _BUCKETS}
@@ -92,10 +96,12 @@ def _index(
 def index_of_walk(
     visited: list[tuple[ast.AST, int]], scopes: list[Any], openers: dict[int, ast.AST]
 ) -> tuple[list[tuple[ast.AST, int]], dict[int, list[ast.AST]], dict[type, list[ast.AST]]]:
-    """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`) instead
-    of a walk of its own: each node belongs to the nearest enclosing function or lambda (a
-    comprehension or class body to its enclosing one), as Python runs it (defaults and decorators
-    run outside)."""
+    """What `_index` gives, from the capability scan's walk (`astwalk.ScopedWalker.visited`).
+
+    It needs no walk of its own. Each node belongs to the nearest enclosing function or lambda. A
+    comprehension or class body belongs to its enclosing one. That is how Python runs it: defaults
+    and decorators run outside.
+    """
     owners: list[list[ast.AST] | None] = []
     own: dict[int, list[ast.AST]] = {}
     for index, (_kind, parent, _bound, _declared) in enumerate(scopes):
@@ -147,7 +153,7 @@ class StateRules:
 
     def __init__(self, tree: ast.Module, walker: Any = None) -> None:
         self.tree = tree
-        # one walk, shared by every rule below: the capability scan's when it ran, else its own
+        # One walk, shared by every rule below: the capability scan's when it ran, else its own.
         self.visited, self.own, self.kinds = (
             index_of_walk(walker.visited, walker.scopes, walker.openers)
             if walker is not None
@@ -299,8 +305,11 @@ class StateRules:
         local: set[str],
         aliases: frozenset[str],
     ) -> None:
-        """A call that mutates shared state: a module-level bound mutator, next() on a module-level
-        iterator, a mutating method or setattr on something shared."""
+        """A call that mutates shared state.
+
+        That is a module-level bound mutator or next() on a module-level iterator. Or it is a
+        mutating method or setattr on something shared.
+        """
         func = node.func
         if isinstance(func, ast.Name) and (
             (func.id in self.mutators and func.id not in local)
@@ -335,6 +344,8 @@ class StateRules:
 
 
 def state_findings(tree: ast.Module, walker: Any = None) -> list[Finding]:
-    """Every clock, randomness and state finding of one S module (`walker`: the capability scan that
-    already walked it, whose visit order is reused)."""
+    """Every clock, randomness and state finding of one S module.
+
+    `walker` is the capability scan that already walked it. Its visit order is reused.
+    """
     return StateRules(tree, walker).run()

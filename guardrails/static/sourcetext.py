@@ -1,13 +1,13 @@
-"""Source bytes read exactly as CPython reads them, or refused when the gate could read them
-otherwise.
+"""Source bytes read exactly as CPython reads them, or refused when the gate could misread them.
 
-CPython decodes a module with its encoding declaration (or BOM) and translates every line ending
-(CRLF and a lone CR) to a newline before it tokenizes. The gate's tools split lines on LF alone and
-some Python functions (`str.splitlines`) also split on form feeds and Unicode separators. So a
-source is accepted only in a form where all of these readings agree: UTF-8, no NUL byte, no lone CR,
-and no character that any of those readers treats as a line break except LF (a form feed only at the
-start of a line, where CPython treats it as indentation-neutral whitespace). With that, the lines,
-and therefore the tokens, the gate checks are the ones the interpreter runs.
+CPython decodes a module with its encoding declaration (or BOM). It translates every line ending
+(CRLF and a lone CR) to a newline before it tokenizes. The gate's tools split lines on LF alone.
+Some Python functions (`str.splitlines`) also split on form feeds and Unicode separators. So a
+source is accepted only in a form where all of these readings agree. That is UTF-8, no NUL byte,
+no lone CR. No character may be one that any of those readers treats as a line break, except LF.
+A form feed may appear only at the start of a line. CPython treats it there as
+indentation-neutral whitespace. With that, the lines the gate checks are the ones the interpreter
+runs, and so are the tokens.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from guardrails.verdict import Violation
 # PEP 263: a comment on line 1 or 2 declaring the encoding.
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _BLANK = re.compile(rb"^[ \t\f]*(?:[#\r\n]|$)")
-# Characters some reader treats as a line break where CPython does not (FF allowed at line start).
+# Characters some reader treats as a line break where CPython does not.
+# FF is allowed at line start.
 _ODD_BREAK = re.compile("\r(?!\n)|[\x0b\x1c\x1d\x1e\x85\u2028\u2029]|(?<=[^\n])\x0c")
 _UTF8 = ("utf-8", "utf-8-sig")
 

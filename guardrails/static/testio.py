@@ -1,4 +1,4 @@
-"""Where a test writes: the path each writing call targets, and whether it stays below tmp_path."""
+"""Where a test writes: each writing call's path, and whether it stays below tmp_path."""
 
 from __future__ import annotations
 
@@ -67,8 +67,10 @@ def mentions(node: ast.AST, names: set[str] | frozenset[str]) -> bool:
 
 
 def inside_tmp(path: ast.AST, tainted: set[str] | frozenset[str]) -> bool:
-    """True for a path built from tmp_path names that does not climb out with '..', '/x' or
-    .parent."""
+    """True for a path built from tmp_path names.
+
+    It must not climb out with '..', '/x' or .parent.
+    """
     for node in ast.walk(path):
         if (
             isinstance(node, ast.Constant)
@@ -86,7 +88,10 @@ def _argument(call: ast.Call, index: int) -> ast.AST:
 
 
 def write_targets(call: ast.Call, name: str) -> list[ast.AST]:
-    """The paths a call writes, moves or removes (the call itself when the path is not visible)."""
+    """The paths a call writes, moves or removes.
+
+    The call itself stands in when the path is not visible.
+    """
     method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
     # `x` of `x.method()`
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else call
@@ -127,8 +132,10 @@ def tainted_names(scope: ast.AST, seed: set[str]) -> set[str]:
 
 
 def tmp_fixtures(tree: ast.Module, is_fixture: Callable[[ast.AST], bool]) -> frozenset[str]:
-    """Fixtures of this file that return or yield a path below tmp_path (their users may write
-    there)."""
+    """Fixtures of this file that return or yield a path below tmp_path.
+
+    Their users may write there.
+    """
     found: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and any(map(is_fixture, node.decorator_list)):

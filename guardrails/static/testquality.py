@@ -36,7 +36,8 @@ from guardrails.static.weakening import weakened_findings
 from guardrails.verdict import Violation
 
 SOURCE_PACKAGES = ("strategies",)
-# The client tests reach S through: replacing it (or its channel) mocks S as surely as patching S.
+# The client tests reach S through.
+# Replacing it (or its channel) mocks S as surely as patching S.
 HOST_CLIENT = "strategy_host"
 RECONNECTS = frozenset(
     {"strategy_host.connect", "strategy_host.connect_lazily", "strategy_host.set_context"}
@@ -127,7 +128,10 @@ class TestScanner:
         return dotted(node.func if isinstance(node, ast.Call) else node, self.imports) or ""
 
     def is_source(self, node: ast.AST) -> bool:
-        """True for a string naming the code under test or a chain rooted in an import of it."""
+        """True for a string naming the code under test.
+
+        Also true for a chain rooted in an import of it.
+        """
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return under(node.value, self.sources) is not None
         while isinstance(node, (ast.Attribute, ast.Subscript)):
@@ -376,8 +380,10 @@ class TestScanner:
 
 
 def _live_nodes(function: ast.AST) -> list[ast.AST]:
-    """Nodes of a function that can run when it runs: not nested defs, lambdas or `if False:`
-    blocks."""
+    """Nodes of a function that can run when it runs.
+
+    Not nested defs, lambdas or `if False:` blocks.
+    """
     nodes: list[ast.AST] = []
     stack = list(ast.iter_child_nodes(function))
     while stack:
@@ -449,9 +455,12 @@ def scan_tests(
     allow: frozenset[str] = frozenset(),
     superseded: frozenset[str] = frozenset(),
 ) -> list[Violation]:
-    """Violations a test-gen change introduces in one test file (unchanged tests are not re-judged);
-    `superseded`: red mode, the qualified names of the file's old tests the approved mandate names,
-    each judged as a red test when changed, not as weakened."""
+    """Violations a test-gen change introduces in one test file.
+
+    Unchanged tests are not re-judged. `superseded` is for red mode. It holds the qualified names of
+    the file's old tests the approved mandate names. Each is judged as a red test when changed, not
+    as weakened.
+    """
     policy = policy or Policy.of("tests")
     text, refused = read_source(path, new, "tests")
     if text is None:
@@ -501,7 +510,10 @@ def _multiplicity(function: ast.AST) -> int:
 
 
 def count_tests(data: bytes | str) -> int:
-    """Number of test items in a test module, parametrize cases counted; 0 if it does not parse."""
+    """Number of test items in a test module, parametrize cases counted.
+
+    0 if it does not parse.
+    """
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):
@@ -515,10 +527,13 @@ def count_tests(data: bytes | str) -> int:
 
 
 def sibling_modules(ws: Path, path: str, policy: Policy) -> frozenset[str]:
-    """Modules a test file imports as pytest resolves them: pytest (prepend mode) puts the test
-    file's base folder (the first folder upward without an __init__.py) on sys.path, so `import
-    helpers` finds helpers.py there. Names of the standard library or of an allowed library are
-    left to the library (a sibling never widens what such a name may do)."""
+    """Modules a test file imports as pytest resolves them.
+
+    pytest (prepend mode) puts the test file's base folder on sys.path. That is the first folder
+    upward without an __init__.py. So `import helpers` finds helpers.py there. Names of the
+    standard library or of an allowed library are left to the library. A sibling never widens what
+    such a name may do.
+    """
     folder = (ws / path).parent
     while (folder / "__init__.py").is_file() and folder != ws and ws in folder.parents:
         folder = folder.parent

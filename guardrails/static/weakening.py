@@ -1,11 +1,12 @@
-"""Existing tests may be added to, never weakened: each old test (and each old helper that asserts)
-must keep every statement it had, in order, with new statements only added around them.
+"""Existing tests may be added to, never weakened.
 
-Statements are compared as ASTs (positions and comments ignored). A compound statement (`with`,
-`for`, `if`, `try`) is kept when its header is unchanged and its bodies keep theirs, so a check may
-be added inside a block. Parametrize decorators may gain cases, never lose one; other decorators and
-the parameters stay as they were. Anything else (an assertion removed, a tolerance loosened, `in`
-instead of `==`, an expected value or the call before the assertion changed) is `tests.weakened`.
+Each old test must keep every statement it had, in order. So must each old helper that asserts. New
+statements may only be added around them. Statements are compared as ASTs (positions and comments
+ignored). Take a compound statement (`with`, `for`, `if`, `try`). It is kept when its header is
+unchanged and its bodies keep theirs. So a check may be added inside a block. Parametrize
+decorators may gain cases, never lose one. Other decorators and the parameters stay as they were.
+Anything else is `tests.weakened`: an assertion removed, a tolerance loosened, `in` instead of
+`==`. So is a changed expected value, or a changed call before the assertion.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from collections.abc import Iterator, Sequence
 from guardrails.static.astscan import Finding, snippet
 
 BODIES = ("body", "orelse", "finalbody", "handlers")
-# How a superseded test is named (the repair's mandate and `--supersedes` alike): its pytest node id
-# without parametrized cases, 'tests/t.py::test_x' or 'tests/t.py::TestY::test_z'.
+# How a superseded test is named (the repair's mandate and `--supersedes` alike).
+# It is its pytest node id without parametrized cases.
+# Examples: 'tests/t.py::test_x' or 'tests/t.py::TestY::test_z'.
 NODE_ID = r"([^\s:]+\.py)::((?:[A-Za-z_]\w*::)?test\w*)"
 
 
@@ -149,12 +151,15 @@ def _asserts(function: ast.AST) -> bool:
 def weakened_findings(
     old_tree: ast.Module, new_tree: ast.Module, superseded: frozenset[str] = frozenset()
 ) -> list[Finding]:
-    """`tests.weakened` for every old test or asserting helper the new text weakens. A test moved
-    into a class (or out of one) is found by its own name; a removed one is `tests.removed_test`.
-    `superseded` (red mode): qualified names ('test_x', 'TestY.test_z') of the old tests the
-    approved mandate names as obsolete; a changed one is judged as a new red test instead (it must
-    fail on today's S by an assertion about S's value and on every trivial candidate). Every other
-    old test, and every asserting helper (unchanged tests call them), keeps this rule."""
+    """`tests.weakened` for every old test or asserting helper the new text weakens.
+
+    A test moved into a class (or out of one) is found by its own name. A removed one is
+    `tests.removed_test`. `superseded` is for red mode. It holds qualified names ('test_x',
+    'TestY.test_z') of the old tests the approved mandate names as obsolete. A changed one is
+    judged as a new red test instead. It must fail on today's S by an assertion about S's value. It
+    must fail on every trivial candidate too. Every other old test keeps this rule. So does every
+    asserting helper, since unchanged tests call them.
+    """
     new_by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for _, function in _functions(new_tree):
         new_by_name.setdefault(function.name, []).append(function)

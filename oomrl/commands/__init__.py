@@ -1,8 +1,10 @@
 """CLI command groups, one module per area (each exposes `register(app)`), and what they share.
 
-Shared here: the fixed choices as enums (so help lists them and typos are usage errors), the
-`--account` option (validated like every other door: non-empty, at most 64 characters), and a
-progress bar for long steps. Nothing heavy is imported at module level.
+Shared here:
+- the fixed choices as enums, so help lists them and typos are usage errors.
+- the `--account` option, validated like every other door: non-empty, at most 64 characters.
+- a progress bar for long steps.
+Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ if TYPE_CHECKING:
     from oomrl.settings import OomrlSettings
 
 
-# Alike in shape to each other and to gate_cmds.py's enums: each lists one option's choices,
-# which typer shows in help; a table of them would hide the choices from both.
+# Alike in shape to each other and to gate_cmds.py's enums.
+# Each lists one option's choices, which typer shows in help.
+# A table of them would hide the choices from both.
 class Lock(enum.StrEnum):
     """RO-Lock backends of the gate (`namespace` is bwrap; `hash-only` must be asked for by
     name)."""
@@ -68,8 +71,10 @@ def parse_day(text: str, what: str) -> date: ...
 @overload
 def parse_day(text: None, what: str) -> None: ...
 def parse_day(text: str | None, what: str) -> date | None:
-    """A YYYY-MM-DD option as a date (None stays None); a clear error naming the option
-    otherwise."""
+    """A YYYY-MM-DD option as a date; None stays None.
+
+    Otherwise a clear error naming the option.
+    """
     from oomrl.errors import OomrlError
 
     if text is None:

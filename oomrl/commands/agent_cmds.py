@@ -44,8 +44,11 @@ def _versions() -> Any:
 
 
 def _read_versions() -> Any:
-    """The workspace and ledger for reading: nothing is created (no folder, no database, no repo);
-    a promotion whose process died is finished or undone first, and said so."""
+    """The workspace and ledger for reading.
+
+    Nothing is created: no folder, no database, no repo. A promotion whose process died is finished
+    or undone first, and said so.
+    """
     from oomrl.portfolio.service import existing_ledger
     from oomrl.settings import get_settings
     from oomrl.versions import StrategyVersions
@@ -117,7 +120,10 @@ def _superseded_answer(answer: str) -> list[str]:
 
 
 def _step_status(console: Any = None) -> Any:
-    """A run_step for the repair that shows the running step with a spinner (on a terminal only)."""
+    """A run_step for the repair that shows the running step with a spinner.
+
+    The spinner shows on a terminal only.
+    """
     from rich.console import Console
 
     console = console or Console(stderr=True)
@@ -197,8 +203,8 @@ def repair_command(
 ) -> None:
     """Repair the strategy an autopsy names.
 
-    Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion. One
-    repair per account at a time, whatever started it (this command, the flow, the demo).
+    Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion.
+    One repair per account at a time, whatever started it: this command, the flow, the demo.
     """
     from oomrl import repair as domain
     from oomrl.errors import OomrlError
@@ -252,8 +258,8 @@ def repair_command(
 def check_cmd() -> None:
     """Recover an interrupted promotion; check the versions agree.
 
-    Branch, tags, notes and every account's active version in the ledger; exit 1 naming what does
-    not agree.
+    Checks branch, tags, notes and every account's active version in the ledger. Exit 1 names what
+    does not agree.
     """
     from oomrl import promotion
     from oomrl.errors import OomrlError
@@ -383,7 +389,7 @@ def rollback_cmd(account: AccountOption = None, strategy: StrategyOption = None)
 def promote_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonOption = "") -> None:
     """Give a challenger the capital now.
 
-    It ends the probation on the forward evidence so far; the ledger and the repair's trail record
+    It ends the probation on the forward evidence so far. The ledger and the repair's trail record
     who and why.
     """
     _decide(ref, account, "promoted", reason)
@@ -393,7 +399,7 @@ def promote_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonO
 def retire_cmd(ref: RefArgument, account: AccountOption = None, reason: ReasonOption = "") -> None:
     """Retire a challenger now.
 
-    Its shadow book closes and the champion keeps the capital; an autopsy of its forward sessions
+    Its shadow book closes and the champion keeps the capital. An autopsy of its forward sessions
     becomes the account's alert.
     """
     _decide(ref, account, "retired", reason)

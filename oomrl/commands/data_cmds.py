@@ -1,5 +1,8 @@
-"""CLI commands for market data: `oomrl ingest` (any source into the OOMRL_HOME store) with a
-progress bar, and `oomrl data check|quarantine` to inspect the store."""
+"""CLI commands for market data: `oomrl ingest` and `oomrl data check|quarantine`.
+
+`oomrl ingest` takes any source into the OOMRL_HOME store, with a progress bar. `oomrl data
+check|quarantine` inspect the store.
+"""
 
 from __future__ import annotations
 
@@ -189,7 +192,7 @@ data_app = typer.Typer(help="Inspect the market store under OOMRL_HOME/data.", n
 def check_command(wait: WaitOption = None) -> None:
     """Check the store and clear interrupted writes.
 
-    What an interrupted write left is cleared under the writer lock; every stored file is read.
+    What an interrupted write left is cleared under the writer lock. Every stored file is read.
     """
     from oomrl.data.store import MarketStore
     from oomrl.errors import OomrlError

@@ -24,8 +24,10 @@ account_app = typer.Typer(help="Show an account, or resume it after a halt.", no
 
 
 def print_shown(console: Any, rows: list[dict[str, str]], columns: Any, title: str) -> None:
-    """The first SHOWN_ROWS formatted rows (units in the titles), never cut: wrapped into parts on a
-    narrow terminal, whole on a pipe."""
+    """The first SHOWN_ROWS formatted rows (units in the titles), never cut.
+
+    They are wrapped into parts on a narrow terminal, and whole on a pipe.
+    """
     from oomrl.artifacts import numeric_titles
     from oomrl.commands.tables import print_rows
 

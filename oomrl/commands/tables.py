@@ -1,10 +1,10 @@
 """Tables on a terminal and on a pipe: rich tables whose cells are never cut short.
 
 rich sizes a table to the console and elides what does not fit (`202…`). Here a console that is not
-a terminal has no width limit, so a piped table keeps its natural width (`oomrl account show |
-less`, a log file, a CI job); on a terminal too narrow for a table, its columns are printed in
-groups that each fit, the first column (the row's name: a date, a symbol) repeated in each, the way
-pandas wraps a wide frame. A cell is never cut: `--json` is there for machines.
+a terminal has no width limit. So a piped table keeps its natural width. Examples: `oomrl account
+show | less`, a log file, a CI job. A terminal may be too narrow for a table. Then its columns are
+printed in groups that each fit, the way pandas wraps a wide frame. The first column (the row's
+name: a date, a symbol) is repeated in each. A cell is never cut: `--json` is there for machines.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ BORDER = 3  # what each column adds to a table's width: a rule and a space each 
 
 
 def output_console(stderr: bool = False) -> Console:
-    """The console of stdout (or stderr): the terminal's width on a terminal, no limit on a pipe."""
+    """The console of stdout (or stderr).
+
+    It has the terminal's width on a terminal, and no limit on a pipe.
+    """
     from rich.console import Console
 
     console = Console(stderr=stderr)
@@ -34,9 +37,11 @@ def rows_table(
     titles: list[str] | None = None,
     wrap_titles: bool = False,
 ) -> Table:
-    """Formatted rows (titles with their units) as one table, numeric columns right-aligned; each
-    column as wide as its longest cell and title (`wrap_titles`: its longest cell and title
-    word)."""
+    """Formatted rows (titles with their units) as one table, numeric columns right-aligned.
+
+    Each column is as wide as its longest cell and title. With `wrap_titles` it is as wide as its
+    longest cell and title word.
+    """
     from rich.table import Table
 
     table = Table(title=title)
@@ -53,8 +58,10 @@ def rows_table(
 
 
 def column_width(name: str, rows: list[dict[str, str]], wrap_titles: bool = True) -> int:
-    """The narrowest a column gets without cutting a cell (nor a word of its title, when titles
-    wrap)."""
+    """The narrowest a column gets without cutting a cell.
+
+    When titles wrap, no word of its title is cut either.
+    """
     title = max((len(word) for word in name.split()), default=1) if wrap_titles else len(name)
     return max([title, 1] + [len(row.get(name, "")) for row in rows])
 
@@ -64,8 +71,10 @@ def table_width(titles: list[str], rows: list[dict[str, str]], wrap_titles: bool
 
 
 def column_groups(titles: list[str], rows: list[dict[str, str]], width: int) -> list[list[str]]:
-    """The titles split into groups that each fit `width` (titles wrapped), every group led by the
-    first."""
+    """The titles split into groups that each fit `width`, titles wrapped.
+
+    Every group is led by the first.
+    """
     if not titles:
         return [[]]
     first, groups = titles[0], [[titles[0]]]
@@ -82,8 +91,11 @@ def print_rows(
     title: str,
     numeric: set[str] | frozenset[str] = frozenset(),
 ) -> None:
-    """Print formatted rows as one table; when the terminal is too narrow even with the titles
-    wrapped, as several tables in turn (each titled `part i of n`)."""
+    """Print formatted rows as one table.
+
+    The terminal may be too narrow even with the titles wrapped. Then it prints several tables in
+    turn, each titled `part i of n`.
+    """
     titles = list(rows[0]) if rows else []
     if table_width(titles, rows, False) <= console.width:
         console.print(rows_table(rows, title, numeric))

@@ -1,8 +1,8 @@
-"""The Autopsy (a loss diagnosis with its mandate and machine-checkable constraints) and the loss
-alert.
+"""The Autopsy and the loss alert: the only repair inputs.
 
-These two models are the only repair inputs any door accepts (CLI, flow, webhook): every number is
-finite, every string and list is bounded, and names use the limits of oomrl.names.
+An Autopsy is a loss diagnosis with its mandate and machine-checkable constraints. These two models
+are the only repair inputs any door accepts (CLI, flow, webhook). Every number is finite. Every
+string and list is bounded. Names use the limits of oomrl.names.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Evidence(_Strict):
 
 
 class Diagnostics(_Strict):
-    """Where the loss comes from: the module and version live, the root cause and its evidence."""
+    """Where the loss comes from: the live module and version, the root cause, its evidence."""
 
     module: str = Field(max_length=100, pattern=MODULE_PATTERN)
     strategy_version: str | None = Field(max_length=64)
@@ -142,9 +142,10 @@ class Autopsy(_Strict):
 
 
 class LossAlert(_Strict):
-    """The least a sender may post: which account lost money, the alert's id, and optionally when.
+    """The least a sender may post: which account lost money, the alert's id, maybe when.
 
-    The repair completes it from the ledger (the account's active strategy and its NAV history)."""
+    The repair completes it from the ledger: the account's active strategy and its NAV history.
+    """
 
     alert_id: AlertId
     account: AccountName
@@ -158,27 +159,35 @@ class AlertModule(_Strict):
 
 
 class PendingAlert(LossAlert):
-    """A loss alert the ledger could not complete into an autopsy (no NAV history, or the critic
-    could not read it): the alert as sent, with the module the repair works on."""
+    """A loss alert the ledger could not complete into an autopsy.
+
+    There was no NAV history, or the critic could not read it. It is the alert as sent, with the
+    module the repair works on.
+    """
 
     diagnostics: AlertModule
 
 
-# What a door admits (a full autopsy or a loss alert) and what the repair works from (an autopsy,
-# or an alert the ledger could not complete).
+# What a door admits: a full autopsy or a loss alert.
+# What the repair works from: an autopsy, or an alert the ledger could not complete.
 RepairInput = Autopsy | LossAlert
 Completed = Autopsy | PendingAlert
 
 
 def input_json(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
-    """The JSON form of a repair input, as files, events, flow parameters and artifacts hold it:
-    an autopsy in full, an alert without its unset fields."""
+    """The JSON form of a repair input, as files, events, flow parameters and artifacts hold it.
+
+    An autopsy goes in full, an alert without its unset fields.
+    """
     return autopsy.model_dump(mode="json", exclude_none=not isinstance(autopsy, Autopsy))
 
 
 def stored_input(data: Any) -> Autopsy | PendingAlert | LossAlert:
-    """A repair input as a run folder's autopsy.json holds it (the door checked it when it came in);
-    pydantic's ValidationError (a ValueError) for anything else."""
+    """A repair input as a run folder's autopsy.json holds it.
+
+    The door checked it when it came in. Anything else raises pydantic's ValidationError (a
+    ValueError).
+    """
     if isinstance(data, dict) and "event" in data:
         return Autopsy.model_validate(data)
     if isinstance(data, dict) and "diagnostics" in data:

@@ -1,11 +1,10 @@
-"""The deterministic critic: turns an alert and the ledger's evidence into an Autopsy with a
-mandate.
+"""The deterministic critic: an alert and the ledger's evidence make an Autopsy with a mandate.
 
 Root causes are checked in order of how directly the evidence points at them:
-1. execution: orders above the ADV participation cap, or impact dominating costs while leakage is
-   high;
-2. over-trading: turnover above the cap, or costs eating a visible share of NAV;
-3. signal: losses that the frictionless return already shows (execution is clean);
+1. execution: orders above the ADV participation cap. Or impact dominates costs while leakage is
+   high.
+2. over-trading: turnover above the cap, or costs eating a visible share of NAV.
+3. signal: losses that the frictionless return already shows; execution is clean.
 Each cause maps to a mandate in words and the same mandate as `Constraints`.
 """
 
@@ -165,8 +164,8 @@ def autopsy_for(
 ) -> Autopsy:
     """The autopsy of one alert: metrics on its date, ledger evidence over its window, the mandate.
 
-    The strategy version is the one the NAV shows live on the alert date (the code that lost the
-    money), else `fallback_version` (the account's active version).
+    The strategy version is the one the NAV shows live on the alert date. That is the code that
+    lost the money. Else it is `fallback_version`, the account's active version.
     """
     frame = prepare_nav(nav, alert.as_of, alert.account)
     rules = RuleBook(frame, config, alert.account, benchmark)

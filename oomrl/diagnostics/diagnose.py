@@ -1,5 +1,7 @@
-"""Loss diagnostics of one account: evaluate the rules, write each new alert's autopsy to the
-ledger."""
+"""Loss diagnostics of one account: evaluate the rules, write new alerts' autopsies.
+
+Each new alert's autopsy is written to the ledger.
+"""
 
 from __future__ import annotations
 
@@ -48,10 +50,10 @@ def diagnose(
 ) -> list[Autopsy]:
     """Autopsies of the alerts first raised on as_of; alerts the ledger already holds are skipped.
 
-    With `log_dir`, the fills behind each autopsy are written there as CSV and named as its
+    With `log_dir`, the fills behind each autopsy are written there as CSV. The CSV is named as its
     execution log. The autopsy is stored as the alert's payload, so the ledger keeps the full story.
-    `publish` (e.g. emit an event) runs before the alert is stored: if it fails, the alert stays
-    new and the next run raises it again (at-least-once; consumers de-duplicate by alert_id).
+    `publish` (e.g. emit an event) runs before the alert is stored. If it fails, the alert stays
+    new and the next run raises it again. That is at-least-once; consumers de-duplicate by alert_id.
     """
     config = config or AlertConfig()
     nav, fills = ledger.nav_frame(account), ledger.fills_frame(account)
@@ -61,7 +63,7 @@ def diagnose(
     module = f"strategies.{active[1] if active else DEFAULT_STRATEGY}"  # what the account trades
     known = {row["alert_id"] for row in ledger.alerts(account)}
     new: list[Autopsy] = []
-    # Most severe first: when several alerts share a cause, the repair is asked for by the worst.
+    # Most severe first. When several alerts share a cause, the worst asks for the repair.
     raised = sorted(
         evaluate(nav, fills, config, as_of, account, benchmark),
         key=lambda a: a.severity != "critical",
@@ -104,8 +106,9 @@ def diagnose_account(
 ) -> list[Autopsy]:
     """The CLI edge: ledger and CSI 300 from the settings, thresholds from an optional file.
 
-    With `start`, every NAV session from `start` to `as_of` is diagnosed in turn (a chain catching
-    up on several newly marked sessions raises each alert on the day it first held)."""
+    With `start`, every NAV session from `start` to `as_of` is diagnosed in turn. A chain may catch
+    up on several newly marked sessions. It raises each alert on the day it first held.
+    """
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.ledger import Ledger

@@ -1,16 +1,17 @@
 """Which loss alerts ask for a repair: the strategy version still active, no recent request for it.
 
-The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.yaml); this module
-decides
-the rest and says so in the event's labels, so the trigger's match reads as the whole policy:
+The severity floor is the repair trigger's (`oomrl.alert.severity` in prefect.yaml). This module
+decides the rest and says so in the event's labels. So the trigger's match reads as the whole
+policy.
 
-- an alert about a strategy version the account no longer trades asks for nothing
-  (`inactive-version`);
-- while a challenger of the account is on probation, an alert asks for nothing (`probation`): the
-  forward market is judging the repair already made;
-- within `cooldown` sessions of a request for the same account and version, an alert of the same or
-  a lower severity asks for nothing (`cooldown`): one cause, one repair. A critical alert is never
-  held back by a warning's request, as the trigger may be set to ignore warnings.
+- An alert asks for nothing when the account no longer trades its strategy version
+  (`inactive-version`).
+- While a challenger of the account is on probation, an alert asks for nothing (`probation`). The
+  forward market is judging the repair already made.
+- Within `cooldown` sessions of a request for the same account and version, some alerts ask for
+  nothing (`cooldown`). Those are alerts of the same or a lower severity: one cause, one repair. A
+  critical alert is never held back by a warning's request. The trigger may be set to ignore
+  warnings.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def sessions_between(earlier: date, later: date) -> int:
 
 
 def judge(ledger: RequestLedger, autopsy: Autopsy, cooldown: int) -> RepairDecision:
-    """The decision for one new alert of the account (alerts are judged in the order they are
-    raised)."""
+    """The decision for one new alert of the account.
+
+    Alerts are judged in the order they are raised.
+    """
     account, version = autopsy.account, autopsy.diagnostics.strategy_version
     active = ledger.active_version(account)
     if version and active and version != active:
@@ -101,7 +104,10 @@ def judge(ledger: RequestLedger, autopsy: Autopsy, cooldown: int) -> RepairDecis
 
 
 def record(ledger: RequestLedger, autopsy: Autopsy) -> None:
-    """Remember that this alert asked for a repair (the cooldown of the next ones starts here)."""
+    """Remember that this alert asked for a repair.
+
+    The cooldown of the next ones starts here.
+    """
     detail = {
         "alert_id": autopsy.alert_id,
         "version": autopsy.diagnostics.strategy_version,
@@ -113,6 +119,9 @@ def record(ledger: RequestLedger, autopsy: Autopsy) -> None:
 
 
 def alert_resource(account: str, severity: str, verdict: Verdict) -> dict[str, str]:
-    """The Prefect resource of an `oomrl.loss.alert` event: the account, labelled with what the
-    repair trigger matches on (its severity floor and this policy's verdict)."""
+    """The Prefect resource of an `oomrl.loss.alert` event: the account.
+
+    Its labels are what the repair trigger matches on. They are its severity floor and this
+    policy's verdict.
+    """
     return {**account_resource(account), SEVERITY_LABEL: severity, REPAIR_LABEL: verdict}

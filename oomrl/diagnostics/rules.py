@@ -1,10 +1,10 @@
-"""Loss alert rules over an account's NAV history, with configurable thresholds and stable alert
-ids.
+"""Loss alert rules over an account's NAV history, with set thresholds and stable alert ids.
 
-Event rules (a day's loss) are keyed by their date. State rules (drawdown, principal loss, IR decay,
-execution decay, turnover) are keyed by the first session of the episode in which the condition has
-held without a break, so a condition that persists for weeks raises one alert, and a new episode
-(after recovery) raises a new one. The id is a hash of (account, rule, severity, key).
+Thresholds are configurable. Event rules (a day's loss) are keyed by their date. State rules
+(drawdown, principal loss, IR decay, execution decay, turnover) are keyed by an episode's first
+session. An episode is a run of sessions in which the condition held without a break. So a
+condition that persists for weeks raises one alert. A new episode (after recovery) raises a new
+one. The id is a hash of (account, rule, severity, key).
 """
 
 from __future__ import annotations
@@ -279,8 +279,11 @@ class RuleBook:
         )
 
     def rolling_ir(self) -> pd.Series:
-        """Rolling IR on the dates the benchmark covers; all NaN (rule skipped) when it misses the
-        alert date, so a stale benchmark never blocks the loss rules."""
+        """Rolling IR on the dates the benchmark covers.
+
+        It is all NaN (rule skipped) when the benchmark misses the alert date. So a stale benchmark
+        never blocks the loss rules.
+        """
         blank = pd.Series(np.nan, index=self.frame.index)
         if self.benchmark is None:
             return blank
@@ -335,7 +338,7 @@ def evaluate(
 ) -> list[Alert]:
     """Every alert the rules raise on as_of (the last NAV date on or before it).
 
-    `fills` is unused by the rules (the critic reads it); it is accepted so callers pass the ledger
+    `fills` is unused by the rules; the critic reads it. It is accepted so callers pass the ledger
     frames together. `benchmark` (daily CSI 300 returns) enables the rolling-IR rule.
     """
     del fills

@@ -53,9 +53,12 @@ def parse_alertmanager(raw: bytes) -> AlertmanagerNotification:
 
 
 def alertmanager_alert_id(alert: AlertmanagerAlert) -> str:
-    """The `alert_id` label, else one stable per alert instance: Alertmanager's fingerprint (labels)
-    plus when it started firing. A label that is no valid id is returned as it is, for the door to
-    refuse that alert by name (`re.fullmatch`: `$` would also take a trailing newline)."""
+    """The `alert_id` label, else one stable per alert instance.
+
+    That is Alertmanager's fingerprint (labels) plus when it started firing. A label that is no
+    valid id is returned as it is. The door then refuses that alert by name. (`re.fullmatch`: `$`
+    would also take a trailing newline.)
+    """
     if "alert_id" in alert.labels:
         return alert.labels["alert_id"]
     fingerprint = (
@@ -67,11 +70,11 @@ def alertmanager_alert_id(alert: AlertmanagerAlert) -> str:
 
 
 def autopsy_from_alertmanager(alert: AlertmanagerAlert, default_account: str) -> dict[str, Any]:
-    """The repair input for one firing Alertmanager alert (validated by the repair's door after
-    this).
+    """The repair input for one firing Alertmanager alert.
 
-    An `autopsy` annotation holding the full JSON autopsy wins; otherwise the alert becomes a loss
-    alert (id, account label, start date) that the repair completes from the ledger.
+    The repair's door validates it after this. An `autopsy` annotation holding the full JSON autopsy
+    wins. Otherwise the alert becomes a loss alert (id, account label, start date). The repair
+    completes it from the ledger.
     """
     embedded = alert.annotations.get("autopsy")
     if embedded:

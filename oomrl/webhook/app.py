@@ -1,10 +1,15 @@
-"""The FastAPI webhook: signed loss alerts start exactly one repair each, through the repair's own
-door.
+"""The FastAPI webhook: signed loss alerts start one repair each, through the repair's own door.
 
-Status codes: 202 started; 200 duplicate (the alert's run exists, is alive or ended as it should);
-400 a broken Content-Length; 401 bad signature or token; 413 oversized; 422 anything that is not a
-full autopsy or a loss alert for a known account and strategy (hostile JSON included); 503 the
-repair could not be started now (Prefect or the ledger unavailable) — the sender should retry.
+Status codes:
+- 202 started.
+- 200 duplicate (the alert's run exists, is alive or ended as it should).
+- 400 a broken Content-Length.
+- 401 bad signature or token.
+- 413 oversized.
+- 422 anything but a full autopsy or a loss alert for a known account and strategy. Hostile JSON
+  is included.
+- 503 the repair could not be started now (Prefect or the ledger unavailable). The sender should
+  retry.
 Refusals are logged.
 """
 
@@ -48,12 +53,14 @@ from oomrl.webhook.reports import reports_router
 from oomrl.webhook.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
 logger = logging.getLogger(__name__)
-# Prefect states after which a re-delivered alert starts a new run (the first one did not finish).
+# Prefect states after which a re-delivered alert starts a new run.
+# The first one did not finish.
 RELAUNCH_STATES = frozenset({"CRASHED", "FAILED", "CANCELLED"})
-# States of a run that may have lost its process (worker SIGKILLed): its claim heartbeat decides.
+# States of a run that may have lost its process (worker SIGKILLed).
+# Its claim heartbeat decides.
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "PAUSED"})
-# A launch makes two Prefect calls of at most API_TIMEOUT_S each (plus its pauses while Prefect is
-# busy); a claim older than that is orphaned.
+# A launch makes two Prefect calls of at most API_TIMEOUT_S each.
+# It also pauses while Prefect is busy. A claim older than that is orphaned.
 LAUNCH_WAIT = timedelta(seconds=2 * API_TIMEOUT_S + sum(BUSY_RETRIES_S) + 5)
 POLL_S = 0.1
 RATE_WINDOW_S = 60.0  # OOMRL_WEBHOOK_MAX_RUNS_PER_MINUTE counts the runs started in this window
@@ -93,9 +100,12 @@ def _refusal(
 
 
 def overall_status(results: list[dict[str, Any]]) -> int:
-    """One answer for a notification's alerts: retry (503) if any could not be started now, else
-    202 if any started, 429 if any was over its account's rate, 422 if every one was refused, else
-    200 (duplicates, or refusals beside them)."""
+    """One answer for a notification's alerts.
+
+    Retry (503) if any could not be started now. Else 202 if any started. Else 429 if any was over
+    its account's rate. Else 422 if every one was refused. Else 200 (duplicates, or refusals beside
+    them).
+    """
     statuses = {item["status"] for item in results}
     for status in (503, 202, 429):
         if status in statuses:
@@ -173,8 +183,10 @@ class WebhookIntake:
         return reports_router(self.settings.runs_dir, self.secret)
 
     async def admit(self, data: Any) -> RepairInput:
-        """The repair's door: a full autopsy or a loss alert, for an account and strategy that
-        exist."""
+        """The repair's door: a full autopsy or a loss alert.
+
+        The account and strategy must exist.
+        """
         try:
             checked = load_autopsy(data)
             await run_in_threadpool(
@@ -253,8 +265,11 @@ class WebhookIntake:
             return len(book.live())
 
     async def check_floods(self, account: str, counted: int) -> None:
-        """The flood limits before a run starts: `account`'s runs this minute (`counted`: whether
-        its own claim is among them already) and the repairs running on every path."""
+        """The flood limits before a run starts.
+
+        One limit is `account`'s runs this minute. `counted` says whether its own claim is among
+        them already. The other is the repairs running on every path.
+        """
         recent = await run_in_threadpool(self.store.recent, account, RATE_WINDOW_S)
         most = self.config.max_runs_per_minute
         if recent - counted >= most:
@@ -275,9 +290,12 @@ class WebhookIntake:
             )
 
     async def ended_or_gone(self, flow_run_id: str) -> bool:
-        """Whether a re-delivery should start the alert's repair again: its run crashed, failed, was
-        cancelled, is gone from Prefect (deleted, or another server's), or went silent (then it is
-        marked Crashed, so the runs list says so too)."""
+        """Whether a re-delivery should start the alert's repair again.
+
+        It should when its run crashed, failed or was cancelled. It should when the run is gone from
+        Prefect (deleted, or another server's). It should when the run went silent. Then it is
+        marked Crashed, so the runs list says so too.
+        """
         status = await self.launcher.run_state(flow_run_id)
         if status is None:
             return True
@@ -386,8 +404,10 @@ class WebhookIntake:
         return await self.start_repair(await self.admit(data), "loss-alert")
 
     async def one_alert(self, request: Request, alert: AlertmanagerAlert) -> dict[str, Any]:
-        """One firing alert of a notification through the door: started, duplicate, or refused alone
-        with its status and reason (the others go on)."""
+        """One firing alert of a notification through the door.
+
+        It is started, duplicate, or refused alone with its status and reason. The others go on.
+        """
         alert_id = alertmanager_alert_id(alert)
         try:
             status, content = await self.start_repair(

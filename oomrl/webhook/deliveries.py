@@ -1,11 +1,10 @@
-"""Durable record of alert ids already accepted, so a replay or a restart never starts a second
-repair.
+"""Durable record of alert ids already accepted: a replay or a restart never repairs twice.
 
-A row is first a claim (no run yet) while its delivery starts the repair, then records what was
-started. A claim whose launch fails is dropped, so the sender's retry starts it again; a claim left
-by a process that died mid-launch may be taken over once it is stale; a run that crashed, failed or
-was cancelled may be reopened by the next delivery. Every transition is one conditional statement,
-so concurrent deliveries (in one process or several) agree on who launches.
+A row is first a claim (no run yet) while its delivery starts the repair. Then it records what was
+started. A claim whose launch fails is dropped, so the sender's retry starts it again. A claim left
+by a process that died mid-launch may be taken over once it is stale. A run that crashed, failed or
+was cancelled may be reopened by the next delivery. Every transition is one conditional statement.
+So concurrent deliveries (in one process or several) agree on who launches.
 """
 
 from __future__ import annotations
@@ -101,8 +100,10 @@ class DeliveryStore:
             )
 
     def release(self, alert_id: str) -> None:
-        """Drop a claim whose run could not be started, so the sender's retry is not a
-        'duplicate'."""
+        """Drop a claim whose run could not be started.
+
+        So the sender's retry is not a 'duplicate'.
+        """
         with self._engine.begin() as conn:
             conn.execute(
                 DELIVERIES.delete().where(
@@ -123,8 +124,10 @@ class DeliveryStore:
         )
 
     def reopen(self, alert_id: str, flow_run_id: str) -> bool:
-        """Turn a delivery whose run ended without success back into a claim; True for the one
-        winner."""
+        """Turn a delivery whose run ended without success back into a claim.
+
+        True for the one winner.
+        """
         return self._update_if(
             alert_id, DELIVERIES.c.flow_run_id == flow_run_id, flow_run_id=None, event_id=None
         )

@@ -1,7 +1,7 @@
 """The webhook's seam to whatever starts the repair: the `Launcher` protocol and what it returns.
 
-The launchers that talk to Prefect live in orchestration/launch.py: oomrl/ never imports Prefect
-(docs/architecture.md §2), so the webhook is handed its launcher.
+The launchers that talk to Prefect live in orchestration/launch.py. oomrl/ never imports Prefect
+(docs/architecture.md §2). So the webhook is handed its launcher.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from typing import Protocol
 from oomrl.diagnostics.autopsy import Autopsy, RepairInput
 from oomrl.diagnostics.repair_policy import alert_resource
 
-API_TIMEOUT_S = 30.0  # one Prefect call at most
-# Prefect's client pauses 2, 4 and 8 s (its back-off, give or take its jitter) while the server
-# answers 503 (its database busy); a launcher retries that many times, no more.
+API_TIMEOUT_S = 30.0  # one Prefect call at most.
+# Prefect's client pauses 2, 4 and 8 s (its back-off, give or take its jitter).
+# It pauses while the server answers 503 (its database busy).
+# A launcher retries that many times, no more.
 BUSY_RETRIES_S = (2.0, 4.0, 8.0)
 
 
@@ -49,9 +50,11 @@ class Launcher(Protocol):
 
 
 def alert_event_resource(autopsy: RepairInput) -> dict[str, str]:
-    """The event's resource, labelled as the diagnostics label theirs, so the repair trigger matches
-    it: the alert's severity (a minimal alert counts as the warning the repair completes it to) and
-    the verdict `requested` (a delivered alert is a request; the webhook already keeps it to one
-    run)."""
+    """The event's resource, labelled as the diagnostics label theirs.
+
+    So the repair trigger matches it. One label is the alert's severity. A minimal alert counts as
+    the warning the repair completes it to. The other is the verdict `requested`. A delivered alert
+    is a request; the webhook already keeps it to one run.
+    """
     severity = autopsy.severity if isinstance(autopsy, Autopsy) else "warning"
     return alert_resource(autopsy.account, severity, "requested")

@@ -1,9 +1,9 @@
-"""GET /reports/<folder>/<file>?sig=…: the read-only route that serves report files to the Prefect
-UI.
+"""GET /reports/<folder>/<file>?sig=…: the read-only route serving report files to the Prefect UI.
 
-Signature first (403 before the file system is touched), then the path rules, then the file must be
-a regular file directly inside OOMRL_HOME/runs/<folder> (no symlinks). The tearsheet is served with
-a Content-Security-Policy that allows no script and no network: it only needs its inlined images.
+The signature is checked first: 403 before the file system is touched. Then the path rules. Then
+the file must be a regular file directly inside OOMRL_HOME/runs/<folder> (no symlinks). The
+tearsheet is served with a Content-Security-Policy that allows no script and no network. It only
+needs its inlined images.
 """
 
 from __future__ import annotations

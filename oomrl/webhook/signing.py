@@ -41,7 +41,7 @@ def verify(
     """Check a delivery; return its timestamp or raise SignatureError saying what is wrong.
 
     The timestamp bounds replays of a captured delivery to `tolerance_s` in either direction
-    (clock skew); within that window, replays are caught by the alert-id de-duplication.
+    (clock skew). Within that window, the alert-id de-duplication catches replays.
     """
     if not timestamp_header:
         raise SignatureError(f"missing {TIMESTAMP_HEADER} header")
