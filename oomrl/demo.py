@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from oomrl.portfolio.hosting import StrategyRunner
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.setup import RebalanceSetup
+    from oomrl.probation import Probation
 
 DEMO_ACCOUNT = "demo"
 # The daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
@@ -124,7 +125,7 @@ class DemoLog:
     repairs: list[DemoRepair] = field(default_factory=list)
     halted_on: str | None = None
     rebalances: int = 0
-    probations: list[dict[str, Any]] = field(default_factory=list)  # from the ledger, at the end
+    probations: list[Probation] = field(default_factory=list)  # from the ledger, at the end
     refused: list[DemoRefusal] = field(default_factory=list)
     jails: list[str] = field(default_factory=list)  # where the versions' strategy code ran
 
@@ -573,7 +574,7 @@ def write_reports(
         jails=log.jails,
         alerts=log.alerts,
         repairs=log.repairs,
-        probations=log.probations,
+        probations=[trial.summary() for trial in log.probations],
         table1=frame.to_dict("records"),
         tearsheet=str(report.html),
         summary_md=str(report.markdown),
@@ -658,9 +659,9 @@ def run_demo(
         )
     for trial in log.probations:
         console.print(
-            f"{'probation':>10}: {trial['version']} on {trial['shadow']} from {trial['started']}, "
-            f"{trial['decision'] or 'open'}"
-            + (f" on {trial['decided']} by {trial['decided_by']}" if trial["decided"] else "")
+            f"{'probation':>10}: {trial.tag} on {trial.shadow} from {trial.opened_on}, "
+            f"{trial.status}"
+            + (f" on {trial.decided_on} by {trial.decided_by}" if trial.decided_on else "")
         )
     console.rule("inspect the demo's state")
     for line in inspect_commands(settings.home, config.account):

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import Trail
-from oomrl.agent.roles import Mandate, Provider
+from oomrl.agent.roles import Mandate, MissedCheck, Provider
 from oomrl.agent.verdicts import AttemptVerdict
 from oomrl.settings import AgentSettings
 
@@ -75,7 +75,7 @@ class RepairState:
     attempts: list[AttemptRecord] = field(default_factory=list)
     evidence: dict[str, Any] = field(default_factory=dict)
     round: int = 1
-    missed: list[dict[str, Any]] = field(default_factory=list)  # what the last replay found
+    missed: list[MissedCheck] = field(default_factory=list)  # what the last replay found
     # Replays of the Coder's patches
     cross_feedback: list[dict[str, Any]] = field(default_factory=list)
     inputs: list[RoleInput] = field(default_factory=list)
