@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,15 @@ def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Pa
         json.loads((ctx.run_dir / "attempts" / "code-patch-2.verdict.json").read_text())["judge"]
         == "pre-gate"
     )
+
+
+def test_what_a_repair_is_given_is_fixed_and_only_its_state_changes(tmp_path: Path) -> None:
+    ctx = make_context(tmp_path, ScriptedProvider())
+    with pytest.raises(FrozenInstanceError):
+        ctx.account = "other"  # type: ignore[misc]
+    other = replace(ctx, lock="hash-only")
+    other.state.round = 2  # another setup of the same repair shares its running state
+    assert (ctx.lock, ctx.state.round) == ("namespace", 2)
 
 
 def test_a_rejected_mandate_changes_nothing(tmp_path: Path) -> None:
