@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -151,7 +152,7 @@ def repair(
                     status="failed", step="setup", reason=str(exc), run_dir=""
                 )
             else:
-                ctx.version_mapper = version_mapper_from_settings()
+                ctx = replace(ctx, version_mapper=version_mapper_from_settings())
                 approve = (
                     auto_approve_mandate
                     if auto_approve

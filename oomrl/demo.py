@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from oomrl.portfolio.hosting import StrategyRunner
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.setup import RebalanceSetup
+    from oomrl.probation import Probation
 
 DEMO_ACCOUNT = "demo"
 # The daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
@@ -87,17 +89,68 @@ class DemoConfig:
     provider: str = "offline"
 
 
+class DemoAlert(BaseModel):
+    """A new alert the weekly diagnostics raised."""
+
+    as_of: str
+    severity: str
+    rule: str
+    alert_id: str
+
+
+class DemoRepair(BaseModel):
+    """How one repair the demo started ended (a `RepairOutcome`, cut to what `demo.json` keeps)."""
+
+    alert_id: str
+    as_of: str
+    status: str
+    step: str | None = None
+    reason: str = ""
+    run_dir: str
+    version: str | None = None
+
+
+class DemoRefusal(BaseModel):
+    """A rebalance refused because the version's decision was invalid (fail closed)."""
+
+    date: str
+    version: str
+    error: str
+
+
 @dataclass
 class DemoLog:
     """What happened, for the summary file and the caller."""
 
-    alerts: list[dict[str, Any]] = field(default_factory=list)
-    repairs: list[dict[str, Any]] = field(default_factory=list)
+    alerts: list[DemoAlert] = field(default_factory=list)
+    repairs: list[DemoRepair] = field(default_factory=list)
     halted_on: str | None = None
     rebalances: int = 0
-    probations: list[dict[str, Any]] = field(default_factory=list)  # from the ledger, at the end
-    refused: list[dict[str, str]] = field(default_factory=list)
+    probations: list[Probation] = field(default_factory=list)  # from the ledger, at the end
+    refused: list[DemoRefusal] = field(default_factory=list)
     jails: list[str] = field(default_factory=list)  # where the versions' strategy code ran
+
+
+class DemoSummary(BaseModel):
+    """What the demo produced; `demo.json` is its dump without `demo_json` (the file's own path)."""
+
+    account: str
+    strategy: str
+    start: str
+    end: str
+    rebalances: int
+    halted_on: str | None
+    refused: list[DemoRefusal]
+    jails: list[str]
+    alerts: list[DemoAlert]
+    repairs: list[DemoRepair]
+    probations: list[dict[str, Any]]
+    table1: list[dict[str, Any]]
+    tearsheet: str
+    summary_md: str
+    table1_csv: str
+    home: str
+    demo_json: str
 
 
 def _day(value: Any) -> str:
@@ -166,9 +219,7 @@ def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
     return max(chosen, key=lambda a: SEVERITY_RANK[a.severity]) if chosen else None
 
 
-def run_repair_inline(
-    settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy
-) -> dict[str, Any]:
+def run_repair_inline(settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> DemoRepair:
     """One STDAW repair in this process: offline provider, mandate auto-approved."""
     from oomrl import repair as domain
 
@@ -185,18 +236,18 @@ def run_repair_inline(
         ctx,
         lambda mandate: domain.Decision(action="approve", reason="auto-approved by `oomrl demo`"),
     )
-    return {
-        "alert_id": autopsy.alert_id,
-        "as_of": autopsy.as_of.isoformat(),
-        "status": outcome.status,
-        "step": outcome.step,
-        "reason": outcome.reason,
-        "run_dir": outcome.run_dir,
-        "version": outcome.version.tag if outcome.version else None,
-    }
+    return DemoRepair(
+        alert_id=autopsy.alert_id,
+        as_of=autopsy.as_of.isoformat(),
+        status=outcome.status,
+        step=outcome.step,
+        reason=outcome.reason,
+        run_dir=outcome.run_dir,
+        version=outcome.version.tag if outcome.version else None,
+    )
 
 
-Repairer = Callable[[OomrlSettings, DemoConfig, Autopsy], dict[str, Any]]
+Repairer = Callable[[OomrlSettings, DemoConfig, Autopsy], DemoRepair]
 
 
 class ActiveVersion:
@@ -288,13 +339,13 @@ def replay_weeks(
                     )
                 # A version whose decision is invalid trades nothing (fail closed)
                 except OomrlError as exc:
-                    if not any(item["version"] == resolved.version for item in log.refused):
+                    if not any(item.version == resolved.version for item in log.refused):
                         console.print(
                             f"[red]{day} rebalance refused[/] ({resolved.version[:8]}): {exc} — "
                             "this version trades nothing until it is replaced"
                         )
                     log.refused.append(
-                        {"date": day.isoformat(), "version": resolved.version, "error": str(exc)}
+                        DemoRefusal(date=day.isoformat(), version=resolved.version, error=str(exc))
                     )
                     outcome = None
                 if outcome is not None:
@@ -328,12 +379,12 @@ def replay_weeks(
             )
             for autopsy in new:
                 log.alerts.append(
-                    {
-                        "as_of": str(autopsy.as_of),
-                        "severity": autopsy.severity,
-                        "rule": autopsy.trigger.rule,
-                        "alert_id": autopsy.alert_id,
-                    }
+                    DemoAlert(
+                        as_of=str(autopsy.as_of),
+                        severity=autopsy.severity,
+                        rule=autopsy.trigger.rule,
+                        alert_id=autopsy.alert_id,
+                    )
                 )
                 console.print(
                     f"[yellow]alert[/] {autopsy.as_of} {autopsy.severity:<8} "
@@ -383,14 +434,14 @@ def replay_weeks(
             )
             result = repairer(settings, config, chosen)
             log.repairs.append(result)
-            style = "green" if result["status"] in ("promoted", "probation") else "red"
+            style = "green" if result.status in ("promoted", "probation") else "red"
             # The name a flow run's state has
-            step = f" at {result['step']}" if result.get("step") else ""
+            step = f" at {result.step}" if result.step else ""
             console.print(
-                f"[{style}]repair {ending_name(result['status'], result.get('step'))}[/]{step}: "
-                f"{result['reason']}"
+                f"[{style}]repair {ending_name(result.status, result.step)}[/]{step}: "
+                f"{result.reason}"
             )
-            if result["status"] == "promoted":
+            if result.status == "promoted":
                 last_promotion = number
     return log
 
@@ -486,7 +537,7 @@ def print_table1(frame: pd.DataFrame, console: Console) -> None:
 
 def write_reports(
     settings: OomrlSettings, config: DemoConfig, store: Any, log: DemoLog, console: Console
-) -> dict[str, Any]:
+) -> DemoSummary:
     """Table 1 (printed, CSV, markdown), the tearsheet, and a JSON summary of the run."""
     from oomrl.metrics.attribution import (
         account_report,
@@ -518,26 +569,28 @@ def write_reports(
         )
     frame.to_csv(out / "table1.csv", index=False)
     (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
-    summary = {
-        "account": config.account,
-        "strategy": config.strategy,
-        "start": str(config.start),
-        "end": str(config.end),
-        "rebalances": log.rebalances,
-        "halted_on": log.halted_on,
-        "refused": log.refused,
-        "jails": log.jails,
-        "alerts": log.alerts,
-        "repairs": log.repairs,
-        "probations": log.probations,
-        "table1": frame.to_dict("records"),
-        "tearsheet": str(report.html),
-        "summary_md": str(report.markdown),
-        "table1_csv": str(out / "table1.csv"),
-        "home": str(settings.home),
-    }
-    (out / "demo.json").write_text(json.dumps(summary, indent=2, default=str))
-    summary["demo_json"] = str(out / "demo.json")
+    summary = DemoSummary(
+        account=config.account,
+        strategy=config.strategy,
+        start=str(config.start),
+        end=str(config.end),
+        rebalances=log.rebalances,
+        halted_on=log.halted_on,
+        refused=log.refused,
+        jails=log.jails,
+        alerts=log.alerts,
+        repairs=log.repairs,
+        probations=[trial.summary() for trial in log.probations],
+        table1=frame.to_dict("records"),
+        tearsheet=str(report.html),
+        summary_md=str(report.markdown),
+        table1_csv=str(out / "table1.csv"),
+        home=str(settings.home),
+        demo_json=str(out / "demo.json"),
+    )
+    # Python-mode dump: the same keys and values (NaN, numpy scalars) the file always had
+    document = summary.model_dump(exclude={"demo_json"})
+    (out / "demo.json").write_text(json.dumps(document, indent=2, default=str))
     return summary
 
 
@@ -552,7 +605,7 @@ def run_demo(
     lock: str = "namespace",
     repairer: Repairer = run_repair_inline,
     probation: int = PROBATION_SESSIONS,
-) -> dict[str, Any]:
+) -> DemoSummary:
     """Run the demo in its own OOMRL_HOME (default: <OOMRL_HOME>/demo); returns what it produced."""
     # Logs and CI are not terminals: give Table 1 room instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 140)
@@ -596,26 +649,25 @@ def run_demo(
         console.print(
             f"[red]{len(log.refused)} rebalance(s) refused[/] (invalid decisions are never "
             "traded); "
-            f"first on {log.refused[0]['date']}: see {summary['demo_json']}"
+            f"first on {log.refused[0].date}: see {summary.demo_json}"
         )
     console.rule("reports")
-    for label, key in (
-        ("tearsheet", "tearsheet"),
-        ("summary", "summary_md"),
-        ("Table 1", "table1_csv"),
-        ("run log", "demo_json"),
+    for label, path in (
+        ("tearsheet", summary.tearsheet),
+        ("summary", summary.summary_md),
+        ("Table 1", summary.table1_csv),
+        ("run log", summary.demo_json),
     ):
-        console.print(f"{label:>10}: {summary[key]}")
+        console.print(f"{label:>10}: {path}")
     for repair in log.repairs:
         console.print(
-            f"{'repair':>10}: {repair['run_dir']} "
-            f"({ending_name(repair['status'], repair.get('step'))})"
+            f"{'repair':>10}: {repair.run_dir} ({ending_name(repair.status, repair.step)})"
         )
     for trial in log.probations:
         console.print(
-            f"{'probation':>10}: {trial['version']} on {trial['shadow']} from {trial['started']}, "
-            f"{trial['decision'] or 'open'}"
-            + (f" on {trial['decided']} by {trial['decided_by']}" if trial["decided"] else "")
+            f"{'probation':>10}: {trial.tag} on {trial.shadow} from {trial.opened_on}, "
+            f"{trial.status}"
+            + (f" on {trial.decided_on} by {trial.decided_by}" if trial.decided_on else "")
         )
     console.rule("inspect the demo's state")
     for line in inspect_commands(settings.home, config.account):

@@ -128,10 +128,10 @@ class ProbationSessions:
         )
 
 
-def probation_log(settings: OomrlSettings, account: str) -> list[dict[str, Any]]:
+def probation_log(settings: OomrlSettings, account: str) -> list[Probation]:
     """Every probation of `account` for `demo.json`, as the ledger holds it (the evidence table
     included)."""
     from oomrl.portfolio.service import open_ledger
     from oomrl.probation import probations
 
-    return [p.summary() for p in probations(open_ledger(settings), account)]
+    return probations(open_ledger(settings), account)

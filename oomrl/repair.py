@@ -20,7 +20,15 @@ from pydantic import BaseModel
 
 from guardrails.errors import GateSetupError
 from oomrl.agent.budget import Budget
-from oomrl.agent.context import AttemptRecord, CrossValidator, GateFn, RepairContext, write_json
+from oomrl.agent.context import (
+    AttemptRecord,
+    CrossValidator,
+    GateFn,
+    RepairContext,
+    RepairState,
+    RoleInput,
+    write_json,
+)
 from oomrl.agent.feedback import encode_cross_validation, missed_checks, role_evidence
 from oomrl.agent.genesis import changed_tests, logic_genesis, test_genesis
 from oomrl.agent.llm import Transcript
@@ -69,7 +77,7 @@ class RepairOutcome(BaseModel):
     transcript_digest: str = ""
     rounds: int = 0
     trail: list[dict[str, str]] = []
-    inputs: list[dict[str, Any]] = []
+    inputs: list[RoleInput] = []
 
 
 class RepairNotPromoted(OomrlError):
@@ -100,7 +108,7 @@ def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
     full = autopsy if isinstance(autopsy, Autopsy) else None  # a loss alert carries neither
     evidence = full.diagnostics.evidence.model_dump(mode="json") if full else {}
     metrics = full.metrics.model_dump(mode="json") if full else {}
-    version = ctx.versions.materialize(ctx.base or ctx.versions.base_for(ctx.account))
+    version = ctx.versions.materialize(ctx.state.base or ctx.versions.base_for(ctx.account))
     view = CriticView(
         autopsy=autopsy,
         metrics=metrics,
@@ -111,7 +119,7 @@ def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
     ctx.record_inputs("critic", view, "1")
     mandate = ctx.provider.critic(view)
     module_file = mandate.module.replace(".", "/") + ".py"
-    if not ctx.versions.holds(ctx.base or ctx.versions.base_for(ctx.account), module_file):
+    if not ctx.versions.holds(ctx.state.base or ctx.versions.base_for(ctx.account), module_file):
         raise RepairStepError(
             "critic",
             f"the mandate names {mandate.module}, which is not in the account's strategy version",
@@ -121,14 +129,14 @@ def critique(ctx: RepairContext, autopsy: RepairInput) -> Mandate:
 
 
 def prepare_candidate(ctx: RepairContext) -> Path:
-    """A fresh scratch clone at the account's version (`ctx.base`).
+    """A fresh scratch clone at the account's version (`ctx.state.base`).
 
     Every change of the repair happens there.
     """
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate)
-    ctx.base = ctx.base or ctx.versions.base_for(ctx.account)
-    return ctx.versions.clone_to(ctx.candidate, at=ctx.base)
+    ctx.state.base = ctx.state.base or ctx.versions.base_for(ctx.account)
+    return ctx.versions.clone_to(ctx.candidate, at=ctx.state.base)
 
 
 def cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
@@ -137,7 +145,7 @@ def cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
     result = ctx.cross_validator(ctx, mandate)
     payload = result.model_dump(mode="json")
     write_json(ctx.run_dir / "cross_validation.json", payload)
-    write_json(ctx.run_dir / f"cross_validation-{ctx.round}.json", payload)
+    write_json(ctx.run_dir / f"cross_validation-{ctx.state.round}.json", payload)
     return result
 
 
@@ -150,7 +158,7 @@ def promotion(
         "mandate": mandate.model_dump(),
         "diffs": [
             {"phase": r.phase, "attempt": r.attempt, "round": r.round, "diff": r.diff}
-            for r in ctx.attempts
+            for r in ctx.state.attempts
             if r.accepted
         ],
         "verdicts": [
@@ -160,14 +168,14 @@ def promotion(
                 "round": r.round,
                 **r.verdict.model_dump(mode="json"),
             }
-            for r in ctx.attempts
+            for r in ctx.state.attempts
         ],
         "cross_validation": cross.model_dump(mode="json"),
-        "rounds": ctx.round,
+        "rounds": ctx.state.round,
         "transcript_sha256": ctx.transcript.digest(),
         "budget": ctx.budget.summary(),
-        "inputs": ctx.inputs,
-        "trail": [m.__dict__ for m in ctx.trail.moves],
+        "inputs": [entry.model_dump() for entry in ctx.state.inputs],
+        "trail": [m.__dict__ for m in ctx.state.trail.moves],
         "provider": ctx.provider.name,
         "run_dir": str(ctx.run_dir),
     }
@@ -202,26 +210,29 @@ def genesis_rounds(ctx: RepairContext, mandate: Mandate, run_step: StepRunner) -
     """Tests, patch, replay; a failed replay goes back to the tests with what they missed."""
     while True:
         tests = run_step("test-genesis", test_genesis, ctx, mandate)
-        ctx.trail.move("logic-genesis", f"tests accepted (attempt {tests.attempt})")
+        ctx.state.trail.move("logic-genesis", f"tests accepted (attempt {tests.attempt})")
         code = run_step("logic-genesis", logic_genesis, ctx, mandate, tests)
-        ctx.trail.move("cross-validation", f"patch accepted (attempt {code.attempt})")
+        ctx.state.trail.move("cross-validation", f"patch accepted (attempt {code.attempt})")
         cross: CrossValidation = run_step("cross-validation", cross_validation, ctx, mandate)
         if cross.passed:
             return cross
         failures = "; ".join(cross.failures())
-        if ctx.round >= ctx.agent.max_rounds:
+        if ctx.state.round >= ctx.agent.max_rounds:
             raise RepairStepError(
-                "cross-validation", f"{failures} (round {ctx.round} of {ctx.agent.max_rounds})"
+                "cross-validation",
+                f"{failures} (round {ctx.state.round} of {ctx.agent.max_rounds})",
             )
-        ctx.missed = missed_checks(cross)
-        ctx.cross_feedback.append(
-            {**encode_cross_validation(cross, code.attempt), "round": ctx.round}
+        ctx.state.missed = missed_checks(cross)
+        ctx.state.cross_feedback.append(
+            {**encode_cross_validation(cross, code.attempt), "round": ctx.state.round}
         )
         # A fresh candidate: the Coder's change goes (the Test Author never sees it).
         # The tests go too. The Test Author writes them again, with what they missed.
         prepare_candidate(ctx)
-        ctx.round += 1
-        ctx.trail.move("test-genesis", f"round {ctx.round}: the tests missed {failures}")
+        ctx.state.round += 1
+        ctx.state.trail.move(
+            "test-genesis", f"round {ctx.state.round}: the tests missed {failures}"
+        )
 
 
 def claim_for(
@@ -260,12 +271,12 @@ def hold_account(ctx: RepairContext, hold: Callable[[], None]) -> None:
     except AccountBusyError as exc:
         raise RepairStepError("claim", str(exc)) from None
     now = ctx.versions.base_for(ctx.account)
-    if ctx.base is not None and now != ctx.base:
+    if ctx.state.base is not None and now != ctx.state.base:
         raise RepairStepError(
             "superseded",
             f"account {ctx.account} now trades {ctx.versions.label(now)}, "
             f"promoted while this repair waited; this repair started from "
-            f"{ctx.versions.label(ctx.base)}, which its alert was about: "
+            f"{ctx.versions.label(ctx.state.base)}, which its alert was about: "
             "nothing to promote",
         )
     ledger = ctx.versions.ledger
@@ -298,7 +309,7 @@ def run_repair(
         with claim_for(ctx) as claim:
             return run_repair(autopsy, ctx, approve, run_step, claim.hold)
     mandate = None
-    ctx.trail.path = ctx.trail.path or ctx.run_dir / "trail.jsonl"
+    ctx.state.trail.path = ctx.state.trail.path or ctx.run_dir / "trail.jsonl"
     try:
         done = (
             complete_autopsy(autopsy, ctx.versions.ledger)
@@ -306,10 +317,12 @@ def run_repair(
             else autopsy
         )
         write_json(ctx.run_dir / "autopsy.json", input_json(done))
-        ctx.evidence = ctx.evidence or role_evidence(done)
-        ctx.base = ctx.base or ctx.versions.base_for(ctx.account)  # fixed for the whole repair
+        ctx.state.evidence = ctx.state.evidence or role_evidence(done)
+        ctx.state.base = ctx.state.base or ctx.versions.base_for(
+            ctx.account
+        )  # fixed for the whole repair
         mandate = run_step("critic", critique, ctx, done)
-        ctx.trail.move("approval", f"mandate for {mandate.module}: {mandate.text}")
+        ctx.state.trail.move("approval", f"mandate for {mandate.module}: {mandate.text}")
         decision = approve(mandate)
         write_json(ctx.run_dir / "decision.json", decision.model_dump())
         if decision.action == "reject":
@@ -319,25 +332,27 @@ def run_repair(
         if decision.action == "edit" and decision.mandate is not None:
             mandate = decision.mandate
         hold_account(ctx, hold)
-        ctx.trail.move("test-genesis", f"{decision.action}: {decision.reason}".rstrip(": "))
+        ctx.state.trail.move("test-genesis", f"{decision.action}: {decision.reason}".rstrip(": "))
         prepare_candidate(ctx)
         cross = genesis_rounds(ctx, mandate, run_step)
-        ctx.trail.move("promotion", "the replay passed every check")
+        ctx.state.trail.move("promotion", "the replay passed every check")
         version = run_step("promotion", promotion, ctx, mandate, done, cross)
     except RepairStepError as exc:
         return finish(ctx, "failed", exc.step, exc.reason, mandate)
     except OutOfMoneyError as exc:
-        return finish(ctx, "failed", ctx.trail.state, str(exc), mandate)
+        return finish(ctx, "failed", ctx.state.trail.state, str(exc), mandate)
     except GateSetupError as exc:
-        return finish(ctx, "failed", ctx.trail.state, f"the gate could not judge: {exc}", mandate)
+        return finish(
+            ctx, "failed", ctx.state.trail.state, f"the gate could not judge: {exc}", mandate
+        )
     except OomrlError as exc:
-        return finish(ctx, "failed", ctx.trail.state, f"{type(exc).__name__}: {exc}", mandate)
+        return finish(ctx, "failed", ctx.state.trail.state, f"{type(exc).__name__}: {exc}", mandate)
     except Exception as exc:  # noqa: BLE001 - a defect: still clean up, say where, keep the traceback
         (ctx.run_dir / "error.txt").write_text(traceback.format_exc(), encoding="utf-8")
         return finish(
             ctx,
             "failed",
-            ctx.trail.state,
+            ctx.state.trail.state,
             f"unexpected {type(exc).__name__}: {exc} (traceback in {ctx.run_dir / 'error.txt'})",
             mandate,
         )
@@ -378,8 +393,8 @@ def finish(
 
     The candidate clone goes; a promotion lives in the workspace.
     """
-    if ctx.trail.state not in RUN_ENDS:
-        ctx.trail.move(status, reason[:500])
+    if ctx.state.trail.state not in RUN_ENDS:
+        ctx.state.trail.move(status, reason[:500])
     if ctx.candidate.exists():
         shutil.rmtree(ctx.candidate, ignore_errors=True)
     if cross is None and (ctx.run_dir / "cross_validation.json").exists():
@@ -391,15 +406,15 @@ def finish(
         step=step,
         reason=reason,
         mandate=mandate,
-        attempts=ctx.attempts,
+        attempts=ctx.state.attempts,
         cross_validation=cross,
         version=version,
         run_dir=str(ctx.run_dir),
         budget=ctx.budget.summary(),
         transcript_digest=ctx.transcript.digest(),
-        rounds=ctx.round,
-        trail=[m.__dict__ for m in ctx.trail.moves],
-        inputs=ctx.inputs,
+        rounds=ctx.state.round,
+        trail=[m.__dict__ for m in ctx.state.trail.moves],
+        inputs=ctx.state.inputs,
     )
     write_json(ctx.run_dir / "outcome.json", outcome.model_dump(mode="json"))
     (ctx.run_dir / RUN_NOTE).unlink(missing_ok=True)  # ended: nothing of it is an orphan
@@ -413,7 +428,7 @@ def replay_cross_validator(
     """Cross-validation by replay on stored data over the sessions up to the autopsy's date."""
 
     def validate(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
-        active = ctx.base or ctx.versions.base_for(ctx.account)
+        active = ctx.state.base or ctx.versions.base_for(ctx.account)
         start, end = window_for(store, as_of, ctx.agent.cross_validation_days)
         return cross_validate(
             ctx.candidate,
@@ -493,7 +508,7 @@ def open_context(
         agent=agent,
         lock=lock,
         holdout=agent.holdout_dir,
-        trail=Trail(run_dir / "trail.jsonl"),
+        state=RepairState(trail=Trail(run_dir / "trail.jsonl")),
     )
 
 

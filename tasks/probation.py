@@ -4,7 +4,7 @@ so."""
 from __future__ import annotations
 
 from datetime import date
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic
 from prefect import task
@@ -18,6 +18,9 @@ from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.events import FORWARD_AUTOPSY_LABEL, PROMOTED_EVENT, RETIRED_EVENT, account_resource
 from oomrl.settings import settings_for
 from tasks.retry import unless_refused
+
+if TYPE_CHECKING:  # the tasks import the domain lazily
+    from oomrl.probation import Decided, Probation
 
 READ_RETRIES = 2
 
@@ -51,16 +54,8 @@ def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
     decided, running = decide_due(settings_for(home), as_of)
     for found in running:
         publish_evidence(found.account, found.version, found.markdown(), "running")
-    summaries = []
-    for done in decided:
-        summary = done.probation.summary()
-        publish_evidence(
-            done.probation.account, done.probation.tag, done.evidence.markdown(), summary["status"]
-        )
-        emit_decision(summary, done.autopsy)
-        summaries.append({**summary, "autopsy": done.autopsy.alert_id if done.autopsy else None})
     return {
-        "decided": summaries,
+        "decided": [announce(done) for done in decided],
         "running": [
             {
                 "account": f.account,
@@ -142,10 +137,17 @@ def decide_early(
         by,
         reason,
     )
-    summary = done.probation.summary()
-    publish_evidence(account, tag, done.evidence.markdown(), summary["status"])
-    emit_decision(summary, done.autopsy)
-    return {**summary, "autopsy": done.autopsy.alert_id if done.autopsy else None}
+    return announce(done)
+
+
+def announce(done: Decided) -> dict[str, Any]:
+    """A decided probation's artifact and event; its summary with the autopsy's id for the flow's
+    result (the one place a decision becomes a dict)."""
+    publish_evidence(
+        done.probation.account, done.probation.tag, done.evidence.markdown(), done.probation.status
+    )
+    emit_decision(done.probation, done.autopsy)
+    return {**done.probation.summary(), "autopsy": done.autopsy.alert_id if done.autopsy else None}
 
 
 def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None:
@@ -159,27 +161,28 @@ def publish_evidence(account: str, tag: str, markdown: str, status: str) -> None
     )
 
 
-def emit_decision(summary: dict[str, Any], autopsy: Autopsy | None) -> str | None:
+def emit_decision(probation: Probation, autopsy: Autopsy | None) -> str | None:
     """`oomrl.strategy.promoted` or `oomrl.strategy.retired` (with the forward autopsy) for a
     decided probation."""
     # The label is what the repair deployment's retired-challenger trigger matches.
     # Only an event that carries a forward autopsy starts the next repair.
+    summary = probation.summary()
     event = emit_event(
-        event=PROMOTED_EVENT if summary["status"] == "promoted" else RETIRED_EVENT,
+        event=PROMOTED_EVENT if probation.status == "promoted" else RETIRED_EVENT,
         resource={
-            **account_resource(summary["account"]),
+            **account_resource(probation.account),
             FORWARD_AUTOPSY_LABEL: "yes" if autopsy else "no",
         },
         related=[
             {
-                "prefect.resource.id": f"oomrl.strategy.{summary['strategy']}",
+                "prefect.resource.id": f"oomrl.strategy.{probation.strategy}",
                 "prefect.resource.role": "strategy",
             }
         ],
         payload={
-            "tag": summary["version"],
-            "sha": summary["sha"],
-            "strategy": summary["strategy"],
+            "tag": probation.tag,
+            "sha": probation.sha,
+            "strategy": probation.strategy,
             "probation": {
                 k: summary[k] for k in ("started", "decided", "sessions", "decided_by", "reason")
             },

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from oomrl.errors import BudgetBookError, OutOfMoneyError
-from oomrl.portfolio.budget_tables import NANO, budget_tables, cost_of_alignment
+from oomrl.portfolio.budget_tables import NANO, CostOfAlignment, budget_tables, cost_of_alignment
 from oomrl.portfolio.ledger_tables import create_tables
 
 logger = logging.getLogger(__name__)
@@ -297,6 +297,6 @@ class LLMBudgetBook:
             ).mappings()
             return [dict(row) for row in rows]
 
-    def cost_of_alignment(self, account: str) -> dict[str, Any] | None:
+    def cost_of_alignment(self, account: str) -> CostOfAlignment | None:
         """What repairs have cost the account in model calls. None when it has no LLM budget."""
         return cost_of_alignment(self.engine, self.t, account)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from guardrails.verdict import Verdict, Violation
+from oomrl.agent.roles import MissedCheck
 from oomrl.agent.verdicts import AttemptVerdict
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 
@@ -128,10 +129,10 @@ def encode_verdict(
     return encoded
 
 
-def missed_checks(cross: Any) -> list[dict[str, Any]]:
+def missed_checks(cross: Any) -> list[MissedCheck]:
     """The failed cross-validation checks: what the accepted tests let through."""
     return [
-        {"check": check.name, "detail": check.detail, "window": f"{cross.start}..{cross.end}"}
+        MissedCheck(check=check.name, detail=check.detail, window=f"{cross.start}..{cross.end}")
         for check in cross.checks
         if not check.passed
     ]
@@ -146,14 +147,14 @@ def encode_cross_validation(cross: Any, attempt: int) -> dict[str, Any]:
         "accepted": False,
         "summary": (
             f"the gate accepted this patch, but replayed over {cross.start}..{cross.end} "
-            f"it failed {', '.join(m['check'] for m in missed)}"
+            f"it failed {', '.join(m.check for m in missed)}"
         ),
         "violations": [
             {
-                "rule": f"crossval.{m['check']}",
+                "rule": f"crossval.{m.check}",
                 "file": None,
                 "line": None,
-                "message": m["detail"],
+                "message": m.detail,
                 "traceback": None,
                 "code": None,
             }

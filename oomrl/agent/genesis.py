@@ -41,12 +41,12 @@ def _rules(record: AttemptRecord | None) -> str:
 
 
 def _of(ctx: RepairContext, phase: str) -> list[AttemptRecord]:
-    return [r for r in ctx.attempts if r.phase == phase]
+    return [r for r in ctx.state.attempts if r.phase == phase]
 
 
 def _check_ceiling(ctx: RepairContext, phase: str) -> None:
     """The repair's attempt ceiling bounds role answers over every phase and round."""
-    if len(ctx.attempts) >= ctx.agent.max_attempts:
+    if len(ctx.state.attempts) >= ctx.agent.max_attempts:
         records = _of(ctx, phase)
         last = records[-1] if records else None
         raise RepairStepError(
@@ -87,7 +87,7 @@ def _judge(
         (
             r
             for r in _of(ctx, phase)
-            if r.round == ctx.round
+            if r.round == ctx.state.round
             and r.diff == patch.diff
             and not r.accepted
             and isinstance(r.verdict, Verdict)
@@ -137,14 +137,14 @@ def _attempt(
     record = AttemptRecord(
         phase=phase,
         attempt=n,
-        round=ctx.round,
+        round=ctx.state.round,
         diff=patch.diff,
         notes=patch.notes,
         verdict=verdict,
         feedback=encode_verdict(verdict, visible, n),
         answer_key=key,
     )
-    ctx.attempts.append(record)
+    ctx.state.attempts.append(record)
     stem = ctx.run_dir / "attempts" / f"{phase}-{n}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     stem.with_suffix(".diff").write_text(patch.diff, encoding="utf-8")
@@ -164,9 +164,11 @@ def _apply_accepted(ctx: RepairContext, step: str, record: AttemptRecord) -> Non
 
 
 def _asking_again(ctx: RepairContext, phase: str) -> None:
-    last = [r for r in _of(ctx, phase) if r.round == ctx.round]
+    last = [r for r in _of(ctx, phase) if r.round == ctx.state.round]
     if last and not last[-1].accepted:
-        ctx.trail.move(STEP_OF[phase], f"attempt {last[-1].attempt} rejected: {_rules(last[-1])}")
+        ctx.state.trail.move(
+            STEP_OF[phase], f"attempt {last[-1].attempt} rejected: {_rules(last[-1])}"
+        )
 
 
 def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
@@ -175,11 +177,11 @@ def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
         _check_ceiling(ctx, "test-gen")
         view = TestAuthorView(
             mandate=mandate,
-            evidence=ctx.evidence,
+            evidence=ctx.state.evidence,
             source=read_tree(ctx.candidate, "strategies"),
             tests=read_tree(ctx.candidate, "tests"),
             feedback=[r.feedback for r in _of(ctx, "test-gen")],
-            missed=ctx.missed,
+            missed=ctx.state.missed,
             earlier_tests=[r.diff for r in _of(ctx, "test-gen") if r.accepted],
         )
         key = ctx.provider.answer_key("test_author", view)
@@ -202,7 +204,7 @@ def test_genesis(ctx: RepairContext, mandate: Mandate) -> AttemptRecord:
                 "-q",
                 "-m",
                 f"Tests for mandate {mandate.alert_id or ''}"
-                f"\n\n{mandate.text}\n\nOomrl-Phase: test-gen (red), round {ctx.round}",
+                f"\n\n{mandate.text}\n\nOomrl-Phase: test-gen (red), round {ctx.state.round}",
                 cwd=ctx.candidate,
             )
             return record
@@ -231,9 +233,9 @@ def coder_feedback(ctx: RepairContext) -> list[dict[str, Any]]:
     """The Coder's own history: gate verdicts on its patches, and the replays of the accepted
     ones."""
     found: list[dict[str, Any]] = []
-    for n in range(1, ctx.round + 1):
+    for n in range(1, ctx.state.round + 1):
         found += [r.feedback for r in _of(ctx, "code-patch") if r.round == n]
-        found += [f for f in ctx.cross_feedback if f.get("round") == n]
+        found += [f for f in ctx.state.cross_feedback if f.get("round") == n]
     return found
 
 
@@ -245,7 +247,7 @@ def logic_genesis(ctx: RepairContext, mandate: Mandate, tests: AttemptRecord) ->
         feedback = coder_feedback(ctx)
         view = CoderView(
             mandate=mandate,
-            evidence=ctx.evidence,
+            evidence=ctx.state.evidence,
             tests=read_tree(ctx.candidate, "tests"),
             source=read_tree(ctx.candidate, "strategies"),
             failing_tests=failing,

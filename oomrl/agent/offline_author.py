@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Any
 
 from oomrl.agent.offline_common import SCHEDULES, LineEdits, limits, template
-from oomrl.agent.roles import Mandate
+from oomrl.agent.roles import Mandate, MissedCheck
 from oomrl.errors import OomrlError
 
 PROBE_PLUGIN = "oomrl_mandate_probe"
@@ -71,17 +70,17 @@ def mandate_tests(mandate: Mandate) -> str:
     return "".join(parts)
 
 
-def missed_tests(mandate: Mandate, missed: list[dict[str, Any]]) -> str | None:
+def missed_tests(mandate: Mandate, missed: list[MissedCheck]) -> str | None:
     """A test module for the failed cross-validation checks the rules can encode, or None."""
     c = mandate.constraints
-    kinds = {MISSED_TEMPLATES[m["check"]] for m in missed if m.get("check") in MISSED_TEMPLATES}
+    kinds = {MISSED_TEMPLATES[m.check] for m in missed if m.check in MISSED_TEMPLATES}
     if "adv" in kinds and c.max_adv_participation is None:
         kinds.discard("adv")
     if "weeks" in kinds and c.rebalance in (None, "daily") and c.max_weekly_turnover is None:
         kinds.discard("weeks")
     if not kinds:
         return None
-    found = "; ".join(f"{m['check']}: {m.get('detail', '')}" for m in missed).replace('"', "'")
+    found = "; ".join(f"{m.check}: {m.detail}" for m in missed).replace('"', "'")
     parts = [
         template(
             "tests_header.py.txt",

@@ -184,7 +184,7 @@ class OfflineProvider:
         mandate = view.mandate
         extra = ""
         if view.missed:
-            checks = ", ".join(str(m.get("check")) for m in view.missed)
+            checks = ", ".join(m.check for m in view.missed)
             text = missed_tests(mandate, view.missed)
             if text is None:
                 return Patch(

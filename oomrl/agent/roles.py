@@ -53,6 +53,15 @@ class Patch(BaseModel):
     notes: str = ""
 
 
+class MissedCheck(BaseModel):
+    """A cross-validation check the accepted tests let through, for the next round's Test
+    Author."""
+
+    check: str
+    detail: str = ""
+    window: str = ""  # the replayed sessions, start..end
+
+
 class CriticView(BaseModel):
     """What the Critic sees: the autopsy, its metrics, evidence from the ledger.
 
@@ -81,7 +90,7 @@ class TestAuthorView(BaseModel):
     source: dict[str, str]
     tests: dict[str, str]
     feedback: list[dict[str, Any]] = Field(default_factory=list)
-    missed: list[dict[str, Any]] = Field(default_factory=list)
+    missed: list[MissedCheck] = Field(default_factory=list)
     earlier_tests: list[str] = Field(default_factory=list)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,6 +22,9 @@ SHOWN_ROWS = 20
 
 account_app = typer.Typer(help="Show an account, or resume it after a halt.", no_args_is_help=True)
 
+if TYPE_CHECKING:
+    from oomrl.portfolio.rebalance import RebalanceOutcome
+
 
 def print_shown(console: Any, rows: list[dict[str, str]], columns: Any, title: str) -> None:
     """The first SHOWN_ROWS formatted rows (units in the titles), never cut.
@@ -34,18 +37,18 @@ def print_shown(console: Any, rows: list[dict[str, str]], columns: Any, title: s
     print_rows(console, rows[:SHOWN_ROWS], f"{title} ({len(rows)} rows)", numeric_titles(columns))
 
 
-def rebalance_line(summary: dict[str, Any]) -> str:
+def rebalance_line(outcome: RebalanceOutcome) -> str:
     """The rebalance's outcome in words, with units (the --json output keeps the fractions)."""
     from oomrl.artifacts import NAV_COLUMNS, formatted_rows
 
-    (nav,) = formatted_rows([summary], NAV_COLUMNS)
+    (nav,) = formatted_rows([outcome.summary()], NAV_COLUMNS)
     shown = ", ".join(
         f"{title} {value}" for title, value in nav.items() if title != "date" and value != "—"
     )
     return (
-        f"{summary['account']} on {summary['as_of']}: {summary['orders']} order(s), "
-        f"{summary['fills']} "
-        f"fill(s){'; ' + shown if shown else ''}; version {str(summary['strategy_version'])[:12]}"
+        f"{outcome.account} on {outcome.as_of}: {len(outcome.orders)} order(s), "
+        f"{len(outcome.fills)} "
+        f"fill(s){'; ' + shown if shown else ''}; version {outcome.strategy_version[:12]}"
     )
 
 
@@ -105,7 +108,7 @@ def rebalance_command(
         )
     if len(outcome.fills):
         print_shown(console, fills_rows(outcome.fills.to_dict("records")), FILL_COLUMNS, "fills")
-    console.print(rebalance_line(outcome.summary()))
+    console.print(rebalance_line(outcome))
     if outcome.halted:
         console.print(
             "[red]HALTED[/red]: the kill switch tripped; `oomrl account resume "

@@ -235,8 +235,8 @@ def alignment_cost_note(ledger: object, account: str, nav: pd.DataFrame) -> str 
     pnl = float(nav["nav"].iloc[-1]) - start
     costs = float(nav["costs"].sum()) if "costs" in nav else 0.0
     return (
-        f"Cost of alignment: {cost['repairs']} repair(s), {cost['calls']} model call(s), "
-        f"{cost['tokens']:,} tokens, ${cost['cost_usd']:.4f} (LLM budget left: "
-        f"{cost['tokens_left']:,} tokens, ${cost['usd_left']:.4f}); trading PnL over the "
+        f"Cost of alignment: {cost.repairs} repair(s), {cost.calls} model call(s), "
+        f"{cost.tokens:,} tokens, ${cost.cost_usd:.4f} (LLM budget left: "
+        f"{cost.tokens_left:,} tokens, ${cost.usd_left:.4f}); trading PnL over the "
         f"account's history: {pnl:+,.0f} CNY after {costs:,.0f} CNY of trading costs."
     )

@@ -6,11 +6,24 @@ is integer nano-USD, so prices per million tokens stay exact.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 NANO = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class CostOfAlignment:
+    """What an account's repairs have cost in model calls, and what its LLM budget has left."""
+
+    repairs: int
+    calls: int
+    tokens: int
+    cost_usd: float
+    tokens_left: int
+    usd_left: float
 
 
 def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
@@ -59,7 +72,7 @@ def budget_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
     return {"llm_budgets": budgets, "llm_calls": calls}
 
 
-def read_cost_of_alignment(ledger: Any, account: str) -> dict[str, Any] | None:
+def read_cost_of_alignment(ledger: Any, account: str) -> CostOfAlignment | None:
     """The account's cost of alignment from a ledger, creating nothing (None without a budget)."""
     tables = budget_tables(ledger.metadata)
     schema = ledger.metadata.schema
@@ -70,7 +83,7 @@ def read_cost_of_alignment(ledger: Any, account: str) -> dict[str, Any] | None:
 
 def cost_of_alignment(
     engine: sa.Engine, t: dict[str, sa.Table], account: str
-) -> dict[str, Any] | None:
+) -> CostOfAlignment | None:
     b, c = t["llm_budgets"], t["llm_calls"]
     with engine.connect() as conn:
         budget = conn.execute(sa.select(b).where(b.c.account == account)).mappings().first()
@@ -81,11 +94,11 @@ def cost_of_alignment(
                 sa.select(c).where(c.c.account == account, c.c.status.in_(("settled", "abandoned")))
             ).mappings()
         )
-    return {
-        "repairs": len({row["run"] for row in settled}),
-        "calls": len(settled),
-        "tokens": sum(row["prompt_tokens"] + row["completion_tokens"] for row in settled),
-        "cost_usd": sum(row["cost_nusd"] for row in settled) / NANO,
-        "tokens_left": budget["tokens_limit"] - budget["tokens_spent"] - budget["tokens_held"],
-        "usd_left": (budget["nusd_limit"] - budget["nusd_spent"] - budget["nusd_held"]) / NANO,
-    }
+    return CostOfAlignment(
+        repairs=len({row["run"] for row in settled}),
+        calls=len(settled),
+        tokens=sum(row["prompt_tokens"] + row["completion_tokens"] for row in settled),
+        cost_usd=sum(row["cost_nusd"] for row in settled) / NANO,
+        tokens_left=budget["tokens_limit"] - budget["tokens_spent"] - budget["tokens_held"],
+        usd_left=(budget["nusd_limit"] - budget["nusd_spent"] - budget["nusd_held"]) / NANO,
+    )

@@ -118,7 +118,7 @@ def approve(mandate: Mandate) -> Decision:
 
 def at_step(ctx: RepairContext, state: str) -> RepairContext:
     """A context whose machine stands at `state`, for calling one step directly."""
-    ctx.trail.state = state
+    ctx.state.trail.state = state
     return ctx
 
 

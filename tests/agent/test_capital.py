@@ -51,7 +51,7 @@ def test_a_call_is_reserved_then_debited_what_it_cost(ledger: Ledger) -> None:  
     with pytest.raises(BudgetBookError, match="is not an open reservation"):
         book.settle(call, 1, 1, 0.0, "m")
     cost = book.cost_of_alignment("paper")
-    assert cost is not None and (cost["repairs"], cost["calls"], cost["tokens"]) == (1, 1, 4_500)
+    assert cost is not None and (cost.repairs, cost.calls, cost.tokens) == (1, 1, 4_500)
     assert read_cost_of_alignment(ledger, "paper") == cost
     assert book.cost_of_alignment("nobody") is None
 
@@ -146,4 +146,4 @@ def test_a_killed_repairs_reservation_is_charged_when_the_account_next_repairs(
     assert (balance.tokens_held, balance.tokens_spent, balance.usd_spent) == (0, 3_000, 0.2)
     assert book.calls("paper")[0]["status"] == "abandoned"
     cost = book.cost_of_alignment("paper")
-    assert cost is not None and (cost["calls"], cost["tokens"]) == (1, 3_000)
+    assert cost is not None and (cost.calls, cost.tokens) == (1, 3_000)

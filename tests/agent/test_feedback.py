@@ -15,6 +15,7 @@ from oomrl.agent.feedback import (
     missed_checks,
     role_evidence,
 )
+from oomrl.agent.roles import MissedCheck
 from oomrl.agent.verdicts import PreGateVerdict
 from oomrl.crossval import Check, CrossValidation
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
@@ -151,11 +152,11 @@ def test_a_failed_replay_is_what_the_tests_missed() -> None:
         ],
     )
     assert missed_checks(cross) == [
-        {
-            "check": "max_weekly_turnover",
-            "detail": "busiest week traded 0.9000",
-            "window": "2024-03-01..2024-07-15",
-        }
+        MissedCheck(
+            check="max_weekly_turnover",
+            detail="busiest week traded 0.9000",
+            window="2024-03-01..2024-07-15",
+        )
     ]
     encoded = encode_cross_validation(cross, attempt=4)
     assert encoded["phase"] == "cross-validation" and encoded["attempt"] == 4

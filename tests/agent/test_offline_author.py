@@ -14,7 +14,7 @@ import pytest
 from oomrl.agent import mandate_probe, offline_author
 from oomrl.agent.offline_author import missed_tests, pinned_tests
 from oomrl.agent.providers import OfflineProvider
-from oomrl.agent.roles import CriticView, Mandate, TestAuthorView, read_tree
+from oomrl.agent.roles import CriticView, Mandate, MissedCheck, TestAuthorView, read_tree
 from oomrl.checkout import repo_root
 from oomrl.diagnostics.mandate import Constraints
 from tests.repair_inputs_for_tests import autopsy_json, full_autopsy
@@ -136,15 +136,17 @@ def test_the_probe_watches_without_changing_answers(monkeypatch: pytest.MonkeyPa
 
 
 def test_missed_checks_become_tests_only_where_rules_can_write_them() -> None:
-    weeks = missed_tests(MANDATE, [{"check": "max_weekly_turnover", "detail": "busiest week 0.9"}])
+    weeks = missed_tests(
+        MANDATE, [MissedCheck(check="max_weekly_turnover", detail="busiest week 0.9")]
+    )
     assert weeks is not None and "def test_mandate_holds_over_three_weeks_of_sessions" in weeks
     assert "tuple(day.isocalendar()[:2])" in weeks and "MISSED_TURNOVER_BUDGET = 0.3" in weeks
     ast.parse(weeks)
     both = missed_tests(
         MANDATE,
         [
-            {"check": "rebalance", "detail": "2"},
-            {"check": "max_adv_participation", "detail": "0.2"},
+            MissedCheck(check="rebalance", detail="2"),
+            MissedCheck(check="max_adv_participation", detail="0.2"),
         ],
     )
     assert (
@@ -152,16 +154,19 @@ def test_missed_checks_become_tests_only_where_rules_can_write_them() -> None:
     )
     monthly = missed_tests(
         MANDATE.model_copy(update={"constraints": Constraints(rebalance="monthly")}),
-        [{"check": "rebalance", "detail": "2"}, {"check": "max_adv_participation", "detail": "x"}],
+        [
+            MissedCheck(check="rebalance", detail="2"),
+            MissedCheck(check="max_adv_participation", detail="x"),
+        ],
     )
     assert (
         monthly is not None
         and "(day.year, day.month)" in monthly
         and "MISSED_ADV_CAP" not in monthly
     )
-    assert missed_tests(MANDATE, [{"check": "net_information_ratio", "detail": "-2"}]) is None
+    assert missed_tests(MANDATE, [MissedCheck(check="net_information_ratio", detail="-2")]) is None
     daily = MANDATE.model_copy(update={"constraints": Constraints(rebalance="daily")})
-    assert missed_tests(daily, [{"check": "max_weekly_turnover", "detail": "x"}]) is None
+    assert missed_tests(daily, [MissedCheck(check="max_weekly_turnover", detail="x")]) is None
 
 
 def test_the_offline_author_answers_missed_checks_or_says_it_cannot() -> None:
@@ -169,12 +174,14 @@ def test_the_offline_author_answers_missed_checks_or_says_it_cannot() -> None:
         mandate=MANDATE,
         source={},
         tests={},
-        missed=[{"check": "max_weekly_turnover", "detail": "busiest week 0.9"}],
+        missed=[MissedCheck(check="max_weekly_turnover", detail="busiest week 0.9")],
     )
     patch = OfflineProvider().test_author(view)
     assert "+++ b/tests/strategies/test_daily_momentum_missed.py" in patch.diff
     nothing = OfflineProvider().test_author(
-        view.model_copy(update={"missed": [{"check": "net_information_ratio", "detail": "-2"}]})
+        view.model_copy(
+            update={"missed": [MissedCheck(check="net_information_ratio", detail="-2")]}
+        )
     )
     assert nothing.diff == "" and "no test for what cross-validation found missing" in nothing.notes
 

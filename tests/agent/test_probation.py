@@ -282,7 +282,9 @@ def test_a_repair_that_waited_while_another_put_a_challenger_on_probation_stops_
     from oomrl.repair import RepairStepError, hold_account, open_context
 
     ctx = open_context(on_probation["settings"], Autopsy.model_validate(daily_momentum_autopsy))
-    ctx.base = on_probation["v1"]  # fixed when it started, before the other repair's promotion
+    ctx.state.base = on_probation[
+        "v1"
+    ]  # fixed when it started, before the other repair's promotion
     with pytest.raises(RepairStepError) as stopped:
         hold_account(ctx, lambda: None)
     assert stopped.value.step == "superseded"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 from collections.abc import Iterator
+from dataclasses import FrozenInstanceError, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -87,16 +88,25 @@ def test_coder_editing_tests_is_rejected_and_the_verdict_reaches_it(tmp_path: Pa
     assert second.last_verdict is not None
     assert second.last_verdict["violations"][0]["rule"] == "diff.locked_path"
     assert second.last_verdict["violations"][0]["file"] == TESTS
-    assert [r.verdict.violations[0].rule for r in ctx.attempts] == [
+    assert [r.verdict.violations[0].rule for r in ctx.state.attempts] == [
         "diff.locked_path",
         "diff.malformed",
     ]
     # Unparseable: no gate run spent on it
-    assert isinstance(ctx.attempts[1].verdict, PreGateVerdict)
+    assert isinstance(ctx.state.attempts[1].verdict, PreGateVerdict)
     assert (
         json.loads((ctx.run_dir / "attempts" / "code-patch-2.verdict.json").read_text())["judge"]
         == "pre-gate"
     )
+
+
+def test_what_a_repair_is_given_is_fixed_and_only_its_state_changes(tmp_path: Path) -> None:
+    ctx = make_context(tmp_path, ScriptedProvider())
+    with pytest.raises(FrozenInstanceError):
+        ctx.account = "other"  # type: ignore[misc]
+    other = replace(ctx, lock="hash-only")
+    other.state.round = 2  # another setup of the same repair shares its running state
+    assert (ctx.lock, ctx.state.round) == ("namespace", 2)
 
 
 def test_a_rejected_mandate_changes_nothing(tmp_path: Path) -> None:
@@ -143,7 +153,7 @@ def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None
         sleep=lambda s: None,
     )
     ctx = make_context(tmp_path, LLMProvider(client), budget, transcript)
-    ctx.agent = agent
+    ctx = replace(ctx, agent=agent)
     return ctx
 
 
@@ -234,7 +244,7 @@ def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path:
         checks=[Check(name="max_weekly_turnover", passed=False, detail="busiest week traded 0.9")],
     )
     ctx = at_step(make_context(tmp_path, ScriptedProvider()), "cross-validation")
-    ctx.cross_validator = lambda c, m: table
+    ctx = replace(ctx, cross_validator=lambda c, m: table)
     prepare_candidate(ctx)
     prepare_candidate(ctx)  # a retried step starts from a fresh clone
     assert cross_validation(ctx, MANDATE) == table
@@ -273,7 +283,7 @@ def test_load_autopsy_accepts_full_or_partial_and_names_problems(
 
 def test_a_gate_that_cannot_judge_fails_the_step_cleanly(tmp_path: Path) -> None:
     ctx = make_context(tmp_path, ScriptedProvider(test_author=[edit_source]))
-    ctx.lock = "no-such-lock"
+    ctx = replace(ctx, lock="no-such-lock")
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.step == "test-genesis"
@@ -330,14 +340,14 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
 
     provider = ScriptedProvider(test_author=[edit_source, endpoint_down, lambda v: "", edit_source])
     ctx = at_step(make_context(tmp_path, provider), "test-genesis")
-    ctx.agent = AgentSettings(max_attempts=3)
+    ctx = replace(ctx, agent=AgentSettings(max_attempts=3))
     prepare_candidate(ctx)
     # As a Prefect task retry would then run the step again
     with pytest.raises(LLMUnavailableError):
         run_test_genesis(ctx, MANDATE)
     with pytest.raises(RepairStepError, match="ceiling of 3 role answers"):
         run_test_genesis(ctx, MANDATE)
-    assert [r.attempt for r in ctx.attempts] == [1, 2, 3]
+    assert [r.attempt for r in ctx.state.attempts] == [1, 2, 3]
     assert [len(v.feedback) for v in provider.author_views] == [0, 1, 1, 2]
     assert provider.author_views[2].feedback[0]["violations"][0]["rule"] == "diff.locked_path"
     assert sorted(p.name for p in (ctx.run_dir / "attempts").glob("*.diff")) == [

@@ -4,6 +4,7 @@ gate."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,8 +46,8 @@ HAPPY = [
 
 def offline_context(tmp_path: Path, *failing: str, **agent: int) -> RepairContext:
     ctx = make_context(tmp_path, OfflineProvider())
-    ctx.agent = AgentSettings(**agent)
-    ctx.cross_validator = replays(*failing)
+    ctx = replace(ctx, agent=AgentSettings(**agent))
+    ctx = replace(ctx, cross_validator=replays(*failing))
     return ctx
 
 
@@ -129,7 +130,7 @@ def test_a_coder_out_of_attempts_fails_at_logic_genesis(tmp_path: Path) -> None:
 
     provider = ScriptedProvider(test_author=[honest_tests], coder=[edit_tests, new_file_in_tests])
     ctx = make_context(tmp_path, provider)
-    ctx.agent = AgentSettings(max_attempts=3)
+    ctx = replace(ctx, agent=AgentSettings(max_attempts=3))
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "logic-genesis")
@@ -163,9 +164,9 @@ def test_a_failed_replay_sends_the_repair_back_to_the_tests_with_what_they_misse
     # Round 2: the offline Test Author saw what the replay found and wrote a test for it, from the
     # unchanged source: nothing the Coder wrote in round 1 was in its inputs.
     inputs = {
-        i["label"]: json.loads((ctx.run_dir / i["file"]).read_text())
+        i.label: json.loads((ctx.run_dir / i.file).read_text())
         for i in outcome.inputs
-        if i["role"] == "test_author"
+        if i.role == "test_author"
     }
     round_two = inputs["test-gen-2"]["view"]
     assert round_two["missed"][0]["check"] == "max_weekly_turnover"
@@ -230,7 +231,7 @@ def test_a_failed_promotion_restores_the_workspace(tmp_path: Path) -> None:
             conn.execute(sa.text("DROP TABLE strategy_versions"))
         return passing(c, mandate)
 
-    ctx.cross_validator = pass_then_lose_the_ledger
+    ctx = replace(ctx, cross_validator=pass_then_lose_the_ledger)
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "promotion")

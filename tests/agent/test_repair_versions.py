@@ -4,6 +4,7 @@ throughout."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,10 +46,10 @@ def test_a_repair_is_based_on_its_accounts_version_not_on_another_accounts_promo
     bases: list[tuple[str | None, list[str]]] = []
 
     def validate(c: RepairContext, mandate: Mandate) -> CrossValidation:
-        bases.append((c.base, c.versions.git("rev-list", "HEAD", cwd=c.candidate).split()))
+        bases.append((c.state.base, c.versions.git("rev-list", "HEAD", cwd=c.candidate).split()))
         return passing(c, mandate)
 
-    ctx.cross_validator = validate
+    ctx = replace(ctx, cross_validator=validate)
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "promoted", outcome.reason
     assert outcome.version is not None and outcome.version.tag == "v3"
@@ -112,7 +113,7 @@ def test_a_repair_that_cannot_take_its_account_fails_at_the_claim(tmp_path: Path
     from oomrl.repair import claim_for
 
     ctx = make_context(tmp_path, ScriptedProvider())
-    ctx.claim_wait_s = 0.0  # `oomrl repair --wait 0`
+    ctx = replace(ctx, claim_wait_s=0.0)  # `oomrl repair --wait 0`
     with claim_for(ctx, "holder") as holder:  # another repair of paper holds it through the gate
         holder.hold()
         # Its own claim, as the CLI and the demo take it

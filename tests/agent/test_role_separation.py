@@ -4,6 +4,7 @@ the Coder's never hold the held-out tests; through the real `openai` client and 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -92,8 +93,8 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
             OpenAIBackend(server.url, "k", "fake-model", 30.0), budget, transcript, agent_settings
         )
         ctx = make_context(tmp_path, LLMProvider(client), budget, transcript)
-        ctx.agent, ctx.holdout = agent_settings, held_out
-        ctx.cross_validator = replays("max_weekly_turnover")
+        ctx = replace(ctx, agent=agent_settings, holdout=held_out)
+        ctx = replace(ctx, cross_validator=replays("max_weekly_turnover"))
         outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "promoted", outcome.reason
     assert ("cross-validation", "test-genesis") in edges(outcome) and outcome.rounds == 2
@@ -135,9 +136,9 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
 
     def recorded(role: str) -> list[str]:
         return [
-            strings(json.loads((ctx.run_dir / i["file"]).read_text()))
+            strings(json.loads((ctx.run_dir / i.file).read_text()))
             for i in outcome.inputs
-            if i["role"] == role
+            if i.role == role
         ]
 
     # The Test Author, in both rounds (the second after the Coder's patch was accepted and

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from oomrl import promotion
 from oomrl.cli import app
-from oomrl.demo import DemoConfig, pick_alert, run_demo, weeks_between
+from oomrl.demo import DemoConfig, DemoRepair, pick_alert, run_demo, weeks_between
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
 from oomrl.settings import OomrlSettings
@@ -41,19 +41,15 @@ class RecordingRepairer:
         self.status = status
         self.autopsies: list[Autopsy] = []
 
-    def __call__(
-        self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy
-    ) -> dict[str, Any]:
+    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> DemoRepair:
         self.autopsies.append(autopsy)
-        return {
-            "alert_id": autopsy.alert_id,
-            "as_of": autopsy.as_of.isoformat(),
-            "status": self.status,
-            "step": None,
-            "reason": "recorded",
-            "run_dir": str(settings.runs_dir),
-            "version": None,
-        }
+        return DemoRepair(
+            alert_id=autopsy.alert_id,
+            as_of=autopsy.as_of.isoformat(),
+            status=self.status,
+            reason="recorded",
+            run_dir=str(settings.runs_dir),
+        )
 
 
 class ProbationRepairer:
@@ -64,9 +60,7 @@ class ProbationRepairer:
     def __init__(self) -> None:
         self.autopsies: list[Autopsy] = []
 
-    def __call__(
-        self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy
-    ) -> dict[str, Any]:
+    def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> DemoRepair:
         from oomrl.portfolio.service import open_ledger
         from oomrl.versions import StrategyVersions
 
@@ -92,15 +86,14 @@ class ProbationRepairer:
                 config.strategy,
                 (autopsy.as_of, config.probation_sessions),
             )
-        return {
-            "alert_id": autopsy.alert_id,
-            "as_of": autopsy.as_of.isoformat(),
-            "status": "probation",
-            "step": None,
-            "reason": f"{info.tag} on probation",
-            "run_dir": str(settings.runs_dir),
-            "version": info.tag,
-        }
+        return DemoRepair(
+            alert_id=autopsy.alert_id,
+            as_of=autopsy.as_of.isoformat(),
+            status="probation",
+            reason=f"{info.tag} on probation",
+            run_dir=str(settings.runs_dir),
+            version=info.tag,
+        )
 
 
 @pytest.mark.slow
@@ -130,7 +123,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
         d.date()
         for d in calendar.sessions(pd.Timestamp(opened) + pd.Timedelta(days=1), "2024-08-09")
     ]
-    (probation,) = summary["probations"]
+    (probation,) = summary.probations
     assert (
         probation["version"] == "v2"
         and probation["account"] == "demo"
@@ -154,7 +147,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     # The capital moved at the decision: v1 holds the book until v2 (weekly) first trades, the next
     # week.
     ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
-    (v1, v2) = summary["table1"][:2]
+    (v1, v2) = summary.table1[:2]
     first_v2 = next(
         d for d in forward if d > forward[7] and d.isocalendar()[1] != forward[7].isocalendar()[1]
     )
@@ -186,7 +179,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
         ("decision", forward[7], "v2 promoted"),
         ("promotion", first_v2, "v2 daily_momentum"),
     }
-    written = Path(summary["summary_md"]).read_text()
+    written = Path(summary.summary_md).read_text()
     assert f"| {opened} | probation |" in written and f"| {forward[7]} | decision |" in written
 
 
@@ -209,7 +202,7 @@ def test_a_challenger_worse_forward_is_retired_and_the_champion_keeps_trading(
         repairer=ProbationRepairer(),
         probation=3,
     )
-    (probation,) = summary["probations"]
+    (probation,) = summary.probations
     assert (probation["started"], probation["decided"], probation["decision"]) == (
         "2024-07-12",
         "2024-07-17",
@@ -219,7 +212,7 @@ def test_a_challenger_worse_forward_is_retired_and_the_champion_keeps_trading(
     assert "probation retired v2 on 2024-07-17 after 3 forward sessions" in " ".join(
         console.export_text().split()
     )
-    assert [row["version"] for row in summary["table1"]] == ["v1 daily_momentum", "whole window"]
+    assert [row["version"] for row in summary.table1] == ["v1 daily_momentum", "whole window"]
     ledger = Ledger(f"sqlite:///{demo_home / 'ledger.db'}")
     assert "probation_retired" in {
         alert["rule"] for alert in ledger.alerts("demo")
@@ -316,7 +309,7 @@ def test_friction_alert_starts_repair_and_cooldown_spaces_the_next(demo_home: Pa
     first, second = (a.as_of for a in repairer.autopsies)
     assert repairer.autopsies[0].trigger.rule == "execution_decay"
     assert (second - first).days >= 4 * 7 - 4  # four weeks of cool-down after a promotion
-    assert [r["status"] for r in summary["repairs"]] == ["promoted", "promoted"]
+    assert [r.status for r in summary.repairs] == ["promoted", "promoted"]
 
 
 @pytest.mark.slow
@@ -346,7 +339,7 @@ def test_kill_switch_stops_the_replay(demo_home: Path, monkeypatch: pytest.Monke
         max_repairs=0,
         repairer=RecordingRepairer(),
     )
-    assert summary["halted_on"] is not None and summary["halted_on"] < "2024-12-31"
+    assert summary.halted_on is not None and summary.halted_on < "2024-12-31"
     assert "the kill switch wins" in console.export_text()
 
 
@@ -383,11 +376,11 @@ def test_invalid_decisions_are_refused_not_traded(
         repairer=RecordingRepairer(),
     )
     assert len(opened) == 1  # one strategy host served v1's three weeks of rebalances
-    assert [r["date"] for r in summary["refused"]] == ["2024-07-08", "2024-07-09", "2024-07-10"]
+    assert [r.date for r in summary.refused] == ["2024-07-08", "2024-07-09", "2024-07-10"]
     text = console.export_text()
     assert text.count("rebalance refused") == 1 and "3 rebalance(s) refused" in text
     # The refused days are marked by the next rebalance
-    assert summary["table1"][-1]["trading_days"] == 15
+    assert summary.table1[-1]["trading_days"] == 15
 
 
 @pytest.mark.slow
