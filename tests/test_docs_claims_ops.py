@@ -235,14 +235,12 @@ def test_every_option_named_alone_is_an_option_of_oomrl_with_its_choices(page: s
 @cache
 def settings_defaults() -> dict[str, Any]:
     """OOMRL_* variable -> default, for every field of the pydantic settings classes."""
-    from oomrl.settings import AgentSettings, OomrlSettings, WebhookSettings
+    from oomrl.settings import variables
 
-    out: dict[str, Any] = {}
-    for cls in (OomrlSettings, WebhookSettings, AgentSettings):
-        prefix = cls.model_config["env_prefix"]
-        for name, field in cls.model_fields.items():
-            out[f"{prefix}{name}".upper()] = None if field.default_factory else field.default
-    return out
+    return {
+        variable: None if field.default_factory else field.default
+        for variable, field in variables().items()
+    }
 
 
 # Variables no code reads, and why a page names them.

@@ -7,15 +7,14 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
-AGENT_PREFIX = "OOMRL_AGENT_"
+from oomrl.settings.sources import Group
 
 
-class AgentSettings(BaseSettings):
+class AgentSettings(Group):
     """Agent knobs (OOMRL_AGENT_*, [oomrl.agent]): limits, prices, retries, attempts."""
 
-    model_config = SettingsConfigDict(env_prefix=AGENT_PREFIX, extra="ignore")
+    ENV_PREFIX = "OOMRL_AGENT_"
 
     # Fields alike in shape (a number and its bound): one declaration each, nothing to fold.
     max_tokens: int = Field(400_000, gt=0, description="Tokens one repair may spend (tokens).")

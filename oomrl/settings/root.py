@@ -29,12 +29,13 @@ from oomrl.errors import SettingsError
 from oomrl.names import check_account
 from oomrl.settings.agent import AgentSettings
 from oomrl.settings.runtime import RuntimeSettings
+from oomrl.settings.sources import Group, group_environment, variable_of
 from oomrl.settings.toml import config_file_values, config_path
 from oomrl.settings.urls import check_database_url
 from oomrl.settings.webhook import WebhookSettings
 
 ENV_PREFIX = "OOMRL_"
-GROUPS: dict[str, type[BaseSettings]] = {
+GROUPS: dict[str, type[Group]] = {
     "agent": AgentSettings,
     "webhook": WebhookSettings,
     "runtime": RuntimeSettings,
@@ -69,7 +70,7 @@ class _GroupsEnvSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        found = {name: EnvSettingsSource(group)() for name, group in GROUPS.items()}
+        found = {name: group_environment(group) for name, group in GROUPS.items()}
         return {name: values for name, values in found.items() if values}
 
 
@@ -288,13 +289,16 @@ class OomrlSettings(BaseSettings):
 def env_name(loc: tuple[str, ...]) -> str:
     """The environment variable of a setting by its path (`("agent", "max_tokens")`)."""
     if len(loc) == 2 and loc[0] in GROUPS:
-        group = GROUPS[loc[0]]
-        alias = group.model_fields[loc[1]].validation_alias
-        choices = getattr(alias, "choices", None)
-        if choices:
-            return str(choices[-1])
-        return f"{group.model_config.get('env_prefix', '')}{loc[1]}".upper()
+        return variable_of(GROUPS[loc[0]], loc[1])
     return f"{ENV_PREFIX}{loc[0]}".upper()
+
+
+def variables() -> dict[str, FieldInfo]:
+    """Every setting's field by its environment variable, the groups' included."""
+    found = {env_name((name,)): info for name, info in OomrlSettings.model_fields.items()}
+    for group, cls in GROUPS.items():
+        found.update({env_name((group, name)): info for name, info in cls.model_fields.items()})
+    return {name: info for name, info in found.items() if info.annotation not in GROUPS.values()}
 
 
 def _source_of(loc: tuple[str, ...], init: dict[str, Any]) -> str:

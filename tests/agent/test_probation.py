@@ -26,7 +26,7 @@ from oomrl.probation import (
     shadow_name,
     version_states,
 )
-from oomrl.settings import AgentSettings, get_settings
+from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 
@@ -37,7 +37,7 @@ def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_i
     from oomrl.repair import open_context
 
     monkeypatch.delenv("OOMRL_AGENT_PROBATION_SESSIONS")
-    assert AgentSettings().probation_sessions == 20
+    assert get_settings().agent.probation_sessions == 20
     settings, autopsy = get_settings(), Autopsy.model_validate(daily_momentum_autopsy)
     assert open_context(settings, autopsy).agent.probation_sessions == 20
     # --probation 0
