@@ -431,7 +431,7 @@ def replay_version(
     (e.g. a Dask worker): the setup comes from the one factory, with the given settings.
     """
     settings = settings or get_settings()
-    source = WorkspaceStrategy(root, strategy, settings.unsafe_no_jail)
+    source = WorkspaceStrategy(root, strategy, settings.runtime.unsafe_no_jail)
     setup = rebalance_setup(source, sha, settings, universe)
     if rules is not None:
         setup.rules = rules

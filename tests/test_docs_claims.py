@@ -263,7 +263,11 @@ def attribute_path(obj: Any, names: list[str]) -> Any:
     for name in names:
         if obj is FIELD or name not in members(obj):
             raise AttributeError(name)
-        obj = getattr(obj, name, FIELD)
+        field = getattr(obj, "model_fields", {}).get(name)
+        if field is not None and inspect.isclass(field.annotation):  # a group of the settings
+            obj = field.annotation
+        else:
+            obj = getattr(obj, name, FIELD)
     return obj
 
 
@@ -1077,7 +1081,7 @@ def test_the_bundled_sample_is_what_the_docs_say() -> None:
 def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     from oomrl.diagnostics.rules import AlertConfig
     from oomrl.portfolio import killswitch, reward
-    from oomrl.settings import OomrlSettings
+    from oomrl.settings import LedgerSettings, MarketSettings
 
     lam = float(find("portfolio", r"`reward_lambda` \(λ = ([\d.]+)").group(1))
     penalty = float(find("portfolio", r"\(P_terminal = ([\d.]+)").group(1))
@@ -1091,11 +1095,11 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     gamma = find(
         "portfolio", r"= ([\d.]+) × 10⁻⁴\s+\(`calibrated_gamma\(\)`; `DEFAULT_GAMMA`\)"
     ).group(1)
-    assert lam == reward.DEFAULT_LAMBDA == OomrlSettings.model_fields["reward_lambda"].default, "λ"
+    assert lam == reward.DEFAULT_LAMBDA == MarketSettings.model_fields["reward_lambda"].default, "λ"
     assert (
         penalty
         == reward.DEFAULT_TERMINAL_PENALTY
-        == OomrlSettings.model_fields["reward_terminal_penalty"].default
+        == MarketSettings.model_fields["reward_terminal_penalty"].default
     )
     assert (sigma_f, adv_f, 1e7, n) == (
         reward.REFERENCE_SIGMA,
@@ -1106,7 +1110,7 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     assert (
         float(gamma) * 1e-4
         == reward.DEFAULT_GAMMA
-        == OomrlSettings.model_fields["reward_gamma"].default
+        == MarketSettings.model_fields["reward_gamma"].default
     ), "γ"
     assert round(
         reward.calibrated_gamma(sigma=sigma_f, adv=adv_f, nav=1e7, names=n) * 1e4, 1
@@ -1115,7 +1119,7 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     assert (
         tau
         == killswitch.DEFAULT_THRESHOLD
-        == OomrlSettings.model_fields["kill_threshold"].default
+        == LedgerSettings.model_fields["kill_threshold"].default
         == AlertConfig().kill_threshold
     ), "τ"
     assert float(find("portfolio", r"kill switch τ = ([\d.]+)").group(1)) == tau

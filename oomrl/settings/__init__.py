@@ -7,6 +7,8 @@ from pydantic import ValidationError
 
 from oomrl.errors import SettingsError, WebhookConfigError
 from oomrl.settings.agent import AgentSettings
+from oomrl.settings.ledger import LedgerSettings
+from oomrl.settings.market import MarketSettings
 from oomrl.settings.process import child_environment, environment
 from oomrl.settings.root import (
     ENV_PREFIX,
@@ -21,6 +23,7 @@ from oomrl.settings.root import (
 )
 from oomrl.settings.runtime import RuntimeSettings
 from oomrl.settings.sources import group_environment
+from oomrl.settings.store import StoreSettings
 from oomrl.settings.toml import MAX_CONFIG_BYTES
 from oomrl.settings.urls import check_database_url, driver_url
 from oomrl.settings.webhook import MIN_SECRET_LENGTH, WebhookSettings
@@ -31,9 +34,12 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MIN_SECRET_LENGTH",
     "AgentSettings",
+    "LedgerSettings",
+    "MarketSettings",
     "OomrlSettings",
     "RuntimeSettings",
     "SettingsError",
+    "StoreSettings",
     "WebhookConfigError",
     "WebhookSettings",
     "check_database_url",

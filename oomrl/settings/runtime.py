@@ -14,6 +14,9 @@ class RuntimeSettings(Group):
     """Process knobs, most under names of their own (OOMRL_BROKER_KERNEL, PREFECT_API_URL,
     GIT_SHA)."""
 
+    unsafe_no_jail: bool = Field(
+        False, description="Run strategy code unjailed where no jail can be made; replays say so."
+    )
     broker_kernel: bool = Field(
         True, description=("Compile the broker's fill loop with numba; `0` runs the numpy broker.")
     )

@@ -14,7 +14,7 @@ from oomrl.errors import SettingsError
 class Group(BaseModel):
     """A group of settings: read only through the root, from its variables and its config table."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # a misspelt key is named
 
     # Variables are ENV_PREFIX + field name, unless a field names its own (`variable_of`).
     ENV_PREFIX: ClassVar[str] = "OOMRL_"

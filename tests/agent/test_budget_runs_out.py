@@ -52,10 +52,10 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
     seed_account_home(home, "demo")  # the sample store and a year of NAV for account demo
     monkeypatch.setenv("OOMRL_HOME", str(home))
     monkeypatch.setenv("OOMRL_AGENT_MAX_OUTPUT_TOKENS", str(MAX_OUTPUT))
-    ledger = Ledger(get_settings().ledger)
+    ledger = Ledger(get_settings().ledger_url)
     ledger.create_schema()
     # The seeded history names made-up versions; the repair starts from one the workspace holds.
-    versions = StrategyVersions(get_settings().workspace_dir, ledger)
+    versions = StrategyVersions(get_settings().store.workspace_dir, ledger)
     versions.init()
     versions.activate("v1", "demo", "daily_momentum")
     book = LLMBudgetBook(ledger)

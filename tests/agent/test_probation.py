@@ -235,8 +235,8 @@ def test_a_repaired_version_goes_on_probation_and_the_chain_promotes_it(
     outcome = json.loads(next((repair_home / "runs").glob("repair-*/outcome.json")).read_text())
     assert outcome["status"] == "probation" and outcome["trail"][-1]["target"] == "probation"
     settings = get_settings()
-    ledger = Ledger(settings.ledger)
-    v2 = StrategyVersions(settings.workspace_dir, ledger).resolve("v2")
+    ledger = Ledger(settings.ledger_url)
+    v2 = StrategyVersions(settings.store.workspace_dir, ledger).resolve("v2")
     assert ledger.active_version("paper") != v2 and ledger.active_version("paper~v2") == v2
     (probation,) = open_probations(ledger, "paper")
     assert (

@@ -51,7 +51,7 @@ class RecordingRepairer:
             "status": self.status,
             "step": None,
             "reason": "recorded",
-            "run_dir": str(settings.runs_dir),
+            "run_dir": str(settings.store.runs_dir),
             "version": None,
         }
 
@@ -71,7 +71,7 @@ class ProbationRepairer:
         from oomrl.versions import StrategyVersions
 
         self.autopsies.append(autopsy)
-        versions = StrategyVersions(settings.workspace_dir, open_ledger(settings))
+        versions = StrategyVersions(settings.store.workspace_dir, open_ledger(settings))
         # The promotion keeps the commit, not the clone
         with tempfile.TemporaryDirectory() as scratch:
             candidate = versions.clone_to(Path(scratch) / "candidate", at="v1")
@@ -98,7 +98,7 @@ class ProbationRepairer:
             "status": "probation",
             "step": None,
             "reason": f"{info.tag} on probation",
-            "run_dir": str(settings.runs_dir),
+            "run_dir": str(settings.store.runs_dir),
             "version": info.tag,
         }
 

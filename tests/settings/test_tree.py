@@ -78,10 +78,10 @@ def test_only_zero_turns_the_broker_kernel_off(home: Path, monkeypatch: pytest.M
 
 
 def test_settings_for_a_home_or_the_environments(home: Path, tmp_path: Path) -> None:
-    assert settings_for(None).home == home
-    assert settings_for(tmp_path / "other").home == tmp_path / "other"
+    assert settings_for(None).store.home == home
+    assert settings_for(tmp_path / "other").store.home == tmp_path / "other"
     assert (
-        settings_for(str(tmp_path / "other")).ledger
+        settings_for(str(tmp_path / "other")).ledger_url
         == f"sqlite:///{tmp_path / 'other' / 'ledger.db'}"
     )
 
@@ -159,7 +159,7 @@ def test_the_file_reaches_what_once_built_its_group_alone(
         "[oomrl.runtime]\ndask_workers = '3'\nprefect_api_url = 'http://file:4200/api'\n"
         "git_sha = 'abcdef123456'\n"
     )
-    settings = get_settings(llm_base_url="http://127.0.0.1:9/v1")
+    settings = get_settings(agent={"llm_base_url": "http://127.0.0.1:9/v1"})
     budget = Budget.from_settings(settings.agent)
     provider = get_provider(None, settings, budget, Transcript(home / "t.jsonl"))
     assert isinstance(provider, LLMProvider)
