@@ -168,9 +168,8 @@ class AgentSettings(Group):
         20,
         ge=0,
         description=(
-            "Forward sessions a passing candidate trades on a shadow book before it takes "
-            "the capital; "
-            "0 promotes it at once (sessions)."
+            "Shadow sessions a passing candidate trades before it takes the capital; 0: none "
+            "(sessions)."
         ),
     )
 

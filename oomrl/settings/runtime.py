@@ -36,7 +36,7 @@ class RuntimeSettings(Group):
     git_sha: str | None = Field(
         None,
         json_schema_extra=own_variable("GIT_SHA"),
-        description=("The build's commit where no git checkout is at hand (a container image)."),
+        description="The build's commit where no git checkout is at hand, e.g. an image (hex).",
     )
     # Read as text: tasks/runners.py checks them and names the variable when one is wrong.
     dask_address: str | None = Field(

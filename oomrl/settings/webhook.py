@@ -37,19 +37,15 @@ class WebhookSettings(Group):
     mode: Literal["deployment", "event"] = Field(
         "deployment",
         description=(
-            "`deployment` starts the repair deployment through the Prefect API; "
-            "`event` emits oomrl.loss.alert and lets the deployment's trigger start the run."
+            "`deployment` starts the repair run through the Prefect API. "
+            "`event` emits oomrl.loss.alert; the deployment's trigger starts the run."
         ),
     )
     deployment: str = Field(
         REPAIR_DEPLOYMENT, description="The repair deployment (<flow>/<deployment>)."
     )
     auto_approve: bool = Field(
-        False,
-        description=(
-            "Runs started here skip the human approval of the mandate; off unless the "
-            "operator says so."
-        ),
+        False, description="Runs started here skip the mandate's human approval; off by default."
     )
     approval_timeout_s: int | None = Field(
         None,

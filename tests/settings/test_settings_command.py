@@ -3,6 +3,7 @@ source."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -78,9 +79,14 @@ def test_every_setting_is_listed_with_its_source(
     assert "    Tokens one repair may spend (tokens)." in result.output
 
 
-def test_every_setting_has_a_description() -> None:
-    classes = [OomrlSettings, *GROUPS.values()]
-    assert all(field.description for cls in classes for field in cls.model_fields.values())
+def test_every_setting_has_a_short_description() -> None:
+    """A description is sentences of at most 15 words, its unit (if any) in closing parentheses."""
+    for cls in [OomrlSettings, *GROUPS.values()]:
+        for name, field in cls.model_fields.items():
+            text = field.description or ""
+            assert text.endswith("."), f"{cls.__name__}.{name}: {text!r}"
+            longest = max(len(sentence.split()) for sentence in re.split(r"(?<=\.) ", text))
+            assert longest <= 15, f"{cls.__name__}.{name}: {longest} words"
 
 
 def test_a_bad_setting_is_one_error_line(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
