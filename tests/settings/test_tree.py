@@ -181,3 +181,12 @@ def test_the_jailed_host_reads_the_broker_kernel_from_the_environment_alone(
     assert runtime_from_environment().broker_kernel
     monkeypatch.setenv("OOMRL_BROKER_KERNEL", "0")
     assert not runtime_from_environment().broker_kernel
+
+
+def test_every_setting_has_a_variable_of_its_own() -> None:
+    from oomrl.settings import GROUPS, variables
+
+    assert len(variables()) == sum(len(cls.model_fields) for cls in GROUPS.values())
+    assert {"OOMRL_HOME", "OOMRL_LEDGER_URL", "OOMRL_MARKET_RULES", "OOMRL_LLM_BASE_URL"} <= set(
+        variables()
+    )
