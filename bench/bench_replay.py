@@ -176,7 +176,7 @@ def run_sample(strategy: str, home: Path) -> tuple[float, int]:
     from oomrl.portfolio.service import run_replay
     from oomrl.settings import OomrlSettings
 
-    settings = OomrlSettings(home=home)
+    settings = OomrlSettings(store={"home": home})
     ensure_sample(settings)  # the first use ingests the sample: not part of a replay
     start = time.perf_counter()
     result = run_replay(

@@ -41,7 +41,7 @@ def attribution(
         rf: Risk-free rate for Sharpe and alpha, a fraction per year (0.02 = 2 %).
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    name = account or settings_for(home).account
+    name = account or settings_for(home).ledger.account
     gap = report_gap(name, home)
     if gap is not None:  # too early for a report is not a failure
         print(f"no report of {name} yet: {gap}")

@@ -43,7 +43,7 @@ def loss_diagnostics(
             defaults.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    name = account or settings_for(home).account
+    name = account or settings_for(home).ledger.account
     day = (as_of or last_stored_session(home)).isoformat()
     autopsies = diagnose_and_alert(
         name, day, config_file, home, start.isoformat() if start else None

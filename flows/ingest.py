@@ -120,13 +120,13 @@ def ingest_market_data(
     """
     logger = get_run_logger()
     settings = settings_for(home)
-    root = Path(settings.data_dir)
+    root = Path(settings.store.data_dir)
     store = MarketStore(root)
     # With OOMRL_SAMPLE_CLOCK, an ingest of the sample without `end` adds the next session only.
     lo, hi = domain.resolve_range(
         source_for(source),
         start,
-        clocked_end(source_for(source), end, settings.sample_clock, store),
+        clocked_end(source_for(source), end, settings.store.sample_clock, store),
     )
     report = domain.IngestReport(source=source, universe=universe, start=lo, end=hi)
     # sync in a sync flow: Prefect types the call as either, so say which

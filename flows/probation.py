@@ -48,7 +48,7 @@ def probation_review(
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
     logger = get_run_logger()
-    name = account or settings_for(home).account
+    name = account or settings_for(home).ledger.account
     try:
         tag, evidence = probation_evidence(name, version, home)
     except OomrlError as exc:  # no such probation: say so, change nothing

@@ -46,7 +46,7 @@ def weekly_rebalance(
         dry_run: Compute the orders and fills without writing them to the ledger.
         home: Internal: OOMRL_HOME on the worker (folder). Leave empty to use the worker's setting.
     """
-    name = account or settings_for(home).account
+    name = account or settings_for(home).ledger.account
     day = as_of or last_stored_session(home)
     if not calendar.is_session(day):
         return Completed(

@@ -130,11 +130,11 @@ def repair(
     # on any path, the run does not start. Prefect's deployment limit crashes paused runs
     # (docs/operations.md).
     claim = RepairClaim(
-        ClaimBook(settings.ledger).create(),
+        ClaimBook(settings.ledger_url).create(),
         run_id,
         name,
         say=logger.info,
-        limit=settings.repair_max_running,
+        limit=settings.agent.repair_max_running,
     )
     try:
         with claim:

@@ -2,7 +2,7 @@
 
 `0.1.0+3f9c2a1b7d4e` — the same string in every flow. So a run in the Prefect UI says exactly which
 code produced it. A strategy version is a different thing, shown as the run's `strategy-version:`
-tag. Without a git checkout (e.g. a docker image) GIT_SHA from the environment stands in.
+tag. Without a git checkout (e.g. a docker image) the setting runtime.git_sha (GIT_SHA) stands in.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from oomrl import __version__
-from oomrl.settings import RuntimeSettings
+from oomrl.settings import get_settings
 
 SHA_LENGTH = 12
 
@@ -34,7 +34,7 @@ def git_sha(root: Path | None = None) -> str:
         sha = done.stdout.strip() if done.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         sha = ""
-    sha = sha or (RuntimeSettings().git_sha or "").strip()[:SHA_LENGTH]
+    sha = sha or (get_settings().runtime.git_sha or "").strip()[:SHA_LENGTH]
     return sha if re.fullmatch(r"[0-9a-f]{4,40}", sha) else "unknown"
 
 

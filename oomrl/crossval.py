@@ -48,7 +48,7 @@ from oomrl.portfolio.recompute import FRESH_DECISIONS, Recomputed, recompute_fre
 from oomrl.portfolio.replay import ReplayResult, replay_setup
 from oomrl.portfolio.service import membership
 from oomrl.portfolio.setup import rebalance_setup
-from oomrl.settings import OomrlSettings
+from oomrl.settings import OomrlSettings, get_settings
 from strategy_api.periods import period_key
 
 # Fills happen at other prices than the decision close and in board lots.
@@ -442,8 +442,8 @@ def replay_version(
     must be the same. That is the `crossval.memorized` check on the long row. Runs anywhere (e.g. a
     Dask worker). The setup comes from the one factory, with the given settings.
     """
-    settings = settings or OomrlSettings()
-    source = WorkspaceStrategy(root, strategy, settings.unsafe_no_jail)
+    settings = settings or get_settings()
+    source = WorkspaceStrategy(root, strategy, settings.runtime.unsafe_no_jail)
     setup = rebalance_setup(source, sha, settings, universe)
     if rules is not None:
         setup.rules = rules

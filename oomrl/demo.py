@@ -166,7 +166,7 @@ def stage_market_data(settings: OomrlSettings, console: Console) -> Any:
     summary = store.bar_summary()
     index = store.read_index()
     members = store.read_membership()
-    table = Table(title=f"Market data in {settings.data_dir}")
+    table = Table(title=f"Market data in {settings.store.data_dir}")
     for column, justify in (("dataset", "left"), ("rows", "right"), ("coverage", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     table.add_row(
@@ -191,8 +191,8 @@ def stage_market_data(settings: OomrlSettings, console: Console) -> Any:
 
 def fresh_state(settings: OomrlSettings) -> None:
     """Start the demo account from scratch: its ledger and workspace go, the market data stays."""
-    (settings.home / "ledger.db").unlink(missing_ok=True)
-    shutil.rmtree(settings.workspace_dir, ignore_errors=True)
+    (settings.store.home / "ledger.db").unlink(missing_ok=True)
+    shutil.rmtree(settings.store.workspace_dir, ignore_errors=True)
 
 
 def weeks_between(start: date, end: date) -> list[list[date]]:
@@ -300,8 +300,8 @@ def replay_weeks(
     from oomrl.versions import StrategyVersions
 
     ledger = open_ledger(settings)
-    ledger.open_account(config.account, settings.initial_cash)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    ledger.open_account(config.account, settings.ledger.initial_cash)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     promotion.open_workspace(versions)
     versions.activate("v1", config.account, config.strategy)
     panels = load_panels(
@@ -375,7 +375,7 @@ def replay_weeks(
                 config.account,
                 week[-1],
                 benchmark=benchmark,
-                log_dir=settings.runs_dir / "demo-execution-logs",
+                log_dir=settings.store.runs_dir / "demo-execution-logs",
             )
             for autopsy in new:
                 log.alerts.append(
@@ -458,7 +458,7 @@ def version_phases(
 
     names = {
         info.sha: f"{info.tag} {info.strategy or config.strategy}"
-        for info in StrategyVersions(settings.workspace_dir).list()
+        for info in StrategyVersions(settings.store.workspace_dir).list()
     }
     phases = phases_from_versions(live_versions.reindex(returns_index))
     full = {sha[:12]: name for sha, name in names.items()}
@@ -556,7 +556,7 @@ def write_reports(
     phases = version_phases(settings, config, returns.index, live_versions)
     frame = table1(returns, benchmark, phases, nav)
     print_table1(frame, console)
-    out = report_dir(settings.runs_dir, f"demo-{config.account}")
+    out = report_dir(settings.store.runs_dir, f"demo-{config.account}")
     with console.status("writing the tearsheet ..."):
         report = account_report(
             ledger,
@@ -564,8 +564,8 @@ def write_reports(
             config.account,
             out,
             phases=phases,
-            workspace=StrategyVersions(settings.workspace_dir),
-            runs_dir=settings.runs_dir,
+            workspace=StrategyVersions(settings.store.workspace_dir),
+            runs_dir=settings.store.runs_dir,
         )
     frame.to_csv(out / "table1.csv", index=False)
     (out / "table1.md").write_text(frame.to_markdown(index=False, floatfmt=".4f") + "\n")
@@ -585,7 +585,7 @@ def write_reports(
         tearsheet=str(report.html),
         summary_md=str(report.markdown),
         table1_csv=str(out / "table1.csv"),
-        home=str(settings.home),
+        home=str(settings.store.home),
         demo_json=str(out / "demo.json"),
     )
     # Python-mode dump: the same keys and values (NaN, numpy scalars) the file always had
@@ -610,11 +610,13 @@ def run_demo(
     # Logs and CI are not terminals: give Table 1 room instead of rich's 80-column default.
     console = console or Console(width=None if sys.stdout.isatty() else 140)
     base = get_settings()
-    demo_home = Path(home).expanduser().resolve() if home else base.home / "demo"
+    demo_home = Path(home).expanduser().resolve() if home else base.store.home / "demo"
     # The demo's own SQLite ledger, whatever OOMRL_LEDGER_URL says: it starts from scratch each
     # time.
-    settings = get_settings(home=demo_home, ledger_url=f"sqlite:///{demo_home / 'ledger.db'}")
-    settings.ensure_dirs()
+    settings = get_settings(
+        store={"home": demo_home}, ledger={"url": f"sqlite:///{demo_home / 'ledger.db'}"}
+    )
+    settings.store.ensure_dirs()
     if repair_on not in REPAIR_POLICIES:
         raise OomrlError(
             f"--repair-on must be one of {', '.join(REPAIR_POLICIES)}, got {repair_on!r}"
@@ -670,7 +672,7 @@ def run_demo(
             + (f" on {trial.decided_on} by {trial.decided_by}" if trial.decided_on else "")
         )
     console.rule("inspect the demo's state")
-    for line in inspect_commands(settings.home, config.account):
+    for line in inspect_commands(settings.store.home, config.account):
         console.print(line, soft_wrap=True)
     return summary
 

@@ -98,10 +98,10 @@ class ProbationSessions:
             day,
             self.market,
             market_rules(s),
-            s.kill_threshold,
-            s.reward_lambda,
-            s.reward_gamma,
-            s.reward_terminal_penalty,
+            s.ledger.kill_threshold,
+            s.market.reward_lambda,
+            s.market.reward_gamma,
+            s.market.reward_terminal_penalty,
         )
         return outcome.halted_on if outcome.halted else None
 

@@ -353,7 +353,7 @@ def mandate_of(settings: OomrlSettings, sha: str) -> Constraints:
     """The constraints of the mandate the version was repaired under (its notes), else none."""
     from oomrl.versions import StrategyVersions
 
-    mandate = StrategyVersions(settings.workspace_dir).metadata(sha).get("mandate") or {}
+    mandate = StrategyVersions(settings.store.workspace_dir).metadata(sha).get("mandate") or {}
     return Constraints.model_validate(mandate.get("constraints") or {})
 
 
@@ -588,7 +588,7 @@ def continue_trail(
     from oomrl.agent.machine import Trail
     from oomrl.versions import StrategyVersions
 
-    run_dir = StrategyVersions(settings.workspace_dir).metadata(probation.sha).get("run_dir")
+    run_dir = StrategyVersions(settings.store.workspace_dir).metadata(probation.sha).get("run_dir")
     trail = Path(str(run_dir)) / "trail.jsonl" if run_dir else None
     if trail is not None and trail.is_file():
         Trail.resumed(trail, "probation").move(verdict, reason[:500])

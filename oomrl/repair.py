@@ -483,14 +483,14 @@ def open_context(
         raise OomrlError(
             f"OOMRL_AGENT_HOLDOUT_DIR {agent.holdout_dir} is not a folder of held-out tests"
         )
-    settings.ensure_dirs()
-    ledger = Ledger(settings.ledger)
+    settings.store.ensure_dirs()
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     open_workspace(versions)  # finishes or undoes a promotion whose process was killed.
     # And what a killed repair left: its candidate, its gate's scratch.
-    clear_orphans(settings.runs_dir)
-    run_dir = note_owner(new_run_dir(settings.runs_dir), RUN_NOTE)
+    clear_orphans(settings.store.runs_dir)
+    run_dir = note_owner(new_run_dir(settings.store.runs_dir), RUN_NOTE)
     name = account or autopsy.account
     budget = Budget.from_settings(agent, LLMBudgetBook(ledger), name, run_dir.name)
     transcript = Transcript(run_dir / "transcript.jsonl")
@@ -504,7 +504,9 @@ def open_context(
         run_dir=run_dir,
         account=name,
         gate=gate or run_gate,
-        cross_validator=replay_cross_validator(store, as_of_of(autopsy), settings.initial_cash),
+        cross_validator=replay_cross_validator(
+            store, as_of_of(autopsy), settings.ledger.initial_cash
+        ),
         agent=agent,
         lock=lock,
         holdout=agent.holdout_dir,

@@ -313,7 +313,7 @@ def require_admitted(autopsy: object) -> None:
 def admit(data: Any, settings: Any, account: str | None = None) -> RepairInput:
     """The door every entry point uses: a validated input whose account and strategy exist."""
     checked = load_autopsy(data)
-    check_known(checked, settings.ledger, settings.workspace_dir, account)
+    check_known(checked, settings.ledger_url, settings.store.workspace_dir, account)
     return checked
 
 

@@ -33,8 +33,10 @@ def resolve_strategy(
     sha, name = active
     from oomrl.versions import StrategyVersions  # versions needs git; imported only when used
 
-    root = StrategyVersions(settings.workspace_dir).materialize(sha)
-    return ResolvedStrategy(WorkspaceStrategy(root, name, settings.unsafe_no_jail), name, sha)
+    root = StrategyVersions(settings.store.workspace_dir).materialize(sha)
+    return ResolvedStrategy(
+        WorkspaceStrategy(root, name, settings.runtime.unsafe_no_jail), name, sha
+    )
 
 
 def run_rebalance(
@@ -43,11 +45,13 @@ def run_rebalance(
     """One rebalance of `account` on `as_of` with its active strategy version and the stored
     data."""
     ledger = open_ledger(settings)
-    ledger.open_account(account, settings.initial_cash)
+    ledger.open_account(account, settings.ledger.initial_cash)
     if not dry_run:  # every booked trade names a version: a fresh account starts on v1
         from oomrl.versions import StrategyVersions, start_on_v1
 
-        start_on_v1(StrategyVersions(settings.workspace_dir, ledger), account, DEFAULT_STRATEGY)
+        start_on_v1(
+            StrategyVersions(settings.store.workspace_dir, ledger), account, DEFAULT_STRATEGY
+        )
     resolved = resolve_strategy(settings, ledger, account)
     if store is None:
         from oomrl.data.sample import ensure_sample

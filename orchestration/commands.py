@@ -46,7 +46,7 @@ def server_up(
     from orchestration.stack import StackConfig, up
 
     config = StackConfig(
-        home=get_settings().home,
+        home=get_settings().store.home,
         host=host,
         port=port,
         webhook_port=webhook_port,
@@ -68,7 +68,7 @@ def server_down() -> None:
     from oomrl.settings import get_settings
     from orchestration.stack import down
 
-    stopped = down(get_settings().home, say=typer.echo)
+    stopped = down(get_settings().store.home, say=typer.echo)
     typer.echo("stopped: " + ", ".join(stopped) if stopped else "nothing was running")
 
 
@@ -81,7 +81,7 @@ def server_status() -> None:
     from oomrl.settings import get_settings
     from orchestration.stack import read_state, running
 
-    state = read_state(get_settings().home)
+    state = read_state(get_settings().store.home)
     if state is None:
         typer.echo("nothing was started (no server.json)")
         raise typer.Exit(1)

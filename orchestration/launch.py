@@ -17,7 +17,7 @@ from oomrl.errors import LaunchError
 from oomrl.events import LOSS_ALERT_EVENT
 from oomrl.events import event_id as alert_event_id
 from oomrl.run_tags import alert_tag
-from oomrl.settings import RuntimeSettings
+from oomrl.settings import get_settings
 from oomrl.webhook.launch import (
     API_TIMEOUT_S,
     BUSY_RETRIES_S,
@@ -36,7 +36,7 @@ class PrefectApi:
     """Which Prefect server the launchers use: PREFECT_API_URL and PREFECT_API_KEY."""
 
     def __init__(self, api_url: str | None = None, api_key: str | None = None) -> None:
-        runtime = RuntimeSettings() if api_url is None or api_key is None else None
+        runtime = get_settings().runtime if api_url is None or api_key is None else None
         self.api_url = (api_url or (runtime and runtime.prefect_api_url) or "").rstrip("/")
         self.api_key = api_key if api_key is not None else runtime and runtime.prefect_api_key
 

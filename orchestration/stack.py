@@ -141,7 +141,7 @@ def stack_env(config: StackConfig) -> dict[str, str]:
         }
     )
     # Day one: the sample played forward from its first session on
-    if not configured("sample_clock"):
+    if not configured("store.sample_clock"):
         from oomrl.data.sample_clock import DAY_ONE
 
         env["OOMRL_SAMPLE_CLOCK"] = DAY_ONE.isoformat()

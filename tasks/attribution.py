@@ -60,15 +60,15 @@ def build_account_report(
     settings = settings_for(home)
     phases = read_phases(Path(phases_file)) if phases_file else None
     report = account_report(
-        Ledger(settings.ledger),
+        Ledger(settings.ledger_url),
         ensure_sample(settings),
         account,
-        report_dir(settings.runs_dir, account),
+        report_dir(settings.store.runs_dir, account),
         phases=phases,
         benchmark_kind=benchmark,
         rf=rf,
-        workspace=StrategyVersions(settings.workspace_dir),
-        runs_dir=settings.runs_dir,
+        workspace=StrategyVersions(settings.store.workspace_dir),
+        runs_dir=settings.store.runs_dir,
     )
     return {
         "account": account,
@@ -160,12 +160,12 @@ def diagnose_and_alert(
     from oomrl.portfolio.ledger import Ledger
 
     settings = settings_for(home)
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     verdicts: dict[str, RepairDecision] = {}
 
     def judge_and_emit(autopsy: Autopsy) -> None:
         decision = verdicts[autopsy.alert_id] = repair_policy.judge(
-            ledger, autopsy, settings.repair_cooldown_sessions
+            ledger, autopsy, settings.agent.repair_cooldown_sessions
         )
         emit_loss_alert(autopsy, decision)
         if decision.requested:

@@ -34,7 +34,7 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
 
     settings = settings_for(home)
     ledger = open_ledger(settings)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     if not dry_run:
         start_on_v1(versions, account, DEFAULT_STRATEGY)
     resolved = resolve_strategy(settings, ledger, account)

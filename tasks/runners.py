@@ -8,7 +8,7 @@ from typing import Any
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from oomrl.settings import RuntimeSettings
+from oomrl.settings import get_settings
 
 DASK_ADDRESS_ENV = "OOMRL_DASK_ADDRESS"  # e.g. tcp://scheduler:8786 — an existing cluster
 DASK_WORKERS_ENV = "OOMRL_DASK_WORKERS"  # e.g. 4 — a temporary LocalCluster per flow run
@@ -33,7 +33,7 @@ def _positive_int(name: str, text: str) -> int:
 def dask_settings(env: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The DaskTaskRunner keyword arguments the settings ask for (`env`: the variables by name), or
     None."""
-    env = RuntimeSettings().dask_env() if env is None else env
+    env = get_settings().runtime.dask_env() if env is None else env
     address = env.get(DASK_ADDRESS_ENV, "").strip()
     workers = env.get(DASK_WORKERS_ENV, "").strip()
     if address:
@@ -62,7 +62,7 @@ def dask_settings(env: Mapping[str, str] | None = None) -> dict[str, Any] | None
 def task_runner_from_settings(env: Mapping[str, str] | None = None) -> TaskRunner[Any]:
     """A `DaskTaskRunner` when OOMRL_DASK_ADDRESS or OOMRL_DASK_WORKERS is set, else a thread
     pool."""
-    env = RuntimeSettings().dask_env() if env is None else env
+    env = get_settings().runtime.dask_env() if env is None else env
     chosen = dask_settings(env)
     if chosen is None:
         threads = env.get(THREADS_ENV, "").strip()

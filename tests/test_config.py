@@ -29,31 +29,38 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def test_paths_and_ledger_default_under_home(clean_env: Path) -> None:
     settings = get_settings()
-    assert settings.home == clean_env
-    assert settings.data_dir == clean_env / "data" and settings.runs_dir == clean_env / "runs"
-    assert settings.workspace_dir == clean_env / "workspace"
-    assert settings.ledger == f"sqlite:///{clean_env / 'ledger.db'}"
-    settings.ensure_dirs()
-    assert settings.data_dir.is_dir() and settings.runs_dir.is_dir()
+    assert settings.store.home == clean_env
+    assert (
+        settings.store.data_dir == clean_env / "data"
+        and settings.store.runs_dir == clean_env / "runs"
+    )
+    assert settings.store.workspace_dir == clean_env / "workspace"
+    assert settings.ledger_url == f"sqlite:///{clean_env / 'ledger.db'}"
+    settings.store.ensure_dirs()
+    assert settings.store.data_dir.is_dir() and settings.store.runs_dir.is_dir()
 
 
 def test_environment_overrides_the_config_file(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clean_env.mkdir(parents=True)
-    (clean_env / "config.toml").write_text('[oomrl]\nkill_threshold = 0.3\naccount = "fund-a"\n')
-    assert get_settings().kill_threshold == 0.3 and get_settings().account == "fund-a"
+    (clean_env / "config.toml").write_text(
+        '[oomrl.ledger]\nkill_threshold = 0.3\naccount = "fund-a"\n'
+    )
+    assert get_settings().ledger.kill_threshold == 0.3 and get_settings().ledger.account == "fund-a"
     monkeypatch.setenv("OOMRL_KILL_THRESHOLD", "0.15")
-    assert get_settings().kill_threshold == 0.15 and get_settings().account == "fund-a"
+    assert (
+        get_settings().ledger.kill_threshold == 0.15 and get_settings().ledger.account == "fund-a"
+    )
 
 
 def test_named_config_file_without_table(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     named = tmp_path / "oomrl.toml"
-    named.write_text('ledger_url = "postgresql+psycopg2://db/oomrl"\n')
+    named.write_text('[ledger]\nurl = "postgresql+psycopg2://db/oomrl"\n')
     monkeypatch.setenv("OOMRL_CONFIG", str(named))
-    assert get_settings().ledger == "postgresql+psycopg2://db/oomrl"
+    assert get_settings().ledger_url == "postgresql+psycopg2://db/oomrl"
 
 
 def test_missing_named_config_file_is_named(
@@ -76,11 +83,11 @@ def test_invalid_toml_is_named(clean_env: Path) -> None:
 def test_provider_is_offline_unless_an_endpoint_is_configured(
     clean_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert get_settings().llm_provider_name == "offline"
+    assert get_settings().agent.llm_provider_name == "offline"
     monkeypatch.setenv("OOMRL_LLM_BASE_URL", "http://127.0.0.1:8000/v1")
-    assert get_settings().llm_provider_name == "openai"
+    assert get_settings().agent.llm_provider_name == "openai"
     monkeypatch.setenv("OOMRL_LLM_PROVIDER", "replay")
-    assert get_settings().llm_provider_name == "replay"
+    assert get_settings().agent.llm_provider_name == "replay"
 
 
 @pytest.mark.parametrize(
@@ -132,13 +139,16 @@ def test_bad_settings_name_the_variable_and_the_problem(
 
 def test_bad_config_file_values_name_the_file_and_key(clean_env: Path) -> None:
     clean_env.mkdir(parents=True)
-    (clean_env / "config.toml").write_text("[oomrl]\ninitial_cash = nan\n")
+    (clean_env / "config.toml").write_text("[oomrl.ledger]\ninitial_cash = nan\n")
     with pytest.raises(
-        SettingsError, match=r"initial_cash in .*config.toml=nan: must be a finite number"
+        SettingsError, match=r"ledger.initial_cash in .*config.toml=nan: must be a finite number"
     ):
         get_settings()
     (clean_env / "config.toml").write_text("[oomrl]\nkill_treshold = 0.3\n[alerts]\nx = 1\n")
     with pytest.raises(SettingsError, match="unknown setting.s. kill_treshold"):
+        get_settings()
+    (clean_env / "config.toml").write_text("[oomrl.ledger]\nkill_treshold = 0.3\n")
+    with pytest.raises(SettingsError, match="ledger.kill_treshold in .*: Extra inputs are not"):
         get_settings()
     (clean_env / "config.toml").write_text("oomrl = 3\n")
     with pytest.raises(SettingsError, match=r"\[oomrl\] must be a table"):
@@ -170,7 +180,7 @@ def test_empty_optional_settings_mean_unset(
 ) -> None:
     monkeypatch.setenv("OOMRL_LLM_PROVIDER", "")
     monkeypatch.setenv("OOMRL_LLM_API_KEY", " ")
-    assert get_settings().llm_provider_name == "offline"
+    assert get_settings().agent.llm_provider_name == "offline"
 
 
 def _refuse(self: Path, *args: object, **kwargs: object) -> None:
@@ -188,13 +198,19 @@ def _refuse(self: Path, *args: object, **kwargs: object) -> None:
         ("big.toml", b"# " + b"x" * (1024 * 1024) + b"\n", "is larger than 1048576 bytes"),
         (
             "nested.toml",
-            b"[oomrl]\naccount = 'a'\n[oomrl.alerts]\nx = 1\n",
+            b"[oomrl.ledger]\naccount = 'a'\n[oomrl.alerts]\nx = 1\n",
             "unknown setting(s) [oomrl.alerts]",
         ),
         (
             "misplaced.toml",
-            b"[oomrl.account]\nname = 'a'\n",
-            "[oomrl.account] is a table, but account takes a value",
+            b"[oomrl]\nledger = 'a'\n",
+            "ledger is a group of settings: write it as the table [oomrl.ledger]",
+        ),
+        (
+            "flat.toml",
+            b"[oomrl]\nkill_threshold = 0.3\n[oomrl.market_rules.cn]\nimpact_k = 0.2\n",
+            "settings moved into groups: kill_threshold is now kill_threshold under "
+            "[oomrl.ledger]; market_rules is now rules under [oomrl.market]",
         ),
     ],
 )
@@ -231,11 +247,14 @@ def test_other_tools_tables_and_market_rules_tables_are_kept(
 ) -> None:
     path = tmp_path / "shared.toml"
     path.write_text(
-        "kill_threshold = 0.3\n[market_rules.cn]\nimpact_k = 0.2\n[tool.black]\nline-length = 1\n"
+        "[ledger]\nkill_threshold = 0.3\n[market.rules.cn]\nimpact_k = 0.2\n"
+        "[tool.black]\nline-length = 1\n"
     )
     monkeypatch.setenv("OOMRL_CONFIG", str(path))
     settings = get_settings()
-    assert settings.kill_threshold == 0.3 and settings.market_rules == {"cn": {"impact_k": 0.2}}
+    assert settings.ledger.kill_threshold == 0.3 and settings.market.rules == {
+        "cn": {"impact_k": 0.2}
+    }
 
 
 def test_initial_cash_beyond_what_the_ledger_can_book_is_named(

@@ -263,7 +263,11 @@ def attribute_path(obj: Any, names: list[str]) -> Any:
     for name in names:
         if obj is FIELD or name not in members(obj):
             raise AttributeError(name)
-        obj = getattr(obj, name, FIELD)
+        field = getattr(obj, "model_fields", {}).get(name)
+        if field is not None and inspect.isclass(field.annotation):  # a group of the settings
+            obj = field.annotation
+        else:
+            obj = getattr(obj, name, FIELD)
     return obj
 
 
@@ -533,13 +537,8 @@ def test_the_error_classes_the_docs_name_exist() -> None:
 
 
 def test_every_oomrl_env_var_the_docs_name_is_read_by_the_code() -> None:
-    from oomrl.settings import AgentSettings, OomrlSettings, WebhookSettings
+    from oomrl.settings import variables
 
-    by_prefix: dict[str, Any] = {
-        "OOMRL_AGENT_": AgentSettings,
-        "OOMRL_WEBHOOK_": WebhookSettings,
-        "OOMRL_": OomrlSettings,
-    }
     named = {
         var for name in PAGES for var in re.findall(r"\bOOMRL_[A-Z0-9_]*[A-Z0-9]\b", page(name))
     }
@@ -548,16 +547,7 @@ def test_every_oomrl_env_var_the_docs_name_is_read_by_the_code() -> None:
     for var in sorted(named):
         if any(var in literal for literal in string_literals()) or f'"{var}"' in test_code:
             continue
-        field = next(
-            (
-                var.removeprefix(prefix).lower()
-                for prefix in by_prefix
-                if var.startswith(prefix)
-                and var.removeprefix(prefix).lower() in by_prefix[prefix].model_fields
-            ),
-            None,
-        )
-        if field is None:
+        if var not in variables():
             unknown.append(var)
     assert not unknown, f"env vars the docs name that no code or settings field reads: {unknown}"
 
@@ -1091,7 +1081,7 @@ def test_the_bundled_sample_is_what_the_docs_say() -> None:
 def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     from oomrl.diagnostics.rules import AlertConfig
     from oomrl.portfolio import killswitch, reward
-    from oomrl.settings import OomrlSettings
+    from oomrl.settings import LedgerSettings, MarketSettings
 
     lam = float(find("portfolio", r"`reward_lambda` \(λ = ([\d.]+)").group(1))
     penalty = float(find("portfolio", r"\(P_terminal = ([\d.]+)").group(1))
@@ -1105,11 +1095,11 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     gamma = find(
         "portfolio", r"= ([\d.]+) × 10⁻⁴\s+\(`calibrated_gamma\(\)`; `DEFAULT_GAMMA`\)"
     ).group(1)
-    assert lam == reward.DEFAULT_LAMBDA == OomrlSettings.model_fields["reward_lambda"].default, "λ"
+    assert lam == reward.DEFAULT_LAMBDA == MarketSettings.model_fields["reward_lambda"].default, "λ"
     assert (
         penalty
         == reward.DEFAULT_TERMINAL_PENALTY
-        == OomrlSettings.model_fields["reward_terminal_penalty"].default
+        == MarketSettings.model_fields["reward_terminal_penalty"].default
     )
     assert (sigma_f, adv_f, 1e7, n) == (
         reward.REFERENCE_SIGMA,
@@ -1120,7 +1110,7 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     assert (
         float(gamma) * 1e-4
         == reward.DEFAULT_GAMMA
-        == OomrlSettings.model_fields["reward_gamma"].default
+        == MarketSettings.model_fields["reward_gamma"].default
     ), "γ"
     assert round(
         reward.calibrated_gamma(sigma=sigma_f, adv=adv_f, nav=1e7, names=n) * 1e4, 1
@@ -1129,7 +1119,7 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
     assert (
         tau
         == killswitch.DEFAULT_THRESHOLD
-        == OomrlSettings.model_fields["kill_threshold"].default
+        == LedgerSettings.model_fields["kill_threshold"].default
         == AlertConfig().kill_threshold
     ), "τ"
     assert float(find("portfolio", r"kill switch τ = ([\d.]+)").group(1)) == tau

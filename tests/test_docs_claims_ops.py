@@ -235,14 +235,12 @@ def test_every_option_named_alone_is_an_option_of_oomrl_with_its_choices(page: s
 @cache
 def settings_defaults() -> dict[str, Any]:
     """OOMRL_* variable -> default, for every field of the pydantic settings classes."""
-    from oomrl.settings import AgentSettings, OomrlSettings, WebhookSettings
+    from oomrl.settings import variables
 
-    out: dict[str, Any] = {}
-    for cls in (OomrlSettings, WebhookSettings, AgentSettings):
-        prefix = cls.model_config["env_prefix"]
-        for name, field in cls.model_fields.items():
-            out[f"{prefix}{name}".upper()] = None if field.default_factory else field.default
-    return out
+    return {
+        variable: None if field.default_factory else field.default
+        for variable, field in variables().items()
+    }
 
 
 # Variables no code reads, and why a page names them.
@@ -306,9 +304,9 @@ def test_the_default_a_page_states_for_a_variable_is_the_codes(
     page: str, variable: str, value: str
 ) -> None:
     if variable == "OOMRL_HOME":
-        from oomrl.settings import OomrlSettings
+        from oomrl.settings import StoreSettings
 
-        factory = OomrlSettings.model_fields["home"].default_factory
+        factory = StoreSettings.model_fields["home"].default_factory
         assert factory is not None
         assert Path(str(stated_default(value))).expanduser() == factory(), value  # type: ignore[call-arg]
         return
@@ -527,7 +525,7 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
             "¹²"
             if (
                 importlib.import_module("oomrl.settings")
-                .OomrlSettings.model_fields["initial_cash"]
+                .LedgerSettings.model_fields["initial_cash"]
                 .metadata[-1]
                 .le
                 == 1e12
@@ -930,18 +928,18 @@ def test_oomrl_home_holds_what_the_readme_lists(tmp_path: Path) -> None:
     from oomrl.settings import get_settings
 
     block = figure(README, r"`OOMRL_HOME` \(default `~/.oomrl`\) holds:\s+```\n(.*?)```")
-    settings = get_settings(home=tmp_path, ledger_url=None)
+    settings = get_settings(store={"home": tmp_path}, ledger={"url": None})
     layout = {
-        "data/": settings.data_dir,
-        "workspace/": settings.workspace_dir,
-        "runs/": settings.runs_dir,
+        "data/": settings.store.data_dir,
+        "workspace/": settings.store.workspace_dir,
+        "runs/": settings.store.runs_dir,
     }
     for line in block.splitlines():
         name = line.split()[0]
         if name in layout:
             assert layout[name] == tmp_path / name.rstrip("/"), name
         else:
-            assert settings.ledger.endswith(f"/{name}"), (name, settings.ledger)
+            assert settings.ledger_url.endswith(f"/{name}"), (name, settings.ledger_url)
 
 
 # --- make, CI, deployments -----------------------------------------------------------------------

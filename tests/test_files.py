@@ -73,9 +73,9 @@ def test_what_oomrl_creates_under_a_new_home_is_private(
     )
     assert result.exit_code == 0, result.output
     settings = get_settings()
-    settings.ensure_dirs()
-    Ledger(settings.ledger).create_schema()
-    run = new_run_dir(settings.runs_dir)
+    settings.store.ensure_dirs()
+    Ledger(settings.ledger_url).create_schema()
+    run = new_run_dir(settings.store.runs_dir)
     created = [oomrl_home, *oomrl_home.rglob("*")]
     assert oomrl_home / "ledger.db" in created and run in created and len(created) > 8
     assert {
@@ -92,13 +92,13 @@ def test_a_ledger_and_folders_an_older_version_left_open_are_tightened(
     from oomrl.settings import get_settings
 
     settings = get_settings()
-    for folder in (oomrl_home, settings.data_dir, settings.runs_dir):
+    for folder in (oomrl_home, settings.store.data_dir, settings.store.runs_dir):
         folder.mkdir(mode=0o755, exist_ok=True)
     (oomrl_home / "ledger.db").touch(mode=0o644)
-    settings.ensure_dirs()
-    Ledger(settings.ledger).create_schema()
+    settings.store.ensure_dirs()
+    Ledger(settings.ledger_url).create_schema()
     assert mode(oomrl_home / "ledger.db") == 0o600
-    assert mode(settings.data_dir) == mode(settings.runs_dir) == 0o700
+    assert mode(settings.store.data_dir) == mode(settings.store.runs_dir) == 0o700
     assert mode(oomrl_home) == 0o755  # OOMRL_HOME itself may be a folder the user chose to share
 
 

@@ -45,7 +45,7 @@ def test_the_readmes_paper_trading_table(
     from oomrl.portfolio.service import run_replay
     from oomrl.settings import get_settings
 
-    settings = get_settings(home=tmp_path / "home", ledger_url=None)
+    settings = get_settings(store={"home": tmp_path / "home"}, ledger={"url": None})
     summary = run_replay(
         settings, strategy, date(2024, 7, 1), date(2026, 2, 27), kill_threshold=kill_threshold
     ).summary()

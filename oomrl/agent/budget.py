@@ -84,13 +84,13 @@ class Budget:
     @classmethod
     def from_settings(
         cls,
-        settings: AgentSettings | None = None,
+        settings: AgentSettings,
         book: LLMBudgetBook | None = None,
         account: str = "",
         run: str = "",
     ) -> Budget:
         """A fresh budget with the configured limits and prices, drawing on `book` when given."""
-        s = settings or AgentSettings()
+        s = settings
         if book is not None:
             book.open_account(account, s.account_max_tokens, s.account_max_cost_usd)
             book.settle_abandoned(account)  # calls of repairs that were killed before settling

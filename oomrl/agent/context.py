@@ -97,7 +97,7 @@ class RepairContext:
     account: str
     gate: GateFn
     cross_validator: CrossValidator
-    agent: AgentSettings = field(default_factory=AgentSettings)
+    agent: AgentSettings
     lock: str = "namespace"
     # Held-out tests: the gate runs them on code patches, no role reads them
     holdout: Path | None = None

@@ -109,7 +109,7 @@ class OpenAIBackend:
         api_key: str | None,
         model: str,
         timeout_s: float,
-        deadline_s: float | None = None,
+        deadline_s: float,
     ) -> None:
         # max_retries=0: retry policy is ours (LLMClient), so behaviour is explicit and logged.
         self.client = openai.OpenAI(
@@ -120,7 +120,7 @@ class OpenAIBackend:
             http_client=deadline_client(timeout_s),
         )
         self.model = model
-        self.deadline_s = deadline_s or AgentSettings().request_deadline_s
+        self.deadline_s = deadline_s
 
     def complete(
         self, role: str, messages: Messages, max_tokens: int, json_mode: bool
@@ -220,13 +220,13 @@ class LLMClient:
         backend: ChatBackend,
         budget: Budget,
         transcript: Transcript,
-        settings: AgentSettings | None = None,
+        settings: AgentSettings,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.backend = backend
         self.budget = budget
         self.transcript = transcript
-        self.settings = settings or AgentSettings()
+        self.settings = settings
         self.sleep = sleep
         self.seconds_spent = 0.0  # waiting for the endpoint, over every call of this repair
 

@@ -270,16 +270,16 @@ def get_provider(
     agent_settings: AgentSettings | None = None,
     replay_from: Path | None = None,
 ) -> Provider:
-    """The provider by name (default: OomrlSettings.llm_provider_name)."""
-    chosen = name or settings.llm_provider_name
+    """The provider by name (default: the agent group's llm_provider_name)."""
+    chosen = name or settings.agent.llm_provider_name
     agent = agent_settings or settings.agent
     if chosen == "offline":
         return OfflineProvider(transcript, budget)
     if chosen == "openai":
         backend = OpenAIBackend(
-            settings.llm_base_url,
-            settings.llm_api_key,
-            settings.llm_model,
+            settings.agent.llm_base_url,
+            settings.agent.llm_api_key,
+            settings.agent.llm_model,
             agent.timeout_s,
             agent.request_deadline_s,
         )

@@ -139,7 +139,7 @@ StrategyOption = Annotated[
 
 def account_or_default(account: str | None, settings: OomrlSettings) -> str:
     """The account a command acts on: the option when given, else the configured one."""
-    return settings.account if account is None else account
+    return settings.ledger.account if account is None else account
 
 
 @contextmanager

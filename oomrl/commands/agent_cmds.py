@@ -37,10 +37,10 @@ def _versions() -> Any:
     from oomrl.versions import StrategyVersions
 
     settings = get_settings()
-    settings.ensure_dirs()
-    ledger = Ledger(settings.ledger)
+    settings.store.ensure_dirs()
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
-    return _recovered(StrategyVersions(settings.workspace_dir, ledger)), settings
+    return _recovered(StrategyVersions(settings.store.workspace_dir, ledger)), settings
 
 
 def _read_versions() -> Any:
@@ -54,7 +54,9 @@ def _read_versions() -> Any:
     from oomrl.versions import StrategyVersions
 
     settings = get_settings()
-    return _recovered(StrategyVersions(settings.workspace_dir, existing_ledger(settings))), settings
+    return _recovered(
+        StrategyVersions(settings.store.workspace_dir, existing_ledger(settings))
+    ), settings
 
 
 def _recovered(store: Any) -> Any:
@@ -213,7 +215,7 @@ def repair_command(
 
     settings = get_settings()
     checked = read_autopsy_file(autopsy)  # everything is checked before anything is written
-    check_known(checked, settings.ledger, settings.workspace_dir, account)
+    check_known(checked, settings.ledger_url, settings.store.workspace_dir, account)
     if provider is Provider.replay or transcript is not None:
         if transcript is None:
             raise OomrlError("the replay provider needs a transcript (--transcript FILE)")

@@ -135,10 +135,10 @@ def ingest_command(
 
     first, last = parse_day(start, "--start"), parse_day(end, "--end")
     settings = get_settings()
-    store = MarketStore(settings.data_dir)
+    store = MarketStore(settings.store.data_dir)
     market_source = get_source(source)
     # OOMRL_SAMPLE_CLOCK: one session
-    last = clocked_end(market_source, last, settings.sample_clock, store)
+    last = clocked_end(market_source, last, settings.store.sample_clock, store)
     with progress(market_source.name) as advance:
         report = ingest(
             market_source,
@@ -198,7 +198,7 @@ def check_command(wait: WaitOption = None) -> None:
     from oomrl.errors import OomrlError
     from oomrl.settings import get_settings
 
-    store = MarketStore(get_settings().data_dir)
+    store = MarketStore(get_settings().store.data_dir)
     with store.transaction(_wait(wait), on_wait=lambda note: typer.echo(note, err=True)) as tx:
         note, problems, summary = tx.recovery_note(), tx.verify(), tx.bar_summary()
         generation = tx.catalog().generation
@@ -241,7 +241,7 @@ def quarantine_command(
     from oomrl.errors import OomrlError
     from oomrl.settings import get_settings
 
-    store = MarketStore(get_settings().data_dir)
+    store = MarketStore(get_settings().store.data_dir)
     known = [entry.get("id") for entry in store.manifest().get("ingests", [])]
     if ingest_id not in ("last", "all") and ingest_id not in known:
         raise OomrlError(

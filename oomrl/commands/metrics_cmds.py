@@ -132,7 +132,7 @@ def report_command(
         )
     windows = read_phases(phases) if phases else None
     if returns is not None:
-        folder = out or report_dir(settings.runs_dir, returns.stem)
+        folder = out or report_dir(settings.store.runs_dir, returns.stem)
         bench = read_returns_csv(benchmark_csv, "benchmark") if benchmark_csv else None
         series = read_returns_csv(returns, "returns")
         paths = build_report(
@@ -149,9 +149,9 @@ def report_command(
         from oomrl.portfolio.ledger import Ledger
         from oomrl.versions import StrategyVersions
 
-        folder = out or report_dir(settings.runs_dir, str(account))
+        folder = out or report_dir(settings.store.runs_dir, str(account))
         store = ensure_sample(settings)
-        ledger = Ledger(settings.ledger)
+        ledger = Ledger(settings.ledger_url)
         # a fresh OOMRL_HOME has no tables yet: say "no NAV", not a SQL error
         ledger.create_schema()
         paths = account_report(
@@ -162,8 +162,8 @@ def report_command(
             phases=windows,
             benchmark_kind=benchmark.value,
             rf=rf,
-            workspace=StrategyVersions(settings.workspace_dir),
-            runs_dir=settings.runs_dir,
+            workspace=StrategyVersions(settings.store.workspace_dir),
+            runs_dir=settings.store.runs_dir,
         ).paths()
     for path in paths:
         typer.echo(str(path))

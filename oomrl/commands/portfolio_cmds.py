@@ -215,12 +215,12 @@ def account_show(
     ledger = existing_ledger(settings)  # a read: never creates the ledger
     if ledger is None:
         raise OomrlError(
-            f"no account {name!r}: nothing was ever booked with OOMRL_HOME={settings.home} "
+            f"no account {name!r}: nothing was ever booked with OOMRL_HOME={settings.store.home} "
             "(the ledger does not exist yet)"
         )
     state = ledger.account(name)
     active = ledger.active_strategy(name)
-    labels = StrategyVersions(settings.workspace_dir).labels(ledger.version_names(name))
+    labels = StrategyVersions(settings.store.workspace_dir).labels(ledger.version_names(name))
     version = (
         f"{labels.get(active[0], active[1])} ({active[0][:12]})"
         if active

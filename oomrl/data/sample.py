@@ -16,12 +16,16 @@ def ensure_sample(settings: OomrlSettings, wait: float | None = None) -> MarketS
     processes may start on an empty store at once. Each takes the writer lock (waiting up to `wait`
     s) and checks again. So the sample is ingested once, and the others find it there.
     """
-    store = MarketStore(settings.data_dir)
+    store = MarketStore(settings.store.data_dir)
     if store.is_empty():
         with store.transaction(wait) as tx:
             if tx.is_empty():
                 source = SampleSource()  # with the sample clock on, up to its session only
                 ingest(
-                    source, "all", None, clocked_end(source, None, settings.sample_clock, tx), tx
+                    source,
+                    "all",
+                    None,
+                    clocked_end(source, None, settings.store.sample_clock, tx),
+                    tx,
                 )
     return store

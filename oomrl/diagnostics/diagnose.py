@@ -119,7 +119,7 @@ def diagnose_account(
         except ValueError as exc:
             raise DataValidationError(f"--as-of {value!r} is not a date (use YYYY-MM-DD)") from exc
     config = load_config(config_path)
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
     benchmark = benchmark_returns(ensure_sample(settings), "price")
     days = [pd.Timestamp(as_of)]
@@ -135,7 +135,7 @@ def diagnose_account(
             stamp,
             config,
             benchmark=benchmark,
-            log_dir=settings.runs_dir / f"diagnose-{account}-{stamp}",
+            log_dir=settings.store.runs_dir / f"diagnose-{account}-{stamp}",
             publish=publish,
         )
     return found

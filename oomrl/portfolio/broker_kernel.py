@@ -459,10 +459,10 @@ def _compile() -> dict[str, Callable[..., Any]] | None:
     of the ones above in their own namespace. So the plain Python `fill_session` stays what it is.
     Tests run it too: numba's machine code reports no coverage.
     """
-    from oomrl.settings import RuntimeSettings
+    from oomrl.settings import runtime_from_environment
 
     # The environment alone: a jailed host may not read config.toml
-    if not RuntimeSettings().broker_kernel:
+    if not runtime_from_environment().broker_kernel:
         return None
     try:
         import numba

@@ -175,7 +175,7 @@ def run_marking(
     settings: OomrlSettings, account: str, as_of: date, store: Any = None
 ) -> MarkOutcome:
     """Mark one account on the stored data, loading just the history its unmarked sessions need."""
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
     if store is None:
         from oomrl.data.sample import ensure_sample
@@ -192,10 +192,10 @@ def run_marking(
         as_of,
         panels,
         market_rules(settings),
-        settings.kill_threshold,
-        settings.reward_lambda,
-        settings.reward_gamma,
-        settings.reward_terminal_penalty,
+        settings.ledger.kill_threshold,
+        settings.market.reward_lambda,
+        settings.market.reward_gamma,
+        settings.market.reward_terminal_penalty,
     )
 
 

@@ -38,13 +38,13 @@ def bundled_strategy(settings: OomrlSettings, name: str) -> WorkspaceStrategy:
     version."""
     from oomrl.checkout import repo_root
 
-    return WorkspaceStrategy(repo_root(), name, settings.unsafe_no_jail)
+    return WorkspaceStrategy(repo_root(), name, settings.runtime.unsafe_no_jail)
 
 
 def open_ledger(settings: OomrlSettings) -> Ledger:
     """The ledger of `settings` with its tables created."""
-    settings.ensure_dirs()
-    ledger = Ledger(settings.ledger)
+    settings.store.ensure_dirs()
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
     return ledger
 
@@ -56,10 +56,10 @@ def existing_ledger(settings: OomrlSettings) -> Ledger | None:
 
     from oomrl.files import sqlite_file
 
-    database = sqlite_file(settings.ledger)
+    database = sqlite_file(settings.ledger_url)
     if database is not None and not database.is_file():
         return None
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     return (
         ledger
         if sa.inspect(ledger.engine).has_table("accounts", schema=ledger.metadata.schema)
@@ -128,7 +128,7 @@ def run_replay(
             f"strategy names are identifiers (strategies/<name>.py), got {strategy_name!r}"
         )
     source = (
-        WorkspaceStrategy(workspace, strategy_name, settings.unsafe_no_jail)
+        WorkspaceStrategy(workspace, strategy_name, settings.runtime.unsafe_no_jail)
         if workspace is not None
         else bundled_strategy(settings, strategy_name)
     )
@@ -152,4 +152,4 @@ def run_replay(
         kill_threshold=kill_threshold,
         market=market,
     )
-    return replay_setup(setup, panels, start, end, settings.initial_cash)
+    return replay_setup(setup, panels, start, end, settings.ledger.initial_cash)

@@ -39,7 +39,7 @@ class RebalanceSetup:
 
 def market_rules(settings: OomrlSettings, market: str = "cn") -> FrictionRules:
     """The market's rule set with the settings' overrides (`market_rules = {"us": {...}}`)."""
-    overrides = settings.market_rules.get(market, {})
+    overrides = settings.market.rules.get(market, {})
     try:
         return get_market(market).rules(overrides)
     except ValueError as exc:
@@ -64,9 +64,9 @@ def rebalance_setup(
         params,
         version,
         market_rules(settings, market),
-        settings.reward_lambda,
-        settings.reward_gamma,
-        settings.kill_threshold if kill_threshold is None else kill_threshold,
+        settings.market.reward_lambda,
+        settings.market.reward_gamma,
+        settings.ledger.kill_threshold if kill_threshold is None else kill_threshold,
         frame,
-        settings.reward_terminal_penalty,
+        settings.market.reward_terminal_penalty,
     )

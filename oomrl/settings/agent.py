@@ -4,18 +4,54 @@ rule."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
 
-AGENT_PREFIX = "OOMRL_AGENT_"
+from oomrl.settings.sources import Group, own_variable
 
 
-class AgentSettings(BaseSettings):
-    """Agent knobs (OOMRL_AGENT_*, [oomrl.agent]): limits, prices, retries, attempts."""
+class AgentSettings(Group):
+    """Agent knobs (OOMRL_AGENT_*, OOMRL_LLM_*, OOMRL_REPAIR_*, [oomrl.agent])."""
 
-    model_config = SettingsConfigDict(env_prefix=AGENT_PREFIX, extra="ignore")
+    ENV_PREFIX = "OOMRL_AGENT_"
+
+    llm_provider: Literal["offline", "openai", "replay"] | None = Field(
+        None,
+        json_schema_extra=own_variable("OOMRL_LLM_PROVIDER"),
+        description="Where answers come from; unset: openai given an endpoint, else offline.",
+    )
+    llm_base_url: str | None = Field(
+        None,
+        pattern=r"^https?://\S+$",
+        json_schema_extra=own_variable("OOMRL_LLM_BASE_URL"),
+        description="An OpenAI-compatible endpoint (URL).",
+    )
+    llm_model: str = Field(
+        "gpt-4o-mini",
+        min_length=1,
+        max_length=128,
+        json_schema_extra=own_variable("OOMRL_LLM_MODEL"),
+        description="The model asked; the ledger's llm_calls.model (name).",
+    )
+    llm_api_key: str | None = Field(
+        None,
+        json_schema_extra=own_variable("OOMRL_LLM_API_KEY"),
+        description="Key of the LLM endpoint (secret).",
+    )
+    repair_cooldown_sessions: int = Field(
+        5,
+        ge=0,
+        json_schema_extra=own_variable("OOMRL_REPAIR_COOLDOWN_SESSIONS"),
+        description="Sessions after a repair request when like alerts ask for none (sessions).",
+    )
+    repair_max_running: int = Field(
+        4,
+        ge=1,
+        le=1000,
+        json_schema_extra=own_variable("OOMRL_REPAIR_MAX_RUNNING"),
+        description="Repair runs a flow may start beside, paused or not (runs).",
+    )
 
     # Fields alike in shape (a number and its bound): one declaration each, nothing to fold.
     max_tokens: int = Field(400_000, gt=0, description="Tokens one repair may spend (tokens).")
@@ -132,8 +168,19 @@ class AgentSettings(BaseSettings):
         20,
         ge=0,
         description=(
-            "Forward sessions a passing candidate trades on a shadow book before it takes "
-            "the capital; "
-            "0 promotes it at once (sessions)."
+            "Shadow sessions a passing candidate trades before it takes the capital; 0: none "
+            "(sessions)."
         ),
     )
+
+    @field_validator("llm_provider", "llm_base_url", "llm_api_key", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def llm_provider_name(self) -> str:
+        """The provider: explicit, else `openai` given an endpoint, else `offline`."""
+        if self.llm_provider:
+            return self.llm_provider
+        return "openai" if self.llm_base_url or self.llm_api_key else "offline"

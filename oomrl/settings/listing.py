@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from oomrl.settings.root import GROUPS, TABLE_SETTINGS, OomrlSettings, env_name
-from oomrl.settings.toml import config_file_values
+from oomrl.settings.root import GROUPS, OomrlSettings, env_name, file_values
 
 SECRET_UNIT = "(secret)"  # the unit a description gives a value never shown
 MASK = "********"
@@ -38,8 +37,6 @@ def _rows_of(
 ) -> list[SettingRow]:
     rows = []
     for field, info in type(model).model_fields.items():
-        if not path and field in GROUPS:
-            continue
         loc = (*path, field)
         description = info.description or ""
         variable = env_name(loc)
@@ -59,9 +56,9 @@ def _rows_of(
 
 
 def setting_rows(settings: OomrlSettings) -> list[SettingRow]:
-    """The rows of every setting, flat ones first, then each group's."""
-    from_file = config_file_values(OomrlSettings.model_fields, TABLE_SETTINGS)
-    rows = _rows_of(settings, (), from_file)
+    """The rows of every setting, group by group."""
+    from_file = file_values()
+    rows: list[SettingRow] = []
     for group in GROUPS:
         rows += _rows_of(getattr(settings, group), (group,), from_file.get(group) or {})
     return rows

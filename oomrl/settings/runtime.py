@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+
+from oomrl.settings.sources import Group, own_variable
 
 
-class RuntimeSettings(BaseSettings):
+class RuntimeSettings(Group):
     """Process knobs, most under names of their own (OOMRL_BROKER_KERNEL, PREFECT_API_URL,
     GIT_SHA)."""
 
-    model_config = SettingsConfigDict(env_prefix="OOMRL_", extra="ignore", populate_by_name=True)
-
+    unsafe_no_jail: bool = Field(
+        False, description="Run strategy code unjailed where no jail can be made; replays say so."
+    )
     broker_kernel: bool = Field(
         True, description=("Compile the broker's fill loop with numba; `0` runs the numpy broker.")
     )
@@ -23,18 +25,18 @@ class RuntimeSettings(BaseSettings):
     )
     prefect_api_url: str | None = Field(
         None,
-        validation_alias=AliasChoices("prefect_api_url", "PREFECT_API_URL"),
+        json_schema_extra=own_variable("PREFECT_API_URL"),
         description="The Prefect server the webhook uses (URL).",
     )
     prefect_api_key: str | None = Field(
         None,
-        validation_alias=AliasChoices("prefect_api_key", "PREFECT_API_KEY"),
+        json_schema_extra=own_variable("PREFECT_API_KEY"),
         description="Key of the Prefect API (secret).",
     )
     git_sha: str | None = Field(
         None,
-        validation_alias=AliasChoices("git_sha", "GIT_SHA"),
-        description=("The build's commit where no git checkout is at hand (a container image)."),
+        json_schema_extra=own_variable("GIT_SHA"),
+        description="The build's commit where no git checkout is at hand, e.g. an image (hex).",
     )
     # Read as text: tasks/runners.py checks them and names the variable when one is wrong.
     dask_address: str | None = Field(

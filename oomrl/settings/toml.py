@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +39,12 @@ def _read_config(path: Path) -> str:
         ) from None
 
 
-def config_file_values(known: Collection[str], tables: Collection[str]) -> dict[str, Any]:
+def config_file_values(
+    known: Collection[str], tables: Collection[str], moved: Mapping[str, str]
+) -> dict[str, Any]:
     """Values from the TOML file named by OOMRL_CONFIG, or OOMRL_HOME/config.toml when present.
 
-    `known` are the settings' names; `tables` those whose value is itself a table (groups, market
-    rules).
+    `known`: the top-level names; `tables`: those taking a table; `moved`: old keys' new places.
     """
     path, named = config_path()
     if not path.exists():
@@ -56,17 +57,28 @@ def config_file_values(known: Collection[str], tables: Collection[str]) -> dict[
         raise SettingsError(f"config file {path} is not valid TOML: {exc}") from exc
     if "oomrl" not in data:  # the whole file is oomrl's; its tables may configure other tools
         ours = {k: v for k, v in data.items() if not isinstance(v, dict) or k in tables}
-        return _known_values(path, ours, "", known, tables)
+        return _known_values(path, ours, "", known, tables, moved)
     if not isinstance(data["oomrl"], dict):
         raise SettingsError(f"config file {path}: [oomrl] must be a table")
-    return _known_values(path, data["oomrl"], "oomrl.", known, tables)
+    return _known_values(path, data["oomrl"], "oomrl.", known, tables, moved)
 
 
 def _known_values(
-    path: Path, table: dict[str, Any], prefix: str, known: Collection[str], tables: Collection[str]
+    path: Path,
+    table: dict[str, Any],
+    prefix: str,
+    known: Collection[str],
+    tables: Collection[str],
+    moved: Mapping[str, str],
 ) -> dict[str, Any]:
-    """The settings of `table`; a misspelt key, or a table where a value belongs, is named (it would
-    be silently ignored otherwise)."""
+    """The settings of `table`; a moved or misspelt key, or a misplaced table, is named."""
+    old = sorted(k for k in table if k in moved)
+    if old:
+        places = "; ".join(
+            f"{k} is now {moved[k].split('.')[1]} under [{prefix}{moved[k].split('.')[0]}]"
+            for k in old
+        )
+        raise SettingsError(f"config file {path}: settings moved into groups: {places}")
     unknown = sorted(
         f"[{prefix}{k}]" if isinstance(v, dict) else k for k, v in table.items() if k not in known
     )
@@ -75,10 +87,10 @@ def _known_values(
             f"config file {path}: unknown setting(s) {', '.join(unknown)}; "
             f"known: {', '.join(known)}"
         )
-    misplaced = sorted(k for k, v in table.items() if isinstance(v, dict) and k not in tables)
+    misplaced = sorted(k for k, v in table.items() if isinstance(v, dict) != (k in tables))
     if misplaced:
         raise SettingsError(
-            f"config file {path}: [{prefix}{misplaced[0]}] is a table, but {misplaced[0]} "
-            "takes a value (`key = value` under [oomrl])"
+            f"config file {path}: {misplaced[0]} is a group of settings: write it as the "
+            f"table [{prefix}{misplaced[0]}]"
         )
     return table

@@ -5,21 +5,20 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from oomrl.errors import WebhookConfigError
 from oomrl.events import REPAIR_DEPLOYMENT
+from oomrl.settings.sources import Group
 from oomrl.settings.urls import check_database_url
 
 MIN_SECRET_LENGTH = 16
-WEBHOOK_PREFIX = "OOMRL_WEBHOOK_"
 MAX_BODY_BYTES = 256 * 1024  # oomrl.repair_inputs.MAX_AUTOPSY_BYTES, the autopsy's own bound
 
 
-class WebhookSettings(BaseSettings):
+class WebhookSettings(Group):
     """Webhook settings (OOMRL_WEBHOOK_*, [oomrl.webhook]); the secret never comes from the repo."""
 
-    model_config = SettingsConfigDict(env_prefix=WEBHOOK_PREFIX, extra="ignore")
+    ENV_PREFIX = "OOMRL_WEBHOOK_"
 
     secret: str | None = Field(
         None, description="Shared HMAC secret of signed deliveries (secret)."
@@ -38,19 +37,15 @@ class WebhookSettings(BaseSettings):
     mode: Literal["deployment", "event"] = Field(
         "deployment",
         description=(
-            "`deployment` starts the repair deployment through the Prefect API; "
-            "`event` emits oomrl.loss.alert and lets the deployment's trigger start the run."
+            "`deployment` starts the repair run through the Prefect API. "
+            "`event` emits oomrl.loss.alert; the deployment's trigger starts the run."
         ),
     )
     deployment: str = Field(
         REPAIR_DEPLOYMENT, description="The repair deployment (<flow>/<deployment>)."
     )
     auto_approve: bool = Field(
-        False,
-        description=(
-            "Runs started here skip the human approval of the mandate; off unless the "
-            "operator says so."
-        ),
+        False, description="Runs started here skip the mandate's human approval; off by default."
     )
     approval_timeout_s: int | None = Field(
         None,

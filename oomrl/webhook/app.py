@@ -180,7 +180,7 @@ class WebhookIntake:
 
     def reports(self) -> APIRouter:
         """The read-only report file routes, checked with the webhook's secret."""
-        return reports_router(self.settings.runs_dir, self.secret)
+        return reports_router(self.settings.store.runs_dir, self.secret)
 
     async def admit(self, data: Any) -> RepairInput:
         """The repair's door: a full autopsy or a loss alert.
@@ -190,7 +190,7 @@ class WebhookIntake:
         try:
             checked = load_autopsy(data)
             await run_in_threadpool(
-                check_known, checked, self.settings.ledger, self.settings.workspace_dir
+                check_known, checked, self.settings.ledger_url, self.settings.store.workspace_dir
             )
         except InvalidAutopsyError as exc:
             raise _Refused(422, str(exc)) from None
@@ -245,7 +245,7 @@ class WebhookIntake:
         """The ledger's repair claims, opened on first use."""
         with _reading_claims():
             if self._claims is None:
-                self._claims = ClaimBook(self.settings.ledger).create()
+                self._claims = ClaimBook(self.settings.ledger_url).create()
         return self._claims
 
     def silent(self, flow_run_id: str, status: RunStatus) -> bool:
@@ -281,11 +281,11 @@ class WebhookIntake:
                 int(RATE_WINDOW_S),
             )
         running = await run_in_threadpool(self.running_repairs)
-        if running >= self.settings.repair_max_running:
+        if running >= self.settings.agent.repair_max_running:
             raise _Refused(
                 503,
                 f"{running} repairs are running, the most OOMRL_REPAIR_MAX_RUNNING="
-                f"{self.settings.repair_max_running} allows; retry the delivery later",
+                f"{self.settings.agent.repair_max_running} allows; retry the delivery later",
                 int(CLAIM_SILENT_S),
             )
 
@@ -411,7 +411,7 @@ class WebhookIntake:
         alert_id = alertmanager_alert_id(alert)
         try:
             status, content = await self.start_repair(
-                await self.admit(autopsy_from_alertmanager(alert, self.settings.account)),
+                await self.admit(autopsy_from_alertmanager(alert, self.settings.ledger.account)),
                 "alertmanager",
             )
         except _Refused as exc:
@@ -468,7 +468,7 @@ def create_app(
     secret = config.required_secret()
     token = config.required_token()
     settings = settings or get_settings()
-    store = store or DeliveryStore(config.store_url(settings.ledger))
+    store = store or DeliveryStore(config.store_url(settings.ledger_url))
     intake = WebhookIntake(config, settings, launcher, store, secret, token)
     app = FastAPI(
         title="oomrl webhook",

@@ -33,7 +33,7 @@ def sample_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from oomrl.data.sample import ensure_sample
 
     home = tmp_path_factory.mktemp("agent-sample-home")
-    ensure_sample(get_settings(home=home))
+    ensure_sample(get_settings(store={"home": home}))
     return home / "data"
 
 
@@ -46,7 +46,7 @@ def repair_home(tmp_path: Path, sample_data: Path, monkeypatch: pytest.MonkeyPat
     home = tmp_path / "home"
     shutil.copytree(sample_data, home / "data")
     monkeypatch.setenv("OOMRL_HOME", str(home))
-    ledger = Ledger(get_settings().ledger)
+    ledger = Ledger(get_settings().ledger_url)
     ledger.create_schema()
     ledger.open_account("paper", 10_000_000)
     return home
@@ -103,8 +103,8 @@ def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
     from tests.agent.probation_book import DAILY, OPENED, SESSIONS, WEEKLY, champion_trades
 
     settings = get_settings()
-    ledger = Ledger(settings.ledger)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    ledger = Ledger(settings.ledger_url)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     versions.init()
     versions.activate("v1", "paper", "daily_momentum")
     champion_trades(settings, ledger, date(2025, 11, 24), OPENED)

@@ -19,7 +19,7 @@ from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 from oomrl.diagnostics.mandate import Constraints
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, RepairContext
-from oomrl.settings import AgentSettings
+from oomrl.settings import AgentSettings, get_settings
 from oomrl.versions import StrategyVersions
 from tests.repair_inputs_for_tests import pending_alert
 
@@ -66,6 +66,11 @@ class ScriptedProvider:
         return None  # scripted answers change from call to call
 
 
+def agent_settings(**changes: Any) -> AgentSettings:
+    """The agent group as this test session configures it, with `changes`."""
+    return AgentSettings.model_validate({**get_settings().agent.model_dump(), **changes})
+
+
 def no_cross_validation(ctx: RepairContext, mandate: Mandate) -> CrossValidation:
     raise AssertionError("cross-validation must not run after a failed genesis")
 
@@ -97,7 +102,7 @@ def make_context(
     versions.activate("v1", "paper", "daily_momentum")
     run_dir = tmp_path / "runs" / "r1"
     run_dir.mkdir(parents=True)
-    agent = AgentSettings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=5.0)
+    agent = agent_settings(max_attempts=2, retries=1, backoff_s=0.01, timeout_s=5.0)
     return RepairContext(
         versions=versions,
         provider=provider,

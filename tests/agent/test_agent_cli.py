@@ -32,7 +32,7 @@ def marked_paper(repair_home: Path) -> None:
     from oomrl.settings import get_settings
     from tests.agent.repair_helpers import mark_account
 
-    mark_account(get_settings().ledger, "paper", ["2024-08-29", "2024-08-30"])
+    mark_account(get_settings().ledger_url, "paper", ["2024-08-29", "2024-08-30"])
 
 
 def write(path: Path, payload: Any) -> Path:
@@ -138,7 +138,7 @@ def test_an_active_version_the_workspace_lacks_is_named_not_a_traceback(
 
     runner = CliRunner()
     assert runner.invoke(app, ["versions", "init"]).exit_code == 0
-    Ledger(get_settings().ledger).set_active_version("paper", "ab" * 20, "daily_momentum")
+    Ledger(get_settings().ledger_url).set_active_version("paper", "ab" * 20, "daily_momentum")
     said = "account 'paper' trades version abababababab, which the strategy workspace"
     rollback = runner.invoke(app, ["versions", "rollback"])
     assert (

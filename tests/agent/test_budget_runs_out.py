@@ -15,7 +15,7 @@ from oomrl.data.store import MarketStore
 from oomrl.metrics.attribution import account_report
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair import Decision, open_context, run_repair
-from oomrl.settings import AgentSettings, get_settings
+from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 from tests.agent.repair_helpers import offline_mandate
@@ -52,10 +52,10 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
     seed_account_home(home, "demo")  # the sample store and a year of NAV for account demo
     monkeypatch.setenv("OOMRL_HOME", str(home))
     monkeypatch.setenv("OOMRL_AGENT_MAX_OUTPUT_TOKENS", str(MAX_OUTPUT))
-    ledger = Ledger(get_settings().ledger)
+    ledger = Ledger(get_settings().ledger_url)
     ledger.create_schema()
     # The seeded history names made-up versions; the repair starts from one the workspace holds.
-    versions = StrategyVersions(get_settings().workspace_dir, ledger)
+    versions = StrategyVersions(get_settings().store.workspace_dir, ledger)
     versions.init()
     versions.activate("v1", "demo", "daily_momentum")
     book = LLMBudgetBook(ledger)
@@ -100,7 +100,7 @@ def test_an_account_that_runs_out_mid_repair_stops_and_its_report_shows_the_cost
     assert balance.tokens_held == 0 and 0 <= balance.tokens_left < 70_000 // 10
     assert balance.usd_held == 0 and 0 < balance.usd_left < 1.0
     assert outcome.budget["account_balance"]["tokens_left"] == balance.tokens_left
-    assert AgentSettings().max_output_tokens == MAX_OUTPUT
+    assert get_settings().agent.max_output_tokens == MAX_OUTPUT
 
     # The account's report puts the cost of alignment beside its trading PnL.
     report = account_report(ledger, MarketStore(home / "data"), "demo", tmp_path / "report")

@@ -50,7 +50,9 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
         tmp_path / "held-out", HELDOUT_MARKER, autopsy["constraints"]["max_weekly_turnover"]
     )
     monkeypatch.setenv("OOMRL_AGENT_HOLDOUT_DIR", str(held_out))
-    Ledger(get_settings().ledger).open_account(ACCOUNT, 10_000_000)  # its own account and events
+    Ledger(get_settings().ledger_url).open_account(
+        ACCOUNT, 10_000_000
+    )  # its own account and events
     with serve_fake_openai() as server:
         agent = ScriptedAgent(answers)
         server.agent = agent
@@ -105,8 +107,8 @@ def test_a_cheating_agent_is_rejected_at_every_cheat_and_its_honest_fix_is_promo
 
     # The honest fix is what trades now.
     settings = get_settings()
-    ledger = Ledger(settings.ledger)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    ledger = Ledger(settings.ledger_url)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     assert versions.ledger.active_version(ACCOUNT) == outcome["version"]["sha"]
     assert CODER_MARKER in versions.git("show", "v2:strategies/daily_momentum.py")
     meta = versions.metadata("v2")

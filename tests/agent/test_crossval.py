@@ -372,7 +372,7 @@ def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate
     assert HOLDS_CASH[0] in text
     module.write_text(text.replace(HOLDS_CASH[0], HOLDS_CASH[1] + HOLDS_CASH[0]))
     # 1 % of principal lost halts
-    settings = get_settings().model_copy(update={"kill_threshold": 0.01})
+    settings = get_settings(ledger={"kill_threshold": 0.01})
     store = ensure_sample(settings)
     start, end = window_for(store, date(2024, 7, 15), 20)
     result = cross_validate(

@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript, parse_json_answer
 from oomrl.errors import InvalidAnswerError, LLMUnavailableError, OutOfMoneyError
-from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
+from tests.agent.repair_helpers import agent_settings
 
 
 class Answer(BaseModel):
@@ -31,10 +31,12 @@ def server() -> Iterator[FakeOpenAI]:
 def make_client(
     server: FakeOpenAI, tmp_path: Path, budget: Budget | None = None, **overrides: object
 ) -> tuple[LLMClient, list[float]]:
-    settings = AgentSettings(**{"timeout_s": 5.0, "retries": 2, "backoff_s": 0.01, **overrides})
+    settings = agent_settings(**{"timeout_s": 5.0, "retries": 2, "backoff_s": 0.01, **overrides})
     sleeps: list[float] = []
     client = LLMClient(
-        OpenAIBackend(server.url, "k", "fake-model", settings.timeout_s),
+        OpenAIBackend(
+            server.url, "k", "fake-model", settings.timeout_s, settings.request_deadline_s
+        ),
         budget or Budget.from_settings(settings),
         Transcript(tmp_path / "t.jsonl"),
         settings,

@@ -13,8 +13,8 @@ import pytest
 from oomrl.agent.budget import Budget
 from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.errors import InvalidAnswerError, LLMUnavailableError
-from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
+from tests.agent.repair_helpers import agent_settings
 from tests.agent.test_llm import Answer, ok
 
 ASK = [{"role": "user", "content": "x"}]
@@ -32,7 +32,7 @@ def server() -> Iterator[FakeOpenAI]:
 def client_for(server: FakeOpenAI, tmp_path: Path, **overrides: object) -> LLMClient:
     # a generous socket timeout: under a loaded CI machine a 5 s one cut a reply off and added a
     # retry
-    settings = AgentSettings(**{"timeout_s": 60.0, "retries": 1, "backoff_s": 0.01, **overrides})
+    settings = agent_settings(**{"timeout_s": 60.0, "retries": 1, "backoff_s": 0.01, **overrides})
     backend = OpenAIBackend(
         server.url, "k", "fake-model", settings.timeout_s, settings.request_deadline_s
     )

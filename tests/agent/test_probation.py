@@ -26,7 +26,7 @@ from oomrl.probation import (
     shadow_name,
     version_states,
 )
-from oomrl.settings import AgentSettings, get_settings
+from oomrl.settings import get_settings
 from oomrl.versions import StrategyVersions
 from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 
@@ -37,7 +37,7 @@ def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_i
     from oomrl.repair import open_context
 
     monkeypatch.delenv("OOMRL_AGENT_PROBATION_SESSIONS")
-    assert AgentSettings().probation_sessions == 20
+    assert get_settings().agent.probation_sessions == 20
     settings, autopsy = get_settings(), Autopsy.model_validate(daily_momentum_autopsy)
     assert open_context(settings, autopsy).agent.probation_sessions == 20
     # --probation 0
@@ -235,8 +235,8 @@ def test_a_repaired_version_goes_on_probation_and_the_chain_promotes_it(
     outcome = json.loads(next((repair_home / "runs").glob("repair-*/outcome.json")).read_text())
     assert outcome["status"] == "probation" and outcome["trail"][-1]["target"] == "probation"
     settings = get_settings()
-    ledger = Ledger(settings.ledger)
-    v2 = StrategyVersions(settings.workspace_dir, ledger).resolve("v2")
+    ledger = Ledger(settings.ledger_url)
+    v2 = StrategyVersions(settings.store.workspace_dir, ledger).resolve("v2")
     assert ledger.active_version("paper") != v2 and ledger.active_version("paper~v2") == v2
     (probation,) = open_probations(ledger, "paper")
     assert (

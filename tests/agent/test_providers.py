@@ -217,7 +217,7 @@ def test_replay_provider_answers_from_a_recorded_transcript(tmp_path: Path) -> N
         content=json.dumps(mandate(rebalance="weekly").model_dump()),
         usage={"prompt_tokens": 10, "completion_tokens": 5},
     )
-    settings = get_settings(home=tmp_path / "home")
+    settings = get_settings(store={"home": tmp_path / "home"})
     budget = Budget(
         max_tokens=100_000, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0
     )
@@ -236,14 +236,17 @@ def test_replay_provider_answers_from_a_recorded_transcript(tmp_path: Path) -> N
 
 
 def test_get_provider_defaults_and_errors(tmp_path: Path) -> None:
-    settings = get_settings(home=tmp_path)
+    settings = get_settings(store={"home": tmp_path})
     budget = Budget(
         max_tokens=1, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0
     )
     transcript = Transcript(tmp_path / "t.jsonl")
     assert get_provider(None, settings, budget, transcript).name == "offline"
     live = get_provider(
-        None, get_settings(home=tmp_path, llm_base_url="http://127.0.0.1:9/v1"), budget, transcript
+        None,
+        get_settings(store={"home": tmp_path}, agent={"llm_base_url": "http://127.0.0.1:9/v1"}),
+        budget,
+        transcript,
     )
     assert live.name == "openai"
     with pytest.raises(ProviderError, match="needs a transcript"):
@@ -259,7 +262,7 @@ def test_every_role_has_its_prompt_file() -> None:
 
 def test_an_offline_run_replays_answer_for_answer(tmp_path: Path) -> None:
     source = (repo_root() / "strategies" / "daily_momentum.py").read_text()
-    settings = get_settings(home=tmp_path / "home")
+    settings = get_settings(store={"home": tmp_path / "home"})
     budget = Budget(
         max_tokens=100_000, max_cost_usd=1, price_prompt_per_mtok=0, price_completion_per_mtok=0
     )

@@ -30,7 +30,6 @@ from oomrl.repair import (
     prepare_candidate,
     run_repair,
 )
-from oomrl.settings import AgentSettings
 from tests.agent.fake_openai import FakeOpenAI, Scripted, serve_fake_openai
 from tests.agent.repair_helpers import (
     AUTOPSY,
@@ -38,6 +37,7 @@ from tests.agent.repair_helpers import (
     SOURCE,
     TESTS,
     ScriptedProvider,
+    agent_settings,
     approve,
     assert_untouched,
     at_step,
@@ -140,13 +140,13 @@ def server() -> Iterator[FakeOpenAI]:
 def llm_context(tmp_path: Path, server: FakeOpenAI, budget: Budget | None = None) -> RepairContext:
     # Long enough for every prompt reply on a loaded machine; a late reply is held back (`hang`),
     # not timed.
-    agent = AgentSettings(
+    agent = agent_settings(
         max_attempts=2, retries=1, backoff_s=0.01, timeout_s=3.0, max_answer_chars=4000
     )
     transcript = Transcript(tmp_path / "transcript.jsonl")
     budget = budget or Budget.from_settings(agent)
     client = LLMClient(
-        OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s),
+        OpenAIBackend(server.url, "key", "fake-model", agent.timeout_s, agent.request_deadline_s),
         budget,
         transcript,
         agent,
@@ -340,7 +340,7 @@ def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Pat
 
     provider = ScriptedProvider(test_author=[edit_source, endpoint_down, lambda v: "", edit_source])
     ctx = at_step(make_context(tmp_path, provider), "test-genesis")
-    ctx = replace(ctx, agent=AgentSettings(max_attempts=3))
+    ctx = replace(ctx, agent=agent_settings(max_attempts=3))
     prepare_candidate(ctx)
     # As a Prefect task retry would then run the step again
     with pytest.raises(LLMUnavailableError):
@@ -397,6 +397,6 @@ def test_a_missing_held_out_folder_is_refused_before_the_repair_starts(repair_ho
 
     with pytest.raises(OomrlError, match="OOMRL_AGENT_HOLDOUT_DIR .*nowhere is not a folder"):
         open_context(
-            get_settings(), AUTOPSY, agent=AgentSettings(holdout_dir=repair_home / "nowhere")
+            get_settings(), AUTOPSY, agent=agent_settings(holdout_dir=repair_home / "nowhere")
         )
     assert not (repair_home / "runs").exists()

@@ -76,7 +76,7 @@ def _kill_when_the_gate_runs(home: Path, tmp: Path, autopsy: Path) -> None:
 
 def _versions() -> StrategyVersions:
     settings = get_settings()
-    return StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    return StrategyVersions(settings.store.workspace_dir, Ledger(settings.ledger_url))
 
 
 @pytest.fixture()

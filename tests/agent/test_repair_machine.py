@@ -16,7 +16,6 @@ from oomrl.agent.roles import CoderView, Mandate, TestAuthorView
 from oomrl.crossval import CrossValidation
 from oomrl.errors import IllegalTransitionError
 from oomrl.repair import Decision, RepairContext, run_repair
-from oomrl.settings import AgentSettings
 from tests.agent.doc_edges import (
     doc_text,
     drawn_edges,
@@ -27,6 +26,7 @@ from tests.agent.doc_edges import (
 from tests.agent.repair_helpers import (
     AUTOPSY,
     ScriptedProvider,
+    agent_settings,
     approve,
     assert_untouched,
     edges,
@@ -46,7 +46,7 @@ HAPPY = [
 
 def offline_context(tmp_path: Path, *failing: str, **agent: int) -> RepairContext:
     ctx = make_context(tmp_path, OfflineProvider())
-    ctx = replace(ctx, agent=AgentSettings(**agent))
+    ctx = replace(ctx, agent=agent_settings(**agent))
     ctx = replace(ctx, cross_validator=replays(*failing))
     return ctx
 
@@ -130,7 +130,7 @@ def test_a_coder_out_of_attempts_fails_at_logic_genesis(tmp_path: Path) -> None:
 
     provider = ScriptedProvider(test_author=[honest_tests], coder=[edit_tests, new_file_in_tests])
     ctx = make_context(tmp_path, provider)
-    ctx = replace(ctx, agent=AgentSettings(max_attempts=3))
+    ctx = replace(ctx, agent=agent_settings(max_attempts=3))
     head = ctx.versions.head()
     outcome = run_repair(AUTOPSY, ctx, approve)
     assert (outcome.status, outcome.step) == ("failed", "logic-genesis")

@@ -58,7 +58,7 @@ def test_offline_repair_promotes_a_tested_weekly_capped_version(
     assert [i["role"] for i in outcome["inputs"]] == ["critic", "test_author", "coder"]
 
     settings = get_settings()
-    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    versions = StrategyVersions(settings.store.workspace_dir, Ledger(settings.ledger_url))
     v2 = versions.resolve("v2")
     assert versions.ledger.active_version("paper") == v2 == versions.head()
     # Tests first: one commit touching only tests (red), then one touching only the strategy.

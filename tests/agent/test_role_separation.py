@@ -16,12 +16,12 @@ from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import LLMProvider, TestAuthorView, read_tree
 from oomrl.repair import run_repair
-from oomrl.settings import AgentSettings
 from oomrl.versions import StrategyVersions
 from tests.agent.cheating_agent import MODULE, only_at_test_capital, write_held_out
 from tests.agent.fake_openai import ScriptedAgent, role_of, serve_fake_openai
 from tests.agent.repair_helpers import (
     AUTOPSY,
+    agent_settings,
     approve,
     edges,
     make_context,
@@ -83,17 +83,17 @@ def test_the_test_author_never_sees_the_coders_work_nor_the_coder_the_held_out_t
 ) -> None:
     answers = scripted(tmp_path / "scratch")
     held_out = write_held_out(tmp_path / "held-out", HELDOUT_MARKER)
-    agent_settings = AgentSettings(max_attempts=8, retries=0, timeout_s=30.0)
+    knobs = agent_settings(max_attempts=8, retries=0, timeout_s=30.0)
     with serve_fake_openai() as server:
         agent = ScriptedAgent(answers)
         server.agent = agent
-        budget = Budget.from_settings(agent_settings)
+        budget = Budget.from_settings(knobs)
         transcript = Transcript(tmp_path / "transcript.jsonl")
         client = LLMClient(
-            OpenAIBackend(server.url, "k", "fake-model", 30.0), budget, transcript, agent_settings
+            OpenAIBackend(server.url, "k", "fake-model", 30.0, 30.0), budget, transcript, knobs
         )
         ctx = make_context(tmp_path, LLMProvider(client), budget, transcript)
-        ctx = replace(ctx, agent=agent_settings, holdout=held_out)
+        ctx = replace(ctx, agent=knobs, holdout=held_out)
         ctx = replace(ctx, cross_validator=replays("max_weekly_turnover"))
         outcome = run_repair(AUTOPSY, ctx, approve)
     assert outcome.status == "promoted", outcome.reason

@@ -32,7 +32,7 @@ def prepared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from oomrl.trading import run_rebalance
 
     home = tmp_path_factory.mktemp("cli") / "home"
-    settings = get_settings(home=home, ledger_url=None, account="paper")
+    settings = get_settings(store={"home": home}, ledger={"url": None, "account": "paper"})
     ensure_sample(settings)
     run_rebalance(settings, "paper", date(2024, 7, 1))
     return home

@@ -124,7 +124,7 @@ def test_a_loss_alert_for_an_account_never_marked_is_refused(home: Path, tmp_pat
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
-    ledger = Ledger(get_settings().ledger)
+    ledger = Ledger(get_settings().ledger_url)
     # Opened, never marked: no metrics to complete the alert with
     ledger.open_account("fresh", 1_000_000)
     ledger.engine.dispose()
@@ -347,7 +347,7 @@ def test_a_repair_of_an_account_another_repair_holds_is_refused_by_name(
     from oomrl.repair_claims import ClaimBook
     from oomrl.settings import get_settings
 
-    book = ClaimBook(get_settings().ledger).create()
+    book = ClaimBook(get_settings().ledger_url).create()
     book.register("flow-run-1", "paper")  # a live repair (this process) through its gate
     assert book.acquire("flow-run-1", "paper") is None
     workspace = {k: v for k, v in snapshot(home).items() if k.startswith("workspace")}

@@ -184,7 +184,7 @@ def test_some_symbols_failing_is_reported_not_stale(tmp_path: Path) -> None:
 def test_ensure_sample_fills_an_empty_home_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = get_settings(home=tmp_path)
+    settings = get_settings(store={"home": tmp_path})
     store = ensure_sample(settings)
     summary = store.bar_summary()
     assert summary["symbols"] > 300 and summary["last_date"] == pd.Timestamp("2026-02-27")
@@ -272,7 +272,7 @@ def test_every_fetch_failing_keeps_nothing_of_the_ingest(tmp_path: Path) -> None
 
 
 def test_bars_after_the_last_closed_session_are_quarantined_and_kept(oomrl_home: Path) -> None:
-    store = MarketStore(get_settings().data_dir)
+    store = MarketStore(get_settings().store.data_dir)
     # 14:00 in Shanghai: the 07-03 session is still trading
     now = datetime(2024, 7, 3, 6, 0, tzinfo=UTC)
     report = ingest(CsvSource(AKSHARE_STYLE), "csi300", None, None, store, now=now)
@@ -301,7 +301,7 @@ def test_bars_after_the_last_closed_session_are_quarantined_and_kept(oomrl_home:
 
 
 def test_cli_ingest_waits_for_another_writer_or_refuses(oomrl_home: Path) -> None:
-    store = MarketStore(get_settings().data_dir)
+    store = MarketStore(get_settings().store.data_dir)
     with writer_elsewhere(store.root):
         refused = CliRunner().invoke(
             app, ["ingest", "--source", f"csv:{MAPPED}", "--universe", "600519", "--wait", "0"]
@@ -313,7 +313,7 @@ def test_cli_ingest_waits_for_another_writer_or_refuses(oomrl_home: Path) -> Non
 def test_cli_data_check_recovers_and_names_damaged_files(oomrl_home: Path) -> None:
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", "--source", f"csv:{AKSHARE_STYLE}"]).exit_code == 0
-    root = get_settings().data_dir
+    root = get_settings().store.data_dir
     sound = runner.invoke(app, ["data", "check"])
     assert (
         sound.exit_code == 0
@@ -344,7 +344,7 @@ def test_ensure_sample_waits_for_a_writer_and_finds_its_data(
     oomrl_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = get_settings()
-    store = MarketStore(settings.data_dir)
+    store = MarketStore(settings.store.data_dir)
     calls: list[Any] = []
     monkeypatch.setattr("oomrl.data.sample.ingest", lambda *a, **k: calls.append(a))
     result: list[MarketStore] = []

@@ -177,7 +177,7 @@ def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules
     )
     assert result.exit_code == 0, result.output
     assert "quarantined: 0 rows" in result.output
-    store = MarketStore(get_settings().data_dir)
+    store = MarketStore(get_settings().store.data_dir)
     bars = store.read_bars()
     assert sorted(bars["symbol"].unique()) == ["AAPL", "MSFT"] and len(bars) > 140
     assert len(store.read_index("^GSPC")) > 70 and bars["factor"].notna().all()

@@ -127,7 +127,7 @@ def seed_account_home(root: Path, account: str = "demo") -> None:
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.attribution import benchmark_returns
 
-    settings = get_settings(home=root)
+    settings = get_settings(store={"home": root})
     bench = benchmark_returns(ensure_sample(settings)).loc["2024-07-01":"2025-06-30"]
     rng = np.random.default_rng(0)
     returns = 0.9 * bench.to_numpy() + rng.normal(0.0002, 0.004, len(bench))
@@ -135,6 +135,6 @@ def seed_account_home(root: Path, account: str = "demo") -> None:
     nav = nav_frame(returns, leakage=0.0001, turnover=0.02)
     nav["date"] = bench.index
     nav["strategy_version"] = ["aaaa1111"] * 120 + ["bbbb2222"] * (len(bench) - 120)
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
     book_history(ledger, account, nav, fills_frame(bench.index[-5:], participation=0.02))

@@ -289,7 +289,7 @@ def alert_account(stack: Stack) -> str:
     from oomrl.settings import get_settings
 
     account = str(json.loads(AUTOPSY.read_text())["account"])
-    open_ledger(get_settings(home=stack.config.home)).open_account(account, 10_000_000)
+    open_ledger(get_settings(store={"home": stack.config.home})).open_account(account, 10_000_000)
     return account
 
 

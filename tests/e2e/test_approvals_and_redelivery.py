@@ -34,7 +34,7 @@ def _open_account(stack: Stack, account: str) -> str:
     from oomrl.portfolio.service import open_ledger
     from oomrl.settings import get_settings
 
-    ledger = open_ledger(get_settings(home=stack.config.home))
+    ledger = open_ledger(get_settings(store={"home": stack.config.home}))
     if account not in ledger.account_names():
         ledger.open_account(account, 10_000_000)
     return account

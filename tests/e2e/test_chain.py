@@ -52,7 +52,9 @@ def test_every_deployment_completes_on_its_defaults_and_the_chain_starts_one_rep
     _completed(stack, "weekly-rebalance/rebalance-weekly", {"account": ACCOUNT, "as_of": OPENED_ON})
     chain = _completed(stack, "daily-chain/daily-chain", {})
     assert chain["state_name"] == "Completed", chain["state"]
-    ledger = Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
+    ledger = Ledger(
+        get_settings(store={"home": stack.config.home}, ledger={"url": None}).ledger_url
+    )
     nav = ledger.nav_frame(ACCOUNT)
     assert [f"{d:%m-%d}" for d in nav["date"]] == [
         "02-11",

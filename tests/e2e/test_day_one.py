@@ -116,7 +116,9 @@ def story(day_one: Stack) -> dict[str, Any]:
         time.sleep(1)
     (repair,) = repair_runs(stack)
     paused = stack.wait_for(repair["id"], {"PAUSED", *FINAL}, timeout_s=600)
-    ledger = Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
+    ledger = Ledger(
+        get_settings(store={"home": stack.config.home}, ledger={"url": None}).ledger_url
+    )
     return {
         "opened": opened,
         "chains": chains,

@@ -94,7 +94,7 @@ def ledger(stack: Stack) -> Any:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
-    return Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
+    return Ledger(get_settings(store={"home": stack.config.home}, ledger={"url": None}).ledger_url)
 
 
 def versions_list(stack: Stack, account: str) -> dict[str, str]:

@@ -33,7 +33,9 @@ def test_retry_after_worker_death_books_fills_once(stack: Stack) -> None:
     assert run["state_type"] == "COMPLETED", run["state"]
     assert run["run_count"] >= 1
 
-    ledger = Ledger(get_settings(home=stack.config.home, ledger_url=None).ledger)
+    ledger = Ledger(
+        get_settings(store={"home": stack.config.home}, ledger={"url": None}).ledger_url
+    )
     fills = ledger.fills_frame(ACCOUNT)
     assert len(fills) > 0
     assert set(fills["date"].astype(str)) == {SESSION}

@@ -23,7 +23,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from oomrl.settings import get_settings
 
     folder = tmp_path_factory.mktemp("chain") / "home"
-    ensure_sample(get_settings(home=folder))
+    ensure_sample(get_settings(store={"home": folder}))
     yield folder
 
 
@@ -43,7 +43,7 @@ def test_marks_every_session_reports_and_asks_for_one_repair_per_cause(home: Pat
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
-    ledger = Ledger(get_settings(home=home).ledger)
+    ledger = Ledger(get_settings(store={"home": home}).ledger_url)
     _open_on(home, "chainacct", date(2026, 1, 30))
     state = _chain(home, as_of=date(2026, 2, 5))
     assert state.is_completed() and state.name == "Completed", state.message
@@ -106,7 +106,7 @@ def test_the_kill_switch_halts_on_the_marked_session_and_says_so(
     summary = _chain(home, as_of=date(2026, 2, 4)).result()
     (halt,) = summary["marking"]["halted"]
     assert halt["account"] == "killacct" and halt["halted_on"] == "2026-02-02"
-    ledger = Ledger(get_settings(home=home).ledger)
+    ledger = Ledger(get_settings(store={"home": home}).ledger_url)
     assert ledger.account("killacct").status.value == "halted"
     later = _chain(home, as_of=date(2026, 2, 5)).result()
     assert "killacct" not in [
@@ -141,7 +141,7 @@ def test_an_account_that_cannot_be_marked_fails_the_run_by_name_and_the_others_a
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
 
-    ledger = Ledger(get_settings(home=home).ledger)
+    ledger = Ledger(get_settings(store={"home": home}).ledger_url)
     _open_on(home, "goodacct", date(2026, 2, 24))
     ledger.open_account("ghost", 1_000_000)
     with ledger.engine.begin() as conn:  # a holding the market store knows nothing about

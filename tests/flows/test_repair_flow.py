@@ -76,7 +76,7 @@ def test_auto_approved_repair_over_an_openai_endpoint_promotes_publishes_and_emi
         "# Role: Coder (logic genesis, tests locked)",
     ]
     settings = get_settings()
-    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    versions = StrategyVersions(settings.store.workspace_dir, Ledger(settings.ledger_url))
     assert versions.ledger.active_version("paper") == outcome["version"]["sha"]
     assert versions.metadata("v2")["provider"] == "openai"
     assert {
@@ -135,7 +135,7 @@ def test_a_person_rejects_the_mandate_in_the_ui(
     assert box["reason"] == "too strict"
     assert "paused for the mandate review; no answer within 120 s ends it" in said
     settings = get_settings()
-    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    versions = StrategyVersions(settings.store.workspace_dir, Ledger(settings.ledger_url))
     assert [v.tag for v in versions.list()] == ["v1"]
 
 
@@ -166,7 +166,7 @@ def test_no_decision_before_the_timeout_rejects(
     outcome = outcome_of(state)
     assert outcome["status"] == "rejected" and "timeout rejects" in outcome["reason"]
     assert "timeout rejects" in (state.message or "")
-    with ClaimBook(get_settings().ledger).engine.connect() as conn:  # released at the end
+    with ClaimBook(get_settings().ledger_url).engine.connect() as conn:  # released at the end
         assert conn.exec_driver_sql("SELECT count(*) FROM repair_claims").scalar() == 0
 
 
@@ -179,7 +179,7 @@ def test_a_minimal_alert_is_completed_from_the_ledger_and_reaches_approval(
 
     # The docs' example: no autopsy, an account with marked sessions; the flow completes the alert
     # from its NAV history (the metrics of the last session) and asks a person.
-    mark_account(get_settings().ledger, "paper", ["2024-08-29", "2024-08-30"])
+    mark_account(get_settings().ledger_url, "paper", ["2024-08-29", "2024-08-30"])
     thread, box = _run_in_thread(
         {"alert_id": "ops-1", "account": "paper"}, provider="offline", approval_timeout_s=120
     )
@@ -259,7 +259,7 @@ def test_a_repair_beyond_the_running_limit_does_not_start(
     from oomrl.repair_claims import ClaimBook
 
     monkeypatch.setenv("OOMRL_REPAIR_MAX_RUNNING", "2")
-    book = ClaimBook(get_settings().ledger).create()
+    book = ClaimBook(get_settings().ledger_url).create()
     for n in range(2):
         book.register(f"paused-{n}", f"account-{n}")  # two repairs waiting for approval, beating
     state = repair(daily_momentum_autopsy, auto_approve=True, provider="offline", return_state=True)
@@ -327,7 +327,7 @@ def test_an_alert_its_accounts_marked_sessions_cannot_explain_is_refused_like_at
     from tests.agent.repair_helpers import mark_account
 
     if marks:
-        mark_account(get_settings().ledger, "paper", marks)
+        mark_account(get_settings().ledger_url, "paper", marks)
     body = dict(alert) if "alert_id" in alert else {**daily_momentum_autopsy, **alert}
     if "metrics" in alert:
         body["metrics"] = {**daily_momentum_autopsy["metrics"], "rolling_ir_60d": None}

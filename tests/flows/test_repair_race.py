@@ -91,7 +91,7 @@ def test_two_cli_repairs_and_a_flow_repair_of_one_account_promote_exactly_once(
         assert state.is_failed() and state.name == "Superseded"
 
     settings = get_settings()
-    versions = StrategyVersions(settings.workspace_dir, Ledger(settings.ledger))
+    versions = StrategyVersions(settings.store.workspace_dir, Ledger(settings.ledger_url))
     assert [v.tag for v in versions.list()] == ["v1", "v2"]  # one promotion, on the branch
     assert versions.head() == versions.resolve("v2") == versions.ledger.active_version("paper")  # type: ignore[union-attr]
     assert promotion.check(versions) == []

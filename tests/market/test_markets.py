@@ -85,12 +85,14 @@ def test_rule_sets_and_settings_overrides() -> None:
             np.full((1, 1), np.datetime64("NaT"), dtype="datetime64[ns]"),
         )
     ).all()
-    settings = OomrlSettings(market_rules={"us": {"lot_size": 10}})
+    settings = OomrlSettings(market={"rules": {"us": {"lot_size": 10}}})
     assert market_rules(settings, "us").lot_rules(["AAPL"])[0].tolist() == [10]
     with pytest.raises(
         SettingsError, match="hk: lot_size: Input should be greater than or equal to 1"
     ):
-        get_settings(market_rules={"hk": {"lot_size": 0}})  # refused when the settings are read
+        get_settings(
+            market={"rules": {"hk": {"lot_size": 0}}}
+        )  # refused when the settings are read
 
 
 def test_row_limits_of_a_long_frame() -> None:

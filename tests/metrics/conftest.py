@@ -51,6 +51,6 @@ def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ig
         traded.store,
         ACCOUNT,
         folder,
-        workspace=StrategyVersions(traded.settings.workspace_dir),
-        runs_dir=traded.settings.runs_dir,
+        workspace=StrategyVersions(traded.settings.store.workspace_dir),
+        runs_dir=traded.settings.store.runs_dir,
     )

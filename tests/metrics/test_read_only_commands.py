@@ -68,7 +68,7 @@ def test_reads_in_a_home_that_does_not_exist_create_nothing(
 def test_reads_leave_a_traded_home_unchanged(
     traded: TradedAccount, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = traded.settings.home
+    home = traded.settings.store.home
     monkeypatch.setenv("OOMRL_HOME", str(home))
     monkeypatch.delenv("OOMRL_LEDGER_URL", raising=False)
     before = snapshot(home)

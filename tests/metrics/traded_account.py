@@ -68,13 +68,13 @@ def build_traded_account(root: Path) -> TradedAccount:
     weekly."""
     from oomrl.data.sample import ensure_sample
 
-    settings = get_settings(home=root, ledger_url=f"sqlite:///{root / 'ledger.db'}")
-    settings.ensure_dirs()
+    settings = get_settings(store={"home": root}, ledger={"url": f"sqlite:///{root / 'ledger.db'}"})
+    settings.store.ensure_dirs()
     store = ensure_sample(settings)
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
     ledger.open_account(ACCOUNT, 10_000_000.0)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     versions.init()
     v1 = versions.resolve("v1")
     versions.activate("v1", ACCOUNT, "daily_momentum")
@@ -94,6 +94,6 @@ def build_traded_account(root: Path) -> TradedAccount:
         setup = RebalanceSetup(strategy, {}, v2 or v1, AShareRules())
         rebalance(ledger, ACCOUNT, day, panels, setup)
         diagnose(ledger, ACCOUNT, day, benchmark=benchmark)
-    _write_repair_folder(settings.runs_dir, SWITCH, "promoted", "v2")
-    _write_repair_folder(settings.runs_dir, date(2025, 4, 7), "failed", None)
+    _write_repair_folder(settings.store.runs_dir, SWITCH, "promoted", "v2")
+    _write_repair_folder(settings.store.runs_dir, date(2025, 4, 7), "failed", None)
     return TradedAccount(settings, ledger, store, v1, v2)

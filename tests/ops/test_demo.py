@@ -48,7 +48,7 @@ class RecordingRepairer:
             as_of=autopsy.as_of.isoformat(),
             status=self.status,
             reason="recorded",
-            run_dir=str(settings.runs_dir),
+            run_dir=str(settings.store.runs_dir),
         )
 
 
@@ -65,7 +65,7 @@ class ProbationRepairer:
         from oomrl.versions import StrategyVersions
 
         self.autopsies.append(autopsy)
-        versions = StrategyVersions(settings.workspace_dir, open_ledger(settings))
+        versions = StrategyVersions(settings.store.workspace_dir, open_ledger(settings))
         # The promotion keeps the commit, not the clone
         with tempfile.TemporaryDirectory() as scratch:
             candidate = versions.clone_to(Path(scratch) / "candidate", at="v1")
@@ -91,7 +91,7 @@ class ProbationRepairer:
             as_of=autopsy.as_of.isoformat(),
             status="probation",
             reason=f"{info.tag} on probation",
-            run_dir=str(settings.runs_dir),
+            run_dir=str(settings.store.runs_dir),
             version=info.tag,
         )
 

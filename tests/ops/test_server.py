@@ -108,7 +108,7 @@ def test_the_stack_plays_the_sample_forward_unless_told_otherwise(
     assert stack_env(config)["OOMRL_SAMPLE_CLOCK"] == "off"
     monkeypatch.delenv("OOMRL_SAMPLE_CLOCK")
     # And so does the config file's
-    (tmp_path / "config.toml").write_text('[oomrl]\nsample_clock = "off"\n')
+    (tmp_path / "config.toml").write_text('[oomrl.store]\nsample_clock = "off"\n')
     assert "OOMRL_SAMPLE_CLOCK" not in stack_env(config)
 
 

@@ -201,13 +201,13 @@ def test_the_numpy_broker_replays_the_sample_exactly_as_the_compiled_kernel(
         pytest.skip("numba is not installed: only the numpy broker runs")
     kernels = broker_kernel.COMPILED
     market, membership = sample_market()
-    settings_ = OomrlSettings(home=tmp_path, kill_threshold=1.0)
+    settings_ = OomrlSettings(store={"home": tmp_path}, ledger={"kill_threshold": 1.0})
     setup = rebalance_setup(
         InProcessStrategy.bundled("daily_momentum"), "kernel", settings_, membership
     )
-    compiled = replay_setup(setup, market, START, "2025-03-31", settings_.initial_cash)
+    compiled = replay_setup(setup, market, START, "2025-03-31", settings_.ledger.initial_cash)
     monkeypatch.setattr(broker_kernel, "COMPILED", None)
-    numpy_only = replay_setup(setup, market, START, "2025-03-31", settings_.initial_cash)
+    numpy_only = replay_setup(setup, market, START, "2025-03-31", settings_.ledger.initial_cash)
     for name in ("nav", "fills", "orders", "actions"):
         pd.testing.assert_frame_equal(
             getattr(compiled, name), getattr(numpy_only, name), check_exact=True

@@ -150,7 +150,7 @@ def test_gamma_is_calibrated_from_the_impact_model_and_the_sample() -> None:
     )
     assert (
         pytest.approx(calibrated_gamma(k), abs=5e-7) == DEFAULT_GAMMA
-        and OomrlSettings().reward_gamma == DEFAULT_GAMMA
+        and OomrlSettings().market.reward_gamma == DEFAULT_GAMMA
     )
     assert DEFAULT_GAMMA > 0 and calibrated_gamma(k, turnover=0.5) == pytest.approx(
         DEFAULT_GAMMA / 2, rel=1e-3

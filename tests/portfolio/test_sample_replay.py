@@ -50,10 +50,12 @@ def sample_market() -> tuple[MarketFrames, pd.DataFrame]:
 @cache
 def sample_replay(strategy: str) -> ReplayResult:
     market, membership = sample_market()
-    settings = OomrlSettings(home=Path("/nonexistent-oomrl-home"), kill_threshold=1.0)
+    settings = OomrlSettings(
+        store={"home": Path("/nonexistent-oomrl-home")}, ledger={"kill_threshold": 1.0}
+    )
     # Jailed
     setup = rebalance_setup(bundled_strategy(settings, strategy), "pinned", settings, membership)
-    return replay_setup(setup, market, START, END, settings.initial_cash)
+    return replay_setup(setup, market, START, END, settings.ledger.initial_cash)
 
 
 @pytest.mark.slow

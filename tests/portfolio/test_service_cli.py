@@ -113,7 +113,7 @@ def test_active_workspace_version_is_loaded_and_traded(oomrl_home: Path) -> None
     days = seed(oomrl_home)
     settings = get_settings()
     ledger = open_ledger(settings)
-    versions = StrategyVersions(settings.workspace_dir, ledger)
+    versions = StrategyVersions(settings.store.workspace_dir, ledger)
     sha = versions.init()
     versions.activate(sha, "acct", "weekly_liquidity")
     resolved = resolve_strategy(settings, ledger, "acct")

@@ -3,6 +3,7 @@ source."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -39,32 +40,53 @@ def test_every_setting_is_listed_with_its_source(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (home / "config.toml").write_text(
-        "[oomrl]\nkill_threshold = 0.3\n[oomrl.agent]\nmax_rounds = 3\n"
+        "[oomrl.ledger]\nkill_threshold = 0.3\n[oomrl.agent]\nmax_rounds = 3\n"
     )
     monkeypatch.setenv("OOMRL_AGENT_MAX_TOKENS", "5000")
     monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", SECRET)
     result = CliRunner().invoke(app, ["settings"])
     assert result.exit_code == 0, result.output
     shown = lines_of(result.output)
-    assert shown["kill_threshold"] == "kill_threshold = 0.3  [config.toml; OOMRL_KILL_THRESHOLD]"
+    assert (
+        shown["ledger.kill_threshold"]
+        == "ledger.kill_threshold = 0.3  [config.toml; OOMRL_KILL_THRESHOLD]"
+    )
     assert (
         shown["agent.max_rounds"] == "agent.max_rounds = 3  [config.toml; OOMRL_AGENT_MAX_ROUNDS]"
     )
     assert shown["agent.max_tokens"] == "agent.max_tokens = 5000  [env; OOMRL_AGENT_MAX_TOKENS]"
-    assert shown["initial_cash"] == "initial_cash = 10000000.0  [default; OOMRL_INITIAL_CASH]"
+    assert (
+        shown["ledger.initial_cash"]
+        == "ledger.initial_cash = 10000000.0  [default; OOMRL_INITIAL_CASH]"
+    )
+    assert shown["store.home"] == f"store.home = {home}  [env; OOMRL_HOME]"
+    for name, variable in (
+        ("ledger.url", "OOMRL_LEDGER_URL"),
+        ("market.rules", "OOMRL_MARKET_RULES"),
+        ("market.reward_gamma", "OOMRL_REWARD_GAMMA"),
+        ("agent.llm_base_url", "OOMRL_LLM_BASE_URL"),
+        ("agent.repair_max_running", "OOMRL_REPAIR_MAX_RUNNING"),
+        ("runtime.unsafe_no_jail", "OOMRL_UNSAFE_NO_JAIL"),
+        ("store.sample_clock", "OOMRL_SAMPLE_CLOCK"),
+    ):
+        assert shown[name].endswith(f"; {variable}]"), shown[name]
     assert shown["runtime.prefect_api_url"].endswith("[default; PREFECT_API_URL]")
     assert shown["webhook.secret"] == f"webhook.secret = {MASK}  [env; OOMRL_WEBHOOK_SECRET]"
     assert SECRET not in result.output
-    expected = [name for name in OomrlSettings.model_fields if name not in GROUPS] + [
-        f"{group}.{name}" for group, cls in GROUPS.items() for name in cls.model_fields
-    ]
+    expected = [f"{group}.{name}" for group, cls in GROUPS.items() for name in cls.model_fields]
+    assert list(GROUPS) == list(OomrlSettings.model_fields)
     assert list(shown) == expected
     assert "    Tokens one repair may spend (tokens)." in result.output
 
 
-def test_every_setting_has_a_description() -> None:
-    classes = [OomrlSettings, *GROUPS.values()]
-    assert all(field.description for cls in classes for field in cls.model_fields.values())
+def test_every_setting_has_a_short_description() -> None:
+    """A description is sentences of at most 15 words, its unit (if any) in closing parentheses."""
+    for cls in [OomrlSettings, *GROUPS.values()]:
+        for name, field in cls.model_fields.items():
+            text = field.description or ""
+            assert text.endswith("."), f"{cls.__name__}.{name}: {text!r}"
+            longest = max(len(sentence.split()) for sentence in re.split(r"(?<=\.) ", text))
+            assert longest <= 15, f"{cls.__name__}.{name}: {longest} words"
 
 
 def test_a_bad_setting_is_one_error_line(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,11 +11,13 @@ import pytest
 
 from guardrails.settings import GateSettings
 from oomrl.settings import (
+    AgentSettings,
     RuntimeSettings,
     SettingsError,
     WebhookSettings,
     child_environment,
     get_settings,
+    runtime_from_environment,
     settings_for,
 )
 
@@ -76,10 +78,10 @@ def test_only_zero_turns_the_broker_kernel_off(home: Path, monkeypatch: pytest.M
 
 
 def test_settings_for_a_home_or_the_environments(home: Path, tmp_path: Path) -> None:
-    assert settings_for(None).home == home
-    assert settings_for(tmp_path / "other").home == tmp_path / "other"
+    assert settings_for(None).store.home == home
+    assert settings_for(tmp_path / "other").store.home == tmp_path / "other"
     assert (
-        settings_for(str(tmp_path / "other")).ledger
+        settings_for(str(tmp_path / "other")).ledger_url
         == f"sqlite:///{tmp_path / 'other' / 'ledger.db'}"
     )
 
@@ -118,7 +120,7 @@ def test_the_task_runner_variables_come_through_the_runtime_group(
     for name in ("OOMRL_DASK_ADDRESS", "OOMRL_DASK_PROCESSES", "OOMRL_THREADS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OOMRL_DASK_WORKERS", "3")
-    assert RuntimeSettings().dask_env() == {"OOMRL_DASK_WORKERS": "3"}
+    assert get_settings().runtime.dask_env() == {"OOMRL_DASK_WORKERS": "3"}
     assert dask_settings()["cluster_kwargs"]["n_workers"] == 3  # type: ignore[index]
 
 
@@ -128,3 +130,63 @@ def test_the_delivery_store_is_its_own_database_else_the_ledger() -> None:
         == "sqlite:///own.db"
     )
     assert WebhookSettings(db_url=None).store_url("sqlite:///ledger.db") == "sqlite:///ledger.db"
+
+
+def test_a_group_class_alone_reads_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups are read through the root only: built alone they are their defaults."""
+    monkeypatch.setenv("OOMRL_AGENT_MAX_ROUNDS", "4")
+    monkeypatch.setenv("OOMRL_DASK_WORKERS", "3")
+    assert AgentSettings().max_rounds == 2 and RuntimeSettings().dask_workers is None
+    assert get_settings().agent.max_rounds == 4
+
+
+def test_the_file_reaches_what_once_built_its_group_alone(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config.toml's group tables reach the model client, the task runner, Prefect and the build."""
+    from oomrl.agent.budget import Budget
+    from oomrl.agent.llm import Transcript
+    from oomrl.agent.providers import get_provider
+    from oomrl.agent.roles import LLMProvider
+    from oomrl.build_info import git_sha
+    from orchestration.launch import PrefectApi
+    from tasks.runners import dask_settings
+
+    for name in ("OOMRL_DASK_ADDRESS", "OOMRL_DASK_WORKERS", "GIT_SHA", "PREFECT_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    (home / "config.toml").write_text(
+        "[oomrl.agent]\nrequest_deadline_s = 7.5\n"
+        "[oomrl.runtime]\ndask_workers = '3'\nprefect_api_url = 'http://file:4200/api'\n"
+        "git_sha = 'abcdef123456'\n"
+    )
+    settings = get_settings(agent={"llm_base_url": "http://127.0.0.1:9/v1"})
+    budget = Budget.from_settings(settings.agent)
+    provider = get_provider(None, settings, budget, Transcript(home / "t.jsonl"))
+    assert isinstance(provider, LLMProvider)
+    assert provider.client.backend.deadline_s == 7.5  # type: ignore[attr-defined]
+    assert dask_settings()["cluster_kwargs"]["n_workers"] == 3  # type: ignore[index]
+    assert PrefectApi().api_url == "http://file:4200/api"
+    git_sha.cache_clear()
+    try:
+        assert git_sha(home) == "abcdef123456"  # no checkout at `home`: the setting stands in
+    finally:
+        git_sha.cache_clear()
+
+
+def test_the_jailed_host_reads_the_broker_kernel_from_the_environment_alone(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (home / "config.toml").write_text("[oomrl.runtime]\nbroker_kernel = false\n")
+    assert not get_settings().runtime.broker_kernel
+    assert runtime_from_environment().broker_kernel
+    monkeypatch.setenv("OOMRL_BROKER_KERNEL", "0")
+    assert not runtime_from_environment().broker_kernel
+
+
+def test_every_setting_has_a_variable_of_its_own() -> None:
+    from oomrl.settings import GROUPS, variables
+
+    assert len(variables()) == sum(len(cls.model_fields) for cls in GROUPS.values())
+    assert {"OOMRL_HOME", "OOMRL_LEDGER_URL", "OOMRL_MARKET_RULES", "OOMRL_LLM_BASE_URL"} <= set(
+        variables()
+    )

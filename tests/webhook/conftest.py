@@ -88,12 +88,12 @@ def settings(oomrl_home: Path) -> OomrlSettings:
     from tests.agent.repair_helpers import mark_account
 
     settings = get_settings()
-    settings.ensure_dirs()
-    ledger = Ledger(settings.ledger)
+    settings.store.ensure_dirs()
+    ledger = Ledger(settings.ledger_url)
     ledger.create_schema()
     ledger.open_account("paper", 1_000_000)
     ledger.engine.dispose()
-    mark_account(settings.ledger, "paper", list(MARKED))
+    mark_account(settings.ledger_url, "paper", list(MARKED))
     return settings
 
 

@@ -213,7 +213,7 @@ def test_redelivery_after_the_run_went_silent_starts_a_new_run(
     app = make_app(launcher)
     assert deliver(app, ALERT)[0].status_code == 202
     launcher.states["run-1"] = state
-    book = ClaimBook(settings.ledger).create()
+    book = ClaimBook(settings.ledger_url).create()
     book.register("run-1", "paper")  # beating: alive, whatever Prefect's timestamp says
     launcher.since["run-1"] = datetime.now(UTC).replace(tzinfo=None) - timedelta(hours=2)
     assert deliver(app, ALERT)[0].status_code == 200 and launcher.crashed == []

@@ -266,7 +266,7 @@ def test_an_alert_without_the_metrics_its_rule_reads_is_refused(
 ) -> None:
     from oomrl.portfolio.ledger import Ledger
 
-    ledger = Ledger(settings.ledger)
+    ledger = Ledger(settings.ledger_url)
     ledger.open_account("fresh", 1_000_000)  # opened, never marked: nothing to compute metrics from
     ledger.engine.dispose()
     no_ir = {

@@ -89,10 +89,12 @@ def test_runs_per_minute_per_account_are_capped(
 def test_repairs_running_in_all_are_capped_on_every_path(
     config: WebhookSettings, launcher: RecordingLauncher, store_url: str, settings: OomrlSettings
 ) -> None:
-    book = ClaimBook(settings.ledger).create()
+    book = ClaimBook(settings.ledger_url).create()
     for n in range(2):
         book.register(f"live-{n}", "other")  # two live repairs (a CLI, a flow), beating
-    capped = settings.model_copy(update={"repair_max_running": 2})
+    capped = settings.model_copy(
+        update={"agent": settings.agent.model_copy(update={"repair_max_running": 2})}
+    )
     with TestClient(
         create_app(config, launcher=launcher, store=DeliveryStore(store_url), settings=capped)
     ) as client:
