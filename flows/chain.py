@@ -22,7 +22,7 @@ from flows.ingest import ingest_market_data
 from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
-from oomrl.probation import is_shadow
+from oomrl.repair.probation import is_shadow
 from tasks.chain import emit_halts, last_stored_session, mark_accounts, publish_chain
 from tasks.expected_ends import quiet_expected_ends
 from tasks.probation import decide_probations, trade_shadows

@@ -11,7 +11,7 @@ LOSS_ALERT_EVENT = "oomrl.loss.alert"  # payload: the autopsy; triggers the repa
 HALTED_EVENT = "oomrl.account.halted"  # the kill switch halted an account.
 # A version took the account's capital (a repair, or a probation's end).
 PROMOTED_EVENT = "oomrl.strategy.promoted"
-# a repair's version trades a shadow book forward (oomrl/probation.py)
+# a repair's version trades a shadow book forward (oomrl/repair/probation.py)
 PROBATION_EVENT = "oomrl.strategy.probation"
 RETIRED_EVENT = "oomrl.strategy.retired"  # a challenger's probation ended without the capital.
 # "yes" on a retired event that carries its forward autopsy.

@@ -21,7 +21,7 @@ from prefect.states import Paused, Running, State
 from prefect.utilities.engine import propose_state_sync
 from pydantic import Field
 
-from oomrl import repair as domain
+from oomrl.repair import loop as domain
 from oomrl.agent.roles import TEST_NODE_ID, Mandate
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, stored_input
 from oomrl.diagnostics.mandate import Constraints
@@ -229,7 +229,7 @@ def review_form(
 
     The fields are prefilled with the proposal.
     """
-    from oomrl.repair_artifacts import mandate_markdown
+    from oomrl.repair.artifacts import mandate_markdown
 
     c = mandate.constraints
     return MandateReview.prefilled(

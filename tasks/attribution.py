@@ -55,7 +55,7 @@ def build_account_report(
     rows."""
     from oomrl.data.sample import ensure_sample
     from oomrl.portfolio.ledger import Ledger
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     settings = settings_for(home)
     phases = read_phases(Path(phases_file)) if phases_file else None
@@ -200,7 +200,7 @@ def diagnose_and_alert(
 )
 def report_gap(account: str, home: str | None = None) -> str | None:
     """Why the account's report cannot be written yet (too few NAV sessions), or None."""
-    from oomrl.chain import report_gap as gap
+    from oomrl.repair.chain import report_gap as gap
     from oomrl.portfolio.service import open_ledger
 
     return gap(len(open_ledger(settings_for(home)).nav_frame(account)))

@@ -29,7 +29,7 @@ def last_stored_session(home: str | None = None) -> date:
 
     A run without `as_of` is about it.
     """
-    from oomrl.chain import stored_as_of
+    from oomrl.repair.chain import stored_as_of
 
     return stored_as_of(settings_for(home))
 
@@ -46,7 +46,7 @@ def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
 
     The kill switch runs on each.
     """
-    from oomrl.chain import mark_active_accounts
+    from oomrl.repair.chain import mark_active_accounts
 
     marking = mark_active_accounts(settings_for(home), as_of)
     return {

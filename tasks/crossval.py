@@ -8,7 +8,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import TaskRunner
 
-from oomrl.crossval import VersionMapper, VersionMeasures, replay_version, run_in_process
+from oomrl.repair.crossval import VersionMapper, VersionMeasures, replay_version, run_in_process
 from tasks.retry import unless_refused
 from tasks.runners import dask_settings, task_runner_from_settings
 

@@ -29,8 +29,8 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
     An account without one starts on v1. A dry run is the exception: it changes nothing.
     """
     from oomrl.portfolio.service import DEFAULT_STRATEGY, open_ledger
-    from oomrl.trading import resolve_strategy
-    from oomrl.versions import StrategyVersions, start_on_v1
+    from oomrl.repair.trading import resolve_strategy
+    from oomrl.repair.versions import StrategyVersions, start_on_v1
 
     settings = settings_for(home)
     ledger = open_ledger(settings)
@@ -63,7 +63,7 @@ def rebalance_account(
 ) -> dict[str, Any]:
     """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV
     rows."""
-    from oomrl.trading import run_rebalance
+    from oomrl.repair.trading import run_rebalance
 
     outcome = run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
     return {

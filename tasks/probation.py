@@ -1,4 +1,4 @@
-"""Tasks of the probations (oomrl/probation.py): trade the shadow books, decide the ripe ones, say
+"""Tasks of the probations (oomrl/repair/probation.py): trade the shadow books, decide the ripe ones, say
 so."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from oomrl.settings import settings_for
 from tasks.retry import unless_refused
 
 if TYPE_CHECKING:  # the tasks import the domain lazily
-    from oomrl.probation import Decided, Probation
+    from oomrl.repair.probation import Decided, Probation
 
 READ_RETRIES = 2
 
@@ -35,7 +35,7 @@ READ_RETRIES = 2
 def trade_shadows(as_of: date, home: str | None = None) -> dict[str, int]:
     """Every open challenger trades its shadow book on its own schedule through `as_of` (before
     marking)."""
-    from oomrl.probation import advance_shadows
+    from oomrl.repair.probation import advance_shadows
 
     return advance_shadows(settings_for(home), as_of)
 
@@ -49,7 +49,7 @@ def trade_shadows(as_of: date, home: str | None = None) -> dict[str, int]:
 )
 def decide_probations(as_of: date, home: str | None = None) -> dict[str, Any]:
     """Promote or retire every challenger whose forward sessions are done; show the running ones."""
-    from oomrl.probation import decide_due
+    from oomrl.repair.probation import decide_due
 
     decided, running = decide_due(settings_for(home), as_of)
     for found in running:
@@ -109,7 +109,7 @@ def probation_evidence(account: str, tag: str | None, home: str | None = None) -
 
     It is published as the probation's artifact.
     """
-    from oomrl.probation import current
+    from oomrl.repair.probation import current
 
     _, probation, found = current(settings_for(home), account, tag)
     markdown = found.markdown()
@@ -127,7 +127,7 @@ def decide_early(
     home: str | None = None,
 ) -> dict[str, Any]:
     """Promote or retire the challenger now, on its evidence so far; the event says so."""
-    from oomrl.probation import decide_now
+    from oomrl.repair.probation import decide_now
 
     done = decide_now(
         settings_for(home),

@@ -16,11 +16,11 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
 from prefect.tasks import Task, exponential_backoff
 
-from oomrl import repair as domain
+from oomrl.repair import loop as domain
 from oomrl.artifacts import image_link
-from oomrl.crossval import crossval_markdown, crossval_rows
+from oomrl.repair.crossval import crossval_markdown, crossval_rows
 from oomrl.errors import LLMUnavailableError
-from oomrl.repair_artifacts import not_measured_rows
+from oomrl.repair.artifacts import not_measured_rows
 from oomrl.report_links import ReportLinks
 
 STEP_RETRIES = 2
@@ -135,7 +135,7 @@ def publish_evidence(outcome: domain.RepairOutcome) -> None:
     image = None
     if outcome.run_dir and any(row.dates for row in cross.rows):
         # matplotlib is imported only when there is a chart to draw
-        from oomrl.repair_evidence import evidence_chart
+        from oomrl.repair.evidence import evidence_chart
 
         chart = evidence_chart(cross, evidence_dir(Path(outcome.run_dir)) / "evidence.png")
         image = image_link(chart, ReportLinks.from_env())

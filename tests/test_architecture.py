@@ -61,12 +61,12 @@ FORBIDDEN = {
     "oomrl/data/_forbidden_portfolio.py": ("import oomrl.portfolio.ledger\n", LAYERS),
     "oomrl/portfolio/_forbidden_metrics.py": ("import oomrl.metrics.performance\n", LAYERS),
     "oomrl/metrics/_forbidden_diagnostics.py": ("import oomrl.diagnostics.rules\n", LAYERS),
-    "oomrl/diagnostics/_forbidden_versions.py": ("import oomrl.versions\n", LAYERS),
+    "oomrl/diagnostics/_forbidden_versions.py": ("import oomrl.repair.versions\n", LAYERS),
     "oomrl/agent/_forbidden_promotion.py": (
-        "import oomrl.promotion\n",
+        "import oomrl.repair.promotion\n",
         LAYERS,
     ),  # versions call none
-    "oomrl/agent/_forbidden_demo.py": ("import oomrl.demo\n", LAYERS),  # the ops stand above
+    "oomrl/agent/_forbidden_demo.py": ("import oomrl.ops.demo\n", LAYERS),  # the ops stand above
 }
 
 

@@ -64,7 +64,7 @@ PREFIXES = (
     "oomrl.diagnostics.",
     "oomrl.agent.",
     "oomrl.webhook.",
-    "oomrl.commands.",
+    "oomrl.ops.commands.",
     "orchestration.",
     "guardrails.",
     "guardrails.patch.",
@@ -585,7 +585,7 @@ def command_lines() -> list[tuple[str, str]]:
 def test_every_oomrl_command_and_option_in_the_docs_exists() -> None:
     import typer
 
-    from oomrl.commands import Benchmark, Lock, Provider
+    from oomrl.ops.commands import Benchmark, Lock, Provider
     from orchestration.cli import app
 
     choices = {"--lock": Lock, "--provider": Provider, "--benchmark": Benchmark}
@@ -1126,7 +1126,7 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
 
 
 def test_the_cross_validation_figures_are_the_code() -> None:
-    from oomrl import crossval
+    from oomrl.repair import crossval
     from oomrl.portfolio.recompute import recompute_fresh
     from oomrl.settings import AgentSettings
 

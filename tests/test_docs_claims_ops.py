@@ -380,21 +380,21 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
         "503 Retry-After",
         OPERATIONS,
         r"\(`Retry-After: (\d+)`\), or another delivery",
-        _imported("oomrl.repair_claims", "CLAIM_SILENT_S"),
+        _imported("oomrl.repair.claims", "CLAIM_SILENT_S"),
         float,
     ),
     (
         "a silent claim",
         OPERATIONS,
         r"`beat_at` is older than (\d+) s",
-        _imported("oomrl.repair_claims", "CLAIM_SILENT_S"),
+        _imported("oomrl.repair.claims", "CLAIM_SILENT_S"),
         float,
     ),
     (
         "the claim's beat",
         OPERATIONS,
         r"beats `beat_at` every (\d+) s",
-        _imported("oomrl.repair_claims", "CLAIM_BEAT_S"),
+        _imported("oomrl.repair.claims", "CLAIM_BEAT_S"),
         float,
     ),
     (
@@ -415,7 +415,7 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
         "the flow's claim wait",
         OPERATIONS,
         r"the flow (\d+) h;",
-        lambda: importlib.import_module("oomrl.repair_claims").CLAIM_WAIT_S / 3600,
+        lambda: importlib.import_module("oomrl.repair.claims").CLAIM_WAIT_S / 3600,
         float,
     ),
     (
@@ -478,14 +478,14 @@ FIGURES: list[tuple[str, str, str, Callable[[], Any], Callable[[str], Any]]] = [
         "autopsy and body size",
         README,
         r"exceeds (\d+) KiB",
-        lambda: importlib.import_module("oomrl.repair_inputs").MAX_AUTOPSY_BYTES / 1024,
+        lambda: importlib.import_module("oomrl.repair.inputs").MAX_AUTOPSY_BYTES / 1024,
         float,
     ),
     (
         "first XSHG session",
         OPERATIONS,
         r"`as_of` before (\d{4}-\d\d-\d\d), the first XSHG session",
-        lambda: str(importlib.import_module("oomrl.repair_inputs").FIRST_SESSION),
+        lambda: str(importlib.import_module("oomrl.repair.inputs").FIRST_SESSION),
         str,
     ),
     (
@@ -652,7 +652,7 @@ def test_a_figure_the_page_states_is_the_codes(
 
 
 def test_the_state_names_a_repair_ends_in_are_the_codes() -> None:
-    from oomrl.repair_endings import FAILED_STATE_NAMES
+    from oomrl.repair.endings import FAILED_STATE_NAMES
 
     section = OPERATIONS.split("### How a repair run ends", 1)[1].split("\n\n", 2)[1]
     named = {

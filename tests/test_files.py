@@ -61,9 +61,9 @@ def test_what_oomrl_creates_under_a_new_home_is_private(
 ) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.cli import app
+    from oomrl.ops.cli import app
     from oomrl.portfolio.ledger import Ledger
-    from oomrl.repair import new_run_dir
+    from oomrl.repair.loop import new_run_dir
     from oomrl.settings import get_settings
     from tests.conftest import FIXTURES
 

@@ -205,7 +205,7 @@ def test_repair_is_triggered_by_loss_alerts_and_has_no_concurrency_lease() -> No
 
     repair = _deployments()["repair"]
     # A deployment concurrency lease is revoked while a run waits for approval (the run then
-    # crashes); one repair per account is held in the ledger instead (oomrl.repair_claims).
+    # crashes); one repair per account is held in the ledger instead (oomrl.repair.claims).
     assert "concurrency_limit" not in repair
     assert repair["parameters"]["auto_approve"] is False
     trigger, forward = [

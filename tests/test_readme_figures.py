@@ -92,7 +92,7 @@ def test_the_phases_table_of_docs_metrics(tmp_path: Path) -> None:
 def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report folder of one `oomrl demo` on its defaults (offline author, 20-session
     probation)."""
-    from oomrl.demo import run_demo
+    from oomrl.ops.demo import run_demo
 
     summary = run_demo(
         home=tmp_path_factory.mktemp("demo") / "home",
@@ -109,7 +109,7 @@ def readme_cell(cell: str) -> float | None:
 def demo_cell(key: str, value: float | None) -> float | None:
     """A demo Table 1 value rounded as the README prints it (percentages to 0.01 %, ratios to
     0.01)."""
-    from oomrl.demo import PERCENT_COLUMNS
+    from oomrl.ops.demo import PERCENT_COLUMNS
 
     if value is None or value != value:  # None or NaN: left out
         return None
@@ -123,7 +123,7 @@ def demo_cell(key: str, value: float | None) -> float | None:
     "row", ["v1 daily_momentum", "v2 daily_momentum (repaired)", "whole window"]
 )
 def test_the_readmes_table_1_is_what_the_demo_prints(row: str, demo_report: Path) -> None:
-    from oomrl.demo import TABLE1_COLUMNS
+    from oomrl.ops.demo import TABLE1_COLUMNS
 
     records = {
         record["version"]: record

@@ -43,7 +43,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def python_admit(home: Path) -> str:
-    from oomrl.repair import admit
+    from oomrl.repair.loop import admit
 
     with pytest.raises(InvalidAutopsyError) as refusal:
         admit(MALFORMED, get_settings())
@@ -51,7 +51,7 @@ def python_admit(home: Path) -> str:
 
 
 def python_file(home: Path) -> str:
-    from oomrl.repair_inputs import read_autopsy_file
+    from oomrl.repair.inputs import read_autopsy_file
 
     path = home.parent / "autopsy.json"
     path.write_text(json.dumps(MALFORMED))
@@ -62,7 +62,7 @@ def python_file(home: Path) -> str:
 
 def python_context(home: Path) -> str:
     """JSON handed past the door to the repair itself: refused, not half-used."""
-    from oomrl.repair import Decision, open_context, run_repair
+    from oomrl.repair.loop import Decision, open_context, run_repair
 
     with pytest.raises(InvalidAutopsyError) as opening:
         open_context(get_settings(), MALFORMED)  # type: ignore[arg-type]

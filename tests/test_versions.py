@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from oomrl import promotion
+from oomrl.repair import promotion
 from oomrl.errors import UnknownActiveVersionError, VersionError
 from oomrl.portfolio.ledger import Ledger
-from oomrl.versions import GUARD_PYPROJECT, StrategyVersions
+from oomrl.repair.versions import GUARD_PYPROJECT, StrategyVersions
 
 
 class FlakyLedger(Ledger):
@@ -342,7 +342,7 @@ def test_a_failed_init_leaves_no_workspace_behind(
 
 def _first_rebalance_start(home: str, barrier: object) -> str:
     """One process's start_on_v1 on a shared home, released together with the others."""
-    from oomrl.versions import start_on_v1
+    from oomrl.repair.versions import start_on_v1
 
     ledger = Ledger(f"sqlite:///{home}/ledger.db")
     barrier.wait()  # type: ignore[attr-defined]
@@ -370,7 +370,7 @@ def test_concurrent_first_rebalances_share_one_v1(tmp_path: Path) -> None:
 
 
 def test_start_on_v1_keeps_an_active_version_and_needs_a_ledger(versions: StrategyVersions) -> None:
-    from oomrl.versions import start_on_v1
+    from oomrl.repair.versions import start_on_v1
 
     versions.init()
     sha = versions.activate("v1", "acc", "alpha")
@@ -384,7 +384,7 @@ def test_exports_refuse_members_outside_plain_files(tmp_path: Path, filters: boo
     import io
     import tarfile
 
-    from oomrl.versions import safe_extract
+    from oomrl.repair.versions import safe_extract
 
     def archive(*members: tarfile.TarInfo) -> tarfile.TarFile:
         raw = io.BytesIO()

@@ -20,8 +20,8 @@ from oomrl.settings import AgentSettings
 
 if TYPE_CHECKING:
     from guardrails.verdict import Verdict
-    from oomrl.crossval import CrossValidation, VersionMapper
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.crossval import CrossValidation, VersionMapper
+    from oomrl.repair.versions import StrategyVersions
 
 GateFn = Callable[..., "Verdict"]
 CrossValidator = Callable[["RepairContext", Mandate], "CrossValidation"]
@@ -62,7 +62,7 @@ def write_json(path: Path, payload: Any) -> Path:
 
 
 def _default_mapper() -> VersionMapper:
-    from oomrl.crossval import run_in_process
+    from oomrl.repair.crossval import run_in_process
 
     return run_in_process
 

@@ -210,7 +210,7 @@ def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
         sa.Column("cash_fen", money, nullable=False),
     )
     t["probations"] = (
-        sa.Table(  # a challenger's forward trial on a shadow book (oomrl/probation.py)
+        sa.Table(  # a challenger's forward trial on a shadow book (oomrl/repair/probation.py)
             "probations",
             metadata,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),

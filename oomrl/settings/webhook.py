@@ -12,7 +12,7 @@ from oomrl.settings.sources import Group
 from oomrl.settings.urls import check_database_url
 
 MIN_SECRET_LENGTH = 16
-MAX_BODY_BYTES = 256 * 1024  # oomrl.repair_inputs.MAX_AUTOPSY_BYTES, the autopsy's own bound
+MAX_BODY_BYTES = 256 * 1024  # oomrl.repair.inputs.MAX_AUTOPSY_BYTES, the autopsy's own bound
 
 
 class WebhookSettings(Group):

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from oomrl.errors import InvalidAlertError, InvalidAutopsyError
 from oomrl.names import ALERT_ID_MAX, ALERT_ID_PATTERN
-from oomrl.repair_inputs import parse_json
+from oomrl.repair.inputs import parse_json
 
 
 def _describe(exc: ValidationError) -> str:

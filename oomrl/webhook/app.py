@@ -38,8 +38,8 @@ from oomrl.errors import (
     SignatureError,
     user_message,
 )
-from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
-from oomrl.repair_inputs import check_known, load_autopsy, parse_json
+from oomrl.repair.claims import CLAIM_SILENT_S, ClaimBook
+from oomrl.repair.inputs import check_known, load_autopsy, parse_json
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings, webhook_settings
 from oomrl.webhook.alerts import (
     AlertmanagerAlert,

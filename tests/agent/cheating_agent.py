@@ -21,7 +21,7 @@ from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Mandate, TestAuthorView, read_tree
-from oomrl.versions import StrategyVersions
+from oomrl.repair.versions import StrategyVersions
 from tests.agent.repair_helpers import offline_mandate
 
 MODULE = "strategies/daily_momentum.py"

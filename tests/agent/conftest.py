@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from oomrl import promotion
+from oomrl.repair import promotion
 from oomrl.settings import get_settings
 from tests.agent.doc_edges import edges_of_test, takes_documented_edges
 
@@ -99,7 +99,7 @@ def on_probation(repair_home: Path, tmp_path: Path) -> dict[str, Any]:
     from datetime import date
 
     from oomrl.portfolio.ledger import Ledger
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
     from tests.agent.probation_book import DAILY, OPENED, SESSIONS, WEEKLY, champion_trades
 
     settings = get_settings()

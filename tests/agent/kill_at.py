@@ -1,4 +1,4 @@
-"""A process that SIGKILLs itself at a named step of a promotion (`oomrl.promotion.STEPS`): the real
+"""A process that SIGKILLs itself at a named step of a promotion (`oomrl.repair.promotion.STEPS`): the real
 crash the recovery tests need, at a chosen point.
 
     python -m tests.agent.kill_at STEP oomrl ARGS...                  # the `oomrl` command
@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from oomrl import promotion
+from oomrl.repair import promotion
 
 
 def kill_at(step: str) -> None:
@@ -34,7 +34,7 @@ def promote(home: Path, candidate: Path, account: str, sessions: int = 0) -> Non
     from datetime import date
 
     from oomrl.portfolio.ledger import Ledger
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     versions = StrategyVersions(home / "workspace", Ledger(f"sqlite:///{home / 'ledger.db'}"))
     promotion.promote(
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> None:
     step, what, *rest = argv
     kill_at(step)
     if what == "oomrl":
-        from oomrl.cli import app
+        from oomrl.ops.cli import app
 
         app(rest, prog_name="oomrl")
     elif what == "promote":

@@ -10,7 +10,7 @@ import pandas as pd
 
 from oomrl.market import calendar
 from oomrl.portfolio.ledger import Ledger
-from oomrl.probation import advance_shadows, decide_due
+from oomrl.repair.probation import advance_shadows, decide_due
 
 OPENED = date(2025, 11, 28)  # the last session the repair saw
 SESSIONS = 5
@@ -27,7 +27,7 @@ def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> No
     from oomrl.portfolio.rebalance import advance, load_panels
     from oomrl.portfolio.service import membership
     from oomrl.portfolio.setup import rebalance_setup
-    from oomrl.trading import resolve_strategy
+    from oomrl.repair.trading import resolve_strategy
 
     store = ensure_sample(settings)
     resolved = resolve_strategy(settings, ledger, "paper")
@@ -38,7 +38,7 @@ def champion_trades(settings: Any, ledger: Ledger, start: date, end: date) -> No
 def chain_day(settings: Any, day: date) -> tuple[list[Any], list[Any]]:
     """What the daily chain does for probations on one session: shadows trade, every book is marked,
     ripe ones decided."""
-    from oomrl.chain import mark_active_accounts
+    from oomrl.repair.chain import mark_active_accounts
 
     advance_shadows(settings, day)
     marking = mark_active_accounts(settings, day)

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.agent.llm import Transcript
-from oomrl.cli import app
+from oomrl.ops.cli import app
 
 AUTOPSY = {"account": "paper", "alert_id": "alert-cli-1"}
 MANDATE = {

@@ -13,7 +13,7 @@ import pytest
 from oomrl.agent.capital import LLMBudgetBook
 from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import get_settings
-from oomrl.versions import StrategyVersions
+from oomrl.repair.versions import StrategyVersions
 from tests.agent.cheating_agent import CHEATS, scripted_answers, write_held_out
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 

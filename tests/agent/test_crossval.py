@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.crossval import (
+from oomrl.repair.crossval import (
     CrossValidation,
     PromotionRule,
     VersionMeasures,
@@ -357,7 +357,7 @@ def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.crossval import cross_validate, window_for
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
 
@@ -403,7 +403,7 @@ def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.crossval import cross_validate, window_for
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
 
@@ -465,7 +465,7 @@ def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.crossval import cross_validate, window_for
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
 
@@ -509,7 +509,7 @@ def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(
 
 
 def test_the_stateful_check_names_the_dates_and_symbols_that_differ() -> None:
-    from oomrl.crossval import stateful_check
+    from oomrl.repair.crossval import stateful_check
     from oomrl.portfolio.recompute import Difference, Recomputed
 
     days = [date(2024, 7, d) for d in (1, 8, 15)]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.crossval import Check
+from oomrl.repair.crossval import Check
 from oomrl.diagnostics.mandate import Constraints
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.market import MarketFrames
@@ -131,7 +131,7 @@ def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.crossval import cross_validate, window_for
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.settings import get_settings
 
@@ -185,7 +185,7 @@ def probe_check(
     """The crossval.memorized check of one replay of `strategy` (from `root`, else the
     repository)."""
     from oomrl.checkout import repo_root
-    from oomrl.crossval import HISTORY_DAYS, replay_version, window_for
+    from oomrl.repair.crossval import HISTORY_DAYS, replay_version, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
     from oomrl.portfolio.rebalance import load_panels

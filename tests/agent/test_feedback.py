@@ -17,7 +17,7 @@ from oomrl.agent.feedback import (
 )
 from oomrl.agent.roles import MissedCheck
 from oomrl.agent.verdicts import PreGateVerdict
-from oomrl.crossval import Check, CrossValidation
+from oomrl.repair.crossval import Check, CrossValidation
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 from tests.repair_inputs_for_tests import autopsy_json, pending_alert
 

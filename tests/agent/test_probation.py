@@ -12,14 +12,14 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl import promotion
-from oomrl.cli import app
+from oomrl.repair import promotion
+from oomrl.ops.cli import app
 from oomrl.diagnostics.autopsy import Autopsy, input_json
 from oomrl.errors import ProbationError
 from oomrl.market import calendar
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import Ledger
-from oomrl.probation import (
+from oomrl.repair.probation import (
     advance_shadows,
     open_probations,
     probations,
@@ -27,14 +27,14 @@ from oomrl.probation import (
     version_states,
 )
 from oomrl.settings import get_settings
-from oomrl.versions import StrategyVersions
+from oomrl.repair.versions import StrategyVersions
 from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 
 
 def test_the_default_probation_is_twenty_forward_sessions_and_a_run_may_choose_its_own(
     repair_home: Path, daily_momentum_autopsy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oomrl.repair import open_context
+    from oomrl.repair.loop import open_context
 
     monkeypatch.delenv("OOMRL_AGENT_PROBATION_SESSIONS")
     assert get_settings().agent.probation_sessions == 20
@@ -96,7 +96,7 @@ def test_a_challenger_not_worse_forward_takes_the_capital_after_its_probation(
 def test_a_challenger_worse_forward_is_retired_with_an_autopsy_the_next_repair_admits(
     on_probation: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oomrl.repair_inputs import admit
+    from oomrl.repair.inputs import admit
 
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_TEST", "superiority")
     # Must beat the champion by 500 % a year
@@ -265,7 +265,7 @@ def test_a_repair_of_an_account_whose_challenger_is_on_probation_is_refused_at_t
     on_probation: dict[str, Any],
 ) -> None:
     from oomrl.errors import AccountOnProbationError
-    from oomrl.repair_inputs import admit
+    from oomrl.repair.inputs import admit
 
     with pytest.raises(
         AccountOnProbationError,
@@ -279,7 +279,7 @@ def test_a_repair_of_an_account_whose_challenger_is_on_probation_is_refused_at_t
 def test_a_repair_that_waited_while_another_put_a_challenger_on_probation_stops_superseded(
     on_probation: dict[str, Any], daily_momentum_autopsy: dict[str, Any]
 ) -> None:
-    from oomrl.repair import RepairStepError, hold_account, open_context
+    from oomrl.repair.loop import RepairStepError, hold_account, open_context
 
     ctx = open_context(on_probation["settings"], Autopsy.model_validate(daily_momentum_autopsy))
     ctx.state.base = on_probation[

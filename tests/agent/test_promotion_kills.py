@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from oomrl import promotion
+from oomrl.repair import promotion
 from oomrl.portfolio.ledger import Ledger
-from oomrl.promotion import JOURNAL, STEPS, has_notes
-from oomrl.versions import StrategyVersions
+from oomrl.repair.promotion import JOURNAL, STEPS, has_notes
+from oomrl.repair.versions import StrategyVersions
 from tests.conftest import REPO_ROOT
 from tests.test_versions import make_bundle
 
@@ -149,7 +149,7 @@ def test_a_promotion_killed_at_any_step_is_recovered_by_the_next_command(
 def test_a_probation_killed_around_its_commit_point_is_recovered_by_the_next_command(
     home: Path, tmp_path: Path, step: str
 ) -> None:
-    from oomrl.probation import probations
+    from oomrl.repair.probation import probations
 
     versions = _versions(home)
     versions.ledger.open_account(ACCOUNT, 1_000_000)  # type: ignore[union-attr]

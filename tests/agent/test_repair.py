@@ -19,9 +19,9 @@ from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import CriticView, LLMProvider, Mandate, TestAuthorView
 from oomrl.agent.verdicts import PreGateVerdict, RepeatVerdict
-from oomrl.crossval import CrossValidation
+from oomrl.repair.crossval import CrossValidation
 from oomrl.diagnostics.mandate import Constraints
-from oomrl.repair import (
+from oomrl.repair.loop import (
     AttemptRecord,
     Decision,
     RepairContext,
@@ -234,8 +234,8 @@ def test_an_edited_mandate_is_what_the_test_author_gets(tmp_path: Path) -> None:
 
 
 def test_a_cross_validation_table_is_kept_per_round_and_in_the_outcome(tmp_path: Path) -> None:
-    from oomrl.crossval import Check
-    from oomrl.repair import cross_validation, finish
+    from oomrl.repair.crossval import Check
+    from oomrl.repair.loop import cross_validation, finish
 
     table = CrossValidation(
         start=date(2024, 7, 1),
@@ -259,7 +259,7 @@ def test_load_autopsy_accepts_full_or_partial_and_names_problems(
 ) -> None:
     from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
     from oomrl.errors import OomrlError
-    from oomrl.repair import as_of_of, load_autopsy
+    from oomrl.repair.loop import as_of_of, load_autopsy
 
     full = load_autopsy(daily_momentum_autopsy)
     assert isinstance(full, Autopsy) and full.alert_id == daily_momentum_autopsy["alert_id"]
@@ -307,7 +307,7 @@ def test_a_defect_still_reports_the_step_and_keeps_the_traceback(tmp_path: Path)
 
 def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_path: Path) -> None:
     from guardrails.patch.diffs import apply_patch, parse_patch
-    from oomrl.repair import changed_tests
+    from oomrl.repair.loop import changed_tests
 
     ctx = make_context(tmp_path, ScriptedProvider())
     prepare_candidate(ctx)
@@ -333,7 +333,7 @@ def test_the_coder_is_told_which_tests_the_accepted_diff_added_or_changed(tmp_pa
 
 def test_a_retried_step_continues_the_count_and_keeps_the_feedback(tmp_path: Path) -> None:
     from oomrl.errors import LLMUnavailableError
-    from oomrl.repair import test_genesis as run_test_genesis
+    from oomrl.repair.loop import test_genesis as run_test_genesis
 
     def endpoint_down(view: TestAuthorView) -> str:
         raise LLMUnavailableError("down", transient=True)
@@ -392,7 +392,7 @@ def test_a_tautological_test_and_a_test_sniffing_coder_are_caught_and_reported(
 
 def test_a_missing_held_out_folder_is_refused_before_the_repair_starts(repair_home: Path) -> None:
     from oomrl.errors import OomrlError
-    from oomrl.repair import open_context
+    from oomrl.repair.loop import open_context
     from oomrl.settings import get_settings
 
     with pytest.raises(OomrlError, match="OOMRL_AGENT_HOLDOUT_DIR .*nowhere is not a folder"):

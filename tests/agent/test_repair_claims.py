@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from oomrl.owners import HOST, Owner
-from oomrl.repair_claims import ClaimBook, Heartbeat
+from oomrl.repair.claims import ClaimBook, Heartbeat
 from tests.conftest import postgres_schema
 
 
@@ -115,7 +115,7 @@ def test_the_heartbeat_thread_keeps_a_claim_alive(book: ClaimBook) -> None:
 
 def test_waiting_for_a_busy_account_says_whom_it_waits_for_and_gives_up(book: ClaimBook) -> None:
     from oomrl.errors import AccountBusyError
-    from oomrl.repair_claims import wait_to_hold
+    from oomrl.repair.claims import wait_to_hold
 
     book.register("first", "paper")
     book.register("second", "paper")
@@ -165,7 +165,7 @@ def test_an_owner_on_another_host_is_judged_by_its_heartbeat(book: ClaimBook) ->
 
 def test_a_repair_claim_beats_while_it_lives_and_refuses_beyond_the_limit(book: ClaimBook) -> None:
     from oomrl.errors import TooManyRepairsError
-    from oomrl.repair_claims import RepairClaim
+    from oomrl.repair.claims import RepairClaim
 
     with (
         RepairClaim(book, "one", "paper", limit=2),

@@ -12,9 +12,9 @@ import pytest
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
 from oomrl.market import calendar
 from oomrl.portfolio.service import open_ledger
-from oomrl.repair_inputs import complete_autopsy
+from oomrl.repair.inputs import complete_autopsy
 from oomrl.settings import get_settings
-from oomrl.trading import run_rebalance
+from oomrl.repair.trading import run_rebalance
 from tests.repair_inputs_for_tests import pending_alert
 
 DATED = LossAlert(alert_id="am-abc-2024-07-12", account="paper", as_of=date(2024, 7, 12))
@@ -75,7 +75,7 @@ def test_every_rule_of_the_diagnostics_names_the_metric_the_door_checks() -> Non
 
     from oomrl.diagnostics import rules
     from oomrl.diagnostics.autopsy import AutopsyMetrics
-    from oomrl.repair_inputs import RULE_METRICS
+    from oomrl.repair.inputs import RULE_METRICS
 
     raised = set(re.findall(r'(?:_state|_alert)\(\s*"([a-z_]+)"', inspect.getsource(rules)))
     assert raised and raised == set(RULE_METRICS)  # a new rule names the metric it reads

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from oomrl import promotion
+from oomrl.repair import promotion
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Mandate
-from oomrl.crossval import CrossValidation
+from oomrl.repair.crossval import CrossValidation
 from oomrl.errors import UnknownActiveVersionError
-from oomrl.repair import RepairContext, run_repair
+from oomrl.repair.loop import RepairContext, run_repair
 from tests.agent.repair_helpers import (
     AUTOPSY,
     SOURCE,
@@ -110,7 +110,7 @@ def test_a_repair_whose_account_was_repaired_while_it_waited_stops_by_name(tmp_p
 
 
 def test_a_repair_that_cannot_take_its_account_fails_at_the_claim(tmp_path: Path) -> None:
-    from oomrl.repair import claim_for
+    from oomrl.repair.loop import claim_for
 
     ctx = make_context(tmp_path, ScriptedProvider())
     ctx = replace(ctx, claim_wait_s=0.0)  # `oomrl repair --wait 0`

@@ -15,8 +15,8 @@ from oomrl.agent.offline_coder import reference_change
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import LLMProvider, TestAuthorView, read_tree
-from oomrl.repair import run_repair
-from oomrl.versions import StrategyVersions
+from oomrl.repair.loop import run_repair
+from oomrl.repair.versions import StrategyVersions
 from tests.agent.cheating_agent import MODULE, only_at_test_capital, write_held_out
 from tests.agent.fake_openai import ScriptedAgent, role_of, serve_fake_openai
 from tests.agent.repair_helpers import (

@@ -166,7 +166,7 @@ def test_debug_shows_the_traceback(home: Path) -> None:
 
 
 def test_a_defect_says_so_without_a_traceback(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oomrl import trading
+    from oomrl.repair import trading
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("nav")

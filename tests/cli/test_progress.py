@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from oomrl.commands import progress
+from oomrl.ops.commands import progress
 from tests.cli.helpers import invoke
 from tests.guardrails.test_redteam import _tiny_corpus
 
@@ -62,7 +62,7 @@ def test_redteam_set_up_errors_keep_the_gate_contract(tmp_path: Path) -> None:
 
 
 def test_the_repair_shows_its_steps() -> None:
-    from oomrl.commands.agent_cmds import _step_status
+    from oomrl.ops.commands.agent_cmds import _step_status
 
     screen = io.StringIO()
     seen: list[str] = []

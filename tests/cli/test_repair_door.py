@@ -344,7 +344,7 @@ def test_a_full_disk_during_rebalance_is_named_and_the_ledger_is_unchanged(
 def test_a_repair_of_an_account_another_repair_holds_is_refused_by_name(
     home: Path, tmp_path: Path
 ) -> None:
-    from oomrl.repair_claims import ClaimBook
+    from oomrl.repair.claims import ClaimBook
     from oomrl.settings import get_settings
 
     book = ClaimBook(get_settings().ledger_url).create()

@@ -14,8 +14,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from oomrl.artifacts import NAV_COLUMNS, nav_rows, numeric_titles
-from oomrl.cli import app
-from oomrl.commands.tables import column_groups, print_rows, table_width
+from oomrl.ops.cli import app
+from oomrl.ops.commands.tables import column_groups, print_rows, table_width
 
 NAV = pd.DataFrame(
     {

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from oomrl.ops.cli import app
 from oomrl.data.ingest import ingest, resolve_range, resolve_universe
 from oomrl.data.sample import ensure_sample
 from oomrl.data.sources.akshare import AkshareSource

@@ -153,7 +153,7 @@ def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules
 ) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.cli import app
+    from oomrl.ops.cli import app
     from oomrl.data.store import MarketStore
     from oomrl.portfolio.service import run_replay
     from oomrl.settings import get_settings
@@ -230,7 +230,7 @@ def test_a_us_ingest_refuses_the_csi300_universe_and_a_bad_market(
 ) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.cli import app
+    from oomrl.ops.cli import app
 
     monkeypatch.setenv("OOMRL_HOME", str(tmp_path / "home"))
     refused = CliRunner().invoke(

@@ -48,7 +48,7 @@ def test_loss_alert_event_triggers_repair_that_waits_for_a_person(
     stack: Stack, event_webhook: str, alert_account: str
 ) -> None:
     from oomrl.diagnostics.autopsy import input_json
-    from oomrl.repair_inputs import load_autopsy
+    from oomrl.repair.inputs import load_autopsy
     from oomrl.webhook.signing import sign
 
     autopsy = json.loads(AUTOPSY.read_text())

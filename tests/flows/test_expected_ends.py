@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from oomrl.errors import AccountHaltedError, SourceUnavailableError
-from oomrl.repair import RepairNotPromoted, RepairOutcome
+from oomrl.repair.loop import RepairNotPromoted, RepairOutcome
 from tasks.expected_ends import ENGINE_EXIT, ExpectedEnds, quiet_expected_ends
 
 

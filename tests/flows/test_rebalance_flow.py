@@ -15,7 +15,7 @@ from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.market import calendar
 from oomrl.portfolio.ledger import Ledger
-from oomrl.versions import StrategyVersions
+from oomrl.repair.versions import StrategyVersions
 from tests.flows.prefect_helpers import account_events, artifact_keys, read_artifact
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -11,7 +11,7 @@ import pytest
 
 from oomrl.portfolio.ledger import Ledger
 from oomrl.settings import get_settings
-from oomrl.versions import StrategyVersions
+from oomrl.repair.versions import StrategyVersions
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
 from tests.flows.prefect_helpers import account_events, artifact_keys, flow_run_messages, paused_run
 
@@ -157,7 +157,7 @@ def test_no_decision_before_the_timeout_rejects(
     daily_momentum_autopsy: dict[str, Any],  # noqa: F811
 ) -> None:
     from flows.repair import outcome_of, repair
-    from oomrl.repair_claims import ClaimBook
+    from oomrl.repair.claims import ClaimBook
 
     state = repair(
         daily_momentum_autopsy, provider="offline", approval_timeout_s=2, return_state=True
@@ -237,7 +237,7 @@ def test_an_unknown_account_is_refused_like_at_every_door(
     daily_momentum_autopsy: dict[str, Any],  # noqa: F811
 ) -> None:
     from flows.repair import repair
-    from oomrl.repair import RepairNotPromoted
+    from oomrl.repair.loop import RepairNotPromoted
 
     # Called directly, a Failed run raises its data
     with pytest.raises(RepairNotPromoted) as refused:
@@ -256,7 +256,7 @@ def test_a_repair_beyond_the_running_limit_does_not_start(
     """However it was started (deployment, trigger, UI), a run beyond OOMRL_REPAIR_MAX_RUNNING live
     repairs (paused ones count: each holds its process) ends at once, naming the limit."""
     from flows.repair import outcome_of, repair
-    from oomrl.repair_claims import ClaimBook
+    from oomrl.repair.claims import ClaimBook
 
     monkeypatch.setenv("OOMRL_REPAIR_MAX_RUNNING", "2")
     book = ClaimBook(get_settings().ledger_url).create()
@@ -323,7 +323,7 @@ def test_an_alert_its_accounts_marked_sessions_cannot_explain_is_refused_like_at
     reason: str,
 ) -> None:
     from flows.repair import repair
-    from oomrl.repair import RepairNotPromoted
+    from oomrl.repair.loop import RepairNotPromoted
     from tests.agent.repair_helpers import mark_account
 
     if marks:

@@ -129,7 +129,7 @@ def test_cli_exit_codes_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_oomrl_cli_delegates_to_the_gate(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.cli import app
+    from oomrl.ops.cli import app
 
     ws = make_workspace(tmp_path)
     patch = tmp_path / "p.diff"
@@ -169,7 +169,7 @@ def test_oomrl_cli_delegates_to_the_gate(tmp_path: Path) -> None:
 def test_oomrl_gate_passes_the_superseded_tests_to_a_red_run(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.cli import app
+    from oomrl.ops.cli import app
 
     ws = make_workspace(tmp_path, "buggy")
     old = (ws / "tests" / "test_smoke.py").read_text()

@@ -270,7 +270,7 @@ def test_bad_corpus_index_is_a_setup_error(
 def test_oomrl_redteam_command(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.cli import app
+    from oomrl.ops.cli import app
 
     corpus = _tiny_corpus(
         tmp_path, ["edit_tests,patches/d12_code_patch_edits_tests.diff,honest,code-patch,-,blocked"]

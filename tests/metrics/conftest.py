@@ -41,7 +41,7 @@ def traded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped
 def traded_report(traded, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The account's report, as `oomrl report --account` writes it."""
     from oomrl.metrics.attribution import account_report
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
     from tests.metrics.traded_account import ACCOUNT
 
     # As report_dir names it

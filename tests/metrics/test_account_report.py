@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from oomrl.ops.cli import app
 from oomrl.data.store import MarketStore
 from oomrl.errors import MetricsInputError
 from oomrl.metrics.attribution import (

@@ -21,7 +21,7 @@ from oomrl.artifacts import (
     replay_rows,
     report_artifacts,
 )
-from oomrl.crossval import CrossValidation, VersionMeasures, crossval_rows
+from oomrl.repair.crossval import CrossValidation, VersionMeasures, crossval_rows
 from oomrl.report_links import ReportLinks
 from oomrl.run_tags import alert_tag, strategy_tags
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from oomrl.ops.cli import app
 from oomrl.metrics.performance import METRIC_KEYS
 from tests.metrics.conftest import CSI300_PRICE, CSI300_TOTAL_RETURN, TABLE1_PHASES
 

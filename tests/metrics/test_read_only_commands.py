@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from oomrl.ops.cli import app
 from tests.metrics.conftest import CSI300_PRICE, CSI300_TOTAL_RETURN
 from tests.metrics.traded_account import ACCOUNT, TradedAccount
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from oomrl import promotion
+from oomrl.repair import promotion
 from oomrl.diagnostics.diagnose import diagnose
 from oomrl.market import calendar
 from oomrl.market.rules import AShareRules
@@ -19,7 +19,7 @@ from oomrl.metrics.attribution import benchmark_returns
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceSetup, load_panels, rebalance
 from oomrl.settings import OomrlSettings, get_settings
-from oomrl.versions import StrategyVersions
+from oomrl.repair.versions import StrategyVersions
 from tests.portfolio.inprocess import InProcessStrategy
 
 ACCOUNT = "quant"

@@ -14,9 +14,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from oomrl import promotion
-from oomrl.cli import app
-from oomrl.demo import DemoConfig, DemoRepair, pick_alert, run_demo, weeks_between
+from oomrl.repair import promotion
+from oomrl.ops.cli import app
+from oomrl.ops.demo import DemoConfig, DemoRepair, pick_alert, run_demo, weeks_between
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
 from oomrl.settings import OomrlSettings
@@ -62,7 +62,7 @@ class ProbationRepairer:
 
     def __call__(self, settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> DemoRepair:
         from oomrl.portfolio.service import open_ledger
-        from oomrl.versions import StrategyVersions
+        from oomrl.repair.versions import StrategyVersions
 
         self.autopsies.append(autopsy)
         versions = StrategyVersions(settings.store.workspace_dir, open_ledger(settings))
@@ -103,7 +103,7 @@ def test_a_repaired_version_trades_its_probation_forward_and_the_chain_promotes_
     from oomrl.market import calendar
     from oomrl.metrics.attribution import account_marks, account_returns, version_labels
     from oomrl.portfolio.ledger import Ledger
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     # 500 % a year: the challenger keeps up
     monkeypatch.setenv("OOMRL_AGENT_PROMOTION_MARGIN", "5.0")
@@ -415,7 +415,7 @@ def test_a_demo_without_a_jail_says_its_strategy_code_ran_unjailed(tmp_path: Pat
 
 
 def test_the_active_version_keeps_its_runner_until_another_version_trades() -> None:
-    from oomrl.demo import ActiveVersion
+    from oomrl.ops.demo import ActiveVersion
     from oomrl.market.rules import AShareRules
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.setup import RebalanceSetup

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from oomrl.agent.capital import LLMBudgetBook
 from oomrl.portfolio.ledger import Ledger
-from oomrl.repair_claims import ClaimBook
+from oomrl.repair.claims import ClaimBook
 from tests.conftest import postgres_schema
 
 RACERS = 6

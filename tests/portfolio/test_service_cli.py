@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.checkout import repo_root
-from oomrl.cli import app
+from oomrl.ops.cli import app
 from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError
 from oomrl.market import calendar
 from oomrl.portfolio.service import last_session, open_ledger, parse_params, run_replay
 from oomrl.settings import get_settings
-from oomrl.trading import resolve_strategy, run_rebalance
+from oomrl.repair.trading import resolve_strategy, run_rebalance
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "601318.SH", "600519.SH", "000002.SZ"]
 runner = CliRunner()
@@ -108,7 +108,7 @@ def test_last_session_skips_weekends_and_holidays() -> None:
 
 
 def test_active_workspace_version_is_loaded_and_traded(oomrl_home: Path) -> None:
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     days = seed(oomrl_home)
     settings = get_settings()

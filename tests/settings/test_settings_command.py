@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.cli import app
+from oomrl.ops.cli import app
 from oomrl.settings import GROUPS, OomrlSettings
 from oomrl.settings.listing import MASK
 

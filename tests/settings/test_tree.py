@@ -106,7 +106,7 @@ def test_reading_the_settings_imports_no_domain(home: Path) -> None:
         "import sys; from oomrl.settings import get_settings; get_settings(); "
         "print(sorted(m for m in sys.modules if m.startswith(('oomrl.portfolio', 'oomrl.market', "
         "'oomrl.agent', 'oomrl.data', 'oomrl.metrics', 'oomrl.diagnostics', 'oomrl.webhook', "
-        "'oomrl.repair', 'oomrl.versions', 'orchestration.stack'))))"
+        "'oomrl.repair', 'oomrl.repair.versions', 'orchestration.stack'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

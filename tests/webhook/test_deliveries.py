@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from oomrl.diagnostics.autopsy import RepairInput
 from oomrl.errors import LaunchError
-from oomrl.repair_claims import CLAIM_SILENT_S, ClaimBook
+from oomrl.repair.claims import CLAIM_SILENT_S, ClaimBook
 from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook import app as webhook_app
 from oomrl.webhook.app import create_app

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.repair_inputs import MAX_AUTOPSY_BYTES
+from oomrl.repair.inputs import MAX_AUTOPSY_BYTES
 from oomrl.settings import OomrlSettings, WebhookSettings, get_settings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from oomrl.repair_claims import ClaimBook
+from oomrl.repair.claims import ClaimBook
 from oomrl.settings import OomrlSettings, WebhookSettings
 from oomrl.webhook.app import create_app
 from oomrl.webhook.deliveries import DeliveryStore

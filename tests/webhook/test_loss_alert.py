@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from oomrl.diagnostics.autopsy import input_json
-from oomrl.repair_inputs import load_autopsy
+from oomrl.repair.inputs import load_autopsy
 from oomrl.settings import (
     OomrlSettings,
     SettingsError,

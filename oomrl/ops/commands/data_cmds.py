@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oomrl.commands import Market, finite_seconds, parse_day, progress
+from oomrl.ops.commands import Market, finite_seconds, parse_day, progress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -126,7 +126,7 @@ def ingest_command(
 
     CSI 300 levels and membership are stored too; bad rows are quarantined, never stored.
     """
-    from oomrl.commands.tables import output_console
+    from oomrl.ops.commands.tables import output_console
     from oomrl.data.ingest import ingest
     from oomrl.data.sample_clock import clocked_end
     from oomrl.data.sources import get_source

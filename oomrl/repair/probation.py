@@ -8,7 +8,7 @@ beside the champion.
 
 After `sessions` forward sessions, `decide_due` judges it. It judges at once when the kill switch
 halts the shadow. It judges those sessions only, net of friction. It checks every constraint of its
-mandate. It checks the promotion rule (oomrl.crossval.PromotionRule) against the champion.
+mandate. It checks the promotion rule (oomrl.repair.crossval.PromotionRule) against the champion.
 Promoted, the account trades the challenger. Retired, the shadow closes. An autopsy of the forward
 sessions (rule `probation_retired`) is then recorded as the account's alert. The next repair reads
 it. A person may decide early (`decide_now`).
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from oomrl.crossval import (
+from oomrl.repair.crossval import (
     Check,
     PromotionRule,
     VersionMeasures,
@@ -351,7 +351,7 @@ def idle(book: ReplayResult, sessions: pd.DatetimeIndex) -> ReplayResult:
 
 def mandate_of(settings: OomrlSettings, sha: str) -> Constraints:
     """The constraints of the mandate the version was repaired under (its notes), else none."""
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     mandate = StrategyVersions(settings.store.workspace_dir).metadata(sha).get("mandate") or {}
     return Constraints.model_validate(mandate.get("constraints") or {})
@@ -586,7 +586,7 @@ def continue_trail(
 ) -> None:
     """The repair's trail (its run folder's trail.jsonl) takes the probation's last edge."""
     from oomrl.agent.machine import Trail
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     run_dir = StrategyVersions(settings.store.workspace_dir).metadata(probation.sha).get("run_dir")
     trail = Path(str(run_dir)) / "trail.jsonl" if run_dir else None
@@ -662,7 +662,7 @@ def advance_shadows(settings: OomrlSettings, as_of: date, store: Any = None) -> 
     from oomrl.portfolio.rebalance import HISTORY_DAYS, advance, load_panels
     from oomrl.portfolio.service import membership, open_ledger
     from oomrl.portfolio.setup import rebalance_setup
-    from oomrl.trading import resolve_strategy
+    from oomrl.repair.trading import resolve_strategy
 
     ledger = open_ledger(settings)
     store = store if store is not None else ensure_sample(settings)

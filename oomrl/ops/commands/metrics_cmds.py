@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from oomrl.commands import AccountOption, Benchmark, parse_day, valid_account
+from oomrl.ops.commands import AccountOption, Benchmark, parse_day, valid_account
 
 
 def _finite_rate(value: float) -> float:
@@ -31,7 +31,7 @@ def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(values))
         return
-    from oomrl.commands.tables import output_console, rows_table
+    from oomrl.ops.commands.tables import output_console, rows_table
     from oomrl.metrics.labels import label
     from oomrl.metrics.tearsheet import format_value
 
@@ -147,7 +147,7 @@ def report_command(
     else:
         from oomrl.data.sample import ensure_sample
         from oomrl.portfolio.ledger import Ledger
-        from oomrl.versions import StrategyVersions
+        from oomrl.repair.versions import StrategyVersions
 
         folder = out or report_dir(settings.store.runs_dir, str(account))
         store = ensure_sample(settings)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from oomrl.commands import (
+from oomrl.ops.commands import (
     AccountOption,
     Lock,
     Provider,
@@ -34,7 +34,7 @@ RefArgument = Annotated[
 def _versions() -> Any:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     settings = get_settings()
     settings.store.ensure_dirs()
@@ -51,7 +51,7 @@ def _read_versions() -> Any:
     """
     from oomrl.portfolio.service import existing_ledger
     from oomrl.settings import get_settings
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     settings = get_settings()
     return _recovered(
@@ -60,7 +60,7 @@ def _read_versions() -> Any:
 
 
 def _recovered(store: Any) -> Any:
-    from oomrl import promotion
+    from oomrl.repair import promotion
 
     note = promotion.recover(store)
     if note:
@@ -71,7 +71,7 @@ def _recovered(store: Any) -> Any:
 def _review(mandate: Any) -> Any:
     """Ask the person at the terminal to approve, edit or reject the mandate."""
     from oomrl.diagnostics.mandate import Constraints
-    from oomrl.repair import Decision
+    from oomrl.repair.loop import Decision
 
     typer.echo(json.dumps(mandate.model_dump(exclude_none=True), indent=1))
     try:
@@ -208,9 +208,9 @@ def repair_command(
     Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion.
     One repair per account at a time, whatever started it: this command, the flow, the demo.
     """
-    from oomrl import repair as domain
+    from oomrl.repair import loop as domain
     from oomrl.errors import OomrlError
-    from oomrl.repair_inputs import check_known, check_transcript, read_autopsy_file
+    from oomrl.repair.inputs import check_known, check_transcript, read_autopsy_file
     from oomrl.settings import get_settings
 
     settings = get_settings()
@@ -263,7 +263,7 @@ def check_cmd() -> None:
     Checks branch, tags, notes and every account's active version in the ledger. Exit 1 names what
     does not agree.
     """
-    from oomrl import promotion
+    from oomrl.repair import promotion
     from oomrl.errors import OomrlError
 
     store, _ = _read_versions()
@@ -289,7 +289,7 @@ def init_cmd() -> None:
 
     From the bundled strategies; nothing happens when the workspace exists.
     """
-    from oomrl import promotion
+    from oomrl.repair import promotion
 
     store, _ = _versions()
     typer.echo(promotion.open_workspace(store))
@@ -320,7 +320,7 @@ def list_cmd(account: AccountOption = None) -> None:
 
 def _states(ledger: Any, account: str) -> dict[str, str]:
     """sha -> active, probation or retired for `account` (nothing without a ledger)."""
-    from oomrl.probation import version_states
+    from oomrl.repair.probation import version_states
 
     return version_states(ledger, account) if ledger is not None else {}
 
@@ -332,7 +332,7 @@ ReasonOption = Annotated[
 
 def _decide(ref: str, account: str | None, verdict: str, reason: str) -> None:
     from oomrl.owners import Owner
-    from oomrl.probation import decide_now
+    from oomrl.repair.probation import decide_now
 
     store, settings = _versions()
     name = account_or_default(account, settings)

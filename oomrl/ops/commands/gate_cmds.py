@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from oomrl.commands import Lock, progress
+from oomrl.ops.commands import Lock, progress
 
 LOCK_HELP = (
     "Sandbox of the test runs (default: the strongest available, bwrap; hash-only only when named)."

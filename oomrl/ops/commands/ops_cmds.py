@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from oomrl.commands import Lock, RepairOn, valid_strategy
+from oomrl.ops.commands import Lock, RepairOn, valid_strategy
 
 
 def demo_command(
@@ -50,7 +50,7 @@ def demo_command(
 
     Replay, alert, repair, probation, promote, Table 1 and the tearsheet.
     """
-    from oomrl.demo import run_demo
+    from oomrl.ops.demo import run_demo
 
     run_demo(
         home=home,

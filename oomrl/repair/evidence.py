@@ -14,7 +14,7 @@ import pandas as pd
 from oomrl.metrics import charts
 
 if TYPE_CHECKING:
-    from oomrl.crossval import CrossValidation
+    from oomrl.repair.crossval import CrossValidation
 
 VERSION_STYLES = {
     "candidate": {"color": charts.PROMOTION_COLOR, "linewidth": 1.9},

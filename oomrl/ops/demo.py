@@ -28,17 +28,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from oomrl.demo_probation import ProbationSessions, probation_log
+from oomrl.ops.demo_probation import ProbationSessions, probation_log
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
-from oomrl.repair_endings import ending_name
+from oomrl.repair.endings import ending_name
 from oomrl.settings import OomrlSettings, get_settings
 
 if TYPE_CHECKING:
     from oomrl.portfolio.hosting import StrategyRunner
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.setup import RebalanceSetup
-    from oomrl.probation import Probation
+    from oomrl.repair.probation import Probation
 
 DEMO_ACCOUNT = "demo"
 # The daily chain's default (OOMRL_AGENT_PROBATION_SESSIONS), never read from the env here
@@ -221,7 +221,7 @@ def pick_alert(autopsies: list[Any], policy: str) -> Any | None:
 
 def run_repair_inline(settings: OomrlSettings, config: DemoConfig, autopsy: Autopsy) -> DemoRepair:
     """One STDAW repair in this process: offline provider, mandate auto-approved."""
-    from oomrl import repair as domain
+    from oomrl.repair import loop as domain
 
     ctx = domain.open_context(
         settings,
@@ -289,15 +289,15 @@ def replay_weeks(
     repairer: Repairer = run_repair_inline,
 ) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
-    from oomrl import promotion
+    from oomrl.repair import promotion
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance, session_index
     from oomrl.portfolio.service import membership, open_ledger
     from oomrl.portfolio.setup import market_rules, rebalance_setup
-    from oomrl.trading import resolve_strategy
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.trading import resolve_strategy
+    from oomrl.repair.versions import StrategyVersions
 
     ledger = open_ledger(settings)
     ledger.open_account(config.account, settings.ledger.initial_cash)
@@ -454,7 +454,7 @@ def version_phases(
 ) -> list[Any]:
     """One phase per contiguous span of a version, named by its tag and strategy."""
     from oomrl.metrics.performance import phases_from_versions
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     names = {
         info.sha: f"{info.tag} {info.strategy or config.strategy}"
@@ -546,7 +546,7 @@ def write_reports(
         report_dir,
     )
     from oomrl.portfolio.service import open_ledger
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     ledger = open_ledger(settings)
     log.probations = probation_log(settings, config.account)

@@ -23,7 +23,7 @@ from oomrl.settings import OomrlSettings
 if TYPE_CHECKING:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.portfolio.market import MarketFrames
-    from oomrl.probation import Decided, Probation
+    from oomrl.repair.probation import Decided, Probation
 
 
 @dataclass
@@ -45,7 +45,7 @@ class ProbationSessions:
         return open_ledger(self.settings)
 
     def running(self) -> list[Probation]:
-        from oomrl.probation import open_probations
+        from oomrl.repair.probation import open_probations
 
         return open_probations(self.ledger, self.account)
 
@@ -55,7 +55,7 @@ class ProbationSessions:
         Returns the ones decided, and the session the champion's kill switch halted it on. The
         session is set only if a mark tripped it.
         """
-        from oomrl.probation import advance_shadows, decide_due
+        from oomrl.repair.probation import advance_shadows, decide_due
 
         running = self.running()
         if not running:
@@ -132,6 +132,6 @@ def probation_log(settings: OomrlSettings, account: str) -> list[Probation]:
     """Every probation of `account` for `demo.json`, as the ledger holds it (the evidence table
     included)."""
     from oomrl.portfolio.service import open_ledger
-    from oomrl.probation import probations
+    from oomrl.repair.probation import probations
 
     return probations(open_ledger(settings), account)

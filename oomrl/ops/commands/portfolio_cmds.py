@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from oomrl.commands import (
+from oomrl.ops.commands import (
     AccountOption,
     Market,
     account_or_default,
@@ -32,7 +32,7 @@ def print_shown(console: Any, rows: list[dict[str, str]], columns: Any, title: s
     They are wrapped into parts on a narrow terminal, and whole on a pipe.
     """
     from oomrl.artifacts import numeric_titles
-    from oomrl.commands.tables import print_rows
+    from oomrl.ops.commands.tables import print_rows
 
     print_rows(console, rows[:SHOWN_ROWS], f"{title} ({len(rows)} rows)", numeric_titles(columns))
 
@@ -82,10 +82,10 @@ def rebalance_command(
     The account trades its active strategy version; a session is committed at most once.
     """
     from oomrl.artifacts import FILL_COLUMNS, ORDER_COLUMNS, fills_rows, orders_rows
-    from oomrl.commands.tables import output_console
+    from oomrl.ops.commands.tables import output_console
     from oomrl.portfolio.service import last_session
     from oomrl.settings import get_settings
-    from oomrl.trading import run_rebalance
+    from oomrl.repair.trading import run_rebalance
 
     settings = get_settings()
     day = parse_day(as_of, "--as-of") or last_session()
@@ -183,7 +183,7 @@ def replay_command(
         typer.echo(json.dumps(summaries, default=str, indent=2))
         return
     from oomrl.artifacts import REPLAY_COLUMNS, replay_rows
-    from oomrl.commands.tables import output_console
+    from oomrl.ops.commands.tables import output_console
 
     print_shown(output_console(), replay_rows(summaries), REPLAY_COLUMNS, "replay")
 
@@ -204,11 +204,11 @@ def account_show(
     Status, cash, positions, the last NAV rows and the active strategy version.
     """
     from oomrl.artifacts import NAV_COLUMNS, nav_rows
-    from oomrl.commands.tables import output_console, rows_table
+    from oomrl.ops.commands.tables import output_console, rows_table
     from oomrl.errors import OomrlError
     from oomrl.portfolio.service import existing_ledger
     from oomrl.settings import get_settings
-    from oomrl.versions import StrategyVersions
+    from oomrl.repair.versions import StrategyVersions
 
     settings = get_settings()
     name = account_or_default(account, settings)

@@ -18,7 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from oomrl import logs
-from oomrl.commands import (
+from oomrl.ops.commands import (
     agent_cmds,
     data_cmds,
     gate_cmds,

@@ -31,7 +31,7 @@ def resolve_strategy(
     if active is None:
         return ResolvedStrategy(bundled_strategy(settings, default), default, "builtin")
     sha, name = active
-    from oomrl.versions import StrategyVersions  # versions needs git; imported only when used
+    from oomrl.repair.versions import StrategyVersions  # versions needs git; imported only when used
 
     root = StrategyVersions(settings.store.workspace_dir).materialize(sha)
     return ResolvedStrategy(
@@ -47,7 +47,7 @@ def run_rebalance(
     ledger = open_ledger(settings)
     ledger.open_account(account, settings.ledger.initial_cash)
     if not dry_run:  # every booked trade names a version: a fresh account starts on v1
-        from oomrl.versions import StrategyVersions, start_on_v1
+        from oomrl.repair.versions import StrategyVersions, start_on_v1
 
         start_on_v1(
             StrategyVersions(settings.store.workspace_dir, ledger), account, DEFAULT_STRATEGY

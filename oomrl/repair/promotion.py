@@ -26,10 +26,10 @@ from filelock import FileLock, Timeout
 
 from oomrl.files import PRIVATE_FILE, atomic_write
 from oomrl.owners import Owner
-from oomrl.versions import NOTES_REF
+from oomrl.repair.versions import NOTES_REF
 
 if TYPE_CHECKING:
-    from oomrl.versions import StrategyVersions, VersionInfo
+    from oomrl.repair.versions import StrategyVersions, VersionInfo
 
 # In the workspace's .git: one promotion at a time, across processes
 PROMOTE_LOCK = "oomrl-promote.lock"
@@ -62,7 +62,7 @@ class Journal:
     strategy: str
     notes: dict[str, Any]
     owner: str
-    # A probation's shadow book: its active version is the commit point (oomrl.probation)
+    # A probation's shadow book: its active version is the commit point (oomrl.repair.probation)
     shadow: str = ""
     opened_on: str = ""
     sessions: int = 0
@@ -168,7 +168,7 @@ def promote(
             owner=str(Owner.me()),
         )
         if probation is not None:
-            from oomrl.probation import shadow_name
+            from oomrl.repair.probation import shadow_name
 
             journal.shadow, journal.opened_on, journal.sessions = (
                 shadow_name(account, tag),
@@ -208,7 +208,7 @@ def commit_point(versions: StrategyVersions, journal: Journal) -> None:
     if not journal.shadow:
         versions.activate(journal.tag, journal.account, journal.strategy)
         return
-    from oomrl.probation import open_probation
+    from oomrl.repair.probation import open_probation
 
     open_probation(
         versions.ledger,  # type: ignore[arg-type]

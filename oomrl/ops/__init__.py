@@ -1,0 +1,1 @@
+"""Operations: the command line, its commands and the demo."""

@@ -1,0 +1,1 @@
+"""The repair room: the repair loop, versions, promotion, probation, cross-validation."""
