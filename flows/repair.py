@@ -13,12 +13,12 @@ from prefect.events import emit_event
 from prefect.states import Completed, Failed, State
 
 from oomrl import logs
-from oomrl.repair import loop as domain
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.diagnostics.autopsy import input_json
 from oomrl.errors import OomrlError, TooManyRepairsError
 from oomrl.events import PROBATION_EVENT, PROMOTED_EVENT, account_resource
+from oomrl.repair import loop as domain
 from oomrl.repair.claims import ClaimBook, RepairClaim
 from oomrl.run_tags import alert_tag
 from oomrl.settings import get_settings

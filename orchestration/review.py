@@ -21,10 +21,10 @@ from prefect.states import Paused, Running, State
 from prefect.utilities.engine import propose_state_sync
 from pydantic import Field
 
-from oomrl.repair import loop as domain
 from oomrl.agent.roles import TEST_NODE_ID, Mandate
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert, stored_input
 from oomrl.diagnostics.mandate import Constraints
+from oomrl.repair import loop as domain
 
 Reviewed = TypeVar("Reviewed", bound=RunInput)
 # How often a paused run looks for the reviewer's answer (Prefect's own pause: 10 s)

@@ -200,8 +200,8 @@ def diagnose_and_alert(
 )
 def report_gap(account: str, home: str | None = None) -> str | None:
     """Why the account's report cannot be written yet (too few NAV sessions), or None."""
-    from oomrl.repair.chain import report_gap as gap
     from oomrl.portfolio.service import open_ledger
+    from oomrl.repair.chain import report_gap as gap
 
     return gap(len(open_ledger(settings_for(home)).nav_frame(account)))
 

@@ -16,11 +16,11 @@ from prefect.client.schemas.objects import TaskRun
 from prefect.states import State
 from prefect.tasks import Task, exponential_backoff
 
-from oomrl.repair import loop as domain
 from oomrl.artifacts import image_link
-from oomrl.repair.crossval import crossval_markdown, crossval_rows
 from oomrl.errors import LLMUnavailableError
+from oomrl.repair import loop as domain
 from oomrl.repair.artifacts import not_measured_rows
+from oomrl.repair.crossval import crossval_markdown, crossval_rows
 from oomrl.report_links import ReportLinks
 
 STEP_RETRIES = 2

@@ -1126,8 +1126,8 @@ def test_the_reward_and_kill_switch_defaults_are_the_code() -> None:
 
 
 def test_the_cross_validation_figures_are_the_code() -> None:
-    from oomrl.repair import crossval
     from oomrl.portfolio.recompute import recompute_fresh
+    from oomrl.repair import crossval
     from oomrl.settings import AgentSettings
 
     assert int(find("portfolio", r"`LONG_SESSIONS` = (\d+)").group(1)) == crossval.LONG_SESSIONS

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.repair import promotion
 from oomrl.errors import UnknownActiveVersionError, VersionError
 from oomrl.portfolio.ledger import Ledger
+from oomrl.repair import promotion
 from oomrl.repair.versions import GUARD_PYPROJECT, StrategyVersions
 
 

@@ -18,6 +18,7 @@ import typer
 from typer.core import TyperGroup
 
 from oomrl import logs
+from oomrl.errors import user_message
 from oomrl.ops.commands import (
     agent_cmds,
     data_cmds,
@@ -27,7 +28,6 @@ from oomrl.ops.commands import (
     portfolio_cmds,
     settings_cmds,
 )
-from oomrl.errors import user_message
 
 DEBUG_KEY = "oomrl.debug"
 EXIT_FAILURE = 1

@@ -28,9 +28,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from oomrl.ops.demo_probation import ProbationSessions, probation_log
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
+from oomrl.ops.demo_probation import ProbationSessions, probation_log
 from oomrl.repair.endings import ending_name
 from oomrl.settings import OomrlSettings, get_settings
 
@@ -289,13 +289,13 @@ def replay_weeks(
     repairer: Repairer = run_repair_inline,
 ) -> DemoLog:
     """The outer loop, one ISO week at a time: trade, diagnose, repair, promote."""
-    from oomrl.repair import promotion
     from oomrl.diagnostics.diagnose import diagnose
     from oomrl.metrics.attribution import benchmark_returns
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.rebalance import HISTORY_DAYS, load_panels, rebalance, session_index
     from oomrl.portfolio.service import membership, open_ledger
     from oomrl.portfolio.setup import market_rules, rebalance_setup
+    from oomrl.repair import promotion
     from oomrl.repair.trading import resolve_strategy
     from oomrl.repair.versions import StrategyVersions
 

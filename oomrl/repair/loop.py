@@ -35,20 +35,26 @@ from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import RUN_ENDS, Trail
 from oomrl.agent.providers import get_provider
 from oomrl.agent.roles import CriticView, Mandate, read_tree
-from oomrl.repair.crossval import CrossValidation, PromotionRule, baseline_of, cross_validate, window_for
 from oomrl.data.store import MarketStore
 from oomrl.diagnostics.autopsy import Autopsy, RepairInput, input_json
 from oomrl.errors import AccountBusyError, OomrlError, OutOfMoneyError, RepairStepError
 from oomrl.files import private_dir
 from oomrl.portfolio.ledger import Ledger
-from oomrl.repair.probation import open_probations, shadow_name
-from oomrl.repair.promotion import open_workspace, promote
 from oomrl.repair.claims import ClaimBook, RepairClaim
+from oomrl.repair.crossval import (
+    CrossValidation,
+    PromotionRule,
+    baseline_of,
+    cross_validate,
+    window_for,
+)
 from oomrl.repair.endings import FAILED_STATE_NAMES, ending_name
 from oomrl.repair.inputs import admit, as_of_of, complete_autopsy, load_autopsy, require_admitted
+from oomrl.repair.probation import open_probations, shadow_name
+from oomrl.repair.promotion import open_workspace, promote
+from oomrl.repair.versions import StrategyVersions, VersionInfo
 from oomrl.scratch import RUN_NOTE, clear_orphans, note_owner
 from oomrl.settings import AgentSettings, OomrlSettings
-from oomrl.repair.versions import StrategyVersions, VersionInfo
 
 logger = logging.getLogger(__name__)
 STEPS = ("critic", "approval", "test-genesis", "logic-genesis", "cross-validation", "promotion")

@@ -26,6 +26,14 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from oomrl.diagnostics.autopsy import Autopsy
+from oomrl.diagnostics.mandate import Constraints
+from oomrl.errors import ProbationError
+from oomrl.names import ACCOUNT_MAX
+from oomrl.portfolio.killswitch import AccountStatus
+from oomrl.portfolio.ledger import AlertRow, Ledger
+from oomrl.portfolio.market import MarketFrames
+from oomrl.portfolio.replay import ReplayResult
 from oomrl.repair.crossval import (
     Check,
     PromotionRule,
@@ -35,14 +43,6 @@ from oomrl.repair.crossval import (
     measure,
     not_worse,
 )
-from oomrl.diagnostics.autopsy import Autopsy
-from oomrl.diagnostics.mandate import Constraints
-from oomrl.errors import ProbationError
-from oomrl.names import ACCOUNT_MAX
-from oomrl.portfolio.killswitch import AccountStatus
-from oomrl.portfolio.ledger import AlertRow, Ledger
-from oomrl.portfolio.market import MarketFrames
-from oomrl.portfolio.replay import ReplayResult
 from oomrl.settings import OomrlSettings
 
 # No door accepts it in an account name (oomrl.names): nobody opens or repairs a shadow

@@ -31,7 +31,9 @@ def resolve_strategy(
     if active is None:
         return ResolvedStrategy(bundled_strategy(settings, default), default, "builtin")
     sha, name = active
-    from oomrl.repair.versions import StrategyVersions  # versions needs git; imported only when used
+    from oomrl.repair.versions import (
+        StrategyVersions,  # versions needs git; imported only when used
+    )
 
     root = StrategyVersions(settings.store.workspace_dir).materialize(sha)
     return ResolvedStrategy(

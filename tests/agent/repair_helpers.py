@@ -14,13 +14,13 @@ from oomrl.agent.budget import Budget
 from oomrl.agent.llm import Transcript
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import CoderView, CriticView, Mandate, Patch, TestAuthorView, read_tree
-from oomrl.repair.crossval import Check, CrossValidation
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
 from oomrl.diagnostics.mandate import Constraints
 from oomrl.portfolio.ledger import Ledger
+from oomrl.repair.crossval import Check, CrossValidation
 from oomrl.repair.loop import Decision, RepairContext
-from oomrl.settings import AgentSettings, get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import AgentSettings, get_settings
 from tests.repair_inputs_for_tests import pending_alert
 
 MANDATE = Mandate(

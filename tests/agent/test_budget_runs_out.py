@@ -15,8 +15,8 @@ from oomrl.data.store import MarketStore
 from oomrl.metrics.attribution import account_report
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair.loop import Decision, open_context, run_repair
-from oomrl.settings import get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import get_settings
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 from tests.agent.repair_helpers import offline_mandate
 from tests.diagnostics.conftest import seed_account_home

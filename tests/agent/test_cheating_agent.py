@@ -12,8 +12,8 @@ import pytest
 
 from oomrl.agent.capital import LLMBudgetBook
 from oomrl.portfolio.ledger import Ledger
-from oomrl.settings import get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import get_settings
 from tests.agent.cheating_agent import CHEATS, scripted_answers, write_held_out
 from tests.agent.fake_openai import ScriptedAgent, serve_fake_openai
 

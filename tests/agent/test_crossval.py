@@ -13,6 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from oomrl.diagnostics.mandate import Constraints
+from oomrl.errors import MetricsInputError
+from oomrl.portfolio.replay import ReplayResult
 from oomrl.repair.crossval import (
     CrossValidation,
     PromotionRule,
@@ -24,9 +27,6 @@ from oomrl.repair.crossval import (
     not_worse,
     period_key,
 )
-from oomrl.diagnostics.mandate import Constraints
-from oomrl.errors import MetricsInputError
-from oomrl.portfolio.replay import ReplayResult
 
 WEEKLY = Constraints(rebalance="weekly", max_adv_participation=0.05, max_weekly_turnover=0.3)
 DAYS = [date(2024, 1, 2) + timedelta(days=i) for i in range(120)]
@@ -357,8 +357,8 @@ def test_an_active_version_halted_by_the_kill_switch_is_measured_and_a_candidate
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.settings import get_settings
 
     candidate = tmp_path / "candidate"
@@ -403,8 +403,8 @@ def test_cross_validate_replays_every_version_in_both_windows_even_from_an_older
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.settings import get_settings
 
     old = tmp_path / "old"  # a version from before strategy_api: its own strategies/base.py
@@ -465,8 +465,8 @@ def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.settings import get_settings
 
     candidate = tmp_path / "candidate"
@@ -509,8 +509,8 @@ def test_a_candidate_whose_decisions_depend_on_earlier_calls_is_refused(
 
 
 def test_the_stateful_check_names_the_dates_and_symbols_that_differ() -> None:
-    from oomrl.repair.crossval import stateful_check
     from oomrl.portfolio.recompute import Difference, Recomputed
+    from oomrl.repair.crossval import stateful_check
 
     days = [date(2024, 7, d) for d in (1, 8, 15)]
     same = stateful_check(Recomputed(days, 12, []))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.repair.crossval import run_in_process
 from oomrl.diagnostics.mandate import Constraints
+from oomrl.repair.crossval import run_in_process
 from tasks.crossval import on_task_runner, version_mapper_from_settings
 from tests.agent.conftest import repair_home, sample_data  # noqa: F401 - fixtures
 
@@ -29,8 +29,8 @@ def test_both_versions_replay_on_two_dask_workers_with_the_same_result(repair_ho
     from prefect_dask import DaskTaskRunner
 
     from oomrl.checkout import repo_root
-    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.settings import get_settings
     from tasks.runners import task_runner_from_settings
 

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from oomrl.repair.crossval import Check
 from oomrl.diagnostics.mandate import Constraints
 from oomrl.market.rules import AShareRules
 from oomrl.portfolio.market import MarketFrames
 from oomrl.portfolio.probes import MONTHS, family, relabelled, seed_of, shifted
+from oomrl.repair.crossval import Check
 
 WEEKLY = Constraints(rebalance="weekly")
 ANCHOR = "        ideal = pd.Series(equal_weights(picks"
@@ -131,8 +131,8 @@ def test_a_patch_holding_the_best_names_per_date_is_refused_as_memorized(
     repair_home: Path, tmp_path: Path
 ) -> None:
     from oomrl.checkout import repo_root
-    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.data.sample import ensure_sample
+    from oomrl.repair.crossval import cross_validate, window_for
     from oomrl.settings import get_settings
 
     table = best_names_per_date(repair_home)
@@ -185,11 +185,11 @@ def probe_check(
     """The crossval.memorized check of one replay of `strategy` (from `root`, else the
     repository)."""
     from oomrl.checkout import repo_root
-    from oomrl.repair.crossval import HISTORY_DAYS, replay_version, window_for
     from oomrl.data.sample import ensure_sample
     from oomrl.metrics.io import returns_from_levels
     from oomrl.portfolio.rebalance import load_panels
     from oomrl.portfolio.service import membership
+    from oomrl.repair.crossval import HISTORY_DAYS, replay_version, window_for
     from oomrl.settings import get_settings
 
     store = ensure_sample(get_settings())

@@ -17,8 +17,8 @@ from oomrl.agent.feedback import (
 )
 from oomrl.agent.roles import MissedCheck
 from oomrl.agent.verdicts import PreGateVerdict
-from oomrl.repair.crossval import Check, CrossValidation
 from oomrl.diagnostics.autopsy import Autopsy, LossAlert
+from oomrl.repair.crossval import Check, CrossValidation
 from tests.repair_inputs_for_tests import autopsy_json, pending_alert
 
 SOURCE = "strategies/m.py"

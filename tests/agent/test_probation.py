@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.repair import promotion
-from oomrl.ops.cli import app
 from oomrl.diagnostics.autopsy import Autopsy, input_json
 from oomrl.errors import ProbationError
 from oomrl.market import calendar
+from oomrl.ops.cli import app
 from oomrl.portfolio.killswitch import AccountStatus
 from oomrl.portfolio.ledger import Ledger
+from oomrl.repair import promotion
 from oomrl.repair.probation import (
     advance_shadows,
     open_probations,
@@ -26,8 +26,8 @@ from oomrl.repair.probation import (
     shadow_name,
     version_states,
 )
-from oomrl.settings import get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import get_settings
 from tests.agent.probation_book import OPENED, SESSIONS, chain_day, champion_trades, forward
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.repair import promotion
 from oomrl.portfolio.ledger import Ledger
+from oomrl.repair import promotion
 from oomrl.repair.promotion import JOURNAL, STEPS, has_notes
 from oomrl.repair.versions import StrategyVersions
 from tests.conftest import REPO_ROOT

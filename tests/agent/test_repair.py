@@ -19,8 +19,8 @@ from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript
 from oomrl.agent.offline_common import unified_diff
 from oomrl.agent.roles import CriticView, LLMProvider, Mandate, TestAuthorView
 from oomrl.agent.verdicts import PreGateVerdict, RepeatVerdict
-from oomrl.repair.crossval import CrossValidation
 from oomrl.diagnostics.mandate import Constraints
+from oomrl.repair.crossval import CrossValidation
 from oomrl.repair.loop import (
     AttemptRecord,
     Decision,

@@ -13,8 +13,8 @@ from oomrl.diagnostics.autopsy import Autopsy, LossAlert, input_json
 from oomrl.market import calendar
 from oomrl.portfolio.service import open_ledger
 from oomrl.repair.inputs import complete_autopsy
-from oomrl.settings import get_settings
 from oomrl.repair.trading import run_rebalance
+from oomrl.settings import get_settings
 from tests.repair_inputs_for_tests import pending_alert
 
 DATED = LossAlert(alert_id="am-abc-2024-07-12", account="paper", as_of=date(2024, 7, 12))

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from oomrl.repair import promotion
 from oomrl.portfolio.ledger import Ledger
+from oomrl.repair import promotion
 from oomrl.repair.promotion import JOURNAL
-from oomrl.settings import get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import get_settings
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
 from tests.conftest import REPO_ROOT
 

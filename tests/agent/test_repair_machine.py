@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from oomrl.agent.machine import TRANSITIONS, Trail
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import CoderView, Mandate, TestAuthorView
-from oomrl.repair.crossval import CrossValidation
 from oomrl.errors import IllegalTransitionError
+from oomrl.repair.crossval import CrossValidation
 from oomrl.repair.loop import Decision, RepairContext, run_repair
 from tests.agent.doc_edges import (
     doc_text,

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.ops.cli import app
 from oomrl.market.rules import AShareRules
+from oomrl.ops.cli import app
 from oomrl.portfolio.hosting import WorkspaceStrategy
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.market import MarketFrames
-from oomrl.settings import get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import get_settings
 from tests.portfolio.factories import random_panels
 
 KILL_THRESHOLD = "0.10"  # 10 % of principal lost halts

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from oomrl.repair import promotion
 from oomrl.agent.providers import OfflineProvider
 from oomrl.agent.roles import Mandate
-from oomrl.repair.crossval import CrossValidation
 from oomrl.errors import UnknownActiveVersionError
+from oomrl.repair import promotion
+from oomrl.repair.crossval import CrossValidation
 from oomrl.repair.loop import RepairContext, run_repair
 from tests.agent.repair_helpers import (
     AUTOPSY,

@@ -28,8 +28,8 @@ SETTINGS_VARIABLES = (
 def prepared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An OOMRL_HOME with the bundled sample ingested and the account `paper` rebalanced once."""
     from oomrl.data.sample import ensure_sample
-    from oomrl.settings import get_settings
     from oomrl.repair.trading import run_rebalance
+    from oomrl.settings import get_settings
 
     home = tmp_path_factory.mktemp("cli") / "home"
     settings = get_settings(store={"home": home}, ledger={"url": None, "account": "paper"})

@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.ops.cli import app
 from oomrl.data.ingest import ingest, resolve_range, resolve_universe
 from oomrl.data.sample import ensure_sample
 from oomrl.data.sources.akshare import AkshareSource
@@ -27,6 +26,7 @@ from oomrl.errors import (
     OomrlError,
     SourceUnavailableError,
 )
+from oomrl.ops.cli import app
 from oomrl.settings import get_settings
 from tests.conftest import FIXTURES
 from tests.data.conftest import writer_elsewhere

@@ -66,8 +66,8 @@ def test_only_an_ingest_of_the_sample_without_an_end_is_clocked(tmp_path: Path) 
 def test_a_fresh_home_with_the_clock_holds_the_sample_up_to_it_and_each_ingest_adds_a_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oomrl.ops.cli import app
     from oomrl.data.sample import ensure_sample
+    from oomrl.ops.cli import app
     from oomrl.settings import get_settings
 
     monkeypatch.setenv("OOMRL_HOME", str(tmp_path / "home"))

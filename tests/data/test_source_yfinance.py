@@ -153,8 +153,8 @@ def test_cli_ingests_us_tickers_and_a_replay_trades_them_under_the_generic_rules
 ) -> None:
     from typer.testing import CliRunner
 
-    from oomrl.ops.cli import app
     from oomrl.data.store import MarketStore
+    from oomrl.ops.cli import app
     from oomrl.portfolio.service import run_replay
     from oomrl.settings import get_settings
 

@@ -14,10 +14,10 @@ import pydantic
 import pytest
 
 from oomrl.agent.roles import Mandate
-from oomrl.repair.crossval import Check, CrossValidation, VersionMeasures
 from oomrl.diagnostics.mandate import Constraints
-from oomrl.repair.loop import RepairOutcome
 from oomrl.repair.artifacts import mandate_markdown, rounded_text
+from oomrl.repair.crossval import Check, CrossValidation, VersionMeasures
+from oomrl.repair.loop import RepairOutcome
 from orchestration.review import MandateReview, review_form
 from tests.repair_inputs_for_tests import autopsy_json, full_autopsy
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from oomrl.portfolio.ledger import Ledger
-from oomrl.settings import get_settings
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import get_settings
 from tests.agent.conftest import daily_momentum_autopsy, repair_home, sample_data  # noqa: F401
 from tests.flows.prefect_helpers import account_events, artifact_keys, flow_run_messages, paused_run
 

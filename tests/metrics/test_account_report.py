@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.ops.cli import app
 from oomrl.data.store import MarketStore
 from oomrl.errors import MetricsInputError
 from oomrl.metrics.attribution import (
@@ -19,6 +18,7 @@ from oomrl.metrics.attribution import (
     store_style_factors,
     universe_panel,
 )
+from oomrl.ops.cli import app
 from tests.diagnostics.conftest import seed_account_home
 
 runner = CliRunner()

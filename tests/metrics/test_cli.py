@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oomrl.ops.cli import app
 from oomrl.metrics.performance import METRIC_KEYS
+from oomrl.ops.cli import app
 from tests.metrics.conftest import CSI300_PRICE, CSI300_TOTAL_RETURN, TABLE1_PHASES
 
 runner = CliRunner()

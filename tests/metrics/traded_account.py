@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from oomrl.repair import promotion
 from oomrl.diagnostics.diagnose import diagnose
 from oomrl.market import calendar
 from oomrl.market.rules import AShareRules
 from oomrl.metrics.attribution import benchmark_returns
 from oomrl.portfolio.ledger import Ledger
 from oomrl.portfolio.rebalance import HISTORY_DAYS, RebalanceSetup, load_panels, rebalance
-from oomrl.settings import OomrlSettings, get_settings
+from oomrl.repair import promotion
 from oomrl.repair.versions import StrategyVersions
+from oomrl.settings import OomrlSettings, get_settings
 from tests.portfolio.inprocess import InProcessStrategy
 
 ACCOUNT = "quant"

@@ -14,11 +14,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from oomrl.repair import promotion
-from oomrl.ops.cli import app
-from oomrl.ops.demo import DemoConfig, DemoRepair, pick_alert, run_demo, weeks_between
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.errors import OomrlError
+from oomrl.ops.cli import app
+from oomrl.ops.demo import DemoConfig, DemoRepair, pick_alert, run_demo, weeks_between
+from oomrl.repair import promotion
 from oomrl.settings import OomrlSettings
 
 
@@ -415,8 +415,8 @@ def test_a_demo_without_a_jail_says_its_strategy_code_ran_unjailed(tmp_path: Pat
 
 
 def test_the_active_version_keeps_its_runner_until_another_version_trades() -> None:
-    from oomrl.ops.demo import ActiveVersion
     from oomrl.market.rules import AShareRules
+    from oomrl.ops.demo import ActiveVersion
     from oomrl.portfolio.market import MarketFrames
     from oomrl.portfolio.setup import RebalanceSetup
     from tests.portfolio.factories import random_panels

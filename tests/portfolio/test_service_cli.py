@@ -13,14 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from oomrl.checkout import repo_root
-from oomrl.ops.cli import app
 from oomrl.data.schema import BAR_COLUMNS
 from oomrl.data.store import MarketStore
 from oomrl.errors import OomrlError
 from oomrl.market import calendar
+from oomrl.ops.cli import app
 from oomrl.portfolio.service import last_session, open_ledger, parse_params, run_replay
-from oomrl.settings import get_settings
 from oomrl.repair.trading import resolve_strategy, run_rebalance
+from oomrl.settings import get_settings
 
 SYMBOLS = ["600000.SH", "600036.SH", "000001.SZ", "601318.SH", "600519.SH", "000002.SZ"]
 runner = CliRunner()

@@ -33,8 +33,8 @@ RefArgument = Annotated[
 
 def _versions() -> Any:
     from oomrl.portfolio.ledger import Ledger
-    from oomrl.settings import get_settings
     from oomrl.repair.versions import StrategyVersions
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     settings.store.ensure_dirs()
@@ -50,8 +50,8 @@ def _read_versions() -> Any:
     or undone first, and said so.
     """
     from oomrl.portfolio.service import existing_ledger
-    from oomrl.settings import get_settings
     from oomrl.repair.versions import StrategyVersions
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     return _recovered(
@@ -208,8 +208,8 @@ def repair_command(
     Mandate, tests first (source locked), patch (tests locked), cross-validation, promotion.
     One repair per account at a time, whatever started it: this command, the flow, the demo.
     """
-    from oomrl.repair import loop as domain
     from oomrl.errors import OomrlError
+    from oomrl.repair import loop as domain
     from oomrl.repair.inputs import check_known, check_transcript, read_autopsy_file
     from oomrl.settings import get_settings
 
@@ -263,8 +263,8 @@ def check_cmd() -> None:
     Checks branch, tags, notes and every account's active version in the ledger. Exit 1 names what
     does not agree.
     """
-    from oomrl.repair import promotion
     from oomrl.errors import OomrlError
+    from oomrl.repair import promotion
 
     store, _ = _read_versions()
     if not store.initialized:

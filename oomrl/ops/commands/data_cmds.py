@@ -126,11 +126,11 @@ def ingest_command(
 
     CSI 300 levels and membership are stored too; bad rows are quarantined, never stored.
     """
-    from oomrl.ops.commands.tables import output_console
     from oomrl.data.ingest import ingest
     from oomrl.data.sample_clock import clocked_end
     from oomrl.data.sources import get_source
     from oomrl.data.store import MarketStore
+    from oomrl.ops.commands.tables import output_console
     from oomrl.settings import get_settings
 
     first, last = parse_day(start, "--start"), parse_day(end, "--end")

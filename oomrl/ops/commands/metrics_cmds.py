@@ -31,9 +31,9 @@ def _print_metrics(values: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(values))
         return
-    from oomrl.ops.commands.tables import output_console, rows_table
     from oomrl.metrics.labels import label
     from oomrl.metrics.tearsheet import format_value
+    from oomrl.ops.commands.tables import output_console, rows_table
 
     rows = [
         {"metric": key, "label": label(key).heading, "value": format_value(key, value)}

@@ -84,8 +84,8 @@ def rebalance_command(
     from oomrl.artifacts import FILL_COLUMNS, ORDER_COLUMNS, fills_rows, orders_rows
     from oomrl.ops.commands.tables import output_console
     from oomrl.portfolio.service import last_session
-    from oomrl.settings import get_settings
     from oomrl.repair.trading import run_rebalance
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     day = parse_day(as_of, "--as-of") or last_session()
@@ -204,11 +204,11 @@ def account_show(
     Status, cash, positions, the last NAV rows and the active strategy version.
     """
     from oomrl.artifacts import NAV_COLUMNS, nav_rows
-    from oomrl.ops.commands.tables import output_console, rows_table
     from oomrl.errors import OomrlError
+    from oomrl.ops.commands.tables import output_console, rows_table
     from oomrl.portfolio.service import existing_ledger
-    from oomrl.settings import get_settings
     from oomrl.repair.versions import StrategyVersions
+    from oomrl.settings import get_settings
 
     settings = get_settings()
     name = account_or_default(account, settings)
