@@ -1,6 +1,8 @@
-"""The whole `oomrl` command: oomrl/'s commands (oomrl.ops.cli) with orchestration's registered beside.
+"""The whole `oomrl` command: oomrl/'s commands (oomrl.ops.cli) with orchestration's registered
+beside.
 
-Importing it stays as cheap as oomrl.ops.cli: the commands import Prefect and the stack when they run.
+Importing it stays as cheap as oomrl.ops.cli: the commands import Prefect and the stack when they
+run.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Tasks of the probations (oomrl/repair/probation.py): trade the shadow books, decide the ripe ones, say
-so."""
+"""Tasks of the probations (oomrl/repair/probation.py): trade the shadow books, decide the ripe
+ones, say so."""
 
 from __future__ import annotations
 

@@ -251,7 +251,7 @@ class Ledger:
             ).all()
         return {str(sha): str(name) for sha, name in rows}
 
-    # -- probations (oomrl/repair/probation.py) ------------------------------------------------------
+    # -- probations (oomrl/repair/probation.py) -----------------------------------------------
     def open_probation(self, row: dict[str, Any], initial_cash_fen: int) -> None:
         """Open the shadow book, point it at the challenger and record the probation.
 

@@ -147,7 +147,8 @@ class AgentSettings(Group):
     promotion_test: Literal["non-inferiority", "superiority"] = Field(
         "non-inferiority",
         description=(
-            "The promotion rule's test (oomrl/repair/crossval.py PromotionRule; README: why this default)."
+            "The promotion rule's test (oomrl/repair/crossval.py PromotionRule; README: why this "
+            "default)."
         ),
     )
     promotion_margin: float = Field(

@@ -1,5 +1,5 @@
-"""A process that SIGKILLs itself at a named step of a promotion (`oomrl.repair.promotion.STEPS`): the real
-crash the recovery tests need, at a chosen point.
+"""A process that SIGKILLs itself at a named step of a promotion (`oomrl.repair.promotion.STEPS`):
+the real crash the recovery tests need, at a chosen point.
 
     python -m tests.agent.kill_at STEP oomrl ARGS...                  # the `oomrl` command
     python -m tests.agent.kill_at STEP promote HOME CANDIDATE ACCOUNT [SESSIONS]  # one promotion of
