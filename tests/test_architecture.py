@@ -35,11 +35,30 @@ ROOMS = (
     "| workspace | lazy | settings > errors"
 )
 CHILD = "guardrails/child/ imports nothing else of guardrails/"
-LAYERS = "oomrl/: ops > repair and versions > diagnostics > metrics > portfolio > data > market"
-CONTRACTS = (PREFECT_FREE, JUDGE, ORCHESTRATION, TASKS, NO_S, STANDALONE, ROOMS, CHILD, LAYERS)
+LAYERS = (
+    "oomrl/: ops | webhook > repair : agent > diagnostics > metrics > portfolio > data > market"
+)
+OPS = "oomrl/ops/: cli > commands > demo > demo_probation"
+REPAIR = (
+    "oomrl/repair/: loop > endings | claims | inputs | artifacts | evidence > promotion "
+    "> probation > agent > chain | crossval | trading > versions"
+)
+CONTRACTS = (
+    PREFECT_FREE,
+    JUDGE,
+    ORCHESTRATION,
+    TASKS,
+    NO_S,
+    STANDALONE,
+    ROOMS,
+    CHILD,
+    LAYERS,
+    OPS,
+    REPAIR,
+)
 
-# Forbidden imports, each in a new module of the package that must not make it, and the contract it
-# breaks.
+# Forbidden imports, each added to a module of the package that must not make it (a new module, or
+# the end of an existing one where the layer is a single module), and the contract it breaks.
 FORBIDDEN = {
     "oomrl/_forbidden_prefect.py": ("import prefect\n", PREFECT_FREE),
     "strategies/_forbidden_flows.py": ("import flows.chain\n", PREFECT_FREE),
@@ -62,11 +81,18 @@ FORBIDDEN = {
     "oomrl/portfolio/_forbidden_metrics.py": ("import oomrl.metrics.performance\n", LAYERS),
     "oomrl/metrics/_forbidden_diagnostics.py": ("import oomrl.diagnostics.rules\n", LAYERS),
     "oomrl/diagnostics/_forbidden_versions.py": ("import oomrl.repair.versions\n", LAYERS),
-    "oomrl/agent/_forbidden_promotion.py": (
-        "import oomrl.repair.promotion\n",
-        LAYERS,
-    ),  # versions call none
     "oomrl/agent/_forbidden_demo.py": ("import oomrl.ops.demo\n", LAYERS),  # the ops stand above
+    "oomrl/repair/_forbidden_cli.py": ("import oomrl.ops.cli\n", LAYERS),
+    "oomrl/webhook/_forbidden_ops.py": ("import oomrl.ops.demo\n", LAYERS),  # a sibling
+    "oomrl/ops/commands/_forbidden_cli.py": ("from oomrl.ops import cli\n", OPS),
+    "oomrl/ops/demo_probation.py": ("import oomrl.ops.demo\n", OPS),
+    "oomrl/repair/inputs.py": ("import oomrl.repair.loop\n", REPAIR),
+    "oomrl/repair/claims.py": ("import oomrl.repair.inputs\n", REPAIR),  # a sibling
+    "oomrl/repair/probation.py": ("import oomrl.repair.promotion\n", REPAIR),
+    "oomrl/agent/_forbidden_probation.py": ("import oomrl.repair.probation\n", REPAIR),
+    "oomrl/repair/crossval.py": ("import oomrl.agent.context\n", REPAIR),
+    "oomrl/repair/chain.py": ("import oomrl.repair.trading\n", REPAIR),  # a sibling
+    "oomrl/repair/versions.py": ("import oomrl.repair.promotion\n", REPAIR),  # versions call none
 }
 
 
@@ -105,7 +131,8 @@ def test_the_repository_keeps_every_layer_contract() -> None:
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str) -> None:
     copy_packages(tmp_path)
     code, contract = FORBIDDEN[module]
-    (tmp_path / module).write_text(code)
+    planted = tmp_path / module
+    planted.write_text((planted.read_text() if planted.exists() else "") + code)
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
     assert f"{contract} BROKEN" in " ".join(result.stdout.split()), result.stdout[-4000:]
