@@ -64,6 +64,8 @@ PREFIXES = (
     "oomrl.diagnostics.",
     "oomrl.agent.",
     "oomrl.webhook.",
+    "oomrl.repair.",
+    "oomrl.ops.",
     "oomrl.ops.commands.",
     "orchestration.",
     "guardrails.",
