@@ -61,7 +61,6 @@ MECHANISMS: dict[str, tuple[str, ...]] = {
 }
 
 
-# Fields alike in shape to crossval.VersionMeasures's: different records, each field declared once.
 @dataclass(frozen=True)
 class Case:
     """One corpus row."""

@@ -107,7 +107,6 @@ def _booked_per_symbol() -> list[sa.Column]:
 def ledger_tables(metadata: sa.MetaData) -> dict[str, sa.Table]:
     money = sa.BigInteger  # fen
     t = {}
-    # The tables are alike in shape (an id, the account, a time). Declarations, one per table:
     t["accounts"] = sa.Table(
         "accounts",
         metadata,

@@ -53,7 +53,6 @@ class AgentSettings(Group):
         description="Repair runs a flow may start beside, paused or not (runs).",
     )
 
-    # Fields alike in shape (a number and its bound): one declaration each, nothing to fold.
     max_tokens: int = Field(400_000, gt=0, description="Tokens one repair may spend (tokens).")
     max_cost_usd: float = Field(2.0, gt=0, description="Money one repair may spend (USD).")
     account_max_tokens: int = Field(

@@ -38,8 +38,7 @@ class StoreSettings(Group):
         """`off` (or empty) turns the sample clock off; anything else must be a date."""
         return None if isinstance(value, str) and value.strip().lower() in ("", "off") else value
 
-    # Folders derived from one root, one property each; server.StackConfig and the gate's GateDirs
-    # are alike in shape with roots and names of their own.
+    # Folders derived from the home, one property each.
     @property
     def data_dir(self) -> Path:
         return self.home / "data"

@@ -52,8 +52,7 @@ class AkshareSource:
     name = "akshare"
     live = True
 
-    # The lazy `api` below is alike yfinance.py's. Each imports its own optional library on first
-    # use.
+    # The optional library is imported on first use, so a machine without it can still start.
     def __init__(self, adjust: str = "qfq", api: ModuleType | Any = None) -> None:
         if adjust not in ADJUST_NAMES:
             raise ValueError(f"akshare adjust must be qfq, hfq or none, not {adjust!r}")
