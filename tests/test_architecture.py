@@ -36,12 +36,12 @@ ROOMS = (
 )
 CHILD = "guardrails/child/ imports nothing else of guardrails/"
 LAYERS = (
-    "oomrl/: ops | webhook > repair : agent > diagnostics > metrics > portfolio > data > market"
+    "oomrl/: ops | webhook > repair > agent > diagnostics > metrics > portfolio > data > market"
 )
 OPS = "oomrl/ops/: cli > commands > demo > demo_probation"
 REPAIR = (
-    "oomrl/repair/: loop > endings | claims | inputs | artifacts | evidence > promotion "
-    "> probation > agent > chain | crossval | trading > versions"
+    "oomrl/repair/: loop > endings | claims | inputs | artifacts | evidence > genesis > context "
+    "> promotion > probation > chain | crossval | trading > versions"
 )
 CONTRACTS = (
     PREFECT_FREE,
@@ -89,8 +89,9 @@ FORBIDDEN = {
     "oomrl/repair/inputs.py": ("import oomrl.repair.loop\n", REPAIR),
     "oomrl/repair/claims.py": ("import oomrl.repair.inputs\n", REPAIR),  # a sibling
     "oomrl/repair/probation.py": ("import oomrl.repair.promotion\n", REPAIR),
-    "oomrl/agent/_forbidden_probation.py": ("import oomrl.repair.probation\n", REPAIR),
-    "oomrl/repair/crossval.py": ("import oomrl.agent.context\n", REPAIR),
+    "oomrl/agent/_forbidden_probation.py": ("import oomrl.repair.probation\n", LAYERS),
+    "oomrl/repair/crossval.py": ("import oomrl.repair.context\n", REPAIR),
+    "oomrl/repair/context.py": ("import oomrl.repair.genesis\n", REPAIR),  # genesis stands above
     "oomrl/repair/chain.py": ("import oomrl.repair.trading\n", REPAIR),  # a sibling
     "oomrl/repair/versions.py": ("import oomrl.repair.promotion\n", REPAIR),  # versions call none
 }

@@ -80,7 +80,7 @@ PREFIXES = (
 # Instance names the pages use for an object of a class (`tx.discard`, `ctx.claim_wait_s`).
 INSTANCES = {
     "registry": "strategies.registry",
-    "ctx": "oomrl.agent.context.RepairContext",
+    "ctx": "oomrl.repair.context.RepairContext",
     "tx": "oomrl.data.store.StoreTransaction",
     "budget": "oomrl.agent.budget.Budget",
     "runner": "oomrl.portfolio.hosting.HostedRunner",

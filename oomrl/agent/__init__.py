@@ -10,7 +10,6 @@ from guardrails.lazy import front_door
 if TYPE_CHECKING:
     from oomrl.agent.budget import Budget, Usage
     from oomrl.agent.capital import LLMBudgetBook, to_nano
-    from oomrl.agent.context import AttemptRecord, CrossValidator, GateFn, RepairContext, write_json
     from oomrl.agent.feedback import (
         MAX_VIOLATIONS,
         encode_cross_validation,
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
         missed_checks,
         role_evidence,
     )
-    from oomrl.agent.genesis import changed_tests, logic_genesis, test_genesis
     from oomrl.agent.llm import LLMClient, OpenAIBackend, Transcript, parse_json_answer
     from oomrl.agent.machine import RUN_ENDS, TRANSITIONS, Trail
     from oomrl.agent.offline_author import mandate_tests, missed_tests, pinned_tests, supersede
@@ -52,12 +50,9 @@ __all__ = [
     "RUN_ENDS",
     "TEST_NODE_ID",
     "TRANSITIONS",
-    "AttemptRecord",
     "Budget",
     "CoderView",
     "CriticView",
-    "CrossValidator",
-    "GateFn",
     "LLMBudgetBook",
     "LLMClient",
     "LLMProvider",
@@ -66,7 +61,6 @@ __all__ = [
     "OpenAIBackend",
     "Patch",
     "PreGateVerdict",
-    "RepairContext",
     "RepeatVerdict",
     "ReplayBackend",
     "TestAuthorView",
@@ -75,12 +69,10 @@ __all__ = [
     "Usage",
     "alert_type",
     "budget_rows",
-    "changed_tests",
     "encode_cross_validation",
     "encode_verdict",
     "get_provider",
     "locate",
-    "logic_genesis",
     "mandate_tests",
     "missed_checks",
     "missed_tests",
@@ -92,12 +84,10 @@ __all__ = [
     "role_evidence",
     "supersede",
     "template",
-    "test_genesis",
     "to_nano",
     "trail_markdown",
     "transcript_rows",
     "unified_diff",
-    "write_json",
 ]
 if not TYPE_CHECKING:  # a name loads its module on first use: `oomrl --help` stays light
     __getattr__ = front_door(__name__, __file__)

@@ -10,6 +10,15 @@ if TYPE_CHECKING:
     from oomrl.repair.artifacts import mandate_markdown, not_measured_rows
     from oomrl.repair.chain import mark_active_accounts, report_gap, stored_as_of
     from oomrl.repair.claims import CLAIM_SILENT_S, ClaimBook, RepairClaim
+    from oomrl.repair.context import (
+        AttemptRecord,
+        CrossValidator,
+        GateFn,
+        RepairContext,
+        RepairState,
+        RoleInput,
+        write_json,
+    )
     from oomrl.repair.crossval import (
         CrossValidation,
         PromotionRule,
@@ -24,6 +33,7 @@ if TYPE_CHECKING:
     )
     from oomrl.repair.endings import ending_name
     from oomrl.repair.evidence import evidence_chart
+    from oomrl.repair.genesis import changed_tests, logic_genesis, test_genesis
     from oomrl.repair.inputs import (
         admit,
         check_known,
@@ -57,21 +67,28 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLAIM_SILENT_S",
+    "AttemptRecord",
     "ClaimBook",
     "CrossValidation",
+    "CrossValidator",
     "Decided",
     "Decision",
+    "GateFn",
     "Probation",
     "PromotionRule",
     "RepairClaim",
+    "RepairContext",
     "RepairNotPromoted",
     "RepairOutcome",
+    "RepairState",
+    "RoleInput",
     "StrategyVersions",
     "VersionInfo",
     "VersionMapper",
     "VersionMeasures",
     "admit",
     "advance_shadows",
+    "changed_tests",
     "check_known",
     "check_transcript",
     "claim_for",
@@ -84,6 +101,7 @@ __all__ = [
     "evidence_chart",
     "is_shadow",
     "load_autopsy",
+    "logic_genesis",
     "mandate_markdown",
     "mark_active_accounts",
     "not_measured_rows",
@@ -103,8 +121,10 @@ __all__ = [
     "run_repair",
     "start_on_v1",
     "stored_as_of",
+    "test_genesis",
     "version_states",
     "window_for",
+    "write_json",
 ]
 if not TYPE_CHECKING:  # a name loads its module on first use: the command line stays light
     __getattr__ = front_door(__name__, __file__)

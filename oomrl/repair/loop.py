@@ -20,17 +20,7 @@ from pydantic import BaseModel
 
 from guardrails.errors import GateSetupError
 from oomrl.agent.budget import Budget
-from oomrl.agent.context import (
-    AttemptRecord,
-    CrossValidator,
-    GateFn,
-    RepairContext,
-    RepairState,
-    RoleInput,
-    write_json,
-)
 from oomrl.agent.feedback import encode_cross_validation, missed_checks, role_evidence
-from oomrl.agent.genesis import changed_tests, logic_genesis, test_genesis
 from oomrl.agent.llm import Transcript
 from oomrl.agent.machine import RUN_ENDS, Trail
 from oomrl.agent.providers import get_provider
@@ -41,6 +31,15 @@ from oomrl.errors import AccountBusyError, OomrlError, OutOfMoneyError, RepairSt
 from oomrl.files import private_dir
 from oomrl.portfolio.ledger import Ledger
 from oomrl.repair.claims import ClaimBook, RepairClaim
+from oomrl.repair.context import (
+    AttemptRecord,
+    CrossValidator,
+    GateFn,
+    RepairContext,
+    RepairState,
+    RoleInput,
+    write_json,
+)
 from oomrl.repair.crossval import (
     CrossValidation,
     PromotionRule,
@@ -49,6 +48,7 @@ from oomrl.repair.crossval import (
     window_for,
 )
 from oomrl.repair.endings import FAILED_STATE_NAMES, ending_name
+from oomrl.repair.genesis import changed_tests, logic_genesis, test_genesis
 from oomrl.repair.inputs import admit, as_of_of, complete_autopsy, load_autopsy, require_admitted
 from oomrl.repair.probation import open_probations, shadow_name
 from oomrl.repair.promotion import open_workspace, promote

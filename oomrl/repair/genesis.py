@@ -15,11 +15,11 @@ from pydantic import BaseModel
 
 from guardrails.patch import PatchError, added_lines, apply_patch, parse_patch
 from guardrails.verdict import Verdict, Violation
-from oomrl.agent.context import AttemptRecord, RepairContext, write_json
 from oomrl.agent.feedback import encode_verdict
 from oomrl.agent.roles import CoderView, Mandate, Patch, TestAuthorView, read_tree
 from oomrl.agent.verdicts import AttemptVerdict, PreGateVerdict, repeat_of
 from oomrl.errors import InvalidAnswerError, RepairStepError
+from oomrl.repair.context import AttemptRecord, RepairContext, write_json
 
 STEP_OF = {"test-gen": "test-genesis", "code-patch": "logic-genesis"}
 
