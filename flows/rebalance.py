@@ -54,9 +54,9 @@ def weekly_rebalance(
             message=f"{day} is not an XSHG session: nothing traded, nothing failed",
         )
     strategy = resolve_version(name, home, dry_run)
-    tag_run(strategy["name"], strategy["label"])
+    tag_run(strategy.name, strategy.label)
     outcome = rebalance_account(name, day, dry_run, home)
-    publish_rebalance_artifacts(outcome, home, strategy["label"])
+    publish_rebalance_artifacts(outcome, home, strategy.label)
     summary = outcome.summary()  # the deployment's result: JSON
     if outcome.halted and outcome.committed:
         emit_halted(summary)

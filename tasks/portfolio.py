@@ -13,7 +13,7 @@ from prefect.events import emit_event
 
 from oomrl.artifacts import fills_rows, nav_markdown, orders_rows, replay_rows
 from oomrl.events import HALTED_EVENT, account_resource
-from oomrl.run_tags import strategy_tags
+from oomrl.run_tags import TradedVersion, strategy_tags
 from oomrl.settings import settings_for
 from tasks.retry import unless_refused
 from tasks.run_tags import add_run_tags
@@ -26,7 +26,7 @@ SHOWN_NAV_ROWS = 10
 
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
-def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> dict[str, str]:
+def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> TradedVersion:
     """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum").
 
     An account without one starts on v1. A dry run is the exception: it changes nothing.
@@ -44,7 +44,7 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
     label = versions.labels(ledger.version_names(account)).get(
         resolved.version, resolved.version[:12]
     )
-    return {"name": resolved.name, "version": resolved.version, "label": label}
+    return TradedVersion(name=resolved.name, version=resolved.version, label=label)
 
 
 @task(name="tag-run-with-strategy-version", cache_policy=NO_CACHE)
