@@ -78,35 +78,24 @@ def daily_chain(
     # Challengers on probation trade before the marks
     summary["shadow_books"] = trade_shadows(day, home)
     marking = mark_accounts(day, home)
-    summary["marking"] = marking
-    emit_halts(marking["halted"])  # the kill switch tripped on a marked session: say so today
-    if marking["nothing_new"]:
-        return _ended(summary, NO_NEW_SESSION, marking["nothing_new"])
+    summary["marking"] = marking.summary()
+    emit_halts(marking.halted)  # the kill switch tripped on a marked session: say so today
+    if nothing_new := marking.nothing_new():
+        return _ended(summary, NO_NEW_SESSION, nothing_new)
     summary["attribution"], summary["diagnostics"] = {}, {}
-    failures = [f"marking of {account} ({error})" for account, error in marking["errors"].items()]
-    for row in marking["accounts"]:
-        account = row["account"]
+    failures = [f"marking of {account} ({error})" for account, error in marking.errors.items()]
+    requested = 0
+    for outcome in marking.outcomes:
+        account = outcome.account
         # A shadow book is judged by its probation
-        if not row["sessions_marked"] or is_shadow(account):
+        if not outcome.marked or is_shadow(account):
             continue
         # Diagnostics first, so the report draws and lists the alerts this very run raised.
-        autopsies = loss_diagnostics(
-            account=account,
-            as_of=day,
-            start=date.fromisoformat(row["first"]),
-            config_file=alert_config,
-            home=home,
+        judged = loss_diagnostics(
+            account=account, as_of=day, start=outcome.marked[0], config_file=alert_config, home=home
         )
-        summary["diagnostics"][account] = [
-            {
-                "alert_id": a["alert_id"],
-                "as_of": a["as_of"],
-                "severity": a["severity"],
-                "rule": a["trigger"]["rule"],
-                "repair": a["repair"]["verdict"],
-            }
-            for a in autopsies
-        ]
+        summary["diagnostics"][account] = [j.summary() for j in judged]
+        requested += sum(j.requested for j in judged)
         report = attribution(account=account, home=home, return_state=True)
         if report.is_completed():
             # The task returns a dict; a State only if asked
@@ -125,14 +114,11 @@ def daily_chain(
         return Failed(
             message=f"{'; '.join(failures)} failed; the other stages completed", data=summary
         )
-    requested = sum(
-        a["repair"] == "requested" for alerts in summary["diagnostics"].values() for a in alerts
-    )
     summary["outcome"] = (
-        f"marked {len(marking['marked'])} account(s) through {day}; "
+        f"marked {len(marking.marked)} account(s) through {day}; "
         f"{sum(map(len, summary['diagnostics'].values()))} new alert(s), {requested} "
         "asking for a repair; "
-        f"{len(marking['halted'])} halted; {len(summary['probations']['decided'])} "
+        f"{len(marking.halted)} halted; {len(summary['probations']['decided'])} "
         "probation(s) decided"
     )
     publish_chain(summary)

@@ -4,12 +4,12 @@ the ledger."""
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
 
 from prefect import flow
 
 from oomrl import logs
 from oomrl.build_info import flow_version
+from oomrl.diagnostics.repair_policy import JudgedAutopsy
 from oomrl.settings import settings_for
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
 from tasks.chain import last_stored_session
@@ -29,10 +29,11 @@ def loss_diagnostics(
     start: date | None = None,
     config_file: str | None = None,
     home: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JudgedAutopsy]:
     """Diagnose an account's NAV.
 
-    Each new alert is emitted as `oomrl.loss.alert` with the repair verdict.
+    Each new alert is emitted as `oomrl.loss.alert` with the repair verdict. A subflow of the
+    daily chain (no deployment of its own): it returns the models, read by attribute.
 
     Args:
         account: The paper account to diagnose (empty: OOMRL_ACCOUNT, `paper` by default).
@@ -45,14 +46,12 @@ def loss_diagnostics(
     """
     name = account or settings_for(home).ledger.account
     day = (as_of or last_stored_session(home)).isoformat()
-    autopsies = diagnose_and_alert(
-        name, day, config_file, home, start.isoformat() if start else None
-    )
-    publish_diagnosis(name, day, autopsies)
-    # The task's JSON rows (a flow's result): the autopsy and the repair's verdict
-    for row in autopsies:
+    judged = diagnose_and_alert(name, day, config_file, home, start.isoformat() if start else None)
+    publish_diagnosis(name, day, judged)
+    for j in judged:
+        a = j.autopsy
         print(
-            f"{row['as_of']} {row['severity']} {row['trigger']['rule']}: "
-            f"{row['diagnostics']['root_cause']} (repair: {row['repair']['verdict']})"
+            f"{a.as_of} {a.severity} {a.trigger.rule}: {a.diagnostics.root_cause} "
+            f"(repair: {j.verdict})"
         )
-    return autopsies
+    return judged

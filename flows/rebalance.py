@@ -54,11 +54,11 @@ def weekly_rebalance(
             message=f"{day} is not an XSHG session: nothing traded, nothing failed",
         )
     strategy = resolve_version(name, home, dry_run)
-    tag_run(strategy["name"], strategy["label"])
-    result = rebalance_account(name, day, dry_run, home)
-    publish_rebalance_artifacts(result, home, strategy["label"])
-    summary: dict[str, Any] = result["summary"]
-    if summary["halted"] and summary["committed"]:
+    tag_run(strategy.name, strategy.label)
+    outcome = rebalance_account(name, day, dry_run, home)
+    publish_rebalance_artifacts(outcome, home, strategy.label)
+    summary = outcome.summary()  # the deployment's result: JSON
+    if outcome.halted and outcome.committed:
         emit_halted(summary)
         print(f"{name} HALTED by the kill switch on {day}")
     print(f"rebalance of {name} on {day}: {summary}")

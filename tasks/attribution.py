@@ -21,7 +21,7 @@ from oomrl.artifacts import report_artifacts
 from oomrl.diagnostics import repair_policy
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.diagnostics.diagnose import diagnose_account
-from oomrl.diagnostics.repair_policy import RepairDecision, alert_resource
+from oomrl.diagnostics.repair_policy import JudgedAutopsy, RepairDecision, alert_resource
 from oomrl.events import LOSS_ALERT_EVENT, event_id
 from oomrl.metrics.attribution import account_report, report_dir
 from oomrl.metrics.performance import read_phases
@@ -151,11 +151,11 @@ def diagnose_and_alert(
     config_file: str | None = None,
     home: str | None = None,
     start: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JudgedAutopsy]:
     """Run the rules on every NAV session from `start` to `as_of`.
 
     The repair policy judges each new alert. The alert is emitted as an event, then stored (see
-    diagnose()). Each autopsy comes back with its verdict under `repair`.
+    diagnose()). Each autopsy comes back as a model with the policy's verdict.
     """
     from oomrl.portfolio.ledger import Ledger
 
@@ -180,13 +180,9 @@ def diagnose_and_alert(
         start=start,
     )
     return [
-        {
-            **a.model_dump(mode="json"),
-            "repair": {
-                "verdict": verdicts[a.alert_id].verdict,
-                "reason": verdicts[a.alert_id].reason,
-            },
-        }
+        JudgedAutopsy(
+            autopsy=a, verdict=verdicts[a.alert_id].verdict, reason=verdicts[a.alert_id].reason
+        )
         for a in autopsies
     ]
 
@@ -207,19 +203,16 @@ def report_gap(account: str, home: str | None = None) -> str | None:
 
 
 @task(name="publish-diagnosis", cache_policy=NO_CACHE)
-def publish_diagnosis(account: str, as_of: str, autopsies: list[dict[str, Any]]) -> None:
-    """A table of the new alerts (or a note that there are none)."""
+def publish_diagnosis(account: str, as_of: str, judged: list[JudgedAutopsy]) -> None:
+    """A table of the new alerts (or a note that there are none); the rows are made here, at the
+    artifact."""
     rows = [
         {
-            "alert_id": a["alert_id"],
-            "as_of": a["as_of"],
-            "rule": a["trigger"]["rule"],
-            "severity": a["severity"],
-            "repair": (a.get("repair") or {}).get("verdict", ""),
-            "root_cause": a["diagnostics"]["root_cause"],
-            "mandate": a["mandate"],
+            **j.summary(),
+            "root_cause": j.autopsy.diagnostics.root_cause,
+            "mandate": j.autopsy.mandate,
         }
-        for a in autopsies
+        for j in judged
     ]
     create_table_artifact(
         rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
@@ -13,6 +13,10 @@ from prefect.cache_policies import NO_CACHE
 from oomrl.settings import settings_for
 from tasks.portfolio import emit_halted
 from tasks.retry import unless_refused
+
+if TYPE_CHECKING:
+    from oomrl.portfolio.marking import MarkOutcome
+    from oomrl.repair.chain import Marking
 
 READ_RETRIES = 2  # reads of the store and ledger: a locked or briefly unreachable database passes
 
@@ -41,29 +45,21 @@ def last_stored_session(home: str | None = None) -> date:
     retry_delay_seconds=5,
     retry_condition_fn=unless_refused,
 )
-def mark_accounts(as_of: date, home: str | None = None) -> dict[str, Any]:
+def mark_accounts(as_of: date, home: str | None = None) -> Marking:
     """A NAV row per unmarked session for every active account, with no trades.
 
-    The kill switch runs on each.
+    The kill switch runs on each. The flow reads the model; `Marking.summary()` is its JSON.
     """
     from oomrl.repair.chain import mark_active_accounts
 
-    marking = mark_active_accounts(settings_for(home), as_of)
-    return {
-        "as_of": str(as_of),
-        "accounts": [o.summary() for o in marking.outcomes],
-        "marked": [o.account for o in marking.marked],
-        "halted": [o.summary() for o in marking.halted],
-        "errors": marking.errors,
-        "nothing_new": marking.nothing_new(),
-    }
+    return mark_active_accounts(settings_for(home), as_of)
 
 
-def emit_halts(halted: list[dict[str, Any]]) -> list[str | None]:
+def emit_halts(halted: list[MarkOutcome]) -> list[str | None]:
     """`oomrl.account.halted` for each account a mark just halted, dated the session it halted
     on."""
     return [
-        emit_halted({**outcome, "as_of": outcome["halted_on"], "reason": outcome["note"]})
+        emit_halted({**outcome.summary(), "as_of": str(outcome.halted_on), "reason": outcome.note})
         for outcome in halted
     ]
 

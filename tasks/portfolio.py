@@ -4,7 +4,7 @@ events."""
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -13,17 +13,20 @@ from prefect.events import emit_event
 
 from oomrl.artifacts import fills_rows, nav_markdown, orders_rows, replay_rows
 from oomrl.events import HALTED_EVENT, account_resource
-from oomrl.run_tags import strategy_tags
+from oomrl.run_tags import TradedVersion, strategy_tags
 from oomrl.settings import settings_for
 from tasks.retry import unless_refused
 from tasks.run_tags import add_run_tags
+
+if TYPE_CHECKING:
+    from oomrl.portfolio.rebalance import RebalanceOutcome
 
 REBALANCE_RETRIES = 2  # safe: a rebalance commits at most once per (account, date)
 SHOWN_NAV_ROWS = 10
 
 
 @task(name="resolve-strategy-version", cache_policy=NO_CACHE)
-def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> dict[str, str]:
+def resolve_version(account: str, home: str | None = None, dry_run: bool = False) -> TradedVersion:
     """The account's active strategy, its version (git SHA) and label ("v1 daily_momentum").
 
     An account without one starts on v1. A dry run is the exception: it changes nothing.
@@ -41,7 +44,7 @@ def resolve_version(account: str, home: str | None = None, dry_run: bool = False
     label = versions.labels(ledger.version_names(account)).get(
         resolved.version, resolved.version[:12]
     )
-    return {"name": resolved.name, "version": resolved.version, "label": label}
+    return TradedVersion(name=resolved.name, version=resolved.version, label=label)
 
 
 @task(name="tag-run-with-strategy-version", cache_policy=NO_CACHE)
@@ -60,46 +63,40 @@ def tag_run(name: str, label: str) -> list[str]:
 )
 def rebalance_account(
     account: str, as_of: date, dry_run: bool = False, home: str | None = None
-) -> dict[str, Any]:
-    """Run the domain rebalance (one transaction) and return its summary, orders, fills and NAV
-    rows."""
+) -> RebalanceOutcome:
+    """Run the domain rebalance (one transaction); the flow reads the outcome by attribute."""
     from oomrl.repair.trading import run_rebalance
 
-    outcome = run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
-    return {
-        "summary": outcome.summary(),
-        "orders": outcome.orders.to_dict("records"),
-        "fills": outcome.fills.drop(columns=["cash_delta_fen"], errors="ignore").to_dict("records"),
-        "nav": outcome.nav.to_dict("records"),
-    }
+    return run_rebalance(settings_for(home), account, as_of, dry_run=dry_run)
 
 
 @task(name="publish-rebalance-artifacts", cache_policy=NO_CACHE)
 def publish_rebalance_artifacts(
-    result: dict[str, Any], home: str | None = None, version_label: str | None = None
+    outcome: RebalanceOutcome, home: str | None = None, version_label: str | None = None
 ) -> None:
     """Orders and fills as table artifacts (rounded, units in the headers).
 
-    The recent NAV goes as markdown.
+    The recent NAV goes as markdown. The rows are made here, at the artifact.
     """
     from oomrl.portfolio.service import open_ledger
 
-    summary = result["summary"]
-    key = f"rebalance-{summary['account']}".lower().replace("_", "-")
+    account, as_of = outcome.account, outcome.as_of
+    key = f"rebalance-{account}".lower().replace("_", "-")
+    fills = outcome.fills.drop(columns=["cash_delta_fen"], errors="ignore")
     create_table_artifact(
-        table=orders_rows(result["orders"]) or [{"orders": "none"}],
+        table=orders_rows(outcome.orders.to_dict("records")) or [{"orders": "none"}],
         key=f"{key}-orders",
-        description=f"orders of {summary['account']} on {summary['as_of']}",
+        description=f"orders of {account} on {as_of}",
     )
     create_table_artifact(
-        table=fills_rows(result["fills"]) or [{"fills": "none"}],
+        table=fills_rows(fills.to_dict("records")) or [{"fills": "none"}],
         key=f"{key}-fills",
-        description=f"fills of {summary['account']} on {summary['as_of']}",
+        description=f"fills of {account} on {as_of}",
     )
-    nav = open_ledger(settings_for(home)).nav_frame(summary["account"]).tail(SHOWN_NAV_ROWS)
-    label = version_label or str(summary["strategy_version"])[:12]
+    nav = open_ledger(settings_for(home)).nav_frame(account).tail(SHOWN_NAV_ROWS)
+    label = version_label or outcome.strategy_version[:12]
     create_markdown_artifact(
-        markdown=nav_markdown(summary, nav, label),
+        markdown=nav_markdown(outcome.summary(), nav, label),
         key=f"{key}-nav",
         description="NAV, sim-to-real gap and principal loss",
     )

@@ -30,17 +30,16 @@ def role_evidence(autopsy: Autopsy | LossAlert) -> dict[str, Any]:
     ledger. A loss alert has only its date."""
     if not isinstance(autopsy, Autopsy):
         return {"as_of": autopsy.as_of.isoformat()} if autopsy.as_of else {}
-    data = autopsy.model_dump(mode="json")
-    diagnostics = data["diagnostics"]
+    diagnostics = autopsy.diagnostics  # read by attribute; JSON made field by field for the prompt
     found = {
-        "as_of": data["as_of"],
-        "severity": data["severity"],
-        "trigger": data["trigger"],
-        "metrics": data["metrics"],
-        "root_cause": diagnostics["root_cause"],
-        "findings": diagnostics["findings"],
-        "ledger": diagnostics["evidence"],
-        "strategy_version": diagnostics["strategy_version"],
+        "as_of": autopsy.as_of.isoformat(),
+        "severity": autopsy.severity,
+        "trigger": autopsy.trigger.model_dump(mode="json"),
+        "metrics": autopsy.metrics.model_dump(mode="json"),
+        "root_cause": diagnostics.root_cause,
+        "findings": list(diagnostics.findings),
+        "ledger": diagnostics.evidence.model_dump(mode="json"),
+        "strategy_version": diagnostics.strategy_version,
     }
     return {key: value for key, value in found.items() if value not in (None, [], {}, "")}
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal, Protocol
 
+from pydantic import BaseModel, ConfigDict
+
 from oomrl.diagnostics.autopsy import Autopsy
 from oomrl.events import account_resource
 from oomrl.market import calendar
@@ -54,6 +56,32 @@ class RepairDecision:
     @property
     def requested(self) -> bool:
         return self.verdict == "requested"
+
+
+class JudgedAutopsy(BaseModel):
+    """A new alert's autopsy with the repair policy's verdict on it: what loss diagnostics
+    return."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    autopsy: Autopsy
+    verdict: Verdict
+    reason: str
+
+    @property
+    def requested(self) -> bool:
+        return self.verdict == "requested"
+
+    def summary(self) -> dict[str, Any]:
+        """The alert in one JSON row (the chain's artifact, the diagnosis table)."""
+        a = self.autopsy
+        return {
+            "alert_id": a.alert_id,
+            "as_of": a.as_of.isoformat(),
+            "rule": a.trigger.rule,
+            "severity": a.severity,
+            "repair": self.verdict,
+        }
 
 
 def sessions_between(earlier: date, later: date) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from oomrl.errors import OomrlError
 from oomrl.portfolio.marking import MarkOutcome, active_accounts, last_stored_session, run_marking
@@ -39,6 +40,17 @@ class Marking:
     def halted(self) -> list[MarkOutcome]:
         """The accounts the kill switch halted on one of the newly marked sessions."""
         return [o for o in self.outcomes if o.halted]
+
+    def summary(self) -> dict[str, Any]:
+        """The marking as JSON (the chain's result and artifact)."""
+        return {
+            "as_of": str(self.as_of),
+            "accounts": [o.summary() for o in self.outcomes],
+            "marked": [o.account for o in self.marked],
+            "halted": [o.summary() for o in self.halted],
+            "errors": self.errors,
+            "nothing_new": self.nothing_new(),
+        }
 
     def nothing_new(self) -> str | None:
         """Why there is nothing to do after marking, or None when some account has a new session."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.diagnostics.conftest import fills_frame, nav_frame, quiet_returns, seed_account_home
+
+if TYPE_CHECKING:
+    from oomrl.diagnostics.autopsy import Autopsy
 
 
 def _artifacts(prefix: str) -> dict[str, object]:
@@ -42,6 +46,7 @@ def _loss_events(account: str, expected: int, wait_s: float = 30.0) -> list[obje
 def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     from flows.attribution import attribution
     from flows.diagnostics import loss_diagnostics
+    from oomrl.diagnostics.repair_policy import JudgedAutopsy
 
     home = tmp_path / "home"
     seed_account_home(home, account="flowacct")
@@ -62,10 +67,12 @@ def test_attribution_then_loss_diagnostics(tmp_path: Path) -> None:
     assert str(artifacts["attribution-equity-flowacct"].data).startswith("data:image/png;base64,")
     assert "file://" not in str(artifacts["attribution-flowacct"].data)
 
-    autopsies = loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home))
-    assert "daily_loss" in {a["trigger"]["rule"] for a in autopsies}
-    events = _loss_events("flowacct", len(autopsies))
-    assert {e.payload["alert_id"] for e in events} == {a["alert_id"] for a in autopsies}
+    judged = loss_diagnostics(account="flowacct", as_of="2025-06-30", home=str(home))
+    # Models through the flows, read by attribute; JSON only in the event and the artifact
+    assert all(isinstance(j, JudgedAutopsy) for j in judged)
+    assert "daily_loss" in {j.autopsy.trigger.rule for j in judged}
+    events = _loss_events("flowacct", len(judged))
+    assert {e.payload["alert_id"] for e in events} == {j.autopsy.alert_id for j in judged}
     assert all(e.payload["account"] == "flowacct" for e in events)
     assert "loss-diagnostics-flowacct" in _artifacts("loss-diagnostics-")
 
@@ -91,19 +98,52 @@ def test_flow_declarations() -> None:
     assert artifact_key("Attribution", "Paper_01") == "attribution-paper-01"
 
 
+def _autopsy() -> Autopsy:
+    from oomrl.diagnostics.critic import autopsy_for
+    from oomrl.diagnostics.rules import AlertConfig, evaluate
+
+    nav = nav_frame(list(quiet_returns(30)) + [-0.05])
+    fills = fills_frame(nav["date"].iloc[-2:])
+    alert = evaluate(nav, fills, AlertConfig(), nav["date"].iloc[-1], "offline")[0]
+    return autopsy_for(alert, nav, fills, AlertConfig(), module="strategies.daily_momentum")
+
+
+def test_the_diagnosis_table_reads_judged_autopsies_by_attribute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """publish_diagnosis takes the models; the table's JSON rows are made at the artifact."""
+    import tasks.attribution as tasks_attribution
+    from oomrl.diagnostics.repair_policy import JudgedAutopsy
+
+    tables: list[list[dict[str, object]]] = []
+    monkeypatch.setattr(
+        tasks_attribution, "create_table_artifact", lambda rows, **_: tables.append(rows)
+    )
+    autopsy = _autopsy()
+    judged = JudgedAutopsy(autopsy=autopsy, verdict="cooldown", reason="asked already")
+    tasks_attribution.publish_diagnosis.fn(autopsy.account, str(autopsy.as_of), [judged])
+    ((row,),) = tables
+    assert row == {
+        "alert_id": autopsy.alert_id,
+        "as_of": autopsy.as_of.isoformat(),
+        "rule": autopsy.trigger.rule,
+        "severity": autopsy.severity,
+        "repair": "cooldown",
+        "root_cause": autopsy.diagnostics.root_cause,
+        "mandate": autopsy.mandate,
+    }
+    with pytest.raises(AttributeError):  # a dict is no longer what travels to the task
+        tasks_attribution.publish_diagnosis.fn("a", "2026-01-05", [judged.model_dump(mode="json")])
+
+
 def test_an_alert_that_cannot_be_emitted_is_an_error() -> None:
     """With events switched off (an API key but no API URL), emission fails loudly, so the alert
     stays new."""
     from prefect.settings import PREFECT_API_KEY, PREFECT_API_URL, temporary_settings
 
-    from oomrl.diagnostics.critic import autopsy_for
-    from oomrl.diagnostics.rules import AlertConfig, evaluate
     from tasks.attribution import emit_loss_alert
 
-    nav = nav_frame(list(quiet_returns(30)) + [-0.05])
-    fills = fills_frame(nav["date"].iloc[-2:])
-    alert = evaluate(nav, fills, AlertConfig(), nav["date"].iloc[-1], "offline")[0]
-    autopsy = autopsy_for(alert, nav, fills, AlertConfig(), module="strategies.daily_momentum")
+    autopsy = _autopsy()
     with (
         temporary_settings({PREFECT_API_KEY: "pnu_test", PREFECT_API_URL: None}),
         pytest.raises(RuntimeError, match="loss alert was not emitted"),
