@@ -98,7 +98,7 @@ def demo_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
         home=tmp_path_factory.mktemp("demo") / "home",
         console=Console(width=160, record=True, force_terminal=False),
     )
-    return Path(summary["demo_json"]).parent
+    return Path(summary.demo_json).parent
 
 
 def readme_cell(cell: str) -> float | None:
