@@ -95,7 +95,7 @@ def daily_chain(
             account=account, as_of=day, start=outcome.marked[0], config_file=alert_config, home=home
         )
         summary["diagnostics"][account] = [j.summary() for j in judged]
-        requested += sum(j.requested for j in judged)
+        requested += sum(j.decision.requested for j in judged)
         report = attribution(account=account, home=home, return_state=True)
         if report.is_completed():
             # The task returns a dict; a State only if asked

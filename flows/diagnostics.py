@@ -52,6 +52,6 @@ def loss_diagnostics(
         a = j.autopsy
         print(
             f"{a.as_of} {a.severity} {a.trigger.rule}: {a.diagnostics.root_cause} "
-            f"(repair: {j.verdict})"
+            f"(repair: {j.decision.verdict})"
         )
     return judged

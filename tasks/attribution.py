@@ -179,12 +179,7 @@ def diagnose_and_alert(
         publish=judge_and_emit,
         start=start,
     )
-    return [
-        JudgedAutopsy(
-            autopsy=a, verdict=verdicts[a.alert_id].verdict, reason=verdicts[a.alert_id].reason
-        )
-        for a in autopsies
-    ]
+    return [JudgedAutopsy(autopsy=a, decision=verdicts[a.alert_id]) for a in autopsies]
 
 
 @task(

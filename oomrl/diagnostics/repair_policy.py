@@ -65,12 +65,7 @@ class JudgedAutopsy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     autopsy: Autopsy
-    verdict: Verdict
-    reason: str
-
-    @property
-    def requested(self) -> bool:
-        return self.verdict == "requested"
+    decision: RepairDecision
 
     def summary(self) -> dict[str, Any]:
         """The alert in one JSON row (the chain's artifact, the diagnosis table)."""
@@ -80,7 +75,7 @@ class JudgedAutopsy(BaseModel):
             "as_of": a.as_of.isoformat(),
             "rule": a.trigger.rule,
             "severity": a.severity,
-            "repair": self.verdict,
+            "repair": self.decision.verdict,
         }
 
 

@@ -113,14 +113,14 @@ def test_the_diagnosis_table_reads_judged_autopsies_by_attribute(
 ) -> None:
     """publish_diagnosis takes the models; the table's JSON rows are made at the artifact."""
     import tasks.attribution as tasks_attribution
-    from oomrl.diagnostics.repair_policy import JudgedAutopsy
+    from oomrl.diagnostics.repair_policy import JudgedAutopsy, RepairDecision
 
     tables: list[list[dict[str, object]]] = []
     monkeypatch.setattr(
         tasks_attribution, "create_table_artifact", lambda rows, **_: tables.append(rows)
     )
     autopsy = _autopsy()
-    judged = JudgedAutopsy(autopsy=autopsy, verdict="cooldown", reason="asked already")
+    judged = JudgedAutopsy(autopsy=autopsy, decision=RepairDecision("cooldown", "asked already"))
     tasks_attribution.publish_diagnosis.fn(autopsy.account, str(autopsy.as_of), [judged])
     ((row,),) = tables
     assert row == {
