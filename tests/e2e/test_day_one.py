@@ -189,14 +189,31 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(
         text = page.inner_text("body")
         assert "% of ADV" in text and "% of NAV" in text and "0.001119942" not in text
         screenshot(page, "day-one-approval-form.png")
-        # Approve: the form's default decision
-        page.locator("button:has-text('Submit')").first.click()
-        deadline = time.monotonic() + 120
-        while stack.flow_run(run["id"])["state_type"] == "PAUSED" and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert stack.flow_run(run["id"])["state_type"] != "PAUSED", (
-            "submitting the form did not resume the run"
-        )
+        # Approve: the form's default decision. The UI's own resume request is read, so a failure
+        # names what the server answered rather than only that the run stayed Paused.
+        answer = submit_resume(page)
+        assert answer.ok, f"the server answered the form's resume {answer.status}: {answer.text()}"
+        resumed = stack.wait_for(run["id"], {"RUNNING", *FINAL}, timeout_s=120)
+        assert resumed["state_type"] != "PAUSED"
+
+
+def submit_resume(page: Any) -> Any:
+    """Click the form's Submit until the UI sends its resume request (a click landing while the
+    form re-renders sends nothing); the response, or a screenshot kept if none is sent."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    def is_resume(response: Any) -> bool:
+        return bool(response.request.method == "POST" and response.url.endswith("/resume"))
+
+    for _ in range(3):
+        try:
+            with page.expect_response(is_resume, timeout=30_000) as answer:
+                wait_for(page, "button:has-text('Submit')", "day-one-submit-failed.png").click()
+            return answer.value
+        except PlaywrightTimeout:
+            continue
+    screenshot(page, "day-one-submit-failed.png")
+    raise AssertionError("clicking Submit three times sent no resume request")
 
 
 @pytest.fixture(scope="module")
