@@ -3,13 +3,12 @@ source."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from oomrl.settings.root import GROUPS, OomrlSettings, env_name, file_values
+from oomrl.settings.root import GROUPS, OomrlSettings, env_name, file_values, given_by
 
 SECRET_UNIT = "(secret)"  # the unit a description gives a value never shown
 MASK = "********"
@@ -35,14 +34,13 @@ def _shown(value: Any, secret: bool) -> str:
 def _rows_of(
     model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any]
 ) -> list[SettingRow]:
+    """The rows of one group; `from_file`: the config file's group tables."""
     rows = []
     for field, info in type(model).model_fields.items():
         loc = (*path, field)
         description = info.description or ""
         variable = env_name(loc)
-        source = (
-            "env" if variable in os.environ else "config.toml" if field in from_file else "default"
-        )
+        source = given_by(loc, from_file)
         rows.append(
             SettingRow(
                 ".".join(loc),
@@ -60,5 +58,5 @@ def setting_rows(settings: OomrlSettings) -> list[SettingRow]:
     from_file = file_values()
     rows: list[SettingRow] = []
     for group in GROUPS:
-        rows += _rows_of(getattr(settings, group), (group,), from_file.get(group) or {})
+        rows += _rows_of(getattr(settings, group), (group,), from_file)
     return rows

@@ -12,7 +12,6 @@ store: `settings_for(home)` overrides that one field, the rest still come from t
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from oomrl.settings.agent import AgentSettings
 from oomrl.settings.ledger import LedgerSettings
 from oomrl.settings.market import MarketSettings
 from oomrl.settings.runtime import RuntimeSettings
-from oomrl.settings.sources import Group, group_environment, variable_of
+from oomrl.settings.sources import Group, group_environment, upper_environment, variable_of
 from oomrl.settings.store import StoreSettings
 from oomrl.settings.toml import config_file_values, config_path
 from oomrl.settings.webhook import WebhookSettings
@@ -83,7 +82,8 @@ class _GroupsEnvSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        found = {name: group_environment(group) for name, group in GROUPS.items()}
+        env = upper_environment()
+        found = {name: group_environment(group, env) for name, group in GROUPS.items()}
         return {name: values for name, values in found.items() if values}
 
 
@@ -143,11 +143,22 @@ def variables() -> dict[str, FieldInfo]:
     }
 
 
+def given_by(loc: tuple[str, ...], from_file: dict[str, Any] | None = None) -> str:
+    """Where a setting's value comes from: `env`, `config.toml` or `default`.
+
+    The one place that decides it, matching variables as the sources read them (ignoring case).
+    `from_file`: the config file's group tables, when already read."""
+    if env_name(loc).upper() in upper_environment():
+        return "env"
+    tables = file_values() if from_file is None else from_file
+    return "config.toml" if loc[-1] in (tables.get(loc[0]) or {}) else "default"
+
+
 def _source_of(loc: tuple[str, ...], init: dict[str, Any]) -> str:
     """Where a setting's value came from, as the user would name it."""
     if loc[0] in init:
         return ".".join(loc)
-    if env_name(loc) in os.environ:
+    if env_name(loc).upper() in upper_environment():
         return env_name(loc)
     path, _ = config_path()
     return f"{'.'.join(loc)} in {path}"
@@ -179,7 +190,7 @@ def describe(
 def configured(name: str) -> bool:
     """Whether a setting (dotted: `store.sample_clock`) is given by the environment or the file."""
     group, field = name.split(".")
-    return env_name((group, field)) in os.environ or field in file_values().get(group, {})
+    return given_by((group, field)) != "default"
 
 
 def get_settings(**overrides: Any) -> OomrlSettings:

@@ -32,9 +32,14 @@ def variable_of(group: type[Group], field: str) -> str:
     return str(named) if named else f"{group.ENV_PREFIX}{field}".upper()
 
 
-def group_environment(group: type[Group]) -> dict[str, Any]:
-    """The group's values set in the environment (names matched ignoring case, as before)."""
-    env = {name.upper(): value for name, value in os.environ.items()}
+def upper_environment() -> dict[str, str]:
+    """The environment by upper-cased name: variables are matched ignoring case, as before."""
+    return {name.upper(): value for name, value in os.environ.items()}
+
+
+def group_environment(group: type[Group], env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The group's values set in the environment (`env`: an `upper_environment()` already read)."""
+    env = upper_environment() if env is None else env
     found: dict[str, Any] = {}
     for field, info in group.model_fields.items():
         variable = variable_of(group, field)

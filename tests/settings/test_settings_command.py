@@ -94,3 +94,14 @@ def test_a_bad_setting_is_one_error_line(home: Path, monkeypatch: pytest.MonkeyP
     result = CliRunner().invoke(app, ["settings"])
     assert result.exit_code == 1
     assert "OOMRL_AGENT_MAX_ROUNDS='0': Input should be greater than or equal to 1" in result.output
+
+
+def test_a_variable_in_lower_case_is_read_and_listed_as_from_the_environment(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sources match variable names ignoring case; the listing says so for the same value."""
+    monkeypatch.setenv("oomrl_agent_max_tokens", "4321")
+    result = CliRunner().invoke(app, ["settings"])
+    assert result.exit_code == 0, result.output
+    shown = lines_of(result.output)["agent.max_tokens"]
+    assert shown == "agent.max_tokens = 4321  [env; OOMRL_AGENT_MAX_TOKENS]"
