@@ -8,15 +8,13 @@ from typing import Any, Literal
 from prefect import flow
 from prefect.states import Completed, State
 
-from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.settings import settings_for
 from tasks.attribution import build_account_report, publish_report_artifacts, report_gap
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 NOT_ENOUGH_SESSIONS = "NotEnoughSessions"
 
 

@@ -19,17 +19,15 @@ from prefect.states import Completed, Failed, State
 from flows.attribution import attribution
 from flows.diagnostics import loss_diagnostics
 from flows.ingest import ingest_market_data
-from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
 from oomrl.repair.probation import is_shadow
 from tasks.chain import emit_halts, last_stored_session, mark_accounts, publish_chain
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.probation import decide_probations, trade_shadows
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 NO_NEW_SESSION = "NoNewSession"
 NOT_A_SESSION = "NotASession"
 

@@ -7,17 +7,15 @@ from datetime import date
 
 from prefect import flow
 
-from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.diagnostics.repair_policy import JudgedAutopsy
 from oomrl.settings import settings_for
 from tasks.attribution import diagnose_and_alert, publish_diagnosis
 from tasks.chain import last_stored_session
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 
 
 # retries=0: a failed diagnosis is a final answer (bad input).

@@ -8,15 +8,13 @@ from typing import Any
 
 from prefect import flow, unmapped
 
-from oomrl import logs
 from oomrl.build_info import flow_version
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.grid import grid_points, load_market, publish_grid, replay_point
 from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 
 
 @flow(

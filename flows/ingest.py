@@ -16,14 +16,13 @@ from prefect.artifacts import (
 )
 from prefect.tasks import exponential_backoff
 
-from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.data import ingest as domain
 from oomrl.data.sample_clock import clocked_end
 from oomrl.data.store import MarketStore
 from oomrl.errors import SourceUnavailableError
 from oomrl.settings import settings_for
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.market_data import (
     BACKOFF_SECONDS,
     fetch_offline_bars,
@@ -35,8 +34,7 @@ from tasks.market_data import (
 from tasks.runners import task_runner_from_settings
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 QUARANTINE_ROWS_SHOWN = 200
 
 

@@ -10,17 +10,15 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.states import Completed, State
 
-from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.errors import OomrlError
 from oomrl.settings import settings_for
 from orchestration.review import wait_for_review
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.probation import ProbationReview, decide_early, probation_evidence
 
 FLOW_VERSION = flow_version()
-quiet_expected_ends()
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 NO_FLOW_RETRIES = (
     "a review waits for a person and decides once; a retried run would ask again, and a refusal "
     "(no such probation) is a final answer"

@@ -9,12 +9,11 @@ from typing import Any
 from prefect import flow
 from prefect.states import Completed, State
 
-from oomrl import logs
 from oomrl.build_info import flow_version
 from oomrl.market import calendar
 from oomrl.settings import settings_for
 from tasks.chain import last_stored_session
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.portfolio import (
     emit_halted,
     publish_rebalance_artifacts,
@@ -24,8 +23,7 @@ from tasks.portfolio import (
 )
 
 FLOW_VERSION = flow_version()  # the code's version; the strategy version is the run's tag
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 
 
 # retries=0: a failed run is a final answer (halted account, bad data).

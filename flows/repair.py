@@ -12,7 +12,6 @@ from prefect import flow, get_run_logger
 from prefect.events import emit_event
 from prefect.states import Completed, Failed, State
 
-from oomrl import logs
 from oomrl.agent.roles import Mandate
 from oomrl.build_info import flow_version
 from oomrl.diagnostics.autopsy import input_json
@@ -24,13 +23,12 @@ from oomrl.run_tags import alert_tag
 from oomrl.settings import get_settings
 from orchestration.review import ask_reviewer
 from tasks.crossval import version_mapper_from_settings
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.repair import publish_autopsy, publish_outcome, run_step_as_task
 from tasks.run_tags import add_run_tags
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 NO_FLOW_RETRIES = (
     "a repair ends Failed on purpose (refused, patch rejected, cross-validation failed), which "
     "a flow retry would run again; transient errors are retried inside each step, and a "

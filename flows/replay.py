@@ -8,14 +8,12 @@ from typing import Any
 
 from prefect import flow
 
-from oomrl import logs
 from oomrl.build_info import flow_version
-from tasks.expected_ends import quiet_expected_ends
+from tasks.expected_ends import configure_flow_logging
 from tasks.portfolio import publish_replay_artifact, replay_strategy
 
 FLOW_VERSION = flow_version()  # package version + git SHA, the same in every flow
-quiet_expected_ends()  # a refusal ends its run in one logged line, never a traceback
-logs.configure(handler=False)  # oomrl records reach the run logs (prefect.yaml).
+configure_flow_logging()  # expected ends in one line; oomrl records in the run logs
 
 
 @flow(name="replay", version=FLOW_VERSION, retries=1, retry_delay_seconds=30, log_prints=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from oomrl import logs
 from oomrl.errors import OomrlError
 
 RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
@@ -59,3 +60,10 @@ def quiet_expected_ends() -> None:
         logger = logging.getLogger(name)
         if FILTER not in logger.filters:
             logger.addFilter(FILTER)
+
+
+def configure_flow_logging() -> None:
+    """What each flow module does when imported: expected ends quiet, and oomrl's records handed
+    to Prefect's run loggers (prefect.yaml) rather than a handler of their own."""
+    quiet_expected_ends()
+    logs.configure(handler=False)

@@ -4,6 +4,7 @@ traceback."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,23 @@ def test_a_flow_that_ends_failed_on_purpose_logs_no_error_as_a_worker_runs_it() 
     ]
     errors = [r.getMessage() for r in records if r.levelno >= logging.ERROR or r.exc_info]
     assert errors == []
+
+
+def test_every_flow_module_configures_its_logging_when_imported() -> None:
+    """A flow module without the call would log a refusal as a traceback in its runs."""
+    import ast
+
+    flows = Path(__file__).resolve().parents[2] / "flows"
+    for path in sorted(flows.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        defines_a_flow = any(
+            isinstance(node, ast.FunctionDef)
+            and any("flow" in ast.unparse(d) for d in node.decorator_list)
+            for node in tree.body
+        )
+        calls = {
+            ast.unparse(node.value.func)
+            for node in tree.body
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+        }
+        assert not defines_a_flow or "configure_flow_logging" in calls, path.name
