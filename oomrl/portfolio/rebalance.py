@@ -4,6 +4,7 @@ It commits once."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any, Protocol
@@ -42,6 +43,8 @@ __all__ = [
 
 # Calendar days of history loaded before as_of: momentum lookbacks, ADV and volatility windows.
 HISTORY_DAYS = 200
+
+logger = logging.getLogger(__name__)
 
 
 class PanelSource(Protocol):
@@ -179,6 +182,9 @@ def rebalance(
     state = ledger.account(account)
     empty = pd.DataFrame()
     if ledger.rebalance_id(account, as_of) is not None:
+        logger.info(
+            "rebalance of %s on %s is already booked: this retry writes nothing", account, as_of
+        )
         return RebalanceOutcome(
             account,
             as_of,
@@ -278,7 +284,7 @@ def rebalance(
         pd.DataFrame(actions, columns=ACTION_COLUMNS),
     )
     committed = False if dry_run else ledger.commit_rebalance(record)
-    return RebalanceOutcome(
+    outcome = RebalanceOutcome(
         account,
         as_of,
         committed,
@@ -289,6 +295,26 @@ def rebalance(
         rows,
         setup.version,
         jail,
+    )
+    _log(outcome, dry_run, reason)
+    return outcome
+
+
+def _log(outcome: RebalanceOutcome, dry_run: bool, halt_reason: str | None) -> None:
+    """One line per rebalance in the run's log: what was traded, at what cost, and any halt."""
+    done = "planned (dry run)" if dry_run else "booked" if outcome.committed else "not booked"
+    last = outcome.nav.iloc[-1] if len(outcome.nav) else None
+    logger.info(
+        "rebalance of %s on %s with %s %s: %d orders, %d fills, NAV %s, costs %s%s",
+        outcome.account,
+        outcome.as_of,
+        outcome.strategy_version,
+        done,
+        len(outcome.orders),
+        len(outcome.fills),
+        "-" if last is None else f"{last['nav']:,.2f}",
+        "-" if last is None else f"{last['costs']:,.2f}",
+        f"; halted: {halt_reason}" if outcome.halted else "",
     )
 
 

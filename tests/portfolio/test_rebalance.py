@@ -3,6 +3,7 @@ mid-commit."""
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -44,6 +45,23 @@ def test_same_rebalance_twice_gives_one_set_of_fills(ledger: Ledger) -> None:
     assert again.duplicate and not again.committed
     assert len(ledger.fills_frame("acc")) == len(first.fills) == len(again.fills)
     assert ledger.reconcile("acc") == []
+
+
+def test_each_rebalance_logs_one_line_of_what_it_booked(
+    ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    panels = random_panels(SYMBOLS, days=60)
+    ledger.open_account("acc", 1_000_000)
+    with caplog.at_level(logging.INFO, logger="oomrl.portfolio.rebalance"):
+        done = rebalance(ledger, "acc", sessions(panels)[40], panels, setup(top_k=3))
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "oomrl.portfolio.rebalance"]
+    assert line.startswith(f"rebalance of acc on {sessions(panels)[40]} with v1 booked: ")
+    assert f"{len(done.orders)} orders, {len(done.fills)} fills" in line
+    assert f"NAV {done.nav.iloc[-1]['nav']:,.2f}" in line
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="oomrl.portfolio.rebalance"):
+        rebalance(ledger, "acc", sessions(panels)[40], panels, setup(top_k=3))
+    assert "already booked: this retry writes nothing" in caplog.text
 
 
 def test_dry_run_writes_nothing(ledger: Ledger) -> None:
