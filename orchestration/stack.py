@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -534,7 +535,28 @@ def up(config: StackConfig, say: Say = print) -> dict[str, object]:
             raise StackError(
                 f"a stack is already running ({config.state_file}); run `oomrl server down` first"
             )
-        return _start(config, say)
+        with _terminated_as_interrupt():
+            return _start(config, say)
+
+
+@contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP during a start raise SystemExit, so the children already started are
+    stopped as on Ctrl-C. By default they would end this process at once, leaving the children
+    (each in its own session) running and unrecorded. Only the main thread may set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _start(config: StackConfig, say: Say) -> dict[str, object]:

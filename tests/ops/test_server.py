@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -161,6 +162,44 @@ def test_failed_start_cleans_up_and_shows_the_log(
         up(config, say=lambda _: None)
     assert read_state(config.home) is None
     assert (config.log_dir / "server.log").exists()
+
+
+REPO = Path(__file__).resolve().parents[2]
+# `up` whose server is a sleeper that never answers: it prints the sleeper's pid, then waits.
+TERMINATED_MID_START = (
+    "import sys, time\nfrom pathlib import Path\nfrom orchestration import stack\n"
+    "stack._prefect = lambda *a: [sys.executable, '-c', 'import time; time.sleep(600)']\n"
+    "def held(url, pid, *rest):\n    print(pid, flush=True)\n    time.sleep(600)\n"
+    "stack.wait_http = held\n"
+    "stack.up(stack.StackConfig(home=Path(sys.argv[1]), deploy=False), say=lambda _: None)\n"
+)
+
+
+@pytest.mark.slow  # a second Python process runs `up`
+def test_sigterm_during_up_stops_what_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service manager's SIGTERM mid-start leaves no child running and no state behind."""
+    monkeypatch.setenv("OOMRL_WEBHOOK_SECRET", "s" * 32)
+    starter = subprocess.Popen(
+        [sys.executable, "-c", TERMINATED_MID_START, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert starter.stdout is not None
+        server = int(starter.stdout.readline())
+        assert alive(server)
+        starter.send_signal(signal.SIGTERM)
+        assert starter.wait(timeout=60) == 128 + signal.SIGTERM
+        assert not alive(server), "the started server outlived the terminated `up`"
+        assert not (tmp_path / "server.json").exists()
+    finally:
+        starter.kill()
+        starter.wait()
+        if starter.stdout:
+            starter.stdout.close()
 
 
 def test_up_needs_prefect_yaml_to_deploy(tmp_path: Path) -> None:
