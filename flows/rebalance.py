@@ -59,5 +59,4 @@ def weekly_rebalance(
     if outcome.halted and outcome.committed:
         emit_halted(summary)
         print(f"{name} HALTED by the kill switch on {day}")
-    print(f"rebalance of {name} on {day}: {summary}")
-    return summary
+    return summary  # the rebalance logged its own line of what it booked

@@ -222,7 +222,8 @@ E2E_TIMEOUT_S = 1200
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The daily chain's test first: the chain marks (and diagnoses) every active account in the
-    shared stack, so it must run before the other modules open accounts of their own. End-to-end
+    shared stack, so it must run before the other modules open accounts of their own. Tests that
+    kill the worker come last, after a check of a pause held since early on. End-to-end
     tests wait on real servers: a longer time limit, unless a test sets its own."""
     for item in items:
         if item.get_closest_marker("e2e") and not item.get_closest_marker("timeout"):
@@ -235,8 +236,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items
         if item.path.name == FIRST_MODULE and item.path.parent == Path(__file__).parent
     ]
-    rest = [item for item in items[e2e[0] :] if item not in first]
-    items[e2e[0] :] = first + rest
+    ours = [items[i] for i in e2e if items[i] not in first]
+    after = [item for item in items[e2e[0] :] if item not in first and item not in ours]
+    # A held pause checked late overlaps the other e2e tests' work; killing the worker ends every
+    # run under it, the held one too, so those tests come after the check.
+    late = [item for item in ours if item.get_closest_marker("after_long_hold")]
+    killers = [item for item in ours if item.get_closest_marker("kills_worker")]
+    middle = [item for item in ours if item not in late and item not in killers]
+    items[e2e[0] :] = first + middle + late + killers + after
 
 
 @pytest.fixture(scope="session")

@@ -147,10 +147,11 @@ def test_refused_rejected_and_failed_repairs_are_named_in_the_runs_list(
     assert "e2e reviewer says no" in _outcome_artifact(stack, rejected)
 
 
-@pytest.mark.slow
-def test_a_paused_repair_waits_six_minutes_then_promotes_and_another_times_out_rejected(
-    stack: Stack, alert_account: str
-) -> None:
+@pytest.fixture(scope="session")
+def held_pause(stack: Stack, alert_account: str) -> dict[str, Any]:
+    """A repair Paused for a person and another whose reviewer has 60 s, posted early in the
+    session. The check that the first is still the same Paused state six minutes on runs after
+    every other e2e test that leaves the worker alive, so the wait overlaps their work."""
     account = _open_account(stack, "e2e-paused")
     with (
         stack.webhook(OOMRL_WEBHOOK_AUTO_APPROVE="false") as patient,
@@ -166,28 +167,44 @@ def test_a_paused_repair_waits_six_minutes_then_promotes_and_another_times_out_r
         waiting.text,
         timing_out.text,
     )
-    run_id = waiting.json()["flow_run_id"]
-    paused = stack.wait_for(run_id, ANY_END, timeout_s=300)
+    paused = stack.wait_for(waiting.json()["flow_run_id"], ANY_END, timeout_s=300)
+    return {"paused": paused, "since": time.monotonic(), "timing_out": timing_out.json()}
+
+
+def test_a_repair_that_needs_a_person_waits_paused(held_pause: dict[str, Any]) -> None:
+    paused = held_pause["paused"]
     assert paused["state_type"] == "PAUSED", paused["state"]
 
+
+@pytest.mark.slow
+@pytest.mark.after_long_hold
+def test_a_paused_repair_waits_six_minutes_then_promotes_and_another_times_out_rejected(
+    stack: Stack, held_pause: dict[str, Any]
+) -> None:
+    paused = held_pause["paused"]
+    assert paused["state_type"] == "PAUSED", paused["state"]
     # The second one: nobody answers within its 60 s, so it ends Rejected (not Failed, not Crashed).
-    ended = stack.wait_for(timing_out.json()["flow_run_id"], timeout_s=400)
+    ended = stack.wait_for(held_pause["timing_out"]["flow_run_id"], timeout_s=400)
     assert (ended["state_type"], ended["state_name"]) == ("COMPLETED", "Rejected"), ended["state"]
     assert "timeout rejects" in ended["state"]["message"]
     assert "timeout rejects" in _outcome_artifact(stack, ended["id"])
 
-    # The first: still the very same Paused state after six minutes (nothing crashed it meanwhile).
-    held_since = time.monotonic()
-    while time.monotonic() - held_since < PAUSE_HELD_S:
+    # The first: still the very same Paused state after six minutes. A state's id changes with
+    # every transition, so an unchanged id means nothing crashed, resumed or re-paused it meanwhile.
+    run_id = paused["id"]
+    while time.monotonic() - held_pause["since"] < PAUSE_HELD_S:
         time.sleep(15)
         now = stack.flow_run(run_id)
         assert now["state"]["id"] == paused["state"]["id"], now["state"]
+    now = stack.flow_run(run_id)
+    assert now["state"]["id"] == paused["state"]["id"], now["state"]
     stack.resume(run_id, {"decision": "approve", "reason": "e2e: approved after six minutes"})
     done = stack.wait_for(run_id, timeout_s=600)
     assert (done["state_type"], done["state_name"]) == ("COMPLETED", "Promoted"), done["state"]
     assert "promoted v" in done["state"]["message"]
 
 
+@pytest.mark.kills_worker
 def test_a_repair_whose_worker_was_killed_restarts_when_its_alert_is_delivered_again(
     stack: Stack, alert_account: str
 ) -> None:

@@ -86,6 +86,7 @@ def container_home() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+@pytest.mark.kills_worker
 def test_the_worker_container_command_repairs_through_the_sandbox_as_its_user(
     stack: Stack, container_home: Path
 ) -> None:

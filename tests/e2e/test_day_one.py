@@ -82,13 +82,18 @@ def subflows_of(stack: Stack, run_id: str) -> list[str]:
     return [str(child) for child in children if child]
 
 
-def error_logs(stack: Stack, run_ids: list[str]) -> list[str]:
+def run_logs(stack: Stack, run_ids: list[str], level: int = 0) -> list[str]:
+    """The runs' log messages at `level` or above (cut to 300 characters)."""
     logs = stack.call(
         "POST",
         "/logs/filter",
-        json={"logs": {"flow_run_id": {"any_": run_ids}, "level": {"ge_": 40}}},
+        json={"logs": {"flow_run_id": {"any_": run_ids}, "level": {"ge_": level}}},
     ).json()
     return [str(log["message"])[:300] for log in logs]
+
+
+def error_logs(stack: Stack, run_ids: list[str]) -> list[str]:
+    return run_logs(stack, run_ids, level=40)
 
 
 def repair_runs(stack: Stack) -> list[dict[str, Any]]:
@@ -162,6 +167,10 @@ def test_a_fresh_stack_shows_the_loop_on_its_defaults(
     assert repair["state"]["state_details"]["run_input_keyset"]["schema"]
     runs = [story["opened"]["id"], *story["chain_runs"], repair["id"]]
     assert error_logs(stack, runs) == []
+    # the rebalance's own line of what it booked, in its run's log (oomrl's logger, through Prefect)
+    booked = [m for m in run_logs(stack, [story["opened"]["id"]]) if m.startswith("rebalance of ")]
+    assert len(booked) == 1 and f"rebalance of {ACCOUNT} on {DAY_ONE} with " in booked[0], booked
+    assert " booked: " in booked[0] and " orders, " in booked[0], booked
 
 
 @needs_chromium

@@ -12,6 +12,7 @@ ACCOUNT = "e2e-kill"
 SESSION = "2024-07-05"
 
 
+@pytest.mark.kills_worker
 def test_retry_after_worker_death_books_fills_once(stack: Stack) -> None:
     from oomrl.portfolio.ledger import Ledger
     from oomrl.settings import get_settings
