@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from oomrl.settings.root import GROUPS, OomrlSettings, env_name, file_values, given_by
+from oomrl.settings.sources import upper_environment
 
 SECRET_UNIT = "(secret)"  # the unit a description gives a value never shown
 MASK = "********"
@@ -32,15 +33,15 @@ def _shown(value: Any, secret: bool) -> str:
 
 
 def _rows_of(
-    model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any]
+    model: BaseModel, path: tuple[str, ...], from_file: dict[str, Any], env: dict[str, str]
 ) -> list[SettingRow]:
-    """The rows of one group; `from_file`: the config file's group tables."""
+    """The rows of one group; `from_file`, `env`: the config file's tables, the environment."""
     rows = []
     for field, info in type(model).model_fields.items():
         loc = (*path, field)
         description = info.description or ""
         variable = env_name(loc)
-        source = given_by(loc, from_file)
+        source = given_by(loc, from_file, env)
         rows.append(
             SettingRow(
                 ".".join(loc),
@@ -55,8 +56,8 @@ def _rows_of(
 
 def setting_rows(settings: OomrlSettings) -> list[SettingRow]:
     """The rows of every setting, group by group."""
-    from_file = file_values()
+    from_file, env = file_values(), upper_environment()
     rows: list[SettingRow] = []
     for group in GROUPS:
-        rows += _rows_of(getattr(settings, group), (group,), from_file)
+        rows += _rows_of(getattr(settings, group), (group,), from_file, env)
     return rows

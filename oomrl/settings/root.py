@@ -24,7 +24,7 @@ from oomrl.settings.agent import AgentSettings
 from oomrl.settings.ledger import LedgerSettings
 from oomrl.settings.market import MarketSettings
 from oomrl.settings.runtime import RuntimeSettings
-from oomrl.settings.sources import Group, group_environment, upper_environment, variable_of
+from oomrl.settings.sources import Group, group_environment, is_set, upper_environment, variable_of
 from oomrl.settings.store import StoreSettings
 from oomrl.settings.toml import config_file_values, config_path
 from oomrl.settings.webhook import WebhookSettings
@@ -143,12 +143,15 @@ def variables() -> dict[str, FieldInfo]:
     }
 
 
-def given_by(loc: tuple[str, ...], from_file: dict[str, Any] | None = None) -> str:
+def given_by(
+    loc: tuple[str, ...], from_file: dict[str, Any] | None = None, env: dict[str, str] | None = None
+) -> str:
     """Where a setting's value comes from: `env`, `config.toml` or `default`.
 
     The one place that decides it, matching variables as the sources read them (ignoring case).
-    `from_file`: the config file's group tables, when already read."""
-    if env_name(loc).upper() in upper_environment():
+    `from_file` and `env`: the config file's group tables and `upper_environment()`, when already
+    read (the listing asks of every setting)."""
+    if is_set(env_name(loc), env):
         return "env"
     tables = file_values() if from_file is None else from_file
     return "config.toml" if loc[-1] in (tables.get(loc[0]) or {}) else "default"
@@ -158,7 +161,7 @@ def _source_of(loc: tuple[str, ...], init: dict[str, Any]) -> str:
     """Where a setting's value came from, as the user would name it."""
     if loc[0] in init:
         return ".".join(loc)
-    if env_name(loc).upper() in upper_environment():
+    if is_set(env_name(loc)):
         return env_name(loc)
     path, _ = config_path()
     return f"{'.'.join(loc)} in {path}"

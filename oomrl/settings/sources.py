@@ -37,6 +37,13 @@ def upper_environment() -> dict[str, str]:
     return {name.upper(): value for name, value in os.environ.items()}
 
 
+def is_set(variable: str, env: dict[str, str] | None = None) -> bool:
+    """Whether the environment gives `variable`, matched as the sources read it (ignoring case).
+
+    `env`: an `upper_environment()` already read, for a caller asking of many variables."""
+    return variable.upper() in (upper_environment() if env is None else env)
+
+
 def group_environment(group: type[Group], env: dict[str, str] | None = None) -> dict[str, Any]:
     """The group's values set in the environment (`env`: an `upper_environment()` already read)."""
     env = upper_environment() if env is None else env
