@@ -296,13 +296,20 @@ def rebalance(
         setup.version,
         jail,
     )
-    _log(outcome, dry_run, reason)
+    _log(outcome, reason)
     return outcome
 
 
-def _log(outcome: RebalanceOutcome, dry_run: bool, halt_reason: str | None) -> None:
+def _log(outcome: RebalanceOutcome, halt_reason: str | None) -> None:
     """One line per rebalance in the run's log: what was traded, at what cost, and any halt."""
-    done = "planned (dry run)" if dry_run else "booked" if outcome.committed else "not booked"
+    # Neither booked nor a duplicate is a dry run (a commit that lost a race is a duplicate)
+    done = (
+        "booked"
+        if outcome.committed
+        else "not booked"
+        if outcome.duplicate
+        else "planned (dry run)"
+    )
     last = outcome.nav.iloc[-1] if len(outcome.nav) else None
     logger.info(
         "rebalance of %s on %s with %s %s: %d orders, %d fills, NAV %s, costs %s%s",

@@ -64,10 +64,12 @@ def test_each_rebalance_logs_one_line_of_what_it_booked(
     assert "already booked: this retry writes nothing" in caplog.text
 
 
-def test_dry_run_writes_nothing(ledger: Ledger) -> None:
+def test_dry_run_writes_nothing(ledger: Ledger, caplog: pytest.LogCaptureFixture) -> None:
     panels = random_panels(SYMBOLS, days=60)
     ledger.open_account("acc", 1_000_000)
-    plan = rebalance(ledger, "acc", sessions(panels)[40], panels, setup(top_k=3), dry_run=True)
+    with caplog.at_level(logging.INFO, logger="oomrl.portfolio.rebalance"):
+        plan = rebalance(ledger, "acc", sessions(panels)[40], panels, setup(top_k=3), dry_run=True)
+    assert " with v1 planned (dry run): " in caplog.text
     assert len(plan.orders) > 0 and not plan.committed and not plan.duplicate
     assert ledger.fills_frame("acc").empty and ledger.account("acc").revision == 0
 
