@@ -202,8 +202,8 @@ def test_the_approval_form_describes_every_field_and_fits_a_laptop(
         # names what the server answered rather than only that the run stayed Paused.
         answer = submit_resume(page)
         assert answer.ok, f"the server answered the form's resume {answer.status}: {answer.text()}"
-        resumed = stack.wait_for(run["id"], {"RUNNING", *FINAL}, timeout_s=120)
-        assert resumed["state_type"] != "PAUSED"
+        # It leaves Paused within 120 s, or wait_for fails with the worker log's tail
+        stack.wait_for(run["id"], {"RUNNING", *FINAL}, timeout_s=120)
 
 
 def submit_resume(page: Any) -> Any:
